@@ -1,0 +1,61 @@
+package membership
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a machine-readable error code. Clients branch on it; the HTTP layer
+// maps each code to one status in one place.
+type Code string
+
+// The error codes of the service. The README's error table lists the same codes
+// with their HTTP statuses.
+const (
+	CodeInvalidGroupID       Code = "invalid_group_id"       // the group id is empty, too long, not UTF-8 or has control characters
+	CodeMissingUsers         Code = "missing_users"          // the request has no users parameter
+	CodeInvalidUsers         Code = "invalid_users"          // the users value is not a JSON array of valid user elements
+	CodeInvalidUID           Code = "invalid_uid"            // the acting uid parameter is not a valid uid
+	CodeInvalidBody          Code = "invalid_body"           // the request body cannot be decoded
+	CodeTooManyUsers         Code = "too_many_users"         // the users array has more elements than allowed
+	CodeBodyTooLarge         Code = "body_too_large"         // the request body is larger than allowed
+	CodeUnsupportedMediaType Code = "unsupported_media_type" // the body's Content-Type is not one the service reads
+	CodeNotFound             Code = "not_found"              // no such route
+	CodeMethodNotAllowed     Code = "method_not_allowed"     // the route exists, the method does not
+	CodeInternal             Code = "internal"               // a fault of the service, not of the request
+)
+
+// Error is an error the service reports to its clients: a code to branch on
+// and a message for people.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.Message }
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err, or CodeInternal when err is not an *Error:
+// an error nobody classified is the service's fault.
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// ErrorMessage returns the message of err for clients. Errors that are not an
+// *Error may carry internal detail, so clients get a generic message instead.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}

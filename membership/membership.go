@@ -1,0 +1,97 @@
+// Package membership is the domain of the group membership service: which users
+// belong to which group. It holds the types, the parsing and validation of what
+// clients send, the Service that applies requests, and the Store interface the
+// Service keeps its state in. It imports no other package of this module.
+package membership
+
+import (
+	"context"
+	"math"
+	"unicode"
+	"unicode/utf8"
+)
+
+// UID identifies a user. Valid uids run from 1 to math.MaxInt64.
+type UID int64
+
+// MaxGroupIDBytes is the longest group id accepted, in bytes.
+const MaxGroupIDBytes = 256
+
+// MaxNicknameBytes is the longest nickname accepted, in bytes of UTF-8.
+const MaxNicknameBytes = 256
+
+// User is one element of an add or remove request.
+type User struct {
+	UID      UID
+	Nickname string
+	// HasNickname says whether the request gave a nickname. A user added
+	// without one keeps the nickname they already have.
+	HasNickname bool
+}
+
+// Member is one member of a group as the list operation returns it. A user who
+// was never given a nickname has the nickname "".
+type Member struct {
+	UID      UID    `json:"uid"`
+	Nickname string `json:"nickname"`
+}
+
+// Store keeps groups, their members and the users' nicknames. Implementations
+// must be safe for concurrent use, and must apply each call atomically: a call
+// either changes all it is asked to or, when it returns an error, nothing.
+//
+// Callers pass only validated group ids and users. Errors other than *Error
+// are reported to clients as CodeInternal.
+type Store interface {
+	// AddMembers adds users to the group, creating it if needed, and records the
+	// nicknames given (the last one wins when a user appears twice). It returns
+	// how many users were not members before.
+	AddMembers(ctx context.Context, groupID string, users []User) (added int, err error)
+
+	// RemoveMembers removes uids from the group. It returns how many of them
+	// were members. Nicknames are kept: they belong to the user, not the group.
+	RemoveMembers(ctx context.Context, groupID string, uids []UID) (removed int, err error)
+
+	// ListMembers returns the members of the group in ascending uid order. An
+	// unknown group has no members: the result is empty, and not an error.
+	ListMembers(ctx context.Context, groupID string) ([]Member, error)
+}
+
+// ValidateGroupID returns a CodeInvalidGroupID error unless id is 1 to
+// MaxGroupIDBytes bytes of valid UTF-8 without control characters.
+func ValidateGroupID(id string) error {
+	switch {
+	case id == "":
+		return Errorf(CodeInvalidGroupID, "group id is empty")
+	case len(id) > MaxGroupIDBytes:
+		return Errorf(CodeInvalidGroupID, "group id is %d bytes, longer than %d", len(id), MaxGroupIDBytes)
+	case !utf8.ValidString(id):
+		return Errorf(CodeInvalidGroupID, "group id is not valid UTF-8")
+	}
+	for i, r := range id {
+		if unicode.IsControl(r) {
+			return Errorf(CodeInvalidGroupID, "group id has control character %U at byte %d", r, i)
+		}
+	}
+	return nil
+}
+
+// ParseUID parses s as a uid: a decimal integer from 1 to math.MaxInt64 with no
+// sign, no leading zeros and nothing around it. ok is false for anything else.
+func ParseUID(s string) (uid UID, ok bool) {
+	if s == "" || s[0] == '0' || len(s) > len("9223372036854775807") {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0') // at most 19 digits: cannot overflow uint64
+	}
+	if n > math.MaxInt64 {
+		return 0, false
+	}
+	return UID(n), true
+}

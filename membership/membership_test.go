@@ -1,0 +1,157 @@
+package membership_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+func TestValidateGroupID(t *testing.T) {
+	tests := []struct {
+		name    string
+		id      string
+		wantMsg string // "" when the id is valid
+	}{
+		{"plain", "team-a", ""},
+		{"slash from %2F", "team/a", ""},
+		{"unicode", "équipe 日本", ""},
+		{"256 bytes", strings.Repeat("a", 256), ""},
+		{"empty", "", "group id is empty"},
+		{"257 bytes", strings.Repeat("a", 257), "257 bytes, longer than 256"},
+		{"not UTF-8", "a\xffb", "not valid UTF-8"},
+		{"NUL", "a\x00b", "control character U+0000 at byte 1"},
+		{"newline", "a\n", "control character U+000A"},
+		{"DEL", "a\x7f", "control character U+007F"},
+		{"C1 control", "a\u0085", "control character U+0085"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := membership.ValidateGroupID(tt.id)
+			if tt.wantMsg == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, membership.CodeInvalidGroupID, membership.ErrorCode(err))
+			assert.Contains(t, err.Error(), tt.wantMsg)
+		})
+	}
+}
+
+func TestParseUID(t *testing.T) {
+	tests := []struct {
+		in     string
+		want   membership.UID
+		wantOK bool
+	}{
+		{"1", 1, true},
+		{"42", 42, true},
+		{"9223372036854775807", 9223372036854775807, true},
+		{"9223372036854775808", 0, false},
+		{"99999999999999999999", 0, false},
+		{"0", 0, false},
+		{"07", 0, false},
+		{"-1", 0, false},
+		{"+1", 0, false},
+		{"1.0", 0, false},
+		{"1e3", 0, false},
+		{" 1", 0, false},
+		{"", 0, false},
+		{"abc", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, ok := membership.ParseUID(tt.in)
+			assert.Equal(t, tt.wantOK, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestErrorCodeAndMessage(t *testing.T) {
+	err := membership.Errorf(membership.CodeInvalidUsers, "element %d is bad", 3)
+	wrapped := errors.Join(errors.New("context"), err)
+	assert.Equal(t, membership.CodeInvalidUsers, membership.ErrorCode(wrapped))
+	assert.Equal(t, "element 3 is bad", membership.ErrorMessage(wrapped))
+
+	plain := errors.New("disk on fire at /var/secret")
+	assert.Equal(t, membership.CodeInternal, membership.ErrorCode(plain))
+	assert.Equal(t, "internal error", membership.ErrorMessage(plain), "internal detail must not reach clients")
+}
+
+// recordingStore is a membership.Store that records the calls it gets.
+type recordingStore struct {
+	calls []string
+}
+
+func (s *recordingStore) AddMembers(_ context.Context, groupID string, users []membership.User) (int, error) {
+	s.calls = append(s.calls, "add "+groupID)
+	return len(users), nil
+}
+
+func (s *recordingStore) RemoveMembers(_ context.Context, groupID string, uids []membership.UID) (int, error) {
+	s.calls = append(s.calls, "remove "+groupID)
+	return len(uids), nil
+}
+
+func (s *recordingStore) ListMembers(_ context.Context, groupID string) ([]membership.Member, error) {
+	s.calls = append(s.calls, "list "+groupID)
+	return []membership.Member{}, nil
+}
+
+func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		call     func(*membership.Service) error
+		wantCode membership.Code
+	}{
+		{"add: bad group", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "", "[1]"); return err }, membership.CodeInvalidGroupID},
+		{"add: missing users", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", ""); return err }, membership.CodeMissingUsers},
+		{"add: bad users", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", "[1,x]"); return err }, membership.CodeInvalidUsers},
+		{"add: too many users", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", "[1,2,3]"); return err }, membership.CodeTooManyUsers},
+		{"remove: bad group", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "a\x00", "[1]"); return err }, membership.CodeInvalidGroupID},
+		{"remove: missing users", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "g", ""); return err }, membership.CodeMissingUsers},
+		{"remove: bad users", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "g", "[0]"); return err }, membership.CodeInvalidUsers},
+		{"list: bad group", func(s *membership.Service) error { _, err := s.ListMembers(ctx, ""); return err }, membership.CodeInvalidGroupID},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &recordingStore{}
+			err := tt.call(membership.NewService(store, 2))
+			require.Error(t, err)
+			assert.Equal(t, tt.wantCode, membership.ErrorCode(err))
+			assert.Empty(t, store.calls, "a bad request must not reach the store")
+		})
+	}
+}
+
+func TestServicePassesValidRequestsToTheStore(t *testing.T) {
+	ctx := context.Background()
+	store := &recordingStore{}
+	svc := membership.NewService(store, 0)
+	n, err := svc.AddMembers(ctx, "g", `[1,[2,"b"]]`)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	n, err = svc.RemoveMembers(ctx, "g", `[{"uid":1,"nickname":"ignored"}]`)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	_, err = svc.ListMembers(ctx, "g")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"add g", "remove g", "list g"}, store.calls)
+}
+
+func TestNewServiceDefaultsMaxUsers(t *testing.T) {
+	svc := membership.NewService(&recordingStore{}, 0)
+	users := "[" + strings.Repeat("1,", membership.DefaultMaxUsers-1) + "1]"
+	_, err := svc.AddMembers(context.Background(), "g", users)
+	require.NoError(t, err)
+	_, err = svc.AddMembers(context.Background(), "g", "[1,"+users[1:])
+	assert.Equal(t, membership.CodeTooManyUsers, membership.ErrorCode(err))
+}

@@ -1,0 +1,457 @@
+package membership
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// ParseUsers parses the users value of an add or remove request: a JSON array
+// with at most maxUsers elements, each naming one user in one of these forms:
+//
+//	7                               a uid
+//	"7"                             a uid as a decimal string
+//	[7]                             a one-item list
+//	[7, "Alice"]                    a uid and a nickname
+//	{"uid": 7, "nickname": "Alice"} an object; "nickname" is optional
+//
+// Anywhere a uid goes, the number and the decimal-string forms are both
+// accepted. A uid is an integer from 1 to 9223372036854775807, read exactly:
+// 1.5, 1e3, -3, 0, true and null are errors, not rounded. A nickname is a JSON
+// string of at most MaxNicknameBytes bytes of valid UTF-8 (a lone surrogate
+// escape such as "\ud800" is not). Objects may not repeat or add keys.
+//
+// Errors: CodeInvalidUsers naming the first offending element, or
+// CodeTooManyUsers.
+func ParseUsers(s string, maxUsers int) ([]User, error) {
+	p := usersParser{s: s}
+	return p.parse(maxUsers)
+}
+
+type usersParser struct {
+	s   string
+	pos int
+	// elem is the index of the element being parsed, for error messages.
+	elem int
+}
+
+const (
+	wantElement = `a uid, [uid], [uid, "nickname"] or {"uid": uid, "nickname": "nickname"}`
+	wantUID     = "a uid (a number or a decimal string)"
+)
+
+func (p *usersParser) parse(maxUsers int) ([]User, error) {
+	p.skipSpace()
+	if !p.consume('[') {
+		return nil, Errorf(CodeInvalidUsers, "users is not a JSON array: it must start with [")
+	}
+	// Commas bound the element count, so this never allocates more than the
+	// request could fill.
+	users := make([]User, 0, min(strings.Count(p.s, ",")+1, maxUsers))
+	p.skipSpace()
+	if !p.consume(']') {
+		for {
+			if len(users) == maxUsers {
+				return nil, Errorf(CodeTooManyUsers, "users has more than %d elements", maxUsers)
+			}
+			p.elem = len(users)
+			u, err := p.element()
+			if err != nil {
+				return nil, err
+			}
+			users = append(users, u)
+			p.skipSpace()
+			if p.consume(']') {
+				break
+			}
+			if p.pos == len(p.s) {
+				return nil, p.syntaxError("unexpected end: the array is not closed")
+			}
+			if !p.consume(',') {
+				return nil, p.syntaxError("want , or ] after element %d", p.elem)
+			}
+			p.skipSpace()
+		}
+	}
+	p.skipSpace()
+	if p.pos != len(p.s) {
+		return nil, p.syntaxError("unexpected data after the array")
+	}
+	return users, nil
+}
+
+// element parses one element of the array at p.pos.
+func (p *usersParser) element() (User, error) {
+	switch p.peek() {
+	case '[':
+		return p.list()
+	case '{':
+		return p.object()
+	default:
+		uid, err := p.uid(wantElement)
+		return User{UID: uid}, err
+	}
+}
+
+// list parses [uid] or [uid, "nickname"].
+func (p *usersParser) list() (User, error) {
+	p.pos++ // [
+	p.skipSpace()
+	if p.peek() == ']' {
+		return User{}, p.elementError("the list is empty, " + wantElement)
+	}
+	uid, err := p.uid(wantUID)
+	if err != nil {
+		return User{}, err
+	}
+	u := User{UID: uid}
+	p.skipSpace()
+	if p.consume(',') {
+		p.skipSpace()
+		if u.Nickname, err = p.nickname(); err != nil {
+			return User{}, err
+		}
+		u.HasNickname = true
+		p.skipSpace()
+	}
+	if !p.consume(']') {
+		if p.peek() == ',' {
+			return User{}, p.elementError("the list has more than two items, " + wantElement)
+		}
+		return User{}, p.syntaxError("want ] to close element %d", p.elem)
+	}
+	return u, nil
+}
+
+// object parses {"uid": uid, "nickname": "nickname"} with the keys in any order.
+func (p *usersParser) object() (User, error) {
+	p.pos++ // {
+	var u User
+	var hasUID bool
+	p.skipSpace()
+	if !p.consume('}') {
+		for {
+			if p.peek() != '"' {
+				return User{}, p.syntaxError("want a quoted key in element %d", p.elem)
+			}
+			key, err := p.string()
+			if err != nil {
+				return User{}, err
+			}
+			p.skipSpace()
+			if !p.consume(':') {
+				return User{}, p.syntaxError("want : after key %q in element %d", key, p.elem)
+			}
+			p.skipSpace()
+			switch key {
+			case "uid":
+				if hasUID {
+					return User{}, p.elementError(`the key "uid" appears twice`)
+				}
+				if u.UID, err = p.uid(wantUID); err != nil {
+					return User{}, err
+				}
+				hasUID = true
+			case "nickname":
+				if u.HasNickname {
+					return User{}, p.elementError(`the key "nickname" appears twice`)
+				}
+				if u.Nickname, err = p.nickname(); err != nil {
+					return User{}, err
+				}
+				u.HasNickname = true
+			default:
+				return User{}, p.elementError("unknown key %q: only \"uid\" and \"nickname\" are allowed", key)
+			}
+			p.skipSpace()
+			if p.consume('}') {
+				break
+			}
+			if !p.consume(',') {
+				return User{}, p.syntaxError("want , or } in element %d", p.elem)
+			}
+			p.skipSpace()
+		}
+	}
+	if !hasUID {
+		return User{}, p.elementError(`the object has no "uid"`)
+	}
+	return u, nil
+}
+
+// uid parses a uid written as a JSON number or a JSON string of decimal digits.
+// want describes what belongs here, for the error message.
+func (p *usersParser) uid(want string) (UID, error) {
+	var text string
+	switch c := p.peek(); {
+	case c == '"':
+		s, err := p.string()
+		if err != nil {
+			return 0, err
+		}
+		text = strconv.Quote(s)
+		if uid, ok := ParseUID(s); ok {
+			return uid, nil
+		}
+	case c == '-' || ('0' <= c && c <= '9'):
+		num, err := p.number()
+		if err != nil {
+			return 0, err
+		}
+		text = num
+		if uid, ok := ParseUID(num); ok {
+			return uid, nil
+		}
+	default:
+		return 0, p.wrongValue(want)
+	}
+	return 0, p.elementError("uid %s is not an integer from 1 to 9223372036854775807", truncate(text))
+}
+
+// nickname parses a nickname: a JSON string of valid UTF-8, at most
+// MaxNicknameBytes bytes long once decoded.
+func (p *usersParser) nickname() (string, error) {
+	if p.peek() != '"' {
+		return "", p.wrongValue("a string nickname")
+	}
+	s, err := p.string()
+	if err != nil {
+		return "", err
+	}
+	if len(s) > MaxNicknameBytes {
+		return "", p.elementError("the nickname is %d bytes, longer than %d", len(s), MaxNicknameBytes)
+	}
+	// The nickname outlives the request: copy it out of the request body so
+	// that keeping it does not keep the whole body alive.
+	return strings.Clone(s), nil
+}
+
+// wrongValue reports the value at p.pos, which is not what belongs there: a
+// well-formed JSON value of the wrong kind, or a syntax error.
+func (p *usersParser) wrongValue(want string) error {
+	rest := p.s[p.pos:]
+	var got string
+	switch c := p.peek(); {
+	case strings.HasPrefix(rest, "true"):
+		got = "true"
+	case strings.HasPrefix(rest, "false"):
+		got = "false"
+	case strings.HasPrefix(rest, "null"):
+		got = "null"
+	case c == '[':
+		got = "a list"
+	case c == '{':
+		got = "an object"
+	case c == '"':
+		got = "a string"
+	case c == '-' || ('0' <= c && c <= '9'):
+		got = "a number"
+	case p.pos == len(p.s):
+		return p.syntaxError("unexpected end: the array is not closed")
+	default:
+		return p.syntaxError("unexpected %q", c)
+	}
+	return p.elementError("got %s, want %s", got, want)
+}
+
+// number scans a JSON number and returns its text.
+func (p *usersParser) number() (string, error) {
+	start := p.pos
+	p.consume('-')
+	switch {
+	case p.consume('0'):
+		if p.digits() > 0 {
+			return "", p.syntaxError("malformed number: leading zero")
+		}
+	case p.digits() == 0:
+		return "", p.syntaxError("malformed number")
+	}
+	if p.consume('.') && p.digits() == 0 {
+		return "", p.syntaxError("malformed number")
+	}
+	if p.consume('e') || p.consume('E') {
+		_ = p.consume('+') || p.consume('-')
+		if p.digits() == 0 {
+			return "", p.syntaxError("malformed number")
+		}
+	}
+	return p.s[start:p.pos], nil
+}
+
+func (p *usersParser) digits() int {
+	start := p.pos
+	for p.pos < len(p.s) && '0' <= p.s[p.pos] && p.s[p.pos] <= '9' {
+		p.pos++
+	}
+	return p.pos - start
+}
+
+// string scans a JSON string and returns it decoded. It rejects invalid UTF-8
+// and lone surrogate escapes instead of replacing them with U+FFFD, so no
+// nickname is silently altered.
+func (p *usersParser) string() (string, error) {
+	start := p.pos
+	p.pos++ // "
+	// Fast path: no escapes, so the decoded string is a slice of the input.
+	i := p.pos
+	for ; i < len(p.s); i++ {
+		c := p.s[i]
+		if c == '"' {
+			s := p.s[p.pos:i]
+			if !utf8.ValidString(s) {
+				return "", p.elementError("a string is not valid UTF-8")
+			}
+			p.pos = i + 1
+			return s, nil
+		}
+		if c == '\\' || c < 0x20 {
+			break
+		}
+	}
+	// Slow path: decode rune by rune, with room for the part already scanned.
+	b := make([]byte, 0, i-p.pos+16)
+	for {
+		if p.pos >= len(p.s) {
+			p.pos = start
+			return "", p.syntaxError("unterminated string")
+		}
+		c := p.s[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return string(b), nil
+		case c < 0x20:
+			return "", p.syntaxError("control character %q in a string", c)
+		case c == '\\':
+			r, err := p.escape()
+			if err != nil {
+				return "", err
+			}
+			b = utf8.AppendRune(b, r)
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			p.pos++
+		default:
+			r, size := utf8.DecodeRuneInString(p.s[p.pos:])
+			if r == utf8.RuneError && size == 1 {
+				return "", p.elementError("a string is not valid UTF-8")
+			}
+			b = append(b, p.s[p.pos:p.pos+size]...)
+			p.pos += size
+		}
+	}
+}
+
+// escape decodes the escape sequence at p.pos, joining surrogate pairs.
+func (p *usersParser) escape() (rune, error) {
+	if p.pos+1 >= len(p.s) {
+		return 0, p.syntaxError("unterminated string")
+	}
+	c := p.s[p.pos+1]
+	p.pos += 2
+	switch c {
+	case '"', '\\', '/':
+		return rune(c), nil
+	case 'b':
+		return '\b', nil
+	case 'f':
+		return '\f', nil
+	case 'n':
+		return '\n', nil
+	case 'r':
+		return '\r', nil
+	case 't':
+		return '\t', nil
+	case 'u':
+		r, ok := p.hex4()
+		if !ok {
+			return 0, p.syntaxError(`malformed \u escape`)
+		}
+		if !utf16.IsSurrogate(r) {
+			return r, nil
+		}
+		if r < 0xDC00 && strings.HasPrefix(p.s[p.pos:], `\u`) {
+			p.pos += 2
+			r2, ok := p.hex4()
+			if !ok {
+				return 0, p.syntaxError(`malformed \u escape`)
+			}
+			if joined := utf16.DecodeRune(r, r2); joined != utf8.RuneError {
+				return joined, nil
+			}
+		}
+		return 0, p.elementError("a string is not valid UTF-8: it has a lone surrogate escape")
+	default:
+		p.pos -= 2
+		return 0, p.syntaxError(`unknown escape \%c`, c)
+	}
+}
+
+func (p *usersParser) hex4() (rune, bool) {
+	if p.pos+4 > len(p.s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(p.s[p.pos : p.pos+4]) {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	p.pos += 4
+	return r, true
+}
+
+func (p *usersParser) peek() byte {
+	if p.pos < len(p.s) {
+		return p.s[p.pos]
+	}
+	return 0
+}
+
+func (p *usersParser) consume(c byte) bool {
+	if p.pos < len(p.s) && p.s[p.pos] == c {
+		p.pos++
+		return true
+	}
+	return false
+}
+
+func (p *usersParser) skipSpace() {
+	for p.pos < len(p.s) {
+		switch p.s[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+// syntaxError reports malformed JSON at p.pos.
+func (p *usersParser) syntaxError(format string, args ...any) error {
+	return Errorf(CodeInvalidUsers, "users is not valid JSON at byte %d: "+format, append([]any{p.pos}, args...)...)
+}
+
+// elementError reports well-formed JSON that is not a valid user element.
+
+func (p *usersParser) elementError(format string, args ...any) error {
+	return Errorf(CodeInvalidUsers, "users element %d: "+format, append([]any{p.elem}, args...)...)
+}
+
+// truncate shortens s for an error message.
+func truncate(s string) string {
+	const max = 40
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
+}
