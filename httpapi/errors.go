@@ -1,0 +1,50 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"example.com/groupmembership/membership"
+)
+
+// statusOf maps each error code to its HTTP status. It is the one place that
+// does; a code missing here is a bug and is answered 500.
+var statusOf = map[membership.Code]int{
+	membership.CodeInvalidGroupID:       http.StatusBadRequest,
+	membership.CodeMissingUsers:         http.StatusBadRequest,
+	membership.CodeInvalidUsers:         http.StatusBadRequest,
+	membership.CodeInvalidUID:           http.StatusBadRequest,
+	membership.CodeInvalidBody:          http.StatusBadRequest,
+	membership.CodeTooManyUsers:         http.StatusRequestEntityTooLarge,
+	membership.CodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
+	membership.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	membership.CodeNotFound:             http.StatusNotFound,
+	membership.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	membership.CodeInternal:             http.StatusInternalServerError,
+}
+
+type errorBody struct {
+	Error struct {
+		Code    membership.Code `json:"code"`
+		Message string          `json:"message"`
+	} `json:"error"`
+}
+
+// writeError answers err as {"error":{"code":…,"message":…}} with the status
+// of its code. Internal errors are recorded for the access log, which logs
+// them with their detail; the client gets a generic message.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := membership.ErrorCode(err)
+	status, ok := statusOf[code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	if status == http.StatusInternalServerError {
+		recordInternalError(r.Context(), err)
+	}
+	var body errorBody
+	body.Error.Code = code
+	body.Error.Message = membership.ErrorMessage(err)
+	b, _ := json.Marshal(body) // a struct of two strings always marshals
+	writeJSON(w, status, b)
+}

@@ -1,0 +1,466 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/httpapi"
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/membership"
+)
+
+const (
+	testMaxBody  = 1024
+	testMaxUsers = 5
+	formType     = "application/x-www-form-urlencoded"
+)
+
+// newTestHandler returns the API over a fresh in-memory store, and the buffer
+// its log goes to.
+func newTestHandler(t *testing.T) (http.Handler, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	svc := membership.NewService(store.NewMemory(), testMaxUsers)
+	h := httpapi.NewHandler(svc, httpapi.Options{
+		Logger:       slog.New(slog.NewJSONHandler(logs, nil)),
+		MaxBodyBytes: testMaxBody,
+	})
+	return h, logs
+}
+
+// do sends one request to h. contentType "" sends no Content-Type header.
+func do(h http.Handler, method, path, body, contentType string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if contentType != "" {
+		r.Header.Set("Content-Type", contentType)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+func TestAddAcceptsEveryElementForm(t *testing.T) {
+	tests := []struct {
+		name      string
+		users     string
+		wantCount string
+		wantList  string
+	}{
+		{"bare integer", `[7]`, `1`, `[{"uid":7,"nickname":""}]`},
+		{"numeric string", `["7"]`, `1`, `[{"uid":7,"nickname":""}]`},
+		{"one-item list", `[[7]]`, `1`, `[{"uid":7,"nickname":""}]`},
+		{"pair", `[[7,"Alice"]]`, `1`, `[{"uid":7,"nickname":"Alice"}]`},
+		{"object", `[{"uid":7,"nickname":"Alice"}]`, `1`, `[{"uid":7,"nickname":"Alice"}]`},
+		{"object without nickname", `[{"uid":7}]`, `1`, `[{"uid":7,"nickname":""}]`},
+		{"mixed, listed in uid order", `[5,"3",[4],[2,"Bo"],{"uid":1,"nickname":"Al"}]`, `5`,
+			`[{"uid":1,"nickname":"Al"},{"uid":2,"nickname":"Bo"},{"uid":3,"nickname":""},{"uid":4,"nickname":""},{"uid":5,"nickname":""}]`},
+		{"largest uid stays exact", `[9223372036854775807]`, `1`, `[{"uid":9223372036854775807,"nickname":""}]`},
+		{"empty array adds nothing", `[]`, `0`, `[]`},
+		{"repeats in one request count once, last nickname wins", `[[7,"a"],[7,"b"],7]`, `1`, `[{"uid":7,"nickname":"b"}]`},
+		{"nickname with HTML and line separators", `[[7,"<b>&\u2028"]]`, `1`, `[{"uid":7,"nickname":"<b>&\u2028"}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, _ := newTestHandler(t)
+			w := do(h, http.MethodPost, "/group-user/g", "users="+urlEncode(tt.users), formType)
+			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+			assert.Equal(t, tt.wantCount, w.Body.String())
+
+			w = do(h, http.MethodGet, "/group-user/g", "", "")
+			require.Equal(t, http.StatusOK, w.Code)
+			assert.JSONEq(t, tt.wantList, w.Body.String())
+		})
+	}
+}
+
+func TestChangeAndList(t *testing.T) {
+	type step struct {
+		method, path, body, contentType string
+		wantStatus                      int
+		wantBody                        string // compared as JSON
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"an unknown group lists empty", []step{
+			{"GET", "/group-user/nobody", "", "", 200, `[]`},
+		}},
+		{"add without a Content-Type header", []step{
+			{"POST", "/group-user/g", "users=[1,2]", "", 200, `2`},
+			{"GET", "/group-user/g", "", "", 200, `[{"uid":1,"nickname":""},{"uid":2,"nickname":""}]`},
+		}},
+		{"add with a charset parameter", []step{
+			{"POST", "/group-user/g", "users=[1]", formType + "; charset=utf-8", 200, `1`},
+		}},
+		{"members already in the group count 0", []step{
+			{"POST", "/group-user/g", "users=[1,2]", formType, 200, `2`},
+			{"POST", "/group-user/g", "users=[2,3]", formType, 200, `1`},
+			{"POST", "/group-user/g", "users=[1,2,3]", formType, 200, `0`},
+		}},
+		{"a nickname given later replaces the earlier one, also with count 0", []step{
+			{"POST", "/group-user/g", `users=[[1,"Ann"]]`, formType, 200, `1`},
+			{"POST", "/group-user/g", `users=[[1,"Anna"]]`, formType, 200, `0`},
+			{"POST", "/group-user/g", `users=[1]`, formType, 200, `0`},
+			{"GET", "/group-user/g", "", "", 200, `[{"uid":1,"nickname":"Anna"}]`},
+		}},
+		{"a nickname is the user's, in every group", []step{
+			{"POST", "/group-user/a", `users=[[1,"Ann"]]`, formType, 200, `1`},
+			{"POST", "/group-user/b", `users=[1]`, formType, 200, `1`},
+			{"GET", "/group-user/b", "", "", 200, `[{"uid":1,"nickname":"Ann"}]`},
+		}},
+		{"remove reads the DELETE body and counts only members", []step{
+			{"POST", "/group-user/g", "users=[1,2,3]", formType, 200, `3`},
+			{"DELETE", "/group-user/g", "users=[1,3,4,3]", formType, 200, `2`},
+			{"GET", "/group-user/g", "", "", 200, `[{"uid":2,"nickname":""}]`},
+		}},
+		{"remove accepts every element form and ignores nicknames", []step{
+			{"POST", "/group-user/g", `users=[[1,"a"],2,3,4,5]`, formType, 200, `5`},
+			{"DELETE", "/group-user/g", `users=[1,"2",[3],[4,"x"],{"uid":5,"nickname":"y"}]`, "", 200, `5`},
+			{"GET", "/group-user/g", "", "", 200, `[]`},
+			{"POST", "/group-user/g", `users=[1]`, formType, 200, `1`},
+			{"GET", "/group-user/g", "", "", 200, `[{"uid":1,"nickname":"a"}]`},
+		}},
+		{"remove touches only its own group", []step{
+			{"POST", "/group-user/a", "users=[1]", formType, 200, `1`},
+			{"POST", "/group-user/b", "users=[1]", formType, 200, `1`},
+			{"DELETE", "/group-user/a", "users=[1]", formType, 200, `1`},
+			{"GET", "/group-user/a", "", "", 200, `[]`},
+			{"GET", "/group-user/b", "", "", 200, `[{"uid":1,"nickname":""}]`},
+		}},
+		{"remove from an unknown group counts 0", []step{
+			{"DELETE", "/group-user/nobody", "users=[1]", formType, 200, `0`},
+		}},
+		{"the acting uid changes nothing", []step{
+			{"POST", "/group-user/g", "users=[1]&uid=99", formType, 200, `1`},
+			{"DELETE", "/group-user/g", "users=[2]&uid=99", formType, 200, `0`},
+			{"GET", "/group-user/g", "", "", 200, `[{"uid":1,"nickname":""}]`},
+		}},
+		{"an escaped slash is part of one group id", []step{
+			{"POST", "/group-user/team%2Fa", "users=[1]", formType, 200, `1`},
+			{"GET", "/group-user/team%2Fa", "", "", 200, `[{"uid":1,"nickname":""}]`},
+			{"GET", "/group-user/team", "", "", 200, `[]`},
+		}},
+		{"unicode group ids", []step{
+			{"POST", "/group-user/%C3%A9quipe", "users=[1]", formType, 200, `1`},
+			{"GET", "/group-user/%C3%A9quipe", "", "", 200, `[{"uid":1,"nickname":""}]`},
+		}},
+		{"exactly max-users users", []step{
+			{"POST", "/group-user/g", "users=[1,2,3,4,5]", formType, 200, `5`},
+		}},
+		{"health", []step{
+			{"GET", "/healthz", "", "", 200, `{"status":"ok"}`},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, _ := newTestHandler(t)
+			for i, s := range tt.steps {
+				w := do(h, s.method, s.path, s.body, s.contentType)
+				require.Equal(t, s.wantStatus, w.Code, "step %d: %s %s: %s", i, s.method, s.path, w.Body.String())
+				assert.Equal(t, "application/json", w.Header().Get("Content-Type"), "step %d", i)
+				assert.JSONEq(t, s.wantBody, w.Body.String(), "step %d", i)
+			}
+		})
+	}
+}
+
+func TestListIsStrictJSONInUIDOrder(t *testing.T) {
+	h, _ := newTestHandler(t)
+	do(h, "POST", "/group-user/g", `users=[30,9223372036854775807,[2,"Zoë \"Z\""]]`, formType)
+	do(h, "POST", "/group-user/g", `users=[1,20]`, formType)
+	w := do(h, "GET", "/group-user/g", "", "")
+	require.Equal(t, http.StatusOK, w.Code)
+
+	var got []map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &got), "the list must be strict JSON")
+	var uids []string
+	for _, rec := range got {
+		assert.Len(t, rec, 2, "each record has exactly uid and nickname")
+		uids = append(uids, string(rec["uid"]))
+	}
+	assert.Equal(t, []string{"1", "2", "20", "30", "9223372036854775807"}, uids)
+	assert.JSONEq(t, `"Zoë \"Z\""`, string(got[1]["nickname"]))
+}
+
+func TestHeadListsNothingButHeaders(t *testing.T) {
+	h, _ := newTestHandler(t)
+	do(h, "POST", "/group-user/g", "users=[1]", formType)
+	get := do(h, "GET", "/group-user/g", "", "")
+	head := do(h, "HEAD", "/group-user/g", "", "")
+	assert.Equal(t, http.StatusOK, head.Code)
+	assert.Equal(t, "application/json", head.Header().Get("Content-Type"))
+	assert.Equal(t, get.Header().Get("Content-Length"), head.Header().Get("Content-Length"))
+}
+
+func TestBadInputChangesNothing(t *testing.T) {
+	long := strings.Repeat("a", 257)
+	tests := []struct {
+		name        string
+		method      string
+		path        string
+		body        string
+		contentType string
+		wantStatus  int
+		wantCode    string
+		wantMsg     string // part of the message
+	}{
+		{"missing users", "POST", "/group-user/g", "uid=1", formType, 400, "missing_users", "users parameter is missing"},
+		{"missing users on remove", "DELETE", "/group-user/g", "", formType, 400, "missing_users", "missing"},
+		{"empty users", "POST", "/group-user/g", "users=", formType, 400, "missing_users", "missing or empty"},
+		{"users in the query string only", "POST", "/group-user/g?users=[1]", "", formType, 400, "missing_users", "missing"},
+		{"malformed JSON", "POST", "/group-user/g", "users=[1,", formType, 400, "invalid_users", "not valid JSON"},
+		{"not an array", "POST", "/group-user/g", `users={"uid":1}`, formType, 400, "invalid_users", "not a JSON array"},
+		{"a later element is wrong", "POST", "/group-user/g", `users=[[1,"Evil"],3,true]`, formType, 400, "invalid_users", "element 2: got true"},
+		{"fraction uid", "POST", "/group-user/g", "users=[3,1.5]", formType, 400, "invalid_users", "element 1: uid 1.5 is not an integer"},
+		{"exponent uid", "POST", "/group-user/g", "users=[1e3]", formType, 400, "invalid_users", "uid 1e3"},
+		{"negative uid", "POST", "/group-user/g", "users=[-3]", formType, 400, "invalid_users", "uid -3"},
+		{"zero uid", "POST", "/group-user/g", "users=[0]", formType, 400, "invalid_users", "uid 0"},
+		{"overflowing uid", "POST", "/group-user/g", "users=[9223372036854775808]", formType, 400, "invalid_users", "9223372036854775808"},
+		{"null element", "POST", "/group-user/g", "users=[null]", formType, 400, "invalid_users", "got null"},
+		{"empty list element", "POST", "/group-user/g", "users=[[]]", formType, 400, "invalid_users", "the list is empty"},
+		{"nickname not a string", "POST", "/group-user/g", "users=[[1,2]]", formType, 400, "invalid_users", "want a string nickname"},
+		{"nickname too long", "POST", "/group-user/g", `users=[[1,"` + long + `"]]`, formType, 400, "invalid_users", "longer than 256"},
+		{"nickname not UTF-8", "POST", "/group-user/g", `users=[[1,"%FF"]]`, formType, 400, "invalid_users", "not valid UTF-8"},
+		{"bad element on remove", "DELETE", "/group-user/g", "users=[1,x]", formType, 400, "invalid_users", "not valid JSON"},
+		{"group id too long", "POST", "/group-user/" + long, "users=[5]", formType, 400, "invalid_group_id", "longer than 256"},
+		{"group id with a control character", "POST", "/group-user/a%00b", "users=[5]", formType, 400, "invalid_group_id", "control character"},
+		{"group id not UTF-8", "POST", "/group-user/%FF", "users=[5]", formType, 400, "invalid_group_id", "not valid UTF-8"},
+		{"list with a bad group id", "GET", "/group-user/a%0Ab", "", "", 400, "invalid_group_id", "control character"},
+		{"bad acting uid", "POST", "/group-user/g", "users=[5]&uid=abc", formType, 400, "invalid_uid", `"abc"`},
+		{"bad form encoding", "POST", "/group-user/g", "users=[5]%zz", formType, 400, "invalid_body", "not form-encoded"},
+		{"users given twice", "POST", "/group-user/g", "users=[5]&users=[6]", formType, 400, "invalid_body", "users is given 2 times"},
+		{"uid given twice", "DELETE", "/group-user/g", "users=[1]&uid=1&uid=2", formType, 400, "invalid_body", "uid is given 2 times"},
+		{"too many users", "POST", "/group-user/g", "users=[1,2,3,4,5,6]", formType, 413, "too_many_users", "more than 5"},
+		{"body too large", "POST", "/group-user/g", "users=[" + strings.Repeat("1,", testMaxBody/2) + "1]", formType, 413, "body_too_large", "larger than 1024 bytes"},
+		{"JSON body", "POST", "/group-user/g", `{"users":[5]}`, "application/json", 415, "unsupported_media_type", "application/json"},
+		{"multipart body", "POST", "/group-user/g", "x", "multipart/form-data; boundary=x", 415, "unsupported_media_type", "multipart"},
+		{"malformed Content-Type", "DELETE", "/group-user/g", "users=[1]", "text/", 415, "unsupported_media_type", "not supported"},
+		{"PUT", "PUT", "/group-user/g", "users=[5]", formType, 405, "method_not_allowed", "PUT"},
+		{"PATCH", "PATCH", "/group-user/g", "users=[5]", formType, 405, "method_not_allowed", "PATCH"},
+		{"POST to health", "POST", "/healthz", "", "", 405, "method_not_allowed", "allowed: GET, HEAD"},
+		{"unknown path", "GET", "/nope", "", "", 404, "not_found", "/nope"},
+		{"group-user without a group", "POST", "/group-user/", "users=[5]", formType, 404, "not_found", "/group-user/"},
+		{"group-user with two segments", "GET", "/group-user/a/b", "", "", 404, "not_found", "/group-user/a/b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &countingStore{Store: store.NewMemory()}
+			h := httpapi.NewHandler(membership.NewService(st, testMaxUsers), httpapi.Options{MaxBodyBytes: testMaxBody})
+			w := do(h, "POST", "/group-user/g", `users=[[1,"Ann"],2]`, formType)
+			require.Equal(t, http.StatusOK, w.Code)
+			before := do(h, "GET", "/group-user/g", "", "").Body.String()
+			st.changes.Store(0)
+
+			w = do(h, tt.method, tt.path, tt.body, tt.contentType)
+			assert.Equal(t, tt.wantStatus, w.Code)
+			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+			var body struct {
+				Error struct{ Code, Message string }
+			}
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
+			assert.Equal(t, tt.wantCode, body.Error.Code)
+			assert.Contains(t, body.Error.Message, tt.wantMsg)
+			if tt.wantStatus == http.StatusMethodNotAllowed {
+				assert.NotEmpty(t, w.Header().Get("Allow"))
+			}
+
+			assert.Zero(t, st.changes.Load(), "a bad request reached the store")
+			assert.JSONEq(t, before, do(h, "GET", "/group-user/g", "", "").Body.String(), "the request changed group g")
+		})
+	}
+}
+
+func TestBodyTooLargeWithoutContentLength(t *testing.T) {
+	h, _ := newTestHandler(t)
+	body := "users=[" + strings.Repeat("1,", testMaxBody) + "1]"
+	r := httptest.NewRequest("POST", "/group-user/g", io.MultiReader(strings.NewReader(body)))
+	r.ContentLength = -1 // as with chunked encoding: the limit must hold while reading
+	r.Header.Set("Content-Type", formType)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, w.Code)
+	assert.JSONEq(t, `{"error":{"code":"body_too_large","message":"the body is larger than 1024 bytes"}}`, w.Body.String())
+	assert.JSONEq(t, `[]`, do(h, "GET", "/group-user/g", "", "").Body.String())
+}
+
+func TestAccessLog(t *testing.T) {
+	h, logs := newTestHandler(t)
+	do(h, "POST", "/group-user/team%2Fa", "users=[1]&uid=42", formType)
+	do(h, "GET", "/nope", "", "")
+
+	lines := logs.Lines()
+	require.Len(t, lines, 2)
+	var post, notFound map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &post))
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &notFound))
+	assert.Equal(t, "request", post["msg"])
+	assert.Equal(t, "POST", post["method"])
+	assert.Equal(t, "/group-user/team%2Fa", post["path"])
+	assert.Equal(t, float64(200), post["status"])
+	assert.Equal(t, float64(42), post["uid"], "the acting uid is logged")
+	assert.Contains(t, post, "duration")
+	assert.Equal(t, float64(404), notFound["status"])
+	assert.NotContains(t, notFound, "uid")
+}
+
+// countingStore counts the calls that could change the store it wraps.
+type countingStore struct {
+	membership.Store
+	changes atomic.Int64
+}
+
+func (s *countingStore) AddMembers(ctx context.Context, groupID string, users []membership.User) (int, error) {
+	s.changes.Add(1)
+	return s.Store.AddMembers(ctx, groupID, users)
+}
+
+func (s *countingStore) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (int, error) {
+	s.changes.Add(1)
+	return s.Store.RemoveMembers(ctx, groupID, uids)
+}
+
+// faultyStore is a membership.Store whose every call fails the given way.
+type faultyStore struct {
+	err   error
+	panic any
+}
+
+func (s faultyStore) fail() error {
+	if s.panic != nil {
+		panic(s.panic)
+	}
+	return s.err
+}
+func (s faultyStore) AddMembers(context.Context, string, []membership.User) (int, error) {
+	return 0, s.fail()
+}
+func (s faultyStore) RemoveMembers(context.Context, string, []membership.UID) (int, error) {
+	return 0, s.fail()
+}
+func (s faultyStore) ListMembers(context.Context, string) ([]membership.Member, error) {
+	return nil, s.fail()
+}
+
+func TestInternalFaultsAreJSON500sAndLogged(t *testing.T) {
+	tests := []struct {
+		name    string
+		store   faultyStore
+		wantLog string
+	}{
+		{"store error", faultyStore{err: errors.New("disk on fire at /var/secret")}, "disk on fire at /var/secret"},
+		{"panic", faultyStore{panic: "boom"}, "panic: boom"},
+	}
+	for _, tt := range tests {
+		for _, method := range []string{"POST", "DELETE", "GET"} {
+			t.Run(tt.name+" "+method, func(t *testing.T) {
+				logs := &syncBuffer{}
+				h := httpapi.NewHandler(membership.NewService(tt.store, 0), httpapi.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+				w := do(h, method, "/group-user/g", "users=[1]", formType)
+				assert.Equal(t, http.StatusInternalServerError, w.Code)
+				assert.JSONEq(t, `{"error":{"code":"internal","message":"internal error"}}`, w.Body.String(),
+					"the client must not see internal detail")
+				lines := logs.Lines()
+				require.Len(t, lines, 1)
+				var line map[string]any
+				require.NoError(t, json.Unmarshal([]byte(lines[0]), &line))
+				assert.Equal(t, "ERROR", line["level"])
+				assert.Equal(t, float64(500), line["status"])
+				assert.Contains(t, line["err"], tt.wantLog)
+			})
+		}
+	}
+}
+
+func TestAbortHandlerPanicIsNotTurnedInto500(t *testing.T) {
+	h := httpapi.NewHandler(membership.NewService(faultyStore{panic: http.ErrAbortHandler}, 0), httpapi.Options{})
+	assert.PanicsWithValue(t, http.ErrAbortHandler, func() {
+		do(h, "GET", "/group-user/g", "", "")
+	}, "net/http must get ErrAbortHandler to abort the response")
+}
+
+func TestConcurrentAddsCountEachUserOnce(t *testing.T) {
+	svc := membership.NewService(store.NewMemory(), 1000)
+	srv := httptest.NewServer(httpapi.NewHandler(svc, httpapi.Options{}))
+	defer srv.Close()
+
+	var users []string
+	for uid := 1; uid <= 100; uid++ {
+		users = append(users, fmt.Sprint(uid))
+	}
+	body := "users=" + urlEncode("["+strings.Join(users, ",")+"]")
+
+	const clients = 16
+	counts := make([]int, clients)
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post(srv.URL+"/group-user/g", formType, strings.NewReader(body))
+			if err != nil {
+				errs[c] = err
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				errs[c] = fmt.Errorf("status %d", resp.StatusCode)
+				return
+			}
+			errs[c] = json.NewDecoder(resp.Body).Decode(&counts[c])
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for c := range clients {
+		require.NoError(t, errs[c], "client %d", c)
+		total += counts[c]
+	}
+	assert.Equal(t, 100, total, "16 clients adding the same 100 users")
+
+	resp, err := http.Get(srv.URL + "/group-user/g")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var list []membership.Member
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&list))
+	assert.Len(t, list, 100)
+}
+
+func urlEncode(s string) string {
+	return strings.NewReplacer("%", "%25", "&", "%26", "+", "%2B", "=", "%3D", "#", "%23", " ", "%20").Replace(s)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers, for logs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// Lines returns the lines written so far.
+func (b *syncBuffer) Lines() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Split(strings.TrimSuffix(b.buf.String(), "\n"), "\n")
+}

@@ -1,0 +1,36 @@
+// Package httpapi serves the membership service over HTTP: the routes, the
+// decoding of requests, and the one place where errors become statuses and
+// JSON bodies.
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+
+	"example.com/groupmembership/membership"
+)
+
+// DefaultMaxBodyBytes is the default limit on the size of a request body.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Options configure NewHandler.
+type Options struct {
+	// Logger gets one access-log line per request, and internal errors and
+	// panics. Nil discards them.
+	Logger *slog.Logger
+	// MaxBodyBytes limits request bodies; DefaultMaxBodyBytes when <= 0.
+	MaxBodyBytes int64
+}
+
+// NewHandler returns the handler of the whole HTTP API over svc.
+func NewHandler(svc *membership.Service, opts Options) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	mux := http.NewServeMux()
+	addRoutes(mux, svc, opts.MaxBodyBytes)
+	return observe(opts.Logger, mux)
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// startProgram runs the real program on a free loopback port and returns its
+// base URL, a function that stops it and returns run's error, and its log.
+func startProgram(t *testing.T, extraArgs ...string) (baseURL string, stop func() error, logs *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs = &syncBuffer{}
+	args := append([]string{"-addr", "127.0.0.1:0", "-log-format", "json"}, extraArgs...)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, func(string) string { return "" }, logs, io.Discard) }()
+
+	var addr string
+	require.Eventually(t, func() bool {
+		for _, line := range logs.Lines() {
+			var entry struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "listening" {
+				addr = entry.Addr
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 10*time.Millisecond, "the program never logged its address")
+
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("run did not return after cancel")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return "http://" + addr, stop, logs
+}
+
+func send(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func TestProgramEndToEnd(t *testing.T) {
+	base, stop, logs := startProgram(t)
+
+	status, body := send(t, "POST", base+"/group-user/team", `users=[1,[2,"Bob"],{"uid":3,"nickname":"Cy"}]&uid=7`)
+	assert.Equal(t, 200, status)
+	assert.Equal(t, "3", body)
+
+	status, body = send(t, "GET", base+"/group-user/team", "")
+	assert.Equal(t, 200, status)
+	assert.JSONEq(t, `[{"uid":1,"nickname":""},{"uid":2,"nickname":"Bob"},{"uid":3,"nickname":"Cy"}]`, body)
+
+	status, body = send(t, "DELETE", base+"/group-user/team", `users=[2,4]`)
+	assert.Equal(t, 200, status)
+	assert.Equal(t, "1", body)
+
+	status, body = send(t, "GET", base+"/group-user/team", "")
+	assert.Equal(t, 200, status)
+	assert.JSONEq(t, `[{"uid":1,"nickname":""},{"uid":3,"nickname":"Cy"}]`, body)
+
+	status, body = send(t, "PUT", base+"/group-user/team", "")
+	assert.Equal(t, 405, status)
+	assert.JSONEq(t, `{"error":{"code":"method_not_allowed","message":"method PUT is not allowed on /group-user/team; allowed: GET, HEAD, POST, DELETE"}}`, body)
+
+	status, _ = send(t, "GET", base+"/healthz", "")
+	assert.Equal(t, 200, status)
+
+	require.NoError(t, stop(), "a signal-driven shutdown is a clean exit")
+	assert.Contains(t, logs.String(), `"msg":"stopped"`)
+	assert.Contains(t, logs.String(), `"uid":7`, "the acting uid is in the access log")
+}
+
+func TestShutdownDrainsRequestsInFlight(t *testing.T) {
+	base, stop, _ := startProgram(t)
+	addr := strings.TrimPrefix(base, "http://")
+
+	// Send the headers and half of the body, then stop the program while the
+	// handler waits for the rest.
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	body := "users=[1,2,3]"
+	_, err = io.WriteString(conn, "POST /group-user/g HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"+
+		"Content-Length: 13\r\n\r\n"+body[:6])
+	require.NoError(t, err)
+	time.Sleep(100 * time.Millisecond) // let the server start reading the request
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	time.Sleep(100 * time.Millisecond) // let Shutdown begin
+	select {
+	case err := <-stopped:
+		t.Fatalf("run returned (%v) while a request was in flight", err)
+	default:
+	}
+
+	_, err = io.WriteString(conn, body[6:])
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "3", string(got), "the in-flight request completes")
+	assert.NoError(t, <-stopped)
+}
+
+func TestRunFlags(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantErr    string // "" for success
+		wantStderr string
+	}{
+		{"help", []string{"-h"}, "", "-max-users"},
+		{"unknown flag", []string{"-nope"}, "flag provided but not defined", "-nope"},
+		{"bad max-body", []string{"-max-body", "0"}, "-max-body must be positive", ""},
+		{"bad max-users", []string{"-max-users", "-1"}, "-max-users must be positive", ""},
+		{"bad log format", []string{"-log-format", "xml"}, "-log-format must be text or json", ""},
+		{"stray argument", []string{"serve"}, `unexpected argument "serve"`, ""},
+		{"bad address", []string{"-addr", "256.0.0.1:bad"}, "listen", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			err := run(context.Background(), tt.args, func(string) string { return "" }, io.Discard, &stderr)
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+			} else {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+			}
+			assert.Contains(t, stderr.String(), tt.wantStderr)
+		})
+	}
+}
+
+func TestHelpListsEveryFlag(t *testing.T) {
+	var stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-h"}, func(string) string { return "" }, io.Discard, &stderr))
+	for _, flag := range []string{"-addr", "-max-body", "-max-users", "-log-format"} {
+		assert.Contains(t, stderr.String(), flag)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use, for logs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *syncBuffer) Lines() []string {
+	return strings.Split(strings.TrimSpace(b.String()), "\n")
+}

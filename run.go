@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"example.com/groupmembership/httpapi"
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/membership"
+)
+
+// Server timeouts. A slow or stalled client holds a connection at most this
+// long; shutdown waits at most shutdownTimeout for in-flight requests.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 120 * time.Second
+	shutdownTimeout   = 15 * time.Second
+)
+
+type config struct {
+	addr         string
+	maxBodyBytes int64
+	maxUsers     int
+	logFormat    string
+}
+
+// run starts the service and serves until ctx is cancelled, then drains the
+// requests in flight and returns. Logs go to stdout, usage and flag errors to
+// stderr. getenv is how the service would read its environment; no setting
+// comes from there yet.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	_ = getenv
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg.logFormat, stdout)
+
+	svc := membership.NewService(store.NewMemory(), cfg.maxUsers)
+	srv := &http.Server{
+		Handler:           httpapi.NewHandler(svc, httpapi.Options{Logger: logger, MaxBodyBytes: cfg.maxBodyBytes}),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	logger.Info("listening", "addr", ln.Addr().String(), "max_body", cfg.maxBodyBytes, "max_users", cfg.maxUsers)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+
+	logger.Info("shutting down: draining requests in flight")
+	// ctx is cancelled already; the drain gets its own deadline.
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("membership", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg config
+	fs.StringVar(&cfg.addr, "addr", ":8080", "`address` to listen on, host:port")
+	fs.Int64Var(&cfg.maxBodyBytes, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body accepted, in `bytes`")
+	fs.IntVar(&cfg.maxUsers, "max-users", membership.DefaultMaxUsers, "most users accepted in one request")
+	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return config{}, fmt.Errorf("unexpected argument %q: membership takes only flags (see -h)", fs.Arg(0))
+	case cfg.maxBodyBytes <= 0:
+		return config{}, fmt.Errorf("-max-body must be positive, got %d", cfg.maxBodyBytes)
+	case cfg.maxUsers <= 0:
+		return config{}, fmt.Errorf("-max-users must be positive, got %d", cfg.maxUsers)
+	case cfg.logFormat != "text" && cfg.logFormat != "json":
+		return config{}, fmt.Errorf("-log-format must be text or json, got %q", cfg.logFormat)
+	}
+	return cfg, nil
+}
+
+func newLogger(format string, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}
