@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -37,12 +38,16 @@ func handleListMembers(svc *membership.Service) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		body, err := json.Marshal(members)
-		if err != nil {
+		var body bytes.Buffer
+		enc := json.NewEncoder(&body)
+		// The reply is served as application/json with nosniff, never as
+		// HTML: a nickname like "Cy & Co" stays readable.
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(members); err != nil {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, body)
+		writeJSON(w, http.StatusOK, bytes.TrimSuffix(body.Bytes(), []byte("\n")))
 	})
 }
 

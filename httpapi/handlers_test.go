@@ -464,3 +464,11 @@ func (b *syncBuffer) Lines() []string {
 	defer b.mu.Unlock()
 	return strings.Split(strings.TrimSuffix(b.buf.String(), "\n"), "\n")
 }
+
+func TestListEscapesOnlyWhatJSONNeeds(t *testing.T) {
+	h, _ := newTestHandler(t)
+	w := do(h, "POST", "/group-user/g", "users="+urlEncode(`[[7,"<b> & \"q\" \\ \n \u2028\u2029 é"]]`), formType)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	w = do(h, "GET", "/group-user/g", "", "")
+	assert.Equal(t, `[{"uid":7,"nickname":"<b> & \"q\" \\ \n \u2028\u2029 é"}]`, w.Body.String())
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// readmeExample is one "$ command" line of a console block in README.md and
+// the output printed under it.
+type readmeExample struct {
+	line    int
+	command string
+	output  string
+}
+
+// TestREADMEExamples runs every example of README.md's console blocks, in
+// order, against one fresh program, and checks it prints what the README
+// shows. It understands the curl options the README uses and fails on others,
+// so an example it cannot check cannot slip into the README.
+func TestREADMEExamples(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	examples := readmeExamples(string(readme))
+	require.NotEmpty(t, examples)
+
+	base, _, _ := startProgram(t)
+	curls := 0
+	for _, ex := range examples {
+		var got string
+		switch {
+		case strings.HasPrefix(ex.command, "curl "):
+			got = runCurl(t, ex, strings.TrimPrefix(base, "http://"))
+			curls++
+		case ex.command == "go run . -h":
+			var stderr bytes.Buffer
+			require.NoError(t, run(context.Background(), []string{"-h"}, os.Getenv, io.Discard, &stderr))
+			got = stderr.String()
+		default:
+			t.Fatalf("README.md:%d: no way to check %q", ex.line, ex.command)
+		}
+		assert.Equal(t, ex.output, got, "README.md:%d: $ %s", ex.line, ex.command)
+	}
+	assert.GreaterOrEqual(t, curls, 10, "the README's curl examples were not found")
+}
+
+func readmeExamples(readme string) []readmeExample {
+	var examples []readmeExample
+	inConsole := false
+	for i, line := range strings.Split(readme, "\n") {
+		switch {
+		case line == "```console":
+			inConsole = true
+		case strings.HasPrefix(line, "```"):
+			inConsole = false
+		case inConsole && strings.HasPrefix(line, "$ "):
+			examples = append(examples, readmeExample{line: i + 1, command: strings.TrimPrefix(line, "$ ")})
+		case inConsole && len(examples) > 0:
+			examples[len(examples)-1].output += line + "\n"
+		}
+	}
+	return examples
+}
+
+// runCurl does what curl would for the options the README uses, against the
+// program at addr, and returns what curl would print.
+func runCurl(t *testing.T, ex readmeExample, addr string) string {
+	t.Helper()
+	args := shellWords(t, ex.command)[1:]
+	method, target, writeOut := "", "", ""
+	var data []string
+	header := http.Header{}
+	for i := 0; i < len(args); i++ {
+		next := func() string {
+			i++
+			require.Less(t, i, len(args), "README.md:%d: %s needs a value", ex.line, args[i-1])
+			return args[i]
+		}
+		switch a := args[i]; a {
+		case "-s":
+		case "-w":
+			writeOut = next()
+		case "-X":
+			method = next()
+		case "-H":
+			k, v, ok := strings.Cut(next(), ":")
+			require.True(t, ok, "README.md:%d: bad header", ex.line)
+			header.Set(k, strings.TrimSpace(v))
+		case "-d":
+			data = append(data, next())
+		case "--data-urlencode":
+			name, content, _ := strings.Cut(next(), "=")
+			data = append(data, name+"="+url.QueryEscape(content))
+		default:
+			require.False(t, strings.HasPrefix(a, "-"), "README.md:%d: the test does not know curl option %s", ex.line, a)
+			target = strings.Replace(a, "localhost:8080", addr, 1)
+		}
+	}
+	var body io.Reader
+	if data != nil {
+		body = strings.NewReader(strings.Join(data, "&"))
+		if method == "" {
+			method = http.MethodPost
+		}
+		if header.Get("Content-Type") == "" {
+			header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+	}
+	if method == "" {
+		method = http.MethodGet
+	}
+	req, err := http.NewRequest(method, "http://"+target, body)
+	require.NoError(t, err)
+	req.Header = header
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	out := strings.NewReplacer(`\n`, "\n", "%{http_code}", resp.Status[:3]).Replace(writeOut)
+	return string(got) + out
+}
+
+// shellWords splits a command line the way sh would for the README's
+// examples: words separated by spaces, with single quotes.
+func shellWords(t *testing.T, line string) []string {
+	var words []string
+	var word strings.Builder
+	inWord, quoted := false, false
+	for _, r := range line {
+		switch {
+		case r == '\'':
+			quoted = !quoted
+			inWord = true
+		case r == ' ' && !quoted:
+			if inWord {
+				words = append(words, word.String())
+				word.Reset()
+				inWord = false
+			}
+		default:
+			word.WriteRune(r)
+			inWord = true
+		}
+	}
+	require.False(t, quoted, "unclosed quote in %q", line)
+	if inWord {
+		words = append(words, word.String())
+	}
+	return words
+}
