@@ -33,3 +33,20 @@ lint:
 .PHONY: fuzz
 fuzz:
 	go test -run '^$$' -fuzz FuzzParseUsers -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 200x ./membership
+
+## bench: Go benchmarks, then the load and memory comparison with Redis and a bare handler (about 3 minutes)
+.PHONY: bench
+bench: bench-tools
+	go test -run '^$$' -bench . -benchmem ./...
+	go run ./bench $(BENCHARGS)
+
+# bench-tools installs wrk and redis-server (with redis-benchmark) when missing.
+.PHONY: bench-tools
+bench-tools:
+	@missing=""; for tool in wrk redis-server redis-benchmark; do \
+		command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "bench: installing wrk and redis-server with apt-get (missing:$$missing)"; \
+		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq wrk redis-server; \
+	fi

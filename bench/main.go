@@ -1,0 +1,511 @@
+// Command bench compares the membership service with Redis sets and with a
+// bare net/http handler, side by side in one run on loopback, and prints one
+// table: throughput and p99 latency per operation, the ratios that the
+// performance targets are stated in, and memory per membership.
+//
+// Run it from the repository root with `make bench`, which installs wrk and
+// redis-server first when they are missing.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed post.lua
+var postLua []byte
+
+type options struct {
+	duration    time.Duration
+	rounds      int
+	connections int
+	threads     int
+	groups      int
+	perGroup    int
+	serviceArgs string
+}
+
+func main() {
+	var opts options
+	flag.DurationVar(&opts.duration, "duration", 5*time.Second, "length of each load run")
+	flag.IntVar(&opts.rounds, "rounds", 3, "rounds of all runs; the table shows medians")
+	flag.IntVar(&opts.connections, "c", 50, "connections per load run")
+	flag.IntVar(&opts.threads, "t", 2, "client threads for wrk and redis-benchmark")
+	flag.IntVar(&opts.groups, "mem-groups", 1000, "groups loaded for the memory comparison")
+	flag.IntVar(&opts.perGroup, "mem-members", 1000, "members per group loaded for the memory comparison")
+	flag.StringVar(&opts.serviceArgs, "service-args", "", "extra flags for the service, space-separated")
+	flag.Parse()
+	if err := run(opts); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// result is one load run.
+type result struct {
+	rps float64
+	p99 time.Duration
+}
+
+func run(opts options) error {
+	for _, tool := range []string{"wrk", "redis-server", "redis-benchmark"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s is not installed: run `make bench`, which installs it", tool)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "membership-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	luaPath := filepath.Join(tmp, "post.lua")
+	if err := os.WriteFile(luaPath, postLua, 0o644); err != nil {
+		return err
+	}
+
+	// The service, built and run as users run it, its log in a file.
+	bin := filepath.Join(tmp, "membership")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return fmt.Errorf("building the service: %v\n%s", err, out)
+	}
+	svcAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	logFile, err := os.Create(filepath.Join(tmp, "service.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	args := append([]string{"-addr", svcAddr, "-log-format", "json", "-max-users", "100000", "-max-body", "16777216"}, strings.Fields(opts.serviceArgs)...)
+	svc := exec.Command(bin, args...)
+	svc.Stdout, svc.Stderr = logFile, logFile
+	if err := svc.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = svc.Process.Kill(); _ = svc.Wait() }()
+	if err := waitHTTP("http://" + svcAddr + "/healthz"); err != nil {
+		return fmt.Errorf("the service did not start: %w", err)
+	}
+
+	// The ceiling: a handler that does nothing but write a constant.
+	bareAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	bareLn, err := net.Listen("tcp", bareAddr)
+	if err != nil {
+		return err
+	}
+	bare := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("[]"))
+	})}
+	go func() { _ = bare.Serve(bareLn) }()
+	defer bare.Close()
+
+	// Redis, persistence off, on its own loopback port.
+	redisAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	_, redisPort, _ := net.SplitHostPort(redisAddr)
+	redis := exec.Command("redis-server", "--port", redisPort, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := redis.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = redis.Process.Kill(); _ = redis.Wait() }()
+	rc, err := dialRedis(redisAddr)
+	if err != nil {
+		return fmt.Errorf("redis did not start: %w", err)
+	}
+	defer rc.conn.Close()
+
+	fmt.Printf("membership bench: %d rounds of %s per run, %d connections, %d client threads, GOMAXPROCS of the machine: %d cores\n",
+		opts.rounds, opts.duration, opts.connections, opts.threads, numCPU())
+
+	// Memory first, while the service's list cache is empty.
+	svcBytes, redisBytes, err := measureMemory(opts, svc.Process.Pid, "http://"+svcAddr, rc)
+	if err != nil {
+		return err
+	}
+
+	// The groups and sets that the GET and SMEMBERS runs read.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, size := range []int{10, 1000} {
+		uids := randomUIDs(rng, size)
+		if err := postUsers("http://"+svcAddr, fmt.Sprintf("list%d", size), uids); err != nil {
+			return err
+		}
+		if err := rc.sadd(fmt.Sprintf("list%d", size), uids); err != nil {
+			return err
+		}
+	}
+
+	type scenario struct {
+		name string
+		run  func() (result, error)
+	}
+	wrk := func(url string, script string) func() (result, error) {
+		return func() (result, error) { return runWrk(opts, url, script) }
+	}
+	redisBench := func(args ...string) func() (result, error) {
+		return func() (result, error) { return runRedisBenchmark(opts, redisPort, args...) }
+	}
+	svcURL, bareURL := "http://"+svcAddr, "http://"+bareAddr
+	scenarios := []scenario{
+		{"bare GET", wrk(bareURL+"/group-user/list10", "")},
+		{"bare POST", wrk(bareURL, luaPath)},
+		{"service POST 3 users", wrk(svcURL, luaPath)},
+		{"service GET 10", wrk(svcURL+"/group-user/list10", "")},
+		{"service GET 1000", wrk(svcURL+"/group-user/list1000", "")},
+		{"redis SADD 3", redisBench("SADD", "g:__rand_int__", "__rand_int__", "__rand_int__", "__rand_int__")},
+		{"redis SMEMBERS 10", redisBench("SMEMBERS", "list10")},
+		{"redis SMEMBERS 1000", redisBench("SMEMBERS", "list1000")},
+	}
+	results := map[string][]result{}
+	for round := 1; round <= opts.rounds; round++ {
+		for _, s := range scenarios {
+			r, err := s.run()
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+			fmt.Printf("  round %d  %-22s %10.0f req/s  p99 %s\n", round, s.name, r.rps, r.p99)
+			results[s.name] = append(results[s.name], r)
+		}
+	}
+	med := func(name string) result { return median(results[name]) }
+
+	fmt.Printf("\n%-22s %12s %10s   %s\n", "operation", "req/s", "p99", "ratios (medians of this run)")
+	row := func(name, ratios string) {
+		r := med(name)
+		fmt.Printf("%-22s %12.0f %10s   %s\n", name, r.rps, r.p99.Round(time.Microsecond), ratios)
+	}
+	ratio := func(a, b string) float64 { return med(a).rps / med(b).rps }
+	row("bare GET", "the ceiling for GETs")
+	row("bare POST", "the ceiling for POSTs (same requests as the service's)")
+	row("service POST 3 users", fmt.Sprintf("%.2f x bare POST, %.2f x redis SADD", ratio("service POST 3 users", "bare POST"), ratio("service POST 3 users", "redis SADD 3")))
+	row("service GET 10", fmt.Sprintf("%.2f x bare GET, %.2f x redis SMEMBERS 10", ratio("service GET 10", "bare GET"), ratio("service GET 10", "redis SMEMBERS 10")))
+	row("service GET 1000", fmt.Sprintf("%.2f x bare GET, %.2f x redis SMEMBERS 1000", ratio("service GET 1000", "bare GET"), ratio("service GET 1000", "redis SMEMBERS 1000")))
+	row("redis SADD 3", "")
+	row("redis SMEMBERS 10", "")
+	row("redis SMEMBERS 1000", "")
+	fmt.Printf("\nmemory for %d memberships (%d groups of %d): service %.1f B each (RSS growth), redis %.1f B each (used_memory growth): %.2f x redis\n",
+		opts.groups*opts.perGroup, opts.groups, opts.perGroup, svcBytes, redisBytes, svcBytes/redisBytes)
+
+	fmt.Printf("\ntargets:\n")
+	target := func(what string, got, want float64) {
+		verdict := "met"
+		if got < want {
+			verdict = "NOT met"
+		}
+		fmt.Printf("  %-44s %6.2f, want >= %.2f: %s\n", what, got, want, verdict)
+	}
+	target("POST 3 users / bare POST", ratio("service POST 3 users", "bare POST"), 0.85)
+	target("GET 10 / bare GET", ratio("service GET 10", "bare GET"), 0.95)
+	target("GET 1000 / redis SMEMBERS 1000", ratio("service GET 1000", "redis SMEMBERS 1000"), 3)
+	target("redis bytes / service bytes per membership", redisBytes/svcBytes, 3)
+	return nil
+}
+
+// measureMemory loads the same memberships into the service and into Redis
+// and returns the growth per membership: the service's RSS, Redis's
+// used_memory (Redis's own accounting, which is smaller than its RSS).
+func measureMemory(opts options, pid int, svcURL string, rc *redisConn) (svcBytes, redisBytes float64, err error) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	total := float64(opts.groups * opts.perGroup)
+
+	rssBefore, err := rss(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	redisBefore, err := rc.usedMemory()
+	if err != nil {
+		return 0, 0, err
+	}
+	for g := range opts.groups {
+		uids := randomUIDs(rng, opts.perGroup)
+		if err := postUsers(svcURL, fmt.Sprintf("mem%d", g), uids); err != nil {
+			return 0, 0, err
+		}
+		if err := rc.sadd(fmt.Sprintf("mem%d", g), uids); err != nil {
+			return 0, 0, err
+		}
+	}
+	time.Sleep(2 * time.Second) // let the service's runtime settle
+	rssAfter, err := rss(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	redisAfter, err := rc.usedMemory()
+	if err != nil {
+		return 0, 0, err
+	}
+	fmt.Printf("  memory: service RSS %d -> %d bytes, redis used_memory %d -> %d bytes\n", rssBefore, rssAfter, redisBefore, redisAfter)
+	return float64(rssAfter-rssBefore) / total, float64(redisAfter-redisBefore) / total, nil
+}
+
+// randomUIDs returns n distinct uids from 1 to 1e9.
+func randomUIDs(rng *rand.Rand, n int) []int64 {
+	seen := make(map[int64]bool, n)
+	uids := make([]int64, 0, n)
+	for len(uids) < n {
+		uid := rng.Int64N(1e9) + 1
+		if !seen[uid] {
+			seen[uid] = true
+			uids = append(uids, uid)
+		}
+	}
+	return uids
+}
+
+func postUsers(base, group string, uids []int64) error {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, uid := range uids {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(strconv.FormatInt(uid, 10))
+	}
+	b.WriteString("]")
+	resp, err := http.PostForm(base+"/group-user/"+group, url.Values{"users": {b.String()}})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != strconv.Itoa(len(uids)) {
+		return fmt.Errorf("adding %d users to %s: %s %s", len(uids), group, resp.Status, body)
+	}
+	return nil
+}
+
+var (
+	wrkRPS     = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
+	wrkP99     = regexp.MustCompile(`\n\s+99%\s+([\d.]+)(us|ms|s)`)
+	wrkNon2xx  = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
+	wrkErrors  = regexp.MustCompile(`Socket errors: .*`)
+	latencyDur = map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}
+)
+
+func runWrk(opts options, target, script string) (result, error) {
+	args := []string{"-t", strconv.Itoa(opts.threads), "-c", strconv.Itoa(opts.connections),
+		"-d", opts.duration.String(), "--latency"}
+	if script != "" {
+		args = append(args, "-s", script)
+	}
+	out, err := exec.Command("wrk", append(args, target)...).CombinedOutput()
+	if err != nil {
+		return result{}, fmt.Errorf("wrk: %v\n%s", err, out)
+	}
+	if m := wrkNon2xx.FindSubmatch(out); m != nil {
+		return result{}, fmt.Errorf("wrk saw %s responses that were not 2xx:\n%s", m[1], out)
+	}
+	if m := wrkErrors.Find(out); m != nil {
+		fmt.Printf("  note: wrk reports %s\n", m)
+	}
+	rps, p99 := wrkRPS.FindSubmatch(out), wrkP99.FindSubmatch(out)
+	if rps == nil || p99 == nil {
+		return result{}, fmt.Errorf("cannot read wrk's output:\n%s", out)
+	}
+	r := result{}
+	r.rps, _ = strconv.ParseFloat(string(rps[1]), 64)
+	v, _ := strconv.ParseFloat(string(p99[1]), 64)
+	r.p99 = time.Duration(v * float64(latencyDur[string(p99[2])]))
+	return r, nil
+}
+
+// redisRequests remembers each command's last rate, so that later rounds
+// size their request count to last about opts.duration.
+var redisRequests = map[string]int{}
+
+func runRedisBenchmark(opts options, port string, command ...string) (result, error) {
+	key := strings.Join(command, " ")
+	n := redisRequests[key]
+	if n == 0 {
+		n = 20000
+	}
+	args := append([]string{"-p", port, "-c", strconv.Itoa(opts.connections), "--threads", strconv.Itoa(opts.threads),
+		"-n", strconv.Itoa(n), "-r", "1000", "--csv"}, command...)
+	out, err := exec.Command("redis-benchmark", args...).CombinedOutput()
+	if err != nil {
+		return result{}, fmt.Errorf("redis-benchmark: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	fields := strings.Split(strings.ReplaceAll(lines[len(lines)-1], `"`, ""), ",")
+	if len(fields) < 8 {
+		return result{}, fmt.Errorf("cannot read redis-benchmark's output:\n%s", out)
+	}
+	var r result
+	r.rps, _ = strconv.ParseFloat(fields[len(fields)-7], 64)
+	p99ms, _ := strconv.ParseFloat(fields[len(fields)-2], 64)
+	r.p99 = time.Duration(p99ms * float64(time.Millisecond))
+	if r.rps == 0 {
+		return result{}, fmt.Errorf("cannot read redis-benchmark's output:\n%s", out)
+	}
+	if first := redisRequests[key] == 0; first {
+		redisRequests[key] = max(1000, int(r.rps*opts.duration.Seconds()))
+		return runRedisBenchmark(opts, port, command...) // the sized run is the one that counts
+	}
+	return r, nil
+}
+
+func median(rs []result) result {
+	rps := make([]float64, len(rs))
+	p99 := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		rps[i], p99[i] = r.rps, r.p99
+	}
+	slices.Sort(rps)
+	slices.Sort(p99)
+	return result{rps: rps[len(rps)/2], p99: p99[len(p99)/2]}
+}
+
+// rss returns the resident set size of process pid, in bytes.
+func rss(pid int) (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc/pid/status")
+}
+
+func numCPU() int {
+	out, err := exec.Command("nproc").Output()
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	return n
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func waitHTTP(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// redisConn is just enough of a Redis client for loading sets and reading
+// INFO: RESP commands written and their replies read one at a time.
+type redisConn struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+func dialRedis(addr string) (*redisConn, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			rc := &redisConn{conn: conn, r: bufio.NewReader(conn)}
+			if _, err := rc.do("PING"); err == nil {
+				return rc, nil
+			}
+			conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no answer from redis at %s", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (c *redisConn) do(args ...string) ([]byte, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.conn.Write(b.Bytes()); err != nil {
+		return nil, err
+	}
+	line, err := c.r.ReadBytes('\n')
+	if err != nil {
+		return nil, err
+	}
+	switch line[0] {
+	case '+', ':':
+		return bytes.TrimSpace(line[1:]), nil
+	case '$':
+		n, _ := strconv.Atoi(string(bytes.TrimSpace(line[1:])))
+		buf := make([]byte, n+2)
+		_, err := io.ReadFull(c.r, buf)
+		return buf[:n], err
+	default:
+		return nil, fmt.Errorf("redis: %s", bytes.TrimSpace(line))
+	}
+}
+
+func (c *redisConn) sadd(key string, uids []int64) error {
+	args := []string{"SADD", key}
+	for _, uid := range uids {
+		args = append(args, strconv.FormatInt(uid, 10))
+	}
+	n, err := c.do(args...)
+	if err != nil {
+		return err
+	}
+	if string(n) != strconv.Itoa(len(uids)) {
+		return fmt.Errorf("redis SADD %s added %s members, want %d", key, n, len(uids))
+	}
+	return nil
+}
+
+func (c *redisConn) usedMemory() (int64, error) {
+	info, err := c.do("INFO", "memory")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(info), "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, errors.New("redis INFO memory has no used_memory")
+}
