@@ -149,6 +149,7 @@ func TestRunFlags(t *testing.T) {
 		{"unknown flag", []string{"-nope"}, "flag provided but not defined", "-nope"},
 		{"bad max-body", []string{"-max-body", "0"}, "-max-body must be positive", ""},
 		{"bad max-users", []string{"-max-users", "-1"}, "-max-users must be positive", ""},
+		{"bad list-cache", []string{"-list-cache", "-1"}, "-list-cache must be 0 or more", ""},
 		{"bad log format", []string{"-log-format", "xml"}, "-log-format must be text or json", ""},
 		{"stray argument", []string{"serve"}, `unexpected argument "serve"`, ""},
 		{"bad address", []string{"-addr", "256.0.0.1:bad"}, "listen", ""},
@@ -171,7 +172,7 @@ func TestRunFlags(t *testing.T) {
 func TestHelpListsEveryFlag(t *testing.T) {
 	var stderr bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"-h"}, func(string) string { return "" }, io.Discard, &stderr))
-	for _, flag := range []string{"-addr", "-max-body", "-max-users", "-log-format"} {
+	for _, flag := range []string{"-addr", "-max-body", "-max-users", "-list-cache", "-log-format"} {
 		assert.Contains(t, stderr.String(), flag)
 	}
 }

@@ -30,6 +30,7 @@ type config struct {
 	addr         string
 	maxBodyBytes int64
 	maxUsers     int
+	listCache    int64
 	logFormat    string
 }
 
@@ -50,7 +51,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	svc := membership.NewService(store.NewMemory(), cfg.maxUsers)
 	srv := &http.Server{
-		Handler:           httpapi.NewHandler(svc, httpapi.Options{Logger: logger, MaxBodyBytes: cfg.maxBodyBytes}),
+		Handler:           httpapi.NewHandler(svc, httpapi.Options{
+			Logger:         logger,
+			MaxBodyBytes:   cfg.maxBodyBytes,
+			ListCacheBytes: cfg.listCache,
+		}),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -61,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	logger.Info("listening", "addr", ln.Addr().String(), "max_body", cfg.maxBodyBytes, "max_users", cfg.maxUsers)
+	logger.Info("listening", "addr", ln.Addr().String(), "max_body", cfg.maxBodyBytes, "max_users", cfg.maxUsers, "list_cache", cfg.listCache)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -92,6 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.addr, "addr", ":8080", "`address` to listen on, host:port")
 	fs.Int64Var(&cfg.maxBodyBytes, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body accepted, in `bytes`")
 	fs.IntVar(&cfg.maxUsers, "max-users", membership.DefaultMaxUsers, "most users accepted in one request")
+	fs.Int64Var(&cfg.listCache, "list-cache", httpapi.DefaultListCacheBytes, "memory for cached member lists, in `bytes`; 0 turns the cache off")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
@@ -107,6 +113,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-max-body must be positive, got %d", cfg.maxBodyBytes)
 	case cfg.maxUsers <= 0:
 		return config{}, fmt.Errorf("-max-users must be positive, got %d", cfg.maxUsers)
+	case cfg.listCache < 0:
+		return config{}, fmt.Errorf("-list-cache must be 0 or more, got %d", cfg.listCache)
 	case cfg.logFormat != "text" && cfg.logFormat != "json":
 		return config{}, fmt.Errorf("-log-format must be text or json, got %q", cfg.logFormat)
 	}

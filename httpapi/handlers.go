@@ -1,9 +1,8 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"iter"
 	"net/http"
 	"strconv"
 
@@ -30,24 +29,30 @@ func handleChangeMembers(change func(ctx context.Context, groupID, usersJSON str
 }
 
 // handleListMembers serves GET and HEAD: the group's members as a JSON array
-// of {"uid":…,"nickname":…} objects in ascending uid order.
-func handleListMembers(svc *membership.Service) http.Handler {
+// of {"uid":…,"nickname":…} objects in ascending uid order. An unchanged
+// group is answered from cache.
+func handleListMembers(svc *membership.Service, cache *listCache) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		members, err := svc.ListMembers(r.Context(), r.PathValue("groupID"))
+		groupID := r.PathValue("groupID")
+		revision, err := svc.Revision(r.Context(), groupID)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		var body bytes.Buffer
-		enc := json.NewEncoder(&body)
-		// The reply is served as application/json with nosniff, never as
-		// HTML: a nickname like "Cy & Co" stays readable.
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(members); err != nil {
+		if body, ok := cache.get(groupID, revision); ok {
+			writeJSON(w, http.StatusOK, body)
+			return
+		}
+		var body []byte
+		revision, err = svc.ListMembers(r.Context(), groupID, func(count int, members iter.Seq[membership.Member]) {
+			body = encodeMembers(count, members)
+		})
+		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, bytes.TrimSuffix(body.Bytes(), []byte("\n")))
+		cache.put(groupID, revision, body)
+		writeJSON(w, http.StatusOK, body)
 	})
 }
 

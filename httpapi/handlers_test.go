@@ -36,8 +36,9 @@ func newTestHandler(t *testing.T) (http.Handler, *syncBuffer) {
 	logs := &syncBuffer{}
 	svc := membership.NewService(store.NewMemory(), testMaxUsers)
 	h := httpapi.NewHandler(svc, httpapi.Options{
-		Logger:       slog.New(slog.NewJSONHandler(logs, nil)),
-		MaxBodyBytes: testMaxBody,
+		Logger:         slog.New(slog.NewJSONHandler(logs, nil)),
+		MaxBodyBytes:   testMaxBody,
+		ListCacheBytes: 1 << 20, // every test reads through the cache
 	})
 	return h, logs
 }
@@ -123,6 +124,17 @@ func TestChangeAndList(t *testing.T) {
 			{"POST", "/group-user/a", `users=[[1,"Ann"]]`, formType, 200, `1`},
 			{"POST", "/group-user/b", `users=[1]`, formType, 200, `1`},
 			{"GET", "/group-user/b", "", "", 200, `[{"uid":1,"nickname":"Ann"}]`},
+		}},
+		{"a cached list follows every change, also one made through another group", []step{
+			{"POST", "/group-user/g", `users=[[1,"Ann"],2]`, formType, 200, `2`},
+			{"GET", "/group-user/g", "", "", 200, `[{"uid":1,"nickname":"Ann"},{"uid":2,"nickname":""}]`},
+			{"GET", "/group-user/g", "", "", 200, `[{"uid":1,"nickname":"Ann"},{"uid":2,"nickname":""}]`},
+			{"POST", "/group-user/other", `users=[[2,"Bo"]]`, formType, 200, `1`},
+			{"GET", "/group-user/g", "", "", 200, `[{"uid":1,"nickname":"Ann"},{"uid":2,"nickname":"Bo"}]`},
+			{"DELETE", "/group-user/g", `users=[1,2]`, formType, 200, `2`},
+			{"GET", "/group-user/g", "", "", 200, `[]`},
+			{"POST", "/group-user/g", `users=[3]`, formType, 200, `1`},
+			{"GET", "/group-user/g", "", "", 200, `[{"uid":3,"nickname":""}]`},
 		}},
 		{"remove reads the DELETE body and counts only members", []step{
 			{"POST", "/group-user/g", "users=[1,2,3]", formType, 200, `3`},
@@ -261,7 +273,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &countingStore{Store: store.NewMemory()}
-			h := httpapi.NewHandler(membership.NewService(st, testMaxUsers), httpapi.Options{MaxBodyBytes: testMaxBody})
+			h := httpapi.NewHandler(membership.NewService(st, testMaxUsers), httpapi.Options{MaxBodyBytes: testMaxBody, ListCacheBytes: 1 << 20})
 			w := do(h, "POST", "/group-user/g", `users=[[1,"Ann"],2]`, formType)
 			require.Equal(t, http.StatusOK, w.Code)
 			before := do(h, "GET", "/group-user/g", "", "").Body.String()
@@ -353,8 +365,11 @@ func (s faultyStore) AddMembers(context.Context, string, []membership.User) (int
 func (s faultyStore) RemoveMembers(context.Context, string, []membership.UID) (int, error) {
 	return 0, s.fail()
 }
-func (s faultyStore) ListMembers(context.Context, string) ([]membership.Member, error) {
-	return nil, s.fail()
+func (s faultyStore) ListMembers(context.Context, string, membership.ListFunc) (membership.Revision, error) {
+	return 0, s.fail()
+}
+func (s faultyStore) Revision(context.Context, string) (membership.Revision, error) {
+	return 0, s.fail()
 }
 
 func TestInternalFaultsAreJSON500sAndLogged(t *testing.T) {

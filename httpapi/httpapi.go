@@ -20,7 +20,13 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxBodyBytes limits request bodies; DefaultMaxBodyBytes when <= 0.
 	MaxBodyBytes int64
+	// ListCacheBytes bounds the cache of encoded member lists; 0 turns it
+	// off. See DefaultListCacheBytes.
+	ListCacheBytes int64
 }
+
+// DefaultListCacheBytes is the default bound of the cache of encoded lists.
+const DefaultListCacheBytes = 64 << 20
 
 // NewHandler returns the handler of the whole HTTP API over svc.
 func NewHandler(svc *membership.Service, opts Options) http.Handler {
@@ -31,6 +37,6 @@ func NewHandler(svc *membership.Service, opts Options) http.Handler {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	mux := http.NewServeMux()
-	addRoutes(mux, svc, opts.MaxBodyBytes)
+	addRoutes(mux, svc, opts.MaxBodyBytes, newListCache(opts.ListCacheBytes))
 	return observe(opts.Logger, mux)
 }

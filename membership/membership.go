@@ -6,6 +6,7 @@ package membership
 
 import (
 	"context"
+	"iter"
 	"math"
 	"unicode"
 	"unicode/utf8"
@@ -36,6 +37,15 @@ type Member struct {
 	Nickname string `json:"nickname"`
 }
 
+// Revision identifies a state of a group's member list. It changes whenever
+// what ListMembers would list for the group changes: a member added or
+// removed, or a member's nickname changed. Revisions of one Store only grow.
+type Revision uint64
+
+// ListFunc receives a group's members from Store.ListMembers: how many there
+// are, and an iterator over them in ascending uid order.
+type ListFunc func(count int, members iter.Seq[Member])
+
 // Store keeps groups, their members and the users' nicknames. Implementations
 // must be safe for concurrent use, and must apply each call atomically: a call
 // either changes all it is asked to or, when it returns an error, nothing.
@@ -52,9 +62,15 @@ type Store interface {
 	// were members. Nicknames are kept: they belong to the user, not the group.
 	RemoveMembers(ctx context.Context, groupID string, uids []UID) (removed int, err error)
 
-	// ListMembers returns the members of the group in ascending uid order. An
-	// unknown group has no members: the result is empty, and not an error.
-	ListMembers(ctx context.Context, groupID string) ([]Member, error)
+	// ListMembers calls list once with the group's members, and returns the
+	// revision of the state it listed. An unknown group has no members: list
+	// gets 0 and an empty iterator, and that is not an error. list runs while
+	// the store holds the group still, so it must not block or call the store,
+	// and the iterator is valid only until list returns.
+	ListMembers(ctx context.Context, groupID string, list ListFunc) (Revision, error)
+
+	// Revision returns the group's current revision, without listing it.
+	Revision(ctx context.Context, groupID string) (Revision, error)
 }
 
 // ValidateGroupID returns a CodeInvalidGroupID error unless id is 1 to

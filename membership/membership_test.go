@@ -100,9 +100,14 @@ func (s *recordingStore) RemoveMembers(_ context.Context, groupID string, uids [
 	return len(uids), nil
 }
 
-func (s *recordingStore) ListMembers(_ context.Context, groupID string) ([]membership.Member, error) {
+func (s *recordingStore) ListMembers(_ context.Context, groupID string, _ membership.ListFunc) (membership.Revision, error) {
 	s.calls = append(s.calls, "list "+groupID)
-	return []membership.Member{}, nil
+	return 0, nil
+}
+
+func (s *recordingStore) Revision(_ context.Context, groupID string) (membership.Revision, error) {
+	s.calls = append(s.calls, "revision "+groupID)
+	return 0, nil
 }
 
 func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
@@ -119,7 +124,8 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 		{"remove: bad group", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "a\x00", "[1]"); return err }, membership.CodeInvalidGroupID},
 		{"remove: missing users", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "g", ""); return err }, membership.CodeMissingUsers},
 		{"remove: bad users", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "g", "[0]"); return err }, membership.CodeInvalidUsers},
-		{"list: bad group", func(s *membership.Service) error { _, err := s.ListMembers(ctx, ""); return err }, membership.CodeInvalidGroupID},
+		{"list: bad group", func(s *membership.Service) error { _, err := s.ListMembers(ctx, "", nil); return err }, membership.CodeInvalidGroupID},
+		{"revision: bad group", func(s *membership.Service) error { _, err := s.Revision(ctx, "a\x7f"); return err }, membership.CodeInvalidGroupID},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,9 +148,11 @@ func TestServicePassesValidRequestsToTheStore(t *testing.T) {
 	n, err = svc.RemoveMembers(ctx, "g", `[{"uid":1,"nickname":"ignored"}]`)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
-	_, err = svc.ListMembers(ctx, "g")
+	_, err = svc.Revision(ctx, "g")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"add g", "remove g", "list g"}, store.calls)
+	_, err = svc.ListMembers(ctx, "g", nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"add g", "remove g", "revision g", "list g"}, store.calls)
 }
 
 func TestNewServiceDefaultsMaxUsers(t *testing.T) {

@@ -52,14 +52,25 @@ func (s *Service) RemoveMembers(ctx context.Context, groupID, usersJSON string) 
 	return s.store.RemoveMembers(ctx, groupID, uids)
 }
 
-// ListMembers returns the members of the group in ascending uid order.
+// ListMembers calls list with the members of the group in ascending uid order
+// and returns the revision listed; see Store.ListMembers.
 //
 // Errors: CodeInvalidGroupID, and whatever the Store returns.
-func (s *Service) ListMembers(ctx context.Context, groupID string) ([]Member, error) {
+func (s *Service) ListMembers(ctx context.Context, groupID string, list ListFunc) (Revision, error) {
 	if err := ValidateGroupID(groupID); err != nil {
-		return nil, err
+		return 0, err
 	}
-	return s.store.ListMembers(ctx, groupID)
+	return s.store.ListMembers(ctx, groupID, list)
+}
+
+// Revision returns the group's current revision; see Store.Revision.
+//
+// Errors: CodeInvalidGroupID, and whatever the Store returns.
+func (s *Service) Revision(ctx context.Context, groupID string) (Revision, error) {
+	if err := ValidateGroupID(groupID); err != nil {
+		return 0, err
+	}
+	return s.store.Revision(ctx, groupID)
 }
 
 func (s *Service) parse(groupID, usersJSON string) ([]User, error) {

@@ -2,37 +2,103 @@
 package store
 
 import (
-	"cmp"
 	"context"
+	"hash/maphash"
+	"iter"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"example.com/groupmembership/membership"
 )
 
+// DefaultShards is the number of independently locked shards of a Memory.
+const DefaultShards = 64
+
+// bulkFill is how many users an add to an empty group must bring for the
+// group to be built in one pass instead of one insert at a time.
+const bulkFill = 64
+
 // Memory is a membership.Store that keeps everything in memory: each group as
-// a set of uids, and one nickname directory shared by all groups. Everything
-// is lost when the process exits.
+// a sorted set of uids, and one nickname directory shared by all groups.
+// Everything is lost when the process exits.
+//
+// Groups are spread over shards by a hash of their id, each shard with its own
+// lock, so that requests to different groups do not wait for each other.
 type Memory struct {
-	// mu guards groups and nicknames. One lock for the whole store keeps each
-	// call atomic and the counts exact under contention.
-	mu sync.RWMutex
-	// groups maps a group id to its members. A group with no members is
-	// deleted, so that removing everyone frees the memory.
-	groups map[string]map[membership.UID]struct{}
+	seed   maphash.Seed
+	shards []shard
+
+	// nicknamesMu guards nicknames. It is taken after a shard's lock, never
+	// before, so a call that changes both is atomic without deadlock.
+	nicknamesMu sync.RWMutex
 	// nicknames holds the users' nicknames. A user without an entry has the
 	// nickname "", so "" is never stored.
 	nicknames map[membership.UID]string
+
+	// lastRevision is the revision most recently given out. Every change
+	// takes the next one, so a revision names one change in the whole store.
+	lastRevision atomic.Uint64
+	// nicknamesRevision is the revision of the last nickname change, and
+	// removedRevision that of the last group deleted. Both are part of every
+	// group's revision: see revisionOf.
+	nicknamesRevision atomic.Uint64
+	removedRevision   atomic.Uint64
+}
+
+type shard struct {
+	// mu guards groups and everything in them.
+	mu sync.RWMutex
+	// groups maps a group id to its state. A group with no members is
+	// deleted, so that removing everyone frees the memory.
+	groups map[string]*group
+}
+
+type group struct {
+	members  members
+	revision membership.Revision // of the last change of its members
 }
 
 var _ membership.Store = (*Memory)(nil)
 
-// NewMemory returns an empty Memory store.
+// NewMemory returns an empty Memory store with DefaultShards shards.
 func NewMemory() *Memory {
-	return &Memory{
-		groups:    make(map[string]map[membership.UID]struct{}),
+	return NewMemoryShards(DefaultShards)
+}
+
+// NewMemoryShards returns an empty Memory store with n shards (at least 1).
+func NewMemoryShards(n int) *Memory {
+	m := &Memory{
+		seed:      maphash.MakeSeed(),
+		shards:    make([]shard, max(n, 1)),
 		nicknames: make(map[membership.UID]string),
 	}
+	for i := range m.shards {
+		m.shards[i].groups = make(map[string]*group)
+	}
+	return m
+}
+
+func (m *Memory) shardOf(groupID string) *shard {
+	return &m.shards[maphash.String(m.seed, groupID)%uint64(len(m.shards))]
+}
+
+func (m *Memory) nextRevision() membership.Revision {
+	return membership.Revision(m.lastRevision.Add(1))
+}
+
+// revisionOf returns the revision of g (nil: a group with no members). A
+// nickname change alters the list of every group the user is in, and the
+// store does not track which those are, so it counts as a change of every
+// group; likewise a group deleted leaves no revision of its own behind, so
+// the last deletion counts as a change of every absent group. Revisions come
+// from one counter, so the maximum changes whenever any of them does.
+func (m *Memory) revisionOf(g *group) membership.Revision {
+	r := membership.Revision(m.nicknamesRevision.Load())
+	if g != nil {
+		return max(r, g.revision)
+	}
+	return max(r, membership.Revision(m.removedRevision.Load()))
 }
 
 // AddMembers implements membership.Store.
@@ -40,62 +106,133 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 	if len(users) == 0 {
 		return 0, nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	members := m.groups[groupID]
-	if members == nil {
-		members = make(map[membership.UID]struct{}, len(users))
-		m.groups[groupID] = members
+	s := m.shardOf(groupID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m.setNicknames(users)
+
+	g := s.groups[groupID]
+	if g == nil {
+		g = &group{}
+		s.groups[groupID] = g
 	}
 	added := 0
-	for _, u := range users {
-		if u.HasNickname {
-			if u.Nickname == "" {
-				delete(m.nicknames, u.UID)
-			} else {
-				m.nicknames[u.UID] = u.Nickname
+	if g.members.size == 0 && len(users) >= bulkFill {
+		uids := make([]membership.UID, len(users))
+		for i, u := range users {
+			uids[i] = u.UID
+		}
+		slices.Sort(uids)
+		uids = slices.Compact(uids)
+		g.members.fill(uids)
+		added = len(uids)
+	} else {
+		for _, u := range users {
+			if g.members.add(u.UID) {
+				added++
 			}
 		}
-		if _, ok := members[u.UID]; !ok {
-			members[u.UID] = struct{}{}
-			added++
-		}
+	}
+	if added > 0 {
+		g.revision = m.nextRevision()
 	}
 	return added, nil
 }
 
+// setNicknames records the nicknames users give. The caller holds a shard
+// lock.
+func (m *Memory) setNicknames(users []membership.User) {
+	locked, changed := false, false
+	for _, u := range users {
+		if !u.HasNickname {
+			continue
+		}
+		if !locked {
+			m.nicknamesMu.Lock()
+			defer m.nicknamesMu.Unlock()
+			locked = true
+		}
+		if m.nicknames[u.UID] == u.Nickname {
+			continue
+		}
+		changed = true
+		if u.Nickname == "" {
+			delete(m.nicknames, u.UID)
+		} else {
+			m.nicknames[u.UID] = u.Nickname
+		}
+	}
+	if changed {
+		m.nicknamesRevision.Store(uint64(m.nextRevision()))
+	}
+}
+
 // RemoveMembers implements membership.Store.
 func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []membership.UID) (int, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	members := m.groups[groupID]
-	if members == nil {
+	s := m.shardOf(groupID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[groupID]
+	if g == nil {
 		return 0, nil
 	}
 	removed := 0
 	for _, uid := range uids {
-		if _, ok := members[uid]; ok {
-			delete(members, uid)
+		if g.members.remove(uid) {
 			removed++
 		}
 	}
-	if len(members) == 0 {
-		delete(m.groups, groupID)
+	switch {
+	case g.members.size == 0:
+		delete(s.groups, groupID)
+		m.removedRevision.Store(uint64(m.nextRevision()))
+	case removed > 0:
+		g.revision = m.nextRevision()
 	}
 	return removed, nil
 }
 
 // ListMembers implements membership.Store.
-func (m *Memory) ListMembers(_ context.Context, groupID string) ([]membership.Member, error) {
-	m.mu.RLock()
-	members := m.groups[groupID]
-	list := make([]membership.Member, 0, len(members))
-	for uid := range members {
-		list = append(list, membership.Member{UID: uid, Nickname: m.nicknames[uid]})
+func (m *Memory) ListMembers(_ context.Context, groupID string, list membership.ListFunc) (membership.Revision, error) {
+	s := m.shardOf(groupID)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m.nicknamesMu.RLock()
+	defer m.nicknamesMu.RUnlock()
+	g := s.groups[groupID]
+	if g == nil {
+		list(0, func(func(membership.Member) bool) {})
+		return m.revisionOf(nil), nil
 	}
-	m.mu.RUnlock()
-	slices.SortFunc(list, func(a, b membership.Member) int {
-		return cmp.Compare(a.UID, b.UID)
-	})
-	return list, nil
+	list(g.members.size, m.memberRecords(&g.members))
+	return m.revisionOf(g), nil
+}
+
+// memberRecords yields the members with their nicknames. The caller holds
+// the shard's lock and nicknamesMu.
+func (m *Memory) memberRecords(ms *members) iter.Seq[membership.Member] {
+	return func(yield func(membership.Member) bool) {
+		nicknames := m.nicknames
+		if len(nicknames) == 0 {
+			for uid := range ms.all {
+				if !yield(membership.Member{UID: uid}) {
+					return
+				}
+			}
+			return
+		}
+		for uid := range ms.all {
+			if !yield(membership.Member{UID: uid, Nickname: nicknames[uid]}) {
+				return
+			}
+		}
+	}
+}
+
+// Revision implements membership.Store.
+func (m *Memory) Revision(_ context.Context, groupID string) (membership.Revision, error) {
+	s := m.shardOf(groupID)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return m.revisionOf(s.groups[groupID]), nil
 }

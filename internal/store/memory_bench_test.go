@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"iter"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -64,7 +65,10 @@ func BenchmarkMemoryList(b *testing.B) {
 		ctx := context.Background()
 		b.Run("members="+strconv.Itoa(size), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := m.ListMembers(ctx, "g0"); err != nil {
+				if _, err := m.ListMembers(ctx, "g0", func(_ int, members iter.Seq[membership.Member]) {
+					for range members {
+					}
+				}); err != nil {
 					b.Fatal(err)
 				}
 			}

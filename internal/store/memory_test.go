@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"iter"
 	"sync"
 	"testing"
 
@@ -14,6 +15,28 @@ import (
 
 func TestMemory(t *testing.T) {
 	testStoreContract(t, func() membership.Store { return NewMemory() })
+}
+
+func TestMemoryOneShard(t *testing.T) {
+	testStoreContract(t, func() membership.Store { return NewMemoryShards(1) })
+}
+
+// listAll returns what s.ListMembers lists for groupID, checking that the
+// count it gives matches the members it yields.
+func listAll(t *testing.T, s membership.Store, groupID string) ([]membership.Member, membership.Revision) {
+	t.Helper()
+	var got []membership.Member
+	count := -1
+	rev, err := s.ListMembers(context.Background(), groupID, func(n int, members iter.Seq[membership.Member]) {
+		count = n
+		got = make([]membership.Member, 0, n)
+		for m := range members {
+			got = append(got, m)
+		}
+	})
+	require.NoError(t, err)
+	require.Equal(t, len(got), count, "the count given to list must match the members yielded")
+	return got, rev
 }
 
 // testStoreContract checks the behaviour every membership.Store must have.
@@ -29,8 +52,7 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 	}
 
 	t.Run("unknown group lists empty, not nil", func(t *testing.T) {
-		got, err := newStore().ListMembers(ctx, "nobody")
-		require.NoError(t, err)
+		got, _ := listAll(t, newStore(), "nobody")
 		assert.NotNil(t, got)
 		assert.Empty(t, got)
 	})
@@ -49,8 +71,7 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 		s := newStore()
 		_, err := s.AddMembers(ctx, "g", users(30, 9223372036854775807, 1, 20))
 		require.NoError(t, err)
-		got, err := s.ListMembers(ctx, "g")
-		require.NoError(t, err)
+		got, _ := listAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 20}, {UID: 30}, {UID: 9223372036854775807}}, got)
 	})
 
@@ -65,8 +86,7 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 		require.NoError(t, err)
 		_, err = s.AddMembers(ctx, "g", []membership.User{{UID: 2}, {UID: 3, Nickname: "", HasNickname: true}})
 		require.NoError(t, err)
-		got, err := s.ListMembers(ctx, "g")
-		require.NoError(t, err)
+		got, _ := listAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "b"}, {UID: 2, Nickname: "x"}, {UID: 3, Nickname: ""}}, got)
 	})
 
@@ -76,8 +96,7 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 		require.NoError(t, err)
 		_, err = s.AddMembers(ctx, "b", users(1))
 		require.NoError(t, err)
-		got, err := s.ListMembers(ctx, "b")
-		require.NoError(t, err)
+		got, _ := listAll(t, s, "b")
 		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}}, got)
 	})
 
@@ -90,11 +109,9 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 		n, err := s.RemoveMembers(ctx, "a", []membership.UID{1, 1, 4})
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
-		got, err := s.ListMembers(ctx, "a")
-		require.NoError(t, err)
+		got, _ := listAll(t, s, "a")
 		assert.Equal(t, []membership.Member{{UID: 2}, {UID: 3}}, got)
-		got, err = s.ListMembers(ctx, "b")
-		require.NoError(t, err)
+		got, _ = listAll(t, s, "b")
 		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got)
 	})
 
@@ -111,15 +128,74 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 		n, err := s.RemoveMembers(ctx, "g", []membership.UID{1})
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
-		got, err := s.ListMembers(ctx, "g")
-		require.NoError(t, err)
+		got, _ := listAll(t, s, "g")
 		assert.Empty(t, got)
 		n, err = s.AddMembers(ctx, "g", users(1))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
-		got, err = s.ListMembers(ctx, "g")
-		require.NoError(t, err)
+		got, _ = listAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "a"}}, got, "the nickname outlives the membership")
+	})
+
+	t.Run("a bulk add to an empty group counts distinct users", func(t *testing.T) {
+		s := newStore()
+		var us []membership.User
+		for i := range 300 {
+			us = append(us, membership.User{UID: membership.UID(1000 - i%200)})
+		}
+		n, err := s.AddMembers(ctx, "g", us)
+		require.NoError(t, err)
+		assert.Equal(t, 200, n)
+		got, _ := listAll(t, s, "g")
+		require.Len(t, got, 200)
+		assert.Equal(t, membership.UID(801), got[0].UID)
+		assert.Equal(t, membership.UID(1000), got[199].UID)
+	})
+
+	t.Run("revisions change with what the list shows, and only then", func(t *testing.T) {
+		s := newStore()
+		revision := func(group string) membership.Revision {
+			r, err := s.Revision(ctx, group)
+			require.NoError(t, err)
+			_, listed := listAll(t, s, group)
+			require.Equal(t, r, listed, "Revision and ListMembers must agree")
+			return r
+		}
+		r0 := revision("g")
+		_, err := s.AddMembers(ctx, "g", users(1, 2))
+		require.NoError(t, err)
+		r1 := revision("g")
+		assert.NotEqual(t, r0, r1, "an add changes the revision")
+
+		_, err = s.AddMembers(ctx, "g", users(1))
+		require.NoError(t, err)
+		_, err = s.RemoveMembers(ctx, "g", []membership.UID{9})
+		require.NoError(t, err)
+		_, err = s.AddMembers(ctx, "other", users(5))
+		require.NoError(t, err)
+		assert.Equal(t, r1, revision("g"), "changes that alter nothing in g keep its revision")
+
+		_, err = s.AddMembers(ctx, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+		require.NoError(t, err)
+		r2 := revision("g")
+		assert.NotEqual(t, r1, r2, "a member's nickname set through another group changes g's list")
+		_, err = s.AddMembers(ctx, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+		require.NoError(t, err)
+		assert.Equal(t, r2, revision("g"), "the same nickname again changes nothing")
+
+		_, err = s.RemoveMembers(ctx, "g", []membership.UID{2})
+		require.NoError(t, err)
+		r3 := revision("g")
+		assert.NotEqual(t, r2, r3, "a remove changes the revision")
+
+		_, err = s.RemoveMembers(ctx, "g", []membership.UID{1})
+		require.NoError(t, err)
+		r4 := revision("g")
+		assert.NotEqual(t, r3, r4, "emptying the group changes the revision")
+
+		_, err = s.AddMembers(ctx, "g", users(1))
+		require.NoError(t, err)
+		assert.NotEqual(t, r4, revision("g"), "refilling the group changes the revision")
 	})
 
 	t.Run("counts stay exact under contention", func(t *testing.T) {
@@ -150,7 +226,7 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 						}
 						removed[w] += n
 					}
-					if _, err := s.ListMembers(ctx, group); err != nil {
+					if _, err := s.ListMembers(ctx, group, func(int, iter.Seq[membership.Member]) {}); err != nil {
 						errs <- err
 						return
 					}
@@ -164,8 +240,7 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 		}
 		total := 0
 		for g := range 4 {
-			got, err := s.ListMembers(ctx, fmt.Sprintf("g%d", g))
-			require.NoError(t, err)
+			got, _ := listAll(t, s, fmt.Sprintf("g%d", g))
 			total += len(got)
 		}
 		sum := func(xs []int) int {

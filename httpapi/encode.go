@@ -1,0 +1,144 @@
+package httpapi
+
+import (
+	"iter"
+	"strconv"
+	"unicode/utf8"
+
+	"example.com/groupmembership/membership"
+)
+
+// encodeMembers returns the JSON array of members, [{"uid":…,"nickname":…},…],
+// in a buffer of exactly its size: a first pass measures, a second writes,
+// so that a list of a million members is held once and never regrown.
+func encodeMembers(count int, members iter.Seq[membership.Member]) []byte {
+	size := 2 // []
+	for m := range members {
+		size += memberJSONLen(m)
+	}
+	if count > 1 {
+		size += count - 1 // commas
+	}
+	b := make([]byte, 0, size)
+	b = append(b, '[')
+	first := true
+	for m := range members {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendMemberJSON(b, m)
+	}
+	return append(b, ']')
+}
+
+const (
+	uidPrefix      = `{"uid":`
+	nicknamePrefix = `,"nickname":`
+)
+
+func appendMemberJSON(b []byte, m membership.Member) []byte {
+	b = append(b, uidPrefix...)
+	b = strconv.AppendInt(b, int64(m.UID), 10)
+	b = append(b, nicknamePrefix...)
+	b = appendJSONString(b, m.Nickname)
+	return append(b, '}')
+}
+
+func memberJSONLen(m membership.Member) int {
+	return len(uidPrefix) + decimalLen(int64(m.UID)) + len(nicknamePrefix) + jsonStringLen(m.Nickname) + 1
+}
+
+// decimalLen returns the number of digits of n >= 0.
+func decimalLen(n int64) int {
+	digits := 1
+	for n >= 10 {
+		n /= 10
+		digits++
+	}
+	return digits
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string, exactly as encoding/json does
+// with HTML escaping off: ", \ and control characters escaped (\b \f \n \r \t
+// by name, the rest as \u00XX), U+2028 and U+2029 escaped because JavaScript
+// reads them as line ends, and invalid UTF-8 replaced by \ufffd.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// jsonStringLen returns len(appendJSONString(nil, s)) without building it.
+func jsonStringLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+				n += 2
+			case c < 0x20:
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || r == '\u2028' || r == '\u2029' {
+			n += 6
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
+}

@@ -1,0 +1,112 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+// stdlibJSON encodes v as encoding/json does with HTML escaping off, which
+// is what the service promises.
+func stdlibJSON(t testing.TB, v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	require.NoError(t, enc.Encode(v))
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+var stringClasses = []struct {
+	name string
+	s    string
+}{
+	{"empty", ""},
+	{"ASCII", "Alice Smith"},
+	{"quote and backslash", `a"b\c`},
+	{"named control escapes", "\b\f\n\r\t"},
+	{"other control characters", "\x00\x01\x1f\x0b"},
+	{"DEL is not escaped", "\x7f"},
+	{"HTML characters stay literal", "<b>&amp;</b>"},
+	{"line and paragraph separators", "a\u2028b\u2029c"},
+	{"two-byte UTF-8", "Zoë é ß"},
+	{"three-byte UTF-8", "日本語 €"},
+	{"four-byte UTF-8", "😀 𝄞"},
+	{"U+FFFD itself", "\ufffd"},
+	{"invalid byte", "a\xffb"},
+	{"truncated sequence", "ab\xe6\x97"},
+	{"overlong encoding", "\xc0\xaf"},
+	{"encoded surrogate", "\xed\xa0\x80"},
+	{"everything at once", "\"\\\n\x00<>&\u2028\u2029é😀\xff"},
+}
+
+func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
+	for _, tt := range stringClasses {
+		t.Run(tt.name, func(t *testing.T) {
+			want := stdlibJSON(t, tt.s)
+			got := appendJSONString(nil, tt.s)
+			assert.Equal(t, string(want), string(got))
+			assert.Equal(t, len(got), jsonStringLen(tt.s))
+		})
+	}
+}
+
+func TestEncodeMembersMatchesEncodingJSON(t *testing.T) {
+	tests := []struct {
+		name    string
+		members []membership.Member
+	}{
+		{"none", []membership.Member{}},
+		{"one", []membership.Member{{UID: 1}}},
+		{"extremes", []membership.Member{{UID: 1, Nickname: ""}, {UID: 9, Nickname: "x"}, {UID: 10}, {UID: math.MaxInt64, Nickname: "max"}}},
+		{"every string class", func() []membership.Member {
+			var ms []membership.Member
+			for i, c := range stringClasses {
+				ms = append(ms, membership.Member{UID: membership.UID(i + 1), Nickname: c.s})
+			}
+			return ms
+		}()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := encodeMembers(len(tt.members), slices.Values(tt.members))
+			assert.Equal(t, string(stdlibJSON(t, tt.members)), string(got))
+			assert.Equal(t, len(got), cap(got), "the body is allocated at its exact size")
+		})
+	}
+}
+
+func TestDecimalLen(t *testing.T) {
+	for _, n := range []int64{0, 1, 9, 10, 99, 100, 999999999, 1000000000, math.MaxInt64} {
+		assert.Equal(t, len(json.Number(stdlibJSON(t, n))), decimalLen(n), "decimalLen(%d)", n)
+	}
+}
+
+// FuzzEncodeMembers checks the encoder against encoding/json on any nickname
+// and uid, valid UTF-8 or not.
+func FuzzEncodeMembers(f *testing.F) {
+	for _, c := range stringClasses {
+		f.Add(int64(1), c.s)
+	}
+	f.Add(int64(math.MaxInt64), "max")
+	f.Fuzz(func(t *testing.T, uid int64, nickname string) {
+		if uid < 1 {
+			uid = -(uid + 1) + 1 // any int64 maps to a valid uid
+		}
+		members := []membership.Member{{UID: membership.UID(uid), Nickname: nickname}, {UID: 1, Nickname: nickname + "x"}}
+		got := encodeMembers(len(members), slices.Values(members))
+		want := stdlibJSON(t, members)
+		if !bytes.Equal(want, got) {
+			t.Fatalf("encodeMembers(%d, %q):\n got %s\nwant %s", uid, nickname, got, want)
+		}
+		if len(got) != cap(got) {
+			t.Fatalf("encodeMembers(%d, %q): measured %d bytes, wrote %d", uid, nickname, cap(got), len(got))
+		}
+	})
+}

@@ -1,0 +1,130 @@
+package store
+
+import (
+	"slices"
+	"sort"
+
+	"example.com/groupmembership/membership"
+)
+
+// maxChunk is the most uids one chunk holds. A few hundred keeps an insert's
+// copy within a few kilobytes while a group of a million needs a few
+// thousand chunks.
+const maxChunk = 512
+
+// fillChunk is how full chunks are built when a group is filled in bulk,
+// leaving room for later inserts before a chunk must split.
+const fillChunk = maxChunk * 3 / 4
+
+// members is a sorted set of uids, kept as a list of sorted chunks: a member
+// costs about 8 bytes, listing needs no sort, and finding a uid is a binary
+// search over the chunks and then within one.
+type members struct {
+	// chunks are non-empty and ordered: every uid of chunks[i] is below every
+	// uid of chunks[i+1]. Each holds at most maxChunk+1 uids while it is being
+	// split, maxChunk otherwise.
+	chunks [][]membership.UID
+	size   int
+}
+
+// chunkFor returns the index of the chunk that holds uid or would: the first
+// whose last uid is >= uid, or the last chunk.
+func (m *members) chunkFor(uid membership.UID) int {
+	i := sort.Search(len(m.chunks), func(i int) bool {
+		c := m.chunks[i]
+		return c[len(c)-1] >= uid
+	})
+	return min(i, len(m.chunks)-1)
+}
+
+// add adds uid and reports whether it was new.
+func (m *members) add(uid membership.UID) bool {
+	if len(m.chunks) == 0 {
+		m.chunks = [][]membership.UID{make([]membership.UID, 1, 4)}
+		m.chunks[0][0] = uid
+		m.size = 1
+		return true
+	}
+	i := m.chunkFor(uid)
+	c := m.chunks[i]
+	j, found := slices.BinarySearch(c, uid)
+	if found {
+		return false
+	}
+	if len(c) == cap(c) {
+		// Grow by an eighth, not the doubling of append: a chunk wastes at
+		// most an eighth of its size.
+		grown := make([]membership.UID, len(c), len(c)+len(c)/8+4)
+		copy(grown, c)
+		c = grown
+	}
+	c = slices.Insert(c, j, uid)
+	if len(c) > maxChunk {
+		half := len(c) / 2
+		left, right := cloneChunk(c[:half]), cloneChunk(c[half:])
+		m.chunks[i] = left
+		m.chunks = slices.Insert(m.chunks, i+1, right)
+	} else {
+		m.chunks[i] = c
+	}
+	m.size++
+	return true
+}
+
+// fill fills an empty set from uids, which must be sorted and distinct, in
+// chunks of fillChunk with no spare capacity.
+func (m *members) fill(uids []membership.UID) {
+	for len(uids) > 0 {
+		n := min(len(uids), fillChunk)
+		m.chunks = append(m.chunks, slices.Clone(uids[:n]))
+		uids = uids[n:]
+		m.size += n
+	}
+}
+
+// remove removes uid and reports whether it was a member.
+func (m *members) remove(uid membership.UID) bool {
+	if len(m.chunks) == 0 {
+		return false
+	}
+	i := m.chunkFor(uid)
+	c := m.chunks[i]
+	j, found := slices.BinarySearch(c, uid)
+	if !found {
+		return false
+	}
+	c = slices.Delete(c, j, j+1)
+	m.size--
+	switch {
+	case len(c) == 0:
+		m.chunks = slices.Delete(m.chunks, i, i+1)
+	case len(c) < maxChunk/4 && i+1 < len(m.chunks) && len(c)+len(m.chunks[i+1]) <= maxChunk/2:
+		// Merge a thin chunk into its neighbour, so that removals cannot
+		// leave a large group as many tiny chunks.
+		m.chunks[i] = cloneChunk(append(slices.Clip(c), m.chunks[i+1]...))
+		m.chunks = slices.Delete(m.chunks, i+1, i+2)
+	case cap(c) > 2*len(c)+8:
+		m.chunks[i] = cloneChunk(c) // give back the room removals left
+	default:
+		m.chunks[i] = c
+	}
+	return true
+}
+
+// all yields the uids in ascending order.
+func (m *members) all(yield func(membership.UID) bool) {
+	for _, c := range m.chunks {
+		for _, uid := range c {
+			if !yield(uid) {
+				return
+			}
+		}
+	}
+}
+
+// cloneChunk copies c with room for an eighth more.
+func cloneChunk(c []membership.UID) []membership.UID {
+	clone := make([]membership.UID, len(c), len(c)+len(c)/8+4)
+	copy(clone, c)
+	return clone
+}
