@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	svc := membership.NewService(store.NewMemory(), cfg.maxUsers)
 	srv := &http.Server{
-		Handler:           httpapi.NewHandler(svc, httpapi.Options{
+		Handler: httpapi.NewHandler(svc, httpapi.Options{
 			Logger:         logger,
 			MaxBodyBytes:   cfg.maxBodyBytes,
 			ListCacheBytes: cfg.listCache,
