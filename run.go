@@ -35,8 +35,8 @@ type config struct {
 }
 
 // run starts the service and serves until ctx is cancelled, then drains the
-// requests in flight and returns. Logs go to stdout, usage and flag errors to
-// stderr. getenv is how the service would read its environment; no setting
+// requests in flight and returns. Logs go to stdout, buffered for up to
+// logFlushInterval; usage and flag errors go to stderr. getenv is how the service would read its environment; no setting
 // comes from there yet.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	_ = getenv
@@ -47,7 +47,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg.logFormat, stdout)
+	logOut := newBufferedLog(stdout)
+	defer logOut.Close()
+	logger := newLogger(cfg.logFormat, logOut)
 
 	svc := membership.NewService(store.NewMemory(), cfg.maxUsers)
 	srv := &http.Server{
