@@ -62,6 +62,9 @@ func (c *listCache) get(groupID string, revision membership.Revision) ([]byte, b
 // cached already or the body alone is over the bound. Callers must not
 // change body afterwards: readers share it.
 func (c *listCache) put(groupID string, revision membership.Revision, body []byte) {
+	if c.maxBytes <= 0 {
+		return
+	}
 	e := &cacheEntry{groupID: groupID, revision: revision, body: body}
 	if e.cost() > c.maxBytes {
 		return

@@ -40,7 +40,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusInternalServerError
 	}
 	if status == http.StatusInternalServerError {
-		recordInternalError(r.Context(), err)
+		recordInternalError(w, err)
 	}
 	var body errorBody
 	body.Error.Code = code

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,24 +10,46 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// requestInfo collects what the access-log line needs to know from inside
-// the handler.
-type requestInfo struct {
+// observedWriter is the ResponseWriter every handler gets: it remembers the
+// status written and what the access-log line needs to know from inside the
+// handler. Handlers reach it through their ResponseWriter rather than the
+// request's context, which would copy the request on every call.
+type observedWriter struct {
+	http.ResponseWriter
+	status      int            // 0 until the header is written
 	actingUID   membership.UID // 0: the request named none
 	internalErr error
 }
 
-type requestInfoKey struct{}
+func (o *observedWriter) WriteHeader(status int) {
+	if o.status == 0 {
+		o.status = status
+	}
+	o.ResponseWriter.WriteHeader(status)
+}
 
-func setActingUID(ctx context.Context, uid membership.UID) {
-	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
-		info.actingUID = uid
+func (o *observedWriter) Write(b []byte) (int, error) {
+	if o.status == 0 {
+		o.status = http.StatusOK
+	}
+	return o.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (o *observedWriter) Unwrap() http.ResponseWriter { return o.ResponseWriter }
+
+// setActingUID records the request's acting uid for the access log.
+func setActingUID(w http.ResponseWriter, uid membership.UID) {
+	if o, ok := w.(*observedWriter); ok {
+		o.actingUID = uid
 	}
 }
 
-func recordInternalError(ctx context.Context, err error) {
-	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
-		info.internalErr = err
+// recordInternalError records err for the access log, which logs it with its
+// detail at level error.
+func recordInternalError(w http.ResponseWriter, err error) {
+	if o, ok := w.(*observedWriter); ok {
+		o.internalErr = err
 	}
 }
 
@@ -39,68 +60,50 @@ func recordInternalError(ctx context.Context, err error) {
 func observe(logger *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		info := &requestInfo{}
-		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
-		rec := &statusRecorder{ResponseWriter: w}
+		ow := &observedWriter{ResponseWriter: w}
 		defer func() {
 			p := recover()
 			if p != nil && p != http.ErrAbortHandler {
 				err := fmt.Errorf("panic: %v\n%s", p, debug.Stack())
-				if rec.status == 0 {
-					writeError(rec, r, err)
+				if ow.status == 0 {
+					writeError(ow, r, err)
 				} else {
-					recordInternalError(r.Context(), err)
+					recordInternalError(ow, err)
 				}
 			}
-			logRequest(logger, r, rec.status, time.Since(start), info)
+			logRequest(logger, r, time.Since(start), ow)
 			if p == http.ErrAbortHandler {
 				panic(p) // net/http handles it: it aborts the response quietly
 			}
 		}()
-		next.ServeHTTP(rec, r)
+		next.ServeHTTP(ow, r)
 	})
 }
 
-func logRequest(logger *slog.Logger, r *http.Request, status int, elapsed time.Duration, info *requestInfo) {
+func logRequest(logger *slog.Logger, r *http.Request, elapsed time.Duration, ow *observedWriter) {
+	status := ow.status
 	if status == 0 {
 		status = http.StatusOK // the handler wrote nothing: net/http sends 200
 	}
-	attrs := []slog.Attr{
+	level := slog.LevelInfo
+	if ow.internalErr != nil {
+		level = slog.LevelError
+	}
+	if !logger.Enabled(r.Context(), level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 6)
+	attrs = append(attrs,
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.EscapedPath()),
 		slog.Int("status", status),
 		slog.Duration("duration", elapsed),
+	)
+	if ow.actingUID != 0 {
+		attrs = append(attrs, slog.Int64("uid", int64(ow.actingUID)))
 	}
-	if info.actingUID != 0 {
-		attrs = append(attrs, slog.Int64("uid", int64(info.actingUID)))
-	}
-	level := slog.LevelInfo
-	if info.internalErr != nil {
-		level = slog.LevelError
-		attrs = append(attrs, slog.String("err", info.internalErr.Error()))
+	if ow.internalErr != nil {
+		attrs = append(attrs, slog.String("err", ow.internalErr.Error()))
 	}
 	logger.LogAttrs(r.Context(), level, "request", attrs...)
 }
-
-// statusRecorder remembers the status a handler writes.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int // 0 until the header is written
-}
-
-func (s *statusRecorder) WriteHeader(status int) {
-	if s.status == 0 {
-		s.status = status
-	}
-	s.ResponseWriter.WriteHeader(status)
-}
-
-func (s *statusRecorder) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -6,9 +6,13 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"example.com/groupmembership/membership"
 )
+
+// formContentType is the one Content-Type a change request may declare.
+const formContentType = "application/x-www-form-urlencoded"
 
 // changeRequest is the decoded body of an add or remove request.
 type changeRequest struct {
@@ -22,42 +26,105 @@ type changeRequest struct {
 // Errors: CodeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
 // CodeInvalidUID.
 func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int64) (changeRequest, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != formContentType {
 		mediaType, _, err := mime.ParseMediaType(ct)
-		if err != nil || mediaType != "application/x-www-form-urlencoded" {
+		if err != nil || mediaType != formContentType {
 			return changeRequest{}, membership.Errorf(membership.CodeUnsupportedMediaType,
-				"Content-Type %q is not supported: send application/x-www-form-urlencoded", ct)
+				"Content-Type %q is not supported: send %s", ct, formContentType)
 		}
 	}
-	if r.ContentLength > maxBodyBytes {
-		return changeRequest{}, bodyTooLarge(maxBodyBytes)
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	body, err := readBody(w, r, maxBodyBytes)
 	if err != nil {
-		if tooLarge := new(http.MaxBytesError); errors.As(err, &tooLarge) {
-			return changeRequest{}, bodyTooLarge(maxBodyBytes)
-		}
-		return changeRequest{}, membership.Errorf(membership.CodeInvalidBody, "reading the body: %v", err)
+		return changeRequest{}, err
 	}
-	form, err := url.ParseQuery(string(body))
+	users, uid, err := parseChangeForm(body)
 	if err != nil {
-		return changeRequest{}, membership.Errorf(membership.CodeInvalidBody, "the body is not form-encoded: %v", err)
+		return changeRequest{}, err
 	}
-	for name, values := range form {
-		if len(values) > 1 && (name == "users" || name == "uid") {
-			return changeRequest{}, membership.Errorf(membership.CodeInvalidBody, "the parameter %s is given %d times: give it once", name, len(values))
-		}
-	}
-	req := changeRequest{users: form.Get("users")}
-	if uid := form.Get("uid"); uid != "" {
+	req := changeRequest{users: users}
+	if uid != "" {
 		var ok bool
 		if req.actingUID, ok = membership.ParseUID(uid); !ok {
 			return changeRequest{}, membership.Errorf(membership.CodeInvalidUID,
 				"the uid parameter %.40q is not an integer from 1 to 9223372036854775807", uid)
 		}
-		setActingUID(r.Context(), req.actingUID)
+		setActingUID(w, req.actingUID)
 	}
 	return req, nil
+}
+
+// readBody reads the whole body, at most maxBodyBytes of it.
+func readBody(w http.ResponseWriter, r *http.Request, maxBodyBytes int64) (string, error) {
+	if r.ContentLength > maxBodyBytes {
+		return "", bodyTooLarge(maxBodyBytes)
+	}
+	limited := http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	var body []byte
+	var err error
+	if r.ContentLength > 0 {
+		// The length is known (and net/http ends the body there): read it
+		// into one buffer of that size.
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(limited, body)
+	} else {
+		body, err = io.ReadAll(limited)
+	}
+	if err != nil {
+		if tooLarge := new(http.MaxBytesError); errors.As(err, &tooLarge) {
+			return "", bodyTooLarge(maxBodyBytes)
+		}
+		return "", membership.Errorf(membership.CodeInvalidBody, "reading the body: %v", err)
+	}
+	return string(body), nil
+}
+
+// parseChangeForm returns the users and uid parameters of a form-encoded
+// body. It checks the whole body as url.ParseQuery does, but keeps only the
+// two values it needs instead of building a map of all of them.
+func parseChangeForm(body string) (users, uid string, err error) {
+	var seenUsers, seenUID int
+	for body != "" {
+		var pair string
+		pair, body, _ = strings.Cut(body, "&")
+		if strings.Contains(pair, ";") {
+			return "", "", membership.Errorf(membership.CodeInvalidBody, "the body is not form-encoded: it has a ; separator")
+		}
+		if pair == "" {
+			continue
+		}
+		rawKey, rawValue, _ := strings.Cut(pair, "=")
+		key, err1 := unescapeForm(rawKey)
+		value, err2 := unescapeForm(rawValue)
+		if err := errors.Join(err1, err2); err != nil {
+			return "", "", membership.Errorf(membership.CodeInvalidBody, "the body is not form-encoded: %v", err)
+		}
+		switch key {
+		case "users":
+			users = value
+			seenUsers++
+		case "uid":
+			uid = value
+			seenUID++
+		}
+	}
+	for _, p := range []struct {
+		name string
+		seen int
+	}{{"users", seenUsers}, {"uid", seenUID}} {
+		if p.seen > 1 {
+			return "", "", membership.Errorf(membership.CodeInvalidBody, "the parameter %s is given %d times: give it once", p.name, p.seen)
+		}
+	}
+	return users, uid, nil
+}
+
+// unescapeForm decodes one form-encoded key or value, without allocating
+// when there is nothing to decode.
+func unescapeForm(s string) (string, error) {
+	if !strings.ContainsAny(s, "%+") {
+		return s, nil
+	}
+	return url.QueryUnescape(s)
 }
 
 func bodyTooLarge(max int64) error {
