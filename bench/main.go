@@ -81,7 +81,9 @@ func run(opts options) error {
 		return err
 	}
 
-	// The service, built and run as users run it, its log in a file.
+	// The service, built and run as users run it (default flags, but for
+	// limits that let the memory load send 1000 users a request), its log
+	// in a file.
 	bin := filepath.Join(tmp, "membership")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		return fmt.Errorf("building the service: %v\n%s", err, out)
@@ -95,7 +97,7 @@ func run(opts options) error {
 		return err
 	}
 	defer logFile.Close()
-	args := append([]string{"-addr", svcAddr, "-log-format", "json", "-max-users", "100000", "-max-body", "16777216"}, strings.Fields(opts.serviceArgs)...)
+	args := append([]string{"-addr", svcAddr, "-max-users", "100000", "-max-body", "16777216"}, strings.Fields(opts.serviceArgs)...)
 	svc := exec.Command(bin, args...)
 	svc.Stdout, svc.Stderr = logFile, logFile
 	if err := svc.Start(); err != nil {
