@@ -172,7 +172,7 @@ func TestRunFlags(t *testing.T) {
 func TestHelpListsEveryFlag(t *testing.T) {
 	var stderr bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"-h"}, func(string) string { return "" }, io.Discard, &stderr))
-	for _, flag := range []string{"-addr", "-max-body", "-max-users", "-list-cache", "-log-format"} {
+	for _, flag := range []string{"-addr", "-max-body", "-max-users", "-list-cache", "-log-format", "-access-log"} {
 		assert.Contains(t, stderr.String(), flag)
 	}
 }

@@ -32,6 +32,7 @@ type config struct {
 	maxUsers     int
 	listCache    int64
 	logFormat    string
+	accessLog    bool
 }
 
 // run starts the service and serves until ctx is cancelled, then drains the
@@ -55,6 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	srv := &http.Server{
 		Handler: httpapi.NewHandler(svc, httpapi.Options{
 			Logger:         logger,
+			AccessLog:      cfg.accessLog,
 			MaxBodyBytes:   cfg.maxBodyBytes,
 			ListCacheBytes: cfg.listCache,
 		}),
@@ -101,6 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.maxUsers, "max-users", membership.DefaultMaxUsers, "most users accepted in one request")
 	fs.Int64Var(&cfg.listCache, "list-cache", httpapi.DefaultListCacheBytes, "memory for cached member lists, in `bytes`; 0 turns the cache off")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
+	fs.BoolVar(&cfg.accessLog, "access-log", true, "log one line per request; when false, only requests that fail on the service's side")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
 		fs.PrintDefaults()

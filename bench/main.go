@@ -41,6 +41,8 @@ type options struct {
 	groups      int
 	perGroup    int
 	serviceArgs string
+	serviceBin  string
+	quietRows   bool
 }
 
 func main() {
@@ -52,6 +54,8 @@ func main() {
 	flag.IntVar(&opts.groups, "mem-groups", 1000, "groups loaded for the memory comparison")
 	flag.IntVar(&opts.perGroup, "mem-members", 1000, "members per group loaded for the memory comparison")
 	flag.StringVar(&opts.serviceArgs, "service-args", "", "extra flags for the service, space-separated")
+	flag.StringVar(&opts.serviceBin, "service", "", "a service binary to measure instead of building this checkout's")
+	flag.BoolVar(&opts.quietRows, "quiet-rows", true, "also measure the service with -access-log=false (needs a service that has the flag)")
 	flag.Parse()
 	if err := run(opts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -84,28 +88,27 @@ func run(opts options) error {
 	// The service, built and run as users run it (default flags, but for
 	// limits that let the memory load send 1000 users a request), its log
 	// in a file.
-	bin := filepath.Join(tmp, "membership")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return fmt.Errorf("building the service: %v\n%s", err, out)
+	bin := opts.serviceBin
+	if bin == "" {
+		bin = filepath.Join(tmp, "membership")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			return fmt.Errorf("building the service: %v\n%s", err, out)
+		}
 	}
-	svcAddr, err := freeAddr()
+	svcAddr, svcPid, stopSvc, err := startService(bin, tmp, "service", opts.serviceArgs)
 	if err != nil {
 		return err
 	}
-	logFile, err := os.Create(filepath.Join(tmp, "service.log"))
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	args := append([]string{"-addr", svcAddr, "-max-users", "100000", "-max-body", "16777216"}, strings.Fields(opts.serviceArgs)...)
-	svc := exec.Command(bin, args...)
-	svc.Stdout, svc.Stderr = logFile, logFile
-	if err := svc.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = svc.Process.Kill(); _ = svc.Wait() }()
-	if err := waitHTTP("http://" + svcAddr + "/healthz"); err != nil {
-		return fmt.Errorf("the service did not start: %w", err)
+	defer stopSvc()
+	// The same service without its access log, to show what the log costs.
+	quietAddr := ""
+	if opts.quietRows {
+		var stopQuiet func()
+		quietAddr, _, stopQuiet, err = startService(bin, tmp, "quiet", opts.serviceArgs+" -access-log=false")
+		if err != nil {
+			return err
+		}
+		defer stopQuiet()
 	}
 
 	// The ceiling: a handler that does nothing but write a constant.
@@ -123,6 +126,7 @@ func run(opts options) error {
 	bare := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if r.URL.Path == "/group-user/list1000" {
+			w.Header().Set("Content-Length", strconv.Itoa(len(preEncoded1000)))
 			_, _ = w.Write(preEncoded1000)
 			return
 		}
@@ -152,7 +156,7 @@ func run(opts options) error {
 		opts.rounds, opts.duration, opts.connections, opts.threads, numCPU())
 
 	// Memory first, while the service's list cache is empty.
-	svcBytes, redisBytes, err := measureMemory(opts, svc.Process.Pid, "http://"+svcAddr, rc)
+	svcBytes, redisBytes, err := measureMemory(opts, svcPid, "http://"+svcAddr, rc)
 	if err != nil {
 		return err
 	}
@@ -161,8 +165,13 @@ func run(opts options) error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, size := range []int{10, 1000} {
 		uids := randomUIDs(rng, size)
-		if err := postUsers("http://"+svcAddr, fmt.Sprintf("list%d", size), uids); err != nil {
-			return err
+		for _, addr := range []string{svcAddr, quietAddr} {
+			if addr == "" {
+				continue
+			}
+			if err := postUsers("http://"+addr, fmt.Sprintf("list%d", size), uids); err != nil {
+				return err
+			}
 		}
 		if err := rc.sadd(fmt.Sprintf("list%d", size), uids); err != nil {
 			return err
@@ -182,7 +191,7 @@ func run(opts options) error {
 	redisBench := func(args ...string) func() (result, error) {
 		return func() (result, error) { return runRedisBenchmark(opts, redisPort, args...) }
 	}
-	svcURL, bareURL := "http://"+svcAddr, "http://"+bareAddr
+	svcURL, quietURL, bareURL := "http://"+svcAddr, "http://"+quietAddr, "http://"+bareAddr
 	scenarios := []scenario{
 		{"bare GET", wrk(bareURL+"/group-user/list10", "")},
 		{"bare POST", wrk(bareURL, luaPath)},
@@ -193,6 +202,12 @@ func run(opts options) error {
 		{"redis SADD 3", redisBench("SADD", "g:__rand_int__", "__rand_int__", "__rand_int__", "__rand_int__")},
 		{"redis SMEMBERS 10", redisBench("SMEMBERS", "list10")},
 		{"redis SMEMBERS 1000", redisBench("SMEMBERS", "list1000")},
+	}
+	if opts.quietRows {
+		scenarios = append(scenarios,
+			scenario{"no access log POST 3", wrk(quietURL, luaPath)},
+			scenario{"no access log GET 10", wrk(quietURL+"/group-user/list10", "")},
+		)
 	}
 	results := map[string][]result{}
 	for round := 1; round <= opts.rounds; round++ {
@@ -223,6 +238,10 @@ func run(opts options) error {
 	row("redis SADD 3", "")
 	row("redis SMEMBERS 10", "")
 	row("redis SMEMBERS 1000", "")
+	if opts.quietRows {
+		row("no access log POST 3", fmt.Sprintf("%.2f x bare POST: the service with -access-log=false", ratio("no access log POST 3", "bare POST")))
+		row("no access log GET 10", fmt.Sprintf("%.2f x bare GET: the service with -access-log=false", ratio("no access log GET 10", "bare GET")))
+	}
 	fmt.Printf("\nmemory for %d memberships (%d groups of %d): service %.1f B each (RSS growth), redis %.1f B each (used_memory growth): %.2f x redis\n",
 		opts.groups*opts.perGroup, opts.groups, opts.perGroup, svcBytes, redisBytes, svcBytes/redisBytes)
 
@@ -290,6 +309,36 @@ func randomUIDs(rng *rand.Rand, n int) []int64 {
 		}
 	}
 	return uids
+}
+
+// startService starts the service binary on a free loopback port, with its
+// log in a file named after it, and waits until it answers.
+func startService(bin, dir, name, extraArgs string) (addr string, pid int, stop func(), err error) {
+	addr, err = freeAddr()
+	if err != nil {
+		return "", 0, nil, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		return "", 0, nil, err
+	}
+	args := append([]string{"-addr", addr, "-max-users", "100000", "-max-body", "16777216"}, strings.Fields(extraArgs)...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return "", 0, nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logFile.Close()
+	}
+	if err := waitHTTP("http://" + addr + "/healthz"); err != nil {
+		stop()
+		return "", 0, nil, fmt.Errorf("the %s did not start: %w", name, err)
+	}
+	return addr, cmd.Process.Pid, stop, nil
 }
 
 func get(url string) ([]byte, error) {

@@ -37,6 +37,7 @@ func newTestHandler(t *testing.T) (http.Handler, *syncBuffer) {
 	svc := membership.NewService(store.NewMemory(), testMaxUsers)
 	h := httpapi.NewHandler(svc, httpapi.Options{
 		Logger:         slog.New(slog.NewJSONHandler(logs, nil)),
+		AccessLog:      true,
 		MaxBodyBytes:   testMaxBody,
 		ListCacheBytes: 1 << 20, // every test reads through the cache
 	})
@@ -311,6 +312,19 @@ func TestBodyTooLargeWithoutContentLength(t *testing.T) {
 	assert.JSONEq(t, `[]`, do(h, "GET", "/group-user/g", "", "").Body.String())
 }
 
+func TestAccessLogOffStillLogsInternalErrors(t *testing.T) {
+	logs := &syncBuffer{}
+	st := faultyStore{err: errors.New("disk on fire")}
+	h := httpapi.NewHandler(membership.NewService(st, 0), httpapi.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	do(h, "GET", "/nope", "", "")
+	do(h, "POST", "/group-user/g", "users=[1", formType)
+	assert.Empty(t, logs.String(), "without the access log, requests that did not fail on the service's side are not logged")
+	do(h, "GET", "/group-user/g", "", "")
+	lines := logs.Lines()
+	require.Len(t, lines, 1)
+	assert.Contains(t, lines[0], "disk on fire")
+}
+
 func TestAccessLog(t *testing.T) {
 	h, logs := newTestHandler(t)
 	do(h, "POST", "/group-user/team%2Fa", "users=[1]&uid=42", formType)
@@ -471,6 +485,12 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Lines returns the lines written so far.

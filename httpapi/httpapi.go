@@ -15,9 +15,12 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // Options configure NewHandler.
 type Options struct {
-	// Logger gets one access-log line per request, and internal errors and
-	// panics. Nil discards them.
+	// Logger gets the access log and internal errors and panics. Nil
+	// discards them.
 	Logger *slog.Logger
+	// AccessLog logs one line per request. Without it, only requests that
+	// fail on the service's side are logged.
+	AccessLog bool
 	// MaxBodyBytes limits request bodies; DefaultMaxBodyBytes when <= 0.
 	MaxBodyBytes int64
 	// ListCacheBytes bounds the cache of encoded member lists; 0 turns it
@@ -38,5 +41,5 @@ func NewHandler(svc *membership.Service, opts Options) http.Handler {
 	}
 	mux := http.NewServeMux()
 	addRoutes(mux, svc, opts.MaxBodyBytes, newListCache(opts.ListCacheBytes))
-	return observe(opts.Logger, mux)
+	return observe(opts.Logger, opts.AccessLog, mux)
 }

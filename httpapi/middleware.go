@@ -56,8 +56,9 @@ func recordInternalError(w http.ResponseWriter, err error) {
 // observe wraps next with the access log and panic recovery: each request gets
 // one log line (method, path, status, duration, acting uid), at level error
 // with the detail when it failed on the service's side; a panic becomes a JSON
-// 500 when nothing was written yet.
-func observe(logger *slog.Logger, next http.Handler) http.Handler {
+// 500 when nothing was written yet. Without accessLog, only the failed
+// requests are logged.
+func observe(logger *slog.Logger, accessLog bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ow := &observedWriter{ResponseWriter: w}
@@ -71,7 +72,9 @@ func observe(logger *slog.Logger, next http.Handler) http.Handler {
 					recordInternalError(ow, err)
 				}
 			}
-			logRequest(logger, r, time.Since(start), ow)
+			if accessLog || ow.internalErr != nil {
+				logRequest(logger, r, time.Since(start), ow)
+			}
 			if p == http.ErrAbortHandler {
 				panic(p) // net/http handles it: it aborts the response quietly
 			}
