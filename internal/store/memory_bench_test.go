@@ -76,3 +76,44 @@ func BenchmarkMemoryList(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMemoryParallel adds 3 users to, or lists, a random one of 1000
+// groups from every core at once, with one lock for the whole store
+// (shards=1) and with the default shard count: what sharding buys under
+// contention.
+func BenchmarkMemoryParallel(b *testing.B) {
+	for _, shards := range []int{1, DefaultShards} {
+		b.Run("shards="+strconv.Itoa(shards), func(b *testing.B) {
+			m := NewMemoryShards(shards)
+			ctx := context.Background()
+			for g := range 1000 {
+				users := make([]membership.User, 100)
+				for i := range users {
+					users[i] = membership.User{UID: membership.UID(i*7919 + 1)}
+				}
+				if _, err := m.AddMembers(ctx, "g"+strconv.Itoa(g), users); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.RunParallel(func(pb *testing.PB) {
+				rng := rand.New(rand.NewPCG(rand.Uint64(), 0))
+				for pb.Next() {
+					group := "g" + strconv.Itoa(rng.IntN(1000))
+					if rng.IntN(2) == 0 {
+						users := []membership.User{{UID: membership.UID(rng.Int64N(1e9) + 1)}, {UID: membership.UID(rng.Int64N(1e9) + 1)}, {UID: membership.UID(rng.Int64N(1e9) + 1)}}
+						if _, err := m.AddMembers(ctx, group, users); err != nil {
+							b.Error(err)
+							return
+						}
+					} else if _, err := m.ListMembers(ctx, group, func(_ int, members iter.Seq[membership.Member]) {
+						for range members {
+						}
+					}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
