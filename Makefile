@@ -29,12 +29,14 @@ lint:
 	go mod tidy -diff
 	go mod verify
 
-## fuzz: fuzz the users parser against encoding/json for FUZZTIME (default 60s)
+## fuzz: fuzz the parsers and the encoder against the standard library, FUZZTIME each (default 60s)
 .PHONY: fuzz
 fuzz:
 	go test -run '^$$' -fuzz FuzzParseUsers -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 200x ./membership
+	go test -run '^$$' -fuzz FuzzEncodeMembers -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 200x ./httpapi
+	go test -run '^$$' -fuzz FuzzParseChangeForm -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 200x ./httpapi
 
-## bench: Go benchmarks, then the load and memory comparison with Redis and a bare handler (about 3 minutes)
+## bench: Go benchmarks, then the load and memory comparison with Redis and a bare handler (about 5 minutes)
 .PHONY: bench
 bench: bench-tools
 	go test -run '^$$' -bench . -benchmem ./...
