@@ -20,6 +20,7 @@ var statusOf = map[membership.Code]int{
 	membership.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	membership.CodeNotFound:             http.StatusNotFound,
 	membership.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	membership.CodeUnavailable:          http.StatusServiceUnavailable,
 	membership.CodeInternal:             http.StatusInternalServerError,
 }
 

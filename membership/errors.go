@@ -22,6 +22,7 @@ const (
 	CodeUnsupportedMediaType Code = "unsupported_media_type" // the body's Content-Type is not one the service reads
 	CodeNotFound             Code = "not_found"              // no such route
 	CodeMethodNotAllowed     Code = "method_not_allowed"     // the route exists, the method does not
+	CodeUnavailable          Code = "unavailable"            // the store cannot take changes now (its disk failed); nothing was changed
 	CodeInternal             Code = "internal"               // a fault of the service, not of the request
 )
 

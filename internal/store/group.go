@@ -128,3 +128,12 @@ func cloneChunk(c []membership.UID) []membership.UID {
 	copy(clone, c)
 	return clone
 }
+
+// contains reports whether uid is a member.
+func (m *members) contains(uid membership.UID) bool {
+	if len(m.chunks) == 0 {
+		return false
+	}
+	_, found := slices.BinarySearch(m.chunks[m.chunkFor(uid)], uid)
+	return found
+}

@@ -236,3 +236,41 @@ func (m *Memory) Revision(_ context.Context, groupID string) (membership.Revisio
 	defer s.mu.RUnlock()
 	return m.revisionOf(s.groups[groupID]), nil
 }
+
+// anyMember reports whether any of uids is a member of the group.
+func (m *Memory) anyMember(groupID string, uids []membership.UID) bool {
+	s := m.shardOf(groupID)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := s.groups[groupID]
+	if g == nil {
+		return false
+	}
+	for _, uid := range uids {
+		if g.members.contains(uid) {
+			return true
+		}
+	}
+	return false
+}
+
+// allMembersWithNicknames reports whether every user is a member of the group
+// and already has the nickname the user gives, if any: whether adding them
+// would change nothing.
+func (m *Memory) allMembersWithNicknames(groupID string, users []membership.User) bool {
+	s := m.shardOf(groupID)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := s.groups[groupID]
+	if g == nil {
+		return false
+	}
+	m.nicknamesMu.RLock()
+	defer m.nicknamesMu.RUnlock()
+	for _, u := range users {
+		if !g.members.contains(u.UID) || (u.HasNickname && m.nicknames[u.UID] != u.Nickname) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,554 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"example.com/groupmembership/membership"
+)
+
+// DefaultSnapshotBytes is the default log size past which a snapshot is
+// written and the log restarted.
+const DefaultSnapshotBytes = 64 << 20
+
+// maxBatch bounds how many changes share one fsync.
+const maxBatch = 4096
+
+// DurableOptions configure OpenDurable.
+type DurableOptions struct {
+	// SnapshotBytes is the log size past which a snapshot is written in the
+	// background and the log restarted; DefaultSnapshotBytes when <= 0.
+	SnapshotBytes int64
+	// Repair truncates the log at a corrupt record that valid records follow,
+	// dropping them, instead of refusing to open.
+	Repair bool
+	// Logger gets recovery warnings, snapshot progress and write failures.
+	// Nil discards them.
+	Logger *slog.Logger
+	// NoGroupCommit gives every change its own write and fsync, for
+	// measuring what group commit buys. Never set it in production.
+	NoGroupCommit bool
+
+	// openLog opens a log file for appending; tests replace it to simulate
+	// failing disks.
+	openLog func(path string) (logFile, error)
+}
+
+// logFile is what the durable store writes its log through.
+type logFile interface {
+	io.Writer
+	Sync() error
+	Truncate(size int64) error
+	Close() error
+}
+
+// Durable is a membership.Store that keeps its state in memory and makes
+// every change durable in a directory before applying it: a checksummed
+// write-ahead log, fsynced before the change is applied or acknowledged, and
+// snapshots that let the log restart. Concurrent changes share fsyncs (group
+// commit). Reads are served from memory and never touch the disk.
+//
+// Files in the directory: LOCK (held with flock while open), log-N.wal (the
+// log, N counting up), snapshot-N.snap (the whole state before log-N.wal).
+type Durable struct {
+	mem    *Memory
+	dir    string
+	opts   DurableOptions
+	logger *slog.Logger
+	lock   *os.File
+
+	changes chan *pending
+	stop    chan struct{}
+	stopped chan struct{}
+
+	// The committer goroutine owns everything below; nothing else touches it.
+	log        logFile
+	logSeq     uint64 // N of the log being written
+	logSize    int64
+	broken     error // set when a failed write could not be undone
+	snapshotWG sync.WaitGroup
+	snapping   atomic.Bool
+}
+
+// pending is one change waiting for the committer.
+type pending struct {
+	change *change
+	done   chan result
+}
+
+type result struct {
+	n   int
+	err error
+}
+
+var _ membership.Store = (*Durable)(nil)
+
+// OpenDurable opens, or creates, the data directory dir, recovers the state it
+// holds and starts taking changes. Only one process may have a directory
+// open. Close it to stop.
+func OpenDurable(dir string, opts DurableOptions) (*Durable, error) {
+	if opts.SnapshotBytes <= 0 {
+		opts.SnapshotBytes = DefaultSnapshotBytes
+	}
+	if opts.openLog == nil {
+		opts.openLog = func(path string) (logFile, error) {
+			return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		}
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("the data directory %s is in use by another process (%v)", dir, err)
+	}
+	d := &Durable{
+		mem:     NewMemory(),
+		dir:     dir,
+		opts:    opts,
+		logger:  logger,
+		lock:    lock,
+		changes: make(chan *pending, maxBatch),
+		stop:    make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	if err := d.recover(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	go d.commitLoop()
+	return d, nil
+}
+
+// Close stops taking changes, waits for a snapshot in progress, and releases
+// the directory. Every change acknowledged before is already on disk.
+func (d *Durable) Close() error {
+	close(d.stop)
+	<-d.stopped
+	d.snapshotWG.Wait()
+	err := d.log.Close()
+	return errors.Join(err, d.lock.Close())
+}
+
+func logPath(dir string, seq uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("log-%016d.wal", seq))
+}
+
+func snapshotPath(dir string, seq uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("snapshot-%016d.snap", seq))
+}
+
+// files returns the sequence numbers of the logs and snapshots in dir, in
+// ascending order, and removes temporary files a crash left behind.
+func files(dir string) (logs, snapshots []uint64, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, ".tmp"):
+			_ = os.Remove(filepath.Join(dir, name))
+		case strings.HasPrefix(name, "log-") && strings.HasSuffix(name, ".wal"):
+			if n, err := strconv.ParseUint(name[4:len(name)-4], 10, 64); err == nil {
+				logs = append(logs, n)
+			}
+		case strings.HasPrefix(name, "snapshot-") && strings.HasSuffix(name, ".snap"):
+			if n, err := strconv.ParseUint(name[9:len(name)-5], 10, 64); err == nil {
+				snapshots = append(snapshots, n)
+			}
+		}
+	}
+	slices.Sort(logs)
+	slices.Sort(snapshots)
+	return logs, snapshots, nil
+}
+
+// recover loads the newest snapshot and replays the logs after it, then opens
+// the newest log for appending.
+func (d *Durable) recover() error {
+	logs, snapshots, err := files(d.dir)
+	if err != nil {
+		return err
+	}
+	var base uint64 // logs before base are covered by the snapshot
+	if len(snapshots) > 0 {
+		base = snapshots[len(snapshots)-1]
+		st, err := readSnapshot(snapshotPath(d.dir, base))
+		if err != nil {
+			return err
+		}
+		d.mem.importState(st)
+		d.logger.Info("loaded snapshot", "file", snapshotPath(d.dir, base), "groups", len(st.groups))
+	}
+	logs = slices.DeleteFunc(logs, func(n uint64) bool { return n < base })
+	if len(logs) == 0 {
+		seq := max(base, 1)
+		if err := createLog(d.dir, seq); err != nil {
+			return err
+		}
+		logs = []uint64{seq}
+	}
+	for i, seq := range logs {
+		last := i == len(logs)-1
+		size, err := d.replay(seq, last, logs[i+1:])
+		if errors.Is(err, errLogsRemoved) {
+			d.logSeq, d.logSize = seq, size // a repair made this log the last
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if last {
+			d.logSeq, d.logSize = seq, size
+		}
+	}
+	d.log, err = d.opts.openLog(logPath(d.dir, d.logSeq))
+	return err
+}
+
+func createLog(dir string, seq uint64) error {
+	f, err := os.OpenFile(logPath(dir, seq), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(walHeader()); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// replay applies the records of log seq and returns the size of its valid
+// part. A record that does not check out ends the log: at the end of the last
+// log it is a write a crash tore, and it is truncated away with a warning;
+// anywhere else valid records follow it, and that is corruption, refused
+// unless Repair is set.
+func (d *Durable) replay(seq uint64, last bool, later []uint64) (int64, error) {
+	path := logPath(d.dir, seq)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	if len(data) < walHeaderSize && last {
+		// A crash while the log was being created: start it again.
+		d.logger.Warn("log header torn by a crash; rewriting it", "file", path)
+		if err := os.WriteFile(path, walHeader(), 0o644); err != nil {
+			return 0, err
+		}
+		return walHeaderSize, syncFile(path)
+	}
+	if err := checkWALHeader(data); err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	off, records := walHeaderSize, 0
+	for off < len(data) {
+		payload, size, ok := readFrame(data[off:])
+		var c *change
+		if ok {
+			c, err = decodeChange(payload)
+			ok = err == nil
+		}
+		if !ok {
+			break
+		}
+		d.apply(c)
+		off += size
+		records++
+	}
+	if off == len(data) {
+		return int64(off), nil
+	}
+	following := countValidRecords(data[off+1:])
+	for _, s := range later {
+		following += d.countRecords(s)
+	}
+	if following == 0 && last {
+		d.logger.Warn("truncating a torn write at the end of the log", "file", path, "offset", off, "bytes", len(data)-off)
+		return int64(off), truncateFile(path, int64(off))
+	}
+	if !d.opts.Repair {
+		return 0, fmt.Errorf("%s is corrupt at offset %d, and %d valid records follow it: "+
+			"refusing to start; -repair truncates the log there and drops them", path, off, following)
+	}
+	d.logger.Warn("repair: truncating the log at a corrupt record", "file", path, "offset", off, "dropped_records", following)
+	if err := truncateFile(path, int64(off)); err != nil {
+		return 0, err
+	}
+	for _, s := range later {
+		if err := os.Remove(logPath(d.dir, s)); err != nil {
+			return 0, err
+		}
+	}
+	return int64(off), errLogsRemoved
+}
+
+// errLogsRemoved is not an error for the caller: replay returns it after a
+// repair removed the logs that came after the one it truncated.
+var errLogsRemoved = errors.New("logs removed")
+
+// countValidRecords counts the records in b that check out, trying every
+// offset: it is used only after corruption, to tell a torn tail (none) from
+// damage in the middle (some).
+func countValidRecords(b []byte) int {
+	n := 0
+	for off := 0; off < len(b); {
+		if _, size, ok := readFrame(b[off:]); ok {
+			n++
+			off += size
+		} else {
+			off++
+		}
+	}
+	return n
+}
+
+func (d *Durable) countRecords(seq uint64) int {
+	data, err := os.ReadFile(logPath(d.dir, seq))
+	if err != nil || len(data) < walHeaderSize {
+		return 0
+	}
+	return countValidRecords(data[walHeaderSize:])
+}
+
+func truncateFile(path string, size int64) error {
+	if err := os.Truncate(path, size); err != nil {
+		return err
+	}
+	return syncFile(path)
+}
+
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// apply applies c to memory and returns its count.
+func (d *Durable) apply(c *change) int {
+	var n int
+	if c.remove {
+		n, _ = d.mem.RemoveMembers(context.Background(), c.groupID, c.uids)
+	} else {
+		n, _ = d.mem.AddMembers(context.Background(), c.groupID, c.users)
+	}
+	return n
+}
+
+// AddMembers implements membership.Store. It returns once the change is on
+// disk and applied, or with CodeUnavailable and nothing changed.
+func (d *Durable) AddMembers(ctx context.Context, groupID string, users []membership.User) (int, error) {
+	if len(users) == 0 || d.changesNothing(groupID, users) {
+		return 0, nil
+	}
+	return d.commit(ctx, &change{groupID: groupID, users: users})
+}
+
+// RemoveMembers implements membership.Store, as AddMembers.
+func (d *Durable) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (int, error) {
+	if !d.mem.anyMember(groupID, uids) {
+		return 0, nil
+	}
+	return d.commit(ctx, &change{groupID: groupID, remove: true, uids: uids})
+}
+
+// changesNothing reports whether adding users would leave the state as it
+// is, so that the change need not be logged. A change racing with this check
+// is ordered after it, which is as correct as before.
+func (d *Durable) changesNothing(groupID string, users []membership.User) bool {
+	return d.mem.allMembersWithNicknames(groupID, users)
+}
+
+func (d *Durable) commit(ctx context.Context, c *change) (int, error) {
+	p := &pending{change: c, done: make(chan result, 1)}
+	select {
+	case d.changes <- p:
+	case <-d.stop:
+		return 0, membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	// Once queued, the change will be decided; wait for that even if the
+	// client has gone, so that what was applied is what was reported.
+	r := <-p.done
+	return r.n, r.err
+}
+
+// ListMembers implements membership.Store.
+func (d *Durable) ListMembers(ctx context.Context, groupID string, list membership.ListFunc) (membership.Revision, error) {
+	return d.mem.ListMembers(ctx, groupID, list)
+}
+
+// Revision implements membership.Store.
+func (d *Durable) Revision(ctx context.Context, groupID string) (membership.Revision, error) {
+	return d.mem.Revision(ctx, groupID)
+}
+
+// commitLoop is the one goroutine that writes the log and changes memory:
+// it takes every change waiting, writes them all, fsyncs once, and only then
+// applies them, in log order, and answers their callers.
+func (d *Durable) commitLoop() {
+	defer close(d.stopped)
+	batch := make([]*pending, 0, maxBatch)
+	var buf []byte
+	for {
+		batch = batch[:0]
+		select {
+		case p := <-d.changes:
+			batch = append(batch, p)
+		case <-d.stop:
+			d.drain()
+			return
+		}
+	gather:
+		for !d.opts.NoGroupCommit && len(batch) < maxBatch {
+			select {
+			case p := <-d.changes:
+				batch = append(batch, p)
+			default:
+				break gather
+			}
+		}
+		buf = buf[:0]
+		for _, p := range batch {
+			buf = appendRecord(buf, p.change)
+		}
+		if err := d.write(buf); err != nil {
+			for _, p := range batch {
+				p.done <- result{err: err}
+			}
+			continue
+		}
+		for _, p := range batch {
+			p.done <- result{n: d.apply(p.change)}
+		}
+		if d.logSize >= d.opts.SnapshotBytes && !d.snapping.Load() {
+			d.startSnapshot()
+		}
+	}
+}
+
+// drain answers the changes still queued at shutdown: nothing was changed.
+func (d *Durable) drain() {
+	for {
+		select {
+		case p := <-d.changes:
+			p.done <- result{err: membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")}
+		default:
+			return
+		}
+	}
+}
+
+// write appends buf to the log and fsyncs it. When the write fails (a full
+// disk, say) it cuts the log back to where it was, so that the refused
+// changes are not replayed later, and carries on. When the fsync fails it
+// cuts back too, but then takes no more changes until restarted: after a
+// failed fsync, Linux may drop the unwritten pages and clear the error, so a
+// later fsync can succeed without the data being on disk.
+func (d *Durable) write(buf []byte) error {
+	if d.broken != nil {
+		return membership.Errorf(membership.CodeUnavailable, "the store stopped taking changes after a disk failure; restart it; nothing was changed")
+	}
+	_, err := d.log.Write(buf)
+	syncFailed := false
+	if err == nil {
+		if err = d.log.Sync(); err != nil {
+			syncFailed = true
+		}
+	}
+	if err == nil {
+		d.logSize += int64(len(buf))
+		return nil
+	}
+	d.logger.Error("writing the log failed; the changes are refused", "file", logPath(d.dir, d.logSeq), "err", err)
+	cutErr := d.log.Truncate(d.logSize)
+	if cutErr == nil && !syncFailed {
+		cutErr = d.log.Sync()
+	}
+	switch {
+	case syncFailed:
+		d.broken = err
+		d.logger.Error("fsync failed: refusing all changes until restart", "err", err)
+	case cutErr != nil:
+		d.broken = cutErr
+		d.logger.Error("cutting the log back failed: refusing all changes until restart", "err", cutErr)
+	}
+	return membership.Errorf(membership.CodeUnavailable, "the change could not be written to disk; nothing was changed")
+}
+
+// startSnapshot starts a new log and writes, in the background, a snapshot of
+// the state as of the end of the old one; then it removes what the snapshot
+// covers. Copying the state is the only part that holds up changes.
+func (d *Durable) startSnapshot() {
+	next := d.logSeq + 1
+	if err := createLog(d.dir, next); err != nil {
+		d.logger.Error("starting a new log for a snapshot failed", "err", err)
+		return
+	}
+	newLog, err := d.opts.openLog(logPath(d.dir, next))
+	if err != nil {
+		d.logger.Error("opening the new log failed", "err", err)
+		return
+	}
+	_ = d.log.Close()
+	d.log, d.logSeq, d.logSize = newLog, next, walHeaderSize
+	st := d.mem.exportState() // consistent: only this goroutine changes memory
+	d.snapping.Store(true)
+	d.snapshotWG.Add(1)
+	go func() {
+		defer d.snapshotWG.Done()
+		defer d.snapping.Store(false)
+		path := snapshotPath(d.dir, next)
+		if err := writeSnapshot(d.dir, path, st); err != nil {
+			d.logger.Error("writing a snapshot failed; the logs are kept", "file", path, "err", err)
+			return
+		}
+		logs, snapshots, err := files(d.dir)
+		if err != nil {
+			d.logger.Error("listing the data directory failed", "err", err)
+			return
+		}
+		for _, n := range logs {
+			if n < next {
+				_ = os.Remove(logPath(d.dir, n))
+			}
+		}
+		for _, n := range snapshots {
+			if n < next {
+				_ = os.Remove(snapshotPath(d.dir, n))
+			}
+		}
+		d.logger.Info("wrote a snapshot", "file", path, "groups", len(st.groups))
+	}()
+}

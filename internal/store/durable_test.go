@@ -1,0 +1,374 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+func openTestDurable(t *testing.T, dir string, opts DurableOptions) *Durable {
+	t.Helper()
+	d, err := OpenDurable(dir, opts)
+	require.NoError(t, err)
+	return d
+}
+
+func TestDurableContract(t *testing.T) {
+	testStoreContract(t, func() membership.Store {
+		d := openTestDurable(t, t.TempDir(), DurableOptions{})
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	})
+}
+
+// dump returns every group's members, for comparing whole states.
+func dump(t *testing.T, s membership.Store, groups ...string) map[string][]membership.Member {
+	t.Helper()
+	out := map[string][]membership.Member{}
+	for _, g := range groups {
+		got, _ := listAll(t, s, g)
+		out[g] = got
+	}
+	return out
+}
+
+func TestDurableKeepsEverythingAcrossReopen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d := openTestDurable(t, dir, DurableOptions{})
+	_, err := d.AddMembers(ctx, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}, {UID: 3}})
+	require.NoError(t, err)
+	_, err = d.AddMembers(ctx, "team/b", []membership.User{{UID: 9223372036854775807}, {UID: 2, Nickname: "Bo", HasNickname: true}})
+	require.NoError(t, err)
+	n, err := d.RemoveMembers(ctx, "a", []membership.UID{3, 4})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	want := dump(t, d, "a", "team/b", "gone")
+	require.NoError(t, d.Close())
+
+	d = openTestDurable(t, dir, DurableOptions{})
+	defer d.Close()
+	assert.Equal(t, want, dump(t, d, "a", "team/b", "gone"))
+	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}, {UID: 2, Nickname: "Bo"}}, want["a"])
+}
+
+func TestDurableSnapshotsAndCompacts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	logs := &bytes.Buffer{}
+	d := openTestDurable(t, dir, DurableOptions{SnapshotBytes: 4 << 10, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	// Rewrite the same small state many times: the directory must stay
+	// proportional to the state, not to the history.
+	for i := range 3000 {
+		uid := membership.UID(i%50 + 1)
+		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: uid, Nickname: fmt.Sprint("n", i), HasNickname: true}})
+		require.NoError(t, err)
+		if i%2 == 1 {
+			_, err = d.RemoveMembers(ctx, "g", []membership.UID{uid})
+			require.NoError(t, err)
+		}
+	}
+	want := dump(t, d, "g")
+	require.NoError(t, d.Close())
+	assert.Contains(t, logs.String(), "wrote a snapshot")
+
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var total int64
+	var names []string
+	for _, e := range entries {
+		info, err := e.Info()
+		require.NoError(t, err)
+		total += info.Size()
+		names = append(names, e.Name())
+	}
+	assert.LessOrEqual(t, len(entries), 4, "LOCK, one snapshot and at most two logs: %v", names)
+	assert.Less(t, total, int64(16<<10), "the directory holds the state, not its history: %v", names)
+
+	d = openTestDurable(t, dir, DurableOptions{})
+	defer d.Close()
+	assert.Equal(t, want, dump(t, d, "g"))
+}
+
+// newestLog returns the path of the newest log in dir.
+func newestLog(t *testing.T, dir string) string {
+	logs, _, err := files(dir)
+	require.NoError(t, err)
+	require.NotEmpty(t, logs)
+	return logPath(dir, logs[len(logs)-1])
+}
+
+func fillThree(t *testing.T, dir string) map[string][]membership.Member {
+	t.Helper()
+	d := openTestDurable(t, dir, DurableOptions{})
+	for i := 1; i <= 3; i++ {
+		_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: membership.UID(i)}})
+		require.NoError(t, err)
+	}
+	want := dump(t, d, "g")
+	require.NoError(t, d.Close())
+	return want
+}
+
+func TestDurableTruncatesATornTail(t *testing.T) {
+	dir := t.TempDir()
+	want := fillThree(t, dir)
+	path := newestLog(t, dir)
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	// A crash in the middle of a write: a frame header promising more than
+	// follows, then garbage.
+	require.NoError(t, os.WriteFile(path, append(bytes.Clone(before), 0x40, 0, 0, 0, 1, 2, 3, 4, 9, 9), 0o644))
+
+	logs := &bytes.Buffer{}
+	d := openTestDurable(t, dir, DurableOptions{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	assert.Equal(t, want, dump(t, d, "g"))
+	assert.Contains(t, logs.String(), "truncating a torn write")
+	assert.Contains(t, logs.String(), filepath.Base(path))
+	assert.Contains(t, logs.String(), fmt.Sprintf("offset=%d", len(before)))
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the torn bytes are cut away")
+
+	_, err = d.AddMembers(context.Background(), "g", []membership.User{{UID: 4}})
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	d = openTestDurable(t, dir, DurableOptions{})
+	defer d.Close()
+	got, _ := listAll(t, d, "g")
+	assert.Len(t, got, 4, "writes after the truncation are kept")
+}
+
+func TestDurableRefusesCorruptionInTheMiddle(t *testing.T) {
+	dir := t.TempDir()
+	fillThree(t, dir)
+	path := newestLog(t, dir)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	// Damage the first record's payload; two valid records follow it.
+	data[walHeaderSize+frameHeaderSize+1] ^= 0xff
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+
+	_, err = OpenDurable(dir, DurableOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Base(path))
+	assert.Contains(t, err.Error(), fmt.Sprintf("offset %d", walHeaderSize))
+	assert.Contains(t, err.Error(), "2 valid records follow")
+	assert.Contains(t, err.Error(), "-repair")
+
+	logs := &bytes.Buffer{}
+	d := openTestDurable(t, dir, DurableOptions{Repair: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	defer d.Close()
+	assert.Contains(t, logs.String(), "dropped_records=2")
+	got, _ := listAll(t, d, "g")
+	assert.Empty(t, got, "repair keeps what comes before the corruption, which is nothing here")
+}
+
+func TestDurableRefusesASecondOpener(t *testing.T) {
+	dir := t.TempDir()
+	d := openTestDurable(t, dir, DurableOptions{})
+	_, err := OpenDurable(dir, DurableOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "in use by another process")
+	require.NoError(t, d.Close())
+	d = openTestDurable(t, dir, DurableOptions{})
+	assert.NoError(t, d.Close(), "the directory is free again after Close")
+}
+
+func TestDurableRefusesAnUnknownLogVersion(t *testing.T) {
+	dir := t.TempDir()
+	fillThree(t, dir)
+	path := newestLog(t, dir)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	data[4] = 99
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	_, err = OpenDurable(dir, DurableOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "log format version 99")
+}
+
+// failingLog is a logFile whose writes or syncs fail while fail is set.
+type failingLog struct {
+	logFile
+	mu             sync.Mutex
+	failWrite      bool
+	failSync       bool
+	failTruncate   bool
+	partialWritten bool
+}
+
+func (f *failingLog) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failWrite {
+		// A full disk: part of the batch lands, then the write fails.
+		n, _ := f.logFile.Write(p[:len(p)/2])
+		f.partialWritten = n > 0
+		return n, errors.New("no space left on device")
+	}
+	return f.logFile.Write(p)
+}
+
+func (f *failingLog) Sync() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failSync {
+		return errors.New("input/output error")
+	}
+	return f.logFile.Sync()
+}
+
+func (f *failingLog) Truncate(size int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failTruncate {
+		return errors.New("input/output error")
+	}
+	return f.logFile.Truncate(size)
+}
+
+func (f *failingLog) set(write, sync, truncate bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failWrite, f.failSync, f.failTruncate = write, sync, truncate
+}
+
+func TestDurableRefusesChangesItCannotWrite(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name        string
+		write, sync bool
+		// stays is whether the store keeps refusing changes after the disk
+		// recovers: after a failed fsync it must, until restarted.
+		stays bool
+	}{{"full disk", true, false, false}, {"fsync fails", false, true, true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var fl *failingLog
+			opts := DurableOptions{openLog: func(path string) (logFile, error) {
+				f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+				fl = &failingLog{logFile: f}
+				return fl, err
+			}}
+			d := openTestDurable(t, dir, opts)
+			_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+			require.NoError(t, err)
+			before := dump(t, d, "g")
+
+			fl.set(tt.write, tt.sync, false)
+			n, err := d.AddMembers(ctx, "g", []membership.User{{UID: 2}, {UID: 1, Nickname: "Evil", HasNickname: true}})
+			assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
+			assert.Zero(t, n)
+			_, err = d.RemoveMembers(ctx, "g", []membership.UID{1})
+			assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
+			assert.Equal(t, before, dump(t, d, "g"), "a change that failed to write changes nothing")
+
+			fl.set(false, false, false) // the disk recovers
+			_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 3}})
+			if tt.stays {
+				assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
+				assert.Contains(t, err.Error(), "restart")
+			} else {
+				require.NoError(t, err)
+			}
+			want := dump(t, d, "g")
+			require.NoError(t, d.Close())
+
+			d = openTestDurable(t, dir, DurableOptions{})
+			defer d.Close()
+			assert.Equal(t, want, dump(t, d, "g"), "the refused changes are not replayed")
+			if !tt.stays {
+				assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}, {UID: 3}}, want["g"])
+			}
+		})
+	}
+}
+
+func TestDurableStopsWhenAFailedWriteCannotBeUndone(t *testing.T) {
+	ctx := context.Background()
+	var fl *failingLog
+	d := openTestDurable(t, t.TempDir(), DurableOptions{openLog: func(path string) (logFile, error) {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		fl = &failingLog{logFile: f}
+		return fl, err
+	}})
+	defer d.Close()
+	fl.set(true, false, true)
+	_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
+	fl.set(false, false, false)
+	_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 2}})
+	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "with torn bytes it could not cut, the log takes no more")
+	got, _ := listAll(t, d, "g")
+	assert.Empty(t, got)
+}
+
+func TestDurableConcurrentWritersSurviveReopen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d := openTestDurable(t, dir, DurableOptions{SnapshotBytes: 32 << 10})
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				uid := membership.UID(w*1000 + i + 1)
+				if _, err := d.AddMembers(ctx, fmt.Sprint("g", i%5), []membership.User{{UID: uid}}); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%4 == 0 {
+					if _, err := d.RemoveMembers(ctx, fmt.Sprint("g", i%5), []membership.UID{uid}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	groups := []string{"g0", "g1", "g2", "g3", "g4"}
+	want := dump(t, d, groups...)
+	total := 0
+	for _, g := range groups {
+		total += len(want[g])
+	}
+	assert.Equal(t, 16*150, total)
+	require.NoError(t, d.Close())
+	d = openTestDurable(t, dir, DurableOptions{})
+	defer d.Close()
+	assert.Equal(t, want, dump(t, d, groups...))
+}
+
+func TestDurableSkipsChangesThatChangeNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d := openTestDurable(t, dir, DurableOptions{})
+	defer d.Close()
+	_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "A", HasNickname: true}})
+	require.NoError(t, err)
+	info, err := os.Stat(newestLog(t, dir))
+	require.NoError(t, err)
+	n, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "A", HasNickname: true}, {UID: 1}})
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	n, err = d.RemoveMembers(ctx, "g", []membership.UID{7})
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	after, err := os.Stat(newestLog(t, dir))
+	require.NoError(t, err)
+	assert.Equal(t, info.Size(), after.Size(), "nothing to log")
+}
