@@ -33,6 +33,9 @@ type config struct {
 	listCache    int64
 	logFormat    string
 	accessLog    bool
+	dataDir      string
+	snapshotSize int64
+	repair       bool
 }
 
 // run starts the service and serves until ctx is cancelled, then drains the
@@ -52,7 +55,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer logOut.Close()
 	logger := newLogger(cfg.logFormat, logOut)
 
-	svc := membership.NewService(store.NewMemory(), cfg.maxUsers)
+	st, closeStore, err := openStore(cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := closeStore(); err != nil {
+			logger.Error("closing the data directory", "err", err)
+		}
+	}()
+	svc := membership.NewService(st, cfg.maxUsers)
 	srv := &http.Server{
 		Handler: httpapi.NewHandler(svc, httpapi.Options{
 			Logger:         logger,
@@ -104,6 +116,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Int64Var(&cfg.listCache, "list-cache", httpapi.DefaultListCacheBytes, "memory for cached member lists, in `bytes`; 0 turns the cache off")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.BoolVar(&cfg.accessLog, "access-log", true, "log one line per request; when false, only requests that fail on the service's side")
+	fs.StringVar(&cfg.dataDir, "data-dir", "", "`directory` to keep the data in, durably; empty: memory only, lost at exit")
+	fs.Int64Var(&cfg.snapshotSize, "snapshot-bytes", store.DefaultSnapshotBytes, "with -data-dir, the log size in `bytes` past which a snapshot is written and the log restarted")
+	fs.BoolVar(&cfg.repair, "repair", false, "with -data-dir, truncate the log at a corrupt record even though valid records follow it, dropping them")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -120,10 +135,31 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-max-users must be positive, got %d", cfg.maxUsers)
 	case cfg.listCache < 0:
 		return config{}, fmt.Errorf("-list-cache must be 0 or more, got %d", cfg.listCache)
+	case cfg.snapshotSize <= 0:
+		return config{}, fmt.Errorf("-snapshot-bytes must be positive, got %d", cfg.snapshotSize)
 	case cfg.logFormat != "text" && cfg.logFormat != "json":
 		return config{}, fmt.Errorf("-log-format must be text or json, got %q", cfg.logFormat)
 	}
 	return cfg, nil
+}
+
+// openStore opens the store the flags ask for, and returns how to close it.
+func openStore(cfg config, logger *slog.Logger) (membership.Store, func() error, error) {
+	if cfg.dataDir == "" {
+		logger.Info("keeping data in memory only: it is lost when the process exits (see -data-dir)")
+		return store.NewMemory(), func() error { return nil }, nil
+	}
+	start := time.Now()
+	d, err := store.OpenDurable(cfg.dataDir, store.DurableOptions{
+		SnapshotBytes: cfg.snapshotSize,
+		Repair:        cfg.repair,
+		Logger:        logger,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	logger.Info("opened the data directory", "dir", cfg.dataDir, "took", time.Since(start))
+	return d, d.Close, nil
 }
 
 func newLogger(format string, w io.Writer) *slog.Logger {

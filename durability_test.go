@@ -1,0 +1,239 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMain lets the tests run this test binary as the real program: with
+// MEMBERSHIP_RUN_MAIN=1 it runs main with the arguments it was given.
+func TestMain(m *testing.M) {
+	if os.Getenv("MEMBERSHIP_RUN_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// process is the program running as a subprocess.
+type process struct {
+	cmd  *exec.Cmd
+	base string
+	logs *syncBuffer
+}
+
+// startProcess starts the program with args on a free loopback port and
+// waits until it listens.
+func startProcess(t *testing.T, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"-addr", "127.0.0.1:0", "-log-format", "json"}, args...)...)
+	cmd.Env = append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1")
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	require.NoError(t, cmd.Start())
+	p := &process{cmd: cmd, logs: logs}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	require.Eventually(t, func() bool {
+		for _, line := range logs.Lines() {
+			var entry struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "listening" {
+				p.base = "http://" + entry.Addr
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 20*time.Millisecond, "the program never listened; its output:\n%s", logs.String())
+	return p
+}
+
+var client = &http.Client{Timeout: 10 * time.Second}
+
+// change sends a POST or DELETE and reports whether it was acknowledged.
+func change(base, method, group string, uids ...int64) bool {
+	var parts []string
+	for _, uid := range uids {
+		parts = append(parts, fmt.Sprint(uid))
+	}
+	body := url.Values{"users": {"[" + strings.Join(parts, ",") + "]"}}.Encode()
+	req, err := http.NewRequest(method, base+"/group-user/"+group, strings.NewReader(body))
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err == nil && resp.StatusCode == http.StatusOK
+}
+
+func members(t *testing.T, base, group string) map[int64]bool {
+	t.Helper()
+	resp, err := client.Get(base + "/group-user/" + group)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var list []struct{ UID int64 }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&list))
+	set := make(map[int64]bool, len(list))
+	for _, m := range list {
+		set[m.UID] = true
+	}
+	return set
+}
+
+// ledger records what the service acknowledged. Each uid is added at most
+// once and removed at most once, so its expected state is plain.
+type ledger struct {
+	mu      sync.Mutex
+	added   map[int64]string // uid -> group, for acknowledged adds
+	removed map[int64]bool   // acknowledged removes
+	unsure  map[int64]bool   // a change was sent but not acknowledged
+}
+
+func (l *ledger) record(uid int64, group string, remove, acked bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case !acked:
+		l.unsure[uid] = true
+	case remove:
+		l.removed[uid] = true
+	default:
+		l.added[uid] = group
+	}
+}
+
+// check asserts that every acknowledged add not later removed is present
+// and that no acknowledged remove came back.
+func (l *ledger) check(t *testing.T, base string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	present := map[string]map[int64]bool{}
+	for _, g := range []string{"g0", "g1", "g2"} {
+		present[g] = members(t, base, g)
+	}
+	missing, revived := 0, 0
+	for uid, g := range l.added {
+		if !l.removed[uid] && !l.unsure[uid] && !present[g][uid] {
+			missing++
+		}
+		if l.removed[uid] && present[g][uid] {
+			revived++
+		}
+	}
+	assert.Zero(t, missing, "acknowledged adds lost")
+	assert.Zero(t, revived, "acknowledged removes undone")
+	assert.NotEmpty(t, l.added, "the writers got nothing acknowledged")
+}
+
+// write runs writers against base until stop closes, each with its own uids.
+func write(base string, round int, l *ledger, stop <-chan struct{}) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int64(0); ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				uid := int64(round)*10_000_000 + int64(w)*1_000_000 + i + 1
+				group := fmt.Sprint("g", uid%3)
+				acked := change(base, "POST", group, uid)
+				l.record(uid, group, false, acked)
+				if acked && i%3 == 0 {
+					l.record(uid, group, true, change(base, "DELETE", group, uid))
+				}
+			}
+		}()
+	}
+	return &wg
+}
+
+func TestCrashKeepsEveryAcknowledgedChange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills the program many times")
+	}
+	dir := t.TempDir()
+	args := []string{"-data-dir", dir, "-snapshot-bytes", "65536", "-max-users", "300000", "-max-body", "8388608"}
+	l := &ledger{added: map[int64]string{}, removed: map[int64]bool{}, unsure: map[int64]bool{}}
+
+	// A big group makes each snapshot take long enough to be killed in.
+	p := startProcess(t, args...)
+	big := make([]int64, 200_000)
+	for i := range big {
+		big[i] = int64(i)*7 + 1_000_000_000
+	}
+	require.True(t, change(p.base, "POST", "big", big...))
+
+	for round := range 6 {
+		duringSnapshot := round%2 == 1
+		stop := make(chan struct{})
+		wg := write(p.base, round, l, stop)
+		if duringSnapshot {
+			// Kill while a snapshot is being written: its temporary file exists.
+			require.Eventually(t, func() bool {
+				tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
+				return len(tmps) > 0
+			}, 30*time.Second, time.Millisecond, "no snapshot started")
+		} else {
+			time.Sleep(time.Duration(100+rand.IntN(400)) * time.Millisecond)
+		}
+		require.NoError(t, p.cmd.Process.Kill()) // SIGKILL: no flush, no goodbye
+		_ = p.cmd.Wait()
+		close(stop)
+		wg.Wait()
+
+		p = startProcess(t, args...)
+		l.check(t, p.base)
+		assert.Len(t, members(t, p.base, "big"), len(big), "round %d: the big group", round)
+		if duringSnapshot {
+			assert.Contains(t, p.logs.String(), "loaded snapshot", "round %d", round)
+		}
+	}
+	t.Logf("acknowledged adds %d, removes %d, unacknowledged %d", len(l.added), len(l.removed), len(l.unsure))
+}
+
+func TestSIGTERMKeepsEverythingAndExitsZero(t *testing.T) {
+	dir := t.TempDir()
+	p := startProcess(t, "-data-dir", dir)
+	require.True(t, change(p.base, "POST", "g", 1, 2, 3))
+	require.True(t, change(p.base, "DELETE", "g", 2))
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.cmd.Wait(), "SIGTERM is a clean exit")
+	assert.Equal(t, 0, p.cmd.ProcessState.ExitCode())
+
+	p = startProcess(t, "-data-dir", dir)
+	assert.Equal(t, map[int64]bool{1: true, 3: true}, members(t, p.base, "g"))
+}
+
+func TestSecondProcessOnTheSameDirectoryIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	startProcess(t, "-data-dir", dir)
+	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-data-dir", dir)
+	cmd.Env = append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	assert.Equal(t, 1, cmd.ProcessState.ExitCode())
+	assert.Contains(t, string(out), "in use by another process")
+}
