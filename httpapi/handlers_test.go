@@ -416,6 +416,16 @@ func TestInternalFaultsAreJSON500sAndLogged(t *testing.T) {
 	}
 }
 
+func TestUnavailableStoreIsA503(t *testing.T) {
+	st := faultyStore{err: membership.Errorf(membership.CodeUnavailable, "the change could not be written to disk; nothing was changed")}
+	h := httpapi.NewHandler(membership.NewService(st, 0), httpapi.Options{})
+	for _, method := range []string{"POST", "DELETE"} {
+		w := do(h, method, "/group-user/g", "users=[1]", formType)
+		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+		assert.JSONEq(t, `{"error":{"code":"unavailable","message":"the change could not be written to disk; nothing was changed"}}`, w.Body.String())
+	}
+}
+
 func TestAbortHandlerPanicIsNotTurnedInto500(t *testing.T) {
 	h := httpapi.NewHandler(membership.NewService(faultyStore{panic: http.ErrAbortHandler}, 0), httpapi.Options{})
 	assert.PanicsWithValue(t, http.ErrAbortHandler, func() {

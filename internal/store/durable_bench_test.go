@@ -93,3 +93,70 @@ func BenchmarkDurableRestart(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDurableRestartAfterRewrites opens a directory whose state (one
+// group of 1000) was rewritten by 100,000 and by 1,000,000 changes, against
+// the same state written once: with snapshots, restart replays at most
+// SnapshotBytes of log, however long the history.
+func BenchmarkDurableRestartAfterRewrites(b *testing.B) {
+	for _, rewrites := range []int{0, 100_000, 1_000_000} {
+		b.Run("rewrites="+strconv.Itoa(rewrites), func(b *testing.B) {
+			dir := b.TempDir()
+			opts := DurableOptions{SnapshotBytes: 1 << 20}
+			d, err := OpenDurable(dir, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			users := make([]membership.User, 1000)
+			for i := range users {
+				users[i] = membership.User{UID: membership.UID(i + 1)}
+			}
+			if _, err := d.AddMembers(ctx, "g", users); err != nil {
+				b.Fatal(err)
+			}
+			// Each change removes a member or adds it back, from 50 writers.
+			var next atomic.Int64
+			done := make(chan struct{})
+			for range 50 {
+				go func() {
+					for {
+						i := next.Add(1)
+						if i > int64(rewrites) {
+							done <- struct{}{}
+							return
+						}
+						uid := membership.UID(i%1000 + 1)
+						var err error
+						if i/1000%2 == 0 {
+							_, err = d.RemoveMembers(ctx, "g", []membership.UID{uid})
+						} else {
+							_, err = d.AddMembers(ctx, "g", []membership.User{{UID: uid}})
+						}
+						if err != nil {
+							b.Error(err)
+						}
+					}
+				}()
+			}
+			for range 50 {
+				<-done
+			}
+			if err := d.Close(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				d, err := OpenDurable(dir, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := d.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
