@@ -72,6 +72,11 @@ type Durable struct {
 	stop    chan struct{}
 	stopped chan struct{}
 
+	// closeMu guards closed. Changes are queued under its read lock, so that
+	// once Close holds it no change can be queued that nobody will answer.
+	closeMu sync.RWMutex
+	closed  bool
+
 	// The committer goroutine owns everything below; nothing else touches it.
 	log        logFile
 	logSeq     uint64 // N of the log being written
@@ -142,6 +147,9 @@ func OpenDurable(dir string, opts DurableOptions) (*Durable, error) {
 // Close stops taking changes, waits for a snapshot in progress, and releases
 // the directory. Every change acknowledged before is already on disk.
 func (d *Durable) Close() error {
+	d.closeMu.Lock()
+	d.closed = true
+	d.closeMu.Unlock()
 	close(d.stop)
 	<-d.stopped
 	d.snapshotWG.Wait()
@@ -227,17 +235,24 @@ func (d *Durable) recover() error {
 	return err
 }
 
-func createLog(dir string, seq uint64) error {
-	f, err := os.OpenFile(logPath(dir, seq), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+// createLog creates log seq with its header, durably. When it fails it
+// removes what it created, so that a later attempt can start afresh.
+func createLog(dir string, seq uint64) (err error) {
+	path := logPath(dir, seq)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(path)
+		}
+	}()
 	if _, err := f.Write(walHeader()); err != nil {
-		f.Close()
 		return err
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
 		return err
 	}
 	if err := f.Close(); err != nil {
@@ -391,11 +406,16 @@ func (d *Durable) changesNothing(groupID string, users []membership.User) bool {
 
 func (d *Durable) commit(ctx context.Context, c *change) (int, error) {
 	p := &pending{change: c, done: make(chan result, 1)}
+	d.closeMu.RLock()
+	if d.closed {
+		d.closeMu.RUnlock()
+		return 0, membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")
+	}
 	select {
 	case d.changes <- p:
-	case <-d.stop:
-		return 0, membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")
+		d.closeMu.RUnlock()
 	case <-ctx.Done():
+		d.closeMu.RUnlock()
 		return 0, ctx.Err()
 	}
 	// Once queued, the change will be decided; wait for that even if the

@@ -150,17 +150,25 @@ func TestDurableTruncatesATornTail(t *testing.T) {
 	assert.Len(t, got, 4, "writes after the truncation are kept")
 }
 
-func TestDurableRefusesCorruptionInTheMiddle(t *testing.T) {
-	dir := t.TempDir()
+// threeRecordLog returns a directory whose log holds three adds, the log's
+// path and its bytes.
+func threeRecordLog(t *testing.T) (dir, path string, data []byte) {
+	t.Helper()
+	dir = t.TempDir()
 	fillThree(t, dir)
-	path := newestLog(t, dir)
+	path = newestLog(t, dir)
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
+	return dir, path, data
+}
+
+func TestDurableRefusesCorruptionInTheMiddle(t *testing.T) {
+	dir, path, data := threeRecordLog(t)
 	// Damage the first record's payload; two valid records follow it.
 	data[walHeaderSize+frameHeaderSize+1] ^= 0xff
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 
-	_, err = OpenDurable(dir, DurableOptions{})
+	_, err := OpenDurable(dir, DurableOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), filepath.Base(path))
 	assert.Contains(t, err.Error(), fmt.Sprintf("offset %d", walHeaderSize))
@@ -187,14 +195,10 @@ func TestDurableRefusesASecondOpener(t *testing.T) {
 }
 
 func TestDurableRefusesAnUnknownLogVersion(t *testing.T) {
-	dir := t.TempDir()
-	fillThree(t, dir)
-	path := newestLog(t, dir)
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
+	dir, path, data := threeRecordLog(t)
 	data[4] = 99
 	require.NoError(t, os.WriteFile(path, data, 0o644))
-	_, err = OpenDurable(dir, DurableOptions{})
+	_, err := OpenDurable(dir, DurableOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "log format version 99")
 }
@@ -239,6 +243,16 @@ func (f *failingLog) Truncate(size int64) error {
 	return f.logFile.Truncate(size)
 }
 
+// failingLogs returns options whose logs are failingLogs, the last one
+// opened stored in *fl.
+func failingLogs(fl **failingLog) DurableOptions {
+	return DurableOptions{openLog: func(path string) (logFile, error) {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		*fl = &failingLog{logFile: f}
+		return *fl, err
+	}}
+}
+
 func (f *failingLog) set(write, sync, truncate bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -257,12 +271,7 @@ func TestDurableRefusesChangesItCannotWrite(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			var fl *failingLog
-			opts := DurableOptions{openLog: func(path string) (logFile, error) {
-				f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-				fl = &failingLog{logFile: f}
-				return fl, err
-			}}
-			d := openTestDurable(t, dir, opts)
+			d := openTestDurable(t, dir, failingLogs(&fl))
 			_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 			require.NoError(t, err)
 			before := dump(t, d, "g")
@@ -299,11 +308,7 @@ func TestDurableRefusesChangesItCannotWrite(t *testing.T) {
 func TestDurableStopsWhenAFailedWriteCannotBeUndone(t *testing.T) {
 	ctx := context.Background()
 	var fl *failingLog
-	d := openTestDurable(t, t.TempDir(), DurableOptions{openLog: func(path string) (logFile, error) {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-		fl = &failingLog{logFile: f}
-		return fl, err
-	}})
+	d := openTestDurable(t, t.TempDir(), failingLogs(&fl))
 	defer d.Close()
 	fl.set(true, false, true)
 	_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
@@ -371,4 +376,31 @@ func TestDurableSkipsChangesThatChangeNothing(t *testing.T) {
 	after, err := os.Stat(newestLog(t, dir))
 	require.NoError(t, err)
 	assert.Equal(t, info.Size(), after.Size(), "nothing to log")
+}
+
+func TestDurableRefusesChangesAfterClose(t *testing.T) {
+	d := openTestDurable(t, t.TempDir(), DurableOptions{})
+	require.NoError(t, d.Close())
+	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 1}})
+	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
+}
+
+func TestDurableCloseWhileWriting(t *testing.T) {
+	// Every change either lands or is refused; none is left waiting.
+	d := openTestDurable(t, t.TempDir(), DurableOptions{})
+	var wg sync.WaitGroup
+	for w := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: membership.UID(w*100 + i + 1)}})
+				if err != nil && membership.ErrorCode(err) != membership.CodeUnavailable {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	require.NoError(t, d.Close())
+	wg.Wait()
 }
