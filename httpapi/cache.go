@@ -25,6 +25,7 @@ type cacheEntry struct {
 	groupID  string
 	revision membership.Revision
 	body     []byte
+	total    int // the group's size, for X-Total-Count
 }
 
 // entryOverhead is a rough count of the bytes an entry costs besides its body
@@ -39,33 +40,34 @@ func (e *cacheEntry) cost() int64 {
 	return int64(cap(e.body) + len(e.groupID) + entryOverhead)
 }
 
-// get returns the cached body of groupID if it shows revision.
-func (c *listCache) get(groupID string, revision membership.Revision) ([]byte, bool) {
+// get returns the cached body of groupID and the group's size, if they show
+// revision.
+func (c *listCache) get(groupID string, revision membership.Revision) (body []byte, total int, ok bool) {
 	if c.maxBytes <= 0 {
-		return nil, false
+		return nil, 0, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.entries[groupID]
 	if !ok {
-		return nil, false
+		return nil, 0, false
 	}
 	e := el.Value.(*cacheEntry)
 	if e.revision != revision {
-		return nil, false
+		return nil, 0, false
 	}
 	c.lru.MoveToFront(el)
-	return e.body, true
+	return e.body, e.total, true
 }
 
 // put caches body as groupID's list at revision, unless a newer revision is
 // cached already or the body alone is over the bound. Callers must not
 // change body afterwards: readers share it.
-func (c *listCache) put(groupID string, revision membership.Revision, body []byte) {
+func (c *listCache) put(groupID string, revision membership.Revision, body []byte, total int) {
 	if c.maxBytes <= 0 {
 		return
 	}
-	e := &cacheEntry{groupID: groupID, revision: revision, body: body}
+	e := &cacheEntry{groupID: groupID, revision: revision, body: body, total: total}
 	if e.cost() > c.maxBytes {
 		return
 	}

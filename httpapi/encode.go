@@ -11,13 +11,14 @@ import (
 // encodeMembers returns the JSON array of members, [{"uid":…,"nickname":…},…],
 // in a buffer of exactly its size: a first pass measures, a second writes,
 // so that a list of a million members is held once and never regrown.
-func encodeMembers(count int, members iter.Seq[membership.Member]) []byte {
-	size := 2 // []
+func encodeMembers(members iter.Seq[membership.Member]) []byte {
+	size, n := 2, 0 // []
 	for m := range members {
 		size += memberJSONLen(m)
+		n++
 	}
-	if count > 1 {
-		size += count - 1 // commas
+	if n > 1 {
+		size += n - 1 // commas
 	}
 	b := make([]byte, 0, size)
 	b = append(b, '[')

@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"example.com/groupmembership/membership"
@@ -29,30 +31,124 @@ func handleChangeMembers(change func(ctx context.Context, groupID, usersJSON str
 }
 
 // handleListMembers serves GET and HEAD: the group's members as a JSON array
-// of {"uid":…,"nickname":…} objects in ascending uid order. An unchanged
-// group is answered from cache.
+// of {"uid":…,"nickname":…} objects in ascending uid order, all of them or a
+// page (?limit=N&after=UID), with the group's size in X-Total-Count and, when
+// more members follow a page, a Link to the next. A whole, unchanged group is
+// answered from cache.
 func handleListMembers(svc *membership.Service, cache *listCache) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groupID := r.PathValue("groupID")
-		revision, err := svc.Revision(r.Context(), groupID)
+		opts, err := listOptions(r.URL.Query())
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		if body, ok := cache.get(groupID, revision); ok {
-			writeJSON(w, http.StatusOK, body)
-			return
+		whole := opts == membership.ListOptions{}
+		if whole {
+			revision, err := svc.Revision(r.Context(), groupID)
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			if body, total, ok := cache.get(groupID, revision); ok {
+				w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
+				writeJSON(w, http.StatusOK, body)
+				return
+			}
+		}
+		// Ask for one more than the page, to know whether a next page exists.
+		ask := opts
+		if opts.Limit > 0 {
+			ask.Limit = opts.Limit + 1
 		}
 		var body []byte
-		revision, err = svc.ListMembers(r.Context(), groupID, func(count int, members iter.Seq[membership.Member]) {
-			body = encodeMembers(count, members)
+		var total int
+		var last membership.UID
+		more := false
+		revision, err := svc.ListMembers(r.Context(), groupID, ask, func(n int, members iter.Seq[membership.Member]) {
+			total = n
+			page := members
+			if opts.Limit > 0 {
+				page = func(yield func(membership.Member) bool) {
+					i := 0
+					for m := range members {
+						if i == opts.Limit {
+							more = true
+							return
+						}
+						i++
+						last = m.UID
+						if !yield(m) {
+							return
+						}
+					}
+				}
+			}
+			body = encodeMembers(page)
 		})
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		cache.put(groupID, revision, body)
+		if whole {
+			cache.put(groupID, revision, body, total)
+		}
+		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
+		if more {
+			w.Header()["Link"] = []string{fmt.Sprintf(`</group-user/%s?limit=%d&after=%d>; rel="next"`, url.PathEscape(groupID), opts.Limit, last)}
+		}
 		writeJSON(w, http.StatusOK, body)
+	})
+}
+
+// listOptions reads limit and after from a list's query string.
+//
+// Errors: CodeInvalidQuery.
+func listOptions(q url.Values) (membership.ListOptions, error) {
+	var opts membership.ListOptions
+	for _, name := range []string{"limit", "after"} {
+		values := q[name]
+		if len(values) == 0 {
+			continue
+		}
+		if len(values) > 1 {
+			return opts, membership.Errorf(membership.CodeInvalidQuery, "%s is given %d times: give it once", name, len(values))
+		}
+		v := values[0]
+		switch name {
+		case "limit":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > membership.MaxPageSize {
+				return opts, membership.Errorf(membership.CodeInvalidQuery, "limit %.40q is not an integer from 1 to %d", v, membership.MaxPageSize)
+			}
+			opts.Limit = n
+		case "after":
+			uid, ok := membership.ParseUID(v)
+			if !ok {
+				return opts, membership.Errorf(membership.CodeInvalidQuery, "after %.40q is not a uid (an integer from 1 to 9223372036854775807)", v)
+			}
+			opts.After = uid
+		}
+	}
+	return opts, nil
+}
+
+// handleMember serves GET and HEAD of /group-user/{groupID}/{uid}: the
+// member's record, or 404 not_member.
+func handleMember(svc *membership.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		uid, ok := membership.ParseUID(r.PathValue("uid"))
+		if !ok {
+			writeError(w, r, membership.Errorf(membership.CodeInvalidUID,
+				"%.40q is not a uid (an integer from 1 to 9223372036854775807)", r.PathValue("uid")))
+			return
+		}
+		m, err := svc.Member(r.Context(), r.PathValue("groupID"), uid)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, appendMemberJSON(nil, m))
 	})
 }
 

@@ -269,7 +269,17 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"POST to health", "POST", "/healthz", "", "", 405, "method_not_allowed", "allowed: GET, HEAD"},
 		{"unknown path", "GET", "/nope", "", "", 404, "not_found", "/nope"},
 		{"group-user without a group", "POST", "/group-user/", "users=[5]", formType, 404, "not_found", "/group-user/"},
-		{"group-user with two segments", "GET", "/group-user/a/b", "", "", 404, "not_found", "/group-user/a/b"},
+		{"group-user with three segments", "GET", "/group-user/a/1/x", "", "", 404, "not_found", "/group-user/a/1/x"},
+		{"member check with a bad uid", "GET", "/group-user/g/b", "", "", 400, "invalid_uid", `"b" is not a uid`},
+		{"member check with a zero uid", "GET", "/group-user/g/0", "", "", 400, "invalid_uid", `"0" is not a uid`},
+		{"member check with a bad group", "GET", "/group-user/a%00/1", "", "", 400, "invalid_group_id", "control character"},
+		{"member check of a non-member", "GET", "/group-user/g/3", "", "", 404, "not_member", "user 3 is not a member"},
+		{"POST to a member", "POST", "/group-user/g/1", "users=[5]", formType, 405, "method_not_allowed", "allowed: GET, HEAD"},
+		{"limit zero", "GET", "/group-user/g?limit=0", "", "", 400, "invalid_query", `limit "0" is not an integer from 1 to 10000`},
+		{"limit too large", "GET", "/group-user/g?limit=10001", "", "", 400, "invalid_query", "from 1 to 10000"},
+		{"limit not a number", "GET", "/group-user/g?limit=ten", "", "", 400, "invalid_query", `limit "ten"`},
+		{"limit twice", "GET", "/group-user/g?limit=1&limit=2", "", "", 400, "invalid_query", "limit is given 2 times"},
+		{"after not a uid", "GET", "/group-user/g?limit=1&after=-5", "", "", 400, "invalid_query", `after "-5" is not a uid`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -379,8 +389,11 @@ func (s faultyStore) AddMembers(context.Context, string, []membership.User) (int
 func (s faultyStore) RemoveMembers(context.Context, string, []membership.UID) (int, error) {
 	return 0, s.fail()
 }
-func (s faultyStore) ListMembers(context.Context, string, membership.ListFunc) (membership.Revision, error) {
+func (s faultyStore) ListMembers(context.Context, string, membership.ListOptions, membership.ListFunc) (membership.Revision, error) {
 	return 0, s.fail()
+}
+func (s faultyStore) Member(context.Context, string, membership.UID) (membership.Member, bool, error) {
+	return membership.Member{}, false, s.fail()
 }
 func (s faultyStore) Revision(context.Context, string) (membership.Revision, error) {
 	return 0, s.fail()
@@ -516,4 +529,96 @@ func TestListEscapesOnlyWhatJSONNeeds(t *testing.T) {
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	w = do(h, "GET", "/group-user/g", "", "")
 	assert.Equal(t, `[{"uid":7,"nickname":"<b> & \"q\" \\ \n \u2028\u2029 é"}]`, w.Body.String())
+}
+
+func TestPagingAndCounts(t *testing.T) {
+	h, _ := newTestHandler(t)
+	do(h, "POST", "/group-user/team%2Fa", `users=[5,[3,"C"],9,1,7]`, formType)
+
+	tests := []struct {
+		name      string
+		path      string
+		wantBody  string
+		wantLink  string
+		wantTotal string
+	}{
+		{"whole group", "/group-user/team%2Fa", `[{"uid":1,"nickname":""},{"uid":3,"nickname":"C"},{"uid":5,"nickname":""},{"uid":7,"nickname":""},{"uid":9,"nickname":""}]`, "", "5"},
+		{"first page", "/group-user/team%2Fa?limit=2", `[{"uid":1,"nickname":""},{"uid":3,"nickname":"C"}]`,
+			`</group-user/team%2Fa?limit=2&after=3>; rel="next"`, "5"},
+		{"middle page", "/group-user/team%2Fa?limit=2&after=3", `[{"uid":5,"nickname":""},{"uid":7,"nickname":""}]`,
+			`</group-user/team%2Fa?limit=2&after=7>; rel="next"`, "5"},
+		{"last page, exactly full: no next", "/group-user/team%2Fa?limit=1&after=7", `[{"uid":9,"nickname":""}]`, "", "5"},
+		{"after a uid that is not a member", "/group-user/team%2Fa?limit=10&after=4", `[{"uid":5,"nickname":""},{"uid":7,"nickname":""},{"uid":9,"nickname":""}]`, "", "5"},
+		{"after the last", "/group-user/team%2Fa?limit=3&after=9", `[]`, "", "5"},
+		{"after without limit", "/group-user/team%2Fa?after=5", `[{"uid":7,"nickname":""},{"uid":9,"nickname":""}]`, "", "5"},
+		{"unknown group", "/group-user/nobody?limit=3", `[]`, "", "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := do(h, "GET", tt.path, "", "")
+			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+			assert.Equal(t, tt.wantBody, w.Body.String())
+			assert.Equal(t, tt.wantLink, w.Header().Get("Link"))
+			assert.Equal(t, tt.wantTotal, w.Header().Get("X-Total-Count"))
+			head := do(h, "HEAD", tt.path, "", "")
+			assert.Equal(t, tt.wantTotal, head.Header().Get("X-Total-Count"), "HEAD carries the count too")
+		})
+	}
+	// The cached whole list carries the count as well.
+	w := do(h, "GET", "/group-user/team%2Fa", "", "")
+	assert.Equal(t, "5", w.Header().Get("X-Total-Count"))
+}
+
+func TestMemberCheck(t *testing.T) {
+	h, _ := newTestHandler(t)
+	do(h, "POST", "/group-user/g", "users="+urlEncode(`[[7,"Zoë & co"],9223372036854775807]`), formType)
+	w := do(h, "GET", "/group-user/g/7", "", "")
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, `{"uid":7,"nickname":"Zoë & co"}`, w.Body.String())
+	w = do(h, "GET", "/group-user/g/9223372036854775807", "", "")
+	assert.Equal(t, `{"uid":9223372036854775807,"nickname":""}`, w.Body.String())
+	assert.Equal(t, http.StatusOK, do(h, "HEAD", "/group-user/g/7", "", "").Code)
+	assert.Equal(t, http.StatusNotFound, do(h, "HEAD", "/group-user/g/8", "", "").Code)
+	w = do(h, "GET", "/group-user/other/7", "", "")
+	assert.Equal(t, http.StatusNotFound, w.Code)
+	assert.JSONEq(t, `{"error":{"code":"not_member","message":"user 7 is not a member of the group"}}`, w.Body.String())
+}
+
+func TestPagingWhileTheGroupChanges(t *testing.T) {
+	// Members present throughout are each seen exactly once, whatever is
+	// added or removed between pages.
+	h := httpapi.NewHandler(membership.NewService(store.NewMemory(), 1000), httpapi.Options{ListCacheBytes: 1 << 20})
+	var stable []string
+	for uid := 10; uid <= 1000; uid += 10 {
+		stable = append(stable, fmt.Sprint(uid))
+	}
+	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=["+strings.Join(stable, ",")+"]", formType).Code)
+
+	seen := map[int64]int{}
+	path := "/group-user/g?limit=7"
+	for page := 0; path != ""; page++ {
+		require.Less(t, page, 100, "paging does not end")
+		w := do(h, "GET", path, "", "")
+		require.Equal(t, http.StatusOK, w.Code)
+		var list []membership.Member
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &list))
+		for _, m := range list {
+			seen[int64(m.UID)]++
+		}
+		// Churn: add members on both sides of the cursor, remove others.
+		do(h, "POST", "/group-user/g", fmt.Sprintf("users=[%d,%d]", page*10+5, 1000-page*10+5), formType)
+		do(h, "DELETE", "/group-user/g", fmt.Sprintf("users=[%d]", page*10+5), formType)
+		path = ""
+		if link := w.Header().Get("Link"); link != "" {
+			path = strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+		}
+	}
+	for _, uid := range stable {
+		var n int64
+		_, _ = fmt.Sscan(uid, &n)
+		assert.Equal(t, 1, seen[n], "uid %d", n)
+	}
+	for uid, n := range seen {
+		assert.Equal(t, 1, n, "uid %d seen %d times", uid, n)
+	}
 }

@@ -14,6 +14,8 @@ func addRoutes(mux *http.ServeMux, svc *membership.Service, maxBodyBytes int64, 
 	mux.Handle("DELETE /group-user/{groupID}", handleChangeMembers(svc.RemoveMembers, maxBodyBytes))
 	mux.Handle("GET /group-user/{groupID}", handleListMembers(svc, cache)) // GET patterns serve HEAD too
 	mux.Handle("/group-user/{groupID}", handleMethodNotAllowed("GET, HEAD, POST, DELETE"))
+	mux.Handle("GET /group-user/{groupID}/{uid}", handleMember(svc))
+	mux.Handle("/group-user/{groupID}/{uid}", handleMethodNotAllowed("GET, HEAD"))
 
 	mux.Handle("GET /healthz", handleHealthz())
 	mux.Handle("/healthz", handleMethodNotAllowed("GET, HEAD"))

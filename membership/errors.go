@@ -17,10 +17,12 @@ const (
 	CodeInvalidUsers         Code = "invalid_users"          // the users value is not a JSON array of valid user elements
 	CodeInvalidUID           Code = "invalid_uid"            // the acting uid parameter is not a valid uid
 	CodeInvalidBody          Code = "invalid_body"           // the request body cannot be decoded
+	CodeInvalidQuery         Code = "invalid_query"          // a query parameter (limit, after) is not valid
 	CodeTooManyUsers         Code = "too_many_users"         // the users array has more elements than allowed
 	CodeBodyTooLarge         Code = "body_too_large"         // the request body is larger than allowed
 	CodeUnsupportedMediaType Code = "unsupported_media_type" // the body's Content-Type is not one the service reads
 	CodeNotFound             Code = "not_found"              // no such route
+	CodeNotMember            Code = "not_member"             // the user is not a member of the group
 	CodeMethodNotAllowed     Code = "method_not_allowed"     // the route exists, the method does not
 	CodeUnavailable          Code = "unavailable"            // the store cannot take changes now (its disk failed); nothing was changed
 	CodeInternal             Code = "internal"               // a fault of the service, not of the request

@@ -42,9 +42,21 @@ type Member struct {
 // removed, or a member's nickname changed. Revisions of one Store only grow.
 type Revision uint64
 
-// ListFunc receives a group's members from Store.ListMembers: how many there
-// are, and an iterator over them in ascending uid order.
-type ListFunc func(count int, members iter.Seq[Member])
+// ListFunc receives a group's members from Store.ListMembers: how many the
+// group has in all, and an iterator over those asked for, in ascending uid
+// order.
+type ListFunc func(total int, members iter.Seq[Member])
+
+// MaxPageSize is the largest page a list may ask for.
+const MaxPageSize = 10000
+
+// ListOptions select a page of a group's members by uid (keyset paging): the
+// members with uids above After, at most Limit of them. The zero value
+// selects the whole group.
+type ListOptions struct {
+	After UID // 0: from the first member
+	Limit int // 0: no limit
+}
 
 // Store keeps groups, their members and the users' nicknames. Implementations
 // must be safe for concurrent use, and must apply each call atomically: a call
@@ -62,12 +74,17 @@ type Store interface {
 	// were members. Nicknames are kept: they belong to the user, not the group.
 	RemoveMembers(ctx context.Context, groupID string, uids []UID) (removed int, err error)
 
-	// ListMembers calls list once with the group's members, and returns the
-	// revision of the state it listed. An unknown group has no members: list
-	// gets 0 and an empty iterator, and that is not an error. list runs while
-	// the store holds the group still, so it must not block or call the store,
-	// and the iterator is valid only until list returns.
-	ListMembers(ctx context.Context, groupID string, list ListFunc) (Revision, error)
+	// ListMembers calls list once with the group's size and the members opts
+	// selects, and returns the revision of the state it listed. Finding the
+	// page costs O(log n), however deep it is. An unknown group has no
+	// members: list gets 0 and an empty iterator, and that is not an error.
+	// list runs while the store holds the group still, so it must not block or
+	// call the store, and the iterator is valid only until list returns.
+	ListMembers(ctx context.Context, groupID string, opts ListOptions, list ListFunc) (Revision, error)
+
+	// Member returns the member uid of the group, and false when uid is not a
+	// member.
+	Member(ctx context.Context, groupID string, uid UID) (Member, bool, error)
 
 	// Revision returns the group's current revision, without listing it.
 	Revision(ctx context.Context, groupID string) (Revision, error)

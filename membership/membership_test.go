@@ -100,9 +100,14 @@ func (s *recordingStore) RemoveMembers(_ context.Context, groupID string, uids [
 	return len(uids), nil
 }
 
-func (s *recordingStore) ListMembers(_ context.Context, groupID string, _ membership.ListFunc) (membership.Revision, error) {
+func (s *recordingStore) ListMembers(_ context.Context, groupID string, _ membership.ListOptions, _ membership.ListFunc) (membership.Revision, error) {
 	s.calls = append(s.calls, "list "+groupID)
 	return 0, nil
+}
+
+func (s *recordingStore) Member(_ context.Context, groupID string, uid membership.UID) (membership.Member, bool, error) {
+	s.calls = append(s.calls, "member "+groupID)
+	return membership.Member{UID: uid}, uid == 1, nil
 }
 
 func (s *recordingStore) Revision(_ context.Context, groupID string) (membership.Revision, error) {
@@ -124,7 +129,19 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 		{"remove: bad group", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "a\x00", "[1]"); return err }, membership.CodeInvalidGroupID},
 		{"remove: missing users", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "g", ""); return err }, membership.CodeMissingUsers},
 		{"remove: bad users", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "g", "[0]"); return err }, membership.CodeInvalidUsers},
-		{"list: bad group", func(s *membership.Service) error { _, err := s.ListMembers(ctx, "", nil); return err }, membership.CodeInvalidGroupID},
+		{"list: bad group", func(s *membership.Service) error {
+			_, err := s.ListMembers(ctx, "", membership.ListOptions{}, nil)
+			return err
+		}, membership.CodeInvalidGroupID},
+		{"list: limit too large", func(s *membership.Service) error {
+			_, err := s.ListMembers(ctx, "g", membership.ListOptions{Limit: membership.MaxPageSize + 1}, nil)
+			return err
+		}, membership.CodeInvalidQuery},
+		{"list: negative limit", func(s *membership.Service) error {
+			_, err := s.ListMembers(ctx, "g", membership.ListOptions{Limit: -1}, nil)
+			return err
+		}, membership.CodeInvalidQuery},
+		{"member: bad group", func(s *membership.Service) error { _, err := s.Member(ctx, "", 1); return err }, membership.CodeInvalidGroupID},
 		{"revision: bad group", func(s *membership.Service) error { _, err := s.Revision(ctx, "a\x7f"); return err }, membership.CodeInvalidGroupID},
 	}
 	for _, tt := range tests {
@@ -150,9 +167,14 @@ func TestServicePassesValidRequestsToTheStore(t *testing.T) {
 	assert.Equal(t, 1, n)
 	_, err = svc.Revision(ctx, "g")
 	require.NoError(t, err)
-	_, err = svc.ListMembers(ctx, "g", nil)
+	_, err = svc.ListMembers(ctx, "g", membership.ListOptions{}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"add g", "remove g", "revision g", "list g"}, store.calls)
+	m, err := svc.Member(ctx, "g", 1)
+	require.NoError(t, err)
+	assert.Equal(t, membership.Member{UID: 1}, m)
+	_, err = svc.Member(ctx, "g", 2)
+	assert.Equal(t, membership.CodeNotMember, membership.ErrorCode(err))
+	assert.Equal(t, []string{"add g", "remove g", "revision g", "list g", "member g", "member g"}, store.calls)
 }
 
 func TestNewServiceDefaultsMaxUsers(t *testing.T) {

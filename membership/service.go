@@ -52,15 +52,37 @@ func (s *Service) RemoveMembers(ctx context.Context, groupID, usersJSON string) 
 	return s.store.RemoveMembers(ctx, groupID, uids)
 }
 
-// ListMembers calls list with the members of the group in ascending uid order
-// and returns the revision listed; see Store.ListMembers.
+// ListMembers calls list with the members of the group that opts selects, in
+// ascending uid order, and returns the revision listed; see
+// Store.ListMembers.
 //
-// Errors: CodeInvalidGroupID, and whatever the Store returns.
-func (s *Service) ListMembers(ctx context.Context, groupID string, list ListFunc) (Revision, error) {
+// Errors: CodeInvalidGroupID, CodeInvalidQuery, and whatever the Store
+// returns.
+func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOptions, list ListFunc) (Revision, error) {
 	if err := ValidateGroupID(groupID); err != nil {
 		return 0, err
 	}
-	return s.store.ListMembers(ctx, groupID, list)
+	if opts.Limit < 0 || opts.Limit > MaxPageSize || opts.After < 0 {
+		return 0, Errorf(CodeInvalidQuery, "limit must be from 1 to %d and after a uid", MaxPageSize)
+	}
+	return s.store.ListMembers(ctx, groupID, opts, list)
+}
+
+// Member returns the member uid of the group.
+//
+// Errors: CodeInvalidGroupID, CodeNotMember, and whatever the Store returns.
+func (s *Service) Member(ctx context.Context, groupID string, uid UID) (Member, error) {
+	if err := ValidateGroupID(groupID); err != nil {
+		return Member{}, err
+	}
+	m, ok, err := s.store.Member(ctx, groupID, uid)
+	if err != nil {
+		return Member{}, err
+	}
+	if !ok {
+		return Member{}, Errorf(CodeNotMember, "user %d is not a member of the group", uid)
+	}
+	return m, nil
 }
 
 // Revision returns the group's current revision; see Store.Revision.

@@ -425,8 +425,13 @@ func (d *Durable) commit(ctx context.Context, c *change) (int, error) {
 }
 
 // ListMembers implements membership.Store.
-func (d *Durable) ListMembers(ctx context.Context, groupID string, list membership.ListFunc) (membership.Revision, error) {
-	return d.mem.ListMembers(ctx, groupID, list)
+func (d *Durable) ListMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
+	return d.mem.ListMembers(ctx, groupID, opts, list)
+}
+
+// Member implements membership.Store.
+func (d *Durable) Member(ctx context.Context, groupID string, uid membership.UID) (membership.Member, bool, error) {
+	return d.mem.Member(ctx, groupID, uid)
 }
 
 // Revision implements membership.Store.

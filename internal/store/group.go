@@ -1,6 +1,7 @@
 package store
 
 import (
+	"iter"
 	"slices"
 	"sort"
 
@@ -136,4 +137,30 @@ func (m *members) contains(uid membership.UID) bool {
 	}
 	_, found := slices.BinarySearch(m.chunks[m.chunkFor(uid)], uid)
 	return found
+}
+
+// after yields the uids above uid in ascending order. Finding the first is
+// two binary searches, however many come before it.
+func (m *members) after(uid membership.UID) iter.Seq[membership.UID] {
+	return func(yield func(membership.UID) bool) {
+		if len(m.chunks) == 0 {
+			return
+		}
+		i := m.chunkFor(uid)
+		if c := m.chunks[i]; c[len(c)-1] <= uid {
+			i++ // every uid of chunk i is <= uid: start at the next chunk
+		}
+		for k := i; k < len(m.chunks); k++ {
+			c := m.chunks[k]
+			start := 0
+			if k == i {
+				start = sort.Search(len(c), func(j int) bool { return c[j] > uid })
+			}
+			for _, v := range c[start:] {
+				if !yield(v) {
+					return
+				}
+			}
+		}
+	}
 }

@@ -193,7 +193,7 @@ func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []members
 }
 
 // ListMembers implements membership.Store.
-func (m *Memory) ListMembers(_ context.Context, groupID string, list membership.ListFunc) (membership.Revision, error) {
+func (m *Memory) ListMembers(_ context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
 	s := m.shardOf(groupID)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -204,29 +204,48 @@ func (m *Memory) ListMembers(_ context.Context, groupID string, list membership.
 		list(0, func(func(membership.Member) bool) {})
 		return m.revisionOf(nil), nil
 	}
-	list(g.members.size, m.memberRecords(&g.members))
+	uids := g.members.all
+	if opts.After > 0 {
+		uids = g.members.after(opts.After)
+	}
+	list(g.members.size, m.memberRecords(uids, opts.Limit))
 	return m.revisionOf(g), nil
 }
 
-// memberRecords yields the members with their nicknames. The caller holds
-// the shard's lock and nicknamesMu.
-func (m *Memory) memberRecords(ms *members) iter.Seq[membership.Member] {
+// memberRecords yields the members uids yields, with their nicknames, at most
+// limit of them (0: all). The caller holds the shard's lock and nicknamesMu.
+func (m *Memory) memberRecords(uids iter.Seq[membership.UID], limit int) iter.Seq[membership.Member] {
 	return func(yield func(membership.Member) bool) {
 		nicknames := m.nicknames
-		if len(nicknames) == 0 {
-			for uid := range ms.all {
-				if !yield(membership.Member{UID: uid}) {
-					return
-				}
+		n := 0
+		for uid := range uids {
+			if limit > 0 && n == limit {
+				return
 			}
-			return
-		}
-		for uid := range ms.all {
-			if !yield(membership.Member{UID: uid, Nickname: nicknames[uid]}) {
+			n++
+			var nick string
+			if len(nicknames) > 0 {
+				nick = nicknames[uid]
+			}
+			if !yield(membership.Member{UID: uid, Nickname: nick}) {
 				return
 			}
 		}
 	}
+}
+
+// Member implements membership.Store.
+func (m *Memory) Member(_ context.Context, groupID string, uid membership.UID) (membership.Member, bool, error) {
+	s := m.shardOf(groupID)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := s.groups[groupID]
+	if g == nil || !g.members.contains(uid) {
+		return membership.Member{}, false, nil
+	}
+	m.nicknamesMu.RLock()
+	defer m.nicknamesMu.RUnlock()
+	return membership.Member{UID: uid, Nickname: m.nicknames[uid]}, true, nil
 }
 
 // Revision implements membership.Store.

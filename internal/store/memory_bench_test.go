@@ -65,7 +65,7 @@ func BenchmarkMemoryList(b *testing.B) {
 		ctx := context.Background()
 		b.Run("members="+strconv.Itoa(size), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := m.ListMembers(ctx, "g0", func(_ int, members iter.Seq[membership.Member]) {
+				if _, err := m.ListMembers(ctx, "g0", membership.ListOptions{}, func(_ int, members iter.Seq[membership.Member]) {
 					for range members {
 					}
 				}); err != nil {
@@ -105,7 +105,7 @@ func BenchmarkMemoryParallel(b *testing.B) {
 							b.Error(err)
 							return
 						}
-					} else if _, err := m.ListMembers(ctx, group, func(_ int, members iter.Seq[membership.Member]) {
+					} else if _, err := m.ListMembers(ctx, group, membership.ListOptions{}, func(_ int, members iter.Seq[membership.Member]) {
 						for range members {
 						}
 					}); err != nil {
@@ -114,6 +114,40 @@ func BenchmarkMemoryParallel(b *testing.B) {
 					}
 				}
 			})
+		})
+	}
+}
+
+// BenchmarkMemoryPage reads a page of 100 from the start, the middle and the
+// end of a group of 1,000,000: keyset paging costs the same at any depth.
+func BenchmarkMemoryPage(b *testing.B) {
+	m := filledMemory(b, 1, 1_000_000)
+	ctx := context.Background()
+	var uids []membership.UID
+	_, err := m.ListMembers(ctx, "g0", membership.ListOptions{}, func(_ int, members iter.Seq[membership.Member]) {
+		for mb := range members {
+			uids = append(uids, mb.UID)
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, at := range []struct {
+		name  string
+		after membership.UID
+	}{{"first", 0}, {"middle", uids[len(uids)/2]}, {"last", uids[len(uids)-101]}} {
+		b.Run("page="+at.name, func(b *testing.B) {
+			for b.Loop() {
+				n := 0
+				_, err := m.ListMembers(ctx, "g0", membership.ListOptions{After: at.after, Limit: 100}, func(_ int, members iter.Seq[membership.Member]) {
+					for range members {
+						n++
+					}
+				})
+				if err != nil || n != 100 {
+					b.Fatalf("got %d members, %v", n, err)
+				}
+			}
 		})
 	}
 }

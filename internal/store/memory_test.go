@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"testing"
 
@@ -27,7 +28,7 @@ func listAll(t *testing.T, s membership.Store, groupID string) ([]membership.Mem
 	t.Helper()
 	var got []membership.Member
 	count := -1
-	rev, err := s.ListMembers(context.Background(), groupID, func(n int, members iter.Seq[membership.Member]) {
+	rev, err := s.ListMembers(context.Background(), groupID, membership.ListOptions{}, func(n int, members iter.Seq[membership.Member]) {
 		count = n
 		got = make([]membership.Member, 0, n)
 		for m := range members {
@@ -198,6 +199,62 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 		assert.NotEqual(t, r4, revision("g"), "refilling the group changes the revision")
 	})
 
+	t.Run("keyset paging and member lookup", func(t *testing.T) {
+		s := newStore()
+		var us []membership.User
+		for uid := membership.UID(2); uid <= 2000; uid += 2 {
+			us = append(us, membership.User{UID: uid})
+		}
+		_, err := s.AddMembers(ctx, "g", us)
+		require.NoError(t, err)
+		page := func(after membership.UID, limit int) (total int, uids []membership.UID) {
+			_, err := s.ListMembers(ctx, "g", membership.ListOptions{After: after, Limit: limit}, func(n int, members iter.Seq[membership.Member]) {
+				total = n
+				for m := range members {
+					uids = append(uids, m.UID)
+				}
+			})
+			require.NoError(t, err)
+			return total, uids
+		}
+		total, uids := page(0, 3)
+		assert.Equal(t, 1000, total)
+		assert.Equal(t, []membership.UID{2, 4, 6}, uids)
+		_, uids = page(999, 2)
+		assert.Equal(t, []membership.UID{1000, 1002}, uids)
+		_, uids = page(1000, 2)
+		assert.Equal(t, []membership.UID{1002, 1004}, uids)
+		_, uids = page(1996, 0)
+		assert.Equal(t, []membership.UID{1998, 2000}, uids)
+		_, uids = page(2000, 5)
+		assert.Empty(t, uids)
+		// Walk every page: each member once, in order.
+		var all []membership.UID
+		for after := membership.UID(0); ; {
+			_, uids := page(after, 7)
+			if len(uids) == 0 {
+				break
+			}
+			all = append(all, uids...)
+			after = uids[len(uids)-1]
+		}
+		require.Len(t, all, 1000)
+		assert.True(t, slices.IsSorted(all))
+
+		_, err = s.AddMembers(ctx, "g", []membership.User{{UID: 4, Nickname: "Dee", HasNickname: true}})
+		require.NoError(t, err)
+		m, ok, err := s.Member(ctx, "g", 4)
+		require.NoError(t, err)
+		assert.True(t, ok)
+		assert.Equal(t, membership.Member{UID: 4, Nickname: "Dee"}, m)
+		_, ok, err = s.Member(ctx, "g", 5)
+		require.NoError(t, err)
+		assert.False(t, ok)
+		_, ok, err = s.Member(ctx, "nobody", 4)
+		require.NoError(t, err)
+		assert.False(t, ok)
+	})
+
 	t.Run("counts stay exact under contention", func(t *testing.T) {
 		s := newStore()
 		const workers, perWorker = 16, 200
@@ -226,7 +283,7 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 						}
 						removed[w] += n
 					}
-					if _, err := s.ListMembers(ctx, group, func(int, iter.Seq[membership.Member]) {}); err != nil {
+					if _, err := s.ListMembers(ctx, group, membership.ListOptions{}, func(int, iter.Seq[membership.Member]) {}); err != nil {
 						errs <- err
 						return
 					}
