@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -126,8 +127,14 @@ func runCurl(t *testing.T, ex readmeExample, addr string) string {
 	got, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	out := strings.NewReplacer(`\n`, "\n", "%{http_code}", resp.Status[:3]).Replace(writeOut)
+	out = curlHeaderVar.ReplaceAllStringFunc(out, func(v string) string {
+		return resp.Header.Get(curlHeaderVar.FindStringSubmatch(v)[1])
+	})
 	return string(got) + out
 }
+
+// curlHeaderVar is curl's -w variable for a reply header, %header{name}.
+var curlHeaderVar = regexp.MustCompile(`%header\{([^}]+)\}`)
 
 // shellWords splits a command line the way sh would for the README's
 // examples: words separated by spaces, with single quotes.
