@@ -193,6 +193,27 @@ func TestChangeAndList(t *testing.T) {
 	}
 }
 
+func TestJSONBodies(t *testing.T) {
+	const jsonType = "application/json"
+	h, logs := newTestHandler(t)
+	w := do(h, "POST", "/group-user/g", `{"users":[1,"2",[3],[4,"Dee & co"],{"uid":5,"nickname":"E"}],"uid":42}`, jsonType)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Equal(t, "5", w.Body.String())
+	w = do(h, "POST", "/group-user/g", `{"uid":"43","users":[1,6]}`, jsonType+"; charset=utf-8")
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Equal(t, "1", w.Body.String())
+	w = do(h, "DELETE", "/group-user/g", `{"users":[{"uid":1},2,99]}`, jsonType)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Equal(t, "2", w.Body.String())
+	w = do(h, "POST", "/group-user/g", `{"users":[]}`, jsonType)
+	assert.Equal(t, "0", w.Body.String())
+	assert.Equal(t,
+		`[{"uid":3,"nickname":""},{"uid":4,"nickname":"Dee & co"},{"uid":5,"nickname":"E"},{"uid":6,"nickname":""}]`,
+		do(h, "GET", "/group-user/g", "", "").Body.String())
+	assert.Contains(t, logs.String(), `"uid":42`, "the acting uid of a JSON body is logged")
+	assert.Contains(t, logs.String(), `"uid":43`)
+}
+
 func TestListIsStrictJSONInUIDOrder(t *testing.T) {
 	h, _ := newTestHandler(t)
 	do(h, "POST", "/group-user/g", `users=[30,9223372036854775807,[2,"Zoë \"Z\""]]`, formType)
@@ -261,7 +282,19 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"uid given twice", "DELETE", "/group-user/g", "users=[1]&uid=1&uid=2", formType, 400, "invalid_body", "uid is given 2 times"},
 		{"too many users", "POST", "/group-user/g", "users=[1,2,3,4,5,6]", formType, 413, "too_many_users", "more than 5"},
 		{"body too large", "POST", "/group-user/g", "users=[" + strings.Repeat("1,", testMaxBody/2) + "1]", formType, 413, "body_too_large", "larger than 1024 bytes"},
-		{"JSON body", "POST", "/group-user/g", `{"users":[5]}`, "application/json", 415, "unsupported_media_type", "application/json"},
+		{"text body", "POST", "/group-user/g", `users=[5]`, "text/plain", 415, "unsupported_media_type", "text/plain"},
+		{"JSON: unknown field", "POST", "/group-user/g", `{"users":[5],"group":"x"}`, "application/json", 400, "invalid_body", `unknown field "group"`},
+		{"JSON: malformed", "POST", "/group-user/g", `{"users":[5]`, "application/json", 400, "invalid_body", "not a JSON object"},
+		{"JSON: not an object", "POST", "/group-user/g", `[5]`, "application/json", 400, "invalid_body", "not a JSON object"},
+		{"JSON: two values", "POST", "/group-user/g", `{"users":[5]} {}`, "application/json", 400, "invalid_body", "more than one JSON value"},
+		{"JSON: missing users", "POST", "/group-user/g", `{"uid":1}`, "application/json", 400, "missing_users", "missing"},
+		{"JSON: null users", "DELETE", "/group-user/g", `{"users":null}`, "application/json", 400, "missing_users", "missing"},
+		{"JSON: users not an array", "POST", "/group-user/g", `{"users":"[5]"}`, "application/json", 400, "invalid_users", "not a JSON array"},
+		{"JSON: bad element", "POST", "/group-user/g", `{"users":[5,1.5]}`, "application/json", 400, "invalid_users", "element 1: uid 1.5"},
+		{"JSON: too many users", "POST", "/group-user/g", `{"users":[1,2,3,4,5,6]}`, "application/json", 413, "too_many_users", "more than 5"},
+		{"JSON: bad uid", "POST", "/group-user/g", `{"users":[5],"uid":1.5}`, "application/json", 400, "invalid_uid", `"1.5"`},
+		{"JSON: uid an object", "POST", "/group-user/g", `{"users":[5],"uid":{}}`, "application/json", 400, "invalid_uid", `"{}"`},
+		{"JSON: empty uid string", "POST", "/group-user/g", `{"users":[5],"uid":""}`, "application/json", 400, "invalid_uid", `not an integer`},
 		{"multipart body", "POST", "/group-user/g", "x", "multipart/form-data; boundary=x", 415, "unsupported_media_type", "multipart"},
 		{"malformed Content-Type", "DELETE", "/group-user/g", "users=[1]", "text/", 415, "unsupported_media_type", "not supported"},
 		{"PUT", "PUT", "/group-user/g", "users=[5]", formType, 405, "method_not_allowed", "PUT"},

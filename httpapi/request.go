@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -11,8 +12,12 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// formContentType is the one Content-Type a change request may declare.
-const formContentType = "application/x-www-form-urlencoded"
+// The Content-Types a change request may declare. Without one, the body is
+// read as a form.
+const (
+	formMediaType = "application/x-www-form-urlencoded"
+	jsonMediaType = "application/json"
+)
 
 // changeRequest is the decoded body of an add or remove request.
 type changeRequest struct {
@@ -20,24 +25,30 @@ type changeRequest struct {
 	actingUID membership.UID // 0 when the request named none
 }
 
-// readChangeRequest reads the form-encoded body of a POST or DELETE. It reads
-// the body itself because Request.ParseForm ignores the body of a DELETE.
+// readChangeRequest reads the body of a POST or DELETE: a form, or a JSON
+// object. It reads the body itself because Request.ParseForm ignores the body
+// of a DELETE.
 //
 // Errors: CodeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
 // CodeInvalidUID.
 func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int64) (changeRequest, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" && ct != formContentType {
+	parse := parseChangeForm
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != formMediaType {
 		mediaType, _, err := mime.ParseMediaType(ct)
-		if err != nil || mediaType != formContentType {
+		switch {
+		case err == nil && mediaType == formMediaType:
+		case err == nil && mediaType == jsonMediaType:
+			parse = parseChangeJSON
+		default:
 			return changeRequest{}, membership.Errorf(membership.CodeUnsupportedMediaType,
-				"Content-Type %q is not supported: send %s", ct, formContentType)
+				"Content-Type %q is not supported: send %s or %s", ct, formMediaType, jsonMediaType)
 		}
 	}
 	body, err := readBody(w, r, maxBodyBytes)
 	if err != nil {
 		return changeRequest{}, err
 	}
-	users, uid, err := parseChangeForm(body)
+	users, uid, err := parse(body)
 	if err != nil {
 		return changeRequest{}, err
 	}
@@ -114,6 +125,41 @@ func parseChangeForm(body string) (users, uid string, err error) {
 		if p.seen > 1 {
 			return "", "", membership.Errorf(membership.CodeInvalidBody, "the parameter %s is given %d times: give it once", p.name, p.seen)
 		}
+	}
+	return users, uid, nil
+}
+
+// parseChangeJSON returns the users and uid of a JSON body,
+// {"users": [...], "uid": ...}, where uid, optional, is a number or a decimal
+// string. users comes back as JSON text, for membership.ParseUsers. Unknown
+// fields, and anything after the object, are errors.
+func parseChangeJSON(body string) (users, uid string, err error) {
+	var req struct {
+		Users json.RawMessage `json:"users"`
+		UID   json.RawMessage `json:"uid"`
+	}
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return "", "", membership.Errorf(membership.CodeInvalidBody, "the body is not a JSON object with users and uid: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", "", membership.Errorf(membership.CodeInvalidBody, "the body has more than one JSON value")
+	}
+	if string(req.Users) != "null" {
+		users = string(req.Users)
+	}
+	switch u := string(req.UID); {
+	case u == "" || u == "null":
+	case strings.HasPrefix(u, `"`):
+		if err := json.Unmarshal(req.UID, &uid); err != nil {
+			return "", "", membership.Errorf(membership.CodeInvalidBody, "the uid is not a valid JSON string")
+		}
+		if uid == "" {
+			uid = `""` // an empty string is given, not absent: ParseUID rejects it
+		}
+	default:
+		uid = u
 	}
 	return users, uid, nil
 }
