@@ -40,6 +40,6 @@ func NewHandler(svc *membership.Service, opts Options) http.Handler {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	mux := http.NewServeMux()
-	addRoutes(mux, svc, opts.MaxBodyBytes, newListCache(opts.ListCacheBytes))
+	addRoutes(mux, routes(svc, opts.MaxBodyBytes, newListCache(opts.ListCacheBytes)))
 	return observe(opts.Logger, opts.AccessLog, mux)
 }
