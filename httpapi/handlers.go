@@ -38,10 +38,13 @@ func handleChangeMembers(change func(ctx context.Context, groupID, usersJSON str
 func handleListMembers(svc *membership.Service, cache *listCache) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groupID := r.PathValue("groupID")
-		opts, err := listOptions(r.URL.Query())
-		if err != nil {
-			writeError(w, r, err)
-			return
+		var opts membership.ListOptions
+		if r.URL.RawQuery != "" { // parsing even an empty query allocates
+			var err error
+			if opts, err = listOptions(r.URL.Query()); err != nil {
+				writeError(w, r, err)
+				return
+			}
 		}
 		whole := opts == membership.ListOptions{}
 		if whole {
