@@ -143,3 +143,20 @@ func jsonStringLen(s string) int {
 	}
 	return n
 }
+
+// encodeStrings returns ss as a JSON array of strings.
+func encodeStrings(ss []string) []byte {
+	size := 2 + max(len(ss)-1, 0)
+	for _, s := range ss {
+		size += jsonStringLen(s)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
+}

@@ -104,36 +104,92 @@ func handleListMembers(svc *membership.Service, cache *listCache) http.Handler {
 	})
 }
 
-// listOptions reads limit and after from a list's query string.
+// listOptions reads limit and after (a uid) from a member list's query.
 //
 // Errors: CodeInvalidQuery.
 func listOptions(q url.Values) (membership.ListOptions, error) {
-	var opts membership.ListOptions
+	limit, after, err := pageQuery(q)
+	if err != nil || after == "" {
+		return membership.ListOptions{Limit: limit}, err
+	}
+	uid, ok := membership.ParseUID(after)
+	if !ok {
+		return membership.ListOptions{}, membership.Errorf(membership.CodeInvalidQuery,
+			"after %.40q is not a uid (an integer from 1 to 9223372036854775807)", after)
+	}
+	return membership.ListOptions{After: uid, Limit: limit}, nil
+}
+
+// pageQuery reads limit (0 when absent) and after ("" when absent), each at
+// most once.
+//
+// Errors: CodeInvalidQuery.
+func pageQuery(q url.Values) (limit int, after string, err error) {
 	for _, name := range []string{"limit", "after"} {
-		values := q[name]
-		if len(values) == 0 {
-			continue
-		}
-		if len(values) > 1 {
-			return opts, membership.Errorf(membership.CodeInvalidQuery, "%s is given %d times: give it once", name, len(values))
-		}
-		v := values[0]
-		switch name {
-		case "limit":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > membership.MaxPageSize {
-				return opts, membership.Errorf(membership.CodeInvalidQuery, "limit %.40q is not an integer from 1 to %d", v, membership.MaxPageSize)
-			}
-			opts.Limit = n
-		case "after":
-			uid, ok := membership.ParseUID(v)
-			if !ok {
-				return opts, membership.Errorf(membership.CodeInvalidQuery, "after %.40q is not a uid (an integer from 1 to 9223372036854775807)", v)
-			}
-			opts.After = uid
+		if n := len(q[name]); n > 1 {
+			return 0, "", membership.Errorf(membership.CodeInvalidQuery, "%s is given %d times: give it once", name, n)
 		}
 	}
-	return opts, nil
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 1 || n > membership.MaxPageSize {
+			return 0, "", membership.Errorf(membership.CodeInvalidQuery, "limit %.40q is not an integer from 1 to %d", v[0], membership.MaxPageSize)
+		}
+		limit = n
+	}
+	return limit, q.Get("after"), nil
+}
+
+// handleUserGroups serves GET and HEAD of /user-group/{uid}: the ids of the
+// groups the user is in, as a JSON array of strings in byte order, all of
+// them or a page (?limit=N&after=GROUPID), with X-Total-Count and Link as for
+// member lists.
+func handleUserGroups(svc *membership.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		uid, ok := membership.ParseUID(r.PathValue("uid"))
+		if !ok {
+			writeError(w, r, membership.Errorf(membership.CodeInvalidUID,
+				"%.40q is not a uid (an integer from 1 to 9223372036854775807)", r.PathValue("uid")))
+			return
+		}
+		limit, after, err := pageQuery(r.URL.Query())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		ask := membership.GroupListOptions{After: after}
+		if limit > 0 {
+			ask.Limit = limit + 1 // one more, to know whether a next page exists
+		}
+		var body []byte
+		var total int
+		var last string
+		more := false
+		err = svc.UserGroups(r.Context(), uid, ask, func(n int, ids iter.Seq[string]) {
+			total = n
+			var page []string
+			for id := range ids {
+				if limit > 0 && len(page) == limit {
+					more = true
+					break
+				}
+				page = append(page, id)
+			}
+			if len(page) > 0 {
+				last = page[len(page)-1]
+			}
+			body = encodeStrings(page)
+		})
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
+		if more {
+			w.Header()["Link"] = []string{fmt.Sprintf(`</user-group/%d?limit=%d&after=%s>; rel="next"`, uid, limit, url.QueryEscape(last))}
+		}
+		writeJSON(w, http.StatusOK, body)
+	})
 }
 
 // handleMember serves GET and HEAD of /group-user/{groupID}/{uid}: the

@@ -309,6 +309,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"member check of a non-member", "GET", "/group-user/g/3", "", "", 404, "not_member", "user 3 is not a member"},
 		{"POST to a member", "POST", "/group-user/g/1", "users=[5]", formType, 405, "method_not_allowed", "allowed: GET, HEAD"},
 		{"limit zero", "GET", "/group-user/g?limit=0", "", "", 400, "invalid_query", `limit "0" is not an integer from 1 to 10000`},
+		{"user groups: bad uid", "GET", "/user-group/x", "", "", 400, "invalid_uid", `"x" is not a uid`},
+		{"user groups: bad limit", "GET", "/user-group/1?limit=0", "", "", 400, "invalid_query", `limit "0"`},
+		{"user groups: after not a group id", "GET", "/user-group/1?after=a%00", "", "", 400, "invalid_query", "after is not a group id"},
+		{"user groups: POST", "POST", "/user-group/1", "users=[1]", formType, 405, "method_not_allowed", "allowed: GET, HEAD"},
 		{"limit too large", "GET", "/group-user/g?limit=10001", "", "", 400, "invalid_query", "from 1 to 10000"},
 		{"limit not a number", "GET", "/group-user/g?limit=ten", "", "", 400, "invalid_query", `limit "ten"`},
 		{"limit twice", "GET", "/group-user/g?limit=1&limit=2", "", "", 400, "invalid_query", "limit is given 2 times"},
@@ -427,6 +431,9 @@ func (s faultyStore) ListMembers(context.Context, string, membership.ListOptions
 }
 func (s faultyStore) Member(context.Context, string, membership.UID) (membership.Member, bool, error) {
 	return membership.Member{}, false, s.fail()
+}
+func (s faultyStore) UserGroups(context.Context, membership.UID, membership.GroupListOptions, membership.GroupListFunc) error {
+	return s.fail()
 }
 func (s faultyStore) Revision(context.Context, string) (membership.Revision, error) {
 	return 0, s.fail()
@@ -653,5 +660,38 @@ func TestPagingWhileTheGroupChanges(t *testing.T) {
 	}
 	for uid, n := range seen {
 		assert.Equal(t, 1, n, "uid %d seen %d times", uid, n)
+	}
+}
+
+func TestUserGroups(t *testing.T) {
+	h, _ := newTestHandler(t)
+	for _, g := range []string{"b", "team%2Fa", "a", "%C3%A9t%C3%A9", "c"} {
+		require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/"+g, "users=[7,8]", formType).Code)
+	}
+	do(h, "DELETE", "/group-user/c", "users=[7]", formType)
+
+	tests := []struct {
+		name      string
+		path      string
+		wantBody  string
+		wantLink  string
+		wantTotal string
+	}{
+		{"all, in byte order", "/user-group/7", `["a","b","team/a","été"]`, "", "4"},
+		{"first page", "/user-group/7?limit=2", `["a","b"]`, `</user-group/7?limit=2&after=b>; rel="next"`, "4"},
+		{"next page, escaped", "/user-group/7?limit=1&after=b", `["team/a"]`, `</user-group/7?limit=1&after=team%2Fa>; rel="next"`, "4"},
+		{"after an escaped id", "/user-group/7?limit=5&after=team%2Fa", `["été"]`, "", "4"},
+		{"another user", "/user-group/8", `["a","b","c","team/a","été"]`, "", "5"},
+		{"a user in no group", "/user-group/9", `[]`, "", "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := do(h, "GET", tt.path, "", "")
+			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+			assert.Equal(t, tt.wantBody, w.Body.String())
+			assert.Equal(t, tt.wantLink, w.Header().Get("Link"))
+			assert.Equal(t, tt.wantTotal, w.Header().Get("X-Total-Count"))
+			assert.Equal(t, tt.wantTotal, do(h, "HEAD", tt.path, "", "").Header().Get("X-Total-Count"))
+		})
 	}
 }

@@ -23,6 +23,7 @@ func routes(svc *membership.Service, maxBodyBytes int64, cache *listCache) []rou
 		{"POST", "/group-user/{groupID}", handleChangeMembers(svc.AddMembers, maxBodyBytes)},
 		{"DELETE", "/group-user/{groupID}", handleChangeMembers(svc.RemoveMembers, maxBodyBytes)},
 		{"GET", "/group-user/{groupID}/{uid}", handleMember(svc)},
+		{"GET", "/user-group/{uid}", handleUserGroups(svc)},
 		{"GET", "/healthz", handleHealthz()},
 		{"GET", "/openapi.json", handleOpenAPI()},
 	}

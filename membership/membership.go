@@ -58,6 +58,18 @@ type ListOptions struct {
 	Limit int // 0: no limit
 }
 
+// GroupListOptions select a page of a user's groups by group id: the groups
+// after After in byte order ("" for the first), at most Limit of them (0: no
+// limit).
+type GroupListOptions struct {
+	After string
+	Limit int
+}
+
+// GroupListFunc receives a user's groups from Store.UserGroups: how many the
+// user is in, and an iterator over the ids of those asked for, in byte order.
+type GroupListFunc func(total int, groupIDs iter.Seq[string])
+
 // Store keeps groups, their members and the users' nicknames. Implementations
 // must be safe for concurrent use, and must apply each call atomically: a call
 // either changes all it is asked to or, when it returns an error, nothing.
@@ -85,6 +97,12 @@ type Store interface {
 	// Member returns the member uid of the group, and false when uid is not a
 	// member.
 	Member(ctx context.Context, groupID string, uid UID) (Member, bool, error)
+
+	// UserGroups calls list once with the groups uid is in, as opts selects.
+	// The index it reads changes with the groups' members, atomically: it
+	// never disagrees with ListMembers. list runs under the same rules as for
+	// ListMembers.
+	UserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) error
 
 	// Revision returns the group's current revision, without listing it.
 	Revision(ctx context.Context, groupID string) (Revision, error)

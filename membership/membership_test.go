@@ -3,6 +3,7 @@ package membership_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -105,6 +106,11 @@ func (s *recordingStore) ListMembers(_ context.Context, groupID string, _ member
 	return 0, nil
 }
 
+func (s *recordingStore) UserGroups(_ context.Context, uid membership.UID, _ membership.GroupListOptions, _ membership.GroupListFunc) error {
+	s.calls = append(s.calls, fmt.Sprint("groups ", uid))
+	return nil
+}
+
 func (s *recordingStore) Member(_ context.Context, groupID string, uid membership.UID) (membership.Member, bool, error) {
 	s.calls = append(s.calls, "member "+groupID)
 	return membership.Member{UID: uid}, uid == 1, nil
@@ -142,6 +148,12 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 			return err
 		}, membership.CodeInvalidQuery},
 		{"member: bad group", func(s *membership.Service) error { _, err := s.Member(ctx, "", 1); return err }, membership.CodeInvalidGroupID},
+		{"user groups: limit too large", func(s *membership.Service) error {
+			return s.UserGroups(ctx, 1, membership.GroupListOptions{Limit: membership.MaxPageSize + 1}, nil)
+		}, membership.CodeInvalidQuery},
+		{"user groups: after not a group id", func(s *membership.Service) error {
+			return s.UserGroups(ctx, 1, membership.GroupListOptions{After: "a\x00"}, nil)
+		}, membership.CodeInvalidQuery},
 		{"revision: bad group", func(s *membership.Service) error { _, err := s.Revision(ctx, "a\x7f"); return err }, membership.CodeInvalidGroupID},
 	}
 	for _, tt := range tests {

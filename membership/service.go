@@ -104,3 +104,19 @@ func (s *Service) parse(groupID, usersJSON string) ([]User, error) {
 	}
 	return ParseUsers(usersJSON, s.maxUsers)
 }
+
+// UserGroups calls list with the groups uid is in, as opts selects; see
+// Store.UserGroups.
+//
+// Errors: CodeInvalidQuery, and whatever the Store returns.
+func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) error {
+	if opts.Limit < 0 || opts.Limit > MaxPageSize {
+		return Errorf(CodeInvalidQuery, "limit must be from 1 to %d", MaxPageSize)
+	}
+	if opts.After != "" {
+		if err := ValidateGroupID(opts.After); err != nil {
+			return Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
+		}
+	}
+	return s.store.UserGroups(ctx, uid, opts, list)
+}

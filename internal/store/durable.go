@@ -145,9 +145,14 @@ func OpenDurable(dir string, opts DurableOptions) (*Durable, error) {
 }
 
 // Close stops taking changes, waits for a snapshot in progress, and releases
-// the directory. Every change acknowledged before is already on disk.
+// the directory. Every change acknowledged before is already on disk. Closing
+// again does nothing.
 func (d *Durable) Close() error {
 	d.closeMu.Lock()
+	if d.closed {
+		d.closeMu.Unlock()
+		return nil // closed already
+	}
 	d.closed = true
 	d.closeMu.Unlock()
 	close(d.stop)
@@ -427,6 +432,11 @@ func (d *Durable) commit(ctx context.Context, c *change) (int, error) {
 // ListMembers implements membership.Store.
 func (d *Durable) ListMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
 	return d.mem.ListMembers(ctx, groupID, opts, list)
+}
+
+// UserGroups implements membership.Store.
+func (d *Durable) UserGroups(ctx context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
+	return d.mem.UserGroups(ctx, uid, opts, list)
 }
 
 // Member implements membership.Store.

@@ -381,6 +381,7 @@ func TestDurableSkipsChangesThatChangeNothing(t *testing.T) {
 func TestDurableRefusesChangesAfterClose(t *testing.T) {
 	d := openTestDurable(t, t.TempDir(), DurableOptions{})
 	require.NoError(t, d.Close())
+	require.NoError(t, d.Close(), "closing twice is harmless")
 	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 1}})
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 }

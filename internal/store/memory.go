@@ -44,6 +44,12 @@ type Memory struct {
 	// group's revision: see revisionOf.
 	nicknamesRevision atomic.Uint64
 	removedRevision   atomic.Uint64
+
+	// reverseMu guards reverse. It is taken while a shard's lock is held,
+	// after it, so that a change updates both indexes in one critical
+	// section.
+	reverseMu sync.RWMutex
+	reverse   *reverseIndex
 }
 
 type shard struct {
@@ -57,6 +63,7 @@ type shard struct {
 type group struct {
 	members  members
 	revision membership.Revision // of the last change of its members
+	number   uint32              // in the reverse index
 }
 
 var _ membership.Store = (*Memory)(nil)
@@ -72,6 +79,7 @@ func NewMemoryShards(n int) *Memory {
 		seed:      maphash.MakeSeed(),
 		shards:    make([]shard, max(n, 1)),
 		nicknames: make(map[membership.UID]string),
+		reverse:   newReverseIndex(),
 	}
 	for i := range m.shards {
 		m.shards[i].groups = make(map[string]*group)
@@ -111,9 +119,11 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 	defer s.mu.Unlock()
 	m.setNicknames(users)
 
+	m.reverseMu.Lock()
+	defer m.reverseMu.Unlock()
 	g := s.groups[groupID]
 	if g == nil {
-		g = &group{}
+		g = &group{number: m.reverse.number(groupID)}
 		s.groups[groupID] = g
 	}
 	added := 0
@@ -125,10 +135,14 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 		slices.Sort(uids)
 		uids = slices.Compact(uids)
 		g.members.fill(uids)
+		for _, uid := range uids {
+			m.reverse.add(uid, g.number)
+		}
 		added = len(uids)
 	} else {
 		for _, u := range users {
 			if g.members.add(u.UID) {
+				m.reverse.add(u.UID, g.number)
 				added++
 			}
 		}
@@ -176,15 +190,19 @@ func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []members
 	if g == nil {
 		return 0, nil
 	}
+	m.reverseMu.Lock()
+	defer m.reverseMu.Unlock()
 	removed := 0
 	for _, uid := range uids {
 		if g.members.remove(uid) {
+			m.reverse.remove(uid, g.number)
 			removed++
 		}
 	}
 	switch {
 	case g.members.size == 0:
 		delete(s.groups, groupID)
+		m.reverse.release(groupID)
 		m.removedRevision.Store(uint64(m.nextRevision()))
 	case removed > 0:
 		g.revision = m.nextRevision()
@@ -292,4 +310,25 @@ func (m *Memory) allMembersWithNicknames(groupID string, users []membership.User
 		}
 	}
 	return true
+}
+
+// UserGroups implements membership.Store.
+func (m *Memory) UserGroups(_ context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
+	m.reverseMu.RLock()
+	defer m.reverseMu.RUnlock()
+	total, ids := m.reverse.groups(uid, opts.After)
+	if opts.Limit > 0 {
+		all := ids
+		ids = func(yield func(string) bool) {
+			n := 0
+			for id := range all {
+				if n == opts.Limit || !yield(id) {
+					return
+				}
+				n++
+			}
+		}
+	}
+	list(total, ids)
+	return nil
 }

@@ -1,0 +1,171 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+// userGroups returns what s.UserGroups lists for uid, and the total it gives.
+func userGroups(t *testing.T, s membership.Store, uid membership.UID, opts membership.GroupListOptions) ([]string, int) {
+	t.Helper()
+	var got []string
+	total := -1
+	require.NoError(t, s.UserGroups(context.Background(), uid, opts, func(n int, ids iter.Seq[string]) {
+		total = n
+		for id := range ids {
+			got = append(got, id)
+		}
+	}))
+	return got, total
+}
+
+func TestReverseIndexAgainstAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	m := NewMemory()
+	want := map[membership.UID]map[string]bool{}
+	groups := []string{"a", "b", "ab", "b/c", "é", "Z", "a b", "zz", "0"}
+	for step := range 20000 {
+		uid := membership.UID(rng.IntN(40) + 1)
+		g := groups[rng.IntN(len(groups))]
+		if want[uid] == nil {
+			want[uid] = map[string]bool{}
+		}
+		if rng.IntN(3) != 0 {
+			_, err := m.AddMembers(context.Background(), g, []membership.User{{UID: uid}})
+			require.NoError(t, err)
+			want[uid][g] = true
+		} else {
+			_, err := m.RemoveMembers(context.Background(), g, []membership.UID{uid})
+			require.NoError(t, err)
+			delete(want[uid], g)
+		}
+		if step%997 == 0 || step == 19999 {
+			for u, gs := range want {
+				var expect []string
+				for g := range gs {
+					expect = append(expect, g)
+				}
+				sort.Strings(expect)
+				got, total := userGroups(t, m, u, membership.GroupListOptions{})
+				if len(expect) == 0 {
+					assert.Empty(t, got, "uid %d", u)
+				} else {
+					assert.Equal(t, expect, got, "uid %d", u)
+				}
+				assert.Equal(t, len(expect), total)
+			}
+		}
+	}
+	assert.LessOrEqual(t, len(m.reverse.names), len(groups), "numbers of deleted groups are reused")
+}
+
+// agree checks that the reverse index says exactly what the groups say.
+func agree(t *testing.T, s membership.Store, groups []string, uids []membership.UID) {
+	t.Helper()
+	in := map[membership.UID][]string{}
+	for _, g := range groups { // groups is in byte order
+		list, _ := listAll(t, s, g)
+		for _, m := range list {
+			in[m.UID] = append(in[m.UID], g)
+		}
+	}
+	for _, uid := range uids {
+		got, total := userGroups(t, s, uid, membership.GroupListOptions{})
+		assert.Equal(t, len(in[uid]), total, "uid %d", uid)
+		if len(in[uid]) == 0 {
+			assert.Empty(t, got, "uid %d", uid)
+		} else {
+			assert.Equal(t, in[uid], got, "uid %d", uid)
+		}
+	}
+}
+
+func TestForwardAndReverseAgreeAfterConcurrentChanges(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T, dir string) membership.Store
+	}{
+		{"memory", func(t *testing.T, _ string) membership.Store { return NewMemory() }},
+		{"durable", func(t *testing.T, dir string) membership.Store {
+			d := openTestDurable(t, dir, DurableOptions{SnapshotBytes: 16 << 10})
+			t.Cleanup(func() { _ = d.Close() })
+			return d
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := tc.open(t, dir)
+			groups := []string{"g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7"}
+			var uids []membership.UID
+			for uid := membership.UID(1); uid <= 30; uid++ {
+				uids = append(uids, uid)
+			}
+			var wg sync.WaitGroup
+			for w := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(uint64(w), 9))
+					for range 400 {
+						g := groups[rng.IntN(len(groups))]
+						a, b := membership.UID(rng.IntN(30)+1), membership.UID(rng.IntN(30)+1)
+						var err error
+						if rng.IntN(2) == 0 {
+							_, err = s.AddMembers(context.Background(), g, []membership.User{{UID: a}, {UID: b}})
+						} else {
+							_, err = s.RemoveMembers(context.Background(), g, []membership.UID{a, b})
+						}
+						if err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			agree(t, s, groups, uids)
+			if d, ok := s.(*Durable); ok {
+				require.NoError(t, d.Close())
+				reopened := openTestDurable(t, dir, DurableOptions{})
+				defer reopened.Close()
+				agree(t, reopened, groups, uids)
+			}
+		})
+	}
+}
+
+func TestUserGroupsPaging(t *testing.T) {
+	m := NewMemory()
+	ctx := context.Background()
+	var ids []string
+	for i := range 25 {
+		id := fmt.Sprintf("grp-%02d", i)
+		ids = append(ids, id)
+		_, err := m.AddMembers(ctx, id, []membership.User{{UID: 7}, {UID: 8}})
+		require.NoError(t, err)
+	}
+	got, total := userGroups(t, m, 7, membership.GroupListOptions{Limit: 10})
+	assert.Equal(t, 25, total)
+	assert.Equal(t, ids[:10], got)
+	got, _ = userGroups(t, m, 7, membership.GroupListOptions{After: ids[9], Limit: 10})
+	assert.Equal(t, ids[10:20], got)
+	got, _ = userGroups(t, m, 7, membership.GroupListOptions{After: "grp-195"}) // between grp-19 and grp-20
+	assert.Equal(t, ids[20:], got)
+	got, _ = userGroups(t, m, 7, membership.GroupListOptions{After: ids[24]})
+	assert.Empty(t, got)
+	got, total = userGroups(t, m, 9, membership.GroupListOptions{})
+	assert.Empty(t, got)
+	assert.Zero(t, total)
+	assert.True(t, slices.IsSorted(ids))
+}
