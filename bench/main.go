@@ -156,7 +156,7 @@ func run(opts options) error {
 		opts.rounds, opts.duration, opts.connections, opts.threads, numCPU())
 
 	// Memory first, while the service's list cache is empty.
-	svcBytes, redisBytes, err := measureMemory(opts, svcPid, "http://"+svcAddr, rc)
+	mem, err := measureMemory(opts, svcPid, "http://"+svcAddr, rc)
 	if err != nil {
 		return err
 	}
@@ -242,8 +242,10 @@ func run(opts options) error {
 		row("no access log POST 3", fmt.Sprintf("%.2f x bare POST: the service with -access-log=false", ratio("no access log POST 3", "bare POST")))
 		row("no access log GET 10", fmt.Sprintf("%.2f x bare GET: the service with -access-log=false", ratio("no access log GET 10", "bare GET")))
 	}
-	fmt.Printf("\nmemory for %d memberships (%d groups of %d): service %.1f B each (RSS growth), redis %.1f B each (used_memory growth): %.2f x redis\n",
-		opts.groups*opts.perGroup, opts.groups, opts.perGroup, svcBytes, redisBytes, svcBytes/redisBytes)
+	fmt.Printf("\nmemory for %d memberships (%d groups of %d), growth per membership:\n", opts.groups*opts.perGroup, opts.groups, opts.perGroup)
+	fmt.Printf("  service (RSS, group and user indexes)        %6.1f B\n", mem.service)
+	fmt.Printf("  redis (used_memory, group sets)              %6.1f B: service / redis %.2f\n", mem.redis, mem.service/mem.redis)
+	fmt.Printf("  redis (used_memory, group and per-user sets) %6.1f B: service / redis %.2f\n", mem.redisBoth, mem.service/mem.redisBoth)
 
 	fmt.Printf("\ntargets:\n")
 	target := func(what string, got, want float64) {
@@ -256,45 +258,71 @@ func run(opts options) error {
 	target("POST 3 users / bare POST", ratio("service POST 3 users", "bare POST"), 0.85)
 	target("GET 10 / bare GET", ratio("service GET 10", "bare GET"), 0.95)
 	target("GET 1000 / redis SMEMBERS 1000", ratio("service GET 1000", "redis SMEMBERS 1000"), 3)
-	target("redis bytes / service bytes per membership", redisBytes/svcBytes, 3)
+	target("redis group-set bytes / service bytes", mem.redis/mem.service, 3)
 	return nil
+}
+
+// memory is the growth per membership measured by measureMemory.
+type memory struct {
+	service float64 // the service's RSS
+	redis   float64 // Redis's used_memory, the group sets alone
+	// redisBoth adds the per-user sets a Redis user keeps to answer which
+	// groups a user is in, as the service's reverse index does.
+	redisBoth float64
 }
 
 // measureMemory loads the same memberships into the service and into Redis
 // and returns the growth per membership: the service's RSS, Redis's
 // used_memory (Redis's own accounting, which is smaller than its RSS).
-func measureMemory(opts options, pid int, svcURL string, rc *redisConn) (svcBytes, redisBytes float64, err error) {
+func measureMemory(opts options, pid int, svcURL string, rc *redisConn) (memory, error) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	total := float64(opts.groups * opts.perGroup)
 
 	rssBefore, err := rss(pid)
 	if err != nil {
-		return 0, 0, err
+		return memory{}, err
 	}
 	redisBefore, err := rc.usedMemory()
 	if err != nil {
-		return 0, 0, err
+		return memory{}, err
 	}
+	var reverse [][]string // SADD user:<uid> <group>, loaded after
 	for g := range opts.groups {
 		uids := randomUIDs(rng, opts.perGroup)
-		if err := postUsers(svcURL, fmt.Sprintf("mem%d", g), uids); err != nil {
-			return 0, 0, err
+		group := fmt.Sprintf("mem%d", g)
+		if err := postUsers(svcURL, group, uids); err != nil {
+			return memory{}, err
 		}
-		if err := rc.sadd(fmt.Sprintf("mem%d", g), uids); err != nil {
-			return 0, 0, err
+		if err := rc.sadd(group, uids); err != nil {
+			return memory{}, err
+		}
+		for _, uid := range uids {
+			reverse = append(reverse, []string{"SADD", "user:" + strconv.FormatInt(uid, 10), group})
 		}
 	}
 	time.Sleep(2 * time.Second) // let the service's runtime settle
 	rssAfter, err := rss(pid)
 	if err != nil {
-		return 0, 0, err
+		return memory{}, err
 	}
 	redisAfter, err := rc.usedMemory()
 	if err != nil {
-		return 0, 0, err
+		return memory{}, err
 	}
-	fmt.Printf("  memory: service RSS %d -> %d bytes, redis used_memory %d -> %d bytes\n", rssBefore, rssAfter, redisBefore, redisAfter)
-	return float64(rssAfter-rssBefore) / total, float64(redisAfter-redisBefore) / total, nil
+	if err := rc.pipeline(reverse); err != nil {
+		return memory{}, err
+	}
+	redisBoth, err := rc.usedMemory()
+	if err != nil {
+		return memory{}, err
+	}
+	fmt.Printf("  memory: service RSS %d -> %d bytes, redis used_memory %d -> %d bytes, %d with the per-user sets\n",
+		rssBefore, rssAfter, redisBefore, redisAfter, redisBoth)
+	return memory{
+		service:   float64(rssAfter-rssBefore) / total,
+		redis:     float64(redisAfter-redisBefore) / total,
+		redisBoth: float64(redisBoth-redisBefore) / total,
+	}, nil
 }
 
 // randomUIDs returns n distinct uids from 1 to 1e9.
@@ -557,6 +585,35 @@ func (c *redisConn) do(args ...string) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("redis: %s", bytes.TrimSpace(line))
 	}
+}
+
+// pipeline sends cmds in batches, reading the replies of each batch after
+// sending it, and fails on an error reply.
+func (c *redisConn) pipeline(cmds [][]string) error {
+	const batch = 10000
+	for start := 0; start < len(cmds); start += batch {
+		var b bytes.Buffer
+		end := min(start+batch, len(cmds))
+		for _, args := range cmds[start:end] {
+			fmt.Fprintf(&b, "*%d\r\n", len(args))
+			for _, a := range args {
+				fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+			}
+		}
+		if _, err := c.conn.Write(b.Bytes()); err != nil {
+			return err
+		}
+		for range end - start {
+			line, err := c.r.ReadBytes('\n')
+			if err != nil {
+				return err
+			}
+			if line[0] == '-' {
+				return fmt.Errorf("redis: %s", bytes.TrimSpace(line))
+			}
+		}
+	}
+	return nil
 }
 
 func (c *redisConn) sadd(key string, uids []int64) error {
