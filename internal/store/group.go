@@ -1,7 +1,6 @@
 package store
 
 import (
-	"iter"
 	"slices"
 	"sort"
 
@@ -139,28 +138,18 @@ func (m *members) contains(uid membership.UID) bool {
 	return found
 }
 
-// after yields the uids above uid in ascending order. Finding the first is
-// two binary searches, however many come before it.
-func (m *members) after(uid membership.UID) iter.Seq[membership.UID] {
-	return func(yield func(membership.UID) bool) {
-		if len(m.chunks) == 0 {
-			return
-		}
-		i := m.chunkFor(uid)
-		if c := m.chunks[i]; c[len(c)-1] <= uid {
-			i++ // every uid of chunk i is <= uid: start at the next chunk
-		}
-		for k := i; k < len(m.chunks); k++ {
-			c := m.chunks[k]
-			start := 0
-			if k == i {
-				start = sort.Search(len(c), func(j int) bool { return c[j] > uid })
-			}
-			for _, v := range c[start:] {
-				if !yield(v) {
-					return
-				}
-			}
-		}
+// positionAfter returns where the first uid above uid is: chunk i, index j
+// (i == len(m.chunks) when there is none). Finding it is two binary
+// searches, however many come before it.
+func (m *members) positionAfter(uid membership.UID) (i, j int) {
+	if len(m.chunks) == 0 {
+		return 0, 0
 	}
+	i = m.chunkFor(uid)
+	c := m.chunks[i]
+	if c[len(c)-1] <= uid {
+		return i + 1, 0 // every uid of chunk i is <= uid
+	}
+	j = sort.Search(len(c), func(j int) bool { return c[j] > uid })
+	return i, j
 }

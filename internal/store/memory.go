@@ -45,11 +45,12 @@ type Memory struct {
 	nicknamesRevision atomic.Uint64
 	removedRevision   atomic.Uint64
 
-	// reverseMu guards reverse. It is taken while a shard's lock is held,
-	// after it, so that a change updates both indexes in one critical
+	// The reverse index, from users to groups: pairs sharded by uid, and the
+	// group numbers they refer to. A change updates it while it holds the
+	// group's shard lock, so forward and reverse change in one critical
 	// section.
-	reverseMu sync.RWMutex
-	reverse   *reverseIndex
+	reverse      []reverseShard
+	groupNumbers groupNumbers
 }
 
 type shard struct {
@@ -76,10 +77,11 @@ func NewMemory() *Memory {
 // NewMemoryShards returns an empty Memory store with n shards (at least 1).
 func NewMemoryShards(n int) *Memory {
 	m := &Memory{
-		seed:      maphash.MakeSeed(),
-		shards:    make([]shard, max(n, 1)),
-		nicknames: make(map[membership.UID]string),
-		reverse:   newReverseIndex(),
+		seed:         maphash.MakeSeed(),
+		shards:       make([]shard, max(n, 1)),
+		nicknames:    make(map[membership.UID]string),
+		reverse:      make([]reverseShard, max(n, 1)),
+		groupNumbers: groupNumbers{numbers: make(map[string]uint32)},
 	}
 	for i := range m.shards {
 		m.shards[i].groups = make(map[string]*group)
@@ -89,6 +91,26 @@ func NewMemoryShards(n int) *Memory {
 
 func (m *Memory) shardOf(groupID string) *shard {
 	return &m.shards[maphash.String(m.seed, groupID)%uint64(len(m.shards))]
+}
+
+func (m *Memory) reverseShardOf(uid membership.UID) *reverseShard {
+	return &m.reverse[uint64(uid)%uint64(len(m.reverse))]
+}
+
+// addReverse and removeReverse record uid's membership of group number n.
+// The caller holds the group's shard lock.
+func (m *Memory) addReverse(uid membership.UID, n uint32) {
+	r := m.reverseShardOf(uid)
+	r.mu.Lock()
+	r.pairs.add(pair{uid: uid, group: n})
+	r.mu.Unlock()
+}
+
+func (m *Memory) removeReverse(uid membership.UID, n uint32) {
+	r := m.reverseShardOf(uid)
+	r.mu.Lock()
+	r.pairs.remove(pair{uid: uid, group: n})
+	r.mu.Unlock()
 }
 
 func (m *Memory) nextRevision() membership.Revision {
@@ -119,11 +141,9 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 	defer s.mu.Unlock()
 	m.setNicknames(users)
 
-	m.reverseMu.Lock()
-	defer m.reverseMu.Unlock()
 	g := s.groups[groupID]
 	if g == nil {
-		g = &group{number: m.reverse.number(groupID)}
+		g = &group{number: m.groupNumbers.number(groupID)}
 		s.groups[groupID] = g
 	}
 	added := 0
@@ -136,13 +156,13 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 		uids = slices.Compact(uids)
 		g.members.fill(uids)
 		for _, uid := range uids {
-			m.reverse.add(uid, g.number)
+			m.addReverse(uid, g.number)
 		}
 		added = len(uids)
 	} else {
 		for _, u := range users {
 			if g.members.add(u.UID) {
-				m.reverse.add(u.UID, g.number)
+				m.addReverse(u.UID, g.number)
 				added++
 			}
 		}
@@ -190,19 +210,17 @@ func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []members
 	if g == nil {
 		return 0, nil
 	}
-	m.reverseMu.Lock()
-	defer m.reverseMu.Unlock()
 	removed := 0
 	for _, uid := range uids {
 		if g.members.remove(uid) {
-			m.reverse.remove(uid, g.number)
+			m.removeReverse(uid, g.number)
 			removed++
 		}
 	}
 	switch {
 	case g.members.size == 0:
 		delete(s.groups, groupID)
-		m.reverse.release(groupID)
+		m.groupNumbers.release(groupID)
 		m.removedRevision.Store(uint64(m.nextRevision()))
 	case removed > 0:
 		g.revision = m.nextRevision()
@@ -222,31 +240,35 @@ func (m *Memory) ListMembers(_ context.Context, groupID string, opts membership.
 		list(0, func(func(membership.Member) bool) {})
 		return m.revisionOf(nil), nil
 	}
-	uids := g.members.all
+	i, j := 0, 0
 	if opts.After > 0 {
-		uids = g.members.after(opts.After)
+		i, j = g.members.positionAfter(opts.After)
 	}
-	list(g.members.size, m.memberRecords(uids, opts.Limit))
+	list(g.members.size, m.memberRecords(&g.members, i, j, opts.Limit))
 	return m.revisionOf(g), nil
 }
 
-// memberRecords yields the members uids yields, with their nicknames, at most
-// limit of them (0: all). The caller holds the shard's lock and nicknamesMu.
-func (m *Memory) memberRecords(uids iter.Seq[membership.UID], limit int) iter.Seq[membership.Member] {
+// memberRecords yields the members of ms from chunk i, index j on, with
+// their nicknames, at most limit of them (0: all). It loops over the chunks
+// itself rather than through another iterator: a list of a million members
+// spends its time here. The caller holds the shard's lock and nicknamesMu.
+func (m *Memory) memberRecords(ms *members, i, j, limit int) iter.Seq[membership.Member] {
 	return func(yield func(membership.Member) bool) {
 		nicknames := m.nicknames
 		n := 0
-		for uid := range uids {
-			if limit > 0 && n == limit {
-				return
-			}
-			n++
-			var nick string
-			if len(nicknames) > 0 {
-				nick = nicknames[uid]
-			}
-			if !yield(membership.Member{UID: uid, Nickname: nick}) {
-				return
+		for ci, start := i, j; ci < len(ms.chunks); ci, start = ci+1, 0 {
+			for _, uid := range ms.chunks[ci][start:] {
+				if limit > 0 && n == limit {
+					return
+				}
+				n++
+				var nick string
+				if len(nicknames) > 0 {
+					nick = nicknames[uid]
+				}
+				if !yield(membership.Member{UID: uid, Nickname: nick}) {
+					return
+				}
 			}
 		}
 	}
@@ -312,23 +334,34 @@ func (m *Memory) allMembersWithNicknames(groupID string, users []membership.User
 	return true
 }
 
-// UserGroups implements membership.Store.
+// UserGroups implements membership.Store. A user's group ids are sorted
+// here, when listed, so a page costs O(k log k) for a user in k groups.
 func (m *Memory) UserGroups(_ context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
-	m.reverseMu.RLock()
-	defer m.reverseMu.RUnlock()
-	total, ids := m.reverse.groups(uid, opts.After)
-	if opts.Limit > 0 {
-		all := ids
-		ids = func(yield func(string) bool) {
-			n := 0
-			for id := range all {
-				if n == opts.Limit || !yield(id) {
-					return
-				}
-				n++
-			}
-		}
+	r := m.reverseShardOf(uid)
+	r.mu.RLock()
+	numbers := r.pairs.groupsOf(uid, nil)
+	// While r is locked, no group of uid can be emptied, so none of these
+	// numbers can be freed and given to another group.
+	m.groupNumbers.mu.RLock()
+	ids := make([]string, len(numbers))
+	for i, n := range numbers {
+		ids[i] = m.groupNumbers.names[n]
 	}
-	list(total, ids)
+	m.groupNumbers.mu.RUnlock()
+	r.mu.RUnlock()
+
+	slices.Sort(ids)
+	page := ids
+	if opts.After != "" {
+		i, found := slices.BinarySearch(page, opts.After)
+		if found {
+			i++
+		}
+		page = page[i:]
+	}
+	if opts.Limit > 0 && len(page) > opts.Limit {
+		page = page[:opts.Limit]
+	}
+	list(len(ids), slices.Values(page))
 	return nil
 }

@@ -2,25 +2,27 @@ package store
 
 import (
 	"cmp"
-	"iter"
 	"slices"
 	"sort"
-	"strings"
+	"sync"
 
 	"example.com/groupmembership/membership"
 )
 
-// reverseIndex maps users to the groups they are in. Group ids are interned
-// as numbers, and every membership is one (uid, group number) pair in a
-// sorted set of chunks, ordered by uid and then by group id bytes: a user's
-// groups lie together, in the order they are listed, and a page is found by
-// binary search.
-type reverseIndex struct {
-	names   []string          // group number to group id; "" for a free number
-	numbers map[string]uint32 // group id to number
-	free    []uint32          // numbers of deleted groups, for reuse
+// The reverse index maps users to the groups they are in, for
+// Store.UserGroups. Group ids are interned as numbers (groupNumbers), and
+// every membership is one (uid, group number) pair in the reverse shard of
+// its uid, kept sorted in chunks: a user's pairs lie together, and adding or
+// removing one never looks at a group id. The ids are looked up, and sorted,
+// only when a user's groups are listed.
 
-	chunks [][]pair // non-empty, ordered, at most maxChunk pairs each
+// reverseShard holds the pairs of the uids that hash to it.
+type reverseShard struct {
+	// mu guards pairs. It is taken while a group shard's lock is held, never
+	// the other way round, and never together with groupNumbers.mu by a
+	// writer.
+	mu    sync.RWMutex
+	pairs pairSet
 }
 
 type pair struct {
@@ -28,72 +30,80 @@ type pair struct {
 	group uint32
 }
 
-func newReverseIndex() *reverseIndex {
-	return &reverseIndex{numbers: make(map[string]uint32)}
+func comparePairs(a, b pair) int {
+	if c := cmp.Compare(a.uid, b.uid); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.group, b.group)
 }
 
-// number returns the number of groupID, giving it one if it has none.
-func (r *reverseIndex) number(groupID string) uint32 {
-	if n, ok := r.numbers[groupID]; ok {
-		return n
-	}
+// groupNumbers interns group ids as numbers.
+type groupNumbers struct {
+	// mu guards the fields below.
+	mu      sync.RWMutex
+	names   []string          // number to group id; "" for a free number
+	numbers map[string]uint32 // group id to number
+	free    []uint32          // numbers of deleted groups, for reuse
+}
+
+// number gives groupID a number. The caller creates the group.
+func (g *groupNumbers) number(groupID string) uint32 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	var n uint32
-	if len(r.free) > 0 {
-		n = r.free[len(r.free)-1]
-		r.free = r.free[:len(r.free)-1]
-		r.names[n] = groupID
+	if len(g.free) > 0 {
+		n = g.free[len(g.free)-1]
+		g.free = g.free[:len(g.free)-1]
+		g.names[n] = groupID
 	} else {
-		n = uint32(len(r.names))
-		r.names = append(r.names, groupID)
+		n = uint32(len(g.names))
+		g.names = append(g.names, groupID)
 	}
-	r.numbers[groupID] = n
+	g.numbers[groupID] = n
 	return n
 }
 
-// release frees the number of a group that has no members left.
-func (r *reverseIndex) release(groupID string) {
-	if n, ok := r.numbers[groupID]; ok {
-		delete(r.numbers, groupID)
-		r.names[n] = ""
-		r.free = append(r.free, n)
+// release frees the number of a group that has no members left: no pair
+// refers to it any more.
+func (g *groupNumbers) release(groupID string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n, ok := g.numbers[groupID]; ok {
+		delete(g.numbers, groupID)
+		g.names[n] = ""
+		g.free = append(g.free, n)
 	}
 }
 
-// compare orders p against the key (uid, name).
-func (r *reverseIndex) compare(p pair, uid membership.UID, name string) int {
-	if c := cmp.Compare(p.uid, uid); c != 0 {
-		return c
-	}
-	return strings.Compare(r.names[p.group], name)
+// maxPairChunk is the most pairs one chunk holds: smaller than maxChunk,
+// because pairs are twice the size of uids and inserts land anywhere.
+const maxPairChunk = 128
+
+// pairSet is a sorted set of pairs in chunks, like members.
+type pairSet struct {
+	chunks [][]pair // non-empty, ordered, at most maxPairChunk pairs each
 }
 
-// position returns where the first pair >= (uid, name) is or would go:
-// chunk i, index j. With no chunks it returns 0, 0.
-func (r *reverseIndex) position(uid membership.UID, name string) (i, j int) {
-	if len(r.chunks) == 0 {
-		return 0, 0
-	}
-	i = sort.Search(len(r.chunks), func(i int) bool {
-		c := r.chunks[i]
-		return r.compare(c[len(c)-1], uid, name) >= 0
+// position returns where p is or would go: chunk i, index j.
+func (s *pairSet) position(p pair) (i, j int) {
+	i = sort.Search(len(s.chunks), func(i int) bool {
+		c := s.chunks[i]
+		return comparePairs(c[len(c)-1], p) >= 0
 	})
-	if i == len(r.chunks) {
-		return i - 1, len(r.chunks[i-1]) // after everything
+	if i == len(s.chunks) {
+		return i - 1, len(s.chunks[i-1]) // after everything
 	}
-	c := r.chunks[i]
-	j = sort.Search(len(c), func(j int) bool { return r.compare(c[j], uid, name) >= 0 })
+	j, _ = slices.BinarySearchFunc(s.chunks[i], p, comparePairs)
 	return i, j
 }
 
-// add records that uid is in group number n.
-func (r *reverseIndex) add(uid membership.UID, n uint32) {
-	p := pair{uid: uid, group: n}
-	if len(r.chunks) == 0 {
-		r.chunks = [][]pair{{p}}
+func (s *pairSet) add(p pair) {
+	if len(s.chunks) == 0 {
+		s.chunks = [][]pair{{p}}
 		return
 	}
-	i, j := r.position(uid, r.names[n])
-	c := r.chunks[i]
+	i, j := s.position(p)
+	c := s.chunks[i]
 	if j < len(c) && c[j] == p {
 		return
 	}
@@ -103,68 +113,50 @@ func (r *reverseIndex) add(uid membership.UID, n uint32) {
 		c = grown
 	}
 	c = slices.Insert(c, j, p)
-	if len(c) > maxChunk {
+	if len(c) > maxPairChunk {
 		half := len(c) / 2
-		r.chunks[i] = slices.Clip(slices.Clone(c[:half]))
-		r.chunks = slices.Insert(r.chunks, i+1, slices.Clone(c[half:]))
+		s.chunks[i] = slices.Clone(c[:half])
+		s.chunks = slices.Insert(s.chunks, i+1, slices.Clone(c[half:]))
 	} else {
-		r.chunks[i] = c
+		s.chunks[i] = c
 	}
 }
 
-// remove forgets that uid is in group number n.
-func (r *reverseIndex) remove(uid membership.UID, n uint32) {
-	if len(r.chunks) == 0 {
+func (s *pairSet) remove(p pair) {
+	if len(s.chunks) == 0 {
 		return
 	}
-	i, j := r.position(uid, r.names[n])
-	c := r.chunks[i]
-	if j == len(c) || c[j] != (pair{uid: uid, group: n}) {
+	i, j := s.position(p)
+	c := s.chunks[i]
+	if j == len(c) || c[j] != p {
 		return
 	}
 	c = slices.Delete(c, j, j+1)
 	switch {
 	case len(c) == 0:
-		r.chunks = slices.Delete(r.chunks, i, i+1)
-	case len(c) < maxChunk/4 && i+1 < len(r.chunks) && len(c)+len(r.chunks[i+1]) <= maxChunk/2:
-		r.chunks[i] = slices.Concat(c, r.chunks[i+1])
-		r.chunks = slices.Delete(r.chunks, i+1, i+2)
+		s.chunks = slices.Delete(s.chunks, i, i+1)
+	case len(c) < maxPairChunk/4 && i+1 < len(s.chunks) && len(c)+len(s.chunks[i+1]) <= maxPairChunk/2:
+		s.chunks[i] = slices.Concat(c, s.chunks[i+1])
+		s.chunks = slices.Delete(s.chunks, i+1, i+2)
 	default:
-		r.chunks[i] = c
+		s.chunks[i] = c
 	}
 }
 
-// groups yields the ids of uid's groups after the group id after ("" for
-// all), in byte order, and returns how many groups uid is in.
-func (r *reverseIndex) groups(uid membership.UID, after string) (total int, ids iter.Seq[string]) {
-	i, j := r.position(uid, "")
-	for k, l := i, j; k < len(r.chunks); k, l = k+1, 0 {
-		c := r.chunks[k]
-		for l < len(c) && c[l].uid == uid {
-			total++
-			l++
-		}
-		if l < len(c) {
-			break
-		}
+// groupsOf appends the group numbers of uid to dst.
+func (s *pairSet) groupsOf(uid membership.UID, dst []uint32) []uint32 {
+	if len(s.chunks) == 0 {
+		return dst
 	}
-	if after != "" {
-		i, j = r.position(uid, after)
-	}
-	return total, func(yield func(string) bool) {
-		for k, l := i, j; k < len(r.chunks); k, l = k+1, 0 {
-			c := r.chunks[k]
-			for ; l < len(c); l++ {
-				p := c[l]
-				if p.uid != uid {
-					return
-				}
-				if name := r.names[p.group]; name > after || after == "" {
-					if !yield(name) {
-						return
-					}
-				}
+	i, j := s.position(pair{uid: uid})
+	for ; i < len(s.chunks); i, j = i+1, 0 {
+		c := s.chunks[i]
+		for ; j < len(c); j++ {
+			if c[j].uid != uid {
+				return dst
 			}
+			dst = append(dst, c[j].group)
 		}
 	}
+	return dst
 }

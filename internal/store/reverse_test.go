@@ -67,7 +67,7 @@ func TestReverseIndexAgainstAMap(t *testing.T) {
 			}
 		}
 	}
-	assert.LessOrEqual(t, len(m.reverse.names), len(groups), "numbers of deleted groups are reused")
+	assert.LessOrEqual(t, len(m.groupNumbers.names), len(groups), "numbers of deleted groups are reused")
 }
 
 // agree checks that the reverse index says exactly what the groups say.
