@@ -36,7 +36,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzEncodeMembers -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 200x ./httpapi
 	go test -run '^$$' -fuzz FuzzParseChangeForm -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 200x ./httpapi
 
-## bench: Go benchmarks, then the load and memory comparison with Redis and a bare handler (about 5 minutes)
+## bench: Go benchmarks, then the load and memory comparison with Redis and a bare handler (about 7 minutes)
 .PHONY: bench
 bench: bench-tools
 	go test -run '^$$' -bench . -benchmem ./...
