@@ -140,16 +140,27 @@ func pageQuery(q url.Values) (limit int, after string, err error) {
 	return limit, q.Get("after"), nil
 }
 
+// pathUID returns the {uid} of the request's path.
+//
+// Errors: CodeInvalidUID.
+func pathUID(r *http.Request) (membership.UID, error) {
+	uid, ok := membership.ParseUID(r.PathValue("uid"))
+	if !ok {
+		return 0, membership.Errorf(membership.CodeInvalidUID,
+			"%.40q is not a uid (an integer from 1 to 9223372036854775807)", r.PathValue("uid"))
+	}
+	return uid, nil
+}
+
 // handleUserGroups serves GET and HEAD of /user-group/{uid}: the ids of the
 // groups the user is in, as a JSON array of strings in byte order, all of
 // them or a page (?limit=N&after=GROUPID), with X-Total-Count and Link as for
 // member lists.
 func handleUserGroups(svc *membership.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		uid, ok := membership.ParseUID(r.PathValue("uid"))
-		if !ok {
-			writeError(w, r, membership.Errorf(membership.CodeInvalidUID,
-				"%.40q is not a uid (an integer from 1 to 9223372036854775807)", r.PathValue("uid")))
+		uid, err := pathUID(r)
+		if err != nil {
+			writeError(w, r, err)
 			return
 		}
 		limit, after, err := pageQuery(r.URL.Query())
@@ -196,10 +207,9 @@ func handleUserGroups(svc *membership.Service) http.Handler {
 // member's record, or 404 not_member.
 func handleMember(svc *membership.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		uid, ok := membership.ParseUID(r.PathValue("uid"))
-		if !ok {
-			writeError(w, r, membership.Errorf(membership.CodeInvalidUID,
-				"%.40q is not a uid (an integer from 1 to 9223372036854775807)", r.PathValue("uid")))
+		uid, err := pathUID(r)
+		if err != nil {
+			writeError(w, r, err)
 			return
 		}
 		m, err := svc.Member(r.Context(), r.PathValue("groupID"), uid)
