@@ -405,3 +405,28 @@ func TestDurableCloseWhileWriting(t *testing.T) {
 	require.NoError(t, d.Close())
 	wg.Wait()
 }
+
+func TestSnapshotRoundTripAndOrderCheck(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.snap")
+	st := &state{
+		nicknames: map[membership.UID]string{1: "Ann", 9223372036854775807: "Max"},
+		groups:    []groupState{{id: "a", uids: []membership.UID{1, 5, 9223372036854775807}}, {id: "team/b", uids: []membership.UID{2}}},
+	}
+	require.NoError(t, writeSnapshot(dir, path, st))
+	got, err := readSnapshot(path)
+	require.NoError(t, err)
+	assert.Equal(t, st, got)
+
+	m := NewMemory()
+	m.importState(got)
+	agree(t, m, []string{"a", "team/b"}, []membership.UID{1, 2, 5, 9223372036854775807})
+	list, _ := listAll(t, m, "a")
+	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}, {UID: 5}, {UID: 9223372036854775807, Nickname: "Max"}}, list)
+
+	bad := &state{nicknames: map[membership.UID]string{}, groups: []groupState{{id: "a", uids: []membership.UID{5, 5}}}}
+	require.NoError(t, writeSnapshot(dir, path, bad))
+	_, err = readSnapshot(path)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not in ascending order")
+}

@@ -93,8 +93,12 @@ func (m *Memory) shardOf(groupID string) *shard {
 	return &m.shards[maphash.String(m.seed, groupID)%uint64(len(m.shards))]
 }
 
+func (m *Memory) reverseShardIndex(uid membership.UID) int {
+	return int(uint64(uid) % uint64(len(m.reverse)))
+}
+
 func (m *Memory) reverseShardOf(uid membership.UID) *reverseShard {
-	return &m.reverse[uint64(uid)%uint64(len(m.reverse))]
+	return &m.reverse[m.reverseShardIndex(uid)]
 }
 
 // addReverse and removeReverse record uid's membership of group number n.

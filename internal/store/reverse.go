@@ -97,6 +97,15 @@ func (s *pairSet) position(p pair) (i, j int) {
 	return i, j
 }
 
+// fill fills an empty set from ps, which must be sorted and distinct.
+func (s *pairSet) fill(ps []pair) {
+	for len(ps) > 0 {
+		n := min(len(ps), maxPairChunk*3/4)
+		s.chunks = append(s.chunks, slices.Clone(ps[:n]))
+		ps = ps[n:]
+	}
+}
+
 func (s *pairSet) add(p pair) {
 	if len(s.chunks) == 0 {
 		s.chunks = [][]pair{{p}}

@@ -3,13 +3,14 @@ package store
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
+	"slices"
 
 	"example.com/groupmembership/membership"
 )
@@ -60,20 +61,31 @@ func (m *Memory) exportState() *state {
 	return st
 }
 
-// importState adds st's contents to m, which should be empty.
+// importState loads st into m, which must be empty and not yet shared. It
+// builds every index in bulk: each group's chunks directly, and the reverse
+// index from all pairs sorted at once, rather than one insert at a time.
 func (m *Memory) importState(st *state) {
 	nickUsers := make([]membership.User, 0, len(st.nicknames))
 	for uid, nick := range st.nicknames {
 		nickUsers = append(nickUsers, membership.User{UID: uid, Nickname: nick, HasNickname: true})
 	}
 	m.setNicknames(nickUsers)
-	users := []membership.User{}
+	pairs := make([][]pair, len(m.reverse))
 	for _, g := range st.groups {
-		users = users[:0]
-		for _, uid := range g.uids {
-			users = append(users, membership.User{UID: uid})
+		if len(g.uids) == 0 {
+			continue
 		}
-		_, _ = m.AddMembers(context.Background(), g.id, users) // Memory never fails
+		grp := &group{number: m.groupNumbers.number(g.id), revision: m.nextRevision()}
+		grp.members.fill(g.uids)
+		m.shardOf(g.id).groups[g.id] = grp
+		for _, uid := range g.uids {
+			k := m.reverseShardIndex(uid)
+			pairs[k] = append(pairs[k], pair{uid: uid, group: grp.number})
+		}
+	}
+	for k, ps := range pairs {
+		slices.SortFunc(ps, comparePairs)
+		m.reverse[k].pairs.fill(ps)
 	}
 }
 
@@ -209,6 +221,9 @@ func decodeState(r *bytes.Reader) (*state, error) {
 			d, err := binary.ReadUvarint(r)
 			if err != nil {
 				return nil, err
+			}
+			if d == 0 || d > math.MaxInt64-uint64(prev) {
+				return nil, fmt.Errorf("group %q: members not in ascending order", g.id)
 			}
 			prev += membership.UID(d)
 			g.uids = append(g.uids, prev)
