@@ -695,3 +695,41 @@ func TestUserGroups(t *testing.T) {
 		})
 	}
 }
+
+func TestRequestIDs(t *testing.T) {
+	h, logs := newTestHandler(t)
+	tests := []struct {
+		name string
+		sent string // "" sends none
+		keep bool
+	}{
+		{"kept when well formed", "abc-123_x.y:z", true},
+		{"none sent", "", false},
+		{"a space is replaced", "abc 123", false},
+		{"a newline is replaced", "abc\n123", false},
+		{"too long is replaced", strings.Repeat("a", 129), false},
+		{"128 characters are kept", strings.Repeat("a", 128), true},
+	}
+	seen := map[string]bool{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/nope", nil) // also on errors
+			if tt.sent != "" {
+				r.Header.Set("X-Request-ID", tt.sent)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			got := w.Header().Get("X-Request-ID")
+			require.NotEmpty(t, got)
+			if tt.keep {
+				assert.Equal(t, tt.sent, got)
+			} else {
+				assert.NotEqual(t, tt.sent, got)
+				assert.Regexp(t, `^[0-9a-f]{12}-[0-9]+$`, got)
+				assert.False(t, seen[got], "ids are unique")
+				seen[got] = true
+			}
+			assert.Contains(t, logs.String(), `"request_id":"`+got+`"`, "the id is in the access log")
+		})
+	}
+}

@@ -1,10 +1,14 @@
 package httpapi
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"example.com/groupmembership/membership"
@@ -19,6 +23,7 @@ type observedWriter struct {
 	status      int            // 0 until the header is written
 	actingUID   membership.UID // 0: the request named none
 	internalErr error
+	requestID   string
 }
 
 func (o *observedWriter) WriteHeader(status int) {
@@ -53,15 +58,23 @@ func recordInternalError(w http.ResponseWriter, err error) {
 	}
 }
 
-// observe wraps next with the access log and panic recovery: each request gets
-// one log line (method, path, status, duration, acting uid), at level error
+// observe wraps next with request ids, the access log and panic recovery.
+// Each request gets an id: the client's X-Request-ID when it is well formed,
+// a new one otherwise, sent back in X-Request-ID. Each request gets one log
+// line (method, path, status, duration, request id, acting uid), at level error
 // with the detail when it failed on the service's side; a panic becomes a JSON
 // 500 when nothing was written yet. Without accessLog, only the failed
 // requests are logged.
 func observe(logger *slog.Logger, accessLog bool, next http.Handler) http.Handler {
+	ids := newRequestIDs()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ow := &observedWriter{ResponseWriter: w}
+		id := r.Header.Get("X-Request-ID")
+		if !wellFormedRequestID(id) {
+			id = ids.next()
+		}
+		w.Header()["X-Request-Id"] = []string{id}
+		ow := &observedWriter{ResponseWriter: w, requestID: id}
 		defer func() {
 			p := recover()
 			if p != nil && p != http.ErrAbortHandler {
@@ -95,12 +108,13 @@ func logRequest(logger *slog.Logger, r *http.Request, elapsed time.Duration, ow 
 	if !logger.Enabled(r.Context(), level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 6)
+	attrs := make([]slog.Attr, 0, 7)
 	attrs = append(attrs,
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.EscapedPath()),
 		slog.Int("status", status),
 		slog.Duration("duration", elapsed),
+		slog.String("request_id", ow.requestID),
 	)
 	if ow.actingUID != 0 {
 		attrs = append(attrs, slog.Int64("uid", int64(ow.actingUID)))
@@ -109,4 +123,42 @@ func logRequest(logger *slog.Logger, r *http.Request, elapsed time.Duration, ow 
 		attrs = append(attrs, slog.String("err", ow.internalErr.Error()))
 	}
 	logger.LogAttrs(r.Context(), level, "request", attrs...)
+}
+
+// maxRequestIDLen bounds the request ids taken from clients.
+const maxRequestIDLen = 128
+
+// wellFormedRequestID reports whether a client's request id can be kept: 1 to
+// maxRequestIDLen characters of letters, digits and -._:, nothing that could
+// break a log line.
+func wellFormedRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == ':':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// requestIDs makes ids unique within this process and unlikely to repeat
+// across processes: a random prefix drawn at start, and a counter.
+type requestIDs struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newRequestIDs() *requestIDs {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return &requestIDs{prefix: hex.EncodeToString(b[:]) + "-"}
+}
+
+func (ids *requestIDs) next() string {
+	return ids.prefix + strconv.FormatUint(ids.n.Add(1), 10)
 }
