@@ -8,8 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -197,4 +201,97 @@ func (b *syncBuffer) String() string {
 
 func (b *syncBuffer) Lines() []string {
 	return strings.Split(strings.TrimSpace(b.String()), "\n")
+}
+
+func TestTokenFromEnvironmentOrFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(file, []byte("  from-file\n"), 0o600))
+	empty := filepath.Join(t.TempDir(), "empty")
+	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "MEMBERSHIP_TOKEN" {
+				return v
+			}
+			return ""
+		}
+	}
+	tests := []struct {
+		name      string
+		tokenFile string
+		getenv    func(string) string
+		want      string
+		wantErr   string
+	}{
+		{"none", "", env(""), "", ""},
+		{"environment", "", env(" from-env "), "from-env", ""},
+		{"file wins over environment", file, env("from-env"), "from-file", ""},
+		{"empty file", empty, env(""), "", "is empty"},
+		{"missing file", filepath.Join(t.TempDir(), "nope"), env(""), "", "reading the token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readToken(tt.tokenFile, tt.getenv)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestAuthReadsNeedsAToken(t *testing.T) {
+	err := run(context.Background(), []string{"-auth-reads"}, func(string) string { return "" }, io.Discard, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-auth-reads needs a token")
+}
+
+func TestTheTokenNeverReachesTheLog(t *testing.T) {
+	const token = "t0ken-that-must-not-leak"
+	p := startProcess(t, "-log-format", "json")
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	assert.Contains(t, p.logs.String(), "no token: anyone who can reach the service can change memberships",
+		"without a token the service warns that writes are open")
+
+	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-log-format", "json")
+	cmd.Env = append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1", "MEMBERSHIP_TOKEN="+token)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var base string
+	require.Eventually(t, func() bool {
+		for _, line := range logs.Lines() {
+			var entry struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "listening" {
+				base = "http://" + entry.Addr
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 20*time.Millisecond)
+	for _, auth := range []string{"Bearer " + token, "Bearer not-" + token, token} {
+		req, err := http.NewRequest("POST", base+"/group-user/g", strings.NewReader("users=[1]"))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", auth)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		if auth == "Bearer "+token {
+			assert.Equal(t, 200, resp.StatusCode)
+		} else {
+			assert.Equal(t, 401, resp.StatusCode)
+		}
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	_ = cmd.Wait()
+	out := logs.String()
+	assert.Contains(t, out, `"status":401`, "the requests were logged")
+	assert.NotContains(t, out, token)
+	assert.NotContains(t, out, "no token:")
 }

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"example.com/groupmembership/httpapi"
@@ -36,6 +38,8 @@ type config struct {
 	dataDir      string
 	snapshotSize int64
 	repair       bool
+	tokenFile    string
+	authReads    bool
 }
 
 // run starts the service and serves until ctx is cancelled, then drains the
@@ -51,9 +55,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	token, err := readToken(cfg.tokenFile, getenv)
+	if err != nil {
+		return err
+	}
+	if token == "" && cfg.authReads {
+		return errors.New("-auth-reads needs a token: give -token-file or MEMBERSHIP_TOKEN")
+	}
 	logOut := newBufferedLog(stdout)
 	defer logOut.Close()
 	logger := newLogger(cfg.logFormat, logOut)
+	if token == "" {
+		logger.Warn("no token: anyone who can reach the service can change memberships (see -token-file)")
+	}
 
 	st, closeStore, err := openStore(cfg, logger)
 	if err != nil {
@@ -71,6 +85,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			AccessLog:      cfg.accessLog,
 			MaxBodyBytes:   cfg.maxBodyBytes,
 			ListCacheBytes: cfg.listCache,
+			Token:          token,
+			AuthReads:      cfg.authReads,
 		}),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
@@ -119,6 +135,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.dataDir, "data-dir", "", "`directory` to keep the data in, durably; empty: memory only, lost at exit")
 	fs.Int64Var(&cfg.snapshotSize, "snapshot-bytes", store.DefaultSnapshotBytes, "with -data-dir, the log size in `bytes` past which a snapshot is written and the log restarted")
 	fs.BoolVar(&cfg.repair, "repair", false, "with -data-dir, truncate the log at a corrupt record even though valid records follow it, dropping them")
+	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` holding the bearer token that POST and DELETE need; without it, MEMBERSHIP_TOKEN from the environment")
+	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every GET but /healthz need the token as well")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -141,6 +159,23 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-log-format must be text or json, got %q", cfg.logFormat)
 	}
 	return cfg, nil
+}
+
+// readToken returns the bearer token: the content of tokenFile, without the
+// spaces and newlines around it, or else MEMBERSHIP_TOKEN. "" means none.
+func readToken(tokenFile string, getenv func(string) string) (string, error) {
+	if tokenFile == "" {
+		return strings.TrimSpace(getenv("MEMBERSHIP_TOKEN")), nil
+	}
+	b, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return "", fmt.Errorf("reading the token: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", fmt.Errorf("the token file %s is empty", tokenFile)
+	}
+	return token, nil
 }
 
 // openStore opens the store the flags ask for, and returns how to close it.

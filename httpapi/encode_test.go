@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"net/http/httptest"
 	"slices"
 	"testing"
 
@@ -109,4 +110,15 @@ func FuzzEncodeMembers(f *testing.F) {
 			t.Fatalf("encodeMembers(%d, %q): measured %d bytes, wrote %d", uid, nickname, cap(got), len(got))
 		}
 	})
+}
+
+func TestErrorBodiesEscapeLikeTheLists(t *testing.T) {
+	w := httptest.NewRecorder()
+	writeError(w, httptest.NewRequest("GET", "/", nil), membership.Errorf(membership.CodeInvalidUsers, `a <b> & "c" \ é`+"\n"))
+	assert.Equal(t, `{"error":{"code":"invalid_users","message":"a <b> & \"c\" \\ é\n"}}`, w.Body.String())
+	var decoded struct {
+		Error struct{ Code, Message string }
+	}
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &decoded))
+	assert.Equal(t, "a <b> & \"c\" \\ é\n", decoded.Error.Message)
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"example.com/groupmembership/membership"
@@ -19,18 +18,12 @@ var statusOf = map[membership.Code]int{
 	membership.CodeTooManyUsers:         http.StatusRequestEntityTooLarge,
 	membership.CodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
 	membership.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	membership.CodeUnauthorized:         http.StatusUnauthorized,
 	membership.CodeNotFound:             http.StatusNotFound,
 	membership.CodeNotMember:            http.StatusNotFound,
 	membership.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
 	membership.CodeUnavailable:          http.StatusServiceUnavailable,
 	membership.CodeInternal:             http.StatusInternalServerError,
-}
-
-type errorBody struct {
-	Error struct {
-		Code    membership.Code `json:"code"`
-		Message string          `json:"message"`
-	} `json:"error"`
 }
 
 // writeError answers err as {"error":{"code":…,"message":…}} with the status
@@ -45,9 +38,8 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusInternalServerError {
 		recordInternalError(w, err)
 	}
-	var body errorBody
-	body.Error.Code = code
-	body.Error.Message = membership.ErrorMessage(err)
-	b, _ := json.Marshal(body) // a struct of two strings always marshals
-	writeJSON(w, status, b)
+	b := append([]byte(`{"error":{"code":`), appendJSONString(nil, string(code))...)
+	b = append(b, `,"message":`...)
+	b = appendJSONString(b, membership.ErrorMessage(err))
+	writeJSON(w, status, append(b, "}}"...))
 }

@@ -733,3 +733,63 @@ func TestRequestIDs(t *testing.T) {
 		})
 	}
 }
+
+func TestAuth(t *testing.T) {
+	const token = "s3cret-t0ken"
+	newAuthHandler := func(authReads bool) (http.Handler, *countingStore) {
+		st := &countingStore{Store: store.NewMemory()}
+		return httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{Token: token, AuthReads: authReads}), st
+	}
+	send := func(h http.Handler, method, path, auth string) *httptest.ResponseRecorder {
+		body := ""
+		if method == "POST" || method == "DELETE" {
+			body = "users=[1]"
+		}
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		r.Header.Set("Content-Type", formType)
+		if auth != "" {
+			r.Header.Set("Authorization", auth)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	routes := []struct {
+		method, path string
+		write        bool // needs the token without -auth-reads
+		open         bool // never needs it
+	}{
+		{"POST", "/group-user/g", true, false},
+		{"DELETE", "/group-user/g", true, false},
+		{"GET", "/group-user/g", false, false},
+		{"HEAD", "/group-user/g", false, false},
+		{"GET", "/group-user/g/1", false, false},
+		{"GET", "/user-group/1", false, false},
+		{"GET", "/openapi.json", false, false},
+		{"GET", "/healthz", false, true},
+	}
+	for _, authReads := range []bool{false, true} {
+		for _, rt := range routes {
+			needs := !rt.open && (rt.write || authReads)
+			t.Run(fmt.Sprintf("auth-reads=%v %s %s", authReads, rt.method, rt.path), func(t *testing.T) {
+				h, st := newAuthHandler(authReads)
+				for _, auth := range []string{"", "Bearer wrong", "Bearer " + token + "x", "bearer " + token, token} {
+					w := send(h, rt.method, rt.path, auth)
+					if !needs {
+						assert.NotEqual(t, http.StatusUnauthorized, w.Code, "auth %q", auth)
+						continue
+					}
+					assert.Equal(t, http.StatusUnauthorized, w.Code, "auth %q", auth)
+					assert.Equal(t, `Bearer realm="membership"`, w.Header().Get("WWW-Authenticate"))
+					if rt.method != "HEAD" {
+						assert.Contains(t, w.Body.String(), `"code":"unauthorized"`)
+						assert.NotContains(t, w.Body.String(), token)
+					}
+				}
+				assert.Zero(t, st.changes.Load(), "a refused request changes nothing")
+				w := send(h, rt.method, rt.path, "Bearer "+token)
+				assert.NotEqual(t, http.StatusUnauthorized, w.Code, "the right token passes")
+			})
+		}
+	}
+}

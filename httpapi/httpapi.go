@@ -26,6 +26,10 @@ type Options struct {
 	// ListCacheBytes bounds the cache of encoded member lists; 0 turns it
 	// off. See DefaultListCacheBytes.
 	ListCacheBytes int64
+	// Token, when set, is the bearer token that POST and DELETE need.
+	Token string
+	// AuthReads makes every GET need the token as well, but /healthz.
+	AuthReads bool
 }
 
 // DefaultListCacheBytes is the default bound of the cache of encoded lists.
@@ -40,6 +44,6 @@ func NewHandler(svc *membership.Service, opts Options) http.Handler {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	mux := http.NewServeMux()
-	addRoutes(mux, routes(svc, opts.MaxBodyBytes, newListCache(opts.ListCacheBytes)))
+	addRoutes(mux, routes(svc, opts.MaxBodyBytes, newListCache(opts.ListCacheBytes)), opts.Token, opts.AuthReads)
 	return observe(opts.Logger, opts.AccessLog, mux)
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"crypto/subtle"
 	_ "embed"
 	"net/http"
 	"strings"
@@ -13,31 +14,38 @@ type route struct {
 	method  string
 	path    string
 	handler http.Handler
+	// open routes never need the token: probes must work without it.
+	open bool
 }
 
 // routes is the whole API surface. openapi.json documents exactly these; a
 // test holds the two together. GET routes serve HEAD too.
 func routes(svc *membership.Service, maxBodyBytes int64, cache *listCache) []route {
 	return []route{
-		{"GET", "/group-user/{groupID}", handleListMembers(svc, cache)},
-		{"POST", "/group-user/{groupID}", handleChangeMembers(svc.AddMembers, maxBodyBytes)},
-		{"DELETE", "/group-user/{groupID}", handleChangeMembers(svc.RemoveMembers, maxBodyBytes)},
-		{"GET", "/group-user/{groupID}/{uid}", handleMember(svc)},
-		{"GET", "/user-group/{uid}", handleUserGroups(svc)},
-		{"GET", "/healthz", handleHealthz()},
-		{"GET", "/openapi.json", handleOpenAPI()},
+		{"GET", "/group-user/{groupID}", handleListMembers(svc, cache), false},
+		{"POST", "/group-user/{groupID}", handleChangeMembers(svc.AddMembers, maxBodyBytes), false},
+		{"DELETE", "/group-user/{groupID}", handleChangeMembers(svc.RemoveMembers, maxBodyBytes), false},
+		{"GET", "/group-user/{groupID}/{uid}", handleMember(svc), false},
+		{"GET", "/user-group/{uid}", handleUserGroups(svc), false},
+		{"GET", "/healthz", handleHealthz(), true},
+		{"GET", "/openapi.json", handleOpenAPI(), false},
 	}
 }
 
-// addRoutes registers rs on mux. Each path also gets a method-less pattern
-// that answers the methods it does not serve with a JSON 405 and its Allow
-// header, and "/" answers every unknown path with a JSON 404: the mux's own
-// answers are plain text.
-func addRoutes(mux *http.ServeMux, rs []route) {
+// addRoutes registers rs on mux. With a token, POST and DELETE need it, and
+// so does every GET that is not open when authReads is set. Each path also
+// gets a method-less pattern that answers the methods it does not serve with
+// a JSON 405 and its Allow header, and "/" answers every unknown path with a
+// JSON 404: the mux's own answers are plain text.
+func addRoutes(mux *http.ServeMux, rs []route, token string, authReads bool) {
 	allowed := map[string][]string{}
 	var paths []string
 	for _, r := range rs {
-		mux.Handle(r.method+" "+r.path, r.handler)
+		h := r.handler
+		if token != "" && !r.open && (r.method != http.MethodGet || authReads) {
+			h = requireToken(token, h)
+		}
+		mux.Handle(r.method+" "+r.path, h)
 		if allowed[r.path] == nil {
 			paths = append(paths, r.path)
 		}
@@ -50,6 +58,22 @@ func addRoutes(mux *http.ServeMux, rs []route) {
 		mux.Handle(p, handleMethodNotAllowed(strings.Join(allowed[p], ", ")))
 	}
 	mux.Handle("/", handleNotFound())
+}
+
+// requireToken lets through only requests with Authorization: Bearer token,
+// compared in constant time so that the time taken tells nothing about it.
+func requireToken(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="membership"`)
+			writeError(w, r, membership.Errorf(membership.CodeUnauthorized,
+				"this request needs the header Authorization: Bearer <token>, with the service's token"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 //go:embed openapi.json

@@ -21,6 +21,7 @@ const (
 	CodeTooManyUsers         Code = "too_many_users"         // the users array has more elements than allowed
 	CodeBodyTooLarge         Code = "body_too_large"         // the request body is larger than allowed
 	CodeUnsupportedMediaType Code = "unsupported_media_type" // the body's Content-Type is not one the service reads
+	CodeUnauthorized         Code = "unauthorized"           // the route needs the bearer token, and the request has not got it
 	CodeNotFound             Code = "not_found"              // no such route
 	CodeNotMember            Code = "not_member"             // the user is not a member of the group
 	CodeMethodNotAllowed     Code = "method_not_allowed"     // the route exists, the method does not
