@@ -49,14 +49,12 @@ func startProcess(t *testing.T, args ...string) *process {
 	p := &process{cmd: cmd, logs: logs}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	require.Eventually(t, func() bool {
-		for _, line := range logs.Lines() {
-			var entry struct{ Msg, Addr string }
-			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "listening" {
-				p.base = "http://" + entry.Addr
-				return true
-			}
+		var addr string
+		if !readyAt(logs, &addr) {
+			return false
 		}
-		return false
+		p.base = "http://" + addr
+		return true
 	}, 30*time.Second, 20*time.Millisecond, "the program never listened; its output:\n%s", logs.String())
 	return p
 }

@@ -33,14 +33,7 @@ func startProgram(t *testing.T, extraArgs ...string) (baseURL string, stop func(
 
 	var addr string
 	require.Eventually(t, func() bool {
-		for _, line := range logs.Lines() {
-			var entry struct{ Msg, Addr string }
-			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "listening" {
-				addr = entry.Addr
-				return true
-			}
-		}
-		return false
+		return readyAt(logs, &addr)
 	}, 5*time.Second, 10*time.Millisecond, "the program never logged its address")
 
 	var once sync.Once
@@ -58,6 +51,25 @@ func startProgram(t *testing.T, extraArgs ...string) (baseURL string, stop func(
 	}
 	t.Cleanup(func() { _ = stop() })
 	return "http://" + addr, stop, logs
+}
+
+// readyAt reports whether the program's log says it is ready, and sets addr
+// to the address it listens on.
+func readyAt(logs *syncBuffer, addr *string) bool {
+	ready := false
+	for _, line := range logs.Lines() {
+		var entry struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &entry) != nil {
+			continue
+		}
+		switch entry.Msg {
+		case "listening":
+			*addr = entry.Addr
+		case "ready":
+			ready = true
+		}
+	}
+	return ready && *addr != ""
 }
 
 func send(t *testing.T, method, url, body string) (int, string) {
@@ -154,6 +166,7 @@ func TestRunFlags(t *testing.T) {
 		{"bad max-body", []string{"-max-body", "0"}, "-max-body must be positive", ""},
 		{"bad max-users", []string{"-max-users", "-1"}, "-max-users must be positive", ""},
 		{"bad list-cache", []string{"-list-cache", "-1"}, "-list-cache must be 0 or more", ""},
+		{"bad shutdown-delay", []string{"-shutdown-delay", "-1s"}, "-shutdown-delay must not be negative", ""},
 		{"bad log format", []string{"-log-format", "xml"}, "-log-format must be text or json", ""},
 		{"stray argument", []string{"serve"}, `unexpected argument "serve"`, ""},
 		{"bad address", []string{"-addr", "256.0.0.1:bad"}, "listen", ""},
@@ -176,7 +189,8 @@ func TestRunFlags(t *testing.T) {
 func TestHelpListsEveryFlag(t *testing.T) {
 	var stderr bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"-h"}, func(string) string { return "" }, io.Discard, &stderr))
-	for _, flag := range []string{"-addr", "-max-body", "-max-users", "-list-cache", "-log-format", "-access-log"} {
+	for _, flag := range []string{"-addr", "-max-body", "-max-users", "-list-cache", "-log-format", "-access-log",
+		"-data-dir", "-snapshot-bytes", "-repair", "-token-file", "-auth-reads", "-shutdown-delay"} {
 		assert.Contains(t, stderr.String(), flag)
 	}
 }
@@ -265,14 +279,12 @@ func TestTheTokenNeverReachesTheLog(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	var base string
 	require.Eventually(t, func() bool {
-		for _, line := range logs.Lines() {
-			var entry struct{ Msg, Addr string }
-			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "listening" {
-				base = "http://" + entry.Addr
-				return true
-			}
+		var addr string
+		if !readyAt(logs, &addr) {
+			return false
 		}
-		return false
+		base = "http://" + addr
+		return true
 	}, 30*time.Second, 20*time.Millisecond)
 	for _, auth := range []string{"Bearer " + token, "Bearer not-" + token, token} {
 		req, err := http.NewRequest("POST", base+"/group-user/g", strings.NewReader("users=[1]"))
@@ -294,4 +306,23 @@ func TestTheTokenNeverReachesTheLog(t *testing.T) {
 	assert.Contains(t, out, `"status":401`, "the requests were logged")
 	assert.NotContains(t, out, token)
 	assert.NotContains(t, out, "no token:")
+}
+
+func TestReadinessDuringShutdownDelay(t *testing.T) {
+	base, stop, _ := startProgram(t, "-shutdown-delay", "2s")
+	status, body := send(t, "GET", base+"/readyz", "")
+	assert.Equal(t, 200, status)
+	assert.JSONEq(t, `{"status":"ready"}`, body)
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	require.Eventually(t, func() bool {
+		status, _ := send(t, "GET", base+"/readyz", "")
+		return status == 503
+	}, time.Second, 10*time.Millisecond, "/readyz turns 503 as soon as shutdown starts")
+	status, _ = send(t, "GET", base+"/group-user/g", "")
+	assert.Equal(t, 200, status, "requests are still served during the delay")
+	status, _ = send(t, "GET", base+"/healthz", "")
+	assert.Equal(t, 200, status, "liveness is not readiness")
+	assert.NoError(t, <-stopped)
 }

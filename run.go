@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"example.com/groupmembership/httpapi"
@@ -29,25 +30,26 @@ const (
 )
 
 type config struct {
-	addr         string
-	maxBodyBytes int64
-	maxUsers     int
-	listCache    int64
-	logFormat    string
-	accessLog    bool
-	dataDir      string
-	snapshotSize int64
-	repair       bool
-	tokenFile    string
-	authReads    bool
+	addr          string
+	maxBodyBytes  int64
+	maxUsers      int
+	listCache     int64
+	logFormat     string
+	accessLog     bool
+	dataDir       string
+	snapshotSize  int64
+	repair        bool
+	tokenFile     string
+	authReads     bool
+	shutdownDelay time.Duration
 }
 
 // run starts the service and serves until ctx is cancelled, then drains the
-// requests in flight and returns. Logs go to stdout, buffered for up to
-// logFlushInterval; usage and flag errors go to stderr. getenv is how the service would read its environment; no setting
-// comes from there yet.
+// requests in flight and returns. It listens before the store has loaded, and
+// answers /readyz with 503 until then and from the moment ctx is cancelled.
+// Logs go to stdout, buffered for up to logFlushInterval; usage and flag
+// errors go to stderr. getenv reads the environment: MEMBERSHIP_TOKEN.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	_ = getenv
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -69,24 +71,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		logger.Warn("no token: anyone who can reach the service can change memberships (see -token-file)")
 	}
 
-	st, closeStore, err := openStore(cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err := closeStore(); err != nil {
-			logger.Error("closing the data directory", "err", err)
-		}
-	}()
-	svc := membership.NewService(st, cfg.maxUsers)
+	// Listen first: while the data loads, /healthz answers and /readyz says
+	// 503, so that an orchestrator can tell starting from stuck.
+	var ready atomic.Bool
+	var current atomic.Pointer[http.Handler]
+	starting := httpapi.NewStartingHandler()
+	current.Store(&starting)
 	srv := &http.Server{
-		Handler: httpapi.NewHandler(svc, httpapi.Options{
-			Logger:         logger,
-			AccessLog:      cfg.accessLog,
-			MaxBodyBytes:   cfg.maxBodyBytes,
-			ListCacheBytes: cfg.listCache,
-			Token:          token,
-			AuthReads:      cfg.authReads,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			(*current.Load()).ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
@@ -99,15 +92,44 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "max_body", cfg.maxBodyBytes, "max_users", cfg.maxUsers, "list_cache", cfg.listCache)
-
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+
+	st, closeStore, err := openStore(cfg, logger)
+	if err != nil {
+		_ = srv.Close()
+		<-served
+		return err
+	}
+	defer func() {
+		if err := closeStore(); err != nil {
+			logger.Error("closing the data directory", "err", err)
+		}
+	}()
+	api := httpapi.NewHandler(membership.NewService(st, cfg.maxUsers), httpapi.Options{
+		Logger:         logger,
+		AccessLog:      cfg.accessLog,
+		MaxBodyBytes:   cfg.maxBodyBytes,
+		ListCacheBytes: cfg.listCache,
+		Token:          token,
+		AuthReads:      cfg.authReads,
+		Ready:          ready.Load,
+	})
+	current.Store(&api)
+	ready.Store(true)
+	logger.Info("ready")
+
 	select {
 	case err := <-served:
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
 
+	ready.Store(false)
+	if cfg.shutdownDelay > 0 {
+		logger.Info("not ready: serving on for -shutdown-delay before draining", "delay", cfg.shutdownDelay)
+		time.Sleep(cfg.shutdownDelay)
+	}
 	logger.Info("shutting down: draining requests in flight")
 	// ctx is cancelled already; the drain gets its own deadline.
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
@@ -136,7 +158,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Int64Var(&cfg.snapshotSize, "snapshot-bytes", store.DefaultSnapshotBytes, "with -data-dir, the log size in `bytes` past which a snapshot is written and the log restarted")
 	fs.BoolVar(&cfg.repair, "repair", false, "with -data-dir, truncate the log at a corrupt record even though valid records follow it, dropping them")
 	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` holding the bearer token that POST and DELETE need; without it, MEMBERSHIP_TOKEN from the environment")
-	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every GET but /healthz need the token as well")
+	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every GET but /healthz and /readyz need the token as well")
+	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, answer /readyz with 503 and serve on for this long before draining")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -153,6 +176,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-max-users must be positive, got %d", cfg.maxUsers)
 	case cfg.listCache < 0:
 		return config{}, fmt.Errorf("-list-cache must be 0 or more, got %d", cfg.listCache)
+	case cfg.shutdownDelay < 0:
+		return config{}, fmt.Errorf("-shutdown-delay must not be negative, got %s", cfg.shutdownDelay)
 	case cfg.snapshotSize <= 0:
 		return config{}, fmt.Errorf("-snapshot-bytes must be positive, got %d", cfg.snapshotSize)
 	case cfg.logFormat != "text" && cfg.logFormat != "json":

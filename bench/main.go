@@ -362,7 +362,7 @@ func startService(bin, dir, name, extraArgs string) (addr string, pid int, stop 
 		_ = cmd.Wait()
 		logFile.Close()
 	}
-	if err := waitHTTP("http://" + addr + "/healthz"); err != nil {
+	if err := waitHTTP("http://" + addr + "/readyz"); err != nil {
 		stop()
 		return "", 0, nil, fmt.Errorf("the %s did not start: %w", name, err)
 	}
@@ -526,7 +526,10 @@ func waitHTTP(url string) error {
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
-			return nil
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s answers %s", url, resp.Status)
 		}
 		select {
 		case <-ctx.Done():

@@ -221,6 +221,18 @@ func handleMember(svc *membership.Service) http.Handler {
 	})
 }
 
+// handleReadyz answers 200 while ready says the service takes traffic, 503
+// otherwise (it is starting or shutting down).
+func handleReadyz(ready func() bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ready() {
+			writeError(w, r, membership.Errorf(membership.CodeUnavailable, "the service is shutting down"))
+			return
+		}
+		writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
+	})
+}
+
 func handleHealthz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))

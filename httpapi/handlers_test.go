@@ -767,6 +767,7 @@ func TestAuth(t *testing.T) {
 		{"GET", "/user-group/1", false, false},
 		{"GET", "/openapi.json", false, false},
 		{"GET", "/healthz", false, true},
+		{"GET", "/readyz", false, true},
 	}
 	for _, authReads := range []bool{false, true} {
 		for _, rt := range routes {
@@ -791,5 +792,25 @@ func TestAuth(t *testing.T) {
 				assert.NotEqual(t, http.StatusUnauthorized, w.Code, "the right token passes")
 			})
 		}
+	}
+}
+
+func TestReadyzAndTheStartingHandler(t *testing.T) {
+	ready := false
+	h := httpapi.NewHandler(membership.NewService(store.NewMemory(), 0), httpapi.Options{Ready: func() bool { return ready }})
+	w := do(h, "GET", "/readyz", "", "")
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Contains(t, w.Body.String(), `"code":"unavailable"`)
+	ready = true
+	w = do(h, "GET", "/readyz", "", "")
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.JSONEq(t, `{"status":"ready"}`, w.Body.String())
+
+	starting := httpapi.NewStartingHandler()
+	assert.Equal(t, http.StatusOK, do(starting, "GET", "/healthz", "", "").Code)
+	for _, path := range []string{"/readyz", "/group-user/g", "/user-group/1"} {
+		w := do(starting, "GET", path, "", "")
+		assert.Equal(t, http.StatusServiceUnavailable, w.Code, path)
+		assert.JSONEq(t, `{"error":{"code":"unavailable","message":"the service is starting: its data is loading"}}`, w.Body.String())
 	}
 }

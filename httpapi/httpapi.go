@@ -28,8 +28,12 @@ type Options struct {
 	ListCacheBytes int64
 	// Token, when set, is the bearer token that POST and DELETE need.
 	Token string
-	// AuthReads makes every GET need the token as well, but /healthz.
+	// AuthReads makes every GET need the token as well, but /healthz and
+	// /readyz.
 	AuthReads bool
+	// Ready reports whether the service takes traffic, for /readyz. Nil:
+	// always.
+	Ready func() bool
 }
 
 // DefaultListCacheBytes is the default bound of the cache of encoded lists.
@@ -43,7 +47,22 @@ func NewHandler(svc *membership.Service, opts Options) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if opts.Ready == nil {
+		opts.Ready = func() bool { return true }
+	}
 	mux := http.NewServeMux()
-	addRoutes(mux, routes(svc, opts.MaxBodyBytes, newListCache(opts.ListCacheBytes)), opts.Token, opts.AuthReads)
+	addRoutes(mux, routes(svc, opts.MaxBodyBytes, newListCache(opts.ListCacheBytes), opts.Ready), opts.Token, opts.AuthReads)
 	return observe(opts.Logger, opts.AccessLog, mux)
+}
+
+// NewStartingHandler returns the handler to serve while the store loads:
+// /healthz answers 200, /readyz and everything else 503 unavailable.
+func NewStartingHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+			return
+		}
+		writeError(w, r, membership.Errorf(membership.CodeUnavailable, "the service is starting: its data is loading"))
+	})
 }

@@ -20,7 +20,7 @@ type route struct {
 
 // routes is the whole API surface. openapi.json documents exactly these; a
 // test holds the two together. GET routes serve HEAD too.
-func routes(svc *membership.Service, maxBodyBytes int64, cache *listCache) []route {
+func routes(svc *membership.Service, maxBodyBytes int64, cache *listCache, ready func() bool) []route {
 	return []route{
 		{"GET", "/group-user/{groupID}", handleListMembers(svc, cache), false},
 		{"POST", "/group-user/{groupID}", handleChangeMembers(svc.AddMembers, maxBodyBytes), false},
@@ -28,6 +28,7 @@ func routes(svc *membership.Service, maxBodyBytes int64, cache *listCache) []rou
 		{"GET", "/group-user/{groupID}/{uid}", handleMember(svc), false},
 		{"GET", "/user-group/{uid}", handleUserGroups(svc), false},
 		{"GET", "/healthz", handleHealthz(), true},
+		{"GET", "/readyz", handleReadyz(ready), true},
 		{"GET", "/openapi.json", handleOpenAPI(), false},
 	}
 }
