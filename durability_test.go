@@ -38,11 +38,17 @@ type process struct {
 }
 
 // startProcess starts the program with args on a free loopback port and
-// waits until it listens.
+// waits until it is ready.
 func startProcess(t *testing.T, args ...string) *process {
 	t.Helper()
+	return startProcessEnv(t, nil, args...)
+}
+
+// startProcessEnv is startProcess with env added to the environment.
+func startProcessEnv(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-addr", "127.0.0.1:0", "-log-format", "json"}, args...)...)
-	cmd.Env = append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1")
+	cmd.Env = append(append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1"), env...)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -265,27 +264,14 @@ func TestAuthReadsNeedsAToken(t *testing.T) {
 
 func TestTheTokenNeverReachesTheLog(t *testing.T) {
 	const token = "t0ken-that-must-not-leak"
-	p := startProcess(t, "-log-format", "json")
+	p := startProcess(t)
 	_ = p.cmd.Process.Kill()
 	_ = p.cmd.Wait()
 	assert.Contains(t, p.logs.String(), "no token: anyone who can reach the service can change memberships",
 		"without a token the service warns that writes are open")
 
-	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-log-format", "json")
-	cmd.Env = append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1", "MEMBERSHIP_TOKEN="+token)
-	logs := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var base string
-	require.Eventually(t, func() bool {
-		var addr string
-		if !readyAt(logs, &addr) {
-			return false
-		}
-		base = "http://" + addr
-		return true
-	}, 30*time.Second, 20*time.Millisecond)
+	p = startProcessEnv(t, []string{"MEMBERSHIP_TOKEN=" + token})
+	base, cmd, logs := p.base, p.cmd, p.logs
 	for _, auth := range []string{"Bearer " + token, "Bearer not-" + token, token} {
 		req, err := http.NewRequest("POST", base+"/group-user/g", strings.NewReader("users=[1]"))
 		require.NoError(t, err)
