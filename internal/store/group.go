@@ -51,22 +51,7 @@ func (m *members) add(uid membership.UID) bool {
 	if found {
 		return false
 	}
-	if len(c) == cap(c) {
-		// Grow by an eighth, not the doubling of append: a chunk wastes at
-		// most an eighth of its size.
-		grown := make([]membership.UID, len(c), len(c)+len(c)/8+4)
-		copy(grown, c)
-		c = grown
-	}
-	c = slices.Insert(c, j, uid)
-	if len(c) > maxChunk {
-		half := len(c) / 2
-		left, right := cloneChunk(c[:half]), cloneChunk(c[half:])
-		m.chunks[i] = left
-		m.chunks = slices.Insert(m.chunks, i+1, right)
-	} else {
-		m.chunks[i] = c
-	}
+	m.chunks = insertAt(m.chunks, i, j, uid, maxChunk)
 	m.size++
 	return true
 }
@@ -93,21 +78,8 @@ func (m *members) remove(uid membership.UID) bool {
 	if !found {
 		return false
 	}
-	c = slices.Delete(c, j, j+1)
+	m.chunks = deleteAt(m.chunks, i, j, maxChunk)
 	m.size--
-	switch {
-	case len(c) == 0:
-		m.chunks = slices.Delete(m.chunks, i, i+1)
-	case len(c) < maxChunk/4 && i+1 < len(m.chunks) && len(c)+len(m.chunks[i+1]) <= maxChunk/2:
-		// Merge a thin chunk into its neighbour, so that removals cannot
-		// leave a large group as many tiny chunks.
-		m.chunks[i] = cloneChunk(append(slices.Clip(c), m.chunks[i+1]...))
-		m.chunks = slices.Delete(m.chunks, i+1, i+2)
-	case cap(c) > 2*len(c)+8:
-		m.chunks[i] = cloneChunk(c) // give back the room removals left
-	default:
-		m.chunks[i] = c
-	}
 	return true
 }
 
@@ -120,13 +92,6 @@ func (m *members) all(yield func(membership.UID) bool) {
 			}
 		}
 	}
-}
-
-// cloneChunk copies c with room for an eighth more.
-func cloneChunk(c []membership.UID) []membership.UID {
-	clone := make([]membership.UID, len(c), len(c)+len(c)/8+4)
-	copy(clone, c)
-	return clone
 }
 
 // contains reports whether uid is a member.

@@ -116,19 +116,7 @@ func (s *pairSet) add(p pair) {
 	if j < len(c) && c[j] == p {
 		return
 	}
-	if len(c) == cap(c) {
-		grown := make([]pair, len(c), len(c)+len(c)/8+4)
-		copy(grown, c)
-		c = grown
-	}
-	c = slices.Insert(c, j, p)
-	if len(c) > maxPairChunk {
-		half := len(c) / 2
-		s.chunks[i] = slices.Clone(c[:half])
-		s.chunks = slices.Insert(s.chunks, i+1, slices.Clone(c[half:]))
-	} else {
-		s.chunks[i] = c
-	}
+	s.chunks = insertAt(s.chunks, i, j, p, maxPairChunk)
 }
 
 func (s *pairSet) remove(p pair) {
@@ -140,16 +128,7 @@ func (s *pairSet) remove(p pair) {
 	if j == len(c) || c[j] != p {
 		return
 	}
-	c = slices.Delete(c, j, j+1)
-	switch {
-	case len(c) == 0:
-		s.chunks = slices.Delete(s.chunks, i, i+1)
-	case len(c) < maxPairChunk/4 && i+1 < len(s.chunks) && len(c)+len(s.chunks[i+1]) <= maxPairChunk/2:
-		s.chunks[i] = slices.Concat(c, s.chunks[i+1])
-		s.chunks = slices.Delete(s.chunks, i+1, i+2)
-	default:
-		s.chunks[i] = c
-	}
+	s.chunks = deleteAt(s.chunks, i, j, maxPairChunk)
 }
 
 // groupsOf appends the group numbers of uid to dst.
