@@ -42,6 +42,7 @@ type config struct {
 	tokenFile     string
 	authReads     bool
 	shutdownDelay time.Duration
+	changesKeep   int
 }
 
 // run starts the service and serves until ctx is cancelled, then drains the
@@ -92,6 +93,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "max_body", cfg.maxBodyBytes, "max_users", cfg.maxUsers, "list_cache", cfg.listCache)
+	stopping := make(chan struct{})
+	srv.RegisterOnShutdown(func() { close(stopping) }) // ends /changes long-polls
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
@@ -114,6 +117,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Token:          token,
 		AuthReads:      cfg.authReads,
 		Ready:          ready.Load,
+		Stopping:       stopping,
 	})
 	current.Store(&api)
 	ready.Store(true)
@@ -160,6 +164,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` holding the bearer token that POST and DELETE need; without it, MEMBERSHIP_TOKEN from the environment")
 	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every GET but /healthz and /readyz need the token as well")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, answer /readyz with 503 and serve on for this long before draining")
+	fs.IntVar(&cfg.changesKeep, "changes-keep", membership.DefaultChangesKeep, "how many of the latest changes /changes keeps (with -data-dir, across restarts); 0 keeps none")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -176,6 +181,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-max-users must be positive, got %d", cfg.maxUsers)
 	case cfg.listCache < 0:
 		return config{}, fmt.Errorf("-list-cache must be 0 or more, got %d", cfg.listCache)
+	case cfg.changesKeep < 0:
+		return config{}, fmt.Errorf("-changes-keep must be 0 or more, got %d", cfg.changesKeep)
 	case cfg.shutdownDelay < 0:
 		return config{}, fmt.Errorf("-shutdown-delay must not be negative, got %s", cfg.shutdownDelay)
 	case cfg.snapshotSize <= 0:
@@ -207,19 +214,29 @@ func readToken(tokenFile string, getenv func(string) string) (string, error) {
 func openStore(cfg config, logger *slog.Logger) (membership.Store, func() error, error) {
 	if cfg.dataDir == "" {
 		logger.Info("keeping data in memory only: it is lost when the process exits (see -data-dir)")
-		return store.NewMemory(), func() error { return nil }, nil
+		return store.NewMemoryWith(store.MemoryOptions{ChangesKeep: changesKeep(cfg)}), func() error { return nil }, nil
 	}
 	start := time.Now()
 	d, err := store.OpenDurable(cfg.dataDir, store.DurableOptions{
 		SnapshotBytes: cfg.snapshotSize,
 		Repair:        cfg.repair,
 		Logger:        logger,
+		ChangesKeep:   changesKeep(cfg),
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	logger.Info("opened the data directory", "dir", cfg.dataDir, "took", time.Since(start))
 	return d, d.Close, nil
+}
+
+// changesKeep translates -changes-keep for the stores, where 0 means the
+// default and a negative number none.
+func changesKeep(cfg config) int {
+	if cfg.changesKeep == 0 {
+		return -1
+	}
+	return cfg.changesKeep
 }
 
 func newLogger(format string, w io.Writer) *slog.Logger {

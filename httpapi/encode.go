@@ -160,3 +160,39 @@ func encodeStrings(ss []string) []byte {
 	}
 	return append(b, ']')
 }
+
+// encodeChanges returns the JSON array of changes for /changes.
+func encodeChanges(changes []membership.Change) []byte {
+	b := []byte{'['}
+	for i, c := range changes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"rev":`...)
+		b = strconv.AppendUint(b, uint64(c.Revision), 10)
+		b = append(b, `,"op":`...)
+		b = appendJSONString(b, string(c.Op))
+		b = append(b, `,"group":`...)
+		b = appendJSONString(b, c.GroupID)
+		b = append(b, `,"uids":[`...)
+		for j, uid := range c.UIDs {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(uid), 10)
+		}
+		b = append(b, ']')
+		if len(c.Nicknames) > 0 {
+			b = append(b, `,"nicknames":[`...)
+			for j, m := range c.Nicknames {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = appendMemberJSON(b, m)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}

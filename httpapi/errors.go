@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
 
 	"example.com/groupmembership/membership"
 )
@@ -22,12 +24,13 @@ var statusOf = map[membership.Code]int{
 	membership.CodeNotFound:             http.StatusNotFound,
 	membership.CodeNotMember:            http.StatusNotFound,
 	membership.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	membership.CodeChangesGone:          http.StatusGone,
 	membership.CodeUnavailable:          http.StatusServiceUnavailable,
 	membership.CodeInternal:             http.StatusInternalServerError,
 }
 
 // writeError answers err as {"error":{"code":…,"message":…}} with the status
-// of its code. Internal errors are recorded for the access log, which logs
+// of its code; changes_gone adds "oldest_revision". Internal errors are recorded for the access log, which logs
 // them with their detail; the client gets a generic message.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := membership.ErrorCode(err)
@@ -41,5 +44,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	b := append([]byte(`{"error":{"code":`), appendJSONString(nil, string(code))...)
 	b = append(b, `,"message":`...)
 	b = appendJSONString(b, membership.ErrorMessage(err))
+	if e := (*membership.Error)(nil); code == membership.CodeChangesGone && errors.As(err, &e) {
+		b = append(b, `,"oldest_revision":`...)
+		b = strconv.AppendUint(b, uint64(e.OldestRevision), 10)
+	}
 	writeJSON(w, status, append(b, "}}"...))
 }

@@ -13,28 +13,30 @@ import (
 
 // handleChangeMembers serves POST and DELETE: change is svc.AddMembers or
 // svc.RemoveMembers. The reply is the count change returns, as a bare JSON
-// number.
-func handleChangeMembers(change func(ctx context.Context, groupID, usersJSON string) (int, error), maxBodyBytes int64) http.Handler {
+// number, with the revision that reflects the change in X-Revision.
+func handleChangeMembers(change func(ctx context.Context, groupID, usersJSON string) (membership.Result, error), maxBodyBytes int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := readChangeRequest(w, r, maxBodyBytes)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		n, err := change(r.Context(), r.PathValue("groupID"), req.users)
+		res, err := change(r.Context(), r.PathValue("groupID"), req.users)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, strconv.AppendInt(nil, int64(n), 10))
+		w.Header()["X-Revision"] = []string{strconv.FormatUint(uint64(res.Revision), 10)}
+		writeJSON(w, http.StatusOK, strconv.AppendInt(nil, int64(res.Count), 10))
 	})
 }
 
 // handleListMembers serves GET and HEAD: the group's members as a JSON array
 // of {"uid":…,"nickname":…} objects in ascending uid order, all of them or a
 // page (?limit=N&after=UID), with the group's size in X-Total-Count and, when
-// more members follow a page, a Link to the next. A whole, unchanged group is
-// answered from cache.
+// more members follow a page, a Link to the next. The group's revision is the
+// ETag, and a request whose If-None-Match holds it is answered 304 Not
+// Modified. A whole, unchanged group is answered from cache.
 func handleListMembers(svc *membership.Service, cache *listCache) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groupID := r.PathValue("groupID")
@@ -47,16 +49,24 @@ func handleListMembers(svc *membership.Service, cache *listCache) http.Handler {
 			}
 		}
 		whole := opts == membership.ListOptions{}
-		if whole {
+		conditional := len(r.Header["If-None-Match"]) > 0
+		if whole || conditional {
 			revision, err := svc.Revision(r.Context(), groupID)
 			if err != nil {
 				writeError(w, r, err)
 				return
 			}
-			if body, total, ok := cache.get(groupID, revision); ok {
-				w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-				writeJSON(w, http.StatusOK, body)
+			if conditional && noneMatch(r, revision) {
+				writeNotModified(w, revision)
 				return
+			}
+			if whole {
+				if body, total, ok := cache.get(groupID, revision); ok {
+					w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
+					w.Header()["Etag"] = etag(revision)
+					writeJSON(w, http.StatusOK, body)
+					return
+				}
 			}
 		}
 		// Ask for one more than the page, to know whether a next page exists.
@@ -97,6 +107,7 @@ func handleListMembers(svc *membership.Service, cache *listCache) http.Handler {
 			cache.put(groupID, revision, body, total)
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
+		w.Header()["Etag"] = etag(revision)
 		if more {
 			w.Header()["Link"] = []string{fmt.Sprintf(`</group-user/%s?limit=%d&after=%d>; rel="next"`, url.PathEscape(groupID), opts.Limit, last)}
 		}

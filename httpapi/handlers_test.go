@@ -398,12 +398,12 @@ type countingStore struct {
 	changes atomic.Int64
 }
 
-func (s *countingStore) AddMembers(ctx context.Context, groupID string, users []membership.User) (int, error) {
+func (s *countingStore) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
 	s.changes.Add(1)
 	return s.Store.AddMembers(ctx, groupID, users)
 }
 
-func (s *countingStore) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (int, error) {
+func (s *countingStore) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
 	s.changes.Add(1)
 	return s.Store.RemoveMembers(ctx, groupID, uids)
 }
@@ -420,11 +420,11 @@ func (s faultyStore) fail() error {
 	}
 	return s.err
 }
-func (s faultyStore) AddMembers(context.Context, string, []membership.User) (int, error) {
-	return 0, s.fail()
+func (s faultyStore) AddMembers(context.Context, string, []membership.User) (membership.Result, error) {
+	return membership.Result{}, s.fail()
 }
-func (s faultyStore) RemoveMembers(context.Context, string, []membership.UID) (int, error) {
-	return 0, s.fail()
+func (s faultyStore) RemoveMembers(context.Context, string, []membership.UID) (membership.Result, error) {
+	return membership.Result{}, s.fail()
 }
 func (s faultyStore) ListMembers(context.Context, string, membership.ListOptions, membership.ListFunc) (membership.Revision, error) {
 	return 0, s.fail()
@@ -437,6 +437,9 @@ func (s faultyStore) UserGroups(context.Context, membership.UID, membership.Grou
 }
 func (s faultyStore) Revision(context.Context, string) (membership.Revision, error) {
 	return 0, s.fail()
+}
+func (s faultyStore) Changes(context.Context, membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
+	return nil, 0, s.fail()
 }
 
 func TestInternalFaultsAreJSON500sAndLogged(t *testing.T) {

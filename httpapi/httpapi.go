@@ -34,6 +34,9 @@ type Options struct {
 	// Ready reports whether the service takes traffic, for /readyz. Nil:
 	// always.
 	Ready func() bool
+	// Stopping, when closed, ends the waits of /changes long-polls, so that
+	// they do not hold up a shutdown. Nil: never.
+	Stopping <-chan struct{}
 }
 
 // DefaultListCacheBytes is the default bound of the cache of encoded lists.
@@ -51,7 +54,7 @@ func NewHandler(svc *membership.Service, opts Options) http.Handler {
 		opts.Ready = func() bool { return true }
 	}
 	mux := http.NewServeMux()
-	addRoutes(mux, routes(svc, opts.MaxBodyBytes, newListCache(opts.ListCacheBytes), opts.Ready), opts.Token, opts.AuthReads)
+	addRoutes(mux, routes(svc, opts, newListCache(opts.ListCacheBytes)), opts.Token, opts.AuthReads)
 	return observe(opts.Logger, opts.AccessLog, mux)
 }
 

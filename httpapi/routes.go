@@ -20,15 +20,16 @@ type route struct {
 
 // routes is the whole API surface. openapi.json documents exactly these; a
 // test holds the two together. GET routes serve HEAD too.
-func routes(svc *membership.Service, maxBodyBytes int64, cache *listCache, ready func() bool) []route {
+func routes(svc *membership.Service, opts Options, cache *listCache) []route {
 	return []route{
 		{"GET", "/group-user/{groupID}", handleListMembers(svc, cache), false},
-		{"POST", "/group-user/{groupID}", handleChangeMembers(svc.AddMembers, maxBodyBytes), false},
-		{"DELETE", "/group-user/{groupID}", handleChangeMembers(svc.RemoveMembers, maxBodyBytes), false},
+		{"POST", "/group-user/{groupID}", handleChangeMembers(svc.AddMembers, opts.MaxBodyBytes), false},
+		{"DELETE", "/group-user/{groupID}", handleChangeMembers(svc.RemoveMembers, opts.MaxBodyBytes), false},
 		{"GET", "/group-user/{groupID}/{uid}", handleMember(svc), false},
 		{"GET", "/user-group/{uid}", handleUserGroups(svc), false},
+		{"GET", "/changes", handleChanges(svc, opts.Stopping), false},
 		{"GET", "/healthz", handleHealthz(), true},
-		{"GET", "/readyz", handleReadyz(ready), true},
+		{"GET", "/readyz", handleReadyz(opts.Ready), true},
 		{"GET", "/openapi.json", handleOpenAPI(), false},
 	}
 }

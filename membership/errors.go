@@ -25,6 +25,7 @@ const (
 	CodeNotFound             Code = "not_found"              // no such route
 	CodeNotMember            Code = "not_member"             // the user is not a member of the group
 	CodeMethodNotAllowed     Code = "method_not_allowed"     // the route exists, the method does not
+	CodeChangesGone          Code = "changes_gone"           // the change feed no longer has the changes asked for: list again
 	CodeUnavailable          Code = "unavailable"            // the store cannot take changes now (its disk failed); nothing was changed
 	CodeInternal             Code = "internal"               // a fault of the service, not of the request
 )
@@ -34,6 +35,9 @@ const (
 type Error struct {
 	Code    Code
 	Message string
+	// OldestRevision goes with CodeChangesGone: the oldest change the feed
+	// still has (the next to come, when it has none).
+	OldestRevision Revision
 }
 
 // Error returns the message.

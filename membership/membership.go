@@ -37,10 +37,55 @@ type Member struct {
 	Nickname string `json:"nickname"`
 }
 
-// Revision identifies a state of a group's member list. It changes whenever
-// what ListMembers would list for the group changes: a member added or
-// removed, or a member's nickname changed. Revisions of one Store only grow.
+// Revision numbers the changes of a Store. Every call that alters the store
+// takes the next revision of one store-wide sequence, 1, 2, 3, …; a call that
+// alters nothing takes none. A group's revision is that of the last change
+// that altered what ListMembers lists for it (see Store.Revision).
 type Revision uint64
+
+// Result is what a change reports: how many users it added or removed, and
+// the revision that reflects it: the change's own revision, or, when it
+// altered nothing, the group's current revision.
+type Result struct {
+	Count    int
+	Revision Revision
+}
+
+// Op says what a Change did.
+type Op string
+
+// The ops of the change feed.
+const (
+	OpAdd    Op = "add"
+	OpRemove Op = "remove"
+)
+
+// Change is one change of the store as the change feed reports it.
+type Change struct {
+	Revision Revision
+	Op       Op
+	GroupID  string
+	// UIDs are the users whose membership of the group the change altered,
+	// in ascending order. An add that only changed nicknames has none.
+	UIDs []UID
+	// Nicknames are the nicknames an add changed, in ascending uid order
+	// ("" clears one). Nicknames belong to users, so each applies in every
+	// group the user is in.
+	Nicknames []Member
+}
+
+// DefaultChangesKeep is how many of the latest changes a store keeps for the
+// change feed unless told otherwise.
+const DefaultChangesKeep = 100000
+
+// ChangeOptions select changes from the feed: those after After, at most
+// Limit of them (0: no limit). With Wait, when none follow After yet,
+// Store.Changes waits for one until its context is done.
+type ChangeOptions struct {
+	After Revision
+	Limit int
+	Wait  bool
+}
 
 // ListFunc receives a group's members from Store.ListMembers: how many the
 // group has in all, and an iterator over those asked for, in ascending uid
@@ -78,13 +123,14 @@ type GroupListFunc func(total int, groupIDs iter.Seq[string])
 // are reported to clients as CodeInternal.
 type Store interface {
 	// AddMembers adds users to the group, creating it if needed, and records the
-	// nicknames given (the last one wins when a user appears twice). It returns
-	// how many users were not members before.
-	AddMembers(ctx context.Context, groupID string, users []User) (added int, err error)
+	// nicknames given (the last one wins when a user appears twice). Its
+	// Result counts the users who were not members before.
+	AddMembers(ctx context.Context, groupID string, users []User) (Result, error)
 
-	// RemoveMembers removes uids from the group. It returns how many of them
-	// were members. Nicknames are kept: they belong to the user, not the group.
-	RemoveMembers(ctx context.Context, groupID string, uids []UID) (removed int, err error)
+	// RemoveMembers removes uids from the group. Its Result counts those that
+	// were members. Nicknames are kept: they belong to the user, not the
+	// group.
+	RemoveMembers(ctx context.Context, groupID string, uids []UID) (Result, error)
 
 	// ListMembers calls list once with the group's size and the members opts
 	// selects, and returns the revision of the state it listed. Finding the
@@ -104,8 +150,19 @@ type Store interface {
 	// ListMembers.
 	UserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) error
 
-	// Revision returns the group's current revision, without listing it.
+	// Revision returns the group's current revision, without listing it. It
+	// changes whenever what ListMembers lists for the group changes, and may
+	// change more often (a store may count a nickname change as a change of
+	// every group).
 	Revision(ctx context.Context, groupID string) (Revision, error)
+
+	// Changes returns the changes opts selects, in revision order, and the
+	// store's latest revision. Every change that altered the store is listed
+	// once, under its revision, and no change is listed before every change
+	// with a lower revision is. The store keeps only its latest changes:
+	// asking for older ones, or for revisions it never gave out, is a
+	// CodeChangesGone error whose OldestRevision is the oldest kept.
+	Changes(ctx context.Context, opts ChangeOptions) ([]Change, Revision, error)
 }
 
 // ValidateGroupID returns a CodeInvalidGroupID error unless id is 1 to

@@ -91,14 +91,14 @@ type recordingStore struct {
 	calls []string
 }
 
-func (s *recordingStore) AddMembers(_ context.Context, groupID string, users []membership.User) (int, error) {
+func (s *recordingStore) AddMembers(_ context.Context, groupID string, users []membership.User) (membership.Result, error) {
 	s.calls = append(s.calls, "add "+groupID)
-	return len(users), nil
+	return membership.Result{Count: len(users)}, nil
 }
 
-func (s *recordingStore) RemoveMembers(_ context.Context, groupID string, uids []membership.UID) (int, error) {
+func (s *recordingStore) RemoveMembers(_ context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
 	s.calls = append(s.calls, "remove "+groupID)
-	return len(uids), nil
+	return membership.Result{Count: len(uids)}, nil
 }
 
 func (s *recordingStore) ListMembers(_ context.Context, groupID string, _ membership.ListOptions, _ membership.ListFunc) (membership.Revision, error) {
@@ -119,6 +119,11 @@ func (s *recordingStore) Member(_ context.Context, groupID string, uid membershi
 func (s *recordingStore) Revision(_ context.Context, groupID string) (membership.Revision, error) {
 	s.calls = append(s.calls, "revision "+groupID)
 	return 0, nil
+}
+
+func (s *recordingStore) Changes(_ context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
+	s.calls = append(s.calls, fmt.Sprint("changes ", opts.After))
+	return nil, 0, nil
 }
 
 func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
@@ -155,6 +160,14 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 			return s.UserGroups(ctx, 1, membership.GroupListOptions{After: "a\x00"}, nil)
 		}, membership.CodeInvalidQuery},
 		{"revision: bad group", func(s *membership.Service) error { _, err := s.Revision(ctx, "a\x7f"); return err }, membership.CodeInvalidGroupID},
+		{"changes: limit too large", func(s *membership.Service) error {
+			_, _, err := s.Changes(ctx, membership.ChangeOptions{Limit: membership.MaxPageSize + 1})
+			return err
+		}, membership.CodeInvalidQuery},
+		{"changes: negative limit", func(s *membership.Service) error {
+			_, _, err := s.Changes(ctx, membership.ChangeOptions{Limit: -1})
+			return err
+		}, membership.CodeInvalidQuery},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,10 +184,10 @@ func TestServicePassesValidRequestsToTheStore(t *testing.T) {
 	ctx := context.Background()
 	store := &recordingStore{}
 	svc := membership.NewService(store, 0)
-	n, err := svc.AddMembers(ctx, "g", `[1,[2,"b"]]`)
+	n, err := count(svc.AddMembers(ctx, "g", `[1,[2,"b"]]`))
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
-	n, err = svc.RemoveMembers(ctx, "g", `[{"uid":1,"nickname":"ignored"}]`)
+	n, err = count(svc.RemoveMembers(ctx, "g", `[{"uid":1,"nickname":"ignored"}]`))
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	_, err = svc.Revision(ctx, "g")
@@ -186,7 +199,9 @@ func TestServicePassesValidRequestsToTheStore(t *testing.T) {
 	assert.Equal(t, membership.Member{UID: 1}, m)
 	_, err = svc.Member(ctx, "g", 2)
 	assert.Equal(t, membership.CodeNotMember, membership.ErrorCode(err))
-	assert.Equal(t, []string{"add g", "remove g", "revision g", "list g", "member g", "member g"}, store.calls)
+	_, _, err = svc.Changes(ctx, membership.ChangeOptions{After: 5, Limit: membership.MaxPageSize})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"add g", "remove g", "revision g", "list g", "member g", "member g", "changes 5"}, store.calls)
 }
 
 func TestNewServiceDefaultsMaxUsers(t *testing.T) {
@@ -197,3 +212,6 @@ func TestNewServiceDefaultsMaxUsers(t *testing.T) {
 	_, err = svc.AddMembers(context.Background(), "g", "[1,"+users[1:])
 	assert.Equal(t, membership.CodeTooManyUsers, membership.ErrorCode(err))
 }
+
+// count returns a change's count, for tests that check only that.
+func count(res membership.Result, err error) (int, error) { return res.Count, err }

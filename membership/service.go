@@ -22,28 +22,28 @@ func NewService(store Store, maxUsers int) *Service {
 	return &Service{store: store, maxUsers: maxUsers}
 }
 
-// AddMembers adds the users named by usersJSON (see ParseUsers) to the group
-// and returns how many were not members before.
+// AddMembers adds the users named by usersJSON (see ParseUsers) to the group;
+// its Result counts those who were not members before.
 //
 // Errors: CodeInvalidGroupID, CodeMissingUsers, CodeInvalidUsers,
 // CodeTooManyUsers, and whatever the Store returns.
-func (s *Service) AddMembers(ctx context.Context, groupID, usersJSON string) (int, error) {
+func (s *Service) AddMembers(ctx context.Context, groupID, usersJSON string) (Result, error) {
 	users, err := s.parse(groupID, usersJSON)
 	if err != nil {
-		return 0, err
+		return Result{}, err
 	}
 	return s.store.AddMembers(ctx, groupID, users)
 }
 
-// RemoveMembers removes the users named by usersJSON from the group and
-// returns how many were members. Nicknames in usersJSON are validated and
+// RemoveMembers removes the users named by usersJSON from the group; its
+// Result counts those that were members. Nicknames in usersJSON are validated and
 // otherwise ignored.
 //
 // Errors: as AddMembers.
-func (s *Service) RemoveMembers(ctx context.Context, groupID, usersJSON string) (int, error) {
+func (s *Service) RemoveMembers(ctx context.Context, groupID, usersJSON string) (Result, error) {
 	users, err := s.parse(groupID, usersJSON)
 	if err != nil {
-		return 0, err
+		return Result{}, err
 	}
 	uids := make([]UID, len(users))
 	for i, u := range users {
@@ -119,4 +119,15 @@ func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions
 		}
 	}
 	return s.store.UserGroups(ctx, uid, opts, list)
+}
+
+// Changes returns the changes of the store that opts selects, and the store's
+// latest revision; see Store.Changes.
+//
+// Errors: CodeInvalidQuery, CodeChangesGone, and whatever the Store returns.
+func (s *Service) Changes(ctx context.Context, opts ChangeOptions) ([]Change, Revision, error) {
+	if opts.Limit < 0 || opts.Limit > MaxPageSize {
+		return nil, 0, Errorf(CodeInvalidQuery, "limit must be from 1 to %d", MaxPageSize)
+	}
+	return s.store.Changes(ctx, opts)
 }

@@ -36,6 +36,10 @@ type DurableOptions struct {
 	// Logger gets recovery warnings, snapshot progress and write failures.
 	// Nil discards them.
 	Logger *slog.Logger
+	// ChangesKeep is how many of the latest changes the change feed keeps,
+	// as in MemoryOptions. The feed's kept changes are in the snapshots, so
+	// it continues across restarts.
+	ChangesKeep int
 	// NoGroupCommit gives every change its own write and fsync, for
 	// measuring what group commit buys. Never set it in production.
 	NoGroupCommit bool
@@ -93,7 +97,7 @@ type pending struct {
 }
 
 type result struct {
-	n   int
+	res membership.Result
 	err error
 }
 
@@ -127,7 +131,7 @@ func OpenDurable(dir string, opts DurableOptions) (*Durable, error) {
 		return nil, fmt.Errorf("the data directory %s is in use by another process (%v)", dir, err)
 	}
 	d := &Durable{
-		mem:     NewMemory(),
+		mem:     NewMemoryWith(MemoryOptions{ChangesKeep: opts.ChangesKeep}),
 		dir:     dir,
 		opts:    opts,
 		logger:  logger,
@@ -374,30 +378,33 @@ func syncFile(path string) error {
 	return f.Sync()
 }
 
-// apply applies c to memory and returns its count.
-func (d *Durable) apply(c *change) int {
-	var n int
+// apply applies c to memory. Memory gives it its revision, so replaying the
+// log after the same snapshot gives every change the revision it had.
+func (d *Durable) apply(c *change) membership.Result {
+	var res membership.Result
 	if c.remove {
-		n, _ = d.mem.RemoveMembers(context.Background(), c.groupID, c.uids)
+		res, _ = d.mem.RemoveMembers(context.Background(), c.groupID, c.uids)
 	} else {
-		n, _ = d.mem.AddMembers(context.Background(), c.groupID, c.users)
+		res, _ = d.mem.AddMembers(context.Background(), c.groupID, c.users)
 	}
-	return n
+	return res
 }
 
 // AddMembers implements membership.Store. It returns once the change is on
 // disk and applied, or with CodeUnavailable and nothing changed.
-func (d *Durable) AddMembers(ctx context.Context, groupID string, users []membership.User) (int, error) {
+func (d *Durable) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
 	if len(users) == 0 || d.changesNothing(groupID, users) {
-		return 0, nil
+		rev, err := d.mem.Revision(ctx, groupID)
+		return membership.Result{Revision: rev}, err
 	}
 	return d.commit(ctx, &change{groupID: groupID, users: users})
 }
 
 // RemoveMembers implements membership.Store, as AddMembers.
-func (d *Durable) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (int, error) {
+func (d *Durable) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
 	if !d.mem.anyMember(groupID, uids) {
-		return 0, nil
+		rev, err := d.mem.Revision(ctx, groupID)
+		return membership.Result{Revision: rev}, err
 	}
 	return d.commit(ctx, &change{groupID: groupID, remove: true, uids: uids})
 }
@@ -409,24 +416,24 @@ func (d *Durable) changesNothing(groupID string, users []membership.User) bool {
 	return d.mem.allMembersWithNicknames(groupID, users)
 }
 
-func (d *Durable) commit(ctx context.Context, c *change) (int, error) {
+func (d *Durable) commit(ctx context.Context, c *change) (membership.Result, error) {
 	p := &pending{change: c, done: make(chan result, 1)}
 	d.closeMu.RLock()
 	if d.closed {
 		d.closeMu.RUnlock()
-		return 0, membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")
+		return membership.Result{}, membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")
 	}
 	select {
 	case d.changes <- p:
 		d.closeMu.RUnlock()
 	case <-ctx.Done():
 		d.closeMu.RUnlock()
-		return 0, ctx.Err()
+		return membership.Result{}, ctx.Err()
 	}
 	// Once queued, the change will be decided; wait for that even if the
 	// client has gone, so that what was applied is what was reported.
 	r := <-p.done
-	return r.n, r.err
+	return r.res, r.err
 }
 
 // ListMembers implements membership.Store.
@@ -447,6 +454,13 @@ func (d *Durable) Member(ctx context.Context, groupID string, uid membership.UID
 // Revision implements membership.Store.
 func (d *Durable) Revision(ctx context.Context, groupID string) (membership.Revision, error) {
 	return d.mem.Revision(ctx, groupID)
+}
+
+// Changes implements membership.Store. The feed is memory's: it holds what
+// was replayed and loaded from the snapshot at start, so it continues across
+// restarts.
+func (d *Durable) Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
+	return d.mem.Changes(ctx, opts)
 }
 
 // commitLoop is the one goroutine that writes the log and changes memory:
@@ -485,7 +499,7 @@ func (d *Durable) commitLoop() {
 			continue
 		}
 		for _, p := range batch {
-			p.done <- result{n: d.apply(p.change)}
+			p.done <- result{res: d.apply(p.change)}
 		}
 		if d.logSize >= d.opts.SnapshotBytes && !d.snapping.Load() {
 			d.startSnapshot()

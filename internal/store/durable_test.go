@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -51,7 +53,7 @@ func TestDurableKeepsEverythingAcrossReopen(t *testing.T) {
 	require.NoError(t, err)
 	_, err = d.AddMembers(ctx, "team/b", []membership.User{{UID: 9223372036854775807}, {UID: 2, Nickname: "Bo", HasNickname: true}})
 	require.NoError(t, err)
-	n, err := d.RemoveMembers(ctx, "a", []membership.UID{3, 4})
+	n, err := count(d.RemoveMembers(ctx, "a", []membership.UID{3, 4}))
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	want := dump(t, d, "a", "team/b", "gone")
@@ -67,9 +69,9 @@ func TestDurableSnapshotsAndCompacts(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	logs := &bytes.Buffer{}
-	d := openTestDurable(t, dir, DurableOptions{SnapshotBytes: 4 << 10, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	d := openTestDurable(t, dir, DurableOptions{SnapshotBytes: 4 << 10, ChangesKeep: 100, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	// Rewrite the same small state many times: the directory must stay
-	// proportional to the state, not to the history.
+	// proportional to the state and the changes kept, not to the history.
 	for i := range 3000 {
 		uid := membership.UID(i%50 + 1)
 		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: uid, Nickname: fmt.Sprint("n", i), HasNickname: true}})
@@ -277,7 +279,7 @@ func TestDurableRefusesChangesItCannotWrite(t *testing.T) {
 			before := dump(t, d, "g")
 
 			fl.set(tt.write, tt.sync, false)
-			n, err := d.AddMembers(ctx, "g", []membership.User{{UID: 2}, {UID: 1, Nickname: "Evil", HasNickname: true}})
+			n, err := count(d.AddMembers(ctx, "g", []membership.User{{UID: 2}, {UID: 1, Nickname: "Evil", HasNickname: true}}))
 			assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 			assert.Zero(t, n)
 			_, err = d.RemoveMembers(ctx, "g", []membership.UID{1})
@@ -367,10 +369,10 @@ func TestDurableSkipsChangesThatChangeNothing(t *testing.T) {
 	require.NoError(t, err)
 	info, err := os.Stat(newestLog(t, dir))
 	require.NoError(t, err)
-	n, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "A", HasNickname: true}, {UID: 1}})
+	n, err := count(d.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "A", HasNickname: true}, {UID: 1}}))
 	require.NoError(t, err)
 	assert.Zero(t, n)
-	n, err = d.RemoveMembers(ctx, "g", []membership.UID{7})
+	n, err = count(d.RemoveMembers(ctx, "g", []membership.UID{7}))
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	after, err := os.Stat(newestLog(t, dir))
@@ -410,8 +412,15 @@ func TestSnapshotRoundTripAndOrderCheck(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.snap")
 	st := &state{
-		nicknames: map[membership.UID]string{1: "Ann", 9223372036854775807: "Max"},
-		groups:    []groupState{{id: "a", uids: []membership.UID{1, 5, 9223372036854775807}}, {id: "team/b", uids: []membership.UID{2}}},
+		lastRevision:      12,
+		nicknamesRevision: 11,
+		removedRevision:   7,
+		nicknames:         map[membership.UID]string{1: "Ann", 9223372036854775807: "Max"},
+		groups:            []groupState{{id: "a", revision: 12, uids: []membership.UID{1, 5, 9223372036854775807}}, {id: "team/b", revision: 3, uids: []membership.UID{2}}},
+		changes: []membership.Change{
+			{Revision: 11, Op: membership.OpAdd, GroupID: "a", UIDs: []membership.UID{1, 9223372036854775807}, Nicknames: []membership.Member{{UID: 1, Nickname: "Ann"}}},
+			{Revision: 12, Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{3}},
+		},
 	}
 	require.NoError(t, writeSnapshot(dir, path, st))
 	got, err := readSnapshot(path)
@@ -424,9 +433,44 @@ func TestSnapshotRoundTripAndOrderCheck(t *testing.T) {
 	list, _ := listAll(t, m, "a")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}, {UID: 5}, {UID: 9223372036854775807, Nickname: "Max"}}, list)
 
+	rev, err := m.Revision(context.Background(), "a")
+	require.NoError(t, err)
+	assert.Equal(t, membership.Revision(12), rev, "a group's revision survives")
+	changes, latest, err := m.Changes(context.Background(), membership.ChangeOptions{After: 10})
+	require.NoError(t, err)
+	assert.Equal(t, membership.Revision(12), latest)
+	assert.Equal(t, st.changes, changes, "the feed survives")
+	res, err := m.AddMembers(context.Background(), "team/b", []membership.User{{UID: 3}})
+	require.NoError(t, err)
+	assert.Equal(t, membership.Revision(13), res.Revision, "revisions continue")
+
+	gap := &state{nicknames: map[membership.UID]string{}, lastRevision: 12, changes: []membership.Change{{Revision: 10, Op: membership.OpAdd, GroupID: "a"}}}
+	require.NoError(t, writeSnapshot(dir, path, gap))
+	_, err = readSnapshot(path)
+	require.Error(t, err, "the kept changes must end at the latest revision")
+
 	bad := &state{nicknames: map[membership.UID]string{}, groups: []groupState{{id: "a", uids: []membership.UID{5, 5}}}}
 	require.NoError(t, writeSnapshot(dir, path, bad))
 	_, err = readSnapshot(path)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not in ascending order")
+}
+
+func TestSnapshotVersion1IsRead(t *testing.T) {
+	// A version 1 snapshot, as the previous release wrote it: no revisions,
+	// no changes. Nicknames {7: "Al"}; group "g" with members 3 and 7.
+	body := []byte{1, 7, 2, 'A', 'l', 1, 1, 'g', 2, 3, 4}
+	data := append([]byte("GMSN\x01\x00\x00\x00"), body...)
+	data = binary.LittleEndian.AppendUint32(data, crc32.Checksum(body, castagnoli))
+	path := filepath.Join(t.TempDir(), "s.snap")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	st, err := readSnapshot(path)
+	require.NoError(t, err)
+	m := NewMemory()
+	m.importState(st)
+	list, _ := listAll(t, m, "g")
+	assert.Equal(t, []membership.Member{{UID: 3}, {UID: 7, Nickname: "Al"}}, list)
+	res, err := m.AddMembers(context.Background(), "g", []membership.User{{UID: 9}})
+	require.NoError(t, err)
+	assert.Equal(t, membership.Revision(1), res.Revision, "revisions start at 1 after a version 1 snapshot")
 }

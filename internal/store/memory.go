@@ -2,6 +2,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"hash/maphash"
 	"iter"
@@ -36,9 +37,9 @@ type Memory struct {
 	// nickname "", so "" is never stored.
 	nicknames map[membership.UID]string
 
-	// lastRevision is the revision most recently given out. Every change
-	// takes the next one, so a revision names one change in the whole store.
-	lastRevision atomic.Uint64
+	// feed gives every change the next revision and keeps the latest
+	// changes, so a revision names one change in the whole store.
+	feed feed
 	// nicknamesRevision is the revision of the last nickname change, and
 	// removedRevision that of the last group deleted. Both are part of every
 	// group's revision: see revisionOf.
@@ -69,14 +70,40 @@ type group struct {
 
 var _ membership.Store = (*Memory)(nil)
 
-// NewMemory returns an empty Memory store with DefaultShards shards.
+// MemoryOptions configure NewMemoryWith.
+type MemoryOptions struct {
+	// Shards is the number of shards; DefaultShards when <= 0.
+	Shards int
+	// ChangesKeep is how many of the latest changes the change feed keeps:
+	// membership.DefaultChangesKeep when 0, none when negative.
+	ChangesKeep int
+}
+
+// NewMemory returns an empty Memory store with the default options.
 func NewMemory() *Memory {
-	return NewMemoryShards(DefaultShards)
+	return NewMemoryWith(MemoryOptions{})
 }
 
 // NewMemoryShards returns an empty Memory store with n shards (at least 1).
 func NewMemoryShards(n int) *Memory {
+	return NewMemoryWith(MemoryOptions{Shards: max(n, 1)})
+}
+
+// NewMemoryWith returns an empty Memory store configured by opts.
+func NewMemoryWith(opts MemoryOptions) *Memory {
+	n := opts.Shards
+	if n <= 0 {
+		n = DefaultShards
+	}
+	keep := opts.ChangesKeep
+	switch {
+	case keep == 0:
+		keep = membership.DefaultChangesKeep
+	case keep < 0:
+		keep = 0
+	}
 	m := &Memory{
+		feed:         feed{keep: keep},
 		seed:         maphash.MakeSeed(),
 		shards:       make([]shard, max(n, 1)),
 		nicknames:    make(map[membership.UID]string),
@@ -117,10 +144,6 @@ func (m *Memory) removeReverse(uid membership.UID, n uint32) {
 	r.mu.Unlock()
 }
 
-func (m *Memory) nextRevision() membership.Revision {
-	return membership.Revision(m.lastRevision.Add(1))
-}
-
 // revisionOf returns the revision of g (nil: a group with no members). A
 // nickname change alters the list of every group the user is in, and the
 // store does not track which those are, so it counts as a change of every
@@ -136,21 +159,19 @@ func (m *Memory) revisionOf(g *group) membership.Revision {
 }
 
 // AddMembers implements membership.Store.
-func (m *Memory) AddMembers(_ context.Context, groupID string, users []membership.User) (int, error) {
-	if len(users) == 0 {
-		return 0, nil
-	}
+func (m *Memory) AddMembers(_ context.Context, groupID string, users []membership.User) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m.setNicknames(users)
-
 	g := s.groups[groupID]
+	if len(users) == 0 {
+		return membership.Result{Revision: m.revisionOf(g)}, nil
+	}
 	if g == nil {
 		g = &group{number: m.groupNumbers.number(groupID)}
 		s.groups[groupID] = g
 	}
-	added := 0
+	var added []membership.UID
 	if g.members.size == 0 && len(users) >= bulkFill {
 		uids := make([]membership.UID, len(users))
 		for i, u := range users {
@@ -162,74 +183,99 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 		for _, uid := range uids {
 			m.addReverse(uid, g.number)
 		}
-		added = len(uids)
+		added = uids
 	} else {
 		for _, u := range users {
 			if g.members.add(u.UID) {
 				m.addReverse(u.UID, g.number)
-				added++
+				added = append(added, u.UID)
 			}
 		}
+		slices.Sort(added)
 	}
-	if added > 0 {
-		g.revision = m.nextRevision()
+	// The nicknames change, and their revision is set, under nicknamesMu,
+	// so a list never shows a nickname newer than the revision it reports.
+	hasNicknames := slices.ContainsFunc(users, func(u membership.User) bool { return u.HasNickname })
+	var nicknames []membership.Member
+	if hasNicknames {
+		m.nicknamesMu.Lock()
+		defer m.nicknamesMu.Unlock()
+		nicknames = m.setNicknames(users)
 	}
-	return added, nil
+	if len(added) == 0 && len(nicknames) == 0 {
+		return membership.Result{Revision: m.revisionOf(g)}, nil
+	}
+	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: groupID, UIDs: added, Nicknames: nicknames})
+	g.revision = rev
+	if len(nicknames) > 0 {
+		m.nicknamesRevision.Store(uint64(rev))
+	}
+	return membership.Result{Count: len(added), Revision: rev}, nil
 }
 
-// setNicknames records the nicknames users give. The caller holds a shard
-// lock.
-func (m *Memory) setNicknames(users []membership.User) {
-	locked, changed := false, false
+// setNicknames records the nicknames users give, the last one when a user
+// is given several, and returns those that changed, in ascending uid order.
+// The caller holds nicknamesMu.
+func (m *Memory) setNicknames(users []membership.User) []membership.Member {
+	var given []membership.Member
 	for _, u := range users {
-		if !u.HasNickname {
-			continue
+		if u.HasNickname {
+			given = append(given, membership.Member{UID: u.UID, Nickname: u.Nickname})
 		}
-		if !locked {
-			m.nicknamesMu.Lock()
-			defer m.nicknamesMu.Unlock()
-			locked = true
+	}
+	slices.SortStableFunc(given, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
+	var changed []membership.Member
+	for i, u := range given {
+		if i+1 < len(given) && given[i+1].UID == u.UID {
+			continue // a later nickname for the same user wins
 		}
 		if m.nicknames[u.UID] == u.Nickname {
 			continue
 		}
-		changed = true
 		if u.Nickname == "" {
 			delete(m.nicknames, u.UID)
 		} else {
 			m.nicknames[u.UID] = u.Nickname
 		}
+		changed = append(changed, u)
 	}
-	if changed {
-		m.nicknamesRevision.Store(uint64(m.nextRevision()))
-	}
+	return changed
 }
 
 // RemoveMembers implements membership.Store.
-func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []membership.UID) (int, error) {
+func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.groups[groupID]
 	if g == nil {
-		return 0, nil
+		return membership.Result{Revision: m.revisionOf(nil)}, nil
 	}
-	removed := 0
+	var removed []membership.UID
 	for _, uid := range uids {
 		if g.members.remove(uid) {
 			m.removeReverse(uid, g.number)
-			removed++
+			removed = append(removed, uid)
 		}
 	}
-	switch {
-	case g.members.size == 0:
+	if len(removed) == 0 {
+		return membership.Result{Revision: m.revisionOf(g)}, nil
+	}
+	slices.Sort(removed)
+	rev := m.feed.record(membership.Change{Op: membership.OpRemove, GroupID: groupID, UIDs: removed})
+	if g.members.size == 0 {
 		delete(s.groups, groupID)
 		m.groupNumbers.release(groupID)
-		m.removedRevision.Store(uint64(m.nextRevision()))
-	case removed > 0:
-		g.revision = m.nextRevision()
+		m.removedRevision.Store(uint64(rev))
+	} else {
+		g.revision = rev
 	}
-	return removed, nil
+	return membership.Result{Count: len(removed), Revision: rev}, nil
+}
+
+// Changes implements membership.Store.
+func (m *Memory) Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
+	return m.feed.changes(ctx, opts)
 }
 
 // ListMembers implements membership.Store.

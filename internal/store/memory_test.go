@@ -60,10 +60,10 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 
 	t.Run("add counts only new members, repeats count once", func(t *testing.T) {
 		s := newStore()
-		n, err := s.AddMembers(ctx, "g", users(3, 1, 3))
+		n, err := count(s.AddMembers(ctx, "g", users(3, 1, 3)))
 		require.NoError(t, err)
 		assert.Equal(t, 2, n)
-		n, err = s.AddMembers(ctx, "g", users(1, 2))
+		n, err = count(s.AddMembers(ctx, "g", users(1, 2)))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 	})
@@ -107,7 +107,7 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 		require.NoError(t, err)
 		_, err = s.AddMembers(ctx, "b", users(1, 2))
 		require.NoError(t, err)
-		n, err := s.RemoveMembers(ctx, "a", []membership.UID{1, 1, 4})
+		n, err := count(s.RemoveMembers(ctx, "a", []membership.UID{1, 1, 4}))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 		got, _ := listAll(t, s, "a")
@@ -117,7 +117,7 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 	})
 
 	t.Run("remove from an unknown group removes nothing", func(t *testing.T) {
-		n, err := newStore().RemoveMembers(ctx, "nobody", []membership.UID{1})
+		n, err := count(newStore().RemoveMembers(ctx, "nobody", []membership.UID{1}))
 		require.NoError(t, err)
 		assert.Equal(t, 0, n)
 	})
@@ -126,12 +126,12 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 		s := newStore()
 		_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "a", HasNickname: true}})
 		require.NoError(t, err)
-		n, err := s.RemoveMembers(ctx, "g", []membership.UID{1})
+		n, err := count(s.RemoveMembers(ctx, "g", []membership.UID{1}))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 		got, _ := listAll(t, s, "g")
 		assert.Empty(t, got)
-		n, err = s.AddMembers(ctx, "g", users(1))
+		n, err = count(s.AddMembers(ctx, "g", users(1)))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 		got, _ = listAll(t, s, "g")
@@ -144,7 +144,7 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 		for i := range 300 {
 			us = append(us, membership.User{UID: membership.UID(1000 - i%200)})
 		}
-		n, err := s.AddMembers(ctx, "g", us)
+		n, err := count(s.AddMembers(ctx, "g", us))
 		require.NoError(t, err)
 		assert.Equal(t, 200, n)
 		got, _ := listAll(t, s, "g")
@@ -269,14 +269,14 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 				for i := range perWorker {
 					group := fmt.Sprintf("g%d", i%4)
 					uid := membership.UID(i%50 + 1)
-					n, err := s.AddMembers(ctx, group, users(uid, uid+1))
+					n, err := count(s.AddMembers(ctx, group, users(uid, uid+1)))
 					if err != nil {
 						errs <- err
 						return
 					}
 					added[w] += n
 					if i%3 == 0 {
-						n, err := s.RemoveMembers(ctx, group, []membership.UID{uid})
+						n, err := count(s.RemoveMembers(ctx, group, []membership.UID{uid}))
 						if err != nil {
 							errs <- err
 							return
@@ -311,3 +311,6 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 		assert.Positive(t, sum(removed), "the test must exercise removal")
 	})
 }
+
+// count returns a change's count, for tests that check only that.
+func count(res membership.Result, err error) (int, error) { return res.Count, err }

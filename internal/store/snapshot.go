@@ -16,30 +16,48 @@ import (
 )
 
 // A snapshot file holds the whole state: a header (magic word and format
-// version), a body, and a CRC-32C of the body. The body is the nicknames
-// (count, then uid and nickname each) and the groups (count, then id, member
-// count, and the members in ascending order, each as the difference from the
-// one before). All integers are unsigned varints.
+// version), a body, and a CRC-32C of the body. The body of version 2 is
+//
+//   - the revisions: the latest, that of the last nickname change, and that
+//     of the last group deleted;
+//   - the nicknames: count, then uid and nickname each;
+//   - the groups: count, then id, revision, member count, and the members in
+//     ascending order, each as the difference from the one before;
+//   - the changes the feed keeps: count, then revision, op, group id, uid
+//     count and uids (as differences), nickname count and uid and nickname
+//     each.
+//
+// Version 1, still read, has only the nicknames and the groups without their
+// revisions. All integers are unsigned varints, strings a length and bytes.
 const (
 	snapMagic   = "GMSN"
-	snapVersion = 1
+	snapVersion = 2
 )
 
 // state is a copy of a Memory's contents, taken for a snapshot.
 type state struct {
-	nicknames map[membership.UID]string
-	groups    []groupState
+	lastRevision      membership.Revision
+	nicknamesRevision membership.Revision
+	removedRevision   membership.Revision
+	nicknames         map[membership.UID]string
+	groups            []groupState
+	changes           []membership.Change // oldest first, ending at lastRevision
 }
 
 type groupState struct {
-	id   string
-	uids []membership.UID // ascending
+	id       string
+	revision membership.Revision
+	uids     []membership.UID // ascending
 }
 
 // exportState copies m's contents. Changes made while it runs may or may not
 // be in the copy, so the caller must keep them out.
 func (m *Memory) exportState() *state {
-	st := &state{}
+	st := &state{
+		nicknamesRevision: membership.Revision(m.nicknamesRevision.Load()),
+		removedRevision:   membership.Revision(m.removedRevision.Load()),
+	}
+	st.lastRevision, st.changes = m.feed.export()
 	m.nicknamesMu.RLock()
 	st.nicknames = make(map[membership.UID]string, len(m.nicknames))
 	for uid, nick := range m.nicknames {
@@ -54,7 +72,7 @@ func (m *Memory) exportState() *state {
 			for uid := range g.members.all {
 				uids = append(uids, uid)
 			}
-			st.groups = append(st.groups, groupState{id: id, uids: uids})
+			st.groups = append(st.groups, groupState{id: id, revision: g.revision, uids: uids})
 		}
 		s.mu.RUnlock()
 	}
@@ -65,17 +83,20 @@ func (m *Memory) exportState() *state {
 // builds every index in bulk: each group's chunks directly, and the reverse
 // index from all pairs sorted at once, rather than one insert at a time.
 func (m *Memory) importState(st *state) {
-	nickUsers := make([]membership.User, 0, len(st.nicknames))
 	for uid, nick := range st.nicknames {
-		nickUsers = append(nickUsers, membership.User{UID: uid, Nickname: nick, HasNickname: true})
+		if nick != "" {
+			m.nicknames[uid] = nick
+		}
 	}
-	m.setNicknames(nickUsers)
+	m.nicknamesRevision.Store(uint64(st.nicknamesRevision))
+	m.removedRevision.Store(uint64(st.removedRevision))
+	m.feed.load(st.lastRevision, st.changes)
 	pairs := make([][]pair, len(m.reverse))
 	for _, g := range st.groups {
 		if len(g.uids) == 0 {
 			continue
 		}
-		grp := &group{number: m.groupNumbers.number(g.id), revision: m.nextRevision()}
+		grp := &group{number: m.groupNumbers.number(g.id), revision: g.revision}
 		grp.members.fill(g.uids)
 		m.shardOf(g.id).groups[g.id] = grp
 		for _, uid := range g.uids {
@@ -112,7 +133,10 @@ func writeSnapshot(dir, path string, st *state) (err error) {
 	crc := crc32.New(castagnoli)
 	w := bufio.NewWriterSize(io.MultiWriter(tmp, crc), 1<<20)
 	var b []byte
-	b = binary.AppendUvarint(b[:0], uint64(len(st.nicknames)))
+	b = binary.AppendUvarint(b, uint64(st.lastRevision))
+	b = binary.AppendUvarint(b, uint64(st.nicknamesRevision))
+	b = binary.AppendUvarint(b, uint64(st.removedRevision))
+	b = binary.AppendUvarint(b, uint64(len(st.nicknames)))
 	for uid, nick := range st.nicknames {
 		b = binary.AppendUvarint(b, uint64(uid))
 		b = binary.AppendUvarint(b, uint64(len(nick)))
@@ -128,6 +152,7 @@ func writeSnapshot(dir, path string, st *state) (err error) {
 	for _, g := range st.groups {
 		b = binary.AppendUvarint(b, uint64(len(g.id)))
 		b = append(b, g.id...)
+		b = binary.AppendUvarint(b, uint64(g.revision))
 		b = binary.AppendUvarint(b, uint64(len(g.uids)))
 		var prev membership.UID
 		for _, uid := range g.uids {
@@ -139,6 +164,16 @@ func writeSnapshot(dir, path string, st *state) (err error) {
 				}
 				b = b[:0]
 			}
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(st.changes)))
+	for _, c := range st.changes {
+		b = appendChange(b, c)
+		if len(b) > 64<<10 {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
 		}
 	}
 	if _, err := w.Write(b); err != nil {
@@ -171,26 +206,37 @@ func readSnapshot(path string) (*state, error) {
 	if len(data) < 12 || string(data[:4]) != snapMagic {
 		return nil, fmt.Errorf("%s: not a membership snapshot", path)
 	}
-	if v := binary.LittleEndian.Uint32(data[4:]); v != snapVersion {
-		return nil, fmt.Errorf("%s: snapshot format version %d, this build reads version %d", path, v, snapVersion)
+	v := binary.LittleEndian.Uint32(data[4:])
+	if v != 1 && v != snapVersion {
+		return nil, fmt.Errorf("%s: snapshot format version %d, this build reads versions 1 and %d", path, v, snapVersion)
 	}
 	body := data[8 : len(data)-4]
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
 		return nil, fmt.Errorf("%s: snapshot checksum does not match: the file is damaged", path)
 	}
-	st, err := decodeState(bytes.NewReader(body))
+	st, err := decodeState(bytes.NewReader(body), v)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return st, nil
 }
 
-func decodeState(r *bytes.Reader) (*state, error) {
+func decodeState(r *bytes.Reader, version uint32) (*state, error) {
+	st := &state{}
+	if version >= 2 {
+		for _, rev := range []*membership.Revision{&st.lastRevision, &st.nicknamesRevision, &st.removedRevision} {
+			n, err := binary.ReadUvarint(r)
+			if err != nil {
+				return nil, err
+			}
+			*rev = membership.Revision(n)
+		}
+	}
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
 		return nil, err
 	}
-	st := &state{nicknames: make(map[membership.UID]string, min(n, 1<<20))}
+	st.nicknames = make(map[membership.UID]string, min(n, 1<<20))
 	for range n {
 		uid, err := binary.ReadUvarint(r)
 		if err != nil {
@@ -208,6 +254,13 @@ func decodeState(r *bytes.Reader) (*state, error) {
 		if g.id, err = readString(r); err != nil {
 			return nil, err
 		}
+		if version >= 2 {
+			rev, err := binary.ReadUvarint(r)
+			if err != nil {
+				return nil, err
+			}
+			g.revision = membership.Revision(rev)
+		}
 		count, err := binary.ReadUvarint(r)
 		if err != nil {
 			return nil, err
@@ -215,25 +268,139 @@ func decodeState(r *bytes.Reader) (*state, error) {
 		if count > uint64(r.Len()) {
 			return nil, errors.New("member count larger than the file")
 		}
-		g.uids = make([]membership.UID, 0, count)
-		var prev membership.UID
-		for range count {
-			d, err := binary.ReadUvarint(r)
-			if err != nil {
-				return nil, err
-			}
-			if d == 0 || d > math.MaxInt64-uint64(prev) {
-				return nil, fmt.Errorf("group %q: members not in ascending order", g.id)
-			}
-			prev += membership.UID(d)
-			g.uids = append(g.uids, prev)
+		if g.uids, err = readAscendingUIDs(r, count); err != nil {
+			return nil, fmt.Errorf("group %q: %w", g.id, err)
 		}
 		st.groups = append(st.groups, g)
+	}
+	if version >= 2 {
+		if st.changes, err = readChanges(r, st.lastRevision); err != nil {
+			return nil, err
+		}
 	}
 	if r.Len() != 0 {
 		return nil, errors.New("trailing bytes after the groups")
 	}
 	return st, nil
+}
+
+// readAscendingUIDs reads count uids written as differences.
+func readAscendingUIDs(r *bytes.Reader, count uint64) ([]membership.UID, error) {
+	uids := make([]membership.UID, 0, count)
+	var prev membership.UID
+	for range count {
+		d, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, err
+		}
+		if d == 0 || d > math.MaxInt64-uint64(prev) {
+			return nil, errors.New("uids not in ascending order")
+		}
+		prev += membership.UID(d)
+		uids = append(uids, prev)
+	}
+	return uids, nil
+}
+
+// appendAscendingUIDs appends uids, which must be ascending, as a count and
+// differences.
+func appendAscendingUIDs(b []byte, uids []membership.UID) []byte {
+	b = binary.AppendUvarint(b, uint64(len(uids)))
+	var prev membership.UID
+	for _, uid := range uids {
+		b = binary.AppendUvarint(b, uint64(uid-prev))
+		prev = uid
+	}
+	return b
+}
+
+// appendChange appends one change of the feed.
+func appendChange(b []byte, c membership.Change) []byte {
+	b = binary.AppendUvarint(b, uint64(c.Revision))
+	op := opAdd
+	if c.Op == membership.OpRemove {
+		op = opRemove
+	}
+	b = append(b, op)
+	b = binary.AppendUvarint(b, uint64(len(c.GroupID)))
+	b = append(b, c.GroupID...)
+	b = appendAscendingUIDs(b, c.UIDs)
+	b = binary.AppendUvarint(b, uint64(len(c.Nicknames)))
+	for _, n := range c.Nicknames {
+		b = binary.AppendUvarint(b, uint64(n.UID))
+		b = binary.AppendUvarint(b, uint64(len(n.Nickname)))
+		b = append(b, n.Nickname...)
+	}
+	return b
+}
+
+// readChanges reads the feed's changes, which must be consecutive and end at
+// last.
+func readChanges(r *bytes.Reader, last membership.Revision) ([]membership.Change, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(last) || n > uint64(r.Len()) {
+		return nil, errors.New("more changes than revisions")
+	}
+	changes := make([]membership.Change, 0, n)
+	next := last - membership.Revision(n) + 1
+	for range n {
+		var c membership.Change
+		rev, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, err
+		}
+		if membership.Revision(rev) != next {
+			return nil, fmt.Errorf("change %d where %d was due", rev, next)
+		}
+		c.Revision, next = next, next+1
+		op, err := r.ReadByte()
+		if err != nil {
+			return nil, err
+		}
+		switch op {
+		case opAdd:
+			c.Op = membership.OpAdd
+		case opRemove:
+			c.Op = membership.OpRemove
+		default:
+			return nil, fmt.Errorf("change %d: unknown op %d", rev, op)
+		}
+		if c.GroupID, err = readString(r); err != nil {
+			return nil, err
+		}
+		count, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, err
+		}
+		if count > uint64(r.Len()) {
+			return nil, errors.New("uid count larger than the file")
+		}
+		if c.UIDs, err = readAscendingUIDs(r, count); err != nil {
+			return nil, fmt.Errorf("change %d: %w", rev, err)
+		}
+		if count, err = binary.ReadUvarint(r); err != nil {
+			return nil, err
+		}
+		if count > uint64(r.Len()) {
+			return nil, errors.New("nickname count larger than the file")
+		}
+		for range count {
+			uid, err := binary.ReadUvarint(r)
+			if err != nil {
+				return nil, err
+			}
+			nick, err := readString(r)
+			if err != nil {
+				return nil, err
+			}
+			c.Nicknames = append(c.Nicknames, membership.Member{UID: membership.UID(uid), Nickname: nick})
+		}
+		changes = append(changes, c)
+	}
+	return changes, nil
 }
 
 // syncDir fsyncs a directory, so that files created or renamed in it stay.

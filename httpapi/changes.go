@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"example.com/groupmembership/membership"
+)
+
+// etag returns the ETag header value of a group's list at revision.
+func etag(revision membership.Revision) []string {
+	b := make([]byte, 0, 22)
+	b = append(b, '"')
+	b = strconv.AppendUint(b, uint64(revision), 10)
+	return []string{string(append(b, '"'))}
+}
+
+// noneMatch reports whether the request's If-None-Match names the list at
+// revision: "*", or a list of entity tags one of which is the revision's,
+// compared weakly (a W/ prefix is ignored), as RFC 9110 says for GET.
+func noneMatch(r *http.Request, revision membership.Revision) bool {
+	want := etag(revision)[0]
+	for _, field := range r.Header["If-None-Match"] {
+		for tag := range strings.SplitSeq(field, ",") {
+			tag = strings.TrimSpace(tag)
+			if tag == "*" || strings.TrimPrefix(tag, "W/") == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// writeNotModified answers 304 with the ETag and no body.
+func writeNotModified(w http.ResponseWriter, revision membership.Revision) {
+	w.Header()["Etag"] = etag(revision)
+	w.WriteHeader(http.StatusNotModified)
+}
+
+// Limits of /changes.
+const (
+	defaultChangesLimit = 1000
+	// MaxChangesWait is the longest a /changes long-poll may wait.
+	MaxChangesWait = 60 * time.Second
+)
+
+// handleChanges serves GET and HEAD of /changes: the changes after
+// ?after=REV (0 when absent) in revision order, at most ?limit=N
+// (defaultChangesLimit when absent), as a JSON array of
+// {"rev":…,"op":…,"group":…,"uids":[…]} objects, with "nicknames" when an add
+// changed some. X-Revision carries the latest revision. With ?wait=DURATION,
+// when no change follows REV the reply waits for one, for at most that long
+// (and no longer than until the server begins to shut down), then is [].
+func handleChanges(svc *membership.Service, stopping <-chan struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		opts, wait, err := changesQuery(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		ctx := r.Context()
+		if wait > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, wait)
+			defer cancel()
+			go func() {
+				select {
+				case <-stopping:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			// The server's write timeout counts from the request's start:
+			// give the wait room, and the reply time to go out after it.
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + 10*time.Second))
+		}
+		changes, latest, err := svc.Changes(ctx, opts)
+		w.Header()["X-Revision"] = []string{strconv.FormatUint(uint64(latest), 10)}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, encodeChanges(changes))
+	})
+}
+
+// changesQuery reads after, limit and wait, each at most once.
+//
+// Errors: CodeInvalidQuery.
+func changesQuery(r *http.Request) (membership.ChangeOptions, time.Duration, error) {
+	opts := membership.ChangeOptions{Limit: defaultChangesLimit}
+	var wait time.Duration
+	q := r.URL.Query()
+	for name, vs := range q {
+		if len(vs) > 1 {
+			return opts, 0, membership.Errorf(membership.CodeInvalidQuery, "%s is given %d times: give it once", name, len(vs))
+		}
+	}
+	if v, ok := q["after"]; ok {
+		n, err := strconv.ParseUint(v[0], 10, 64)
+		if err != nil {
+			return opts, 0, membership.Errorf(membership.CodeInvalidQuery, "after %.40q is not a revision (an integer from 0)", v[0])
+		}
+		opts.After = membership.Revision(n)
+	}
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 1 || n > membership.MaxPageSize {
+			return opts, 0, membership.Errorf(membership.CodeInvalidQuery, "limit %.40q is not an integer from 1 to %d", v[0], membership.MaxPageSize)
+		}
+		opts.Limit = n
+	}
+	if v, ok := q["wait"]; ok {
+		d, err := time.ParseDuration(v[0])
+		if err != nil || d < 0 || d > MaxChangesWait {
+			return opts, 0, membership.Errorf(membership.CodeInvalidQuery, "wait %.40q is not a duration from 0s to %s (30s, say)", v[0], MaxChangesWait)
+		}
+		wait = d
+		opts.Wait = d > 0
+	}
+	return opts, wait, nil
+}

@@ -1,0 +1,256 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/httpapi"
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/membership"
+)
+
+// doWith sends one request to h with the given headers.
+func doWith(h http.Handler, method, path string, header map[string]string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, path, nil)
+	for k, v := range header {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+func TestWritesCarryXRevision(t *testing.T) {
+	h, _ := newTestHandler(t)
+	steps := []struct {
+		method, body string
+		wantCount    string
+		wantRevision string
+	}{
+		{"POST", "users=[1,2]", "2", "1"},
+		{"POST", "users=[2]", "0", "1"}, // changes nothing: the group's revision, no new one
+		{"POST", `users=[[2,"Bo"]]`, "0", "2"},
+		{"DELETE", "users=[9]", "0", "2"},
+		{"DELETE", "users=[1]", "1", "3"},
+		{"POST", "users=[3]", "1", "4"},
+	}
+	for _, st := range steps {
+		w := do(h, st.method, "/group-user/g", st.body, formType)
+		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		assert.Equal(t, st.wantCount, w.Body.String(), "%s %s", st.method, st.body)
+		assert.Equal(t, st.wantRevision, w.Header().Get("X-Revision"), "%s %s", st.method, st.body)
+	}
+	w := do(h, "POST", "/group-user/g", "users=[0]", formType)
+	assert.Equal(t, http.StatusBadRequest, w.Code)
+	assert.Empty(t, w.Header().Get("X-Revision"), "a refused request has no revision")
+}
+
+func TestListETagAndIfNoneMatch(t *testing.T) {
+	h, _ := newTestHandler(t)
+	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[1,2,3]", formType).Code)
+	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/other", "users=[1]", formType).Code)
+
+	tests := []struct {
+		name        string
+		method      string
+		path        string
+		ifNoneMatch string
+		wantStatus  int
+	}{
+		{"no condition", "GET", "/group-user/g", "", 200},
+		{"its ETag", "GET", "/group-user/g", `"1"`, 304},
+		{"its ETag, weak", "GET", "/group-user/g", `W/"1"`, 304},
+		{"its ETag in a list", "GET", "/group-user/g", `"7", "1"`, 304},
+		{"any", "GET", "/group-user/g", `*`, 304},
+		{"another ETag", "GET", "/group-user/g", `"2"`, 200},
+		{"unquoted", "GET", "/group-user/g", `1`, 200},
+		{"a page, its ETag", "GET", "/group-user/g?limit=1", `"1"`, 304},
+		{"a page, another ETag", "GET", "/group-user/g?limit=1&after=1", `"5"`, 200},
+		{"HEAD, its ETag", "HEAD", "/group-user/g", `"1"`, 304},
+		{"the other group", "GET", "/group-user/other", `"2"`, 304},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			header := map[string]string{}
+			if tt.ifNoneMatch != "" {
+				header["If-None-Match"] = tt.ifNoneMatch
+			}
+			w := doWith(h, tt.method, tt.path, header)
+			require.Equal(t, tt.wantStatus, w.Code, w.Body.String())
+			want := `"1"`
+			if strings.Contains(tt.path, "other") {
+				want = `"2"`
+			}
+			assert.Equal(t, want, w.Header().Get("ETag"))
+			if tt.wantStatus == http.StatusNotModified {
+				assert.Empty(t, w.Body.String())
+			}
+		})
+	}
+
+	// The same ETag twice, from the cache and not: then a change moves it.
+	first := do(h, "GET", "/group-user/g", "", "")
+	second := do(h, "GET", "/group-user/g", "", "")
+	assert.Equal(t, first.Header().Get("ETag"), second.Header().Get("ETag"))
+	require.Equal(t, http.StatusOK, do(h, "DELETE", "/group-user/g", "users=[2]", formType).Code)
+	w := doWith(h, "GET", "/group-user/g", map[string]string{"If-None-Match": `"1"`})
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, `"3"`, w.Header().Get("ETag"))
+	assert.JSONEq(t, `[{"uid":1,"nickname":""},{"uid":3,"nickname":""}]`, w.Body.String())
+	// A nickname change moves it too, even in a group the user is not in:
+	// the store counts it as a change of every group.
+	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/other", `users=[[1,"Al"]]`, formType).Code)
+	w = doWith(h, "GET", "/group-user/g", map[string]string{"If-None-Match": `"3"`})
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, `"4"`, w.Header().Get("ETag"))
+	assert.JSONEq(t, `[{"uid":1,"nickname":"Al"},{"uid":3,"nickname":""}]`, w.Body.String())
+}
+
+func TestChangesFeed(t *testing.T) {
+	svc := membership.NewService(store.NewMemoryWith(store.MemoryOptions{ChangesKeep: 3}), testMaxUsers)
+	h := httpapi.NewHandler(svc, httpapi.Options{})
+	for _, body := range []string{`users=[2,[1,"Al"]]`, "users=[3]", "users=[1]", "users=[4]"} {
+		require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", body, formType).Code)
+	}
+	require.Equal(t, http.StatusOK, do(h, "DELETE", "/group-user/g", "users=[3,4,9]", formType).Code)
+	// Revisions 1 (add 1, 2), 2 (add 3), 3 (add 4), 4 (remove 3, 4); the
+	// add of 1 again changed nothing. The feed keeps 2 to 4.
+
+	tests := []struct {
+		name         string
+		query        string
+		wantStatus   int
+		wantBody     string // JSON
+		wantRevision string
+	}{
+		{"after the oldest-but-one", "?after=1", 200, `[
+			{"rev":2,"op":"add","group":"g","uids":[3]},
+			{"rev":3,"op":"add","group":"g","uids":[4]},
+			{"rev":4,"op":"remove","group":"g","uids":[3,4]}]`, "4"},
+		{"limit", "?after=1&limit=1", 200, `[{"rev":2,"op":"add","group":"g","uids":[3]}]`, "4"},
+		{"nothing after the latest", "?after=4", 200, `[]`, "4"},
+		{"a wait of 0s does not wait", "?after=4&wait=0s", 200, `[]`, "4"},
+		{"no longer kept", "", 410, `{"error":{"code":"changes_gone","message":"the changes after revision 0 are no longer kept; ` +
+			`the oldest kept is 2: list the groups again, then follow the feed from the latest revision","oldest_revision":2}}`, "4"},
+		{"beyond the latest", "?after=5", 410, `{"error":{"code":"changes_gone","message":"revision 5 is beyond the latest, 4: ` +
+			`it comes from another history of the store (was an in-memory service restarted?); list the groups again","oldest_revision":2}}`, "4"},
+		{"after not a number", "?after=x", 400, "", ""},
+		{"after negative", "?after=-1", 400, "", ""},
+		{"after twice", "?after=1&after=2", 400, "", ""},
+		{"limit 0", "?after=1&limit=0", 400, "", ""},
+		{"limit too large", "?after=1&limit=10001", 400, "", ""},
+		{"wait not a duration", "?after=1&wait=30", 400, "", ""},
+		{"wait too long", "?after=1&wait=61s", 400, "", ""},
+		{"wait negative", "?after=1&wait=-1s", 400, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := do(h, "GET", "/changes"+tt.query, "", "")
+			require.Equal(t, tt.wantStatus, w.Code, w.Body.String())
+			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+			if tt.wantBody != "" {
+				assert.JSONEq(t, tt.wantBody, w.Body.String())
+			}
+			if tt.wantStatus == http.StatusBadRequest {
+				assert.Contains(t, w.Body.String(), `"code":"invalid_query"`)
+			}
+			assert.Equal(t, tt.wantRevision, w.Header().Get("X-Revision"))
+		})
+	}
+
+	// Nicknames appear with the add that changed them.
+	h, _ = newTestHandler(t)
+	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", `users=[2,[1,"Al"]]`, formType).Code)
+	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/h", `users=[[1,"Bo\n"]]`, formType).Code)
+	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", `users=[[1,"Bo\n"]]`, formType).Code) // changes nothing
+	w := do(h, "GET", "/changes", "", "")
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[1,2],"nicknames":[{"uid":1,"nickname":"Al"}]},`+
+		`{"rev":2,"op":"add","group":"h","uids":[1],"nicknames":[{"uid":1,"nickname":"Bo\n"}]}]`, w.Body.String())
+	var decoded []map[string]any
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &decoded), "the feed is JSON")
+}
+
+// serve runs h on a test server until the test ends.
+func serve(t *testing.T, h http.Handler) *httptest.Server {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func get(t *testing.T, url string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(body)
+}
+
+func TestChangesLongPoll(t *testing.T) {
+	stopping := make(chan struct{})
+	svc := membership.NewService(store.NewMemory(), testMaxUsers)
+	srv := serve(t, httpapi.NewHandler(svc, httpapi.Options{Stopping: stopping, Logger: slog.New(slog.DiscardHandler)}))
+
+	t.Run("woken by a write", func(t *testing.T) {
+		type reply struct {
+			body string
+			took time.Duration
+		}
+		got := make(chan reply)
+		start := time.Now()
+		go func() {
+			_, body := get(t, srv.URL+"/changes?after=0&wait=30s")
+			got <- reply{body, time.Since(start)}
+		}()
+		select {
+		case r := <-got:
+			t.Fatalf("the long-poll answered before any change: %s", r.body)
+		case <-time.After(100 * time.Millisecond):
+		}
+		_, err := svc.AddMembers(context.Background(), "g", "[7]")
+		require.NoError(t, err)
+		r := <-got
+		assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[7]}]`, r.body)
+		assert.Less(t, r.took, 20*time.Second, "it answered at the write, not at the end of the wait")
+	})
+
+	t.Run("an existing change answers at once", func(t *testing.T) {
+		_, body := get(t, srv.URL+"/changes?after=0&wait=30s")
+		assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[7]}]`, body)
+	})
+
+	t.Run("the wait ends empty", func(t *testing.T) {
+		resp, body := get(t, srv.URL+"/changes?after=1&wait=50ms")
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, `[]`, body)
+		assert.Equal(t, "1", resp.Header.Get("X-Revision"))
+	})
+
+	t.Run("a shutdown ends the wait", func(t *testing.T) {
+		got := make(chan string)
+		go func() {
+			_, body := get(t, srv.URL+"/changes?after=1&wait=60s")
+			got <- body
+		}()
+		time.Sleep(50 * time.Millisecond)
+		close(stopping)
+		select {
+		case body := <-got:
+			assert.Equal(t, `[]`, body)
+		case <-time.After(20 * time.Second):
+			t.Fatal("the long-poll outlived the shutdown")
+		}
+	})
+}

@@ -1,0 +1,324 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+func TestMemoryRevisionsAndFeed(t *testing.T) {
+	testRevisionsAndFeed(t, func(keep int) membership.Store { return NewMemoryWith(MemoryOptions{ChangesKeep: keep}) })
+}
+
+func TestDurableRevisionsAndFeed(t *testing.T) {
+	testRevisionsAndFeed(t, func(keep int) membership.Store {
+		d := openTestDurable(t, t.TempDir(), DurableOptions{ChangesKeep: keep})
+		t.Cleanup(func() { d.Close() })
+		return d
+	})
+}
+
+func allChanges(t *testing.T, s membership.Store, after membership.Revision) []membership.Change {
+	t.Helper()
+	changes, _, err := s.Changes(context.Background(), membership.ChangeOptions{After: after})
+	require.NoError(t, err)
+	return changes
+}
+
+// testRevisionsAndFeed checks revisions and the change feed; newStore(keep)
+// returns an empty store whose feed keeps keep changes (0: the default).
+func testRevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store) {
+	ctx := context.Background()
+	nick := func(uid membership.UID, n string) membership.User {
+		return membership.User{UID: uid, Nickname: n, HasNickname: true}
+	}
+
+	t.Run("one revision per change that alters the store, none for the rest", func(t *testing.T) {
+		s := newStore(0)
+		steps := []struct {
+			name    string
+			do      func() (membership.Result, error)
+			want    membership.Result
+			changed bool
+		}{
+			{"add two", func() (membership.Result, error) {
+				return s.AddMembers(ctx, "g", []membership.User{{UID: 3}, nick(1, "Ann")})
+			}, membership.Result{Count: 2, Revision: 1}, true},
+			{"add them again", func() (membership.Result, error) {
+				return s.AddMembers(ctx, "g", []membership.User{{UID: 1}, {UID: 3}})
+			}, membership.Result{Count: 0, Revision: 1}, false},
+			{"same nickname again", func() (membership.Result, error) { return s.AddMembers(ctx, "g", []membership.User{nick(1, "Ann")}) },
+				membership.Result{Count: 0, Revision: 1}, false},
+			{"a nickname and a member in one call: one revision", func() (membership.Result, error) {
+				return s.AddMembers(ctx, "g", []membership.User{nick(1, "Anne"), {UID: 2}})
+			}, membership.Result{Count: 1, Revision: 2}, true},
+			{"no users, to an unknown group", func() (membership.Result, error) { return s.AddMembers(ctx, "h", []membership.User{}) },
+				membership.Result{Count: 0, Revision: 2}, false},
+			{"remove a non-member", func() (membership.Result, error) { return s.RemoveMembers(ctx, "g", []membership.UID{9}) },
+				membership.Result{Count: 0, Revision: 2}, false},
+			{"remove from an unknown group", func() (membership.Result, error) { return s.RemoveMembers(ctx, "nobody", []membership.UID{1}) },
+				membership.Result{Count: 0, Revision: 2}, false},
+			{"remove two", func() (membership.Result, error) { return s.RemoveMembers(ctx, "g", []membership.UID{3, 2, 3}) },
+				membership.Result{Count: 2, Revision: 3}, true},
+			{"nickname change of a member", func() (membership.Result, error) {
+				return s.AddMembers(ctx, "g", []membership.User{nick(1, "A"), nick(1, "")})
+			}, membership.Result{Count: 0, Revision: 4}, true},
+			{"the last nickname given wins, and here changes nothing", func() (membership.Result, error) {
+				return s.AddMembers(ctx, "g", []membership.User{nick(1, "B"), nick(1, "")})
+			}, membership.Result{Count: 0, Revision: 4}, false},
+			{"empty the group", func() (membership.Result, error) { return s.RemoveMembers(ctx, "g", []membership.UID{1}) },
+				membership.Result{Count: 1, Revision: 5}, true},
+		}
+		for _, st := range steps {
+			before, _, err := s.Changes(ctx, membership.ChangeOptions{})
+			require.NoError(t, err)
+			got, err := st.do()
+			require.NoError(t, err, st.name)
+			assert.Equal(t, st.want, got, st.name)
+			after, _, err := s.Changes(ctx, membership.ChangeOptions{})
+			require.NoError(t, err)
+			if st.changed {
+				assert.Len(t, after, len(before)+1, st.name)
+			} else {
+				assert.Equal(t, before, after, st.name)
+			}
+		}
+		assert.Equal(t, []membership.Change{
+			{Revision: 1, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{1, 3}, Nicknames: []membership.Member{{UID: 1, Nickname: "Ann"}}},
+			{Revision: 2, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{2}, Nicknames: []membership.Member{{UID: 1, Nickname: "Anne"}}},
+			{Revision: 3, Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2, 3}},
+			{Revision: 4, Op: membership.OpAdd, GroupID: "g", Nicknames: []membership.Member{{UID: 1, Nickname: ""}}},
+			{Revision: 5, Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}},
+		}, allChanges(t, s, 0))
+		rev, err := s.Revision(ctx, "g")
+		require.NoError(t, err)
+		assert.Equal(t, membership.Revision(5), rev, "an emptied group's revision is that of its emptying")
+	})
+
+	t.Run("a group's revision is its last change's", func(t *testing.T) {
+		s := newStore(0)
+		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1}})
+		require.NoError(t, err)
+		_, err = s.AddMembers(ctx, "b", []membership.User{{UID: 2}})
+		require.NoError(t, err)
+		for group, want := range map[string]membership.Revision{"a": 1, "b": 2} {
+			rev, err := s.Revision(ctx, group)
+			require.NoError(t, err)
+			assert.Equal(t, want, rev, group)
+			_, listed := listAll(t, s, group)
+			assert.Equal(t, want, listed, group)
+		}
+	})
+
+	t.Run("after and limit page through the feed", func(t *testing.T) {
+		s := newStore(0)
+		for uid := range membership.UID(5) {
+			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+			require.NoError(t, err)
+		}
+		changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1, Limit: 2})
+		require.NoError(t, err)
+		assert.Equal(t, membership.Revision(5), latest)
+		require.Len(t, changes, 2)
+		assert.Equal(t, []membership.Revision{2, 3}, []membership.Revision{changes[0].Revision, changes[1].Revision})
+		changes, _, err = s.Changes(ctx, membership.ChangeOptions{After: 5})
+		require.NoError(t, err)
+		assert.Empty(t, changes, "nothing after the latest")
+	})
+
+	t.Run("changes no longer kept are gone, with the oldest kept", func(t *testing.T) {
+		s := newStore(3)
+		for uid := range membership.UID(5) {
+			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+			require.NoError(t, err)
+		}
+		for _, after := range []membership.Revision{0, 1} {
+			_, latest, err := s.Changes(ctx, membership.ChangeOptions{After: after})
+			assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err), "after %d", after)
+			var e *membership.Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, membership.Revision(3), e.OldestRevision)
+			assert.Equal(t, membership.Revision(5), latest)
+		}
+		changes, _, err := s.Changes(ctx, membership.ChangeOptions{After: 2})
+		require.NoError(t, err)
+		assert.Len(t, changes, 3, "after the one before the oldest kept: all kept")
+	})
+
+	t.Run("a revision beyond the latest is gone: another history", func(t *testing.T) {
+		s := newStore(0)
+		_, _, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
+		assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err))
+		assert.Contains(t, err.Error(), "beyond the latest")
+	})
+
+	t.Run("a feed that keeps nothing still counts", func(t *testing.T) {
+		s := newStore(-1)
+		res, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+		require.NoError(t, err)
+		assert.Equal(t, membership.Revision(1), res.Revision)
+		changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
+		require.NoError(t, err)
+		assert.Empty(t, changes)
+		assert.Equal(t, membership.Revision(1), latest)
+		_, _, err = s.Changes(ctx, membership.ChangeOptions{After: 0})
+		var e *membership.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, membership.Revision(2), e.OldestRevision, "none kept: the oldest is the next to come")
+	})
+
+	t.Run("a wait ends at the first change after it", func(t *testing.T) {
+		s := newStore(0)
+		got := make(chan []membership.Change)
+		go func() {
+			changes, _, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Wait: true})
+			assert.NoError(t, err)
+			got <- changes
+		}()
+		select {
+		case <-got:
+			t.Fatal("the wait ended before any change")
+		case <-time.After(50 * time.Millisecond):
+		}
+		_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 7}})
+		require.NoError(t, err)
+		changes := <-got
+		require.Len(t, changes, 1)
+		assert.Equal(t, []membership.UID{7}, changes[0].UIDs)
+	})
+
+	t.Run("a wait ends empty with its context", func(t *testing.T) {
+		s := newStore(0)
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer cancel()
+		changes, latest, err := s.Changes(wctx, membership.ChangeOptions{Wait: true})
+		require.NoError(t, err)
+		assert.Empty(t, changes)
+		assert.Equal(t, membership.Revision(0), latest)
+	})
+
+	t.Run("concurrent writers: a follower sees every change once, in order", func(t *testing.T) {
+		s := newStore(0)
+		const writers, perWriter = 8, 150
+		var wg sync.WaitGroup
+		results := make(chan membership.Result, writers*perWriter)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range perWriter {
+					group := fmt.Sprint("g", i%3)
+					uid := membership.UID(w*1000 + i%20 + 1)
+					var res membership.Result
+					var err error
+					if i%4 == 3 {
+						res, err = s.RemoveMembers(ctx, group, []membership.UID{uid})
+					} else {
+						res, err = s.AddMembers(ctx, group, []membership.User{{UID: uid}})
+					}
+					if !assert.NoError(t, err) {
+						return
+					}
+					if res.Count > 0 {
+						results <- res
+					}
+				}
+			}()
+		}
+		done := make(chan struct{})
+		var seen []membership.Change
+		go func() {
+			defer close(done)
+			var after membership.Revision
+			for {
+				wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				changes, _, err := s.Changes(wctx, membership.ChangeOptions{After: after, Limit: 7, Wait: true})
+				cancel()
+				if !assert.NoError(t, err) {
+					return
+				}
+				if len(changes) == 0 {
+					return // quiet for 200ms: the writers are done
+				}
+				seen = append(seen, changes...)
+				after = changes[len(changes)-1].Revision
+			}
+		}()
+		wg.Wait()
+		close(results)
+		<-done
+		acknowledged := map[membership.Revision]bool{}
+		for res := range results {
+			assert.False(t, acknowledged[res.Revision], "revision %d given twice", res.Revision)
+			acknowledged[res.Revision] = true
+		}
+		require.Len(t, seen, len(acknowledged), "every change seen once")
+		for i, c := range seen {
+			assert.Equal(t, membership.Revision(i+1), c.Revision, "in revision order with no gaps")
+			assert.True(t, acknowledged[c.Revision])
+		}
+		// Replaying the feed gives the state.
+		state := map[string]map[membership.UID]bool{}
+		for _, c := range seen {
+			if state[c.GroupID] == nil {
+				state[c.GroupID] = map[membership.UID]bool{}
+			}
+			for _, uid := range c.UIDs {
+				state[c.GroupID][uid] = c.Op == membership.OpAdd
+			}
+		}
+		for group, members := range state {
+			got, _ := listAll(t, s, group)
+			var want []membership.Member
+			for _, m := range got {
+				assert.True(t, members[m.UID], "group %s member %d", group, m.UID)
+			}
+			for uid, in := range members {
+				if in {
+					want = append(want, membership.Member{UID: uid})
+				}
+			}
+			assert.Len(t, got, len(want), group)
+		}
+	})
+}
+
+func TestDurableFeedContinuesAcrossRestarts(t *testing.T) {
+	ctx := context.Background()
+	for _, snapshotBytes := range []int64{0, 1} { // 0: the default, no snapshot; 1: a snapshot after every batch
+		t.Run(fmt.Sprint("snapshot bytes ", snapshotBytes), func(t *testing.T) {
+			dir := t.TempDir()
+			opts := DurableOptions{SnapshotBytes: snapshotBytes, ChangesKeep: 4}
+			d := openTestDurable(t, dir, opts)
+			for uid := range membership.UID(6) {
+				_, err := d.AddMembers(ctx, "g", []membership.User{{UID: uid + 1, Nickname: fmt.Sprint("n", uid), HasNickname: true}})
+				require.NoError(t, err)
+			}
+			_, err := d.RemoveMembers(ctx, "g", []membership.UID{2})
+			require.NoError(t, err)
+			before := allChanges(t, d, 3)
+			revBefore, err := d.Revision(ctx, "g")
+			require.NoError(t, err)
+			require.NoError(t, d.Close())
+
+			d = openTestDurable(t, dir, opts)
+			defer d.Close()
+			assert.Equal(t, before, allChanges(t, d, 3), "the kept changes are back")
+			rev, err := d.Revision(ctx, "g")
+			require.NoError(t, err)
+			assert.Equal(t, revBefore, rev, "the group's revision is back")
+			_, _, err = d.Changes(ctx, membership.ChangeOptions{After: 2})
+			assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err), "and no more than were kept")
+			res, err := d.AddMembers(ctx, "g", []membership.User{{UID: 100}})
+			require.NoError(t, err)
+			assert.Equal(t, membership.Revision(8), res.Revision, "revisions continue")
+		})
+	}
+}
