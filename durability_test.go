@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/internal/metrics/metricstest"
 )
 
 // TestMain lets the tests run this test binary as the real program: with
@@ -240,4 +242,51 @@ func TestSecondProcessOnTheSameDirectoryIsRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, 1, cmd.ProcessState.ExitCode())
 	assert.Contains(t, string(out), "in use by another process")
+}
+
+func TestFeedRevisionsAndMetricsAcrossARestart(t *testing.T) {
+	dir := t.TempDir()
+	p := startProcess(t, "-data-dir", dir)
+	require.True(t, change(p.base, "POST", "g", 1, 2, 3))
+	require.True(t, change(p.base, "DELETE", "g", 2))
+	status, feed := send(t, "GET", p.base+"/changes?after=0", "")
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[1,2,3]},{"rev":2,"op":"remove","group":"g","uids":[2]}]`, feed)
+	resp, err := http.Get(p.base + "/group-user/g")
+	require.NoError(t, err)
+	resp.Body.Close()
+	etag := resp.Header.Get("ETag")
+	assert.Equal(t, `"2"`, etag)
+
+	status, body := send(t, "GET", p.base+"/metrics", "")
+	require.Equal(t, http.StatusOK, status)
+	families, err := metricstest.Parse(body)
+	require.NoError(t, err, body)
+	for _, name := range []string{"membership_http_requests_total", "membership_http_request_duration_seconds", "membership_http_requests_in_flight",
+		"membership_groups", "membership_members", "membership_users", "membership_revision",
+		"membership_log_bytes", "membership_fsyncs_total", "membership_fsync_duration_seconds", "membership_snapshots_total", "membership_last_snapshot_duration_seconds"} {
+		assert.Contains(t, families, name)
+	}
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.cmd.Wait())
+	p = startProcess(t, "-data-dir", dir)
+
+	status, again := send(t, "GET", p.base+"/changes?after=0", "")
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, feed, again, "the feed continues across the restart")
+	req, err := http.NewRequest("GET", p.base+"/group-user/g", nil)
+	require.NoError(t, err)
+	req.Header.Set("If-None-Match", etag)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotModified, resp.StatusCode, "an ETag from before the restart still names the same list")
+	req, err = http.NewRequest("POST", p.base+"/group-user/g", strings.NewReader("users=[5]"))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, "3", resp.Header.Get("X-Revision"), "revisions continue")
 }

@@ -166,6 +166,7 @@ func TestRunFlags(t *testing.T) {
 		{"bad max-users", []string{"-max-users", "-1"}, "-max-users must be positive", ""},
 		{"bad list-cache", []string{"-list-cache", "-1"}, "-list-cache must be 0 or more", ""},
 		{"bad shutdown-delay", []string{"-shutdown-delay", "-1s"}, "-shutdown-delay must not be negative", ""},
+		{"bad changes-keep", []string{"-changes-keep", "-1"}, "-changes-keep must be 0 or more", ""},
 		{"bad log format", []string{"-log-format", "xml"}, "-log-format must be text or json", ""},
 		{"stray argument", []string{"serve"}, `unexpected argument "serve"`, ""},
 		{"bad address", []string{"-addr", "256.0.0.1:bad"}, "listen", ""},

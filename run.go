@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/httpapi"
+	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/membership"
 )
@@ -43,6 +44,7 @@ type config struct {
 	authReads     bool
 	shutdownDelay time.Duration
 	changesKeep   int
+	metrics       bool
 }
 
 // run starts the service and serves until ctx is cancelled, then drains the
@@ -98,7 +100,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
-	st, closeStore, err := openStore(cfg, logger)
+	st, collect, closeStore, err := openStore(cfg, logger)
 	if err != nil {
 		_ = srv.Close()
 		<-served
@@ -118,6 +120,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		AuthReads:      cfg.authReads,
 		Ready:          ready.Load,
 		Stopping:       stopping,
+		NoMetrics:      !cfg.metrics,
+		Collectors:     []func(*metrics.Writer){collect},
 	})
 	current.Store(&api)
 	ready.Store(true)
@@ -165,6 +169,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every GET but /healthz and /readyz need the token as well")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, answer /readyz with 503 and serve on for this long before draining")
 	fs.IntVar(&cfg.changesKeep, "changes-keep", membership.DefaultChangesKeep, "how many of the latest changes /changes keeps (with -data-dir, across restarts); 0 keeps none")
+	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics (Prometheus text format) and count requests for it")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -210,11 +215,13 @@ func readToken(tokenFile string, getenv func(string) string) (string, error) {
 	return token, nil
 }
 
-// openStore opens the store the flags ask for, and returns how to close it.
-func openStore(cfg config, logger *slog.Logger) (membership.Store, func() error, error) {
+// openStore opens the store the flags ask for, and returns what writes its
+// metrics and how to close it.
+func openStore(cfg config, logger *slog.Logger) (membership.Store, func(*metrics.Writer), func() error, error) {
 	if cfg.dataDir == "" {
 		logger.Info("keeping data in memory only: it is lost when the process exits (see -data-dir)")
-		return store.NewMemoryWith(store.MemoryOptions{ChangesKeep: changesKeep(cfg)}), func() error { return nil }, nil
+		m := store.NewMemoryWith(store.MemoryOptions{ChangesKeep: changesKeep(cfg)})
+		return m, m.Metrics, func() error { return nil }, nil
 	}
 	start := time.Now()
 	d, err := store.OpenDurable(cfg.dataDir, store.DurableOptions{
@@ -224,10 +231,10 @@ func openStore(cfg config, logger *slog.Logger) (membership.Store, func() error,
 		ChangesKeep:   changesKeep(cfg),
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	logger.Info("opened the data directory", "dir", cfg.dataDir, "took", time.Since(start))
-	return d, d.Close, nil
+	return d, d.Metrics, d.Close, nil
 }
 
 // changesKeep translates -changes-keep for the stores, where 0 means the

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/membership"
 )
 
@@ -37,6 +38,11 @@ type Options struct {
 	// Stopping, when closed, ends the waits of /changes long-polls, so that
 	// they do not hold up a shutdown. Nil: never.
 	Stopping <-chan struct{}
+	// NoMetrics turns the request metrics off, and /metrics answers 404;
+	// for measuring what they cost.
+	NoMetrics bool
+	// Collectors write more families to /metrics: the store's figures.
+	Collectors []func(*metrics.Writer)
 }
 
 // DefaultListCacheBytes is the default bound of the cache of encoded lists.
@@ -53,9 +59,13 @@ func NewHandler(svc *membership.Service, opts Options) http.Handler {
 	if opts.Ready == nil {
 		opts.Ready = func() bool { return true }
 	}
+	var m *requestMetrics
+	if !opts.NoMetrics {
+		m = newRequestMetrics()
+	}
 	mux := http.NewServeMux()
-	addRoutes(mux, routes(svc, opts, newListCache(opts.ListCacheBytes)), opts.Token, opts.AuthReads)
-	return observe(opts.Logger, opts.AccessLog, mux)
+	addRoutes(mux, routes(svc, opts, newListCache(opts.ListCacheBytes), m), opts.Token, opts.AuthReads, m)
+	return observe(opts.Logger, opts.AccessLog, m, mux)
 }
 
 // NewStartingHandler returns the handler to serve while the store loads:

@@ -64,8 +64,8 @@ func recordInternalError(w http.ResponseWriter, err error) {
 // line (method, path, status, duration, request id, acting uid), at level error
 // with the detail when it failed on the service's side; a panic becomes a JSON
 // 500 when nothing was written yet. Without accessLog, only the failed
-// requests are logged.
-func observe(logger *slog.Logger, accessLog bool, next http.Handler) http.Handler {
+// requests are logged. Each request is counted in m, unless m is nil.
+func observe(logger *slog.Logger, accessLog bool, m *requestMetrics, next http.Handler) http.Handler {
 	ids := newRequestIDs()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -75,6 +75,9 @@ func observe(logger *slog.Logger, accessLog bool, next http.Handler) http.Handle
 		}
 		w.Header()["X-Request-Id"] = []string{id}
 		ow := &observedWriter{ResponseWriter: w, requestID: id}
+		if m != nil {
+			m.inFlight.Add(1)
+		}
 		defer func() {
 			p := recover()
 			if p != nil && p != http.ErrAbortHandler {
@@ -85,8 +88,13 @@ func observe(logger *slog.Logger, accessLog bool, next http.Handler) http.Handle
 					recordInternalError(ow, err)
 				}
 			}
+			elapsed := time.Since(start)
+			if m != nil {
+				m.inFlight.Add(-1)
+				m.record(r.Pattern, r.Method, ow.statusSent(), elapsed)
+			}
 			if accessLog || ow.internalErr != nil {
-				logRequest(logger, r, time.Since(start), ow)
+				logRequest(logger, r, elapsed, ow)
 			}
 			if p == http.ErrAbortHandler {
 				panic(p) // net/http handles it: it aborts the response quietly
@@ -96,11 +104,16 @@ func observe(logger *slog.Logger, accessLog bool, next http.Handler) http.Handle
 	})
 }
 
-func logRequest(logger *slog.Logger, r *http.Request, elapsed time.Duration, ow *observedWriter) {
-	status := ow.status
-	if status == 0 {
-		status = http.StatusOK // the handler wrote nothing: net/http sends 200
+// statusSent returns the status the client gets.
+func (o *observedWriter) statusSent() int {
+	if o.status == 0 {
+		return http.StatusOK // the handler wrote nothing: net/http sends 200
 	}
+	return o.status
+}
+
+func logRequest(logger *slog.Logger, r *http.Request, elapsed time.Duration, ow *observedWriter) {
+	status := ow.statusSent()
 	level := slog.LevelInfo
 	if ow.internalErr != nil {
 		level = slog.LevelError

@@ -38,7 +38,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		}
 	}
 	var registered []string
-	for _, r := range routes(membership.NewService(store.NewMemory(), 0), Options{}, newListCache(0)) {
+	for _, r := range routes(membership.NewService(store.NewMemory(), 0), Options{}, newListCache(0), nil) {
 		registered = append(registered, r.method+" "+r.path)
 		if r.method == http.MethodGet {
 			registered = append(registered, "HEAD "+r.path) // the mux serves HEAD with GET

@@ -20,7 +20,7 @@ type route struct {
 
 // routes is the whole API surface. openapi.json documents exactly these; a
 // test holds the two together. GET routes serve HEAD too.
-func routes(svc *membership.Service, opts Options, cache *listCache) []route {
+func routes(svc *membership.Service, opts Options, cache *listCache, reqMetrics *requestMetrics) []route {
 	return []route{
 		{"GET", "/group-user/{groupID}", handleListMembers(svc, cache), false},
 		{"POST", "/group-user/{groupID}", handleChangeMembers(svc.AddMembers, opts.MaxBodyBytes), false},
@@ -31,6 +31,7 @@ func routes(svc *membership.Service, opts Options, cache *listCache) []route {
 		{"GET", "/healthz", handleHealthz(), true},
 		{"GET", "/readyz", handleReadyz(opts.Ready), true},
 		{"GET", "/openapi.json", handleOpenAPI(), false},
+		{"GET", "/metrics", handleMetrics(reqMetrics, opts.Collectors), false},
 	}
 }
 
@@ -38,8 +39,15 @@ func routes(svc *membership.Service, opts Options, cache *listCache) []route {
 // so does every GET that is not open when authReads is set. Each path also
 // gets a method-less pattern that answers the methods it does not serve with
 // a JSON 405 and its Allow header, and "/" answers every unknown path with a
-// JSON 404: the mux's own answers are plain text.
-func addRoutes(mux *http.ServeMux, rs []route, token string, authReads bool) {
+// JSON 404: the mux's own answers are plain text. Every pattern is
+// registered with m too, unless m is nil.
+func addRoutes(mux *http.ServeMux, rs []route, token string, authReads bool, m *requestMetrics) {
+	handle := func(pattern string, h http.Handler) {
+		mux.Handle(pattern, h)
+		if m != nil {
+			m.addPattern(pattern)
+		}
+	}
 	allowed := map[string][]string{}
 	var paths []string
 	for _, r := range rs {
@@ -47,7 +55,7 @@ func addRoutes(mux *http.ServeMux, rs []route, token string, authReads bool) {
 		if token != "" && !r.open && (r.method != http.MethodGet || authReads) {
 			h = requireToken(token, h)
 		}
-		mux.Handle(r.method+" "+r.path, h)
+		handle(r.method+" "+r.path, h)
 		if allowed[r.path] == nil {
 			paths = append(paths, r.path)
 		}
@@ -57,9 +65,9 @@ func addRoutes(mux *http.ServeMux, rs []route, token string, authReads bool) {
 		}
 	}
 	for _, p := range paths {
-		mux.Handle(p, handleMethodNotAllowed(strings.Join(allowed[p], ", ")))
+		handle(p, handleMethodNotAllowed(strings.Join(allowed[p], ", ")))
 	}
-	mux.Handle("/", handleNotFound())
+	handle("/", handleNotFound())
 }
 
 // requireToken lets through only requests with Authorization: Bearer token,

@@ -14,7 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
+	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/membership"
 )
 
@@ -88,6 +90,17 @@ type Durable struct {
 	broken     error // set when a failed write could not be undone
 	snapshotWG sync.WaitGroup
 	snapping   atomic.Bool
+
+	stats durableStats
+}
+
+// durableStats are the disk's figures for Metrics.
+type durableStats struct {
+	logBytes      atomic.Int64
+	fsyncs        atomic.Uint64
+	fsyncDuration *metrics.Histogram
+	snapshots     atomic.Uint64
+	lastSnapshot  atomic.Int64 // nanoseconds
 }
 
 // pending is one change waiting for the committer.
@@ -140,10 +153,12 @@ func OpenDurable(dir string, opts DurableOptions) (*Durable, error) {
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
+	d.stats.fsyncDuration = metrics.NewHistogram(metrics.DefaultDurationBuckets)
 	if err := d.recover(); err != nil {
 		lock.Close()
 		return nil, err
 	}
+	d.stats.logBytes.Store(d.logSize)
 	go d.commitLoop()
 	return d, nil
 }
@@ -532,12 +547,15 @@ func (d *Durable) write(buf []byte) error {
 	_, err := d.log.Write(buf)
 	syncFailed := false
 	if err == nil {
-		if err = d.log.Sync(); err != nil {
-			syncFailed = true
-		}
+		start := time.Now()
+		err = d.log.Sync()
+		d.stats.fsyncs.Add(1)
+		d.stats.fsyncDuration.Observe(time.Since(start))
+		syncFailed = err != nil
 	}
 	if err == nil {
 		d.logSize += int64(len(buf))
+		d.stats.logBytes.Store(d.logSize)
 		return nil
 	}
 	d.logger.Error("writing the log failed; the changes are refused", "file", logPath(d.dir, d.logSeq), "err", err)
@@ -572,6 +590,8 @@ func (d *Durable) startSnapshot() {
 	}
 	_ = d.log.Close()
 	d.log, d.logSeq, d.logSize = newLog, next, walHeaderSize
+	d.stats.logBytes.Store(d.logSize)
+	start := time.Now()
 	st := d.mem.exportState() // consistent: only this goroutine changes memory
 	d.snapping.Store(true)
 	d.snapshotWG.Add(1)
@@ -583,6 +603,8 @@ func (d *Durable) startSnapshot() {
 			d.logger.Error("writing a snapshot failed; the logs are kept", "file", path, "err", err)
 			return
 		}
+		d.stats.snapshots.Add(1)
+		d.stats.lastSnapshot.Store(int64(time.Since(start)))
 		logs, snapshots, err := files(d.dir)
 		if err != nil {
 			d.logger.Error("listing the data directory failed", "err", err)

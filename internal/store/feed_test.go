@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/internal/metrics/metricstest"
 	"example.com/groupmembership/membership"
 )
 
@@ -321,4 +323,30 @@ func TestDurableFeedContinuesAcrossRestarts(t *testing.T) {
 			assert.Equal(t, membership.Revision(8), res.Revision, "revisions continue")
 		})
 	}
+}
+
+func TestDurableMetrics(t *testing.T) {
+	ctx := context.Background()
+	d := openTestDurable(t, t.TempDir(), DurableOptions{SnapshotBytes: 1})
+	for uid := range membership.UID(3) {
+		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, d.Close()) // waits for the snapshots
+	var w metrics.Writer
+	d.Metrics(&w)
+	families, err := metricstest.Parse(string(w.Bytes()))
+	require.NoError(t, err, string(w.Bytes()))
+	value := func(name string) float64 {
+		f := families[name]
+		require.NotNil(t, f, name)
+		require.NotEmpty(t, f.Samples, name)
+		return f.Samples[0].Value
+	}
+	assert.Equal(t, 3.0, value("membership_members"))
+	assert.Equal(t, 3.0, value("membership_fsyncs_total"), "one change at a time: one fsync each")
+	assert.Equal(t, "histogram", families["membership_fsync_duration_seconds"].Type)
+	assert.GreaterOrEqual(t, value("membership_log_bytes"), float64(walHeaderSize), "the log being written, header included")
+	assert.GreaterOrEqual(t, value("membership_snapshots_total"), 1.0)
+	assert.Greater(t, value("membership_last_snapshot_duration_seconds"), 0.0)
 }

@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/membership"
+)
+
+// requestMetrics counts requests by route, method and status, times them by
+// route, and counts those in flight. Recording a request is a map lookup and
+// a few atomic adds: no lock, no allocation once a (method, status) pair of
+// the route has been seen.
+type requestMetrics struct {
+	inFlight atomic.Int64
+	// routes maps a mux pattern ("GET /healthz", "/", …) to the metrics of
+	// its path: patterns of one path share them. It is filled before
+	// serving and only read after.
+	routes map[string]*routeMetrics
+	paths  []*routeMetrics // each path once, in order of registration
+}
+
+type routeMetrics struct {
+	path     string // the route label: the pattern's path
+	duration *metrics.Histogram
+	// counts maps methodIndex<<16 | status to an *atomic.Uint64.
+	counts sync.Map
+}
+
+// methods are the method label's values; any other method counts as
+// "other", so that clients cannot make up new series.
+var methods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE", "other"}
+
+func methodIndex(m string) int {
+	for i, known := range methods[:len(methods)-1] {
+		if m == known {
+			return i
+		}
+	}
+	return len(methods) - 1
+}
+
+func newRequestMetrics() *requestMetrics {
+	return &requestMetrics{routes: map[string]*routeMetrics{}}
+}
+
+// addPattern registers a mux pattern.
+func (m *requestMetrics) addPattern(pattern string) {
+	path := pattern
+	if _, p, ok := strings.Cut(pattern, " "); ok {
+		path = p
+	}
+	for _, rm := range m.paths {
+		if rm.path == path {
+			m.routes[pattern] = rm
+			return
+		}
+	}
+	rm := &routeMetrics{path: path, duration: metrics.NewHistogram(metrics.DefaultDurationBuckets)}
+	m.routes[pattern] = rm
+	m.paths = append(m.paths, rm)
+}
+
+// record counts one request the mux routed to pattern.
+func (m *requestMetrics) record(pattern, method string, status int, elapsed time.Duration) {
+	rm := m.routes[pattern]
+	if rm == nil {
+		rm = m.routes["/"] // the mux's own redirects, which have no pattern
+	}
+	rm.duration.Observe(elapsed)
+	key := uint32(methodIndex(method))<<16 | uint32(status)
+	c, ok := rm.counts.Load(key)
+	if !ok {
+		c, _ = rm.counts.LoadOrStore(key, new(atomic.Uint64))
+	}
+	c.(*atomic.Uint64).Add(1)
+}
+
+// write writes the request families.
+func (m *requestMetrics) write(w *metrics.Writer) {
+	w.Family("membership_http_requests_total", "counter", "HTTP requests answered, by route (the path pattern; / for unknown paths), method and status.")
+	for _, rm := range m.paths {
+		type series struct {
+			key uint32
+			n   uint64
+		}
+		var all []series
+		rm.counts.Range(func(k, v any) bool {
+			all = append(all, series{k.(uint32), v.(*atomic.Uint64).Load()})
+			return true
+		})
+		slices.SortFunc(all, func(a, b series) int { return int(a.key) - int(b.key) })
+		for _, s := range all {
+			w.Sample("membership_http_requests_total", []metrics.Label{
+				{Name: "route", Value: rm.path},
+				{Name: "method", Value: methods[s.key>>16]},
+				{Name: "status", Value: strconv.Itoa(int(s.key & 0xffff))},
+			}, float64(s.n))
+		}
+	}
+	w.Family("membership_http_request_duration_seconds", "histogram", "Time to answer HTTP requests, by route (from the first byte of the request's header to the handler's return; /changes includes its long-poll wait).")
+	for _, rm := range m.paths {
+		rm.duration.Write(w, "membership_http_request_duration_seconds", []metrics.Label{{Name: "route", Value: rm.path}})
+	}
+	w.Gauge("membership_http_requests_in_flight", "HTTP requests being answered now, this scrape included.", float64(m.inFlight.Load()))
+}
+
+// handleMetrics serves /metrics: the request metrics, then what each
+// collector writes (the store's figures).
+func handleMetrics(m *requestMetrics, collectors []func(*metrics.Writer)) http.Handler {
+	contentType := []string{metrics.ContentType}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m == nil {
+			writeError(w, r, membership.Errorf(membership.CodeNotFound, "metrics are turned off (-metrics=false)"))
+			return
+		}
+		var mw metrics.Writer
+		m.write(&mw)
+		for _, c := range collectors {
+			c(&mw)
+		}
+		h := w.Header()
+		h["Content-Type"] = contentType
+		h["Content-Length"] = []string{strconv.Itoa(len(mw.Bytes()))}
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(mw.Bytes())
+	})
+}
