@@ -42,6 +42,17 @@ bench: bench-tools
 	go test -run '^$$' -bench . -benchmem ./...
 	go run ./bench $(BENCHARGS)
 
+## bench-overhead: what metrics and revisions cost POST and GET, side by side with a build from before them (about 3 minutes)
+# BEFORE is the last commit before metrics and revisions.
+BEFORE = bce58d7ab8b471b164e5d9bb8269e2e81a6fb9c8
+.PHONY: bench-overhead
+bench-overhead: bench-tools
+	rm -rf .bench-before && mkdir .bench-before
+	git archive $(BEFORE) | tar -x -C .bench-before
+	cd .bench-before && go build -o membership .
+	go run ./bench -baseline .bench-before/membership $(BENCHARGS)
+	rm -rf .bench-before
+
 # bench-tools installs wrk and redis-server (with redis-benchmark) when missing.
 .PHONY: bench-tools
 bench-tools:

@@ -43,6 +43,7 @@ type options struct {
 	serviceArgs string
 	serviceBin  string
 	quietRows   bool
+	baseline    string
 }
 
 func main() {
@@ -56,6 +57,7 @@ func main() {
 	flag.StringVar(&opts.serviceArgs, "service-args", "", "extra flags for the service, space-separated")
 	flag.StringVar(&opts.serviceBin, "service", "", "a service binary to measure instead of building this checkout's")
 	flag.BoolVar(&opts.quietRows, "quiet-rows", true, "also measure the service with -access-log=false (needs a service that has the flag)")
+	flag.StringVar(&opts.baseline, "baseline", "", "instead of the comparison with Redis, measure what metrics and revisions cost: this service `binary` is the build from before them")
 	flag.Parse()
 	if err := run(opts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -70,6 +72,18 @@ type result struct {
 }
 
 func run(opts options) error {
+	if opts.baseline != "" {
+		tmp, err := os.MkdirTemp("", "membership-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		luaPath := filepath.Join(tmp, "post.lua")
+		if err := os.WriteFile(luaPath, postLua, 0o644); err != nil {
+			return err
+		}
+		return runOverhead(opts, luaPath, tmp)
+	}
 	for _, tool := range []string{"wrk", "redis-server", "redis-benchmark"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is not installed: run `make bench`, which installs it", tool)

@@ -25,7 +25,8 @@ type cacheEntry struct {
 	groupID  string
 	revision membership.Revision
 	body     []byte
-	total    int // the group's size, for X-Total-Count
+	total    int      // the group's size, for X-Total-Count
+	etag     []string // the ETag header's value, made once
 }
 
 // entryOverhead is a rough count of the bytes an entry costs besides its body
@@ -40,34 +41,34 @@ func (e *cacheEntry) cost() int64 {
 	return int64(cap(e.body) + len(e.groupID) + entryOverhead)
 }
 
-// get returns the cached body of groupID and the group's size, if they show
-// revision.
-func (c *listCache) get(groupID string, revision membership.Revision) (body []byte, total int, ok bool) {
+// get returns the cached body of groupID, the group's size and the ETag
+// header, if they show revision.
+func (c *listCache) get(groupID string, revision membership.Revision) (body []byte, total int, etag []string, ok bool) {
 	if c.maxBytes <= 0 {
-		return nil, 0, false
+		return nil, 0, nil, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.entries[groupID]
 	if !ok {
-		return nil, 0, false
+		return nil, 0, nil, false
 	}
 	e := el.Value.(*cacheEntry)
 	if e.revision != revision {
-		return nil, 0, false
+		return nil, 0, nil, false
 	}
 	c.lru.MoveToFront(el)
-	return e.body, e.total, true
+	return e.body, e.total, e.etag, true
 }
 
-// put caches body as groupID's list at revision, unless a newer revision is
+// put caches body as groupID's list at revision, with its ETag header, unless a newer revision is
 // cached already or the body alone is over the bound. Callers must not
 // change body afterwards: readers share it.
-func (c *listCache) put(groupID string, revision membership.Revision, body []byte, total int) {
+func (c *listCache) put(groupID string, revision membership.Revision, body []byte, total int, etag []string) {
 	if c.maxBytes <= 0 {
 		return
 	}
-	e := &cacheEntry{groupID: groupID, revision: revision, body: body, total: total}
+	e := &cacheEntry{groupID: groupID, revision: revision, body: body, total: total, etag: etag}
 	if e.cost() > c.maxBytes {
 		return
 	}

@@ -61,9 +61,9 @@ func handleListMembers(svc *membership.Service, cache *listCache) http.Handler {
 				return
 			}
 			if whole {
-				if body, total, ok := cache.get(groupID, revision); ok {
+				if body, total, tag, ok := cache.get(groupID, revision); ok {
 					w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-					w.Header()["Etag"] = etag(revision)
+					w.Header()["Etag"] = tag
 					writeJSON(w, http.StatusOK, body)
 					return
 				}
@@ -103,11 +103,12 @@ func handleListMembers(svc *membership.Service, cache *listCache) http.Handler {
 			writeError(w, r, err)
 			return
 		}
+		tag := etag(revision)
 		if whole {
-			cache.put(groupID, revision, body, total)
+			cache.put(groupID, revision, body, total, tag)
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		w.Header()["Etag"] = etag(revision)
+		w.Header()["Etag"] = tag
 		if more {
 			w.Header()["Link"] = []string{fmt.Sprintf(`</group-user/%s?limit=%d&after=%d>; rel="next"`, url.PathEscape(groupID), opts.Limit, last)}
 		}

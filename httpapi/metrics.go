@@ -2,10 +2,8 @@ package httpapi
 
 import (
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,8 +13,7 @@ import (
 
 // requestMetrics counts requests by route, method and status, times them by
 // route, and counts those in flight. Recording a request is a map lookup and
-// a few atomic adds: no lock, no allocation once a (method, status) pair of
-// the route has been seen.
+// a few atomic adds: no lock, no allocation.
 type requestMetrics struct {
 	inFlight atomic.Int64
 	// routes maps a mux pattern ("GET /healthz", "/", …) to the metrics of
@@ -29,9 +26,15 @@ type requestMetrics struct {
 type routeMetrics struct {
 	path     string // the route label: the pattern's path
 	duration *metrics.Histogram
-	// counts maps methodIndex<<16 | status to an *atomic.Uint64.
-	counts sync.Map
+	// counts holds a counter per method and status, 100 to 999 (all that
+	// net/http sends). Pages never counted in are never touched.
+	counts [][statusSlots]atomic.Uint64 // by methodIndex
 }
+
+const (
+	minStatus   = 100
+	statusSlots = 900
+)
 
 // methods are the method label's values; any other method counts as
 // "other", so that clients cannot make up new series.
@@ -62,7 +65,11 @@ func (m *requestMetrics) addPattern(pattern string) {
 			return
 		}
 	}
-	rm := &routeMetrics{path: path, duration: metrics.NewHistogram(metrics.DefaultDurationBuckets)}
+	rm := &routeMetrics{
+		path:     path,
+		duration: metrics.NewHistogram(metrics.DefaultDurationBuckets),
+		counts:   make([][statusSlots]atomic.Uint64, len(methods)),
+	}
 	m.routes[pattern] = rm
 	m.paths = append(m.paths, rm)
 }
@@ -74,34 +81,25 @@ func (m *requestMetrics) record(pattern, method string, status int, elapsed time
 		rm = m.routes["/"] // the mux's own redirects, which have no pattern
 	}
 	rm.duration.Observe(elapsed)
-	key := uint32(methodIndex(method))<<16 | uint32(status)
-	c, ok := rm.counts.Load(key)
-	if !ok {
-		c, _ = rm.counts.LoadOrStore(key, new(atomic.Uint64))
+	if i := status - minStatus; 0 <= i && i < statusSlots {
+		rm.counts[methodIndex(method)][i].Add(1)
 	}
-	c.(*atomic.Uint64).Add(1)
 }
 
 // write writes the request families.
 func (m *requestMetrics) write(w *metrics.Writer) {
 	w.Family("membership_http_requests_total", "counter", "HTTP requests answered, by route (the path pattern; / for unknown paths), method and status.")
 	for _, rm := range m.paths {
-		type series struct {
-			key uint32
-			n   uint64
-		}
-		var all []series
-		rm.counts.Range(func(k, v any) bool {
-			all = append(all, series{k.(uint32), v.(*atomic.Uint64).Load()})
-			return true
-		})
-		slices.SortFunc(all, func(a, b series) int { return int(a.key) - int(b.key) })
-		for _, s := range all {
-			w.Sample("membership_http_requests_total", []metrics.Label{
-				{Name: "route", Value: rm.path},
-				{Name: "method", Value: methods[s.key>>16]},
-				{Name: "status", Value: strconv.Itoa(int(s.key & 0xffff))},
-			}, float64(s.n))
+		for mi := range rm.counts {
+			for i := range rm.counts[mi] {
+				if n := rm.counts[mi][i].Load(); n > 0 {
+					w.Sample("membership_http_requests_total", []metrics.Label{
+						{Name: "route", Value: rm.path},
+						{Name: "method", Value: methods[mi]},
+						{Name: "status", Value: strconv.Itoa(minStatus + i)},
+					}, float64(n))
+				}
+			}
 		}
 	}
 	w.Family("membership_http_request_duration_seconds", "histogram", "Time to answer HTTP requests, by route (from the first byte of the request's header to the handler's return; /changes includes its long-poll wait).")

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+)
+
+// runOverhead measures what metrics and revisions (with the change feed they
+// fill) cost the hot path: this checkout's service against opts.baseline, a
+// build from before them, and against itself with -metrics=false, side by
+// side in one run, with the access log on (as users run it) and off (where
+// anything else costs the largest share).
+func runOverhead(opts options, luaPath, tmp string) error {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		return fmt.Errorf("wrk is not installed: run `make bench-overhead`, which installs it")
+	}
+	bin := opts.serviceBin
+	if bin == "" {
+		bin = filepath.Join(tmp, "membership")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			return fmt.Errorf("building the service: %v\n%s", err, out)
+		}
+	}
+	type config struct {
+		name, bin, args string
+	}
+	var configs []config
+	for _, log := range []string{"", " -access-log=false"} {
+		label := "log on"
+		if log != "" {
+			label = "log off"
+		}
+		configs = append(configs,
+			config{"before, " + label, opts.baseline, log},
+			config{"now, " + label, bin, log},
+			config{"now -metrics=false, " + label, bin, " -metrics=false" + log},
+		)
+	}
+	urls := map[string]string{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	list10 := randomUIDs(rng, 10)
+	for i, c := range configs {
+		addr, _, stop, err := startService(c.bin, tmp, fmt.Sprint("overhead", i), opts.serviceArgs+c.args)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		defer stop()
+		urls[c.name] = "http://" + addr
+		if err := postUsers(urls[c.name], "list10", list10); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("membership overhead bench: %d rounds of %s per run, %d connections, %d client threads, %d cores\n",
+		opts.rounds, opts.duration, opts.connections, opts.threads, numCPU())
+	fmt.Printf("before: %s\n", opts.baseline)
+
+	type scenario struct{ op, path, script string }
+	scenarios := []scenario{{"POST 3", "", luaPath}, {"GET 10", "/group-user/list10", ""}}
+	results := map[string][]result{}
+	for round := 1; round <= opts.rounds; round++ {
+		for _, s := range scenarios {
+			for _, c := range configs {
+				r, err := runWrk(opts, urls[c.name]+s.path, s.script)
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", c.name, s.op, err)
+				}
+				key := s.op + ", " + c.name
+				fmt.Printf("  round %d  %-40s %10.0f req/s  p99 %s\n", round, key, r.rps, r.p99)
+				results[key] = append(results[key], r)
+			}
+		}
+	}
+	fmt.Printf("\n%-40s %12s   %s\n", "operation, service", "req/s", "ratio to before (medians of this run)")
+	for _, s := range scenarios {
+		for _, log := range []string{"log on", "log off"} {
+			before := median(results[s.op+", before, "+log]).rps
+			for _, name := range []string{"before, ", "now, ", "now -metrics=false, "} {
+				key := s.op + ", " + name + log
+				rps := median(results[key]).rps
+				fmt.Printf("%-40s %12.0f   %.3f\n", key, rps, rps/before)
+			}
+		}
+	}
+	return nil
+}
