@@ -49,8 +49,8 @@ BEFORE = bce58d7ab8b471b164e5d9bb8269e2e81a6fb9c8
 bench-overhead: bench-tools
 	rm -rf .bench-before && mkdir .bench-before
 	git archive $(BEFORE) | tar -x -C .bench-before
-	cd .bench-before && go build -o membership .
-	go run ./bench -baseline .bench-before/membership $(BENCHARGS)
+	cd .bench-before && go build -o service-before .
+	go run ./bench -baseline .bench-before/service-before $(BENCHARGS)
 	rm -rf .bench-before
 
 # bench-tools installs wrk and redis-server (with redis-benchmark) when missing.

@@ -61,7 +61,10 @@ func runOverhead(opts options, luaPath, tmp string) error {
 	results := map[string][]result{}
 	for round := 1; round <= opts.rounds; round++ {
 		for _, s := range scenarios {
-			for _, c := range configs {
+			// Each round starts with another service, so that none always
+			// runs first (or right after a given other one).
+			for k := range configs {
+				c := configs[(k+round)%len(configs)]
 				r, err := runWrk(opts, urls[c.name]+s.path, s.script)
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", c.name, s.op, err)

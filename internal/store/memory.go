@@ -185,6 +185,7 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 		}
 		added = uids
 	} else {
+		added = make([]membership.UID, 0, len(users))
 		for _, u := range users {
 			if g.members.add(u.UID) {
 				m.addReverse(u.UID, g.number)
@@ -202,8 +203,11 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 		defer m.nicknamesMu.Unlock()
 		nicknames = m.setNicknames(users)
 	}
-	if len(added) == 0 && len(nicknames) == 0 {
-		return membership.Result{Revision: m.revisionOf(g)}, nil
+	if len(added) == 0 {
+		if len(nicknames) == 0 {
+			return membership.Result{Revision: m.revisionOf(g)}, nil
+		}
+		added = nil // a change of nicknames only
 	}
 	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: groupID, UIDs: added, Nicknames: nicknames})
 	g.revision = rev
@@ -251,7 +255,7 @@ func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []members
 	if g == nil {
 		return membership.Result{Revision: m.revisionOf(nil)}, nil
 	}
-	var removed []membership.UID
+	removed := make([]membership.UID, 0, len(uids))
 	for _, uid := range uids {
 		if g.members.remove(uid) {
 			m.removeReverse(uid, g.number)

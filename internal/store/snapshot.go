@@ -286,6 +286,9 @@ func decodeState(r *bytes.Reader, version uint32) (*state, error) {
 
 // readAscendingUIDs reads count uids written as differences.
 func readAscendingUIDs(r *bytes.Reader, count uint64) ([]membership.UID, error) {
+	if count == 0 {
+		return nil, nil
+	}
 	uids := make([]membership.UID, 0, count)
 	var prev membership.UID
 	for range count {
