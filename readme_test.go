@@ -39,7 +39,16 @@ func TestREADMEExamples(t *testing.T) {
 		var got string
 		switch {
 		case strings.HasPrefix(ex.command, "curl "):
-			got = runCurl(t, ex, strings.TrimPrefix(base, "http://"))
+			// One filter is understood: | grep -E 'pattern', which keeps
+			// the lines the pattern matches (Go's syntax, which agrees
+			// with grep's for the patterns the README uses).
+			command, filter, filtered := strings.Cut(ex.command, " | grep -E ")
+			got = runCurl(t, readmeExample{line: ex.line, command: command}, strings.TrimPrefix(base, "http://"))
+			if filtered {
+				words := shellWords(t, filter)
+				require.Len(t, words, 1, "README.md:%d: grep -E takes one pattern", ex.line)
+				got = grepLines(regexp.MustCompile(words[0]), got)
+			}
 			curls++
 		case ex.command == "go run . -h":
 			var stderr bytes.Buffer
@@ -138,6 +147,17 @@ func runCurl(t *testing.T, ex readmeExample, addr string) string {
 		return resp.Header.Get(curlHeaderVar.FindStringSubmatch(v)[1])
 	})
 	return string(got) + out
+}
+
+// grepLines returns the lines of text that re matches, as grep prints them.
+func grepLines(re *regexp.Regexp, text string) string {
+	var b strings.Builder
+	for line := range strings.Lines(text) {
+		if re.MatchString(strings.TrimSuffix(line, "\n")) {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
 
 // curlHeaderVar is curl's -w variable for a reply header, %header{name}.

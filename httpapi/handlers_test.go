@@ -769,6 +769,8 @@ func TestAuth(t *testing.T) {
 		{"GET", "/group-user/g/1", false, false},
 		{"GET", "/user-group/1", false, false},
 		{"GET", "/openapi.json", false, false},
+		{"GET", "/changes", false, false},
+		{"GET", "/metrics", false, false},
 		{"GET", "/healthz", false, true},
 		{"GET", "/readyz", false, true},
 	}
