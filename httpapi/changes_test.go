@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -253,4 +255,87 @@ func TestChangesLongPoll(t *testing.T) {
 			t.Fatal("the long-poll outlived the shutdown")
 		}
 	})
+}
+
+// TestChangesFeedWithConcurrentWriters follows the feed over HTTP with
+// long-polls while writers POST and DELETE: every acknowledged change comes
+// once, in revision order, under the revision its X-Revision gave.
+func TestChangesFeedWithConcurrentWriters(t *testing.T) {
+	svc := membership.NewService(store.NewMemory(), testMaxUsers)
+	h := httpapi.NewHandler(svc, httpapi.Options{})
+	srv := serve(t, h)
+
+	const writers, perWriter = 4, 100
+	acked := make(chan string, writers*perWriter)
+	done := make(chan struct{})
+	for w := range writers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range perWriter {
+				method := "POST"
+				if i%3 == 2 {
+					method = "DELETE"
+				}
+				body := "users=[" + strconv.Itoa(w*1000+i%7+1) + "]"
+				rec := do(h, method, "/group-user/g"+strconv.Itoa(i%3), body, formType)
+				if !assert.Equal(t, http.StatusOK, rec.Code) {
+					return
+				}
+				if rec.Body.String() != "0" {
+					acked <- rec.Header().Get("X-Revision")
+				}
+			}
+		}()
+	}
+
+	type change struct {
+		Rev int `json:"rev"`
+	}
+	var seen []change
+	var writersDone atomic.Bool
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		after := 0
+		for {
+			// Read before the poll: an empty poll that began after the
+			// writers were done means there is nothing left.
+			finished := writersDone.Load()
+			resp, body := get(t, srv.URL+"/changes?limit=5&wait=300ms&after="+strconv.Itoa(after))
+			if !assert.Equal(t, http.StatusOK, resp.StatusCode, body) {
+				return
+			}
+			var page []change
+			if !assert.NoError(t, json.Unmarshal([]byte(body), &page)) {
+				return
+			}
+			if len(page) == 0 {
+				if finished {
+					return
+				}
+				continue
+			}
+			seen = append(seen, page...)
+			after = page[len(page)-1].Rev
+		}
+	}()
+	for range writers {
+		<-done
+	}
+	writersDone.Store(true)
+	close(acked)
+	<-followed
+
+	want := map[int]bool{}
+	for rev := range acked {
+		n, err := strconv.Atoi(rev)
+		require.NoError(t, err)
+		assert.False(t, want[n], "revision %d acknowledged twice", n)
+		want[n] = true
+	}
+	require.Len(t, seen, len(want), "every change once")
+	for i, c := range seen {
+		assert.Equal(t, i+1, c.Rev, "in revision order, no gaps")
+		assert.True(t, want[c.Rev], "revision %d was acknowledged", c.Rev)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -235,11 +236,15 @@ func testRevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store
 			}()
 		}
 		done := make(chan struct{})
+		var writersDone atomic.Bool
 		var seen []membership.Change
 		go func() {
 			defer close(done)
 			var after membership.Revision
 			for {
+				// Read before the poll: an empty poll that began after the
+				// writers were done means there is nothing left.
+				finished := writersDone.Load()
 				wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 				changes, _, err := s.Changes(wctx, membership.ChangeOptions{After: after, Limit: 7, Wait: true})
 				cancel()
@@ -247,13 +252,17 @@ func testRevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store
 					return
 				}
 				if len(changes) == 0 {
-					return // quiet for 200ms: the writers are done
+					if finished {
+						return
+					}
+					continue
 				}
 				seen = append(seen, changes...)
 				after = changes[len(changes)-1].Revision
 			}
 		}()
 		wg.Wait()
+		writersDone.Store(true)
 		close(results)
 		<-done
 		acknowledged := map[membership.Revision]bool{}
