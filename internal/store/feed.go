@@ -63,13 +63,6 @@ func (f *feed) oldest() membership.Revision {
 	return f.last - membership.Revision(len(f.ring)) + 1
 }
 
-// latest returns the latest revision given out.
-func (f *feed) latest() membership.Revision {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.last
-}
-
 // changes implements membership.Store.Changes.
 func (f *feed) changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
 	for {
