@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"example.com/groupmembership/membership"
@@ -124,12 +125,12 @@ func (f *feed) export() (last membership.Revision, kept []membership.Change) {
 
 // load sets the feed's state from a snapshot: the latest revision and the
 // changes kept, which end at last and are in order. Only the newest keep of
-// them are kept.
+// them are kept. The feed takes kept over.
 func (f *feed) load(last membership.Revision, kept []membership.Change) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.last, f.ring, f.start = last, nil, 0
-	for _, c := range kept {
-		f.push(c)
+	if len(kept) > f.keep {
+		kept = slices.Clone(kept[len(kept)-f.keep:])
 	}
+	f.last, f.ring, f.start = last, kept, 0
 }

@@ -289,7 +289,11 @@ func readAscendingUIDs(r *bytes.Reader, count uint64) ([]membership.UID, error) 
 	if count == 0 {
 		return nil, nil
 	}
-	uids := make([]membership.UID, 0, count)
+	return readAscendingUIDsInto(r, make([]membership.UID, 0, count), count)
+}
+
+// readAscendingUIDsInto appends count uids written as differences to uids.
+func readAscendingUIDsInto(r *bytes.Reader, uids []membership.UID, count uint64) ([]membership.UID, error) {
 	var prev membership.UID
 	for range count {
 		d, err := binary.ReadUvarint(r)
@@ -349,6 +353,12 @@ func readChanges(r *bytes.Reader, last membership.Revision) ([]membership.Change
 	}
 	changes := make([]membership.Change, 0, n)
 	next := last - membership.Revision(n) + 1
+	// A restart may load a hundred thousand changes: their group ids are
+	// interned (most changes name a group others do), and their uids cut
+	// from shared blocks, rather than allocated one by one.
+	ids := map[string]string{}
+	var idBuf []byte
+	var block []membership.UID
 	for range n {
 		var c membership.Change
 		rev, err := binary.ReadUvarint(r)
@@ -371,9 +381,23 @@ func readChanges(r *bytes.Reader, last membership.Revision) ([]membership.Change
 		default:
 			return nil, fmt.Errorf("change %d: unknown op %d", rev, op)
 		}
-		if c.GroupID, err = readString(r); err != nil {
+		idLen, err := binary.ReadUvarint(r)
+		if err != nil {
 			return nil, err
 		}
+		if idLen > uint64(r.Len()) {
+			return nil, io.ErrUnexpectedEOF
+		}
+		idBuf = slices.Grow(idBuf[:0], int(idLen))[:idLen]
+		if _, err := io.ReadFull(r, idBuf); err != nil {
+			return nil, err
+		}
+		id, ok := ids[string(idBuf)]
+		if !ok {
+			id = string(idBuf)
+			ids[id] = id
+		}
+		c.GroupID = id
 		count, err := binary.ReadUvarint(r)
 		if err != nil {
 			return nil, err
@@ -381,8 +405,15 @@ func readChanges(r *bytes.Reader, last membership.Revision) ([]membership.Change
 		if count > uint64(r.Len()) {
 			return nil, errors.New("uid count larger than the file")
 		}
-		if c.UIDs, err = readAscendingUIDs(r, count); err != nil {
-			return nil, fmt.Errorf("change %d: %w", rev, err)
+		if count > 0 {
+			if uint64(cap(block)-len(block)) < count {
+				block = make([]membership.UID, 0, max(count, 1<<16))
+			}
+			start := len(block)
+			if block, err = readAscendingUIDsInto(r, block, count); err != nil {
+				return nil, fmt.Errorf("change %d: %w", rev, err)
+			}
+			c.UIDs = block[start:len(block):len(block)]
 		}
 		if count, err = binary.ReadUvarint(r); err != nil {
 			return nil, err
