@@ -72,23 +72,6 @@ type result struct {
 }
 
 func run(opts options) error {
-	if opts.baseline != "" {
-		tmp, err := os.MkdirTemp("", "membership-bench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		luaPath := filepath.Join(tmp, "post.lua")
-		if err := os.WriteFile(luaPath, postLua, 0o644); err != nil {
-			return err
-		}
-		return runOverhead(opts, luaPath, tmp)
-	}
-	for _, tool := range []string{"wrk", "redis-server", "redis-benchmark"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s is not installed: run `make bench`, which installs it", tool)
-		}
-	}
 	tmp, err := os.MkdirTemp("", "membership-bench-")
 	if err != nil {
 		return err
@@ -98,16 +81,21 @@ func run(opts options) error {
 	if err := os.WriteFile(luaPath, postLua, 0o644); err != nil {
 		return err
 	}
+	if opts.baseline != "" {
+		return runOverhead(opts, luaPath, tmp)
+	}
+	for _, tool := range []string{"wrk", "redis-server", "redis-benchmark"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s is not installed: run `make bench`, which installs it", tool)
+		}
+	}
 
 	// The service, built and run as users run it (default flags, but for
 	// limits that let the memory load send 1000 users a request), its log
 	// in a file.
-	bin := opts.serviceBin
-	if bin == "" {
-		bin = filepath.Join(tmp, "membership")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			return fmt.Errorf("building the service: %v\n%s", err, out)
-		}
+	bin, err := serviceBinary(opts, tmp)
+	if err != nil {
+		return err
 	}
 	svcAddr, svcPid, stopSvc, err := startService(bin, tmp, "service", opts.serviceArgs)
 	if err != nil {
@@ -355,6 +343,19 @@ func randomUIDs(rng *rand.Rand, n int) []int64 {
 
 // startService starts the service binary on a free loopback port, with its
 // log in a file named after it, and waits until it answers.
+// serviceBinary returns opts.serviceBin, or else builds this checkout's
+// service into dir.
+func serviceBinary(opts options, dir string) (string, error) {
+	if opts.serviceBin != "" {
+		return opts.serviceBin, nil
+	}
+	bin := filepath.Join(dir, "membership")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the service: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
 func startService(bin, dir, name, extraArgs string) (addr string, pid int, stop func(), err error) {
 	addr, err = freeAddr()
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
-	"path/filepath"
 )
 
 // runOverhead measures what metrics and revisions (with the change feed they
@@ -16,12 +15,9 @@ func runOverhead(opts options, luaPath, tmp string) error {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return fmt.Errorf("wrk is not installed: run `make bench-overhead`, which installs it")
 	}
-	bin := opts.serviceBin
-	if bin == "" {
-		bin = filepath.Join(tmp, "membership")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			return fmt.Errorf("building the service: %v\n%s", err, out)
-		}
+	bin, err := serviceBinary(opts, tmp)
+	if err != nil {
+		return err
 	}
 	type config struct {
 		name, bin, args string

@@ -66,15 +66,21 @@ func BenchmarkList(b *testing.B) {
 	}
 }
 
+// addThreeRequest returns a POST of 3 random users to one of 1000 groups.
+func addThreeRequest(rng *rand.Rand) *http.Request {
+	body := "users=[" + strconv.FormatInt(rng.Int64N(1e9)+1, 10) + "," + strconv.FormatInt(rng.Int64N(1e9)+1, 10) + "," +
+		strconv.FormatInt(rng.Int64N(1e9)+1, 10) + "]"
+	r := httptest.NewRequest("POST", "/group-user/g"+strconv.Itoa(rng.IntN(1000)), strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return r
+}
+
 func BenchmarkAdd3RoundTrip(b *testing.B) {
 	h := benchHandler(b, 1000, 0)
 	rng := rand.New(rand.NewPCG(3, 4))
 	w := &discardWriter{header: http.Header{}}
 	for b.Loop() {
-		body := "users=[" + strconv.FormatInt(rng.Int64N(1e9)+1, 10) + "," + strconv.FormatInt(rng.Int64N(1e9)+1, 10) + "," +
-			strconv.FormatInt(rng.Int64N(1e9)+1, 10) + "]"
-		r := httptest.NewRequest("POST", "/group-user/g"+strconv.Itoa(rng.IntN(1000)), strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r := addThreeRequest(rng)
 		clear(w.header)
 		h.ServeHTTP(w, r)
 	}
@@ -110,10 +116,7 @@ func BenchmarkHotPathMetrics(b *testing.B) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			w := &discardWriter{header: http.Header{}}
 			for b.Loop() {
-				body := "users=[" + strconv.FormatInt(rng.Int64N(1e9)+1, 10) + "," + strconv.FormatInt(rng.Int64N(1e9)+1, 10) + "," +
-					strconv.FormatInt(rng.Int64N(1e9)+1, 10) + "]"
-				r := httptest.NewRequest("POST", "/group-user/g"+strconv.Itoa(rng.IntN(1000)), strings.NewReader(body))
-				r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				r := addThreeRequest(rng)
 				clear(w.header)
 				h.ServeHTTP(w, r)
 			}
