@@ -4,7 +4,7 @@
 .PHONY: help
 help:
 	@echo 'Usage: make <target>'
-	@sed -n 's/^## //p' $(MAKEFILE_LIST) | awk '{ i = index($$0, ": "); printf "  %-6s %s\n", substr($$0, 1, i - 1), substr($$0, i + 2) }'
+	@sed -n 's/^## //p' $(MAKEFILE_LIST) | awk '{ i = index($$0, ": "); printf "  %-14s %s\n", substr($$0, 1, i - 1), substr($$0, i + 2) }'
 
 ## run: run the service on :8080 (pass flags with ARGS="-addr :9090")
 .PHONY: run
