@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/internal/syncbuf"
 )
 
 // startProgram runs the real program on a free loopback port and returns its
@@ -195,27 +197,8 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use, for logs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *syncBuffer) Lines() []string {
-	return strings.Split(strings.TrimSpace(b.String()), "\n")
-}
+// syncBuffer collects a log written from several goroutines.
+type syncBuffer = syncbuf.Buffer
 
 func TestTokenFromEnvironmentOrFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "token")

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 
 	"example.com/groupmembership/httpapi"
 	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/syncbuf"
 	"example.com/groupmembership/membership"
 )
 
@@ -541,30 +541,8 @@ func urlEncode(s string) string {
 	return strings.NewReplacer("%", "%25", "&", "%26", "+", "%2B", "=", "%3D", "#", "%23", " ", "%20").Replace(s)
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers, for logs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// Lines returns the lines written so far.
-func (b *syncBuffer) Lines() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Split(strings.TrimSuffix(b.buf.String(), "\n"), "\n")
-}
+// syncBuffer collects a log written from several goroutines.
+type syncBuffer = syncbuf.Buffer
 
 func TestListEscapesOnlyWhatJSONNeeds(t *testing.T) {
 	h, _ := newTestHandler(t)
@@ -572,6 +550,19 @@ func TestListEscapesOnlyWhatJSONNeeds(t *testing.T) {
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	w = do(h, "GET", "/group-user/g", "", "")
 	assert.Equal(t, `[{"uid":7,"nickname":"<b> & \"q\" \\ \n \u2028\u2029 é"}]`, w.Body.String())
+}
+
+// checkPage asserts the body, Link and X-Total-Count that GET of path
+// answers, and that HEAD carries the same count.
+func checkPage(t *testing.T, h http.Handler, path, wantBody, wantLink, wantTotal string) {
+	t.Helper()
+	w := do(h, "GET", path, "", "")
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Equal(t, wantBody, w.Body.String())
+	assert.Equal(t, wantLink, w.Header().Get("Link"))
+	assert.Equal(t, wantTotal, w.Header().Get("X-Total-Count"))
+	head := do(h, "HEAD", path, "", "")
+	assert.Equal(t, wantTotal, head.Header().Get("X-Total-Count"), "HEAD carries the count too")
 }
 
 func TestPagingAndCounts(t *testing.T) {
@@ -598,13 +589,7 @@ func TestPagingAndCounts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := do(h, "GET", tt.path, "", "")
-			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
-			assert.Equal(t, tt.wantBody, w.Body.String())
-			assert.Equal(t, tt.wantLink, w.Header().Get("Link"))
-			assert.Equal(t, tt.wantTotal, w.Header().Get("X-Total-Count"))
-			head := do(h, "HEAD", tt.path, "", "")
-			assert.Equal(t, tt.wantTotal, head.Header().Get("X-Total-Count"), "HEAD carries the count too")
+			checkPage(t, h, tt.path, tt.wantBody, tt.wantLink, tt.wantTotal)
 		})
 	}
 	// The cached whole list carries the count as well.
@@ -689,12 +674,7 @@ func TestUserGroups(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := do(h, "GET", tt.path, "", "")
-			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
-			assert.Equal(t, tt.wantBody, w.Body.String())
-			assert.Equal(t, tt.wantLink, w.Header().Get("Link"))
-			assert.Equal(t, tt.wantTotal, w.Header().Get("X-Total-Count"))
-			assert.Equal(t, tt.wantTotal, do(h, "HEAD", tt.path, "", "").Header().Get("X-Total-Count"))
+			checkPage(t, h, tt.path, tt.wantBody, tt.wantLink, tt.wantTotal)
 		})
 	}
 }

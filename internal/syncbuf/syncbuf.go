@@ -1,0 +1,33 @@
+// Package syncbuf holds Buffer, a bytes.Buffer safe for concurrent writers:
+// tests give it to loggers and read what was logged.
+package syncbuf
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+)
+
+// Buffer is a bytes.Buffer safe for concurrent use.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Lines returns the lines written so far, without their newlines.
+func (b *Buffer) Lines() []string {
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+}
