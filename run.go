@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/httpapi"
+	"example.com/groupmembership/internal/logsink"
 	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/membership"
@@ -28,30 +29,41 @@ const (
 	writeTimeout      = 30 * time.Second
 	idleTimeout       = 120 * time.Second
 	shutdownTimeout   = 15 * time.Second
+	// logCloseTimeout bounds the wait for stdout to take the last lines at
+	// exit: a stalled stdout must not hold the process up.
+	logCloseTimeout = 2 * time.Second
 )
 
 type config struct {
-	addr          string
-	maxBodyBytes  int64
-	maxUsers      int
-	listCache     int64
-	logFormat     string
-	accessLog     bool
-	dataDir       string
-	snapshotSize  int64
-	repair        bool
-	tokenFile     string
-	authReads     bool
-	shutdownDelay time.Duration
-	changesKeep   int
-	metrics       bool
+	addr              string
+	maxBodyBytes      int64
+	bodyMemory        int64
+	replyMemory       int64
+	changesReplyBytes int
+	changesKeepBytes  int64
+	commitTimeout     time.Duration
+	commitQueueBytes  int64
+	logBuffer         int
+	maxUsers          int
+	listCache         int64
+	logFormat         string
+	accessLog         bool
+	dataDir           string
+	snapshotSize      int64
+	repair            bool
+	tokenFile         string
+	authReads         bool
+	shutdownDelay     time.Duration
+	changesKeep       int
+	metrics           bool
 }
 
 // run starts the service and serves until ctx is cancelled, then drains the
 // requests in flight and returns. It listens before the store has loaded, and
 // answers /readyz with 503 until then and from the moment ctx is cancelled.
-// Logs go to stdout, buffered for up to logFlushInterval; usage and flag
-// errors go to stderr. getenv reads the environment: MEMBERSHIP_TOKEN.
+// Logs go to stdout through a buffer that never blocks (a stalled stdout
+// drops lines, counted, instead of freezing requests); usage and flag errors
+// go to stderr. getenv reads the environment: MEMBERSHIP_TOKEN.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -67,9 +79,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if token == "" && cfg.authReads {
 		return errors.New("-auth-reads needs a token: give -token-file or MEMBERSHIP_TOKEN")
 	}
-	logOut := newBufferedLog(stdout)
-	defer logOut.Close()
-	logger := newLogger(cfg.logFormat, logOut)
+	var logger *slog.Logger
+	logOut := logsink.New(stdout, logsink.Options{MaxBytes: cfg.logBuffer, Dropped: func(n uint64) {
+		logger.Warn("log lines were dropped: the log's output did not take them in time", "dropped", n)
+	}})
+	defer logOut.Close(logCloseTimeout)
+	logger = newLogger(cfg.logFormat, logOut)
 	if token == "" {
 		logger.Warn("no token: anyone who can reach the service can change memberships (see -token-file)")
 	}
@@ -100,28 +115,36 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
-	st, collect, closeStore, err := openStore(cfg, logger)
+	st, err := openStore(cfg, logger)
 	if err != nil {
 		_ = srv.Close()
 		<-served
 		return err
 	}
 	defer func() {
-		if err := closeStore(); err != nil {
+		if err := st.Close(); err != nil {
 			logger.Error("closing the data directory", "err", err)
 		}
 	}()
+	logBudget := func() []metrics.Budget {
+		return []metrics.Budget{{Name: "log_buffer", Used: int64(logOut.Buffered()), Limit: int64(logOut.MaxBytes()), Refused: logOut.Dropped()}}
+	}
 	api := httpapi.NewHandler(membership.NewService(st, cfg.maxUsers), httpapi.Options{
-		Logger:         logger,
-		AccessLog:      cfg.accessLog,
-		MaxBodyBytes:   cfg.maxBodyBytes,
-		ListCacheBytes: cfg.listCache,
-		Token:          token,
-		AuthReads:      cfg.authReads,
-		Ready:          ready.Load,
-		Stopping:       stopping,
-		NoMetrics:      !cfg.metrics,
-		Collectors:     []func(*metrics.Writer){collect},
+		Logger:            logger,
+		AccessLog:         cfg.accessLog,
+		MaxBodyBytes:      cfg.maxBodyBytes,
+		BodyMemoryBytes:   cfg.bodyMemory,
+		ReplyMemoryBytes:  cfg.replyMemory,
+		ChangesReplyBytes: cfg.changesReplyBytes,
+		ListCacheBytes:    cfg.listCache,
+		Token:             token,
+		AuthReads:         cfg.authReads,
+		Ready:             ready.Load,
+		Writable:          st.Writable,
+		Stopping:          stopping,
+		NoMetrics:         !cfg.metrics,
+		Collectors:        []func(*metrics.Writer){st.Metrics},
+		Budgets:           []func() []metrics.Budget{st.Budgets, logBudget},
 	})
 	current.Store(&api)
 	ready.Store(true)
@@ -158,6 +181,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var cfg config
 	fs.StringVar(&cfg.addr, "addr", ":8080", "`address` to listen on, host:port")
 	fs.Int64Var(&cfg.maxBodyBytes, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body accepted, in `bytes`")
+	fs.Int64Var(&cfg.bodyMemory, "body-memory", httpapi.DefaultBodyMemoryBytes, "memory for all the request bodies being read at once, in `bytes`; past it, new writes get 503")
+	fs.Int64Var(&cfg.replyMemory, "reply-memory", httpapi.DefaultReplyMemoryBytes, "memory for all the replies being built and sent at once, in `bytes`; past it, new reads get 503")
+	fs.IntVar(&cfg.changesReplyBytes, "changes-reply-bytes", httpapi.DefaultChangesReplyBytes, "largest /changes reply, in `bytes`: it holds fewer changes (at least one)")
+	fs.IntVar(&cfg.logBuffer, "log-buffer", logsink.DefaultMaxBytes, "memory for log lines waiting for stdout, in `bytes`; when stdout stalls, lines past it are dropped and counted")
 	fs.IntVar(&cfg.maxUsers, "max-users", membership.DefaultMaxUsers, "most users accepted in one request")
 	fs.Int64Var(&cfg.listCache, "list-cache", httpapi.DefaultListCacheBytes, "memory for cached member lists, in `bytes`; 0 turns the cache off")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
@@ -169,6 +196,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every GET but /healthz and /readyz need the token as well")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, answer /readyz with 503 and serve on for this long before draining")
 	fs.IntVar(&cfg.changesKeep, "changes-keep", membership.DefaultChangesKeep, "how many of the latest changes /changes keeps (with -data-dir, across restarts); 0 keeps none")
+	fs.Int64Var(&cfg.changesKeepBytes, "changes-keep-bytes", store.DefaultChangesKeepBytes, "memory for the changes /changes keeps, in `bytes`; the oldest go first")
+	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", store.DefaultCommitTimeout, "with -data-dir, how long a change waits for the disk before it gets 503 (it may still be applied)")
+	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", store.DefaultQueueBytes, "with -data-dir, memory for the changes waiting for the disk, in `bytes`; past it, new changes get 503")
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics (Prometheus text format) and count requests for it")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
@@ -182,6 +212,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("unexpected argument %q: membership takes only flags (see -h)", fs.Arg(0))
 	case cfg.maxBodyBytes <= 0:
 		return config{}, fmt.Errorf("-max-body must be positive, got %d", cfg.maxBodyBytes)
+	case cfg.bodyMemory < cfg.maxBodyBytes:
+		return config{}, fmt.Errorf("-body-memory must be at least -max-body (%d), got %d", cfg.maxBodyBytes, cfg.bodyMemory)
+	case cfg.replyMemory <= 0:
+		return config{}, fmt.Errorf("-reply-memory must be positive, got %d", cfg.replyMemory)
+	case cfg.changesReplyBytes <= 0:
+		return config{}, fmt.Errorf("-changes-reply-bytes must be positive, got %d", cfg.changesReplyBytes)
+	case cfg.changesKeepBytes <= 0:
+		return config{}, fmt.Errorf("-changes-keep-bytes must be positive, got %d", cfg.changesKeepBytes)
+	case cfg.commitTimeout <= 0:
+		return config{}, fmt.Errorf("-commit-timeout must be positive, got %s", cfg.commitTimeout)
+	case cfg.commitQueueBytes <= 0:
+		return config{}, fmt.Errorf("-commit-queue-bytes must be positive, got %d", cfg.commitQueueBytes)
+	case cfg.logBuffer <= 0:
+		return config{}, fmt.Errorf("-log-buffer must be positive, got %d", cfg.logBuffer)
 	case cfg.maxUsers <= 0:
 		return config{}, fmt.Errorf("-max-users must be positive, got %d", cfg.maxUsers)
 	case cfg.listCache < 0:
@@ -215,26 +259,38 @@ func readToken(tokenFile string, getenv func(string) string) (string, error) {
 	return token, nil
 }
 
-// openStore opens the store the flags ask for, and returns what writes its
-// metrics and how to close it.
-func openStore(cfg config, logger *slog.Logger) (membership.Store, func(*metrics.Writer), func() error, error) {
+// openedStore is what run needs of a store: the contract, and what it tells
+// and how it stops.
+type openedStore interface {
+	membership.Store
+	// Writable returns why the store cannot take changes now, or nil.
+	Writable() error
+	Metrics(*metrics.Writer)
+	Budgets() []metrics.Budget
+	Close() error
+}
+
+// openStore opens the store the flags ask for.
+func openStore(cfg config, logger *slog.Logger) (openedStore, error) {
 	if cfg.dataDir == "" {
 		logger.Info("keeping data in memory only: it is lost when the process exits (see -data-dir)")
-		m := store.NewMemoryWith(store.MemoryOptions{ChangesKeep: changesKeep(cfg)})
-		return m, m.Metrics, func() error { return nil }, nil
+		return store.NewMemoryWith(store.MemoryOptions{ChangesKeep: changesKeep(cfg), ChangesKeepBytes: cfg.changesKeepBytes}), nil
 	}
 	start := time.Now()
 	d, err := store.OpenDurable(cfg.dataDir, store.DurableOptions{
-		SnapshotBytes: cfg.snapshotSize,
-		Repair:        cfg.repair,
-		Logger:        logger,
-		ChangesKeep:   changesKeep(cfg),
+		SnapshotBytes:    cfg.snapshotSize,
+		Repair:           cfg.repair,
+		Logger:           logger,
+		ChangesKeep:      changesKeep(cfg),
+		ChangesKeepBytes: cfg.changesKeepBytes,
+		CommitTimeout:    cfg.commitTimeout,
+		QueueBytes:       cfg.commitQueueBytes,
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	logger.Info("opened the data directory", "dir", cfg.dataDir, "took", time.Since(start))
-	return d, d.Metrics, d.Close, nil
+	return d, nil
 }
 
 // changesKeep translates -changes-keep for the stores, where 0 means the

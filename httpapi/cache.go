@@ -3,6 +3,7 @@ package httpapi
 import (
 	"container/list"
 	"sync"
+	"unsafe"
 
 	"example.com/groupmembership/membership"
 )
@@ -18,65 +19,52 @@ type listCache struct {
 	mu      sync.Mutex
 	used    int64
 	entries map[string]*list.Element // group id to an element of lru
-	lru     list.List                // of *cacheEntry, most recently used first
-}
-
-type cacheEntry struct {
-	groupID  string
-	revision membership.Revision
-	body     []byte
-	total    int      // the group's size, for X-Total-Count
-	etag     []string // the ETag header's value, made once
+	lru     list.List                // of *encodedList, most recently used first
 }
 
 // entryOverhead is a rough count of the bytes an entry costs besides its body
-// and group id: the map slot, the list element and the cacheEntry.
+// and group id: the map slot, the list element and the encodedList.
 const entryOverhead = 128
 
 func newListCache(maxBytes int64) *listCache {
 	return &listCache{maxBytes: maxBytes, entries: make(map[string]*list.Element)}
 }
 
-func (e *cacheEntry) cost() int64 {
-	return int64(cap(e.body) + len(e.groupID) + entryOverhead)
+func (e *encodedList) cost() int64 {
+	return int64(cap(e.body)+len(e.groupID)+cap(e.marks)*int(unsafe.Sizeof(listMark{}))) + entryOverhead
 }
 
-// get returns the cached body of groupID, the group's size and the ETag
-// header, if they show revision.
-func (c *listCache) get(groupID string, revision membership.Revision) (body []byte, total int, etag []string, ok bool) {
+// get returns the cached list of groupID, if it shows revision.
+func (c *listCache) get(groupID string, revision membership.Revision) (*encodedList, bool) {
 	if c.maxBytes <= 0 {
-		return nil, 0, nil, false
+		return nil, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.entries[groupID]
 	if !ok {
-		return nil, 0, nil, false
+		return nil, false
 	}
-	e := el.Value.(*cacheEntry)
+	e := el.Value.(*encodedList)
 	if e.revision != revision {
-		return nil, 0, nil, false
+		return nil, false
 	}
 	c.lru.MoveToFront(el)
-	return e.body, e.total, e.etag, true
+	return e, true
 }
 
-// put caches body as groupID's list at revision, with its ETag header, unless a newer revision is
-// cached already or the body alone is over the bound. Callers must not
-// change body afterwards: readers share it.
-func (c *listCache) put(groupID string, revision membership.Revision, body []byte, total int, etag []string) {
-	if c.maxBytes <= 0 {
-		return
-	}
-	e := &cacheEntry{groupID: groupID, revision: revision, body: body, total: total, etag: etag}
-	if e.cost() > c.maxBytes {
+// put caches e as its group's list, unless a newer revision is cached
+// already or e alone is over the bound. Callers must not change e
+// afterwards: readers share it.
+func (c *listCache) put(e *encodedList) {
+	if c.maxBytes <= 0 || e.cost() > c.maxBytes {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.entries[groupID]; ok {
-		old := el.Value.(*cacheEntry)
-		if old.revision > revision {
+	if el, ok := c.entries[e.groupID]; ok {
+		old := el.Value.(*encodedList)
+		if old.revision > e.revision {
 			return // a slower reader listed an older state
 		}
 		c.remove(el)
@@ -84,12 +72,19 @@ func (c *listCache) put(groupID string, revision membership.Revision, body []byt
 	for c.used+e.cost() > c.maxBytes {
 		c.remove(c.lru.Back())
 	}
-	c.entries[groupID] = c.lru.PushFront(e)
+	c.entries[e.groupID] = c.lru.PushFront(e)
 	c.used += e.cost()
 }
 
+// bytes returns what the cache holds now.
+func (c *listCache) bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}
+
 func (c *listCache) remove(el *list.Element) {
-	e := c.lru.Remove(el).(*cacheEntry)
+	e := c.lru.Remove(el).(*encodedList)
 	delete(c.entries, e.groupID)
 	c.used -= e.cost()
 }

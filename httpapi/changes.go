@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
 
@@ -54,7 +55,11 @@ const (
 // changed some. X-Revision carries the latest revision. With ?wait=DURATION,
 // when no change follows REV the reply waits for one, for at most that long
 // (and no longer than until the server begins to shut down), then is [].
-func handleChanges(svc *membership.Service, stopping <-chan struct{}) http.Handler {
+//
+// A reply holds at most maxReplyBytes of changes (but always at least one):
+// past it, it ends early, and the client goes on with after. Its memory is
+// taken from replies.
+func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBytes int, replies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		opts, wait, err := changesQuery(r)
 		if err != nil {
@@ -83,7 +88,14 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}) http.Handl
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, encodeChanges(changes))
+		n, size := changesJSONLen(changes, maxReplyBytes)
+		body, err := encodeBounded(replies, size, func(b []byte) []byte { return appendChanges(b, changes[:n]) })
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		defer replies.Give(int64(cap(body)))
+		writeJSON(w, http.StatusOK, body)
 	})
 }
 

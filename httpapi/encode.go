@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"iter"
+	"math"
 	"strconv"
 	"unicode/utf8"
 
@@ -12,7 +13,14 @@ import (
 // in a buffer of exactly its size: a first pass measures, a second writes,
 // so that a list of a million members is held once and never regrown.
 func encodeMembers(members iter.Seq[membership.Member]) []byte {
-	size, n := 2, 0 // []
+	size, _ := membersJSONLen(members)
+	return appendMembers(make([]byte, 0, size), members, nil)
+}
+
+// membersJSONLen returns the length of the JSON array of members, and how
+// many there are.
+func membersJSONLen(members iter.Seq[membership.Member]) (size, n int) {
+	size = 2 // []
 	for m := range members {
 		size += memberJSONLen(m)
 		n++
@@ -20,14 +28,22 @@ func encodeMembers(members iter.Seq[membership.Member]) []byte {
 	if n > 1 {
 		size += n - 1 // commas
 	}
-	b := make([]byte, 0, size)
+	return size, n
+}
+
+// appendMembers appends the JSON array of members to b. With marks, it
+// appends to *marks every markEvery-th member's uid and offset in b.
+func appendMembers(b []byte, members iter.Seq[membership.Member], marks *[]listMark) []byte {
 	b = append(b, '[')
-	first := true
+	i := 0
 	for m := range members {
-		if !first {
+		if i > 0 {
 			b = append(b, ',')
 		}
-		first = false
+		if marks != nil && i%markEvery == 0 {
+			*marks = append(*marks, listMark{uid: m.UID, offset: len(b)})
+		}
+		i++
 		b = appendMemberJSON(b, m)
 	}
 	return append(b, ']')
@@ -146,11 +162,19 @@ func jsonStringLen(s string) int {
 
 // encodeStrings returns ss as a JSON array of strings.
 func encodeStrings(ss []string) []byte {
+	return appendStrings(make([]byte, 0, stringsJSONLen(ss)), ss)
+}
+
+// stringsJSONLen returns the length of ss as a JSON array of strings.
+func stringsJSONLen(ss []string) int {
 	size := 2 + max(len(ss)-1, 0)
 	for _, s := range ss {
 		size += jsonStringLen(s)
 	}
-	b := make([]byte, 0, size)
+	return size
+}
+
+func appendStrings(b []byte, ss []string) []byte {
 	b = append(b, '[')
 	for i, s := range ss {
 		if i > 0 {
@@ -163,36 +187,87 @@ func encodeStrings(ss []string) []byte {
 
 // encodeChanges returns the JSON array of changes for /changes.
 func encodeChanges(changes []membership.Change) []byte {
-	b := []byte{'['}
+	n, size := changesJSONLen(changes, math.MaxInt)
+	return appendChanges(make([]byte, 0, size), changes[:n])
+}
+
+// changesJSONLen returns how many of the first changes fit in a JSON array
+// of at most maxBytes, but at least one when there are any, and the length
+// of that array.
+func changesJSONLen(changes []membership.Change, maxBytes int) (n, size int) {
+	size = 2 // []
+	for i, c := range changes {
+		next := changeJSONLen(c)
+		if i > 0 {
+			next++ // the comma
+		}
+		if i > 0 && size+next > maxBytes {
+			return i, size
+		}
+		size += next
+	}
+	return len(changes), size
+}
+
+const (
+	revPrefix       = `{"rev":`
+	opPrefix        = `,"op":`
+	groupPrefix     = `,"group":`
+	uidsPrefix      = `,"uids":[`
+	nicknamesPrefix = `,"nicknames":[`
+)
+
+// changeJSONLen returns len(appendChange(nil, c)) without building it.
+func changeJSONLen(c membership.Change) int {
+	n := len(revPrefix) + decimalLen(int64(c.Revision)) + len(opPrefix) + jsonStringLen(string(c.Op)) +
+		len(groupPrefix) + jsonStringLen(c.GroupID) + len(uidsPrefix) + max(len(c.UIDs)-1, 0) + 1 + 1 // ] }
+	for _, uid := range c.UIDs {
+		n += decimalLen(int64(uid))
+	}
+	if len(c.Nicknames) > 0 {
+		n += len(nicknamesPrefix) + len(c.Nicknames) - 1 + 1
+		for _, m := range c.Nicknames {
+			n += memberJSONLen(m)
+		}
+	}
+	return n
+}
+
+func appendChanges(b []byte, changes []membership.Change) []byte {
+	b = append(b, '[')
 	for i, c := range changes {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"rev":`...)
-		b = strconv.AppendUint(b, uint64(c.Revision), 10)
-		b = append(b, `,"op":`...)
-		b = appendJSONString(b, string(c.Op))
-		b = append(b, `,"group":`...)
-		b = appendJSONString(b, c.GroupID)
-		b = append(b, `,"uids":[`...)
-		for j, uid := range c.UIDs {
+		b = appendChange(b, c)
+	}
+	return append(b, ']')
+}
+
+func appendChange(b []byte, c membership.Change) []byte {
+	b = append(b, revPrefix...)
+	b = strconv.AppendUint(b, uint64(c.Revision), 10)
+	b = append(b, opPrefix...)
+	b = appendJSONString(b, string(c.Op))
+	b = append(b, groupPrefix...)
+	b = appendJSONString(b, c.GroupID)
+	b = append(b, uidsPrefix...)
+	for j, uid := range c.UIDs {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(uid), 10)
+	}
+	b = append(b, ']')
+	if len(c.Nicknames) > 0 {
+		b = append(b, nicknamesPrefix...)
+		for j, m := range c.Nicknames {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = strconv.AppendInt(b, int64(uid), 10)
+			b = appendMemberJSON(b, m)
 		}
 		b = append(b, ']')
-		if len(c.Nicknames) > 0 {
-			b = append(b, `,"nicknames":[`...)
-			for j, m := range c.Nicknames {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				b = appendMemberJSON(b, m)
-			}
-			b = append(b, ']')
-		}
-		b = append(b, '}')
 	}
-	return append(b, ']')
+	return append(b, '}')
 }

@@ -32,6 +32,10 @@ var statusOf = map[membership.Code]int{
 // writeError answers err as {"error":{"code":…,"message":…}} with the status
 // of its code; changes_gone adds "oldest_revision". Internal errors are recorded for the access log, which logs
 // them with their detail; the client gets a generic message.
+// retryAfter is the Retry-After of every 503: the states that cause one
+// (a spent budget, a stuck disk, a start or a stop) last seconds.
+var retryAfter = []string{"1"}
+
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := membership.ErrorCode(err)
 	status, ok := statusOf[code]
@@ -40,6 +44,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if status == http.StatusInternalServerError {
 		recordInternalError(w, err)
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header()["Retry-After"] = retryAfter
 	}
 	b := append([]byte(`{"error":{"code":`), appendJSONString(nil, string(code))...)
 	b = append(b, `,"message":`...)

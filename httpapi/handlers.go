@@ -8,19 +8,21 @@ import (
 	"net/url"
 	"strconv"
 
+	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
 
 // handleChangeMembers serves POST and DELETE: change is svc.AddMembers or
 // svc.RemoveMembers. The reply is the count change returns, as a bare JSON
 // number, with the revision that reflects the change in X-Revision.
-func handleChangeMembers(change func(ctx context.Context, groupID, usersJSON string) (membership.Result, error), maxBodyBytes int64) http.Handler {
+func handleChangeMembers(change func(ctx context.Context, groupID, usersJSON string) (membership.Result, error), maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := readChangeRequest(w, r, maxBodyBytes)
+		req, err := readChangeRequest(w, r, maxBodyBytes, bodies)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
+		defer bodies.Give(req.held)
 		res, err := change(r.Context(), r.PathValue("groupID"), req.users)
 		if err != nil {
 			writeError(w, r, err)
@@ -36,8 +38,9 @@ func handleChangeMembers(change func(ctx context.Context, groupID, usersJSON str
 // page (?limit=N&after=UID), with the group's size in X-Total-Count and, when
 // more members follow a page, a Link to the next. The group's revision is the
 // ETag, and a request whose If-None-Match holds it is answered 304 Not
-// Modified. A whole, unchanged group is answered from cache.
-func handleListMembers(svc *membership.Service, cache *listCache) http.Handler {
+// Modified. The whole list, and every suffix of it (after without limit),
+// is sent from one encoding per revision that all its readers share.
+func handleListMembers(svc *membership.Service, l *lists) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groupID := r.PathValue("groupID")
 		var opts membership.ListOptions
@@ -48,9 +51,9 @@ func handleListMembers(svc *membership.Service, cache *listCache) http.Handler {
 				return
 			}
 		}
-		whole := opts == membership.ListOptions{}
+		shared := opts.Limit == 0
 		conditional := len(r.Header["If-None-Match"]) > 0
-		if whole || conditional {
+		if shared || conditional {
 			revision, err := svc.Revision(r.Context(), groupID)
 			if err != nil {
 				writeError(w, r, err)
@@ -60,55 +63,62 @@ func handleListMembers(svc *membership.Service, cache *listCache) http.Handler {
 				writeNotModified(w, revision)
 				return
 			}
-			if whole {
-				if body, total, tag, ok := cache.get(groupID, revision); ok {
-					w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-					w.Header()["Etag"] = tag
-					writeJSON(w, http.StatusOK, body)
+			if shared {
+				e, err := l.whole(r.Context(), svc, groupID, revision)
+				if err != nil {
+					writeError(w, r, err)
 					return
 				}
+				defer l.release(e)
+				w.Header()["X-Total-Count"] = []string{strconv.Itoa(e.total)}
+				w.Header()["Etag"] = e.etag
+				if opts.After == 0 {
+					writeJSON(w, http.StatusOK, e.body)
+				} else {
+					head, rest := e.suffix(opts.After)
+					writeJSONParts(w, http.StatusOK, head, rest)
+				}
+				return
 			}
 		}
-		// Ask for one more than the page, to know whether a next page exists.
+		// A page: ask for one more than the page, to know whether a next
+		// page exists.
 		ask := opts
-		if opts.Limit > 0 {
-			ask.Limit = opts.Limit + 1
-		}
+		ask.Limit = opts.Limit + 1
 		var body []byte
 		var total int
 		var last membership.UID
 		more := false
+		var busy error
 		revision, err := svc.ListMembers(r.Context(), groupID, ask, func(n int, members iter.Seq[membership.Member]) {
 			total = n
-			page := members
-			if opts.Limit > 0 {
-				page = func(yield func(membership.Member) bool) {
-					i := 0
-					for m := range members {
-						if i == opts.Limit {
-							more = true
-							return
-						}
-						i++
-						last = m.UID
-						if !yield(m) {
-							return
-						}
+			page := func(yield func(membership.Member) bool) {
+				i := 0
+				for m := range members {
+					if i == opts.Limit {
+						more = true
+						return
+					}
+					i++
+					last = m.UID
+					if !yield(m) {
+						return
 					}
 				}
 			}
-			body = encodeMembers(page)
+			size, _ := membersJSONLen(page)
+			body, busy = encodeBounded(l.replies, size, func(b []byte) []byte { return appendMembers(b, page, nil) })
 		})
+		if err == nil {
+			err = busy
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		tag := etag(revision)
-		if whole {
-			cache.put(groupID, revision, body, total, tag)
-		}
+		defer l.replies.Give(int64(cap(body)))
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		w.Header()["Etag"] = tag
+		w.Header()["Etag"] = etag(revision)
 		if more {
 			w.Header()["Link"] = []string{fmt.Sprintf(`</group-user/%s?limit=%d&after=%d>; rel="next"`, url.PathEscape(groupID), opts.Limit, last)}
 		}
@@ -168,7 +178,7 @@ func pathUID(r *http.Request) (membership.UID, error) {
 // groups the user is in, as a JSON array of strings in byte order, all of
 // them or a page (?limit=N&after=GROUPID), with X-Total-Count and Link as for
 // member lists.
-func handleUserGroups(svc *membership.Service) http.Handler {
+func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid, err := pathUID(r)
 		if err != nil {
@@ -188,6 +198,7 @@ func handleUserGroups(svc *membership.Service) http.Handler {
 		var total int
 		var last string
 		more := false
+		var busy error
 		err = svc.UserGroups(r.Context(), uid, ask, func(n int, ids iter.Seq[string]) {
 			total = n
 			var page []string
@@ -201,12 +212,16 @@ func handleUserGroups(svc *membership.Service) http.Handler {
 			if len(page) > 0 {
 				last = page[len(page)-1]
 			}
-			body = encodeStrings(page)
+			body, busy = encodeBounded(replies, stringsJSONLen(page), func(b []byte) []byte { return appendStrings(b, page) })
 		})
+		if err == nil {
+			err = busy
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
+		defer replies.Give(int64(cap(body)))
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
 		if more {
 			w.Header()["Link"] = []string{fmt.Sprintf(`</user-group/%d?limit=%d&after=%s>; rel="next"`, uid, limit, url.QueryEscape(last))}
@@ -233,16 +248,32 @@ func handleMember(svc *membership.Service) http.Handler {
 	})
 }
 
-// handleReadyz answers 200 while ready says the service takes traffic, 503
-// otherwise (it is starting or shutting down).
-func handleReadyz(ready func() bool) http.Handler {
+// handleReadyz answers 200 while the service takes traffic, writes
+// included; otherwise 503 unavailable, with the reason as the message: it is
+// shutting down, the store cannot take changes (see Options.Writable), or
+// the request bodies budget is spent.
+func handleReadyz(ready func() bool, writable func() error, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !ready() {
-			writeError(w, r, membership.Errorf(membership.CodeUnavailable, "the service is shutting down"))
+		if err := notReady(ready, writable, bodies); err != nil {
+			writeError(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
 	})
+}
+
+// notReady returns why the service cannot take writes now, or nil.
+func notReady(ready func() bool, writable func() error, bodies *budget.Bytes) error {
+	if !ready() {
+		return membership.Errorf(membership.CodeUnavailable, "the service is shutting down")
+	}
+	if err := writable(); err != nil {
+		return err
+	}
+	if bodies.Full() {
+		return membership.Errorf(membership.CodeUnavailable, "the memory for request bodies (-body-memory) is spent: new writes are refused")
+	}
+	return nil
 }
 
 func handleHealthz() http.Handler {
@@ -276,10 +307,20 @@ var (
 
 // writeJSON writes body, which must be JSON, with the given status.
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	writeJSONParts(w, status, nil, body)
+}
+
+// writeJSONParts writes the JSON value that head and body make together,
+// with the given status, without joining them in a new buffer.
+func writeJSONParts(w http.ResponseWriter, status int, head, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h["X-Content-Type-Options"] = noSniff
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h["Content-Length"] = []string{strconv.Itoa(len(head) + len(body))}
 	w.WriteHeader(status)
-	_, _ = w.Write(body) // a failed write means the client went away: nothing to tell it
+	// A failed write means the client went away: nothing to tell it.
+	if len(head) > 0 {
+		_, _ = w.Write(head)
+	}
+	_, _ = w.Write(body)
 }

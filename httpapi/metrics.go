@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -109,18 +110,27 @@ func (m *requestMetrics) write(w *metrics.Writer) {
 	w.Gauge("membership_http_requests_in_flight", "HTTP requests being answered now, this scrape included.", float64(m.inFlight.Load()))
 }
 
-// handleMetrics serves /metrics: the request metrics, then what each
-// collector writes (the store's figures).
-func handleMetrics(m *requestMetrics, collectors []func(*metrics.Writer)) http.Handler {
+// handleMetrics serves /metrics: the request metrics, the memory budgets,
+// whether the store is writable, the goroutines, then what each collector
+// writes (the store's figures). Every figure is kept as it changes, so a
+// scrape costs the same whatever the store holds.
+func handleMetrics(d deps) http.Handler {
 	contentType := []string{metrics.ContentType}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if m == nil {
+		if d.metrics == nil {
 			writeError(w, r, membership.Errorf(membership.CodeNotFound, "metrics are turned off (-metrics=false)"))
 			return
 		}
 		var mw metrics.Writer
-		m.write(&mw)
-		for _, c := range collectors {
+		d.metrics.write(&mw)
+		mw.Budgets(d.budgets())
+		writable := 1.0
+		if d.opts.Writable() != nil {
+			writable = 0
+		}
+		mw.Gauge("membership_store_writable", "1 when the store takes changes, 0 when it cannot (a failed fsync, a stuck or full disk, a full queue); /readyz says why.", writable)
+		mw.Gauge("go_goroutines", "Number of goroutines that currently exist.", float64(runtime.NumGoroutine()))
+		for _, c := range d.opts.Collectors {
 			c(&mw)
 		}
 		h := w.Header()

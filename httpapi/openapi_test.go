@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/membership"
 )
@@ -38,7 +39,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		}
 	}
 	var registered []string
-	for _, r := range routes(membership.NewService(store.NewMemory(), 0), Options{}, newListCache(0), nil) {
+	for _, r := range routes(deps{svc: membership.NewService(store.NewMemory(), 0), lists: newLists(newListCache(0), budget.New(1))}) {
 		registered = append(registered, r.method+" "+r.path)
 		if r.method == http.MethodGet {
 			registered = append(registered, "HEAD "+r.path) // the mux serves HEAD with GET

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unsafe"
 
+	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
 
@@ -23,6 +25,9 @@ const (
 type changeRequest struct {
 	users     string         // the users parameter, still JSON text
 	actingUID membership.UID // 0 when the request named none
+	// held is the memory the body holds, taken from the bodies budget:
+	// users may point into it. The caller gives it back when done.
+	held int64
 }
 
 // readChangeRequest reads the body of a POST or DELETE: a form, or a JSON
@@ -31,7 +36,9 @@ type changeRequest struct {
 //
 // Errors: CodeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
 // CodeInvalidUID.
-func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int64) (changeRequest, error) {
+// The body's memory is taken from bodies: on success the caller gives back
+// req.held once done with req.
+func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) (changeRequest, error) {
 	parse := parseChangeForm
 	if ct := r.Header.Get("Content-Type"); ct != "" && ct != formMediaType {
 		mediaType, _, err := mime.ParseMediaType(ct)
@@ -44,18 +51,22 @@ func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int6
 				"Content-Type %q is not supported: send %s or %s", ct, formMediaType, jsonMediaType)
 		}
 	}
-	body, err := readBody(w, r, maxBodyBytes)
+	body, err := readBody(r, maxBodyBytes, bodies)
 	if err != nil {
 		return changeRequest{}, err
 	}
-	users, uid, err := parse(body)
+	// The body is never written again: read it as a string without a copy
+	// that the budget would not count.
+	users, uid, err := parse(unsafe.String(unsafe.SliceData(body), len(body)))
 	if err != nil {
+		bodies.Give(int64(cap(body)))
 		return changeRequest{}, err
 	}
-	req := changeRequest{users: users}
+	req := changeRequest{users: users, held: int64(cap(body))}
 	if uid != "" {
 		var ok bool
 		if req.actingUID, ok = membership.ParseUID(uid); !ok {
+			bodies.Give(req.held)
 			return changeRequest{}, membership.Errorf(membership.CodeInvalidUID,
 				"the uid parameter %.40q is not an integer from 1 to 9223372036854775807", uid)
 		}
@@ -64,29 +75,64 @@ func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int6
 	return req, nil
 }
 
-// readBody reads the whole body, at most maxBodyBytes of it.
-func readBody(w http.ResponseWriter, r *http.Request, maxBodyBytes int64) (string, error) {
+// firstBodyBuffer is the room a body gets before its bytes arrive.
+const firstBodyBuffer = 512
+
+// readBody reads the whole body, at most maxBodyBytes of it. Its memory
+// follows the bytes that arrive, never what Content-Length announces: the
+// buffer starts small and doubles as it fills, each size taken from bodies
+// first. When bodies has no room, the body is refused with CodeUnavailable;
+// otherwise the caller gives back cap(body) to bodies.
+func readBody(r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) ([]byte, error) {
 	if r.ContentLength > maxBodyBytes {
-		return "", bodyTooLarge(maxBodyBytes)
+		return nil, bodyTooLarge(maxBodyBytes)
 	}
-	limited := http.MaxBytesReader(w, r.Body, maxBodyBytes)
-	var body []byte
-	var err error
-	if r.ContentLength > 0 {
-		// The length is known (and net/http ends the body there): read it
-		// into one buffer of that size.
-		body = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(limited, body)
-	} else {
-		body, err = io.ReadAll(limited)
+	size := int64(firstBodyBuffer)
+	if r.ContentLength >= 0 {
+		size = min(size, r.ContentLength+1) // +1: to see the end without growing
 	}
-	if err != nil {
-		if tooLarge := new(http.MaxBytesError); errors.As(err, &tooLarge) {
-			return "", bodyTooLarge(maxBodyBytes)
+	if !bodies.TryTake(size) {
+		return nil, bodiesBusy()
+	}
+	body := make([]byte, 0, size)
+	for {
+		if len(body) == cap(body) {
+			if int64(len(body)) > maxBodyBytes {
+				bodies.Give(int64(cap(body)))
+				return nil, bodyTooLarge(maxBodyBytes)
+			}
+			grown := min(2*int64(cap(body)), maxBodyBytes+1)
+			if r.ContentLength >= 0 {
+				grown = min(grown, r.ContentLength+1)
+			}
+			if !bodies.TryTake(grown - int64(cap(body))) {
+				bodies.Give(int64(cap(body)))
+				return nil, bodiesBusy()
+			}
+			body = append(make([]byte, 0, grown), body...)
 		}
-		return "", membership.Errorf(membership.CodeInvalidBody, "reading the body: %v", err)
+		n, err := r.Body.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		if err == io.EOF && r.ContentLength >= 0 && int64(len(body)) != r.ContentLength {
+			err = io.ErrUnexpectedEOF // net/http says so itself; a bare reader may not
+		}
+		if err == io.EOF {
+			if int64(len(body)) > maxBodyBytes {
+				bodies.Give(int64(cap(body)))
+				return nil, bodyTooLarge(maxBodyBytes)
+			}
+			return body, nil
+		}
+		if err != nil {
+			bodies.Give(int64(cap(body)))
+			return nil, membership.Errorf(membership.CodeInvalidBody, "reading the body: %v", err)
+		}
 	}
-	return string(body), nil
+}
+
+func bodiesBusy() error {
+	return membership.Errorf(membership.CodeUnavailable,
+		"too many request bodies are being received at once; nothing was changed: try again later")
 }
 
 // parseChangeForm returns the users and uid parameters of a form-encoded

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -9,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/internal/budget"
+	"example.com/groupmembership/membership"
 )
 
 // FuzzParseChangeForm checks parseChangeForm against url.ParseQuery: the same
@@ -47,9 +52,77 @@ func FuzzParseChangeForm(f *testing.F) {
 func TestReadBodyShorterThanItsContentLength(t *testing.T) {
 	r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[1]"))
 	r.ContentLength = 100 // the client promised more than it sent
-	_, err := readBody(httptest.NewRecorder(), r, 1000)
+	bodies := budget.New(1 << 20)
+	_, err := readBody(r, 1000, bodies)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "reading the body")
+	assert.Zero(t, bodies.Used(), "a failed read gives its memory back")
+}
+
+// A body's memory follows the bytes that arrived, never the Content-Length
+// the client announced: a slow client that announced a mebibyte and sent ten
+// bytes holds the first small buffer only.
+func TestReadBodyMemoryFollowsTheBytesReceived(t *testing.T) {
+	pr, pw := io.Pipe()
+	r := httptest.NewRequest("POST", "/group-user/g", pr)
+	r.ContentLength = 1 << 20
+	bodies := budget.New(64 << 20)
+	type read struct {
+		body []byte
+		err  error
+	}
+	done := make(chan read, 1)
+	go func() {
+		body, err := readBody(r, 1<<20, bodies)
+		done <- read{body, err}
+	}()
+	_, err := pw.Write([]byte("users=[1,2"))
+	require.NoError(t, err) // the pipe returns once readBody has taken the bytes
+	assert.Equal(t, int64(firstBodyBuffer), bodies.Used(), "ten bytes received: one small buffer held")
+
+	rest := bytes.Repeat([]byte(",3"), (1<<20-10)/2)
+	go func() {
+		_, _ = pw.Write(rest)
+		pw.Close()
+	}()
+	got := <-done
+	require.NoError(t, got.err)
+	assert.Len(t, got.body, 10+len(rest))
+	assert.Equal(t, int64(cap(got.body)), bodies.Used(), "what the body holds is taken")
+	assert.LessOrEqual(t, cap(got.body), 1<<20+1)
+	bodies.Give(int64(cap(got.body)))
+}
+
+// Past the budget of all bodies, a new body is refused at once, before any
+// of it is read; a body that outgrows what is left is refused too.
+func TestReadBodyRefusedWhenTheBudgetIsSpent(t *testing.T) {
+	bodies := budget.New(4096)
+	require.True(t, bodies.TryTake(4096)) // other bodies hold it all
+	r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[1]"))
+	_, err := readBody(r, 1000, bodies)
+	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
+	bodies.Give(4096)
+
+	require.True(t, bodies.TryTake(4096-firstBodyBuffer)) // room for the first buffer only
+	r = httptest.NewRequest("POST", "/group-user/g", strings.NewReader(strings.Repeat("x", 2000)))
+	_, err = readBody(r, 1<<20, bodies)
+	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
+	assert.Equal(t, int64(4096-firstBodyBuffer), bodies.Used(), "the refused body gave back what it held")
+}
+
+func TestReadBodyTooLargeWithoutContentLength(t *testing.T) {
+	bodies := budget.New(1 << 20)
+	r := httptest.NewRequest("POST", "/group-user/g", io.MultiReader(strings.NewReader(strings.Repeat("x", 5000))))
+	r.ContentLength = -1 // chunked: the size is known only at the end
+	_, err := readBody(r, 4000, bodies)
+	assert.Equal(t, membership.CodeBodyTooLarge, membership.ErrorCode(err))
+	assert.Zero(t, bodies.Used())
+
+	r = httptest.NewRequest("POST", "/group-user/g", io.MultiReader(strings.NewReader(strings.Repeat("x", 4000))))
+	r.ContentLength = -1
+	body, err := readBody(r, 4000, bodies)
+	require.NoError(t, err)
+	assert.Len(t, body, 4000, "exactly the limit is accepted")
 }
 
 func TestObservedWriterHelpersIgnoreOtherWriters(t *testing.T) {

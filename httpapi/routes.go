@@ -20,18 +20,19 @@ type route struct {
 
 // routes is the whole API surface. openapi.json documents exactly these; a
 // test holds the two together. GET routes serve HEAD too.
-func routes(svc *membership.Service, opts Options, cache *listCache, reqMetrics *requestMetrics) []route {
+func routes(d deps) []route {
+	svc, opts := d.svc, d.opts
 	return []route{
-		{"GET", "/group-user/{groupID}", handleListMembers(svc, cache), false},
-		{"POST", "/group-user/{groupID}", handleChangeMembers(svc.AddMembers, opts.MaxBodyBytes), false},
-		{"DELETE", "/group-user/{groupID}", handleChangeMembers(svc.RemoveMembers, opts.MaxBodyBytes), false},
+		{"GET", "/group-user/{groupID}", handleListMembers(svc, d.lists), false},
+		{"POST", "/group-user/{groupID}", handleChangeMembers(svc.AddMembers, opts.MaxBodyBytes, d.bodies), false},
+		{"DELETE", "/group-user/{groupID}", handleChangeMembers(svc.RemoveMembers, opts.MaxBodyBytes, d.bodies), false},
 		{"GET", "/group-user/{groupID}/{uid}", handleMember(svc), false},
-		{"GET", "/user-group/{uid}", handleUserGroups(svc), false},
-		{"GET", "/changes", handleChanges(svc, opts.Stopping), false},
+		{"GET", "/user-group/{uid}", handleUserGroups(svc, d.replies), false},
+		{"GET", "/changes", handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies), false},
 		{"GET", "/healthz", handleHealthz(), true},
-		{"GET", "/readyz", handleReadyz(opts.Ready), true},
+		{"GET", "/readyz", handleReadyz(opts.Ready, opts.Writable, d.bodies), true},
 		{"GET", "/openapi.json", handleOpenAPI(), false},
-		{"GET", "/metrics", handleMetrics(reqMetrics, opts.Collectors), false},
+		{"GET", "/metrics", handleMetrics(d), false},
 	}
 }
 

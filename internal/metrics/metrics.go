@@ -156,3 +156,30 @@ func (h *Histogram) Write(w *Writer, name string, labels []Label) {
 	w.Sample(name+"_sum", labels, time.Duration(h.sum.Load()).Seconds())
 	w.Sample(name+"_count", labels, float64(cumulative))
 }
+
+// Budget is what one memory budget reports: its name (the budget label),
+// the bytes held now and its limit, and how many requests it refused (or, for
+// a budget that drops rather than refuses, how many things it dropped).
+type Budget struct {
+	Name    string
+	Used    int64
+	Limit   int64
+	Refused uint64
+}
+
+// Budgets writes the families of the memory budgets: bytes held, limits and
+// refusals, one sample each per budget.
+func (w *Writer) Budgets(bs []Budget) {
+	w.Family("membership_memory_bytes", "gauge", "Memory held now by each budget, in bytes.")
+	for _, b := range bs {
+		w.Sample("membership_memory_bytes", []Label{{Name: "budget", Value: b.Name}}, float64(b.Used))
+	}
+	w.Family("membership_memory_limit_bytes", "gauge", "The limit of each memory budget, in bytes (set by flags).")
+	for _, b := range bs {
+		w.Sample("membership_memory_limit_bytes", []Label{{Name: "budget", Value: b.Name}}, float64(b.Limit))
+	}
+	w.Family("membership_memory_refused_total", "counter", "Requests refused (503) because a budget was spent; for changes_kept, changes dropped from the feed; for log_buffer, log lines dropped.")
+	for _, b := range bs {
+		w.Sample("membership_memory_refused_total", []Label{{Name: "budget", Value: b.Name}}, float64(b.Refused))
+	}
+}

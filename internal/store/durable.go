@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/membership"
 )
@@ -24,8 +25,20 @@ import (
 // written and the log restarted.
 const DefaultSnapshotBytes = 64 << 20
 
-// maxBatch bounds how many changes share one fsync.
+// maxBatch bounds how many changes share one fsync, and how many wait for
+// one: the queue of changes holds at most this many.
 const maxBatch = 4096
+
+// Defaults for DurableOptions.
+const (
+	DefaultCommitTimeout = 5 * time.Second
+	DefaultQueueBytes    = 64 << 20
+)
+
+// probeInterval is how often a store whose last write failed tries the disk
+// again by itself, so that it says it is writable again without waiting for
+// a change to try.
+const probeInterval = time.Second
 
 // DurableOptions configure OpenDurable.
 type DurableOptions struct {
@@ -42,13 +55,27 @@ type DurableOptions struct {
 	// as in MemoryOptions. The feed's kept changes are in the snapshots, so
 	// it continues across restarts.
 	ChangesKeep int
+	// ChangesKeepBytes bounds the memory of the kept changes, as in
+	// MemoryOptions.
+	ChangesKeepBytes int64
+	// CommitTimeout is the longest a change waits to be written and
+	// fsynced; past it the caller gets CodeUnavailable (the change may still
+	// be applied later). DefaultCommitTimeout when <= 0. Close waits as long
+	// for the last writes.
+	CommitTimeout time.Duration
+	// QueueBytes bounds the memory of the changes waiting for the disk;
+	// past it, and past maxBatch changes, a change is refused at once.
+	// DefaultQueueBytes when <= 0.
+	QueueBytes int64
 	// NoGroupCommit gives every change its own write and fsync, for
 	// measuring what group commit buys. Never set it in production.
 	NoGroupCommit bool
 
-	// openLog opens a log file for appending; tests replace it to simulate
+	// openLog opens a log file for appending, and probe checks that the
+	// directory takes writes (see probeDisk); tests replace them to simulate
 	// failing disks.
 	openLog func(path string) (logFile, error)
+	probe   func(dir string) error
 }
 
 // logFile is what the durable store writes its log through.
@@ -83,6 +110,11 @@ type Durable struct {
 	closeMu sync.RWMutex
 	closed  bool
 
+	// queue holds the cost of the changes queued or being written.
+	queue *budget.Bytes
+	// health is what Writable reports; the committer sets it.
+	health health
+
 	// The committer goroutine owns everything below; nothing else touches it.
 	log        logFile
 	logSeq     uint64 // N of the log being written
@@ -94,6 +126,19 @@ type Durable struct {
 	stats durableStats
 }
 
+// health records why the store cannot take changes, for Writable. The
+// committer writes it; anyone reads it.
+type health struct {
+	// broken is set, for good, when the log can no longer be trusted.
+	broken atomic.Pointer[string]
+	// failing is set while writes fail (a full disk) and cleared when one,
+	// or a probe of the disk, succeeds.
+	failing atomic.Pointer[string]
+	// writeStart is when the write in progress began (unix nanoseconds),
+	// 0 when none is.
+	writeStart atomic.Int64
+}
+
 // durableStats are the disk's figures for Metrics.
 type durableStats struct {
 	logBytes      atomic.Int64
@@ -101,11 +146,16 @@ type durableStats struct {
 	fsyncDuration *metrics.Histogram
 	snapshots     atomic.Uint64
 	lastSnapshot  atomic.Int64 // nanoseconds
+	// Changes refused because the queue was full, and those whose commit
+	// took longer than CommitTimeout.
+	queueFull      atomic.Uint64
+	commitTimeouts atomic.Uint64
 }
 
 // pending is one change waiting for the committer.
 type pending struct {
 	change *change
+	cost   int64 // in queuedBytes until answered
 	done   chan result
 }
 
@@ -123,10 +173,19 @@ func OpenDurable(dir string, opts DurableOptions) (*Durable, error) {
 	if opts.SnapshotBytes <= 0 {
 		opts.SnapshotBytes = DefaultSnapshotBytes
 	}
+	if opts.CommitTimeout <= 0 {
+		opts.CommitTimeout = DefaultCommitTimeout
+	}
+	if opts.QueueBytes <= 0 {
+		opts.QueueBytes = DefaultQueueBytes
+	}
 	if opts.openLog == nil {
 		opts.openLog = func(path string) (logFile, error) {
 			return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		}
+	}
+	if opts.probe == nil {
+		opts.probe = writeProbe
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -144,12 +203,13 @@ func OpenDurable(dir string, opts DurableOptions) (*Durable, error) {
 		return nil, fmt.Errorf("the data directory %s is in use by another process (%v)", dir, err)
 	}
 	d := &Durable{
-		mem:     NewMemoryWith(MemoryOptions{ChangesKeep: opts.ChangesKeep}),
+		mem:     NewMemoryWith(MemoryOptions{ChangesKeep: opts.ChangesKeep, ChangesKeepBytes: opts.ChangesKeepBytes}),
 		dir:     dir,
 		opts:    opts,
 		logger:  logger,
 		lock:    lock,
 		changes: make(chan *pending, maxBatch),
+		queue:   budget.New(opts.QueueBytes),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
@@ -164,8 +224,10 @@ func OpenDurable(dir string, opts DurableOptions) (*Durable, error) {
 }
 
 // Close stops taking changes, waits for a snapshot in progress, and releases
-// the directory. Every change acknowledged before is already on disk. Closing
-// again does nothing.
+// the directory. Every change acknowledged before is already on disk. It
+// waits at most CommitTimeout for the disk to finish what it was given: past
+// it, it returns an error and leaves the files open to the stuck writes.
+// Closing again does nothing.
 func (d *Durable) Close() error {
 	d.closeMu.Lock()
 	if d.closed {
@@ -175,10 +237,47 @@ func (d *Durable) Close() error {
 	d.closed = true
 	d.closeMu.Unlock()
 	close(d.stop)
-	<-d.stopped
-	d.snapshotWG.Wait()
+	finished := make(chan struct{})
+	go func() {
+		<-d.stopped
+		d.snapshotWG.Wait()
+		close(finished)
+	}()
+	t := time.NewTimer(d.opts.CommitTimeout)
+	defer t.Stop()
+	select {
+	case <-finished:
+	case <-t.C:
+		return fmt.Errorf("the disk did not finish writing within %s: the changes not acknowledged may or may not be kept", d.opts.CommitTimeout)
+	}
 	err := d.log.Close()
 	return errors.Join(err, d.lock.Close())
+}
+
+// Writable returns nil when the store takes changes, and otherwise an error
+// that says why not: the log failed in a way only a restart mends, writes
+// fail (a full disk), a write has waited on the disk past CommitTimeout, or
+// the queue of changes is full. It is cheap: readiness checks call it.
+func (d *Durable) Writable() error {
+	unavailable := func(format string, args ...any) error {
+		return membership.Errorf(membership.CodeUnavailable, format, args...)
+	}
+	if msg := d.health.broken.Load(); msg != nil {
+		return unavailable("the store takes no changes until restarted: %s", *msg)
+	}
+	if msg := d.health.failing.Load(); msg != nil {
+		return unavailable("writes to the log fail: %s", *msg)
+	}
+	if start := d.health.writeStart.Load(); start != 0 {
+		if waited := time.Since(time.Unix(0, start)); waited > d.opts.CommitTimeout {
+			return unavailable("a write to the log has waited on the disk for %s, longer than the commit timeout (%s)",
+				waited.Round(time.Millisecond), d.opts.CommitTimeout)
+		}
+	}
+	if len(d.changes) == cap(d.changes) || d.queue.Full() {
+		return unavailable("the queue of changes waiting for the disk is full")
+	}
+	return nil
 }
 
 func logPath(dir string, seq uint64) string {
@@ -412,7 +511,7 @@ func (d *Durable) AddMembers(ctx context.Context, groupID string, users []member
 		rev, err := d.mem.Revision(ctx, groupID)
 		return membership.Result{Revision: rev}, err
 	}
-	return d.commit(ctx, &change{groupID: groupID, users: users})
+	return d.commit(&change{groupID: groupID, users: users})
 }
 
 // RemoveMembers implements membership.Store, as AddMembers.
@@ -421,7 +520,7 @@ func (d *Durable) RemoveMembers(ctx context.Context, groupID string, uids []memb
 		rev, err := d.mem.Revision(ctx, groupID)
 		return membership.Result{Revision: rev}, err
 	}
-	return d.commit(ctx, &change{groupID: groupID, remove: true, uids: uids})
+	return d.commit(&change{groupID: groupID, remove: true, uids: uids})
 }
 
 // changesNothing reports whether adding users would leave the state as it
@@ -431,24 +530,53 @@ func (d *Durable) changesNothing(groupID string, users []membership.User) bool {
 	return d.mem.allMembersWithNicknames(groupID, users)
 }
 
-func (d *Durable) commit(ctx context.Context, c *change) (membership.Result, error) {
-	p := &pending{change: c, done: make(chan result, 1)}
+// commit queues c for the committer and waits for its answer, at most
+// CommitTimeout. A full queue refuses c at once: a stuck disk must not pile
+// up waiting callers, nor their changes in memory.
+func (d *Durable) commit(c *change) (membership.Result, error) {
+	p := &pending{change: c, cost: c.cost(), done: make(chan result, 1)}
+	if !d.queue.TryTake(p.cost) { // a change larger than the whole queue is taken alone
+		d.stats.queueFull.Add(1)
+		return membership.Result{}, errQueueFull
+	}
 	d.closeMu.RLock()
 	if d.closed {
 		d.closeMu.RUnlock()
+		d.queue.Give(p.cost)
 		return membership.Result{}, membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")
 	}
 	select {
 	case d.changes <- p:
 		d.closeMu.RUnlock()
-	case <-ctx.Done():
+	default:
 		d.closeMu.RUnlock()
-		return membership.Result{}, ctx.Err()
+		d.queue.Give(p.cost)
+		d.stats.queueFull.Add(1)
+		return membership.Result{}, errQueueFull
 	}
-	// Once queued, the change will be decided; wait for that even if the
-	// client has gone, so that what was applied is what was reported.
-	r := <-p.done
-	return r.res, r.err
+	// Once queued, the change will be decided whether or not its caller
+	// still waits; the caller waits for that, even if its client has gone,
+	// but no longer than the deadline.
+	t := time.NewTimer(d.opts.CommitTimeout)
+	defer t.Stop()
+	select {
+	case r := <-p.done:
+		return r.res, r.err
+	case <-t.C:
+		d.stats.commitTimeouts.Add(1)
+		return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
+			"the change was not written to disk within %s (the disk is slow or stuck); it may still be applied: read to find out",
+			d.opts.CommitTimeout)
+	}
+}
+
+var errQueueFull = membership.Errorf(membership.CodeUnavailable,
+	"too many changes are waiting for the disk; nothing was changed: try again later")
+
+// answer sends p its result and takes its cost out of the queue.
+func (d *Durable) answer(p *pending, r result) {
+	p.done <- r
+	d.queue.Give(p.cost)
 }
 
 // ListMembers implements membership.Store.
@@ -485,11 +613,18 @@ func (d *Durable) commitLoop() {
 	defer close(d.stopped)
 	batch := make([]*pending, 0, maxBatch)
 	var buf []byte
+	probe := time.NewTicker(probeInterval)
+	defer probe.Stop()
 	for {
 		batch = batch[:0]
 		select {
 		case p := <-d.changes:
 			batch = append(batch, p)
+		case <-probe.C:
+			if d.health.failing.Load() != nil && d.broken == nil {
+				d.probeDisk()
+			}
+			continue
 		case <-d.stop:
 			d.drain()
 			return
@@ -509,12 +644,15 @@ func (d *Durable) commitLoop() {
 		}
 		if err := d.write(buf); err != nil {
 			for _, p := range batch {
-				p.done <- result{err: err}
+				d.answer(p, result{err: err})
 			}
 			continue
 		}
 		for _, p := range batch {
-			p.done <- result{res: d.apply(p.change)}
+			d.answer(p, result{res: d.apply(p.change)})
+		}
+		if len(buf) > 1<<20 {
+			buf = nil // one large batch must not keep its buffer for good
 		}
 		if d.logSize >= d.opts.SnapshotBytes && !d.snapping.Load() {
 			d.startSnapshot()
@@ -527,7 +665,7 @@ func (d *Durable) drain() {
 	for {
 		select {
 		case p := <-d.changes:
-			p.done <- result{err: membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")}
+			d.answer(p, result{err: membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")})
 		default:
 			return
 		}
@@ -544,6 +682,8 @@ func (d *Durable) write(buf []byte) error {
 	if d.broken != nil {
 		return membership.Errorf(membership.CodeUnavailable, "the store stopped taking changes after a disk failure; restart it; nothing was changed")
 	}
+	d.health.writeStart.Store(time.Now().UnixNano())
+	defer d.health.writeStart.Store(0)
 	_, err := d.log.Write(buf)
 	syncFailed := false
 	if err == nil {
@@ -556,8 +696,11 @@ func (d *Durable) write(buf []byte) error {
 	if err == nil {
 		d.logSize += int64(len(buf))
 		d.stats.logBytes.Store(d.logSize)
+		d.health.failing.Store(nil)
 		return nil
 	}
+	msg := err.Error()
+	d.health.failing.Store(&msg)
 	d.logger.Error("writing the log failed; the changes are refused", "file", logPath(d.dir, d.logSeq), "err", err)
 	cutErr := d.log.Truncate(d.logSize)
 	if cutErr == nil && !syncFailed {
@@ -565,13 +708,46 @@ func (d *Durable) write(buf []byte) error {
 	}
 	switch {
 	case syncFailed:
-		d.broken = err
-		d.logger.Error("fsync failed: refusing all changes until restart", "err", err)
+		d.setBroken(fmt.Errorf("fsync failed: %w", err))
 	case cutErr != nil:
-		d.broken = cutErr
-		d.logger.Error("cutting the log back failed: refusing all changes until restart", "err", cutErr)
+		d.setBroken(fmt.Errorf("cutting the log back after a failed write failed: %w", cutErr))
 	}
 	return membership.Errorf(membership.CodeUnavailable, "the change could not be written to disk; nothing was changed")
+}
+
+// setBroken makes the store refuse every change until restarted. Only the
+// committer calls it.
+func (d *Durable) setBroken(err error) {
+	d.broken = err
+	msg := err.Error()
+	d.health.broken.Store(&msg)
+	d.logger.Error("refusing all changes until restart", "err", err)
+}
+
+// probeDisk checks whether the disk takes writes again after a write
+// failed. Only the committer calls it, so a stuck probe shows as a stuck
+// write.
+func (d *Durable) probeDisk() {
+	d.health.writeStart.Store(time.Now().UnixNano())
+	defer d.health.writeStart.Store(0)
+	if err := d.opts.probe(d.dir); err != nil {
+		msg := err.Error()
+		d.health.failing.Store(&msg)
+		return
+	}
+	d.logger.Info("the disk takes writes again")
+	d.health.failing.Store(nil)
+}
+
+// writeProbe writes, fsyncs and removes a small file in dir (a .tmp file,
+// which a start after a crash removes).
+func writeProbe(dir string) error {
+	path := filepath.Join(dir, "probe.tmp")
+	err := os.WriteFile(path, make([]byte, 4096), 0o600)
+	if err == nil {
+		err = syncFile(path)
+	}
+	return errors.Join(err, os.Remove(path))
 }
 
 // startSnapshot starts a new log and writes, in the background, a snapshot of

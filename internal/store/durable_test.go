@@ -252,6 +252,13 @@ func failingLogs(fl **failingLog) DurableOptions {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		*fl = &failingLog{logFile: f}
 		return *fl, err
+	}, probe: func(string) error {
+		(*fl).mu.Lock()
+		defer (*fl).mu.Unlock()
+		if (*fl).failWrite {
+			return errors.New("no space left on device")
+		}
+		return nil
 	}}
 }
 

@@ -2,28 +2,60 @@ package store
 
 import (
 	"context"
-	"slices"
 	"sync"
+	"unsafe"
 
 	"example.com/groupmembership/membership"
 )
+
+// DefaultChangesKeepBytes is the default bound, in bytes, of the changes the
+// feed keeps.
+const DefaultChangesKeepBytes = 64 << 20
 
 // feed gives out revisions and keeps the latest changes for the change feed.
 // A change takes its revision and joins the feed in one critical section, so
 // the feed is always in revision order with no gaps: a reader that has seen
 // revision r has seen every change up to r.
+//
+// It keeps at most keep changes and, but for the newest, at most maxBytes of
+// them (see changeCost), dropping the oldest first: a change of 10,000 uids
+// costs 80 KB, so a count alone bounds nothing.
 type feed struct {
 	// mu guards the fields below. It is taken while a group's shard lock is
 	// held, and nicknamesMu if it is, never the other way round.
-	mu   sync.Mutex
-	keep int // how many changes to keep; 0 keeps none
-	// ring holds the kept changes, oldest at ring[start] once it is full;
-	// it grows up to keep.
-	ring  []membership.Change
-	start int
-	last  membership.Revision // the latest revision given out
+	mu       sync.Mutex
+	keep     int   // how many changes to keep; 0 keeps none
+	maxBytes int64 // how many bytes of changes to keep
+	// ring holds the kept changes, n of them from ring[start] on, wrapping
+	// around; it grows up to keep.
+	ring    []membership.Change
+	start   int
+	n       int
+	bytes   int64               // the cost of the kept changes
+	dropped uint64              // changes dropped to keep within the bounds
+	last    membership.Revision // the latest revision given out
 	// wake, when not nil, is closed at the next change: Changes waits on it.
 	wake chan struct{}
+}
+
+func newFeed(keep int, maxBytes int64) feed {
+	return feed{keep: keep, maxBytes: maxBytes}
+}
+
+// changeOverhead is what a kept change costs besides the memory its fields
+// point to: its slot in the ring.
+const changeOverhead = int64(unsafe.Sizeof(membership.Change{}))
+
+// changeCost returns the bytes c holds: its slot, its group id, its uids and
+// nicknames, counted by capacity.
+func changeCost(c membership.Change) int64 {
+	n := changeOverhead + int64(len(c.GroupID)) +
+		int64(cap(c.UIDs))*int64(unsafe.Sizeof(membership.UID(0))) +
+		int64(cap(c.Nicknames))*int64(unsafe.Sizeof(membership.Member{}))
+	for _, m := range c.Nicknames {
+		n += int64(len(m.Nickname))
+	}
+	return n
 }
 
 // record gives c the next revision and keeps it, and returns the revision.
@@ -40,17 +72,41 @@ func (f *feed) record(c membership.Change) membership.Revision {
 	return c.Revision
 }
 
-// push keeps c, dropping the oldest change when the ring is full. The caller
-// holds mu.
+// push keeps c, dropping the oldest changes until it fits. The newest change
+// is kept even when it alone is over maxBytes: it is bounded by the largest
+// request. The caller holds mu.
 func (f *feed) push(c membership.Change) {
-	switch {
-	case f.keep == 0:
-	case len(f.ring) < f.keep:
-		f.ring = append(f.ring, c)
-	default:
-		f.ring[f.start] = c
-		f.start = (f.start + 1) % len(f.ring)
+	if f.keep == 0 {
+		return
 	}
+	cost := changeCost(c)
+	for f.n > 0 && (f.n == f.keep || f.bytes+cost > f.maxBytes) {
+		f.dropOldest()
+	}
+	if f.n == len(f.ring) {
+		f.grow()
+	}
+	f.ring[(f.start+f.n)%len(f.ring)] = c
+	f.n++
+	f.bytes += cost
+}
+
+// dropOldest forgets the oldest kept change. The caller holds mu.
+func (f *feed) dropOldest() {
+	f.bytes -= changeCost(f.ring[f.start])
+	f.ring[f.start] = membership.Change{} // let its uids go
+	f.start = (f.start + 1) % len(f.ring)
+	f.n--
+	f.dropped++
+}
+
+// grow doubles the ring, up to keep slots. The caller holds mu.
+func (f *feed) grow() {
+	ring := make([]membership.Change, min(max(2*len(f.ring), 64), f.keep))
+	for i := range f.n {
+		ring[i] = f.at(i)
+	}
+	f.ring, f.start = ring, 0
 }
 
 // at returns the i-th oldest kept change. The caller holds mu.
@@ -61,7 +117,22 @@ func (f *feed) at(i int) membership.Change {
 // oldest returns the revision of the oldest kept change, last+1 when none is
 // kept. The caller holds mu.
 func (f *feed) oldest() membership.Revision {
-	return f.last - membership.Revision(len(f.ring)) + 1
+	return f.last - membership.Revision(f.n) + 1
+}
+
+// feedStats are the feed's figures for metrics.
+type feedStats struct {
+	last     membership.Revision
+	kept     int
+	bytes    int64
+	maxBytes int64
+	dropped  uint64
+}
+
+func (f *feed) stats() feedStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return feedStats{last: f.last, kept: f.n, bytes: f.bytes, maxBytes: f.maxBytes, dropped: f.dropped}
 }
 
 // changes implements membership.Store.Changes.
@@ -84,7 +155,7 @@ func (f *feed) changes(ctx context.Context, opts membership.ChangeOptions) ([]me
 			return nil, last, err
 		case opts.After < last:
 			first := int(opts.After + 1 - oldest)
-			n := len(f.ring) - first
+			n := f.n - first
 			if opts.Limit > 0 {
 				n = min(n, opts.Limit)
 			}
@@ -116,7 +187,7 @@ func (f *feed) changes(ctx context.Context, opts membership.ChangeOptions) ([]me
 func (f *feed) export() (last membership.Revision, kept []membership.Change) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	kept = make([]membership.Change, len(f.ring))
+	kept = make([]membership.Change, f.n)
 	for i := range kept {
 		kept[i] = f.at(i)
 	}
@@ -124,13 +195,25 @@ func (f *feed) export() (last membership.Revision, kept []membership.Change) {
 }
 
 // load sets the feed's state from a snapshot: the latest revision and the
-// changes kept, which end at last and are in order. Only the newest keep of
-// them are kept. The feed takes kept over.
+// changes kept, which end at last and are in order. Of them, it keeps the
+// newest that fit its bounds. The feed takes kept over.
 func (f *feed) load(last membership.Revision, kept []membership.Change) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(kept) > f.keep {
-		kept = slices.Clone(kept[len(kept)-f.keep:])
+	f.last, f.ring, f.start, f.n, f.bytes = last, nil, 0, 0, 0
+	first := len(kept)
+	var bytes int64
+	for first > 0 && len(kept)-first < f.keep {
+		cost := changeCost(kept[first-1])
+		if first < len(kept) && bytes+cost > f.maxBytes {
+			break
+		}
+		bytes += cost
+		first--
 	}
-	f.last, f.ring, f.start = last, kept, 0
+	if first == len(kept) {
+		return
+	}
+	clear(kept[:first]) // let the dropped changes' uids go
+	f.ring, f.n, f.bytes = kept[first:], len(kept)-first, bytes
 }

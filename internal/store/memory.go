@@ -52,6 +52,19 @@ type Memory struct {
 	// section.
 	reverse      []reverseShard
 	groupNumbers groupNumbers
+
+	// counts are kept as the store changes, so that reading them for
+	// metrics costs the same whatever the store holds.
+	counts storeCounts
+}
+
+// storeCounts are the store's sizes. Each changes under the lock of what it
+// counts (a group's shard, a uid's reverse shard); readers load them without
+// locks, so together they are only as consistent as metrics need.
+type storeCounts struct {
+	groups  atomic.Int64 // groups with at least one member
+	members atomic.Int64 // memberships
+	users   atomic.Int64 // uids in at least one group
 }
 
 type shard struct {
@@ -77,6 +90,9 @@ type MemoryOptions struct {
 	// ChangesKeep is how many of the latest changes the change feed keeps:
 	// membership.DefaultChangesKeep when 0, none when negative.
 	ChangesKeep int
+	// ChangesKeepBytes bounds the memory of the changes the feed keeps:
+	// DefaultChangesKeepBytes when <= 0.
+	ChangesKeepBytes int64
 }
 
 // NewMemory returns an empty Memory store with the default options.
@@ -102,8 +118,12 @@ func NewMemoryWith(opts MemoryOptions) *Memory {
 	case keep < 0:
 		keep = 0
 	}
+	keepBytes := opts.ChangesKeepBytes
+	if keepBytes <= 0 {
+		keepBytes = DefaultChangesKeepBytes
+	}
 	m := &Memory{
-		feed:         feed{keep: keep},
+		feed:         newFeed(keep, keepBytes),
 		seed:         maphash.MakeSeed(),
 		shards:       make([]shard, max(n, 1)),
 		nicknames:    make(map[membership.UID]string),
@@ -133,6 +153,9 @@ func (m *Memory) reverseShardOf(uid membership.UID) *reverseShard {
 func (m *Memory) addReverse(uid membership.UID, n uint32) {
 	r := m.reverseShardOf(uid)
 	r.mu.Lock()
+	if !r.pairs.hasUID(uid) {
+		m.counts.users.Add(1)
+	}
 	r.pairs.add(pair{uid: uid, group: n})
 	r.mu.Unlock()
 }
@@ -141,6 +164,9 @@ func (m *Memory) removeReverse(uid membership.UID, n uint32) {
 	r := m.reverseShardOf(uid)
 	r.mu.Lock()
 	r.pairs.remove(pair{uid: uid, group: n})
+	if !r.pairs.hasUID(uid) {
+		m.counts.users.Add(-1)
+	}
 	r.mu.Unlock()
 }
 
@@ -170,6 +196,7 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 	if g == nil {
 		g = &group{number: m.groupNumbers.number(groupID)}
 		s.groups[groupID] = g
+		m.counts.groups.Add(1)
 	}
 	var added []membership.UID
 	if g.members.size == 0 && len(users) >= bulkFill {
@@ -203,6 +230,8 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 		defer m.nicknamesMu.Unlock()
 		nicknames = m.setNicknames(users)
 	}
+	m.counts.members.Add(int64(len(added)))
+	added = tight(added)
 	if len(added) == 0 {
 		if len(nicknames) == 0 {
 			return membership.Result{Revision: m.revisionOf(g)}, nil
@@ -215,6 +244,16 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 		m.nicknamesRevision.Store(uint64(rev))
 	}
 	return membership.Result{Count: len(added), Revision: rev}, nil
+}
+
+// tight returns uids in an array of its length, copying it when it has more
+// room than that: the feed keeps it, and a change that altered one uid of ten
+// thousand given must not hold the room of ten thousand.
+func tight(uids []membership.UID) []membership.UID {
+	if cap(uids) == len(uids) {
+		return uids
+	}
+	return append(make([]membership.UID, 0, len(uids)), uids...)
 }
 
 // setNicknames records the nicknames users give, the last one when a user
@@ -266,8 +305,10 @@ func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []members
 		return membership.Result{Revision: m.revisionOf(g)}, nil
 	}
 	slices.Sort(removed)
-	rev := m.feed.record(membership.Change{Op: membership.OpRemove, GroupID: groupID, UIDs: removed})
+	m.counts.members.Add(-int64(len(removed)))
+	rev := m.feed.record(membership.Change{Op: membership.OpRemove, GroupID: groupID, UIDs: tight(removed)})
 	if g.members.size == 0 {
+		m.counts.groups.Add(-1)
 		delete(s.groups, groupID)
 		m.groupNumbers.release(groupID)
 		m.removedRevision.Store(uint64(rev))
@@ -276,6 +317,13 @@ func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []members
 	}
 	return membership.Result{Count: len(removed), Revision: rev}, nil
 }
+
+// Writable returns nil: memory always takes changes. It is here so that
+// every store answers readiness checks alike.
+func (m *Memory) Writable() error { return nil }
+
+// Close does nothing: there is nothing to release.
+func (m *Memory) Close() error { return nil }
 
 // Changes implements membership.Store.
 func (m *Memory) Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {

@@ -7,52 +7,31 @@ import (
 )
 
 // Metrics writes the store's figures for /metrics: groups, members, users,
-// the latest revision and the changes the feed keeps. It reads each shard
-// under its read lock in turn, so it costs O(groups + memberships) per
-// scrape and nothing per request; the figures are each shard's at the moment
-// it was read.
+// the latest revision and the changes the feed keeps. The counts are kept as
+// the store changes, so a scrape costs the same at ten members and at ten
+// million, and never holds up a change for longer than the feed's lock.
 func (m *Memory) Metrics(w *metrics.Writer) {
-	groups, members := 0, 0
-	for i := range m.shards {
-		s := &m.shards[i]
-		s.mu.RLock()
-		groups += len(s.groups)
-		for _, g := range s.groups {
-			members += g.members.size
-		}
-		s.mu.RUnlock()
-	}
-	users := 0
-	for i := range m.reverse {
-		r := &m.reverse[i]
-		r.mu.RLock()
-		users += r.pairs.countUIDs()
-		r.mu.RUnlock()
-	}
-	m.feed.mu.Lock()
-	latest, kept := m.feed.last, len(m.feed.ring)
-	m.feed.mu.Unlock()
-	w.Gauge("membership_groups", "Groups with at least one member.", float64(groups))
-	w.Gauge("membership_members", "Memberships in all groups: a user in two groups counts twice.", float64(members))
-	w.Gauge("membership_users", "Users in at least one group.", float64(users))
-	w.Gauge("membership_revision", "The latest revision: how many changes have altered the store.", float64(latest))
-	w.Gauge("membership_changes_kept", "Changes the change feed keeps (see -changes-keep).", float64(kept))
+	fs := m.feed.stats()
+	w.Gauge("membership_groups", "Groups with at least one member.", float64(m.counts.groups.Load()))
+	w.Gauge("membership_members", "Memberships in all groups: a user in two groups counts twice.", float64(m.counts.members.Load()))
+	w.Gauge("membership_users", "Users in at least one group.", float64(m.counts.users.Load()))
+	w.Gauge("membership_revision", "The latest revision: how many changes have altered the store.", float64(fs.last))
+	w.Gauge("membership_changes_kept", "Changes the change feed keeps (see -changes-keep).", float64(fs.kept))
+	w.Gauge("membership_changes_kept_bytes", "Memory the changes the feed keeps take, in bytes (see -changes-keep-bytes).", float64(fs.bytes))
 }
 
-// countUIDs returns how many distinct uids the set holds.
-func (s *pairSet) countUIDs() int {
-	n, first := 0, true
-	var last pair
-	for _, c := range s.chunks {
-		for _, p := range c {
-			if first || p.uid != last.uid {
-				n++
-				first = false
-			}
-			last = p
-		}
-	}
-	return n
+// Budgets reports the memory of the changes the feed keeps.
+func (m *Memory) Budgets() []metrics.Budget {
+	fs := m.feed.stats()
+	return []metrics.Budget{{Name: "changes_kept", Used: fs.bytes, Limit: fs.maxBytes, Refused: fs.dropped}}
+}
+
+// Budgets reports the budgets of Memory.Budgets, and the queue of changes
+// waiting for the disk.
+func (d *Durable) Budgets() []metrics.Budget {
+	return append(d.mem.Budgets(), metrics.Budget{
+		Name: "commit_queue", Used: d.queue.Used(), Limit: d.queue.Limit(), Refused: d.stats.queueFull.Load(),
+	})
 }
 
 // Metrics writes the figures of Memory.Metrics, and the disk's: the log's
@@ -66,4 +45,6 @@ func (d *Durable) Metrics(w *metrics.Writer) {
 	w.Counter("membership_snapshots_total", "Snapshots written since the process started.", float64(d.stats.snapshots.Load()))
 	w.Gauge("membership_last_snapshot_duration_seconds", "Time the last snapshot took to write, in seconds; 0 before the first.",
 		time.Duration(d.stats.lastSnapshot.Load()).Seconds())
+	w.Counter("membership_commit_timeouts_total", "Changes answered 503 because the disk did not take them within -commit-timeout (they may have been applied later).",
+		float64(d.stats.commitTimeouts.Load()))
 }

@@ -131,6 +131,22 @@ func (s *pairSet) remove(p pair) {
 	s.chunks = deleteAt(s.chunks, i, j, maxPairChunk)
 }
 
+// hasUID reports whether the set holds a pair of uid.
+func (s *pairSet) hasUID(uid membership.UID) bool {
+	if len(s.chunks) == 0 {
+		return false
+	}
+	i, j := s.position(pair{uid: uid})
+	c := s.chunks[i]
+	if j == len(c) {
+		if i+1 == len(s.chunks) {
+			return false
+		}
+		c, j = s.chunks[i+1], 0
+	}
+	return c[j].uid == uid
+}
+
 // groupsOf appends the group numbers of uid to dst.
 func (s *pairSet) groupsOf(uid membership.UID, dst []uint32) []uint32 {
 	if len(s.chunks) == 0 {

@@ -99,6 +99,8 @@ func (m *Memory) importState(st *state) {
 		grp := &group{number: m.groupNumbers.number(g.id), revision: g.revision}
 		grp.members.fill(g.uids)
 		m.shardOf(g.id).groups[g.id] = grp
+		m.counts.groups.Add(1)
+		m.counts.members.Add(int64(len(g.uids)))
 		for _, uid := range g.uids {
 			k := m.reverseShardIndex(uid)
 			pairs[k] = append(pairs[k], pair{uid: uid, group: grp.number})
@@ -107,6 +109,11 @@ func (m *Memory) importState(st *state) {
 	for k, ps := range pairs {
 		slices.SortFunc(ps, comparePairs)
 		m.reverse[k].pairs.fill(ps)
+		for i, p := range ps {
+			if i == 0 || p.uid != ps[i-1].uid {
+				m.counts.users.Add(1)
+			}
+		}
 	}
 }
 

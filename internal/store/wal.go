@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"unsafe"
 
 	"example.com/groupmembership/membership"
 )
@@ -62,6 +63,20 @@ type change struct {
 	users   []membership.User // for an add
 	uids    []membership.UID  // for a remove
 }
+
+// cost returns about how many bytes c holds in memory while it waits to be
+// written: its users or uids, their nicknames, and its record.
+func (c *change) cost() int64 {
+	const overhead = 256 // the change, its pending and result, the record's framing
+	n := int64(overhead + 2*len(c.groupID) + len(c.uids)*(8+varintMax))
+	for _, u := range c.users {
+		n += int64(unsafe.Sizeof(u)) + varintMax + int64(2*len(u.Nickname))
+	}
+	return n
+}
+
+// varintMax is the most bytes a uid takes in a record.
+const varintMax = binary.MaxVarintLen64
 
 // appendRecord appends c to b as a framed record.
 func appendRecord(b []byte, c *change) []byte {

@@ -1,0 +1,201 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"iter"
+	"sort"
+	"sync"
+	"unsafe"
+
+	"example.com/groupmembership/internal/budget"
+	"example.com/groupmembership/membership"
+)
+
+// Replies are bounded in memory: every reply body is taken from one budget
+// before it is allocated, and given back once written, so that clients that
+// do not read what they asked for (the write timeout cuts them off) cannot
+// make the service hold more than the budget. A group's whole list is
+// encoded once per revision and shared: by the cache, by every reply that
+// sends it, and by every reply of a suffix of it (after=UID without limit),
+// so that many readers of one large group cost its list once.
+
+// encodedList is a group's whole member list at one revision, encoded.
+type encodedList struct {
+	groupID  string
+	revision membership.Revision
+	body     []byte
+	total    int      // the group's size, for X-Total-Count
+	etag     []string // the ETag header's value, made once
+	// marks hold every markEvery-th member's uid and the offset of its
+	// object in body, for finding where a suffix starts.
+	marks []listMark
+	// held is what the list took from the replies budget while replies
+	// send it; refs counts those replies. Both are guarded by lists.mu.
+	held int64
+	refs int
+}
+
+type listMark struct {
+	uid    membership.UID
+	offset int
+}
+
+// markEvery is how many members lie between two marks: a suffix's start is
+// found by a binary search of the marks and a scan of at most this many
+// objects.
+const markEvery = 64
+
+// suffix returns the list of the members with uids above uid: a JSON array
+// whose "[" is the first part and the rest of which is the second, both
+// sharing body.
+func (e *encodedList) suffix(uid membership.UID) (open, rest []byte) {
+	i := sort.Search(len(e.marks), func(i int) bool { return e.marks[i].uid > uid })
+	off := 1 // the first object, after "["
+	if i > 0 {
+		off = e.marks[i-1].offset
+	}
+	end := len(e.body) - 1 // the closing "]"
+	for off < end {
+		if objectUID(e.body[off:]) > uid {
+			return e.body[:1], e.body[off:]
+		}
+		// No string in the body holds `,{"uid":`: a quote inside a string is
+		// escaped. So the next one starts the next object.
+		next := bytes.Index(e.body[off+1:], nextObject)
+		if next < 0 {
+			break
+		}
+		off += 1 + next + 1
+	}
+	return e.body[:1], e.body[end:]
+}
+
+var nextObject = []byte(`,{"uid":`)
+
+// objectUID reads the uid of the member object b starts with.
+func objectUID(b []byte) membership.UID {
+	var n membership.UID
+	for _, c := range b[len(uidPrefix):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + membership.UID(c-'0')
+	}
+	return n
+}
+
+// lists finds and builds encodedLists, and accounts for the memory of every
+// reply in the replies budget.
+type lists struct {
+	cache   *listCache
+	replies *budget.Bytes
+
+	// mu guards sending and the refs and held of every encodedList.
+	mu sync.Mutex
+	// sending holds, by group id, the newest list that replies are sending.
+	sending map[string]*encodedList
+}
+
+func newLists(cache *listCache, replies *budget.Bytes) *lists {
+	return &lists{cache: cache, replies: replies, sending: make(map[string]*encodedList)}
+}
+
+// errRepliesBusy refuses a reply when the replies budget is spent.
+func errRepliesBusy() error {
+	return membership.Errorf(membership.CodeUnavailable,
+		"too many large replies are being sent at once: try again later")
+}
+
+// whole returns the group's whole list at revision or a later one, held for
+// the caller, who must release it: the list replies are sending, or the
+// cache's, or one built now. Errors: those of svc.ListMembers, and
+// CodeUnavailable when the replies budget has no room for it.
+func (l *lists) whole(ctx context.Context, svc *membership.Service, groupID string, revision membership.Revision) (*encodedList, error) {
+	l.mu.Lock()
+	if e := l.sending[groupID]; e != nil && e.revision == revision {
+		e.refs++
+		l.mu.Unlock()
+		return e, nil
+	}
+	l.mu.Unlock()
+	if e, ok := l.cache.get(groupID, revision); ok {
+		if !l.hold(e) {
+			return nil, errRepliesBusy()
+		}
+		return e, nil
+	}
+	e := &encodedList{groupID: groupID}
+	busy := false
+	rev, err := svc.ListMembers(ctx, groupID, membership.ListOptions{}, func(total int, members iter.Seq[membership.Member]) {
+		size, n := membersJSONLen(members)
+		marks := n/markEvery + 1
+		e.held = int64(size+len(groupID)+marks*int(unsafe.Sizeof(listMark{}))) + entryOverhead
+		if !l.replies.TryTake(e.held) {
+			busy = true
+			return
+		}
+		e.total = total
+		e.marks = make([]listMark, 0, marks)
+		e.body = appendMembers(make([]byte, 0, size), members, &e.marks)
+	})
+	if err != nil || busy {
+		if err == nil {
+			err = errRepliesBusy()
+		}
+		if !busy && e.held > 0 {
+			l.replies.Give(e.held)
+		}
+		return nil, err
+	}
+	e.revision, e.etag, e.refs = rev, etag(rev), 1
+	l.mu.Lock()
+	if old := l.sending[groupID]; old == nil || old.revision < rev {
+		l.sending[groupID] = e
+	}
+	l.mu.Unlock()
+	l.cache.put(e)
+	return e, nil
+}
+
+// hold holds e, from the cache, for one more reply, taking its memory from
+// the budget for the first. It reports false when the budget has no room.
+func (l *lists) hold(e *encodedList) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e.refs == 0 {
+		e.held = e.cost()
+		if !l.replies.TryTake(e.held) {
+			return false
+		}
+		if old := l.sending[e.groupID]; old == nil || old.revision < e.revision {
+			l.sending[e.groupID] = e
+		}
+	}
+	e.refs++
+	return true
+}
+
+// release ends one reply's hold of e; the last gives its memory back.
+func (l *lists) release(e *encodedList) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.refs--
+	if e.refs > 0 {
+		return
+	}
+	l.replies.Give(e.held)
+	if l.sending[e.groupID] == e {
+		delete(l.sending, e.groupID)
+	}
+}
+
+// encodeBounded builds a reply body of size bytes with fill, after taking
+// its memory from the replies budget; the caller gives back cap(body) once it
+// is written. Errors: CodeUnavailable when the budget has no room.
+func encodeBounded(replies *budget.Bytes, size int, fill func([]byte) []byte) ([]byte, error) {
+	if !replies.TryTake(int64(size)) {
+		return nil, errRepliesBusy()
+	}
+	return fill(make([]byte, 0, size)), nil
+}

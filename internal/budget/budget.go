@@ -1,0 +1,57 @@
+// Package budget holds Bytes, a bound on the memory that many requests share:
+// each takes what it holds before it allocates it, and gives it back when it
+// lets it go. A request that finds the budget spent is refused at once
+// rather than waiting, so that no client can make the service hold more.
+package budget
+
+import "sync/atomic"
+
+// Bytes is a budget of bytes shared by concurrent users. The zero value has
+// no room; use New.
+type Bytes struct {
+	limit   int64
+	used    atomic.Int64
+	refused atomic.Uint64
+}
+
+// New returns a budget of limit bytes.
+func New(limit int64) *Bytes {
+	return &Bytes{limit: limit}
+}
+
+// TryTake takes n bytes and reports true when they fit, and otherwise takes
+// nothing and reports false. When nothing is taken, n is taken even over
+// the limit: a single request larger than the whole budget is served alone
+// rather than never.
+func (b *Bytes) TryTake(n int64) bool {
+	for {
+		used := b.used.Load()
+		if used+n > b.limit && used != 0 {
+			b.refused.Add(1)
+			return false
+		}
+		if b.used.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
+
+// Give gives back n bytes taken before.
+func (b *Bytes) Give(n int64) {
+	b.used.Add(-n)
+}
+
+// Full reports whether a request of one byte would be refused now.
+func (b *Bytes) Full() bool {
+	used := b.used.Load()
+	return used >= b.limit && used > 0
+}
+
+// Limit returns the budget's size.
+func (b *Bytes) Limit() int64 { return b.limit }
+
+// Used returns the bytes taken now.
+func (b *Bytes) Used() int64 { return b.used.Load() }
+
+// Refused returns how many takes were refused since New.
+func (b *Bytes) Refused() uint64 { return b.refused.Load() }

@@ -1,0 +1,182 @@
+package store
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+// stuckLog is a logFile whose Sync blocks, as on a frozen filesystem, until
+// release is closed. syncing gets a value each time a Sync starts.
+type stuckLog struct {
+	logFile
+	syncing chan struct{}
+	release chan struct{}
+}
+
+func (s *stuckLog) Sync() error {
+	s.syncing <- struct{}{}
+	<-s.release
+	return s.logFile.Sync()
+}
+
+// openStuckDurable opens a store whose log syncs block until the returned
+// release is called (once; the test's cleanup calls it too).
+func openStuckDurable(t *testing.T, opts DurableOptions) (d *Durable, syncing <-chan struct{}, release func()) {
+	t.Helper()
+	log := &stuckLog{syncing: make(chan struct{}, 100), release: make(chan struct{})}
+	opts.openLog = func(path string) (logFile, error) {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		log.logFile = f
+		return log, err
+	}
+	d = openTestDurable(t, t.TempDir(), opts)
+	var once sync.Once
+	release = func() { once.Do(func() { close(log.release) }) }
+	t.Cleanup(func() {
+		release()
+		d.Close()
+	})
+	return d, log.syncing, release
+}
+
+// A change whose write is stuck on the disk is answered 503 at its deadline,
+// and readiness says why once the write has waited past it; once the disk
+// moves again, the change is applied and the store is writable.
+func TestDurableCommitHasADeadline(t *testing.T) {
+	ctx := context.Background()
+	d, syncing, release := openStuckDurable(t, DurableOptions{CommitTimeout: 20 * time.Millisecond})
+	require.NoError(t, d.Writable())
+
+	_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
+	assert.Contains(t, err.Error(), "may still be applied")
+	<-syncing
+	assert.Eventually(t, func() bool { return d.Writable() != nil }, 10*time.Second, time.Millisecond)
+	assert.Contains(t, d.Writable().Error(), "waited on the disk")
+	assert.Equal(t, uint64(1), d.stats.commitTimeouts.Load())
+
+	release()
+	assert.Eventually(t, func() bool { return d.Writable() == nil }, 10*time.Second, time.Millisecond)
+	m, ok, err := d.Member(ctx, "g", 1)
+	require.NoError(t, err)
+	assert.True(t, ok, "the change that timed out was applied once the disk took it")
+	assert.Equal(t, membership.Member{UID: 1}, m)
+}
+
+// While the disk is stuck, changes queue up to the queue's bound; past it
+// they are refused at once, changing nothing, and readiness says so.
+func TestDurableQueueIsBounded(t *testing.T) {
+	ctx := context.Background()
+	one := (&change{groupID: "g", users: []membership.User{{UID: 1}}}).cost()
+	d, syncing, release := openStuckDurable(t, DurableOptions{CommitTimeout: time.Hour, QueueBytes: 3 * one})
+
+	type answer struct {
+		res membership.Result
+		err error
+	}
+	answers := make(chan answer, 3)
+	for uid := range membership.UID(3) {
+		go func() {
+			res, err := d.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+			answers <- answer{res, err}
+		}()
+	}
+	<-syncing // the first is being written; the others wait in the queue
+	assert.Eventually(t, func() bool { return d.queue.Used() == 3*one }, 10*time.Second, time.Millisecond)
+
+	start := time.Now()
+	_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 4}})
+	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
+	assert.Contains(t, err.Error(), "nothing was changed")
+	assert.Less(t, time.Since(start), time.Hour, "refused without waiting for the commit")
+	assert.Equal(t, uint64(1), d.stats.queueFull.Load())
+	require.Error(t, d.Writable())
+	assert.Contains(t, d.Writable().Error(), "queue")
+
+	release()
+	for range 3 {
+		a := <-answers
+		require.NoError(t, a.err)
+		assert.Equal(t, 1, a.res.Count)
+	}
+	assert.Zero(t, d.queue.Used(), "every answered change leaves the queue")
+	require.NoError(t, d.Writable())
+	_, ok, err := d.Member(ctx, "g", 4)
+	require.NoError(t, err)
+	assert.False(t, ok, "the refused change changed nothing")
+}
+
+// A change larger than the whole queue is taken when nothing else waits, so
+// that the bound never refuses every change of the largest size.
+func TestDurableQueueTakesALargeChangeAlone(t *testing.T) {
+	d := openTestDurable(t, t.TempDir(), DurableOptions{QueueBytes: 1})
+	defer d.Close()
+	n, err := count(d.AddMembers(context.Background(), "g", uidRange(1, 100)))
+	require.NoError(t, err)
+	assert.Equal(t, 100, n)
+}
+
+// Close does not hang on a stuck disk: it gives up after the commit timeout.
+func TestDurableCloseGivesUpOnAStuckDisk(t *testing.T) {
+	d, syncing, _ := openStuckDurable(t, DurableOptions{CommitTimeout: 20 * time.Millisecond})
+	go func() { _, _ = d.AddMembers(context.Background(), "g", []membership.User{{UID: 1}}) }()
+	<-syncing
+	err := d.Close()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "did not finish writing")
+}
+
+// Writable says why the store refuses changes: for good after a failed
+// fsync; while writes fail on a full disk, until a write or a probe of the
+// disk succeeds.
+func TestDurableWritableSaysWhy(t *testing.T) {
+	ctx := context.Background()
+	t.Run("fsync fails", func(t *testing.T) {
+		var fl *failingLog
+		d := openTestDurable(t, t.TempDir(), failingLogs(&fl))
+		defer d.Close()
+		require.NoError(t, d.Writable())
+		fl.set(false, true, false)
+		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+		require.Error(t, err)
+		fl.set(false, false, false)
+		err = d.Writable()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "until restarted: fsync failed")
+	})
+	t.Run("full disk, then room again", func(t *testing.T) {
+		var fl *failingLog
+		d := openTestDurable(t, t.TempDir(), failingLogs(&fl))
+		defer d.Close()
+		fl.set(true, false, false)
+		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+		require.Error(t, err)
+		err = d.Writable()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "no space left on device")
+		fl.set(false, false, false)
+		// No change comes (readiness keeps them away): the store probes the
+		// disk by itself.
+		assert.Eventually(t, func() bool { return d.Writable() == nil }, 10*time.Second, 10*time.Millisecond)
+	})
+	t.Run("a write that succeeds clears it", func(t *testing.T) {
+		var fl *failingLog
+		d := openTestDurable(t, t.TempDir(), failingLogs(&fl))
+		defer d.Close()
+		fl.set(true, false, false)
+		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+		require.Error(t, err)
+		fl.set(false, false, false)
+		_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 2}})
+		require.NoError(t, err)
+		assert.NoError(t, d.Writable())
+	})
+}
