@@ -53,6 +53,11 @@ bench-overhead: bench-tools
 	go run ./bench -baseline .bench-before/service-before $(BENCHARGS)
 	rm -rf .bench-before
 
+## attack: the seven attacks of issue 10 against the built binary on loopback, with their bounds (about 2 minutes; root for the disk attacks)
+.PHONY: attack
+attack:
+	go run ./bench/attack $(ATTACKARGS)
+
 # bench-tools installs wrk and redis-server (with redis-benchmark) when missing.
 .PHONY: bench-tools
 bench-tools:

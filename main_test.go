@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -26,11 +27,19 @@ import (
 // base URL, a function that stops it and returns run's error, and its log.
 func startProgram(t *testing.T, extraArgs ...string) (baseURL string, stop func() error, logs *syncBuffer) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	logs = &syncBuffer{}
+	baseURL, stop = startProgramTo(t, logs, logs, extraArgs...)
+	return baseURL, stop, logs
+}
+
+// startProgramTo is startProgram with stdout given: logs must see what it
+// is written.
+func startProgramTo(t *testing.T, stdout io.Writer, logs *syncBuffer, extraArgs ...string) (baseURL string, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
 	args := append([]string{"-addr", "127.0.0.1:0", "-log-format", "json"}, extraArgs...)
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, func(string) string { return "" }, logs, io.Discard) }()
+	go func() { done <- run(ctx, args, func(string) string { return "" }, stdout, io.Discard) }()
 
 	var addr string
 	require.Eventually(t, func() bool {
@@ -51,7 +60,7 @@ func startProgram(t *testing.T, extraArgs ...string) (baseURL string, stop func(
 		return runErr
 	}
 	t.Cleanup(func() { _ = stop() })
-	return "http://" + addr, stop, logs
+	return "http://" + addr, stop
 }
 
 // readyAt reports whether the program's log says it is ready, and sets addr
@@ -170,6 +179,13 @@ func TestRunFlags(t *testing.T) {
 		{"bad shutdown-delay", []string{"-shutdown-delay", "-1s"}, "-shutdown-delay must not be negative", ""},
 		{"bad changes-keep", []string{"-changes-keep", "-1"}, "-changes-keep must be 0 or more", ""},
 		{"bad log format", []string{"-log-format", "xml"}, "-log-format must be text or json", ""},
+		{"body memory below max body", []string{"-body-memory", "1000"}, "-body-memory must be at least -max-body", ""},
+		{"bad reply-memory", []string{"-reply-memory", "0"}, "-reply-memory must be positive", ""},
+		{"bad changes-reply-bytes", []string{"-changes-reply-bytes", "0"}, "-changes-reply-bytes must be positive", ""},
+		{"bad changes-keep-bytes", []string{"-changes-keep-bytes", "-1"}, "-changes-keep-bytes must be positive", ""},
+		{"bad commit-timeout", []string{"-commit-timeout", "0s"}, "-commit-timeout must be positive", ""},
+		{"bad commit-queue-bytes", []string{"-commit-queue-bytes", "0"}, "-commit-queue-bytes must be positive", ""},
+		{"bad log-buffer", []string{"-log-buffer", "0"}, "-log-buffer must be positive", ""},
 		{"stray argument", []string{"serve"}, `unexpected argument "serve"`, ""},
 		{"bad address", []string{"-addr", "256.0.0.1:bad"}, "listen", ""},
 	}
@@ -192,7 +208,9 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	var stderr bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"-h"}, func(string) string { return "" }, io.Discard, &stderr))
 	for _, flag := range []string{"-addr", "-max-body", "-max-users", "-list-cache", "-log-format", "-access-log",
-		"-data-dir", "-snapshot-bytes", "-repair", "-token-file", "-auth-reads", "-shutdown-delay"} {
+		"-data-dir", "-snapshot-bytes", "-repair", "-token-file", "-auth-reads", "-shutdown-delay",
+		"-body-memory", "-reply-memory", "-changes-reply-bytes", "-changes-keep-bytes", "-commit-timeout",
+		"-commit-queue-bytes", "-log-buffer"} {
 		assert.Contains(t, stderr.String(), flag)
 	}
 }
@@ -295,4 +313,51 @@ func TestReadinessDuringShutdownDelay(t *testing.T) {
 	status, _ = send(t, "GET", base+"/healthz", "")
 	assert.Equal(t, 200, status, "liveness is not readiness")
 	assert.NoError(t, <-stopped)
+}
+
+// stallingOutput passes writes to logs until one has carried the "ready"
+// line, then blocks every write until release is closed: a stdout piped to
+// a reader that stopped reading.
+type stallingOutput struct {
+	logs    *syncBuffer
+	release chan struct{}
+	stalled atomic.Bool
+}
+
+func (s *stallingOutput) Write(p []byte) (int, error) {
+	if s.stalled.Load() {
+		<-s.release
+	}
+	if bytes.Contains(p, []byte(`"msg":"ready"`)) {
+		s.stalled.Store(true)
+	}
+	return s.logs.Write(p)
+}
+
+// A stdout that nobody reads must not freeze the service: requests, probes
+// and the shutdown go on, the lines that do not fit are dropped and counted,
+// and one warning says how many once stdout flows again.
+func TestStalledStdoutFreezesNothing(t *testing.T) {
+	logs := &syncBuffer{}
+	out := &stallingOutput{logs: logs, release: make(chan struct{})}
+	base, stop := startProgramTo(t, out, logs, "-log-buffer", "4096")
+	var once sync.Once
+	release := func() { once.Do(func() { close(out.release) }) }
+	defer release()
+
+	for range 200 { // 200 access-log lines: far more than 4 KiB
+		status, _ := send(t, "GET", base+"/group-user/g", "")
+		require.Equal(t, 200, status)
+	}
+	status, _ := send(t, "GET", base+"/healthz", "")
+	assert.Equal(t, 200, status)
+	status, _ = send(t, "GET", base+"/readyz", "")
+	assert.Equal(t, 200, status)
+	status, metrics := send(t, "GET", base+"/metrics", "")
+	require.Equal(t, 200, status)
+	assert.Regexp(t, `membership_memory_refused_total\{budget="log_buffer"\} [1-9]`, metrics, "drops are counted")
+
+	assert.NoError(t, stop(), "the shutdown does not wait for stdout for ever")
+	release() // stdout flows again
+	assert.Eventually(t, func() bool { return strings.Contains(logs.String(), "log lines were dropped") }, 10*time.Second, time.Millisecond)
 }

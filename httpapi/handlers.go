@@ -270,7 +270,7 @@ func notReady(ready func() bool, writable func() error, bodies *budget.Bytes) er
 	if err := writable(); err != nil {
 		return err
 	}
-	if bodies.Full() {
+	if !bodies.Has(firstBodyBuffer) {
 		return membership.Errorf(membership.CodeUnavailable, "the memory for request bodies (-body-memory) is spent: new writes are refused")
 	}
 	return nil

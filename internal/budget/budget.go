@@ -41,10 +41,10 @@ func (b *Bytes) Give(n int64) {
 	b.used.Add(-n)
 }
 
-// Full reports whether a request of one byte would be refused now.
-func (b *Bytes) Full() bool {
+// Has reports whether a take of n bytes would fit now.
+func (b *Bytes) Has(n int64) bool {
 	used := b.used.Load()
-	return used >= b.limit && used > 0
+	return used == 0 || used+n <= b.limit
 }
 
 // Limit returns the budget's size.

@@ -11,17 +11,18 @@ import (
 func TestBytesTakesWhatFitsAndRefusesTheRest(t *testing.T) {
 	b := New(100)
 	require.True(t, b.TryTake(60))
-	assert.False(t, b.Full())
+	assert.True(t, b.Has(40))
+	assert.False(t, b.Has(41))
 	assert.False(t, b.TryTake(41), "60 + 41 is over 100")
 	assert.Equal(t, int64(60), b.Used(), "a refused take takes nothing")
 	require.True(t, b.TryTake(40))
-	assert.True(t, b.Full())
+	assert.False(t, b.Has(1))
 	assert.False(t, b.TryTake(1))
 	assert.Equal(t, uint64(2), b.Refused())
 	b.Give(60)
 	b.Give(40)
 	assert.Zero(t, b.Used())
-	assert.False(t, b.Full())
+	assert.True(t, b.Has(1000), "an empty budget has room for anything once")
 }
 
 func TestBytesServesOneRequestLargerThanTheWholeBudgetAlone(t *testing.T) {

@@ -117,8 +117,9 @@ func (w *Writer) flushLoop() {
 		case <-t.C:
 		case <-w.kick:
 		case <-w.stop:
-			w.flush()
-			w.flush() // the report of drops the first made, if any
+			for w.flush() {
+				// Again: a flush may leave the report of its drops behind.
+			}
 			return
 		}
 		w.flush()
@@ -126,8 +127,9 @@ func (w *Writer) flushLoop() {
 }
 
 // flush writes what is buffered, outside the lock, then reports the lines
-// dropped before it: the output took a write, so it flows again.
-func (w *Writer) flush() {
+// dropped before it: the output took a write, so it flows again. It reports
+// whether lines are left in the buffer.
+func (w *Writer) flush() (more bool) {
 	w.mu.Lock()
 	out := w.buf
 	w.buf, w.spare = w.spare[:0], nil
@@ -143,6 +145,9 @@ func (w *Writer) flush() {
 	if dropped > 0 && w.opts.Dropped != nil {
 		w.opts.Dropped(dropped)
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.buf) > 0 || w.pending > 0
 }
 
 // ErrStalled is returned by Close when the output did not take the last

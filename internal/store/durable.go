@@ -274,7 +274,7 @@ func (d *Durable) Writable() error {
 				waited.Round(time.Millisecond), d.opts.CommitTimeout)
 		}
 	}
-	if len(d.changes) == cap(d.changes) || d.queue.Full() {
+	if len(d.changes) == cap(d.changes) || !d.queue.Has(smallChangeCost) {
 		return unavailable("the queue of changes waiting for the disk is full")
 	}
 	return nil
@@ -569,6 +569,10 @@ func (d *Durable) commit(c *change) (membership.Result, error) {
 			d.opts.CommitTimeout)
 	}
 }
+
+// smallChangeCost is the cost of a change of one user: when the queue has
+// no room for it, the store says it cannot take changes.
+var smallChangeCost = (&change{users: make([]membership.User, 1)}).cost()
 
 var errQueueFull = membership.Errorf(membership.CodeUnavailable,
 	"too many changes are waiting for the disk; nothing was changed: try again later")

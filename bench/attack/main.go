@@ -1,0 +1,365 @@
+// Command attack runs seven attacks on the membership service, each against
+// a fresh process on 127.0.0.1, and checks that the service stays bounded:
+// its memory grows by at most 256 MiB, a probe that reads a small group keeps
+// a p99 under 100 ms, and its goroutines come back to where they were once
+// the attack stops. It prints one table row per attack, the figures behind
+// each row, a met / NOT MET line per bound, and exits 1 when any is missed.
+//
+// Run it from the repository root: `go run ./bench/attack` (or `make
+// attack`). It builds the service from the working tree, or from HEAD in a
+// temporary git worktree when the working tree does not compile. Two attacks
+// mount loop filesystems and one freezes its own: those need root, mkfs.ext4,
+// mount and fsfreeze, and are reported as skipped (NOT MET) without them.
+// The whole run takes under five minutes and undoes what it set up on every
+// way out, Ctrl-C included.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// attackSpec is one attack. nominal is its share of the time budget, without
+// the wait for goroutines to settle, which takes what the budget leaves.
+type attackSpec struct {
+	name    string
+	nominal time.Duration
+	run     func(ctx context.Context, h *harness, r *row) error
+}
+
+var attacks = []attackSpec{
+	{"feed-churn", 34 * time.Second, attackFeedChurn},
+	{"slow-bodies", 24 * time.Second, attackSlowBodies},
+	{"big-list", 30 * time.Second, attackBigList},
+	{"stalled-stdout", 40 * time.Second, attackStalledStdout},
+	{"stalled-disk", 22 * time.Second, attackStalledDisk},
+	{"full-disk", 12 * time.Second, attackFullDisk},
+	{"metrics-scale", 22 * time.Second, attackMetricsScale},
+}
+
+// harness is what the attacks share.
+type harness struct {
+	bin      string
+	deadline time.Time
+	// reserve is the nominal time of the attacks after the current one.
+	reserve time.Duration
+	start   time.Time
+}
+
+// settleLimit is how long the current attack may wait for goroutines to
+// settle: up to maxSettle, but never eating into the time the later attacks
+// need. tail is what the attack still has to do after settling.
+func (h *harness) settleLimit(tail time.Duration) time.Duration {
+	left := time.Until(h.deadline) - h.reserve - tail - 5*time.Second
+	return min(maxSettle, max(2*time.Second, left))
+}
+
+func (h *harness) logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(h.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func main() {
+	only := flag.String("only", "", "comma-separated `names` of the attacks to run (default all): "+attackNames())
+	bin := flag.String("bin", "", "attack this service `binary` instead of building one")
+	head := flag.Bool("head", false, "build the service from HEAD (a temporary git worktree), not the working tree")
+	budget := flag.Duration("budget", 4*time.Minute+45*time.Second, "time for the whole run, build included")
+	flag.Parse()
+	os.Exit(run(*only, *bin, *head, *budget))
+}
+
+func run(only, bin string, head bool, budget time.Duration) (code int) {
+	handleSignals()
+	defer func() {
+		if r := recover(); r != nil {
+			runCleanups()
+			panic(r)
+		}
+		runCleanups()
+	}()
+	h := &harness{start: time.Now(), deadline: time.Now().Add(budget)}
+	// The last resort when something does not honour its deadline: undo
+	// everything and leave, rather than hold a frozen filesystem.
+	hard := time.AfterFunc(budget+20*time.Second, func() {
+		fmt.Fprintln(os.Stderr, "attack: hard deadline passed: cleaning up and exiting")
+		runCleanups()
+		os.Exit(3)
+	})
+	defer hard.Stop()
+	ctx, cancel := context.WithDeadline(context.Background(), h.deadline)
+	defer cancel()
+
+	selected, err := selectAttacks(only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "attack:", err)
+		return 2
+	}
+	raiseNoFile(h)
+	tmp, err := os.MkdirTemp("", "membership-attack-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "attack:", err)
+		return 2
+	}
+	defer atExit("remove "+tmp, func() { _ = os.RemoveAll(tmp) })()
+
+	if bin == "" {
+		h.logf("building the service")
+		var from string
+		bin, from, err = buildService(ctx, h, tmp, head)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "attack:", err)
+			return 2
+		}
+		h.logf("built from %s", from)
+	}
+	if fi, err := os.Stat(bin); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		fmt.Fprintf(os.Stderr, "attack: %s is not an executable file\n", bin)
+		return 2
+	}
+	h.bin = bin
+
+	var rows []*row
+	for i, a := range selected {
+		r := newRow(a.name)
+		rows = append(rows, r)
+		h.reserve = 0
+		for _, later := range selected[i+1:] {
+			h.reserve += later.nominal
+		}
+		if time.Until(h.deadline) < a.nominal/2 {
+			r.skipped = "not run: the time budget is spent"
+			h.logf("%s: %s", a.name, r.skipped)
+			continue
+		}
+		h.logf("%s: start", a.name)
+		start := time.Now()
+		err := a.run(ctx, h, r)
+		r.took = time.Since(start)
+		var skip errSkip
+		switch {
+		case errors.As(err, &skip):
+			r.skipped = "skipped: " + string(skip)
+		case err != nil:
+			r.err = err
+		}
+		h.logf("%s: done in %s", a.name, fmtDur(r.took))
+	}
+	report(os.Stdout, rows, time.Since(h.start))
+	for _, r := range rows {
+		if !r.met() {
+			return 1
+		}
+	}
+	return 0
+}
+
+func attackNames() string {
+	var names []string
+	for _, a := range attacks {
+		names = append(names, a.name)
+	}
+	return strings.Join(names, ",")
+}
+
+func selectAttacks(only string) ([]attackSpec, error) {
+	if only == "" {
+		return attacks, nil
+	}
+	var sel []attackSpec
+	for name := range strings.SplitSeq(only, ",") {
+		i := slices.IndexFunc(attacks, func(a attackSpec) bool { return a.name == strings.TrimSpace(name) })
+		if i < 0 {
+			return nil, fmt.Errorf("no attack %q; there are %s", name, attackNames())
+		}
+		sel = append(sel, attacks[i])
+	}
+	return sel, nil
+}
+
+// raiseNoFile lifts the soft limit on open files to the hard one: the slow
+// bodies alone hold 2000 connections, and the service inherits the limit.
+func raiseNoFile(h *harness) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		h.logf("reading RLIMIT_NOFILE: %v", err)
+		return
+	}
+	lim.Cur = lim.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		h.logf("raising RLIMIT_NOFILE: %v", err)
+	}
+	if lim.Cur < 4096 {
+		h.logf("warning: only %d open files allowed; slow-bodies needs over 2000", lim.Cur)
+	}
+}
+
+// buildService builds the service into dir. The working tree may be in the
+// middle of an edit that does not compile; then it tries once more a little
+// later, and then builds HEAD in a temporary worktree, which it removes.
+func buildService(ctx context.Context, h *harness, dir string, head bool) (bin, from string, err error) {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	bin = filepath.Join(dir, "membership")
+	if !head {
+		for attempt := range 2 {
+			if err = goBuild(ctx, root, bin); err == nil {
+				return bin, "the working tree " + root, nil
+			}
+			h.logf("the working tree does not build (attempt %d): %v", attempt+1, firstLines(err.Error(), 6))
+			if attempt == 0 {
+				if err := sleepCtx(ctx, 5*time.Second); err != nil {
+					return "", "", err
+				}
+			}
+		}
+	}
+	wt := filepath.Join(dir, "head")
+	if err := command(ctx, time.Minute, "git", "-C", root, "worktree", "add", "--detach", wt, "HEAD"); err != nil {
+		return "", "", err
+	}
+	removeWT := atExit("remove worktree "+wt, func() {
+		if err := command(context.Background(), time.Minute, "git", "-C", root, "worktree", "remove", "--force", wt); err != nil {
+			fmt.Fprintf(os.Stderr, "attack: %v\n", err)
+		}
+	})
+	defer removeWT()
+	if err := goBuild(ctx, wt, bin); err != nil {
+		return "", "", err
+	}
+	rev, _ := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	return bin, "HEAD " + strings.TrimSpace(string(rev)) + " (a temporary worktree)", nil
+}
+
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside the module: run it from the repository root")
+	}
+	return filepath.Dir(mod), nil
+}
+
+func goBuild(ctx context.Context, dir, out string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build in %s: %w\n%s", dir, err, b.String())
+	}
+	return nil
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], "...")
+	}
+	return strings.Join(lines, "\n    ")
+}
+
+// report prints the table, the figures behind each row, and the bounds.
+func report(out *os.File, rows []*row, took time.Duration) {
+	fmt.Fprintf(out, "\n== attack results (run took %s) ==\n\n", fmtDur(took))
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "attack\tbase RSS\tpeak growth\tgoroutines before/peak/after\tprobe p50\tprobe p99\tbounds met\t")
+	for _, r := range rows {
+		if r.skipped != "" && r.peakRSS == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%s\t\n", r.name, r.skipped)
+			continue
+		}
+		p50, p99 := "-", "-"
+		if r.probe != nil {
+			p50, p99 = r.probe.pctString(50), r.probe.pctString(99)
+		}
+		base, growth := "-", "-"
+		if r.baseRSS > 0 {
+			base = fmtMiB(r.baseRSS)
+		}
+		if r.peakRSS > 0 {
+			growth = "+" + fmtMiB(r.peakRSS-r.baseRSS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s/%s\t%s\t%s\t%s\t\n", r.name, base, growth,
+			fmtCount(r.gBefore), fmtCount(r.gPeak), fmtCount(r.gAfter), p50, p99, metCount(r))
+	}
+	tw.Flush()
+
+	fmt.Fprintln(out, "\nfigures:")
+	for _, r := range rows {
+		fmt.Fprintf(out, "  %s (%s):\n", r.name, fmtDur(r.took))
+		if r.skipped != "" {
+			fmt.Fprintf(out, "    %s\n", r.skipped)
+		}
+		if r.err != nil {
+			fmt.Fprintf(out, "    ERROR: %s\n", firstLines(r.err.Error(), 8))
+		}
+		for _, n := range r.notes {
+			fmt.Fprintf(out, "    %s\n", n)
+		}
+	}
+
+	fmt.Fprintln(out, "\nbounds:")
+	missed := 0
+	for _, r := range rows {
+		if r.skipped != "" {
+			fmt.Fprintf(out, "  NOT MET  %-15s %s\n", r.name, r.skipped)
+			missed++
+		}
+		if r.err != nil {
+			fmt.Fprintf(out, "  NOT MET  %-15s the attack failed: %s\n", r.name, firstLines(r.err.Error(), 1))
+			missed++
+		}
+		for _, b := range r.bounds {
+			verdict := "met    "
+			if !b.ok {
+				verdict = "NOT MET"
+				missed++
+			}
+			fmt.Fprintf(out, "  %s  %-15s %s: %s\n", verdict, r.name, b.what, b.got)
+		}
+	}
+	if missed == 0 {
+		fmt.Fprintln(out, "\nevery bound met")
+	} else {
+		fmt.Fprintf(out, "\n%d bounds NOT MET\n", missed)
+	}
+}
+
+func metCount(r *row) string {
+	ok := 0
+	for _, b := range r.bounds {
+		if b.ok {
+			ok++
+		}
+	}
+	s := fmt.Sprintf("%d/%d", ok, len(r.bounds))
+	if r.err != nil {
+		s += " (failed)"
+	}
+	return s
+}
+
+func fmtCount(n int) string {
+	if n < 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// service is one process of the service under attack, on 127.0.0.1.
+type service struct {
+	addr string // host:port
+	base string // http://host:port
+	pid  int
+
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has exited
+	waitErr error         // set before exited is closed
+	stderr  *tailBuffer   // nil when the caller gave its own output
+	kill    func()        // kills it now; also registered with atExit
+}
+
+type serviceOptions struct {
+	dataDir string
+	// out, when set, receives the service's stdout and stderr; otherwise
+	// stdout goes to /dev/null and the end of stderr is kept for errors.
+	out *os.File
+}
+
+// startService starts a fresh process on a free port and waits until
+// /readyz says 200.
+func startService(ctx context.Context, bin string, opts serviceOptions) (*service, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-addr", addr}
+	if opts.dataDir != "" {
+		args = append(args, "-data-dir", opts.dataDir)
+	}
+	cmd := exec.Command(bin, args...)
+	// Its own process group keeps a terminal's Ctrl-C for the harness, which
+	// stops things in a safe order (thaw first); Pdeathsig kills it if the
+	// harness dies without running its cleanups.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	s := &service{addr: addr, base: "http://" + addr, cmd: cmd, exited: make(chan struct{})}
+	if opts.out != nil {
+		cmd.Stdout, cmd.Stderr = opts.out, opts.out
+	} else {
+		s.stderr = &tailBuffer{max: 4 << 10}
+		cmd.Stderr = s.stderr
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the service: %w", err)
+	}
+	s.pid = cmd.Process.Pid
+	go func() {
+		s.waitErr = cmd.Wait()
+		close(s.exited)
+	}()
+	s.kill = atExit(fmt.Sprintf("kill service pid %d", s.pid), func() {
+		if s.alive() {
+			_ = cmd.Process.Kill()
+		}
+		select {
+		case <-s.exited:
+		case <-time.After(5 * time.Second):
+			fmt.Fprintf(os.Stderr, "attack: service pid %d did not die within 5s of SIGKILL\n", s.pid)
+		}
+	})
+	if err := s.waitReady(ctx, 20*time.Second); err != nil {
+		s.kill()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *service) alive() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (s *service) waitReady(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		rep := get(ctx, sideClient, s.base+"/readyz", time.Second)
+		if rep.status == http.StatusOK {
+			return nil
+		}
+		if !s.alive() {
+			return fmt.Errorf("the service exited before it was ready (%v): %s", s.waitErr, s.stderrTail())
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the service was not ready within %s (last: %s)", limit, rep.outcome())
+		}
+		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// stop sends SIGTERM and waits up to limit for the process to exit; then it
+// kills it. It reports how long the exit took and whether it was clean.
+func (s *service) stop(limit time.Duration) (took time.Duration, exitedInTime bool) {
+	start := time.Now()
+	if s.alive() {
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case <-s.exited:
+		return time.Since(start), true
+	case <-time.After(limit):
+		s.kill()
+		return time.Since(start), false
+	}
+}
+
+// rss is the service's resident set (VmRSS), in bytes; 0 when unreadable.
+func (s *service) rss() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func (s *service) stderrTail() string {
+	if s.stderr == nil {
+		return "(output not kept)"
+	}
+	return strings.TrimSpace(s.stderr.String())
+}
+
+// metrics scrapes /metrics into series (name with labels, as written) and
+// values.
+func (s *service) metrics(ctx context.Context, timeout time.Duration) (map[string]float64, error) {
+	rep := get(ctx, sideClient, s.base+"/metrics", timeout)
+	if rep.err != nil {
+		return nil, rep.err
+	}
+	if rep.status != http.StatusOK {
+		return nil, fmt.Errorf("/metrics: %s", rep.outcome())
+	}
+	m := make(map[string]float64)
+	sc := bufio.NewScanner(bytes.NewReader(rep.body))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			m[line[:i]] = v
+		}
+	}
+	return m, nil
+}
+
+// gauge reads one unlabelled series; ok is false when the scrape failed or
+// the service does not have it.
+func (s *service) gauge(ctx context.Context, name string, timeout time.Duration) (float64, bool) {
+	m, err := s.metrics(ctx, timeout)
+	if err != nil {
+		return 0, false
+	}
+	v, ok := m[name]
+	return v, ok
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,146 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/httpapi"
+	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/internal/metrics/metricstest"
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/membership"
+)
+
+// One /changes reply is bounded in bytes: it holds fewer changes, at least
+// one, and the client goes on with after.
+func TestChangesReplyIsBoundedInBytes(t *testing.T) {
+	svc := membership.NewService(store.NewMemory(), 100)
+	h := httpapi.NewHandler(svc, httpapi.Options{ChangesReplyBytes: 200})
+	for i := range 10 {
+		users := fmt.Sprintf("users=[%d,%d,%d]", 1000*i+1, 1000*i+2, 1000*i+3)
+		require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", users, formType).Code)
+	}
+	// Each change is {"rev":N,"op":"add","group":"g","uids":[…,…,…]}: about
+	// 60 bytes, so three fit in 200.
+	var seen []int
+	after := 0
+	for range 20 {
+		w := do(h, "GET", fmt.Sprintf("/changes?after=%d", after), "", "")
+		require.Equal(t, http.StatusOK, w.Code)
+		assert.LessOrEqual(t, w.Body.Len(), 200)
+		var changes []struct{ Rev int }
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &changes))
+		if len(changes) == 0 {
+			break
+		}
+		assert.LessOrEqual(t, len(changes), 3)
+		for _, c := range changes {
+			seen = append(seen, c.Rev)
+		}
+		after = changes[len(changes)-1].Rev
+	}
+	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, seen, "every change, in order, across replies")
+
+	// A change larger than the bound comes alone.
+	h = httpapi.NewHandler(svc, httpapi.Options{ChangesReplyBytes: 10})
+	w := do(h, "GET", "/changes?after=0", "", "")
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.JSONEq(t, `[{"rev":1,"op":"add","group":"g","uids":[1,2,3]}]`, w.Body.String())
+}
+
+// While other bodies hold all the memory for bodies, a new write is refused
+// at once with 503 and Retry-After, changing nothing, and /readyz says why.
+func TestWritesPastTheBodyBudgetAreRefused(t *testing.T) {
+	st := store.NewMemory()
+	// The memory for bodies is one first buffer: a body of 511 bytes takes it
+	// all.
+	h := httpapi.NewHandler(membership.NewService(st, 1000), httpapi.Options{BodyMemoryBytes: 512, MaxBodyBytes: 511})
+	slowUsers := "users=[1" + strings.Repeat(",2", 250) + "]"
+	require.Len(t, slowUsers, 509)
+
+	// A slow client: its body has begun and holds the buffer.
+	slowBody, slowWriter := io.Pipe()
+	slow := httptest.NewRequest("POST", "/group-user/slow", slowBody)
+	slow.Header.Set("Content-Type", formType)
+	slow.ContentLength = int64(len(slowUsers))
+	slowDone := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, slow)
+		slowDone <- w
+	}()
+	_, err := slowWriter.Write([]byte(slowUsers[:8]))
+	require.NoError(t, err) // returns once the handler has read it: it holds its buffer
+
+	w := do(h, "POST", "/group-user/g", "users=[7]", formType)
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Equal(t, "1", w.Header().Get("Retry-After"))
+	assert.Contains(t, w.Body.String(), `"code":"unavailable"`)
+	assert.Contains(t, w.Body.String(), "request bodies")
+	assert.Equal(t, `[]`, do(h, "GET", "/group-user/g", "", "").Body.String(), "nothing was changed")
+
+	w = do(h, "GET", "/readyz", "", "")
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Contains(t, w.Body.String(), "-body-memory")
+	assert.Equal(t, http.StatusOK, do(h, "GET", "/healthz", "", "").Code, "the process is alive all the same")
+	assert.Equal(t, http.StatusOK, do(h, "GET", "/group-user/slow", "", "").Code, "reads go on")
+
+	go func() {
+		_, _ = slowWriter.Write([]byte(slowUsers[8:]))
+		slowWriter.Close()
+	}()
+	assert.Equal(t, http.StatusOK, (<-slowDone).Code)
+	assert.Equal(t, http.StatusOK, do(h, "GET", "/readyz", "", "").Code, "the memory came back")
+	assert.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[7]", formType).Code)
+}
+
+// /readyz is 503, with the store's reason, whenever the store cannot take
+// writes, and the membership_store_writable gauge says 0.
+func TestReadyzSaysWhenTheStoreCannotTakeWrites(t *testing.T) {
+	var why error
+	st := store.NewMemory()
+	h := httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{
+		Writable:   func() error { return why },
+		Collectors: []func(*metrics.Writer){st.Metrics},
+		Budgets:    []func() []metrics.Budget{st.Budgets},
+	})
+	writable := func() float64 {
+		w := do(h, "GET", "/metrics", "", "")
+		require.Equal(t, http.StatusOK, w.Code)
+		families, err := metricstest.Parse(w.Body.String())
+		require.NoError(t, err, w.Body.String())
+		f := families["membership_store_writable"]
+		require.NotNil(t, f)
+		for _, name := range []string{"membership_memory_bytes", "membership_memory_limit_bytes", "membership_memory_refused_total"} {
+			for _, budget := range []string{"request_bodies", "replies", "list_cache", "changes_kept"} {
+				_, ok := sample(families[name], name, map[string]string{"budget": budget})
+				assert.True(t, ok, "%s{budget=%q}", name, budget)
+			}
+		}
+		require.NotNil(t, families["go_goroutines"])
+		return f.Samples[0].Value
+	}
+
+	assert.Equal(t, http.StatusOK, do(h, "GET", "/readyz", "", "").Code)
+	assert.Equal(t, 1.0, writable())
+
+	why = membership.Errorf(membership.CodeUnavailable, "the store takes no changes until restarted: fsync failed: input/output error")
+	w := do(h, "GET", "/readyz", "", "")
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.JSONEq(t, `{"error":{"code":"unavailable","message":"the store takes no changes until restarted: fsync failed: input/output error"}}`, w.Body.String())
+	assert.Equal(t, "1", w.Header().Get("Retry-After"))
+	assert.Equal(t, 0.0, writable())
+	assert.Equal(t, http.StatusOK, do(h, "GET", "/healthz", "", "").Code, "liveness is not readiness")
+
+	why = errors.New("an error nobody classified")
+	assert.Equal(t, http.StatusInternalServerError, do(h, "GET", "/readyz", "", "").Code, "as any internal error")
+}

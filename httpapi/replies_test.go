@@ -1,0 +1,156 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/internal/budget"
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/membership"
+)
+
+// newBigGroup returns a service whose group "g" has n members with uids 3,
+// 6, 9, …, some with nicknames that look like the body's own separators.
+func newBigGroup(t *testing.T, n int) (*membership.Service, []membership.Member) {
+	t.Helper()
+	svc := membership.NewService(store.NewMemory(), n)
+	var members []membership.Member
+	users := "["
+	for i := range n {
+		uid := membership.UID(3 * (i + 1))
+		nick := ""
+		switch i % 5 {
+		case 1:
+			nick = `,{"uid":1,`
+		case 2:
+			nick = `x\"}],{"uid":`
+		case 3:
+			nick = "\u2028\x01"
+		}
+		members = append(members, membership.Member{UID: uid, Nickname: nick})
+		if i > 0 {
+			users += ","
+		}
+		users += fmt.Sprintf(`{"uid":%d,"nickname":%s}`, uid, appendJSONString(nil, nick))
+	}
+	_, err := svc.AddMembers(context.Background(), "g", users+"]")
+	require.NoError(t, err)
+	return svc, members
+}
+
+// The suffix of a shared list after any uid is exactly the list of the
+// members above it, whatever the nicknames hold.
+func TestEncodedListSuffix(t *testing.T) {
+	const n = 5 * markEvery
+	svc, members := newBigGroup(t, n)
+	l := newLists(newListCache(0), budget.New(1<<30))
+	e, err := l.whole(context.Background(), svc, "g", 0)
+	require.NoError(t, err)
+	defer l.release(e)
+	require.Equal(t, string(encodeMembers(slices.Values(members))), string(e.body))
+	require.Len(t, e.marks, n/markEvery)
+
+	for after := membership.UID(0); after <= membership.UID(3*n+2); after++ {
+		var want []membership.Member
+		for _, m := range members {
+			if m.UID > after {
+				want = append(want, m)
+			}
+		}
+		head, rest := e.suffix(after)
+		got := string(head) + string(rest)
+		if got != string(encodeMembers(slices.Values(want))) {
+			t.Fatalf("suffix(%d) = %.80q…, want the %d members above it", after, got, len(want))
+		}
+	}
+}
+
+// Concurrent readers of one group state share one encoding, and it counts
+// once in the replies budget, until the last lets go.
+func TestListsShareOneEncodingPerRevision(t *testing.T) {
+	svc, _ := newBigGroup(t, 1000)
+	replies := budget.New(1 << 30)
+	l := newLists(newListCache(0), replies) // no cache: sharing alone
+	ctx := context.Background()
+	rev, err := svc.Revision(ctx, "g")
+	require.NoError(t, err)
+
+	first, err := l.whole(ctx, svc, "g", rev)
+	require.NoError(t, err)
+	held := replies.Used()
+	assert.Equal(t, first.cost(), held)
+
+	var wg sync.WaitGroup
+	got := make([]*encodedList, 50)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _ = l.whole(ctx, svc, "g", rev)
+		}()
+	}
+	wg.Wait()
+	for _, e := range got {
+		assert.Same(t, first, e, "the same encoding")
+	}
+	assert.Equal(t, held, replies.Used(), "counted once")
+	for _, e := range got {
+		l.release(e)
+	}
+	assert.Equal(t, held, replies.Used(), "the first reader still holds it")
+	l.release(first)
+	assert.Zero(t, replies.Used())
+	assert.Empty(t, l.sending)
+}
+
+// A list held from the cache counts in the replies budget while it is sent:
+// the cache may drop it meanwhile.
+func TestListsCountCachedListsWhileSent(t *testing.T) {
+	svc, _ := newBigGroup(t, 100)
+	replies := budget.New(1 << 30)
+	l := newLists(newListCache(1<<20), replies)
+	ctx := context.Background()
+	e, err := l.whole(ctx, svc, "g", 1)
+	require.NoError(t, err)
+	l.release(e)
+	require.Zero(t, replies.Used())
+
+	again, err := l.whole(ctx, svc, "g", 1)
+	require.NoError(t, err)
+	assert.Same(t, e, again, "from the cache")
+	assert.Equal(t, e.cost(), replies.Used())
+	l.release(again)
+	assert.Zero(t, replies.Used())
+}
+
+// Past the replies budget, a list that would need new memory is refused,
+// while a list already being sent is still shared.
+func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
+	svc, _ := newBigGroup(t, 1000)
+	ctx := context.Background()
+	l := newLists(newListCache(0), budget.New(1000)) // less than one list
+	e, err := l.whole(ctx, svc, "g", 1)
+	require.NoError(t, err, "alone, a list over the whole budget is sent")
+	shared, err := l.whole(ctx, svc, "g", 1)
+	require.NoError(t, err)
+	assert.Same(t, e, shared)
+
+	_, err = svc.AddMembers(ctx, "g", "[1]")
+	require.NoError(t, err)
+	_, err = l.whole(ctx, svc, "g", 2)
+	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "a new revision needs new memory")
+	_, err = encodeBounded(l.replies, 10, func(b []byte) []byte { return b })
+	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "so does a page")
+
+	l.release(e)
+	l.release(shared)
+	e, err = l.whole(ctx, svc, "g", 2)
+	require.NoError(t, err, "once the others are sent")
+	l.release(e)
+}
