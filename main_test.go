@@ -186,6 +186,7 @@ func TestRunFlags(t *testing.T) {
 		{"bad commit-timeout", []string{"-commit-timeout", "0s"}, "-commit-timeout must be positive", ""},
 		{"bad commit-queue-bytes", []string{"-commit-queue-bytes", "0"}, "-commit-queue-bytes must be positive", ""},
 		{"bad log-buffer", []string{"-log-buffer", "0"}, "-log-buffer must be positive", ""},
+		{"bad conn-send-buffer", []string{"-conn-send-buffer", "0"}, "-conn-send-buffer must be positive", ""},
 		{"stray argument", []string{"serve"}, `unexpected argument "serve"`, ""},
 		{"bad address", []string{"-addr", "256.0.0.1:bad"}, "listen", ""},
 	}
@@ -210,7 +211,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	for _, flag := range []string{"-addr", "-max-body", "-max-users", "-list-cache", "-log-format", "-access-log",
 		"-data-dir", "-snapshot-bytes", "-repair", "-token-file", "-auth-reads", "-shutdown-delay",
 		"-body-memory", "-reply-memory", "-changes-reply-bytes", "-changes-keep-bytes", "-commit-timeout",
-		"-commit-queue-bytes", "-log-buffer"} {
+		"-commit-queue-bytes", "-log-buffer", "-conn-send-buffer"} {
 		assert.Contains(t, stderr.String(), flag)
 	}
 }

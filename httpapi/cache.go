@@ -76,6 +76,17 @@ func (c *listCache) put(e *encodedList) {
 	c.used += e.cost()
 }
 
+// lastSize returns the cost of the cached list of groupID, of any revision;
+// 0 when there is none.
+func (c *listCache) lastSize(groupID string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[groupID]; ok {
+		return el.Value.(*encodedList).cost()
+	}
+	return 0
+}
+
 // bytes returns what the cache holds now.
 func (c *listCache) bytes() int64 {
 	c.mu.Lock()

@@ -91,14 +91,26 @@ type lists struct {
 	cache   *listCache
 	replies *budget.Bytes
 
-	// mu guards sending and the refs and held of every encodedList.
+	// mu guards sending, building, and the refs and held of every
+	// encodedList.
 	mu sync.Mutex
 	// sending holds, by group id, the newest list that replies are sending.
 	sending map[string]*encodedList
+	// building holds, by group id, the list being built now: readers that
+	// come meanwhile wait for it rather than build their own.
+	building map[string]*listBuild
+}
+
+// listBuild is one encoding of a group's list in progress; done is closed
+// when e or err is set.
+type listBuild struct {
+	done chan struct{}
+	e    *encodedList // held once for each reader that waited
+	err  error
 }
 
 func newLists(cache *listCache, replies *budget.Bytes) *lists {
-	return &lists{cache: cache, replies: replies, sending: make(map[string]*encodedList)}
+	return &lists{cache: cache, replies: replies, sending: make(map[string]*encodedList), building: make(map[string]*listBuild)}
 }
 
 // errRepliesBusy refuses a reply when the replies budget is spent.
@@ -112,20 +124,60 @@ func errRepliesBusy() error {
 // cache's, or one built now. Errors: those of svc.ListMembers, and
 // CodeUnavailable when the replies budget has no room for it.
 func (l *lists) whole(ctx context.Context, svc *membership.Service, groupID string, revision membership.Revision) (*encodedList, error) {
-	l.mu.Lock()
-	if e := l.sending[groupID]; e != nil && e.revision == revision {
-		e.refs++
+	for {
+		l.mu.Lock()
+		if e := l.sending[groupID]; e != nil && e.revision == revision {
+			e.refs++
+			l.mu.Unlock()
+			return e, nil
+		}
+		b := l.building[groupID]
+		if b == nil {
+			b = &listBuild{done: make(chan struct{})}
+			l.building[groupID] = b
+			l.mu.Unlock()
+			return l.build(ctx, svc, groupID, revision, b)
+		}
 		l.mu.Unlock()
-		return e, nil
+		// Another reader builds the list: its state is at least as new as
+		// the one this reader must show once it is done, unless it began
+		// before the revision this reader saw; then build again.
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return nil, membership.Errorf(membership.CodeUnavailable, "the request ended while its list was being built")
+		}
+		if b.err == nil && b.e.revision >= revision && l.tryHold(b.e) {
+			return b.e, nil
+		}
+		if b.err != nil && membership.ErrorCode(b.err) == membership.CodeUnavailable {
+			return nil, b.err
+		}
 	}
-	l.mu.Unlock()
+}
+
+// build finds the list in the cache or encodes it, for whole, which made b
+// and registered it; it ends b for the readers that waited.
+func (l *lists) build(ctx context.Context, svc *membership.Service, groupID string, revision membership.Revision, b *listBuild) (e *encodedList, err error) {
+	defer func() {
+		l.mu.Lock()
+		delete(l.building, groupID)
+		l.mu.Unlock()
+		b.e, b.err = e, err
+		close(b.done)
+	}()
 	if e, ok := l.cache.get(groupID, revision); ok {
 		if !l.hold(e) {
 			return nil, errRepliesBusy()
 		}
 		return e, nil
 	}
-	e := &encodedList{groupID: groupID}
+	// Refuse before listing when the last encoding of the group does not
+	// fit: measuring a large group costs time under its lock.
+	if size := l.lastSize(groupID); size > 0 && !l.replies.Has(size) {
+		return nil, errRepliesBusy()
+	}
+	e = &encodedList{groupID: groupID}
 	busy := false
 	rev, err := svc.ListMembers(ctx, groupID, membership.ListOptions{}, func(total int, members iter.Seq[membership.Member]) {
 		size, n := membersJSONLen(members)
@@ -156,6 +208,31 @@ func (l *lists) whole(ctx context.Context, svc *membership.Service, groupID stri
 	l.mu.Unlock()
 	l.cache.put(e)
 	return e, nil
+}
+
+// lastSize returns the size of the newest encoding of the group that is
+// sent or cached, of any revision; 0 when there is none.
+func (l *lists) lastSize(groupID string) int64 {
+	l.mu.Lock()
+	e := l.sending[groupID]
+	l.mu.Unlock()
+	if e != nil {
+		return e.cost()
+	}
+	return l.cache.lastSize(groupID)
+}
+
+// tryHold holds e, which another reader built, for one more reply, unless
+// all its replies are done (then its memory went back, and the caller looks
+// again).
+func (l *lists) tryHold(e *encodedList) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e.refs == 0 {
+		return false
+	}
+	e.refs++
+	return true
 }
 
 // hold holds e, from the cache, for one more reply, taking its memory from

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -109,6 +111,62 @@ func TestListsShareOneEncodingPerRevision(t *testing.T) {
 	assert.Empty(t, l.sending)
 }
 
+// uidsJSON returns [1,2,…,n].
+func uidsJSON(n int) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprint(&b, i+1)
+	}
+	return b.String() + "]"
+}
+
+// listCounter counts the lists a store builds.
+type listCounter struct {
+	*store.Memory
+	lists atomic.Int64
+}
+
+func (c *listCounter) ListMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
+	c.lists.Add(1)
+	return c.Memory.ListMembers(ctx, groupID, opts, list)
+}
+
+// Readers that come while a group's list is being built wait for it rather
+// than build their own.
+func TestListsBuildEachRevisionOnce(t *testing.T) {
+	st := &listCounter{Memory: store.NewMemory()}
+	svc := membership.NewService(st, 10000)
+	ctx := context.Background()
+	_, err := svc.AddMembers(ctx, "g", uidsJSON(5000))
+	require.NoError(t, err)
+	l := newLists(newListCache(0), budget.New(1<<30))
+
+	var wg sync.WaitGroup
+	got := make([]*encodedList, 50)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _ = l.whole(ctx, svc, "g", 1)
+		}()
+	}
+	wg.Wait()
+	for _, e := range got {
+		require.NotNil(t, e)
+		assert.Same(t, got[0], e)
+	}
+	assert.Equal(t, int64(1), st.lists.Load(), "built once")
+	for _, e := range got {
+		l.release(e)
+	}
+	assert.Zero(t, l.replies.Used())
+	assert.Empty(t, l.building)
+}
+
 // A list held from the cache counts in the replies budget while it is sent:
 // the cache may drop it meanwhile.
 func TestListsCountCachedListsWhileSent(t *testing.T) {
@@ -132,8 +190,11 @@ func TestListsCountCachedListsWhileSent(t *testing.T) {
 // Past the replies budget, a list that would need new memory is refused,
 // while a list already being sent is still shared.
 func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
-	svc, _ := newBigGroup(t, 1000)
+	st := &listCounter{Memory: store.NewMemory()}
+	svc := membership.NewService(st, 10000)
 	ctx := context.Background()
+	_, err := svc.AddMembers(ctx, "g", uidsJSON(1000))
+	require.NoError(t, err)
 	l := newLists(newListCache(0), budget.New(1000)) // less than one list
 	e, err := l.whole(ctx, svc, "g", 1)
 	require.NoError(t, err, "alone, a list over the whole budget is sent")
@@ -141,10 +202,12 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, e, shared)
 
-	_, err = svc.AddMembers(ctx, "g", "[1]")
+	_, err = svc.AddMembers(ctx, "g", "[1001]")
 	require.NoError(t, err)
+	lists := st.lists.Load()
 	_, err = l.whole(ctx, svc, "g", 2)
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "a new revision needs new memory")
+	assert.Equal(t, lists, st.lists.Load(), "refused before listing: the last encoding told its size")
 	_, err = encodeBounded(l.replies, 10, func(b []byte) []byte { return b })
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "so does a page")
 
