@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -132,7 +133,10 @@ func attackSlowBodies(ctx context.Context, h *harness, r *row) error {
 	const (
 		conns      = 2000
 		dialers    = 50
-		attackFor  = 20 * time.Second
+		attackFor  = 26 * time.Second
+		trickleFor = 16 * time.Second
+		fatConns   = 150
+		fatSent    = 900 << 10
 		trickle    = 3 * time.Second
 		tick       = 250 * time.Millisecond
 		chunk      = 10
@@ -200,7 +204,8 @@ func attackSlowBodies(ctx context.Context, h *harness, r *row) error {
 		groups := int(trickle / tick)
 		next := int64(2)
 		t := time.NewTicker(tick)
-		for n := 0; ctx.Err() == nil; n++ {
+		trickleEnd := time.Now().Add(trickleFor)
+		for n := 0; ctx.Err() == nil && time.Now().Before(trickleEnd); n++ {
 			for i := n % groups; i < len(cs); i += groups {
 				if dead[i] {
 					continue
@@ -223,14 +228,69 @@ func attackSlowBodies(ctx context.Context, h *harness, r *row) error {
 		t.Stop()
 		answered := held.answered()
 		held.closeAll()
+		honestBefore := other.tally()
+
+		// Then fat bodies that stall: each client sends most of its mebibyte
+		// at once and stops. Their memory is real, so the bodies' shared
+		// budget must refuse the ones past it, and the honest client gets
+		// 503 with Retry-After meanwhile.
+		fat := &rawConns{}
+		defer fat.closeAll()
+		payload := append(append([]byte(nil), head...), bytes.Repeat([]byte("1,"), fatSent/2)...)
+		var fwg sync.WaitGroup
+		var fatSentOK, fatCut atomic.Int64
+		fatJobs := make(chan struct{})
+		for range dialers {
+			spawn(&fwg, func() {
+				for range fatJobs {
+					c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", s.addr)
+					if err != nil {
+						fat.add(nil, err)
+						continue
+					}
+					_ = c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+					if _, err := c.Write(payload); err != nil {
+						fatCut.Add(1) // the service refused the body and closed
+					} else {
+						fatSentOK.Add(1)
+					}
+					fat.add(c, nil)
+				}
+			})
+		}
+		for range fatConns {
+			select {
+			case fatJobs <- struct{}{}:
+			case <-ctx.Done():
+			}
+		}
+		close(fatJobs)
+		fwg.Wait()
+		_ = sleepCtx(ctx, time.Until(deadlineOr(ctx, time.Now()).Add(-time.Second)))
+		m, _ := s.metrics(context.WithoutCancel(ctx), 900*time.Millisecond)
+		<-ctx.Done()
+		fatAnswered := fat.answered()
+		fat.closeAll()
 		wg.Wait()
 		r.notef("%d connections each announcing %d-byte bodies (%d failed to connect, opened in %s); %d bytes of body sent, %d B per connection every %s; %d connections closed by the service mid-body",
 			open, bodyLength, failed, fmtDur(dialTook), sent, chunk, trickle, writeErrs)
 		r.notef("what the slow connections had been answered at the end: %s", fmtTally(answered))
-		r.notef("honest POST of 3 users every 100ms: %s (%d with Retry-After); p50 %s p99 %s",
-			other.tally(), retryAfter.Load(), other.pctString(50), other.pctString(99))
+		r.notef("%d fat bodies (%d KiB of 1 MiB sent at once, then nothing): %d sent whole, %d cut by the service; answered: %s; "+
+			"membership_memory_bytes{budget=\"request_bodies\"} %s, refused %s",
+			fatConns, fatSent>>10, fatSentOK.Load(), fatCut.Load(), fmtTally(fatAnswered),
+			metricOr(m, `membership_memory_bytes{budget="request_bodies"}`), metricOr(m, `membership_memory_refused_total{budget="request_bodies"}`))
+		r.notef("honest POST of 3 users every 100ms: %s (before the fat bodies: %s; %d with Retry-After); p50 %s p99 %s",
+			other.tally(), honestBefore, retryAfter.Load(), other.pctString(50), other.pctString(99))
 		return nil
 	})
+}
+
+// deadlineOr returns ctx's deadline, or t when it has none.
+func deadlineOr(ctx context.Context, t time.Time) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return t
 }
 
 // attackBigList lists a group of a million members to clients that never
