@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"container/list"
-	"sync"
 	"unsafe"
 
 	"example.com/groupmembership/membership"
@@ -12,11 +11,11 @@ import (
 // revision it shows, so that reading an unchanged group costs a lookup and a
 // write. It holds at most maxBytes of bodies (plus the bookkeeping of each
 // entry) and drops the least recently used first.
+//
+// It has no lock of its own: lists.mu guards it.
 type listCache struct {
 	maxBytes int64
 
-	// mu guards everything below.
-	mu      sync.Mutex
 	used    int64
 	entries map[string]*list.Element // group id to an element of lru
 	lru     list.List                // of *encodedList, most recently used first
@@ -39,8 +38,6 @@ func (c *listCache) get(groupID string, revision membership.Revision) (*encodedL
 	if c.maxBytes <= 0 {
 		return nil, false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	el, ok := c.entries[groupID]
 	if !ok {
 		return nil, false
@@ -60,8 +57,6 @@ func (c *listCache) put(e *encodedList) {
 	if c.maxBytes <= 0 || e.cost() > c.maxBytes {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if el, ok := c.entries[e.groupID]; ok {
 		old := el.Value.(*encodedList)
 		if old.revision > e.revision {
@@ -79,18 +74,20 @@ func (c *listCache) put(e *encodedList) {
 // lastSize returns the cost of the cached list of groupID, of any revision;
 // 0 when there is none.
 func (c *listCache) lastSize(groupID string) int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if el, ok := c.entries[groupID]; ok {
 		return el.Value.(*encodedList).cost()
 	}
 	return 0
 }
 
+// holds reports whether e is the cached list of its group.
+func (c *listCache) holds(e *encodedList) bool {
+	el, ok := c.entries[e.groupID]
+	return ok && el.Value == e
+}
+
 // bytes returns what the cache holds now.
 func (c *listCache) bytes() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	return c.used
 }
 

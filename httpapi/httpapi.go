@@ -133,7 +133,7 @@ func (d deps) budgets() []metrics.Budget {
 	bs := []metrics.Budget{
 		{Name: "request_bodies", Used: d.bodies.Used(), Limit: d.bodies.Limit(), Refused: d.bodies.Refused()},
 		{Name: "replies", Used: d.replies.Used(), Limit: d.replies.Limit(), Refused: d.replies.Refused()},
-		{Name: "list_cache", Used: d.lists.cache.bytes(), Limit: d.lists.cache.maxBytes},
+		{Name: "list_cache", Used: d.lists.cacheBytes(), Limit: d.lists.cache.maxBytes},
 	}
 	for _, f := range d.opts.Budgets {
 		bs = append(bs, f()...)

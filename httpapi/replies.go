@@ -88,13 +88,14 @@ func objectUID(b []byte) membership.UID {
 // lists finds and builds encodedLists, and accounts for the memory of every
 // reply in the replies budget.
 type lists struct {
-	cache   *listCache
 	replies *budget.Bytes
 
-	// mu guards sending, building, and the refs and held of every
-	// encodedList.
-	mu sync.Mutex
-	// sending holds, by group id, the newest list that replies are sending.
+	// mu guards everything below, the cache included, and the refs, held
+	// and sending of every encodedList.
+	mu    sync.Mutex
+	cache *listCache
+	// sending holds, by group id, the newest list that replies are sending
+	// and the cache does not hold (it is too large, or was dropped).
 	sending map[string]*encodedList
 	// building holds, by group id, the list being built now: readers that
 	// come meanwhile wait for it rather than build their own.
@@ -105,7 +106,7 @@ type lists struct {
 // when e or err is set.
 type listBuild struct {
 	done chan struct{}
-	e    *encodedList // held once for each reader that waited
+	e    *encodedList
 	err  error
 }
 
@@ -126,55 +127,65 @@ func errRepliesBusy() error {
 func (l *lists) whole(ctx context.Context, svc *membership.Service, groupID string, revision membership.Revision) (*encodedList, error) {
 	for {
 		l.mu.Lock()
-		if e := l.sending[groupID]; e != nil && e.revision == revision {
-			e.refs++
+		e, ok := l.sending[groupID]
+		if !ok || e.revision != revision {
+			e, ok = l.cache.get(groupID, revision)
+		}
+		if ok {
+			held := l.holdLocked(e)
 			l.mu.Unlock()
+			if !held {
+				return nil, errRepliesBusy()
+			}
 			return e, nil
 		}
 		b := l.building[groupID]
 		if b == nil {
 			b = &listBuild{done: make(chan struct{})}
 			l.building[groupID] = b
+			size := l.lastSizeLocked(groupID)
 			l.mu.Unlock()
-			return l.build(ctx, svc, groupID, revision, b)
+			return l.build(ctx, svc, groupID, size, b)
 		}
 		l.mu.Unlock()
 		// Another reader builds the list: its state is at least as new as
 		// the one this reader must show once it is done, unless it began
-		// before the revision this reader saw; then build again.
+		// before the revision this reader saw; then look again.
 		select {
 		case <-b.done:
 		case <-ctx.Done():
 			return nil, membership.Errorf(membership.CodeUnavailable, "the request ended while its list was being built")
 		}
-		if b.err == nil && b.e.revision >= revision && l.tryHold(b.e) {
-			return b.e, nil
-		}
 		if b.err != nil && membership.ErrorCode(b.err) == membership.CodeUnavailable {
 			return nil, b.err
+		}
+		if b.err == nil && b.e.revision >= revision && l.tryHold(b.e) {
+			return b.e, nil
 		}
 	}
 }
 
-// build finds the list in the cache or encodes it, for whole, which made b
-// and registered it; it ends b for the readers that waited.
-func (l *lists) build(ctx context.Context, svc *membership.Service, groupID string, revision membership.Revision, b *listBuild) (e *encodedList, err error) {
+// build encodes the group's list, for whole, which made b and registered
+// it, and ends b for the readers that waited. lastSize is the cost of the
+// group's newest encoding, of any revision (0: none).
+func (l *lists) build(ctx context.Context, svc *membership.Service, groupID string, lastSize int64, b *listBuild) (e *encodedList, err error) {
 	defer func() {
 		l.mu.Lock()
 		delete(l.building, groupID)
+		if e != nil {
+			l.cache.put(e)
+			if old, ok := l.sending[groupID]; !l.cache.holds(e) && (!ok || old.revision < e.revision) {
+				l.sending[groupID] = e
+			}
+		}
 		l.mu.Unlock()
 		b.e, b.err = e, err
 		close(b.done)
 	}()
-	if e, ok := l.cache.get(groupID, revision); ok {
-		if !l.hold(e) {
-			return nil, errRepliesBusy()
-		}
-		return e, nil
-	}
 	// Refuse before listing when the last encoding of the group does not
 	// fit: measuring a large group costs time under its lock.
-	if size := l.lastSize(groupID); size > 0 && !l.replies.Has(size) {
+	if lastSize > 0 && !l.replies.Has(lastSize) {
+		l.replies.Refuse()
 		return nil, errRepliesBusy()
 	}
 	e = &encodedList{groupID: groupID}
@@ -201,22 +212,14 @@ func (l *lists) build(ctx context.Context, svc *membership.Service, groupID stri
 		return nil, err
 	}
 	e.revision, e.etag, e.refs = rev, etag(rev), 1
-	l.mu.Lock()
-	if old := l.sending[groupID]; old == nil || old.revision < rev {
-		l.sending[groupID] = e
-	}
-	l.mu.Unlock()
-	l.cache.put(e)
 	return e, nil
 }
 
-// lastSize returns the size of the newest encoding of the group that is
-// sent or cached, of any revision; 0 when there is none.
-func (l *lists) lastSize(groupID string) int64 {
-	l.mu.Lock()
-	e := l.sending[groupID]
-	l.mu.Unlock()
-	if e != nil {
+// lastSizeLocked returns the cost of the newest encoding of the group that
+// is sent or cached, of any revision; 0 when there is none. The caller holds
+// mu.
+func (l *lists) lastSizeLocked(groupID string) int64 {
+	if e, ok := l.sending[groupID]; ok {
 		return e.cost()
 	}
 	return l.cache.lastSize(groupID)
@@ -235,22 +238,25 @@ func (l *lists) tryHold(e *encodedList) bool {
 	return true
 }
 
-// hold holds e, from the cache, for one more reply, taking its memory from
-// the budget for the first. It reports false when the budget has no room.
-func (l *lists) hold(e *encodedList) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// holdLocked holds e for one more reply, taking its memory from the budget
+// for the first. It reports false when the budget has no room. The caller
+// holds mu.
+func (l *lists) holdLocked(e *encodedList) bool {
 	if e.refs == 0 {
 		e.held = e.cost()
 		if !l.replies.TryTake(e.held) {
 			return false
 		}
-		if old := l.sending[e.groupID]; old == nil || old.revision < e.revision {
-			l.sending[e.groupID] = e
-		}
 	}
 	e.refs++
 	return true
+}
+
+// cacheBytes returns what the cache holds now.
+func (l *lists) cacheBytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cache.bytes()
 }
 
 // release ends one reply's hold of e; the last gives its memory back.

@@ -36,6 +36,10 @@ func (b *Bytes) TryTake(n int64) bool {
 	}
 }
 
+// Refuse counts a request refused without a take: the caller knew that it
+// would not fit.
+func (b *Bytes) Refuse() { b.refused.Add(1) }
+
 // Give gives back n bytes taken before.
 func (b *Bytes) Give(n int64) {
 	b.used.Add(-n)

@@ -19,6 +19,8 @@ func TestBytesTakesWhatFitsAndRefusesTheRest(t *testing.T) {
 	assert.False(t, b.Has(1))
 	assert.False(t, b.TryTake(1))
 	assert.Equal(t, uint64(2), b.Refused())
+	b.Refuse()
+	assert.Equal(t, uint64(3), b.Refused(), "a refusal the caller decided counts too")
 	b.Give(60)
 	b.Give(40)
 	assert.Zero(t, b.Used())
