@@ -155,7 +155,7 @@ type durableStats struct {
 // pending is one change waiting for the committer.
 type pending struct {
 	change *change
-	cost   int64 // in queuedBytes until answered
+	cost   int64 // taken from queue until answered
 	done   chan result
 }
 
@@ -659,7 +659,11 @@ func (d *Durable) commitLoop() {
 			buf = nil // one large batch must not keep its buffer for good
 		}
 		if d.logSize >= d.opts.SnapshotBytes && !d.snapping.Load() {
+			// Starting a new log writes and fsyncs too: a stuck disk here
+			// shows as a stuck write.
+			d.health.writeStart.Store(time.Now().UnixNano())
 			d.startSnapshot()
+			d.health.writeStart.Store(0)
 		}
 	}
 }
