@@ -145,8 +145,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Writable:          st.Writable,
 		Stopping:          stopping,
 		NoMetrics:         !cfg.metrics,
-		Collectors:        []func(*metrics.Writer){st.Metrics},
-		Budgets:           []func() []metrics.Budget{st.Budgets, logBudget},
+		Collectors: []func(*metrics.Writer){st.Metrics, func(w *metrics.Writer) {
+			w.Gauge("membership_conn_send_buffer_bytes", "The kernel send buffer of each connection, in bytes (-conn-send-buffer).", float64(cfg.connSendBuffer))
+		}},
+		Budgets: []func() []metrics.Budget{st.Budgets, logBudget},
 	})
 	current.Store(&api)
 	ready.Store(true)
