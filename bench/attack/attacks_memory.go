@@ -24,14 +24,11 @@ func attackFeedChurn(ctx context.Context, h *harness, r *row) error {
 		uids     = 10000
 		clients  = 3
 	)
-	s, err := startService(ctx, h.bin, serviceOptions{})
+	s, err := startProbed(ctx, h.bin, serviceOptions{})
 	if err != nil {
 		return err
 	}
 	defer s.kill()
-	if err := seedProbe(ctx, s); err != nil {
-		return err
-	}
 	return measure(ctx, h, s, r, 0, func(ctx context.Context, sm *sampler) error {
 		body := usersBody(1, uids)
 		url := s.base + "/group-user/churn"
@@ -142,14 +139,11 @@ func attackSlowBodies(ctx context.Context, h *harness, r *row) error {
 		chunk      = 10
 		bodyLength = 1 << 20
 	)
-	s, err := startService(ctx, h.bin, serviceOptions{})
+	s, err := startProbed(ctx, h.bin, serviceOptions{})
 	if err != nil {
 		return err
 	}
 	defer s.kill()
-	if err := seedProbe(ctx, s); err != nil {
-		return err
-	}
 	return measure(ctx, h, s, r, 0, func(ctx context.Context, sm *sampler) error {
 		ctx, cancel := context.WithTimeout(ctx, attackFor)
 		defer cancel()
@@ -308,14 +302,11 @@ func attackBigList(ctx context.Context, h *harness, r *row) error {
 		phase2Hold  = 3 * time.Second
 		writerEvery = 50 * time.Millisecond
 	)
-	s, err := startService(ctx, h.bin, serviceOptions{})
+	s, err := startProbed(ctx, h.bin, serviceOptions{})
 	if err != nil {
 		return err
 	}
 	defer s.kill()
-	if err := seedProbe(ctx, s); err != nil {
-		return err
-	}
 	seedStart := time.Now()
 	if err := seed(ctx, s, "big", 1, members); err != nil {
 		return err

@@ -23,14 +23,11 @@ func attackMetricsScale(ctx context.Context, h *harness, r *row) error {
 		postEvery = 10 * time.Millisecond
 		postLimit = 2 * time.Second
 	)
-	s, err := startService(ctx, h.bin, serviceOptions{})
+	s, err := startProbed(ctx, h.bin, serviceOptions{})
 	if err != nil {
 		return err
 	}
 	defer s.kill()
-	if err := seedProbe(ctx, s); err != nil {
-		return err
-	}
 	small, smallSize, err := scrapeMedian(ctx, s, scrapes)
 	if err != nil {
 		return err

@@ -119,14 +119,11 @@ func attackStalledDisk(ctx context.Context, h *harness, r *row) error {
 		return err
 	}
 	defer fs.release()
-	s, err := startService(ctx, h.bin, serviceOptions{dataDir: filepath.Join(fs.mnt, "data")})
+	s, err := startProbed(ctx, h.bin, serviceOptions{dataDir: filepath.Join(fs.mnt, "data")})
 	if err != nil {
 		return err
 	}
 	defer s.kill()
-	if err := seedProbe(ctx, s); err != nil {
-		return err
-	}
 	r.notef("data dir on %s (%s, 64 MiB ext4), frozen with fsfreeze for %s", fs.mnt, fs.dev, frozenFor)
 	return measure(ctx, h, s, r, 0, func(ctx context.Context, sm *sampler) error {
 		if err := fs.freeze(ctx, frozenFor+30*time.Second); err != nil {
@@ -209,14 +206,11 @@ func attackFullDisk(ctx context.Context, h *harness, r *row) error {
 		return err
 	}
 	defer fs.release()
-	s, err := startService(ctx, h.bin, serviceOptions{dataDir: filepath.Join(fs.mnt, "data")})
+	s, err := startProbed(ctx, h.bin, serviceOptions{dataDir: filepath.Join(fs.mnt, "data")})
 	if err != nil {
 		return err
 	}
 	defer s.kill()
-	if err := seedProbe(ctx, s); err != nil {
-		return err
-	}
 	return measure(ctx, h, s, r, 0, func(ctx context.Context, sm *sampler) error {
 		filler := filepath.Join(fs.mnt, "filler")
 		defer os.Remove(filler)

@@ -235,3 +235,17 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// startProbed starts a service as startService does and seeds the probe's
+// group; the caller kills it.
+func startProbed(ctx context.Context, bin string, opts serviceOptions) (*service, error) {
+	s, err := startService(ctx, bin, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := seedProbe(ctx, s); err != nil {
+		s.kill()
+		return nil, err
+	}
+	return s, nil
+}
