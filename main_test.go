@@ -141,11 +141,23 @@ func TestShutdownDrainsRequestsInFlight(t *testing.T) {
 	_, err = io.WriteString(conn, "POST /group-user/g HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"+
 		"Content-Length: 13\r\n\r\n"+body[:6])
 	require.NoError(t, err)
-	time.Sleep(100 * time.Millisecond) // let the server start reading the request
+	// The handler is running once the metrics count two requests in flight:
+	// the POST and the scrape that asks.
+	require.Eventually(t, func() bool {
+		_, metrics := send(t, "GET", base+"/metrics", "")
+		return strings.Contains(metrics, "\nmembership_http_requests_in_flight 2\n")
+	}, 10*time.Second, time.Millisecond, "the POST never reached its handler")
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
-	time.Sleep(100 * time.Millisecond) // let Shutdown begin
+	// Shutdown has begun once the listener refuses connections.
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	}, 10*time.Second, time.Millisecond, "the shutdown never closed the listener")
 	select {
 	case err := <-stopped:
 		t.Fatalf("run returned (%v) while a request was in flight", err)

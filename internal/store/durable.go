@@ -577,10 +577,11 @@ var smallChangeCost = (&change{users: make([]membership.User, 1)}).cost()
 var errQueueFull = membership.Errorf(membership.CodeUnavailable,
 	"too many changes are waiting for the disk; nothing was changed: try again later")
 
-// answer sends p its result and takes its cost out of the queue.
+// answer takes p's cost out of the queue and sends p its result, in that
+// order: a caller that has its answer finds the queue without it.
 func (d *Durable) answer(p *pending, r result) {
-	p.done <- r
 	d.queue.Give(p.cost)
+	p.done <- r
 }
 
 // ListMembers implements membership.Store.
