@@ -126,6 +126,13 @@ func (l *ledger) record(uid int64, group string, remove, acked bool) {
 	}
 }
 
+// acked returns how many changes were acknowledged so far.
+func (l *ledger) acked() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.added) + len(l.removed)
+}
+
 // check asserts that every acknowledged add not later removed is present
 // and that no acknowledged remove came back.
 func (l *ledger) check(t *testing.T, base string) {
@@ -191,6 +198,11 @@ func TestCrashKeepsEveryAcknowledgedChange(t *testing.T) {
 		big[i] = int64(i)*7 + 1_000_000_000
 	}
 	require.True(t, change(p.base, "POST", "big", big...))
+	// Its record is far over -snapshot-bytes: a snapshot follows. Wait for
+	// it, so that every restart below has one to load, however slow the
+	// machine.
+	require.Eventually(t, func() bool { return strings.Contains(p.logs.String(), "wrote a snapshot") },
+		60*time.Second, 5*time.Millisecond, "no snapshot was written; output:\n%s", p.logs.String())
 
 	for round := range 6 {
 		duringSnapshot := round%2 == 1
@@ -203,7 +215,11 @@ func TestCrashKeepsEveryAcknowledgedChange(t *testing.T) {
 				return len(tmps) > 0
 			}, 30*time.Second, time.Millisecond, "no snapshot started")
 		} else {
-			time.Sleep(time.Duration(100+rand.IntN(400)) * time.Millisecond)
+			// Kill after a random number of acknowledged changes: progress,
+			// not time, decides, so a slow machine kills as late.
+			want := l.acked() + 50 + rand.IntN(450)
+			require.Eventually(t, func() bool { return l.acked() >= want }, 60*time.Second, time.Millisecond,
+				"the writers got no changes acknowledged")
 		}
 		require.NoError(t, p.cmd.Process.Kill()) // SIGKILL: no flush, no goodbye
 		_ = p.cmd.Wait()
