@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -257,6 +258,22 @@ func TestSecondProcessOnTheSameDirectoryIsRefused(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err)
 	assert.Equal(t, 1, cmd.ProcessState.ExitCode())
+	assert.Contains(t, string(out), "in use by another process")
+}
+
+// Deleting LOCK under a running service must not let a second one in.
+func TestSecondProcessIsRefusedWhenLOCKIsDeleted(t *testing.T) {
+	dir := t.TempDir()
+	startProcess(t, "-data-dir", dir)
+	require.NoError(t, os.Remove(filepath.Join(dir, "LOCK")))
+	// A second process that got in would serve until killed: the deadline
+	// turns that into a failure instead of a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-addr", "127.0.0.1:0", "-data-dir", dir)
+	cmd.Env = append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "%s", out)
 	assert.Contains(t, string(out), "in use by another process")
 }
 

@@ -92,14 +92,15 @@ type logFile interface {
 // snapshots that let the log restart. Concurrent changes share fsyncs (group
 // commit). Reads are served from memory and never touch the disk.
 //
-// Files in the directory: LOCK (held with flock while open), log-N.wal (the
-// log, N counting up), snapshot-N.snap (the whole state before log-N.wal).
+// Files in the directory: LOCK (held with flock while open, as is the
+// directory itself), log-N.wal (the log, N counting up), snapshot-N.snap
+// (the whole state before log-N.wal). The directory is 0700, the files 0600.
 type Durable struct {
 	mem    *Memory
 	dir    string
 	opts   DurableOptions
 	logger *slog.Logger
-	lock   *os.File
+	lock   dirLock
 
 	changes chan *pending
 	stop    chan struct{}
@@ -191,16 +192,12 @@ func OpenDurable(dir string, opts DurableOptions) (*Durable, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := makePrivateDir(dir, logger); err != nil {
 		return nil, err
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
+	lock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("the data directory %s is in use by another process (%v)", dir, err)
 	}
 	d := &Durable{
 		mem:     NewMemoryWith(MemoryOptions{ChangesKeep: opts.ChangesKeep, ChangesKeepBytes: opts.ChangesKeepBytes}),
@@ -278,6 +275,70 @@ func (d *Durable) Writable() error {
 		return unavailable("the queue of changes waiting for the disk is full")
 	}
 	return nil
+}
+
+// File modes: the data is the service's alone, as PostgreSQL and etcd keep
+// theirs. An existing directory that others may read is tightened.
+const (
+	dirMode  = 0o700
+	fileMode = 0o600
+)
+
+// makePrivateDir creates dir with dirMode, or tightens an existing one that
+// group or others may enter.
+func makePrivateDir(dir string, logger *slog.Logger) error {
+	if err := os.MkdirAll(dir, dirMode); err != nil {
+		return err
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, dirMode); err != nil {
+			logger.Warn("the data directory is open to other users, and tightening it failed", "dir", dir, "mode", info.Mode().Perm(), "err", err)
+			return nil
+		}
+		logger.Warn("the data directory was open to other users: made it 0700", "dir", dir, "was", info.Mode().Perm())
+	}
+	return nil
+}
+
+// dirLock holds the locks of a data directory.
+type dirLock struct {
+	dir, file *os.File
+}
+
+func (l dirLock) Close() error {
+	return errors.Join(l.file.Close(), l.dir.Close())
+}
+
+// lockDir takes an exclusive flock on the directory itself, which cannot be
+// deleted while it is open, so that removing a file cannot let a second
+// process in. It holds LOCK too, for the versions that locked only that.
+func lockDir(dir string) (dirLock, error) {
+	inUse := func(err error) error {
+		return fmt.Errorf("the data directory %s is in use by another process (%v)", dir, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return dirLock{}, err
+	}
+	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		d.Close()
+		return dirLock{}, inUse(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, fileMode)
+	if err != nil {
+		d.Close()
+		return dirLock{}, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		d.Close()
+		return dirLock{}, inUse(err)
+	}
+	return dirLock{dir: d, file: f}, nil
 }
 
 func logPath(dir string, seq uint64) string {
@@ -362,7 +423,7 @@ func (d *Durable) recover() error {
 // removes what it created, so that a later attempt can start afresh.
 func createLog(dir string, seq uint64) (err error) {
 	path := logPath(dir, seq)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fileMode)
 	if err != nil {
 		return err
 	}
@@ -398,7 +459,7 @@ func (d *Durable) replay(seq uint64, last bool, later []uint64) (int64, error) {
 	if len(data) < walHeaderSize && last {
 		// A crash while the log was being created: start it again.
 		d.logger.Warn("log header torn by a crash; rewriting it", "file", path)
-		if err := os.WriteFile(path, walHeader(), 0o644); err != nil {
+		if err := os.WriteFile(path, walHeader(), fileMode); err != nil {
 			return 0, err
 		}
 		return walHeaderSize, syncFile(path)
@@ -752,7 +813,7 @@ func (d *Durable) probeDisk() {
 // which a start after a crash removes).
 func writeProbe(dir string) error {
 	path := filepath.Join(dir, "probe.tmp")
-	err := os.WriteFile(path, make([]byte, 4096), 0o600)
+	err := os.WriteFile(path, make([]byte, 4096), fileMode)
 	if err == nil {
 		err = syncFile(path)
 	}

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,4 +181,44 @@ func TestDurableWritableSaysWhy(t *testing.T) {
 		require.NoError(t, err)
 		assert.NoError(t, d.Writable())
 	})
+}
+
+// Deleting LOCK must not let a second opener in: the directory itself is
+// locked (issue 11, item 6).
+func TestDurableLockHoldsWhenLOCKIsDeleted(t *testing.T) {
+	dir := t.TempDir()
+	d := openTestDurable(t, dir, DurableOptions{})
+	defer d.Close()
+	require.NoError(t, os.Remove(filepath.Join(dir, "LOCK")))
+	_, err := OpenDurable(dir, DurableOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "in use by another process")
+}
+
+// The data is the service's alone: the directory is 0700 (an existing one
+// that others may read is tightened), every file 0600 (issue 11, item 7).
+func TestDurableFilesArePrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	d := openTestDurable(t, dir, DurableOptions{SnapshotBytes: 1})
+	for uid := range membership.UID(3) {
+		_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: uid + 1}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, d.Close()) // waits for the snapshots
+	info, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "the directory")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		info, err := e.Info()
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), e.Name())
+		names = append(names, e.Name())
+	}
+	assert.Contains(t, names, "LOCK")
+	assert.Contains(t, strings.Join(names, " "), ".snap", "a snapshot was checked too")
+	assert.Contains(t, strings.Join(names, " "), ".wal", "and a log")
 }
