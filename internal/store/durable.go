@@ -84,6 +84,7 @@ type logFile interface {
 	Sync() error
 	Truncate(size int64) error
 	Close() error
+	Stat() (os.FileInfo, error)
 }
 
 // Durable is a membership.Store that keeps its state in memory and makes
@@ -767,6 +768,13 @@ func (d *Durable) write(buf []byte) error {
 		d.logSize += int64(len(buf))
 		d.stats.logBytes.Store(d.logSize)
 		d.health.failing.Store(nil)
+		// Written where a restart will read it? A log deleted or replaced
+		// under the service takes writes that a restart would never see.
+		if err := d.checkLogInPlace(); err != nil {
+			d.setBroken(err)
+			return membership.Errorf(membership.CodeUnavailable,
+				"the log file was removed or replaced while the service ran; the change is not kept: restart the service")
+		}
 		return nil
 	}
 	msg := err.Error()
@@ -783,6 +791,24 @@ func (d *Durable) write(buf []byte) error {
 		d.setBroken(fmt.Errorf("cutting the log back after a failed write failed: %w", cutErr))
 	}
 	return membership.Errorf(membership.CodeUnavailable, "the change could not be written to disk; nothing was changed")
+}
+
+// checkLogInPlace returns an error unless the log being written is the file
+// its path names in the directory.
+func (d *Durable) checkLogInPlace() error {
+	path := logPath(d.dir, d.logSeq)
+	open, err := d.log.Stat()
+	if err != nil {
+		return fmt.Errorf("checking the log %s: %w", path, err)
+	}
+	named, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("the log %s is gone from the data directory: %w", path, err)
+	}
+	if !os.SameFile(open, named) {
+		return fmt.Errorf("the log %s was replaced by another file", path)
+	}
+	return nil
 }
 
 // setBroken makes the store refuse every change until restarted. Only the

@@ -222,3 +222,45 @@ func TestDurableFilesArePrivate(t *testing.T) {
 	assert.Contains(t, strings.Join(names, " "), ".snap", "a snapshot was checked too")
 	assert.Contains(t, strings.Join(names, " "), ".wal", "and a log")
 }
+
+// A log removed or replaced under the running store is noticed before the
+// next change is acknowledged: the change is refused, the store says why,
+// and what was acknowledged before is still there after a restart (issue
+// 11, item 5).
+func TestDurableNoticesItsLogRemovedOrReplaced(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		do   func(path string) error
+	}{
+		{"removed", os.Remove},
+		{"replaced", func(path string) error {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			tmp := path + ".new"
+			if err := os.WriteFile(tmp, data, 0o600); err != nil {
+				return err
+			}
+			return os.Rename(tmp, path)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			d := openTestDurable(t, dir, DurableOptions{})
+			_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+			require.NoError(t, err)
+			require.NoError(t, tt.do(newestLog(t, dir)))
+
+			_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 2}})
+			assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
+			require.Error(t, d.Writable())
+			assert.Contains(t, d.Writable().Error(), "until restarted")
+			_, ok, err := d.Member(ctx, "g", 2)
+			require.NoError(t, err)
+			assert.False(t, ok, "the refused change is not applied")
+			require.NoError(t, d.Close())
+		})
+	}
+}
