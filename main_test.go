@@ -199,6 +199,8 @@ func TestRunFlags(t *testing.T) {
 		{"bad commit-queue-bytes", []string{"-commit-queue-bytes", "0"}, "-commit-queue-bytes must be positive", ""},
 		{"bad log-buffer", []string{"-log-buffer", "0"}, "-log-buffer must be positive", ""},
 		{"bad conn-send-buffer", []string{"-conn-send-buffer", "0"}, "-conn-send-buffer must be positive", ""},
+		{"a change larger than a log record", []string{"-data-dir", "unused", "-max-body", "70000000", "-body-memory", "70000000", "-max-users", "300000"},
+			"more than one log record holds", ""},
 		{"stray argument", []string{"serve"}, `unexpected argument "serve"`, ""},
 		{"bad address", []string{"-addr", "256.0.0.1:bad"}, "listen", ""},
 	}

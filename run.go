@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"example.com/groupmembership/internal/logsink"
 	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/wal"
 	"example.com/groupmembership/membership"
 )
 
@@ -245,8 +247,22 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-snapshot-bytes must be positive, got %d", cfg.snapshotSize)
 	case cfg.logFormat != "text" && cfg.logFormat != "json":
 		return config{}, fmt.Errorf("-log-format must be text or json, got %q", cfg.logFormat)
+	case cfg.dataDir != "" && largestRecord(cfg) > wal.MaxPayload:
+		return config{}, fmt.Errorf("with -data-dir, -max-body %d and -max-users %d allow a change of up to %d bytes, "+
+			"more than one log record holds (%d): lower one of them", cfg.maxBodyBytes, cfg.maxUsers, largestRecord(cfg), wal.MaxPayload)
 	}
 	return cfg, nil
+}
+
+// largestRecord bounds the log record of one change the flags allow. A
+// record is never larger than the body that asked for it (a user costs at
+// least two bytes in a body, "1,", and two in a record) but for the group id,
+// which comes in the path; nor than -max-users users with the longest
+// nicknames.
+func largestRecord(cfg config) int64 {
+	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes
+	const perUser = binary.MaxVarintLen64 + 1 + binary.MaxVarintLen16 + membership.MaxNicknameBytes
+	return perChange + min(cfg.maxBodyBytes, int64(cfg.maxUsers)*perUser)
 }
 
 // readToken returns the bearer token: the content of tokenFile, without the

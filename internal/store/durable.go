@@ -18,6 +18,7 @@ import (
 
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/internal/wal"
 	"example.com/groupmembership/membership"
 )
 
@@ -402,19 +403,29 @@ func (d *Durable) recover() error {
 		}
 		logs = []uint64{seq}
 	}
+	version := wal.Version
 	for i, seq := range logs {
 		last := i == len(logs)-1
-		size, err := d.replay(seq, last, logs[i+1:])
+		size, v, err := d.replay(seq, last, logs[i+1:])
 		if errors.Is(err, errLogsRemoved) {
-			d.logSeq, d.logSize = seq, size // a repair made this log the last
+			d.logSeq, d.logSize, version = seq, size, v // a repair made this log the last
 			break
 		}
 		if err != nil {
 			return err
 		}
 		if last {
-			d.logSeq, d.logSize = seq, size
+			d.logSeq, d.logSize, version = seq, size, v
 		}
+	}
+	if version != wal.Version {
+		// Records of this version go into a log of its own.
+		next := d.logSeq + 1
+		if err := createLog(d.dir, next); err != nil {
+			return err
+		}
+		d.logger.Info("started a new log in the current format", "file", logPath(d.dir, next), "after_version", version)
+		d.logSeq, d.logSize = next, wal.HeaderSize
 	}
 	d.log, err = d.opts.openLog(logPath(d.dir, d.logSeq))
 	return err
@@ -434,7 +445,7 @@ func createLog(dir string, seq uint64) (err error) {
 			os.Remove(path)
 		}
 	}()
-	if _, err := f.Write(walHeader()); err != nil {
+	if _, err := f.Write(wal.Header()); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {
@@ -446,97 +457,110 @@ func createLog(dir string, seq uint64) (err error) {
 	return syncDir(dir)
 }
 
-// replay applies the records of log seq and returns the size of its valid
-// part. A record that does not check out ends the log: at the end of the last
-// log it is a write a crash tore, and it is truncated away with a warning;
-// anywhere else valid records follow it, and that is corruption, refused
-// unless Repair is set.
-func (d *Durable) replay(seq uint64, last bool, later []uint64) (int64, error) {
+// replay applies the records of log seq, in one pass, and returns the size
+// of its valid part and its format version. An incomplete frame at the very
+// end of the last log is a write a crash tore: it is cut away with a
+// warning. Any other record that does not check out, a torn one in an
+// earlier log included, is damage: refused, naming the file and offset,
+// unless Repair is set; then the log is cut there and what is cut, with
+// every later log, is moved into a repair directory.
+func (d *Durable) replay(seq uint64, last bool, later []uint64) (size int64, version int, err error) {
 	path := logPath(d.dir, seq)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if len(data) < walHeaderSize && last {
+	if len(data) < wal.HeaderSize && last {
 		// A crash while the log was being created: start it again.
 		d.logger.Warn("log header torn by a crash; rewriting it", "file", path)
-		if err := os.WriteFile(path, walHeader(), fileMode); err != nil {
-			return 0, err
+		if err := os.WriteFile(path, wal.Header(), fileMode); err != nil {
+			return 0, 0, err
 		}
-		return walHeaderSize, syncFile(path)
+		return wal.HeaderSize, wal.Version, syncFile(path)
 	}
-	if err := checkWALHeader(data); err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
-	}
-	off, records := walHeaderSize, 0
-	for off < len(data) {
-		payload, size, ok := readFrame(data[off:])
-		var c *change
-		if ok {
-			c, err = decodeChange(payload)
-			ok = err == nil
-		}
-		if !ok {
-			break
+	res, err := wal.Read(data, func(payload []byte) error {
+		c, err := decodeChange(payload)
+		if err != nil {
+			return errUndecodable{err}
 		}
 		d.apply(c)
-		off += size
-		records++
-	}
-	if off == len(data) {
-		return int64(off), nil
-	}
-	following := countValidRecords(data[off+1:])
-	for _, s := range later {
-		following += d.countRecords(s)
-	}
-	if following == 0 && last {
-		d.logger.Warn("truncating a torn write at the end of the log", "file", path, "offset", off, "bytes", len(data)-off)
-		return int64(off), truncateFile(path, int64(off))
+		return nil
+	})
+	var damage *wal.Damage
+	var undecodable errUndecodable
+	switch {
+	case errors.As(err, &undecodable):
+		damage = &wal.Damage{Offset: res.End, Reason: "its payload is not a change: " + undecodable.Error()}
+	case errors.As(err, &damage):
+	case err != nil:
+		return 0, 0, fmt.Errorf("%s: %w", path, err)
+	case res.Torn > 0 && last:
+		d.logger.Warn("truncating a torn write at the end of the log", "file", path, "offset", res.End, "bytes", res.Torn)
+		return res.End, res.Version, truncateFile(path, res.End)
+	case res.Torn > 0:
+		damage = &wal.Damage{Offset: res.End, Reason: fmt.Sprintf("an incomplete record of %d bytes, and later logs follow", res.Torn)}
+	default:
+		return res.End, res.Version, nil
 	}
 	if !d.opts.Repair {
-		return 0, fmt.Errorf("%s is corrupt at offset %d, and %d valid records follow it: "+
-			"refusing to start; -repair truncates the log there and drops them", path, off, following)
+		return 0, 0, fmt.Errorf("%s is damaged at offset %d (%s): refusing to start, to lose no acknowledged change. "+
+			"Restore the directory from a backup, or start with -repair: it cuts the log there and moves the %d bytes after it, "+
+			"and the %d logs after this one, into a repair directory", path, damage.Offset, damage.Reason, int64(len(data))-damage.Offset, len(later))
 	}
-	d.logger.Warn("repair: truncating the log at a corrupt record", "file", path, "offset", off, "dropped_records", following)
-	if err := truncateFile(path, int64(off)); err != nil {
-		return 0, err
+	moved, err := d.repairLog(seq, data, damage.Offset, later)
+	if err != nil {
+		return 0, 0, err
+	}
+	d.logger.Warn("repair: cut the log at a damaged record; what followed is kept in the repair directory",
+		"file", path, "offset", damage.Offset, "reason", damage.Reason, "moved_to", moved)
+	return damage.Offset, res.Version, errLogsRemoved
+}
+
+// errUndecodable marks a record whose checksum is right but whose payload is
+// not a change.
+type errUndecodable struct{ error }
+
+// repairLog cuts log seq at offset, after copying what it cuts, and moving
+// every later log, into a new repair directory, whose path it returns.
+// Nothing is deleted.
+func (d *Durable) repairLog(seq uint64, data []byte, offset int64, later []uint64) (string, error) {
+	dir, err := d.repairDir()
+	if err != nil {
+		return "", err
+	}
+	tail := filepath.Join(dir, filepath.Base(logPath(d.dir, seq))+fmt.Sprintf(".from-%d", offset))
+	if err := os.WriteFile(tail, data[offset:], fileMode); err != nil {
+		return "", err
+	}
+	if err := syncFile(tail); err != nil {
+		return "", err
 	}
 	for _, s := range later {
-		if err := os.Remove(logPath(d.dir, s)); err != nil {
-			return 0, err
+		if err := os.Rename(logPath(d.dir, s), filepath.Join(dir, filepath.Base(logPath(d.dir, s)))); err != nil {
+			return "", err
 		}
 	}
-	return int64(off), errLogsRemoved
+	if err := syncDir(dir); err != nil {
+		return "", err
+	}
+	if err := truncateFile(logPath(d.dir, seq), offset); err != nil {
+		return "", err
+	}
+	return dir, syncDir(d.dir)
+}
+
+// repairDir creates DIR/repair-<time>, where a repair keeps what it drops.
+func (d *Durable) repairDir() (string, error) {
+	dir := filepath.Join(d.dir, "repair-"+time.Now().UTC().Format("20060102T150405.000000000Z"))
+	if err := os.Mkdir(dir, dirMode); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
 
 // errLogsRemoved is not an error for the caller: replay returns it after a
-// repair removed the logs that came after the one it truncated.
+// repair moved away the logs that came after the one it cut.
 var errLogsRemoved = errors.New("logs removed")
-
-// countValidRecords counts the records in b that check out, trying every
-// offset: it is used only after corruption, to tell a torn tail (none) from
-// damage in the middle (some).
-func countValidRecords(b []byte) int {
-	n := 0
-	for off := 0; off < len(b); {
-		if _, size, ok := readFrame(b[off:]); ok {
-			n++
-			off += size
-		} else {
-			off++
-		}
-	}
-	return n
-}
-
-func (d *Durable) countRecords(seq uint64) int {
-	data, err := os.ReadFile(logPath(d.dir, seq))
-	if err != nil || len(data) < walHeaderSize {
-		return 0
-	}
-	return countValidRecords(data[walHeaderSize:])
-}
 
 func truncateFile(path string, size int64) error {
 	if err := os.Truncate(path, size); err != nil {
@@ -706,8 +730,22 @@ func (d *Durable) commitLoop() {
 			}
 		}
 		buf = buf[:0]
+		n := 0
 		for _, p := range batch {
-			buf = appendRecord(buf, p.change)
+			var err error
+			if buf, err = wal.Append(buf, func(b []byte) []byte { return appendLogged(b, p.change) }); err != nil {
+				// Unreachable with the flags run checks; refused, not
+				// written, if it ever comes.
+				d.answer(p, result{err: membership.Errorf(membership.CodeBodyTooLarge,
+					"the change is too large for one log record (%d bytes at most): send it in parts; nothing was changed", wal.MaxPayload)})
+				continue
+			}
+			batch[n] = p
+			n++
+		}
+		batch = batch[:n]
+		if n == 0 {
+			continue
 		}
 		if err := d.write(buf); err != nil {
 			for _, p := range batch {
@@ -861,7 +899,7 @@ func (d *Durable) startSnapshot() {
 		return
 	}
 	_ = d.log.Close()
-	d.log, d.logSeq, d.logSize = newLog, next, walHeaderSize
+	d.log, d.logSeq, d.logSize = newLog, next, wal.HeaderSize
 	d.stats.logBytes.Store(d.logSize)
 	start := time.Now()
 	st := d.mem.exportState() // consistent: only this goroutine changes memory

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/wal"
 	"example.com/groupmembership/membership"
 )
 
@@ -263,4 +266,59 @@ func TestDurableNoticesItsLogRemovedOrReplaced(t *testing.T) {
 			require.NoError(t, d.Close())
 		})
 	}
+}
+
+// A complete last record whose checksum fails is damage, not a torn write:
+// cutting it would lose an acknowledged change (issue 11, item 2).
+func TestDurableRefusesADamagedLastRecord(t *testing.T) {
+	dir, path, data := threeRecordLog(t)
+	data[len(data)-1] ^= 0x01 // the last byte of the last record's payload
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+
+	_, err := OpenDurable(dir, DurableOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Base(path))
+	assert.Contains(t, err.Error(), "-repair")
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, data, after, "a refused start changes no file")
+
+	d := openTestDurable(t, dir, DurableOptions{Repair: true})
+	defer d.Close()
+	got, _ := listAll(t, d, "g")
+	assert.Len(t, got, 2, "the repair keeps the two records before it")
+	moved, err := filepath.Glob(filepath.Join(dir, "repair-*", "*"))
+	require.NoError(t, err)
+	assert.Len(t, moved, 1, "and the damaged one in the repair directory")
+}
+
+// A log of format version 1 is still read, and the records after it go into a
+// new log of the current version.
+func TestDurableReadsAVersion1Log(t *testing.T) {
+	dir := t.TempDir()
+	v1 := []byte(wal.Magic + "\x01\x00\x00\x00")
+	for _, c := range []*change{
+		{groupID: "g", users: []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}}},
+		{groupID: "g", remove: true, uids: []membership.UID{2}},
+	} {
+		payload := appendLogged(nil, c)
+		h := make([]byte, 8)
+		binary.LittleEndian.PutUint32(h, uint32(len(payload)))
+		binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(payload, castagnoli))
+		v1 = append(append(v1, h...), payload...)
+	}
+	require.NoError(t, os.WriteFile(logPath(dir, 1), v1, 0o600))
+
+	d := openTestDurable(t, dir, DurableOptions{})
+	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 3}})
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	old, err := os.ReadFile(logPath(dir, 1))
+	require.NoError(t, err)
+	assert.Equal(t, v1, old, "the old log is left as it was")
+
+	d = openTestDurable(t, dir, DurableOptions{})
+	defer d.Close()
+	got, _ := listAll(t, d, "g")
+	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}, {UID: 3}}, got)
 }

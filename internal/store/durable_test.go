@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/wal"
 	"example.com/groupmembership/membership"
 )
 
@@ -167,22 +168,28 @@ func threeRecordLog(t *testing.T) (dir, path string, data []byte) {
 func TestDurableRefusesCorruptionInTheMiddle(t *testing.T) {
 	dir, path, data := threeRecordLog(t)
 	// Damage the first record's payload; two valid records follow it.
-	data[walHeaderSize+frameHeaderSize+1] ^= 0xff
+	data[wal.HeaderSize+12+1] ^= 0xff // 12: a record's frame header
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 
 	_, err := OpenDurable(dir, DurableOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), filepath.Base(path))
-	assert.Contains(t, err.Error(), fmt.Sprintf("offset %d", walHeaderSize))
-	assert.Contains(t, err.Error(), "2 valid records follow")
+	assert.Contains(t, err.Error(), fmt.Sprintf("offset %d", wal.HeaderSize))
+	assert.Contains(t, err.Error(), "checksum does not match")
 	assert.Contains(t, err.Error(), "-repair")
 
 	logs := &bytes.Buffer{}
 	d := openTestDurable(t, dir, DurableOptions{Repair: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	defer d.Close()
-	assert.Contains(t, logs.String(), "dropped_records=2")
+	assert.Contains(t, logs.String(), "repair: cut the log")
 	got, _ := listAll(t, d, "g")
 	assert.Empty(t, got, "repair keeps what comes before the corruption, which is nothing here")
+	repaired, err := filepath.Glob(filepath.Join(dir, "repair-*", filepath.Base(path)+".from-*"))
+	require.NoError(t, err)
+	require.Len(t, repaired, 1, "what the repair cut is kept")
+	kept, err := os.ReadFile(repaired[0])
+	require.NoError(t, err)
+	assert.Equal(t, data[wal.HeaderSize:], kept)
 }
 
 func TestDurableRefusesASecondOpener(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/metrics/metricstest"
+	"example.com/groupmembership/internal/wal"
 	"example.com/groupmembership/membership"
 )
 
@@ -355,7 +356,7 @@ func TestDurableMetrics(t *testing.T) {
 	assert.Equal(t, 3.0, value("membership_members"))
 	assert.Equal(t, 3.0, value("membership_fsyncs_total"), "one change at a time: one fsync each")
 	assert.Equal(t, "histogram", families["membership_fsync_duration_seconds"].Type)
-	assert.GreaterOrEqual(t, value("membership_log_bytes"), float64(walHeaderSize), "the log being written, header included")
+	assert.GreaterOrEqual(t, value("membership_log_bytes"), float64(wal.HeaderSize), "the log being written, header included")
 	assert.GreaterOrEqual(t, value("membership_snapshots_total"), 1.0)
 	assert.Greater(t, value("membership_last_snapshot_duration_seconds"), 0.0)
 }

@@ -15,6 +15,9 @@ import (
 	"example.com/groupmembership/membership"
 )
 
+// castagnoli is the CRC-32C table of the snapshots' checksums.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // A snapshot file holds the whole state: a header (magic word and format
 // version), a body, and a CRC-32C of the body. The body of version 2 is
 //

@@ -5,56 +5,20 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"unsafe"
 
 	"example.com/groupmembership/membership"
 )
 
-// The write-ahead log is a file that starts with a header (a magic word and a
-// format version) followed by records. Each record is framed as
-//
-//	length  uint32, little endian: the payload's length
-//	crc     uint32, little endian: CRC-32C (Castagnoli) of the payload
-//	payload
-//
-// and its payload is one change: an op byte, the group id, and the users.
-// All integers in payloads are unsigned varints.
-const (
-	walMagic        = "GMWL"
-	walVersion      = 1
-	walHeaderSize   = 8
-	frameHeaderSize = 8
-	// maxRecordSize bounds a record's length field, so that a corrupt length
-	// cannot make recovery allocate gigabytes.
-	maxRecordSize = 64 << 20
-)
+// A record of the log (see package wal) holds one change: an op byte, the
+// group id, and the users. All integers are unsigned varints; a string is its
+// length and its bytes.
 
 const (
 	opAdd    byte = 1
 	opRemove byte = 2
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-func walHeader() []byte {
-	h := make([]byte, walHeaderSize)
-	copy(h, walMagic)
-	binary.LittleEndian.PutUint32(h[4:], walVersion)
-	return h
-}
-
-// checkWALHeader says whether h is the header of a log this version reads.
-func checkWALHeader(h []byte) error {
-	if len(h) < walHeaderSize || string(h[:4]) != walMagic {
-		return errors.New("not a membership log: bad magic word")
-	}
-	if v := binary.LittleEndian.Uint32(h[4:]); v != walVersion {
-		return fmt.Errorf("log format version %d, this build reads version %d", v, walVersion)
-	}
-	return nil
-}
 
 // change is one logged change: users added to, or uids removed from, a group.
 type change struct {
@@ -78,10 +42,8 @@ func (c *change) cost() int64 {
 // varintMax is the most bytes a uid takes in a record.
 const varintMax = binary.MaxVarintLen64
 
-// appendRecord appends c to b as a framed record.
-func appendRecord(b []byte, c *change) []byte {
-	start := len(b)
-	b = append(b, make([]byte, frameHeaderSize)...)
+// appendLogged appends c to b as a record's payload.
+func appendLogged(b []byte, c *change) []byte {
 	op := opAdd
 	if c.remove {
 		op = opRemove
@@ -94,40 +56,20 @@ func appendRecord(b []byte, c *change) []byte {
 		for _, uid := range c.uids {
 			b = binary.AppendUvarint(b, uint64(uid))
 		}
-	} else {
-		b = binary.AppendUvarint(b, uint64(len(c.users)))
-		for _, u := range c.users {
-			b = binary.AppendUvarint(b, uint64(u.UID))
-			if u.HasNickname {
-				b = append(b, 1)
-				b = binary.AppendUvarint(b, uint64(len(u.Nickname)))
-				b = append(b, u.Nickname...)
-			} else {
-				b = append(b, 0)
-			}
+		return b
+	}
+	b = binary.AppendUvarint(b, uint64(len(c.users)))
+	for _, u := range c.users {
+		b = binary.AppendUvarint(b, uint64(u.UID))
+		if u.HasNickname {
+			b = append(b, 1)
+			b = binary.AppendUvarint(b, uint64(len(u.Nickname)))
+			b = append(b, u.Nickname...)
+		} else {
+			b = append(b, 0)
 		}
 	}
-	payload := b[start+frameHeaderSize:]
-	binary.LittleEndian.PutUint32(b[start:], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(payload, castagnoli))
 	return b
-}
-
-// readFrame reads the record framed at the start of b. ok is false when b
-// does not start with a whole record whose checksum matches.
-func readFrame(b []byte) (payload []byte, size int, ok bool) {
-	if len(b) < frameHeaderSize {
-		return nil, 0, false
-	}
-	n := binary.LittleEndian.Uint32(b)
-	if n == 0 || n > maxRecordSize || int(n) > len(b)-frameHeaderSize {
-		return nil, 0, false
-	}
-	payload = b[frameHeaderSize : frameHeaderSize+int(n)]
-	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
-		return nil, 0, false
-	}
-	return payload, frameHeaderSize + int(n), true
 }
 
 // decodeChange decodes a record's payload.

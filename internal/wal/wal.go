@@ -1,0 +1,180 @@
+// Package wal is the format of the write-ahead log: a file of checksummed
+// records over byte payloads, and the one-pass reading that tells a write a
+// crash tore from damage.
+//
+// A log file starts with a header, a magic word and a format version:
+//
+//	magic   "GMWL"
+//	version uint32, little endian: 2 (version 1 is still read)
+//
+// then records. A version 2 record is framed as
+//
+//	length     uint32, little endian: the payload's length, 1 to MaxPayload
+//	crc        uint32, little endian: CRC-32C (Castagnoli) of the payload
+//	headerCRC  uint32, little endian: CRC-32C of the 8 bytes before it
+//	payload
+//
+// The header's own checksum is what lets a reader tell the two failures
+// apart in one pass, without guessing: a crash can only leave the last
+// frame short (the file ends inside it) or, on some filesystems, followed by
+// zeros; every other frame that does not check out is damage. Version 1
+// frames have no header checksum: there a length that runs past the end of
+// the file counts as torn.
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// The header.
+const (
+	Magic      = "GMWL"
+	Version    = 2
+	HeaderSize = 8
+)
+
+// MaxPayload bounds a record's payload: a writer refuses a larger one, so
+// that every record written can be read back, and a reader takes a larger
+// length for damage, so that a bad length cannot make it allocate gigabytes.
+const MaxPayload = 64 << 20
+
+// Frame header sizes of the two versions.
+const (
+	frameHeaderV1 = 8
+	frameHeaderV2 = 12
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Header returns the header of a new log.
+func Header() []byte {
+	h := make([]byte, HeaderSize)
+	copy(h, Magic)
+	binary.LittleEndian.PutUint32(h[4:], Version)
+	return h
+}
+
+// ReadHeader returns the format version of the log that b starts with.
+func ReadHeader(b []byte) (int, error) {
+	if len(b) < HeaderSize || string(b[:4]) != Magic {
+		return 0, errors.New("not a membership log: bad magic word")
+	}
+	v := binary.LittleEndian.Uint32(b[4:])
+	if v != 1 && v != Version {
+		return 0, fmt.Errorf("log format version %d, this build reads versions 1 and %d", v, Version)
+	}
+	return int(v), nil
+}
+
+// ErrTooLarge is returned by Append for a payload over MaxPayload.
+var ErrTooLarge = fmt.Errorf("a log record holds at most %d bytes", MaxPayload)
+
+// Append appends payload to b as a version 2 record. fill writes the
+// payload after the frame header: it lets a caller encode in place.
+func Append(b []byte, fill func([]byte) []byte) ([]byte, error) {
+	start := len(b)
+	b = append(b, make([]byte, frameHeaderV2)...)
+	b = fill(b)
+	n := len(b) - start - frameHeaderV2
+	if n == 0 || n > MaxPayload {
+		return b[:start], ErrTooLarge
+	}
+	h := b[start : start+frameHeaderV2]
+	binary.LittleEndian.PutUint32(h, uint32(n))
+	binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(b[start+frameHeaderV2:], castagnoli))
+	binary.LittleEndian.PutUint32(h[8:], crc32.Checksum(h[:8], castagnoli))
+	return b, nil
+}
+
+// Damage describes a record that does not check out and is not a torn
+// write: the log is damaged at Offset.
+type Damage struct {
+	Offset int64
+	Reason string
+}
+
+func (d *Damage) Error() string {
+	return fmt.Sprintf("damaged record at offset %d: %s", d.Offset, d.Reason)
+}
+
+// Result is what Read found.
+type Result struct {
+	Version int
+	// Records is how many records were read whole.
+	Records int
+	// End is the offset after the last whole record: the valid size.
+	End int64
+	// Torn is the size of the incomplete frame after End, 0 when none: the
+	// tail a crash left while appending.
+	Torn int64
+}
+
+// Read reads the log in data, header included, calling each with the payload
+// of every record in order, in one pass. It stops at the first record that
+// does not check out: when that is a torn write at the end, Result.Torn says
+// how many bytes it has; otherwise it returns a *Damage, with the Result up
+// to it. An error from each stops the reading and is returned as it is. A
+// payload is valid only during its call.
+func Read(data []byte, each func(payload []byte) error) (Result, error) {
+	v, err := ReadHeader(data)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Version: v, End: HeaderSize}
+	frame := frameHeaderV2
+	if v == 1 {
+		frame = frameHeaderV1
+	}
+	for off := HeaderSize; off < len(data); {
+		rest := data[off:]
+		torn := func() (Result, error) {
+			res.Torn = int64(len(rest))
+			return res, nil
+		}
+		damage := func(format string, args ...any) (Result, error) {
+			return res, &Damage{Offset: int64(off), Reason: fmt.Sprintf(format, args...)}
+		}
+		if len(rest) < frame {
+			return torn()
+		}
+		n := int(binary.LittleEndian.Uint32(rest))
+		if v >= 2 && crc32.Checksum(rest[:8], castagnoli) != binary.LittleEndian.Uint32(rest[8:]) {
+			if allZero(rest) {
+				return torn() // a filesystem may zero what a crash did not write
+			}
+			return damage("the frame header's checksum does not match")
+		}
+		switch {
+		case n == 0 || n > MaxPayload:
+			if v == 1 && allZero(rest) {
+				return torn()
+			}
+			return damage("length %d is not from 1 to %d", n, MaxPayload)
+		case n > len(rest)-frame:
+			return torn() // the frame runs past the end: its write was cut
+		}
+		payload := rest[frame : frame+n]
+		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(rest[4:]) {
+			return damage("the payload's checksum does not match")
+		}
+		if err := each(payload); err != nil {
+			return res, err
+		}
+		off += frame + n
+		res.Records++
+		res.End = int64(off)
+	}
+	return res, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
