@@ -352,7 +352,7 @@ func snapshotPath(dir string, seq uint64) string {
 }
 
 // files returns the sequence numbers of the logs and snapshots in dir, in
-// ascending order, and removes temporary files a crash left behind.
+// ascending order.
 func files(dir string) (logs, snapshots []uint64, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -361,8 +361,6 @@ func files(dir string) (logs, snapshots []uint64, err error) {
 	for _, e := range entries {
 		name := e.Name()
 		switch {
-		case strings.HasSuffix(name, ".tmp"):
-			_ = os.Remove(filepath.Join(dir, name))
 		case strings.HasPrefix(name, "log-") && strings.HasSuffix(name, ".wal"):
 			if n, err := strconv.ParseUint(name[4:len(name)-4], 10, 64); err == nil {
 				logs = append(logs, n)
@@ -378,30 +376,45 @@ func files(dir string) (logs, snapshots []uint64, err error) {
 	return logs, snapshots, nil
 }
 
-// recover loads the newest snapshot and replays the logs after it, then opens
-// the newest log for appending.
+// removeTemps removes the temporary files a crash left behind.
+func removeTemps(dir string) error {
+	tmps, err := filepath.Glob(filepath.Join(dir, "*.tmp"))
+	for _, tmp := range tmps {
+		err = errors.Join(err, os.Remove(tmp))
+	}
+	return err
+}
+
+// recover loads the newest snapshot that reads back and replays the logs
+// after it, then opens the newest log for appending. The files must form a
+// chain: snapshot-N, then log-N, log-N+1, … with no gap (log-1 on when there
+// is no snapshot), each log starting at the revision where the state before
+// it ends. A file missing from the chain is refused, naming it. A damaged
+// newest snapshot is refused too, naming -repair when an older snapshot and
+// the logs after it are there to recover every change from: the store keeps
+// them until a newer snapshot has been written and read back.
 func (d *Durable) recover() error {
+	if err := removeTemps(d.dir); err != nil {
+		return err
+	}
 	logs, snapshots, err := files(d.dir)
 	if err != nil {
 		return err
 	}
-	var base uint64 // logs before base are covered by the snapshot
-	if len(snapshots) > 0 {
-		base = snapshots[len(snapshots)-1]
-		st, err := readSnapshot(snapshotPath(d.dir, base))
-		if err != nil {
-			return err
-		}
-		d.mem.importState(st)
-		d.logger.Info("loaded snapshot", "file", snapshotPath(d.dir, base), "groups", len(st.groups))
+	base, err := d.loadSnapshot(snapshots, logs)
+	if err != nil {
+		return err
 	}
 	logs = slices.DeleteFunc(logs, func(n uint64) bool { return n < base })
+	if err := checkChain(d.dir, base, logs); err != nil {
+		return err
+	}
 	if len(logs) == 0 {
-		seq := max(base, 1)
-		if err := createLog(d.dir, seq); err != nil {
+		// A new directory.
+		if err := createLog(d.dir, 1, 0); err != nil {
 			return err
 		}
-		logs = []uint64{seq}
+		logs = []uint64{1}
 	}
 	version := wal.Version
 	for i, seq := range logs {
@@ -421,7 +434,7 @@ func (d *Durable) recover() error {
 	if version != wal.Version {
 		// Records of this version go into a log of its own.
 		next := d.logSeq + 1
-		if err := createLog(d.dir, next); err != nil {
+		if err := createLog(d.dir, next, uint64(d.mem.feed.stats().last)); err != nil {
 			return err
 		}
 		d.logger.Info("started a new log in the current format", "file", logPath(d.dir, next), "after_version", version)
@@ -431,9 +444,86 @@ func (d *Durable) recover() error {
 	return err
 }
 
-// createLog creates log seq with its header, durably. When it fails it
+// loadSnapshot loads the newest snapshot and returns its sequence number, 0
+// when there is none. When it does not read back, it refuses, or with
+// Repair moves it into a repair directory and loads the one before.
+func (d *Durable) loadSnapshot(snapshots, logs []uint64) (uint64, error) {
+	for i := len(snapshots) - 1; i >= 0; i-- {
+		seq := snapshots[i]
+		path := snapshotPath(d.dir, seq)
+		st, err := readSnapshot(path)
+		if err == nil {
+			d.mem.importState(st)
+			d.logger.Info("loaded snapshot", "file", path, "groups", len(st.groups))
+			return seq, nil
+		}
+		if !d.opts.Repair {
+			way := "restore the directory from a backup: no older snapshot, nor the logs from the start, are here to recover from"
+			from := uint64(0) // the logs from the start
+			if i > 0 {
+				from = snapshots[i-1]
+			}
+			if checkChain(d.dir, from, slices.DeleteFunc(slices.Clone(logs), func(n uint64) bool { return n < from })) == nil {
+				what := "the logs from the first"
+				if from > 0 {
+					what = filepath.Base(snapshotPath(d.dir, from)) + " and the logs after it"
+				}
+				way = fmt.Sprintf("start with -repair: it moves %s into a repair directory and recovers every change from %s", filepath.Base(path), what)
+			}
+			return 0, fmt.Errorf("%s does not read back (%v): refusing to start; %s", path, err, way)
+		}
+		dir, moveErr := d.moveToRepair(path)
+		if moveErr != nil {
+			return 0, moveErr
+		}
+		d.logger.Warn("repair: a snapshot does not read back; moved it aside, recovering from the one before", "file", path, "err", err, "moved_to", dir)
+	}
+	return 0, nil
+}
+
+// checkChain returns an error naming what is missing unless logs (those from
+// base on, sorted) follow snapshot base, or the start when base is 0, with
+// no gap.
+func checkChain(dir string, base uint64, logs []uint64) error {
+	first := max(base, 1)
+	missing := func(seq uint64, why string) error {
+		return fmt.Errorf("%s is missing (%s): refusing to start with part of the data; restore the directory, or the missing file, from a backup",
+			logPath(dir, seq), why)
+	}
+	switch {
+	case len(logs) == 0 && base > 0:
+		return missing(base, fmt.Sprintf("%s is followed by no log", filepath.Base(snapshotPath(dir, base))))
+	case len(logs) > 0 && logs[0] != first && base == 0:
+		return fmt.Errorf("the logs start at %s, and no snapshot is here to hold what came before: refusing to start with part of the data; "+
+			"restore the snapshot (snapshot-%016d.snap) or the earlier logs from a backup", filepath.Base(logPath(dir, logs[0])), logs[0])
+	case len(logs) > 0 && logs[0] != first:
+		return missing(first, fmt.Sprintf("%s is followed by %s", filepath.Base(snapshotPath(dir, base)), filepath.Base(logPath(dir, logs[0]))))
+	}
+	for i := 1; i < len(logs); i++ {
+		if logs[i] != logs[i-1]+1 {
+			return missing(logs[i-1]+1, fmt.Sprintf("between %s and %s", filepath.Base(logPath(dir, logs[i-1])), filepath.Base(logPath(dir, logs[i]))))
+		}
+	}
+	return nil
+}
+
+// moveToRepair moves the file at path into a new repair directory, whose
+// path it returns.
+func (d *Durable) moveToRepair(path string) (string, error) {
+	dir, err := d.repairDir()
+	if err != nil {
+		return "", err
+	}
+	if err := os.Rename(path, filepath.Join(dir, filepath.Base(path))); err != nil {
+		return "", err
+	}
+	return dir, errors.Join(syncDir(dir), syncDir(d.dir))
+}
+
+// createLog creates log seq with its header, durably: it follows the state
+// at startRevision. When it fails it
 // removes what it created, so that a later attempt can start afresh.
-func createLog(dir string, seq uint64) (err error) {
+func createLog(dir string, seq, startRevision uint64) (err error) {
 	path := logPath(dir, seq)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fileMode)
 	if err != nil {
@@ -445,7 +535,7 @@ func createLog(dir string, seq uint64) (err error) {
 			os.Remove(path)
 		}
 	}()
-	if _, err := f.Write(wal.Header()); err != nil {
+	if _, err := f.Write(wal.Header(startRevision)); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {
@@ -473,10 +563,15 @@ func (d *Durable) replay(seq uint64, last bool, later []uint64) (size int64, ver
 	if len(data) < wal.HeaderSize && last {
 		// A crash while the log was being created: start it again.
 		d.logger.Warn("log header torn by a crash; rewriting it", "file", path)
-		if err := os.WriteFile(path, wal.Header(), fileMode); err != nil {
+		if err := os.WriteFile(path, wal.Header(uint64(d.mem.feed.stats().last)), fileMode); err != nil {
 			return 0, 0, err
 		}
 		return wal.HeaderSize, wal.Version, syncFile(path)
+	}
+	before := d.mem.feed.stats().last
+	if h, err := wal.ReadHeader(data); err == nil && h.Version >= 2 && h.StartRevision != uint64(before) {
+		return 0, 0, fmt.Errorf("%s follows the state at revision %d, but the state before it is at revision %d: "+
+			"the files come from different histories; refusing to start; restore the directory from a backup", path, h.StartRevision, before)
 	}
 	res, err := wal.Read(data, func(payload []byte) error {
 		c, err := decodeChange(payload)
@@ -889,7 +984,7 @@ func writeProbe(dir string) error {
 // covers. Copying the state is the only part that holds up changes.
 func (d *Durable) startSnapshot() {
 	next := d.logSeq + 1
-	if err := createLog(d.dir, next); err != nil {
+	if err := createLog(d.dir, next, uint64(d.mem.feed.stats().last)); err != nil {
 		d.logger.Error("starting a new log for a snapshot failed", "err", err)
 		return
 	}
@@ -913,6 +1008,10 @@ func (d *Durable) startSnapshot() {
 			d.logger.Error("writing a snapshot failed; the logs are kept", "file", path, "err", err)
 			return
 		}
+		if _, err := readSnapshot(path); err != nil {
+			d.logger.Error("a snapshot just written does not read back; the files before it are kept", "file", path, "err", err)
+			return
+		}
 		d.stats.snapshots.Add(1)
 		d.stats.lastSnapshot.Store(int64(time.Since(start)))
 		logs, snapshots, err := files(d.dir)
@@ -920,13 +1019,22 @@ func (d *Durable) startSnapshot() {
 			d.logger.Error("listing the data directory failed", "err", err)
 			return
 		}
-		for _, n := range logs {
+		// Keep the snapshot before this one and the logs after it: should
+		// this one be damaged later, -repair recovers every change from
+		// them. Everything older goes.
+		keep := uint64(0)
+		for _, n := range snapshots {
 			if n < next {
+				keep = n
+			}
+		}
+		for _, n := range logs {
+			if n < keep {
 				_ = os.Remove(logPath(d.dir, n))
 			}
 		}
 		for _, n := range snapshots {
-			if n < next {
+			if n < keep {
 				_ = os.Remove(snapshotPath(d.dir, n))
 			}
 		}

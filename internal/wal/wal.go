@@ -2,10 +2,13 @@
 // records over byte payloads, and the one-pass reading that tells a write a
 // crash tore from damage.
 //
-// A log file starts with a header, a magic word and a format version:
+// A log file starts with a header:
 //
-//	magic   "GMWL"
-//	version uint32, little endian: 2 (version 1 is still read)
+//	magic          "GMWL"
+//	version        uint32, little endian: 2 (version 1 is still read)
+//	startRevision  uint64, little endian: the revision of the state the log
+//	               follows (version 2 only), so that a log cannot be replayed
+//	               after a state of another history
 //
 // then records. A version 2 record is framed as
 //
@@ -33,7 +36,8 @@ import (
 const (
 	Magic      = "GMWL"
 	Version    = 2
-	HeaderSize = 8
+	HeaderSize = 16 // of the current version
+	headerV1   = 8
 )
 
 // MaxPayload bounds a record's payload: a writer refuses a larger one, so
@@ -49,24 +53,41 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Header returns the header of a new log.
-func Header() []byte {
+// Header returns the header of a new log that follows the state at
+// startRevision.
+func Header(startRevision uint64) []byte {
 	h := make([]byte, HeaderSize)
 	copy(h, Magic)
 	binary.LittleEndian.PutUint32(h[4:], Version)
+	binary.LittleEndian.PutUint64(h[8:], startRevision)
 	return h
 }
 
-// ReadHeader returns the format version of the log that b starts with.
-func ReadHeader(b []byte) (int, error) {
-	if len(b) < HeaderSize || string(b[:4]) != Magic {
-		return 0, errors.New("not a membership log: bad magic word")
+// LogHeader is what a log's header says.
+type LogHeader struct {
+	Version int
+	// StartRevision is the revision of the state the log follows; 0 for
+	// version 1, which did not say.
+	StartRevision uint64
+	Size          int
+}
+
+// ReadHeader reads the header of the log that b starts with.
+func ReadHeader(b []byte) (LogHeader, error) {
+	if len(b) < headerV1 || string(b[:4]) != Magic {
+		return LogHeader{}, errors.New("not a membership log: bad magic word")
 	}
-	v := binary.LittleEndian.Uint32(b[4:])
-	if v != 1 && v != Version {
-		return 0, fmt.Errorf("log format version %d, this build reads versions 1 and %d", v, Version)
+	switch v := binary.LittleEndian.Uint32(b[4:]); v {
+	case 1:
+		return LogHeader{Version: 1, Size: headerV1}, nil
+	case Version:
+		if len(b) < HeaderSize {
+			return LogHeader{}, errors.New("the log's header is cut short")
+		}
+		return LogHeader{Version: Version, StartRevision: binary.LittleEndian.Uint64(b[8:]), Size: HeaderSize}, nil
+	default:
+		return LogHeader{}, fmt.Errorf("log format version %d, this build reads versions 1 and %d", v, Version)
 	}
-	return int(v), nil
 }
 
 // ErrTooLarge is returned by Append for a payload over MaxPayload.
@@ -102,7 +123,7 @@ func (d *Damage) Error() string {
 
 // Result is what Read found.
 type Result struct {
-	Version int
+	LogHeader
 	// Records is how many records were read whole.
 	Records int
 	// End is the offset after the last whole record: the valid size.
@@ -119,16 +140,17 @@ type Result struct {
 // to it. An error from each stops the reading and is returned as it is. A
 // payload is valid only during its call.
 func Read(data []byte, each func(payload []byte) error) (Result, error) {
-	v, err := ReadHeader(data)
+	h, err := ReadHeader(data)
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Version: v, End: HeaderSize}
+	v := h.Version
+	res := Result{LogHeader: h, End: int64(h.Size)}
 	frame := frameHeaderV2
 	if v == 1 {
 		frame = frameHeaderV1
 	}
-	for off := HeaderSize; off < len(data); {
+	for off := h.Size; off < len(data); {
 		rest := data[off:]
 		torn := func() (Result, error) {
 			res.Torn = int64(len(rest))

@@ -15,7 +15,7 @@ import (
 // logOf returns a log holding the payloads.
 func logOf(t *testing.T, payloads ...string) []byte {
 	t.Helper()
-	b := Header()
+	b := Header(7)
 	for _, p := range payloads {
 		var err error
 		b, err = Append(b, func(b []byte) []byte { return append(b, p...) })
@@ -38,7 +38,7 @@ func TestAppendAndRead(t *testing.T) {
 	got, res, err := readAll(data)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"one", "two", "three"}, got)
-	assert.Equal(t, Result{Version: Version, Records: 3, End: int64(len(data))}, res)
+	assert.Equal(t, Result{LogHeader: LogHeader{Version: Version, StartRevision: 7, Size: HeaderSize}, Records: 3, End: int64(len(data))}, res)
 }
 
 // Every way a crash can cut the last record short is a torn write: the
@@ -82,7 +82,7 @@ func TestReadTellsDamageFromATornWrite(t *testing.T) {
 
 // A length over MaxPayload is damage: it is never allocated.
 func TestReadRefusesAnImpossibleLength(t *testing.T) {
-	data := Header()
+	data := Header(0)
 	h := make([]byte, 12)
 	binary.LittleEndian.PutUint32(h, MaxPayload+1)
 	binary.LittleEndian.PutUint32(h[8:], crc32.Checksum(h[:8], castagnoli))
@@ -95,12 +95,12 @@ func TestReadRefusesAnImpossibleLength(t *testing.T) {
 // The writer refuses what the reader would refuse: no record written is
 // unreadable.
 func TestAppendRefusesWhatCannotBeRead(t *testing.T) {
-	b := Header()
+	b := Header(0)
 	_, err := Append(b, func(b []byte) []byte { return append(b, make([]byte, MaxPayload+1)...) })
 	assert.ErrorIs(t, err, ErrTooLarge)
 	got, err := Append(b, func(b []byte) []byte { return b })
 	assert.ErrorIs(t, err, ErrTooLarge, "an empty payload")
-	assert.Equal(t, Header(), got, "nothing appended")
+	assert.Equal(t, Header(0), got, "nothing appended")
 
 	big, err := Append(b, func(b []byte) []byte { return append(b, make([]byte, MaxPayload)...) })
 	require.NoError(t, err)
@@ -142,7 +142,8 @@ func TestReadHeader(t *testing.T) {
 		data    []byte
 		wantErr string
 	}{
-		{[]byte("GMWL\x02\x00\x00\x00"), ""},
+		{[]byte("GMWL\x02\x00\x00\x00\x09\x00\x00\x00\x00\x00\x00\x00"), ""},
+		{[]byte("GMWL\x02\x00\x00\x00\x09"), "cut short"},
 		{[]byte("GMWL\x01\x00\x00\x00"), ""},
 		{[]byte("GMWL\x63\x00\x00\x00"), "log format version 99"},
 		{[]byte("XXXX\x02\x00\x00\x00"), "bad magic"},
