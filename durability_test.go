@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -322,4 +323,75 @@ func TestFeedRevisionsAndMetricsAcrossARestart(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, "3", resp.Header.Get("X-Revision"), "revisions continue")
+}
+
+// runExpectingRefusal runs the program with args and returns its output; it
+// must exit 1 on its own.
+func runExpectingRefusal(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "the program started: %s", out)
+	require.Equal(t, 1, cmd.ProcessState.ExitCode(), "%s", out)
+	return string(out)
+}
+
+// Damage to the data directory, tried on the real binary: a damaged last
+// record and a snapshot moved aside are refused with the way forward named,
+// and -repair keeps what it cuts (issue 11, items 2, 4 and 6).
+func TestTheBinaryRefusesADamagedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"-data-dir", dir, "-snapshot-bytes", "300"}
+	p := startProcess(t, args...)
+	for uid := range int64(60) {
+		require.True(t, change(p.base, "POST", "g", uid+1))
+	}
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.cmd.Wait())
+
+	logs, err := filepath.Glob(filepath.Join(dir, "log-*.wal"))
+	require.NoError(t, err)
+	newest := logs[len(logs)-1]
+	data, err := os.ReadFile(newest)
+	require.NoError(t, err)
+	if len(data) <= 16 { // the newest log is empty: add a change to damage
+		p = startProcess(t, args...)
+		require.True(t, change(p.base, "POST", "g", 61))
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, p.cmd.Wait())
+		data, err = os.ReadFile(newest)
+		require.NoError(t, err)
+	}
+	damaged := bytes.Clone(data)
+	damaged[len(damaged)-1] ^= 0x01
+	require.NoError(t, os.WriteFile(newest, damaged, 0o600))
+	out := runExpectingRefusal(t, args...)
+	assert.Contains(t, out, filepath.Base(newest))
+	assert.Contains(t, out, "-repair")
+
+	p = startProcess(t, append(args, "-repair")...)
+	assert.NotEmpty(t, members(t, p.base, "g"))
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.cmd.Wait())
+	kept, err := filepath.Glob(filepath.Join(dir, "repair-*", filepath.Base(newest)+".from-*"))
+	require.NoError(t, err)
+	assert.Len(t, kept, 1, "the cut record is kept")
+
+	snapshots, err := filepath.Glob(filepath.Join(dir, "snapshot-*.snap"))
+	require.NoError(t, err)
+	require.NotEmpty(t, snapshots)
+	for _, s := range snapshots {
+		require.NoError(t, os.Rename(s, filepath.Join(t.TempDir(), filepath.Base(s))))
+	}
+	// Should the first log still be here (one snapshot only was written),
+	// the logs alone would hold everything: take it too.
+	first := filepath.Join(dir, fmt.Sprintf("log-%016d.wal", 1))
+	if _, err := os.Stat(first); err == nil {
+		require.NoError(t, os.Rename(first, filepath.Join(t.TempDir(), "first")))
+	}
+	out = runExpectingRefusal(t, args...)
+	assert.Contains(t, out, "no snapshot is here")
 }

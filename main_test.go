@@ -199,6 +199,7 @@ func TestRunFlags(t *testing.T) {
 		{"bad commit-queue-bytes", []string{"-commit-queue-bytes", "0"}, "-commit-queue-bytes must be positive", ""},
 		{"bad log-buffer", []string{"-log-buffer", "0"}, "-log-buffer must be positive", ""},
 		{"bad conn-send-buffer", []string{"-conn-send-buffer", "0"}, "-conn-send-buffer must be positive", ""},
+		{"bad max-header", []string{"-max-header", "100"}, "-max-header must be at least 4096", ""},
 		{"a change larger than a log record", []string{"-data-dir", "unused", "-max-body", "70000000", "-body-memory", "70000000", "-max-users", "300000"},
 			"more than one log record holds", ""},
 		{"stray argument", []string{"serve"}, `unexpected argument "serve"`, ""},
@@ -225,7 +226,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	for _, flag := range []string{"-addr", "-max-body", "-max-users", "-list-cache", "-log-format", "-access-log",
 		"-data-dir", "-snapshot-bytes", "-repair", "-token-file", "-auth-reads", "-shutdown-delay",
 		"-body-memory", "-reply-memory", "-changes-reply-bytes", "-changes-keep-bytes", "-commit-timeout",
-		"-commit-queue-bytes", "-log-buffer", "-conn-send-buffer"} {
+		"-commit-queue-bytes", "-log-buffer", "-conn-send-buffer", "-max-header"} {
 		assert.Contains(t, stderr.String(), flag)
 	}
 }

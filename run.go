@@ -47,6 +47,7 @@ type config struct {
 	commitQueueBytes  int64
 	logBuffer         int
 	connSendBuffer    int
+	maxHeaderBytes    int
 	maxUsers          int
 	listCache         int64
 	logFormat         string
@@ -67,7 +68,7 @@ type config struct {
 // Logs go to stdout through a buffer that never blocks (a stalled stdout
 // drops lines, counted, instead of freezing requests); usage and flag errors
 // go to stderr. getenv reads the environment: MEMBERSHIP_TOKEN.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -103,6 +104,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			(*current.Load()).ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: readHeaderTimeout,
+		MaxHeaderBytes:    cfg.maxHeaderBytes,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
@@ -126,8 +128,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer func() {
-		if err := st.Close(); err != nil {
-			logger.Error("closing the data directory", "err", err)
+		// A store that cannot close (a disk that does not finish its last
+		// write) makes the exit a failure, that an operator sees.
+		if closeErr := st.Close(); closeErr != nil {
+			logger.Error("closing the data directory", "err", closeErr)
+			if err == nil {
+				err = fmt.Errorf("closing the data directory: %w", closeErr)
+			}
 		}
 	}()
 	logBudget := func() []metrics.Budget {
@@ -190,6 +197,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Int64Var(&cfg.bodyMemory, "body-memory", httpapi.DefaultBodyMemoryBytes, "memory for all the request bodies being read at once, in `bytes`; past it, new writes get 503")
 	fs.Int64Var(&cfg.replyMemory, "reply-memory", httpapi.DefaultReplyMemoryBytes, "memory for all the replies being built and sent at once, in `bytes`; past it, new reads get 503")
 	fs.IntVar(&cfg.changesReplyBytes, "changes-reply-bytes", httpapi.DefaultChangesReplyBytes, "largest /changes reply, in `bytes`: it holds fewer changes (at least one)")
+	fs.IntVar(&cfg.maxHeaderBytes, "max-header", defaultMaxHeaderBytes, "largest request line and headers accepted, in `bytes`; past it, 431")
 	fs.IntVar(&cfg.connSendBuffer, "conn-send-buffer", defaultConnSendBuffer, "the kernel's send buffer of each connection, in `bytes`: what a client that does not read can make the machine hold")
 	fs.IntVar(&cfg.logBuffer, "log-buffer", logsink.DefaultMaxBytes, "memory for log lines waiting for stdout, in `bytes`; when stdout stalls, lines past it are dropped and counted")
 	fs.IntVar(&cfg.maxUsers, "max-users", membership.DefaultMaxUsers, "most users accepted in one request")
@@ -198,7 +206,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.accessLog, "access-log", true, "log one line per request; when false, only requests that fail on the service's side")
 	fs.StringVar(&cfg.dataDir, "data-dir", "", "`directory` to keep the data in, durably; empty: memory only, lost at exit")
 	fs.Int64Var(&cfg.snapshotSize, "snapshot-bytes", store.DefaultSnapshotBytes, "with -data-dir, the log size in `bytes` past which a snapshot is written and the log restarted")
-	fs.BoolVar(&cfg.repair, "repair", false, "with -data-dir, truncate the log at a corrupt record even though valid records follow it, dropping them")
+	fs.BoolVar(&cfg.repair, "repair", false, "with -data-dir, start past damage: cut a damaged log there, or recover from the snapshot before a damaged one; what is cut is moved into DIR/repair-<time>/")
 	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` holding the bearer token that POST and DELETE need; without it, MEMBERSHIP_TOKEN from the environment")
 	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every GET but /healthz and /readyz need the token as well")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, answer /readyz with 503 and serve on for this long before draining")
@@ -231,6 +239,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-commit-timeout must be positive, got %s", cfg.commitTimeout)
 	case cfg.commitQueueBytes <= 0:
 		return config{}, fmt.Errorf("-commit-queue-bytes must be positive, got %d", cfg.commitQueueBytes)
+	case cfg.maxHeaderBytes < minMaxHeaderBytes:
+		return config{}, fmt.Errorf("-max-header must be at least %d, got %d", minMaxHeaderBytes, cfg.maxHeaderBytes)
 	case cfg.connSendBuffer <= 0:
 		return config{}, fmt.Errorf("-conn-send-buffer must be positive, got %d", cfg.connSendBuffer)
 	case cfg.logBuffer <= 0:
@@ -281,6 +291,15 @@ func readToken(tokenFile string, getenv func(string) string) (string, error) {
 	}
 	return token, nil
 }
+
+// defaultMaxHeaderBytes bounds a request's line and headers: net/http's own
+// default, 1 MiB, lets every request hold a mebibyte. 64 KiB leaves room for
+// long tokens and cookies. Below minMaxHeaderBytes, requests of the API
+// itself would not fit.
+const (
+	defaultMaxHeaderBytes = 64 << 10
+	minMaxHeaderBytes     = 4 << 10
+)
 
 // defaultConnSendBuffer is the default kernel send buffer of a connection.
 // Linux grows a connection's buffer up to 4 MiB by itself: two hundred

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"unsafe"
 
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
@@ -191,9 +192,27 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			return
 		}
 		ask := membership.GroupListOptions{After: after}
+		var work int64 // taken from replies for the sorting
 		if limit > 0 {
 			ask.Limit = limit + 1 // one more, to know whether a next page exists
+		} else {
+			// The whole list is sorted in memory that grows with the
+			// user's groups: take it from the replies budget first. A page
+			// of one tells how many there are, at no such cost.
+			var n int
+			if err := svc.UserGroups(r.Context(), uid, membership.GroupListOptions{After: after, Limit: 1}, func(total int, _ iter.Seq[string]) {
+				n = total
+			}); err != nil {
+				writeError(w, r, err)
+				return
+			}
+			work = int64(n) * int64(unsafe.Sizeof(""))
+			if !replies.TryTake(work) {
+				writeError(w, r, errRepliesBusy())
+				return
+			}
 		}
+		defer func() { replies.Give(work) }()
 		var body []byte
 		var total int
 		var last string
@@ -212,6 +231,10 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			if len(page) > 0 {
 				last = page[len(page)-1]
 			}
+			// The body takes over from the sorting's memory, so that a list
+			// larger than the whole budget is still sent when alone.
+			replies.Give(work)
+			work = 0
 			body, busy = encodeBounded(replies, stringsJSONLen(page), func(b []byte) []byte { return appendStrings(b, page) })
 		})
 		if err == nil {
@@ -250,30 +273,22 @@ func handleMember(svc *membership.Service) http.Handler {
 
 // handleReadyz answers 200 while the service takes traffic, writes
 // included; otherwise 503 unavailable, with the reason as the message: it is
-// shutting down, the store cannot take changes (see Options.Writable), or
-// the request bodies budget is spent.
-func handleReadyz(ready func() bool, writable func() error, bodies *budget.Bytes) http.Handler {
+// shutting down, or the store cannot take changes (see Options.Writable).
+// A spent budget of request bodies or replies does not make it unready:
+// clients cause that, and an instance taken out of a load balancer for it
+// would let a few of them take every instance out.
+func handleReadyz(ready func() bool, writable func() error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := notReady(ready, writable, bodies); err != nil {
+		if !ready() {
+			writeError(w, r, membership.Errorf(membership.CodeUnavailable, "the service is shutting down"))
+			return
+		}
+		if err := writable(); err != nil {
 			writeError(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
 	})
-}
-
-// notReady returns why the service cannot take writes now, or nil.
-func notReady(ready func() bool, writable func() error, bodies *budget.Bytes) error {
-	if !ready() {
-		return membership.Errorf(membership.CodeUnavailable, "the service is shutting down")
-	}
-	if err := writable(); err != nil {
-		return err
-	}
-	if !bodies.Has(firstBodyBuffer) {
-		return membership.Errorf(membership.CodeUnavailable, "the memory for request bodies (-body-memory) is spent: new writes are refused")
-	}
-	return nil
 }
 
 func handleHealthz() http.Handler {

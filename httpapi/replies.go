@@ -5,6 +5,7 @@ import (
 	"context"
 	"iter"
 	"sort"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -174,8 +175,8 @@ func (l *lists) build(ctx context.Context, svc *membership.Service, groupID stri
 		delete(l.building, groupID)
 		if e != nil {
 			l.cache.put(e)
-			if old, ok := l.sending[groupID]; !l.cache.holds(e) && (!ok || old.revision < e.revision) {
-				l.sending[groupID] = e
+			if old, ok := l.sending[e.groupID]; !l.cache.holds(e) && (!ok || old.revision < e.revision) {
+				l.sending[e.groupID] = e
 			}
 		}
 		l.mu.Unlock()
@@ -188,7 +189,9 @@ func (l *lists) build(ctx context.Context, svc *membership.Service, groupID stri
 		l.replies.Refuse()
 		return nil, errRepliesBusy()
 	}
-	e = &encodedList{groupID: groupID}
+	// The list outlives the request: its id must not share the request's
+	// memory.
+	e = &encodedList{groupID: strings.Clone(groupID)}
 	busy := false
 	rev, err := svc.ListMembers(ctx, groupID, membership.ListOptions{}, func(total int, members iter.Seq[membership.Member]) {
 		size, n := membersJSONLen(members)

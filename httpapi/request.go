@@ -63,6 +63,15 @@ func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int6
 		return changeRequest{}, err
 	}
 	req := changeRequest{users: users, held: int64(cap(body))}
+	if !within(body, users) {
+		// Decoded into a copy (an escaped form value, a JSON body): it
+		// takes memory of its own.
+		if !bodies.TryTake(int64(len(users))) {
+			bodies.Give(req.held)
+			return changeRequest{}, bodiesBusy()
+		}
+		req.held += int64(len(users))
+	}
 	if uid != "" {
 		var ok bool
 		if req.actingUID, ok = membership.ParseUID(uid); !ok {
@@ -128,6 +137,16 @@ func readBody(r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) ([]byte
 			return nil, membership.Errorf(membership.CodeInvalidBody, "reading the body: %v", err)
 		}
 	}
+}
+
+// within reports whether s lies in the memory of b.
+func within(b []byte, s string) bool {
+	if len(s) == 0 || len(b) == 0 {
+		return true
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	return start <= p && p+uintptr(len(s)) <= start+uintptr(len(b))
 }
 
 func bodiesBusy() error {

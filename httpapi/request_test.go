@@ -133,3 +133,35 @@ func TestObservedWriterHelpersIgnoreOtherWriters(t *testing.T) {
 		recordInternalError(w, assert.AnError)
 	})
 }
+
+// The users text decoded into a copy (an escaped form value, a JSON body)
+// is counted with the body; a plain form value points into the body and is
+// not counted twice.
+func TestReadChangeRequestCountsDecodedCopies(t *testing.T) {
+	for _, tt := range []struct {
+		name, contentType, body string
+		copied                  bool
+	}{
+		{"plain form", "", "users=[1,2]", false},
+		{"escaped form", "", "users=%5B1%2C2%5D", true},
+		{"JSON", "application/json", `{"users":[1,2]}`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bodies := budget.New(1 << 20)
+			r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader(tt.body))
+			if tt.contentType != "" {
+				r.Header.Set("Content-Type", tt.contentType)
+			}
+			req, err := readChangeRequest(httptest.NewRecorder(), r, 1000, bodies)
+			require.NoError(t, err)
+			assert.Equal(t, "[1,2]", req.users)
+			want := int64(len(tt.body) + 1) // the buffer: Content-Length + 1
+			if tt.copied {
+				want += int64(len(req.users))
+			}
+			assert.Equal(t, want, req.held)
+			assert.Equal(t, want, bodies.Used())
+			bodies.Give(req.held)
+		})
+	}
+}

@@ -30,7 +30,7 @@ func routes(d deps) []route {
 		{"GET", "/user-group/{uid}", handleUserGroups(svc, d.replies), false},
 		{"GET", "/changes", handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies), false},
 		{"GET", "/healthz", handleHealthz(), true},
-		{"GET", "/readyz", handleReadyz(opts.Ready, opts.Writable, d.bodies), true},
+		{"GET", "/readyz", handleReadyz(opts.Ready, opts.Writable), true},
 		{"GET", "/openapi.json", handleOpenAPI(), false},
 		{"GET", "/metrics", handleMetrics(d), false},
 	}

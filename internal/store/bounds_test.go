@@ -3,8 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -188,4 +192,74 @@ func TestMemoryCountsAgreeWithTheStore(t *testing.T) {
 	loaded.importState(m.exportState())
 	checkCounts(t, loaded, "a load")
 	assert.Equal(t, m.counts.members.Load(), loaded.counts.members.Load())
+}
+
+// A group and its changes keep their id in memory of their own: the id a
+// request names may share the memory of a whole request line.
+func TestMemoryKeepsItsOwnCopyOfGroupIDs(t *testing.T) {
+	ctx := context.Background()
+	line := "g" + strings.Repeat("x", 1<<20) // the request line the id came from
+	id := line[:1]
+	m := NewMemory()
+	_, err := m.AddMembers(ctx, id, uidRange(1, 2))
+	require.NoError(t, err)
+	_, err = m.RemoveMembers(ctx, id, []membership.UID{1})
+	require.NoError(t, err)
+	lineData := unsafe.StringData(line)
+	g := m.shardOf("g").groups["g"]
+	require.NotNil(t, g)
+	assert.NotSame(t, lineData, unsafe.StringData(g.id))
+	for _, c := range allChanges(t, m, 0) {
+		assert.NotSame(t, lineData, unsafe.StringData(c.GroupID), "change %d", c.Revision)
+	}
+	m.shardOf("g").mu.RLock()
+	defer m.shardOf("g").mu.RUnlock()
+	for key := range m.shardOf("g").groups {
+		assert.NotSame(t, lineData, unsafe.StringData(key), "the map key")
+	}
+}
+
+// A page of a user's groups is the smallest ids after After, in order,
+// found with memory for the page only; the whole list is every id.
+func TestUserGroupsPagesAgreeWithTheWholeList(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 6))
+	m := NewMemory()
+	var want []string
+	for i := range 500 {
+		id := fmt.Sprintf("g%05d-%d", rng.IntN(100000), i)
+		want = append(want, id)
+		_, err := m.AddMembers(ctx, id, []membership.User{{UID: 7}})
+		require.NoError(t, err)
+	}
+	slices.Sort(want)
+	userGroups := func(opts membership.GroupListOptions) (int, []string) {
+		var total int
+		var got []string
+		require.NoError(t, m.UserGroups(ctx, 7, opts, func(n int, ids iter.Seq[string]) {
+			total = n
+			got = slices.Collect(ids)
+		}))
+		return total, got
+	}
+	total, all := userGroups(membership.GroupListOptions{})
+	assert.Equal(t, 500, total)
+	assert.Equal(t, want, all)
+	for _, limit := range []int{1, 7, 499, 500, 1000} {
+		var walked []string
+		after := ""
+		for {
+			total, page := userGroups(membership.GroupListOptions{After: after, Limit: limit})
+			require.Equal(t, 500, total)
+			require.LessOrEqual(t, len(page), limit)
+			if len(page) == 0 {
+				break
+			}
+			walked = append(walked, page...)
+			after = page[len(page)-1]
+		}
+		assert.Equal(t, want, walked, "limit %d", limit)
+	}
+	_, rest := userGroups(membership.GroupListOptions{After: want[249]})
+	assert.Equal(t, want[250:], rest, "after without limit")
 }

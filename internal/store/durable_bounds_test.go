@@ -68,12 +68,22 @@ func TestDurableCommitHasADeadline(t *testing.T) {
 	assert.Contains(t, d.Writable().Error(), "waited on the disk")
 	assert.Equal(t, uint64(1), d.stats.commitTimeouts.Load())
 
+	// Now a new change fails at once: queued, it would only wait out the
+	// deadline behind the stuck write.
+	_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 5}})
+	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
+	assert.Contains(t, err.Error(), "nothing was changed")
+	assert.Equal(t, uint64(1), d.stats.commitTimeouts.Load(), "it did not wait for the deadline")
+
 	release()
 	assert.Eventually(t, func() bool {
 		_, ok, err := d.Member(ctx, "g", 1)
 		return err == nil && ok
 	}, 10*time.Second, time.Millisecond, "the change that timed out is applied once the disk takes it")
 	assert.NoError(t, d.Writable())
+	_, ok, err := d.Member(ctx, "g", 5)
+	require.NoError(t, err)
+	assert.False(t, ok, "the change refused at once was never queued")
 }
 
 // While the disk is stuck, changes queue up to the queue's bound; past it

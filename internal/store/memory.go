@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"iter"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -76,6 +77,10 @@ type shard struct {
 }
 
 type group struct {
+	// id is the group's id, in memory of its own: the id a request names
+	// may share the memory of the whole request line, and the group, its
+	// map key and its changes outlive the request.
+	id       string
 	members  members
 	revision membership.Revision // of the last change of its members
 	number   uint32              // in the reverse index
@@ -194,8 +199,9 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 		return membership.Result{Revision: m.revisionOf(g)}, nil
 	}
 	if g == nil {
-		g = &group{number: m.groupNumbers.number(groupID)}
-		s.groups[groupID] = g
+		id := strings.Clone(groupID)
+		g = &group{id: id, number: m.groupNumbers.number(id)}
+		s.groups[id] = g
 		m.counts.groups.Add(1)
 	}
 	var added []membership.UID
@@ -238,7 +244,7 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 		}
 		added = nil // a change of nicknames only
 	}
-	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: groupID, UIDs: added, Nicknames: nicknames})
+	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: nicknames})
 	g.revision = rev
 	if len(nicknames) > 0 {
 		m.nicknamesRevision.Store(uint64(rev))
@@ -306,7 +312,7 @@ func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []members
 	}
 	slices.Sort(removed)
 	m.counts.members.Add(-int64(len(removed)))
-	rev := m.feed.record(membership.Change{Op: membership.OpRemove, GroupID: groupID, UIDs: tight(removed)})
+	rev := m.feed.record(membership.Change{Op: membership.OpRemove, GroupID: g.id, UIDs: tight(removed)})
 	if g.members.size == 0 {
 		m.counts.groups.Add(-1)
 		delete(s.groups, groupID)
@@ -437,33 +443,84 @@ func (m *Memory) allMembersWithNicknames(groupID string, users []membership.User
 }
 
 // UserGroups implements membership.Store. A user's group ids are sorted
-// here, when listed, so a page costs O(k log k) for a user in k groups.
+// here, when listed: a page of l groups costs O(k log l) time and O(l)
+// memory for a user in k groups, however deep the page; the whole list
+// O(k log k) and O(k).
 func (m *Memory) UserGroups(_ context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
 	r := m.reverseShardOf(uid)
+	var page []string
+	top := newTopStrings(opts.Limit)
+	total := 0
 	r.mu.RLock()
-	numbers := r.pairs.groupsOf(uid, nil)
 	// While r is locked, no group of uid can be emptied, so none of these
 	// numbers can be freed and given to another group.
 	m.groupNumbers.mu.RLock()
-	ids := make([]string, len(numbers))
-	for i, n := range numbers {
-		ids[i] = m.groupNumbers.names[n]
-	}
+	r.pairs.eachGroupOf(uid, func(n uint32) {
+		total++
+		id := m.groupNumbers.names[n]
+		if id <= opts.After { // "" is before every id
+			return
+		}
+		if opts.Limit > 0 {
+			top.add(id)
+		} else {
+			page = append(page, id)
+		}
+	})
 	m.groupNumbers.mu.RUnlock()
 	r.mu.RUnlock()
 
-	slices.Sort(ids)
-	page := ids
-	if opts.After != "" {
-		i, found := slices.BinarySearch(page, opts.After)
-		if found {
-			i++
-		}
-		page = page[i:]
+	if opts.Limit > 0 {
+		page = top.sorted()
+	} else {
+		slices.Sort(page)
 	}
-	if opts.Limit > 0 && len(page) > opts.Limit {
-		page = page[:opts.Limit]
-	}
-	list(len(ids), slices.Values(page))
+	list(total, slices.Values(page))
 	return nil
+}
+
+// topStrings keeps the n smallest strings added: a max-heap of them, so
+// that a page of a user's groups costs memory for the page only.
+type topStrings struct {
+	n int
+	h []string // a max-heap
+}
+
+func newTopStrings(n int) *topStrings { return &topStrings{n: n} }
+
+func (t *topStrings) add(s string) {
+	switch {
+	case len(t.h) < t.n:
+		t.h = append(t.h, s)
+		for i := len(t.h) - 1; i > 0; { // sift up
+			parent := (i - 1) / 2
+			if t.h[parent] >= t.h[i] {
+				break
+			}
+			t.h[parent], t.h[i] = t.h[i], t.h[parent]
+			i = parent
+		}
+	case t.n > 0 && s < t.h[0]:
+		t.h[0] = s
+		for i := 0; ; { // sift down
+			largest, l, r := i, 2*i+1, 2*i+2
+			if l < len(t.h) && t.h[l] > t.h[largest] {
+				largest = l
+			}
+			if r < len(t.h) && t.h[r] > t.h[largest] {
+				largest = r
+			}
+			if largest == i {
+				break
+			}
+			t.h[i], t.h[largest] = t.h[largest], t.h[i]
+			i = largest
+		}
+	}
+}
+
+// sorted returns the strings kept, in ascending order.
+func (t *topStrings) sorted() []string {
+	slices.Sort(t.h)
+	return t.h
 }

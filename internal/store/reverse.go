@@ -147,20 +147,19 @@ func (s *pairSet) hasUID(uid membership.UID) bool {
 	return c[j].uid == uid
 }
 
-// groupsOf appends the group numbers of uid to dst.
-func (s *pairSet) groupsOf(uid membership.UID, dst []uint32) []uint32 {
+// eachGroupOf calls fn with each group number of uid, in number order.
+func (s *pairSet) eachGroupOf(uid membership.UID, fn func(n uint32)) {
 	if len(s.chunks) == 0 {
-		return dst
+		return
 	}
 	i, j := s.position(pair{uid: uid})
 	for ; i < len(s.chunks); i, j = i+1, 0 {
 		c := s.chunks[i]
 		for ; j < len(c); j++ {
 			if c[j].uid != uid {
-				return dst
+				return
 			}
-			dst = append(dst, c[j].group)
+			fn(c[j].group)
 		}
 	}
-	return dst
 }

@@ -99,7 +99,7 @@ func (m *Memory) importState(st *state) {
 		if len(g.uids) == 0 {
 			continue
 		}
-		grp := &group{number: m.groupNumbers.number(g.id), revision: g.revision}
+		grp := &group{id: g.id, number: m.groupNumbers.number(g.id), revision: g.revision}
 		grp.members.fill(g.uids)
 		m.shardOf(g.id).groups[g.id] = grp
 		m.counts.groups.Add(1)
