@@ -189,9 +189,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := newFlagSet(&cfg, stderr)
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	return cfg, checkFlags(fs, cfg)
+}
+
+// newFlagSet returns the program's flags, which set cfg.
+func newFlagSet(cfg *config, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("membership", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cfg config
 	fs.StringVar(&cfg.addr, "addr", ":8080", "`address` to listen on, host:port")
 	fs.Int64Var(&cfg.maxBodyBytes, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body accepted, in `bytes`")
 	fs.Int64Var(&cfg.bodyMemory, "body-memory", httpapi.DefaultBodyMemoryBytes, "memory for all the request bodies being read at once, in `bytes`; past it, new writes get 503")
@@ -219,49 +228,52 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return config{}, err
-	}
+	return fs
+}
+
+// checkFlags returns an error naming the first flag whose value cfg cannot
+// run with, or a stray argument.
+func checkFlags(fs *flag.FlagSet, cfg config) error {
 	switch {
 	case fs.NArg() > 0:
-		return config{}, fmt.Errorf("unexpected argument %q: membership takes only flags (see -h)", fs.Arg(0))
+		return fmt.Errorf("unexpected argument %q: membership takes only flags (see -h)", fs.Arg(0))
 	case cfg.maxBodyBytes <= 0:
-		return config{}, fmt.Errorf("-max-body must be positive, got %d", cfg.maxBodyBytes)
+		return fmt.Errorf("-max-body must be positive, got %d", cfg.maxBodyBytes)
 	case cfg.bodyMemory < cfg.maxBodyBytes:
-		return config{}, fmt.Errorf("-body-memory must be at least -max-body (%d), got %d", cfg.maxBodyBytes, cfg.bodyMemory)
+		return fmt.Errorf("-body-memory must be at least -max-body (%d), got %d", cfg.maxBodyBytes, cfg.bodyMemory)
 	case cfg.replyMemory <= 0:
-		return config{}, fmt.Errorf("-reply-memory must be positive, got %d", cfg.replyMemory)
+		return fmt.Errorf("-reply-memory must be positive, got %d", cfg.replyMemory)
 	case cfg.changesReplyBytes <= 0:
-		return config{}, fmt.Errorf("-changes-reply-bytes must be positive, got %d", cfg.changesReplyBytes)
+		return fmt.Errorf("-changes-reply-bytes must be positive, got %d", cfg.changesReplyBytes)
 	case cfg.changesKeepBytes <= 0:
-		return config{}, fmt.Errorf("-changes-keep-bytes must be positive, got %d", cfg.changesKeepBytes)
+		return fmt.Errorf("-changes-keep-bytes must be positive, got %d", cfg.changesKeepBytes)
 	case cfg.commitTimeout <= 0:
-		return config{}, fmt.Errorf("-commit-timeout must be positive, got %s", cfg.commitTimeout)
+		return fmt.Errorf("-commit-timeout must be positive, got %s", cfg.commitTimeout)
 	case cfg.commitQueueBytes <= 0:
-		return config{}, fmt.Errorf("-commit-queue-bytes must be positive, got %d", cfg.commitQueueBytes)
+		return fmt.Errorf("-commit-queue-bytes must be positive, got %d", cfg.commitQueueBytes)
 	case cfg.maxHeaderBytes < minMaxHeaderBytes:
-		return config{}, fmt.Errorf("-max-header must be at least %d, got %d", minMaxHeaderBytes, cfg.maxHeaderBytes)
+		return fmt.Errorf("-max-header must be at least %d, got %d", minMaxHeaderBytes, cfg.maxHeaderBytes)
 	case cfg.connSendBuffer <= 0:
-		return config{}, fmt.Errorf("-conn-send-buffer must be positive, got %d", cfg.connSendBuffer)
+		return fmt.Errorf("-conn-send-buffer must be positive, got %d", cfg.connSendBuffer)
 	case cfg.logBuffer <= 0:
-		return config{}, fmt.Errorf("-log-buffer must be positive, got %d", cfg.logBuffer)
+		return fmt.Errorf("-log-buffer must be positive, got %d", cfg.logBuffer)
 	case cfg.maxUsers <= 0:
-		return config{}, fmt.Errorf("-max-users must be positive, got %d", cfg.maxUsers)
+		return fmt.Errorf("-max-users must be positive, got %d", cfg.maxUsers)
 	case cfg.listCache < 0:
-		return config{}, fmt.Errorf("-list-cache must be 0 or more, got %d", cfg.listCache)
+		return fmt.Errorf("-list-cache must be 0 or more, got %d", cfg.listCache)
 	case cfg.changesKeep < 0:
-		return config{}, fmt.Errorf("-changes-keep must be 0 or more, got %d", cfg.changesKeep)
+		return fmt.Errorf("-changes-keep must be 0 or more, got %d", cfg.changesKeep)
 	case cfg.shutdownDelay < 0:
-		return config{}, fmt.Errorf("-shutdown-delay must not be negative, got %s", cfg.shutdownDelay)
+		return fmt.Errorf("-shutdown-delay must not be negative, got %s", cfg.shutdownDelay)
 	case cfg.snapshotSize <= 0:
-		return config{}, fmt.Errorf("-snapshot-bytes must be positive, got %d", cfg.snapshotSize)
+		return fmt.Errorf("-snapshot-bytes must be positive, got %d", cfg.snapshotSize)
 	case cfg.logFormat != "text" && cfg.logFormat != "json":
-		return config{}, fmt.Errorf("-log-format must be text or json, got %q", cfg.logFormat)
+		return fmt.Errorf("-log-format must be text or json, got %q", cfg.logFormat)
 	case cfg.dataDir != "" && largestRecord(cfg) > wal.MaxPayload:
-		return config{}, fmt.Errorf("with -data-dir, -max-body %d and -max-users %d allow a change of up to %d bytes, "+
+		return fmt.Errorf("with -data-dir, -max-body %d and -max-users %d allow a change of up to %d bytes, "+
 			"more than one log record holds (%d): lower one of them", cfg.maxBodyBytes, cfg.maxUsers, largestRecord(cfg), wal.MaxPayload)
 	}
-	return cfg, nil
+	return nil
 }
 
 // largestRecord bounds the log record of one change the flags allow. A

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -200,6 +201,36 @@ func get(t *testing.T, url string) (*http.Response, string) {
 	return resp, string(body)
 }
 
+// getBody is get for goroutines other than the test's: it returns its
+// error rather than failing the test from there.
+func getBody(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
+}
+
+func errText(err error) string {
+	if err != nil {
+		return " error: " + err.Error()
+	}
+	return ""
+}
+
+// waitInFlight waits until srv answers n requests besides the scrape that
+// asks: a long-poll has reached its handler, and waits there.
+func waitInFlight(t *testing.T, srv *httptest.Server, n int) {
+	t.Helper()
+	want := fmt.Sprintf("\nmembership_http_requests_in_flight %d\n", n+1)
+	require.Eventually(t, func() bool {
+		body, err := getBody(srv.URL + "/metrics")
+		return err == nil && strings.Contains(body, want)
+	}, 10*time.Second, time.Millisecond, "no request in flight")
+}
+
 func TestChangesLongPoll(t *testing.T) {
 	stopping := make(chan struct{})
 	svc := membership.NewService(store.NewMemory(), testMaxUsers)
@@ -210,16 +241,17 @@ func TestChangesLongPoll(t *testing.T) {
 			body string
 			took time.Duration
 		}
-		got := make(chan reply)
+		got := make(chan reply, 1)
 		start := time.Now()
 		go func() {
-			_, body := get(t, srv.URL+"/changes?after=0&wait=30s")
-			got <- reply{body, time.Since(start)}
+			body, err := getBody(srv.URL + "/changes?after=0&wait=30s")
+			got <- reply{body + errText(err), time.Since(start)}
 		}()
+		waitInFlight(t, srv, 1)
 		select {
 		case r := <-got:
 			t.Fatalf("the long-poll answered before any change: %s", r.body)
-		case <-time.After(100 * time.Millisecond):
+		default:
 		}
 		_, err := svc.AddMembers(context.Background(), "g", "[7]")
 		require.NoError(t, err)
@@ -241,12 +273,12 @@ func TestChangesLongPoll(t *testing.T) {
 	})
 
 	t.Run("a shutdown ends the wait", func(t *testing.T) {
-		got := make(chan string)
+		got := make(chan string, 1)
 		go func() {
-			_, body := get(t, srv.URL+"/changes?after=1&wait=60s")
-			got <- body
+			body, err := getBody(srv.URL + "/changes?after=1&wait=60s")
+			got <- body + errText(err)
 		}()
-		time.Sleep(50 * time.Millisecond)
+		waitInFlight(t, srv, 1)
 		close(stopping)
 		select {
 		case body := <-got:
@@ -301,8 +333,8 @@ func TestChangesFeedWithConcurrentWriters(t *testing.T) {
 			// Read before the poll: an empty poll that began after the
 			// writers were done means there is nothing left.
 			finished := writersDone.Load()
-			resp, body := get(t, srv.URL+"/changes?limit=5&wait=300ms&after="+strconv.Itoa(after))
-			if !assert.Equal(t, http.StatusOK, resp.StatusCode, body) {
+			body, err := getBody(srv.URL + "/changes?limit=5&wait=300ms&after=" + strconv.Itoa(after))
+			if !assert.NoError(t, err) {
 				return
 			}
 			var page []change
