@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -373,6 +374,19 @@ func files(dir string) (logs, snapshots []uint64, err error) {
 	return logs, snapshots, nil
 }
 
+// markerName is a file that says the directory has held data, written
+// once its first log exists: a directory with it and no log nor snapshot
+// lost its files, and is not taken for a new one.
+const markerName = "DATA"
+
+func writeMarker(dir string) error {
+	path := filepath.Join(dir, markerName)
+	if err := os.WriteFile(path, []byte("This directory holds the data of a membership service. Do not delete files from it.\n"), fileMode); err != nil {
+		return err
+	}
+	return errors.Join(syncFile(path), syncDir(dir))
+}
+
 // removeTemps removes the temporary files a crash left behind.
 func removeTemps(dir string) error {
 	tmps, err := filepath.Glob(filepath.Join(dir, "*.tmp"))
@@ -406,12 +420,23 @@ func (d *Durable) recover() error {
 	if err := checkChain(d.dir, base, logs); err != nil {
 		return err
 	}
+	marker := filepath.Join(d.dir, markerName)
 	if len(logs) == 0 {
+		if _, err := os.Stat(marker); err == nil {
+			return fmt.Errorf("the data directory %s has held data (it has %s) but has no log and no snapshot now: "+
+				"its files were moved or deleted; refusing to start empty. Restore them from a backup, "+
+				"or remove %s to start with no data", d.dir, markerName, marker)
+		}
 		// A new directory.
 		if err := createLog(d.dir, 1, 0); err != nil {
 			return err
 		}
 		logs = []uint64{1}
+	}
+	if _, err := os.Stat(marker); errors.Is(err, fs.ErrNotExist) {
+		if err := writeMarker(d.dir); err != nil {
+			return err
+		}
 	}
 	version := wal.Version
 	for i, seq := range logs {

@@ -98,7 +98,7 @@ func TestDurableSnapshotsAndCompacts(t *testing.T) {
 	}
 	// The snapshot before the newest is kept with the logs after it, so
 	// that a damaged newest snapshot can be recovered from.
-	assert.LessOrEqual(t, len(entries), 6, "LOCK, two snapshots and at most three logs: %v", names)
+	assert.LessOrEqual(t, len(entries), 7, "LOCK, DATA, two snapshots and at most three logs: %v", names)
 	assert.Less(t, total, int64(32<<10), "the directory holds the state, not its history: %v", names)
 
 	d = openTestDurable(t, dir, DurableOptions{})

@@ -138,3 +138,25 @@ func TestDurableLogsSayTheRevisionTheyStartAt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(st.lastRevision), h.StartRevision)
 }
+
+// A directory that has held data and lost all its logs and snapshots is
+// refused, not taken for a new one (issue 11, items 4 and 5).
+func TestDurableRefusesADirectoryThatLostItsFiles(t *testing.T) {
+	dir, snapshots, logs, _ := sixtyWithSnapshots(t)
+	for _, s := range snapshots {
+		require.NoError(t, os.Remove(snapshotPath(dir, s)))
+	}
+	for _, l := range logs {
+		require.NoError(t, os.Remove(logPath(dir, l)))
+	}
+	_, err := OpenDurable(dir, DurableOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "has held data")
+	assert.Contains(t, err.Error(), "Restore them from a backup")
+
+	require.NoError(t, os.Remove(filepath.Join(dir, markerName)))
+	d := openTestDurable(t, dir, DurableOptions{})
+	defer d.Close()
+	got, _ := listAll(t, d, "g")
+	assert.Empty(t, got, "without the marker, the operator chose to start empty")
+}
