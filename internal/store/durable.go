@@ -185,7 +185,7 @@ func OpenDurable(dir string, opts DurableOptions) (*Durable, error) {
 	}
 	if opts.openLog == nil {
 		opts.openLog = func(path string) (logFile, error) {
-			return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			return wal.OpenAppend(path)
 		}
 	}
 	if opts.probe == nil {
@@ -384,7 +384,7 @@ func writeMarker(dir string) error {
 	if err := os.WriteFile(path, []byte("This directory holds the data of a membership service. Do not delete files from it.\n"), fileMode); err != nil {
 		return err
 	}
-	return errors.Join(syncFile(path), syncDir(dir))
+	return errors.Join(wal.SyncFile(path), wal.SyncDir(dir))
 }
 
 // removeTemps removes the temporary files a crash left behind.
@@ -539,34 +539,12 @@ func (d *Durable) moveToRepair(path string) (string, error) {
 	if err := os.Rename(path, filepath.Join(dir, filepath.Base(path))); err != nil {
 		return "", err
 	}
-	return dir, errors.Join(syncDir(dir), syncDir(d.dir))
+	return dir, errors.Join(wal.SyncDir(dir), wal.SyncDir(d.dir))
 }
 
-// createLog creates log seq with its header, durably: it follows the state
-// at startRevision. When it fails it
-// removes what it created, so that a later attempt can start afresh.
-func createLog(dir string, seq, startRevision uint64) (err error) {
-	path := logPath(dir, seq)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fileMode)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(path)
-		}
-	}()
-	if _, err := f.Write(wal.Header(startRevision)); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return syncDir(dir)
+// createLog creates log seq of dir, following the state at startRevision.
+func createLog(dir string, seq, startRevision uint64) error {
+	return wal.Create(logPath(dir, seq), startRevision)
 }
 
 // replay applies the records of log seq, in one pass, and returns the size
@@ -588,7 +566,7 @@ func (d *Durable) replay(seq uint64, last bool, later []uint64) (size int64, ver
 		if err := os.WriteFile(path, wal.Header(uint64(d.mem.feed.stats().last)), fileMode); err != nil {
 			return 0, 0, err
 		}
-		return wal.HeaderSize, wal.Version, syncFile(path)
+		return wal.HeaderSize, wal.Version, wal.SyncFile(path)
 	}
 	before := d.mem.feed.stats().last
 	if h, err := wal.ReadHeader(data); err == nil && h.Version >= 2 && h.StartRevision != uint64(before) {
@@ -613,7 +591,7 @@ func (d *Durable) replay(seq uint64, last bool, later []uint64) (size int64, ver
 		return 0, 0, fmt.Errorf("%s: %w", path, err)
 	case res.Torn > 0 && last:
 		d.logger.Warn("truncating a torn write at the end of the log", "file", path, "offset", res.End, "bytes", res.Torn)
-		return res.End, res.Version, truncateFile(path, res.End)
+		return res.End, res.Version, wal.Truncate(path, res.End)
 	case res.Torn > 0:
 		damage = &wal.Damage{Offset: res.End, Reason: fmt.Sprintf("an incomplete record of %d bytes, and later logs follow", res.Torn)}
 	default:
@@ -649,7 +627,7 @@ func (d *Durable) repairLog(seq uint64, data []byte, offset int64, later []uint6
 	if err := os.WriteFile(tail, data[offset:], fileMode); err != nil {
 		return "", err
 	}
-	if err := syncFile(tail); err != nil {
+	if err := wal.SyncFile(tail); err != nil {
 		return "", err
 	}
 	for _, s := range later {
@@ -657,13 +635,13 @@ func (d *Durable) repairLog(seq uint64, data []byte, offset int64, later []uint6
 			return "", err
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := wal.SyncDir(dir); err != nil {
 		return "", err
 	}
-	if err := truncateFile(logPath(d.dir, seq), offset); err != nil {
+	if err := wal.Truncate(logPath(d.dir, seq), offset); err != nil {
 		return "", err
 	}
-	return dir, syncDir(d.dir)
+	return dir, wal.SyncDir(d.dir)
 }
 
 // repairDir creates DIR/repair-<time>, where a repair keeps what it drops.
@@ -678,22 +656,6 @@ func (d *Durable) repairDir() (string, error) {
 // errLogsRemoved is not an error for the caller: replay returns it after a
 // repair moved away the logs that came after the one it cut.
 var errLogsRemoved = errors.New("logs removed")
-
-func truncateFile(path string, size int64) error {
-	if err := os.Truncate(path, size); err != nil {
-		return err
-	}
-	return syncFile(path)
-}
-
-func syncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
 
 // apply applies c to memory. Memory gives it its revision, so replaying the
 // log after the same snapshot gives every change the revision it had.
@@ -1012,7 +974,7 @@ func writeProbe(dir string) error {
 	path := filepath.Join(dir, "probe.tmp")
 	err := os.WriteFile(path, make([]byte, 4096), fileMode)
 	if err == nil {
-		err = syncFile(path)
+		err = wal.SyncFile(path)
 	}
 	return errors.Join(err, os.Remove(path))
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 
+	"example.com/groupmembership/internal/wal"
 	"example.com/groupmembership/membership"
 )
 
@@ -204,7 +205,7 @@ func writeSnapshot(dir, path string, st *state) (err error) {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return wal.SyncDir(dir)
 }
 
 // readSnapshot reads the snapshot at path.
@@ -445,14 +446,4 @@ func readChanges(r *bytes.Reader, last membership.Revision) ([]membership.Change
 		changes = append(changes, c)
 	}
 	return changes, nil
-}
-
-// syncDir fsyncs a directory, so that files created or renamed in it stay.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -30,6 +30,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"os"
+	"path/filepath"
 )
 
 // The header.
@@ -199,4 +201,74 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// Create creates the log at path, with the header of a log that follows the
+// state at startRevision, durably: the file and its directory are synced.
+// The file is 0600. When it fails, it removes what it created.
+func Create(path string, startRevision uint64) (err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(path)
+		}
+	}()
+	if _, err := f.Write(Header(startRevision)); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// OpenAppend opens the log at path for appending records.
+func OpenAppend(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+}
+
+// ReadFile reads the log at path as Read does, and returns its bytes too.
+func ReadFile(path string, each func(payload []byte) error) ([]byte, Result, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	res, err := Read(data, each)
+	return data, res, err
+}
+
+// Truncate cuts the log at path to size, durably.
+func Truncate(path string, size int64) error {
+	if err := os.Truncate(path, size); err != nil {
+		return err
+	}
+	return SyncFile(path)
+}
+
+// SyncFile fsyncs the file at path.
+func SyncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// SyncDir fsyncs the directory dir, so that the names of the files created,
+// renamed or removed in it are durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -173,4 +175,39 @@ func TestReadStopsAtTheCallersError(t *testing.T) {
 	assert.ErrorIs(t, err, stop)
 	assert.Equal(t, 1, res.Records, "the record that failed is not counted")
 	assert.Equal(t, int64(HeaderSize+12+1), res.End, "End is where the failing record starts")
+}
+
+// A log created, appended to, read back and cut, on disk.
+func TestCreateAppendReadTruncate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log-1.wal")
+	require.NoError(t, Create(path, 42))
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	assert.Error(t, Create(path, 42), "never over an existing log")
+
+	f, err := OpenAppend(path)
+	require.NoError(t, err)
+	var buf []byte
+	for _, p := range []string{"one", "two"} {
+		buf, err = Append(buf, func(b []byte) []byte { return append(b, p...) })
+		require.NoError(t, err)
+	}
+	_, err = f.Write(buf)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+
+	var got []string
+	_, res, err := ReadFile(path, func(p []byte) error { got = append(got, string(p)); return nil })
+	require.NoError(t, err)
+	assert.Equal(t, []string{"one", "two"}, got)
+	assert.Equal(t, uint64(42), res.StartRevision)
+
+	require.NoError(t, Truncate(path, int64(HeaderSize+12+3)))
+	got = nil
+	_, res, err = ReadFile(path, func(p []byte) error { got = append(got, string(p)); return nil })
+	require.NoError(t, err)
+	assert.Equal(t, []string{"one"}, got)
+	assert.Zero(t, res.Torn)
 }
