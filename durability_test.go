@@ -395,3 +395,26 @@ func TestTheBinaryRefusesADamagedDirectory(t *testing.T) {
 	out = runExpectingRefusal(t, args...)
 	assert.Contains(t, out, "no snapshot is here")
 }
+
+// A log deleted under the running binary: the next write is refused before
+// it is acknowledged, /readyz says why, and a restart refuses to start empty
+// (issue 11, item 5).
+func TestTheBinaryNoticesItsLogDeleted(t *testing.T) {
+	dir := t.TempDir()
+	p := startProcess(t, "-data-dir", dir)
+	require.True(t, change(p.base, "POST", "g", 1))
+	logs, err := filepath.Glob(filepath.Join(dir, "log-*.wal"))
+	require.NoError(t, err)
+	for _, l := range logs {
+		require.NoError(t, os.Remove(l))
+	}
+	assert.False(t, change(p.base, "POST", "g", 2), "not acknowledged")
+	status, body := send(t, "GET", p.base+"/readyz", "")
+	assert.Equal(t, http.StatusServiceUnavailable, status)
+	assert.Contains(t, body, "is gone from the data directory")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	_ = p.cmd.Wait()
+
+	out := runExpectingRefusal(t, "-data-dir", dir)
+	assert.Contains(t, out, "has held data")
+}
