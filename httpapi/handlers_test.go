@@ -586,6 +586,8 @@ func TestPagingAndCounts(t *testing.T) {
 		{"after the last", "/group-user/team%2Fa?limit=3&after=9", `[]`, "", "5"},
 		{"after without limit", "/group-user/team%2Fa?after=5", `[{"uid":7,"nickname":""},{"uid":9,"nickname":""}]`, "", "5"},
 		{"unknown group", "/group-user/nobody?limit=3", `[]`, "", "0"},
+		{"the documented largest page", "/group-user/team%2Fa?limit=10000&after=7", `[{"uid":9,"nickname":""}]`, "", "5"},
+		{"the groups of a user, the largest page", "/user-group/3?limit=10000", `["team/a"]`, "", "1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

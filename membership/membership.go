@@ -92,7 +92,9 @@ type ChangeOptions struct {
 // order.
 type ListFunc func(total int, members iter.Seq[Member])
 
-// MaxPageSize is the largest page a list may ask for.
+// MaxPageSize is the largest page a client may ask for. ListMembers and
+// UserGroups take one more: a caller asks for one more than its page to know
+// whether another follows.
 const MaxPageSize = 10000
 
 // ListOptions select a page of a group's members by uid (keyset paging): the

@@ -62,7 +62,7 @@ func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOpti
 	if err := ValidateGroupID(groupID); err != nil {
 		return 0, err
 	}
-	if opts.Limit < 0 || opts.Limit > MaxPageSize || opts.After < 0 {
+	if opts.Limit < 0 || opts.Limit > MaxPageSize+1 || opts.After < 0 {
 		return 0, Errorf(CodeInvalidQuery, "limit must be from 1 to %d and after a uid", MaxPageSize)
 	}
 	return s.store.ListMembers(ctx, groupID, opts, list)
@@ -110,7 +110,7 @@ func (s *Service) parse(groupID, usersJSON string) ([]User, error) {
 //
 // Errors: CodeInvalidQuery, and whatever the Store returns.
 func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) error {
-	if opts.Limit < 0 || opts.Limit > MaxPageSize {
+	if opts.Limit < 0 || opts.Limit > MaxPageSize+1 {
 		return Errorf(CodeInvalidQuery, "limit must be from 1 to %d", MaxPageSize)
 	}
 	if opts.After != "" {
