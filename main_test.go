@@ -244,6 +244,8 @@ func TestTokenFromEnvironmentOrFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte("  from-file\n"), 0o600))
 	empty := filepath.Join(t.TempDir(), "empty")
 	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
+	twoLines := filepath.Join(t.TempDir(), "two-lines")
+	require.NoError(t, os.WriteFile(twoLines, []byte("first\nsecond\n"), 0o600))
 	env := func(v string) func(string) string {
 		return func(k string) string {
 			if k == "MEMBERSHIP_TOKEN" {
@@ -264,6 +266,9 @@ func TestTokenFromEnvironmentOrFile(t *testing.T) {
 		{"file wins over environment", file, env("from-env"), "from-file", ""},
 		{"empty file", empty, env(""), "", "is empty"},
 		{"missing file", filepath.Join(t.TempDir(), "nope"), env(""), "", "reading the token"},
+		{"a newline inside the token", twoLines, env(""), "", `no HTTP header can carry after "Bearer " ('\n' at byte 5)`},
+		{"a space inside the token", "", env("two words"), "", "no HTTP header can carry"},
+		{"a control character", "", env("x\x01y"), "", "no HTTP header can carry"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

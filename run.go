@@ -291,7 +291,11 @@ func largestRecord(cfg config) int64 {
 // spaces and newlines around it, or else MEMBERSHIP_TOKEN. "" means none.
 func readToken(tokenFile string, getenv func(string) string) (string, error) {
 	if tokenFile == "" {
-		return strings.TrimSpace(getenv("MEMBERSHIP_TOKEN")), nil
+		token := strings.TrimSpace(getenv("MEMBERSHIP_TOKEN"))
+		if err := checkToken(token); err != nil {
+			return "", fmt.Errorf("the token in MEMBERSHIP_TOKEN %w", err)
+		}
+		return token, nil
 	}
 	b, err := os.ReadFile(tokenFile)
 	if err != nil {
@@ -301,7 +305,21 @@ func readToken(tokenFile string, getenv func(string) string) (string, error) {
 	if token == "" {
 		return "", fmt.Errorf("the token file %s is empty", tokenFile)
 	}
+	if err := checkToken(token); err != nil {
+		return "", fmt.Errorf("the token in %s %w", tokenFile, err)
+	}
 	return token, nil
+}
+
+// checkToken returns an error unless a client can send token in an
+// Authorization header: no control character, no space.
+func checkToken(token string) error {
+	for i := 0; i < len(token); i++ {
+		if c := token[i]; c <= ' ' || c == 0x7f {
+			return fmt.Errorf("has a character no HTTP header can carry after \"Bearer \" (%q at byte %d): a token is one line of printable characters", c, i)
+		}
+	}
+	return nil
 }
 
 // defaultMaxHeaderBytes bounds a request's line and headers: net/http's own

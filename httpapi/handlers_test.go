@@ -761,7 +761,7 @@ func TestAuth(t *testing.T) {
 			needs := !rt.open && (rt.write || authReads)
 			t.Run(fmt.Sprintf("auth-reads=%v %s %s", authReads, rt.method, rt.path), func(t *testing.T) {
 				h, st := newAuthHandler(authReads)
-				for _, auth := range []string{"", "Bearer wrong", "Bearer " + token + "x", "bearer " + token, token} {
+				for _, auth := range []string{"", "Bearer wrong", "Bearer " + token + "x", "Basic " + token, "Bearer" + token, token} {
 					w := send(h, rt.method, rt.path, auth)
 					if !needs {
 						assert.NotEqual(t, http.StatusUnauthorized, w.Code, "auth %q", auth)
@@ -775,8 +775,11 @@ func TestAuth(t *testing.T) {
 					}
 				}
 				assert.Zero(t, st.changes.Load(), "a refused request changes nothing")
-				w := send(h, rt.method, rt.path, "Bearer "+token)
-				assert.NotEqual(t, http.StatusUnauthorized, w.Code, "the right token passes")
+				// The scheme is case-insensitive (RFC 9110 11.1).
+				for _, auth := range []string{"Bearer " + token, "bearer " + token, "BEARER " + token, "Bearer  " + token} {
+					w := send(h, rt.method, rt.path, auth)
+					assert.NotEqual(t, http.StatusUnauthorized, w.Code, "the right token passes: %q", auth)
+				}
 			})
 		}
 	}

@@ -71,13 +71,15 @@ func addRoutes(mux *http.ServeMux, rs []route, token string, authReads bool, m *
 	handle("/", handleNotFound())
 }
 
-// requireToken lets through only requests with Authorization: Bearer token,
-// compared in constant time so that the time taken tells nothing about it.
+// requireToken lets through only requests with Authorization: Bearer token.
+// The scheme is matched case-insensitively (RFC 9110 11.1), the token in
+// constant time, so that the time taken tells nothing about it.
 func requireToken(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
+	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		got = strings.TrimLeft(got, " ")
+		if subtle.ConstantTimeCompare([]byte(got), want) != 1 || !strings.EqualFold(scheme, "Bearer") {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="membership"`)
 			writeError(w, r, membership.Errorf(membership.CodeUnauthorized,
 				"this request needs the header Authorization: Bearer <token>, with the service's token"))
