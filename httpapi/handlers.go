@@ -24,6 +24,11 @@ func handleChangeMembers(change func(ctx context.Context, groupID, usersJSON str
 			return
 		}
 		defer bodies.Give(req.held)
+		if req.users == "" && r.URL.RawQuery != "" && r.URL.Query().Has("users") {
+			writeError(w, r, membership.Errorf(membership.CodeMissingUsers,
+				"the users parameter is missing from the body; it is in the query string, which the service does not read: send users=[uid, ...] as the body"))
+			return
+		}
 		res, err := change(r.Context(), r.PathValue("groupID"), req.users)
 		if err != nil {
 			writeError(w, r, err)
@@ -308,7 +313,7 @@ func handleMethodNotAllowed(allow string) http.Handler {
 
 func handleNotFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, membership.Errorf(membership.CodeNotFound, "no route for %s %s", r.Method, r.URL.EscapedPath()))
+		writeError(w, r, membership.Errorf(membership.CodeNotFound, "no route for %s %s; GET /openapi.json describes every route", r.Method, r.URL.EscapedPath()))
 	})
 }
 

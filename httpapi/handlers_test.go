@@ -257,7 +257,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"missing users", "POST", "/group-user/g", "uid=1", formType, 400, "missing_users", "users parameter is missing"},
 		{"missing users on remove", "DELETE", "/group-user/g", "", formType, 400, "missing_users", "missing"},
 		{"empty users", "POST", "/group-user/g", "users=", formType, 400, "missing_users", "missing or empty"},
-		{"users in the query string only", "POST", "/group-user/g?users=[1]", "", formType, 400, "missing_users", "missing"},
+		{"users in the query string only", "POST", "/group-user/g?users=[1]", "", formType, 400, "missing_users", "it is in the query string, which the service does not read"},
 		{"malformed JSON", "POST", "/group-user/g", "users=[1,", formType, 400, "invalid_users", "not valid JSON"},
 		{"not an array", "POST", "/group-user/g", `users={"uid":1}`, formType, 400, "invalid_users", "not a JSON array"},
 		{"a later element is wrong", "POST", "/group-user/g", `users=[[1,"Evil"],3,true]`, formType, 400, "invalid_users", "element 2: got true"},
@@ -285,7 +285,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"text body", "POST", "/group-user/g", `users=[5]`, "text/plain", 415, "unsupported_media_type", "text/plain"},
 		{"JSON: unknown field", "POST", "/group-user/g", `{"users":[5],"group":"x"}`, "application/json", 400, "invalid_body", `unknown field "group"`},
 		{"JSON: malformed", "POST", "/group-user/g", `{"users":[5]`, "application/json", 400, "invalid_body", "not a JSON object"},
-		{"JSON: not an object", "POST", "/group-user/g", `[5]`, "application/json", 400, "invalid_body", "not a JSON object"},
+		{"JSON: not an object", "POST", "/group-user/g", `[5]`, "application/json", 400, "invalid_body", `such as {"users":[1,2]}`},
+		{"JSON: an array of users", "POST", "/group-user/g", `[{"users":[5]}]`, "application/json", 400, "invalid_body", "not a JSON object: send an object"},
 		{"JSON: two values", "POST", "/group-user/g", `{"users":[5]} {}`, "application/json", 400, "invalid_body", "more than one JSON value"},
 		{"JSON: missing users", "POST", "/group-user/g", `{"uid":1}`, "application/json", 400, "missing_users", "missing"},
 		{"JSON: null users", "DELETE", "/group-user/g", `{"users":null}`, "application/json", 400, "missing_users", "missing"},
@@ -317,6 +318,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"limit not a number", "GET", "/group-user/g?limit=ten", "", "", 400, "invalid_query", `limit "ten"`},
 		{"limit twice", "GET", "/group-user/g?limit=1&limit=2", "", "", 400, "invalid_query", "limit is given 2 times"},
 		{"after not a uid", "GET", "/group-user/g?limit=1&after=-5", "", "", 400, "invalid_query", `after "-5" is not a uid`},
+		{"no such route points at the API description", "GET", "/", "", "", 404, "not_found", "GET /openapi.json describes every route"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

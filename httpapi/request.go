@@ -203,6 +203,10 @@ func parseChangeJSON(body string) (users, uid string, err error) {
 		Users json.RawMessage `json:"users"`
 		UID   json.RawMessage `json:"uid"`
 	}
+	if trimmed := strings.TrimLeft(body, " \t\r\n"); trimmed != "" && trimmed[0] != '{' {
+		return "", "", membership.Errorf(membership.CodeInvalidBody,
+			`the body is not a JSON object: send an object with users, and uid if you like, such as {"users":[1,2]}`)
+	}
 	dec := json.NewDecoder(strings.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
