@@ -145,7 +145,7 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 			return err
 		}, membership.CodeInvalidGroupID},
 		{"list: limit too large", func(s *membership.Service) error {
-			_, err := s.ListMembers(ctx, "g", membership.ListOptions{Limit: membership.MaxPageSize + 1}, nil)
+			_, err := s.ListMembers(ctx, "g", membership.ListOptions{Limit: membership.MaxPageSize + 2}, nil)
 			return err
 		}, membership.CodeInvalidQuery},
 		{"list: negative limit", func(s *membership.Service) error {
@@ -154,7 +154,7 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 		}, membership.CodeInvalidQuery},
 		{"member: bad group", func(s *membership.Service) error { _, err := s.Member(ctx, "", 1); return err }, membership.CodeInvalidGroupID},
 		{"user groups: limit too large", func(s *membership.Service) error {
-			return s.UserGroups(ctx, 1, membership.GroupListOptions{Limit: membership.MaxPageSize + 1}, nil)
+			return s.UserGroups(ctx, 1, membership.GroupListOptions{Limit: membership.MaxPageSize + 2}, nil)
 		}, membership.CodeInvalidQuery},
 		{"user groups: after not a group id", func(s *membership.Service) error {
 			return s.UserGroups(ctx, 1, membership.GroupListOptions{After: "a\x00"}, nil)
