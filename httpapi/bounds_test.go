@@ -1,10 +1,12 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -140,4 +142,58 @@ func TestReadyzSaysWhenTheStoreCannotTakeWrites(t *testing.T) {
 
 	why = errors.New("an error nobody classified")
 	assert.Equal(t, http.StatusInternalServerError, do(h, "GET", "/readyz", "", "").Code, "as any internal error")
+}
+
+// contextStore is a store that honours its context, as a database would: a
+// change whose client went away fails with the context's error.
+type contextStore struct{ *store.Memory }
+
+func (s contextStore) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return membership.Result{}, err
+	}
+	return s.Memory.AddMembers(ctx, groupID, users)
+}
+
+// failingWriter is a ResponseWriter whose client is gone: every write fails.
+type failingWriter struct{ header http.Header }
+
+func (w *failingWriter) Header() http.Header { return w.header }
+func (w *failingWriter) WriteHeader(int)     {}
+func (w *failingWriter) Write([]byte) (int, error) {
+	return 0, errors.New("write: broken pipe")
+}
+
+// A client that goes away is not a server error: no 500, no ERROR line; it
+// counts as 499 in the access log and the metrics (issue 12, item 9).
+func TestAClientThatGoesAwayIsNotAServerError(t *testing.T) {
+	logs := &syncBuffer{}
+	st := contextStore{store.NewMemory()}
+	h := httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{
+		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
+		AccessLog: true,
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the client hung up
+	r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[1]")).WithContext(ctx)
+	r.Header.Set("Content-Type", formType)
+	h.ServeHTTP(httptest.NewRecorder(), r)
+
+	// A GET whose reply cannot be written: the client went away meanwhile.
+	h.ServeHTTP(&failingWriter{header: http.Header{}}, httptest.NewRequest("GET", "/group-user/g", nil))
+
+	lines := logs.Lines()
+	require.Len(t, lines, 2)
+	for _, line := range lines {
+		var entry map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &entry))
+		assert.Equal(t, float64(499), entry["status"], line)
+		assert.Equal(t, "INFO", entry["level"], line)
+		assert.NotContains(t, entry, "err", line)
+	}
+	w := do(h, "GET", "/metrics", "", "")
+	assert.Contains(t, w.Body.String(), `membership_http_requests_total{route="/group-user/{groupID}",method="POST",status="499"} 1`)
+	assert.Contains(t, w.Body.String(), `membership_http_requests_total{route="/group-user/{groupID}",method="GET",status="499"} 1`)
+	assert.NotContains(t, w.Body.String(), `status="500"`)
 }

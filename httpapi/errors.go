@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -29,14 +30,26 @@ var statusOf = map[membership.Code]int{
 	membership.CodeInternal:             http.StatusInternalServerError,
 }
 
-// writeError answers err as {"error":{"code":…,"message":…}} with the status
-// of its code; changes_gone adds "oldest_revision". Internal errors are recorded for the access log, which logs
-// them with their detail; the client gets a generic message.
 // retryAfter is the Retry-After of every 503: the states that cause one
 // (a spent budget, a stuck disk, a start or a stop) last seconds.
 var retryAfter = []string{"1"}
 
+// statusClientClosed is what the access log and the metrics count for a
+// request whose client went away before its reply (nginx's convention). It
+// is never sent: there is nobody to send it to.
+const statusClientClosed = 499
+
+// writeError answers err as {"error":{"code":…,"message":…}} with the status
+// of its code; changes_gone adds "oldest_revision". Internal errors are
+// recorded for the access log, which logs them with their detail; the
+// client gets a generic message. An error that only says that the client
+// went away (its context is cancelled) is not the service's fault: nothing
+// is written, and the request counts as statusClientClosed.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		markClientClosed(w)
+		return
+	}
 	code := membership.ErrorCode(err)
 	status, ok := statusOf[code]
 	if !ok {

@@ -24,6 +24,9 @@ type observedWriter struct {
 	actingUID   membership.UID // 0: the request named none
 	internalErr error
 	requestID   string
+	// clientClosed is set when the client went away before its reply: a
+	// write failed, or the handler found its context cancelled.
+	clientClosed bool
 }
 
 func (o *observedWriter) WriteHeader(status int) {
@@ -37,7 +40,18 @@ func (o *observedWriter) Write(b []byte) (int, error) {
 	if o.status == 0 {
 		o.status = http.StatusOK
 	}
-	return o.ResponseWriter.Write(b)
+	n, err := o.ResponseWriter.Write(b)
+	if err != nil {
+		o.clientClosed = true
+	}
+	return n, err
+}
+
+// markClientClosed records that the client went away before its reply.
+func markClientClosed(w http.ResponseWriter) {
+	if o, ok := w.(*observedWriter); ok {
+		o.clientClosed = true
+	}
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
@@ -104,8 +118,12 @@ func observe(logger *slog.Logger, accessLog bool, m *requestMetrics, next http.H
 	})
 }
 
-// statusSent returns the status the client gets.
+// statusSent returns the status the client gets, or statusClientClosed when
+// it went away before getting one.
 func (o *observedWriter) statusSent() int {
+	if o.clientClosed {
+		return statusClientClosed
+	}
 	if o.status == 0 {
 		return http.StatusOK // the handler wrote nothing: net/http sends 200
 	}
