@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -417,4 +418,63 @@ func TestTheBinaryNoticesItsLogDeleted(t *testing.T) {
 
 	out := runExpectingRefusal(t, "-data-dir", dir)
 	assert.Contains(t, out, "has held data")
+}
+
+// holdARequest starts a POST whose body never ends, so that the service has
+// a request in flight until its connection is closed.
+func holdARequest(t *testing.T, base string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	_, err = io.WriteString(conn, "POST /group-user/g HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nusers=[")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		status, metrics := send(t, "GET", base+"/metrics", "")
+		return status == 200 && strings.Contains(metrics, "\nmembership_http_requests_in_flight 2\n")
+	}, 10*time.Second, time.Millisecond, "the held request never reached its handler")
+	return conn
+}
+
+// waitExit waits for the process to end, at most limit, and returns how.
+func waitExit(t *testing.T, p *process, limit time.Duration) *os.ProcessState {
+	t.Helper()
+	exited := make(chan struct{})
+	go func() {
+		_ = p.cmd.Wait()
+		close(exited)
+	}()
+	select {
+	case <-exited:
+		return p.cmd.ProcessState
+	case <-time.After(limit):
+		t.Fatalf("the process still runs %s later; output:\n%s", limit, p.logs.String())
+		return nil
+	}
+}
+
+// Past the drain deadline the connections left are closed, with a warning
+// that says how many, and the exit is the clean one the README promises
+// (issue 12, item 10).
+func TestDrainDeadlineClosesWhatIsLeftAndExitsZero(t *testing.T) {
+	p := startProcess(t, "-drain-timeout", "300ms")
+	holdARequest(t, p.base)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	state := waitExit(t, p, 30*time.Second)
+	assert.Equal(t, 0, state.ExitCode(), p.logs.String())
+	assert.Contains(t, p.logs.String(), "the drain deadline passed")
+	assert.Contains(t, p.logs.String(), `"connections":1`)
+}
+
+// A second SIGTERM during the drain ends the process at once.
+func TestASecondSignalEndsTheProcessAtOnce(t *testing.T) {
+	p := startProcess(t, "-drain-timeout", "10m")
+	holdARequest(t, p.base)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Eventually(t, func() bool { return strings.Contains(p.logs.String(), "shutting down") },
+		10*time.Second, time.Millisecond, "the first signal did not start the shutdown")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	state := waitExit(t, p, 30*time.Second)
+	assert.Equal(t, 128+int(syscall.SIGTERM), state.ExitCode(), "ended at once, with the status of a signal")
+	assert.Contains(t, p.logs.String(), "terminated again: exiting at once")
 }

@@ -24,13 +24,14 @@ import (
 )
 
 // Server timeouts. A slow or stalled client holds a connection at most this
-// long; shutdown waits at most shutdownTimeout for in-flight requests.
+// long; shutdown waits at most -drain-timeout (defaultDrainTimeout) for
+// in-flight requests.
 const (
-	readHeaderTimeout = 5 * time.Second
-	readTimeout       = 30 * time.Second
-	writeTimeout      = 30 * time.Second
-	idleTimeout       = 120 * time.Second
-	shutdownTimeout   = 15 * time.Second
+	readHeaderTimeout   = 5 * time.Second
+	readTimeout         = 30 * time.Second
+	writeTimeout        = 30 * time.Second
+	idleTimeout         = 120 * time.Second
+	defaultDrainTimeout = 15 * time.Second
 	// logCloseTimeout bounds the wait for stdout to take the last lines at
 	// exit: a stalled stdout must not hold the process up.
 	logCloseTimeout = 2 * time.Second
@@ -58,6 +59,7 @@ type config struct {
 	tokenFile         string
 	authReads         bool
 	shutdownDelay     time.Duration
+	drainTimeout      time.Duration
 	changesKeep       int
 	metrics           bool
 }
@@ -96,6 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// Listen first: while the data loads, /healthz answers and /readyz says
 	// 503, so that an orchestrator can tell starting from stuck.
 	var ready atomic.Bool
+	var conns connCounter
 	var current atomic.Pointer[http.Handler]
 	starting := httpapi.NewStartingHandler()
 	current.Store(&starting)
@@ -109,6 +112,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ConnState:         conns.track,
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -176,10 +180,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger.Info("shutting down: draining requests in flight")
 	// ctx is cancelled already; the drain gets its own deadline.
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.drainTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutting down: %w", err)
+		// The drain deadline passed: close what is left, and say so.
+		logger.Warn("the drain deadline passed: closing the connections still open", "connections", conns.open(), "drain_timeout", cfg.drainTimeout)
+		_ = srv.Close()
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving: %w", err)
@@ -219,6 +225,7 @@ func newFlagSet(cfg *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` holding the bearer token that POST and DELETE need; without it, MEMBERSHIP_TOKEN from the environment")
 	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every GET but /healthz and /readyz need the token as well")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, answer /readyz with 503 and serve on for this long before draining")
+	fs.DurationVar(&cfg.drainTimeout, "drain-timeout", defaultDrainTimeout, "on SIGTERM, how long requests in flight may take to finish before their connections are closed")
 	fs.IntVar(&cfg.changesKeep, "changes-keep", membership.DefaultChangesKeep, "how many of the latest changes /changes keeps (with -data-dir, across restarts); 0 keeps none")
 	fs.Int64Var(&cfg.changesKeepBytes, "changes-keep-bytes", store.DefaultChangesKeepBytes, "memory for the changes /changes keeps, in `bytes`; the oldest go first")
 	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", store.DefaultCommitTimeout, "with -data-dir, how long a change waits for the disk before it gets 503 (it may still be applied)")
@@ -265,6 +272,8 @@ func checkFlags(fs *flag.FlagSet, cfg config) error {
 		return fmt.Errorf("-changes-keep must be 0 or more, got %d", cfg.changesKeep)
 	case cfg.shutdownDelay < 0:
 		return fmt.Errorf("-shutdown-delay must not be negative, got %s", cfg.shutdownDelay)
+	case cfg.drainTimeout <= 0:
+		return fmt.Errorf("-drain-timeout must be positive, got %s", cfg.drainTimeout)
 	case cfg.snapshotSize <= 0:
 		return fmt.Errorf("-snapshot-bytes must be positive, got %d", cfg.snapshotSize)
 	case cfg.logFormat != "text" && cfg.logFormat != "json":
@@ -353,6 +362,21 @@ func (l sendBufferListener) Accept() (net.Conn, error) {
 	}
 	return c, err
 }
+
+// connCounter counts the connections open, for the warning at the drain
+// deadline.
+type connCounter struct{ n atomic.Int64 }
+
+func (c *connCounter) track(_ net.Conn, state http.ConnState) {
+	switch state {
+	case http.StateNew:
+		c.n.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		c.n.Add(-1)
+	}
+}
+
+func (c *connCounter) open() int64 { return c.n.Load() }
 
 // openedStore is what run needs of a store: the contract, and what it tells
 // and how it stops.

@@ -1,16 +1,19 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -196,4 +199,36 @@ func TestAClientThatGoesAwayIsNotAServerError(t *testing.T) {
 	assert.Contains(t, w.Body.String(), `membership_http_requests_total{route="/group-user/{groupID}",method="POST",status="499"} 1`)
 	assert.Contains(t, w.Body.String(), `membership_http_requests_total{route="/group-user/{groupID}",method="GET",status="499"} 1`)
 	assert.NotContains(t, w.Body.String(), `status="500"`)
+}
+
+// A request with both Content-Length and a chunked body is read as chunked
+// (net/http's choice, RFC 9112's rule), and its connection is closed after
+// the reply, so that a request smuggled behind it is never read (issue 12,
+// item 11).
+func TestAChunkedBodyClosesItsConnection(t *testing.T) {
+	st := store.NewMemory()
+	srv := serve(t, httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{}))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	body := "users=[1]"
+	smuggled := "DELETE /group-user/g HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 9\r\n\r\nusers=[1]"
+	_, err = io.WriteString(conn, "POST /group-user/g HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"+
+		"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"+fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(body), body)+smuggled)
+	require.NoError(t, err)
+	r := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(r, nil)
+	require.NoError(t, err)
+	got, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "1", string(got), "the chunked body was read")
+	assert.True(t, resp.Close, "Connection: close")
+	rest, err := io.ReadAll(r)
+	require.NoError(t, err, "the service closed the connection")
+	assert.Empty(t, string(rest), "the request behind it is never read")
+	_, ok, err := st.Member(context.Background(), "g", 1)
+	require.NoError(t, err)
+	assert.True(t, ok, "and the smuggled DELETE never ran")
 }

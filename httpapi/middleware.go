@@ -72,6 +72,8 @@ func recordInternalError(w http.ResponseWriter, err error) {
 	}
 }
 
+var connectionClose = []string{"close"}
+
 // observe wraps next with request ids, the access log and panic recovery.
 // Each request gets an id: the client's X-Request-ID when it is well formed,
 // a new one otherwise, sent back in X-Request-ID. Each request gets one log
@@ -88,6 +90,14 @@ func observe(logger *slog.Logger, accessLog bool, m *requestMetrics, next http.H
 			id = ids.next()
 		}
 		w.Header()["X-Request-Id"] = []string{id}
+		if len(r.TransferEncoding) > 0 {
+			// net/http reads a chunked body, and drops a Content-Length
+			// sent with it, without a word; a proxy in front may have
+			// read that Content-Length instead and see another request
+			// after this one (RFC 9112 6.3, smuggling). Nothing that
+			// follows a chunked body on its connection is read.
+			w.Header()["Connection"] = connectionClose
+		}
 		ow := &observedWriter{ResponseWriter: w, requestID: id}
 		if m != nil {
 			m.inFlight.Add(1)
