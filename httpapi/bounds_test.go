@@ -232,3 +232,40 @@ func TestAChunkedBodyClosesItsConnection(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok, "and the smuggled DELETE never ran")
 }
+
+// A path that is not in canonical form is a JSON 404, never a redirect, and
+// changes nothing; ids such as . and .. are reached escaped, and the Link
+// header escapes them so that it names the same group (issue 12, item 1).
+func TestPathsAreCanonicalOrRefused(t *testing.T) {
+	st := store.NewMemory()
+	h := httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{})
+	for _, tt := range []struct{ method, path string }{
+		{"POST", "/group-user//x"},
+		{"POST", "/group-user/a/../x"},
+		{"POST", "/group-user/./x"},
+		{"GET", "/group-user//x"},
+		{"GET", "/group-user/x/"},
+		{"GET", "/user-group/1/"},
+		{"GET", "//healthz"},
+	} {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			w := do(h, tt.method, tt.path, "users=[77]", formType)
+			assert.Equal(t, http.StatusNotFound, w.Code)
+			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+			assert.Empty(t, w.Header().Get("Location"))
+			assert.Contains(t, w.Body.String(), `"code":"not_found"`)
+		})
+	}
+	w := do(h, "GET", "/group-user/x", "", "")
+	assert.Equal(t, `[]`, w.Body.String(), "the redirect's target was never written to")
+
+	for _, id := range []string{"%2E", "%2E%2E"} {
+		require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/"+id, "users=[1,2]", formType).Code)
+		w := do(h, "GET", "/group-user/"+id+"?limit=1", "", "")
+		require.Equal(t, http.StatusOK, w.Code)
+		assert.Equal(t, `</group-user/`+id+`?limit=1&after=1>; rel="next"`, w.Header().Get("Link"))
+	}
+	_, ok, err := st.Member(context.Background(), "..", 1)
+	require.NoError(t, err)
+	assert.True(t, ok, "%2E%2E names the group ..")
+}

@@ -126,7 +126,7 @@ func handleListMembers(svc *membership.Service, l *lists) http.Handler {
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
 		w.Header()["Etag"] = etag(revision)
 		if more {
-			w.Header()["Link"] = []string{fmt.Sprintf(`</group-user/%s?limit=%d&after=%d>; rel="next"`, url.PathEscape(groupID), opts.Limit, last)}
+			w.Header()["Link"] = []string{fmt.Sprintf(`</group-user/%s?limit=%d&after=%d>; rel="next"`, escapeGroupID(groupID), opts.Limit, last)}
 		}
 		writeJSON(w, http.StatusOK, body)
 	})

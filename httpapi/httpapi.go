@@ -115,7 +115,7 @@ func NewHandler(svc *membership.Service, opts Options) http.Handler {
 	}
 	mux := http.NewServeMux()
 	addRoutes(mux, routes(d), opts.Token, opts.AuthReads, d.metrics)
-	return observe(opts.Logger, opts.AccessLog, d.metrics, mux)
+	return observe(opts.Logger, opts.AccessLog, d.metrics, canonicalPaths(mux))
 }
 
 // deps are what the handlers share.

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	_ "embed"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"example.com/groupmembership/membership"
@@ -69,6 +70,47 @@ func addRoutes(mux *http.ServeMux, rs []route, token string, authReads bool, m *
 		handle(p, handleMethodNotAllowed(strings.Join(allowed[p], ", ")))
 	}
 	handle("/", handleNotFound())
+}
+
+// canonicalPaths answers a path that is not in canonical form (an empty,
+// "." or ".." segment, or a trailing slash) with a JSON 404, before the mux
+// sees it: the mux would answer with a redirect to the cleaned path, in
+// HTML, that a client following it re-sends a write to, on another group.
+// Escaped, such ids are paths like any other: /group-user/%2E%2E.
+func canonicalPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if path := r.URL.EscapedPath(); path != "/" && !canonicalPath(path) {
+			writeError(w, r, membership.Errorf(membership.CodeNotFound,
+				"%s is not a canonical path (it has an empty, \".\" or \"..\" segment, or ends in /): no route serves it; "+
+					"escape a group id that is . or .. as %%2E or %%2E%%2E", path))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// canonicalPath reports whether path, escaped, starts with / and has no
+// empty, "." or ".." segment (a trailing slash makes an empty one).
+func canonicalPath(path string) bool {
+	if !strings.HasPrefix(path, "/") {
+		return false
+	}
+	for seg := range strings.SplitSeq(path[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// escapeGroupID escapes a group id for a path segment, so that a URL built
+// with it names the same group: PathEscape leaves "." and ".." alone, which
+// a client or a mux would resolve away.
+func escapeGroupID(id string) string {
+	if id == "." || id == ".." {
+		return strings.Repeat("%2E", len(id))
+	}
+	return url.PathEscape(id)
 }
 
 // requireToken lets through only requests with Authorization: Bearer token.
