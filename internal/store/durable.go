@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -119,7 +118,13 @@ type Durable struct {
 	// health is what Writable reports; the committer sets it.
 	health health
 
-	// The committer goroutine owns everything below; nothing else touches it.
+	// lockExisted says whether LOCK was there before this open: with
+	// nothing else there, a directory whose files were deleted.
+	lockExisted bool
+
+	// The committer goroutine owns everything below; nothing else touches
+	// it, but recover before it starts and Close after it stopped.
+	data       dataFile
 	log        logFile
 	logSeq     uint64 // N of the log being written
 	logSize    int64
@@ -198,6 +203,7 @@ func OpenDurable(dir string, opts DurableOptions) (*Durable, error) {
 	if err := makePrivateDir(dir, logger); err != nil {
 		return nil, err
 	}
+	_, statErr := os.Stat(filepath.Join(dir, "LOCK"))
 	lock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
@@ -212,6 +218,8 @@ func OpenDurable(dir string, opts DurableOptions) (*Durable, error) {
 		queue:   budget.New(opts.QueueBytes),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
+
+		lockExisted: statErr == nil,
 	}
 	d.stats.fsyncDuration = metrics.NewHistogram(metrics.DefaultDurationBuckets)
 	if err := d.recover(); err != nil {
@@ -251,6 +259,12 @@ func (d *Durable) Close() error {
 		return fmt.Errorf("the disk did not finish writing within %s: the changes not acknowledged may or may not be kept", d.opts.CommitTimeout)
 	}
 	err := d.log.Close()
+	if err == nil && d.broken == nil {
+		// A clean stop: the size of the last log, so that a log cut while
+		// the service is stopped is noticed at the next start.
+		d.data.closedLog, d.data.closedSize = d.logSeq, d.logSize
+		err = d.data.write(d.dir)
+	}
 	return errors.Join(err, d.lock.Close())
 }
 
@@ -374,19 +388,6 @@ func files(dir string) (logs, snapshots []uint64, err error) {
 	return logs, snapshots, nil
 }
 
-// markerName is a file that says the directory has held data, written
-// once its first log exists: a directory with it and no log nor snapshot
-// lost its files, and is not taken for a new one.
-const markerName = "DATA"
-
-func writeMarker(dir string) error {
-	path := filepath.Join(dir, markerName)
-	if err := os.WriteFile(path, []byte("This directory holds the data of a membership service. Do not delete files from it.\n"), fileMode); err != nil {
-		return err
-	}
-	return errors.Join(wal.SyncFile(path), wal.SyncDir(dir))
-}
-
 // removeTemps removes the temporary files a crash left behind.
 func removeTemps(dir string) error {
 	tmps, err := filepath.Glob(filepath.Join(dir, "*.tmp"))
@@ -412,31 +413,39 @@ func (d *Durable) recover() error {
 	if err != nil {
 		return err
 	}
+	df, hasData, err := readDataFile(d.dir)
+	if err != nil {
+		return err
+	}
+	dataPath := filepath.Join(d.dir, dataFileName)
+	if !hasData {
+		if len(logs) == 0 && len(snapshots) == 0 && d.lockExisted {
+			return fmt.Errorf("the data directory %s has a LOCK but no %s, no log and no snapshot: its files were deleted "+
+				"(or its first start stopped before it wrote any); refusing to start empty. Restore them from a backup, "+
+				"or delete %s to start with no data", d.dir, dataFileName, filepath.Join(d.dir, "LOCK"))
+		}
+		df.id = newDirID() // a new directory, or one of a version before DATA
+	}
+	d.data = df
 	base, err := d.loadSnapshot(snapshots, logs)
 	if err != nil {
 		return err
 	}
 	logs = slices.DeleteFunc(logs, func(n uint64) bool { return n < base })
-	if err := checkChain(d.dir, base, logs); err != nil {
+	if hasData && len(logs) == 0 && base == 0 {
+		return fmt.Errorf("the data directory %s has held data (it has %s) but has no log and no snapshot now: "+
+			"its files were moved or deleted; refusing to start empty. Restore them from a backup, "+
+			"or remove %s to start with no data", d.dir, dataFileName, dataPath)
+	}
+	if logs, err = d.checkFiles(base, logs, df, hasData); err != nil {
 		return err
 	}
-	marker := filepath.Join(d.dir, markerName)
 	if len(logs) == 0 {
-		if _, err := os.Stat(marker); err == nil {
-			return fmt.Errorf("the data directory %s has held data (it has %s) but has no log and no snapshot now: "+
-				"its files were moved or deleted; refusing to start empty. Restore them from a backup, "+
-				"or remove %s to start with no data", d.dir, markerName, marker)
-		}
 		// A new directory.
-		if err := createLog(d.dir, 1, 0); err != nil {
+		if err := d.createLog(1, 0); err != nil {
 			return err
 		}
 		logs = []uint64{1}
-	}
-	if _, err := os.Stat(marker); errors.Is(err, fs.ErrNotExist) {
-		if err := writeMarker(d.dir); err != nil {
-			return err
-		}
 	}
 	version := wal.Version
 	for i, seq := range logs {
@@ -456,11 +465,16 @@ func (d *Durable) recover() error {
 	if version != wal.Version {
 		// Records of this version go into a log of its own.
 		next := d.logSeq + 1
-		if err := createLog(d.dir, next, uint64(d.mem.feed.stats().last)); err != nil {
+		if err := d.createLog(next, uint64(d.mem.feed.stats().last)); err != nil {
 			return err
 		}
 		d.logger.Info("started a new log in the current format", "file", logPath(d.dir, next), "after_version", version)
 		d.logSeq, d.logSize = next, wal.HeaderSize
+	}
+	// Running: no clean stop to compare with until the next one.
+	d.data.lastLog, d.data.closedLog, d.data.closedSize = d.logSeq, 0, 0
+	if err := d.data.write(d.dir); err != nil {
+		return err
 	}
 	d.log, err = d.opts.openLog(logPath(d.dir, d.logSeq))
 	return err
@@ -485,7 +499,12 @@ func (d *Durable) loadSnapshot(snapshots, logs []uint64) (uint64, error) {
 			if i > 0 {
 				from = snapshots[i-1]
 			}
-			if checkChain(d.dir, from, slices.DeleteFunc(slices.Clone(logs), func(n uint64) bool { return n < from })) == nil {
+			older := from == 0
+			if !older {
+				_, err := readSnapshot(snapshotPath(d.dir, from))
+				older = err == nil
+			}
+			if older && checkChain(d.dir, from, slices.DeleteFunc(slices.Clone(logs), func(n uint64) bool { return n < from })) == nil {
 				what := "the logs from the first"
 				if from > 0 {
 					what = filepath.Base(snapshotPath(d.dir, from)) + " and the logs after it"
@@ -542,9 +561,91 @@ func (d *Durable) moveToRepair(path string) (string, error) {
 	return dir, errors.Join(wal.SyncDir(dir), wal.SyncDir(d.dir))
 }
 
-// createLog creates log seq of dir, following the state at startRevision.
-func createLog(dir string, seq, startRevision uint64) error {
-	return wal.Create(logPath(dir, seq), startRevision)
+// createLog creates log seq of dir, following the state at startRevision,
+// for the directory dirID.
+func createLog(dir string, seq, startRevision, dirID uint64) error {
+	return wal.Create(logPath(dir, seq), startRevision, dirID)
+}
+
+// createLog creates log seq of the store's directory.
+func (d *Durable) createLog(seq, startRevision uint64) error {
+	return createLog(d.dir, seq, startRevision, d.data.id)
+}
+
+// checkFiles checks the logs from base on against the chain and DATA, and
+// returns them. What a -repair can go on without, it goes on without, with
+// a warning that says what is lost: a missing newest log (created empty), a
+// missing log between two (the logs after the gap are moved aside), a log
+// cut while the service was stopped.
+func (d *Durable) checkFiles(base uint64, logs []uint64, df dataFile, hasData bool) ([]uint64, error) {
+	if err := checkChain(d.dir, base, logs); err != nil {
+		if !d.opts.Repair {
+			return nil, fmt.Errorf("%w; or start with -repair to go on without it, losing the changes it held", err)
+		}
+		first := max(base, 1)
+		kept := []uint64{}
+		for i, l := range logs {
+			if l != first+uint64(i) {
+				break
+			}
+			kept = append(kept, l)
+		}
+		moved := logs[len(kept):]
+		if len(moved) > 0 {
+			dir, err := d.repairDir()
+			if err != nil {
+				return nil, err
+			}
+			for _, l := range moved {
+				if err := os.Rename(logPath(d.dir, l), filepath.Join(dir, filepath.Base(logPath(d.dir, l)))); err != nil {
+					return nil, err
+				}
+			}
+			if err := errors.Join(wal.SyncDir(dir), wal.SyncDir(d.dir)); err != nil {
+				return nil, err
+			}
+			d.logger.Warn("repair: a log is missing; moved the logs after the gap aside: their changes are lost", "err", err, "moved_to", dir)
+		}
+		if len(kept) == 0 && base > 0 {
+			st, err := readSnapshot(snapshotPath(d.dir, base))
+			if err != nil {
+				return nil, err
+			}
+			if err := d.createLog(base, uint64(st.lastRevision)); err != nil {
+				return nil, err
+			}
+			d.logger.Warn("repair: the log after the snapshot is missing; started an empty one: the changes it held are lost", "file", logPath(d.dir, base))
+			kept = []uint64{base}
+		}
+		logs = kept
+	}
+	if !hasData || len(logs) == 0 {
+		return logs, nil
+	}
+	newest := logs[len(logs)-1]
+	if df.lastLog > newest {
+		err := fmt.Errorf("%s is missing: this directory has had it (%s says so), and it is the newest log: "+
+			"restore it from a backup", logPath(d.dir, df.lastLog), dataFileName)
+		if !d.opts.Repair {
+			return nil, fmt.Errorf("%w; or start with -repair to go on without it, losing the changes it held", err)
+		}
+		d.logger.Warn("repair: going on without the newest log: the changes it held are lost", "err", err)
+	}
+	if df.closedLog == newest {
+		info, err := os.Stat(logPath(d.dir, newest))
+		if err != nil {
+			return nil, err
+		}
+		if info.Size() < df.closedSize {
+			err := fmt.Errorf("%s is %d bytes, shorter than the %d it had when the service last stopped: it was cut, "+
+				"and the changes at its end are lost; restore it from a backup", logPath(d.dir, newest), info.Size(), df.closedSize)
+			if !d.opts.Repair {
+				return nil, fmt.Errorf("%w; or start with -repair to go on without them", err)
+			}
+			d.logger.Warn("repair: going on with a log that was cut", "err", err)
+		}
+	}
+	return logs, nil
 }
 
 // replay applies the records of log seq, in one pass, and returns the size
@@ -563,12 +664,16 @@ func (d *Durable) replay(seq uint64, last bool, later []uint64) (size int64, ver
 	if len(data) < wal.HeaderSize && last {
 		// A crash while the log was being created: start it again.
 		d.logger.Warn("log header torn by a crash; rewriting it", "file", path)
-		if err := os.WriteFile(path, wal.Header(uint64(d.mem.feed.stats().last)), fileMode); err != nil {
+		if err := os.WriteFile(path, wal.Header(uint64(d.mem.feed.stats().last), d.data.id), fileMode); err != nil {
 			return 0, 0, err
 		}
 		return wal.HeaderSize, wal.Version, wal.SyncFile(path)
 	}
 	before := d.mem.feed.stats().last
+	if h, err := wal.ReadHeader(data); err == nil && h.Version >= 2 && h.DirID != d.data.id {
+		return 0, 0, fmt.Errorf("%s belongs to another data directory (its id is %016x, this directory's %016x): it was copied in; "+
+			"refusing to start; restore this directory's own log from a backup", path, h.DirID, d.data.id)
+	}
 	if h, err := wal.ReadHeader(data); err == nil && h.Version >= 2 && h.StartRevision != uint64(before) {
 		return 0, 0, fmt.Errorf("%s follows the state at revision %d, but the state before it is at revision %d: "+
 			"the files come from different histories; refusing to start; restore the directory from a backup", path, h.StartRevision, before)
@@ -941,6 +1046,9 @@ func (d *Durable) checkLogInPlace() error {
 	if !os.SameFile(open, named) {
 		return fmt.Errorf("the log %s was replaced by another file", path)
 	}
+	if open.Size() != d.logSize {
+		return fmt.Errorf("the log %s is %d bytes where the service wrote %d: something else wrote to it or cut it", path, open.Size(), d.logSize)
+	}
 	return nil
 }
 
@@ -984,9 +1092,13 @@ func writeProbe(dir string) error {
 // covers. Copying the state is the only part that holds up changes.
 func (d *Durable) startSnapshot() {
 	next := d.logSeq + 1
-	if err := createLog(d.dir, next, uint64(d.mem.feed.stats().last)); err != nil {
+	if err := d.createLog(next, uint64(d.mem.feed.stats().last)); err != nil {
 		d.logger.Error("starting a new log for a snapshot failed", "err", err)
 		return
+	}
+	d.data.lastLog = next
+	if err := d.data.write(d.dir); err != nil {
+		d.logger.Error("recording the new log in DATA failed", "err", err)
 	}
 	newLog, err := d.opts.openLog(logPath(d.dir, next))
 	if err != nil {

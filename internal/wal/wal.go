@@ -9,6 +9,9 @@
 //	startRevision  uint64, little endian: the revision of the state the log
 //	               follows (version 2 only), so that a log cannot be replayed
 //	               after a state of another history
+//	dirID          uint64, little endian: the id of the data directory the
+//	               log belongs to (version 2 only), so that a log copied in
+//	               from another directory is not taken for one of its own
 //
 // then records. A version 2 record is framed as
 //
@@ -38,7 +41,7 @@ import (
 const (
 	Magic      = "GMWL"
 	Version    = 2
-	HeaderSize = 16 // of the current version
+	HeaderSize = 24 // of the current version
 	headerV1   = 8
 )
 
@@ -55,22 +58,24 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Header returns the header of a new log that follows the state at
-// startRevision.
-func Header(startRevision uint64) []byte {
+// Header returns the header of a new log of the directory dirID that
+// follows the state at startRevision.
+func Header(startRevision, dirID uint64) []byte {
 	h := make([]byte, HeaderSize)
 	copy(h, Magic)
 	binary.LittleEndian.PutUint32(h[4:], Version)
 	binary.LittleEndian.PutUint64(h[8:], startRevision)
+	binary.LittleEndian.PutUint64(h[16:], dirID)
 	return h
 }
 
 // LogHeader is what a log's header says.
 type LogHeader struct {
 	Version int
-	// StartRevision is the revision of the state the log follows; 0 for
-	// version 1, which did not say.
+	// StartRevision is the revision of the state the log follows, and
+	// DirID the id of its directory; 0 for version 1, which did not say.
 	StartRevision uint64
+	DirID         uint64
 	Size          int
 }
 
@@ -86,7 +91,7 @@ func ReadHeader(b []byte) (LogHeader, error) {
 		if len(b) < HeaderSize {
 			return LogHeader{}, errors.New("the log's header is cut short")
 		}
-		return LogHeader{Version: Version, StartRevision: binary.LittleEndian.Uint64(b[8:]), Size: HeaderSize}, nil
+		return LogHeader{Version: Version, StartRevision: binary.LittleEndian.Uint64(b[8:]), DirID: binary.LittleEndian.Uint64(b[16:]), Size: HeaderSize}, nil
 	default:
 		return LogHeader{}, fmt.Errorf("log format version %d, this build reads versions 1 and %d", v, Version)
 	}
@@ -203,10 +208,11 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// Create creates the log at path, with the header of a log that follows the
-// state at startRevision, durably: the file and its directory are synced.
-// The file is 0600. When it fails, it removes what it created.
-func Create(path string, startRevision uint64) (err error) {
+// Create creates the log at path, with the header of a log of the directory
+// dirID that follows the state at startRevision, durably: the file and its
+// directory are synced. The file is 0600. When it fails, it removes what it
+// created.
+func Create(path string, startRevision, dirID uint64) (err error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
@@ -217,7 +223,7 @@ func Create(path string, startRevision uint64) (err error) {
 			os.Remove(path)
 		}
 	}()
-	if _, err := f.Write(Header(startRevision)); err != nil {
+	if _, err := f.Write(Header(startRevision, dirID)); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {

@@ -17,7 +17,7 @@ import (
 // logOf returns a log holding the payloads.
 func logOf(t *testing.T, payloads ...string) []byte {
 	t.Helper()
-	b := Header(7)
+	b := Header(7, 9)
 	for _, p := range payloads {
 		var err error
 		b, err = Append(b, func(b []byte) []byte { return append(b, p...) })
@@ -40,7 +40,7 @@ func TestAppendAndRead(t *testing.T) {
 	got, res, err := readAll(data)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"one", "two", "three"}, got)
-	assert.Equal(t, Result{LogHeader: LogHeader{Version: Version, StartRevision: 7, Size: HeaderSize}, Records: 3, End: int64(len(data))}, res)
+	assert.Equal(t, Result{LogHeader: LogHeader{Version: Version, StartRevision: 7, DirID: 9, Size: HeaderSize}, Records: 3, End: int64(len(data))}, res)
 }
 
 // Every way a crash can cut the last record short is a torn write: the
@@ -84,7 +84,7 @@ func TestReadTellsDamageFromATornWrite(t *testing.T) {
 
 // A length over MaxPayload is damage: it is never allocated.
 func TestReadRefusesAnImpossibleLength(t *testing.T) {
-	data := Header(0)
+	data := Header(0, 1)
 	h := make([]byte, 12)
 	binary.LittleEndian.PutUint32(h, MaxPayload+1)
 	binary.LittleEndian.PutUint32(h[8:], crc32.Checksum(h[:8], castagnoli))
@@ -97,12 +97,12 @@ func TestReadRefusesAnImpossibleLength(t *testing.T) {
 // The writer refuses what the reader would refuse: no record written is
 // unreadable.
 func TestAppendRefusesWhatCannotBeRead(t *testing.T) {
-	b := Header(0)
+	b := Header(0, 1)
 	_, err := Append(b, func(b []byte) []byte { return append(b, make([]byte, MaxPayload+1)...) })
 	assert.ErrorIs(t, err, ErrTooLarge)
 	got, err := Append(b, func(b []byte) []byte { return b })
 	assert.ErrorIs(t, err, ErrTooLarge, "an empty payload")
-	assert.Equal(t, Header(0), got, "nothing appended")
+	assert.Equal(t, Header(0, 1), got, "nothing appended")
 
 	big, err := Append(b, func(b []byte) []byte { return append(b, make([]byte, MaxPayload)...) })
 	require.NoError(t, err)
@@ -144,7 +144,7 @@ func TestReadHeader(t *testing.T) {
 		data    []byte
 		wantErr string
 	}{
-		{[]byte("GMWL\x02\x00\x00\x00\x09\x00\x00\x00\x00\x00\x00\x00"), ""},
+		{[]byte("GMWL\x02\x00\x00\x00\x09\x00\x00\x00\x00\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x00"), ""},
 		{[]byte("GMWL\x02\x00\x00\x00\x09"), "cut short"},
 		{[]byte("GMWL\x01\x00\x00\x00"), ""},
 		{[]byte("GMWL\x63\x00\x00\x00"), "log format version 99"},
@@ -180,11 +180,11 @@ func TestReadStopsAtTheCallersError(t *testing.T) {
 // A log created, appended to, read back and cut, on disk.
 func TestCreateAppendReadTruncate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log-1.wal")
-	require.NoError(t, Create(path, 42))
+	require.NoError(t, Create(path, 42, 5))
 	info, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
-	assert.Error(t, Create(path, 42), "never over an existing log")
+	assert.Error(t, Create(path, 42, 5), "never over an existing log")
 
 	f, err := OpenAppend(path)
 	require.NoError(t, err)
@@ -203,6 +203,7 @@ func TestCreateAppendReadTruncate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"one", "two"}, got)
 	assert.Equal(t, uint64(42), res.StartRevision)
+	assert.Equal(t, uint64(5), res.DirID)
 
 	require.NoError(t, Truncate(path, int64(HeaderSize+12+3)))
 	got = nil
