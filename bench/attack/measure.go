@@ -302,6 +302,9 @@ func measure(ctx context.Context, h *harness, s *service, r *row, tail time.Dura
 	stopProbe := startProbe(ctx, s)
 	loadErr := load(ctx, sm)
 	r.probe = stopProbe()
+	// The attack's clients go: their idle keep-alive connections too, which
+	// the service would otherwise keep serving, idle, for its idle timeout.
+	loadClient.CloseIdleConnections()
 
 	// The attack's clients are gone: what the service still runs beyond its
 	// baseline is what it leaked or is still stuck on.

@@ -282,8 +282,8 @@ func (d *Durable) Writable() error {
 	if msg := d.health.failing.Load(); msg != nil {
 		return unavailable("writes to the log fail: %s", *msg)
 	}
-	if err := d.stuck(); err != nil {
-		return err
+	if waited, ok := d.stuck(); ok {
+		return unavailable("a write to the log has waited on the disk for %s, longer than the commit timeout (%s)", waited, d.opts.CommitTimeout)
 	}
 	if len(d.changes) == cap(d.changes) || !d.queue.Has(smallChangeCost) {
 		return unavailable("the queue of changes waiting for the disk is full")
@@ -804,8 +804,10 @@ func (d *Durable) changesNothing(groupID string, users []membership.User) bool {
 // CommitTimeout. A full queue refuses c at once: a stuck disk must not pile
 // up waiting callers, nor their changes in memory.
 func (d *Durable) commit(c *change) (membership.Result, error) {
-	if err := d.stuck(); err != nil {
-		return membership.Result{}, err // fail fast: queued, it would wait the whole deadline
+	if waited, ok := d.stuck(); ok { // fail fast: queued, it would wait the whole deadline
+		return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
+			"a write to the log has waited on the disk for %s, longer than the commit timeout (%s); nothing was changed: try again later",
+			waited, d.opts.CommitTimeout)
 	}
 	p := &pending{change: c, cost: c.cost(), done: make(chan result, 1)}
 	if !d.queue.TryTake(p.cost) { // a change larger than the whole queue is taken alone
@@ -843,17 +845,15 @@ func (d *Durable) commit(c *change) (membership.Result, error) {
 	}
 }
 
-// stuck returns an error when the write in progress has waited on the disk
-// longer than CommitTimeout.
-func (d *Durable) stuck() error {
+// stuck returns how long the write in progress has waited on the disk, when
+// that is longer than CommitTimeout.
+func (d *Durable) stuck() (time.Duration, bool) {
 	if start := d.health.writeStart.Load(); start != 0 {
 		if waited := time.Since(time.Unix(0, start)); waited > d.opts.CommitTimeout {
-			return membership.Errorf(membership.CodeUnavailable,
-				"a write to the log has waited on the disk for %s, longer than the commit timeout (%s); nothing was changed",
-				waited.Round(time.Millisecond), d.opts.CommitTimeout)
+			return waited.Round(time.Millisecond), true
 		}
 	}
-	return nil
+	return 0, false
 }
 
 // smallChangeCost is the cost of a change of one user: when the queue has
