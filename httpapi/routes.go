@@ -79,7 +79,13 @@ func addRoutes(mux *http.ServeMux, rs []route, token string, authReads bool, m *
 // Escaped, such ids are paths like any other: /group-user/%2E%2E.
 func canonicalPaths(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if path := r.URL.EscapedPath(); path != "/" && !canonicalPath(path) {
+		// The path as sent: escaping changes no "/" and no ".", so the
+		// decoded path tells as well when the client escaped nothing.
+		path := r.URL.RawPath
+		if path == "" {
+			path = r.URL.Path
+		}
+		if path != "/" && !canonicalPath(path) {
 			writeError(w, r, membership.Errorf(membership.CodeNotFound,
 				"%s is not a canonical path (it has an empty, \".\" or \"..\" segment, or ends in /): no route serves it; "+
 					"escape a group id that is . or .. as %%2E or %%2E%%2E", path))
@@ -92,13 +98,19 @@ func canonicalPaths(next http.Handler) http.Handler {
 // canonicalPath reports whether path, escaped, starts with / and has no
 // empty, "." or ".." segment (a trailing slash makes an empty one).
 func canonicalPath(path string) bool {
-	if !strings.HasPrefix(path, "/") {
+	if path == "" || path[0] != '/' {
 		return false
 	}
-	for seg := range strings.SplitSeq(path[1:], "/") {
-		if seg == "" || seg == "." || seg == ".." {
+	start := 1 // of the segment being read
+	for i := 1; i <= len(path); i++ {
+		if i < len(path) && path[i] != '/' {
+			continue
+		}
+		switch path[start:i] {
+		case "", ".", "..":
 			return false
 		}
+		start = i + 1
 	}
 	return true
 }

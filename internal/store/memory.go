@@ -158,18 +158,16 @@ func (m *Memory) reverseShardOf(uid membership.UID) *reverseShard {
 func (m *Memory) addReverse(uid membership.UID, n uint32) {
 	r := m.reverseShardOf(uid)
 	r.mu.Lock()
-	if !r.pairs.hasUID(uid) {
+	if r.pairs.add(pair{uid: uid, group: n}) {
 		m.counts.users.Add(1)
 	}
-	r.pairs.add(pair{uid: uid, group: n})
 	r.mu.Unlock()
 }
 
 func (m *Memory) removeReverse(uid membership.UID, n uint32) {
 	r := m.reverseShardOf(uid)
 	r.mu.Lock()
-	r.pairs.remove(pair{uid: uid, group: n})
-	if !r.pairs.hasUID(uid) {
+	if r.pairs.remove(pair{uid: uid, group: n}) {
 		m.counts.users.Add(-1)
 	}
 	r.mu.Unlock()

@@ -106,45 +106,55 @@ func (s *pairSet) fill(ps []pair) {
 	}
 }
 
-func (s *pairSet) add(p pair) {
+// add adds p, and reports whether it is the first pair of its uid: the
+// pairs beside where it goes tell, with no second search.
+func (s *pairSet) add(p pair) (firstOfUID bool) {
 	if len(s.chunks) == 0 {
 		s.chunks = [][]pair{{p}}
-		return
+		return true
 	}
 	i, j := s.position(p)
 	c := s.chunks[i]
 	if j < len(c) && c[j] == p {
-		return
+		return false
 	}
+	firstOfUID = !s.uidAround(i, j, p.uid)
 	s.chunks = insertAt(s.chunks, i, j, p, maxPairChunk)
+	return firstOfUID
 }
 
-func (s *pairSet) remove(p pair) {
+// uidAround reports whether the pair before position (i, j) or the one at
+// it has uid.
+func (s *pairSet) uidAround(i, j int, uid membership.UID) bool {
+	c := s.chunks[i]
+	switch {
+	case j > 0 && c[j-1].uid == uid:
+		return true
+	case j == 0 && i > 0 && s.chunks[i-1][len(s.chunks[i-1])-1].uid == uid:
+		return true
+	case j < len(c) && c[j].uid == uid:
+		return true
+	case j == len(c) && i+1 < len(s.chunks) && s.chunks[i+1][0].uid == uid:
+		return true
+	}
+	return false
+}
+
+// remove removes p, and reports whether it was the last pair of its uid.
+func (s *pairSet) remove(p pair) (lastOfUID bool) {
 	if len(s.chunks) == 0 {
-		return
+		return false
 	}
 	i, j := s.position(p)
 	c := s.chunks[i]
 	if j == len(c) || c[j] != p {
-		return
-	}
-	s.chunks = deleteAt(s.chunks, i, j, maxPairChunk)
-}
-
-// hasUID reports whether the set holds a pair of uid.
-func (s *pairSet) hasUID(uid membership.UID) bool {
-	if len(s.chunks) == 0 {
 		return false
 	}
-	i, j := s.position(pair{uid: uid})
-	c := s.chunks[i]
-	if j == len(c) {
-		if i+1 == len(s.chunks) {
-			return false
-		}
-		c, j = s.chunks[i+1], 0
-	}
-	return c[j].uid == uid
+	// The pairs beside p, once it is gone: before it, and after it.
+	before := j > 0 && c[j-1].uid == p.uid || j == 0 && i > 0 && s.chunks[i-1][len(s.chunks[i-1])-1].uid == p.uid
+	after := j+1 < len(c) && c[j+1].uid == p.uid || j+1 == len(c) && i+1 < len(s.chunks) && s.chunks[i+1][0].uid == p.uid
+	s.chunks = deleteAt(s.chunks, i, j, maxPairChunk)
+	return !before && !after
 }
 
 // eachGroupOf calls fn with each group number of uid, in number order.

@@ -169,3 +169,31 @@ func TestUserGroupsPaging(t *testing.T) {
 	assert.Zero(t, total)
 	assert.True(t, slices.IsSorted(ids))
 }
+
+// add and remove tell whether the pair was a uid's first or last, across
+// chunk boundaries, as a map of each uid's pairs does.
+func TestPairSetTellsFirstAndLastOfAUID(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var s pairSet
+	have := map[pair]bool{}
+	count := map[membership.UID]int{}
+	for step := range 20000 {
+		p := pair{uid: membership.UID(1 + rng.IntN(300)), group: uint32(rng.IntN(20))}
+		if rng.IntN(3) == 0 {
+			wasLast := have[p] && count[p.uid] == 1
+			if have[p] {
+				delete(have, p)
+				count[p.uid]--
+			}
+			require.Equal(t, wasLast, s.remove(p), "step %d: remove %v", step, p)
+		} else {
+			first := !have[p] && count[p.uid] == 0
+			if !have[p] {
+				have[p] = true
+				count[p.uid]++
+			}
+			require.Equal(t, first, s.add(p), "step %d: add %v", step, p)
+		}
+	}
+	require.Greater(t, len(s.chunks), 10, "the pairs spread over many chunks")
+}
