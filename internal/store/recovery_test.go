@@ -16,24 +16,37 @@ import (
 
 // sixtyWithSnapshots fills a directory with 60 members, one change at a time,
 // with a snapshot every few changes, and returns it with its snapshots and
-// logs and the group as listed.
+// logs and the group as listed. A snapshot in progress makes the next ones
+// wait, so a busy machine writes fewer: then it goes on, one change and a
+// close (which waits for the snapshot) at a time, until there are two.
 func sixtyWithSnapshots(t *testing.T) (dir string, snapshots, logs []uint64, want []membership.Member) {
 	t.Helper()
 	dir = t.TempDir()
-	d := openTestDurable(t, dir, DurableOptions{SnapshotBytes: 200})
-	for uid := range membership.UID(60) {
-		_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: uid + 1}})
+	opts := DurableOptions{SnapshotBytes: 200}
+	d := openTestDurable(t, dir, opts)
+	uid := membership.UID(0)
+	add := func() {
+		uid++
+		_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: uid}})
 		require.NoError(t, err)
-		// A snapshot in progress makes the next ones wait: let each finish,
-		// so that the directory is the same on a busy machine.
-		d.snapshotWG.Wait()
 	}
-	want, _ = listAll(t, d, "g")
-	require.NoError(t, d.Close())
-	logs, snapshots, err := files(dir)
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(snapshots), 2, "a snapshot and the one before it are kept")
-	return dir, snapshots, logs, want
+	for range 60 {
+		add()
+	}
+	for range 20 {
+		want, _ = listAll(t, d, "g")
+		require.NoError(t, d.Close())
+		var err error
+		logs, snapshots, err = files(dir)
+		require.NoError(t, err)
+		if len(snapshots) >= 2 {
+			return dir, snapshots, logs, want
+		}
+		d = openTestDurable(t, dir, opts)
+		add()
+	}
+	t.Fatalf("no two snapshots after %d changes", uid)
+	return
 }
 
 func revisionOf(t *testing.T, d *Durable) membership.Revision {
@@ -62,7 +75,7 @@ func TestDurableDamagedSnapshotHasAWayForward(t *testing.T) {
 	d := openTestDurable(t, dir, DurableOptions{Repair: true})
 	got, _ := listAll(t, d, "g")
 	assert.Equal(t, want, got, "every change is back")
-	assert.Equal(t, membership.Revision(60), revisionOf(t, d), "and the revisions with them")
+	assert.Equal(t, membership.Revision(len(want)), revisionOf(t, d), "and the revisions with them")
 	require.NoError(t, d.Close())
 	moved, err := filepath.Glob(filepath.Join(dir, "repair-*", filepath.Base(newest)))
 	require.NoError(t, err)
@@ -80,7 +93,7 @@ func TestDurableRefusesMissingFiles(t *testing.T) {
 		defer d.Close()
 		got, _ := listAll(t, d, "g")
 		assert.Equal(t, want, got)
-		assert.Equal(t, membership.Revision(60), revisionOf(t, d))
+		assert.Equal(t, membership.Revision(len(want)), revisionOf(t, d))
 	})
 	t.Run("every snapshot moved aside", func(t *testing.T) {
 		dir, snapshots, logs, _ := sixtyWithSnapshots(t)
