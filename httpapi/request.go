@@ -200,17 +200,49 @@ func parseChangeForm(body string) (users, uid string, err error) {
 // fields, and anything after the object, are errors.
 func parseChangeJSON(body string) (users, uid string, err error) {
 	var req struct {
-		Users json.RawMessage `json:"users"`
-		UID   json.RawMessage `json:"uid"`
+		Users json.RawMessage
+		UID   json.RawMessage
 	}
 	if trimmed := strings.TrimLeft(body, " \t\r\n"); trimmed != "" && trimmed[0] != '{' {
 		return "", "", membership.Errorf(membership.CodeInvalidBody,
 			`the body is not a JSON object: send an object with users, and uid if you like, such as {"users":[1,2]}`)
 	}
+	invalid := func(err error) error {
+		return membership.Errorf(membership.CodeInvalidBody, "the body is not a JSON object with users and uid: %v", err)
+	}
+	// Keys are matched byte for byte and each at most once: encoding/json
+	// would match "USERS" or "uſers" too, the last of a repeated key
+	// winning, and a proxy that reads the JSON would see other users than
+	// those applied.
 	dec := json.NewDecoder(strings.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return "", "", membership.Errorf(membership.CodeInvalidBody, "the body is not a JSON object with users and uid: %v", err)
+	if _, err := dec.Token(); err != nil { // {
+		return "", "", invalid(err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", "", invalid(err)
+		}
+		key, _ := tok.(string)
+		var field *json.RawMessage
+		switch key {
+		case "users":
+			field = &req.Users
+		case "uid":
+			field = &req.UID
+		default:
+			return "", "", membership.Errorf(membership.CodeInvalidBody,
+				"unknown field %.40q: the body takes only \"users\" and \"uid\", spelt exactly so", key)
+		}
+		if *field != nil {
+			return "", "", membership.Errorf(membership.CodeInvalidBody, "the key %q is given twice: give it once", key)
+		}
+		if err := dec.Decode(field); err != nil {
+			return "", "", invalid(err)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // }
+		return "", "", invalid(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return "", "", membership.Errorf(membership.CodeInvalidBody, "the body has more than one JSON value")
