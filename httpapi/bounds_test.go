@@ -269,3 +269,52 @@ func TestPathsAreCanonicalOrRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok, "%2E%2E names the group ..")
 }
+
+// Queries are parsed strictly, in one place for every route: a malformed
+// pair, an unknown parameter, a repeat, or a number not written canonically
+// is 400 invalid_query, never silently dropped; the documented bounds are
+// accepted (issue 12, item 3).
+func TestQueriesAreStrict(t *testing.T) {
+	st := store.NewMemory()
+	h := httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{})
+	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[1,2,3]", formType).Code)
+	for _, path := range []string{
+		"/group-user/g?limit=%zz",
+		"/group-user/g?limit=5;",
+		"/group-user/g?limit=02",
+		"/group-user/g?limit=+2",
+		"/group-user/g?limit=0",
+		"/group-user/g?limit=10001",
+		"/group-user/g?after=07",
+		"/group-user/g?foo=1",
+		"/group-user/g?limit=1&limit=1",
+		"/user-group/1?limit=02",
+		"/user-group/1?after=g&after=h",
+		"/changes?after=1;limit=1",
+		"/changes?after=01",
+		"/changes?after=+1",
+		"/changes?limit=1&x=",
+		"/group-user/g/1?x=1",
+		"/healthz?verbose",
+		"/openapi.json?v=2",
+	} {
+		t.Run(path, func(t *testing.T) {
+			w := do(h, "GET", path, "", "")
+			assert.Equal(t, http.StatusBadRequest, w.Code, w.Body.String())
+			assert.Contains(t, w.Body.String(), `"code":"invalid_query"`)
+		})
+	}
+	for _, path := range []string{
+		"/group-user/g?limit=1", "/group-user/g?limit=10000", "/group-user/g?after=1",
+		"/user-group/1?limit=10000&after=a", "/changes?after=0&limit=10000", "/changes?after=1&wait=0s",
+	} {
+		t.Run(path, func(t *testing.T) {
+			assert.Equal(t, http.StatusOK, do(h, "GET", path, "", "").Code)
+		})
+	}
+	w := do(h, "POST", "/group-user/g?dry=1", "users=[9]", formType)
+	assert.Equal(t, http.StatusBadRequest, w.Code, "writes too")
+	_, ok, err := st.Member(context.Background(), "g", 9)
+	require.NoError(t, err)
+	assert.False(t, ok, "and nothing was changed")
+}

@@ -105,30 +105,28 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBy
 func changesQuery(r *http.Request) (membership.ChangeOptions, time.Duration, error) {
 	opts := membership.ChangeOptions{Limit: defaultChangesLimit}
 	var wait time.Duration
-	q := r.URL.Query()
-	for name, vs := range q {
-		if len(vs) > 1 {
-			return opts, 0, membership.Errorf(membership.CodeInvalidQuery, "%s is given %d times: give it once", name, len(vs))
-		}
+	q, err := parseQuery(r, "after", "limit", "wait")
+	if err != nil {
+		return opts, 0, err
 	}
 	if v, ok := q["after"]; ok {
-		n, err := strconv.ParseUint(v[0], 10, 64)
-		if err != nil {
-			return opts, 0, membership.Errorf(membership.CodeInvalidQuery, "after %.40q is not a revision (an integer from 0)", v[0])
+		n, ok := canonicalUint(v)
+		if !ok {
+			return opts, 0, membership.Errorf(membership.CodeInvalidQuery, "after %.40q is not a revision (an integer from 0)", v)
 		}
 		opts.After = membership.Revision(n)
 	}
-	if v, ok := q["limit"]; ok {
-		n, err := strconv.Atoi(v[0])
-		if err != nil || n < 1 || n > membership.MaxPageSize {
-			return opts, 0, membership.Errorf(membership.CodeInvalidQuery, "limit %.40q is not an integer from 1 to %d", v[0], membership.MaxPageSize)
-		}
-		opts.Limit = n
+	limit, err := q.limit()
+	if err != nil {
+		return opts, 0, err
+	}
+	if limit > 0 {
+		opts.Limit = limit
 	}
 	if v, ok := q["wait"]; ok {
-		d, err := time.ParseDuration(v[0])
+		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 || d > MaxChangesWait {
-			return opts, 0, membership.Errorf(membership.CodeInvalidQuery, "wait %.40q is not a duration from 0s to %s (30s, say)", v[0], MaxChangesWait)
+			return opts, 0, membership.Errorf(membership.CodeInvalidQuery, "wait %.40q is not a duration from 0s to %s (30s, say)", v, MaxChangesWait)
 		}
 		wait = d
 		opts.Wait = d > 0

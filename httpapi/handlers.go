@@ -24,11 +24,6 @@ func handleChangeMembers(change func(ctx context.Context, groupID, usersJSON str
 			return
 		}
 		defer bodies.Give(req.held)
-		if req.users == "" && r.URL.RawQuery != "" && r.URL.Query().Has("users") {
-			writeError(w, r, membership.Errorf(membership.CodeMissingUsers,
-				"the users parameter is missing from the body; it is in the query string, which the service does not read: send users=[uid, ...] as the body"))
-			return
-		}
 		res, err := change(r.Context(), r.PathValue("groupID"), req.users)
 		if err != nil {
 			writeError(w, r, err)
@@ -49,13 +44,10 @@ func handleChangeMembers(change func(ctx context.Context, groupID, usersJSON str
 func handleListMembers(svc *membership.Service, l *lists) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groupID := r.PathValue("groupID")
-		var opts membership.ListOptions
-		if r.URL.RawQuery != "" { // parsing even an empty query allocates
-			var err error
-			if opts, err = listOptions(r.URL.Query()); err != nil {
-				writeError(w, r, err)
-				return
-			}
+		opts, err := listOptions(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
 		}
 		shared := opts.Limit == 0
 		conditional := len(r.Header["If-None-Match"]) > 0
@@ -135,10 +127,18 @@ func handleListMembers(svc *membership.Service, l *lists) http.Handler {
 // listOptions reads limit and after (a uid) from a member list's query.
 //
 // Errors: CodeInvalidQuery.
-func listOptions(q url.Values) (membership.ListOptions, error) {
-	limit, after, err := pageQuery(q)
-	if err != nil || after == "" {
-		return membership.ListOptions{Limit: limit}, err
+func listOptions(r *http.Request) (membership.ListOptions, error) {
+	q, err := parseQuery(r, "limit", "after")
+	if err != nil {
+		return membership.ListOptions{}, err
+	}
+	limit, err := q.limit()
+	if err != nil {
+		return membership.ListOptions{}, err
+	}
+	after, ok := q["after"]
+	if !ok {
+		return membership.ListOptions{Limit: limit}, nil
 	}
 	uid, ok := membership.ParseUID(after)
 	if !ok {
@@ -146,26 +146,6 @@ func listOptions(q url.Values) (membership.ListOptions, error) {
 			"after %.40q is not a uid (an integer from 1 to 9223372036854775807)", after)
 	}
 	return membership.ListOptions{After: uid, Limit: limit}, nil
-}
-
-// pageQuery reads limit (0 when absent) and after ("" when absent), each at
-// most once.
-//
-// Errors: CodeInvalidQuery.
-func pageQuery(q url.Values) (limit int, after string, err error) {
-	for _, name := range []string{"limit", "after"} {
-		if n := len(q[name]); n > 1 {
-			return 0, "", membership.Errorf(membership.CodeInvalidQuery, "%s is given %d times: give it once", name, n)
-		}
-	}
-	if v, ok := q["limit"]; ok {
-		n, err := strconv.Atoi(v[0])
-		if err != nil || n < 1 || n > membership.MaxPageSize {
-			return 0, "", membership.Errorf(membership.CodeInvalidQuery, "limit %.40q is not an integer from 1 to %d", v[0], membership.MaxPageSize)
-		}
-		limit = n
-	}
-	return limit, q.Get("after"), nil
 }
 
 // pathUID returns the {uid} of the request's path.
@@ -191,11 +171,17 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			writeError(w, r, err)
 			return
 		}
-		limit, after, err := pageQuery(r.URL.Query())
+		q, err := parseQuery(r, "limit", "after")
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
+		limit, err := q.limit()
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		after := q["after"]
 		ask := membership.GroupListOptions{After: after}
 		var work int64 // taken from replies for the sorting
 		if limit > 0 {

@@ -257,7 +257,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"missing users", "POST", "/group-user/g", "uid=1", formType, 400, "missing_users", "users parameter is missing"},
 		{"missing users on remove", "DELETE", "/group-user/g", "", formType, 400, "missing_users", "missing"},
 		{"empty users", "POST", "/group-user/g", "users=", formType, 400, "missing_users", "missing or empty"},
-		{"users in the query string only", "POST", "/group-user/g?users=[1]", "", formType, 400, "missing_users", "it is in the query string, which the service does not read"},
+		{"users in the query string only", "POST", "/group-user/g?users=[1]", "", formType, 400, "invalid_query", "it belongs in the body"},
 		{"malformed JSON", "POST", "/group-user/g", "users=[1,", formType, 400, "invalid_users", "not valid JSON"},
 		{"not an array", "POST", "/group-user/g", `users={"uid":1}`, formType, 400, "invalid_users", "not a JSON array"},
 		{"a later element is wrong", "POST", "/group-user/g", `users=[[1,"Evil"],3,true]`, formType, 400, "invalid_users", "element 2: got true"},

@@ -17,6 +17,9 @@ type route struct {
 	handler http.Handler
 	// open routes never need the token: probes must work without it.
 	open bool
+	// takes names the query parameters the route reads; any other is
+	// refused (see parseQuery).
+	takes []string
 }
 
 // routes is the whole API surface. openapi.json documents exactly these; a
@@ -24,16 +27,16 @@ type route struct {
 func routes(d deps) []route {
 	svc, opts := d.svc, d.opts
 	return []route{
-		{"GET", "/group-user/{groupID}", handleListMembers(svc, d.lists), false},
-		{"POST", "/group-user/{groupID}", handleChangeMembers(svc.AddMembers, opts.MaxBodyBytes, d.bodies), false},
-		{"DELETE", "/group-user/{groupID}", handleChangeMembers(svc.RemoveMembers, opts.MaxBodyBytes, d.bodies), false},
-		{"GET", "/group-user/{groupID}/{uid}", handleMember(svc), false},
-		{"GET", "/user-group/{uid}", handleUserGroups(svc, d.replies), false},
-		{"GET", "/changes", handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies), false},
-		{"GET", "/healthz", handleHealthz(), true},
-		{"GET", "/readyz", handleReadyz(opts.Ready, opts.Writable), true},
-		{"GET", "/openapi.json", handleOpenAPI(), false},
-		{"GET", "/metrics", handleMetrics(d), false},
+		{"GET", "/group-user/{groupID}", handleListMembers(svc, d.lists), false, []string{"limit", "after"}},
+		{"POST", "/group-user/{groupID}", handleChangeMembers(svc.AddMembers, opts.MaxBodyBytes, d.bodies), false, nil},
+		{"DELETE", "/group-user/{groupID}", handleChangeMembers(svc.RemoveMembers, opts.MaxBodyBytes, d.bodies), false, nil},
+		{"GET", "/group-user/{groupID}/{uid}", handleMember(svc), false, nil},
+		{"GET", "/user-group/{uid}", handleUserGroups(svc, d.replies), false, []string{"limit", "after"}},
+		{"GET", "/changes", handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies), false, []string{"after", "limit", "wait"}},
+		{"GET", "/healthz", handleHealthz(), true, nil},
+		{"GET", "/readyz", handleReadyz(opts.Ready, opts.Writable), true, nil},
+		{"GET", "/openapi.json", handleOpenAPI(), false, nil},
+		{"GET", "/metrics", handleMetrics(d), false, nil},
 	}
 }
 
@@ -53,7 +56,7 @@ func addRoutes(mux *http.ServeMux, rs []route, token string, authReads bool, m *
 	allowed := map[string][]string{}
 	var paths []string
 	for _, r := range rs {
-		h := r.handler
+		h := strictQuery(r.takes, r.handler)
 		if token != "" && !r.open && (r.method != http.MethodGet || authReads) {
 			h = requireToken(token, h)
 		}
@@ -123,6 +126,20 @@ func escapeGroupID(id string) string {
 		return strings.Repeat("%2E", len(id))
 	}
 	return url.PathEscape(id)
+}
+
+// strictQuery refuses a request whose query parseQuery refuses, before h
+// sees it; h reads the values itself.
+func strictQuery(takes []string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery != "" {
+			if _, err := parseQuery(r, takes...); err != nil {
+				writeError(w, r, err)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // requireToken lets through only requests with Authorization: Bearer token.

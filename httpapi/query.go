@@ -1,0 +1,90 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"example.com/groupmembership/membership"
+)
+
+// query is a request's query string, parsed strictly, in one place for every
+// route: each pair well formed (url.ParseQuery's error is not dropped, as
+// r.URL.Query drops it), each name one the route takes, and each at most
+// once. A value absent is "".
+type query map[string]string
+
+// parseQuery parses the query of r, whose route takes the parameters named.
+//
+// Errors: CodeInvalidQuery.
+func parseQuery(r *http.Request, takes ...string) (query, error) {
+	if r.URL.RawQuery == "" { // the common case, at no cost
+		return nil, nil
+	}
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, membership.Errorf(membership.CodeInvalidQuery, "the query string is malformed: %v", err)
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for name := range values {
+			if !yield(name) {
+				return
+			}
+		}
+	})
+	q := make(query, len(values))
+	for _, name := range names {
+		vs := values[name]
+		switch {
+		case name == "users" && len(takes) == 0 && (r.Method == http.MethodPost || r.Method == http.MethodDelete):
+			return nil, membership.Errorf(membership.CodeInvalidQuery,
+				"users is in the query string; it belongs in the body: send users=[uid, ...] as the body")
+		case !slices.Contains(takes, name):
+			return nil, membership.Errorf(membership.CodeInvalidQuery, "unknown parameter %.40q: %s", name, takesWhat(takes))
+		case len(vs) > 1:
+			return nil, membership.Errorf(membership.CodeInvalidQuery, "%s is given %d times: give it once", name, len(vs))
+		}
+		q[name] = vs[0]
+	}
+	return q, nil
+}
+
+func takesWhat(takes []string) string {
+	if len(takes) == 0 {
+		return "this route takes no parameters"
+	}
+	return "this route takes " + strings.Join(takes, ", ")
+}
+
+// canonicalUint parses s as a decimal integer written canonically: digits
+// only, no sign, no leading zero but for 0 itself.
+func canonicalUint(s string) (uint64, bool) {
+	if s == "" || len(s) > 1 && s[0] == '0' {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+// limit returns the limit parameter, 1 to membership.MaxPageSize, or 0 when
+// absent.
+//
+// Errors: CodeInvalidQuery.
+func (q query) limit() (int, error) {
+	v, ok := q["limit"]
+	if !ok {
+		return 0, nil
+	}
+	n, ok := canonicalUint(v)
+	if !ok || n < 1 || n > membership.MaxPageSize {
+		return 0, membership.Errorf(membership.CodeInvalidQuery, "limit %.40q is not an integer from 1 to %d", v, membership.MaxPageSize)
+	}
+	return int(n), nil
+}
