@@ -38,11 +38,8 @@ func parseQuery(r *http.Request, takes ...string) (query, error) {
 	for _, name := range names {
 		vs := values[name]
 		switch {
-		case name == "users" && len(takes) == 0 && (r.Method == http.MethodPost || r.Method == http.MethodDelete):
-			return nil, membership.Errorf(membership.CodeInvalidQuery,
-				"users is in the query string; it belongs in the body: send users=[uid, ...] as the body")
 		case !slices.Contains(takes, name):
-			return nil, membership.Errorf(membership.CodeInvalidQuery, "unknown parameter %.40q: %s", name, takesWhat(takes))
+			return nil, membership.Errorf(membership.CodeInvalidQuery, "unknown parameter %.40q: %s", name, takesWhat(name, takes))
 		case len(vs) > 1:
 			return nil, membership.Errorf(membership.CodeInvalidQuery, "%s is given %d times: give it once", name, len(vs))
 		}
@@ -51,11 +48,16 @@ func parseQuery(r *http.Request, takes ...string) (query, error) {
 	return q, nil
 }
 
-func takesWhat(takes []string) string {
-	if len(takes) == 0 {
+// takesWhat says what to do instead of sending the parameter name.
+func takesWhat(name string, takes []string) string {
+	switch {
+	case name == "users":
+		return "it belongs in the body of a POST or DELETE, not in the query string: send users=[uid, ...] as the body"
+	case len(takes) == 0:
 		return "this route takes no parameters"
+	default:
+		return "this route takes " + strings.Join(takes, ", ")
 	}
-	return "this route takes " + strings.Join(takes, ", ")
 }
 
 // canonicalUint parses s as a decimal integer written canonically: digits

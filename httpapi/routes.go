@@ -17,9 +17,10 @@ type route struct {
 	handler http.Handler
 	// open routes never need the token: probes must work without it.
 	open bool
-	// takes names the query parameters the route reads; any other is
-	// refused (see parseQuery).
-	takes []string
+	// query says that the handler reads its query itself, through
+	// parseQuery; the other routes take no parameters, and addRoutes has
+	// any refused.
+	query bool
 }
 
 // routes is the whole API surface. openapi.json documents exactly these; a
@@ -27,16 +28,16 @@ type route struct {
 func routes(d deps) []route {
 	svc, opts := d.svc, d.opts
 	return []route{
-		{"GET", "/group-user/{groupID}", handleListMembers(svc, d.lists), false, []string{"limit", "after"}},
-		{"POST", "/group-user/{groupID}", handleChangeMembers(svc.AddMembers, opts.MaxBodyBytes, d.bodies), false, nil},
-		{"DELETE", "/group-user/{groupID}", handleChangeMembers(svc.RemoveMembers, opts.MaxBodyBytes, d.bodies), false, nil},
-		{"GET", "/group-user/{groupID}/{uid}", handleMember(svc), false, nil},
-		{"GET", "/user-group/{uid}", handleUserGroups(svc, d.replies), false, []string{"limit", "after"}},
-		{"GET", "/changes", handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies), false, []string{"after", "limit", "wait"}},
-		{"GET", "/healthz", handleHealthz(), true, nil},
-		{"GET", "/readyz", handleReadyz(opts.Ready, opts.Writable), true, nil},
-		{"GET", "/openapi.json", handleOpenAPI(), false, nil},
-		{"GET", "/metrics", handleMetrics(d), false, nil},
+		{"GET", "/group-user/{groupID}", handleListMembers(svc, d.lists), false, true},
+		{"POST", "/group-user/{groupID}", handleChangeMembers(svc.AddMembers, opts.MaxBodyBytes, d.bodies), false, false},
+		{"DELETE", "/group-user/{groupID}", handleChangeMembers(svc.RemoveMembers, opts.MaxBodyBytes, d.bodies), false, false},
+		{"GET", "/group-user/{groupID}/{uid}", handleMember(svc), false, false},
+		{"GET", "/user-group/{uid}", handleUserGroups(svc, d.replies), false, true},
+		{"GET", "/changes", handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies), false, true},
+		{"GET", "/healthz", handleHealthz(), true, false},
+		{"GET", "/readyz", handleReadyz(opts.Ready, opts.Writable), true, false},
+		{"GET", "/openapi.json", handleOpenAPI(), false, false},
+		{"GET", "/metrics", handleMetrics(d), false, false},
 	}
 }
 
@@ -56,7 +57,10 @@ func addRoutes(mux *http.ServeMux, rs []route, token string, authReads bool, m *
 	allowed := map[string][]string{}
 	var paths []string
 	for _, r := range rs {
-		h := strictQuery(r.takes, r.handler)
+		h := r.handler
+		if !r.query {
+			h = noQuery(h)
+		}
 		if token != "" && !r.open && (r.method != http.MethodGet || authReads) {
 			h = requireToken(token, h)
 		}
@@ -128,12 +132,12 @@ func escapeGroupID(id string) string {
 	return url.PathEscape(id)
 }
 
-// strictQuery refuses a request whose query parseQuery refuses, before h
-// sees it; h reads the values itself.
-func strictQuery(takes []string, h http.Handler) http.Handler {
+// noQuery refuses, as parseQuery does, any query sent to h, whose route
+// takes no parameters.
+func noQuery(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.RawQuery != "" {
-			if _, err := parseQuery(r, takes...); err != nil {
+			if _, err := parseQuery(r); err != nil {
 				writeError(w, r, err)
 				return
 			}
