@@ -241,41 +241,41 @@ func newFlagSet(cfg *config, stderr io.Writer) *flag.FlagSet {
 // checkFlags returns an error naming the first flag whose value cfg cannot
 // run with, or a stray argument.
 func checkFlags(fs *flag.FlagSet, cfg config) error {
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q: membership takes only flags (see -h)", fs.Arg(0))
-	case cfg.maxBodyBytes <= 0:
-		return fmt.Errorf("-max-body must be positive, got %d", cfg.maxBodyBytes)
+	}
+	for _, f := range []struct {
+		name  string
+		value int64
+	}{
+		{"max-body", cfg.maxBodyBytes}, {"reply-memory", cfg.replyMemory}, {"changes-reply-bytes", int64(cfg.changesReplyBytes)},
+		{"changes-keep-bytes", cfg.changesKeepBytes}, {"commit-queue-bytes", cfg.commitQueueBytes},
+		{"conn-send-buffer", int64(cfg.connSendBuffer)}, {"log-buffer", int64(cfg.logBuffer)}, {"max-users", int64(cfg.maxUsers)},
+		{"snapshot-bytes", cfg.snapshotSize},
+	} {
+		if f.value <= 0 {
+			return fmt.Errorf("-%s must be positive, got %d", f.name, f.value)
+		}
+	}
+	for _, f := range []struct {
+		name  string
+		value time.Duration
+	}{{"commit-timeout", cfg.commitTimeout}, {"drain-timeout", cfg.drainTimeout}} {
+		if f.value <= 0 {
+			return fmt.Errorf("-%s must be positive, got %s", f.name, f.value)
+		}
+	}
+	switch {
 	case cfg.bodyMemory < cfg.maxBodyBytes:
 		return fmt.Errorf("-body-memory must be at least -max-body (%d), got %d", cfg.maxBodyBytes, cfg.bodyMemory)
-	case cfg.replyMemory <= 0:
-		return fmt.Errorf("-reply-memory must be positive, got %d", cfg.replyMemory)
-	case cfg.changesReplyBytes <= 0:
-		return fmt.Errorf("-changes-reply-bytes must be positive, got %d", cfg.changesReplyBytes)
-	case cfg.changesKeepBytes <= 0:
-		return fmt.Errorf("-changes-keep-bytes must be positive, got %d", cfg.changesKeepBytes)
-	case cfg.commitTimeout <= 0:
-		return fmt.Errorf("-commit-timeout must be positive, got %s", cfg.commitTimeout)
-	case cfg.commitQueueBytes <= 0:
-		return fmt.Errorf("-commit-queue-bytes must be positive, got %d", cfg.commitQueueBytes)
 	case cfg.maxHeaderBytes < minMaxHeaderBytes:
 		return fmt.Errorf("-max-header must be at least %d, got %d", minMaxHeaderBytes, cfg.maxHeaderBytes)
-	case cfg.connSendBuffer <= 0:
-		return fmt.Errorf("-conn-send-buffer must be positive, got %d", cfg.connSendBuffer)
-	case cfg.logBuffer <= 0:
-		return fmt.Errorf("-log-buffer must be positive, got %d", cfg.logBuffer)
-	case cfg.maxUsers <= 0:
-		return fmt.Errorf("-max-users must be positive, got %d", cfg.maxUsers)
 	case cfg.listCache < 0:
 		return fmt.Errorf("-list-cache must be 0 or more, got %d", cfg.listCache)
 	case cfg.changesKeep < 0:
 		return fmt.Errorf("-changes-keep must be 0 or more, got %d", cfg.changesKeep)
 	case cfg.shutdownDelay < 0:
 		return fmt.Errorf("-shutdown-delay must not be negative, got %s", cfg.shutdownDelay)
-	case cfg.drainTimeout <= 0:
-		return fmt.Errorf("-drain-timeout must be positive, got %s", cfg.drainTimeout)
-	case cfg.snapshotSize <= 0:
-		return fmt.Errorf("-snapshot-bytes must be positive, got %d", cfg.snapshotSize)
 	case cfg.logFormat != "text" && cfg.logFormat != "json":
 		return fmt.Errorf("-log-format must be text or json, got %q", cfg.logFormat)
 	case cfg.dataDir != "" && largestRecord(cfg) > wal.MaxPayload:
