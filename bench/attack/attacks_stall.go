@@ -114,15 +114,11 @@ func attackStalledDisk(ctx context.Context, h *harness, r *row) error {
 		postLimit   = 2 * time.Second
 		canaryLimit = 8 * time.Second // past the default 5 s commit timeout
 	)
-	fs, err := mountLoopFS(ctx, 64)
+	fs, s, err := startOnLoopFS(ctx, h, 64)
 	if err != nil {
 		return err
 	}
 	defer fs.release()
-	s, err := startProbed(ctx, h.bin, serviceOptions{dataDir: filepath.Join(fs.mnt, "data")})
-	if err != nil {
-		return err
-	}
 	defer s.kill()
 	r.notef("data dir on %s (%s, 64 MiB ext4), frozen with fsfreeze for %s", fs.mnt, fs.dev, frozenFor)
 	return measure(ctx, h, s, r, 0, func(ctx context.Context, sm *sampler) error {
@@ -201,15 +197,11 @@ func attackFullDisk(ctx context.Context, h *harness, r *row) error {
 		fullFor      = 5 * time.Second
 		recoverLimit = 10 * time.Second
 	)
-	fs, err := mountLoopFS(ctx, 32)
+	fs, s, err := startOnLoopFS(ctx, h, 32)
 	if err != nil {
 		return err
 	}
 	defer fs.release()
-	s, err := startProbed(ctx, h.bin, serviceOptions{dataDir: filepath.Join(fs.mnt, "data")})
-	if err != nil {
-		return err
-	}
 	defer s.kill()
 	return measure(ctx, h, s, r, 0, func(ctx context.Context, sm *sampler) error {
 		filler := filepath.Join(fs.mnt, "filler")
@@ -330,4 +322,19 @@ func fill(path string) (int64, error) {
 		return n, fmt.Errorf("syncing %s: %w", path, err)
 	}
 	return n, nil
+}
+
+// startOnLoopFS mounts a loop filesystem of mib MiB and starts a service
+// with its data directory there; the caller releases both.
+func startOnLoopFS(ctx context.Context, h *harness, mib int64) (*loopFS, *service, error) {
+	fs, err := mountLoopFS(ctx, mib)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := startProbed(ctx, h.bin, serviceOptions{dataDir: filepath.Join(fs.mnt, "data")})
+	if err != nil {
+		fs.release()
+		return nil, nil, err
+	}
+	return fs, s, nil
 }
