@@ -75,6 +75,22 @@ func TestEncodedListSuffix(t *testing.T) {
 	}
 }
 
+// wholeConcurrently asks n readers at once for the list of group g at
+// revision, and returns what each got (nil for an error).
+func wholeConcurrently(l *lists, svc *membership.Service, revision membership.Revision, n int) []*encodedList {
+	var wg sync.WaitGroup
+	got := make([]*encodedList, n)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _ = l.whole(context.Background(), svc, "g", revision)
+		}()
+	}
+	wg.Wait()
+	return got
+}
+
 // Concurrent readers of one group state share one encoding, and it counts
 // once in the replies budget, until the last lets go.
 func TestListsShareOneEncodingPerRevision(t *testing.T) {
@@ -90,16 +106,7 @@ func TestListsShareOneEncodingPerRevision(t *testing.T) {
 	held := replies.Used()
 	assert.Equal(t, first.cost(), held)
 
-	var wg sync.WaitGroup
-	got := make([]*encodedList, 50)
-	for i := range got {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got[i], _ = l.whole(ctx, svc, "g", rev)
-		}()
-	}
-	wg.Wait()
+	got := wholeConcurrently(l, svc, rev, 50)
 	for _, e := range got {
 		assert.Same(t, first, e, "the same encoding")
 	}
@@ -147,16 +154,7 @@ func TestListsBuildEachRevisionOnce(t *testing.T) {
 	require.NoError(t, err)
 	l := newLists(newListCache(0), budget.New(1<<30))
 
-	var wg sync.WaitGroup
-	got := make([]*encodedList, 50)
-	for i := range got {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got[i], _ = l.whole(ctx, svc, "g", 1)
-		}()
-	}
-	wg.Wait()
+	got := wholeConcurrently(l, svc, 1, 50)
 	for _, e := range got {
 		require.NotNil(t, e)
 		assert.Same(t, got[0], e)
