@@ -167,14 +167,20 @@ func TestDurableWritableSaysWhy(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "until restarted: fsync failed")
 	})
-	t.Run("full disk, then room again", func(t *testing.T) {
+	// fullDisk returns a store whose last write failed for want of room,
+	// and its log, which still fails writes.
+	fullDisk := func(t *testing.T) (*Durable, *failingLog) {
 		var fl *failingLog
 		d := openTestDurable(t, t.TempDir(), failingLogs(&fl))
-		defer d.Close()
+		t.Cleanup(func() { d.Close() })
 		fl.set(true, false, false)
 		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
 		require.Error(t, err)
-		err = d.Writable()
+		return d, fl
+	}
+	t.Run("full disk, then room again", func(t *testing.T) {
+		d, fl := fullDisk(t)
+		err := d.Writable()
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "no space left on device")
 		fl.set(false, false, false)
@@ -183,14 +189,9 @@ func TestDurableWritableSaysWhy(t *testing.T) {
 		assert.Eventually(t, func() bool { return d.Writable() == nil }, 10*time.Second, 10*time.Millisecond)
 	})
 	t.Run("a write that succeeds clears it", func(t *testing.T) {
-		var fl *failingLog
-		d := openTestDurable(t, t.TempDir(), failingLogs(&fl))
-		defer d.Close()
-		fl.set(true, false, false)
-		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
-		require.Error(t, err)
+		d, fl := fullDisk(t)
 		fl.set(false, false, false)
-		_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 2}})
+		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 2}})
 		require.NoError(t, err)
 		assert.NoError(t, d.Writable())
 	})
