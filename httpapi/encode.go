@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"iter"
-	"math"
 	"strconv"
 	"unicode/utf8"
 
@@ -160,11 +159,6 @@ func jsonStringLen(s string) int {
 	return n
 }
 
-// encodeStrings returns ss as a JSON array of strings.
-func encodeStrings(ss []string) []byte {
-	return appendStrings(make([]byte, 0, stringsJSONLen(ss)), ss)
-}
-
 // stringsJSONLen returns the length of ss as a JSON array of strings.
 func stringsJSONLen(ss []string) int {
 	size := 2 + max(len(ss)-1, 0)
@@ -183,12 +177,6 @@ func appendStrings(b []byte, ss []string) []byte {
 		b = appendJSONString(b, s)
 	}
 	return append(b, ']')
-}
-
-// encodeChanges returns the JSON array of changes for /changes.
-func encodeChanges(changes []membership.Change) []byte {
-	n, size := changesJSONLen(changes, math.MaxInt)
-	return appendChanges(make([]byte, 0, size), changes[:n])
 }
 
 // changesJSONLen returns how many of the first changes fit in a JSON array
