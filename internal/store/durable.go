@@ -548,17 +548,29 @@ func checkChain(dir string, base uint64, logs []uint64) error {
 	return nil
 }
 
-// moveToRepair moves the file at path into a new repair directory, whose
-// path it returns.
-func (d *Durable) moveToRepair(path string) (string, error) {
-	dir, err := d.repairDir()
-	if err != nil {
+// moveToRepair makes a new repair directory, DIR/repair-<time>, where a
+// repair keeps what it drops, moves the files at paths into it, durably, and
+// returns its path.
+func (d *Durable) moveToRepair(paths ...string) (string, error) {
+	dir := filepath.Join(d.dir, "repair-"+time.Now().UTC().Format("20060102T150405.000000000Z"))
+	if err := os.Mkdir(dir, dirMode); err != nil {
 		return "", err
 	}
-	if err := os.Rename(path, filepath.Join(dir, filepath.Base(path))); err != nil {
-		return "", err
+	for _, path := range paths {
+		if err := os.Rename(path, filepath.Join(dir, filepath.Base(path))); err != nil {
+			return "", err
+		}
 	}
 	return dir, errors.Join(wal.SyncDir(dir), wal.SyncDir(d.dir))
+}
+
+// logPaths returns the paths of logs seqs of the store's directory.
+func (d *Durable) logPaths(seqs []uint64) []string {
+	paths := make([]string, len(seqs))
+	for i, seq := range seqs {
+		paths[i] = logPath(d.dir, seq)
+	}
+	return paths
 }
 
 // createLog creates log seq of dir, following the state at startRevision,
@@ -590,18 +602,9 @@ func (d *Durable) checkFiles(base uint64, logs []uint64, df dataFile, hasData bo
 			}
 			kept = append(kept, l)
 		}
-		moved := logs[len(kept):]
-		if len(moved) > 0 {
-			dir, err := d.repairDir()
+		if moved := logs[len(kept):]; len(moved) > 0 {
+			dir, err := d.moveToRepair(d.logPaths(moved)...)
 			if err != nil {
-				return nil, err
-			}
-			for _, l := range moved {
-				if err := os.Rename(logPath(d.dir, l), filepath.Join(dir, filepath.Base(logPath(d.dir, l)))); err != nil {
-					return nil, err
-				}
-			}
-			if err := errors.Join(wal.SyncDir(dir), wal.SyncDir(d.dir)); err != nil {
 				return nil, err
 			}
 			d.logger.Warn("repair: a log is missing; moved the logs after the gap aside: their changes are lost", "err", err, "moved_to", dir)
@@ -724,7 +727,7 @@ type errUndecodable struct{ error }
 // every later log, into a new repair directory, whose path it returns.
 // Nothing is deleted.
 func (d *Durable) repairLog(seq uint64, data []byte, offset int64, later []uint64) (string, error) {
-	dir, err := d.repairDir()
+	dir, err := d.moveToRepair(d.logPaths(later)...)
 	if err != nil {
 		return "", err
 	}
@@ -732,30 +735,10 @@ func (d *Durable) repairLog(seq uint64, data []byte, offset int64, later []uint6
 	if err := os.WriteFile(tail, data[offset:], fileMode); err != nil {
 		return "", err
 	}
-	if err := wal.SyncFile(tail); err != nil {
+	if err := errors.Join(wal.SyncFile(tail), wal.SyncDir(dir)); err != nil {
 		return "", err
 	}
-	for _, s := range later {
-		if err := os.Rename(logPath(d.dir, s), filepath.Join(dir, filepath.Base(logPath(d.dir, s)))); err != nil {
-			return "", err
-		}
-	}
-	if err := wal.SyncDir(dir); err != nil {
-		return "", err
-	}
-	if err := wal.Truncate(logPath(d.dir, seq), offset); err != nil {
-		return "", err
-	}
-	return dir, wal.SyncDir(d.dir)
-}
-
-// repairDir creates DIR/repair-<time>, where a repair keeps what it drops.
-func (d *Durable) repairDir() (string, error) {
-	dir := filepath.Join(d.dir, "repair-"+time.Now().UTC().Format("20060102T150405.000000000Z"))
-	if err := os.Mkdir(dir, dirMode); err != nil {
-		return "", err
-	}
-	return dir, nil
+	return dir, wal.Truncate(logPath(d.dir, seq), offset)
 }
 
 // errLogsRemoved is not an error for the caller: replay returns it after a
