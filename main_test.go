@@ -389,3 +389,12 @@ func TestStalledStdoutFreezesNothing(t *testing.T) {
 	release() // stdout flows again
 	assert.Eventually(t, func() bool { return strings.Contains(logs.String(), "log lines were dropped") }, 10*time.Second, time.Millisecond)
 }
+
+// The limits that are not budgets show in /metrics as set by their flags.
+func TestMetricsShowTheConnectionLimits(t *testing.T) {
+	base, _, _ := startProgram(t, "-max-header", "8192")
+	status, body := send(t, "GET", base+"/metrics", "")
+	require.Equal(t, 200, status)
+	assert.Contains(t, body, "\nmembership_max_header_bytes 8192\n")
+	assert.Contains(t, body, "\nmembership_conn_send_buffer_bytes 262144\n")
+}

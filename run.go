@@ -160,6 +160,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		NoMetrics:         !cfg.metrics,
 		Collectors: []func(*metrics.Writer){st.Metrics, func(w *metrics.Writer) {
 			w.Gauge("membership_conn_send_buffer_bytes", "The kernel send buffer of each connection, in bytes (-conn-send-buffer).", float64(cfg.connSendBuffer))
+			w.Gauge("membership_max_header_bytes", "The largest request line and headers accepted, in bytes (-max-header).", float64(cfg.maxHeaderBytes))
 		}},
 		Budgets: []func() []metrics.Budget{st.Budgets, logBudget},
 	})
