@@ -52,6 +52,13 @@ func startProcess(t *testing.T, args ...string) *process {
 // startProcessEnv is startProcess with env added to the environment.
 func startProcessEnv(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
+	return launch(t, env, true, args...)
+}
+
+// launch starts the program and waits until it listens, and until it is
+// ready too when untilReady is set.
+func launch(t *testing.T, env []string, untilReady bool, args ...string) *process {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-addr", "127.0.0.1:0", "-log-format", "json"}, args...)...)
 	cmd.Env = append(append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1"), env...)
 	logs := &syncBuffer{}
@@ -61,7 +68,7 @@ func startProcessEnv(t *testing.T, env []string, args ...string) *process {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	require.Eventually(t, func() bool {
 		var addr string
-		if !readyAt(logs, &addr) {
+		if ready := readyAt(logs, &addr); addr == "" || untilReady && !ready {
 			return false
 		}
 		p.base = "http://" + addr
@@ -477,4 +484,82 @@ func TestASecondSignalEndsTheProcessAtOnce(t *testing.T) {
 	state := waitExit(t, p, 30*time.Second)
 	assert.Equal(t, 128+int(syscall.SIGTERM), state.ExitCode(), "ended at once, with the status of a signal")
 	assert.Contains(t, p.logs.String(), "terminated again: exiting at once")
+}
+
+// While its data loads, the program routes every request as it will once
+// loaded: 404, 405 with Allow, /healthz and /openapi.json answer, and the
+// routes that need the data answer 503 starting with Retry-After and
+// X-Request-ID, logged and counted (issue 12, item 5). A FIFO in place of
+// DATA holds the load: reading it waits until the test writes it.
+func TestTheBinaryRoutesWhileItsDataLoads(t *testing.T) {
+	dir := t.TempDir()
+	p := startProcess(t, "-data-dir", dir)
+	require.True(t, change(p.base, "POST", "g", 1, 2))
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.cmd.Wait())
+	dataPath := filepath.Join(dir, "DATA")
+	data, err := os.ReadFile(dataPath)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(dataPath))
+	require.NoError(t, syscall.Mkfifo(dataPath, 0o600))
+
+	p = launch(t, nil, false, "-data-dir", dir)
+	tests := []struct {
+		method, path string
+		wantStatus   int
+		wantCode     string
+	}{
+		{"GET", "/group-user/g", 503, "starting"},
+		{"POST", "/group-user/g", 503, "starting"},
+		{"GET", "/user-group/1", 503, "starting"},
+		{"GET", "/changes", 503, "starting"},
+		{"GET", "/readyz", 503, "starting"},
+		{"PUT", "/group-user/g", 405, "method_not_allowed"},
+		{"GET", "/nowhere", 404, "not_found"},
+		{"GET", "/healthz", 200, ""},
+		{"GET", "/openapi.json", 200, ""},
+	}
+	for _, tt := range tests {
+		req, err := http.NewRequest(tt.method, p.base+tt.path, nil)
+		require.NoError(t, err)
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		assert.Equal(t, tt.wantStatus, resp.StatusCode, "%s %s: %s", tt.method, tt.path, body)
+		assert.NotEmpty(t, resp.Header.Get("X-Request-ID"), "%s %s", tt.method, tt.path)
+		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"), "%s %s", tt.method, tt.path)
+		if tt.wantCode != "" {
+			assert.Contains(t, string(body), `"code":"`+tt.wantCode+`"`, "%s %s", tt.method, tt.path)
+		}
+		if tt.wantStatus == 503 {
+			assert.Equal(t, "1", resp.Header.Get("Retry-After"), "%s %s", tt.method, tt.path)
+		}
+	}
+	status, metrics := send(t, "GET", p.base+"/metrics", "")
+	require.Equal(t, 200, status)
+	assert.Contains(t, metrics, `membership_http_requests_total{route="/group-user/{groupID}",method="POST",status="503"} 1`)
+	assert.Contains(t, metrics, "\nmembership_store_writable 0\n")
+	require.Eventually(t, func() bool { // the log is written behind a buffer
+		return strings.Contains(p.logs.String(), `"method":"GET","path":"/changes","status":503`)
+	}, 10*time.Second, time.Millisecond, "the 503 starting is logged")
+	assert.NotContains(t, p.logs.String(), `"msg":"ready"`, "the load was held all along")
+
+	fifo, err := os.OpenFile(dataPath, os.O_WRONLY, 0) // the program has it open to read
+	require.NoError(t, err)
+	_, err = fifo.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, fifo.Close())
+	require.Eventually(t, func() bool {
+		var addr string
+		return readyAt(p.logs, &addr)
+	}, 30*time.Second, 5*time.Millisecond, "the program never got ready; its output:\n%s", p.logs.String())
+	assert.Equal(t, map[int64]bool{1: true, 2: true}, members(t, p.base, "g"))
+	status, _ = send(t, "GET", p.base+"/readyz", "")
+	assert.Equal(t, 200, status)
+	status, metrics = send(t, "GET", p.base+"/metrics", "")
+	require.Equal(t, 200, status)
+	assert.Contains(t, metrics, `membership_http_requests_total{route="/group-user/{groupID}",method="POST",status="503"} 1`, "kept once loaded")
+	assert.Contains(t, metrics, "\nmembership_store_writable 1\n")
 }

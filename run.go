@@ -95,17 +95,35 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		logger.Warn("no token: anyone who can reach the service can change memberships (see -token-file)")
 	}
 
-	// Listen first: while the data loads, /healthz answers and /readyz says
-	// 503, so that an orchestrator can tell starting from stuck.
+	// Listen first: while the data loads, the API routes as usual, /healthz
+	// answers and /readyz and the data routes say 503 starting, so that an
+	// orchestrator can tell starting from stuck.
 	var ready atomic.Bool
 	var conns connCounter
-	var current atomic.Pointer[http.Handler]
-	starting := httpapi.NewStartingHandler()
-	current.Store(&starting)
+	stopping := make(chan struct{})
+	api := httpapi.NewLoadingHandler(httpapi.Options{
+		Logger:            logger,
+		AccessLog:         cfg.accessLog,
+		MaxBodyBytes:      cfg.maxBodyBytes,
+		BodyMemoryBytes:   cfg.bodyMemory,
+		ReplyMemoryBytes:  cfg.replyMemory,
+		ChangesReplyBytes: cfg.changesReplyBytes,
+		ListCacheBytes:    cfg.listCache,
+		Token:             token,
+		AuthReads:         cfg.authReads,
+		Ready:             ready.Load,
+		Stopping:          stopping,
+		NoMetrics:         !cfg.metrics,
+		Collectors: []func(*metrics.Writer){func(w *metrics.Writer) {
+			w.Gauge("membership_conn_send_buffer_bytes", "The kernel send buffer of each connection, in bytes (-conn-send-buffer).", float64(cfg.connSendBuffer))
+			w.Gauge("membership_max_header_bytes", "The largest request line and headers accepted, in bytes (-max-header).", float64(cfg.maxHeaderBytes))
+		}},
+		Budgets: []func() []metrics.Budget{func() []metrics.Budget {
+			return []metrics.Budget{{Name: "log_buffer", Used: int64(logOut.Buffered()), Limit: int64(logOut.MaxBytes()), Refused: logOut.Dropped()}}
+		}},
+	})
 	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			(*current.Load()).ServeHTTP(w, r)
-		}),
+		Handler:           api,
 		ReadHeaderTimeout: readHeaderTimeout,
 		MaxHeaderBytes:    cfg.maxHeaderBytes,
 		ReadTimeout:       readTimeout,
@@ -120,7 +138,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	ln = sendBufferListener{Listener: ln, bytes: cfg.connSendBuffer}
 	logger.Info("listening", "addr", ln.Addr().String(), "max_body", cfg.maxBodyBytes, "max_users", cfg.maxUsers, "list_cache", cfg.listCache)
-	stopping := make(chan struct{})
 	srv.RegisterOnShutdown(func() { close(stopping) }) // ends /changes long-polls
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -141,30 +158,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			}
 		}
 	}()
-	logBudget := func() []metrics.Budget {
-		return []metrics.Budget{{Name: "log_buffer", Used: int64(logOut.Buffered()), Limit: int64(logOut.MaxBytes()), Refused: logOut.Dropped()}}
-	}
-	api := httpapi.NewHandler(membership.NewService(st, cfg.maxUsers), httpapi.Options{
-		Logger:            logger,
-		AccessLog:         cfg.accessLog,
-		MaxBodyBytes:      cfg.maxBodyBytes,
-		BodyMemoryBytes:   cfg.bodyMemory,
-		ReplyMemoryBytes:  cfg.replyMemory,
-		ChangesReplyBytes: cfg.changesReplyBytes,
-		ListCacheBytes:    cfg.listCache,
-		Token:             token,
-		AuthReads:         cfg.authReads,
-		Ready:             ready.Load,
-		Writable:          st.Writable,
-		Stopping:          stopping,
-		NoMetrics:         !cfg.metrics,
-		Collectors: []func(*metrics.Writer){st.Metrics, func(w *metrics.Writer) {
-			w.Gauge("membership_conn_send_buffer_bytes", "The kernel send buffer of each connection, in bytes (-conn-send-buffer).", float64(cfg.connSendBuffer))
-			w.Gauge("membership_max_header_bytes", "The largest request line and headers accepted, in bytes (-max-header).", float64(cfg.maxHeaderBytes))
-		}},
-		Budgets: []func() []metrics.Budget{st.Budgets, logBudget},
+	api.Load(membership.NewService(st, cfg.maxUsers), httpapi.StoreReports{
+		Writable: st.Writable,
+		Metrics:  st.Metrics,
+		Budgets:  st.Budgets,
 	})
-	current.Store(&api)
 	ready.Store(true)
 	logger.Info("ready")
 

@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/httpapi"
-	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/metrics/metricstest"
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/membership"
@@ -110,10 +109,11 @@ func TestWritesPastTheBodyBudgetAreRefused(t *testing.T) {
 func TestReadyzSaysWhenTheStoreCannotTakeWrites(t *testing.T) {
 	var why error
 	st := store.NewMemory()
-	h := httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{
-		Writable:   func() error { return why },
-		Collectors: []func(*metrics.Writer){st.Metrics},
-		Budgets:    []func() []metrics.Budget{st.Budgets},
+	h := httpapi.NewLoadingHandler(httpapi.Options{})
+	h.Load(membership.NewService(st, 100), httpapi.StoreReports{
+		Writable: func() error { return why },
+		Metrics:  st.Metrics,
+		Budgets:  st.Budgets,
 	})
 	writable := func() float64 {
 		w := do(h, "GET", "/metrics", "", "")

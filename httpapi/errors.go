@@ -27,6 +27,7 @@ var statusOf = map[membership.Code]int{
 	membership.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
 	membership.CodeChangesGone:          http.StatusGone,
 	membership.CodeUnavailable:          http.StatusServiceUnavailable,
+	membership.CodeStarting:             http.StatusServiceUnavailable,
 	membership.CodeInternal:             http.StatusInternalServerError,
 }
 

@@ -268,17 +268,31 @@ func handleMember(svc *membership.Service) http.Handler {
 // A spent budget of request bodies or replies does not make it unready:
 // clients cause that, and an instance taken out of a load balancer for it
 // would let a few of them take every instance out.
-func handleReadyz(ready func() bool, writable func() error) http.Handler {
+func handleReadyz(d deps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !ready() {
+		if d.loading() {
+			writeError(w, r, errStarting)
+			return
+		}
+		if !d.opts.Ready() {
 			writeError(w, r, membership.Errorf(membership.CodeUnavailable, "the service is shutting down"))
 			return
 		}
-		if err := writable(); err != nil {
+		if err := d.store.Writable(); err != nil {
 			writeError(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
+	})
+}
+
+// errStarting answers what needs the data while it loads.
+var errStarting = membership.Errorf(membership.CodeStarting, "the service is starting: its data is loading; try again in a moment (/readyz says when it is ready)")
+
+// handleStarting answers a data route while the data loads.
+func handleStarting() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, errStarting)
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/httpapi"
+	"example.com/groupmembership/internal/metrics/metricstest"
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/syncbuf"
 	"example.com/groupmembership/membership"
@@ -792,7 +793,7 @@ func TestAuth(t *testing.T) {
 	}
 }
 
-func TestReadyzAndTheStartingHandler(t *testing.T) {
+func TestReadyzSaysWhenShuttingDown(t *testing.T) {
 	ready := false
 	h := httpapi.NewHandler(membership.NewService(store.NewMemory(), 0), httpapi.Options{Ready: func() bool { return ready }})
 	w := do(h, "GET", "/readyz", "", "")
@@ -802,12 +803,98 @@ func TestReadyzAndTheStartingHandler(t *testing.T) {
 	w = do(h, "GET", "/readyz", "", "")
 	assert.Equal(t, http.StatusOK, w.Code)
 	assert.JSONEq(t, `{"status":"ready"}`, w.Body.String())
+}
 
-	starting := httpapi.NewStartingHandler()
-	assert.Equal(t, http.StatusOK, do(starting, "GET", "/healthz", "", "").Code)
-	for _, path := range []string{"/readyz", "/group-user/g", "/user-group/1"} {
-		w := do(starting, "GET", path, "", "")
-		assert.Equal(t, http.StatusServiceUnavailable, w.Code, path)
-		assert.JSONEq(t, `{"error":{"code":"unavailable","message":"the service is starting: its data is loading"}}`, w.Body.String())
+// While the data loads, the API routes as it will once loaded: only the
+// routes that need the data (and /readyz) answer 503 starting, with
+// Retry-After, and every reply has its X-Request-ID, its log line and its
+// count, which go on once loaded.
+func TestLoadingStateRoutesAsUsual(t *testing.T) {
+	logs := &syncBuffer{}
+	h := httpapi.NewLoadingHandler(httpapi.Options{
+		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
+		AccessLog: true,
+		Token:     "secret",
+	})
+	const starting = `{"error":{"code":"starting","message":"the service is starting: its data is loading; try again in a moment (/readyz says when it is ready)"}}`
+	tests := []struct {
+		method, path string
+		token        bool
+		wantStatus   int
+		wantCode     string // "" for a reply that is not an error
+		wantAllow    string
+	}{
+		{"GET", "/healthz", false, 200, "", ""},
+		{"GET", "/openapi.json", false, 200, "", ""},
+		{"GET", "/readyz", false, 503, "starting", ""},
+		{"GET", "/group-user/g", false, 503, "starting", ""},
+		{"HEAD", "/group-user/g", false, 503, "starting", ""},
+		{"GET", "/group-user/g/1", false, 503, "starting", ""},
+		{"GET", "/user-group/1", false, 503, "starting", ""},
+		{"HEAD", "/user-group/1", false, 503, "starting", ""},
+		{"GET", "/changes", false, 503, "starting", ""},
+		{"POST", "/group-user/g", true, 503, "starting", ""},
+		{"DELETE", "/group-user/g", true, 503, "starting", ""},
+		{"POST", "/group-user/g", false, 401, "unauthorized", ""},
+		{"PUT", "/group-user/g", true, 405, "method_not_allowed", "GET, HEAD, POST, DELETE"},
+		{"POST", "/readyz", true, 405, "method_not_allowed", "GET, HEAD"},
+		{"GET", "/nowhere", false, 404, "not_found", ""},
+		{"GET", "/group-user//g", false, 404, "not_found", ""},
+		{"GET", "/healthz?x=1", false, 400, "invalid_query", ""},
 	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.path, nil)
+			if tt.token {
+				r.Header.Set("Authorization", "Bearer secret")
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			assert.Equal(t, tt.wantStatus, w.Code, w.Body.String())
+			assert.NotEmpty(t, w.Header().Get("X-Request-ID"))
+			assert.Equal(t, tt.wantAllow, w.Header().Get("Allow"))
+			if tt.wantStatus == 503 {
+				assert.Equal(t, "1", w.Header().Get("Retry-After"))
+				if tt.method != "HEAD" {
+					assert.JSONEq(t, starting, w.Body.String())
+				}
+			}
+			if tt.wantCode != "" && tt.method != "HEAD" {
+				assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+				assert.Contains(t, w.Body.String(), `"code":"`+tt.wantCode+`"`)
+			}
+		})
+	}
+	assert.Equal(t, len(tests), strings.Count(logs.String(), `"msg":"request"`), "every reply is logged")
+	assert.Contains(t, logs.String(), `"method":"POST","path":"/group-user/g","status":503`)
+
+	metricsWhileLoading := do(h, "GET", "/metrics", "", "")
+	require.Equal(t, http.StatusOK, metricsWhileLoading.Code)
+	families, err := metricstest.Parse(metricsWhileLoading.Body.String())
+	require.NoError(t, err)
+	posts := map[string]string{"route": "/group-user/{groupID}", "method": "POST", "status": "503"}
+	n, _ := sample(families["membership_http_requests_total"], "membership_http_requests_total", posts)
+	assert.Equal(t, 1.0, n, "the 503 starting is counted")
+	writable, _ := sample(families["membership_store_writable"], "membership_store_writable", map[string]string{})
+	assert.Equal(t, 0.0, writable, "a loading store takes no changes")
+
+	h.Load(membership.NewService(store.NewMemory(), testMaxUsers), httpapi.StoreReports{})
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[1]"))
+	r.Header.Set("Content-Type", formType)
+	r.Header.Set("Authorization", "Bearer secret")
+	h.ServeHTTP(w, r)
+	assert.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Equal(t, http.StatusOK, do(h, "GET", "/readyz", "", "").Code)
+	assert.JSONEq(t, `[{"uid":1,"nickname":""}]`, do(h, "GET", "/group-user/g", "", "").Body.String())
+
+	families, err = metricstest.Parse(do(h, "GET", "/metrics", "", "").Body.String())
+	require.NoError(t, err)
+	n, _ = sample(families["membership_http_requests_total"], "membership_http_requests_total", posts)
+	assert.Equal(t, 1.0, n, "the counts of the loading state are kept")
+	posts["status"] = "200"
+	n, _ = sample(families["membership_http_requests_total"], "membership_http_requests_total", posts)
+	assert.Equal(t, 1.0, n)
+	writable, _ = sample(families["membership_store_writable"], "membership_store_writable", map[string]string{})
+	assert.Equal(t, 1.0, writable)
 }

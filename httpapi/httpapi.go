@@ -6,6 +6,7 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/metrics"
@@ -60,28 +61,48 @@ type Options struct {
 	// Ready reports whether the service takes traffic, for /readyz: false
 	// once it is shutting down. Nil: always.
 	Ready func() bool
-	// Writable returns why the store cannot take changes now, or nil, for
-	// /readyz and the membership_store_writable gauge. Nil: always
-	// writable.
-	Writable func() error
 	// Stopping, when closed, ends the waits of /changes long-polls, so that
 	// they do not hold up a shutdown. Nil: never.
 	Stopping <-chan struct{}
 	// NoMetrics turns the request metrics off, and /metrics answers 404;
 	// for measuring what they cost.
 	NoMetrics bool
-	// Collectors write more families to /metrics: the store's figures.
+	// Collectors write more families to /metrics, after the store's.
 	Collectors []func(*metrics.Writer)
-	// Budgets report more memory budgets for /metrics, beside the handler's
-	// own: the store's, the log's.
+	// Budgets report more memory budgets for /metrics, after the handler's
+	// own and the store's: the log's.
 	Budgets []func() []metrics.Budget
+}
+
+// StoreReports are what the loaded store tells /readyz and /metrics. A nil
+// field reports nothing (Writable: always writable).
+type StoreReports struct {
+	// Writable returns why the store cannot take changes now, or nil, for
+	// /readyz and the membership_store_writable gauge.
+	Writable func() error
+	// Metrics writes the store's families to /metrics.
+	Metrics func(*metrics.Writer)
+	// Budgets reports the store's memory budgets for /metrics.
+	Budgets func() []metrics.Budget
 }
 
 // DefaultListCacheBytes is the default bound of the cache of encoded lists.
 const DefaultListCacheBytes = 64 << 20
 
-// NewHandler returns the handler of the whole HTTP API over svc.
-func NewHandler(svc *membership.Service, opts Options) http.Handler {
+// Handler is the whole HTTP API. It starts loading: until Load gives it the
+// service, it routes every request as it will then (a JSON 404 for an
+// unknown path, 405 with Allow for a method, 401 without the token), answers
+// /healthz, /openapi.json and /metrics, and answers the routes that need the
+// data, and /readyz, with 503 starting and Retry-After. Every reply, loading
+// or not, gets its X-Request-ID, its access-log line and its count.
+type Handler struct {
+	serve http.Handler
+	base  deps // what loading and loaded share: no service yet
+	mux   atomic.Pointer[http.ServeMux]
+}
+
+// NewLoadingHandler returns the API in its loading state.
+func NewLoadingHandler(opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -100,11 +121,7 @@ func NewHandler(svc *membership.Service, opts Options) http.Handler {
 	if opts.Ready == nil {
 		opts.Ready = func() bool { return true }
 	}
-	if opts.Writable == nil {
-		opts.Writable = func() error { return nil }
-	}
 	d := deps{
-		svc:     svc,
 		opts:    opts,
 		bodies:  budget.New(opts.BodyMemoryBytes),
 		replies: budget.New(opts.ReplyMemoryBytes),
@@ -113,14 +130,50 @@ func NewHandler(svc *membership.Service, opts Options) http.Handler {
 	if !opts.NoMetrics {
 		d.metrics = newRequestMetrics()
 	}
+	h := &Handler{base: d}
+	h.mux.Store(h.newMux(d))
+	h.serve = observe(opts.Logger, opts.AccessLog, d.metrics, canonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mux.Load().ServeHTTP(w, r)
+	})))
+	return h
+}
+
+// Load ends the loading state: from now on the data routes serve svc, and
+// /readyz and /metrics report store. Call it once.
+func (h *Handler) Load(svc *membership.Service, store StoreReports) {
+	d := h.base
+	d.svc = svc
+	d.store = store
+	if d.store.Writable == nil {
+		d.store.Writable = func() error { return nil }
+	}
+	h.mux.Store(h.newMux(d))
+}
+
+// newMux returns the mux of the routes over d: loading when d has no
+// service.
+func (h *Handler) newMux(d deps) *http.ServeMux {
 	mux := http.NewServeMux()
-	addRoutes(mux, routes(d), opts.Token, opts.AuthReads, d.metrics)
-	return observe(opts.Logger, opts.AccessLog, d.metrics, canonicalPaths(mux))
+	addRoutes(mux, routes(d), d.loading(), d.opts.Token, d.opts.AuthReads, d.metrics)
+	return mux
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.serve.ServeHTTP(w, r)
+}
+
+// NewHandler returns the handler of the whole HTTP API over svc, loaded,
+// with a store that reports nothing to /metrics.
+func NewHandler(svc *membership.Service, opts Options) http.Handler {
+	h := NewLoadingHandler(opts)
+	h.Load(svc, StoreReports{})
+	return h
 }
 
 // deps are what the handlers share.
 type deps struct {
-	svc     *membership.Service
+	svc     *membership.Service // nil while loading
+	store   StoreReports        // the loaded store's
 	opts    Options
 	bodies  *budget.Bytes // request bodies being read
 	replies *budget.Bytes // reply bodies being built and sent
@@ -128,27 +181,22 @@ type deps struct {
 	metrics *requestMetrics // nil with NoMetrics
 }
 
-// budgets reports the handler's memory budgets, then those of opts.Budgets.
+// loading reports whether the handler is loading: it has no service yet.
+func (d deps) loading() bool { return d.svc == nil }
+
+// budgets reports the handler's memory budgets, then the store's, then
+// those of opts.Budgets.
 func (d deps) budgets() []metrics.Budget {
 	bs := []metrics.Budget{
 		{Name: "request_bodies", Used: d.bodies.Used(), Limit: d.bodies.Limit(), Refused: d.bodies.Refused()},
 		{Name: "replies", Used: d.replies.Used(), Limit: d.replies.Limit(), Refused: d.replies.Refused()},
 		{Name: "list_cache", Used: d.lists.cacheBytes(), Limit: d.lists.cache.maxBytes},
 	}
+	if d.store.Budgets != nil {
+		bs = append(bs, d.store.Budgets()...)
+	}
 	for _, f := range d.opts.Budgets {
 		bs = append(bs, f()...)
 	}
 	return bs
-}
-
-// NewStartingHandler returns the handler to serve while the store loads:
-// /healthz answers 200, /readyz and everything else 503 unavailable.
-func NewStartingHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
-			writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
-			return
-		}
-		writeError(w, r, membership.Errorf(membership.CodeUnavailable, "the service is starting: its data is loading"))
-	})
 }

@@ -19,7 +19,8 @@ type requestMetrics struct {
 	inFlight atomic.Int64
 	// routes maps a mux pattern ("GET /healthz", "/", …) to the metrics of
 	// its path: patterns of one path share them. It is filled before
-	// serving and only read after.
+	// serving (by the loading mux, whose patterns the loaded one repeats)
+	// and only read after.
 	routes map[string]*routeMetrics
 	paths  []*routeMetrics // each path once, in order of registration
 }
@@ -54,8 +55,13 @@ func newRequestMetrics() *requestMetrics {
 	return &requestMetrics{routes: map[string]*routeMetrics{}}
 }
 
-// addPattern registers a mux pattern.
+// addPattern registers a mux pattern. A pattern registered already (the
+// loading mux's, again for the loaded one) keeps its metrics, and the map is
+// only read: requests are being counted.
 func (m *requestMetrics) addPattern(pattern string) {
+	if _, ok := m.routes[pattern]; ok {
+		return
+	}
 	path := pattern
 	if _, p, ok := strings.Cut(pattern, " "); ok {
 		path = p
@@ -125,11 +131,14 @@ func handleMetrics(d deps) http.Handler {
 		d.metrics.write(&mw)
 		mw.Budgets(d.budgets())
 		writable := 1.0
-		if d.opts.Writable() != nil {
+		if d.loading() || d.store.Writable() != nil {
 			writable = 0
 		}
 		mw.Gauge("membership_store_writable", "1 when the store takes changes, 0 when it cannot (a failed fsync, a stuck or full disk, a full queue); /readyz says why.", writable)
 		mw.Gauge("go_goroutines", "Number of goroutines that currently exist.", float64(runtime.NumGoroutine()))
+		if d.store.Metrics != nil {
+			d.store.Metrics(&mw)
+		}
 		for _, c := range d.opts.Collectors {
 			c(&mw)
 		}

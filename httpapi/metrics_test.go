@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/httpapi"
-	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/metrics/metricstest"
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/membership"
@@ -37,9 +36,8 @@ func sample(f *metricstest.Family, name string, labels map[string]string) (float
 
 func TestMetrics(t *testing.T) {
 	st := store.NewMemory()
-	h := httpapi.NewHandler(membership.NewService(st, testMaxUsers), httpapi.Options{
-		Collectors: []func(*metrics.Writer){st.Metrics},
-	})
+	h := httpapi.NewLoadingHandler(httpapi.Options{})
+	h.Load(membership.NewService(st, testMaxUsers), httpapi.StoreReports{Metrics: st.Metrics})
 	requests := []struct {
 		method, path, body string
 		status             int

@@ -112,3 +112,85 @@ func TestOpenAPIIsServed(t *testing.T) {
 	assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
 	assert.JSONEq(t, string(openAPIDocument), w.Body.String())
 }
+
+// resolve follows v's $ref, if it has one.
+func resolve(t *testing.T, doc map[string]any, v any) map[string]any {
+	t.Helper()
+	m := v.(map[string]any)
+	ref, ok := m["$ref"].(string)
+	if !ok {
+		return m
+	}
+	var node any = doc
+	for _, part := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
+		node = node.(map[string]any)[part]
+	}
+	require.NotNil(t, node, ref)
+	return resolve(t, doc, node)
+}
+
+// paramNames returns the names of the parameters of operation op, its
+// path's included.
+func paramNames(t *testing.T, doc map[string]any, item, op map[string]any) []string {
+	var names []string
+	for _, list := range []any{item["parameters"], op["parameters"]} {
+		ps, _ := list.([]any)
+		for _, p := range ps {
+			names = append(names, resolve(t, doc, p)["name"].(string))
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func headerNames(t *testing.T, doc map[string]any, response any) []string {
+	var names []string
+	headers, _ := resolve(t, doc, response)["headers"].(map[string]any)
+	for name := range headers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestOpenAPIDocumentsEveryReply holds the document to what every route can
+// answer: X-Request-ID on every reply, 400 for a bad query everywhere, 503
+// wherever the data is needed (it may be loading), and HEAD exactly as GET
+// but for the body.
+func TestOpenAPIDocumentsEveryReply(t *testing.T) {
+	doc := loadOpenAPI(t)
+	paths := doc["paths"].(map[string]any)
+	for _, r := range routes(deps{svc: membership.NewService(store.NewMemory(), 0), lists: newLists(newListCache(0), budget.New(1))}) {
+		item := paths[r.path].(map[string]any)
+		methods := []string{strings.ToLower(r.method)}
+		if r.method == http.MethodGet {
+			methods = append(methods, "head")
+		}
+		for _, m := range methods {
+			op := item[m].(map[string]any)
+			responses := op["responses"].(map[string]any)
+			for status, response := range responses {
+				assert.Contains(t, headerNames(t, doc, response), "X-Request-ID", "%s %s %s", m, r.path, status)
+			}
+			assert.Contains(t, responses, "400", "%s %s: a bad query", m, r.path)
+			if r.data || r.path == "/readyz" {
+				assert.Contains(t, responses, "503", "%s %s: the data may be loading", m, r.path)
+			}
+		}
+		if r.method == http.MethodGet {
+			get, head := item["get"].(map[string]any), item["head"].(map[string]any)
+			assert.Equal(t, paramNames(t, doc, item, get), paramNames(t, doc, item, head), "HEAD %s takes GET's parameters", r.path)
+			getResponses, headResponses := get["responses"].(map[string]any), head["responses"].(map[string]any)
+			for status, response := range getResponses {
+				if status == "500" {
+					continue // a HEAD's 500 would have no body to say it
+				}
+				require.Contains(t, headResponses, status, "HEAD %s answers what GET does", r.path)
+				assert.Equal(t, headerNames(t, doc, response), headerNames(t, doc, headResponses[status]), "HEAD %s %s sends GET's headers", r.path, status)
+			}
+		}
+	}
+	groupID := doc["components"].(map[string]any)["parameters"].(map[string]any)["groupID"].(map[string]any)
+	assert.Equal(t, float64(membership.MaxGroupIDBytes), groupID["schema"].(map[string]any)["maxLength"],
+		"the limit is in bytes; a string that fits it has at most as many characters")
+}

@@ -21,23 +21,27 @@ type route struct {
 	// parseQuery; the other routes take no parameters, and addRoutes has
 	// any refused.
 	query bool
+	// data routes need the service: while loading, they answer 503
+	// starting.
+	data bool
 }
 
 // routes is the whole API surface. openapi.json documents exactly these; a
-// test holds the two together. GET routes serve HEAD too.
+// test holds the two together. GET routes serve HEAD too. While d is
+// loading, the handlers of data routes are built but never called.
 func routes(d deps) []route {
 	svc, opts := d.svc, d.opts
 	return []route{
-		{"GET", "/group-user/{groupID}", handleListMembers(svc, d.lists), false, true},
-		{"POST", "/group-user/{groupID}", handleChangeMembers(svc.AddMembers, opts.MaxBodyBytes, d.bodies), false, false},
-		{"DELETE", "/group-user/{groupID}", handleChangeMembers(svc.RemoveMembers, opts.MaxBodyBytes, d.bodies), false, false},
-		{"GET", "/group-user/{groupID}/{uid}", handleMember(svc), false, false},
-		{"GET", "/user-group/{uid}", handleUserGroups(svc, d.replies), false, true},
-		{"GET", "/changes", handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies), false, true},
-		{"GET", "/healthz", handleHealthz(), true, false},
-		{"GET", "/readyz", handleReadyz(opts.Ready, opts.Writable), true, false},
-		{"GET", "/openapi.json", handleOpenAPI(), false, false},
-		{"GET", "/metrics", handleMetrics(d), false, false},
+		{method: "GET", path: "/group-user/{groupID}", handler: handleListMembers(svc, d.lists), query: true, data: true},
+		{method: "POST", path: "/group-user/{groupID}", handler: handleChangeMembers(svc.AddMembers, opts.MaxBodyBytes, d.bodies), data: true},
+		{method: "DELETE", path: "/group-user/{groupID}", handler: handleChangeMembers(svc.RemoveMembers, opts.MaxBodyBytes, d.bodies), data: true},
+		{method: "GET", path: "/group-user/{groupID}/{uid}", handler: handleMember(svc), data: true},
+		{method: "GET", path: "/user-group/{uid}", handler: handleUserGroups(svc, d.replies), query: true, data: true},
+		{method: "GET", path: "/changes", handler: handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies), query: true, data: true},
+		{method: "GET", path: "/healthz", handler: handleHealthz(), open: true},
+		{method: "GET", path: "/readyz", handler: handleReadyz(d), open: true},
+		{method: "GET", path: "/openapi.json", handler: handleOpenAPI()},
+		{method: "GET", path: "/metrics", handler: handleMetrics(d)},
 	}
 }
 
@@ -47,7 +51,7 @@ func routes(d deps) []route {
 // a JSON 405 and its Allow header, and "/" answers every unknown path with a
 // JSON 404: the mux's own answers are plain text. Every pattern is
 // registered with m too, unless m is nil.
-func addRoutes(mux *http.ServeMux, rs []route, token string, authReads bool, m *requestMetrics) {
+func addRoutes(mux *http.ServeMux, rs []route, loading bool, token string, authReads bool, m *requestMetrics) {
 	handle := func(pattern string, h http.Handler) {
 		mux.Handle(pattern, h)
 		if m != nil {
@@ -58,6 +62,9 @@ func addRoutes(mux *http.ServeMux, rs []route, token string, authReads bool, m *
 	var paths []string
 	for _, r := range rs {
 		h := r.handler
+		if loading && r.data {
+			h = handleStarting()
+		}
 		if !r.query {
 			h = noQuery(h)
 		}

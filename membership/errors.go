@@ -27,6 +27,7 @@ const (
 	CodeMethodNotAllowed     Code = "method_not_allowed"     // the route exists, the method does not
 	CodeChangesGone          Code = "changes_gone"           // the change feed no longer has the changes asked for: list again
 	CodeUnavailable          Code = "unavailable"            // the store cannot take changes now (its disk failed); nothing was changed
+	CodeStarting             Code = "starting"               // the service is loading its data: try again in a moment
 	CodeInternal             Code = "internal"               // a fault of the service, not of the request
 )
 
