@@ -133,6 +133,41 @@ func TestProgramEndToEnd(t *testing.T) {
 	assert.Contains(t, logs.String(), `"uid":7`, "the acting uid is in the access log")
 }
 
+// An ETag never names two lists: a restart without -data-dir starts the
+// revisions again, with other lists behind them, in another epoch (issue 12,
+// item 6: before, [{uid:1}] and then [{uid:2}] both had ETag "1", and the
+// first one's ETag got 304 on the second).
+func TestETagsDoNotRepeatAcrossARestart(t *testing.T) {
+	get := func(base, ifNoneMatch string) (int, string, string) {
+		req, err := http.NewRequest("GET", base+"/group-user/g", nil)
+		require.NoError(t, err)
+		if ifNoneMatch != "" {
+			req.Header.Set("If-None-Match", ifNoneMatch)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, resp.Header.Get("ETag"), string(body)
+	}
+	base, stop, _ := startProgram(t)
+	status, _ := send(t, "POST", base+"/group-user/g", "users=[1]")
+	require.Equal(t, 200, status)
+	_, before, _ := get(base, "")
+	require.NoError(t, stop())
+
+	base, _, _ = startProgram(t)
+	status, _ = send(t, "POST", base+"/group-user/g", "users=[2]")
+	require.Equal(t, 200, status)
+	status, after, body := get(base, before)
+	assert.Equal(t, 200, status, "the ETag of the list before the restart names another list")
+	assert.JSONEq(t, `[{"uid":2,"nickname":""}]`, body)
+	assert.NotEqual(t, before, after)
+	status, _, _ = get(base, after)
+	assert.Equal(t, 304, status)
+}
+
 func TestShutdownDrainsRequestsInFlight(t *testing.T) {
 	base, stop, _ := startProgram(t)
 	addr := strings.TrimPrefix(base, "http://")

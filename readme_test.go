@@ -34,6 +34,9 @@ func TestREADMEExamples(t *testing.T) {
 	require.NotEmpty(t, examples)
 
 	base, _, _ := startProgram(t)
+	// The ETags' epoch is drawn at random on each start: the README shows
+	// readmeEpoch in its place, and the commands send it back.
+	epoch := programEpoch(t, base)
 	curls := 0
 	for _, ex := range examples {
 		var got string
@@ -43,7 +46,9 @@ func TestREADMEExamples(t *testing.T) {
 			// the lines the pattern matches (Go's syntax, which agrees
 			// with grep's for the patterns the README uses).
 			command, filter, filtered := strings.Cut(ex.command, " | grep -E ")
+			command = strings.ReplaceAll(command, readmeEpoch, epoch)
 			got = runCurl(t, readmeExample{line: ex.line, command: command}, strings.TrimPrefix(base, "http://"))
+			got = strings.ReplaceAll(got, epoch, readmeEpoch)
 			if filtered {
 				words := shellWords(t, filter)
 				require.Len(t, words, 1, "README.md:%d: grep -E takes one pattern", ex.line)
@@ -60,6 +65,20 @@ func TestREADMEExamples(t *testing.T) {
 		assert.Equal(t, ex.output, got, "README.md:%d: $ %s", ex.line, ex.command)
 	}
 	assert.GreaterOrEqual(t, curls, 10, "the README's curl examples were not found")
+}
+
+// readmeEpoch is the epoch the README's ETags show.
+const readmeEpoch = "8c1f2ab04d9e3f67"
+
+// programEpoch returns the epoch of the program at base, from an ETag.
+func programEpoch(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/group-user/any")
+	require.NoError(t, err)
+	resp.Body.Close()
+	epoch, _, ok := strings.Cut(strings.Trim(resp.Header.Get("ETag"), `"`), "-")
+	require.True(t, ok && len(epoch) == len(readmeEpoch), "an ETag of the form \"<epoch>-<revision>\": %q", resp.Header.Get("ETag"))
+	return epoch
 }
 
 func readmeExamples(readme string) []readmeExample {

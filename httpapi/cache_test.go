@@ -11,7 +11,7 @@ import (
 
 func TestListCache(t *testing.T) {
 	list := func(groupID string, revision membership.Revision, body []byte) *encodedList {
-		return &encodedList{groupID: groupID, revision: revision, body: body, total: 1, etag: etag(revision)}
+		return &encodedList{groupID: groupID, revision: revision, body: body, total: 1, etag: etag(1, revision)}
 	}
 	body := func(n int) []byte { // with cap exactly n: the cache charges cap
 		b := make([]byte, n)
@@ -25,7 +25,7 @@ func TestListCache(t *testing.T) {
 		got, ok := c.get("g", 5)
 		assert.True(t, ok)
 		assert.Equal(t, body(10), got.body)
-		assert.Equal(t, []string{`"5"`}, got.etag)
+		assert.Equal(t, []string{`"0000000000000001-5"`}, got.etag)
 		_, ok = c.get("g", 6)
 		assert.False(t, ok, "a newer revision misses")
 		_, ok = c.get("other", 5)

@@ -11,19 +11,28 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// etag returns the ETag header value of a group's list at revision.
-func etag(revision membership.Revision) []string {
-	b := make([]byte, 0, 22)
+// etag returns the ETag header value of a group's list at revision, in the
+// store's epoch: "<epoch, 16 hex digits>-<revision>". The epoch tells apart
+// the histories a revision may count in (an in-memory store's restarts, a
+// repaired data directory), so that an ETag never names two different lists.
+func etag(epoch uint64, revision membership.Revision) []string {
+	const hexDigits = "0123456789abcdef"
+	b := make([]byte, 0, 40)
 	b = append(b, '"')
+	for shift := 60; shift >= 0; shift -= 4 {
+		b = append(b, hexDigits[epoch>>shift&0xf])
+	}
+	b = append(b, '-')
 	b = strconv.AppendUint(b, uint64(revision), 10)
 	return []string{string(append(b, '"'))}
 }
 
 // noneMatch reports whether the request's If-None-Match names the list at
-// revision: "*", or a list of entity tags one of which is the revision's,
-// compared weakly (a W/ prefix is ignored), as RFC 9110 says for GET.
-func noneMatch(r *http.Request, revision membership.Revision) bool {
-	want := etag(revision)[0]
+// revision in epoch: "*", or a list of entity tags one of which is the
+// revision's, compared weakly (a W/ prefix is ignored), as RFC 9110 says for
+// GET.
+func noneMatch(r *http.Request, epoch uint64, revision membership.Revision) bool {
+	want := etag(epoch, revision)[0]
 	for _, field := range r.Header["If-None-Match"] {
 		for tag := range strings.SplitSeq(field, ",") {
 			tag = strings.TrimSpace(tag)
@@ -36,8 +45,8 @@ func noneMatch(r *http.Request, revision membership.Revision) bool {
 }
 
 // writeNotModified answers 304 with the ETag and no body.
-func writeNotModified(w http.ResponseWriter, revision membership.Revision) {
-	w.Header()["Etag"] = etag(revision)
+func writeNotModified(w http.ResponseWriter, epoch uint64, revision membership.Revision) {
+	w.Header()["Etag"] = etag(epoch, revision)
 	w.WriteHeader(http.StatusNotModified)
 }
 

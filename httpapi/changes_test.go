@@ -59,7 +59,7 @@ func TestWritesCarryXRevision(t *testing.T) {
 }
 
 func TestListETagAndIfNoneMatch(t *testing.T) {
-	h, _ := newTestHandler(t)
+	h := httpapi.NewHandler(membership.NewService(store.NewMemoryWith(store.MemoryOptions{Epoch: 0x1f}), testMaxUsers), httpapi.Options{ListCacheBytes: 1 << 20})
 	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[1,2,3]", formType).Code)
 	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/other", "users=[1]", formType).Code)
 
@@ -71,16 +71,18 @@ func TestListETagAndIfNoneMatch(t *testing.T) {
 		wantStatus  int
 	}{
 		{"no condition", "GET", "/group-user/g", "", 200},
-		{"its ETag", "GET", "/group-user/g", `"1"`, 304},
-		{"its ETag, weak", "GET", "/group-user/g", `W/"1"`, 304},
-		{"its ETag in a list", "GET", "/group-user/g", `"7", "1"`, 304},
+		{"its ETag", "GET", "/group-user/g", `"000000000000001f-1"`, 304},
+		{"its ETag, weak", "GET", "/group-user/g", `W/"000000000000001f-1"`, 304},
+		{"its ETag in a list", "GET", "/group-user/g", `"000000000000001f-7", "000000000000001f-1"`, 304},
 		{"any", "GET", "/group-user/g", `*`, 304},
-		{"another ETag", "GET", "/group-user/g", `"2"`, 200},
-		{"unquoted", "GET", "/group-user/g", `1`, 200},
-		{"a page, its ETag", "GET", "/group-user/g?limit=1", `"1"`, 304},
-		{"a page, another ETag", "GET", "/group-user/g?limit=1&after=1", `"5"`, 200},
-		{"HEAD, its ETag", "HEAD", "/group-user/g", `"1"`, 304},
-		{"the other group", "GET", "/group-user/other", `"2"`, 304},
+		{"another ETag", "GET", "/group-user/g", `"000000000000001f-2"`, 200},
+		{"unquoted", "GET", "/group-user/g", `000000000000001f-1`, 200},
+		{"its revision in another epoch", "GET", "/group-user/g", `"0000000000000020-1"`, 200},
+		{"its revision alone", "GET", "/group-user/g", `"1"`, 200},
+		{"a page, its ETag", "GET", "/group-user/g?limit=1", `"000000000000001f-1"`, 304},
+		{"a page, another ETag", "GET", "/group-user/g?limit=1&after=1", `"000000000000001f-5"`, 200},
+		{"HEAD, its ETag", "HEAD", "/group-user/g", `"000000000000001f-1"`, 304},
+		{"the other group", "GET", "/group-user/other", `"000000000000001f-2"`, 304},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,9 +92,9 @@ func TestListETagAndIfNoneMatch(t *testing.T) {
 			}
 			w := doWith(h, tt.method, tt.path, header)
 			require.Equal(t, tt.wantStatus, w.Code, w.Body.String())
-			want := `"1"`
+			want := `"000000000000001f-1"`
 			if strings.Contains(tt.path, "other") {
-				want = `"2"`
+				want = `"000000000000001f-2"`
 			}
 			assert.Equal(t, want, w.Header().Get("ETag"))
 			if tt.wantStatus == http.StatusNotModified {
@@ -106,16 +108,16 @@ func TestListETagAndIfNoneMatch(t *testing.T) {
 	second := do(h, "GET", "/group-user/g", "", "")
 	assert.Equal(t, first.Header().Get("ETag"), second.Header().Get("ETag"))
 	require.Equal(t, http.StatusOK, do(h, "DELETE", "/group-user/g", "users=[2]", formType).Code)
-	w := doWith(h, "GET", "/group-user/g", map[string]string{"If-None-Match": `"1"`})
+	w := doWith(h, "GET", "/group-user/g", map[string]string{"If-None-Match": `"000000000000001f-1"`})
 	require.Equal(t, http.StatusOK, w.Code)
-	assert.Equal(t, `"3"`, w.Header().Get("ETag"))
+	assert.Equal(t, `"000000000000001f-3"`, w.Header().Get("ETag"))
 	assert.JSONEq(t, `[{"uid":1,"nickname":""},{"uid":3,"nickname":""}]`, w.Body.String())
 	// A nickname change moves it too, even in a group the user is not in:
 	// the store counts it as a change of every group.
 	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/other", `users=[[1,"Al"]]`, formType).Code)
-	w = doWith(h, "GET", "/group-user/g", map[string]string{"If-None-Match": `"3"`})
+	w = doWith(h, "GET", "/group-user/g", map[string]string{"If-None-Match": `"000000000000001f-3"`})
 	require.Equal(t, http.StatusOK, w.Code)
-	assert.Equal(t, `"4"`, w.Header().Get("ETag"))
+	assert.Equal(t, `"000000000000001f-4"`, w.Header().Get("ETag"))
 	assert.JSONEq(t, `[{"uid":1,"nickname":"Al"},{"uid":3,"nickname":""}]`, w.Body.String())
 }
 

@@ -57,8 +57,8 @@ func handleListMembers(svc *membership.Service, l *lists) http.Handler {
 				writeError(w, r, err)
 				return
 			}
-			if conditional && noneMatch(r, revision) {
-				writeNotModified(w, revision)
+			if conditional && noneMatch(r, svc.Epoch(), revision) {
+				writeNotModified(w, svc.Epoch(), revision)
 				return
 			}
 			if shared {
@@ -116,7 +116,7 @@ func handleListMembers(svc *membership.Service, l *lists) http.Handler {
 		}
 		defer l.replies.Give(int64(cap(body)))
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		w.Header()["Etag"] = etag(revision)
+		w.Header()["Etag"] = etag(svc.Epoch(), revision)
 		if more {
 			w.Header()["Link"] = []string{fmt.Sprintf(`</group-user/%s?limit=%d&after=%d>; rel="next"`, escapeGroupID(groupID), opts.Limit, last)}
 		}

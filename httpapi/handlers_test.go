@@ -443,6 +443,8 @@ func (s faultyStore) Member(context.Context, string, membership.UID) (membership
 func (s faultyStore) UserGroups(context.Context, membership.UID, membership.GroupListOptions, membership.GroupListFunc) error {
 	return s.fail()
 }
+func (s faultyStore) Epoch() uint64 { return 1 }
+
 func (s faultyStore) Revision(context.Context, string) (membership.Revision, error) {
 	return 0, s.fail()
 }

@@ -214,7 +214,7 @@ func (l *lists) build(ctx context.Context, svc *membership.Service, groupID stri
 		}
 		return nil, err
 	}
-	e.revision, e.etag, e.refs = rev, etag(rev), 1
+	e.revision, e.etag, e.refs = rev, etag(svc.Epoch(), rev), 1
 	return e, nil
 }
 

@@ -152,6 +152,14 @@ type Store interface {
 	// ListMembers.
 	UserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) error
 
+	// Epoch names the history the store's revisions count in: one epoch
+	// and one revision are one state, for as long as the service runs and
+	// across restarts. It changes whenever revisions could be given out
+	// again for other states: each new in-memory store draws one at random,
+	// and a data directory keeps its own, drawing a new one when a repair
+	// drops changes. It never changes while the store is open.
+	Epoch() uint64
+
 	// Revision returns the group's current revision, without listing it. It
 	// changes whenever what ListMembers lists for the group changes, and may
 	// change more often (a store may count a nickname change as a change of

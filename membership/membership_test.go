@@ -116,6 +116,8 @@ func (s *recordingStore) Member(_ context.Context, groupID string, uid membershi
 	return membership.Member{UID: uid}, uid == 1, nil
 }
 
+func (s *recordingStore) Epoch() uint64 { return 1 }
+
 func (s *recordingStore) Revision(_ context.Context, groupID string) (membership.Revision, error) {
 	s.calls = append(s.calls, "revision "+groupID)
 	return 0, nil

@@ -85,6 +85,9 @@ func (s *Service) Member(ctx context.Context, groupID string, uid UID) (Member, 
 	return m, nil
 }
 
+// Epoch returns the store's epoch; see Store.Epoch.
+func (s *Service) Epoch() uint64 { return s.store.Epoch() }
+
 // Revision returns the group's current revision; see Store.Revision.
 //
 // Errors: CodeInvalidGroupID, and whatever the Store returns.

@@ -21,13 +21,15 @@ import (
 // log nor snapshot lost its files, and is not taken for a new one), its id
 // (every log carries it, so that a log copied in from another directory is
 // refused), the newest log it has had (a missing newest log is refused),
-// and, after a clean stop, the size its last log had (a log cut while the
-// service was stopped is refused).
+// its epoch (see membership.Store.Epoch: it is in every ETag), and, after a
+// clean stop, the size its last log had (a log cut while the service was
+// stopped is refused).
 const dataFileName = "DATA"
 
 // dataFile is the content of DATA.
 type dataFile struct {
 	id      uint64
+	epoch   uint64 // 0 in a DATA written before epochs: a new one is drawn
 	lastLog uint64
 	// closedLog and closedSize are the last log and its size when the
 	// service last stopped cleanly; closedLog is 0 while it runs.
@@ -37,9 +39,9 @@ type dataFile struct {
 
 const dataFileHeader = "This directory holds the data of a membership service. Do not delete files from it.\n"
 
-// newDirID returns a random directory id, never 0 (which logs of format 1
-// carry).
-func newDirID() uint64 {
+// newRandomID returns a random id, never 0: a directory id (logs of format 1
+// carry 0) or an epoch (0 asks for a new one).
+func newRandomID() uint64 {
 	var b [8]byte
 	for {
 		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
@@ -66,6 +68,8 @@ func readDataFile(dir string) (df dataFile, ok bool, err error) {
 		switch {
 		case key == "id" && len(fields) == 1:
 			df.id, perr = strconv.ParseUint(fields[0], 16, 64)
+		case key == "epoch" && len(fields) == 1:
+			df.epoch, perr = strconv.ParseUint(fields[0], 16, 64)
 		case key == "last-log" && len(fields) == 1:
 			df.lastLog, perr = strconv.ParseUint(fields[0], 10, 64)
 		case key == "closed" && len(fields) == 2:
@@ -86,7 +90,7 @@ func readDataFile(dir string) (df dataFile, ok bool, err error) {
 func (df dataFile) write(dir string) error {
 	var b strings.Builder
 	b.WriteString(dataFileHeader)
-	fmt.Fprintf(&b, "id %016x\nlast-log %d\n", df.id, df.lastLog)
+	fmt.Fprintf(&b, "id %016x\nepoch %016x\nlast-log %d\n", df.id, df.epoch, df.lastLog)
 	if df.closedLog != 0 {
 		fmt.Fprintf(&b, "closed %d %d\n", df.closedLog, df.closedSize)
 	}

@@ -268,6 +268,9 @@ func (d *Durable) Close() error {
 	return errors.Join(err, d.lock.Close())
 }
 
+// Epoch implements membership.Store: the data directory's, kept in DATA.
+func (d *Durable) Epoch() uint64 { return d.data.epoch }
+
 // Writable returns nil when the store takes changes, and otherwise an error
 // that says why not: the log failed in a way only a restart mends, writes
 // fail (a full disk), a write has waited on the disk past CommitTimeout, or
@@ -424,7 +427,10 @@ func (d *Durable) recover() error {
 				"(or its first start stopped before it wrote any); refusing to start empty. Restore them from a backup, "+
 				"or delete %s to start with no data", d.dir, dataFileName, filepath.Join(d.dir, "LOCK"))
 		}
-		df.id = newDirID() // a new directory, or one of a version before DATA
+		df.id = newRandomID() // a new directory, or one of a version before DATA
+	}
+	if df.epoch == 0 {
+		df.epoch = newRandomID() // a new directory, or one of a version before epochs
 	}
 	d.data = df
 	base, err := d.loadSnapshot(snapshots, logs)
@@ -550,8 +556,11 @@ func checkChain(dir string, base uint64, logs []uint64) error {
 
 // moveToRepair makes a new repair directory, DIR/repair-<time>, where a
 // repair keeps what it drops, moves the files at paths into it, durably, and
-// returns its path.
+// returns its path. It renews the epoch first.
 func (d *Durable) moveToRepair(paths ...string) (string, error) {
+	if err := d.renewEpoch(); err != nil {
+		return "", err
+	}
 	dir := filepath.Join(d.dir, "repair-"+time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.Mkdir(dir, dirMode); err != nil {
 		return "", err
@@ -562,6 +571,15 @@ func (d *Durable) moveToRepair(paths ...string) (string, error) {
 		}
 	}
 	return dir, errors.Join(wal.SyncDir(dir), wal.SyncDir(d.dir))
+}
+
+// renewEpoch draws a new epoch, and writes it to DATA, before a repair
+// changes anything: a repair may take the state back, and give its
+// revisions out again for other states, whose ETags must differ from the
+// old ones (which clients and caches may still hold).
+func (d *Durable) renewEpoch() error {
+	d.data.epoch = newRandomID()
+	return d.data.write(d.dir)
 }
 
 // logPaths returns the paths of logs seqs of the store's directory.
@@ -614,6 +632,9 @@ func (d *Durable) checkFiles(base uint64, logs []uint64, df dataFile, hasData bo
 			if err != nil {
 				return nil, err
 			}
+			if err := d.renewEpoch(); err != nil {
+				return nil, err
+			}
 			if err := d.createLog(base, uint64(st.lastRevision)); err != nil {
 				return nil, err
 			}
@@ -632,6 +653,9 @@ func (d *Durable) checkFiles(base uint64, logs []uint64, df dataFile, hasData bo
 		if !d.opts.Repair {
 			return nil, fmt.Errorf("%w; or start with -repair to go on without it, losing the changes it held", err)
 		}
+		if err := d.renewEpoch(); err != nil {
+			return nil, err
+		}
 		d.logger.Warn("repair: going on without the newest log: the changes it held are lost", "err", err)
 	}
 	if df.closedLog == newest {
@@ -644,6 +668,9 @@ func (d *Durable) checkFiles(base uint64, logs []uint64, df dataFile, hasData bo
 				"and the changes at its end are lost; restore it from a backup", logPath(d.dir, newest), info.Size(), df.closedSize)
 			if !d.opts.Repair {
 				return nil, fmt.Errorf("%w; or start with -repair to go on without them", err)
+			}
+			if err := d.renewEpoch(); err != nil {
+				return nil, err
 			}
 			d.logger.Warn("repair: going on with a log that was cut", "err", err)
 		}

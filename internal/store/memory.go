@@ -28,6 +28,7 @@ const bulkFill = 64
 // Groups are spread over shards by a hash of their id, each shard with its own
 // lock, so that requests to different groups do not wait for each other.
 type Memory struct {
+	epoch  uint64
 	seed   maphash.Seed
 	shards []shard
 
@@ -98,6 +99,9 @@ type MemoryOptions struct {
 	// ChangesKeepBytes bounds the memory of the changes the feed keeps:
 	// DefaultChangesKeepBytes when <= 0.
 	ChangesKeepBytes int64
+	// Epoch is the store's epoch (see membership.Store): a new random one
+	// when 0.
+	Epoch uint64
 }
 
 // NewMemory returns an empty Memory store with the default options.
@@ -127,7 +131,12 @@ func NewMemoryWith(opts MemoryOptions) *Memory {
 	if keepBytes <= 0 {
 		keepBytes = DefaultChangesKeepBytes
 	}
+	epoch := opts.Epoch
+	if epoch == 0 {
+		epoch = newRandomID()
+	}
 	m := &Memory{
+		epoch:        epoch,
 		feed:         newFeed(keep, keepBytes),
 		seed:         maphash.MakeSeed(),
 		shards:       make([]shard, max(n, 1)),
@@ -393,6 +402,9 @@ func (m *Memory) Member(_ context.Context, groupID string, uid membership.UID) (
 	defer m.nicknamesMu.RUnlock()
 	return membership.Member{UID: uid, Nickname: m.nicknames[uid]}, true, nil
 }
+
+// Epoch implements membership.Store.
+func (m *Memory) Epoch() uint64 { return m.epoch }
 
 // Revision implements membership.Store.
 func (m *Memory) Revision(_ context.Context, groupID string) (membership.Revision, error) {

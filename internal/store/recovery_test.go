@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -289,4 +290,66 @@ func TestDurableRefusesWhatAReviewFound(t *testing.T) {
 		_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 1000}})
 		require.NoError(t, err, "and the store takes changes again")
 	})
+}
+
+// A data directory keeps its epoch across restarts, and a repair, which may
+// take the state back and give its revisions out again, draws a new one
+// before it moves anything: ETags carry it (issue 12, item 6).
+func TestDurableEpochIsKeptAndRenewedByARepair(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d := openTestDurable(t, dir, DurableOptions{})
+	first := d.Epoch()
+	assert.NotZero(t, first)
+	for uid := range membership.UID(3) {
+		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, d.Close())
+	d = openTestDurable(t, dir, DurableOptions{})
+	assert.Equal(t, first, d.Epoch(), "kept across a restart")
+	require.NoError(t, d.Close())
+
+	// Cut the newest log on a record boundary: refused, then repaired.
+	path := newestLog(t, dir)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	res, err := wal.Read(data[:len(data)-1], func([]byte) error { return nil })
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(path, res.End))
+	d = openTestDurable(t, dir, DurableOptions{Repair: true})
+	repaired := d.Epoch()
+	assert.NotEqual(t, first, repaired, "a repair draws a new epoch")
+	assert.NotZero(t, repaired)
+	require.NoError(t, d.Close())
+	d = openTestDurable(t, dir, DurableOptions{})
+	assert.Equal(t, repaired, d.Epoch(), "and keeps it")
+	require.NoError(t, d.Close())
+
+	// A DATA written before epochs gets one, kept from then on.
+	dataPath := filepath.Join(dir, dataFileName)
+	df, ok, err := readDataFile(dir)
+	require.NoError(t, err)
+	require.True(t, ok)
+	df.epoch = 0
+	require.NoError(t, df.write(dir))
+	b, err := os.ReadFile(dataPath)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(dataPath, []byte(strings.ReplaceAll(string(b), "epoch 0000000000000000\n", "")), 0o600))
+	d = openTestDurable(t, dir, DurableOptions{})
+	drawn := d.Epoch()
+	assert.NotZero(t, drawn)
+	require.NoError(t, d.Close())
+	d = openTestDurable(t, dir, DurableOptions{})
+	assert.Equal(t, drawn, d.Epoch())
+	require.NoError(t, d.Close())
+}
+
+// Each in-memory store has its own epoch: a restart of the service starts
+// its revisions again, in another epoch.
+func TestMemoryEpochs(t *testing.T) {
+	a, b := NewMemory(), NewMemory()
+	assert.NotZero(t, a.Epoch())
+	assert.NotEqual(t, a.Epoch(), b.Epoch())
+	assert.Equal(t, uint64(42), NewMemoryWith(MemoryOptions{Epoch: 42}).Epoch())
 }
