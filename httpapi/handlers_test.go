@@ -145,10 +145,18 @@ func TestChangeAndList(t *testing.T) {
 		}},
 		{"remove accepts every element form and ignores nicknames", []step{
 			{"POST", "/group-user/g", `users=[[1,"a"],2,3,4,5]`, formType, 200, `5`},
+			{"POST", "/group-user/h", `users=[1,4,5]`, formType, 200, `3`}, // keeps them known
 			{"DELETE", "/group-user/g", `users=[1,"2",[3],[4,"x"],{"uid":5,"nickname":"y"}]`, "", 200, `5`},
 			{"GET", "/group-user/g", "", "", 200, `[]`},
-			{"POST", "/group-user/g", `users=[1]`, formType, 200, `1`},
-			{"GET", "/group-user/g", "", "", 200, `[{"uid":1,"nickname":"a"}]`},
+			{"GET", "/group-user/h", "", "", 200, `[{"uid":1,"nickname":"a"},{"uid":4,"nickname":""},{"uid":5,"nickname":""}]`},
+		}},
+		{"a user in no group is forgotten, nickname included", []step{
+			{"POST", "/group-user/g", `users=[[1,"a"],2]`, formType, 200, `2`},
+			{"DELETE", "/group-user/g", `users=[1]`, formType, 200, `1`},
+			{"POST", "/group-user/h", `users=[1]`, formType, 200, `1`},
+			{"GET", "/group-user/h", "", "", 200, `[{"uid":1,"nickname":""}]`},
+			{"GET", "/changes?after=2", "", "", 200, `[{"rev":3,"op":"add","group":"h","uids":[1]}]`},
+			{"GET", "/changes?after=1&limit=1", "", "", 200, `[{"rev":2,"op":"remove","group":"g","uids":[1],"nicknames":[{"uid":1,"nickname":""}]}]`},
 		}},
 		{"remove touches only its own group", []step{
 			{"POST", "/group-user/a", "users=[1]", formType, 200, `1`},

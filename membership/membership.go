@@ -68,8 +68,10 @@ type Change struct {
 	// UIDs are the users whose membership of the group the change altered,
 	// in ascending order. An add that only changed nicknames has none.
 	UIDs []UID
-	// Nicknames are the nicknames an add changed, in ascending uid order
-	// ("" clears one). Nicknames belong to users, so each applies in every
+	// Nicknames are the nicknames the change altered, in ascending uid
+	// order ("" clears one): on an add, those it gave; on a remove, "" for
+	// each user it left in no group who had a nickname (a user in no group
+	// is forgotten). Nicknames belong to users, so each applies in every
 	// group the user is in.
 	Nicknames []Member
 }
@@ -130,8 +132,10 @@ type Store interface {
 	AddMembers(ctx context.Context, groupID string, users []User) (Result, error)
 
 	// RemoveMembers removes uids from the group. Its Result counts those that
-	// were members. Nicknames are kept: they belong to the user, not the
-	// group.
+	// were members. Nicknames belong to the user, not the group: they are
+	// kept while the user is in another group. A user left in no group is
+	// forgotten, nickname included (the change lists the nicknames it
+	// cleared): an add without a nickname then gives none.
 	RemoveMembers(ctx context.Context, groupID string, uids []UID) (Result, error)
 
 	// ListMembers calls list once with the group's size and the members opts

@@ -1,8 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"iter"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -300,6 +304,14 @@ func testRevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store
 			assert.Len(t, got, len(want), group)
 		}
 	})
+
+	t.Run("followers that start from listed states reproduce every list", func(t *testing.T) {
+		testFollowersReproduceEveryList(t, newStore(0))
+	})
+
+	t.Run("a follower knows every nickname it lists", func(t *testing.T) {
+		testFollowerScenarios(t, func() membership.Store { return newStore(0) })
+	})
 }
 
 func TestDurableFeedContinuesAcrossRestarts(t *testing.T) {
@@ -359,4 +371,263 @@ func TestDurableMetrics(t *testing.T) {
 	assert.GreaterOrEqual(t, value("membership_log_bytes"), float64(wal.HeaderSize), "the log being written, header included")
 	assert.GreaterOrEqual(t, value("membership_snapshots_total"), 1.0)
 	assert.Greater(t, value("membership_last_snapshot_duration_seconds"), 0.0)
+}
+
+// follower is a client that keeps every group from lists and the feed, as
+// the README's recipe says: per group its members, per user its nickname.
+type follower struct {
+	members   map[string]map[membership.UID]bool
+	nicknames map[membership.UID]string
+}
+
+func (f *follower) setNicknames(ms []membership.Member) {
+	for _, m := range ms {
+		if m.Nickname == "" {
+			delete(f.nicknames, m.UID)
+		} else {
+			f.nicknames[m.UID] = m.Nickname
+		}
+	}
+}
+
+// list replaces the follower's group with the store's list of it.
+func (f *follower) list(s membership.Store, group string) error {
+	var got []membership.Member
+	_, err := s.ListMembers(context.Background(), group, membership.ListOptions{}, func(_ int, members iter.Seq[membership.Member]) {
+		for m := range members {
+			got = append(got, m)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	f.members[group] = map[membership.UID]bool{}
+	for _, m := range got {
+		f.members[group][m.UID] = true
+	}
+	f.setNicknames(got)
+	return nil
+}
+
+func (f *follower) apply(c membership.Change) {
+	if f.members[c.GroupID] == nil {
+		f.members[c.GroupID] = map[membership.UID]bool{}
+	}
+	for _, uid := range c.UIDs {
+		if c.Op == membership.OpAdd {
+			f.members[c.GroupID][uid] = true
+		} else {
+			delete(f.members[c.GroupID], uid)
+		}
+	}
+	f.setNicknames(c.Nicknames)
+}
+
+// listOf returns the follower's list of group, as the store lists it.
+func (f *follower) listOf(group string) []membership.Member {
+	list := []membership.Member{}
+	for uid := range f.members[group] {
+		list = append(list, membership.Member{UID: uid, Nickname: f.nicknames[uid]})
+	}
+	slices.SortFunc(list, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
+	return list
+}
+
+// testFollowersReproduceEveryList runs a concurrent random mix of adds (with
+// and without nicknames, "" among them) and removes on a few groups and
+// users, so that users often fall out of every group and come back; beside
+// it, followers each wait for a random revision, note the latest, list
+// every group one at a time in a random order while the writes go on, then
+// apply the feed from the noted revision. At the end every follower's lists
+// must be the store's, nicknames included (issue 12, item 8: a user's
+// nickname used to outlive every membership, and reappear on an add that
+// the feed showed without it).
+func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
+	ctx := context.Background()
+	groups := []string{"a", "b", "c"}
+	nicknames := []string{"", "Eve", "Bo", "Al"}
+	const users = 24
+	const writers, perWriter, followers = 4, 300, 8
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 99))
+			for range perWriter {
+				group := groups[rng.IntN(len(groups))]
+				n := 1 + rng.IntN(3)
+				var err error
+				if rng.IntN(2) == 0 {
+					var us []membership.User
+					for range n {
+						u := membership.User{UID: membership.UID(1 + rng.IntN(users))}
+						if rng.IntN(8) == 0 { // rare: a nickname lasts, and users in no group keep one
+							u.Nickname, u.HasNickname = nicknames[rng.IntN(len(nicknames))], true
+						}
+						us = append(us, u)
+					}
+					_, err = s.AddMembers(ctx, group, us)
+				} else {
+					var uids []membership.UID
+					for range n {
+						uids = append(uids, membership.UID(1+rng.IntN(users)))
+					}
+					_, err = s.RemoveMembers(ctx, group, uids)
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+			}
+		}()
+	}
+	var writersDone atomic.Bool
+	results := make([]*follower, followers)
+	var fwg sync.WaitGroup
+	for i := range followers {
+		fwg.Add(1)
+		go func() {
+			defer fwg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			f := &follower{members: map[string]map[membership.UID]bool{}, nicknames: map[membership.UID]string{}}
+			// Wait for a random revision, or for the writers to end.
+			target := membership.Revision(rng.IntN(writers * perWriter))
+			var noted membership.Revision
+			for {
+				finished := writersDone.Load()
+				_, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Limit: 1})
+				if !assert.NoError(t, err) {
+					return
+				}
+				if latest >= target || finished {
+					noted = latest
+					break
+				}
+				wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				_, _, err = s.Changes(wctx, membership.ChangeOptions{After: latest, Limit: 1, Wait: true})
+				cancel()
+				if !assert.NoError(t, err) {
+					return
+				}
+			}
+			for _, k := range rng.Perm(len(groups)) {
+				if !assert.NoError(t, f.list(s, groups[k])) {
+					return
+				}
+				// Let the writes go on between two lists: wait for the
+				// next change (the wait's deadline only bounds it).
+				_, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Limit: 1})
+				if !assert.NoError(t, err) {
+					return
+				}
+				if !writersDone.Load() {
+					wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+					_, _, err = s.Changes(wctx, membership.ChangeOptions{After: latest, Limit: 1, Wait: true})
+					cancel()
+					if !assert.NoError(t, err) {
+						return
+					}
+				}
+			}
+			after := noted
+			for {
+				finished := writersDone.Load()
+				wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				changes, _, err := s.Changes(wctx, membership.ChangeOptions{After: after, Limit: 1 + rng.IntN(20), Wait: true})
+				cancel()
+				if !assert.NoError(t, err) {
+					return
+				}
+				if len(changes) == 0 {
+					if finished {
+						break
+					}
+					continue
+				}
+				for _, c := range changes {
+					f.apply(c)
+				}
+				after = changes[len(changes)-1].Revision
+			}
+			results[i] = f
+		}()
+	}
+	wg.Wait()
+	writersDone.Store(true)
+	fwg.Wait()
+	for i, f := range results {
+		require.NotNil(t, f, "follower %d failed", i)
+		for _, group := range groups {
+			want, _ := listAll(t, s, group)
+			assert.Equal(t, want, f.listOf(group), "follower %d, group %s", i, group)
+		}
+	}
+}
+
+// testFollowerScenarios plays, one step at a time, the cases where a
+// follower could list another nickname than the store: a user forgotten,
+// then added again without a nickname (issue 12, item 8, as found); and a
+// user who moves from a group the follower lists late to one it listed
+// early, carrying a nickname set before the follower began.
+func testFollowerScenarios(t *testing.T, newStore func() membership.Store) {
+	ctx := context.Background()
+	eve := []membership.User{{UID: 900001, Nickname: "Eve", HasNickname: true}}
+	plain := []membership.User{{UID: 900001}}
+	type step struct {
+		op    string // add, remove, note (the latest revision), list
+		group string
+		users []membership.User
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"a user in no group is forgotten", []step{
+			{"add", "na", eve}, {"remove", "na", plain},
+			{"note", "", nil}, {"list", "na", nil}, {"list", "nb", nil},
+			{"add", "nb", plain},
+		}},
+		{"a user who escaped every list brings its nickname", []step{
+			{"add", "a", eve},
+			{"note", "", nil}, {"list", "b", nil},
+			{"add", "b", plain}, {"remove", "a", plain},
+			{"list", "a", nil},
+		}},
+		{"a nickname cleared by a remove, then given again", []step{
+			{"add", "a", eve}, {"note", "", nil}, {"list", "a", nil},
+			{"remove", "a", plain}, {"add", "b", eve},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore()
+			f := &follower{members: map[string]map[membership.UID]bool{}, nicknames: map[membership.UID]string{}}
+			var noted membership.Revision
+			groups := map[string]bool{}
+			for _, st := range tt.steps {
+				var err error
+				switch st.op {
+				case "add":
+					_, err = s.AddMembers(ctx, st.group, st.users)
+				case "remove":
+					_, err = s.RemoveMembers(ctx, st.group, []membership.UID{st.users[0].UID})
+				case "note":
+					_, noted, err = s.Changes(ctx, membership.ChangeOptions{Limit: 1})
+				case "list":
+					err = f.list(s, st.group)
+				}
+				require.NoError(t, err)
+				groups[st.group] = st.group != ""
+			}
+			for _, c := range allChanges(t, s, noted) {
+				f.apply(c)
+			}
+			for group, ok := range groups {
+				if ok {
+					want, _ := listAll(t, s, group)
+					assert.Equal(t, want, f.listOf(group), group)
+				}
+			}
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"hash/maphash"
 	"iter"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +39,10 @@ type Memory struct {
 	// nicknames holds the users' nicknames. A user without an entry has the
 	// nickname "", so "" is never stored.
 	nicknames map[membership.UID]string
+	// nicknameCount is len(nicknames), set under nicknamesMu and read
+	// without it: an add of users without nicknames skips the lock while
+	// no user has one.
+	nicknameCount atomic.Int64
 
 	// feed gives every change the next revision and keeps the latest
 	// changes, so a revision names one change in the whole store.
@@ -162,24 +167,58 @@ func (m *Memory) reverseShardOf(uid membership.UID) *reverseShard {
 	return &m.reverse[m.reverseShardIndex(uid)]
 }
 
-// addReverse and removeReverse record uid's membership of group number n.
-// The caller holds the group's shard lock.
-func (m *Memory) addReverse(uid membership.UID, n uint32) {
-	r := m.reverseShardOf(uid)
-	r.mu.Lock()
-	if r.pairs.add(pair{uid: uid, group: n}) {
-		m.counts.users.Add(1)
+// lockReverse locks the reverse shards of uids, in ascending order, and
+// returns the set it locked, for unlockReverse; buf is room for the set.
+// A change holds them from its first update of the reverse index until its
+// revision is recorded, so that, for every uid, the reverse index changes in
+// the order of the revisions: a remove that leaves a user in no group
+// forgets the user's nickname, and must decide so as a follower applying the
+// feed in revision order does. The caller holds the group's shard lock.
+func (m *Memory) lockReverse(uids func(yield func(membership.UID) bool), buf []uint64) []uint64 {
+	words := (len(m.reverse) + 63) / 64
+	var set []uint64
+	if words <= len(buf) {
+		set = buf[:words]
+		clear(set)
+	} else {
+		set = make([]uint64, words)
 	}
-	r.mu.Unlock()
+	for uid := range uids {
+		k := m.reverseShardIndex(uid)
+		set[k/64] |= 1 << (k % 64)
+	}
+	for w, word := range set {
+		for ; word != 0; word &= word - 1 {
+			m.reverse[w*64+bits.TrailingZeros64(word)].mu.Lock()
+		}
+	}
+	return set
 }
 
-func (m *Memory) removeReverse(uid membership.UID, n uint32) {
-	r := m.reverseShardOf(uid)
-	r.mu.Lock()
-	if r.pairs.remove(pair{uid: uid, group: n}) {
-		m.counts.users.Add(-1)
+// unlockReverse unlocks the reverse shards lockReverse locked.
+func (m *Memory) unlockReverse(set []uint64) {
+	for w, word := range set {
+		for ; word != 0; word &= word - 1 {
+			m.reverse[w*64+bits.TrailingZeros64(word)].mu.Unlock()
+		}
 	}
-	r.mu.Unlock()
+}
+
+// addReverse and removeReverse record uid's membership of group number n.
+// The caller holds uid's reverse shard (lockReverse). removeReverse reports
+// whether uid is in no group any more.
+func (m *Memory) addReverse(uid membership.UID, n uint32) {
+	if m.reverseShardOf(uid).pairs.add(pair{uid: uid, group: n}) {
+		m.counts.users.Add(1)
+	}
+}
+
+func (m *Memory) removeReverse(uid membership.UID, n uint32) (inNoGroup bool) {
+	if m.reverseShardOf(uid).pairs.remove(pair{uid: uid, group: n}) {
+		m.counts.users.Add(-1)
+		return true
+	}
+	return false
 }
 
 // revisionOf returns the revision of g (nil: a group with no members). A
@@ -211,6 +250,15 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 		s.groups[id] = g
 		m.counts.groups.Add(1)
 	}
+	var buf [4]uint64
+	locked := m.lockReverse(func(yield func(membership.UID) bool) {
+		for _, u := range users {
+			if !yield(u.UID) {
+				return
+			}
+		}
+	}, buf[:])
+	defer m.unlockReverse(locked)
 	var added []membership.UID
 	if g.members.size == 0 && len(users) >= bulkFill {
 		uids := make([]membership.UID, len(users))
@@ -237,26 +285,60 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 	// The nicknames change, and their revision is set, under nicknamesMu,
 	// so a list never shows a nickname newer than the revision it reports.
 	hasNicknames := slices.ContainsFunc(users, func(u membership.User) bool { return u.HasNickname })
-	var nicknames []membership.Member
+	var changed, reported []membership.Member
 	if hasNicknames {
 		m.nicknamesMu.Lock()
 		defer m.nicknamesMu.Unlock()
-		nicknames = m.setNicknames(users)
+		changed = m.setNicknames(users)
+		reported = m.withNicknamesOf(added, changed)
+	} else if len(added) > 0 && m.nicknameCount.Load() > 0 {
+		m.nicknamesMu.RLock()
+		reported = m.withNicknamesOf(added, nil)
+		m.nicknamesMu.RUnlock()
 	}
 	m.counts.members.Add(int64(len(added)))
 	added = tight(added)
 	if len(added) == 0 {
-		if len(nicknames) == 0 {
+		if len(changed) == 0 {
 			return membership.Result{Revision: m.revisionOf(g)}, nil
 		}
 		added = nil // a change of nicknames only
 	}
-	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: nicknames})
+	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported})
 	g.revision = rev
-	if len(nicknames) > 0 {
+	if len(changed) > 0 {
 		m.nicknamesRevision.Store(uint64(rev))
 	}
 	return membership.Result{Count: len(added), Revision: rev}, nil
+}
+
+// withNicknamesOf returns changed, the nicknames an add changed, with the
+// nickname of each user of added (ascending) who has one and is not in
+// changed: the feed tells every nickname a user brings into a group, so
+// that a follower who never saw the user in a list knows it. Both are in
+// ascending uid order, and so is the result. The caller holds nicknamesMu.
+func (m *Memory) withNicknamesOf(added []membership.UID, changed []membership.Member) []membership.Member {
+	if len(m.nicknames) == 0 {
+		return changed
+	}
+	var out []membership.Member
+	i := 0
+	for _, uid := range added {
+		for i < len(changed) && changed[i].UID < uid {
+			out = append(out, changed[i])
+			i++
+		}
+		if i < len(changed) && changed[i].UID == uid {
+			continue // changed, so in changed
+		}
+		if nick, ok := m.nicknames[uid]; ok {
+			out = append(out, membership.Member{UID: uid, Nickname: nick})
+		}
+	}
+	if out == nil {
+		return changed
+	}
+	return append(out, changed[i:]...)
 }
 
 // tight returns uids in an array of its length, copying it when it has more
@@ -295,6 +377,7 @@ func (m *Memory) setNicknames(users []membership.User) []membership.Member {
 		}
 		changed = append(changed, u)
 	}
+	m.nicknameCount.Store(int64(len(m.nicknames)))
 	return changed
 }
 
@@ -307,19 +390,42 @@ func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []members
 	if g == nil {
 		return membership.Result{Revision: m.revisionOf(nil)}, nil
 	}
+	var buf [4]uint64
+	locked := m.lockReverse(slices.Values(uids), buf[:])
 	removed := make([]membership.UID, 0, len(uids))
+	var inNoGroup []membership.UID
 	for _, uid := range uids {
 		if g.members.remove(uid) {
-			m.removeReverse(uid, g.number)
+			if m.removeReverse(uid, g.number) {
+				inNoGroup = append(inNoGroup, uid)
+			}
 			removed = append(removed, uid)
 		}
 	}
 	if len(removed) == 0 {
+		m.unlockReverse(locked)
 		return membership.Result{Revision: m.revisionOf(g)}, nil
+	}
+	var cleared []membership.Member
+	if len(inNoGroup) > 0 {
+		// A user in no group is forgotten, nickname included, and the
+		// change says so: "" for each nickname it cleared. No list
+		// showed the nickname any more, so no revision moves for it.
+		m.nicknamesMu.Lock()
+		for _, uid := range inNoGroup {
+			if _, ok := m.nicknames[uid]; ok {
+				delete(m.nicknames, uid)
+				cleared = append(cleared, membership.Member{UID: uid})
+			}
+		}
+		m.nicknameCount.Store(int64(len(m.nicknames)))
+		m.nicknamesMu.Unlock()
+		slices.SortFunc(cleared, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
 	}
 	slices.Sort(removed)
 	m.counts.members.Add(-int64(len(removed)))
-	rev := m.feed.record(membership.Change{Op: membership.OpRemove, GroupID: g.id, UIDs: tight(removed)})
+	rev := m.feed.record(membership.Change{Op: membership.OpRemove, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared})
+	m.unlockReverse(locked)
 	if g.members.size == 0 {
 		m.counts.groups.Add(-1)
 		delete(s.groups, groupID)

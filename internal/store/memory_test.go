@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -135,7 +136,25 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 		got, _ = listAll(t, s, "g")
-		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "a"}}, got, "the nickname outlives the membership")
+		assert.Equal(t, []membership.Member{{UID: 1, Nickname: ""}}, got, "a user in no group is forgotten, nickname included")
+	})
+
+	t.Run("a nickname outlives a removal while the user is in another group", func(t *testing.T) {
+		s := newStore()
+		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1, Nickname: "Eve", HasNickname: true}, {UID: 2, Nickname: "Bo", HasNickname: true}})
+		require.NoError(t, err)
+		_, err = s.AddMembers(ctx, "b", users(1))
+		require.NoError(t, err)
+		_, err = s.RemoveMembers(ctx, "a", []membership.UID{1, 2})
+		require.NoError(t, err)
+		got, _ := listAll(t, s, "b")
+		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Eve"}}, got, "1 is still in b")
+		_, err = s.RemoveMembers(ctx, "b", []membership.UID{1})
+		require.NoError(t, err)
+		_, err = s.AddMembers(ctx, "c", users(1, 2))
+		require.NoError(t, err)
+		got, _ = listAll(t, s, "c")
+		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got, "both were in no group: forgotten")
 	})
 
 	t.Run("a bulk add to an empty group counts distinct users", func(t *testing.T) {
@@ -314,3 +333,28 @@ func testStoreContract(t *testing.T, newStore func() membership.Store) {
 
 // count returns a change's count, for tests that check only that.
 func count(res membership.Result, err error) (int, error) { return res.Count, err }
+
+// Memory follows the memberships: users removed from every group leave no
+// nickname behind (issue 12, item 8: 300 rounds of 3,500 users with
+// 250-byte nicknames used to keep 565 MB with membership_users 0).
+func TestNicknamesFollowTheMemberships(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	nick := strings.Repeat("n", 250)
+	for round := range 3 {
+		var us []membership.User
+		var uids []membership.UID
+		for i := range 3500 {
+			uid := membership.UID(round*10000 + i + 1)
+			us = append(us, membership.User{UID: uid, Nickname: nick, HasNickname: true})
+			uids = append(uids, uid)
+		}
+		_, err := m.AddMembers(ctx, "g", us)
+		require.NoError(t, err)
+		_, err = m.RemoveMembers(ctx, "g", uids)
+		require.NoError(t, err)
+	}
+	assert.Empty(t, m.nicknames)
+	assert.Zero(t, m.nicknameCount.Load())
+	assert.Zero(t, m.counts.users.Load())
+}

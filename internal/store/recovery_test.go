@@ -353,3 +353,21 @@ func TestMemoryEpochs(t *testing.T) {
 	assert.NotEqual(t, a.Epoch(), b.Epoch())
 	assert.Equal(t, uint64(42), NewMemoryWith(MemoryOptions{Epoch: 42}).Epoch())
 }
+
+// A snapshot written before users in no group were forgotten may hold their
+// nicknames: loading it forgets them, so that memory follows the
+// memberships and the lists agree with what a follower knows.
+func TestLoadingForgetsTheNicknamesOfUsersInNoGroup(t *testing.T) {
+	st := &state{
+		lastRevision: 2,
+		nicknames:    map[membership.UID]string{1: "Eve", 2: "Bo"},
+		groups:       []groupState{{id: "g", revision: 2, uids: []membership.UID{2}}},
+	}
+	m := NewMemory()
+	m.importState(st)
+	assert.Equal(t, map[membership.UID]string{2: "Bo"}, m.nicknames)
+	_, err := m.AddMembers(context.Background(), "h", []membership.User{{UID: 1}})
+	require.NoError(t, err)
+	got, _ := listAll(t, m, "h")
+	assert.Equal(t, []membership.Member{{UID: 1}}, got)
+}

@@ -157,6 +157,22 @@ func (s *pairSet) remove(p pair) (lastOfUID bool) {
 	return !before && !after
 }
 
+// hasUID reports whether uid has a pair: whether the user is in a group.
+func (s *pairSet) hasUID(uid membership.UID) bool {
+	if len(s.chunks) == 0 {
+		return false
+	}
+	i, j := s.position(pair{uid: uid}) // the first pair of uid, if any
+	c := s.chunks[i]
+	if j == len(c) {
+		if i+1 == len(s.chunks) {
+			return false
+		}
+		c, j = s.chunks[i+1], 0
+	}
+	return c[j].uid == uid
+}
+
 // eachGroupOf calls fn with each group number of uid, in number order.
 func (s *pairSet) eachGroupOf(uid membership.UID, fn func(n uint32)) {
 	if len(s.chunks) == 0 {

@@ -194,6 +194,8 @@ func TestPairSetTellsFirstAndLastOfAUID(t *testing.T) {
 			}
 			require.Equal(t, first, s.add(p), "step %d: add %v", step, p)
 		}
+		probe := membership.UID(1 + rng.IntN(301))
+		require.Equal(t, count[probe] > 0, s.hasUID(probe), "step %d: has %d", step, probe)
 	}
 	require.Greater(t, len(s.chunks), 10, "the pairs spread over many chunks")
 }

@@ -83,8 +83,8 @@ func (m *Memory) exportState() *state {
 	return st
 }
 
-// importState loads st into m, which must be empty and not yet shared. It
-// builds every index in bulk: each group's chunks directly, and the reverse
+// importState loads st into m, which must be empty and not yet shared, but
+// for the nicknames of users in no group. It builds every index in bulk: each group's chunks directly, and the reverse
 // index from all pairs sorted at once, rather than one insert at a time.
 func (m *Memory) importState(st *state) {
 	for uid, nick := range st.nicknames {
@@ -119,6 +119,14 @@ func (m *Memory) importState(st *state) {
 			}
 		}
 	}
+	// A snapshot written before users in no group were forgotten may hold
+	// their nicknames: forget them now.
+	for uid := range m.nicknames {
+		if !m.reverseShardOf(uid).pairs.hasUID(uid) {
+			delete(m.nicknames, uid)
+		}
+	}
+	m.nicknameCount.Store(int64(len(m.nicknames)))
 }
 
 // writeSnapshot writes st to path: a temporary file first, synced, then
