@@ -13,9 +13,13 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/membership . \
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/membership /membership
 # The data directory for -data-dir /data, owned by the nonroot user (65532) so
-# that a named volume mounted there is writable.
+# that a volume mounted there (docker run -v NAME:/data) is writable. No
+# VOLUME line: a run in memory makes no anonymous volume.
 COPY --from=build --chown=65532:65532 /out/data /data
-VOLUME /data
 USER nonroot:nonroot
 EXPOSE 8080
+# The image has no shell and no curl: the binary probes itself. Change the
+# URL with the port (-addr).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["/membership", "-probe", "http://127.0.0.1:8080/readyz"]
 ENTRYPOINT ["/membership"]

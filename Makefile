@@ -6,20 +6,25 @@ help:
 	@echo 'Usage: make <target>'
 	@sed -n 's/^## //p' $(MAKEFILE_LIST) | awk '{ i = index($$0, ": "); printf "  %-14s %s\n", substr($$0, 1, i - 1), substr($$0, i + 2) }'
 
-## run: run the service on :8080 (pass flags with ARGS="-addr :9090")
+## run: build bin/membership and run it on :8080 (pass flags with ARGS="-addr 127.0.0.1:9090")
 .PHONY: run
-run:
-	go run . $(ARGS)
+run: build
+	exec bin/membership $(ARGS)
 
 ## build: build the static binary bin/membership
 .PHONY: build
 build:
 	CGO_ENABLED=0 go build -trimpath -o bin/membership .
 
-## test: run every test with the race detector
+## test: run every test, with the race detector where cgo works (it needs a C compiler)
 .PHONY: test
 test:
-	go test -race ./...
+	@if [ "$$(go env CGO_ENABLED)" = 1 ]; then \
+		echo 'go test -race ./...'; go test -race ./...; \
+	else \
+		echo 'make test: cgo is off (no C compiler found), so the tests run without -race; install gcc for the race detector'; \
+		echo 'go test ./...'; go test ./...; \
+	fi
 
 ## lint: check formatting, vet, and that go.mod and go.sum are tidy and verified
 .PHONY: lint

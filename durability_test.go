@@ -464,18 +464,18 @@ func waitExit(t *testing.T, p *process, limit time.Duration) *os.ProcessState {
 // that says how many, and the exit is the clean one the README promises
 // (issue 12, item 10).
 func TestDrainDeadlineClosesWhatIsLeftAndExitsZero(t *testing.T) {
-	p := startProcess(t, "-drain-timeout", "300ms")
+	p := startProcess(t, "-shutdown-timeout", "300ms")
 	holdARequest(t, p.base)
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	state := waitExit(t, p, 30*time.Second)
 	assert.Equal(t, 0, state.ExitCode(), p.logs.String())
-	assert.Contains(t, p.logs.String(), "the drain deadline passed")
+	assert.Contains(t, p.logs.String(), "-shutdown-timeout passed")
 	assert.Contains(t, p.logs.String(), `"connections":1`)
 }
 
 // A second SIGTERM during the drain ends the process at once.
 func TestASecondSignalEndsTheProcessAtOnce(t *testing.T) {
-	p := startProcess(t, "-drain-timeout", "10m")
+	p := startProcess(t, "-shutdown-timeout", "10m")
 	holdARequest(t, p.base)
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.Eventually(t, func() bool { return strings.Contains(p.logs.String(), "shutting down") },

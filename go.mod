@@ -1,6 +1,6 @@
 module example.com/groupmembership
 
-go 1.24
+go 1.25.0
 
 require github.com/stretchr/testify v1.12.1
 

@@ -10,7 +10,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -224,7 +226,10 @@ func TestRunFlags(t *testing.T) {
 		wantStderr string
 	}{
 		{"help", []string{"-h"}, "", "-max-users"},
-		{"unknown flag", []string{"-nope"}, "flag provided but not defined", "-nope"},
+		{"unknown flag", []string{"-nope"}, "flag provided but not defined: -nope (membership -h lists the flags)", ""},
+		{"a bad value", []string{"-max-body", "x"}, `invalid value "x" for flag -max-body`, ""},
+		{"a port alone", []string{"-addr", "18011"}, "-addr 18011 is not host:port: did you mean :18011 (every interface) or 127.0.0.1:18011 (this machine only)?", ""},
+		{"no port", []string{"-addr", "localhost"}, `-addr "localhost" is not host:port, such as :8080 or 127.0.0.1:8080`, ""},
 		{"bad max-body", []string{"-max-body", "0"}, "-max-body must be positive", ""},
 		{"bad max-users", []string{"-max-users", "-1"}, "-max-users must be positive", ""},
 		{"bad list-cache", []string{"-list-cache", "-1"}, "-list-cache must be 0 or more", ""},
@@ -256,6 +261,9 @@ func TestRunFlags(t *testing.T) {
 				assert.Contains(t, err.Error(), tt.wantErr)
 			}
 			assert.Contains(t, stderr.String(), tt.wantStderr)
+			if tt.wantErr != "" {
+				assert.Empty(t, stderr.String(), "the error is printed once, by main, without the usage")
+			}
 		})
 	}
 }
@@ -432,4 +440,58 @@ func TestMetricsShowTheConnectionLimits(t *testing.T) {
 	require.Equal(t, 200, status)
 	assert.Contains(t, body, "\nmembership_max_header_bytes 8192\n")
 	assert.Contains(t, body, "\nmembership_conn_send_buffer_bytes 262144\n")
+}
+
+// -probe exits 0 when the URL answers 200 within a second, and 1 with the
+// reason otherwise: a live service, a service that is not ready, nothing
+// listening, a service that never answers (issue 13).
+func TestProbe(t *testing.T) {
+	base, _, _ := startProgram(t)
+	probeRun := func(url string) (string, error) {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), []string{"-probe", url}, func(string) string { return "" }, &stdout, &stderr)
+		return stdout.String() + stderr.String(), err
+	}
+	out, err := probeRun(base + "/readyz")
+	require.NoError(t, err)
+	assert.Equal(t, "probe "+base+"/readyz: 200 OK\n", out)
+
+	_, err = probeRun(base + "/group-user/g/1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "404 Not Found")
+	assert.Contains(t, err.Error(), `"code":"not_member"`, "the service's reason is in the message")
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := "http://" + ln.Addr().String() + "/readyz"
+	require.NoError(t, ln.Close())
+	_, err = probeRun(dead)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "connection refused")
+
+	release := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer silent.Close()
+	defer close(release)
+	_, err = probeRun(silent.URL)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "context deadline exceeded")
+
+	_, err = probeRun("::not a url")
+	require.Error(t, err)
+}
+
+// make test runs where cgo does not (no C compiler): without -race, saying
+// so in one line (issue 13). GOFLAGS=-run=^$ keeps it from running the
+// tests again: only the fallback is under test.
+func TestMakeTestRunsWithoutCgo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds every package's tests")
+	}
+	cmd := exec.Command("make", "-s", "test")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-run=^$")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "make test: cgo is off (no C compiler found), so the tests run without -race; install gcc for the race detector\ngo test ./...\n")
+	assert.NotContains(t, string(out), "-race ./...")
 }

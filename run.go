@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -24,14 +25,14 @@ import (
 )
 
 // Server timeouts. A slow or stalled client holds a connection at most this
-// long; shutdown waits at most -drain-timeout (defaultDrainTimeout) for
-// in-flight requests.
+// long; shutdown waits at most -shutdown-timeout (defaultShutdownTimeout) for
+// in-flight requests: under the 10 s that docker stop waits before SIGKILL.
 const (
-	readHeaderTimeout   = 5 * time.Second
-	readTimeout         = 30 * time.Second
-	writeTimeout        = 30 * time.Second
-	idleTimeout         = 120 * time.Second
-	defaultDrainTimeout = 15 * time.Second
+	readHeaderTimeout      = 5 * time.Second
+	readTimeout            = 30 * time.Second
+	writeTimeout           = 30 * time.Second
+	idleTimeout            = 120 * time.Second
+	defaultShutdownTimeout = 8 * time.Second
 	// logCloseTimeout bounds the wait for stdout to take the last lines at
 	// exit: a stalled stdout must not hold the process up.
 	logCloseTimeout = 2 * time.Second
@@ -59,9 +60,10 @@ type config struct {
 	tokenFile         string
 	authReads         bool
 	shutdownDelay     time.Duration
-	drainTimeout      time.Duration
+	shutdownTimeout   time.Duration
 	changesKeep       int
 	metrics           bool
+	probe             string
 }
 
 // run starts the service and serves until ctx is cancelled, then drains the
@@ -77,6 +79,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if err != nil {
 		return err
+	}
+	if cfg.probe != "" {
+		return probe(ctx, cfg.probe, stdout)
 	}
 	token, err := readToken(cfg.tokenFile, getenv)
 	if err != nil {
@@ -179,11 +184,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger.Info("shutting down: draining requests in flight")
 	// ctx is cancelled already; the drain gets its own deadline.
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.drainTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		// The drain deadline passed: close what is left, and say so.
-		logger.Warn("the drain deadline passed: closing the connections still open", "connections", conns.open(), "drain_timeout", cfg.drainTimeout)
+		logger.Warn("-shutdown-timeout passed: closing the connections still open", "connections", conns.open(), "shutdown_timeout", cfg.shutdownTimeout)
 		_ = srv.Close()
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
@@ -193,11 +198,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return nil
 }
 
+// parseFlags parses args. -h prints the usage to stderr and returns
+// flag.ErrHelp; any other error is returned alone, with a hint, for the
+// caller to print once.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var cfg config
 	fs := newFlagSet(&cfg, stderr)
-	if err := fs.Parse(args); err != nil {
+	fs.SetOutput(io.Discard) // the flag package prints the error and the whole usage
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
 		return config{}, err
+	}
+	if err != nil {
+		return config{}, fmt.Errorf("%w (membership -h lists the flags)", err)
 	}
 	return cfg, checkFlags(fs, cfg)
 }
@@ -224,12 +239,13 @@ func newFlagSet(cfg *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` holding the bearer token that POST and DELETE need; without it, MEMBERSHIP_TOKEN from the environment")
 	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every GET but /healthz and /readyz need the token as well")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, answer /readyz with 503 and serve on for this long before draining")
-	fs.DurationVar(&cfg.drainTimeout, "drain-timeout", defaultDrainTimeout, "on SIGTERM, how long requests in flight may take to finish before their connections are closed")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, after -shutdown-delay, how long requests in flight may take to finish before their connections are closed")
 	fs.IntVar(&cfg.changesKeep, "changes-keep", membership.DefaultChangesKeep, "how many of the latest changes /changes keeps (with -data-dir, across restarts); 0 keeps none")
 	fs.Int64Var(&cfg.changesKeepBytes, "changes-keep-bytes", store.DefaultChangesKeepBytes, "memory for the changes /changes keeps, in `bytes`; the oldest go first")
 	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", store.DefaultCommitTimeout, "with -data-dir, how long a change waits for the disk before it gets 503 (it may still be applied)")
 	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", store.DefaultQueueBytes, "with -data-dir, memory for the changes waiting for the disk, in `bytes`; past it, new changes get 503")
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics (Prometheus text format) and count requests for it")
+	fs.StringVar(&cfg.probe, "probe", "", "do not serve: GET `URL` and exit 0 when it answers 200 within 1s, 1 otherwise (for a container's HEALTHCHECK)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -259,10 +275,13 @@ func checkFlags(fs *flag.FlagSet, cfg config) error {
 	for _, f := range []struct {
 		name  string
 		value time.Duration
-	}{{"commit-timeout", cfg.commitTimeout}, {"drain-timeout", cfg.drainTimeout}} {
+	}{{"commit-timeout", cfg.commitTimeout}, {"shutdown-timeout", cfg.shutdownTimeout}} {
 		if f.value <= 0 {
 			return fmt.Errorf("-%s must be positive, got %s", f.name, f.value)
 		}
+	}
+	if err := checkAddr(cfg.addr); err != nil {
+		return err
 	}
 	switch {
 	case cfg.bodyMemory < cfg.maxBodyBytes:
@@ -280,6 +299,17 @@ func checkFlags(fs *flag.FlagSet, cfg config) error {
 	case cfg.dataDir != "" && largestRecord(cfg) > wal.MaxPayload:
 		return fmt.Errorf("with -data-dir, -max-body %d and -max-users %d allow a change of up to %d bytes, "+
 			"more than one log record holds (%d): lower one of them", cfg.maxBodyBytes, cfg.maxUsers, largestRecord(cfg), wal.MaxPayload)
+	}
+	return nil
+}
+
+// checkAddr returns an error, with a hint, unless addr is host:port.
+func checkAddr(addr string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		if _, numErr := strconv.ParseUint(addr, 10, 16); numErr == nil {
+			return fmt.Errorf("-addr %s is not host:port: did you mean :%s (every interface) or 127.0.0.1:%s (this machine only)?", addr, addr, addr)
+		}
+		return fmt.Errorf("-addr %q is not host:port, such as :8080 or 127.0.0.1:8080: %v", addr, err)
 	}
 	return nil
 }

@@ -100,6 +100,10 @@ func appendValue(b []byte, v float64) []byte {
 		return append(b, "-Inf"...)
 	case math.IsNaN(v):
 		return append(b, "NaN"...)
+	case v == math.Trunc(v) && math.Abs(v) < 1<<53:
+		// A count: as an integer, as client_golang prints it (1000000,
+		// not 1e+06), exact up to 2^53.
+		return strconv.AppendInt(b, int64(v), 10)
 	}
 	return strconv.AppendFloat(b, v, 'g', -1, 64)
 }

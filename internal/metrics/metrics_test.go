@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -43,4 +44,23 @@ d_seconds_count{route="/a"} 4
 	require.NoError(t, err)
 	assert.Equal(t, "/a\\b\"c\"\n", families["x_total"].Samples[0].Labels["route"], "escapes read back")
 	assert.Len(t, families["d_seconds"].Samples, 5)
+}
+
+// Counts print as integers, as client_golang prints them (issue 13: /metrics
+// said membership_members 1e+06).
+func TestCountsPrintAsIntegers(t *testing.T) {
+	for v, want := range map[float64]string{
+		1e6:         "1000000",
+		0:           "0",
+		-3:          "-3",
+		1<<53 - 1:   "9007199254740991",
+		1e20:        "1e+20",
+		0.25:        "0.25",
+		1234567.5:   "1.2345675e+06",
+		math.Inf(1): "+Inf",
+	} {
+		var w metrics.Writer
+		w.Gauge("g", "A gauge.", v)
+		assert.Equal(t, "# HELP g A gauge.\n# TYPE g gauge\ng "+want+"\n", string(w.Bytes()), "%v", v)
+	}
 }
