@@ -64,6 +64,7 @@ type config struct {
 	changesKeep       int
 	metrics           bool
 	probe             string
+	restore           string
 }
 
 // run starts the service and serves until ctx is cancelled, then drains the
@@ -82,6 +83,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if cfg.probe != "" {
 		return probe(ctx, cfg.probe, stdout)
+	}
+	if cfg.restore != "" {
+		rev, err := store.Restore(cfg.restore, cfg.dataDir)
+		if err != nil {
+			return fmt.Errorf("restoring %s: %w", cfg.restore, err)
+		}
+		fmt.Fprintf(stdout, "restored %s into %s, at revision %d: start the service with -data-dir %s\n", cfg.restore, cfg.dataDir, rev, cfg.dataDir)
+		return nil
 	}
 	token, err := readToken(cfg.tokenFile, getenv)
 	if err != nil {
@@ -163,10 +172,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			}
 		}
 	}()
-	api.Load(membership.NewService(st, cfg.maxUsers), httpapi.StoreReports{
+	api.Load(membership.NewService(st, cfg.maxUsers), httpapi.StoreExtras{
 		Writable: st.Writable,
 		Metrics:  st.Metrics,
 		Budgets:  st.Budgets,
+		Backup:   func() httpapi.Backup { return st.Backup() },
 	})
 	ready.Store(true)
 	logger.Info("ready")
@@ -245,6 +255,7 @@ func newFlagSet(cfg *config, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", store.DefaultCommitTimeout, "with -data-dir, how long a change waits for the disk before it gets 503 (it may still be applied)")
 	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", store.DefaultQueueBytes, "with -data-dir, memory for the changes waiting for the disk, in `bytes`; past it, new changes get 503")
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics (Prometheus text format) and count requests for it")
+	fs.StringVar(&cfg.restore, "restore", "", "do not serve: write the data directory -data-dir (empty or new) from the backup `file` that GET /backup gave, and exit")
 	fs.StringVar(&cfg.probe, "probe", "", "do not serve: GET `URL` and exit 0 when it answers 200 within 1s, 1 otherwise (for a container's HEALTHCHECK)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
@@ -282,6 +293,9 @@ func checkFlags(fs *flag.FlagSet, cfg config) error {
 	}
 	if err := checkAddr(cfg.addr); err != nil {
 		return err
+	}
+	if cfg.restore != "" && cfg.dataDir == "" {
+		return errors.New("-restore needs -data-dir: the directory to write (empty or new)")
 	}
 	switch {
 	case cfg.bodyMemory < cfg.maxBodyBytes:
@@ -415,6 +429,7 @@ type openedStore interface {
 	Writable() error
 	Metrics(*metrics.Writer)
 	Budgets() []metrics.Budget
+	Backup() *store.Backup
 	Close() error
 }
 

@@ -110,7 +110,7 @@ func TestReadyzSaysWhenTheStoreCannotTakeWrites(t *testing.T) {
 	var why error
 	st := store.NewMemory()
 	h := httpapi.NewLoadingHandler(httpapi.Options{})
-	h.Load(membership.NewService(st, 100), httpapi.StoreReports{
+	h.Load(membership.NewService(st, 100), httpapi.StoreExtras{
 		Writable: func() error { return why },
 		Metrics:  st.Metrics,
 		Budgets:  st.Budgets,

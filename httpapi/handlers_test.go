@@ -888,7 +888,7 @@ func TestLoadingStateRoutesAsUsual(t *testing.T) {
 	writable, _ := sample(families["membership_store_writable"], "membership_store_writable", map[string]string{})
 	assert.Equal(t, 0.0, writable, "a loading store takes no changes")
 
-	h.Load(membership.NewService(store.NewMemory(), testMaxUsers), httpapi.StoreReports{})
+	h.Load(membership.NewService(store.NewMemory(), testMaxUsers), httpapi.StoreExtras{})
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[1]"))
 	r.Header.Set("Content-Type", formType)

@@ -4,8 +4,10 @@
 package httpapi
 
 import (
+	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 
 	"example.com/groupmembership/internal/budget"
@@ -74,9 +76,10 @@ type Options struct {
 	Budgets []func() []metrics.Budget
 }
 
-// StoreReports are what the loaded store tells /readyz and /metrics. A nil
-// field reports nothing (Writable: always writable).
-type StoreReports struct {
+// StoreExtras are what the loaded store gives beyond membership.Store: what
+// it tells /readyz and /metrics, and its backups. A nil field reports
+// nothing (Writable: always writable; Backup: /backup answers 503).
+type StoreExtras struct {
 	// Writable returns why the store cannot take changes now, or nil, for
 	// /readyz and the membership_store_writable gauge.
 	Writable func() error
@@ -84,6 +87,15 @@ type StoreReports struct {
 	Metrics func(*metrics.Writer)
 	// Budgets reports the store's memory budgets for /metrics.
 	Budgets func() []metrics.Budget
+	// Backup copies the whole state at one revision, for /backup.
+	Backup func() Backup
+}
+
+// A Backup is a consistent copy of the whole state at one revision.
+type Backup interface {
+	Revision() membership.Revision
+	// WriteTo writes the backup's bytes: a file -restore reads.
+	WriteTo(w io.Writer) (int64, error)
 }
 
 // DefaultListCacheBytes is the default bound of the cache of encoded lists.
@@ -125,6 +137,7 @@ func NewLoadingHandler(opts Options) *Handler {
 		opts:    opts,
 		bodies:  budget.New(opts.BodyMemoryBytes),
 		replies: budget.New(opts.ReplyMemoryBytes),
+		backups: &sync.Mutex{},
 	}
 	d.lists = newLists(newListCache(opts.ListCacheBytes), d.replies)
 	if !opts.NoMetrics {
@@ -140,7 +153,7 @@ func NewLoadingHandler(opts Options) *Handler {
 
 // Load ends the loading state: from now on the data routes serve svc, and
 // /readyz and /metrics report store. Call it once.
-func (h *Handler) Load(svc *membership.Service, store StoreReports) {
+func (h *Handler) Load(svc *membership.Service, store StoreExtras) {
 	d := h.base
 	d.svc = svc
 	d.store = store
@@ -166,17 +179,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // with a store that reports nothing to /metrics.
 func NewHandler(svc *membership.Service, opts Options) http.Handler {
 	h := NewLoadingHandler(opts)
-	h.Load(svc, StoreReports{})
+	h.Load(svc, StoreExtras{})
 	return h
 }
 
 // deps are what the handlers share.
 type deps struct {
 	svc     *membership.Service // nil while loading
-	store   StoreReports        // the loaded store's
+	store   StoreExtras         // the loaded store's
 	opts    Options
 	bodies  *budget.Bytes // request bodies being read
 	replies *budget.Bytes // reply bodies being built and sent
+	backups *sync.Mutex   // held while a backup is taken and sent: one at a time
 	lists   *lists
 	metrics *requestMetrics // nil with NoMetrics
 }

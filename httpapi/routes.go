@@ -24,6 +24,9 @@ type route struct {
 	// data routes need the service: while loading, they answer 503
 	// starting.
 	data bool
+	// private routes need the token whenever the service has one, GET
+	// included.
+	private bool
 }
 
 // routes is the whole API surface. openapi.json documents exactly these; a
@@ -38,6 +41,7 @@ func routes(d deps) []route {
 		{method: "GET", path: "/group-user/{groupID}/{uid}", handler: handleMember(svc), data: true},
 		{method: "GET", path: "/user-group/{uid}", handler: handleUserGroups(svc, d.replies), query: true, data: true},
 		{method: "GET", path: "/changes", handler: handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies), query: true, data: true},
+		{method: "GET", path: "/backup", handler: handleBackup(d.store.Backup, d.backups), data: true, private: true},
 		{method: "GET", path: "/healthz", handler: handleHealthz(), open: true},
 		{method: "GET", path: "/readyz", handler: handleReadyz(d), open: true},
 		{method: "GET", path: "/openapi.json", handler: handleOpenAPI()},
@@ -45,8 +49,9 @@ func routes(d deps) []route {
 	}
 }
 
-// addRoutes registers rs on mux. With a token, POST and DELETE need it, and
-// so does every GET that is not open when authReads is set. Each path also
+// addRoutes registers rs on mux. With a token, POST, DELETE and private
+// routes need it, and so does every GET that is not open when authReads is
+// set. Each path also
 // gets a method-less pattern that answers the methods it does not serve with
 // a JSON 405 and its Allow header, and "/" answers every unknown path with a
 // JSON 404: the mux's own answers are plain text. Every pattern is
@@ -68,7 +73,7 @@ func addRoutes(mux *http.ServeMux, rs []route, loading bool, token string, authR
 		if !r.query {
 			h = noQuery(h)
 		}
-		if token != "" && !r.open && (r.method != http.MethodGet || authReads) {
+		if token != "" && !r.open && (r.method != http.MethodGet || authReads || r.private) {
 			h = requireToken(token, h)
 		}
 		handle(r.method+" "+r.path, h)

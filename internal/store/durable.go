@@ -1119,7 +1119,7 @@ func (d *Durable) startSnapshot() {
 	d.log, d.logSeq, d.logSize = newLog, next, wal.HeaderSize
 	d.stats.logBytes.Store(d.logSize)
 	start := time.Now()
-	st := d.mem.exportState() // consistent: only this goroutine changes memory
+	st := d.mem.exportState(false) // consistent: only this goroutine changes memory
 	d.snapping.Store(true)
 	d.snapshotWG.Add(1)
 	go func() {

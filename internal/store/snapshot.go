@@ -54,14 +54,21 @@ type groupState struct {
 	uids     []membership.UID // ascending
 }
 
-// exportState copies m's contents. Changes made while it runs may or may not
-// be in the copy, so the caller must keep them out.
-func (m *Memory) exportState() *state {
+// exportState copies m's contents. For a snapshot, it copies the feed's
+// changes too, and changes made while it runs may or may not be in the copy,
+// so the caller must keep them out. For a backup, the caller holds every
+// shard (read locked), and the feed's changes are left out.
+func (m *Memory) exportState(forBackup bool) *state {
+	shardsHeld := forBackup
 	st := &state{
 		nicknamesRevision: membership.Revision(m.nicknamesRevision.Load()),
 		removedRevision:   membership.Revision(m.removedRevision.Load()),
 	}
-	st.lastRevision, st.changes = m.feed.export()
+	if forBackup {
+		st.lastRevision = m.feed.stats().last
+	} else {
+		st.lastRevision, st.changes = m.feed.export()
+	}
 	m.nicknamesMu.RLock()
 	st.nicknames = make(map[membership.UID]string, len(m.nicknames))
 	for uid, nick := range m.nicknames {
@@ -70,7 +77,9 @@ func (m *Memory) exportState() *state {
 	m.nicknamesMu.RUnlock()
 	for i := range m.shards {
 		s := &m.shards[i]
-		s.mu.RLock()
+		if !shardsHeld {
+			s.mu.RLock()
+		}
 		for id, g := range s.groups {
 			uids := make([]membership.UID, 0, g.members.size)
 			for uid := range g.members.all {
@@ -78,7 +87,9 @@ func (m *Memory) exportState() *state {
 			}
 			st.groups = append(st.groups, groupState{id: id, revision: g.revision, uids: uids})
 		}
-		s.mu.RUnlock()
+		if !shardsHeld {
+			s.mu.RUnlock()
+		}
 	}
 	return st
 }
@@ -143,14 +154,32 @@ func writeSnapshot(dir, path string, st *state) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
+	if err := encodeSnapshot(tmp, st); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return wal.SyncDir(dir)
+}
+
+// encodeSnapshot writes st to out in the snapshot format: the header, the
+// body as it is encoded (never all of it in memory), and its checksum.
+func encodeSnapshot(out io.Writer, st *state) error {
 	header := make([]byte, 8)
 	copy(header, snapMagic)
 	binary.LittleEndian.PutUint32(header[4:], snapVersion)
-	if _, err := tmp.Write(header); err != nil {
+	if _, err := out.Write(header); err != nil {
 		return err
 	}
 	crc := crc32.New(castagnoli)
-	w := bufio.NewWriterSize(io.MultiWriter(tmp, crc), 1<<20)
+	w := bufio.NewWriterSize(io.MultiWriter(out, crc), 1<<20)
 	var b []byte
 	b = binary.AppendUvarint(b, uint64(st.lastRevision))
 	b = binary.AppendUvarint(b, uint64(st.nicknamesRevision))
@@ -201,19 +230,10 @@ func writeSnapshot(dir, path string, st *state) (err error) {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if err := binary.Write(tmp, binary.LittleEndian, crc.Sum32()); err != nil {
+	if err := binary.Write(out, binary.LittleEndian, crc.Sum32()); err != nil {
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return wal.SyncDir(dir)
+	return nil
 }
 
 // readSnapshot reads the snapshot at path.
@@ -222,6 +242,11 @@ func readSnapshot(path string) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeSnapshot(data, path)
+}
+
+// decodeSnapshot decodes the snapshot data, read from path.
+func decodeSnapshot(data []byte, path string) (*state, error) {
 	if len(data) < 12 || string(data[:4]) != snapMagic {
 		return nil, fmt.Errorf("%s: not a membership snapshot", path)
 	}
