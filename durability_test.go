@@ -493,18 +493,7 @@ func TestASecondSignalEndsTheProcessAtOnce(t *testing.T) {
 // X-Request-ID, logged and counted (issue 12, item 5). A FIFO in place of
 // DATA holds the load: reading it waits until the test writes it.
 func TestTheBinaryRoutesWhileItsDataLoads(t *testing.T) {
-	dir := t.TempDir()
-	p := startProcess(t, "-data-dir", dir)
-	require.True(t, change(p.base, "POST", "g", 1, 2))
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, p.cmd.Wait())
-	dataPath := filepath.Join(dir, "DATA")
-	data, err := os.ReadFile(dataPath)
-	require.NoError(t, err)
-	require.NoError(t, os.Remove(dataPath))
-	require.NoError(t, syscall.Mkfifo(dataPath, 0o600))
-
-	p = launch(t, nil, false, "-data-dir", dir)
+	p, finishLoad := holdTheLoad(t)
 	tests := []struct {
 		method, path string
 		wantStatus   int
@@ -547,11 +536,7 @@ func TestTheBinaryRoutesWhileItsDataLoads(t *testing.T) {
 	}, 10*time.Second, time.Millisecond, "the 503 starting is logged")
 	assert.NotContains(t, p.logs.String(), `"msg":"ready"`, "the load was held all along")
 
-	fifo, err := os.OpenFile(dataPath, os.O_WRONLY, 0) // the program has it open to read
-	require.NoError(t, err)
-	_, err = fifo.Write(data)
-	require.NoError(t, err)
-	require.NoError(t, fifo.Close())
+	finishLoad()
 	require.Eventually(t, func() bool {
 		var addr string
 		return readyAt(p.logs, &addr)
@@ -680,4 +665,51 @@ func membersOrNone(t *testing.T, base, group string) map[int64]bool {
 		return map[int64]bool{}
 	}
 	return got
+}
+
+// holdTheLoad starts the program on a data directory whose DATA is a FIFO,
+// so that its load waits; finishLoad writes DATA's content into the FIFO.
+func holdTheLoad(t *testing.T) (p *process, finishLoad func()) {
+	t.Helper()
+	dir := t.TempDir()
+	p = startProcess(t, "-data-dir", dir)
+	require.True(t, change(p.base, "POST", "g", 1, 2))
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.cmd.Wait())
+	dataPath := filepath.Join(dir, "DATA")
+	data, err := os.ReadFile(dataPath)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(dataPath))
+	require.NoError(t, syscall.Mkfifo(dataPath, 0o600))
+
+	p = launch(t, nil, false, "-data-dir", dir)
+	return p, func() {
+		// Open without blocking, once the program has it open to read: a
+		// blocking open would wait for good if the program never read DATA.
+		var fifo *os.File
+		require.Eventually(t, func() bool {
+			fd, err := syscall.Open(dataPath, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
+			if err != nil {
+				return false // ENXIO: no reader yet
+			}
+			fifo = os.NewFile(uintptr(fd), dataPath)
+			return true
+		}, 30*time.Second, 5*time.Millisecond, "the program never opened DATA; its output:\n%s", p.logs.String())
+		_, err = fifo.Write(data)
+		require.NoError(t, err)
+		require.NoError(t, fifo.Close())
+	}
+}
+
+// A signal while the data loads is heard and said so; the service stops
+// once the data is loaded, cleanly.
+func TestASignalWhileTheDataLoads(t *testing.T) {
+	p, finishLoad := holdTheLoad(t)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Eventually(t, func() bool { return strings.Contains(p.logs.String(), "told to stop while the data loads") },
+		10*time.Second, time.Millisecond, "the signal was not heard; output:\n%s", p.logs.String())
+	finishLoad()
+	state := waitExit(t, p, 30*time.Second)
+	assert.Equal(t, 0, state.ExitCode(), p.logs.String())
+	assert.Contains(t, p.logs.String(), "stopped")
 }

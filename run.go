@@ -156,7 +156,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
+	loaded := make(chan struct{})
+	go func() { // a signal while the data loads is heard, and said so
+		select {
+		case <-ctx.Done():
+			logger.Warn("told to stop while the data loads: stopping once it is loaded (a second signal exits at once)")
+		case <-loaded:
+		}
+	}()
 	st, err := openStore(cfg, logger)
+	close(loaded)
 	if err != nil {
 		_ = srv.Close()
 		<-served

@@ -16,16 +16,25 @@ import (
 // the histories a revision may count in (an in-memory store's restarts, a
 // repaired data directory), so that an ETag never names two different lists.
 func etag(epoch uint64, revision membership.Revision) []string {
-	const hexDigits = "0123456789abcdef"
 	b := make([]byte, 0, 40)
 	b = append(b, '"')
-	for shift := 60; shift >= 0; shift -= 4 {
-		b = append(b, hexDigits[epoch>>shift&0xf])
-	}
+	b = appendEpoch(b, epoch)
 	b = append(b, '-')
 	b = strconv.AppendUint(b, uint64(revision), 10)
 	return []string{string(append(b, '"'))}
 }
+
+// appendEpoch appends epoch as 16 hex digits.
+func appendEpoch(b []byte, epoch uint64) []byte {
+	const hexDigits = "0123456789abcdef"
+	for shift := 60; shift >= 0; shift -= 4 {
+		b = append(b, hexDigits[epoch>>shift&0xf])
+	}
+	return b
+}
+
+// epochHex returns epoch as 16 hex digits, as X-Epoch and ETags carry it.
+func epochHex(epoch uint64) string { return string(appendEpoch(make([]byte, 0, 16), epoch)) }
 
 // noneMatch reports whether the request's If-None-Match names the list at
 // revision in epoch: "*", or a list of entity tags one of which is the
@@ -61,7 +70,9 @@ const (
 // ?after=REV (0 when absent) in revision order, at most ?limit=N
 // (defaultChangesLimit when absent), as a JSON array of
 // {"rev":…,"op":…,"group":…,"uids":[…]} objects, with "nicknames" when an add
-// changed some. X-Revision carries the latest revision. With ?wait=DURATION,
+// changed some. X-Revision carries the latest revision, and X-Epoch the
+// store's epoch: a follower that sees another epoch than it noted lists
+// again, as on 410 (the revisions count in another history). With ?wait=DURATION,
 // when no change follows REV the reply waits for one, for at most that long
 // (and no longer than until the server begins to shut down), then is [].
 //
@@ -93,6 +104,7 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBy
 		}
 		changes, latest, err := svc.Changes(ctx, opts)
 		w.Header()["X-Revision"] = []string{strconv.FormatUint(uint64(latest), 10)}
+		w.Header()["X-Epoch"] = []string{epochHex(svc.Epoch())}
 		if err != nil {
 			writeError(w, r, err)
 			return

@@ -97,6 +97,7 @@ func TestListETagAndIfNoneMatch(t *testing.T) {
 				want = `"000000000000001f-2"`
 			}
 			assert.Equal(t, want, w.Header().Get("ETag"))
+			assert.Equal(t, "no-cache", w.Header().Get("Cache-Control"), "a shared cache revalidates with the ETag")
 			if tt.wantStatus == http.StatusNotModified {
 				assert.Empty(t, w.Body.String())
 			}
@@ -170,6 +171,9 @@ func TestChangesFeed(t *testing.T) {
 				assert.Contains(t, w.Body.String(), `"code":"invalid_query"`)
 			}
 			assert.Equal(t, tt.wantRevision, w.Header().Get("X-Revision"))
+			if tt.wantRevision != "" {
+				assert.Equal(t, fmt.Sprintf("%016x", svc.Epoch()), w.Header().Get("X-Epoch"), "a follower tells histories apart by it")
+			}
 		})
 	}
 

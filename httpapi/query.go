@@ -12,8 +12,8 @@ import (
 
 // query is a request's query string, parsed strictly, in one place for every
 // route: each pair well formed (url.ParseQuery's error is not dropped, as
-// r.URL.Query drops it), each name one the route takes, and each at most
-// once. A value absent is "".
+// r.URL.Query drops it), each name one the route takes, each at most once,
+// and none empty. A value absent is "".
 type query map[string]string
 
 // parseQuery parses the query of r, whose route takes the parameters named.
@@ -42,6 +42,8 @@ func parseQuery(r *http.Request, takes ...string) (query, error) {
 			return nil, membership.Errorf(membership.CodeInvalidQuery, "unknown parameter %.40q: %s", name, takesWhat(name, takes))
 		case len(vs) > 1:
 			return nil, membership.Errorf(membership.CodeInvalidQuery, "%s is given %d times: give it once", name, len(vs))
+		case vs[0] == "":
+			return nil, membership.Errorf(membership.CodeInvalidQuery, "%s is empty: give it a value, or leave it out", name)
 		}
 		q[name] = vs[0]
 	}

@@ -27,6 +27,10 @@ type route struct {
 	// private routes need the token whenever the service has one, GET
 	// included.
 	private bool
+	// cache is the Cache-Control of the route's replies, if any: a shared
+	// cache in front must not serve a list without asking (no-cache: it
+	// revalidates with the ETag), nor keep what has no validator (no-store).
+	cache string
 }
 
 // routes is the whole API surface. openapi.json documents exactly these; a
@@ -35,13 +39,13 @@ type route struct {
 func routes(d deps) []route {
 	svc, opts := d.svc, d.opts
 	return []route{
-		{method: "GET", path: "/group-user/{groupID}", handler: handleListMembers(svc, d.lists), query: true, data: true},
+		{method: "GET", path: "/group-user/{groupID}", handler: handleListMembers(svc, d.lists), query: true, data: true, cache: "no-cache"},
 		{method: "POST", path: "/group-user/{groupID}", handler: handleChangeMembers(svc.AddMembers, opts.MaxBodyBytes, d.bodies), data: true},
 		{method: "DELETE", path: "/group-user/{groupID}", handler: handleChangeMembers(svc.RemoveMembers, opts.MaxBodyBytes, d.bodies), data: true},
-		{method: "GET", path: "/group-user/{groupID}/{uid}", handler: handleMember(svc), data: true},
-		{method: "GET", path: "/user-group/{uid}", handler: handleUserGroups(svc, d.replies), query: true, data: true},
-		{method: "GET", path: "/changes", handler: handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies), query: true, data: true},
-		{method: "GET", path: "/backup", handler: handleBackup(d.store.Backup, d.backups), data: true, private: true},
+		{method: "GET", path: "/group-user/{groupID}/{uid}", handler: handleMember(svc), data: true, cache: "no-store"},
+		{method: "GET", path: "/user-group/{uid}", handler: handleUserGroups(svc, d.replies), query: true, data: true, cache: "no-store"},
+		{method: "GET", path: "/changes", handler: handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies), query: true, data: true, cache: "no-store"},
+		{method: "GET", path: "/backup", handler: handleBackup(d.store.Backup, d.backups), data: true, private: true, cache: "no-store"},
 		{method: "GET", path: "/healthz", handler: handleHealthz(), open: true},
 		{method: "GET", path: "/readyz", handler: handleReadyz(d), open: true},
 		{method: "GET", path: "/openapi.json", handler: handleOpenAPI()},
@@ -72,6 +76,9 @@ func addRoutes(mux *http.ServeMux, rs []route, loading bool, token string, authR
 		}
 		if !r.query {
 			h = noQuery(h)
+		}
+		if r.cache != "" {
+			h = withCacheControl(r.cache, h)
 		}
 		if token != "" && !r.open && (r.method != http.MethodGet || authReads || r.private) {
 			h = requireToken(token, h)
@@ -142,6 +149,15 @@ func escapeGroupID(id string) string {
 		return strings.Repeat("%2E", len(id))
 	}
 	return url.PathEscape(id)
+}
+
+// withCacheControl sets the Cache-Control of h's replies to value.
+func withCacheControl(value string, h http.Handler) http.Handler {
+	v := []string{value}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Cache-Control"] = v
+		h.ServeHTTP(w, r)
+	})
 }
 
 // noQuery refuses, as parseQuery does, any query sent to h, whose route

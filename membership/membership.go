@@ -68,11 +68,12 @@ type Change struct {
 	// UIDs are the users whose membership of the group the change altered,
 	// in ascending order. An add that only changed nicknames has none.
 	UIDs []UID
-	// Nicknames are the nicknames the change altered, in ascending uid
-	// order ("" clears one): on an add, those it gave; on a remove, "" for
-	// each user it left in no group who had a nickname (a user in no group
-	// is forgotten). Nicknames belong to users, so each applies in every
-	// group the user is in.
+	// Nicknames are, in ascending uid order ("" clears one): on an add, the
+	// nickname of each user it brought into the group who has one, and each
+	// nickname it changed, so that a follower knows the nickname of every
+	// member it lists; on a remove, "" for each user it left in no group who
+	// had a nickname (a user in no group is forgotten). Nicknames belong to
+	// users, so each applies in every group the user is in.
 	Nicknames []Member
 }
 

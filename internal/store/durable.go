@@ -121,6 +121,8 @@ type Durable struct {
 	// lockExisted says whether LOCK was there before this open: with
 	// nothing else there, a directory whose files were deleted.
 	lockExisted bool
+	// dataMissing says that the directory had no DATA at the start.
+	dataMissing bool
 
 	// The committer goroutine owns everything below; nothing else touches
 	// it, but recover before it starts and Close after it stopped.
@@ -422,6 +424,7 @@ func (d *Durable) recover() error {
 	}
 	dataPath := filepath.Join(d.dir, dataFileName)
 	if !hasData {
+		d.dataMissing = len(logs) > 0
 		if len(logs) == 0 && len(snapshots) == 0 && d.lockExisted {
 			return fmt.Errorf("the data directory %s has a LOCK but no %s, no log and no snapshot: its files were deleted "+
 				"(or its first start stopped before it wrote any); refusing to start empty. Restore them from a backup, "+
@@ -429,8 +432,12 @@ func (d *Durable) recover() error {
 		}
 		df.id = newRandomID() // a new directory, or one of a version before DATA
 	}
-	if df.epoch == 0 {
-		df.epoch = newRandomID() // a new directory, or one of a version before epochs
+	if df.epoch == 0 || hasData && df.closedLog == 0 {
+		// A new directory, one of a version before epochs, or one whose
+		// service did not stop cleanly: what its logs lost at their end
+		// cannot always be told from a crash, and revisions given out
+		// again must not repeat ETags.
+		df.epoch = newRandomID()
 	}
 	d.data = df
 	base, err := d.loadSnapshot(snapshots, logs)
@@ -700,6 +707,11 @@ func (d *Durable) replay(seq uint64, last bool, later []uint64) (size int64, ver
 		return wal.HeaderSize, wal.Version, wal.SyncFile(path)
 	}
 	before := d.mem.feed.stats().last
+	if h, err := wal.ReadHeader(data); err == nil && h.Version >= 2 && h.DirID != d.data.id && d.dataMissing {
+		return 0, 0, fmt.Errorf("%s carries the directory id %016x, and this directory has no %s (it was lost, or not copied with "+
+			"the logs): refusing to start; put %s back from where the logs came from, or restore the directory with -restore "+
+			"from a backup (GET /backup)", path, h.DirID, dataFileName, dataFileName)
+	}
 	if h, err := wal.ReadHeader(data); err == nil && h.Version >= 2 && h.DirID != d.data.id {
 		return 0, 0, fmt.Errorf("%s belongs to another data directory (its id is %016x, this directory's %016x): it was copied in; "+
 			"refusing to start; restore this directory's own log from a backup", path, h.DirID, d.data.id)

@@ -59,11 +59,17 @@ func changeCost(c membership.Change) int64 {
 }
 
 // record gives c the next revision and keeps it, and returns the revision.
-func (f *feed) record(c membership.Change) membership.Revision {
+// published, when not nil, runs with the revision before any reader of the
+// feed can see it: what must be true of the store once a reader has seen a
+// revision is made true there.
+func (f *feed) record(c membership.Change, published func(membership.Revision)) membership.Revision {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.last++
 	c.Revision = f.last
+	if published != nil {
+		published(c.Revision)
+	}
 	f.push(c)
 	if f.wake != nil {
 		close(f.wake)

@@ -309,6 +309,10 @@ func testRevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store
 		testFollowersReproduceEveryList(t, newStore(0))
 	})
 
+	t.Run("no group's revision is older than a nickname change the feed shows", func(t *testing.T) {
+		testNicknameRevisionsAreNeverBehindTheFeed(t, newStore(0))
+	})
+
 	t.Run("a follower knows every nickname it lists", func(t *testing.T) {
 		testFollowerScenarios(t, func() membership.Store { return newStore(0) })
 	})
@@ -630,4 +634,40 @@ func testFollowerScenarios(t *testing.T, newStore func() membership.Store) {
 			}
 		})
 	}
+}
+
+// testNicknameRevisionsAreNeverBehindTheFeed changes user 7's nickname
+// through group g, again and again, while readers note the feed's latest
+// revision and then read group h's, which holds 7 too: every change is a
+// nickname change, which moves every group's revision, so h's can never be
+// behind what the feed showed before (the fresh-eyes review of issue 12 saw
+// lists, and 304s, one revision older, served from the list cache).
+func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store) {
+	ctx := context.Background()
+	_, err := s.AddMembers(ctx, "h", []membership.User{{UID: 7}})
+	require.NoError(t, err)
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !done.Load() {
+				_, latest, err := s.Changes(ctx, membership.ChangeOptions{Limit: 1})
+				if !assert.NoError(t, err) {
+					return
+				}
+				rev, err := s.Revision(ctx, "h")
+				if !assert.NoError(t, err) || !assert.GreaterOrEqual(t, rev, latest, "h's revision is behind the feed") {
+					return
+				}
+			}
+		}()
+	}
+	for i := range 3000 {
+		_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 7, Nickname: fmt.Sprint("n", i), HasNickname: true}})
+		require.NoError(t, err)
+	}
+	done.Store(true)
+	wg.Wait()
 }

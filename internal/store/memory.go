@@ -304,11 +304,15 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 		}
 		added = nil // a change of nicknames only
 	}
-	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported})
-	g.revision = rev
+	var published func(membership.Revision)
 	if len(changed) > 0 {
-		m.nicknamesRevision.Store(uint64(rev))
+		// A nickname change moves every group's revision: before a reader
+		// of the feed or of X-Revision can see it, so that no list (nor
+		// 304) of another group is older than a revision seen.
+		published = func(rev membership.Revision) { m.nicknamesRevision.Store(uint64(rev)) }
 	}
+	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported}, published)
+	g.revision = rev
 	return membership.Result{Count: len(added), Revision: rev}, nil
 }
 
@@ -424,7 +428,7 @@ func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []members
 	}
 	slices.Sort(removed)
 	m.counts.members.Add(-int64(len(removed)))
-	rev := m.feed.record(membership.Change{Op: membership.OpRemove, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared})
+	rev := m.feed.record(membership.Change{Op: membership.OpRemove, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, nil)
 	m.unlockReverse(locked)
 	if g.members.size == 0 {
 		m.counts.groups.Add(-1)
