@@ -37,7 +37,7 @@ lint:
 ## fuzz: fuzz the parsers and the encoder against the standard library, FUZZTIME each (default 60s)
 .PHONY: fuzz
 fuzz:
-	go test -run '^$$' -fuzz FuzzParseUsers -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 200x ./membership
+	go test -run '^$$' -fuzz FuzzParseUsers -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 200x ./httpapi
 	go test -run '^$$' -fuzz FuzzEncodeMembers -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 200x ./httpapi
 	go test -run '^$$' -fuzz FuzzParseChangeForm -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 200x ./httpapi
 

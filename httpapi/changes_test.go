@@ -259,7 +259,7 @@ func TestChangesLongPoll(t *testing.T) {
 			t.Fatalf("the long-poll answered before any change: %s", r.body)
 		default:
 		}
-		_, err := svc.AddMembers(context.Background(), "g", "[7]")
+		_, err := svc.AddMembers(context.Background(), "g", []membership.User{{UID: 7}})
 		require.NoError(t, err)
 		r := <-got
 		assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[7]}]`, r.body)

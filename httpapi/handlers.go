@@ -13,10 +13,11 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// handleChangeMembers serves POST and DELETE: change is svc.AddMembers or
-// svc.RemoveMembers. The reply is the count change returns, as a bare JSON
-// number, with the revision that reflects the change in X-Revision.
-func handleChangeMembers(change func(ctx context.Context, groupID, usersJSON string) (membership.Result, error), maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
+// handleChangeMembers serves POST and DELETE: it decodes the users of the
+// body (parseUsers), and apply (addUsers or removeUsers) hands them to svc.
+// The reply is the count the change returns, as a bare JSON number, with the
+// revision that reflects the change in X-Revision.
+func handleChangeMembers(svc *membership.Service, apply changeFunc, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := readChangeRequest(w, r, maxBodyBytes, bodies)
 		if err != nil {
@@ -24,7 +25,13 @@ func handleChangeMembers(change func(ctx context.Context, groupID, usersJSON str
 			return
 		}
 		defer bodies.Give(req.held)
-		res, err := change(r.Context(), r.PathValue("groupID"), req.users)
+		groupID := r.PathValue("groupID")
+		users, err := decodeUsers(groupID, req.users, svc.MaxUsers())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		res, err := apply(r.Context(), svc, groupID, users)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -32,6 +39,38 @@ func handleChangeMembers(change func(ctx context.Context, groupID, usersJSON str
 		w.Header()["X-Revision"] = []string{strconv.FormatUint(uint64(res.Revision), 10)}
 		writeJSON(w, http.StatusOK, strconv.AppendInt(nil, int64(res.Count), 10))
 	})
+}
+
+// changeFunc applies a decoded change to svc.
+type changeFunc func(ctx context.Context, svc *membership.Service, groupID string, users []membership.User) (membership.Result, error)
+
+func addUsers(ctx context.Context, svc *membership.Service, groupID string, users []membership.User) (membership.Result, error) {
+	return svc.AddMembers(ctx, groupID, users)
+}
+
+// removeUsers removes the users' uids: nicknames in a remove are validated
+// (by parseUsers) and otherwise ignored.
+func removeUsers(ctx context.Context, svc *membership.Service, groupID string, users []membership.User) (membership.Result, error) {
+	uids := make([]membership.UID, len(users))
+	for i, u := range users {
+		uids[i] = u.UID
+	}
+	return svc.RemoveMembers(ctx, groupID, uids)
+}
+
+// decodeUsers decodes the users parameter, after the group id is checked, so
+// that a request with both wrong is told about the group first.
+//
+// Errors: CodeInvalidGroupID, CodeMissingUsers, CodeInvalidUsers,
+// CodeTooManyUsers.
+func decodeUsers(groupID, usersJSON string, maxUsers int) ([]membership.User, error) {
+	if err := membership.ValidateGroupID(groupID); err != nil {
+		return nil, err
+	}
+	if usersJSON == "" {
+		return nil, membership.Errorf(membership.CodeMissingUsers, "the users parameter is missing or empty: send users=[uid, ...]")
+	}
+	return parseUsers(usersJSON, maxUsers)
 }
 
 // handleListMembers serves GET and HEAD: the group's members as a JSON array

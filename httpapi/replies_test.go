@@ -43,7 +43,7 @@ func newBigGroup(t *testing.T, n int) (*membership.Service, []membership.Member)
 		}
 		users += fmt.Sprintf(`{"uid":%d,"nickname":%s}`, uid, appendJSONString(nil, nick))
 	}
-	_, err := svc.AddMembers(context.Background(), "g", users+"]")
+	_, err := svc.AddMembers(context.Background(), "g", usersOf(users+"]"))
 	require.NoError(t, err)
 	return svc, members
 }
@@ -150,7 +150,7 @@ func TestListsBuildEachRevisionOnce(t *testing.T) {
 	st := &listCounter{Memory: store.NewMemory()}
 	svc := membership.NewService(st, 10000)
 	ctx := context.Background()
-	_, err := svc.AddMembers(ctx, "g", uidsJSON(5000))
+	_, err := svc.AddMembers(ctx, "g", usersOf(uidsJSON(5000)))
 	require.NoError(t, err)
 	l := newLists(newListCache(0), budget.New(1<<30))
 
@@ -193,7 +193,7 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 	st := &listCounter{Memory: store.NewMemory()}
 	svc := membership.NewService(st, 10000)
 	ctx := context.Background()
-	_, err := svc.AddMembers(ctx, "g", uidsJSON(1000))
+	_, err := svc.AddMembers(ctx, "g", usersOf(uidsJSON(1000)))
 	require.NoError(t, err)
 	l := newLists(newListCache(0), budget.New(1000)) // less than one list
 	e, err := l.whole(ctx, svc, "g", 1)
@@ -202,7 +202,7 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, e, shared)
 
-	_, err = svc.AddMembers(ctx, "g", "[1001]")
+	_, err = svc.AddMembers(ctx, "g", usersOf("[1001]"))
 	require.NoError(t, err)
 	lists := st.lists.Load()
 	_, err = l.whole(ctx, svc, "g", 2)
@@ -225,7 +225,7 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 func TestUserGroupsTakeTheirSortingFromTheBudget(t *testing.T) {
 	svc := membership.NewService(store.NewMemory(), 10)
 	for i := range 200 {
-		_, err := svc.AddMembers(context.Background(), fmt.Sprintf("g%03d", i), "[7]")
+		_, err := svc.AddMembers(context.Background(), fmt.Sprintf("g%03d", i), usersOf("[7]"))
 		require.NoError(t, err)
 	}
 	replies := budget.New(1000)
@@ -252,4 +252,13 @@ func TestUserGroupsTakeTheirSortingFromTheBudget(t *testing.T) {
 	assert.JSONEq(t, `["g101","g102","g103","g104","g105"]`, w.Body.String())
 	replies.Give(10)
 	assert.Zero(t, replies.Used())
+}
+
+// usersOf decodes users JSON, for tests that build requests as text.
+func usersOf(usersJSON string) []membership.User {
+	users, err := parseUsers(usersJSON, 1<<20)
+	if err != nil {
+		panic(err)
+	}
+	return users
 }

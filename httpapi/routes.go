@@ -40,8 +40,8 @@ func routes(d deps) []route {
 	svc, opts := d.svc, d.opts
 	return []route{
 		{method: "GET", path: "/group-user/{groupID}", handler: handleListMembers(svc, d.lists), query: true, data: true, cache: "no-cache"},
-		{method: "POST", path: "/group-user/{groupID}", handler: handleChangeMembers(svc.AddMembers, opts.MaxBodyBytes, d.bodies), data: true},
-		{method: "DELETE", path: "/group-user/{groupID}", handler: handleChangeMembers(svc.RemoveMembers, opts.MaxBodyBytes, d.bodies), data: true},
+		{method: "POST", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, addUsers, opts.MaxBodyBytes, d.bodies), data: true},
+		{method: "DELETE", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, removeUsers, opts.MaxBodyBytes, d.bodies), data: true},
 		{method: "GET", path: "/group-user/{groupID}/{uid}", handler: handleMember(svc), data: true, cache: "no-store"},
 		{method: "GET", path: "/user-group/{uid}", handler: handleUserGroups(svc, d.replies), query: true, data: true, cache: "no-store"},
 		{method: "GET", path: "/changes", handler: handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies), query: true, data: true, cache: "no-store"},

@@ -1,7 +1,8 @@
 // Package membership is the domain of the group membership service: which users
-// belong to which group. It holds the types, the parsing and validation of what
-// clients send, the Service that applies requests, and the Store interface the
-// Service keeps its state in. It imports no other package of this module.
+// belong to which group. It holds the types and their validation, the Service
+// that applies requests, and the Store interface the Service keeps its state
+// in. It knows nothing of HTTP or of any wire format (httpapi decodes those),
+// and imports no other package of this module.
 package membership
 
 import (
@@ -12,8 +13,14 @@ import (
 	"unicode/utf8"
 )
 
-// UID identifies a user. Valid uids run from 1 to math.MaxInt64.
+// UID identifies a user. Valid uids run from 1 to math.MaxInt64 (UIDRange).
 type UID int64
+
+// UIDRange says which uids are valid, for messages.
+const UIDRange = "an integer from 1 to 9223372036854775807"
+
+// ValidUID reports whether uid is a valid uid: positive.
+func ValidUID(uid UID) bool { return uid >= 1 }
 
 // MaxGroupIDBytes is the longest group id accepted, in bytes.
 const MaxGroupIDBytes = 256
@@ -195,6 +202,21 @@ func ValidateGroupID(id string) error {
 		if unicode.IsControl(r) {
 			return Errorf(CodeInvalidGroupID, "group id has control character %U at byte %d", r, i)
 		}
+	}
+	return nil
+}
+
+// ValidateUser returns a CodeInvalidUsers error unless u has a valid uid and,
+// when it gives one, a valid nickname: at most MaxNicknameBytes bytes of
+// valid UTF-8.
+func ValidateUser(u User) error {
+	switch {
+	case !ValidUID(u.UID):
+		return Errorf(CodeInvalidUsers, "uid %d is not %s", u.UID, UIDRange)
+	case len(u.Nickname) > MaxNicknameBytes:
+		return Errorf(CodeInvalidUsers, "the nickname is %d bytes, longer than %d", len(u.Nickname), MaxNicknameBytes)
+	case !utf8.ValidString(u.Nickname):
+		return Errorf(CodeInvalidUsers, "the nickname is not valid UTF-8")
 	}
 	return nil
 }

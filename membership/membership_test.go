@@ -135,13 +135,21 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 		call     func(*membership.Service) error
 		wantCode membership.Code
 	}{
-		{"add: bad group", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "", "[1]"); return err }, membership.CodeInvalidGroupID},
-		{"add: missing users", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", ""); return err }, membership.CodeMissingUsers},
-		{"add: bad users", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", "[1,x]"); return err }, membership.CodeInvalidUsers},
-		{"add: too many users", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", "[1,2,3]"); return err }, membership.CodeTooManyUsers},
-		{"remove: bad group", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "a\x00", "[1]"); return err }, membership.CodeInvalidGroupID},
-		{"remove: missing users", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "g", ""); return err }, membership.CodeMissingUsers},
-		{"remove: bad users", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "g", "[0]"); return err }, membership.CodeInvalidUsers},
+		{"add: bad group", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "", users(1)); return err }, membership.CodeInvalidGroupID},
+		{"add: uid 0", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", users(1, 0)); return err }, membership.CodeInvalidUsers},
+		{"add: negative uid", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", users(-5)); return err }, membership.CodeInvalidUsers},
+		{"add: nickname too long", func(s *membership.Service) error {
+			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: strings.Repeat("n", membership.MaxNicknameBytes+1), HasNickname: true}})
+			return err
+		}, membership.CodeInvalidUsers},
+		{"add: nickname not UTF-8", func(s *membership.Service) error {
+			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "\xff", HasNickname: true}})
+			return err
+		}, membership.CodeInvalidUsers},
+		{"add: too many users", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", users(1, 2, 3)); return err }, membership.CodeTooManyUsers},
+		{"remove: bad group", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "a\x00", []membership.UID{1}); return err }, membership.CodeInvalidGroupID},
+		{"remove: uid 0", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "g", []membership.UID{0}); return err }, membership.CodeInvalidUsers},
+		{"remove: too many users", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "g", []membership.UID{1, 2, 3}); return err }, membership.CodeTooManyUsers},
 		{"list: bad group", func(s *membership.Service) error {
 			_, err := s.ListMembers(ctx, "", membership.ListOptions{}, nil)
 			return err
@@ -186,10 +194,10 @@ func TestServicePassesValidRequestsToTheStore(t *testing.T) {
 	ctx := context.Background()
 	store := &recordingStore{}
 	svc := membership.NewService(store, 0)
-	n, err := count(svc.AddMembers(ctx, "g", `[1,[2,"b"]]`))
+	n, err := count(svc.AddMembers(ctx, "g", []membership.User{{UID: 1}, {UID: 2, Nickname: "b", HasNickname: true}}))
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
-	n, err = count(svc.RemoveMembers(ctx, "g", `[{"uid":1,"nickname":"ignored"}]`))
+	n, err = count(svc.RemoveMembers(ctx, "g", []membership.UID{1}))
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	_, err = svc.Revision(ctx, "g")
@@ -208,11 +216,23 @@ func TestServicePassesValidRequestsToTheStore(t *testing.T) {
 
 func TestNewServiceDefaultsMaxUsers(t *testing.T) {
 	svc := membership.NewService(&recordingStore{}, 0)
-	users := "[" + strings.Repeat("1,", membership.DefaultMaxUsers-1) + "1]"
-	_, err := svc.AddMembers(context.Background(), "g", users)
+	us := make([]membership.User, membership.DefaultMaxUsers)
+	for i := range us {
+		us[i].UID = 1
+	}
+	_, err := svc.AddMembers(context.Background(), "g", us)
 	require.NoError(t, err)
-	_, err = svc.AddMembers(context.Background(), "g", "[1,"+users[1:])
+	_, err = svc.AddMembers(context.Background(), "g", append(us, membership.User{UID: 1}))
 	assert.Equal(t, membership.CodeTooManyUsers, membership.ErrorCode(err))
+}
+
+// users returns users with the uids given, without nicknames.
+func users(uids ...membership.UID) []membership.User {
+	us := make([]membership.User, len(uids))
+	for i, uid := range uids {
+		us[i].UID = uid
+	}
+	return us
 }
 
 // count returns a change's count, for tests that check only that.

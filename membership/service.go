@@ -22,34 +22,53 @@ func NewService(store Store, maxUsers int) *Service {
 	return &Service{store: store, maxUsers: maxUsers}
 }
 
-// AddMembers adds the users named by usersJSON (see ParseUsers) to the group;
-// its Result counts those who were not members before.
+// MaxUsers returns the most users one request may name.
+func (s *Service) MaxUsers() int { return s.maxUsers }
+
+// AddMembers adds users to the group, and records the nicknames they give
+// (the last one wins when a user appears twice); its Result counts those
+// who were not members before.
 //
-// Errors: CodeInvalidGroupID, CodeMissingUsers, CodeInvalidUsers,
-// CodeTooManyUsers, and whatever the Store returns.
-func (s *Service) AddMembers(ctx context.Context, groupID, usersJSON string) (Result, error) {
-	users, err := s.parse(groupID, usersJSON)
-	if err != nil {
+// Errors: CodeInvalidGroupID, CodeTooManyUsers, CodeInvalidUsers (a uid out
+// of range, a nickname that is not valid), and whatever the Store returns.
+func (s *Service) AddMembers(ctx context.Context, groupID string, users []User) (Result, error) {
+	if err := s.validate(groupID, len(users)); err != nil {
 		return Result{}, err
+	}
+	for i, u := range users {
+		if err := ValidateUser(u); err != nil {
+			return Result{}, Errorf(CodeInvalidUsers, "element %d: %s", i, ErrorMessage(err))
+		}
 	}
 	return s.store.AddMembers(ctx, groupID, users)
 }
 
-// RemoveMembers removes the users named by usersJSON from the group; its
-// Result counts those that were members. Nicknames in usersJSON are validated and
-// otherwise ignored.
+// RemoveMembers removes uids from the group; its Result counts those that
+// were members.
 //
 // Errors: as AddMembers.
-func (s *Service) RemoveMembers(ctx context.Context, groupID, usersJSON string) (Result, error) {
-	users, err := s.parse(groupID, usersJSON)
-	if err != nil {
+func (s *Service) RemoveMembers(ctx context.Context, groupID string, uids []UID) (Result, error) {
+	if err := s.validate(groupID, len(uids)); err != nil {
 		return Result{}, err
 	}
-	uids := make([]UID, len(users))
-	for i, u := range users {
-		uids[i] = u.UID
+	for i, uid := range uids {
+		if !ValidUID(uid) {
+			return Result{}, Errorf(CodeInvalidUsers, "element %d: uid %d is not %s", i, uid, UIDRange)
+		}
 	}
 	return s.store.RemoveMembers(ctx, groupID, uids)
+}
+
+// validate checks what every change request must be: a valid group id and
+// at most MaxUsers users.
+func (s *Service) validate(groupID string, users int) error {
+	if err := ValidateGroupID(groupID); err != nil {
+		return err
+	}
+	if users > s.maxUsers {
+		return Errorf(CodeTooManyUsers, "users has more than %d elements", s.maxUsers)
+	}
+	return nil
 }
 
 // ListMembers calls list with the members of the group that opts selects, in
@@ -96,16 +115,6 @@ func (s *Service) Revision(ctx context.Context, groupID string) (Revision, error
 		return 0, err
 	}
 	return s.store.Revision(ctx, groupID)
-}
-
-func (s *Service) parse(groupID, usersJSON string) ([]User, error) {
-	if err := ValidateGroupID(groupID); err != nil {
-		return nil, err
-	}
-	if usersJSON == "" {
-		return nil, Errorf(CodeMissingUsers, "the users parameter is missing or empty: send users=[uid, ...]")
-	}
-	return ParseUsers(usersJSON, s.maxUsers)
 }
 
 // UserGroups calls list with the groups uid is in, as opts selects; see

@@ -1,13 +1,14 @@
-package membership
+package httpapi
 
 import (
+	"example.com/groupmembership/membership"
 	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// ParseUsers parses the users value of an add or remove request: a JSON array
+// parseUsers parses the users value of an add or remove request: a JSON array
 // with at most maxUsers elements, each naming one user in one of these forms:
 //
 //	7                               a uid
@@ -19,12 +20,12 @@ import (
 // Anywhere a uid goes, the number and the decimal-string forms are both
 // accepted. A uid is an integer from 1 to 9223372036854775807, read exactly:
 // 1.5, 1e3, -3, 0, true and null are errors, not rounded. A nickname is a JSON
-// string of at most MaxNicknameBytes bytes of valid UTF-8 (a lone surrogate
+// string of at most membership.MaxNicknameBytes bytes of valid UTF-8 (a lone surrogate
 // escape such as "\ud800" is not). Objects may not repeat or add keys.
 //
-// Errors: CodeInvalidUsers naming the first offending element, or
-// CodeTooManyUsers.
-func ParseUsers(s string, maxUsers int) ([]User, error) {
+// Errors: membership.CodeInvalidUsers naming the first offending element, or
+// membership.CodeTooManyUsers.
+func parseUsers(s string, maxUsers int) ([]membership.User, error) {
 	p := usersParser{s: s}
 	return p.parse(maxUsers)
 }
@@ -41,19 +42,19 @@ const (
 	wantUID     = "a uid (a number or a decimal string)"
 )
 
-func (p *usersParser) parse(maxUsers int) ([]User, error) {
+func (p *usersParser) parse(maxUsers int) ([]membership.User, error) {
 	p.skipSpace()
 	if !p.consume('[') {
-		return nil, Errorf(CodeInvalidUsers, "users is not a JSON array: it must start with [")
+		return nil, membership.Errorf(membership.CodeInvalidUsers, "users is not a JSON array: it must start with [")
 	}
 	// Commas bound the element count, so this never allocates more than the
 	// request could fill.
-	users := make([]User, 0, min(strings.Count(p.s, ",")+1, maxUsers))
+	users := make([]membership.User, 0, min(strings.Count(p.s, ",")+1, maxUsers))
 	p.skipSpace()
 	if !p.consume(']') {
 		for {
 			if len(users) == maxUsers {
-				return nil, Errorf(CodeTooManyUsers, "users has more than %d elements", maxUsers)
+				return nil, membership.Errorf(membership.CodeTooManyUsers, "users has more than %d elements", maxUsers)
 			}
 			p.elem = len(users)
 			u, err := p.element()
@@ -82,7 +83,7 @@ func (p *usersParser) parse(maxUsers int) ([]User, error) {
 }
 
 // element parses one element of the array at p.pos.
-func (p *usersParser) element() (User, error) {
+func (p *usersParser) element() (membership.User, error) {
 	switch p.peek() {
 	case '[':
 		return p.list()
@@ -90,99 +91,99 @@ func (p *usersParser) element() (User, error) {
 		return p.object()
 	default:
 		uid, err := p.uid(wantElement)
-		return User{UID: uid}, err
+		return membership.User{UID: uid}, err
 	}
 }
 
 // list parses [uid] or [uid, "nickname"].
-func (p *usersParser) list() (User, error) {
+func (p *usersParser) list() (membership.User, error) {
 	p.pos++ // [
 	p.skipSpace()
 	if p.peek() == ']' {
-		return User{}, p.elementError("the list is empty, " + wantElement)
+		return membership.User{}, p.elementError("the list is empty, " + wantElement)
 	}
 	uid, err := p.uid(wantUID)
 	if err != nil {
-		return User{}, err
+		return membership.User{}, err
 	}
-	u := User{UID: uid}
+	u := membership.User{UID: uid}
 	p.skipSpace()
 	if p.consume(',') {
 		p.skipSpace()
 		if u.Nickname, err = p.nickname(); err != nil {
-			return User{}, err
+			return membership.User{}, err
 		}
 		u.HasNickname = true
 		p.skipSpace()
 	}
 	if !p.consume(']') {
 		if p.peek() == ',' {
-			return User{}, p.elementError("the list has more than two items, " + wantElement)
+			return membership.User{}, p.elementError("the list has more than two items, " + wantElement)
 		}
-		return User{}, p.syntaxError("want ] to close element %d", p.elem)
+		return membership.User{}, p.syntaxError("want ] to close element %d", p.elem)
 	}
 	return u, nil
 }
 
 // object parses {"uid": uid, "nickname": "nickname"} with the keys in any order.
-func (p *usersParser) object() (User, error) {
+func (p *usersParser) object() (membership.User, error) {
 	p.pos++ // {
-	var u User
+	var u membership.User
 	var hasUID bool
 	p.skipSpace()
 	if !p.consume('}') {
 		for {
 			if p.peek() != '"' {
-				return User{}, p.syntaxError("want a quoted key in element %d", p.elem)
+				return membership.User{}, p.syntaxError("want a quoted key in element %d", p.elem)
 			}
 			key, err := p.string()
 			if err != nil {
-				return User{}, err
+				return membership.User{}, err
 			}
 			p.skipSpace()
 			if !p.consume(':') {
-				return User{}, p.syntaxError("want : after key %q in element %d", key, p.elem)
+				return membership.User{}, p.syntaxError("want : after key %q in element %d", key, p.elem)
 			}
 			p.skipSpace()
 			switch key {
 			case "uid":
 				if hasUID {
-					return User{}, p.elementError(`the key "uid" appears twice`)
+					return membership.User{}, p.elementError(`the key "uid" appears twice`)
 				}
 				if u.UID, err = p.uid(wantUID); err != nil {
-					return User{}, err
+					return membership.User{}, err
 				}
 				hasUID = true
 			case "nickname":
 				if u.HasNickname {
-					return User{}, p.elementError(`the key "nickname" appears twice`)
+					return membership.User{}, p.elementError(`the key "nickname" appears twice`)
 				}
 				if u.Nickname, err = p.nickname(); err != nil {
-					return User{}, err
+					return membership.User{}, err
 				}
 				u.HasNickname = true
 			default:
-				return User{}, p.elementError("unknown key %q: only \"uid\" and \"nickname\" are allowed", key)
+				return membership.User{}, p.elementError("unknown key %q: only \"uid\" and \"nickname\" are allowed", key)
 			}
 			p.skipSpace()
 			if p.consume('}') {
 				break
 			}
 			if !p.consume(',') {
-				return User{}, p.syntaxError("want , or } in element %d", p.elem)
+				return membership.User{}, p.syntaxError("want , or } in element %d", p.elem)
 			}
 			p.skipSpace()
 		}
 	}
 	if !hasUID {
-		return User{}, p.elementError(`the object has no "uid"`)
+		return membership.User{}, p.elementError(`the object has no "uid"`)
 	}
 	return u, nil
 }
 
 // uid parses a uid written as a JSON number or a JSON string of decimal digits.
 // want describes what belongs here, for the error message.
-func (p *usersParser) uid(want string) (UID, error) {
+func (p *usersParser) uid(want string) (membership.UID, error) {
 	var text string
 	switch c := p.peek(); {
 	case c == '"':
@@ -191,7 +192,7 @@ func (p *usersParser) uid(want string) (UID, error) {
 			return 0, err
 		}
 		text = strconv.Quote(s)
-		if uid, ok := ParseUID(s); ok {
+		if uid, ok := membership.ParseUID(s); ok {
 			return uid, nil
 		}
 	case c == '-' || ('0' <= c && c <= '9'):
@@ -200,7 +201,7 @@ func (p *usersParser) uid(want string) (UID, error) {
 			return 0, err
 		}
 		text = num
-		if uid, ok := ParseUID(num); ok {
+		if uid, ok := membership.ParseUID(num); ok {
 			return uid, nil
 		}
 	default:
@@ -210,7 +211,7 @@ func (p *usersParser) uid(want string) (UID, error) {
 }
 
 // nickname parses a nickname: a JSON string of valid UTF-8, at most
-// MaxNicknameBytes bytes long once decoded.
+// membership.MaxNicknameBytes bytes long once decoded.
 func (p *usersParser) nickname() (string, error) {
 	if p.peek() != '"' {
 		return "", p.wrongValue("a string nickname")
@@ -219,8 +220,8 @@ func (p *usersParser) nickname() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(s) > MaxNicknameBytes {
-		return "", p.elementError("the nickname is %d bytes, longer than %d", len(s), MaxNicknameBytes)
+	if len(s) > membership.MaxNicknameBytes {
+		return "", p.elementError("the nickname is %d bytes, longer than %d", len(s), membership.MaxNicknameBytes)
 	}
 	// The nickname outlives the request: copy it out of the request body so
 	// that keeping it does not keep the whole body alive.
@@ -438,13 +439,13 @@ func (p *usersParser) skipSpace() {
 
 // syntaxError reports malformed JSON at p.pos.
 func (p *usersParser) syntaxError(format string, args ...any) error {
-	return Errorf(CodeInvalidUsers, "users is not valid JSON at byte %d: "+format, append([]any{p.pos}, args...)...)
+	return membership.Errorf(membership.CodeInvalidUsers, "users is not valid JSON at byte %d: "+format, append([]any{p.pos}, args...)...)
 }
 
 // elementError reports well-formed JSON that is not a valid user element.
 
 func (p *usersParser) elementError(format string, args ...any) error {
-	return Errorf(CodeInvalidUsers, "users element %d: "+format, append([]any{p.elem}, args...)...)
+	return membership.Errorf(membership.CodeInvalidUsers, "users element %d: "+format, append([]any{p.elem}, args...)...)
 }
 
 // truncate shortens s for an error message.
