@@ -147,9 +147,18 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 			return err
 		}, membership.CodeInvalidUsers},
 		{"add: too many users", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", users(1, 2, 3)); return err }, membership.CodeTooManyUsers},
-		{"remove: bad group", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "a\x00", []membership.UID{1}); return err }, membership.CodeInvalidGroupID},
-		{"remove: uid 0", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "g", []membership.UID{0}); return err }, membership.CodeInvalidUsers},
-		{"remove: too many users", func(s *membership.Service) error { _, err := s.RemoveMembers(ctx, "g", []membership.UID{1, 2, 3}); return err }, membership.CodeTooManyUsers},
+		{"remove: bad group", func(s *membership.Service) error {
+			_, err := s.RemoveMembers(ctx, "a\x00", []membership.UID{1})
+			return err
+		}, membership.CodeInvalidGroupID},
+		{"remove: uid 0", func(s *membership.Service) error {
+			_, err := s.RemoveMembers(ctx, "g", []membership.UID{0})
+			return err
+		}, membership.CodeInvalidUsers},
+		{"remove: too many users", func(s *membership.Service) error {
+			_, err := s.RemoveMembers(ctx, "g", []membership.UID{1, 2, 3})
+			return err
+		}, membership.CodeTooManyUsers},
 		{"list: bad group", func(s *membership.Service) error {
 			_, err := s.ListMembers(ctx, "", membership.ListOptions{}, nil)
 			return err
