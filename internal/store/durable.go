@@ -124,8 +124,9 @@ type Durable struct {
 	// dataMissing says that the directory had no DATA at the start.
 	dataMissing bool
 
-	// The committer goroutine owns everything below; nothing else touches
-	// it, but recover before it starts and Close after it stopped.
+	// The committer goroutine owns everything below (recover before it
+	// starts, and Close after it stopped, touch it too), but snapshotWG and
+	// snapping, which the snapshot goroutine it starts shares (see doc.go).
 	data       dataFile
 	log        logFile
 	logSeq     uint64 // N of the log being written

@@ -1,4 +1,3 @@
-// Package store holds the implementations of membership.Store.
 package store
 
 import (
