@@ -2,10 +2,10 @@ package httpapi
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"unsafe"
 
@@ -129,20 +129,7 @@ func handleListMembers(svc *membership.Service, l *lists) http.Handler {
 		var busy error
 		revision, err := svc.ListMembers(r.Context(), groupID, ask, func(n int, members iter.Seq[membership.Member]) {
 			total = n
-			page := func(yield func(membership.Member) bool) {
-				i := 0
-				for m := range members {
-					if i == opts.Limit {
-						more = true
-						return
-					}
-					i++
-					last = m.UID
-					if !yield(m) {
-						return
-					}
-				}
-			}
+			page := pageOf(members, opts.Limit, func(m membership.Member) membership.UID { return m.UID }, &more, &last)
 			size, _ := membersJSONLen(page)
 			body, busy = encodeBounded(l.replies, size, func(b []byte) []byte { return appendMembers(b, page, nil) })
 		})
@@ -157,10 +144,37 @@ func handleListMembers(svc *membership.Service, l *lists) http.Handler {
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
 		w.Header()["Etag"] = etag(svc.Epoch(), revision)
 		if more {
-			w.Header()["Link"] = []string{fmt.Sprintf(`</group-user/%s?limit=%d&after=%d>; rel="next"`, escapeGroupID(groupID), opts.Limit, last)}
+			setNextLink(w, "/group-user/"+escapeGroupID(groupID), opts.Limit, strconv.FormatInt(int64(last), 10))
 		}
 		writeJSON(w, http.StatusOK, body)
 	})
+}
+
+// pageOf yields the first limit items of items (all of them when limit is
+// 0), which the store was asked for one more of than the page: it sets *more
+// when items has another, and *last to the key of the last item yielded, for
+// the Link to the next page.
+func pageOf[T, K any](items iter.Seq[T], limit int, key func(T) K, more *bool, last *K) iter.Seq[T] {
+	return func(yield func(T) bool) {
+		n := 0
+		for item := range items {
+			if limit > 0 && n == limit {
+				*more = true
+				return
+			}
+			n++
+			*last = key(item)
+			if !yield(item) {
+				return
+			}
+		}
+	}
+}
+
+// setNextLink sets the Link header to the next page of the list at path:
+// limit items after after (escaped here).
+func setNextLink(w http.ResponseWriter, path string, limit int, after string) {
+	w.Header()["Link"] = []string{"<" + path + "?limit=" + strconv.Itoa(limit) + "&after=" + url.QueryEscape(after) + `>; rel="next"`}
 }
 
 // listOptions reads limit and after (a uid) from a member list's query.
@@ -182,7 +196,7 @@ func listOptions(r *http.Request) (membership.ListOptions, error) {
 	uid, ok := membership.ParseUID(after)
 	if !ok {
 		return membership.ListOptions{}, membership.Errorf(membership.CodeInvalidQuery,
-			"after %.40q is not a uid (an integer from 1 to 9223372036854775807)", after)
+			"after %.40q is not a uid (%s)", after, membership.UIDRange)
 	}
 	return membership.ListOptions{After: uid, Limit: limit}, nil
 }
@@ -194,7 +208,7 @@ func pathUID(r *http.Request) (membership.UID, error) {
 	uid, ok := membership.ParseUID(r.PathValue("uid"))
 	if !ok {
 		return 0, membership.Errorf(membership.CodeInvalidUID,
-			"%.40q is not a uid (an integer from 1 to 9223372036854775807)", r.PathValue("uid"))
+			"%.40q is not a uid (%s)", r.PathValue("uid"), membership.UIDRange)
 	}
 	return uid, nil
 }
@@ -250,17 +264,7 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 		var busy error
 		err = svc.UserGroups(r.Context(), uid, ask, func(n int, ids iter.Seq[string]) {
 			total = n
-			var page []string
-			for id := range ids {
-				if limit > 0 && len(page) == limit {
-					more = true
-					break
-				}
-				page = append(page, id)
-			}
-			if len(page) > 0 {
-				last = page[len(page)-1]
-			}
+			page := slices.Collect(pageOf(ids, limit, func(id string) string { return id }, &more, &last))
 			// The body takes over from the sorting's memory, so that a list
 			// larger than the whole budget is still sent when alone.
 			replies.Give(work)
@@ -277,7 +281,7 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 		defer replies.Give(int64(cap(body)))
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
 		if more {
-			w.Header()["Link"] = []string{fmt.Sprintf(`</user-group/%d?limit=%d&after=%s>; rel="next"`, uid, limit, url.QueryEscape(last))}
+			setNextLink(w, "/user-group/"+strconv.FormatInt(int64(uid), 10), limit, last)
 		}
 		writeJSON(w, http.StatusOK, body)
 	})

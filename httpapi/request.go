@@ -77,7 +77,7 @@ func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int6
 		if req.actingUID, ok = membership.ParseUID(uid); !ok {
 			bodies.Give(req.held)
 			return changeRequest{}, membership.Errorf(membership.CodeInvalidUID,
-				"the uid parameter %.40q is not an integer from 1 to 9223372036854775807", uid)
+				"the uid parameter %.40q is not %s", uid, membership.UIDRange)
 		}
 		setActingUID(w, req.actingUID)
 	}

@@ -207,7 +207,7 @@ func (p *usersParser) uid(want string) (membership.UID, error) {
 	default:
 		return 0, p.wrongValue(want)
 	}
-	return 0, p.elementError("uid %s is not an integer from 1 to 9223372036854775807", truncate(text))
+	return 0, p.elementError("uid %s is not %s", truncate(text), membership.UIDRange)
 }
 
 // nickname parses a nickname: a JSON string of valid UTF-8, at most

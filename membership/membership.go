@@ -16,8 +16,11 @@ import (
 // UID identifies a user. Valid uids run from 1 to math.MaxInt64 (UIDRange).
 type UID int64
 
+// maxUIDText is math.MaxInt64, the largest uid, in decimal.
+const maxUIDText = "9223372036854775807"
+
 // UIDRange says which uids are valid, for messages.
-const UIDRange = "an integer from 1 to 9223372036854775807"
+const UIDRange = "an integer from 1 to " + maxUIDText
 
 // ValidUID reports whether uid is a valid uid: positive.
 func ValidUID(uid UID) bool { return uid >= 1 }
@@ -224,7 +227,7 @@ func ValidateUser(u User) error {
 // ParseUID parses s as a uid: a decimal integer from 1 to math.MaxInt64 with no
 // sign, no leading zeros and nothing around it. ok is false for anything else.
 func ParseUID(s string) (uid UID, ok bool) {
-	if s == "" || s[0] == '0' || len(s) > len("9223372036854775807") {
+	if s == "" || s[0] == '0' || len(s) > len(maxUIDText) {
 		return 0, false
 	}
 	var n uint64
