@@ -180,60 +180,76 @@ func encodeSnapshot(out io.Writer, st *state) error {
 	}
 	crc := crc32.New(castagnoli)
 	w := bufio.NewWriterSize(io.MultiWriter(out, crc), 1<<20)
-	var b []byte
-	b = binary.AppendUvarint(b, uint64(st.lastRevision))
-	b = binary.AppendUvarint(b, uint64(st.nicknamesRevision))
-	b = binary.AppendUvarint(b, uint64(st.removedRevision))
-	b = binary.AppendUvarint(b, uint64(len(st.nicknames)))
+	c := &chunks{w: w}
+	c.uvarint(uint64(st.lastRevision))
+	c.uvarint(uint64(st.nicknamesRevision))
+	c.uvarint(uint64(st.removedRevision))
+	c.uvarint(uint64(len(st.nicknames)))
 	for uid, nick := range st.nicknames {
-		b = binary.AppendUvarint(b, uint64(uid))
-		b = binary.AppendUvarint(b, uint64(len(nick)))
-		b = append(b, nick...)
-		if len(b) > 64<<10 {
-			if _, err := w.Write(b); err != nil {
-				return err
-			}
-			b = b[:0]
-		}
+		c.uvarint(uint64(uid))
+		c.string(nick)
+		c.flushIfFull()
 	}
-	b = binary.AppendUvarint(b, uint64(len(st.groups)))
+	c.uvarint(uint64(len(st.groups)))
 	for _, g := range st.groups {
-		b = binary.AppendUvarint(b, uint64(len(g.id)))
-		b = append(b, g.id...)
-		b = binary.AppendUvarint(b, uint64(g.revision))
-		b = binary.AppendUvarint(b, uint64(len(g.uids)))
-		var prev membership.UID
-		for _, uid := range g.uids {
-			b = binary.AppendUvarint(b, uint64(uid-prev))
-			prev = uid
-			if len(b) > 64<<10 {
-				if _, err := w.Write(b); err != nil {
-					return err
-				}
-				b = b[:0]
-			}
-		}
+		c.string(g.id)
+		c.uvarint(uint64(g.revision))
+		c.ascendingUIDs(g.uids)
 	}
-	b = binary.AppendUvarint(b, uint64(len(st.changes)))
-	for _, c := range st.changes {
-		b = appendChange(b, c)
-		if len(b) > 64<<10 {
-			if _, err := w.Write(b); err != nil {
-				return err
-			}
-			b = b[:0]
-		}
+	c.uvarint(uint64(len(st.changes)))
+	for _, ch := range st.changes {
+		c.b = appendChange(c.b, ch)
+		c.flushIfFull()
 	}
-	if _, err := w.Write(b); err != nil {
-		return err
+	c.flush()
+	if c.err != nil {
+		return c.err
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if err := binary.Write(out, binary.LittleEndian, crc.Sum32()); err != nil {
-		return err
+	return binary.Write(out, binary.LittleEndian, crc.Sum32())
+}
+
+// chunks encodes into a buffer that it hands to w whenever it holds more
+// than 64 KiB, so that encoding a large state never holds it all. The first
+// error of w stops every later write, and stays in err.
+type chunks struct {
+	w   io.Writer
+	b   []byte
+	err error
+}
+
+func (c *chunks) uvarint(v uint64) { c.b = binary.AppendUvarint(c.b, v) }
+
+func (c *chunks) string(s string) {
+	c.uvarint(uint64(len(s)))
+	c.b = append(c.b, s...)
+}
+
+// ascendingUIDs encodes uids as appendAscendingUIDs does, flushing as it
+// goes: a group may hold millions.
+func (c *chunks) ascendingUIDs(uids []membership.UID) {
+	c.uvarint(uint64(len(uids)))
+	var prev membership.UID
+	for _, uid := range uids {
+		c.uvarint(uint64(uid - prev))
+		prev = uid
+		c.flushIfFull()
 	}
-	return nil
+}
+
+func (c *chunks) flushIfFull() {
+	if len(c.b) > 64<<10 {
+		c.flush()
+	}
+}
+
+func (c *chunks) flush() {
+	if c.err == nil {
+		_, c.err = c.w.Write(c.b)
+	}
+	c.b = c.b[:0]
 }
 
 // readSnapshot reads the snapshot at path.
