@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/server"
 	"example.com/groupmembership/internal/syncbuf"
 )
 
@@ -272,7 +272,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	var stderr bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"-h"}, func(string) string { return "" }, io.Discard, &stderr))
 	n := 0
-	newFlagSet(&config{}, io.Discard).VisitAll(func(f *flag.Flag) {
+	server.NewFlagSet(&server.Config{}, io.Discard).VisitAll(func(f *flag.Flag) {
 		n++
 		assert.Regexp(t, `(?m)^  -`+regexp.QuoteMeta(f.Name)+`( |$)`, stderr.String(), "-%s", f.Name)
 	})
@@ -281,51 +281,6 @@ func TestHelpListsEveryFlag(t *testing.T) {
 
 // syncBuffer collects a log written from several goroutines.
 type syncBuffer = syncbuf.Buffer
-
-func TestTokenFromEnvironmentOrFile(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(file, []byte("  from-file\n"), 0o600))
-	empty := filepath.Join(t.TempDir(), "empty")
-	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
-	twoLines := filepath.Join(t.TempDir(), "two-lines")
-	require.NoError(t, os.WriteFile(twoLines, []byte("first\nsecond\n"), 0o600))
-	env := func(v string) func(string) string {
-		return func(k string) string {
-			if k == "MEMBERSHIP_TOKEN" {
-				return v
-			}
-			return ""
-		}
-	}
-	tests := []struct {
-		name      string
-		tokenFile string
-		getenv    func(string) string
-		want      string
-		wantErr   string
-	}{
-		{"none", "", env(""), "", ""},
-		{"environment", "", env(" from-env "), "from-env", ""},
-		{"file wins over environment", file, env("from-env"), "from-file", ""},
-		{"empty file", empty, env(""), "", "is empty"},
-		{"missing file", filepath.Join(t.TempDir(), "nope"), env(""), "", "reading the token"},
-		{"a newline inside the token", twoLines, env(""), "", `no HTTP header can carry after "Bearer " ('\n' at byte 5)`},
-		{"a space inside the token", "", env("two words"), "", "no HTTP header can carry"},
-		{"a control character", "", env("x\x01y"), "", "no HTTP header can carry"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := readToken(tt.tokenFile, tt.getenv)
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-		})
-	}
-}
 
 func TestAuthReadsNeedsAToken(t *testing.T) {
 	err := run(context.Background(), []string{"-auth-reads"}, func(string) string { return "" }, io.Discard, io.Discard)

@@ -1,0 +1,488 @@
+// Package server is the membership service as a program: its configuration
+// and flags, the HTTP server and its lifecycle (listen, load, serve, drain),
+// the store it opens, the log, and the -probe and -restore modes. A command
+// is one call of Run; a second command (another store, a tool) reuses it.
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"example.com/groupmembership/httpapi"
+	"example.com/groupmembership/internal/logsink"
+	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/wal"
+	"example.com/groupmembership/membership"
+)
+
+// Server timeouts. A slow or stalled client holds a connection at most this
+// long; shutdown waits at most -shutdown-timeout (defaultShutdownTimeout) for
+// in-flight requests: under the 10 s that docker stop waits before SIGKILL.
+const (
+	readHeaderTimeout      = 5 * time.Second
+	readTimeout            = 30 * time.Second
+	writeTimeout           = 30 * time.Second
+	idleTimeout            = 120 * time.Second
+	defaultShutdownTimeout = 8 * time.Second
+	// logCloseTimeout bounds the wait for stdout to take the last lines at
+	// exit: a stalled stdout must not hold the process up.
+	logCloseTimeout = 2 * time.Second
+)
+
+// Config is what the flags set.
+type Config struct {
+	addr              string
+	maxBodyBytes      int64
+	bodyMemory        int64
+	replyMemory       int64
+	changesReplyBytes int
+	changesKeepBytes  int64
+	commitTimeout     time.Duration
+	commitQueueBytes  int64
+	logBuffer         int
+	connSendBuffer    int
+	maxHeaderBytes    int
+	maxUsers          int
+	listCache         int64
+	logFormat         string
+	accessLog         bool
+	dataDir           string
+	snapshotSize      int64
+	repair            bool
+	tokenFile         string
+	authReads         bool
+	shutdownDelay     time.Duration
+	shutdownTimeout   time.Duration
+	changesKeep       int
+	metrics           bool
+	probe             string
+	restore           string
+}
+
+// Run starts the service and serves until ctx is cancelled, then drains the
+// requests in flight and returns. It listens before the store has loaded, and
+// answers /readyz with 503 until then and from the moment ctx is cancelled.
+// Logs go to stdout through a buffer that never blocks (a stalled stdout
+// drops lines, counted, instead of freezing requests); usage and flag errors
+// go to stderr. getenv reads the environment: MEMBERSHIP_TOKEN.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cfg.probe != "" {
+		return probe(ctx, cfg.probe, stdout)
+	}
+	if cfg.restore != "" {
+		rev, err := store.Restore(cfg.restore, cfg.dataDir)
+		if err != nil {
+			return fmt.Errorf("restoring %s: %w", cfg.restore, err)
+		}
+		fmt.Fprintf(stdout, "restored %s into %s, at revision %d: start the service with -data-dir %s\n", cfg.restore, cfg.dataDir, rev, cfg.dataDir)
+		return nil
+	}
+	token, err := readToken(cfg.tokenFile, getenv)
+	if err != nil {
+		return err
+	}
+	if token == "" && cfg.authReads {
+		return errors.New("-auth-reads needs a token: give -token-file or MEMBERSHIP_TOKEN")
+	}
+	var logger *slog.Logger
+	logOut := logsink.New(stdout, logsink.Options{MaxBytes: cfg.logBuffer, Dropped: func(n uint64) {
+		logger.Warn("log lines were dropped: the log's output did not take them in time", "dropped", n)
+	}})
+	defer logOut.Close(logCloseTimeout)
+	logger = newLogger(cfg.logFormat, logOut)
+	if token == "" {
+		logger.Warn("no token: anyone who can reach the service can change memberships (see -token-file)")
+	}
+
+	// Listen first: while the data loads, the API routes as usual, /healthz
+	// answers and /readyz and the data routes say 503 starting, so that an
+	// orchestrator can tell starting from stuck.
+	var ready atomic.Bool
+	var conns connCounter
+	stopping := make(chan struct{})
+	api := httpapi.NewLoadingHandler(httpapi.Options{
+		Logger:            logger,
+		AccessLog:         cfg.accessLog,
+		MaxBodyBytes:      cfg.maxBodyBytes,
+		BodyMemoryBytes:   cfg.bodyMemory,
+		ReplyMemoryBytes:  cfg.replyMemory,
+		ChangesReplyBytes: cfg.changesReplyBytes,
+		ListCacheBytes:    cfg.listCache,
+		Token:             token,
+		AuthReads:         cfg.authReads,
+		Ready:             ready.Load,
+		Stopping:          stopping,
+		NoMetrics:         !cfg.metrics,
+		Collectors: []func(*metrics.Writer){func(w *metrics.Writer) {
+			w.Gauge("membership_conn_send_buffer_bytes", "The kernel send buffer of each connection, in bytes (-conn-send-buffer).", float64(cfg.connSendBuffer))
+			w.Gauge("membership_max_header_bytes", "The largest request line and headers accepted, in bytes (-max-header).", float64(cfg.maxHeaderBytes))
+		}},
+		Budgets: []func() []metrics.Budget{func() []metrics.Budget {
+			return []metrics.Budget{{Name: "log_buffer", Used: int64(logOut.Buffered()), Limit: int64(logOut.MaxBytes()), Refused: logOut.Dropped()}}
+		}},
+	})
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: readHeaderTimeout,
+		MaxHeaderBytes:    cfg.maxHeaderBytes,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ConnState:         conns.track,
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	ln = sendBufferListener{Listener: ln, bytes: cfg.connSendBuffer}
+	logger.Info("listening", "addr", ln.Addr().String(), "max_body", cfg.maxBodyBytes, "max_users", cfg.maxUsers, "list_cache", cfg.listCache)
+	srv.RegisterOnShutdown(func() { close(stopping) }) // ends /changes long-polls
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	loaded := make(chan struct{})
+	go func() { // a signal while the data loads is heard, and said so
+		select {
+		case <-ctx.Done():
+			logger.Warn("told to stop while the data loads: stopping once it is loaded (a second signal exits at once)")
+		case <-loaded:
+		}
+	}()
+	st, err := openStore(cfg, logger)
+	close(loaded)
+	if err != nil {
+		_ = srv.Close()
+		<-served
+		return err
+	}
+	defer func() {
+		// A store that cannot close (a disk that does not finish its last
+		// write) makes the exit a failure, that an operator sees.
+		if closeErr := st.Close(); closeErr != nil {
+			logger.Error("closing the data directory", "err", closeErr)
+			if err == nil {
+				err = fmt.Errorf("closing the data directory: %w", closeErr)
+			}
+		}
+	}()
+	api.Load(membership.NewService(st, cfg.maxUsers), httpapi.StoreExtras{
+		Writable: st.Writable,
+		Metrics:  st.Metrics,
+		Budgets:  st.Budgets,
+		Backup:   func() httpapi.Backup { return st.Backup() },
+	})
+	ready.Store(true)
+	logger.Info("ready")
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+
+	ready.Store(false)
+	if cfg.shutdownDelay > 0 {
+		logger.Info("not ready: serving on for -shutdown-delay before draining", "delay", cfg.shutdownDelay)
+		time.Sleep(cfg.shutdownDelay)
+	}
+	logger.Info("shutting down: draining requests in flight")
+	// ctx is cancelled already; the drain gets its own deadline.
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		// The drain deadline passed: close what is left, and say so.
+		logger.Warn("-shutdown-timeout passed: closing the connections still open", "connections", conns.open(), "shutdown_timeout", cfg.shutdownTimeout)
+		_ = srv.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// parseFlags parses args. -h prints the usage to stderr and returns
+// flag.ErrHelp; any other error is returned alone, with a hint, for the
+// caller to print once.
+func parseFlags(args []string, stderr io.Writer) (Config, error) {
+	var cfg Config
+	fs := NewFlagSet(&cfg, stderr)
+	fs.SetOutput(io.Discard) // the flag package prints the error and the whole usage
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+		return Config{}, err
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("%w (membership -h lists the flags)", err)
+	}
+	return cfg, checkFlags(fs, cfg)
+}
+
+// NewFlagSet returns the program's flags, which set cfg. A command may add
+// its own before parsing.
+func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("membership", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.addr, "addr", ":8080", "`address` to listen on, host:port")
+	fs.Int64Var(&cfg.maxBodyBytes, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body accepted, in `bytes`")
+	fs.Int64Var(&cfg.bodyMemory, "body-memory", httpapi.DefaultBodyMemoryBytes, "memory for all the request bodies being read at once, in `bytes`; past it, new writes get 503")
+	fs.Int64Var(&cfg.replyMemory, "reply-memory", httpapi.DefaultReplyMemoryBytes, "memory for all the replies being built and sent at once, in `bytes`; past it, new reads get 503")
+	fs.IntVar(&cfg.changesReplyBytes, "changes-reply-bytes", httpapi.DefaultChangesReplyBytes, "largest /changes reply, in `bytes`: it holds fewer changes (at least one)")
+	fs.IntVar(&cfg.maxHeaderBytes, "max-header", defaultMaxHeaderBytes, "largest request line and headers accepted, in `bytes`; past it, 431")
+	fs.IntVar(&cfg.connSendBuffer, "conn-send-buffer", defaultConnSendBuffer, "the kernel's send buffer of each connection, in `bytes`: what a client that does not read can make the machine hold")
+	fs.IntVar(&cfg.logBuffer, "log-buffer", logsink.DefaultMaxBytes, "memory for log lines waiting for stdout, in `bytes`; when stdout stalls, lines past it are dropped and counted")
+	fs.IntVar(&cfg.maxUsers, "max-users", membership.DefaultMaxUsers, "most users accepted in one request")
+	fs.Int64Var(&cfg.listCache, "list-cache", httpapi.DefaultListCacheBytes, "memory for cached member lists, in `bytes`; 0 turns the cache off")
+	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
+	fs.BoolVar(&cfg.accessLog, "access-log", true, "log one line per request; when false, only requests that fail on the service's side")
+	fs.StringVar(&cfg.dataDir, "data-dir", "", "`directory` to keep the data in, durably; empty: memory only, lost at exit")
+	fs.Int64Var(&cfg.snapshotSize, "snapshot-bytes", store.DefaultSnapshotBytes, "with -data-dir, the log size in `bytes` past which a snapshot is written and the log restarted")
+	fs.BoolVar(&cfg.repair, "repair", false, "with -data-dir, start past damage: cut a damaged log there, or recover from the snapshot before a damaged one; what is cut is moved into DIR/repair-<time>/")
+	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` holding the bearer token that POST and DELETE need; without it, MEMBERSHIP_TOKEN from the environment")
+	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every GET but /healthz and /readyz need the token as well")
+	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, answer /readyz with 503 and serve on for this long before draining")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, after -shutdown-delay, how long requests in flight may take to finish before their connections are closed")
+	fs.IntVar(&cfg.changesKeep, "changes-keep", membership.DefaultChangesKeep, "how many of the latest changes /changes keeps (with -data-dir, across restarts); 0 keeps none")
+	fs.Int64Var(&cfg.changesKeepBytes, "changes-keep-bytes", store.DefaultChangesKeepBytes, "memory for the changes /changes keeps, in `bytes`; the oldest go first")
+	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", store.DefaultCommitTimeout, "with -data-dir, how long a change waits for the disk before it gets 503 (it may still be applied)")
+	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", store.DefaultQueueBytes, "with -data-dir, memory for the changes waiting for the disk, in `bytes`; past it, new changes get 503")
+	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics (Prometheus text format) and count requests for it")
+	fs.StringVar(&cfg.restore, "restore", "", "do not serve: write the data directory -data-dir (empty or new) from the backup `file` that GET /backup gave, and exit")
+	fs.StringVar(&cfg.probe, "probe", "", "do not serve: GET `URL` and exit 0 when it answers 200 within 1s, 1 otherwise (for a container's HEALTHCHECK)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// checkFlags returns an error naming the first flag whose value cfg cannot
+// run with, or a stray argument.
+func checkFlags(fs *flag.FlagSet, cfg Config) error {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: membership takes only flags (see -h)", fs.Arg(0))
+	}
+	for _, f := range []struct {
+		name  string
+		value int64
+	}{
+		{"max-body", cfg.maxBodyBytes}, {"reply-memory", cfg.replyMemory}, {"changes-reply-bytes", int64(cfg.changesReplyBytes)},
+		{"changes-keep-bytes", cfg.changesKeepBytes}, {"commit-queue-bytes", cfg.commitQueueBytes},
+		{"conn-send-buffer", int64(cfg.connSendBuffer)}, {"log-buffer", int64(cfg.logBuffer)}, {"max-users", int64(cfg.maxUsers)},
+		{"snapshot-bytes", cfg.snapshotSize},
+	} {
+		if f.value <= 0 {
+			return fmt.Errorf("-%s must be positive, got %d", f.name, f.value)
+		}
+	}
+	for _, f := range []struct {
+		name  string
+		value time.Duration
+	}{{"commit-timeout", cfg.commitTimeout}, {"shutdown-timeout", cfg.shutdownTimeout}} {
+		if f.value <= 0 {
+			return fmt.Errorf("-%s must be positive, got %s", f.name, f.value)
+		}
+	}
+	if err := checkAddr(cfg.addr); err != nil {
+		return err
+	}
+	if cfg.restore != "" && cfg.dataDir == "" {
+		return errors.New("-restore needs -data-dir: the directory to write (empty or new)")
+	}
+	switch {
+	case cfg.bodyMemory < cfg.maxBodyBytes:
+		return fmt.Errorf("-body-memory must be at least -max-body (%d), got %d", cfg.maxBodyBytes, cfg.bodyMemory)
+	case cfg.maxHeaderBytes < minMaxHeaderBytes:
+		return fmt.Errorf("-max-header must be at least %d, got %d", minMaxHeaderBytes, cfg.maxHeaderBytes)
+	case cfg.listCache < 0:
+		return fmt.Errorf("-list-cache must be 0 or more, got %d", cfg.listCache)
+	case cfg.changesKeep < 0:
+		return fmt.Errorf("-changes-keep must be 0 or more, got %d", cfg.changesKeep)
+	case cfg.shutdownDelay < 0:
+		return fmt.Errorf("-shutdown-delay must not be negative, got %s", cfg.shutdownDelay)
+	case cfg.logFormat != "text" && cfg.logFormat != "json":
+		return fmt.Errorf("-log-format must be text or json, got %q", cfg.logFormat)
+	case cfg.dataDir != "" && largestRecord(cfg) > wal.MaxPayload:
+		return fmt.Errorf("with -data-dir, -max-body %d and -max-users %d allow a change of up to %d bytes, "+
+			"more than one log record holds (%d): lower one of them", cfg.maxBodyBytes, cfg.maxUsers, largestRecord(cfg), wal.MaxPayload)
+	}
+	return nil
+}
+
+// checkAddr returns an error, with a hint, unless addr is host:port.
+func checkAddr(addr string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		if _, numErr := strconv.ParseUint(addr, 10, 16); numErr == nil {
+			return fmt.Errorf("-addr %s is not host:port: did you mean :%s (every interface) or 127.0.0.1:%s (this machine only)?", addr, addr, addr)
+		}
+		return fmt.Errorf("-addr %q is not host:port, such as :8080 or 127.0.0.1:8080: %v", addr, err)
+	}
+	return nil
+}
+
+// largestRecord bounds the log record of one change the flags allow. A
+// record is never larger than the body that asked for it (a user costs at
+// least two bytes in a body, "1,", and two in a record) but for the group id,
+// which comes in the path; nor than -max-users users with the longest
+// nicknames.
+func largestRecord(cfg Config) int64 {
+	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes
+	const perUser = binary.MaxVarintLen64 + 1 + binary.MaxVarintLen16 + membership.MaxNicknameBytes
+	return perChange + min(cfg.maxBodyBytes, int64(cfg.maxUsers)*perUser)
+}
+
+// readToken returns the bearer token: the content of tokenFile, without the
+// spaces and newlines around it, or else MEMBERSHIP_TOKEN. "" means none.
+func readToken(tokenFile string, getenv func(string) string) (string, error) {
+	if tokenFile == "" {
+		token := strings.TrimSpace(getenv("MEMBERSHIP_TOKEN"))
+		if err := checkToken(token); err != nil {
+			return "", fmt.Errorf("the token in MEMBERSHIP_TOKEN %w", err)
+		}
+		return token, nil
+	}
+	b, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return "", fmt.Errorf("reading the token: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", fmt.Errorf("the token file %s is empty", tokenFile)
+	}
+	if err := checkToken(token); err != nil {
+		return "", fmt.Errorf("the token in %s %w", tokenFile, err)
+	}
+	return token, nil
+}
+
+// checkToken returns an error unless a client can send token in an
+// Authorization header: no control character, no space.
+func checkToken(token string) error {
+	for i := 0; i < len(token); i++ {
+		if c := token[i]; c <= ' ' || c == 0x7f {
+			return fmt.Errorf("has a character no HTTP header can carry after \"Bearer \" (%q at byte %d): a token is one line of printable characters", c, i)
+		}
+	}
+	return nil
+}
+
+// defaultMaxHeaderBytes bounds a request's line and headers: net/http's own
+// default, 1 MiB, lets every request hold a mebibyte. 64 KiB leaves room for
+// long tokens and cookies. Below minMaxHeaderBytes, requests of the API
+// itself would not fit.
+const (
+	defaultMaxHeaderBytes = 64 << 10
+	minMaxHeaderBytes     = 4 << 10
+)
+
+// defaultConnSendBuffer is the default kernel send buffer of a connection.
+// Linux grows a connection's buffer up to 4 MiB by itself: two hundred
+// clients that ask for a large list and never read then pin 800 MB of
+// kernel memory, and the copying stalls every other request for hundreds of
+// milliseconds (measured: a probe's 150 to 320 ms against none over 50 ms
+// with 256 KiB). 256 KiB still fills a 20 ms round trip at 100 Mbit/s.
+const defaultConnSendBuffer = 256 << 10
+
+// sendBufferListener sets the kernel send buffer of every connection it
+// accepts.
+type sendBufferListener struct {
+	net.Listener
+	bytes int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(l.bytes) // best effort: a refused size leaves the kernel's default
+	}
+	return c, err
+}
+
+// connCounter counts the connections open, for the warning at the drain
+// deadline.
+type connCounter struct{ n atomic.Int64 }
+
+func (c *connCounter) track(_ net.Conn, state http.ConnState) {
+	switch state {
+	case http.StateNew:
+		c.n.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		c.n.Add(-1)
+	}
+}
+
+func (c *connCounter) open() int64 { return c.n.Load() }
+
+// openedStore is what run needs of a store: the contract, and what it tells
+// and how it stops.
+type openedStore interface {
+	membership.Store
+	// Writable returns why the store cannot take changes now, or nil.
+	Writable() error
+	Metrics(*metrics.Writer)
+	Budgets() []metrics.Budget
+	Backup() *store.Backup
+	Close() error
+}
+
+// openStore opens the store the flags ask for.
+func openStore(cfg Config, logger *slog.Logger) (openedStore, error) {
+	if cfg.dataDir == "" {
+		logger.Info("keeping data in memory only: it is lost when the process exits (see -data-dir)")
+		return store.NewMemoryWith(store.MemoryOptions{ChangesKeep: changesKeep(cfg), ChangesKeepBytes: cfg.changesKeepBytes}), nil
+	}
+	start := time.Now()
+	d, err := store.OpenDurable(cfg.dataDir, store.DurableOptions{
+		SnapshotBytes:    cfg.snapshotSize,
+		Repair:           cfg.repair,
+		Logger:           logger,
+		ChangesKeep:      changesKeep(cfg),
+		ChangesKeepBytes: cfg.changesKeepBytes,
+		CommitTimeout:    cfg.commitTimeout,
+		QueueBytes:       cfg.commitQueueBytes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("opened the data directory", "dir", cfg.dataDir, "took", time.Since(start))
+	return d, nil
+}
+
+// changesKeep translates -changes-keep for the stores, where 0 means the
+// default and a negative number none.
+func changesKeep(cfg Config) int {
+	if cfg.changesKeep == 0 {
+		return -1
+	}
+	return cfg.changesKeep
+}
+
+func newLogger(format string, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}

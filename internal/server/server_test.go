@@ -1,0 +1,55 @@
+package server
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTokenFromEnvironmentOrFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(file, []byte("  from-file\n"), 0o600))
+	empty := filepath.Join(t.TempDir(), "empty")
+	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
+	twoLines := filepath.Join(t.TempDir(), "two-lines")
+	require.NoError(t, os.WriteFile(twoLines, []byte("first\nsecond\n"), 0o600))
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "MEMBERSHIP_TOKEN" {
+				return v
+			}
+			return ""
+		}
+	}
+	tests := []struct {
+		name      string
+		tokenFile string
+		getenv    func(string) string
+		want      string
+		wantErr   string
+	}{
+		{"none", "", env(""), "", ""},
+		{"environment", "", env(" from-env "), "from-env", ""},
+		{"file wins over environment", file, env("from-env"), "from-file", ""},
+		{"empty file", empty, env(""), "", "is empty"},
+		{"missing file", filepath.Join(t.TempDir(), "nope"), env(""), "", "reading the token"},
+		{"a newline inside the token", twoLines, env(""), "", `no HTTP header can carry after "Bearer " ('\n' at byte 5)`},
+		{"a space inside the token", "", env("two words"), "", "no HTTP header can carry"},
+		{"a control character", "", env("x\x01y"), "", "no HTTP header can carry"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readToken(tt.tokenFile, tt.getenv)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
