@@ -112,8 +112,7 @@ func TestReadyzSaysWhenTheStoreCannotTakeWrites(t *testing.T) {
 	h := httpapi.NewLoadingHandler(httpapi.Options{})
 	h.Load(membership.NewService(st, 100), httpapi.StoreExtras{
 		Writable: func() error { return why },
-		Metrics:  st.Metrics,
-		Budgets:  st.Budgets,
+		Stats:    st.Stats,
 	})
 	writable := func() float64 {
 		w := do(h, "GET", "/metrics", "", "")

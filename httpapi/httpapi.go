@@ -12,6 +12,7 @@ import (
 
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/membership"
 )
 
@@ -83,10 +84,8 @@ type StoreExtras struct {
 	// Writable returns why the store cannot take changes now, or nil, for
 	// /readyz and the membership_store_writable gauge.
 	Writable func() error
-	// Metrics writes the store's families to /metrics.
-	Metrics func(*metrics.Writer)
-	// Budgets reports the store's memory budgets for /metrics.
-	Budgets func() []metrics.Budget
+	// Stats returns the store's figures, for /metrics.
+	Stats func() store.Stats
 	// Backup copies the whole state at one revision, for /backup.
 	Backup func() Backup
 }
@@ -206,8 +205,8 @@ func (d deps) budgets() []metrics.Budget {
 		{Name: "replies", Used: d.replies.Used(), Limit: d.replies.Limit(), Refused: d.replies.Refused()},
 		{Name: "list_cache", Used: d.lists.cacheBytes(), Limit: d.lists.cache.maxBytes},
 	}
-	if d.store.Budgets != nil {
-		bs = append(bs, d.store.Budgets()...)
+	if d.store.Stats != nil {
+		bs = append(bs, storeBudgets(d.store.Stats())...)
 	}
 	for _, f := range d.opts.Budgets {
 		bs = append(bs, f()...)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/membership"
 )
 
@@ -136,8 +137,8 @@ func handleMetrics(d deps) http.Handler {
 		}
 		mw.Gauge("membership_store_writable", "1 when the store takes changes, 0 when it cannot (a failed fsync, a stuck or full disk, a full queue); /readyz says why.", writable)
 		mw.Gauge("go_goroutines", "Number of goroutines that currently exist.", float64(runtime.NumGoroutine()))
-		if d.store.Metrics != nil {
-			d.store.Metrics(&mw)
+		if d.store.Stats != nil {
+			writeStoreStats(&mw, d.store.Stats())
 		}
 		for _, c := range d.opts.Collectors {
 			c(&mw)
@@ -148,4 +149,39 @@ func handleMetrics(d deps) http.Handler {
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(mw.Bytes())
 	})
+}
+
+// writeStoreStats writes the store's figures: groups, members, users, the
+// latest revision and the changes the feed keeps, and, with a data
+// directory, the disk's: the log's size, fsyncs and their durations,
+// snapshots and how long the last took, commit timeouts.
+func writeStoreStats(w *metrics.Writer, s store.Stats) {
+	w.Gauge("membership_groups", "Groups with at least one member.", float64(s.Groups))
+	w.Gauge("membership_members", "Memberships in all groups: a user in two groups counts twice.", float64(s.Members))
+	w.Gauge("membership_users", "Users in at least one group.", float64(s.Users))
+	w.Gauge("membership_revision", "The latest revision: how many changes have altered the store.", float64(s.Revision))
+	w.Gauge("membership_changes_kept", "Changes the change feed keeps (see -changes-keep).", float64(s.ChangesKept))
+	w.Gauge("membership_changes_kept_bytes", "Memory the changes the feed keeps take, in bytes (see -changes-keep-bytes).", float64(s.ChangesKeptBytes))
+	disk := s.Disk
+	if disk == nil {
+		return
+	}
+	w.Gauge("membership_log_bytes", "Size of the write-ahead log being written, in bytes; it restarts at each snapshot.", float64(disk.LogBytes))
+	w.Counter("membership_fsyncs_total", "fsyncs of the write-ahead log: one per batch of changes (group commit).", float64(disk.Fsyncs))
+	w.Family("membership_fsync_duration_seconds", "histogram", "Time fsync of the write-ahead log took.")
+	disk.FsyncDurations.Write(w, "membership_fsync_duration_seconds", nil)
+	w.Counter("membership_snapshots_total", "Snapshots written since the process started.", float64(disk.Snapshots))
+	w.Gauge("membership_last_snapshot_duration_seconds", "Time the last snapshot took to write, in seconds; 0 before the first.", disk.LastSnapshot.Seconds())
+	w.Counter("membership_commit_timeouts_total", "Changes answered 503 because the disk did not take them within -commit-timeout (they may have been applied later).",
+		float64(disk.CommitTimeouts))
+}
+
+// storeBudgets are the store's memory budgets: the changes the feed keeps,
+// and, with a data directory, the queue of changes waiting for the disk.
+func storeBudgets(s store.Stats) []metrics.Budget {
+	bs := []metrics.Budget{{Name: "changes_kept", Used: s.ChangesKeptBytes, Limit: s.ChangesKeepBytes, Refused: s.ChangesDropped}}
+	if s.Disk != nil {
+		bs = append(bs, metrics.Budget{Name: "commit_queue", Used: s.Disk.QueueBytes, Limit: s.Disk.QueueLimit, Refused: s.Disk.QueueFull})
+	}
+	return bs
 }

@@ -37,7 +37,7 @@ func sample(f *metricstest.Family, name string, labels map[string]string) (float
 func TestMetrics(t *testing.T) {
 	st := store.NewMemory()
 	h := httpapi.NewLoadingHandler(httpapi.Options{})
-	h.Load(membership.NewService(st, testMaxUsers), httpapi.StoreExtras{Metrics: st.Metrics})
+	h.Load(membership.NewService(st, testMaxUsers), httpapi.StoreExtras{Stats: st.Stats})
 	requests := []struct {
 		method, path, body string
 		status             int

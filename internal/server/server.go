@@ -188,8 +188,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}()
 	api.Load(membership.NewService(st, cfg.maxUsers), httpapi.StoreExtras{
 		Writable: st.Writable,
-		Metrics:  st.Metrics,
-		Budgets:  st.Budgets,
+		Stats:    st.Stats,
 		Backup:   func() httpapi.Backup { return st.Backup() },
 	})
 	ready.Store(true)
@@ -442,8 +441,7 @@ type openedStore interface {
 	membership.Store
 	// Writable returns why the store cannot take changes now, or nil.
 	Writable() error
-	Metrics(*metrics.Writer)
-	Budgets() []metrics.Budget
+	Stats() store.Stats
 	Backup() *store.Backup
 	Close() error
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/metrics"
-	"example.com/groupmembership/internal/metrics/metricstest"
 	"example.com/groupmembership/internal/wal"
 	"example.com/groupmembership/membership"
 )
@@ -351,7 +350,7 @@ func TestDurableFeedContinuesAcrossRestarts(t *testing.T) {
 	}
 }
 
-func TestDurableMetrics(t *testing.T) {
+func TestDurableStats(t *testing.T) {
 	ctx := context.Background()
 	d := openTestDurable(t, t.TempDir(), DurableOptions{SnapshotBytes: 1})
 	for uid := range membership.UID(3) {
@@ -359,22 +358,20 @@ func TestDurableMetrics(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, d.Close()) // waits for the snapshots
+	s := d.Stats()
+	assert.Equal(t, int64(3), s.Members)
+	assert.Equal(t, int64(1), s.Groups)
+	assert.Equal(t, membership.Revision(3), s.Revision)
+	require.NotNil(t, s.Disk)
+	assert.Equal(t, uint64(3), s.Disk.Fsyncs, "one change at a time: one fsync each")
+	require.NotNil(t, s.Disk.FsyncDurations)
 	var w metrics.Writer
-	d.Metrics(&w)
-	families, err := metricstest.Parse(string(w.Bytes()))
-	require.NoError(t, err, string(w.Bytes()))
-	value := func(name string) float64 {
-		f := families[name]
-		require.NotNil(t, f, name)
-		require.NotEmpty(t, f.Samples, name)
-		return f.Samples[0].Value
-	}
-	assert.Equal(t, 3.0, value("membership_members"))
-	assert.Equal(t, 3.0, value("membership_fsyncs_total"), "one change at a time: one fsync each")
-	assert.Equal(t, "histogram", families["membership_fsync_duration_seconds"].Type)
-	assert.GreaterOrEqual(t, value("membership_log_bytes"), float64(wal.HeaderSize), "the log being written, header included")
-	assert.GreaterOrEqual(t, value("membership_snapshots_total"), 1.0)
-	assert.Greater(t, value("membership_last_snapshot_duration_seconds"), 0.0)
+	s.Disk.FsyncDurations.Write(&w, "f", nil)
+	assert.Contains(t, string(w.Bytes()), "f_count 3\n")
+	assert.GreaterOrEqual(t, s.Disk.LogBytes, int64(wal.HeaderSize), "the log being written, header included")
+	assert.GreaterOrEqual(t, s.Disk.Snapshots, uint64(1))
+	assert.Greater(t, s.Disk.LastSnapshot, time.Duration(0))
+	assert.Nil(t, NewMemory().Stats().Disk, "a store in memory has no disk")
 }
 
 // follower is a client that keeps every group from lists and the feed, as
