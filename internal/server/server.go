@@ -435,9 +435,9 @@ func (c *connCounter) track(_ net.Conn, state http.ConnState) {
 
 func (c *connCounter) open() int64 { return c.n.Load() }
 
-// openedStore is what run needs of a store: the contract, and what it tells
+// Store is what the server needs of a store: the contract, and what it tells
 // and how it stops.
-type openedStore interface {
+type Store interface {
 	membership.Store
 	// Writable returns why the store cannot take changes now, or nil.
 	Writable() error
@@ -447,7 +447,7 @@ type openedStore interface {
 }
 
 // openStore opens the store the flags ask for.
-func openStore(cfg Config, logger *slog.Logger) (openedStore, error) {
+func openStore(cfg Config, logger *slog.Logger) (Store, error) {
 	if cfg.dataDir == "" {
 		logger.Info("keeping data in memory only: it is lost when the process exits (see -data-dir)")
 		return store.NewMemoryWith(store.MemoryOptions{ChangesKeep: changesKeep(cfg), ChangesKeepBytes: cfg.changesKeepBytes}), nil

@@ -166,9 +166,9 @@ type durableStats struct {
 
 // pending is one change waiting for the committer.
 type pending struct {
-	change *change
-	cost   int64 // taken from queue until answered
-	done   chan result
+	req  *request
+	cost int64 // taken from queue until answered
+	done chan result
 }
 
 type result struct {
@@ -722,7 +722,7 @@ func (d *Durable) replay(seq uint64, last bool, later []uint64) (size int64, ver
 			"the files come from different histories; refusing to start; restore the directory from a backup", path, h.StartRevision, before)
 	}
 	res, err := wal.Read(data, func(payload []byte) error {
-		c, err := decodeChange(payload)
+		c, err := decodeRequest(payload)
 		if err != nil {
 			return errUndecodable{err}
 		}
@@ -787,14 +787,11 @@ var errLogsRemoved = errors.New("logs removed")
 
 // apply applies c to memory. Memory gives it its revision, so replaying the
 // log after the same snapshot gives every change the revision it had.
-func (d *Durable) apply(c *change) membership.Result {
-	var res membership.Result
+func (d *Durable) apply(c *request) membership.Result {
 	if c.remove {
-		res, _ = d.mem.RemoveMembers(context.Background(), c.groupID, c.uids)
-	} else {
-		res, _ = d.mem.AddMembers(context.Background(), c.groupID, c.users)
+		return d.mem.remove(c.groupID, c.uids)
 	}
-	return res
+	return d.mem.add(c.groupID, c.users)
 }
 
 // AddMembers implements membership.Store. It returns once the change is on
@@ -804,7 +801,7 @@ func (d *Durable) AddMembers(ctx context.Context, groupID string, users []member
 		rev, err := d.mem.Revision(ctx, groupID)
 		return membership.Result{Revision: rev}, err
 	}
-	return d.commit(&change{groupID: groupID, users: users})
+	return d.commit(&request{groupID: groupID, users: users})
 }
 
 // RemoveMembers implements membership.Store, as AddMembers.
@@ -813,7 +810,7 @@ func (d *Durable) RemoveMembers(ctx context.Context, groupID string, uids []memb
 		rev, err := d.mem.Revision(ctx, groupID)
 		return membership.Result{Revision: rev}, err
 	}
-	return d.commit(&change{groupID: groupID, remove: true, uids: uids})
+	return d.commit(&request{groupID: groupID, remove: true, uids: uids})
 }
 
 // changesNothing reports whether adding users would leave the state as it
@@ -826,13 +823,13 @@ func (d *Durable) changesNothing(groupID string, users []membership.User) bool {
 // commit queues c for the committer and waits for its answer, at most
 // CommitTimeout. A full queue refuses c at once: a stuck disk must not pile
 // up waiting callers, nor their changes in memory.
-func (d *Durable) commit(c *change) (membership.Result, error) {
+func (d *Durable) commit(c *request) (membership.Result, error) {
 	if waited, ok := d.stuck(); ok { // fail fast: queued, it would wait the whole deadline
 		return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
 			"a write to the log has waited on the disk for %s, longer than the commit timeout (%s); nothing was changed: try again later",
 			waited, d.opts.CommitTimeout)
 	}
-	p := &pending{change: c, cost: c.cost(), done: make(chan result, 1)}
+	p := &pending{req: c, cost: c.cost(), done: make(chan result, 1)}
 	if !d.queue.TryTake(p.cost) { // a change larger than the whole queue is taken alone
 		d.stats.queueFull.Add(1)
 		return membership.Result{}, errQueueFull
@@ -881,7 +878,7 @@ func (d *Durable) stuck() (time.Duration, bool) {
 
 // smallChangeCost is the cost of a change of one user: when the queue has
 // no room for it, the store says it cannot take changes.
-var smallChangeCost = (&change{users: make([]membership.User, 1)}).cost()
+var smallChangeCost = (&request{users: make([]membership.User, 1)}).cost()
 
 var errQueueFull = membership.Errorf(membership.CodeUnavailable,
 	"too many changes are waiting for the disk; nothing was changed: try again later")
@@ -956,7 +953,7 @@ func (d *Durable) commitLoop() {
 		n := 0
 		for _, p := range batch {
 			var err error
-			if buf, err = wal.Append(buf, func(b []byte) []byte { return appendLogged(b, p.change) }); err != nil {
+			if buf, err = wal.Append(buf, func(b []byte) []byte { return appendLogged(b, p.req) }); err != nil {
 				// Unreachable with the flags run checks; refused, not
 				// written, if it ever comes.
 				d.answer(p, result{err: membership.Errorf(membership.CodeBodyTooLarge,
@@ -977,7 +974,7 @@ func (d *Durable) commitLoop() {
 			continue
 		}
 		for _, p := range batch {
-			d.answer(p, result{res: d.apply(p.change)})
+			d.answer(p, result{res: d.apply(p.req)})
 		}
 		if len(buf) > 1<<20 {
 			buf = nil // one large batch must not keep its buffer for good

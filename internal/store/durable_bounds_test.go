@@ -90,7 +90,7 @@ func TestDurableCommitHasADeadline(t *testing.T) {
 // they are refused at once, changing nothing, and readiness says so.
 func TestDurableQueueIsBounded(t *testing.T) {
 	ctx := context.Background()
-	one := (&change{groupID: "g", users: []membership.User{{UID: 1}}}).cost()
+	one := (&request{groupID: "g", users: []membership.User{{UID: 1}}}).cost()
 	d, syncing, release := openStuckDurable(t, DurableOptions{CommitTimeout: time.Hour, QueueBytes: 3 * one})
 
 	type answer struct {
@@ -308,7 +308,7 @@ func TestDurableRefusesADamagedLastRecord(t *testing.T) {
 func TestDurableReadsAVersion1Log(t *testing.T) {
 	dir := t.TempDir()
 	v1 := []byte(wal.Magic + "\x01\x00\x00\x00")
-	for _, c := range []*change{
+	for _, c := range []*request{
 		{groupID: "g", users: []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}}},
 		{groupID: "g", remove: true, uids: []membership.UID{2}},
 	} {

@@ -236,12 +236,17 @@ func (m *Memory) revisionOf(g *group) membership.Revision {
 
 // AddMembers implements membership.Store.
 func (m *Memory) AddMembers(_ context.Context, groupID string, users []membership.User) (membership.Result, error) {
+	return m.add(groupID, users), nil
+}
+
+// add adds users to the group: in memory, it cannot fail.
+func (m *Memory) add(groupID string, users []membership.User) membership.Result {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.groups[groupID]
 	if len(users) == 0 {
-		return membership.Result{Revision: m.revisionOf(g)}, nil
+		return membership.Result{Revision: m.revisionOf(g)}
 	}
 	if g == nil {
 		id := strings.Clone(groupID)
@@ -299,7 +304,7 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 	added = tight(added)
 	if len(added) == 0 {
 		if len(changed) == 0 {
-			return membership.Result{Revision: m.revisionOf(g)}, nil
+			return membership.Result{Revision: m.revisionOf(g)}
 		}
 		added = nil // a change of nicknames only
 	}
@@ -312,7 +317,7 @@ func (m *Memory) AddMembers(_ context.Context, groupID string, users []membershi
 	}
 	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported}, published)
 	g.revision = rev
-	return membership.Result{Count: len(added), Revision: rev}, nil
+	return membership.Result{Count: len(added), Revision: rev}
 }
 
 // withNicknamesOf returns changed, the nicknames an add changed, with the
@@ -386,12 +391,17 @@ func (m *Memory) setNicknames(users []membership.User) []membership.Member {
 
 // RemoveMembers implements membership.Store.
 func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
+	return m.remove(groupID, uids), nil
+}
+
+// remove removes uids from the group: in memory, it cannot fail.
+func (m *Memory) remove(groupID string, uids []membership.UID) membership.Result {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.groups[groupID]
 	if g == nil {
-		return membership.Result{Revision: m.revisionOf(nil)}, nil
+		return membership.Result{Revision: m.revisionOf(nil)}
 	}
 	var buf [4]uint64
 	locked := m.lockReverse(slices.Values(uids), buf[:])
@@ -407,7 +417,7 @@ func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []members
 	}
 	if len(removed) == 0 {
 		m.unlockReverse(locked)
-		return membership.Result{Revision: m.revisionOf(g)}, nil
+		return membership.Result{Revision: m.revisionOf(g)}
 	}
 	var cleared []membership.Member
 	if len(inNoGroup) > 0 {
@@ -437,7 +447,7 @@ func (m *Memory) RemoveMembers(_ context.Context, groupID string, uids []members
 	} else {
 		g.revision = rev
 	}
-	return membership.Result{Count: len(removed), Revision: rev}, nil
+	return membership.Result{Count: len(removed), Revision: rev}
 }
 
 // Writable returns nil: memory always takes changes. It is here so that

@@ -11,7 +11,7 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// A record of the log (see package wal) holds one change: an op byte, the
+// A record of the log (see package wal) holds one request: an op byte, the
 // group id, and the users. All integers are unsigned varints; a string is its
 // length and its bytes.
 
@@ -20,8 +20,9 @@ const (
 	opRemove byte = 2
 )
 
-// change is one logged change: users added to, or uids removed from, a group.
-type change struct {
+// request is one logged request: users to add to, or uids to remove from, a
+// group. What it changed, with its revision, is a membership.Change.
+type request struct {
 	groupID string
 	remove  bool
 	users   []membership.User // for an add
@@ -30,8 +31,8 @@ type change struct {
 
 // cost returns about how many bytes c holds in memory while it waits to be
 // written: its users or uids, their nicknames, and its record.
-func (c *change) cost() int64 {
-	const overhead = 256 // the change, its pending and result, the record's framing
+func (c *request) cost() int64 {
+	const overhead = 256 // the request, its pending and result, the record's framing
 	n := int64(overhead + 2*len(c.groupID) + len(c.uids)*(8+varintMax))
 	for _, u := range c.users {
 		n += int64(unsafe.Sizeof(u)) + varintMax + int64(2*len(u.Nickname))
@@ -43,7 +44,7 @@ func (c *change) cost() int64 {
 const varintMax = binary.MaxVarintLen64
 
 // appendLogged appends c to b as a record's payload.
-func appendLogged(b []byte, c *change) []byte {
+func appendLogged(b []byte, c *request) []byte {
 	op := opAdd
 	if c.remove {
 		op = opRemove
@@ -72,8 +73,8 @@ func appendLogged(b []byte, c *change) []byte {
 	return b
 }
 
-// decodeChange decodes a record's payload.
-func decodeChange(payload []byte) (*change, error) {
+// decodeRequest decodes a record's payload.
+func decodeRequest(payload []byte) (*request, error) {
 	r := bytes.NewReader(payload)
 	op, err := r.ReadByte()
 	if err != nil {
@@ -82,7 +83,7 @@ func decodeChange(payload []byte) (*change, error) {
 	if op != opAdd && op != opRemove {
 		return nil, fmt.Errorf("unknown op %d", op)
 	}
-	c := &change{remove: op == opRemove}
+	c := &request{remove: op == opRemove}
 	if c.groupID, err = readString(r); err != nil {
 		return nil, err
 	}
