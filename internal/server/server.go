@@ -78,7 +78,7 @@ type Config struct {
 // Logs go to stdout through a buffer that never blocks (a stalled stdout
 // drops lines, counted, instead of freezing requests); usage and flag errors
 // go to stderr. getenv reads the environment: MEMBERSHIP_TOKEN.
-func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -86,16 +86,11 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	if cfg.probe != "" {
+	switch {
+	case cfg.probe != "":
 		return probe(ctx, cfg.probe, stdout)
-	}
-	if cfg.restore != "" {
-		rev, err := store.Restore(cfg.restore, cfg.dataDir)
-		if err != nil {
-			return fmt.Errorf("restoring %s: %w", cfg.restore, err)
-		}
-		fmt.Fprintf(stdout, "restored %s into %s, at revision %d: start the service with -data-dir %s\n", cfg.restore, cfg.dataDir, rev, cfg.dataDir)
-		return nil
+	case cfg.restore != "":
+		return restore(cfg, stdout)
 	}
 	token, err := readToken(cfg.tokenFile, getenv)
 	if err != nil {
@@ -113,14 +108,35 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if token == "" {
 		logger.Warn("no token: anyone who can reach the service can change memberships (see -token-file)")
 	}
+	return newService(cfg, token, logger, logOut).run(ctx)
+}
 
-	// Listen first: while the data loads, the API routes as usual, /healthz
-	// answers and /readyz and the data routes say 503 starting, so that an
-	// orchestrator can tell starting from stuck.
-	var ready atomic.Bool
-	var conns connCounter
-	stopping := make(chan struct{})
-	api := httpapi.NewLoadingHandler(httpapi.Options{
+// restore is the -restore mode.
+func restore(cfg Config, stdout io.Writer) error {
+	rev, err := store.Restore(cfg.restore, cfg.dataDir)
+	if err != nil {
+		return fmt.Errorf("restoring %s: %w", cfg.restore, err)
+	}
+	fmt.Fprintf(stdout, "restored %s into %s, at revision %d: start the service with -data-dir %s\n", cfg.restore, cfg.dataDir, rev, cfg.dataDir)
+	return nil
+}
+
+// service is one run of the service: its HTTP server and API, from listen
+// to drain.
+type service struct {
+	cfg      Config
+	logger   *slog.Logger
+	api      *httpapi.Handler
+	srv      *http.Server
+	conns    connCounter
+	ready    atomic.Bool   // for /readyz: loaded, and not stopping
+	stopping chan struct{} // closed when the drain starts: it ends long-polls
+	served   chan error    // what srv.Serve returned
+}
+
+func newService(cfg Config, token string, logger *slog.Logger, logOut *logsink.Writer) *service {
+	s := &service{cfg: cfg, logger: logger, stopping: make(chan struct{}), served: make(chan error, 1)}
+	s.api = httpapi.NewLoadingHandler(httpapi.Options{
 		Logger:            logger,
 		AccessLog:         cfg.accessLog,
 		MaxBodyBytes:      cfg.maxBodyBytes,
@@ -130,8 +146,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ListCacheBytes:    cfg.listCache,
 		Token:             token,
 		AuthReads:         cfg.authReads,
-		Ready:             ready.Load,
-		Stopping:          stopping,
+		Ready:             s.ready.Load,
+		Stopping:          s.stopping,
 		NoMetrics:         !cfg.metrics,
 		Collectors: []func(*metrics.Writer){func(w *metrics.Writer) {
 			w.Gauge("membership_conn_send_buffer_bytes", "The kernel send buffer of each connection, in bytes (-conn-send-buffer).", float64(cfg.connSendBuffer))
@@ -141,83 +157,103 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return []metrics.Budget{{Name: "log_buffer", Used: int64(logOut.Buffered()), Limit: int64(logOut.MaxBytes()), Refused: logOut.Dropped()}}
 		}},
 	})
-	srv := &http.Server{
-		Handler:           api,
+	s.srv = &http.Server{
+		Handler:           s.api,
 		ReadHeaderTimeout: readHeaderTimeout,
 		MaxHeaderBytes:    cfg.maxHeaderBytes,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		ConnState:         conns.track,
+		ConnState:         s.conns.track,
 	}
-	ln, err := net.Listen("tcp", cfg.addr)
+	s.srv.RegisterOnShutdown(func() { close(s.stopping) })
+	return s
+}
+
+// run listens first: while the data loads, the API routes as usual,
+// /healthz answers, and /readyz and the data routes say 503 starting, so
+// that an orchestrator can tell starting from stuck. Then it loads the
+// store, serves until ctx is cancelled, and drains.
+func (s *service) run(ctx context.Context) (err error) {
+	ln, err := net.Listen("tcp", s.cfg.addr)
 	if err != nil {
 		return err
 	}
-	ln = sendBufferListener{Listener: ln, bytes: cfg.connSendBuffer}
-	logger.Info("listening", "addr", ln.Addr().String(), "max_body", cfg.maxBodyBytes, "max_users", cfg.maxUsers, "list_cache", cfg.listCache)
-	srv.RegisterOnShutdown(func() { close(stopping) }) // ends /changes long-polls
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	ln = sendBufferListener{Listener: ln, bytes: s.cfg.connSendBuffer}
+	s.logger.Info("listening", "addr", ln.Addr().String(), "max_body", s.cfg.maxBodyBytes, "max_users", s.cfg.maxUsers, "list_cache", s.cfg.listCache)
+	go func() { s.served <- s.srv.Serve(ln) }()
 
-	loaded := make(chan struct{})
-	go func() { // a signal while the data loads is heard, and said so
-		select {
-		case <-ctx.Done():
-			logger.Warn("told to stop while the data loads: stopping once it is loaded (a second signal exits at once)")
-		case <-loaded:
-		}
-	}()
-	st, err := openStore(cfg, logger)
-	close(loaded)
+	st, err := s.load(ctx)
 	if err != nil {
-		_ = srv.Close()
-		<-served
+		_ = s.srv.Close()
+		<-s.served
 		return err
 	}
 	defer func() {
 		// A store that cannot close (a disk that does not finish its last
 		// write) makes the exit a failure, that an operator sees.
 		if closeErr := st.Close(); closeErr != nil {
-			logger.Error("closing the data directory", "err", closeErr)
+			s.logger.Error("closing the data directory", "err", closeErr)
 			if err == nil {
 				err = fmt.Errorf("closing the data directory: %w", closeErr)
 			}
 		}
 	}()
-	api.Load(membership.NewService(st, cfg.maxUsers), httpapi.StoreExtras{
+	select {
+	case err := <-s.served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	return s.drain(ctx)
+}
+
+// load opens the store and hands it to the API, which then takes traffic.
+func (s *service) load(ctx context.Context) (Store, error) {
+	loaded := make(chan struct{})
+	defer close(loaded)
+	go func() { // a signal while the data loads is heard, and said so
+		select {
+		case <-ctx.Done():
+			s.logger.Warn("told to stop while the data loads: stopping once it is loaded (a second signal exits at once)")
+		case <-loaded:
+		}
+	}()
+	st, err := openStore(s.cfg, s.logger)
+	if err != nil {
+		return nil, err
+	}
+	s.api.Load(membership.NewService(st, s.cfg.maxUsers), httpapi.StoreExtras{
 		Writable: st.Writable,
 		Stats:    st.Stats,
 		Backup:   func() httpapi.Backup { return st.Backup() },
 	})
-	ready.Store(true)
-	logger.Info("ready")
+	s.ready.Store(true)
+	s.logger.Info("ready")
+	return st, nil
+}
 
-	select {
-	case err := <-served:
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
+// drain turns /readyz to 503, serves on for -shutdown-delay, then lets the
+// requests in flight finish for up to -shutdown-timeout, and closes what is
+// left, saying how much.
+func (s *service) drain(ctx context.Context) error {
+	s.ready.Store(false)
+	if s.cfg.shutdownDelay > 0 {
+		s.logger.Info("not ready: serving on for -shutdown-delay before draining", "delay", s.cfg.shutdownDelay)
+		time.Sleep(s.cfg.shutdownDelay)
 	}
-
-	ready.Store(false)
-	if cfg.shutdownDelay > 0 {
-		logger.Info("not ready: serving on for -shutdown-delay before draining", "delay", cfg.shutdownDelay)
-		time.Sleep(cfg.shutdownDelay)
-	}
-	logger.Info("shutting down: draining requests in flight")
+	s.logger.Info("shutting down: draining requests in flight")
 	// ctx is cancelled already; the drain gets its own deadline.
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.shutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.shutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		// The drain deadline passed: close what is left, and say so.
-		logger.Warn("-shutdown-timeout passed: closing the connections still open", "connections", conns.open(), "shutdown_timeout", cfg.shutdownTimeout)
-		_ = srv.Close()
+	if err := s.srv.Shutdown(shutdownCtx); err != nil {
+		s.logger.Warn("-shutdown-timeout passed: closing the connections still open", "connections", s.conns.open(), "shutdown_timeout", s.cfg.shutdownTimeout)
+		_ = s.srv.Close()
 	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+	if err := <-s.served; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving: %w", err)
 	}
-	logger.Info("stopped")
+	s.logger.Info("stopped")
 	return nil
 }
 
