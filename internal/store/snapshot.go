@@ -413,86 +413,118 @@ func readChanges(r *bytes.Reader, last membership.Revision) ([]membership.Change
 	}
 	changes := make([]membership.Change, 0, n)
 	next := last - membership.Revision(n) + 1
-	// A restart may load a hundred thousand changes: their group ids are
-	// interned (most changes name a group others do), and their uids cut
-	// from shared blocks, rather than allocated one by one.
-	ids := map[string]string{}
-	var idBuf []byte
-	var block []membership.UID
+	cr := changeReader{r: r, ids: map[string]string{}}
 	for range n {
-		var c membership.Change
-		rev, err := binary.ReadUvarint(r)
+		c, err := cr.read(next)
 		if err != nil {
 			return nil, err
-		}
-		if membership.Revision(rev) != next {
-			return nil, fmt.Errorf("change %d where %d was due", rev, next)
-		}
-		c.Revision, next = next, next+1
-		op, err := r.ReadByte()
-		if err != nil {
-			return nil, err
-		}
-		switch op {
-		case opAdd:
-			c.Op = membership.OpAdd
-		case opRemove:
-			c.Op = membership.OpRemove
-		default:
-			return nil, fmt.Errorf("change %d: unknown op %d", rev, op)
-		}
-		idLen, err := binary.ReadUvarint(r)
-		if err != nil {
-			return nil, err
-		}
-		if idLen > uint64(r.Len()) {
-			return nil, io.ErrUnexpectedEOF
-		}
-		idBuf = slices.Grow(idBuf[:0], int(idLen))[:idLen]
-		if _, err := io.ReadFull(r, idBuf); err != nil {
-			return nil, err
-		}
-		id, ok := ids[string(idBuf)]
-		if !ok {
-			id = string(idBuf)
-			ids[id] = id
-		}
-		c.GroupID = id
-		count, err := binary.ReadUvarint(r)
-		if err != nil {
-			return nil, err
-		}
-		if count > uint64(r.Len()) {
-			return nil, errors.New("uid count larger than the file")
-		}
-		if count > 0 {
-			if uint64(cap(block)-len(block)) < count {
-				block = make([]membership.UID, 0, max(count, 1<<16))
-			}
-			start := len(block)
-			if block, err = readAscendingUIDsInto(r, block, count); err != nil {
-				return nil, fmt.Errorf("change %d: %w", rev, err)
-			}
-			c.UIDs = block[start:len(block):len(block)]
-		}
-		if count, err = binary.ReadUvarint(r); err != nil {
-			return nil, err
-		}
-		if count > uint64(r.Len()) {
-			return nil, errors.New("nickname count larger than the file")
-		}
-		for range count {
-			uid, err := binary.ReadUvarint(r)
-			if err != nil {
-				return nil, err
-			}
-			nick, err := readString(r)
-			if err != nil {
-				return nil, err
-			}
-			c.Nicknames = append(c.Nicknames, membership.Member{UID: membership.UID(uid), Nickname: nick})
 		}
 		changes = append(changes, c)
+		next++
 	}
 	return changes, nil
+}
+
+// changeReader reads the changes of a snapshot. A restart may load a
+// hundred thousand changes: their group ids are interned (most changes name
+// a group others do), and their uids cut from shared blocks, rather than
+// allocated one by one.
+type changeReader struct {
+	r     *bytes.Reader
+	ids   map[string]string
+	idBuf []byte
+	block []membership.UID
+}
+
+// read reads one change, which must have revision rev.
+func (cr *changeReader) read(rev membership.Revision) (membership.Change, error) {
+	r := cr.r
+	c := membership.Change{Revision: rev}
+	got, err := binary.ReadUvarint(r)
+	if err != nil {
+		return c, err
+	}
+	if membership.Revision(got) != rev {
+		return c, fmt.Errorf("change %d where %d was due", got, rev)
+	}
+	op, err := r.ReadByte()
+	if err != nil {
+		return c, err
+	}
+	switch op {
+	case opAdd:
+		c.Op = membership.OpAdd
+	case opRemove:
+		c.Op = membership.OpRemove
+	default:
+		return c, fmt.Errorf("change %d: unknown op %d", rev, op)
+	}
+	if c.GroupID, err = cr.groupID(); err != nil {
+		return c, err
+	}
+	if c.UIDs, err = cr.uids(); err != nil {
+		return c, fmt.Errorf("change %d: %w", rev, err)
+	}
+	count, err := binary.ReadUvarint(r)
+	if err != nil {
+		return c, err
+	}
+	if count > uint64(r.Len()) {
+		return c, errors.New("nickname count larger than the file")
+	}
+	for range count {
+		uid, err := binary.ReadUvarint(r)
+		if err != nil {
+			return c, err
+		}
+		nick, err := readString(r)
+		if err != nil {
+			return c, err
+		}
+		c.Nicknames = append(c.Nicknames, membership.Member{UID: membership.UID(uid), Nickname: nick})
+	}
+	return c, nil
+}
+
+// groupID reads a group id, interned.
+func (cr *changeReader) groupID() (string, error) {
+	idLen, err := binary.ReadUvarint(cr.r)
+	if err != nil {
+		return "", err
+	}
+	if idLen > uint64(cr.r.Len()) {
+		return "", io.ErrUnexpectedEOF
+	}
+	cr.idBuf = slices.Grow(cr.idBuf[:0], int(idLen))[:idLen]
+	if _, err := io.ReadFull(cr.r, cr.idBuf); err != nil {
+		return "", err
+	}
+	id, ok := cr.ids[string(cr.idBuf)]
+	if !ok {
+		id = string(cr.idBuf)
+		cr.ids[id] = id
+	}
+	return id, nil
+}
+
+// uids reads a change's uids into the shared block.
+func (cr *changeReader) uids() ([]membership.UID, error) {
+	count, err := binary.ReadUvarint(cr.r)
+	if err != nil {
+		return nil, err
+	}
+	if count > uint64(cr.r.Len()) {
+		return nil, errors.New("uid count larger than the file")
+	}
+	if count == 0 {
+		return nil, nil
+	}
+	if uint64(cap(cr.block)-len(cr.block)) < count {
+		cr.block = make([]membership.UID, 0, max(count, 1<<16))
+	}
+	start := len(cr.block)
+	if cr.block, err = readAscendingUIDsInto(cr.r, cr.block, count); err != nil {
+		return nil, err
+	}
+	return cr.block[start:len(cr.block):len(cr.block)], nil
 }
