@@ -89,131 +89,25 @@ func run(opts options) error {
 			return fmt.Errorf("%s is not installed: run `make bench`, which installs it", tool)
 		}
 	}
-
-	// The service, built and run as users run it (default flags, but for
-	// limits that let the memory load send 1000 users a request), its log
-	// in a file.
-	bin, err := serviceBinary(opts, tmp)
-	if err != nil {
+	h := &harness{opts: opts, tmp: tmp, luaPath: luaPath}
+	defer h.stop()
+	if err := h.start(); err != nil {
 		return err
 	}
-	svcAddr, svcPid, stopSvc, err := startService(bin, tmp, "service", opts.serviceArgs)
-	if err != nil {
-		return err
-	}
-	defer stopSvc()
-	// The same service without its access log, to show what the log costs.
-	quietAddr := ""
-	if opts.quietRows {
-		var stopQuiet func()
-		quietAddr, _, stopQuiet, err = startService(bin, tmp, "quiet", opts.serviceArgs+" -access-log=false")
-		if err != nil {
-			return err
-		}
-		defer stopQuiet()
-	}
-
-	// The ceiling: a handler that does nothing but write a constant.
-	bareAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	bareLn, err := net.Listen("tcp", bareAddr)
-	if err != nil {
-		return err
-	}
-	// It answers /group-user/list1000 with the bytes the service gives for
-	// that group, set below: the most any server could do for that body.
-	var preEncoded1000 []byte
-	bare := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if r.URL.Path == "/group-user/list1000" {
-			w.Header().Set("Content-Length", strconv.Itoa(len(preEncoded1000)))
-			_, _ = w.Write(preEncoded1000)
-			return
-		}
-		_, _ = w.Write([]byte("[]"))
-	})}
-	go func() { _ = bare.Serve(bareLn) }()
-	defer bare.Close()
-
-	// Redis, persistence off, on its own loopback port.
-	redisAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	_, redisPort, _ := net.SplitHostPort(redisAddr)
-	redis := exec.Command("redis-server", "--port", redisPort, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := redis.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = redis.Process.Kill(); _ = redis.Wait() }()
-	rc, err := dialRedis(redisAddr)
-	if err != nil {
-		return fmt.Errorf("redis did not start: %w", err)
-	}
-	defer rc.conn.Close()
-
 	fmt.Printf("membership bench: %d rounds of %s per run, %d connections, %d client threads, GOMAXPROCS of the machine: %d cores\n",
 		opts.rounds, opts.duration, opts.connections, opts.threads, numCPU())
 
 	// Memory first, while the service's list cache is empty.
-	mem, err := measureMemory(opts, svcPid, "http://"+svcAddr, rc)
+	mem, err := measureMemory(opts, h.svcPid, "http://"+h.svcAddr, h.rc)
 	if err != nil {
 		return err
 	}
-
-	// The groups and sets that the GET and SMEMBERS runs read.
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, size := range []int{10, 1000} {
-		uids := randomUIDs(rng, size)
-		for _, addr := range []string{svcAddr, quietAddr} {
-			if addr == "" {
-				continue
-			}
-			if err := postUsers("http://"+addr, fmt.Sprintf("list%d", size), uids); err != nil {
-				return err
-			}
-		}
-		if err := rc.sadd(fmt.Sprintf("list%d", size), uids); err != nil {
-			return err
-		}
-	}
-	if preEncoded1000, err = get("http://" + svcAddr + "/group-user/list1000"); err != nil {
+	if err := h.fillLists(); err != nil {
 		return err
-	}
-
-	type scenario struct {
-		name string
-		run  func() (result, error)
-	}
-	wrk := func(url string, script string) func() (result, error) {
-		return func() (result, error) { return runWrk(opts, url, script) }
-	}
-	redisBench := func(args ...string) func() (result, error) {
-		return func() (result, error) { return runRedisBenchmark(opts, redisPort, args...) }
-	}
-	svcURL, quietURL, bareURL := "http://"+svcAddr, "http://"+quietAddr, "http://"+bareAddr
-	scenarios := []scenario{
-		{"bare GET", wrk(bareURL+"/group-user/list10", "")},
-		{"bare POST", wrk(bareURL, luaPath)},
-		{"bare GET 1000", wrk(bareURL+"/group-user/list1000", "")},
-		{"service POST 3 users", wrk(svcURL, luaPath)},
-		{"service GET 10", wrk(svcURL+"/group-user/list10", "")},
-		{"service GET 1000", wrk(svcURL+"/group-user/list1000", "")},
-		{"redis SADD 3", redisBench("SADD", "g:__rand_int__", "__rand_int__", "__rand_int__", "__rand_int__")},
-		{"redis SMEMBERS 10", redisBench("SMEMBERS", "list10")},
-		{"redis SMEMBERS 1000", redisBench("SMEMBERS", "list1000")},
-	}
-	if opts.quietRows {
-		scenarios = append(scenarios,
-			scenario{"no access log POST 3", wrk(quietURL, luaPath)},
-			scenario{"no access log GET 10", wrk(quietURL+"/group-user/list10", "")},
-		)
 	}
 	results := map[string][]result{}
 	for round := 1; round <= opts.rounds; round++ {
-		for _, s := range scenarios {
+		for _, s := range h.scenarios() {
 			r, err := s.run()
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.name, err)
@@ -222,8 +116,166 @@ func run(opts options) error {
 			results[s.name] = append(results[s.name], r)
 		}
 	}
-	med := func(name string) result { return median(results[name]) }
+	h.report(results, mem)
+	return nil
+}
 
+// harness is what the comparison runs against: the service (and, with
+// quietRows, the same without its access log), a bare handler, and Redis,
+// each on its own loopback port.
+type harness struct {
+	opts    options
+	tmp     string
+	luaPath string
+	stops   []func()
+
+	svcAddr, quietAddr, bareAddr string
+	svcPid                       int
+	redisPort                    string
+	rc                           *redisConn
+	// preEncoded1000 is what the service answers for list1000: the bare
+	// handler sends the same bytes, the most any server could do.
+	preEncoded1000 []byte
+}
+
+// start starts everything; stop stops what start started, even after an
+// error.
+func (h *harness) start() error {
+	// The service, built and run as users run it (default flags, but for
+	// limits that let the memory load send 1000 users a request), its log
+	// in a file.
+	bin, err := serviceBinary(h.opts, h.tmp)
+	if err != nil {
+		return err
+	}
+	var stop func()
+	if h.svcAddr, h.svcPid, stop, err = startService(bin, h.tmp, "service", h.opts.serviceArgs); err != nil {
+		return err
+	}
+	h.stops = append(h.stops, stop)
+	// The same service without its access log, to show what the log costs.
+	if h.opts.quietRows {
+		if h.quietAddr, _, stop, err = startService(bin, h.tmp, "quiet", h.opts.serviceArgs+" -access-log=false"); err != nil {
+			return err
+		}
+		h.stops = append(h.stops, stop)
+	}
+	if err := h.startBare(); err != nil {
+		return err
+	}
+	return h.startRedis()
+}
+
+func (h *harness) stop() {
+	for i := len(h.stops) - 1; i >= 0; i-- {
+		h.stops[i]()
+	}
+}
+
+// startBare starts the ceiling: a handler that does nothing but write a
+// constant, or, for /group-user/list1000, the bytes the service gives for
+// that group (set by fillLists).
+func (h *harness) startBare() error {
+	var err error
+	if h.bareAddr, err = freeAddr(); err != nil {
+		return err
+	}
+	bareLn, err := net.Listen("tcp", h.bareAddr)
+	if err != nil {
+		return err
+	}
+	bare := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/group-user/list1000" {
+			w.Header().Set("Content-Length", strconv.Itoa(len(h.preEncoded1000)))
+			_, _ = w.Write(h.preEncoded1000)
+			return
+		}
+		_, _ = w.Write([]byte("[]"))
+	})}
+	go func() { _ = bare.Serve(bareLn) }()
+	h.stops = append(h.stops, func() { bare.Close() })
+	return nil
+}
+
+// startRedis starts Redis, persistence off.
+func (h *harness) startRedis() error {
+	redisAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	_, h.redisPort, _ = net.SplitHostPort(redisAddr)
+	redis := exec.Command("redis-server", "--port", h.redisPort, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := redis.Start(); err != nil {
+		return err
+	}
+	h.stops = append(h.stops, func() { _ = redis.Process.Kill(); _ = redis.Wait() })
+	if h.rc, err = dialRedis(redisAddr); err != nil {
+		return fmt.Errorf("redis did not start: %w", err)
+	}
+	h.stops = append(h.stops, func() { h.rc.conn.Close() })
+	return nil
+}
+
+// fillLists makes the groups and sets that the GET and SMEMBERS runs read.
+func (h *harness) fillLists() error {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, size := range []int{10, 1000} {
+		uids := randomUIDs(rng, size)
+		for _, addr := range []string{h.svcAddr, h.quietAddr} {
+			if addr == "" {
+				continue
+			}
+			if err := postUsers("http://"+addr, fmt.Sprintf("list%d", size), uids); err != nil {
+				return err
+			}
+		}
+		if err := h.rc.sadd(fmt.Sprintf("list%d", size), uids); err != nil {
+			return err
+		}
+	}
+	var err error
+	h.preEncoded1000, err = get("http://" + h.svcAddr + "/group-user/list1000")
+	return err
+}
+
+type scenario struct {
+	name string
+	run  func() (result, error)
+}
+
+// scenarios are the runs of one round, in order.
+func (h *harness) scenarios() []scenario {
+	wrk := func(url string, script string) func() (result, error) {
+		return func() (result, error) { return runWrk(h.opts, url, script) }
+	}
+	redisBench := func(args ...string) func() (result, error) {
+		return func() (result, error) { return runRedisBenchmark(h.opts, h.redisPort, args...) }
+	}
+	svcURL, quietURL, bareURL := "http://"+h.svcAddr, "http://"+h.quietAddr, "http://"+h.bareAddr
+	scenarios := []scenario{
+		{"bare GET", wrk(bareURL+"/group-user/list10", "")},
+		{"bare POST", wrk(bareURL, h.luaPath)},
+		{"bare GET 1000", wrk(bareURL+"/group-user/list1000", "")},
+		{"service POST 3 users", wrk(svcURL, h.luaPath)},
+		{"service GET 10", wrk(svcURL+"/group-user/list10", "")},
+		{"service GET 1000", wrk(svcURL+"/group-user/list1000", "")},
+		{"redis SADD 3", redisBench("SADD", "g:__rand_int__", "__rand_int__", "__rand_int__", "__rand_int__")},
+		{"redis SMEMBERS 10", redisBench("SMEMBERS", "list10")},
+		{"redis SMEMBERS 1000", redisBench("SMEMBERS", "list1000")},
+	}
+	if h.opts.quietRows {
+		scenarios = append(scenarios,
+			scenario{"no access log POST 3", wrk(quietURL, h.luaPath)},
+			scenario{"no access log GET 10", wrk(quietURL+"/group-user/list10", "")},
+		)
+	}
+	return scenarios
+}
+
+// report prints the medians, the ratios and the targets of one run.
+func (h *harness) report(results map[string][]result, mem memory) {
+	med := func(name string) result { return median(results[name]) }
 	fmt.Printf("\n%-22s %12s %10s   %s\n", "operation", "req/s", "p99", "ratios (medians of this run)")
 	row := func(name, ratios string) {
 		r := med(name)
@@ -233,17 +285,18 @@ func run(opts options) error {
 	row("bare GET", "the ceiling for GETs")
 	row("bare POST", "the ceiling for POSTs (same requests as the service's)")
 	row("bare GET 1000", fmt.Sprintf("the ceiling for GET 1000: the same %d bytes, pre-encoded; %.2f x redis SMEMBERS 1000",
-		len(preEncoded1000), ratio("bare GET 1000", "redis SMEMBERS 1000")))
+		len(h.preEncoded1000), ratio("bare GET 1000", "redis SMEMBERS 1000")))
 	row("service POST 3 users", fmt.Sprintf("%.2f x bare POST, %.2f x redis SADD", ratio("service POST 3 users", "bare POST"), ratio("service POST 3 users", "redis SADD 3")))
 	row("service GET 10", fmt.Sprintf("%.2f x bare GET, %.2f x redis SMEMBERS 10", ratio("service GET 10", "bare GET"), ratio("service GET 10", "redis SMEMBERS 10")))
 	row("service GET 1000", fmt.Sprintf("%.2f x bare GET 1000, %.2f x redis SMEMBERS 1000", ratio("service GET 1000", "bare GET 1000"), ratio("service GET 1000", "redis SMEMBERS 1000")))
 	row("redis SADD 3", "")
 	row("redis SMEMBERS 10", "")
 	row("redis SMEMBERS 1000", "")
-	if opts.quietRows {
+	if h.opts.quietRows {
 		row("no access log POST 3", fmt.Sprintf("%.2f x bare POST: the service with -access-log=false", ratio("no access log POST 3", "bare POST")))
 		row("no access log GET 10", fmt.Sprintf("%.2f x bare GET: the service with -access-log=false", ratio("no access log GET 10", "bare GET")))
 	}
+	opts := h.opts
 	fmt.Printf("\nmemory for %d memberships (%d groups of %d), growth per membership:\n", opts.groups*opts.perGroup, opts.groups, opts.perGroup)
 	fmt.Printf("  service (RSS, group and user indexes)        %6.1f B\n", mem.service)
 	fmt.Printf("  redis (used_memory, group sets)              %6.1f B: service / redis %.2f\n", mem.redis, mem.service/mem.redis)
@@ -261,7 +314,6 @@ func run(opts options) error {
 	target("GET 10 / bare GET", ratio("service GET 10", "bare GET"), 0.95)
 	target("GET 1000 / redis SMEMBERS 1000", ratio("service GET 1000", "redis SMEMBERS 1000"), 3)
 	target("redis group-set bytes / service bytes", mem.redis/mem.service, 3)
-	return nil
 }
 
 // memory is the growth per membership measured by measureMemory.
