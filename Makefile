@@ -22,7 +22,8 @@ test:
 	@if [ "$$(go env CGO_ENABLED)" = 1 ]; then \
 		echo 'go test -race ./...'; go test -race ./...; \
 	else \
-		echo 'make test: cgo is off (no C compiler found), so the tests run without -race; install gcc for the race detector'; \
+		if [ -n "$$CGO_ENABLED" ]; then why="CGO_ENABLED=$$CGO_ENABLED"; else why="no C compiler found: install gcc for the race detector"; fi; \
+		echo "make test: cgo is off ($$why), so the tests run without -race"; \
 		echo 'go test ./...'; go test ./...; \
 	fi
 
@@ -58,7 +59,7 @@ bench-overhead: bench-tools
 	go run ./bench -baseline .bench-before/service-before $(BENCHARGS)
 	rm -rf .bench-before
 
-## attack: the seven attacks of issue 10 against the built binary on loopback, with their bounds (about 2 minutes; root for the disk attacks)
+## attack: seven attacks (hostile clients, a stalled stdout, a stuck or full disk) on the built binary on loopback, with their bounds (about 2 minutes; root for the disk attacks)
 .PHONY: attack
 attack:
 	go run ./bench/attack $(ATTACKARGS)
