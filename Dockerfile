@@ -7,7 +7,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/membership . \
- && mkdir -p /out/data
+ && mkdir -p -m 0700 /out/data
 
 # distroless/static holds CA certificates, tzdata and a nonroot user, nothing else.
 FROM gcr.io/distroless/static-debian12:nonroot

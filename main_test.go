@@ -230,6 +230,10 @@ func TestRunFlags(t *testing.T) {
 		{"a bad value", []string{"-max-body", "x"}, `invalid value "x" for flag -max-body`, ""},
 		{"a port alone", []string{"-addr", "18011"}, "-addr 18011 is not host:port: did you mean :18011 (every interface) or 127.0.0.1:18011 (this machine only)?", ""},
 		{"no port", []string{"-addr", "localhost"}, `-addr "localhost" is not host:port, such as :8080 or 127.0.0.1:8080`, ""},
+		{"a port out of range", []string{"-addr", ":99999"}, `-addr ":99999": the port "99999" is not a number from 0 to 65535`, ""},
+		{"a duration without a unit", []string{"-shutdown-timeout", "5"}, `invalid value "5" for flag -shutdown-timeout: parse error (a duration needs a unit, such as 5s or 500ms)`, ""},
+		{"an empty -restore", []string{"-restore", "", "-data-dir", "unused"}, "-restore is empty: it needs a backup file (is a variable unset?)", ""},
+		{"an empty -probe", []string{"-probe", ""}, "-probe is empty: it needs a URL (is a variable unset?)", ""},
 		{"bad max-body", []string{"-max-body", "0"}, "-max-body must be positive", ""},
 		{"bad max-users", []string{"-max-users", "-1"}, "-max-users must be positive", ""},
 		{"bad list-cache", []string{"-list-cache", "-1"}, "-list-cache must be 0 or more", ""},
@@ -248,7 +252,8 @@ func TestRunFlags(t *testing.T) {
 		{"a change larger than a log record", []string{"-data-dir", "unused", "-max-body", "70000000", "-body-memory", "70000000", "-max-users", "300000"},
 			"more than one log record holds", ""},
 		{"stray argument", []string{"serve"}, `unexpected argument "serve"`, ""},
-		{"bad address", []string{"-addr", "256.0.0.1:bad"}, "listen", ""},
+		{"bad address", []string{"-addr", "256.0.0.1:80"}, "listen", ""},
+		{"a port that is neither a number nor a service", []string{"-addr", "127.0.0.1:bad"}, `the port "bad" is not a number from 0 to 65535`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -431,6 +436,22 @@ func TestProbe(t *testing.T) {
 	_, err = probeRun(silent.URL)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "context deadline exceeded")
+
+	escapes := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "line one\nline two \x1b[31mred")
+	}))
+	defer escapes.Close()
+	_, err = probeRun(escapes.URL + "/readyz")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "503 Service Unavailable: line one line two  [31mred", "no newline nor escape reaches the health log")
+	_, err = probeRun(escapes.URL + "/moved")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "302 Found: redirected to /elsewhere (not followed)")
 
 	_, err = probeRun("::not a url")
 	require.Error(t, err)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"sync/atomic"
 
 	"example.com/groupmembership/internal/budget"
@@ -136,7 +135,7 @@ func NewLoadingHandler(opts Options) *Handler {
 		opts:    opts,
 		bodies:  budget.New(opts.BodyMemoryBytes),
 		replies: budget.New(opts.ReplyMemoryBytes),
-		backups: &sync.Mutex{},
+		backups: &backups{},
 	}
 	d.lists = newLists(newListCache(opts.ListCacheBytes), d.replies)
 	if !opts.NoMetrics {
@@ -189,7 +188,7 @@ type deps struct {
 	opts    Options
 	bodies  *budget.Bytes // request bodies being read
 	replies *budget.Bytes // reply bodies being built and sent
-	backups *sync.Mutex   // held while a backup is taken and sent: one at a time
+	backups *backups      // one at a time, spaced
 	lists   *lists
 	metrics *requestMetrics // nil with NoMetrics
 }

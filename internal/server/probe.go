@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // probeTimeout bounds a probe: the request, its reply's header and body.
@@ -30,8 +32,23 @@ func probe(ctx context.Context, url string, out io.Writer) error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512)) // what the service says why, when it is not ready
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("probe %s: %s: %s", url, resp.Status, body)
+		why := printable(string(body))
+		if loc := resp.Header.Get("Location"); loc != "" {
+			why = "redirected to " + printable(loc) + " (not followed)"
+		}
+		return fmt.Errorf("probe %s: %s: %s", url, resp.Status, why)
 	}
 	fmt.Fprintf(out, "probe %s: %s\n", url, resp.Status)
 	return nil
+}
+
+// printable returns s with every control character (newlines, terminal
+// escapes) as a space: it ends up in a container's health log.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 }

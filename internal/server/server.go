@@ -36,10 +36,10 @@ const (
 	readTimeout            = 30 * time.Second
 	writeTimeout           = 30 * time.Second
 	idleTimeout            = 120 * time.Second
-	defaultShutdownTimeout = 8 * time.Second
+	defaultShutdownTimeout = 7 * time.Second
 	// logCloseTimeout bounds the wait for stdout to take the last lines at
 	// exit: a stalled stdout must not hold the process up.
-	logCloseTimeout = 2 * time.Second
+	logCloseTimeout = 1 * time.Second
 )
 
 // Config is what the flags set.
@@ -271,7 +271,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		return Config{}, err
 	}
 	if err != nil {
-		return Config{}, fmt.Errorf("%w (membership -h lists the flags)", err)
+		return Config{}, fmt.Errorf("%w (%s)", err, flagHint(fs, err))
 	}
 	return cfg, checkFlags(fs, cfg)
 }
@@ -314,11 +314,36 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// flagHint says what to do about err, an error of fs.Parse: for a
+// duration, that it needs a unit; otherwise, where the flags are listed.
+func flagHint(fs *flag.FlagSet, err error) string {
+	_, rest, _ := strings.Cut(err.Error(), " for flag -")
+	name, _, _ := strings.Cut(rest, ":")
+	if f := fs.Lookup(name); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, isDuration := g.Get().(time.Duration); isDuration {
+				return "a duration needs a unit, such as 5s or 500ms"
+			}
+		}
+	}
+	return "membership -h lists the flags"
+}
+
 // checkFlags returns an error naming the first flag whose value cfg cannot
 // run with, or a stray argument.
 func checkFlags(fs *flag.FlagSet, cfg Config) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q: membership takes only flags (see -h)", fs.Arg(0))
+	}
+	var emptyMode error
+	fs.Visit(func(f *flag.Flag) { // given, but empty: never taken for "not given"
+		if (f.Name == "restore" || f.Name == "probe") && f.Value.String() == "" && emptyMode == nil {
+			what := map[string]string{"restore": "a backup file", "probe": "a URL"}[f.Name]
+			emptyMode = fmt.Errorf("-%s is empty: it needs %s (is a variable unset?)", f.Name, what)
+		}
+	})
+	if emptyMode != nil {
+		return emptyMode
 	}
 	for _, f := range []struct {
 		name  string
@@ -369,7 +394,15 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 
 // checkAddr returns an error, with a hint, unless addr is host:port.
 func checkAddr(addr string) error {
-	if _, _, err := net.SplitHostPort(addr); err != nil {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		if _, perr := strconv.ParseUint(port, 10, 16); perr != nil && port != "" {
+			if _, named := net.LookupPort("tcp", port); named != nil {
+				return fmt.Errorf("-addr %q: the port %q is not a number from 0 to 65535", addr, port)
+			}
+		}
+	}
+	if err != nil {
 		if _, numErr := strconv.ParseUint(addr, 10, 16); numErr == nil {
 			return fmt.Errorf("-addr %s is not host:port: did you mean :%s (every interface) or 127.0.0.1:%s (this machine only)?", addr, addr, addr)
 		}

@@ -72,6 +72,9 @@ func Restore(file, dir string) (membership.Revision, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: it is not a whole backup; take another", err)
 	}
+	if err := st.check(); err != nil {
+		return 0, fmt.Errorf("%s: %w: it is not a backup this service wrote; take another", file, err)
+	}
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -94,4 +97,42 @@ func Restore(file, dir string) (membership.Revision, error) {
 		return 0, err
 	}
 	return st.lastRevision, nil
+}
+
+// check returns an error unless st keeps the service's rules: valid and
+// distinct group ids, each with members, no revision past the latest, and
+// valid nicknames of users who are in a group. The checksum says that a file
+// is whole; this says that it came from the service.
+func (st *state) check() error {
+	inGroup := map[membership.UID]bool{}
+	ids := make(map[string]bool, len(st.groups))
+	for _, g := range st.groups {
+		if err := membership.ValidateGroupID(g.id); err != nil {
+			return fmt.Errorf("a group: %v", err)
+		}
+		switch {
+		case ids[g.id]:
+			return fmt.Errorf("group %q is there twice", g.id)
+		case len(g.uids) == 0:
+			return fmt.Errorf("group %q has no members", g.id)
+		case g.revision > st.lastRevision:
+			return fmt.Errorf("group %q has revision %d, past the latest, %d", g.id, g.revision, st.lastRevision)
+		}
+		ids[g.id] = true
+		for _, uid := range g.uids {
+			inGroup[uid] = true
+		}
+	}
+	if st.nicknamesRevision > st.lastRevision || st.removedRevision > st.lastRevision {
+		return fmt.Errorf("a revision is past the latest, %d", st.lastRevision)
+	}
+	for uid, nick := range st.nicknames {
+		if err := membership.ValidateUser(membership.User{UID: uid, Nickname: nick, HasNickname: true}); err != nil || nick == "" {
+			return fmt.Errorf("the nickname of user %d is not valid", uid)
+		}
+		if !inGroup[uid] {
+			return fmt.Errorf("user %d has a nickname but is in no group", uid)
+		}
+	}
+	return nil
 }

@@ -170,3 +170,51 @@ func TestRestoreRefuses(t *testing.T) {
 		})
 	}
 }
+
+// Restore refuses a whole file whose contents break the service's rules: a
+// checksum says only that the file is whole (the fresh-eyes review of issue
+// 13 restored a group listed twice, an empty group id, a nickname not in
+// UTF-8, and more, all with valid checksums).
+func TestRestoreRefusesContentsThatBreakTheRules(t *testing.T) {
+	base := func() *state {
+		return &state{
+			lastRevision: 5,
+			nicknames:    map[membership.UID]string{1: "Eve"},
+			groups:       []groupState{{id: "a", revision: 3, uids: []membership.UID{1, 2}}},
+		}
+	}
+	tests := []struct {
+		name   string
+		change func(*state)
+		want   string
+	}{
+		{"a group twice", func(st *state) {
+			st.groups = append(st.groups, groupState{id: "a", revision: 4, uids: []membership.UID{3}})
+		}, `group "a" is there twice`},
+		{"an empty group id", func(st *state) { st.groups[0].id = "" }, "group id is empty"},
+		{"a control character", func(st *state) { st.groups[0].id = "a\x00b" }, "control character"},
+		{"a group with no members", func(st *state) { st.groups = append(st.groups, groupState{id: "b", revision: 4}) }, `group "b" has no members`},
+		{"a revision past the latest", func(st *state) { st.groups[0].revision = 9 }, "past the latest"},
+		{"a nickname not in UTF-8", func(st *state) { st.nicknames[1] = "\xff" }, "the nickname of user 1 is not valid"},
+		{"an empty nickname", func(st *state) { st.nicknames[1] = "" }, "the nickname of user 1 is not valid"},
+		{"a nickname of a user in no group", func(st *state) { st.nicknames[7] = "Bo" }, "user 7 has a nickname but is in no group"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := base()
+			require.NoError(t, st.check(), "the base is valid")
+			tt.change(st)
+			var file bytes.Buffer
+			require.NoError(t, encodeSnapshot(&file, st))
+			path := filepath.Join(t.TempDir(), "crafted")
+			require.NoError(t, os.WriteFile(path, file.Bytes(), 0o600))
+			dir := filepath.Join(t.TempDir(), "restored")
+			_, err := Restore(path, dir)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.Contains(t, err.Error(), "it is not a backup this service wrote")
+			_, statErr := os.Stat(dir)
+			assert.True(t, os.IsNotExist(statErr), "nothing written")
+		})
+	}
+}
