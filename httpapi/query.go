@@ -88,6 +88,7 @@ func (q query) limit() (int, error) {
 	}
 	n, ok := canonicalUint(v)
 	if !ok || n < 1 || n > membership.MaxPageSize {
+		// The same words as membership.CheckLimit, about the text sent.
 		return 0, membership.Errorf(membership.CodeInvalidQuery, "limit %.40q is not an integer from 1 to %d", v, membership.MaxPageSize)
 	}
 	return int(n), nil

@@ -81,8 +81,11 @@ func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOpti
 	if err := ValidateGroupID(groupID); err != nil {
 		return 0, err
 	}
-	if opts.Limit < 0 || opts.Limit > MaxPageSize+1 || opts.After < 0 {
-		return 0, Errorf(CodeInvalidQuery, "limit must be from 1 to %d and after a uid", MaxPageSize)
+	if err := CheckLimit(opts.Limit, MaxPageSize+1); err != nil {
+		return 0, err
+	}
+	if opts.After < 0 {
+		return 0, Errorf(CodeInvalidQuery, "after %d is not a uid (%s)", opts.After, UIDRange)
 	}
 	return s.store.ListMembers(ctx, groupID, opts, list)
 }
@@ -122,8 +125,8 @@ func (s *Service) Revision(ctx context.Context, groupID string) (Revision, error
 //
 // Errors: CodeInvalidQuery, and whatever the Store returns.
 func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) error {
-	if opts.Limit < 0 || opts.Limit > MaxPageSize+1 {
-		return Errorf(CodeInvalidQuery, "limit must be from 1 to %d", MaxPageSize)
+	if err := CheckLimit(opts.Limit, MaxPageSize+1); err != nil {
+		return err
 	}
 	if opts.After != "" {
 		if err := ValidateGroupID(opts.After); err != nil {
@@ -138,8 +141,19 @@ func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions
 //
 // Errors: CodeInvalidQuery, CodeChangesGone, and whatever the Store returns.
 func (s *Service) Changes(ctx context.Context, opts ChangeOptions) ([]Change, Revision, error) {
-	if opts.Limit < 0 || opts.Limit > MaxPageSize {
-		return nil, 0, Errorf(CodeInvalidQuery, "limit must be from 1 to %d", MaxPageSize)
+	if err := CheckLimit(opts.Limit, MaxPageSize); err != nil {
+		return nil, 0, err
 	}
 	return s.store.Changes(ctx, opts)
+}
+
+// CheckLimit returns a CodeInvalidQuery error unless limit is 0 (no limit)
+// or from 1 to most: MaxPageSize for what a client asks, one more for the
+// page and the one that tells whether another follows. The message names the
+// bound clients see, MaxPageSize.
+func CheckLimit(limit, most int) error {
+	if limit < 0 || limit > most {
+		return Errorf(CodeInvalidQuery, "limit %d is not an integer from 1 to %d", limit, MaxPageSize)
+	}
+	return nil
 }
