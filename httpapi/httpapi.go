@@ -150,11 +150,11 @@ func NewLoadingHandler(opts Options) *Handler {
 }
 
 // Load ends the loading state: from now on the data routes serve svc, and
-// /readyz and /metrics report store. Call it once.
-func (h *Handler) Load(svc *membership.Service, store StoreExtras) {
+// /readyz, /metrics and /backup use extras. Call it once.
+func (h *Handler) Load(svc *membership.Service, extras StoreExtras) {
 	d := h.base
 	d.svc = svc
-	d.store = store
+	d.store = extras
 	if d.store.Writable == nil {
 		d.store.Writable = func() error { return nil }
 	}
