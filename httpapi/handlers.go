@@ -101,20 +101,7 @@ func handleListMembers(svc *membership.Service, l *lists) http.Handler {
 				return
 			}
 			if shared {
-				e, err := l.whole(r.Context(), svc, groupID, revision)
-				if err != nil {
-					writeError(w, r, err)
-					return
-				}
-				defer l.release(e)
-				w.Header()["X-Total-Count"] = []string{strconv.Itoa(e.total)}
-				w.Header()["Etag"] = e.etag
-				if opts.After == 0 {
-					writeJSON(w, http.StatusOK, e.body)
-				} else {
-					head, rest := e.suffix(opts.After)
-					writeJSONParts(w, http.StatusOK, head, rest)
-				}
+				writeWholeList(w, r, svc, l, groupID, revision, opts.After)
 				return
 			}
 		}
@@ -148,6 +135,45 @@ func handleListMembers(svc *membership.Service, l *lists) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, body)
 	})
+}
+
+// takeSortingWork takes from replies the memory that sorting all of a
+// user's groups (after after) takes, which grows with them, and returns it.
+// A page of one tells how many there are, at no such cost.
+//
+// Errors: the store's, and CodeUnavailable when replies is spent.
+func takeSortingWork(ctx context.Context, svc *membership.Service, uid membership.UID, after string, replies *budget.Bytes) (int64, error) {
+	var n int
+	if err := svc.UserGroups(ctx, uid, membership.GroupListOptions{After: after, Limit: 1}, func(total int, _ iter.Seq[string]) {
+		n = total
+	}); err != nil {
+		return 0, err
+	}
+	work := int64(n) * int64(unsafe.Sizeof(""))
+	if !replies.TryTake(work) {
+		return 0, errRepliesBusy()
+	}
+	return work, nil
+}
+
+// writeWholeList answers the group's whole list at revision, or its suffix
+// after the uid after (0: none), from the one encoding all its readers
+// share.
+func writeWholeList(w http.ResponseWriter, r *http.Request, svc *membership.Service, l *lists, groupID string, revision membership.Revision, after membership.UID) {
+	e, err := l.whole(r.Context(), svc, groupID, revision)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	defer l.release(e)
+	w.Header()["X-Total-Count"] = []string{strconv.Itoa(e.total)}
+	w.Header()["Etag"] = e.etag
+	if after == 0 {
+		writeJSON(w, http.StatusOK, e.body)
+		return
+	}
+	head, rest := e.suffix(after)
+	writeJSONParts(w, http.StatusOK, head, rest)
 }
 
 // pageOf yields the first limit items of items (all of them when limit is
@@ -239,22 +265,9 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 		var work int64 // taken from replies for the sorting
 		if limit > 0 {
 			ask.Limit = limit + 1 // one more, to know whether a next page exists
-		} else {
-			// The whole list is sorted in memory that grows with the
-			// user's groups: take it from the replies budget first. A page
-			// of one tells how many there are, at no such cost.
-			var n int
-			if err := svc.UserGroups(r.Context(), uid, membership.GroupListOptions{After: after, Limit: 1}, func(total int, _ iter.Seq[string]) {
-				n = total
-			}); err != nil {
-				writeError(w, r, err)
-				return
-			}
-			work = int64(n) * int64(unsafe.Sizeof(""))
-			if !replies.TryTake(work) {
-				writeError(w, r, errRepliesBusy())
-				return
-			}
+		} else if work, err = takeSortingWork(r.Context(), svc, uid, after, replies); err != nil {
+			writeError(w, r, err)
+			return
 		}
 		defer func() { replies.Give(work) }()
 		var body []byte

@@ -263,29 +263,7 @@ func (m *Memory) add(groupID string, users []membership.User) membership.Result 
 		}
 	}, buf[:])
 	defer m.unlockReverse(locked)
-	var added []membership.UID
-	if g.members.size == 0 && len(users) >= bulkFill {
-		uids := make([]membership.UID, len(users))
-		for i, u := range users {
-			uids[i] = u.UID
-		}
-		slices.Sort(uids)
-		uids = slices.Compact(uids)
-		g.members.fill(uids)
-		for _, uid := range uids {
-			m.addReverse(uid, g.number)
-		}
-		added = uids
-	} else {
-		added = make([]membership.UID, 0, len(users))
-		for _, u := range users {
-			if g.members.add(u.UID) {
-				m.addReverse(u.UID, g.number)
-				added = append(added, u.UID)
-			}
-		}
-		slices.Sort(added)
-	}
+	added := m.insert(g, users)
 	// The nicknames change, and their revision is set, under nicknamesMu,
 	// so a list never shows a nickname newer than the revision it reports.
 	hasNicknames := slices.ContainsFunc(users, func(u membership.User) bool { return u.HasNickname })
@@ -318,6 +296,34 @@ func (m *Memory) add(groupID string, users []membership.User) membership.Result 
 	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported}, published)
 	g.revision = rev
 	return membership.Result{Count: len(added), Revision: rev}
+}
+
+// insert adds users to g and to the reverse index, and returns the uids it
+// added, ascending: in one pass when g is empty and they are many, one at a
+// time otherwise. The caller holds g's shard and the users' reverse shards.
+func (m *Memory) insert(g *group, users []membership.User) []membership.UID {
+	if g.members.size == 0 && len(users) >= bulkFill {
+		uids := make([]membership.UID, len(users))
+		for i, u := range users {
+			uids[i] = u.UID
+		}
+		slices.Sort(uids)
+		uids = slices.Compact(uids)
+		g.members.fill(uids)
+		for _, uid := range uids {
+			m.addReverse(uid, g.number)
+		}
+		return uids
+	}
+	added := make([]membership.UID, 0, len(users))
+	for _, u := range users {
+		if g.members.add(u.UID) {
+			m.addReverse(u.UID, g.number)
+			added = append(added, u.UID)
+		}
+	}
+	slices.Sort(added)
+	return added
 }
 
 // withNicknamesOf returns changed, the nicknames an add changed, with the
