@@ -17,6 +17,9 @@ import (
 // attackFeedChurn fills the change feed with large changes, then has three
 // clients ask for as much of it as one reply may carry and never read: the
 // feed's memory and the replies built from it are both the client's choice.
+//
+// It is long on purpose: one attack, read top to bottom as a script (start the
+// service, attack, measure, check each bound), as the other attacks are.
 func attackFeedChurn(ctx context.Context, h *harness, r *row) error {
 	const (
 		churnFor = 18 * time.Second
@@ -126,6 +129,9 @@ func bytesMetricOr(m map[string]float64, name string) string {
 // body and send it 10 bytes at a time: every byte the service reserves for
 // a body that has not arrived is memory a client got for free. Meanwhile an
 // honest client posts small bodies, to see what the service tells it.
+//
+// It is long on purpose: one attack, read top to bottom as a script (start the
+// service, attack, measure, check each bound), as the other attacks are.
 func attackSlowBodies(ctx context.Context, h *harness, r *row) error {
 	const (
 		conns      = 2000
@@ -292,6 +298,9 @@ func deadlineOr(ctx context.Context, t time.Time) time.Time {
 // megabytes it cannot free. Paged reads (after=) are not cached, so every
 // client costs a fresh reply; in the second phase a writer changes the group
 // every 50 ms, so that plain reads cannot share the cached one either.
+//
+// It is long on purpose: one attack, read top to bottom as a script (start the
+// service, attack, measure, check each bound), as the other attacks are.
 func attackBigList(ctx context.Context, h *harness, r *row) error {
 	const (
 		members     = 1_000_000

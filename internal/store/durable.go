@@ -1146,30 +1146,35 @@ func (d *Durable) startSnapshot() {
 		}
 		d.stats.snapshots.Add(1)
 		d.stats.lastSnapshot.Store(int64(time.Since(start)))
-		logs, snapshots, err := files(d.dir)
-		if err != nil {
-			d.logger.Error("listing the data directory failed", "err", err)
-			return
-		}
-		// Keep the snapshot before this one and the logs after it: should
-		// this one be damaged later, -repair recovers every change from
-		// them. Everything older goes.
-		keep := uint64(0)
-		for _, n := range snapshots {
-			if n < next {
-				keep = n
-			}
-		}
-		for _, n := range logs {
-			if n < keep {
-				_ = os.Remove(logPath(d.dir, n))
-			}
-		}
-		for _, n := range snapshots {
-			if n < keep {
-				_ = os.Remove(snapshotPath(d.dir, n))
-			}
-		}
+		d.removeOlderThanThePrevious(next)
 		d.logger.Info("wrote a snapshot", "file", path, "groups", len(st.groups))
 	}()
+}
+
+// removeOlderThanThePrevious removes the files that snapshot newest, just
+// written and read back, makes needless: it keeps the snapshot before it and
+// the logs after that one, so that should newest be damaged later, -repair
+// recovers every change from them. Everything older goes.
+func (d *Durable) removeOlderThanThePrevious(newest uint64) {
+	logs, snapshots, err := files(d.dir)
+	if err != nil {
+		d.logger.Error("listing the data directory failed", "err", err)
+		return
+	}
+	keep := uint64(0)
+	for _, n := range snapshots {
+		if n < newest {
+			keep = n
+		}
+	}
+	for _, n := range logs {
+		if n < keep {
+			_ = os.Remove(logPath(d.dir, n))
+		}
+	}
+	for _, n := range snapshots {
+		if n < keep {
+			_ = os.Remove(snapshotPath(d.dir, n))
+		}
+	}
 }

@@ -29,6 +29,9 @@ type Family struct {
 // not a number, a sample before its family's TYPE or apart from the rest of
 // its family, a series given twice, or a histogram whose buckets are not
 // cumulative, lack le="+Inf", or disagree with _count, or that lacks _sum.
+//
+// It is long on purpose: a strict reader of the text format, rule after rule
+// in the order the format states them, for tests to fail on any departure.
 func Parse(text string) (map[string]*Family, error) {
 	if text == "" || !strings.HasSuffix(text, "\n") {
 		return nil, fmt.Errorf("an exposition must be lines ending in a newline")
@@ -141,6 +144,8 @@ func seriesKey(s Sample) string {
 	return b.String()
 }
 
+// It is long on purpose: a strict reader of the text format, rule after rule
+// in the order the format states them, for tests to fail on any departure.
 func parseSample(line string) (Sample, error) {
 	s := Sample{Labels: map[string]string{}}
 	i := strings.IndexAny(line, "{ ")
@@ -283,6 +288,9 @@ func validLabelName(name string) bool {
 
 // checkHistogram checks each series of a histogram: buckets in ascending le
 // with cumulative counts, the last le="+Inf" and equal to _count, and _sum.
+//
+// It is long on purpose: a strict reader of the text format, rule after rule
+// in the order the format states them, for tests to fail on any departure.
 func checkHistogram(f *Family) error {
 	type series struct {
 		les    []float64
