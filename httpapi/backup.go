@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/membership"
 )
 
@@ -33,7 +34,7 @@ func spacing(took time.Duration) time.Duration { return 9 * took }
 // only while the state is copied in memory; the copy is encoded as it is
 // sent. HEAD answers the headers without a copy: X-Revision is then the
 // latest revision.
-func handleBackup(svc *membership.Service, backup func() Backup, b *backups) http.Handler {
+func handleBackup(svc *membership.Service, backup func() *store.Backup, b *backups) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if backup == nil {
 			writeError(w, r, membership.Errorf(membership.CodeUnavailable, "this store takes no backups"))

@@ -25,7 +25,7 @@ func TestBackupsAreSpacedAndHEADTakesNoCopy(t *testing.T) {
 	require.NoError(t, err)
 	clock := time.Unix(1000, 0)
 	copies := 0
-	backup := func() Backup {
+	backup := func() *store.Backup {
 		copies++
 		clock = clock.Add(time.Second) // the copy takes a second
 		return st.Backup()

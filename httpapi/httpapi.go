@@ -4,7 +4,6 @@
 package httpapi
 
 import (
-	"io"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -86,14 +85,7 @@ type StoreExtras struct {
 	// Stats returns the store's figures, for /metrics.
 	Stats func() store.Stats
 	// Backup copies the whole state at one revision, for /backup.
-	Backup func() Backup
-}
-
-// A Backup is a consistent copy of the whole state at one revision.
-type Backup interface {
-	Revision() membership.Revision
-	// WriteTo writes the backup's bytes: a file -restore reads.
-	WriteTo(w io.Writer) (int64, error)
+	Backup func() *store.Backup
 }
 
 // DefaultListCacheBytes is the default bound of the cache of encoded lists.

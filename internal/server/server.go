@@ -226,7 +226,7 @@ func (s *service) load(ctx context.Context) (Store, error) {
 	s.api.Load(membership.NewService(st, s.cfg.maxUsers), httpapi.StoreExtras{
 		Writable: st.Writable,
 		Stats:    st.Stats,
-		Backup:   func() httpapi.Backup { return st.Backup() },
+		Backup:   st.Backup,
 	})
 	s.ready.Store(true)
 	s.logger.Info("ready")

@@ -242,16 +242,8 @@ func TestDurableRefusesWhatAReviewFound(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.NoError(t, d.Close())
-		path := newestLog(t, dir)
-		data, err := os.ReadFile(path)
-		require.NoError(t, err)
-		// Read without its last byte, the log ends whole after the second
-		// record: cut it there, where no torn write shows.
-		res, err := wal.Read(data[:len(data)-1], func([]byte) error { return nil })
-		require.NoError(t, err)
-		require.Equal(t, 2, res.Records)
-		require.NoError(t, os.Truncate(path, res.End))
-		_, err = OpenDurable(dir, DurableOptions{})
+		require.Equal(t, 2, cutNewestLogAtARecord(t, dir))
+		_, err := OpenDurable(dir, DurableOptions{})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "shorter than the")
 		assert.Contains(t, err.Error(), "-repair")
@@ -323,12 +315,7 @@ func TestDurableEpochIsKeptAndRenewedByARepair(t *testing.T) {
 	require.NoError(t, d.Close())
 
 	// Cut the newest log on a record boundary: refused, then repaired.
-	path := newestLog(t, dir)
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	res, err := wal.Read(data[:len(data)-1], func([]byte) error { return nil })
-	require.NoError(t, err)
-	require.NoError(t, os.Truncate(path, res.End))
+	cutNewestLogAtARecord(t, dir)
 	d = openTestDurable(t, dir, DurableOptions{Repair: true})
 	repaired := d.Epoch()
 	assert.NotEqual(t, first, repaired, "a repair draws a new epoch")
@@ -398,4 +385,18 @@ func TestDurableLogsWithoutTheirDATA(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "this directory has no DATA (it was lost, or not copied with the logs)")
 	assert.Contains(t, err.Error(), "-restore")
+}
+
+// cutNewestLogAtARecord cuts the newest log of dir before its last record,
+// where no torn write shows, and returns how many records are left. Read
+// without its last byte, the log ends whole after the record before.
+func cutNewestLogAtARecord(t *testing.T, dir string) int {
+	t.Helper()
+	path := newestLog(t, dir)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	res, err := wal.Read(data[:len(data)-1], func([]byte) error { return nil })
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(path, res.End))
+	return res.Records
 }
