@@ -403,388 +403,6 @@ func removeTemps(dir string) error {
 	return err
 }
 
-// recover loads the newest snapshot that reads back and replays the logs
-// after it, then opens the newest log for appending. The files must form a
-// chain: snapshot-N, then log-N, log-N+1, … with no gap (log-1 on when there
-// is no snapshot), each log starting at the revision where the state before
-// it ends. A file missing from the chain is refused, naming it. A damaged
-// newest snapshot is refused too, naming -repair when an older snapshot and
-// the logs after it are there to recover every change from: the store keeps
-// them until a newer snapshot has been written and read back.
-func (d *Durable) recover() error {
-	if err := removeTemps(d.dir); err != nil {
-		return err
-	}
-	logs, snapshots, err := files(d.dir)
-	if err != nil {
-		return err
-	}
-	df, hasData, err := readDataFile(d.dir)
-	if err != nil {
-		return err
-	}
-	dataPath := filepath.Join(d.dir, dataFileName)
-	if !hasData {
-		d.dataMissing = len(logs) > 0
-		if len(logs) == 0 && len(snapshots) == 0 && d.lockExisted {
-			return fmt.Errorf("the data directory %s has a LOCK but no %s, no log and no snapshot: its files were deleted "+
-				"(or its first start stopped before it wrote any); refusing to start empty. Restore them from a backup, "+
-				"or delete %s to start with no data", d.dir, dataFileName, filepath.Join(d.dir, "LOCK"))
-		}
-		df.id = newRandomID() // a new directory, or one of a version before DATA
-	}
-	if df.epoch == 0 || hasData && df.closedLog == 0 {
-		// A new directory, one of a version before epochs, or one whose
-		// service did not stop cleanly: what its logs lost at their end
-		// cannot always be told from a crash, and revisions given out
-		// again must not repeat ETags.
-		df.epoch = newRandomID()
-	}
-	d.data = df
-	base, err := d.loadSnapshot(snapshots, logs)
-	if err != nil {
-		return err
-	}
-	logs = slices.DeleteFunc(logs, func(n uint64) bool { return n < base })
-	if hasData && len(logs) == 0 && base == 0 {
-		return fmt.Errorf("the data directory %s has held data (it has %s) but has no log and no snapshot now: "+
-			"its files were moved or deleted; refusing to start empty. Restore them from a backup, "+
-			"or remove %s to start with no data", d.dir, dataFileName, dataPath)
-	}
-	if logs, err = d.checkFiles(base, logs, df, hasData); err != nil {
-		return err
-	}
-	if len(logs) == 0 {
-		// A new directory.
-		if err := d.createLog(1, 0); err != nil {
-			return err
-		}
-		logs = []uint64{1}
-	}
-	version := wal.Version
-	for i, seq := range logs {
-		last := i == len(logs)-1
-		size, v, err := d.replay(seq, last, logs[i+1:])
-		if errors.Is(err, errLogsRemoved) {
-			d.logSeq, d.logSize, version = seq, size, v // a repair made this log the last
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if last {
-			d.logSeq, d.logSize, version = seq, size, v
-		}
-	}
-	if version != wal.Version {
-		// Records of this version go into a log of its own.
-		next := d.logSeq + 1
-		if err := d.createLog(next, uint64(d.mem.feed.stats().last)); err != nil {
-			return err
-		}
-		d.logger.Info("started a new log in the current format", "file", logPath(d.dir, next), "after_version", version)
-		d.logSeq, d.logSize = next, wal.HeaderSize
-	}
-	// Running: no clean stop to compare with until the next one.
-	d.data.lastLog, d.data.closedLog, d.data.closedSize = d.logSeq, 0, 0
-	if err := d.data.write(d.dir); err != nil {
-		return err
-	}
-	d.log, err = d.opts.openLog(logPath(d.dir, d.logSeq))
-	return err
-}
-
-// loadSnapshot loads the newest snapshot and returns its sequence number, 0
-// when there is none. When it does not read back, it refuses, or with
-// Repair moves it into a repair directory and loads the one before.
-func (d *Durable) loadSnapshot(snapshots, logs []uint64) (uint64, error) {
-	for i := len(snapshots) - 1; i >= 0; i-- {
-		seq := snapshots[i]
-		path := snapshotPath(d.dir, seq)
-		st, err := readSnapshot(path)
-		if err == nil {
-			d.mem.importState(st)
-			d.logger.Info("loaded snapshot", "file", path, "groups", len(st.groups))
-			return seq, nil
-		}
-		if !d.opts.Repair {
-			way := "restore the directory from a backup: no older snapshot, nor the logs from the start, are here to recover from"
-			from := uint64(0) // the logs from the start
-			if i > 0 {
-				from = snapshots[i-1]
-			}
-			older := from == 0
-			if !older {
-				_, err := readSnapshot(snapshotPath(d.dir, from))
-				older = err == nil
-			}
-			if older && checkChain(d.dir, from, slices.DeleteFunc(slices.Clone(logs), func(n uint64) bool { return n < from })) == nil {
-				what := "the logs from the first"
-				if from > 0 {
-					what = filepath.Base(snapshotPath(d.dir, from)) + " and the logs after it"
-				}
-				way = fmt.Sprintf("start with -repair: it moves %s into a repair directory and recovers every change from %s", filepath.Base(path), what)
-			}
-			return 0, fmt.Errorf("%s does not read back (%v): refusing to start; %s", path, err, way)
-		}
-		dir, moveErr := d.moveToRepair(path)
-		if moveErr != nil {
-			return 0, moveErr
-		}
-		d.logger.Warn("repair: a snapshot does not read back; moved it aside, recovering from the one before", "file", path, "err", err, "moved_to", dir)
-	}
-	return 0, nil
-}
-
-// checkChain returns an error naming what is missing unless logs (those from
-// base on, sorted) follow snapshot base, or the start when base is 0, with
-// no gap.
-func checkChain(dir string, base uint64, logs []uint64) error {
-	first := max(base, 1)
-	missing := func(seq uint64, why string) error {
-		return fmt.Errorf("%s is missing (%s): refusing to start with part of the data; restore the directory, or the missing file, from a backup",
-			logPath(dir, seq), why)
-	}
-	switch {
-	case len(logs) == 0 && base > 0:
-		return missing(base, fmt.Sprintf("%s is followed by no log", filepath.Base(snapshotPath(dir, base))))
-	case len(logs) > 0 && logs[0] != first && base == 0:
-		return fmt.Errorf("the logs start at %s, and no snapshot is here to hold what came before: refusing to start with part of the data; "+
-			"restore the snapshot (snapshot-%016d.snap) or the earlier logs from a backup", filepath.Base(logPath(dir, logs[0])), logs[0])
-	case len(logs) > 0 && logs[0] != first:
-		return missing(first, fmt.Sprintf("%s is followed by %s", filepath.Base(snapshotPath(dir, base)), filepath.Base(logPath(dir, logs[0]))))
-	}
-	for i := 1; i < len(logs); i++ {
-		if logs[i] != logs[i-1]+1 {
-			return missing(logs[i-1]+1, fmt.Sprintf("between %s and %s", filepath.Base(logPath(dir, logs[i-1])), filepath.Base(logPath(dir, logs[i]))))
-		}
-	}
-	return nil
-}
-
-// moveToRepair makes a new repair directory, DIR/repair-<time>, where a
-// repair keeps what it drops, moves the files at paths into it, durably, and
-// returns its path. It renews the epoch first.
-func (d *Durable) moveToRepair(paths ...string) (string, error) {
-	if err := d.renewEpoch(); err != nil {
-		return "", err
-	}
-	dir := filepath.Join(d.dir, "repair-"+time.Now().UTC().Format("20060102T150405.000000000Z"))
-	if err := os.Mkdir(dir, dirMode); err != nil {
-		return "", err
-	}
-	for _, path := range paths {
-		if err := os.Rename(path, filepath.Join(dir, filepath.Base(path))); err != nil {
-			return "", err
-		}
-	}
-	return dir, errors.Join(wal.SyncDir(dir), wal.SyncDir(d.dir))
-}
-
-// renewEpoch draws a new epoch, and writes it to DATA, before a repair
-// changes anything: a repair may take the state back, and give its
-// revisions out again for other states, whose ETags must differ from the
-// old ones (which clients and caches may still hold).
-func (d *Durable) renewEpoch() error {
-	d.data.epoch = newRandomID()
-	return d.data.write(d.dir)
-}
-
-// logPaths returns the paths of logs seqs of the store's directory.
-func (d *Durable) logPaths(seqs []uint64) []string {
-	paths := make([]string, len(seqs))
-	for i, seq := range seqs {
-		paths[i] = logPath(d.dir, seq)
-	}
-	return paths
-}
-
-// createLog creates log seq of dir, following the state at startRevision,
-// for the directory dirID.
-func createLog(dir string, seq, startRevision, dirID uint64) error {
-	return wal.Create(logPath(dir, seq), startRevision, dirID)
-}
-
-// createLog creates log seq of the store's directory.
-func (d *Durable) createLog(seq, startRevision uint64) error {
-	return createLog(d.dir, seq, startRevision, d.data.id)
-}
-
-// checkFiles checks the logs from base on against the chain and DATA, and
-// returns them. What a -repair can go on without, it goes on without, with
-// a warning that says what is lost: a missing newest log (created empty), a
-// missing log between two (the logs after the gap are moved aside), a log
-// cut while the service was stopped.
-func (d *Durable) checkFiles(base uint64, logs []uint64, df dataFile, hasData bool) ([]uint64, error) {
-	if err := checkChain(d.dir, base, logs); err != nil {
-		if !d.opts.Repair {
-			return nil, fmt.Errorf("%w; or start with -repair to go on without it, losing the changes it held", err)
-		}
-		first := max(base, 1)
-		kept := []uint64{}
-		for i, l := range logs {
-			if l != first+uint64(i) {
-				break
-			}
-			kept = append(kept, l)
-		}
-		if moved := logs[len(kept):]; len(moved) > 0 {
-			dir, err := d.moveToRepair(d.logPaths(moved)...)
-			if err != nil {
-				return nil, err
-			}
-			d.logger.Warn("repair: a log is missing; moved the logs after the gap aside: their changes are lost", "err", err, "moved_to", dir)
-		}
-		if len(kept) == 0 && base > 0 {
-			st, err := readSnapshot(snapshotPath(d.dir, base))
-			if err != nil {
-				return nil, err
-			}
-			if err := d.renewEpoch(); err != nil {
-				return nil, err
-			}
-			if err := d.createLog(base, uint64(st.lastRevision)); err != nil {
-				return nil, err
-			}
-			d.logger.Warn("repair: the log after the snapshot is missing; started an empty one: the changes it held are lost", "file", logPath(d.dir, base))
-			kept = []uint64{base}
-		}
-		logs = kept
-	}
-	if !hasData || len(logs) == 0 {
-		return logs, nil
-	}
-	newest := logs[len(logs)-1]
-	if df.lastLog > newest {
-		err := fmt.Errorf("%s is missing: this directory has had it (%s says so), and it is the newest log: "+
-			"restore it from a backup", logPath(d.dir, df.lastLog), dataFileName)
-		if !d.opts.Repair {
-			return nil, fmt.Errorf("%w; or start with -repair to go on without it, losing the changes it held", err)
-		}
-		if err := d.renewEpoch(); err != nil {
-			return nil, err
-		}
-		d.logger.Warn("repair: going on without the newest log: the changes it held are lost", "err", err)
-	}
-	if df.closedLog == newest {
-		info, err := os.Stat(logPath(d.dir, newest))
-		if err != nil {
-			return nil, err
-		}
-		if info.Size() < df.closedSize {
-			err := fmt.Errorf("%s is %d bytes, shorter than the %d it had when the service last stopped: it was cut, "+
-				"and the changes at its end are lost; restore it from a backup", logPath(d.dir, newest), info.Size(), df.closedSize)
-			if !d.opts.Repair {
-				return nil, fmt.Errorf("%w; or start with -repair to go on without them", err)
-			}
-			if err := d.renewEpoch(); err != nil {
-				return nil, err
-			}
-			d.logger.Warn("repair: going on with a log that was cut", "err", err)
-		}
-	}
-	return logs, nil
-}
-
-// replay applies the records of log seq, in one pass, and returns the size
-// of its valid part and its format version. An incomplete frame at the very
-// end of the last log is a write a crash tore: it is cut away with a
-// warning. Any other record that does not check out, a torn one in an
-// earlier log included, is damage: refused, naming the file and offset,
-// unless Repair is set; then the log is cut there and what is cut, with
-// every later log, is moved into a repair directory.
-func (d *Durable) replay(seq uint64, last bool, later []uint64) (size int64, version int, err error) {
-	path := logPath(d.dir, seq)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, 0, err
-	}
-	if len(data) < wal.HeaderSize && last {
-		// A crash while the log was being created: start it again.
-		d.logger.Warn("log header torn by a crash; rewriting it", "file", path)
-		if err := os.WriteFile(path, wal.Header(uint64(d.mem.feed.stats().last), d.data.id), fileMode); err != nil {
-			return 0, 0, err
-		}
-		return wal.HeaderSize, wal.Version, wal.SyncFile(path)
-	}
-	before := d.mem.feed.stats().last
-	if h, err := wal.ReadHeader(data); err == nil && h.Version >= 2 && h.DirID != d.data.id && d.dataMissing {
-		return 0, 0, fmt.Errorf("%s carries the directory id %016x, and this directory has no %s (it was lost, or not copied with "+
-			"the logs): refusing to start; put %s back from where the logs came from, or restore the directory with -restore "+
-			"from a backup (GET /backup)", path, h.DirID, dataFileName, dataFileName)
-	}
-	if h, err := wal.ReadHeader(data); err == nil && h.Version >= 2 && h.DirID != d.data.id {
-		return 0, 0, fmt.Errorf("%s belongs to another data directory (its id is %016x, this directory's %016x): it was copied in; "+
-			"refusing to start; restore this directory's own log from a backup", path, h.DirID, d.data.id)
-	}
-	if h, err := wal.ReadHeader(data); err == nil && h.Version >= 2 && h.StartRevision != uint64(before) {
-		return 0, 0, fmt.Errorf("%s follows the state at revision %d, but the state before it is at revision %d: "+
-			"the files come from different histories; refusing to start; restore the directory from a backup", path, h.StartRevision, before)
-	}
-	res, err := wal.Read(data, func(payload []byte) error {
-		c, err := decodeRequest(payload)
-		if err != nil {
-			return errUndecodable{err}
-		}
-		d.apply(c)
-		return nil
-	})
-	var damage *wal.Damage
-	var undecodable errUndecodable
-	switch {
-	case errors.As(err, &undecodable):
-		damage = &wal.Damage{Offset: res.End, Reason: "its payload is not a change: " + undecodable.Error()}
-	case errors.As(err, &damage):
-	case err != nil:
-		return 0, 0, fmt.Errorf("%s: %w", path, err)
-	case res.Torn > 0 && last:
-		d.logger.Warn("truncating a torn write at the end of the log", "file", path, "offset", res.End, "bytes", res.Torn)
-		return res.End, res.Version, wal.Truncate(path, res.End)
-	case res.Torn > 0:
-		damage = &wal.Damage{Offset: res.End, Reason: fmt.Sprintf("an incomplete record of %d bytes, and later logs follow", res.Torn)}
-	default:
-		return res.End, res.Version, nil
-	}
-	if !d.opts.Repair {
-		return 0, 0, fmt.Errorf("%s is damaged at offset %d (%s): refusing to start, to lose no acknowledged change. "+
-			"Restore the directory from a backup, or start with -repair: it cuts the log there and moves the %d bytes after it, "+
-			"and the %d logs after this one, into a repair directory", path, damage.Offset, damage.Reason, int64(len(data))-damage.Offset, len(later))
-	}
-	moved, err := d.repairLog(seq, data, damage.Offset, later)
-	if err != nil {
-		return 0, 0, err
-	}
-	d.logger.Warn("repair: cut the log at a damaged record; what followed is kept in the repair directory",
-		"file", path, "offset", damage.Offset, "reason", damage.Reason, "moved_to", moved)
-	return damage.Offset, res.Version, errLogsRemoved
-}
-
-// errUndecodable marks a record whose checksum is right but whose payload is
-// not a change.
-type errUndecodable struct{ error }
-
-// repairLog cuts log seq at offset, after copying what it cuts, and moving
-// every later log, into a new repair directory, whose path it returns.
-// Nothing is deleted.
-func (d *Durable) repairLog(seq uint64, data []byte, offset int64, later []uint64) (string, error) {
-	dir, err := d.moveToRepair(d.logPaths(later)...)
-	if err != nil {
-		return "", err
-	}
-	tail := filepath.Join(dir, filepath.Base(logPath(d.dir, seq))+fmt.Sprintf(".from-%d", offset))
-	if err := os.WriteFile(tail, data[offset:], fileMode); err != nil {
-		return "", err
-	}
-	if err := errors.Join(wal.SyncFile(tail), wal.SyncDir(dir)); err != nil {
-		return "", err
-	}
-	return dir, wal.Truncate(logPath(d.dir, seq), offset)
-}
-
-// errLogsRemoved is not an error for the caller: replay returns it after a
-// repair moved away the logs that came after the one it cut.
-var errLogsRemoved = errors.New("logs removed")
-
 // apply applies c to memory. Memory gives it its revision, so replaying the
 // log after the same snapshot gives every change the revision it had.
 func (d *Durable) apply(c *request) membership.Result {
@@ -927,10 +545,9 @@ func (d *Durable) commitLoop() {
 	probe := time.NewTicker(probeInterval)
 	defer probe.Stop()
 	for {
-		batch = batch[:0]
 		select {
 		case p := <-d.changes:
-			batch = append(batch, p)
+			batch = d.gather(append(batch[:0], p))
 		case <-probe.C:
 			if d.health.failing.Load() != nil && d.broken == nil {
 				d.probeDisk()
@@ -940,52 +557,69 @@ func (d *Durable) commitLoop() {
 			d.drain()
 			return
 		}
-	gather:
-		for !d.opts.NoGroupCommit && len(batch) < maxBatch {
-			select {
-			case p := <-d.changes:
-				batch = append(batch, p)
-			default:
-				break gather
-			}
-		}
-		buf = buf[:0]
-		n := 0
-		for _, p := range batch {
-			var err error
-			if buf, err = wal.Append(buf, func(b []byte) []byte { return appendLogged(b, p.req) }); err != nil {
-				// Unreachable with the flags run checks; refused, not
-				// written, if it ever comes.
-				d.answer(p, result{err: membership.Errorf(membership.CodeBodyTooLarge,
-					"the change is too large for one log record (%d bytes at most): send it in parts; nothing was changed", wal.MaxPayload)})
-				continue
-			}
-			batch[n] = p
-			n++
-		}
-		batch = batch[:n]
-		if n == 0 {
-			continue
-		}
-		if err := d.write(buf); err != nil {
-			for _, p := range batch {
-				d.answer(p, result{err: err})
-			}
-			continue
-		}
-		for _, p := range batch {
-			d.answer(p, result{res: d.apply(p.req)})
+		buf, batch = d.encode(buf[:0], batch)
+		if len(batch) > 0 {
+			d.commitBatch(buf, batch)
 		}
 		if len(buf) > 1<<20 {
 			buf = nil // one large batch must not keep its buffer for good
 		}
-		if d.logSize >= d.opts.SnapshotBytes && !d.snapping.Load() {
-			// Starting a new log writes and fsyncs too: a stuck disk here
-			// shows as a stuck write.
-			d.health.writeStart.Store(time.Now().UnixNano())
-			d.startSnapshot()
-			d.health.writeStart.Store(0)
+	}
+}
+
+// gather adds to batch the changes waiting, up to maxBatch, without
+// waiting for more.
+func (d *Durable) gather(batch []*pending) []*pending {
+	for !d.opts.NoGroupCommit && len(batch) < maxBatch {
+		select {
+		case p := <-d.changes:
+			batch = append(batch, p)
+		default:
+			return batch
 		}
+	}
+	return batch
+}
+
+// encode appends the log records of batch to buf, and returns them with the
+// changes they hold: a change too large for one record is answered, refused,
+// and dropped from the batch.
+func (d *Durable) encode(buf []byte, batch []*pending) ([]byte, []*pending) {
+	n := 0
+	for _, p := range batch {
+		var err error
+		if buf, err = wal.Append(buf, func(b []byte) []byte { return appendLogged(b, p.req) }); err != nil {
+			// Unreachable with the flags run checks; refused, not
+			// written, if it ever comes.
+			d.answer(p, result{err: membership.Errorf(membership.CodeBodyTooLarge,
+				"the change is too large for one log record (%d bytes at most): send it in parts; nothing was changed", wal.MaxPayload)})
+			continue
+		}
+		batch[n] = p
+		n++
+	}
+	return buf, batch[:n]
+}
+
+// commitBatch writes and fsyncs buf, the records of batch, then applies the
+// changes and answers them, or answers them all with the write's error. It
+// starts a snapshot when the log has grown past SnapshotBytes.
+func (d *Durable) commitBatch(buf []byte, batch []*pending) {
+	if err := d.write(buf); err != nil {
+		for _, p := range batch {
+			d.answer(p, result{err: err})
+		}
+		return
+	}
+	for _, p := range batch {
+		d.answer(p, result{res: d.apply(p.req)})
+	}
+	if d.logSize >= d.opts.SnapshotBytes && !d.snapping.Load() {
+		// Starting a new log writes and fsyncs too: a stuck disk here
+		// shows as a stuck write.
+		d.health.writeStart.Store(time.Now().UnixNano())
+		d.startSnapshot()
+		d.health.writeStart.Store(0)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 
+	"example.com/groupmembership/internal/fileheader"
 	"example.com/groupmembership/internal/wal"
 	"example.com/groupmembership/membership"
 )
@@ -33,10 +34,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //
 // Version 1, still read, has only the nicknames and the groups without their
 // revisions. All integers are unsigned varints, strings a length and bytes.
-const (
-	snapMagic   = "GMSN"
-	snapVersion = 2
-)
+var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 2}
 
 // state is a copy of a Memory's contents, taken for a snapshot.
 type state struct {
@@ -172,10 +170,7 @@ func writeSnapshot(dir, path string, st *state) (err error) {
 // encodeSnapshot writes st to out in the snapshot format: the header, the
 // body as it is encoded (never all of it in memory), and its checksum.
 func encodeSnapshot(out io.Writer, st *state) error {
-	header := make([]byte, 8)
-	copy(header, snapMagic)
-	binary.LittleEndian.PutUint32(header[4:], snapVersion)
-	if _, err := out.Write(header); err != nil {
+	if _, err := out.Write(snapshotKind.Append(nil)); err != nil {
 		return err
 	}
 	crc := crc32.New(castagnoli)
@@ -263,14 +258,14 @@ func readSnapshot(path string) (*state, error) {
 
 // decodeSnapshot decodes the snapshot data, read from path.
 func decodeSnapshot(data []byte, path string) (*state, error) {
-	if len(data) < 12 || string(data[:4]) != snapMagic {
-		return nil, fmt.Errorf("%s: not a membership snapshot", path)
+	v, err := snapshotKind.Read(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	v := binary.LittleEndian.Uint32(data[4:])
-	if v != 1 && v != snapVersion {
-		return nil, fmt.Errorf("%s: snapshot format version %d, this build reads versions 1 and %d", path, v, snapVersion)
+	if len(data) < fileheader.Size+4 {
+		return nil, fmt.Errorf("%s: the snapshot is cut short: it has no checksum", path)
 	}
-	body := data[8 : len(data)-4]
+	body := data[fileheader.Size : len(data)-4]
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
 		return nil, fmt.Errorf("%s: snapshot checksum does not match: the file is damaged", path)
 	}
@@ -292,44 +287,18 @@ func decodeState(r *bytes.Reader, version uint32) (*state, error) {
 			*rev = membership.Revision(n)
 		}
 	}
+	var err error
+	if st.nicknames, err = readNicknames(r); err != nil {
+		return nil, err
+	}
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
 		return nil, err
 	}
-	st.nicknames = make(map[membership.UID]string, min(n, 1<<20))
 	for range n {
-		uid, err := binary.ReadUvarint(r)
+		g, err := readGroup(r, version)
 		if err != nil {
 			return nil, err
-		}
-		if st.nicknames[membership.UID(uid)], err = readString(r); err != nil {
-			return nil, err
-		}
-	}
-	if n, err = binary.ReadUvarint(r); err != nil {
-		return nil, err
-	}
-	for range n {
-		var g groupState
-		if g.id, err = readString(r); err != nil {
-			return nil, err
-		}
-		if version >= 2 {
-			rev, err := binary.ReadUvarint(r)
-			if err != nil {
-				return nil, err
-			}
-			g.revision = membership.Revision(rev)
-		}
-		count, err := binary.ReadUvarint(r)
-		if err != nil {
-			return nil, err
-		}
-		if count > uint64(r.Len()) {
-			return nil, errors.New("member count larger than the file")
-		}
-		if g.uids, err = readAscendingUIDs(r, count); err != nil {
-			return nil, fmt.Errorf("group %q: %w", g.id, err)
 		}
 		st.groups = append(st.groups, g)
 	}
@@ -342,6 +311,53 @@ func decodeState(r *bytes.Reader, version uint32) (*state, error) {
 		return nil, errors.New("trailing bytes after the groups")
 	}
 	return st, nil
+}
+
+// readNicknames reads the nicknames' count, then each uid and nickname.
+func readNicknames(r *bytes.Reader) (map[membership.UID]string, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	nicknames := make(map[membership.UID]string, min(n, 1<<20))
+	for range n {
+		uid, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, err
+		}
+		if nicknames[membership.UID(uid)], err = readString(r); err != nil {
+			return nil, err
+		}
+	}
+	return nicknames, nil
+}
+
+// readGroup reads one group: its id, its revision (from version 2), its
+// member count and its members' uids.
+func readGroup(r *bytes.Reader, version uint32) (groupState, error) {
+	var g groupState
+	var err error
+	if g.id, err = readString(r); err != nil {
+		return g, err
+	}
+	if version >= 2 {
+		rev, err := binary.ReadUvarint(r)
+		if err != nil {
+			return g, err
+		}
+		g.revision = membership.Revision(rev)
+	}
+	count, err := binary.ReadUvarint(r)
+	if err != nil {
+		return g, err
+	}
+	if count > uint64(r.Len()) {
+		return g, errors.New("member count larger than the file")
+	}
+	if g.uids, err = readAscendingUIDs(r, count); err != nil {
+		return g, fmt.Errorf("group %q: %w", g.id, err)
+	}
+	return g, nil
 }
 
 // readAscendingUIDs reads count uids written as differences.

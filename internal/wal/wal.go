@@ -35,15 +35,19 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+
+	"example.com/groupmembership/internal/fileheader"
 )
 
 // The header.
 const (
 	Magic      = "GMWL"
 	Version    = 2
-	HeaderSize = 24 // of the current version
-	headerV1   = 8
+	HeaderSize = fileheader.Size + 16 // of the current version
 )
+
+// kind is the log's kind of file, for its header's first 8 bytes.
+var kind = fileheader.Kind{Magic: Magic, Name: "log", Version: Version}
 
 // MaxPayload bounds a record's payload: a writer refuses a larger one, so
 // that every record written can be read back, and a reader takes a larger
@@ -61,12 +65,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Header returns the header of a new log of the directory dirID that
 // follows the state at startRevision.
 func Header(startRevision, dirID uint64) []byte {
-	h := make([]byte, HeaderSize)
-	copy(h, Magic)
-	binary.LittleEndian.PutUint32(h[4:], Version)
-	binary.LittleEndian.PutUint64(h[8:], startRevision)
-	binary.LittleEndian.PutUint64(h[16:], dirID)
-	return h
+	h := kind.Append(make([]byte, 0, HeaderSize))
+	h = binary.LittleEndian.AppendUint64(h, startRevision)
+	return binary.LittleEndian.AppendUint64(h, dirID)
 }
 
 // LogHeader is what a log's header says.
@@ -81,20 +82,17 @@ type LogHeader struct {
 
 // ReadHeader reads the header of the log that b starts with.
 func ReadHeader(b []byte) (LogHeader, error) {
-	if len(b) < headerV1 || string(b[:4]) != Magic {
-		return LogHeader{}, errors.New("not a membership log: bad magic word")
+	v, err := kind.Read(b)
+	switch {
+	case err != nil:
+		return LogHeader{}, err
+	case v == 1:
+		return LogHeader{Version: 1, Size: fileheader.Size}, nil
+	case len(b) < HeaderSize:
+		return LogHeader{}, errors.New("the log's header is cut short")
 	}
-	switch v := binary.LittleEndian.Uint32(b[4:]); v {
-	case 1:
-		return LogHeader{Version: 1, Size: headerV1}, nil
-	case Version:
-		if len(b) < HeaderSize {
-			return LogHeader{}, errors.New("the log's header is cut short")
-		}
-		return LogHeader{Version: Version, StartRevision: binary.LittleEndian.Uint64(b[8:]), DirID: binary.LittleEndian.Uint64(b[16:]), Size: HeaderSize}, nil
-	default:
-		return LogHeader{}, fmt.Errorf("log format version %d, this build reads versions 1 and %d", v, Version)
-	}
+	f := b[fileheader.Size:]
+	return LogHeader{Version: Version, StartRevision: binary.LittleEndian.Uint64(f), DirID: binary.LittleEndian.Uint64(f[8:]), Size: HeaderSize}, nil
 }
 
 // ErrTooLarge is returned by Append for a payload over MaxPayload.
