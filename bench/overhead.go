@@ -19,21 +19,7 @@ func runOverhead(opts options, luaPath, tmp string) error {
 	if err != nil {
 		return err
 	}
-	type config struct {
-		name, bin, args string
-	}
-	var configs []config
-	for _, log := range []string{"", " -access-log=false"} {
-		label := "log on"
-		if log != "" {
-			label = "log off"
-		}
-		configs = append(configs,
-			config{"before, " + label, opts.baseline, log},
-			config{"now, " + label, bin, log},
-			config{"now -metrics=false, " + label, bin, " -metrics=false" + log},
-		)
-	}
+	configs := overheadConfigs(opts.baseline, bin)
 	urls := map[string]string{}
 	rng := rand.New(rand.NewPCG(1, 2))
 	list10 := randomUIDs(rng, 10)
@@ -52,8 +38,7 @@ func runOverhead(opts options, luaPath, tmp string) error {
 		opts.rounds, opts.duration, opts.connections, opts.threads, numCPU())
 	fmt.Printf("before: %s\n", opts.baseline)
 
-	type scenario struct{ op, path, script string }
-	scenarios := []scenario{{"POST 3", "", luaPath}, {"GET 10", "/group-user/list10", ""}}
+	scenarios := []overheadScenario{{"POST 3", "", luaPath}, {"GET 10", "/group-user/list10", ""}}
 	results := map[string][]result{}
 	for round := 1; round <= opts.rounds; round++ {
 		for _, s := range scenarios {
@@ -71,6 +56,41 @@ func runOverhead(opts options, luaPath, tmp string) error {
 			}
 		}
 	}
+	printOverhead(results, scenarios)
+	return nil
+}
+
+// overheadConfig is a service the overhead bench runs: a build and its flags.
+type overheadConfig struct {
+	name, bin, args string
+}
+
+// overheadScenario is a request the overhead bench measures: a path to GET,
+// or a wrk script.
+type overheadScenario struct{ op, path, script string }
+
+// overheadConfigs returns the services to compare: the baseline build,
+// this one, and this one without metrics, each with the access log on and
+// off.
+func overheadConfigs(baseline, bin string) []overheadConfig {
+	var configs []overheadConfig
+	for _, log := range []string{"", " -access-log=false"} {
+		label := "log on"
+		if log != "" {
+			label = "log off"
+		}
+		configs = append(configs,
+			overheadConfig{"before, " + label, baseline, log},
+			overheadConfig{"now, " + label, bin, log},
+			overheadConfig{"now -metrics=false, " + label, bin, " -metrics=false" + log},
+		)
+	}
+	return configs
+}
+
+// printOverhead prints the median of each scenario and service, and its
+// ratio to the baseline's with the log the same.
+func printOverhead(results map[string][]result, scenarios []overheadScenario) {
 	fmt.Printf("\n%-40s %12s   %s\n", "operation, service", "req/s", "ratio to before (medians of this run)")
 	for _, s := range scenarios {
 		for _, log := range []string{"log on", "log off"} {
@@ -82,5 +102,4 @@ func runOverhead(opts options, luaPath, tmp string) error {
 			}
 		}
 	}
-	return nil
 }

@@ -250,19 +250,28 @@ func parseChangeJSON(body string) (users, uid string, err error) {
 	if string(req.Users) != "null" {
 		users = string(req.Users)
 	}
-	switch u := string(req.UID); {
+	uid, err = uidText(req.UID)
+	return users, uid, err
+}
+
+// uidText returns the text of the JSON value raw as a uid field's, for
+// ParseUID: a string's contents, a number's digits, "" when absent or null.
+func uidText(raw json.RawMessage) (string, error) {
+	switch u := string(raw); {
 	case u == "" || u == "null":
+		return "", nil
 	case strings.HasPrefix(u, `"`):
-		if err := json.Unmarshal(req.UID, &uid); err != nil {
-			return "", "", membership.Errorf(membership.CodeInvalidBody, "the uid is not a valid JSON string")
+		var uid string
+		if err := json.Unmarshal(raw, &uid); err != nil {
+			return "", membership.Errorf(membership.CodeInvalidBody, "the uid is not a valid JSON string")
 		}
 		if uid == "" {
 			uid = `""` // an empty string is given, not absent: ParseUID rejects it
 		}
+		return uid, nil
 	default:
-		uid = u
+		return u, nil
 	}
-	return users, uid, nil
 }
 
 // unescapeForm decodes one form-encoded key or value, without allocating

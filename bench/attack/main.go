@@ -128,32 +128,7 @@ func run(only, bin string, head bool, budget time.Duration) (code int) {
 	}
 	h.bin = bin
 
-	var rows []*row
-	for i, a := range selected {
-		r := newRow(a.name)
-		rows = append(rows, r)
-		h.reserve = 0
-		for _, later := range selected[i+1:] {
-			h.reserve += later.nominal
-		}
-		if time.Until(h.deadline) < a.nominal/2 {
-			r.skipped = "not run: the time budget is spent"
-			h.logf("%s: %s", a.name, r.skipped)
-			continue
-		}
-		h.logf("%s: start", a.name)
-		start := time.Now()
-		err := a.run(ctx, h, r)
-		r.took = time.Since(start)
-		var skip errSkip
-		switch {
-		case errors.As(err, &skip):
-			r.skipped = "skipped: " + string(skip)
-		case err != nil:
-			r.err = err
-		}
-		h.logf("%s: done in %s", a.name, fmtDur(r.took))
-	}
+	rows := runAttacks(ctx, h, selected)
 	report(os.Stdout, rows, time.Since(h.start))
 	for _, r := range rows {
 		if !r.met() {
@@ -278,6 +253,14 @@ func firstLines(s string, n int) string {
 
 // report prints the table, the figures behind each row, and the bounds.
 func report(out *os.File, rows []*row, took time.Duration) {
+	reportTable(out, rows, took)
+	reportFigures(out, rows)
+	reportBounds(out, rows)
+}
+
+// reportTable prints a line per attack: memory, goroutines, the probe's
+// latency, and how many bounds it met.
+func reportTable(out *os.File, rows []*row, took time.Duration) {
 	fmt.Fprintf(out, "\n== attack results (run took %s) ==\n\n", fmtDur(took))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "attack\tbase RSS\tpeak growth\tgoroutines before/peak/after\tprobe p50\tprobe p99\tbounds met\t")
@@ -301,7 +284,11 @@ func report(out *os.File, rows []*row, took time.Duration) {
 			fmtCount(r.gBefore), fmtCount(r.gPeak), fmtCount(r.gAfter), p50, p99, metCount(r))
 	}
 	tw.Flush()
+}
 
+// reportFigures prints, for each attack, what it measured and why it failed
+// or was skipped.
+func reportFigures(out *os.File, rows []*row) {
 	fmt.Fprintln(out, "\nfigures:")
 	for _, r := range rows {
 		fmt.Fprintf(out, "  %s (%s):\n", r.name, fmtDur(r.took))
@@ -315,7 +302,10 @@ func report(out *os.File, rows []*row, took time.Duration) {
 			fmt.Fprintf(out, "    %s\n", n)
 		}
 	}
+}
 
+// reportBounds prints each bound, met or NOT MET, and the count missed.
+func reportBounds(out *os.File, rows []*row) {
 	fmt.Fprintln(out, "\nbounds:")
 	missed := 0
 	for _, r := range rows {
@@ -362,4 +352,36 @@ func fmtCount(n int) string {
 		return "-"
 	}
 	return fmt.Sprint(n)
+}
+
+// runAttacks runs the selected attacks in turn, each with the time the later
+// ones need held back, and returns a row for each.
+func runAttacks(ctx context.Context, h *harness, selected []attackSpec) []*row {
+	var rows []*row
+	for i, a := range selected {
+		r := newRow(a.name)
+		rows = append(rows, r)
+		h.reserve = 0
+		for _, later := range selected[i+1:] {
+			h.reserve += later.nominal
+		}
+		if time.Until(h.deadline) < a.nominal/2 {
+			r.skipped = "not run: the time budget is spent"
+			h.logf("%s: %s", a.name, r.skipped)
+			continue
+		}
+		h.logf("%s: start", a.name)
+		start := time.Now()
+		err := a.run(ctx, h, r)
+		r.took = time.Since(start)
+		var skip errSkip
+		switch {
+		case errors.As(err, &skip):
+			r.skipped = "skipped: " + string(skip)
+		case err != nil:
+			r.err = err
+		}
+		h.logf("%s: done in %s", a.name, fmtDur(r.took))
+	}
+	return rows
 }

@@ -519,14 +519,14 @@ type Store interface {
 func openStore(cfg Config, logger *slog.Logger) (Store, error) {
 	if cfg.dataDir == "" {
 		logger.Info("keeping data in memory only: it is lost when the process exits (see -data-dir)")
-		return store.NewMemoryWith(store.MemoryOptions{ChangesKeep: changesKeep(cfg), ChangesKeepBytes: cfg.changesKeepBytes}), nil
+		return store.NewMemoryWith(store.MemoryOptions{ChangesKeep: cfg.changesKeep, ChangesKeepBytes: cfg.changesKeepBytes}), nil
 	}
 	start := time.Now()
 	d, err := store.OpenDurable(cfg.dataDir, store.DurableOptions{
 		SnapshotBytes:    cfg.snapshotSize,
 		Repair:           cfg.repair,
 		Logger:           logger,
-		ChangesKeep:      changesKeep(cfg),
+		ChangesKeep:      cfg.changesKeep,
 		ChangesKeepBytes: cfg.changesKeepBytes,
 		CommitTimeout:    cfg.commitTimeout,
 		QueueBytes:       cfg.commitQueueBytes,
@@ -536,15 +536,6 @@ func openStore(cfg Config, logger *slog.Logger) (Store, error) {
 	}
 	logger.Info("opened the data directory", "dir", cfg.dataDir, "took", time.Since(start))
 	return d, nil
-}
-
-// changesKeep translates -changes-keep for the stores, where 0 means the
-// default and a negative number none.
-func changesKeep(cfg Config) int {
-	if cfg.changesKeep == 0 {
-		return -1
-	}
-	return cfg.changesKeep
 }
 
 func newLogger(format string, w io.Writer) *slog.Logger {

@@ -35,7 +35,7 @@ func TestBackupUnderConcurrentWritesRestoresItsRevision(t *testing.T) {
 			membership.Store
 			Backup() *Backup
 		} {
-			d := openTestDurable(t, t.TempDir(), DurableOptions{SnapshotBytes: 4096})
+			d := openTestDurable(t, t.TempDir(), DurableOptions{ChangesKeep: keepAll, SnapshotBytes: 4096})
 			t.Cleanup(func() { d.Close() })
 			return d
 		},
@@ -112,7 +112,7 @@ func TestBackupUnderConcurrentWritesRestoresItsRevision(t *testing.T) {
 			rev, err := Restore(path, dir)
 			require.NoError(t, err)
 			assert.Equal(t, backup.Revision(), rev)
-			d := openTestDurable(t, dir, DurableOptions{})
+			d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 			defer d.Close()
 			for _, group := range append(groups, "after") {
 				got, _ := listAll(t, d, group)

@@ -90,7 +90,7 @@ func TestFeedChangesHoldOnlyWhatTheyAltered(t *testing.T) {
 // follower never loses the change it is waiting for.
 func TestFeedKeepsTheNewestChangeOverTheBound(t *testing.T) {
 	ctx := context.Background()
-	m := NewMemoryWith(MemoryOptions{ChangesKeepBytes: 1000})
+	m := NewMemoryWith(MemoryOptions{ChangesKeep: keepAll, ChangesKeepBytes: 1000})
 	_, err := m.AddMembers(ctx, "g", uidRange(1, 10))
 	require.NoError(t, err)
 	_, err = m.AddMembers(ctx, "g", uidRange(100, 1000))

@@ -53,7 +53,7 @@ type DurableOptions struct {
 	// Nil discards them.
 	Logger *slog.Logger
 	// ChangesKeep is how many of the latest changes the change feed keeps,
-	// as in MemoryOptions. The feed's kept changes are in the snapshots, so
+	// as in MemoryOptions: 0 keeps none. The feed's kept changes are in the snapshots, so
 	// it continues across restarts.
 	ChangesKeep int
 	// ChangesKeepBytes bounds the memory of the kept changes, as in

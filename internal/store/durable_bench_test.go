@@ -22,7 +22,7 @@ func BenchmarkDurableAdd(b *testing.B) {
 				name = "group-commit"
 			}
 			b.Run(name+"/clients="+strconv.Itoa(clients), func(b *testing.B) {
-				d, err := OpenDurable(b.TempDir(), DurableOptions{NoGroupCommit: !groupCommit})
+				d, err := OpenDurable(b.TempDir(), DurableOptions{ChangesKeep: keepAll, NoGroupCommit: !groupCommit})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -62,7 +62,7 @@ func BenchmarkDurableRestart(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
-			d, err := OpenDurable(dir, DurableOptions{SnapshotBytes: snapshotBytes})
+			d, err := OpenDurable(dir, DurableOptions{ChangesKeep: keepAll, SnapshotBytes: snapshotBytes})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func BenchmarkDurableRestart(b *testing.B) {
 			if err := d.Close(); err != nil {
 				b.Fatal(err)
 			}
-			benchOpen(b, dir, DurableOptions{SnapshotBytes: snapshotBytes})
+			benchOpen(b, dir, DurableOptions{ChangesKeep: keepAll, SnapshotBytes: snapshotBytes})
 		})
 	}
 }
@@ -92,7 +92,7 @@ func BenchmarkDurableRestartAfterRewrites(b *testing.B) {
 	for _, rewrites := range []int{0, 100_000, 1_000_000} {
 		b.Run("rewrites="+strconv.Itoa(rewrites), func(b *testing.B) {
 			dir := b.TempDir()
-			opts := DurableOptions{SnapshotBytes: 1 << 20}
+			opts := DurableOptions{ChangesKeep: keepAll, SnapshotBytes: 1 << 20}
 			d, err := OpenDurable(dir, opts)
 			if err != nil {
 				b.Fatal(err)

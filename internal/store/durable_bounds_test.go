@@ -57,7 +57,7 @@ func openStuckDurable(t *testing.T, opts DurableOptions) (d *Durable, syncing <-
 // moves again, the change is applied and the store is writable.
 func TestDurableCommitHasADeadline(t *testing.T) {
 	ctx := context.Background()
-	d, syncing, release := openStuckDurable(t, DurableOptions{CommitTimeout: 20 * time.Millisecond})
+	d, syncing, release := openStuckDurable(t, DurableOptions{ChangesKeep: keepAll, CommitTimeout: 20 * time.Millisecond})
 	require.NoError(t, d.Writable())
 
 	_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
@@ -91,7 +91,7 @@ func TestDurableCommitHasADeadline(t *testing.T) {
 func TestDurableQueueIsBounded(t *testing.T) {
 	ctx := context.Background()
 	one := (&request{groupID: "g", users: []membership.User{{UID: 1}}}).cost()
-	d, syncing, release := openStuckDurable(t, DurableOptions{CommitTimeout: time.Hour, QueueBytes: 3 * one})
+	d, syncing, release := openStuckDurable(t, DurableOptions{ChangesKeep: keepAll, CommitTimeout: time.Hour, QueueBytes: 3 * one})
 
 	type answer struct {
 		res membership.Result
@@ -132,7 +132,7 @@ func TestDurableQueueIsBounded(t *testing.T) {
 // A change larger than the whole queue is taken when nothing else waits, so
 // that the bound never refuses every change of the largest size.
 func TestDurableQueueTakesALargeChangeAlone(t *testing.T) {
-	d := openTestDurable(t, t.TempDir(), DurableOptions{QueueBytes: 1})
+	d := openTestDurable(t, t.TempDir(), DurableOptions{ChangesKeep: keepAll, QueueBytes: 1})
 	defer d.Close()
 	n, err := count(d.AddMembers(context.Background(), "g", uidRange(1, 100)))
 	require.NoError(t, err)
@@ -141,7 +141,7 @@ func TestDurableQueueTakesALargeChangeAlone(t *testing.T) {
 
 // Close does not hang on a stuck disk: it gives up after the commit timeout.
 func TestDurableCloseGivesUpOnAStuckDisk(t *testing.T) {
-	d, syncing, _ := openStuckDurable(t, DurableOptions{CommitTimeout: 20 * time.Millisecond})
+	d, syncing, _ := openStuckDurable(t, DurableOptions{ChangesKeep: keepAll, CommitTimeout: 20 * time.Millisecond})
 	go func() { _, _ = d.AddMembers(context.Background(), "g", []membership.User{{UID: 1}}) }()
 	<-syncing
 	err := d.Close()
@@ -201,10 +201,10 @@ func TestDurableWritableSaysWhy(t *testing.T) {
 // locked (issue 11, item 6).
 func TestDurableLockHoldsWhenLOCKIsDeleted(t *testing.T) {
 	dir := t.TempDir()
-	d := openTestDurable(t, dir, DurableOptions{})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	defer d.Close()
 	require.NoError(t, os.Remove(filepath.Join(dir, "LOCK")))
-	_, err := OpenDurable(dir, DurableOptions{})
+	_, err := OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "in use by another process")
 }
@@ -214,7 +214,7 @@ func TestDurableLockHoldsWhenLOCKIsDeleted(t *testing.T) {
 func TestDurableFilesArePrivate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	require.NoError(t, os.Mkdir(dir, 0o755))
-	d := openTestDurable(t, dir, DurableOptions{SnapshotBytes: 1})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, SnapshotBytes: 1})
 	for uid := range membership.UID(3) {
 		_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: uid + 1}})
 		require.NoError(t, err)
@@ -262,7 +262,7 @@ func TestDurableNoticesItsLogRemovedOrReplaced(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			d := openTestDurable(t, dir, DurableOptions{})
+			d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 			_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
 			require.NoError(t, err)
 			require.NoError(t, tt.do(newestLog(t, dir)))
@@ -286,7 +286,7 @@ func TestDurableRefusesADamagedLastRecord(t *testing.T) {
 	data[len(data)-1] ^= 0x01 // the last byte of the last record's payload
 	require.NoError(t, os.WriteFile(path, data, 0o600))
 
-	_, err := OpenDurable(dir, DurableOptions{})
+	_, err := OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), filepath.Base(path))
 	assert.Contains(t, err.Error(), "-repair")
@@ -294,7 +294,7 @@ func TestDurableRefusesADamagedLastRecord(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, data, after, "a refused start changes no file")
 
-	d := openTestDurable(t, dir, DurableOptions{Repair: true})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, Repair: true})
 	defer d.Close()
 	got, _ := listAll(t, d, "g")
 	assert.Len(t, got, 2, "the repair keeps the two records before it")
@@ -320,7 +320,7 @@ func TestDurableReadsAVersion1Log(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(logPath(dir, 1), v1, 0o600))
 
-	d := openTestDurable(t, dir, DurableOptions{})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 3}})
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
@@ -328,7 +328,7 @@ func TestDurableReadsAVersion1Log(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, v1, old, "the old log is left as it was")
 
-	d = openTestDurable(t, dir, DurableOptions{})
+	d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	defer d.Close()
 	got, _ := listAll(t, d, "g")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}, {UID: 3}}, got)

@@ -20,6 +20,9 @@ import (
 	"example.com/groupmembership/membership"
 )
 
+// keepAll is the feed's default size, for tests that read the feed.
+const keepAll = membership.DefaultChangesKeep
+
 func openTestDurable(t *testing.T, dir string, opts DurableOptions) *Durable {
 	t.Helper()
 	d, err := OpenDurable(dir, opts)
@@ -29,7 +32,7 @@ func openTestDurable(t *testing.T, dir string, opts DurableOptions) *Durable {
 
 func TestDurableContract(t *testing.T) {
 	testStoreContract(t, func() membership.Store {
-		d := openTestDurable(t, t.TempDir(), DurableOptions{})
+		d := openTestDurable(t, t.TempDir(), DurableOptions{ChangesKeep: keepAll})
 		t.Cleanup(func() { _ = d.Close() })
 		return d
 	})
@@ -49,7 +52,7 @@ func dump(t *testing.T, s membership.Store, groups ...string) map[string][]membe
 func TestDurableKeepsEverythingAcrossReopen(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	d := openTestDurable(t, dir, DurableOptions{})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	_, err := d.AddMembers(ctx, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}, {UID: 3}})
 	require.NoError(t, err)
 	_, err = d.AddMembers(ctx, "team/b", []membership.User{{UID: 9223372036854775807}, {UID: 2, Nickname: "Bo", HasNickname: true}})
@@ -60,7 +63,7 @@ func TestDurableKeepsEverythingAcrossReopen(t *testing.T) {
 	want := dump(t, d, "a", "team/b", "gone")
 	require.NoError(t, d.Close())
 
-	d = openTestDurable(t, dir, DurableOptions{})
+	d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	defer d.Close()
 	assert.Equal(t, want, dump(t, d, "a", "team/b", "gone"))
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}, {UID: 2, Nickname: "Bo"}}, want["a"])
@@ -101,7 +104,7 @@ func TestDurableSnapshotsAndCompacts(t *testing.T) {
 	assert.LessOrEqual(t, len(entries), 7, "LOCK, DATA, two snapshots and at most three logs: %v", names)
 	assert.Less(t, total, int64(32<<10), "the directory holds the state, not its history: %v", names)
 
-	d = openTestDurable(t, dir, DurableOptions{})
+	d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	defer d.Close()
 	assert.Equal(t, want, dump(t, d, "g"))
 }
@@ -116,7 +119,7 @@ func newestLog(t *testing.T, dir string) string {
 
 func fillThree(t *testing.T, dir string) map[string][]membership.Member {
 	t.Helper()
-	d := openTestDurable(t, dir, DurableOptions{})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	for i := 1; i <= 3; i++ {
 		_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: membership.UID(i)}})
 		require.NoError(t, err)
@@ -137,7 +140,7 @@ func TestDurableTruncatesATornTail(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, append(bytes.Clone(before), 0x40, 0, 0, 0, 1, 2, 3, 4, 9, 9), 0o644))
 
 	logs := &bytes.Buffer{}
-	d := openTestDurable(t, dir, DurableOptions{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	assert.Equal(t, want, dump(t, d, "g"))
 	assert.Contains(t, logs.String(), "truncating a torn write")
 	assert.Contains(t, logs.String(), filepath.Base(path))
@@ -149,7 +152,7 @@ func TestDurableTruncatesATornTail(t *testing.T) {
 	_, err = d.AddMembers(context.Background(), "g", []membership.User{{UID: 4}})
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
-	d = openTestDurable(t, dir, DurableOptions{})
+	d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	defer d.Close()
 	got, _ := listAll(t, d, "g")
 	assert.Len(t, got, 4, "writes after the truncation are kept")
@@ -173,7 +176,7 @@ func TestDurableRefusesCorruptionInTheMiddle(t *testing.T) {
 	data[wal.HeaderSize+12+1] ^= 0xff // 12: a record's frame header
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 
-	_, err := OpenDurable(dir, DurableOptions{})
+	_, err := OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), filepath.Base(path))
 	assert.Contains(t, err.Error(), fmt.Sprintf("offset %d", wal.HeaderSize))
@@ -181,7 +184,7 @@ func TestDurableRefusesCorruptionInTheMiddle(t *testing.T) {
 	assert.Contains(t, err.Error(), "-repair")
 
 	logs := &bytes.Buffer{}
-	d := openTestDurable(t, dir, DurableOptions{Repair: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, Repair: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	defer d.Close()
 	assert.Contains(t, logs.String(), "repair: cut the log")
 	got, _ := listAll(t, d, "g")
@@ -196,12 +199,12 @@ func TestDurableRefusesCorruptionInTheMiddle(t *testing.T) {
 
 func TestDurableRefusesASecondOpener(t *testing.T) {
 	dir := t.TempDir()
-	d := openTestDurable(t, dir, DurableOptions{})
-	_, err := OpenDurable(dir, DurableOptions{})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
+	_, err := OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "in use by another process")
 	require.NoError(t, d.Close())
-	d = openTestDurable(t, dir, DurableOptions{})
+	d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	assert.NoError(t, d.Close(), "the directory is free again after Close")
 }
 
@@ -209,7 +212,7 @@ func TestDurableRefusesAnUnknownLogVersion(t *testing.T) {
 	dir, path, data := threeRecordLog(t)
 	data[4] = 99
 	require.NoError(t, os.WriteFile(path, data, 0o644))
-	_, err := OpenDurable(dir, DurableOptions{})
+	_, err := OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "log format version 99")
 }
@@ -313,7 +316,7 @@ func TestDurableRefusesChangesItCannotWrite(t *testing.T) {
 			want := dump(t, d, "g")
 			require.NoError(t, d.Close())
 
-			d = openTestDurable(t, dir, DurableOptions{})
+			d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 			defer d.Close()
 			assert.Equal(t, want, dump(t, d, "g"), "the refused changes are not replayed")
 			if !tt.stays {
@@ -341,7 +344,7 @@ func TestDurableStopsWhenAFailedWriteCannotBeUndone(t *testing.T) {
 func TestDurableConcurrentWritersSurviveReopen(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	d := openTestDurable(t, dir, DurableOptions{SnapshotBytes: 32 << 10})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, SnapshotBytes: 32 << 10})
 	var wg sync.WaitGroup
 	for w := range 16 {
 		wg.Add(1)
@@ -371,7 +374,7 @@ func TestDurableConcurrentWritersSurviveReopen(t *testing.T) {
 	}
 	assert.Equal(t, 16*150, total)
 	require.NoError(t, d.Close())
-	d = openTestDurable(t, dir, DurableOptions{})
+	d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	defer d.Close()
 	assert.Equal(t, want, dump(t, d, groups...))
 }
@@ -379,7 +382,7 @@ func TestDurableConcurrentWritersSurviveReopen(t *testing.T) {
 func TestDurableSkipsChangesThatChangeNothing(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	d := openTestDurable(t, dir, DurableOptions{})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	defer d.Close()
 	_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "A", HasNickname: true}})
 	require.NoError(t, err)
@@ -397,7 +400,7 @@ func TestDurableSkipsChangesThatChangeNothing(t *testing.T) {
 }
 
 func TestDurableRefusesChangesAfterClose(t *testing.T) {
-	d := openTestDurable(t, t.TempDir(), DurableOptions{})
+	d := openTestDurable(t, t.TempDir(), DurableOptions{ChangesKeep: keepAll})
 	require.NoError(t, d.Close())
 	require.NoError(t, d.Close(), "closing twice is harmless")
 	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 1}})
@@ -406,7 +409,7 @@ func TestDurableRefusesChangesAfterClose(t *testing.T) {
 
 func TestDurableCloseWhileWriting(t *testing.T) {
 	// Every change either lands or is refused; none is left waiting.
-	d := openTestDurable(t, t.TempDir(), DurableOptions{})
+	d := openTestDurable(t, t.TempDir(), DurableOptions{ChangesKeep: keepAll})
 	var wg sync.WaitGroup
 	for w := range 20 {
 		wg.Add(1)

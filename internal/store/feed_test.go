@@ -40,7 +40,7 @@ func allChanges(t *testing.T, s membership.Store, after membership.Revision) []m
 }
 
 // testRevisionsAndFeed checks revisions and the change feed; newStore(keep)
-// returns an empty store whose feed keeps keep changes (0: the default).
+// returns an empty store whose feed keeps keep changes.
 func testRevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store) {
 	ctx := context.Background()
 	nick := func(uid membership.UID, n string) membership.User {
@@ -48,7 +48,7 @@ func testRevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store
 	}
 
 	t.Run("one revision per change that alters the store, none for the rest", func(t *testing.T) {
-		s := newStore(0)
+		s := newStore(keepAll)
 		steps := []struct {
 			name    string
 			do      func() (membership.Result, error)
@@ -110,7 +110,7 @@ func testRevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store
 	})
 
 	t.Run("a group's revision is its last change's", func(t *testing.T) {
-		s := newStore(0)
+		s := newStore(keepAll)
 		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1}})
 		require.NoError(t, err)
 		_, err = s.AddMembers(ctx, "b", []membership.User{{UID: 2}})
@@ -125,7 +125,7 @@ func testRevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store
 	})
 
 	t.Run("after and limit page through the feed", func(t *testing.T) {
-		s := newStore(0)
+		s := newStore(keepAll)
 		for uid := range membership.UID(5) {
 			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
 			require.NoError(t, err)
@@ -160,14 +160,14 @@ func testRevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store
 	})
 
 	t.Run("a revision beyond the latest is gone: another history", func(t *testing.T) {
-		s := newStore(0)
+		s := newStore(keepAll)
 		_, _, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
 		assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err))
 		assert.Contains(t, err.Error(), "beyond the latest")
 	})
 
 	t.Run("a feed that keeps nothing still counts", func(t *testing.T) {
-		s := newStore(-1)
+		s := newStore(0)
 		res, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1}})
 		require.NoError(t, err)
 		assert.Equal(t, membership.Revision(1), res.Revision)
@@ -182,7 +182,7 @@ func testRevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store
 	})
 
 	t.Run("a wait ends at the first change after it", func(t *testing.T) {
-		s := newStore(0)
+		s := newStore(keepAll)
 		got := make(chan []membership.Change)
 		go func() {
 			changes, _, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Wait: true})
@@ -202,7 +202,7 @@ func testRevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store
 	})
 
 	t.Run("a wait ends empty with its context", func(t *testing.T) {
-		s := newStore(0)
+		s := newStore(keepAll)
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 		defer cancel()
 		changes, latest, err := s.Changes(wctx, membership.ChangeOptions{Wait: true})
@@ -212,7 +212,7 @@ func testRevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store
 	})
 
 	t.Run("concurrent writers: a follower sees every change once, in order", func(t *testing.T) {
-		s := newStore(0)
+		s := newStore(keepAll)
 		const writers, perWriter = 8, 150
 		var wg sync.WaitGroup
 		results := make(chan membership.Result, writers*perWriter)
@@ -305,15 +305,15 @@ func testRevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store
 	})
 
 	t.Run("followers that start from listed states reproduce every list", func(t *testing.T) {
-		testFollowersReproduceEveryList(t, newStore(0))
+		testFollowersReproduceEveryList(t, newStore(keepAll))
 	})
 
 	t.Run("no group's revision is older than a nickname change the feed shows", func(t *testing.T) {
-		testNicknameRevisionsAreNeverBehindTheFeed(t, newStore(0))
+		testNicknameRevisionsAreNeverBehindTheFeed(t, newStore(keepAll))
 	})
 
 	t.Run("a follower knows every nickname it lists", func(t *testing.T) {
-		testFollowerScenarios(t, func() membership.Store { return newStore(0) })
+		testFollowerScenarios(t, func() membership.Store { return newStore(keepAll) })
 	})
 }
 
@@ -352,7 +352,7 @@ func TestDurableFeedContinuesAcrossRestarts(t *testing.T) {
 
 func TestDurableStats(t *testing.T) {
 	ctx := context.Background()
-	d := openTestDurable(t, t.TempDir(), DurableOptions{SnapshotBytes: 1})
+	d := openTestDurable(t, t.TempDir(), DurableOptions{ChangesKeep: keepAll, SnapshotBytes: 1})
 	for uid := range membership.UID(3) {
 		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
 		require.NoError(t, err)

@@ -97,8 +97,9 @@ var _ membership.Store = (*Memory)(nil)
 type MemoryOptions struct {
 	// Shards is the number of shards; DefaultShards when <= 0.
 	Shards int
-	// ChangesKeep is how many of the latest changes the change feed keeps:
-	// membership.DefaultChangesKeep when 0, none when negative.
+	// ChangesKeep is how many of the latest changes the change feed keeps;
+	// 0 keeps none (revisions still count), as -changes-keep 0 does.
+	// NewMemory keeps membership.DefaultChangesKeep.
 	ChangesKeep int
 	// ChangesKeepBytes bounds the memory of the changes the feed keeps:
 	// DefaultChangesKeepBytes when <= 0.
@@ -110,12 +111,12 @@ type MemoryOptions struct {
 
 // NewMemory returns an empty Memory store with the default options.
 func NewMemory() *Memory {
-	return NewMemoryWith(MemoryOptions{})
+	return NewMemoryWith(MemoryOptions{ChangesKeep: membership.DefaultChangesKeep})
 }
 
 // NewMemoryShards returns an empty Memory store with n shards (at least 1).
 func NewMemoryShards(n int) *Memory {
-	return NewMemoryWith(MemoryOptions{Shards: max(n, 1)})
+	return NewMemoryWith(MemoryOptions{Shards: max(n, 1), ChangesKeep: membership.DefaultChangesKeep})
 }
 
 // NewMemoryWith returns an empty Memory store configured by opts.
@@ -124,13 +125,7 @@ func NewMemoryWith(opts MemoryOptions) *Memory {
 	if n <= 0 {
 		n = DefaultShards
 	}
-	keep := opts.ChangesKeep
-	switch {
-	case keep == 0:
-		keep = membership.DefaultChangesKeep
-	case keep < 0:
-		keep = 0
-	}
+	keep := max(opts.ChangesKeep, 0)
 	keepBytes := opts.ChangesKeepBytes
 	if keepBytes <= 0 {
 		keepBytes = DefaultChangesKeepBytes

@@ -23,7 +23,7 @@ import (
 func sixtyWithSnapshots(t *testing.T) (dir string, snapshots, logs []uint64, want []membership.Member) {
 	t.Helper()
 	dir = t.TempDir()
-	opts := DurableOptions{SnapshotBytes: 200}
+	opts := DurableOptions{ChangesKeep: keepAll, SnapshotBytes: 200}
 	d := openTestDurable(t, dir, opts)
 	uid := membership.UID(0)
 	add := func() {
@@ -67,13 +67,13 @@ func TestDurableDamagedSnapshotHasAWayForward(t *testing.T) {
 	data[len(data)/2] ^= 0x01
 	require.NoError(t, os.WriteFile(newest, data, 0o600))
 
-	_, err = OpenDurable(dir, DurableOptions{})
+	_, err = OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), filepath.Base(newest))
 	assert.Contains(t, err.Error(), "-repair")
 	assert.Contains(t, err.Error(), filepath.Base(snapshotPath(dir, snapshots[len(snapshots)-2])))
 
-	d := openTestDurable(t, dir, DurableOptions{Repair: true})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, Repair: true})
 	got, _ := listAll(t, d, "g")
 	assert.Equal(t, want, got, "every change is back")
 	assert.Equal(t, membership.Revision(len(want)), revisionOf(t, d), "and the revisions with them")
@@ -90,7 +90,7 @@ func TestDurableRefusesMissingFiles(t *testing.T) {
 	t.Run("the newest snapshot moved aside", func(t *testing.T) {
 		dir, snapshots, _, want := sixtyWithSnapshots(t)
 		require.NoError(t, os.Rename(snapshotPath(dir, snapshots[len(snapshots)-1]), filepath.Join(t.TempDir(), "aside")))
-		d := openTestDurable(t, dir, DurableOptions{})
+		d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 		defer d.Close()
 		got, _ := listAll(t, d, "g")
 		assert.Equal(t, want, got)
@@ -101,7 +101,7 @@ func TestDurableRefusesMissingFiles(t *testing.T) {
 		for _, s := range snapshots {
 			require.NoError(t, os.Rename(snapshotPath(dir, s), filepath.Join(t.TempDir(), "aside")))
 		}
-		_, err := OpenDurable(dir, DurableOptions{})
+		_, err := OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "no snapshot is here")
 		assert.Contains(t, err.Error(), filepath.Base(logPath(dir, logs[0])))
@@ -125,7 +125,7 @@ func TestDurableRefusesMissingFiles(t *testing.T) {
 			require.NoError(t, createLog(dir, base+2, 60, df.id))
 		}
 		require.NoError(t, os.Remove(logPath(dir, base)))
-		_, err := OpenDurable(dir, DurableOptions{})
+		_, err := OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), filepath.Base(logPath(dir, base))+" is missing")
 	})
@@ -136,7 +136,7 @@ func TestDurableRefusesMissingFiles(t *testing.T) {
 		require.NoError(t, err)
 		binary.LittleEndian.PutUint64(data[8:], 12345)
 		require.NoError(t, os.WriteFile(path, data, 0o600))
-		_, err = OpenDurable(dir, DurableOptions{})
+		_, err = OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "different histories")
 		assert.Contains(t, err.Error(), filepath.Base(path))
@@ -166,17 +166,17 @@ func TestDurableRefusesADirectoryThatLostItsFiles(t *testing.T) {
 	for _, l := range logs {
 		require.NoError(t, os.Remove(logPath(dir, l)))
 	}
-	_, err := OpenDurable(dir, DurableOptions{})
+	_, err := OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "has held data")
 	assert.Contains(t, err.Error(), "Restore them from a backup")
 
 	require.NoError(t, os.Remove(filepath.Join(dir, dataFileName)))
-	_, err = OpenDurable(dir, DurableOptions{})
+	_, err = OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 	require.Error(t, err, "LOCK still says the directory was used")
 	assert.Contains(t, err.Error(), "has a LOCK but no DATA")
 	require.NoError(t, os.Remove(filepath.Join(dir, "LOCK")))
-	d := openTestDurable(t, dir, DurableOptions{})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	defer d.Close()
 	got, _ := listAll(t, d, "g")
 	assert.Empty(t, got, "without them, the operator chose to start empty")
@@ -193,7 +193,7 @@ func TestDurableRefusesWhatAReviewFound(t *testing.T) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				dir := t.TempDir()
-				d := openTestDurable(t, dir, DurableOptions{})
+				d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 				defer d.Close()
 				_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
 				require.NoError(t, err)
@@ -208,7 +208,7 @@ func TestDurableRefusesWhatAReviewFound(t *testing.T) {
 	t.Run("a log of another directory", func(t *testing.T) {
 		a, b := t.TempDir(), t.TempDir()
 		for _, dir := range []string{a, b} {
-			d := openTestDurable(t, dir, DurableOptions{})
+			d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 			_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
 			require.NoError(t, err)
 			require.NoError(t, d.Close())
@@ -216,7 +216,7 @@ func TestDurableRefusesWhatAReviewFound(t *testing.T) {
 		data, err := os.ReadFile(logPath(b, 1))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(logPath(a, 1), data, 0o600))
-		_, err = OpenDurable(a, DurableOptions{})
+		_, err = OpenDurable(a, DurableOptions{ChangesKeep: keepAll})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "belongs to another data directory")
 	})
@@ -224,26 +224,26 @@ func TestDurableRefusesWhatAReviewFound(t *testing.T) {
 		dir, snapshots, logs, _ := sixtyWithSnapshots(t)
 		require.NoError(t, os.Remove(snapshotPath(dir, snapshots[len(snapshots)-1])))
 		require.NoError(t, os.Remove(logPath(dir, logs[len(logs)-1])))
-		_, err := OpenDurable(dir, DurableOptions{})
+		_, err := OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), filepath.Base(logPath(dir, logs[len(logs)-1]))+" is missing")
 		assert.Contains(t, err.Error(), "-repair")
 
-		d := openTestDurable(t, dir, DurableOptions{Repair: true})
+		d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, Repair: true})
 		defer d.Close()
 		got, _ := listAll(t, d, "g")
 		assert.NotEmpty(t, got, "-repair goes on with what is left")
 	})
 	t.Run("the newest log cut on a record boundary while stopped", func(t *testing.T) {
 		dir := t.TempDir()
-		d := openTestDurable(t, dir, DurableOptions{})
+		d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 		for uid := range membership.UID(3) {
 			_, err := d.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
 			require.NoError(t, err)
 		}
 		require.NoError(t, d.Close())
 		require.Equal(t, 2, cutNewestLogAtARecord(t, dir))
-		_, err := OpenDurable(dir, DurableOptions{})
+		_, err := OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "shorter than the")
 		assert.Contains(t, err.Error(), "-repair")
@@ -257,7 +257,7 @@ func TestDurableRefusesWhatAReviewFound(t *testing.T) {
 			require.NoError(t, os.Remove(logPath(dir, l)))
 		}
 		require.NoError(t, os.Remove(filepath.Join(dir, dataFileName)))
-		_, err := OpenDurable(dir, DurableOptions{})
+		_, err := OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "has a LOCK but no DATA")
 	})
@@ -271,10 +271,10 @@ func TestDurableRefusesWhatAReviewFound(t *testing.T) {
 				break
 			}
 		}
-		_, err := OpenDurable(dir, DurableOptions{})
+		_, err := OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "-repair")
-		d := openTestDurable(t, dir, DurableOptions{Repair: true})
+		d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, Repair: true})
 		defer d.Close()
 		got, _ := listAll(t, d, "g")
 		assert.LessOrEqual(t, len(got), len(want))
@@ -290,7 +290,7 @@ func TestDurableRefusesWhatAReviewFound(t *testing.T) {
 func TestDurableEpochIsKeptAndRenewedByARepair(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	d := openTestDurable(t, dir, DurableOptions{})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	first := d.Epoch()
 	assert.NotZero(t, first)
 	for uid := range membership.UID(3) {
@@ -298,7 +298,7 @@ func TestDurableEpochIsKeptAndRenewedByARepair(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, d.Close())
-	d = openTestDurable(t, dir, DurableOptions{})
+	d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	assert.Equal(t, first, d.Epoch(), "kept across a clean restart")
 	require.NoError(t, d.Close())
 
@@ -309,19 +309,19 @@ func TestDurableEpochIsKeptAndRenewedByARepair(t *testing.T) {
 	require.True(t, ok)
 	df.closedLog, df.closedSize = 0, 0
 	require.NoError(t, df.write(dir))
-	d = openTestDurable(t, dir, DurableOptions{})
+	d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	assert.NotEqual(t, first, d.Epoch(), "renewed after an unclean stop")
 	first = d.Epoch()
 	require.NoError(t, d.Close())
 
 	// Cut the newest log on a record boundary: refused, then repaired.
 	cutNewestLogAtARecord(t, dir)
-	d = openTestDurable(t, dir, DurableOptions{Repair: true})
+	d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, Repair: true})
 	repaired := d.Epoch()
 	assert.NotEqual(t, first, repaired, "a repair draws a new epoch")
 	assert.NotZero(t, repaired)
 	require.NoError(t, d.Close())
-	d = openTestDurable(t, dir, DurableOptions{})
+	d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	assert.Equal(t, repaired, d.Epoch(), "and keeps it")
 	require.NoError(t, d.Close())
 
@@ -335,11 +335,11 @@ func TestDurableEpochIsKeptAndRenewedByARepair(t *testing.T) {
 	b, err := os.ReadFile(dataPath)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(dataPath, []byte(strings.ReplaceAll(string(b), "epoch 0000000000000000\n", "")), 0o600))
-	d = openTestDurable(t, dir, DurableOptions{})
+	d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	drawn := d.Epoch()
 	assert.NotZero(t, drawn)
 	require.NoError(t, d.Close())
-	d = openTestDurable(t, dir, DurableOptions{})
+	d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	assert.Equal(t, drawn, d.Epoch())
 	require.NoError(t, d.Close())
 }
@@ -350,7 +350,7 @@ func TestMemoryEpochs(t *testing.T) {
 	a, b := NewMemory(), NewMemory()
 	assert.NotZero(t, a.Epoch())
 	assert.NotEqual(t, a.Epoch(), b.Epoch())
-	assert.Equal(t, uint64(42), NewMemoryWith(MemoryOptions{Epoch: 42}).Epoch())
+	assert.Equal(t, uint64(42), NewMemoryWith(MemoryOptions{ChangesKeep: keepAll, Epoch: 42}).Epoch())
 }
 
 // A snapshot written before users in no group were forgotten may hold their
@@ -375,13 +375,13 @@ func TestLoadingForgetsTheNicknamesOfUsersInNoGroup(t *testing.T) {
 // a message that says so, not that they were copied in from elsewhere.
 func TestDurableLogsWithoutTheirDATA(t *testing.T) {
 	dir := t.TempDir()
-	d := openTestDurable(t, dir, DurableOptions{})
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 1}})
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
 	require.NoError(t, os.Remove(filepath.Join(dir, dataFileName)))
 	require.NoError(t, os.Remove(filepath.Join(dir, "LOCK")))
-	_, err = OpenDurable(dir, DurableOptions{})
+	_, err = OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "this directory has no DATA (it was lost, or not copied with the logs)")
 	assert.Contains(t, err.Error(), "-restore")

@@ -98,7 +98,7 @@ func TestForwardAndReverseAgreeAfterConcurrentChanges(t *testing.T) {
 	}{
 		{"memory", func(t *testing.T, _ string) membership.Store { return NewMemory() }},
 		{"durable", func(t *testing.T, dir string) membership.Store {
-			d := openTestDurable(t, dir, DurableOptions{SnapshotBytes: 16 << 10})
+			d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, SnapshotBytes: 16 << 10})
 			t.Cleanup(func() { _ = d.Close() })
 			return d
 		}},
@@ -137,7 +137,7 @@ func TestForwardAndReverseAgreeAfterConcurrentChanges(t *testing.T) {
 			agree(t, s, groups, uids)
 			if d, ok := s.(*Durable); ok {
 				require.NoError(t, d.Close())
-				reopened := openTestDurable(t, dir, DurableOptions{})
+				reopened := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 				defer reopened.Close()
 				agree(t, reopened, groups, uids)
 			}
