@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
@@ -98,12 +99,12 @@ func TestBackupUnderConcurrentWritesRestoresItsRevision(t *testing.T) {
 			assert.Equal(t, int64(file.Len()), n)
 
 			// The state at the backup's revision, from the feed.
-			f := &follower{members: map[string]map[membership.UID]bool{}, nicknames: map[membership.UID]string{}}
-			for _, c := range allChanges(t, s, 0) {
+			f := storetest.NewFollower()
+			for _, c := range storetest.AllChanges(t, s, 0) {
 				if c.Revision > backup.Revision() {
 					break
 				}
-				f.apply(c)
+				f.Apply(c)
 			}
 
 			path := filepath.Join(t.TempDir(), "backup")
@@ -115,8 +116,8 @@ func TestBackupUnderConcurrentWritesRestoresItsRevision(t *testing.T) {
 			d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 			defer d.Close()
 			for _, group := range append(groups, "after") {
-				got, _ := listAll(t, d, group)
-				assert.Equal(t, f.listOf(group), got, "group %s", group)
+				got, _ := storetest.ListAll(t, d, group)
+				assert.Equal(t, f.ListOf(group), got, "group %s", group)
 			}
 			res, err := d.AddMembers(ctx, "z", []membership.User{{UID: 1}})
 			require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
@@ -76,7 +77,7 @@ func TestFeedChangesHoldOnlyWhatTheyAltered(t *testing.T) {
 	require.NoError(t, err)
 	_, err = m.RemoveMembers(ctx, "g", append(uidsOf(uidRange(20000, 5000)), 1)) // removes one
 	require.NoError(t, err)
-	changes := allChanges(t, m, 1)
+	changes := storetest.AllChanges(t, m, 1)
 	require.Len(t, changes, 2)
 	for _, c := range changes {
 		assert.Len(t, c.UIDs, 1)
@@ -87,7 +88,7 @@ func TestFeedChangesHoldOnlyWhatTheyAltered(t *testing.T) {
 }
 
 // The newest change is kept even when it alone is over the bound, so that a
-// follower never loses the change it is waiting for.
+// Follower never loses the change it is waiting for.
 func TestFeedKeepsTheNewestChangeOverTheBound(t *testing.T) {
 	ctx := context.Background()
 	m := NewMemoryWith(MemoryOptions{ChangesKeep: keepAll, ChangesKeepBytes: 1000})
@@ -95,7 +96,7 @@ func TestFeedKeepsTheNewestChangeOverTheBound(t *testing.T) {
 	require.NoError(t, err)
 	_, err = m.AddMembers(ctx, "g", uidRange(100, 1000))
 	require.NoError(t, err)
-	changes := allChanges(t, m, 1)
+	changes := storetest.AllChanges(t, m, 1)
 	require.Len(t, changes, 1)
 	assert.Len(t, changes[0].UIDs, 1000)
 	assert.Equal(t, 1, m.feed.stats().kept)
@@ -209,7 +210,7 @@ func TestMemoryKeepsItsOwnCopyOfGroupIDs(t *testing.T) {
 	g := m.shardOf("g").groups["g"]
 	require.NotNil(t, g)
 	assert.NotSame(t, lineData, unsafe.StringData(g.id))
-	for _, c := range allChanges(t, m, 0) {
+	for _, c := range storetest.AllChanges(t, m, 0) {
 		assert.NotSame(t, lineData, unsafe.StringData(c.GroupID), "change %d", c.Revision)
 	}
 	m.shardOf("g").mu.RLock()

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/wal"
 	"example.com/groupmembership/membership"
 )
@@ -134,7 +135,7 @@ func TestDurableQueueIsBounded(t *testing.T) {
 func TestDurableQueueTakesALargeChangeAlone(t *testing.T) {
 	d := openTestDurable(t, t.TempDir(), DurableOptions{ChangesKeep: keepAll, QueueBytes: 1})
 	defer d.Close()
-	n, err := count(d.AddMembers(context.Background(), "g", uidRange(1, 100)))
+	n, err := storetest.Count(d.AddMembers(context.Background(), "g", uidRange(1, 100)))
 	require.NoError(t, err)
 	assert.Equal(t, 100, n)
 }
@@ -296,7 +297,7 @@ func TestDurableRefusesADamagedLastRecord(t *testing.T) {
 
 	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, Repair: true})
 	defer d.Close()
-	got, _ := listAll(t, d, "g")
+	got, _ := storetest.ListAll(t, d, "g")
 	assert.Len(t, got, 2, "the repair keeps the two records before it")
 	moved, err := filepath.Glob(filepath.Join(dir, "repair-*", "*"))
 	require.NoError(t, err)
@@ -330,6 +331,6 @@ func TestDurableReadsAVersion1Log(t *testing.T) {
 
 	d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	defer d.Close()
-	got, _ := listAll(t, d, "g")
+	got, _ := storetest.ListAll(t, d, "g")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}, {UID: 3}}, got)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/wal"
 	"example.com/groupmembership/membership"
 )
@@ -31,7 +32,7 @@ func openTestDurable(t *testing.T, dir string, opts DurableOptions) *Durable {
 }
 
 func TestDurableContract(t *testing.T) {
-	testStoreContract(t, func() membership.Store {
+	storetest.Contract(t, func() membership.Store {
 		d := openTestDurable(t, t.TempDir(), DurableOptions{ChangesKeep: keepAll})
 		t.Cleanup(func() { _ = d.Close() })
 		return d
@@ -43,7 +44,7 @@ func dump(t *testing.T, s membership.Store, groups ...string) map[string][]membe
 	t.Helper()
 	out := map[string][]membership.Member{}
 	for _, g := range groups {
-		got, _ := listAll(t, s, g)
+		got, _ := storetest.ListAll(t, s, g)
 		out[g] = got
 	}
 	return out
@@ -57,7 +58,7 @@ func TestDurableKeepsEverythingAcrossReopen(t *testing.T) {
 	require.NoError(t, err)
 	_, err = d.AddMembers(ctx, "team/b", []membership.User{{UID: 9223372036854775807}, {UID: 2, Nickname: "Bo", HasNickname: true}})
 	require.NoError(t, err)
-	n, err := count(d.RemoveMembers(ctx, "a", []membership.UID{3, 4}))
+	n, err := storetest.Count(d.RemoveMembers(ctx, "a", []membership.UID{3, 4}))
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	want := dump(t, d, "a", "team/b", "gone")
@@ -154,7 +155,7 @@ func TestDurableTruncatesATornTail(t *testing.T) {
 	require.NoError(t, d.Close())
 	d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	defer d.Close()
-	got, _ := listAll(t, d, "g")
+	got, _ := storetest.ListAll(t, d, "g")
 	assert.Len(t, got, 4, "writes after the truncation are kept")
 }
 
@@ -187,7 +188,7 @@ func TestDurableRefusesCorruptionInTheMiddle(t *testing.T) {
 	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, Repair: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	defer d.Close()
 	assert.Contains(t, logs.String(), "repair: cut the log")
-	got, _ := listAll(t, d, "g")
+	got, _ := storetest.ListAll(t, d, "g")
 	assert.Empty(t, got, "repair keeps what comes before the corruption, which is nothing here")
 	repaired, err := filepath.Glob(filepath.Join(dir, "repair-*", filepath.Base(path)+".from-*"))
 	require.NoError(t, err)
@@ -298,7 +299,7 @@ func TestDurableRefusesChangesItCannotWrite(t *testing.T) {
 			before := dump(t, d, "g")
 
 			fl.set(tt.write, tt.sync, false)
-			n, err := count(d.AddMembers(ctx, "g", []membership.User{{UID: 2}, {UID: 1, Nickname: "Evil", HasNickname: true}}))
+			n, err := storetest.Count(d.AddMembers(ctx, "g", []membership.User{{UID: 2}, {UID: 1, Nickname: "Evil", HasNickname: true}}))
 			assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 			assert.Zero(t, n)
 			_, err = d.RemoveMembers(ctx, "g", []membership.UID{1})
@@ -337,7 +338,7 @@ func TestDurableStopsWhenAFailedWriteCannotBeUndone(t *testing.T) {
 	fl.set(false, false, false)
 	_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 2}})
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "with torn bytes it could not cut, the log takes no more")
-	got, _ := listAll(t, d, "g")
+	got, _ := storetest.ListAll(t, d, "g")
 	assert.Empty(t, got)
 }
 
@@ -388,10 +389,10 @@ func TestDurableSkipsChangesThatChangeNothing(t *testing.T) {
 	require.NoError(t, err)
 	info, err := os.Stat(newestLog(t, dir))
 	require.NoError(t, err)
-	n, err := count(d.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "A", HasNickname: true}, {UID: 1}}))
+	n, err := storetest.Count(d.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "A", HasNickname: true}, {UID: 1}}))
 	require.NoError(t, err)
 	assert.Zero(t, n)
-	n, err = count(d.RemoveMembers(ctx, "g", []membership.UID{7}))
+	n, err = storetest.Count(d.RemoveMembers(ctx, "g", []membership.UID{7}))
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	after, err := os.Stat(newestLog(t, dir))
@@ -449,7 +450,7 @@ func TestSnapshotRoundTripAndOrderCheck(t *testing.T) {
 	m := NewMemory()
 	m.importState(got)
 	agree(t, m, []string{"a", "team/b"}, []membership.UID{1, 2, 5, 9223372036854775807})
-	list, _ := listAll(t, m, "a")
+	list, _ := storetest.ListAll(t, m, "a")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}, {UID: 5}, {UID: 9223372036854775807, Nickname: "Max"}}, list)
 
 	rev, err := m.Revision(context.Background(), "a")
@@ -487,7 +488,7 @@ func TestSnapshotVersion1IsRead(t *testing.T) {
 	require.NoError(t, err)
 	m := NewMemory()
 	m.importState(st)
-	list, _ := listAll(t, m, "g")
+	list, _ := storetest.ListAll(t, m, "g")
 	assert.Equal(t, []membership.Member{{UID: 3}, {UID: 7, Nickname: "Al"}}, list)
 	res, err := m.AddMembers(context.Background(), "g", []membership.User{{UID: 9}})
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/wal"
 	"example.com/groupmembership/membership"
 )
@@ -35,7 +36,7 @@ func sixtyWithSnapshots(t *testing.T) (dir string, snapshots, logs []uint64, wan
 		add()
 	}
 	for range 20 {
-		want, _ = listAll(t, d, "g")
+		want, _ = storetest.ListAll(t, d, "g")
 		require.NoError(t, d.Close())
 		var err error
 		logs, snapshots, err = files(dir)
@@ -74,7 +75,7 @@ func TestDurableDamagedSnapshotHasAWayForward(t *testing.T) {
 	assert.Contains(t, err.Error(), filepath.Base(snapshotPath(dir, snapshots[len(snapshots)-2])))
 
 	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, Repair: true})
-	got, _ := listAll(t, d, "g")
+	got, _ := storetest.ListAll(t, d, "g")
 	assert.Equal(t, want, got, "every change is back")
 	assert.Equal(t, membership.Revision(len(want)), revisionOf(t, d), "and the revisions with them")
 	require.NoError(t, d.Close())
@@ -92,7 +93,7 @@ func TestDurableRefusesMissingFiles(t *testing.T) {
 		require.NoError(t, os.Rename(snapshotPath(dir, snapshots[len(snapshots)-1]), filepath.Join(t.TempDir(), "aside")))
 		d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 		defer d.Close()
-		got, _ := listAll(t, d, "g")
+		got, _ := storetest.ListAll(t, d, "g")
 		assert.Equal(t, want, got)
 		assert.Equal(t, membership.Revision(len(want)), revisionOf(t, d))
 	})
@@ -178,7 +179,7 @@ func TestDurableRefusesADirectoryThatLostItsFiles(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(dir, "LOCK")))
 	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
 	defer d.Close()
-	got, _ := listAll(t, d, "g")
+	got, _ := storetest.ListAll(t, d, "g")
 	assert.Empty(t, got, "without them, the operator chose to start empty")
 }
 
@@ -231,7 +232,7 @@ func TestDurableRefusesWhatAReviewFound(t *testing.T) {
 
 		d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, Repair: true})
 		defer d.Close()
-		got, _ := listAll(t, d, "g")
+		got, _ := storetest.ListAll(t, d, "g")
 		assert.NotEmpty(t, got, "-repair goes on with what is left")
 	})
 	t.Run("the newest log cut on a record boundary while stopped", func(t *testing.T) {
@@ -276,7 +277,7 @@ func TestDurableRefusesWhatAReviewFound(t *testing.T) {
 		assert.Contains(t, err.Error(), "-repair")
 		d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, Repair: true})
 		defer d.Close()
-		got, _ := listAll(t, d, "g")
+		got, _ := storetest.ListAll(t, d, "g")
 		assert.LessOrEqual(t, len(got), len(want))
 		assert.NotEmpty(t, got, "what the snapshot holds is back; the deleted log's changes are lost, as the warning says")
 		_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 1000}})
@@ -355,7 +356,7 @@ func TestMemoryEpochs(t *testing.T) {
 
 // A snapshot written before users in no group were forgotten may hold their
 // nicknames: loading it forgets them, so that memory follows the
-// memberships and the lists agree with what a follower knows.
+// memberships and the lists agree with what a Follower knows.
 func TestLoadingForgetsTheNicknamesOfUsersInNoGroup(t *testing.T) {
 	st := &state{
 		lastRevision: 2,
@@ -367,7 +368,7 @@ func TestLoadingForgetsTheNicknamesOfUsersInNoGroup(t *testing.T) {
 	assert.Equal(t, map[membership.UID]string{2: "Bo"}, m.nicknames)
 	_, err := m.AddMembers(context.Background(), "h", []membership.User{{UID: 1}})
 	require.NoError(t, err)
-	got, _ := listAll(t, m, "h")
+	got, _ := storetest.ListAll(t, m, "h")
 	assert.Equal(t, []membership.Member{{UID: 1}}, got)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
@@ -75,7 +76,7 @@ func agree(t *testing.T, s membership.Store, groups []string, uids []membership.
 	t.Helper()
 	in := map[membership.UID][]string{}
 	for _, g := range groups { // groups is in byte order
-		list, _ := listAll(t, s, g)
+		list, _ := storetest.ListAll(t, s, g)
 		for _, m := range list {
 			in[m.UID] = append(in[m.UID], g)
 		}

@@ -1,0 +1,326 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+// ListAll returns what s.ListMembers lists for groupID, checking that the
+// count it gives matches the members it yields.
+func ListAll(t *testing.T, s membership.Store, groupID string) ([]membership.Member, membership.Revision) {
+	t.Helper()
+	var got []membership.Member
+	count := -1
+	rev, err := s.ListMembers(context.Background(), groupID, membership.ListOptions{}, func(n int, members iter.Seq[membership.Member]) {
+		count = n
+		got = make([]membership.Member, 0, n)
+		for m := range members {
+			got = append(got, m)
+		}
+	})
+	require.NoError(t, err)
+	require.Equal(t, len(got), count, "the count given to list must match the members yielded")
+	return got, rev
+}
+
+// Contract checks the behaviour every membership.Store must have.
+// Every store runs it: Memory, Durable, and the PostgreSQL store.
+func Contract(t *testing.T, newStore func() membership.Store) {
+	ctx := context.Background()
+	users := func(uids ...membership.UID) []membership.User {
+		us := make([]membership.User, len(uids))
+		for i, uid := range uids {
+			us[i] = membership.User{UID: uid}
+		}
+		return us
+	}
+
+	t.Run("unknown group lists empty, not nil", func(t *testing.T) {
+		got, _ := ListAll(t, newStore(), "nobody")
+		assert.NotNil(t, got)
+		assert.Empty(t, got)
+	})
+
+	t.Run("add counts only new members, repeats count once", func(t *testing.T) {
+		s := newStore()
+		n, err := Count(s.AddMembers(ctx, "g", users(3, 1, 3)))
+		require.NoError(t, err)
+		assert.Equal(t, 2, n)
+		n, err = Count(s.AddMembers(ctx, "g", users(1, 2)))
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+	})
+
+	t.Run("list is sorted by uid", func(t *testing.T) {
+		s := newStore()
+		_, err := s.AddMembers(ctx, "g", users(30, 9223372036854775807, 1, 20))
+		require.NoError(t, err)
+		got, _ := ListAll(t, s, "g")
+		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 20}, {UID: 30}, {UID: 9223372036854775807}}, got)
+	})
+
+	t.Run("nicknames: last write wins, kept when not given, cleared by empty", func(t *testing.T) {
+		s := newStore()
+		_, err := s.AddMembers(ctx, "g", []membership.User{
+			{UID: 1, Nickname: "a", HasNickname: true},
+			{UID: 1, Nickname: "b", HasNickname: true},
+			{UID: 2, Nickname: "x", HasNickname: true},
+			{UID: 3, Nickname: "y", HasNickname: true},
+		})
+		require.NoError(t, err)
+		_, err = s.AddMembers(ctx, "g", []membership.User{{UID: 2}, {UID: 3, Nickname: "", HasNickname: true}})
+		require.NoError(t, err)
+		got, _ := ListAll(t, s, "g")
+		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "b"}, {UID: 2, Nickname: "x"}, {UID: 3, Nickname: ""}}, got)
+	})
+
+	t.Run("a nickname belongs to the user in every group", func(t *testing.T) {
+		s := newStore()
+		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+		require.NoError(t, err)
+		_, err = s.AddMembers(ctx, "b", users(1))
+		require.NoError(t, err)
+		got, _ := ListAll(t, s, "b")
+		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}}, got)
+	})
+
+	t.Run("remove counts only members, and only in its group", func(t *testing.T) {
+		s := newStore()
+		_, err := s.AddMembers(ctx, "a", users(1, 2, 3))
+		require.NoError(t, err)
+		_, err = s.AddMembers(ctx, "b", users(1, 2))
+		require.NoError(t, err)
+		n, err := Count(s.RemoveMembers(ctx, "a", []membership.UID{1, 1, 4}))
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		got, _ := ListAll(t, s, "a")
+		assert.Equal(t, []membership.Member{{UID: 2}, {UID: 3}}, got)
+		got, _ = ListAll(t, s, "b")
+		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got)
+	})
+
+	t.Run("remove from an unknown group removes nothing", func(t *testing.T) {
+		n, err := Count(newStore().RemoveMembers(ctx, "nobody", []membership.UID{1}))
+		require.NoError(t, err)
+		assert.Equal(t, 0, n)
+	})
+
+	t.Run("an emptied group lists empty and can be refilled", func(t *testing.T) {
+		s := newStore()
+		_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "a", HasNickname: true}})
+		require.NoError(t, err)
+		n, err := Count(s.RemoveMembers(ctx, "g", []membership.UID{1}))
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		got, _ := ListAll(t, s, "g")
+		assert.Empty(t, got)
+		n, err = Count(s.AddMembers(ctx, "g", users(1)))
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		got, _ = ListAll(t, s, "g")
+		assert.Equal(t, []membership.Member{{UID: 1, Nickname: ""}}, got, "a user in no group is forgotten, nickname included")
+	})
+
+	t.Run("a nickname outlives a removal while the user is in another group", func(t *testing.T) {
+		s := newStore()
+		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1, Nickname: "Eve", HasNickname: true}, {UID: 2, Nickname: "Bo", HasNickname: true}})
+		require.NoError(t, err)
+		_, err = s.AddMembers(ctx, "b", users(1))
+		require.NoError(t, err)
+		_, err = s.RemoveMembers(ctx, "a", []membership.UID{1, 2})
+		require.NoError(t, err)
+		got, _ := ListAll(t, s, "b")
+		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Eve"}}, got, "1 is still in b")
+		_, err = s.RemoveMembers(ctx, "b", []membership.UID{1})
+		require.NoError(t, err)
+		_, err = s.AddMembers(ctx, "c", users(1, 2))
+		require.NoError(t, err)
+		got, _ = ListAll(t, s, "c")
+		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got, "both were in no group: forgotten")
+	})
+
+	t.Run("a bulk add to an empty group counts distinct users", func(t *testing.T) {
+		s := newStore()
+		var us []membership.User
+		for i := range 300 {
+			us = append(us, membership.User{UID: membership.UID(1000 - i%200)})
+		}
+		n, err := Count(s.AddMembers(ctx, "g", us))
+		require.NoError(t, err)
+		assert.Equal(t, 200, n)
+		got, _ := ListAll(t, s, "g")
+		require.Len(t, got, 200)
+		assert.Equal(t, membership.UID(801), got[0].UID)
+		assert.Equal(t, membership.UID(1000), got[199].UID)
+	})
+
+	t.Run("revisions change with what the list shows, and only then", func(t *testing.T) {
+		s := newStore()
+		revision := func(group string) membership.Revision {
+			r, err := s.Revision(ctx, group)
+			require.NoError(t, err)
+			_, listed := ListAll(t, s, group)
+			require.Equal(t, r, listed, "Revision and ListMembers must agree")
+			return r
+		}
+		r0 := revision("g")
+		_, err := s.AddMembers(ctx, "g", users(1, 2))
+		require.NoError(t, err)
+		r1 := revision("g")
+		assert.NotEqual(t, r0, r1, "an add changes the revision")
+
+		_, err = s.AddMembers(ctx, "g", users(1))
+		require.NoError(t, err)
+		_, err = s.RemoveMembers(ctx, "g", []membership.UID{9})
+		require.NoError(t, err)
+		_, err = s.AddMembers(ctx, "other", users(5))
+		require.NoError(t, err)
+		assert.Equal(t, r1, revision("g"), "changes that alter nothing in g keep its revision")
+
+		_, err = s.AddMembers(ctx, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+		require.NoError(t, err)
+		r2 := revision("g")
+		assert.NotEqual(t, r1, r2, "a member's nickname set through another group changes g's list")
+		_, err = s.AddMembers(ctx, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+		require.NoError(t, err)
+		assert.Equal(t, r2, revision("g"), "the same nickname again changes nothing")
+
+		_, err = s.RemoveMembers(ctx, "g", []membership.UID{2})
+		require.NoError(t, err)
+		r3 := revision("g")
+		assert.NotEqual(t, r2, r3, "a remove changes the revision")
+
+		_, err = s.RemoveMembers(ctx, "g", []membership.UID{1})
+		require.NoError(t, err)
+		r4 := revision("g")
+		assert.NotEqual(t, r3, r4, "emptying the group changes the revision")
+
+		_, err = s.AddMembers(ctx, "g", users(1))
+		require.NoError(t, err)
+		assert.NotEqual(t, r4, revision("g"), "refilling the group changes the revision")
+	})
+
+	t.Run("keyset paging and member lookup", func(t *testing.T) {
+		s := newStore()
+		var us []membership.User
+		for uid := membership.UID(2); uid <= 2000; uid += 2 {
+			us = append(us, membership.User{UID: uid})
+		}
+		_, err := s.AddMembers(ctx, "g", us)
+		require.NoError(t, err)
+		page := func(after membership.UID, limit int) (total int, uids []membership.UID) {
+			_, err := s.ListMembers(ctx, "g", membership.ListOptions{After: after, Limit: limit}, func(n int, members iter.Seq[membership.Member]) {
+				total = n
+				for m := range members {
+					uids = append(uids, m.UID)
+				}
+			})
+			require.NoError(t, err)
+			return total, uids
+		}
+		total, uids := page(0, 3)
+		assert.Equal(t, 1000, total)
+		assert.Equal(t, []membership.UID{2, 4, 6}, uids)
+		_, uids = page(999, 2)
+		assert.Equal(t, []membership.UID{1000, 1002}, uids)
+		_, uids = page(1000, 2)
+		assert.Equal(t, []membership.UID{1002, 1004}, uids)
+		_, uids = page(1996, 0)
+		assert.Equal(t, []membership.UID{1998, 2000}, uids)
+		_, uids = page(2000, 5)
+		assert.Empty(t, uids)
+		// Walk every page: each member once, in order.
+		var all []membership.UID
+		for after := membership.UID(0); ; {
+			_, uids := page(after, 7)
+			if len(uids) == 0 {
+				break
+			}
+			all = append(all, uids...)
+			after = uids[len(uids)-1]
+		}
+		require.Len(t, all, 1000)
+		assert.True(t, slices.IsSorted(all))
+
+		_, err = s.AddMembers(ctx, "g", []membership.User{{UID: 4, Nickname: "Dee", HasNickname: true}})
+		require.NoError(t, err)
+		m, ok, err := s.Member(ctx, "g", 4)
+		require.NoError(t, err)
+		assert.True(t, ok)
+		assert.Equal(t, membership.Member{UID: 4, Nickname: "Dee"}, m)
+		_, ok, err = s.Member(ctx, "g", 5)
+		require.NoError(t, err)
+		assert.False(t, ok)
+		_, ok, err = s.Member(ctx, "nobody", 4)
+		require.NoError(t, err)
+		assert.False(t, ok)
+	})
+
+	t.Run("counts stay exact under contention", func(t *testing.T) {
+		s := newStore()
+		const workers, perWorker = 16, 200
+		var wg sync.WaitGroup
+		added := make([]int, workers)
+		removed := make([]int, workers)
+		errs := make(chan error, workers)
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range perWorker {
+					group := fmt.Sprintf("g%d", i%4)
+					uid := membership.UID(i%50 + 1)
+					n, err := Count(s.AddMembers(ctx, group, users(uid, uid+1)))
+					if err != nil {
+						errs <- err
+						return
+					}
+					added[w] += n
+					if i%3 == 0 {
+						n, err := Count(s.RemoveMembers(ctx, group, []membership.UID{uid}))
+						if err != nil {
+							errs <- err
+							return
+						}
+						removed[w] += n
+					}
+					if _, err := s.ListMembers(ctx, group, membership.ListOptions{}, func(int, iter.Seq[membership.Member]) {}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		total := 0
+		for g := range 4 {
+			got, _ := ListAll(t, s, fmt.Sprintf("g%d", g))
+			total += len(got)
+		}
+		sum := func(xs []int) int {
+			n := 0
+			for _, x := range xs {
+				n += x
+			}
+			return n
+		}
+		assert.Equal(t, sum(added)-sum(removed), total, "every add and remove counted exactly once")
+		assert.Positive(t, sum(removed), "the test must exercise removal")
+	})
+}
+
+// Count returns a change's count, for tests that check only that.
+func Count(res membership.Result, err error) (int, error) { return res.Count, err }

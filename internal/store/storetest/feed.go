@@ -1,0 +1,607 @@
+package storetest
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+// AllChanges returns every change of s after the revision after, failing
+// the test on an error.
+func AllChanges(t *testing.T, s membership.Store, after membership.Revision) []membership.Change {
+	t.Helper()
+	changes, _, err := s.Changes(context.Background(), membership.ChangeOptions{After: after})
+	require.NoError(t, err)
+	return changes
+}
+
+// RevisionsAndFeed checks revisions and the change feed; newStore(keep)
+// returns an empty store whose feed keeps keep changes.
+func RevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store) {
+	ctx := context.Background()
+	nick := func(uid membership.UID, n string) membership.User {
+		return membership.User{UID: uid, Nickname: n, HasNickname: true}
+	}
+
+	t.Run("one revision per change that alters the store, none for the rest", func(t *testing.T) {
+		s := newStore(membership.DefaultChangesKeep)
+		steps := []struct {
+			name    string
+			do      func() (membership.Result, error)
+			want    membership.Result
+			changed bool
+		}{
+			{"add two", func() (membership.Result, error) {
+				return s.AddMembers(ctx, "g", []membership.User{{UID: 3}, nick(1, "Ann")})
+			}, membership.Result{Count: 2, Revision: 1}, true},
+			{"add them again", func() (membership.Result, error) {
+				return s.AddMembers(ctx, "g", []membership.User{{UID: 1}, {UID: 3}})
+			}, membership.Result{Count: 0, Revision: 1}, false},
+			{"same nickname again", func() (membership.Result, error) { return s.AddMembers(ctx, "g", []membership.User{nick(1, "Ann")}) },
+				membership.Result{Count: 0, Revision: 1}, false},
+			{"a nickname and a member in one call: one revision", func() (membership.Result, error) {
+				return s.AddMembers(ctx, "g", []membership.User{nick(1, "Anne"), {UID: 2}})
+			}, membership.Result{Count: 1, Revision: 2}, true},
+			{"no users, to an unknown group", func() (membership.Result, error) { return s.AddMembers(ctx, "h", []membership.User{}) },
+				membership.Result{Count: 0, Revision: 2}, false},
+			{"remove a non-member", func() (membership.Result, error) { return s.RemoveMembers(ctx, "g", []membership.UID{9}) },
+				membership.Result{Count: 0, Revision: 2}, false},
+			{"remove from an unknown group", func() (membership.Result, error) { return s.RemoveMembers(ctx, "nobody", []membership.UID{1}) },
+				membership.Result{Count: 0, Revision: 2}, false},
+			{"remove two", func() (membership.Result, error) { return s.RemoveMembers(ctx, "g", []membership.UID{3, 2, 3}) },
+				membership.Result{Count: 2, Revision: 3}, true},
+			{"nickname change of a member", func() (membership.Result, error) {
+				return s.AddMembers(ctx, "g", []membership.User{nick(1, "A"), nick(1, "")})
+			}, membership.Result{Count: 0, Revision: 4}, true},
+			{"the last nickname given wins, and here changes nothing", func() (membership.Result, error) {
+				return s.AddMembers(ctx, "g", []membership.User{nick(1, "B"), nick(1, "")})
+			}, membership.Result{Count: 0, Revision: 4}, false},
+			{"empty the group", func() (membership.Result, error) { return s.RemoveMembers(ctx, "g", []membership.UID{1}) },
+				membership.Result{Count: 1, Revision: 5}, true},
+		}
+		for _, st := range steps {
+			before, _, err := s.Changes(ctx, membership.ChangeOptions{})
+			require.NoError(t, err)
+			got, err := st.do()
+			require.NoError(t, err, st.name)
+			assert.Equal(t, st.want, got, st.name)
+			after, _, err := s.Changes(ctx, membership.ChangeOptions{})
+			require.NoError(t, err)
+			if st.changed {
+				assert.Len(t, after, len(before)+1, st.name)
+			} else {
+				assert.Equal(t, before, after, st.name)
+			}
+		}
+		assert.Equal(t, []membership.Change{
+			{Revision: 1, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{1, 3}, Nicknames: []membership.Member{{UID: 1, Nickname: "Ann"}}},
+			{Revision: 2, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{2}, Nicknames: []membership.Member{{UID: 1, Nickname: "Anne"}}},
+			{Revision: 3, Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2, 3}},
+			{Revision: 4, Op: membership.OpAdd, GroupID: "g", Nicknames: []membership.Member{{UID: 1, Nickname: ""}}},
+			{Revision: 5, Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}},
+		}, AllChanges(t, s, 0))
+		rev, err := s.Revision(ctx, "g")
+		require.NoError(t, err)
+		assert.Equal(t, membership.Revision(5), rev, "an emptied group's revision is that of its emptying")
+	})
+
+	t.Run("a group's revision is its last change's", func(t *testing.T) {
+		s := newStore(membership.DefaultChangesKeep)
+		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1}})
+		require.NoError(t, err)
+		_, err = s.AddMembers(ctx, "b", []membership.User{{UID: 2}})
+		require.NoError(t, err)
+		for group, want := range map[string]membership.Revision{"a": 1, "b": 2} {
+			rev, err := s.Revision(ctx, group)
+			require.NoError(t, err)
+			assert.Equal(t, want, rev, group)
+			_, listed := ListAll(t, s, group)
+			assert.Equal(t, want, listed, group)
+		}
+	})
+
+	t.Run("after and limit page through the feed", func(t *testing.T) {
+		s := newStore(membership.DefaultChangesKeep)
+		for uid := range membership.UID(5) {
+			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+			require.NoError(t, err)
+		}
+		changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1, Limit: 2})
+		require.NoError(t, err)
+		assert.Equal(t, membership.Revision(5), latest)
+		require.Len(t, changes, 2)
+		assert.Equal(t, []membership.Revision{2, 3}, []membership.Revision{changes[0].Revision, changes[1].Revision})
+		changes, _, err = s.Changes(ctx, membership.ChangeOptions{After: 5})
+		require.NoError(t, err)
+		assert.Empty(t, changes, "nothing after the latest")
+	})
+
+	t.Run("changes no longer kept are gone, with the oldest kept", func(t *testing.T) {
+		s := newStore(3)
+		for uid := range membership.UID(5) {
+			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+			require.NoError(t, err)
+		}
+		for _, after := range []membership.Revision{0, 1} {
+			_, latest, err := s.Changes(ctx, membership.ChangeOptions{After: after})
+			assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err), "after %d", after)
+			var e *membership.Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, membership.Revision(3), e.OldestRevision)
+			assert.Equal(t, membership.Revision(5), latest)
+		}
+		changes, _, err := s.Changes(ctx, membership.ChangeOptions{After: 2})
+		require.NoError(t, err)
+		assert.Len(t, changes, 3, "after the one before the oldest kept: all kept")
+	})
+
+	t.Run("a revision beyond the latest is gone: another history", func(t *testing.T) {
+		s := newStore(membership.DefaultChangesKeep)
+		_, _, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
+		assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err))
+		assert.Contains(t, err.Error(), "beyond the latest")
+	})
+
+	t.Run("a feed that keeps nothing still counts", func(t *testing.T) {
+		s := newStore(0)
+		res, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+		require.NoError(t, err)
+		assert.Equal(t, membership.Revision(1), res.Revision)
+		changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
+		require.NoError(t, err)
+		assert.Empty(t, changes)
+		assert.Equal(t, membership.Revision(1), latest)
+		_, _, err = s.Changes(ctx, membership.ChangeOptions{After: 0})
+		var e *membership.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, membership.Revision(2), e.OldestRevision, "none kept: the oldest is the next to come")
+	})
+
+	t.Run("a wait ends at the first change after it", func(t *testing.T) {
+		s := newStore(membership.DefaultChangesKeep)
+		got := make(chan []membership.Change)
+		go func() {
+			changes, _, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Wait: true})
+			assert.NoError(t, err)
+			got <- changes
+		}()
+		select {
+		case <-got:
+			t.Fatal("the wait ended before any change")
+		case <-time.After(50 * time.Millisecond):
+		}
+		_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 7}})
+		require.NoError(t, err)
+		changes := <-got
+		require.Len(t, changes, 1)
+		assert.Equal(t, []membership.UID{7}, changes[0].UIDs)
+	})
+
+	t.Run("a wait ends empty with its context", func(t *testing.T) {
+		s := newStore(membership.DefaultChangesKeep)
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer cancel()
+		changes, latest, err := s.Changes(wctx, membership.ChangeOptions{Wait: true})
+		require.NoError(t, err)
+		assert.Empty(t, changes)
+		assert.Equal(t, membership.Revision(0), latest)
+	})
+
+	t.Run("concurrent writers: a Follower sees every change once, in order", func(t *testing.T) {
+		s := newStore(membership.DefaultChangesKeep)
+		const writers, perWriter = 8, 150
+		var wg sync.WaitGroup
+		results := make(chan membership.Result, writers*perWriter)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range perWriter {
+					group := fmt.Sprint("g", i%3)
+					uid := membership.UID(w*1000 + i%20 + 1)
+					var res membership.Result
+					var err error
+					if i%4 == 3 {
+						res, err = s.RemoveMembers(ctx, group, []membership.UID{uid})
+					} else {
+						res, err = s.AddMembers(ctx, group, []membership.User{{UID: uid}})
+					}
+					if !assert.NoError(t, err) {
+						return
+					}
+					if res.Count > 0 {
+						results <- res
+					}
+				}
+			}()
+		}
+		done := make(chan struct{})
+		var writersDone atomic.Bool
+		var seen []membership.Change
+		go func() {
+			defer close(done)
+			var after membership.Revision
+			for {
+				// Read before the poll: an empty poll that began after the
+				// writers were done means there is nothing left.
+				finished := writersDone.Load()
+				wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				changes, _, err := s.Changes(wctx, membership.ChangeOptions{After: after, Limit: 7, Wait: true})
+				cancel()
+				if !assert.NoError(t, err) {
+					return
+				}
+				if len(changes) == 0 {
+					if finished {
+						return
+					}
+					continue
+				}
+				seen = append(seen, changes...)
+				after = changes[len(changes)-1].Revision
+			}
+		}()
+		wg.Wait()
+		writersDone.Store(true)
+		close(results)
+		<-done
+		acknowledged := map[membership.Revision]bool{}
+		for res := range results {
+			assert.False(t, acknowledged[res.Revision], "revision %d given twice", res.Revision)
+			acknowledged[res.Revision] = true
+		}
+		require.Len(t, seen, len(acknowledged), "every change seen once")
+		for i, c := range seen {
+			assert.Equal(t, membership.Revision(i+1), c.Revision, "in revision order with no gaps")
+			assert.True(t, acknowledged[c.Revision])
+		}
+		// Replaying the feed gives the state.
+		state := map[string]map[membership.UID]bool{}
+		for _, c := range seen {
+			if state[c.GroupID] == nil {
+				state[c.GroupID] = map[membership.UID]bool{}
+			}
+			for _, uid := range c.UIDs {
+				state[c.GroupID][uid] = c.Op == membership.OpAdd
+			}
+		}
+		for group, members := range state {
+			got, _ := ListAll(t, s, group)
+			var want []membership.Member
+			for _, m := range got {
+				assert.True(t, members[m.UID], "group %s member %d", group, m.UID)
+			}
+			for uid, in := range members {
+				if in {
+					want = append(want, membership.Member{UID: uid})
+				}
+			}
+			assert.Len(t, got, len(want), group)
+		}
+	})
+
+	t.Run("followers that start from listed states reproduce every list", func(t *testing.T) {
+		testFollowersReproduceEveryList(t, newStore(membership.DefaultChangesKeep))
+	})
+
+	t.Run("no group's revision is older than a nickname change the feed shows", func(t *testing.T) {
+		testNicknameRevisionsAreNeverBehindTheFeed(t, newStore(membership.DefaultChangesKeep))
+	})
+
+	t.Run("a Follower knows every nickname it lists", func(t *testing.T) {
+		testFollowerScenarios(t, func() membership.Store { return newStore(membership.DefaultChangesKeep) })
+	})
+}
+
+// Follower is a client that keeps every group from lists and the feed, as
+// the README's recipe says: per group its members, per user its nickname.
+type Follower struct {
+	members   map[string]map[membership.UID]bool
+	nicknames map[membership.UID]string
+}
+
+func (f *Follower) setNicknames(ms []membership.Member) {
+	for _, m := range ms {
+		if m.Nickname == "" {
+			delete(f.nicknames, m.UID)
+		} else {
+			f.nicknames[m.UID] = m.Nickname
+		}
+	}
+}
+
+// list replaces the Follower's group with the store's list of it.
+func (f *Follower) list(s membership.Store, group string) error {
+	var got []membership.Member
+	_, err := s.ListMembers(context.Background(), group, membership.ListOptions{}, func(_ int, members iter.Seq[membership.Member]) {
+		for m := range members {
+			got = append(got, m)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	f.members[group] = map[membership.UID]bool{}
+	for _, m := range got {
+		f.members[group][m.UID] = true
+	}
+	f.setNicknames(got)
+	return nil
+}
+
+// Apply applies a change of the feed to the follower's groups and nicknames.
+func (f *Follower) Apply(c membership.Change) {
+	if f.members[c.GroupID] == nil {
+		f.members[c.GroupID] = map[membership.UID]bool{}
+	}
+	for _, uid := range c.UIDs {
+		if c.Op == membership.OpAdd {
+			f.members[c.GroupID][uid] = true
+		} else {
+			delete(f.members[c.GroupID], uid)
+		}
+	}
+	f.setNicknames(c.Nicknames)
+}
+
+// ListOf returns the Follower's list of group, as the store lists it.
+func (f *Follower) ListOf(group string) []membership.Member {
+	list := []membership.Member{}
+	for uid := range f.members[group] {
+		list = append(list, membership.Member{UID: uid, Nickname: f.nicknames[uid]})
+	}
+	slices.SortFunc(list, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
+	return list
+}
+
+// testFollowersReproduceEveryList runs a concurrent random mix of adds (with
+// and without nicknames, "" among them) and removes on a few groups and
+// users, so that users often fall out of every group and come back; beside
+// it, followers each wait for a random revision, note the latest, list
+// every group one at a time in a random order while the writes go on, then
+// apply the feed from the noted revision. At the end every Follower's lists
+// must be the store's, nicknames included (issue 12, item 8: a user's
+// nickname used to outlive every membership, and reappear on an add that
+// the feed showed without it).
+func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
+	ctx := context.Background()
+	groups := []string{"a", "b", "c"}
+	nicknames := []string{"", "Eve", "Bo", "Al"}
+	const users = 24
+	const writers, perWriter, followers = 4, 300, 8
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 99))
+			for range perWriter {
+				group := groups[rng.IntN(len(groups))]
+				n := 1 + rng.IntN(3)
+				var err error
+				if rng.IntN(2) == 0 {
+					var us []membership.User
+					for range n {
+						u := membership.User{UID: membership.UID(1 + rng.IntN(users))}
+						if rng.IntN(8) == 0 { // rare: a nickname lasts, and users in no group keep one
+							u.Nickname, u.HasNickname = nicknames[rng.IntN(len(nicknames))], true
+						}
+						us = append(us, u)
+					}
+					_, err = s.AddMembers(ctx, group, us)
+				} else {
+					var uids []membership.UID
+					for range n {
+						uids = append(uids, membership.UID(1+rng.IntN(users)))
+					}
+					_, err = s.RemoveMembers(ctx, group, uids)
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+			}
+		}()
+	}
+	var writersDone atomic.Bool
+	results := make([]*Follower, followers)
+	var fwg sync.WaitGroup
+	for i := range followers {
+		fwg.Add(1)
+		go func() {
+			defer fwg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			f := NewFollower()
+			// Wait for a random revision, or for the writers to end.
+			target := membership.Revision(rng.IntN(writers * perWriter))
+			var noted membership.Revision
+			for {
+				finished := writersDone.Load()
+				_, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Limit: 1})
+				if !assert.NoError(t, err) {
+					return
+				}
+				if latest >= target || finished {
+					noted = latest
+					break
+				}
+				wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				_, _, err = s.Changes(wctx, membership.ChangeOptions{After: latest, Limit: 1, Wait: true})
+				cancel()
+				if !assert.NoError(t, err) {
+					return
+				}
+			}
+			for _, k := range rng.Perm(len(groups)) {
+				if !assert.NoError(t, f.list(s, groups[k])) {
+					return
+				}
+				// Let the writes go on between two lists: wait for the
+				// next change (the wait's deadline only bounds it).
+				_, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Limit: 1})
+				if !assert.NoError(t, err) {
+					return
+				}
+				if !writersDone.Load() {
+					wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+					_, _, err = s.Changes(wctx, membership.ChangeOptions{After: latest, Limit: 1, Wait: true})
+					cancel()
+					if !assert.NoError(t, err) {
+						return
+					}
+				}
+			}
+			after := noted
+			for {
+				finished := writersDone.Load()
+				wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				changes, _, err := s.Changes(wctx, membership.ChangeOptions{After: after, Limit: 1 + rng.IntN(20), Wait: true})
+				cancel()
+				if !assert.NoError(t, err) {
+					return
+				}
+				if len(changes) == 0 {
+					if finished {
+						break
+					}
+					continue
+				}
+				for _, c := range changes {
+					f.Apply(c)
+				}
+				after = changes[len(changes)-1].Revision
+			}
+			results[i] = f
+		}()
+	}
+	wg.Wait()
+	writersDone.Store(true)
+	fwg.Wait()
+	for i, f := range results {
+		require.NotNil(t, f, "Follower %d failed", i)
+		for _, group := range groups {
+			want, _ := ListAll(t, s, group)
+			assert.Equal(t, want, f.ListOf(group), "Follower %d, group %s", i, group)
+		}
+	}
+}
+
+// testFollowerScenarios plays, one step at a time, the cases where a
+// Follower could list another nickname than the store: a user forgotten,
+// then added again without a nickname (issue 12, item 8, as found); and a
+// user who moves from a group the Follower lists late to one it listed
+// early, carrying a nickname set before the Follower began.
+func testFollowerScenarios(t *testing.T, newStore func() membership.Store) {
+	ctx := context.Background()
+	eve := []membership.User{{UID: 900001, Nickname: "Eve", HasNickname: true}}
+	plain := []membership.User{{UID: 900001}}
+	type step struct {
+		op    string // add, remove, note (the latest revision), list
+		group string
+		users []membership.User
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"a user in no group is forgotten", []step{
+			{"add", "na", eve}, {"remove", "na", plain},
+			{"note", "", nil}, {"list", "na", nil}, {"list", "nb", nil},
+			{"add", "nb", plain},
+		}},
+		{"a user who escaped every list brings its nickname", []step{
+			{"add", "a", eve},
+			{"note", "", nil}, {"list", "b", nil},
+			{"add", "b", plain}, {"remove", "a", plain},
+			{"list", "a", nil},
+		}},
+		{"a nickname cleared by a remove, then given again", []step{
+			{"add", "a", eve}, {"note", "", nil}, {"list", "a", nil},
+			{"remove", "a", plain}, {"add", "b", eve},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore()
+			f := NewFollower()
+			var noted membership.Revision
+			groups := map[string]bool{}
+			for _, st := range tt.steps {
+				var err error
+				switch st.op {
+				case "add":
+					_, err = s.AddMembers(ctx, st.group, st.users)
+				case "remove":
+					_, err = s.RemoveMembers(ctx, st.group, []membership.UID{st.users[0].UID})
+				case "note":
+					_, noted, err = s.Changes(ctx, membership.ChangeOptions{Limit: 1})
+				case "list":
+					err = f.list(s, st.group)
+				}
+				require.NoError(t, err)
+				groups[st.group] = st.group != ""
+			}
+			for _, c := range AllChanges(t, s, noted) {
+				f.Apply(c)
+			}
+			for group, ok := range groups {
+				if ok {
+					want, _ := ListAll(t, s, group)
+					assert.Equal(t, want, f.ListOf(group), group)
+				}
+			}
+		})
+	}
+}
+
+// testNicknameRevisionsAreNeverBehindTheFeed changes user 7's nickname
+// through group g, again and again, while readers note the feed's latest
+// revision and then read group h's, which holds 7 too: every change is a
+// nickname change, which moves every group's revision, so h's can never be
+// behind what the feed showed before (the fresh-eyes review of issue 12 saw
+// lists, and 304s, one revision older, served from the list cache).
+func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store) {
+	ctx := context.Background()
+	_, err := s.AddMembers(ctx, "h", []membership.User{{UID: 7}})
+	require.NoError(t, err)
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !done.Load() {
+				_, latest, err := s.Changes(ctx, membership.ChangeOptions{Limit: 1})
+				if !assert.NoError(t, err) {
+					return
+				}
+				rev, err := s.Revision(ctx, "h")
+				if !assert.NoError(t, err) || !assert.GreaterOrEqual(t, rev, latest, "h's revision is behind the feed") {
+					return
+				}
+			}
+		}()
+	}
+	for i := range 3000 {
+		_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 7, Nickname: fmt.Sprint("n", i), HasNickname: true}})
+		require.NoError(t, err)
+	}
+	done.Store(true)
+	wg.Wait()
+}
+
+// NewFollower returns a follower that knows nothing yet.
+func NewFollower() *Follower {
+	return &Follower{members: map[string]map[membership.UID]bool{}, nicknames: map[membership.UID]string{}}
+}
