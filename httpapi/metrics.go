@@ -152,7 +152,8 @@ func handleMetrics(d deps) http.Handler {
 }
 
 // writeStoreStats writes the store's figures: groups, members, users, the
-// latest revision and the changes the feed keeps, and, with a data
+// latest revision and the changes the feed keeps, how far behind a shared
+// log the store runs (PostgreSQL), and, with a data
 // directory, the disk's: the log's size, fsyncs and their durations,
 // snapshots and how long the last took, commit timeouts.
 func writeStoreStats(w *metrics.Writer, s store.Stats) {
@@ -162,6 +163,10 @@ func writeStoreStats(w *metrics.Writer, s store.Stats) {
 	w.Gauge("membership_revision", "The latest revision: how many changes have altered the store.", float64(s.Revision))
 	w.Gauge("membership_changes_kept", "Changes the change feed keeps (see -changes-keep).", float64(s.ChangesKept))
 	w.Gauge("membership_changes_kept_bytes", "Memory the changes the feed keeps take, in bytes (see -changes-keep-bytes).", float64(s.ChangesKeptBytes))
+	if s.Follow != nil {
+		w.Family("membership_follow_lag_seconds", "histogram", "For each change of the shared log, the time from its write to its being applied on this instance.")
+		s.Follow.Lag.Write(w, "membership_follow_lag_seconds", nil)
+	}
 	disk := s.Disk
 	if disk == nil {
 		return

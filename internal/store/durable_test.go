@@ -32,7 +32,7 @@ func openTestDurable(t *testing.T, dir string, opts DurableOptions) *Durable {
 }
 
 func TestDurableContract(t *testing.T) {
-	storetest.Contract(t, func() membership.Store {
+	storetest.Contract(t, func(t *testing.T) membership.Store {
 		d := openTestDurable(t, t.TempDir(), DurableOptions{ChangesKeep: keepAll})
 		t.Cleanup(func() { _ = d.Close() })
 		return d

@@ -16,11 +16,11 @@ import (
 )
 
 func TestMemoryRevisionsAndFeed(t *testing.T) {
-	storetest.RevisionsAndFeed(t, func(keep int) membership.Store { return NewMemoryWith(MemoryOptions{ChangesKeep: keep}) })
+	storetest.RevisionsAndFeed(t, func(_ *testing.T, keep int) membership.Store { return NewMemoryWith(MemoryOptions{ChangesKeep: keep}) })
 }
 
 func TestDurableRevisionsAndFeed(t *testing.T) {
-	storetest.RevisionsAndFeed(t, func(keep int) membership.Store {
+	storetest.RevisionsAndFeed(t, func(t *testing.T, keep int) membership.Store {
 		d := openTestDurable(t, t.TempDir(), DurableOptions{ChangesKeep: keep})
 		t.Cleanup(func() { d.Close() })
 		return d

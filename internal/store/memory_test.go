@@ -13,11 +13,11 @@ import (
 )
 
 func TestMemory(t *testing.T) {
-	storetest.Contract(t, func() membership.Store { return NewMemory() })
+	storetest.Contract(t, func(t *testing.T) membership.Store { return NewMemory() })
 }
 
 func TestMemoryOneShard(t *testing.T) {
-	storetest.Contract(t, func() membership.Store { return NewMemoryShards(1) })
+	storetest.Contract(t, func(t *testing.T) membership.Store { return NewMemoryShards(1) })
 }
 
 // Memory follows the memberships: users removed from every group leave no

@@ -26,6 +26,17 @@ type Stats struct {
 	// Disk holds the figures of a store with a data directory; nil for one
 	// in memory.
 	Disk *DiskStats
+	// Follow holds the figures of a store that follows a shared log (the
+	// PostgreSQL store); nil for the others.
+	Follow *FollowStats
+}
+
+// FollowStats are the figures of a store that serves from memory what a
+// shared log holds.
+type FollowStats struct {
+	// Lag is, for each change applied, how long after it was written it
+	// was applied here (safe to read at any time).
+	Lag *metrics.Histogram
 }
 
 // DiskStats are the figures of a store's data directory.

@@ -33,8 +33,9 @@ func ListAll(t *testing.T, s membership.Store, groupID string) ([]membership.Mem
 }
 
 // Contract checks the behaviour every membership.Store must have.
+// newStore(t) returns an empty store, for the (sub)test t to use and close.
 // Every store runs it: Memory, Durable, and the PostgreSQL store.
-func Contract(t *testing.T, newStore func() membership.Store) {
+func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	ctx := context.Background()
 	users := func(uids ...membership.UID) []membership.User {
 		us := make([]membership.User, len(uids))
@@ -45,13 +46,13 @@ func Contract(t *testing.T, newStore func() membership.Store) {
 	}
 
 	t.Run("unknown group lists empty, not nil", func(t *testing.T) {
-		got, _ := ListAll(t, newStore(), "nobody")
+		got, _ := ListAll(t, newStore(t), "nobody")
 		assert.NotNil(t, got)
 		assert.Empty(t, got)
 	})
 
 	t.Run("add counts only new members, repeats count once", func(t *testing.T) {
-		s := newStore()
+		s := newStore(t)
 		n, err := Count(s.AddMembers(ctx, "g", users(3, 1, 3)))
 		require.NoError(t, err)
 		assert.Equal(t, 2, n)
@@ -61,7 +62,7 @@ func Contract(t *testing.T, newStore func() membership.Store) {
 	})
 
 	t.Run("list is sorted by uid", func(t *testing.T) {
-		s := newStore()
+		s := newStore(t)
 		_, err := s.AddMembers(ctx, "g", users(30, 9223372036854775807, 1, 20))
 		require.NoError(t, err)
 		got, _ := ListAll(t, s, "g")
@@ -69,7 +70,7 @@ func Contract(t *testing.T, newStore func() membership.Store) {
 	})
 
 	t.Run("nicknames: last write wins, kept when not given, cleared by empty", func(t *testing.T) {
-		s := newStore()
+		s := newStore(t)
 		_, err := s.AddMembers(ctx, "g", []membership.User{
 			{UID: 1, Nickname: "a", HasNickname: true},
 			{UID: 1, Nickname: "b", HasNickname: true},
@@ -84,7 +85,7 @@ func Contract(t *testing.T, newStore func() membership.Store) {
 	})
 
 	t.Run("a nickname belongs to the user in every group", func(t *testing.T) {
-		s := newStore()
+		s := newStore(t)
 		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 		require.NoError(t, err)
 		_, err = s.AddMembers(ctx, "b", users(1))
@@ -94,7 +95,7 @@ func Contract(t *testing.T, newStore func() membership.Store) {
 	})
 
 	t.Run("remove counts only members, and only in its group", func(t *testing.T) {
-		s := newStore()
+		s := newStore(t)
 		_, err := s.AddMembers(ctx, "a", users(1, 2, 3))
 		require.NoError(t, err)
 		_, err = s.AddMembers(ctx, "b", users(1, 2))
@@ -109,13 +110,13 @@ func Contract(t *testing.T, newStore func() membership.Store) {
 	})
 
 	t.Run("remove from an unknown group removes nothing", func(t *testing.T) {
-		n, err := Count(newStore().RemoveMembers(ctx, "nobody", []membership.UID{1}))
+		n, err := Count(newStore(t).RemoveMembers(ctx, "nobody", []membership.UID{1}))
 		require.NoError(t, err)
 		assert.Equal(t, 0, n)
 	})
 
 	t.Run("an emptied group lists empty and can be refilled", func(t *testing.T) {
-		s := newStore()
+		s := newStore(t)
 		_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "a", HasNickname: true}})
 		require.NoError(t, err)
 		n, err := Count(s.RemoveMembers(ctx, "g", []membership.UID{1}))
@@ -131,7 +132,7 @@ func Contract(t *testing.T, newStore func() membership.Store) {
 	})
 
 	t.Run("a nickname outlives a removal while the user is in another group", func(t *testing.T) {
-		s := newStore()
+		s := newStore(t)
 		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1, Nickname: "Eve", HasNickname: true}, {UID: 2, Nickname: "Bo", HasNickname: true}})
 		require.NoError(t, err)
 		_, err = s.AddMembers(ctx, "b", users(1))
@@ -149,7 +150,7 @@ func Contract(t *testing.T, newStore func() membership.Store) {
 	})
 
 	t.Run("a bulk add to an empty group counts distinct users", func(t *testing.T) {
-		s := newStore()
+		s := newStore(t)
 		var us []membership.User
 		for i := range 300 {
 			us = append(us, membership.User{UID: membership.UID(1000 - i%200)})
@@ -164,7 +165,7 @@ func Contract(t *testing.T, newStore func() membership.Store) {
 	})
 
 	t.Run("revisions change with what the list shows, and only then", func(t *testing.T) {
-		s := newStore()
+		s := newStore(t)
 		revision := func(group string) membership.Revision {
 			r, err := s.Revision(ctx, group)
 			require.NoError(t, err)
@@ -210,7 +211,7 @@ func Contract(t *testing.T, newStore func() membership.Store) {
 	})
 
 	t.Run("keyset paging and member lookup", func(t *testing.T) {
-		s := newStore()
+		s := newStore(t)
 		var us []membership.User
 		for uid := membership.UID(2); uid <= 2000; uid += 2 {
 			us = append(us, membership.User{UID: uid})
@@ -266,7 +267,7 @@ func Contract(t *testing.T, newStore func() membership.Store) {
 	})
 
 	t.Run("counts stay exact under contention", func(t *testing.T) {
-		s := newStore()
+		s := newStore(t)
 		const workers, perWorker = 16, 200
 		var wg sync.WaitGroup
 		added := make([]int, workers)

@@ -27,16 +27,16 @@ func AllChanges(t *testing.T, s membership.Store, after membership.Revision) []m
 	return changes
 }
 
-// RevisionsAndFeed checks revisions and the change feed; newStore(keep)
-// returns an empty store whose feed keeps keep changes.
-func RevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store) {
+// RevisionsAndFeed checks revisions and the change feed; newStore(t, keep)
+// returns an empty store whose feed keeps keep changes, for t to use.
+func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) membership.Store) {
 	ctx := context.Background()
 	nick := func(uid membership.UID, n string) membership.User {
 		return membership.User{UID: uid, Nickname: n, HasNickname: true}
 	}
 
 	t.Run("one revision per change that alters the store, none for the rest", func(t *testing.T) {
-		s := newStore(membership.DefaultChangesKeep)
+		s := newStore(t, membership.DefaultChangesKeep)
 		steps := []struct {
 			name    string
 			do      func() (membership.Result, error)
@@ -98,7 +98,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store) {
 	})
 
 	t.Run("a group's revision is its last change's", func(t *testing.T) {
-		s := newStore(membership.DefaultChangesKeep)
+		s := newStore(t, membership.DefaultChangesKeep)
 		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1}})
 		require.NoError(t, err)
 		_, err = s.AddMembers(ctx, "b", []membership.User{{UID: 2}})
@@ -113,7 +113,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store) {
 	})
 
 	t.Run("after and limit page through the feed", func(t *testing.T) {
-		s := newStore(membership.DefaultChangesKeep)
+		s := newStore(t, membership.DefaultChangesKeep)
 		for uid := range membership.UID(5) {
 			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
 			require.NoError(t, err)
@@ -129,7 +129,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store) {
 	})
 
 	t.Run("changes no longer kept are gone, with the oldest kept", func(t *testing.T) {
-		s := newStore(3)
+		s := newStore(t, 3)
 		for uid := range membership.UID(5) {
 			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
 			require.NoError(t, err)
@@ -148,14 +148,14 @@ func RevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store) {
 	})
 
 	t.Run("a revision beyond the latest is gone: another history", func(t *testing.T) {
-		s := newStore(membership.DefaultChangesKeep)
+		s := newStore(t, membership.DefaultChangesKeep)
 		_, _, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
 		assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err))
 		assert.Contains(t, err.Error(), "beyond the latest")
 	})
 
 	t.Run("a feed that keeps nothing still counts", func(t *testing.T) {
-		s := newStore(0)
+		s := newStore(t, 0)
 		res, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1}})
 		require.NoError(t, err)
 		assert.Equal(t, membership.Revision(1), res.Revision)
@@ -170,7 +170,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store) {
 	})
 
 	t.Run("a wait ends at the first change after it", func(t *testing.T) {
-		s := newStore(membership.DefaultChangesKeep)
+		s := newStore(t, membership.DefaultChangesKeep)
 		got := make(chan []membership.Change)
 		go func() {
 			changes, _, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Wait: true})
@@ -190,7 +190,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store) {
 	})
 
 	t.Run("a wait ends empty with its context", func(t *testing.T) {
-		s := newStore(membership.DefaultChangesKeep)
+		s := newStore(t, membership.DefaultChangesKeep)
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 		defer cancel()
 		changes, latest, err := s.Changes(wctx, membership.ChangeOptions{Wait: true})
@@ -200,7 +200,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store) {
 	})
 
 	t.Run("concurrent writers: a Follower sees every change once, in order", func(t *testing.T) {
-		s := newStore(membership.DefaultChangesKeep)
+		s := newStore(t, membership.DefaultChangesKeep)
 		const writers, perWriter = 8, 150
 		var wg sync.WaitGroup
 		results := make(chan membership.Result, writers*perWriter)
@@ -293,15 +293,15 @@ func RevisionsAndFeed(t *testing.T, newStore func(keep int) membership.Store) {
 	})
 
 	t.Run("followers that start from listed states reproduce every list", func(t *testing.T) {
-		testFollowersReproduceEveryList(t, newStore(membership.DefaultChangesKeep))
+		testFollowersReproduceEveryList(t, newStore(t, membership.DefaultChangesKeep))
 	})
 
 	t.Run("no group's revision is older than a nickname change the feed shows", func(t *testing.T) {
-		testNicknameRevisionsAreNeverBehindTheFeed(t, newStore(membership.DefaultChangesKeep))
+		testNicknameRevisionsAreNeverBehindTheFeed(t, newStore(t, membership.DefaultChangesKeep))
 	})
 
 	t.Run("a Follower knows every nickname it lists", func(t *testing.T) {
-		testFollowerScenarios(t, func() membership.Store { return newStore(membership.DefaultChangesKeep) })
+		testFollowerScenarios(t, func(t *testing.T) membership.Store { return newStore(t, membership.DefaultChangesKeep) })
 	})
 }
 
@@ -502,7 +502,7 @@ func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 // then added again without a nickname (issue 12, item 8, as found); and a
 // user who moves from a group the Follower lists late to one it listed
 // early, carrying a nickname set before the Follower began.
-func testFollowerScenarios(t *testing.T, newStore func() membership.Store) {
+func testFollowerScenarios(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	ctx := context.Background()
 	eve := []membership.User{{UID: 900001, Nickname: "Eve", HasNickname: true}}
 	plain := []membership.User{{UID: 900001}}
@@ -533,7 +533,7 @@ func testFollowerScenarios(t *testing.T, newStore func() membership.Store) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newStore()
+			s := newStore(t)
 			f := NewFollower()
 			var noted membership.Revision
 			groups := map[string]bool{}

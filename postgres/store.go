@@ -1,0 +1,523 @@
+// Package postgres is a membership.Store on PostgreSQL, for teams that run
+// more than one instance of the service: the database holds the log of
+// changes, and every instance serves from memory the state that log
+// builds, kept current by following it.
+//
+// A write is one INSERT into membership_changes, in a transaction of its
+// own, so that concurrent writers share the database's fsyncs. A sequencer
+// (one at a time across the instances, under an advisory lock) then gives
+// each committed change its place in the log, pos: it takes only changes
+// whose transactions are all below the horizon pg_snapshot_xmin of its
+// snapshot, so no change can later appear before one it has placed, and it
+// numbers them 1, 2, 3, … with no gap. Every instance applies the log in
+// the order of pos to a store.Memory; the memory gives the revisions, the
+// counts and the feed, and since it is deterministic, every instance gives
+// every change the same revision. A writer answers once its own instance
+// has applied its change.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/membership"
+)
+
+// Options configure Open.
+type Options struct {
+	// ChangesKeep and ChangesKeepBytes size the change feed, as in
+	// store.MemoryOptions.
+	ChangesKeep      int
+	ChangesKeepBytes int64
+	// CommitTimeout is the longest a change waits to be written, placed
+	// and applied; past it the caller gets CodeUnavailable (the change may
+	// still be applied later). DefaultCommitTimeout when <= 0.
+	CommitTimeout time.Duration
+	// Logger gets the store's warnings. Nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultCommitTimeout is the default Options.CommitTimeout.
+const DefaultCommitTimeout = 5 * time.Second
+
+// Tuning.
+const (
+	// fetchRows bounds the changes read from the log at once.
+	fetchRows = 256
+	// sequenceRows bounds the changes the sequencer places at once.
+	sequenceRows = 4096
+	// retryInterval is how often the sequencer tries again while a change
+	// of this instance waits for a place, and how long a lost connection
+	// waits before it is tried again.
+	retryInterval = 5 * time.Millisecond
+	// idleInterval is how often an idle instance reads the log and
+	// places changes without being told to: it places the changes of an
+	// instance that died before placing them.
+	idleInterval = time.Second
+	// notifyChannel is where the sequencer says that it placed changes.
+	notifyChannel = "membership_sequenced"
+)
+
+// Store is a membership.Store on PostgreSQL. See the package comment.
+type Store struct {
+	pool   *pgxpool.Pool
+	url    string
+	mem    *store.Memory
+	opts   Options
+	logger *slog.Logger
+	epoch  uint64
+
+	// applyMu is held while the log is applied: one applier at a time.
+	applyMu sync.Mutex
+	applied int64 // pos of the last change applied; under applyMu
+
+	waitMu  sync.Mutex
+	waiters map[int64]chan membership.Result // by ticket
+
+	kick    chan struct{} // wakes the sequencer
+	stop    chan struct{}
+	stopped sync.WaitGroup
+
+	// down says why the database cannot be reached, nil when it can.
+	down atomic.Pointer[string]
+	// broken is set when the log cannot be applied (a gap): for good.
+	broken atomic.Pointer[string]
+
+	lag *metrics.Histogram
+}
+
+var _ membership.Store = (*Store)(nil)
+
+// Open connects to the database at url, applies the schema's migrations,
+// reads the whole log into memory, and starts following it.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	if opts.CommitTimeout <= 0 {
+		opts.CommitTimeout = DefaultCommitTimeout
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("the database URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		pool: pool, url: url, opts: opts, logger: logger,
+		waiters: map[int64]chan membership.Result{},
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		lag:     metrics.NewHistogram(metrics.DefaultDurationBuckets),
+	}
+	if err := s.open(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.stopped.Add(2)
+	go s.followLoop()
+	go s.sequenceLoop()
+	return s, nil
+}
+
+// open migrates, reads the epoch, and applies the log so far.
+func (s *Store) open(ctx context.Context) error {
+	applied, err := Migrate(ctx, s.pool)
+	if err != nil {
+		return fmt.Errorf("migrating the schema: %w", err)
+	}
+	if len(applied) > 0 {
+		s.logger.Info("migrated the database's schema", "versions", applied)
+	}
+	epoch := int64(rand.Uint64() >> 1)
+	if _, err := s.pool.Exec(ctx, "INSERT INTO membership_meta (key, value) VALUES ('epoch', $1) ON CONFLICT (key) DO NOTHING", epoch); err != nil {
+		return err
+	}
+	if err := s.pool.QueryRow(ctx, "SELECT value FROM membership_meta WHERE key = 'epoch'").Scan(&epoch); err != nil {
+		return err
+	}
+	s.epoch = uint64(epoch)
+	s.mem = store.NewMemoryWith(store.MemoryOptions{ChangesKeep: s.opts.ChangesKeep, ChangesKeepBytes: s.opts.ChangesKeepBytes, Epoch: s.epoch})
+	if _, err := s.sequence(ctx); err != nil {
+		return fmt.Errorf("placing the changes in the log: %w", err)
+	}
+	return s.catchUp(ctx)
+}
+
+// Close stops following the log and closes the connections. Writes still
+// waiting get CodeUnavailable.
+func (s *Store) Close() error {
+	select {
+	case <-s.stop:
+		return nil
+	default:
+	}
+	close(s.stop)
+	s.stopped.Wait()
+	s.pool.Close()
+	return nil
+}
+
+// Epoch implements membership.Store: the database's, the same on every
+// instance.
+func (s *Store) Epoch() uint64 { return s.epoch }
+
+// Writable returns why the store cannot take changes now, or nil.
+func (s *Store) Writable() error {
+	if why := s.broken.Load(); why != nil {
+		return membership.Errorf(membership.CodeUnavailable, "%s", *why)
+	}
+	if why := s.down.Load(); why != nil {
+		return membership.Errorf(membership.CodeUnavailable, "%s", *why)
+	}
+	return nil
+}
+
+// Stats returns the memory's figures and how far behind the log it runs.
+func (s *Store) Stats() store.Stats {
+	st := s.mem.Stats()
+	st.Follow = &store.FollowStats{Lag: s.lag}
+	return st
+}
+
+// Backup returns a consistent copy of the state this instance serves.
+func (s *Store) Backup() *store.Backup { return s.mem.Backup() }
+
+// AddMembers implements membership.Store. It returns once the change is
+// committed, placed in the log and applied here, or with CodeUnavailable.
+func (s *Store) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
+	if len(users) == 0 {
+		rev, err := s.mem.Revision(ctx, groupID)
+		return membership.Result{Revision: rev}, err
+	}
+	uids := make([]int64, len(users))
+	nicknames := make([]*string, len(users))
+	for i, u := range users {
+		uids[i] = int64(u.UID)
+		if u.HasNickname {
+			nicknames[i] = &u.Nickname
+		}
+	}
+	return s.commit(ctx, opAdd, groupID, uids, nicknames)
+}
+
+// RemoveMembers implements membership.Store, as AddMembers.
+func (s *Store) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
+	if len(uids) == 0 {
+		rev, err := s.mem.Revision(ctx, groupID)
+		return membership.Result{Revision: rev}, err
+	}
+	ids := make([]int64, len(uids))
+	for i, uid := range uids {
+		ids[i] = int64(uid)
+	}
+	return s.commit(ctx, opRemove, groupID, ids, nil)
+}
+
+// The ops of membership_changes.
+const (
+	opAdd    = 1
+	opRemove = 2
+)
+
+// commit writes a change to the log and waits until this instance has
+// applied it.
+func (s *Store) commit(ctx context.Context, op int16, groupID string, uids []int64, nicknames []*string) (membership.Result, error) {
+	if err := s.Writable(); err != nil {
+		return membership.Result{}, err
+	}
+	ticket := int64(rand.Uint64())
+	done := make(chan membership.Result, 1)
+	s.waitMu.Lock()
+	s.waiters[ticket] = done
+	s.waitMu.Unlock()
+	defer func() {
+		s.waitMu.Lock()
+		delete(s.waiters, ticket)
+		s.waitMu.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CommitTimeout)
+	defer cancel()
+	_, err := s.pool.Exec(ctx, "INSERT INTO membership_changes (ticket, op, group_id, uids, nicknames) VALUES ($1, $2, $3, $4, $5)",
+		ticket, op, groupID, uids, nicknames)
+	if err != nil {
+		if ctx.Err() != nil {
+			return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
+				"the database did not confirm the change within %s: it may still be applied; read the group to know", s.opts.CommitTimeout)
+		}
+		return membership.Result{}, membership.Errorf(membership.CodeUnavailable, "the database did not take the change (%v); nothing was changed", err)
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+	select {
+	case res := <-done:
+		return res, nil
+	case <-ctx.Done():
+		return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
+			"the change is in the database, but was not applied here within %s; it will be: read the group to see it", s.opts.CommitTimeout)
+	case <-s.stop:
+		return membership.Result{}, membership.Errorf(membership.CodeUnavailable, "the store is closing; the change is in the database and will be applied")
+	}
+}
+
+// pending says whether a change of this instance waits to be applied.
+func (s *Store) pending() bool {
+	s.waitMu.Lock()
+	defer s.waitMu.Unlock()
+	return len(s.waiters) > 0
+}
+
+// ListMembers implements membership.Store, from memory.
+func (s *Store) ListMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
+	return s.mem.ListMembers(ctx, groupID, opts, list)
+}
+
+// UserGroups implements membership.Store, from memory.
+func (s *Store) UserGroups(ctx context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
+	return s.mem.UserGroups(ctx, uid, opts, list)
+}
+
+// Member implements membership.Store, from memory.
+func (s *Store) Member(ctx context.Context, groupID string, uid membership.UID) (membership.Member, bool, error) {
+	return s.mem.Member(ctx, groupID, uid)
+}
+
+// Revision implements membership.Store, from memory.
+func (s *Store) Revision(ctx context.Context, groupID string) (membership.Revision, error) {
+	return s.mem.Revision(ctx, groupID)
+}
+
+// Changes implements membership.Store: the feed of the memory, which has
+// applied the whole log.
+func (s *Store) Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
+	return s.mem.Changes(ctx, opts)
+}
+
+// sequenceSQL places up to sequenceRows changes in the log: those whose
+// transactions ended below the horizon, in the order of their transaction
+// ids, then of their ids. Every transaction below pg_snapshot_xmin has
+// ended, so no change can later appear below the horizon: a change placed
+// is never followed by one that should have come before it.
+const sequenceSQL = `
+WITH last AS (SELECT coalesce(max(pos), 0) AS pos FROM membership_changes),
+ready AS (
+	SELECT id, row_number() OVER (ORDER BY xid, id) AS n FROM (
+		SELECT id, xid FROM membership_changes
+		WHERE pos IS NULL AND xid < pg_snapshot_xmin(pg_current_snapshot())
+		ORDER BY xid, id LIMIT $1) r),
+placed AS (
+	UPDATE membership_changes c SET pos = last.pos + ready.n, sequenced_at = clock_timestamp()
+	FROM ready, last WHERE c.id = ready.id
+	RETURNING c.pos)
+SELECT count(*), coalesce(max(pos), 0) FROM placed`
+
+// sequence places the changes that can be placed, unless another instance
+// is placing changes now, and tells every instance of them. It returns how
+// many it placed.
+func (s *Store) sequence(ctx context.Context) (int64, error) {
+	var placed, last int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var locked bool
+		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", int64(sequenceLockKey)).Scan(&locked); err != nil || !locked {
+			return err // another instance is placing changes: it will say so
+		}
+		if err := tx.QueryRow(ctx, sequenceSQL, sequenceRows).Scan(&placed, &last); err != nil || placed == 0 {
+			return err
+		}
+		_, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, fmt.Sprint(last))
+		return err
+	})
+	return placed, err
+}
+
+// sequenceLoop places changes when this instance wrote one, again and
+// again while one of its changes waits, and every idleInterval.
+func (s *Store) sequenceLoop() {
+	defer s.stopped.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-s.stop; cancel() }()
+	timer := time.NewTimer(idleInterval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.kick:
+		case <-timer.C:
+		}
+		placed, err := s.sequence(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.logger.Warn("placing changes in the log failed", "err", err)
+		}
+		next := idleInterval
+		if s.pending() || placed == sequenceRows {
+			next = retryInterval
+		}
+		timer.Reset(next)
+	}
+}
+
+// catchUp applies the log from the last change applied to its end.
+func (s *Store) catchUp(ctx context.Context) error {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	for {
+		n, err := s.applyPage(ctx)
+		if err != nil || n < fetchRows {
+			return err
+		}
+	}
+}
+
+// applyPage applies up to fetchRows changes after the last applied, and
+// returns how many. The caller holds applyMu.
+func (s *Store) applyPage(ctx context.Context) (int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames,
+		extract(epoch FROM clock_timestamp() - appended_at)::float8
+		FROM membership_changes WHERE pos > $1 ORDER BY pos LIMIT $2`, s.applied, fetchRows)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var c logged
+		if err := rows.Scan(&c.pos, &c.ticket, &c.op, &c.groupID, &c.uids, &c.nicknames, &c.age); err != nil {
+			return n, err
+		}
+		if c.pos != s.applied+1 {
+			why := fmt.Sprintf("the log has a gap: after change %d comes %d; this instance stops taking changes: restart it", s.applied, c.pos)
+			s.broken.Store(&why)
+			return n, errors.New(why)
+		}
+		s.apply(ctx, c)
+		s.applied = c.pos
+		n++
+	}
+	return n, rows.Err()
+}
+
+// logged is a change read from the log.
+type logged struct {
+	pos, ticket int64
+	op          int16
+	groupID     string
+	uids        []int64
+	nicknames   []*string
+	age         float64 // seconds since it was written, by the database's clock
+}
+
+// apply applies c to memory and answers its writer, if it waits here.
+func (s *Store) apply(ctx context.Context, c logged) {
+	start := time.Now()
+	var res membership.Result
+	var err error
+	switch c.op {
+	case opAdd:
+		users := make([]membership.User, len(c.uids))
+		for i, uid := range c.uids {
+			users[i].UID = membership.UID(uid)
+			if i < len(c.nicknames) && c.nicknames[i] != nil {
+				users[i].Nickname, users[i].HasNickname = *c.nicknames[i], true
+			}
+		}
+		res, err = s.mem.AddMembers(ctx, c.groupID, users)
+	case opRemove:
+		uids := make([]membership.UID, len(c.uids))
+		for i, uid := range c.uids {
+			uids[i] = membership.UID(uid)
+		}
+		res, err = s.mem.RemoveMembers(ctx, c.groupID, uids)
+	}
+	if err != nil { // memory refuses nothing: the writers' Service checked it
+		s.logger.Error("applying a change of the log failed", "pos", c.pos, "err", err)
+	}
+	s.lag.Observe(time.Duration(c.age*float64(time.Second)) + time.Since(start))
+	s.waitMu.Lock()
+	done := s.waiters[c.ticket]
+	s.waitMu.Unlock()
+	if done != nil {
+		done <- res
+	}
+}
+
+// followLoop listens for the sequencer's word on a connection of its own
+// and applies the log as it grows. When the database cannot be reached, it
+// says so (Writable), and tries again until it can.
+func (s *Store) followLoop() {
+	defer s.stopped.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-s.stop; cancel() }()
+	for ctx.Err() == nil {
+		err := s.follow(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		why := fmt.Sprintf("the database cannot be reached: %v", err)
+		if s.down.Swap(&why) == nil {
+			s.logger.Warn("lost the database; trying again", "err", err)
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(retryInterval * 20):
+		}
+	}
+}
+
+// follow listens and applies until the connection fails or ctx ends.
+func (s *Store) follow(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, s.url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return err
+	}
+	if s.down.Swap(nil) != nil {
+		s.logger.Info("the database is back")
+	}
+	for {
+		if err := s.catchUp(ctx); err != nil {
+			return err
+		}
+		if s.broken.Load() != nil {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		wait, cancel := context.WithTimeout(ctx, idleInterval)
+		_, err := conn.WaitForNotification(wait)
+		cancel()
+		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if s.pending() {
+			select { // the sequencer may have been busy elsewhere
+			case s.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
