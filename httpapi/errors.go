@@ -18,6 +18,7 @@ var statusOf = map[membership.Code]int{
 	membership.CodeInvalidUID:           http.StatusBadRequest,
 	membership.CodeInvalidBody:          http.StatusBadRequest,
 	membership.CodeInvalidQuery:         http.StatusBadRequest,
+	membership.CodeInvalidHeader:        http.StatusBadRequest,
 	membership.CodeTooManyUsers:         http.StatusRequestEntityTooLarge,
 	membership.CodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
 	membership.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,

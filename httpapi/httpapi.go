@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/metrics"
@@ -54,6 +55,9 @@ type Options struct {
 	// ListCacheBytes bounds the cache of encoded member lists; 0 turns it
 	// off. See DefaultListCacheBytes.
 	ListCacheBytes int64
+	// MinRevisionWait is the longest a read waits for the revision it asks
+	// for in X-Min-Revision; DefaultMinRevisionWait when <= 0.
+	MinRevisionWait time.Duration
 	// Token, when set, is the bearer token that POST and DELETE need.
 	Token string
 	// AuthReads makes every GET need the token as well, but /healthz and
@@ -119,6 +123,9 @@ func NewLoadingHandler(opts Options) *Handler {
 	}
 	if opts.ChangesReplyBytes <= 0 {
 		opts.ChangesReplyBytes = DefaultChangesReplyBytes
+	}
+	if opts.MinRevisionWait <= 0 {
+		opts.MinRevisionWait = DefaultMinRevisionWait
 	}
 	if opts.Ready == nil {
 		opts.Ready = func() bool { return true }

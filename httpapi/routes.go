@@ -38,12 +38,14 @@ type route struct {
 // loading, the handlers of data routes are built but never called.
 func routes(d deps) []route {
 	svc, opts := d.svc, d.opts
+	// read serves a read from a state at least as new as X-Min-Revision.
+	read := func(h http.Handler) http.Handler { return withMinRevision(svc, opts.MinRevisionWait, h) }
 	return []route{
-		{method: "GET", path: "/group-user/{groupID}", handler: handleListMembers(svc, d.lists), query: true, data: true, cache: "no-cache"},
+		{method: "GET", path: "/group-user/{groupID}", handler: read(handleListMembers(svc, d.lists)), query: true, data: true, cache: "no-cache"},
 		{method: "POST", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, addUsers, opts.MaxBodyBytes, d.bodies), data: true},
 		{method: "DELETE", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, removeUsers, opts.MaxBodyBytes, d.bodies), data: true},
-		{method: "GET", path: "/group-user/{groupID}/{uid}", handler: handleMember(svc), data: true, cache: "no-store"},
-		{method: "GET", path: "/user-group/{uid}", handler: handleUserGroups(svc, d.replies), query: true, data: true, cache: "no-store"},
+		{method: "GET", path: "/group-user/{groupID}/{uid}", handler: read(handleMember(svc)), data: true, cache: "no-store"},
+		{method: "GET", path: "/user-group/{uid}", handler: read(handleUserGroups(svc, d.replies)), query: true, data: true, cache: "no-store"},
 		{method: "GET", path: "/changes", handler: handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies), query: true, data: true, cache: "no-store"},
 		{method: "GET", path: "/backup", handler: handleBackup(svc, d.store.Backup, d.backups), data: true, private: true, cache: "no-store"},
 		{method: "GET", path: "/healthz", handler: handleHealthz(), open: true},

@@ -18,6 +18,7 @@ const (
 	CodeInvalidUID           Code = "invalid_uid"            // the acting uid parameter is not a valid uid
 	CodeInvalidBody          Code = "invalid_body"           // the request body cannot be decoded
 	CodeInvalidQuery         Code = "invalid_query"          // a query parameter (limit, after) is not valid
+	CodeInvalidHeader        Code = "invalid_header"         // a header the service reads (X-Min-Revision) has a value it cannot take
 	CodeTooManyUsers         Code = "too_many_users"         // the users array has more elements than allowed
 	CodeBodyTooLarge         Code = "body_too_large"         // the request body is larger than allowed
 	CodeUnsupportedMediaType Code = "unsupported_media_type" // the body's Content-Type is not one the service reads

@@ -85,8 +85,8 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 		return nil, err
 	}
 	if latest := ms[len(ms)-1].version; current > latest {
-		return nil, fmt.Errorf("the database's schema is at version %d, and this build knows versions up to %d: "+
-			"run a build at least as new as the one that migrated it", current, latest)
+		return nil, &ConfigError{fmt.Errorf("the database's schema is at version %d, and this build knows versions up to %d: "+
+			"run a build at least as new as the one that migrated it", current, latest)}
 	}
 	var applied []int
 	for _, m := range ms {

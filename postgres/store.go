@@ -111,7 +111,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("the database URL: %w", err)
+		return nil, &ConfigError{fmt.Errorf("the database URL: %w", err)}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -157,6 +157,13 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	return s.catchUp(ctx)
 }
+
+// ConfigError is an error of Open that trying again cannot mend: a bad URL,
+// a schema newer than this build.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Close stops following the log and closes the connections. Writes still
 // waiting get CodeUnavailable.

@@ -79,7 +79,12 @@ type Config struct {
 // drops lines, counted, instead of freezing requests); usage and flag errors
 // go to stderr. getenv reads the environment: MEMBERSHIP_TOKEN.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, err := parseFlags(args, stderr)
+	return run(ctx, nil, args, getenv, stdout, stderr)
+}
+
+// run is Run, or with a backend RunBackend.
+func run(ctx context.Context, backend *Backend, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr, backend)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -108,7 +113,17 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if token == "" {
 		logger.Warn("no token: anyone who can reach the service can change memberships (see -token-file)")
 	}
-	return newService(cfg, token, logger, logOut).run(ctx)
+	svc := newService(cfg, token, logger, logOut)
+	svc.open = func(ctx context.Context) (Store, error) { return openStore(cfg, logger) }
+	if backend != nil {
+		svc.open = func(ctx context.Context) (Store, error) {
+			return backend.Open(ctx, StoreOptions{
+				ChangesKeep: cfg.changesKeep, ChangesKeepBytes: cfg.changesKeepBytes,
+				CommitTimeout: cfg.commitTimeout, Logger: logger, Getenv: getenv,
+			})
+		}
+	}
+	return svc.run(ctx)
 }
 
 // restore is the -restore mode.
@@ -132,6 +147,7 @@ type service struct {
 	ready    atomic.Bool   // for /readyz: loaded, and not stopping
 	stopping chan struct{} // closed when the drain starts: it ends long-polls
 	served   chan error    // what srv.Serve returned
+	open     func(ctx context.Context) (Store, error)
 }
 
 func newService(cfg Config, token string, logger *slog.Logger, logOut *logsink.Writer) *service {
@@ -219,7 +235,7 @@ func (s *service) load(ctx context.Context) (Store, error) {
 		case <-loaded:
 		}
 	}()
-	st, err := openStore(s.cfg, s.logger)
+	st, err := s.open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -260,9 +276,14 @@ func (s *service) drain(ctx context.Context) error {
 // parseFlags parses args. -h prints the usage to stderr and returns
 // flag.ErrHelp; any other error is returned alone, with a hint, for the
 // caller to print once.
-func parseFlags(args []string, stderr io.Writer) (Config, error) {
+func parseFlags(args []string, stderr io.Writer, backend *Backend) (Config, error) {
 	var cfg Config
 	fs := NewFlagSet(&cfg, stderr)
+	if backend != nil {
+		backend.AddFlags(fs)
+		fs.Init(backend.Name, flag.ContinueOnError)
+		fs.Usage = func() { backendUsage(fs, backend) }
+	}
 	fs.SetOutput(io.Discard) // the flag package prints the error and the whole usage
 	err := fs.Parse(args)
 	fs.SetOutput(stderr)
@@ -272,6 +293,11 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if err != nil {
 		return Config{}, fmt.Errorf("%w (%s)", err, flagHint(fs, err))
+	}
+	if backend != nil {
+		if err := checkBackendFlags(fs, backend); err != nil {
+			return Config{}, err
+		}
 	}
 	return cfg, checkFlags(fs, cfg)
 }

@@ -1,0 +1,79 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/httpapi"
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/membership"
+)
+
+// getAt sends a GET of path with X-Min-Revision values.
+func getAt(h http.Handler, path string, minRevision ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest("GET", path, nil)
+	for _, v := range minRevision {
+		r.Header.Add("X-Min-Revision", v)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+func TestMinRevision(t *testing.T) {
+	newHandler := func(wait time.Duration) http.Handler {
+		svc := membership.NewService(store.NewMemory(), testMaxUsers)
+		return httpapi.NewHandler(svc, httpapi.Options{ListCacheBytes: 1 << 20, MinRevisionWait: wait})
+	}
+	h := newHandler(time.Hour) // a wait that ends only with what it waits for
+	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[1,2]", formType).Code)
+
+	t.Run("a revision reached is served at once", func(t *testing.T) {
+		for _, path := range []string{"/group-user/g", "/group-user/g/1", "/user-group/1"} {
+			for _, v := range []string{"1", "01"} {
+				w := getAt(h, path, v)
+				assert.Equal(t, http.StatusOK, w.Code, "%s %s: %s", path, v, w.Body)
+			}
+		}
+	})
+
+	t.Run("bad tokens are refused, and nothing is read", func(t *testing.T) {
+		for _, vs := range [][]string{{"0"}, {"-1"}, {"x"}, {""}, {"1.5"}, {"9223372036854775808"}, {"1", "1"}} {
+			w := getAt(h, "/group-user/g", vs...)
+			assert.Equal(t, http.StatusBadRequest, w.Code, "%q", vs)
+			var body struct{ Error struct{ Code string } }
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+			assert.Equal(t, "invalid_header", body.Error.Code, "%q", vs)
+			assert.Empty(t, w.Header().Get("ETag"), "%q", vs)
+		}
+	})
+
+	t.Run("a read of a revision to come waits for it", func(t *testing.T) {
+		got := make(chan *httptest.ResponseRecorder, 1)
+		go func() { got <- getAt(h, "/group-user/g", "2") }()
+		require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[3]", formType).Code)
+		w := <-got
+		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		assert.JSONEq(t, `[{"uid":1,"nickname":""},{"uid":2,"nickname":""},{"uid":3,"nickname":""}]`, w.Body.String())
+		assert.True(t, strings.HasSuffix(w.Header().Get("ETag"), `-2"`), w.Header().Get("ETag"))
+	})
+
+	t.Run("a revision that does not come is 503 once the wait is over", func(t *testing.T) {
+		h := newHandler(time.Millisecond)
+		require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[1]", formType).Code)
+		for _, path := range []string{"/group-user/g", "/group-user/g/1", "/user-group/1"} {
+			w := getAt(h, path, "5")
+			assert.Equal(t, http.StatusServiceUnavailable, w.Code, path)
+			assert.Contains(t, w.Body.String(), `"code":"unavailable"`, path)
+			assert.Contains(t, w.Body.String(), "the latest here is 1", path)
+			assert.Equal(t, "1", w.Header().Get("Retry-After"), path)
+		}
+	})
+}

@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Backend is a store other than the built-in ones (memory, -data-dir),
+// served by a command of its own with the same flags, routes and replies:
+// the PostgreSQL store's membership-postgres is one.
+type Backend struct {
+	// Name is the command's name, for its usage and its messages.
+	Name string
+	// About says in a sentence where the command keeps its data, for -h.
+	About string
+	// AddFlags adds the backend's own flags.
+	AddFlags func(fs *flag.FlagSet)
+	// Open opens the store once the service listens (answering 503
+	// starting meanwhile). ctx ends on the first signal.
+	Open func(ctx context.Context, o StoreOptions) (Store, error)
+}
+
+// StoreOptions are the flags a backend's store takes, and the environment.
+type StoreOptions struct {
+	ChangesKeep      int
+	ChangesKeepBytes int64
+	CommitTimeout    time.Duration
+	Logger           *slog.Logger
+	Getenv           func(string) string
+}
+
+// RunBackend is Run for a command that serves b. The flags that only a
+// data directory takes (-data-dir, -repair, -restore) are refused.
+func RunBackend(ctx context.Context, b *Backend, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return run(ctx, b, args, getenv, stdout, stderr)
+}
+
+// Main is a command's main: it calls run with the process's arguments,
+// environment and output, and exits 1 when it fails. The first SIGINT or
+// SIGTERM cancels run's context (a graceful shutdown); a second one ends
+// the process at once, with the shell's status for a signal.
+func Main(name string, run func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-signals
+		cancel()
+		sig := <-signals
+		fmt.Fprintf(os.Stderr, "%s: %v again: exiting at once\n", name, sig)
+		os.Exit(128 + int(sig.(syscall.Signal)))
+	}()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
+
+// dataDirFlags are the flags of a data directory, which a backend does not
+// take.
+var dataDirFlags = map[string]bool{"data-dir": true, "repair": true, "restore": true, "snapshot-bytes": true, "commit-queue-bytes": true}
+
+// checkBackendFlags refuses, for a backend, the flags of a data directory.
+func checkBackendFlags(fs *flag.FlagSet, b *Backend) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if dataDirFlags[f.Name] && err == nil {
+			err = fmt.Errorf("-%s is for membership, which keeps its data in a directory; %s does not take it (see -h)", f.Name, b.Name)
+		}
+	})
+	return err
+}
+
+// backendUsage prints the usage of b's command: fs's flags but those of a
+// data directory.
+func backendUsage(fs *flag.FlagSet, b *Backend) {
+	fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n\nServes the group membership service over HTTP. %s\n\nFlags:\n", b.Name, b.About)
+	shown := flag.NewFlagSet(b.Name, flag.ContinueOnError)
+	shown.SetOutput(fs.Output())
+	fs.VisitAll(func(f *flag.Flag) {
+		if !dataDirFlags[f.Name] {
+			shown.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	shown.PrintDefaults()
+}
