@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"example.com/groupmembership/internal/metrics"
@@ -266,7 +267,12 @@ func (s *Store) commit(ctx context.Context, op int16, groupID string, uids []int
 			return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
 				"the database did not confirm the change within %s: it may still be applied; read the group to know", s.opts.CommitTimeout)
 		}
-		return membership.Result{}, membership.Errorf(membership.CodeUnavailable, "the database did not take the change (%v); nothing was changed", err)
+		var refused *pgconn.PgError
+		if pgconn.SafeToRetry(err) || errors.As(err, &refused) { // nothing was sent, or the database refused it
+			return membership.Result{}, membership.Errorf(membership.CodeUnavailable, "the database did not take the change (%v); nothing was changed", err)
+		}
+		return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
+			"the database did not confirm the change (%v): it may still be applied; read the group to know", err)
 	}
 	select {
 	case s.kick <- struct{}{}:

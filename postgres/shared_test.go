@@ -1,0 +1,254 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/membership"
+	"example.com/groupmembership/postgres/internal/pgtest"
+)
+
+// Instances that start together on a new database apply each migration
+// once, and agree on the epoch.
+func TestInstancesStartingTogetherMigrateOnce(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	const n = 6
+	stores := make([]*Store, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { stores[i], errs[i] = Open(context.Background(), url, Options{}) })
+	}
+	wg.Wait()
+	for i := range n {
+		require.NoError(t, errs[i])
+		t.Cleanup(func() { _ = stores[i].Close() })
+		assert.Equal(t, stores[0].Epoch(), stores[i].Epoch(), "one epoch for every instance")
+	}
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var versions, applied int
+	require.NoError(t, conn.QueryRow(context.Background(), "SELECT count(*), count(DISTINCT version) FROM membership_schema").Scan(&applied, &versions))
+	ms, err := readMigrations()
+	require.NoError(t, err)
+	assert.Equal(t, len(ms), versions)
+	assert.Equal(t, len(ms), applied, "each version applied once")
+}
+
+// A database migrated by a newer build is refused, naming the way forward.
+func TestASchemaNewerThanTheBuildIsRefused(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	s := openOn(t, url, 0)
+	require.NoError(t, s.Close())
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(context.Background(), "INSERT INTO membership_schema (version, name) VALUES (9999, '9999_future.sql')")
+	require.NoError(t, err)
+	_, err = Open(context.Background(), url, Options{})
+	require.Error(t, err)
+	var permanent *ConfigError
+	assert.ErrorAs(t, err, &permanent)
+	assert.Contains(t, err.Error(), "the database's schema is at version 9999")
+	assert.Contains(t, err.Error(), "run a build at least as new")
+}
+
+// Two instances on one database behave as one: under concurrent writers on
+// both, every change gets one revision on both, the feeds are the same, and
+// every list agrees, ETags included; a third instance started afterwards
+// rebuilds the same state from the log.
+func TestTwoInstancesAreOne(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	a, b := openOn(t, url, membership.DefaultChangesKeep), openOn(t, url, membership.DefaultChangesKeep)
+	groups := []string{"a", "b", "c"}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var acked []membership.Revision
+	for w := range 6 {
+		s := []*Store{a, b}[w%2]
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for range 60 {
+				group := groups[rng.IntN(len(groups))]
+				uid := membership.UID(1 + rng.IntN(20))
+				var res membership.Result
+				var err error
+				if rng.IntN(3) == 0 {
+					res, err = s.RemoveMembers(ctx, group, []membership.UID{uid})
+				} else {
+					u := membership.User{UID: uid}
+					if rng.IntN(3) == 0 {
+						u.Nickname, u.HasNickname = fmt.Sprint("n", rng.IntN(4)), true
+					}
+					res, err = s.AddMembers(ctx, group, []membership.User{u, {UID: uid + 100}})
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				acked = append(acked, res.Revision)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	var latest membership.Revision
+	for _, r := range acked {
+		latest = max(latest, r)
+	}
+	for _, s := range []*Store{a, b} {
+		_, _, err := s.Changes(ctx, membership.ChangeOptions{After: latest - 1, Wait: true})
+		require.NoError(t, err) // each instance has reached the latest revision acknowledged
+	}
+	c := openOn(t, url, membership.DefaultChangesKeep) // a newcomer reads the whole log
+	feed := storetest.AllChanges(t, a, 0)
+	require.NotEmpty(t, feed)
+	for _, s := range []*Store{b, c} {
+		assert.Equal(t, feed, storetest.AllChanges(t, s, 0), "one feed")
+	}
+	for _, g := range groups {
+		want, wantRev := storetest.ListAll(t, a, g)
+		for _, s := range []*Store{b, c} {
+			got, rev := storetest.ListAll(t, s, g)
+			assert.Equal(t, want, got, "group %s", g)
+			assert.Equal(t, wantRev, rev, "group %s: one revision, one ETag", g)
+		}
+	}
+	f := storetest.NewFollower()
+	for _, ch := range feed {
+		f.Apply(ch)
+	}
+	for _, g := range groups {
+		got, _ := storetest.ListAll(t, c, g)
+		assert.Equal(t, f.ListOf(g), got, "the lists are what the feed builds: group %s", g)
+	}
+}
+
+// proxy forwards loopback connections to target until cut: it stands for a
+// network between the service and its database.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	down   bool
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &proxy{ln: ln, target: target}
+	go p.serve()
+	t.Cleanup(func() { _ = ln.Close(); p.cut() })
+	return p
+}
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.down {
+			p.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
+		go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
+	}
+}
+
+// cut closes every connection and refuses new ones until restored.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
+}
+
+// eventually waits, up to a minute, for cond: for states that a background
+// goroutine reaches, never to order events.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within a minute", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// While the database is away, the store says so (Writable), and changes
+// are refused with CodeUnavailable; reads go on from memory; once it is
+// back, the store takes changes again.
+func TestTheDatabaseAwayAndBack(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	cfg, err := pgx.ParseConfig(url)
+	require.NoError(t, err)
+	p := newProxy(t, fmt.Sprintf("%s:%d", cfg.Host, cfg.Port))
+	viaProxy := fmt.Sprintf("postgres://%s@%s/%s", cfg.User, p.ln.Addr(), cfg.Database)
+	s, err := Open(ctx, viaProxy, Options{CommitTimeout: 2 * time.Second})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+	require.NoError(t, err)
+
+	p.cut()
+	eventually(t, "Writable says the database is away", func() bool { return s.Writable() != nil })
+	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(s.Writable()))
+	assert.Contains(t, s.Writable().Error(), "the database cannot be reached")
+	_, err = s.AddMembers(ctx, "g", []membership.User{{UID: 2}})
+	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "%v", err)
+	got, _ := storetest.ListAll(t, s, "g")
+	assert.Equal(t, []membership.Member{{UID: 1}}, got, "reads go on from memory")
+
+	p.restore()
+	eventually(t, "Writable says the database is back", func() bool { return s.Writable() == nil })
+	res, err := s.AddMembers(ctx, "g", []membership.User{{UID: 3}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Count)
+	got, _ = storetest.ListAll(t, s, "g")
+	assert.Equal(t, []membership.UID{1, 3}, uidsOf(got), "nothing refused was applied")
+}
+
+func uidsOf(ms []membership.Member) []membership.UID {
+	var out []membership.UID
+	for _, m := range ms {
+		out = append(out, m.UID)
+	}
+	return out
+}
