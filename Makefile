@@ -16,15 +16,24 @@ run: build
 build:
 	CGO_ENABLED=0 go build -trimpath -o bin/membership .
 
-## test: run every test, with the race detector where cgo works (it needs a C compiler)
+## test: run every test, the PostgreSQL store's included (installing Debian's postgresql if needed), with the race detector where cgo works (it needs a C compiler)
 .PHONY: test
-test:
-	@if [ "$$(go env CGO_ENABLED)" = 1 ]; then \
-		echo 'go test -race ./...'; go test -race ./...; \
-	else \
+test: postgres-tools
+	@if [ "$$(go env CGO_ENABLED)" = 1 ]; then race=-race; else \
 		if [ -n "$$CGO_ENABLED" ]; then why="CGO_ENABLED=$$CGO_ENABLED"; else why="no C compiler found: install gcc for the race detector"; fi; \
-		echo "make test: cgo is off ($$why), so the tests run without -race"; \
-		echo 'go test ./...'; go test ./...; \
+		echo "make test: cgo is off ($$why), so the tests run without -race"; race=; \
+	fi; \
+	echo "go test$${race:+ $$race} ./..."; go test $$race ./... || exit 1; \
+	echo "cd postgres && go test$${race:+ $$race} ./..."; cd postgres && go test $$race ./...
+
+# postgres-tools: the PostgreSQL store's tests start a throwaway server from
+# the machine's initdb and pg_ctl, unless MEMBERSHIP_TEST_POSTGRES names one.
+.PHONY: postgres-tools
+postgres-tools:
+	@if [ -z "$$MEMBERSHIP_TEST_POSTGRES" ] && ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		echo "test: installing Debian's postgresql with apt-get, for the PostgreSQL store's tests (or set MEMBERSHIP_TEST_POSTGRES to a server's URL)"; \
+		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq postgresql; \
 	fi
 
 ## lint: check formatting, vet, and that go.mod and go.sum are tidy and verified
@@ -34,6 +43,7 @@ lint:
 	go vet ./...
 	go mod tidy -diff
 	go mod verify
+	cd postgres && go vet ./... && go mod tidy -diff && go mod verify
 
 ## fuzz: fuzz the parsers and the encoder against the standard library, FUZZTIME each (default 60s)
 .PHONY: fuzz

@@ -471,3 +471,17 @@ func TestMakeTestRunsWithoutCgo(t *testing.T) {
 	assert.Contains(t, string(out), "make test: cgo is off (CGO_ENABLED=0), so the tests run without -race\ngo test ./...\n")
 	assert.NotContains(t, string(out), "-race ./...")
 }
+
+// The service the root module builds (make run, the Docker image) depends
+// on the standard library alone; PostgreSQL's driver lives in postgres/,
+// a module of its own.
+func TestTheServiceHasNoDependency(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	deps := strings.Fields(string(out))
+	require.NotEmpty(t, deps)
+	for _, dep := range deps {
+		assert.True(t, dep == "example.com/groupmembership" || strings.HasPrefix(dep, "example.com/groupmembership/"), "the service depends on %s", dep)
+	}
+	assert.NotContains(t, deps, "example.com/groupmembership/postgres")
+}
