@@ -10,7 +10,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	_ "embed"
 	"errors"
 	"flag"
@@ -19,19 +18,15 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
-)
 
-//go:embed post.lua
-var postLua []byte
+	"example.com/groupmembership/bench/loadtest"
+)
 
 type options struct {
 	duration    time.Duration
@@ -65,12 +60,6 @@ func main() {
 	}
 }
 
-// result is one load run.
-type result struct {
-	rps float64
-	p99 time.Duration
-}
-
 func run(opts options) error {
 	tmp, err := os.MkdirTemp("", "membership-bench-")
 	if err != nil {
@@ -78,7 +67,7 @@ func run(opts options) error {
 	}
 	defer os.RemoveAll(tmp)
 	luaPath := filepath.Join(tmp, "post.lua")
-	if err := os.WriteFile(luaPath, postLua, 0o644); err != nil {
+	if err := os.WriteFile(luaPath, loadtest.PostLua, 0o644); err != nil {
 		return err
 	}
 	if opts.baseline != "" {
@@ -95,7 +84,7 @@ func run(opts options) error {
 		return err
 	}
 	fmt.Printf("membership bench: %d rounds of %s per run, %d connections, %d client threads, GOMAXPROCS of the machine: %d cores\n",
-		opts.rounds, opts.duration, opts.connections, opts.threads, numCPU())
+		opts.rounds, opts.duration, opts.connections, opts.threads, loadtest.NumCPU())
 
 	// Memory first, while the service's list cache is empty.
 	mem, err := measureMemory(opts, h.svcPid, "http://"+h.svcAddr, h.rc)
@@ -105,14 +94,14 @@ func run(opts options) error {
 	if err := h.fillLists(); err != nil {
 		return err
 	}
-	results := map[string][]result{}
+	results := map[string][]loadtest.Result{}
 	for round := 1; round <= opts.rounds; round++ {
 		for _, s := range h.scenarios() {
 			r, err := s.run()
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.name, err)
 			}
-			fmt.Printf("  round %d  %-22s %10.0f req/s  p99 %s\n", round, s.name, r.rps, r.p99)
+			fmt.Printf("  round %d  %-22s %10.0f req/s  p99 %s\n", round, s.name, r.RPS, r.P99)
 			results[s.name] = append(results[s.name], r)
 		}
 	}
@@ -149,13 +138,13 @@ func (h *harness) start() error {
 		return err
 	}
 	var stop func()
-	if h.svcAddr, h.svcPid, stop, err = startService(bin, h.tmp, "service", h.opts.serviceArgs); err != nil {
+	if h.svcAddr, h.svcPid, stop, err = loadtest.StartService(bin, h.tmp, "service", h.opts.serviceArgs); err != nil {
 		return err
 	}
 	h.stops = append(h.stops, stop)
 	// The same service without its access log, to show what the log costs.
 	if h.opts.quietRows {
-		if h.quietAddr, _, stop, err = startService(bin, h.tmp, "quiet", h.opts.serviceArgs+" -access-log=false"); err != nil {
+		if h.quietAddr, _, stop, err = loadtest.StartService(bin, h.tmp, "quiet", h.opts.serviceArgs+" -access-log=false"); err != nil {
 			return err
 		}
 		h.stops = append(h.stops, stop)
@@ -177,7 +166,7 @@ func (h *harness) stop() {
 // that group (set by fillLists).
 func (h *harness) startBare() error {
 	var err error
-	if h.bareAddr, err = freeAddr(); err != nil {
+	if h.bareAddr, err = loadtest.FreeAddr(); err != nil {
 		return err
 	}
 	bareLn, err := net.Listen("tcp", h.bareAddr)
@@ -200,7 +189,7 @@ func (h *harness) startBare() error {
 
 // startRedis starts Redis, persistence off.
 func (h *harness) startRedis() error {
-	redisAddr, err := freeAddr()
+	redisAddr, err := loadtest.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -221,12 +210,12 @@ func (h *harness) startRedis() error {
 func (h *harness) fillLists() error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, size := range []int{10, 1000} {
-		uids := randomUIDs(rng, size)
+		uids := loadtest.RandomUIDs(rng, size)
 		for _, addr := range []string{h.svcAddr, h.quietAddr} {
 			if addr == "" {
 				continue
 			}
-			if err := postUsers("http://"+addr, fmt.Sprintf("list%d", size), uids); err != nil {
+			if err := loadtest.PostUsers("http://"+addr, fmt.Sprintf("list%d", size), uids); err != nil {
 				return err
 			}
 		}
@@ -235,22 +224,24 @@ func (h *harness) fillLists() error {
 		}
 	}
 	var err error
-	h.preEncoded1000, err = get("http://" + h.svcAddr + "/group-user/list1000")
+	h.preEncoded1000, err = loadtest.Get("http://" + h.svcAddr + "/group-user/list1000")
 	return err
 }
 
 type scenario struct {
 	name string
-	run  func() (result, error)
+	run  func() (loadtest.Result, error)
 }
 
 // scenarios are the runs of one round, in order.
 func (h *harness) scenarios() []scenario {
-	wrk := func(url string, script string) func() (result, error) {
-		return func() (result, error) { return runWrk(h.opts, url, script) }
+	wrk := func(url string, script string) func() (loadtest.Result, error) {
+		return func() (loadtest.Result, error) {
+			return loadtest.Load{Threads: h.opts.threads, Connections: h.opts.connections, Duration: h.opts.duration}.RunWrk(url, script)
+		}
 	}
-	redisBench := func(args ...string) func() (result, error) {
-		return func() (result, error) { return runRedisBenchmark(h.opts, h.redisPort, args...) }
+	redisBench := func(args ...string) func() (loadtest.Result, error) {
+		return func() (loadtest.Result, error) { return runRedisBenchmark(h.opts, h.redisPort, args...) }
 	}
 	svcURL, quietURL, bareURL := "http://"+h.svcAddr, "http://"+h.quietAddr, "http://"+h.bareAddr
 	scenarios := []scenario{
@@ -274,14 +265,14 @@ func (h *harness) scenarios() []scenario {
 }
 
 // report prints the medians, the ratios and the targets of one run.
-func (h *harness) report(results map[string][]result, mem memory) {
-	med := func(name string) result { return median(results[name]) }
+func (h *harness) report(results map[string][]loadtest.Result, mem memory) {
+	med := func(name string) loadtest.Result { return loadtest.Median(results[name]) }
 	fmt.Printf("\n%-22s %12s %10s   %s\n", "operation", "req/s", "p99", "ratios (medians of this run)")
 	row := func(name, ratios string) {
 		r := med(name)
-		fmt.Printf("%-22s %12.0f %10s   %s\n", name, r.rps, r.p99.Round(time.Microsecond), ratios)
+		fmt.Printf("%-22s %12.0f %10s   %s\n", name, r.RPS, r.P99.Round(time.Microsecond), ratios)
 	}
-	ratio := func(a, b string) float64 { return med(a).rps / med(b).rps }
+	ratio := func(a, b string) float64 { return med(a).RPS / med(b).RPS }
 	row("bare GET", "the ceiling for GETs")
 	row("bare POST", "the ceiling for POSTs (same requests as the service's)")
 	row("bare GET 1000", fmt.Sprintf("the ceiling for GET 1000: the same %d bytes, pre-encoded; %.2f x redis SMEMBERS 1000",
@@ -332,7 +323,7 @@ func measureMemory(opts options, pid int, svcURL string, rc *redisConn) (memory,
 	rng := rand.New(rand.NewPCG(3, 4))
 	total := float64(opts.groups * opts.perGroup)
 
-	rssBefore, err := rss(pid)
+	rssBefore, err := loadtest.RSS(pid)
 	if err != nil {
 		return memory{}, err
 	}
@@ -342,9 +333,9 @@ func measureMemory(opts options, pid int, svcURL string, rc *redisConn) (memory,
 	}
 	var reverse [][]string // SADD user:<uid> <group>, loaded after
 	for g := range opts.groups {
-		uids := randomUIDs(rng, opts.perGroup)
+		uids := loadtest.RandomUIDs(rng, opts.perGroup)
 		group := fmt.Sprintf("mem%d", g)
-		if err := postUsers(svcURL, group, uids); err != nil {
+		if err := loadtest.PostUsers(svcURL, group, uids); err != nil {
 			return memory{}, err
 		}
 		if err := rc.sadd(group, uids); err != nil {
@@ -355,7 +346,7 @@ func measureMemory(opts options, pid int, svcURL string, rc *redisConn) (memory,
 		}
 	}
 	time.Sleep(2 * time.Second) // let the service's runtime settle
-	rssAfter, err := rss(pid)
+	rssAfter, err := loadtest.RSS(pid)
 	if err != nil {
 		return memory{}, err
 	}
@@ -379,22 +370,6 @@ func measureMemory(opts options, pid int, svcURL string, rc *redisConn) (memory,
 	}, nil
 }
 
-// randomUIDs returns n distinct uids from 1 to 1e9.
-func randomUIDs(rng *rand.Rand, n int) []int64 {
-	seen := make(map[int64]bool, n)
-	uids := make([]int64, 0, n)
-	for len(uids) < n {
-		uid := rng.Int64N(1e9) + 1
-		if !seen[uid] {
-			seen[uid] = true
-			uids = append(uids, uid)
-		}
-	}
-	return uids
-}
-
-// startService starts the service binary on a free loopback port, with its
-// log in a file named after it, and waits until it answers.
 // serviceBinary returns opts.serviceBin, or else builds this checkout's
 // service into dir.
 func serviceBinary(opts options, dir string) (string, error) {
@@ -408,109 +383,11 @@ func serviceBinary(opts options, dir string) (string, error) {
 	return bin, nil
 }
 
-func startService(bin, dir, name, extraArgs string) (addr string, pid int, stop func(), err error) {
-	addr, err = freeAddr()
-	if err != nil {
-		return "", 0, nil, err
-	}
-	logFile, err := os.Create(filepath.Join(dir, name+".log"))
-	if err != nil {
-		return "", 0, nil, err
-	}
-	args := append([]string{"-addr", addr, "-max-users", "100000", "-max-body", "16777216"}, strings.Fields(extraArgs)...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return "", 0, nil, err
-	}
-	stop = func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logFile.Close()
-	}
-	if err := waitHTTP("http://" + addr + "/readyz"); err != nil {
-		stop()
-		return "", 0, nil, fmt.Errorf("the %s did not start: %w", name, err)
-	}
-	return addr, cmd.Process.Pid, stop, nil
-}
-
-func get(url string) ([]byte, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return body, err
-}
-
-func postUsers(base, group string, uids []int64) error {
-	var b strings.Builder
-	b.WriteString("[")
-	for i, uid := range uids {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		b.WriteString(strconv.FormatInt(uid, 10))
-	}
-	b.WriteString("]")
-	resp, err := http.PostForm(base+"/group-user/"+group, url.Values{"users": {b.String()}})
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || string(body) != strconv.Itoa(len(uids)) {
-		return fmt.Errorf("adding %d users to %s: %s %s", len(uids), group, resp.Status, body)
-	}
-	return nil
-}
-
-var (
-	wrkRPS     = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
-	wrkP99     = regexp.MustCompile(`\n\s+99%\s+([\d.]+)(us|ms|s)`)
-	wrkNon2xx  = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
-	wrkErrors  = regexp.MustCompile(`Socket errors: .*`)
-	latencyDur = map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}
-)
-
-func runWrk(opts options, target, script string) (result, error) {
-	args := []string{"-t", strconv.Itoa(opts.threads), "-c", strconv.Itoa(opts.connections),
-		"-d", opts.duration.String(), "--latency"}
-	if script != "" {
-		args = append(args, "-s", script)
-	}
-	out, err := exec.Command("wrk", append(args, target)...).CombinedOutput()
-	if err != nil {
-		return result{}, fmt.Errorf("wrk: %v\n%s", err, out)
-	}
-	if m := wrkNon2xx.FindSubmatch(out); m != nil {
-		return result{}, fmt.Errorf("wrk saw %s responses that were not 2xx:\n%s", m[1], out)
-	}
-	if m := wrkErrors.Find(out); m != nil {
-		fmt.Printf("  note: wrk reports %s\n", m)
-	}
-	rps, p99 := wrkRPS.FindSubmatch(out), wrkP99.FindSubmatch(out)
-	if rps == nil || p99 == nil {
-		return result{}, fmt.Errorf("cannot read wrk's output:\n%s", out)
-	}
-	r := result{}
-	r.rps, _ = strconv.ParseFloat(string(rps[1]), 64)
-	v, _ := strconv.ParseFloat(string(p99[1]), 64)
-	r.p99 = time.Duration(v * float64(latencyDur[string(p99[2])]))
-	return r, nil
-}
-
 // redisRequests remembers each command's last rate, so that later rounds
 // size their request count to last about opts.duration.
 var redisRequests = map[string]int{}
 
-func runRedisBenchmark(opts options, port string, command ...string) (result, error) {
+func runRedisBenchmark(opts options, port string, command ...string) (loadtest.Result, error) {
 	key := strings.Join(command, " ")
 	n := redisRequests[key]
 	if n == 0 {
@@ -520,90 +397,25 @@ func runRedisBenchmark(opts options, port string, command ...string) (result, er
 		"-n", strconv.Itoa(n), "-r", "1000", "--csv"}, command...)
 	out, err := exec.Command("redis-benchmark", args...).CombinedOutput()
 	if err != nil {
-		return result{}, fmt.Errorf("redis-benchmark: %v\n%s", err, out)
+		return loadtest.Result{}, fmt.Errorf("redis-benchmark: %v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	fields := strings.Split(strings.ReplaceAll(lines[len(lines)-1], `"`, ""), ",")
 	if len(fields) < 8 {
-		return result{}, fmt.Errorf("cannot read redis-benchmark's output:\n%s", out)
+		return loadtest.Result{}, fmt.Errorf("cannot read redis-benchmark's output:\n%s", out)
 	}
-	var r result
-	r.rps, _ = strconv.ParseFloat(fields[len(fields)-7], 64)
+	var r loadtest.Result
+	r.RPS, _ = strconv.ParseFloat(fields[len(fields)-7], 64)
 	p99ms, _ := strconv.ParseFloat(fields[len(fields)-2], 64)
-	r.p99 = time.Duration(p99ms * float64(time.Millisecond))
-	if r.rps == 0 {
-		return result{}, fmt.Errorf("cannot read redis-benchmark's output:\n%s", out)
+	r.P99 = time.Duration(p99ms * float64(time.Millisecond))
+	if r.RPS == 0 {
+		return loadtest.Result{}, fmt.Errorf("cannot read redis-benchmark's output:\n%s", out)
 	}
 	if first := redisRequests[key] == 0; first {
-		redisRequests[key] = max(1000, int(r.rps*opts.duration.Seconds()))
+		redisRequests[key] = max(1000, int(r.RPS*opts.duration.Seconds()))
 		return runRedisBenchmark(opts, port, command...) // the sized run is the one that counts
 	}
 	return r, nil
-}
-
-func median(rs []result) result {
-	rps := make([]float64, len(rs))
-	p99 := make([]time.Duration, len(rs))
-	for i, r := range rs {
-		rps[i], p99[i] = r.rps, r.p99
-	}
-	slices.Sort(rps)
-	slices.Sort(p99)
-	return result{rps: rps[len(rps)/2], p99: p99[len(p99)/2]}
-}
-
-// rss returns the resident set size of process pid, in bytes.
-func rss(pid int) (int64, error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, errors.New("no VmRSS in /proc/pid/status")
-}
-
-func numCPU() int {
-	out, err := exec.Command("nproc").Output()
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
-	return n
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-func waitHTTP(url string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("%s answers %s", url, resp.Status)
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
 
 // redisConn is just enough of a Redis client for loading sets and reading

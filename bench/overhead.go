@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // runOverhead measures what metrics and revisions (with the change feed they
@@ -22,36 +24,36 @@ func runOverhead(opts options, luaPath, tmp string) error {
 	configs := overheadConfigs(opts.baseline, bin)
 	urls := map[string]string{}
 	rng := rand.New(rand.NewPCG(1, 2))
-	list10 := randomUIDs(rng, 10)
+	list10 := loadtest.RandomUIDs(rng, 10)
 	for i, c := range configs {
-		addr, _, stop, err := startService(c.bin, tmp, fmt.Sprint("overhead", i), opts.serviceArgs+c.args)
+		addr, _, stop, err := loadtest.StartService(c.bin, tmp, fmt.Sprint("overhead", i), opts.serviceArgs+c.args)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 		defer stop()
 		urls[c.name] = "http://" + addr
-		if err := postUsers(urls[c.name], "list10", list10); err != nil {
+		if err := loadtest.PostUsers(urls[c.name], "list10", list10); err != nil {
 			return err
 		}
 	}
 	fmt.Printf("membership overhead bench: %d rounds of %s per run, %d connections, %d client threads, %d cores\n",
-		opts.rounds, opts.duration, opts.connections, opts.threads, numCPU())
+		opts.rounds, opts.duration, opts.connections, opts.threads, loadtest.NumCPU())
 	fmt.Printf("before: %s\n", opts.baseline)
 
 	scenarios := []overheadScenario{{"POST 3", "", luaPath}, {"GET 10", "/group-user/list10", ""}}
-	results := map[string][]result{}
+	results := map[string][]loadtest.Result{}
 	for round := 1; round <= opts.rounds; round++ {
 		for _, s := range scenarios {
 			// Each round starts with another service, so that none always
 			// runs first (or right after a given other one).
 			for k := range configs {
 				c := configs[(k+round)%len(configs)]
-				r, err := runWrk(opts, urls[c.name]+s.path, s.script)
+				r, err := loadtest.Load{Threads: opts.threads, Connections: opts.connections, Duration: opts.duration}.RunWrk(urls[c.name]+s.path, s.script)
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", c.name, s.op, err)
 				}
 				key := s.op + ", " + c.name
-				fmt.Printf("  round %d  %-40s %10.0f req/s  p99 %s\n", round, key, r.rps, r.p99)
+				fmt.Printf("  round %d  %-40s %10.0f req/s  p99 %s\n", round, key, r.RPS, r.P99)
 				results[key] = append(results[key], r)
 			}
 		}
@@ -90,14 +92,14 @@ func overheadConfigs(baseline, bin string) []overheadConfig {
 
 // printOverhead prints the median of each scenario and service, and its
 // ratio to the baseline's with the log the same.
-func printOverhead(results map[string][]result, scenarios []overheadScenario) {
+func printOverhead(results map[string][]loadtest.Result, scenarios []overheadScenario) {
 	fmt.Printf("\n%-40s %12s   %s\n", "operation, service", "req/s", "ratio to before (medians of this run)")
 	for _, s := range scenarios {
 		for _, log := range []string{"log on", "log off"} {
-			before := median(results[s.op+", before, "+log]).rps
+			before := loadtest.Median(results[s.op+", before, "+log]).RPS
 			for _, name := range []string{"before, ", "now, ", "now -metrics=false, "} {
 				key := s.op + ", " + name + log
-				rps := median(results[key]).rps
+				rps := loadtest.Median(results[key]).RPS
 				fmt.Printf("%-40s %12.0f   %.3f\n", key, rps, rps/before)
 			}
 		}

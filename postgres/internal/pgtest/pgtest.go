@@ -68,22 +68,60 @@ func NewDatabase(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("pgtest: no PostgreSQL to test against: %v", err)
 	}
+	url, drop, err := s.CreateDatabase()
+	if err != nil {
+		t.Fatalf("pgtest: creating a database: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return url
+}
+
+// Start returns a server for a program (a benchmark) rather than tests: the
+// one MEMBERSHIP_TEST_POSTGRES names, or a throwaway one. Stop it when done.
+func Start() (*Server, error) {
+	if env := os.Getenv(EnvURL); env != "" {
+		u, err := url.Parse(env)
+		if err != nil {
+			return nil, fmt.Errorf("%s is not a URL: %w", EnvURL, err)
+		}
+		return &Server{url: u}, nil
+	}
+	return start()
+}
+
+// Stop stops a throwaway server and removes its files; it leaves a server
+// it did not start alone.
+func (s *Server) Stop() error {
+	if s.stop == nil {
+		return nil
+	}
+	return s.stop()
+}
+
+// CreateDatabase creates an empty database, and returns its URL and a
+// function that drops it.
+func (s *Server) CreateDatabase() (string, func() error, error) {
 	name := "membership_test_" + randomHex(6)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("pgtest: creating a database: %v", err)
+		return "", nil, err
 	}
-	t.Cleanup(func() {
+	drop := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := s.exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("pgtest: dropping %s: %v", name, err)
+			return fmt.Errorf("dropping %s: %w", name, err)
 		}
-	})
+		return nil
+	}
 	u := *s.url
 	u.Path = "/" + name
-	return u.String()
+	return u.String(), drop, nil
 }
 
 func (s *Server) exec(ctx context.Context, sql string) error {
@@ -103,16 +141,7 @@ func server() (*Server, error) {
 	if shared != nil || sharedErr != nil {
 		return shared, sharedErr
 	}
-	if env := os.Getenv(EnvURL); env != "" {
-		u, err := url.Parse(env)
-		if err != nil {
-			sharedErr = fmt.Errorf("%s is not a URL: %w", EnvURL, err)
-		} else {
-			shared = &Server{url: u}
-		}
-		return shared, sharedErr
-	}
-	shared, sharedErr = start()
+	shared, sharedErr = Start()
 	return shared, sharedErr
 }
 

@@ -1,0 +1,233 @@
+// Package loadtest holds what the benchmarks share: starting a service
+// binary, loading it with wrk, and reading the figures (throughput, p99,
+// medians, a process's memory). The root module's bench and the PostgreSQL
+// module's bench both use it.
+package loadtest
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PostLua is the wrk script of the POST rows: 3 random users (uids 1 to
+// 1e9) to one of 1000 groups, as a form body.
+//
+//go:embed post.lua
+var PostLua []byte
+
+// Load is how wrk loads a service: client threads, connections, and how
+// long each run lasts.
+type Load struct {
+	Threads     int
+	Connections int
+	Duration    time.Duration
+}
+
+// Result is one load run.
+type Result struct {
+	RPS float64       // requests per second
+	P99 time.Duration // the 99th percentile of latency
+}
+
+// RandomUIDs returns n distinct uids from 1 to 1e9.
+func RandomUIDs(rng *rand.Rand, n int) []int64 {
+	seen := make(map[int64]bool, n)
+	uids := make([]int64, 0, n)
+	for len(uids) < n {
+		uid := rng.Int64N(1e9) + 1
+		if !seen[uid] {
+			seen[uid] = true
+			uids = append(uids, uid)
+		}
+	}
+	return uids
+}
+
+// StartService starts the service binary bin on a free loopback port, with
+// extraArgs, its output in DIR/NAME.log, and waits until /readyz answers 200.
+func StartService(bin, dir, name, extraArgs string) (addr string, pid int, stop func(), err error) {
+	addr, err = FreeAddr()
+	if err != nil {
+		return "", 0, nil, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		return "", 0, nil, err
+	}
+	args := append([]string{"-addr", addr, "-max-users", "100000", "-max-body", "16777216"}, strings.Fields(extraArgs)...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return "", 0, nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logFile.Close()
+	}
+	if err := WaitHTTP("http://" + addr + "/readyz"); err != nil {
+		stop()
+		return "", 0, nil, fmt.Errorf("the %s did not start: %w", name, err)
+	}
+	return addr, cmd.Process.Pid, stop, nil
+}
+
+// Get returns the body of a GET of url, an error unless it answers 200.
+func Get(url string) ([]byte, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return body, err
+}
+
+// PostUsers adds uids to group on the service at base.
+func PostUsers(base, group string, uids []int64) error {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, uid := range uids {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(strconv.FormatInt(uid, 10))
+	}
+	b.WriteString("]")
+	resp, err := http.PostForm(base+"/group-user/"+group, url.Values{"users": {b.String()}})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != strconv.Itoa(len(uids)) {
+		return fmt.Errorf("adding %d users to %s: %s %s", len(uids), group, resp.Status, body)
+	}
+	return nil
+}
+
+// What RunWrk reads of wrk's output.
+var (
+	wrkRPS     = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
+	wrkP99     = regexp.MustCompile(`\n\s+99%\s+([\d.]+)(us|ms|s)`)
+	wrkNon2xx  = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
+	wrkErrors  = regexp.MustCompile(`Socket errors: .*`)
+	latencyDur = map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}
+)
+
+// RunWrk runs wrk against target (with the Lua script, if any) and returns
+// its throughput and p99. A reply that is not 2xx or 3xx fails the run.
+func (l Load) RunWrk(target, script string) (Result, error) {
+	args := []string{"-t", strconv.Itoa(l.Threads), "-c", strconv.Itoa(l.Connections),
+		"-d", l.Duration.String(), "--latency"}
+	if script != "" {
+		args = append(args, "-s", script)
+	}
+	out, err := exec.Command("wrk", append(args, target)...).CombinedOutput()
+	if err != nil {
+		return Result{}, fmt.Errorf("wrk: %v\n%s", err, out)
+	}
+	if m := wrkNon2xx.FindSubmatch(out); m != nil {
+		return Result{}, fmt.Errorf("wrk saw %s responses that were not 2xx:\n%s", m[1], out)
+	}
+	if m := wrkErrors.Find(out); m != nil {
+		fmt.Printf("  note: wrk reports %s\n", m)
+	}
+	rps, p99 := wrkRPS.FindSubmatch(out), wrkP99.FindSubmatch(out)
+	if rps == nil || p99 == nil {
+		return Result{}, fmt.Errorf("cannot read wrk's output:\n%s", out)
+	}
+	r := Result{}
+	r.RPS, _ = strconv.ParseFloat(string(rps[1]), 64)
+	v, _ := strconv.ParseFloat(string(p99[1]), 64)
+	r.P99 = time.Duration(v * float64(latencyDur[string(p99[2])]))
+	return r, nil
+}
+
+// Median returns the median throughput and the median p99 of rs.
+func Median(rs []Result) Result {
+	rps := make([]float64, len(rs))
+	p99 := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		rps[i], p99[i] = r.RPS, r.P99
+	}
+	slices.Sort(rps)
+	slices.Sort(p99)
+	return Result{RPS: rps[len(rps)/2], P99: p99[len(p99)/2]}
+}
+
+// RSS returns the resident set size of process pid, in bytes.
+func RSS(pid int) (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc/pid/status")
+}
+
+// NumCPU returns the cores nproc reports, 0 when it cannot tell.
+func NumCPU() int {
+	out, err := exec.Command("nproc").Output()
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	return n
+}
+
+// FreeAddr returns a loopback address whose port was free a moment ago.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// WaitHTTP waits, up to 10 s, until url answers 200.
+func WaitHTTP(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s answers %s", url, resp.Status)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
