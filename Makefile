@@ -52,11 +52,17 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzEncodeMembers -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 200x ./httpapi
 	go test -run '^$$' -fuzz FuzzParseChangeForm -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 200x ./httpapi
 
-## bench: Go benchmarks, then the load and memory comparison with Redis and a bare handler (about 7 minutes)
+## bench: Go benchmarks, the load and memory comparison with Redis and a bare handler, then the PostgreSQL store against the embedded service and pgbench (about 12 minutes)
 .PHONY: bench
-bench: bench-tools
+bench: bench-tools postgres-tools
 	go test -run '^$$' -bench . -benchmem ./...
 	go run ./bench $(BENCHARGS)
+	cd postgres && go run ./bench $(PGBENCHARGS)
+
+## bench-postgres: the PostgreSQL store alone: POST 3, GET 10 and GET 1000 on one and two instances, against the embedded service and pgbench (about 4 minutes)
+.PHONY: bench-postgres
+bench-postgres: bench-tools postgres-tools
+	cd postgres && go run ./bench $(PGBENCHARGS)
 
 ## bench-overhead: what metrics and revisions cost POST and GET, side by side with a build from before them (about 3 minutes)
 # BEFORE is the last commit before metrics and revisions.

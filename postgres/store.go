@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,9 @@ const (
 	// places changes without being told to: it places the changes of an
 	// instance that died before placing them.
 	idleInterval = time.Second
+	// defaultMaxConns is the pool's size unless the URL sets
+	// pool_max_conns: the writers that may wait for the database at once.
+	defaultMaxConns = 32
 	// notifyChannel is where the sequencer says that it placed changes.
 	notifyChannel = "membership_sequenced"
 )
@@ -113,6 +117,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, &ConfigError{fmt.Errorf("the database URL: %w", err)}
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// Writers wait on the pool: the default (4 on 2 cores) makes them
+		// queue for connections rather than share the database's fsyncs.
+		cfg.MaxConns = defaultMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
