@@ -355,8 +355,12 @@ SELECT count(*), coalesce(max(pos), 0) FROM placed`
 func (s *Store) sequence(ctx context.Context) (int64, error) {
 	var placed, last int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The lock is the transaction's: should this instance freeze
+		// holding it, the server ends the session after 2 s idle, and
+		// another instance places the changes.
 		var locked bool
-		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", int64(sequenceLockKey)).Scan(&locked); err != nil || !locked {
+		if err := tx.QueryRow(ctx, "SELECT set_config('idle_in_transaction_session_timeout', '2s', true) IS NOT NULL AND pg_try_advisory_xact_lock($1)",
+			int64(sequenceLockKey)).Scan(&locked); err != nil || !locked {
 			return err // another instance is placing changes: it will say so
 		}
 		if err := tx.QueryRow(ctx, sequenceSQL, sequenceRows).Scan(&placed, &last); err != nil || placed == 0 {
@@ -385,7 +389,7 @@ func (s *Store) sequenceLoop() {
 		case <-timer.C:
 		}
 		placed, err := s.sequence(ctx)
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && s.down.Load() == nil { // a lost database is logged once, by followLoop
 			s.logger.Warn("placing changes in the log failed", "err", err)
 		}
 		next := idleInterval
@@ -476,7 +480,10 @@ func (s *Store) apply(ctx context.Context, c logged) {
 	done := s.waiters[c.ticket]
 	s.waitMu.Unlock()
 	if done != nil {
-		done <- res
+		select {
+		case done <- res:
+		default: // answered already: a ticket is in the log once
+		}
 	}
 }
 
