@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,15 +23,37 @@ import (
 	"example.com/groupmembership/postgres/internal/pgtest"
 )
 
-// TestMain runs the tests; with MEMBERSHIP_RUN_MAIN=1 it is the program,
-// so that the tests run the command as a process of its own.
 func TestMain(m *testing.M) {
-	if os.Getenv("MEMBERSHIP_RUN_MAIN") == "1" {
-		os.Args = append([]string{"membership-postgres"}, os.Args[1:]...)
-		main()
-		os.Exit(0)
+	code := pgtest.Main(m)
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
 	}
-	os.Exit(pgtest.Main(m))
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	bin       string
+	buildErr  error
+)
+
+// binary builds the command, as the Dockerfile does, once for the tests.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "membership-postgres-test-"); buildErr != nil {
+			return
+		}
+		bin = filepath.Join(binDir, "membership-postgres")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	return bin
 }
 
 // instance is the command running as a process.
@@ -44,8 +67,8 @@ type instance struct {
 // ready.
 func start(t *testing.T, url string, args ...string) *instance {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-addr", "127.0.0.1:0", "-log-format", "json", "-access-log=false"}, args...)...)
-	cmd.Env = append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1", "DATABASE_URL="+url)
+	cmd := exec.Command(binary(t), append([]string{"-addr", "127.0.0.1:0", "-log-format", "json", "-access-log=false"}, args...)...)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
 	logs := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
@@ -174,4 +197,29 @@ func TestTwoInstancesOneKilledMidLoad(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, count.Load(), stopAt)
+}
+
+// The command takes the service's flags but those of a data directory, and
+// needs a database.
+func TestFlags(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	var usage strings.Builder
+	require.NoError(t, run(t.Context(), []string{"-h"}, noEnv, io.Discard, &usage))
+	assert.Contains(t, usage.String(), "Usage: membership-postgres [flags]")
+	assert.Contains(t, usage.String(), "-database-url URL")
+	assert.Contains(t, usage.String(), "-max-users")
+	for _, flag := range []string{"-data-dir", "-repair", "-restore", "-snapshot-bytes", "-commit-queue-bytes"} {
+		assert.NotContains(t, usage.String(), "  "+flag+" ", "the usage lists %s", flag)
+	}
+	for _, args := range [][]string{{"-data-dir", "/tmp/x"}, {"-repair"}, {"-restore", "b"}, {"-snapshot-bytes", "1"}} {
+		err := run(t.Context(), args, noEnv, io.Discard, io.Discard)
+		require.Error(t, err, "%q", args)
+		assert.Contains(t, err.Error(), args[0]+" is for membership, which keeps its data in a directory", "%q", args)
+	}
+	err := run(t.Context(), []string{"-addr", "127.0.0.1:0"}, noEnv, io.Discard, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no database: give -database-url or DATABASE_URL")
+	err = run(t.Context(), []string{"-addr", "127.0.0.1:0", "-database-url", "postgres://%zz"}, noEnv, io.Discard, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the database URL")
 }
