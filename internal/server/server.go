@@ -328,7 +328,7 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM or SIGINT, after -shutdown-delay, how long requests in flight may take to finish before their connections are closed")
 	fs.IntVar(&cfg.changesKeep, "changes-keep", membership.DefaultChangesKeep, "how many of the latest changes /changes keeps (with -data-dir, across restarts); 0 keeps none")
 	fs.Int64Var(&cfg.changesKeepBytes, "changes-keep-bytes", store.DefaultChangesKeepBytes, "memory for the changes /changes keeps, in `bytes`; the oldest go first")
-	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", store.DefaultCommitTimeout, "with -data-dir, how long a change waits for the disk before it gets 503 (it may still be applied)")
+	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", store.DefaultCommitTimeout, "with -data-dir (or membership-postgres's database), how long a change waits to be written before it gets 503 (it may still be applied)")
 	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", store.DefaultQueueBytes, "with -data-dir, memory for the changes waiting for the disk, in `bytes`; past it, new changes get 503")
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics (Prometheus text format) and count requests for it")
 	fs.StringVar(&cfg.restore, "restore", "", "do not serve: write the data directory -data-dir (empty or new) from the backup `file` that GET /backup gave, and exit")
