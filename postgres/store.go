@@ -76,6 +76,8 @@ const (
 
 // Store is a membership.Store on PostgreSQL. See the package comment.
 type Store struct {
+	// Reads serve every read from memory, which has applied the log.
+	store.Reads
 	pool   *pgxpool.Pool
 	url    string
 	mem    *store.Memory
@@ -162,6 +164,7 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	s.epoch = uint64(epoch)
 	s.mem = store.NewMemoryWith(store.MemoryOptions{ChangesKeep: s.opts.ChangesKeep, ChangesKeepBytes: s.opts.ChangesKeepBytes, Epoch: s.epoch})
+	s.Reads = store.ReadsOf(s.mem)
 	if _, err := s.sequence(ctx); err != nil {
 		return fmt.Errorf("placing the changes in the log: %w", err)
 	}
@@ -303,32 +306,6 @@ func (s *Store) pending() bool {
 	s.waitMu.Lock()
 	defer s.waitMu.Unlock()
 	return len(s.waiters) > 0
-}
-
-// ListMembers implements membership.Store, from memory.
-func (s *Store) ListMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
-	return s.mem.ListMembers(ctx, groupID, opts, list)
-}
-
-// UserGroups implements membership.Store, from memory.
-func (s *Store) UserGroups(ctx context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
-	return s.mem.UserGroups(ctx, uid, opts, list)
-}
-
-// Member implements membership.Store, from memory.
-func (s *Store) Member(ctx context.Context, groupID string, uid membership.UID) (membership.Member, bool, error) {
-	return s.mem.Member(ctx, groupID, uid)
-}
-
-// Revision implements membership.Store, from memory.
-func (s *Store) Revision(ctx context.Context, groupID string) (membership.Revision, error) {
-	return s.mem.Revision(ctx, groupID)
-}
-
-// Changes implements membership.Store: the feed of the memory, which has
-// applied the whole log.
-func (s *Store) Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
-	return s.mem.Changes(ctx, opts)
 }
 
 // sequenceSQL places up to sequenceRows changes in the log: those whose

@@ -98,6 +98,10 @@ type logFile interface {
 // directory itself), log-N.wal (the log, N counting up), snapshot-N.snap
 // (the whole state before log-N.wal). The directory is 0700, the files 0600.
 type Durable struct {
+	// Reads serve the reads from memory, which holds what was replayed
+	// and loaded from the snapshot at start: the feed continues across
+	// restarts.
+	Reads
 	mem    *Memory
 	dir    string
 	opts   DurableOptions
@@ -224,6 +228,7 @@ func OpenDurable(dir string, opts DurableOptions) (*Durable, error) {
 
 		lockExisted: statErr == nil,
 	}
+	d.Reads = ReadsOf(d.mem)
 	d.stats.fsyncDuration = metrics.NewHistogram(metrics.DefaultDurationBuckets)
 	if err := d.recover(); err != nil {
 		lock.Close()
@@ -506,33 +511,6 @@ var errQueueFull = membership.Errorf(membership.CodeUnavailable,
 func (d *Durable) answer(p *pending, r result) {
 	d.queue.Give(p.cost)
 	p.done <- r
-}
-
-// ListMembers implements membership.Store.
-func (d *Durable) ListMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
-	return d.mem.ListMembers(ctx, groupID, opts, list)
-}
-
-// UserGroups implements membership.Store.
-func (d *Durable) UserGroups(ctx context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
-	return d.mem.UserGroups(ctx, uid, opts, list)
-}
-
-// Member implements membership.Store.
-func (d *Durable) Member(ctx context.Context, groupID string, uid membership.UID) (membership.Member, bool, error) {
-	return d.mem.Member(ctx, groupID, uid)
-}
-
-// Revision implements membership.Store.
-func (d *Durable) Revision(ctx context.Context, groupID string) (membership.Revision, error) {
-	return d.mem.Revision(ctx, groupID)
-}
-
-// Changes implements membership.Store. The feed is memory's: it holds what
-// was replayed and loaded from the snapshot at start, so it continues across
-// restarts.
-func (d *Durable) Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
-	return d.mem.Changes(ctx, opts)
 }
 
 // commitLoop is the one goroutine that writes the log and changes memory:

@@ -654,3 +654,36 @@ func (t *topStrings) sorted() []string {
 	slices.Sort(t.h)
 	return t.h
 }
+
+// Reads are the reads of membership.Store served by a Memory that another
+// store changes: Durable and the PostgreSQL store embed them, and apply
+// every change to the Memory themselves.
+type Reads struct{ mem *Memory }
+
+// ReadsOf returns the reads of m.
+func ReadsOf(m *Memory) Reads { return Reads{mem: m} }
+
+// ListMembers implements membership.Store.
+func (r Reads) ListMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
+	return r.mem.ListMembers(ctx, groupID, opts, list)
+}
+
+// UserGroups implements membership.Store.
+func (r Reads) UserGroups(ctx context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
+	return r.mem.UserGroups(ctx, uid, opts, list)
+}
+
+// Member implements membership.Store.
+func (r Reads) Member(ctx context.Context, groupID string, uid membership.UID) (membership.Member, bool, error) {
+	return r.mem.Member(ctx, groupID, uid)
+}
+
+// Revision implements membership.Store.
+func (r Reads) Revision(ctx context.Context, groupID string) (membership.Revision, error) {
+	return r.mem.Revision(ctx, groupID)
+}
+
+// Changes implements membership.Store: the Memory's feed.
+func (r Reads) Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
+	return r.mem.Changes(ctx, opts)
+}
