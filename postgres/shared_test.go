@@ -252,3 +252,26 @@ func uidsOf(ms []membership.Member) []membership.UID {
 	}
 	return out
 }
+
+// A long poll of the feed on one instance is woken by a write on another.
+func TestAWriteOnOneInstanceWakesAFollowerOfAnother(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	a, b := openOn(t, url, membership.DefaultChangesKeep), openOn(t, url, membership.DefaultChangesKeep)
+	type polled struct {
+		changes []membership.Change
+		err     error
+	}
+	got := make(chan polled, 1)
+	go func() {
+		changes, _, err := b.Changes(ctx, membership.ChangeOptions{After: 0, Wait: true})
+		got <- polled{changes, err}
+	}()
+	res, err := a.AddMembers(ctx, "g", []membership.User{{UID: 7, Nickname: "Q", HasNickname: true}})
+	require.NoError(t, err)
+	p := <-got
+	require.NoError(t, p.err)
+	require.Len(t, p.changes, 1)
+	assert.Equal(t, membership.Change{Revision: res.Revision, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{7},
+		Nicknames: []membership.Member{{UID: 7, Nickname: "Q"}}}, p.changes[0])
+}
