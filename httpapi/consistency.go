@@ -29,7 +29,7 @@ func withMinRevision(svc *membership.Service, wait time.Duration, h http.Handler
 			return
 		}
 		want, err := strconv.ParseInt(v[0], 10, 64)
-		if len(v) > 1 || err != nil || want < 1 {
+		if len(v) > 1 || err != nil || want < 1 || v[0][0] < '1' || v[0][0] > '9' { // no sign, no leading zero
 			writeError(w, r, membership.Errorf(membership.CodeInvalidHeader,
 				"%s %.40q is not one revision, an integer from 1 (send back the X-Revision of a reply)", minRevisionHeader, v[0]))
 			return
@@ -43,11 +43,13 @@ func withMinRevision(svc *membership.Service, wait time.Duration, h http.Handler
 }
 
 // awaitRevision returns once the store's latest revision is want or more,
-// or a CodeUnavailable error after wait.
+// or a CodeUnavailable error after wait. It waits on the feed for each
+// change after the latest it saw: it wakes once per change, and never
+// spins, whatever the feed keeps.
 func awaitRevision(ctx context.Context, svc *membership.Service, want membership.Revision, wait time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	after := want - 1
+	after := want - 1 // a revision reached returns at once
 	for {
 		_, latest, err := svc.Changes(ctx, membership.ChangeOptions{After: after, Limit: 1, Wait: true})
 		switch {
@@ -57,10 +59,11 @@ func awaitRevision(ctx context.Context, svc *membership.Service, want membership
 			return membership.Errorf(membership.CodeUnavailable,
 				"revision %d (%s) is not here yet: the latest here is %d. Try again: an instance behind the others catches up; "+
 					"a revision that never comes is from another history (compare the ETag's epoch)", want, minRevisionHeader, latest)
-		case membership.ErrorCode(err) == membership.CodeChangesGone && after > latest:
-			after = latest // wait for the next change, whatever it is
-		case err != nil:
+		case err != nil && membership.ErrorCode(err) != membership.CodeChangesGone:
 			return err
 		}
+		// Past the latest, or changes the feed no longer keeps: either
+		// way, wait for the next change after the latest.
+		after = latest
 	}
 }

@@ -1,10 +1,12 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +39,7 @@ func TestMinRevision(t *testing.T) {
 
 	t.Run("a revision reached is served at once", func(t *testing.T) {
 		for _, path := range []string{"/group-user/g", "/group-user/g/1", "/user-group/1"} {
-			for _, v := range []string{"1", "01"} {
+			for _, v := range []string{"1"} {
 				w := getAt(h, path, v)
 				assert.Equal(t, http.StatusOK, w.Code, "%s %s: %s", path, v, w.Body)
 			}
@@ -45,7 +47,7 @@ func TestMinRevision(t *testing.T) {
 	})
 
 	t.Run("bad tokens are refused, and nothing is read", func(t *testing.T) {
-		for _, vs := range [][]string{{"0"}, {"-1"}, {"x"}, {""}, {"1.5"}, {"9223372036854775808"}, {"1", "1"}} {
+		for _, vs := range [][]string{{"0"}, {"-1"}, {"+1"}, {"01"}, {" 1"}, {"x"}, {""}, {"1.5"}, {"9223372036854775808"}, {"1", "1"}} {
 			w := getAt(h, "/group-user/g", vs...)
 			assert.Equal(t, http.StatusBadRequest, w.Code, "%q", vs)
 			var body struct{ Error struct{ Code string } }
@@ -55,14 +57,23 @@ func TestMinRevision(t *testing.T) {
 		}
 	})
 
-	t.Run("a read of a revision to come waits for it", func(t *testing.T) {
-		got := make(chan *httptest.ResponseRecorder, 1)
-		go func() { got <- getAt(h, "/group-user/g", "2") }()
-		require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[3]", formType).Code)
-		w := <-got
-		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
-		assert.JSONEq(t, `[{"uid":1,"nickname":""},{"uid":2,"nickname":""},{"uid":3,"nickname":""}]`, w.Body.String())
-		assert.True(t, strings.HasSuffix(w.Header().Get("ETag"), `-2"`), w.Header().Get("ETag"))
+	t.Run("a read of a revision to come waits for it, waking once per change, whatever the feed keeps", func(t *testing.T) {
+		for _, keep := range []int{0, 1, membership.DefaultChangesKeep} {
+			st := &waitCounter{Memory: store.NewMemoryWith(store.MemoryOptions{ChangesKeep: keep}), waiting: make(chan struct{}, 100)}
+			h := httpapi.NewHandler(membership.NewService(st, testMaxUsers), httpapi.Options{ListCacheBytes: 1 << 20, MinRevisionWait: time.Hour})
+			require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[1]", formType).Code)
+			got := make(chan *httptest.ResponseRecorder, 1)
+			go func() { got <- getAt(h, "/group-user/g", "4") }()
+			<-st.waiting // the read waits on the feed: it did not read before the writes
+			for _, uid := range []string{"2", "3", "4"} {
+				require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=["+uid+"]", formType).Code)
+			}
+			w := <-got
+			require.Equal(t, http.StatusOK, w.Code, "keep %d: %s", keep, w.Body)
+			assert.JSONEq(t, `[{"uid":1,"nickname":""},{"uid":2,"nickname":""},{"uid":3,"nickname":""},{"uid":4,"nickname":""}]`, w.Body.String())
+			assert.True(t, strings.HasSuffix(w.Header().Get("ETag"), `-4"`), w.Header().Get("ETag"))
+			assert.LessOrEqual(t, st.calls.Load(), int64(5), "keep %d: the wait wakes once per change at most, and once past the latest", keep)
+		}
 	})
 
 	t.Run("a revision that does not come is 503 once the wait is over", func(t *testing.T) {
@@ -76,4 +87,23 @@ func TestMinRevision(t *testing.T) {
 			assert.Equal(t, "1", w.Header().Get("Retry-After"), path)
 		}
 	})
+}
+
+// waitCounter is a Memory that counts the waits on its feed, and says on
+// waiting when one starts.
+type waitCounter struct {
+	*store.Memory
+	waiting chan struct{}
+	calls   atomic.Int64
+}
+
+func (w *waitCounter) Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
+	if opts.Wait {
+		w.calls.Add(1)
+		select {
+		case w.waiting <- struct{}{}:
+		default:
+		}
+	}
+	return w.Memory.Changes(ctx, opts)
 }

@@ -110,8 +110,11 @@ func TestTwoInstancesAreOne(t *testing.T) {
 		latest = max(latest, r)
 	}
 	for _, s := range []*Store{a, b} {
-		_, _, err := s.Changes(ctx, membership.ChangeOptions{After: latest - 1, Wait: true})
-		require.NoError(t, err) // each instance has reached the latest revision acknowledged
+		wait, cancel := context.WithTimeout(ctx, time.Minute)
+		_, reached, err := s.Changes(wait, membership.ChangeOptions{After: latest - 1, Wait: true})
+		cancel()
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, reached, latest, "each instance reaches the latest revision acknowledged")
 	}
 	c := openOn(t, url, membership.DefaultChangesKeep) // a newcomer reads the whole log
 	feed := storetest.AllChanges(t, a, 0)
@@ -255,7 +258,8 @@ func uidsOf(ms []membership.Member) []membership.UID {
 
 // A long poll of the feed on one instance is woken by a write on another.
 func TestAWriteOnOneInstanceWakesAFollowerOfAnother(t *testing.T) {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	url := pgtest.NewDatabase(t)
 	a, b := openOn(t, url, membership.DefaultChangesKeep), openOn(t, url, membership.DefaultChangesKeep)
 	type polled struct {
@@ -274,4 +278,48 @@ func TestAWriteOnOneInstanceWakesAFollowerOfAnother(t *testing.T) {
 	require.Len(t, p.changes, 1)
 	assert.Equal(t, membership.Change{Revision: res.Revision, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{7},
 		Nicknames: []membership.Member{{UID: 7, Nickname: "Q"}}}, p.changes[0])
+}
+
+// Nicknames go through the log byte for byte: NUL included, an empty one
+// (which clears a nickname) apart from none given (which keeps it).
+func TestNicknamesGoThroughTheLogAsGiven(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := pgtest.NewDatabase(t)
+	a := openOn(t, url, membership.DefaultChangesKeep)
+	for _, users := range [][]membership.User{
+		{{UID: 1, Nickname: "a\x00b", HasNickname: true}, {UID: 2, Nickname: "x", HasNickname: true}, {UID: 3, Nickname: "y", HasNickname: true}},
+		{{UID: 2, Nickname: "", HasNickname: true}, {UID: 3}},
+	} {
+		_, err := a.AddMembers(ctx, "g", users)
+		require.NoError(t, err)
+	}
+	want := []membership.Member{{UID: 1, Nickname: "a\x00b"}, {UID: 2}, {UID: 3, Nickname: "y"}}
+	got, _ := storetest.ListAll(t, a, "g")
+	assert.Equal(t, want, got)
+	b := openOn(t, url, membership.DefaultChangesKeep) // built from the log alone
+	got, _ = storetest.ListAll(t, b, "g")
+	assert.Equal(t, want, got)
+}
+
+// The pool's settings in the URL (pool_max_conns, …) size the pool; the
+// connection that listens takes the rest of the URL (issue found by a
+// review: the server refused pool_max_conns, and no write was applied).
+func TestPoolSettingsInTheURL(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t) + "?pool_max_conns=2&pool_max_conn_idle_time=1s&application_name=membership_test"
+	s, err := Open(ctx, url, Options{CommitTimeout: 30 * time.Second})
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Equal(t, int32(2), s.pool.Config().MaxConns)
+	assert.Equal(t, time.Second, s.pool.Config().MaxConnIdleTime)
+	for uid := range membership.UID(5) {
+		res, err := s.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+		require.NoError(t, err)
+		assert.Equal(t, 1, res.Count)
+	}
+	assert.NoError(t, s.Writable())
+	d := openOn(t, pgtest.NewDatabase(t), 0)
+	assert.Equal(t, int32(defaultMaxConns), d.pool.Config().MaxConns, "the default")
+	assert.Equal(t, maxConnIdle, d.pool.Config().MaxConnIdleTime, "the default")
 }

@@ -5,15 +5,14 @@
 //
 // A write is one INSERT into membership_changes, in a transaction of its
 // own, so that concurrent writers share the database's fsyncs. A sequencer
-// (one at a time across the instances, under an advisory lock) then gives
-// each committed change its place in the log, pos: it takes only changes
-// whose transactions are all below the horizon pg_snapshot_xmin of its
-// snapshot, so no change can later appear before one it has placed, and it
-// numbers them 1, 2, 3, … with no gap. Every instance applies the log in
-// the order of pos to a store.Memory; the memory gives the revisions, the
-// counts and the feed, and since it is deterministic, every instance gives
-// every change the same revision. A writer answers once its own instance
-// has applied its change.
+// (one at a time across the instances, under an advisory lock, and a
+// unique index besides) then gives the committed changes it sees their
+// places in the log, pos = 1, 2, 3, … with no gap, in one transaction.
+// Every instance applies the log in the order of pos to a store.Memory;
+// the memory gives the revisions, the counts and the feed, and since it is
+// deterministic, every instance gives every change the same revision. A
+// writer answers once its own instance has applied its change, so a change
+// written after another was acknowledged is placed after it.
 package postgres
 
 import (
@@ -69,7 +68,11 @@ const (
 	idleInterval = time.Second
 	// defaultMaxConns is the pool's size unless the URL sets
 	// pool_max_conns: the writers that may wait for the database at once.
-	defaultMaxConns = 32
+	// An instance opens one more connection, to listen.
+	defaultMaxConns = 16
+	// maxConnIdle is how long an idle connection of the pool stays open:
+	// idle connections give their slots back to other instances soon.
+	maxConnIdle = 10 * time.Second
 	// notifyChannel is where the sequencer says that it placed changes.
 	notifyChannel = "membership_sequenced"
 )
@@ -79,7 +82,7 @@ type Store struct {
 	// Reads serve every read from memory, which has applied the log.
 	store.Reads
 	pool   *pgxpool.Pool
-	url    string
+	listen *pgx.ConnConfig // of the connection that listens
 	mem    *store.Memory
 	opts   Options
 	logger *slog.Logger
@@ -125,12 +128,15 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		// queue for connections rather than share the database's fsyncs.
 		cfg.MaxConns = defaultMaxConns
 	}
+	if !strings.Contains(url, "pool_max_conn_idle_time") {
+		cfg.MaxConnIdleTime = maxConnIdle
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{
-		pool: pool, url: url, opts: opts, logger: logger,
+		pool: pool, listen: cfg.ConnConfig.Copy(), opts: opts, logger: logger,
 		waiters: map[int64]chan membership.Result{},
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
@@ -225,11 +231,11 @@ func (s *Store) AddMembers(ctx context.Context, groupID string, users []membersh
 		return membership.Result{Revision: rev}, err
 	}
 	uids := make([]int64, len(users))
-	nicknames := make([]*string, len(users))
+	nicknames := make([][]byte, len(users)) // bytea: a nickname may hold any character, NUL included
 	for i, u := range users {
 		uids[i] = int64(u.UID)
 		if u.HasNickname {
-			nicknames[i] = &u.Nickname
+			nicknames[i] = append([]byte{}, u.Nickname...) // not nil, even when empty: nil is NULL, no nickname
 		}
 	}
 	return s.commit(ctx, opAdd, groupID, uids, nicknames)
@@ -256,7 +262,7 @@ const (
 
 // commit writes a change to the log and waits until this instance has
 // applied it.
-func (s *Store) commit(ctx context.Context, op int16, groupID string, uids []int64, nicknames []*string) (membership.Result, error) {
+func (s *Store) commit(ctx context.Context, op int16, groupID string, uids []int64, nicknames [][]byte) (membership.Result, error) {
 	if err := s.Writable(); err != nil {
 		return membership.Result{}, err
 	}
@@ -308,18 +314,18 @@ func (s *Store) pending() bool {
 	return len(s.waiters) > 0
 }
 
-// sequenceSQL places up to sequenceRows changes in the log: those whose
-// transactions ended below the horizon, in the order of their transaction
-// ids, then of their ids. Every transaction below pg_snapshot_xmin has
-// ended, so no change can later appear below the horizon: a change placed
-// is never followed by one that should have come before it.
+// sequenceSQL places up to sequenceRows committed changes in the log, in
+// the order of their ids, after the last placed. The caller holds the
+// sequencer's lock, so no other transaction places changes meanwhile: what
+// is placed is placed once, with no gap (the unique index on pos would
+// refuse a second sequencer's places besides). A change that commits
+// later is placed by a later run, after these: the log's order is the
+// order in which the sequencer found the changes committed.
 const sequenceSQL = `
 WITH last AS (SELECT coalesce(max(pos), 0) AS pos FROM membership_changes),
 ready AS (
-	SELECT id, row_number() OVER (ORDER BY xid, id) AS n FROM (
-		SELECT id, xid FROM membership_changes
-		WHERE pos IS NULL AND xid < pg_snapshot_xmin(pg_current_snapshot())
-		ORDER BY xid, id LIMIT $1) r),
+	SELECT id, row_number() OVER (ORDER BY id) AS n FROM (
+		SELECT id FROM membership_changes WHERE pos IS NULL ORDER BY id LIMIT $1) r),
 placed AS (
 	UPDATE membership_changes c SET pos = last.pos + ready.n, sequenced_at = clock_timestamp()
 	FROM ready, last WHERE c.id = ready.id
@@ -423,7 +429,7 @@ type logged struct {
 	op          int16
 	groupID     string
 	uids        []int64
-	nicknames   []*string
+	nicknames   [][]byte
 	age         float64 // seconds since it was written, by the database's clock
 }
 
@@ -438,7 +444,7 @@ func (s *Store) apply(ctx context.Context, c logged) {
 		for i, uid := range c.uids {
 			users[i].UID = membership.UID(uid)
 			if i < len(c.nicknames) && c.nicknames[i] != nil {
-				users[i].Nickname, users[i].HasNickname = *c.nicknames[i], true
+				users[i].Nickname, users[i].HasNickname = string(c.nicknames[i]), true
 			}
 		}
 		res, err = s.mem.AddMembers(ctx, c.groupID, users)
@@ -491,7 +497,7 @@ func (s *Store) followLoop() {
 
 // follow listens and applies until the connection fails or ctx ends.
 func (s *Store) follow(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, s.url)
+	conn, err := pgx.ConnectConfig(ctx, s.listen.Copy())
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,6 @@ CREATE TABLE membership_meta (
 
 CREATE TABLE membership_changes (
 	id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-	-- The transaction that wrote the change: the sequencer orders changes
-	-- by it once every transaction below a horizon has ended.
-	xid          xid8 NOT NULL DEFAULT pg_current_xact_id(),
 	-- The change's place in the log, 1, 2, 3, … with no gap; NULL until
 	-- the sequencer gives it one.
 	pos          bigint UNIQUE,
@@ -20,8 +17,9 @@ CREATE TABLE membership_changes (
 	op           smallint NOT NULL CHECK (op IN (1, 2)), -- 1 add, 2 remove
 	group_id     text NOT NULL,
 	uids         bigint[] NOT NULL,
-	-- For an add: each user's nickname, NULL for none given.
-	nicknames    text[]
+	-- For an add: each user's nickname (UTF-8, which may hold NUL), NULL
+	-- for none given.
+	nicknames    bytea[]
 );
 
-CREATE INDEX membership_changes_unsequenced ON membership_changes (xid, id) WHERE pos IS NULL;
+CREATE INDEX membership_changes_unplaced ON membership_changes (id) WHERE pos IS NULL;
