@@ -82,7 +82,6 @@ type Store struct {
 	// Reads serve every read from memory, which has applied the log.
 	store.Reads
 	pool   *pgxpool.Pool
-	listen *pgx.ConnConfig // of the connection that listens
 	mem    *store.Memory
 	opts   Options
 	logger *slog.Logger
@@ -131,12 +130,15 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if !strings.Contains(url, "pool_max_conn_idle_time") {
 		cfg.MaxConnIdleTime = maxConnIdle
 	}
+	if !strings.Contains(url, "pool_health_check_period") {
+		cfg.HealthCheckPeriod = maxConnIdle / 2 // when idle connections are closed
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{
-		pool: pool, listen: cfg.ConnConfig.Copy(), opts: opts, logger: logger,
+		pool: pool, opts: opts, logger: logger,
 		waiters: map[int64]chan membership.Result{},
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
@@ -174,7 +176,7 @@ func (s *Store) open(ctx context.Context) error {
 	if _, err := s.sequence(ctx); err != nil {
 		return fmt.Errorf("placing the changes in the log: %w", err)
 	}
-	return s.catchUp(ctx)
+	return s.catchUp(ctx, s.pool)
 }
 
 // ConfigError is an error of Open that trying again cannot mend: a bad URL,
@@ -383,12 +385,18 @@ func (s *Store) sequenceLoop() {
 	}
 }
 
-// catchUp applies the log from the last change applied to its end.
-func (s *Store) catchUp(ctx context.Context) error {
+// querier is a connection, or the pool.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// catchUp applies the log from the last change applied to its end,
+// reading it through q.
+func (s *Store) catchUp(ctx context.Context, q querier) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	for {
-		n, err := s.applyPage(ctx)
+		n, err := s.applyPage(ctx, q)
 		if err != nil || n < fetchRows {
 			return err
 		}
@@ -397,8 +405,8 @@ func (s *Store) catchUp(ctx context.Context) error {
 
 // applyPage applies up to fetchRows changes after the last applied, and
 // returns how many. The caller holds applyMu.
-func (s *Store) applyPage(ctx context.Context) (int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames,
+func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
+	rows, err := q.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames,
 		extract(epoch FROM clock_timestamp() - appended_at)::float8
 		FROM membership_changes WHERE pos > $1 ORDER BY pos LIMIT $2`, s.applied, fetchRows)
 	if err != nil {
@@ -497,20 +505,24 @@ func (s *Store) followLoop() {
 
 // follow listens and applies until the connection fails or ctx ends.
 func (s *Store) follow(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, s.listen.Copy())
+	// The listening connection is taken out of the pool: when the server
+	// has no slot left, an idle connection of the pool serves.
+	pooled, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
+	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 		return err
 	}
-	if s.down.Swap(nil) != nil {
-		s.logger.Info("the database is back")
-	}
 	for {
-		if err := s.catchUp(ctx); err != nil {
+		// The log is read on this connection: following needs no other.
+		if err := s.catchUp(ctx, conn); err != nil {
 			return err
+		}
+		if s.down.Swap(nil) != nil {
+			s.logger.Info("the database is back")
 		}
 		if s.broken.Load() != nil {
 			<-ctx.Done()
