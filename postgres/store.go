@@ -68,7 +68,8 @@ const (
 	idleInterval = time.Second
 	// defaultMaxConns is the pool's size unless the URL sets
 	// pool_max_conns: the writers that may wait for the database at once.
-	// An instance opens one more connection, to listen.
+	// The connection that listens is taken out of the pool, which may then
+	// open one more: 17 connections at most.
 	defaultMaxConns = 16
 	// maxConnIdle is how long an idle connection of the pool stays open:
 	// idle connections give their slots back to other instances soon.
@@ -94,9 +95,10 @@ type Store struct {
 	waitMu  sync.Mutex
 	waiters map[int64]chan membership.Result // by ticket
 
-	kick    chan struct{} // wakes the sequencer
-	stop    chan struct{}
-	stopped sync.WaitGroup
+	kick      chan struct{} // wakes the sequencer
+	stop      chan struct{}
+	closeOnce sync.Once
+	stopped   sync.WaitGroup
 
 	// down says why the database cannot be reached, nil when it can.
 	down atomic.Pointer[string]
@@ -163,7 +165,7 @@ func (s *Store) open(ctx context.Context) error {
 	if len(applied) > 0 {
 		s.logger.Info("migrated the database's schema", "versions", applied)
 	}
-	epoch := int64(rand.Uint64() >> 1)
+	epoch := int64(rand.Uint64()>>1) | 1 // never 0, which would have each instance draw its own
 	if _, err := s.pool.Exec(ctx, "INSERT INTO membership_meta (key, value) VALUES ('epoch', $1) ON CONFLICT (key) DO NOTHING", epoch); err != nil {
 		return err
 	}
@@ -189,14 +191,11 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 // Close stops following the log and closes the connections. Writes still
 // waiting get CodeUnavailable.
 func (s *Store) Close() error {
-	select {
-	case <-s.stop:
-		return nil
-	default:
-	}
-	close(s.stop)
-	s.stopped.Wait()
-	s.pool.Close()
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.stopped.Wait()
+		s.pool.Close()
+	})
 	return nil
 }
 
