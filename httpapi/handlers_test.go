@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/httpapi"
+	"example.com/groupmembership/internal/accesslog"
 	"example.com/groupmembership/internal/metrics/metricstest"
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/syncbuf"
@@ -907,4 +909,66 @@ func TestLoadingStateRoutesAsUsual(t *testing.T) {
 	assert.Equal(t, 1.0, n)
 	writable, _ = sample(families["membership_store_writable"], "membership_store_writable", map[string]string{})
 	assert.Equal(t, 1.0, writable)
+}
+
+// The access log's lines are the same through package accesslog as through
+// slog, in both formats, for a success, a refusal, a request with an
+// acting uid and a client's request id, and a failure on the service's
+// side (a panic); only the time differs.
+func TestAccessLinesAreTheSlogLines(t *testing.T) {
+	for _, json := range []bool{false, true} {
+		lines := map[bool]*syncBuffer{false: {}, true: {}}
+		handlers := map[bool]http.Handler{}
+		for _, fast := range []bool{false, true} {
+			var h slog.Handler = slog.NewTextHandler(lines[fast], nil)
+			if json {
+				h = slog.NewJSONHandler(lines[fast], nil)
+			}
+			opts := httpapi.Options{Logger: slog.New(h), AccessLog: true, MaxBodyBytes: testMaxBody}
+			if fast {
+				opts.AccessLines = accesslog.New(lines[fast], json)
+			}
+			handlers[fast] = httpapi.NewHandler(membership.NewService(panicOnGroup{store.NewMemory()}, testMaxUsers), opts)
+		}
+		for _, fast := range []bool{false, true} {
+			h := handlers[fast]
+			do(h, "POST", "/group-user/g", "users=[1,2]&uid=42", formType)
+			do(h, "GET", "/group-user/g?limit=0", "", "")
+			r := httptest.NewRequest("GET", "/group-user/a%3Db", nil)
+			r.Header.Set("X-Request-ID", "client-id-1")
+			h.ServeHTTP(httptest.NewRecorder(), r)
+			do(h, "GET", "/group-user/panic", "", "")
+		}
+		slow, fast := withoutTimes(lines[false].String()), withoutTimes(lines[true].String())
+		require.Len(t, fast, 4, "json %v: one line per request, and nothing else", json)
+		assert.Equal(t, slow, fast, "json %v", json)
+		assert.Contains(t, fast[2], "client-id-1", "json %v", json)
+		assert.Contains(t, fast[3], "panic: a test store panics", "json %v", json)
+	}
+}
+
+// withoutTimes returns the lines of logs with what differs between two
+// handlers taken out: the time, the duration, the request ids drawn, the
+// stack after a panic's message.
+func withoutTimes(logs string) []string {
+	times := regexp.MustCompile(`(time=\S+|"time":"[^"]+"|duration=\S+|"duration":\d+)`)
+	ids := regexp.MustCompile(`[0-9a-f]{12}-\d+`)
+	stack := regexp.MustCompile(`(a test store panics)[^"]*`)
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		line = times.ReplaceAllString(line, "<time>")
+		line = ids.ReplaceAllString(line, "<id>")
+		out = append(out, stack.ReplaceAllString(line, "$1"))
+	}
+	return out
+}
+
+// panicOnGroup is a store that panics on a list of the group "panic".
+type panicOnGroup struct{ *store.Memory }
+
+func (p panicOnGroup) ListMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
+	if groupID == "panic" {
+		panic("a test store panics")
+	}
+	return p.Memory.ListMembers(ctx, groupID, opts, list)
 }

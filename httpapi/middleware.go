@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/internal/accesslog"
+
 	"example.com/groupmembership/membership"
 )
 
@@ -81,7 +83,7 @@ var connectionClose = []string{"close"}
 // with the detail when it failed on the service's side; a panic becomes a JSON
 // 500 when nothing was written yet. Without accessLog, only the failed
 // requests are logged. Each request is counted in m, unless m is nil.
-func observe(logger *slog.Logger, accessLog bool, m *requestMetrics, next http.Handler) http.Handler {
+func observe(log requestLog, accessLog bool, m *requestMetrics, next http.Handler) http.Handler {
 	ids := newRequestIDs()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -118,7 +120,7 @@ func observe(logger *slog.Logger, accessLog bool, m *requestMetrics, next http.H
 				m.record(r.Pattern, r.Method, ow.statusSent(), elapsed)
 			}
 			if accessLog || ow.internalErr != nil {
-				logRequest(logger, r, elapsed, ow)
+				log.request(r, start, elapsed, ow)
 			}
 			if p == http.ErrAbortHandler {
 				panic(p) // net/http handles it: it aborts the response quietly
@@ -138,6 +140,31 @@ func (o *observedWriter) statusSent() int {
 		return http.StatusOK // the handler wrote nothing: net/http sends 200
 	}
 	return o.status
+}
+
+// requestLog writes the access log: through lines when set, else through
+// logger, the same line either way.
+type requestLog struct {
+	logger *slog.Logger
+	lines  *accesslog.Logger
+}
+
+// request logs one request: method, path, status, duration, request id,
+// the acting uid when given, and the error when it failed on the service's
+// side (then at level ERROR).
+func (l requestLog) request(r *http.Request, start time.Time, elapsed time.Duration, ow *observedWriter) {
+	if l.lines != nil {
+		e := accesslog.Entry{
+			Time: start.Add(elapsed), Method: r.Method, Path: r.URL.EscapedPath(), Status: ow.statusSent(),
+			Duration: elapsed, RequestID: ow.requestID, UID: int64(ow.actingUID),
+		}
+		if ow.internalErr != nil {
+			e.Err = ow.internalErr.Error()
+		}
+		l.lines.Log(&e)
+		return
+	}
+	logRequest(l.logger, r, elapsed, ow)
 }
 
 func logRequest(logger *slog.Logger, r *http.Request, elapsed time.Duration, ow *observedWriter) {

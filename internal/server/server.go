@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/httpapi"
+	"example.com/groupmembership/internal/accesslog"
 	"example.com/groupmembership/internal/logsink"
 	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/store"
@@ -154,6 +155,7 @@ func newService(cfg Config, token string, logger *slog.Logger, logOut *logsink.W
 	s := &service{cfg: cfg, logger: logger, stopping: make(chan struct{}), served: make(chan error, 1)}
 	s.api = httpapi.NewLoadingHandler(httpapi.Options{
 		Logger:            logger,
+		AccessLines:       accesslog.New(logOut, cfg.logFormat == "json"),
 		AccessLog:         cfg.accessLog,
 		MaxBodyBytes:      cfg.maxBodyBytes,
 		BodyMemoryBytes:   cfg.bodyMemory,

@@ -1,0 +1,271 @@
+// Package accesslog writes the access log: one line per request, exactly
+// as log/slog's TextHandler or JSONHandler would write the record
+// "request" with its attributes, but encoded by hand into a pooled buffer,
+// with no allocation, and written in one call. A test holds it to slog's
+// output, byte for byte.
+package accesslog
+
+import (
+	"io"
+	"strconv"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Entry is one request's line.
+type Entry struct {
+	Time      time.Time
+	Method    string
+	Path      string
+	Status    int
+	Duration  time.Duration
+	RequestID string
+	UID       int64  // the acting uid; 0 for none
+	Err       string // what failed on the service's side; "" for nothing, and then the level is INFO, not ERROR
+}
+
+// Logger writes entries to its writer, as text or JSON.
+type Logger struct {
+	w    io.Writer
+	json bool
+	bufs sync.Pool // of *[]byte
+}
+
+// maxPooled bounds the buffers kept for reuse: a line with a long error
+// (a panic's stack) is encoded in a buffer of its own, then dropped.
+const maxPooled = 4 << 10
+
+// New returns a Logger that writes to w, as JSONHandler does when json is
+// set, as TextHandler does otherwise.
+func New(w io.Writer, json bool) *Logger {
+	l := &Logger{w: w, json: json}
+	l.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
+	return l
+}
+
+// Log writes e's line in one call of the writer's Write. Errors of the
+// writer are dropped, as slog's Logger drops them.
+func (l *Logger) Log(e *Entry) {
+	bp := l.bufs.Get().(*[]byte)
+	*bp = l.Append((*bp)[:0], e)
+	_, _ = l.w.Write(*bp)
+	if cap(*bp) <= maxPooled {
+		l.bufs.Put(bp)
+	}
+}
+
+// Append appends e's line, newline included, to b.
+func (l *Logger) Append(b []byte, e *Entry) []byte {
+	if l.json {
+		return appendJSON(b, e)
+	}
+	return appendText(b, e)
+}
+
+func level(e *Entry) string {
+	if e.Err != "" {
+		return "ERROR"
+	}
+	return "INFO"
+}
+
+// appendText writes e as TextHandler does: key=value pairs, the time in
+// RFC 3339 with milliseconds, strings quoted when they need it.
+func appendText(b []byte, e *Entry) []byte {
+	b = append(b, "time="...)
+	b = appendRFC3339Millis(b, e.Time)
+	b = append(b, " level="...)
+	b = append(b, level(e)...)
+	b = append(b, " msg=request method="...)
+	b = appendTextString(b, e.Method)
+	b = append(b, " path="...)
+	b = appendTextString(b, e.Path)
+	b = append(b, " status="...)
+	b = strconv.AppendInt(b, int64(e.Status), 10)
+	b = append(b, " duration="...)
+	b = appendDuration(b, e.Duration)
+	b = append(b, " request_id="...)
+	b = appendTextString(b, e.RequestID)
+	if e.UID != 0 {
+		b = append(b, " uid="...)
+		b = strconv.AppendInt(b, e.UID, 10)
+	}
+	if e.Err != "" {
+		b = append(b, " err="...)
+		b = appendTextString(b, e.Err)
+	}
+	return append(b, '\n')
+}
+
+// appendJSON writes e as JSONHandler does: one object, the time in RFC 3339
+// with nanoseconds, the duration in nanoseconds.
+func appendJSON(b []byte, e *Entry) []byte {
+	b = append(b, `{"time":"`...)
+	b = e.Time.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","level":"`...)
+	b = append(b, level(e)...)
+	b = append(b, `","msg":"request","method":"`...)
+	b = appendJSONString(b, e.Method)
+	b = append(b, `","path":"`...)
+	b = appendJSONString(b, e.Path)
+	b = append(b, `","status":`...)
+	b = strconv.AppendInt(b, int64(e.Status), 10)
+	b = append(b, `,"duration":`...)
+	b = strconv.AppendInt(b, int64(e.Duration), 10)
+	b = append(b, `,"request_id":"`...)
+	b = appendJSONString(b, e.RequestID)
+	b = append(b, '"')
+	if e.UID != 0 {
+		b = append(b, `,"uid":`...)
+		b = strconv.AppendInt(b, e.UID, 10)
+	}
+	if e.Err != "" {
+		b = append(b, `,"err":"`...)
+		b = appendJSONString(b, e.Err)
+		b = append(b, '"')
+	}
+	return append(b, "}\n"...)
+}
+
+// appendRFC3339Millis appends t as 2006-01-02T15:04:05.000Z07:00: the
+// milliseconds always three digits, truncated.
+func appendRFC3339Millis(b []byte, t time.Time) []byte {
+	b = t.AppendFormat(b, "2006-01-02T15:04:05")
+	ms := t.Nanosecond() / int(time.Millisecond)
+	b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	return t.AppendFormat(b, "Z07:00")
+}
+
+// appendTextString appends s, quoted (strconv.Quote) when it is empty or
+// holds a space, '=', '"', a control character below ' ', a non-ASCII
+// rune that is a space or does not print, or bytes that are not UTF-8 (as
+// slog: DEL goes unquoted).
+func appendTextString(b []byte, s string) []byte {
+	if needsQuotes(s) {
+		return strconv.AppendQuote(b, s)
+	}
+	return append(b, s...)
+}
+
+func needsQuotes(s string) bool {
+	if s == "" {
+		return true
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c <= ' ' || c == '=' || c == '"' { // DEL is left as it is, as slog leaves it
+				return true
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return true
+		}
+		i += n
+	}
+	return false
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s escaped for a JSON string, without the
+// quotes: '"' and '\\' escaped, control characters as \n, \r, \t or
+// \u00XX, bytes that are not UTF-8 as \ufffd, U+2028 and U+2029 escaped.
+func appendJSONString(b []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= ' ' && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, `\u202`...)
+			b = append(b, hexDigits[r&0xf])
+		default:
+			i += n
+			continue
+		}
+		i += n
+		start = i
+	}
+	return append(b, s[start:]...)
+}
+
+// appendDuration appends d as d.String() writes it ("1.5ms", "2m0.25s"),
+// without allocating.
+func appendDuration(b []byte, d time.Duration) []byte {
+	if d < 0 {
+		return append(b, d.String()...) // never for a request's duration
+	}
+	switch {
+	case d == 0:
+		return append(b, "0s"...)
+	case d < time.Microsecond:
+		return append(strconv.AppendInt(b, int64(d), 10), "ns"...)
+	case d < time.Millisecond:
+		return append(appendDecimal(b, int64(d), 3), "µs"...)
+	case d < time.Second:
+		return append(appendDecimal(b, int64(d), 6), "ms"...)
+	}
+	h, m := d/time.Hour, d%time.Hour/time.Minute
+	if h > 0 {
+		b = append(strconv.AppendInt(b, int64(h), 10), 'h')
+	}
+	if h > 0 || m > 0 {
+		b = append(strconv.AppendInt(b, int64(m), 10), 'm')
+	}
+	return append(appendDecimal(b, int64(d%time.Minute), 9), 's')
+}
+
+// appendDecimal appends v / 10^digits, with its fraction's trailing zeros
+// (and a bare point) dropped.
+func appendDecimal(b []byte, v int64, digits int) []byte {
+	unit := int64(1)
+	for range digits {
+		unit *= 10
+	}
+	b = strconv.AppendInt(b, v/unit, 10)
+	frac := v % unit
+	if frac == 0 {
+		return b
+	}
+	for frac%10 == 0 {
+		frac /= 10
+		unit /= 10
+	}
+	b = append(b, '.')
+	for p := unit / 10; p > frac; p /= 10 {
+		b = append(b, '0') // the fraction's leading zeros
+	}
+	return strconv.AppendInt(b, frac, 10)
+}

@@ -1,0 +1,162 @@
+package accesslog
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// viaSlog returns e's line as the service wrote it before: through slog.
+func viaSlog(e *Entry, json bool) string {
+	var buf bytes.Buffer
+	var h slog.Handler = slog.NewTextHandler(&buf, nil)
+	if json {
+		h = slog.NewJSONHandler(&buf, nil)
+	}
+	level := slog.LevelInfo
+	if e.Err != "" {
+		level = slog.LevelError
+	}
+	r := slog.NewRecord(e.Time, level, "request", 0)
+	r.AddAttrs(slog.String("method", e.Method), slog.String("path", e.Path), slog.Int("status", e.Status),
+		slog.Duration("duration", e.Duration), slog.String("request_id", e.RequestID))
+	if e.UID != 0 {
+		r.AddAttrs(slog.Int64("uid", e.UID))
+	}
+	if e.Err != "" {
+		r.AddAttrs(slog.String("err", e.Err))
+	}
+	if err := h.Handle(context.Background(), r); err != nil {
+		panic(err)
+	}
+	return buf.String()
+}
+
+func check(t *testing.T, e *Entry) {
+	t.Helper()
+	for _, json := range []bool{false, true} {
+		got := string(New(nil, json).Append(nil, e))
+		require.Equal(t, viaSlog(e, json), got, "json %v, entry %+v", json, e)
+	}
+}
+
+func TestLinesAreSlogs(t *testing.T) {
+	at := time.Date(2026, 11, 23, 4, 5, 6, 7008009, time.UTC)
+	for _, e := range []Entry{
+		{Time: at, Method: "GET", Path: "/group-user/g", Status: 200, Duration: 1234567, RequestID: "b84c343627bd-3"},
+		{Time: at, Method: "POST", Path: "/group-user/a=b", Status: 400, Duration: time.Microsecond, RequestID: "x", UID: 42},
+		{Time: at.Truncate(time.Second), Method: "GET", Path: "", Status: 503, Duration: 0, RequestID: ""},
+		{Time: at.In(time.FixedZone("x", -5*3600)), Method: "DELETE", Path: `/a"b\c`, Status: 500, Duration: 90 * time.Minute,
+			RequestID: "r", Err: "panic: boom\n\tgoroutine 1 [running]:\n\x00\x7f\u2028\u2029é\xff"},
+		{Time: at, Method: "G ET", Path: "/é/\u00a0/\u200b", Status: 499, Duration: 61*time.Second + 5, RequestID: "a:b.c_d-e"},
+	} {
+		check(t, &e)
+	}
+}
+
+// Random strings of every kind of byte and rune, and random durations,
+// against slog.
+func TestLinesAreSlogsAtRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"a", "Z", "0", " ", "=", `"`, `\`, "\n", "\t", "\r", "\x00", "\x1f", "\x7f", "é", "\u00a0", "\u2028",
+		"\u2029", "\u200b", "\ufffd", "\xff", "\xe2\x80", "µ", "<", ">", "&", "/", "%2E", "😀", "\u0085", "\u3000"}
+	str := func() string {
+		var b []byte
+		for range rng.IntN(6) {
+			b = append(b, pieces[rng.IntN(len(pieces))]...)
+		}
+		return string(b)
+	}
+	for range 20000 {
+		e := Entry{
+			Time:      time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).UTC(),
+			Method:    str(),
+			Path:      str(),
+			Status:    rng.IntN(600),
+			Duration:  time.Duration(rng.Int64N(1 << uint(rng.IntN(62)))),
+			RequestID: str(),
+		}
+		if rng.IntN(3) == 0 {
+			e.UID = rng.Int64()
+		}
+		if rng.IntN(4) == 0 {
+			e.Err = str()
+		}
+		check(t, &e)
+	}
+}
+
+func TestDurationsAreDurationStrings(t *testing.T) {
+	for _, d := range []time.Duration{0, 1, 999, 1000, 1001, 1010, 1100, 999999, 1000000, 1000001, 1500000, 999999999, time.Second,
+		time.Second + 1, time.Minute, time.Minute + time.Millisecond, time.Hour, time.Hour + 1, 100*time.Hour + 59*time.Minute + 59*time.Second + 999999999,
+		1<<63 - 1, -1, -time.Hour} {
+		assert.Equal(t, d.String(), string(appendDuration(nil, d)), "%d", int64(d))
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 100000 {
+		d := time.Duration(rng.Int64N(1 << uint(rng.IntN(63))))
+		require.Equal(t, d.String(), string(appendDuration(nil, d)), "%d", int64(d))
+	}
+}
+
+func TestLogWritesOneLineInOneWriteWithoutAllocating(t *testing.T) {
+	var w countingWriter
+	l := New(&w, false)
+	e := &Entry{Time: time.Now(), Method: "GET", Path: "/group-user/g", Status: 200, Duration: 1234567, RequestID: "b84c343627bd-3", UID: 7}
+	l.Log(e)
+	assert.Equal(t, 1, w.writes)
+	assert.Equal(t, viaSlog(e, false), w.last)
+	for _, json := range []bool{false, true} {
+		l := New(&w, json)
+		allocs := testing.AllocsPerRun(1000, func() { l.Log(e) })
+		assert.Zero(t, allocs, "json %v", json)
+	}
+}
+
+type countingWriter struct {
+	writes int
+	last   string
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	if w.writes == 1 {
+		w.last = string(p)
+	}
+	return len(p), nil
+}
+
+func BenchmarkLine(b *testing.B) {
+	e := &Entry{Time: time.Now(), Method: "POST", Path: "/group-user/g123", Status: 200, Duration: 1234567, RequestID: "b84c343627bd-3", UID: 7}
+	for _, json := range []bool{false, true} {
+		name := map[bool]string{false: "text", true: "json"}[json]
+		b.Run("accesslog/"+name, func(b *testing.B) {
+			l := New(discard{}, json)
+			for b.Loop() {
+				l.Log(e)
+			}
+		})
+		b.Run("slog/"+name, func(b *testing.B) {
+			var h slog.Handler = slog.NewTextHandler(discard{}, nil)
+			if json {
+				h = slog.NewJSONHandler(discard{}, nil)
+			}
+			logger := slog.New(h)
+			ctx := context.Background()
+			for b.Loop() {
+				logger.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("method", e.Method), slog.String("path", e.Path),
+					slog.Int("status", e.Status), slog.Duration("duration", e.Duration), slog.String("request_id", e.RequestID), slog.Int64("uid", e.UID))
+			}
+		})
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
