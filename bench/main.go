@@ -293,7 +293,7 @@ func (h *harness) report(results map[string][]loadtest.Result, mem memory) {
 	fmt.Printf("  redis (used_memory, group sets)              %6.1f B: service / redis %.2f\n", mem.redis, mem.service/mem.redis)
 	fmt.Printf("  redis (used_memory, group and per-user sets) %6.1f B: service / redis %.2f\n", mem.redisBoth, mem.service/mem.redisBoth)
 
-	fmt.Printf("\ntargets:\n")
+	fmt.Printf("\ntargets (issue 16):\n")
 	target := func(what string, got, want float64) {
 		verdict := "met"
 		if got < want {
@@ -303,8 +303,8 @@ func (h *harness) report(results map[string][]loadtest.Result, mem memory) {
 	}
 	target("POST 3 users / bare POST", ratio("service POST 3 users", "bare POST"), 0.85)
 	target("GET 10 / bare GET", ratio("service GET 10", "bare GET"), 0.95)
-	target("GET 1000 / redis SMEMBERS 1000", ratio("service GET 1000", "redis SMEMBERS 1000"), 3)
-	target("redis group-set bytes / service bytes", mem.redis/mem.service, 3)
+	target("GET 1000 / bare GET 1000", ratio("service GET 1000", "bare GET 1000"), 0.95)
+	target("redis group-set bytes / service bytes", mem.redis/mem.service, 3) // both indexes in a third of Redis's one
 }
 
 // memory is the growth per membership measured by measureMemory.
