@@ -37,8 +37,8 @@ type Options struct {
 	// discards them.
 	Logger *slog.Logger
 	// AccessLines, when set, writes the access log's lines instead of
-	// Logger: the same lines, with no allocation (see package accesslog).
-	// Logger still gets everything else.
+	// Logger: the same lines, with no allocation (see package accesslog),
+	// whatever Logger's level. Logger still gets everything else.
 	AccessLines *accesslog.Logger
 	// AccessLog logs one line per request. Without it, only requests that
 	// fail on the service's side are logged.
