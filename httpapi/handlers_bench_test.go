@@ -94,75 +94,61 @@ func BenchmarkAdd3RoundTrip(b *testing.B) {
 // metrics on and off in the same run.
 func BenchmarkHotPathMetrics(b *testing.B) {
 	for _, off := range []bool{false, true} {
-		st := store.NewMemory()
-		users := make([]membership.User, 10)
-		for i := range users {
-			users[i] = membership.User{UID: membership.UID(i + 1)}
-		}
-		if _, err := st.AddMembers(context.Background(), "g", users); err != nil {
-			b.Fatal(err)
-		}
-		h := httpapi.NewHandler(membership.NewService(st, 0), httpapi.Options{ListCacheBytes: httpapi.DefaultListCacheBytes, NoMetrics: off})
+		h := httpapi.NewHandler(membership.NewService(storeOfTen(b), 0), httpapi.Options{ListCacheBytes: httpapi.DefaultListCacheBytes, NoMetrics: off})
 		name := "metrics=on"
 		if off {
 			name = "metrics=off"
 		}
-		b.Run(name+"/GET10", func(b *testing.B) {
-			r := httptest.NewRequest("GET", "/group-user/g", nil)
-			w := &discardWriter{header: http.Header{}}
-			for b.Loop() {
-				clear(w.header)
-				h.ServeHTTP(w, r)
-			}
-		})
-		b.Run(name+"/POST3", func(b *testing.B) {
-			rng := rand.New(rand.NewPCG(3, 4))
-			w := &discardWriter{header: http.Header{}}
-			for b.Loop() {
-				r := addThreeRequest(rng)
-				clear(w.header)
-				h.ServeHTTP(w, r)
-			}
-		})
+		benchHotPaths(b, name, h)
 	}
 }
 
 // BenchmarkHotPathAccessLog measures what the access log costs the two hot
-// paths, a cached GET of 10 members and a POST of 3 users, written through
-// slog and through package accesslog (the service's), side by side, with
-// the lines going nowhere: the cost of encoding them.
+// paths, written through slog and through package accesslog (the
+// service's), side by side, with the lines going nowhere: the cost of
+// encoding them.
 func BenchmarkHotPathAccessLog(b *testing.B) {
 	for _, via := range []string{"none", "slog", "accesslog"} {
-		st := store.NewMemory()
-		users := make([]membership.User, 10)
-		for i := range users {
-			users[i] = membership.User{UID: membership.UID(i + 1)}
-		}
-		if _, err := st.AddMembers(context.Background(), "g", users); err != nil {
-			b.Fatal(err)
-		}
 		opts := httpapi.Options{ListCacheBytes: httpapi.DefaultListCacheBytes, AccessLog: via != "none"}
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 		if via == "accesslog" {
 			opts.AccessLines = accesslog.New(io.Discard, false)
 		}
-		h := httpapi.NewHandler(membership.NewService(st, 0), opts)
-		b.Run("log="+via+"/GET10", func(b *testing.B) {
-			r := httptest.NewRequest("GET", "/group-user/g", nil)
-			w := &discardWriter{header: http.Header{}}
-			for b.Loop() {
-				clear(w.header)
-				h.ServeHTTP(w, r)
-			}
-		})
-		b.Run("log="+via+"/POST3", func(b *testing.B) {
-			rng := rand.New(rand.NewPCG(3, 4))
-			w := &discardWriter{header: http.Header{}}
-			for b.Loop() {
-				r := addThreeRequest(rng)
-				clear(w.header)
-				h.ServeHTTP(w, r)
-			}
-		})
+		benchHotPaths(b, "log="+via, httpapi.NewHandler(membership.NewService(storeOfTen(b), 0), opts))
 	}
+}
+
+// storeOfTen returns a store whose group "g" has 10 members.
+func storeOfTen(b *testing.B) *store.Memory {
+	st := store.NewMemory()
+	users := make([]membership.User, 10)
+	for i := range users {
+		users[i] = membership.User{UID: membership.UID(i + 1)}
+	}
+	if _, err := st.AddMembers(context.Background(), "g", users); err != nil {
+		b.Fatal(err)
+	}
+	return st
+}
+
+// benchHotPaths runs the two hot paths on h: a GET of "g", cached, and a
+// POST of 3 random users to one of 1000 groups.
+func benchHotPaths(b *testing.B, name string, h http.Handler) {
+	b.Run(name+"/GET10", func(b *testing.B) {
+		r := httptest.NewRequest("GET", "/group-user/g", nil)
+		w := &discardWriter{header: http.Header{}}
+		for b.Loop() {
+			clear(w.header)
+			h.ServeHTTP(w, r)
+		}
+	})
+	b.Run(name+"/POST3", func(b *testing.B) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		w := &discardWriter{header: http.Header{}}
+		for b.Loop() {
+			r := addThreeRequest(rng)
+			clear(w.header)
+			h.ServeHTTP(w, r)
+		}
+	})
 }
