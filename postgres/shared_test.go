@@ -201,16 +201,21 @@ func (p *proxy) restore() {
 	p.down = false
 }
 
-// eventually waits, up to a minute, for cond: for states that a background
-// goroutine reaches, never to order events.
-func eventually(t *testing.T, what string, cond func() bool) {
+// untilWritable waits, up to a minute, until Writable says writable (or
+// not): woken each time the store's reachability changes, never by a timer.
+func untilWritable(t *testing.T, s *Store, writable bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within a minute", what)
+	deadline := time.After(time.Minute)
+	for {
+		changed := s.writableChanged()
+		if (s.Writable() == nil) == writable {
+			return
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("Writable() == nil is not %v within a minute: %v", writable, s.Writable())
+		}
 	}
 }
 
@@ -231,7 +236,7 @@ func TestTheDatabaseAwayAndBack(t *testing.T) {
 	require.NoError(t, err)
 
 	p.cut()
-	eventually(t, "Writable says the database is away", func() bool { return s.Writable() != nil })
+	untilWritable(t, s, false)
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(s.Writable()))
 	assert.Contains(t, s.Writable().Error(), "the database cannot be reached")
 	_, err = s.AddMembers(ctx, "g", []membership.User{{UID: 2}})
@@ -240,7 +245,7 @@ func TestTheDatabaseAwayAndBack(t *testing.T) {
 	assert.Equal(t, []membership.Member{{UID: 1}}, got, "reads go on from memory")
 
 	p.restore()
-	eventually(t, "Writable says the database is back", func() bool { return s.Writable() == nil })
+	untilWritable(t, s, true)
 	res, err := s.AddMembers(ctx, "g", []membership.User{{UID: 3}})
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Count)
