@@ -140,15 +140,14 @@ func walkCounts(m *Memory) (groups, members, users int64) {
 			members += int64(g.members.size)
 		}
 	}
-	seen := map[membership.UID]bool{}
 	for i := range m.reverse {
-		for _, c := range m.reverse[i].pairs.chunks {
-			for _, p := range c {
-				seen[p.uid] = true
-			}
+		seen := map[membership.UID]bool{}
+		for p := range m.reverse[i].pairs.all {
+			seen[p.user] = true
 		}
+		users += int64(len(seen))
 	}
-	return groups, members, int64(len(seen))
+	return groups, members, users
 }
 
 func checkCounts(t *testing.T, m *Memory, step string) {

@@ -1,70 +1,114 @@
 package store
 
 import (
-	"slices"
-	"sort"
+	"encoding/binary"
 
 	"example.com/groupmembership/membership"
 )
 
-// maxChunk is the most uids one chunk holds. A few hundred keeps an insert's
-// copy within a few kilobytes while a group of a million needs a few
-// thousand chunks.
-const maxChunk = 512
+// maxChunkBytes is the most bytes of deltas one chunk of a group holds. A
+// few hundred bytes keep an insert's scan and copy short, while a group of
+// a million needs a few thousand chunks.
+const maxChunkBytes = 384
 
-// fillChunk is how full chunks are built when a group is filled in bulk,
-// leaving room for later inserts before a chunk must split.
-const fillChunk = maxChunk * 3 / 4
+// fillChunkBytes is how full chunks are built when a group is filled in
+// bulk, leaving room for later inserts before a chunk must split.
+const fillChunkBytes = maxChunkBytes * 3 / 4
 
-// members is a sorted set of uids, kept as a list of sorted chunks: a member
-// costs about 8 bytes, listing needs no sort, and finding a uid is a binary
-// search over the chunks and then within one.
+// members is a sorted set of uids, kept as a list of delta-encoded chunks
+// (see chunks.go): a member costs the bytes of its distance from the one
+// before, listing needs no sort, and finding a uid is a binary search over
+// the chunks and a scan of one.
 type members struct {
-	// chunks are non-empty and ordered: every uid of chunks[i] is below every
-	// uid of chunks[i+1]. Each holds at most maxChunk+1 uids while it is being
-	// split, maxChunk otherwise.
-	chunks [][]membership.UID
+	// chunks are ordered: every uid of chunks[i] is below chunks[i+1].first.
+	// Each holds at most maxChunkBytes of deltas, a few more while it is
+	// being split.
+	chunks []chunk[membership.UID]
 	size   int
 }
 
-// chunkFor returns the index of the chunk that holds uid or would: the first
-// whose last uid is >= uid, or the last chunk.
+// uidCodec encodes a uid as the uvarint of its distance from the one before.
+type uidCodec struct{}
+
+func (uidCodec) put(buf []byte, prev, v membership.UID) []byte {
+	return binary.AppendUvarint(buf, uint64(v-prev))
+}
+
+func (uidCodec) next(rest []byte, off int, prev membership.UID) (membership.UID, int) {
+	d, off := uvarint(rest, off)
+	return prev + membership.UID(d), off
+}
+
+// chunkFor returns the index of the chunk that holds uid or would: the last
+// whose first uid is <= uid, or the first chunk. There must be one.
 func (m *members) chunkFor(uid membership.UID) int {
-	i := sort.Search(len(m.chunks), func(i int) bool {
-		c := m.chunks[i]
-		return c[len(c)-1] >= uid
-	})
-	return min(i, len(m.chunks)-1)
+	lo, hi := 1, len(m.chunks) // chunks[lo-1].first <= uid or lo == 1; chunks[hi:] are above
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if m.chunks[mid].first <= uid {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo - 1
+}
+
+// find scans c for uid, which is above c.first: off is where the first uid
+// >= uid is encoded (len(c.rest) when none is), prev the uid before it, and
+// at and end that uid and the offset after it (end == off when none).
+func find(c *chunk[membership.UID], uid membership.UID) (off int, prev, at membership.UID, end int) {
+	prev = c.first
+	for off < len(c.rest) {
+		d, e := uvarint(c.rest, off)
+		at = prev + membership.UID(d)
+		if at >= uid {
+			return off, prev, at, e
+		}
+		prev, off = at, e
+	}
+	return off, prev, 0, off
 }
 
 // add adds uid and reports whether it was new.
 func (m *members) add(uid membership.UID) bool {
 	if len(m.chunks) == 0 {
-		m.chunks = [][]membership.UID{make([]membership.UID, 1, 4)}
-		m.chunks[0][0] = uid
+		m.chunks = []chunk[membership.UID]{{first: uid}}
 		m.size = 1
 		return true
 	}
 	i := m.chunkFor(uid)
-	c := m.chunks[i]
-	j, found := slices.BinarySearch(c, uid)
-	if found {
+	c := &m.chunks[i]
+	var buf [maxEncoded]byte
+	switch {
+	case uid == c.first:
 		return false
+	case uid < c.first: // a new smallest uid
+		c.rest = splice(c.rest, 0, 0, binary.AppendUvarint(buf[:0], uint64(c.first-uid)))
+		c.first = uid
+	default:
+		off, prev, at, end := find(c, uid)
+		if end > off && at == uid {
+			return false
+		}
+		repl := binary.AppendUvarint(buf[:0], uint64(uid-prev))
+		if end > off {
+			repl = binary.AppendUvarint(repl, uint64(at-uid))
+		}
+		c.rest = splice(c.rest, off, end, repl)
 	}
-	m.chunks = insertAt(m.chunks, i, j, uid, maxChunk)
 	m.size++
+	if len(c.rest) > maxChunkBytes {
+		m.chunks = splitChunk[membership.UID, uidCodec](m.chunks, i)
+	}
 	return true
 }
 
 // fill fills an empty set from uids, which must be sorted and distinct, in
-// chunks of fillChunk with no spare capacity.
+// chunks of fillChunkBytes with no spare room.
 func (m *members) fill(uids []membership.UID) {
-	for len(uids) > 0 {
-		n := min(len(uids), fillChunk)
-		m.chunks = append(m.chunks, slices.Clone(uids[:n]))
-		uids = uids[n:]
-		m.size += n
-	}
+	m.chunks = fillChunks[membership.UID, uidCodec](uids, fillChunkBytes)
+	m.size = len(uids)
 }
 
 // remove removes uid and reports whether it was a member.
@@ -73,20 +117,50 @@ func (m *members) remove(uid membership.UID) bool {
 		return false
 	}
 	i := m.chunkFor(uid)
-	c := m.chunks[i]
-	j, found := slices.BinarySearch(c, uid)
-	if !found {
+	c := &m.chunks[i]
+	switch {
+	case uid < c.first:
 		return false
+	case uid == c.first && len(c.rest) == 0:
+		m.chunks = append(m.chunks[:i], m.chunks[i+1:]...)
+		m.size--
+		return true
+	case uid == c.first: // the next uid becomes the first
+		d, end := uvarint(c.rest, 0)
+		c.first += membership.UID(d)
+		c.rest = splice(c.rest, 0, end, nil)
+	default:
+		off, prev, at, end := find(c, uid)
+		if end == off || at != uid {
+			return false
+		}
+		// The uid after it, if any, is now encoded from prev.
+		var repl []byte
+		if end < len(c.rest) {
+			var next membership.UID
+			next, end = uidCodec{}.next(c.rest, end, at)
+			var buf [maxEncoded]byte
+			repl = binary.AppendUvarint(buf[:0], uint64(next-prev))
+		}
+		c.rest = splice(c.rest, off, end, repl)
 	}
-	m.chunks = deleteAt(m.chunks, i, j, maxChunk)
 	m.size--
+	m.chunks = thinChunk[membership.UID, uidCodec](m.chunks, i, maxChunkBytes)
 	return true
 }
 
 // all yields the uids in ascending order.
 func (m *members) all(yield func(membership.UID) bool) {
-	for _, c := range m.chunks {
-		for _, uid := range c {
+	for i := range m.chunks {
+		c := &m.chunks[i]
+		uid := c.first
+		if !yield(uid) {
+			return
+		}
+		for off := 0; off < len(c.rest); {
+			var d uint64
+			d, off = uvarint(c.rest, off)
+			uid += membership.UID(d)
 			if !yield(uid) {
 				return
 			}
@@ -99,22 +173,10 @@ func (m *members) contains(uid membership.UID) bool {
 	if len(m.chunks) == 0 {
 		return false
 	}
-	_, found := slices.BinarySearch(m.chunks[m.chunkFor(uid)], uid)
-	return found
-}
-
-// positionAfter returns where the first uid above uid is: chunk i, index j
-// (i == len(m.chunks) when there is none). Finding it is two binary
-// searches, however many come before it.
-func (m *members) positionAfter(uid membership.UID) (i, j int) {
-	if len(m.chunks) == 0 {
-		return 0, 0
+	c := &m.chunks[m.chunkFor(uid)]
+	if uid <= c.first {
+		return uid == c.first
 	}
-	i = m.chunkFor(uid)
-	c := m.chunks[i]
-	if c[len(c)-1] <= uid {
-		return i + 1, 0 // every uid of chunk i is <= uid
-	}
-	j = sort.Search(len(c), func(j int) bool { return c[j] > uid })
-	return i, j
+	off, _, at, end := find(c, uid)
+	return end > off && at == uid
 }

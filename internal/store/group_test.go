@@ -16,15 +16,20 @@ func checkMembers(t *testing.T, m *members, want map[membership.UID]bool) {
 	t.Helper()
 	var got []membership.UID
 	for i, c := range m.chunks {
-		require.NotEmpty(t, c, "chunk %d is empty", i)
-		require.LessOrEqual(t, len(c), maxChunk, "chunk %d is over maxChunk", i)
-		require.True(t, slices.IsSorted(c), "chunk %d is not sorted", i)
-		if i > 0 {
-			prev := m.chunks[i-1]
-			require.Less(t, prev[len(prev)-1], c[0], "chunks %d and %d overlap", i-1, i)
+		require.LessOrEqual(t, len(c.rest), maxChunkBytes, "chunk %d is over maxChunkBytes", i)
+		uids := []membership.UID{c.first}
+		for off := 0; off < len(c.rest); {
+			var uid membership.UID
+			uid, off = uidCodec{}.next(c.rest, off, uids[len(uids)-1])
+			uids = append(uids, uid)
 		}
-		got = append(got, c...)
+		if i > 0 {
+			require.Less(t, got[len(got)-1], c.first, "chunks %d and %d overlap", i-1, i)
+		}
+		got = append(got, uids...)
 	}
+	require.True(t, slices.IsSorted(got), "the uids are not sorted")
+	require.Len(t, slices.Compact(slices.Clone(got)), len(got), "a uid is there twice")
 	require.Equal(t, len(want), m.size)
 	require.Len(t, got, len(want))
 	for _, uid := range got {

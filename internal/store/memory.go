@@ -157,8 +157,11 @@ func (m *Memory) reverseShardIndex(uid membership.UID) int {
 	return int(uint64(uid) % uint64(len(m.reverse)))
 }
 
-func (m *Memory) reverseShardOf(uid membership.UID) *reverseShard {
-	return &m.reverse[m.reverseShardIndex(uid)]
+// reverseKey returns the reverse shard of uid, and the user that uid is in
+// its pairs.
+func (m *Memory) reverseKey(uid membership.UID) (*reverseShard, membership.UID) {
+	n := uint64(len(m.reverse))
+	return &m.reverse[uint64(uid)%n], membership.UID(uint64(uid) / n)
 }
 
 // lockReverse locks the reverse shards of uids, in ascending order, and
@@ -202,13 +205,15 @@ func (m *Memory) unlockReverse(set []uint64) {
 // The caller holds uid's reverse shard (lockReverse). removeReverse reports
 // whether uid is in no group any more.
 func (m *Memory) addReverse(uid membership.UID, n uint32) {
-	if m.reverseShardOf(uid).pairs.add(pair{uid: uid, group: n}) {
+	r, user := m.reverseKey(uid)
+	if r.pairs.add(pair{user: user, group: n}) {
 		m.counts.users.Add(1)
 	}
 }
 
 func (m *Memory) removeReverse(uid membership.UID, n uint32) (inNoGroup bool) {
-	if m.reverseShardOf(uid).pairs.remove(pair{uid: uid, group: n}) {
+	r, user := m.reverseKey(uid)
+	if r.pairs.remove(pair{user: user, group: n}) {
 		m.counts.users.Add(-1)
 		return true
 	}
@@ -475,35 +480,46 @@ func (m *Memory) ListMembers(_ context.Context, groupID string, opts membership.
 		list(0, func(func(membership.Member) bool) {})
 		return m.revisionOf(nil), nil
 	}
-	i, j := 0, 0
-	if opts.After > 0 {
-		i, j = g.members.positionAfter(opts.After)
-	}
-	list(g.members.size, m.memberRecords(&g.members, i, j, opts.Limit))
+	list(g.members.size, m.memberRecords(&g.members, opts.After, opts.Limit))
 	return m.revisionOf(g), nil
 }
 
-// memberRecords yields the members of ms from chunk i, index j on, with
-// their nicknames, at most limit of them (0: all). It loops over the chunks
-// itself rather than through another iterator: a list of a million members
-// spends its time here. The caller holds the shard's lock and nicknamesMu.
-func (m *Memory) memberRecords(ms *members, i, j, limit int) iter.Seq[membership.Member] {
+// memberRecords yields the members of ms above after, with their
+// nicknames, at most limit of them (0: all). Finding where to start is a
+// binary search and the scan of one chunk, however deep the page. The
+// caller holds the shard's lock and nicknamesMu.
+func (m *Memory) memberRecords(ms *members, after membership.UID, limit int) iter.Seq[membership.Member] {
 	return func(yield func(membership.Member) bool) {
+		if len(ms.chunks) == 0 {
+			return
+		}
 		nicknames := m.nicknames
 		n := 0
-		for ci, start := i, j; ci < len(ms.chunks); ci, start = ci+1, 0 {
-			for _, uid := range ms.chunks[ci][start:] {
-				if limit > 0 && n == limit {
-					return
+		// One loop over the chunks, not an iterator of members: a list of
+		// a million members spends its time here.
+		for i := ms.chunkFor(after); i < len(ms.chunks); i++ {
+			c := &ms.chunks[i]
+			uid := c.first
+			for off := 0; ; {
+				if uid > after {
+					if limit > 0 && n == limit {
+						return
+					}
+					n++
+					var nick string
+					if len(nicknames) > 0 {
+						nick = nicknames[uid]
+					}
+					if !yield(membership.Member{UID: uid, Nickname: nick}) {
+						return
+					}
 				}
-				n++
-				var nick string
-				if len(nicknames) > 0 {
-					nick = nicknames[uid]
+				if off == len(c.rest) {
+					break
 				}
-				if !yield(membership.Member{UID: uid, Nickname: nick}) {
-					return
-				}
+				var d uint64
+				d, off = uvarint(c.rest, off)
+				uid += membership.UID(d)
 			}
 		}
 	}
@@ -577,7 +593,7 @@ func (m *Memory) allMembersWithNicknames(groupID string, users []membership.User
 // memory for a user in k groups, however deep the page; the whole list
 // O(k log k) and O(k).
 func (m *Memory) UserGroups(_ context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
-	r := m.reverseShardOf(uid)
+	r, user := m.reverseKey(uid)
 	var page []string
 	top := newTopStrings(opts.Limit)
 	total := 0
@@ -585,7 +601,7 @@ func (m *Memory) UserGroups(_ context.Context, uid membership.UID, opts membersh
 	// While r is locked, no group of uid can be emptied, so none of these
 	// numbers can be freed and given to another group.
 	m.groupNumbers.mu.RLock()
-	r.pairs.eachGroupOf(uid, func(n uint32) {
+	r.pairs.eachGroupOf(user, func(n uint32) {
 		total++
 		id := m.groupNumbers.names[n]
 		if id <= opts.After { // "" is before every id

@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -150,4 +151,46 @@ func BenchmarkMemoryPage(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkMemoryBytesPerMembership loads 1000 groups of 1000 random users
+// (uids up to 1e9, as make bench loads) and reports the live heap each
+// membership takes, both indexes together, with the change feed off and
+// with it keeping every change. It measures the heap after a collection,
+// not the RSS that make bench reports, which adds the garbage collector's
+// headroom.
+func BenchmarkMemoryBytesPerMembership(b *testing.B) {
+	for _, keep := range []int{0, membership.DefaultChangesKeep} {
+		b.Run("changes-keep="+strconv.Itoa(keep), func(b *testing.B) {
+			var perMembership float64
+			for b.Loop() {
+				before := liveHeap()
+				m := NewMemoryWith(MemoryOptions{ChangesKeep: keep})
+				rng := rand.New(rand.NewPCG(3, 4))
+				for g := range 1000 {
+					users := make([]membership.User, 0, 1000)
+					seen := map[membership.UID]bool{}
+					for len(users) < 1000 {
+						uid := membership.UID(rng.Int64N(1e9) + 1)
+						if !seen[uid] {
+							seen[uid] = true
+							users = append(users, membership.User{UID: uid})
+						}
+					}
+					m.add("mem"+strconv.Itoa(g), users)
+				}
+				perMembership = float64(liveHeap()-before) / 1e6
+				runtime.KeepAlive(m)
+			}
+			b.ReportMetric(perMembership, "B/membership")
+		})
+	}
+}
+
+// liveHeap returns the bytes of live heap objects, after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

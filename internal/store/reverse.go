@@ -2,8 +2,7 @@ package store
 
 import (
 	"cmp"
-	"slices"
-	"sort"
+	"encoding/binary"
 	"sync"
 
 	"example.com/groupmembership/membership"
@@ -11,10 +10,14 @@ import (
 
 // The reverse index maps users to the groups they are in, for
 // Store.UserGroups. Group ids are interned as numbers (groupNumbers), and
-// every membership is one (uid, group number) pair in the reverse shard of
+// every membership is one (user, group number) pair in the reverse shard of
 // its uid, kept sorted in chunks: a user's pairs lie together, and adding or
 // removing one never looks at a group id. The ids are looked up, and sorted,
 // only when a user's groups are listed.
+//
+// A uid's shard is the uid modulo the number of shards, and its pairs hold
+// the quotient (reverseKey): the uids of one shard are that many times
+// closer together as quotients, so their distances take fewer bytes.
 
 // reverseShard holds the pairs of the uids that hash to it.
 type reverseShard struct {
@@ -25,13 +28,15 @@ type reverseShard struct {
 	pairs pairSet
 }
 
+// pair is one membership in a reverse shard: user is the uid divided by
+// the number of shards, group the group's number.
 type pair struct {
-	uid   membership.UID
+	user  membership.UID
 	group uint32
 }
 
 func comparePairs(a, b pair) int {
-	if c := cmp.Compare(a.uid, b.uid); c != 0 {
+	if c := cmp.Compare(a.user, b.user); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.group, b.group)
@@ -75,117 +80,191 @@ func (g *groupNumbers) release(groupID string) {
 	}
 }
 
-// maxPairChunk is the most pairs one chunk holds: smaller than maxChunk,
-// because pairs are twice the size of uids and inserts land anywhere.
-const maxPairChunk = 128
+// maxPairChunkBytes is the most bytes one chunk of pairs holds: fewer than a
+// group's, because inserts land anywhere in the reverse index.
+const maxPairChunkBytes = 256
 
-// pairSet is a sorted set of pairs in chunks, like members.
+// pairSet is a sorted set of pairs in delta-encoded chunks, like members.
 type pairSet struct {
-	chunks [][]pair // non-empty, ordered, at most maxPairChunk pairs each
+	// chunks are ordered: every pair of chunks[i] is below
+	// chunks[i+1].first.
+	chunks []chunk[pair]
 }
 
-// position returns where p is or would go: chunk i, index j.
-func (s *pairSet) position(p pair) (i, j int) {
-	i = sort.Search(len(s.chunks), func(i int) bool {
-		c := s.chunks[i]
-		return comparePairs(c[len(c)-1], p) >= 0
-	})
-	if i == len(s.chunks) {
-		return i - 1, len(s.chunks[i-1]) // after everything
+// pairCodec encodes a pair after the one before it as two uvarints: the
+// distance between their uids, then the distance between their groups when
+// the uid is the same, or the group number when it is not.
+type pairCodec struct{}
+
+func (pairCodec) put(buf []byte, prev, v pair) []byte {
+	buf = binary.AppendUvarint(buf, uint64(v.user-prev.user))
+	if v.user == prev.user {
+		return binary.AppendUvarint(buf, uint64(v.group-prev.group))
 	}
-	j, _ = slices.BinarySearchFunc(s.chunks[i], p, comparePairs)
-	return i, j
+	return binary.AppendUvarint(buf, uint64(v.group))
+}
+
+func (pairCodec) next(rest []byte, off int, prev pair) (pair, int) {
+	d, off := uvarint(rest, off)
+	g, off := uvarint(rest, off)
+	if d == 0 {
+		return pair{user: prev.user, group: prev.group + uint32(g)}, off
+	}
+	return pair{user: prev.user + membership.UID(d), group: uint32(g)}, off
+}
+
+// chunkFor returns the index of the chunk that holds p or would: the last
+// whose first pair is <= p, or the first chunk. There must be one.
+func (s *pairSet) chunkFor(p pair) int {
+	lo, hi := 1, len(s.chunks)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if comparePairs(s.chunks[mid].first, p) <= 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo - 1
+}
+
+// findPair scans c for p, which is above c.first: off is where the first
+// pair >= p is encoded (len(c.rest) when none is), prev the pair before it,
+// and at and end that pair and the offset after it (end == off when none).
+func findPair(c *chunk[pair], p pair) (off int, prev, at pair, end int) {
+	var codec pairCodec
+	prev = c.first
+	for off < len(c.rest) {
+		at, end = codec.next(c.rest, off, prev)
+		if comparePairs(at, p) >= 0 {
+			return off, prev, at, end
+		}
+		prev, off = at, end
+	}
+	return off, prev, pair{}, off
 }
 
 // fill fills an empty set from ps, which must be sorted and distinct.
 func (s *pairSet) fill(ps []pair) {
-	for len(ps) > 0 {
-		n := min(len(ps), maxPairChunk*3/4)
-		s.chunks = append(s.chunks, slices.Clone(ps[:n]))
-		ps = ps[n:]
-	}
+	s.chunks = fillChunks[pair, pairCodec](ps, maxPairChunkBytes*3/4)
 }
 
-// add adds p, and reports whether it is the first pair of its uid: the
+// add adds p, and reports whether it is the first pair of its user: the
 // pairs beside where it goes tell, with no second search.
-func (s *pairSet) add(p pair) (firstOfUID bool) {
+func (s *pairSet) add(p pair) (firstOfUser bool) {
 	if len(s.chunks) == 0 {
-		s.chunks = [][]pair{{p}}
+		s.chunks = []chunk[pair]{{first: p}}
 		return true
 	}
-	i, j := s.position(p)
-	c := s.chunks[i]
-	if j < len(c) && c[j] == p {
+	var codec pairCodec
+	i := s.chunkFor(p)
+	c := &s.chunks[i]
+	var buf [2 * maxEncoded]byte
+	switch order := comparePairs(p, c.first); {
+	case order == 0:
 		return false
-	}
-	firstOfUID = !s.uidAround(i, j, p.uid)
-	s.chunks = insertAt(s.chunks, i, j, p, maxPairChunk)
-	return firstOfUID
-}
-
-// uidAround reports whether the pair before position (i, j) or the one at
-// it has uid.
-func (s *pairSet) uidAround(i, j int, uid membership.UID) bool {
-	c := s.chunks[i]
-	switch {
-	case j > 0 && c[j-1].uid == uid:
-		return true
-	case j == 0 && i > 0 && s.chunks[i-1][len(s.chunks[i-1])-1].uid == uid:
-		return true
-	case j < len(c) && c[j].uid == uid:
-		return true
-	case j == len(c) && i+1 < len(s.chunks) && s.chunks[i+1][0].uid == uid:
-		return true
-	}
-	return false
-}
-
-// remove removes p, and reports whether it was the last pair of its uid.
-func (s *pairSet) remove(p pair) (lastOfUID bool) {
-	if len(s.chunks) == 0 {
-		return false
-	}
-	i, j := s.position(p)
-	c := s.chunks[i]
-	if j == len(c) || c[j] != p {
-		return false
-	}
-	// The pairs beside p, once it is gone: before it, and after it.
-	before := j > 0 && c[j-1].uid == p.uid || j == 0 && i > 0 && s.chunks[i-1][len(s.chunks[i-1])-1].uid == p.uid
-	after := j+1 < len(c) && c[j+1].uid == p.uid || j+1 == len(c) && i+1 < len(s.chunks) && s.chunks[i+1][0].uid == p.uid
-	s.chunks = deleteAt(s.chunks, i, j, maxPairChunk)
-	return !before && !after
-}
-
-// hasUID reports whether uid has a pair: whether the user is in a group.
-func (s *pairSet) hasUID(uid membership.UID) bool {
-	if len(s.chunks) == 0 {
-		return false
-	}
-	i, j := s.position(pair{uid: uid}) // the first pair of uid, if any
-	c := s.chunks[i]
-	if j == len(c) {
-		if i+1 == len(s.chunks) {
+	case order < 0: // a new smallest pair
+		firstOfUser = p.user != c.first.user
+		c.rest = splice(c.rest, 0, 0, codec.put(buf[:0], p, c.first))
+		c.first = p
+	default:
+		off, prev, at, end := findPair(c, p)
+		if end > off && at == p {
 			return false
 		}
-		c, j = s.chunks[i+1], 0
+		repl := codec.put(buf[:0], prev, p)
+		next, hasNext := at, end > off
+		if hasNext {
+			repl = codec.put(repl, p, at)
+		} else if i+1 < len(s.chunks) {
+			next, hasNext = s.chunks[i+1].first, true
+		}
+		firstOfUser = prev.user != p.user && !(hasNext && next.user == p.user)
+		c.rest = splice(c.rest, off, end, repl)
 	}
-	return c[j].uid == uid
+	if len(c.rest) > maxPairChunkBytes {
+		s.chunks = splitChunk[pair, pairCodec](s.chunks, i)
+	}
+	return firstOfUser
 }
 
-// eachGroupOf calls fn with each group number of uid, in number order.
-func (s *pairSet) eachGroupOf(uid membership.UID, fn func(n uint32)) {
+// remove removes p, and reports whether it was the last pair of its user.
+func (s *pairSet) remove(p pair) (lastOfUser bool) {
+	if len(s.chunks) == 0 {
+		return false
+	}
+	var codec pairCodec
+	i := s.chunkFor(p)
+	c := &s.chunks[i]
+	// The pairs beside p, once it is gone: before it, and after it.
+	var prev, next pair
+	hasPrev, hasNext := true, true
+	switch order := comparePairs(p, c.first); {
+	case order < 0:
+		return false
+	case order == 0:
+		if hasPrev = i > 0; hasPrev {
+			prev = lastOf[pair, pairCodec](s.chunks[i-1])
+		}
+		if len(c.rest) == 0 {
+			if hasNext = i+1 < len(s.chunks); hasNext {
+				next = s.chunks[i+1].first
+			}
+			s.chunks = append(s.chunks[:i], s.chunks[i+1:]...)
+			return !(hasPrev && prev.user == p.user) && !(hasNext && next.user == p.user)
+		}
+		// The next pair becomes the first; the one after it is encoded
+		// from it, and stays as it is.
+		var end int
+		next, end = codec.next(c.rest, 0, c.first)
+		c.first = next
+		c.rest = splice(c.rest, 0, end, nil)
+	default:
+		off, before, at, end := findPair(c, p)
+		if end == off || at != p {
+			return false
+		}
+		prev = before
+		var repl []byte
+		if end < len(c.rest) {
+			next, end = codec.next(c.rest, end, at)
+			var buf [maxEncoded]byte
+			repl = codec.put(buf[:0], prev, next)
+		} else if hasNext = i+1 < len(s.chunks); hasNext {
+			next = s.chunks[i+1].first
+		}
+		c.rest = splice(c.rest, off, end, repl)
+	}
+	s.chunks = thinChunk[pair, pairCodec](s.chunks, i, maxPairChunkBytes)
+	return !(hasPrev && prev.user == p.user) && !(hasNext && next.user == p.user)
+}
+
+// hasUser reports whether user has a pair: whether the user is in a group.
+func (s *pairSet) hasUser(user membership.UID) bool {
+	found := false
+	s.eachGroupOf(user, func(uint32) { found = true })
+	return found
+}
+
+// eachGroupOf calls fn with each group number of user, in number order.
+func (s *pairSet) eachGroupOf(user membership.UID, fn func(n uint32)) {
 	if len(s.chunks) == 0 {
 		return
 	}
-	i, j := s.position(pair{uid: uid})
-	for ; i < len(s.chunks); i, j = i+1, 0 {
-		c := s.chunks[i]
-		for ; j < len(c); j++ {
-			if c[j].uid != uid {
+	var codec pairCodec
+	for i := s.chunkFor(pair{user: user}); i < len(s.chunks); i++ {
+		c := &s.chunks[i]
+		p := c.first
+		for off := 0; ; p, off = codec.next(c.rest, off, p) {
+			if p.user > user {
 				return
 			}
-			fn(c[j].group)
+			if p.user == user {
+				fn(p.group)
+			}
+			if off == len(c.rest) {
+				break
+			}
 		}
 	}
 }

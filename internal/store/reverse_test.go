@@ -172,31 +172,86 @@ func TestUserGroupsPaging(t *testing.T) {
 }
 
 // add and remove tell whether the pair was a uid's first or last, across
-// chunk boundaries, as a map of each uid's pairs does.
+// chunk boundaries, as a map of each uid's pairs does; the chunks hold
+// exactly the pairs of the map, in order, each within its bytes. Small
+// spans put many pairs on each uid; the large one needs the longest
+// varints.
 func TestPairSetTellsFirstAndLastOfAUID(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	var s pairSet
-	have := map[pair]bool{}
-	count := map[membership.UID]int{}
-	for step := range 20000 {
-		p := pair{uid: membership.UID(1 + rng.IntN(300)), group: uint32(rng.IntN(20))}
-		if rng.IntN(3) == 0 {
-			wasLast := have[p] && count[p.uid] == 1
-			if have[p] {
-				delete(have, p)
-				count[p.uid]--
+	for _, span := range []struct {
+		uids   int64
+		groups uint32
+	}{{300, 20}, {1 << 62, 1<<32 - 1}} {
+		t.Run(fmt.Sprint(span.uids), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 8))
+			var s pairSet
+			have := map[pair]bool{}
+			count := map[membership.UID]int{}
+			var probes []membership.UID
+			for step := range 20000 {
+				p := pair{user: membership.UID(1 + rng.Int64N(span.uids)), group: rng.Uint32N(span.groups)}
+				if len(probes) > 0 && rng.IntN(2) == 0 {
+					p.user = probes[rng.IntN(len(probes))] // another group of a uid seen
+				}
+				probes = append(probes, p.user)
+				if (step < 12000) == (rng.IntN(3) != 0) {
+					first := !have[p] && count[p.user] == 0
+					if !have[p] {
+						have[p] = true
+						count[p.user]++
+					}
+					require.Equal(t, first, s.add(p), "step %d: add %v", step, p)
+				} else {
+					wasLast := have[p] && count[p.user] == 1
+					if have[p] {
+						delete(have, p)
+						count[p.user]--
+					}
+					require.Equal(t, wasLast, s.remove(p), "step %d: remove %v", step, p)
+				}
+				probe := probes[rng.IntN(len(probes))] + membership.UID(rng.IntN(2))
+				require.Equal(t, count[probe] > 0, s.hasUser(probe), "step %d: has %d", step, probe)
+				if step%1000 == 0 {
+					checkPairs(t, &s, have)
+				}
 			}
-			require.Equal(t, wasLast, s.remove(p), "step %d: remove %v", step, p)
-		} else {
-			first := !have[p] && count[p.uid] == 0
-			if !have[p] {
-				have[p] = true
-				count[p.uid]++
-			}
-			require.Equal(t, first, s.add(p), "step %d: add %v", step, p)
-		}
-		probe := membership.UID(1 + rng.IntN(301))
-		require.Equal(t, count[probe] > 0, s.hasUID(probe), "step %d: has %d", step, probe)
+			checkPairs(t, &s, have)
+			require.Greater(t, len(s.chunks), 10, "the pairs spread over many chunks")
+		})
 	}
-	require.Greater(t, len(s.chunks), 10, "the pairs spread over many chunks")
+}
+
+// checkPairs checks that s holds exactly the pairs of want, in order, each
+// chunk within its bytes.
+func checkPairs(t *testing.T, s *pairSet, want map[pair]bool) {
+	t.Helper()
+	for i, c := range s.chunks {
+		require.LessOrEqual(t, len(c.rest), maxPairChunkBytes, "chunk %d is over maxPairChunkBytes", i)
+	}
+	var got []pair
+	for p := range s.all {
+		got = append(got, p)
+	}
+	wanted := slices.SortedFunc(func(yield func(pair) bool) {
+		for p := range want {
+			if !yield(p) {
+				return
+			}
+		}
+	}, comparePairs)
+	require.Equal(t, wanted, got)
+}
+
+// all yields the pairs of s in order, for tests.
+func (s *pairSet) all(yield func(pair) bool) {
+	for _, c := range s.chunks {
+		p := c.first
+		for off := 0; ; p, off = (pairCodec{}).next(c.rest, off, p) {
+			if !yield(p) {
+				return
+			}
+			if off == len(c.rest) {
+				break
+			}
+		}
+	}
 }

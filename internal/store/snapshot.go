@@ -116,14 +116,15 @@ func (m *Memory) importState(st *state) {
 		m.counts.members.Add(int64(len(g.uids)))
 		for _, uid := range g.uids {
 			k := m.reverseShardIndex(uid)
-			pairs[k] = append(pairs[k], pair{uid: uid, group: grp.number})
+			_, user := m.reverseKey(uid)
+			pairs[k] = append(pairs[k], pair{user: user, group: grp.number})
 		}
 	}
 	for k, ps := range pairs {
 		slices.SortFunc(ps, comparePairs)
 		m.reverse[k].pairs.fill(ps)
 		for i, p := range ps {
-			if i == 0 || p.uid != ps[i-1].uid {
+			if i == 0 || p.user != ps[i-1].user {
 				m.counts.users.Add(1)
 			}
 		}
@@ -131,7 +132,7 @@ func (m *Memory) importState(st *state) {
 	// A snapshot written before users in no group were forgotten may hold
 	// their nicknames: forget them now.
 	for uid := range m.nicknames {
-		if !m.reverseShardOf(uid).pairs.hasUID(uid) {
+		if r, user := m.reverseKey(uid); !r.pairs.hasUser(user) {
 			delete(m.nicknames, uid)
 		}
 	}
