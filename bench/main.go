@@ -87,7 +87,7 @@ func run(opts options) error {
 		opts.rounds, opts.duration, opts.connections, opts.threads, loadtest.NumCPU())
 
 	// Memory first, while the service's list cache is empty.
-	mem, err := measureMemory(opts, h.svcPid, "http://"+h.svcAddr, h.rc)
+	mem, err := h.measureMemory()
 	if err != nil {
 		return err
 	}
@@ -118,6 +118,7 @@ type harness struct {
 	luaPath string
 	stops   []func()
 
+	svcBin                       string
 	svcAddr, quietAddr, bareAddr string
 	svcPid                       int
 	redisPort                    string
@@ -137,6 +138,7 @@ func (h *harness) start() error {
 	if err != nil {
 		return err
 	}
+	h.svcBin = bin
 	var stop func()
 	if h.svcAddr, h.svcPid, stop, err = loadtest.StartService(bin, h.tmp, "service", h.opts.serviceArgs); err != nil {
 		return err
@@ -289,7 +291,8 @@ func (h *harness) report(results map[string][]loadtest.Result, mem memory) {
 	}
 	opts := h.opts
 	fmt.Printf("\nmemory for %d memberships (%d groups of %d), growth per membership:\n", opts.groups*opts.perGroup, opts.groups, opts.perGroup)
-	fmt.Printf("  service (RSS, group and user indexes)        %6.1f B\n", mem.service)
+	fmt.Printf("  service (RSS, group and user indexes)        %6.1f B: -changes-keep 0\n", mem.service)
+	fmt.Printf("  service (RSS, the same and the change feed)  %6.1f B: default flags, the feed keeps every change\n", mem.serviceWithFeed)
 	fmt.Printf("  redis (used_memory, group sets)              %6.1f B: service / redis %.2f\n", mem.redis, mem.service/mem.redis)
 	fmt.Printf("  redis (used_memory, group and per-user sets) %6.1f B: service / redis %.2f\n", mem.redisBoth, mem.service/mem.redisBoth)
 
@@ -305,69 +308,100 @@ func (h *harness) report(results map[string][]loadtest.Result, mem memory) {
 	target("GET 10 / bare GET", ratio("service GET 10", "bare GET"), 0.95)
 	target("GET 1000 / bare GET 1000", ratio("service GET 1000", "bare GET 1000"), 0.95)
 	target("redis group-set bytes / service bytes", mem.redis/mem.service, 3) // both indexes in a third of Redis's one
+	target("the same, the change feed on", mem.redis/mem.serviceWithFeed, 3)
 }
 
 // memory is the growth per membership measured by measureMemory.
 type memory struct {
-	service float64 // the service's RSS
-	redis   float64 // Redis's used_memory, the group sets alone
+	// service is the RSS of a service with -changes-keep 0: the group and
+	// user indexes alone. serviceWithFeed is that of the service as users
+	// run it, whose change feed also keeps the latest changes.
+	service, serviceWithFeed float64
+	redis                    float64 // Redis's used_memory, the group sets alone
 	// redisBoth adds the per-user sets a Redis user keeps to answer which
 	// groups a user is in, as the service's reverse index does.
 	redisBoth float64
 }
 
-// measureMemory loads the same memberships into the service and into Redis
-// and returns the growth per membership: the service's RSS, Redis's
-// used_memory (Redis's own accounting, which is smaller than its RSS).
-func measureMemory(opts options, pid int, svcURL string, rc *redisConn) (memory, error) {
+// measureMemory loads the same memberships into the service, into a
+// service with its change feed off, and into Redis, and returns the growth
+// per membership: the services' RSS, Redis's used_memory (Redis's own
+// accounting, which is smaller than its RSS). No list has been read, so the
+// list cache holds nothing.
+func (h *harness) measureMemory() (memory, error) {
+	opts := h.opts
 	rng := rand.New(rand.NewPCG(3, 4))
+	groups := make([][]int64, opts.groups)
+	for g := range groups {
+		groups[g] = loadtest.RandomUIDs(rng, opts.perGroup)
+	}
 	total := float64(opts.groups * opts.perGroup)
-
-	rssBefore, err := loadtest.RSS(pid)
+	var mem memory
+	addr, pid, stop, err := loadtest.StartService(h.svcBin, h.tmp, "service-without-feed", opts.serviceArgs+" -changes-keep 0")
 	if err != nil {
 		return memory{}, err
 	}
-	redisBefore, err := rc.usedMemory()
+	growth, err := loadService(pid, "http://"+addr, groups)
+	stop()
+	if err != nil {
+		return memory{}, err
+	}
+	mem.service = float64(growth) / total
+	if growth, err = loadService(h.svcPid, "http://"+h.svcAddr, groups); err != nil {
+		return memory{}, err
+	}
+	mem.serviceWithFeed = float64(growth) / total
+
+	redisBefore, err := h.rc.usedMemory()
 	if err != nil {
 		return memory{}, err
 	}
 	var reverse [][]string // SADD user:<uid> <group>, loaded after
-	for g := range opts.groups {
-		uids := loadtest.RandomUIDs(rng, opts.perGroup)
+	for g, uids := range groups {
 		group := fmt.Sprintf("mem%d", g)
-		if err := loadtest.PostUsers(svcURL, group, uids); err != nil {
-			return memory{}, err
-		}
-		if err := rc.sadd(group, uids); err != nil {
+		if err := h.rc.sadd(group, uids); err != nil {
 			return memory{}, err
 		}
 		for _, uid := range uids {
 			reverse = append(reverse, []string{"SADD", "user:" + strconv.FormatInt(uid, 10), group})
 		}
 	}
+	redisAfter, err := h.rc.usedMemory()
+	if err != nil {
+		return memory{}, err
+	}
+	if err := h.rc.pipeline(reverse); err != nil {
+		return memory{}, err
+	}
+	redisBoth, err := h.rc.usedMemory()
+	if err != nil {
+		return memory{}, err
+	}
+	fmt.Printf("  memory: redis used_memory %d -> %d bytes, %d with the per-user sets\n", redisBefore, redisAfter, redisBoth)
+	mem.redis = float64(redisAfter-redisBefore) / total
+	mem.redisBoth = float64(redisBoth-redisBefore) / total
+	return mem, nil
+}
+
+// loadService adds groups "mem0", "mem1", ... to the service at svcURL,
+// whose process is pid, and returns how much its RSS grew.
+func loadService(pid int, svcURL string, groups [][]int64) (int64, error) {
+	before, err := loadtest.RSS(pid)
+	if err != nil {
+		return 0, err
+	}
+	for g, uids := range groups {
+		if err := loadtest.PostUsers(svcURL, fmt.Sprintf("mem%d", g), uids); err != nil {
+			return 0, err
+		}
+	}
 	time.Sleep(2 * time.Second) // let the service's runtime settle
-	rssAfter, err := loadtest.RSS(pid)
+	after, err := loadtest.RSS(pid)
 	if err != nil {
-		return memory{}, err
+		return 0, err
 	}
-	redisAfter, err := rc.usedMemory()
-	if err != nil {
-		return memory{}, err
-	}
-	if err := rc.pipeline(reverse); err != nil {
-		return memory{}, err
-	}
-	redisBoth, err := rc.usedMemory()
-	if err != nil {
-		return memory{}, err
-	}
-	fmt.Printf("  memory: service RSS %d -> %d bytes, redis used_memory %d -> %d bytes, %d with the per-user sets\n",
-		rssBefore, rssAfter, redisBefore, redisAfter, redisBoth)
-	return memory{
-		service:   float64(rssAfter-rssBefore) / total,
-		redis:     float64(redisAfter-redisBefore) / total,
-		redisBoth: float64(redisBoth-redisBefore) / total,
-	}, nil
+	fmt.Printf("  memory: service (pid %d) RSS %d -> %d bytes\n", pid, before, after)
+	return after - before, nil
 }
 
 // serviceBinary returns opts.serviceBin, or else builds this checkout's

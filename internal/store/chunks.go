@@ -69,6 +69,9 @@ func splitChunk[T any, C codec[T]](chunks []chunk[T], i int) []chunk[T] {
 	// The element ending at off is the last of the first half.
 	second, end := c.next(rest, off, v)
 	chunks[i].rest = slices.Clone(rest[:off])
+	if len(chunks) == cap(chunks) { // grow by an eighth, as chunks do
+		chunks = append(make([]chunk[T], 0, len(chunks)+len(chunks)/8+4), chunks...)
+	}
 	return slices.Insert(chunks, i+1, chunk[T]{first: second, rest: slices.Clone(rest[end:])})
 }
 
@@ -126,24 +129,20 @@ func fillChunks[T any, C codec[T]](sorted []T, fillBytes int) []chunk[T] {
 }
 
 // uvarint decodes the varint at b[off:] and returns it and the offset after
-// it. It inlines the cases of one and two bytes; b must hold a whole
-// varint, as every chunk does.
+// it. It is small enough to be inlined; b must hold a whole varint, as
+// every chunk does.
 func uvarint(b []byte, off int) (uint64, int) {
 	x := uint64(b[off])
 	if x < 0x80 {
 		return x, off + 1
 	}
-	y := uint64(b[off+1])
-	if y < 0x80 {
-		return x&0x7f | y<<7, off + 2
-	}
-	return uvarintLong(b, off+2, x&0x7f|(y&0x7f)<<7)
+	return uvarintLong(b, off+1, x&0x7f)
 }
 
-// uvarintLong decodes the rest of a varint whose low 14 bits are x, from
+// uvarintLong decodes the rest of a varint whose low 7 bits are x, from
 // b[off:].
 func uvarintLong(b []byte, off int, x uint64) (uint64, int) {
-	for shift := uint(14); ; shift += 7 {
+	for shift := uint(7); ; shift += 7 {
 		y := uint64(b[off])
 		off++
 		x |= (y & 0x7f) << shift

@@ -132,14 +132,20 @@ func (s *pairSet) chunkFor(p pair) int {
 // pair >= p is encoded (len(c.rest) when none is), prev the pair before it,
 // and at and end that pair and the offset after it (end == off when none).
 func findPair(c *chunk[pair], p pair) (off int, prev, at pair, end int) {
-	var codec pairCodec
 	prev = c.first
 	for off < len(c.rest) {
-		at, end = codec.next(c.rest, off, prev)
-		if comparePairs(at, p) >= 0 {
-			return off, prev, at, end
+		// pairCodec.next, by hand: this loop is every add's and remove's.
+		d, e := uvarint(c.rest, off)
+		g, e := uvarint(c.rest, e)
+		if d == 0 {
+			at = pair{user: prev.user, group: prev.group + uint32(g)}
+		} else {
+			at = pair{user: prev.user + membership.UID(d), group: uint32(g)}
 		}
-		prev, off = at, end
+		if at.user > p.user || at.user == p.user && at.group >= p.group {
+			return off, prev, at, e
+		}
+		prev, off = at, e
 	}
 	return off, prev, pair{}, off
 }
