@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 )
@@ -58,9 +59,28 @@ func Main(name string, run func(ctx context.Context, args []string, getenv func(
 		fmt.Fprintf(os.Stderr, "%s: %v again: exiting at once\n", name, sig)
 		os.Exit(128 + int(sig.(syscall.Signal)))
 	}()
+	setGCPercent(os.Getenv)
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
+	}
+}
+
+// gcPercent is the garbage collector's target that the service runs with
+// unless GOGC says otherwise: a collection when the heap has grown by half
+// of what was live, not by all of it (Go's default, GOGC=100). The
+// service's heap is mostly its indexes, which live long and hold few
+// pointers, so collecting more often costs little (POST 3 about 4% in a
+// side-by-side load run), while the memory a process holds beyond its live
+// heap shrinks from about 1.3 times the indexes to about 0.8 (make bench,
+// bench/README.md).
+const gcPercent = 50
+
+// setGCPercent sets the garbage collector's target to gcPercent, unless
+// the environment's GOGC has set it.
+func setGCPercent(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
 	}
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -52,4 +53,16 @@ func TestTokenFromEnvironmentOrFile(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// The service collects garbage at gcPercent, unless GOGC is set.
+func TestSetGCPercentLeavesGOGCToTheUser(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
+
+	setGCPercent(func(string) string { return "" })
+	assert.Equal(t, gcPercent, debug.SetGCPercent(100), "without GOGC")
+
+	setGCPercent(func(name string) string { return map[string]string{"GOGC": "200"}[name] })
+	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC set: left as it was")
 }
