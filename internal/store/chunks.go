@@ -84,10 +84,10 @@ func thinChunk[T any, C codec[T]](chunks []chunk[T], i, limit int) []chunk[T] {
 	switch {
 	case len(c.rest) < limit/4 && i+1 < len(chunks) && len(c.rest)+len(chunks[i+1].rest)+maxEncoded <= limit/2:
 		next := chunks[i+1]
-		merged := make([]byte, 0, len(c.rest)+maxEncoded+len(next.rest))
-		merged = append(merged, c.rest...)
-		merged = cd.put(merged, lastOf[T, C](*c), next.first)
-		c.rest = slices.Clone(append(merged, next.rest...))
+		var buf [maxEncoded]byte
+		joint := cd.put(buf[:0], lastOf[T, C](*c), next.first)
+		merged := make([]byte, 0, len(c.rest)+len(joint)+len(next.rest))
+		c.rest = append(append(append(merged, c.rest...), joint...), next.rest...)
 		return slices.Delete(chunks, i+1, i+2)
 	case cap(c.rest) > 2*len(c.rest)+16:
 		c.rest = slices.Clone(c.rest)

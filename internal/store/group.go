@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"example.com/groupmembership/membership"
 )
@@ -122,7 +123,7 @@ func (m *members) remove(uid membership.UID) bool {
 	case uid < c.first:
 		return false
 	case uid == c.first && len(c.rest) == 0:
-		m.chunks = append(m.chunks[:i], m.chunks[i+1:]...)
+		m.chunks = slices.Delete(m.chunks, i, i+1)
 		m.size--
 		return true
 	case uid == c.first: // the next uid becomes the first

@@ -153,15 +153,12 @@ func (m *Memory) shardOf(groupID string) *shard {
 	return &m.shards[maphash.String(m.seed, groupID)%uint64(len(m.shards))]
 }
 
-func (m *Memory) reverseShardIndex(uid membership.UID) int {
-	return int(uint64(uid) % uint64(len(m.reverse)))
-}
-
-// reverseKey returns the reverse shard of uid, and the user that uid is in
-// its pairs.
-func (m *Memory) reverseKey(uid membership.UID) (*reverseShard, membership.UID) {
+// reverseKey returns the index of uid's reverse shard, and the user that
+// uid is in its pairs: the shard is uid modulo the number of shards, the
+// user the quotient.
+func (m *Memory) reverseKey(uid membership.UID) (shard int, user membership.UID) {
 	n := uint64(len(m.reverse))
-	return &m.reverse[uint64(uid)%n], membership.UID(uint64(uid) / n)
+	return int(uint64(uid) % n), membership.UID(uint64(uid) / n)
 }
 
 // lockReverse locks the reverse shards of uids, in ascending order, and
@@ -181,7 +178,7 @@ func (m *Memory) lockReverse(uids func(yield func(membership.UID) bool), buf []u
 		set = make([]uint64, words)
 	}
 	for uid := range uids {
-		k := m.reverseShardIndex(uid)
+		k, _ := m.reverseKey(uid)
 		set[k/64] |= 1 << (k % 64)
 	}
 	for w, word := range set {
@@ -205,15 +202,15 @@ func (m *Memory) unlockReverse(set []uint64) {
 // The caller holds uid's reverse shard (lockReverse). removeReverse reports
 // whether uid is in no group any more.
 func (m *Memory) addReverse(uid membership.UID, n uint32) {
-	r, user := m.reverseKey(uid)
-	if r.pairs.add(pair{user: user, group: n}) {
+	k, user := m.reverseKey(uid)
+	if m.reverse[k].pairs.add(pair{user: user, group: n}) {
 		m.counts.users.Add(1)
 	}
 }
 
 func (m *Memory) removeReverse(uid membership.UID, n uint32) (inNoGroup bool) {
-	r, user := m.reverseKey(uid)
-	if r.pairs.remove(pair{user: user, group: n}) {
+	k, user := m.reverseKey(uid)
+	if m.reverse[k].pairs.remove(pair{user: user, group: n}) {
 		m.counts.users.Add(-1)
 		return true
 	}
@@ -593,7 +590,8 @@ func (m *Memory) allMembersWithNicknames(groupID string, users []membership.User
 // memory for a user in k groups, however deep the page; the whole list
 // O(k log k) and O(k).
 func (m *Memory) UserGroups(_ context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
-	r, user := m.reverseKey(uid)
+	k, user := m.reverseKey(uid)
+	r := &m.reverse[k]
 	var page []string
 	top := newTopStrings(opts.Limit)
 	total := 0

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"encoding/binary"
+	"slices"
 	"sync"
 
 	"example.com/groupmembership/membership"
@@ -216,7 +217,7 @@ func (s *pairSet) remove(p pair) (lastOfUser bool) {
 			if hasNext = i+1 < len(s.chunks); hasNext {
 				next = s.chunks[i+1].first
 			}
-			s.chunks = append(s.chunks[:i], s.chunks[i+1:]...)
+			s.chunks = slices.Delete(s.chunks, i, i+1)
 			return !(hasPrev && prev.user == p.user) && !(hasNext && next.user == p.user)
 		}
 		// The next pair becomes the first; the one after it is encoded

@@ -115,8 +115,7 @@ func (m *Memory) importState(st *state) {
 		m.counts.groups.Add(1)
 		m.counts.members.Add(int64(len(g.uids)))
 		for _, uid := range g.uids {
-			k := m.reverseShardIndex(uid)
-			_, user := m.reverseKey(uid)
+			k, user := m.reverseKey(uid)
 			pairs[k] = append(pairs[k], pair{user: user, group: grp.number})
 		}
 	}
@@ -132,7 +131,7 @@ func (m *Memory) importState(st *state) {
 	// A snapshot written before users in no group were forgotten may hold
 	// their nicknames: forget them now.
 	for uid := range m.nicknames {
-		if r, user := m.reverseKey(uid); !r.pairs.hasUser(user) {
+		if k, user := m.reverseKey(uid); !m.reverse[k].pairs.hasUser(user) {
 			delete(m.nicknames, uid)
 		}
 	}
