@@ -122,9 +122,14 @@ type harness struct {
 	svcBin                       string
 	svcAddr, quietAddr, bareAddr string
 	timedAddr                    string // the bare handler with the service's timeouts
-	svcPid                       int
-	redisPort                    string
-	rc                           *redisConn
+	// replayAddr serves the service's own replies, captured by fillLists,
+	// with the service's timeouts: what net/http allows for what the
+	// service sends, with nothing computed.
+	replayAddr string
+	replies    replies
+	svcPid     int
+	redisPort  string
+	rc         *redisConn
 	// preEncoded1000 is what the service answers for list1000: the bare
 	// handler sends the same bytes, the most any server could do.
 	preEncoded1000 []byte
@@ -203,7 +208,77 @@ func (h *harness) startBare() error {
 	server.SetTimeouts(timed)
 	go func() { _ = timed.Serve(timedLn) }()
 	h.stops = append(h.stops, func() { timed.Close() })
+	// The replay of the service's replies, headers and body, with its
+	// timeouts: the ceiling of each target for a service that sends what
+	// this one sends.
+	if h.replayAddr, err = loadtest.FreeAddr(); err != nil {
+		return err
+	}
+	replayLn, err := net.Listen("tcp", h.replayAddr)
+	if err != nil {
+		return err
+	}
+	replay := &http.Server{Handler: http.HandlerFunc(h.replies.serve)}
+	server.SetTimeouts(replay)
+	go func() { _ = replay.Serve(replayLn) }()
+	h.stops = append(h.stops, func() { replay.Close() })
 	return nil
+}
+
+// replies are the service's replies to the three requests the targets
+// measure, as the service sent them.
+type replies struct {
+	list10, list1000, post3 capturedReply
+}
+
+// capturedReply is a reply's header fields, but for Date, which net/http
+// adds to every reply, and its body.
+type capturedReply struct {
+	fields []headerField
+	body   []byte
+}
+
+type headerField struct {
+	key    string
+	values []string
+}
+
+// serve answers a POST with the POST's reply, after reading its body as the
+// service must, and a GET with the list the path names.
+func (rs *replies) serve(w http.ResponseWriter, r *http.Request) {
+	reply := &rs.list10
+	switch {
+	case r.Method == http.MethodPost:
+		_, _ = io.Copy(io.Discard, r.Body)
+		reply = &rs.post3
+	case r.URL.Path == "/group-user/list1000":
+		reply = &rs.list1000
+	}
+	h := w.Header()
+	for _, f := range reply.fields {
+		h[f.key] = f.values
+	}
+	_, _ = w.Write(reply.body)
+}
+
+// capture sends req to the service and keeps its reply, which must be 200.
+func capture(req *http.Request) (capturedReply, error) {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return capturedReply{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s %s: %s", req.Method, req.URL, resp.Status)
+	}
+	reply := capturedReply{body: body}
+	for k, v := range resp.Header {
+		if k != "Date" {
+			reply.fields = append(reply.fields, headerField{k, v})
+		}
+	}
+	return reply, err
 }
 
 // startRedis starts Redis, persistence off.
@@ -242,9 +317,33 @@ func (h *harness) fillLists() error {
 			return err
 		}
 	}
-	var err error
-	h.preEncoded1000, err = loadtest.Get("http://" + h.svcAddr + "/group-user/list1000")
-	return err
+	// The replies the replay server sends: the service's own, for the
+	// requests the targets measure (a POST as post.lua sends it).
+	svcURL := "http://" + h.svcAddr
+	for _, c := range []struct {
+		reply *capturedReply
+		req   func() (*http.Request, error)
+	}{
+		{&h.replies.list10, func() (*http.Request, error) { return http.NewRequest("GET", svcURL+"/group-user/list10", nil) }},
+		{&h.replies.list1000, func() (*http.Request, error) { return http.NewRequest("GET", svcURL+"/group-user/list1000", nil) }},
+		{&h.replies.post3, func() (*http.Request, error) {
+			req, err := http.NewRequest("POST", svcURL+"/group-user/g1", strings.NewReader("users=[1,2,3]"))
+			if err == nil {
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			}
+			return req, err
+		}},
+	} {
+		req, err := c.req()
+		if err != nil {
+			return err
+		}
+		if *c.reply, err = capture(req); err != nil {
+			return err
+		}
+	}
+	h.preEncoded1000 = h.replies.list1000.body
+	return nil
 }
 
 type scenario struct {
@@ -262,7 +361,7 @@ func (h *harness) scenarios() []scenario {
 	redisBench := func(args ...string) func() (loadtest.Result, error) {
 		return func() (loadtest.Result, error) { return runRedisBenchmark(h.opts, h.redisPort, args...) }
 	}
-	svcURL, quietURL, bareURL, timedURL := "http://"+h.svcAddr, "http://"+h.quietAddr, "http://"+h.bareAddr, "http://"+h.timedAddr
+	svcURL, quietURL, bareURL, timedURL, replayURL := "http://"+h.svcAddr, "http://"+h.quietAddr, "http://"+h.bareAddr, "http://"+h.timedAddr, "http://"+h.replayAddr
 	scenarios := []scenario{
 		{"bare GET", wrk(bareURL+"/group-user/list10", "")},
 		{"bare POST", wrk(bareURL, h.luaPath)},
@@ -270,6 +369,9 @@ func (h *harness) scenarios() []scenario {
 		{"timeouts GET", wrk(timedURL+"/group-user/list10", "")},
 		{"timeouts POST", wrk(timedURL, h.luaPath)},
 		{"timeouts GET 1000", wrk(timedURL+"/group-user/list1000", "")},
+		{"replay GET", wrk(replayURL+"/group-user/list10", "")},
+		{"replay POST", wrk(replayURL, h.luaPath)},
+		{"replay GET 1000", wrk(replayURL+"/group-user/list1000", "")},
 		{"service POST 3 users", wrk(svcURL, h.luaPath)},
 		{"service GET 10", wrk(svcURL+"/group-user/list10", "")},
 		{"service GET 1000", wrk(svcURL+"/group-user/list1000", "")},
@@ -302,6 +404,9 @@ func (h *harness) report(results map[string][]loadtest.Result, mem memory) {
 	row("timeouts GET", fmt.Sprintf("%.2f x bare GET: the bare handler with the service's timeouts", ratio("timeouts GET", "bare GET")))
 	row("timeouts POST", fmt.Sprintf("%.2f x bare POST: the same", ratio("timeouts POST", "bare POST")))
 	row("timeouts GET 1000", fmt.Sprintf("%.2f x bare GET 1000: the same", ratio("timeouts GET 1000", "bare GET 1000")))
+	row("replay GET", fmt.Sprintf("%.2f x bare GET: the service's reply (headers and body), replayed with its timeouts", ratio("replay GET", "bare GET")))
+	row("replay POST", fmt.Sprintf("%.2f x bare POST: the same, after reading the body", ratio("replay POST", "bare POST")))
+	row("replay GET 1000", fmt.Sprintf("%.2f x bare GET 1000: the same", ratio("replay GET 1000", "bare GET 1000")))
 	row("service POST 3 users", fmt.Sprintf("%.2f x bare POST, %.2f x redis SADD", ratio("service POST 3 users", "bare POST"), ratio("service POST 3 users", "redis SADD 3")))
 	row("service GET 10", fmt.Sprintf("%.2f x bare GET, %.2f x redis SMEMBERS 10", ratio("service GET 10", "bare GET"), ratio("service GET 10", "redis SMEMBERS 10")))
 	row("service GET 1000", fmt.Sprintf("%.2f x bare GET 1000, %.2f x redis SMEMBERS 1000", ratio("service GET 1000", "bare GET 1000"), ratio("service GET 1000", "redis SMEMBERS 1000")))
@@ -327,12 +432,15 @@ func (h *harness) report(results map[string][]loadtest.Result, mem memory) {
 		}
 		fmt.Printf("  %-44s %6.2f, want >= %.2f: %s%s\n", what, got, want, verdict, ceiling)
 	}
-	timeouts := func(name, bare string) string {
-		return fmt.Sprintf(" (the bare handler with the service's timeouts: %.2f)", ratio(name, bare))
+	// The ceilings: what the service's timeouts alone allow, and what a
+	// handler allows that sends the service's reply and computes nothing.
+	ceilings := func(kind string) string {
+		return fmt.Sprintf("\n  %44s ceilings: the timeouts alone %.2f, the service's reply replayed %.2f", "",
+			ratio("timeouts "+kind, "bare "+kind), ratio("replay "+kind, "bare "+kind))
 	}
-	target("POST 3 users / bare POST", ratio("service POST 3 users", "bare POST"), 0.85, timeouts("timeouts POST", "bare POST"))
-	target("GET 10 / bare GET", ratio("service GET 10", "bare GET"), 0.95, timeouts("timeouts GET", "bare GET"))
-	target("GET 1000 / bare GET 1000", ratio("service GET 1000", "bare GET 1000"), 0.95, timeouts("timeouts GET 1000", "bare GET 1000"))
+	target("POST 3 users / bare POST", ratio("service POST 3 users", "bare POST"), 0.85, ceilings("POST"))
+	target("GET 10 / bare GET", ratio("service GET 10", "bare GET"), 0.95, ceilings("GET"))
+	target("GET 1000 / bare GET 1000", ratio("service GET 1000", "bare GET 1000"), 0.95, ceilings("GET 1000"))
 	target("redis group-set bytes / service bytes", mem.redis/mem.service, 3, "") // both indexes in a third of Redis's one
 	target("the same, the change feed on", mem.redis/mem.serviceWithFeed, 3, "")
 }
