@@ -21,9 +21,11 @@ type listCache struct {
 	lru     list.List                // of *encodedList, most recently used first
 }
 
-// entryOverhead is a rough count of the bytes an entry costs besides its body
-// and group id: the map slot, the list element and the encodedList.
-const entryOverhead = 128
+// entryOverhead counts the bytes an entry costs besides its body, group id
+// and marks: the encodedList, its list element, its map slot (a string and a
+// pointer), and its three header values (a one-string slice each, and at
+// most 40 bytes of text).
+const entryOverhead = int64(unsafe.Sizeof(encodedList{})+unsafe.Sizeof(list.Element{})) + 24 + 3*(16+40)
 
 func newListCache(maxBytes int64) *listCache {
 	return &listCache{maxBytes: maxBytes, entries: make(map[string]*list.Element)}

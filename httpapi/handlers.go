@@ -166,10 +166,10 @@ func writeWholeList(w http.ResponseWriter, r *http.Request, svc *membership.Serv
 		return
 	}
 	defer l.release(e)
-	w.Header()["X-Total-Count"] = []string{strconv.Itoa(e.total)}
+	w.Header()["X-Total-Count"] = e.totalField
 	w.Header()["Etag"] = e.etag
 	if after == 0 {
-		writeJSON(w, http.StatusOK, e.body)
+		writeJSONOfLength(w, http.StatusOK, e.lengthField, nil, e.body)
 		return
 	}
 	head, rest := e.suffix(after)
@@ -389,10 +389,17 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 // writeJSONParts writes the JSON value that head and body make together,
 // with the given status, without joining them in a new buffer.
 func writeJSONParts(w http.ResponseWriter, status int, head, body []byte) {
+	writeJSONOfLength(w, status, []string{strconv.Itoa(len(head) + len(body))}, head, body)
+}
+
+// writeJSONOfLength is writeJSONParts with the Content-Length's value,
+// the length of head and body, made by the caller: a cached list's is made
+// once.
+func writeJSONOfLength(w http.ResponseWriter, status int, length []string, head, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h["X-Content-Type-Options"] = noSniff
-	h["Content-Length"] = []string{strconv.Itoa(len(head) + len(body))}
+	h["Content-Length"] = length
 	w.WriteHeader(status)
 	// A failed write means the client went away: nothing to tell it.
 	if len(head) > 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"iter"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -26,8 +27,11 @@ type encodedList struct {
 	groupID  string
 	revision membership.Revision
 	body     []byte
-	total    int      // the group's size, for X-Total-Count
-	etag     []string // the ETag header's value, made once
+	total    int // the group's size
+	// The values of the reply's ETag, X-Total-Count and Content-Length
+	// headers, made once for all its readers. Nothing changes them: a
+	// header map holds them.
+	etag, totalField, lengthField []string
 	// marks hold every markEvery-th member's uid and the offset of its
 	// object in body, for finding where a suffix starts.
 	marks []listMark
@@ -215,6 +219,7 @@ func (l *lists) build(ctx context.Context, svc *membership.Service, groupID stri
 		return nil, err
 	}
 	e.revision, e.etag, e.refs = rev, etag(svc.Epoch(), rev), 1
+	e.totalField, e.lengthField = []string{strconv.Itoa(e.total)}, []string{strconv.Itoa(len(e.body))}
 	return e, nil
 }
 

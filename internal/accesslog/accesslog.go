@@ -132,6 +132,41 @@ func appendJSON(b []byte, e *Entry) []byte {
 // appendRFC3339Millis appends t as 2006-01-02T15:04:05.000Z07:00: the
 // milliseconds always three digits, truncated.
 func appendRFC3339Millis(b []byte, t time.Time) []byte {
+	year, month, day := t.Date()
+	_, offset := t.Zone()
+	if year < 0 || year > 9999 || offset%60 != 0 {
+		return appendRFC3339MillisSlowly(b, t) // AppendFormat's own forms
+	}
+	hour, minute, second := t.Clock()
+	ms := t.Nanosecond() / int(time.Millisecond)
+	b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-')
+	b = append2Digits(b, int(month), '-')
+	b = append2Digits(b, day, 'T')
+	b = append2Digits(b, hour, ':')
+	b = append2Digits(b, minute, ':')
+	b = append2Digits(b, second, '.')
+	b = append(b, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	if offset == 0 {
+		return append(b, 'Z')
+	}
+	sign := byte('+')
+	if offset < 0 {
+		sign, offset = '-', -offset
+	}
+	b = append(b, sign)
+	b = append2Digits(b, offset/3600, ':')
+	return append(b, byte('0'+offset/60%60/10), byte('0'+offset/60%10))
+}
+
+// append2Digits appends v, 0 to 99, in two digits, then sep.
+func append2Digits(b []byte, v int, sep byte) []byte {
+	return append(b, byte('0'+v/10), byte('0'+v%10), sep)
+}
+
+// appendRFC3339MillisSlowly is appendRFC3339Millis through time's layouts:
+// the reference, and the form of years out of 0 to 9999 and of offsets in
+// seconds.
+func appendRFC3339MillisSlowly(b []byte, t time.Time) []byte {
 	b = t.AppendFormat(b, "2006-01-02T15:04:05")
 	ms := t.Nanosecond() / int(time.Millisecond)
 	b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))

@@ -92,6 +92,23 @@ func TestLinesAreSlogsAtRandom(t *testing.T) {
 	}
 }
 
+// The line's time, written digit by digit, against time's own layouts, in
+// zones east and west of UTC, whole hours or not, and in years that time
+// writes in other forms.
+func TestTimesAreTheLayoutsTimes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	zones := []*time.Location{time.UTC, time.FixedZone("e", 5*3600+30*60), time.FixedZone("w", -(9*3600 + 45*60)),
+		time.FixedZone("s", 3600+7), time.FixedZone("far", -23*3600-59*60)}
+	for range 20000 {
+		at := time.Unix(rng.Int64N(1<<40)-1<<39, rng.Int64N(1e9)).In(zones[rng.IntN(len(zones))])
+		if rng.IntN(10) == 0 {
+			at = at.AddDate(rng.IntN(40000)-20000, 0, 0)
+		}
+		want := string(appendRFC3339MillisSlowly(nil, at))
+		require.Equal(t, want, string(appendRFC3339Millis(nil, at)), "%v", at)
+	}
+}
+
 func TestDurationsAreDurationStrings(t *testing.T) {
 	for _, d := range []time.Duration{0, 1, 999, 1000, 1001, 1010, 1100, 999999, 1000000, 1000001, 1500000, 999999999, time.Second,
 		time.Second + 1, time.Minute, time.Minute + time.Millisecond, time.Hour, time.Hour + 1, 100*time.Hour + 59*time.Minute + 59*time.Second + 999999999,

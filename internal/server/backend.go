@@ -21,7 +21,7 @@ type Backend struct {
 	Name string
 	// About says in a sentence where the command keeps its data, for -h.
 	About string
-	// AddFlags adds the backend's own flags.
+	// AddFlags adds the backend's own flags; nil when it has none.
 	AddFlags func(fs *flag.FlagSet)
 	// Open opens the store once the service listens (answering 503
 	// starting meanwhile). ctx ends on the first signal.

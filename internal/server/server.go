@@ -292,7 +292,9 @@ func parseFlags(args []string, stderr io.Writer, backend *Backend) (Config, erro
 	var cfg Config
 	fs := NewFlagSet(&cfg, stderr)
 	if backend != nil {
-		backend.AddFlags(fs)
+		if backend.AddFlags != nil {
+			backend.AddFlags(fs)
+		}
 		fs.Init(backend.Name, flag.ContinueOnError)
 		fs.Usage = func() { backendUsage(fs, backend) }
 	}

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,4 +67,15 @@ func TestSetGCPercentLeavesGOGCToTheUser(t *testing.T) {
 
 	setGCPercent(func(name string) string { return map[string]string{"GOGC": "200"}[name] })
 	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC set: left as it was")
+}
+
+// A backend may have no flags of its own: -h still lists the service's.
+func TestBackendWithoutFlagsOfItsOwn(t *testing.T) {
+	b := &Backend{Name: "flagless", About: "It keeps nothing."}
+	var stdout, stderr strings.Builder
+	err := RunBackend(context.Background(), b, []string{"-h"}, func(string) string { return "" }, &stdout, &stderr)
+	require.NoError(t, err)
+	assert.Contains(t, stderr.String(), "Usage: flagless [flags]")
+	assert.Contains(t, stderr.String(), "It keeps nothing.")
+	assert.Contains(t, stderr.String(), "-addr")
 }

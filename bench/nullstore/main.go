@@ -1,0 +1,38 @@
+// Command nullstore is the membership service with a store whose adds keep
+// nothing: it parses, checks, counts, logs and answers a POST as the
+// service does, with the store's work taken out. make bench measures its
+// POST as the ceiling of a service that stores what it is sent.
+package main
+
+import (
+	"context"
+	"io"
+	"sync/atomic"
+
+	"example.com/groupmembership/internal/server"
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/membership"
+)
+
+func main() { server.Main("nullstore", run) }
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return server.RunBackend(ctx, &server.Backend{
+		Name:  "nullstore",
+		About: "Its adds keep nothing: it is make bench's measure of what a POST costs besides the store.",
+		Open: func(context.Context, server.StoreOptions) (server.Store, error) {
+			return &nullStore{Memory: store.NewMemory()}, nil
+		},
+	}, args, getenv, stdout, stderr)
+}
+
+// nullStore is a Memory whose AddMembers keeps nothing and says that every
+// user was added, at a new revision each time.
+type nullStore struct {
+	*store.Memory
+	revision atomic.Uint64
+}
+
+func (s *nullStore) AddMembers(_ context.Context, _ string, users []membership.User) (membership.Result, error) {
+	return membership.Result{Count: len(users), Revision: membership.Revision(s.revision.Add(1))}, nil
+}
