@@ -95,6 +95,11 @@ func run(opts options) error {
 	if err := h.fillLists(); err != nil {
 		return err
 	}
+	// The bare and replay handlers serve what fillLists captured: they
+	// start after it.
+	if err := h.startBare(); err != nil {
+		return err
+	}
 	results := map[string][]loadtest.Result{}
 	for round := 1; round <= opts.rounds; round++ {
 		for _, s := range h.scenarios() {
@@ -139,8 +144,9 @@ type harness struct {
 	preEncoded1000 []byte
 }
 
-// start starts everything; stop stops what start started, even after an
-// error.
+// start starts the services and Redis (the bare and replay handlers start
+// once fillLists has captured what they send); stop stops whatever was
+// started, even after an error.
 func (h *harness) start() error {
 	// The service, built and run as users run it (default flags, but for
 	// limits that let the memory load send 1000 users a request), its log
@@ -167,12 +173,9 @@ func (h *harness) start() error {
 		return fmt.Errorf("building bench/nullstore: %v\n%s", err, out)
 	}
 	if h.nullAddr, _, stop, err = loadtest.StartService(nullBin, h.tmp, "nullstore", h.opts.serviceArgs); err != nil {
-		return err
+		return fmt.Errorf("%w (bench/nullstore takes -service-args too, but not the flags of a data directory)", err)
 	}
 	h.stops = append(h.stops, stop)
-	if err := h.startBare(); err != nil {
-		return err
-	}
 	return h.startRedis()
 }
 
@@ -273,9 +276,12 @@ func (rs *replies) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(reply.body)
 }
 
+// captureClient gives up on a service that does not answer.
+var captureClient = &http.Client{Timeout: 10 * time.Second}
+
 // capture sends req to the service and keeps its reply, which must be 200.
 func capture(req *http.Request) (capturedReply, error) {
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := captureClient.Do(req)
 	if err != nil {
 		return capturedReply{}, err
 	}

@@ -134,7 +134,7 @@ func appendJSON(b []byte, e *Entry) []byte {
 func appendRFC3339Millis(b []byte, t time.Time) []byte {
 	year, month, day := t.Date()
 	_, offset := t.Zone()
-	if year < 0 || year > 9999 || offset%60 != 0 {
+	if year < 0 || year > 9999 || offset%60 != 0 || offset <= -100*3600 || offset >= 100*3600 {
 		return appendRFC3339MillisSlowly(b, t) // AppendFormat's own forms
 	}
 	hour, minute, second := t.Clock()
@@ -164,8 +164,8 @@ func append2Digits(b []byte, v int, sep byte) []byte {
 }
 
 // appendRFC3339MillisSlowly is appendRFC3339Millis through time's layouts:
-// the reference, and the form of years out of 0 to 9999 and of offsets in
-// seconds.
+// the reference, and the form of years out of 0 to 9999, of offsets in
+// seconds and of offsets of 100 hours or more.
 func appendRFC3339MillisSlowly(b []byte, t time.Time) []byte {
 	b = t.AppendFormat(b, "2006-01-02T15:04:05")
 	ms := t.Nanosecond() / int(time.Millisecond)

@@ -107,6 +107,14 @@ func TestTimesAreTheLayoutsTimes(t *testing.T) {
 		want := string(appendRFC3339MillisSlowly(nil, at))
 		require.Equal(t, want, string(appendRFC3339Millis(nil, at)), "%v", at)
 	}
+	// The edges: years around 0 and 9999, and offsets of seconds, of a
+	// minute, and of 100 hours and more, which need three digits.
+	for _, year := range []int{-10000, -1, 0, 1, 999, 1000, 9999, 10000, 99999} {
+		for _, offset := range []int{0, 30, -30, 60, -60, -(3600 + 7), 24 * 3600, -24 * 3600, 99*3600 + 59*60, 100 * 3600, -100 * 3600, 150*3600 + 30*60} {
+			at := time.Date(year, 12, 31, 23, 59, 59, 999999999, time.FixedZone("z", offset))
+			require.Equal(t, string(appendRFC3339MillisSlowly(nil, at)), string(appendRFC3339Millis(nil, at)), "%v", at)
+		}
+	}
 }
 
 func TestDurationsAreDurationStrings(t *testing.T) {
