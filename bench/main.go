@@ -139,9 +139,6 @@ type harness struct {
 	svcPid    int
 	redisPort string
 	rc        *redisConn
-	// preEncoded1000 is what the service answers for list1000: the bare
-	// handler sends the same bytes, the most any server could do.
-	preEncoded1000 []byte
 }
 
 // start starts the services and Redis (the bare and replay handlers start
@@ -168,9 +165,9 @@ func (h *harness) start() error {
 		}
 		h.stops = append(h.stops, stop)
 	}
-	nullBin := filepath.Join(h.tmp, "nullstore")
-	if out, err := exec.Command("go", "build", "-o", nullBin, "./bench/nullstore").CombinedOutput(); err != nil {
-		return fmt.Errorf("building bench/nullstore: %v\n%s", err, out)
+	nullBin, err := build("./bench/nullstore", "nullstore", h.tmp)
+	if err != nil {
+		return err
 	}
 	if h.nullAddr, _, stop, err = loadtest.StartService(nullBin, h.tmp, "nullstore", h.opts.serviceArgs); err != nil {
 		return fmt.Errorf("%w (bench/nullstore takes -service-args too, but not the flags of a data directory)", err)
@@ -187,57 +184,49 @@ func (h *harness) stop() {
 
 // startBare starts the ceiling: a handler that does nothing but write a
 // constant, or, for /group-user/list1000, the bytes the service gives for
-// that group (set by fillLists).
+// that group (set by fillLists); the same with the service's timeouts; and
+// the replay of the service's replies.
 func (h *harness) startBare() error {
-	var err error
-	if h.bareAddr, err = loadtest.FreeAddr(); err != nil {
-		return err
-	}
-	bareLn, err := net.Listen("tcp", h.bareAddr)
-	if err != nil {
-		return err
-	}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if r.URL.Path == "/group-user/list1000" {
-			w.Header().Set("Content-Length", strconv.Itoa(len(h.preEncoded1000)))
-			_, _ = w.Write(h.preEncoded1000)
+			w.Header().Set("Content-Length", strconv.Itoa(len(h.replies.list1000.body)))
+			_, _ = w.Write(h.replies.list1000.body)
 			return
 		}
 		_, _ = w.Write([]byte("[]"))
 	})
-	bare := &http.Server{Handler: handler}
-	go func() { _ = bare.Serve(bareLn) }()
-	h.stops = append(h.stops, func() { bare.Close() })
+	var err error
+	if h.bareAddr, err = h.serve(handler, false); err != nil {
+		return err
+	}
 	// The same handler with the service's timeouts: the deadlines they set
 	// on every request are the part of the service's cost that no handler
 	// can save.
-	if h.timedAddr, err = loadtest.FreeAddr(); err != nil {
+	if h.timedAddr, err = h.serve(handler, true); err != nil {
 		return err
 	}
-	timedLn, err := net.Listen("tcp", h.timedAddr)
-	if err != nil {
-		return err
-	}
-	timed := &http.Server{Handler: handler}
-	server.SetTimeouts(timed)
-	go func() { _ = timed.Serve(timedLn) }()
-	h.stops = append(h.stops, func() { timed.Close() })
 	// The replay of the service's replies, headers and body, with its
 	// timeouts: the ceiling of each target for a service that sends what
 	// this one sends.
-	if h.replayAddr, err = loadtest.FreeAddr(); err != nil {
-		return err
-	}
-	replayLn, err := net.Listen("tcp", h.replayAddr)
+	h.replayAddr, err = h.serve(http.HandlerFunc(h.replies.serve), true)
+	return err
+}
+
+// serve serves handler on a free loopback port, with the service's
+// timeouts or none, until stop, and returns its address.
+func (h *harness) serve(handler http.Handler, timeouts bool) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return "", err
 	}
-	replay := &http.Server{Handler: http.HandlerFunc(h.replies.serve)}
-	server.SetTimeouts(replay)
-	go func() { _ = replay.Serve(replayLn) }()
-	h.stops = append(h.stops, func() { replay.Close() })
-	return nil
+	srv := &http.Server{Handler: handler}
+	if timeouts {
+		server.SetTimeouts(srv)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	h.stops = append(h.stops, func() { srv.Close() })
+	return ln.Addr().String(), nil
 }
 
 // replies are the service's replies to the three requests the targets
@@ -360,7 +349,6 @@ func (h *harness) fillLists() error {
 			return err
 		}
 	}
-	h.preEncoded1000 = h.replies.list1000.body
 	return nil
 }
 
@@ -419,7 +407,7 @@ func (h *harness) report(results map[string][]loadtest.Result, mem memory) {
 	row("bare GET", "the ceiling for GETs")
 	row("bare POST", "the ceiling for POSTs (same requests as the service's)")
 	row("bare GET 1000", fmt.Sprintf("the ceiling for GET 1000: the same %d bytes, pre-encoded; %.2f x redis SMEMBERS 1000",
-		len(h.preEncoded1000), ratio("bare GET 1000", "redis SMEMBERS 1000")))
+		len(h.replies.list1000.body), ratio("bare GET 1000", "redis SMEMBERS 1000")))
 	row("timeouts GET", fmt.Sprintf("%.2f x bare GET: the bare handler with the service's timeouts", ratio("timeouts GET", "bare GET")))
 	row("timeouts POST", fmt.Sprintf("%.2f x bare POST: the same", ratio("timeouts POST", "bare POST")))
 	row("timeouts GET 1000", fmt.Sprintf("%.2f x bare GET 1000: the same", ratio("timeouts GET 1000", "bare GET 1000")))
@@ -565,9 +553,15 @@ func serviceBinary(opts options, dir string) (string, error) {
 	if opts.serviceBin != "" {
 		return opts.serviceBin, nil
 	}
-	bin := filepath.Join(dir, "membership")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the service: %v\n%s", err, out)
+	return build(".", "membership", dir)
+}
+
+// build builds the command in pkg, a directory of this checkout, into
+// dir/name, and returns that path.
+func build(pkg, name, dir string) (string, error) {
+	bin := filepath.Join(dir, name)
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, out)
 	}
 	return bin, nil
 }

@@ -25,10 +25,9 @@ type observedWriter struct {
 	status      int            // 0 until the header is written
 	actingUID   membership.UID // 0: the request named none
 	internalErr error
-	requestID   string
-	// requestIDField is the X-Request-Id header's value, held here so that
-	// a request costs one allocation less.
-	requestIDField [1]string
+	// requestID holds the request's id, the X-Request-Id header's value:
+	// held here, the header's slice costs no allocation of its own.
+	requestID [1]string
 	// clientClosed is set when the client went away before its reply: a
 	// write failed, or the handler found its context cancelled.
 	clientClosed bool
@@ -97,8 +96,8 @@ func observe(log requestLog, accessLog bool, m *requestMetrics, next http.Handle
 		if !wellFormedRequestID(id) {
 			id = ids.next()
 		}
-		ow := &observedWriter{ResponseWriter: w, requestID: id, requestIDField: [1]string{id}}
-		w.Header()["X-Request-Id"] = ow.requestIDField[:]
+		ow := &observedWriter{ResponseWriter: w, requestID: [1]string{id}}
+		w.Header()["X-Request-Id"] = ow.requestID[:]
 		if len(r.TransferEncoding) > 0 {
 			// net/http reads a chunked body, and drops a Content-Length
 			// sent with it, without a word; a proxy in front may have
@@ -162,7 +161,7 @@ func (l requestLog) request(r *http.Request, start time.Time, elapsed time.Durat
 	if l.lines != nil {
 		e := accesslog.Entry{
 			Time: start.Add(elapsed), Method: r.Method, Path: r.URL.EscapedPath(), Status: ow.statusSent(),
-			Duration: elapsed, RequestID: ow.requestID, UID: int64(ow.actingUID),
+			Duration: elapsed, RequestID: ow.requestID[0], UID: int64(ow.actingUID),
 		}
 		if ow.internalErr != nil {
 			e.Err = ow.internalErr.Error()
@@ -188,7 +187,7 @@ func logRequest(logger *slog.Logger, r *http.Request, elapsed time.Duration, ow 
 		slog.String("path", r.URL.EscapedPath()),
 		slog.Int("status", status),
 		slog.Duration("duration", elapsed),
-		slog.String("request_id", ow.requestID),
+		slog.String("request_id", ow.requestID[0]),
 	)
 	if ow.actingUID != 0 {
 		attrs = append(attrs, slog.Int64("uid", int64(ow.actingUID)))

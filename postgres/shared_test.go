@@ -202,21 +202,11 @@ func (p *proxy) restore() {
 }
 
 // untilWritable waits, up to a minute, until Writable says writable (or
-// not): woken each time the store's reachability changes, never by a timer.
+// not).
 func untilWritable(t *testing.T, s *Store, writable bool) {
 	t.Helper()
-	deadline := time.After(time.Minute)
-	for {
-		changed := s.writableChanged()
-		if (s.Writable() == nil) == writable {
-			return
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("Writable() == nil is not %v within a minute: %v", writable, s.Writable())
-		}
-	}
+	require.Eventually(t, func() bool { return (s.Writable() == nil) == writable }, time.Minute, 10*time.Millisecond,
+		"Writable() == nil is not %v within a minute", writable)
 }
 
 // While the database is away, the store says so (Writable), and changes

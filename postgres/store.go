@@ -50,7 +50,7 @@ type Options struct {
 }
 
 // DefaultCommitTimeout is the default Options.CommitTimeout.
-const DefaultCommitTimeout = 5 * time.Second
+const DefaultCommitTimeout = store.DefaultCommitTimeout
 
 // Tuning.
 const (
@@ -100,11 +100,8 @@ type Store struct {
 	closeOnce sync.Once
 	stopped   sync.WaitGroup
 
-	// down says why the database cannot be reached, nil when it can; set
-	// through setDown, which tells writableChanged's waiters.
-	down      atomic.Pointer[string]
-	downMu    sync.Mutex
-	downMoved chan struct{} // closed, and replaced, when down turns on or off
+	// down says why the database cannot be reached, nil when it can.
+	down atomic.Pointer[string]
 	// broken is set when the log cannot be applied (a gap): for good.
 	broken atomic.Pointer[string]
 
@@ -144,11 +141,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		pool: pool, opts: opts, logger: logger,
-		waiters:   map[int64]chan membership.Result{},
-		kick:      make(chan struct{}, 1),
-		downMoved: make(chan struct{}),
-		stop:      make(chan struct{}),
-		lag:       metrics.NewHistogram(metrics.DefaultDurationBuckets),
+		waiters: map[int64]chan membership.Result{},
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		lag:     metrics.NewHistogram(metrics.DefaultDurationBuckets),
 	}
 	if err := s.open(ctx); err != nil {
 		pool.Close()
@@ -201,28 +197,6 @@ func (s *Store) Close() error {
 		s.pool.Close()
 	})
 	return nil
-}
-
-// setDown sets why the database cannot be reached (nil: it can), and
-// returns what it was; a change between reachable and not wakes those
-// waiting on writableChanged.
-func (s *Store) setDown(why *string) *string {
-	was := s.down.Swap(why)
-	if (was == nil) != (why == nil) {
-		s.downMu.Lock()
-		close(s.downMoved)
-		s.downMoved = make(chan struct{})
-		s.downMu.Unlock()
-	}
-	return was
-}
-
-// writableChanged returns a channel closed the next time the database
-// turns reachable or unreachable.
-func (s *Store) writableChanged() <-chan struct{} {
-	s.downMu.Lock()
-	defer s.downMu.Unlock()
-	return s.downMoved
 }
 
 // Epoch implements membership.Store: the database's, the same on every
@@ -517,7 +491,7 @@ func (s *Store) followLoop() {
 			return
 		}
 		why := fmt.Sprintf("the database cannot be reached: %v", err)
-		if s.setDown(&why) == nil {
+		if s.down.Swap(&why) == nil {
 			s.logger.Warn("lost the database; trying again", "err", err)
 		}
 		select {
@@ -546,7 +520,7 @@ func (s *Store) follow(ctx context.Context) error {
 		if err := s.catchUp(ctx, conn); err != nil {
 			return err
 		}
-		if s.setDown(nil) != nil {
+		if s.down.Swap(nil) != nil {
 			s.logger.Info("the database is back")
 		}
 		if s.broken.Load() != nil {
