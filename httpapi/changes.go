@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"example.com/groupmembership/internal/budget"
@@ -29,13 +30,22 @@ const (
 //
 // A reply holds at most maxReplyBytes of changes (but always at least one):
 // past it, it ends early, and the client goes on with after. Its memory is
-// taken from replies.
-func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBytes int, replies *budget.Bytes) http.Handler {
+// taken from replies. A poll that would wait while waiters are at their
+// limit is answered at once, with Retry-After: 1.
+func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBytes int, replies *budget.Bytes, waiters *waiters) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		opts, wait, err := changesQuery(r)
 		if err != nil {
 			writeError(w, r, err)
 			return
+		}
+		if wait > 0 {
+			if lease, ok := waiters.take(); ok {
+				defer lease.release()
+			} else {
+				wait, opts.Wait = 0, false
+				w.Header()["Retry-After"] = retryAfter
+			}
 		}
 		ctx := r.Context()
 		if wait > 0 {
@@ -104,4 +114,28 @@ func changesQuery(r *http.Request) (membership.ChangeOptions, time.Duration, err
 		opts.Wait = d > 0
 	}
 	return opts, wait, nil
+}
+
+// waiters bounds the long polls of /changes waiting at once: each holds a
+// connection, a goroutine and a timer for up to MaxChangesWait.
+type waiters struct {
+	limit   int64
+	n       atomic.Int64
+	refused atomic.Uint64
+}
+
+// waiterLease is one waiting poll's place, given back by release.
+type waiterLease struct{ w *waiters }
+
+func (l waiterLease) release() { l.w.n.Add(-1) }
+
+// take takes a place and reports true, or reports false when every place
+// is taken, counting the refusal.
+func (w *waiters) take() (waiterLease, bool) {
+	if w.n.Add(1) > w.limit {
+		w.n.Add(-1)
+		w.refused.Add(1)
+		return waiterLease{}, false
+	}
+	return waiterLease{w}, true
 }

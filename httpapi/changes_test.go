@@ -377,3 +377,38 @@ func TestChangesFeedWithConcurrentWriters(t *testing.T) {
 		assert.True(t, want[c.Rev], "revision %d was acknowledged", c.Rev)
 	}
 }
+
+// TestChangesLongPollsPastMaxWaitersAnswerAtOnce parks -max-waiters polls,
+// then asks one more: it is answered at once, with Retry-After, and counted.
+func TestChangesLongPollsPastMaxWaitersAnswerAtOnce(t *testing.T) {
+	svc := membership.NewService(store.NewMemory(), testMaxUsers)
+	srv := serve(t, httpapi.NewHandler(svc, httpapi.Options{MaxWaiters: 2, Logger: slog.New(slog.DiscardHandler)}))
+	got := make(chan string, 2)
+	for range 2 {
+		go func() {
+			body, err := getBody(srv.URL + "/changes?after=0&wait=60s")
+			got <- body + errText(err)
+		}()
+	}
+	waitInFlight(t, srv, 2)
+	_, metrics := get(t, srv.URL+"/metrics")
+	assert.Contains(t, metrics, "\nmembership_changes_waiters 2\n")
+	assert.Contains(t, metrics, "\nmembership_changes_waiters_limit 2\n")
+
+	resp, body := get(t, srv.URL+"/changes?after=0&wait=60s")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, `[]`, body)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	_, metrics = get(t, srv.URL+"/metrics")
+	assert.Contains(t, metrics, "\nmembership_changes_waiters_refused_total 1\n")
+
+	_, err := svc.AddMembers(context.Background(), "g", []membership.User{{UID: 7}})
+	require.NoError(t, err)
+	for range 2 {
+		assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[7]}]`, <-got, "the parked polls are answered at the change")
+	}
+	_, metrics = get(t, srv.URL+"/metrics")
+	assert.Contains(t, metrics, "\nmembership_changes_waiters 0\n", "their places are given back")
+	resp, _ = get(t, srv.URL+"/changes?after=1&wait=1ms")
+	assert.Empty(t, resp.Header.Get("Retry-After"), "a poll within the limit waits")
+}

@@ -29,6 +29,9 @@ const (
 	DefaultReplyMemoryBytes = 64 << 20
 	// DefaultChangesReplyBytes is the default bound of one /changes reply.
 	DefaultChangesReplyBytes = 1 << 20
+	// DefaultMaxWaiters is the default bound of the /changes long polls
+	// waiting at once.
+	DefaultMaxWaiters = 1000
 )
 
 // Options configure NewHandler.
@@ -57,6 +60,10 @@ type Options struct {
 	// ChangesReplyBytes bounds one /changes reply: it holds fewer changes
 	// (at least one). DefaultChangesReplyBytes when <= 0.
 	ChangesReplyBytes int
+	// MaxWaiters bounds the /changes long polls waiting at once; past it,
+	// a poll is answered at once, as if it asked for no wait, with
+	// Retry-After: 1. DefaultMaxWaiters when <= 0.
+	MaxWaiters int
 	// ListCacheBytes bounds the cache of encoded member lists; 0 turns it
 	// off. See DefaultListCacheBytes.
 	ListCacheBytes int64
@@ -108,6 +115,7 @@ const DefaultListCacheBytes = 64 << 20
 // or not, gets its X-Request-ID, its access-log line and its count.
 type Handler struct {
 	serve http.Handler
+	admin http.Handler
 	base  deps // what loading and loaded share: no service yet
 	mux   atomic.Pointer[http.ServeMux]
 }
@@ -129,6 +137,9 @@ func NewLoadingHandler(opts Options) *Handler {
 	if opts.ChangesReplyBytes <= 0 {
 		opts.ChangesReplyBytes = DefaultChangesReplyBytes
 	}
+	if opts.MaxWaiters <= 0 {
+		opts.MaxWaiters = DefaultMaxWaiters
+	}
 	if opts.MinRevisionWait <= 0 {
 		opts.MinRevisionWait = DefaultMinRevisionWait
 	}
@@ -140,6 +151,7 @@ func NewLoadingHandler(opts Options) *Handler {
 		bodies:  budget.New(opts.BodyMemoryBytes),
 		replies: budget.New(opts.ReplyMemoryBytes),
 		backups: &backups{},
+		waiters: &waiters{limit: int64(opts.MaxWaiters)},
 	}
 	d.lists = newLists(newListCache(opts.ListCacheBytes), d.replies)
 	if !opts.NoMetrics {
@@ -150,8 +162,22 @@ func NewLoadingHandler(opts Options) *Handler {
 	h.serve = observe(requestLog{opts.Logger, opts.AccessLines}, opts.AccessLog, d.metrics, canonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mux.Load().ServeHTTP(w, r)
 	})))
+	h.admin = observe(requestLog{opts.Logger, opts.AccessLines}, opts.AccessLog, d.metrics, canonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !adminPaths[r.URL.Path] {
+			writeError(w, r, membership.Errorf(membership.CodeNotFound, "the admin address serves /healthz, /readyz and /metrics only: the API is on the other address"))
+			return
+		}
+		h.mux.Load().ServeHTTP(w, r)
+	})))
 	return h
 }
+
+// adminPaths are the paths the admin address serves.
+var adminPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
+// Admin returns the API's probes and metrics alone (/healthz, /readyz,
+// /metrics), for an address of their own; every other path is a 404.
+func (h *Handler) Admin() http.Handler { return h.admin }
 
 // Load ends the loading state: from now on the data routes serve svc, and
 // /readyz, /metrics and /backup use extras. Call it once.
@@ -193,6 +219,7 @@ type deps struct {
 	bodies  *budget.Bytes // request bodies being read
 	replies *budget.Bytes // reply bodies being built and sent
 	backups *backups      // one at a time, spaced
+	waiters *waiters      // /changes long polls waiting
 	lists   *lists
 	metrics *requestMetrics // nil with NoMetrics
 }

@@ -136,6 +136,9 @@ func handleMetrics(d deps) http.Handler {
 			writable = 0
 		}
 		mw.Gauge("membership_store_writable", "1 when the store takes changes, 0 when it cannot (a failed fsync, a stuck or full disk, a full queue); /readyz says why.", writable)
+		mw.Gauge("membership_changes_waiters", "/changes long polls waiting now.", float64(d.waiters.n.Load()))
+		mw.Gauge("membership_changes_waiters_limit", "The most /changes long polls that may wait at once (-max-waiters).", float64(d.waiters.limit))
+		mw.Counter("membership_changes_waiters_refused_total", "/changes long polls answered at once because -max-waiters were waiting.", float64(d.waiters.refused.Load()))
 		mw.Gauge("go_goroutines", "Number of goroutines that currently exist.", float64(runtime.NumGoroutine()))
 		if d.store.Stats != nil {
 			writeStoreStats(&mw, d.store.Stats())

@@ -46,7 +46,7 @@ func routes(d deps) []route {
 		{method: "DELETE", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, removeUsers, opts.MaxBodyBytes, d.bodies), data: true},
 		{method: "GET", path: "/group-user/{groupID}/{uid}", handler: read(handleMember(svc)), data: true, cache: "no-store"},
 		{method: "GET", path: "/user-group/{uid}", handler: read(handleUserGroups(svc, d.replies)), query: true, data: true, cache: "no-store"},
-		{method: "GET", path: "/changes", handler: handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies), query: true, data: true, cache: "no-store"},
+		{method: "GET", path: "/changes", handler: handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies, d.waiters), query: true, data: true, cache: "no-store"},
 		{method: "GET", path: "/backup", handler: handleBackup(svc, d.store.Backup, d.backups), data: true, private: true, cache: "no-store"},
 		{method: "GET", path: "/healthz", handler: handleHealthz(), open: true},
 		{method: "GET", path: "/readyz", handler: handleReadyz(d), open: true},

@@ -23,6 +23,10 @@ type Backend struct {
 	About string
 	// AddFlags adds the backend's own flags; nil when it has none.
 	AddFlags func(fs *flag.FlagSet)
+	// Descriptors is the most file descriptors the store holds open at
+	// once (its database connections): the connection budget leaves them
+	// aside.
+	Descriptors int
 	// Open opens the store once the service listens (answering 503
 	// starting meanwhile). ctx ends on the first signal.
 	Open func(ctx context.Context, o StoreOptions) (Store, error)

@@ -22,6 +22,7 @@ import (
 
 	"example.com/groupmembership/httpapi"
 	"example.com/groupmembership/internal/accesslog"
+	"example.com/groupmembership/internal/connlimit"
 	"example.com/groupmembership/internal/logsink"
 	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/store"
@@ -46,6 +47,10 @@ const (
 // Config is what the flags set.
 type Config struct {
 	addr              string
+	adminAddr         string
+	maxConns          int
+	headerMemory      int64
+	maxWaiters        int
 	maxBodyBytes      int64
 	bodyMemory        int64
 	replyMemory       int64
@@ -92,7 +97,15 @@ func run(ctx context.Context, backend *Backend, args []string, getenv func(strin
 	if err != nil {
 		return err
 	}
+	if cfg.adminAddr == "" {
+		cfg.adminAddr = getenv("MEMBERSHIP_ADMIN_ADDR")
+		if err := checkAdminAddr(cfg); err != nil {
+			return fmt.Errorf("MEMBERSHIP_ADMIN_ADDR: %w", err)
+		}
+	}
 	switch {
+	case cfg.probe != "" && strings.HasPrefix(cfg.probe, "/"):
+		return probe(ctx, probeURL(cfg, cfg.probe), stdout)
 	case cfg.probe != "":
 		return probe(ctx, cfg.probe, stdout)
 	case cfg.restore != "":
@@ -111,10 +124,15 @@ func run(ctx context.Context, backend *Backend, args []string, getenv func(strin
 	}})
 	defer logOut.Close(logCloseTimeout)
 	logger = newLogger(cfg.logFormat, logOut)
+	plan, err := planConns(cfg, backend)
+	if err != nil {
+		return err
+	}
+	plan.log(logger)
 	if token == "" {
 		logger.Warn("no token: anyone who can reach the service can change memberships (see -token-file)")
 	}
-	svc := newService(cfg, token, logger, logOut)
+	svc := newService(cfg, plan, token, logger, logOut)
 	svc.open = func(ctx context.Context) (Store, error) { return openStore(cfg, logger) }
 	if backend != nil {
 		svc.open = func(ctx context.Context) (Store, error) {
@@ -140,19 +158,24 @@ func restore(cfg Config, stdout io.Writer) error {
 // service is one run of the service: its HTTP server and API, from listen
 // to drain.
 type service struct {
-	cfg      Config
-	logger   *slog.Logger
-	api      *httpapi.Handler
-	srv      *http.Server
-	conns    connCounter
-	ready    atomic.Bool   // for /readyz: loaded, and not stopping
-	stopping chan struct{} // closed when the drain starts: it ends long-polls
-	served   chan error    // what srv.Serve returned
-	open     func(ctx context.Context) (Store, error)
+	cfg    Config
+	plan   connPlan
+	logger *slog.Logger
+	api    *httpapi.Handler
+	srv    *http.Server
+	admin  *http.Server // nil without -admin-addr
+	// listeners are the API's, then the admin's, named by listenerNames;
+	// set before either serves.
+	listeners     []*connlimit.Listener
+	listenerNames []string
+	ready         atomic.Bool   // for /readyz: loaded, and not stopping
+	stopping      chan struct{} // closed when the drain starts: it ends long-polls
+	served        chan error    // what srv.Serve returned
+	open          func(ctx context.Context) (Store, error)
 }
 
-func newService(cfg Config, token string, logger *slog.Logger, logOut *logsink.Writer) *service {
-	s := &service{cfg: cfg, logger: logger, stopping: make(chan struct{}), served: make(chan error, 1)}
+func newService(cfg Config, plan connPlan, token string, logger *slog.Logger, logOut *logsink.Writer) *service {
+	s := &service{cfg: cfg, plan: plan, logger: logger, stopping: make(chan struct{}), served: make(chan error, 2)}
 	s.api = httpapi.NewLoadingHandler(httpapi.Options{
 		Logger:            logger,
 		AccessLines:       accesslog.New(logOut, cfg.logFormat == "json"),
@@ -161,6 +184,7 @@ func newService(cfg Config, token string, logger *slog.Logger, logOut *logsink.W
 		BodyMemoryBytes:   cfg.bodyMemory,
 		ReplyMemoryBytes:  cfg.replyMemory,
 		ChangesReplyBytes: cfg.changesReplyBytes,
+		MaxWaiters:        cfg.maxWaiters,
 		ListCacheBytes:    cfg.listCache,
 		Token:             token,
 		AuthReads:         cfg.authReads,
@@ -170,20 +194,31 @@ func newService(cfg Config, token string, logger *slog.Logger, logOut *logsink.W
 		Collectors: []func(*metrics.Writer){func(w *metrics.Writer) {
 			w.Gauge("membership_conn_send_buffer_bytes", "The kernel send buffer of each connection, in bytes (-conn-send-buffer).", float64(cfg.connSendBuffer))
 			w.Gauge("membership_max_header_bytes", "The largest request line and headers accepted, in bytes (-max-header).", float64(cfg.maxHeaderBytes))
+			connMetrics(w, s.listeners, s.listenerNames)
 		}},
 		Budgets: []func() []metrics.Budget{func() []metrics.Budget {
-			return []metrics.Budget{{Name: "log_buffer", Used: int64(logOut.Buffered()), Limit: int64(logOut.MaxBytes()), Refused: logOut.Dropped()}}
+			return append([]metrics.Budget{{Name: "log_buffer", Used: int64(logOut.Buffered()), Limit: int64(logOut.MaxBytes()), Refused: logOut.Dropped()}},
+				headerBudgets(s.listeners, s.listenerNames)...)
 		}},
 	})
-	s.srv = &http.Server{
-		Handler:        s.api,
-		MaxHeaderBytes: cfg.maxHeaderBytes,
-		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		ConnState:      s.conns.track,
-	}
-	SetTimeouts(s.srv)
+	s.srv = s.newServer(s.api)
 	s.srv.RegisterOnShutdown(func() { close(s.stopping) })
+	if cfg.adminAddr != "" {
+		s.admin = s.newServer(s.api.Admin())
+	}
 	return s
+}
+
+// newServer returns an HTTP server of h with the service's limits and
+// timeouts.
+func (s *service) newServer(h http.Handler) *http.Server {
+	srv := &http.Server{
+		Handler:        h,
+		MaxHeaderBytes: s.cfg.maxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+	}
+	SetTimeouts(srv)
+	return srv
 }
 
 // SetTimeouts gives srv the service's timeouts: a client has
@@ -204,18 +239,12 @@ func SetTimeouts(srv *http.Server) {
 // that an orchestrator can tell starting from stuck. Then it loads the
 // store, serves until ctx is cancelled, and drains.
 func (s *service) run(ctx context.Context) (err error) {
-	ln, err := net.Listen("tcp", s.cfg.addr)
-	if err != nil {
+	if err := s.listen(); err != nil {
 		return err
 	}
-	ln = sendBufferListener{Listener: ln, bytes: s.cfg.connSendBuffer}
-	s.logger.Info("listening", "addr", ln.Addr().String(), "max_body", s.cfg.maxBodyBytes, "max_users", s.cfg.maxUsers, "list_cache", s.cfg.listCache)
-	go func() { s.served <- s.srv.Serve(ln) }()
-
 	st, err := s.load(ctx)
 	if err != nil {
-		_ = s.srv.Close()
-		<-s.served
+		s.close()
 		return err
 	}
 	defer func() {
@@ -230,10 +259,66 @@ func (s *service) run(ctx context.Context) (err error) {
 	}()
 	select {
 	case err := <-s.served:
+		s.close()
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
 	return s.drain(ctx)
+}
+
+// listen opens the API's listener, and the admin's with -admin-addr, each
+// with its connection budget, and serves them.
+func (s *service) listen() error {
+	ln, err := net.Listen("tcp", s.cfg.addr)
+	if err != nil {
+		return err
+	}
+	var adminLn net.Listener
+	if s.admin != nil {
+		if adminLn, err = net.Listen("tcp", s.cfg.adminAddr); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("-admin-addr: %w", err)
+		}
+	}
+	api := s.limit(s.srv, "api", ln, s.plan.maxConns, s.cfg.headerMemory)
+	s.logger.Info("listening", "addr", ln.Addr().String(), "max_body", s.cfg.maxBodyBytes, "max_users", s.cfg.maxUsers, "list_cache", s.cfg.listCache)
+	if s.admin != nil {
+		admin := s.limit(s.admin, "admin", adminLn, adminMaxConns, int64(adminMaxConns*s.cfg.maxHeaderBytes))
+		s.logger.Info("listening for probes and metrics", "admin_addr", adminLn.Addr().String(), "max_conns", adminMaxConns)
+		go func() { s.served <- s.admin.Serve(admin) }()
+	}
+	go func() { s.served <- s.srv.Serve(api) }()
+	return nil
+}
+
+// limit returns ln with a connection budget, told by srv of its
+// connections' states.
+func (s *service) limit(srv *http.Server, name string, ln net.Listener, maxConns int, headerBytes int64) *connlimit.Listener {
+	limited := connlimit.NewListener(sendBufferListener{Listener: ln, bytes: s.cfg.connSendBuffer},
+		connlimit.Options{MaxConns: maxConns, HeaderBytes: headerBytes, Name: name, Logger: s.logger})
+	srv.ConnState = limited.ConnState
+	s.listeners = append(s.listeners, limited)
+	s.listenerNames = append(s.listenerNames, name)
+	return limited
+}
+
+// close closes the servers at once, and waits for them to stop serving.
+func (s *service) close() {
+	_ = s.srv.Close()
+	if s.admin != nil {
+		_ = s.admin.Close()
+	}
+	for range s.servers() {
+		<-s.served
+	}
+}
+
+// servers counts the servers serving.
+func (s *service) servers() int {
+	if s.admin != nil {
+		return 2
+	}
+	return 1
 }
 
 // load opens the store and hands it to the API, which then takes traffic.
@@ -275,11 +360,20 @@ func (s *service) drain(ctx context.Context) error {
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.shutdownTimeout)
 	defer cancel()
 	if err := s.srv.Shutdown(shutdownCtx); err != nil {
-		s.logger.Warn("-shutdown-timeout passed: closing the connections still open", "connections", s.conns.open(), "shutdown_timeout", s.cfg.shutdownTimeout)
+		s.logger.Warn("-shutdown-timeout passed: closing the connections still open", "connections", s.listeners[0].Stats().Open, "shutdown_timeout", s.cfg.shutdownTimeout)
 		_ = s.srv.Close()
 	}
-	if err := <-s.served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serving: %w", err)
+	if s.admin != nil { // probes and scrapes last no longer than a second
+		adminCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		if err := s.admin.Shutdown(adminCtx); err != nil {
+			_ = s.admin.Close()
+		}
+	}
+	for range s.servers() {
+		if err := <-s.served; !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serving: %w", err)
+		}
 	}
 	s.logger.Info("stopped")
 	return nil
@@ -322,6 +416,10 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("membership", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.addr, "addr", ":8080", "`address` to listen on, host:port")
+	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "`address` of a second listener, host:port, that serves only /healthz, /readyz and /metrics, with its own 16 connections, so that probes and scrapes never queue behind clients; empty: MEMBERSHIP_ADMIN_ADDR from the environment, or none")
+	fs.IntVar(&cfg.maxConns, "max-conns", 0, "most client connections open at once; past it the longest idle are closed to make room, and with none idle a new one gets 503; 0: the descriptor limit (ulimit -n) less what the service keeps for itself, at most 10000")
+	fs.Int64Var(&cfg.headerMemory, "header-memory", defaultHeaderMemory, "memory for the request lines and headers being read on all connections at once, in `bytes`; past it, a connection gets 503")
+	fs.IntVar(&cfg.maxWaiters, "max-waiters", httpapi.DefaultMaxWaiters, "most /changes long polls waiting at once; past it, a poll is answered at once, with Retry-After")
 	fs.Int64Var(&cfg.maxBodyBytes, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body accepted, in `bytes`")
 	fs.Int64Var(&cfg.bodyMemory, "body-memory", httpapi.DefaultBodyMemoryBytes, "memory for all the request bodies being read at once, in `bytes`; past it, new writes get 503")
 	fs.Int64Var(&cfg.replyMemory, "reply-memory", httpapi.DefaultReplyMemoryBytes, "memory for all the replies being built and sent at once, in `bytes`; past it, new reads get 503")
@@ -346,7 +444,7 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", store.DefaultQueueBytes, "with -data-dir, memory for the changes waiting for the disk, in `bytes`; past it, new changes get 503")
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics (Prometheus text format) and count requests for it")
 	fs.StringVar(&cfg.restore, "restore", "", "do not serve: write the data directory -data-dir (empty or new) from the backup `file` that GET /backup gave, and exit")
-	fs.StringVar(&cfg.probe, "probe", "", "do not serve: GET `URL` and exit 0 when it answers 200 within 1s, 1 otherwise (for a container's HEALTHCHECK)")
+	fs.StringVar(&cfg.probe, "probe", "", "do not serve: GET `URL` and exit 0 when it answers 200 within 1s, 1 otherwise (for a container's HEALTHCHECK); a path alone, such as /readyz, asks this machine on -admin-addr when it is set, else on -addr")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -392,7 +490,7 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 		{"max-body", cfg.maxBodyBytes}, {"reply-memory", cfg.replyMemory}, {"changes-reply-bytes", int64(cfg.changesReplyBytes)},
 		{"changes-keep-bytes", cfg.changesKeepBytes}, {"commit-queue-bytes", cfg.commitQueueBytes},
 		{"conn-send-buffer", int64(cfg.connSendBuffer)}, {"log-buffer", int64(cfg.logBuffer)}, {"max-users", int64(cfg.maxUsers)},
-		{"snapshot-bytes", cfg.snapshotSize},
+		{"snapshot-bytes", cfg.snapshotSize}, {"header-memory", cfg.headerMemory}, {"max-waiters", int64(cfg.maxWaiters)},
 	} {
 		if f.value <= 0 {
 			return fmt.Errorf("-%s must be positive, got %d", f.name, f.value)
@@ -409,6 +507,9 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 	if err := checkAddr(cfg.addr); err != nil {
 		return err
 	}
+	if err := checkAdminAddr(cfg); err != nil {
+		return err
+	}
 	if cfg.restore != "" && cfg.dataDir == "" {
 		return errors.New("-restore needs -data-dir: the directory to write (empty or new)")
 	}
@@ -417,6 +518,12 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 		return fmt.Errorf("-body-memory must be at least -max-body (%d), got %d", cfg.maxBodyBytes, cfg.bodyMemory)
 	case cfg.maxHeaderBytes < minMaxHeaderBytes:
 		return fmt.Errorf("-max-header must be at least %d, got %d", minMaxHeaderBytes, cfg.maxHeaderBytes)
+	case cfg.maxConns < 0:
+		return fmt.Errorf("-max-conns must be 0 (from the descriptor limit) or more, got %d", cfg.maxConns)
+	case cfg.maxConns > 0 && cfg.maxConns < minMaxConns:
+		return fmt.Errorf("-max-conns must be at least %d, got %d", minMaxConns, cfg.maxConns)
+	case cfg.headerMemory < int64(cfg.maxHeaderBytes):
+		return fmt.Errorf("-header-memory must be at least -max-header (%d), got %d", cfg.maxHeaderBytes, cfg.headerMemory)
 	case cfg.listCache < 0:
 		return fmt.Errorf("-list-cache must be 0 or more, got %d", cfg.listCache)
 	case cfg.changesKeep < 0:
@@ -432,21 +539,38 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 	return nil
 }
 
-// checkAddr returns an error, with a hint, unless addr is host:port.
-func checkAddr(addr string) error {
+// checkAdminAddr returns an error unless the admin address is empty, or
+// host:port and not the API's address.
+func checkAdminAddr(cfg Config) error {
+	if cfg.adminAddr == "" {
+		return nil
+	}
+	if cfg.adminAddr == cfg.addr {
+		return fmt.Errorf("-admin-addr %q is -addr too: the admin listener needs an address of its own", cfg.adminAddr)
+	}
+	return checkAddrFlag("admin-addr", cfg.adminAddr)
+}
+
+// checkAddr returns an error, with a hint, unless addr, the value of -addr,
+// is host:port.
+func checkAddr(addr string) error { return checkAddrFlag("addr", addr) }
+
+// checkAddrFlag returns an error, with a hint, unless addr, the value of the
+// flag name, is host:port.
+func checkAddrFlag(name, addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err == nil {
 		if _, perr := strconv.ParseUint(port, 10, 16); perr != nil && port != "" {
 			if _, named := net.LookupPort("tcp", port); named != nil {
-				return fmt.Errorf("-addr %q: the port %q is not a number from 0 to 65535", addr, port)
+				return fmt.Errorf("-%s %q: the port %q is not a number from 0 to 65535", name, addr, port)
 			}
 		}
 	}
 	if err != nil {
 		if _, numErr := strconv.ParseUint(addr, 10, 16); numErr == nil {
-			return fmt.Errorf("-addr %s is not host:port: did you mean :%s (every interface) or 127.0.0.1:%s (this machine only)?", addr, addr, addr)
+			return fmt.Errorf("-%s %s is not host:port: did you mean :%s (every interface) or 127.0.0.1:%s (this machine only)?", name, addr, addr, addr)
 		}
-		return fmt.Errorf("-addr %q is not host:port, such as :8080 or 127.0.0.1:8080: %v", addr, err)
+		return fmt.Errorf("-%s %q is not host:port, such as :8080 or 127.0.0.1:8080: %v", name, addr, err)
 	}
 	return nil
 }
@@ -528,21 +652,6 @@ func (l sendBufferListener) Accept() (net.Conn, error) {
 	}
 	return c, err
 }
-
-// connCounter counts the connections open, for the warning at the drain
-// deadline.
-type connCounter struct{ n atomic.Int64 }
-
-func (c *connCounter) track(_ net.Conn, state http.ConnState) {
-	switch state {
-	case http.StateNew:
-		c.n.Add(1)
-	case http.StateClosed, http.StateHijacked:
-		c.n.Add(-1)
-	}
-}
-
-func (c *connCounter) open() int64 { return c.n.Load() }
 
 // Store is what the server needs of a store: the contract, and what it tells
 // and how it stops.

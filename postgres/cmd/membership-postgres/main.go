@@ -32,6 +32,9 @@ func backend() *server.Backend {
 	return &server.Backend{
 		Name:  "membership-postgres",
 		About: "It keeps its data in PostgreSQL (-database-url), which every instance on the same database shares.",
+		// The pool's connections and the one that listens (17 by default),
+		// with room for a pool_max_conns of up to 63 in the URL.
+		Descriptors: 64,
 		AddFlags: func(fs *flag.FlagSet) {
 			fs.StringVar(&url, "database-url", "", "the PostgreSQL database, as a `URL` (postgres://user:password@host:5432/db); empty: DATABASE_URL from the environment")
 		},

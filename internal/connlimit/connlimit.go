@@ -1,0 +1,381 @@
+// Package connlimit bounds what clients' connections cost the service: how
+// many are open at once, and the bytes of the request headers being read on
+// all of them. A Listener admits a connection while its budget has room.
+// When the budget is spent it closes the connections that have been idle
+// the longest to make room, so that clients who hoard idle keep-alive
+// connections cannot lock out clients who send requests; when none is idle,
+// it answers the new connection with a short 503 and closes it. The process
+// never runs out of descriptors on accept, and no connection hangs.
+//
+// A connection is idle between requests (and before its first one) while
+// the server waits for it to send something. Closing such a connection
+// never loses a request: a request whose first bytes arrive as it is closed
+// is dropped unread, never served, as when a keep-alive connection times
+// out, and an HTTP client retries it on a new connection.
+package connlimit
+
+import (
+	"cmp"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"example.com/groupmembership/internal/budget"
+)
+
+// MaxRefusing bounds the connections being refused at once: each gets its
+// 503 and lingers up to lingerTimeout so that its request's bytes do not
+// turn the close into a reset that could lose the reply. Past it, a refused
+// connection gets its reply and is closed at once. A Listener's connections
+// hold at most MaxConns + MaxRefusing + 1 descriptors.
+const MaxRefusing = 64
+
+// lingerTimeout bounds how long a refused connection is held after its 503,
+// reading what the client sent, before it is closed.
+const lingerTimeout = time.Second
+
+// lingerBytes bounds what is read from a refused connection before it is
+// closed.
+const lingerBytes = 64 << 10
+
+// logEvery spaces the warnings about refused and closed connections: under
+// an attack, one line every logEvery, with the counts.
+const logEvery = 10 * time.Second
+
+// Options configure NewListener.
+type Options struct {
+	// MaxConns is how many connections may be open at once.
+	MaxConns int
+	// HeaderBytes bounds the bytes of request headers being read on all
+	// connections at once. A connection whose headers would take more is
+	// answered 503 and closed.
+	HeaderBytes int64
+	// Name names the listener in its log lines ("api", "admin").
+	Name string
+	// Logger gets a warning, at most every 10 s, while connections are
+	// refused or closed to make room. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Listener is a net.Listener that keeps to a connection budget. Give its
+// ConnState to the http.Server that serves it: it tells the listener which
+// connections are idle and when a request's headers are read.
+type Listener struct {
+	net.Listener
+	maxConns int
+	name     string
+	logger   *slog.Logger
+	start    time.Time // idle times count from here, on the monotonic clock
+	headers  *budget.Bytes
+
+	mu    sync.Mutex         // guards conns
+	conns map[*conn]struct{} // the connections admitted and not closed
+
+	refusing atomic.Int64 // connections being answered 503 now
+	refused  atomic.Uint64
+	evicted  atomic.Uint64
+	lastLog  atomic.Int64 // when a warning was last logged, as idle times
+
+	connRefusal, headerRefusal []byte // the 503 replies, made once
+}
+
+// NewListener returns ln with the budget of o.
+func NewListener(ln net.Listener, o Options) *Listener {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Listener{
+		Listener: ln,
+		maxConns: o.MaxConns,
+		name:     o.Name,
+		logger:   o.Logger,
+		start:    time.Now(),
+		headers:  budget.New(o.HeaderBytes),
+		conns:    make(map[*conn]struct{}, min(o.MaxConns, 1024)),
+		connRefusal: unavailable("the service holds " + strconv.Itoa(o.MaxConns) +
+			" connections at most (-max-conns), none of them idle: try again shortly"),
+		headerRefusal: unavailable("the service is reading too many request headers at once " +
+			"(-header-memory): try again shortly"),
+	}
+}
+
+// unavailable is a whole HTTP reply: 503, the service's JSON error body
+// with message, and Connection: close.
+func unavailable(message string) []byte {
+	body := `{"error":{"code":"unavailable","message":` + strconv.Quote(message) + `}}`
+	return []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n" +
+		"Connection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+}
+
+// Stats are a Listener's figures, for /metrics.
+type Stats struct {
+	Open, MaxConns int
+	// Refused counts the connections answered 503 because the budget was
+	// spent with none idle; Evicted, the idle ones closed to make room.
+	Refused, Evicted uint64
+	// Headers is the budget of the request headers being read.
+	HeaderBytes, HeaderLimit int64
+	HeadersRefused           uint64
+}
+
+// Stats returns the listener's figures now.
+func (l *Listener) Stats() Stats {
+	l.mu.Lock()
+	open := len(l.conns)
+	l.mu.Unlock()
+	return Stats{
+		Open: open, MaxConns: l.maxConns, Refused: l.refused.Load(), Evicted: l.evicted.Load(),
+		HeaderBytes: l.headers.Used(), HeaderLimit: l.headers.Limit(), HeadersRefused: l.headers.Refused(),
+	}
+}
+
+// Accept returns the next connection the budget admits. The others are
+// answered 503 and closed, and never returned.
+func (l *Listener) Accept() (net.Conn, error) {
+	for {
+		nc, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if c := l.admit(nc); c != nil {
+			return c, nil
+		}
+		l.refuse(nc)
+	}
+}
+
+// admit adds nc to the open connections when the budget has room, making
+// room by closing the longest idle ones when it has none, and returns it;
+// nil when every connection is busy.
+func (l *Listener) admit(nc net.Conn) *conn {
+	c := &conn{Conn: nc, l: l}
+	c.readingHeaders.Store(true)
+	c.idleSince.Store(l.now())
+	if l.add(c) {
+		return c
+	}
+	l.evictIdle()
+	if l.add(c) {
+		return c
+	}
+	return nil
+}
+
+// add adds c when the budget has room, and reports whether it did.
+func (l *Listener) add(c *conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.conns) >= l.maxConns {
+		return false
+	}
+	l.conns[c] = struct{}{}
+	return true
+}
+
+// remove removes c from the open connections.
+func (l *Listener) remove(c *conn) {
+	l.mu.Lock()
+	delete(l.conns, c)
+	l.mu.Unlock()
+}
+
+// evictBatch is how many idle connections one eviction closes: a 64th of
+// the budget, so that a flood of new connections scans the open ones once
+// every evictBatch accepts rather than on each.
+func (l *Listener) evictBatch() int { return max(1, l.maxConns/64) }
+
+// evictIdle closes the connections that have been idle the longest, at most
+// evictBatch of them.
+func (l *Listener) evictIdle() {
+	victims := l.longestIdle(l.evictBatch())
+	n := 0
+	for _, c := range victims {
+		if c.state.CompareAndSwap(stateIdle, stateEvicted) {
+			_ = c.Close()
+			n++
+		}
+	}
+	if n > 0 {
+		l.evicted.Add(uint64(n))
+		l.warn("the connection budget is spent: closing the connections idle the longest to make room",
+			"closed_total", l.evicted.Load())
+	}
+}
+
+// longestIdle returns up to n of the idle connections, the longest idle
+// first.
+func (l *Listener) longestIdle(n int) []*conn {
+	l.mu.Lock()
+	idle := make([]*conn, 0, len(l.conns))
+	for c := range l.conns {
+		if c.evictable() {
+			idle = append(idle, c)
+		}
+	}
+	l.mu.Unlock()
+	slices.SortFunc(idle, func(a, b *conn) int { return cmp.Compare(a.idleSince.Load(), b.idleSince.Load()) })
+	return idle[:min(n, len(idle))]
+}
+
+// refuse answers nc 503 and closes it, lingering in the background while
+// fewer than MaxRefusing others do.
+func (l *Listener) refuse(nc net.Conn) {
+	l.refused.Add(1)
+	l.warn("the connection budget is spent and no connection is idle: refusing new connections with 503",
+		"max_conns", l.maxConns, "refused_total", l.refused.Load())
+	if l.refusing.Add(1) > MaxRefusing {
+		l.refusing.Add(-1)
+		_ = nc.SetWriteDeadline(time.Now().Add(lingerTimeout))
+		_, _ = nc.Write(l.connRefusal) // a new connection's send buffer takes it at once
+		_ = nc.Close()
+		return
+	}
+	go func() {
+		defer l.refusing.Add(-1)
+		answerAndClose(nc, l.connRefusal)
+	}()
+}
+
+// answerAndClose writes reply to nc, ends its sending side, and reads what
+// the client sent until it closes its side or lingerTimeout passes, before
+// closing: closing with unread bytes would reset the connection, which
+// could discard the reply before the client reads it.
+func answerAndClose(nc net.Conn, reply []byte) {
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(lingerTimeout))
+	if _, err := nc.Write(reply); err != nil {
+		return
+	}
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	buf := make([]byte, 512)
+	for read := 0; read < lingerBytes; {
+		n, err := nc.Read(buf)
+		read += n
+		if err != nil {
+			return
+		}
+	}
+}
+
+// warn logs msg with args at most once every logEvery.
+func (l *Listener) warn(msg string, args ...any) {
+	now, last := l.now(), l.lastLog.Load()
+	if last != 0 && now-last < int64(logEvery) || !l.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	l.logger.Warn(msg, append([]any{"listener", l.name}, args...)...)
+}
+
+// now is the time since the listener started, in nanoseconds.
+func (l *Listener) now() int64 { return int64(time.Since(l.start)) }
+
+// ConnState is the http.Server's ConnState hook: it marks a connection idle
+// once its reply is sent, and its headers read once its request is.
+func (l *Listener) ConnState(nc net.Conn, state http.ConnState) {
+	c, ok := nc.(*conn)
+	if !ok {
+		return
+	}
+	switch state {
+	case http.StateIdle:
+		c.idleSince.Store(l.now())
+		c.state.Store(stateIdle)
+		c.readingHeaders.Store(true)
+	case http.StateActive:
+		c.state.Store(stateBusy)
+		c.headersRead()
+	case http.StateClosed, http.StateHijacked:
+		c.headersRead()
+	}
+}
+
+// The states of a connection.
+const (
+	stateIdle    int32 = iota // waiting for a request: closed first to make room
+	stateBusy                 // a request is being read or served
+	stateEvicted              // closed to make room: a read that returns data drops it
+)
+
+// errEvicted is what a read of a connection closed to make room returns.
+var errEvicted = errors.New("connection closed to make room for others (the connection budget is spent)")
+
+// errHeaderBudget is what a read returns when the request headers being
+// read on every connection would take more than the budget.
+var errHeaderBudget = errors.New("request headers refused: the budget of the headers being read is spent")
+
+// conn is an admitted connection.
+type conn struct {
+	net.Conn
+	l *Listener
+
+	state atomic.Int32
+	// reading is set while a Read waits: an idle connection that is
+	// reading holds nothing the server has not answered.
+	reading   atomic.Bool
+	idleSince atomic.Int64 // when it last became idle, as Listener.now
+	// readingHeaders is set while a request's line and headers are read:
+	// its bytes are taken from the listener's headers budget, into
+	// headerBytes, until the server has read them.
+	readingHeaders atomic.Bool
+	headerBytes    atomic.Int64
+	closed         atomic.Bool
+}
+
+// evictable reports whether c may be closed to make room: it is idle, and
+// waiting for bytes.
+func (c *conn) evictable() bool { return c.state.Load() == stateIdle && c.reading.Load() }
+
+// Read reads from the connection. The first bytes of a request make an
+// idle connection busy; if it was closed to make room, they are dropped.
+// While headers are read, their bytes are taken from the headers budget,
+// and a read the budget cannot take is answered 503 and fails.
+func (c *conn) Read(b []byte) (int, error) {
+	c.reading.Store(true)
+	n, err := c.Conn.Read(b)
+	c.reading.Store(false)
+	if n == 0 {
+		return n, err
+	}
+	if c.state.Load() != stateBusy && !c.state.CompareAndSwap(stateIdle, stateBusy) {
+		return 0, c.readError(errEvicted)
+	}
+	if c.readingHeaders.Load() {
+		if !c.l.headers.TryTake(int64(n)) {
+			_ = c.SetWriteDeadline(time.Now().Add(lingerTimeout))
+			_, _ = c.Conn.Write(c.l.headerRefusal) // the connection is idle: nothing else writes
+			return 0, c.readError(errHeaderBudget)
+		}
+		c.headerBytes.Add(int64(n))
+	}
+	return n, err
+}
+
+// readError is err as net/http takes a failed read: it closes the
+// connection without a word.
+func (c *conn) readError(err error) error {
+	return &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+}
+
+// headersRead gives back what the headers being read took.
+func (c *conn) headersRead() {
+	c.readingHeaders.Store(false)
+	c.l.headers.Give(c.headerBytes.Swap(0))
+}
+
+// Close closes the connection and takes it out of the budget, once.
+func (c *conn) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	err := c.Conn.Close()
+	c.l.remove(c)
+	return err
+}
