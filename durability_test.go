@@ -62,6 +62,12 @@ func launch(t *testing.T, env []string, untilReady bool, args ...string) *proces
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-addr", "127.0.0.1:0", "-log-format", "json"}, args...)...)
 	cmd.Env = append(append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1"), env...)
+	return launchCmd(t, cmd, untilReady)
+}
+
+// launchCmd starts cmd, the program, and waits as launch does.
+func launchCmd(t *testing.T, cmd *exec.Cmd, untilReady bool) *process {
+	t.Helper()
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())

@@ -400,6 +400,9 @@ func TestMetricsShowTheConnectionLimits(t *testing.T) {
 	require.Equal(t, 200, status)
 	assert.Contains(t, body, "\nmembership_max_header_bytes 8192\n")
 	assert.Contains(t, body, "\nmembership_conn_send_buffer_bytes 262144\n")
+	assert.Contains(t, body, "\nmembership_connections{listener=\"api\"} ")
+	assert.Contains(t, body, "\nmembership_changes_waiters_limit 1000\n")
+	assert.Contains(t, body, "\nmembership_memory_limit_bytes{budget=\"request_headers\"} 33554432\n")
 }
 
 // -probe exits 0 when the URL answers 200 within a second, and 1 with the

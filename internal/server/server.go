@@ -417,7 +417,7 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.addr, "addr", ":8080", "`address` to listen on, host:port")
 	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "`address` of a second listener, host:port, that serves only /healthz, /readyz and /metrics, with its own 16 connections, so that probes and scrapes never queue behind clients; empty: MEMBERSHIP_ADMIN_ADDR from the environment, or none")
-	fs.IntVar(&cfg.maxConns, "max-conns", 0, "most client connections open at once; past it the longest idle are closed to make room, and with none idle a new one gets 503; 0: the descriptor limit (ulimit -n) less what the service keeps for itself, at most 10000")
+	fs.IntVar(&cfg.maxConns, "max-conns", 0, "most client connections open at once; past it the longest idle are closed to make room, and with none idle a new one gets 503; 0: the descriptor limit (ulimit -n) less what the service keeps for itself, at most 8192")
 	fs.Int64Var(&cfg.headerMemory, "header-memory", defaultHeaderMemory, "memory for the request lines and headers being read on all connections at once, in `bytes`; past it, a connection gets 503")
 	fs.IntVar(&cfg.maxWaiters, "max-waiters", httpapi.DefaultMaxWaiters, "most /changes long polls waiting at once; past it, a poll is answered at once, with Retry-After")
 	fs.Int64Var(&cfg.maxBodyBytes, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body accepted, in `bytes`")
