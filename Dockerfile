@@ -18,8 +18,10 @@ COPY --from=build /out/membership /membership
 COPY --from=build --chown=65532:65532 /out/data /data
 USER nonroot:nonroot
 EXPOSE 8080
-# The image has no shell and no curl: the binary probes itself. Change the
-# URL with the port (-addr).
+# The image has no shell and no curl: the binary probes itself. A path alone
+# asks 127.0.0.1:8080, or the admin listener when MEMBERSHIP_ADMIN_ADDR sets
+# one (docker run -e MEMBERSHIP_ADMIN_ADDR=:9090), which clients never
+# crowd out.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-  CMD ["/membership", "-probe", "http://127.0.0.1:8080/readyz"]
+  CMD ["/membership", "-probe", "/readyz"]
 ENTRYPOINT ["/membership"]

@@ -104,6 +104,41 @@ func TestWritesPastTheBodyBudgetAreRefused(t *testing.T) {
 	assert.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[7]", formType).Code)
 }
 
+// The users a change decodes count against the memory for bodies while it
+// is applied: a body that fits, with users that do not, is refused; the
+// same change alone is served.
+func TestDecodedUsersCountAgainstTheBodyBudget(t *testing.T) {
+	st := store.NewMemory()
+	h := httpapi.NewHandler(membership.NewService(st, 1000), httpapi.Options{BodyMemoryBytes: 4096, MaxBodyBytes: 2048})
+	manyUsers := "users=[1" + strings.Repeat(",2", 400) + "]" // 811 bytes, 401 users of 32 bytes decoded
+
+	slowBody, slowWriter := io.Pipe()
+	slow := httptest.NewRequest("POST", "/group-user/slow", slowBody)
+	slow.Header.Set("Content-Type", formType)
+	slowDone := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, slow)
+		slowDone <- w
+	}()
+	_, err := slowWriter.Write([]byte("users=[1"))
+	require.NoError(t, err) // returns once the handler has read it: it holds its first buffer
+
+	w := do(h, "POST", "/group-user/g", manyUsers, formType)
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code, w.Body.String())
+	assert.Contains(t, w.Body.String(), "request bodies")
+	assert.Equal(t, `[]`, do(h, "GET", "/group-user/g", "", "").Body.String(), "nothing was changed")
+
+	go func() {
+		_, _ = slowWriter.Write([]byte("]"))
+		slowWriter.Close()
+	}()
+	assert.Equal(t, http.StatusOK, (<-slowDone).Code)
+	w = do(h, "POST", "/group-user/g", manyUsers, formType)
+	assert.Equal(t, http.StatusOK, w.Code, "alone, it is served: %s", w.Body.String())
+	assert.Equal(t, "2", w.Body.String())
+}
+
 // /readyz is 503, with the store's reason, whenever the store cannot take
 // writes, and the membership_store_writable gauge says 0.
 func TestReadyzSaysWhenTheStoreCannotTakeWrites(t *testing.T) {

@@ -24,9 +24,12 @@ func handleChangeMembers(svc *membership.Service, apply changeFunc, maxBodyBytes
 			writeError(w, r, err)
 			return
 		}
-		defer bodies.Give(req.held)
+		defer func() { bodies.Give(req.held) }()
 		groupID := r.PathValue("groupID")
 		users, err := decodeUsers(groupID, req.users, svc.MaxUsers())
+		if err == nil {
+			req.held, err = holdDecoded(bodies, req.held, users)
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -39,6 +42,22 @@ func handleChangeMembers(svc *membership.Service, apply changeFunc, maxBodyBytes
 		w.Header()["X-Revision"] = []string{strconv.FormatUint(uint64(res.Revision), 10)}
 		writeJSON(w, http.StatusOK, strconv.AppendInt(nil, int64(res.Count), 10))
 	})
+}
+
+// holdDecoded takes from bodies the memory of the decoded users, with that
+// of the body they were decoded from (held), for as long as the change is
+// applied, and returns what is held then. The body's take is given back and
+// both are taken at once, so that a change alone is served whatever its
+// size, as a body alone is.
+//
+// Errors: CodeUnavailable.
+func holdDecoded(bodies *budget.Bytes, held int64, users []membership.User) (int64, error) {
+	both := held + int64(cap(users))*int64(unsafe.Sizeof(membership.User{}))
+	bodies.Give(held)
+	if !bodies.TryTake(both) {
+		return 0, bodiesBusy()
+	}
+	return both, nil
 }
 
 // changeFunc applies a decoded change to svc.
