@@ -275,6 +275,7 @@ func TestSecondProcessOnTheSameDirectoryIsRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, 1, cmd.ProcessState.ExitCode())
 	assert.Contains(t, string(out), "in use by another process")
+	assert.NotContains(t, string(out), "listening", "refused before it listens")
 }
 
 // Deleting LOCK under a running service must not let a second one in.

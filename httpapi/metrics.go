@@ -176,6 +176,8 @@ func writeStoreStats(w *metrics.Writer, s store.Stats) {
 	}
 	w.Gauge("membership_log_bytes", "Size of the write-ahead log being written, in bytes; it restarts at each snapshot.", float64(disk.LogBytes))
 	w.Counter("membership_fsyncs_total", "fsyncs of the write-ahead log: one per batch of changes (group commit).", float64(disk.Fsyncs))
+	w.Counter("membership_mark_writes_total", "Writes of MARK (how far the log is known complete), each one fsync: at most 4 a second, only while the log grows.", float64(disk.MarkWrites))
+	w.Counter("membership_mark_write_failures_total", "Writes of MARK that failed; changes are still taken, but a log cut after a crash may go unnoticed back to the last mark written.", float64(disk.MarkFailures))
 	w.Family("membership_fsync_duration_seconds", "histogram", "Time fsync of the write-ahead log took.")
 	disk.FsyncDurations.Write(w, "membership_fsync_duration_seconds", nil)
 	w.Counter("membership_snapshots_total", "Snapshots written since the process started.", float64(disk.Snapshots))

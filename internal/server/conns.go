@@ -8,6 +8,7 @@ import (
 	"example.com/groupmembership/internal/connlimit"
 	"example.com/groupmembership/internal/fdlimit"
 	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/internal/store"
 )
 
 // The connection budget. Every connection holds a descriptor, and memory:
@@ -31,9 +32,6 @@ const (
 	// defaultHeaderMemory is the default of -header-memory: 512 requests'
 	// headers of the largest size -max-header allows by default.
 	defaultHeaderMemory = 32 << 20
-	// dataDirDescriptors bounds the files a data directory holds open at
-	// once.
-	dataDirDescriptors = 16
 )
 
 // connPlan is how the descriptors are shared out.
@@ -79,7 +77,7 @@ func planConns(cfg Config, backend *Backend) (connPlan, error) {
 func reservedDescriptors(cfg Config, backend *Backend) int {
 	n := ownDescriptors + connlimit.MaxRefusing + 1
 	if cfg.dataDir != "" {
-		n += dataDirDescriptors
+		n += store.MaxOpenFiles
 	}
 	if backend != nil {
 		n += backend.Descriptors

@@ -133,7 +133,20 @@ func run(ctx context.Context, backend *Backend, args []string, getenv func(strin
 		logger.Warn("no token: anyone who can reach the service can change memberships (see -token-file)")
 	}
 	svc := newService(cfg, plan, token, logger, logOut)
-	svc.open = func(ctx context.Context) (Store, error) { return openStore(cfg, logger) }
+	lock, err := lockDataDir(cfg, backend)
+	if err != nil {
+		return err
+	}
+	svc.open = func(ctx context.Context) (Store, error) {
+		owned := lock
+		lock = nil // OpenDurable owns it now, and releases it
+		return openStore(cfg, owned, logger)
+	}
+	defer func() {
+		if lock != nil {
+			_ = lock.Release()
+		}
+	}()
 	if backend != nil {
 		svc.open = func(ctx context.Context) (Store, error) {
 			return backend.Open(ctx, StoreOptions{
@@ -664,8 +677,18 @@ type Store interface {
 	Close() error
 }
 
-// openStore opens the store the flags ask for.
-func openStore(cfg Config, logger *slog.Logger) (Store, error) {
+// lockDataDir locks -data-dir, if given, before the service listens: a
+// second process on a directory in use leaves without a word of serving.
+func lockDataDir(cfg Config, backend *Backend) (*store.DataDirLock, error) {
+	if cfg.dataDir == "" || backend != nil {
+		return nil, nil
+	}
+	return store.LockDataDir(cfg.dataDir)
+}
+
+// openStore opens the store the flags ask for, in the directory that lock
+// holds.
+func openStore(cfg Config, lock *store.DataDirLock, logger *slog.Logger) (Store, error) {
 	if cfg.dataDir == "" {
 		logger.Info("keeping data in memory only: it is lost when the process exits (see -data-dir)")
 		return store.NewMemoryWith(store.MemoryOptions{ChangesKeep: cfg.changesKeep, ChangesKeepBytes: cfg.changesKeepBytes}), nil
@@ -679,6 +702,7 @@ func openStore(cfg Config, logger *slog.Logger) (Store, error) {
 		ChangesKeepBytes: cfg.changesKeepBytes,
 		CommitTimeout:    cfg.commitTimeout,
 		QueueBytes:       cfg.commitQueueBytes,
+		Lock:             lock,
 	})
 	if err != nil {
 		return nil, err

@@ -39,6 +39,11 @@
 // it starts and Close after it stopped. A snapshot is copied by the
 // committer (nothing else changes Memory, so the copy is consistent) and
 // written by a goroutine of its own, which touches only files and atomics
-// (snapping, stats) and is waited for by snapshotWG. Writable, Metrics and
-// Budgets read atomics only, from any goroutine.
+// (snapping, stats) and is waited for by snapshotWG. The marker goroutine
+// (markLoop) writes MARK from Durable.synced, which the committer sets under
+// syncedMu after each fsync of the log; marker.mu serializes the writes of
+// MARK and is held across their fsync. Neither lock is held while another is
+// taken, and the committer never waits for the marker: a slow MARK delays
+// no change. Writable, Metrics and Budgets read atomics only, from any
+// goroutine.
 package store

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"example.com/groupmembership/internal/budget"
@@ -35,6 +34,25 @@ const (
 	DefaultCommitTimeout = 5 * time.Second
 	DefaultQueueBytes    = 64 << 20
 )
+
+// MaxOpenFiles is the most file descriptors a Durable holds open at once,
+// from the lock (LockDataDir, or OpenDurable) to Close, for a caller that
+// keeps a reserve of descriptors for its data directory:
+//
+//   - 2 for the lock, held throughout: the directory itself and LOCK;
+//   - 1 for MARK, held throughout (written in place);
+//   - 2 for the committer goroutine: the log, and either the next log while
+//     a snapshot switches to it, or one file at a time that it opens and
+//     closes (a new log being created, DATA or its temporary file, the
+//     directory to fsync, a file to fsync after a failed write, the probe
+//     of a failing disk);
+//   - 1 for the snapshot goroutine, one file at a time: its temporary file,
+//     the directory to fsync, the snapshot read back, the directory listed.
+//
+// The marker goroutine opens nothing. Recovery, before the goroutines
+// start, holds the lock, the log, MARK and one file at a time at most;
+// Close, after they stopped, the lock, the log, MARK and one more.
+const MaxOpenFiles = 6
 
 // probeInterval is how often a store whose last write failed tries the disk
 // again by itself, so that it says it is writable again without waiting for
@@ -71,12 +89,51 @@ type DurableOptions struct {
 	// NoGroupCommit gives every change its own write and fsync, for
 	// measuring what group commit buys. Never set it in production.
 	NoGroupCommit bool
+	// Lock is the directory's lock, taken by LockDataDir: OpenDurable then
+	// holds it, and releases it on Close or when it fails. When nil,
+	// OpenDurable takes it.
+	Lock *DataDirLock
 
-	// openLog opens a log file for appending, and probe checks that the
-	// directory takes writes (see probeDisk); tests replace them to simulate
-	// failing disks.
-	openLog func(path string) (logFile, error)
-	probe   func(dir string) error
+	// openLog opens a log file for appending, openMark the mark, and probe
+	// checks that the directory takes writes (see probeDisk); tests replace
+	// them to simulate failing disks.
+	openLog  func(path string) (logFile, error)
+	openMark func(path string) (markFile, error)
+	probe    func(dir string) error
+	// markEvery is how often the mark is written, at most; markInterval
+	// when 0. Tests set it long, and write the mark with markNow.
+	markEvery time.Duration
+}
+
+// withDefaults returns opts with every unset field set to its default.
+func (opts DurableOptions) withDefaults() DurableOptions {
+	if opts.SnapshotBytes <= 0 {
+		opts.SnapshotBytes = DefaultSnapshotBytes
+	}
+	if opts.CommitTimeout <= 0 {
+		opts.CommitTimeout = DefaultCommitTimeout
+	}
+	if opts.QueueBytes <= 0 {
+		opts.QueueBytes = DefaultQueueBytes
+	}
+	if opts.openLog == nil {
+		opts.openLog = func(path string) (logFile, error) {
+			return wal.OpenAppend(path)
+		}
+	}
+	if opts.openMark == nil {
+		opts.openMark = openMarkFile
+	}
+	if opts.probe == nil {
+		opts.probe = writeProbe
+	}
+	if opts.markEvery <= 0 {
+		opts.markEvery = markInterval
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return opts
 }
 
 // logFile is what the durable store writes its log through.
@@ -95,8 +152,10 @@ type logFile interface {
 // commit). Reads are served from memory and never touch the disk.
 //
 // Files in the directory: LOCK (held with flock while open, as is the
-// directory itself), log-N.wal (the log, N counting up), snapshot-N.snap
-// (the whole state before log-N.wal). The directory is 0700, the files 0600.
+// directory itself), DATA (what the directory holds, see dataFileName),
+// MARK (how far the newest log is known complete, see mark.go), log-N.wal
+// (the log, N counting up), snapshot-N.snap (the whole state before
+// log-N.wal). The directory is 0700, the files 0600.
 type Durable struct {
 	// Reads serve the reads from memory, which holds what was replayed
 	// and loaded from the snapshot at start: the feed continues across
@@ -106,11 +165,12 @@ type Durable struct {
 	dir    string
 	opts   DurableOptions
 	logger *slog.Logger
-	lock   dirLock
+	lock   *DataDirLock
 
-	changes chan *pending
-	stop    chan struct{}
-	stopped chan struct{}
+	changes     chan *pending
+	stop        chan struct{}
+	stopped     chan struct{} // closed when the committer has stopped
+	markStopped chan struct{} // closed when the marker has stopped
 
 	// closeMu guards closed. Changes are queued under its read lock, so that
 	// once Close holds it no change can be queued that nobody will answer.
@@ -122,11 +182,20 @@ type Durable struct {
 	// health is what Writable reports; the committer sets it.
 	health health
 
-	// lockExisted says whether LOCK was there before this open: with
-	// nothing else there, a directory whose files were deleted.
-	lockExisted bool
 	// dataMissing says that the directory had no DATA at the start.
 	dataMissing bool
+	// startMark is the mark found at the start; startMarkOK says that it
+	// checked out and is this directory's, and so is checked against the
+	// newest log.
+	startMark   markSlot
+	startMarkOK bool
+
+	// marker writes MARK, in a goroutine of its own (markLoop), from
+	// synced, which the committer sets after each fsync of the log.
+	marker *marker
+	// syncedMu guards synced; never held while another lock is taken.
+	syncedMu sync.Mutex
+	synced   logMark
 
 	// The committer goroutine owns everything below (recover before it
 	// starts, and Close after it stopped, touch it too), but snapshotWG and
@@ -172,6 +241,7 @@ type durableStats struct {
 type pending struct {
 	req  *request
 	cost int64 // taken from queue until answered
+	res  membership.Result
 	done chan result
 }
 
@@ -186,56 +256,43 @@ var _ membership.Store = (*Durable)(nil)
 // holds and starts taking changes. Only one process may have a directory
 // open. Close it to stop.
 func OpenDurable(dir string, opts DurableOptions) (*Durable, error) {
-	if opts.SnapshotBytes <= 0 {
-		opts.SnapshotBytes = DefaultSnapshotBytes
-	}
-	if opts.CommitTimeout <= 0 {
-		opts.CommitTimeout = DefaultCommitTimeout
-	}
-	if opts.QueueBytes <= 0 {
-		opts.QueueBytes = DefaultQueueBytes
-	}
-	if opts.openLog == nil {
-		opts.openLog = func(path string) (logFile, error) {
-			return wal.OpenAppend(path)
-		}
-	}
-	if opts.probe == nil {
-		opts.probe = writeProbe
-	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	if err := makePrivateDir(dir, logger); err != nil {
-		return nil, err
-	}
-	_, statErr := os.Stat(filepath.Join(dir, "LOCK"))
-	lock, err := lockDir(dir)
+	lock, err := takeLock(dir, opts.Lock)
 	if err != nil {
 		return nil, err
 	}
-	d := &Durable{
-		mem:     NewMemoryWith(MemoryOptions{ChangesKeep: opts.ChangesKeep, ChangesKeepBytes: opts.ChangesKeepBytes}),
-		dir:     dir,
-		opts:    opts,
-		logger:  logger,
-		lock:    lock,
-		changes: make(chan *pending, maxBatch),
-		queue:   budget.New(opts.QueueBytes),
-		stop:    make(chan struct{}),
-		stopped: make(chan struct{}),
+	d, err := openDurable(dir, opts.withDefaults(), lock)
+	if err != nil {
+		_ = lock.Release()
+		return nil, err
+	}
+	return d, nil
+}
 
-		lockExisted: statErr == nil,
+// openDurable opens dir, which lock holds, as OpenDurable does.
+func openDurable(dir string, opts DurableOptions, lock *DataDirLock) (*Durable, error) {
+	if err := makePrivateDir(dir, opts.Logger); err != nil {
+		return nil, err
+	}
+	d := &Durable{
+		mem:         NewMemoryWith(MemoryOptions{ChangesKeep: opts.ChangesKeep, ChangesKeepBytes: opts.ChangesKeepBytes}),
+		dir:         dir,
+		opts:        opts,
+		logger:      opts.Logger,
+		lock:        lock,
+		changes:     make(chan *pending, maxBatch),
+		queue:       budget.New(opts.QueueBytes),
+		stop:        make(chan struct{}),
+		stopped:     make(chan struct{}),
+		markStopped: make(chan struct{}),
 	}
 	d.Reads = ReadsOf(d.mem)
 	d.stats.fsyncDuration = metrics.NewHistogram(metrics.DefaultDurationBuckets)
 	if err := d.recover(); err != nil {
-		lock.Close()
 		return nil, err
 	}
 	d.stats.logBytes.Store(d.logSize)
 	go d.commitLoop()
+	go d.markLoop()
 	return d, nil
 }
 
@@ -256,6 +313,7 @@ func (d *Durable) Close() error {
 	finished := make(chan struct{})
 	go func() {
 		<-d.stopped
+		<-d.markStopped
 		d.snapshotWG.Wait()
 		close(finished)
 	}()
@@ -273,7 +331,7 @@ func (d *Durable) Close() error {
 		d.data.closedLog, d.data.closedSize = d.logSeq, d.logSize
 		err = d.data.write(d.dir)
 	}
-	return errors.Join(err, d.lock.Close())
+	return errors.Join(err, d.marker.close(), d.lock.Release())
 }
 
 // Epoch implements membership.Store: the data directory's, kept in DATA.
@@ -327,43 +385,6 @@ func makePrivateDir(dir string, logger *slog.Logger) error {
 		logger.Warn("the data directory was open to other users: made it 0700", "dir", dir, "was", info.Mode().Perm())
 	}
 	return nil
-}
-
-// dirLock holds the locks of a data directory.
-type dirLock struct {
-	dir, file *os.File
-}
-
-func (l dirLock) Close() error {
-	return errors.Join(l.file.Close(), l.dir.Close())
-}
-
-// lockDir takes an exclusive flock on the directory itself, which cannot be
-// deleted while it is open, so that removing a file cannot let a second
-// process in. It holds LOCK too, for the versions that locked only that.
-func lockDir(dir string) (dirLock, error) {
-	inUse := func(err error) error {
-		return fmt.Errorf("the data directory %s is in use by another process (%v)", dir, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return dirLock{}, err
-	}
-	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		d.Close()
-		return dirLock{}, inUse(err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, fileMode)
-	if err != nil {
-		d.Close()
-		return dirLock{}, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		d.Close()
-		return dirLock{}, inUse(err)
-	}
-	return dirLock{dir: d, file: f}, nil
 }
 
 func logPath(dir string, seq uint64) string {
@@ -590,7 +611,11 @@ func (d *Durable) commitBatch(buf []byte, batch []*pending) {
 		return
 	}
 	for _, p := range batch {
-		d.answer(p, result{res: d.apply(p.req)})
+		p.res = d.apply(p.req)
+	}
+	d.setSynced() // before the answers: a change acknowledged is in the next mark
+	for _, p := range batch {
+		d.answer(p, result{res: p.res})
 	}
 	if d.logSize >= d.opts.SnapshotBytes && !d.snapping.Load() {
 		// Starting a new log writes and fsyncs too: a stuck disk here
@@ -740,6 +765,7 @@ func (d *Durable) startSnapshot() {
 	_ = d.log.Close()
 	d.log, d.logSeq, d.logSize = newLog, next, wal.HeaderSize
 	d.stats.logBytes.Store(d.logSize)
+	d.setSynced() // supersedes the mark of the old log, which stays whole
 	start := time.Now()
 	st := d.mem.exportState(false) // consistent: only this goroutine changes memory
 	d.snapping.Store(true)

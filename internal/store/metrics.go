@@ -52,6 +52,10 @@ type DiskStats struct {
 	QueueBytes int64
 	QueueLimit int64
 	QueueFull  uint64
+	// MARK (how far the log is known complete): the writes, each one
+	// fsync, and those that failed.
+	MarkWrites   uint64
+	MarkFailures uint64
 }
 
 // Stats returns the store's figures.
@@ -82,6 +86,8 @@ func (d *Durable) Stats() Stats {
 		QueueBytes:     d.queue.Used(),
 		QueueLimit:     d.queue.Limit(),
 		QueueFull:      d.stats.queueFull.Load(),
+		MarkWrites:     d.marker.writes.Load(),
+		MarkFailures:   d.marker.failures.Load(),
 	}
 	return s
 }

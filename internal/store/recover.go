@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"example.com/groupmembership/internal/fileheader"
 	"example.com/groupmembership/internal/wal"
 )
 
@@ -23,7 +24,8 @@ import (
 // it ends. A file missing from the chain is refused, naming it. A damaged
 // newest snapshot is refused too, naming -repair when an older snapshot and
 // the logs after it are there to recover every change from: the store keeps
-// them until a newer snapshot has been written and read back.
+// them until a newer snapshot has been written and read back. The newest
+// log is checked against MARK (see mark.go), which is then written anew.
 func (d *Durable) recover() error {
 	if err := removeTemps(d.dir); err != nil {
 		return err
@@ -36,6 +38,7 @@ func (d *Durable) recover() error {
 	if err != nil {
 		return err
 	}
+	d.readStartMark()
 	base, err := d.loadSnapshot(snapshots, logs)
 	if err != nil {
 		return err
@@ -60,7 +63,14 @@ func (d *Durable) recover() error {
 	if err != nil {
 		return err
 	}
-	return d.openLog(version)
+	if err := d.openLog(version); err != nil {
+		return err
+	}
+	if err := d.startMarker(); err != nil {
+		d.log.Close()
+		return err
+	}
+	return nil
 }
 
 // readData reads DATA into d.data, and says whether it was there. A
@@ -74,7 +84,7 @@ func (d *Durable) readData(hasLogs, hasSnapshots bool) (bool, error) {
 	}
 	if !hasData {
 		d.dataMissing = hasLogs
-		if !hasLogs && !hasSnapshots && d.lockExisted {
+		if !hasLogs && !hasSnapshots && d.lock.existed {
 			return false, fmt.Errorf("the data directory %s has a LOCK but no %s, no log and no snapshot: its files were deleted "+
 				"(or its first start stopped before it wrote any); refusing to start empty. Restore them from a backup, "+
 				"or delete %s to start with no data", d.dir, dataFileName, filepath.Join(d.dir, "LOCK"))
@@ -349,26 +359,28 @@ func (d *Durable) checkNewestLog(newest uint64) error {
 // replay applies the records of log seq, in one pass, and returns the size
 // of its valid part and its format version. An incomplete frame at the very
 // end of the last log is a write a crash tore: it is cut away with a
-// warning. Any other record that does not check out, a torn one in an
-// earlier log included, is damage: refused, naming the file and offset,
-// unless Repair is set; then the log is cut there and what is cut, with
-// every later log, is moved into a repair directory.
+// warning, unless MARK says the log was fsynced further (checkMark). Any
+// other record that does not check out, a torn one in an earlier log
+// included, is damage: refused, naming the file and offset, unless Repair
+// is set; then the log is cut there and what is cut, with every later log,
+// is moved into a repair directory.
 func (d *Durable) replay(seq uint64, last bool, later []uint64) (size int64, version int, err error) {
 	path := logPath(d.dir, seq)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0, 0, err
 	}
-	if len(data) < wal.HeaderSize && last {
-		// A crash while the log was being created: start it again.
-		d.logger.Warn("log header torn by a crash; rewriting it", "file", path)
-		if err := os.WriteFile(path, wal.Header(uint64(d.mem.feed.stats().last), d.data.id), fileMode); err != nil {
+	cut := false
+	if last {
+		if cut, err = d.checkMark(seq, int64(len(data))); err != nil {
 			return 0, 0, err
 		}
-		return wal.HeaderSize, wal.Version, wal.SyncFile(path)
+		if len(data) < wal.HeaderSize {
+			return wal.HeaderSize, wal.Version, d.rewriteTornHeader(path)
+		}
 	}
-	if err := d.checkLogHeader(path, data); err != nil {
-		return 0, 0, err
+	if err := d.checkLogHeader(seq, data, later); err != nil {
+		return wal.HeaderSize, wal.Version, err // errLogsRemoved after a repair
 	}
 	res, err := wal.Read(data, func(payload []byte) error {
 		c, err := decodeRequest(payload)
@@ -386,6 +398,8 @@ func (d *Durable) replay(seq uint64, last bool, later []uint64) (size int64, ver
 	case errors.As(err, &damage):
 	case err != nil:
 		return 0, 0, fmt.Errorf("%s: %w", path, err)
+	case res.Torn > 0 && last && cut:
+		damage = &wal.Damage{Offset: res.End, Reason: fmt.Sprintf("an incomplete record of %d bytes ends the log, which was cut", res.Torn)}
 	case res.Torn > 0 && last:
 		d.logger.Warn("truncating a torn write at the end of the log", "file", path, "offset", res.End, "bytes", res.Torn)
 		return res.End, res.Version, wal.Truncate(path, res.End)
@@ -397,14 +411,25 @@ func (d *Durable) replay(seq uint64, last bool, later []uint64) (size int64, ver
 	return damage.Offset, res.Version, d.repairDamage(seq, data, *damage, later)
 }
 
-// checkLogHeader refuses a log (of a version that has the fields) that
-// belongs to another directory, or that does not follow the state loaded
-// so far.
-func (d *Durable) checkLogHeader(path string, data []byte) error {
+// rewriteTornHeader writes the header of the log at path again: a crash
+// came while the log was being created.
+func (d *Durable) rewriteTornHeader(path string) error {
+	d.logger.Warn("log header torn by a crash; rewriting it", "file", path)
+	if err := os.WriteFile(path, wal.Header(uint64(d.mem.feed.stats().last), d.data.id), fileMode); err != nil {
+		return err
+	}
+	return wal.SyncFile(path)
+}
+
+// checkLogHeader refuses log seq (of a version that has the fields) when
+// it belongs to another directory, or does not follow the state loaded so
+// far; see repairHeader.
+func (d *Durable) checkLogHeader(seq uint64, data []byte, later []uint64) error {
 	h, err := wal.ReadHeader(data)
 	if err != nil || h.Version < 2 {
 		return nil // wal.Read says what is wrong with the header
 	}
+	path := logPath(d.dir, seq)
 	before := d.mem.feed.stats().last
 	switch {
 	case h.DirID != d.data.id && d.dataMissing:
@@ -412,13 +437,42 @@ func (d *Durable) checkLogHeader(path string, data []byte) error {
 			"the logs): refusing to start; put %s back from where the logs came from, or restore the directory with -restore "+
 			"from a backup (GET /backup)", path, h.DirID, dataFileName, dataFileName)
 	case h.DirID != d.data.id:
-		return fmt.Errorf("%s belongs to another data directory (its id is %016x, this directory's %016x): it was copied in; "+
-			"refusing to start; restore this directory's own log from a backup", path, h.DirID, d.data.id)
+		return d.repairHeader(seq, fmt.Sprintf("%s belongs to another data directory (its id is %016x, this directory's %016x): "+
+			"it was copied in, or its header is damaged at offset %d", path, h.DirID, d.data.id, fileheader.Size+8), later)
 	case h.StartRevision != uint64(before):
-		return fmt.Errorf("%s follows the state at revision %d, but the state before it is at revision %d: "+
-			"the files come from different histories; refusing to start; restore the directory from a backup", path, h.StartRevision, before)
+		return d.repairHeader(seq, fmt.Sprintf("%s follows the state at revision %d, but the state before it is at revision %d: "+
+			"the files come from different histories, or its header is damaged at offset %d", path, h.StartRevision, before, fileheader.Size), later)
 	}
 	return nil
+}
+
+// repairHeader refuses log seq, whose header does not fit (wrong says
+// how), naming the ways forward, unless Repair is set: then it moves the
+// log and the later ones into a repair directory, starts the log again
+// empty after the state loaded so far, and returns errLogsRemoved. Which
+// of the header or the records is wrong cannot be told: the records are
+// not replayed onto a state they may not follow.
+func (d *Durable) repairHeader(seq uint64, wrong string, later []uint64) error {
+	path := logPath(d.dir, seq)
+	before := d.mem.feed.stats().last
+	if !d.opts.Repair {
+		moves := filepath.Base(path)
+		if len(later) > 0 {
+			moves += fmt.Sprintf(" and the %d logs after it", len(later))
+		}
+		return fmt.Errorf("%s; refusing to start. Restore the directory from a backup, or start with -repair: it moves %s "+
+			"into a repair directory and goes on from revision %d, without the changes they hold", wrong, moves, before)
+	}
+	dir, err := d.moveToRepair(d.logPaths(append([]uint64{seq}, later...))...)
+	if err != nil {
+		return err
+	}
+	if err := d.createLog(seq, uint64(before)); err != nil {
+		return err
+	}
+	d.logger.Warn("repair: moved aside a log whose header does not fit, and the logs after it, and started it again empty: "+
+		"the changes they held are lost", "err", wrong, "moved_to", dir)
+	return errLogsRemoved
 }
 
 // repairDamage refuses damage to log seq, naming the way forward, unless

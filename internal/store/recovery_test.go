@@ -401,3 +401,73 @@ func cutNewestLogAtARecord(t *testing.T, dir string) int {
 	require.NoError(t, os.Truncate(path, res.End))
 	return res.Records
 }
+
+// A deleted newest snapshot costs nothing: the snapshot before it and the
+// logs after that one are kept until a newer one is written and read back,
+// and a crash while a snapshot is written leaves the same files. Only when
+// the logs no longer reach back to a snapshot (or to log 1) is the start
+// refused (issue 24: README said it was refused).
+func TestDurableStartsWithoutItsNewestSnapshot(t *testing.T) {
+	dir, snapshots, logs, want := sixtyWithSnapshots(t)
+	newest, older := snapshots[len(snapshots)-1], snapshots[len(snapshots)-2]
+	require.Equal(t, older, logs[0], "the logs reach back to the snapshot before the newest")
+	require.NoError(t, os.Remove(snapshotPath(dir, newest)))
+	d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
+	got, _ := storetest.ListAll(t, d, "g")
+	assert.Equal(t, want, got, "every change, from the older snapshot and its logs")
+	require.NoError(t, d.Close())
+
+	require.NoError(t, os.Remove(snapshotPath(dir, older)))
+	_, err := OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
+	require.Error(t, err, "the logs reach back to no snapshot now")
+	assert.Contains(t, err.Error(), "no snapshot is here")
+}
+
+// Damage to a log's header after its magic word and version (offset 8, the
+// revision it follows; offset 16, its directory's id) cannot be told from a
+// log of another history or directory: refused, naming -repair, which moves
+// the log aside and goes on from the state before it (issue 24).
+func TestDurableDamagedLogHeaderNamesRepair(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		offset int
+		want   string
+	}{
+		{"the revision it follows", 8, "different histories"},
+		{"its directory id", 16, "belongs to another data directory"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, snapshots, logs, _ := sixtyWithSnapshots(t)
+			newest := logs[len(logs)-1]
+			require.Equal(t, snapshots[len(snapshots)-1], newest, "the newest log follows the newest snapshot")
+			st, err := readSnapshot(snapshotPath(dir, newest))
+			require.NoError(t, err)
+			path := logPath(dir, newest)
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			data[tt.offset] ^= 0x01
+			require.NoError(t, os.WriteFile(path, data, 0o600))
+
+			_, err = OpenDurable(dir, DurableOptions{ChangesKeep: keepAll})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.Contains(t, err.Error(), filepath.Base(path))
+			assert.Contains(t, err.Error(), "-repair")
+
+			d := openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll, Repair: true})
+			assert.Equal(t, st.lastRevision, d.Stats().Revision, "the state before the log")
+			_, err = d.AddMembers(context.Background(), "g", []membership.User{{UID: 1000}})
+			require.NoError(t, err)
+			require.NoError(t, d.Close())
+			moved, err := filepath.Glob(filepath.Join(dir, "repair-*", filepath.Base(path)))
+			require.NoError(t, err)
+			require.Len(t, moved, 1, "the log is kept aside")
+			kept, err := os.ReadFile(moved[0])
+			require.NoError(t, err)
+			assert.Equal(t, data, kept)
+			d = openTestDurable(t, dir, DurableOptions{ChangesKeep: keepAll})
+			defer d.Close()
+			assert.Equal(t, st.lastRevision+1, d.Stats().Revision)
+		})
+	}
+}
