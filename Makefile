@@ -75,7 +75,7 @@ bench-overhead: bench-tools
 	go run ./bench -baseline .bench-before/service-before $(BENCHARGS)
 	rm -rf .bench-before
 
-## attack: seven attacks (hostile clients, a stalled stdout, a stuck or full disk) on the built binary on loopback, with their bounds (about 2 minutes; root for the disk attacks)
+## attack: twelve attacks (hostile clients, idle and stalled connections, long polls, a stalled stdout, a stuck or full disk, a cut log) on the built binaries on loopback, with their bounds (about 3.5 minutes; root for the disk attacks, PostgreSQL's initdb for one)
 .PHONY: attack
 attack:
 	go run ./bench/attack $(ATTACKARGS)

@@ -40,16 +40,17 @@ func logged(t *testing.T, logs *syncBuffer, msg string) map[string]any {
 }
 
 // The reserve the service keeps for itself with the default flags, memory
-// only: its own 16, and the 64 + 1 connections it may be refusing.
-const reservedDescriptors = 16 + 64 + 1
+// only: its own 16, the 64 idle connections it may be closing to make room,
+// and the 64 + 1 it may be refusing.
+const reservedDescriptors = 16 + 64 + 64 + 1
 
 // TestConnectionBudgetFollowsTheDescriptorLimit starts the program with a
-// limit of 120 descriptors, then holds 300 idle keep-alive connections: the
+// limit of 200 descriptors, then holds 300 idle keep-alive connections: the
 // budget is the limit less the reserve, the longest idle connections are
 // closed to make room, every request is answered, and accept never runs out
 // of descriptors.
 func TestConnectionBudgetFollowsTheDescriptorLimit(t *testing.T) {
-	const nofile = 120
+	const nofile = 200
 	p := launchCmd(t, limitedCommand(nofile), true)
 	budget := logged(t, p.logs, "connection budget")
 	assert.Equal(t, float64(nofile-reservedDescriptors), budget["max_conns"])
@@ -76,7 +77,7 @@ func TestConnectionBudgetFollowsTheDescriptorLimit(t *testing.T) {
 	}
 	status, body := send(t, "GET", p.base+"/metrics", "")
 	require.Equal(t, http.StatusOK, status)
-	assert.Contains(t, body, `membership_connections_limit{listener="api"} 39`)
+	assert.Contains(t, body, `membership_connections_limit{listener="api"} 55`)
 	assert.NotContains(t, body, `membership_connections_closed_idle_total{listener="api"} 0`+"\n", "idle connections were closed to make room")
 	assert.Contains(t, body, `membership_connections_refused_total{listener="api"} 0`+"\n", "none refused: there was always an idle one")
 	assert.NotContains(t, p.logs.String(), "too many open files")
@@ -126,12 +127,12 @@ func TestDescriptorLimitTooLowIsRefusedAtStart(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"too few for any connection", 90, nil,
-			"the limit of open descriptors is 90 (ulimit -n): the service keeps 81 for itself and needs 16 more at least for connections; raise the limit"},
-		{"-max-conns over the limit", 120, []string{"-max-conns", "100"},
-			"-max-conns 100 needs 181 descriptors with the 81 the service keeps for itself, over the limit of open descriptors, 120 (ulimit -n): lower -max-conns to 39 at most, or raise the limit"},
-		{"a data directory keeps more", 120, []string{"-max-conns", "39", "-data-dir", "DIR"},
-			"-max-conns 39 needs"},
+		{"too few for any connection", 150, nil,
+			"the limit of open descriptors is 150 (ulimit -n): the service keeps 145 for itself and needs 16 more at least for connections; raise the limit"},
+		{"-max-conns over the limit", 200, []string{"-max-conns", "100"},
+			"-max-conns 100 needs 245 descriptors with the 145 the service keeps for itself, over the limit of open descriptors, 200 (ulimit -n): lower -max-conns to 55 at most, or raise the limit"},
+		{"a data directory keeps more", 200, []string{"-max-conns", "55", "-data-dir", "DIR"},
+			"-max-conns 55 needs 206 descriptors with the 151 the service keeps"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			args := tt.args

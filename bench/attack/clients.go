@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -265,6 +266,16 @@ func (r *rawConns) count() (open, failed int) {
 	return len(r.conns), r.dialErr
 }
 
+// lastError is the last error of a dial, "" when none failed.
+func (r *rawConns) lastError() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastErr == nil {
+		return ""
+	}
+	return r.lastErr.Error()
+}
+
 // answered counts the connections the service has written something to,
 // by status line, without waiting: a stalled client that got a 503 was
 // refused early, one that got nothing is still held.
@@ -299,4 +310,64 @@ func (r *rawConns) closeAll() {
 		c.Close()
 	}
 	r.conns = nil
+}
+
+// peek looks at what the service sent on c, without waiting and without
+// consuming it: up to len(buf) bytes, and whether the service has closed
+// the connection (end of stream, or reset) with nothing left to read.
+func peek(c net.Conn, buf []byte) (n int, closed bool) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return 0, false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	var rerr error
+	err = raw.Read(func(fd uintptr) bool {
+		n, _, rerr = syscall.Recvfrom(int(fd), buf, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		return true
+	})
+	switch {
+	case err != nil:
+		return 0, true
+	case rerr == nil && n == 0:
+		return 0, true
+	case rerr == nil:
+		return n, false
+	case errors.Is(rerr, syscall.EAGAIN):
+		return 0, false
+	default:
+		return 0, true
+	}
+}
+
+// statusOf names what the service sent on c so far, without waiting: the
+// status of its reply ("200", "503"), "nothing yet", or "closed" when it
+// closed the connection without a reply.
+func statusOf(c net.Conn) string {
+	buf := make([]byte, 12)
+	n, closed := peek(c, buf)
+	switch {
+	case n == 12 && bytes.HasPrefix(buf, []byte("HTTP/1.1 ")):
+		return string(buf[9:12])
+	case n > 0:
+		return "other"
+	case closed:
+		return "closed"
+	default:
+		return "nothing yet"
+	}
+}
+
+// statuses tallies statusOf over the connections held.
+func (r *rawConns) statuses() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got := make(map[string]int)
+	for _, c := range r.conns {
+		got[statusOf(c)]++
+	}
+	return got
 }

@@ -1,17 +1,27 @@
-// Command attack runs seven attacks on the membership service, each against
+// Command attack runs twelve attacks on the membership service, each against
 // a fresh process on 127.0.0.1, and checks that the service stays bounded:
 // its memory grows by at most 256 MiB, a probe that reads a small group keeps
 // a p99 under 100 ms, and its goroutines come back to where they were once
-// the attack stops. It prints one table row per attack, the figures behind
-// each row, a met / NOT MET line per bound, and exits 1 when any is missed.
+// the attack stops. The attacks on connections (idle-conns, header-stall,
+// parked-polls, pg-idle-conns) probe /healthz, /readyz and /metrics too,
+// each held to the same p99, and check that the service's log has no
+// EMFILE; log-cut checks that a log cut after a crash is refused rather
+// than taken for a torn write. It prints one table row per attack, the
+// figures behind each row, a met / NOT MET line per bound, and exits 1 when
+// any is missed.
 //
 // Run it from the repository root: `go run ./bench/attack` (or `make
 // attack`). It builds the service from the working tree, or from HEAD in a
-// temporary git worktree when the working tree does not compile. Two attacks
+// temporary git worktree when the working tree does not compile; and
+// membership-postgres the same way, for pg-idle-conns, which starts a
+// throwaway PostgreSQL from the machine's initdb and pg_ctl. Two attacks
 // mount loop filesystems and one freezes its own: those need root, mkfs.ext4,
-// mount and fsfreeze, and are reported as skipped (NOT MET) without them.
-// The whole run takes under five minutes and undoes what it set up on every
-// way out, Ctrl-C included.
+// mount and fsfreeze, and are reported as skipped (NOT MET) without them, as
+// pg-idle-conns is without PostgreSQL. idle-conns holds 20,000 connections
+// in child processes of its own (each process may hold only as many
+// descriptors as the hard limit allows). The whole run takes about four
+// minutes, at most -budget, and undoes what it set up on every way out,
+// Ctrl-C included.
 package main
 
 import (
@@ -46,11 +56,27 @@ var attacks = []attackSpec{
 	{"stalled-disk", 22 * time.Second, attackStalledDisk},
 	{"full-disk", 12 * time.Second, attackFullDisk},
 	{"metrics-scale", 22 * time.Second, attackMetricsScale},
+	{"idle-conns", 30 * time.Second, attackIdleConns},
+	{"header-stall", 12 * time.Second, attackHeaderStall},
+	{"parked-polls", 20 * time.Second, attackParkedPolls},
+	{"log-cut", 5 * time.Second, attackLogCut},
+	{"pg-idle-conns", 45 * time.Second, attackPgIdleConns},
 }
+
+// defaultBudget is the time of the whole run, builds included.
+const defaultBudget = 7 * time.Minute
 
 // harness is what the attacks share.
 type harness struct {
-	bin      string
+	bin string
+	// pgBin is membership-postgres, built when an attack first needs it
+	// unless -pgbin named one; head says to build from HEAD.
+	pgBin string
+	head  bool
+	tmp   string // the run's temporary directory, removed at exit
+	// openRate is how many connections a second the connection attacks
+	// open (-open-rate); 0: as fast as they go.
+	openRate int
 	deadline time.Time
 	// reserve is the nominal time of the attacks after the current one.
 	reserve time.Duration
@@ -70,15 +96,20 @@ func (h *harness) logf(format string, args ...any) {
 }
 
 func main() {
+	if orders := os.Getenv(holderEnv); orders != "" {
+		os.Exit(runHolder(orders))
+	}
 	only := flag.String("only", "", "comma-separated `names` of the attacks to run (default all): "+attackNames())
 	bin := flag.String("bin", "", "attack this service `binary` instead of building one")
+	pgBin := flag.String("pgbin", "", "attack this membership-postgres `binary` instead of building one")
 	head := flag.Bool("head", false, "build the service from HEAD (a temporary git worktree), not the working tree")
-	budget := flag.Duration("budget", 4*time.Minute+45*time.Second, "time for the whole run, build included")
+	budget := flag.Duration("budget", defaultBudget, "time for the whole run, build included")
+	openRate := flag.Int("open-rate", 2000, "connections a second that idle-conns, header-stall, parked-polls and pg-idle-conns open; 0: as fast as they go, a flood of connections besides")
 	flag.Parse()
-	os.Exit(run(*only, *bin, *head, *budget))
+	os.Exit(run(*only, *bin, *pgBin, *head, *openRate, *budget))
 }
 
-func run(only, bin string, head bool, budget time.Duration) (code int) {
+func run(only, bin, pgBin string, head bool, openRate int, budget time.Duration) (code int) {
 	handleSignals()
 	defer func() {
 		if r := recover(); r != nil {
@@ -87,7 +118,7 @@ func run(only, bin string, head bool, budget time.Duration) (code int) {
 		}
 		runCleanups()
 	}()
-	h := &harness{start: time.Now(), deadline: time.Now().Add(budget)}
+	h := &harness{start: time.Now(), deadline: time.Now().Add(budget), head: head, pgBin: pgBin, openRate: openRate}
 	// The last resort when something does not honour its deadline: undo
 	// everything and leave, rather than hold a frozen filesystem.
 	hard := time.AfterFunc(budget+20*time.Second, func() {
@@ -111,11 +142,12 @@ func run(only, bin string, head bool, budget time.Duration) (code int) {
 		return 2
 	}
 	defer atExit("remove "+tmp, func() { _ = os.RemoveAll(tmp) })()
+	h.tmp = tmp
 
 	if bin == "" {
 		h.logf("building the service")
 		var from string
-		bin, from, err = buildService(ctx, h, tmp, head)
+		bin, from, err = buildService(ctx, h, tmp, head, buildTarget{pkg: ".", out: "membership"})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "attack:", err)
 			return 2
@@ -127,6 +159,12 @@ func run(only, bin string, head bool, budget time.Duration) (code int) {
 		return 2
 	}
 	h.bin = bin
+	if pgBin != "" {
+		if fi, err := os.Stat(pgBin); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+			fmt.Fprintf(os.Stderr, "attack: %s is not an executable file\n", pgBin)
+			return 2
+		}
+	}
 
 	rows := runAttacks(ctx, h, selected)
 	report(os.Stdout, rows, time.Since(h.start))
@@ -162,7 +200,8 @@ func selectAttacks(only string) ([]attackSpec, error) {
 }
 
 // raiseNoFile lifts the soft limit on open files to the hard one: the slow
-// bodies alone hold 2000 connections, and the service inherits the limit.
+// bodies alone hold 2000 connections, parked-polls 8000, and the service
+// inherits the limit (idle-conns sets its own).
 func raiseNoFile(h *harness) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
@@ -178,18 +217,24 @@ func raiseNoFile(h *harness) {
 	}
 }
 
-// buildService builds the service into dir. The working tree may be in the
-// middle of an edit that does not compile; then it tries once more a little
-// later, and then builds HEAD in a temporary worktree, which it removes.
-func buildService(ctx context.Context, h *harness, dir string, head bool) (bin, from string, err error) {
+// buildTarget is a command to build: its package, in the module at module
+// (a directory of the repository, "" for the root), into a file named out.
+type buildTarget struct {
+	module, pkg, out string
+}
+
+// buildService builds t into dir. The working tree may be in the middle of
+// an edit that does not compile; then it tries once more a little later,
+// and then builds HEAD in a temporary worktree, which it removes.
+func buildService(ctx context.Context, h *harness, dir string, head bool, t buildTarget) (bin, from string, err error) {
 	root, err := moduleRoot(ctx)
 	if err != nil {
 		return "", "", err
 	}
-	bin = filepath.Join(dir, "membership")
+	bin = filepath.Join(dir, t.out)
 	if !head {
 		for attempt := range 2 {
-			if err = goBuild(ctx, root, bin); err == nil {
+			if err = goBuild(ctx, filepath.Join(root, t.module), t.pkg, bin); err == nil {
 				return bin, "the working tree " + root, nil
 			}
 			h.logf("the working tree does not build (attempt %d): %v", attempt+1, firstLines(err.Error(), 6))
@@ -200,7 +245,7 @@ func buildService(ctx context.Context, h *harness, dir string, head bool) (bin, 
 			}
 		}
 	}
-	wt := filepath.Join(dir, "head")
+	wt := filepath.Join(dir, "head-"+t.out)
 	if err := command(ctx, time.Minute, "git", "-C", root, "worktree", "add", "--detach", wt, "HEAD"); err != nil {
 		return "", "", err
 	}
@@ -210,7 +255,7 @@ func buildService(ctx context.Context, h *harness, dir string, head bool) (bin, 
 		}
 	})
 	defer removeWT()
-	if err := goBuild(ctx, wt, bin); err != nil {
+	if err := goBuild(ctx, filepath.Join(wt, t.module), t.pkg, bin); err != nil {
 		return "", "", err
 	}
 	rev, _ := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short", "HEAD").Output()
@@ -229,10 +274,10 @@ func moduleRoot(ctx context.Context) (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-func goBuild(ctx context.Context, dir, out string) error {
+func goBuild(ctx context.Context, dir, pkg, out string) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, ".")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var b bytes.Buffer

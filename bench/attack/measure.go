@@ -19,6 +19,7 @@ const (
 	goroutineSlack   = 10
 	maxSettle        = 30 * time.Second
 	probeEvery       = 20 * time.Millisecond
+	endpointEvery    = 50 * time.Millisecond
 	probeTimeout     = 2 * time.Second
 	rssEvery         = 100 * time.Millisecond
 	goroutinesEvery  = 250 * time.Millisecond
@@ -31,15 +32,18 @@ const (
 type recorder struct {
 	mu       sync.Mutex
 	d        []time.Duration
+	start    []time.Time // when each began, for the percentiles of a window
 	outcomes map[string]int
 }
 
 func newRecorder() *recorder { return &recorder{outcomes: make(map[string]int)} }
 
 func (r *recorder) add(d time.Duration, outcome string) {
+	start := time.Now().Add(-d)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.d = append(r.d, d)
+	r.start = append(r.start, start)
 	r.outcomes[outcome]++
 }
 
@@ -76,6 +80,20 @@ func (r *recorder) pct(p float64) (time.Duration, bool) {
 	slices.Sort(s)
 	i := int(math.Ceil(p/100*float64(len(s)))) - 1
 	return s[max(0, min(i, len(s)-1))], true
+}
+
+// pctIn is the p-th percentile of what began in [from, to), and how many
+// that is; "-" when none.
+func (r *recorder) pctIn(p float64, from, to time.Time) string {
+	r.mu.Lock()
+	in := &recorder{outcomes: make(map[string]int)}
+	for i, d := range r.d {
+		if !r.start[i].Before(from) && r.start[i].Before(to) {
+			in.d = append(in.d, d)
+		}
+	}
+	r.mu.Unlock()
+	return fmt.Sprintf("%s of %d", in.pctString(p), in.n())
 }
 
 func (r *recorder) pctString(p float64) string {
@@ -138,6 +156,12 @@ func openLoop(ctx context.Context, interval time.Duration, inflight int, call fu
 // function is called; that function waits for the probes in flight and
 // returns their latencies.
 func startProbe(ctx context.Context, s *service) func() *recorder {
+	return startProbeOf(ctx, s, "/group-user/probe", probeEvery)
+}
+
+// startProbeOf issues GET path every interval, a new connection each, as
+// startProbe does.
+func startProbeOf(ctx context.Context, s *service, path string, every time.Duration) func() *recorder {
 	rec := newRecorder()
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -147,8 +171,8 @@ func startProbe(ctx context.Context, s *service) func() *recorder {
 		// The probes themselves must not be cut short when the probing
 		// stops: their own timeout bounds them.
 		reqCtx := context.WithoutCancel(ctx)
-		openLoop(ctx, probeEvery, 200, func() {
-			rep := get(reqCtx, probeClient, s.base+"/group-user/probe", probeTimeout)
+		openLoop(ctx, every, 200, func() {
+			rep := get(reqCtx, probeClient, s.base+path, probeTimeout)
 			if rep.err == nil && rep.status != http.StatusOK {
 				// A wrong answer is no faster than none.
 				rep.took = probeTimeout
@@ -174,6 +198,9 @@ type sampler struct {
 	lastG     int
 	gSamples  int
 	gFailures int
+	// peaks is the highest value each series of /metrics took, from the
+	// scrapes that read the goroutines.
+	peaks map[string]float64
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -183,7 +210,7 @@ type sampler struct {
 // would only be scraped for nothing.
 func startSampler(ctx context.Context, s *service, withGoroutines bool) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
-	sm := &sampler{peakG: -1, lastG: -1, cancel: cancel}
+	sm := &sampler{peakG: -1, lastG: -1, peaks: make(map[string]float64), cancel: cancel}
 	spawn(&sm.wg, func() {
 		t := time.NewTicker(rssEvery)
 		defer t.Stop()
@@ -207,10 +234,16 @@ func startSampler(ctx context.Context, s *service, withGoroutines bool) *sampler
 		t := time.NewTicker(goroutinesEvery)
 		defer t.Stop()
 		for {
-			g, ok := s.gauge(ctx, "go_goroutines", goroutineTimeout)
+			m, err := s.metrics(ctx, goroutineTimeout)
+			g, ok := m["go_goroutines"]
 			sm.mu.Lock()
 			sm.gSamples++
-			if ok {
+			for k, v := range m {
+				if old, seen := sm.peaks[k]; !seen || v > old {
+					sm.peaks[k] = v
+				}
+			}
+			if ok && err == nil {
 				sm.lastG = int(g)
 				sm.peakG = max(sm.peakG, int(g))
 			} else {
@@ -237,6 +270,22 @@ func (sm *sampler) phasePeak() int64 {
 	return p
 }
 
+// peak is the highest value series took in the scrapes so far; ok is
+// false when no scrape had it.
+func (sm *sampler) peak(series string) (v float64, ok bool) {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	v, ok = sm.peaks[series]
+	return v, ok
+}
+
+// peakRSSNow is the highest RSS sampled so far.
+func (sm *sampler) peakRSSNow() int64 {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	return sm.peakRSS
+}
+
 func (sm *sampler) stop() {
 	sm.cancel()
 	sm.wg.Wait()
@@ -258,11 +307,16 @@ type row struct {
 	gPeak   int
 	gAfter  int
 	probe   *recorder
-	notes   []string
-	bounds  []bound
-	skipped string
-	err     error
-	took    time.Duration
+	// endpoints are paths probed beside the probe GET, each on a new
+	// connection every endpointEvery and held to the probe's bound; their
+	// latencies, once measured, are in endpointRecs, in the same order.
+	endpoints    []string
+	endpointRecs []*recorder
+	notes        []string
+	bounds       []bound
+	skipped      string
+	err          error
+	took         time.Duration
 }
 
 func newRow(name string) *row {
@@ -300,8 +354,15 @@ func measure(ctx context.Context, h *harness, s *service, r *row, tail time.Dura
 	}
 	sm := startSampler(ctx, s, r.gBefore >= 0)
 	stopProbe := startProbe(ctx, s)
+	var stopEndpoints []func() *recorder
+	for _, path := range r.endpoints {
+		stopEndpoints = append(stopEndpoints, startProbeOf(ctx, s, path, endpointEvery))
+	}
 	loadErr := load(ctx, sm)
 	r.probe = stopProbe()
+	for _, stop := range stopEndpoints {
+		r.endpointRecs = append(r.endpointRecs, stop())
+	}
 	// The attack's clients go: their idle keep-alive connections too, which
 	// the service would otherwise keep serving, idle, for its idle timeout.
 	loadClient.CloseIdleConnections()
@@ -342,6 +403,10 @@ func measure(ctx context.Context, h *harness, s *service, r *row, tail time.Dura
 	r.check("RSS growth <= 256 MiB", "+"+fmtMiB(growth), r.peakRSS > 0 && growth <= maxRSSGrowth)
 	p99, ok := r.probe.pct(99)
 	r.check("probe p99 < 100ms", fmt.Sprintf("%s (%d probes: %s)", r.probe.pctString(99), r.probe.n(), r.probe.tally()), ok && p99 < maxProbeP99)
+	for i, rec := range r.endpointRecs {
+		p99, ok := rec.pct(99)
+		r.check("GET "+r.endpoints[i]+" p99 < 100ms", fmt.Sprintf("%s (p50 %s, %d probes: %s)", rec.pctString(99), rec.pctString(50), rec.n(), rec.tally()), ok && p99 < maxProbeP99)
+	}
 	switch {
 	case r.gBefore < 0:
 		r.check("goroutines back to baseline+10", "unknown: no go_goroutines in /metrics", false)

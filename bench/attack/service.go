@@ -31,6 +31,11 @@ type service struct {
 
 type serviceOptions struct {
 	dataDir string
+	// args are more flags, after -addr and -data-dir.
+	args []string
+	// nofile, when set, is the service's limit of open descriptors, soft
+	// and hard, set by a shell's ulimit that then execs the service.
+	nofile int
 	// out, when set, receives the service's stdout and stderr; otherwise
 	// stdout goes to /dev/null and the end of stderr is kept for errors.
 	out *os.File
@@ -39,6 +44,20 @@ type serviceOptions struct {
 // startService starts a fresh process on a free port and waits until
 // /readyz says 200.
 func startService(ctx context.Context, bin string, opts serviceOptions) (*service, error) {
+	s, err := launchService(bin, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.waitReady(ctx, 20*time.Second); err != nil {
+		s.kill()
+		return nil, err
+	}
+	return s, nil
+}
+
+// launchService starts a fresh process on a free port and returns at once;
+// the caller waits for it to be ready, or to exit.
+func launchService(bin string, opts serviceOptions) (*service, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -47,7 +66,12 @@ func startService(ctx context.Context, bin string, opts serviceOptions) (*servic
 	if opts.dataDir != "" {
 		args = append(args, "-data-dir", opts.dataDir)
 	}
+	args = append(args, opts.args...)
 	cmd := exec.Command(bin, args...)
+	if opts.nofile > 0 {
+		// The shell execs the service: the pid stays the service's.
+		cmd = exec.Command("/bin/sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, opts.nofile), bin}, args...)...)
+	}
 	// Its own process group keeps a terminal's Ctrl-C for the harness, which
 	// stops things in a safe order (thaw first); Pdeathsig kills it if the
 	// harness dies without running its cleanups.
@@ -77,10 +101,6 @@ func startService(ctx context.Context, bin string, opts serviceOptions) (*servic
 			fmt.Fprintf(os.Stderr, "attack: service pid %d did not die within 5s of SIGKILL\n", s.pid)
 		}
 	})
-	if err := s.waitReady(ctx, 20*time.Second); err != nil {
-		s.kill()
-		return nil, err
-	}
 	return s, nil
 }
 

@@ -12,9 +12,9 @@ import (
 )
 
 // The connection budget. Every connection holds a descriptor, and memory:
-// about 19 KiB of the process's RSS when idle after a request (net/http's
-// reader and writer buffers, its goroutine's stack; 19.4 KiB measured with
-// 9,000 of them), so that defaultMaxConns of them hold about 155 MiB. The descriptors the service
+// about 21 KiB of the process's RSS when idle after a request (net/http's
+// reader and writer buffers, its goroutine's stack), so that
+// defaultMaxConns of them hold about 170 MiB. The descriptors the service
 // needs for itself are kept aside, so that accepting a connection never
 // fails for want of one, nor does a write to the data directory.
 const (
@@ -29,8 +29,9 @@ const (
 	// ownDescriptors are the process's own: stdin, stdout and stderr, the
 	// network poller and its wakeup, the listeners, and room to spare.
 	ownDescriptors = 16
-	// defaultHeaderMemory is the default of -header-memory: 512 requests'
-	// headers of the largest size -max-header allows by default.
+	// defaultHeaderMemory is the default of -header-memory: 256 requests'
+	// headers of the largest size -max-header allows by default, each byte
+	// costing two.
 	defaultHeaderMemory = 32 << 20
 )
 
@@ -73,9 +74,10 @@ func planConns(cfg Config, backend *Backend) (connPlan, error) {
 
 // reservedDescriptors counts what the service keeps aside from -max-conns:
 // its own, the data directory's or the backend's store's, the connections
-// the API listener is refusing, and the admin listener's.
+// the API listener is closing or refusing, and the admin listener's.
 func reservedDescriptors(cfg Config, backend *Backend) int {
-	n := ownDescriptors + connlimit.MaxRefusing + 1
+	perListener := connlimit.MaxClosing + connlimit.MaxRefusing + 1
+	n := ownDescriptors + perListener
 	if cfg.dataDir != "" {
 		n += store.MaxOpenFiles
 	}
@@ -83,7 +85,7 @@ func reservedDescriptors(cfg Config, backend *Backend) int {
 		n += backend.Descriptors
 	}
 	if cfg.adminAddr != "" {
-		n += adminMaxConns + connlimit.MaxRefusing + 1
+		n += adminMaxConns + perListener
 	}
 	return n
 }

@@ -32,7 +32,7 @@ func TestConnectionBudgetOnPostgres(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 16, budget.MaxConns)
-	assert.Equal(t, 16+65+64, budget.ReservedDescriptors, "its own, those being refused, the database's")
+	assert.Equal(t, 16+64+65+64, budget.ReservedDescriptors, "its own, those being closed and refused, the database's")
 
 	addr := strings.TrimPrefix(p.base, "http://")
 	for i := range 48 {
