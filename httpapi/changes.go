@@ -71,12 +71,12 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBy
 			return
 		}
 		n, size := changesJSONLen(changes, maxReplyBytes)
-		body, err := encodeBounded(replies, size, func(b []byte) []byte { return appendChanges(b, changes[:n]) })
+		body, lease, err := encodeBounded(replies, size, func(b []byte) []byte { return appendChanges(b, changes[:n]) })
+		defer lease.Release()
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		defer replies.Give(int64(cap(body)))
 		writeJSON(w, http.StatusOK, body)
 	})
 }

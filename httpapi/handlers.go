@@ -24,11 +24,11 @@ func handleChangeMembers(svc *membership.Service, apply changeFunc, maxBodyBytes
 			writeError(w, r, err)
 			return
 		}
-		defer func() { bodies.Give(req.held) }()
+		defer req.lease.Release()
 		groupID := r.PathValue("groupID")
 		users, err := decodeUsers(groupID, req.users, svc.MaxUsers())
 		if err == nil {
-			req.held, err = holdDecoded(bodies, req.held, users)
+			err = holdDecoded(&req.lease, users)
 		}
 		if err != nil {
 			writeError(w, r, err)
@@ -44,20 +44,16 @@ func handleChangeMembers(svc *membership.Service, apply changeFunc, maxBodyBytes
 	})
 }
 
-// holdDecoded takes from bodies the memory of the decoded users, with that
-// of the body they were decoded from (held), for as long as the change is
-// applied, and returns what is held then. The body's take is given back and
-// both are taken at once, so that a change alone is served whatever its
-// size, as a body alone is.
+// holdDecoded makes the body's lease hold the memory of the decoded users
+// too, for as long as the change is applied. Both are taken at once, so
+// that a change alone is served whatever its size, as a body alone is.
 //
 // Errors: CodeUnavailable.
-func holdDecoded(bodies *budget.Bytes, held int64, users []membership.User) (int64, error) {
-	both := held + int64(cap(users))*int64(unsafe.Sizeof(membership.User{}))
-	bodies.Give(held)
-	if !bodies.TryTake(both) {
-		return 0, bodiesBusy()
+func holdDecoded(lease *budget.Lease, users []membership.User) error {
+	if !lease.Resize(lease.Held() + int64(cap(users))*int64(unsafe.Sizeof(membership.User{}))) {
+		return bodiesBusy()
 	}
-	return both, nil
+	return nil
 }
 
 // changeFunc applies a decoded change to svc.
@@ -129,6 +125,8 @@ func handleListMembers(svc *membership.Service, l *lists) http.Handler {
 		ask := opts
 		ask.Limit = opts.Limit + 1
 		var body []byte
+		var lease budget.Lease
+		defer lease.Release()
 		var total int
 		var last membership.UID
 		more := false
@@ -137,7 +135,7 @@ func handleListMembers(svc *membership.Service, l *lists) http.Handler {
 			total = n
 			page := pageOf(members, opts.Limit, func(m membership.Member) membership.UID { return m.UID }, &more, &last)
 			size, _ := membersJSONLen(page)
-			body, busy = encodeBounded(l.replies, size, func(b []byte) []byte { return appendMembers(b, page, nil) })
+			body, lease, busy = encodeBounded(l.replies, size, func(b []byte) []byte { return appendMembers(b, page, nil) })
 		})
 		if err == nil {
 			err = busy
@@ -146,7 +144,6 @@ func handleListMembers(svc *membership.Service, l *lists) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		defer l.replies.Give(int64(cap(body)))
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
 		w.Header()["Etag"] = etag(svc.Epoch(), revision)
 		if more {
@@ -157,20 +154,20 @@ func handleListMembers(svc *membership.Service, l *lists) http.Handler {
 }
 
 // takeSortingWork takes from replies the memory that sorting all of a
-// user's groups (after after) takes, which grows with them, and returns it.
-// A page of one tells how many there are, at no such cost.
+// user's groups (after after) takes, which grows with them, and returns its
+// lease. A page of one tells how many there are, at no such cost.
 //
 // Errors: the store's, and CodeUnavailable when replies is spent.
-func takeSortingWork(ctx context.Context, svc *membership.Service, uid membership.UID, after string, replies *budget.Bytes) (int64, error) {
+func takeSortingWork(ctx context.Context, svc *membership.Service, uid membership.UID, after string, replies *budget.Bytes) (budget.Lease, error) {
 	var n int
 	if err := svc.UserGroups(ctx, uid, membership.GroupListOptions{After: after, Limit: 1}, func(total int, _ iter.Seq[string]) {
 		n = total
 	}); err != nil {
-		return 0, err
+		return budget.Lease{}, err
 	}
-	work := int64(n) * int64(unsafe.Sizeof(""))
-	if !replies.TryTake(work) {
-		return 0, errRepliesBusy()
+	work, ok := replies.Take(int64(n) * int64(unsafe.Sizeof("")))
+	if !ok {
+		return work, errRepliesBusy()
 	}
 	return work, nil
 }
@@ -281,15 +278,17 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 		}
 		after := q["after"]
 		ask := membership.GroupListOptions{After: after}
-		var work int64 // taken from replies for the sorting
+		var work budget.Lease // taken from replies for the sorting
+		defer work.Release()
 		if limit > 0 {
 			ask.Limit = limit + 1 // one more, to know whether a next page exists
 		} else if work, err = takeSortingWork(r.Context(), svc, uid, after, replies); err != nil {
 			writeError(w, r, err)
 			return
 		}
-		defer func() { replies.Give(work) }()
 		var body []byte
+		var lease budget.Lease
+		defer lease.Release()
 		var total int
 		var last string
 		more := false
@@ -299,9 +298,8 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			page := slices.Collect(pageOf(ids, limit, func(id string) string { return id }, &more, &last))
 			// The body takes over from the sorting's memory, so that a list
 			// larger than the whole budget is still sent when alone.
-			replies.Give(work)
-			work = 0
-			body, busy = encodeBounded(replies, stringsJSONLen(page), func(b []byte) []byte { return appendStrings(b, page) })
+			work.Release()
+			body, lease, busy = encodeBounded(replies, stringsJSONLen(page), func(b []byte) []byte { return appendStrings(b, page) })
 		})
 		if err == nil {
 			err = busy
@@ -310,7 +308,6 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			writeError(w, r, err)
 			return
 		}
-		defer replies.Give(int64(cap(body)))
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
 		if more {
 			setNextLink(w, "/user-group/"+strconv.FormatInt(int64(uid), 10), limit, last)

@@ -35,10 +35,10 @@ type encodedList struct {
 	// marks hold every markEvery-th member's uid and the offset of its
 	// object in body, for finding where a suffix starts.
 	marks []listMark
-	// held is what the list took from the replies budget while replies
+	// lease is what the list took from the replies budget while replies
 	// send it; refs counts those replies. Both are guarded by lists.mu.
-	held int64
-	refs int
+	lease budget.Lease
+	refs  int
 }
 
 type listMark struct {
@@ -200,8 +200,8 @@ func (l *lists) build(ctx context.Context, svc *membership.Service, groupID stri
 	rev, err := svc.ListMembers(ctx, groupID, membership.ListOptions{}, func(total int, members iter.Seq[membership.Member]) {
 		size, n := membersJSONLen(members)
 		marks := n/markEvery + 1
-		e.held = int64(size+len(groupID)+marks*int(unsafe.Sizeof(listMark{}))) + entryOverhead
-		if !l.replies.TryTake(e.held) {
+		var ok bool
+		if e.lease, ok = l.replies.Take(int64(size+len(groupID)+marks*int(unsafe.Sizeof(listMark{}))) + entryOverhead); !ok {
 			busy = true
 			return
 		}
@@ -213,9 +213,7 @@ func (l *lists) build(ctx context.Context, svc *membership.Service, groupID stri
 		if err == nil {
 			err = errRepliesBusy()
 		}
-		if !busy && e.held > 0 {
-			l.replies.Give(e.held)
-		}
+		e.lease.Release()
 		return nil, err
 	}
 	e.revision, e.etag, e.refs = rev, etag(svc.Epoch(), rev), 1
@@ -251,10 +249,11 @@ func (l *lists) tryHold(e *encodedList) bool {
 // holds mu.
 func (l *lists) holdLocked(e *encodedList) bool {
 	if e.refs == 0 {
-		e.held = e.cost()
-		if !l.replies.TryTake(e.held) {
+		lease, ok := l.replies.Take(e.cost())
+		if !ok {
 			return false
 		}
+		e.lease = lease
 	}
 	e.refs++
 	return true
@@ -275,18 +274,19 @@ func (l *lists) release(e *encodedList) {
 	if e.refs > 0 {
 		return
 	}
-	l.replies.Give(e.held)
+	e.lease.Release()
 	if l.sending[e.groupID] == e {
 		delete(l.sending, e.groupID)
 	}
 }
 
 // encodeBounded builds a reply body of size bytes with fill, after taking
-// its memory from the replies budget; the caller gives back cap(body) once it
-// is written. Errors: CodeUnavailable when the budget has no room.
-func encodeBounded(replies *budget.Bytes, size int, fill func([]byte) []byte) ([]byte, error) {
-	if !replies.TryTake(int64(size)) {
-		return nil, errRepliesBusy()
+// its memory from the replies budget; the caller releases the lease once
+// the body is written. Errors: CodeUnavailable when the budget has no room.
+func encodeBounded(replies *budget.Bytes, size int, fill func([]byte) []byte) ([]byte, budget.Lease, error) {
+	lease, ok := replies.Take(int64(size))
+	if !ok {
+		return nil, lease, errRepliesBusy()
 	}
-	return fill(make([]byte, 0, size)), nil
+	return fill(make([]byte, 0, size)), lease, nil
 }

@@ -208,7 +208,7 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 	_, err = l.whole(ctx, svc, "g", 2)
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "a new revision needs new memory")
 	assert.Equal(t, lists, st.lists.Load(), "refused before listing: the last encoding told its size")
-	_, err = encodeBounded(l.replies, 10, func(b []byte) []byte { return b })
+	_, _, err = encodeBounded(l.replies, 10, func(b []byte) []byte { return b })
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "so does a page")
 
 	l.release(e)

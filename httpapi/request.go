@@ -25,9 +25,9 @@ const (
 type changeRequest struct {
 	users     string         // the users parameter, still JSON text
 	actingUID membership.UID // 0 when the request named none
-	// held is the memory the body holds, taken from the bodies budget:
-	// users may point into it. The caller gives it back when done.
-	held int64
+	// lease holds the body's memory, taken from the bodies budget: users
+	// may point into it. The caller releases it when done.
+	lease budget.Lease
 }
 
 // readChangeRequest reads the body of a POST or DELETE: a form, or a JSON
@@ -36,9 +36,9 @@ type changeRequest struct {
 //
 // Errors: CodeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
 // CodeInvalidUID.
-// The body's memory is taken from bodies: on success the caller gives back
-// req.held once done with req.
-func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) (changeRequest, error) {
+// The body's memory is taken from bodies: on success the caller releases
+// req.lease once done with req.
+func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) (req changeRequest, err error) {
 	parse := parseChangeForm
 	if ct := r.Header.Get("Content-Type"); ct != "" && ct != formMediaType {
 		mediaType, _, err := mime.ParseMediaType(ct)
@@ -51,32 +51,32 @@ func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int6
 				"Content-Type %q is not supported: send %s or %s", ct, formMediaType, jsonMediaType)
 		}
 	}
-	body, err := readBody(r, maxBodyBytes, bodies)
+	body, lease, err := readBody(r, maxBodyBytes, bodies)
 	if err != nil {
 		return changeRequest{}, err
 	}
+	req.lease = lease
+	defer func() {
+		if err != nil {
+			req.lease.Release()
+		}
+	}()
 	// The body is never written again: read it as a string without a copy
 	// that the budget would not count.
 	users, uid, err := parse(unsafe.String(unsafe.SliceData(body), len(body)))
 	if err != nil {
-		bodies.Give(int64(cap(body)))
-		return changeRequest{}, err
+		return req, err
 	}
-	req := changeRequest{users: users, held: int64(cap(body))}
-	if !within(body, users) {
-		// Decoded into a copy (an escaped form value, a JSON body): it
-		// takes memory of its own.
-		if !bodies.TryTake(int64(len(users))) {
-			bodies.Give(req.held)
-			return changeRequest{}, bodiesBusy()
-		}
-		req.held += int64(len(users))
+	req.users = users
+	// Decoded into a copy (an escaped form value, a JSON body), it takes
+	// memory of its own.
+	if !within(body, users) && !req.lease.Grow(int64(len(users))) {
+		return req, bodiesBusy()
 	}
 	if uid != "" {
 		var ok bool
 		if req.actingUID, ok = membership.ParseUID(uid); !ok {
-			bodies.Give(req.held)
-			return changeRequest{}, membership.Errorf(membership.CodeInvalidUID,
+			return req, membership.Errorf(membership.CodeInvalidUID,
 				"the uid parameter %.40q is not %s", uid, membership.UIDRange)
 		}
 		setActingUID(w, req.actingUID)
@@ -91,32 +91,36 @@ const firstBodyBuffer = 512
 // follows the bytes that arrive, never what Content-Length announces: the
 // buffer starts small and doubles as it fills, each size taken from bodies
 // first. When bodies has no room, the body is refused with CodeUnavailable;
-// otherwise the caller gives back cap(body) to bodies.
-func readBody(r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) ([]byte, error) {
+// otherwise the caller releases the lease of its memory once done with it.
+func readBody(r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) (body []byte, lease budget.Lease, err error) {
 	if r.ContentLength > maxBodyBytes {
-		return nil, bodyTooLarge(maxBodyBytes)
+		return nil, lease, bodyTooLarge(maxBodyBytes)
 	}
 	size := int64(firstBodyBuffer)
 	if r.ContentLength >= 0 {
 		size = min(size, r.ContentLength+1) // +1: to see the end without growing
 	}
-	if !bodies.TryTake(size) {
-		return nil, bodiesBusy()
+	lease, ok := bodies.Take(size)
+	if !ok {
+		return nil, lease, bodiesBusy()
 	}
-	body := make([]byte, 0, size)
+	defer func() {
+		if err != nil {
+			lease.Release()
+		}
+	}()
+	body = make([]byte, 0, size)
 	for {
 		if len(body) == cap(body) {
 			if int64(len(body)) > maxBodyBytes {
-				bodies.Give(int64(cap(body)))
-				return nil, bodyTooLarge(maxBodyBytes)
+				return nil, lease, bodyTooLarge(maxBodyBytes)
 			}
 			grown := min(2*int64(cap(body)), maxBodyBytes+1)
 			if r.ContentLength >= 0 {
 				grown = min(grown, r.ContentLength+1)
 			}
-			if !bodies.TryTake(grown - int64(cap(body))) {
-				bodies.Give(int64(cap(body)))
-				return nil, bodiesBusy()
+			if !lease.Grow(grown - int64(cap(body))) {
+				return nil, lease, bodiesBusy()
 			}
 			body = append(make([]byte, 0, grown), body...)
 		}
@@ -127,14 +131,12 @@ func readBody(r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) ([]byte
 		}
 		if err == io.EOF {
 			if int64(len(body)) > maxBodyBytes {
-				bodies.Give(int64(cap(body)))
-				return nil, bodyTooLarge(maxBodyBytes)
+				return nil, lease, bodyTooLarge(maxBodyBytes)
 			}
-			return body, nil
+			return body, lease, nil
 		}
 		if err != nil {
-			bodies.Give(int64(cap(body)))
-			return nil, membership.Errorf(membership.CodeInvalidBody, "reading the body: %v", err)
+			return nil, lease, membership.Errorf(membership.CodeInvalidBody, "reading the body: %v", err)
 		}
 	}
 }

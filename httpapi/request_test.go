@@ -53,7 +53,7 @@ func TestReadBodyShorterThanItsContentLength(t *testing.T) {
 	r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[1]"))
 	r.ContentLength = 100 // the client promised more than it sent
 	bodies := budget.New(1 << 20)
-	_, err := readBody(r, 1000, bodies)
+	_, _, err := readBody(r, 1000, bodies)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "reading the body")
 	assert.Zero(t, bodies.Used(), "a failed read gives its memory back")
@@ -68,13 +68,14 @@ func TestReadBodyMemoryFollowsTheBytesReceived(t *testing.T) {
 	r.ContentLength = 1 << 20
 	bodies := budget.New(64 << 20)
 	type read struct {
-		body []byte
-		err  error
+		body  []byte
+		lease budget.Lease
+		err   error
 	}
 	done := make(chan read, 1)
 	go func() {
-		body, err := readBody(r, 1<<20, bodies)
-		done <- read{body, err}
+		body, lease, err := readBody(r, 1<<20, bodies)
+		done <- read{body, lease, err}
 	}()
 	_, err := pw.Write([]byte("users=[1,2"))
 	require.NoError(t, err) // the pipe returns once readBody has taken the bytes
@@ -89,8 +90,10 @@ func TestReadBodyMemoryFollowsTheBytesReceived(t *testing.T) {
 	require.NoError(t, got.err)
 	assert.Len(t, got.body, 10+len(rest))
 	assert.Equal(t, int64(cap(got.body)), bodies.Used(), "what the body holds is taken")
+	assert.Equal(t, int64(cap(got.body)), got.lease.Held())
 	assert.LessOrEqual(t, cap(got.body), 1<<20+1)
-	bodies.Give(int64(cap(got.body)))
+	got.lease.Release()
+	assert.Zero(t, bodies.Used())
 }
 
 // Past the budget of all bodies, a new body is refused at once, before any
@@ -99,13 +102,13 @@ func TestReadBodyRefusedWhenTheBudgetIsSpent(t *testing.T) {
 	bodies := budget.New(4096)
 	require.True(t, bodies.TryTake(4096)) // other bodies hold it all
 	r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[1]"))
-	_, err := readBody(r, 1000, bodies)
+	_, _, err := readBody(r, 1000, bodies)
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 	bodies.Give(4096)
 
 	require.True(t, bodies.TryTake(4096-firstBodyBuffer)) // room for the first buffer only
 	r = httptest.NewRequest("POST", "/group-user/g", strings.NewReader(strings.Repeat("x", 2000)))
-	_, err = readBody(r, 1<<20, bodies)
+	_, _, err = readBody(r, 1<<20, bodies)
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 	assert.Equal(t, int64(4096-firstBodyBuffer), bodies.Used(), "the refused body gave back what it held")
 }
@@ -114,15 +117,17 @@ func TestReadBodyTooLargeWithoutContentLength(t *testing.T) {
 	bodies := budget.New(1 << 20)
 	r := httptest.NewRequest("POST", "/group-user/g", io.MultiReader(strings.NewReader(strings.Repeat("x", 5000))))
 	r.ContentLength = -1 // chunked: the size is known only at the end
-	_, err := readBody(r, 4000, bodies)
+	_, _, err := readBody(r, 4000, bodies)
 	assert.Equal(t, membership.CodeBodyTooLarge, membership.ErrorCode(err))
 	assert.Zero(t, bodies.Used())
 
 	r = httptest.NewRequest("POST", "/group-user/g", io.MultiReader(strings.NewReader(strings.Repeat("x", 4000))))
 	r.ContentLength = -1
-	body, err := readBody(r, 4000, bodies)
+	body, lease, err := readBody(r, 4000, bodies)
 	require.NoError(t, err)
 	assert.Len(t, body, 4000, "exactly the limit is accepted")
+	lease.Release()
+	assert.Zero(t, bodies.Used())
 }
 
 func TestObservedWriterHelpersIgnoreOtherWriters(t *testing.T) {
@@ -159,9 +164,10 @@ func TestReadChangeRequestCountsDecodedCopies(t *testing.T) {
 			if tt.copied {
 				want += int64(len(req.users))
 			}
-			assert.Equal(t, want, req.held)
+			assert.Equal(t, want, req.lease.Held())
 			assert.Equal(t, want, bodies.Used())
-			bodies.Give(req.held)
+			req.lease.Release()
+			assert.Zero(t, bodies.Used())
 		})
 	}
 }

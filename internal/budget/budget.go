@@ -59,3 +59,57 @@ func (b *Bytes) Used() int64 { return b.used.Load() }
 
 // Refused returns how many takes were refused since New.
 func (b *Bytes) Refused() uint64 { return b.refused.Load() }
+
+// Lease is memory taken from a budget, given back by Release: take it and
+// defer its Release in one place, so that no error path can forget. It
+// may grow. The zero Lease holds nothing. A Lease is not safe for
+// concurrent use.
+type Lease struct {
+	b *Bytes
+	n int64
+}
+
+// Take takes n bytes as TryTake does, and returns their lease and true, or
+// a lease of nothing and false.
+func (b *Bytes) Take(n int64) (Lease, bool) {
+	if !b.TryTake(n) {
+		return Lease{b: b}, false
+	}
+	return Lease{b: b, n: n}, true
+}
+
+// Lease returns a lease of nothing on b, to Grow.
+func (b *Bytes) Lease() Lease { return Lease{b: b} }
+
+// Grow takes n more bytes into the lease and reports true when they fit;
+// otherwise it takes nothing more and reports false.
+func (l *Lease) Grow(n int64) bool {
+	if !l.b.TryTake(n) {
+		return false
+	}
+	l.n += n
+	return true
+}
+
+// Resize gives back what the lease holds and takes n bytes in one take, so
+// that a lease alone may hold more than the whole budget, as a take alone
+// may. It reports false, holding nothing, when they do not fit.
+func (l *Lease) Resize(n int64) bool {
+	l.Release()
+	if !l.b.TryTake(n) {
+		return false
+	}
+	l.n = n
+	return true
+}
+
+// Release gives back what the lease holds. Releasing again gives nothing.
+func (l *Lease) Release() {
+	if l.n != 0 {
+		l.b.Give(l.n)
+		l.n = 0
+	}
+}
+
+// Held returns the bytes the lease holds.
+func (l *Lease) Held() int64 { return l.n }

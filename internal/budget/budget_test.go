@@ -59,3 +59,49 @@ func TestBytesNeverGoesOverItsLimitUnderConcurrentTakes(t *testing.T) {
 	assert.LessOrEqual(t, peak, int64(1000))
 	assert.Zero(t, b.Used())
 }
+
+func TestLeaseGivesBackWhatItHoldsOnce(t *testing.T) {
+	b := New(100)
+	l, ok := b.Take(30)
+	require.True(t, ok)
+	require.True(t, l.Grow(50))
+	assert.False(t, l.Grow(21), "30 + 50 + 21 is over 100")
+	assert.Equal(t, int64(80), l.Held())
+	assert.Equal(t, int64(80), b.Used())
+	l.Release()
+	l.Release()
+	assert.Zero(t, b.Used(), "released once, whatever the calls")
+	assert.Zero(t, l.Held())
+}
+
+func TestLeaseRefusedHoldsNothing(t *testing.T) {
+	b := New(100)
+	other, ok := b.Take(90)
+	require.True(t, ok)
+	l, ok := b.Take(20)
+	assert.False(t, ok)
+	l.Release()
+	assert.Equal(t, int64(90), b.Used(), "releasing a refused lease gives back nothing")
+	other.Release()
+	assert.Zero(t, b.Used())
+}
+
+func TestLeaseResizeTakesAloneWhatTheBudgetCannotHold(t *testing.T) {
+	b := New(100)
+	l, ok := b.Take(60)
+	require.True(t, ok)
+	require.True(t, l.Resize(500), "alone, the whole of it is taken at once")
+	assert.Equal(t, int64(500), b.Used())
+	other, ok := b.Take(1)
+	assert.False(t, ok)
+	other.Release()
+	l.Release()
+	m, ok := b.Take(60)
+	require.True(t, ok)
+	n, ok := b.Take(30)
+	require.True(t, ok)
+	assert.False(t, m.Resize(80), "not alone: 30 + 80 is over 100")
+	assert.Zero(t, m.Held(), "a refused resize holds nothing")
+	assert.Equal(t, int64(30), b.Used())
+	n.Release()
+}

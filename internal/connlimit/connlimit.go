@@ -161,7 +161,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 // room by closing the longest idle ones when it has none, and returns it;
 // nil when every connection is busy.
 func (l *Listener) admit(nc net.Conn) *conn {
-	c := &conn{Conn: nc, l: l}
+	c := &conn{Conn: nc, l: l, headers: l.headers.Lease()}
 	c.readingHeaders.Store(true)
 	c.idleSince.Store(l.now())
 	if l.add(c) {
@@ -347,10 +347,12 @@ type conn struct {
 	reading   atomic.Bool
 	idleSince atomic.Int64 // when it last became idle, as Listener.now
 	// readingHeaders is set while a request's line and headers are read:
-	// its bytes are taken from the listener's headers budget, into
-	// headerBytes, until the server has read them.
+	// their bytes are taken from the listener's headers budget, into
+	// headers, until the server has read them. Only the connection's
+	// goroutine touches headers: reads of a request being served (the
+	// server's background read) take nothing.
 	readingHeaders atomic.Bool
-	headerBytes    atomic.Int64
+	headers        budget.Lease
 	closed         atomic.Bool
 }
 
@@ -376,14 +378,12 @@ func (c *conn) Read(b []byte) (int, error) {
 		return 0, c.readError(c.closedError())
 	}
 	if c.readingHeaders.Load() {
-		cost := headerCost * int64(n)
-		if !c.l.headers.TryTake(cost) {
+		if !c.headers.Grow(headerCost * int64(n)) {
 			c.state.Store(stateRefused)
 			_ = c.SetWriteDeadline(time.Now().Add(lingerTimeout))
 			_, _ = c.Conn.Write(c.l.headerRefusal) // the connection is idle: nothing else writes
 			return 0, c.readError(errHeaderBudget)
 		}
-		c.headerBytes.Add(cost)
 	}
 	return n, err
 }
@@ -411,7 +411,7 @@ func (c *conn) readError(err error) error {
 // headersRead gives back what the headers being read took.
 func (c *conn) headersRead() {
 	c.readingHeaders.Store(false)
-	c.l.headers.Give(c.headerBytes.Swap(0))
+	c.headers.Release()
 }
 
 // Close closes the connection and takes it out of the budget, once.
