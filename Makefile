@@ -44,6 +44,7 @@ lint:
 	go mod tidy -diff
 	go mod verify
 	cd postgres && go vet ./... && go mod tidy -diff && go mod verify
+	cd bench && go vet ./... && go mod tidy -diff && go mod verify
 
 ## fuzz: fuzz the parsers and the encoder against the standard library, FUZZTIME each (default 60s)
 .PHONY: fuzz
@@ -56,7 +57,8 @@ fuzz:
 .PHONY: bench
 bench: bench-tools postgres-tools
 	go test -run '^$$' -bench . -benchmem ./...
-	go run ./bench $(BENCHARGS)
+	cd bench && go build -o ../bin/bench .
+	bin/bench $(BENCHARGS)
 	cd postgres && go run ./bench $(PGBENCHARGS)
 
 ## bench-postgres: the PostgreSQL store alone: POST 3, GET 10 and GET 1000 on one and two instances, against the embedded service and pgbench (about 4 minutes)
@@ -72,13 +74,15 @@ bench-overhead: bench-tools
 	rm -rf .bench-before && mkdir .bench-before
 	git archive $(BEFORE) | tar -x -C .bench-before
 	cd .bench-before && go build -o service-before .
-	go run ./bench -baseline .bench-before/service-before $(BENCHARGS)
+	cd bench && go build -o ../bin/bench .
+	bin/bench -baseline .bench-before/service-before $(BENCHARGS)
 	rm -rf .bench-before
 
 ## attack: twelve attacks (hostile clients, idle and stalled connections, long polls, a stalled stdout, a stuck or full disk, a cut log) on the built binaries on loopback, with their bounds (about 3.5 minutes; root for the disk attacks, PostgreSQL's initdb for one)
 .PHONY: attack
 attack:
-	go run ./bench/attack $(ATTACKARGS)
+	cd bench && go build -o ../bin/attack ./attack
+	bin/attack $(ATTACKARGS)
 
 # bench-tools installs wrk and redis-server (with redis-benchmark) when missing.
 .PHONY: bench-tools

@@ -3,8 +3,10 @@
 // table: throughput and p99 latency per operation, the ratios that the
 // performance targets are stated in, and memory per membership.
 //
-// Run it from the repository root with `make bench`, which installs wrk and
-// redis-server first when they are missing.
+// It is a module of its own (bench/go.mod), so that the service's module
+// compiles none of it. Run it with `make bench` from the repository root,
+// which installs wrk and redis-server first when they are missing, builds
+// it into bin/bench and runs it there: it builds the service from ".".
 package main
 
 import (
@@ -165,7 +167,7 @@ func (h *harness) start() error {
 		}
 		h.stops = append(h.stops, stop)
 	}
-	nullBin, err := build("./bench/nullstore", "nullstore", h.tmp)
+	nullBin, err := build("bench", "./nullstore", "nullstore", h.tmp)
 	if err != nil {
 		return err
 	}
@@ -553,15 +555,18 @@ func serviceBinary(opts options, dir string) (string, error) {
 	if opts.serviceBin != "" {
 		return opts.serviceBin, nil
 	}
-	return build(".", "membership", dir)
+	return build(".", ".", "membership", dir)
 }
 
-// build builds the command in pkg, a directory of this checkout, into
-// dir/name, and returns that path.
-func build(pkg, name, dir string) (string, error) {
+// build builds the command in pkg of the module in moduleDir, a directory
+// of this checkout (the service's module is "."; the harnesses', "bench"),
+// into dir/name, and returns that path.
+func build(moduleDir, pkg, name, dir string) (string, error) {
 	bin := filepath.Join(dir, name)
-	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, out)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = moduleDir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s in %s: %v\n%s", pkg, moduleDir, err, out)
 	}
 	return bin, nil
 }

@@ -10,8 +10,9 @@
 // figures behind each row, a met / NOT MET line per bound, and exits 1 when
 // any is missed.
 //
-// Run it from the repository root: `go run ./bench/attack` (or `make
-// attack`). It builds the service from the working tree, or from HEAD in a
+// Run it with `make attack` from the repository root, which builds it into
+// bin/attack (the harnesses are a module of their own, bench/go.mod) and
+// runs it there. It builds the service from the working tree, or from HEAD in a
 // temporary git worktree when the working tree does not compile; and
 // membership-postgres the same way, for pg-idle-conns, which starts a
 // throwaway PostgreSQL from the machine's initdb and pg_ctl. Two attacks
