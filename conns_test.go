@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -84,109 +85,68 @@ func TestConnectionBudgetFollowsTheDescriptorLimit(t *testing.T) {
 }
 
 // TestConnectionPastTheBudgetGets503 holds every connection of the budget
-// busy (a request's headers half sent): the next one is answered 503, at
-// once, and probes answer again once a connection is free.
+// busy (a long poll of /changes, parked for a minute): the next one is
+// answered 503, at once, and probes answer again once a connection is free.
 func TestConnectionPastTheBudgetGets503(t *testing.T) {
-	p := startProcess(t, "-max-conns", "16")
+	admin := "http://" + freeAddr(t)
+	p := startProcess(t, "-max-conns", "16", "-admin-addr", strings.TrimPrefix(admin, "http://"))
 	addr := strings.TrimPrefix(p.base, "http://")
 	var busy []net.Conn
 	for range 16 {
 		c, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
 		defer c.Close()
-		_, err = io.WriteString(c, "GET /healthz HTTP/1.1\r\n")
+		_, err = io.WriteString(c, "GET /changes?after=0&wait=60s HTTP/1.1\r\nHost: x\r\n\r\n")
 		require.NoError(t, err)
 		busy = append(busy, c)
 	}
 	require.Eventually(t, func() bool {
-		resp, err := client.Get(p.base + "/healthz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode == http.StatusServiceUnavailable && resp.Close &&
-			strings.Contains(string(body), `"the service holds 16 connections at most (-max-conns), none of them idle: try again shortly"`)
-	}, 10e9, 1e6, "a connection past the budget gets 503, Connection: close")
+		_, body := getOnce(t, admin+"/metrics")
+		return strings.Contains(body, "\nmembership_changes_waiters 16\n")
+	}, 30*time.Second, time.Millisecond, "16 polls parked, seen on the admin address")
+
+	status, body := getOnce(t, p.base+"/healthz")
+	assert.Equal(t, http.StatusServiceUnavailable, status)
+	assert.Contains(t, body, `"the service holds 16 connections at most (-max-conns), none of them idle: try again shortly"}} (Connection: close)`)
+	status, _ = getOnce(t, admin+"/healthz")
+	assert.Equal(t, http.StatusOK, status, "the admin address has connections of its own")
 
 	require.NoError(t, busy[0].Close())
 	require.Eventually(t, func() bool {
-		resp, err := client.Get(p.base + "/healthz")
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 10e9, 1e6, "a freed place takes a new connection")
+		status, _ := getOnce(t, p.base+"/healthz")
+		return status == http.StatusOK
+	}, 30*time.Second, time.Millisecond, "a freed place takes a new connection")
 }
 
-func TestDescriptorLimitTooLowIsRefusedAtStart(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		nofile  int
-		args    []string
-		wantErr string
-	}{
-		{"too few for any connection", 150, nil,
-			"the limit of open descriptors is 150 (ulimit -n): the service keeps 145 for itself and needs 16 more at least for connections; raise the limit"},
-		{"-max-conns over the limit", 200, []string{"-max-conns", "100"},
-			"-max-conns 100 needs 245 descriptors with the 145 the service keeps for itself, over the limit of open descriptors, 200 (ulimit -n): lower -max-conns to 55 at most, or raise the limit"},
-		{"a data directory keeps more", 200, []string{"-max-conns", "55", "-data-dir", "DIR"},
-			"-max-conns 55 needs 206 descriptors with the 151 the service keeps"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			args := tt.args
-			for i, a := range args {
-				if a == "DIR" {
-					args[i] = t.TempDir()
-				}
-			}
-			out, err := limitedCommand(tt.nofile, args...).CombinedOutput()
-			var exit *exec.ExitError
-			require.ErrorAs(t, err, &exit, "%s", out)
-			assert.Equal(t, 1, exit.ExitCode())
-			assert.Contains(t, string(out), tt.wantErr)
-			assert.NotContains(t, string(out), "listening", "refused before it listens")
-		})
+// getOnce GETs url on a new connection of its own, and returns the status
+// and the body, with " (Connection: close)" when the reply says so.
+func getOnce(t *testing.T, url string) (int, string) {
+	t.Helper()
+	host, path, _ := strings.Cut(strings.TrimPrefix(url, "http://"), "/")
+	c, err := net.DialTimeout("tcp", host, 10*time.Second)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	_, err = io.WriteString(c, "GET /"+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	if resp.Close { // the reply said Connection: close (the request did not ask it)
+		body = append(body, " (Connection: close)"...)
 	}
+	return resp.StatusCode, string(body)
 }
 
-// TestAdminAddressServesProbesAndMetricsAlone starts the program with an
-// admin listener: it serves /healthz, /readyz and /metrics, and nothing
-// else; -probe with a path alone asks it, found in MEMBERSHIP_ADMIN_ADDR.
-func TestAdminAddressServesProbesAndMetricsAlone(t *testing.T) {
+// freeAddr returns a loopback address with a free port, for the program to
+// take.
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	adminAddr := ln.Addr().String()
-	require.NoError(t, ln.Close()) // a free port, for the program to take
-	p := startProcess(t, "-admin-addr", adminAddr)
-	admin := "http://" + adminAddr
-	assert.Equal(t, adminAddr, logged(t, p.logs, "listening for probes and metrics")["admin_addr"])
-
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
-		status, _ := send(t, "GET", admin+path, "")
-		assert.Equal(t, http.StatusOK, status, path)
-	}
-	status, body := send(t, "GET", admin+"/group-user/g", "")
-	assert.Equal(t, http.StatusNotFound, status)
-	assert.JSONEq(t, `{"error":{"code":"not_found","message":"the admin address serves /healthz, /readyz and /metrics only: the API is on the other address"}}`, body)
-	status, _ = send(t, "GET", p.base+"/group-user/g", "")
-	assert.Equal(t, http.StatusOK, status, "the API is on -addr")
-	_, metrics := send(t, "GET", admin+"/metrics", "")
-	assert.Contains(t, metrics, `membership_connections_limit{listener="admin"} 16`)
-
-	probe := exec.Command(os.Args[0], "-probe", "/readyz")
-	probe.Env = append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1", "MEMBERSHIP_ADMIN_ADDR="+adminAddr)
-	out, err := probe.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	assert.Equal(t, "probe "+admin+"/readyz: 200 OK\n", string(out))
-}
-
-func TestAdminAddressMustBeItsOwn(t *testing.T) {
-	err := run(t.Context(), []string{"-addr", "127.0.0.1:18080", "-admin-addr", "127.0.0.1:18080"}, func(string) string { return "" }, io.Discard, io.Discard)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `-admin-addr "127.0.0.1:18080" is -addr too`)
-	err = run(t.Context(), nil, func(k string) string { return map[string]string{"MEMBERSHIP_ADMIN_ADDR": "9090"}[k] }, io.Discard, io.Discard)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "MEMBERSHIP_ADMIN_ADDR: -admin-addr 9090 is not host:port: did you mean :9090")
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
 }
