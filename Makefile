@@ -19,11 +19,13 @@ build:
 ## test: run every test, the PostgreSQL store's included (installing Debian's postgresql if needed), with the race detector where cgo works (it needs a C compiler)
 .PHONY: test
 test: postgres-tools
-	@if [ "$$(go env CGO_ENABLED)" = 1 ]; then race=-race; else \
+	@echo "make test: the service's tests (about 1.5 minutes uncached: the durability tests start the program and kill it mid-write many times)"; \
+	if [ "$$(go env CGO_ENABLED)" = 1 ]; then race=-race; else \
 		if [ -n "$$CGO_ENABLED" ]; then why="CGO_ENABLED=$$CGO_ENABLED"; else why="no C compiler found: install gcc for the race detector"; fi; \
 		echo "make test: cgo is off ($$why), so the tests run without -race"; race=; \
 	fi; \
 	echo "go test$${race:+ $$race} ./..."; go test $$race ./... || exit 1; \
+	echo "make test: the PostgreSQL store's tests (about 2.5 minutes uncached: a throwaway PostgreSQL server, and two instances with one killed mid-load)"; \
 	echo "cd postgres && go test$${race:+ $$race} ./..."; cd postgres && go test $$race ./...
 
 # postgres-tools: the PostgreSQL store's tests start a throwaway server from

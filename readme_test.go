@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,43 +17,59 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// readmeExample is one "$ command" line of a console block in README.md and
-// the output printed under it.
+// readmeExample is one "$ command" line of a console block in README.md or
+// a document of docs/, and the output printed under it.
 type readmeExample struct {
+	file    string
 	line    int
 	command string
 	output  string
 }
 
-// TestREADMEExamples runs every example of README.md's console blocks, in
-// order, against one fresh program, and checks it prints what the README
-// shows. It understands the curl options the README uses and fails on others,
-// so an example it cannot check cannot slip into the README.
+// where names the example's place, file:line, for messages.
+func (ex readmeExample) where() string { return fmt.Sprintf("%s:%d", ex.file, ex.line) }
+
+// readmeFiles are the documents whose console examples run, in this order,
+// against one program: each goes on from the state the ones before it left.
+var readmeFiles = []string{"README.md", "docs/reference.md", "docs/operating.md", "docs/postgres.md", "docs/design.md"}
+
+// TestREADMEExamples runs every example of the console blocks of
+// readmeFiles, in order, against one fresh program, and checks it prints what
+// the document shows. It understands the curl options the documents use and
+// fails on others, so an example it cannot check cannot slip into them.
 func TestREADMEExamples(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+	docs, err := filepath.Glob("docs/*.md")
 	require.NoError(t, err)
-	examples := readmeExamples(string(readme))
+	for _, doc := range docs {
+		assert.Contains(t, readmeFiles, filepath.ToSlash(doc), "a document whose examples no test runs: add it to readmeFiles")
+	}
+	var examples []readmeExample
+	for _, file := range readmeFiles {
+		text, err := os.ReadFile(file)
+		require.NoError(t, err)
+		examples = append(examples, readmeExamples(file, string(text))...)
+	}
 	require.NotEmpty(t, examples)
 
 	base, _, _ := startProgram(t)
-	// The ETags' epoch is drawn at random on each start: the README shows
+	// The ETags' epoch is drawn at random on each start: the documents show
 	// readmeEpoch in its place, and the commands send it back.
 	epoch := programEpoch(t, base)
-	curls := 0
+	curls, helps := 0, 0
 	for _, ex := range examples {
 		var got string
 		switch {
 		case strings.HasPrefix(ex.command, "curl "):
 			// One filter is understood: | grep -E 'pattern', which keeps
 			// the lines the pattern matches (Go's syntax, which agrees
-			// with grep's for the patterns the README uses).
+			// with grep's for the patterns the documents use).
 			command, filter, filtered := strings.Cut(ex.command, " | grep -E ")
 			command = strings.ReplaceAll(command, readmeEpoch, epoch)
-			got = runCurl(t, readmeExample{line: ex.line, command: command}, strings.TrimPrefix(base, "http://"))
+			got = runCurl(t, readmeExample{file: ex.file, line: ex.line, command: command}, strings.TrimPrefix(base, "http://"))
 			got = strings.ReplaceAll(got, epoch, readmeEpoch)
 			if filtered {
 				words := shellWords(t, filter)
-				require.Len(t, words, 1, "README.md:%d: grep -E takes one pattern", ex.line)
+				require.Len(t, words, 1, "%s: grep -E takes one pattern", ex.where())
 				got = grepLines(regexp.MustCompile(words[0]), got)
 			}
 			curls++
@@ -59,15 +77,17 @@ func TestREADMEExamples(t *testing.T) {
 			var stderr bytes.Buffer
 			require.NoError(t, run(context.Background(), []string{"-h"}, os.Getenv, io.Discard, &stderr))
 			got = stderr.String()
+			helps++
 		default:
-			t.Fatalf("README.md:%d: no way to check %q", ex.line, ex.command)
+			t.Fatalf("%s: no way to check %q", ex.where(), ex.command)
 		}
-		assert.Equal(t, ex.output, got, "README.md:%d: $ %s", ex.line, ex.command)
+		assert.Equal(t, ex.output, got, "%s: $ %s", ex.where(), ex.command)
 	}
-	assert.GreaterOrEqual(t, curls, 10, "the README's curl examples were not found")
+	assert.GreaterOrEqual(t, curls, 10, "the documents' curl examples were not found")
+	assert.Equal(t, 1, helps, "the documents show the output of go run . -h once")
 }
 
-// readmeEpoch is the epoch the README's ETags show.
+// readmeEpoch is the epoch the documents' ETags show.
 const readmeEpoch = "8c1f2ab04d9e3f67"
 
 // programEpoch returns the epoch of the program at base, from an ETag.
@@ -81,17 +101,19 @@ func programEpoch(t *testing.T, base string) string {
 	return epoch
 }
 
-func readmeExamples(readme string) []readmeExample {
+// readmeExamples returns the examples of the console blocks of text, the
+// content of file.
+func readmeExamples(file, text string) []readmeExample {
 	var examples []readmeExample
 	inConsole := false
-	for i, line := range strings.Split(readme, "\n") {
+	for i, line := range strings.Split(text, "\n") {
 		switch {
 		case line == "```console":
 			inConsole = true
 		case strings.HasPrefix(line, "```"):
 			inConsole = false
 		case inConsole && strings.HasPrefix(line, "$ "):
-			examples = append(examples, readmeExample{line: i + 1, command: strings.TrimPrefix(line, "$ ")})
+			examples = append(examples, readmeExample{file: file, line: i + 1, command: strings.TrimPrefix(line, "$ ")})
 		case inConsole && len(examples) > 0:
 			examples[len(examples)-1].output += line + "\n"
 		}
@@ -99,7 +121,7 @@ func readmeExamples(readme string) []readmeExample {
 	return examples
 }
 
-// runCurl does what curl would for the options the README uses, against the
+// runCurl does what curl would for the options the documents use, against the
 // program at addr, and returns what curl would print.
 func runCurl(t *testing.T, ex readmeExample, addr string) string {
 	t.Helper()
@@ -111,7 +133,7 @@ func runCurl(t *testing.T, ex readmeExample, addr string) string {
 	for i := 0; i < len(args); i++ {
 		next := func() string {
 			i++
-			require.Less(t, i, len(args), "README.md:%d: %s needs a value", ex.line, args[i-1])
+			require.Less(t, i, len(args), "%s: %s needs a value", ex.where(), args[i-1])
 			return args[i]
 		}
 		switch a := args[i]; a {
@@ -119,13 +141,13 @@ func runCurl(t *testing.T, ex readmeExample, addr string) string {
 		case "-w":
 			writeOut = next()
 		case "-o":
-			require.Equal(t, "/dev/null", next(), "README.md:%d: the test knows only -o /dev/null", ex.line)
+			require.Equal(t, "/dev/null", next(), "%s: the test knows only -o /dev/null", ex.where())
 			discardBody = true
 		case "-X":
 			method = next()
 		case "-H":
 			k, v, ok := strings.Cut(next(), ":")
-			require.True(t, ok, "README.md:%d: bad header", ex.line)
+			require.True(t, ok, "%s: bad header", ex.where())
 			header.Set(k, strings.TrimSpace(v))
 		case "-d":
 			data = append(data, next())
@@ -133,7 +155,7 @@ func runCurl(t *testing.T, ex readmeExample, addr string) string {
 			name, content, _ := strings.Cut(next(), "=")
 			data = append(data, name+"="+url.QueryEscape(content))
 		default:
-			require.False(t, strings.HasPrefix(a, "-"), "README.md:%d: the test does not know curl option %s", ex.line, a)
+			require.False(t, strings.HasPrefix(a, "-"), "%s: the test does not know curl option %s", ex.where(), a)
 			target = strings.Replace(a, "localhost:8080", addr, 1)
 		}
 	}
@@ -182,7 +204,7 @@ func grepLines(re *regexp.Regexp, text string) string {
 // curlHeaderVar is curl's -w variable for a reply header, %header{name}.
 var curlHeaderVar = regexp.MustCompile(`%header\{([^}]+)\}`)
 
-// shellWords splits a command line the way sh would for the README's
+// shellWords splits a command line the way sh would for the documents'
 // examples: words separated by spaces, with single quotes.
 func shellWords(t *testing.T, line string) []string {
 	var words []string
