@@ -12,7 +12,6 @@ import (
 	"example.com/groupmembership/internal/accesslog"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/metrics"
-	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/membership"
 )
 
@@ -98,10 +97,14 @@ type StoreExtras struct {
 	// Writable returns why the store cannot take changes now, or nil, for
 	// /readyz and the membership_store_writable gauge.
 	Writable func() error
-	// Stats returns the store's figures, for /metrics.
-	Stats func() store.Stats
+	// Metrics writes the store's own families to /metrics, after the
+	// handler's and before Options.Collectors.
+	Metrics func(*metrics.Writer)
+	// Budgets reports the store's memory budgets for /metrics, after the
+	// handler's own.
+	Budgets func() []metrics.Budget
 	// Backup copies the whole state at one revision, for /backup.
-	Backup func() *store.Backup
+	Backup func() Backup
 }
 
 // DefaultListCacheBytes is the default bound of the cache of encoded lists.
@@ -235,8 +238,8 @@ func (d deps) budgets() []metrics.Budget {
 		{Name: "replies", Used: d.replies.Used(), Limit: d.replies.Limit(), Refused: d.replies.Refused()},
 		{Name: "list_cache", Used: d.lists.cacheBytes(), Limit: d.lists.cache.maxBytes},
 	}
-	if d.store.Stats != nil {
-		bs = append(bs, storeBudgets(d.store.Stats())...)
+	if d.store.Budgets != nil {
+		bs = append(bs, d.store.Budgets()...)
 	}
 	for _, f := range d.opts.Budgets {
 		bs = append(bs, f()...)

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/budget"
-	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
 )
 
@@ -23,7 +23,7 @@ import (
 // 6, 9, …, some with nicknames that look like the body's own separators.
 func newBigGroup(t *testing.T, n int) (*membership.Service, []membership.Member) {
 	t.Helper()
-	svc := membership.NewService(store.NewMemory(), n)
+	svc := membership.NewService(memory.New(), n)
 	var members []membership.Member
 	users := "["
 	for i := range n {
@@ -135,19 +135,19 @@ func uidsJSON(n int) string {
 
 // listCounter counts the lists a store builds.
 type listCounter struct {
-	*store.Memory
+	*memory.Store
 	lists atomic.Int64
 }
 
 func (c *listCounter) ListMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
 	c.lists.Add(1)
-	return c.Memory.ListMembers(ctx, groupID, opts, list)
+	return c.Store.ListMembers(ctx, groupID, opts, list)
 }
 
 // Readers that come while a group's list is being built wait for it rather
 // than build their own.
 func TestListsBuildEachRevisionOnce(t *testing.T) {
-	st := &listCounter{Memory: store.NewMemory()}
+	st := &listCounter{Store: memory.New()}
 	svc := membership.NewService(st, 10000)
 	ctx := context.Background()
 	_, err := svc.AddMembers(ctx, "g", usersOf(uidsJSON(5000)))
@@ -190,7 +190,7 @@ func TestListsCountCachedListsWhileSent(t *testing.T) {
 // Past the replies budget, a list that would need new memory is refused,
 // while a list already being sent is still shared.
 func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
-	st := &listCounter{Memory: store.NewMemory()}
+	st := &listCounter{Store: memory.New()}
 	svc := membership.NewService(st, 10000)
 	ctx := context.Background()
 	_, err := svc.AddMembers(ctx, "g", usersOf(uidsJSON(1000)))
@@ -223,7 +223,7 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 // is refused; alone it is sent, whatever its size; a page needs no sorting
 // memory.
 func TestUserGroupsTakeTheirSortingFromTheBudget(t *testing.T) {
-	svc := membership.NewService(store.NewMemory(), 10)
+	svc := membership.NewService(memory.New(), 10)
 	for i := range 200 {
 		_, err := svc.AddMembers(context.Background(), fmt.Sprintf("g%03d", i), usersOf("[7]"))
 		require.NoError(t, err)
