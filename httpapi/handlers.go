@@ -339,7 +339,7 @@ func handleMember(svc *membership.Service) http.Handler {
 
 // handleReadyz answers 200 while the service takes traffic, writes
 // included; otherwise 503 unavailable, with the reason as the message: it is
-// shutting down, or the store cannot take changes (see Options.Writable).
+// shutting down, or the store cannot take changes (see StoreExtras.Writable).
 // A spent budget of request bodies or replies does not make it unready:
 // clients cause that, and an instance taken out of a load balancer for it
 // would let a few of them take every instance out.
@@ -362,7 +362,7 @@ func handleReadyz(d deps) http.Handler {
 }
 
 // errStarting answers what needs the data while it loads.
-var errStarting = membership.Errorf(membership.CodeStarting, "the service is starting: its data is loading; try again in a moment (/readyz says when it is ready)")
+var errStarting = membership.Errorf(codeStarting, "the service is starting: its data is loading; try again in a moment (/readyz says when it is ready)")
 
 // handleStarting answers a data route while the data loads.
 func handleStarting() http.Handler {
@@ -381,14 +381,14 @@ func handleHealthz() http.Handler {
 func handleMethodNotAllowed(allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		writeError(w, r, membership.Errorf(membership.CodeMethodNotAllowed,
+		writeError(w, r, membership.Errorf(codeMethodNotAllowed,
 			"method %s is not allowed on %s; allowed: %s", r.Method, r.URL.EscapedPath(), allow))
 	})
 }
 
 func handleNotFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, membership.Errorf(membership.CodeNotFound, "no route for %s %s; GET /openapi.json describes every route", r.Method, r.URL.EscapedPath()))
+		writeError(w, r, membership.Errorf(codeNotFound, "no route for %s %s; GET /openapi.json describes every route", r.Method, r.URL.EscapedPath()))
 	})
 }
 

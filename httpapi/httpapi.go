@@ -33,7 +33,7 @@ const (
 	DefaultMaxWaiters = 1000
 )
 
-// Options configure NewHandler.
+// Options configure NewLoadingHandler.
 type Options struct {
 	// Logger gets the access log and internal errors and panics. Nil
 	// discards them.
@@ -167,7 +167,7 @@ func NewLoadingHandler(opts Options) *Handler {
 	})))
 	h.admin = observe(requestLog{opts.Logger, opts.AccessLines}, opts.AccessLog, d.metrics, canonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !adminPaths[r.URL.Path] {
-			writeError(w, r, membership.Errorf(membership.CodeNotFound, "the admin address serves /healthz, /readyz and /metrics only: the API is on the other address"))
+			writeError(w, r, membership.Errorf(codeNotFound, "the admin address serves /healthz, /readyz and /metrics only: the API is on the other address"))
 			return
 		}
 		h.mux.Load().ServeHTTP(w, r)
@@ -204,14 +204,6 @@ func (h *Handler) newMux(d deps) *http.ServeMux {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.serve.ServeHTTP(w, r)
-}
-
-// NewHandler returns the handler of the whole HTTP API over svc, loaded,
-// with a store that reports nothing to /metrics.
-func NewHandler(svc *membership.Service, opts Options) http.Handler {
-	h := NewLoadingHandler(opts)
-	h.Load(svc, StoreExtras{})
-	return h
 }
 
 // deps are what the handlers share.

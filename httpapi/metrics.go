@@ -124,7 +124,7 @@ func handleMetrics(d deps) http.Handler {
 	contentType := []string{metrics.ContentType}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.metrics == nil {
-			writeError(w, r, membership.Errorf(membership.CodeNotFound, "metrics are turned off (-metrics=false)"))
+			writeError(w, r, membership.Errorf(codeNotFound, "metrics are turned off (-metrics=false)"))
 			return
 		}
 		var mw metrics.Writer

@@ -114,7 +114,7 @@ func canonicalPaths(next http.Handler) http.Handler {
 			path = r.URL.Path
 		}
 		if path != "/" && !canonicalPath(path) {
-			writeError(w, r, membership.Errorf(membership.CodeNotFound,
+			writeError(w, r, membership.Errorf(codeNotFound,
 				"%s is not a canonical path (it has an empty, \".\" or \"..\" segment, or ends in /): no route serves it; "+
 					"escape a group id that is . or .. as %%2E or %%2E%%2E", path))
 			return
@@ -186,7 +186,7 @@ func requireToken(token string, next http.Handler) http.Handler {
 		got = strings.TrimLeft(got, " ")
 		if subtle.ConstantTimeCompare([]byte(got), want) != 1 || !strings.EqualFold(scheme, "Bearer") {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="membership"`)
-			writeError(w, r, membership.Errorf(membership.CodeUnauthorized,
+			writeError(w, r, membership.Errorf(codeUnauthorized,
 				"this request needs the header Authorization: Bearer <token>, with the service's token"))
 			return
 		}

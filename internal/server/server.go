@@ -690,7 +690,11 @@ func lockDataDir(cfg Config, backend *Backend) (*fileutil.DirLock, error) {
 	if cfg.dataDir == "" || backend != nil {
 		return nil, nil
 	}
-	return durable.LockDataDir(cfg.dataDir)
+	lock, err := durable.LockDataDir(cfg.dataDir)
+	if errors.Is(err, fileutil.ErrLockUnsupported) {
+		return nil, fmt.Errorf("-data-dir: %w; without -data-dir, the service keeps its data in memory on this platform", err)
+	}
+	return lock, err
 }
 
 // openStore opens the store the flags ask for, in the directory that lock

@@ -20,7 +20,7 @@ const lockFileName = "LOCK"
 func LockDataDir(dir string) (*fileutil.DirLock, error) {
 	l, err := fileutil.LockDir(dir, lockFileName, dirMode, fileMode)
 	if errors.Is(err, fileutil.ErrLockUnsupported) {
-		return nil, fmt.Errorf("%w: a data directory needs that lock, to keep a second process out; keep the data in memory only on this platform", err)
+		return nil, fmt.Errorf("%w: a data directory needs that lock, to keep a second process out", err)
 	}
 	return l, err
 }
