@@ -203,7 +203,7 @@ func (w *failingWriter) Write([]byte) (int, error) {
 }
 
 // A client that goes away is not a server error: no 500, no ERROR line; it
-// counts as 499 in the access log and the metrics (issue 12, item 9).
+// counts as 499 in the access log and the metrics.
 func TestAClientThatGoesAwayIsNotAServerError(t *testing.T) {
 	logs := &syncBuffer{}
 	st := contextStore{memory.New()}
@@ -238,8 +238,7 @@ func TestAClientThatGoesAwayIsNotAServerError(t *testing.T) {
 
 // A request with both Content-Length and a chunked body is read as chunked
 // (net/http's choice, RFC 9112's rule), and its connection is closed after
-// the reply, so that a request smuggled behind it is never read (issue 12,
-// item 11).
+// the reply, so that a request smuggled behind it is never read.
 func TestAChunkedBodyClosesItsConnection(t *testing.T) {
 	st := memory.New()
 	srv := serve(t, httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{}))
@@ -270,7 +269,7 @@ func TestAChunkedBodyClosesItsConnection(t *testing.T) {
 
 // A path that is not in canonical form is a JSON 404, never a redirect, and
 // changes nothing; ids such as . and .. are reached escaped, and the Link
-// header escapes them so that it names the same group (issue 12, item 1).
+// header escapes them so that it names the same group.
 func TestPathsAreCanonicalOrRefused(t *testing.T) {
 	st := memory.New()
 	h := httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{})
@@ -308,7 +307,7 @@ func TestPathsAreCanonicalOrRefused(t *testing.T) {
 // Queries are parsed strictly, in one place for every route: a malformed
 // pair, an unknown parameter, a repeat, or a number not written canonically
 // is 400 invalid_query, never silently dropped; the documented bounds are
-// accepted (issue 12, item 3).
+// accepted.
 func TestQueriesAreStrict(t *testing.T) {
 	st := memory.New()
 	h := httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{})

@@ -99,7 +99,7 @@ func decodeUsers(groupID, usersJSON string, maxUsers int) ([]membership.User, er
 // ETag, and a request whose If-None-Match holds it is answered 304 Not
 // Modified. The whole list, and every suffix of it (after without limit),
 // is sent from one encoding per revision that all its readers share.
-func handleListMembers(svc *membership.Service, l *lists) http.Handler {
+func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groupID := r.PathValue("groupID")
 		opts, err := listOptions(r)
@@ -178,7 +178,7 @@ func takeSortingWork(ctx context.Context, svc *membership.Service, uid membershi
 // writeWholeList answers the group's whole list at revision, or its suffix
 // after the uid after (0: none), from the one encoding all its readers
 // share.
-func writeWholeList(w http.ResponseWriter, r *http.Request, svc *membership.Service, l *lists, groupID string, revision membership.Revision, after membership.UID) {
+func writeWholeList(w http.ResponseWriter, r *http.Request, svc *membership.Service, l *encodedLists, groupID string, revision membership.Revision, after membership.UID) {
 	e, err := l.whole(r.Context(), svc, groupID, revision)
 	if err != nil {
 		writeError(w, r, err)
@@ -343,7 +343,7 @@ func handleMember(svc *membership.Service) http.Handler {
 // A spent budget of request bodies or replies does not make it unready:
 // clients cause that, and an instance taken out of a load balancer for it
 // would let a few of them take every instance out.
-func handleReadyz(d deps) http.Handler {
+func handleReadyz(d shared) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.loading() {
 			writeError(w, r, errStarting)

@@ -119,7 +119,7 @@ const DefaultListCacheBytes = 64 << 20
 type Handler struct {
 	serve http.Handler
 	admin http.Handler
-	base  deps // what loading and loaded share: no service yet
+	base  shared // what loading and loaded share: no service yet
 	mux   atomic.Pointer[http.ServeMux]
 }
 
@@ -149,14 +149,14 @@ func NewLoadingHandler(opts Options) *Handler {
 	if opts.Ready == nil {
 		opts.Ready = func() bool { return true }
 	}
-	d := deps{
+	d := shared{
 		opts:    opts,
 		bodies:  budget.New(opts.BodyMemoryBytes),
 		replies: budget.New(opts.ReplyMemoryBytes),
 		backups: &backups{},
 		waiters: &waiters{limit: int64(opts.MaxWaiters)},
 	}
-	d.lists = newLists(newListCache(opts.ListCacheBytes), d.replies)
+	d.encodedLists = newEncodedLists(newListCache(opts.ListCacheBytes), d.replies)
 	if !opts.NoMetrics {
 		d.metrics = newRequestMetrics()
 	}
@@ -196,7 +196,7 @@ func (h *Handler) Load(svc *membership.Service, extras StoreExtras) {
 
 // newMux returns the mux of the routes over d: loading when d has no
 // service.
-func (h *Handler) newMux(d deps) *http.ServeMux {
+func (h *Handler) newMux(d shared) *http.ServeMux {
 	mux := http.NewServeMux()
 	addRoutes(mux, routes(d), d.loading(), d.opts.Token, d.opts.AuthReads, d.metrics)
 	return mux
@@ -206,29 +206,31 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.serve.ServeHTTP(w, r)
 }
 
-// deps are what the handlers share.
-type deps struct {
-	svc     *membership.Service // nil while loading
-	store   StoreExtras         // the loaded store's
-	opts    Options
-	bodies  *budget.Bytes // request bodies being read
-	replies *budget.Bytes // reply bodies being built and sent
-	backups *backups      // one at a time, spaced
-	waiters *waiters      // /changes long polls waiting
-	lists   *lists
-	metrics *requestMetrics // nil with NoMetrics
+// shared is what every handler uses: the service and its store's extras
+// once loaded, the options, the memory budgets, and the state of backups,
+// long polls, encoded lists and request metrics.
+type shared struct {
+	svc          *membership.Service // nil while loading
+	store        StoreExtras         // the loaded store's
+	opts         Options
+	bodies       *budget.Bytes // request bodies being read
+	replies      *budget.Bytes // reply bodies being built and sent
+	backups      *backups      // one at a time, spaced
+	waiters      *waiters      // /changes long polls waiting
+	encodedLists *encodedLists
+	metrics      *requestMetrics // nil with NoMetrics
 }
 
 // loading reports whether the handler is loading: it has no service yet.
-func (d deps) loading() bool { return d.svc == nil }
+func (d shared) loading() bool { return d.svc == nil }
 
 // budgets reports the handler's memory budgets, then the store's, then
 // those of opts.Budgets.
-func (d deps) budgets() []metrics.Budget {
+func (d shared) budgets() []metrics.Budget {
 	bs := []metrics.Budget{
 		{Name: "request_bodies", Used: d.bodies.Used(), Limit: d.bodies.Limit(), Refused: d.bodies.Refused()},
 		{Name: "replies", Used: d.replies.Used(), Limit: d.replies.Limit(), Refused: d.replies.Refused()},
-		{Name: "list_cache", Used: d.lists.cacheBytes(), Limit: d.lists.cache.maxBytes},
+		{Name: "list_cache", Used: d.encodedLists.cacheBytes(), Limit: d.encodedLists.cache.maxBytes},
 	}
 	if d.store.Budgets != nil {
 		bs = append(bs, d.store.Budgets()...)

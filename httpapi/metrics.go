@@ -120,7 +120,7 @@ func (m *requestMetrics) write(w *metrics.Writer) {
 // whether the store is writable, the goroutines, then what each collector
 // writes (the store's figures). Every figure is kept as it changes, so a
 // scrape costs the same whatever the store holds.
-func handleMetrics(d deps) http.Handler {
+func handleMetrics(d shared) http.Handler {
 	contentType := []string{metrics.ContentType}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.metrics == nil {

@@ -53,7 +53,7 @@ func newBigGroup(t *testing.T, n int) (*membership.Service, []membership.Member)
 func TestEncodedListSuffix(t *testing.T) {
 	const n = 5 * markEvery
 	svc, members := newBigGroup(t, n)
-	l := newLists(newListCache(0), budget.New(1<<30))
+	l := newEncodedLists(newListCache(0), budget.New(1<<30))
 	e, err := l.whole(context.Background(), svc, "g", 0)
 	require.NoError(t, err)
 	defer l.release(e)
@@ -77,7 +77,7 @@ func TestEncodedListSuffix(t *testing.T) {
 
 // wholeConcurrently asks n readers at once for the list of group g at
 // revision, and returns what each got (nil for an error).
-func wholeConcurrently(l *lists, svc *membership.Service, revision membership.Revision, n int) []*encodedList {
+func wholeConcurrently(l *encodedLists, svc *membership.Service, revision membership.Revision, n int) []*encodedList {
 	var wg sync.WaitGroup
 	got := make([]*encodedList, n)
 	for i := range got {
@@ -96,7 +96,7 @@ func wholeConcurrently(l *lists, svc *membership.Service, revision membership.Re
 func TestListsShareOneEncodingPerRevision(t *testing.T) {
 	svc, _ := newBigGroup(t, 1000)
 	replies := budget.New(1 << 30)
-	l := newLists(newListCache(0), replies) // no cache: sharing alone
+	l := newEncodedLists(newListCache(0), replies) // no cache: sharing alone
 	ctx := context.Background()
 	rev, err := svc.Revision(ctx, "g")
 	require.NoError(t, err)
@@ -152,7 +152,7 @@ func TestListsBuildEachRevisionOnce(t *testing.T) {
 	ctx := context.Background()
 	_, err := svc.AddMembers(ctx, "g", usersOf(uidsJSON(5000)))
 	require.NoError(t, err)
-	l := newLists(newListCache(0), budget.New(1<<30))
+	l := newEncodedLists(newListCache(0), budget.New(1<<30))
 
 	got := wholeConcurrently(l, svc, 1, 50)
 	for _, e := range got {
@@ -172,7 +172,7 @@ func TestListsBuildEachRevisionOnce(t *testing.T) {
 func TestListsCountCachedListsWhileSent(t *testing.T) {
 	svc, _ := newBigGroup(t, 100)
 	replies := budget.New(1 << 30)
-	l := newLists(newListCache(1<<20), replies)
+	l := newEncodedLists(newListCache(1<<20), replies)
 	ctx := context.Background()
 	e, err := l.whole(ctx, svc, "g", 1)
 	require.NoError(t, err)
@@ -195,7 +195,7 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 	ctx := context.Background()
 	_, err := svc.AddMembers(ctx, "g", usersOf(uidsJSON(1000)))
 	require.NoError(t, err)
-	l := newLists(newListCache(0), budget.New(1000)) // less than one list
+	l := newEncodedLists(newListCache(0), budget.New(1000)) // less than one list
 	e, err := l.whole(ctx, svc, "g", 1)
 	require.NoError(t, err, "alone, a list over the whole budget is sent")
 	shared, err := l.whole(ctx, svc, "g", 1)

@@ -423,7 +423,7 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 	defer rows.Close()
 	n := 0
 	for rows.Next() {
-		var c logged
+		var c logEntry
 		if err := rows.Scan(&c.pos, &c.ticket, &c.op, &c.groupID, &c.uids, &c.nicknames, &c.age); err != nil {
 			return n, err
 		}
@@ -439,8 +439,8 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 	return n, rows.Err()
 }
 
-// logged is a change read from the log.
-type logged struct {
+// logEntry is a change read from the log.
+type logEntry struct {
 	pos, ticket int64
 	op          int16
 	groupID     string
@@ -450,7 +450,7 @@ type logged struct {
 }
 
 // apply applies c to memory and answers its writer, if it waits here.
-func (s *Store) apply(ctx context.Context, c logged) {
+func (s *Store) apply(ctx context.Context, c logEntry) {
 	start := time.Now()
 	var res membership.Result
 	var err error

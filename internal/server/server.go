@@ -649,9 +649,8 @@ const (
 // defaultConnSendBuffer is the default kernel send buffer of a connection.
 // Linux grows a connection's buffer up to 4 MiB by itself: two hundred
 // clients that ask for a large list and never read then pin 800 MB of
-// kernel memory, and the copying stalls every other request for hundreds of
-// milliseconds (measured: a probe's 150 to 320 ms against none over 50 ms
-// with 256 KiB). 256 KiB still fills a 20 ms round trip at 100 Mbit/s.
+// kernel memory, and the copying into those buffers stalls every other
+// request. 256 KiB still fills a 20 ms round trip at 100 Mbit/s.
 const defaultConnSendBuffer = 256 << 10
 
 // sendBufferListener sets the kernel send buffer of every connection it

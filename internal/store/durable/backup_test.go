@@ -22,7 +22,7 @@ import (
 
 // A backup taken while writers change the store holds the state at its
 // revision exactly: restored into a data directory, every list equals the
-// one the feed's changes up to that revision give (issue 13).
+// one the feed's changes up to that revision give.
 func TestBackupUnderConcurrentWritesRestoresItsRevision(t *testing.T) {
 	for name, open := range map[string]func(t *testing.T) interface {
 		membership.Store
@@ -175,9 +175,8 @@ func TestRestoreRefuses(t *testing.T) {
 }
 
 // Restore refuses a whole file whose contents break the service's rules: a
-// checksum says only that the file is whole (the fresh-eyes review of issue
-// 13 restored a group listed twice, an empty group id, a nickname not in
-// UTF-8, and more, all with valid checksums).
+// checksum says only that the file is whole, and a file with a group listed
+// twice, an empty group id or a nickname not in UTF-8 can have a valid one.
 func TestRestoreRefusesContentsThatBreakTheRules(t *testing.T) {
 	base := func() *snap.State {
 		return &snap.State{

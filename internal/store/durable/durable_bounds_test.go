@@ -199,7 +199,7 @@ func TestDurableWritableSaysWhy(t *testing.T) {
 }
 
 // Deleting LOCK must not let a second opener in: the directory itself is
-// locked (issue 11, item 6).
+// locked.
 func TestDurableLockHoldsWhenLOCKIsDeleted(t *testing.T) {
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
@@ -211,7 +211,7 @@ func TestDurableLockHoldsWhenLOCKIsDeleted(t *testing.T) {
 }
 
 // The data is the service's alone: the directory is 0700 (an existing one
-// that others may read is tightened), every file 0600 (issue 11, item 7).
+// that others may read is tightened), every file 0600.
 func TestDurableFilesArePrivate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	require.NoError(t, os.Mkdir(dir, 0o755))
@@ -240,8 +240,7 @@ func TestDurableFilesArePrivate(t *testing.T) {
 
 // A log removed or replaced under the running store is noticed before the
 // next change is acknowledged: the change is refused, the store says why,
-// and what was acknowledged before is still there after a restart (issue
-// 11, item 5).
+// and what was acknowledged before is still there after a restart.
 func TestDurableNoticesItsLogRemovedOrReplaced(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range []struct {
@@ -281,7 +280,7 @@ func TestDurableNoticesItsLogRemovedOrReplaced(t *testing.T) {
 }
 
 // A complete last record whose checksum fails is damage, not a torn write:
-// cutting it would lose an acknowledged change (issue 11, item 2).
+// cutting it would lose an acknowledged change.
 func TestDurableRefusesADamagedLastRecord(t *testing.T) {
 	dir, path, data := threeRecordLog(t)
 	data[len(data)-1] ^= 0x01 // the last byte of the last record's payload

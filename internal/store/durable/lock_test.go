@@ -23,7 +23,7 @@ import (
 // The lock can be taken before the store opens (a server takes it before
 // it listens): it creates the directory, keeps a second holder out with the
 // same words as Open, and is the store's once given to it, released
-// by Close or by a failed open (issue 24).
+// by Close or by a failed open.
 func TestLockDataDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	lock, err := LockDataDir(dir)

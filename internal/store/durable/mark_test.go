@@ -72,7 +72,7 @@ func fileSize(t *testing.T, path string) int64 {
 // A log cut after a crash, below where the mark says it was complete, is
 // refused, naming the file, both offsets and the ways forward, and changes
 // nothing; -repair goes on with what the log holds, keeps an incomplete
-// last record in a repair directory, and resets the mark (issue 24).
+// last record in a repair directory, and resets the mark.
 func TestDurableRefusesALogCutAfterACrash(t *testing.T) {
 	for _, tt := range []struct {
 		name string

@@ -60,7 +60,7 @@ func revisionOf(t *testing.T, d *Store) membership.Revision {
 
 // A damaged newest snapshot is refused with a way forward, and -repair
 // recovers every change from the snapshot before it and the logs after it,
-// keeping the damaged one aside (issue 11, item 3).
+// keeping the damaged one aside.
 func TestDurableDamagedSnapshotHasAWayForward(t *testing.T) {
 	dir, snapshots, _, want := sixtyWithSnapshots(t)
 	newest := snapshotPath(dir, snapshots[len(snapshots)-1])
@@ -87,7 +87,7 @@ func TestDurableDamagedSnapshotHasAWayForward(t *testing.T) {
 
 // Files missing from the chain are refused, naming what is missing, rather
 // than started with part of the data; the newest snapshot moved aside costs
-// nothing, for the one before and its logs are kept (issue 11, item 4).
+// nothing, for the one before and its logs are kept.
 func TestDurableRefusesMissingFiles(t *testing.T) {
 	t.Run("the newest snapshot moved aside", func(t *testing.T) {
 		dir, snapshots, _, want := sixtyWithSnapshots(t)
@@ -159,7 +159,7 @@ func TestDurableLogsSayTheRevisionTheyStartAt(t *testing.T) {
 }
 
 // A directory that has held data and lost all its logs and snapshots is
-// refused, not taken for a new one (issue 11, items 4 and 5).
+// refused, not taken for a new one.
 func TestDurableRefusesADirectoryThatLostItsFiles(t *testing.T) {
 	dir, snapshots, logs, _ := sixtyWithSnapshots(t)
 	for _, s := range snapshots {
@@ -184,9 +184,9 @@ func TestDurableRefusesADirectoryThatLostItsFiles(t *testing.T) {
 	assert.Empty(t, got, "without them, the operator chose to start empty")
 }
 
-// What a careless operator did, found by a review, each refused with the way
-// forward, or noticed before anything more is acknowledged.
-func TestDurableRefusesWhatAReviewFound(t *testing.T) {
+// What a careless operator may do to the data directory, each refused with
+// the way forward, or noticed before anything more is acknowledged.
+func TestDurableRefusesWhatACarelessOperatorDid(t *testing.T) {
 	ctx := context.Background()
 	t.Run("the live log overwritten or cut in place", func(t *testing.T) {
 		for name, damage := range map[string]func(path string) error{
@@ -288,7 +288,7 @@ func TestDurableRefusesWhatAReviewFound(t *testing.T) {
 
 // A data directory keeps its epoch across restarts, and a repair, which may
 // take the state back and give its revisions out again, draws a new one
-// before it moves anything: ETags carry it (issue 12, item 6).
+// before it moves anything: ETags carry it.
 func TestDurableEpochIsKeptAndRenewedByARepair(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -380,7 +380,7 @@ func cutNewestLogAtARecord(t *testing.T, dir string) int {
 // logs after that one are kept until a newer one is written and read back,
 // and a crash while a snapshot is written leaves the same files. Only when
 // the logs no longer reach back to a snapshot (or to log 1) is the start
-// refused (issue 24: README said it was refused).
+// refused.
 func TestDurableStartsWithoutItsNewestSnapshot(t *testing.T) {
 	dir, snapshots, logs, want := sixtyWithSnapshots(t)
 	newest, older := snapshots[len(snapshots)-1], snapshots[len(snapshots)-2]
@@ -400,7 +400,7 @@ func TestDurableStartsWithoutItsNewestSnapshot(t *testing.T) {
 // Damage to a log's header after its magic word and version (offset 8, the
 // revision it follows; offset 16, its directory's id) cannot be told from a
 // log of another history or directory: refused, naming -repair, which moves
-// the log aside and goes on from the state before it (issue 24).
+// the log aside and goes on from the state before it.
 func TestDurableDamagedLogHeaderNamesRepair(t *testing.T) {
 	for _, tt := range []struct {
 		name   string

@@ -24,8 +24,8 @@ func TestMemoryOneShard(t *testing.T) {
 }
 
 // Memory follows the memberships: users removed from every group leave no
-// nickname behind (issue 12, item 8: 300 rounds of 3,500 users with
-// 250-byte nicknames used to keep 565 MB with membership_users 0).
+// nickname behind, so that rounds of users added with long nicknames and
+// removed again leave the memory where it was.
 func TestNicknamesFollowTheMemberships(t *testing.T) {
 	ctx := context.Background()
 	m := New()

@@ -62,7 +62,7 @@ func TestReadTellsATornTail(t *testing.T) {
 
 // A complete record that does not check out is damage, even the last one:
 // every single flipped byte of it is caught, and none is taken for a torn
-// write (issue 11, items 1 and 2).
+// write.
 func TestReadTellsDamageFromATornWrite(t *testing.T) {
 	whole := logOf(t, "one", "second record")
 	last := len(logOf(t, "one"))
