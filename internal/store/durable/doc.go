@@ -22,7 +22,6 @@
 // committer sets under syncedMu after each fsync of the log; marker.mu
 // serializes the writes of MARK and is held across their fsync. Neither
 // lock is held while another is taken, and the committer never waits for
-// the marker: a slow MARK delays no change. Writable, Stats and Backup's
-// callers read atomics only, from any goroutine, but for Backup, which
-// holds the memory.Store's shards as it describes.
+// the marker: a slow MARK delays no change. Writable, Stats, WriteMetrics
+// and Budgets read atomics only, from any goroutine.
 package durable
