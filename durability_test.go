@@ -357,7 +357,7 @@ func runExpectingRefusal(t *testing.T, args ...string) string {
 
 // Damage to the data directory, tried on the real binary: a damaged last
 // record and a snapshot moved aside are refused with the way forward named,
-// and -repair keeps what it cuts (issue 11, items 2, 4 and 6).
+// and -repair keeps what it cuts.
 func TestTheBinaryRefusesADamagedDirectory(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"-data-dir", dir, "-snapshot-bytes", "300"}
@@ -413,8 +413,7 @@ func TestTheBinaryRefusesADamagedDirectory(t *testing.T) {
 }
 
 // A log deleted under the running binary: the next write is refused before
-// it is acknowledged, /readyz says why, and a restart refuses to start empty
-// (issue 11, item 5).
+// it is acknowledged, /readyz says why, and a restart refuses to start empty.
 func TestTheBinaryNoticesItsLogDeleted(t *testing.T) {
 	dir := t.TempDir()
 	p := startProcess(t, "-data-dir", dir)
@@ -469,8 +468,7 @@ func waitExit(t *testing.T, p *process, limit time.Duration) *os.ProcessState {
 }
 
 // Past the drain deadline the connections left are closed, with a warning
-// that says how many, and the exit is the clean one the README promises
-// (issue 12, item 10).
+// that says how many, and the exit is the clean one the README promises.
 func TestDrainDeadlineClosesWhatIsLeftAndExitsZero(t *testing.T) {
 	p := startProcess(t, "-shutdown-timeout", "300ms")
 	holdARequest(t, p.base)
@@ -497,7 +495,7 @@ func TestASecondSignalEndsTheProcessAtOnce(t *testing.T) {
 // While its data loads, the program routes every request as it will once
 // loaded: 404, 405 with Allow, /healthz and /openapi.json answer, and the
 // routes that need the data answer 503 starting with Retry-After and
-// X-Request-ID, logged and counted (issue 12, item 5). A FIFO in place of
+// X-Request-ID, logged and counted. A FIFO in place of
 // DATA holds the load: reading it waits until the test writes it.
 func TestTheBinaryRoutesWhileItsDataLoads(t *testing.T) {
 	p, finishLoad := holdTheLoad(t)
@@ -560,7 +558,7 @@ func TestTheBinaryRoutesWhileItsDataLoads(t *testing.T) {
 // An online backup, end to end on the binary: GET /backup needs the token
 // even without -auth-reads, is taken while writes go on, and -restore
 // writes a data directory on which the service starts with every list as
-// it was at the backup's revision; a damaged backup is refused (issue 13).
+// it was at the backup's revision; a damaged backup is refused.
 func TestBackupAndRestoreTheBinary(t *testing.T) {
 	const token = "s3cret-backup"
 	p := startProcessEnv(t, []string{"MEMBERSHIP_TOKEN=" + token}, "-data-dir", t.TempDir())

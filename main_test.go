@@ -136,9 +136,9 @@ func TestProgramEndToEnd(t *testing.T) {
 }
 
 // An ETag never names two lists: a restart without -data-dir starts the
-// revisions again, with other lists behind them, in another epoch (issue 12,
-// item 6: before, [{uid:1}] and then [{uid:2}] both had ETag "1", and the
-// first one's ETag got 304 on the second).
+// revisions again, with other lists behind them, in another epoch: without
+// it, [{uid:1}] and then [{uid:2}] would both have ETag "1", and the first
+// one's ETag would get 304 on the second.
 func TestETagsDoNotRepeatAcrossARestart(t *testing.T) {
 	get := func(base, ifNoneMatch string) (int, string, string) {
 		req, err := http.NewRequest("GET", base+"/group-user/g", nil)
@@ -407,7 +407,7 @@ func TestMetricsShowTheConnectionLimits(t *testing.T) {
 
 // -probe exits 0 when the URL answers 200 within a second, and 1 with the
 // reason otherwise: a live service, a service that is not ready, nothing
-// listening, a service that never answers (issue 13).
+// listening, a service that never answers.
 func TestProbe(t *testing.T) {
 	base, _, _ := startProgram(t)
 	probeRun := func(url string) (string, error) {
@@ -461,7 +461,7 @@ func TestProbe(t *testing.T) {
 }
 
 // make test runs where cgo does not (no C compiler): without -race, saying
-// so in one line (issue 13). GOFLAGS=-run=^$ keeps it from running the
+// so in one line. GOFLAGS=-run=^$ keeps it from running the
 // tests again: only the fallback is under test.
 func TestMakeTestRunsWithoutCgo(t *testing.T) {
 	if testing.Short() {

@@ -1,14 +1,23 @@
 package httpapi
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
-	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/membership"
 )
+
+// Backup is a consistent copy of a store's whole state at one revision, as
+// a file that -restore reads.
+type Backup interface {
+	// Revision returns the revision of the state the backup holds.
+	Revision() membership.Revision
+	// WriteTo writes the backup's file to w.
+	io.WriterTo
+}
 
 // Backups are taken one at a time, and spaced: writes wait while a backup
 // copies the state, so the next may start only after nine times as long as
@@ -34,7 +43,7 @@ func spacing(took time.Duration) time.Duration { return 9 * took }
 // only while the state is copied in memory; the copy is encoded as it is
 // sent. HEAD answers the headers without a copy: X-Revision is then the
 // latest revision.
-func handleBackup(svc *membership.Service, backup func() *store.Backup, b *backups) http.Handler {
+func handleBackup(svc *membership.Service, backup func() Backup, b *backups) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if backup == nil {
 			writeError(w, r, membership.Errorf(membership.CodeUnavailable, "this store takes no backups"))

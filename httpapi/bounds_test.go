@@ -20,14 +20,14 @@ import (
 
 	"example.com/groupmembership/httpapi"
 	"example.com/groupmembership/internal/metrics/metricstest"
-	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
 )
 
 // One /changes reply is bounded in bytes: it holds fewer changes, at least
 // one, and the client goes on with after.
 func TestChangesReplyIsBoundedInBytes(t *testing.T) {
-	svc := membership.NewService(store.NewMemory(), 100)
+	svc := membership.NewService(memory.New(), 100)
 	h := httpapi.NewHandler(svc, httpapi.Options{ChangesReplyBytes: 200})
 	for i := range 10 {
 		users := fmt.Sprintf("users=[%d,%d,%d]", 1000*i+1, 1000*i+2, 1000*i+3)
@@ -64,7 +64,7 @@ func TestChangesReplyIsBoundedInBytes(t *testing.T) {
 // While other bodies hold all the memory for bodies, a new write is refused
 // at once with 503 and Retry-After, changing nothing.
 func TestWritesPastTheBodyBudgetAreRefused(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	// The memory for bodies is one first buffer: a body of 511 bytes takes it
 	// all.
 	h := httpapi.NewHandler(membership.NewService(st, 1000), httpapi.Options{BodyMemoryBytes: 512, MaxBodyBytes: 511})
@@ -108,7 +108,7 @@ func TestWritesPastTheBodyBudgetAreRefused(t *testing.T) {
 // is applied: a body that fits, with users that do not, is refused; the
 // same change alone is served.
 func TestDecodedUsersCountAgainstTheBodyBudget(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	h := httpapi.NewHandler(membership.NewService(st, 1000), httpapi.Options{BodyMemoryBytes: 4096, MaxBodyBytes: 2048})
 	manyUsers := "users=[1" + strings.Repeat(",2", 400) + "]" // 811 bytes, 401 users of 32 bytes decoded
 
@@ -143,11 +143,12 @@ func TestDecodedUsersCountAgainstTheBodyBudget(t *testing.T) {
 // writes, and the membership_store_writable gauge says 0.
 func TestReadyzSaysWhenTheStoreCannotTakeWrites(t *testing.T) {
 	var why error
-	st := store.NewMemory()
+	st := memory.New()
 	h := httpapi.NewLoadingHandler(httpapi.Options{})
 	h.Load(membership.NewService(st, 100), httpapi.StoreExtras{
 		Writable: func() error { return why },
-		Stats:    st.Stats,
+		Metrics:  st.WriteMetrics,
+		Budgets:  st.Budgets,
 	})
 	writable := func() float64 {
 		w := do(h, "GET", "/metrics", "", "")
@@ -183,13 +184,13 @@ func TestReadyzSaysWhenTheStoreCannotTakeWrites(t *testing.T) {
 
 // contextStore is a store that honours its context, as a database would: a
 // change whose client went away fails with the context's error.
-type contextStore struct{ *store.Memory }
+type contextStore struct{ *memory.Store }
 
 func (s contextStore) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return membership.Result{}, err
 	}
-	return s.Memory.AddMembers(ctx, groupID, users)
+	return s.Store.AddMembers(ctx, groupID, users)
 }
 
 // failingWriter is a ResponseWriter whose client is gone: every write fails.
@@ -202,10 +203,10 @@ func (w *failingWriter) Write([]byte) (int, error) {
 }
 
 // A client that goes away is not a server error: no 500, no ERROR line; it
-// counts as 499 in the access log and the metrics (issue 12, item 9).
+// counts as 499 in the access log and the metrics.
 func TestAClientThatGoesAwayIsNotAServerError(t *testing.T) {
 	logs := &syncBuffer{}
-	st := contextStore{store.NewMemory()}
+	st := contextStore{memory.New()}
 	h := httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{
 		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
 		AccessLog: true,
@@ -237,10 +238,9 @@ func TestAClientThatGoesAwayIsNotAServerError(t *testing.T) {
 
 // A request with both Content-Length and a chunked body is read as chunked
 // (net/http's choice, RFC 9112's rule), and its connection is closed after
-// the reply, so that a request smuggled behind it is never read (issue 12,
-// item 11).
+// the reply, so that a request smuggled behind it is never read.
 func TestAChunkedBodyClosesItsConnection(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	srv := serve(t, httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{}))
 	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
 	require.NoError(t, err)
@@ -269,9 +269,9 @@ func TestAChunkedBodyClosesItsConnection(t *testing.T) {
 
 // A path that is not in canonical form is a JSON 404, never a redirect, and
 // changes nothing; ids such as . and .. are reached escaped, and the Link
-// header escapes them so that it names the same group (issue 12, item 1).
+// header escapes them so that it names the same group.
 func TestPathsAreCanonicalOrRefused(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	h := httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{})
 	for _, tt := range []struct{ method, path string }{
 		{"POST", "/group-user//x"},
@@ -307,9 +307,9 @@ func TestPathsAreCanonicalOrRefused(t *testing.T) {
 // Queries are parsed strictly, in one place for every route: a malformed
 // pair, an unknown parameter, a repeat, or a number not written canonically
 // is 400 invalid_query, never silently dropped; the documented bounds are
-// accepted (issue 12, item 3).
+// accepted.
 func TestQueriesAreStrict(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	h := httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{})
 	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[1,2,3]", formType).Code)
 	for _, path := range []string{

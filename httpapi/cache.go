@@ -12,7 +12,7 @@ import (
 // write. It holds at most maxBytes of bodies (plus the bookkeeping of each
 // entry) and drops the least recently used first.
 //
-// It has no lock of its own: lists.mu guards it.
+// It has no lock of its own: encodedLists.mu guards it.
 type listCache struct {
 	maxBytes int64
 

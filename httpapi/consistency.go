@@ -30,7 +30,7 @@ func withMinRevision(svc *membership.Service, wait time.Duration, h http.Handler
 		}
 		want, err := strconv.ParseInt(v[0], 10, 64)
 		if len(v) > 1 || err != nil || want < 1 || v[0][0] < '1' || v[0][0] > '9' { // no sign, no leading zero
-			writeError(w, r, membership.Errorf(membership.CodeInvalidHeader,
+			writeError(w, r, membership.Errorf(codeInvalidHeader,
 				"%s %.40q is not one revision, an integer from 1 (send back the X-Revision of a reply)", minRevisionHeader, v[0]))
 			return
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/httpapi"
-	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
 )
 
@@ -31,7 +31,7 @@ func getAt(h http.Handler, path string, minRevision ...string) *httptest.Respons
 
 func TestMinRevision(t *testing.T) {
 	newHandler := func(wait time.Duration) http.Handler {
-		svc := membership.NewService(store.NewMemory(), testMaxUsers)
+		svc := membership.NewService(memory.New(), testMaxUsers)
 		return httpapi.NewHandler(svc, httpapi.Options{ListCacheBytes: 1 << 20, MinRevisionWait: wait})
 	}
 	h := newHandler(time.Hour) // a wait that ends only with what it waits for
@@ -59,7 +59,7 @@ func TestMinRevision(t *testing.T) {
 
 	t.Run("a read of a revision to come waits for it, waking once per change, whatever the feed keeps", func(t *testing.T) {
 		for _, keep := range []int{0, 1, membership.DefaultChangesKeep} {
-			st := &waitCounter{Memory: store.NewMemoryWith(store.MemoryOptions{ChangesKeep: keep}), waiting: make(chan struct{}, 100)}
+			st := &waitCounter{Store: memory.NewWith(memory.Options{ChangesKeep: keep}), waiting: make(chan struct{}, 100)}
 			h := httpapi.NewHandler(membership.NewService(st, testMaxUsers), httpapi.Options{ListCacheBytes: 1 << 20, MinRevisionWait: time.Hour})
 			require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[1]", formType).Code)
 			got := make(chan *httptest.ResponseRecorder, 1)
@@ -89,10 +89,10 @@ func TestMinRevision(t *testing.T) {
 	})
 }
 
-// waitCounter is a Memory that counts the waits on its feed, and says on
+// waitCounter is a memory.Store that counts the waits on its feed, and says on
 // waiting when one starts.
 type waitCounter struct {
-	*store.Memory
+	*memory.Store
 	waiting chan struct{}
 	calls   atomic.Int64
 }
@@ -105,5 +105,5 @@ func (w *waitCounter) Changes(ctx context.Context, opts membership.ChangeOptions
 		default:
 		}
 	}
-	return w.Memory.Changes(ctx, opts)
+	return w.Store.Changes(ctx, opts)
 }

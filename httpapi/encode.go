@@ -8,14 +8,6 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// encodeMembers returns the JSON array of members, [{"uid":…,"nickname":…},…],
-// in a buffer of exactly its size: a first pass measures, a second writes,
-// so that a list of a million members is held once and never regrown.
-func encodeMembers(members iter.Seq[membership.Member]) []byte {
-	size, _ := membersJSONLen(members)
-	return appendMembers(make([]byte, 0, size), members, nil)
-}
-
 // membersJSONLen returns the length of the JSON array of members, and how
 // many there are.
 func membersJSONLen(members iter.Seq[membership.Member]) (size, n int) {

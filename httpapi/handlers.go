@@ -95,7 +95,7 @@ func decodeUsers(groupID, usersJSON string, maxUsers int) ([]membership.User, er
 // ETag, and a request whose If-None-Match holds it is answered 304 Not
 // Modified. The whole list, and every suffix of it (after without limit),
 // is sent from one encoding per revision that all its readers share.
-func handleListMembers(svc *membership.Service, l *lists) http.Handler {
+func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groupID := r.PathValue("groupID")
 		opts, err := listOptions(r)
@@ -175,7 +175,7 @@ func takeSortingWork(ctx context.Context, svc *membership.Service, uid membershi
 // writeWholeList answers the group's whole list at revision, or its suffix
 // after the uid after (0: none), from the one encoding all its readers
 // share.
-func writeWholeList(w http.ResponseWriter, r *http.Request, svc *membership.Service, l *lists, groupID string, revision membership.Revision, after membership.UID) {
+func writeWholeList(w http.ResponseWriter, r *http.Request, svc *membership.Service, l *encodedLists, groupID string, revision membership.Revision, after membership.UID) {
 	e, err := l.whole(r.Context(), svc, groupID, revision)
 	if err != nil {
 		writeError(w, r, err)
@@ -336,11 +336,11 @@ func handleMember(svc *membership.Service) http.Handler {
 
 // handleReadyz answers 200 while the service takes traffic, writes
 // included; otherwise 503 unavailable, with the reason as the message: it is
-// shutting down, or the store cannot take changes (see Options.Writable).
+// shutting down, or the store cannot take changes (see StoreExtras.Writable).
 // A spent budget of request bodies or replies does not make it unready:
 // clients cause that, and an instance taken out of a load balancer for it
 // would let a few of them take every instance out.
-func handleReadyz(d deps) http.Handler {
+func handleReadyz(d shared) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.loading() {
 			writeError(w, r, errStarting)
@@ -359,7 +359,7 @@ func handleReadyz(d deps) http.Handler {
 }
 
 // errStarting answers what needs the data while it loads.
-var errStarting = membership.Errorf(membership.CodeStarting, "the service is starting: its data is loading; try again in a moment (/readyz says when it is ready)")
+var errStarting = membership.Errorf(codeStarting, "the service is starting: its data is loading; try again in a moment (/readyz says when it is ready)")
 
 // handleStarting answers a data route while the data loads.
 func handleStarting() http.Handler {
@@ -378,14 +378,14 @@ func handleHealthz() http.Handler {
 func handleMethodNotAllowed(allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		writeError(w, r, membership.Errorf(membership.CodeMethodNotAllowed,
+		writeError(w, r, membership.Errorf(codeMethodNotAllowed,
 			"method %s is not allowed on %s; allowed: %s", r.Method, r.URL.EscapedPath(), allow))
 	})
 }
 
 func handleNotFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, membership.Errorf(membership.CodeNotFound, "no route for %s %s; GET /openapi.json describes every route", r.Method, r.URL.EscapedPath()))
+		writeError(w, r, membership.Errorf(codeNotFound, "no route for %s %s; GET /openapi.json describes every route", r.Method, r.URL.EscapedPath()))
 	})
 }
 

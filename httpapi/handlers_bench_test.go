@@ -13,7 +13,7 @@ import (
 
 	"example.com/groupmembership/httpapi"
 	"example.com/groupmembership/internal/accesslog"
-	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
 )
 
@@ -21,7 +21,7 @@ import (
 // random members, with a list cache of cacheBytes.
 func benchHandler(b *testing.B, size int, cacheBytes int64) http.Handler {
 	b.Helper()
-	st := store.NewMemory()
+	st := memory.New()
 	rng := rand.New(rand.NewPCG(1, 2))
 	users := make([]membership.User, size)
 	for i := range users {
@@ -123,8 +123,8 @@ func BenchmarkHotPathAccessLog(b *testing.B) {
 }
 
 // storeOfTen returns a store whose group "g" has 10 members.
-func storeOfTen(b *testing.B) *store.Memory {
-	st := store.NewMemory()
+func storeOfTen(b *testing.B) *memory.Store {
+	st := memory.New()
 	users := make([]membership.User, 10)
 	for i := range users {
 		users[i] = membership.User{UID: membership.UID(i + 1)}

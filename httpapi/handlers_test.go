@@ -21,7 +21,7 @@ import (
 	"example.com/groupmembership/httpapi"
 	"example.com/groupmembership/internal/accesslog"
 	"example.com/groupmembership/internal/metrics/metricstest"
-	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/syncbuf"
 	"example.com/groupmembership/membership"
 )
@@ -37,7 +37,7 @@ const (
 func newTestHandler(t *testing.T) (http.Handler, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
-	svc := membership.NewService(store.NewMemory(), testMaxUsers)
+	svc := membership.NewService(memory.New(), testMaxUsers)
 	h := httpapi.NewHandler(svc, httpapi.Options{
 		Logger:         slog.New(slog.NewJSONHandler(logs, nil)),
 		AccessLog:      true,
@@ -338,7 +338,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := &countingStore{Store: store.NewMemory()}
+			st := &countingStore{Store: memory.New()}
 			h := httpapi.NewHandler(membership.NewService(st, testMaxUsers), httpapi.Options{MaxBodyBytes: testMaxBody, ListCacheBytes: 1 << 20})
 			w := do(h, "POST", "/group-user/g", `users=[[1,"Ann"],2]`, formType)
 			require.Equal(t, http.StatusOK, w.Code)
@@ -510,7 +510,7 @@ func TestAbortHandlerPanicIsNotTurnedInto500(t *testing.T) {
 }
 
 func TestConcurrentAddsCountEachUserOnce(t *testing.T) {
-	svc := membership.NewService(store.NewMemory(), 1000)
+	svc := membership.NewService(memory.New(), 1000)
 	srv := httptest.NewServer(httpapi.NewHandler(svc, httpapi.Options{}))
 	defer srv.Close()
 
@@ -637,7 +637,7 @@ func TestMemberCheck(t *testing.T) {
 func TestPagingWhileTheGroupChanges(t *testing.T) {
 	// Members present throughout are each seen exactly once, whatever is
 	// added or removed between pages.
-	h := httpapi.NewHandler(membership.NewService(store.NewMemory(), 1000), httpapi.Options{ListCacheBytes: 1 << 20})
+	h := httpapi.NewHandler(membership.NewService(memory.New(), 1000), httpapi.Options{ListCacheBytes: 1 << 20})
 	var stable []string
 	for uid := 10; uid <= 1000; uid += 10 {
 		stable = append(stable, fmt.Sprint(uid))
@@ -742,7 +742,7 @@ func TestRequestIDs(t *testing.T) {
 func TestAuth(t *testing.T) {
 	const token = "s3cret-t0ken"
 	newAuthHandler := func(authReads bool) (http.Handler, *countingStore) {
-		st := &countingStore{Store: store.NewMemory()}
+		st := &countingStore{Store: memory.New()}
 		return httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{Token: token, AuthReads: authReads}), st
 	}
 	send := func(h http.Handler, method, path, auth string) *httptest.ResponseRecorder {
@@ -807,7 +807,7 @@ func TestAuth(t *testing.T) {
 
 func TestReadyzSaysWhenShuttingDown(t *testing.T) {
 	ready := false
-	h := httpapi.NewHandler(membership.NewService(store.NewMemory(), 0), httpapi.Options{Ready: func() bool { return ready }})
+	h := httpapi.NewHandler(membership.NewService(memory.New(), 0), httpapi.Options{Ready: func() bool { return ready }})
 	w := do(h, "GET", "/readyz", "", "")
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
 	assert.Contains(t, w.Body.String(), `"code":"unavailable"`)
@@ -890,7 +890,7 @@ func TestLoadingStateRoutesAsUsual(t *testing.T) {
 	writable, _ := sample(families["membership_store_writable"], "membership_store_writable", map[string]string{})
 	assert.Equal(t, 0.0, writable, "a loading store takes no changes")
 
-	h.Load(membership.NewService(store.NewMemory(), testMaxUsers), httpapi.StoreExtras{})
+	h.Load(membership.NewService(memory.New(), testMaxUsers), httpapi.StoreExtras{})
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[1]"))
 	r.Header.Set("Content-Type", formType)
@@ -928,7 +928,7 @@ func TestAccessLinesAreTheSlogLines(t *testing.T) {
 			if fast {
 				opts.AccessLines = accesslog.New(lines[fast], json)
 			}
-			handlers[fast] = httpapi.NewHandler(membership.NewService(panicOnGroup{store.NewMemory()}, testMaxUsers), opts)
+			handlers[fast] = httpapi.NewHandler(membership.NewService(panicOnGroup{memory.New()}, testMaxUsers), opts)
 		}
 		for _, fast := range []bool{false, true} {
 			h := handlers[fast]
@@ -964,11 +964,11 @@ func withoutTimes(logs string) []string {
 }
 
 // panicOnGroup is a store that panics on a list of the group "panic".
-type panicOnGroup struct{ *store.Memory }
+type panicOnGroup struct{ *memory.Store }
 
 func (p panicOnGroup) ListMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
 	if groupID == "panic" {
 		panic("a test store panics")
 	}
-	return p.Memory.ListMembers(ctx, groupID, opts, list)
+	return p.Store.ListMembers(ctx, groupID, opts, list)
 }

@@ -12,7 +12,6 @@ import (
 	"example.com/groupmembership/internal/accesslog"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/metrics"
-	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/membership"
 )
 
@@ -34,7 +33,7 @@ const (
 	DefaultMaxWaiters = 1000
 )
 
-// Options configure NewHandler.
+// Options configure NewLoadingHandler.
 type Options struct {
 	// Logger gets the access log and internal errors and panics. Nil
 	// discards them.
@@ -98,10 +97,14 @@ type StoreExtras struct {
 	// Writable returns why the store cannot take changes now, or nil, for
 	// /readyz and the membership_store_writable gauge.
 	Writable func() error
-	// Stats returns the store's figures, for /metrics.
-	Stats func() store.Stats
+	// Metrics writes the store's own families to /metrics, after the
+	// handler's and before Options.Collectors.
+	Metrics func(*metrics.Writer)
+	// Budgets reports the store's memory budgets for /metrics, after the
+	// handler's own.
+	Budgets func() []metrics.Budget
 	// Backup copies the whole state at one revision, for /backup.
-	Backup func() *store.Backup
+	Backup func() Backup
 }
 
 // DefaultListCacheBytes is the default bound of the cache of encoded lists.
@@ -116,7 +119,7 @@ const DefaultListCacheBytes = 64 << 20
 type Handler struct {
 	serve http.Handler
 	admin http.Handler
-	base  deps // what loading and loaded share: no service yet
+	base  shared // what loading and loaded share: no service yet
 	mux   atomic.Pointer[http.ServeMux]
 }
 
@@ -146,14 +149,14 @@ func NewLoadingHandler(opts Options) *Handler {
 	if opts.Ready == nil {
 		opts.Ready = func() bool { return true }
 	}
-	d := deps{
+	d := shared{
 		opts:    opts,
 		bodies:  budget.New(opts.BodyMemoryBytes),
 		replies: budget.New(opts.ReplyMemoryBytes),
 		backups: &backups{},
 		waiters: &waiters{limit: int64(opts.MaxWaiters)},
 	}
-	d.lists = newLists(newListCache(opts.ListCacheBytes), d.replies)
+	d.encodedLists = newEncodedLists(newListCache(opts.ListCacheBytes), d.replies)
 	if !opts.NoMetrics {
 		d.metrics = newRequestMetrics()
 	}
@@ -164,7 +167,7 @@ func NewLoadingHandler(opts Options) *Handler {
 	})))
 	h.admin = observe(requestLog{opts.Logger, opts.AccessLines}, opts.AccessLog, d.metrics, canonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !adminPaths[r.URL.Path] {
-			writeError(w, r, membership.Errorf(membership.CodeNotFound, "the admin address serves /healthz, /readyz and /metrics only: the API is on the other address"))
+			writeError(w, r, membership.Errorf(codeNotFound, "the admin address serves /healthz, /readyz and /metrics only: the API is on the other address"))
 			return
 		}
 		h.mux.Load().ServeHTTP(w, r)
@@ -193,7 +196,7 @@ func (h *Handler) Load(svc *membership.Service, extras StoreExtras) {
 
 // newMux returns the mux of the routes over d: loading when d has no
 // service.
-func (h *Handler) newMux(d deps) *http.ServeMux {
+func (h *Handler) newMux(d shared) *http.ServeMux {
 	mux := http.NewServeMux()
 	addRoutes(mux, routes(d), d.loading(), d.opts.Token, d.opts.AuthReads, d.metrics)
 	return mux
@@ -203,40 +206,34 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.serve.ServeHTTP(w, r)
 }
 
-// NewHandler returns the handler of the whole HTTP API over svc, loaded,
-// with a store that reports nothing to /metrics.
-func NewHandler(svc *membership.Service, opts Options) http.Handler {
-	h := NewLoadingHandler(opts)
-	h.Load(svc, StoreExtras{})
-	return h
-}
-
-// deps are what the handlers share.
-type deps struct {
-	svc     *membership.Service // nil while loading
-	store   StoreExtras         // the loaded store's
-	opts    Options
-	bodies  *budget.Bytes // request bodies being read
-	replies *budget.Bytes // reply bodies being built and sent
-	backups *backups      // one at a time, spaced
-	waiters *waiters      // /changes long polls waiting
-	lists   *lists
-	metrics *requestMetrics // nil with NoMetrics
+// shared is what every handler uses: the service and its store's extras
+// once loaded, the options, the memory budgets, and the state of backups,
+// long polls, encoded lists and request metrics.
+type shared struct {
+	svc          *membership.Service // nil while loading
+	store        StoreExtras         // the loaded store's
+	opts         Options
+	bodies       *budget.Bytes // request bodies being read
+	replies      *budget.Bytes // reply bodies being built and sent
+	backups      *backups      // one at a time, spaced
+	waiters      *waiters      // /changes long polls waiting
+	encodedLists *encodedLists
+	metrics      *requestMetrics // nil with NoMetrics
 }
 
 // loading reports whether the handler is loading: it has no service yet.
-func (d deps) loading() bool { return d.svc == nil }
+func (d shared) loading() bool { return d.svc == nil }
 
 // budgets reports the handler's memory budgets, then the store's, then
 // those of opts.Budgets.
-func (d deps) budgets() []metrics.Budget {
+func (d shared) budgets() []metrics.Budget {
 	bs := []metrics.Budget{
 		{Name: "request_bodies", Used: d.bodies.Used(), Limit: d.bodies.Limit(), Refused: d.bodies.Refused()},
 		{Name: "replies", Used: d.replies.Used(), Limit: d.replies.Limit(), Refused: d.replies.Refused()},
-		{Name: "list_cache", Used: d.lists.cacheBytes(), Limit: d.lists.cache.maxBytes},
+		{Name: "list_cache", Used: d.encodedLists.cacheBytes(), Limit: d.encodedLists.cache.maxBytes},
 	}
-	if d.store.Stats != nil {
-		bs = append(bs, storeBudgets(d.store.Stats())...)
+	if d.store.Budgets != nil {
+		bs = append(bs, d.store.Budgets()...)
 	}
 	for _, f := range d.opts.Budgets {
 		bs = append(bs, f()...)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/metrics"
-	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/membership"
 )
 
@@ -121,11 +120,11 @@ func (m *requestMetrics) write(w *metrics.Writer) {
 // whether the store is writable, the goroutines, then what each collector
 // writes (the store's figures). Every figure is kept as it changes, so a
 // scrape costs the same whatever the store holds.
-func handleMetrics(d deps) http.Handler {
+func handleMetrics(d shared) http.Handler {
 	contentType := []string{metrics.ContentType}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.metrics == nil {
-			writeError(w, r, membership.Errorf(membership.CodeNotFound, "metrics are turned off (-metrics=false)"))
+			writeError(w, r, membership.Errorf(codeNotFound, "metrics are turned off (-metrics=false)"))
 			return
 		}
 		var mw metrics.Writer
@@ -140,8 +139,8 @@ func handleMetrics(d deps) http.Handler {
 		mw.Gauge("membership_changes_waiters_limit", "The most /changes long polls that may wait at once (-max-waiters).", float64(d.waiters.limit))
 		mw.Counter("membership_changes_waiters_refused_total", "/changes long polls answered at once because -max-waiters were waiting.", float64(d.waiters.refused.Load()))
 		mw.Gauge("go_goroutines", "Number of goroutines that currently exist.", float64(runtime.NumGoroutine()))
-		if d.store.Stats != nil {
-			writeStoreStats(&mw, d.store.Stats())
+		if d.store.Metrics != nil {
+			d.store.Metrics(&mw)
 		}
 		for _, c := range d.opts.Collectors {
 			c(&mw)
@@ -152,46 +151,4 @@ func handleMetrics(d deps) http.Handler {
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(mw.Bytes())
 	})
-}
-
-// writeStoreStats writes the store's figures: groups, members, users, the
-// latest revision and the changes the feed keeps, how far behind a shared
-// log the store runs (PostgreSQL), and, with a data
-// directory, the disk's: the log's size, fsyncs and their durations,
-// snapshots and how long the last took, commit timeouts.
-func writeStoreStats(w *metrics.Writer, s store.Stats) {
-	w.Gauge("membership_groups", "Groups with at least one member.", float64(s.Groups))
-	w.Gauge("membership_members", "Memberships in all groups: a user in two groups counts twice.", float64(s.Members))
-	w.Gauge("membership_users", "Users in at least one group.", float64(s.Users))
-	w.Gauge("membership_revision", "The latest revision: how many changes have altered the store.", float64(s.Revision))
-	w.Gauge("membership_changes_kept", "Changes the change feed keeps (see -changes-keep).", float64(s.ChangesKept))
-	w.Gauge("membership_changes_kept_bytes", "Memory the changes the feed keeps take, in bytes (see -changes-keep-bytes).", float64(s.ChangesKeptBytes))
-	if s.Follow != nil {
-		w.Family("membership_follow_lag_seconds", "histogram", "For each change of the shared log, the time from its write to its being applied on this instance.")
-		s.Follow.Lag.Write(w, "membership_follow_lag_seconds", nil)
-	}
-	disk := s.Disk
-	if disk == nil {
-		return
-	}
-	w.Gauge("membership_log_bytes", "Size of the write-ahead log being written, in bytes; it restarts at each snapshot.", float64(disk.LogBytes))
-	w.Counter("membership_fsyncs_total", "fsyncs of the write-ahead log: one per batch of changes (group commit).", float64(disk.Fsyncs))
-	w.Counter("membership_mark_writes_total", "Writes of MARK (how far the log is known complete), each one fsync: at most 4 a second, only while the log grows.", float64(disk.MarkWrites))
-	w.Counter("membership_mark_write_failures_total", "Writes of MARK that failed; changes are still taken, but a log cut after a crash may go unnoticed back to the last mark written.", float64(disk.MarkFailures))
-	w.Family("membership_fsync_duration_seconds", "histogram", "Time fsync of the write-ahead log took.")
-	disk.FsyncDurations.Write(w, "membership_fsync_duration_seconds", nil)
-	w.Counter("membership_snapshots_total", "Snapshots written since the process started.", float64(disk.Snapshots))
-	w.Gauge("membership_last_snapshot_duration_seconds", "Time the last snapshot took to write, in seconds; 0 before the first.", disk.LastSnapshot.Seconds())
-	w.Counter("membership_commit_timeouts_total", "Changes answered 503 because the disk did not take them within -commit-timeout (they may have been applied later).",
-		float64(disk.CommitTimeouts))
-}
-
-// storeBudgets are the store's memory budgets: the changes the feed keeps,
-// and, with a data directory, the queue of changes waiting for the disk.
-func storeBudgets(s store.Stats) []metrics.Budget {
-	bs := []metrics.Budget{{Name: "changes_kept", Used: s.ChangesKeptBytes, Limit: s.ChangesKeepBytes, Refused: s.ChangesDropped}}
-	if s.Disk != nil {
-		bs = append(bs, metrics.Budget{Name: "commit_queue", Used: s.Disk.QueueBytes, Limit: s.Disk.QueueLimit, Refused: s.Disk.QueueFull})
-	}
-	return bs
 }

@@ -10,7 +10,7 @@ import (
 
 	"example.com/groupmembership/httpapi"
 	"example.com/groupmembership/internal/metrics/metricstest"
-	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
 )
 
@@ -35,9 +35,9 @@ func sample(f *metricstest.Family, name string, labels map[string]string) (float
 }
 
 func TestMetrics(t *testing.T) {
-	st := store.NewMemory()
+	st := memory.New()
 	h := httpapi.NewLoadingHandler(httpapi.Options{})
-	h.Load(membership.NewService(st, testMaxUsers), httpapi.StoreExtras{Stats: st.Stats})
+	h.Load(membership.NewService(st, testMaxUsers), httpapi.StoreExtras{Metrics: st.WriteMetrics, Budgets: st.Budgets})
 	requests := []struct {
 		method, path, body string
 		status             int
@@ -128,7 +128,7 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestMetricsOff(t *testing.T) {
-	h := httpapi.NewHandler(membership.NewService(store.NewMemory(), testMaxUsers), httpapi.Options{NoMetrics: true})
+	h := httpapi.NewHandler(membership.NewService(memory.New(), testMaxUsers), httpapi.Options{NoMetrics: true})
 	w := do(h, "GET", "/metrics", "", "")
 	assert.Equal(t, http.StatusNotFound, w.Code)
 	assert.True(t, strings.Contains(w.Body.String(), `"code":"not_found"`), w.Body.String())

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/budget"
-	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
 )
 
@@ -39,7 +39,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		}
 	}
 	var registered []string
-	for _, r := range routes(deps{svc: membership.NewService(store.NewMemory(), 0), lists: newLists(newListCache(0), budget.New(1))}) {
+	for _, r := range routes(shared{svc: membership.NewService(memory.New(), 0), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
 		registered = append(registered, r.method+" "+r.path)
 		if r.method == http.MethodGet {
 			registered = append(registered, "HEAD "+r.path) // the mux serves HEAD with GET
@@ -105,7 +105,7 @@ func TestOpenAPIReferencesResolve(t *testing.T) {
 }
 
 func TestOpenAPIIsServed(t *testing.T) {
-	h := NewHandler(membership.NewService(store.NewMemory(), 0), Options{})
+	h := NewHandler(membership.NewService(memory.New(), 0), Options{})
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/openapi.json", nil))
 	assert.Equal(t, http.StatusOK, w.Code)
@@ -160,7 +160,7 @@ func headerNames(t *testing.T, doc map[string]any, response any) []string {
 func TestOpenAPIDocumentsEveryReply(t *testing.T) {
 	doc := loadOpenAPI(t)
 	paths := doc["paths"].(map[string]any)
-	for _, r := range routes(deps{svc: membership.NewService(store.NewMemory(), 0), lists: newLists(newListCache(0), budget.New(1))}) {
+	for _, r := range routes(shared{svc: membership.NewService(memory.New(), 0), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
 		item := paths[r.path].(map[string]any)
 		methods := []string{strings.ToLower(r.method)}
 		if r.method == http.MethodGet {

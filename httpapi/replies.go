@@ -36,7 +36,8 @@ type encodedList struct {
 	// object in body, for finding where a suffix starts.
 	marks []listMark
 	// lease is what the list took from the replies budget while replies
-	// send it; refs counts those replies. Both are guarded by lists.mu.
+	// send it; refs counts those replies. Both are guarded by
+	// encodedLists.mu.
 	lease budget.Lease
 	refs  int
 }
@@ -90,9 +91,9 @@ func objectUID(b []byte) membership.UID {
 	return n
 }
 
-// lists finds and builds encodedLists, and accounts for the memory of every
-// reply in the replies budget.
-type lists struct {
+// encodedLists finds, builds and shares the encoded member lists, and
+// accounts for the memory of every reply in the replies budget.
+type encodedLists struct {
 	replies *budget.Bytes
 
 	// mu guards everything below, the cache included, and the refs, held
@@ -115,8 +116,8 @@ type listBuild struct {
 	err  error
 }
 
-func newLists(cache *listCache, replies *budget.Bytes) *lists {
-	return &lists{cache: cache, replies: replies, sending: make(map[string]*encodedList), building: make(map[string]*listBuild)}
+func newEncodedLists(cache *listCache, replies *budget.Bytes) *encodedLists {
+	return &encodedLists{cache: cache, replies: replies, sending: make(map[string]*encodedList), building: make(map[string]*listBuild)}
 }
 
 // errRepliesBusy refuses a reply when the replies budget is spent.
@@ -129,7 +130,7 @@ func errRepliesBusy() error {
 // the caller, who must release it: the list replies are sending, or the
 // cache's, or one built now. Errors: those of svc.ListMembers, and
 // CodeUnavailable when the replies budget has no room for it.
-func (l *lists) whole(ctx context.Context, svc *membership.Service, groupID string, revision membership.Revision) (*encodedList, error) {
+func (l *encodedLists) whole(ctx context.Context, svc *membership.Service, groupID string, revision membership.Revision) (*encodedList, error) {
 	for {
 		l.mu.Lock()
 		e, ok := l.sending[groupID]
@@ -173,7 +174,7 @@ func (l *lists) whole(ctx context.Context, svc *membership.Service, groupID stri
 // build encodes the group's list, for whole, which made b and registered
 // it, and ends b for the readers that waited. lastSize is the cost of the
 // group's newest encoding, of any revision (0: none).
-func (l *lists) build(ctx context.Context, svc *membership.Service, groupID string, lastSize int64, b *listBuild) (e *encodedList, err error) {
+func (l *encodedLists) build(ctx context.Context, svc *membership.Service, groupID string, lastSize int64, b *listBuild) (e *encodedList, err error) {
 	defer func() {
 		l.mu.Lock()
 		delete(l.building, groupID)
@@ -224,7 +225,7 @@ func (l *lists) build(ctx context.Context, svc *membership.Service, groupID stri
 // lastSizeLocked returns the cost of the newest encoding of the group that
 // is sent or cached, of any revision; 0 when there is none. The caller holds
 // mu.
-func (l *lists) lastSizeLocked(groupID string) int64 {
+func (l *encodedLists) lastSizeLocked(groupID string) int64 {
 	if e, ok := l.sending[groupID]; ok {
 		return e.cost()
 	}
@@ -234,7 +235,7 @@ func (l *lists) lastSizeLocked(groupID string) int64 {
 // tryHold holds e, which another reader built, for one more reply, unless
 // all its replies are done (then its memory went back, and the caller looks
 // again).
-func (l *lists) tryHold(e *encodedList) bool {
+func (l *encodedLists) tryHold(e *encodedList) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e.refs == 0 {
@@ -247,7 +248,7 @@ func (l *lists) tryHold(e *encodedList) bool {
 // holdLocked holds e for one more reply, taking its memory from the budget
 // for the first. It reports false when the budget has no room. The caller
 // holds mu.
-func (l *lists) holdLocked(e *encodedList) bool {
+func (l *encodedLists) holdLocked(e *encodedList) bool {
 	if e.refs == 0 {
 		lease, ok := l.replies.Take(e.cost())
 		if !ok {
@@ -260,14 +261,14 @@ func (l *lists) holdLocked(e *encodedList) bool {
 }
 
 // cacheBytes returns what the cache holds now.
-func (l *lists) cacheBytes() int64 {
+func (l *encodedLists) cacheBytes() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.cache.bytes()
 }
 
 // release ends one reply's hold of e; the last gives its memory back.
-func (l *lists) release(e *encodedList) {
+func (l *encodedLists) release(e *encodedList) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e.refs--

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/budget"
-	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
 )
 
@@ -23,7 +23,7 @@ import (
 // 6, 9, …, some with nicknames that look like the body's own separators.
 func newBigGroup(t *testing.T, n int) (*membership.Service, []membership.Member) {
 	t.Helper()
-	svc := membership.NewService(store.NewMemory(), n)
+	svc := membership.NewService(memory.New(), n)
 	var members []membership.Member
 	users := "["
 	for i := range n {
@@ -53,7 +53,7 @@ func newBigGroup(t *testing.T, n int) (*membership.Service, []membership.Member)
 func TestEncodedListSuffix(t *testing.T) {
 	const n = 5 * markEvery
 	svc, members := newBigGroup(t, n)
-	l := newLists(newListCache(0), budget.New(1<<30))
+	l := newEncodedLists(newListCache(0), budget.New(1<<30))
 	e, err := l.whole(context.Background(), svc, "g", 0)
 	require.NoError(t, err)
 	defer l.release(e)
@@ -77,7 +77,7 @@ func TestEncodedListSuffix(t *testing.T) {
 
 // wholeConcurrently asks n readers at once for the list of group g at
 // revision, and returns what each got (nil for an error).
-func wholeConcurrently(l *lists, svc *membership.Service, revision membership.Revision, n int) []*encodedList {
+func wholeConcurrently(l *encodedLists, svc *membership.Service, revision membership.Revision, n int) []*encodedList {
 	var wg sync.WaitGroup
 	got := make([]*encodedList, n)
 	for i := range got {
@@ -96,7 +96,7 @@ func wholeConcurrently(l *lists, svc *membership.Service, revision membership.Re
 func TestListsShareOneEncodingPerRevision(t *testing.T) {
 	svc, _ := newBigGroup(t, 1000)
 	replies := budget.New(1 << 30)
-	l := newLists(newListCache(0), replies) // no cache: sharing alone
+	l := newEncodedLists(newListCache(0), replies) // no cache: sharing alone
 	ctx := context.Background()
 	rev, err := svc.Revision(ctx, "g")
 	require.NoError(t, err)
@@ -135,24 +135,24 @@ func uidsJSON(n int) string {
 
 // listCounter counts the lists a store builds.
 type listCounter struct {
-	*store.Memory
+	*memory.Store
 	lists atomic.Int64
 }
 
 func (c *listCounter) ListMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
 	c.lists.Add(1)
-	return c.Memory.ListMembers(ctx, groupID, opts, list)
+	return c.Store.ListMembers(ctx, groupID, opts, list)
 }
 
 // Readers that come while a group's list is being built wait for it rather
 // than build their own.
 func TestListsBuildEachRevisionOnce(t *testing.T) {
-	st := &listCounter{Memory: store.NewMemory()}
+	st := &listCounter{Store: memory.New()}
 	svc := membership.NewService(st, 10000)
 	ctx := context.Background()
 	_, err := svc.AddMembers(ctx, "g", usersOf(uidsJSON(5000)))
 	require.NoError(t, err)
-	l := newLists(newListCache(0), budget.New(1<<30))
+	l := newEncodedLists(newListCache(0), budget.New(1<<30))
 
 	got := wholeConcurrently(l, svc, 1, 50)
 	for _, e := range got {
@@ -172,7 +172,7 @@ func TestListsBuildEachRevisionOnce(t *testing.T) {
 func TestListsCountCachedListsWhileSent(t *testing.T) {
 	svc, _ := newBigGroup(t, 100)
 	replies := budget.New(1 << 30)
-	l := newLists(newListCache(1<<20), replies)
+	l := newEncodedLists(newListCache(1<<20), replies)
 	ctx := context.Background()
 	e, err := l.whole(ctx, svc, "g", 1)
 	require.NoError(t, err)
@@ -190,12 +190,12 @@ func TestListsCountCachedListsWhileSent(t *testing.T) {
 // Past the replies budget, a list that would need new memory is refused,
 // while a list already being sent is still shared.
 func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
-	st := &listCounter{Memory: store.NewMemory()}
+	st := &listCounter{Store: memory.New()}
 	svc := membership.NewService(st, 10000)
 	ctx := context.Background()
 	_, err := svc.AddMembers(ctx, "g", usersOf(uidsJSON(1000)))
 	require.NoError(t, err)
-	l := newLists(newListCache(0), budget.New(1000)) // less than one list
+	l := newEncodedLists(newListCache(0), budget.New(1000)) // less than one list
 	e, err := l.whole(ctx, svc, "g", 1)
 	require.NoError(t, err, "alone, a list over the whole budget is sent")
 	shared, err := l.whole(ctx, svc, "g", 1)
@@ -223,7 +223,7 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 // is refused; alone it is sent, whatever its size; a page needs no sorting
 // memory.
 func TestUserGroupsTakeTheirSortingFromTheBudget(t *testing.T) {
-	svc := membership.NewService(store.NewMemory(), 10)
+	svc := membership.NewService(memory.New(), 10)
 	for i := range 200 {
 		_, err := svc.AddMembers(context.Background(), fmt.Sprintf("g%03d", i), usersOf("[7]"))
 		require.NoError(t, err)
@@ -243,14 +243,15 @@ func TestUserGroupsTakeTheirSortingFromTheBudget(t *testing.T) {
 	assert.Equal(t, "200", w.Header().Get("X-Total-Count"))
 	assert.Zero(t, replies.Used(), "and its memory given back")
 
-	require.True(t, replies.TryTake(10)) // another reply being sent
+	another, ok := replies.Take(10) // another reply being sent
+	require.True(t, ok)
 	w = get("/user-group/7")
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
 	assert.Equal(t, int64(10), replies.Used(), "the refused list took nothing")
 	w = get("/user-group/7?limit=5&after=g100")
 	require.Equal(t, http.StatusOK, w.Code, "a page is small")
 	assert.JSONEq(t, `["g101","g102","g103","g104","g105"]`, w.Body.String())
-	replies.Give(10)
+	another.Release()
 	assert.Zero(t, replies.Used())
 }
 

@@ -47,7 +47,7 @@ func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int6
 		case err == nil && mediaType == jsonMediaType:
 			parse = parseChangeJSON
 		default:
-			return changeRequest{}, membership.Errorf(membership.CodeUnsupportedMediaType,
+			return changeRequest{}, membership.Errorf(codeUnsupportedMediaType,
 				"Content-Type %q is not supported: send %s or %s", ct, formMediaType, jsonMediaType)
 		}
 	}
@@ -198,7 +198,7 @@ func parseChangeForm(body string) (users, uid string, err error) {
 
 // parseChangeJSON returns the users and uid of a JSON body,
 // {"users": [...], "uid": ...}, where uid, optional, is a number or a decimal
-// string. users comes back as JSON text, for membership.ParseUsers. Unknown
+// string. users comes back as JSON text, for parseUsers. Unknown
 // fields, and anything after the object, are errors.
 func parseChangeJSON(body string) (users, uid string, err error) {
 	var req struct {

@@ -100,13 +100,15 @@ func TestReadBodyMemoryFollowsTheBytesReceived(t *testing.T) {
 // of it is read; a body that outgrows what is left is refused too.
 func TestReadBodyRefusedWhenTheBudgetIsSpent(t *testing.T) {
 	bodies := budget.New(4096)
-	require.True(t, bodies.TryTake(4096)) // other bodies hold it all
+	others, ok := bodies.Take(4096) // other bodies hold it all
+	require.True(t, ok)
 	r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[1]"))
 	_, _, err := readBody(r, 1000, bodies)
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
-	bodies.Give(4096)
+	others.Release()
 
-	require.True(t, bodies.TryTake(4096-firstBodyBuffer)) // room for the first buffer only
+	others, ok = bodies.Take(4096 - firstBodyBuffer) // room for the first buffer only
+	require.True(t, ok)
 	r = httptest.NewRequest("POST", "/group-user/g", strings.NewReader(strings.Repeat("x", 2000)))
 	_, _, err = readBody(r, 1<<20, bodies)
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))

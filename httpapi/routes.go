@@ -36,12 +36,12 @@ type route struct {
 // routes is the whole API surface. openapi.json documents exactly these; a
 // test holds the two together. GET routes serve HEAD too. While d is
 // loading, the handlers of data routes are built but never called.
-func routes(d deps) []route {
+func routes(d shared) []route {
 	svc, opts := d.svc, d.opts
 	// read serves a read from a state at least as new as X-Min-Revision.
 	read := func(h http.Handler) http.Handler { return withMinRevision(svc, opts.MinRevisionWait, h) }
 	return []route{
-		{method: "GET", path: "/group-user/{groupID}", handler: read(handleListMembers(svc, d.lists)), query: true, data: true, cache: "no-cache"},
+		{method: "GET", path: "/group-user/{groupID}", handler: read(handleListMembers(svc, d.encodedLists)), query: true, data: true, cache: "no-cache"},
 		{method: "POST", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, addUsers, opts.MaxBodyBytes, d.bodies), data: true},
 		{method: "DELETE", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, removeUsers, opts.MaxBodyBytes, d.bodies), data: true},
 		{method: "GET", path: "/group-user/{groupID}/{uid}", handler: read(handleMember(svc)), data: true, cache: "no-store"},
@@ -114,7 +114,7 @@ func canonicalPaths(next http.Handler) http.Handler {
 			path = r.URL.Path
 		}
 		if path != "/" && !canonicalPath(path) {
-			writeError(w, r, membership.Errorf(membership.CodeNotFound,
+			writeError(w, r, membership.Errorf(codeNotFound,
 				"%s is not a canonical path (it has an empty, \".\" or \"..\" segment, or ends in /): no route serves it; "+
 					"escape a group id that is . or .. as %%2E or %%2E%%2E", path))
 			return
@@ -186,7 +186,7 @@ func requireToken(token string, next http.Handler) http.Handler {
 		got = strings.TrimLeft(got, " ")
 		if subtle.ConstantTimeCompare([]byte(got), want) != 1 || !strings.EqualFold(scheme, "Bearer") {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="membership"`)
-			writeError(w, r, membership.Errorf(membership.CodeUnauthorized,
+			writeError(w, r, membership.Errorf(codeUnauthorized,
 				"this request needs the header Authorization: Bearer <token>, with the service's token"))
 			return
 		}

@@ -9,27 +9,23 @@ import (
 // maps each code to one status in one place.
 type Code string
 
-// The error codes of the service. The README's error table lists the same codes
-// with their HTTP statuses.
+// The error codes of the domain: what a request or the store can get wrong.
+// The HTTP layer adds its own (a route or method that does not exist, a
+// missing token, a header or media type it cannot read, a service still
+// starting); the README's error table lists them all with their statuses.
 const (
-	CodeInvalidGroupID       Code = "invalid_group_id"       // the group id is empty, too long, not UTF-8 or has control characters
-	CodeMissingUsers         Code = "missing_users"          // the request has no users parameter
-	CodeInvalidUsers         Code = "invalid_users"          // the users value is not a JSON array of valid user elements
-	CodeInvalidUID           Code = "invalid_uid"            // the acting uid parameter is not a valid uid
-	CodeInvalidBody          Code = "invalid_body"           // the request body cannot be decoded
-	CodeInvalidQuery         Code = "invalid_query"          // a query parameter (limit, after) is not valid
-	CodeInvalidHeader        Code = "invalid_header"         // a header the service reads (X-Min-Revision) has a value it cannot take
-	CodeTooManyUsers         Code = "too_many_users"         // the users array has more elements than allowed
-	CodeBodyTooLarge         Code = "body_too_large"         // the request body is larger than allowed
-	CodeUnsupportedMediaType Code = "unsupported_media_type" // the body's Content-Type is not one the service reads
-	CodeUnauthorized         Code = "unauthorized"           // the route needs the bearer token, and the request has not got it
-	CodeNotFound             Code = "not_found"              // no such route
-	CodeNotMember            Code = "not_member"             // the user is not a member of the group
-	CodeMethodNotAllowed     Code = "method_not_allowed"     // the route exists, the method does not
-	CodeChangesGone          Code = "changes_gone"           // the change feed no longer has the changes asked for: list again
-	CodeUnavailable          Code = "unavailable"            // the store cannot take changes now (its disk failed); nothing was changed
-	CodeStarting             Code = "starting"               // the service is loading its data: try again in a moment
-	CodeInternal             Code = "internal"               // a fault of the service, not of the request
+	CodeInvalidGroupID Code = "invalid_group_id" // the group id is empty, too long, not UTF-8 or has control characters
+	CodeMissingUsers   Code = "missing_users"    // the request has no users parameter
+	CodeInvalidUsers   Code = "invalid_users"    // the users value is not a JSON array of valid user elements
+	CodeInvalidUID     Code = "invalid_uid"      // the acting uid parameter is not a valid uid
+	CodeInvalidBody    Code = "invalid_body"     // the request body cannot be decoded
+	CodeInvalidQuery   Code = "invalid_query"    // a query parameter (limit, after) is not valid
+	CodeTooManyUsers   Code = "too_many_users"   // the users array has more elements than allowed
+	CodeBodyTooLarge   Code = "body_too_large"   // the request body is larger than allowed
+	CodeNotMember      Code = "not_member"       // the user is not a member of the group
+	CodeChangesGone    Code = "changes_gone"     // the change feed no longer has the changes asked for: list again
+	CodeUnavailable    Code = "unavailable"      // the store cannot take changes now (its disk failed); nothing was changed
+	CodeInternal       Code = "internal"         // a fault of the service, not of the request
 )
 
 // Error is an error the service reports to its clients: a code to branch on

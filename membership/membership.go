@@ -43,8 +43,8 @@ type User struct {
 // Member is one member of a group as the list operation returns it. A user who
 // was never given a nickname has the nickname "".
 type Member struct {
-	UID      UID    `json:"uid"`
-	Nickname string `json:"nickname"`
+	UID      UID
+	Nickname string
 }
 
 // Revision numbers the changes of a Store. Every call that alters the store

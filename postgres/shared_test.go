@@ -298,8 +298,8 @@ func TestNicknamesGoThroughTheLogAsGiven(t *testing.T) {
 }
 
 // The pool's settings in the URL (pool_max_conns, …) size the pool; the
-// connection that listens takes the rest of the URL (issue found by a
-// review: the server refused pool_max_conns, and no write was applied).
+// connection that listens takes the rest of the URL: the server itself
+// refuses pool_max_conns, and no write would be applied.
 func TestPoolSettingsInTheURL(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t) + "?pool_max_conns=2&pool_max_conn_idle_time=1s&application_name=membership_test"

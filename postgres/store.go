@@ -8,7 +8,7 @@
 // (one at a time across the instances, under an advisory lock, and a
 // unique index besides) then gives the committed changes it sees their
 // places in the log, pos = 1, 2, 3, … with no gap, in one transaction.
-// Every instance applies the log in the order of pos to a store.Memory;
+// Every instance applies the log in the order of pos to a memory.Store;
 // the memory gives the revisions, the counts and the feed, and since it is
 // deterministic, every instance gives every change the same revision. A
 // writer answers once its own instance has applied its change, so a change
@@ -32,13 +32,15 @@ import (
 
 	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/membership"
 )
 
 // Options configure Open.
 type Options struct {
 	// ChangesKeep and ChangesKeepBytes size the change feed, as in
-	// store.MemoryOptions.
+	// memory.Options.
 	ChangesKeep      int
 	ChangesKeepBytes int64
 	// CommitTimeout is the longest a change waits to be written, placed
@@ -49,8 +51,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// DefaultCommitTimeout is the default Options.CommitTimeout.
-const DefaultCommitTimeout = store.DefaultCommitTimeout
+// DefaultCommitTimeout is the default Options.CommitTimeout: as long as
+// the durable store's default.
+const DefaultCommitTimeout = 5 * time.Second
 
 // Tuning.
 const (
@@ -80,10 +83,10 @@ const (
 
 // Store is a membership.Store on PostgreSQL. See the package comment.
 type Store struct {
-	// Reads serve every read from memory, which has applied the log.
-	store.Reads
+	// ReadOnly serves every read from memory, which has applied the log.
+	memory.ReadOnly
 	pool   *pgxpool.Pool
-	mem    *store.Memory
+	mem    *memory.Store
 	opts   Options
 	logger *slog.Logger
 	epoch  uint64
@@ -173,8 +176,8 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 	s.epoch = uint64(epoch)
-	s.mem = store.NewMemoryWith(store.MemoryOptions{ChangesKeep: s.opts.ChangesKeep, ChangesKeepBytes: s.opts.ChangesKeepBytes, Epoch: s.epoch})
-	s.Reads = store.ReadsOf(s.mem)
+	s.mem = memory.NewWith(memory.Options{ChangesKeep: s.opts.ChangesKeep, ChangesKeepBytes: s.opts.ChangesKeepBytes, Epoch: s.epoch})
+	s.ReadOnly = s.mem.ReadOnly()
 	if _, err := s.sequence(ctx); err != nil {
 		return fmt.Errorf("placing the changes in the log: %w", err)
 	}
@@ -221,8 +224,14 @@ func (s *Store) Stats() store.Stats {
 	return st
 }
 
+// WriteMetrics writes the store's figures to /metrics.
+func (s *Store) WriteMetrics(w *metrics.Writer) { s.Stats().WriteMetrics(w) }
+
+// Budgets returns the store's memory budgets: the changes the feed keeps.
+func (s *Store) Budgets() []metrics.Budget { return s.Stats().Budgets() }
+
 // Backup returns a consistent copy of the state this instance serves.
-func (s *Store) Backup() *store.Backup { return s.mem.Backup() }
+func (s *Store) Backup() *snap.Backup { return s.mem.Backup() }
 
 // AddMembers implements membership.Store. It returns once the change is
 // committed, placed in the log and applied here, or with CodeUnavailable.
@@ -414,7 +423,7 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 	defer rows.Close()
 	n := 0
 	for rows.Next() {
-		var c logged
+		var c logEntry
 		if err := rows.Scan(&c.pos, &c.ticket, &c.op, &c.groupID, &c.uids, &c.nicknames, &c.age); err != nil {
 			return n, err
 		}
@@ -430,8 +439,8 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 	return n, rows.Err()
 }
 
-// logged is a change read from the log.
-type logged struct {
+// logEntry is a change read from the log.
+type logEntry struct {
 	pos, ticket int64
 	op          int16
 	groupID     string
@@ -441,7 +450,7 @@ type logged struct {
 }
 
 // apply applies c to memory and answers its writer, if it waits here.
-func (s *Store) apply(ctx context.Context, c logged) {
+func (s *Store) apply(ctx context.Context, c logEntry) {
 	start := time.Now()
 	var res membership.Result
 	var err error

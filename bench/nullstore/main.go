@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 
 	"example.com/groupmembership/internal/server"
-	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
 )
 
@@ -21,15 +21,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Name:  "nullstore",
 		About: "Its adds keep nothing: it is make bench's measure of what a POST costs besides the store.",
 		Open: func(context.Context, server.StoreOptions) (server.Store, error) {
-			return &nullStore{Memory: store.NewMemory()}, nil
+			return &nullStore{Store: memory.New()}, nil
 		},
 	}, args, getenv, stdout, stderr)
 }
 
-// nullStore is a Memory whose AddMembers keeps nothing and says that every
+// nullStore is a memory.Store whose AddMembers keeps nothing and says that every
 // user was added, at a new revision each time.
 type nullStore struct {
-	*store.Memory
+	*memory.Store
 	revision atomic.Uint64
 }
 

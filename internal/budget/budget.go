@@ -1,6 +1,6 @@
 // Package budget holds Bytes, a bound on the memory that many requests share:
-// each takes what it holds before it allocates it, and gives it back when it
-// lets it go. A request that finds the budget spent is refused at once
+// each takes a Lease of what it holds before it allocates it, and releases
+// the lease when it lets the memory go. A request that finds the budget spent is refused at once
 // rather than waiting, so that no client can make the service hold more.
 package budget
 
@@ -19,11 +19,11 @@ func New(limit int64) *Bytes {
 	return &Bytes{limit: limit}
 }
 
-// TryTake takes n bytes and reports true when they fit, and otherwise takes
+// tryTake takes n bytes and reports true when they fit, and otherwise takes
 // nothing and reports false. When nothing is taken, n is taken even over
 // the limit: a single request larger than the whole budget is served alone
 // rather than never.
-func (b *Bytes) TryTake(n int64) bool {
+func (b *Bytes) tryTake(n int64) bool {
 	for {
 		used := b.used.Load()
 		if used+n > b.limit && used != 0 {
@@ -40,8 +40,8 @@ func (b *Bytes) TryTake(n int64) bool {
 // would not fit.
 func (b *Bytes) Refuse() { b.refused.Add(1) }
 
-// Give gives back n bytes taken before.
-func (b *Bytes) Give(n int64) {
+// give gives back n bytes taken before.
+func (b *Bytes) give(n int64) {
 	b.used.Add(-n)
 }
 
@@ -69,10 +69,10 @@ type Lease struct {
 	n int64
 }
 
-// Take takes n bytes as TryTake does, and returns their lease and true, or
+// Take takes n bytes as tryTake does, and returns their lease and true, or
 // a lease of nothing and false.
 func (b *Bytes) Take(n int64) (Lease, bool) {
-	if !b.TryTake(n) {
+	if !b.tryTake(n) {
 		return Lease{b: b}, false
 	}
 	return Lease{b: b, n: n}, true
@@ -84,7 +84,7 @@ func (b *Bytes) Lease() Lease { return Lease{b: b} }
 // Grow takes n more bytes into the lease and reports true when they fit;
 // otherwise it takes nothing more and reports false.
 func (l *Lease) Grow(n int64) bool {
-	if !l.b.TryTake(n) {
+	if !l.b.tryTake(n) {
 		return false
 	}
 	l.n += n
@@ -96,7 +96,7 @@ func (l *Lease) Grow(n int64) bool {
 // may. It reports false, holding nothing, when they do not fit.
 func (l *Lease) Resize(n int64) bool {
 	l.Release()
-	if !l.b.TryTake(n) {
+	if !l.b.tryTake(n) {
 		return false
 	}
 	l.n = n
@@ -106,7 +106,7 @@ func (l *Lease) Resize(n int64) bool {
 // Release gives back what the lease holds. Releasing again gives nothing.
 func (l *Lease) Release() {
 	if l.n != 0 {
-		l.b.Give(l.n)
+		l.b.give(l.n)
 		l.n = 0
 	}
 }

@@ -10,30 +10,30 @@ import (
 
 func TestBytesTakesWhatFitsAndRefusesTheRest(t *testing.T) {
 	b := New(100)
-	require.True(t, b.TryTake(60))
+	require.True(t, b.tryTake(60))
 	assert.True(t, b.Has(40))
 	assert.False(t, b.Has(41))
-	assert.False(t, b.TryTake(41), "60 + 41 is over 100")
+	assert.False(t, b.tryTake(41), "60 + 41 is over 100")
 	assert.Equal(t, int64(60), b.Used(), "a refused take takes nothing")
-	require.True(t, b.TryTake(40))
+	require.True(t, b.tryTake(40))
 	assert.False(t, b.Has(1))
-	assert.False(t, b.TryTake(1))
+	assert.False(t, b.tryTake(1))
 	assert.Equal(t, uint64(2), b.Refused())
 	b.Refuse()
 	assert.Equal(t, uint64(3), b.Refused(), "a refusal the caller decided counts too")
-	b.Give(60)
-	b.Give(40)
+	b.give(60)
+	b.give(40)
 	assert.Zero(t, b.Used())
 	assert.True(t, b.Has(1000), "an empty budget has room for anything once")
 }
 
 func TestBytesServesOneRequestLargerThanTheWholeBudgetAlone(t *testing.T) {
 	b := New(100)
-	require.True(t, b.TryTake(500), "alone, it is taken")
-	assert.False(t, b.TryTake(1), "and nothing else meanwhile")
-	b.Give(500)
-	require.True(t, b.TryTake(1))
-	assert.False(t, b.TryTake(500), "not alone: refused")
+	require.True(t, b.tryTake(500), "alone, it is taken")
+	assert.False(t, b.tryTake(1), "and nothing else meanwhile")
+	b.give(500)
+	require.True(t, b.tryTake(1))
+	assert.False(t, b.tryTake(500), "not alone: refused")
 }
 
 func TestBytesNeverGoesOverItsLimitUnderConcurrentTakes(t *testing.T) {
@@ -46,11 +46,11 @@ func TestBytesNeverGoesOverItsLimitUnderConcurrentTakes(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 10000 {
-				if b.TryTake(30) {
+				if b.tryTake(30) {
 					mu.Lock()
 					peak = max(peak, b.Used())
 					mu.Unlock()
-					b.Give(30)
+					b.give(30)
 				}
 			}
 		}()

@@ -46,8 +46,8 @@ d_seconds_count{route="/a"} 4
 	assert.Len(t, families["d_seconds"].Samples, 5)
 }
 
-// Counts print as integers, as client_golang prints them (issue 13: /metrics
-// said membership_members 1e+06).
+// Counts print as integers, as client_golang prints them (membership_members
+// 1000000, never 1e+06).
 func TestCountsPrintAsIntegers(t *testing.T) {
 	for v, want := range map[float64]string{
 		1e6:         "1000000",

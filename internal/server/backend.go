@@ -74,10 +74,9 @@ func Main(name string, run func(ctx context.Context, args []string, getenv func(
 // unless GOGC says otherwise: a collection when the heap has grown by half
 // of what was live, not by all of it (Go's default, GOGC=100). The
 // service's heap is mostly its indexes, which live long and hold few
-// pointers, so collecting more often costs little (POST 3 about 4% in a
-// side-by-side load run), while the memory a process holds beyond its live
-// heap shrinks from about 1.3 times the indexes to about 0.8 (make bench,
-// bench/README.md).
+// pointers, so collecting more often costs little time, while the memory a
+// process holds beyond its live heap shrinks by about a third (make bench
+// measures both).
 const gcPercent = 50
 
 // setGCPercent sets the garbage collector's target to gcPercent, unless

@@ -8,7 +8,7 @@ import (
 	"example.com/groupmembership/internal/connlimit"
 	"example.com/groupmembership/internal/fdlimit"
 	"example.com/groupmembership/internal/metrics"
-	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/durable"
 )
 
 // The connection budget. Every connection holds a descriptor, and memory:
@@ -79,7 +79,7 @@ func reservedDescriptors(cfg Config, backend *Backend) int {
 	perListener := connlimit.MaxClosing + connlimit.MaxRefusing + 1
 	n := ownDescriptors + perListener
 	if cfg.dataDir != "" {
-		n += store.MaxOpenFiles
+		n += durable.MaxOpenFiles
 	}
 	if backend != nil {
 		n += backend.Descriptors

@@ -23,10 +23,12 @@ import (
 	"example.com/groupmembership/httpapi"
 	"example.com/groupmembership/internal/accesslog"
 	"example.com/groupmembership/internal/connlimit"
+	"example.com/groupmembership/internal/fileutil"
 	"example.com/groupmembership/internal/logsink"
 	"example.com/groupmembership/internal/metrics"
-	"example.com/groupmembership/internal/store"
-	"example.com/groupmembership/internal/wal"
+	"example.com/groupmembership/internal/store/durable"
+	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/membership"
 )
 
@@ -139,7 +141,7 @@ func run(ctx context.Context, backend *Backend, args []string, getenv func(strin
 	}
 	svc.open = func(ctx context.Context) (Store, error) {
 		owned := lock
-		lock = nil // OpenDurable owns it now, and releases it
+		lock = nil // durable.Open owns it now, and releases it
 		return openStore(cfg, owned, logger)
 	}
 	defer func() {
@@ -160,7 +162,7 @@ func run(ctx context.Context, backend *Backend, args []string, getenv func(strin
 
 // restore is the -restore mode.
 func restore(cfg Config, stdout io.Writer) error {
-	rev, err := store.Restore(cfg.restore, cfg.dataDir)
+	rev, err := durable.Restore(cfg.restore, cfg.dataDir)
 	if err != nil {
 		return fmt.Errorf("restoring %s: %w", cfg.restore, err)
 	}
@@ -351,8 +353,9 @@ func (s *service) load(ctx context.Context) (Store, error) {
 	}
 	s.api.Load(membership.NewService(st, s.cfg.maxUsers), httpapi.StoreExtras{
 		Writable: st.Writable,
-		Stats:    st.Stats,
-		Backup:   st.Backup,
+		Metrics:  st.WriteMetrics,
+		Budgets:  st.Budgets,
+		Backup:   func() httpapi.Backup { return st.Backup() },
 	})
 	s.ready.Store(true)
 	s.logger.Info("ready")
@@ -445,16 +448,16 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.BoolVar(&cfg.accessLog, "access-log", true, "log one line per request; when false, only requests that fail on the service's side")
 	fs.StringVar(&cfg.dataDir, "data-dir", "", "`directory` to keep the data in, durably; empty: memory only, lost at exit")
-	fs.Int64Var(&cfg.snapshotSize, "snapshot-bytes", store.DefaultSnapshotBytes, "with -data-dir, the log size in `bytes` past which a snapshot is written and the log restarted")
+	fs.Int64Var(&cfg.snapshotSize, "snapshot-bytes", durable.DefaultSnapshotBytes, "with -data-dir, the log size in `bytes` past which a snapshot is written and the log restarted")
 	fs.BoolVar(&cfg.repair, "repair", false, "with -data-dir, start past damage: cut a damaged log there, or recover from the snapshot before a damaged one; what is cut is moved into DIR/repair-<time>/")
 	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` holding the bearer token that POST, DELETE and /backup need; without it, MEMBERSHIP_TOKEN from the environment")
 	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every GET but /healthz and /readyz need the token as well")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "on SIGTERM or SIGINT, answer /readyz with 503 and serve on for this long before draining")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM or SIGINT, after -shutdown-delay, how long requests in flight may take to finish before their connections are closed")
 	fs.IntVar(&cfg.changesKeep, "changes-keep", membership.DefaultChangesKeep, "how many of the latest changes /changes keeps (with -data-dir, across restarts); 0 keeps none")
-	fs.Int64Var(&cfg.changesKeepBytes, "changes-keep-bytes", store.DefaultChangesKeepBytes, "memory for the changes /changes keeps, in `bytes`; the oldest go first")
-	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", store.DefaultCommitTimeout, "with -data-dir (or membership-postgres's database), how long a change waits to be written before it gets 503 (it may still be applied)")
-	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", store.DefaultQueueBytes, "with -data-dir, memory for the changes waiting for the disk, in `bytes`; past it, new changes get 503")
+	fs.Int64Var(&cfg.changesKeepBytes, "changes-keep-bytes", memory.DefaultChangesKeepBytes, "memory for the changes /changes keeps, in `bytes`; the oldest go first")
+	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", durable.DefaultCommitTimeout, "with -data-dir (or membership-postgres's database), how long a change waits to be written before it gets 503 (it may still be applied)")
+	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", durable.DefaultQueueBytes, "with -data-dir, memory for the changes waiting for the disk, in `bytes`; past it, new changes get 503")
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics (Prometheus text format) and count requests for it")
 	fs.StringVar(&cfg.restore, "restore", "", "do not serve: write the data directory -data-dir (empty or new) from the backup `file` that GET /backup gave, and exit")
 	fs.StringVar(&cfg.probe, "probe", "", "do not serve: GET `URL` and exit 0 when it answers 200 within 1s, 1 otherwise (for a container's HEALTHCHECK); a path alone, such as /readyz, asks this machine on -admin-addr when it is set, else on -addr")
@@ -545,9 +548,9 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 		return fmt.Errorf("-shutdown-delay must not be negative, got %s", cfg.shutdownDelay)
 	case cfg.logFormat != "text" && cfg.logFormat != "json":
 		return fmt.Errorf("-log-format must be text or json, got %q", cfg.logFormat)
-	case cfg.dataDir != "" && largestRecord(cfg) > wal.MaxPayload:
+	case cfg.dataDir != "" && largestRecord(cfg) > durable.MaxEntryBytes:
 		return fmt.Errorf("with -data-dir, -max-body %d and -max-users %d allow a change of up to %d bytes, "+
-			"more than one log record holds (%d): lower one of them", cfg.maxBodyBytes, cfg.maxUsers, largestRecord(cfg), wal.MaxPayload)
+			"more than one log record holds (%d): lower one of them", cfg.maxBodyBytes, cfg.maxUsers, largestRecord(cfg), durable.MaxEntryBytes)
 	}
 	return nil
 }
@@ -646,9 +649,8 @@ const (
 // defaultConnSendBuffer is the default kernel send buffer of a connection.
 // Linux grows a connection's buffer up to 4 MiB by itself: two hundred
 // clients that ask for a large list and never read then pin 800 MB of
-// kernel memory, and the copying stalls every other request for hundreds of
-// milliseconds (measured: a probe's 150 to 320 ms against none over 50 ms
-// with 256 KiB). 256 KiB still fills a 20 ms round trip at 100 Mbit/s.
+// kernel memory, and the copying into those buffers stalls every other
+// request. 256 KiB still fills a 20 ms round trip at 100 Mbit/s.
 const defaultConnSendBuffer = 256 << 10
 
 // sendBufferListener sets the kernel send buffer of every connection it
@@ -672,29 +674,37 @@ type Store interface {
 	membership.Store
 	// Writable returns why the store cannot take changes now, or nil.
 	Writable() error
-	Stats() store.Stats
-	Backup() *store.Backup
+	// WriteMetrics writes the store's figures to /metrics, and Budgets
+	// reports its memory budgets.
+	WriteMetrics(w *metrics.Writer)
+	Budgets() []metrics.Budget
+	// Backup copies the whole state at one revision.
+	Backup() *snap.Backup
 	Close() error
 }
 
 // lockDataDir locks -data-dir, if given, before the service listens: a
 // second process on a directory in use leaves without a word of serving.
-func lockDataDir(cfg Config, backend *Backend) (*store.DataDirLock, error) {
+func lockDataDir(cfg Config, backend *Backend) (*fileutil.DirLock, error) {
 	if cfg.dataDir == "" || backend != nil {
 		return nil, nil
 	}
-	return store.LockDataDir(cfg.dataDir)
+	lock, err := durable.LockDataDir(cfg.dataDir)
+	if errors.Is(err, fileutil.ErrLockUnsupported) {
+		return nil, fmt.Errorf("-data-dir: %w; without -data-dir, the service keeps its data in memory on this platform", err)
+	}
+	return lock, err
 }
 
 // openStore opens the store the flags ask for, in the directory that lock
 // holds.
-func openStore(cfg Config, lock *store.DataDirLock, logger *slog.Logger) (Store, error) {
+func openStore(cfg Config, lock *fileutil.DirLock, logger *slog.Logger) (Store, error) {
 	if cfg.dataDir == "" {
 		logger.Info("keeping data in memory only: it is lost when the process exits (see -data-dir)")
-		return store.NewMemoryWith(store.MemoryOptions{ChangesKeep: cfg.changesKeep, ChangesKeepBytes: cfg.changesKeepBytes}), nil
+		return memory.NewWith(memory.Options{ChangesKeep: cfg.changesKeep, ChangesKeepBytes: cfg.changesKeepBytes}), nil
 	}
 	start := time.Now()
-	d, err := store.OpenDurable(cfg.dataDir, store.DurableOptions{
+	d, err := durable.Open(cfg.dataDir, durable.Options{
 		SnapshotBytes:    cfg.snapshotSize,
 		Repair:           cfg.repair,
 		Logger:           logger,

@@ -34,7 +34,7 @@ func ListAll(t *testing.T, s membership.Store, groupID string) ([]membership.Mem
 
 // Contract checks the behaviour every membership.Store must have.
 // newStore(t) returns an empty store, for the (sub)test t to use and close.
-// Every store runs it: Memory, Durable, and the PostgreSQL store.
+// Every store runs it: memory.Store, durable.Store, and the PostgreSQL store.
 func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	ctx := context.Background()
 	users := func(uids ...membership.UID) []membership.User {

@@ -372,9 +372,9 @@ func (f *Follower) ListOf(group string) []membership.Member {
 // it, followers each wait for a random revision, note the latest, list
 // every group one at a time in a random order while the writes go on, then
 // apply the feed from the noted revision. At the end every Follower's lists
-// must be the store's, nicknames included (issue 12, item 8: a user's
-// nickname used to outlive every membership, and reappear on an add that
-// the feed showed without it).
+// must be the store's, nicknames included: a user's nickname must not
+// outlive every membership and reappear on an add that the feed shows
+// without it.
 func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 	ctx := context.Background()
 	groups := []string{"a", "b", "c"}
@@ -499,7 +499,7 @@ func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 
 // testFollowerScenarios plays, one step at a time, the cases where a
 // Follower could list another nickname than the store: a user forgotten,
-// then added again without a nickname (issue 12, item 8, as found); and a
+// then added again without a nickname; and a
 // user who moves from a group the Follower lists late to one it listed
 // early, carrying a nickname set before the Follower began.
 func testFollowerScenarios(t *testing.T, newStore func(t *testing.T) membership.Store) {
@@ -569,8 +569,8 @@ func testFollowerScenarios(t *testing.T, newStore func(t *testing.T) membership.
 // through group g, again and again, while readers note the feed's latest
 // revision and then read group h's, which holds 7 too: every change is a
 // nickname change, which moves every group's revision, so h's can never be
-// behind what the feed showed before (the fresh-eyes review of issue 12 saw
-// lists, and 304s, one revision older, served from the list cache).
+// behind what the feed showed before, not even in a list, or a 304, served
+// from the list cache.
 func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store) {
 	ctx := context.Background()
 	_, err := s.AddMembers(ctx, "h", []membership.User{{UID: 7}})

@@ -1,0 +1,102 @@
+// Package fileutil is the file plumbing of the data directory: writing a
+// file so that a crash leaves either the old one or the whole new one,
+// fsyncs of files and directories, and the directory lock that keeps a
+// second process out (lock_unix.go where the platform has flock, and
+// lock_other.go, which says it has none, elsewhere).
+package fileutil
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// WriteAtomic writes the file at path through a temporary file in the same
+// directory (its name ends in .tmp, so that a start after a crash can
+// remove it): write fills it, then it is fsynced, renamed over path, and
+// the directory fsynced. path is always either as it was or whole, and
+// once WriteAtomic returns nil, durable. The file has mode perm.
+func WriteAtomic(path string, perm os.FileMode, write func(w io.Writer) error) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+"-*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := tmp.Chmod(perm); err != nil {
+		return err
+	}
+	if err := write(tmp); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return SyncDir(dir)
+}
+
+// CreateSync creates the file at path, which must not exist, with data,
+// durably: the file and its directory are fsynced. When it fails, it
+// removes what it created.
+func CreateSync(path string, data []byte, perm os.FileMode) (err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(path)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// Truncate cuts the file at path to size, durably.
+func Truncate(path string, size int64) error {
+	if err := os.Truncate(path, size); err != nil {
+		return err
+	}
+	return SyncFile(path)
+}
+
+// SyncFile fsyncs the file at path.
+func SyncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// SyncDir fsyncs the directory dir, so that the names of the files created,
+// renamed or removed in it are durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

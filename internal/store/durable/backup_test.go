@@ -1,0 +1,222 @@
+package durable
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/internal/store/snap"
+	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/membership"
+)
+
+// A backup taken while writers change the store holds the state at its
+// revision exactly: restored into a data directory, every list equals the
+// one the feed's changes up to that revision give.
+func TestBackupUnderConcurrentWritesRestoresItsRevision(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) interface {
+		membership.Store
+		Backup() *snap.Backup
+	}{
+		"memory": func(t *testing.T) interface {
+			membership.Store
+			Backup() *snap.Backup
+		} {
+			return memory.New()
+		},
+		"durable": func(t *testing.T) interface {
+			membership.Store
+			Backup() *snap.Backup
+		} {
+			d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll, SnapshotBytes: 4096})
+			t.Cleanup(func() { d.Close() })
+			return d
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t)
+			groups := []string{"a", "b", "c", "d", "e"}
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			for w := range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(uint64(w), 1))
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						group := groups[rng.IntN(len(groups))]
+						uid := membership.UID(1 + rng.IntN(50))
+						var err error
+						if rng.IntN(3) == 0 {
+							_, err = s.RemoveMembers(ctx, group, []membership.UID{uid})
+						} else {
+							u := membership.User{UID: uid}
+							if rng.IntN(4) == 0 {
+								u.Nickname, u.HasNickname = fmt.Sprint("n", rng.IntN(5)), true
+							}
+							_, err = s.AddMembers(ctx, group, []membership.User{u, {UID: uid + 100}})
+						}
+						if !assert.NoError(t, err) {
+							return
+						}
+					}
+				}()
+			}
+			// Take the backup once the writers have made some changes.
+			for {
+				_, latest, err := s.Changes(ctx, membership.ChangeOptions{Limit: 1})
+				require.NoError(t, err)
+				if latest >= 200 {
+					break
+				}
+				wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				_, _, _ = s.Changes(wctx, membership.ChangeOptions{After: latest, Wait: true})
+				cancel()
+			}
+			backup := s.Backup()
+			_, err := s.AddMembers(ctx, "after", []membership.User{{UID: 7}})
+			require.NoError(t, err)
+			close(stop)
+			wg.Wait()
+			var file bytes.Buffer
+			var n int64
+			n, err = backup.WriteTo(&file)
+			require.NoError(t, err)
+			assert.Equal(t, int64(file.Len()), n)
+
+			// The state at the backup's revision, from the feed.
+			f := storetest.NewFollower()
+			for _, c := range storetest.AllChanges(t, s, 0) {
+				if c.Revision > backup.Revision() {
+					break
+				}
+				f.Apply(c)
+			}
+
+			path := filepath.Join(t.TempDir(), "backup")
+			require.NoError(t, os.WriteFile(path, file.Bytes(), 0o600))
+			dir := filepath.Join(t.TempDir(), "restored")
+			rev, err := Restore(path, dir)
+			require.NoError(t, err)
+			assert.Equal(t, backup.Revision(), rev)
+			d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+			defer d.Close()
+			for _, group := range append(groups, "after") {
+				got, _ := storetest.ListAll(t, d, group)
+				assert.Equal(t, f.ListOf(group), got, "group %s", group)
+			}
+			res, err := d.AddMembers(ctx, "z", []membership.User{{UID: 1}})
+			require.NoError(t, err)
+			assert.Equal(t, rev+1, res.Revision, "revisions go on from the backup's")
+			_, _, err = d.Changes(ctx, membership.ChangeOptions{After: rev - 1})
+			assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err), "the feed starts at the backup's revision")
+		})
+	}
+}
+
+// Restore refuses a damaged or foreign file, and a directory with data in
+// it, with a message that says what to do, and writes nothing.
+func TestRestoreRefuses(t *testing.T) {
+	m := memory.New()
+	_, err := m.AddMembers(context.Background(), "g", []membership.User{{UID: 1}, {UID: 2}})
+	require.NoError(t, err)
+	var good bytes.Buffer
+	_, err = m.Backup().WriteTo(&good)
+	require.NoError(t, err)
+	write := func(b []byte) string {
+		path := filepath.Join(t.TempDir(), "backup")
+		require.NoError(t, os.WriteFile(path, b, 0o600))
+		return path
+	}
+	flipped := bytes.Clone(good.Bytes())
+	flipped[len(flipped)/2] ^= 0x01
+	tests := []struct {
+		name, file, dir, want string
+	}{
+		{"a flipped bit", write(flipped), "", "checksum does not match: the file is damaged: it is not a whole backup; take another"},
+		{"cut short", write(good.Bytes()[:good.Len()-7]), "", "it is not a whole backup"},
+		{"not a backup", write([]byte("hello, world")), "", "not a membership snapshot"},
+		{"empty", write(nil), "", "not a membership snapshot"},
+		{"no such file", filepath.Join(t.TempDir(), "missing"), "", "no such file"},
+		{"a directory with data", write(good.Bytes()), "full", "is not empty (it has DATA): restore into an empty or new directory, never over data"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "restored")
+			if tt.dir == "full" {
+				require.NoError(t, os.MkdirAll(dir, 0o700))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "DATA"), []byte("x"), 0o600))
+			}
+			_, err := Restore(tt.file, dir)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			if tt.dir == "" {
+				_, statErr := os.Stat(dir)
+				assert.True(t, os.IsNotExist(statErr), "nothing written")
+			}
+		})
+	}
+}
+
+// Restore refuses a whole file whose contents break the service's rules: a
+// checksum says only that the file is whole, and a file with a group listed
+// twice, an empty group id or a nickname not in UTF-8 can have a valid one.
+func TestRestoreRefusesContentsThatBreakTheRules(t *testing.T) {
+	base := func() *snap.State {
+		return &snap.State{
+			LastRevision: 5,
+			Nicknames:    map[membership.UID]string{1: "Eve"},
+			Groups:       []snap.Group{{ID: "a", Revision: 3, UIDs: []membership.UID{1, 2}}},
+		}
+	}
+	tests := []struct {
+		name   string
+		change func(*snap.State)
+		want   string
+	}{
+		{"a group twice", func(st *snap.State) {
+			st.Groups = append(st.Groups, snap.Group{ID: "a", Revision: 4, UIDs: []membership.UID{3}})
+		}, `group "a" is there twice`},
+		{"an empty group id", func(st *snap.State) { st.Groups[0].ID = "" }, "group id is empty"},
+		{"a control character", func(st *snap.State) { st.Groups[0].ID = "a\x00b" }, "control character"},
+		{"a group with no members", func(st *snap.State) { st.Groups = append(st.Groups, snap.Group{ID: "b", Revision: 4}) }, `group "b" has no members`},
+		{"a revision past the latest", func(st *snap.State) { st.Groups[0].Revision = 9 }, "past the latest"},
+		{"a nickname not in UTF-8", func(st *snap.State) { st.Nicknames[1] = "\xff" }, "the nickname of user 1 is not valid"},
+		{"an empty nickname", func(st *snap.State) { st.Nicknames[1] = "" }, "the nickname of user 1 is not valid"},
+		{"a nickname of a user in no group", func(st *snap.State) { st.Nicknames[7] = "Bo" }, "user 7 has a nickname but is in no group"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := base()
+			require.NoError(t, st.Check(), "the base is valid")
+			tt.change(st)
+			var file bytes.Buffer
+			require.NoError(t, snap.Encode(&file, st))
+			path := filepath.Join(t.TempDir(), "crafted")
+			require.NoError(t, os.WriteFile(path, file.Bytes(), 0o600))
+			dir := filepath.Join(t.TempDir(), "restored")
+			_, err := Restore(path, dir)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.Contains(t, err.Error(), "it is not a backup this service wrote")
+			_, statErr := os.Stat(dir)
+			assert.True(t, os.IsNotExist(statErr), "nothing written")
+		})
+	}
+}

@@ -1,0 +1,841 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"example.com/groupmembership/internal/budget"
+	"example.com/groupmembership/internal/fileutil"
+	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/internal/store/snap"
+	"example.com/groupmembership/internal/store/wal"
+	"example.com/groupmembership/membership"
+)
+
+// DefaultSnapshotBytes is the default log size past which a snapshot is
+// written and the log restarted.
+const DefaultSnapshotBytes = 64 << 20
+
+// maxBatch bounds how many changes share one fsync, and how many wait for
+// one: the queue of changes holds at most this many.
+const maxBatch = 4096
+
+// Defaults for Options.
+const (
+	DefaultCommitTimeout = 5 * time.Second
+	DefaultQueueBytes    = 64 << 20
+)
+
+// MaxEntryBytes is the most bytes one change takes in the log: a change
+// whose entry is larger is refused. A caller that bounds the size of a
+// change (the largest body, the most users) checks its bound against it.
+const MaxEntryBytes = wal.MaxPayload
+
+// MaxOpenFiles is the most file descriptors a Store holds open at once,
+// from the lock (LockDataDir, or Open) to Close, for a caller that
+// keeps a reserve of descriptors for its data directory:
+//
+//   - 2 for the lock, held throughout: the directory itself and LOCK;
+//   - 1 for MARK, held throughout (written in place);
+//   - 2 for the committer goroutine: the log, and either the next log while
+//     a snapshot switches to it, or one file at a time that it opens and
+//     closes (a new log being created, DATA or its temporary file, the
+//     directory to fsync, a file to fsync after a failed write, the probe
+//     of a failing disk);
+//   - 1 for the snapshot goroutine, one file at a time: its temporary file,
+//     the directory to fsync, the snapshot read back, the directory listed.
+//
+// The marker goroutine opens nothing. Recovery, before the goroutines
+// start, holds the lock, the log, MARK and one file at a time at most;
+// Close, after they stopped, the lock, the log, MARK and one more.
+const MaxOpenFiles = 6
+
+// probeInterval is how often a store whose last write failed tries the disk
+// again by itself, so that it says it is writable again without waiting for
+// a change to try.
+const probeInterval = time.Second
+
+// Options configure Open.
+type Options struct {
+	// SnapshotBytes is the log size past which a snapshot is written in the
+	// background and the log restarted; DefaultSnapshotBytes when <= 0.
+	SnapshotBytes int64
+	// Repair truncates the log at a corrupt record that valid records follow,
+	// dropping them, instead of refusing to open.
+	Repair bool
+	// Logger gets recovery warnings, snapshot progress and write failures.
+	// Nil discards them.
+	Logger *slog.Logger
+	// ChangesKeep is how many of the latest changes the change feed keeps,
+	// as in memory.Options: 0 keeps none. The feed's kept changes are in the snapshots, so
+	// it continues across restarts.
+	ChangesKeep int
+	// ChangesKeepBytes bounds the memory of the kept changes, as in
+	// memory.Options.
+	ChangesKeepBytes int64
+	// CommitTimeout is the longest a change waits to be written and
+	// fsynced; past it the caller gets CodeUnavailable (the change may still
+	// be applied later). DefaultCommitTimeout when <= 0. Close waits as long
+	// for the last writes.
+	CommitTimeout time.Duration
+	// QueueBytes bounds the memory of the changes waiting for the disk;
+	// past it, and past maxBatch changes, a change is refused at once.
+	// DefaultQueueBytes when <= 0.
+	QueueBytes int64
+	// NoGroupCommit gives every change its own write and fsync, for
+	// measuring what group commit buys. Never set it in production.
+	NoGroupCommit bool
+	// Lock is the directory's lock, taken by LockDataDir: Open then
+	// holds it, and releases it on Close or when it fails. When nil,
+	// Open takes it.
+	Lock *fileutil.DirLock
+
+	// openLog opens a log file for appending, openMark the mark, and probe
+	// checks that the directory takes writes (see probeDisk); tests replace
+	// them to simulate failing disks.
+	openLog  func(path string) (logFile, error)
+	openMark func(path string) (markFile, error)
+	probe    func(dir string) error
+	// markEvery is how often the mark is written, at most; markInterval
+	// when 0. Tests set it long, and write the mark with markNow.
+	markEvery time.Duration
+}
+
+// withDefaults returns opts with every unset field set to its default.
+func (opts Options) withDefaults() Options {
+	if opts.SnapshotBytes <= 0 {
+		opts.SnapshotBytes = DefaultSnapshotBytes
+	}
+	if opts.CommitTimeout <= 0 {
+		opts.CommitTimeout = DefaultCommitTimeout
+	}
+	if opts.QueueBytes <= 0 {
+		opts.QueueBytes = DefaultQueueBytes
+	}
+	if opts.openLog == nil {
+		opts.openLog = func(path string) (logFile, error) {
+			return openAppend(path)
+		}
+	}
+	if opts.openMark == nil {
+		opts.openMark = openMarkFile
+	}
+	if opts.probe == nil {
+		opts.probe = writeProbe
+	}
+	if opts.markEvery <= 0 {
+		opts.markEvery = markInterval
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return opts
+}
+
+// logFile is what the durable store writes its log through.
+type logFile interface {
+	io.Writer
+	Sync() error
+	Truncate(size int64) error
+	Close() error
+	Stat() (os.FileInfo, error)
+}
+
+// Store is a membership.Store that keeps its state in memory and makes
+// every change durable in a directory before applying it: a checksummed
+// write-ahead log, fsynced before the change is applied or acknowledged, and
+// snapshots that let the log restart. Concurrent changes share fsyncs (group
+// commit). Reads are served from memory and never touch the disk.
+//
+// Files in the directory: LOCK (held with flock while open, as is the
+// directory itself), DATA (what the directory holds, see dataFileName),
+// MARK (how far the newest log is known complete, see mark.go), log-N.wal
+// (the log, N counting up), snapshot-N.snap (the whole state before
+// log-N.wal). The directory is 0700, the files 0600.
+type Store struct {
+	// ReadOnly serves the reads from memory, which holds what was
+	// replayed and loaded from the snapshot at start: the feed continues
+	// across restarts.
+	memory.ReadOnly
+	mem    *memory.Store
+	dir    string
+	opts   Options
+	logger *slog.Logger
+	lock   *fileutil.DirLock
+
+	changes     chan *pending
+	stop        chan struct{}
+	stopped     chan struct{} // closed when the committer has stopped
+	markStopped chan struct{} // closed when the marker has stopped
+
+	// closeMu guards closed. Changes are queued under its read lock, so that
+	// once Close holds it no change can be queued that nobody will answer.
+	closeMu sync.RWMutex
+	closed  bool
+
+	// queue holds the cost of the changes queued or being written.
+	queue *budget.Bytes
+	// health is what Writable reports; the committer sets it.
+	health health
+
+	// dataMissing says that the directory had no DATA at the start.
+	dataMissing bool
+	// startMark is the mark found at the start; startMarkOK says that it
+	// checked out and is this directory's, and so is checked against the
+	// newest log.
+	startMark   markSlot
+	startMarkOK bool
+
+	// marker writes MARK, in a goroutine of its own (markLoop), from
+	// synced, which the committer sets after each fsync of the log.
+	marker *marker
+	// syncedMu guards synced; never held while another lock is taken.
+	syncedMu sync.Mutex
+	synced   logMark
+
+	// The committer goroutine owns everything below (recover before it
+	// starts, and Close after it stopped, touch it too), but snapshotWG and
+	// snapping, which the snapshot goroutine it starts shares (see doc.go).
+	dataFile   dataFile
+	log        logFile
+	logSeq     uint64 // N of the log being written
+	logSize    int64
+	snapshotWG sync.WaitGroup
+	snapping   atomic.Bool
+
+	stats durableStats
+}
+
+// health records why the store cannot take changes, for Writable. The
+// committer writes it; anyone reads it.
+type health struct {
+	// broken is set, for good, when the log can no longer be trusted: a
+	// failed write could not be undone, or the log was removed or replaced.
+	// Only the committer sets it.
+	broken atomic.Pointer[string]
+	// failing is set while writes fail (a full disk) and cleared when one,
+	// or a probe of the disk, succeeds.
+	failing atomic.Pointer[string]
+	// writeStart is when the write in progress began (unix nanoseconds),
+	// 0 when none is.
+	writeStart atomic.Int64
+}
+
+// durableStats are the disk's figures for Metrics.
+type durableStats struct {
+	logBytes      atomic.Int64
+	fsyncs        atomic.Uint64
+	fsyncDuration *metrics.Histogram
+	snapshots     atomic.Uint64
+	lastSnapshot  atomic.Int64 // nanoseconds
+	// Changes refused because the queue was full, and those whose commit
+	// took longer than CommitTimeout.
+	queueFull      atomic.Uint64
+	commitTimeouts atomic.Uint64
+}
+
+// pending is one change waiting for the committer.
+type pending struct {
+	req *entry
+	// queued holds the change's cost in the queue: the caller takes it,
+	// the committer releases it as it answers.
+	queued budget.Lease
+	res    membership.Result
+	done   chan result
+}
+
+type result struct {
+	res membership.Result
+	err error
+}
+
+var _ membership.Store = (*Store)(nil)
+
+// castagnoli is the CRC-32C table of MARK's checksums.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Open opens, or creates, the data directory dir, recovers the state it
+// holds and starts taking changes. Only one process may have a directory
+// open. Close it to stop.
+func Open(dir string, opts Options) (*Store, error) {
+	lock, err := takeLock(dir, opts.Lock)
+	if err != nil {
+		return nil, err
+	}
+	d, err := openDurable(dir, opts.withDefaults(), lock)
+	if err != nil {
+		_ = lock.Release()
+		return nil, err
+	}
+	return d, nil
+}
+
+// openDurable opens dir, which lock holds, as Open does.
+func openDurable(dir string, opts Options, lock *fileutil.DirLock) (*Store, error) {
+	if err := makePrivateDir(dir, opts.Logger); err != nil {
+		return nil, err
+	}
+	d := &Store{
+		mem:         memory.NewWith(memory.Options{ChangesKeep: opts.ChangesKeep, ChangesKeepBytes: opts.ChangesKeepBytes}),
+		dir:         dir,
+		opts:        opts,
+		logger:      opts.Logger,
+		lock:        lock,
+		changes:     make(chan *pending, maxBatch),
+		queue:       budget.New(opts.QueueBytes),
+		stop:        make(chan struct{}),
+		stopped:     make(chan struct{}),
+		markStopped: make(chan struct{}),
+	}
+	d.ReadOnly = d.mem.ReadOnly()
+	d.stats.fsyncDuration = metrics.NewHistogram(metrics.DefaultDurationBuckets)
+	if err := d.recover(); err != nil {
+		return nil, err
+	}
+	d.stats.logBytes.Store(d.logSize)
+	go d.commitLoop()
+	go d.markLoop()
+	return d, nil
+}
+
+// Close stops taking changes, waits for a snapshot in progress, and releases
+// the directory. Every change acknowledged before is already on disk. It
+// waits at most CommitTimeout for the disk to finish what it was given: past
+// it, it returns an error and leaves the files open to the stuck writes.
+// Closing again does nothing.
+func (d *Store) Close() error {
+	d.closeMu.Lock()
+	if d.closed {
+		d.closeMu.Unlock()
+		return nil // closed already
+	}
+	d.closed = true
+	d.closeMu.Unlock()
+	close(d.stop)
+	finished := make(chan struct{})
+	go func() {
+		<-d.stopped
+		<-d.markStopped
+		d.snapshotWG.Wait()
+		close(finished)
+	}()
+	t := time.NewTimer(d.opts.CommitTimeout)
+	defer t.Stop()
+	select {
+	case <-finished:
+	case <-t.C:
+		return fmt.Errorf("the disk did not finish writing within %s: the changes not acknowledged may or may not be kept", d.opts.CommitTimeout)
+	}
+	err := d.log.Close()
+	if err == nil && d.health.broken.Load() == nil {
+		// A clean stop: the size of the last log, so that a log cut while
+		// the service is stopped is noticed at the next start.
+		d.dataFile.closedLog, d.dataFile.closedSize = d.logSeq, d.logSize
+		err = d.dataFile.write(d.dir)
+	}
+	return errors.Join(err, d.marker.close(), d.lock.Release())
+}
+
+// Epoch implements membership.Store: the data directory's, kept in DATA.
+func (d *Store) Epoch() uint64 { return d.dataFile.epoch }
+
+// Writable returns nil when the store takes changes, and otherwise an error
+// that says why not: the log failed in a way only a restart mends, writes
+// fail (a full disk), a write has waited on the disk past CommitTimeout, or
+// the queue of changes is full. It is cheap: readiness checks call it.
+func (d *Store) Writable() error {
+	unavailable := func(format string, args ...any) error {
+		return membership.Errorf(membership.CodeUnavailable, format, args...)
+	}
+	if msg := d.health.broken.Load(); msg != nil {
+		return unavailable("the store takes no changes until restarted: %s", *msg)
+	}
+	if msg := d.health.failing.Load(); msg != nil {
+		return unavailable("writes to the log fail: %s", *msg)
+	}
+	if waited, ok := d.stuck(); ok {
+		return unavailable("a write to the log has waited on the disk for %s, longer than the commit timeout (%s)", waited, d.opts.CommitTimeout)
+	}
+	if len(d.changes) == cap(d.changes) || !d.queue.Has(smallChangeCost) {
+		return unavailable("the queue of changes waiting for the disk is full")
+	}
+	return nil
+}
+
+// File modes: the data is the service's alone, as PostgreSQL and etcd keep
+// theirs. An existing directory that others may read is tightened.
+const (
+	dirMode  = 0o700
+	fileMode = 0o600
+)
+
+// makePrivateDir creates dir with dirMode, or tightens an existing one that
+// group or others may enter.
+func makePrivateDir(dir string, logger *slog.Logger) error {
+	if err := os.MkdirAll(dir, dirMode); err != nil {
+		return err
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, dirMode); err != nil {
+			logger.Warn("the data directory is open to other users, and tightening it failed", "dir", dir, "mode", info.Mode().Perm(), "err", err)
+			return nil
+		}
+		logger.Warn("the data directory was open to other users: made it 0700", "dir", dir, "was", info.Mode().Perm())
+	}
+	return nil
+}
+
+func logPath(dir string, seq uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("log-%016d.wal", seq))
+}
+
+func snapshotPath(dir string, seq uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("snapshot-%016d.snap", seq))
+}
+
+// files returns the sequence numbers of the logs and snapshots in dir, in
+// ascending order.
+func files(dir string) (logs, snapshots []uint64, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, "log-") && strings.HasSuffix(name, ".wal"):
+			if n, err := strconv.ParseUint(name[4:len(name)-4], 10, 64); err == nil {
+				logs = append(logs, n)
+			}
+		case strings.HasPrefix(name, "snapshot-") && strings.HasSuffix(name, ".snap"):
+			if n, err := strconv.ParseUint(name[9:len(name)-5], 10, 64); err == nil {
+				snapshots = append(snapshots, n)
+			}
+		}
+	}
+	slices.Sort(logs)
+	slices.Sort(snapshots)
+	return logs, snapshots, nil
+}
+
+// removeTemps removes the temporary files a crash left behind.
+func removeTemps(dir string) error {
+	tmps, err := filepath.Glob(filepath.Join(dir, "*.tmp"))
+	for _, tmp := range tmps {
+		err = errors.Join(err, os.Remove(tmp))
+	}
+	return err
+}
+
+// apply applies c to memory. Memory gives it its revision, so replaying the
+// log after the same snapshot gives every change the revision it had.
+func (d *Store) apply(c *entry) membership.Result {
+	var res membership.Result
+	if c.remove {
+		res, _ = d.mem.RemoveMembers(context.Background(), c.groupID, c.uids) // in memory, it cannot fail
+	} else {
+		res, _ = d.mem.AddMembers(context.Background(), c.groupID, c.users)
+	}
+	return res
+}
+
+// AddMembers implements membership.Store. It returns once the change is on
+// disk and applied, or with CodeUnavailable and nothing changed.
+func (d *Store) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
+	if len(users) == 0 || d.changesNothing(groupID, users) {
+		rev, err := d.mem.Revision(ctx, groupID)
+		return membership.Result{Revision: rev}, err
+	}
+	return d.commit(&entry{groupID: groupID, users: users})
+}
+
+// RemoveMembers implements membership.Store, as AddMembers.
+func (d *Store) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
+	if !d.mem.AnyMember(groupID, uids) {
+		rev, err := d.mem.Revision(ctx, groupID)
+		return membership.Result{Revision: rev}, err
+	}
+	return d.commit(&entry{groupID: groupID, remove: true, uids: uids})
+}
+
+// changesNothing reports whether adding users would leave the state as it
+// is, so that the change need not be logged. A change racing with this check
+// is ordered after it, which is as correct as before.
+func (d *Store) changesNothing(groupID string, users []membership.User) bool {
+	return d.mem.AllMembersWithNicknames(groupID, users)
+}
+
+// commit queues c for the committer and waits for its answer, at most
+// CommitTimeout. A full queue refuses c at once: a stuck disk must not pile
+// up waiting callers, nor their changes in memory.
+func (d *Store) commit(c *entry) (membership.Result, error) {
+	if waited, ok := d.stuck(); ok { // fail fast: queued, it would wait the whole deadline
+		return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
+			"a write to the log has waited on the disk for %s, longer than the commit timeout (%s); nothing was changed: try again later",
+			waited, d.opts.CommitTimeout)
+	}
+	p := &pending{req: c, done: make(chan result, 1)}
+	var ok bool
+	if p.queued, ok = d.queue.Take(c.cost()); !ok { // a change larger than the whole queue is taken alone
+		d.stats.queueFull.Add(1)
+		return membership.Result{}, errQueueFull
+	}
+	d.closeMu.RLock()
+	if d.closed {
+		d.closeMu.RUnlock()
+		p.queued.Release()
+		return membership.Result{}, membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")
+	}
+	select {
+	case d.changes <- p:
+		d.closeMu.RUnlock()
+	default:
+		d.closeMu.RUnlock()
+		p.queued.Release()
+		d.stats.queueFull.Add(1)
+		return membership.Result{}, errQueueFull
+	}
+	// Once queued, the change will be decided whether or not its caller
+	// still waits; the caller waits for that, even if its client has gone,
+	// but no longer than the deadline.
+	t := time.NewTimer(d.opts.CommitTimeout)
+	defer t.Stop()
+	select {
+	case r := <-p.done:
+		return r.res, r.err
+	case <-t.C:
+		d.stats.commitTimeouts.Add(1)
+		return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
+			"the change was not written to disk within %s (the disk is slow or stuck); it may still be applied: read to find out",
+			d.opts.CommitTimeout)
+	}
+}
+
+// stuck returns how long the write in progress has waited on the disk, when
+// that is longer than CommitTimeout.
+func (d *Store) stuck() (time.Duration, bool) {
+	if start := d.health.writeStart.Load(); start != 0 {
+		if waited := time.Since(time.Unix(0, start)); waited > d.opts.CommitTimeout {
+			return waited.Round(time.Millisecond), true
+		}
+	}
+	return 0, false
+}
+
+// smallChangeCost is the cost of a change of one user: when the queue has
+// no room for it, the store says it cannot take changes.
+var smallChangeCost = (&entry{users: make([]membership.User, 1)}).cost()
+
+var errQueueFull = membership.Errorf(membership.CodeUnavailable,
+	"too many changes are waiting for the disk; nothing was changed: try again later")
+
+// answer releases p's place in the queue and sends p its result, in that
+// order: a caller that has its answer finds the queue without it.
+func (d *Store) answer(p *pending, r result) {
+	p.queued.Release()
+	p.done <- r
+}
+
+// commitLoop is the one goroutine that writes the log and changes memory:
+// it takes every change waiting, writes them all, fsyncs once, and only then
+// applies them, in log order, and answers their callers.
+func (d *Store) commitLoop() {
+	defer close(d.stopped)
+	batch := make([]*pending, 0, maxBatch)
+	var buf []byte
+	probe := time.NewTicker(probeInterval)
+	defer probe.Stop()
+	for {
+		select {
+		case p := <-d.changes:
+			batch = d.gather(append(batch[:0], p))
+		case <-probe.C:
+			if d.health.failing.Load() != nil && d.health.broken.Load() == nil {
+				d.probeDisk()
+			}
+			continue
+		case <-d.stop:
+			d.drain()
+			return
+		}
+		buf, batch = d.encode(buf[:0], batch)
+		if len(batch) > 0 {
+			d.commitBatch(buf, batch)
+		}
+		if len(buf) > 1<<20 {
+			buf = nil // one large batch must not keep its buffer for good
+		}
+	}
+}
+
+// gather adds to batch the changes waiting, up to maxBatch, without
+// waiting for more.
+func (d *Store) gather(batch []*pending) []*pending {
+	for !d.opts.NoGroupCommit && len(batch) < maxBatch {
+		select {
+		case p := <-d.changes:
+			batch = append(batch, p)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// encode appends the log records of batch to buf, and returns them with the
+// changes they hold: a change too large for one record is answered, refused,
+// and dropped from the batch.
+func (d *Store) encode(buf []byte, batch []*pending) ([]byte, []*pending) {
+	n := 0
+	for _, p := range batch {
+		var err error
+		if buf, err = wal.Append(buf, func(b []byte) []byte { return appendEntry(b, p.req) }); err != nil {
+			// Unreachable with the flags run checks; refused, not
+			// written, if it ever comes.
+			d.answer(p, result{err: membership.Errorf(membership.CodeBodyTooLarge,
+				"the change is too large for one log record (%d bytes at most): send it in parts; nothing was changed", wal.MaxPayload)})
+			continue
+		}
+		batch[n] = p
+		n++
+	}
+	return buf, batch[:n]
+}
+
+// commitBatch writes and fsyncs buf, the records of batch, then applies the
+// changes and answers them, or answers them all with the write's error. It
+// starts a snapshot when the log has grown past SnapshotBytes.
+func (d *Store) commitBatch(buf []byte, batch []*pending) {
+	if err := d.write(buf); err != nil {
+		for _, p := range batch {
+			d.answer(p, result{err: err})
+		}
+		return
+	}
+	for _, p := range batch {
+		p.res = d.apply(p.req)
+	}
+	d.setSynced() // before the answers: a change acknowledged is in the next mark
+	for _, p := range batch {
+		d.answer(p, result{res: p.res})
+	}
+	if d.logSize >= d.opts.SnapshotBytes && !d.snapping.Load() {
+		// Starting a new log writes and fsyncs too: a stuck disk here
+		// shows as a stuck write.
+		d.health.writeStart.Store(time.Now().UnixNano())
+		d.startSnapshot()
+		d.health.writeStart.Store(0)
+	}
+}
+
+// drain answers the changes still queued at shutdown: nothing was changed.
+func (d *Store) drain() {
+	for {
+		select {
+		case p := <-d.changes:
+			d.answer(p, result{err: membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")})
+		default:
+			return
+		}
+	}
+}
+
+// write appends buf to the log and fsyncs it. When the write fails (a full
+// disk, say) it cuts the log back to where it was, so that the refused
+// changes are not replayed later, and carries on. When the fsync fails it
+// cuts back too, but then takes no more changes until restarted: after a
+// failed fsync, Linux may drop the unwritten pages and clear the error, so a
+// later fsync can succeed without the data being on disk.
+func (d *Store) write(buf []byte) error {
+	if d.health.broken.Load() != nil {
+		return membership.Errorf(membership.CodeUnavailable, "the store stopped taking changes after a disk failure; restart it; nothing was changed")
+	}
+	d.health.writeStart.Store(time.Now().UnixNano())
+	defer d.health.writeStart.Store(0)
+	_, err := d.log.Write(buf)
+	syncFailed := false
+	if err == nil {
+		start := time.Now()
+		err = d.log.Sync()
+		d.stats.fsyncs.Add(1)
+		d.stats.fsyncDuration.Observe(time.Since(start))
+		syncFailed = err != nil
+	}
+	if err == nil {
+		d.logSize += int64(len(buf))
+		d.stats.logBytes.Store(d.logSize)
+		d.health.failing.Store(nil)
+		// Written where a restart will read it? A log deleted or replaced
+		// under the service takes writes that a restart would never see.
+		if err := d.checkLogInPlace(); err != nil {
+			d.setBroken(err)
+			return membership.Errorf(membership.CodeUnavailable,
+				"the log file was removed or replaced while the service ran; the change is not kept: restart the service")
+		}
+		return nil
+	}
+	msg := err.Error()
+	d.health.failing.Store(&msg)
+	d.logger.Error("writing the log failed; the changes are refused", "file", logPath(d.dir, d.logSeq), "err", err)
+	cutErr := d.log.Truncate(d.logSize)
+	if cutErr == nil && !syncFailed {
+		cutErr = d.log.Sync()
+	}
+	switch {
+	case syncFailed:
+		d.setBroken(fmt.Errorf("fsync failed: %w", err))
+	case cutErr != nil:
+		d.setBroken(fmt.Errorf("cutting the log back after a failed write failed: %w", cutErr))
+	}
+	return membership.Errorf(membership.CodeUnavailable, "the change could not be written to disk; nothing was changed")
+}
+
+// checkLogInPlace returns an error unless the log being written is the file
+// its path names in the directory.
+func (d *Store) checkLogInPlace() error {
+	path := logPath(d.dir, d.logSeq)
+	open, err := d.log.Stat()
+	if err != nil {
+		return fmt.Errorf("checking the log %s: %w", path, err)
+	}
+	named, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("the log %s is gone from the data directory: %w", path, err)
+	}
+	if !os.SameFile(open, named) {
+		return fmt.Errorf("the log %s was replaced by another file", path)
+	}
+	if open.Size() != d.logSize {
+		return fmt.Errorf("the log %s is %d bytes where the service wrote %d: something else wrote to it or cut it", path, open.Size(), d.logSize)
+	}
+	return nil
+}
+
+// setBroken makes the store refuse every change until restarted. Only the
+// committer calls it.
+func (d *Store) setBroken(err error) {
+	msg := err.Error()
+	d.health.broken.Store(&msg)
+	d.logger.Error("refusing all changes until restart", "err", err)
+}
+
+// probeDisk checks whether the disk takes writes again after a write
+// failed. Only the committer calls it, so a stuck probe shows as a stuck
+// write.
+func (d *Store) probeDisk() {
+	d.health.writeStart.Store(time.Now().UnixNano())
+	defer d.health.writeStart.Store(0)
+	if err := d.opts.probe(d.dir); err != nil {
+		msg := err.Error()
+		d.health.failing.Store(&msg)
+		return
+	}
+	d.logger.Info("the disk takes writes again")
+	d.health.failing.Store(nil)
+}
+
+// writeProbe writes, fsyncs and removes a small file in dir (a .tmp file,
+// which a start after a crash removes).
+func writeProbe(dir string) error {
+	path := filepath.Join(dir, "probe.tmp")
+	err := os.WriteFile(path, make([]byte, 4096), fileMode)
+	if err == nil {
+		err = fileutil.SyncFile(path)
+	}
+	return errors.Join(err, os.Remove(path))
+}
+
+// startSnapshot starts a new log and writes, in the background, a snapshot of
+// the state as of the end of the old one; then it removes what the snapshot
+// covers. Copying the state is the only part that holds up changes.
+func (d *Store) startSnapshot() {
+	next := d.logSeq + 1
+	if err := d.createLog(next, uint64(d.mem.LatestRevision())); err != nil {
+		d.logger.Error("starting a new log for a snapshot failed", "err", err)
+		return
+	}
+	d.dataFile.lastLog = next
+	if err := d.dataFile.write(d.dir); err != nil {
+		d.logger.Error("recording the new log in DATA failed", "err", err)
+	}
+	newLog, err := d.opts.openLog(logPath(d.dir, next))
+	if err != nil {
+		d.logger.Error("opening the new log failed", "err", err)
+		return
+	}
+	_ = d.log.Close()
+	d.log, d.logSeq, d.logSize = newLog, next, wal.HeaderSize
+	d.stats.logBytes.Store(d.logSize)
+	d.setSynced() // supersedes the mark of the old log, which stays whole
+	start := time.Now()
+	st := d.mem.Export() // consistent: only this goroutine changes memory
+	d.snapping.Store(true)
+	d.snapshotWG.Add(1)
+	go func() {
+		defer d.snapshotWG.Done()
+		defer d.snapping.Store(false)
+		path := snapshotPath(d.dir, next)
+		if err := snap.WriteFile(path, st); err != nil {
+			d.logger.Error("writing a snapshot failed; the logs are kept", "file", path, "err", err)
+			return
+		}
+		if _, err := snap.ReadFile(path); err != nil {
+			d.logger.Error("a snapshot just written does not read back; the files before it are kept", "file", path, "err", err)
+			return
+		}
+		d.stats.snapshots.Add(1)
+		d.stats.lastSnapshot.Store(int64(time.Since(start)))
+		d.removeSuperseded(next)
+		d.logger.Info("wrote a snapshot", "file", path, "groups", len(st.Groups))
+	}()
+}
+
+// removeSuperseded removes the files that snapshot newest, just
+// written and read back, makes needless: it keeps the snapshot before it and
+// the logs after that one, so that should newest be damaged later, -repair
+// recovers every change from them. Everything older goes.
+func (d *Store) removeSuperseded(newest uint64) {
+	logs, snapshots, err := files(d.dir)
+	if err != nil {
+		d.logger.Error("listing the data directory failed", "err", err)
+		return
+	}
+	keep := uint64(0)
+	for _, n := range snapshots {
+		if n < newest {
+			keep = n
+		}
+	}
+	for _, n := range logs {
+		if n < keep {
+			_ = os.Remove(logPath(d.dir, n))
+		}
+	}
+	for _, n := range snapshots {
+		if n < keep {
+			_ = os.Remove(snapshotPath(d.dir, n))
+		}
+	}
+}
+
+// openAppend opens the log at path for appending records.
+func openAppend(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+}

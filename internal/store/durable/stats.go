@@ -1,0 +1,39 @@
+package durable
+
+import (
+	"time"
+
+	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/snap"
+)
+
+// Stats returns the figures of its memory.Store, and the disk's.
+func (d *Store) Stats() store.Stats {
+	s := d.mem.Stats()
+	s.Disk = &store.DiskStats{
+		LogBytes:       d.stats.logBytes.Load(),
+		Fsyncs:         d.stats.fsyncs.Load(),
+		FsyncDurations: d.stats.fsyncDuration,
+		Snapshots:      d.stats.snapshots.Load(),
+		LastSnapshot:   time.Duration(d.stats.lastSnapshot.Load()),
+		CommitTimeouts: d.stats.commitTimeouts.Load(),
+		QueueBytes:     d.queue.Used(),
+		QueueLimit:     d.queue.Limit(),
+		QueueFull:      d.stats.queueFull.Load(),
+		MarkWrites:     d.marker.writes.Load(),
+		MarkFailures:   d.marker.failures.Load(),
+	}
+	return s
+}
+
+// WriteMetrics writes the store's figures, the disk's included, to /metrics.
+func (d *Store) WriteMetrics(w *metrics.Writer) { d.Stats().WriteMetrics(w) }
+
+// Budgets returns the store's memory budgets: the changes the feed keeps,
+// and the queue of changes waiting for the disk.
+func (d *Store) Budgets() []metrics.Budget { return d.Stats().Budgets() }
+
+// Backup copies the whole state at one revision; see memory.Store.Backup.
+// What memory holds is on disk: a change is applied after it is written.
+func (d *Store) Backup() *snap.Backup { return d.mem.Backup() }

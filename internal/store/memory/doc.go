@@ -1,0 +1,37 @@
+// Package memory is the in-memory index of memberships: Store keeps each
+// group as a sorted set of uids in delta-encoded chunks, a reverse index
+// from users to groups, the nicknames, and the change feed that gives
+// every change its revision. It is a membership.Store by itself (nothing
+// survives the process), and the index the durable and PostgreSQL stores
+// serve their reads from, applying every change to it themselves.
+//
+// # Concurrency
+//
+// These are all the locks, and the one order they are taken in. A lock
+// later in the list is never held while one earlier is taken.
+//
+//  1. shard.mu (Store.shards): a group's shard. A change holds its group's
+//     shard, and only that one, from start to end; a reader of a group holds
+//     it for reading. A backup holds every shard for reading, in index
+//     order, while it copies the state (Store.Backup).
+//  2. reverseShard.mu (Store.reverse): the reverse index of the uids that
+//     hash to it. A change holds the reverse shards of every uid it names,
+//     taken in ascending index order (lockReverse), from its first update of
+//     the reverse index until its revision is recorded, so that each user's
+//     groups change in the order of the revisions. UserGroups holds one for
+//     reading.
+//  3. groupNumbers.mu: the interned group ids. A change takes it with its
+//     shard held, but never with a reverse shard held (a group's number is
+//     drawn before lockReverse and freed after unlockReverse); UserGroups
+//     takes it for reading with its reverse shard held.
+//  4. nicknamesMu (Store): the nicknames. A change that sets or clears
+//     nicknames takes it after its reverse shards; a list takes it for
+//     reading after its shard.
+//  5. feed.mu: the change feed. Taken last, by feed.record (which runs the
+//     change's published func under it, before any reader can see the
+//     revision), and alone by readers of the feed.
+//
+// Every counter read without a lock (storeCounts, nicknameCount, the
+// revisions in Store) is an atomic, written under the lock of what it
+// counts.
+package memory

@@ -1,0 +1,99 @@
+package memory
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+// checkMembers checks m's invariants and that it holds exactly want.
+func checkMembers(t *testing.T, m *members, want map[membership.UID]bool) {
+	t.Helper()
+	var got []membership.UID
+	for i, c := range m.chunks {
+		require.LessOrEqual(t, len(c.rest), maxChunkBytes, "chunk %d is over maxChunkBytes", i)
+		uids := []membership.UID{c.first}
+		for off := 0; off < len(c.rest); {
+			var uid membership.UID
+			uid, off = uidCodec{}.next(c.rest, off, uids[len(uids)-1])
+			uids = append(uids, uid)
+		}
+		if i > 0 {
+			require.Less(t, got[len(got)-1], c.first, "chunks %d and %d overlap", i-1, i)
+		}
+		got = append(got, uids...)
+	}
+	require.True(t, slices.IsSorted(got), "the uids are not sorted")
+	require.Len(t, slices.Compact(slices.Clone(got)), len(got), "a uid is there twice")
+	require.Equal(t, len(want), m.size)
+	require.Len(t, got, len(want))
+	for _, uid := range got {
+		require.True(t, want[uid], "uid %d is not a member", uid)
+	}
+	var yielded []membership.UID
+	for uid := range m.all {
+		yielded = append(yielded, uid)
+	}
+	require.Equal(t, got, yielded)
+}
+
+func TestMembersAgainstAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, span := range []int64{50, 3000, 1 << 62} {
+		var m members
+		want := map[membership.UID]bool{}
+		for step := range 20000 {
+			uid := membership.UID(rng.Int64N(span) + 1)
+			// Add more than remove at first, so chunks fill and split; then
+			// remove more, so they thin out and merge.
+			if (step < 12000) == (rng.IntN(4) != 0) {
+				assert.Equal(t, !want[uid], m.add(uid), "add(%d)", uid)
+				want[uid] = true
+			} else {
+				assert.Equal(t, want[uid], m.remove(uid), "remove(%d)", uid)
+				delete(want, uid)
+			}
+			if step%1000 == 0 {
+				checkMembers(t, &m, want)
+			}
+		}
+		checkMembers(t, &m, want)
+	}
+}
+
+func TestMembersFillThenChange(t *testing.T) {
+	var m members
+	var uids []membership.UID
+	want := map[membership.UID]bool{}
+	for uid := membership.UID(10); uid <= 20000; uid += 10 {
+		uids = append(uids, uid)
+		want[uid] = true
+	}
+	m.fill(uids)
+	checkMembers(t, &m, want)
+	for _, uid := range []membership.UID{1, 15, 20001, 5005} {
+		assert.True(t, m.add(uid))
+		want[uid] = true
+	}
+	for _, uid := range []membership.UID{10, 20000, 7} {
+		assert.Equal(t, want[uid], m.remove(uid))
+		delete(want, uid)
+	}
+	checkMembers(t, &m, want)
+}
+
+func TestMembersEmpty(t *testing.T) {
+	var m members
+	assert.False(t, m.remove(1))
+	for range m.all {
+		t.Fatal("an empty set yields nothing")
+	}
+	assert.True(t, m.add(1))
+	assert.True(t, m.remove(1))
+	assert.Empty(t, m.chunks)
+}

@@ -1,0 +1,715 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"hash/maphash"
+	"iter"
+	"math/bits"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"example.com/groupmembership/membership"
+)
+
+// DefaultShards is the number of independently locked shards of a Store.
+const DefaultShards = 64
+
+// bulkFill is how many users an add to an empty group must bring for the
+// group to be built in one pass instead of one insert at a time.
+const bulkFill = 64
+
+// Store is a membership.Store that keeps everything in memory: each group as
+// a sorted set of uids, and one nickname directory shared by all groups.
+// Everything is lost when the process exits, unless another store (the
+// durable one, the PostgreSQL one) keeps the changes and applies them to it.
+//
+// Groups are spread over shards by a hash of their id, each shard with its own
+// lock, so that requests to different groups do not wait for each other.
+type Store struct {
+	epoch  uint64
+	seed   maphash.Seed
+	shards []shard
+
+	// nicknamesMu guards nicknames. It is taken after a shard's lock, never
+	// before, so a call that changes both is atomic without deadlock.
+	nicknamesMu sync.RWMutex
+	// nicknames holds the users' nicknames. A user without an entry has the
+	// nickname "", so "" is never stored.
+	nicknames map[membership.UID]string
+	// nicknameCount is len(nicknames), set under nicknamesMu and read
+	// without it: an add of users without nicknames skips the lock while
+	// no user has one.
+	nicknameCount atomic.Int64
+
+	// feed gives every change the next revision and keeps the latest
+	// changes, so a revision names one change in the whole store.
+	feed feed
+	// nicknamesRevision is the revision of the last nickname change, and
+	// removedRevision that of the last group deleted. Both are part of every
+	// group's revision: see revisionOf.
+	nicknamesRevision atomic.Uint64
+	removedRevision   atomic.Uint64
+
+	// The reverse index, from users to groups: pairs sharded by uid, and the
+	// group numbers they refer to. A change updates it while it holds the
+	// group's shard lock, so forward and reverse change in one critical
+	// section.
+	reverse      []reverseShard
+	groupNumbers groupNumbers
+
+	// counts are kept as the store changes, so that reading them for
+	// metrics costs the same whatever the store holds.
+	counts storeCounts
+}
+
+// storeCounts are the store's sizes. Each changes under the lock of what it
+// counts (a group's shard, a uid's reverse shard); readers load them without
+// locks, so together they are only as consistent as metrics need.
+type storeCounts struct {
+	groups  atomic.Int64 // groups with at least one member
+	members atomic.Int64 // memberships
+	users   atomic.Int64 // uids in at least one group
+}
+
+type shard struct {
+	// mu guards groups and everything in them.
+	mu sync.RWMutex
+	// groups maps a group id to its state. A group with no members is
+	// deleted, so that removing everyone frees the memory.
+	groups map[string]*group
+}
+
+type group struct {
+	// id is the group's id, in memory of its own: the id a request names
+	// may share the memory of the whole request line, and the group, its
+	// map key and its changes outlive the request.
+	id       string
+	members  members
+	revision membership.Revision // of the last change of its members
+	number   uint32              // in the reverse index
+}
+
+var _ membership.Store = (*Store)(nil)
+
+// Options configure NewWith.
+type Options struct {
+	// Shards is the number of shards; DefaultShards when <= 0.
+	Shards int
+	// ChangesKeep is how many of the latest changes the change feed keeps;
+	// 0 keeps none (revisions still count), as -changes-keep 0 does.
+	// New keeps membership.DefaultChangesKeep.
+	ChangesKeep int
+	// ChangesKeepBytes bounds the memory of the changes the feed keeps:
+	// DefaultChangesKeepBytes when <= 0.
+	ChangesKeepBytes int64
+	// Epoch is the store's epoch (see membership.Store): a new random one
+	// when 0.
+	Epoch uint64
+}
+
+// New returns an empty store with the default options.
+func New() *Store {
+	return NewWith(Options{ChangesKeep: membership.DefaultChangesKeep})
+}
+
+// NewWith returns an empty store configured by opts.
+func NewWith(opts Options) *Store {
+	n := opts.Shards
+	if n <= 0 {
+		n = DefaultShards
+	}
+	keep := max(opts.ChangesKeep, 0)
+	keepBytes := opts.ChangesKeepBytes
+	if keepBytes <= 0 {
+		keepBytes = DefaultChangesKeepBytes
+	}
+	epoch := opts.Epoch
+	if epoch == 0 {
+		epoch = newEpoch()
+	}
+	m := &Store{
+		epoch:        epoch,
+		feed:         newFeed(keep, keepBytes),
+		seed:         maphash.MakeSeed(),
+		shards:       make([]shard, max(n, 1)),
+		nicknames:    make(map[membership.UID]string),
+		reverse:      make([]reverseShard, max(n, 1)),
+		groupNumbers: groupNumbers{numbers: make(map[string]uint32)},
+	}
+	for i := range m.shards {
+		m.shards[i].groups = make(map[string]*group)
+	}
+	return m
+}
+
+func (m *Store) shardOf(groupID string) *shard {
+	return &m.shards[maphash.String(m.seed, groupID)%uint64(len(m.shards))]
+}
+
+// reverseKey returns the index of uid's reverse shard, and the user that
+// uid is in its pairs: the shard is uid modulo the number of shards, the
+// user the quotient.
+func (m *Store) reverseKey(uid membership.UID) (shard int, user membership.UID) {
+	n := uint64(len(m.reverse))
+	return int(uint64(uid) % n), membership.UID(uint64(uid) / n)
+}
+
+// lockReverse locks the reverse shards of uids, in ascending order, and
+// returns the set it locked, for unlockReverse; buf is room for the set.
+// A change holds them from its first update of the reverse index until its
+// revision is recorded, so that, for every uid, the reverse index changes in
+// the order of the revisions: a remove that leaves a user in no group
+// forgets the user's nickname, and must decide so as a follower applying the
+// feed in revision order does. The caller holds the group's shard lock.
+func (m *Store) lockReverse(uids func(yield func(membership.UID) bool), buf []uint64) []uint64 {
+	words := (len(m.reverse) + 63) / 64
+	var set []uint64
+	if words <= len(buf) {
+		set = buf[:words]
+		clear(set)
+	} else {
+		set = make([]uint64, words)
+	}
+	for uid := range uids {
+		k, _ := m.reverseKey(uid)
+		set[k/64] |= 1 << (k % 64)
+	}
+	for w, word := range set {
+		for ; word != 0; word &= word - 1 {
+			m.reverse[w*64+bits.TrailingZeros64(word)].mu.Lock()
+		}
+	}
+	return set
+}
+
+// unlockReverse unlocks the reverse shards lockReverse locked.
+func (m *Store) unlockReverse(set []uint64) {
+	for w, word := range set {
+		for ; word != 0; word &= word - 1 {
+			m.reverse[w*64+bits.TrailingZeros64(word)].mu.Unlock()
+		}
+	}
+}
+
+// addReverse and removeReverse record uid's membership of group number n.
+// The caller holds uid's reverse shard (lockReverse). removeReverse reports
+// whether uid is in no group any more.
+func (m *Store) addReverse(uid membership.UID, n uint32) {
+	k, user := m.reverseKey(uid)
+	if m.reverse[k].pairs.add(pair{user: user, group: n}) {
+		m.counts.users.Add(1)
+	}
+}
+
+func (m *Store) removeReverse(uid membership.UID, n uint32) (inNoGroup bool) {
+	k, user := m.reverseKey(uid)
+	if m.reverse[k].pairs.remove(pair{user: user, group: n}) {
+		m.counts.users.Add(-1)
+		return true
+	}
+	return false
+}
+
+// revisionOf returns the revision of g (nil: a group with no members). A
+// nickname change alters the list of every group the user is in, and the
+// store does not track which those are, so it counts as a change of every
+// group; likewise a group deleted leaves no revision of its own behind, so
+// the last deletion counts as a change of every absent group. Revisions come
+// from one counter, so the maximum changes whenever any of them does.
+func (m *Store) revisionOf(g *group) membership.Revision {
+	r := membership.Revision(m.nicknamesRevision.Load())
+	if g != nil {
+		return max(r, g.revision)
+	}
+	return max(r, membership.Revision(m.removedRevision.Load()))
+}
+
+// AddMembers implements membership.Store.
+func (m *Store) AddMembers(_ context.Context, groupID string, users []membership.User) (membership.Result, error) {
+	return m.add(groupID, users), nil
+}
+
+// add adds users to the group: in memory, it cannot fail.
+func (m *Store) add(groupID string, users []membership.User) membership.Result {
+	s := m.shardOf(groupID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[groupID]
+	if len(users) == 0 {
+		return membership.Result{Revision: m.revisionOf(g)}
+	}
+	if g == nil {
+		id := strings.Clone(groupID)
+		g = &group{id: id, number: m.groupNumbers.number(id)}
+		s.groups[id] = g
+		m.counts.groups.Add(1)
+	}
+	var buf [4]uint64
+	locked := m.lockReverse(func(yield func(membership.UID) bool) {
+		for _, u := range users {
+			if !yield(u.UID) {
+				return
+			}
+		}
+	}, buf[:])
+	defer m.unlockReverse(locked)
+	added := m.insert(g, users)
+	// The nicknames change, and their revision is set, under nicknamesMu,
+	// so a list never shows a nickname newer than the revision it reports.
+	hasNicknames := slices.ContainsFunc(users, func(u membership.User) bool { return u.HasNickname })
+	var changed, reported []membership.Member
+	if hasNicknames {
+		m.nicknamesMu.Lock()
+		defer m.nicknamesMu.Unlock()
+		changed = m.setNicknames(users)
+		reported = m.withNicknamesOf(added, changed)
+	} else if len(added) > 0 && m.nicknameCount.Load() > 0 {
+		m.nicknamesMu.RLock()
+		reported = m.withNicknamesOf(added, nil)
+		m.nicknamesMu.RUnlock()
+	}
+	m.counts.members.Add(int64(len(added)))
+	added = tight(added)
+	if len(added) == 0 {
+		if len(changed) == 0 {
+			return membership.Result{Revision: m.revisionOf(g)}
+		}
+		added = nil // a change of nicknames only
+	}
+	var published func(membership.Revision)
+	if len(changed) > 0 {
+		// A nickname change moves every group's revision: before a reader
+		// of the feed or of X-Revision can see it, so that no list (nor
+		// 304) of another group is older than a revision seen.
+		published = func(rev membership.Revision) { m.nicknamesRevision.Store(uint64(rev)) }
+	}
+	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported}, published)
+	g.revision = rev
+	return membership.Result{Count: len(added), Revision: rev}
+}
+
+// insert adds users to g and to the reverse index, and returns the uids it
+// added, ascending: in one pass when g is empty and they are many, one at a
+// time otherwise. The caller holds g's shard and the users' reverse shards.
+func (m *Store) insert(g *group, users []membership.User) []membership.UID {
+	if g.members.size == 0 && len(users) >= bulkFill {
+		uids := make([]membership.UID, len(users))
+		for i, u := range users {
+			uids[i] = u.UID
+		}
+		slices.Sort(uids)
+		uids = slices.Compact(uids)
+		g.members.fill(uids)
+		for _, uid := range uids {
+			m.addReverse(uid, g.number)
+		}
+		return uids
+	}
+	added := make([]membership.UID, 0, len(users))
+	for _, u := range users {
+		if g.members.add(u.UID) {
+			m.addReverse(u.UID, g.number)
+			added = append(added, u.UID)
+		}
+	}
+	slices.Sort(added)
+	return added
+}
+
+// withNicknamesOf returns changed, the nicknames an add changed, with the
+// nickname of each user of added (ascending) who has one and is not in
+// changed: the feed tells every nickname a user brings into a group, so
+// that a follower who never saw the user in a list knows it. Both are in
+// ascending uid order, and so is the result. The caller holds nicknamesMu.
+func (m *Store) withNicknamesOf(added []membership.UID, changed []membership.Member) []membership.Member {
+	if len(m.nicknames) == 0 {
+		return changed
+	}
+	var out []membership.Member
+	i := 0
+	for _, uid := range added {
+		for i < len(changed) && changed[i].UID < uid {
+			out = append(out, changed[i])
+			i++
+		}
+		if i < len(changed) && changed[i].UID == uid {
+			continue // changed, so in changed
+		}
+		if nick, ok := m.nicknames[uid]; ok {
+			out = append(out, membership.Member{UID: uid, Nickname: nick})
+		}
+	}
+	if out == nil {
+		return changed
+	}
+	return append(out, changed[i:]...)
+}
+
+// tight returns uids in an array of its length, copying it when it has more
+// room than that: the feed keeps it, and a change that altered one uid of ten
+// thousand given must not hold the room of ten thousand.
+func tight(uids []membership.UID) []membership.UID {
+	if cap(uids) == len(uids) {
+		return uids
+	}
+	return append(make([]membership.UID, 0, len(uids)), uids...)
+}
+
+// setNicknames records the nicknames users give, the last one when a user
+// is given several, and returns those that changed, in ascending uid order.
+// The caller holds nicknamesMu.
+func (m *Store) setNicknames(users []membership.User) []membership.Member {
+	var given []membership.Member
+	for _, u := range users {
+		if u.HasNickname {
+			given = append(given, membership.Member{UID: u.UID, Nickname: u.Nickname})
+		}
+	}
+	slices.SortStableFunc(given, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
+	var changed []membership.Member
+	for i, u := range given {
+		if i+1 < len(given) && given[i+1].UID == u.UID {
+			continue // a later nickname for the same user wins
+		}
+		if m.nicknames[u.UID] == u.Nickname {
+			continue
+		}
+		if u.Nickname == "" {
+			delete(m.nicknames, u.UID)
+		} else {
+			m.nicknames[u.UID] = u.Nickname
+		}
+		changed = append(changed, u)
+	}
+	m.nicknameCount.Store(int64(len(m.nicknames)))
+	return changed
+}
+
+// RemoveMembers implements membership.Store.
+func (m *Store) RemoveMembers(_ context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
+	return m.remove(groupID, uids), nil
+}
+
+// remove removes uids from the group: in memory, it cannot fail.
+func (m *Store) remove(groupID string, uids []membership.UID) membership.Result {
+	s := m.shardOf(groupID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[groupID]
+	if g == nil {
+		return membership.Result{Revision: m.revisionOf(nil)}
+	}
+	var buf [4]uint64
+	locked := m.lockReverse(slices.Values(uids), buf[:])
+	removed := make([]membership.UID, 0, len(uids))
+	var inNoGroup []membership.UID
+	for _, uid := range uids {
+		if g.members.remove(uid) {
+			if m.removeReverse(uid, g.number) {
+				inNoGroup = append(inNoGroup, uid)
+			}
+			removed = append(removed, uid)
+		}
+	}
+	if len(removed) == 0 {
+		m.unlockReverse(locked)
+		return membership.Result{Revision: m.revisionOf(g)}
+	}
+	var cleared []membership.Member
+	if len(inNoGroup) > 0 {
+		// A user in no group is forgotten, nickname included, and the
+		// change says so: "" for each nickname it cleared. No list
+		// showed the nickname any more, so no revision moves for it.
+		m.nicknamesMu.Lock()
+		for _, uid := range inNoGroup {
+			if _, ok := m.nicknames[uid]; ok {
+				delete(m.nicknames, uid)
+				cleared = append(cleared, membership.Member{UID: uid})
+			}
+		}
+		m.nicknameCount.Store(int64(len(m.nicknames)))
+		m.nicknamesMu.Unlock()
+		slices.SortFunc(cleared, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
+	}
+	slices.Sort(removed)
+	m.counts.members.Add(-int64(len(removed)))
+	rev := m.feed.record(membership.Change{Op: membership.OpRemove, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, nil)
+	m.unlockReverse(locked)
+	if g.members.size == 0 {
+		m.counts.groups.Add(-1)
+		delete(s.groups, groupID)
+		m.groupNumbers.release(groupID)
+		m.removedRevision.Store(uint64(rev))
+	} else {
+		g.revision = rev
+	}
+	return membership.Result{Count: len(removed), Revision: rev}
+}
+
+// Writable returns nil: memory always takes changes. It is here so that
+// every store answers readiness checks alike.
+func (m *Store) Writable() error { return nil }
+
+// Close does nothing: there is nothing to release.
+func (m *Store) Close() error { return nil }
+
+// Changes implements membership.Store.
+func (m *Store) Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
+	return m.feed.changes(ctx, opts)
+}
+
+// ListMembers implements membership.Store.
+func (m *Store) ListMembers(_ context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
+	s := m.shardOf(groupID)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m.nicknamesMu.RLock()
+	defer m.nicknamesMu.RUnlock()
+	g := s.groups[groupID]
+	if g == nil {
+		list(0, func(func(membership.Member) bool) {})
+		return m.revisionOf(nil), nil
+	}
+	list(g.members.size, m.memberRecords(&g.members, opts.After, opts.Limit))
+	return m.revisionOf(g), nil
+}
+
+// memberRecords yields the members of ms above after, with their
+// nicknames, at most limit of them (0: all). Finding where to start is a
+// binary search and the scan of one chunk, however deep the page. The
+// caller holds the shard's lock and nicknamesMu.
+func (m *Store) memberRecords(ms *members, after membership.UID, limit int) iter.Seq[membership.Member] {
+	return func(yield func(membership.Member) bool) {
+		if len(ms.chunks) == 0 {
+			return
+		}
+		nicknames := m.nicknames
+		n := 0
+		// One loop over the chunks, not an iterator of members: a list of
+		// a million members spends its time here.
+		for i := ms.chunkFor(after); i < len(ms.chunks); i++ {
+			c := &ms.chunks[i]
+			uid := c.first
+			for off := 0; ; {
+				if uid > after {
+					if limit > 0 && n == limit {
+						return
+					}
+					n++
+					var nick string
+					if len(nicknames) > 0 {
+						nick = nicknames[uid]
+					}
+					if !yield(membership.Member{UID: uid, Nickname: nick}) {
+						return
+					}
+				}
+				if off == len(c.rest) {
+					break
+				}
+				var d uint64
+				d, off = uvarint(c.rest, off)
+				uid += membership.UID(d)
+			}
+		}
+	}
+}
+
+// Member implements membership.Store.
+func (m *Store) Member(_ context.Context, groupID string, uid membership.UID) (membership.Member, bool, error) {
+	s := m.shardOf(groupID)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := s.groups[groupID]
+	if g == nil || !g.members.contains(uid) {
+		return membership.Member{}, false, nil
+	}
+	m.nicknamesMu.RLock()
+	defer m.nicknamesMu.RUnlock()
+	return membership.Member{UID: uid, Nickname: m.nicknames[uid]}, true, nil
+}
+
+// Epoch implements membership.Store.
+func (m *Store) Epoch() uint64 { return m.epoch }
+
+// Revision implements membership.Store.
+func (m *Store) Revision(_ context.Context, groupID string) (membership.Revision, error) {
+	s := m.shardOf(groupID)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return m.revisionOf(s.groups[groupID]), nil
+}
+
+// AnyMember reports whether any of uids is a member of the group.
+func (m *Store) AnyMember(groupID string, uids []membership.UID) bool {
+	s := m.shardOf(groupID)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := s.groups[groupID]
+	if g == nil {
+		return false
+	}
+	for _, uid := range uids {
+		if g.members.contains(uid) {
+			return true
+		}
+	}
+	return false
+}
+
+// AllMembersWithNicknames reports whether every user is a member of the group
+// and already has the nickname the user gives, if any: whether adding them
+// would change nothing.
+func (m *Store) AllMembersWithNicknames(groupID string, users []membership.User) bool {
+	s := m.shardOf(groupID)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := s.groups[groupID]
+	if g == nil {
+		return false
+	}
+	m.nicknamesMu.RLock()
+	defer m.nicknamesMu.RUnlock()
+	for _, u := range users {
+		if !g.members.contains(u.UID) || (u.HasNickname && m.nicknames[u.UID] != u.Nickname) {
+			return false
+		}
+	}
+	return true
+}
+
+// UserGroups implements membership.Store. A user's group ids are sorted
+// here, when listed: a page of l groups costs O(k log l) time and O(l)
+// memory for a user in k groups, however deep the page; the whole list
+// O(k log k) and O(k).
+func (m *Store) UserGroups(_ context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
+	k, user := m.reverseKey(uid)
+	r := &m.reverse[k]
+	var page []string
+	top := newTopStrings(opts.Limit)
+	total := 0
+	r.mu.RLock()
+	// While r is locked, no group of uid can be emptied, so none of these
+	// numbers can be freed and given to another group.
+	m.groupNumbers.mu.RLock()
+	r.pairs.eachGroupOf(user, func(n uint32) {
+		total++
+		id := m.groupNumbers.names[n]
+		if id <= opts.After { // "" is before every id
+			return
+		}
+		if opts.Limit > 0 {
+			top.add(id)
+		} else {
+			page = append(page, id)
+		}
+	})
+	m.groupNumbers.mu.RUnlock()
+	r.mu.RUnlock()
+
+	if opts.Limit > 0 {
+		page = top.sorted()
+	} else {
+		slices.Sort(page)
+	}
+	list(total, slices.Values(page))
+	return nil
+}
+
+// topStrings keeps the n smallest strings added: a max-heap of them, so
+// that a page of a user's groups costs memory for the page only.
+type topStrings struct {
+	n int
+	h []string // a max-heap
+}
+
+func newTopStrings(n int) *topStrings { return &topStrings{n: n} }
+
+func (t *topStrings) add(s string) {
+	switch {
+	case len(t.h) < t.n:
+		t.h = append(t.h, s)
+		for i := len(t.h) - 1; i > 0; { // sift up
+			parent := (i - 1) / 2
+			if t.h[parent] >= t.h[i] {
+				break
+			}
+			t.h[parent], t.h[i] = t.h[i], t.h[parent]
+			i = parent
+		}
+	case t.n > 0 && s < t.h[0]:
+		t.h[0] = s
+		for i := 0; ; { // sift down
+			largest, l, r := i, 2*i+1, 2*i+2
+			if l < len(t.h) && t.h[l] > t.h[largest] {
+				largest = l
+			}
+			if r < len(t.h) && t.h[r] > t.h[largest] {
+				largest = r
+			}
+			if largest == i {
+				break
+			}
+			t.h[i], t.h[largest] = t.h[largest], t.h[i]
+			i = largest
+		}
+	}
+}
+
+// sorted returns the strings kept, in ascending order.
+func (t *topStrings) sorted() []string {
+	slices.Sort(t.h)
+	return t.h
+}
+
+// ReadOnly is the read methods of membership.Store over a Store that
+// another store changes: the durable store and the PostgreSQL store embed
+// it, and apply every change to the Store themselves.
+type ReadOnly struct{ mem *Store }
+
+// ReadOnly returns the read methods of m.
+func (m *Store) ReadOnly() ReadOnly { return ReadOnly{mem: m} }
+
+// ListMembers implements membership.Store.
+func (r ReadOnly) ListMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
+	return r.mem.ListMembers(ctx, groupID, opts, list)
+}
+
+// UserGroups implements membership.Store.
+func (r ReadOnly) UserGroups(ctx context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
+	return r.mem.UserGroups(ctx, uid, opts, list)
+}
+
+// Member implements membership.Store.
+func (r ReadOnly) Member(ctx context.Context, groupID string, uid membership.UID) (membership.Member, bool, error) {
+	return r.mem.Member(ctx, groupID, uid)
+}
+
+// Revision implements membership.Store.
+func (r ReadOnly) Revision(ctx context.Context, groupID string) (membership.Revision, error) {
+	return r.mem.Revision(ctx, groupID)
+}
+
+// Changes implements membership.Store: the Store's feed.
+func (r ReadOnly) Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
+	return r.mem.Changes(ctx, opts)
+}
+
+// LatestRevision returns the latest revision given out.
+func (m *Store) LatestRevision() membership.Revision { return m.feed.stats().last }
+
+// newEpoch returns a random epoch, never 0.
+func newEpoch() uint64 {
+	var b [8]byte
+	for {
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+		if id := binary.LittleEndian.Uint64(b[:]); id != 0 {
+			return id
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package memory
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/internal/store/snap"
+	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/membership"
+)
+
+func TestMemory(t *testing.T) {
+	storetest.Contract(t, func(t *testing.T) membership.Store { return New() })
+}
+
+func TestMemoryOneShard(t *testing.T) {
+	storetest.Contract(t, func(t *testing.T) membership.Store {
+		return NewWith(Options{Shards: 1, ChangesKeep: membership.DefaultChangesKeep})
+	})
+}
+
+// Memory follows the memberships: users removed from every group leave no
+// nickname behind, so that rounds of users added with long nicknames and
+// removed again leave the memory where it was.
+func TestNicknamesFollowTheMemberships(t *testing.T) {
+	ctx := context.Background()
+	m := New()
+	nick := strings.Repeat("n", 250)
+	for round := range 3 {
+		var us []membership.User
+		var uids []membership.UID
+		for i := range 3500 {
+			uid := membership.UID(round*10000 + i + 1)
+			us = append(us, membership.User{UID: uid, Nickname: nick, HasNickname: true})
+			uids = append(uids, uid)
+		}
+		_, err := m.AddMembers(ctx, "g", us)
+		require.NoError(t, err)
+		_, err = m.RemoveMembers(ctx, "g", uids)
+		require.NoError(t, err)
+	}
+	assert.Empty(t, m.nicknames)
+	assert.Zero(t, m.nicknameCount.Load())
+	assert.Zero(t, m.counts.users.Load())
+}
+
+// Each in-memory store has its own epoch: a restart of the service starts
+// its revisions again, in another epoch.
+func TestMemoryEpochs(t *testing.T) {
+	a, b := New(), New()
+	assert.NotZero(t, a.Epoch())
+	assert.NotEqual(t, a.Epoch(), b.Epoch())
+	assert.Equal(t, uint64(42), NewWith(Options{ChangesKeep: keepAll, Epoch: 42}).Epoch())
+}
+
+// A snapshot written before users in no group were forgotten may hold their
+// nicknames: loading it forgets them, so that memory follows the
+// memberships and the lists agree with what a Follower knows.
+func TestLoadingForgetsTheNicknamesOfUsersInNoGroup(t *testing.T) {
+	st := &snap.State{
+		LastRevision: 2,
+		Nicknames:    map[membership.UID]string{1: "Eve", 2: "Bo"},
+		Groups:       []snap.Group{{ID: "g", Revision: 2, UIDs: []membership.UID{2}}},
+	}
+	m := New()
+	m.Import(st)
+	assert.Equal(t, map[membership.UID]string{2: "Bo"}, m.nicknames)
+	_, err := m.AddMembers(context.Background(), "h", []membership.User{{UID: 1}})
+	require.NoError(t, err)
+	got, _ := storetest.ListAll(t, m, "h")
+	assert.Equal(t, []membership.Member{{UID: 1}}, got)
+}
+
+// keepAll is the feed's default size, for tests that read the feed.
+const keepAll = membership.DefaultChangesKeep

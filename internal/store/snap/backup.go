@@ -1,0 +1,78 @@
+package snap
+
+import (
+	"fmt"
+	"io"
+
+	"example.com/groupmembership/membership"
+)
+
+// Backup is a consistent copy of a store's whole state at one revision: the
+// members of every group and the nicknames, not the change feed's history.
+// It holds about as much memory as the memberships take in the store, until
+// it is dropped. Its bytes are a snapshot file, which Restore reads.
+type Backup struct {
+	st *State
+}
+
+// NewBackup returns the backup of st, which it keeps: st must not change.
+func NewBackup(st *State) *Backup { return &Backup{st: st} }
+
+// Revision returns the revision of the state the backup holds.
+func (b *Backup) Revision() membership.Revision { return b.st.LastRevision }
+
+// WriteTo writes the backup to w, encoding it as it goes.
+func (b *Backup) WriteTo(w io.Writer) (int64, error) {
+	cw := &countingWriter{w: w}
+	err := Encode(cw, b.st)
+	return cw.n, err
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Check returns an error unless st keeps the service's rules: valid and
+// distinct group ids, each with members, no revision past the latest, and
+// valid nicknames of users who are in a group. The checksum says that a file
+// is whole; this says that it came from the service.
+func (st *State) Check() error {
+	inGroup := map[membership.UID]bool{}
+	ids := make(map[string]bool, len(st.Groups))
+	for _, g := range st.Groups {
+		if err := membership.ValidateGroupID(g.ID); err != nil {
+			return fmt.Errorf("a group: %v", err)
+		}
+		switch {
+		case ids[g.ID]:
+			return fmt.Errorf("group %q is there twice", g.ID)
+		case len(g.UIDs) == 0:
+			return fmt.Errorf("group %q has no members", g.ID)
+		case g.Revision > st.LastRevision:
+			return fmt.Errorf("group %q has revision %d, past the latest, %d", g.ID, g.Revision, st.LastRevision)
+		}
+		ids[g.ID] = true
+		for _, uid := range g.UIDs {
+			inGroup[uid] = true
+		}
+	}
+	if st.NicknamesRevision > st.LastRevision || st.RemovedRevision > st.LastRevision {
+		return fmt.Errorf("a revision is past the latest, %d", st.LastRevision)
+	}
+	for uid, nick := range st.Nicknames {
+		if err := membership.ValidateUser(membership.User{UID: uid, Nickname: nick, HasNickname: true}); err != nil || nick == "" {
+			return fmt.Errorf("the nickname of user %d is not valid", uid)
+		}
+		if !inGroup[uid] {
+			return fmt.Errorf("user %d has a nickname but is in no group", uid)
+		}
+	}
+	return nil
+}

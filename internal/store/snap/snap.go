@@ -1,0 +1,468 @@
+// Package snap is the format of snapshots and backups: the whole state of
+// a store as plain values (State), its encoder, which streams, and its
+// reader, which checks the checksum and the rules of the service. A backup
+// (Backup) is a snapshot file that is sent instead of written.
+package snap
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"slices"
+
+	"example.com/groupmembership/internal/fileheader"
+	"example.com/groupmembership/internal/fileutil"
+	"example.com/groupmembership/membership"
+)
+
+// castagnoli is the CRC-32C table of the snapshots' checksums.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// A snapshot file holds the whole state: a header (magic word and format
+// version), a body, and a CRC-32C of the body. The body of version 2 is
+//
+//   - the revisions: the latest, that of the last nickname change, and that
+//     of the last group deleted;
+//   - the nicknames: count, then uid and nickname each;
+//   - the groups: count, then id, revision, member count, and the members in
+//     ascending order, each as the difference from the one before;
+//   - the changes the feed keeps: count, then revision, op, group id, uid
+//     count and uids (as differences), nickname count and uid and nickname
+//     each.
+//
+// Version 1, still read, has only the nicknames and the groups without their
+// revisions. All integers are unsigned varints, strings a length and bytes.
+var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 2}
+
+// State is a copy of a store's whole contents, as a snapshot holds it.
+type State struct {
+	// LastRevision is the latest revision; NicknamesRevision that of the
+	// last nickname change, and RemovedRevision that of the last group
+	// deleted (see memory.Store's revisions).
+	LastRevision      membership.Revision
+	NicknamesRevision membership.Revision
+	RemovedRevision   membership.Revision
+	Nicknames         map[membership.UID]string
+	Groups            []Group
+	// Changes are the changes the feed keeps, oldest first, ending at
+	// LastRevision; none in a backup.
+	Changes []membership.Change
+}
+
+// Group is one group of a State.
+type Group struct {
+	ID       string
+	Revision membership.Revision
+	UIDs     []membership.UID // ascending
+}
+
+// The op byte of a change the feed keeps.
+const (
+	opAdd    byte = 1
+	opRemove byte = 2
+)
+
+// WriteFile writes st to the file at path, atomically and durably (see
+// fileutil.WriteAtomic): path is always either absent or a whole snapshot.
+// The file is 0600.
+func WriteFile(path string, st *State) error {
+	return fileutil.WriteAtomic(path, 0o600, func(w io.Writer) error { return Encode(w, st) })
+}
+
+// Encode writes st to out in the snapshot format: the header, the
+// body as it is encoded (never all of it in memory), and its checksum.
+func Encode(out io.Writer, st *State) error {
+	if _, err := out.Write(snapshotKind.Append(nil)); err != nil {
+		return err
+	}
+	crc := crc32.New(castagnoli)
+	w := bufio.NewWriterSize(io.MultiWriter(out, crc), 1<<20)
+	c := &encoder{w: w}
+	c.uvarint(uint64(st.LastRevision))
+	c.uvarint(uint64(st.NicknamesRevision))
+	c.uvarint(uint64(st.RemovedRevision))
+	c.uvarint(uint64(len(st.Nicknames)))
+	for uid, nick := range st.Nicknames {
+		c.uvarint(uint64(uid))
+		c.string(nick)
+		c.flushIfFull()
+	}
+	c.uvarint(uint64(len(st.Groups)))
+	for _, g := range st.Groups {
+		c.string(g.ID)
+		c.uvarint(uint64(g.Revision))
+		c.ascendingUIDs(g.UIDs)
+	}
+	c.uvarint(uint64(len(st.Changes)))
+	for _, ch := range st.Changes {
+		c.b = appendChange(c.b, ch)
+		c.flushIfFull()
+	}
+	c.flush()
+	if c.err != nil {
+		return c.err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return binary.Write(out, binary.LittleEndian, crc.Sum32())
+}
+
+// encoder encodes into a buffer that it hands to w whenever it holds more
+// than 64 KiB, so that encoding a large state never holds it all. The first
+// error of w stops every later write, and stays in err.
+type encoder struct {
+	w   io.Writer
+	b   []byte
+	err error
+}
+
+func (c *encoder) uvarint(v uint64) { c.b = binary.AppendUvarint(c.b, v) }
+
+func (c *encoder) string(s string) {
+	c.uvarint(uint64(len(s)))
+	c.b = append(c.b, s...)
+}
+
+// ascendingUIDs encodes uids as appendAscendingUIDs does, flushing as it
+// goes: a group may hold millions.
+func (c *encoder) ascendingUIDs(uids []membership.UID) {
+	c.uvarint(uint64(len(uids)))
+	var prev membership.UID
+	for _, uid := range uids {
+		c.uvarint(uint64(uid - prev))
+		prev = uid
+		c.flushIfFull()
+	}
+}
+
+func (c *encoder) flushIfFull() {
+	if len(c.b) > 64<<10 {
+		c.flush()
+	}
+}
+
+func (c *encoder) flush() {
+	if c.err == nil {
+		_, c.err = c.w.Write(c.b)
+	}
+	c.b = c.b[:0]
+}
+
+// ReadFile reads the snapshot at path.
+func ReadFile(path string) (*State, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(data, path)
+}
+
+// Decode decodes the snapshot data, read from path (which its errors name).
+func Decode(data []byte, path string) (*State, error) {
+	v, err := snapshotKind.Read(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) < fileheader.Size+4 {
+		return nil, fmt.Errorf("%s: the snapshot is cut short: it has no checksum", path)
+	}
+	body := data[fileheader.Size : len(data)-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
+		return nil, fmt.Errorf("%s: snapshot checksum does not match: the file is damaged", path)
+	}
+	st, err := decodeState(bytes.NewReader(body), v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return st, nil
+}
+
+func decodeState(r *bytes.Reader, version uint32) (*State, error) {
+	st := &State{}
+	if version >= 2 {
+		for _, rev := range []*membership.Revision{&st.LastRevision, &st.NicknamesRevision, &st.RemovedRevision} {
+			n, err := binary.ReadUvarint(r)
+			if err != nil {
+				return nil, err
+			}
+			*rev = membership.Revision(n)
+		}
+	}
+	var err error
+	if st.Nicknames, err = readNicknames(r); err != nil {
+		return nil, err
+	}
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	for range n {
+		g, err := readGroup(r, version)
+		if err != nil {
+			return nil, err
+		}
+		st.Groups = append(st.Groups, g)
+	}
+	if version >= 2 {
+		if st.Changes, err = readChanges(r, st.LastRevision); err != nil {
+			return nil, err
+		}
+	}
+	if r.Len() != 0 {
+		return nil, errors.New("trailing bytes after the groups")
+	}
+	return st, nil
+}
+
+// readNicknames reads the nicknames' count, then each uid and nickname.
+func readNicknames(r *bytes.Reader) (map[membership.UID]string, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	nicknames := make(map[membership.UID]string, min(n, 1<<20))
+	for range n {
+		uid, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, err
+		}
+		if nicknames[membership.UID(uid)], err = readString(r); err != nil {
+			return nil, err
+		}
+	}
+	return nicknames, nil
+}
+
+// readGroup reads one group: its id, its revision (from version 2), its
+// member count and its members' uids.
+func readGroup(r *bytes.Reader, version uint32) (Group, error) {
+	var g Group
+	var err error
+	if g.ID, err = readString(r); err != nil {
+		return g, err
+	}
+	if version >= 2 {
+		rev, err := binary.ReadUvarint(r)
+		if err != nil {
+			return g, err
+		}
+		g.Revision = membership.Revision(rev)
+	}
+	count, err := binary.ReadUvarint(r)
+	if err != nil {
+		return g, err
+	}
+	if count > uint64(r.Len()) {
+		return g, errors.New("member count larger than the file")
+	}
+	if g.UIDs, err = readAscendingUIDs(r, count); err != nil {
+		return g, fmt.Errorf("group %q: %w", g.ID, err)
+	}
+	return g, nil
+}
+
+// readAscendingUIDs reads count uids written as differences.
+func readAscendingUIDs(r *bytes.Reader, count uint64) ([]membership.UID, error) {
+	if count == 0 {
+		return nil, nil
+	}
+	return readAscendingUIDsInto(r, make([]membership.UID, 0, count), count)
+}
+
+// readAscendingUIDsInto appends count uids written as differences to uids.
+func readAscendingUIDsInto(r *bytes.Reader, uids []membership.UID, count uint64) ([]membership.UID, error) {
+	var prev membership.UID
+	for range count {
+		d, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, err
+		}
+		if d == 0 || d > math.MaxInt64-uint64(prev) {
+			return nil, errors.New("uids not in ascending order")
+		}
+		prev += membership.UID(d)
+		uids = append(uids, prev)
+	}
+	return uids, nil
+}
+
+// appendAscendingUIDs appends uids, which must be ascending, as a count and
+// differences.
+func appendAscendingUIDs(b []byte, uids []membership.UID) []byte {
+	b = binary.AppendUvarint(b, uint64(len(uids)))
+	var prev membership.UID
+	for _, uid := range uids {
+		b = binary.AppendUvarint(b, uint64(uid-prev))
+		prev = uid
+	}
+	return b
+}
+
+// appendChange appends one change of the feed.
+func appendChange(b []byte, c membership.Change) []byte {
+	b = binary.AppendUvarint(b, uint64(c.Revision))
+	op := opAdd
+	if c.Op == membership.OpRemove {
+		op = opRemove
+	}
+	b = append(b, op)
+	b = binary.AppendUvarint(b, uint64(len(c.GroupID)))
+	b = append(b, c.GroupID...)
+	b = appendAscendingUIDs(b, c.UIDs)
+	b = binary.AppendUvarint(b, uint64(len(c.Nicknames)))
+	for _, n := range c.Nicknames {
+		b = binary.AppendUvarint(b, uint64(n.UID))
+		b = binary.AppendUvarint(b, uint64(len(n.Nickname)))
+		b = append(b, n.Nickname...)
+	}
+	return b
+}
+
+// readChanges reads the feed's changes, which must be consecutive and end at
+// last.
+func readChanges(r *bytes.Reader, last membership.Revision) ([]membership.Change, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(last) || n > uint64(r.Len()) {
+		return nil, errors.New("more changes than revisions")
+	}
+	changes := make([]membership.Change, 0, n)
+	next := last - membership.Revision(n) + 1
+	cr := changeReader{r: r, ids: map[string]string{}}
+	for range n {
+		c, err := cr.read(next)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, c)
+		next++
+	}
+	return changes, nil
+}
+
+// changeReader reads the changes of a snapshot. A restart may load a
+// hundred thousand changes: their group ids are interned (most changes name
+// a group others do), and their uids cut from shared blocks, rather than
+// allocated one by one.
+type changeReader struct {
+	r     *bytes.Reader
+	ids   map[string]string
+	idBuf []byte
+	block []membership.UID
+}
+
+// read reads one change, which must have revision rev.
+func (cr *changeReader) read(rev membership.Revision) (membership.Change, error) {
+	r := cr.r
+	c := membership.Change{Revision: rev}
+	got, err := binary.ReadUvarint(r)
+	if err != nil {
+		return c, err
+	}
+	if membership.Revision(got) != rev {
+		return c, fmt.Errorf("change %d where %d was due", got, rev)
+	}
+	op, err := r.ReadByte()
+	if err != nil {
+		return c, err
+	}
+	switch op {
+	case opAdd:
+		c.Op = membership.OpAdd
+	case opRemove:
+		c.Op = membership.OpRemove
+	default:
+		return c, fmt.Errorf("change %d: unknown op %d", rev, op)
+	}
+	if c.GroupID, err = cr.groupID(); err != nil {
+		return c, err
+	}
+	if c.UIDs, err = cr.uids(); err != nil {
+		return c, fmt.Errorf("change %d: %w", rev, err)
+	}
+	count, err := binary.ReadUvarint(r)
+	if err != nil {
+		return c, err
+	}
+	if count > uint64(r.Len()) {
+		return c, errors.New("nickname count larger than the file")
+	}
+	for range count {
+		uid, err := binary.ReadUvarint(r)
+		if err != nil {
+			return c, err
+		}
+		nick, err := readString(r)
+		if err != nil {
+			return c, err
+		}
+		c.Nicknames = append(c.Nicknames, membership.Member{UID: membership.UID(uid), Nickname: nick})
+	}
+	return c, nil
+}
+
+// groupID reads a group id, interned.
+func (cr *changeReader) groupID() (string, error) {
+	idLen, err := binary.ReadUvarint(cr.r)
+	if err != nil {
+		return "", err
+	}
+	if idLen > uint64(cr.r.Len()) {
+		return "", io.ErrUnexpectedEOF
+	}
+	cr.idBuf = slices.Grow(cr.idBuf[:0], int(idLen))[:idLen]
+	if _, err := io.ReadFull(cr.r, cr.idBuf); err != nil {
+		return "", err
+	}
+	id, ok := cr.ids[string(cr.idBuf)]
+	if !ok {
+		id = string(cr.idBuf)
+		cr.ids[id] = id
+	}
+	return id, nil
+}
+
+// uids reads a change's uids into the shared block.
+func (cr *changeReader) uids() ([]membership.UID, error) {
+	count, err := binary.ReadUvarint(cr.r)
+	if err != nil {
+		return nil, err
+	}
+	if count > uint64(cr.r.Len()) {
+		return nil, errors.New("uid count larger than the file")
+	}
+	if count == 0 {
+		return nil, nil
+	}
+	if uint64(cap(cr.block)-len(cr.block)) < count {
+		cr.block = make([]membership.UID, 0, max(count, 1<<16))
+	}
+	start := len(cr.block)
+	if cr.block, err = readAscendingUIDsInto(cr.r, cr.block, count); err != nil {
+		return nil, err
+	}
+	return cr.block[start:len(cr.block):len(cr.block)], nil
+}
+
+// readString reads a string: its length, then its bytes.
+func readString(r *bytes.Reader) (string, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return "", err
+	}
+	if n > uint64(r.Len()) {
+		return "", io.ErrUnexpectedEOF
+	}
+	b := make([]byte, n)
+	_, err = io.ReadFull(r, b)
+	return string(b), err
+}
