@@ -718,3 +718,22 @@ func TestASignalWhileTheDataLoads(t *testing.T) {
 	assert.Equal(t, 0, state.ExitCode(), p.logs.String())
 	assert.Contains(t, p.logs.String(), "stopped")
 }
+
+// A first start that cannot take its address leaves nothing in a new data
+// directory: the next start, with a free address, starts empty.
+func TestATakenAddressLeavesANewDataDirectoryUntouched(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	dir := filepath.Join(t.TempDir(), "new")
+	cmd := exec.Command(os.Args[0], "-addr", taken.Addr().String(), "-data-dir", dir)
+	cmd.Env = append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "%s", out)
+	assert.Contains(t, string(out), "address already in use")
+	_, err = os.Stat(filepath.Join(dir, "LOCK"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no LOCK left behind")
+
+	p := startProcess(t, "-data-dir", dir)
+	require.True(t, change(p.base, "POST", "g", 1))
+}

@@ -249,6 +249,7 @@ func TestRunFlags(t *testing.T) {
 		{"bad log-buffer", []string{"-log-buffer", "0"}, "-log-buffer must be positive", ""},
 		{"bad conn-send-buffer", []string{"-conn-send-buffer", "0"}, "-conn-send-buffer must be positive", ""},
 		{"bad max-header", []string{"-max-header", "100"}, "-max-header must be at least 4096", ""},
+		{"header memory below twice max-header", []string{"-max-header", "65536", "-header-memory", "100000"}, "-header-memory must be at least twice -max-header (131072: each header byte read counts twice), got 100000", ""},
 		{"a change larger than a log record", []string{"-data-dir", "unused", "-max-body", "70000000", "-body-memory", "70000000", "-max-users", "300000"},
 			"more than one log record holds", ""},
 		{"stray argument", []string{"serve"}, `unexpected argument "serve"`, ""},

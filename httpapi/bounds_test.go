@@ -139,6 +139,15 @@ func TestDecodedUsersCountAgainstTheBodyBudget(t *testing.T) {
 	assert.Equal(t, "2", w.Body.String())
 }
 
+// A JSON body, decoded into a copy, as large as the whole budget, is
+// served when it is alone.
+func TestACopiedBodyAloneIsServedWhateverItsSize(t *testing.T) {
+	h := httpapi.NewHandler(membership.NewService(memory.New(), 10000), httpapi.Options{BodyMemoryBytes: 20000, MaxBodyBytes: 20000})
+	body := `{"users":[1` + strings.Repeat(",2", 9000) + `]}` // 18,014 bytes, and its copy
+	w := do(h, "POST", "/group-user/g", body, "application/json")
+	assert.Equal(t, http.StatusOK, w.Code, w.Body.String())
+}
+
 // /readyz is 503, with the store's reason, whenever the store cannot take
 // writes, and the membership_store_writable gauge says 0.
 func TestReadyzSaysWhenTheStoreCannotTakeWrites(t *testing.T) {

@@ -31,7 +31,8 @@ const (
 // A reply holds at most maxReplyBytes of changes (but always at least one):
 // past it, it ends early, and the client goes on with after. Its memory is
 // taken from replies. A poll that would wait while waiters are at their
-// limit is answered at once, with Retry-After: 1.
+// limit is answered at once: when it has nothing to say, with
+// Retry-After: 1.
 func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBytes int, replies *budget.Bytes, waiters *waiters) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		opts, wait, err := changesQuery(r)
@@ -39,12 +40,12 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBy
 			writeError(w, r, err)
 			return
 		}
+		waitRefused := false
 		if wait > 0 {
 			if lease, ok := waiters.take(); ok {
 				defer lease.release()
 			} else {
-				wait, opts.Wait = 0, false
-				w.Header()["Retry-After"] = retryAfter
+				wait, opts.Wait, waitRefused = 0, false, true
 			}
 		}
 		ctx := r.Context()
@@ -69,6 +70,10 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBy
 		if err != nil {
 			writeError(w, r, err)
 			return
+		}
+		if waitRefused && len(changes) == 0 {
+			waiters.refused.Add(1)
+			w.Header()["Retry-After"] = retryAfter
 		}
 		n, size := changesJSONLen(changes, maxReplyBytes)
 		body, lease, err := encodeBounded(replies, size, func(b []byte) []byte { return appendChanges(b, changes[:n]) })
@@ -130,11 +135,10 @@ type waiterLease struct{ w *waiters }
 func (l waiterLease) release() { l.w.n.Add(-1) }
 
 // take takes a place and reports true, or reports false when every place
-// is taken, counting the refusal.
+// is taken.
 func (w *waiters) take() (waiterLease, bool) {
 	if w.n.Add(1) > w.limit {
 		w.n.Add(-1)
-		w.refused.Add(1)
 		return waiterLease{}, false
 	}
 	return waiterLease{w}, true

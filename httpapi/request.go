@@ -69,8 +69,9 @@ func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int6
 	}
 	req.users = users
 	// Decoded into a copy (an escaped form value, a JSON body), it takes
-	// memory of its own.
-	if !within(body, users) && !req.lease.Grow(int64(len(users))) {
+	// memory of its own, taken with the body's at once, so that a request
+	// alone is served whatever its size.
+	if !within(body, users) && !req.lease.Resize(req.lease.Held()+int64(len(users))) {
 		return req, bodiesBusy()
 	}
 	if uid != "" {

@@ -15,7 +15,9 @@
 package connlimit
 
 import (
+	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -64,6 +66,15 @@ type Options struct {
 	HeaderBytes int64
 	// Name names the listener in its log lines ("api", "admin").
 	Name string
+	// Flag is the flag that sets MaxConns, for the 503's message
+	// ("-max-conns").
+	Flag string
+	// CloseBusy lets the listener, when its budget is spent and no
+	// connection is idle, close the connections open the longest, busy or
+	// not, rather than refuse the new one: for a listener whose requests
+	// are all short (probes and scrapes), where a connection open long is
+	// one that stalls.
+	CloseBusy bool
 	// Logger gets a warning, at most every 10 s, while connections are
 	// refused or closed to make room. Nil discards them.
 	Logger *slog.Logger
@@ -74,11 +85,12 @@ type Options struct {
 // connections are idle and when a request's headers are read.
 type Listener struct {
 	net.Listener
-	maxConns int
-	name     string
-	logger   *slog.Logger
-	start    time.Time // idle times count from here, on the monotonic clock
-	headers  *budget.Bytes
+	maxConns  int
+	name      string
+	closeBusy bool
+	logger    *slog.Logger
+	start     time.Time // idle times count from here, on the monotonic clock
+	headers   *budget.Bytes
 
 	mu    sync.Mutex         // guards conns
 	conns map[*conn]struct{} // the connections admitted and not closed
@@ -98,15 +110,16 @@ func NewListener(ln net.Listener, o Options) *Listener {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Listener{
-		Listener: ln,
-		maxConns: o.MaxConns,
-		name:     o.Name,
-		logger:   o.Logger,
-		start:    time.Now(),
-		headers:  budget.New(o.HeaderBytes),
-		conns:    make(map[*conn]struct{}, min(o.MaxConns, 1024)),
+		Listener:  ln,
+		maxConns:  o.MaxConns,
+		name:      o.Name,
+		closeBusy: o.CloseBusy,
+		logger:    o.Logger,
+		start:     time.Now(),
+		headers:   budget.New(o.HeaderBytes),
+		conns:     make(map[*conn]struct{}, min(o.MaxConns, 1024)),
 		connRefusal: unavailable("the service holds " + strconv.Itoa(o.MaxConns) +
-			" connections at most (-max-conns), none of them idle: try again shortly"),
+			" connections at most (" + o.Flag + "), none of them idle: try again shortly"),
 		headerRefusal: unavailable("the service is reading too many request headers at once " +
 			"(-header-memory): try again shortly"),
 	}
@@ -161,7 +174,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 // room by closing the longest idle ones when it has none, and returns it;
 // nil when every connection is busy.
 func (l *Listener) admit(nc net.Conn) *conn {
-	c := &conn{Conn: nc, l: l, headers: l.headers.Lease()}
+	c := &conn{Conn: nc, l: l, headers: l.headers.Lease(), opened: l.now()}
 	c.readingHeaders.Store(true)
 	c.idleSince.Store(l.now())
 	if l.add(c) {
@@ -209,12 +222,20 @@ func (l *Listener) evictBatch() int {
 func (l *Listener) evictIdle() {
 	n := l.evictBatch()
 	if n <= 0 {
+		l.evictOneNow() // the background closes are all taken: wait for one here
 		return
 	}
 	var closing []*conn
 	for _, c := range l.longestIdle(n) {
 		if c.state.CompareAndSwap(stateIdle, stateEvicted) {
 			closing = append(closing, c)
+		}
+	}
+	if len(closing) == 0 && l.closeBusy {
+		for _, c := range l.longestOpen(n) {
+			if c.state.CompareAndSwap(stateBusy, stateEvicted) || c.state.CompareAndSwap(stateIdle, stateEvicted) {
+				closing = append(closing, c)
+			}
 		}
 	}
 	if len(closing) == 0 {
@@ -247,6 +268,31 @@ func (l *Listener) longestIdle(n int) []*conn {
 	return idle[:min(n, len(idle))]
 }
 
+// evictOneNow closes the connection idle the longest, and returns once its
+// descriptor is free.
+func (l *Listener) evictOneNow() {
+	for _, c := range l.longestIdle(1) {
+		if c.state.CompareAndSwap(stateIdle, stateEvicted) {
+			_ = c.Close()
+			l.evicted.Add(1)
+		}
+	}
+}
+
+// longestOpen returns up to n of the connections, the longest open first.
+func (l *Listener) longestOpen(n int) []*conn {
+	l.mu.Lock()
+	open := make([]*conn, 0, len(l.conns))
+	for c := range l.conns {
+		if c.state.Load() != stateEvicted {
+			open = append(open, c)
+		}
+	}
+	l.mu.Unlock()
+	slices.SortFunc(open, func(a, b *conn) int { return cmp.Compare(a.opened, b.opened) })
+	return open[:min(n, len(open))]
+}
+
 // refuse answers nc 503 and closes it, lingering in the background while
 // fewer than MaxRefusing others do.
 func (l *Listener) refuse(nc net.Conn) {
@@ -266,20 +312,31 @@ func (l *Listener) refuse(nc net.Conn) {
 	}()
 }
 
-// answerAndClose writes reply to nc, ends its sending side, and reads what
-// the client sent until it closes its side or lingerTimeout passes, before
-// closing: closing with unread bytes would reset the connection, which
-// could discard the reply before the client reads it.
+// answerAndClose reads the request's headers (until the blank line that
+// ends them, lingerBytes or lingerTimeout), so that the reply answers a
+// request rather than come before it, writes reply, ends its sending side,
+// and reads on until the client closes its side or lingerTimeout passes,
+// before closing: closing with unread bytes would reset the connection,
+// which could discard the reply before the client reads it.
 func answerAndClose(nc net.Conn, reply []byte) {
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(lingerTimeout))
+	buf := make([]byte, 512)
+	var tail []byte // the last bytes read, to find the blank line across reads
+	for read := 0; read < lingerBytes && !bytes.Contains(tail, []byte("\r\n\r\n")); {
+		n, err := nc.Read(buf)
+		read += n
+		tail = append(tail[max(0, len(tail)-3):], buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
 	if _, err := nc.Write(reply); err != nil {
 		return
 	}
 	if cw, ok := nc.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}
-	buf := make([]byte, 512)
 	for read := 0; read < lingerBytes; {
 		n, err := nc.Read(buf)
 		read += n
@@ -314,17 +371,40 @@ func (l *Listener) ConnState(nc net.Conn, state http.ConnState) {
 		c.state.Store(stateIdle)
 		c.readingHeaders.Store(true)
 	case http.StateActive:
-		c.state.Store(stateBusy)
+		c.state.CompareAndSwap(stateIdle, stateBusy) // closed to make room first: Guard serves nothing
 		c.headersRead()
 	case http.StateClosed, http.StateHijacked:
 		c.headersRead()
 	}
 }
 
-// The states of a connection.
+// ConnContext is the http.Server's ConnContext hook: it keeps the
+// connection in its requests' context, for Guard.
+func (l *Listener) ConnContext(ctx context.Context, nc net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, nc)
+}
+
+type connKey struct{}
+
+// Guard serves h, but not a request whose connection was closed to make
+// room while its headers were read: its client has no connection to be
+// answered on, and must never find its change applied.
+func Guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(*conn); ok && c.state.Load() == stateEvicted {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// The states of a connection. One is idle from its acceptance, and from
+// each reply, until the server has read its next request's headers: a
+// client that sends part of a request and stalls holds nothing the server
+// has begun to serve.
 const (
-	stateIdle    int32 = iota // waiting for a request: closed first to make room
-	stateBusy                 // a request is being read or served
+	stateIdle    int32 = iota // waiting for a request, or for the rest of its headers: closed first to make room
+	stateBusy                 // a request is being served
 	stateEvicted              // closed to make room: a read that returns data drops it
 	stateRefused              // answered 503 for its headers: every read fails
 )
@@ -341,10 +421,8 @@ type conn struct {
 	net.Conn
 	l *Listener
 
-	state atomic.Int32
-	// reading is set while a Read waits: an idle connection that is
-	// reading holds nothing the server has not answered.
-	reading   atomic.Bool
+	state     atomic.Int32
+	opened    int64        // when it was accepted, as Listener.now
 	idleSince atomic.Int64 // when it last became idle, as Listener.now
 	// readingHeaders is set while a request's line and headers are read:
 	// their bytes are taken from the listener's headers budget, into
@@ -356,9 +434,9 @@ type conn struct {
 	closed         atomic.Bool
 }
 
-// evictable reports whether c may be closed to make room: it is idle, and
-// waiting for bytes.
-func (c *conn) evictable() bool { return c.state.Load() == stateIdle && c.reading.Load() }
+// evictable reports whether c may be closed to make room: it is idle, so
+// the server has begun to serve nothing it holds (Guard makes sure of it).
+func (c *conn) evictable() bool { return c.state.Load() == stateIdle }
 
 // Read reads from the connection. The first bytes of a request make an
 // idle connection busy; if it was closed to make room, they are dropped.
@@ -368,14 +446,12 @@ func (c *conn) Read(b []byte) (int, error) {
 	if c.state.Load() == stateRefused {
 		return 0, c.readError(errHeaderBudget)
 	}
-	c.reading.Store(true)
 	n, err := c.Conn.Read(b)
-	c.reading.Store(false)
 	if n == 0 {
 		return n, err
 	}
-	if c.state.Load() != stateBusy && !c.state.CompareAndSwap(stateIdle, stateBusy) {
-		return 0, c.readError(c.closedError())
+	if c.state.Load() == stateEvicted {
+		return 0, c.readError(errEvicted) // arrived as it was closed: dropped unread
 	}
 	if c.readingHeaders.Load() {
 		if !c.headers.Grow(headerCost * int64(n)) {
@@ -392,14 +468,6 @@ func (c *conn) Read(b []byte) (int, error) {
 // is read: the byte, then its copy in the request's header map, so that the
 // headers stalled connections hold take about twice their size in memory.
 const headerCost = 2
-
-// closedError says why a read found the connection neither idle nor busy.
-func (c *conn) closedError() error {
-	if c.state.Load() == stateRefused {
-		return errHeaderBudget
-	}
-	return errEvicted
-}
 
 // readError is err as net/http takes a failed read: it closes the
 // connection without a word.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ type server struct {
 	l       *Listener
 	addr    string
 	release chan struct{}
+	blocked atomic.Int64 // requests of /block in the handler
 }
 
 func newServer(t *testing.T, o Options) *server {
@@ -30,6 +32,7 @@ func newServer(t *testing.T, o Options) *server {
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/block" {
+				s.blocked.Add(1)
 				<-s.release
 			}
 			_, _ = io.WriteString(w, "ok")
@@ -134,12 +137,12 @@ func (l *Listener) idle() int {
 }
 
 func TestBudgetSpentWithNoIdleConnectionRefusesWith503(t *testing.T) {
-	s := newServer(t, Options{MaxConns: 2, HeaderBytes: 1 << 20})
+	s := newServer(t, Options{MaxConns: 2, HeaderBytes: 1 << 20, Flag: "-max-conns"})
 	busy := []*client{s.dial(t), s.dial(t)}
 	for _, c := range busy {
 		c.send("/block")
 	}
-	waitFor(t, "two requests in flight", func() bool { return s.l.Stats().Open == 2 && s.l.idle() == 0 })
+	waitFor(t, "two requests in their handler", func() bool { return s.blocked.Load() == 2 })
 
 	status, body := s.dial(t).get("/")
 	assert.Equal(t, http.StatusServiceUnavailable, status)
@@ -192,18 +195,37 @@ func TestNewConnectionThatSendsNothingIsIdle(t *testing.T) {
 func TestBusyConnectionIsNeverClosedToMakeRoom(t *testing.T) {
 	s := newServer(t, Options{MaxConns: 1, HeaderBytes: 1 << 20})
 	busy := s.dial(t)
-	// Half a request: its headers are being read, and it is not idle.
-	_, err := io.WriteString(busy.conn, "GET / HTTP/1.1\r\n")
-	require.NoError(t, err)
-	waitFor(t, "the request's first bytes read", func() bool { return s.l.Stats().HeaderBytes > 0 })
+	busy.send("/block") // served until release
+	waitFor(t, "the request in its handler", func() bool { return s.blocked.Load() == 1 })
 
 	status, _ := s.dial(t).get("/")
 	assert.Equal(t, http.StatusServiceUnavailable, status)
-	_, err = io.WriteString(busy.conn, "Host: x\r\n\r\n")
-	require.NoError(t, err)
+	close(s.release)
 	status, body := busy.reply()
 	assert.Equal(t, http.StatusOK, status)
 	assert.Equal(t, "ok", body)
+}
+
+// A connection that sent part of a request and stalls, even after a reply
+// on the same connection, holds nothing the server has begun to serve: it
+// is closed to make room like an idle one, and its part is never served.
+func TestPartOfARequestThenSilenceIsClosedToMakeRoom(t *testing.T) {
+	for _, part := range []string{"G", "GET", "GET / HTTP/1.1\r\nHost: x\r\n"} {
+		t.Run(part, func(t *testing.T) {
+			s := newServer(t, Options{MaxConns: 1, HeaderBytes: 1 << 20})
+			stalled := s.dial(t)
+			status, _ := stalled.get("/")
+			require.Equal(t, http.StatusOK, status)
+			_, err := io.WriteString(stalled.conn, part)
+			require.NoError(t, err)
+			waitFor(t, "the connection idle again, its part no whole request", func() bool { return s.l.idle() == 1 })
+
+			status, body := s.dial(t).get("/")
+			assert.Equal(t, http.StatusOK, status)
+			assert.Equal(t, "ok", body)
+			assert.True(t, stalled.closedByServer())
+		})
+	}
 }
 
 func TestRequestArrivingAsItsConnectionIsClosedIsDroppedUnread(t *testing.T) {
@@ -274,4 +296,23 @@ func TestRefusalsPastMaxRefusingStillGetTheirReply(t *testing.T) {
 	l.refuse(server)
 	assert.Equal(t, string(l.connRefusal), <-got)
 	assert.Equal(t, int64(MaxRefusing), l.refusing.Load())
+}
+
+func TestCloseBusyClosesTheConnectionOpenTheLongest(t *testing.T) {
+	s := newServer(t, Options{MaxConns: 2, HeaderBytes: 1 << 20, Flag: "-admin-max", CloseBusy: true})
+	busy := []*client{s.dial(t)}
+	busy[0].send("/block")
+	waitFor(t, "the first in its handler", func() bool { return s.blocked.Load() == 1 })
+	busy = append(busy, s.dial(t))
+	busy[1].send("/block")
+	waitFor(t, "both in their handlers", func() bool { return s.blocked.Load() == 2 })
+
+	c := s.dial(t)
+	c.send("/")
+	assert.True(t, busy[0].closedByServer(), "the connection open the longest is closed")
+	assert.Equal(t, uint64(0), s.l.Stats().Refused)
+	close(s.release)
+	status, body := c.reply()
+	assert.Equal(t, http.StatusOK, status, "the new connection is served")
+	assert.Equal(t, "ok", body)
 }

@@ -10,6 +10,4 @@ type Limit struct {
 	// read (Windows): then both are 0.
 	Soft, Hard uint64
 	Known      bool
-	// Raised is the soft limit before Raise raised it, or 0 when it did not.
-	Raised uint64
 }

@@ -95,9 +95,6 @@ func (p connPlan) log(logger *slog.Logger) {
 	args := []any{"max_conns", p.maxConns, "reserved_descriptors", p.reserved}
 	if p.limit.Known {
 		args = append(args, "descriptor_limit", p.limit.Soft)
-		if p.limit.Raised != 0 {
-			args = append(args, "raised_from", p.limit.Raised)
-		}
 	}
 	logger.Info("connection budget", args...)
 }

@@ -135,8 +135,9 @@ func run(ctx context.Context, backend *Backend, args []string, getenv func(strin
 		logger.Warn("no token: anyone who can reach the service can change memberships (see -token-file)")
 	}
 	svc := newService(cfg, plan, token, logger, logOut)
-	lock, err := lockDataDir(cfg, backend)
-	if err != nil {
+	var lock *fileutil.DirLock
+	svc.bound = func() (err error) {
+		lock, err = lockDataDir(cfg, backend)
 		return err
 	}
 	svc.open = func(ctx context.Context) (Store, error) {
@@ -186,7 +187,11 @@ type service struct {
 	ready         atomic.Bool   // for /readyz: loaded, and not stopping
 	stopping      chan struct{} // closed when the drain starts: it ends long-polls
 	served        chan error    // what srv.Serve returned
-	open          func(ctx context.Context) (Store, error)
+	// bound runs once the addresses are taken and before anything is
+	// served or logged as listening: it locks the data directory, so that
+	// neither a second process on it nor a taken port leaves a trace.
+	bound func() error
+	open  func(ctx context.Context) (Store, error)
 }
 
 func newService(cfg Config, plan connPlan, token string, logger *slog.Logger, logOut *logsink.Writer) *service {
@@ -254,9 +259,18 @@ func SetTimeouts(srv *http.Server) {
 // that an orchestrator can tell starting from stuck. Then it loads the
 // store, serves until ctx is cancelled, and drains.
 func (s *service) run(ctx context.Context) (err error) {
-	if err := s.listen(); err != nil {
+	api, admin, err := s.bind()
+	if err != nil {
 		return err
 	}
+	if err := s.bound(); err != nil {
+		_ = api.Close()
+		if admin != nil {
+			_ = admin.Close()
+		}
+		return err
+	}
+	s.serve(api, admin)
 	st, err := s.load(ctx)
 	if err != nil {
 		s.close()
@@ -281,39 +295,43 @@ func (s *service) run(ctx context.Context) (err error) {
 	return s.drain(ctx)
 }
 
-// listen opens the API's listener, and the admin's with -admin-addr, each
-// with its connection budget, and serves them.
-func (s *service) listen() error {
-	ln, err := net.Listen("tcp", s.cfg.addr)
-	if err != nil {
-		return err
+// bind opens the API's listener, and the admin's with -admin-addr (nil
+// without).
+func (s *service) bind() (ln, adminLn net.Listener, err error) {
+	if ln, err = net.Listen("tcp", s.cfg.addr); err != nil {
+		return nil, nil, err
 	}
-	var adminLn net.Listener
 	if s.admin != nil {
 		if adminLn, err = net.Listen("tcp", s.cfg.adminAddr); err != nil {
 			_ = ln.Close()
-			return fmt.Errorf("-admin-addr: %w", err)
+			return nil, nil, fmt.Errorf("-admin-addr: %w", err)
 		}
 	}
-	api := s.limit(s.srv, "api", ln, s.plan.maxConns, s.cfg.headerMemory)
+	return ln, adminLn, nil
+}
+
+// serve serves the listeners bind opened, each with its connection budget.
+func (s *service) serve(ln, adminLn net.Listener) {
+	api := s.limit(s.srv, ln, connlimit.Options{Name: "api", Flag: "-max-conns", MaxConns: s.plan.maxConns, HeaderBytes: s.cfg.headerMemory})
 	s.logger.Info("listening", "addr", ln.Addr().String(), "max_body", s.cfg.maxBodyBytes, "max_users", s.cfg.maxUsers, "list_cache", s.cfg.listCache)
 	if s.admin != nil {
-		admin := s.limit(s.admin, "admin", adminLn, adminMaxConns, int64(adminMaxConns*s.cfg.maxHeaderBytes))
+		admin := s.limit(s.admin, adminLn, connlimit.Options{Name: "admin", Flag: "the admin address's budget", MaxConns: adminMaxConns,
+			HeaderBytes: int64(2 * adminMaxConns * s.cfg.maxHeaderBytes), CloseBusy: true})
 		s.logger.Info("listening for probes and metrics", "admin_addr", adminLn.Addr().String(), "max_conns", adminMaxConns)
 		go func() { s.served <- s.admin.Serve(admin) }()
 	}
 	go func() { s.served <- s.srv.Serve(api) }()
-	return nil
 }
 
-// limit returns ln with a connection budget, told by srv of its
+// limit returns ln with the connection budget o, told by srv of its
 // connections' states.
-func (s *service) limit(srv *http.Server, name string, ln net.Listener, maxConns int, headerBytes int64) *connlimit.Listener {
-	limited := connlimit.NewListener(sendBufferListener{Listener: ln, bytes: s.cfg.connSendBuffer},
-		connlimit.Options{MaxConns: maxConns, HeaderBytes: headerBytes, Name: name, Logger: s.logger})
-	srv.ConnState = limited.ConnState
+func (s *service) limit(srv *http.Server, ln net.Listener, o connlimit.Options) *connlimit.Listener {
+	o.Logger = s.logger
+	limited := connlimit.NewListener(sendBufferListener{Listener: ln, bytes: s.cfg.connSendBuffer}, o)
+	srv.ConnState, srv.ConnContext = limited.ConnState, limited.ConnContext
+	srv.Handler = connlimit.Guard(srv.Handler)
 	s.listeners = append(s.listeners, limited)
-	s.listenerNames = append(s.listenerNames, name)
+	s.listenerNames = append(s.listenerNames, o.Name)
 	return limited
 }
 
@@ -538,8 +556,8 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 		return fmt.Errorf("-max-conns must be 0 (from the descriptor limit) or more, got %d", cfg.maxConns)
 	case cfg.maxConns > 0 && cfg.maxConns < minMaxConns:
 		return fmt.Errorf("-max-conns must be at least %d, got %d", minMaxConns, cfg.maxConns)
-	case cfg.headerMemory < int64(cfg.maxHeaderBytes):
-		return fmt.Errorf("-header-memory must be at least -max-header (%d), got %d", cfg.maxHeaderBytes, cfg.headerMemory)
+	case cfg.headerMemory < 2*int64(cfg.maxHeaderBytes):
+		return fmt.Errorf("-header-memory must be at least twice -max-header (%d: each header byte read counts twice), got %d", 2*cfg.maxHeaderBytes, cfg.headerMemory)
 	case cfg.listCache < 0:
 		return fmt.Errorf("-list-cache must be 0 or more, got %d", cfg.listCache)
 	case cfg.changesKeep < 0:
@@ -561,7 +579,7 @@ func checkAdminAddr(cfg Config) error {
 	if cfg.adminAddr == "" {
 		return nil
 	}
-	if cfg.adminAddr == cfg.addr {
+	if _, port, _ := net.SplitHostPort(cfg.adminAddr); cfg.adminAddr == cfg.addr && port != "0" {
 		return fmt.Errorf("-admin-addr %q is -addr too: the admin listener needs an address of its own", cfg.adminAddr)
 	}
 	return checkAddrFlag("admin-addr", cfg.adminAddr)
@@ -683,8 +701,10 @@ type Store interface {
 	Close() error
 }
 
-// lockDataDir locks -data-dir, if given, before the service listens: a
-// second process on a directory in use leaves without a word of serving.
+// lockDataDir locks -data-dir, if given, before the service says it
+// listens: a second process on a directory in use leaves without a word of
+// serving. It runs after the addresses are taken, so that a taken port
+// leaves no LOCK in a new directory.
 func lockDataDir(cfg Config, backend *Backend) (*fileutil.DirLock, error) {
 	if cfg.dataDir == "" || backend != nil {
 		return nil, nil
