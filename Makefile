@@ -38,15 +38,23 @@ postgres-tools:
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq postgresql; \
 	fi
 
-## lint: check formatting, vet, and that go.mod and go.sum are tidy and verified
+## lint: check formatting, vet, that go.mod and go.sum are tidy and verified, and that the service builds for every platform
 .PHONY: lint
-lint:
+lint: cross
 	@test -z "$$(gofmt -l .)" || { echo 'gofmt would change:'; gofmt -l .; exit 1; }
 	go vet ./...
 	go mod tidy -diff
 	go mod verify
 	cd postgres && go vet ./... && go mod tidy -diff && go mod verify
 	cd bench && go vet ./... && go mod tidy -diff && go mod verify
+
+## cross: build the service for linux, darwin and windows, on amd64 and arm64 (make lint runs it)
+.PHONY: cross
+cross:
+	@for os in linux darwin windows; do for arch in amd64 arm64; do \
+		echo "GOOS=$$os GOARCH=$$arch go build ."; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 go build -o /dev/null . || exit 1; \
+	done; done
 
 ## fuzz: fuzz the parsers and the encoder against the standard library, FUZZTIME each (default 60s)
 .PHONY: fuzz
