@@ -434,7 +434,7 @@ func (h *harness) report(results map[string][]loadtest.Result, mem memory) {
 	fmt.Printf("  redis (used_memory, group sets)              %6.1f B: service / redis %.2f\n", mem.redis, mem.service/mem.redis)
 	fmt.Printf("  redis (used_memory, group and per-user sets) %6.1f B: service / redis %.2f\n", mem.redisBoth, mem.service/mem.redisBoth)
 
-	fmt.Printf("\ntargets (issue 16):\n")
+	fmt.Printf("\ntargets:\n")
 	target := func(what string, got, want float64, ceiling string) {
 		verdict := "met"
 		if got < want {
