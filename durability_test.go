@@ -468,7 +468,7 @@ func waitExit(t *testing.T, p *process, limit time.Duration) *os.ProcessState {
 }
 
 // Past the drain deadline the connections left are closed, with a warning
-// that says how many, and the exit is the clean one the README promises.
+// that says how many, and the exit is the clean one docs/operating.md promises.
 func TestDrainDeadlineClosesWhatIsLeftAndExitsZero(t *testing.T) {
 	p := startProcess(t, "-shutdown-timeout", "300ms")
 	holdARequest(t, p.base)

@@ -34,7 +34,7 @@ type changeRequest struct {
 // object. It reads the body itself because Request.ParseForm ignores the body
 // of a DELETE.
 //
-// Errors: CodeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
+// Errors: codeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
 // CodeInvalidUID.
 // The body's memory is taken from bodies: on success the caller releases
 // req.lease once done with req.

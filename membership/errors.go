@@ -12,7 +12,7 @@ type Code string
 // The error codes of the domain: what a request or the store can get wrong.
 // The HTTP layer adds its own (a route or method that does not exist, a
 // missing token, a header or media type it cannot read, a service still
-// starting); the README's error table lists them all with their statuses.
+// starting); docs/reference.md's table of status and error codes lists them all.
 const (
 	CodeInvalidGroupID Code = "invalid_group_id" // the group id is empty, too long, not UTF-8 or has control characters
 	CodeMissingUsers   Code = "missing_users"    // the request has no users parameter

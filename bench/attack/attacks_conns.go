@@ -24,7 +24,7 @@ import (
 var probedEndpoints = []string{"/healthz", "/readyz", "/metrics"}
 
 // idleConnsLimit is the descriptor limit the idle-conns attack gives the
-// service: the issue's, and this machine's hard limit.
+// service: the limit this attack sets, and this machine's hard limit.
 const idleConnsLimit = 20000
 
 // attackIdleConns opens 20,000 keep-alive connections, each after one

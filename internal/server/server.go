@@ -6,7 +6,6 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -566,9 +565,9 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 		return fmt.Errorf("-shutdown-delay must not be negative, got %s", cfg.shutdownDelay)
 	case cfg.logFormat != "text" && cfg.logFormat != "json":
 		return fmt.Errorf("-log-format must be text or json, got %q", cfg.logFormat)
-	case cfg.dataDir != "" && largestRecord(cfg) > durable.MaxEntryBytes:
+	case cfg.dataDir != "" && durable.LargestEntry(cfg.maxBodyBytes, cfg.maxUsers) > durable.MaxEntryBytes:
 		return fmt.Errorf("with -data-dir, -max-body %d and -max-users %d allow a change of up to %d bytes, "+
-			"more than one log record holds (%d): lower one of them", cfg.maxBodyBytes, cfg.maxUsers, largestRecord(cfg), durable.MaxEntryBytes)
+			"more than one log record holds (%d): lower one of them", cfg.maxBodyBytes, cfg.maxUsers, durable.LargestEntry(cfg.maxBodyBytes, cfg.maxUsers), durable.MaxEntryBytes)
 	}
 	return nil
 }
@@ -607,17 +606,6 @@ func checkAddrFlag(name, addr string) error {
 		return fmt.Errorf("-%s %q is not host:port, such as :8080 or 127.0.0.1:8080: %v", name, addr, err)
 	}
 	return nil
-}
-
-// largestRecord bounds the log record of one change the flags allow. A
-// record is never larger than the body that asked for it (a user costs at
-// least two bytes in a body, "1,", and two in a record) but for the group id,
-// which comes in the path; nor than -max-users users with the longest
-// nicknames.
-func largestRecord(cfg Config) int64 {
-	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes
-	const perUser = binary.MaxVarintLen64 + 1 + binary.MaxVarintLen16 + membership.MaxNicknameBytes
-	return perChange + min(cfg.maxBodyBytes, int64(cfg.maxUsers)*perUser)
 }
 
 // readToken returns the bearer token: the content of tokenFile, without the

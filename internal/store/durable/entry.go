@@ -135,3 +135,15 @@ func readString(r *bytes.Reader) (string, error) {
 	_, err = io.ReadFull(r, b)
 	return string(b), err
 }
+
+// LargestEntry bounds the log entry of one change that requests of at most
+// maxBodyBytes and maxUsers users can ask for, as appendEntry lays it out.
+// An entry is never larger than the body that asked for it (a user costs at
+// least two bytes in a body, "1,", and two in an entry) but for the group
+// id, which comes in the path; nor than maxUsers users with the longest
+// nicknames.
+func LargestEntry(maxBodyBytes int64, maxUsers int) int64 {
+	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes
+	const perUser = binary.MaxVarintLen64 + 1 + binary.MaxVarintLen16 + membership.MaxNicknameBytes
+	return perChange + min(maxBodyBytes, int64(maxUsers)*perUser)
+}

@@ -13,10 +13,11 @@ const lockFileName = "LOCK"
 
 // LockDataDir creates the data directory dir when it is missing (0700),
 // and locks it, or returns an error that says another process has it, or
-// that this platform cannot lock it. A caller takes it before anything
-// else that would show the service as started (such as listening), and
-// gives it to Open in Options.Lock, which then holds it until Close; until
-// then, Release frees it.
+// that this platform cannot lock it. A caller takes it before the store
+// loads (the server takes it once its addresses are bound and before it
+// says it listens, so that a taken port leaves no LOCK behind), and gives
+// it to Open in Options.Lock, which then holds it until Close; until then,
+// Release frees it.
 func LockDataDir(dir string) (*fileutil.DirLock, error) {
 	l, err := fileutil.LockDir(dir, lockFileName, dirMode, fileMode)
 	if errors.Is(err, fileutil.ErrLockUnsupported) {

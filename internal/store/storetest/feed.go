@@ -306,7 +306,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 }
 
 // Follower is a client that keeps every group from lists and the feed, as
-// the README's recipe says: per group its members, per user its nickname.
+// the feed recipe of docs/reference.md says: per group its members, per user its nickname.
 type Follower struct {
 	members   map[string]map[membership.UID]bool
 	nicknames map[membership.UID]string
