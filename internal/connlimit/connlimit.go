@@ -456,6 +456,8 @@ func (c *conn) Read(b []byte) (int, error) {
 	if c.readingHeaders.Load() {
 		if !c.headers.Grow(headerCost * int64(n)) {
 			c.state.Store(stateRefused)
+			c.l.warn("the budget of the request headers being read is spent: refusing connections with 503",
+				"header_memory", c.l.headers.Limit(), "refused_total", c.l.headers.Refused())
 			_ = c.SetWriteDeadline(time.Now().Add(lingerTimeout))
 			_, _ = c.Conn.Write(c.l.headerRefusal) // the connection is idle: nothing else writes
 			return 0, c.readError(errHeaderBudget)
