@@ -97,9 +97,13 @@ type Listener struct {
 
 	refusing atomic.Int64 // connections being answered 503 now
 	closing  atomic.Int64 // idle connections being closed to make room
-	refused  atomic.Uint64
-	evicted  atomic.Uint64
-	lastLog  atomic.Int64 // when a warning was last logged, as idle times
+
+	// changed, when set (by tests), is told of every change a test may
+	// wait for: a state, a read, a close. Nil in the service.
+	changed chan struct{}
+	refused atomic.Uint64
+	evicted atomic.Uint64
+	lastLog atomic.Int64 // when a warning was last logged, as idle times
 
 	connRefusal, headerRefusal []byte // the 503 replies, made once
 }
@@ -358,9 +362,20 @@ func (l *Listener) warn(msg string, args ...any) {
 // now is the time since the listener started, in nanoseconds.
 func (l *Listener) now() int64 { return int64(time.Since(l.start)) }
 
+// notify tells changed, if set, that something changed; it never waits.
+func (l *Listener) notify() {
+	if l.changed != nil {
+		select {
+		case l.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // ConnState is the http.Server's ConnState hook: it marks a connection idle
 // once its reply is sent, and its headers read once its request is.
 func (l *Listener) ConnState(nc net.Conn, state http.ConnState) {
+	defer l.notify()
 	c, ok := nc.(*conn)
 	if !ok {
 		return
@@ -443,6 +458,7 @@ func (c *conn) evictable() bool { return c.state.Load() == stateIdle }
 // While headers are read, their bytes are taken from the headers budget,
 // and a read the budget cannot take is answered 503 and fails.
 func (c *conn) Read(b []byte) (int, error) {
+	defer c.l.notify()
 	if c.state.Load() == stateRefused {
 		return 0, c.readError(errHeaderBudget)
 	}
@@ -490,5 +506,6 @@ func (c *conn) Close() error {
 	}
 	err := c.Conn.Close()
 	c.l.remove(c)
+	c.l.notify()
 	return err
 }

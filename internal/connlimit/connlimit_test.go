@@ -29,10 +29,12 @@ func newServer(t *testing.T, o Options) *server {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s := &server{l: NewListener(ln, o), addr: ln.Addr().String(), release: make(chan struct{})}
+	s.l.changed = make(chan struct{}, 1)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/block" {
 				s.blocked.Add(1)
+				s.l.notify()
 				<-s.release
 			}
 			_, _ = io.WriteString(w, "ok")
@@ -110,16 +112,19 @@ func isTimeout(err error) bool {
 	return ok && ne.Timeout()
 }
 
-// waitFor waits, for at most 10 s, until cond holds: for the server's side
-// of a connection to reach a state the client cannot see.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor waits until cond holds, checking it at each change the listener
+// or the handler tells of, for at most 10 s: for the server's side of a
+// connection to reach a state the client cannot see.
+func (s *server) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-s.l.changed:
+		case <-deadline.C:
 			require.FailNow(t, "timed out waiting: "+what)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -142,7 +147,7 @@ func TestBudgetSpentWithNoIdleConnectionRefusesWith503(t *testing.T) {
 	for _, c := range busy {
 		c.send("/block")
 	}
-	waitFor(t, "two requests in their handler", func() bool { return s.blocked.Load() == 2 })
+	s.waitFor(t, "two requests in their handler", func() bool { return s.blocked.Load() == 2 })
 
 	status, body := s.dial(t).get("/")
 	assert.Equal(t, http.StatusServiceUnavailable, status)
@@ -166,7 +171,7 @@ func TestIdleConnectionsAreClosedFirstToMakeRoom(t *testing.T) {
 		status, _ := c.get("/")
 		require.Equal(t, http.StatusOK, status)
 		idle = append(idle, c)
-		waitFor(t, "the connection idle", func() bool { return s.l.idle() == i+1 })
+		s.waitFor(t, "the connection idle", func() bool { return s.l.idle() == i+1 })
 	}
 
 	status, body := s.dial(t).get("/")
@@ -185,7 +190,7 @@ func TestIdleConnectionsAreClosedFirstToMakeRoom(t *testing.T) {
 func TestNewConnectionThatSendsNothingIsIdle(t *testing.T) {
 	s := newServer(t, Options{MaxConns: 1, HeaderBytes: 1 << 20})
 	silent := s.dial(t)
-	waitFor(t, "the silent connection waiting", func() bool { return s.l.idle() == 1 })
+	s.waitFor(t, "the silent connection waiting", func() bool { return s.l.idle() == 1 })
 
 	status, _ := s.dial(t).get("/")
 	assert.Equal(t, http.StatusOK, status)
@@ -196,7 +201,7 @@ func TestBusyConnectionIsNeverClosedToMakeRoom(t *testing.T) {
 	s := newServer(t, Options{MaxConns: 1, HeaderBytes: 1 << 20})
 	busy := s.dial(t)
 	busy.send("/block") // served until release
-	waitFor(t, "the request in its handler", func() bool { return s.blocked.Load() == 1 })
+	s.waitFor(t, "the request in its handler", func() bool { return s.blocked.Load() == 1 })
 
 	status, _ := s.dial(t).get("/")
 	assert.Equal(t, http.StatusServiceUnavailable, status)
@@ -218,7 +223,7 @@ func TestPartOfARequestThenSilenceIsClosedToMakeRoom(t *testing.T) {
 			require.Equal(t, http.StatusOK, status)
 			_, err := io.WriteString(stalled.conn, part)
 			require.NoError(t, err)
-			waitFor(t, "the connection idle again, its part no whole request", func() bool { return s.l.idle() == 1 })
+			s.waitFor(t, "the connection idle again, its part no whole request", func() bool { return s.l.idle() == 1 })
 
 			status, body := s.dial(t).get("/")
 			assert.Equal(t, http.StatusOK, status)
@@ -249,7 +254,7 @@ func TestHeadersPastTheirBudgetAreRefusedWith503(t *testing.T) {
 	header := "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("a", 6<<10) + "\r\n"
 	_, err := io.WriteString(slow.conn, header)
 	require.NoError(t, err)
-	waitFor(t, "the slow headers read, each byte costing two", func() bool { return s.l.Stats().HeaderBytes == int64(2*len(header)) })
+	s.waitFor(t, "the slow headers read, each byte costing two", func() bool { return s.l.Stats().HeaderBytes == int64(2*len(header)) })
 
 	second := s.dial(t)
 	_, err = io.WriteString(second.conn, header+"\r\n")
@@ -258,14 +263,14 @@ func TestHeadersPastTheirBudgetAreRefusedWith503(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, status)
 	assert.Contains(t, body, `"the service is reading too many request headers at once (-header-memory): try again shortly"`)
 	assert.Contains(t, body, "(Connection: close)")
-	waitFor(t, "the refused connection closed", func() bool { return s.l.Stats().Open == 1 })
+	s.waitFor(t, "the refused connection closed", func() bool { return s.l.Stats().Open == 1 })
 	assert.Equal(t, uint64(1), s.l.Stats().HeadersRefused, "refused once, whatever reads follow")
 
 	_, err = io.WriteString(slow.conn, "\r\n")
 	require.NoError(t, err)
 	status, _ = slow.reply()
 	assert.Equal(t, http.StatusOK, status, "the first keeps its place")
-	waitFor(t, "the headers' bytes given back", func() bool { return s.l.Stats().HeaderBytes == 0 })
+	s.waitFor(t, "the headers' bytes given back", func() bool { return s.l.Stats().HeaderBytes == 0 })
 	status, _ = s.dial(t).get("/")
 	assert.Equal(t, http.StatusOK, status)
 }
@@ -275,9 +280,9 @@ func TestHeadersOfAClosedConnectionAreGivenBack(t *testing.T) {
 	c := s.dial(t)
 	_, err := io.WriteString(c.conn, "GET / HTTP/1.1\r\nHost: x\r\n")
 	require.NoError(t, err)
-	waitFor(t, "the headers read", func() bool { return s.l.Stats().HeaderBytes > 0 })
+	s.waitFor(t, "the headers read", func() bool { return s.l.Stats().HeaderBytes > 0 })
 	require.NoError(t, c.conn.Close())
-	waitFor(t, "the headers' bytes given back and the connection gone", func() bool {
+	s.waitFor(t, "the headers' bytes given back and the connection gone", func() bool {
 		st := s.l.Stats()
 		return st.HeaderBytes == 0 && st.Open == 0
 	})
@@ -302,10 +307,10 @@ func TestCloseBusyClosesTheConnectionOpenTheLongest(t *testing.T) {
 	s := newServer(t, Options{MaxConns: 2, HeaderBytes: 1 << 20, Flag: "-admin-max", CloseBusy: true})
 	busy := []*client{s.dial(t)}
 	busy[0].send("/block")
-	waitFor(t, "the first in its handler", func() bool { return s.blocked.Load() == 1 })
+	s.waitFor(t, "the first in its handler", func() bool { return s.blocked.Load() == 1 })
 	busy = append(busy, s.dial(t))
 	busy[1].send("/block")
-	waitFor(t, "both in their handlers", func() bool { return s.blocked.Load() == 2 })
+	s.waitFor(t, "both in their handlers", func() bool { return s.blocked.Load() == 2 })
 
 	c := s.dial(t)
 	c.send("/")
