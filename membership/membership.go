@@ -53,11 +53,16 @@ type Member struct {
 // that altered what ListMembers lists for it (see Store.Revision).
 type Revision uint64
 
-// Result is what a change reports: how many users it added or removed, and
-// the revision that reflects it: the change's own revision, or, when it
-// altered nothing, the group's current revision.
+// Result is what a change reports: how many users it added or removed (or,
+// for OpRemoveUser, how many groups it left), and the revision that
+// reflects it: the change's own revision, or, when it altered nothing, the
+// group's current revision.
 type Result struct {
-	Count    int
+	// Count is the users added (OpAdd, OpReplace), removed (OpRemove,
+	// OpDeleteGroup), or the groups left (OpRemoveUser).
+	Count int
+	// Removed is the users an OpReplace removed.
+	Removed  int
 	Revision Revision
 }
 
@@ -148,6 +153,24 @@ type Store interface {
 	// forgotten, nickname included (the change lists the nicknames it
 	// cleared): an add without a nickname then gives none.
 	RemoveMembers(ctx context.Context, groupID string, uids []UID) (Result, error)
+
+	// Write applies w: any op, with its precondition checked against the
+	// group in the same step that applies it, so that two writes racing
+	// with the same If-Match cannot both succeed. A precondition that does
+	// not hold is a CodePreconditionFailed error (PreconditionFailed) and
+	// changes nothing. OpReplace's Result counts the users it added and
+	// those it Removed; OpDeleteGroup's the members it removed, whatever
+	// the group's size, in memory bounded by the store's budgets, not by
+	// the group; OpRemoveUser's the groups the user left, nickname
+	// forgotten. AddMembers and RemoveMembers are Write with OpAdd and
+	// OpRemove and no precondition.
+	Write(ctx context.Context, w Write) (Result, error)
+
+	// Groups calls list once with the groups that have members, as opts
+	// selects, and returns the revision of the state it listed. A page
+	// costs O(log n + page) for n groups; the total too. list runs under
+	// the same rules as for ListMembers.
+	Groups(ctx context.Context, opts GroupsOptions, list GroupsFunc) (Revision, error)
 
 	// ListMembers calls list once with the group's size and the members opts
 	// selects, and returns the revision of the state it listed. Finding the

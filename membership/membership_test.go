@@ -101,6 +101,16 @@ func (s *recordingStore) RemoveMembers(_ context.Context, groupID string, uids [
 	return membership.Result{Count: len(uids)}, nil
 }
 
+func (s *recordingStore) Write(_ context.Context, w membership.Write) (membership.Result, error) {
+	s.calls = append(s.calls, fmt.Sprint(w.Op, " ", w.GroupID, " ", w.UIDs))
+	return membership.Result{}, nil
+}
+
+func (s *recordingStore) Groups(_ context.Context, opts membership.GroupsOptions, _ membership.GroupsFunc) (membership.Revision, error) {
+	s.calls = append(s.calls, "groups "+opts.Prefix)
+	return 0, nil
+}
+
 func (s *recordingStore) ListMembers(_ context.Context, groupID string, _ membership.ListOptions, _ membership.ListFunc) (membership.Revision, error) {
 	s.calls = append(s.calls, "list "+groupID)
 	return 0, nil
@@ -130,6 +140,7 @@ func (s *recordingStore) Changes(_ context.Context, opts membership.ChangeOption
 
 func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 	ctx := context.Background()
+	write := func(s *membership.Service, w membership.Write) error { _, err := s.Write(ctx, w); return err }
 	tests := []struct {
 		name     string
 		call     func(*membership.Service) error
@@ -185,6 +196,36 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 		}, membership.CodeInvalidQuery},
 		{"changes: negative limit", func(s *membership.Service) error {
 			_, _, err := s.Changes(ctx, membership.ChangeOptions{Limit: -1})
+			return err
+		}, membership.CodeInvalidQuery},
+		{"replace: bad group", func(s *membership.Service) error { return write(s, membership.Write{Op: membership.OpReplace, Users: users(1)}) }, membership.CodeInvalidGroupID},
+		{"replace: uid 0", func(s *membership.Service) error {
+			return write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: users(1, 0)})
+		}, membership.CodeInvalidUsers},
+		{"replace: too many users", func(s *membership.Service) error {
+			return write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: users(1, 2, 3)})
+		}, membership.CodeTooManyUsers},
+		{"delete group: bad group", func(s *membership.Service) error { return write(s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "a\x00"}) }, membership.CodeInvalidGroupID},
+		{"remove user: uid 0", func(s *membership.Service) error {
+			return write(s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{0}})
+		}, membership.CodeInvalidUID},
+		{"remove user: two uids", func(s *membership.Service) error {
+			return write(s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{1, 2}})
+		}, membership.CodeInvalidUID},
+		{"remove user: a precondition", func(s *membership.Service) error {
+			return write(s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{1}, If: membership.Precondition{Exists: true}})
+		}, membership.CodeInvalidQuery},
+		{"write: unknown op", func(s *membership.Service) error { return write(s, membership.Write{Op: "move", GroupID: "g"}) }, membership.CodeInternal},
+		{"groups: limit too large", func(s *membership.Service) error {
+			_, err := s.Groups(ctx, membership.GroupsOptions{Limit: membership.MaxPageSize + 2}, nil)
+			return err
+		}, membership.CodeInvalidQuery},
+		{"groups: after not a group id", func(s *membership.Service) error {
+			_, err := s.Groups(ctx, membership.GroupsOptions{After: "a\x00"}, nil)
+			return err
+		}, membership.CodeInvalidQuery},
+		{"groups: prefix too long", func(s *membership.Service) error {
+			_, err := s.Groups(ctx, membership.GroupsOptions{Prefix: strings.Repeat("p", membership.MaxGroupIDBytes+1)}, nil)
 			return err
 		}, membership.CodeInvalidQuery},
 	}

@@ -157,3 +157,73 @@ func CheckLimit(limit, most int) error {
 	}
 	return nil
 }
+
+// Write applies w, validated whole first: its op, its group id (but for
+// OpRemoveUser), at most MaxUsers users or uids, each valid, and exactly
+// one uid for OpRemoveUser. See Store.Write.
+//
+// Errors: CodeInvalidGroupID, CodeTooManyUsers, CodeInvalidUsers,
+// CodeInvalidUID (OpRemoveUser), CodePreconditionFailed, and whatever the
+// Store returns.
+func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
+	if err := s.validateWrite(w); err != nil {
+		return Result{}, err
+	}
+	return s.store.Write(ctx, w)
+}
+
+func (s *Service) validateWrite(w Write) error {
+	switch w.Op {
+	case OpAdd, OpReplace:
+		if err := s.validate(w.GroupID, len(w.Users)); err != nil {
+			return err
+		}
+		for i, u := range w.Users {
+			if err := ValidateUser(u); err != nil {
+				return Errorf(CodeInvalidUsers, "element %d: %s", i, ErrorMessage(err))
+			}
+		}
+	case OpRemove:
+		if err := s.validate(w.GroupID, len(w.UIDs)); err != nil {
+			return err
+		}
+		for i, uid := range w.UIDs {
+			if !ValidUID(uid) {
+				return Errorf(CodeInvalidUsers, "element %d: uid %d is not %s", i, uid, UIDRange)
+			}
+		}
+	case OpDeleteGroup:
+		return ValidateGroupID(w.GroupID)
+	case OpRemoveUser:
+		if len(w.UIDs) != 1 || !ValidUID(w.UIDs[0]) {
+			return Errorf(CodeInvalidUID, "the user to remove is not one uid, %s", UIDRange)
+		}
+		if !w.If.IsZero() {
+			return Errorf(CodeInvalidQuery, "removing a user from every group takes no precondition")
+		}
+	default:
+		return Errorf(CodeInternal, "unknown op %q", w.Op)
+	}
+	return nil
+}
+
+// Groups calls list with the groups that have members, as opts selects;
+// see Store.Groups.
+//
+// Errors: CodeInvalidQuery, and whatever the Store returns.
+func (s *Service) Groups(ctx context.Context, opts GroupsOptions, list GroupsFunc) (Revision, error) {
+	if err := CheckLimit(opts.Limit, MaxPageSize+1); err != nil {
+		return 0, err
+	}
+	if opts.After != "" {
+		if err := ValidateGroupID(opts.After); err != nil {
+			return 0, Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
+		}
+	}
+	if opts.Prefix != "" {
+		if err := ValidateGroupID(opts.Prefix); err != nil {
+			return 0, Errorf(CodeInvalidQuery, "prefix is not the start of a group id: %v", err)
+		}
+	}
+	return s.store.Groups(ctx, opts, list)
+}

@@ -62,6 +62,11 @@ type Store struct {
 	reverse      []reverseShard
 	groupNumbers groupNumbers
 
+	// indexMu guards index, the groups with members in order of their ids.
+	// A change takes it with its group's shard held, and no later lock.
+	indexMu sync.RWMutex
+	index   groupIndex
+
 	// counts are kept as the store changes, so that reading them for
 	// metrics costs the same whatever the store holds.
 	counts storeCounts
@@ -92,6 +97,7 @@ type group struct {
 	members  members
 	revision membership.Revision // of the last change of its members
 	number   uint32              // in the reverse index
+	node     indexNode           // in the group index, under indexMu
 }
 
 var _ membership.Store = (*Store)(nil)
@@ -141,6 +147,7 @@ func NewWith(opts Options) *Store {
 		reverse:      make([]reverseShard, max(n, 1)),
 		groupNumbers: groupNumbers{numbers: make(map[string]uint32)},
 	}
+	m.index.seed = m.seed
 	for i := range m.shards {
 		m.shards[i].groups = make(map[string]*group)
 	}
@@ -231,23 +238,24 @@ func (m *Store) revisionOf(g *group) membership.Revision {
 
 // AddMembers implements membership.Store.
 func (m *Store) AddMembers(_ context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	return m.add(groupID, users), nil
+	return m.add(groupID, users, membership.Precondition{})
 }
 
-// add adds users to the group: in memory, it cannot fail.
-func (m *Store) add(groupID string, users []membership.User) membership.Result {
+// add adds users to the group, when cond holds: in memory, it cannot fail
+// otherwise.
+func (m *Store) add(groupID string, users []membership.User, cond membership.Precondition) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.groups[groupID]
+	if err := m.check(g, cond); err != nil {
+		return membership.Result{}, err
+	}
 	if len(users) == 0 {
-		return membership.Result{Revision: m.revisionOf(g)}
+		return membership.Result{Revision: m.revisionOf(g)}, nil
 	}
 	if g == nil {
-		id := strings.Clone(groupID)
-		g = &group{id: id, number: m.groupNumbers.number(id)}
-		s.groups[id] = g
-		m.counts.groups.Add(1)
+		g = m.newGroup(s, groupID)
 	}
 	var buf [4]uint64
 	locked := m.lockReverse(func(yield func(membership.UID) bool) {
@@ -277,7 +285,7 @@ func (m *Store) add(groupID string, users []membership.User) membership.Result {
 	added = tight(added)
 	if len(added) == 0 {
 		if len(changed) == 0 {
-			return membership.Result{Revision: m.revisionOf(g)}
+			return membership.Result{Revision: m.revisionOf(g)}, nil
 		}
 		added = nil // a change of nicknames only
 	}
@@ -290,7 +298,48 @@ func (m *Store) add(groupID string, users []membership.User) membership.Result {
 	}
 	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported}, published)
 	g.revision = rev
-	return membership.Result{Count: len(added), Revision: rev}
+	return membership.Result{Count: len(added), Revision: rev}, nil
+}
+
+// newGroup creates the group groupID in s, which the caller holds. It has
+// no members yet: the caller adds some before it lets go of s.
+func (m *Store) newGroup(s *shard, groupID string) *group {
+	id := strings.Clone(groupID)
+	g := &group{id: id, number: m.groupNumbers.number(id)}
+	s.groups[id] = g
+	m.counts.groups.Add(1)
+	m.indexMu.Lock()
+	m.index.insert(g)
+	m.indexMu.Unlock()
+	return g
+}
+
+// dropGroup deletes g, which its last change, rev, left with no members,
+// from s, which the caller holds with no later lock.
+func (m *Store) dropGroup(s *shard, g *group, rev membership.Revision) {
+	m.counts.groups.Add(-1)
+	delete(s.groups, g.id)
+	m.groupNumbers.release(g.id)
+	m.indexMu.Lock()
+	m.index.remove(g.id)
+	m.indexMu.Unlock()
+	m.removedRevision.Store(uint64(rev))
+}
+
+// check returns the error of a write whose precondition does not hold for
+// g (nil: a group with no members), whose shard the caller holds.
+func (m *Store) check(g *group, cond membership.Precondition) error {
+	if cond.IsZero() {
+		return nil
+	}
+	size := 0
+	if g != nil {
+		size = g.members.size
+	}
+	if rev := m.revisionOf(g); !cond.Holds(size, rev) {
+		return membership.PreconditionFailed(rev)
+	}
+	return nil
 }
 
 // insert adds users to g and to the reverse index, and returns the uids it
@@ -392,17 +441,21 @@ func (m *Store) setNicknames(users []membership.User) []membership.Member {
 
 // RemoveMembers implements membership.Store.
 func (m *Store) RemoveMembers(_ context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
-	return m.remove(groupID, uids), nil
+	return m.remove(groupID, uids, membership.Precondition{})
 }
 
-// remove removes uids from the group: in memory, it cannot fail.
-func (m *Store) remove(groupID string, uids []membership.UID) membership.Result {
+// remove removes uids from the group, when cond holds: in memory, it cannot
+// fail otherwise.
+func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Precondition) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.groups[groupID]
+	if err := m.check(g, cond); err != nil {
+		return membership.Result{}, err
+	}
 	if g == nil {
-		return membership.Result{Revision: m.revisionOf(nil)}
+		return membership.Result{Revision: m.revisionOf(nil)}, nil
 	}
 	var buf [4]uint64
 	locked := m.lockReverse(slices.Values(uids), buf[:])
@@ -418,7 +471,7 @@ func (m *Store) remove(groupID string, uids []membership.UID) membership.Result 
 	}
 	if len(removed) == 0 {
 		m.unlockReverse(locked)
-		return membership.Result{Revision: m.revisionOf(g)}
+		return membership.Result{Revision: m.revisionOf(g)}, nil
 	}
 	var cleared []membership.Member
 	if len(inNoGroup) > 0 {
@@ -441,14 +494,11 @@ func (m *Store) remove(groupID string, uids []membership.UID) membership.Result 
 	rev := m.feed.record(membership.Change{Op: membership.OpRemove, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, nil)
 	m.unlockReverse(locked)
 	if g.members.size == 0 {
-		m.counts.groups.Add(-1)
-		delete(s.groups, groupID)
-		m.groupNumbers.release(groupID)
-		m.removedRevision.Store(uint64(rev))
+		m.dropGroup(s, g, rev)
 	} else {
 		g.revision = rev
 	}
-	return membership.Result{Count: len(removed), Revision: rev}
+	return membership.Result{Count: len(removed), Revision: rev}, nil
 }
 
 // Writable returns nil: memory always takes changes. It is here so that

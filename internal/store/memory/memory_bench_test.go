@@ -177,7 +177,7 @@ func BenchmarkMemoryBytesPerMembership(b *testing.B) {
 							users = append(users, membership.User{UID: uid})
 						}
 					}
-					m.add("mem"+strconv.Itoa(g), users)
+					_, _ = m.add("mem"+strconv.Itoa(g), users, membership.Precondition{})
 				}
 				perMembership = float64(liveHeap()-before) / 1e6
 				runtime.KeepAlive(m)

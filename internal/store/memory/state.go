@@ -74,6 +74,7 @@ func (m *Store) Import(st *snap.State) {
 		grp := &group{id: g.ID, number: m.groupNumbers.number(g.ID), revision: g.Revision}
 		grp.members.fill(g.UIDs)
 		m.shardOf(g.ID).groups[g.ID] = grp
+		m.index.insert(grp)
 		m.counts.groups.Add(1)
 		m.counts.members.Add(int64(len(g.UIDs)))
 		for _, uid := range g.UIDs {

@@ -1,0 +1,270 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"example.com/groupmembership/membership"
+)
+
+// Write implements membership.Store.
+func (m *Store) Write(_ context.Context, w membership.Write) (membership.Result, error) {
+	switch w.Op {
+	case membership.OpAdd:
+		return m.add(w.GroupID, w.Users, w.If)
+	case membership.OpRemove:
+		return m.remove(w.GroupID, w.UIDs, w.If)
+	case membership.OpReplace:
+		return m.replace(w.GroupID, w.Users, w.If)
+	case membership.OpDeleteGroup:
+		return m.deleteGroup(w.GroupID, w.If)
+	case membership.OpRemoveUser:
+		if len(w.UIDs) != 1 {
+			return membership.Result{}, fmt.Errorf("remove_user names %d uids, not one", len(w.UIDs))
+		}
+		return m.removeUser(w.UIDs[0]), nil
+	}
+	return membership.Result{}, fmt.Errorf("unknown op %q", w.Op)
+}
+
+// replace makes the group exactly users, when cond holds. The group is
+// rebuilt from the users given, and its old members are walked once beside
+// them: what it holds besides the two sets is the uids it added, so a
+// replace of a million members by none holds no list of them.
+func (m *Store) replace(groupID string, users []membership.User, cond membership.Precondition) (membership.Result, error) {
+	s := m.shardOf(groupID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[groupID]
+	if err := m.check(g, cond); err != nil {
+		return membership.Result{}, err
+	}
+	uids := make([]membership.UID, len(users))
+	for i, u := range users {
+		uids[i] = u.UID
+	}
+	slices.Sort(uids)
+	uids = slices.Compact(uids)
+	var old *members
+	if g != nil {
+		old = &g.members
+	}
+	added, removed := diff(old, uids)
+	if removed == 0 && len(added) == 0 && !m.changesNicknames(users) {
+		return membership.Result{Revision: m.revisionOf(g)}, nil
+	}
+	if g == nil {
+		g = m.newGroup(s, groupID)
+		old = &g.members
+	}
+	var buf [4]uint64
+	locked := m.lockReverse(func(yield func(membership.UID) bool) {
+		eachDifferent(old, uids, func(uid membership.UID, _ bool) bool { return yield(uid) })
+	}, buf[:])
+	m.nicknamesMu.Lock()
+	eachDifferent(old, uids, func(uid membership.UID, in bool) bool {
+		if in {
+			m.addReverse(uid, g.number)
+		} else if m.removeReverse(uid, g.number) {
+			delete(m.nicknames, uid) // a user in no group is forgotten
+		}
+		return true
+	})
+	var next members
+	next.fill(uids)
+	g.members = next
+	changed := m.setNicknames(users)
+	reported := m.withNicknamesOf(added, changed)
+	m.nicknamesMu.Unlock()
+	m.counts.members.Add(int64(len(added) - removed))
+	var published func(membership.Revision)
+	if len(changed) > 0 {
+		published = func(rev membership.Revision) { m.nicknamesRevision.Store(uint64(rev)) }
+	}
+	rev := m.feed.record(membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported}, published)
+	m.unlockReverse(locked)
+	if g.members.size == 0 {
+		m.dropGroup(s, g, rev)
+	} else {
+		g.revision = rev
+	}
+	return membership.Result{Count: len(added), Removed: removed, Revision: rev}, nil
+}
+
+// changesNicknames reports whether recording the nicknames users give
+// would change any. The caller holds the group's shard.
+func (m *Store) changesNicknames(users []membership.User) bool {
+	m.nicknamesMu.RLock()
+	defer m.nicknamesMu.RUnlock()
+	for _, u := range users {
+		if u.HasNickname && m.nicknames[u.UID] != u.Nickname {
+			return true
+		}
+	}
+	return false
+}
+
+// diff returns the uids of sorted, distinct uids that old (nil: none) does
+// not hold, and how many of old's uids are not in uids.
+func diff(old *members, uids []membership.UID) (added []membership.UID, removed int) {
+	eachDifferent(old, uids, func(uid membership.UID, in bool) bool {
+		if in {
+			added = append(added, uid)
+		} else {
+			removed++
+		}
+		return true
+	})
+	return added, removed
+}
+
+// eachDifferent calls fn, in ascending order, with each uid that is in
+// exactly one of old (nil: none) and uids (sorted, distinct), and whether it
+// is in uids, until fn returns false.
+func eachDifferent(old *members, uids []membership.UID, fn func(uid membership.UID, inNew bool) bool) {
+	i := 0
+	if old != nil {
+		for uid := range old.all {
+			for i < len(uids) && uids[i] < uid {
+				if !fn(uids[i], true) {
+					return
+				}
+				i++
+			}
+			if i < len(uids) && uids[i] == uid {
+				i++
+				continue
+			}
+			if !fn(uid, false) {
+				return
+			}
+		}
+	}
+	for ; i < len(uids); i++ {
+		if !fn(uids[i], true) {
+			return
+		}
+	}
+}
+
+// deleteGroup removes every member of the group, when cond holds, walking
+// its members once: it holds no list of them.
+func (m *Store) deleteGroup(groupID string, cond membership.Precondition) (membership.Result, error) {
+	s := m.shardOf(groupID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[groupID]
+	if err := m.check(g, cond); err != nil {
+		return membership.Result{}, err
+	}
+	if g == nil {
+		return membership.Result{Revision: m.revisionOf(nil)}, nil
+	}
+	var buf [4]uint64
+	locked := m.lockReverse(g.members.all, buf[:])
+	m.nicknamesMu.Lock()
+	for uid := range g.members.all {
+		if m.removeReverse(uid, g.number) {
+			delete(m.nicknames, uid)
+		}
+	}
+	m.nicknameCount.Store(int64(len(m.nicknames)))
+	m.nicknamesMu.Unlock()
+	removed := g.members.size
+	g.members = members{}
+	m.counts.members.Add(-int64(removed))
+	rev := m.feed.record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}, nil)
+	m.unlockReverse(locked)
+	m.dropGroup(s, g, rev)
+	return membership.Result{Count: removed, Revision: rev}, nil
+}
+
+// removeUser removes uid from every group it is in, and forgets it. It holds
+// every shard while it does: the user's groups are found in the reverse
+// index, which is locked after the shards.
+func (m *Store) removeUser(uid membership.UID) membership.Result {
+	for i := range m.shards {
+		m.shards[i].mu.Lock()
+	}
+	defer func() {
+		for i := range m.shards {
+			m.shards[i].mu.Unlock()
+		}
+	}()
+	k, user := m.reverseKey(uid)
+	r := &m.reverse[k]
+	r.mu.Lock()
+	var groups []*group
+	m.groupNumbers.mu.RLock() // no writer can take it: every shard is held
+	r.pairs.eachGroupOf(user, func(n uint32) {
+		id := m.groupNumbers.names[n]
+		groups = append(groups, m.shardOf(id).groups[id])
+	})
+	m.groupNumbers.mu.RUnlock()
+	if len(groups) == 0 {
+		r.mu.Unlock()
+		return membership.Result{Revision: m.LatestRevision()}
+	}
+	for _, g := range groups {
+		g.members.remove(uid)
+		m.removeReverse(uid, g.number)
+	}
+	m.nicknamesMu.Lock()
+	delete(m.nicknames, uid)
+	m.nicknameCount.Store(int64(len(m.nicknames)))
+	m.nicknamesMu.Unlock()
+	m.counts.members.Add(-int64(len(groups)))
+	rev := m.feed.record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, nil)
+	r.mu.Unlock()
+	for _, g := range groups {
+		if g.members.size == 0 {
+			m.dropGroup(m.shardOf(g.id), g, rev)
+		} else {
+			g.revision = rev
+		}
+	}
+	return membership.Result{Count: len(groups), Revision: rev}
+}
+
+// Groups implements membership.Store. It holds every shard for reading, so
+// that the page, the sizes and the total are of one revision.
+func (m *Store) Groups(_ context.Context, opts membership.GroupsOptions, list membership.GroupsFunc) (membership.Revision, error) {
+	for i := range m.shards {
+		m.shards[i].mu.RLock()
+	}
+	defer func() {
+		for i := range m.shards {
+			m.shards[i].mu.RUnlock()
+		}
+	}()
+	m.indexMu.RLock()
+	defer m.indexMu.RUnlock()
+	rev := m.LatestRevision()
+	end, bounded := prefixEnd(opts.Prefix)
+	total := countOf(m.index.root)
+	if bounded {
+		total = m.index.below(end)
+	}
+	total -= m.index.below(opts.Prefix)
+	from, inclusive := opts.After, false
+	if opts.Prefix > from {
+		from, inclusive = opts.Prefix, true
+	}
+	list(total, func(yield func(membership.GroupSize) bool) {
+		n := 0
+		m.index.ascend(from, inclusive, func(g *group) bool {
+			if bounded && g.id >= end || opts.Limit > 0 && n == opts.Limit {
+				return false
+			}
+			n++
+			return yield(membership.GroupSize{ID: g.id, Members: g.members.size})
+		})
+	})
+	return rev, nil
+}
+
+// Groups implements membership.Store.
+func (r ReadOnly) Groups(ctx context.Context, opts membership.GroupsOptions, list membership.GroupsFunc) (membership.Revision, error) {
+	return r.mem.Groups(ctx, opts, list)
+}

@@ -1,0 +1,92 @@
+package membership
+
+import (
+	"iter"
+	"slices"
+)
+
+// The ops of the change feed beyond add and remove: each is one change
+// with one revision, whatever its size.
+const (
+	// OpReplace makes the group exactly its change's UIDs, which list the
+	// whole new membership (ascending). Nicknames are as on an add: those of
+	// the users it brought in who have one, and those it changed.
+	OpReplace Op = "replace"
+	// OpDeleteGroup removes every member of the group; its change names no
+	// uid.
+	OpDeleteGroup Op = "delete_group"
+	// OpRemoveUser removes the one user of its change's UIDs from every
+	// group; its GroupID is "".
+	OpRemoveUser Op = "remove_user"
+)
+
+// A user that a change leaves in no group is forgotten, nickname included.
+// An add or a remove lists the nicknames it clears so (""), a replace, a
+// group deletion and a user removed everywhere do not (they may clear
+// millions): a follower of the feed forgets, after each of those, every
+// user it knows who is in none of its groups.
+
+// Write is one change to one group (or, for OpRemoveUser, to one user
+// everywhere), with what it requires of the group's state to be applied.
+type Write struct {
+	Op      Op
+	GroupID string // "" for OpRemoveUser
+	Users   []User // OpAdd, OpReplace
+	UIDs    []UID  // OpRemove; OpRemoveUser: exactly one
+	If      Precondition
+}
+
+// Precondition is what a conditional write requires of its group when it is
+// applied. The zero value requires nothing; each part set must hold.
+type Precondition struct {
+	// Revisions, when not empty, must hold the group's current revision
+	// (Store.Revision): If-Match with entity tags.
+	Revisions []Revision
+	// Exists requires the group to have members: If-Match: *.
+	Exists bool
+	// Empty requires the group to have none: If-None-Match: *.
+	Empty bool
+}
+
+// IsZero reports whether p requires nothing.
+func (p Precondition) IsZero() bool { return len(p.Revisions) == 0 && !p.Exists && !p.Empty }
+
+// Holds reports whether p holds for a group of size members at revision.
+func (p Precondition) Holds(size int, revision Revision) bool {
+	switch {
+	case p.Exists && size == 0, p.Empty && size > 0:
+		return false
+	case len(p.Revisions) > 0:
+		return slices.Contains(p.Revisions, revision)
+	}
+	return true
+}
+
+// PreconditionFailed returns the CodePreconditionFailed error of a write
+// whose precondition does not hold for its group at revision.
+func PreconditionFailed(revision Revision) *Error {
+	err := Errorf(CodePreconditionFailed, "the group is not in the state the request requires "+
+		"(If-Match, If-None-Match): nothing was changed; read it again for its current ETag")
+	err.Revision = revision
+	return err
+}
+
+// GroupsOptions select a page of the groups that have members, by group
+// id in byte order: those with the prefix Prefix, after After ("" for the
+// first), at most Limit of them (0: no limit).
+type GroupsOptions struct {
+	Prefix string
+	After  string
+	Limit  int
+}
+
+// GroupSize is one group as Store.Groups lists it.
+type GroupSize struct {
+	ID      string
+	Members int
+}
+
+// GroupsFunc receives the groups from Store.Groups: how many groups have the
+// prefix in all, and an iterator over those asked for, in byte order of
+// their ids.
+type GroupsFunc func(total int, groups iter.Seq[GroupSize])
