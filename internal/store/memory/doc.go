@@ -14,20 +14,29 @@
 //     shard, and only that one, from start to end; a reader of a group holds
 //     it for reading. A backup holds every shard for reading, in index
 //     order, while it copies the state (Store.Backup).
-//  2. reverseShard.mu (Store.reverse): the reverse index of the uids that
+//     Removing a user from every group holds every shard, in index order,
+//     since it finds the user's groups in the reverse index, which comes
+//     after. So does Groups, for reading, so that a page and its sizes are
+//     of one revision.
+//  2. indexMu: the group index, in id order (groupindex.go). A change takes
+//     it, with its shard held, only to create or drop a group, and holds no
+//     other lock then; Groups takes it for reading with every shard held.
+//  3. reverseShard.mu (Store.reverse): the reverse index of the uids that
 //     hash to it. A change holds the reverse shards of every uid it names,
 //     taken in ascending index order (lockReverse), from its first update of
 //     the reverse index until its revision is recorded, so that each user's
 //     groups change in the order of the revisions. UserGroups holds one for
 //     reading.
-//  3. groupNumbers.mu: the interned group ids. A change takes it with its
+//  4. groupNumbers.mu: the interned group ids. A change takes it with its
 //     shard held, but never with a reverse shard held (a group's number is
-//     drawn before lockReverse and freed after unlockReverse); UserGroups
-//     takes it for reading with its reverse shard held.
-//  4. nicknamesMu (Store): the nicknames. A change that sets or clears
+//     drawn before lockReverse and freed after unlockReverse); UserGroups,
+//     and the removal of a user from every group (which holds every shard,
+//     so that no writer can want it), take it for reading with a reverse
+//     shard held.
+//  5. nicknamesMu (Store): the nicknames. A change that sets or clears
 //     nicknames takes it after its reverse shards; a list takes it for
 //     reading after its shard.
-//  5. feed.mu: the change feed. Taken last, by feed.record (which runs the
+//  6. feed.mu: the change feed. Taken last, by feed.record (which runs the
 //     change's published func under it, before any reader can see the
 //     revision), and alone by readers of the feed.
 //

@@ -45,6 +45,8 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		return us
 	}
 
+	t.Run("whole-group writes", func(t *testing.T) { testWrites(t, newStore) })
+
 	t.Run("unknown group lists empty, not nil", func(t *testing.T) {
 		got, _ := ListAll(t, newStore(t), "nobody")
 		assert.NotNil(t, got)

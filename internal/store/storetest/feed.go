@@ -342,18 +342,55 @@ func (f *Follower) list(s membership.Store, group string) error {
 }
 
 // Apply applies a change of the feed to the follower's groups and nicknames.
+// After a replace, a group deletion and a user removed everywhere, which do
+// not list the nicknames they clear, it forgets every user in none of its
+// groups, as the feed's documentation says.
 func (f *Follower) Apply(c membership.Change) {
-	if f.members[c.GroupID] == nil {
+	switch c.Op {
+	case membership.OpReplace:
 		f.members[c.GroupID] = map[membership.UID]bool{}
-	}
-	for _, uid := range c.UIDs {
-		if c.Op == membership.OpAdd {
+		for _, uid := range c.UIDs {
 			f.members[c.GroupID][uid] = true
-		} else {
-			delete(f.members[c.GroupID], uid)
+		}
+	case membership.OpDeleteGroup:
+		delete(f.members, c.GroupID)
+	case membership.OpRemoveUser:
+		for _, members := range f.members {
+			delete(members, c.UIDs[0])
+		}
+	default:
+		if f.members[c.GroupID] == nil {
+			f.members[c.GroupID] = map[membership.UID]bool{}
+		}
+		for _, uid := range c.UIDs {
+			if c.Op == membership.OpAdd {
+				f.members[c.GroupID][uid] = true
+			} else {
+				delete(f.members[c.GroupID], uid)
+			}
 		}
 	}
 	f.setNicknames(c.Nicknames)
+	if c.Op == membership.OpReplace || c.Op == membership.OpDeleteGroup || c.Op == membership.OpRemoveUser {
+		f.forgetUsersInNoGroup()
+	}
+}
+
+// forgetUsersInNoGroup forgets the nicknames of users in none of the
+// follower's groups.
+func (f *Follower) forgetUsersInNoGroup() {
+	for uid := range f.nicknames {
+		in := false
+		for _, members := range f.members {
+			if members[uid] {
+				in = true
+				break
+			}
+		}
+		if !in {
+			delete(f.nicknames, uid)
+		}
+	}
 }
 
 // ListOf returns the Follower's list of group, as the store lists it.
@@ -367,7 +404,8 @@ func (f *Follower) ListOf(group string) []membership.Member {
 }
 
 // testFollowersReproduceEveryList runs a concurrent random mix of adds (with
-// and without nicknames, "" among them) and removes on a few groups and
+// and without nicknames, "" among them), removes, and now and then a
+// replace, a group deletion or a user removed everywhere, on a few groups and
 // users, so that users often fall out of every group and come back; beside
 // it, followers each wait for a random revision, note the latest, list
 // every group one at a time in a random order while the writes go on, then
@@ -391,7 +429,22 @@ func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 				group := groups[rng.IntN(len(groups))]
 				n := 1 + rng.IntN(3)
 				var err error
-				if rng.IntN(2) == 0 {
+				switch k := rng.IntN(40); {
+				case k == 0:
+					_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: group})
+				case k == 1:
+					_, err = s.Write(ctx, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{membership.UID(1 + rng.IntN(users))}})
+				case k < 5:
+					var us []membership.User
+					for range 2 * n {
+						u := membership.User{UID: membership.UID(1 + rng.IntN(users))}
+						if rng.IntN(8) == 0 {
+							u.Nickname, u.HasNickname = nicknames[rng.IntN(len(nicknames))], true
+						}
+						us = append(us, u)
+					}
+					_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: group, Users: us})
+				case k%2 == 0:
 					var us []membership.User
 					for range n {
 						u := membership.User{UID: membership.UID(1 + rng.IntN(users))}
@@ -401,7 +454,7 @@ func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 						us = append(us, u)
 					}
 					_, err = s.AddMembers(ctx, group, us)
-				} else {
+				default:
 					var uids []membership.UID
 					for range n {
 						uids = append(uids, membership.UID(1+rng.IntN(users)))
