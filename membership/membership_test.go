@@ -198,14 +198,18 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 			_, _, err := s.Changes(ctx, membership.ChangeOptions{Limit: -1})
 			return err
 		}, membership.CodeInvalidQuery},
-		{"replace: bad group", func(s *membership.Service) error { return write(s, membership.Write{Op: membership.OpReplace, Users: users(1)}) }, membership.CodeInvalidGroupID},
+		{"replace: bad group", func(s *membership.Service) error {
+			return write(s, membership.Write{Op: membership.OpReplace, Users: users(1)})
+		}, membership.CodeInvalidGroupID},
 		{"replace: uid 0", func(s *membership.Service) error {
 			return write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: users(1, 0)})
 		}, membership.CodeInvalidUsers},
 		{"replace: too many users", func(s *membership.Service) error {
 			return write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: users(1, 2, 3)})
 		}, membership.CodeTooManyUsers},
-		{"delete group: bad group", func(s *membership.Service) error { return write(s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "a\x00"}) }, membership.CodeInvalidGroupID},
+		{"delete group: bad group", func(s *membership.Service) error {
+			return write(s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "a\x00"})
+		}, membership.CodeInvalidGroupID},
 		{"remove user: uid 0", func(s *membership.Service) error {
 			return write(s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{0}})
 		}, membership.CodeInvalidUID},
