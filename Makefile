@@ -89,6 +89,12 @@ bench-overhead: bench-tools
 	bin/bench -baseline .bench-before/service-before $(BENCHARGS)
 	rm -rf .bench-before
 
+## bench-groups: GET /groups among a million groups, PUT of 1,000 users half changed, DELETE of a group of a million members (time and RSS growth), each against a service of 1,000 groups (about 1 minute)
+.PHONY: bench-groups
+bench-groups: bench-tools
+	cd bench && go build -o ../bin/bench-groups ./groups
+	bin/bench-groups $(BENCHARGS)
+
 ## attack: twelve attacks (hostile clients, idle and stalled connections, long polls, a stalled stdout, a stuck or full disk, a cut log) on the built binaries on loopback, with their bounds (about 3.5 minutes; root for the disk attacks, PostgreSQL's initdb for one)
 .PHONY: attack
 attack:

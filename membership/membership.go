@@ -56,7 +56,7 @@ type Revision uint64
 // Result is what a change reports: how many users it added or removed (or,
 // for OpRemoveUser, how many groups it left), and the revision that
 // reflects it: the change's own revision, or, when it altered nothing, the
-// group's current revision.
+// group's current revision (for OpRemoveUser, the store's latest).
 type Result struct {
 	// Count is the users added (OpAdd, OpReplace), removed (OpRemove,
 	// OpDeleteGroup), or the groups left (OpRemoveUser).
