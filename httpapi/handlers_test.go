@@ -759,7 +759,7 @@ func TestAuth(t *testing.T) {
 	}
 	send := func(h http.Handler, method, path, auth string) *httptest.ResponseRecorder {
 		body := ""
-		if method == "POST" || method == "DELETE" {
+		if strings.HasPrefix(path, "/group-user/") && method != "GET" && method != "HEAD" {
 			body = "users=[1]"
 		}
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -778,6 +778,11 @@ func TestAuth(t *testing.T) {
 	}{
 		{"POST", "/group-user/g", true, false},
 		{"DELETE", "/group-user/g", true, false},
+		{"PUT", "/group-user/g", true, false},
+		{"DELETE", "/groups/g", true, false},
+		{"DELETE", "/user-group/1", true, false},
+		{"GET", "/groups", false, false},
+		{"HEAD", "/groups", false, false},
 		{"GET", "/group-user/g", false, false},
 		{"HEAD", "/group-user/g", false, false},
 		{"GET", "/group-user/g/1", false, false},
