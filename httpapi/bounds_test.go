@@ -202,6 +202,13 @@ func (s contextStore) AddMembers(ctx context.Context, groupID string, users []me
 	return s.Store.AddMembers(ctx, groupID, users)
 }
 
+func (s contextStore) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return membership.Result{}, err
+	}
+	return s.Store.Write(ctx, w)
+}
+
 // failingWriter is a ResponseWriter whose client is gone: every write fails.
 type failingWriter struct{ header http.Header }
 

@@ -22,7 +22,8 @@ const (
 // ?after=REV (0 when absent) in revision order, at most ?limit=N
 // (defaultChangesLimit when absent), as a JSON array of
 // {"rev":…,"op":…,"group":…,"uids":[…]} objects, with "nicknames" when an add
-// changed some. X-Revision carries the latest revision, and X-Epoch the
+// or a replace changed some (appendChange: delete_group has no "uids",
+// remove_user no "group"). X-Revision carries the latest revision, and X-Epoch the
 // store's epoch: a follower that sees another epoch than it noted lists
 // again, as on 410 (the revisions count in another history). With ?wait=DURATION,
 // when no change follows REV the reply waits for one, for at most that long

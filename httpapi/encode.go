@@ -171,6 +171,39 @@ func appendStrings(b []byte, ss []string) []byte {
 	return append(b, ']')
 }
 
+const (
+	groupObjectPrefix = `{"group":`
+	membersPrefix     = `,"members":`
+)
+
+// groupsJSONLen returns the length of the JSON array of groups.
+func groupsJSONLen(groups iter.Seq[membership.GroupSize]) int {
+	size, n := 2, 0 // []
+	for g := range groups {
+		size += len(groupObjectPrefix) + jsonStringLen(g.ID) + len(membersPrefix) + decimalLen(int64(g.Members)) + 1
+		n++
+	}
+	return size + max(n-1, 0) // commas
+}
+
+// appendGroups appends groups as a JSON array of {"group":…,"members":…}.
+func appendGroups(b []byte, groups iter.Seq[membership.GroupSize]) []byte {
+	b = append(b, '[')
+	i := 0
+	for g := range groups {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		i++
+		b = append(b, groupObjectPrefix...)
+		b = appendJSONString(b, g.ID)
+		b = append(b, membersPrefix...)
+		b = strconv.AppendInt(b, int64(g.Members), 10)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
 // changesJSONLen returns how many of the first changes fit in a JSON array
 // of at most maxBytes, but at least one when there are any, and the length
 // of that array.
@@ -197,12 +230,23 @@ const (
 	nicknamesPrefix = `,"nicknames":[`
 )
 
+// A change's JSON names its group, but for remove_user (which names the
+// user, in uids, in every group), and lists its uids, but for
+// delete_group (which names only the group): see appendChange.
+func hasGroup(c membership.Change) bool { return c.Op != membership.OpRemoveUser }
+func hasUIDs(c membership.Change) bool  { return c.Op != membership.OpDeleteGroup }
+
 // changeJSONLen returns len(appendChange(nil, c)) without building it.
 func changeJSONLen(c membership.Change) int {
-	n := len(revPrefix) + decimalLen(int64(c.Revision)) + len(opPrefix) + jsonStringLen(string(c.Op)) +
-		len(groupPrefix) + jsonStringLen(c.GroupID) + len(uidsPrefix) + max(len(c.UIDs)-1, 0) + 1 + 1 // ] }
-	for _, uid := range c.UIDs {
-		n += decimalLen(int64(uid))
+	n := len(revPrefix) + decimalLen(int64(c.Revision)) + len(opPrefix) + jsonStringLen(string(c.Op)) + 1 // }
+	if hasGroup(c) {
+		n += len(groupPrefix) + jsonStringLen(c.GroupID)
+	}
+	if hasUIDs(c) {
+		n += len(uidsPrefix) + max(len(c.UIDs)-1, 0) + 1 // ]
+		for _, uid := range c.UIDs {
+			n += decimalLen(int64(uid))
+		}
 	}
 	if len(c.Nicknames) > 0 {
 		n += len(nicknamesPrefix) + len(c.Nicknames) - 1 + 1
@@ -224,21 +268,29 @@ func appendChanges(b []byte, changes []membership.Change) []byte {
 	return append(b, ']')
 }
 
+// appendChange appends c as the feed sends it:
+// {"rev":…,"op":…,"group":…,"uids":[…],"nicknames":[…]}, with
+// "nicknames" only when c has some, no "group" for remove_user and no
+// "uids" for delete_group.
 func appendChange(b []byte, c membership.Change) []byte {
 	b = append(b, revPrefix...)
 	b = strconv.AppendUint(b, uint64(c.Revision), 10)
 	b = append(b, opPrefix...)
 	b = appendJSONString(b, string(c.Op))
-	b = append(b, groupPrefix...)
-	b = appendJSONString(b, c.GroupID)
-	b = append(b, uidsPrefix...)
-	for j, uid := range c.UIDs {
-		if j > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(uid), 10)
+	if hasGroup(c) {
+		b = append(b, groupPrefix...)
+		b = appendJSONString(b, c.GroupID)
 	}
-	b = append(b, ']')
+	if hasUIDs(c) {
+		b = append(b, uidsPrefix...)
+		for j, uid := range c.UIDs {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(uid), 10)
+		}
+		b = append(b, ']')
+	}
 	if len(c.Nicknames) > 0 {
 		b = append(b, nicknamesPrefix...)
 		for j, m := range c.Nicknames {

@@ -146,3 +146,30 @@ func encodeMembers(members iter.Seq[membership.Member]) []byte {
 	size, _ := membersJSONLen(members)
 	return appendMembers(make([]byte, 0, size), members, nil)
 }
+
+// The lengths measured before a reply is built are the lengths built, for
+// every op of the feed and for the groups.
+func TestMeasuredLengthsAreTheEncodedOnes(t *testing.T) {
+	changes := []membership.Change{
+		{Revision: 1, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{1, 22}, Nicknames: []membership.Member{{UID: 1, Nickname: "Ann \"A\""}}},
+		{Revision: 22, Op: membership.OpRemove, GroupID: "g\u2028", UIDs: []membership.UID{1}, Nicknames: []membership.Member{{UID: 1}}},
+		{Revision: 333, Op: membership.OpReplace, GroupID: "team/a", UIDs: []membership.UID{}},
+		{Revision: 4444, Op: membership.OpReplace, GroupID: "h", UIDs: []membership.UID{5, 9223372036854775807}, Nicknames: []membership.Member{{UID: 5, Nickname: "é"}}},
+		{Revision: 55555, Op: membership.OpDeleteGroup, GroupID: "a&b"},
+		{Revision: 666666, Op: membership.OpRemoveUser, UIDs: []membership.UID{7}},
+	}
+	for _, c := range changes {
+		b := appendChange(nil, c)
+		assert.Equal(t, len(b), changeJSONLen(c), "%s", b)
+		assert.True(t, json.Valid(b), "%s", b)
+	}
+	n, size := changesJSONLen(changes, 1<<20)
+	assert.Equal(t, len(changes), n)
+	assert.Equal(t, len(appendChanges(nil, changes)), size)
+
+	for _, groups := range [][]membership.GroupSize{nil, {{ID: "a", Members: 1}}, {{ID: "a\"b", Members: 10}, {ID: "été", Members: 12345}}} {
+		b := appendGroups(nil, slices.Values(groups))
+		assert.Equal(t, len(b), groupsJSONLen(slices.Values(groups)), "%s", b)
+		assert.True(t, json.Valid(b), "%s", b)
+	}
+}

@@ -12,7 +12,7 @@ import (
 // The error codes of HTTP itself, beside the domain's (membership.Code):
 // clients branch on them as on those.
 const (
-	codeInvalidHeader        membership.Code = "invalid_header"         // a header the service reads (X-Min-Revision) has a value it cannot take
+	codeInvalidHeader        membership.Code = "invalid_header"         // a header the service reads (X-Min-Revision, If-Match, If-None-Match) has a value it cannot take
 	codeUnsupportedMediaType membership.Code = "unsupported_media_type" // the body's Content-Type is not one the service reads
 	codeUnauthorized         membership.Code = "unauthorized"           // the route needs the bearer token, and the request has not got it
 	codeNotFound             membership.Code = "not_found"              // no such route
@@ -23,24 +23,25 @@ const (
 // statusOf maps each error code to its HTTP status. It is the one place that
 // does; a code missing here is a bug and is answered 500.
 var statusOf = map[membership.Code]int{
-	membership.CodeInvalidGroupID: http.StatusBadRequest,
-	membership.CodeMissingUsers:   http.StatusBadRequest,
-	membership.CodeInvalidUsers:   http.StatusBadRequest,
-	membership.CodeInvalidUID:     http.StatusBadRequest,
-	membership.CodeInvalidBody:    http.StatusBadRequest,
-	membership.CodeInvalidQuery:   http.StatusBadRequest,
-	codeInvalidHeader:             http.StatusBadRequest,
-	membership.CodeTooManyUsers:   http.StatusRequestEntityTooLarge,
-	membership.CodeBodyTooLarge:   http.StatusRequestEntityTooLarge,
-	codeUnsupportedMediaType:      http.StatusUnsupportedMediaType,
-	codeUnauthorized:              http.StatusUnauthorized,
-	codeNotFound:                  http.StatusNotFound,
-	membership.CodeNotMember:      http.StatusNotFound,
-	codeMethodNotAllowed:          http.StatusMethodNotAllowed,
-	membership.CodeChangesGone:    http.StatusGone,
-	membership.CodeUnavailable:    http.StatusServiceUnavailable,
-	codeStarting:                  http.StatusServiceUnavailable,
-	membership.CodeInternal:       http.StatusInternalServerError,
+	membership.CodeInvalidGroupID:     http.StatusBadRequest,
+	membership.CodeMissingUsers:       http.StatusBadRequest,
+	membership.CodeInvalidUsers:       http.StatusBadRequest,
+	membership.CodeInvalidUID:         http.StatusBadRequest,
+	membership.CodeInvalidBody:        http.StatusBadRequest,
+	membership.CodeInvalidQuery:       http.StatusBadRequest,
+	codeInvalidHeader:                 http.StatusBadRequest,
+	membership.CodeTooManyUsers:       http.StatusRequestEntityTooLarge,
+	membership.CodeBodyTooLarge:       http.StatusRequestEntityTooLarge,
+	codeUnsupportedMediaType:          http.StatusUnsupportedMediaType,
+	codeUnauthorized:                  http.StatusUnauthorized,
+	codeNotFound:                      http.StatusNotFound,
+	membership.CodeNotMember:          http.StatusNotFound,
+	codeMethodNotAllowed:              http.StatusMethodNotAllowed,
+	membership.CodeChangesGone:        http.StatusGone,
+	membership.CodePreconditionFailed: http.StatusPreconditionFailed,
+	membership.CodeUnavailable:        http.StatusServiceUnavailable,
+	codeStarting:                      http.StatusServiceUnavailable,
+	membership.CodeInternal:           http.StatusInternalServerError,
 }
 
 // retryAfter is the Retry-After of every 503: the states that cause one

@@ -13,12 +13,19 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// handleChangeMembers serves POST and DELETE: it decodes the users of the
-// body (parseUsers), and apply (addUsers or removeUsers) hands them to svc.
-// The reply is the count the change returns, as a bare JSON number, with the
-// revision that reflects the change in X-Revision.
-func handleChangeMembers(svc *membership.Service, apply changeFunc, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
+// handleChangeMembers serves POST, PUT and DELETE of /group-user/{groupID}:
+// it decodes the users of the body (parseUsers), reads the request's
+// If-Match and If-None-Match (writeCondition), and has svc apply op to the
+// group with them. The reply carries the revision that reflects the change
+// in X-Revision; its body is the count the change returns as a bare JSON
+// number (OpAdd, OpRemove), or {"added":A,"removed":R} (OpReplace).
+func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cond, never, err := writeCondition(r, svc.Epoch())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
 		req, err := readChangeRequest(w, r, maxBodyBytes, bodies)
 		if err != nil {
 			writeError(w, r, err)
@@ -34,12 +41,114 @@ func handleChangeMembers(svc *membership.Service, apply changeFunc, maxBodyBytes
 			writeError(w, r, err)
 			return
 		}
-		res, err := apply(r.Context(), svc, groupID, users)
+		if never {
+			writeChangeError(w, r, svc, failNever(r.Context(), svc, groupID))
+			return
+		}
+		res, err := svc.Write(r.Context(), changeOf(op, groupID, users, cond))
+		if err != nil {
+			writeChangeError(w, r, svc, err)
+			return
+		}
+		writeRevision(w, res.Revision)
+		if op == membership.OpReplace {
+			writeJSON(w, http.StatusOK, appendReplaced(nil, res))
+			return
+		}
+		writeJSON(w, http.StatusOK, strconv.AppendInt(nil, int64(res.Count), 10))
+	})
+}
+
+// changeOf returns the write of op with users to the group. A remove
+// takes the users' uids: nicknames in a remove are validated (by
+// parseUsers) and otherwise ignored.
+func changeOf(op membership.Op, groupID string, users []membership.User, cond membership.Precondition) membership.Write {
+	w := membership.Write{Op: op, GroupID: groupID, If: cond}
+	if op != membership.OpRemove {
+		w.Users = users
+		return w
+	}
+	w.UIDs = make([]membership.UID, len(users))
+	for i, u := range users {
+		w.UIDs[i] = u.UID
+	}
+	return w
+}
+
+// appendReplaced appends the reply of a replace: {"added":A,"removed":R}.
+func appendReplaced(b []byte, res membership.Result) []byte {
+	b = append(b, `{"added":`...)
+	b = strconv.AppendInt(b, int64(res.Count), 10)
+	b = append(b, `,"removed":`...)
+	b = strconv.AppendInt(b, int64(res.Removed), 10)
+	return append(b, '}')
+}
+
+// writeRevision sets the X-Revision of a write's reply.
+func writeRevision(w http.ResponseWriter, rev membership.Revision) {
+	w.Header()["X-Revision"] = []string{strconv.FormatUint(uint64(rev), 10)}
+}
+
+// handleDeleteGroup serves DELETE /groups/{groupID}: it removes every
+// member of the group in one change, with the request's If-Match and
+// If-None-Match as for the writes of /group-user. It takes no body: a
+// DELETE that names users was meant for /group-user, and must not wipe the
+// group. The reply is the number of members removed, a bare JSON number,
+// with X-Revision.
+func handleDeleteGroup(svc *membership.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		groupID := r.PathValue("groupID")
+		err := membership.ValidateGroupID(groupID)
+		var cond membership.Precondition
+		var never bool
+		if err == nil {
+			cond, never, err = writeCondition(r, svc.Epoch())
+		}
+		if err == nil {
+			err = refuseBody(r, "DELETE /groups/{groupID} removes every member and takes no body: "+
+				"to remove some users, DELETE /group-user/{groupID} with users")
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		w.Header()["X-Revision"] = []string{strconv.FormatUint(uint64(res.Revision), 10)}
+		if never {
+			writeChangeError(w, r, svc, failNever(r.Context(), svc, groupID))
+			return
+		}
+		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond})
+		if err != nil {
+			writeChangeError(w, r, svc, err)
+			return
+		}
+		writeRevision(w, res.Revision)
+		writeJSON(w, http.StatusOK, strconv.AppendInt(nil, int64(res.Count), 10))
+	})
+}
+
+// handleRemoveUser serves DELETE /user-group/{uid}: it removes the user
+// from every group in one change, and forgets their nickname. It takes no
+// body, and no If-Match or If-None-Match (refuseConditions). The reply is
+// the number of groups the user left, a bare JSON number, with X-Revision.
+func handleRemoveUser(svc *membership.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		uid, err := pathUID(r)
+		if err == nil {
+			err = refuseConditions(r)
+		}
+		if err == nil {
+			err = refuseBody(r, "DELETE /user-group/{uid} removes the user from every group and takes no body")
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}})
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeRevision(w, res.Revision)
 		writeJSON(w, http.StatusOK, strconv.AppendInt(nil, int64(res.Count), 10))
 	})
 }
@@ -54,23 +163,6 @@ func holdDecoded(lease *budget.Lease, users []membership.User) error {
 		return bodiesBusy()
 	}
 	return nil
-}
-
-// changeFunc applies a decoded change to svc.
-type changeFunc func(ctx context.Context, svc *membership.Service, groupID string, users []membership.User) (membership.Result, error)
-
-func addUsers(ctx context.Context, svc *membership.Service, groupID string, users []membership.User) (membership.Result, error) {
-	return svc.AddMembers(ctx, groupID, users)
-}
-
-// removeUsers removes the users' uids: nicknames in a remove are validated
-// (by parseUsers) and otherwise ignored.
-func removeUsers(ctx context.Context, svc *membership.Service, groupID string, users []membership.User) (membership.Result, error) {
-	uids := make([]membership.UID, len(users))
-	for i, u := range users {
-		uids[i] = u.UID
-	}
-	return svc.RemoveMembers(ctx, groupID, uids)
 }
 
 // decodeUsers decodes the users parameter, after the group id is checked, so
@@ -216,7 +308,18 @@ func pageOf[T, K any](items iter.Seq[T], limit int, key func(T) K, more *bool, l
 // setNextLink sets the Link header to the next page of the list at path:
 // limit items after after (escaped here).
 func setNextLink(w http.ResponseWriter, path string, limit int, after string) {
-	w.Header()["Link"] = []string{"<" + path + "?limit=" + strconv.Itoa(limit) + "&after=" + url.QueryEscape(after) + `>; rel="next"`}
+	setLink(w, nextLink(path, limit, after))
+}
+
+// nextLink returns the URL of the next page of the list at path: limit
+// items after after (escaped here).
+func nextLink(path string, limit int, after string) string {
+	return path + "?limit=" + strconv.Itoa(limit) + "&after=" + url.QueryEscape(after)
+}
+
+// setLink sets the Link header to the next page, at url.
+func setLink(w http.ResponseWriter, target string) {
+	w.Header()["Link"] = []string{"<" + target + `>; rel="next"`}
 }
 
 // listOptions reads limit and after (a uid) from a member list's query.

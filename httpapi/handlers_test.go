@@ -314,7 +314,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"JSON: empty uid string", "POST", "/group-user/g", `{"users":[5],"uid":""}`, "application/json", 400, "invalid_uid", `not an integer`},
 		{"multipart body", "POST", "/group-user/g", "x", "multipart/form-data; boundary=x", 415, "unsupported_media_type", "multipart"},
 		{"malformed Content-Type", "DELETE", "/group-user/g", "users=[1]", "text/", 415, "unsupported_media_type", "not supported"},
-		{"PUT", "PUT", "/group-user/g", "users=[5]", formType, 405, "method_not_allowed", "PUT"},
+		{"POST to the groups", "POST", "/groups", "users=[5]", formType, 405, "method_not_allowed", "allowed: GET, HEAD"},
+		{"GET of one group", "GET", "/groups/g", "", "", 405, "method_not_allowed", "allowed: DELETE"},
 		{"PATCH", "PATCH", "/group-user/g", "users=[5]", formType, 405, "method_not_allowed", "PATCH"},
 		{"POST to health", "POST", "/healthz", "", "", 405, "method_not_allowed", "allowed: GET, HEAD"},
 		{"unknown path", "GET", "/nope", "", "", 404, "not_found", "/nope"},
@@ -426,6 +427,11 @@ func (s *countingStore) RemoveMembers(ctx context.Context, groupID string, uids 
 	return s.Store.RemoveMembers(ctx, groupID, uids)
 }
 
+func (s *countingStore) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
+	s.changes.Add(1)
+	return s.Store.Write(ctx, w)
+}
+
 // faultyStore is a membership.Store whose every call fails the given way.
 type faultyStore struct {
 	err   error
@@ -452,6 +458,12 @@ func (s faultyStore) Member(context.Context, string, membership.UID) (membership
 }
 func (s faultyStore) UserGroups(context.Context, membership.UID, membership.GroupListOptions, membership.GroupListFunc) error {
 	return s.fail()
+}
+func (s faultyStore) Write(context.Context, membership.Write) (membership.Result, error) {
+	return membership.Result{}, s.fail()
+}
+func (s faultyStore) Groups(context.Context, membership.GroupsOptions, membership.GroupsFunc) (membership.Revision, error) {
+	return 0, s.fail()
 }
 func (s faultyStore) Epoch() uint64 { return 1 }
 
@@ -747,7 +759,7 @@ func TestAuth(t *testing.T) {
 	}
 	send := func(h http.Handler, method, path, auth string) *httptest.ResponseRecorder {
 		body := ""
-		if method == "POST" || method == "DELETE" {
+		if strings.HasPrefix(path, "/group-user/") && method != "GET" && method != "HEAD" {
 			body = "users=[1]"
 		}
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -766,6 +778,11 @@ func TestAuth(t *testing.T) {
 	}{
 		{"POST", "/group-user/g", true, false},
 		{"DELETE", "/group-user/g", true, false},
+		{"PUT", "/group-user/g", true, false},
+		{"DELETE", "/groups/g", true, false},
+		{"DELETE", "/user-group/1", true, false},
+		{"GET", "/groups", false, false},
+		{"HEAD", "/groups", false, false},
 		{"GET", "/group-user/g", false, false},
 		{"HEAD", "/group-user/g", false, false},
 		{"GET", "/group-user/g/1", false, false},
@@ -848,7 +865,13 @@ func TestLoadingStateRoutesAsUsual(t *testing.T) {
 		{"POST", "/group-user/g", true, 503, "starting", ""},
 		{"DELETE", "/group-user/g", true, 503, "starting", ""},
 		{"POST", "/group-user/g", false, 401, "unauthorized", ""},
-		{"PUT", "/group-user/g", true, 405, "method_not_allowed", "GET, HEAD, POST, DELETE"},
+		{"PUT", "/group-user/g", true, 503, "starting", ""},
+		{"GET", "/groups", false, 503, "starting", ""},
+		{"DELETE", "/groups/g", true, 503, "starting", ""},
+		{"DELETE", "/user-group/1", true, 503, "starting", ""},
+		{"DELETE", "/groups/g", false, 401, "unauthorized", ""},
+		{"PATCH", "/group-user/g", true, 405, "method_not_allowed", "GET, HEAD, POST, PUT, DELETE"},
+		{"POST", "/groups", true, 405, "method_not_allowed", "GET, HEAD"},
 		{"POST", "/readyz", true, 405, "method_not_allowed", "GET, HEAD"},
 		{"GET", "/nowhere", false, 404, "not_found", ""},
 		{"GET", "/group-user//g", false, 404, "not_found", ""},

@@ -49,8 +49,14 @@ func TestMetrics(t *testing.T) {
 		{"GET", "/group-user/a", "", 200},
 		{"GET", "/group-user/a", "", 200},
 		{"HEAD", "/group-user/a", "", 200},
-		{"PUT", "/group-user/a", "", 405},
+		{"PATCH", "/group-user/a", "", 405},
 		{"FOO", "/group-user/a", "", 405},
+		{"PUT", "/group-user/c", "users=[5,6]", 200},
+		{"GET", "/groups", "", 200},
+		{"GET", "/groups?limit=0", "", 400},
+		{"DELETE", "/groups/c", "", 200},
+		{"GET", "/groups/c", "", 405},
+		{"DELETE", "/user-group/3", "", 200},
 		{"GET", "/group-user/a/9", "", 404},
 		{"GET", "/nowhere", "", 404},
 		{"GET", "/changes?after=0", "", 200},
@@ -78,7 +84,13 @@ func TestMetrics(t *testing.T) {
 		{"/group-user/{groupID}", "DELETE", "200", 1},
 		{"/group-user/{groupID}", "GET", "200", 2},
 		{"/group-user/{groupID}", "HEAD", "200", 1},
-		{"/group-user/{groupID}", "PUT", "405", 1},
+		{"/group-user/{groupID}", "PATCH", "405", 1},
+		{"/group-user/{groupID}", "PUT", "200", 1},
+		{"/groups", "GET", "200", 1},
+		{"/groups", "GET", "400", 1},
+		{"/groups/{groupID}", "DELETE", "200", 1},
+		{"/groups/{groupID}", "GET", "405", 1},
+		{"/user-group/{uid}", "DELETE", "200", 1},
 		{"/group-user/{groupID}", "other", "405", 1}, // unknown methods make no new series
 		{"/group-user/{groupID}/{uid}", "GET", "404", 1},
 		{"/", "GET", "404", 1},
@@ -99,7 +111,7 @@ func TestMetrics(t *testing.T) {
 	assert.Equal(t, "histogram", durations.Type)
 	n, ok := sample(durations, "membership_http_request_duration_seconds_count", map[string]string{"route": "/group-user/{groupID}"})
 	require.True(t, ok)
-	assert.Equal(t, 9.0, n, "one histogram per route, over all its methods")
+	assert.Equal(t, 10.0, n, "one histogram per route, over all its methods")
 	_, ok = sample(durations, "membership_http_request_duration_seconds_bucket", map[string]string{"route": "/changes", "le": "+Inf"})
 	assert.True(t, ok)
 
@@ -107,11 +119,11 @@ func TestMetrics(t *testing.T) {
 	assert.Equal(t, 1.0, inFlight, "the scrape itself")
 
 	for name, want := range map[string]float64{
-		"membership_groups":       2, // a {1,2,3}, b {3}
-		"membership_members":      4,
-		"membership_users":        3,
-		"membership_revision":     3,
-		"membership_changes_kept": 3,
+		"membership_groups":       1, // a {1,2}: b lost 3, c was deleted
+		"membership_members":      2,
+		"membership_users":        2,
+		"membership_revision":     6,
+		"membership_changes_kept": 6,
 	} {
 		f := families[name]
 		require.NotNil(t, f, name)

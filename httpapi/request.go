@@ -289,3 +289,18 @@ func unescapeForm(s string) (string, error) {
 func bodyTooLarge(max int64) error {
 	return membership.Errorf(membership.CodeBodyTooLarge, "the body is larger than %d bytes", max)
 }
+
+// refuseBody returns a CodeInvalidBody error, saying why, when r has a
+// body. A body of unknown length is read for one byte, no more.
+func refuseBody(r *http.Request, why string) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	if r.ContentLength < 0 {
+		var b [1]byte
+		if n, _ := io.ReadFull(r.Body, b[:]); n == 0 {
+			return nil
+		}
+	}
+	return membership.Errorf(membership.CodeInvalidBody, "%s", why)
+}

@@ -42,10 +42,14 @@ func routes(d shared) []route {
 	read := func(h http.Handler) http.Handler { return withMinRevision(svc, opts.MinRevisionWait, h) }
 	return []route{
 		{method: "GET", path: "/group-user/{groupID}", handler: read(handleListMembers(svc, d.encodedLists)), query: true, data: true, cache: "no-cache"},
-		{method: "POST", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, addUsers, opts.MaxBodyBytes, d.bodies), data: true},
-		{method: "DELETE", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, removeUsers, opts.MaxBodyBytes, d.bodies), data: true},
+		{method: "POST", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, membership.OpAdd, opts.MaxBodyBytes, d.bodies), data: true},
+		{method: "PUT", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, membership.OpReplace, opts.MaxBodyBytes, d.bodies), data: true},
+		{method: "DELETE", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, membership.OpRemove, opts.MaxBodyBytes, d.bodies), data: true},
 		{method: "GET", path: "/group-user/{groupID}/{uid}", handler: read(handleMember(svc)), data: true, cache: "no-store"},
+		{method: "GET", path: "/groups", handler: read(handleGroups(svc, d.replies)), query: true, data: true, cache: "no-cache"},
+		{method: "DELETE", path: "/groups/{groupID}", handler: handleDeleteGroup(svc), data: true},
 		{method: "GET", path: "/user-group/{uid}", handler: read(handleUserGroups(svc, d.replies)), query: true, data: true, cache: "no-store"},
+		{method: "DELETE", path: "/user-group/{uid}", handler: handleRemoveUser(svc), data: true},
 		{method: "GET", path: "/changes", handler: handleChanges(svc, opts.Stopping, opts.ChangesReplyBytes, d.replies, d.waiters), query: true, data: true, cache: "no-store"},
 		{method: "GET", path: "/backup", handler: handleBackup(svc, d.store.Backup, d.backups), data: true, private: true, cache: "no-store"},
 		{method: "GET", path: "/healthz", handler: handleHealthz(), open: true},
@@ -55,8 +59,8 @@ func routes(d shared) []route {
 	}
 }
 
-// addRoutes registers rs on mux. With a token, POST, DELETE and private
-// routes need it, and so does every GET that is not open when authReads is
+// addRoutes registers rs on mux. With a token, every write (POST, PUT,
+// DELETE) and private routes need it, and so does every GET that is not open when authReads is
 // set. Each path also
 // gets a method-less pattern that answers the methods it does not serve with
 // a JSON 405 and its Allow header, and "/" answers every unknown path with a

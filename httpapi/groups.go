@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"example.com/groupmembership/internal/budget"
+	"example.com/groupmembership/membership"
+)
+
+// defaultGroupsLimit is the page of GET /groups without limit. Unlike a
+// group's members, the groups are not sent all at once by default: the
+// store holds every group still while it lists them, and there may be
+// millions. The Link of each page leads to the next.
+const defaultGroupsLimit = 1000
+
+// groupsQuery is the query of GET /groups.
+type groupsQuery struct {
+	limit         int // 1 to MaxPageSize
+	after, prefix string
+}
+
+// parseGroupsQuery reads limit, after and prefix (each a group id or the
+// start of one, which svc.Groups checks).
+//
+// Errors: CodeInvalidQuery.
+func parseGroupsQuery(r *http.Request) (groupsQuery, error) {
+	q, err := parseQuery(r, "limit", "after", "prefix")
+	if err != nil {
+		return groupsQuery{}, err
+	}
+	limit, err := q.limit()
+	if err != nil {
+		return groupsQuery{}, err
+	}
+	if limit == 0 {
+		limit = defaultGroupsLimit
+	}
+	return groupsQuery{limit: limit, after: q["after"], prefix: q["prefix"]}, nil
+}
+
+// handleGroups serves GET and HEAD of /groups: the groups that have
+// members, in byte order of their ids, as a JSON array of
+// {"group":…,"members":…} objects: a page of limit groups (1 to 10000,
+// defaultGroupsLimit without it) after the group id after, of those whose
+// ids start with prefix. X-Total-Count is how many groups the prefix
+// selects, and Link leads to the next page when more follow, as for
+// member lists. The state listed is the store's at the revision in
+// X-Revision, whose ETag (any change of the store moves it) answers an
+// If-None-Match with 304. The reply's memory is taken from replies.
+func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, err := parseGroupsQuery(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		// One more than the page, to know whether a next page exists.
+		ask := membership.GroupsOptions{Prefix: q.prefix, After: q.after, Limit: q.limit + 1}
+		var body []byte
+		var lease budget.Lease
+		defer lease.Release()
+		var total int
+		var last string
+		more := false
+		var busy error
+		revision, err := svc.Groups(r.Context(), ask, func(n int, groups iter.Seq[membership.GroupSize]) {
+			total = n
+			page := pageOf(groups, q.limit, func(g membership.GroupSize) string { return g.ID }, &more, &last)
+			body, lease, busy = encodeBounded(replies, groupsJSONLen(page), func(b []byte) []byte { return appendGroups(b, page) })
+		})
+		if err == nil {
+			err = busy
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		epoch := svc.Epoch()
+		writeRevision(w, revision)
+		if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, epoch, revision) {
+			writeNotModified(w, epoch, revision)
+			return
+		}
+		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
+		w.Header()["Etag"] = etag(epoch, revision)
+		if more {
+			next := nextLink("/groups", q.limit, last)
+			if q.prefix != "" {
+				next += "&prefix=" + url.QueryEscape(q.prefix)
+			}
+			setLink(w, next)
+		}
+		writeJSON(w, http.StatusOK, body)
+	})
+}
