@@ -91,7 +91,7 @@ func TestDurableCommitHasADeadline(t *testing.T) {
 // they are refused at once, changing nothing, and readiness says so.
 func TestDurableQueueIsBounded(t *testing.T) {
 	ctx := context.Background()
-	one := (&entry{groupID: "g", users: []membership.User{{UID: 1}}}).cost()
+	one := (&entry{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}}).cost()
 	d, syncing, release := openStuckDurable(t, Options{ChangesKeep: keepAll, CommitTimeout: time.Hour, QueueBytes: 3 * one})
 
 	type answer struct {
@@ -309,8 +309,8 @@ func TestDurableReadsAVersion1Log(t *testing.T) {
 	dir := t.TempDir()
 	v1 := []byte(wal.Magic + "\x01\x00\x00\x00")
 	for _, c := range []*entry{
-		{groupID: "g", users: []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}}},
-		{groupID: "g", remove: true, uids: []membership.UID{2}},
+		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}}},
+		{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}},
 	} {
 		payload := appendEntry(nil, c)
 		h := make([]byte, 8)
