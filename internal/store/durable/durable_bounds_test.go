@@ -341,3 +341,41 @@ func uidRange(from, n int) []membership.User {
 	}
 	return users
 }
+
+// A log of format version 2, as the build before the whole-group ops wrote
+// it, is still read, and the records after it, which may be of those ops,
+// go into a new log of the current version: a build that reads version 2
+// at most refuses that one by its version.
+func TestDurableReadsAVersion2Log(t *testing.T) {
+	dir := t.TempDir()
+	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}})
+	require.NoError(t, err)
+	_, err = d.RemoveMembers(context.Background(), "g", []membership.UID{2})
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	path := newestLog(t, dir)
+	v2, err := os.ReadFile(path)
+	require.NoError(t, err)
+	v2[4] = 2 // the records of an add and a remove are as version 2 wrote them
+	require.NoError(t, os.WriteFile(path, v2, 0o600))
+
+	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+	_, err = d.Write(context.Background(), membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 1}, {UID: 3}}})
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	old, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, v2, old, "the old log is left as it was")
+	newest, err := os.ReadFile(newestLog(t, dir))
+	require.NoError(t, err)
+	h, err := wal.ReadHeader(newest)
+	require.NoError(t, err)
+	assert.Equal(t, 3, h.Version)
+
+	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+	defer d.Close()
+	got, _ := storetest.ListAll(t, d, "g")
+	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}, {UID: 3}}, got)
+	assert.Len(t, storetest.AllChanges(t, d, 0), 3)
+}
