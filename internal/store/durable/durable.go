@@ -252,9 +252,9 @@ type pending struct {
 	req *entry
 	// queued holds the change's cost in the queue: the caller takes it,
 	// the committer releases it as it answers.
-	queued budget.Lease
-	res    result // what applying it gave, once written
-	done   chan result
+	queued  budget.Lease
+	applied result // what applying it gave, once written
+	done    chan result
 }
 
 type result struct {
@@ -657,11 +657,11 @@ func (d *Store) commitBatch(buf []byte, batch []*pending) {
 		return
 	}
 	for _, p := range batch {
-		p.res.res, p.res.err = d.apply(p.req)
+		p.applied.res, p.applied.err = d.apply(p.req)
 	}
 	d.setSynced() // before the answers: a change acknowledged is in the next mark
 	for _, p := range batch {
-		d.answer(p, p.res)
+		d.answer(p, p.applied)
 	}
 	if d.logSize >= d.opts.SnapshotBytes && !d.snapping.Load() {
 		// Starting a new log writes and fsyncs too: a stuck disk here
