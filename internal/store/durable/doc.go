@@ -7,6 +7,18 @@
 // the directory (recover.go), refusing damage or, with Options.Repair,
 // mending it; Restore writes a directory from a backup.
 //
+// # Writes
+//
+// The log holds write requests (entry.go), not their effects: each is
+// applied to memory as it was when it was written, so a replay gives every
+// change its revision again. A write is first checked against memory
+// (memory.Store.Check), read only: one that would change nothing, or whose
+// precondition fails already, is answered without a record. The check is
+// advice: memory checks the precondition again when the committer applies
+// the write, in log order, so a write that another overtook in between is
+// logged, answered CodePreconditionFailed, takes no revision, and fails the
+// same way when the log is replayed.
+//
 // # Concurrency
 //
 // The store adds goroutines, not locks on the data (the memory.Store's

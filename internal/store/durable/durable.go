@@ -252,9 +252,9 @@ type pending struct {
 	req *entry
 	// queued holds the change's cost in the queue: the caller takes it,
 	// the committer releases it as it answers.
-	queued budget.Lease
-	res    membership.Result
-	done   chan result
+	queued  budget.Lease
+	applied result // what applying it gave, once written
+	done    chan result
 }
 
 type result struct {
@@ -445,41 +445,68 @@ func removeTemps(dir string) error {
 }
 
 // apply applies c to memory. Memory gives it its revision, so replaying the
-// log after the same snapshot gives every change the revision it had.
-func (d *Store) apply(c *entry) membership.Result {
-	var res membership.Result
-	if c.remove {
-		res, _ = d.mem.RemoveMembers(context.Background(), c.groupID, c.uids) // in memory, it cannot fail
-	} else {
-		res, _ = d.mem.AddMembers(context.Background(), c.groupID, c.users)
-	}
-	return res
+// log after the same snapshot gives every change the revision it had; and
+// checks its precondition, so a write that another overtook between its
+// check and its turn fails, taking no revision, when it is replayed too.
+func (d *Store) apply(c *entry) (membership.Result, error) {
+	return d.mem.Write(context.Background(), membership.Write(*c))
 }
 
-// AddMembers implements membership.Store. It returns once the change is on
-// disk and applied, or with CodeUnavailable and nothing changed.
+// Write implements membership.Store. It returns once the change is on disk
+// and applied, or with CodeUnavailable and nothing changed. A write that
+// would change nothing, or whose precondition fails, is answered from
+// memory without a record; the precondition is checked again when the
+// write is applied, in log order.
+//
+// Errors: CodePreconditionFailed, CodeInvalidQuery (more than
+// MaxPreconditionRevisions revisions the group has not passed),
+// CodeUnavailable, CodeBodyTooLarge.
+func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result, error) {
+	rev, changes, err := d.mem.Check(w)
+	switch {
+	case err != nil:
+		return membership.Result{}, err
+	case !changes:
+		return membership.Result{Revision: rev}, nil
+	}
+	c := entry(w)
+	if c.Op == membership.OpRemoveUser {
+		c.GroupID, c.If = "", membership.Precondition{} // memory checks none
+	}
+	if c.If.Revisions, err = pendingRevisions(w.If.Revisions, rev); err != nil {
+		return membership.Result{}, err
+	}
+	return d.commit(&c)
+}
+
+// pendingRevisions returns the revisions of an If-Match that the group,
+// now at rev, may still have when the write is applied: those from rev on,
+// ascending and once each, since a group's revision never goes down. The
+// rest can never match, so logging them would only cost room.
+func pendingRevisions(revs []membership.Revision, rev membership.Revision) ([]membership.Revision, error) {
+	var out []membership.Revision
+	for _, r := range revs {
+		if r >= rev {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > MaxPreconditionRevisions {
+		return nil, membership.Errorf(membership.CodeInvalidQuery,
+			"the precondition names %d revisions the group has not passed, more than %d; nothing was changed", len(out), MaxPreconditionRevisions)
+	}
+	return out, nil
+}
+
+// AddMembers implements membership.Store: Write of OpAdd.
 func (d *Store) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	if len(users) == 0 || d.changesNothing(groupID, users) {
-		rev, err := d.mem.Revision(ctx, groupID)
-		return membership.Result{Revision: rev}, err
-	}
-	return d.commit(&entry{groupID: groupID, users: users})
+	return d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: groupID, Users: users})
 }
 
-// RemoveMembers implements membership.Store, as AddMembers.
+// RemoveMembers implements membership.Store: Write of OpRemove.
 func (d *Store) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
-	if !d.mem.AnyMember(groupID, uids) {
-		rev, err := d.mem.Revision(ctx, groupID)
-		return membership.Result{Revision: rev}, err
-	}
-	return d.commit(&entry{groupID: groupID, remove: true, uids: uids})
-}
-
-// changesNothing reports whether adding users would leave the state as it
-// is, so that the change need not be logged. A change racing with this check
-// is ordered after it, which is as correct as before.
-func (d *Store) changesNothing(groupID string, users []membership.User) bool {
-	return d.mem.AllMembersWithNicknames(groupID, users)
+	return d.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groupID, UIDs: uids})
 }
 
 // commit queues c for the committer and waits for its answer, at most
@@ -541,7 +568,7 @@ func (d *Store) stuck() (time.Duration, bool) {
 
 // smallChangeCost is the cost of a change of one user: when the queue has
 // no room for it, the store says it cannot take changes.
-var smallChangeCost = (&entry{users: make([]membership.User, 1)}).cost()
+var smallChangeCost = (&entry{Op: membership.OpAdd, Users: make([]membership.User, 1)}).cost()
 
 var errQueueFull = membership.Errorf(membership.CodeUnavailable,
 	"too many changes are waiting for the disk; nothing was changed: try again later")
@@ -630,11 +657,11 @@ func (d *Store) commitBatch(buf []byte, batch []*pending) {
 		return
 	}
 	for _, p := range batch {
-		p.res = d.apply(p.req)
+		p.applied.res, p.applied.err = d.apply(p.req)
 	}
 	d.setSynced() // before the answers: a change acknowledged is in the next mark
 	for _, p := range batch {
-		d.answer(p, result{res: p.res})
+		d.answer(p, p.applied)
 	}
 	if d.logSize >= d.opts.SnapshotBytes && !d.snapping.Load() {
 		// Starting a new log writes and fsyncs too: a stuck disk here

@@ -91,7 +91,7 @@ func TestDurableCommitHasADeadline(t *testing.T) {
 // they are refused at once, changing nothing, and readiness says so.
 func TestDurableQueueIsBounded(t *testing.T) {
 	ctx := context.Background()
-	one := (&entry{groupID: "g", users: []membership.User{{UID: 1}}}).cost()
+	one := (&entry{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}}).cost()
 	d, syncing, release := openStuckDurable(t, Options{ChangesKeep: keepAll, CommitTimeout: time.Hour, QueueBytes: 3 * one})
 
 	type answer struct {
@@ -309,8 +309,8 @@ func TestDurableReadsAVersion1Log(t *testing.T) {
 	dir := t.TempDir()
 	v1 := []byte(wal.Magic + "\x01\x00\x00\x00")
 	for _, c := range []*entry{
-		{groupID: "g", users: []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}}},
-		{groupID: "g", remove: true, uids: []membership.UID{2}},
+		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}}},
+		{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}},
 	} {
 		payload := appendEntry(nil, c)
 		h := make([]byte, 8)
@@ -340,4 +340,42 @@ func uidRange(from, n int) []membership.User {
 		users[i] = membership.User{UID: membership.UID(from + i)}
 	}
 	return users
+}
+
+// A log of format version 2, as the build before the whole-group ops wrote
+// it, is still read, and the records after it, which may be of those ops,
+// go into a new log of the current version: a build that reads version 2
+// at most refuses that one by its version.
+func TestDurableReadsAVersion2Log(t *testing.T) {
+	dir := t.TempDir()
+	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}})
+	require.NoError(t, err)
+	_, err = d.RemoveMembers(context.Background(), "g", []membership.UID{2})
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	path := newestLog(t, dir)
+	v2, err := os.ReadFile(path)
+	require.NoError(t, err)
+	v2[4] = 2 // the records of an add and a remove are as version 2 wrote them
+	require.NoError(t, os.WriteFile(path, v2, 0o600))
+
+	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+	_, err = d.Write(context.Background(), membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 1}, {UID: 3}}})
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	old, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, v2, old, "the old log is left as it was")
+	newest, err := os.ReadFile(newestLog(t, dir))
+	require.NoError(t, err)
+	h, err := wal.ReadHeader(newest)
+	require.NoError(t, err)
+	assert.Equal(t, 3, h.Version)
+
+	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+	defer d.Close()
+	got, _ := storetest.ListAll(t, d, "g")
+	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}, {UID: 3}}, got)
+	assert.Len(t, storetest.AllChanges(t, d, 0), 3)
 }

@@ -6,36 +6,76 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"unsafe"
 
 	"example.com/groupmembership/membership"
 )
 
 // A record of the log (see package wal) holds one entry: an op byte, the
-// group id, and the users. All integers are unsigned varints; a string is its
+// group id, what the op names, and, when the op byte has withPrecondition
+// set, the precondition. All integers are unsigned varints; a string is its
 // length and its bytes.
-
+//
+//	op 1 add, 3 replace   user count, then each uid, a byte that says
+//	                      whether a nickname follows (1) or not (0), and
+//	                      the nickname
+//	op 2 remove           uid count, then each uid
+//	op 4 delete_group     nothing
+//	op 5 remove_user      uid count (1), then the uid; the group id is ""
+//	precondition          a byte of flags (1 Exists, 2 Empty), revision
+//	                      count, then each revision
+//
+// Records of ops 1 and 2 without a precondition are as every build before
+// the other ops wrote them.
 const (
-	opAdd    byte = 1
-	opRemove byte = 2
+	opAdd         byte = 1
+	opRemove      byte = 2
+	opReplace     byte = 3
+	opDeleteGroup byte = 4
+	opRemoveUser  byte = 5
+
+	// withPrecondition is set in the op byte of an entry with a
+	// precondition.
+	withPrecondition byte = 0x80
 )
 
-// entry is one change as the log holds it: users to add to, or uids to
-// remove from, a group. What it changed, with its revision, is a
-// membership.Change.
-type entry struct {
-	groupID string
-	remove  bool
-	users   []membership.User // for an add
-	uids    []membership.UID  // for a remove
+// entryOps maps the op bytes to their ops.
+var entryOps = [...]membership.Op{
+	opAdd:         membership.OpAdd,
+	opRemove:      membership.OpRemove,
+	opReplace:     membership.OpReplace,
+	opDeleteGroup: membership.OpDeleteGroup,
+	opRemoveUser:  membership.OpRemoveUser,
 }
 
+// The flags of a precondition.
+const (
+	condExists byte = 1
+	condEmpty  byte = 2
+)
+
+// MaxPreconditionRevisions bounds the revisions of a precondition (the
+// entity tags of an If-Match) that a write may give beyond those the group
+// has already passed, which the log leaves out: a write with more is
+// refused (CodeInvalidQuery), so that LargestEntry bounds every record.
+// A client names the revision it read; a caller that bounds the entity
+// tags of If-Match by this bound never meets the refusal.
+const MaxPreconditionRevisions = 64
+
+// entry is one write as the log holds it: the request, not its effects.
+// Replaying it applies it to memory as it was applied when it was written,
+// precondition included, so it gives the same revision, or fails the same
+// way.
+type entry membership.Write
+
 // cost returns about how many bytes c holds in memory while it waits to be
-// written: its users or uids, their nicknames, and its record.
+// written: its users or uids, their nicknames, its revisions and its
+// record.
 func (c *entry) cost() int64 {
 	const overhead = 256 // the entry, its pending and result, the record's framing
-	n := int64(overhead + 2*len(c.groupID) + len(c.uids)*(8+varintMax))
-	for _, u := range c.users {
+	n := int64(overhead + 2*len(c.GroupID) + (len(c.UIDs)+len(c.If.Revisions))*(8+varintMax))
+	for _, u := range c.Users {
 		n += int64(unsafe.Sizeof(u)) + varintMax + int64(2*len(u.Nickname))
 	}
 	return n
@@ -44,24 +84,34 @@ func (c *entry) cost() int64 {
 // varintMax is the most bytes a uid takes in a record.
 const varintMax = binary.MaxVarintLen64
 
-// appendEntry appends c to b as a record's payload.
+// appendEntry appends c to b as a record's payload. c's op must be one of
+// entryOps.
 func appendEntry(b []byte, c *entry) []byte {
-	op := opAdd
-	if c.remove {
-		op = opRemove
+	op := byte(slices.Index(entryOps[:], c.Op))
+	if !c.If.IsZero() {
+		op |= withPrecondition
 	}
 	b = append(b, op)
-	b = binary.AppendUvarint(b, uint64(len(c.groupID)))
-	b = append(b, c.groupID...)
-	if c.remove {
-		b = binary.AppendUvarint(b, uint64(len(c.uids)))
-		for _, uid := range c.uids {
+	b = binary.AppendUvarint(b, uint64(len(c.GroupID)))
+	b = append(b, c.GroupID...)
+	switch c.Op {
+	case membership.OpAdd, membership.OpReplace:
+		b = appendUsers(b, c.Users)
+	case membership.OpRemove, membership.OpRemoveUser:
+		b = binary.AppendUvarint(b, uint64(len(c.UIDs)))
+		for _, uid := range c.UIDs {
 			b = binary.AppendUvarint(b, uint64(uid))
 		}
-		return b
 	}
-	b = binary.AppendUvarint(b, uint64(len(c.users)))
-	for _, u := range c.users {
+	if op&withPrecondition != 0 {
+		b = appendPrecondition(b, c.If)
+	}
+	return b
+}
+
+func appendUsers(b []byte, users []membership.User) []byte {
+	b = binary.AppendUvarint(b, uint64(len(users)))
+	for _, u := range users {
 		b = binary.AppendUvarint(b, uint64(u.UID))
 		if u.HasNickname {
 			b = append(b, 1)
@@ -74,53 +124,143 @@ func appendEntry(b []byte, c *entry) []byte {
 	return b
 }
 
-// decodeEntry decodes a record's payload.
+func appendPrecondition(b []byte, cond membership.Precondition) []byte {
+	var flags byte
+	if cond.Exists {
+		flags |= condExists
+	}
+	if cond.Empty {
+		flags |= condEmpty
+	}
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, uint64(len(cond.Revisions)))
+	for _, rev := range cond.Revisions {
+		b = binary.AppendUvarint(b, uint64(rev))
+	}
+	return b
+}
+
+// decodeEntry decodes a record's payload. It refuses what appendEntry
+// never writes, so that damage that a checksum missed is not applied.
 func decodeEntry(payload []byte) (*entry, error) {
 	r := bytes.NewReader(payload)
 	op, err := r.ReadByte()
 	if err != nil {
 		return nil, err
 	}
-	if op != opAdd && op != opRemove {
+	kind := op &^ withPrecondition
+	if kind == 0 || int(kind) >= len(entryOps) {
 		return nil, fmt.Errorf("unknown op %d", op)
 	}
-	c := &entry{remove: op == opRemove}
-	if c.groupID, err = readString(r); err != nil {
+	c := &entry{Op: entryOps[kind]}
+	if c.GroupID, err = readString(r); err != nil {
 		return nil, err
 	}
-	n, err := binary.ReadUvarint(r)
+	switch kind {
+	case opAdd, opReplace:
+		c.Users, err = readUsers(r)
+	case opRemove, opRemoveUser:
+		c.UIDs, err = readUIDs(r)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if n > uint64(len(payload)) {
-		return nil, errors.New("count larger than the record")
+	if kind == opRemoveUser && (len(c.UIDs) != 1 || c.GroupID != "") {
+		return nil, errors.New("a remove_user names one uid and no group")
 	}
-	for range n {
-		uid, err := binary.ReadUvarint(r)
-		if err != nil {
+	if op&withPrecondition != 0 {
+		if c.If, err = readPrecondition(r); err != nil {
 			return nil, err
 		}
-		if c.remove {
-			c.uids = append(c.uids, membership.UID(uid))
-			continue
-		}
-		u := membership.User{UID: membership.UID(uid)}
-		flag, err := r.ReadByte()
-		if err != nil {
-			return nil, err
-		}
-		if flag == 1 {
-			u.HasNickname = true
-			if u.Nickname, err = readString(r); err != nil {
-				return nil, err
-			}
-		}
-		c.users = append(c.users, u)
 	}
 	if r.Len() != 0 {
 		return nil, errors.New("trailing bytes in record")
 	}
 	return c, nil
+}
+
+// readCount reads a count of items that take at least a byte each.
+func readCount(r *bytes.Reader) (uint64, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return 0, err
+	}
+	if n > uint64(r.Len()) {
+		return 0, errors.New("count larger than the record")
+	}
+	return n, nil
+}
+
+func readUsers(r *bytes.Reader) ([]membership.User, error) {
+	n, err := readCount(r)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	users := make([]membership.User, 0, n)
+	for range n {
+		uid, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, err
+		}
+		u := membership.User{UID: membership.UID(uid)}
+		flag, err := r.ReadByte()
+		switch {
+		case err != nil:
+			return nil, err
+		case flag == 1:
+			u.HasNickname = true
+			if u.Nickname, err = readString(r); err != nil {
+				return nil, err
+			}
+		case flag != 0:
+			return nil, fmt.Errorf("nickname flag %d", flag)
+		}
+		users = append(users, u)
+	}
+	return users, nil
+}
+
+func readUIDs(r *bytes.Reader) ([]membership.UID, error) {
+	n, err := readCount(r)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	uids := make([]membership.UID, 0, n)
+	for range n {
+		uid, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, err
+		}
+		uids = append(uids, membership.UID(uid))
+	}
+	return uids, nil
+}
+
+func readPrecondition(r *bytes.Reader) (membership.Precondition, error) {
+	var cond membership.Precondition
+	flags, err := r.ReadByte()
+	if err != nil {
+		return cond, err
+	}
+	if flags&^(condExists|condEmpty) != 0 {
+		return cond, fmt.Errorf("unknown precondition flags %#x", flags)
+	}
+	cond.Exists, cond.Empty = flags&condExists != 0, flags&condEmpty != 0
+	n, err := readCount(r)
+	if err != nil {
+		return cond, err
+	}
+	for range n {
+		rev, err := binary.ReadUvarint(r)
+		if err != nil {
+			return cond, err
+		}
+		cond.Revisions = append(cond.Revisions, membership.Revision(rev))
+	}
+	if cond.IsZero() {
+		return cond, errors.New("a precondition that requires nothing")
+	}
+	return cond, nil
 }
 
 func readString(r *bytes.Reader) (string, error) {
@@ -137,13 +277,16 @@ func readString(r *bytes.Reader) (string, error) {
 }
 
 // LargestEntry bounds the log entry of one change that requests of at most
-// maxBodyBytes and maxUsers users can ask for, as appendEntry lays it out.
-// An entry is never larger than the body that asked for it (a user costs at
-// least two bytes in a body, "1,", and two in an entry) but for the group
-// id, which comes in the path; nor than maxUsers users with the longest
-// nicknames.
+// maxBodyBytes and maxUsers users can ask for, as appendEntry lays it out,
+// whatever its op. An entry is never larger than the body that asked for it
+// (a user costs at least two bytes in a body, "1,", and two in an entry) but
+// for the group id, which comes in the path, and the precondition, which
+// comes in headers: its flags and at most MaxPreconditionRevisions
+// revisions; nor than maxUsers users with the longest nicknames. A replace
+// names its users as an add does; a delete_group or a remove_user less.
 func LargestEntry(maxBodyBytes int64, maxUsers int) int64 {
 	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes
+	const precondition = 1 + binary.MaxVarintLen16 + MaxPreconditionRevisions*binary.MaxVarintLen64
 	const perUser = binary.MaxVarintLen64 + 1 + binary.MaxVarintLen16 + membership.MaxNicknameBytes
-	return perChange + min(maxBodyBytes, int64(maxUsers)*perUser)
+	return perChange + precondition + min(maxBodyBytes, int64(maxUsers)*perUser)
 }

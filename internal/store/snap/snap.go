@@ -25,7 +25,7 @@ import (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // A snapshot file holds the whole state: a header (magic word and format
-// version), a body, and a CRC-32C of the body. The body of version 2 is
+// version), a body, and a CRC-32C of the body. The body of version 3 is
 //
 //   - the revisions: the latest, that of the last nickname change, and that
 //     of the last group deleted;
@@ -34,11 +34,16 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //     ascending order, each as the difference from the one before;
 //   - the changes the feed keeps: count, then revision, op, group id, uid
 //     count and uids (as differences), nickname count and uid and nickname
-//     each.
+//     each. The op is 1 add, 2 remove, 3 replace (its uids are the group's
+//     whole new membership), 4 delete_group (no uid, no nickname), 5
+//     remove_user (group id "", one uid, no nickname).
 //
-// Version 1, still read, has only the nicknames and the groups without their
-// revisions. All integers are unsigned varints, strings a length and bytes.
-var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 2}
+// Version 2, still read, is version 3 with ops 1 and 2 only; version 1 has
+// only the nicknames and the groups without their revisions. A build that
+// reads version 2 at most so refuses a snapshot that may hold ops it does
+// not know by its version, not halfway through its changes. All integers
+// are unsigned varints, strings a length and bytes.
+var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 3}
 
 // State is a copy of a store's whole contents, as a snapshot holds it.
 type State struct {
@@ -62,11 +67,18 @@ type Group struct {
 	UIDs     []membership.UID // ascending
 }
 
-// The op byte of a change the feed keeps.
-const (
-	opAdd    byte = 1
-	opRemove byte = 2
-)
+// The op byte of a change the feed keeps, and its op. Versions 1 and 2 know
+// the first two only.
+var ops = [...]membership.Op{
+	1: membership.OpAdd,
+	2: membership.OpRemove,
+	3: membership.OpReplace,
+	4: membership.OpDeleteGroup,
+	5: membership.OpRemoveUser,
+}
+
+// opsOfVersion2 is how many op bytes version 2 knows, 0 included.
+const opsOfVersion2 = 3
 
 // WriteFile writes st to the file at path, atomically and durably (see
 // fileutil.WriteAtomic): path is always either absent or a whole snapshot.
@@ -101,6 +113,9 @@ func Encode(out io.Writer, st *State) error {
 	}
 	c.uvarint(uint64(len(st.Changes)))
 	for _, ch := range st.Changes {
+		if slices.Index(ops[:], ch.Op) < 1 {
+			return fmt.Errorf("change %d has op %q, which a snapshot cannot hold", ch.Revision, ch.Op)
+		}
 		c.b = appendChange(c.b, ch)
 		c.flushIfFull()
 	}
@@ -211,7 +226,7 @@ func decodeState(r *bytes.Reader, version uint32) (*State, error) {
 		st.Groups = append(st.Groups, g)
 	}
 	if version >= 2 {
-		if st.Changes, err = readChanges(r, st.LastRevision); err != nil {
+		if st.Changes, err = readChanges(r, st.LastRevision, version); err != nil {
 			return nil, err
 		}
 	}
@@ -308,11 +323,7 @@ func appendAscendingUIDs(b []byte, uids []membership.UID) []byte {
 // appendChange appends one change of the feed.
 func appendChange(b []byte, c membership.Change) []byte {
 	b = binary.AppendUvarint(b, uint64(c.Revision))
-	op := opAdd
-	if c.Op == membership.OpRemove {
-		op = opRemove
-	}
-	b = append(b, op)
+	b = append(b, byte(slices.Index(ops[:], c.Op))) // Encode checked the op
 	b = binary.AppendUvarint(b, uint64(len(c.GroupID)))
 	b = append(b, c.GroupID...)
 	b = appendAscendingUIDs(b, c.UIDs)
@@ -326,8 +337,8 @@ func appendChange(b []byte, c membership.Change) []byte {
 }
 
 // readChanges reads the feed's changes, which must be consecutive and end at
-// last.
-func readChanges(r *bytes.Reader, last membership.Revision) ([]membership.Change, error) {
+// last, from a snapshot of version.
+func readChanges(r *bytes.Reader, last membership.Revision, version uint32) ([]membership.Change, error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
 		return nil, err
@@ -337,7 +348,10 @@ func readChanges(r *bytes.Reader, last membership.Revision) ([]membership.Change
 	}
 	changes := make([]membership.Change, 0, n)
 	next := last - membership.Revision(n) + 1
-	cr := changeReader{r: r, ids: map[string]string{}}
+	cr := changeReader{r: r, ids: map[string]string{}, ops: len(ops)}
+	if version < 3 {
+		cr.ops = opsOfVersion2
+	}
 	for range n {
 		c, err := cr.read(next)
 		if err != nil {
@@ -355,6 +369,7 @@ func readChanges(r *bytes.Reader, last membership.Revision) ([]membership.Change
 // allocated one by one.
 type changeReader struct {
 	r     *bytes.Reader
+	ops   int // the op bytes the snapshot's version knows, 0 included
 	ids   map[string]string
 	idBuf []byte
 	block []membership.UID
@@ -375,14 +390,10 @@ func (cr *changeReader) read(rev membership.Revision) (membership.Change, error)
 	if err != nil {
 		return c, err
 	}
-	switch op {
-	case opAdd:
-		c.Op = membership.OpAdd
-	case opRemove:
-		c.Op = membership.OpRemove
-	default:
+	if op == 0 || int(op) >= cr.ops {
 		return c, fmt.Errorf("change %d: unknown op %d", rev, op)
 	}
+	c.Op = ops[op]
 	if c.GroupID, err = cr.groupID(); err != nil {
 		return c, err
 	}
@@ -407,7 +418,25 @@ func (cr *changeReader) read(rev membership.Revision) (membership.Change, error)
 		}
 		c.Nicknames = append(c.Nicknames, membership.Member{UID: membership.UID(uid), Nickname: nick})
 	}
+	if err := checkChange(c); err != nil {
+		return c, fmt.Errorf("change %d: %w", rev, err)
+	}
 	return c, nil
+}
+
+// checkChange returns an error unless c has what its op has: a group id
+// but for OpRemoveUser, which names one uid and no nickname;
+// OpDeleteGroup names neither.
+func checkChange(c membership.Change) error {
+	switch {
+	case c.Op == membership.OpRemoveUser && (c.GroupID != "" || len(c.UIDs) != 1 || len(c.Nicknames) > 0):
+		return errors.New("a remove_user names one uid, no group and no nickname")
+	case c.Op == membership.OpDeleteGroup && (len(c.UIDs) > 0 || len(c.Nicknames) > 0):
+		return errors.New("a delete_group names no uid and no nickname")
+	case c.Op != membership.OpRemoveUser && c.GroupID == "":
+		return fmt.Errorf("a change of op %s names no group", c.Op)
+	}
+	return nil
 }
 
 // groupID reads a group id, interned.

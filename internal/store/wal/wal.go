@@ -5,15 +5,21 @@
 // A log file starts with a header:
 //
 //	magic          "GMWL"
-//	version        uint32, little endian: 2 (version 1 is still read)
+//	version        uint32, little endian: 3 (versions 1 and 2 are still
+//	               read)
 //	startRevision  uint64, little endian: the revision of the state the log
-//	               follows (version 2 only), so that a log cannot be replayed
-//	               after a state of another history
+//	               follows (from version 2), so that a log cannot be
+//	               replayed after a state of another history
 //	dirID          uint64, little endian: the id of the data directory the
-//	               log belongs to (version 2 only), so that a log copied in
+//	               log belongs to (from version 2), so that a log copied in
 //	               from another directory is not taken for one of its own
 //
-// then records. A version 2 record is framed as
+// then records. Version 3 is framed as version 2; its payloads may be of
+// kinds that writers of version 2 never wrote (the durable store's entries
+// of replace, delete_group and remove_user, and preconditions), so that a
+// build that reads version 2 at most refuses the log by its version rather
+// than take its first such record for damage. A version 2 or 3 record is
+// framed as
 //
 //	length     uint32, little endian: the payload's length, 1 to MaxPayload
 //	crc        uint32, little endian: CRC-32C (Castagnoli) of the payload
@@ -40,8 +46,8 @@ import (
 // The header.
 const (
 	Magic      = "GMWL"
-	Version    = 2
-	HeaderSize = fileheader.Size + 16 // of the current version
+	Version    = 3
+	HeaderSize = fileheader.Size + 16 // of the current version, and of version 2
 )
 
 // kind is the log's kind of file, for its header's first 8 bytes.
@@ -90,13 +96,13 @@ func ReadHeader(b []byte) (LogHeader, error) {
 		return LogHeader{}, errors.New("the log's header is cut short")
 	}
 	f := b[fileheader.Size:]
-	return LogHeader{Version: Version, StartRevision: binary.LittleEndian.Uint64(f), DirID: binary.LittleEndian.Uint64(f[8:]), Size: HeaderSize}, nil
+	return LogHeader{Version: int(v), StartRevision: binary.LittleEndian.Uint64(f), DirID: binary.LittleEndian.Uint64(f[8:]), Size: HeaderSize}, nil
 }
 
 // ErrTooLarge is returned by Append for a payload over MaxPayload.
 var ErrTooLarge = fmt.Errorf("a log record holds at most %d bytes", MaxPayload)
 
-// Append appends payload to b as a version 2 record. fill writes the
+// Append appends payload to b as a record of the current version. fill writes the
 // payload after the frame header: it lets a caller encode in place.
 func Append(b []byte, fill func([]byte) []byte) ([]byte, error) {
 	start := len(b)

@@ -1,0 +1,158 @@
+package durable
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+// entries returns one entry of every op, each without a precondition and
+// with each kind of one.
+func entries() map[string]*entry {
+	users := []membership.User{{UID: 3, Nickname: "Ann", HasNickname: true}, {UID: 9223372036854775807}, {UID: 1, HasNickname: true}}
+	plain := map[string]*entry{
+		"add":              {Op: membership.OpAdd, GroupID: "g", Users: users},
+		"remove":           {Op: membership.OpRemove, GroupID: "team/b", UIDs: []membership.UID{9, 2, 9223372036854775807}},
+		"replace":          {Op: membership.OpReplace, GroupID: "g", Users: users},
+		"replace by none":  {Op: membership.OpReplace, GroupID: "g"},
+		"delete_group":     {Op: membership.OpDeleteGroup, GroupID: "g"},
+		"remove_user":      {Op: membership.OpRemoveUser, UIDs: []membership.UID{9223372036854775807}},
+		"add, no nickname": {Op: membership.OpAdd, GroupID: "ü", Users: []membership.User{{UID: 1}}},
+	}
+	conds := map[string]membership.Precondition{
+		"if-match":          {Revisions: []membership.Revision{7}},
+		"if-match many":     {Revisions: []membership.Revision{1 << 62, 7, 300}},
+		"if-match *":        {Exists: true},
+		"if-none-match *":   {Empty: true},
+		"all of them":       {Revisions: []membership.Revision{5}, Exists: true, Empty: true},
+		"if-match and *":    {Revisions: []membership.Revision{5, 6}, Exists: true},
+		"if-none-match and": {Revisions: []membership.Revision{5}, Empty: true},
+	}
+	all := map[string]*entry{}
+	for name, e := range plain {
+		all[name] = e
+		for cname, cond := range conds {
+			c := *e
+			c.If = cond
+			all[name+" "+cname] = &c
+		}
+	}
+	return all
+}
+
+func TestEntryRoundTrip(t *testing.T) {
+	for name, e := range entries() {
+		t.Run(name, func(t *testing.T) {
+			payload := appendEntry(nil, e)
+			got, err := decodeEntry(payload)
+			require.NoError(t, err)
+			assert.Equal(t, e, got)
+			assert.LessOrEqual(t, int64(len(payload)), e.cost(), "the cost counts the record")
+		})
+	}
+}
+
+// The records of the first two ops are as every earlier build wrote them,
+// so that old logs replay, and a change without a precondition is still
+// written so.
+func TestEntryAddAndRemoveAreAsBefore(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		payload []byte
+		want    *entry
+	}{
+		{
+			name:    "add",
+			payload: []byte{1, 1, 'g', 3, 3, 1, 3, 'A', 'n', 'n', 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0, 1, 1, 0},
+			want:    &entry{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 3, Nickname: "Ann", HasNickname: true}, {UID: 9223372036854775807}, {UID: 1, HasNickname: true}}},
+		},
+		{
+			name:    "remove",
+			payload: []byte{2, 1, 'g', 2, 9, 0x80, 0x01},
+			want:    &entry{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{9, 128}},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := decodeEntry(tt.payload)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.payload, appendEntry(nil, tt.want))
+		})
+	}
+}
+
+func TestEntryRefusesWhatNoBuildWrote(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		payload []byte
+	}{
+		{"empty", nil},
+		{"unknown op", []byte{9, 1, 'g', 0}},
+		{"unknown op with a precondition", []byte{0x89, 1, 'g', 0, 0, 0}},
+		{"op 0", []byte{0, 1, 'g', 0}},
+		{"trailing bytes", []byte{2, 1, 'g', 1, 9, 0}},
+		{"remove_user of two uids", []byte{5, 0, 2, 1, 2}},
+		{"remove_user of none", []byte{5, 0, 0}},
+		{"remove_user in a group", []byte{5, 1, 'g', 1, 1}},
+		{"delete_group with a count", []byte{4, 1, 'g', 0}},
+		{"a precondition cut short", []byte{0x84, 1, 'g', 1}},
+		{"unknown precondition flags", []byte{0x84, 1, 'g', 4, 0}},
+		{"more revisions than the record holds", []byte{0x84, 1, 'g', 0, 100, 1}},
+		{"an empty precondition", []byte{0x84, 1, 'g', 0, 0}},
+		{"a nickname flag of 2", []byte{1, 1, 'g', 1, 1, 2}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := decodeEntry(tt.payload)
+			assert.Error(t, err)
+		})
+	}
+}
+
+// FuzzDecodeEntry checks that decoding never panics, and that what it
+// accepts is written back as it was read.
+func FuzzDecodeEntry(f *testing.F) {
+	for _, e := range entries() {
+		f.Add(appendEntry(nil, e))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		e, err := decodeEntry(payload)
+		if err != nil {
+			return
+		}
+		again, err := decodeEntry(appendEntry(nil, e))
+		require.NoError(t, err)
+		assert.Equal(t, e, again)
+	})
+}
+
+// LargestEntry bounds the largest change of every op, precondition
+// included, that the request limits allow.
+func TestLargestEntryBoundsEveryOp(t *testing.T) {
+	const maxUsers = 100
+	users := make([]membership.User, maxUsers)
+	uids := make([]membership.UID, maxUsers)
+	for i := range users {
+		nick := string(make([]byte, membership.MaxNicknameBytes))
+		users[i] = membership.User{UID: 9223372036854775807 - membership.UID(i), Nickname: nick, HasNickname: true}
+		uids[i] = users[i].UID
+	}
+	revs := make([]membership.Revision, MaxPreconditionRevisions)
+	for i := range revs {
+		revs[i] = 1<<64 - 1 - membership.Revision(i)
+	}
+	cond := membership.Precondition{Revisions: revs, Exists: true, Empty: true}
+	id := string(make([]byte, membership.MaxGroupIDBytes))
+	bound := LargestEntry(1<<30, maxUsers)
+	for _, e := range []*entry{
+		{Op: membership.OpAdd, GroupID: id, Users: users, If: cond},
+		{Op: membership.OpReplace, GroupID: id, Users: users, If: cond},
+		{Op: membership.OpRemove, GroupID: id, UIDs: uids, If: cond},
+		{Op: membership.OpDeleteGroup, GroupID: id, If: cond},
+		{Op: membership.OpRemoveUser, UIDs: uids[:1], If: cond},
+	} {
+		assert.LessOrEqual(t, int64(len(appendEntry(nil, e))), bound, "op %s", e.Op)
+	}
+}

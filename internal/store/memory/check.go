@@ -1,0 +1,97 @@
+package memory
+
+import (
+	"fmt"
+	"slices"
+
+	"example.com/groupmembership/membership"
+)
+
+// Check tells, reading only, what Write would do with w now: the error it
+// would return (PreconditionFailed when w's precondition does not hold, or
+// w itself is not one Write takes), or whether it would change anything,
+// with the revision it reports when it changes nothing. The durable store
+// asks before it logs a write, so that one that would change nothing, or
+// fail, costs no record and no fsync. Write may still decide otherwise, if
+// another change comes between.
+func (m *Store) Check(w membership.Write) (rev membership.Revision, changes bool, err error) {
+	switch w.Op {
+	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup:
+		return m.checkGroup(w)
+	case membership.OpRemoveUser:
+		if len(w.UIDs) != 1 {
+			return 0, false, fmt.Errorf("remove_user names %d uids, not one", len(w.UIDs))
+		}
+		return m.checkUser(w.UIDs[0])
+	}
+	return 0, false, fmt.Errorf("unknown op %q", w.Op)
+}
+
+// checkGroup is Check of a write to one group. It holds the group's shard
+// for reading, so that the precondition and the answer are of one state.
+func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error) {
+	s := m.shardOf(w.GroupID)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := s.groups[w.GroupID]
+	if err := m.check(g, w.If); err != nil {
+		return 0, false, err
+	}
+	rev := m.revisionOf(g)
+	switch w.Op {
+	case membership.OpAdd:
+		return rev, len(w.Users) > 0 && !m.holdsAll(g, w.Users), nil
+	case membership.OpRemove:
+		return rev, g != nil && slices.ContainsFunc(w.UIDs, g.members.contains), nil
+	case membership.OpReplace:
+		return rev, !m.isExactly(g, w.Users), nil
+	}
+	return rev, g != nil, nil // OpDeleteGroup
+}
+
+// holdsAll reports whether every user is a member of g (nil: a group with
+// no members) and already has the nickname it gives, if any. The caller
+// holds g's shard.
+func (m *Store) holdsAll(g *group, users []membership.User) bool {
+	if g == nil {
+		return false
+	}
+	for _, u := range users {
+		if !g.members.contains(u.UID) {
+			return false
+		}
+	}
+	return !m.changesNicknames(users)
+}
+
+// isExactly reports whether g (nil: a group with no members) has exactly
+// the users as members, with the nicknames they give: whether replacing
+// its members by them would change nothing. The caller holds g's shard.
+func (m *Store) isExactly(g *group, users []membership.User) bool {
+	size := 0
+	if g != nil {
+		size = g.members.size
+	}
+	if len(users) < size {
+		return false // fewer users than members, repeats or not
+	}
+	uids := make([]membership.UID, len(users))
+	for i, u := range users {
+		uids[i] = u.UID
+	}
+	slices.Sort(uids)
+	if len(slices.Compact(uids)) != size {
+		return false
+	}
+	return size == 0 || m.holdsAll(g, users)
+}
+
+// checkUser is Check of OpRemoveUser: it changes something when uid is in a
+// group, and reports the latest revision when it does not, as Write does.
+func (m *Store) checkUser(uid membership.UID) (membership.Revision, bool, error) {
+	k, user := m.reverseKey(uid)
+	r := &m.reverse[k]
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return m.LatestRevision(), r.pairs.hasUser(user), nil
+}
