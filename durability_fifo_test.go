@@ -36,7 +36,7 @@ func TestTheBinaryRoutesWhileItsDataLoads(t *testing.T) {
 		{"GET", "/user-group/1", 503, "starting"},
 		{"GET", "/changes", 503, "starting"},
 		{"GET", "/readyz", 503, "starting"},
-		{"PUT", "/group-user/g", 405, "method_not_allowed"},
+		{"PATCH", "/group-user/g", 405, "method_not_allowed"},
 		{"GET", "/nowhere", 404, "not_found"},
 		{"GET", "/healthz", 200, ""},
 		{"GET", "/openapi.json", 200, ""},

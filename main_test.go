@@ -123,9 +123,9 @@ func TestProgramEndToEnd(t *testing.T) {
 	assert.Equal(t, 200, status)
 	assert.JSONEq(t, `[{"uid":1,"nickname":""},{"uid":3,"nickname":"Cy"}]`, body)
 
-	status, body = send(t, "PUT", base+"/group-user/team", "")
+	status, body = send(t, "PATCH", base+"/group-user/team", "")
 	assert.Equal(t, 405, status)
-	assert.JSONEq(t, `{"error":{"code":"method_not_allowed","message":"method PUT is not allowed on /group-user/team; allowed: GET, HEAD, POST, DELETE"}}`, body)
+	assert.JSONEq(t, `{"error":{"code":"method_not_allowed","message":"method PATCH is not allowed on /group-user/team; allowed: GET, HEAD, POST, PUT, DELETE"}}`, body)
 
 	status, _ = send(t, "GET", base+"/healthz", "")
 	assert.Equal(t, 200, status)

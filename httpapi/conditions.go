@@ -43,6 +43,10 @@ func writeCondition(r *http.Request, epoch uint64) (cond membership.Precondition
 		if err != nil {
 			return cond, false, err
 		}
+		if len(tags) > membership.MaxPreconditionRevisions {
+			return cond, false, membership.Errorf(codeInvalidHeader,
+				"If-Match has %d entity tags, more than %d: send the ETag you read", len(tags), membership.MaxPreconditionRevisions)
+		}
 		cond.Exists = star
 		for _, t := range tags {
 			if rev, ok := ourRevision(t, epoch); ok {

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -75,6 +77,9 @@ func TestWriteCondition(t *testing.T) {
 		{"both", `"8c1f2ab04d9e3f67-7"`, "*", membership.Precondition{Revisions: []membership.Revision{7}, Empty: true}, false, false},
 		{"if-none-match with tags", "", `"8c1f2ab04d9e3f67-7"`, membership.Precondition{}, false, true},
 		{"malformed if-match", `"7`, "", membership.Precondition{}, false, true},
+		{"64 tags", strings.TrimSuffix(strings.Repeat(`"8c1f2ab04d9e3f67-7", `, 64), ", "), "",
+			membership.Precondition{Revisions: slices.Repeat([]membership.Revision{7}, 64)}, false, false},
+		{"65 tags", strings.TrimSuffix(strings.Repeat(`"x", `, 65), ", "), "", membership.Precondition{}, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -48,6 +48,11 @@ type Precondition struct {
 	Empty bool
 }
 
+// MaxPreconditionRevisions is the most revisions a precondition may name:
+// the entity tags one If-Match may carry. A client names the revision it
+// read; a few more cover retries.
+const MaxPreconditionRevisions = 64
+
 // IsZero reports whether p requires nothing.
 func (p Precondition) IsZero() bool { return len(p.Revisions) == 0 && !p.Exists && !p.Empty }
 

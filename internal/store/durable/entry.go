@@ -55,13 +55,12 @@ const (
 	condEmpty  byte = 2
 )
 
-// MaxPreconditionRevisions bounds the revisions of a precondition (the
-// entity tags of an If-Match) that a write may give beyond those the group
-// has already passed, which the log leaves out: a write with more is
-// refused (CodeInvalidQuery), so that LargestEntry bounds every record.
-// A client names the revision it read; a caller that bounds the entity
-// tags of If-Match by this bound never meets the refusal.
-const MaxPreconditionRevisions = 64
+// MaxPreconditionRevisions bounds the revisions of a precondition that a
+// write may give beyond those the group has already passed, which the log
+// leaves out: a write with more is refused (CodeInvalidQuery), so that
+// LargestEntry bounds every record. The HTTP layer takes at most as many
+// entity tags in an If-Match, so its clients never meet the refusal.
+const MaxPreconditionRevisions = membership.MaxPreconditionRevisions
 
 // entry is one write as the log holds it: the request, not its effects.
 // Replaying it applies it to memory as it was applied when it was written,
