@@ -284,10 +284,7 @@ func (s *Store) commit(ctx context.Context, c change) (membership.Result, error)
 		return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
 			"the database did not confirm the change (%v): it may still be applied; read the group to know", err)
 	}
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	s.kickSequencer()
 	select {
 	case o := <-done:
 		return o.res, o.err
@@ -296,6 +293,14 @@ func (s *Store) commit(ctx context.Context, c change) (membership.Result, error)
 			"the change is in the database, but was not applied here within %s; it will be: read the group to see it", s.opts.CommitTimeout)
 	case <-s.stop:
 		return membership.Result{}, membership.Errorf(membership.CodeUnavailable, "the store is closing; the change is in the database and will be applied")
+	}
+}
+
+// kickSequencer has the sequencer place the changes written, soon.
+func (s *Store) kickSequencer() {
+	select {
+	case s.kick <- struct{}{}:
+	default: // it will run already
 	}
 }
 
@@ -517,10 +522,7 @@ func (s *Store) follow(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if s.pending() {
-			select { // the sequencer may have been busy elsewhere
-			case s.kick <- struct{}{}:
-			default:
-			}
+			s.kickSequencer() // it may have been busy elsewhere
 		}
 	}
 }
