@@ -13,6 +13,12 @@
 // deterministic, every instance gives every change the same revision. A
 // writer answers once its own instance has applied its change, so a change
 // written after another was acknowledged is placed after it.
+//
+// A conditional write (If-Match) is checked when it is applied, against
+// the state the log built before it: memory decides, every instance
+// alike, so of two writes racing with one ETag the first in the log wins
+// and the other fails everywhere, taking no revision. Its writer gets the
+// failure as the answer to its change (write.go).
 package postgres
 
 import (

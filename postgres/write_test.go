@@ -314,7 +314,7 @@ func writeRandomly(t *testing.T, stores []*Store, groups []string, nUsers int) m
 
 // randomWrite returns a random write to one of groups, of users 1 to
 // nUsers, conditional half the time on what s lists.
-func randomWrite(ctx context.Context, rng *rand.Rand, s *Store, groups []string, nUsers int) membership.Write {
+func randomWrite(ctx context.Context, rng *rand.Rand, s membership.Store, groups []string, nUsers int) membership.Write {
 	w := membership.Write{GroupID: groups[rng.IntN(len(groups))]}
 	someUsers := func() []membership.User {
 		var us []membership.User
@@ -332,7 +332,9 @@ func randomWrite(ctx context.Context, rng *rand.Rand, s *Store, groups []string,
 		w.Op, w.Users = membership.OpAdd, someUsers()
 	case 2:
 		w.Op = membership.OpRemove
-		w.UIDs = []membership.UID{membership.UID(1 + rng.IntN(nUsers))}
+		for range 1 + rng.IntN(3) {
+			w.UIDs = append(w.UIDs, membership.UID(1+rng.IntN(nUsers)))
+		}
 	case 3:
 		w.Op, w.Users = membership.OpReplace, someUsers()
 	case 4:
