@@ -65,6 +65,11 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	return migrate(ctx, pool, ms)
+}
+
+// migrate brings the schema up to the last of ms, as Migrate.
+func migrate(ctx context.Context, pool *pgxpool.Pool, ms []migration) ([]int, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,12 @@
 // deterministic, every instance gives every change the same revision. A
 // writer answers once its own instance has applied its change, so a change
 // written after another was acknowledged is placed after it.
+//
+// A conditional write (If-Match) is checked when it is applied, against
+// the state the log built before it: memory decides, every instance
+// alike, so of two writes racing with one ETag the first in the log wins
+// and the other fails everywhere, taking no revision. Its writer gets the
+// failure as the answer to its change (write.go).
 package postgres
 
 import (
@@ -93,10 +99,12 @@ type Store struct {
 
 	// applyMu is held while the log is applied: one applier at a time.
 	applyMu sync.Mutex
-	applied int64 // pos of the last change applied; under applyMu
+	// applied is the pos of the last change applied: written under
+	// applyMu, read anywhere (answerHere).
+	applied atomic.Int64
 
 	waitMu  sync.Mutex
-	waiters map[int64]chan membership.Result // by ticket
+	waiters map[int64]chan outcome // by ticket
 
 	kick      chan struct{} // wakes the sequencer
 	stop      chan struct{}
@@ -116,6 +124,19 @@ var _ membership.Store = (*Store)(nil)
 // Open connects to the database at url, applies the schema's migrations,
 // reads the whole log into memory, and starts following it.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	s, err := openStill(ctx, url, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.stopped.Add(2)
+	go s.followLoop()
+	go s.sequenceLoop()
+	return s, nil
+}
+
+// openStill is Open but for following the log: the store it returns
+// serves the log as it was when it opened, until its caller applies more.
+func openStill(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.CommitTimeout <= 0 {
 		opts.CommitTimeout = DefaultCommitTimeout
 	}
@@ -144,7 +165,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		pool: pool, opts: opts, logger: logger,
-		waiters: map[int64]chan membership.Result{},
+		waiters: map[int64]chan outcome{},
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		lag:     metrics.NewHistogram(metrics.DefaultDurationBuckets),
@@ -153,9 +174,6 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	s.stopped.Add(2)
-	go s.followLoop()
-	go s.sequenceLoop()
 	return s, nil
 }
 
@@ -233,51 +251,20 @@ func (s *Store) Budgets() []metrics.Budget { return s.Stats().Budgets() }
 // Backup returns a consistent copy of the state this instance serves.
 func (s *Store) Backup() *snap.Backup { return s.mem.Backup() }
 
-// AddMembers implements membership.Store. It returns once the change is
-// committed, placed in the log and applied here, or with CodeUnavailable.
-func (s *Store) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	if len(users) == 0 {
-		rev, err := s.mem.Revision(ctx, groupID)
-		return membership.Result{Revision: rev}, err
-	}
-	uids := make([]int64, len(users))
-	nicknames := make([][]byte, len(users)) // bytea: a nickname may hold any character, NUL included
-	for i, u := range users {
-		uids[i] = int64(u.UID)
-		if u.HasNickname {
-			nicknames[i] = append([]byte{}, u.Nickname...) // not nil, even when empty: nil is NULL, no nickname
-		}
-	}
-	return s.commit(ctx, opAdd, groupID, uids, nicknames)
+// outcome is what applying a change gave: its writer's answer.
+type outcome struct {
+	res membership.Result
+	err error
 }
 
-// RemoveMembers implements membership.Store, as AddMembers.
-func (s *Store) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
-	if len(uids) == 0 {
-		rev, err := s.mem.Revision(ctx, groupID)
-		return membership.Result{Revision: rev}, err
-	}
-	ids := make([]int64, len(uids))
-	for i, uid := range uids {
-		ids[i] = int64(uid)
-	}
-	return s.commit(ctx, opRemove, groupID, ids, nil)
-}
-
-// The ops of membership_changes.
-const (
-	opAdd    = 1
-	opRemove = 2
-)
-
-// commit writes a change to the log and waits until this instance has
-// applied it.
-func (s *Store) commit(ctx context.Context, op int16, groupID string, uids []int64, nicknames [][]byte) (membership.Result, error) {
+// commit writes c to the log and waits until this instance has applied it:
+// its answer is what applying it gave, a failed precondition included.
+func (s *Store) commit(ctx context.Context, c change) (membership.Result, error) {
 	if err := s.Writable(); err != nil {
 		return membership.Result{}, err
 	}
 	ticket := int64(rand.Uint64())
-	done := make(chan membership.Result, 1)
+	done := make(chan outcome, 1)
 	s.waitMu.Lock()
 	s.waiters[ticket] = done
 	s.waitMu.Unlock()
@@ -288,8 +275,9 @@ func (s *Store) commit(ctx context.Context, op int16, groupID string, uids []int
 	}()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CommitTimeout)
 	defer cancel()
-	_, err := s.pool.Exec(ctx, "INSERT INTO membership_changes (ticket, op, group_id, uids, nicknames) VALUES ($1, $2, $3, $4, $5)",
-		ticket, op, groupID, uids, nicknames)
+	_, err := s.pool.Exec(ctx, `INSERT INTO membership_changes
+		(ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		ticket, c.op, c.groupID, c.uids, c.nicknames, c.ifRevisions, c.ifExists, c.ifEmpty)
 	if err != nil {
 		if ctx.Err() != nil {
 			return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
@@ -302,18 +290,23 @@ func (s *Store) commit(ctx context.Context, op int16, groupID string, uids []int
 		return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
 			"the database did not confirm the change (%v): it may still be applied; read the group to know", err)
 	}
+	s.kickSequencer()
 	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-	select {
-	case res := <-done:
-		return res, nil
+	case o := <-done:
+		return o.res, o.err
 	case <-ctx.Done():
 		return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
 			"the change is in the database, but was not applied here within %s; it will be: read the group to see it", s.opts.CommitTimeout)
 	case <-s.stop:
 		return membership.Result{}, membership.Errorf(membership.CodeUnavailable, "the store is closing; the change is in the database and will be applied")
+	}
+}
+
+// kickSequencer has the sequencer place the changes written, soon.
+func (s *Store) kickSequencer() {
+	select {
+	case s.kick <- struct{}{}:
+	default: // it will run already
 	}
 }
 
@@ -414,9 +407,9 @@ func (s *Store) catchUp(ctx context.Context, q querier) error {
 // applyPage applies up to fetchRows changes after the last applied, and
 // returns how many. The caller holds applyMu.
 func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
-	rows, err := q.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames,
+	rows, err := q.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty,
 		extract(epoch FROM clock_timestamp() - appended_at)::float8
-		FROM membership_changes WHERE pos > $1 ORDER BY pos LIMIT $2`, s.applied, fetchRows)
+		FROM membership_changes WHERE pos > $1 ORDER BY pos LIMIT $2`, s.applied.Load(), fetchRows)
 	if err != nil {
 		return 0, err
 	}
@@ -424,16 +417,23 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 	n := 0
 	for rows.Next() {
 		var c logEntry
-		if err := rows.Scan(&c.pos, &c.ticket, &c.op, &c.groupID, &c.uids, &c.nicknames, &c.age); err != nil {
+		if err := rows.Scan(&c.pos, &c.ticket, &c.op, &c.groupID, &c.uids, &c.nicknames,
+			&c.ifRevisions, &c.ifExists, &c.ifEmpty, &c.age); err != nil {
 			return n, err
 		}
-		if c.pos != s.applied+1 {
-			why := fmt.Sprintf("the log has a gap: after change %d comes %d; this instance stops taking changes: restart it", s.applied, c.pos)
+		why := ""
+		if applied := s.applied.Load(); c.pos != applied+1 {
+			why = fmt.Sprintf("the log has a gap: after change %d comes %d; this instance stops taking changes: restart it", applied, c.pos)
+		} else if !c.known() {
+			why = fmt.Sprintf("change %d of the log has op %d, which this build does not know: "+
+				"this instance stops taking changes: restart it on the build that wrote it", c.pos, c.op)
+		}
+		if why != "" {
 			s.broken.Store(&why)
 			return n, errors.New(why)
 		}
 		s.apply(ctx, c)
-		s.applied = c.pos
+		s.applied.Store(c.pos)
 		n++
 	}
 	return n, rows.Err()
@@ -441,37 +441,19 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 
 // logEntry is a change read from the log.
 type logEntry struct {
+	change
 	pos, ticket int64
-	op          int16
-	groupID     string
-	uids        []int64
-	nicknames   [][]byte
 	age         float64 // seconds since it was written, by the database's clock
 }
 
 // apply applies c to memory and answers its writer, if it waits here.
+// Memory decides, every instance alike, whether c's precondition holds:
+// one that does not is its writer's answer, and changes nothing anywhere.
 func (s *Store) apply(ctx context.Context, c logEntry) {
 	start := time.Now()
-	var res membership.Result
-	var err error
-	switch c.op {
-	case opAdd:
-		users := make([]membership.User, len(c.uids))
-		for i, uid := range c.uids {
-			users[i].UID = membership.UID(uid)
-			if i < len(c.nicknames) && c.nicknames[i] != nil {
-				users[i].Nickname, users[i].HasNickname = string(c.nicknames[i]), true
-			}
-		}
-		res, err = s.mem.AddMembers(ctx, c.groupID, users)
-	case opRemove:
-		uids := make([]membership.UID, len(c.uids))
-		for i, uid := range c.uids {
-			uids[i] = membership.UID(uid)
-		}
-		res, err = s.mem.RemoveMembers(ctx, c.groupID, uids)
-	}
-	if err != nil { // memory refuses nothing: the writers' Service checked it
+	res, err := s.mem.Write(ctx, c.write())
+	if err != nil && membership.ErrorCode(err) != membership.CodePreconditionFailed {
+		// Memory refuses nothing else: the writers' Service checked it.
 		s.logger.Error("applying a change of the log failed", "pos", c.pos, "err", err)
 	}
 	s.lag.Observe(time.Duration(c.age*float64(time.Second)) + time.Since(start))
@@ -480,7 +462,7 @@ func (s *Store) apply(ctx context.Context, c logEntry) {
 	s.waitMu.Unlock()
 	if done != nil {
 		select {
-		case done <- res:
+		case done <- outcome{res, err}:
 		default: // answered already: a ticket is in the log once
 		}
 	}
@@ -546,10 +528,7 @@ func (s *Store) follow(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if s.pending() {
-			select { // the sequencer may have been busy elsewhere
-			case s.kick <- struct{}{}:
-			default:
-			}
+			s.kickSequencer() // it may have been busy elsewhere
 		}
 	}
 }

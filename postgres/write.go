@@ -1,0 +1,237 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"example.com/groupmembership/membership"
+)
+
+// The ops of membership_changes (migrations 0001 and 0002), indexed by
+// their number there.
+var ops = [...]membership.Op{
+	1: membership.OpAdd,
+	2: membership.OpRemove,
+	3: membership.OpReplace,
+	4: membership.OpDeleteGroup,
+	5: membership.OpRemoveUser,
+}
+
+// change is a membership.Write as a row of membership_changes holds it.
+type change struct {
+	op      int16
+	groupID string
+	uids    []int64
+	// nicknames go with uids on an add or a replace: each user's, nil for
+	// none given.
+	nicknames   [][]byte
+	ifRevisions []int64 // revisions, bit for bit
+	ifExists    bool
+	ifEmpty     bool
+}
+
+// changeOf returns w as a row of the log, or an error for a write that
+// memory would refuse: an unknown op, a remove_user that names not one uid.
+func changeOf(w membership.Write) (change, error) {
+	c := change{groupID: w.GroupID}
+	for n, op := range ops {
+		if op == w.Op && op != "" {
+			c.op = int16(n)
+		}
+	}
+	switch w.Op {
+	case membership.OpAdd, membership.OpReplace:
+		c.uids = make([]int64, len(w.Users))
+		c.nicknames = make([][]byte, len(w.Users)) // bytea: a nickname may hold any character, NUL included
+		for i, u := range w.Users {
+			c.uids[i] = int64(u.UID)
+			if u.HasNickname {
+				c.nicknames[i] = append([]byte{}, u.Nickname...) // not nil, even when empty: nil is NULL, no nickname
+			}
+		}
+	case membership.OpDeleteGroup:
+		c.uids = []int64{} // it names no uid
+	case membership.OpRemove:
+		c.uids = make([]int64, len(w.UIDs))
+		for i, uid := range w.UIDs {
+			c.uids[i] = int64(uid)
+		}
+	case membership.OpRemoveUser:
+		if len(w.UIDs) != 1 {
+			return change{}, fmt.Errorf("remove_user names %d uids, not one", len(w.UIDs))
+		}
+		c.uids = []int64{int64(w.UIDs[0])}
+		return c, nil // it has no group to hold a precondition
+	default:
+		return change{}, fmt.Errorf("unknown op %q", w.Op)
+	}
+	for _, rev := range w.If.Revisions {
+		c.ifRevisions = append(c.ifRevisions, int64(rev))
+	}
+	c.ifExists, c.ifEmpty = w.If.Exists, w.If.Empty
+	return c, nil
+}
+
+// known reports whether this build knows c's op.
+func (c change) known() bool { return c.op > 0 && int(c.op) < len(ops) && ops[c.op] != "" }
+
+// write returns c as the membership.Write it was made of. c's op is known.
+func (c change) write() membership.Write {
+	w := membership.Write{Op: ops[c.op], GroupID: c.groupID}
+	switch w.Op {
+	case membership.OpAdd, membership.OpReplace:
+		w.Users = make([]membership.User, len(c.uids))
+		for i, uid := range c.uids {
+			w.Users[i].UID = membership.UID(uid)
+			if i < len(c.nicknames) && c.nicknames[i] != nil {
+				w.Users[i].Nickname, w.Users[i].HasNickname = string(c.nicknames[i]), true
+			}
+		}
+	default:
+		w.UIDs = make([]membership.UID, len(c.uids))
+		for i, uid := range c.uids {
+			w.UIDs[i] = membership.UID(uid)
+		}
+	}
+	for _, rev := range c.ifRevisions {
+		w.If.Revisions = append(w.If.Revisions, membership.Revision(rev))
+	}
+	w.If.Exists, w.If.Empty = c.ifExists, c.ifEmpty
+	return w
+}
+
+// AddMembers implements membership.Store: Write with OpAdd.
+func (s *Store) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
+	return s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: groupID, Users: users})
+}
+
+// RemoveMembers implements membership.Store: Write with OpRemove.
+func (s *Store) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
+	return s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groupID, UIDs: uids})
+}
+
+// Write implements membership.Store. It returns once the change is
+// committed, placed in the log and applied here, or with CodeUnavailable.
+// Its precondition is checked when it is applied, against the state the
+// log built before it, on every instance alike: of two writes racing with
+// one If-Match, the first in the log wins, the other fails everywhere.
+// A write whose outcome this instance already knows is answered without
+// going to the log (answerHere).
+func (s *Store) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
+	c, err := changeOf(w)
+	if err != nil {
+		return membership.Result{}, err
+	}
+	if res, answered, err := s.answerHere(ctx, w); answered {
+		return res, err
+	}
+	return s.commit(ctx, c)
+}
+
+// answerHere answers w from this instance's memory, without a change in
+// the log, when memory tells its outcome for sure. Memory may lag behind
+// the log, so it answers at once only what no change still to come could
+// alter: an add or remove of no user, or a precondition that names only
+// revisions below the group's (which never goes back); what memory would
+// answer without changing anything (a precondition that fails, a deletion
+// of an empty group, the removal of a user in no group) it answers once
+// the database says this instance has applied the whole log as placed
+// now, so that the answer is not older than a change already
+// acknowledged. Otherwise answered is false, and the log settles it.
+func (s *Store) answerHere(ctx context.Context, w membership.Write) (res membership.Result, answered bool, err error) {
+	cond := w.If
+	if w.Op == membership.OpRemoveUser {
+		cond = membership.Precondition{} // it has no group to hold one
+	}
+	empty := w.Op == membership.OpAdd && len(w.Users) == 0 || w.Op == membership.OpRemove && len(w.UIDs) == 0
+	st := s.localState(ctx, w)
+	switch {
+	case empty && cond.IsZero():
+		return membership.Result{Revision: st.revision}, true, nil
+	case failsForGood(cond, st):
+		return membership.Result{}, true, membership.PreconditionFailed(st.revision)
+	case cond.Holds(st.size, st.revision) && !st.unchanged:
+		return membership.Result{}, false, nil // a change: the log decides
+	}
+	if !s.caughtUp(ctx) {
+		return membership.Result{}, false, nil
+	}
+	st = s.localState(ctx, w) // at least as new as the log was when asked
+	switch {
+	case !cond.Holds(st.size, st.revision):
+		return membership.Result{}, true, membership.PreconditionFailed(st.revision)
+	case st.unchanged:
+		return membership.Result{Revision: st.revision}, true, nil
+	}
+	return membership.Result{}, false, nil
+}
+
+// local is what this instance's memory says of a write's group.
+type local struct {
+	size     int
+	revision membership.Revision // the group's; for remove_user, the store's
+	// unchanged says that applying the write to this state would change
+	// nothing: an add or remove of no user, a deletion of an empty group,
+	// the removal of a user in no group.
+	unchanged bool
+}
+
+// localState reads what this instance's memory says of w's group, in one
+// state (a group's size and revision are read together). Memory's reads
+// do not fail.
+func (s *Store) localState(ctx context.Context, w membership.Write) local {
+	var st local
+	if w.Op == membership.OpRemoveUser {
+		before := s.mem.LatestRevision()
+		groups := 0
+		_ = s.mem.UserGroups(ctx, w.UIDs[0], membership.GroupListOptions{Limit: 1},
+			func(total int, _ iter.Seq[string]) { groups = total })
+		st.revision = s.mem.LatestRevision()
+		// Another change in between could have added the user to a
+		// group: only a state that held still says so for sure.
+		st.unchanged = groups == 0 && st.revision == before
+		return st
+	}
+	st.revision, _ = s.mem.ListMembers(ctx, w.GroupID, membership.ListOptions{Limit: 1},
+		func(total int, _ iter.Seq[membership.Member]) { st.size = total })
+	switch w.Op {
+	case membership.OpAdd:
+		st.unchanged = len(w.Users) == 0
+	case membership.OpRemove:
+		st.unchanged = len(w.UIDs) == 0
+	case membership.OpDeleteGroup:
+		st.unchanged = st.size == 0
+	}
+	return st
+}
+
+// failsForGood reports whether cond fails for the group st tells of, and
+// will fail whatever changes the log holds that this instance has not
+// applied yet: a group's revision never goes back, and one revision is
+// one list. So it fails for good when it names revisions, none above st's,
+// and fails in st.
+func failsForGood(cond membership.Precondition, st local) bool {
+	if len(cond.Revisions) == 0 || cond.Holds(st.size, st.revision) {
+		return false
+	}
+	for _, rev := range cond.Revisions {
+		if rev > st.revision {
+			return false // a revision still to come, maybe
+		}
+	}
+	return true
+}
+
+// caughtUp reports whether this instance has applied every change placed
+// in the log when the database answers: then memory, read afterwards, is
+// not older than any change acknowledged before. A database that does not
+// answer (in CommitTimeout) is a no: the write goes to the log, which
+// reports it.
+func (s *Store) caughtUp(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CommitTimeout)
+	defer cancel()
+	var last int64
+	err := s.pool.QueryRow(ctx, "SELECT coalesce(max(pos), 0) FROM membership_changes").Scan(&last)
+	return err == nil && s.applied.Load() >= last
+}
