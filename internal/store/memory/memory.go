@@ -595,44 +595,6 @@ func (m *Store) Revision(_ context.Context, groupID string) (membership.Revision
 	return m.revisionOf(s.groups[groupID]), nil
 }
 
-// AnyMember reports whether any of uids is a member of the group.
-func (m *Store) AnyMember(groupID string, uids []membership.UID) bool {
-	s := m.shardOf(groupID)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	g := s.groups[groupID]
-	if g == nil {
-		return false
-	}
-	for _, uid := range uids {
-		if g.members.contains(uid) {
-			return true
-		}
-	}
-	return false
-}
-
-// AllMembersWithNicknames reports whether every user is a member of the group
-// and already has the nickname the user gives, if any: whether adding them
-// would change nothing.
-func (m *Store) AllMembersWithNicknames(groupID string, users []membership.User) bool {
-	s := m.shardOf(groupID)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	g := s.groups[groupID]
-	if g == nil {
-		return false
-	}
-	m.nicknamesMu.RLock()
-	defer m.nicknamesMu.RUnlock()
-	for _, u := range users {
-		if !g.members.contains(u.UID) || (u.HasNickname && m.nicknames[u.UID] != u.Nickname) {
-			return false
-		}
-	}
-	return true
-}
-
 // UserGroups implements membership.Store. A user's group ids are sorted
 // here, when listed: a page of l groups costs O(k log l) time and O(l)
 // memory for a user in k groups, however deep the page; the whole list
