@@ -54,7 +54,7 @@ func parseQuery(r *http.Request, takes ...string) (query, error) {
 func takesWhat(name string, takes []string) string {
 	switch {
 	case name == "users":
-		return "it belongs in the body of a POST or DELETE, not in the query string: send users=[uid, ...] as the body"
+		return "it belongs in the body of a POST, PUT or DELETE of /group-user/{groupID}, not in the query string: send users=[uid, ...] as the body"
 	case len(takes) == 0:
 		return "this route takes no parameters"
 	default:

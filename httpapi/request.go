@@ -30,7 +30,7 @@ type changeRequest struct {
 	lease budget.Lease
 }
 
-// readChangeRequest reads the body of a POST or DELETE: a form, or a JSON
+// readChangeRequest reads the body of a POST, PUT or DELETE: a form, or a JSON
 // object. It reads the body itself because Request.ParseForm ignores the body
 // of a DELETE.
 //

@@ -467,7 +467,7 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.dataDir, "data-dir", "", "`directory` to keep the data in, durably; empty: memory only, lost at exit")
 	fs.Int64Var(&cfg.snapshotSize, "snapshot-bytes", durable.DefaultSnapshotBytes, "with -data-dir, the log size in `bytes` past which a snapshot is written and the log restarted")
 	fs.BoolVar(&cfg.repair, "repair", false, "with -data-dir, start past damage: cut a damaged log there, or recover from the snapshot before a damaged one; what is cut is moved into DIR/repair-<time>/")
-	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` holding the bearer token that POST, DELETE and /backup need; without it, MEMBERSHIP_TOKEN from the environment")
+	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` holding the bearer token that POST, PUT, DELETE and /backup need; without it, MEMBERSHIP_TOKEN from the environment")
 	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every GET but /healthz and /readyz need the token as well")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "on SIGTERM or SIGINT, answer /readyz with 503 and serve on for this long before draining")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM or SIGINT, after -shutdown-delay, how long requests in flight may take to finish before their connections are closed")
