@@ -413,18 +413,8 @@ func tight(uids []membership.UID) []membership.UID {
 // is given several, and returns those that changed, in ascending uid order.
 // The caller holds nicknamesMu.
 func (m *Store) setNicknames(users []membership.User) []membership.Member {
-	var given []membership.Member
-	for _, u := range users {
-		if u.HasNickname {
-			given = append(given, membership.Member{UID: u.UID, Nickname: u.Nickname})
-		}
-	}
-	slices.SortStableFunc(given, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
 	var changed []membership.Member
-	for i, u := range given {
-		if i+1 < len(given) && given[i+1].UID == u.UID {
-			continue // a later nickname for the same user wins
-		}
+	for _, u := range lastNicknames(users) {
 		if m.nicknames[u.UID] == u.Nickname {
 			continue
 		}
@@ -437,6 +427,26 @@ func (m *Store) setNicknames(users []membership.User) []membership.Member {
 	}
 	m.nicknameCount.Store(int64(len(m.nicknames)))
 	return changed
+}
+
+// lastNicknames returns the nicknames users give, in ascending uid order:
+// for a user given several, the last one, which is the one that counts.
+func lastNicknames(users []membership.User) []membership.Member {
+	var given []membership.Member
+	for _, u := range users {
+		if u.HasNickname {
+			given = append(given, membership.Member{UID: u.UID, Nickname: u.Nickname})
+		}
+	}
+	slices.SortStableFunc(given, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
+	last := given[:0]
+	for i, u := range given {
+		if i+1 < len(given) && given[i+1].UID == u.UID {
+			continue // a later nickname for the same user wins
+		}
+		last = append(last, u)
+	}
+	return last
 }
 
 // RemoveMembers implements membership.Store.

@@ -62,18 +62,18 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	locked := m.lockReverse(func(yield func(membership.UID) bool) {
 		eachDifferent(old, uids, func(uid membership.UID, _ bool) bool { return yield(uid) })
 	}, buf[:])
-	m.nicknamesMu.Lock()
 	eachDifferent(old, uids, func(uid membership.UID, in bool) bool {
 		if in {
 			m.addReverse(uid, g.number)
 		} else if m.removeReverse(uid, g.number) {
-			delete(m.nicknames, uid) // a user in no group is forgotten
+			m.forget(uid)
 		}
 		return true
 	})
 	var next members
 	next.fill(uids)
 	g.members = next
+	m.nicknamesMu.Lock()
 	changed := m.setNicknames(users)
 	reported := m.withNicknamesOf(added, changed)
 	m.nicknamesMu.Unlock()
@@ -92,13 +92,30 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	return membership.Result{Count: len(added), Removed: removed, Revision: rev}, nil
 }
 
-// changesNicknames reports whether recording the nicknames users give
-// would change any. The caller holds the group's shard.
+// forget forgets the nickname of uid, which a change left in no group. It
+// holds nicknamesMu only while it does, so that a change of a million
+// members does not hold up every list meanwhile: no list shows uid, which
+// is in no group, and its reverse shard is held, so no add brings it back
+// before the change is recorded.
+func (m *Store) forget(uid membership.UID) {
+	if m.nicknameCount.Load() == 0 {
+		return
+	}
+	m.nicknamesMu.Lock()
+	if _, ok := m.nicknames[uid]; ok {
+		delete(m.nicknames, uid)
+		m.nicknameCount.Store(int64(len(m.nicknames)))
+	}
+	m.nicknamesMu.Unlock()
+}
+
+// changesNicknames reports whether recording the nicknames users give (the
+// last of each user's) would change any. The caller holds the group's shard.
 func (m *Store) changesNicknames(users []membership.User) bool {
 	m.nicknamesMu.RLock()
 	defer m.nicknamesMu.RUnlock()
-	for _, u := range users {
-		if u.HasNickname && m.nicknames[u.UID] != u.Nickname {
+	for _, u := range lastNicknames(users) {
+		if m.nicknames[u.UID] != u.Nickname {
 			return true
 		}
 	}
@@ -163,14 +180,11 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition) (membe
 	}
 	var buf [4]uint64
 	locked := m.lockReverse(g.members.all, buf[:])
-	m.nicknamesMu.Lock()
 	for uid := range g.members.all {
 		if m.removeReverse(uid, g.number) {
-			delete(m.nicknames, uid)
+			m.forget(uid)
 		}
 	}
-	m.nicknameCount.Store(int64(len(m.nicknames)))
-	m.nicknamesMu.Unlock()
 	removed := g.members.size
 	g.members = members{}
 	m.counts.members.Add(-int64(removed))
@@ -227,9 +241,19 @@ func (m *Store) removeUser(uid membership.UID) membership.Result {
 	return membership.Result{Count: len(groups), Revision: rev}
 }
 
-// Groups implements membership.Store. It holds every shard for reading, so
-// that the page, the sizes and the total are of one revision.
+// Groups implements membership.Store. It holds every shard for reading
+// while it copies the page, so that the page, the sizes and the total are of
+// one revision, and lets go before list encodes it: a page is at most
+// MaxPageSize+1 ids (which the groups keep) and sizes.
 func (m *Store) Groups(_ context.Context, opts membership.GroupsOptions, list membership.GroupsFunc) (membership.Revision, error) {
+	rev, total, page := m.groupsPage(opts)
+	list(total, slices.Values(page))
+	return rev, nil
+}
+
+// groupsPage returns the latest revision, the total of the groups opts's
+// prefix selects, and the page opts asks for.
+func (m *Store) groupsPage(opts membership.GroupsOptions) (membership.Revision, int, []membership.GroupSize) {
 	for i := range m.shards {
 		m.shards[i].mu.RLock()
 	}
@@ -251,17 +275,18 @@ func (m *Store) Groups(_ context.Context, opts membership.GroupsOptions, list me
 	if opts.Prefix > from {
 		from, inclusive = opts.Prefix, true
 	}
-	list(total, func(yield func(membership.GroupSize) bool) {
-		n := 0
-		m.index.ascend(from, inclusive, func(g *group) bool {
-			if bounded && g.id >= end || opts.Limit > 0 && n == opts.Limit {
-				return false
-			}
-			n++
-			return yield(membership.GroupSize{ID: g.id, Members: g.members.size})
-		})
+	var page []membership.GroupSize
+	if opts.Limit > 0 {
+		page = make([]membership.GroupSize, 0, min(opts.Limit, total))
+	}
+	m.index.ascend(from, inclusive, func(g *group) bool {
+		if bounded && g.id >= end || opts.Limit > 0 && len(page) == opts.Limit {
+			return false
+		}
+		page = append(page, membership.GroupSize{ID: g.id, Members: g.members.size})
+		return true
 	})
-	return rev, nil
+	return rev, total, page
 }
 
 // Groups implements membership.Store.

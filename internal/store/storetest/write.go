@@ -90,6 +90,21 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		assert.Equal(t, before, latest(t, s))
 	})
 
+	t.Run("a write that names a user twice changes nothing when the last nickname is the current one", func(t *testing.T) {
+		s := newStore(t)
+		_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1}, nick(2, "B")})
+		require.NoError(t, err)
+		rev, err := s.Revision(ctx, "g")
+		require.NoError(t, err)
+		before := latest(t, s)
+		twice := []membership.User{{UID: 1}, nick(2, "X"), nick(2, "B")}
+		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: twice})
+		assert.Equal(t, membership.Result{Revision: rev}, res)
+		res = write(s, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: twice})
+		assert.Equal(t, membership.Result{Revision: rev}, res)
+		assert.Equal(t, before, latest(t, s), "no revision taken")
+	})
+
 	t.Run("replace that changes only a nickname takes a revision", func(t *testing.T) {
 		s := newStore(t)
 		_, err := s.AddMembers(ctx, "g", []membership.User{nick(1, "Ann")})
