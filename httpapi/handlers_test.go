@@ -465,6 +465,9 @@ func (s faultyStore) Write(context.Context, membership.Write) (membership.Result
 func (s faultyStore) Groups(context.Context, membership.GroupsOptions, membership.GroupsFunc) (membership.Revision, error) {
 	return 0, s.fail()
 }
+func (s faultyStore) CheckMembers(context.Context, []membership.Check) ([]bool, membership.Revision, error) {
+	return nil, 0, s.fail()
+}
 func (s faultyStore) Epoch() uint64 { return 1 }
 
 func (s faultyStore) Revision(context.Context, string) (membership.Revision, error) {

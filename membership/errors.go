@@ -21,6 +21,8 @@ const (
 	CodeInvalidBody        Code = "invalid_body"        // the request body cannot be decoded
 	CodeInvalidQuery       Code = "invalid_query"       // a query parameter (limit, after) is not valid
 	CodeTooManyUsers       Code = "too_many_users"      // the users array has more elements than allowed
+	CodeInvalidChecks      Code = "invalid_checks"      // the checks value is not a JSON array of valid checks (a group id and a uid each)
+	CodeTooManyChecks      Code = "too_many_checks"     // the checks array has more elements than allowed
 	CodeBodyTooLarge       Code = "body_too_large"      // the request body is larger than allowed
 	CodeNotMember          Code = "not_member"          // the user is not a member of the group
 	CodeChangesGone        Code = "changes_gone"        // the change feed no longer has the changes asked for: list again

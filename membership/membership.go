@@ -184,6 +184,13 @@ type Store interface {
 	// member.
 	Member(ctx context.Context, groupID string, uid UID) (Member, bool, error)
 
+	// CheckMembers answers every check, in order, at one revision, which it
+	// returns: found[i] says whether checks[i].UID is a member of
+	// checks[i].GroupID in the state at that revision, the state after every
+	// change up to it and none after. An unknown group has no members.
+	// It costs O(log n) per check for groups of n members.
+	CheckMembers(ctx context.Context, checks []Check) (found []bool, rev Revision, err error)
+
 	// UserGroups calls list once with the groups uid is in, as opts selects.
 	// The index it reads changes with the groups' members, atomically: it
 	// never disagrees with ListMembers. list runs under the same rules as for

@@ -126,6 +126,11 @@ func (s *recordingStore) Member(_ context.Context, groupID string, uid membershi
 	return membership.Member{UID: uid}, uid == 1, nil
 }
 
+func (s *recordingStore) CheckMembers(_ context.Context, checks []membership.Check) ([]bool, membership.Revision, error) {
+	s.calls = append(s.calls, fmt.Sprint("check ", len(checks)))
+	return make([]bool, len(checks)), 0, nil
+}
+
 func (s *recordingStore) Epoch() uint64 { return 1 }
 
 func (s *recordingStore) Revision(_ context.Context, groupID string) (membership.Revision, error) {

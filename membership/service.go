@@ -9,17 +9,15 @@ const DefaultMaxUsers = 10000
 // request whole before any of it reaches the Store, so a bad request changes
 // nothing.
 type Service struct {
-	store    Store
-	maxUsers int
+	store     Store
+	maxUsers  int
+	maxChecks int
 }
 
 // NewService returns a Service over store that accepts at most maxUsers users
 // per request (DefaultMaxUsers when maxUsers <= 0).
 func NewService(store Store, maxUsers int) *Service {
-	if maxUsers <= 0 {
-		maxUsers = DefaultMaxUsers
-	}
-	return &Service{store: store, maxUsers: maxUsers}
+	return NewServiceWith(store, ServiceOptions{MaxUsers: maxUsers})
 }
 
 // MaxUsers returns the most users one request may name.

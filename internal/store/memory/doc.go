@@ -17,7 +17,9 @@
 //     Removing a user from every group holds every shard, in index order,
 //     since it finds the user's groups in the reverse index, which comes
 //     after. So does Groups, for reading, so that a page and its sizes are
-//     of one revision.
+//     of one revision. CheckMembers holds the shards of the groups it
+//     checks, for reading, in index order, so that its answers are of one
+//     revision.
 //  2. indexMu: the group index, in id order (groupindex.go). A change takes
 //     it, with its shard held, only to create or drop a group, and holds no
 //     other lock then; Groups takes it for reading with every shard held.

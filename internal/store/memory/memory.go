@@ -155,7 +155,12 @@ func NewWith(opts Options) *Store {
 }
 
 func (m *Store) shardOf(groupID string) *shard {
-	return &m.shards[maphash.String(m.seed, groupID)%uint64(len(m.shards))]
+	return &m.shards[m.shardIndex(groupID)]
+}
+
+// shardIndex returns the index of groupID's shard in m.shards.
+func (m *Store) shardIndex(groupID string) int {
+	return int(maphash.String(m.seed, groupID) % uint64(len(m.shards)))
 }
 
 // reverseKey returns the index of uid's reverse shard, and the user that

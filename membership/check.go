@@ -1,0 +1,57 @@
+package membership
+
+import "context"
+
+// DefaultMaxChecks is the default limit on the checks of one CheckMembers.
+const DefaultMaxChecks = 1000
+
+// Check asks whether UID is a member of the group GroupID: one pair of
+// CheckMembers.
+type Check struct {
+	GroupID string
+	UID     UID
+}
+
+// ServiceOptions configure NewServiceWith. A limit <= 0 takes its default.
+type ServiceOptions struct {
+	// MaxUsers is the most users one change may name: DefaultMaxUsers.
+	MaxUsers int
+	// MaxChecks is the most checks one CheckMembers may ask:
+	// DefaultMaxChecks.
+	MaxChecks int
+}
+
+// NewServiceWith returns a Service over store with the limits of opts.
+func NewServiceWith(store Store, opts ServiceOptions) *Service {
+	if opts.MaxUsers <= 0 {
+		opts.MaxUsers = DefaultMaxUsers
+	}
+	if opts.MaxChecks <= 0 {
+		opts.MaxChecks = DefaultMaxChecks
+	}
+	return &Service{store: store, maxUsers: opts.MaxUsers, maxChecks: opts.MaxChecks}
+}
+
+// MaxChecks returns the most checks one CheckMembers may ask.
+func (s *Service) MaxChecks() int { return s.maxChecks }
+
+// CheckMembers answers every check, in order, at one revision, which it
+// returns: found[i] says whether checks[i].UID is a member of
+// checks[i].GroupID in the state at that revision. See Store.CheckMembers.
+//
+// Errors: CodeTooManyChecks, CodeInvalidChecks naming the first check with a
+// group id or uid that is not valid, and whatever the Store returns.
+func (s *Service) CheckMembers(ctx context.Context, checks []Check) (found []bool, rev Revision, err error) {
+	if len(checks) > s.maxChecks {
+		return nil, 0, Errorf(CodeTooManyChecks, "checks has more than %d elements", s.maxChecks)
+	}
+	for i, c := range checks {
+		if err := ValidateGroupID(c.GroupID); err != nil {
+			return nil, 0, Errorf(CodeInvalidChecks, "checks element %d: %s", i, ErrorMessage(err))
+		}
+		if !ValidUID(c.UID) {
+			return nil, 0, Errorf(CodeInvalidChecks, "checks element %d: uid %d is not %s", i, c.UID, UIDRange)
+		}
+	}
+	return s.store.CheckMembers(ctx, checks)
+}
