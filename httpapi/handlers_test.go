@@ -765,8 +765,12 @@ func TestAuth(t *testing.T) {
 		if strings.HasPrefix(path, "/group-user/") && method != "GET" && method != "HEAD" {
 			body = "users=[1]"
 		}
+		contentType := formType
+		if path == "/check" {
+			body, contentType = `{"checks":[{"group":"g","uid":1}]}`, "application/json"
+		}
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
-		r.Header.Set("Content-Type", formType)
+		r.Header.Set("Content-Type", contentType)
 		if auth != "" {
 			r.Header.Set("Authorization", auth)
 		}
@@ -789,6 +793,7 @@ func TestAuth(t *testing.T) {
 		{"GET", "/group-user/g", false, false},
 		{"HEAD", "/group-user/g", false, false},
 		{"GET", "/group-user/g/1", false, false},
+		{"POST", "/check", false, false}, // a read, though a POST
 		{"GET", "/user-group/1", false, false},
 		{"GET", "/openapi.json", false, false},
 		{"GET", "/changes", false, false},

@@ -69,10 +69,11 @@ type Options struct {
 	// MinRevisionWait is the longest a read waits for the revision it asks
 	// for in X-Min-Revision; DefaultMinRevisionWait when <= 0.
 	MinRevisionWait time.Duration
-	// Token, when set, is the bearer token that POST and DELETE need.
+	// Token, when set, is the bearer token that writes (POST, PUT, DELETE)
+	// need.
 	Token string
-	// AuthReads makes every GET need the token as well, but /healthz and
-	// /readyz.
+	// AuthReads makes every read need the token as well (every GET, but
+	// /healthz and /readyz, and POST /check).
 	AuthReads bool
 	// Ready reports whether the service takes traffic, for /readyz: false
 	// once it is shutting down. Nil: always.

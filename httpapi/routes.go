@@ -27,6 +27,9 @@ type route struct {
 	// private routes need the token whenever the service has one, GET
 	// included.
 	private bool
+	// read routes are reads though their method is not GET (POST /check
+	// takes its checks in a body): they need the token only when GETs do.
+	read bool
 	// cache is the Cache-Control of the route's replies, if any: a shared
 	// cache in front must not serve a list without asking (no-cache: it
 	// revalidates with the ETag), nor keep what has no validator (no-store).
@@ -46,6 +49,7 @@ func routes(d shared) []route {
 		{method: "PUT", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, membership.OpReplace, opts.MaxBodyBytes, d.bodies), data: true},
 		{method: "DELETE", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, membership.OpRemove, opts.MaxBodyBytes, d.bodies), data: true},
 		{method: "GET", path: "/group-user/{groupID}/{uid}", handler: read(handleMember(svc)), data: true, cache: "no-store"},
+		{method: "POST", path: "/check", handler: read(handleCheck(svc, opts.MaxBodyBytes, d.bodies)), data: true, read: true, cache: "no-store"},
 		{method: "GET", path: "/groups", handler: read(handleGroups(svc, d.replies)), query: true, data: true, cache: "no-cache"},
 		{method: "DELETE", path: "/groups/{groupID}", handler: handleDeleteGroup(svc), data: true},
 		{method: "GET", path: "/user-group/{uid}", handler: read(handleUserGroups(svc, d.replies)), query: true, data: true, cache: "no-store"},
@@ -60,8 +64,8 @@ func routes(d shared) []route {
 }
 
 // addRoutes registers rs on mux. With a token, every write (POST, PUT,
-// DELETE) and private routes need it, and so does every GET that is not open when authReads is
-// set. Each path also
+// DELETE) and private routes need it, and so does every read (GET, and
+// the read routes) that is not open when authReads is set. Each path also
 // gets a method-less pattern that answers the methods it does not serve with
 // a JSON 405 and its Allow header, and "/" answers every unknown path with a
 // JSON 404: the mux's own answers are plain text. Every pattern is
@@ -86,7 +90,8 @@ func addRoutes(mux *http.ServeMux, rs []route, loading bool, token string, authR
 		if r.cache != "" {
 			h = withCacheControl(r.cache, h)
 		}
-		if token != "" && !r.open && (r.method != http.MethodGet || authReads || r.private) {
+		isRead := r.method == http.MethodGet || r.read
+		if token != "" && !r.open && (!isRead || authReads || r.private) {
 			h = requireToken(token, h)
 		}
 		handle(r.method+" "+r.path, h)

@@ -26,7 +26,7 @@ import (
 // Errors: membership.CodeInvalidUsers naming the first offending element, or
 // membership.CodeTooManyUsers.
 func parseUsers(s string, maxUsers int) ([]membership.User, error) {
-	p := usersParser{s: s}
+	p := usersParser{s: s, array: "users", code: membership.CodeInvalidUsers}
 	return p.parse(maxUsers)
 }
 
@@ -35,6 +35,11 @@ type usersParser struct {
 	pos int
 	// elem is the index of the element being parsed, for error messages.
 	elem int
+	// array names the array parsed in messages, and code is its errors'
+	// code: "users" and CodeInvalidUsers, or "checks" and CodeInvalidChecks
+	// (checksParser reads its strings and uids so).
+	array string
+	code  membership.Code
 }
 
 const (
@@ -439,13 +444,13 @@ func (p *usersParser) skipSpace() {
 
 // syntaxError reports malformed JSON at p.pos.
 func (p *usersParser) syntaxError(format string, args ...any) error {
-	return membership.Errorf(membership.CodeInvalidUsers, "users is not valid JSON at byte %d: "+format, append([]any{p.pos}, args...)...)
+	return membership.Errorf(p.code, "%s is not valid JSON at byte %d: "+format, append([]any{p.array, p.pos}, args...)...)
 }
 
 // elementError reports well-formed JSON that is not a valid user element.
 
 func (p *usersParser) elementError(format string, args ...any) error {
-	return membership.Errorf(membership.CodeInvalidUsers, "users element %d: "+format, append([]any{p.elem}, args...)...)
+	return membership.Errorf(p.code, "%s element %d: "+format, append([]any{p.array, p.elem}, args...)...)
 }
 
 // truncate shortens s for an error message.

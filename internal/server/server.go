@@ -63,6 +63,7 @@ type Config struct {
 	connSendBuffer    int
 	maxHeaderBytes    int
 	maxUsers          int
+	maxChecks         int
 	listCache         int64
 	logFormat         string
 	accessLog         bool
@@ -368,7 +369,7 @@ func (s *service) load(ctx context.Context) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.api.Load(membership.NewService(st, s.cfg.maxUsers), httpapi.StoreExtras{
+	s.api.Load(membership.NewServiceWith(st, membership.ServiceOptions{MaxUsers: s.cfg.maxUsers, MaxChecks: s.cfg.maxChecks}), httpapi.StoreExtras{
 		Writable: st.Writable,
 		Metrics:  st.WriteMetrics,
 		Budgets:  st.Budgets,
@@ -461,14 +462,15 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.connSendBuffer, "conn-send-buffer", defaultConnSendBuffer, "the kernel's send buffer of each connection, in `bytes`: what a client that does not read can make the machine hold")
 	fs.IntVar(&cfg.logBuffer, "log-buffer", logsink.DefaultMaxBytes, "memory for log lines waiting for stdout, in `bytes`; when stdout stalls, lines past it are dropped and counted")
 	fs.IntVar(&cfg.maxUsers, "max-users", membership.DefaultMaxUsers, "most users accepted in one request")
+	fs.IntVar(&cfg.maxChecks, "max-checks", membership.DefaultMaxChecks, "most checks accepted in one POST /check")
 	fs.Int64Var(&cfg.listCache, "list-cache", httpapi.DefaultListCacheBytes, "memory for cached member lists, in `bytes`; 0 turns the cache off")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.BoolVar(&cfg.accessLog, "access-log", true, "log one line per request; when false, only requests that fail on the service's side")
 	fs.StringVar(&cfg.dataDir, "data-dir", "", "`directory` to keep the data in, durably; empty: memory only, lost at exit")
 	fs.Int64Var(&cfg.snapshotSize, "snapshot-bytes", durable.DefaultSnapshotBytes, "with -data-dir, the log size in `bytes` past which a snapshot is written and the log restarted")
 	fs.BoolVar(&cfg.repair, "repair", false, "with -data-dir, start past damage: cut a damaged log there, or recover from the snapshot before a damaged one; what is cut is moved into DIR/repair-<time>/")
-	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` holding the bearer token that POST, PUT, DELETE and /backup need; without it, MEMBERSHIP_TOKEN from the environment")
-	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every GET but /healthz and /readyz need the token as well")
+	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` holding the bearer token that writes (POST, PUT, DELETE) and /backup need; without it, MEMBERSHIP_TOKEN from the environment")
+	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every read (GET but /healthz and /readyz, and POST /check) need the token as well")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "on SIGTERM or SIGINT, answer /readyz with 503 and serve on for this long before draining")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM or SIGINT, after -shutdown-delay, how long requests in flight may take to finish before their connections are closed")
 	fs.IntVar(&cfg.changesKeep, "changes-keep", membership.DefaultChangesKeep, "how many of the latest changes /changes keeps (with -data-dir, across restarts); 0 keeps none")
@@ -522,7 +524,7 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 	}{
 		{"max-body", cfg.maxBodyBytes}, {"reply-memory", cfg.replyMemory}, {"changes-reply-bytes", int64(cfg.changesReplyBytes)},
 		{"changes-keep-bytes", cfg.changesKeepBytes}, {"commit-queue-bytes", cfg.commitQueueBytes},
-		{"conn-send-buffer", int64(cfg.connSendBuffer)}, {"log-buffer", int64(cfg.logBuffer)}, {"max-users", int64(cfg.maxUsers)},
+		{"conn-send-buffer", int64(cfg.connSendBuffer)}, {"log-buffer", int64(cfg.logBuffer)}, {"max-users", int64(cfg.maxUsers)}, {"max-checks", int64(cfg.maxChecks)},
 		{"snapshot-bytes", cfg.snapshotSize}, {"header-memory", cfg.headerMemory}, {"max-waiters", int64(cfg.maxWaiters)},
 	} {
 		if f.value <= 0 {
