@@ -90,6 +90,11 @@ type Change struct {
 	// had a nickname (a user in no group is forgotten). Nicknames belong to
 	// users, so each applies in every group the user is in.
 	Nicknames []Member
+	// Changes are, for an OpBatch, the changes of its writes, in order:
+	// each as the write would report it alone, but for a remove, which
+	// lists no nickname it cleared (a follower forgets, after a batch, every
+	// user in none of its groups).
+	Changes []Change
 }
 
 // DefaultChangesKeep is how many of the latest changes a store keeps for the

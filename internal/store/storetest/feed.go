@@ -342,10 +342,28 @@ func (f *Follower) list(s membership.Store, group string) error {
 }
 
 // Apply applies a change of the feed to the follower's groups and nicknames.
-// After a replace, a group deletion and a user removed everywhere, which do
-// not list the nicknames they clear, it forgets every user in none of its
-// groups, as the feed's documentation says.
+// After a replace, a group deletion, a user removed everywhere and a batch,
+// which do not list the nicknames they clear, it forgets every user in none
+// of its groups, as the feed's documentation says.
 func (f *Follower) Apply(c membership.Change) {
+	if c.Op == membership.OpBatch {
+		// Its writes in order, then the users it left in no group are
+		// forgotten: a batch's removes list no nickname they clear.
+		for _, sub := range c.Changes {
+			f.apply(sub)
+		}
+		f.forgetUsersInNoGroup()
+		return
+	}
+	f.apply(c)
+	if c.Op == membership.OpReplace || c.Op == membership.OpDeleteGroup || c.Op == membership.OpRemoveUser {
+		f.forgetUsersInNoGroup()
+	}
+}
+
+// apply applies one change, not a batch, to the follower's groups and
+// nicknames.
+func (f *Follower) apply(c membership.Change) {
 	switch c.Op {
 	case membership.OpReplace:
 		f.members[c.GroupID] = map[membership.UID]bool{}
@@ -371,9 +389,6 @@ func (f *Follower) Apply(c membership.Change) {
 		}
 	}
 	f.setNicknames(c.Nicknames)
-	if c.Op == membership.OpReplace || c.Op == membership.OpDeleteGroup || c.Op == membership.OpRemoveUser {
-		f.forgetUsersInNoGroup()
-	}
 }
 
 // forgetUsersInNoGroup forgets the nicknames of users in none of the

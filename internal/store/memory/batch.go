@@ -1,0 +1,296 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"example.com/groupmembership/membership"
+)
+
+// Batch implements membership.Store. It holds the shards of every group the
+// batch writes to, in index order, from its first check to its last change,
+// and the reverse shards of every user it can touch, from its first change
+// of the reverse index until its revision is recorded: no reader of any of
+// these groups or users sees part of it.
+func (m *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchResult, error) {
+	var sbuf [1]uint64
+	held := m.lockShardsOf(b.Writes, sbuf[:])
+	defer m.unlockShards(held)
+	groups := make(map[string]*group, len(b.Writes))
+	for i, w := range b.Writes {
+		switch w.Op {
+		case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup:
+		default:
+			return membership.BatchResult{}, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
+		}
+		g, seen := groups[w.GroupID]
+		if !seen {
+			g = m.shardOf(w.GroupID).groups[w.GroupID]
+			groups[w.GroupID] = g
+		}
+		if err := m.check(g, w.If); err != nil {
+			var e *membership.Error
+			if errors.As(err, &e) {
+				e.Message = fmt.Sprintf("changes element %d (group %q): %s", i, w.GroupID, e.Message)
+			}
+			return membership.BatchResult{}, err
+		}
+	}
+	// Groups are created before any reverse shard is taken (lock order).
+	for _, w := range b.Writes {
+		if (w.Op == membership.OpAdd || w.Op == membership.OpReplace) && len(w.Users) > 0 && groups[w.GroupID] == nil {
+			groups[w.GroupID] = m.newGroup(m.shardOf(w.GroupID), w.GroupID)
+		}
+	}
+	var rbuf [4]uint64
+	locked := m.lockReverse(batchUIDs(b.Writes, groups), rbuf[:])
+	a := batchApplier{m: m, named: namedUIDs(b.Writes)}
+	results := make([]membership.Result, len(b.Writes))
+	var subs []membership.Change
+	changed := map[*group]bool{}
+	for i, w := range b.Writes {
+		g := groups[w.GroupID]
+		var sub membership.Change
+		results[i], sub = a.apply(g, w)
+		if sub.Op != "" {
+			subs = append(subs, sub)
+			changed[g] = true
+		}
+	}
+	a.forgetDeferred()
+	if len(subs) == 0 {
+		m.unlockReverse(locked)
+		rev := m.LatestRevision()
+		for i := range results {
+			results[i].Revision = rev
+		}
+		return membership.BatchResult{Results: results, Revision: rev}, nil
+	}
+	var published func(membership.Revision)
+	if a.nicknamesChanged {
+		published = func(rev membership.Revision) { m.nicknamesRevision.Store(uint64(rev)) }
+	}
+	rev := m.feed.record(membership.Change{Op: membership.OpBatch, Changes: subs}, published)
+	m.unlockReverse(locked)
+	for g := range changed {
+		if g.members.size == 0 {
+			m.dropGroup(m.shardOf(g.id), g, rev)
+		} else {
+			g.revision = rev
+		}
+	}
+	for i := range results {
+		results[i].Revision = rev
+	}
+	return membership.BatchResult{Results: results, Revision: rev}, nil
+}
+
+// batchApplier applies the writes of a batch, one after another, with every
+// lock they need held.
+type batchApplier struct {
+	m *Store
+	// named are the uids the batch's adds and replaces name: a user one of
+	// its writes leaves in no group may be in one again by the batch's end,
+	// so it is forgotten only then (deferred), if it is still in none.
+	named            map[membership.UID]bool
+	deferred         []membership.UID
+	nicknamesChanged bool
+}
+
+// leftInNoGroup forgets uid, which a write left in no group, now or, when
+// a write of the batch names it, at the end.
+func (a *batchApplier) leftInNoGroup(uid membership.UID) {
+	if a.named[uid] {
+		a.deferred = append(a.deferred, uid)
+		return
+	}
+	a.m.forget(uid)
+}
+
+// forgetDeferred forgets the users left in no group whose forgetting waited
+// for the end of the batch, and are still in no group.
+func (a *batchApplier) forgetDeferred() {
+	for _, uid := range a.deferred {
+		k, user := a.m.reverseKey(uid)
+		if !a.m.reverse[k].pairs.hasUser(user) {
+			a.m.forget(uid)
+		}
+	}
+}
+
+// apply applies w to g (nil: a group with no members, which only a remove
+// or a deletion can meet), and returns its result and its change, whose Op
+// is "" when it changed nothing.
+func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, membership.Change) {
+	m := a.m
+	if g == nil {
+		return membership.Result{}, membership.Change{}
+	}
+	switch w.Op {
+	case membership.OpAdd:
+		added := m.insert(g, w.Users)
+		changed, reported := a.setNicknames(w.Users, added)
+		m.counts.members.Add(int64(len(added)))
+		if len(added) == 0 && len(changed) == 0 {
+			return membership.Result{}, membership.Change{}
+		}
+		var uids []membership.UID
+		if len(added) > 0 {
+			uids = tight(added)
+		}
+		return membership.Result{Count: len(added)}, membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: uids, Nicknames: reported}
+	case membership.OpRemove:
+		var removed []membership.UID
+		for _, uid := range w.UIDs {
+			if g.members.remove(uid) {
+				if m.removeReverse(uid, g.number) {
+					a.leftInNoGroup(uid)
+				}
+				removed = append(removed, uid)
+			}
+		}
+		m.counts.members.Add(-int64(len(removed)))
+		if len(removed) == 0 {
+			return membership.Result{}, membership.Change{}
+		}
+		slices.Sort(removed)
+		return membership.Result{Count: len(removed)}, membership.Change{Op: membership.OpRemove, GroupID: g.id, UIDs: removed}
+	case membership.OpReplace:
+		uids := sortedUIDs(w.Users)
+		added, removed := diff(&g.members, uids)
+		eachDifferent(&g.members, uids, func(uid membership.UID, in bool) bool {
+			if in {
+				m.addReverse(uid, g.number)
+			} else if m.removeReverse(uid, g.number) {
+				a.leftInNoGroup(uid)
+			}
+			return true
+		})
+		var next members
+		next.fill(uids)
+		g.members = next
+		changed, reported := a.setNicknames(w.Users, added)
+		m.counts.members.Add(int64(len(added) - removed))
+		if len(added) == 0 && removed == 0 && len(changed) == 0 {
+			return membership.Result{}, membership.Change{}
+		}
+		return membership.Result{Count: len(added), Removed: removed},
+			membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported}
+	default: // OpDeleteGroup
+		removed := g.members.size
+		if removed == 0 {
+			return membership.Result{}, membership.Change{}
+		}
+		for uid := range g.members.all {
+			if m.removeReverse(uid, g.number) {
+				a.leftInNoGroup(uid)
+			}
+		}
+		g.members = members{}
+		m.counts.members.Add(-int64(removed))
+		return membership.Result{Count: removed}, membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}
+	}
+}
+
+// setNicknames records the nicknames users give and returns those that
+// changed and those the change reports (see withNicknamesOf) for added.
+func (a *batchApplier) setNicknames(users []membership.User, added []membership.UID) (changed, reported []membership.Member) {
+	m := a.m
+	m.nicknamesMu.Lock()
+	defer m.nicknamesMu.Unlock()
+	changed = m.setNicknames(users)
+	if len(changed) > 0 {
+		a.nicknamesChanged = true
+	}
+	return changed, m.withNicknamesOf(added, changed)
+}
+
+// sortedUIDs returns the uids of users, ascending, each once.
+func sortedUIDs(users []membership.User) []membership.UID {
+	uids := make([]membership.UID, len(users))
+	for i, u := range users {
+		uids[i] = u.UID
+	}
+	slices.Sort(uids)
+	return slices.Compact(uids)
+}
+
+// namedUIDs returns the uids the adds and replaces of ws name.
+func namedUIDs(ws []membership.Write) map[membership.UID]bool {
+	named := map[membership.UID]bool{}
+	for _, w := range ws {
+		if w.Op == membership.OpAdd || w.Op == membership.OpReplace {
+			for _, u := range w.Users {
+				named[u.UID] = true
+			}
+		}
+	}
+	return named
+}
+
+// batchUIDs yields every uid the writes can touch: those they name, and the
+// members of the groups they replace or delete (members an earlier write of
+// the batch adds are named by it).
+func batchUIDs(ws []membership.Write, groups map[string]*group) func(yield func(membership.UID) bool) {
+	return func(yield func(membership.UID) bool) {
+		for _, w := range ws {
+			for _, u := range w.Users {
+				if !yield(u.UID) {
+					return
+				}
+			}
+			for _, uid := range w.UIDs {
+				if !yield(uid) {
+					return
+				}
+			}
+			if g := groups[w.GroupID]; g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
+				for uid := range g.members.all {
+					if !yield(uid) {
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
+// lockShardsOf locks the shards of the groups ws write to, each once, in
+// ascending index order, and returns the set it locked, for unlockShards;
+// buf is room for the set.
+func (m *Store) lockShardsOf(ws []membership.Write, buf []uint64) []uint64 {
+	set := m.shardSet(buf)
+	for _, w := range ws {
+		k := m.shardIndex(w.GroupID)
+		set[k/64] |= 1 << (k % 64)
+	}
+	for w, word := range set {
+		for ; word != 0; word &= word - 1 {
+			m.shards[w*64+bits.TrailingZeros64(word)].mu.Lock()
+		}
+	}
+	return set
+}
+
+// unlockShards unlocks the shards lockShardsOf locked.
+func (m *Store) unlockShards(set []uint64) {
+	for w, word := range set {
+		for ; word != 0; word &= word - 1 {
+			m.shards[w*64+bits.TrailingZeros64(word)].mu.Unlock()
+		}
+	}
+}
+
+// shardSet returns an empty set of shards, in buf when it has room.
+func (m *Store) shardSet(buf []uint64) []uint64 {
+	words := (len(m.shards) + 63) / 64
+	if words <= len(buf) {
+		set := buf[:words]
+		clear(set)
+		return set
+	}
+	return make([]uint64, words)
+}

@@ -1,0 +1,206 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+// BatchStore is a membership.Store that takes batches.
+type BatchStore interface {
+	membership.Store
+	Batch(ctx context.Context, b membership.Batch) (membership.BatchResult, error)
+}
+
+// Batches checks Batch: many writes to many groups, applied all or nothing
+// as one change with one revision.
+func Batches(t *testing.T, newStore func(t *testing.T) BatchStore) {
+	ctx := context.Background()
+	plain := func(uids ...membership.UID) []membership.User {
+		us := make([]membership.User, len(uids))
+		for i, uid := range uids {
+			us[i] = membership.User{UID: uid}
+		}
+		return us
+	}
+	nick := func(uid membership.UID, name string) membership.User {
+		return membership.User{UID: uid, Nickname: name, HasNickname: true}
+	}
+
+	t.Run("a batch is one change with one revision, its writes in order", func(t *testing.T) {
+		s := newStore(t)
+		_, err := s.AddMembers(ctx, "a", []membership.User{nick(1, "Ann"), {UID: 2}})
+		require.NoError(t, err)
+		_, err = s.AddMembers(ctx, "gone", plain(9))
+		require.NoError(t, err)
+		before := latest(t, s)
+		res, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+			{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}},
+			{Op: membership.OpAdd, GroupID: "b", Users: plain(1, 3)},
+			{Op: membership.OpReplace, GroupID: "c", Users: plain(4)},
+			{Op: membership.OpDeleteGroup, GroupID: "gone"},
+			{Op: membership.OpAdd, GroupID: "d", Users: plain(5)},
+			{Op: membership.OpDeleteGroup, GroupID: "d"},
+		}})
+		require.NoError(t, err)
+		assert.Equal(t, before+1, res.Revision)
+		assert.Equal(t, []membership.Result{
+			{Count: 1, Revision: before + 1}, {Count: 2, Revision: before + 1}, {Count: 1, Revision: before + 1},
+			{Count: 1, Revision: before + 1}, {Count: 1, Revision: before + 1}, {Count: 1, Revision: before + 1},
+		}, res.Results)
+		for group, want := range map[string][]membership.Member{
+			"a": {{UID: 2}}, "b": {{UID: 1, Nickname: "Ann"}, {UID: 3}}, "c": {{UID: 4}}, "gone": {}, "d": {},
+		} {
+			got, _ := ListAll(t, s, group)
+			assert.Equal(t, want, got, group)
+		}
+		changes := AllChanges(t, s, before)
+		require.Len(t, changes, 1)
+		c := changes[0]
+		assert.Equal(t, membership.OpBatch, c.Op)
+		assert.Equal(t, before+1, c.Revision)
+		ops := []membership.Op{}
+		for _, sub := range c.Changes {
+			ops = append(ops, sub.Op)
+		}
+		assert.Equal(t, []membership.Op{membership.OpRemove, membership.OpAdd, membership.OpReplace,
+			membership.OpDeleteGroup, membership.OpAdd, membership.OpDeleteGroup}, ops)
+		ReverseAgrees(t, s, []string{"a", "b", "c", "d", "gone"}, []membership.UID{1, 2, 3, 4, 5, 9})
+	})
+
+	t.Run("a user moved in a batch keeps its nickname", func(t *testing.T) {
+		s := newStore(t)
+		_, err := s.AddMembers(ctx, "from", []membership.User{nick(7, "Sev")})
+		require.NoError(t, err)
+		_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+			{Op: membership.OpRemove, GroupID: "from", UIDs: []membership.UID{7}},
+			{Op: membership.OpAdd, GroupID: "to", Users: plain(7)},
+		}})
+		require.NoError(t, err)
+		got, _ := ListAll(t, s, "to")
+		assert.Equal(t, []membership.Member{{UID: 7, Nickname: "Sev"}}, got)
+		f := NewFollower()
+		for _, c := range AllChanges(t, s, 0) {
+			f.Apply(c)
+		}
+		assert.Equal(t, got, f.ListOf("to"), "a follower knows the nickname too")
+	})
+
+	t.Run("a precondition that fails refuses the whole batch, naming the write", func(t *testing.T) {
+		s := newStore(t)
+		_, err := s.AddMembers(ctx, "a", plain(1))
+		require.NoError(t, err)
+		rev, err := s.Revision(ctx, "a")
+		require.NoError(t, err)
+		_, err = s.AddMembers(ctx, "b", plain(1))
+		require.NoError(t, err)
+		stale, err := s.Revision(ctx, "b")
+		require.NoError(t, err)
+		_, err = s.AddMembers(ctx, "b", plain(2))
+		require.NoError(t, err)
+		current, err := s.Revision(ctx, "b")
+		require.NoError(t, err)
+		before := latest(t, s)
+		_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+			{Op: membership.OpAdd, GroupID: "a", Users: plain(5), If: membership.Precondition{Revisions: []membership.Revision{rev}}},
+			{Op: membership.OpDeleteGroup, GroupID: "b", If: membership.Precondition{Revisions: []membership.Revision{stale}}},
+		}})
+		var e *membership.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, membership.CodePreconditionFailed, e.Code)
+		assert.Equal(t, current, e.Revision)
+		assert.Contains(t, e.Message, "element 1")
+		assert.Equal(t, before, latest(t, s), "nothing applied")
+		got, _ := ListAll(t, s, "a")
+		assert.Equal(t, []membership.Member{{UID: 1}}, got)
+	})
+
+	t.Run("a batch that changes nothing takes no revision", func(t *testing.T) {
+		s := newStore(t)
+		_, err := s.AddMembers(ctx, "a", plain(1))
+		require.NoError(t, err)
+		before := latest(t, s)
+		res, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+			{Op: membership.OpAdd, GroupID: "a", Users: plain(1)},
+			{Op: membership.OpRemove, GroupID: "b", UIDs: []membership.UID{1}},
+			{Op: membership.OpDeleteGroup, GroupID: "c"},
+		}})
+		require.NoError(t, err)
+		assert.Equal(t, before, latest(t, s))
+		for _, r := range res.Results {
+			assert.Zero(t, r.Count)
+		}
+	})
+
+	t.Run("readers never see a batch's move half done", func(t *testing.T) {
+		s := newStore(t)
+		var all []membership.UID
+		for uid := membership.UID(1); uid <= 1000; uid++ {
+			all = append(all, uid)
+		}
+		_, err := s.AddMembers(ctx, "left", plain(all...))
+		require.NoError(t, err)
+		var done atomic.Bool
+		var wg sync.WaitGroup
+		var torn atomic.Int64
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !done.Load() {
+					found, _, err := s.CheckMembers(ctx, []membership.Check{{GroupID: "left", UID: 500}, {GroupID: "right", UID: 500}})
+					if !assert.NoError(t, err) {
+						return
+					}
+					if found[0] == found[1] {
+						torn.Add(1)
+					}
+				}
+			}()
+		}
+		from, to := "left", "right"
+		for range 20 {
+			_, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+				{Op: membership.OpDeleteGroup, GroupID: from},
+				{Op: membership.OpAdd, GroupID: to, Users: plain(all...)},
+			}})
+			require.NoError(t, err)
+			from, to = to, from
+		}
+		done.Store(true)
+		wg.Wait()
+		assert.Zero(t, torn.Load(), "a reader saw user 500 in both groups or in neither")
+	})
+
+	t.Run("a follower reproduces every list after batches", func(t *testing.T) {
+		s := newStore(t)
+		f := NewFollower()
+		batches := [][]membership.Write{
+			{{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{nick(1, "Ann"), {UID: 2}}}, {Op: membership.OpAdd, GroupID: "b", Users: plain(2)}},
+			{{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}}, {Op: membership.OpAdd, GroupID: "c", Users: plain(1)}},
+			{{Op: membership.OpDeleteGroup, GroupID: "a"}, {Op: membership.OpReplace, GroupID: "b", Users: plain(3)}},
+			{{Op: membership.OpRemove, GroupID: "c", UIDs: []membership.UID{1}}},
+			{{Op: membership.OpAdd, GroupID: "a", Users: plain(1)}},
+		}
+		after := membership.Revision(0)
+		for i, ws := range batches {
+			_, err := s.Batch(ctx, membership.Batch{Writes: ws})
+			require.NoError(t, err)
+			for _, c := range AllChanges(t, s, after) {
+				f.Apply(c)
+				after = c.Revision
+			}
+			for _, g := range []string{"a", "b", "c"} {
+				want, _ := ListAll(t, s, g)
+				assert.Equal(t, want, f.ListOf(g), fmt.Sprintf("after batch %d, group %s", i, g))
+			}
+		}
+	})
+}
