@@ -46,6 +46,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	}
 
 	t.Run("whole-group writes", func(t *testing.T) { testWrites(t, newStore) })
+	t.Run("every change carries its actor and time", func(t *testing.T) { testStamps(t, newStore) })
 
 	t.Run("unknown group lists empty, not nil", func(t *testing.T) {
 		got, _ := ListAll(t, newStore(t), "nobody")
