@@ -169,9 +169,9 @@ func (p *checksParser) array(maxChecks int) ([]membership.Check, error) {
 		return nil, membership.Errorf(membership.CodeInvalidChecks, "checks is not a JSON array: it must start with [")
 	}
 	p.pos++
-	// Commas bound the element count, so this never allocates more than the
-	// request could fill.
-	checks := make([]membership.Check, 0, min(strings.Count(p.s[p.pos:], ",")+1, maxChecks))
+	// Commas bound the element count, and so does preallocated, so this
+	// never allocates more than the request could fill.
+	checks := make([]membership.Check, 0, min(strings.Count(p.s[p.pos:], ",")+1, maxChecks, preallocated))
 	p.skipSpace()
 	if p.consume(']') {
 		return checks, nil

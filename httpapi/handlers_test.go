@@ -288,6 +288,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"group id not UTF-8", "POST", "/group-user/%FF", "users=[5]", formType, 400, "invalid_group_id", "not valid UTF-8"},
 		{"list with a bad group id", "GET", "/group-user/a%0Ab", "", "", 400, "invalid_group_id", "control character"},
 		{"bad acting uid", "POST", "/group-user/g", "users=[5]&uid=abc", formType, 400, "invalid_uid", `"abc"`},
+		{"empty acting uid", "POST", "/group-user/g", "users=[5]&uid=", formType, 400, "invalid_uid", "uid parameter"},
+		{"acting uid without =", "DELETE", "/group-user/g", "users=[5]&uid", formType, 400, "invalid_uid", "uid parameter"},
 		{"bad form encoding", "POST", "/group-user/g", "users=[5]%zz", formType, 400, "invalid_body", "not form-encoded"},
 		{"users given twice", "POST", "/group-user/g", "users=[5]&users=[6]", formType, 400, "invalid_body", "users is given 2 times"},
 		{"uid given twice", "DELETE", "/group-user/g", "users=[1]&uid=1&uid=2", formType, 400, "invalid_body", "uid is given 2 times"},

@@ -183,6 +183,9 @@ func parseChangeForm(body string) (users, uid string, err error) {
 			seenUsers++
 		case "uid":
 			uid = value
+			if uid == "" {
+				uid = `""` // given empty, not absent: ParseUID refuses it, as it does in JSON
+			}
 			seenUID++
 		}
 	}

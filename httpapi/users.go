@@ -52,9 +52,9 @@ func (p *usersParser) parse(maxUsers int) ([]membership.User, error) {
 	if !p.consume('[') {
 		return nil, membership.Errorf(membership.CodeInvalidUsers, "users is not a JSON array: it must start with [")
 	}
-	// Commas bound the element count, so this never allocates more than the
-	// request could fill.
-	users := make([]membership.User, 0, min(strings.Count(p.s, ",")+1, maxUsers))
+	// Commas bound the element count, and so does preallocated, so this
+	// never allocates more than the request could fill.
+	users := make([]membership.User, 0, min(strings.Count(p.s, ",")+1, maxUsers, preallocated))
 	p.skipSpace()
 	if !p.consume(']') {
 		for {
@@ -86,6 +86,13 @@ func (p *usersParser) parse(maxUsers int) ([]membership.User, error) {
 	}
 	return users, nil
 }
+
+// preallocated bounds the elements an array's slice has room for before
+// they are parsed: commas bound the count, but count those inside strings
+// too, and a limit set high must not let a body of commas reserve more than
+// its elements will fill. Past it, the slice grows with what is parsed,
+// each element from a few bytes of body at least.
+const preallocated = 1024
 
 // element parses one element of the array at p.pos.
 func (p *usersParser) element() (membership.User, error) {
