@@ -2,6 +2,7 @@ package durable
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,13 +10,14 @@ import (
 	"slices"
 	"unsafe"
 
+	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
 )
 
 // A record of the log (see package wal) holds one entry: an op byte, the
 // group id, what the op names, and, when the op byte has withPrecondition
-// set, the precondition. All integers are unsigned varints; a string is its
-// length and its bytes.
+// set, the precondition; or a batch (op 6, batch.go). All integers are
+// unsigned varints; a string is its length and its bytes.
 //
 //	op 1 add, 3 replace   user count, then each uid, a byte that says
 //	                      whether a nickname follows (1) or not (0), and
@@ -25,6 +27,9 @@ import (
 //	op 5 remove_user      uid count (1), then the uid; the group id is ""
 //	precondition          a byte of flags (1 Exists, 2 Empty), revision
 //	                      count, then each revision
+//	op 6 batch            no group id: the write count (at least 1), then
+//	                      each write as the record of its op (1 to 4)
+//	                      holds it, op byte and precondition included
 //
 // Records of ops 1 and 2 without a precondition are as every build before
 // the other ops wrote them.
@@ -62,11 +67,42 @@ const (
 // entity tags in an If-Match, so its clients never meet the refusal.
 const MaxPreconditionRevisions = membership.MaxPreconditionRevisions
 
+// record is what one record of the log holds: a write (*entry) or a batch
+// (*batchEntry).
+type record interface {
+	// cost returns about how many bytes it holds in memory while it waits
+	// to be written.
+	cost() int64
+	// appendTo appends it to b as a record's payload.
+	appendTo(b []byte) []byte
+	// applyTo applies it to m. Memory gives it its revision, so replaying
+	// the log after the same snapshot gives every change the revision it
+	// had; and checks its preconditions, so a change that another
+	// overtook between its check and its turn fails, taking no revision,
+	// when it is replayed too.
+	applyTo(m *memory.Store) result
+}
+
+// decodeRecord decodes a record's payload: an entry or a batch.
+func decodeRecord(payload []byte) (record, error) {
+	if len(payload) > 0 && payload[0] == opBatch {
+		return decodeBatch(payload)
+	}
+	return decodeEntry(payload)
+}
+
 // entry is one write as the log holds it: the request, not its effects.
 // Replaying it applies it to memory as it was applied when it was written,
 // precondition included, so it gives the same revision, or fails the same
 // way.
 type entry membership.Write
+
+func (c *entry) appendTo(b []byte) []byte { return appendEntry(b, c) }
+
+func (c *entry) applyTo(m *memory.Store) result {
+	res, err := m.Write(context.Background(), membership.Write(*c))
+	return result{res: res, err: err}
+}
 
 // cost returns about how many bytes c holds in memory while it waits to be
 // written: its users or uids, their nicknames, its revisions and its
@@ -143,6 +179,18 @@ func appendPrecondition(b []byte, cond membership.Precondition) []byte {
 // never writes, so that damage that a checksum missed is not applied.
 func decodeEntry(payload []byte) (*entry, error) {
 	r := bytes.NewReader(payload)
+	c, err := readEntry(r)
+	if err != nil {
+		return nil, err
+	}
+	if r.Len() != 0 {
+		return nil, errors.New("trailing bytes in record")
+	}
+	return c, nil
+}
+
+// readEntry reads one entry, as appendEntry writes it, from r.
+func readEntry(r *bytes.Reader) (*entry, error) {
 	op, err := r.ReadByte()
 	if err != nil {
 		return nil, err
@@ -171,9 +219,6 @@ func decodeEntry(payload []byte) (*entry, error) {
 		if c.If, err = readPrecondition(r); err != nil {
 			return nil, err
 		}
-	}
-	if r.Len() != 0 {
-		return nil, errors.New("trailing bytes in record")
 	}
 	return c, nil
 }
@@ -275,17 +320,25 @@ func readString(r *bytes.Reader) (string, error) {
 	return string(b), err
 }
 
-// LargestEntry bounds the log entry of one change that requests of at most
-// maxBodyBytes and maxUsers users can ask for, as appendEntry lays it out,
-// whatever its op. An entry is never larger than the body that asked for it
-// (a user costs at least two bytes in a body, "1,", and two in an entry) but
-// for the group id, which comes in the path, and the precondition, which
-// comes in headers: its flags and at most MaxPreconditionRevisions
-// revisions; nor than maxUsers users with the longest nicknames. A replace
-// names its users as an add does; a delete_group or a remove_user less.
-func LargestEntry(maxBodyBytes int64, maxUsers int) int64 {
+// LargestEntry bounds the log record of one change that requests of at
+// most maxBodyBytes and maxUsers users can ask for, as appendEntry and
+// appendBatch lay it out, whatever its op; a batch's writes are at most
+// maxBatchWrites (the HTTP layer's limit, membership.DefaultMaxBatchWrites
+// by default), and its users in all at most maxUsers. An entry is never
+// larger than the body that asked for it (a user costs at least two bytes
+// in a body, "1,", and two in an entry) but for the group id, which comes
+// in the path, and the precondition, which comes in headers: its flags and
+// at most MaxPreconditionRevisions revisions; nor than maxUsers users with
+// the longest nicknames. A replace names its users as an add does; a
+// delete_group or a remove_user less. A batch is its op byte and count,
+// then each write as an entry: a group id and a precondition per write
+// (both in its body, but counted as if they were not), and the users of
+// all of them, bounded as one entry's.
+func LargestEntry(maxBodyBytes int64, maxUsers, maxBatchWrites int) int64 {
 	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes
 	const precondition = 1 + binary.MaxVarintLen16 + MaxPreconditionRevisions*binary.MaxVarintLen64
 	const perUser = binary.MaxVarintLen64 + 1 + binary.MaxVarintLen16 + membership.MaxNicknameBytes
-	return perChange + precondition + min(maxBodyBytes, int64(maxUsers)*perUser)
+	users := min(maxBodyBytes, int64(maxUsers)*perUser)
+	batch := 1 + binary.MaxVarintLen64 + int64(max(maxBatchWrites, 1))*(perChange+precondition)
+	return batch + users // a single write's is perChange + precondition + users, no more
 }

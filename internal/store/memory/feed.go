@@ -47,7 +47,7 @@ func newFeed(keep int, maxBytes int64) feed {
 const changeOverhead = int64(unsafe.Sizeof(membership.Change{}))
 
 // changeCost returns the bytes c holds: its slot, its group id, its uids and
-// nicknames, counted by capacity.
+// nicknames, counted by capacity, and a batch's changes, each as a change.
 func changeCost(c membership.Change) int64 {
 	n := changeOverhead + int64(len(c.GroupID)) +
 		int64(cap(c.UIDs))*int64(unsafe.Sizeof(membership.UID(0))) +
@@ -55,7 +55,10 @@ func changeCost(c membership.Change) int64 {
 	for _, m := range c.Nicknames {
 		n += int64(len(m.Nickname))
 	}
-	return n
+	for _, sub := range c.Changes {
+		n += changeCost(sub)
+	}
+	return n + int64(cap(c.Changes)-len(c.Changes))*changeOverhead
 }
 
 // record gives c the next revision and keeps it, and returns the revision.
