@@ -6,25 +6,29 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
 )
 
 // opBatch is the op byte of a batch's record (see entry.go). It is never
-// set with withPrecondition: each write carries its own.
+// set with a flag: each write carries its own precondition, and the batch
+// its stamp, always.
 const opBatch byte = 6
 
 // batchEntry is a batch as the log holds it: one record for the whole
 // batch, its writes as the request gave them, each with its precondition
-// (less the revisions its group had already passed). Replaying it applies
-// it to memory as it was applied when it was written: memory checks every
-// precondition again, against the state before the batch, so a batch that
-// another change overtook between its check and its turn fails on replay
-// too, taking no revision.
+// (less the revisions its group had already passed), and the batch's one
+// actor and one time, the committer's. Replaying it applies it to memory
+// as it was applied when it was written: memory checks every precondition
+// again, against the state before the batch, so a batch that another
+// change overtook between its check and its turn fails on replay too,
+// taking no revision; one that succeeds gets its revision and time again.
 type batchEntry membership.Batch
 
-// cost is the sum of its writes' costs, each counted as an entry's.
+// cost is the sum of its writes' costs, each counted as an entry's (which
+// counts a stamp).
 func (c *batchEntry) cost() int64 {
 	var n int64
 	for i := range c.Writes {
@@ -35,16 +39,21 @@ func (c *batchEntry) cost() int64 {
 
 func (c *batchEntry) appendTo(b []byte) []byte { return appendBatch(b, c) }
 
+// applyTo gives the batch's change its time: the committer stamped every
+// batch it logged.
 func (c *batchEntry) applyTo(m *memory.Store) result {
 	res, err := m.Batch(context.Background(), membership.Batch(*c))
 	return result{batch: res, err: err}
 }
 
-// appendBatch appends c to b as a record's payload: opBatch, the write
-// count, then each write as appendEntry lays it out. c's writes must be of
-// the ops batchTakes.
+func (c *batchEntry) setTime(t time.Time) { c.Time = t }
+
+// appendBatch appends c to b as a record's payload: opBatch, the stamp,
+// the write count, then each write as appendEntry lays it out. c's writes
+// must be of the ops batchTakes, and have no actor or time of their own.
 func appendBatch(b []byte, c *batchEntry) []byte {
 	b = append(b, opBatch)
+	b = appendStamp(b, c.Time, c.Actor)
 	b = binary.AppendUvarint(b, uint64(len(c.Writes)))
 	for i := range c.Writes {
 		b = appendEntry(b, (*entry)(&c.Writes[i]))
@@ -60,6 +69,10 @@ func decodeBatch(payload []byte) (*batchEntry, error) {
 		return nil, errors.New("not a batch")
 	}
 	r := bytes.NewReader(payload[1:])
+	c := &batchEntry{}
+	if err := readStamp(r, &c.Time, &c.Actor); err != nil {
+		return nil, err
+	}
 	n, err := readCount(r)
 	switch {
 	case err != nil:
@@ -67,14 +80,16 @@ func decodeBatch(payload []byte) (*batchEntry, error) {
 	case n == 0:
 		return nil, errors.New("a batch of no write")
 	}
-	c := &batchEntry{Writes: make([]membership.Write, 0, n)}
+	c.Writes = make([]membership.Write, 0, n)
 	for i := range n {
 		w, err := readEntry(r) // refuses op 6: a batch holds no batch
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, fmt.Errorf("batch write %d: %w", i, err)
-		}
-		if !batchTakes(w.Op) {
+		case !batchTakes(w.Op):
 			return nil, fmt.Errorf("batch write %d: a batch takes no %s", i, w.Op)
+		case !w.Time.IsZero() || w.Actor != 0:
+			return nil, fmt.Errorf("batch write %d has a stamp of its own", i)
 		}
 		c.Writes = append(c.Writes, membership.Write(*w))
 	}
@@ -96,7 +111,9 @@ func batchTakes(op membership.Op) bool {
 // Batch applies b, all or nothing, as one change with one revision (see
 // membership.Batch), once its record is on disk: one record for the whole
 // batch, committed as Write's are (sharing fsyncs with them), applied by
-// memory's Batch in log order, on commit and on every replay alike.
+// memory's Batch in log order, on commit and on every replay alike. Its
+// change carries b's Actor and the time the committer gave it (b's Time
+// and its writes' actors and times are not used).
 //
 // b is first checked against memory, read only, write by write: a write
 // of an op a batch does not take, or whose precondition fails already,
@@ -120,14 +137,14 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 	if len(b.Writes) == 0 {
 		return membership.BatchResult{Results: []membership.Result{}, Revision: d.mem.LatestRevision()}, nil
 	}
-	c := &batchEntry{Writes: make([]membership.Write, len(b.Writes))}
+	c := &batchEntry{Writes: make([]membership.Write, len(b.Writes)), Actor: b.Actor} // the committer gives the time
 	for i, w := range b.Writes {
 		if !batchTakes(w.Op) {
 			return membership.BatchResult{}, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
 		}
 		rev, _, err := d.mem.Check(w)
 		if err == nil {
-			c.Writes[i] = w
+			c.Writes[i] = membership.Write{Op: w.Op, GroupID: w.GroupID, Users: w.Users, UIDs: w.UIDs, If: w.If}
 			c.Writes[i].If.Revisions, err = pendingRevisions(w.If.Revisions, rev)
 		}
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,7 +25,7 @@ func TestDurableBatches(t *testing.T) {
 }
 
 // batchEntries returns batches of every op a batch takes, with and without
-// preconditions.
+// preconditions, and stamps: an entry's becomes its batch's.
 func batchEntries() map[string]*batchEntry {
 	out := map[string]*batchEntry{}
 	var all []membership.Write
@@ -32,10 +33,12 @@ func batchEntries() map[string]*batchEntry {
 		if e.Op == membership.OpRemoveUser {
 			continue
 		}
-		out[name] = &batchEntry{Writes: []membership.Write{membership.Write(*e)}}
-		all = append(all, membership.Write(*e))
+		w := membership.Write(*e)
+		w.Time, w.Actor = time.Time{}, 0
+		out[name] = &batchEntry{Writes: []membership.Write{w}, Time: e.Time, Actor: e.Actor}
+		all = append(all, w)
 	}
-	out["all of them"] = &batchEntry{Writes: all}
+	out["all of them"] = &batchEntry{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), Actor: 42}
 	return out
 }
 
@@ -56,11 +59,11 @@ func TestBatchRecordRoundTrip(t *testing.T) {
 func TestBatchRecordHoldsItsWritesAsRecords(t *testing.T) {
 	add := &entry{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}, If: membership.Precondition{Empty: true}}
 	remove := &entry{Op: membership.OpRemove, GroupID: "h", UIDs: []membership.UID{1}}
-	want := append([]byte{opBatch, 2}, appendEntry(nil, add)...)
+	want := append([]byte{opBatch, 0, 0, 2}, appendEntry(nil, add)...)
 	want = append(want, appendEntry(nil, remove)...)
-	got := appendBatch(nil, &batchEntry{Writes: []membership.Write{membership.Write(*add), membership.Write(*remove)}})
+	got := appendBatch(nil, &batchEntry{Writes: []membership.Write{membership.Write(*add), membership.Write(*remove)}, Time: time.UnixMilli(0).UTC()})
 	assert.Equal(t, want, got)
-	assert.Equal(t, []byte{6, 2, 0x81, 1, 'g', 1, 1, 0, 2, 0, 2, 1, 'h', 1, 1}, got)
+	assert.Equal(t, []byte{6, 0, 0, 2, 0x81, 1, 'g', 1, 1, 0, 2, 0, 2, 1, 'h', 1, 1}, got, "with a stamp of the time 0 and no actor")
 }
 
 func TestBatchRecordRefusesWhatNoBuildWrote(t *testing.T) {
@@ -68,22 +71,26 @@ func TestBatchRecordRefusesWhatNoBuildWrote(t *testing.T) {
 		name    string
 		payload []byte
 	}{
-		{"a batch of no write", []byte{6, 0}},
-		{"no count", []byte{6}},
-		{"a batch with a precondition flag", []byte{0x86, 1, 4, 1, 'g'}},
-		{"a batch in a batch", []byte{6, 1, 6, 1, 4, 1, 'g'}},
-		{"a remove_user in a batch", []byte{6, 1, 5, 0, 1, 1}},
-		{"cut short", []byte{6, 2, 4, 1, 'g'}},
-		{"trailing bytes", []byte{6, 1, 4, 1, 'g', 0}},
-		{"a damaged write", []byte{6, 1, 1, 1, 'g', 1, 1, 2}},
-		{"more writes than the record holds", []byte{6, 100, 4, 1, 'g'}},
+		{"a batch of no write", []byte{6, 0, 0, 0}},
+		{"no stamp", []byte{6}},
+		{"no count", []byte{6, 0, 0}},
+		{"a batch with a precondition flag", []byte{0x86, 0, 0, 1, 4, 1, 'g'}},
+		{"a batch with a stamp flag", []byte{0x46, 0, 0, 1, 4, 1, 'g'}},
+		{"a batch in a batch", []byte{6, 0, 0, 1, 6, 0, 0, 1, 4, 1, 'g'}},
+		{"a remove_user in a batch", []byte{6, 0, 0, 1, 5, 0, 1, 1}},
+		{"a write with a stamp", []byte{6, 0, 0, 1, 0x44, 1, 'g', 2, 0}},
+		{"cut short", []byte{6, 0, 0, 2, 4, 1, 'g'}},
+		{"trailing bytes", []byte{6, 0, 0, 1, 4, 1, 'g', 0}},
+		{"a damaged write", []byte{6, 0, 0, 1, 1, 1, 'g', 1, 1, 2}},
+		{"more writes than the record holds", []byte{6, 0, 0, 100, 4, 1, 'g'}},
+		{"an actor that is no uid", []byte{6, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 1, 4, 1, 'g'}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := decodeRecord(tt.payload)
 			assert.Error(t, err)
 		})
 	}
-	_, err := decodeEntry([]byte{6, 1, 4, 1, 'g'})
+	_, err := decodeEntry([]byte{6, 0, 0, 1, 4, 1, 'g'})
 	assert.Error(t, err, "a batch is not an entry")
 }
 
@@ -164,7 +171,7 @@ func batchScript(t *testing.T, s storetest.BatchStore) []batchOutcome {
 	}
 	var out []batchOutcome
 	do := func(ws ...membership.Write) {
-		res, err := s.Batch(ctx, membership.Batch{Writes: ws})
+		res, err := s.Batch(ctx, membership.Batch{Writes: ws, Actor: membership.UID(len(out) + 40)})
 		o := batchOutcome{Result: res}
 		if err != nil {
 			o.Code = membership.ErrorCode(err)
@@ -196,18 +203,24 @@ type batchOutcome struct {
 
 // Batches answer on the durable store as on memory, and a start after a
 // crash, replaying the log, gives back the lists, revisions, nicknames and
-// feed; a start from a snapshot that holds the batches too.
+// feed, times and actors included; a start from a snapshot that holds the
+// batches too.
 func TestDurableBatchesReplayAfterACrash(t *testing.T) {
 	ref := memory.New()
 	want := batchScript(t, ref)
-	wantState := stateOf(t, ref)
+	refState := stateOf(t, ref)
 	require.Equal(t, membership.CodePreconditionFailed, want[3].Code, "the script does what it says")
 	require.Equal(t, want[2].Result.Revision, want[1].Result.Revision, "and has a batch that changes nothing")
+	require.Equal(t, membership.UID(40), refState.Changes[1].Actor, "and gives each batch an actor")
 
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, markedOpts())
 	assert.Equal(t, want, batchScript(t, d), "each batch answers as memory's")
-	assert.Equal(t, wantState, stateOf(t, d))
+	wantState := stateOf(t, d)
+	assert.Equal(t, untimed(refState), untimed(wantState))
+	for _, c := range wantState.Changes {
+		assert.False(t, c.Time.IsZero(), "change %d has the time of its commit", c.Revision)
+	}
 	d.markNow()
 	crash(t, d)
 
@@ -294,20 +307,20 @@ func TestDurableRacedBatchFailsOnReplayToo(t *testing.T) {
 	assert.Equal(t, first.Revision+1, next.Revision, "the failed batch took no revision")
 }
 
-// A log of version 3, as the build before batches wrote it, is still
-// read, and the records after it go into a new log of version 4: a build
-// that reads version 3 at most refuses that one by its version.
-func TestDurableReadsAVersion3Log(t *testing.T) {
+// A log of version 4, as the build before batches wrote it, is still
+// read, and the records after it go into a new log of version 5: a build
+// that reads version 4 at most refuses that one by its version.
+func TestDurableReadsAVersion4Log(t *testing.T) {
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	_, err := d.Write(context.Background(), membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 1}, {UID: 2}}})
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
 	path := newestLog(t, dir)
-	v3, err := os.ReadFile(path)
+	v4, err := os.ReadFile(path)
 	require.NoError(t, err)
-	v3[4] = 3
-	require.NoError(t, os.WriteFile(path, v3, 0o600))
+	v4[4] = 4
+	require.NoError(t, os.WriteFile(path, v4, 0o600))
 
 	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	_, err = d.Batch(context.Background(), membership.Batch{Writes: []membership.Write{
@@ -318,12 +331,12 @@ func TestDurableReadsAVersion3Log(t *testing.T) {
 	require.NoError(t, d.Close())
 	old, err := os.ReadFile(path)
 	require.NoError(t, err)
-	assert.Equal(t, v3, old, "the old log is left as it was")
+	assert.Equal(t, v4, old, "the old log is left as it was")
 	newest, err := os.ReadFile(newestLog(t, dir))
 	require.NoError(t, err)
 	h, err := wal.ReadHeader(newest)
 	require.NoError(t, err)
-	assert.Equal(t, 4, h.Version)
+	assert.Equal(t, 5, h.Version)
 
 	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	defer d.Close()

@@ -465,6 +465,7 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 		return membership.Result{Revision: rev}, nil
 	}
 	c := entry(w)
+	c.Time = time.Time{} // the committer's to give: see encode
 	if c.Op == membership.OpRemoveUser {
 		c.GroupID, c.If = "", membership.Precondition{} // memory checks none
 	}
@@ -624,10 +625,14 @@ func (d *Store) gather(batch []*pending) []*pending {
 
 // encode appends the log records of batch to buf, and returns them with the
 // changes they hold: a change too large for one record is answered, refused,
-// and dropped from the batch.
+// and dropped from the batch. Every change of the batch is stamped with
+// one time, now, as its commit's: the record keeps it, so that a replay
+// gives the change the time it had.
 func (d *Store) encode(buf []byte, batch []*pending) ([]byte, []*pending) {
+	now := time.Now().UTC().Truncate(time.Millisecond)
 	n := 0
 	for _, p := range batch {
+		p.req.setTime(now)
 		var err error
 		if buf, err = wal.Append(buf, p.req.appendTo); err != nil {
 			// Unreachable with the flags run checks; refused, not

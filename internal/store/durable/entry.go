@@ -2,12 +2,13 @@ package durable
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
+	"time"
 	"unsafe"
 
 	"example.com/groupmembership/internal/store/memory"
@@ -15,9 +16,10 @@ import (
 )
 
 // A record of the log (see package wal) holds one entry: an op byte, the
-// group id, what the op names, and, when the op byte has withPrecondition
-// set, the precondition; or a batch (op 6, batch.go). All integers are
-// unsigned varints; a string is its length and its bytes.
+// group id, what the op names, when the op byte has withPrecondition set,
+// the precondition, and when it has withStamp set, the stamp; or a batch
+// (op 6, batch.go). All integers are unsigned varints but the time; a
+// string is its length and its bytes.
 //
 //	op 1 add, 3 replace   user count, then each uid, a byte that says
 //	                      whether a nickname follows (1) or not (0), and
@@ -27,12 +29,19 @@ import (
 //	op 5 remove_user      uid count (1), then the uid; the group id is ""
 //	precondition          a byte of flags (1 Exists, 2 Empty), revision
 //	                      count, then each revision
-//	op 6 batch            no group id: the write count (at least 1), then
-//	                      each write as the record of its op (1 to 4)
-//	                      holds it, op byte and precondition included
+//	stamp                 the time the change was committed, in
+//	                      milliseconds since 1970-01-01 UTC (a signed,
+//	                      zigzag varint), then the actor's uid (0: none)
+//	op 6 batch            no group id: the stamp, then the write count (at
+//	                      least 1), then each write as the record of its
+//	                      op (1 to 4) holds it, op byte and precondition
+//	                      included, but with no stamp: the batch's is its
+//	                      writes'
 //
-// Records of ops 1 and 2 without a precondition are as every build before
-// the other ops wrote them.
+// Records of ops 1 and 2 without a precondition or a stamp are as every
+// build before the other ops wrote them. This build stamps every record
+// it writes (logs of version 4); a record without a stamp, from an older
+// build, is applied with no time and no actor.
 const (
 	opAdd         byte = 1
 	opRemove      byte = 2
@@ -43,6 +52,9 @@ const (
 	// withPrecondition is set in the op byte of an entry with a
 	// precondition.
 	withPrecondition byte = 0x80
+	// withStamp is set in the op byte of an entry with a time and an
+	// actor.
+	withStamp byte = 0x40
 )
 
 // entryOps maps the op bytes to their ops.
@@ -81,28 +93,35 @@ type record interface {
 	// overtook between its check and its turn fails, taking no revision,
 	// when it is replayed too.
 	applyTo(m *memory.Store) result
+	// setTime gives it the time of its commit, which its record keeps.
+	setTime(t time.Time)
 }
 
 // decodeRecord decodes a record's payload: an entry or a batch.
 func decodeRecord(payload []byte) (record, error) {
-	if len(payload) > 0 && payload[0] == opBatch {
+	if len(payload) > 0 && payload[0] == opBatch { // never with a flag: see appendBatch
 		return decodeBatch(payload)
 	}
 	return decodeEntry(payload)
 }
 
-// entry is one write as the log holds it: the request, not its effects.
-// Replaying it applies it to memory as it was applied when it was written,
-// precondition included, so it gives the same revision, or fails the same
-// way.
+// entry is one write as the log holds it: the request, not its effects,
+// with the time the committer gave it. Replaying it applies it to memory
+// as it was applied when it was written, precondition and time included,
+// so it gives the same revision and time, or fails the same way.
 type entry membership.Write
 
 func (c *entry) appendTo(b []byte) []byte { return appendEntry(b, c) }
 
+// applyTo takes c's time as it is: a change the committer stamped gets the
+// time it got when it was first applied, and one an older build logged
+// without a time gets none.
 func (c *entry) applyTo(m *memory.Store) result {
-	res, err := m.Write(context.Background(), membership.Write(*c))
+	res, err := m.Apply(membership.Write(*c))
 	return result{res: res, err: err}
 }
+
+func (c *entry) setTime(t time.Time) { c.Time = t }
 
 // cost returns about how many bytes c holds in memory while it waits to be
 // written: its users or uids, their nicknames, its revisions and its
@@ -126,6 +145,9 @@ func appendEntry(b []byte, c *entry) []byte {
 	if !c.If.IsZero() {
 		op |= withPrecondition
 	}
+	if !c.Time.IsZero() || c.Actor != 0 {
+		op |= withStamp
+	}
 	b = append(b, op)
 	b = binary.AppendUvarint(b, uint64(len(c.GroupID)))
 	b = append(b, c.GroupID...)
@@ -141,7 +163,16 @@ func appendEntry(b []byte, c *entry) []byte {
 	if op&withPrecondition != 0 {
 		b = appendPrecondition(b, c.If)
 	}
+	if op&withStamp != 0 {
+		b = appendStamp(b, c.Time, c.Actor)
+	}
 	return b
+}
+
+// appendStamp appends a stamp: t, in milliseconds since 1970, and actor.
+func appendStamp(b []byte, t time.Time, actor membership.UID) []byte {
+	b = binary.AppendVarint(b, t.UnixMilli())
+	return binary.AppendUvarint(b, uint64(actor))
 }
 
 func appendUsers(b []byte, users []membership.User) []byte {
@@ -195,7 +226,7 @@ func readEntry(r *bytes.Reader) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	kind := op &^ withPrecondition
+	kind := op &^ (withPrecondition | withStamp)
 	if kind == 0 || int(kind) >= len(entryOps) {
 		return nil, fmt.Errorf("unknown op %d", op)
 	}
@@ -217,6 +248,11 @@ func readEntry(r *bytes.Reader) (*entry, error) {
 	}
 	if op&withPrecondition != 0 {
 		if c.If, err = readPrecondition(r); err != nil {
+			return nil, err
+		}
+	}
+	if op&withStamp != 0 {
+		if err := readStamp(r, &c.Time, &c.Actor); err != nil {
 			return nil, err
 		}
 	}
@@ -307,6 +343,23 @@ func readPrecondition(r *bytes.Reader) (membership.Precondition, error) {
 	return cond, nil
 }
 
+// readStamp reads a stamp: a time and an actor.
+func readStamp(r *bytes.Reader, t *time.Time, actor *membership.UID) error {
+	ms, err := binary.ReadVarint(r)
+	if err != nil {
+		return err
+	}
+	uid, err := binary.ReadUvarint(r)
+	if err != nil {
+		return err
+	}
+	if uid > math.MaxInt64 {
+		return fmt.Errorf("actor %d is not a uid", uid)
+	}
+	*t, *actor = time.UnixMilli(ms).UTC(), membership.UID(uid)
+	return nil
+}
+
 func readString(r *bytes.Reader) (string, error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
@@ -327,15 +380,16 @@ func readString(r *bytes.Reader) (string, error) {
 // by default), and its users in all at most maxUsers. An entry is never
 // larger than the body that asked for it (a user costs at least two bytes
 // in a body, "1,", and two in an entry) but for the group id, which comes
-// in the path, and the precondition, which comes in headers: its flags and
-// at most MaxPreconditionRevisions revisions; nor than maxUsers users with
-// the longest nicknames. A replace names its users as an add does; a
-// delete_group or a remove_user less. A batch is its op byte and count,
-// then each write as an entry: a group id and a precondition per write
-// (both in its body, but counted as if they were not), and the users of
-// all of them, bounded as one entry's.
+// in the path, the precondition, which comes in headers: its flags and at
+// most MaxPreconditionRevisions revisions, and the stamp, a time and a
+// uid; nor than maxUsers users with the longest nicknames. A replace names
+// its users as an add does; a delete_group or a remove_user less. A batch
+// is its op byte, stamp and count, then each write as an entry: a group id
+// and a precondition per write (both in its body, but counted as if they
+// were not), and the users of all of them, bounded as one entry's.
 func LargestEntry(maxBodyBytes int64, maxUsers, maxBatchWrites int) int64 {
-	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes
+	const stamp = 2 * binary.MaxVarintLen64
+	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes + stamp
 	const precondition = 1 + binary.MaxVarintLen16 + MaxPreconditionRevisions*binary.MaxVarintLen64
 	const perUser = binary.MaxVarintLen64 + 1 + binary.MaxVarintLen16 + membership.MaxNicknameBytes
 	users := min(maxBodyBytes, int64(maxUsers)*perUser)

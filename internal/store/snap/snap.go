@@ -15,6 +15,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"time"
 
 	"example.com/groupmembership/internal/fileheader"
 	"example.com/groupmembership/internal/fileutil"
@@ -25,7 +26,7 @@ import (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // A snapshot file holds the whole state: a header (magic word and format
-// version), a body, and a CRC-32C of the body. The body of version 4 is
+// version), a body, and a CRC-32C of the body. The body of version 5 is
 //
 //   - the revisions: the latest, that of the last nickname change, and that
 //     of the last group deleted;
@@ -39,15 +40,25 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //     remove_user (group id "", one uid, no nickname), 6 batch: after the
 //     op, instead of a group id, uids and nicknames, the count of its
 //     changes (at least 1), then each as op (1 to 4), group id, uids and
-//     nicknames, with no revision (they share the batch's).
+//     nicknames, with no revision and no stamp (they share the batch's);
+//     then the change's stamp: a byte of flags (1 a time follows, 2 an
+//     actor follows), the time in milliseconds since 1970-01-01 UTC (a
+//     signed, zigzag varint) and the actor's uid.
 //
-// Version 3, still read, is version 4 without op 6; version 2 has ops 1
-// and 2 only; version 1 has only the nicknames and the groups without
-// their revisions. A build that reads an older version at most so refuses
-// a snapshot that may hold ops it does not know by its version, not
-// halfway through its changes. All integers are unsigned varints, strings
-// a length and bytes.
-var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 4}
+// Version 4, still read, is version 5 without batches; version 3 is
+// version 4 without the stamps (its changes have no time and no actor);
+// version 2 is version 3 with ops 1 and 2 only; version 1 has only the
+// nicknames and the groups without their revisions. A build that reads an
+// older version at most so refuses a snapshot that may hold ops it does
+// not know by its version, not halfway through its changes. All integers
+// are unsigned varints but the time, strings a length and bytes.
+var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 5}
+
+// The flags of a change's stamp.
+const (
+	stampTime  byte = 1
+	stampActor byte = 2
+)
 
 // State is a copy of a store's whole contents, as a snapshot holds it.
 type State struct {
@@ -72,7 +83,7 @@ type Group struct {
 }
 
 // The op byte of a change the feed keeps, and its op. Versions 1 and 2 know
-// the first two only, version 3 the first five.
+// the first two only, versions 3 and 4 the first five.
 var ops = [...]membership.Op{
 	1: membership.OpAdd,
 	2: membership.OpRemove,
@@ -86,7 +97,7 @@ var ops = [...]membership.Op{
 // changes may have: add, remove, replace and delete_group.
 const (
 	opsOfVersion2 = 3
-	opsOfVersion3 = 6
+	opsOfVersion4 = 6
 	opsInABatch   = 5
 )
 
@@ -353,11 +364,13 @@ func checkOps(c membership.Change, known int) error {
 // appendChange appends one change of the feed.
 func appendChange(b []byte, c membership.Change) []byte {
 	b = binary.AppendUvarint(b, uint64(c.Revision))
-	return appendChangeBody(b, c)
+	b = appendChangeBody(b, c)
+	return appendStamp(b, c)
 }
 
-// appendChangeBody appends a change but for its revision: its op, then a
-// batch's changes or another op's group id, uids and nicknames.
+// appendChangeBody appends a change but for its revision and stamp: its
+// op, then a batch's changes or another op's group id, uids and
+// nicknames.
 func appendChangeBody(b []byte, c membership.Change) []byte {
 	b = append(b, byte(slices.Index(ops[:], c.Op))) // Encode checked the op
 	if c.Op == membership.OpBatch {
@@ -379,6 +392,56 @@ func appendChangeBody(b []byte, c membership.Change) []byte {
 	return b
 }
 
+// appendStamp appends c's time and actor.
+func appendStamp(b []byte, c membership.Change) []byte {
+	var flags byte
+	if !c.Time.IsZero() {
+		flags |= stampTime
+	}
+	if c.Actor != 0 {
+		flags |= stampActor
+	}
+	b = append(b, flags)
+	if flags&stampTime != 0 {
+		b = binary.AppendVarint(b, c.Time.UnixMilli())
+	}
+	if flags&stampActor != 0 {
+		b = binary.AppendUvarint(b, uint64(c.Actor))
+	}
+	return b
+}
+
+// readStamp reads c's time and actor.
+func readStamp(r *bytes.Reader, c *membership.Change) error {
+	flags, err := r.ReadByte()
+	if err != nil {
+		return err
+	}
+	if flags&^(stampTime|stampActor) != 0 {
+		return fmt.Errorf("unknown stamp flags %#x", flags)
+	}
+	if flags&stampTime != 0 {
+		ms, err := binary.ReadVarint(r)
+		if err != nil {
+			return err
+		}
+		if c.Time = time.UnixMilli(ms).UTC(); c.Time.IsZero() {
+			return errors.New("a time flagged that is none")
+		}
+	}
+	if flags&stampActor != 0 {
+		actor, err := binary.ReadUvarint(r)
+		if err != nil {
+			return err
+		}
+		if actor == 0 || actor > math.MaxInt64 {
+			return fmt.Errorf("actor %d is not a uid", actor)
+		}
+		c.Actor = membership.UID(actor)
+	}
+	return nil
+}
+
 // readChanges reads the feed's changes, which must be consecutive and end at
 // last, from a snapshot of version.
 func readChanges(r *bytes.Reader, last membership.Revision, version uint32) ([]membership.Change, error) {
@@ -391,12 +454,12 @@ func readChanges(r *bytes.Reader, last membership.Revision, version uint32) ([]m
 	}
 	changes := make([]membership.Change, 0, n)
 	next := last - membership.Revision(n) + 1
-	cr := changeReader{r: r, ids: map[string]string{}, ops: len(ops)}
+	cr := changeReader{r: r, ids: map[string]string{}, ops: len(ops), stamped: version >= 4}
 	switch version {
 	case 2:
 		cr.ops = opsOfVersion2
-	case 3:
-		cr.ops = opsOfVersion3
+	case 3, 4:
+		cr.ops = opsOfVersion4
 	}
 	for range n {
 		c, err := cr.read(next)
@@ -414,11 +477,12 @@ func readChanges(r *bytes.Reader, last membership.Revision, version uint32) ([]m
 // a group others do), and their uids cut from shared blocks, rather than
 // allocated one by one.
 type changeReader struct {
-	r     *bytes.Reader
-	ops   int // the op bytes the snapshot's version knows, 0 included
-	ids   map[string]string
-	idBuf []byte
-	block []membership.UID
+	r       *bytes.Reader
+	ops     int  // the op bytes the snapshot's version knows, 0 included
+	stamped bool // its changes have stamps (version 4 on), not a batch's own
+	ids     map[string]string
+	idBuf   []byte
+	block   []membership.UID
 }
 
 // read reads one change, which must have revision rev.
@@ -432,16 +496,20 @@ func (cr *changeReader) read(rev membership.Revision) (membership.Change, error)
 	if membership.Revision(got) != rev {
 		return c, fmt.Errorf("change %d where %d was due", got, rev)
 	}
-	c, err = cr.body(cr.ops)
-	c.Revision = rev
-	if err != nil {
+	if c, err = cr.body(cr.ops); err != nil {
 		return c, fmt.Errorf("change %d: %w", rev, err)
+	}
+	c.Revision = rev
+	if cr.stamped {
+		if err := readStamp(r, &c); err != nil {
+			return c, fmt.Errorf("change %d: %w", rev, err)
+		}
 	}
 	return c, nil
 }
 
-// body reads a change but for its revision, of one of the first known
-// ops.
+// body reads a change but for its revision and stamp, of one of the
+// first known ops.
 func (cr *changeReader) body(known int) (membership.Change, error) {
 	r := cr.r
 	var c membership.Change

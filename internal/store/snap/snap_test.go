@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,8 +14,10 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// A snapshot keeps the feed's changes of every op as they were.
+// A snapshot keeps the feed's changes of every op as they were, with
+// their times and actors, or without.
 func TestChangesOfEveryOpRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 24, 23, 59, 1, 123e6, time.UTC)
 	st := &State{
 		LastRevision:      7,
 		NicknamesRevision: 3,
@@ -23,12 +26,12 @@ func TestChangesOfEveryOpRoundTrip(t *testing.T) {
 		Groups:            []Group{{ID: "g", Revision: 3, UIDs: []membership.UID{1, 4}}},
 		Changes: []membership.Change{
 			{Revision: 1, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{1, 2}, Nicknames: []membership.Member{{UID: 1, Nickname: "Al"}}},
-			{Revision: 2, Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}},
-			{Revision: 3, Op: membership.OpReplace, GroupID: "g", UIDs: []membership.UID{1, 4}, Nicknames: []membership.Member{{UID: 1, Nickname: "Ann"}}},
-			{Revision: 4, Op: membership.OpReplace, GroupID: "h"},
-			{Revision: 5, Op: membership.OpDeleteGroup, GroupID: "team/b"},
-			{Revision: 6, Op: membership.OpRemoveUser, UIDs: []membership.UID{9223372036854775807}},
-			{Revision: 7, Op: membership.OpBatch, Changes: []membership.Change{
+			{Revision: 2, Op: membership.OpRemove, Time: at, GroupID: "g", UIDs: []membership.UID{2}},
+			{Revision: 3, Op: membership.OpReplace, Time: at, Actor: 7, GroupID: "g", UIDs: []membership.UID{1, 4}, Nicknames: []membership.Member{{UID: 1, Nickname: "Ann"}}},
+			{Revision: 4, Op: membership.OpReplace, Actor: 9223372036854775807, GroupID: "h"},
+			{Revision: 5, Op: membership.OpDeleteGroup, Time: time.UnixMilli(0).UTC(), Actor: 1, GroupID: "team/b"},
+			{Revision: 6, Op: membership.OpRemoveUser, Time: at.Add(time.Millisecond), UIDs: []membership.UID{9223372036854775807}},
+			{Revision: 7, Op: membership.OpBatch, Time: at, Actor: 3, Changes: []membership.Change{
 				{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{4}},
 				{Op: membership.OpAdd, GroupID: "h", UIDs: []membership.UID{4, 5}, Nicknames: []membership.Member{{UID: 5, Nickname: "Eve"}}},
 				{Op: membership.OpReplace, GroupID: "i", UIDs: []membership.UID{1}},
@@ -41,7 +44,7 @@ func TestChangesOfEveryOpRoundTrip(t *testing.T) {
 	got, err := Decode(buf.Bytes(), "s.snap")
 	require.NoError(t, err)
 	assert.Equal(t, st, got)
-	assert.Equal(t, "GMSN\x04\x00\x00\x00", buf.String()[:8], "a snapshot that may hold batches is of version 4")
+	assert.Equal(t, "GMSN\x05\x00\x00\x00", buf.String()[:8], "a snapshot that may hold batches is of version 5")
 }
 
 // A change no build writes is refused: a damaged or foreign snapshot.
@@ -93,6 +96,48 @@ func TestVersion2IsRead(t *testing.T) {
 	}, st)
 }
 
+// A version 3 snapshot, as the build before stamps wrote it, is read: its
+// changes have no time and no actor.
+func TestVersion3IsRead(t *testing.T) {
+	body := []byte{
+		2, 0, 2, // revisions: latest 2, nicknames 0, removed 2
+		0,                     // nicknames
+		0,                     // groups
+		2,                     // changes
+		1, 1, 1, 'g', 1, 7, 0, // 1: add g 7
+		2, 4, 1, 'g', 0, 0, // 2: delete_group g
+	}
+	data := append([]byte("GMSN\x03\x00\x00\x00"), body...)
+	data = binary.LittleEndian.AppendUint32(data, crc32.Checksum(body, castagnoli))
+	st, err := Decode(data, "s.snap")
+	require.NoError(t, err)
+	assert.Equal(t, []membership.Change{
+		{Revision: 1, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{7}},
+		{Revision: 2, Op: membership.OpDeleteGroup, GroupID: "g"},
+	}, st.Changes)
+}
+
+// A stamp no build writes is refused.
+func TestStampsNoBuildWroteAreRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		stamp []byte
+	}{
+		{"unknown flags", []byte{4}},
+		{"an actor of 0", []byte{2, 0}},
+		{"an actor beyond the uids", []byte{2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
+		{"a time cut short", []byte{1, 0x80}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := append([]byte{1, 0, 0, 0, 0, 1, 1, 1, 1, 'g', 1, 7, 0}, tt.stamp...)
+			data := append([]byte("GMSN\x04\x00\x00\x00"), body...)
+			data = binary.LittleEndian.AppendUint32(data, crc32.Checksum(body, castagnoli))
+			_, err := Decode(data, "s.snap")
+			assert.Error(t, err)
+		})
+	}
+}
+
 // Version 2 had no other ops than add and remove: an op of version 3 in a
 // version 2 file is damage.
 func TestVersion2HasOnlyAddAndRemove(t *testing.T) {
@@ -130,7 +175,8 @@ func snapshotOf(version byte, body []byte) []byte {
 }
 
 // A batch's changes are checked as a change of their op is, and a batch
-// holds at least one, none of them a batch or a remove_user.
+// holds at least one, none of them a batch or a remove_user; the batch has
+// one stamp, its changes none.
 func TestBatchesThatBreakTheRulesAreRefused(t *testing.T) {
 	// Revisions 1, 0, 0; no nickname; no group; one change, at revision 1.
 	head := []byte{1, 0, 0, 0, 0, 1, 1}
@@ -138,27 +184,29 @@ func TestBatchesThatBreakTheRulesAreRefused(t *testing.T) {
 		name   string
 		change []byte
 	}{
-		{"a batch of no change", []byte{6, 0}},
-		{"a batch in a batch", []byte{6, 1, 6, 1, 4, 1, 'g', 0, 0}},
-		{"a remove_user in a batch", []byte{6, 1, 5, 0, 1, 1, 0}},
-		{"a delete_group naming users", []byte{6, 1, 4, 1, 'g', 1, 1, 0}},
-		{"a change of no group", []byte{6, 1, 1, 0, 1, 1, 0}},
-		{"more changes than the file", []byte{6, 100, 4, 1, 'g', 0, 0}},
-		{"cut short", []byte{6, 2, 4, 1, 'g', 0, 0}},
+		{"a batch of no change", []byte{6, 0, 0}},
+		{"a batch in a batch", []byte{6, 1, 6, 1, 4, 1, 'g', 0, 0, 0}},
+		{"a remove_user in a batch", []byte{6, 1, 5, 0, 1, 1, 0, 0}},
+		{"a delete_group naming users", []byte{6, 1, 4, 1, 'g', 1, 1, 0, 0}},
+		{"a change of no group", []byte{6, 1, 1, 0, 1, 1, 0, 0}},
+		{"more changes than the file", []byte{6, 100, 4, 1, 'g', 0, 0, 0}},
+		{"cut short", []byte{6, 2, 4, 1, 'g', 0, 0, 0}},
+		{"a stamp for each change", []byte{6, 1, 4, 1, 'g', 0, 0, 0, 0}},
+		{"no stamp", []byte{6, 1, 4, 1, 'g', 0, 0}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Decode(snapshotOf(4, append(slices.Clone(head), tt.change...)), "s.snap")
+			_, err := Decode(snapshotOf(5, append(slices.Clone(head), tt.change...)), "s.snap")
 			assert.Error(t, err)
 		})
 	}
-	st, err := Decode(snapshotOf(4, append(slices.Clone(head), 6, 1, 4, 1, 'g', 0, 0)), "s.snap")
+	st, err := Decode(snapshotOf(5, append(slices.Clone(head), 6, 1, 4, 1, 'g', 0, 0, 2, 7)), "s.snap")
 	require.NoError(t, err, "the same, well formed")
-	assert.Equal(t, []membership.Change{{Revision: 1, Op: membership.OpBatch, Changes: []membership.Change{{Op: membership.OpDeleteGroup, GroupID: "g"}}}}, st.Changes)
+	assert.Equal(t, []membership.Change{{Revision: 1, Op: membership.OpBatch, Actor: 7, Changes: []membership.Change{{Op: membership.OpDeleteGroup, GroupID: "g"}}}}, st.Changes)
 }
 
-// A version 3 snapshot, as the build before batches wrote it, is read,
+// A version 4 snapshot, as the build before batches wrote it, is read,
 // and holds no batch: op 6 in it is damage.
-func TestVersion3IsReadWithoutBatches(t *testing.T) {
+func TestVersion4IsReadWithoutBatches(t *testing.T) {
 	st := &State{
 		LastRevision: 2,
 		Nicknames:    map[membership.UID]string{},
@@ -170,13 +218,13 @@ func TestVersion3IsReadWithoutBatches(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	require.NoError(t, Encode(&buf, st))
-	v3 := buf.Bytes()
-	v3[4] = 3 // a state without batches is encoded as version 3 encoded it
-	got, err := Decode(v3, "s.snap")
+	v4 := buf.Bytes()
+	v4[4] = 4 // a state without batches is encoded as version 4 encoded it
+	got, err := Decode(v4, "s.snap")
 	require.NoError(t, err)
 	assert.Equal(t, st, got)
 
-	batch := []byte{1, 0, 0, 0, 0, 1, 1, 6, 1, 4, 1, 'g', 0, 0}
-	_, err = Decode(snapshotOf(3, batch), "s.snap")
+	batch := []byte{1, 0, 0, 0, 0, 1, 1, 6, 1, 4, 1, 'g', 0, 0, 0}
+	_, err = Decode(snapshotOf(4, batch), "s.snap")
 	assert.ErrorContains(t, err, "unknown op 6")
 }
