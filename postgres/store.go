@@ -251,17 +251,26 @@ func (s *Store) Budgets() []metrics.Budget { return s.Stats().Budgets() }
 // Backup returns a consistent copy of the state this instance serves.
 func (s *Store) Backup() *snap.Backup { return s.mem.Backup() }
 
-// outcome is what applying a change gave: its writer's answer.
+// outcome is what applying a change gave: its writer's answer, a write's
+// res or a batch's batch, or err.
 type outcome struct {
-	res membership.Result
-	err error
+	res   membership.Result
+	batch membership.BatchResult
+	err   error
 }
 
-// commit writes c to the log and waits until this instance has applied it:
-// its answer is what applying it gave, a failed precondition included.
+// commit writes c, a write, to the log and waits until this instance has
+// applied it: its answer is what applying it gave, a failed precondition
+// included.
 func (s *Store) commit(ctx context.Context, c change) (membership.Result, error) {
+	o := s.submit(ctx, c)
+	return o.res, o.err
+}
+
+// submit is commit of any change, a batch included.
+func (s *Store) submit(ctx context.Context, c change) outcome {
 	if err := s.Writable(); err != nil {
-		return membership.Result{}, err
+		return outcome{err: err}
 	}
 	ticket := int64(rand.Uint64())
 	done := make(chan outcome, 1)
@@ -276,29 +285,29 @@ func (s *Store) commit(ctx context.Context, c change) (membership.Result, error)
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CommitTimeout)
 	defer cancel()
 	_, err := s.pool.Exec(ctx, `INSERT INTO membership_changes
-		(ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		ticket, c.op, c.groupID, c.uids, c.nicknames, c.ifRevisions, c.ifExists, c.ifEmpty, c.actor)
+		(ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		ticket, c.op, c.groupID, c.uids, c.nicknames, c.ifRevisions, c.ifExists, c.ifEmpty, c.actor, c.batch)
 	if err != nil {
 		if ctx.Err() != nil {
-			return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
-				"the database did not confirm the change within %s: it may still be applied; read the group to know", s.opts.CommitTimeout)
+			return outcome{err: membership.Errorf(membership.CodeUnavailable,
+				"the database did not confirm the change within %s: it may still be applied; read the group to know", s.opts.CommitTimeout)}
 		}
 		var refused *pgconn.PgError
 		if pgconn.SafeToRetry(err) || errors.As(err, &refused) { // nothing was sent, or the database refused it
-			return membership.Result{}, membership.Errorf(membership.CodeUnavailable, "the database did not take the change (%v); nothing was changed", err)
+			return outcome{err: membership.Errorf(membership.CodeUnavailable, "the database did not take the change (%v); nothing was changed", err)}
 		}
-		return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
-			"the database did not confirm the change (%v): it may still be applied; read the group to know", err)
+		return outcome{err: membership.Errorf(membership.CodeUnavailable,
+			"the database did not confirm the change (%v): it may still be applied; read the group to know", err)}
 	}
 	s.kickSequencer()
 	select {
 	case o := <-done:
-		return o.res, o.err
+		return o
 	case <-ctx.Done():
-		return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
-			"the change is in the database, but was not applied here within %s; it will be: read the group to see it", s.opts.CommitTimeout)
+		return outcome{err: membership.Errorf(membership.CodeUnavailable,
+			"the change is in the database, but was not applied here within %s; it will be: read the group to see it", s.opts.CommitTimeout)}
 	case <-s.stop:
-		return membership.Result{}, membership.Errorf(membership.CodeUnavailable, "the store is closing; the change is in the database and will be applied")
+		return outcome{err: membership.Errorf(membership.CodeUnavailable, "the store is closing; the change is in the database and will be applied")}
 	}
 }
 
@@ -407,7 +416,7 @@ func (s *Store) catchUp(ctx context.Context, q querier) error {
 // applyPage applies up to fetchRows changes after the last applied, and
 // returns how many. The caller holds applyMu.
 func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
-	rows, err := q.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor,
+	rows, err := q.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch,
 		coalesce(sequenced_at, appended_at), extract(epoch FROM clock_timestamp() - appended_at)::float8
 		FROM membership_changes WHERE pos > $1 ORDER BY pos LIMIT $2`, s.applied.Load(), fetchRows)
 	if err != nil {
@@ -418,7 +427,7 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 	for rows.Next() {
 		var c logEntry
 		if err := rows.Scan(&c.pos, &c.ticket, &c.op, &c.groupID, &c.uids, &c.nicknames,
-			&c.ifRevisions, &c.ifExists, &c.ifEmpty, &c.actor, &c.sequencedAt, &c.age); err != nil {
+			&c.ifRevisions, &c.ifExists, &c.ifEmpty, &c.actor, &c.batch, &c.sequencedAt, &c.age); err != nil {
 			return n, err
 		}
 		why := ""
@@ -427,6 +436,11 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 		} else if !c.known() {
 			why = fmt.Sprintf("change %d of the log has op %d, which this build does not know: "+
 				"this instance stops taking changes: restart it on the build that wrote it", c.pos, c.op)
+		} else if c.op == opBatch {
+			if c.writes, err = decodeBatch(c.batch); err != nil {
+				why = fmt.Sprintf("change %d of the log is a batch that cannot be read (%v): "+
+					"this instance stops taking changes", c.pos, err)
+			}
 		}
 		if why != "" {
 			s.broken.Store(&why)
@@ -444,6 +458,8 @@ type logEntry struct {
 	change
 	pos, ticket int64
 	age         float64 // seconds since it was written, by the database's clock
+	// writes are a batch's, decoded from its batch column.
+	writes []membership.Write
 }
 
 // apply applies c to memory and answers its writer, if it waits here.
@@ -453,8 +469,13 @@ type logEntry struct {
 // it the same ones.
 func (s *Store) apply(ctx context.Context, c logEntry) {
 	start := time.Now()
-	res, err := s.mem.Write(ctx, c.write())
-	if err != nil && membership.ErrorCode(err) != membership.CodePreconditionFailed {
+	var o outcome
+	if c.op == opBatch {
+		o.batch, o.err = s.mem.Batch(ctx, c.batchOf(c.writes))
+	} else {
+		o.res, o.err = s.mem.Write(ctx, c.write())
+	}
+	if err := o.err; err != nil && membership.ErrorCode(err) != membership.CodePreconditionFailed {
 		// Memory refuses nothing else: the writers' Service checked it.
 		s.logger.Error("applying a change of the log failed", "pos", c.pos, "err", err)
 	}
@@ -464,7 +485,7 @@ func (s *Store) apply(ctx context.Context, c logEntry) {
 	s.waitMu.Unlock()
 	if done != nil {
 		select {
-		case done <- outcome{res, err}:
+		case done <- o:
 		default: // answered already: a ticket is in the log once
 		}
 	}

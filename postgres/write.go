@@ -9,7 +9,7 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// The ops of membership_changes (migrations 0001 and 0002), indexed by
+// The ops of membership_changes (migrations 0001, 0002 and 0004), indexed by
 // their number there.
 var ops = [...]membership.Op{
 	1: membership.OpAdd,
@@ -17,6 +17,7 @@ var ops = [...]membership.Op{
 	3: membership.OpReplace,
 	4: membership.OpDeleteGroup,
 	5: membership.OpRemoveUser,
+	6: membership.OpBatch, // migration 0004, batch.go
 }
 
 // change is a membership.Write as a row of membership_changes holds it.
@@ -31,6 +32,9 @@ type change struct {
 	ifExists    bool
 	ifEmpty     bool
 	actor       *int64 // nil: none (NULL)
+	// batch holds a batch's writes (op 6), encoded by appendBatch; nil
+	// for the other ops.
+	batch []byte
 	// sequencedAt is when the sequencer placed the change: its time, the
 	// same on every instance. Only a change read from the log has one.
 	sequencedAt time.Time

@@ -17,7 +17,9 @@
 // advice: memory checks the precondition again when the committer applies
 // the write, in log order, so a write that another overtook in between is
 // logged, answered CodePreconditionFailed, takes no revision, and fails the
-// same way when the log is replayed.
+// same way when the log is replayed. A batch is one record, applied by
+// memory's Batch; only a precondition that fails already keeps it out of
+// the log (batch.go).
 //
 // # Concurrency
 //

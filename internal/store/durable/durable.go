@@ -249,7 +249,7 @@ type durableStats struct {
 
 // pending is one change waiting for the committer.
 type pending struct {
-	req *entry
+	req record
 	// queued holds the change's cost in the queue: the caller takes it,
 	// the committer releases it as it answers.
 	queued  budget.Lease
@@ -257,9 +257,12 @@ type pending struct {
 	done    chan result
 }
 
+// result is what applying a record gave: a write's res, or a batch's
+// batch, or err.
 type result struct {
-	res membership.Result
-	err error
+	res   membership.Result
+	batch membership.BatchResult
+	err   error
 }
 
 var _ membership.Store = (*Store)(nil)
@@ -444,17 +447,6 @@ func removeTemps(dir string) error {
 	return err
 }
 
-// apply applies c to memory. Memory gives it its revision, so replaying the
-// log after the same snapshot gives every change the revision it had; and
-// checks its precondition, so a write that another overtook between its
-// check and its turn fails, taking no revision, when it is replayed too.
-// It takes c's time as it is: a change the committer stamped gets the
-// time it got when it was first applied, and one an older build logged
-// without a time gets none.
-func (d *Store) apply(c *entry) (membership.Result, error) {
-	return d.mem.Apply(membership.Write(*c))
-}
-
 // Write implements membership.Store. It returns once the change is on disk
 // and applied, or with CodeUnavailable and nothing changed. A write that
 // would change nothing, or whose precondition fails, is answered from
@@ -480,7 +472,8 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 	if c.If.Revisions, err = pendingRevisions(w.If.Revisions, rev); err != nil {
 		return membership.Result{}, err
 	}
-	return d.commit(&c)
+	r := d.commit(&c)
+	return r.res, r.err
 }
 
 // pendingRevisions returns the revisions of an If-Match that the group,
@@ -516,23 +509,23 @@ func (d *Store) RemoveMembers(ctx context.Context, groupID string, uids []member
 // commit queues c for the committer and waits for its answer, at most
 // CommitTimeout. A full queue refuses c at once: a stuck disk must not pile
 // up waiting callers, nor their changes in memory.
-func (d *Store) commit(c *entry) (membership.Result, error) {
+func (d *Store) commit(c record) result {
 	if waited, ok := d.stuck(); ok { // fail fast: queued, it would wait the whole deadline
-		return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
+		return result{err: membership.Errorf(membership.CodeUnavailable,
 			"a write to the log has waited on the disk for %s, longer than the commit timeout (%s); nothing was changed: try again later",
-			waited, d.opts.CommitTimeout)
+			waited, d.opts.CommitTimeout)}
 	}
 	p := &pending{req: c, done: make(chan result, 1)}
 	var ok bool
 	if p.queued, ok = d.queue.Take(c.cost()); !ok { // a change larger than the whole queue is taken alone
 		d.stats.queueFull.Add(1)
-		return membership.Result{}, errQueueFull
+		return result{err: errQueueFull}
 	}
 	d.closeMu.RLock()
 	if d.closed {
 		d.closeMu.RUnlock()
 		p.queued.Release()
-		return membership.Result{}, membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")
+		return result{err: membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")}
 	}
 	select {
 	case d.changes <- p:
@@ -541,7 +534,7 @@ func (d *Store) commit(c *entry) (membership.Result, error) {
 		d.closeMu.RUnlock()
 		p.queued.Release()
 		d.stats.queueFull.Add(1)
-		return membership.Result{}, errQueueFull
+		return result{err: errQueueFull}
 	}
 	// Once queued, the change will be decided whether or not its caller
 	// still waits; the caller waits for that, even if its client has gone,
@@ -550,12 +543,12 @@ func (d *Store) commit(c *entry) (membership.Result, error) {
 	defer t.Stop()
 	select {
 	case r := <-p.done:
-		return r.res, r.err
+		return r
 	case <-t.C:
 		d.stats.commitTimeouts.Add(1)
-		return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
+		return result{err: membership.Errorf(membership.CodeUnavailable,
 			"the change was not written to disk within %s (the disk is slow or stuck); it may still be applied: read to find out",
-			d.opts.CommitTimeout)
+			d.opts.CommitTimeout)}
 	}
 }
 
@@ -639,9 +632,9 @@ func (d *Store) encode(buf []byte, batch []*pending) ([]byte, []*pending) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	n := 0
 	for _, p := range batch {
-		p.req.Time = now
+		p.req.setTime(now)
 		var err error
-		if buf, err = wal.Append(buf, func(b []byte) []byte { return appendEntry(b, p.req) }); err != nil {
+		if buf, err = wal.Append(buf, p.req.appendTo); err != nil {
 			// Unreachable with the flags run checks; refused, not
 			// written, if it ever comes.
 			d.answer(p, result{err: membership.Errorf(membership.CodeBodyTooLarge,
@@ -665,7 +658,7 @@ func (d *Store) commitBatch(buf []byte, batch []*pending) {
 		return
 	}
 	for _, p := range batch {
-		p.applied.res, p.applied.err = d.apply(p.req)
+		p.applied = p.req.applyTo(d.mem)
 	}
 	d.setSynced() // before the answers: a change acknowledged is in the next mark
 	for _, p := range batch {

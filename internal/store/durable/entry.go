@@ -11,14 +11,15 @@ import (
 	"time"
 	"unsafe"
 
+	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
 )
 
 // A record of the log (see package wal) holds one entry: an op byte, the
 // group id, what the op names, when the op byte has withPrecondition set,
-// the precondition, and when it has withStamp set, the stamp. All
-// integers are unsigned varints but the time; a string is its length and
-// its bytes.
+// the precondition, and when it has withStamp set, the stamp; or a batch
+// (op 6, batch.go). All integers are unsigned varints but the time; a
+// string is its length and its bytes.
 //
 //	op 1 add, 3 replace   user count, then each uid, a byte that says
 //	                      whether a nickname follows (1) or not (0), and
@@ -31,6 +32,11 @@ import (
 //	stamp                 the time the change was committed, in
 //	                      milliseconds since 1970-01-01 UTC (a signed,
 //	                      zigzag varint), then the actor's uid (0: none)
+//	op 6 batch            no group id: the stamp, then the write count (at
+//	                      least 1), then each write as the record of its
+//	                      op (1 to 4) holds it, op byte and precondition
+//	                      included, but with no stamp: the batch's is its
+//	                      writes'
 //
 // Records of ops 1 and 2 without a precondition or a stamp are as every
 // build before the other ops wrote them. This build stamps every record
@@ -73,11 +79,49 @@ const (
 // entity tags in an If-Match, so its clients never meet the refusal.
 const MaxPreconditionRevisions = membership.MaxPreconditionRevisions
 
+// record is what one record of the log holds: a write (*entry) or a batch
+// (*batchEntry).
+type record interface {
+	// cost returns about how many bytes it holds in memory while it waits
+	// to be written.
+	cost() int64
+	// appendTo appends it to b as a record's payload.
+	appendTo(b []byte) []byte
+	// applyTo applies it to m. Memory gives it its revision, so replaying
+	// the log after the same snapshot gives every change the revision it
+	// had; and checks its preconditions, so a change that another
+	// overtook between its check and its turn fails, taking no revision,
+	// when it is replayed too.
+	applyTo(m *memory.Store) result
+	// setTime gives it the time of its commit, which its record keeps.
+	setTime(t time.Time)
+}
+
+// decodeRecord decodes a record's payload: an entry or a batch.
+func decodeRecord(payload []byte) (record, error) {
+	if len(payload) > 0 && payload[0] == opBatch { // never with a flag: see appendBatch
+		return decodeBatch(payload)
+	}
+	return decodeEntry(payload)
+}
+
 // entry is one write as the log holds it: the request, not its effects,
 // with the time the committer gave it. Replaying it applies it to memory
 // as it was applied when it was written, precondition and time included,
 // so it gives the same revision and time, or fails the same way.
 type entry membership.Write
+
+func (c *entry) appendTo(b []byte) []byte { return appendEntry(b, c) }
+
+// applyTo takes c's time as it is: a change the committer stamped gets the
+// time it got when it was first applied, and one an older build logged
+// without a time gets none.
+func (c *entry) applyTo(m *memory.Store) result {
+	res, err := m.Apply(membership.Write(*c))
+	return result{res: res, err: err}
+}
+
+func (c *entry) setTime(t time.Time) { c.Time = t }
 
 // cost returns about how many bytes c holds in memory while it waits to be
 // written: its users or uids, their nicknames, its revisions and its
@@ -120,10 +164,15 @@ func appendEntry(b []byte, c *entry) []byte {
 		b = appendPrecondition(b, c.If)
 	}
 	if op&withStamp != 0 {
-		b = binary.AppendVarint(b, c.Time.UnixMilli())
-		b = binary.AppendUvarint(b, uint64(c.Actor))
+		b = appendStamp(b, c.Time, c.Actor)
 	}
 	return b
+}
+
+// appendStamp appends a stamp: t, in milliseconds since 1970, and actor.
+func appendStamp(b []byte, t time.Time, actor membership.UID) []byte {
+	b = binary.AppendVarint(b, t.UnixMilli())
+	return binary.AppendUvarint(b, uint64(actor))
 }
 
 func appendUsers(b []byte, users []membership.User) []byte {
@@ -161,6 +210,18 @@ func appendPrecondition(b []byte, cond membership.Precondition) []byte {
 // never writes, so that damage that a checksum missed is not applied.
 func decodeEntry(payload []byte) (*entry, error) {
 	r := bytes.NewReader(payload)
+	c, err := readEntry(r)
+	if err != nil {
+		return nil, err
+	}
+	if r.Len() != 0 {
+		return nil, errors.New("trailing bytes in record")
+	}
+	return c, nil
+}
+
+// readEntry reads one entry, as appendEntry writes it, from r.
+func readEntry(r *bytes.Reader) (*entry, error) {
 	op, err := r.ReadByte()
 	if err != nil {
 		return nil, err
@@ -191,12 +252,9 @@ func decodeEntry(payload []byte) (*entry, error) {
 		}
 	}
 	if op&withStamp != 0 {
-		if err := readStamp(r, c); err != nil {
+		if err := readStamp(r, &c.Time, &c.Actor); err != nil {
 			return nil, err
 		}
-	}
-	if r.Len() != 0 {
-		return nil, errors.New("trailing bytes in record")
 	}
 	return c, nil
 }
@@ -285,20 +343,20 @@ func readPrecondition(r *bytes.Reader) (membership.Precondition, error) {
 	return cond, nil
 }
 
-// readStamp reads the stamp of c: its time and its actor.
-func readStamp(r *bytes.Reader, c *entry) error {
+// readStamp reads a stamp: a time and an actor.
+func readStamp(r *bytes.Reader, t *time.Time, actor *membership.UID) error {
 	ms, err := binary.ReadVarint(r)
 	if err != nil {
 		return err
 	}
-	actor, err := binary.ReadUvarint(r)
+	uid, err := binary.ReadUvarint(r)
 	if err != nil {
 		return err
 	}
-	if actor > math.MaxInt64 {
-		return fmt.Errorf("actor %d is not a uid", actor)
+	if uid > math.MaxInt64 {
+		return fmt.Errorf("actor %d is not a uid", uid)
 	}
-	c.Time, c.Actor = time.UnixMilli(ms).UTC(), membership.UID(actor)
+	*t, *actor = time.UnixMilli(ms).UTC(), membership.UID(uid)
 	return nil
 }
 
@@ -315,19 +373,26 @@ func readString(r *bytes.Reader) (string, error) {
 	return string(b), err
 }
 
-// LargestEntry bounds the log entry of one change that requests of at most
-// maxBodyBytes and maxUsers users can ask for, as appendEntry lays it out,
-// whatever its op. An entry is never larger than the body that asked for it
-// (a user costs at least two bytes in a body, "1,", and two in an entry) but
-// for the group id, which comes in the path, the precondition, which
-// comes in headers: its flags and at most MaxPreconditionRevisions
-// revisions, and the stamp, a time and a uid; nor than maxUsers users with
-// the longest nicknames. A replace names its users as an add does; a
-// delete_group or a remove_user less.
-func LargestEntry(maxBodyBytes int64, maxUsers int) int64 {
+// LargestEntry bounds the log record of one change that requests of at
+// most maxBodyBytes and maxUsers users can ask for, as appendEntry and
+// appendBatch lay it out, whatever its op; a batch's writes are at most
+// maxBatchWrites (the HTTP layer's limit, membership.DefaultMaxBatchWrites
+// by default), and its users in all at most maxUsers. An entry is never
+// larger than the body that asked for it (a user costs at least two bytes
+// in a body, "1,", and two in an entry) but for the group id, which comes
+// in the path, the precondition, which comes in headers: its flags and at
+// most MaxPreconditionRevisions revisions, and the stamp, a time and a
+// uid; nor than maxUsers users with the longest nicknames. A replace names
+// its users as an add does; a delete_group or a remove_user less. A batch
+// is its op byte, stamp and count, then each write as an entry: a group id
+// and a precondition per write (both in its body, but counted as if they
+// were not), and the users of all of them, bounded as one entry's.
+func LargestEntry(maxBodyBytes int64, maxUsers, maxBatchWrites int) int64 {
 	const stamp = 2 * binary.MaxVarintLen64
 	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes + stamp
 	const precondition = 1 + binary.MaxVarintLen16 + MaxPreconditionRevisions*binary.MaxVarintLen64
 	const perUser = binary.MaxVarintLen64 + 1 + binary.MaxVarintLen16 + membership.MaxNicknameBytes
-	return perChange + precondition + min(maxBodyBytes, int64(maxUsers)*perUser)
+	users := min(maxBodyBytes, int64(maxUsers)*perUser)
+	batch := 1 + binary.MaxVarintLen64 + int64(max(maxBatchWrites, 1))*(perChange+precondition)
+	return batch + users // a single write's is perChange + precondition + users, no more
 }

@@ -176,7 +176,7 @@ func TestLargestEntryBoundsEveryOp(t *testing.T) {
 	}
 	cond := membership.Precondition{Revisions: revs, Exists: true, Empty: true}
 	id := string(make([]byte, membership.MaxGroupIDBytes))
-	bound := LargestEntry(1<<30, maxUsers)
+	bound := LargestEntry(1<<30, maxUsers, 1)
 	for _, e := range []*entry{
 		{Op: membership.OpAdd, GroupID: id, Users: users, If: cond},
 		{Op: membership.OpReplace, GroupID: id, Users: users, If: cond},

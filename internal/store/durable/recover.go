@@ -386,11 +386,11 @@ func (d *Store) replay(seq uint64, last bool, later []uint64) (size int64, versi
 		return wal.HeaderSize, wal.Version, err // errLogsRemoved after a repair
 	}
 	res, err := wal.Read(data, func(payload []byte) error {
-		c, err := decodeEntry(payload)
+		c, err := decodeRecord(payload)
 		if err != nil {
 			return errUndecodable{err}
 		}
-		_, _ = d.apply(c) // fails as it failed when written: a precondition another write overtook
+		_ = c.applyTo(d.mem) // fails as it failed when written: a precondition another write overtook
 		return nil
 	})
 	var damage *wal.Damage

@@ -108,12 +108,25 @@ func stateOf(t *testing.T, s membership.Store) storeState {
 		require.NoError(t, err)
 	}
 	for _, c := range changes {
-		if len(c.UIDs) == 0 {
-			c.UIDs = nil // a replace by no one lists none, empty or nil
-		}
-		st.Changes = append(st.Changes, c)
+		st.Changes = append(st.Changes, withNilUIDs(c))
 	}
 	return st
+}
+
+// withNilUIDs returns c, and a batch's changes, with nil for no uids: a
+// replace by no one lists none, empty or nil.
+func withNilUIDs(c membership.Change) membership.Change {
+	if len(c.UIDs) == 0 {
+		c.UIDs = nil
+	}
+	if c.Changes != nil {
+		subs := make([]membership.Change, len(c.Changes))
+		for i, sub := range c.Changes {
+			subs[i] = withNilUIDs(sub)
+		}
+		c.Changes = subs
+	}
+	return c
 }
 
 // untimed returns st with its changes' times cleared: two stores give
@@ -231,7 +244,7 @@ func TestDurableRacedPreconditionFailsOnReplayToo(t *testing.T) {
 	require.NoError(t, err)
 	// The second write, checked before the first was applied, as a racing
 	// one is: queued as Write would have queued it.
-	_, err = d.commit(&entry{Op: membership.OpDeleteGroup, GroupID: "g", If: was})
+	err = d.commit(&entry{Op: membership.OpDeleteGroup, GroupID: "g", If: was}).err
 	require.Error(t, err)
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
 	var e *membership.Error

@@ -32,11 +32,7 @@ func (m *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 			groups[w.GroupID] = g
 		}
 		if err := m.check(g, w.If); err != nil {
-			var e *membership.Error
-			if errors.As(err, &e) {
-				e.Message = fmt.Sprintf("changes element %d (group %q): %s", i, w.GroupID, e.Message)
-			}
-			return membership.BatchResult{}, err
+			return membership.BatchResult{}, BatchElementError(i, w.GroupID, err)
 		}
 	}
 	// Groups are created before any reverse shard is taken (lock order).
@@ -86,6 +82,20 @@ func (m *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 		results[i].Revision = rev
 	}
 	return membership.BatchResult{Results: results, Revision: rev}, nil
+}
+
+// BatchElementError returns err, an error of write i of a batch, to
+// groupID, naming the write in its message: "changes element i" (the
+// index in the request's changes). A *membership.Error keeps its code and
+// fields.
+func BatchElementError(i int, groupID string, err error) error {
+	var e *membership.Error
+	if errors.As(err, &e) {
+		named := *e
+		named.Message = fmt.Sprintf("changes element %d (group %q): %s", i, groupID, e.Message)
+		return &named
+	}
+	return fmt.Errorf("changes element %d (group %q): %w", i, groupID, err)
 }
 
 // batchApplier applies the writes of a batch, one after another, with every

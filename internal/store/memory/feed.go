@@ -48,7 +48,8 @@ func newFeed(keep int, maxBytes int64) feed {
 const changeOverhead = int64(unsafe.Sizeof(membership.Change{}))
 
 // changeCost returns the bytes c holds: its slot (which holds its time and
-// actor too), its group id, its uids and nicknames, counted by capacity.
+// actor too), its group id, its uids and nicknames, counted by capacity,
+// and a batch's changes, each as a change.
 func changeCost(c membership.Change) int64 {
 	n := changeOverhead + int64(len(c.GroupID)) +
 		int64(cap(c.UIDs))*int64(unsafe.Sizeof(membership.UID(0))) +
@@ -56,7 +57,10 @@ func changeCost(c membership.Change) int64 {
 	for _, m := range c.Nicknames {
 		n += int64(len(m.Nickname))
 	}
-	return n
+	for _, sub := range c.Changes {
+		n += changeCost(sub)
+	}
+	return n + int64(cap(c.Changes)-len(c.Changes))*changeOverhead
 }
 
 // stamp is who made a change and when, as its change carries them.

@@ -26,7 +26,7 @@ import (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // A snapshot file holds the whole state: a header (magic word and format
-// version), a body, and a CRC-32C of the body. The body of version 4 is
+// version), a body, and a CRC-32C of the body. The body of version 5 is
 //
 //   - the revisions: the latest, that of the last nickname change, and that
 //     of the last group deleted;
@@ -37,19 +37,22 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //     count and uids (as differences), nickname count and uid and nickname
 //     each. The op is 1 add, 2 remove, 3 replace (its uids are the group's
 //     whole new membership), 4 delete_group (no uid, no nickname), 5
-//     remove_user (group id "", one uid, no nickname); then the change's
-//     stamp: a byte of flags (1 a time follows, 2 an actor follows), the
-//     time in milliseconds since 1970-01-01 UTC (a signed, zigzag varint)
-//     and the actor's uid.
+//     remove_user (group id "", one uid, no nickname), 6 batch: after the
+//     op, instead of a group id, uids and nicknames, the count of its
+//     changes (at least 1), then each as op (1 to 4), group id, uids and
+//     nicknames, with no revision and no stamp (they share the batch's);
+//     then the change's stamp: a byte of flags (1 a time follows, 2 an
+//     actor follows), the time in milliseconds since 1970-01-01 UTC (a
+//     signed, zigzag varint) and the actor's uid.
 //
-// Version 3, still read, is version 4 without the stamps (its changes
-// have no time and no actor); version 2 is version 3 with ops 1 and 2
-// only; version 1 has only the nicknames and the groups without their
-// revisions. A build that reads version 2 at most so refuses a snapshot
-// that may hold ops it does not know by its version, not halfway through
-// its changes. All integers are unsigned varints but the time, strings a
-// length and bytes.
-var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 4}
+// Version 4, still read, is version 5 without batches; version 3 is
+// version 4 without the stamps (its changes have no time and no actor);
+// version 2 is version 3 with ops 1 and 2 only; version 1 has only the
+// nicknames and the groups without their revisions. A build that reads an
+// older version at most so refuses a snapshot that may hold ops it does
+// not know by its version, not halfway through its changes. All integers
+// are unsigned varints but the time, strings a length and bytes.
+var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 5}
 
 // The flags of a change's stamp.
 const (
@@ -80,17 +83,23 @@ type Group struct {
 }
 
 // The op byte of a change the feed keeps, and its op. Versions 1 and 2 know
-// the first two only.
+// the first two only, versions 3 and 4 the first five.
 var ops = [...]membership.Op{
 	1: membership.OpAdd,
 	2: membership.OpRemove,
 	3: membership.OpReplace,
 	4: membership.OpDeleteGroup,
 	5: membership.OpRemoveUser,
+	6: membership.OpBatch,
 }
 
-// opsOfVersion2 is how many op bytes version 2 knows, 0 included.
-const opsOfVersion2 = 3
+// How many op bytes each version knows, 0 included; and how many a batch's
+// changes may have: add, remove, replace and delete_group.
+const (
+	opsOfVersion2 = 3
+	opsOfVersion4 = 6
+	opsInABatch   = 5
+)
 
 // WriteFile writes st to the file at path, atomically and durably (see
 // fileutil.WriteAtomic): path is always either absent or a whole snapshot.
@@ -125,8 +134,8 @@ func Encode(out io.Writer, st *State) error {
 	}
 	c.uvarint(uint64(len(st.Changes)))
 	for _, ch := range st.Changes {
-		if slices.Index(ops[:], ch.Op) < 1 {
-			return fmt.Errorf("change %d has op %q, which a snapshot cannot hold", ch.Revision, ch.Op)
+		if err := checkOps(ch, len(ops)); err != nil {
+			return fmt.Errorf("change %d: %w", ch.Revision, err)
 		}
 		c.b = appendChange(c.b, ch)
 		c.flushIfFull()
@@ -332,10 +341,45 @@ func appendAscendingUIDs(b []byte, uids []membership.UID) []byte {
 	return b
 }
 
+// checkOps returns an error unless c's op is one of the first known of
+// ops, and, for a batch, it has changes, each of an op a batch takes.
+func checkOps(c membership.Change, known int) error {
+	op := slices.Index(ops[:known], c.Op)
+	switch {
+	case op < 1:
+		return fmt.Errorf("op %q, which a snapshot cannot hold here", c.Op)
+	case c.Op == membership.OpBatch && len(c.Changes) == 0:
+		return errors.New("a batch of no change")
+	}
+	if c.Op == membership.OpBatch {
+		for _, sub := range c.Changes {
+			if err := checkOps(sub, opsInABatch); err != nil {
+				return fmt.Errorf("in a batch: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
 // appendChange appends one change of the feed.
 func appendChange(b []byte, c membership.Change) []byte {
 	b = binary.AppendUvarint(b, uint64(c.Revision))
+	b = appendChangeBody(b, c)
+	return appendStamp(b, c)
+}
+
+// appendChangeBody appends a change but for its revision and stamp: its
+// op, then a batch's changes or another op's group id, uids and
+// nicknames.
+func appendChangeBody(b []byte, c membership.Change) []byte {
 	b = append(b, byte(slices.Index(ops[:], c.Op))) // Encode checked the op
+	if c.Op == membership.OpBatch {
+		b = binary.AppendUvarint(b, uint64(len(c.Changes)))
+		for _, sub := range c.Changes {
+			b = appendChangeBody(b, sub)
+		}
+		return b
+	}
 	b = binary.AppendUvarint(b, uint64(len(c.GroupID)))
 	b = append(b, c.GroupID...)
 	b = appendAscendingUIDs(b, c.UIDs)
@@ -345,7 +389,7 @@ func appendChange(b []byte, c membership.Change) []byte {
 		b = binary.AppendUvarint(b, uint64(len(n.Nickname)))
 		b = append(b, n.Nickname...)
 	}
-	return appendStamp(b, c)
+	return b
 }
 
 // appendStamp appends c's time and actor.
@@ -411,8 +455,11 @@ func readChanges(r *bytes.Reader, last membership.Revision, version uint32) ([]m
 	changes := make([]membership.Change, 0, n)
 	next := last - membership.Revision(n) + 1
 	cr := changeReader{r: r, ids: map[string]string{}, ops: len(ops), stamped: version >= 4}
-	if version < 3 {
+	switch version {
+	case 2:
 		cr.ops = opsOfVersion2
+	case 3, 4:
+		cr.ops = opsOfVersion4
 	}
 	for range n {
 		c, err := cr.read(next)
@@ -432,7 +479,7 @@ func readChanges(r *bytes.Reader, last membership.Revision, version uint32) ([]m
 type changeReader struct {
 	r       *bytes.Reader
 	ops     int  // the op bytes the snapshot's version knows, 0 included
-	stamped bool // its changes have stamps (version 4 on)
+	stamped bool // its changes have stamps (version 4 on), not a batch's own
 	ids     map[string]string
 	idBuf   []byte
 	block   []membership.UID
@@ -449,19 +496,39 @@ func (cr *changeReader) read(rev membership.Revision) (membership.Change, error)
 	if membership.Revision(got) != rev {
 		return c, fmt.Errorf("change %d where %d was due", got, rev)
 	}
+	if c, err = cr.body(cr.ops); err != nil {
+		return c, fmt.Errorf("change %d: %w", rev, err)
+	}
+	c.Revision = rev
+	if cr.stamped {
+		if err := readStamp(r, &c); err != nil {
+			return c, fmt.Errorf("change %d: %w", rev, err)
+		}
+	}
+	return c, nil
+}
+
+// body reads a change but for its revision and stamp, of one of the
+// first known ops.
+func (cr *changeReader) body(known int) (membership.Change, error) {
+	r := cr.r
+	var c membership.Change
 	op, err := r.ReadByte()
 	if err != nil {
 		return c, err
 	}
-	if op == 0 || int(op) >= cr.ops {
-		return c, fmt.Errorf("change %d: unknown op %d", rev, op)
+	if op == 0 || int(op) >= known {
+		return c, fmt.Errorf("unknown op %d", op)
 	}
 	c.Op = ops[op]
+	if c.Op == membership.OpBatch {
+		return cr.batch()
+	}
 	if c.GroupID, err = cr.groupID(); err != nil {
 		return c, err
 	}
 	if c.UIDs, err = cr.uids(); err != nil {
-		return c, fmt.Errorf("change %d: %w", rev, err)
+		return c, err
 	}
 	count, err := binary.ReadUvarint(r)
 	if err != nil {
@@ -481,13 +548,28 @@ func (cr *changeReader) read(rev membership.Revision) (membership.Change, error)
 		}
 		c.Nicknames = append(c.Nicknames, membership.Member{UID: membership.UID(uid), Nickname: nick})
 	}
-	if cr.stamped {
-		if err := readStamp(r, &c); err != nil {
-			return c, fmt.Errorf("change %d: %w", rev, err)
-		}
+	return c, checkChange(c)
+}
+
+// batch reads a batch's changes, after its op.
+func (cr *changeReader) batch() (membership.Change, error) {
+	c := membership.Change{Op: membership.OpBatch}
+	n, err := binary.ReadUvarint(cr.r)
+	switch {
+	case err != nil:
+		return c, err
+	case n == 0:
+		return c, errors.New("a batch of no change")
+	case n > uint64(cr.r.Len()):
+		return c, errors.New("batch count larger than the file")
 	}
-	if err := checkChange(c); err != nil {
-		return c, fmt.Errorf("change %d: %w", rev, err)
+	c.Changes = make([]membership.Change, 0, n)
+	for range n {
+		sub, err := cr.body(opsInABatch)
+		if err != nil {
+			return c, fmt.Errorf("in a batch: %w", err)
+		}
+		c.Changes = append(c.Changes, sub)
 	}
 	return c, nil
 }

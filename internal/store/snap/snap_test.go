@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 func TestChangesOfEveryOpRoundTrip(t *testing.T) {
 	at := time.Date(2026, 11, 24, 23, 59, 1, 123e6, time.UTC)
 	st := &State{
-		LastRevision:      6,
+		LastRevision:      7,
 		NicknamesRevision: 3,
 		RemovedRevision:   5,
 		Nicknames:         map[membership.UID]string{1: "Ann"},
@@ -30,6 +31,12 @@ func TestChangesOfEveryOpRoundTrip(t *testing.T) {
 			{Revision: 4, Op: membership.OpReplace, Actor: 9223372036854775807, GroupID: "h"},
 			{Revision: 5, Op: membership.OpDeleteGroup, Time: time.UnixMilli(0).UTC(), Actor: 1, GroupID: "team/b"},
 			{Revision: 6, Op: membership.OpRemoveUser, Time: at.Add(time.Millisecond), UIDs: []membership.UID{9223372036854775807}},
+			{Revision: 7, Op: membership.OpBatch, Time: at, Actor: 3, Changes: []membership.Change{
+				{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{4}},
+				{Op: membership.OpAdd, GroupID: "h", UIDs: []membership.UID{4, 5}, Nicknames: []membership.Member{{UID: 5, Nickname: "Eve"}}},
+				{Op: membership.OpReplace, GroupID: "i", UIDs: []membership.UID{1}},
+				{Op: membership.OpDeleteGroup, GroupID: "team/b"},
+			}},
 		},
 	}
 	var buf bytes.Buffer
@@ -37,7 +44,7 @@ func TestChangesOfEveryOpRoundTrip(t *testing.T) {
 	got, err := Decode(buf.Bytes(), "s.snap")
 	require.NoError(t, err)
 	assert.Equal(t, st, got)
-	assert.Equal(t, "GMSN\x04\x00\x00\x00", buf.String()[:8], "a snapshot that may hold stamps is of version 4")
+	assert.Equal(t, "GMSN\x05\x00\x00\x00", buf.String()[:8], "a snapshot that may hold batches is of version 5")
 }
 
 // A change no build writes is refused: a damaged or foreign snapshot.
@@ -139,4 +146,85 @@ func TestVersion2HasOnlyAddAndRemove(t *testing.T) {
 	data = binary.LittleEndian.AppendUint32(data, crc32.Checksum(body, castagnoli))
 	_, err := Decode(data, "s.snap")
 	assert.Error(t, err)
+}
+
+// Encode refuses a batch that no store records: one of no change, or of a
+// change a batch does not make.
+func TestEncodeRefusesABatchNoStoreRecords(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		c    membership.Change
+	}{
+		{"a batch of no change", membership.Change{Op: membership.OpBatch}},
+		{"a remove_user in a batch", membership.Change{Op: membership.OpBatch, Changes: []membership.Change{{Op: membership.OpRemoveUser, UIDs: []membership.UID{1}}}}},
+		{"a batch in a batch", membership.Change{Op: membership.OpBatch, Changes: []membership.Change{{Op: membership.OpBatch, Changes: []membership.Change{{Op: membership.OpDeleteGroup, GroupID: "g"}}}}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.c.Revision = 1
+			err := Encode(&bytes.Buffer{}, &State{LastRevision: 1, Changes: []membership.Change{tt.c}})
+			assert.Error(t, err)
+		})
+	}
+}
+
+// snapshotOf returns a snapshot of version with body.
+func snapshotOf(version byte, body []byte) []byte {
+	data := append([]byte("GMSN"), version, 0, 0, 0)
+	data = append(data, body...)
+	return binary.LittleEndian.AppendUint32(data, crc32.Checksum(body, castagnoli))
+}
+
+// A batch's changes are checked as a change of their op is, and a batch
+// holds at least one, none of them a batch or a remove_user; the batch has
+// one stamp, its changes none.
+func TestBatchesThatBreakTheRulesAreRefused(t *testing.T) {
+	// Revisions 1, 0, 0; no nickname; no group; one change, at revision 1.
+	head := []byte{1, 0, 0, 0, 0, 1, 1}
+	for _, tt := range []struct {
+		name   string
+		change []byte
+	}{
+		{"a batch of no change", []byte{6, 0, 0}},
+		{"a batch in a batch", []byte{6, 1, 6, 1, 4, 1, 'g', 0, 0, 0}},
+		{"a remove_user in a batch", []byte{6, 1, 5, 0, 1, 1, 0, 0}},
+		{"a delete_group naming users", []byte{6, 1, 4, 1, 'g', 1, 1, 0, 0}},
+		{"a change of no group", []byte{6, 1, 1, 0, 1, 1, 0, 0}},
+		{"more changes than the file", []byte{6, 100, 4, 1, 'g', 0, 0, 0}},
+		{"cut short", []byte{6, 2, 4, 1, 'g', 0, 0, 0}},
+		{"a stamp for each change", []byte{6, 1, 4, 1, 'g', 0, 0, 0, 0}},
+		{"no stamp", []byte{6, 1, 4, 1, 'g', 0, 0}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode(snapshotOf(5, append(slices.Clone(head), tt.change...)), "s.snap")
+			assert.Error(t, err)
+		})
+	}
+	st, err := Decode(snapshotOf(5, append(slices.Clone(head), 6, 1, 4, 1, 'g', 0, 0, 2, 7)), "s.snap")
+	require.NoError(t, err, "the same, well formed")
+	assert.Equal(t, []membership.Change{{Revision: 1, Op: membership.OpBatch, Actor: 7, Changes: []membership.Change{{Op: membership.OpDeleteGroup, GroupID: "g"}}}}, st.Changes)
+}
+
+// A version 4 snapshot, as the build before batches wrote it, is read,
+// and holds no batch: op 6 in it is damage.
+func TestVersion4IsReadWithoutBatches(t *testing.T) {
+	st := &State{
+		LastRevision: 2,
+		Nicknames:    map[membership.UID]string{},
+		Groups:       []Group{{ID: "g", Revision: 1, UIDs: []membership.UID{1}}},
+		Changes: []membership.Change{
+			{Revision: 1, Op: membership.OpReplace, GroupID: "g", UIDs: []membership.UID{1}},
+			{Revision: 2, Op: membership.OpDeleteGroup, GroupID: "h"},
+		},
+	}
+	var buf bytes.Buffer
+	require.NoError(t, Encode(&buf, st))
+	v4 := buf.Bytes()
+	v4[4] = 4 // a state without batches is encoded as version 4 encoded it
+	got, err := Decode(v4, "s.snap")
+	require.NoError(t, err)
+	assert.Equal(t, st, got)
+
+	batch := []byte{1, 0, 0, 0, 0, 1, 1, 6, 1, 4, 1, 'g', 0, 0, 0}
+	_, err = Decode(snapshotOf(4, batch), "s.snap")
+	assert.ErrorContains(t, err, "unknown op 6")
 }

@@ -1,0 +1,307 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/membership"
+)
+
+// opBatch is the op of a batch's row (migration 0004).
+const opBatch int16 = 6
+
+// A batch's row holds its writes in its batch column, as appendBatch lays
+// them out: the write count, then each write as
+//
+//	op          a byte: 1 add, 2 remove, 3 replace, 4 delete_group, with
+//	            0x80 set when a precondition follows
+//	group id    its length and its bytes
+//	add, replace  the user count, then each user's uid, a byte that says
+//	            whether a nickname follows (1) or not (0), and the nickname
+//	remove      the uid count, then each uid
+//	delete_group  nothing
+//	precondition  a byte of flags (1 Exists, 2 Empty), the revision count,
+//	            then each revision
+//
+// All integers are unsigned varints; a string is its length and its bytes.
+// The batch's actor and time are the row's, once for the whole batch.
+const withPrecondition byte = 0x80
+
+// The flags of a precondition.
+const (
+	condExists byte = 1
+	condEmpty  byte = 2
+)
+
+// batchTakes reports whether a batch takes writes of op.
+func batchTakes(op membership.Op) bool {
+	switch op {
+	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup:
+		return true
+	}
+	return false
+}
+
+// opNumber returns op's number in ops, 0 for none.
+func opNumber(op membership.Op) byte {
+	for n, known := range ops {
+		if known == op && op != "" {
+			return byte(n)
+		}
+	}
+	return 0
+}
+
+// appendBatch appends ws, whose ops batchTakes, to b.
+func appendBatch(b []byte, ws []membership.Write) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ws)))
+	for _, w := range ws {
+		op := opNumber(w.Op)
+		if !w.If.IsZero() {
+			op |= withPrecondition
+		}
+		b = append(b, op)
+		b = appendString(b, w.GroupID)
+		switch w.Op {
+		case membership.OpAdd, membership.OpReplace:
+			b = binary.AppendUvarint(b, uint64(len(w.Users)))
+			for _, u := range w.Users {
+				b = binary.AppendUvarint(b, uint64(u.UID))
+				if u.HasNickname {
+					b = appendString(append(b, 1), u.Nickname)
+				} else {
+					b = append(b, 0)
+				}
+			}
+		case membership.OpRemove:
+			b = binary.AppendUvarint(b, uint64(len(w.UIDs)))
+			for _, uid := range w.UIDs {
+				b = binary.AppendUvarint(b, uint64(uid))
+			}
+		}
+		if op&withPrecondition != 0 {
+			b = appendPrecondition(b, w.If)
+		}
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func appendPrecondition(b []byte, cond membership.Precondition) []byte {
+	var flags byte
+	if cond.Exists {
+		flags |= condExists
+	}
+	if cond.Empty {
+		flags |= condEmpty
+	}
+	b = binary.AppendUvarint(append(b, flags), uint64(len(cond.Revisions)))
+	for _, rev := range cond.Revisions {
+		b = binary.AppendUvarint(b, uint64(rev))
+	}
+	return b
+}
+
+// decodeBatch decodes a batch column. It refuses what appendBatch never
+// writes, so that a damaged row stops the instance rather than apply
+// something else.
+func decodeBatch(data []byte) ([]membership.Write, error) {
+	r := bytes.NewReader(data)
+	n, err := readCount(r)
+	if err != nil {
+		return nil, err
+	}
+	ws := make([]membership.Write, 0, n)
+	for i := range n {
+		w, err := readWrite(r)
+		if err != nil {
+			return nil, fmt.Errorf("write %d: %w", i, err)
+		}
+		ws = append(ws, w)
+	}
+	if r.Len() != 0 {
+		return nil, errors.New("trailing bytes")
+	}
+	return ws, nil
+}
+
+// readWrite reads one write of a batch.
+func readWrite(r *bytes.Reader) (membership.Write, error) {
+	var w membership.Write
+	op, err := r.ReadByte()
+	if err != nil {
+		return w, err
+	}
+	kind := op &^ withPrecondition
+	if int(kind) >= len(ops) || !batchTakes(ops[kind]) {
+		return w, fmt.Errorf("op %d is not one a batch takes", op)
+	}
+	w.Op = ops[kind]
+	if w.GroupID, err = readString(r); err != nil {
+		return w, err
+	}
+	switch w.Op {
+	case membership.OpAdd, membership.OpReplace:
+		w.Users, err = readUsers(r)
+	case membership.OpRemove:
+		w.UIDs, err = readUIDs(r)
+	}
+	if err == nil && op&withPrecondition != 0 {
+		w.If, err = readPrecondition(r)
+	}
+	return w, err
+}
+
+// readCount reads a count of items that take at least a byte each.
+func readCount(r *bytes.Reader) (uint64, error) {
+	n, err := binary.ReadUvarint(r)
+	if err == nil && n > uint64(r.Len()) {
+		err = errors.New("a count larger than the batch")
+	}
+	return n, err
+}
+
+// readUID reads a uid, which must be valid.
+func readUID(r *bytes.Reader) (membership.UID, error) {
+	n, err := binary.ReadUvarint(r)
+	if err == nil && (n == 0 || n > math.MaxInt64) {
+		err = fmt.Errorf("uid %d is not one", n)
+	}
+	return membership.UID(n), err
+}
+
+func readUsers(r *bytes.Reader) ([]membership.User, error) {
+	n, err := readCount(r)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	users := make([]membership.User, 0, n)
+	for range n {
+		var u membership.User
+		if u.UID, err = readUID(r); err != nil {
+			return nil, err
+		}
+		flag, err := r.ReadByte()
+		switch {
+		case err != nil:
+			return nil, err
+		case flag == 1:
+			u.HasNickname = true
+			if u.Nickname, err = readString(r); err != nil {
+				return nil, err
+			}
+		case flag != 0:
+			return nil, fmt.Errorf("nickname flag %d", flag)
+		}
+		users = append(users, u)
+	}
+	return users, nil
+}
+
+func readUIDs(r *bytes.Reader) ([]membership.UID, error) {
+	n, err := readCount(r)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	uids := make([]membership.UID, 0, n)
+	for range n {
+		uid, err := readUID(r)
+		if err != nil {
+			return nil, err
+		}
+		uids = append(uids, uid)
+	}
+	return uids, nil
+}
+
+func readPrecondition(r *bytes.Reader) (membership.Precondition, error) {
+	var cond membership.Precondition
+	flags, err := r.ReadByte()
+	if err != nil {
+		return cond, err
+	}
+	if flags&^(condExists|condEmpty) != 0 {
+		return cond, fmt.Errorf("unknown precondition flags %#x", flags)
+	}
+	cond.Exists, cond.Empty = flags&condExists != 0, flags&condEmpty != 0
+	n, err := readCount(r)
+	if err != nil {
+		return cond, err
+	}
+	for range n {
+		rev, err := binary.ReadUvarint(r)
+		if err != nil {
+			return cond, err
+		}
+		cond.Revisions = append(cond.Revisions, membership.Revision(rev))
+	}
+	if cond.IsZero() {
+		return cond, errors.New("a precondition that requires nothing")
+	}
+	return cond, nil
+}
+
+func readString(r *bytes.Reader) (string, error) {
+	n, err := readCount(r)
+	if err != nil {
+		return "", err
+	}
+	b := make([]byte, n)
+	_, err = io.ReadFull(r, b)
+	return string(b), err
+}
+
+// batchOf returns the batch c, a batch's row, holds: ws, with the row's
+// actor and the time it was placed in the log.
+func (c change) batchOf(ws []membership.Write) membership.Batch {
+	b := membership.Batch{Writes: ws, Time: c.sequencedAt}
+	if c.actor != nil {
+		b.Actor = membership.UID(*c.actor)
+	}
+	return b
+}
+
+// Batch applies b, all or nothing, as one change with one revision (see
+// membership.Batch): one row of the log, which every instance applies in
+// the order of pos through the memory store's Batch, so that every
+// instance decides alike whether its preconditions hold, against the state
+// before it. It returns once this instance has applied it, as Write does.
+// The change carries b's Actor and the time the row was placed in the log
+// (b's Time and its writes' actors and times are not used).
+//
+// A write of an op a batch does not take is refused. A precondition that
+// fails here for good (it names only revisions its group has passed)
+// refuses the batch without a row, naming the write; any other goes to
+// the log, which settles it. A batch of no write is answered here once
+// this instance has applied the log as placed now.
+//
+// Errors: CodePreconditionFailed, CodeUnavailable.
+func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.BatchResult, error) {
+	for i, w := range b.Writes {
+		if !batchTakes(w.Op) {
+			return membership.BatchResult{}, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
+		}
+		if st := s.localState(ctx, w); failsForGood(w.If, st) {
+			return membership.BatchResult{}, memory.BatchElementError(i, w.GroupID, membership.PreconditionFailed(st.revision))
+		}
+	}
+	if len(b.Writes) == 0 && s.caughtUp(ctx) {
+		return membership.BatchResult{Results: []membership.Result{}, Revision: s.mem.LatestRevision()}, nil
+	}
+	c := change{op: opBatch, uids: []int64{}, batch: appendBatch(nil, b.Writes)}
+	if b.Actor != 0 {
+		actor := int64(b.Actor)
+		c.actor = &actor
+	}
+	o := s.submit(ctx, c)
+	return o.batch, o.err
+}
