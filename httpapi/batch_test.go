@@ -162,7 +162,9 @@ func TestBatchRefusesBadRequestsBeforeTheStore(t *testing.T) {
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r)
 			assert.Equal(t, tt.wantStatus, w.Code, w.Body.String())
-			var reply struct{ Error struct{ Code, Message string } }
+			var reply struct {
+				Error struct{ Code, Message string }
+			}
 			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &reply), w.Body.String())
 			assert.Equal(t, tt.wantCode, reply.Error.Code)
 			assert.Contains(t, reply.Error.Message, tt.wantMessage)
