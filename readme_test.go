@@ -67,6 +67,7 @@ func TestREADMEExamples(t *testing.T) {
 			command = strings.ReplaceAll(command, readmeEpoch, epoch)
 			got = runCurl(t, readmeExample{file: ex.file, line: ex.line, command: command}, strings.TrimPrefix(base, "http://"))
 			got = strings.ReplaceAll(got, epoch, readmeEpoch)
+			got = fixedTimes(got)
 			if filtered {
 				words := shellWords(t, filter)
 				require.Len(t, words, 1, "%s: grep -E takes one pattern", ex.where())
@@ -89,6 +90,19 @@ func TestREADMEExamples(t *testing.T) {
 
 // readmeEpoch is the epoch the documents' ETags show.
 const readmeEpoch = "8c1f2ab04d9e3f67"
+
+// readmeTime is the time the documents' changes show: each change's time
+// differs on each run.
+const readmeTime = "2026-11-24T23:59:01.123Z"
+
+// changeTimes matches a change's time as the feed sends it.
+var changeTimes = regexp.MustCompile(`"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"`)
+
+// fixedTimes returns s with every time of the feed's form replaced by
+// readmeTime.
+func fixedTimes(s string) string {
+	return changeTimes.ReplaceAllLiteralString(s, `"`+readmeTime+`"`)
+}
 
 // programEpoch returns the epoch of the program at base, from an ETag.
 func programEpoch(t *testing.T, base string) string {

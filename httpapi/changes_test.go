@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -21,6 +22,29 @@ import (
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
 )
+
+// testStart is when the tests started: every change they make is newer.
+var testStart = time.Now()
+
+// changeTime is a change's "time" in the feed's JSON: RFC 3339 in UTC with
+// three digits of milliseconds.
+var changeTime = regexp.MustCompile(`,"time":"([^"]*)"`)
+
+// untimed checks every change time in the feed's body: of the form the
+// feed sends, from the tests' start to now. It returns the body without
+// them, to compare with the changes written out.
+func untimed(t *testing.T, body string) string {
+	t.Helper()
+	now := time.Now()
+	for _, m := range changeTime.FindAllStringSubmatch(body, -1) {
+		at, err := time.Parse(time.RFC3339, m[1])
+		if assert.NoError(t, err) {
+			assert.Equal(t, at.UTC().Format("2006-01-02T15:04:05.000Z"), m[1], "RFC 3339 in UTC, to the millisecond")
+			assert.False(t, at.Before(testStart.Truncate(time.Millisecond)) || at.After(now), "time %s is within the tests' run", m[1])
+		}
+	}
+	return changeTime.ReplaceAllString(body, "")
+}
 
 // doWith sends one request to h with the given headers.
 func doWith(h http.Handler, method, path string, header map[string]string) *httptest.ResponseRecorder {
@@ -165,7 +189,7 @@ func TestChangesFeed(t *testing.T) {
 			require.Equal(t, tt.wantStatus, w.Code, w.Body.String())
 			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
 			if tt.wantBody != "" {
-				assert.JSONEq(t, tt.wantBody, w.Body.String())
+				assert.JSONEq(t, tt.wantBody, untimed(t, w.Body.String()))
 			}
 			if tt.wantStatus == http.StatusBadRequest {
 				assert.Contains(t, w.Body.String(), `"code":"invalid_query"`)
@@ -185,7 +209,7 @@ func TestChangesFeed(t *testing.T) {
 	w := do(h, "GET", "/changes", "", "")
 	require.Equal(t, http.StatusOK, w.Code)
 	assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[1,2],"nicknames":[{"uid":1,"nickname":"Al"}]},`+
-		`{"rev":2,"op":"add","group":"h","uids":[1],"nicknames":[{"uid":1,"nickname":"Bo\n"}]}]`, w.Body.String())
+		`{"rev":2,"op":"add","group":"h","uids":[1],"nicknames":[{"uid":1,"nickname":"Bo\n"}]}]`, untimed(t, w.Body.String()))
 	var decoded []map[string]any
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &decoded), "the feed is JSON")
 }
@@ -262,13 +286,13 @@ func TestChangesLongPoll(t *testing.T) {
 		_, err := svc.AddMembers(context.Background(), "g", []membership.User{{UID: 7}})
 		require.NoError(t, err)
 		r := <-got
-		assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[7]}]`, r.body)
+		assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[7]}]`, untimed(t, r.body))
 		assert.Less(t, r.took, 20*time.Second, "it answered at the write, not at the end of the wait")
 	})
 
 	t.Run("an existing change answers at once", func(t *testing.T) {
 		_, body := get(t, srv.URL+"/changes?after=0&wait=30s")
-		assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[7]}]`, body)
+		assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[7]}]`, untimed(t, body))
 	})
 
 	t.Run("the wait ends empty", func(t *testing.T) {
@@ -405,10 +429,78 @@ func TestChangesLongPollsPastMaxWaitersAnswerAtOnce(t *testing.T) {
 	_, err := svc.AddMembers(context.Background(), "g", []membership.User{{UID: 7}})
 	require.NoError(t, err)
 	for range 2 {
-		assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[7]}]`, <-got, "the parked polls are answered at the change")
+		assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[7]}]`, untimed(t, <-got), "the parked polls are answered at the change")
 	}
 	_, metrics = get(t, srv.URL+"/metrics")
 	assert.Contains(t, metrics, "\nmembership_changes_waiters 0\n", "their places are given back")
 	resp, _ = get(t, srv.URL+"/changes?after=1&wait=1ms")
 	assert.Empty(t, resp.Header.Get("Retry-After"), "a poll within the limit waits")
+}
+
+// Every change of the feed carries its time and, when its request named
+// one, its actor: the uid of the body, or of the query of the DELETEs that
+// take no body.
+func TestChangesCarryTheirActorAndTime(t *testing.T) {
+	h, _ := newTestHandler(t)
+	steps := []struct {
+		method, path, body, contentType string
+		wantActor                       int64 // 0: none
+	}{
+		{"POST", "/group-user/g", "users=[1,2,3]&uid=5", formType, 5},
+		{"POST", "/group-user/h", "users=[1]", formType, 0},
+		{"PUT", "/group-user/g", `{"users":[1,2,4],"uid":"6"}`, "application/json", 6},
+		{"DELETE", "/group-user/g", `{"users":[4],"uid":9223372036854775807}`, "application/json", 9223372036854775807},
+		{"DELETE", "/user-group/2?uid=8", "", "", 8},
+		{"DELETE", "/groups/g?uid=7", "", "", 7},
+		{"DELETE", "/groups/h", "", "", 0},
+	}
+	for i, s := range steps {
+		w := do(h, s.method, s.path, s.body, s.contentType)
+		require.Equal(t, http.StatusOK, w.Code, "step %d: %s", i, w.Body.String())
+	}
+	w := do(h, "GET", "/changes", "", "")
+	require.Equal(t, http.StatusOK, w.Code)
+	body := w.Body.String()
+	var changes []struct {
+		Rev   int
+		Op    string
+		Time  string
+		Actor *int64
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &changes))
+	require.Len(t, changes, len(steps))
+	untimed(t, body)
+	assert.Len(t, changeTime.FindAllString(body, -1), len(steps), "every change has a time")
+	for i, s := range steps {
+		if s.wantActor == 0 {
+			assert.Nil(t, changes[i].Actor, "step %d names no actor, and its change none", i)
+		} else if assert.NotNil(t, changes[i].Actor, "step %d", i) {
+			assert.Equal(t, s.wantActor, *changes[i].Actor, "step %d", i)
+		}
+	}
+	assert.Regexp(t, `^\[\{"rev":1,"op":"add","time":"[^"]+","actor":5,"group":"g",`, body, "in the order rev, op, time, actor, group")
+}
+
+// The DELETEs without a body take the acting uid in the query, and only it.
+func TestActorInTheQuery(t *testing.T) {
+	for _, tt := range []struct {
+		path     string
+		wantCode string
+	}{
+		{"/groups/g?uid=0", "invalid_uid"},
+		{"/groups/g?uid=x", "invalid_uid"},
+		{"/groups/g?uid=1&uid=2", "invalid_query"},
+		{"/groups/g?uid=1&users=[1]", "invalid_query"},
+		{"/user-group/1?uid=-1", "invalid_uid"},
+		{"/user-group/1?limit=1", "invalid_query"},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			h, _ := newTestHandler(t)
+			require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[1]", formType).Code)
+			w := do(h, "DELETE", tt.path, "", "")
+			assert.Equal(t, http.StatusBadRequest, w.Code)
+			assert.Contains(t, w.Body.String(), `"code":"`+tt.wantCode+`"`)
+			assert.Equal(t, 1, len(changeTime.FindAllString(do(h, "GET", "/changes", "", "").Body.String(), -1)), "nothing changed")
+		})
+	}
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"iter"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"example.com/groupmembership/membership"
@@ -59,6 +60,16 @@ func memberJSONLen(m membership.Member) int {
 
 // decimalLen returns the number of digits of n >= 0.
 func decimalLen(n int64) int {
+	digits := 1
+	for n >= 10 {
+		n /= 10
+		digits++
+	}
+	return digits
+}
+
+// uintLen returns the number of digits of n.
+func uintLen(n uint64) int {
 	digits := 1
 	for n >= 10 {
 		n /= 10
@@ -225,6 +236,8 @@ func changesJSONLen(changes []membership.Change, maxBytes int) (n, size int) {
 const (
 	revPrefix       = `{"rev":`
 	opPrefix        = `,"op":`
+	timePrefix      = `,"time":`
+	actorPrefix     = `,"actor":`
 	groupPrefix     = `,"group":`
 	uidsPrefix      = `,"uids":[`
 	nicknamesPrefix = `,"nicknames":[`
@@ -236,9 +249,36 @@ const (
 func hasGroup(c membership.Change) bool { return c.Op != membership.OpRemoveUser }
 func hasUIDs(c membership.Change) bool  { return c.Op != membership.OpDeleteGroup }
 
+// changeTimeLayout is a change's time as the feed sends it: RFC 3339 in
+// UTC, to the millisecond, always with three digits.
+const changeTimeLayout = "2006-01-02T15:04:05.000Z"
+
+// appendChangeTime appends t, in UTC, as a JSON string of changeTimeLayout.
+func appendChangeTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, changeTimeLayout)
+	return append(b, '"')
+}
+
+// changeTimeLen returns len(appendChangeTime(nil, t)): 26 for the years 0
+// to 9999, the only ones a store's clock gives.
+func changeTimeLen(t time.Time) int {
+	if y := t.UTC().Year(); y >= 0 && y <= 9999 {
+		return 2 + len(changeTimeLayout)
+	}
+	var buf [64]byte
+	return len(appendChangeTime(buf[:0], t))
+}
+
 // changeJSONLen returns len(appendChange(nil, c)) without building it.
 func changeJSONLen(c membership.Change) int {
-	n := len(revPrefix) + decimalLen(int64(c.Revision)) + len(opPrefix) + jsonStringLen(string(c.Op)) + 1 // }
+	n := len(revPrefix) + uintLen(uint64(c.Revision)) + len(opPrefix) + jsonStringLen(string(c.Op)) + 1 // }
+	if !c.Time.IsZero() {
+		n += len(timePrefix) + changeTimeLen(c.Time)
+	}
+	if c.Actor > 0 {
+		n += len(actorPrefix) + decimalLen(int64(c.Actor))
+	}
 	if hasGroup(c) {
 		n += len(groupPrefix) + jsonStringLen(c.GroupID)
 	}
@@ -269,7 +309,9 @@ func appendChanges(b []byte, changes []membership.Change) []byte {
 }
 
 // appendChange appends c as the feed sends it:
-// {"rev":…,"op":…,"group":…,"uids":[…],"nicknames":[…]}, with
+// {"rev":…,"op":…,"time":…,"actor":…,"group":…,"uids":[…],"nicknames":[…]},
+// what says when and by whom before what changed, with "time" but for a
+// change logged before changes had times, "actor" only when c has one,
 // "nicknames" only when c has some, no "group" for remove_user and no
 // "uids" for delete_group.
 func appendChange(b []byte, c membership.Change) []byte {
@@ -277,6 +319,14 @@ func appendChange(b []byte, c membership.Change) []byte {
 	b = strconv.AppendUint(b, uint64(c.Revision), 10)
 	b = append(b, opPrefix...)
 	b = appendJSONString(b, string(c.Op))
+	if !c.Time.IsZero() {
+		b = append(b, timePrefix...)
+		b = appendChangeTime(b, c.Time)
+	}
+	if c.Actor > 0 {
+		b = append(b, actorPrefix...)
+		b = strconv.AppendInt(b, int64(c.Actor), 10)
+	}
 	if hasGroup(c) {
 		b = append(b, groupPrefix...)
 		b = appendJSONString(b, c.GroupID)

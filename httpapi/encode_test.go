@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -148,7 +149,8 @@ func encodeMembers(members iter.Seq[membership.Member]) []byte {
 }
 
 // The lengths measured before a reply is built are the lengths built, for
-// every op of the feed and for the groups.
+// every op of the feed, with and without a time and an actor, and for the
+// groups.
 func TestMeasuredLengthsAreTheEncodedOnes(t *testing.T) {
 	changes := []membership.Change{
 		{Revision: 1, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{1, 22}, Nicknames: []membership.Member{{UID: 1, Nickname: "Ann \"A\""}}},
@@ -157,6 +159,15 @@ func TestMeasuredLengthsAreTheEncodedOnes(t *testing.T) {
 		{Revision: 4444, Op: membership.OpReplace, GroupID: "h", UIDs: []membership.UID{5, 9223372036854775807}, Nicknames: []membership.Member{{UID: 5, Nickname: "é"}}},
 		{Revision: 55555, Op: membership.OpDeleteGroup, GroupID: "a&b"},
 		{Revision: 666666, Op: membership.OpRemoveUser, UIDs: []membership.UID{7}},
+	}
+	for _, c := range slices.Clone(changes) { // each again with a time, an actor, and both
+		at := time.Date(2026, 11, 24, 23, 59, 1, 123e6, time.UTC)
+		c.Time = at
+		changes = append(changes, c)
+		c.Time, c.Actor = time.Time{}, 9223372036854775807
+		changes = append(changes, c)
+		c.Time, c.Actor = at, 1
+		changes = append(changes, c)
 	}
 	for _, c := range changes {
 		b := appendChange(nil, c)
@@ -172,4 +183,74 @@ func TestMeasuredLengthsAreTheEncodedOnes(t *testing.T) {
 		assert.Equal(t, len(b), groupsJSONLen(slices.Values(groups)), "%s", b)
 		assert.True(t, json.Valid(b), "%s", b)
 	}
+}
+
+// wireChange is a change as the feed sends it, in the form encoding/json
+// gives a struct with these tags (the fields in the feed's order).
+type wireChange struct {
+	Rev       membership.Revision `json:"rev"`
+	Op        membership.Op       `json:"op"`
+	Time      string              `json:"time,omitempty"`
+	Actor     membership.UID      `json:"actor,omitempty"`
+	Group     *string             `json:"group,omitempty"`
+	UIDs      *[]membership.UID   `json:"uids,omitempty"`
+	Nicknames []wireMember        `json:"nicknames,omitempty"`
+}
+
+func wireChangeOf(c membership.Change) wireChange {
+	w := wireChange{Rev: c.Revision, Op: c.Op, Actor: c.Actor}
+	if !c.Time.IsZero() {
+		w.Time = c.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00") // RFC 3339, three digits always
+	}
+	if c.Op != membership.OpRemoveUser {
+		w.Group = &c.GroupID
+	}
+	if c.Op != membership.OpDeleteGroup {
+		uids := c.UIDs
+		if uids == nil {
+			uids = []membership.UID{}
+		}
+		w.UIDs = &uids
+	}
+	if len(c.Nicknames) > 0 {
+		w.Nicknames = wireMembers(c.Nicknames)
+	}
+	return w
+}
+
+// FuzzEncodeChange checks the feed's encoder against encoding/json, and
+// its measure against what it writes, on any time, actor, group and
+// nickname; the time against RFC 3339 as time.Parse reads it.
+func FuzzEncodeChange(f *testing.F) {
+	f.Add(uint64(1), int64(1795996741123), int64(7), "g", "Ann", uint8(0))
+	f.Add(uint64(math.MaxUint64), int64(0), int64(math.MaxInt64), "a\u2028", "\xff", uint8(3))
+	f.Add(uint64(2), int64(-62135596800000), int64(0), "", "", uint8(4))
+	f.Fuzz(func(t *testing.T, rev uint64, ms, actor int64, group, nickname string, op uint8) {
+		ops := []membership.Op{membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup, membership.OpRemoveUser}
+		c := membership.Change{Revision: membership.Revision(rev), Op: ops[int(op)%len(ops)], GroupID: group, Actor: membership.UID(max(actor, 0))}
+		// The years a store's clock gives: 1 to 9999.
+		const first, last = -62135596800000, 253402300799999
+		c.Time = time.UnixMilli(first + (ms%(last-first+1)+(last-first+1))%(last-first+1)).UTC()
+		switch c.Op {
+		case membership.OpRemoveUser:
+			c.GroupID, c.UIDs = "", []membership.UID{5}
+		case membership.OpAdd, membership.OpReplace:
+			c.UIDs, c.Nicknames = []membership.UID{5}, []membership.Member{{UID: 5, Nickname: nickname}}
+		case membership.OpRemove:
+			c.UIDs = []membership.UID{5, 6}
+		}
+		got := appendChange(nil, c)
+		if want := stdlibJSON(t, wireChangeOf(c)); !bytes.Equal(want, got) {
+			t.Fatalf("appendChange(%+v):\n got %s\nwant %s", c, got, want)
+		}
+		if n := changeJSONLen(c); n != len(got) {
+			t.Fatalf("appendChange(%+v): measured %d bytes, wrote %d", c, n, len(got))
+		}
+		if !c.Time.IsZero() {
+			var decoded struct{ Time time.Time }
+			if err := json.Unmarshal(got, &decoded); err != nil || !decoded.Time.Equal(c.Time) {
+				t.Fatalf("appendChange(%+v): its time reads back as %s (%v)", c, decoded.Time, err)
+			}
+		}
+	})
 }

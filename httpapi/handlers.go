@@ -45,7 +45,9 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 			writeChangeError(w, r, svc, failNever(r.Context(), svc, groupID))
 			return
 		}
-		res, err := svc.Write(r.Context(), changeOf(op, groupID, users, cond))
+		change := changeOf(op, groupID, users, cond)
+		change.Actor = req.actingUID
+		res, err := svc.Write(r.Context(), change)
 		if err != nil {
 			writeChangeError(w, r, svc, err)
 			return
@@ -93,12 +95,17 @@ func writeRevision(w http.ResponseWriter, rev membership.Revision) {
 // member of the group in one change, with the request's If-Match and
 // If-None-Match as for the writes of /group-user. It takes no body: a
 // DELETE that names users was meant for /group-user, and must not wipe the
-// group. The reply is the number of members removed, a bare JSON number,
-// with X-Revision.
+// group; the acting uid, which the writes of /group-user take in their
+// body, comes in the query, ?uid= (actorQuery). The reply is the number of
+// members removed, a bare JSON number, with X-Revision.
 func handleDeleteGroup(svc *membership.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groupID := r.PathValue("groupID")
 		err := membership.ValidateGroupID(groupID)
+		var actor membership.UID
+		if err == nil {
+			actor, err = actorQuery(w, r)
+		}
 		var cond membership.Precondition
 		var never bool
 		if err == nil {
@@ -116,7 +123,7 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 			writeChangeError(w, r, svc, failNever(r.Context(), svc, groupID))
 			return
 		}
-		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond})
+		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond, Actor: actor})
 		if err != nil {
 			writeChangeError(w, r, svc, err)
 			return
@@ -128,11 +135,16 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 
 // handleRemoveUser serves DELETE /user-group/{uid}: it removes the user
 // from every group in one change, and forgets their nickname. It takes no
-// body, and no If-Match or If-None-Match (refuseConditions). The reply is
-// the number of groups the user left, a bare JSON number, with X-Revision.
+// body, and no If-Match or If-None-Match (refuseConditions); the acting
+// uid comes in the query, ?uid= (actorQuery). The reply is the number of
+// groups the user left, a bare JSON number, with X-Revision.
 func handleRemoveUser(svc *membership.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid, err := pathUID(r)
+		var actor membership.UID
+		if err == nil {
+			actor, err = actorQuery(w, r)
+		}
 		if err == nil {
 			err = refuseConditions(r)
 		}
@@ -143,7 +155,7 @@ func handleRemoveUser(svc *membership.Service) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}})
+		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}, Actor: actor})
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -151,6 +163,28 @@ func handleRemoveUser(svc *membership.Service) http.Handler {
 		writeRevision(w, res.Revision)
 		writeJSON(w, http.StatusOK, strconv.AppendInt(nil, int64(res.Count), 10))
 	})
+}
+
+// actorQuery returns the acting uid of a write that takes no body, from
+// its query, ?uid=, 0 when absent: the uid the writes with a body take in
+// it. The change carries it as its actor; it plays no part in the result.
+//
+// Errors: CodeInvalidQuery (another parameter), CodeInvalidUID.
+func actorQuery(w http.ResponseWriter, r *http.Request) (membership.UID, error) {
+	q, err := parseQuery(r, "uid")
+	if err != nil {
+		return 0, err
+	}
+	v, ok := q["uid"]
+	if !ok {
+		return 0, nil
+	}
+	uid, ok := membership.ParseUID(v)
+	if !ok {
+		return 0, membership.Errorf(membership.CodeInvalidUID, "the uid parameter %.40q is not %s", v, membership.UIDRange)
+	}
+	setActingUID(w, uid)
+	return uid, nil
 }
 
 // holdDecoded makes the body's lease hold the memory of the decoded users

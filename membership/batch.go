@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // OpBatch is a batch's change: the changes of its writes, in order, under
@@ -22,6 +23,10 @@ const DefaultMaxBatchWrites = 1000
 // moved from one group to another in one batch keeps its nickname.
 type Batch struct {
 	Writes []Write
+	// Actor and Time are the batch's, as a Write's are: its writes' own
+	// are not used.
+	Actor UID
+	Time  time.Time
 }
 
 // BatchResult is what a batch reports: each write's Result, in order, all

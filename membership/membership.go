@@ -9,6 +9,7 @@ import (
 	"context"
 	"iter"
 	"math"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -79,7 +80,14 @@ const (
 type Change struct {
 	Revision Revision
 	Op       Op
-	GroupID  string
+	// Time is when the change was committed, in UTC, to the millisecond:
+	// the store's, the same on every replay and every instance. It is zero
+	// only for a change a store logged before changes had times.
+	Time time.Time
+	// Actor is the user on whose behalf the change was made (the request's
+	// uid), 0 when the request named none or the service made it itself.
+	Actor   UID
+	GroupID string
 	// UIDs are the users whose membership of the group the change altered,
 	// in ascending order. An add that only changed nicknames has none.
 	UIDs []UID
@@ -168,7 +176,8 @@ type Store interface {
 	// the group's size, in memory bounded by the store's budgets, not by
 	// the group; OpRemoveUser's the groups the user left, nickname
 	// forgotten. AddMembers and RemoveMembers are Write with OpAdd and
-	// OpRemove and no precondition.
+	// OpRemove, no precondition and no actor. The change carries w's
+	// Actor and the time it was committed (see Write.Time).
 	Write(ctx context.Context, w Write) (Result, error)
 
 	// Batch applies b's writes, all or nothing, as one change with one

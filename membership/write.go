@@ -3,6 +3,7 @@ package membership
 import (
 	"iter"
 	"slices"
+	"time"
 )
 
 // The ops of the change feed beyond add and remove: each is one change
@@ -34,6 +35,18 @@ type Write struct {
 	Users   []User // OpAdd, OpReplace
 	UIDs    []UID  // OpRemove; OpRemoveUser: exactly one
 	If      Precondition
+	// Actor is the user on whose behalf the write is made (a request's
+	// uid), 0 for none: the service's own changes name none. It plays no
+	// part in the result; the change carries it.
+	Actor UID
+	// Time is when the write was committed, as its change will carry it
+	// (to the millisecond, in UTC). Zero means now: the store stamps it.
+	// The stores that keep a log (durable, PostgreSQL) stamp it themselves
+	// as they commit the write, whatever the caller gave, keep it in the
+	// log, and apply the log to memory with it, so that a replay, or
+	// another instance, gives the change the time it had. A batch of
+	// writes in one revision will carry one Actor and one Time.
+	Time time.Time
 }
 
 // Precondition is what a conditional write requires of its group when it is

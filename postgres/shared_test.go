@@ -73,6 +73,7 @@ func TestTwoInstancesAreOne(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	a, b := openOn(t, url, membership.DefaultChangesKeep), openOn(t, url, membership.DefaultChangesKeep)
+	since := time.Now()
 	groups := []string{"a", "b", "c"}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -84,16 +85,18 @@ func TestTwoInstancesAreOne(t *testing.T) {
 			for range 60 {
 				group := groups[rng.IntN(len(groups))]
 				uid := membership.UID(1 + rng.IntN(20))
+				// Half the writes name their writer as actor.
+				actor := membership.UID(w+1) * membership.UID(rng.IntN(2))
 				var res membership.Result
 				var err error
 				if rng.IntN(3) == 0 {
-					res, err = s.RemoveMembers(ctx, group, []membership.UID{uid})
+					res, err = s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: group, UIDs: []membership.UID{uid}, Actor: actor})
 				} else {
 					u := membership.User{UID: uid}
 					if rng.IntN(3) == 0 {
 						u.Nickname, u.HasNickname = fmt.Sprint("n", rng.IntN(4)), true
 					}
-					res, err = s.AddMembers(ctx, group, []membership.User{u, {UID: uid + 100}})
+					res, err = s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: group, Users: []membership.User{u, {UID: uid + 100}}, Actor: actor})
 				}
 				if !assert.NoError(t, err) {
 					return
@@ -120,8 +123,15 @@ func TestTwoInstancesAreOne(t *testing.T) {
 	feed := storetest.AllChanges(t, a, 0)
 	require.NotEmpty(t, feed)
 	for _, s := range []*Store{b, c} {
-		assert.Equal(t, feed, storetest.AllChanges(t, s, 0), "one feed")
+		assert.Equal(t, feed, storetest.AllChanges(t, s, 0), "one feed: every change with one time and one actor")
 	}
+	storetest.Untimed(t, feed, since)
+	actors := map[membership.UID]bool{}
+	for _, ch := range feed {
+		actors[ch.Actor] = true
+	}
+	assert.Equal(t, map[membership.UID]bool{0: true, 1: true, 2: true, 3: true, 4: true, 5: true, 6: true}, actors,
+		"the changes carry their writers' actors, or none")
 	for _, g := range groups {
 		want, wantRev := storetest.ListAll(t, a, g)
 		for _, s := range []*Store{b, c} {
@@ -266,13 +276,15 @@ func TestAWriteOnOneInstanceWakesAFollowerOfAnother(t *testing.T) {
 		changes, _, err := b.Changes(ctx, membership.ChangeOptions{After: 0, Wait: true})
 		got <- polled{changes, err}
 	}()
-	res, err := a.AddMembers(ctx, "g", []membership.User{{UID: 7, Nickname: "Q", HasNickname: true}})
+	since := time.Now()
+	res, err := a.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 7, Nickname: "Q", HasNickname: true}}, Actor: 3})
 	require.NoError(t, err)
 	p := <-got
 	require.NoError(t, p.err)
 	require.Len(t, p.changes, 1)
-	assert.Equal(t, membership.Change{Revision: res.Revision, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{7},
-		Nicknames: []membership.Member{{UID: 7, Nickname: "Q"}}}, p.changes[0])
+	assert.Equal(t, []membership.Change{{Revision: res.Revision, Op: membership.OpAdd, Actor: 3, GroupID: "g", UIDs: []membership.UID{7},
+		Nicknames: []membership.Member{{UID: 7, Nickname: "Q"}}}}, storetest.Untimed(t, p.changes, since))
+	assert.Equal(t, p.changes, storetest.AllChanges(t, a, 0), "the writer's instance gives it the same time")
 }
 
 // Nicknames go through the log byte for byte: NUL included, an empty one

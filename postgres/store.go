@@ -276,8 +276,8 @@ func (s *Store) commit(ctx context.Context, c change) (membership.Result, error)
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CommitTimeout)
 	defer cancel()
 	_, err := s.pool.Exec(ctx, `INSERT INTO membership_changes
-		(ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		ticket, c.op, c.groupID, c.uids, c.nicknames, c.ifRevisions, c.ifExists, c.ifEmpty)
+		(ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		ticket, c.op, c.groupID, c.uids, c.nicknames, c.ifRevisions, c.ifExists, c.ifEmpty, c.actor)
 	if err != nil {
 		if ctx.Err() != nil {
 			return membership.Result{}, membership.Errorf(membership.CodeUnavailable,
@@ -407,8 +407,8 @@ func (s *Store) catchUp(ctx context.Context, q querier) error {
 // applyPage applies up to fetchRows changes after the last applied, and
 // returns how many. The caller holds applyMu.
 func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
-	rows, err := q.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty,
-		extract(epoch FROM clock_timestamp() - appended_at)::float8
+	rows, err := q.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor,
+		coalesce(sequenced_at, appended_at), extract(epoch FROM clock_timestamp() - appended_at)::float8
 		FROM membership_changes WHERE pos > $1 ORDER BY pos LIMIT $2`, s.applied.Load(), fetchRows)
 	if err != nil {
 		return 0, err
@@ -418,7 +418,7 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 	for rows.Next() {
 		var c logEntry
 		if err := rows.Scan(&c.pos, &c.ticket, &c.op, &c.groupID, &c.uids, &c.nicknames,
-			&c.ifRevisions, &c.ifExists, &c.ifEmpty, &c.age); err != nil {
+			&c.ifRevisions, &c.ifExists, &c.ifEmpty, &c.actor, &c.sequencedAt, &c.age); err != nil {
 			return n, err
 		}
 		why := ""
@@ -449,6 +449,8 @@ type logEntry struct {
 // apply applies c to memory and answers its writer, if it waits here.
 // Memory decides, every instance alike, whether c's precondition holds:
 // one that does not is its writer's answer, and changes nothing anywhere.
+// The change takes the time and actor of its row, so every instance gives
+// it the same ones.
 func (s *Store) apply(ctx context.Context, c logEntry) {
 	start := time.Now()
 	res, err := s.mem.Write(ctx, c.write())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"time"
 
 	"example.com/groupmembership/membership"
 )
@@ -29,12 +30,20 @@ type change struct {
 	ifRevisions []int64 // revisions, bit for bit
 	ifExists    bool
 	ifEmpty     bool
+	actor       *int64 // nil: none (NULL)
+	// sequencedAt is when the sequencer placed the change: its time, the
+	// same on every instance. Only a change read from the log has one.
+	sequencedAt time.Time
 }
 
 // changeOf returns w as a row of the log, or an error for a write that
 // memory would refuse: an unknown op, a remove_user that names not one uid.
 func changeOf(w membership.Write) (change, error) {
 	c := change{groupID: w.GroupID}
+	if w.Actor != 0 {
+		actor := int64(w.Actor)
+		c.actor = &actor
+	}
 	for n, op := range ops {
 		if op == w.Op && op != "" {
 			c.op = int16(n)
@@ -76,9 +85,13 @@ func changeOf(w membership.Write) (change, error) {
 // known reports whether this build knows c's op.
 func (c change) known() bool { return c.op > 0 && int(c.op) < len(ops) && ops[c.op] != "" }
 
-// write returns c as the membership.Write it was made of. c's op is known.
+// write returns c as the membership.Write it was made of, with the time
+// it was placed in the log. c's op is known.
 func (c change) write() membership.Write {
-	w := membership.Write{Op: ops[c.op], GroupID: c.groupID}
+	w := membership.Write{Op: ops[c.op], GroupID: c.groupID, Time: c.sequencedAt}
+	if c.actor != nil {
+		w.Actor = membership.UID(*c.actor)
+	}
 	switch w.Op {
 	case membership.OpAdd, membership.OpReplace:
 		w.Users = make([]membership.User, len(c.uids))

@@ -448,8 +448,11 @@ func removeTemps(dir string) error {
 // log after the same snapshot gives every change the revision it had; and
 // checks its precondition, so a write that another overtook between its
 // check and its turn fails, taking no revision, when it is replayed too.
+// It takes c's time as it is: a change the committer stamped gets the
+// time it got when it was first applied, and one an older build logged
+// without a time gets none.
 func (d *Store) apply(c *entry) (membership.Result, error) {
-	return d.mem.Write(context.Background(), membership.Write(*c))
+	return d.mem.Apply(membership.Write(*c))
 }
 
 // Write implements membership.Store. It returns once the change is on disk
@@ -470,6 +473,7 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 		return membership.Result{Revision: rev}, nil
 	}
 	c := entry(w)
+	c.Time = time.Time{} // the committer's to give: see encode
 	if c.Op == membership.OpRemoveUser {
 		c.GroupID, c.If = "", membership.Precondition{} // memory checks none
 	}
@@ -628,10 +632,14 @@ func (d *Store) gather(batch []*pending) []*pending {
 
 // encode appends the log records of batch to buf, and returns them with the
 // changes they hold: a change too large for one record is answered, refused,
-// and dropped from the batch.
+// and dropped from the batch. Every change of the batch is stamped with
+// one time, now, as its commit's: the record keeps it, so that a replay
+// gives the change the time it had.
 func (d *Store) encode(buf []byte, batch []*pending) ([]byte, []*pending) {
+	now := time.Now().UTC().Truncate(time.Millisecond)
 	n := 0
 	for _, p := range batch {
+		p.req.Time = now
 		var err error
 		if buf, err = wal.Append(buf, func(b []byte) []byte { return appendEntry(b, p.req) }); err != nil {
 			// Unreachable with the flags run checks; refused, not

@@ -349,19 +349,31 @@ func uidRange(from, n int) []membership.User {
 func TestDurableReadsAVersion2Log(t *testing.T) {
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
-	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}})
-	require.NoError(t, err)
-	_, err = d.RemoveMembers(context.Background(), "g", []membership.UID{2})
-	require.NoError(t, err)
 	require.NoError(t, d.Close())
+	// The newest log, empty, rewritten as version 2 wrote it: its header
+	// says so, and its records of an add and a remove have no stamp.
 	path := newestLog(t, dir)
-	v2, err := os.ReadFile(path)
+	empty, err := os.ReadFile(path)
 	require.NoError(t, err)
-	v2[4] = 2 // the records of an add and a remove are as version 2 wrote them
+	v2 := append([]byte{}, empty[:wal.HeaderSize]...)
+	v2[4] = 2
+	for _, c := range []*entry{
+		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}}},
+		{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}},
+	} {
+		v2, err = wal.Append(v2, func(b []byte) []byte { return appendEntry(b, c) })
+		require.NoError(t, err)
+	}
 	require.NoError(t, os.WriteFile(path, v2, 0o600))
+	df, ok, err := readDataFile(dir)
+	require.NoError(t, err)
+	require.True(t, ok)
+	df.closedLog, df.closedSize = 0, 0 // its size is not the one the store left
+	require.NoError(t, df.write(dir))
 
 	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
-	_, err = d.Write(context.Background(), membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 1}, {UID: 3}}})
+	since := time.Now()
+	_, err = d.Write(context.Background(), membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 1}, {UID: 3}}, Actor: 5})
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
 	old, err := os.ReadFile(path)
@@ -371,11 +383,18 @@ func TestDurableReadsAVersion2Log(t *testing.T) {
 	require.NoError(t, err)
 	h, err := wal.ReadHeader(newest)
 	require.NoError(t, err)
-	assert.Equal(t, 3, h.Version)
+	assert.Equal(t, wal.Version, h.Version)
 
 	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	defer d.Close()
 	got, _ := storetest.ListAll(t, d, "g")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}, {UID: 3}}, got)
-	assert.Len(t, storetest.AllChanges(t, d, 0), 3)
+	changes := storetest.AllChanges(t, d, 0)
+	require.Len(t, changes, 3)
+	for _, c := range changes[:2] {
+		assert.True(t, c.Time.IsZero(), "change %d, logged without a time, has none", c.Revision)
+		assert.Zero(t, c.Actor, "change %d", c.Revision)
+	}
+	storetest.CheckTime(t, changes[2], since, time.Now())
+	assert.Equal(t, membership.UID(5), changes[2].Actor)
 }

@@ -6,16 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
+	"time"
 	"unsafe"
 
 	"example.com/groupmembership/membership"
 )
 
 // A record of the log (see package wal) holds one entry: an op byte, the
-// group id, what the op names, and, when the op byte has withPrecondition
-// set, the precondition. All integers are unsigned varints; a string is its
-// length and its bytes.
+// group id, what the op names, when the op byte has withPrecondition set,
+// the precondition, and when it has withStamp set, the stamp. All
+// integers are unsigned varints but the time; a string is its length and
+// its bytes.
 //
 //	op 1 add, 3 replace   user count, then each uid, a byte that says
 //	                      whether a nickname follows (1) or not (0), and
@@ -25,9 +28,14 @@ import (
 //	op 5 remove_user      uid count (1), then the uid; the group id is ""
 //	precondition          a byte of flags (1 Exists, 2 Empty), revision
 //	                      count, then each revision
+//	stamp                 the time the change was committed, in
+//	                      milliseconds since 1970-01-01 UTC (a signed,
+//	                      zigzag varint), then the actor's uid (0: none)
 //
-// Records of ops 1 and 2 without a precondition are as every build before
-// the other ops wrote them.
+// Records of ops 1 and 2 without a precondition or a stamp are as every
+// build before the other ops wrote them. This build stamps every record
+// it writes (logs of version 4); a record without a stamp, from an older
+// build, is applied with no time and no actor.
 const (
 	opAdd         byte = 1
 	opRemove      byte = 2
@@ -38,6 +46,9 @@ const (
 	// withPrecondition is set in the op byte of an entry with a
 	// precondition.
 	withPrecondition byte = 0x80
+	// withStamp is set in the op byte of an entry with a time and an
+	// actor.
+	withStamp byte = 0x40
 )
 
 // entryOps maps the op bytes to their ops.
@@ -62,10 +73,10 @@ const (
 // entity tags in an If-Match, so its clients never meet the refusal.
 const MaxPreconditionRevisions = membership.MaxPreconditionRevisions
 
-// entry is one write as the log holds it: the request, not its effects.
-// Replaying it applies it to memory as it was applied when it was written,
-// precondition included, so it gives the same revision, or fails the same
-// way.
+// entry is one write as the log holds it: the request, not its effects,
+// with the time the committer gave it. Replaying it applies it to memory
+// as it was applied when it was written, precondition and time included,
+// so it gives the same revision and time, or fails the same way.
 type entry membership.Write
 
 // cost returns about how many bytes c holds in memory while it waits to be
@@ -90,6 +101,9 @@ func appendEntry(b []byte, c *entry) []byte {
 	if !c.If.IsZero() {
 		op |= withPrecondition
 	}
+	if !c.Time.IsZero() || c.Actor != 0 {
+		op |= withStamp
+	}
 	b = append(b, op)
 	b = binary.AppendUvarint(b, uint64(len(c.GroupID)))
 	b = append(b, c.GroupID...)
@@ -104,6 +118,10 @@ func appendEntry(b []byte, c *entry) []byte {
 	}
 	if op&withPrecondition != 0 {
 		b = appendPrecondition(b, c.If)
+	}
+	if op&withStamp != 0 {
+		b = binary.AppendVarint(b, c.Time.UnixMilli())
+		b = binary.AppendUvarint(b, uint64(c.Actor))
 	}
 	return b
 }
@@ -147,7 +165,7 @@ func decodeEntry(payload []byte) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	kind := op &^ withPrecondition
+	kind := op &^ (withPrecondition | withStamp)
 	if kind == 0 || int(kind) >= len(entryOps) {
 		return nil, fmt.Errorf("unknown op %d", op)
 	}
@@ -169,6 +187,11 @@ func decodeEntry(payload []byte) (*entry, error) {
 	}
 	if op&withPrecondition != 0 {
 		if c.If, err = readPrecondition(r); err != nil {
+			return nil, err
+		}
+	}
+	if op&withStamp != 0 {
+		if err := readStamp(r, c); err != nil {
 			return nil, err
 		}
 	}
@@ -262,6 +285,23 @@ func readPrecondition(r *bytes.Reader) (membership.Precondition, error) {
 	return cond, nil
 }
 
+// readStamp reads the stamp of c: its time and its actor.
+func readStamp(r *bytes.Reader, c *entry) error {
+	ms, err := binary.ReadVarint(r)
+	if err != nil {
+		return err
+	}
+	actor, err := binary.ReadUvarint(r)
+	if err != nil {
+		return err
+	}
+	if actor > math.MaxInt64 {
+		return fmt.Errorf("actor %d is not a uid", actor)
+	}
+	c.Time, c.Actor = time.UnixMilli(ms).UTC(), membership.UID(actor)
+	return nil
+}
+
 func readString(r *bytes.Reader) (string, error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
@@ -279,12 +319,14 @@ func readString(r *bytes.Reader) (string, error) {
 // maxBodyBytes and maxUsers users can ask for, as appendEntry lays it out,
 // whatever its op. An entry is never larger than the body that asked for it
 // (a user costs at least two bytes in a body, "1,", and two in an entry) but
-// for the group id, which comes in the path, and the precondition, which
+// for the group id, which comes in the path, the precondition, which
 // comes in headers: its flags and at most MaxPreconditionRevisions
-// revisions; nor than maxUsers users with the longest nicknames. A replace
-// names its users as an add does; a delete_group or a remove_user less.
+// revisions, and the stamp, a time and a uid; nor than maxUsers users with
+// the longest nicknames. A replace names its users as an add does; a
+// delete_group or a remove_user less.
 func LargestEntry(maxBodyBytes int64, maxUsers int) int64 {
-	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes
+	const stamp = 2 * binary.MaxVarintLen64
+	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes + stamp
 	const precondition = 1 + binary.MaxVarintLen16 + MaxPreconditionRevisions*binary.MaxVarintLen64
 	const perUser = binary.MaxVarintLen64 + 1 + binary.MaxVarintLen16 + membership.MaxNicknameBytes
 	return perChange + precondition + min(maxBodyBytes, int64(maxUsers)*perUser)

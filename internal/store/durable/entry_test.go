@@ -2,6 +2,7 @@ package durable
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,6 +32,13 @@ func entries() map[string]*entry {
 		"if-match and *":    {Revisions: []membership.Revision{5, 6}, Exists: true},
 		"if-none-match and": {Revisions: []membership.Revision{5}, Empty: true},
 	}
+	stamps := map[string]func(*entry){
+		"stamped":                func(c *entry) { c.Time, c.Actor = time.Date(2026, 11, 24, 23, 59, 1, 123e6, time.UTC), 7 },
+		"stamped, no actor":      func(c *entry) { c.Time = time.UnixMilli(1).UTC() },
+		"stamped, largest uid":   func(c *entry) { c.Time, c.Actor = time.UnixMilli(1<<50).UTC(), 9223372036854775807 },
+		"stamped, before 1970":   func(c *entry) { c.Time = time.UnixMilli(-1).UTC() },
+		"stamped, an actor only": func(c *entry) { c.Actor = 3 },
+	}
 	all := map[string]*entry{}
 	for name, e := range plain {
 		all[name] = e
@@ -38,9 +46,29 @@ func entries() map[string]*entry {
 			c := *e
 			c.If = cond
 			all[name+" "+cname] = &c
+			for sname, stamp := range stamps {
+				stamped := c
+				stamp(&stamped)
+				all[name+" "+cname+" "+sname] = &stamped
+			}
+		}
+		for sname, stamp := range stamps {
+			c := *e
+			stamp(&c)
+			all[name+" "+sname] = &c
 		}
 	}
 	return all
+}
+
+// A stamp is written after the rest, flagged in the op byte.
+func TestEntryStamp(t *testing.T) {
+	e := &entry{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{9}, Time: time.UnixMilli(1000).UTC(), Actor: 300}
+	payload := []byte{0x42, 1, 'g', 1, 9, 0xd0, 0x0f, 0xac, 0x02}
+	assert.Equal(t, payload, appendEntry(nil, e))
+	got, err := decodeEntry(payload)
+	require.NoError(t, err)
+	assert.Equal(t, e, got)
 }
 
 func TestEntryRoundTrip(t *testing.T) {
@@ -103,6 +131,9 @@ func TestEntryRefusesWhatNoBuildWrote(t *testing.T) {
 		{"more revisions than the record holds", []byte{0x84, 1, 'g', 0, 100, 1}},
 		{"an empty precondition", []byte{0x84, 1, 'g', 0, 0}},
 		{"a nickname flag of 2", []byte{1, 1, 'g', 1, 1, 2}},
+		{"a stamp cut short", []byte{0x42, 1, 'g', 1, 9, 0xd0}},
+		{"a stamp with no actor", []byte{0x42, 1, 'g', 1, 9, 2}},
+		{"an actor beyond the uids", []byte{0x42, 1, 'g', 1, 9, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := decodeEntry(tt.payload)
@@ -153,6 +184,7 @@ func TestLargestEntryBoundsEveryOp(t *testing.T) {
 		{Op: membership.OpDeleteGroup, GroupID: id, If: cond},
 		{Op: membership.OpRemoveUser, UIDs: uids[:1], If: cond},
 	} {
+		e.Time, e.Actor = time.UnixMilli(-1<<62).UTC(), 9223372036854775807 // the longest stamp
 		assert.LessOrEqual(t, int64(len(appendEntry(nil, e))), bound, "op %s", e.Op)
 	}
 }

@@ -73,7 +73,7 @@ func (m *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 	if a.nicknamesChanged {
 		published = func(rev membership.Revision) { m.nicknamesRevision.Store(uint64(rev)) }
 	}
-	rev := m.feed.record(membership.Change{Op: membership.OpBatch, Changes: subs}, published)
+	rev := m.feed.record(membership.Change{Op: membership.OpBatch, Changes: subs}, stamp{actor: b.Actor, at: b.Time, now: true}, published)
 	m.unlockReverse(locked)
 	for g := range changed {
 		if g.members.size == 0 {

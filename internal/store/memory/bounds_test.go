@@ -123,7 +123,7 @@ func TestFeedLoadKeepsTheNewestThatFit(t *testing.T) {
 			require.Len(t, got, tt.want)
 			assert.Equal(t, membership.Revision(10-tt.want+1), got[0].Revision)
 			assert.Equal(t, int64(tt.want)*cost, f.stats().bytes)
-			f.record(membership.Change{Op: membership.OpAdd, GroupID: "g", UIDs: make([]membership.UID, 100)}, nil)
+			f.record(membership.Change{Op: membership.OpAdd, GroupID: "g", UIDs: make([]membership.UID, 100)}, stamp{}, nil)
 			_, got = f.export()
 			assert.Equal(t, membership.Revision(11), got[len(got)-1].Revision, "the feed goes on after a load")
 			assert.LessOrEqual(t, len(got), tt.keep)

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"sync"
+	"time"
 	"unsafe"
 
 	"example.com/groupmembership/membership"
@@ -46,8 +47,8 @@ func newFeed(keep int, maxBytes int64) feed {
 // point to: its slot in the ring.
 const changeOverhead = int64(unsafe.Sizeof(membership.Change{}))
 
-// changeCost returns the bytes c holds: its slot, its group id, its uids and
-// nicknames, counted by capacity.
+// changeCost returns the bytes c holds: its slot (which holds its time and
+// actor too), its group id, its uids and nicknames, counted by capacity.
 func changeCost(c membership.Change) int64 {
 	n := changeOverhead + int64(len(c.GroupID)) +
 		int64(cap(c.UIDs))*int64(unsafe.Sizeof(membership.UID(0))) +
@@ -58,15 +59,39 @@ func changeCost(c membership.Change) int64 {
 	return n
 }
 
-// record gives c the next revision and keeps it, and returns the revision.
-// published, when not nil, runs with the revision before any reader of the
-// feed can see it: what must be true of the store once a reader has seen a
-// revision is made true there.
-func (f *feed) record(c membership.Change, published func(membership.Revision)) membership.Revision {
+// stamp is who made a change and when, as its change carries them.
+type stamp struct {
+	actor membership.UID
+	// at is the change's time; when it is zero and now is set, the change
+	// takes the time it is recorded, so that times follow revisions on one
+	// clock.
+	at  time.Time
+	now bool
+}
+
+// timeOf returns t as changes carry it: in UTC, to the millisecond, as
+// the logs keep it, so that a change applied from a log has the time it
+// had when it was first applied.
+func timeOf(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC().Truncate(time.Millisecond)
+}
+
+// record gives c the next revision, and st's actor and time, and keeps it,
+// and returns the revision. published, when not nil, runs with the
+// revision before any reader of the feed can see it: what must be true of
+// the store once a reader has seen a revision is made true there.
+func (f *feed) record(c membership.Change, st stamp, published func(membership.Revision)) membership.Revision {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.last++
 	c.Revision = f.last
+	c.Actor, c.Time = st.actor, timeOf(st.at)
+	if c.Time.IsZero() && st.now {
+		c.Time = timeOf(time.Now())
+	}
 	if published != nil {
 		published(c.Revision)
 	}

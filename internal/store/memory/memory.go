@@ -243,12 +243,12 @@ func (m *Store) revisionOf(g *group) membership.Revision {
 
 // AddMembers implements membership.Store.
 func (m *Store) AddMembers(_ context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	return m.add(groupID, users, membership.Precondition{})
+	return m.add(groupID, users, membership.Precondition{}, stamp{now: true})
 }
 
 // add adds users to the group, when cond holds: in memory, it cannot fail
 // otherwise.
-func (m *Store) add(groupID string, users []membership.User, cond membership.Precondition) (membership.Result, error) {
+func (m *Store) add(groupID string, users []membership.User, cond membership.Precondition, st stamp) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -301,7 +301,7 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 		// 304) of another group is older than a revision seen.
 		published = func(rev membership.Revision) { m.nicknamesRevision.Store(uint64(rev)) }
 	}
-	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported}, published)
+	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported}, st, published)
 	g.revision = rev
 	return membership.Result{Count: len(added), Revision: rev}, nil
 }
@@ -456,12 +456,12 @@ func lastNicknames(users []membership.User) []membership.Member {
 
 // RemoveMembers implements membership.Store.
 func (m *Store) RemoveMembers(_ context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
-	return m.remove(groupID, uids, membership.Precondition{})
+	return m.remove(groupID, uids, membership.Precondition{}, stamp{now: true})
 }
 
 // remove removes uids from the group, when cond holds: in memory, it cannot
 // fail otherwise.
-func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Precondition) (membership.Result, error) {
+func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Precondition, st stamp) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -506,7 +506,7 @@ func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Pr
 	}
 	slices.Sort(removed)
 	m.counts.members.Add(-int64(len(removed)))
-	rev := m.feed.record(membership.Change{Op: membership.OpRemove, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, nil)
+	rev := m.feed.record(membership.Change{Op: membership.OpRemove, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, st, nil)
 	m.unlockReverse(locked)
 	if g.members.size == 0 {
 		m.dropGroup(s, g, rev)

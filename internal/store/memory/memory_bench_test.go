@@ -177,7 +177,7 @@ func BenchmarkMemoryBytesPerMembership(b *testing.B) {
 							users = append(users, membership.User{UID: uid})
 						}
 					}
-					_, _ = m.add("mem"+strconv.Itoa(g), users, membership.Precondition{})
+					_, _ = m.add("mem"+strconv.Itoa(g), users, membership.Precondition{}, stamp{now: true})
 				}
 				perMembership = float64(liveHeap()-before) / 1e6
 				runtime.KeepAlive(m)

@@ -8,22 +8,36 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// Write implements membership.Store.
+// Write implements membership.Store. Its change carries w's Actor, and
+// w's Time or, when it has none, the time the change is recorded.
 func (m *Store) Write(_ context.Context, w membership.Write) (membership.Result, error) {
+	return m.write(w, stamp{actor: w.Actor, at: w.Time, now: true})
+}
+
+// Apply applies w as a store that keeps its own log of writes replays
+// one: its change carries w's Actor and w's Time as they are, a zero
+// Time included (a write logged before changes had times keeps none), so
+// that replaying the log gives every change the time it had. A store
+// that takes new writes stamps their time before it logs them.
+func (m *Store) Apply(w membership.Write) (membership.Result, error) {
+	return m.write(w, stamp{actor: w.Actor, at: w.Time})
+}
+
+func (m *Store) write(w membership.Write, st stamp) (membership.Result, error) {
 	switch w.Op {
 	case membership.OpAdd:
-		return m.add(w.GroupID, w.Users, w.If)
+		return m.add(w.GroupID, w.Users, w.If, st)
 	case membership.OpRemove:
-		return m.remove(w.GroupID, w.UIDs, w.If)
+		return m.remove(w.GroupID, w.UIDs, w.If, st)
 	case membership.OpReplace:
-		return m.replace(w.GroupID, w.Users, w.If)
+		return m.replace(w.GroupID, w.Users, w.If, st)
 	case membership.OpDeleteGroup:
-		return m.deleteGroup(w.GroupID, w.If)
+		return m.deleteGroup(w.GroupID, w.If, st)
 	case membership.OpRemoveUser:
 		if len(w.UIDs) != 1 {
 			return membership.Result{}, fmt.Errorf("remove_user names %d uids, not one", len(w.UIDs))
 		}
-		return m.removeUser(w.UIDs[0]), nil
+		return m.removeUser(w.UIDs[0], st), nil
 	}
 	return membership.Result{}, fmt.Errorf("unknown op %q", w.Op)
 }
@@ -32,7 +46,7 @@ func (m *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 // rebuilt from the users given, and its old members are walked once beside
 // them: what it holds besides the two sets is the uids it added, so a
 // replace of a million members by none holds no list of them.
-func (m *Store) replace(groupID string, users []membership.User, cond membership.Precondition) (membership.Result, error) {
+func (m *Store) replace(groupID string, users []membership.User, cond membership.Precondition, st stamp) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -82,7 +96,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	if len(changed) > 0 {
 		published = func(rev membership.Revision) { m.nicknamesRevision.Store(uint64(rev)) }
 	}
-	rev := m.feed.record(membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported}, published)
+	rev := m.feed.record(membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported}, st, published)
 	m.unlockReverse(locked)
 	if g.members.size == 0 {
 		m.dropGroup(s, g, rev)
@@ -167,7 +181,7 @@ func eachDifferent(old *members, uids []membership.UID, fn func(uid membership.U
 
 // deleteGroup removes every member of the group, when cond holds, walking
 // its members once: it holds no list of them.
-func (m *Store) deleteGroup(groupID string, cond membership.Precondition) (membership.Result, error) {
+func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st stamp) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -188,7 +202,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition) (membe
 	removed := g.members.size
 	g.members = members{}
 	m.counts.members.Add(-int64(removed))
-	rev := m.feed.record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}, nil)
+	rev := m.feed.record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}, st, nil)
 	m.unlockReverse(locked)
 	m.dropGroup(s, g, rev)
 	return membership.Result{Count: removed, Revision: rev}, nil
@@ -197,7 +211,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition) (membe
 // removeUser removes uid from every group it is in, and forgets it. It holds
 // every shard while it does: the user's groups are found in the reverse
 // index, which is locked after the shards.
-func (m *Store) removeUser(uid membership.UID) membership.Result {
+func (m *Store) removeUser(uid membership.UID, st stamp) membership.Result {
 	for i := range m.shards {
 		m.shards[i].mu.Lock()
 	}
@@ -229,7 +243,7 @@ func (m *Store) removeUser(uid membership.UID) membership.Result {
 	m.nicknameCount.Store(int64(len(m.nicknames)))
 	m.nicknamesMu.Unlock()
 	m.counts.members.Add(-int64(len(groups)))
-	rev := m.feed.record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, nil)
+	rev := m.feed.record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
 	r.mu.Unlock()
 	for _, g := range groups {
 		if g.members.size == 0 {

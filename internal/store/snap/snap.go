@@ -15,6 +15,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"time"
 
 	"example.com/groupmembership/internal/fileheader"
 	"example.com/groupmembership/internal/fileutil"
@@ -25,7 +26,7 @@ import (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // A snapshot file holds the whole state: a header (magic word and format
-// version), a body, and a CRC-32C of the body. The body of version 3 is
+// version), a body, and a CRC-32C of the body. The body of version 4 is
 //
 //   - the revisions: the latest, that of the last nickname change, and that
 //     of the last group deleted;
@@ -36,14 +37,25 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //     count and uids (as differences), nickname count and uid and nickname
 //     each. The op is 1 add, 2 remove, 3 replace (its uids are the group's
 //     whole new membership), 4 delete_group (no uid, no nickname), 5
-//     remove_user (group id "", one uid, no nickname).
+//     remove_user (group id "", one uid, no nickname); then the change's
+//     stamp: a byte of flags (1 a time follows, 2 an actor follows), the
+//     time in milliseconds since 1970-01-01 UTC (a signed, zigzag varint)
+//     and the actor's uid.
 //
-// Version 2, still read, is version 3 with ops 1 and 2 only; version 1 has
-// only the nicknames and the groups without their revisions. A build that
-// reads version 2 at most so refuses a snapshot that may hold ops it does
-// not know by its version, not halfway through its changes. All integers
-// are unsigned varints, strings a length and bytes.
-var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 3}
+// Version 3, still read, is version 4 without the stamps (its changes
+// have no time and no actor); version 2 is version 3 with ops 1 and 2
+// only; version 1 has only the nicknames and the groups without their
+// revisions. A build that reads version 2 at most so refuses a snapshot
+// that may hold ops it does not know by its version, not halfway through
+// its changes. All integers are unsigned varints but the time, strings a
+// length and bytes.
+var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 4}
+
+// The flags of a change's stamp.
+const (
+	stampTime  byte = 1
+	stampActor byte = 2
+)
 
 // State is a copy of a store's whole contents, as a snapshot holds it.
 type State struct {
@@ -333,7 +345,57 @@ func appendChange(b []byte, c membership.Change) []byte {
 		b = binary.AppendUvarint(b, uint64(len(n.Nickname)))
 		b = append(b, n.Nickname...)
 	}
+	return appendStamp(b, c)
+}
+
+// appendStamp appends c's time and actor.
+func appendStamp(b []byte, c membership.Change) []byte {
+	var flags byte
+	if !c.Time.IsZero() {
+		flags |= stampTime
+	}
+	if c.Actor != 0 {
+		flags |= stampActor
+	}
+	b = append(b, flags)
+	if flags&stampTime != 0 {
+		b = binary.AppendVarint(b, c.Time.UnixMilli())
+	}
+	if flags&stampActor != 0 {
+		b = binary.AppendUvarint(b, uint64(c.Actor))
+	}
 	return b
+}
+
+// readStamp reads c's time and actor.
+func readStamp(r *bytes.Reader, c *membership.Change) error {
+	flags, err := r.ReadByte()
+	if err != nil {
+		return err
+	}
+	if flags&^(stampTime|stampActor) != 0 {
+		return fmt.Errorf("unknown stamp flags %#x", flags)
+	}
+	if flags&stampTime != 0 {
+		ms, err := binary.ReadVarint(r)
+		if err != nil {
+			return err
+		}
+		if c.Time = time.UnixMilli(ms).UTC(); c.Time.IsZero() {
+			return errors.New("a time flagged that is none")
+		}
+	}
+	if flags&stampActor != 0 {
+		actor, err := binary.ReadUvarint(r)
+		if err != nil {
+			return err
+		}
+		if actor == 0 || actor > math.MaxInt64 {
+			return fmt.Errorf("actor %d is not a uid", actor)
+		}
+		c.Actor = membership.UID(actor)
+	}
+	return nil
 }
 
 // readChanges reads the feed's changes, which must be consecutive and end at
@@ -348,7 +410,7 @@ func readChanges(r *bytes.Reader, last membership.Revision, version uint32) ([]m
 	}
 	changes := make([]membership.Change, 0, n)
 	next := last - membership.Revision(n) + 1
-	cr := changeReader{r: r, ids: map[string]string{}, ops: len(ops)}
+	cr := changeReader{r: r, ids: map[string]string{}, ops: len(ops), stamped: version >= 4}
 	if version < 3 {
 		cr.ops = opsOfVersion2
 	}
@@ -368,11 +430,12 @@ func readChanges(r *bytes.Reader, last membership.Revision, version uint32) ([]m
 // a group others do), and their uids cut from shared blocks, rather than
 // allocated one by one.
 type changeReader struct {
-	r     *bytes.Reader
-	ops   int // the op bytes the snapshot's version knows, 0 included
-	ids   map[string]string
-	idBuf []byte
-	block []membership.UID
+	r       *bytes.Reader
+	ops     int  // the op bytes the snapshot's version knows, 0 included
+	stamped bool // its changes have stamps (version 4 on)
+	ids     map[string]string
+	idBuf   []byte
+	block   []membership.UID
 }
 
 // read reads one change, which must have revision rev.
@@ -417,6 +480,11 @@ func (cr *changeReader) read(rev membership.Revision) (membership.Change, error)
 			return c, err
 		}
 		c.Nicknames = append(c.Nicknames, membership.Member{UID: membership.UID(uid), Nickname: nick})
+	}
+	if cr.stamped {
+		if err := readStamp(r, &c); err != nil {
+			return c, fmt.Errorf("change %d: %w", rev, err)
+		}
 	}
 	if err := checkChange(c); err != nil {
 		return c, fmt.Errorf("change %d: %w", rev, err)

@@ -41,7 +41,7 @@ func Batches(t *testing.T, newStore func(t *testing.T) BatchStore) {
 		_, err = s.AddMembers(ctx, "gone", plain(9))
 		require.NoError(t, err)
 		before := latest(t, s)
-		res, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+		res, err := s.Batch(ctx, membership.Batch{Actor: 42, Writes: []membership.Write{
 			{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}},
 			{Op: membership.OpAdd, GroupID: "b", Users: plain(1, 3)},
 			{Op: membership.OpReplace, GroupID: "c", Users: plain(4)},
@@ -66,6 +66,8 @@ func Batches(t *testing.T, newStore func(t *testing.T) BatchStore) {
 		c := changes[0]
 		assert.Equal(t, membership.OpBatch, c.Op)
 		assert.Equal(t, before+1, c.Revision)
+		assert.Equal(t, membership.UID(42), c.Actor, "the batch's actor")
+		assert.False(t, c.Time.IsZero(), "the batch's time")
 		ops := []membership.Op{}
 		for _, sub := range c.Changes {
 			ops = append(ops, sub.Op)

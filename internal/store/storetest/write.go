@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -363,11 +364,11 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		require.NoError(t, err)
 		_, err = s.AddMembers(ctx, "h", []membership.User{nick(5, "Eve")})
 		require.NoError(t, err)
-		start := latest(t, s)
+		start, since := latest(t, s), time.Now()
 		write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, {UID: 5}, nick(3, "Cy")}})
 		write(s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{2}})
 		write(s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g"})
-		got := AllChanges(t, s, start)
+		got := Untimed(t, AllChanges(t, s, start), since)
 		want := []membership.Change{
 			{Revision: start + 1, Op: membership.OpReplace, GroupID: "g", UIDs: []membership.UID{2, 3, 5},
 				Nicknames: []membership.Member{{UID: 3, Nickname: "Cy"}, {UID: 5, Nickname: "Eve"}}},

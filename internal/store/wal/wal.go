@@ -5,7 +5,7 @@
 // A log file starts with a header:
 //
 //	magic          "GMWL"
-//	version        uint32, little endian: 3 (versions 1 and 2 are still
+//	version        uint32, little endian: 4 (versions 1 to 3 are still
 //	               read)
 //	startRevision  uint64, little endian: the revision of the state the log
 //	               follows (from version 2), so that a log cannot be
@@ -18,8 +18,11 @@
 // kinds that writers of version 2 never wrote (the durable store's entries
 // of replace, delete_group and remove_user, and preconditions), so that a
 // build that reads version 2 at most refuses the log by its version rather
-// than take its first such record for damage. A version 2 or 3 record is
-// framed as
+// than take its first such record for damage. Version 4 is framed as
+// version 2 too; its payloads carry a stamp (the durable store's entries
+// with the time and actor of their change) that writers of version 3
+// never wrote, and is a version of its own for the same reason. A record
+// of version 2 to 4 is framed as
 //
 //	length     uint32, little endian: the payload's length, 1 to MaxPayload
 //	crc        uint32, little endian: CRC-32C (Castagnoli) of the payload
@@ -46,7 +49,7 @@ import (
 // The header.
 const (
 	Magic      = "GMWL"
-	Version    = 3
+	Version    = 4
 	HeaderSize = fileheader.Size + 16 // of the current version, and of version 2
 )
 

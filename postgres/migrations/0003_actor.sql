@@ -1,0 +1,12 @@
+-- Who made each change, and when (issue 27).
+--
+-- actor is the uid the request named as acting (its uid parameter), NULL
+-- when it named none or the service made the change itself. A build that
+-- predates it writes NULL and ignores it.
+--
+-- The change's time is sequenced_at, which the log already has: the time
+-- the sequencer placed the change, by the database's clock. Every instance
+-- reads it from the row, so every instance gives the change the same
+-- time, and the times follow the log's order. The feed shows it to the
+-- millisecond.
+ALTER TABLE membership_changes ADD COLUMN actor bigint;
