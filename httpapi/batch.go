@@ -116,6 +116,7 @@ func parseBatch(body string, maxUsers int, epoch uint64) (batchRequest, error) {
 		if req.actingUID, ok = membership.ParseUID(uid); !ok {
 			return req, membership.Errorf(membership.CodeInvalidUID, "the uid %.40q is not %s", uid, membership.UIDRange)
 		}
+		req.batch.Actor = req.actingUID
 	}
 	var raw []json.RawMessage
 	if err := json.Unmarshal(fields["changes"], &raw); err != nil {

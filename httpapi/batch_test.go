@@ -71,6 +71,17 @@ func TestBatchAppliesEveryChangeInOneRevision(t *testing.T) {
 	assert.JSONEq(t, `[{"uid":3,"nickname":"Cy"},{"uid":4,"nickname":""}]`, w.Body.String())
 	w = sendTo(h, "GET", "/group-user/from", "", nil)
 	assert.JSONEq(t, `[{"uid":2,"nickname":""},{"uid":5,"nickname":""}]`, w.Body.String())
+	w = sendTo(h, "GET", "/changes?after=1", "", nil)
+	var feed []map[string]any
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &feed))
+	require.Len(t, feed, 1)
+	assert.NotEmpty(t, feed[0]["time"])
+	delete(feed[0], "time")
+	got, _ := json.Marshal(feed[0])
+	assert.JSONEq(t, `{"rev":2,"op":"batch","actor":42,"changes":[
+		{"op":"remove","group":"from","uids":[3]},
+		{"op":"add","group":"to","uids":[3,4],"nicknames":[{"uid":3,"nickname":"Cy"}]},
+		{"op":"replace","group":"from","uids":[2,5]}]}`, string(got))
 	w = sendTo(h, "POST", "/batch", `{"changes":[{"op":"delete_group","group":"from"}]}`, nil)
 	require.Equal(t, 200, w.Code, w.Body.String())
 	assert.JSONEq(t, `{"results":[{"removed":2}]}`, w.Body.String())
