@@ -241,6 +241,8 @@ const (
 	groupPrefix     = `,"group":`
 	uidsPrefix      = `,"uids":[`
 	nicknamesPrefix = `,"nicknames":[`
+	changesPrefix   = `,"changes":[`
+	subOpPrefix     = `{"op":`
 )
 
 // A change's JSON names its group, but for remove_user (which names the
@@ -278,6 +280,19 @@ func changeJSONLen(c membership.Change) int {
 	}
 	if c.Actor > 0 {
 		n += len(actorPrefix) + decimalLen(int64(c.Actor))
+	}
+	return n + changeBodyLen(c)
+}
+
+// changeBodyLen returns len(appendChangeBody(nil, c)).
+func changeBodyLen(c membership.Change) int {
+	n := 0
+	if c.Op == membership.OpBatch {
+		n += len(changesPrefix) + max(len(c.Changes)-1, 0) + 1 // ]
+		for _, sub := range c.Changes {
+			n += len(subOpPrefix) + jsonStringLen(string(sub.Op)) + changeBodyLen(sub) + 1 // }
+		}
+		return n
 	}
 	if hasGroup(c) {
 		n += len(groupPrefix) + jsonStringLen(c.GroupID)
@@ -327,6 +342,27 @@ func appendChange(b []byte, c membership.Change) []byte {
 		b = append(b, actorPrefix...)
 		b = strconv.AppendInt(b, int64(c.Actor), 10)
 	}
+	b = appendChangeBody(b, c)
+	return append(b, '}')
+}
+
+// appendChangeBody appends what c changed: its group, uids and nicknames,
+// or, for a batch, "changes": its writes' changes, each {"op":…} with what
+// it changed, and no revision, time or actor of its own.
+func appendChangeBody(b []byte, c membership.Change) []byte {
+	if c.Op == membership.OpBatch {
+		b = append(b, changesPrefix...)
+		for j, sub := range c.Changes {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, subOpPrefix...)
+			b = appendJSONString(b, string(sub.Op))
+			b = appendChangeBody(b, sub)
+			b = append(b, '}')
+		}
+		return append(b, ']')
+	}
 	if hasGroup(c) {
 		b = append(b, groupPrefix...)
 		b = appendJSONString(b, c.GroupID)
@@ -351,5 +387,5 @@ func appendChange(b []byte, c membership.Change) []byte {
 		}
 		b = append(b, ']')
 	}
-	return append(b, '}')
+	return b
 }

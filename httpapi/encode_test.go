@@ -159,6 +159,12 @@ func TestMeasuredLengthsAreTheEncodedOnes(t *testing.T) {
 		{Revision: 4444, Op: membership.OpReplace, GroupID: "h", UIDs: []membership.UID{5, 9223372036854775807}, Nicknames: []membership.Member{{UID: 5, Nickname: "é"}}},
 		{Revision: 55555, Op: membership.OpDeleteGroup, GroupID: "a&b"},
 		{Revision: 666666, Op: membership.OpRemoveUser, UIDs: []membership.UID{7}},
+		{Revision: 7777777, Op: membership.OpBatch, Changes: []membership.Change{
+			{Op: membership.OpRemove, GroupID: "from", UIDs: []membership.UID{3}},
+			{Op: membership.OpAdd, GroupID: "to", UIDs: []membership.UID{3, 4}, Nicknames: []membership.Member{{UID: 3, Nickname: "Cy"}}},
+			{Op: membership.OpDeleteGroup, GroupID: "x"},
+		}},
+		{Revision: 8, Op: membership.OpBatch, Changes: []membership.Change{}},
 	}
 	for _, c := range slices.Clone(changes) { // each again with a time, an actor, and both
 		at := time.Date(2026, 11, 24, 23, 59, 1, 123e6, time.UTC)

@@ -33,6 +33,8 @@ var statusOf = map[membership.Code]int{
 	codeInvalidHeader:                 http.StatusBadRequest,
 	membership.CodeTooManyUsers:       http.StatusRequestEntityTooLarge,
 	membership.CodeTooManyChecks:      http.StatusRequestEntityTooLarge,
+	membership.CodeInvalidChanges:     http.StatusBadRequest,
+	membership.CodeTooManyChanges:     http.StatusRequestEntityTooLarge,
 	membership.CodeBodyTooLarge:       http.StatusRequestEntityTooLarge,
 	codeUnsupportedMediaType:          http.StatusUnsupportedMediaType,
 	codeUnauthorized:                  http.StatusUnauthorized,

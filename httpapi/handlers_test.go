@@ -464,6 +464,9 @@ func (s faultyStore) UserGroups(context.Context, membership.UID, membership.Grou
 func (s faultyStore) Write(context.Context, membership.Write) (membership.Result, error) {
 	return membership.Result{}, s.fail()
 }
+func (s faultyStore) Batch(context.Context, membership.Batch) (membership.BatchResult, error) {
+	return membership.BatchResult{}, s.fail()
+}
 func (s faultyStore) Groups(context.Context, membership.GroupsOptions, membership.GroupsFunc) (membership.Revision, error) {
 	return 0, s.fail()
 }

@@ -49,6 +49,7 @@ func routes(d shared) []route {
 		{method: "PUT", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, membership.OpReplace, opts.MaxBodyBytes, d.bodies), data: true},
 		{method: "DELETE", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, membership.OpRemove, opts.MaxBodyBytes, d.bodies), data: true},
 		{method: "GET", path: "/group-user/{groupID}/{uid}", handler: read(handleMember(svc)), data: true, cache: "no-store"},
+		{method: "POST", path: "/batch", handler: handleBatch(svc, opts.MaxBodyBytes, d.bodies), data: true, cache: "no-store"},
 		{method: "POST", path: "/check", handler: read(handleCheck(svc, opts.MaxBodyBytes, d.bodies)), data: true, read: true, cache: "no-store"},
 		{method: "GET", path: "/groups", handler: read(handleGroups(svc, d.replies)), query: true, data: true, cache: "no-cache"},
 		{method: "DELETE", path: "/groups/{groupID}", handler: handleDeleteGroup(svc), data: true, query: true},

@@ -1,6 +1,10 @@
 package membership
 
-import "time"
+import (
+	"context"
+	"fmt"
+	"time"
+)
 
 // OpBatch is a batch's change: the changes of its writes, in order, under
 // one revision (Change.Changes).
@@ -31,4 +35,52 @@ type Batch struct {
 type BatchResult struct {
 	Results  []Result
 	Revision Revision
+}
+
+// MaxBatchWrites returns the most writes one Batch may hold.
+func (s *Service) MaxBatchWrites() int { return s.maxBatchWrites }
+
+// Batch applies b, validated whole first: at most MaxBatchWrites writes,
+// at most MaxUsers users and uids in all, and each write as Write would
+// validate it (an OpAdd, OpRemove, OpReplace or OpDeleteGroup), an error
+// naming the write's index. See Store.Batch.
+//
+// Errors: CodeTooManyChanges, CodeTooManyUsers, CodeInvalidChanges (an op a
+// batch does not take), the errors of Write, and whatever the Store
+// returns, CodePreconditionFailed included.
+func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
+	if err := s.ValidateBatch(b); err != nil {
+		return BatchResult{}, err
+	}
+	return s.store.Batch(ctx, b)
+}
+
+// ValidateBatch returns the error Batch would return for b before it
+// reaches the store, nil when b is valid.
+func (s *Service) ValidateBatch(b Batch) error {
+	if len(b.Writes) > s.maxBatchWrites {
+		return Errorf(CodeTooManyChanges, "the batch has more than %d changes", s.maxBatchWrites)
+	}
+	users := 0
+	for _, w := range b.Writes {
+		users += len(w.Users) + len(w.UIDs)
+	}
+	if users > s.maxUsers {
+		return Errorf(CodeTooManyUsers, "the batch names %d users in all, more than %d", users, s.maxUsers)
+	}
+	for i, w := range b.Writes {
+		err := s.validateWrite(w)
+		if err == nil && w.Op == OpRemoveUser {
+			err = Errorf(CodeInvalidChanges, "a batch takes the ops add, remove, replace and delete_group, not %s", w.Op)
+		}
+		if err != nil {
+			e := &Error{Code: ErrorCode(err), Message: ErrorMessage(err)}
+			if e.Code == CodeInternal { // an unknown op: the request's fault
+				e.Code = CodeInvalidChanges
+			}
+			e.Message = fmt.Sprintf("changes element %d: %s", i, e.Message)
+			return e
+		}
+	}
+	return nil
 }

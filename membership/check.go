@@ -19,6 +19,9 @@ type ServiceOptions struct {
 	// MaxChecks is the most checks one CheckMembers may ask:
 	// DefaultMaxChecks.
 	MaxChecks int
+	// MaxBatchWrites is the most writes one Batch may hold:
+	// DefaultMaxBatchWrites.
+	MaxBatchWrites int
 }
 
 // NewServiceWith returns a Service over store with the limits of opts.
@@ -29,7 +32,10 @@ func NewServiceWith(store Store, opts ServiceOptions) *Service {
 	if opts.MaxChecks <= 0 {
 		opts.MaxChecks = DefaultMaxChecks
 	}
-	return &Service{store: store, maxUsers: opts.MaxUsers, maxChecks: opts.MaxChecks}
+	if opts.MaxBatchWrites <= 0 {
+		opts.MaxBatchWrites = DefaultMaxBatchWrites
+	}
+	return &Service{store: store, maxUsers: opts.MaxUsers, maxChecks: opts.MaxChecks, maxBatchWrites: opts.MaxBatchWrites}
 }
 
 // MaxChecks returns the most checks one CheckMembers may ask.

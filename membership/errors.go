@@ -23,6 +23,8 @@ const (
 	CodeTooManyUsers       Code = "too_many_users"      // the users array has more elements than allowed
 	CodeInvalidChecks      Code = "invalid_checks"      // the checks value is not a JSON array of valid checks (a group id and a uid each)
 	CodeTooManyChecks      Code = "too_many_checks"     // the checks array has more elements than allowed
+	CodeInvalidChanges     Code = "invalid_changes"     // a batch's changes value is not a JSON array of valid changes
+	CodeTooManyChanges     Code = "too_many_changes"    // a batch has more changes than allowed
 	CodeBodyTooLarge       Code = "body_too_large"      // the request body is larger than allowed
 	CodeNotMember          Code = "not_member"          // the user is not a member of the group
 	CodeChangesGone        Code = "changes_gone"        // the change feed no longer has the changes asked for: list again

@@ -180,6 +180,10 @@ type Store interface {
 	// Actor and the time it was committed (see Write.Time).
 	Write(ctx context.Context, w Write) (Result, error)
 
+	// Batch applies b's writes, all or nothing, as one change with one
+	// revision; see Batch. Its BatchResult gives each write's Result.
+	Batch(ctx context.Context, b Batch) (BatchResult, error)
+
 	// Groups calls list once with the groups that have members, as opts
 	// selects, and returns the revision of the state it listed. A page
 	// costs O(log n + page) for n groups; the total too. list runs under

@@ -106,6 +106,11 @@ func (s *recordingStore) Write(_ context.Context, w membership.Write) (membershi
 	return membership.Result{}, nil
 }
 
+func (s *recordingStore) Batch(_ context.Context, b membership.Batch) (membership.BatchResult, error) {
+	s.calls = append(s.calls, fmt.Sprint("batch ", len(b.Writes)))
+	return membership.BatchResult{Results: make([]membership.Result, len(b.Writes))}, nil
+}
+
 func (s *recordingStore) Groups(_ context.Context, opts membership.GroupsOptions, _ membership.GroupsFunc) (membership.Revision, error) {
 	s.calls = append(s.calls, "groups "+opts.Prefix)
 	return 0, nil
@@ -224,6 +229,27 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 		{"remove user: a precondition", func(s *membership.Service) error {
 			return write(s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{1}, If: membership.Precondition{Exists: true}})
 		}, membership.CodeInvalidQuery},
+		{"batch: too many changes", func(s *membership.Service) error {
+			_, err := s.Batch(ctx, membership.Batch{Writes: make([]membership.Write, membership.DefaultMaxBatchWrites+1)})
+			return err
+		}, membership.CodeTooManyChanges},
+		{"batch: too many users in all", func(s *membership.Service) error {
+			_, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+				{Op: membership.OpAdd, GroupID: "a", Users: users(1, 2)}, {Op: membership.OpRemove, GroupID: "b", UIDs: []membership.UID{3}}}})
+			return err
+		}, membership.CodeTooManyUsers},
+		{"batch: a bad group", func(s *membership.Service) error {
+			_, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{{Op: membership.OpAdd, GroupID: "a", Users: users(1)}, {Op: membership.OpDeleteGroup}}})
+			return err
+		}, membership.CodeInvalidGroupID},
+		{"batch: remove_user", func(s *membership.Service) error {
+			_, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{{Op: membership.OpRemoveUser, UIDs: []membership.UID{1}}}})
+			return err
+		}, membership.CodeInvalidChanges},
+		{"batch: an unknown op", func(s *membership.Service) error {
+			_, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{{Op: "move", GroupID: "g"}}})
+			return err
+		}, membership.CodeInvalidChanges},
 		{"write: unknown op", func(s *membership.Service) error { return write(s, membership.Write{Op: "move", GroupID: "g"}) }, membership.CodeInternal},
 		{"groups: limit too large", func(s *membership.Service) error {
 			_, err := s.Groups(ctx, membership.GroupsOptions{Limit: membership.MaxPageSize + 2}, nil)

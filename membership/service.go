@@ -12,6 +12,8 @@ type Service struct {
 	store     Store
 	maxUsers  int
 	maxChecks int
+	// maxBatchWrites bounds the writes of one Batch.
+	maxBatchWrites int
 }
 
 // NewService returns a Service over store that accepts at most maxUsers users

@@ -64,6 +64,7 @@ type Config struct {
 	maxHeaderBytes    int
 	maxUsers          int
 	maxChecks         int
+	maxBatch          int
 	listCache         int64
 	logFormat         string
 	accessLog         bool
@@ -369,7 +370,7 @@ func (s *service) load(ctx context.Context) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.api.Load(membership.NewServiceWith(st, membership.ServiceOptions{MaxUsers: s.cfg.maxUsers, MaxChecks: s.cfg.maxChecks}), httpapi.StoreExtras{
+	s.api.Load(membership.NewServiceWith(st, membership.ServiceOptions{MaxUsers: s.cfg.maxUsers, MaxChecks: s.cfg.maxChecks, MaxBatchWrites: s.cfg.maxBatch}), httpapi.StoreExtras{
 		Writable: st.Writable,
 		Metrics:  st.WriteMetrics,
 		Budgets:  st.Budgets,
@@ -463,6 +464,7 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.logBuffer, "log-buffer", logsink.DefaultMaxBytes, "memory for log lines waiting for stdout, in `bytes`; when stdout stalls, lines past it are dropped and counted")
 	fs.IntVar(&cfg.maxUsers, "max-users", membership.DefaultMaxUsers, "most users accepted in one request")
 	fs.IntVar(&cfg.maxChecks, "max-checks", membership.DefaultMaxChecks, "most checks accepted in one POST /check")
+	fs.IntVar(&cfg.maxBatch, "max-batch", membership.DefaultMaxBatchWrites, "most changes accepted in one POST /batch (its users in all count against -max-users)")
 	fs.Int64Var(&cfg.listCache, "list-cache", httpapi.DefaultListCacheBytes, "memory for cached member lists, in `bytes`; 0 turns the cache off")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.BoolVar(&cfg.accessLog, "access-log", true, "log one line per request; when false, only requests that fail on the service's side")
@@ -524,7 +526,7 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 	}{
 		{"max-body", cfg.maxBodyBytes}, {"reply-memory", cfg.replyMemory}, {"changes-reply-bytes", int64(cfg.changesReplyBytes)},
 		{"changes-keep-bytes", cfg.changesKeepBytes}, {"commit-queue-bytes", cfg.commitQueueBytes},
-		{"conn-send-buffer", int64(cfg.connSendBuffer)}, {"log-buffer", int64(cfg.logBuffer)}, {"max-users", int64(cfg.maxUsers)}, {"max-checks", int64(cfg.maxChecks)},
+		{"conn-send-buffer", int64(cfg.connSendBuffer)}, {"log-buffer", int64(cfg.logBuffer)}, {"max-users", int64(cfg.maxUsers)}, {"max-checks", int64(cfg.maxChecks)}, {"max-batch", int64(cfg.maxBatch)},
 		{"snapshot-bytes", cfg.snapshotSize}, {"header-memory", cfg.headerMemory}, {"max-waiters", int64(cfg.maxWaiters)},
 	} {
 		if f.value <= 0 {

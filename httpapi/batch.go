@@ -1,0 +1,313 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"example.com/groupmembership/internal/budget"
+	"example.com/groupmembership/membership"
+)
+
+// handleBatch serves POST /batch: writes to many groups in one request,
+// {"changes":[{"op":"add","group":"g","users":[...]},...],"uid":...}, each
+// change with an optional "if_match" (the group's ETag, or *). The whole
+// body is validated before any of it is applied; then the store applies it
+// all or nothing, as one change with one revision. The reply gives each
+// change's counts in order, {"results":[{"added":2},{"removed":1},...]},
+// and X-Revision.
+func handleBatch(svc *membership.Service, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, lease, err := readBatch(r, svc, maxBodyBytes, bodies)
+		defer lease.Release()
+		if err == nil && req.actingUID != 0 {
+			setActingUID(w, req.actingUID)
+		}
+		if err == nil {
+			err = svc.ValidateBatch(req.batch)
+		}
+		if err == nil {
+			err = failNeverInBatch(r, svc, req)
+		}
+		if err != nil {
+			writeBatchError(w, r, svc, err)
+			return
+		}
+		res, err := svc.Batch(r.Context(), req.batch)
+		if err != nil {
+			writeBatchError(w, r, svc, err)
+			return
+		}
+		writeRevision(w, res.Revision)
+		writeJSON(w, http.StatusOK, appendBatchResults(nil, req.batch.Writes, res.Results))
+	})
+}
+
+// batchRequest is a decoded POST /batch.
+type batchRequest struct {
+	batch membership.Batch
+	// never holds, by index, the changes whose if_match names only tags of
+	// no state of this store: they fail whatever the group's state.
+	never     map[int]bool
+	actingUID membership.UID
+}
+
+// readBatch reads and decodes the body of POST /batch. Its memory, and that
+// of what it decodes to, are taken from bodies: the caller releases the
+// lease, error or not.
+//
+// Errors: codeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
+// CodeInvalidChanges, CodeInvalidUsers, CodeTooManyUsers, CodeInvalidUID,
+// codeInvalidHeader (an if_match that is not * or entity tags),
+// CodeUnavailable (bodies is spent).
+func readBatch(r *http.Request, svc *membership.Service, maxBodyBytes int64, bodies *budget.Bytes) (batchRequest, budget.Lease, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mediaType, _, err := mime.ParseMediaType(ct); err != nil || mediaType != jsonMediaType {
+			return batchRequest{}, budget.Lease{}, membership.Errorf(codeUnsupportedMediaType,
+				"Content-Type %q is not supported: POST /batch takes %s", ct, jsonMediaType)
+		}
+	}
+	body, lease, err := readBody(r, maxBodyBytes, bodies)
+	if err != nil {
+		return batchRequest{}, lease, err
+	}
+	// What the body decodes to is about as large as the body, twice over
+	// at most (raw values, then users): taken at once, so that a request
+	// alone is served whatever its size.
+	if !lease.Resize(3 * lease.Held()) {
+		return batchRequest{}, lease, bodiesBusy()
+	}
+	req, err := parseBatch(unsafe.String(unsafe.SliceData(body), len(body)), svc.MaxUsers(), svc.Epoch())
+	return req, lease, err
+}
+
+// batchChange is one element of changes, as it comes.
+type batchChange struct {
+	Op, Group, Users, IfMatch json.RawMessage
+}
+
+// parseBatch parses a POST /batch body: one JSON object with "changes" (an
+// array of objects with "op", "group", "users" and "if_match", the last
+// optional, and "users" only for add, remove and replace) and an optional
+// "uid". Keys are matched byte for byte and each at most once; strings are
+// read as parseUsers reads them, so a group id that is not valid UTF-8, or
+// holds a lone surrogate escape, is an error, never altered.
+func parseBatch(body string, maxUsers int, epoch uint64) (batchRequest, error) {
+	var req batchRequest
+	fields, err := jsonObject(body, "the body", "changes", "uid")
+	if err != nil {
+		return req, err
+	}
+	if fields["changes"] == nil {
+		return req, membership.Errorf(membership.CodeInvalidBody, `the body has no "changes": send {"changes":[{"op":"add","group":"g","users":[1]},...]}`)
+	}
+	uid, err := uidText(fields["uid"])
+	if err != nil {
+		return req, err
+	}
+	if uid != "" {
+		var ok bool
+		if req.actingUID, ok = membership.ParseUID(uid); !ok {
+			return req, membership.Errorf(membership.CodeInvalidUID, "the uid %.40q is not %s", uid, membership.UIDRange)
+		}
+		req.batch.Actor = req.actingUID
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(fields["changes"], &raw); err != nil {
+		return req, membership.Errorf(membership.CodeInvalidChanges, "changes is not a JSON array of objects")
+	}
+	req.batch.Writes = make([]membership.Write, len(raw))
+	for i, c := range raw {
+		w, never, err := parseBatchChange(string(c), maxUsers, epoch)
+		if err != nil {
+			var e *membership.Error
+			if errors.As(err, &e) {
+				return req, membership.Errorf(e.Code, "changes element %d: %s", i, e.Message)
+			}
+			return req, err
+		}
+		req.batch.Writes[i] = w
+		if never {
+			if req.never == nil {
+				req.never = map[int]bool{}
+			}
+			req.never[i] = true
+		}
+	}
+	return req, nil
+}
+
+// parseBatchChange parses one element of changes.
+func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Write, never bool, err error) {
+	fields, err := jsonObject(text, "a change", "op", "group", "users", "if_match")
+	if err != nil {
+		var e *membership.Error
+		if errors.As(err, &e) && e.Code == membership.CodeInvalidBody {
+			e.Code = membership.CodeInvalidChanges
+		}
+		return w, false, err
+	}
+	op, err := jsonString(fields["op"], "op")
+	if err != nil {
+		return w, false, err
+	}
+	if w.GroupID, err = jsonString(fields["group"], "group"); err != nil {
+		return w, false, err
+	}
+	w.Op = membership.Op(op)
+	switch w.Op {
+	case membership.OpAdd, membership.OpRemove, membership.OpReplace:
+		if fields["users"] == nil {
+			return w, false, membership.Errorf(membership.CodeMissingUsers, "%s takes users: send \"users\":[uid, ...]", op)
+		}
+		users, err := parseUsers(string(fields["users"]), maxUsers)
+		if err != nil {
+			return w, false, err
+		}
+		if w.Op == membership.OpRemove {
+			w.UIDs = make([]membership.UID, len(users))
+			for i, u := range users {
+				w.UIDs[i] = u.UID
+			}
+		} else {
+			w.Users = users
+		}
+	case membership.OpDeleteGroup:
+		if fields["users"] != nil {
+			return w, false, membership.Errorf(membership.CodeInvalidChanges, "delete_group takes no users: it removes every member")
+		}
+	default:
+		return w, false, membership.Errorf(membership.CodeInvalidChanges, "op %.40q is not add, remove, replace or delete_group", op)
+	}
+	if fields["if_match"] != nil {
+		tag, err := jsonString(fields["if_match"], "if_match")
+		if err != nil {
+			return w, false, err
+		}
+		r := &http.Request{Header: http.Header{"If-Match": {tag}}}
+		if w.If, never, err = writeCondition(r, epoch); err != nil {
+			return w, false, err
+		}
+	}
+	return w, never, nil
+}
+
+// jsonObject returns the raw values of the JSON object text, whose keys
+// must be among keys, each at most once, spelt exactly so (encoding/json
+// would match "OP" too, the last repeat winning). what names the object
+// in messages.
+//
+// Errors: CodeInvalidBody.
+func jsonObject(text, what string, keys ...string) (map[string]json.RawMessage, error) {
+	invalid := func(err error) error {
+		return membership.Errorf(membership.CodeInvalidBody, "%s is not a JSON object: %v", what, err)
+	}
+	if trimmed := strings.TrimLeft(text, " \t\r\n"); trimmed == "" || trimmed[0] != '{' {
+		return nil, membership.Errorf(membership.CodeInvalidBody, "%s is not a JSON object", what)
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, invalid(err)
+	}
+	fields := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, invalid(err)
+		}
+		key, _ := tok.(string)
+		if !slices.Contains(keys, key) {
+			return nil, membership.Errorf(membership.CodeInvalidBody, "%s has an unknown field %.40q: it takes only %s, spelt exactly so",
+				what, key, strings.Join(keys, ", "))
+		}
+		if fields[key] != nil {
+			return nil, membership.Errorf(membership.CodeInvalidBody, "%s gives the key %q twice: give it once", what, key)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, invalid(err)
+		}
+		if string(v) != "null" {
+			fields[key] = v
+		}
+	}
+	if _, err := dec.Token(); err != nil { // }
+		return nil, invalid(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, membership.Errorf(membership.CodeInvalidBody, "%s is followed by more JSON", what)
+	}
+	return fields, nil
+}
+
+// jsonString decodes raw, the value of key, as a JSON string read as
+// parseUsers reads strings: invalid UTF-8 and lone surrogate escapes are
+// errors.
+//
+// Errors: CodeInvalidChanges.
+func jsonString(raw json.RawMessage, key string) (string, error) {
+	if raw == nil {
+		return "", membership.Errorf(membership.CodeInvalidChanges, "%s is missing", key)
+	}
+	p := usersParser{s: string(raw), array: key, code: membership.CodeInvalidChanges}
+	if p.peek() != '"' {
+		return "", membership.Errorf(membership.CodeInvalidChanges, "%s is not a JSON string", key)
+	}
+	s, err := p.string()
+	if err != nil || p.pos != len(p.s) {
+		return "", membership.Errorf(membership.CodeInvalidChanges, "%s is not a valid JSON string", key)
+	}
+	return s, nil
+}
+
+// failNeverInBatch returns the 412 of the first change whose if_match can
+// never hold, with its group's current revision.
+func failNeverInBatch(r *http.Request, svc *membership.Service, req batchRequest) error {
+	for i, w := range req.batch.Writes {
+		if !req.never[i] {
+			continue
+		}
+		err := failNever(r.Context(), svc, w.GroupID)
+		var e *membership.Error
+		if errors.As(err, &e) {
+			e.Message = "changes element " + strconv.Itoa(i) + " (group " + strconv.Quote(w.GroupID) + "): " + e.Message
+		}
+		return err
+	}
+	return nil
+}
+
+// writeBatchError answers err of a batch: as writeError, with the current
+// ETag of the group whose precondition failed.
+func writeBatchError(w http.ResponseWriter, r *http.Request, svc *membership.Service, err error) {
+	writeChangeError(w, r, svc, err)
+}
+
+// appendBatchResults appends {"results":[…]}: each write's counts, as an
+// object, "added" for an add, "removed" for a remove or a deletion, both
+// for a replace.
+func appendBatchResults(b []byte, ws []membership.Write, results []membership.Result) []byte {
+	b = append(b, `{"results":[`...)
+	for i, res := range results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch ws[i].Op {
+		case membership.OpAdd:
+			b = strconv.AppendInt(append(b, `{"added":`...), int64(res.Count), 10)
+		case membership.OpReplace:
+			b = strconv.AppendInt(append(b, `{"added":`...), int64(res.Count), 10)
+			b = strconv.AppendInt(append(b, `,"removed":`...), int64(res.Removed), 10)
+		default:
+			b = strconv.AppendInt(append(b, `{"removed":`...), int64(res.Count), 10)
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
