@@ -16,7 +16,7 @@ import (
 )
 
 func TestPostgresBatches(t *testing.T) {
-	storetest.Batches(t, func(t *testing.T) storetest.BatchStore { return openTest(t, membership.DefaultChangesKeep) })
+	storetest.Batches(t, func(t *testing.T) membership.Store { return openTest(t, membership.DefaultChangesKeep) })
 }
 
 func TestBatchColumnRoundTrip(t *testing.T) {

@@ -569,9 +569,10 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 		return fmt.Errorf("-shutdown-delay must not be negative, got %s", cfg.shutdownDelay)
 	case cfg.logFormat != "text" && cfg.logFormat != "json":
 		return fmt.Errorf("-log-format must be text or json, got %q", cfg.logFormat)
-	case cfg.dataDir != "" && durable.LargestEntry(cfg.maxBodyBytes, cfg.maxUsers, membership.DefaultMaxBatchWrites) > durable.MaxEntryBytes:
-		return fmt.Errorf("with -data-dir, -max-body %d and -max-users %d allow a change of up to %d bytes, "+
-			"more than one log record holds (%d): lower one of them", cfg.maxBodyBytes, cfg.maxUsers, durable.LargestEntry(cfg.maxBodyBytes, cfg.maxUsers, membership.DefaultMaxBatchWrites), durable.MaxEntryBytes)
+	case cfg.dataDir != "" && durable.LargestEntry(cfg.maxBodyBytes, cfg.maxUsers, cfg.maxBatch) > durable.MaxEntryBytes:
+		return fmt.Errorf("with -data-dir, -max-body %d, -max-users %d and -max-batch %d allow a change of up to %d bytes, "+
+			"more than one log record holds (%d): lower one of them", cfg.maxBodyBytes, cfg.maxUsers, cfg.maxBatch,
+			durable.LargestEntry(cfg.maxBodyBytes, cfg.maxUsers, cfg.maxBatch), durable.MaxEntryBytes)
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 )
 
 func TestDurableBatches(t *testing.T) {
-	storetest.Batches(t, func(t *testing.T) storetest.BatchStore {
+	storetest.Batches(t, func(t *testing.T) membership.Store {
 		d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
 		t.Cleanup(func() { _ = d.Close() })
 		return d
@@ -154,7 +154,7 @@ func TestLargestEntryBoundsABatch(t *testing.T) {
 // batchScript makes, on s, a history of batches and single writes: moves,
 // nicknames kept across a move, a batch that changes nothing, preconditions
 // that hold and one that fails. It returns what each batch answered.
-func batchScript(t *testing.T, s storetest.BatchStore) []batchOutcome {
+func batchScript(t *testing.T, s membership.Store) []batchOutcome {
 	t.Helper()
 	ctx := context.Background()
 	plain := func(uids ...membership.UID) []membership.User {

@@ -9,10 +9,10 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// TestMemoryBatches runs the store contract's batches on the memory store.
-// (Every store runs them once all of them take batches.)
+// TestMemoryBatches runs the store contract's batches on the memory store;
+// the durable and PostgreSQL stores run them too.
 func TestMemoryBatches(t *testing.T) {
-	storetest.Batches(t, func(t *testing.T) storetest.BatchStore { return New() })
+	storetest.Batches(t, func(t *testing.T) membership.Store { return New() })
 }
 
 // The feed's byte budget counts a batch's changes: a batch costs at least

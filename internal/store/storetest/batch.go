@@ -13,15 +13,9 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// BatchStore is a membership.Store that takes batches.
-type BatchStore interface {
-	membership.Store
-	Batch(ctx context.Context, b membership.Batch) (membership.BatchResult, error)
-}
-
 // Batches checks Batch: many writes to many groups, applied all or nothing
 // as one change with one revision.
-func Batches(t *testing.T, newStore func(t *testing.T) BatchStore) {
+func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	ctx := context.Background()
 	plain := func(uids ...membership.UID) []membership.User {
 		us := make([]membership.User, len(uids))
