@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -83,8 +84,19 @@ func readBatch(r *http.Request, svc *membership.Service, maxBodyBytes int64, bod
 	if !lease.Resize(3 * lease.Held()) {
 		return batchRequest{}, lease, bodiesBusy()
 	}
-	req, err := parseBatch(unsafe.String(unsafe.SliceData(body), len(body)), svc.MaxUsers(), svc.Epoch())
-	return req, lease, err
+	req, err := parseBatch(unsafe.String(unsafe.SliceData(body), len(body)), svc.MaxBatchWrites(), svc.MaxUsers(), svc.Epoch())
+	if err != nil {
+		return req, lease, err
+	}
+	// The decoded writes and their users take memory of their own too.
+	decoded := int64(cap(req.batch.Writes)) * int64(unsafe.Sizeof(membership.Write{}))
+	for _, w := range req.batch.Writes {
+		decoded += int64(cap(w.Users))*int64(unsafe.Sizeof(membership.User{})) + int64(cap(w.UIDs))*int64(unsafe.Sizeof(membership.UID(0)))
+	}
+	if !lease.Resize(lease.Held() + decoded) {
+		return req, lease, bodiesBusy()
+	}
+	return req, lease, nil
 }
 
 // batchChange is one element of changes, as it comes.
@@ -98,7 +110,7 @@ type batchChange struct {
 // "uid". Keys are matched byte for byte and each at most once; strings are
 // read as parseUsers reads them, so a group id that is not valid UTF-8, or
 // holds a lone surrogate escape, is an error, never altered.
-func parseBatch(body string, maxUsers int, epoch uint64) (batchRequest, error) {
+func parseBatch(body string, maxWrites, maxUsers int, epoch uint64) (batchRequest, error) {
 	var req batchRequest
 	fields, err := jsonObject(body, "the body", "changes", "uid")
 	if err != nil {
@@ -118,27 +130,44 @@ func parseBatch(body string, maxUsers int, epoch uint64) (batchRequest, error) {
 		}
 		req.batch.Actor = req.actingUID
 	}
-	var raw []json.RawMessage
-	if err := json.Unmarshal(fields["changes"], &raw); err != nil {
+	// The changes are read one at a time, and refused as soon as there are
+	// more than maxWrites of them, or more than maxUsers users in all: what
+	// is decoded never outgrows what a valid batch holds.
+	dec := json.NewDecoder(bytes.NewReader(fields["changes"]))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
 		return req, membership.Errorf(membership.CodeInvalidChanges, "changes is not a JSON array of objects")
 	}
-	req.batch.Writes = make([]membership.Write, len(raw))
-	for i, c := range raw {
-		w, never, err := parseBatchChange(string(c), maxUsers, epoch)
+	users := 0
+	for i := 0; dec.More(); i++ {
+		if i == maxWrites {
+			return req, membership.Errorf(membership.CodeTooManyChanges, "the batch has more than %d changes", maxWrites)
+		}
+		var c json.RawMessage
+		if err := dec.Decode(&c); err != nil {
+			return req, membership.Errorf(membership.CodeInvalidChanges, "changes is not a JSON array of objects: %v", err)
+		}
+		w, never, err := parseBatchChange(string(c), maxUsers-users, epoch)
 		if err != nil {
 			var e *membership.Error
 			if errors.As(err, &e) {
+				if e.Code == membership.CodeTooManyUsers {
+					return req, membership.Errorf(e.Code, "the batch names more than %d users in all", maxUsers)
+				}
 				return req, membership.Errorf(e.Code, "changes element %d: %s", i, e.Message)
 			}
 			return req, err
 		}
-		req.batch.Writes[i] = w
+		users += len(w.Users) + len(w.UIDs)
+		req.batch.Writes = append(req.batch.Writes, w)
 		if never {
 			if req.never == nil {
 				req.never = map[int]bool{}
 			}
 			req.never[i] = true
 		}
+	}
+	if req.batch.Writes == nil {
+		req.batch.Writes = []membership.Write{}
 	}
 	return req, nil
 }

@@ -162,6 +162,8 @@ func TestBatchRefusesBadRequestsBeforeTheStore(t *testing.T) {
 		{"a bad user", `{"changes":[{"op":"add","group":"g","users":[1,0]}]}`, jsonType, 400, "invalid_users", "changes element 0: users element 1"},
 		{"a bad acting uid", `{"changes":[],"uid":"x"}`, jsonType, 400, "invalid_uid", `"x"`},
 		{"too many changes", many, jsonType, 413, "too_many_changes", "more than 3 changes"},
+		{"too many changes, counted before a bad one past the limit is read", `{"changes":[` + strings.Repeat(`{"op":"delete_group","group":"g"},`, 3) + strings.Repeat(`1,`, 300) + `1]}`,
+			jsonType, 413, "too_many_changes", "more than 3 changes"},
 		{"too many users in all", tooManyUsers, jsonType, 413, "too_many_users", "in all"},
 		{"a bad if_match", `{"changes":[{"op":"add","group":"g","users":[1],"if_match":"x"}]}`, jsonType, 400, "invalid_header", "changes element 0"},
 		{"if_match not a string", `{"changes":[{"op":"add","group":"g","users":[1],"if_match":7}]}`, jsonType, 400, "invalid_changes", "if_match is not"},

@@ -10,6 +10,13 @@ import (
 // one revision (Change.Changes).
 const OpBatch Op = "batch"
 
+// MaxBatchRemovals bounds the members a batch's replaces and group
+// deletions may hold in all (a group named twice counts twice): a batch
+// holds the shards of its groups while it runs, and a million removals take
+// about 50 ms in memory. A batch past it is refused whole
+// (CodeTooManyChanges); a large group is deleted on its own.
+const MaxBatchRemovals = 1_000_000
+
 // DefaultMaxBatchWrites is the default limit on the writes of one batch.
 const DefaultMaxBatchWrites = 1000
 

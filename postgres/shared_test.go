@@ -113,11 +113,7 @@ func TestTwoInstancesAreOne(t *testing.T) {
 		latest = max(latest, r)
 	}
 	for _, s := range []*Store{a, b} {
-		wait, cancel := context.WithTimeout(ctx, time.Minute)
-		_, reached, err := s.Changes(wait, membership.ChangeOptions{After: latest - 1, Wait: true})
-		cancel()
-		require.NoError(t, err)
-		require.GreaterOrEqual(t, reached, latest, "each instance reaches the latest revision acknowledged")
+		untilApplied(t, s, latest) // each instance reaches the latest revision acknowledged
 	}
 	c := openOn(t, url, membership.DefaultChangesKeep) // a newcomer reads the whole log
 	feed := storetest.AllChanges(t, a, 0)

@@ -20,6 +20,7 @@ func (m *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 	held := m.lockShardsOf(b.Writes, sbuf[:])
 	defer m.unlockShards(held)
 	groups := make(map[string]*group, len(b.Writes))
+	removals := 0 // the members the batch's replaces and deletions hold
 	for i, w := range b.Writes {
 		switch w.Op {
 		case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup:
@@ -34,6 +35,14 @@ func (m *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 		if err := m.check(g, w.If); err != nil {
 			return membership.BatchResult{}, BatchElementError(i, w.GroupID, err)
 		}
+		if g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
+			removals += g.members.size
+		}
+	}
+	if removals > membership.MaxBatchRemovals {
+		return membership.BatchResult{}, membership.Errorf(membership.CodeTooManyChanges,
+			"the batch's replace and delete_group changes hold up to %d members in all, more than %d that one batch may remove: "+
+				"delete large groups on their own (DELETE /groups/{groupID}); nothing was changed", removals, membership.MaxBatchRemovals)
 	}
 	// Groups are created before any reverse shard is taken (lock order).
 	for _, w := range b.Writes {

@@ -118,6 +118,46 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		assert.Equal(t, []membership.Member{{UID: 1}}, got)
 	})
 
+	t.Run("a batch that would remove too many members is refused whole", func(t *testing.T) {
+		s := newStore(t)
+		big := make([]membership.UID, 0, 100_000)
+		for uid := membership.UID(1); uid <= 100_000; uid++ {
+			big = append(big, uid)
+		}
+		for g := range 6 {
+			for first := 0; first < len(big); first += 10_000 {
+				_, err := s.AddMembers(ctx, fmt.Sprint("big", g), plain(big[first:first+10_000]...))
+				require.NoError(t, err)
+			}
+		}
+		before := latest(t, s)
+		var ws []membership.Write
+		for range 2 {
+			for g := range 6 {
+				ws = append(ws, membership.Write{Op: membership.OpDeleteGroup, GroupID: fmt.Sprint("big", g)})
+			}
+		}
+		_, err := s.Batch(ctx, membership.Batch{Writes: ws[:10]}) // 1,000,000: the most
+		require.NoError(t, err)
+		for g := range 6 {
+			_, err := s.AddMembers(ctx, fmt.Sprint("big", g), plain(big[:10_000]...))
+			require.NoError(t, err)
+		}
+		for g := range 6 { // whole again: with "small", 1,000,001 members in all, one too many
+			for first := 10_000; first < len(big); first += 10_000 {
+				_, err := s.AddMembers(ctx, fmt.Sprint("big", g), plain(big[first:first+10_000]...))
+				require.NoError(t, err)
+			}
+		}
+		_, err = s.AddMembers(ctx, "small", plain(1))
+		require.NoError(t, err)
+		mid := latest(t, s)
+		_, err = s.Batch(ctx, membership.Batch{Writes: append(ws[:10:10], membership.Write{Op: membership.OpDeleteGroup, GroupID: "small"})})
+		assert.Equal(t, membership.CodeTooManyChanges, membership.ErrorCode(err))
+		assert.Equal(t, mid, latest(t, s), "nothing changed")
+		assert.Less(t, before, mid)
+	})
+
 	t.Run("a batch that changes nothing takes no revision", func(t *testing.T) {
 		s := newStore(t)
 		_, err := s.AddMembers(ctx, "a", plain(1))
