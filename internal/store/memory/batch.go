@@ -180,17 +180,7 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 	case membership.OpReplace:
 		uids := sortedUIDs(w.Users)
 		added, removed := diff(&g.members, uids)
-		eachDifferent(&g.members, uids, func(uid membership.UID, in bool) bool {
-			if in {
-				m.addReverse(uid, g.number)
-			} else if m.removeReverse(uid, g.number) {
-				a.leftInNoGroup(uid)
-			}
-			return true
-		})
-		var next members
-		next.fill(uids)
-		g.members = next
+		m.setMembers(g, uids, a.leftInNoGroup)
 		changed, reported := a.setNicknames(w.Users, added)
 		m.counts.members.Add(int64(len(added) - removed))
 		if len(added) == 0 && removed == 0 && len(changed) == 0 {
@@ -199,17 +189,10 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 		return membership.Result{Count: len(added), Removed: removed},
 			membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported}
 	default: // OpDeleteGroup
-		removed := g.members.size
-		if removed == 0 {
+		if g.members.size == 0 {
 			return membership.Result{}, membership.Change{}
 		}
-		for uid := range g.members.all {
-			if m.removeReverse(uid, g.number) {
-				a.leftInNoGroup(uid)
-			}
-		}
-		g.members = members{}
-		m.counts.members.Add(-int64(removed))
+		removed := m.emptyGroup(g, a.leftInNoGroup)
 		return membership.Result{Count: removed}, membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}
 	}
 }

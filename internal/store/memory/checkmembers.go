@@ -36,14 +36,7 @@ func (m *Store) CheckMembers(_ context.Context, checks []membership.Check) ([]bo
 // each once, in ascending index order, and returns the set it locked, for
 // runlockShards; buf is room for the set.
 func (m *Store) rlockShardsOf(checks []membership.Check, buf []uint64) []uint64 {
-	words := (len(m.shards) + 63) / 64
-	var set []uint64
-	if words <= len(buf) {
-		set = buf[:words]
-		clear(set)
-	} else {
-		set = make([]uint64, words)
-	}
+	set := m.shardSet(buf)
 	for _, c := range checks {
 		k := m.shardIndex(c.GroupID)
 		set[k/64] |= 1 << (k % 64)

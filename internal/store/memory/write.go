@@ -54,12 +54,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	if err := m.check(g, cond); err != nil {
 		return membership.Result{}, err
 	}
-	uids := make([]membership.UID, len(users))
-	for i, u := range users {
-		uids[i] = u.UID
-	}
-	slices.Sort(uids)
-	uids = slices.Compact(uids)
+	uids := sortedUIDs(users)
 	var old *members
 	if g != nil {
 		old = &g.members
@@ -76,17 +71,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	locked := m.lockReverse(func(yield func(membership.UID) bool) {
 		eachDifferent(old, uids, func(uid membership.UID, _ bool) bool { return yield(uid) })
 	}, buf[:])
-	eachDifferent(old, uids, func(uid membership.UID, in bool) bool {
-		if in {
-			m.addReverse(uid, g.number)
-		} else if m.removeReverse(uid, g.number) {
-			m.forget(uid)
-		}
-		return true
-	})
-	var next members
-	next.fill(uids)
-	g.members = next
+	m.setMembers(g, uids, m.forget)
 	m.nicknamesMu.Lock()
 	changed := m.setNicknames(users)
 	reported := m.withNicknamesOf(added, changed)
@@ -104,6 +89,39 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 		g.revision = rev
 	}
 	return membership.Result{Count: len(added), Removed: removed, Revision: rev}, nil
+}
+
+// setMembers makes g's members exactly uids (sorted, distinct), in the
+// reverse index too, and calls leftInNoGroup with each user it leaves in no
+// group. The caller holds g's shard and the reverse shards of the uids that
+// change.
+func (m *Store) setMembers(g *group, uids []membership.UID, leftInNoGroup func(membership.UID)) {
+	eachDifferent(&g.members, uids, func(uid membership.UID, in bool) bool {
+		if in {
+			m.addReverse(uid, g.number)
+		} else if m.removeReverse(uid, g.number) {
+			leftInNoGroup(uid)
+		}
+		return true
+	})
+	var next members
+	next.fill(uids)
+	g.members = next
+}
+
+// emptyGroup removes every member of g, from the reverse index too, and
+// returns how many; it calls leftInNoGroup with each user it leaves in no
+// group. The caller holds g's shard and the reverse shards of its members.
+func (m *Store) emptyGroup(g *group, leftInNoGroup func(membership.UID)) int {
+	for uid := range g.members.all {
+		if m.removeReverse(uid, g.number) {
+			leftInNoGroup(uid)
+		}
+	}
+	removed := g.members.size
+	g.members = members{}
+	m.counts.members.Add(-int64(removed))
+	return removed
 }
 
 // forget forgets the nickname of uid, which a change left in no group. It
@@ -194,14 +212,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st sta
 	}
 	var buf [4]uint64
 	locked := m.lockReverse(g.members.all, buf[:])
-	for uid := range g.members.all {
-		if m.removeReverse(uid, g.number) {
-			m.forget(uid)
-		}
-	}
-	removed := g.members.size
-	g.members = members{}
-	m.counts.members.Add(-int64(removed))
+	removed := m.emptyGroup(g, m.forget)
 	rev := m.feed.record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}, st, nil)
 	m.unlockReverse(locked)
 	m.dropGroup(s, g, rev)
