@@ -34,6 +34,8 @@ type Batch struct {
 	// are not used.
 	Actor UID
 	Time  time.Time
+	// Idem is the batch's, as a Write's is.
+	Idem Idempotency
 }
 
 // BatchResult is what a batch reports: each write's Result, in order, all
@@ -42,6 +44,9 @@ type Batch struct {
 type BatchResult struct {
 	Results  []Result
 	Revision Revision
+	// Replayed says the batch repeats one applied before with its
+	// Idempotency-Key: this is that batch's result, and nothing was applied.
+	Replayed bool
 }
 
 // MaxBatchWrites returns the most writes one Batch may hold.
@@ -58,6 +63,12 @@ func (s *Service) MaxBatchWrites() int { return s.maxBatchWrites }
 func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 	if err := s.ValidateBatch(b); err != nil {
 		return BatchResult{}, err
+	}
+	if b.Idem.Key != "" {
+		if err := ValidateIdempotencyKey(b.Idem.Key); err != nil {
+			return BatchResult{}, err
+		}
+		b.Idem.Fingerprint = FingerprintBatch(b)
 	}
 	return s.store.Batch(ctx, b)
 }

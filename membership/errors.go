@@ -14,23 +14,26 @@ type Code string
 // missing token, a header or media type it cannot read, a service still
 // starting); docs/reference.md's table of status and error codes lists them all.
 const (
-	CodeInvalidGroupID     Code = "invalid_group_id"    // the group id is empty, too long, not UTF-8 or has control characters
-	CodeMissingUsers       Code = "missing_users"       // the request has no users parameter
-	CodeInvalidUsers       Code = "invalid_users"       // the users value is not a JSON array of valid user elements
-	CodeInvalidUID         Code = "invalid_uid"         // the acting uid parameter is not a valid uid
-	CodeInvalidBody        Code = "invalid_body"        // the request body cannot be decoded
-	CodeInvalidQuery       Code = "invalid_query"       // a query parameter (limit, after) is not valid
-	CodeTooManyUsers       Code = "too_many_users"      // the users array has more elements than allowed
-	CodeInvalidChecks      Code = "invalid_checks"      // the checks value is not a JSON array of valid checks (a group id and a uid each)
-	CodeTooManyChecks      Code = "too_many_checks"     // the checks array has more elements than allowed
-	CodeInvalidChanges     Code = "invalid_changes"     // a batch's changes value is not a JSON array of valid changes
-	CodeTooManyChanges     Code = "too_many_changes"    // a batch has more changes than allowed
-	CodeBodyTooLarge       Code = "body_too_large"      // the request body is larger than allowed
-	CodeNotMember          Code = "not_member"          // the user is not a member of the group
-	CodeChangesGone        Code = "changes_gone"        // the change feed no longer has the changes asked for: list again
-	CodePreconditionFailed Code = "precondition_failed" // the group is not in the state a conditional write requires
-	CodeUnavailable        Code = "unavailable"         // the store cannot take changes now (its disk failed); nothing was changed
-	CodeInternal           Code = "internal"            // a fault of the service, not of the request
+	CodeInvalidGroupID         Code = "invalid_group_id"          // the group id is empty, too long, not UTF-8 or has control characters
+	CodeMissingUsers           Code = "missing_users"             // the request has no users parameter
+	CodeInvalidUsers           Code = "invalid_users"             // the users value is not a JSON array of valid user elements
+	CodeInvalidUID             Code = "invalid_uid"               // the acting uid parameter is not a valid uid
+	CodeInvalidBody            Code = "invalid_body"              // the request body cannot be decoded
+	CodeInvalidQuery           Code = "invalid_query"             // a query parameter (limit, after) is not valid
+	CodeTooManyUsers           Code = "too_many_users"            // the users array has more elements than allowed
+	CodeInvalidChecks          Code = "invalid_checks"            // the checks value is not a JSON array of valid checks (a group id and a uid each)
+	CodeTooManyChecks          Code = "too_many_checks"           // the checks array has more elements than allowed
+	CodeInvalidChanges         Code = "invalid_changes"           // a batch's changes value is not a JSON array of valid changes
+	CodeTooManyChanges         Code = "too_many_changes"          // a batch has more changes than allowed
+	CodeBodyTooLarge           Code = "body_too_large"            // the request body is larger than allowed
+	CodeNotMember              Code = "not_member"                // the user is not a member of the group
+	CodeChangesGone            Code = "changes_gone"              // the change feed no longer has the changes asked for: list again
+	CodePreconditionFailed     Code = "precondition_failed"       // the group is not in the state a conditional write requires
+	CodeInvalidIdempotencyKey  Code = "invalid_idempotency_key"   // the Idempotency-Key header is not 1 to 255 printable ASCII characters
+	CodeIdempotencyKeyReused   Code = "idempotency_key_reused"    // the Idempotency-Key was used before for another request
+	CodeIdempotencyKeyInFlight Code = "idempotency_key_in_flight" // a request with the same Idempotency-Key is still being applied
+	CodeUnavailable            Code = "unavailable"               // the store cannot take changes now (its disk failed); nothing was changed
+	CodeInternal               Code = "internal"                  // a fault of the service, not of the request
 )
 
 // Error is an error the service reports to its clients: a code to branch on

@@ -65,6 +65,10 @@ type Result struct {
 	// Removed is the users an OpReplace removed.
 	Removed  int
 	Revision Revision
+	// Replayed says the write repeats one applied before with its
+	// Idempotency-Key: this is that write's Result, and nothing was
+	// applied.
+	Replayed bool
 }
 
 // Op says what a Change did.

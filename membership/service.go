@@ -162,12 +162,21 @@ func CheckLimit(limit, most int) error {
 // OpRemoveUser), at most MaxUsers users or uids, each valid, and exactly
 // one uid for OpRemoveUser. See Store.Write.
 //
+// A write with an Idempotency key is fingerprinted here (see Idempotency).
+//
 // Errors: CodeInvalidGroupID, CodeTooManyUsers, CodeInvalidUsers,
-// CodeInvalidUID (OpRemoveUser), CodePreconditionFailed, and whatever the
-// Store returns.
+// CodeInvalidUID (OpRemoveUser), CodeInvalidIdempotencyKey,
+// CodePreconditionFailed, CodeIdempotencyKeyReused,
+// CodeIdempotencyKeyInFlight, and whatever the Store returns.
 func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	if err := s.validateWrite(w); err != nil {
 		return Result{}, err
+	}
+	if w.Idem.Key != "" {
+		if err := ValidateIdempotencyKey(w.Idem.Key); err != nil {
+			return Result{}, err
+		}
+		w.Idem.Fingerprint = FingerprintWrite(w)
 	}
 	return s.store.Write(ctx, w)
 }

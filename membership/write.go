@@ -47,6 +47,9 @@ type Write struct {
 	// another instance, gives the change the time it had. A batch of
 	// writes in one revision will carry one Actor and one Time.
 	Time time.Time
+	// Idem, when its Key is set, makes the write one a retry cannot apply
+	// twice; see Idempotency. A batch's writes carry none of their own.
+	Idem Idempotency
 }
 
 // Precondition is what a conditional write requires of its group when it is

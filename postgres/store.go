@@ -49,6 +49,12 @@ type Options struct {
 	// memory.Options.
 	ChangesKeep      int
 	ChangesKeepBytes int64
+	// IdempotencyBytes and IdempotencyRetention bound the
+	// Idempotency-Keys remembered, as in memory.Options. Every instance
+	// decides from the log whether a keyed write repeats one it
+	// remembers: run them all with the same bounds.
+	IdempotencyBytes     int64
+	IdempotencyRetention time.Duration
 	// CommitTimeout is the longest a change waits to be written, placed
 	// and applied; past it the caller gets CodeUnavailable (the change may
 	// still be applied later). DefaultCommitTimeout when <= 0.
@@ -194,7 +200,8 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 	s.epoch = uint64(epoch)
-	s.mem = memory.NewWith(memory.Options{ChangesKeep: s.opts.ChangesKeep, ChangesKeepBytes: s.opts.ChangesKeepBytes, Epoch: s.epoch})
+	s.mem = memory.NewWith(memory.Options{ChangesKeep: s.opts.ChangesKeep, ChangesKeepBytes: s.opts.ChangesKeepBytes, Epoch: s.epoch,
+		IdempotencyBytes: s.opts.IdempotencyBytes, IdempotencyRetention: s.opts.IdempotencyRetention})
 	s.ReadOnly = s.mem.ReadOnly()
 	if _, err := s.sequence(ctx); err != nil {
 		return fmt.Errorf("placing the changes in the log: %w", err)

@@ -182,7 +182,7 @@ func (w *Writer) Budgets(bs []Budget) {
 	for _, b := range bs {
 		w.Sample("membership_memory_limit_bytes", []Label{{Name: "budget", Value: b.Name}}, float64(b.Limit))
 	}
-	w.Family("membership_memory_refused_total", "counter", "Requests refused (503) because a budget was spent; for changes_kept, changes dropped from the feed; for log_buffer, log lines dropped.")
+	w.Family("membership_memory_refused_total", "counter", "Requests refused (503) because a budget was spent; for changes_kept, changes dropped from the feed; for idempotency_keys, keys forgotten; for log_buffer, log lines dropped.")
 	for _, b := range bs {
 		w.Sample("membership_memory_refused_total", []Label{{Name: "budget", Value: b.Name}}, float64(b.Refused))
 	}

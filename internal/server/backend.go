@@ -36,9 +36,13 @@ type Backend struct {
 type StoreOptions struct {
 	ChangesKeep      int
 	ChangesKeepBytes int64
-	CommitTimeout    time.Duration
-	Logger           *slog.Logger
-	Getenv           func(string) string
+	// IdempotencyBytes and IdempotencyRetention bound the
+	// Idempotency-Keys the store remembers, as in memory.Options.
+	IdempotencyBytes     int64
+	IdempotencyRetention time.Duration
+	CommitTimeout        time.Duration
+	Logger               *slog.Logger
+	Getenv               func(string) string
 }
 
 // RunBackend is Run for a command that serves b. The flags that only a

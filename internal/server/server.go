@@ -57,6 +57,8 @@ type Config struct {
 	replyMemory       int64
 	changesReplyBytes int
 	changesKeepBytes  int64
+	idemBytes         int64
+	idemRetention     time.Duration
 	commitTimeout     time.Duration
 	commitQueueBytes  int64
 	logBuffer         int
@@ -155,6 +157,7 @@ func run(ctx context.Context, backend *Backend, args []string, getenv func(strin
 		svc.open = func(ctx context.Context) (Store, error) {
 			return backend.Open(ctx, StoreOptions{
 				ChangesKeep: cfg.changesKeep, ChangesKeepBytes: cfg.changesKeepBytes,
+				IdempotencyBytes: cfg.idemBytes, IdempotencyRetention: cfg.idemRetention,
 				CommitTimeout: cfg.commitTimeout, Logger: logger, Getenv: getenv,
 			})
 		}
@@ -477,6 +480,8 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM or SIGINT, after -shutdown-delay, how long requests in flight may take to finish before their connections are closed")
 	fs.IntVar(&cfg.changesKeep, "changes-keep", membership.DefaultChangesKeep, "how many of the latest changes /changes keeps (with -data-dir, across restarts); 0 keeps none")
 	fs.Int64Var(&cfg.changesKeepBytes, "changes-keep-bytes", memory.DefaultChangesKeepBytes, "memory for the changes /changes keeps, in `bytes`; the oldest go first")
+	fs.Int64Var(&cfg.idemBytes, "idempotency-bytes", membership.DefaultIdempotencyBytes, "memory for the Idempotency-Keys remembered with their replies, in `bytes` (with -data-dir, across restarts); the oldest go first")
+	fs.DurationVar(&cfg.idemRetention, "idempotency-retention", membership.DefaultIdempotencyRetention, "how long after its write an Idempotency-Key is remembered: a repeat within it gets the first reply")
 	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", durable.DefaultCommitTimeout, "with -data-dir (or membership-postgres's database), how long a change waits to be written before it gets 503 (it may still be applied)")
 	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", durable.DefaultQueueBytes, "with -data-dir, memory for the changes waiting for the disk, in `bytes`; past it, new changes get 503")
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics (Prometheus text format) and count requests for it")
@@ -525,7 +530,7 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 		value int64
 	}{
 		{"max-body", cfg.maxBodyBytes}, {"reply-memory", cfg.replyMemory}, {"changes-reply-bytes", int64(cfg.changesReplyBytes)},
-		{"changes-keep-bytes", cfg.changesKeepBytes}, {"commit-queue-bytes", cfg.commitQueueBytes},
+		{"changes-keep-bytes", cfg.changesKeepBytes}, {"commit-queue-bytes", cfg.commitQueueBytes}, {"idempotency-bytes", cfg.idemBytes},
 		{"conn-send-buffer", int64(cfg.connSendBuffer)}, {"log-buffer", int64(cfg.logBuffer)}, {"max-users", int64(cfg.maxUsers)}, {"max-checks", int64(cfg.maxChecks)}, {"max-batch", int64(cfg.maxBatch)},
 		{"snapshot-bytes", cfg.snapshotSize}, {"header-memory", cfg.headerMemory}, {"max-waiters", int64(cfg.maxWaiters)},
 	} {
@@ -536,7 +541,7 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 	for _, f := range []struct {
 		name  string
 		value time.Duration
-	}{{"commit-timeout", cfg.commitTimeout}, {"shutdown-timeout", cfg.shutdownTimeout}} {
+	}{{"commit-timeout", cfg.commitTimeout}, {"shutdown-timeout", cfg.shutdownTimeout}, {"idempotency-retention", cfg.idemRetention}} {
 		if f.value <= 0 {
 			return fmt.Errorf("-%s must be positive, got %s", f.name, f.value)
 		}
@@ -714,18 +719,21 @@ func lockDataDir(cfg Config, backend *Backend) (*fileutil.DirLock, error) {
 func openStore(cfg Config, lock *fileutil.DirLock, logger *slog.Logger) (Store, error) {
 	if cfg.dataDir == "" {
 		logger.Info("keeping data in memory only: it is lost when the process exits (see -data-dir)")
-		return memory.NewWith(memory.Options{ChangesKeep: cfg.changesKeep, ChangesKeepBytes: cfg.changesKeepBytes}), nil
+		return memory.NewWith(memory.Options{ChangesKeep: cfg.changesKeep, ChangesKeepBytes: cfg.changesKeepBytes,
+			IdempotencyBytes: cfg.idemBytes, IdempotencyRetention: cfg.idemRetention}), nil
 	}
 	start := time.Now()
 	d, err := durable.Open(cfg.dataDir, durable.Options{
-		SnapshotBytes:    cfg.snapshotSize,
-		Repair:           cfg.repair,
-		Logger:           logger,
-		ChangesKeep:      cfg.changesKeep,
-		ChangesKeepBytes: cfg.changesKeepBytes,
-		CommitTimeout:    cfg.commitTimeout,
-		QueueBytes:       cfg.commitQueueBytes,
-		Lock:             lock,
+		SnapshotBytes:        cfg.snapshotSize,
+		Repair:               cfg.repair,
+		Logger:               logger,
+		ChangesKeep:          cfg.changesKeep,
+		ChangesKeepBytes:     cfg.changesKeepBytes,
+		IdempotencyBytes:     cfg.idemBytes,
+		IdempotencyRetention: cfg.idemRetention,
+		CommitTimeout:        cfg.commitTimeout,
+		QueueBytes:           cfg.commitQueueBytes,
+		Lock:                 lock,
 	})
 	if err != nil {
 		return nil, err

@@ -23,12 +23,23 @@ type Stats struct {
 	ChangesKeptBytes int64
 	ChangesKeepBytes int64
 	ChangesDropped   uint64
+	// Keys are the Idempotency-Keys the store remembers.
+	Keys KeyStats
 	// Disk holds the figures of a store with a data directory; nil for one
 	// in memory.
 	Disk *DiskStats
 	// Follow holds the figures of a store that follows a shared log (the
 	// PostgreSQL store); nil for the others.
 	Follow *FollowStats
+}
+
+// KeyStats are the figures of the Idempotency-Keys a store remembers: how
+// many, their memory and its bound, how many were forgotten (past the
+// budget or the retention) and how many repeats were answered with a
+// first reply.
+type KeyStats struct {
+	Held, Bytes, MaxBytes int64
+	Dropped, Replays      uint64
 }
 
 // FollowStats are the figures of a store that serves from memory what a
@@ -70,6 +81,10 @@ func (s Stats) WriteMetrics(w *metrics.Writer) {
 	w.Gauge("membership_revision", "The latest revision: how many changes have altered the store.", float64(s.Revision))
 	w.Gauge("membership_changes_kept", "Changes the change feed keeps (see -changes-keep).", float64(s.ChangesKept))
 	w.Gauge("membership_changes_kept_bytes", "Memory the changes the feed keeps take, in bytes (see -changes-keep-bytes).", float64(s.ChangesKeptBytes))
+	w.Gauge("membership_idempotency_keys", "Idempotency-Keys remembered, with the reply of their write (see -idempotency-retention).", float64(s.Keys.Held))
+	w.Gauge("membership_idempotency_keys_bytes", "Memory the Idempotency-Keys remembered take, in bytes (see -idempotency-bytes).", float64(s.Keys.Bytes))
+	w.Counter("membership_idempotency_keys_dropped_total", "Idempotency-Keys forgotten, the oldest first, past -idempotency-bytes or -idempotency-retention.", float64(s.Keys.Dropped))
+	w.Counter("membership_idempotency_replays_total", "Writes answered with the reply of an earlier write with the same Idempotency-Key, applying nothing.", float64(s.Keys.Replays))
 	if s.Follow != nil {
 		w.Family("membership_follow_lag_seconds", "histogram", "For each change of the shared log, the time from its write to its being applied on this instance.")
 		s.Follow.Lag.Write(w, "membership_follow_lag_seconds", nil)
@@ -91,9 +106,12 @@ func (s Stats) WriteMetrics(w *metrics.Writer) {
 }
 
 // Budgets returns the store's memory budgets: the changes the feed keeps,
-// and, with a data directory, the queue of changes waiting for the disk.
+// the Idempotency-Keys remembered, and, with a data directory, the queue of changes waiting for the disk.
 func (s Stats) Budgets() []metrics.Budget {
-	bs := []metrics.Budget{{Name: "changes_kept", Used: s.ChangesKeptBytes, Limit: s.ChangesKeepBytes, Refused: s.ChangesDropped}}
+	bs := []metrics.Budget{
+		{Name: "changes_kept", Used: s.ChangesKeptBytes, Limit: s.ChangesKeepBytes, Refused: s.ChangesDropped},
+		{Name: "idempotency_keys", Used: s.Keys.Bytes, Limit: s.Keys.MaxBytes, Refused: s.Keys.Dropped},
+	}
 	if s.Disk != nil {
 		bs = append(bs, metrics.Budget{Name: "commit_queue", Used: s.Disk.QueueBytes, Limit: s.Disk.QueueLimit, Refused: s.Disk.QueueFull})
 	}

@@ -86,6 +86,12 @@ type Options struct {
 	// ChangesKeepBytes bounds the memory of the kept changes, as in
 	// memory.Options.
 	ChangesKeepBytes int64
+	// IdempotencyBytes and IdempotencyRetention bound the
+	// Idempotency-Keys remembered, as in memory.Options; the keys are in
+	// the log and the snapshots, so they are remembered across restarts.
+	// A store reopened with smaller bounds may forget keys sooner.
+	IdempotencyBytes     int64
+	IdempotencyRetention time.Duration
 	// CommitTimeout is the longest a change waits to be written and
 	// fsynced; past it the caller gets CodeUnavailable (the change may still
 	// be applied later). DefaultCommitTimeout when <= 0. Close waits as long
@@ -292,7 +298,8 @@ func openDurable(dir string, opts Options, lock *fileutil.DirLock) (*Store, erro
 		return nil, err
 	}
 	d := &Store{
-		mem:         memory.NewWith(memory.Options{ChangesKeep: opts.ChangesKeep, ChangesKeepBytes: opts.ChangesKeepBytes}),
+		mem: memory.NewWith(memory.Options{ChangesKeep: opts.ChangesKeep, ChangesKeepBytes: opts.ChangesKeepBytes,
+			IdempotencyBytes: opts.IdempotencyBytes, IdempotencyRetention: opts.IdempotencyRetention}),
 		dir:         dir,
 		opts:        opts,
 		logger:      opts.Logger,

@@ -15,7 +15,25 @@ import (
 // and the reverse shards of every user it can touch, from its first change
 // of the reverse index until its revision is recorded: no reader of any of
 // these groups or users sees part of it.
-func (m *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchResult, error) {
+//
+// A batch with an Idempotency key is applied once for its key (keys.go),
+// as of its Time, or now when it has none.
+func (m *Store) Batch(ctx context.Context, b membership.Batch) (membership.BatchResult, error) {
+	if b.Idem.Key == "" {
+		return m.batch(b)
+	}
+	b.Idem.Fingerprint = fingerprintOf(b.Idem, func() membership.Fingerprint { return membership.FingerprintBatch(b) })
+	results, rev, replayed, err := m.keyed(ctx, b.Idem, true, nowOr(b.Time), func() ([]membership.Result, membership.Revision, error) {
+		res, err := m.batch(b)
+		return res.Results, res.Revision, err
+	})
+	if err != nil {
+		return membership.BatchResult{}, err
+	}
+	return membership.BatchResult{Results: results, Revision: rev, Replayed: replayed}, nil
+}
+
+func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	var sbuf [1]uint64
 	held := m.lockShardsOf(b.Writes, sbuf[:])
 	defer m.unlockShards(held)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"example.com/groupmembership/membership"
 )
@@ -49,6 +50,8 @@ type Store struct {
 	// feed gives every change the next revision and keeps the latest
 	// changes, so a revision names one change in the whole store.
 	feed feed
+	// keys are the Idempotency-Keys remembered (keys.go).
+	keys keys
 	// nicknamesRevision is the revision of the last nickname change, and
 	// removedRevision that of the last group deleted. Both are part of every
 	// group's revision: see revisionOf.
@@ -116,6 +119,12 @@ type Options struct {
 	// Epoch is the store's epoch (see membership.Store): a new random one
 	// when 0.
 	Epoch uint64
+	// IdempotencyBytes and IdempotencyRetention bound the
+	// Idempotency-Keys remembered (see membership.Idempotency):
+	// membership.DefaultIdempotencyBytes and DefaultIdempotencyRetention
+	// when <= 0.
+	IdempotencyBytes     int64
+	IdempotencyRetention time.Duration
 }
 
 // New returns an empty store with the default options.
@@ -141,6 +150,7 @@ func NewWith(opts Options) *Store {
 	m := &Store{
 		epoch:        epoch,
 		feed:         newFeed(keep, keepBytes),
+		keys:         newKeys(opts.IdempotencyBytes, opts.IdempotencyRetention),
 		seed:         maphash.MakeSeed(),
 		shards:       make([]shard, max(n, 1)),
 		nicknames:    make(map[membership.UID]string),

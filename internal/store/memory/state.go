@@ -28,6 +28,7 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 	} else {
 		st.LastRevision, st.Changes = m.feed.export()
 	}
+	st.Keys = m.exportKeys()
 	m.nicknamesMu.RLock()
 	st.Nicknames = make(map[membership.UID]string, len(m.nicknames))
 	for uid, nick := range m.nicknames {
@@ -66,6 +67,7 @@ func (m *Store) Import(st *snap.State) {
 	m.nicknamesRevision.Store(uint64(st.NicknamesRevision))
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.load(st.LastRevision, st.Changes)
+	m.importKeys(st.Keys)
 	pairs := make([][]pair, len(m.reverse))
 	for _, g := range st.Groups {
 		if len(g.UIDs) == 0 {

@@ -8,7 +8,9 @@ import (
 // Stats returns the store's figures.
 func (m *Store) Stats() store.Stats {
 	fs := m.feed.stats()
+	ks := m.keys.stats()
 	return store.Stats{
+		Keys:             store.KeyStats{Held: ks.Held, Bytes: ks.Bytes, MaxBytes: ks.MaxBytes, Dropped: ks.Dropped, Replays: ks.Replays},
 		Groups:           m.counts.groups.Load(),
 		Members:          m.counts.members.Load(),
 		Users:            m.counts.users.Load(),
@@ -23,5 +25,6 @@ func (m *Store) Stats() store.Stats {
 // WriteMetrics writes the store's figures to /metrics.
 func (m *Store) WriteMetrics(w *metrics.Writer) { m.Stats().WriteMetrics(w) }
 
-// Budgets returns the store's memory budgets: the changes the feed keeps.
+// Budgets returns the store's memory budgets: the changes the feed keeps,
+// and the Idempotency-Keys remembered.
 func (m *Store) Budgets() []metrics.Budget { return m.Stats().Budgets() }

@@ -4,14 +4,21 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"example.com/groupmembership/membership"
 )
 
 // Write implements membership.Store. Its change carries w's Actor, and
 // w's Time or, when it has none, the time the change is recorded.
-func (m *Store) Write(_ context.Context, w membership.Write) (membership.Result, error) {
-	return m.write(w, stamp{actor: w.Actor, at: w.Time, now: true})
+//
+// A write with an Idempotency key is applied once for its key (keys.go).
+func (m *Store) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
+	st := stamp{actor: w.Actor, at: w.Time, now: true}
+	if w.Idem.Key != "" {
+		return m.keyedWrite(ctx, w, nowOr(w.Time), st)
+	}
+	return m.write(w, st)
 }
 
 // Apply applies w as a store that keeps its own log of writes replays
@@ -19,8 +26,24 @@ func (m *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 // Time included (a write logged before changes had times keeps none), so
 // that replaying the log gives every change the time it had. A store
 // that takes new writes stamps their time before it logs them.
+//
+// A write with an Idempotency key is applied once for its key, as of its
+// Time: a repeat of a write applied before gets its Result, Replayed, and
+// changes nothing (keys.go).
 func (m *Store) Apply(w membership.Write) (membership.Result, error) {
-	return m.write(w, stamp{actor: w.Actor, at: w.Time})
+	st := stamp{actor: w.Actor, at: w.Time}
+	if w.Idem.Key != "" {
+		return m.keyedWrite(context.Background(), w, w.Time, st)
+	}
+	return m.write(w, st)
+}
+
+// nowOr returns t, or the time now when t is zero.
+func nowOr(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Now()
+	}
+	return t
 }
 
 func (m *Store) write(w membership.Write, st stamp) (membership.Result, error) {

@@ -73,6 +73,22 @@ type State struct {
 	// Changes are the changes the feed keeps, oldest first, ending at
 	// LastRevision; none in a backup.
 	Changes []membership.Change
+	// Keys are the Idempotency-Keys the store remembers, oldest first.
+	Keys []Key
+}
+
+// Key is an Idempotency-Key a store remembers, with what its write
+// returned.
+type Key struct {
+	Key         string
+	Fingerprint membership.Fingerprint
+	// Time is the write's commit time.
+	Time time.Time
+	// Batch says the key is a batch's: Results holds each write's Result,
+	// and Revision the batch's. A write's Results holds its one Result.
+	Batch    bool
+	Results  []membership.Result
+	Revision membership.Revision
 }
 
 // Group is one group of a State.

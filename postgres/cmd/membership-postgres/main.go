@@ -45,7 +45,8 @@ func backend() *server.Backend {
 			if url == "" {
 				return nil, errors.New("no database: give -database-url or DATABASE_URL")
 			}
-			opts := postgres.Options{ChangesKeep: o.ChangesKeep, ChangesKeepBytes: o.ChangesKeepBytes, CommitTimeout: o.CommitTimeout, Logger: o.Logger}
+			opts := postgres.Options{ChangesKeep: o.ChangesKeep, ChangesKeepBytes: o.ChangesKeepBytes, CommitTimeout: o.CommitTimeout, Logger: o.Logger,
+				IdempotencyBytes: o.IdempotencyBytes, IdempotencyRetention: o.IdempotencyRetention}
 			for {
 				s, err := postgres.Open(ctx, url, opts)
 				var permanent *postgres.ConfigError

@@ -1,0 +1,158 @@
+package membership
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"io"
+	"time"
+)
+
+// Idempotency names a write, or a batch, for safe retries: the client's key
+// (an Idempotency-Key header), and a fingerprint of the request it came
+// with. A store applies a keyed write once: a repeat with the same key and
+// the same fingerprint gets the first Result again (Replayed), applying
+// nothing; the same key with another fingerprint is a
+// CodeIdempotencyKeyReused error. Only a write that was applied, or found
+// nothing to change, is remembered: one refused (a precondition that did
+// not hold, say) changed nothing, and its key stays free.
+//
+// A store remembers a key for a retention time after the write's commit,
+// and keeps at most a byte budget of keys, the oldest dropped first; past
+// either it is forgotten, and a repeat is applied as a new write. The
+// stores that keep a log decide, when they apply a keyed write from the
+// log, whether it repeats one they remember, with the write's own commit
+// time as now: a replay of the log, or another instance, decides alike.
+type Idempotency struct {
+	Key string
+	// Fingerprint is the Service's (FingerprintWrite, FingerprintBatch),
+	// whatever the caller gave.
+	Fingerprint Fingerprint
+}
+
+// Fingerprint identifies a request by what it asks: two requests with the
+// same fingerprint ask for the same change on behalf of the same actor.
+type Fingerprint [16]byte
+
+// MaxIdempotencyKeyBytes is the longest key accepted.
+const MaxIdempotencyKeyBytes = 255
+
+// Defaults of the stores' retention and byte budget of keys.
+const (
+	DefaultIdempotencyRetention = 24 * time.Hour
+	DefaultIdempotencyBytes     = 64 << 20
+)
+
+// ValidateIdempotencyKey returns a CodeInvalidIdempotencyKey error unless key
+// is 1 to MaxIdempotencyKeyBytes printable ASCII characters (space to '~').
+func ValidateIdempotencyKey(key string) error {
+	if key == "" || len(key) > MaxIdempotencyKeyBytes {
+		return Errorf(CodeInvalidIdempotencyKey, "the Idempotency-Key is %d bytes: it must be 1 to %d printable ASCII characters", len(key), MaxIdempotencyKeyBytes)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < ' ' || c > '~' {
+			return Errorf(CodeInvalidIdempotencyKey, "the Idempotency-Key has byte 0x%02x at %d: it must be 1 to %d printable ASCII characters", c, i, MaxIdempotencyKeyBytes)
+		}
+	}
+	return nil
+}
+
+// IdempotencyKeyReused returns the error of a key used before for another
+// request.
+func IdempotencyKeyReused() *Error {
+	return Errorf(CodeIdempotencyKeyReused, "the Idempotency-Key was used for another request (another route, group, body, condition or uid): "+
+		"nothing was changed; send a new key for a new request")
+}
+
+// IdempotencyKeyInFlight returns the error of a repeat that waited too long
+// for the request with its key to finish.
+func IdempotencyKeyInFlight() *Error {
+	return Errorf(CodeIdempotencyKeyInFlight, "a request with this Idempotency-Key is still being applied: "+
+		"nothing was changed by this one; send it again to get the first request's reply")
+}
+
+// FingerprintWrite returns w's fingerprint: of its op, group, users (uid
+// and nickname, as given), uids, precondition and actor, not of its time.
+func FingerprintWrite(w Write) Fingerprint {
+	f := newFingerprinter('w')
+	f.write(w)
+	f.uvarint(uint64(w.Actor))
+	return f.sum()
+}
+
+// FingerprintBatch returns b's fingerprint: of its writes, in order, and its
+// actor.
+func FingerprintBatch(b Batch) Fingerprint {
+	f := newFingerprinter('b')
+	f.uvarint(uint64(len(b.Writes)))
+	for _, w := range b.Writes {
+		f.write(w)
+	}
+	f.uvarint(uint64(b.Actor))
+	return f.sum()
+}
+
+// fingerprinter hashes a request's fields, each length-prefixed so that no
+// two requests encode alike, through a small buffer: a request of a million
+// users is fingerprinted in bounded memory.
+type fingerprinter struct {
+	h hash.Hash
+	b []byte
+}
+
+func newFingerprinter(kind byte) *fingerprinter {
+	return &fingerprinter{h: sha256.New(), b: append(make([]byte, 0, 4096+binary.MaxVarintLen64), kind)}
+}
+
+func (f *fingerprinter) uvarint(v uint64) {
+	f.b = binary.AppendUvarint(f.b, v)
+	if len(f.b) >= 4096 {
+		f.h.Write(f.b)
+		f.b = f.b[:0]
+	}
+}
+
+func (f *fingerprinter) string(s string) {
+	f.uvarint(uint64(len(s)))
+	f.h.Write(f.b)
+	f.b = f.b[:0]
+	io.WriteString(f.h, s)
+}
+
+func (f *fingerprinter) write(w Write) {
+	f.string(string(w.Op))
+	f.string(w.GroupID)
+	f.uvarint(uint64(len(w.Users)))
+	for _, u := range w.Users {
+		f.uvarint(uint64(u.UID))
+		if u.HasNickname {
+			f.uvarint(1)
+			f.string(u.Nickname)
+		} else {
+			f.uvarint(0)
+		}
+	}
+	f.uvarint(uint64(len(w.UIDs)))
+	for _, uid := range w.UIDs {
+		f.uvarint(uint64(uid))
+	}
+	f.uvarint(uint64(len(w.If.Revisions)))
+	for _, r := range w.If.Revisions {
+		f.uvarint(uint64(r))
+	}
+	var flags uint64
+	if w.If.Exists {
+		flags |= 1
+	}
+	if w.If.Empty {
+		flags |= 2
+	}
+	f.uvarint(flags)
+}
+
+func (f *fingerprinter) sum() Fingerprint {
+	f.h.Write(f.b)
+	var fp Fingerprint
+	copy(fp[:], f.h.Sum(nil))
+	return fp
+}
