@@ -38,9 +38,13 @@
 //  5. nicknamesMu (Store): the nicknames. A change that sets or clears
 //     nicknames takes it after its reverse shards; a list takes it for
 //     reading after its shard.
-//  6. feed.mu: the change feed. Taken last, by feed.record (which runs the
+//  6. feed.mu: the change feed. Taken by feed.record (which runs the
 //     change's published func under it, before any reader can see the
 //     revision), and alone by readers of the feed.
+//  7. keys.mu: the Idempotency-Keys remembered (keys.go). A keyed write
+//     takes it alone, before its change to see whether the key is known
+//     (and to mark it in flight) and after it to remember the result; a
+//     backup takes it with every shard held, to copy the keys.
 //
 // Every counter read without a lock (storeCounts, nicknameCount, the
 // revisions in Store) is an atomic, written under the lock of what it
