@@ -25,11 +25,17 @@ import (
 // and X-Revision.
 func handleBatch(svc *membership.Service, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, err := idempotencyKey(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
 		req, lease, err := readBatch(r, svc, maxBodyBytes, bodies)
 		defer lease.Release()
 		if err == nil && req.actingUID != 0 {
 			setActingUID(w, req.actingUID)
 		}
+		req.batch.Idem.Key = key
 		if err == nil {
 			err = svc.ValidateBatch(req.batch)
 		}
@@ -45,7 +51,7 @@ func handleBatch(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 			writeBatchError(w, r, svc, err)
 			return
 		}
-		writeRevision(w, res.Revision)
+		writeWritten(w, res.Revision, res.Replayed)
 		writeJSON(w, http.StatusOK, appendBatchResults(nil, req.batch.Writes, res.Results))
 	})
 }

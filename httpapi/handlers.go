@@ -22,6 +22,10 @@ import (
 func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cond, never, err := writeCondition(r, svc.Epoch())
+		var key string
+		if err == nil {
+			key, err = idempotencyKey(r)
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -47,12 +51,13 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 		}
 		change := changeOf(op, groupID, users, cond)
 		change.Actor = req.actingUID
+		change.Idem.Key = key
 		res, err := svc.Write(r.Context(), change)
 		if err != nil {
 			writeChangeError(w, r, svc, err)
 			return
 		}
-		writeRevision(w, res.Revision)
+		writeWritten(w, res.Revision, res.Replayed)
 		if op == membership.OpReplace {
 			writeJSON(w, http.StatusOK, appendReplaced(nil, res))
 			return
@@ -111,6 +116,10 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 		if err == nil {
 			cond, never, err = writeCondition(r, svc.Epoch())
 		}
+		var key string
+		if err == nil {
+			key, err = idempotencyKey(r)
+		}
 		if err == nil {
 			err = refuseBody(r, "DELETE /groups/{groupID} removes every member and takes no body: "+
 				"to remove some users, DELETE /group-user/{groupID} with users")
@@ -123,12 +132,13 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 			writeChangeError(w, r, svc, failNever(r.Context(), svc, groupID))
 			return
 		}
-		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond, Actor: actor})
+		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond, Actor: actor,
+			Idem: membership.Idempotency{Key: key}})
 		if err != nil {
 			writeChangeError(w, r, svc, err)
 			return
 		}
-		writeRevision(w, res.Revision)
+		writeWritten(w, res.Revision, res.Replayed)
 		writeJSON(w, http.StatusOK, strconv.AppendInt(nil, int64(res.Count), 10))
 	})
 }
@@ -148,6 +158,10 @@ func handleRemoveUser(svc *membership.Service) http.Handler {
 		if err == nil {
 			err = refuseConditions(r)
 		}
+		var key string
+		if err == nil {
+			key, err = idempotencyKey(r)
+		}
 		if err == nil {
 			err = refuseBody(r, "DELETE /user-group/{uid} removes the user from every group and takes no body")
 		}
@@ -155,12 +169,13 @@ func handleRemoveUser(svc *membership.Service) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}, Actor: actor})
+		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}, Actor: actor,
+			Idem: membership.Idempotency{Key: key}})
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		writeRevision(w, res.Revision)
+		writeWritten(w, res.Revision, res.Replayed)
 		writeJSON(w, http.StatusOK, strconv.AppendInt(nil, int64(res.Count), 10))
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -190,4 +191,46 @@ func TestOpenAPIDocumentsEveryReply(t *testing.T) {
 	groupID := doc["components"].(map[string]any)["parameters"].(map[string]any)["groupID"].(map[string]any)
 	assert.Equal(t, float64(membership.MaxGroupIDBytes), groupID["schema"].(map[string]any)["maxLength"],
 		"the limit is in bytes; a string that fits it has at most as many characters")
+}
+
+// TestOpenAPIDocumentsIdempotencyKeys holds the document to safe retries:
+// every write takes Idempotency-Key, a key as ValidateIdempotencyKey takes
+// it, its 200 may carry Idempotent-Replayed, and it may answer 409 and 422
+// with the error body; no read takes the header.
+func TestOpenAPIDocumentsIdempotencyKeys(t *testing.T) {
+	doc := loadOpenAPI(t)
+	paths := doc["paths"].(map[string]any)
+	writes := 0
+	for _, r := range routes(shared{svc: membership.NewService(memory.New(), 0), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
+		item := paths[r.path].(map[string]any)
+		op := item[strings.ToLower(r.method)].(map[string]any)
+		isWrite := r.method != http.MethodGet && !r.read
+		if !isWrite {
+			assert.NotContains(t, paramNames(t, doc, item, op), "Idempotency-Key", "%s %s is a read: it ignores the header", r.method, r.path)
+			continue
+		}
+		writes++
+		assert.Contains(t, paramNames(t, doc, item, op), "Idempotency-Key", "%s %s", r.method, r.path)
+		responses := op["responses"].(map[string]any)
+		assert.Contains(t, headerNames(t, doc, responses["200"]), "Idempotent-Replayed", "%s %s", r.method, r.path)
+		for _, status := range []string{"409", "422"} {
+			require.Contains(t, responses, status, "%s %s", r.method, r.path)
+			schema := resolve(t, doc, responses[status])["content"].(map[string]any)["application/json"].(map[string]any)["schema"]
+			assert.Equal(t, "#/components/schemas/Error", schema.(map[string]any)["$ref"], "%s %s %s", r.method, r.path, status)
+		}
+	}
+	assert.Equal(t, 6, writes, "POST, PUT and DELETE of /group-user/{groupID}, DELETE /groups/{groupID}, DELETE /user-group/{uid}, POST /batch")
+
+	param := doc["components"].(map[string]any)["parameters"].(map[string]any)["Idempotency-Key"].(map[string]any)
+	assert.Equal(t, "header", param["in"])
+	schema := param["schema"].(map[string]any)
+	assert.Equal(t, "string", schema["type"])
+	assert.Equal(t, 1.0, schema["minLength"])
+	assert.Equal(t, float64(membership.MaxIdempotencyKeyBytes), schema["maxLength"])
+	pattern := regexp.MustCompile(schema["pattern"].(string))
+	for c := 0; c < 256; c++ {
+		key := "k" + string([]byte{byte(c)})
+		assert.Equal(t, membership.ValidateIdempotencyKey(key) == nil, pattern.MatchString(key), "byte 0x%02x", c)
+	}
+	assert.Contains(t, doc["components"].(map[string]any)["headers"], "Idempotent-Replayed")
 }
