@@ -6,21 +6,23 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
 )
 
-// opBatch is the op byte of a batch's record (see entry.go). It is never
-// set with a flag: each write carries its own precondition, and the batch
-// its stamp, always.
+// opBatch is the op byte of a batch's record (see entry.go). It is set
+// with no flag but withKey: each write carries its own precondition, and
+// the batch its stamp, always.
 const opBatch byte = 6
 
 // batchEntry is a batch as the log holds it: one record for the whole
 // batch, its writes as the request gave them, each with its precondition
 // (less the revisions its group had already passed), and the batch's one
-// actor and one time, the committer's. Replaying it applies it to memory
+// actor, one time, the committer's, and Idempotency-Key, if it has one
+// (its writes have none of their own). Replaying it applies it to memory
 // as it was applied when it was written: memory checks every precondition
 // again, against the state before the batch, so a batch that another
 // change overtook between its check and its turn fails on replay too,
@@ -28,11 +30,14 @@ const opBatch byte = 6
 type batchEntry membership.Batch
 
 // cost is the sum of its writes' costs, each counted as an entry's (which
-// counts a stamp).
+// counts a stamp), and its key's.
 func (c *batchEntry) cost() int64 {
-	var n int64
+	n := keyCost(c.Idem)
 	for i := range c.Writes {
 		n += (*entry)(&c.Writes[i]).cost()
+	}
+	if len(c.Writes) == 0 {
+		n += (&entry{}).cost() // the record of a keyed batch of no write
 	}
 	return n
 }
@@ -40,7 +45,8 @@ func (c *batchEntry) cost() int64 {
 func (c *batchEntry) appendTo(b []byte) []byte { return appendBatch(b, c) }
 
 // applyTo gives the batch's change its time: the committer stamped every
-// batch it logged.
+// batch it logged. A keyed batch is applied once for its key, as of that
+// time, as a keyed entry is.
 func (c *batchEntry) applyTo(m *memory.Store) result {
 	res, err := m.Batch(context.Background(), membership.Batch(*c))
 	return result{batch: res, err: err}
@@ -48,12 +54,20 @@ func (c *batchEntry) applyTo(m *memory.Store) result {
 
 func (c *batchEntry) setTime(t time.Time) { c.Time = t }
 
-// appendBatch appends c to b as a record's payload: opBatch, the stamp,
-// the write count, then each write as appendEntry lays it out. c's writes
-// must be of the ops batchTakes, and have no actor or time of their own.
+// appendBatch appends c to b as a record's payload: opBatch (with withKey
+// when c has a key), the stamp, the key, the write count, then each write
+// as appendEntry lays it out. c's writes must be of the ops batchTakes,
+// and have no actor, time or key of their own.
 func appendBatch(b []byte, c *batchEntry) []byte {
-	b = append(b, opBatch)
+	op := opBatch
+	if c.Idem.Key != "" {
+		op |= withKey
+	}
+	b = append(b, op)
 	b = appendStamp(b, c.Time, c.Actor)
+	if op&withKey != 0 {
+		b = appendKey(b, c.Idem)
+	}
 	b = binary.AppendUvarint(b, uint64(len(c.Writes)))
 	for i := range c.Writes {
 		b = appendEntry(b, (*entry)(&c.Writes[i]))
@@ -62,10 +76,11 @@ func appendBatch(b []byte, c *batchEntry) []byte {
 }
 
 // decodeBatch decodes the payload of a batch's record. It refuses what
-// appendBatch never writes: a batch of no write, a write of an op a batch
-// does not take, a batch within a batch.
+// appendBatch never writes: a batch of no write (unless it has a key), a
+// write of an op a batch does not take, a batch within a batch, a write
+// with a key of its own.
 func decodeBatch(payload []byte) (*batchEntry, error) {
-	if len(payload) == 0 || payload[0] != opBatch {
+	if len(payload) == 0 || payload[0]&^withKey != opBatch {
 		return nil, errors.New("not a batch")
 	}
 	r := bytes.NewReader(payload[1:])
@@ -73,11 +88,17 @@ func decodeBatch(payload []byte) (*batchEntry, error) {
 	if err := readStamp(r, &c.Time, &c.Actor); err != nil {
 		return nil, err
 	}
+	if payload[0]&withKey != 0 {
+		var err error
+		if c.Idem, err = readKey(r); err != nil {
+			return nil, err
+		}
+	}
 	n, err := readCount(r)
 	switch {
 	case err != nil:
 		return nil, err
-	case n == 0:
+	case n == 0 && c.Idem.Key == "":
 		return nil, errors.New("a batch of no write")
 	}
 	c.Writes = make([]membership.Write, 0, n)
@@ -90,6 +111,8 @@ func decodeBatch(payload []byte) (*batchEntry, error) {
 			return nil, fmt.Errorf("batch write %d: a batch takes no %s", i, w.Op)
 		case !w.Time.IsZero() || w.Actor != 0:
 			return nil, fmt.Errorf("batch write %d has a stamp of its own", i)
+		case w.Idem.Key != "":
+			return nil, fmt.Errorf("batch write %d has a key of its own", i)
 		}
 		c.Writes = append(c.Writes, membership.Write(*w))
 	}
@@ -115,15 +138,24 @@ func batchTakes(op membership.Op) bool {
 // change carries b's Actor and the time the committer gave it (b's Time
 // and its writes' actors and times are not used).
 //
-// b is first checked against memory, read only, write by write: a write
+// A batch with an Idempotency key (b.Idem) is applied once for its key,
+// as Write's are: a repeat of one memory remembers is answered its first
+// result, Replayed, without a record, before any check (a retry of a batch
+// whose precondition held must not fail on the change it made); the key of
+// another request is refused, CodeIdempotencyKeyReused. A keyed batch is
+// logged with its key, and memory remembers the key when the committer
+// applies the record, on every replay too.
+//
+// b is then checked against memory, read only, write by write: a write
 // of an op a batch does not take, or whose precondition fails already,
-// refuses the batch at once, without a record, naming the write. Every
-// other batch is logged, one that turns out to change nothing included
-// (checks one by one are of no one state, so they cannot tell that for
-// sure): memory then applies nothing and gives no revision, on replay
-// too. A batch whose precondition held when checked but not when applied
-// (another change came between) is logged, refused CodePreconditionFailed,
-// and refused again on replay.
+// refuses the batch at once, without a record, naming the write (a keyed
+// batch so refused leaves its key free). Every other batch is logged, one
+// that turns out to change nothing included (checks one by one are of no
+// one state, so they cannot tell that for sure), and so is a keyed batch
+// of no write: memory then applies nothing and gives no revision, on
+// replay too, but remembers its key. A batch whose precondition held when
+// checked but not when applied (another change came between) is logged,
+// refused CodePreconditionFailed, and refused again on replay.
 //
 // Its record is bounded by LargestEntry when the caller bounds its writes
 // (membership.DefaultMaxBatchWrites) and its users in all (-max-users);
@@ -132,12 +164,25 @@ func batchTakes(op membership.Op) bool {
 //
 // Errors: CodePreconditionFailed, CodeInvalidQuery (a precondition naming
 // more than MaxPreconditionRevisions revisions its group has not passed),
-// CodeUnavailable, CodeBodyTooLarge.
+// CodeInvalidIdempotencyKey, CodeIdempotencyKeyReused, CodeUnavailable,
+// CodeBodyTooLarge.
 func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchResult, error) {
-	if len(b.Writes) == 0 {
+	if b.Idem.Key != "" {
+		var err error
+		if b.Idem, err = idempotency(b.Idem, func() membership.Fingerprint { return membership.FingerprintBatch(b) }); err != nil {
+			return membership.BatchResult{}, err
+		}
+		switch results, rev, ok, err := d.mem.Replay(b.Idem, true, time.Now()); {
+		case err != nil:
+			return membership.BatchResult{}, err
+		case ok:
+			return membership.BatchResult{Results: slices.Clone(results), Revision: rev, Replayed: true}, nil
+		}
+	} else if len(b.Writes) == 0 {
 		return membership.BatchResult{Results: []membership.Result{}, Revision: d.mem.LatestRevision()}, nil
 	}
-	c := &batchEntry{Writes: make([]membership.Write, len(b.Writes)), Actor: b.Actor} // the committer gives the time
+	// The committer gives the time.
+	c := &batchEntry{Writes: make([]membership.Write, len(b.Writes)), Actor: b.Actor, Idem: b.Idem}
 	for i, w := range b.Writes {
 		if !batchTakes(w.Op) {
 			return membership.BatchResult{}, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)

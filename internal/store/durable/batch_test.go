@@ -34,12 +34,35 @@ func batchEntries() map[string]*batchEntry {
 			continue
 		}
 		w := membership.Write(*e)
-		w.Time, w.Actor = time.Time{}, 0
-		out[name] = &batchEntry{Writes: []membership.Write{w}, Time: e.Time, Actor: e.Actor}
+		w.Time, w.Actor, w.Idem = time.Time{}, 0, membership.Idempotency{}
+		out[name] = &batchEntry{Writes: []membership.Write{w}, Time: e.Time, Actor: e.Actor, Idem: e.Idem}
 		all = append(all, w)
 	}
 	out["all of them"] = &batchEntry{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), Actor: 42}
+	out["all of them, keyed"] = &batchEntry{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), Actor: 42, Idem: testIdem("batch-1")}
+	out["keyed, of no write"] = &batchEntry{Writes: []membership.Write{}, Time: time.UnixMilli(1764028800123).UTC(), Idem: testIdem("empty")}
 	return out
+}
+
+// A batch's key follows its stamp, flagged in its op byte, before its
+// writes; a keyed batch may have no write (it is remembered all the same).
+func TestBatchRecordKey(t *testing.T) {
+	remove := &entry{Op: membership.OpRemove, GroupID: "h", UIDs: []membership.UID{1}}
+	c := &batchEntry{Writes: []membership.Write{membership.Write(*remove)}, Time: time.UnixMilli(0).UTC(),
+		Idem: membership.Idempotency{Key: "k", Fingerprint: membership.Fingerprint{15: 7}}}
+	want := append([]byte{0x26, 0, 0, 1, 'k'}, fingerprint7...)
+	want = append(want, 1, 2, 1, 'h', 1, 1)
+	assert.Equal(t, want, appendBatch(nil, c))
+	got, err := decodeRecord(want)
+	require.NoError(t, err)
+	assert.Equal(t, c, got)
+
+	c.Writes = []membership.Write{}
+	want = append(append([]byte{0x26, 0, 0, 1, 'k'}, fingerprint7...), 0)
+	assert.Equal(t, want, appendBatch(nil, c))
+	got, err = decodeRecord(want)
+	require.NoError(t, err)
+	assert.Equal(t, c, got)
 }
 
 func TestBatchRecordRoundTrip(t *testing.T) {
@@ -84,6 +107,11 @@ func TestBatchRecordRefusesWhatNoBuildWrote(t *testing.T) {
 		{"a damaged write", []byte{6, 0, 0, 1, 1, 1, 'g', 1, 1, 2}},
 		{"more writes than the record holds", []byte{6, 0, 0, 100, 4, 1, 'g'}},
 		{"an actor that is no uid", []byte{6, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 1, 4, 1, 'g'}},
+		{"a write with a key of its own", append([]byte{6, 0, 0, 1, 0x24, 1, 'g', 1, 'k'}, fingerprint7...)},
+		{"a key cut short", []byte{0x26, 0, 0, 1, 'k', 1, 2}},
+		{"an empty key", append(append([]byte{0x26, 0, 0, 0}, fingerprint7...), 1, 4, 1, 'g')},
+		{"a fingerprint of zeros", append(append([]byte{0x26, 0, 0, 1, 'k'}, make([]byte, 16)...), 1, 4, 1, 'g')},
+		{"a keyed batch with a precondition flag", append(append([]byte{0xa6, 0, 0, 1, 'k'}, fingerprint7...), 1, 4, 1, 'g')},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := decodeRecord(tt.payload)
@@ -132,7 +160,8 @@ func TestLargestEntryBoundsABatch(t *testing.T) {
 	id := string(make([]byte, membership.MaxGroupIDBytes))
 	bound := LargestEntry(1<<30, maxUsers, maxWrites)
 	for _, op := range []membership.Op{membership.OpAdd, membership.OpReplace, membership.OpRemove, membership.OpDeleteGroup} {
-		c := &batchEntry{}
+		c := &batchEntry{Time: time.UnixMilli(-1 << 62).UTC(), Actor: 9223372036854775807,
+			Idem: testIdem(string(make([]byte, membership.MaxIdempotencyKeyBytes)))}
 		for i := range maxWrites {
 			w := membership.Write{Op: op, GroupID: id, If: cond}
 			part := users[i*maxUsers/maxWrites : (i+1)*maxUsers/maxWrites]
@@ -308,8 +337,8 @@ func TestDurableRacedBatchFailsOnReplayToo(t *testing.T) {
 }
 
 // A log of version 4, as the build before batches wrote it, is still
-// read, and the records after it go into a new log of version 5: a build
-// that reads version 4 at most refuses that one by its version.
+// read, and the records after it go into a new log of the current version:
+// a build that reads version 4 at most refuses that one by its version.
 func TestDurableReadsAVersion4Log(t *testing.T) {
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
@@ -336,7 +365,7 @@ func TestDurableReadsAVersion4Log(t *testing.T) {
 	require.NoError(t, err)
 	h, err := wal.ReadHeader(newest)
 	require.NoError(t, err)
-	assert.Equal(t, 5, h.Version)
+	assert.Equal(t, wal.Version, h.Version)
 
 	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	defer d.Close()

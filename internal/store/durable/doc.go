@@ -21,10 +21,28 @@
 // memory's Batch; only a precondition that fails already keeps it out of
 // the log (batch.go).
 //
+// A write or batch with an Idempotency-Key keeps its key in its record
+// (the key and its fingerprint, flagged in the op byte: entry.go), not in
+// a file of its own, so the keys are remembered as the changes are: across
+// restarts, crashes, snapshots (which hold the keys memory remembers), and
+// backups. Before any check, memory is asked, read only, whether it
+// remembers the key (memory.Store.Replay): a repeat is answered the first
+// result, Replayed, without a record; a key remembered for another request
+// is refused. A keyed write is logged even when it would change nothing,
+// so that its key is remembered; one whose precondition fails already is
+// not, and its key stays free. Memory decides each keyed record when the
+// committer applies it, as of the record's time: two writes with one key
+// that both came before the first was applied are both logged, and the
+// second is a replay, answered the first's result, then and on every
+// replay of the log. The keys memory remembers thus depend on the log
+// alone (and the retention and budget of keys), never on when a caller
+// asked.
+//
 // # Concurrency
 //
 // The store adds goroutines, not locks on the data (the memory.Store's
-// locks are in its package's documentation): one committer goroutine
+// locks are in its package's documentation; applyMu, below, only keeps
+// backups out of a commit's applies): one committer goroutine
 // (commitLoop) writes the log, fsyncs it and then applies each change to
 // memory, so memory sees changes in log order; it alone writes the log's
 // fields (Store.dataFile, log, logSeq, logSize) and sets health.broken,
@@ -36,6 +54,10 @@
 // committer sets under syncedMu after each fsync of the log; marker.mu
 // serializes the writes of MARK and is held across their fsync. Neither
 // lock is held while another is taken, and the committer never waits for
-// the marker: a slow MARK delays no change. Writable, Stats, WriteMetrics
-// and Budgets read atomics only, from any goroutine.
+// the marker: a slow MARK delays no change. The committer holds applyMu
+// while it applies a commit's changes to memory, and Backup while it
+// copies memory, so that a backup never comes between a keyed write's
+// change and memory remembering its key; memory's locks are taken under
+// it, never the other way round, and it is held across no I/O. Writable,
+// Stats, WriteMetrics and Budgets read atomics only, from any goroutine.
 package durable

@@ -212,6 +212,13 @@ type Store struct {
 	syncedMu sync.Mutex
 	synced   logMark
 
+	// applyMu is held by the committer while it applies the changes of a
+	// commit to memory, and by Backup while it copies memory: memory
+	// remembers an Idempotency-Key just after it applied its write, and a
+	// backup must not come between. Memory's locks are taken while it is
+	// held, never the other way round.
+	applyMu sync.Mutex
+
 	// The committer goroutine owns everything below (recover before it
 	// starts, and Close after it stopped, touch it too), but snapshotWG and
 	// snapping, which the snapshot goroutine it starts shares (see doc.go).
@@ -460,15 +467,40 @@ func removeTemps(dir string) error {
 // memory without a record; the precondition is checked again when the
 // write is applied, in log order.
 //
+// A write with an Idempotency key (w.Idem) is applied once for its key:
+// first, before any check, memory is asked whether it remembers the key
+// (memory.Store.Replay); a repeat is answered the first write's Result,
+// Replayed, without a record, and the key of another request is refused,
+// CodeIdempotencyKeyReused. Otherwise the write is logged with its key,
+// even when it would change nothing (its key must be remembered across
+// restarts too), but not when its precondition fails already (its key
+// stays free); memory remembers the key when the committer applies the
+// record, and on every replay of the log.
+//
 // Errors: CodePreconditionFailed, CodeInvalidQuery (more than
 // MaxPreconditionRevisions revisions the group has not passed),
-// CodeUnavailable, CodeBodyTooLarge.
+// CodeInvalidIdempotencyKey, CodeIdempotencyKeyReused, CodeUnavailable,
+// CodeBodyTooLarge.
 func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result, error) {
+	if w.Idem.Key != "" {
+		var err error
+		if w.Idem, err = idempotency(w.Idem, func() membership.Fingerprint { return membership.FingerprintWrite(w) }); err != nil {
+			return membership.Result{}, err
+		}
+		switch results, _, ok, err := d.mem.Replay(w.Idem, false, time.Now()); {
+		case err != nil:
+			return membership.Result{}, err
+		case ok:
+			res := results[0]
+			res.Replayed = true
+			return res, nil
+		}
+	}
 	rev, changes, err := d.mem.Check(w)
 	switch {
 	case err != nil:
 		return membership.Result{}, err
-	case !changes:
+	case !changes && w.Idem.Key == "":
 		return membership.Result{Revision: rev}, nil
 	}
 	c := entry(w)
@@ -481,6 +513,22 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 	}
 	r := d.commit(&c)
 	return r.res, r.err
+}
+
+// idempotency returns idem, whose key it checks (a key the Service refuses
+// would make a record that does not read back), with the request's
+// fingerprint, own(), when the caller gave none. The record keeps the
+// fingerprint: memory could not take the request's from the write as
+// logged, which leaves out what the request named to no effect (the
+// revisions its group had passed, a remove_user's group).
+func idempotency(idem membership.Idempotency, own func() membership.Fingerprint) (membership.Idempotency, error) {
+	if err := membership.ValidateIdempotencyKey(idem.Key); err != nil {
+		return idem, err
+	}
+	if idem.Fingerprint == (membership.Fingerprint{}) {
+		idem.Fingerprint = own()
+	}
+	return idem, nil
 }
 
 // pendingRevisions returns the revisions of an If-Match that the group,
@@ -664,9 +712,11 @@ func (d *Store) commitBatch(buf []byte, batch []*pending) {
 		}
 		return
 	}
+	d.applyMu.Lock()
 	for _, p := range batch {
 		p.applied = p.req.applyTo(d.mem)
 	}
+	d.applyMu.Unlock()
 	d.setSynced() // before the answers: a change acknowledged is in the next mark
 	for _, p := range batch {
 		d.answer(p, p.applied)

@@ -17,9 +17,10 @@ import (
 
 // A record of the log (see package wal) holds one entry: an op byte, the
 // group id, what the op names, when the op byte has withPrecondition set,
-// the precondition, and when it has withStamp set, the stamp; or a batch
-// (op 6, batch.go). All integers are unsigned varints but the time; a
-// string is its length and its bytes.
+// the precondition, when it has withStamp set, the stamp, and when it has
+// withKey set, the Idempotency-Key; or a batch (op 6, batch.go). All
+// integers are unsigned varints but the time; a string is its length and
+// its bytes.
 //
 //	op 1 add, 3 replace   user count, then each uid, a byte that says
 //	                      whether a nickname follows (1) or not (0), and
@@ -32,16 +33,23 @@ import (
 //	stamp                 the time the change was committed, in
 //	                      milliseconds since 1970-01-01 UTC (a signed,
 //	                      zigzag varint), then the actor's uid (0: none)
-//	op 6 batch            no group id: the stamp, then the write count (at
-//	                      least 1), then each write as the record of its
-//	                      op (1 to 4) holds it, op byte and precondition
-//	                      included, but with no stamp: the batch's is its
-//	                      writes'
+//	key                   the Idempotency-Key (1 to 255 printable ASCII
+//	                      bytes), then its fingerprint, 16 bytes; only
+//	                      after a stamp, whose time is the one the key is
+//	                      remembered from
+//	op 6 batch            no group id: the stamp, then, when the op byte
+//	                      has withKey set (its only flag), the batch's key
+//	                      as an entry's, then the write count (at least 1,
+//	                      or 0 with a key), then each write as the record
+//	                      of its op (1 to 4) holds it, op byte and
+//	                      precondition included, but with no stamp (the
+//	                      batch's is its writes') and no key
 //
 // Records of ops 1 and 2 without a precondition or a stamp are as every
 // build before the other ops wrote them. This build stamps every record
 // it writes (logs of version 4); a record without a stamp, from an older
-// build, is applied with no time and no actor.
+// build, is applied with no time and no actor. Keys came with logs of
+// version 6: a record without one is as version 5 wrote it.
 const (
 	opAdd         byte = 1
 	opRemove      byte = 2
@@ -55,7 +63,14 @@ const (
 	// withStamp is set in the op byte of an entry with a time and an
 	// actor.
 	withStamp byte = 0x40
+	// withKey is set in the op byte of an entry, or a batch, with an
+	// Idempotency-Key.
+	withKey byte = 0x20
 )
+
+// keyBytes is the most bytes a key takes in a record beside its own: its
+// length and its fingerprint.
+const keyBytes = binary.MaxVarintLen16 + len(membership.Fingerprint{})
 
 // entryOps maps the op bytes to their ops.
 var entryOps = [...]membership.Op{
@@ -99,7 +114,7 @@ type record interface {
 
 // decodeRecord decodes a record's payload: an entry or a batch.
 func decodeRecord(payload []byte) (record, error) {
-	if len(payload) > 0 && payload[0] == opBatch { // never with a flag: see appendBatch
+	if len(payload) > 0 && payload[0]&^withKey == opBatch { // no other flag: see appendBatch
 		return decodeBatch(payload)
 	}
 	return decodeEntry(payload)
@@ -115,7 +130,10 @@ func (c *entry) appendTo(b []byte) []byte { return appendEntry(b, c) }
 
 // applyTo takes c's time as it is: a change the committer stamped gets the
 // time it got when it was first applied, and one an older build logged
-// without a time gets none.
+// without a time gets none. A keyed write is applied once for its key, as
+// of that time: a repeat that was logged before its first write was
+// applied is a replay (memory decides, as it does on every replay of the
+// log), and its caller gets the first write's Result, Replayed.
 func (c *entry) applyTo(m *memory.Store) result {
 	res, err := m.Apply(membership.Write(*c))
 	return result{res: res, err: err}
@@ -124,15 +142,24 @@ func (c *entry) applyTo(m *memory.Store) result {
 func (c *entry) setTime(t time.Time) { c.Time = t }
 
 // cost returns about how many bytes c holds in memory while it waits to be
-// written: its users or uids, their nicknames, its revisions and its
-// record.
+// written: its users or uids, their nicknames, its revisions, its key and
+// its record.
 func (c *entry) cost() int64 {
 	const overhead = 256 // the entry, its pending and result, the record's framing
 	n := int64(overhead + 2*len(c.GroupID) + (len(c.UIDs)+len(c.If.Revisions))*(8+varintMax))
 	for _, u := range c.Users {
 		n += int64(unsafe.Sizeof(u)) + varintMax + int64(2*len(u.Nickname))
 	}
-	return n
+	return n + keyCost(c.Idem)
+}
+
+// keyCost returns what idem's key costs in the queue: its bytes in memory
+// and in the record.
+func keyCost(idem membership.Idempotency) int64 {
+	if idem.Key == "" {
+		return 0
+	}
+	return int64(2*len(idem.Key) + keyBytes)
 }
 
 // varintMax is the most bytes a uid takes in a record.
@@ -145,8 +172,11 @@ func appendEntry(b []byte, c *entry) []byte {
 	if !c.If.IsZero() {
 		op |= withPrecondition
 	}
-	if !c.Time.IsZero() || c.Actor != 0 {
+	if !c.Time.IsZero() || c.Actor != 0 || c.Idem.Key != "" {
 		op |= withStamp
+	}
+	if c.Idem.Key != "" {
+		op |= withKey
 	}
 	b = append(b, op)
 	b = binary.AppendUvarint(b, uint64(len(c.GroupID)))
@@ -166,7 +196,38 @@ func appendEntry(b []byte, c *entry) []byte {
 	if op&withStamp != 0 {
 		b = appendStamp(b, c.Time, c.Actor)
 	}
+	if op&withKey != 0 {
+		b = appendKey(b, c.Idem)
+	}
 	return b
+}
+
+// appendKey appends an Idempotency-Key: the key, then its fingerprint.
+func appendKey(b []byte, idem membership.Idempotency) []byte {
+	b = binary.AppendUvarint(b, uint64(len(idem.Key)))
+	b = append(b, idem.Key...)
+	return append(b, idem.Fingerprint[:]...)
+}
+
+// readKey reads an Idempotency-Key. It refuses what no build writes: a key
+// that the Service refuses, or a fingerprint of zeros (the store gives a
+// write with none the request's own before it logs it).
+func readKey(r *bytes.Reader) (membership.Idempotency, error) {
+	var idem membership.Idempotency
+	var err error
+	if idem.Key, err = readString(r); err != nil {
+		return idem, err
+	}
+	if err := membership.ValidateIdempotencyKey(idem.Key); err != nil {
+		return idem, err
+	}
+	if _, err := io.ReadFull(r, idem.Fingerprint[:]); err != nil {
+		return idem, err
+	}
+	if idem.Fingerprint == (membership.Fingerprint{}) {
+		return idem, errors.New("a key without a fingerprint")
+	}
+	return idem, nil
 }
 
 // appendStamp appends a stamp: t, in milliseconds since 1970, and actor.
@@ -226,7 +287,7 @@ func readEntry(r *bytes.Reader) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	kind := op &^ (withPrecondition | withStamp)
+	kind := op &^ (withPrecondition | withStamp | withKey)
 	if kind == 0 || int(kind) >= len(entryOps) {
 		return nil, fmt.Errorf("unknown op %d", op)
 	}
@@ -253,6 +314,14 @@ func readEntry(r *bytes.Reader) (*entry, error) {
 	}
 	if op&withStamp != 0 {
 		if err := readStamp(r, &c.Time, &c.Actor); err != nil {
+			return nil, err
+		}
+	}
+	if op&withKey != 0 {
+		if op&withStamp == 0 {
+			return nil, errors.New("a key without a stamp")
+		}
+		if c.Idem, err = readKey(r); err != nil {
 			return nil, err
 		}
 	}
@@ -381,18 +450,21 @@ func readString(r *bytes.Reader) (string, error) {
 // larger than the body that asked for it (a user costs at least two bytes
 // in a body, "1,", and two in an entry) but for the group id, which comes
 // in the path, the precondition, which comes in headers: its flags and at
-// most MaxPreconditionRevisions revisions, and the stamp, a time and a
-// uid; nor than maxUsers users with the longest nicknames. A replace names
-// its users as an add does; a delete_group or a remove_user less. A batch
-// is its op byte, stamp and count, then each write as an entry: a group id
-// and a precondition per write (both in its body, but counted as if they
-// were not), and the users of all of them, bounded as one entry's.
+// most MaxPreconditionRevisions revisions, the stamp, a time and a uid,
+// and the Idempotency-Key, which comes in a header too: at most
+// membership.MaxIdempotencyKeyBytes and its fingerprint; nor than maxUsers
+// users with the longest nicknames. A replace names its users as an add
+// does; a delete_group or a remove_user less. A batch is its op byte,
+// stamp, key and count, then each write as an entry: a group id and a
+// precondition per write (both in its body, but counted as if they were
+// not), and the users of all of them, bounded as one entry's.
 func LargestEntry(maxBodyBytes int64, maxUsers, maxBatchWrites int) int64 {
 	const stamp = 2 * binary.MaxVarintLen64
+	const key = membership.MaxIdempotencyKeyBytes + keyBytes
 	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes + stamp
 	const precondition = 1 + binary.MaxVarintLen16 + MaxPreconditionRevisions*binary.MaxVarintLen64
 	const perUser = binary.MaxVarintLen64 + 1 + binary.MaxVarintLen16 + membership.MaxNicknameBytes
 	users := min(maxBodyBytes, int64(maxUsers)*perUser)
-	batch := 1 + binary.MaxVarintLen64 + int64(max(maxBatchWrites, 1))*(perChange+precondition)
-	return batch + users // a single write's is perChange + precondition + users, no more
+	batch := int64(1+binary.MaxVarintLen64+key) + int64(max(maxBatchWrites, 1))*(perChange+precondition)
+	return batch + users // a single write's is perChange + precondition + key + users, no more
 }

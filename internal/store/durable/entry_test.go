@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -57,8 +58,31 @@ func entries() map[string]*entry {
 			stamp(&c)
 			all[name+" "+sname] = &c
 		}
+		keyed := *e
+		keyed.Time, keyed.Idem = time.UnixMilli(1764028800123).UTC(), testIdem("retry-1")
+		all[name+" keyed"] = &keyed
+		keyed.If, keyed.Actor = conds["all of them"], 9
+		all[name+" keyed, with a precondition and an actor"] = &keyed
 	}
 	return all
+}
+
+// testIdem returns an Idempotency of key, with a fingerprint of its own.
+func testIdem(key string) membership.Idempotency {
+	return membership.Idempotency{Key: key, Fingerprint: membership.Fingerprint{0: byte(len(key)), 15: 0xff}}
+}
+
+// A key is written after the stamp, flagged in the op byte: the key, then
+// its 16-byte fingerprint.
+func TestEntryKey(t *testing.T) {
+	e := &entry{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{9}, Time: time.UnixMilli(1000).UTC(), Actor: 300,
+		Idem: membership.Idempotency{Key: "k", Fingerprint: membership.Fingerprint{15: 7}}}
+	payload := []byte{0x62, 1, 'g', 1, 9, 0xd0, 0x0f, 0xac, 0x02, 1, 'k', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7}
+	assert.Equal(t, payload, appendEntry(nil, e))
+	got, err := decodeEntry(payload)
+	require.NoError(t, err)
+	assert.Equal(t, e, got)
+	assert.LessOrEqual(t, int64(len(payload)), e.cost(), "the cost counts the key")
 }
 
 // A stamp is written after the rest, flagged in the op byte.
@@ -134,6 +158,12 @@ func TestEntryRefusesWhatNoBuildWrote(t *testing.T) {
 		{"a stamp cut short", []byte{0x42, 1, 'g', 1, 9, 0xd0}},
 		{"a stamp with no actor", []byte{0x42, 1, 'g', 1, 9, 2}},
 		{"an actor beyond the uids", []byte{0x42, 1, 'g', 1, 9, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
+		{"a key without a stamp", append([]byte{0x22, 1, 'g', 1, 9, 1, 'k'}, fingerprint7...)},
+		{"an empty key", append([]byte{0x62, 1, 'g', 1, 9, 2, 0, 0}, fingerprint7...)},
+		{"a key with a control character", append([]byte{0x62, 1, 'g', 1, 9, 2, 0, 1, '\n'}, fingerprint7...)},
+		{"a key too long", append(append([]byte{0x64, 1, 'g', 2, 0, 0x80, 0x02}, bytes.Repeat([]byte{'k'}, 256)...), fingerprint7...)},
+		{"a fingerprint cut short", []byte{0x62, 1, 'g', 1, 9, 2, 0, 1, 'k', 1, 2, 3}},
+		{"a fingerprint of zeros", append([]byte{0x62, 1, 'g', 1, 9, 2, 0, 1, 'k'}, make([]byte, 16)...)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := decodeEntry(tt.payload)
@@ -141,6 +171,9 @@ func TestEntryRefusesWhatNoBuildWrote(t *testing.T) {
 		})
 	}
 }
+
+// fingerprint7 is a fingerprint as a record holds it.
+var fingerprint7 = []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7}
 
 // FuzzDecodeEntry checks that decoding never panics, and that what it
 // accepts is written back as it was read.
@@ -185,6 +218,10 @@ func TestLargestEntryBoundsEveryOp(t *testing.T) {
 		{Op: membership.OpRemoveUser, UIDs: uids[:1], If: cond},
 	} {
 		e.Time, e.Actor = time.UnixMilli(-1<<62).UTC(), 9223372036854775807 // the longest stamp
+		e.Idem = testIdem(string(bytes.Repeat([]byte{'~'}, membership.MaxIdempotencyKeyBytes)))
 		assert.LessOrEqual(t, int64(len(appendEntry(nil, e))), bound, "op %s", e.Op)
+		if e.Op == membership.OpDeleteGroup {
+			assert.LessOrEqual(t, int64(len(appendEntry(nil, e))), LargestEntry(1<<30, 0, 1), "with no user to spare")
+		}
 	}
 }

@@ -36,4 +36,12 @@ func (d *Store) Budgets() []metrics.Budget { return d.Stats().Budgets() }
 
 // Backup copies the whole state at one revision; see memory.Store.Backup.
 // What memory holds is on disk: a change is applied after it is written.
-func (d *Store) Backup() *snap.Backup { return d.mem.Backup() }
+// It copies between two commits' changes (applyMu), never between a keyed
+// write's change and memory remembering its key: a store restored from
+// the backup answers a repeat of every keyed write the backup holds, and
+// of no other, as a replay.
+func (d *Store) Backup() *snap.Backup {
+	d.applyMu.Lock()
+	defer d.applyMu.Unlock()
+	return d.mem.Backup()
+}

@@ -10,6 +10,9 @@
 // These are all the locks, and the one order they are taken in. A lock
 // later in the list is never held while one earlier is taken.
 //
+//  0. keyedMu: held for reading by a write with an Idempotency key from
+//     before its change until its key is remembered, and for writing by
+//     Backup, so that a backup holds no change without its key.
 //  1. shard.mu (Store.shards): a group's shard. A change holds its group's
 //     shard, and only that one, from start to end; a reader of a group holds
 //     it for reading. A backup holds every shard for reading, in index

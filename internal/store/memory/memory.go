@@ -50,8 +50,12 @@ type Store struct {
 	// feed gives every change the next revision and keeps the latest
 	// changes, so a revision names one change in the whole store.
 	feed feed
-	// keys are the Idempotency-Keys remembered (keys.go).
-	keys keys
+	// keys are the Idempotency-Keys remembered (keys.go). keyedMu is held
+	// for reading by a keyed write from its change until its key is
+	// remembered, and for writing by Backup, so that a backup never holds
+	// a change without its key.
+	keys    keys
+	keyedMu sync.RWMutex
 	// nicknamesRevision is the revision of the last nickname change, and
 	// removedRevision that of the last group deleted. Both are part of every
 	// group's revision: see revisionOf.

@@ -107,6 +107,8 @@ func (m *Store) Import(st *snap.State) {
 // copies: it holds every shard, so that no change is halfway, and the copy
 // is of memory only (no encoding, no I/O).
 func (m *Store) Backup() *snap.Backup {
+	m.keyedMu.Lock()
+	defer m.keyedMu.Unlock()
 	for i := range m.shards {
 		m.shards[i].mu.RLock()
 	}

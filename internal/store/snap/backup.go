@@ -8,7 +8,9 @@ import (
 )
 
 // Backup is a consistent copy of a store's whole state at one revision: the
-// members of every group and the nicknames, not the change feed's history.
+// members of every group, the nicknames and the Idempotency-Keys
+// remembered (a restored store answers a retry as the store did), not the
+// change feed's history.
 // It holds about as much memory as the memberships take in the store, until
 // it is dropped. Its bytes are a snapshot file, which Restore reads.
 type Backup struct {
@@ -40,9 +42,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // Check returns an error unless st keeps the service's rules: valid and
-// distinct group ids, each with members, no revision past the latest, and
-// valid nicknames of users who are in a group. The checksum says that a file
-// is whole; this says that it came from the service.
+// distinct group ids, each with members, no revision past the latest,
+// valid nicknames of users who are in a group, and distinct keys. The
+// checksum says that a file is whole; this says that it came from the
+// service.
 func (st *State) Check() error {
 	inGroup := map[membership.UID]bool{}
 	ids := make(map[string]bool, len(st.Groups))
@@ -72,6 +75,20 @@ func (st *State) Check() error {
 		}
 		if !inGroup[uid] {
 			return fmt.Errorf("user %d has a nickname but is in no group", uid)
+		}
+	}
+	keys := make(map[string]bool, len(st.Keys))
+	for _, k := range st.Keys {
+		if keys[k.Key] {
+			return fmt.Errorf("the Idempotency-Key %q is there twice", k.Key)
+		}
+		keys[k.Key] = true
+		past := k.Revision > st.LastRevision
+		for _, res := range k.Results {
+			past = past || res.Revision > st.LastRevision
+		}
+		if past {
+			return fmt.Errorf("the Idempotency-Key %q has a revision past the latest, %d", k.Key, st.LastRevision)
 		}
 	}
 	return nil

@@ -26,7 +26,7 @@ import (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // A snapshot file holds the whole state: a header (magic word and format
-// version), a body, and a CRC-32C of the body. The body of version 5 is
+// version), a body, and a CRC-32C of the body. The body of version 6 is
 //
 //   - the revisions: the latest, that of the last nickname change, and that
 //     of the last group deleted;
@@ -43,16 +43,24 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //     nicknames, with no revision and no stamp (they share the batch's);
 //     then the change's stamp: a byte of flags (1 a time follows, 2 an
 //     actor follows), the time in milliseconds since 1970-01-01 UTC (a
-//     signed, zigzag varint) and the actor's uid.
+//     signed, zigzag varint) and the actor's uid;
+//   - the Idempotency-Keys remembered, oldest first: count, then each key
+//     (1 to 255 printable ASCII bytes), its fingerprint (16 bytes), the
+//     time of its write's commit (milliseconds since 1970-01-01 UTC, a
+//     signed, zigzag varint), a byte that says whose it is (0 a write's, 1
+//     a batch's), the revision its write or batch returned, and its
+//     results: count (1 for a write's), then each one's count, removed and
+//     revision.
 //
-// Version 4, still read, is version 5 without batches; version 3 is
+// Version 5, still read, is version 6 without the keys (it remembers none);
+// version 4 is version 5 without batches; version 3 is
 // version 4 without the stamps (its changes have no time and no actor);
 // version 2 is version 3 with ops 1 and 2 only; version 1 has only the
 // nicknames and the groups without their revisions. A build that reads an
 // older version at most so refuses a snapshot that may hold ops it does
 // not know by its version, not halfway through its changes. All integers
 // are unsigned varints but the time, strings a length and bytes.
-var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 5}
+var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 6}
 
 // The flags of a change's stamp.
 const (
@@ -73,7 +81,8 @@ type State struct {
 	// Changes are the changes the feed keeps, oldest first, ending at
 	// LastRevision; none in a backup.
 	Changes []membership.Change
-	// Keys are the Idempotency-Keys the store remembers, oldest first.
+	// Keys are the Idempotency-Keys the store remembers, oldest first; in
+	// a backup too.
 	Keys []Key
 }
 
@@ -154,6 +163,14 @@ func Encode(out io.Writer, st *State) error {
 			return fmt.Errorf("change %d: %w", ch.Revision, err)
 		}
 		c.b = appendChange(c.b, ch)
+		c.flushIfFull()
+	}
+	c.uvarint(uint64(len(st.Keys)))
+	for _, k := range st.Keys {
+		if err := checkKey(k); err != nil {
+			return err
+		}
+		c.b = appendKey(c.b, k)
 		c.flushIfFull()
 	}
 	c.flush()
@@ -264,6 +281,11 @@ func decodeState(r *bytes.Reader, version uint32) (*State, error) {
 	}
 	if version >= 2 {
 		if st.Changes, err = readChanges(r, st.LastRevision, version); err != nil {
+			return nil, err
+		}
+	}
+	if version >= 6 {
+		if st.Keys, err = readKeys(r); err != nil {
 			return nil, err
 		}
 	}
@@ -660,4 +682,118 @@ func readString(r *bytes.Reader) (string, error) {
 	b := make([]byte, n)
 	_, err = io.ReadFull(r, b)
 	return string(b), err
+}
+
+// The byte that says whose a key is.
+const (
+	keyOfWrite byte = 0
+	keyOfBatch byte = 1
+)
+
+// checkKey returns an error unless k is a key a store remembers: a valid
+// key, and a write's with one result.
+func checkKey(k Key) error {
+	if err := membership.ValidateIdempotencyKey(k.Key); err != nil {
+		return fmt.Errorf("a remembered key: %v", err)
+	}
+	if !k.Batch && len(k.Results) != 1 {
+		return fmt.Errorf("the key %q of a write has %d results", k.Key, len(k.Results))
+	}
+	return nil
+}
+
+// appendKey appends a remembered Idempotency-Key.
+func appendKey(b []byte, k Key) []byte {
+	b = binary.AppendUvarint(b, uint64(len(k.Key)))
+	b = append(b, k.Key...)
+	b = append(b, k.Fingerprint[:]...)
+	b = binary.AppendVarint(b, k.Time.UnixMilli())
+	kind := keyOfWrite
+	if k.Batch {
+		kind = keyOfBatch
+	}
+	b = append(b, kind)
+	b = binary.AppendUvarint(b, uint64(k.Revision))
+	b = binary.AppendUvarint(b, uint64(len(k.Results)))
+	for _, res := range k.Results {
+		b = binary.AppendUvarint(b, uint64(res.Count))
+		b = binary.AppendUvarint(b, uint64(res.Removed))
+		b = binary.AppendUvarint(b, uint64(res.Revision))
+	}
+	return b
+}
+
+// readKeys reads the remembered Idempotency-Keys: nil when there is none.
+func readKeys(r *bytes.Reader) ([]Key, error) {
+	n, err := binary.ReadUvarint(r)
+	switch {
+	case err != nil:
+		return nil, err
+	case n == 0:
+		return nil, nil
+	case n > uint64(r.Len()):
+		return nil, errors.New("more keys than the file")
+	}
+	keys := make([]Key, 0, n)
+	for range n {
+		k, err := readKey(r)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// readKey reads one remembered Idempotency-Key.
+func readKey(r *bytes.Reader) (Key, error) {
+	var k Key
+	var err error
+	if k.Key, err = readString(r); err != nil {
+		return k, err
+	}
+	if _, err := io.ReadFull(r, k.Fingerprint[:]); err != nil {
+		return k, err
+	}
+	ms, err := binary.ReadVarint(r)
+	if err != nil {
+		return k, err
+	}
+	k.Time = time.UnixMilli(ms).UTC()
+	kind, err := r.ReadByte()
+	switch {
+	case err != nil:
+		return k, err
+	case kind != keyOfWrite && kind != keyOfBatch:
+		return k, fmt.Errorf("the key %q: unknown kind %d", k.Key, kind)
+	}
+	k.Batch = kind == keyOfBatch
+	rev, err := binary.ReadUvarint(r)
+	if err != nil {
+		return k, err
+	}
+	k.Revision = membership.Revision(rev)
+	n, err := binary.ReadUvarint(r)
+	switch {
+	case err != nil:
+		return k, err
+	case n > uint64(r.Len()):
+		return k, errors.New("more results than the file")
+	}
+	k.Results = make([]membership.Result, 0, n)
+	for range n {
+		var res membership.Result
+		var f [3]uint64
+		for i := range f {
+			if f[i], err = binary.ReadUvarint(r); err != nil {
+				return k, err
+			}
+		}
+		if f[0] > math.MaxInt || f[1] > math.MaxInt {
+			return k, fmt.Errorf("the key %q: a result's count is out of range", k.Key)
+		}
+		res.Count, res.Removed, res.Revision = int(f[0]), int(f[1]), membership.Revision(f[2])
+		k.Results = append(k.Results, res)
+	}
+	return k, checkKey(k)
 }

@@ -44,7 +44,7 @@ func TestChangesOfEveryOpRoundTrip(t *testing.T) {
 	got, err := Decode(buf.Bytes(), "s.snap")
 	require.NoError(t, err)
 	assert.Equal(t, st, got)
-	assert.Equal(t, "GMSN\x05\x00\x00\x00", buf.String()[:8], "a snapshot that may hold batches is of version 5")
+	assert.Equal(t, "GMSN\x06\x00\x00\x00", buf.String()[:8], "a snapshot that may hold Idempotency-Keys is of version 6")
 }
 
 // A change no build writes is refused: a damaged or foreign snapshot.
@@ -218,8 +218,7 @@ func TestVersion4IsReadWithoutBatches(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	require.NoError(t, Encode(&buf, st))
-	v4 := buf.Bytes()
-	v4[4] = 4 // a state without batches is encoded as version 4 encoded it
+	v4 := asVersion(t, buf.Bytes(), 4) // a state without batches is encoded as version 4 encoded it
 	got, err := Decode(v4, "s.snap")
 	require.NoError(t, err)
 	assert.Equal(t, st, got)
@@ -227,4 +226,153 @@ func TestVersion4IsReadWithoutBatches(t *testing.T) {
 	batch := []byte{1, 0, 0, 0, 0, 1, 1, 6, 1, 4, 1, 'g', 0, 0, 0}
 	_, err = Decode(snapshotOf(4, batch), "s.snap")
 	assert.ErrorContains(t, err, "unknown op 6")
+}
+
+// asVersion returns data, a snapshot of a state without Idempotency-Keys,
+// as version (5 or less) wrote it: without the key count that ends the
+// body of version 6.
+func asVersion(t *testing.T, data []byte, version byte) []byte {
+	t.Helper()
+	body := data[8 : len(data)-4]
+	require.Equal(t, byte(0), body[len(body)-1], "no key")
+	return snapshotOf(version, body[:len(body)-1])
+}
+
+// keysState returns a state that remembers a write's key, a batch's, and
+// an empty batch's.
+func keysState() *State {
+	at := time.Date(2026, 11, 24, 23, 59, 1, 123e6, time.UTC)
+	return &State{
+		LastRevision: 9,
+		Nicknames:    map[membership.UID]string{},
+		Groups:       []Group{{ID: "g", Revision: 9, UIDs: []membership.UID{1}}},
+		Changes:      []membership.Change{},
+		Keys: []Key{
+			{Key: "k1", Fingerprint: membership.Fingerprint{1, 2, 3, 15: 0xff}, Time: at,
+				Results: []membership.Result{{Count: 2, Removed: 1, Revision: 7}}, Revision: 7},
+			{Key: "batch ~!", Fingerprint: membership.Fingerprint{0: 9}, Time: at.Add(time.Millisecond), Batch: true,
+				Results: []membership.Result{{Count: 1, Revision: 9}, {Revision: 9}}, Revision: 9},
+			{Key: string(bytes.Repeat([]byte{'x'}, membership.MaxIdempotencyKeyBytes)), Fingerprint: membership.Fingerprint{4: 1},
+				Time: time.UnixMilli(-1).UTC(), Batch: true, Results: []membership.Result{}, Revision: 3},
+		},
+	}
+}
+
+// A snapshot keeps the Idempotency-Keys, oldest first, with their
+// fingerprints, times and results.
+func TestKeysRoundTrip(t *testing.T) {
+	st := keysState()
+	var buf bytes.Buffer
+	require.NoError(t, Encode(&buf, st))
+	got, err := Decode(buf.Bytes(), "s.snap")
+	require.NoError(t, err)
+	assert.Equal(t, st, got)
+	require.NoError(t, got.Check())
+	backup := &bytes.Buffer{}
+	_, err = NewBackup(st).WriteTo(backup)
+	require.NoError(t, err)
+	assert.Equal(t, buf.Bytes(), backup.Bytes(), "a backup holds them too")
+}
+
+// A key is its string, its fingerprint, its time, a byte that says whose
+// it is, its revision and its results, after the changes.
+func TestKeysLayout(t *testing.T) {
+	st := &State{LastRevision: 1, Keys: []Key{{Key: "k", Fingerprint: membership.Fingerprint{15: 7}, Time: time.UnixMilli(1000).UTC(),
+		Results: []membership.Result{{Count: 2, Removed: 3, Revision: 1}}, Revision: 1}}}
+	var buf bytes.Buffer
+	require.NoError(t, Encode(&buf, st))
+	body := buf.Bytes()[8 : buf.Len()-4]
+	want := []byte{1, 0, 0, 0, 0, 0, // revisions, nicknames, groups, changes
+		1, 1, 'k', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0xd0, 0x0f, 0, 1, 1, 2, 3, 1}
+	assert.Equal(t, want, body)
+}
+
+// A snapshot of version 5, as the build before Idempotency-Keys wrote it,
+// is read: it remembers no key.
+func TestVersion5IsReadWithNoKeys(t *testing.T) {
+	st := &State{
+		LastRevision: 1,
+		Nicknames:    map[membership.UID]string{},
+		Groups:       []Group{{ID: "g", Revision: 1, UIDs: []membership.UID{1}}},
+		Changes:      []membership.Change{{Revision: 1, Op: membership.OpBatch, Changes: []membership.Change{{Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{1}}}}},
+	}
+	var buf bytes.Buffer
+	require.NoError(t, Encode(&buf, st))
+	got, err := Decode(asVersion(t, buf.Bytes(), 5), "s.snap")
+	require.NoError(t, err)
+	assert.Equal(t, st, got)
+	assert.Nil(t, got.Keys)
+
+	withKey := append(buf.Bytes()[8:buf.Len()-5:buf.Len()-5], 1, 1, 'k')
+	_, err = Decode(snapshotOf(5, withKey), "s.snap")
+	assert.ErrorContains(t, err, "trailing bytes", "a version 5 snapshot has no keys")
+}
+
+// A key no build writes is refused: a damaged or foreign snapshot.
+func TestKeysNoBuildWroteAreRefused(t *testing.T) {
+	// Revisions 1, 0, 0; no nickname, group or change; one key.
+	head := []byte{1, 0, 0, 0, 0, 0, 1}
+	fp := make([]byte, 16)
+	key := func(k string, kind byte, results ...byte) []byte {
+		b := append([]byte{byte(len(k))}, k...)
+		b = append(b, fp...)
+		b = append(b, 2, kind, 1) // time, kind, revision
+		return append(b, results...)
+	}
+	for _, tt := range []struct {
+		name string
+		key  []byte
+	}{
+		{"an empty key", key("", 0, 1, 0, 0, 1)},
+		{"a key with a control character", key("a\nb", 0, 1, 0, 0, 1)},
+		{"a key that is not ASCII", key("ü", 0, 1, 0, 0, 1)},
+		{"a write's key of two results", key("k", 0, 2, 0, 0, 1, 0, 0, 1)},
+		{"a write's key of no result", key("k", 0, 0)},
+		{"an unknown kind", key("k", 2, 1, 0, 0, 1)},
+		{"more results than the file", key("k", 1, 100, 0, 0, 1)},
+		{"cut short", key("k", 0, 1, 0, 0)},
+		{"a fingerprint cut short", []byte{1, 'k', 1, 2, 3}},
+		{"trailing bytes", key("k", 0, 1, 0, 0, 1, 0)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode(snapshotOf(6, append(slices.Clone(head), tt.key...)), "s.snap")
+			assert.Error(t, err)
+		})
+	}
+	_, err := Decode(snapshotOf(6, append(slices.Clone(head), key("k", 0, 1, 0, 0, 1)...)), "s.snap")
+	require.NoError(t, err, "the same, well formed")
+	head[len(head)-1] = 2
+	_, err = Decode(snapshotOf(6, append(slices.Clone(head), key("k", 0, 1, 0, 0, 1)...)), "s.snap")
+	assert.Error(t, err, "more keys than the file")
+}
+
+// Encode refuses a key that would not read back.
+func TestEncodeRefusesAKeyNoStoreRemembers(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		key  Key
+	}{
+		{"an empty key", Key{Results: []membership.Result{{}}}},
+		{"a key too long", Key{Key: string(bytes.Repeat([]byte{'x'}, membership.MaxIdempotencyKeyBytes+1)), Results: []membership.Result{{}}}},
+		{"a write's key of two results", Key{Key: "k", Results: []membership.Result{{}, {}}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Encode(&bytes.Buffer{}, &State{Keys: []Key{tt.key}})
+			assert.Error(t, err)
+		})
+	}
+}
+
+// Check refuses keys that no store remembers: twice the same, or of a
+// revision past the latest.
+func TestCheckRefusesKeysThatBreakTheRules(t *testing.T) {
+	st := keysState()
+	st.Keys[1].Key = st.Keys[0].Key
+	assert.ErrorContains(t, st.Check(), "twice")
+	st = keysState()
+	st.Keys[0].Revision = st.LastRevision + 1
+	assert.ErrorContains(t, st.Check(), "past the latest")
+	st = keysState()
+	st.Keys[1].Results[1].Revision = st.LastRevision + 1
+	assert.ErrorContains(t, st.Check(), "past the latest")
 }
