@@ -400,7 +400,7 @@ func TestBackupsNeverHoldAKeyedChangeWithoutItsKey(t *testing.T) {
 	ctx := context.Background()
 	d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
 	defer d.Close()
-	const writers = 8
+	const writers, perWriter = 8, 2000
 	stop := make(chan struct{})
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
@@ -408,7 +408,7 @@ func TestBackupsNeverHoldAKeyedChangeWithoutItsKey(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; ; i++ {
+			for i := range perWriter { // within the keys' budget: every key is kept
 				select {
 				case <-stop:
 					return

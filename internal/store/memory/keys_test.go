@@ -1,15 +1,18 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
@@ -162,6 +165,7 @@ func TestARefusedWriteIsNotRemembered(t *testing.T) {
 	require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
 	assert.Equal(t, int64(0), m.Stats().Keys.Held, "a refused write is not remembered")
 }
+
 // Replay only reads: asked as of a time past a key's retention, it says it
 // does not remember the key, but does not forget it. A store that keeps a
 // log asks with the wall clock before it logs a write, while writes logged
@@ -188,4 +192,60 @@ func TestReplayForgetsNothing(t *testing.T) {
 	assert.True(t, again.Replayed, "a repeat applied as of its commit time is a replay")
 	assert.Equal(t, first.Revision, again.Revision)
 	assert.Equal(t, int64(1), m.Stats().Keys.Held)
+}
+
+// A backup never holds a keyed write's change without its key, nor a key
+// without its change: a store restored from it answers a repeat of every
+// keyed write it holds, and of no other, as a replay.
+func TestBackupsHoldEveryKeyedChangeWithItsKey(t *testing.T) {
+	m := New()
+	const writers, perWriter = 4, 2000
+	stop := make(chan struct{})
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				uid := membership.UID(w<<32 | i + 1)
+				add := membership.Write{Op: membership.OpAdd, GroupID: fmt.Sprint("g", w), Users: []membership.User{{UID: uid}}}
+				if _, err := m.Write(context.Background(), storetest.Keyed(add, fmt.Sprint(uid))); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}()
+	}
+	defer func() {
+		close(stop)
+		wg.Wait()
+		for _, err := range errs {
+			assert.NoError(t, err)
+		}
+	}()
+	for range 200 {
+		var file bytes.Buffer
+		_, err := m.Backup().WriteTo(&file)
+		require.NoError(t, err)
+		st, err := snap.Decode(file.Bytes(), "backup")
+		require.NoError(t, err)
+		keys := map[string]bool{}
+		for _, k := range st.Keys {
+			keys[k.Key] = true
+		}
+		members := 0
+		for _, g := range st.Groups {
+			for _, uid := range g.UIDs {
+				members++
+				require.True(t, keys[fmt.Sprint(uid)], "the backup at revision %d holds user %d, but not the key that added it", st.LastRevision, uid)
+			}
+		}
+		require.Len(t, st.Keys, members, "and no key of a change it does not hold")
+	}
 }
