@@ -73,18 +73,30 @@ func newKeys(maxBytes int64, retention time.Duration) keys {
 // is remembered with another fingerprint or for the other kind of request.
 // The caller holds mu.
 func (k *keys) lookup(idem membership.Idempotency, batch bool, now time.Time) (*keyEntry, error) {
-	e := k.byKey[idem.Key]
-	if e == nil {
-		return nil, nil
-	}
-	if e.remembered && now.Sub(e.Time) > k.retention {
+	if e := k.byKey[idem.Key]; e != nil && k.expired(e, now) {
 		k.forget(e)
+	}
+	return k.peek(idem, batch, now)
+}
+
+// peek is lookup reading only: a key past its retention is as none, but
+// stays in the table until a write decided as of its own time forgets it.
+// The caller holds mu.
+func (k *keys) peek(idem membership.Idempotency, batch bool, now time.Time) (*keyEntry, error) {
+	e := k.byKey[idem.Key]
+	if e == nil || k.expired(e, now) {
 		return nil, nil
 	}
 	if e.remembered && (e.Fingerprint != idem.Fingerprint || e.Batch != batch) {
 		return nil, membership.IdempotencyKeyReused()
 	}
 	return e, nil
+}
+
+// expired reports whether e is remembered and past its retention as of
+// now.
+func (k *keys) expired(e *keyEntry, now time.Time) bool {
+	return e.remembered && now.Sub(e.Time) > k.retention
 }
 
 // forget drops e from the table. The caller holds mu.
@@ -206,12 +218,15 @@ func fingerprintOf(idem membership.Idempotency, own func() membership.Fingerprin
 // It returns false when m does not remember the key (or it is in flight),
 // and CodeIdempotencyKeyReused when m remembers it for another request.
 // The stores that keep a log call it before logging a keyed write: a
-// repeat is answered without a record.
+// repeat is answered without a record. It forgets nothing, not even a key
+// past its retention as of now: now is the caller's clock, and only the
+// writes applied, as of their commit times, change the table, so that a
+// replay of the log decides as the store did live.
 func (m *Store) Replay(idem membership.Idempotency, batch bool, now time.Time) ([]membership.Result, membership.Revision, bool, error) {
 	k := &m.keys
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	e, err := k.lookup(idem, batch, now)
+	e, err := k.peek(idem, batch, now)
 	if err != nil || e == nil || !e.remembered {
 		return nil, 0, false, err
 	}
