@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
@@ -261,9 +262,9 @@ func readString(r *bytes.Reader) (string, error) {
 }
 
 // batchOf returns the batch c, a batch's row, holds: ws, with the row's
-// actor and the time it was placed in the log.
+// actor, Idempotency key and the time it was placed in the log.
 func (c change) batchOf(ws []membership.Write) membership.Batch {
-	b := membership.Batch{Writes: ws, Time: c.sequencedAt}
+	b := membership.Batch{Writes: ws, Time: c.sequencedAt, Idem: c.idem}
 	if c.actor != nil {
 		b.Actor = membership.UID(*c.actor)
 	}
@@ -284,24 +285,53 @@ func (c change) batchOf(ws []membership.Write) membership.Batch {
 // the log, which settles it. A batch of no write is answered here once
 // this instance has applied the log as placed now.
 //
-// Errors: CodePreconditionFailed, CodeUnavailable.
+// A batch with an Idempotency key (b.Idem) is applied once for its key,
+// as a keyed Write is: answered here only when this instance has applied
+// a change with its key already, otherwise settled by the log, its
+// preconditions included.
+//
+// Errors: CodePreconditionFailed, CodeIdempotencyKeyReused,
+// CodeUnavailable.
 func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.BatchResult, error) {
 	for i, w := range b.Writes {
 		if !batchTakes(w.Op) {
 			return membership.BatchResult{}, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
 		}
-		if st := s.localState(ctx, w); failsForGood(w.If, st) {
-			return membership.BatchResult{}, memory.BatchElementError(i, w.GroupID, membership.PreconditionFailed(st.revision))
+	}
+	c := batchChange(b)
+	if c.idem.Key != "" {
+		results, rev, replayed, err := s.replayHere(c.idem, true)
+		switch {
+		case err != nil:
+			return membership.BatchResult{}, err
+		case replayed:
+			return membership.BatchResult{Results: slices.Clone(results), Revision: rev, Replayed: true}, nil
+		}
+	} else {
+		for i, w := range b.Writes {
+			if st := s.localState(ctx, w); failsForGood(w.If, st) {
+				return membership.BatchResult{}, memory.BatchElementError(i, w.GroupID, membership.PreconditionFailed(st.revision))
+			}
+		}
+		if len(b.Writes) == 0 && s.caughtUp(ctx) {
+			return membership.BatchResult{Results: []membership.Result{}, Revision: s.mem.LatestRevision()}, nil
 		}
 	}
-	if len(b.Writes) == 0 && s.caughtUp(ctx) {
-		return membership.BatchResult{Results: []membership.Result{}, Revision: s.mem.LatestRevision()}, nil
+	o := s.submit(ctx, c)
+	return o.batch, o.err
+}
+
+// batchChange returns b as a row of the log: its writes, its actor, its
+// Idempotency key with the Service's fingerprint, or b's own when the
+// caller gave none (membership.FingerprintBatch).
+func batchChange(b membership.Batch) change {
+	c := change{op: opBatch, uids: []int64{}, batch: appendBatch(nil, b.Writes), idem: b.Idem}
+	if c.idem.Key != "" && c.idem.Fingerprint == (membership.Fingerprint{}) {
+		c.idem.Fingerprint = membership.FingerprintBatch(b)
 	}
-	c := change{op: opBatch, uids: []int64{}, batch: appendBatch(nil, b.Writes)}
 	if b.Actor != 0 {
 		actor := int64(b.Actor)
 		c.actor = &actor
 	}
-	o := s.submit(ctx, c)
-	return o.batch, o.err
+	return c
 }

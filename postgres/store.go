@@ -19,6 +19,13 @@
 // alike, so of two writes racing with one ETag the first in the log wins
 // and the other fails everywhere, taking no revision. Its writer gets the
 // failure as the answer to its change (write.go).
+//
+// So is a write's Idempotency-Key: the row carries the key and the
+// request's fingerprint, and memory, applying the log, decides whether the
+// row repeats a keyed change it remembers, as of the row's time, every
+// instance alike. A retry sent to any instance is applied once: the first
+// row with the key is applied, a later one changes nothing, and its writer
+// gets the first one's result, Replayed (write.go).
 package postgres
 
 import (
@@ -291,9 +298,15 @@ func (s *Store) submit(ctx context.Context, c change) outcome {
 	}()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CommitTimeout)
 	defer cancel()
+	var key *string // NULL: none
+	var fingerprint []byte
+	if c.idem.Key != "" {
+		key, fingerprint = &c.idem.Key, c.idem.Fingerprint[:]
+	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO membership_changes
-		(ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		ticket, c.op, c.groupID, c.uids, c.nicknames, c.ifRevisions, c.ifExists, c.ifEmpty, c.actor, c.batch)
+		(ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch, idem_key, idem_fingerprint)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		ticket, c.op, c.groupID, c.uids, c.nicknames, c.ifRevisions, c.ifExists, c.ifEmpty, c.actor, c.batch, key, fingerprint)
 	if err != nil {
 		if ctx.Err() != nil {
 			return outcome{err: membership.Errorf(membership.CodeUnavailable,
@@ -424,6 +437,7 @@ func (s *Store) catchUp(ctx context.Context, q querier) error {
 // returns how many. The caller holds applyMu.
 func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 	rows, err := q.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch,
+		idem_key, idem_fingerprint,
 		coalesce(sequenced_at, appended_at), extract(epoch FROM clock_timestamp() - appended_at)::float8
 		FROM membership_changes WHERE pos > $1 ORDER BY pos LIMIT $2`, s.applied.Load(), fetchRows)
 	if err != nil {
@@ -433,8 +447,10 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 	n := 0
 	for rows.Next() {
 		var c logEntry
+		var key *string
+		var fingerprint []byte
 		if err := rows.Scan(&c.pos, &c.ticket, &c.op, &c.groupID, &c.uids, &c.nicknames,
-			&c.ifRevisions, &c.ifExists, &c.ifEmpty, &c.actor, &c.batch, &c.sequencedAt, &c.age); err != nil {
+			&c.ifRevisions, &c.ifExists, &c.ifEmpty, &c.actor, &c.batch, &key, &fingerprint, &c.sequencedAt, &c.age); err != nil {
 			return n, err
 		}
 		why := ""
@@ -443,6 +459,11 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 		} else if !c.known() {
 			why = fmt.Sprintf("change %d of the log has op %d, which this build does not know: "+
 				"this instance stops taking changes: restart it on the build that wrote it", c.pos, c.op)
+		} else if key != nil && (*key == "" || len(fingerprint) != len(c.idem.Fingerprint)) {
+			// The database's check refuses these: a row that holds one
+			// anyway is not applied without its key, nor skipped.
+			why = fmt.Sprintf("change %d of the log has an Idempotency-Key that cannot be read (%d bytes of fingerprint): "+
+				"this instance stops taking changes", c.pos, len(fingerprint))
 		} else if c.op == opBatch {
 			if c.writes, err = decodeBatch(c.batch); err != nil {
 				why = fmt.Sprintf("change %d of the log is a batch that cannot be read (%v): "+
@@ -452,6 +473,10 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 		if why != "" {
 			s.broken.Store(&why)
 			return n, errors.New(why)
+		}
+		if key != nil {
+			c.idem.Key = *key
+			copy(c.idem.Fingerprint[:], fingerprint)
 		}
 		s.apply(ctx, c)
 		s.applied.Store(c.pos)
@@ -472,8 +497,11 @@ type logEntry struct {
 // apply applies c to memory and answers its writer, if it waits here.
 // Memory decides, every instance alike, whether c's precondition holds:
 // one that does not is its writer's answer, and changes nothing anywhere.
-// The change takes the time and actor of its row, so every instance gives
-// it the same ones.
+// So it decides whether c's Idempotency key repeats a keyed change it
+// remembers, as of c's time: a repeat changes nothing, and its writer
+// gets the first change's result, Replayed; the key of another request,
+// CodeIdempotencyKeyReused. The change takes the time and actor of its
+// row, so every instance gives it the same ones.
 func (s *Store) apply(ctx context.Context, c logEntry) {
 	start := time.Now()
 	var o outcome
@@ -482,9 +510,13 @@ func (s *Store) apply(ctx context.Context, c logEntry) {
 	} else {
 		o.res, o.err = s.mem.Write(ctx, c.write())
 	}
-	if err := o.err; err != nil && membership.ErrorCode(err) != membership.CodePreconditionFailed {
-		// Memory refuses nothing else: the writers' Service checked it.
-		s.logger.Error("applying a change of the log failed", "pos", c.pos, "err", err)
+	if err := o.err; err != nil {
+		switch membership.ErrorCode(err) {
+		case membership.CodePreconditionFailed, membership.CodeIdempotencyKeyReused:
+		default:
+			// Memory refuses nothing else: the writers' Service checked it.
+			s.logger.Error("applying a change of the log failed", "pos", c.pos, "err", err)
+		}
 	}
 	s.lag.Observe(time.Duration(c.age*float64(time.Second)) + time.Since(start))
 	s.waitMu.Lock()

@@ -35,6 +35,9 @@ type change struct {
 	// batch holds a batch's writes (op 6), encoded by appendBatch; nil
 	// for the other ops.
 	batch []byte
+	// idem is the write's or batch's Idempotency, with its fingerprint;
+	// a zero Key for none (NULL).
+	idem membership.Idempotency
 	// sequencedAt is when the sequencer placed the change: its time, the
 	// same on every instance. Only a change read from the log has one.
 	sequencedAt time.Time
@@ -42,8 +45,14 @@ type change struct {
 
 // changeOf returns w as a row of the log, or an error for a write that
 // memory would refuse: an unknown op, a remove_user that names not one uid.
+//
+// A keyed write's row carries its key and fingerprint: the Service's, or,
+// when the caller gave none, w's own (membership.FingerprintWrite).
 func changeOf(w membership.Write) (change, error) {
-	c := change{groupID: w.GroupID}
+	c := change{groupID: w.GroupID, idem: w.Idem}
+	if c.idem.Key != "" && c.idem.Fingerprint == (membership.Fingerprint{}) {
+		c.idem.Fingerprint = membership.FingerprintWrite(w)
+	}
 	if w.Actor != 0 {
 		actor := int64(w.Actor)
 		c.actor = &actor
@@ -90,9 +99,10 @@ func changeOf(w membership.Write) (change, error) {
 func (c change) known() bool { return c.op > 0 && int(c.op) < len(ops) && ops[c.op] != "" }
 
 // write returns c as the membership.Write it was made of, with the time
-// it was placed in the log. c's op is known.
+// it was placed in the log, as of which memory decides whether its key
+// repeats one it remembers. c's op is known.
 func (c change) write() membership.Write {
-	w := membership.Write{Op: ops[c.op], GroupID: c.groupID, Time: c.sequencedAt}
+	w := membership.Write{Op: ops[c.op], GroupID: c.groupID, Time: c.sequencedAt, Idem: c.idem}
 	if c.actor != nil {
 		w.Actor = membership.UID(*c.actor)
 	}
@@ -135,15 +145,48 @@ func (s *Store) RemoveMembers(ctx context.Context, groupID string, uids []member
 // one If-Match, the first in the log wins, the other fails everywhere.
 // A write whose outcome this instance already knows is answered without
 // going to the log (answerHere).
+//
+// A write with an Idempotency key (w.Idem) is applied once for its key,
+// whichever instance takes it: its row carries the key, and every
+// instance, applying the log in order, has memory decide whether the row
+// repeats a keyed change it remembers, as of the row's time. A repeat
+// changes nothing, and its writer gets the first change's result,
+// Replayed. So a keyed write is answered here only when this instance
+// has applied a change with its key already (replayHere): the first's
+// result, or CodeIdempotencyKeyReused; otherwise it goes to the log, even
+// when it would change nothing (its key is remembered all the same) or
+// its precondition seems to fail here (the change with its key may be
+// being applied meanwhile: the log settles it).
 func (s *Store) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
 	c, err := changeOf(w)
 	if err != nil {
 		return membership.Result{}, err
 	}
+	if c.idem.Key != "" {
+		results, _, replayed, err := s.replayHere(c.idem, false)
+		switch {
+		case err != nil:
+			return membership.Result{}, err
+		case replayed:
+			res := results[0]
+			res.Replayed = true
+			return res, nil
+		}
+		return s.commit(ctx, c)
+	}
 	if res, answered, err := s.answerHere(ctx, w); answered {
 		return res, err
 	}
 	return s.commit(ctx, c)
+}
+
+// replayHere returns what the write or batch keyed by idem returned, and
+// true, when this instance has applied it and remembers its key now; or
+// CodeIdempotencyKeyReused when it remembers the key for another request.
+// It changes nothing: memory decides the keyed changes of the log as of
+// their own times, alike on every instance, whatever was asked here.
+func (s *Store) replayHere(idem membership.Idempotency, batch bool) ([]membership.Result, membership.Revision, bool, error) {
+	return s.mem.Replay(idem, batch, time.Now())
 }
 
 // answerHere answers w from this instance's memory, without a change in
