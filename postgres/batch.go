@@ -6,11 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"slices"
 
 	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
 )
 
@@ -31,14 +30,10 @@ const opBatch int16 = 6
 //	            then each revision
 //
 // All integers are unsigned varints; a string is its length and its bytes.
-// The batch's actor and time are the row's, once for the whole batch.
+// The users, uids and precondition are laid out by package writecodec, as
+// the records of a data directory's log hold them. The batch's actor and
+// time are the row's, once for the whole batch.
 const withPrecondition byte = 0x80
-
-// The flags of a precondition.
-const (
-	condExists byte = 1
-	condEmpty  byte = 2
-)
 
 // batchTakes reports whether a batch takes writes of op.
 func batchTakes(op membership.Op) bool {
@@ -67,47 +62,16 @@ func appendBatch(b []byte, ws []membership.Write) []byte {
 		if !w.If.IsZero() {
 			op |= withPrecondition
 		}
-		b = append(b, op)
-		b = appendString(b, w.GroupID)
+		b = writecodec.AppendString(append(b, op), w.GroupID)
 		switch w.Op {
 		case membership.OpAdd, membership.OpReplace:
-			b = binary.AppendUvarint(b, uint64(len(w.Users)))
-			for _, u := range w.Users {
-				b = binary.AppendUvarint(b, uint64(u.UID))
-				if u.HasNickname {
-					b = appendString(append(b, 1), u.Nickname)
-				} else {
-					b = append(b, 0)
-				}
-			}
+			b = writecodec.AppendUsers(b, w.Users)
 		case membership.OpRemove:
-			b = binary.AppendUvarint(b, uint64(len(w.UIDs)))
-			for _, uid := range w.UIDs {
-				b = binary.AppendUvarint(b, uint64(uid))
-			}
+			b = writecodec.AppendUIDs(b, w.UIDs)
 		}
 		if op&withPrecondition != 0 {
-			b = appendPrecondition(b, w.If)
+			b = writecodec.AppendPrecondition(b, w.If)
 		}
-	}
-	return b
-}
-
-func appendString(b []byte, s string) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
-}
-
-func appendPrecondition(b []byte, cond membership.Precondition) []byte {
-	var flags byte
-	if cond.Exists {
-		flags |= condExists
-	}
-	if cond.Empty {
-		flags |= condEmpty
-	}
-	b = binary.AppendUvarint(append(b, flags), uint64(len(cond.Revisions)))
-	for _, rev := range cond.Revisions {
-		b = binary.AppendUvarint(b, uint64(rev))
 	}
 	return b
 }
@@ -117,7 +81,7 @@ func appendPrecondition(b []byte, cond membership.Precondition) []byte {
 // something else.
 func decodeBatch(data []byte) ([]membership.Write, error) {
 	r := bytes.NewReader(data)
-	n, err := readCount(r)
+	n, err := writecodec.ReadCount(r)
 	if err != nil {
 		return nil, err
 	}
@@ -147,118 +111,19 @@ func readWrite(r *bytes.Reader) (membership.Write, error) {
 		return w, fmt.Errorf("op %d is not one a batch takes", op)
 	}
 	w.Op = ops[kind]
-	if w.GroupID, err = readString(r); err != nil {
+	if w.GroupID, err = writecodec.ReadString(r); err != nil {
 		return w, err
 	}
 	switch w.Op {
 	case membership.OpAdd, membership.OpReplace:
-		w.Users, err = readUsers(r)
+		w.Users, err = writecodec.ReadUsers(r)
 	case membership.OpRemove:
-		w.UIDs, err = readUIDs(r)
+		w.UIDs, err = writecodec.ReadUIDs(r)
 	}
 	if err == nil && op&withPrecondition != 0 {
-		w.If, err = readPrecondition(r)
+		w.If, err = writecodec.ReadPrecondition(r)
 	}
 	return w, err
-}
-
-// readCount reads a count of items that take at least a byte each.
-func readCount(r *bytes.Reader) (uint64, error) {
-	n, err := binary.ReadUvarint(r)
-	if err == nil && n > uint64(r.Len()) {
-		err = errors.New("a count larger than the batch")
-	}
-	return n, err
-}
-
-// readUID reads a uid, which must be valid.
-func readUID(r *bytes.Reader) (membership.UID, error) {
-	n, err := binary.ReadUvarint(r)
-	if err == nil && (n == 0 || n > math.MaxInt64) {
-		err = fmt.Errorf("uid %d is not one", n)
-	}
-	return membership.UID(n), err
-}
-
-func readUsers(r *bytes.Reader) ([]membership.User, error) {
-	n, err := readCount(r)
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	users := make([]membership.User, 0, n)
-	for range n {
-		var u membership.User
-		if u.UID, err = readUID(r); err != nil {
-			return nil, err
-		}
-		flag, err := r.ReadByte()
-		switch {
-		case err != nil:
-			return nil, err
-		case flag == 1:
-			u.HasNickname = true
-			if u.Nickname, err = readString(r); err != nil {
-				return nil, err
-			}
-		case flag != 0:
-			return nil, fmt.Errorf("nickname flag %d", flag)
-		}
-		users = append(users, u)
-	}
-	return users, nil
-}
-
-func readUIDs(r *bytes.Reader) ([]membership.UID, error) {
-	n, err := readCount(r)
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	uids := make([]membership.UID, 0, n)
-	for range n {
-		uid, err := readUID(r)
-		if err != nil {
-			return nil, err
-		}
-		uids = append(uids, uid)
-	}
-	return uids, nil
-}
-
-func readPrecondition(r *bytes.Reader) (membership.Precondition, error) {
-	var cond membership.Precondition
-	flags, err := r.ReadByte()
-	if err != nil {
-		return cond, err
-	}
-	if flags&^(condExists|condEmpty) != 0 {
-		return cond, fmt.Errorf("unknown precondition flags %#x", flags)
-	}
-	cond.Exists, cond.Empty = flags&condExists != 0, flags&condEmpty != 0
-	n, err := readCount(r)
-	if err != nil {
-		return cond, err
-	}
-	for range n {
-		rev, err := binary.ReadUvarint(r)
-		if err != nil {
-			return cond, err
-		}
-		cond.Revisions = append(cond.Revisions, membership.Revision(rev))
-	}
-	if cond.IsZero() {
-		return cond, errors.New("a precondition that requires nothing")
-	}
-	return cond, nil
-}
-
-func readString(r *bytes.Reader) (string, error) {
-	n, err := readCount(r)
-	if err != nil {
-		return "", err
-	}
-	b := make([]byte, n)
-	_, err = io.ReadFull(r, b)
-	return string(b), err
 }
 
 // batchOf returns the batch c, a batch's row, holds: ws, with the row's

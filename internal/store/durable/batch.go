@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
 )
 
@@ -94,7 +95,7 @@ func decodeBatch(payload []byte) (*batchEntry, error) {
 			return nil, err
 		}
 	}
-	n, err := readCount(r)
+	n, err := writecodec.ReadCount(r)
 	switch {
 	case err != nil:
 		return nil, err

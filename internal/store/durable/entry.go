@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
 )
 
@@ -20,7 +21,8 @@ import (
 // the precondition, when it has withStamp set, the stamp, and when it has
 // withKey set, the Idempotency-Key; or a batch (op 6, batch.go). All
 // integers are unsigned varints but the time; a string is its length and
-// its bytes.
+// its bytes. The users, uids and precondition are laid out by package
+// writecodec, as the PostgreSQL log's batch column holds them.
 //
 //	op 1 add, 3 replace   user count, then each uid, a byte that says
 //	                      whether a nickname follows (1) or not (0), and
@@ -80,12 +82,6 @@ var entryOps = [...]membership.Op{
 	opDeleteGroup: membership.OpDeleteGroup,
 	opRemoveUser:  membership.OpRemoveUser,
 }
-
-// The flags of a precondition.
-const (
-	condExists byte = 1
-	condEmpty  byte = 2
-)
 
 // MaxPreconditionRevisions bounds the revisions of a precondition that a
 // write may give beyond those the group has already passed, which the log
@@ -178,20 +174,15 @@ func appendEntry(b []byte, c *entry) []byte {
 	if c.Idem.Key != "" {
 		op |= withKey
 	}
-	b = append(b, op)
-	b = binary.AppendUvarint(b, uint64(len(c.GroupID)))
-	b = append(b, c.GroupID...)
+	b = writecodec.AppendString(append(b, op), c.GroupID)
 	switch c.Op {
 	case membership.OpAdd, membership.OpReplace:
-		b = appendUsers(b, c.Users)
+		b = writecodec.AppendUsers(b, c.Users)
 	case membership.OpRemove, membership.OpRemoveUser:
-		b = binary.AppendUvarint(b, uint64(len(c.UIDs)))
-		for _, uid := range c.UIDs {
-			b = binary.AppendUvarint(b, uint64(uid))
-		}
+		b = writecodec.AppendUIDs(b, c.UIDs)
 	}
 	if op&withPrecondition != 0 {
-		b = appendPrecondition(b, c.If)
+		b = writecodec.AppendPrecondition(b, c.If)
 	}
 	if op&withStamp != 0 {
 		b = appendStamp(b, c.Time, c.Actor)
@@ -204,9 +195,7 @@ func appendEntry(b []byte, c *entry) []byte {
 
 // appendKey appends an Idempotency-Key: the key, then its fingerprint.
 func appendKey(b []byte, idem membership.Idempotency) []byte {
-	b = binary.AppendUvarint(b, uint64(len(idem.Key)))
-	b = append(b, idem.Key...)
-	return append(b, idem.Fingerprint[:]...)
+	return append(writecodec.AppendString(b, idem.Key), idem.Fingerprint[:]...)
 }
 
 // readKey reads an Idempotency-Key. It refuses what no build writes: a key
@@ -215,7 +204,7 @@ func appendKey(b []byte, idem membership.Idempotency) []byte {
 func readKey(r *bytes.Reader) (membership.Idempotency, error) {
 	var idem membership.Idempotency
 	var err error
-	if idem.Key, err = readString(r); err != nil {
+	if idem.Key, err = writecodec.ReadString(r); err != nil {
 		return idem, err
 	}
 	if err := membership.ValidateIdempotencyKey(idem.Key); err != nil {
@@ -234,37 +223,6 @@ func readKey(r *bytes.Reader) (membership.Idempotency, error) {
 func appendStamp(b []byte, t time.Time, actor membership.UID) []byte {
 	b = binary.AppendVarint(b, t.UnixMilli())
 	return binary.AppendUvarint(b, uint64(actor))
-}
-
-func appendUsers(b []byte, users []membership.User) []byte {
-	b = binary.AppendUvarint(b, uint64(len(users)))
-	for _, u := range users {
-		b = binary.AppendUvarint(b, uint64(u.UID))
-		if u.HasNickname {
-			b = append(b, 1)
-			b = binary.AppendUvarint(b, uint64(len(u.Nickname)))
-			b = append(b, u.Nickname...)
-		} else {
-			b = append(b, 0)
-		}
-	}
-	return b
-}
-
-func appendPrecondition(b []byte, cond membership.Precondition) []byte {
-	var flags byte
-	if cond.Exists {
-		flags |= condExists
-	}
-	if cond.Empty {
-		flags |= condEmpty
-	}
-	b = append(b, flags)
-	b = binary.AppendUvarint(b, uint64(len(cond.Revisions)))
-	for _, rev := range cond.Revisions {
-		b = binary.AppendUvarint(b, uint64(rev))
-	}
-	return b
 }
 
 // decodeEntry decodes a record's payload. It refuses what appendEntry
@@ -292,14 +250,14 @@ func readEntry(r *bytes.Reader) (*entry, error) {
 		return nil, fmt.Errorf("unknown op %d", op)
 	}
 	c := &entry{Op: entryOps[kind]}
-	if c.GroupID, err = readString(r); err != nil {
+	if c.GroupID, err = writecodec.ReadString(r); err != nil {
 		return nil, err
 	}
 	switch kind {
 	case opAdd, opReplace:
-		c.Users, err = readUsers(r)
+		c.Users, err = writecodec.ReadUsers(r)
 	case opRemove, opRemoveUser:
-		c.UIDs, err = readUIDs(r)
+		c.UIDs, err = writecodec.ReadUIDs(r)
 	}
 	if err != nil {
 		return nil, err
@@ -308,7 +266,7 @@ func readEntry(r *bytes.Reader) (*entry, error) {
 		return nil, errors.New("a remove_user names one uid and no group")
 	}
 	if op&withPrecondition != 0 {
-		if c.If, err = readPrecondition(r); err != nil {
+		if c.If, err = writecodec.ReadPrecondition(r); err != nil {
 			return nil, err
 		}
 	}
@@ -328,90 +286,6 @@ func readEntry(r *bytes.Reader) (*entry, error) {
 	return c, nil
 }
 
-// readCount reads a count of items that take at least a byte each.
-func readCount(r *bytes.Reader) (uint64, error) {
-	n, err := binary.ReadUvarint(r)
-	if err != nil {
-		return 0, err
-	}
-	if n > uint64(r.Len()) {
-		return 0, errors.New("count larger than the record")
-	}
-	return n, nil
-}
-
-func readUsers(r *bytes.Reader) ([]membership.User, error) {
-	n, err := readCount(r)
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	users := make([]membership.User, 0, n)
-	for range n {
-		uid, err := binary.ReadUvarint(r)
-		if err != nil {
-			return nil, err
-		}
-		u := membership.User{UID: membership.UID(uid)}
-		flag, err := r.ReadByte()
-		switch {
-		case err != nil:
-			return nil, err
-		case flag == 1:
-			u.HasNickname = true
-			if u.Nickname, err = readString(r); err != nil {
-				return nil, err
-			}
-		case flag != 0:
-			return nil, fmt.Errorf("nickname flag %d", flag)
-		}
-		users = append(users, u)
-	}
-	return users, nil
-}
-
-func readUIDs(r *bytes.Reader) ([]membership.UID, error) {
-	n, err := readCount(r)
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	uids := make([]membership.UID, 0, n)
-	for range n {
-		uid, err := binary.ReadUvarint(r)
-		if err != nil {
-			return nil, err
-		}
-		uids = append(uids, membership.UID(uid))
-	}
-	return uids, nil
-}
-
-func readPrecondition(r *bytes.Reader) (membership.Precondition, error) {
-	var cond membership.Precondition
-	flags, err := r.ReadByte()
-	if err != nil {
-		return cond, err
-	}
-	if flags&^(condExists|condEmpty) != 0 {
-		return cond, fmt.Errorf("unknown precondition flags %#x", flags)
-	}
-	cond.Exists, cond.Empty = flags&condExists != 0, flags&condEmpty != 0
-	n, err := readCount(r)
-	if err != nil {
-		return cond, err
-	}
-	for range n {
-		rev, err := binary.ReadUvarint(r)
-		if err != nil {
-			return cond, err
-		}
-		cond.Revisions = append(cond.Revisions, membership.Revision(rev))
-	}
-	if cond.IsZero() {
-		return cond, errors.New("a precondition that requires nothing")
-	}
-	return cond, nil
-}
-
 // readStamp reads a stamp: a time and an actor.
 func readStamp(r *bytes.Reader, t *time.Time, actor *membership.UID) error {
 	ms, err := binary.ReadVarint(r)
@@ -427,19 +301,6 @@ func readStamp(r *bytes.Reader, t *time.Time, actor *membership.UID) error {
 	}
 	*t, *actor = time.UnixMilli(ms).UTC(), membership.UID(uid)
 	return nil
-}
-
-func readString(r *bytes.Reader) (string, error) {
-	n, err := binary.ReadUvarint(r)
-	if err != nil {
-		return "", err
-	}
-	if n > uint64(r.Len()) {
-		return "", io.ErrUnexpectedEOF
-	}
-	b := make([]byte, n)
-	_, err = io.ReadFull(r, b)
-	return string(b), err
 }
 
 // LargestEntry bounds the log record of one change that requests of at

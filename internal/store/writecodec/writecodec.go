@@ -1,0 +1,185 @@
+// Package writecodec lays out the parts of a membership.Write in bytes, as
+// both logs keep them: the records of the data directory's log (package
+// durable) and the batch column of the PostgreSQL log (package postgres).
+// All integers are unsigned varints; a string is its length and its bytes.
+//
+//	users         the user count, then each user's uid, a byte that says
+//	              whether a nickname follows (1) or not (0), and the
+//	              nickname
+//	uids          the uid count, then each uid
+//	precondition  a byte of flags (1 Exists, 2 Empty), the revision count,
+//	              then each revision
+//
+// The readers refuse what the appenders never write (a uid out of range,
+// a count larger than what is left, a precondition that requires
+// nothing), so that damage a checksum missed is not applied.
+package writecodec
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"example.com/groupmembership/membership"
+)
+
+// The flags of a precondition.
+const (
+	condExists byte = 1
+	condEmpty  byte = 2
+)
+
+// AppendString appends s: its length, then its bytes.
+func AppendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// ReadString reads a string AppendString wrote.
+func ReadString(r *bytes.Reader) (string, error) {
+	n, err := ReadCount(r)
+	if err != nil {
+		return "", err
+	}
+	b := make([]byte, n)
+	_, err = io.ReadFull(r, b)
+	return string(b), err
+}
+
+// ReadCount reads a count of items that take at least a byte each: one
+// larger than what is left of r is refused.
+func ReadCount(r *bytes.Reader) (uint64, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return 0, err
+	}
+	if n > uint64(r.Len()) {
+		return 0, errors.New("a count larger than what follows it")
+	}
+	return n, nil
+}
+
+// AppendUsers appends users, nicknames as given.
+func AppendUsers(b []byte, users []membership.User) []byte {
+	b = binary.AppendUvarint(b, uint64(len(users)))
+	for _, u := range users {
+		b = binary.AppendUvarint(b, uint64(u.UID))
+		if u.HasNickname {
+			b = AppendString(append(b, 1), u.Nickname)
+		} else {
+			b = append(b, 0)
+		}
+	}
+	return b
+}
+
+// ReadUsers reads what AppendUsers wrote; none is nil.
+func ReadUsers(r *bytes.Reader) ([]membership.User, error) {
+	n, err := ReadCount(r)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	users := make([]membership.User, 0, n)
+	for range n {
+		var u membership.User
+		if u.UID, err = readUID(r); err != nil {
+			return nil, err
+		}
+		flag, err := r.ReadByte()
+		switch {
+		case err != nil:
+			return nil, err
+		case flag == 1:
+			u.HasNickname = true
+			if u.Nickname, err = ReadString(r); err != nil {
+				return nil, err
+			}
+		case flag != 0:
+			return nil, fmt.Errorf("nickname flag %d", flag)
+		}
+		users = append(users, u)
+	}
+	return users, nil
+}
+
+// AppendUIDs appends uids.
+func AppendUIDs(b []byte, uids []membership.UID) []byte {
+	b = binary.AppendUvarint(b, uint64(len(uids)))
+	for _, uid := range uids {
+		b = binary.AppendUvarint(b, uint64(uid))
+	}
+	return b
+}
+
+// ReadUIDs reads what AppendUIDs wrote; none is nil.
+func ReadUIDs(r *bytes.Reader) ([]membership.UID, error) {
+	n, err := ReadCount(r)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	uids := make([]membership.UID, 0, n)
+	for range n {
+		uid, err := readUID(r)
+		if err != nil {
+			return nil, err
+		}
+		uids = append(uids, uid)
+	}
+	return uids, nil
+}
+
+// readUID reads a uid, which must be valid.
+func readUID(r *bytes.Reader) (membership.UID, error) {
+	n, err := binary.ReadUvarint(r)
+	if err == nil && (n == 0 || n > math.MaxInt64) {
+		err = fmt.Errorf("uid %d is not one", n)
+	}
+	return membership.UID(n), err
+}
+
+// AppendPrecondition appends cond.
+func AppendPrecondition(b []byte, cond membership.Precondition) []byte {
+	var flags byte
+	if cond.Exists {
+		flags |= condExists
+	}
+	if cond.Empty {
+		flags |= condEmpty
+	}
+	b = binary.AppendUvarint(append(b, flags), uint64(len(cond.Revisions)))
+	for _, rev := range cond.Revisions {
+		b = binary.AppendUvarint(b, uint64(rev))
+	}
+	return b
+}
+
+// ReadPrecondition reads what AppendPrecondition wrote. A precondition
+// that requires nothing is refused: the logs write none then.
+func ReadPrecondition(r *bytes.Reader) (membership.Precondition, error) {
+	var cond membership.Precondition
+	flags, err := r.ReadByte()
+	if err != nil {
+		return cond, err
+	}
+	if flags&^(condExists|condEmpty) != 0 {
+		return cond, fmt.Errorf("unknown precondition flags %#x", flags)
+	}
+	cond.Exists, cond.Empty = flags&condExists != 0, flags&condEmpty != 0
+	n, err := ReadCount(r)
+	if err != nil {
+		return cond, err
+	}
+	for range n {
+		rev, err := binary.ReadUvarint(r)
+		if err != nil {
+			return cond, err
+		}
+		cond.Revisions = append(cond.Revisions, membership.Revision(rev))
+	}
+	if cond.IsZero() {
+		return cond, errors.New("a precondition that requires nothing")
+	}
+	return cond, nil
+}

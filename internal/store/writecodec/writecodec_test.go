@@ -1,0 +1,58 @@
+package writecodec
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+func TestEachPartReadsBackAsWritten(t *testing.T) {
+	users := []membership.User{{UID: 1}, {UID: 9223372036854775807, Nickname: "Zoë\x00", HasNickname: true}, {UID: 3, HasNickname: true}}
+	uids := []membership.UID{5, 1, 5}
+	cond := membership.Precondition{Revisions: []membership.Revision{0, 7}, Exists: true}
+	b := AppendString(nil, "group")
+	b = AppendUsers(b, users)
+	b = AppendUIDs(b, uids)
+	b = AppendPrecondition(b, cond)
+	b = AppendUsers(b, nil)
+
+	r := bytes.NewReader(b)
+	s, err := ReadString(r)
+	require.NoError(t, err)
+	assert.Equal(t, "group", s)
+	gotUsers, err := ReadUsers(r)
+	require.NoError(t, err)
+	assert.Equal(t, users, gotUsers)
+	gotUIDs, err := ReadUIDs(r)
+	require.NoError(t, err)
+	assert.Equal(t, uids, gotUIDs)
+	gotCond, err := ReadPrecondition(r)
+	require.NoError(t, err)
+	assert.Equal(t, cond, gotCond)
+	none, err := ReadUsers(r)
+	require.NoError(t, err)
+	assert.Nil(t, none)
+	assert.Zero(t, r.Len())
+}
+
+func TestWhatIsNeverWrittenIsRefused(t *testing.T) {
+	for name, c := range map[string]struct {
+		data []byte
+		read func(*bytes.Reader) error
+	}{
+		"a uid of 0":                     {[]byte{1, 0}, func(r *bytes.Reader) error { _, err := ReadUIDs(r); return err }},
+		"a uid past MaxInt64":            {append([]byte{1}, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01), func(r *bytes.Reader) error { _, err := ReadUIDs(r); return err }},
+		"a count past the end":           {[]byte{5, 1}, func(r *bytes.Reader) error { _, err := ReadUIDs(r); return err }},
+		"a nickname flag of 2":           {[]byte{1, 1, 2}, func(r *bytes.Reader) error { _, err := ReadUsers(r); return err }},
+		"a string cut short":             {[]byte{3, 'a'}, func(r *bytes.Reader) error { _, err := ReadString(r); return err }},
+		"unknown precondition flags":     {[]byte{4, 0}, func(r *bytes.Reader) error { _, err := ReadPrecondition(r); return err }},
+		"a precondition of nothing":      {[]byte{0, 0}, func(r *bytes.Reader) error { _, err := ReadPrecondition(r); return err }},
+		"a precondition's revisions cut": {[]byte{0, 2, 1}, func(r *bytes.Reader) error { _, err := ReadPrecondition(r); return err }},
+	} {
+		assert.Error(t, c.read(bytes.NewReader(c.data)), name)
+	}
+}
