@@ -1,6 +1,9 @@
 package membership
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // DefaultMaxChecks is the default limit on the checks of one CheckMembers.
 const DefaultMaxChecks = 1000
@@ -22,6 +25,8 @@ type ServiceOptions struct {
 	// MaxBatchWrites is the most writes one Batch may hold:
 	// DefaultMaxBatchWrites.
 	MaxBatchWrites int
+	// Now is the clock expiries are validated against: time.Now when nil.
+	Now func() time.Time
 }
 
 // NewServiceWith returns a Service over store with the limits of opts.
@@ -35,7 +40,10 @@ func NewServiceWith(store Store, opts ServiceOptions) *Service {
 	if opts.MaxBatchWrites <= 0 {
 		opts.MaxBatchWrites = DefaultMaxBatchWrites
 	}
-	return &Service{store: store, maxUsers: opts.MaxUsers, maxChecks: opts.MaxChecks, maxBatchWrites: opts.MaxBatchWrites}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Service{store: store, maxUsers: opts.MaxUsers, maxChecks: opts.MaxChecks, maxBatchWrites: opts.MaxBatchWrites, now: opts.Now}
 }
 
 // MaxChecks returns the most checks one CheckMembers may ask.

@@ -131,6 +131,13 @@ func (f *fingerprinter) write(w Write) {
 		} else {
 			f.uvarint(0)
 		}
+		if u.Expiry.Set {
+			f.uvarint(1)
+			f.uvarint(uint64(u.Expiry.At.UnixMilli()))
+			f.uvarint(uint64(u.Expiry.TTL))
+		} else {
+			f.uvarint(0)
+		}
 	}
 	f.uvarint(uint64(len(w.UIDs)))
 	for _, uid := range w.UIDs {

@@ -39,6 +39,9 @@ type User struct {
 	// HasNickname says whether the request gave a nickname. A user added
 	// without one keeps the nickname they already have.
 	HasNickname bool
+	// Expiry is the membership's end, when the request names one (see
+	// OpExpire).
+	Expiry Expiry
 }
 
 // Member is one member of a group as the list operation returns it. A user who
@@ -46,6 +49,9 @@ type User struct {
 type Member struct {
 	UID      UID
 	Nickname string
+	// Expires is when the membership ends (OpExpire); zero for a
+	// permanent one.
+	Expires time.Time
 }
 
 // Revision numbers the changes of a Store. Every call that alters the store
@@ -102,6 +108,12 @@ type Change struct {
 	// had a nickname (a user in no group is forgotten). Nicknames belong to
 	// users, so each applies in every group the user is in.
 	Nicknames []Member
+	// Expiries are, on an add or a replace, the expiries it set or
+	// changed, in ascending uid order, a zero At for a membership it made
+	// permanent; a new member without one has none. A remove, a group
+	// deletion, a user removed everywhere and an expiry end the expiries
+	// of the memberships they end.
+	Expiries []MemberExpiry
 	// Changes are, for an OpBatch, the changes of its writes, in order:
 	// each as the write would report it alone, but for a remove, which
 	// lists no nickname it cleared (a follower forgets, after a batch, every

@@ -1,6 +1,9 @@
 package membership
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // DefaultMaxUsers is the default limit on users in one request.
 const DefaultMaxUsers = 10000
@@ -14,6 +17,8 @@ type Service struct {
 	maxChecks int
 	// maxBatchWrites bounds the writes of one Batch.
 	maxBatchWrites int
+	// now is the clock expiries are validated against.
+	now func() time.Time
 }
 
 // NewService returns a Service over store that accepts at most maxUsers users
@@ -187,8 +192,13 @@ func (s *Service) validateWrite(w Write) error {
 		if err := s.validate(w.GroupID, len(w.Users)); err != nil {
 			return err
 		}
+		now := s.now()
 		for i, u := range w.Users {
-			if err := ValidateUser(u); err != nil {
+			err := ValidateUser(u)
+			if err == nil {
+				err = ValidateExpiry(u.Expiry, now)
+			}
+			if err != nil {
 				return Errorf(CodeInvalidUsers, "element %d: %s", i, ErrorMessage(err))
 			}
 		}
@@ -210,6 +220,8 @@ func (s *Service) validateWrite(w Write) error {
 		if !w.If.IsZero() {
 			return Errorf(CodeInvalidQuery, "removing a user from every group takes no precondition")
 		}
+	case OpExpire:
+		return Errorf(CodeInvalidQuery, "expiries are the service's own changes")
 	default:
 		return Errorf(CodeInternal, "unknown op %q", w.Op)
 	}

@@ -50,6 +50,11 @@ type Write struct {
 	// Idem, when its Key is set, makes the write one a retry cannot apply
 	// twice; see Idempotency. A batch's writes carry none of their own.
 	Idem Idempotency
+	// AsOf goes with OpExpire: its UIDs whose expiry is at or before it
+	// are removed. It is the expirer's clock when it found them due, kept
+	// with the write, so that every replay and every instance decides
+	// alike, whatever its own clock.
+	AsOf time.Time
 }
 
 // Precondition is what a conditional write requires of its group when it is

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"time"
 
 	"example.com/groupmembership/membership"
 )
@@ -70,7 +71,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	}
 	var rbuf [4]uint64
 	locked := m.lockReverse(batchUIDs(b.Writes, groups), rbuf[:])
-	a := batchApplier{m: m, named: namedUIDs(b.Writes)}
+	a := batchApplier{m: m, named: namedUIDs(b.Writes), commit: nowOr(b.Time)}
 	results := make([]membership.Result, len(b.Writes))
 	var subs []membership.Change
 	changed := map[*group]bool{}
@@ -135,6 +136,8 @@ type batchApplier struct {
 	named            map[membership.UID]bool
 	deferred         []membership.UID
 	nicknamesChanged bool
+	// commit is the batch's time, from which its TTLs count.
+	commit time.Time
 }
 
 // leftInNoGroup forgets uid, which a write left in no group, now or, when
@@ -169,20 +172,22 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 	switch w.Op {
 	case membership.OpAdd:
 		added := m.insert(g, w.Users)
+		expiries := m.setExpiries(g, w.Users, a.commit)
 		changed, reported := a.setNicknames(w.Users, added)
 		m.counts.members.Add(int64(len(added)))
-		if len(added) == 0 && len(changed) == 0 {
+		if len(added) == 0 && len(changed) == 0 && len(expiries) == 0 {
 			return membership.Result{}, membership.Change{}
 		}
 		var uids []membership.UID
 		if len(added) > 0 {
 			uids = tight(added)
 		}
-		return membership.Result{Count: len(added)}, membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: uids, Nicknames: reported}
+		return membership.Result{Count: len(added)}, membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: uids, Nicknames: reported, Expiries: expiries}
 	case membership.OpRemove:
 		var removed []membership.UID
 		for _, uid := range w.UIDs {
 			if g.members.remove(uid) {
+				m.endExpiry(g, uid)
 				if m.removeReverse(uid, g.number) {
 					a.leftInNoGroup(uid)
 				}
@@ -199,13 +204,14 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 		uids := sortedUIDs(w.Users)
 		added, removed := diff(&g.members, uids)
 		m.setMembers(g, uids, a.leftInNoGroup)
+		expiries := m.setExpiries(g, w.Users, a.commit)
 		changed, reported := a.setNicknames(w.Users, added)
 		m.counts.members.Add(int64(len(added) - removed))
-		if len(added) == 0 && removed == 0 && len(changed) == 0 {
+		if len(added) == 0 && removed == 0 && len(changed) == 0 && len(expiries) == 0 {
 			return membership.Result{}, membership.Change{}
 		}
 		return membership.Result{Count: len(added), Removed: removed},
-			membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported}
+			membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported, Expiries: expiries}
 	default: // OpDeleteGroup
 		if g.members.size == 0 {
 			return membership.Result{}, membership.Change{}

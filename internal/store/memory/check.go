@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"example.com/groupmembership/membership"
 )
@@ -16,7 +17,7 @@ import (
 // another change comes between.
 func (m *Store) Check(w membership.Write) (rev membership.Revision, changes bool, err error) {
 	switch w.Op {
-	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup:
+	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup, membership.OpExpire:
 		return m.checkGroup(w)
 	case membership.OpRemoveUser:
 		if len(w.UIDs) != 1 {
@@ -41,6 +42,11 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 	switch w.Op {
 	case membership.OpAdd:
 		return rev, len(w.Users) > 0 && !m.holdsAll(g, w.Users), nil
+	case membership.OpExpire:
+		return rev, g != nil && slices.ContainsFunc(w.UIDs, func(uid membership.UID) bool {
+			at, ok := g.expiries[uid]
+			return ok && at <= expiryMillis(w.AsOf)
+		}), nil
 	case membership.OpRemove:
 		return rev, g != nil && slices.ContainsFunc(w.UIDs, g.members.contains), nil
 	case membership.OpReplace:
@@ -57,11 +63,11 @@ func (m *Store) holdsAll(g *group, users []membership.User) bool {
 		return false
 	}
 	for _, u := range users {
-		if !g.members.contains(u.UID) {
+		if !g.members.contains(u.UID) || u.Expiry.TTL != 0 { // a TTL counts from the commit: it changes the expiry
 			return false
 		}
 	}
-	return !m.changesNicknames(users)
+	return !m.changesNicknames(users) && !m.changesExpiries(g, users, time.Time{})
 }
 
 // isExactly reports whether g (nil: a group with no members) has exactly

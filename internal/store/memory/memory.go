@@ -56,6 +56,8 @@ type Store struct {
 	// a change without its key.
 	keys    keys
 	keyedMu sync.RWMutex
+	// due is the queue of the expiries set (expiry.go).
+	due dueQueue
 	// nicknamesRevision is the revision of the last nickname change, and
 	// removedRevision that of the last group deleted. Both are part of every
 	// group's revision: see revisionOf.
@@ -105,6 +107,9 @@ type group struct {
 	revision membership.Revision // of the last change of its members
 	number   uint32              // in the reverse index
 	node     indexNode           // in the group index, under indexMu
+	// expiries holds the expiry of each member that has one, in
+	// milliseconds since 1970; nil while none has (expiry.go).
+	expiries map[membership.UID]int64
 }
 
 var _ membership.Store = (*Store)(nil)
@@ -286,6 +291,7 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 	}, buf[:])
 	defer m.unlockReverse(locked)
 	added := m.insert(g, users)
+	expiries := m.setExpiries(g, users, nowOr(st.at))
 	// The nicknames change, and their revision is set, under nicknamesMu,
 	// so a list never shows a nickname newer than the revision it reports.
 	hasNicknames := slices.ContainsFunc(users, func(u membership.User) bool { return u.HasNickname })
@@ -303,10 +309,10 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 	m.counts.members.Add(int64(len(added)))
 	added = tight(added)
 	if len(added) == 0 {
-		if len(changed) == 0 {
+		if len(changed) == 0 && len(expiries) == 0 {
 			return membership.Result{Revision: m.revisionOf(g)}, nil
 		}
-		added = nil // a change of nicknames only
+		added = nil // a change of nicknames or expiries only
 	}
 	var published func(membership.Revision)
 	if len(changed) > 0 {
@@ -315,7 +321,7 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 		// 304) of another group is older than a revision seen.
 		published = func(rev membership.Revision) { m.nicknamesRevision.Store(uint64(rev)) }
 	}
-	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported}, st, published)
+	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported, Expiries: expiries}, st, published)
 	g.revision = rev
 	return membership.Result{Count: len(added), Revision: rev}, nil
 }
@@ -486,12 +492,19 @@ func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Pr
 	if g == nil {
 		return membership.Result{Revision: m.revisionOf(nil)}, nil
 	}
+	return m.removeHeld(s, g, uids, membership.OpRemove, st), nil
+}
+
+// removeHeld removes uids from g, in s, as a change of op (OpRemove or
+// OpExpire). The caller holds s.
+func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op membership.Op, st stamp) membership.Result {
 	var buf [4]uint64
 	locked := m.lockReverse(slices.Values(uids), buf[:])
 	removed := make([]membership.UID, 0, len(uids))
 	var inNoGroup []membership.UID
 	for _, uid := range uids {
 		if g.members.remove(uid) {
+			m.endExpiry(g, uid)
 			if m.removeReverse(uid, g.number) {
 				inNoGroup = append(inNoGroup, uid)
 			}
@@ -500,7 +513,7 @@ func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Pr
 	}
 	if len(removed) == 0 {
 		m.unlockReverse(locked)
-		return membership.Result{Revision: m.revisionOf(g)}, nil
+		return membership.Result{Revision: m.revisionOf(g)}
 	}
 	var cleared []membership.Member
 	if len(inNoGroup) > 0 {
@@ -520,14 +533,14 @@ func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Pr
 	}
 	slices.Sort(removed)
 	m.counts.members.Add(-int64(len(removed)))
-	rev := m.feed.record(membership.Change{Op: membership.OpRemove, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, st, nil)
+	rev := m.feed.record(membership.Change{Op: op, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, st, nil)
 	m.unlockReverse(locked)
 	if g.members.size == 0 {
 		m.dropGroup(s, g, rev)
 	} else {
 		g.revision = rev
 	}
-	return membership.Result{Count: len(removed), Revision: rev}, nil
+	return membership.Result{Count: len(removed), Revision: rev}
 }
 
 // Writable returns nil: memory always takes changes. It is here so that
@@ -554,7 +567,7 @@ func (m *Store) ListMembers(_ context.Context, groupID string, opts membership.L
 		list(0, func(func(membership.Member) bool) {})
 		return m.revisionOf(nil), nil
 	}
-	list(g.members.size, m.memberRecords(&g.members, opts.After, opts.Limit))
+	list(g.members.size, m.memberRecords(g, opts.After, opts.Limit))
 	return m.revisionOf(g), nil
 }
 
@@ -562,7 +575,8 @@ func (m *Store) ListMembers(_ context.Context, groupID string, opts membership.L
 // nicknames, at most limit of them (0: all). Finding where to start is a
 // binary search and the scan of one chunk, however deep the page. The
 // caller holds the shard's lock and nicknamesMu.
-func (m *Store) memberRecords(ms *members, after membership.UID, limit int) iter.Seq[membership.Member] {
+func (m *Store) memberRecords(g *group, after membership.UID, limit int) iter.Seq[membership.Member] {
+	ms, expiries := &g.members, g.expiries
 	return func(yield func(membership.Member) bool) {
 		if len(ms.chunks) == 0 {
 			return
@@ -584,7 +598,11 @@ func (m *Store) memberRecords(ms *members, after membership.UID, limit int) iter
 					if len(nicknames) > 0 {
 						nick = nicknames[uid]
 					}
-					if !yield(membership.Member{UID: uid, Nickname: nick}) {
+					member := membership.Member{UID: uid, Nickname: nick}
+					if expiries != nil {
+						member.Expires = expiresOf(expiries, uid)
+					}
+					if !yield(member) {
 						return
 					}
 				}
@@ -610,7 +628,7 @@ func (m *Store) Member(_ context.Context, groupID string, uid membership.UID) (m
 	}
 	m.nicknamesMu.RLock()
 	defer m.nicknamesMu.RUnlock()
-	return membership.Member{UID: uid, Nickname: m.nicknames[uid]}, true, nil
+	return membership.Member{UID: uid, Nickname: m.nicknames[uid], Expires: expiresOf(g.expiries, uid)}, true, nil
 }
 
 // Epoch implements membership.Store.

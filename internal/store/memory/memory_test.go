@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
@@ -77,3 +78,7 @@ func TestLoadingForgetsTheNicknamesOfUsersInNoGroup(t *testing.T) {
 
 // keepAll is the feed's default size, for tests that read the feed.
 const keepAll = membership.DefaultChangesKeep
+
+func TestMemoryExpiries(t *testing.T) {
+	storetest.Expiries(t, func(t *testing.T) store.Expiring { return New() })
+}

@@ -45,7 +45,7 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 			for uid := range g.members.all {
 				uids = append(uids, uid)
 			}
-			st.Groups = append(st.Groups, snap.Group{ID: id, Revision: g.revision, UIDs: uids})
+			st.Groups = append(st.Groups, snap.Group{ID: id, Revision: g.revision, UIDs: uids, Expiries: exportExpiries(g.expiries)})
 		}
 		if !shardsHeld {
 			s.mu.RUnlock()
@@ -75,6 +75,7 @@ func (m *Store) Import(st *snap.State) {
 		}
 		grp := &group{id: g.ID, number: m.groupNumbers.number(g.ID), revision: g.Revision}
 		grp.members.fill(g.UIDs)
+		m.importExpiries(grp, g.Expiries)
 		m.shardOf(g.ID).groups[g.ID] = grp
 		m.index.insert(grp)
 		m.counts.groups.Add(1)

@@ -48,6 +48,8 @@ func nowOr(t time.Time) time.Time {
 
 func (m *Store) write(w membership.Write, st stamp) (membership.Result, error) {
 	switch w.Op {
+	case membership.OpExpire:
+		return m.expire(w.GroupID, w.UIDs, w.AsOf, st), nil
 	case membership.OpAdd:
 		return m.add(w.GroupID, w.Users, w.If, st)
 	case membership.OpRemove:
@@ -83,7 +85,8 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 		old = &g.members
 	}
 	added, removed := diff(old, uids)
-	if removed == 0 && len(added) == 0 && !m.changesNicknames(users) {
+	commit := nowOr(st.at)
+	if removed == 0 && len(added) == 0 && !m.changesNicknames(users) && !m.changesExpiries(g, users, commit) {
 		return membership.Result{Revision: m.revisionOf(g)}, nil
 	}
 	if g == nil {
@@ -95,6 +98,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 		eachDifferent(old, uids, func(uid membership.UID, _ bool) bool { return yield(uid) })
 	}, buf[:])
 	m.setMembers(g, uids, m.forget)
+	expiries := m.setExpiries(g, users, commit)
 	m.nicknamesMu.Lock()
 	changed := m.setNicknames(users)
 	reported := m.withNicknamesOf(added, changed)
@@ -104,7 +108,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	if len(changed) > 0 {
 		published = func(rev membership.Revision) { m.nicknamesRevision.Store(uint64(rev)) }
 	}
-	rev := m.feed.record(membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported}, st, published)
+	rev := m.feed.record(membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported, Expiries: expiries}, st, published)
 	m.unlockReverse(locked)
 	if g.members.size == 0 {
 		m.dropGroup(s, g, rev)
@@ -122,7 +126,10 @@ func (m *Store) setMembers(g *group, uids []membership.UID, leftInNoGroup func(m
 	eachDifferent(&g.members, uids, func(uid membership.UID, in bool) bool {
 		if in {
 			m.addReverse(uid, g.number)
-		} else if m.removeReverse(uid, g.number) {
+			return true
+		}
+		m.endExpiry(g, uid)
+		if m.removeReverse(uid, g.number) {
 			leftInNoGroup(uid)
 		}
 		return true
@@ -143,6 +150,7 @@ func (m *Store) emptyGroup(g *group, leftInNoGroup func(membership.UID)) int {
 	}
 	removed := g.members.size
 	g.members = members{}
+	m.endExpiries(g)
 	m.counts.members.Add(-int64(removed))
 	return removed
 }
@@ -270,6 +278,7 @@ func (m *Store) removeUser(uid membership.UID, st stamp) membership.Result {
 	}
 	for _, g := range groups {
 		g.members.remove(uid)
+		m.endExpiry(g, uid)
 		m.removeReverse(uid, g.number)
 	}
 	m.nicknamesMu.Lock()

@@ -105,6 +105,8 @@ type Group struct {
 	ID       string
 	Revision membership.Revision
 	UIDs     []membership.UID // ascending
+	// Expiries are those of the members that have one, ascending by uid.
+	Expiries []membership.MemberExpiry
 }
 
 // The op byte of a change the feed keeps, and its op. Versions 1 and 2 know

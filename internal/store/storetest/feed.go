@@ -311,6 +311,20 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 type Follower struct {
 	members   map[string]map[membership.UID]bool
 	nicknames map[membership.UID]string
+	// expiries are the members' that have one, per group.
+	expiries map[string]map[membership.UID]time.Time
+}
+
+// setExpiry gives uid's membership of group the expiry at (zero: none).
+func (f *Follower) setExpiry(group string, uid membership.UID, at time.Time) {
+	if at.IsZero() {
+		delete(f.expiries[group], uid)
+		return
+	}
+	if f.expiries[group] == nil {
+		f.expiries[group] = map[membership.UID]time.Time{}
+	}
+	f.expiries[group][uid] = at
 }
 
 func (f *Follower) setNicknames(ms []membership.Member) {
@@ -335,8 +349,10 @@ func (f *Follower) list(s membership.Store, group string) error {
 		return err
 	}
 	f.members[group] = map[membership.UID]bool{}
+	delete(f.expiries, group)
 	for _, m := range got {
 		f.members[group][m.UID] = true
+		f.setExpiry(group, m.UID, m.Expires)
 	}
 	f.setNicknames(got)
 	return nil
@@ -371,11 +387,20 @@ func (f *Follower) apply(c membership.Change) {
 		for _, uid := range c.UIDs {
 			f.members[c.GroupID][uid] = true
 		}
+		for uid := range f.expiries[c.GroupID] { // those it kept keep theirs
+			if !f.members[c.GroupID][uid] {
+				delete(f.expiries[c.GroupID], uid)
+			}
+		}
 	case membership.OpDeleteGroup:
 		delete(f.members, c.GroupID)
+		delete(f.expiries, c.GroupID)
 	case membership.OpRemoveUser:
 		for _, members := range f.members {
 			delete(members, c.UIDs[0])
+		}
+		for _, expiries := range f.expiries {
+			delete(expiries, c.UIDs[0])
 		}
 	default:
 		if f.members[c.GroupID] == nil {
@@ -384,10 +409,14 @@ func (f *Follower) apply(c membership.Change) {
 		for _, uid := range c.UIDs {
 			if c.Op == membership.OpAdd {
 				f.members[c.GroupID][uid] = true
-			} else {
+			} else { // a remove, an expiry
 				delete(f.members[c.GroupID], uid)
+				delete(f.expiries[c.GroupID], uid)
 			}
 		}
+	}
+	for _, e := range c.Expiries {
+		f.setExpiry(c.GroupID, e.UID, e.At)
 	}
 	f.setNicknames(c.Nicknames)
 }
@@ -413,7 +442,7 @@ func (f *Follower) forgetUsersInNoGroup() {
 func (f *Follower) ListOf(group string) []membership.Member {
 	list := []membership.Member{}
 	for uid := range f.members[group] {
-		list = append(list, membership.Member{UID: uid, Nickname: f.nicknames[uid]})
+		list = append(list, membership.Member{UID: uid, Nickname: f.nicknames[uid], Expires: f.expiries[group][uid]})
 	}
 	slices.SortFunc(list, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
 	return list
@@ -672,5 +701,5 @@ func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store
 
 // NewFollower returns a follower that knows nothing yet.
 func NewFollower() *Follower {
-	return &Follower{members: map[string]map[membership.UID]bool{}, nicknames: map[membership.UID]string{}}
+	return &Follower{members: map[string]map[membership.UID]bool{}, nicknames: map[membership.UID]string{}, expiries: map[string]map[membership.UID]time.Time{}}
 }

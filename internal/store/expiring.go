@@ -1,0 +1,27 @@
+package store
+
+import (
+	"time"
+
+	"example.com/groupmembership/membership"
+)
+
+// Expiring is a store whose memberships may end by themselves (see
+// membership.OpExpire): it tells which expiries are due, as writes of
+// OpExpire that its Write applies, and takes back those a caller could not
+// apply. Every store of this service is one; the expirer (package expiry)
+// drives it.
+type Expiring interface {
+	membership.Store
+	// DueExpiries returns the expiries due at now, at most max
+	// memberships, as OpExpire writes with AsOf now; they are not due
+	// again unless given back.
+	DueExpiries(now time.Time, max int) []membership.Write
+	// RequeueExpiries gives back expiries of DueExpiries not applied.
+	RequeueExpiries(ws []membership.Write)
+	// NextExpiry returns when the earliest expiry is due, false when none
+	// is.
+	NextExpiry() (time.Time, bool)
+	// ExpiryCount returns how many memberships have an expiry.
+	ExpiryCount() int64
+}

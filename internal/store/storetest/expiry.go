@@ -1,0 +1,239 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/membership"
+)
+
+// Expire applies every expiry s finds due at now, as the expirer does, and
+// returns how many memberships ended.
+func Expire(t *testing.T, s store.Expiring, now time.Time) int {
+	t.Helper()
+	n := 0
+	for _, w := range s.DueExpiries(now, 1<<20) {
+		res, err := s.Write(context.Background(), w)
+		require.NoError(t, err)
+		n += res.Count
+	}
+	return n
+}
+
+// expiringUser returns a user whose membership ends at at (zero: made
+// permanent).
+func expiringUser(uid membership.UID, at time.Time) membership.User {
+	return membership.User{UID: uid, Expiry: membership.Expiry{Set: true, At: at}}
+}
+
+// Expiries checks memberships that end by themselves (membership.OpExpire),
+// with the clock given to DueExpiries: no test waits for an expiry.
+func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
+	ctx := context.Background()
+	// Expiries are ahead of the wall clock, as the service requires, and
+	// come due on the clock the tests give.
+	t0 := time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour)
+	add := func(s store.Expiring, group string, users ...membership.User) membership.Result {
+		t.Helper()
+		res, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: group, Users: users})
+		require.NoError(t, err)
+		return res
+	}
+
+	t.Run("a membership ends at its expiry, in a change of its own", func(t *testing.T) {
+		s := newStore(t)
+		add(s, "g", expiringUser(1, t0), membership.User{UID: 2}, expiringUser(3, t0.Add(time.Minute)))
+		add(s, "h", expiringUser(1, t0))
+		got, _ := ListAll(t, s, "g")
+		assert.Equal(t, []membership.Member{{UID: 1, Expires: t0}, {UID: 2}, {UID: 3, Expires: t0.Add(time.Minute)}}, got)
+		m, ok, err := s.Member(ctx, "g", 1)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, t0, m.Expires)
+		assert.Equal(t, int64(3), s.ExpiryCount())
+		next, ok := s.NextExpiry()
+		require.True(t, ok)
+		assert.Equal(t, t0, next)
+
+		assert.Empty(t, s.DueExpiries(t0.Add(-time.Millisecond), 100), "nothing is due before its time")
+		before := latest(t, s)
+		assert.Equal(t, 2, Expire(t, s, t0), "user 1 in g and in h")
+		got, _ = ListAll(t, s, "g")
+		assert.Equal(t, []membership.Member{{UID: 2}, {UID: 3, Expires: t0.Add(time.Minute)}}, got)
+		got, _ = ListAll(t, s, "h")
+		assert.Empty(t, got)
+		groups, total := UserGroups(t, s, 1, membership.GroupListOptions{})
+		assert.Empty(t, groups)
+		assert.Zero(t, total)
+		found, _, err := s.CheckMembers(ctx, []membership.Check{{GroupID: "g", UID: 1}, {GroupID: "g", UID: 3}})
+		require.NoError(t, err)
+		assert.Equal(t, []bool{false, true}, found)
+		changes := AllChanges(t, s, before)
+		require.Len(t, changes, 2, "one change per group")
+		for _, c := range changes {
+			assert.Equal(t, membership.OpExpire, c.Op)
+			assert.Equal(t, []membership.UID{1}, c.UIDs)
+			assert.Zero(t, c.Actor, "the service's own change")
+			assert.False(t, c.Time.IsZero())
+		}
+		assert.ElementsMatch(t, []string{"g", "h"}, []string{changes[0].GroupID, changes[1].GroupID})
+		assert.Equal(t, int64(1), s.ExpiryCount())
+		assert.Zero(t, Expire(t, s, t0), "an expiry applied is not due again")
+	})
+
+	t.Run("an add sets, extends, shortens or ends an expiry; without one it keeps it", func(t *testing.T) {
+		s := newStore(t)
+		add(s, "g", expiringUser(1, t0), expiringUser(2, t0), expiringUser(3, t0), expiringUser(4, t0))
+		before := latest(t, s)
+		add(s, "g", expiringUser(1, t0.Add(time.Hour)), expiringUser(2, t0.Add(-time.Minute)), expiringUser(3, time.Time{}), membership.User{UID: 4})
+		changes := AllChanges(t, s, before)
+		require.Len(t, changes, 1)
+		assert.Equal(t, []membership.MemberExpiry{{UID: 1, At: t0.Add(time.Hour)}, {UID: 2, At: t0.Add(-time.Minute)}, {UID: 3}}, changes[0].Expiries)
+		assert.Empty(t, changes[0].UIDs, "no one joined")
+		same := add(s, "g", expiringUser(1, t0.Add(time.Hour)))
+		assert.Equal(t, changes[0].Revision, same.Revision, "the same expiry again changes nothing")
+
+		assert.Equal(t, 1, Expire(t, s, t0.Add(-time.Minute)), "user 2, shortened")
+		assert.Equal(t, 1, Expire(t, s, t0), "user 4, kept")
+		assert.Zero(t, Expire(t, s, t0.Add(time.Minute)), "user 3 is permanent now")
+		assert.Equal(t, 1, Expire(t, s, t0.Add(time.Hour)), "user 1, extended")
+		got, _ := ListAll(t, s, "g")
+		assert.Equal(t, []membership.Member{{UID: 3}}, got)
+	})
+
+	t.Run("an expiry extended after it was found due is not applied", func(t *testing.T) {
+		s := newStore(t)
+		add(s, "g", expiringUser(1, t0), expiringUser(2, t0))
+		due := s.DueExpiries(t0, 100)
+		require.Len(t, due, 1)
+		add(s, "g", expiringUser(1, t0.Add(time.Hour)))
+		res, err := s.Write(ctx, due[0])
+		require.NoError(t, err)
+		assert.Equal(t, 1, res.Count, "user 2 only")
+		got, _ := ListAll(t, s, "g")
+		assert.Equal(t, []membership.Member{{UID: 1, Expires: t0.Add(time.Hour)}}, got)
+		assert.Equal(t, 1, Expire(t, s, t0.Add(time.Hour)))
+	})
+
+	t.Run("expiries given back are due again", func(t *testing.T) {
+		s := newStore(t)
+		add(s, "g", expiringUser(1, t0))
+		due := s.DueExpiries(t0, 100)
+		require.Len(t, due, 1)
+		assert.Empty(t, s.DueExpiries(t0, 100), "taken")
+		s.RequeueExpiries(due)
+		assert.Equal(t, 1, Expire(t, s, t0))
+	})
+
+	t.Run("a membership ended otherwise has no expiry left", func(t *testing.T) {
+		s := newStore(t)
+		add(s, "a", expiringUser(1, t0), expiringUser(2, t0), expiringUser(3, t0))
+		add(s, "b", expiringUser(4, t0), expiringUser(5, t0))
+		add(s, "c", expiringUser(6, t0))
+		_, err := s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}})
+		require.NoError(t, err)
+		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 3}, {UID: 7}}})
+		require.NoError(t, err)
+		_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "b"})
+		require.NoError(t, err)
+		_, err = s.Write(ctx, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{6}})
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), s.ExpiryCount(), "user 3, kept by the replace")
+		add(s, "a", membership.User{UID: 1}, membership.User{UID: 2})
+		add(s, "b", membership.User{UID: 4})
+		add(s, "c", membership.User{UID: 6})
+		assert.Equal(t, 1, Expire(t, s, t0), "only user 3's expiry is left")
+		got, _ := ListAll(t, s, "a")
+		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}, {UID: 7}}, got)
+	})
+
+	t.Run("a replace and a batch set expiries as an add does", func(t *testing.T) {
+		s := newStore(t)
+		add(s, "g", expiringUser(1, t0), expiringUser(2, t0))
+		before := latest(t, s)
+		_, err := s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{
+			{UID: 1}, expiringUser(2, time.Time{}), expiringUser(3, t0.Add(time.Minute)),
+		}})
+		require.NoError(t, err)
+		changes := AllChanges(t, s, before)
+		require.Len(t, changes, 1)
+		assert.Equal(t, []membership.MemberExpiry{{UID: 2}, {UID: 3, At: t0.Add(time.Minute)}}, changes[0].Expiries)
+		_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+			{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{expiringUser(9, t0)}},
+			{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{expiringUser(2, t0)}},
+		}})
+		require.NoError(t, err)
+		got, _ := ListAll(t, s, "g")
+		assert.Equal(t, []membership.Member{{UID: 1, Expires: t0}, {UID: 2, Expires: t0}, {UID: 3, Expires: t0.Add(time.Minute)}}, got)
+		assert.Equal(t, 3, Expire(t, s, t0), "users 1 and 2 in g, 9 in h")
+		assert.Equal(t, 1, Expire(t, s, t0.Add(time.Minute)))
+	})
+
+	t.Run("a ttl counts from the write's commit", func(t *testing.T) {
+		s := newStore(t)
+		before := latest(t, s)
+		add(s, "g", membership.User{UID: 1, Expiry: membership.Expiry{Set: true, TTL: 4 * time.Hour}})
+		changes := AllChanges(t, s, before)
+		require.Len(t, changes, 1)
+		want := changes[0].Time.Add(4 * time.Hour)
+		assert.Equal(t, []membership.MemberExpiry{{UID: 1, At: want}}, changes[0].Expiries)
+		got, _ := ListAll(t, s, "g")
+		assert.Equal(t, []membership.Member{{UID: 1, Expires: want}}, got)
+	})
+
+	t.Run("a follower of the feed reproduces every list across expiries", func(t *testing.T) {
+		s := newStore(t)
+		rng := rand.New(rand.NewPCG(7, 8))
+		f := NewFollower()
+		groups := []string{"a", "b", "c"}
+		for _, g := range groups {
+			require.NoError(t, f.list(s, g))
+		}
+		since := latest(t, s)
+		clock := t0
+		for i := range 400 {
+			g := groups[rng.IntN(len(groups))]
+			uid := membership.UID(rng.IntN(12) + 1)
+			var u membership.User
+			switch rng.IntN(4) {
+			case 0:
+				u = membership.User{UID: uid}
+			case 1:
+				u = expiringUser(uid, time.Time{})
+			default:
+				u = expiringUser(uid, clock.Add(time.Duration(rng.IntN(20))*time.Second))
+			}
+			var w membership.Write
+			switch rng.IntN(10) {
+			case 0:
+				w = membership.Write{Op: membership.OpRemove, GroupID: g, UIDs: []membership.UID{uid}}
+			case 1:
+				w = membership.Write{Op: membership.OpReplace, GroupID: g, Users: []membership.User{u, {UID: uid%12 + 1}}}
+			case 2:
+				w = membership.Write{Op: membership.OpDeleteGroup, GroupID: g}
+			default:
+				w = membership.Write{Op: membership.OpAdd, GroupID: g, Users: []membership.User{u}}
+			}
+			_, err := s.Write(ctx, w)
+			require.NoError(t, err, "write %d", i)
+			if i%10 == 0 {
+				clock = clock.Add(3 * time.Second)
+				Expire(t, s, clock)
+			}
+		}
+		for _, c := range AllChanges(t, s, since) {
+			f.Apply(c)
+		}
+		for _, g := range groups {
+			got, _ := ListAll(t, s, g)
+			assert.Equal(t, got, f.ListOf(g), fmt.Sprint("group ", g))
+		}
+	})
+}
