@@ -594,3 +594,16 @@ func (s *Store) follow(ctx context.Context) error {
 		}
 	}
 }
+
+// DueExpiries implements store.Expiring: memory's, whose writes Write
+// puts in the log as any other.
+func (s *Store) DueExpiries(now time.Time, max int) []store.Due { return s.mem.DueExpiries(now, max) }
+
+// RequeueExpiries implements store.Expiring.
+func (s *Store) RequeueExpiries(due []store.Due) { s.mem.RequeueExpiries(due) }
+
+// NextExpiry implements store.Expiring.
+func (s *Store) NextExpiry() (time.Time, bool) { return s.mem.NextExpiry() }
+
+// ExpiryCount implements store.Expiring.
+func (s *Store) ExpiryCount() int64 { return s.mem.ExpiryCount() }

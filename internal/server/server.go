@@ -22,9 +22,11 @@ import (
 	"example.com/groupmembership/httpapi"
 	"example.com/groupmembership/internal/accesslog"
 	"example.com/groupmembership/internal/connlimit"
+	"example.com/groupmembership/internal/expiry"
 	"example.com/groupmembership/internal/fileutil"
 	"example.com/groupmembership/internal/logsink"
 	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/durable"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/snap"
@@ -181,9 +183,11 @@ type service struct {
 	cfg    Config
 	plan   connPlan
 	logger *slog.Logger
-	api    *httpapi.Handler
-	srv    *http.Server
-	admin  *http.Server // nil without -admin-addr
+	// now is the clock expiries are due on and validated against.
+	now   func() time.Time
+	api   *httpapi.Handler
+	srv   *http.Server
+	admin *http.Server // nil without -admin-addr
 	// listeners are the API's, then the admin's, named by listenerNames;
 	// set before either serves.
 	listeners     []*connlimit.Listener
@@ -199,7 +203,7 @@ type service struct {
 }
 
 func newService(cfg Config, plan connPlan, token string, logger *slog.Logger, logOut *logsink.Writer) *service {
-	s := &service{cfg: cfg, plan: plan, logger: logger, stopping: make(chan struct{}), served: make(chan error, 2)}
+	s := &service{cfg: cfg, plan: plan, logger: logger, now: time.Now, stopping: make(chan struct{}), served: make(chan error, 2)}
 	s.api = httpapi.NewLoadingHandler(httpapi.Options{
 		Logger:            logger,
 		AccessLines:       accesslog.New(logOut, cfg.logFormat == "json"),
@@ -275,7 +279,7 @@ func (s *service) run(ctx context.Context) (err error) {
 		return err
 	}
 	s.serve(api, admin)
-	st, err := s.load(ctx)
+	st, expirer, err := s.load(ctx)
 	if err != nil {
 		s.close()
 		return err
@@ -289,6 +293,14 @@ func (s *service) run(ctx context.Context) (err error) {
 				err = fmt.Errorf("closing the data directory: %w", closeErr)
 			}
 		}
+	}()
+	// The expirer stops before the store closes (defers run last first).
+	expiring, stopExpiring := context.WithCancel(context.WithoutCancel(ctx))
+	expired := make(chan struct{})
+	go func() { defer close(expired); expirer.Run(expiring) }()
+	defer func() {
+		stopExpiring()
+		<-expired
 	}()
 	select {
 	case err := <-s.served:
@@ -359,7 +371,7 @@ func (s *service) servers() int {
 }
 
 // load opens the store and hands it to the API, which then takes traffic.
-func (s *service) load(ctx context.Context) (Store, error) {
+func (s *service) load(ctx context.Context) (Store, *expiry.Expirer, error) {
 	loaded := make(chan struct{})
 	defer close(loaded)
 	go func() { // a signal while the data loads is heard, and said so
@@ -371,17 +383,28 @@ func (s *service) load(ctx context.Context) (Store, error) {
 	}()
 	st, err := s.open(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s.api.Load(membership.NewServiceWith(st, membership.ServiceOptions{MaxUsers: s.cfg.maxUsers, MaxChecks: s.cfg.maxChecks, MaxBatchWrites: s.cfg.maxBatch}), httpapi.StoreExtras{
+	// Memberships that expired while the service was down end now, each
+	// group's in a change, before it answers a read.
+	expirer := expiry.New(st, s.now, s.logger)
+	if n, err := expirer.ExpireDue(context.WithoutCancel(ctx)); err != nil {
+		s.logger.Warn("could not apply the expiries due at start; trying again while serving", "err", err)
+	} else if n > 0 {
+		s.logger.Info("ended the memberships that expired while the service was down", "memberships", n)
+	}
+	s.api.Load(membership.NewServiceWith(st, membership.ServiceOptions{MaxUsers: s.cfg.maxUsers, MaxChecks: s.cfg.maxChecks, MaxBatchWrites: s.cfg.maxBatch, Now: s.now}), httpapi.StoreExtras{
 		Writable: st.Writable,
-		Metrics:  st.WriteMetrics,
-		Budgets:  st.Budgets,
-		Backup:   func() httpapi.Backup { return st.Backup() },
+		Metrics: func(w *metrics.Writer) {
+			st.WriteMetrics(w)
+			expirer.WriteMetrics(w)
+		},
+		Budgets: st.Budgets,
+		Backup:  func() httpapi.Backup { return st.Backup() },
 	})
 	s.ready.Store(true)
 	s.logger.Info("ready")
-	return st, nil
+	return st, expirer, nil
 }
 
 // drain turns /readyz to 503, serves on for -shutdown-delay, then lets the
@@ -687,7 +710,7 @@ func (l sendBufferListener) Accept() (net.Conn, error) {
 // Store is what the server needs of a store: the contract, and what it tells
 // and how it stops.
 type Store interface {
-	membership.Store
+	store.Expiring
 	// Writable returns why the store cannot take changes now, or nil.
 	Writable() error
 	// WriteMetrics writes the store's figures to /metrics, and Budgets

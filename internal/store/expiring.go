@@ -16,12 +16,19 @@ type Expiring interface {
 	// DueExpiries returns the expiries due at now, at most max
 	// memberships, as OpExpire writes with AsOf now; they are not due
 	// again unless given back.
-	DueExpiries(now time.Time, max int) []membership.Write
+	DueExpiries(now time.Time, max int) []Due
 	// RequeueExpiries gives back expiries of DueExpiries not applied.
-	RequeueExpiries(ws []membership.Write)
+	RequeueExpiries(due []Due)
 	// NextExpiry returns when the earliest expiry is due, false when none
 	// is.
 	NextExpiry() (time.Time, bool)
 	// ExpiryCount returns how many memberships have an expiry.
 	ExpiryCount() int64
+}
+
+// Due is expiries due: the write that applies them, and the earliest of
+// them, from which their lag is counted.
+type Due struct {
+	Write    membership.Write
+	Earliest time.Time
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/membership"
 )
 
@@ -220,7 +221,7 @@ func (m *Store) expire(groupID string, uids []membership.UID, asOf time.Time, st
 // OpExpire writes (one per group, at most maxExpireUIDs uids each) with
 // AsOf now; none when nothing is due. They leave the due queue: a caller
 // that cannot apply them gives them back with RequeueExpiries.
-func (m *Store) DueExpiries(now time.Time, max int) []membership.Write {
+func (m *Store) DueExpiries(now time.Time, max int) []store.Due {
 	m.compactDue()
 	due := m.due.popDue(expiryMillis(now), max)
 	if len(due) == 0 {
@@ -229,7 +230,7 @@ func (m *Store) DueExpiries(now time.Time, max int) []membership.Write {
 	slices.SortFunc(due, func(a, b dueEntry) int {
 		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.uid, b.uid))
 	})
-	var ws []membership.Write
+	var ws []store.Due
 	for i := 0; i < len(due); {
 		j := i
 		for j < len(due) && due[j].group == due[i].group {
@@ -243,7 +244,7 @@ func (m *Store) DueExpiries(now time.Time, max int) []membership.Write {
 
 // stillDue returns the writes that expire those of entries, all of one
 // group, that its members still have.
-func (m *Store) stillDue(entries []dueEntry, now time.Time) []membership.Write {
+func (m *Store) stillDue(entries []dueEntry, now time.Time) []store.Due {
 	groupID := entries[0].group
 	s := m.shardOf(groupID)
 	s.mu.RLock()
@@ -252,30 +253,39 @@ func (m *Store) stillDue(entries []dueEntry, now time.Time) []membership.Write {
 	if g == nil {
 		return nil
 	}
-	var ws []membership.Write
+	var ws []store.Due
 	var uids []membership.UID
+	var earliest int64
+	flush := func() {
+		w := membership.Write{Op: membership.OpExpire, GroupID: g.id, UIDs: uids, AsOf: now}
+		ws = append(ws, store.Due{Write: w, Earliest: time.UnixMilli(earliest).UTC()})
+		uids = nil
+	}
 	for k, e := range entries {
 		if k > 0 && e.uid == entries[k-1].uid {
 			continue
 		}
 		if at, ok := g.expiries[e.uid]; ok && at == e.at {
+			if len(uids) == 0 || at < earliest {
+				earliest = at
+			}
 			uids = append(uids, e.uid)
 		}
 		if len(uids) == maxExpireUIDs {
-			ws = append(ws, membership.Write{Op: membership.OpExpire, GroupID: g.id, UIDs: uids, AsOf: now})
-			uids = nil
+			flush()
 		}
 	}
 	if len(uids) > 0 {
-		ws = append(ws, membership.Write{Op: membership.OpExpire, GroupID: g.id, UIDs: uids, AsOf: now})
+		flush()
 	}
 	return ws
 }
 
 // RequeueExpiries gives back the expiries of ws, from DueExpiries, that a
 // caller could not apply: those its members still have are due again.
-func (m *Store) RequeueExpiries(ws []membership.Write) {
-	for _, w := range ws {
+func (m *Store) RequeueExpiries(due []store.Due) {
+	for _, d := range due {
+		w := d.Write
 		s := m.shardOf(w.GroupID)
 		s.mu.RLock()
 		if g := s.groups[w.GroupID]; g != nil {

@@ -19,8 +19,8 @@ import (
 func Expire(t *testing.T, s store.Expiring, now time.Time) int {
 	t.Helper()
 	n := 0
-	for _, w := range s.DueExpiries(now, 1<<20) {
-		res, err := s.Write(context.Background(), w)
+	for _, d := range s.DueExpiries(now, 1<<20) {
+		res, err := s.Write(context.Background(), d.Write)
 		require.NoError(t, err)
 		n += res.Count
 	}
@@ -114,7 +114,7 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		due := s.DueExpiries(t0, 100)
 		require.Len(t, due, 1)
 		add(s, "g", expiringUser(1, t0.Add(time.Hour)))
-		res, err := s.Write(ctx, due[0])
+		res, err := s.Write(ctx, due[0].Write)
 		require.NoError(t, err)
 		assert.Equal(t, 1, res.Count, "user 2 only")
 		got, _ := ListAll(t, s, "g")

@@ -1,0 +1,111 @@
+// Package expiry applies the expiries of memberships (membership.OpExpire)
+// as they come due: an Expirer asks its store what is due on its clock,
+// and applies it with the store's Write, one change per group, as any
+// writer would, so that every store logs, replays and shares expiries as
+// it does every other change.
+package expiry
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/internal/store"
+)
+
+// Interval is how often an Expirer looks for expiries due: a membership
+// ends at most about this long after its expiry while the store takes
+// writes (the README's bound is 1 s).
+const Interval = 100 * time.Millisecond
+
+// roundMax bounds the memberships one round takes from the store: a round
+// applies them and looks again, so that a million due at once are applied
+// in changes of at most this many, with other writes between them.
+const roundMax = 20000
+
+// Expirer applies a store's expiries as they come due.
+type Expirer struct {
+	store  store.Expiring
+	now    func() time.Time
+	logger *slog.Logger
+
+	applied atomic.Uint64 // memberships ended
+	failed  atomic.Uint64 // rounds that could not apply what was due
+	lag     *metrics.Histogram
+}
+
+// New returns an Expirer of s on the clock now (time.Now when nil).
+func New(s store.Expiring, now func() time.Time, logger *slog.Logger) *Expirer {
+	if now == nil {
+		now = time.Now
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Expirer{store: s, now: now, logger: logger, lag: metrics.NewHistogram(lagBuckets)}
+}
+
+var lagBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60}
+
+// ExpireDue applies every expiry due now, in rounds, and returns how many
+// memberships it ended. It stops at the first write the store refuses,
+// giving back what it had not applied, and returns the error.
+func (e *Expirer) ExpireDue(ctx context.Context) (int, error) {
+	ended := 0
+	for {
+		now := e.now()
+		due := e.store.DueExpiries(now, roundMax)
+		if len(due) == 0 {
+			return ended, nil
+		}
+		for i, d := range due {
+			res, err := e.store.Write(ctx, d.Write)
+			if err != nil {
+				e.store.RequeueExpiries(due[i:])
+				e.failed.Add(1)
+				return ended, err
+			}
+			ended += res.Count
+			e.applied.Add(uint64(res.Count))
+			if res.Count > 0 {
+				e.lag.Observe(max(e.now().Sub(d.Earliest), 0))
+			}
+		}
+		if ctx.Err() != nil {
+			return ended, ctx.Err()
+		}
+	}
+}
+
+// Run applies expiries as they come due, every Interval, until ctx is
+// done. A round the store refuses (a stuck disk, a lost database) is
+// logged and tried again at the next tick: the expiries wait, none is lost.
+func (e *Expirer) Run(ctx context.Context) {
+	t := time.NewTicker(Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if next, ok := e.store.NextExpiry(); !ok || next.After(e.now()) {
+			continue
+		}
+		if _, err := e.ExpireDue(ctx); err != nil && ctx.Err() == nil {
+			e.logger.Warn("could not apply the expiries due; trying again", "err", err)
+		}
+	}
+}
+
+// WriteMetrics writes the expirer's figures: the memberships with an
+// expiry, those it ended, and the lag from their expiry to their end.
+func (e *Expirer) WriteMetrics(w *metrics.Writer) {
+	w.Gauge("membership_expiring_members", "Memberships with an expiry (they end by themselves).", float64(e.store.ExpiryCount()))
+	w.Counter("membership_expiries_total", "Memberships this instance ended at their expiry.", float64(e.applied.Load()))
+	w.Counter("membership_expiry_failures_total", "Rounds of expiries the store refused (tried again at the next tick).", float64(e.failed.Load()))
+	w.Family("membership_expiry_lag_seconds", "histogram", "For each change of expiries, the time from the earliest of their expiries to the change.")
+	e.lag.Write(w, "membership_expiry_lag_seconds", nil)
+}

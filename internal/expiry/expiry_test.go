@@ -1,0 +1,110 @@
+package expiry
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/membership"
+)
+
+// clock is a clock the test moves.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+
+func addExpiring(t *testing.T, s membership.Store, group string, at time.Time, uids ...membership.UID) {
+	t.Helper()
+	w := membership.Write{Op: membership.OpAdd, GroupID: group}
+	for _, uid := range uids {
+		w.Users = append(w.Users, membership.User{UID: uid, Expiry: membership.Expiry{Set: true, At: at}})
+	}
+	_, err := s.Write(context.Background(), w)
+	require.NoError(t, err)
+}
+
+func TestExpireDueEndsWhatIsDueOnItsClock(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := &clock{now: t0.Add(-time.Second)}
+	s := memory.New()
+	addExpiring(t, s, "g", t0, 1, 2)
+	addExpiring(t, s, "g", t0.Add(time.Hour), 3)
+	e := New(s, c.Now, nil)
+
+	n, err := e.ExpireDue(context.Background())
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	c.Set(t0.Add(250 * time.Millisecond))
+	n, err = e.ExpireDue(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+
+	var w metrics.Writer
+	e.WriteMetrics(&w)
+	out := string(w.Bytes())
+	assert.Contains(t, out, "membership_expiring_members 1\n")
+	assert.Contains(t, out, "membership_expiries_total 2\n")
+	assert.Contains(t, out, `membership_expiry_lag_seconds_bucket{le="0.25"} 1`, "found 250 ms after the expiry")
+	assert.Contains(t, out, `membership_expiry_lag_seconds_bucket{le="0.1"} 0`)
+}
+
+func TestAMillionDueAtOnceEndInBoundedChanges(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := memory.New()
+	const n = 100_000
+	uids := make([]membership.UID, n)
+	for i := range uids {
+		uids[i] = membership.UID(i + 1)
+	}
+	addExpiring(t, s, "big", t0, uids...)
+	before := s.LatestRevision()
+	ended, err := New(s, func() time.Time { return t0 }, nil).ExpireDue(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, n, ended)
+	changes, _, err := s.Changes(context.Background(), membership.ChangeOptions{After: before})
+	require.NoError(t, err)
+	assert.Len(t, changes, n/10000, "in changes of at most 10,000")
+	assert.Zero(t, s.ExpiryCount())
+}
+
+// refusing is a store whose writes fail until told otherwise.
+type refusing struct {
+	*memory.Store
+	refuse bool
+}
+
+func (r *refusing) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
+	if r.refuse {
+		return membership.Result{}, errors.New("the disk is stuck")
+	}
+	return r.Store.Write(ctx, w)
+}
+
+var _ store.Expiring = (*refusing)(nil)
+
+func TestExpiriesTheStoreRefusesWaitForTheNextRound(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := &refusing{Store: memory.New()}
+	addExpiring(t, s, "g", t0, 1)
+	addExpiring(t, s, "h", t0, 2)
+	s.refuse = true
+	e := New(s, func() time.Time { return t0 }, nil)
+	_, err := e.ExpireDue(context.Background())
+	require.Error(t, err)
+	s.refuse = false
+	n, err := e.ExpireDue(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "none was lost")
+}
