@@ -60,7 +60,7 @@ func ValidateIdempotencyKey(key string) error {
 // IdempotencyKeyReused returns the error of a key used before for another
 // request.
 func IdempotencyKeyReused() *Error {
-	return Errorf(CodeIdempotencyKeyReused, "the Idempotency-Key was used for another request (another route, group, body, condition or uid): "+
+	return Errorf(CodeIdempotencyKeyReused, "the Idempotency-Key was used for another request (another route, group, users or nicknames, condition or acting uid): "+
 		"nothing was changed; send a new key for a new request")
 }
 
