@@ -3,9 +3,11 @@
 // durable) and the batch column of the PostgreSQL log (package postgres).
 // All integers are unsigned varints; a string is its length and its bytes.
 //
-//	users         the user count, then each user's uid, a byte that says
-//	              whether a nickname follows (1) or not (0), and the
-//	              nickname
+//	users         the user count, then each user's uid, a byte of flags
+//	              (1: a nickname follows, 2: an expiry follows), the
+//	              nickname, and the expiry: milliseconds since 1970, 0
+//	              for a membership made permanent (logs older than
+//	              expiries have flags 0 and 1 only)
 //	uids          the uid count, then each uid
 //	precondition  a byte of flags (1 Exists, 2 Empty), the revision count,
 //	              then each revision
@@ -22,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"time"
 
 	"example.com/groupmembership/membership"
 )
@@ -61,15 +64,39 @@ func ReadCount(r *bytes.Reader) (uint64, error) {
 	return n, nil
 }
 
-// AppendUsers appends users, nicknames as given.
+// The flags of a user.
+const (
+	userNickname byte = 1
+	userExpiry   byte = 2
+)
+
+// AppendUsers appends users, nicknames and expiries as given. An expiry
+// must be a time or permanent: a log keeps no TTL, which its writer turns
+// into a time as it commits the write (membership.ResolveTTLs).
 func AppendUsers(b []byte, users []membership.User) []byte {
 	b = binary.AppendUvarint(b, uint64(len(users)))
 	for _, u := range users {
 		b = binary.AppendUvarint(b, uint64(u.UID))
+		var flags byte
 		if u.HasNickname {
-			b = AppendString(append(b, 1), u.Nickname)
-		} else {
-			b = append(b, 0)
+			flags |= userNickname
+		}
+		if u.Expiry.Set {
+			if u.Expiry.TTL != 0 {
+				panic("writecodec: a TTL not turned into a time before the write was logged")
+			}
+			flags |= userExpiry
+		}
+		b = append(b, flags)
+		if u.HasNickname {
+			b = AppendString(b, u.Nickname)
+		}
+		if u.Expiry.Set {
+			var ms int64
+			if !u.Expiry.At.IsZero() {
+				ms = u.Expiry.At.UnixMilli()
+			}
+			b = binary.AppendUvarint(b, uint64(ms))
 		}
 	}
 	return b
@@ -87,17 +114,31 @@ func ReadUsers(r *bytes.Reader) ([]membership.User, error) {
 		if u.UID, err = readUID(r); err != nil {
 			return nil, err
 		}
-		flag, err := r.ReadByte()
+		flags, err := r.ReadByte()
 		switch {
 		case err != nil:
 			return nil, err
-		case flag == 1:
+		case flags&^(userNickname|userExpiry) != 0:
+			return nil, fmt.Errorf("user flags %#x", flags)
+		}
+		if flags&userNickname != 0 {
 			u.HasNickname = true
 			if u.Nickname, err = ReadString(r); err != nil {
 				return nil, err
 			}
-		case flag != 0:
-			return nil, fmt.Errorf("nickname flag %d", flag)
+		}
+		if flags&userExpiry != 0 {
+			ms, err := binary.ReadUvarint(r)
+			switch {
+			case err != nil:
+				return nil, err
+			case ms > math.MaxInt64:
+				return nil, fmt.Errorf("expiry %d is not a time", ms)
+			}
+			u.Expiry.Set = true
+			if ms != 0 {
+				u.Expiry.At = time.UnixMilli(int64(ms)).UTC()
+			}
 		}
 		users = append(users, u)
 	}

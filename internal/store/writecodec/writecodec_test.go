@@ -3,6 +3,7 @@ package writecodec
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,7 +12,9 @@ import (
 )
 
 func TestEachPartReadsBackAsWritten(t *testing.T) {
-	users := []membership.User{{UID: 1}, {UID: 9223372036854775807, Nickname: "Zoë\x00", HasNickname: true}, {UID: 3, HasNickname: true}}
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6e6, time.UTC)
+	users := []membership.User{{UID: 1}, {UID: 9223372036854775807, Nickname: "Zoë\x00", HasNickname: true}, {UID: 3, HasNickname: true},
+		{UID: 4, Expiry: membership.Expiry{Set: true, At: at}}, {UID: 5, Nickname: "e", HasNickname: true, Expiry: membership.Expiry{Set: true}}}
 	uids := []membership.UID{5, 1, 5}
 	cond := membership.Precondition{Revisions: []membership.Revision{0, 7}, Exists: true}
 	b := AppendString(nil, "group")
@@ -47,7 +50,7 @@ func TestWhatIsNeverWrittenIsRefused(t *testing.T) {
 		"a uid of 0":                     {[]byte{1, 0}, func(r *bytes.Reader) error { _, err := ReadUIDs(r); return err }},
 		"a uid past MaxInt64":            {append([]byte{1}, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01), func(r *bytes.Reader) error { _, err := ReadUIDs(r); return err }},
 		"a count past the end":           {[]byte{5, 1}, func(r *bytes.Reader) error { _, err := ReadUIDs(r); return err }},
-		"a nickname flag of 2":           {[]byte{1, 1, 2}, func(r *bytes.Reader) error { _, err := ReadUsers(r); return err }},
+		"a user flag of 4":               {[]byte{1, 1, 4}, func(r *bytes.Reader) error { _, err := ReadUsers(r); return err }},
 		"a string cut short":             {[]byte{3, 'a'}, func(r *bytes.Reader) error { _, err := ReadString(r); return err }},
 		"unknown precondition flags":     {[]byte{4, 0}, func(r *bytes.Reader) error { _, err := ReadPrecondition(r); return err }},
 		"a precondition of nothing":      {[]byte{0, 0}, func(r *bytes.Reader) error { _, err := ReadPrecondition(r); return err }},
@@ -55,4 +58,10 @@ func TestWhatIsNeverWrittenIsRefused(t *testing.T) {
 	} {
 		assert.Error(t, c.read(bytes.NewReader(c.data)), name)
 	}
+}
+
+func TestATTLIsNeverLogged(t *testing.T) {
+	assert.Panics(t, func() {
+		AppendUsers(nil, []membership.User{{UID: 1, Expiry: membership.Expiry{Set: true, TTL: time.Hour}}})
+	})
 }
