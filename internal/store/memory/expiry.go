@@ -301,7 +301,11 @@ func (m *Store) RequeueExpiries(due []store.Due) {
 
 // NextExpiry returns when the earliest expiry queued is due, false when
 // none is. It may be one that no longer holds.
+//
+// The expirer asks every tick: it is also when the queue is compacted, so
+// that expiries changed again and again, far ahead, do not grow it.
 func (m *Store) NextExpiry() (time.Time, bool) {
+	m.compactDue()
 	at, ok := m.due.next()
 	if !ok {
 		return time.Time{}, false
