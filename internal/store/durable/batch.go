@@ -53,7 +53,12 @@ func (c *batchEntry) applyTo(m *memory.Store) result {
 	return result{batch: res, err: err}
 }
 
-func (c *batchEntry) setTime(t time.Time) { c.Time = t }
+func (c *batchEntry) setTime(t time.Time) {
+	c.Time = t
+	for i := range c.Writes {
+		c.Writes[i].Users = membership.ResolveTTLs(c.Writes[i].Users, t)
+	}
+}
 
 // appendBatch appends c to b as a record's payload: opBatch (with withKey
 // when c has a key), the stamp, the key, the write count, then each write
@@ -165,8 +170,8 @@ func batchTakes(op membership.Op) bool {
 //
 // Errors: CodePreconditionFailed, CodeInvalidQuery (a precondition naming
 // more than MaxPreconditionRevisions revisions its group has not passed),
-// CodeInvalidIdempotencyKey, CodeIdempotencyKeyReused, CodeUnavailable,
-// CodeBodyTooLarge.
+// CodeInvalidUsers (an expiry not after 1970), CodeInvalidIdempotencyKey,
+// CodeIdempotencyKeyReused, CodeUnavailable, CodeBodyTooLarge.
 func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchResult, error) {
 	if b.Idem.Key != "" {
 		var err error
@@ -189,6 +194,9 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 			return membership.BatchResult{}, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
 		}
 		rev, _, err := d.mem.Check(w)
+		if err == nil {
+			err = loggable(w)
+		}
 		if err == nil {
 			c.Writes[i] = membership.Write{Op: w.Op, GroupID: w.GroupID, Users: w.Users, UIDs: w.UIDs, If: w.If}
 			c.Writes[i].If.Revisions, err = pendingRevisions(w.If.Revisions, rev)

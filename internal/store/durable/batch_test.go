@@ -30,7 +30,7 @@ func batchEntries() map[string]*batchEntry {
 	out := map[string]*batchEntry{}
 	var all []membership.Write
 	for name, e := range entries() {
-		if e.Op == membership.OpRemoveUser {
+		if !batchTakes(e.Op) {
 			continue
 		}
 		w := membership.Write(*e)
@@ -101,6 +101,7 @@ func TestBatchRecordRefusesWhatNoBuildWrote(t *testing.T) {
 		{"a batch with a stamp flag", []byte{0x46, 0, 0, 1, 4, 1, 'g'}},
 		{"a batch in a batch", []byte{6, 0, 0, 1, 6, 0, 0, 1, 4, 1, 'g'}},
 		{"a remove_user in a batch", []byte{6, 0, 0, 1, 5, 0, 1, 1}},
+		{"an expire in a batch", []byte{6, 0, 0, 1, 7, 1, 'g', 1, 1, 0}},
 		{"a write with a stamp", []byte{6, 0, 0, 1, 0x44, 1, 'g', 2, 0}},
 		{"cut short", []byte{6, 0, 0, 2, 4, 1, 'g'}},
 		{"trailing bytes", []byte{6, 0, 0, 1, 4, 1, 'g', 0}},

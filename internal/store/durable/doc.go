@@ -38,6 +38,25 @@
 // alone (and the retention and budget of keys), never on when a caller
 // asked.
 //
+// # Expiries
+//
+// A membership's expiry (membership.Expiry) is in the record of the add
+// or replace that set it, as a time: the committer turns a TTL into the
+// time it sets as of the commit (setTime, with the time the record's
+// stamp keeps) before it encodes the record, and memory applies the
+// record as so resolved, then and on every replay. A write of an expiry
+// the record cannot hold, at or before 1970, is refused. Memory keeps the
+// expiries and their due queue (the store's DueExpiries and friends are
+// memory's); the expirer (package expiry) ends the memberships due with
+// Write of a membership.OpExpire, which is logged as any write (op 7: the
+// group, at most MaxExpireUIDs uids, and the time they were due as of),
+// and not at all when it would end none. Replaying it ends the same
+// memberships: a uid whose expiry was extended before the record was
+// applied stays, then and on replay. Snapshots hold the members'
+// expiries, and the feed's changes with theirs, and so do backups (but
+// for the feed); what came due while the store was closed is due at once
+// after Open, and the server ends it before it answers reads.
+//
 // # Concurrency
 //
 // The store adds goroutines, not locks on the data (the memory.Store's

@@ -477,11 +477,20 @@ func removeTemps(dir string) error {
 // stays free); memory remembers the key when the committer applies the
 // record, and on every replay of the log.
 //
+// A user's TTL is turned into the time it sets as of the write's commit
+// before the write is logged: the log keeps times only. An expire
+// (membership.OpExpire, the expirer's write) is logged as any other
+// write, when it would end a membership.
+//
 // Errors: CodePreconditionFailed, CodeInvalidQuery (more than
-// MaxPreconditionRevisions revisions the group has not passed),
-// CodeInvalidIdempotencyKey, CodeIdempotencyKeyReused, CodeUnavailable,
-// CodeBodyTooLarge.
+// MaxPreconditionRevisions revisions the group has not passed, or an
+// expire of more than MaxExpireUIDs uids), CodeInvalidUsers (an expiry
+// not after 1970), CodeInvalidIdempotencyKey, CodeIdempotencyKeyReused,
+// CodeUnavailable, CodeBodyTooLarge.
 func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result, error) {
+	if err := loggable(w); err != nil {
+		return membership.Result{}, err
+	}
 	if w.Idem.Key != "" {
 		var err error
 		if w.Idem, err = idempotency(w.Idem, func() membership.Fingerprint { return membership.FingerprintWrite(w) }); err != nil {
@@ -513,6 +522,25 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 	}
 	r := d.commit(&c)
 	return r.res, r.err
+}
+
+// loggable returns an error unless w is a write its record can hold as
+// it is: an expire of at most MaxExpireUIDs uids (so that LargestEntry
+// bounds its record), and expiries after 1970 (a record holds an expiry
+// as milliseconds since 1970, 0 for none; the Service takes expiries
+// ahead of its clock only).
+func loggable(w membership.Write) error {
+	if w.Op == membership.OpExpire && len(w.UIDs) > MaxExpireUIDs {
+		return membership.Errorf(membership.CodeInvalidQuery,
+			"an expire names %d uids, more than %d; nothing was changed", len(w.UIDs), MaxExpireUIDs)
+	}
+	for i, u := range w.Users {
+		if u.Expiry.Set && !u.Expiry.At.IsZero() && u.Expiry.At.UnixMilli() <= 0 {
+			return membership.Errorf(membership.CodeInvalidUsers,
+				"element %d: the expiry %s is not after 1970; nothing was changed", i, u.Expiry.At.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	return nil
 }
 
 // idempotency returns idem, whose key it checks (a key the Service refuses

@@ -20,16 +20,24 @@ import (
 // group id, what the op names, when the op byte has withPrecondition set,
 // the precondition, when it has withStamp set, the stamp, and when it has
 // withKey set, the Idempotency-Key; or a batch (op 6, batch.go). All
-// integers are unsigned varints but the time; a string is its length and
+// integers are unsigned varints but the times; a string is its length and
 // its bytes. The users, uids and precondition are laid out by package
 // writecodec, as the PostgreSQL log's batch column holds them.
 //
-//	op 1 add, 3 replace   user count, then each uid, a byte that says
-//	                      whether a nickname follows (1) or not (0), and
-//	                      the nickname
+//	op 1 add, 3 replace   user count, then each uid, a byte of flags (1 a
+//	                      nickname follows, 2 an expiry follows), the
+//	                      nickname, and the expiry: the time the
+//	                      membership ends, in milliseconds since
+//	                      1970-01-01 UTC, 0 for one made permanent (never
+//	                      a TTL: the committer turns one into the time it
+//	                      sets before it writes the record, see setTime)
 //	op 2 remove           uid count, then each uid
 //	op 4 delete_group     nothing
 //	op 5 remove_user      uid count (1), then the uid; the group id is ""
+//	op 7 expire           uid count (at least 1), then each uid, then the
+//	                      time its expiries were due as of (Write.AsOf),
+//	                      in milliseconds since 1970-01-01 UTC (a signed,
+//	                      zigzag varint)
 //	precondition          a byte of flags (1 Exists, 2 Empty), revision
 //	                      count, then each revision
 //	stamp                 the time the change was committed, in
@@ -51,13 +59,18 @@ import (
 // build before the other ops wrote them. This build stamps every record
 // it writes (logs of version 4); a record without a stamp, from an older
 // build, is applied with no time and no actor. Keys came with logs of
-// version 6: a record without one is as version 5 wrote it.
+// version 6: a record without one is as version 5 wrote it. Expiries (a
+// user's flag 2, and op 7) came with logs of version 7: a record without
+// them is as version 6 wrote it. A record is read alike whatever the
+// version of its log: one of an older log that holds an expiry, which no
+// build wrote, is applied as one of version 7.
 const (
 	opAdd         byte = 1
 	opRemove      byte = 2
 	opReplace     byte = 3
 	opDeleteGroup byte = 4
 	opRemoveUser  byte = 5
+	opExpire      byte = 7
 
 	// withPrecondition is set in the op byte of an entry with a
 	// precondition.
@@ -74,13 +87,14 @@ const (
 // length and its fingerprint.
 const keyBytes = binary.MaxVarintLen16 + len(membership.Fingerprint{})
 
-// entryOps maps the op bytes to their ops.
+// entryOps maps the op bytes of entries to their ops; opBatch is none.
 var entryOps = [...]membership.Op{
 	opAdd:         membership.OpAdd,
 	opRemove:      membership.OpRemove,
 	opReplace:     membership.OpReplace,
 	opDeleteGroup: membership.OpDeleteGroup,
 	opRemoveUser:  membership.OpRemoveUser,
+	opExpire:      membership.OpExpire,
 }
 
 // MaxPreconditionRevisions bounds the revisions of a precondition that a
@@ -89,6 +103,10 @@ var entryOps = [...]membership.Op{
 // LargestEntry bounds every record. The HTTP layer takes at most as many
 // entity tags in an If-Match, so its clients never meet the refusal.
 const MaxPreconditionRevisions = membership.MaxPreconditionRevisions
+
+// MaxExpireUIDs bounds the uids of an expire write (membership.OpExpire),
+// as memory's DueExpiries gives them.
+const MaxExpireUIDs = 10000
 
 // record is what one record of the log holds: a write (*entry) or a batch
 // (*batchEntry).
@@ -104,7 +122,10 @@ type record interface {
 	// overtook between its check and its turn fails, taking no revision,
 	// when it is replayed too.
 	applyTo(m *memory.Store) result
-	// setTime gives it the time of its commit, which its record keeps.
+	// setTime gives it the time of its commit, which its record keeps,
+	// and turns every TTL of its users into the time it sets as of t
+	// (membership.ResolveTTLs): a record keeps times only, so that a
+	// replay gives every membership the expiry it had.
 	setTime(t time.Time)
 }
 
@@ -135,16 +156,22 @@ func (c *entry) applyTo(m *memory.Store) result {
 	return result{res: res, err: err}
 }
 
-func (c *entry) setTime(t time.Time) { c.Time = t }
+func (c *entry) setTime(t time.Time) {
+	c.Time = t
+	c.Users = membership.ResolveTTLs(c.Users, t)
+}
 
 // cost returns about how many bytes c holds in memory while it waits to be
-// written: its users or uids, their nicknames, its revisions, its key and
-// its record.
+// written: its users or uids, their nicknames and expiries, its revisions,
+// its key and its record.
 func (c *entry) cost() int64 {
 	const overhead = 256 // the entry, its pending and result, the record's framing
 	n := int64(overhead + 2*len(c.GroupID) + (len(c.UIDs)+len(c.If.Revisions))*(8+varintMax))
 	for _, u := range c.Users {
 		n += int64(unsafe.Sizeof(u)) + varintMax + int64(2*len(u.Nickname))
+		if u.Expiry.Set {
+			n += varintMax // its time in the record; the user holds it already
+		}
 	}
 	return n + keyCost(c.Idem)
 }
@@ -162,7 +189,7 @@ func keyCost(idem membership.Idempotency) int64 {
 const varintMax = binary.MaxVarintLen64
 
 // appendEntry appends c to b as a record's payload. c's op must be one of
-// entryOps.
+// entryOps, and its users' expiries times (see setTime).
 func appendEntry(b []byte, c *entry) []byte {
 	op := byte(slices.Index(entryOps[:], c.Op))
 	if !c.If.IsZero() {
@@ -180,6 +207,9 @@ func appendEntry(b []byte, c *entry) []byte {
 		b = writecodec.AppendUsers(b, c.Users)
 	case membership.OpRemove, membership.OpRemoveUser:
 		b = writecodec.AppendUIDs(b, c.UIDs)
+	case membership.OpExpire:
+		b = writecodec.AppendUIDs(b, c.UIDs)
+		b = binary.AppendVarint(b, c.AsOf.UnixMilli())
 	}
 	if op&withPrecondition != 0 {
 		b = writecodec.AppendPrecondition(b, c.If)
@@ -246,7 +276,7 @@ func readEntry(r *bytes.Reader) (*entry, error) {
 		return nil, err
 	}
 	kind := op &^ (withPrecondition | withStamp | withKey)
-	if kind == 0 || int(kind) >= len(entryOps) {
+	if kind == 0 || int(kind) >= len(entryOps) || entryOps[kind] == "" {
 		return nil, fmt.Errorf("unknown op %d", op)
 	}
 	c := &entry{Op: entryOps[kind]}
@@ -258,12 +288,22 @@ func readEntry(r *bytes.Reader) (*entry, error) {
 		c.Users, err = writecodec.ReadUsers(r)
 	case opRemove, opRemoveUser:
 		c.UIDs, err = writecodec.ReadUIDs(r)
+	case opExpire:
+		c.UIDs, err = writecodec.ReadUIDs(r)
+		if err == nil {
+			var ms int64
+			ms, err = binary.ReadVarint(r)
+			c.AsOf = time.UnixMilli(ms).UTC()
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if kind == opRemoveUser && (len(c.UIDs) != 1 || c.GroupID != "") {
+	switch {
+	case kind == opRemoveUser && (len(c.UIDs) != 1 || c.GroupID != ""):
 		return nil, errors.New("a remove_user names one uid and no group")
+	case kind == opExpire && (len(c.UIDs) == 0 || c.GroupID == ""):
+		return nil, errors.New("an expire names a group and at least one uid")
 	}
 	if op&withPrecondition != 0 {
 		if c.If, err = writecodec.ReadPrecondition(r); err != nil {
@@ -312,20 +352,26 @@ func readStamp(r *bytes.Reader, t *time.Time, actor *membership.UID) error {
 // in a body, "1,", and two in an entry) but for the group id, which comes
 // in the path, the precondition, which comes in headers: its flags and at
 // most MaxPreconditionRevisions revisions, the stamp, a time and a uid,
-// and the Idempotency-Key, which comes in a header too: at most
-// membership.MaxIdempotencyKeyBytes and its fingerprint; nor than maxUsers
-// users with the longest nicknames. A replace names its users as an add
-// does; a delete_group or a remove_user less. A batch is its op byte,
-// stamp, key and count, then each write as an entry: a group id and a
-// precondition per write (both in its body, but counted as if they were
-// not), and the users of all of them, bounded as one entry's.
+// the Idempotency-Key, which comes in a header too: at most
+// membership.MaxIdempotencyKeyBytes and its fingerprint, and each user's
+// expiry, whose time a body may name in fewer bytes than the record's (at
+// most binary.MaxVarintLen64); nor than maxUsers users with the longest
+// nicknames and expiries. A replace names its users as an add does; a
+// delete_group or a remove_user less. A batch is its op byte, stamp, key
+// and count, then each write as an entry: a group id and a precondition
+// per write (both in its body, but counted as if they were not), and the
+// users of all of them, bounded as one entry's. An expire, the service's
+// own write, comes from no request: it names at most MaxExpireUIDs uids,
+// whatever the limits, and its time.
 func LargestEntry(maxBodyBytes int64, maxUsers, maxBatchWrites int) int64 {
 	const stamp = 2 * binary.MaxVarintLen64
 	const key = membership.MaxIdempotencyKeyBytes + keyBytes
 	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes + stamp
 	const precondition = 1 + binary.MaxVarintLen16 + MaxPreconditionRevisions*binary.MaxVarintLen64
-	const perUser = binary.MaxVarintLen64 + 1 + binary.MaxVarintLen16 + membership.MaxNicknameBytes
-	users := min(maxBodyBytes, int64(maxUsers)*perUser)
+	const expiry = binary.MaxVarintLen64 // its flag is in the user's byte of flags
+	const perUser = binary.MaxVarintLen64 + 1 + binary.MaxVarintLen16 + membership.MaxNicknameBytes + expiry
+	const expire = perChange + precondition + key + MaxExpireUIDs*binary.MaxVarintLen64 + binary.MaxVarintLen64
+	users := min(maxBodyBytes+int64(maxUsers)*expiry, int64(maxUsers)*perUser)
 	batch := int64(1+binary.MaxVarintLen64+key) + int64(max(maxBatchWrites, 1))*(perChange+precondition)
-	return batch + users // a single write's is perChange + precondition + key + users, no more
+	return max(batch+users, int64(expire)) // a single write's is perChange + precondition + key + users, no more
 }

@@ -2,6 +2,8 @@ package durable
 
 import (
 	"bytes"
+	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,6 +25,14 @@ func entries() map[string]*entry {
 		"delete_group":     {Op: membership.OpDeleteGroup, GroupID: "g"},
 		"remove_user":      {Op: membership.OpRemoveUser, UIDs: []membership.UID{9223372036854775807}},
 		"add, no nickname": {Op: membership.OpAdd, GroupID: "ü", Users: []membership.User{{UID: 1}}},
+		"add with expiries": {Op: membership.OpAdd, GroupID: "g", Users: []membership.User{
+			{UID: 3, Nickname: "Ann", HasNickname: true, Expiry: membership.Expiry{Set: true, At: time.UnixMilli(1764028800123).UTC()}},
+			{UID: 9223372036854775807, Expiry: membership.Expiry{Set: true}}, {UID: 1}, {UID: 2, Expiry: membership.Expiry{Set: true, At: time.UnixMilli(1).UTC()}}}},
+		"replace with expiries": {Op: membership.OpReplace, GroupID: "g", Users: []membership.User{
+			{UID: 3, Expiry: membership.Expiry{Set: true, At: time.UnixMilli(math.MaxInt64).UTC()}}}},
+		"expire":                     {Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{9, 2, 9223372036854775807}, AsOf: time.UnixMilli(1764028800123).UTC()},
+		"expire, before 1970":        {Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{1}, AsOf: time.UnixMilli(-1).UTC()},
+		"expire as of the zero time": {Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{1}, AsOf: time.UnixMilli(time.Time{}.UnixMilli()).UTC()},
 	}
 	conds := map[string]membership.Precondition{
 		"if-match":          {Revisions: []membership.Revision{7}},
@@ -107,6 +117,22 @@ func TestEntryRoundTrip(t *testing.T) {
 	}
 }
 
+// A user's expiry is writecodec's: flag 2, then milliseconds since 1970,
+// 0 for a membership made permanent. An expire record (op 7) is laid out
+// as a remove, then the time its expiries were due as of (milliseconds
+// since 1970, signed), then the stamp the committer gives every record.
+func TestEntryExpiryLayout(t *testing.T) {
+	add := &entry{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{
+		{UID: 3, Expiry: membership.Expiry{Set: true, At: time.UnixMilli(1000).UTC()}}, {UID: 4, Expiry: membership.Expiry{Set: true}}}}
+	assert.Equal(t, []byte{1, 1, 'g', 2, 3, 2, 0xe8, 0x07, 4, 2, 0}, appendEntry(nil, add))
+	expire := &entry{Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{10, 11}, AsOf: time.UnixMilli(1000).UTC(), Time: time.UnixMilli(1).UTC()}
+	payload := []byte{0x47, 1, 'g', 2, 10, 11, 0xd0, 0x0f, 2, 0}
+	assert.Equal(t, payload, appendEntry(nil, expire))
+	got, err := decodeRecord(payload)
+	require.NoError(t, err)
+	assert.Equal(t, expire, got)
+}
+
 // The records of the first two ops are as every earlier build wrote them,
 // so that old logs replay, and a change without a precondition is still
 // written so.
@@ -164,6 +190,12 @@ func TestEntryRefusesWhatNoBuildWrote(t *testing.T) {
 		{"a key too long", append(append([]byte{0x64, 1, 'g', 2, 0, 0x80, 0x02}, bytes.Repeat([]byte{'k'}, 256)...), fingerprint7...)},
 		{"a fingerprint cut short", []byte{0x62, 1, 'g', 1, 9, 2, 0, 1, 'k', 1, 2, 3}},
 		{"a fingerprint of zeros", append([]byte{0x62, 1, 'g', 1, 9, 2, 0, 1, 'k'}, make([]byte, 16)...)},
+		{"a batch as an entry", []byte{6, 1, 'g', 0}},
+		{"an expire with no time", []byte{7, 1, 'g', 1, 9}},
+		{"an expire of no uid", []byte{7, 1, 'g', 0, 0}},
+		{"an expire of no group", []byte{7, 0, 1, 9, 0}},
+		{"an expiry cut short", []byte{1, 1, 'g', 1, 1, 2, 0x80}},
+		{"an unknown user flag", []byte{1, 1, 'g', 1, 1, 4}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := decodeEntry(tt.payload)
@@ -209,19 +241,34 @@ func TestLargestEntryBoundsEveryOp(t *testing.T) {
 	}
 	cond := membership.Precondition{Revisions: revs, Exists: true, Empty: true}
 	id := string(make([]byte, membership.MaxGroupIDBytes))
+	expiring := slices.Clone(users)
+	for i := range expiring {
+		expiring[i].Expiry = membership.Expiry{Set: true, At: time.UnixMilli(math.MaxInt64).UTC()} // the longest expiry
+	}
+	expireUIDs := make([]membership.UID, MaxExpireUIDs)
+	for i := range expireUIDs {
+		expireUIDs[i] = 9223372036854775807 - membership.UID(i)
+	}
 	bound := LargestEntry(1<<30, maxUsers, 1)
 	for _, e := range []*entry{
 		{Op: membership.OpAdd, GroupID: id, Users: users, If: cond},
-		{Op: membership.OpReplace, GroupID: id, Users: users, If: cond},
+		{Op: membership.OpAdd, GroupID: id, Users: expiring, If: cond},
+		{Op: membership.OpReplace, GroupID: id, Users: expiring, If: cond},
 		{Op: membership.OpRemove, GroupID: id, UIDs: uids, If: cond},
 		{Op: membership.OpDeleteGroup, GroupID: id, If: cond},
 		{Op: membership.OpRemoveUser, UIDs: uids[:1], If: cond},
+		{Op: membership.OpExpire, GroupID: id, UIDs: expireUIDs, If: cond, AsOf: time.UnixMilli(-1 << 62).UTC()},
 	} {
 		e.Time, e.Actor = time.UnixMilli(-1<<62).UTC(), 9223372036854775807 // the longest stamp
 		e.Idem = testIdem(string(bytes.Repeat([]byte{'~'}, membership.MaxIdempotencyKeyBytes)))
 		assert.LessOrEqual(t, int64(len(appendEntry(nil, e))), bound, "op %s", e.Op)
-		if e.Op == membership.OpDeleteGroup {
-			assert.LessOrEqual(t, int64(len(appendEntry(nil, e))), LargestEntry(1<<30, 0, 1), "with no user to spare")
+		switch e.Op {
+		case membership.OpDeleteGroup, membership.OpExpire:
+			assert.LessOrEqual(t, int64(len(appendEntry(nil, e))), LargestEntry(0, 0, 1), "op %s with no user to spare", e.Op)
 		}
 	}
+	// A body names a user's expiry in fewer bytes than its record may
+	// take: the bound counts them on top of the body's.
+	small := int64(len(appendEntry(nil, &entry{Op: membership.OpAdd, GroupID: id, Users: expiring, If: cond, Time: time.UnixMilli(-1 << 62).UTC()})))
+	assert.LessOrEqual(t, small, LargestEntry(int64(maxUsers)*(2+membership.MaxNicknameBytes), maxUsers, 1))
 }

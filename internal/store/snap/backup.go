@@ -3,12 +3,14 @@ package snap
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"example.com/groupmembership/membership"
 )
 
 // Backup is a consistent copy of a store's whole state at one revision: the
-// members of every group, the nicknames and the Idempotency-Keys
+// members of every group and their expiries, the nicknames and the
+// Idempotency-Keys
 // remembered (a restored store answers a retry as the store did), not the
 // change feed's history.
 // It holds about as much memory as the memberships take in the store, until
@@ -43,7 +45,8 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // Check returns an error unless st keeps the service's rules: valid and
 // distinct group ids, each with members, no revision past the latest,
-// valid nicknames of users who are in a group, and distinct keys. The
+// expiries of members only, valid nicknames of users who are in a group,
+// and distinct keys. The
 // checksum says that a file is whole; this says that it came from the
 // service.
 func (st *State) Check() error {
@@ -64,6 +67,11 @@ func (st *State) Check() error {
 		ids[g.ID] = true
 		for _, uid := range g.UIDs {
 			inGroup[uid] = true
+		}
+		for _, e := range g.Expiries {
+			if _, member := slices.BinarySearch(g.UIDs, e.UID); !member {
+				return fmt.Errorf("user %d has an expiry in group %q but is not a member", e.UID, g.ID)
+			}
 		}
 	}
 	if st.NicknamesRevision > st.LastRevision || st.RemovedRevision > st.LastRevision {

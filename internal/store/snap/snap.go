@@ -26,24 +26,31 @@ import (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // A snapshot file holds the whole state: a header (magic word and format
-// version), a body, and a CRC-32C of the body. The body of version 6 is
+// version), a body, and a CRC-32C of the body. The body of version 7 is
 //
 //   - the revisions: the latest, that of the last nickname change, and that
 //     of the last group deleted;
 //   - the nicknames: count, then uid and nickname each;
 //   - the groups: count, then id, revision, member count, and the members in
-//     ascending order, each as the difference from the one before;
+//     ascending order, each as the difference from the one before, then
+//     the expiries of the members that have one: count, then each member's
+//     uid, ascending, as the difference from the one before, and the time
+//     its membership ends, in milliseconds since 1970-01-01 UTC (a signed,
+//     zigzag varint, never 0);
 //   - the changes the feed keeps: count, then revision, op, group id, uid
 //     count and uids (as differences), nickname count and uid and nickname
-//     each. The op is 1 add, 2 remove, 3 replace (its uids are the group's
-//     whole new membership), 4 delete_group (no uid, no nickname), 5
-//     remove_user (group id "", one uid, no nickname), 6 batch: after the
-//     op, instead of a group id, uids and nicknames, the count of its
-//     changes (at least 1), then each as op (1 to 4), group id, uids and
-//     nicknames, with no revision and no stamp (they share the batch's);
-//     then the change's stamp: a byte of flags (1 a time follows, 2 an
-//     actor follows), the time in milliseconds since 1970-01-01 UTC (a
-//     signed, zigzag varint) and the actor's uid;
+//     each, and for an add or a replace the expiries it set, laid out as a
+//     group's but for 0, a membership it made permanent. The op is 1 add,
+//     2 remove, 3 replace (its uids are the group's whole new membership),
+//     4 delete_group (no uid, no nickname), 5 remove_user (group id "", one
+//     uid, no nickname), 7 expire (memberships that ended at their expiry,
+//     laid out as a remove), 6 batch: after the op, instead of a group id,
+//     uids and nicknames, the count of its changes (at least 1), then each
+//     as op (1 to 4), group id, uids, nicknames and expiries, with no
+//     revision and no stamp (they share the batch's); then the change's
+//     stamp: a byte of flags (1 a time follows, 2 an actor follows), the
+//     time in milliseconds since 1970-01-01 UTC (a signed, zigzag varint)
+//     and the actor's uid;
 //   - the Idempotency-Keys remembered, oldest first: count, then each key
 //     (1 to 255 printable ASCII bytes), its fingerprint (16 bytes), the
 //     time of its write's commit (milliseconds since 1970-01-01 UTC, a
@@ -52,15 +59,16 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //     results: count (1 for a write's), then each one's count, removed and
 //     revision.
 //
-// Version 5, still read, is version 6 without the keys (it remembers none);
-// version 4 is version 5 without batches; version 3 is
+// Version 6, still read, is version 7 without the expiries (no member has
+// one) and without op 7; version 5 is version 6 without the keys (it
+// remembers none); version 4 is version 5 without batches; version 3 is
 // version 4 without the stamps (its changes have no time and no actor);
 // version 2 is version 3 with ops 1 and 2 only; version 1 has only the
 // nicknames and the groups without their revisions. A build that reads an
 // older version at most so refuses a snapshot that may hold ops it does
 // not know by its version, not halfway through its changes. All integers
 // are unsigned varints but the time, strings a length and bytes.
-var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 6}
+var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 7}
 
 // The flags of a change's stamp.
 const (
@@ -110,7 +118,8 @@ type Group struct {
 }
 
 // The op byte of a change the feed keeps, and its op. Versions 1 and 2 know
-// the first two only, versions 3 and 4 the first five.
+// the first two only, versions 3 and 4 the first five, versions 5 and 6
+// the first six.
 var ops = [...]membership.Op{
 	1: membership.OpAdd,
 	2: membership.OpRemove,
@@ -118,6 +127,7 @@ var ops = [...]membership.Op{
 	4: membership.OpDeleteGroup,
 	5: membership.OpRemoveUser,
 	6: membership.OpBatch,
+	7: membership.OpExpire,
 }
 
 // How many op bytes each version knows, 0 included; and how many a batch's
@@ -125,8 +135,25 @@ var ops = [...]membership.Op{
 const (
 	opsOfVersion2 = 3
 	opsOfVersion4 = 6
+	opsOfVersion6 = 7
 	opsInABatch   = 5
 )
+
+// opsOf returns how many op bytes version knows, 0 included.
+func opsOf(version uint32) int {
+	switch {
+	case version <= 2:
+		return opsOfVersion2
+	case version <= 4:
+		return opsOfVersion4
+	case version <= 6:
+		return opsOfVersion6
+	}
+	return len(ops)
+}
+
+// withExpiries is the first version with expiries.
+const withExpiries = 7
 
 // WriteFile writes st to the file at path, atomically and durably (see
 // fileutil.WriteAtomic): path is always either absent or a whole snapshot.
@@ -138,12 +165,27 @@ func WriteFile(path string, st *State) error {
 // Encode writes st to out in the snapshot format: the header, the
 // body as it is encoded (never all of it in memory), and its checksum.
 func Encode(out io.Writer, st *State) error {
-	if _, err := out.Write(snapshotKind.Append(nil)); err != nil {
+	return encode(out, st, snapshotKind.Version)
+}
+
+// encode is Encode as version (4 on) lays st out, for the tests of the
+// older versions: a state that version cannot hold (a key before version
+// 6, an expiry or an expire before version 7) is refused.
+func encode(out io.Writer, st *State, version uint32) error {
+	if version < 4 || version > snapshotKind.Version {
+		return fmt.Errorf("cannot encode version %d", version)
+	}
+	if version < 6 && len(st.Keys) > 0 {
+		return fmt.Errorf("version %d holds no key", version)
+	}
+	kind := snapshotKind
+	kind.Version = version
+	if _, err := out.Write(kind.Append(nil)); err != nil {
 		return err
 	}
 	crc := crc32.New(castagnoli)
 	w := bufio.NewWriterSize(io.MultiWriter(out, crc), 1<<20)
-	c := &encoder{w: w}
+	c := &encoder{w: w, expiries: version >= withExpiries}
 	c.uvarint(uint64(st.LastRevision))
 	c.uvarint(uint64(st.NicknamesRevision))
 	c.uvarint(uint64(st.RemovedRevision))
@@ -158,16 +200,21 @@ func Encode(out io.Writer, st *State) error {
 		c.string(g.ID)
 		c.uvarint(uint64(g.Revision))
 		c.ascendingUIDs(g.UIDs)
+		if err := c.memberExpiries(g); err != nil {
+			return err
+		}
 	}
 	c.uvarint(uint64(len(st.Changes)))
 	for _, ch := range st.Changes {
-		if err := checkOps(ch, len(ops)); err != nil {
+		if err := checkChangeToEncode(ch, opsOf(version), c.expiries); err != nil {
 			return fmt.Errorf("change %d: %w", ch.Revision, err)
 		}
-		c.b = appendChange(c.b, ch)
+		c.b = appendChange(c.b, ch, c.expiries)
 		c.flushIfFull()
 	}
-	c.uvarint(uint64(len(st.Keys)))
+	if version >= 6 {
+		c.uvarint(uint64(len(st.Keys)))
+	}
 	for _, k := range st.Keys {
 		if err := checkKey(k); err != nil {
 			return err
@@ -192,6 +239,30 @@ type encoder struct {
 	w   io.Writer
 	b   []byte
 	err error
+	// expiries says the version has them (7 on).
+	expiries bool
+}
+
+// memberExpiries encodes the expiries of g's members, which must each
+// have a time, ascending by uid; a version before expiries holds none.
+func (c *encoder) memberExpiries(g Group) error {
+	if !c.expiries {
+		if len(g.Expiries) > 0 {
+			return fmt.Errorf("group %q: this version holds no expiry", g.ID)
+		}
+		return nil
+	}
+	if err := checkExpiries(g.Expiries); err != nil {
+		return fmt.Errorf("group %q: %w", g.ID, err)
+	}
+	for _, e := range g.Expiries {
+		if e.At.IsZero() || e.At.UnixMilli() == 0 {
+			return fmt.Errorf("group %q: the expiry of member %d has no time", g.ID, e.UID)
+		}
+	}
+	c.b = appendExpiries(c.b, g.Expiries)
+	c.flushIfFull()
+	return nil
 }
 
 func (c *encoder) uvarint(v uint64) { c.b = binary.AppendUvarint(c.b, v) }
@@ -317,7 +388,7 @@ func readNicknames(r *bytes.Reader) (map[membership.UID]string, error) {
 }
 
 // readGroup reads one group: its id, its revision (from version 2), its
-// member count and its members' uids.
+// member count, its members' uids and their expiries (from version 7).
 func readGroup(r *bytes.Reader, version uint32) (Group, error) {
 	var g Group
 	var err error
@@ -340,6 +411,11 @@ func readGroup(r *bytes.Reader, version uint32) (Group, error) {
 	}
 	if g.UIDs, err = readAscendingUIDs(r, count); err != nil {
 		return g, fmt.Errorf("group %q: %w", g.ID, err)
+	}
+	if version >= withExpiries {
+		if g.Expiries, err = readExpiries(r, false); err != nil {
+			return g, fmt.Errorf("group %q: %w", g.ID, err)
+		}
 	}
 	return g, nil
 }
@@ -381,19 +457,26 @@ func appendAscendingUIDs(b []byte, uids []membership.UID) []byte {
 	return b
 }
 
-// checkOps returns an error unless c's op is one of the first known of
-// ops, and, for a batch, it has changes, each of an op a batch takes.
-func checkOps(c membership.Change, known int) error {
+// checkChangeToEncode returns an error unless c's op is one of the first
+// known of ops, and, for a batch, it has changes, each of an op a batch
+// takes; and unless c has expiries only when it is an add or a replace of
+// a version that has them (withExpiries), ascending by uid.
+func checkChangeToEncode(c membership.Change, known int, withExpiries bool) error {
 	op := slices.Index(ops[:known], c.Op)
 	switch {
 	case op < 1:
 		return fmt.Errorf("op %q, which a snapshot cannot hold here", c.Op)
 	case c.Op == membership.OpBatch && len(c.Changes) == 0:
 		return errors.New("a batch of no change")
+	case len(c.Expiries) > 0 && !(withExpiries && hasExpiries(c.Op)):
+		return fmt.Errorf("a change of op %s with expiries, which a snapshot cannot hold here", c.Op)
+	}
+	if err := checkExpiries(c.Expiries); err != nil {
+		return err
 	}
 	if c.Op == membership.OpBatch {
 		for _, sub := range c.Changes {
-			if err := checkOps(sub, opsInABatch); err != nil {
+			if err := checkChangeToEncode(sub, opsInABatch, withExpiries); err != nil {
 				return fmt.Errorf("in a batch: %w", err)
 			}
 		}
@@ -401,22 +484,43 @@ func checkOps(c membership.Change, known int) error {
 	return nil
 }
 
-// appendChange appends one change of the feed.
-func appendChange(b []byte, c membership.Change) []byte {
+// hasExpiries reports whether a change of op has expiries in a snapshot:
+// an add's or a replace's.
+func hasExpiries(op membership.Op) bool {
+	return op == membership.OpAdd || op == membership.OpReplace
+}
+
+// checkExpiries returns an error unless expiries are of uids, ascending,
+// once each.
+func checkExpiries(expiries []membership.MemberExpiry) error {
+	var prev membership.UID
+	for _, e := range expiries {
+		if e.UID <= prev {
+			return errors.New("expiries not of uids in ascending order")
+		}
+		prev = e.UID
+	}
+	return nil
+}
+
+// appendChange appends one change of the feed, with its expiries when
+// the version has them.
+func appendChange(b []byte, c membership.Change, expiries bool) []byte {
 	b = binary.AppendUvarint(b, uint64(c.Revision))
-	b = appendChangeBody(b, c)
+	b = appendChangeBody(b, c, expiries)
 	return appendStamp(b, c)
 }
 
 // appendChangeBody appends a change but for its revision and stamp: its
 // op, then a batch's changes or another op's group id, uids and
-// nicknames.
-func appendChangeBody(b []byte, c membership.Change) []byte {
+// nicknames, and an add's or a replace's expiries when the version has
+// them.
+func appendChangeBody(b []byte, c membership.Change, expiries bool) []byte {
 	b = append(b, byte(slices.Index(ops[:], c.Op))) // Encode checked the op
 	if c.Op == membership.OpBatch {
 		b = binary.AppendUvarint(b, uint64(len(c.Changes)))
 		for _, sub := range c.Changes {
-			b = appendChangeBody(b, sub)
+			b = appendChangeBody(b, sub, expiries)
 		}
 		return b
 	}
@@ -429,7 +533,68 @@ func appendChangeBody(b []byte, c membership.Change) []byte {
 		b = binary.AppendUvarint(b, uint64(len(n.Nickname)))
 		b = append(b, n.Nickname...)
 	}
+	if expiries && hasExpiries(c.Op) {
+		b = appendExpiries(b, c.Expiries)
+	}
 	return b
+}
+
+// appendExpiries appends expiries, ascending by uid: their count, then
+// each uid as the difference from the one before and the time in
+// milliseconds since 1970 (a signed varint), 0 for none (made permanent).
+func appendExpiries(b []byte, expiries []membership.MemberExpiry) []byte {
+	b = binary.AppendUvarint(b, uint64(len(expiries)))
+	var prev membership.UID
+	for _, e := range expiries {
+		b = binary.AppendUvarint(b, uint64(e.UID-prev))
+		prev = e.UID
+		var ms int64
+		if !e.At.IsZero() {
+			ms = e.At.UnixMilli()
+		}
+		b = binary.AppendVarint(b, ms)
+	}
+	return b
+}
+
+// readExpiries reads what appendExpiries wrote: nil for none. A time of 0
+// is a membership made permanent, which only a change may hold
+// (permanent).
+func readExpiries(r *bytes.Reader, permanent bool) ([]membership.MemberExpiry, error) {
+	n, err := binary.ReadUvarint(r)
+	switch {
+	case err != nil:
+		return nil, err
+	case n == 0:
+		return nil, nil
+	case n > uint64(r.Len())/2:
+		return nil, errors.New("expiry count larger than the file")
+	}
+	expiries := make([]membership.MemberExpiry, 0, n)
+	var prev membership.UID
+	for range n {
+		d, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, err
+		}
+		if d == 0 || d > math.MaxInt64-uint64(prev) {
+			return nil, errors.New("expiries not in ascending order of uid")
+		}
+		prev += membership.UID(d)
+		ms, err := binary.ReadVarint(r)
+		switch {
+		case err != nil:
+			return nil, err
+		case ms == 0 && !permanent:
+			return nil, fmt.Errorf("the expiry of member %d has no time", prev)
+		}
+		e := membership.MemberExpiry{UID: prev}
+		if ms != 0 {
+			e.At = time.UnixMilli(ms).UTC()
+		}
+		expiries = append(expiries, e)
+	}
+	return expiries, nil
 }
 
 // appendStamp appends c's time and actor.
@@ -494,13 +659,7 @@ func readChanges(r *bytes.Reader, last membership.Revision, version uint32) ([]m
 	}
 	changes := make([]membership.Change, 0, n)
 	next := last - membership.Revision(n) + 1
-	cr := changeReader{r: r, ids: map[string]string{}, ops: len(ops), stamped: version >= 4}
-	switch version {
-	case 2:
-		cr.ops = opsOfVersion2
-	case 3, 4:
-		cr.ops = opsOfVersion4
-	}
+	cr := changeReader{r: r, ids: map[string]string{}, ops: opsOf(version), stamped: version >= 4, expiries: version >= withExpiries}
 	for range n {
 		c, err := cr.read(next)
 		if err != nil {
@@ -520,9 +679,11 @@ type changeReader struct {
 	r       *bytes.Reader
 	ops     int  // the op bytes the snapshot's version knows, 0 included
 	stamped bool // its changes have stamps (version 4 on), not a batch's own
-	ids     map[string]string
-	idBuf   []byte
-	block   []membership.UID
+	// expiries says its adds and replaces have expiries (version 7 on).
+	expiries bool
+	ids      map[string]string
+	idBuf    []byte
+	block    []membership.UID
 }
 
 // read reads one change, which must have revision rev.
@@ -549,7 +710,8 @@ func (cr *changeReader) read(rev membership.Revision) (membership.Change, error)
 }
 
 // body reads a change but for its revision and stamp, of one of the
-// first known ops.
+// first known ops: a batch's changes, or another op's group id, uids,
+// nicknames and, for an add or a replace, expiries.
 func (cr *changeReader) body(known int) (membership.Change, error) {
 	r := cr.r
 	var c membership.Change
@@ -587,6 +749,11 @@ func (cr *changeReader) body(known int) (membership.Change, error) {
 			return c, err
 		}
 		c.Nicknames = append(c.Nicknames, membership.Member{UID: membership.UID(uid), Nickname: nick})
+	}
+	if cr.expiries && hasExpiries(c.Op) {
+		if c.Expiries, err = readExpiries(r, true); err != nil {
+			return c, err
+		}
 	}
 	return c, checkChange(c)
 }

@@ -44,7 +44,7 @@ func TestChangesOfEveryOpRoundTrip(t *testing.T) {
 	got, err := Decode(buf.Bytes(), "s.snap")
 	require.NoError(t, err)
 	assert.Equal(t, st, got)
-	assert.Equal(t, "GMSN\x06\x00\x00\x00", buf.String()[:8], "a snapshot that may hold Idempotency-Keys is of version 6")
+	assert.Equal(t, "GMSN\x07\x00\x00\x00", buf.String()[:8], "a snapshot that may hold expiries is of version 7")
 }
 
 // A change no build writes is refused: a damaged or foreign snapshot.
@@ -228,14 +228,15 @@ func TestVersion4IsReadWithoutBatches(t *testing.T) {
 	assert.ErrorContains(t, err, "unknown op 6")
 }
 
-// asVersion returns data, a snapshot of a state without Idempotency-Keys,
-// as version (5 or less) wrote it: without the key count that ends the
-// body of version 6.
-func asVersion(t *testing.T, data []byte, version byte) []byte {
+// asVersion returns data, a snapshot, as version (4 on) wrote the state
+// it holds, which that version must be able to hold.
+func asVersion(t *testing.T, data []byte, version uint32) []byte {
 	t.Helper()
-	body := data[8 : len(data)-4]
-	require.Equal(t, byte(0), body[len(body)-1], "no key")
-	return snapshotOf(version, body[:len(body)-1])
+	st, err := Decode(data, "s.snap")
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, encode(&buf, st, version))
+	return buf.Bytes()
 }
 
 // keysState returns a state that remembers a write's key, a batch's, and
@@ -298,12 +299,13 @@ func TestVersion5IsReadWithNoKeys(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	require.NoError(t, Encode(&buf, st))
-	got, err := Decode(asVersion(t, buf.Bytes(), 5), "s.snap")
+	v5 := asVersion(t, buf.Bytes(), 5)
+	got, err := Decode(v5, "s.snap")
 	require.NoError(t, err)
 	assert.Equal(t, st, got)
 	assert.Nil(t, got.Keys)
 
-	withKey := append(buf.Bytes()[8:buf.Len()-5:buf.Len()-5], 1, 1, 'k')
+	withKey := append(v5[8:len(v5)-4:len(v5)-4], 1, 1, 'k')
 	_, err = Decode(snapshotOf(5, withKey), "s.snap")
 	assert.ErrorContains(t, err, "trailing bytes", "a version 5 snapshot has no keys")
 }

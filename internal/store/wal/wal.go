@@ -5,7 +5,7 @@
 // A log file starts with a header:
 //
 //	magic          "GMWL"
-//	version        uint32, little endian: 6 (versions 1 to 5 are still
+//	version        uint32, little endian: 7 (versions 1 to 6 are still
 //	               read)
 //	startRevision  uint64, little endian: the revision of the state the log
 //	               follows (from version 2), so that a log cannot be
@@ -18,14 +18,16 @@
 // kinds that writers of version 2 never wrote (the durable store's entries
 // of replace, delete_group and remove_user, and preconditions), so that a
 // build that reads version 2 at most refuses the log by its version rather
-// than take its first such record for damage. Versions 4 to 6 are framed
+// than take its first such record for damage. Versions 4 to 7 are framed
 // as version 2 too, and are versions of their own for the same reason:
 // the payloads of version 4 carry a stamp (the durable store's entries
 // with the time and actor of their change) that writers of version 3
 // never wrote, those of version 5 may be batches, which writers of
-// version 4 never wrote, and those of version 6 may carry an
-// Idempotency-Key, which writers of version 5 never wrote. A record of
-// version 2 to 6 is framed as
+// version 4 never wrote, those of version 6 may carry an
+// Idempotency-Key, which writers of version 5 never wrote, and those of
+// version 7 may carry memberships' expiries and expire records, which
+// writers of version 6 never wrote. A record of version 2 to 7 is framed
+// as
 //
 //	length     uint32, little endian: the payload's length, 1 to MaxPayload
 //	crc        uint32, little endian: CRC-32C (Castagnoli) of the payload
@@ -52,8 +54,8 @@ import (
 // The header.
 const (
 	Magic      = "GMWL"
-	Version    = 6
-	HeaderSize = fileheader.Size + 16 // of the current version, and of versions 2 to 5
+	Version    = 7
+	HeaderSize = fileheader.Size + 16 // of the current version, and of versions 2 to 6
 )
 
 // kind is the log's kind of file, for its header's first 8 bytes.
