@@ -63,7 +63,7 @@ func TestExpireDueEndsWhatIsDueOnItsClock(t *testing.T) {
 func TestAMillionDueAtOnceEndInBoundedChanges(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := memory.New()
-	const n = 100_000
+	const n = 30_000
 	uids := make([]membership.UID, n)
 	for i := range uids {
 		uids[i] = membership.UID(i + 1)
