@@ -122,6 +122,21 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		assert.Equal(t, 1, Expire(t, s, t0.Add(time.Hour)))
 	})
 
+	t.Run("an expiry changed, found due with its old time, ends at its new one", func(t *testing.T) {
+		s := newStore(t)
+		// Each user's expiry is set three times; all are past when the
+		// expirer looks (it was not running, or the log was replayed).
+		for _, k := range []int{0, 2, 1} {
+			add(s, "g", expiringUser(1, t0.Add(time.Duration(k)*time.Second)), expiringUser(2, t0.Add(time.Duration(2-k)*time.Second)))
+		}
+		add(s, "g", expiringUser(3, t0), membership.User{UID: 4})
+		add(s, "g", expiringUser(3, time.Time{}))
+		assert.Equal(t, 2, Expire(t, s, t0.Add(time.Minute)), "users 1 and 2, each once")
+		got, _ := ListAll(t, s, "g")
+		assert.Equal(t, []membership.Member{{UID: 3}, {UID: 4}}, got)
+		assert.Zero(t, s.ExpiryCount())
+	})
+
 	t.Run("expiries given back are due again", func(t *testing.T) {
 		s := newStore(t)
 		add(s, "g", expiringUser(1, t0))
