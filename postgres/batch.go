@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/writecodec"
@@ -188,9 +189,16 @@ func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 
 // batchChange returns b as a row of the log: its writes, its actor, its
 // Idempotency key with the Service's fingerprint, or b's own when the
-// caller gave none (membership.FingerprintBatch).
+// caller gave none (membership.FingerprintBatch, TTLs and all). Each
+// user's TTL is turned into the time it sets, counted from now, by this
+// instance's clock, as changeOf does: the batch column holds times only.
 func batchChange(b membership.Batch) change {
-	c := change{op: opBatch, uids: []int64{}, batch: appendBatch(nil, b.Writes), idem: b.Idem}
+	now := time.Now()
+	ws := slices.Clone(b.Writes) // b's are the caller's
+	for i := range ws {
+		ws[i].Users = membership.ResolveTTLs(ws[i].Users, now)
+	}
+	c := change{op: opBatch, uids: []int64{}, batch: appendBatch(nil, ws), idem: b.Idem}
 	if c.idem.Key != "" && c.idem.Fingerprint == (membership.Fingerprint{}) {
 		c.idem.Fingerprint = membership.FingerprintBatch(b)
 	}

@@ -26,6 +26,17 @@
 // instance alike. A retry sent to any instance is applied once: the first
 // row with the key is applied, a later one changes nothing, and its writer
 // gets the first one's result, Replayed (write.go).
+//
+// So are memberships that end by themselves (membership.OpExpire). An
+// add's or replace's row carries each user's expiry as a time (a TTL is
+// turned into one by the writer's clock, as it writes the row), and every
+// instance's memory keeps the expiries the log set. Every instance runs an
+// expirer, which finds expiries due on its own clock and writes an expire
+// row for them, with that time (as_of): memory, applying the row in the
+// log's order, ends only the memberships whose expiry is still at or
+// before it. So whichever instances are up, each membership ends once:
+// when two instances write rows for the same expiries, the second changes
+// nothing and takes no revision, everywhere alike.
 package postgres
 
 import (
@@ -304,9 +315,11 @@ func (s *Store) submit(ctx context.Context, c change) outcome {
 		key, fingerprint = &c.idem.Key, c.idem.Fingerprint[:]
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO membership_changes
-		(ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch, idem_key, idem_fingerprint)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		ticket, c.op, c.groupID, c.uids, c.nicknames, c.ifRevisions, c.ifExists, c.ifEmpty, c.actor, c.batch, key, fingerprint)
+		(ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch, idem_key, idem_fingerprint,
+		expiries, as_of)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		ticket, c.op, c.groupID, c.uids, c.nicknames, c.ifRevisions, c.ifExists, c.ifEmpty, c.actor, c.batch, key, fingerprint,
+		c.expiries, c.asOf)
 	if err != nil {
 		if ctx.Err() != nil {
 			return outcome{err: membership.Errorf(membership.CodeUnavailable,
@@ -437,7 +450,7 @@ func (s *Store) catchUp(ctx context.Context, q querier) error {
 // returns how many. The caller holds applyMu.
 func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 	rows, err := q.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch,
-		idem_key, idem_fingerprint,
+		idem_key, idem_fingerprint, expiries, as_of,
 		coalesce(sequenced_at, appended_at), extract(epoch FROM clock_timestamp() - appended_at)::float8
 		FROM membership_changes WHERE pos > $1 ORDER BY pos LIMIT $2`, s.applied.Load(), fetchRows)
 	if err != nil {
@@ -450,7 +463,8 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 		var key *string
 		var fingerprint []byte
 		if err := rows.Scan(&c.pos, &c.ticket, &c.op, &c.groupID, &c.uids, &c.nicknames,
-			&c.ifRevisions, &c.ifExists, &c.ifEmpty, &c.actor, &c.batch, &key, &fingerprint, &c.sequencedAt, &c.age); err != nil {
+			&c.ifRevisions, &c.ifExists, &c.ifEmpty, &c.actor, &c.batch, &key, &fingerprint, &c.expiries, &c.asOf,
+			&c.sequencedAt, &c.age); err != nil {
 			return n, err
 		}
 		why := ""
@@ -459,6 +473,9 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 		} else if !c.known() {
 			why = fmt.Sprintf("change %d of the log has op %d, which this build does not know: "+
 				"this instance stops taking changes: restart it on the build that wrote it", c.pos, c.op)
+		} else if bad := c.unreadable(); bad != "" {
+			// The database's checks refuse these too (0006).
+			why = fmt.Sprintf("change %d of the log cannot be applied as written: %s; this instance stops taking changes", c.pos, bad)
 		} else if key != nil && (*key == "" || len(fingerprint) != len(c.idem.Fingerprint)) {
 			// The database's check refuses these: a row that holds one
 			// anyway is not applied without its key, nor skipped.

@@ -9,16 +9,20 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// The ops of membership_changes (migrations 0001, 0002 and 0004), indexed by
-// their number there.
+// The ops of membership_changes (migrations 0001, 0002, 0004 and 0006),
+// indexed by their number there.
 var ops = [...]membership.Op{
 	1: membership.OpAdd,
 	2: membership.OpRemove,
 	3: membership.OpReplace,
 	4: membership.OpDeleteGroup,
 	5: membership.OpRemoveUser,
-	6: membership.OpBatch, // migration 0004, batch.go
+	6: membership.OpBatch,  // migration 0004, batch.go
+	7: membership.OpExpire, // migration 0006
 }
+
+// opExpire is the op of an expire row (migration 0006).
+const opExpire int16 = 7
 
 // change is a membership.Write as a row of membership_changes holds it.
 type change struct {
@@ -27,7 +31,15 @@ type change struct {
 	uids    []int64
 	// nicknames go with uids on an add or a replace: each user's, nil for
 	// none given.
-	nicknames   [][]byte
+	nicknames [][]byte
+	// expiries go with uids on an add or a replace: each user's expiry,
+	// in milliseconds since 1970, 0 for made permanent, nil for none
+	// given (the membership keeps its own); nil (NULL) when no user has
+	// one. A TTL is a time here (changeOf).
+	expiries []*int64
+	// asOf is an expire's: its uids whose expiry is at or before it end.
+	// Nil (NULL) for the other ops.
+	asOf        *time.Time
 	ifRevisions []int64 // revisions, bit for bit
 	ifExists    bool
 	ifEmpty     bool
@@ -44,10 +56,16 @@ type change struct {
 }
 
 // changeOf returns w as a row of the log, or an error for a write that
-// memory would refuse: an unknown op, a remove_user that names not one uid.
+// memory would refuse: an unknown op, a remove_user that names not one uid,
+// an expire with no time.
 //
 // A keyed write's row carries its key and fingerprint: the Service's, or,
-// when the caller gave none, w's own (membership.FingerprintWrite).
+// when the caller gave none, w's own (membership.FingerprintWrite), TTLs
+// and all, so that a retry with the same TTLs repeats it.
+//
+// Each user's TTL is turned into the time it sets, counted from now, by
+// this instance's clock: the log holds times only, and the change is
+// committed, and placed (its time), moments later.
 func changeOf(w membership.Write) (change, error) {
 	c := change{groupID: w.GroupID, idem: w.Idem}
 	if c.idem.Key != "" && c.idem.Fingerprint == (membership.Fingerprint{}) {
@@ -64,12 +82,23 @@ func changeOf(w membership.Write) (change, error) {
 	}
 	switch w.Op {
 	case membership.OpAdd, membership.OpReplace:
-		c.uids = make([]int64, len(w.Users))
-		c.nicknames = make([][]byte, len(w.Users)) // bytea: a nickname may hold any character, NUL included
-		for i, u := range w.Users {
+		users := membership.ResolveTTLs(w.Users, time.Now())
+		c.uids = make([]int64, len(users))
+		c.nicknames = make([][]byte, len(users)) // bytea: a nickname may hold any character, NUL included
+		for i, u := range users {
 			c.uids[i] = int64(u.UID)
 			if u.HasNickname {
 				c.nicknames[i] = append([]byte{}, u.Nickname...) // not nil, even when empty: nil is NULL, no nickname
+			}
+			if u.Expiry.Set {
+				if c.expiries == nil {
+					c.expiries = make([]*int64, len(users))
+				}
+				var ms int64 // 0: made permanent
+				if !u.Expiry.At.IsZero() {
+					ms = u.Expiry.At.UnixMilli()
+				}
+				c.expiries[i] = &ms
 			}
 		}
 	case membership.OpDeleteGroup:
@@ -85,6 +114,17 @@ func changeOf(w membership.Write) (change, error) {
 		}
 		c.uids = []int64{int64(w.UIDs[0])}
 		return c, nil // it has no group to hold a precondition
+	case membership.OpExpire:
+		if w.AsOf.IsZero() {
+			return change{}, fmt.Errorf("an expire of group %q names no time its expiries are due as of", w.GroupID)
+		}
+		c.uids = make([]int64, len(w.UIDs))
+		for i, uid := range w.UIDs {
+			c.uids[i] = int64(uid)
+		}
+		asOf := w.AsOf
+		c.asOf = &asOf
+		return c, nil // the service's own change: no precondition
 	default:
 		return change{}, fmt.Errorf("unknown op %q", w.Op)
 	}
@@ -98,13 +138,42 @@ func changeOf(w membership.Write) (change, error) {
 // known reports whether this build knows c's op.
 func (c change) known() bool { return c.op > 0 && int(c.op) < len(ops) && ops[c.op] != "" }
 
+// unreadable says why c, read from the log, cannot be applied as it was
+// written ("" when it can): the database's checks refuse such rows (0006),
+// and one that holds them anyway is neither applied otherwise nor
+// skipped. c's op is known.
+func (c change) unreadable() string {
+	switch {
+	case c.op == opExpire && c.asOf == nil:
+		return "an expire without its time (as_of)"
+	case c.op != opExpire && c.asOf != nil:
+		return "a time (as_of) on an op other than expire"
+	case c.expiries == nil:
+		return ""
+	case ops[c.op] != membership.OpAdd && ops[c.op] != membership.OpReplace:
+		return "expiries on an op other than add and replace"
+	case len(c.expiries) != len(c.uids):
+		return fmt.Sprintf("%d expiries for %d uids", len(c.expiries), len(c.uids))
+	}
+	for _, ms := range c.expiries {
+		if ms != nil && *ms < 0 {
+			return fmt.Sprintf("an expiry before 1970 (%d)", *ms)
+		}
+	}
+	return ""
+}
+
 // write returns c as the membership.Write it was made of, with the time
 // it was placed in the log, as of which memory decides whether its key
-// repeats one it remembers. c's op is known.
+// repeats one it remembers; an expire, with the time its expiries were
+// found due. c's op is known, and c is readable.
 func (c change) write() membership.Write {
 	w := membership.Write{Op: ops[c.op], GroupID: c.groupID, Time: c.sequencedAt, Idem: c.idem}
 	if c.actor != nil {
 		w.Actor = membership.UID(*c.actor)
+	}
+	if c.asOf != nil {
+		w.AsOf = *c.asOf
 	}
 	switch w.Op {
 	case membership.OpAdd, membership.OpReplace:
@@ -113,6 +182,12 @@ func (c change) write() membership.Write {
 			w.Users[i].UID = membership.UID(uid)
 			if i < len(c.nicknames) && c.nicknames[i] != nil {
 				w.Users[i].Nickname, w.Users[i].HasNickname = string(c.nicknames[i]), true
+			}
+			if c.expiries != nil && c.expiries[i] != nil {
+				w.Users[i].Expiry.Set = true
+				if ms := *c.expiries[i]; ms != 0 {
+					w.Users[i].Expiry.At = time.UnixMilli(ms).UTC()
+				}
 			}
 		}
 	default:
@@ -157,6 +232,11 @@ func (s *Store) RemoveMembers(ctx context.Context, groupID string, uids []member
 // when it would change nothing (its key is remembered all the same) or
 // its precondition seems to fail here (the change with its key may be
 // being applied meanwhile: the log settles it).
+//
+// An expire (the expirer's, membership.OpExpire) always goes to the log,
+// with its AsOf: memory applies it there, every instance alike, ending
+// only the memberships still due as of AsOf; a repeat of another
+// instance's changes nothing, and its writer gets a Count of 0.
 func (s *Store) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
 	c, err := changeOf(w)
 	if err != nil {

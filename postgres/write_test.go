@@ -541,18 +541,20 @@ func TestAnUnknownOpStopsTheInstance(t *testing.T) {
 	a := openOn(t, url, membership.DefaultChangesKeep)
 	res, err := a.AddMembers(ctx, "g", users(1))
 	require.NoError(t, err)
-	// As a newer build, with an op 7, would.
+	// As a newer build, with the op after this build's last, would (as
+	// this build's op 7, expire, is to a build before it).
+	unknown := len(ops)
 	_, err = a.pool.Exec(ctx, "ALTER TABLE membership_changes DROP CONSTRAINT membership_changes_op_check")
 	require.NoError(t, err)
-	_, err = a.pool.Exec(ctx, "INSERT INTO membership_changes (ticket, op, group_id, uids) VALUES (1, 7, 'g', '{}')")
+	_, err = a.pool.Exec(ctx, "INSERT INTO membership_changes (ticket, op, group_id, uids) VALUES (1, $1, 'g', '{}')", unknown)
 	require.NoError(t, err)
 	a.kickSequencer()
 	untilWritable(t, a, false)
-	assert.Contains(t, a.Writable().Error(), "op 7, which this build does not know")
+	assert.Contains(t, a.Writable().Error(), fmt.Sprintf("op %d, which this build does not know", unknown))
 	rev, err := a.Revision(ctx, "g")
 	require.NoError(t, err)
 	assert.Equal(t, res.Revision, rev, "nothing more applied")
 	_, err = Open(ctx, url, Options{})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "op 7, which this build does not know")
+	assert.Contains(t, err.Error(), fmt.Sprintf("op %d, which this build does not know", unknown))
 }

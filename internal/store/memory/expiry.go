@@ -228,7 +228,7 @@ func (m *Store) DueExpiries(now time.Time, max int) []store.Due {
 		return nil
 	}
 	slices.SortFunc(due, func(a, b dueEntry) int {
-		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.uid, b.uid))
+		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.uid, b.uid), cmp.Compare(a.at, b.at))
 	})
 	var ws []store.Due
 	for i := 0; i < len(due); {
@@ -243,7 +243,9 @@ func (m *Store) DueExpiries(now time.Time, max int) []store.Due {
 }
 
 // stillDue returns the writes that expire those of entries, all of one
-// group, that its members still have.
+// group, sorted by uid and time, that its members still have: a member's
+// entries of another time than its expiry's are stale, and are dropped,
+// not the member.
 func (m *Store) stillDue(entries []dueEntry, now time.Time) []store.Due {
 	groupID := entries[0].group
 	s := m.shardOf(groupID)
@@ -262,7 +264,7 @@ func (m *Store) stillDue(entries []dueEntry, now time.Time) []store.Due {
 		uids = nil
 	}
 	for k, e := range entries {
-		if k > 0 && e.uid == entries[k-1].uid {
+		if k > 0 && e == entries[k-1] {
 			continue
 		}
 		if at, ok := g.expiries[e.uid]; ok && at == e.at {

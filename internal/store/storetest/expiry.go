@@ -122,6 +122,21 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		assert.Equal(t, 1, Expire(t, s, t0.Add(time.Hour)))
 	})
 
+	t.Run("an expiry changed, found due with its old time, ends at its new one", func(t *testing.T) {
+		s := newStore(t)
+		// Each user's expiry is set three times; all are past when the
+		// expirer looks (it was not running, or the log was replayed).
+		for _, k := range []int{0, 2, 1} {
+			add(s, "g", expiringUser(1, t0.Add(time.Duration(k)*time.Second)), expiringUser(2, t0.Add(time.Duration(2-k)*time.Second)))
+		}
+		add(s, "g", expiringUser(3, t0), membership.User{UID: 4})
+		add(s, "g", expiringUser(3, time.Time{}))
+		assert.Equal(t, 2, Expire(t, s, t0.Add(time.Minute)), "users 1 and 2, each once")
+		got, _ := ListAll(t, s, "g")
+		assert.Equal(t, []membership.Member{{UID: 3}, {UID: 4}}, got)
+		assert.Zero(t, s.ExpiryCount())
+	})
+
 	t.Run("expiries given back are due again", func(t *testing.T) {
 		s := newStore(t)
 		add(s, "g", expiringUser(1, t0))
@@ -179,13 +194,25 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 	t.Run("a ttl counts from the write's commit", func(t *testing.T) {
 		s := newStore(t)
 		before := latest(t, s)
-		add(s, "g", membership.User{UID: 1, Expiry: membership.Expiry{Set: true, TTL: 4 * time.Hour}})
+		const ttl = 4 * time.Hour
+		start := time.Now()
+		add(s, "g", membership.User{UID: 1, Expiry: membership.Expiry{Set: true, TTL: ttl}})
+		end := time.Now()
 		changes := AllChanges(t, s, before)
 		require.Len(t, changes, 1)
-		want := changes[0].Time.Add(4 * time.Hour)
-		assert.Equal(t, []membership.MemberExpiry{{UID: 1, At: want}}, changes[0].Expiries)
+		require.Len(t, changes[0].Expiries, 1)
+		at := changes[0].Expiries[0].At
+		assert.Equal(t, []membership.MemberExpiry{{UID: 1, At: at}}, changes[0].Expiries)
+		// The commit is a moment within the write's call: the change's
+		// time where the store stamps both at once (memory, durable), or,
+		// where the change takes its time later from another clock
+		// (PostgreSQL: the database's, as the sequencer places it), when
+		// the store took the write, moments before.
+		assert.False(t, at.Before(start.Add(ttl).Truncate(time.Millisecond)), "%s counts from %s or later", at, start)
+		assert.False(t, at.After(end.Add(ttl)), "%s counts from %s or earlier", at, end)
+		assert.Equal(t, at, at.UTC().Truncate(time.Millisecond), "in UTC, to the millisecond")
 		got, _ := ListAll(t, s, "g")
-		assert.Equal(t, []membership.Member{{UID: 1, Expires: want}}, got)
+		assert.Equal(t, []membership.Member{{UID: 1, Expires: at}}, got)
 	})
 
 	t.Run("a follower of the feed reproduces every list across expiries", func(t *testing.T) {
