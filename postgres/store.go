@@ -581,7 +581,9 @@ func (s *Store) followLoop() {
 		if ctx.Err() != nil {
 			return
 		}
-		why := fmt.Sprintf("the database cannot be reached: %v", err)
+		// Clients are told no more than that: the error names the
+		// database's address and user, which the log keeps.
+		why := "the database cannot be reached (the service's log says why); nothing was changed: try again later"
 		if s.down.Swap(&why) == nil {
 			s.logger.Warn("lost the database; trying again", "err", err)
 		}
