@@ -26,6 +26,9 @@ import (
 func handleBatch(svc *membership.Service, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, err := idempotencyKey(r)
+		if err == nil {
+			err = refuseConditions(r, `a batch's conditions are its changes' own: give each its "if_match"`)
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -229,6 +232,7 @@ func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Wri
 		if w.If, never, err = writeCondition(r, epoch); err != nil {
 			return w, false, err
 		}
+		w.Conditions = conditionsText(r)
 	}
 	return w, never, nil
 }
@@ -303,9 +307,18 @@ func jsonString(raw json.RawMessage, key string) (string, error) {
 
 // failNeverInBatch returns the 412 of the first change whose if_match can
 // never hold, with its group's current revision.
+//
+// A keyed batch is not answered so: its changes whose if_match can never
+// hold get a precondition no state meets (neverHolds), and the store, which
+// looks its key up first, answers a repeat of a batch applied before with
+// its reply, and refuses any other.
 func failNeverInBatch(r *http.Request, svc *membership.Service, req batchRequest) error {
 	for i, w := range req.batch.Writes {
 		if !req.never[i] {
+			continue
+		}
+		if req.batch.Idem.Key != "" {
+			req.batch.Writes[i].If = neverHolds(w.If)
 			continue
 		}
 		err := failNever(r.Context(), svc, w.GroupID)

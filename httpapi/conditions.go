@@ -3,7 +3,9 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
+	"strings"
 
 	"example.com/groupmembership/membership"
 )
@@ -71,18 +73,45 @@ func writeCondition(r *http.Request, epoch uint64) (cond membership.Precondition
 }
 
 // refuseConditions refuses If-Match and If-None-Match on a write that
-// takes neither: removing a user from every group has no one group whose
-// state they could name.
+// takes neither, saying why: removing a user from every group has no one
+// group whose state they could name; a batch's changes carry their own.
 //
 // Errors: codeInvalidHeader.
-func refuseConditions(r *http.Request) error {
+func refuseConditions(r *http.Request, why string) error {
 	for _, name := range []string{"If-Match", "If-None-Match"} {
 		if _, ok := r.Header[name]; ok {
-			return membership.Errorf(codeInvalidHeader,
-				"%s is not taken here: removing a user from every group has no one group whose ETag it could compare", name)
+			return membership.Errorf(codeInvalidHeader, "%s is not taken here: %s", name, why)
 		}
 	}
 	return nil
+}
+
+// conditionsText returns the conditions of r as it sent them, for the
+// fingerprint of a keyed write (membership.Write.Conditions): its If-Match
+// and If-None-Match lines, "" for none.
+func conditionsText(r *http.Request) string {
+	var b strings.Builder
+	for _, name := range []string{"If-Match", "If-None-Match"} {
+		for _, v := range r.Header[name] {
+			b.WriteString(name)
+			b.WriteByte(':')
+			b.WriteString(v)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// neverHolds returns cond, of a keyed write whose If-Match names only tags
+// of no state of this store, as a precondition no group's state meets (a
+// revision no group reaches). Such a write is not answered failNever's 412
+// at once: the store looks its Idempotency-Key up first, so that a repeat
+// of a write applied before (whose tag may be of an epoch since left, after
+// a restore) gets its reply, and the same key with another request a 422;
+// and then refuses it, 412, as failNever would.
+func neverHolds(cond membership.Precondition) membership.Precondition {
+	cond.Revisions = []membership.Revision{math.MaxUint64}
+	return cond
 }
 
 // entityTag is one entity tag of an If-Match or If-None-Match header.

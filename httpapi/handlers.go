@@ -45,13 +45,18 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 			writeError(w, r, err)
 			return
 		}
-		if never {
+		if never && key == "" {
 			writeChangeError(w, r, svc, failNever(r.Context(), svc, groupID))
 			return
+		} else if never {
+			cond = neverHolds(cond)
 		}
 		change := changeOf(op, groupID, users, cond)
 		change.Actor = req.actingUID
 		change.Idem.Key = key
+		if key != "" {
+			change.Conditions = conditionsText(r)
+		}
 		res, err := svc.Write(r.Context(), change)
 		if err != nil {
 			writeChangeError(w, r, svc, err)
@@ -128,12 +133,17 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		if never {
+		if never && key == "" {
 			writeChangeError(w, r, svc, failNever(r.Context(), svc, groupID))
 			return
+		} else if never {
+			cond = neverHolds(cond)
 		}
-		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond, Actor: actor,
-			Idem: membership.Idempotency{Key: key}})
+		write := membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond, Actor: actor, Idem: membership.Idempotency{Key: key}}
+		if key != "" {
+			write.Conditions = conditionsText(r)
+		}
+		res, err := svc.Write(r.Context(), write)
 		if err != nil {
 			writeChangeError(w, r, svc, err)
 			return
@@ -156,7 +166,7 @@ func handleRemoveUser(svc *membership.Service) http.Handler {
 			actor, err = actorQuery(w, r)
 		}
 		if err == nil {
-			err = refuseConditions(r)
+			err = refuseConditions(r, "removing a user from every group has no one group whose ETag it could compare")
 		}
 		var key string
 		if err == nil {

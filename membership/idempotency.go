@@ -143,6 +143,12 @@ func (f *fingerprinter) write(w Write) {
 	for _, uid := range w.UIDs {
 		f.uvarint(uint64(uid))
 	}
+	if w.Conditions != "" {
+		f.uvarint(1)
+		f.string(w.Conditions)
+		return
+	}
+	f.uvarint(0)
 	f.uvarint(uint64(len(w.If.Revisions)))
 	for _, r := range w.If.Revisions {
 		f.uvarint(uint64(r))

@@ -55,6 +55,12 @@ type Write struct {
 	// with the write, so that every replay and every instance decides
 	// alike, whatever its own clock.
 	AsOf time.Time
+	// Conditions are the request's conditions as it sent them (its
+	// If-Match and If-None-Match, or a batch change's if_match), "" for
+	// none given so: the fingerprint of a keyed request takes them rather
+	// than If, which depends on the store's epoch, so that a retry sent
+	// after the epoch changed (a restore) is still the same request.
+	Conditions string
 }
 
 // Precondition is what a conditional write requires of its group when it is

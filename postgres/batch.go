@@ -171,6 +171,7 @@ func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 		case err != nil:
 			return membership.BatchResult{}, err
 		case replayed:
+			s.mem.NoteReplay()
 			return membership.BatchResult{Results: slices.Clone(results), Revision: rev, Replayed: true}, nil
 		}
 	} else {
@@ -184,6 +185,9 @@ func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 		}
 	}
 	o := s.submit(ctx, c)
+	if o.batch.Replayed {
+		s.mem.NoteReplay()
+	}
 	return o.batch, o.err
 }
 

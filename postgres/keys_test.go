@@ -485,3 +485,29 @@ func TestAReplayIsAnsweredWhileTheDatabaseIsAway(t *testing.T) {
 	_, err = s.Write(ctx, keyedAdd("g", "k2", 2))
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "%v", err)
 }
+
+// The bounds of the keys are the database's, set by the first instance:
+// an instance started with other flags decides the keyed changes of the
+// log as every other does, so that no instance, and no restart with other
+// flags, gives the log another history.
+func TestEveryInstanceUsesTheDatabasesKeyBounds(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	first, err := openStill(ctx, url, Options{ChangesKeep: membership.DefaultChangesKeep, IdempotencyRetention: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = first.Close() })
+	t0 := time.Now().Add(-3 * time.Hour)
+	w := keyedAdd("g", "k", 1)
+	place(t, first.pool, 1, t0, w)
+	place(t, first.pool, 2, t0.Add(10*time.Minute), membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}})
+	place(t, first.pool, 3, t0.Add(20*time.Minute), w)
+	require.NoError(t, first.catchUp(ctx, first.pool))
+
+	other, err := openStill(ctx, url, Options{ChangesKeep: membership.DefaultChangesKeep, IdempotencyRetention: time.Minute, IdempotencyBytes: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	want := snapshotOf(t, first, []string{"g"}, []membership.UID{1})
+	assert.Empty(t, want.Lists["g"], "the third change repeats the first within the database's hour")
+	assert.Equal(t, want, snapshotOf(t, other, []string{"g"}, []membership.UID{1}), "an instance whose flags say a minute decides alike")
+	assert.Equal(t, membership.DefaultIdempotencyBytes, int(other.Stats().Keys.MaxBytes))
+}

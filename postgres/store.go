@@ -201,6 +201,40 @@ func openStill(ctx context.Context, url string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// keyBounds returns the bounds of the Idempotency-Keys remembered: the
+// database's, which the first instance to open it set from its options.
+// Every instance decides from the log whether a keyed row repeats one its
+// memory remembers, and those decisions must not depend on which instance
+// makes them, nor on the flags it was started with: otherwise instances,
+// or one restarted with other flags, would give the same log other
+// histories. An instance started with other bounds says so and uses the
+// database's.
+func (s *Store) keyBounds(ctx context.Context) (int64, time.Duration, error) {
+	bytes, retention := s.opts.IdempotencyBytes, s.opts.IdempotencyRetention
+	if bytes <= 0 {
+		bytes = membership.DefaultIdempotencyBytes
+	}
+	if retention <= 0 {
+		retention = membership.DefaultIdempotencyRetention
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO membership_meta (key, value) VALUES ('idempotency_bytes', $1), ('idempotency_retention_ms', $2)
+		ON CONFLICT (key) DO NOTHING`, bytes, retention.Milliseconds()); err != nil {
+		return 0, 0, err
+	}
+	var dbBytes, dbRetentionMS int64
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT value FROM membership_meta WHERE key = 'idempotency_bytes'),
+		(SELECT value FROM membership_meta WHERE key = 'idempotency_retention_ms')`).Scan(&dbBytes, &dbRetentionMS)
+	if err != nil {
+		return 0, 0, err
+	}
+	dbRetention := time.Duration(dbRetentionMS) * time.Millisecond
+	if dbBytes != bytes || dbRetention != retention {
+		s.logger.Warn("the database's bounds of the Idempotency-Keys differ from this instance's flags: using the database's, as every instance does",
+			"idempotency_bytes", dbBytes, "idempotency_retention", dbRetention, "flag_idempotency_bytes", bytes, "flag_idempotency_retention", retention)
+	}
+	return dbBytes, dbRetention, nil
+}
+
 // open migrates, reads the epoch, and applies the log so far.
 func (s *Store) open(ctx context.Context) error {
 	applied, err := Migrate(ctx, s.pool)
@@ -218,8 +252,12 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 	s.epoch = uint64(epoch)
+	keyBytes, keyRetention, err := s.keyBounds(ctx)
+	if err != nil {
+		return err
+	}
 	s.mem = memory.NewWith(memory.Options{ChangesKeep: s.opts.ChangesKeep, ChangesKeepBytes: s.opts.ChangesKeepBytes, Epoch: s.epoch,
-		IdempotencyBytes: s.opts.IdempotencyBytes, IdempotencyRetention: s.opts.IdempotencyRetention})
+		IdempotencyBytes: keyBytes, IdempotencyRetention: keyRetention, ReplaysCountedByCaller: true})
 	s.ReadOnly = s.mem.ReadOnly()
 	if _, err := s.sequence(ctx); err != nil {
 		return fmt.Errorf("placing the changes in the log: %w", err)
@@ -560,7 +598,9 @@ func (s *Store) followLoop() {
 		if ctx.Err() != nil {
 			return
 		}
-		why := fmt.Sprintf("the database cannot be reached: %v", err)
+		// Clients are told no more than that: the error names the
+		// database's address and user, which the log keeps.
+		why := "the database cannot be reached (the service's log says why); nothing was changed: try again later"
 		if s.down.Swap(&why) == nil {
 			s.logger.Warn("lost the database; trying again", "err", err)
 		}

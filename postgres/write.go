@@ -250,9 +250,14 @@ func (s *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 		case replayed:
 			res := results[0]
 			res.Replayed = true
+			s.mem.NoteReplay()
 			return res, nil
 		}
-		return s.commit(ctx, c)
+		res, err := s.commit(ctx, c)
+		if res.Replayed {
+			s.mem.NoteReplay()
+		}
+		return res, err
 	}
 	if res, answered, err := s.answerHere(ctx, w); answered {
 		return res, err

@@ -49,7 +49,7 @@ func (c *batchEntry) appendTo(b []byte) []byte { return appendBatch(b, c) }
 // batch it logged. A keyed batch is applied once for its key, as of that
 // time, as a keyed entry is.
 func (c *batchEntry) applyTo(m *memory.Store) result {
-	res, err := m.Batch(context.Background(), membership.Batch(*c))
+	res, err := m.BatchLogged(membership.Batch(*c))
 	return result{batch: res, err: err}
 }
 
@@ -173,15 +173,25 @@ func batchTakes(op membership.Op) bool {
 // CodeInvalidUsers (an expiry not after 1970), CodeInvalidIdempotencyKey,
 // CodeIdempotencyKeyReused, CodeUnavailable, CodeBodyTooLarge.
 func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchResult, error) {
+	var release func()
 	if b.Idem.Key != "" {
 		var err error
 		if b.Idem, err = idempotency(b.Idem, func() membership.Fingerprint { return membership.FingerprintBatch(b) }); err != nil {
 			return membership.BatchResult{}, err
 		}
+		if release, err = d.keySlots.take(b.Idem.Key, d.opts.CommitTimeout); err != nil {
+			return membership.BatchResult{}, err
+		}
+		defer func() {
+			if release != nil {
+				release()
+			}
+		}()
 		switch results, rev, ok, err := d.mem.Replay(b.Idem, true, time.Now()); {
 		case err != nil:
 			return membership.BatchResult{}, err
 		case ok:
+			d.mem.NoteReplay()
 			return membership.BatchResult{Results: slices.Clone(results), Revision: rev, Replayed: true}, nil
 		}
 	} else if len(b.Writes) == 0 {
@@ -205,6 +215,7 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 			return membership.BatchResult{}, memory.BatchElementError(i, w.GroupID, err)
 		}
 	}
-	r := d.commit(c)
+	r := d.commitHolding(c, release)
+	release = nil // the committer's to release, once it has decided c
 	return r.batch, r.err
 }

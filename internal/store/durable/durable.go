@@ -219,6 +219,9 @@ type Store struct {
 	// held, never the other way round.
 	applyMu sync.Mutex
 
+	// keySlots serializes the keyed writes of each Idempotency-Key.
+	keySlots keySlots
+
 	// The committer goroutine owns everything below (recover before it
 	// starts, and Close after it stopped, touch it too), but snapshotWG and
 	// snapping, which the snapshot goroutine it starts shares (see doc.go).
@@ -268,6 +271,9 @@ type pending struct {
 	queued  budget.Lease
 	applied result // what applying it gave, once written
 	done    chan result
+	// release, when not nil, frees the slot of its Idempotency-Key
+	// (keySlots) once it is decided.
+	release func()
 }
 
 // result is what applying a record gave: a write's res, or a batch's
@@ -491,17 +497,27 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 	if err := loggable(w); err != nil {
 		return membership.Result{}, err
 	}
+	var release func()
 	if w.Idem.Key != "" {
 		var err error
 		if w.Idem, err = idempotency(w.Idem, func() membership.Fingerprint { return membership.FingerprintWrite(w) }); err != nil {
 			return membership.Result{}, err
 		}
+		if release, err = d.keySlots.take(w.Idem.Key, d.opts.CommitTimeout); err != nil {
+			return membership.Result{}, err
+		}
+		defer func() {
+			if release != nil {
+				release()
+			}
+		}()
 		switch results, _, ok, err := d.mem.Replay(w.Idem, false, time.Now()); {
 		case err != nil:
 			return membership.Result{}, err
 		case ok:
 			res := results[0]
 			res.Replayed = true
+			d.mem.NoteReplay()
 			return res, nil
 		}
 	}
@@ -520,7 +536,8 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 	if c.If.Revisions, err = pendingRevisions(w.If.Revisions, rev); err != nil {
 		return membership.Result{}, err
 	}
-	r := d.commit(&c)
+	r := d.commitHolding(&c, release)
+	release = nil // the committer's to release, once it has decided c
 	return r.res, r.err
 }
 
@@ -592,23 +609,36 @@ func (d *Store) RemoveMembers(ctx context.Context, groupID string, uids []member
 // commit queues c for the committer and waits for its answer, at most
 // CommitTimeout. A full queue refuses c at once: a stuck disk must not pile
 // up waiting callers, nor their changes in memory.
-func (d *Store) commit(c record) result {
-	if waited, ok := d.stuck(); ok { // fail fast: queued, it would wait the whole deadline
-		return result{err: membership.Errorf(membership.CodeUnavailable,
-			"a write to the log has waited on the disk for %s, longer than the commit timeout (%s); nothing was changed: try again later",
-			waited, d.opts.CommitTimeout)}
+func (d *Store) commit(c record) result { return d.commitHolding(c, nil) }
+
+// commitHolding is commit of a keyed write that holds its key's slot:
+// release, when not nil, is called once c is decided, refused before it is
+// queued or answered by the committer, even after its caller stopped
+// waiting, so that no other write of its key is logged before c is
+// applied.
+func (d *Store) commitHolding(c record, release func()) result {
+	p := &pending{req: c, done: make(chan result, 1), release: release}
+	refused := func(r result) result {
+		if release != nil {
+			release()
+		}
+		return r
 	}
-	p := &pending{req: c, done: make(chan result, 1)}
+	if waited, ok := d.stuck(); ok { // fail fast: queued, it would wait the whole deadline
+		return refused(result{err: membership.Errorf(membership.CodeUnavailable,
+			"a write to the log has waited on the disk for %s, longer than the commit timeout (%s); nothing was changed: try again later",
+			waited, d.opts.CommitTimeout)})
+	}
 	var ok bool
 	if p.queued, ok = d.queue.Take(c.cost()); !ok { // a change larger than the whole queue is taken alone
 		d.stats.queueFull.Add(1)
-		return result{err: errQueueFull}
+		return refused(result{err: errQueueFull})
 	}
 	d.closeMu.RLock()
 	if d.closed {
 		d.closeMu.RUnlock()
 		p.queued.Release()
-		return result{err: membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")}
+		return refused(result{err: membership.Errorf(membership.CodeUnavailable, "the store is shutting down; nothing was changed")})
 	}
 	select {
 	case d.changes <- p:
@@ -617,7 +647,7 @@ func (d *Store) commit(c record) result {
 		d.closeMu.RUnlock()
 		p.queued.Release()
 		d.stats.queueFull.Add(1)
-		return result{err: errQueueFull}
+		return refused(result{err: errQueueFull})
 	}
 	// Once queued, the change will be decided whether or not its caller
 	// still waits; the caller waits for that, even if its client has gone,
@@ -657,6 +687,9 @@ var errQueueFull = membership.Errorf(membership.CodeUnavailable,
 // order: a caller that has its answer finds the queue without it.
 func (d *Store) answer(p *pending, r result) {
 	p.queued.Release()
+	if p.release != nil {
+		p.release()
+	}
 	p.done <- r
 }
 

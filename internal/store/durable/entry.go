@@ -152,7 +152,7 @@ func (c *entry) appendTo(b []byte) []byte { return appendEntry(b, c) }
 // applied is a replay (memory decides, as it does on every replay of the
 // log), and its caller gets the first write's Result, Replayed.
 func (c *entry) applyTo(m *memory.Store) result {
-	res, err := m.Apply(membership.Write(*c))
+	res, err := m.ApplyLogged(membership.Write(*c))
 	return result{res: res, err: err}
 }
 

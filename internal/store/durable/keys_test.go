@@ -194,61 +194,94 @@ func TestDurableKeepsKeysAcrossRestarts(t *testing.T) {
 	}
 }
 
-// A repeat that missed the first write's key (both were checked before
-// either was applied) is logged; the committer applies it as a replay,
-// answering it the first write's result, Replayed, and so does every
-// replay of the log.
-func TestDurableRepeatLoggedBeforeItsFirstWasAppliedIsAReplay(t *testing.T) {
+// Every keyed record of the log is a first application: a store reopened
+// with other bounds on its keys (a longer retention, a larger budget)
+// applies every record as the store did live. Here the key "k" was
+// forgotten (the budget holds one key) before it was sent again, so its
+// second write was applied; reopened with the default bounds, which would
+// remember "k", the store applies it all the same.
+func TestOtherKeyBoundsOnReopenChangeNoHistory(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	d := openTestDurable(t, dir, markedOpts())
-	_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+	opts := markedOpts()
+	opts.IdempotencyBytes = 1 // the newest key only
+	d := openTestDurable(t, dir, opts)
+	add := storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}}, "k")
+	_, err := d.Write(ctx, add)
 	require.NoError(t, err)
-	w := storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 2}}}, "w")
-	first, err := d.Write(ctx, w)
+	_, err = d.RemoveMembers(ctx, "g", []membership.UID{1})
 	require.NoError(t, err)
-	b := storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}}}}, "b")
-	firstBatch, err := d.Batch(ctx, b)
+	_, err = d.Write(ctx, storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{{UID: 9}}}, "other"))
 	require.NoError(t, err)
-	_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+	again, err := d.Write(ctx, add)
 	require.NoError(t, err)
-	_, err = d.RemoveMembers(ctx, "g", []membership.UID{2})
-	require.NoError(t, err)
-	latest := d.mem.LatestRevision()
-
-	// The repeats, queued as Write and Batch queue a keyed write that
-	// memory does not remember yet.
-	c := entry(w)
-	again := d.commit(&c)
-	require.NoError(t, again.err)
-	assert.True(t, again.res.Replayed)
-	again.res.Replayed = false
-	assert.Equal(t, first, again.res, "the first write's result")
-	bc := batchEntry(b)
-	againBatch := d.commit(&bc)
-	require.NoError(t, againBatch.err)
-	assert.True(t, againBatch.batch.Replayed)
-	againBatch.batch.Replayed = false
-	assert.Equal(t, firstBatch, againBatch.batch, "the first batch's result")
-	assert.Equal(t, latest, d.mem.LatestRevision(), "the repeats took no revision")
+	require.False(t, again.Replayed, "k was forgotten: applied anew")
 	want := stateOf(t, d)
-	assert.Equal(t, []membership.Member{{UID: 1}}, want.Lists["g"], "and changed nothing")
+	require.Equal(t, []membership.Member{{UID: 1}}, want.Lists["g"])
 	d.markNow()
 	crash(t, d)
 
-	data, err := os.ReadFile(newestLog(t, dir))
-	require.NoError(t, err)
-	res, err := wal.Read(data, func([]byte) error { return nil })
-	require.NoError(t, err)
-	assert.Equal(t, 7, res.Records, "the repeats are in the log")
+	for _, reopened := range []Options{markedOpts(), opts} {
+		d = openTestDurable(t, dir, reopened)
+		assert.Equal(t, want, stateOf(t, d), "the same history, whatever the bounds")
+		require.NoError(t, d.Close())
+	}
+}
 
-	d = openTestDurable(t, dir, markedOpts())
+// Writers racing with one key and one If-Match: one applies it, every
+// other waits for it and gets its reply, none a failed precondition, though
+// the group's revision has moved on by then.
+func TestDurableRacingRepeatsOfAConditionalWriteAreReplays(t *testing.T) {
+	ctx := context.Background()
+	d := openTestDurable(t, t.TempDir(), Options{})
 	defer d.Close()
-	assert.Equal(t, want, stateOf(t, d), "and are replays on replay too")
-	checkReplayed(t, d, []keyedRequest{{name: "write", write: w, res: first}, {name: "batch", batch: &b, bres: firstBatch}})
-	next, err := d.AddMembers(ctx, "g", []membership.User{{UID: 3}})
-	require.NoError(t, err)
-	assert.Equal(t, latest+1, next.Revision)
+	for round := range 20 {
+		group := fmt.Sprint("g", round)
+		res, err := d.AddMembers(ctx, group, []membership.User{{UID: 1}})
+		require.NoError(t, err)
+		// The batch writes to a group of its own: its change must not move
+		// the revision the write's If-Match names.
+		w := storetest.Keyed(membership.Write{Op: membership.OpReplace, GroupID: group, Users: []membership.User{{UID: 2}},
+			If: membership.Precondition{Revisions: []membership.Revision{res.Revision}}}, group)
+		_, err = d.AddMembers(ctx, group+"b", []membership.User{{UID: 1}})
+		require.NoError(t, err)
+		b := storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{{Op: membership.OpAdd, GroupID: group + "b", Users: []membership.User{{UID: 3}},
+			If: membership.Precondition{Exists: true}}}}, group+"-batch")
+		const writers = 6
+		results := make([]membership.Result, writers)
+		bresults := make([]membership.BatchResult, writers)
+		errs := make([]error, 2*writers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range writers {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				<-start
+				results[i], errs[i] = d.Write(ctx, w)
+			}()
+			go func() {
+				defer wg.Done()
+				<-start
+				bresults[i], errs[writers+i] = d.Batch(ctx, b)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		applied, appliedBatches := 0, 0
+		for i := range writers {
+			require.NoError(t, errs[i], "round %d", round)
+			require.NoError(t, errs[writers+i], "round %d", round)
+			if !results[i].Replayed {
+				applied++
+			}
+			if !bresults[i].Replayed {
+				appliedBatches++
+			}
+		}
+		assert.Equal(t, 1, applied, "round %d", round)
+		assert.Equal(t, 1, appliedBatches, "round %d", round)
+	}
 }
 
 // A backup holds the keys remembered: a store restored from it answers a

@@ -173,7 +173,9 @@ func (m *Store) keyed(ctx context.Context, idem membership.Idempotency, batch bo
 			return results, rev, false, err
 		case e.remembered:
 			k.mu.Unlock()
-			k.replays.Add(1)
+			if !m.replaysCountedByCaller {
+				k.replays.Add(1)
+			}
 			return e.Results, e.Revision, true, nil
 		}
 		done := e.done
@@ -217,6 +219,11 @@ func fingerprintOf(idem membership.Idempotency, own func() membership.Fingerprin
 	return own()
 }
 
+// NoteReplay counts a repeat answered with a first reply, for metrics: a
+// store that answers one from Replay, or from the result of a write it
+// applied from its log, calls it once per repeat it answers.
+func (m *Store) NoteReplay() { m.keys.replays.Add(1) }
+
 // Replay returns, reading only, what the write or batch keyed by idem
 // returned when it was applied, if m remembers its key as of now: the
 // results (a write's one Result, or a batch's), the revision, and true.
@@ -235,7 +242,6 @@ func (m *Store) Replay(idem membership.Idempotency, batch bool, now time.Time) (
 	if err != nil || e == nil || !e.remembered {
 		return nil, 0, false, err
 	}
-	k.replays.Add(1)
 	return e.Results, e.Revision, true, nil
 }
 
@@ -278,4 +284,50 @@ type keyStats struct {
 
 func (k *keys) stats() keyStats {
 	return keyStats{Held: k.held.Load(), Bytes: k.heldB.Load(), MaxBytes: k.maxBytes, Dropped: k.dropped.Load(), Replays: k.replays.Load()}
+}
+
+// ApplyLogged is Apply for a store that decides before it logs a keyed
+// write whether it repeats one remembered, and logs only those that do
+// not (the durable store): w is applied whatever the table says when it
+// is, and, applied, its key is remembered as of w's Time. So a replay of
+// the log applies every record as it was applied live, whatever the
+// bounds of the table were then and are now.
+func (m *Store) ApplyLogged(w membership.Write) (membership.Result, error) {
+	if w.Idem.Key == "" {
+		return m.Apply(w)
+	}
+	m.keyedMu.RLock() // a backup copies no change without its key
+	defer m.keyedMu.RUnlock()
+	res, err := m.write(w, stamp{actor: w.Actor, at: w.Time})
+	if err == nil {
+		m.rememberLogged(w.Idem, false, w.Time, []membership.Result{res}, res.Revision)
+	}
+	return res, err
+}
+
+// BatchLogged is ApplyLogged of a batch.
+func (m *Store) BatchLogged(b membership.Batch) (membership.BatchResult, error) {
+	if b.Idem.Key == "" {
+		return m.batch(b)
+	}
+	m.keyedMu.RLock()
+	defer m.keyedMu.RUnlock()
+	res, err := m.batch(b)
+	if err == nil {
+		m.rememberLogged(b.Idem, true, b.Time, res.Results, res.Revision)
+	}
+	return res, err
+}
+
+// rememberLogged remembers idem's key for a logged write applied at t,
+// in place of any entry of the key.
+func (m *Store) rememberLogged(idem membership.Idempotency, batch bool, t time.Time, results []membership.Result, rev membership.Revision) {
+	k := &m.keys
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if old := k.byKey[idem.Key]; old != nil && old.remembered {
+		k.forget(old)
+	}
+	e := &keyEntry{Key: snap.Key{Key: idem.Key, Fingerprint: idem.Fingerprint, Batch: batch, Time: t, Results: results, Revision: rev}, done: closedChan}
+	k.remember(e)
 }

@@ -58,6 +58,8 @@ type Store struct {
 	keyedMu sync.RWMutex
 	// due is the queue of the expiries set (expiry.go).
 	due dueQueue
+	// replaysCountedByCaller is Options.ReplaysCountedByCaller.
+	replaysCountedByCaller bool
 	// nicknamesRevision is the revision of the last nickname change, and
 	// removedRevision that of the last group deleted. Both are part of every
 	// group's revision: see revisionOf.
@@ -134,6 +136,11 @@ type Options struct {
 	// when <= 0.
 	IdempotencyBytes     int64
 	IdempotencyRetention time.Duration
+	// ReplaysCountedByCaller says the store's Write and Batch are applied
+	// from a log that every instance applies (the PostgreSQL store), so a
+	// repeat they find is not one answered here: the caller counts those
+	// it answers (NoteReplay).
+	ReplaysCountedByCaller bool
 }
 
 // New returns an empty store with the default options.
@@ -157,14 +164,15 @@ func NewWith(opts Options) *Store {
 		epoch = newEpoch()
 	}
 	m := &Store{
-		epoch:        epoch,
-		feed:         newFeed(keep, keepBytes),
-		keys:         newKeys(opts.IdempotencyBytes, opts.IdempotencyRetention),
-		seed:         maphash.MakeSeed(),
-		shards:       make([]shard, max(n, 1)),
-		nicknames:    make(map[membership.UID]string),
-		reverse:      make([]reverseShard, max(n, 1)),
-		groupNumbers: groupNumbers{numbers: make(map[string]uint32)},
+		epoch:                  epoch,
+		feed:                   newFeed(keep, keepBytes),
+		keys:                   newKeys(opts.IdempotencyBytes, opts.IdempotencyRetention),
+		replaysCountedByCaller: opts.ReplaysCountedByCaller,
+		seed:                   maphash.MakeSeed(),
+		shards:                 make([]shard, max(n, 1)),
+		nicknames:              make(map[membership.UID]string),
+		reverse:                make([]reverseShard, max(n, 1)),
+		groupNumbers:           groupNumbers{numbers: make(map[string]uint32)},
 	}
 	m.index.seed = m.seed
 	for i := range m.shards {
