@@ -275,6 +275,10 @@ func TestPutAndBatchTakeExpiries(t *testing.T) {
 	e := newExpiryTest(t)
 	w := e.do("PUT", "/group-user/g", `{"users":[1,{"uid":2,"expires":"`+e.at(time.Hour)+`"}]}`, "application/json", http.StatusOK)
 	assert.Equal(t, `{"added":2,"removed":0}`, w.Body.String())
+	w = e.do("PUT", "/group-user/g", `{"users":[1,2]}`, "application/json", http.StatusOK)
+	assert.Equal(t, `{"added":0,"removed":0}`, w.Body.String())
+	assert.Equal(t, "1", w.Header().Get("X-Revision"), "a member kept without an expiry keeps its own: nothing changed")
+	assert.Equal(t, `[{"uid":1,"nickname":""},{"uid":2,"nickname":"","expires":"`+e.at(time.Hour)+`"}]`, e.get("/group-user/g"))
 	_, body := e.changesAfter("0")
 	assert.Regexp(t, `^\[\{"rev":1,"op":"replace","time":"[^"]+","group":"g","uids":\[1,2\],"expiries":\[\{"uid":2,"expires":"`+regexp.QuoteMeta(e.at(time.Hour))+`"\}\]\}\]$`, body)
 
