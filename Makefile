@@ -95,6 +95,12 @@ bench-groups: bench-tools
 	cd bench && go build -o ../bin/bench-groups ./groups
 	bin/bench-groups $(BENCHARGS)
 
+## bench-expiry: a million memberships due in the same second under a load of reads and writes: the expiry lag (p99) from /metrics and as probes saw it, and probe and load p99 before and during the expiry (about 1 minute)
+.PHONY: bench-expiry
+bench-expiry:
+	cd bench && go build -o ../bin/bench-expiry ./expiry
+	bin/bench-expiry $(BENCHARGS)
+
 ## attack: twelve attacks (hostile clients, idle and stalled connections, long polls, a stalled stdout, a stuck or full disk, a cut log) on the built binaries on loopback, with their bounds (about 3.5 minutes; root for the disk attacks, PostgreSQL's initdb for one)
 .PHONY: attack
 attack:

@@ -44,9 +44,34 @@ func appendMembers(b []byte, members iter.Seq[membership.Member], marks *[]listM
 const (
 	uidPrefix      = `{"uid":`
 	nicknamePrefix = `,"nickname":`
+	expiresPrefix  = `,"expires":`
 )
 
+// appendMemberJSON appends m as lists send it: {"uid":…,"nickname":…},
+// and, only for a member with an expiry, "expires" after the nickname (in
+// the feed's time layout), so that a member without one is sent exactly as
+// before expiries.
 func appendMemberJSON(b []byte, m membership.Member) []byte {
+	b = appendNicknameJSON(b, m)
+	if !m.Expires.IsZero() {
+		b = append(b[:len(b)-1], expiresPrefix...) // over the }
+		b = appendChangeTime(b, m.Expires)
+		b = append(b, '}')
+	}
+	return b
+}
+
+func memberJSONLen(m membership.Member) int {
+	n := nicknameJSONLen(m)
+	if !m.Expires.IsZero() {
+		n += len(expiresPrefix) + changeTimeLen(m.Expires)
+	}
+	return n
+}
+
+// appendNicknameJSON appends {"uid":…,"nickname":…}: a member's nickname,
+// as the feed's "nicknames" report it, without its expiry.
+func appendNicknameJSON(b []byte, m membership.Member) []byte {
 	b = append(b, uidPrefix...)
 	b = strconv.AppendInt(b, int64(m.UID), 10)
 	b = append(b, nicknamePrefix...)
@@ -54,7 +79,7 @@ func appendMemberJSON(b []byte, m membership.Member) []byte {
 	return append(b, '}')
 }
 
-func memberJSONLen(m membership.Member) int {
+func nicknameJSONLen(m membership.Member) int {
 	return len(uidPrefix) + decimalLen(int64(m.UID)) + len(nicknamePrefix) + jsonStringLen(m.Nickname) + 1
 }
 
@@ -241,6 +266,7 @@ const (
 	groupPrefix     = `,"group":`
 	uidsPrefix      = `,"uids":[`
 	nicknamesPrefix = `,"nicknames":[`
+	expiriesPrefix  = `,"expiries":[`
 	changesPrefix   = `,"changes":[`
 	subOpPrefix     = `{"op":`
 )
@@ -251,14 +277,19 @@ const (
 func hasGroup(c membership.Change) bool { return c.Op != membership.OpRemoveUser }
 func hasUIDs(c membership.Change) bool  { return c.Op != membership.OpDeleteGroup }
 
-// changeTimeLayout is a change's time as the feed sends it: RFC 3339 in
-// UTC, to the millisecond, always with three digits.
+// changeTimeLayout is a change's time as the feed sends it, and a
+// member's expiry as lists send it: RFC 3339 in UTC, to the millisecond,
+// always with three digits (membership.ExpiryLayout, in UTC).
 const changeTimeLayout = "2006-01-02T15:04:05.000Z"
 
 // appendChangeTime appends t, in UTC, as a JSON string of changeTimeLayout.
 func appendChangeTime(b []byte, t time.Time) []byte {
+	// Formatted apart: AppendFormat writes nine digits of the fraction
+	// before it cuts them to three, which would outgrow a buffer sized
+	// to the reply when the time ends it.
+	var buf [64]byte
 	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, changeTimeLayout)
+	b = append(b, t.UTC().AppendFormat(buf[:0], changeTimeLayout)...)
 	return append(b, '"')
 }
 
@@ -306,7 +337,18 @@ func changeBodyLen(c membership.Change) int {
 	if len(c.Nicknames) > 0 {
 		n += len(nicknamesPrefix) + len(c.Nicknames) - 1 + 1
 		for _, m := range c.Nicknames {
-			n += memberJSONLen(m)
+			n += nicknameJSONLen(m)
+		}
+	}
+	if len(c.Expiries) > 0 {
+		n += len(expiriesPrefix) + len(c.Expiries) - 1 + 1
+		for _, e := range c.Expiries {
+			n += len(uidPrefix) + decimalLen(int64(e.UID)) + len(expiresPrefix) + 1 // }
+			if e.At.IsZero() {
+				n += len("null")
+			} else {
+				n += changeTimeLen(e.At)
+			}
 		}
 	}
 	return n
@@ -324,11 +366,12 @@ func appendChanges(b []byte, changes []membership.Change) []byte {
 }
 
 // appendChange appends c as the feed sends it:
-// {"rev":…,"op":…,"time":…,"actor":…,"group":…,"uids":[…],"nicknames":[…]},
-// what says when and by whom before what changed, with "time" but for a
-// change logged before changes had times, "actor" only when c has one,
-// "nicknames" only when c has some, no "group" for remove_user and no
-// "uids" for delete_group.
+// {"rev":…,"op":…,"time":…,"actor":…,"group":…,"uids":[…],"nicknames":[…],
+// "expiries":[…]}, what says when and by whom before what changed, with
+// "time" but for a change logged before changes had times, "actor" only
+// when c has one, "nicknames" and "expiries" only when c has some, no
+// "group" for remove_user and no "uids" for delete_group. An expiry is
+// {"uid":…,"expires":…}, "expires" null for a membership made permanent.
 func appendChange(b []byte, c membership.Change) []byte {
 	b = append(b, revPrefix...)
 	b = strconv.AppendUint(b, uint64(c.Revision), 10)
@@ -346,7 +389,8 @@ func appendChange(b []byte, c membership.Change) []byte {
 	return append(b, '}')
 }
 
-// appendChangeBody appends what c changed: its group, uids and nicknames,
+// appendChangeBody appends what c changed: its group, uids, nicknames and
+// expiries,
 // or, for a batch, "changes": its writes' changes, each {"op":…} with what
 // it changed, and no revision, time or actor of its own.
 func appendChangeBody(b []byte, c membership.Change) []byte {
@@ -383,7 +427,25 @@ func appendChangeBody(b []byte, c membership.Change) []byte {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = appendMemberJSON(b, m)
+			b = appendNicknameJSON(b, m)
+		}
+		b = append(b, ']')
+	}
+	if len(c.Expiries) > 0 {
+		b = append(b, expiriesPrefix...)
+		for j, e := range c.Expiries {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, uidPrefix...)
+			b = strconv.AppendInt(b, int64(e.UID), 10)
+			b = append(b, expiresPrefix...)
+			if e.At.IsZero() {
+				b = append(b, "null"...)
+			} else {
+				b = appendChangeTime(b, e.At)
+			}
+			b = append(b, '}')
 		}
 		b = append(b, ']')
 	}

@@ -31,12 +31,18 @@ func stdlibJSON(t testing.TB, v any) []byte {
 type wireMember struct {
 	UID      membership.UID `json:"uid"`
 	Nickname string         `json:"nickname"`
+	// Expires is there only for a member with an expiry: RFC 3339 in UTC,
+	// three digits of milliseconds always, as the feed's time.
+	Expires string `json:"expires,omitempty"`
 }
 
 func wireMembers(ms []membership.Member) []wireMember {
 	out := make([]wireMember, len(ms))
 	for i, m := range ms {
 		out[i] = wireMember{UID: m.UID, Nickname: m.Nickname}
+		if !m.Expires.IsZero() {
+			out[i].Expires = m.Expires.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		}
 	}
 	return out
 }
@@ -83,6 +89,12 @@ func TestEncodeMembersMatchesEncodingJSON(t *testing.T) {
 		{"none", []membership.Member{}},
 		{"one", []membership.Member{{UID: 1}}},
 		{"extremes", []membership.Member{{UID: 1, Nickname: ""}, {UID: 9, Nickname: "x"}, {UID: 10}, {UID: math.MaxInt64, Nickname: "max"}}},
+		{"with expiries", []membership.Member{
+			{UID: 1, Nickname: "a"},
+			{UID: 2, Expires: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)},
+			{UID: 3, Nickname: "c\"", Expires: time.Date(2036, 1, 2, 3, 4, 5, 678e6, time.FixedZone("x", 3600))},
+			{UID: math.MaxInt64, Expires: time.UnixMilli(1).UTC()},
+		}},
 		{"every string class", func() []membership.Member {
 			var ms []membership.Member
 			for i, c := range stringClasses {
@@ -110,14 +122,19 @@ func TestDecimalLen(t *testing.T) {
 // and uid, valid UTF-8 or not.
 func FuzzEncodeMembers(f *testing.F) {
 	for _, c := range stringClasses {
-		f.Add(int64(1), c.s)
+		f.Add(int64(1), c.s, int64(0))
 	}
-	f.Add(int64(math.MaxInt64), "max")
-	f.Fuzz(func(t *testing.T, uid int64, nickname string) {
+	f.Add(int64(math.MaxInt64), "max", int64(0))
+	f.Add(int64(7), "x", int64(1796083200000))
+	f.Fuzz(func(t *testing.T, uid int64, nickname string, expires int64) {
 		if uid < 1 {
 			uid = -(uid + 1) + 1 // any int64 maps to a valid uid
 		}
 		members := []membership.Member{{UID: membership.UID(uid), Nickname: nickname}, {UID: 1, Nickname: nickname + "x"}}
+		if expires != 0 { // the years a store keeps: 1970 to 9999
+			const last = 253402300799999
+			members[1].Expires = time.UnixMilli(1 + (expires%last+last)%last).UTC()
+		}
 		got := encodeMembers(slices.Values(members))
 		want := stdlibJSON(t, wireMembers(members))
 		if !bytes.Equal(want, got) {
@@ -165,6 +182,14 @@ func TestMeasuredLengthsAreTheEncodedOnes(t *testing.T) {
 			{Op: membership.OpDeleteGroup, GroupID: "x"},
 		}},
 		{Revision: 8, Op: membership.OpBatch, Changes: []membership.Change{}},
+		{Revision: 9, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{1}, Expiries: []membership.MemberExpiry{
+			{UID: 1, At: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}, {UID: 9223372036854775807}}},
+		{Revision: 10, Op: membership.OpReplace, GroupID: "g", UIDs: []membership.UID{1, 2}, Nicknames: []membership.Member{{UID: 2, Nickname: "B"}},
+			Expiries: []membership.MemberExpiry{{UID: 2, At: time.UnixMilli(1796083200123).UTC()}}},
+		{Revision: 11, Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{1, 2}},
+		{Revision: 12, Op: membership.OpBatch, Changes: []membership.Change{
+			{Op: membership.OpAdd, GroupID: "to", UIDs: []membership.UID{3}, Expiries: []membership.MemberExpiry{{UID: 3}}},
+		}},
 	}
 	for _, c := range slices.Clone(changes) { // each again with a time, an actor, and both
 		at := time.Date(2026, 11, 24, 23, 59, 1, 123e6, time.UTC)
@@ -201,6 +226,14 @@ type wireChange struct {
 	Group     *string             `json:"group,omitempty"`
 	UIDs      *[]membership.UID   `json:"uids,omitempty"`
 	Nicknames []wireMember        `json:"nicknames,omitempty"`
+	Expiries  []wireExpiry        `json:"expiries,omitempty"`
+}
+
+// wireExpiry is an element of a change's expiries: expires is null for a
+// membership made permanent.
+type wireExpiry struct {
+	UID     membership.UID `json:"uid"`
+	Expires *string        `json:"expires"`
 }
 
 func wireChangeOf(c membership.Change) wireChange {
@@ -221,6 +254,14 @@ func wireChangeOf(c membership.Change) wireChange {
 	if len(c.Nicknames) > 0 {
 		w.Nicknames = wireMembers(c.Nicknames)
 	}
+	for _, e := range c.Expiries {
+		we := wireExpiry{UID: e.UID}
+		if !e.At.IsZero() {
+			at := e.At.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+			we.Expires = &at
+		}
+		w.Expiries = append(w.Expiries, we)
+	}
 	return w
 }
 
@@ -232,7 +273,7 @@ func FuzzEncodeChange(f *testing.F) {
 	f.Add(uint64(math.MaxUint64), int64(0), int64(math.MaxInt64), "a\u2028", "\xff", uint8(3))
 	f.Add(uint64(2), int64(-62135596800000), int64(0), "", "", uint8(4))
 	f.Fuzz(func(t *testing.T, rev uint64, ms, actor int64, group, nickname string, op uint8) {
-		ops := []membership.Op{membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup, membership.OpRemoveUser}
+		ops := []membership.Op{membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup, membership.OpRemoveUser, membership.OpExpire}
 		c := membership.Change{Revision: membership.Revision(rev), Op: ops[int(op)%len(ops)], GroupID: group, Actor: membership.UID(max(actor, 0))}
 		// The years a store's clock gives: 1 to 9999.
 		const first, last = -62135596800000, 253402300799999
@@ -242,7 +283,8 @@ func FuzzEncodeChange(f *testing.F) {
 			c.GroupID, c.UIDs = "", []membership.UID{5}
 		case membership.OpAdd, membership.OpReplace:
 			c.UIDs, c.Nicknames = []membership.UID{5}, []membership.Member{{UID: 5, Nickname: nickname}}
-		case membership.OpRemove:
+			c.Expiries = []membership.MemberExpiry{{UID: 5, At: c.Time.Add(time.Hour)}, {UID: 6}}
+		case membership.OpRemove, membership.OpExpire:
 			c.UIDs = []membership.UID{5, 6}
 		}
 		got := appendChange(nil, c)

@@ -234,3 +234,43 @@ func TestOpenAPIDocumentsIdempotencyKeys(t *testing.T) {
 	}
 	assert.Contains(t, doc["components"].(map[string]any)["headers"], "Idempotent-Replayed")
 }
+
+// TestOpenAPIDocumentsExpiries holds the document to the forms of an
+// expiry: the element object's "expires" (a time or null) and "ttl" (a
+// duration whose pattern takes what the parser takes), a member's
+// "expires", a change's "expiries" and the op expire.
+func TestOpenAPIDocumentsExpiries(t *testing.T) {
+	doc := loadOpenAPI(t)
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	var object map[string]any
+	for _, form := range schemas["User"].(map[string]any)["oneOf"].([]any) {
+		if f := resolve(t, doc, form); f["type"] == "object" {
+			object = f
+		}
+	}
+	require.NotNil(t, object, "the element's object form")
+	props := object["properties"].(map[string]any)
+	expires := resolve(t, doc, props["expires"])
+	assert.Equal(t, []any{"string", "null"}, expires["type"])
+	assert.Equal(t, "date-time", expires["format"])
+	ttl := resolve(t, doc, props["ttl"])
+	assert.Equal(t, "string", ttl["type"])
+	pattern := regexp.MustCompile(ttl["pattern"].(string))
+	for _, d := range []string{"4h", "90m", "1h30m", "1.5h", "1ms", "300000us", "+2h", "1h0m0.5s", ".5h", "100µs", "0s", "87841h"} {
+		assert.True(t, pattern.MatchString(d), "%q is a duration", d)
+	}
+	for _, d := range []string{"", "4", "4 h", "4hours", "1d", "-1h", "h", "1.h.", "4h ", "P1D"} {
+		_, err := parseUsers(`[{"uid":1,"ttl":"`+d+`"}]`, 1)
+		assert.Error(t, err, "%q", d)
+		assert.False(t, pattern.MatchString(d), "%q is not a duration the parser takes", d)
+	}
+	member := schemas["Member"].(map[string]any)["properties"].(map[string]any)
+	assert.Equal(t, "date-time", resolve(t, doc, member["expires"])["format"])
+	assert.NotContains(t, schemas["Member"].(map[string]any)["required"], "expires", "a member without an expiry has none")
+	change := schemas["Change"].(map[string]any)
+	assert.Contains(t, change["properties"].(map[string]any)["op"].(map[string]any)["enum"], "expire")
+	expiries := change["properties"].(map[string]any)["expiries"].(map[string]any)
+	item := resolve(t, doc, expiries["items"])
+	assert.ElementsMatch(t, []any{"uid", "expires"}, item["required"])
+	assert.Equal(t, []any{"string", "null"}, resolve(t, doc, item["properties"].(map[string]any)["expires"])["type"])
+}

@@ -1,11 +1,13 @@
 package httpapi
 
 import (
-	"example.com/groupmembership/membership"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"example.com/groupmembership/membership"
 )
 
 // parseUsers parses the users value of an add or remove request: a JSON array
@@ -16,12 +18,21 @@ import (
 //	[7]                             a one-item list
 //	[7, "Alice"]                    a uid and a nickname
 //	{"uid": 7, "nickname": "Alice"} an object; "nickname" is optional
+//	{"uid": 7, "expires": "2026-12-01T00:00:00Z"}  an object with an expiry
+//	{"uid": 7, "ttl": "4h"}         an object with an expiry after the commit
 //
 // Anywhere a uid goes, the number and the decimal-string forms are both
 // accepted. A uid is an integer from 1 to 9223372036854775807, read exactly:
 // 1.5, 1e3, -3, 0, true and null are errors, not rounded. A nickname is a JSON
 // string of at most membership.MaxNicknameBytes bytes of valid UTF-8 (a lone surrogate
 // escape such as "\ud800" is not). Objects may not repeat or add keys.
+//
+// An object may carry the membership's expiry (membership.Expiry): "expires",
+// an RFC 3339 time with any offset, kept in UTC to the millisecond, or null
+// (the membership is made permanent); or "ttl", a Go duration ("4h",
+// "90m") from 1ms to membership.MaxExpiryAhead, counted from the write's
+// commit. Not both. Whether a time is in the future, and not too far in
+// it, is the Service's to check, on its clock.
 //
 // Errors: membership.CodeInvalidUsers naming the first offending element, or
 // membership.CodeTooManyUsers.
@@ -45,6 +56,8 @@ type usersParser struct {
 const (
 	wantElement = `a uid, [uid], [uid, "nickname"] or {"uid": uid, "nickname": "nickname"}`
 	wantUID     = "a uid (a number or a decimal string)"
+	wantExpires = `an RFC 3339 time (a string such as "2026-12-01T00:00:00Z") or null`
+	wantTTL     = `a duration such as "4h" or "90m" (a string)`
 )
 
 func (p *usersParser) parse(maxUsers int) ([]membership.User, error) {
@@ -137,11 +150,13 @@ func (p *usersParser) list() (membership.User, error) {
 	return u, nil
 }
 
-// object parses {"uid": uid, "nickname": "nickname"} with the keys in any order.
+// object parses {"uid": uid, "nickname": "nickname", "expires": time or
+// null, "ttl": duration} with the keys in any order, all but uid optional,
+// and expires and ttl not both.
 func (p *usersParser) object() (membership.User, error) {
 	p.pos++ // {
 	var u membership.User
-	var hasUID bool
+	var hasUID, hasExpires, hasTTL bool
 	p.skipSpace()
 	if !p.consume('}') {
 		for {
@@ -174,8 +189,24 @@ func (p *usersParser) object() (membership.User, error) {
 					return membership.User{}, err
 				}
 				u.HasNickname = true
+			case "expires":
+				if hasExpires {
+					return membership.User{}, p.elementError(`the key "expires" appears twice`)
+				}
+				hasExpires = true
+				if u.Expiry.At, err = p.expires(); err != nil {
+					return membership.User{}, err
+				}
+			case "ttl":
+				if hasTTL {
+					return membership.User{}, p.elementError(`the key "ttl" appears twice`)
+				}
+				hasTTL = true
+				if u.Expiry.TTL, err = p.ttl(); err != nil {
+					return membership.User{}, err
+				}
 			default:
-				return membership.User{}, p.elementError("unknown key %q: only \"uid\" and \"nickname\" are allowed", key)
+				return membership.User{}, p.elementError(`unknown key %q: only "uid", "nickname", "expires" and "ttl" are allowed`, truncate(key))
 			}
 			p.skipSpace()
 			if p.consume('}') {
@@ -190,7 +221,60 @@ func (p *usersParser) object() (membership.User, error) {
 	if !hasUID {
 		return membership.User{}, p.elementError(`the object has no "uid"`)
 	}
+	if hasExpires && hasTTL {
+		return membership.User{}, p.elementError(`"expires" and "ttl" are both given: give one`)
+	}
+	u.Expiry.Set = hasExpires || hasTTL
 	return u, nil
+}
+
+// expires parses the value of "expires": an RFC 3339 time, returned in
+// UTC to the millisecond, or null, returned as the zero time (the
+// membership is made permanent).
+func (p *usersParser) expires() (time.Time, error) {
+	if strings.HasPrefix(p.s[p.pos:], "null") {
+		p.pos += len("null")
+		return time.Time{}, nil
+	}
+	if p.peek() != '"' {
+		return time.Time{}, p.wrongValue(wantExpires)
+	}
+	s, err := p.string()
+	if err != nil {
+		return time.Time{}, err
+	}
+	// RFC 3339 lets T and Z be written in lower case; time.Parse does not.
+	t, err := time.Parse(time.RFC3339, strings.ToUpper(s))
+	if err != nil {
+		return time.Time{}, p.elementError("expires %q is not an RFC 3339 time, such as \"2026-12-01T00:00:00Z\" or \"2026-12-01T01:00:00+01:00\"", truncate(s))
+	}
+	t = t.UTC().Truncate(time.Millisecond)
+	if t.Before(time.UnixMilli(1)) { // the zero time would read as null; and no clock is before 1970
+		return time.Time{}, p.elementError("the expiry %s is not in the future", t.Format(membership.ExpiryLayout))
+	}
+	return t, nil
+}
+
+// ttl parses the value of "ttl": a Go duration string, from 1ms to
+// membership.MaxExpiryAhead.
+func (p *usersParser) ttl() (time.Duration, error) {
+	if p.peek() != '"' {
+		return 0, p.wrongValue(wantTTL)
+	}
+	s, err := p.string()
+	if err != nil {
+		return 0, err
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return 0, p.elementError("ttl %q is not a duration, such as \"4h\", \"90m\" or \"1h30m\" (units ms, s, m, h)", truncate(s))
+	case d < time.Millisecond:
+		return 0, p.elementError("the ttl %s is not at least 1ms", d)
+	case d > membership.MaxExpiryAhead:
+		return 0, p.elementError("the ttl %s is longer than %s", d, membership.MaxExpiryAheadText)
+	}
+	return d, nil
 }
 
 // uid parses a uid written as a JSON number or a JSON string of decimal digits.

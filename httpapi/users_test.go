@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -161,6 +162,9 @@ func FuzzParseUsers(f *testing.F) {
 		`[true]`, `[null]`, `[[]]`, `[[1,2]]`, `[{"uid":1,"uid":2}]`, `[{"x":1}]`,
 		`[[1,"\u00e9\ud83d\ude00"]]`, `[[1,"\ud800"]]`, "[[1,\"\xff\"]]", `[1,]`, `[1`, `[1]]`,
 		`[["07"]]`, `[[1,"a\"b"]]`,
+		`[{"uid":7,"expires":"2026-12-01T00:00:00Z"}]`, `[{"uid":7,"expires":null}]`, `[{"uid":7,"ttl":"4h"}]`,
+		`[{"uid":7,"expires":"2026-12-01t01:00:00.1234+01:00","nickname":"a"}]`, `[{"uid":7,"ttl":"4h","expires":null}]`,
+		`[{"uid":7,"ttl":"0s"}]`, `[{"uid":7,"ttl":"87841h"}]`, `[{"uid":7,"expires":"0001-01-01T00:00:00Z"}]`,
 	} {
 		f.Add(seed)
 	}
@@ -244,7 +248,7 @@ func referenceElement(dec *json.Decoder) (membership.User, bool) {
 		return u, err == nil && end == json.Delim(']')
 	case json.Delim('{'):
 		var u membership.User
-		var hasUID bool
+		var hasUID, hasExpires, hasTTL bool
 		for dec.More() {
 			key, err := dec.Token()
 			if err != nil {
@@ -258,13 +262,20 @@ func referenceElement(dec *json.Decoder) (membership.User, bool) {
 			case key == "nickname" && !u.HasNickname:
 				u.Nickname, ok = referenceNickname(dec)
 				u.HasNickname = true
+			case key == "expires" && !hasExpires:
+				u.Expiry.At, ok = referenceExpires(dec)
+				hasExpires = true
+			case key == "ttl" && !hasTTL:
+				u.Expiry.TTL, ok = referenceTTL(dec)
+				hasTTL = true
 			}
 			if !ok {
 				return membership.User{}, false
 			}
 		}
+		u.Expiry.Set = hasExpires || hasTTL
 		end, err := dec.Token()
-		return u, err == nil && end == json.Delim('}') && hasUID
+		return u, err == nil && end == json.Delim('}') && hasUID && !(hasExpires && hasTTL)
 	default:
 		uid, ok := referenceUIDToken(tok)
 		return membership.User{UID: uid}, ok
@@ -296,6 +307,40 @@ func referenceNickname(dec *json.Decoder) (string, bool) {
 	}
 	s, ok := tok.(string)
 	return s, ok && len(s) <= membership.MaxNicknameBytes
+}
+
+// referenceExpires reads an expiry's time: null (the zero time), or an
+// RFC 3339 time, T and Z in either case, after 1970, in UTC to the
+// millisecond.
+func referenceExpires(dec *json.Decoder) (time.Time, bool) {
+	tok, err := dec.Token()
+	if err != nil {
+		return time.Time{}, false
+	}
+	if tok == nil {
+		return time.Time{}, true
+	}
+	s, ok := tok.(string)
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, strings.ToUpper(s))
+	t = t.UTC().Truncate(time.Millisecond)
+	return t, err == nil && t.UnixMilli() >= 1
+}
+
+// referenceTTL reads a ttl: a duration string from 1ms to the bound.
+func referenceTTL(dec *json.Decoder) (time.Duration, bool) {
+	tok, err := dec.Token()
+	if err != nil {
+		return 0, false
+	}
+	s, ok := tok.(string)
+	if !ok {
+		return 0, false
+	}
+	d, err := time.ParseDuration(s)
+	return d, err == nil && d >= time.Millisecond && d <= membership.MaxExpiryAhead
 }
 
 func TestReferenceParseUsersAgreesOnTheBasics(t *testing.T) {

@@ -40,6 +40,14 @@ func (e Expiry) Permanent() bool { return e.Set && e.At.IsZero() && e.TTL == 0 }
 // than that after the request, or a TTL longer, is refused.
 const MaxExpiryAhead = 10 * 366 * 24 * time.Hour
 
+// MaxExpiryAheadText says MaxExpiryAhead in messages.
+const MaxExpiryAheadText = "3660 days (87840h)"
+
+// ExpiryLayout is how messages, lists and the change feed write an
+// expiry: RFC 3339 in UTC, to the millisecond, always with three digits,
+// as the feed writes a change's time.
+const ExpiryLayout = "2006-01-02T15:04:05.000Z07:00"
+
 // ValidateExpiry returns a CodeInvalidUsers error unless e is an expiry a
 // write may set as of now: after now, and at most MaxExpiryAhead after it
 // (a TTL: positive, at most MaxExpiryAhead, whole milliseconds or more).
@@ -52,13 +60,13 @@ func ValidateExpiry(e Expiry, now time.Time) error {
 	case e.TTL != 0 && e.TTL < time.Millisecond:
 		return Errorf(CodeInvalidUsers, "the ttl %s is not at least 1ms", e.TTL)
 	case e.TTL > MaxExpiryAhead:
-		return Errorf(CodeInvalidUsers, "the ttl %s is longer than %s", e.TTL, MaxExpiryAhead)
+		return Errorf(CodeInvalidUsers, "the ttl %s is longer than %s", e.TTL, MaxExpiryAheadText)
 	case e.TTL != 0:
 		return nil
 	case !e.At.After(now):
-		return Errorf(CodeInvalidUsers, "the expiry %s is not in the future", e.At.UTC().Format(time.RFC3339Nano))
+		return Errorf(CodeInvalidUsers, "the expiry %s is not in the future", e.At.UTC().Format(ExpiryLayout))
 	case e.At.Sub(now) > MaxExpiryAhead:
-		return Errorf(CodeInvalidUsers, "the expiry %s is more than %s ahead", e.At.UTC().Format(time.RFC3339Nano), MaxExpiryAhead)
+		return Errorf(CodeInvalidUsers, "the expiry %s is more than %s ahead", e.At.UTC().Format(ExpiryLayout), MaxExpiryAheadText)
 	}
 	return nil
 }

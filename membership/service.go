@@ -42,7 +42,7 @@ func (s *Service) AddMembers(ctx context.Context, groupID string, users []User) 
 	}
 	for i, u := range users {
 		if err := ValidateUser(u); err != nil {
-			return Result{}, Errorf(CodeInvalidUsers, "element %d: %s", i, ErrorMessage(err))
+			return Result{}, Errorf(CodeInvalidUsers, "users element %d: %s", i, ErrorMessage(err))
 		}
 	}
 	return s.store.AddMembers(ctx, groupID, users)
@@ -58,7 +58,7 @@ func (s *Service) RemoveMembers(ctx context.Context, groupID string, uids []UID)
 	}
 	for i, uid := range uids {
 		if !ValidUID(uid) {
-			return Result{}, Errorf(CodeInvalidUsers, "element %d: uid %d is not %s", i, uid, UIDRange)
+			return Result{}, Errorf(CodeInvalidUsers, "users element %d: uid %d is not %s", i, uid, UIDRange)
 		}
 	}
 	return s.store.RemoveMembers(ctx, groupID, uids)
@@ -199,7 +199,7 @@ func (s *Service) validateWrite(w Write) error {
 				err = ValidateExpiry(u.Expiry, now)
 			}
 			if err != nil {
-				return Errorf(CodeInvalidUsers, "element %d: %s", i, ErrorMessage(err))
+				return Errorf(CodeInvalidUsers, "users element %d: %s", i, ErrorMessage(err))
 			}
 		}
 	case OpRemove:
@@ -208,7 +208,7 @@ func (s *Service) validateWrite(w Write) error {
 		}
 		for i, uid := range w.UIDs {
 			if !ValidUID(uid) {
-				return Errorf(CodeInvalidUsers, "element %d: uid %d is not %s", i, uid, UIDRange)
+				return Errorf(CodeInvalidUsers, "users element %d: uid %d is not %s", i, uid, UIDRange)
 			}
 		}
 	case OpDeleteGroup:

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"example.com/groupmembership/membership"
 )
@@ -175,6 +176,40 @@ func BenchmarkMemoryBytesPerMembership(b *testing.B) {
 						if !seen[uid] {
 							seen[uid] = true
 							users = append(users, membership.User{UID: uid})
+						}
+					}
+					_, _ = m.add("mem"+strconv.Itoa(g), users, membership.Precondition{}, stamp{now: true})
+				}
+				perMembership = float64(liveHeap()-before) / 1e6
+				runtime.KeepAlive(m)
+			}
+			b.ReportMetric(perMembership, "B/membership")
+		})
+	}
+}
+
+// BenchmarkMemoryBytesPerExpiringMembership is
+// BenchmarkMemoryBytesPerMembership with every user given an expiry (one
+// time for all, as many would be; distinct times cost the same): what a
+// membership with an expiry costs, its group's map entry and its entry in
+// the due queue included.
+func BenchmarkMemoryBytesPerExpiringMembership(b *testing.B) {
+	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	for _, keep := range []int{0, membership.DefaultChangesKeep} {
+		b.Run("changes-keep="+strconv.Itoa(keep), func(b *testing.B) {
+			var perMembership float64
+			for b.Loop() {
+				before := liveHeap()
+				m := NewWith(Options{ChangesKeep: keep})
+				rng := rand.New(rand.NewPCG(3, 4))
+				for g := range 1000 {
+					users := make([]membership.User, 0, 1000)
+					seen := map[membership.UID]bool{}
+					for len(users) < 1000 {
+						uid := membership.UID(rng.Int64N(1e9) + 1)
+						if !seen[uid] {
+							seen[uid] = true
+							users = append(users, membership.User{UID: uid, Expiry: membership.Expiry{Set: true, At: at}})
 						}
 					}
 					_, _ = m.add("mem"+strconv.Itoa(g), users, membership.Precondition{}, stamp{now: true})
