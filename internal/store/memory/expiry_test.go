@@ -35,6 +35,7 @@ func TestTheDueQueueStaysWithinTwiceTheExpiries(t *testing.T) {
 	require.True(t, ok)
 	assert.False(t, next.After(far.Add(9999*time.Millisecond)), "no later than the one expiry (a stale entry may come first)")
 }
+
 // An expiry's write that names a uid more than once (a log may hold one)
 // ends the membership once, and reports it once.
 func TestAnExpiryNamingAUIDTwiceEndsItOnce(t *testing.T) {
