@@ -128,22 +128,34 @@ func (m *Store) endExpiries(g *group) {
 }
 
 // lastExpiries returns the expiries users set, the last of each user's,
-// for a write committed at commit, ascending by uid.
+// for a write committed at commit (zero: now, read only when a TTL needs
+// it), ascending by uid. It costs O(n log n) for n users with an expiry.
 func lastExpiries(users []membership.User, commit time.Time) []membership.MemberExpiry {
 	var out []membership.MemberExpiry
-	for i := len(users) - 1; i >= 0; i-- {
-		u := users[i]
-		if u.Expiry.Set && !slices.ContainsFunc(out, func(e membership.MemberExpiry) bool { return e.UID == u.UID }) {
-			out = append(out, membership.MemberExpiry{UID: u.UID, At: membership.ExpiryTime(u.Expiry, commit)})
+	for _, u := range users {
+		if !u.Expiry.Set {
+			continue
 		}
+		if u.Expiry.TTL != 0 && commit.IsZero() {
+			commit = time.Now()
+		}
+		out = append(out, membership.MemberExpiry{UID: u.UID, At: membership.ExpiryTime(u.Expiry, commit)})
 	}
-	slices.SortFunc(out, func(a, b membership.MemberExpiry) int { return cmp.Compare(a.UID, b.UID) })
-	return out
+	// Stable: of a user named twice, the later expiry ends its run.
+	slices.SortStableFunc(out, func(a, b membership.MemberExpiry) int { return cmp.Compare(a.UID, b.UID) })
+	last := out[:0]
+	for i, e := range out {
+		if i+1 < len(out) && out[i+1].UID == e.UID {
+			continue
+		}
+		last = append(last, e)
+	}
+	return last
 }
 
 // setExpiries sets the expiries users give (the last of each user's) to
-// those of them who are members of g, for a write committed at commit,
-// and returns those it changed, ascending by uid. The caller holds g's
+// those of them who are members of g, for a write committed at commit
+// (zero: now), and returns those it changed, ascending by uid. The caller holds g's
 // shard.
 func (m *Store) setExpiries(g *group, users []membership.User, commit time.Time) []membership.MemberExpiry {
 	if !hasExpiries(users) {

@@ -299,7 +299,7 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 	}, buf[:])
 	defer m.unlockReverse(locked)
 	added := m.insert(g, users)
-	expiries := m.setExpiries(g, users, nowOr(st.at))
+	expiries := m.setExpiries(g, users, st.at)
 	// The nicknames change, and their revision is set, under nicknamesMu,
 	// so a list never shows a nickname newer than the revision it reports.
 	hasNicknames := slices.ContainsFunc(users, func(u membership.User) bool { return u.HasNickname })

@@ -85,7 +85,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 		old = &g.members
 	}
 	added, removed := diff(old, uids)
-	commit := nowOr(st.at)
+	commit := st.at // zero: now, for a TTL
 	if removed == 0 && len(added) == 0 && !m.changesNicknames(users) && !m.changesExpiries(g, users, commit) {
 		return membership.Result{Revision: m.revisionOf(g)}, nil
 	}
