@@ -430,56 +430,7 @@ func TestDurableReadsAVersion5Log(t *testing.T) {
 // keyed write whose change it holds: memory remembers a key just after it
 // applies the change, and a backup must not come between.
 func TestBackupsNeverHoldAKeyedChangeWithoutItsKey(t *testing.T) {
-	ctx := context.Background()
 	d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
 	defer d.Close()
-	const writers, perWriter = 8, 2000
-	stop := make(chan struct{})
-	errs := make([]error, writers)
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range perWriter { // within the keys' budget: every key is kept
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				uid := membership.UID(w<<32 | i + 1)
-				_, err := d.Write(ctx, storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: fmt.Sprint("g", w), Users: []membership.User{{UID: uid}}}, fmt.Sprint(uid)))
-				if err != nil {
-					errs[w] = err
-					return
-				}
-			}
-		}()
-	}
-	defer func() {
-		close(stop)
-		wg.Wait()
-		for _, err := range errs {
-			assert.NoError(t, err)
-		}
-	}()
-	for range 300 {
-		var file bytes.Buffer
-		_, err := d.Backup().WriteTo(&file)
-		require.NoError(t, err)
-		st, err := snap.Decode(file.Bytes(), "backup")
-		require.NoError(t, err)
-		keys := map[string]bool{}
-		for _, k := range st.Keys {
-			keys[k.Key] = true
-		}
-		members := 0
-		for _, g := range st.Groups {
-			for _, uid := range g.UIDs {
-				members++
-				require.True(t, keys[fmt.Sprint(uid)], "the backup at revision %d holds user %d, but not the key that added it", st.LastRevision, uid)
-			}
-		}
-		require.Len(t, st.Keys, members, "and no key of a change it does not hold")
-	}
+	storetest.BackupsHoldKeysWithTheirChanges(t, d, d.Backup, 8, 2000, 300)
 }

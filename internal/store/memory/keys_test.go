@@ -1,18 +1,15 @@
 package memory
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
@@ -199,53 +196,5 @@ func TestReplayForgetsNothing(t *testing.T) {
 // keyed write it holds, and of no other, as a replay.
 func TestBackupsHoldEveryKeyedChangeWithItsKey(t *testing.T) {
 	m := New()
-	const writers, perWriter = 4, 2000
-	stop := make(chan struct{})
-	errs := make([]error, writers)
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range perWriter {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				uid := membership.UID(w<<32 | i + 1)
-				add := membership.Write{Op: membership.OpAdd, GroupID: fmt.Sprint("g", w), Users: []membership.User{{UID: uid}}}
-				if _, err := m.Write(context.Background(), storetest.Keyed(add, fmt.Sprint(uid))); err != nil {
-					errs[w] = err
-					return
-				}
-			}
-		}()
-	}
-	defer func() {
-		close(stop)
-		wg.Wait()
-		for _, err := range errs {
-			assert.NoError(t, err)
-		}
-	}()
-	for range 200 {
-		var file bytes.Buffer
-		_, err := m.Backup().WriteTo(&file)
-		require.NoError(t, err)
-		st, err := snap.Decode(file.Bytes(), "backup")
-		require.NoError(t, err)
-		keys := map[string]bool{}
-		for _, k := range st.Keys {
-			keys[k.Key] = true
-		}
-		members := 0
-		for _, g := range st.Groups {
-			for _, uid := range g.UIDs {
-				members++
-				require.True(t, keys[fmt.Sprint(uid)], "the backup at revision %d holds user %d, but not the key that added it", st.LastRevision, uid)
-			}
-		}
-		require.Len(t, st.Keys, members, "and no key of a change it does not hold")
-	}
+	storetest.BackupsHoldKeysWithTheirChanges(t, m, m.Backup, 4, 2000, 200)
 }
