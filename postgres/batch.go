@@ -166,13 +166,8 @@ func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 	}
 	c := batchChange(b)
 	if c.idem.Key != "" {
-		results, rev, replayed, err := s.replayHere(c.idem, true)
-		switch {
-		case err != nil:
-			return membership.BatchResult{}, err
-		case replayed:
-			s.mem.NoteReplay()
-			return membership.BatchResult{Results: slices.Clone(results), Revision: rev, Replayed: true}, nil
+		if res, replayed, err := s.mem.ReplayBatch(c.idem, time.Now()); replayed || err != nil {
+			return res, err
 		}
 	} else {
 		for i, w := range b.Writes {

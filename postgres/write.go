@@ -227,8 +227,9 @@ func (s *Store) RemoveMembers(ctx context.Context, groupID string, uids []member
 // repeats a keyed change it remembers, as of the row's time. A repeat
 // changes nothing, and its writer gets the first change's result,
 // Replayed. So a keyed write is answered here only when this instance
-// has applied a change with its key already (replayHere): the first's
-// result, or CodeIdempotencyKeyReused; otherwise it goes to the log, even
+// has applied a change with its key already (memory.Store.ReplayWrite):
+// the first's result, or CodeIdempotencyKeyReused; otherwise it goes to
+// the log, even
 // when it would change nothing (its key is remembered all the same) or
 // its precondition seems to fail here (the change with its key may be
 // being applied meanwhile: the log settles it).
@@ -243,15 +244,8 @@ func (s *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 		return membership.Result{}, err
 	}
 	if c.idem.Key != "" {
-		results, _, replayed, err := s.replayHere(c.idem, false)
-		switch {
-		case err != nil:
-			return membership.Result{}, err
-		case replayed:
-			res := results[0]
-			res.Replayed = true
-			s.mem.NoteReplay()
-			return res, nil
+		if res, replayed, err := s.mem.ReplayWrite(c.idem, time.Now()); replayed || err != nil {
+			return res, err
 		}
 		res, err := s.commit(ctx, c)
 		if res.Replayed {
@@ -263,15 +257,6 @@ func (s *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 		return res, err
 	}
 	return s.commit(ctx, c)
-}
-
-// replayHere returns what the write or batch keyed by idem returned, and
-// true, when this instance has applied it and remembers its key now; or
-// CodeIdempotencyKeyReused when it remembers the key for another request.
-// It changes nothing: memory decides the keyed changes of the log as of
-// their own times, alike on every instance, whatever was asked here.
-func (s *Store) replayHere(idem membership.Idempotency, batch bool) ([]membership.Result, membership.Revision, bool, error) {
-	return s.mem.Replay(idem, batch, time.Now())
 }
 
 // answerHere answers w from this instance's memory, without a change in

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"example.com/groupmembership/internal/store/memory"
@@ -187,12 +186,8 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 				release()
 			}
 		}()
-		switch results, rev, ok, err := d.mem.Replay(b.Idem, true, time.Now()); {
-		case err != nil:
-			return membership.BatchResult{}, err
-		case ok:
-			d.mem.NoteReplay()
-			return membership.BatchResult{Results: slices.Clone(results), Revision: rev, Replayed: true}, nil
+		if res, replayed, err := d.mem.ReplayBatch(b.Idem, time.Now()); replayed || err != nil {
+			return res, err
 		}
 	} else if len(b.Writes) == 0 {
 		return membership.BatchResult{Results: []membership.Result{}, Revision: d.mem.LatestRevision()}, nil

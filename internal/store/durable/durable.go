@@ -511,14 +511,8 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 				release()
 			}
 		}()
-		switch results, _, ok, err := d.mem.Replay(w.Idem, false, time.Now()); {
-		case err != nil:
-			return membership.Result{}, err
-		case ok:
-			res := results[0]
-			res.Replayed = true
-			d.mem.NoteReplay()
-			return res, nil
+		if res, replayed, err := d.mem.ReplayWrite(w.Idem, time.Now()); replayed || err != nil {
+			return res, err
 		}
 	}
 	rev, changes, err := d.mem.Check(w)

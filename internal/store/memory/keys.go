@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -330,4 +331,29 @@ func (m *Store) rememberLogged(idem membership.Idempotency, batch bool, t time.T
 	}
 	e := &keyEntry{Key: snap.Key{Key: idem.Key, Fingerprint: idem.Fingerprint, Batch: batch, Time: t, Results: results, Revision: rev}, done: closedChan}
 	k.remember(e)
+}
+
+// ReplayWrite is Replay of a write as its repeat is answered: its first
+// Result, Replayed, and true, counted as a replay; false when m does not
+// remember its key now. The stores that keep a log call it, with the
+// clock now, before they log a keyed write.
+func (m *Store) ReplayWrite(idem membership.Idempotency, now time.Time) (membership.Result, bool, error) {
+	results, _, ok, err := m.Replay(idem, false, now)
+	if !ok || err != nil {
+		return membership.Result{}, false, err
+	}
+	m.NoteReplay()
+	res := results[0]
+	res.Replayed = true
+	return res, true, nil
+}
+
+// ReplayBatch is ReplayWrite of a batch.
+func (m *Store) ReplayBatch(idem membership.Idempotency, now time.Time) (membership.BatchResult, bool, error) {
+	results, rev, ok, err := m.Replay(idem, true, now)
+	if !ok || err != nil {
+		return membership.BatchResult{}, false, err
+	}
+	m.NoteReplay()
+	return membership.BatchResult{Results: slices.Clone(results), Revision: rev, Replayed: true}, true, nil
 }
