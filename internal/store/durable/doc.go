@@ -46,7 +46,7 @@
 // stamp keeps) before it encodes the record, and memory applies the
 // record as so resolved, then and on every replay. A write of an expiry
 // the record cannot hold, at or before 1970, is refused. Memory keeps the
-// expiries and their due queue (the store's DueExpiries and friends are
+// expiries and their due set (the store's DueExpiries and friends are
 // memory's); the expirer (package expiry) ends the memberships due with
 // Write of a membership.OpExpire, which is logged as any write (op 7: the
 // group, at most MaxExpireUIDs uids, and the time they were due as of),

@@ -88,7 +88,7 @@ func expiryScript(t *testing.T, d *Store, t0 time.Time) {
 
 // expiryState is what a store shows of its expiries: every list with its
 // members' expiries, the feed, and how many expiries it keeps. (When the
-// next is due is not in it: memory's due queue may hold expiries that no
+// next is due is not in it: memory's due set may hold expiries that no
 // longer hold, which a replay puts back, see memory.Store.NextExpiry.)
 type expiryState struct {
 	Lists      map[string][]membership.Member

@@ -44,8 +44,8 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 		return rev, len(w.Users) > 0 && !m.holdsAll(g, w.Users), nil
 	case membership.OpExpire:
 		return rev, g != nil && slices.ContainsFunc(w.UIDs, func(uid membership.UID) bool {
-			at, ok := g.expiries[uid]
-			return ok && at <= expiryMillis(w.AsOf)
+			at := expiryOf(g, uid)
+			return at != 0 && at <= expiryMillis(w.AsOf)
 		}), nil
 	case membership.OpRemove:
 		return rev, g != nil && slices.ContainsFunc(w.UIDs, g.members.contains), nil

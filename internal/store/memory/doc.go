@@ -44,9 +44,10 @@
 //  6. feed.mu: the change feed. Taken by feed.record (which runs the
 //     change's published func under it, before any reader can see the
 //     revision), and alone by readers of the feed.
-//  7. dueQueue.mu: the queue of the expiries set (expiry.go), taken by a
-//     change that sets an expiry, with its shard held, and by the
-//     expirer alone or with every shard held for reading (compactDue).
+//  7. dueSet.mu: the expiries of the store by time (expiry.go), taken by
+//     a change that sets or ends an expiry, with its shard held; by
+//     DueExpiries and NextExpiry alone; and by RequeueExpiries with a
+//     shard held for reading.
 //  8. keys.mu: the Idempotency-Keys remembered (keys.go). A keyed write
 //     takes it alone, before its change to see whether the key is known
 //     (and to mark it in flight) and after it to remember the result; a

@@ -11,29 +11,27 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// Expiries changed again and again, far ahead, leave stale entries in the
-// due queue; the expirer's every look at the queue compacts it, so that it
-// holds at most about twice the expiries there are.
-func TestTheDueQueueStaysWithinTwiceTheExpiries(t *testing.T) {
+// Expiries changed again and again, far ahead, leave nothing behind in
+// the due set: it holds one entry for each expiry there is.
+func TestTheDueSetHoldsOneEntryForEachExpiry(t *testing.T) {
 	m := New()
 	far := time.Date(2035, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 10_000 {
 		_, err := m.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{
-			{UID: 1, Expiry: membership.Expiry{Set: true, At: far.Add(time.Duration(i) * time.Millisecond)}},
+			{UID: membership.UID(1 + i%3), Expiry: membership.Expiry{Set: true, At: far.Add(time.Duration(i) * time.Millisecond)}},
 		}})
 		require.NoError(t, err)
-		if i%100 == 0 {
-			m.NextExpiry()
-		}
 	}
-	m.NextExpiry()
+	_, err := m.Write(context.Background(), membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}})
+	require.NoError(t, err)
 	m.due.mu.Lock()
-	n := len(m.due.entries)
+	n := m.due.set.size
 	m.due.mu.Unlock()
-	assert.LessOrEqual(t, n, 1025, "one expiry, and the stale entries of fewer than 1024 changes")
+	assert.Equal(t, 2, n, "uids 1 and 3, each with its last expiry")
+	assert.Equal(t, int64(2), m.ExpiryCount())
 	next, ok := m.NextExpiry()
 	require.True(t, ok)
-	assert.False(t, next.After(far.Add(9999*time.Millisecond)), "no later than the one expiry (a stale entry may come first)")
+	assert.Equal(t, far.Add(9998*time.Millisecond), next, "uid 3's last")
 }
 
 // An expiry's write that names a uid more than once (a log may hold one)
@@ -62,4 +60,38 @@ func TestAnExpiryNamingAUIDTwiceEndsItOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.Equal(t, at.UTC(), member.Expires)
+}
+
+// A round of DueExpiries that reaches its max inside a group's run of one
+// time takes the rest of the run: each group's memberships due at once end
+// in one change, not two.
+func TestARoundOfExpiriesDoesNotSplitAGroup(t *testing.T) {
+	ctx := context.Background()
+	m := New()
+	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	for g := range 10 {
+		var users []membership.User
+		for uid := range 30 {
+			users = append(users, membership.User{UID: membership.UID(1 + uid*7 + g), Expiry: membership.Expiry{Set: true, At: at}})
+		}
+		_, err := m.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g" + string(rune('a'+g)), Users: users})
+		require.NoError(t, err)
+	}
+	seen := map[string]int{}
+	for round := 0; ; round++ {
+		require.Less(t, round, 10)
+		due := m.DueExpiries(at, 50)
+		if len(due) == 0 {
+			break
+		}
+		for _, d := range due {
+			seen[d.Write.GroupID]++
+			assert.Len(t, d.Write.UIDs, 30, "group %s whole", d.Write.GroupID)
+			assert.Equal(t, at.UTC(), d.Earliest)
+		}
+	}
+	assert.Len(t, seen, 10)
+	for g, n := range seen {
+		assert.Equal(t, 1, n, "group %s in one write", g)
+	}
 }

@@ -56,8 +56,8 @@ type Store struct {
 	// a change without its key.
 	keys    keys
 	keyedMu sync.RWMutex
-	// due is the queue of the expiries set (expiry.go).
-	due dueQueue
+	// due holds the expiries set, by time (expiry.go).
+	due dueSet
 	// replaysCountedByCaller is Options.ReplaysCountedByCaller.
 	replaysCountedByCaller bool
 	// nicknamesRevision is the revision of the last nickname change, and
@@ -111,7 +111,7 @@ type group struct {
 	node     indexNode           // in the group index, under indexMu
 	// expiries holds the expiry of each member that has one, in
 	// milliseconds since 1970; nil while none has (expiry.go).
-	expiries map[membership.UID]int64
+	expiries *expirySet
 }
 
 var _ membership.Store = (*Store)(nil)
@@ -512,7 +512,9 @@ func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op members
 	var inNoGroup []membership.UID
 	for _, uid := range uids {
 		if g.members.remove(uid) {
-			m.endExpiry(g, uid)
+			if op != membership.OpExpire {
+				m.endExpiry(g, uid)
+			}
 			if m.removeReverse(uid, g.number) {
 				inNoGroup = append(inNoGroup, uid)
 			}
@@ -522,6 +524,10 @@ func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op members
 	if len(removed) == 0 {
 		m.unlockReverse(locked)
 		return membership.Result{Revision: m.revisionOf(g)}
+	}
+	slices.Sort(removed)
+	if op == membership.OpExpire {
+		m.endExpired(g, removed)
 	}
 	var cleared []membership.Member
 	if len(inNoGroup) > 0 {
@@ -539,7 +545,6 @@ func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op members
 		m.nicknamesMu.Unlock()
 		slices.SortFunc(cleared, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
 	}
-	slices.Sort(removed)
 	m.counts.members.Add(-int64(len(removed)))
 	rev := m.feed.record(membership.Change{Op: op, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, st, nil)
 	m.unlockReverse(locked)
@@ -584,12 +589,13 @@ func (m *Store) ListMembers(_ context.Context, groupID string, opts membership.L
 // binary search and the scan of one chunk, however deep the page. The
 // caller holds the shard's lock and nicknamesMu.
 func (m *Store) memberRecords(g *group, after membership.UID, limit int) iter.Seq[membership.Member] {
-	ms, expiries := &g.members, g.expiries
+	ms := &g.members
 	return func(yield func(membership.Member) bool) {
 		if len(ms.chunks) == 0 {
 			return
 		}
 		nicknames := m.nicknames
+		expiries := g.expiries.cursor(memberExpiry{uid: after})
 		n := 0
 		// One loop over the chunks, not an iterator of members: a list of
 		// a million members spends its time here.
@@ -607,8 +613,11 @@ func (m *Store) memberRecords(g *group, after membership.UID, limit int) iter.Se
 						nick = nicknames[uid]
 					}
 					member := membership.Member{UID: uid, Nickname: nick}
-					if expiries != nil {
-						member.Expires = expiresOf(expiries, uid)
+					if expiries.ok {
+						expiries.seekTo(memberExpiry{uid: uid})
+						if expiries.ok && expiries.v.uid == uid {
+							member.Expires = expiresOf(expiries.v.at)
+						}
 					}
 					if !yield(member) {
 						return
@@ -636,7 +645,7 @@ func (m *Store) Member(_ context.Context, groupID string, uid membership.UID) (m
 	}
 	m.nicknamesMu.RLock()
 	defer m.nicknamesMu.RUnlock()
-	return membership.Member{UID: uid, Nickname: m.nicknames[uid], Expires: expiresOf(g.expiries, uid)}, true, nil
+	return membership.Member{UID: uid, Nickname: m.nicknames[uid], Expires: expiresOf(expiryOf(g, uid))}, true, nil
 }
 
 // Epoch implements membership.Store.

@@ -191,8 +191,8 @@ func BenchmarkMemoryBytesPerMembership(b *testing.B) {
 // BenchmarkMemoryBytesPerExpiringMembership is
 // BenchmarkMemoryBytesPerMembership with every user given an expiry (one
 // time for all, as many would be; distinct times cost the same): what a
-// membership with an expiry costs, its group's map entry and its entry in
-// the due queue included.
+// membership with an expiry costs, its entries in its group's set of
+// expiries and in the due set included.
 func BenchmarkMemoryBytesPerExpiringMembership(b *testing.B) {
 	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
 	for _, keep := range []int{0, membership.DefaultChangesKeep} {

@@ -132,18 +132,33 @@ func (s *pairSet) chunkFor(p pair) int {
 // findPair scans c for p, which is above c.first: off is where the first
 // pair >= p is encoded (len(c.rest) when none is), prev the pair before it,
 // and at and end that pair and the offset after it (end == off when none).
+//
+// The group of prev is exact only when prev is of p's user (or is
+// c.first): the groups of the pairs of users before p's are skipped, not
+// decoded, as no caller needs them. A pair is encoded after prev with its
+// group in full unless prev is of the same user, so that re-encoding a
+// pair after prev reads prev's group only when it is exact.
 func findPair(c *chunk[pair], p pair) (off int, prev, at pair, end int) {
 	prev = c.first
-	for off < len(c.rest) {
+	rest := c.rest
+	for off < len(rest) {
 		// pairCodec.next, by hand: this loop is every add's and remove's.
-		d, e := uvarint(c.rest, off)
-		g, e := uvarint(c.rest, e)
-		if d == 0 {
-			at = pair{user: prev.user, group: prev.group + uint32(g)}
-		} else {
-			at = pair{user: prev.user + membership.UID(d), group: uint32(g)}
+		d, e := uvarint(rest, off)
+		user := prev.user + membership.UID(d)
+		if user < p.user {
+			for rest[e] >= 0x80 {
+				e++
+			}
+			prev, off = pair{user: user}, e+1
+			continue
 		}
-		if at.user > p.user || at.user == p.user && at.group >= p.group {
+		g, e := uvarint(rest, e)
+		if d == 0 {
+			at = pair{user: user, group: prev.group + uint32(g)}
+		} else {
+			at = pair{user: user, group: uint32(g)}
+		}
+		if at.user > p.user || at.group >= p.group {
 			return off, prev, at, e
 		}
 		prev, off = at, e

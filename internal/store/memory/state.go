@@ -69,13 +69,14 @@ func (m *Store) Import(st *snap.State) {
 	m.feed.load(st.LastRevision, st.Changes)
 	m.importKeys(st.Keys)
 	pairs := make([][]pair, len(m.reverse))
+	var due []dueKey
 	for _, g := range st.Groups {
 		if len(g.UIDs) == 0 {
 			continue
 		}
 		grp := &group{id: g.ID, number: m.groupNumbers.number(g.ID), revision: g.Revision}
 		grp.members.fill(g.UIDs)
-		m.importExpiries(grp, g.Expiries)
+		due = m.importExpiries(grp, g.Expiries, due)
 		m.shardOf(g.ID).groups[g.ID] = grp
 		m.index.insert(grp)
 		m.counts.groups.Add(1)
@@ -85,6 +86,8 @@ func (m *Store) Import(st *snap.State) {
 			pairs[k] = append(pairs[k], pair{user: user, group: grp.number})
 		}
 	}
+	slices.SortFunc(due, dueCodec{}.compare)
+	m.due.set.fill(due)
 	for k, ps := range pairs {
 		slices.SortFunc(ps, comparePairs)
 		m.reverse[k].pairs.fill(ps)
