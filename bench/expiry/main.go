@@ -46,6 +46,7 @@ type options struct {
 	ahead           time.Duration // from the end of the loading to the expiry, at least
 	before, after   time.Duration // the load runs from before the expiry to after it
 	writeShare      float64
+	dataDir         bool // the service with -data-dir (a directory of the run's own)
 }
 
 func main() {
@@ -56,6 +57,7 @@ func main() {
 	flag.DurationVar(&opts.ahead, "ahead", 6*time.Second, "the expiry is at least this long after the loading ends (the load measures 'before' in it)")
 	flag.DurationVar(&opts.after, "after", 4*time.Second, "the load runs on this long after the expiry")
 	flag.Float64Var(&opts.writeShare, "writes", 0.2, "share of the load's requests that are writes (POST of 3 users)")
+	flag.BoolVar(&opts.dataDir, "data-dir", false, "run the service with -data-dir, in a directory of the run's own (removed at the end), so that every expiry is logged")
 	flag.Parse()
 	opts.before = opts.ahead - time.Second
 	if err := run(opts); err != nil {
@@ -74,15 +76,23 @@ func run(opts options) error {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		return fmt.Errorf("building the service: %v\n%s", err, out)
 	}
-	addr, pid, stop, err := loadtest.StartService(bin, tmp, "service", "")
+	var serviceArgs string
+	if opts.dataDir {
+		serviceArgs = "-data-dir " + filepath.Join(tmp, "data")
+	}
+	addr, pid, stop, err := loadtest.StartService(bin, tmp, "service", serviceArgs)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	base := "http://" + addr
 	total := opts.groups * opts.members
-	fmt.Printf("bench-expiry: %d memberships (%d groups of %d) due in the same second; %d connections of reads and writes (%.0f%% writes) across it; %d cores\n",
-		total, opts.groups, opts.members, opts.connections, 100*opts.writeShare, loadtest.NumCPU())
+	store := "memory-only"
+	if opts.dataDir {
+		store = "-data-dir"
+	}
+	fmt.Printf("bench-expiry: %d memberships (%d groups of %d) due in the same second; %d connections of reads and writes (%.0f%% writes) across it; %s; %d cores\n",
+		total, opts.groups, opts.members, opts.connections, 100*opts.writeShare, store, loadtest.NumCPU())
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: opts.connections + 8, MaxConnsPerHost: opts.connections + 8}, Timeout: 30 * time.Second}
 

@@ -8,6 +8,7 @@ package expiry
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,28 +56,83 @@ var lagBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 
 func (e *Expirer) ExpireDue(ctx context.Context) (int, error) {
 	ended := 0
 	for {
-		now := e.now()
-		due := e.store.DueExpiries(now, roundMax)
+		due := e.store.DueExpiries(e.now(), roundMax)
 		if len(due) == 0 {
 			return ended, nil
 		}
-		for i, d := range due {
-			res, err := e.store.Write(ctx, d.Write)
-			if err != nil {
-				e.store.RequeueExpiries(due[i:])
-				e.failed.Add(1)
-				return ended, err
-			}
-			ended += res.Count
-			e.applied.Add(uint64(res.Count))
-			if res.Count > 0 {
-				e.lag.Observe(max(e.now().Sub(d.Earliest), 0))
-			}
+		n, err := e.apply(ctx, due)
+		ended += n
+		if err != nil {
+			return ended, err
 		}
 		if ctx.Err() != nil {
 			return ended, ctx.Err()
 		}
 	}
+}
+
+// inFlight is how many of a round's changes the expirer has the store
+// apply at once: a store that logs its writes (-data-dir, PostgreSQL)
+// commits those in flight together, so that a round costs one commit, not
+// one for each of its groups.
+const inFlight = 16
+
+// apply applies due, a round from DueExpiries, with up to inFlight writes
+// at once, and returns how many memberships it ended. After a write the
+// store refuses, it starts no more, gives back those it did not apply, and
+// returns the first error.
+func (e *Expirer) apply(ctx context.Context, due []store.Due) (int, error) {
+	var (
+		next      atomic.Int64 // the index in due of the next write to start
+		ended     atomic.Int64
+		mu        sync.Mutex // guards firstErr and unapplied
+		firstErr  error
+		unapplied []store.Due
+		wg        sync.WaitGroup
+	)
+	failed := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return firstErr != nil
+	}
+	for range min(inFlight, len(due)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(due) {
+					return
+				}
+				d := due[i]
+				if failed() {
+					mu.Lock()
+					unapplied = append(unapplied, d)
+					mu.Unlock()
+					continue
+				}
+				res, err := e.store.Write(ctx, d.Write)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					unapplied = append(unapplied, d)
+					mu.Unlock()
+					continue
+				}
+				ended.Add(int64(res.Count))
+				e.applied.Add(uint64(res.Count))
+				if res.Count > 0 {
+					e.lag.Observe(max(e.now().Sub(d.Earliest), 0))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		e.store.RequeueExpiries(unapplied)
+		e.failed.Add(1)
+	}
+	return int(ended.Load()), firstErr
 }
 
 // Run applies expiries as they come due, every Interval, until ctx is

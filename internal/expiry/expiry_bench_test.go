@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/durable"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
 )
@@ -16,10 +18,33 @@ import (
 // server's expirer would when they come due: the cost of ExpireDue alone
 // (make bench-expiry measures it in the service, under load).
 func BenchmarkExpireAMillion(b *testing.B) {
+	benchmarkExpireAMillion(b, func(b *testing.B) expiringStore { return memory.New() })
+}
+
+// BenchmarkExpireAMillionDataDir is BenchmarkExpireAMillion with
+// -data-dir: every change logged and fsynced (the machine's disk) before
+// it is applied.
+func BenchmarkExpireAMillionDataDir(b *testing.B) {
+	benchmarkExpireAMillion(b, func(b *testing.B) expiringStore {
+		d, err := durable.Open(b.TempDir(), durable.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = d.Close() })
+		return d
+	})
+}
+
+type expiringStore interface {
+	store.Expiring
+	membership.Store
+}
+
+func benchmarkExpireAMillion(b *testing.B, open func(b *testing.B) expiringStore) {
 	t0 := time.Now().Add(time.Hour).Truncate(time.Second)
 	for b.Loop() {
 		b.StopTimer()
-		s := memory.New()
+		s := open(b)
 		rng := rand.New(rand.NewPCG(1, 2))
 		for g := range 1000 {
 			w := membership.Write{Op: membership.OpAdd, GroupID: "g" + strconv.Itoa(g)}

@@ -108,3 +108,42 @@ func TestExpiriesTheStoreRefusesWaitForTheNextRound(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, n, "none was lost")
 }
+
+// gathering is a store whose writes wait until want of them are in flight
+// at once (or give up after a long time, failing the test that needs them
+// together), as a store that commits its writes together would like them.
+type gathering struct {
+	*memory.Store
+	want     int
+	mu       sync.Mutex
+	inFlight int
+	together chan struct{} // closed when want writes were in flight at once
+}
+
+func (s *gathering) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
+	s.mu.Lock()
+	s.inFlight++
+	if s.inFlight == s.want {
+		close(s.together)
+	}
+	s.mu.Unlock()
+	select {
+	case <-s.together:
+	case <-time.After(10 * time.Second):
+		return membership.Result{}, errors.New("the expirer's writes never were in flight together")
+	}
+	return s.Store.Write(ctx, w)
+}
+
+// A round's changes are in flight together, so that a store that logs them
+// commits them together (one fsync for the round, not one for each group).
+func TestARoundsChangesAreInFlightTogether(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := &gathering{Store: memory.New(), want: 4, together: make(chan struct{})}
+	for g := range 4 {
+		addExpiring(t, s.Store, "g"+string(rune('a'+g)), t0, membership.UID(g+1))
+	}
+	n, err := New(s, func() time.Time { return t0 }, nil).ExpireDue(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 4, n)
+}
