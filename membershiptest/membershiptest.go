@@ -20,6 +20,7 @@ package membershiptest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http/httptest"
@@ -142,6 +143,19 @@ func WithLog(w io.Writer) Option {
 // configuration the service refuses fails the test at once.
 func NewServer(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	s, err := start(t, opts)
+	if err != nil {
+		t.Fatalf("membershiptest: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts the service, for a program or an Example that has no
+// testing.TB: Close it when done.
+func Start(opts ...Option) (*Server, error) { return start(nil, opts) }
+
+func start(t testing.TB, opts []Option) (*Server, error) {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
@@ -154,7 +168,10 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	}
 	e, err := server.NewEmbedded(eo)
 	if err != nil {
-		t.Fatalf("membershiptest: the service refused its configuration: %v", err)
+		if cfg.listener != nil {
+			_ = cfg.listener.Close()
+		}
+		return nil, fmt.Errorf("the service refused its configuration: %w", err)
 	}
 	s.embedded = e
 	s.httpSrv = httptest.NewUnstartedServer(nil)
@@ -171,10 +188,9 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		s.httpSrv.CloseClientConnections()
 		s.httpSrv.Close()
 		if err := e.Close(); err != nil {
-			t.Errorf("membershiptest: closing the service: %v", err)
+			s.fail("closing the service: %v", err)
 		}
 	})
-	t.Cleanup(s.close)
 	clientOpts := cfg.clientOpts
 	if cfg.token != "" {
 		clientOpts = append([]client.Option{client.WithToken(cfg.token)}, clientOpts...)
@@ -182,10 +198,20 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	c, err := client.New(s.URL, clientOpts...)
 	if err != nil {
 		s.close()
-		t.Fatalf("membershiptest: making the client: %v", err)
+		return nil, fmt.Errorf("making the client: %w", err)
 	}
 	s.Client = c
-	return s
+	return s, nil
+}
+
+// fail reports a failure of the server: to the test, or, without one, by
+// a panic.
+func (s *Server) fail(format string, args ...any) {
+	if s.t == nil {
+		panic(fmt.Sprintf("membershiptest: "+format, args...))
+	}
+	s.t.Helper()
+	s.t.Errorf("membershiptest: "+format, args...)
 }
 
 // Addr returns the address the server listens on.
@@ -202,7 +228,7 @@ func (s *Server) Close() { s.close() }
 // the memberships due at the new time, before it returns: a membership
 // added with a TTL of an hour is gone after Advance(time.Hour). It
 // returns how many memberships it ended. Without WithClock, it fails the
-// test.
+// test (or panics, without one: see Start).
 func (s *Server) Advance(d time.Duration) int {
 	return s.Set(s.Now().Add(d))
 }
@@ -210,15 +236,14 @@ func (s *Server) Advance(d time.Duration) int {
 // Set sets the fake clock of WithClock to t (never backwards: an earlier
 // t leaves it where it is), and ends the memberships due, as Advance.
 func (s *Server) Set(t time.Time) int {
-	s.t.Helper()
 	if s.clock == nil {
-		s.t.Fatalf("membershiptest: Advance and Set need the fake clock: NewServer(t, membershiptest.WithClock(start))")
+		s.fail("Advance and Set need the fake clock: NewServer(t, membershiptest.WithClock(start))")
 		return 0
 	}
 	s.clock.set(t)
 	n, err := s.embedded.ExpireDue(context.Background())
 	if err != nil {
-		s.t.Errorf("membershiptest: ending the memberships due: %v", err)
+		s.fail("ending the memberships due: %v", err)
 	}
 	return n
 }
