@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"sync"
@@ -57,6 +58,7 @@ type config struct {
 	clockStart time.Time
 	hasClock   bool
 	listener   net.Listener
+	middleware []func(http.Handler) http.Handler
 	clientOpts []client.Option
 	log        io.Writer
 }
@@ -128,6 +130,13 @@ func WithListener(ln net.Listener) Option {
 	return func(c *config) { c.listener = ln }
 }
 
+// WithMiddleware wraps the service's handler in mw, for tests of a
+// client's handling of faults: a proxy that drops a connection, a 503 from
+// a load balancer, a slow reply. The last one given is the outermost.
+func WithMiddleware(mw func(http.Handler) http.Handler) Option {
+	return func(c *config) { c.middleware = append(c.middleware, mw) }
+}
+
 // WithClientOptions makes Server.Client with opts too (after the token).
 func WithClientOptions(opts ...client.Option) Option {
 	return func(c *config) { c.clientOpts = append(c.clientOpts, opts...) }
@@ -176,6 +185,9 @@ func start(t testing.TB, opts []Option) (*Server, error) {
 	s.embedded = e
 	s.httpSrv = httptest.NewUnstartedServer(nil)
 	s.httpSrv.Config = e.Server()
+	for _, mw := range cfg.middleware {
+		s.httpSrv.Config.Handler = mw(s.httpSrv.Config.Handler)
+	}
 	if cfg.listener != nil {
 		_ = s.httpSrv.Listener.Close()
 		s.httpSrv.Listener = cfg.listener
