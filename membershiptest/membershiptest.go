@@ -82,20 +82,20 @@ func WithFlags(args ...string) Option {
 	return func(c *config) { c.flags = append(c.flags, args...) }
 }
 
-// WithLimits sets the most common limits: the largest request body
-// (-max-body), the most users in one request (-max-users) and the changes
-// the feed keeps (-changes-keep). A value of 0 keeps the binary's default.
+// WithLimits sets the most common limits (see Limits); the others are
+// flags of WithFlags.
 func WithLimits(l Limits) Option {
 	return func(c *config) { c.flags = append(c.flags, l.flags()...) }
 }
 
-// Limits are the limits of WithLimits.
+// Limits are the limits of WithLimits, each the flag of the binary named
+// beside it. A field of 0 keeps the binary's default.
 type Limits struct {
-	MaxBodyBytes int64
-	MaxUsers     int
-	MaxChecks    int
-	MaxBatch     int
-	ChangesKeep  int
+	MaxBodyBytes int64 // -max-body: the largest request body, in bytes
+	MaxUsers     int   // -max-users: the most users in one request
+	MaxChecks    int   // -max-checks: the most checks in one POST /check
+	MaxBatch     int   // -max-batch: the most changes in one POST /batch
+	ChangesKeep  int   // -changes-keep: the changes the feed keeps
 }
 
 func (l Limits) flags() []string {
