@@ -16,6 +16,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -193,7 +194,8 @@ type service struct {
 	listeners     []*connlimit.Listener
 	listenerNames []string
 	ready         atomic.Bool   // for /readyz: loaded, and not stopping
-	stopping      chan struct{} // closed when the drain starts: it ends long-polls
+	stopping      chan struct{} // closed by stop when the drain starts: it ends long-polls
+	stop          func()        // closes stopping, once
 	served        chan error    // what srv.Serve returned
 	// bound runs once the addresses are taken and before anything is
 	// served or logged as listening: it locks the data directory, so that
@@ -229,8 +231,9 @@ func newService(cfg Config, plan connPlan, token string, logger *slog.Logger, lo
 				headerBudgets(s.listeners, s.listenerNames)...)
 		}},
 	})
+	s.stop = sync.OnceFunc(func() { close(s.stopping) })
 	s.srv = s.newServer(s.api)
-	s.srv.RegisterOnShutdown(func() { close(s.stopping) })
+	s.srv.RegisterOnShutdown(s.stop)
 	if cfg.adminAddr != "" {
 		s.admin = s.newServer(s.api.Admin())
 	}
@@ -295,13 +298,7 @@ func (s *service) run(ctx context.Context) (err error) {
 		}
 	}()
 	// The expirer stops before the store closes (defers run last first).
-	expiring, stopExpiring := context.WithCancel(context.WithoutCancel(ctx))
-	expired := make(chan struct{})
-	go func() { defer close(expired); expirer.Run(expiring) }()
-	defer func() {
-		stopExpiring()
-		<-expired
-	}()
+	defer runExpirer(ctx, expirer)()
 	select {
 	case err := <-s.served:
 		s.close()
@@ -309,6 +306,18 @@ func (s *service) run(ctx context.Context) (err error) {
 	case <-ctx.Done():
 	}
 	return s.drain(ctx)
+}
+
+// runExpirer runs expirer until the function it returns is called, which
+// returns once it has stopped; ctx's values are kept, not its end.
+func runExpirer(ctx context.Context, expirer *expiry.Expirer) (stop func()) {
+	expiring, stopExpiring := context.WithCancel(context.WithoutCancel(ctx))
+	expired := make(chan struct{})
+	go func() { defer close(expired); expirer.Run(expiring) }()
+	return func() {
+		stopExpiring()
+		<-expired
+	}
 }
 
 // bind opens the API's listener, and the admin's with -admin-addr (nil

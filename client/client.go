@@ -1,0 +1,470 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Client calls the service. Make one with New; it is safe for concurrent
+// use, and meant to be kept and shared (it holds the list cache and, with
+// WithReadYourWrites, the revision of its last write).
+type Client struct {
+	base          *url.URL
+	http          *http.Client
+	token         string
+	userAgent     string
+	retry         RetryPolicy
+	readOwnWrites bool
+	maxReply      int64
+	cache         *listCache
+
+	// lastWrite is the highest revision a write returned, for
+	// WithReadYourWrites.
+	lastWrite atomic.Uint64
+}
+
+// Option configures New.
+type Option func(*Client) error
+
+// WithToken sends the bearer token on every request (Authorization:
+// Bearer token): the service's writes and /backup need it when it has
+// one, and its reads too with -auth-reads.
+func WithToken(token string) Option {
+	return func(c *Client) error {
+		if token == "" || strings.ContainsAny(token, " \t\r\n") {
+			return errors.New("membership: WithToken: a token is one non-empty line without spaces")
+		}
+		c.token = token
+		return nil
+	}
+}
+
+// WithHTTPClient makes the client send its requests with hc, for its
+// transport, proxy or TLS settings; http.DefaultClient by default. Leave
+// hc.Timeout at 0, or above the longest wait of Follow (30 s): bound calls
+// with their context instead.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) error {
+		if hc == nil {
+			return errors.New("membership: WithHTTPClient: nil *http.Client")
+		}
+		c.http = hc
+		return nil
+	}
+}
+
+// WithRetry sets the retry policy (see RetryPolicy); its zero fields take
+// their defaults.
+func WithRetry(p RetryPolicy) Option {
+	return func(c *Client) error {
+		c.retry = p.withDefaults()
+		return nil
+	}
+}
+
+// WithUserAgent sets the User-Agent of the requests.
+func WithUserAgent(ua string) Option {
+	return func(c *Client) error {
+		c.userAgent = ua
+		return nil
+	}
+}
+
+// WithReadYourWrites makes the client remember the highest revision its
+// writes returned, and send it in X-Min-Revision on its reads (lists, a
+// member, Check, a user's groups, Groups), so that a read after a write
+// sees it on whichever instance behind a load balancer it reaches. An
+// instance waits up to 2 s for a revision it has not got yet, then
+// answers 503, which the client retries.
+//
+// A revision counts in one history of the store: after the service's
+// epoch changed (a restart without its data, a restore), call
+// ForgetWrites, or the reads wait for a revision that may never come.
+func WithReadYourWrites() Option {
+	return func(c *Client) error {
+		c.readOwnWrites = true
+		return nil
+	}
+}
+
+// DefaultListCacheBytes is the default bound of the list cache.
+const DefaultListCacheBytes = 4 << 20
+
+// WithListCacheBytes bounds the cache of list replies (member lists and
+// Groups), in bytes of their bodies: DefaultListCacheBytes by default; 0
+// turns it off. A list is asked for with the ETag of the last reply for
+// the same URL in If-None-Match, and a 304 is served from the cache. A
+// reply larger than the bound is not cached; the least recently used go
+// first.
+func WithListCacheBytes(n int64) Option {
+	return func(c *Client) error {
+		if n < 0 {
+			return fmt.Errorf("membership: WithListCacheBytes: %d is negative", n)
+		}
+		c.cache = newListCache(n)
+		return nil
+	}
+}
+
+// DefaultMaxReplyBytes is the default bound of a reply's body.
+const DefaultMaxReplyBytes = 64 << 20
+
+// WithMaxReplyBytes bounds the body of a reply the client reads (but a
+// backup's, which is streamed): a longer one is an error wrapping
+// ErrReplyTooLarge. DefaultMaxReplyBytes by default.
+func WithMaxReplyBytes(n int64) Option {
+	return func(c *Client) error {
+		if n <= 0 {
+			return fmt.Errorf("membership: WithMaxReplyBytes: %d is not positive", n)
+		}
+		c.maxReply = n
+		return nil
+	}
+}
+
+// New returns a client of the service at baseURL (http:// or https://,
+// with a host, and optionally a path prefix that every route goes under).
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("membership: the base URL %q: %w", baseURL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("membership: the base URL %q is not http:// or https://, a host, and an optional path", baseURL)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = strings.TrimSuffix(u.RawPath, "/")
+	c := &Client{base: u, http: http.DefaultClient, userAgent: "groupmembership-go-client/1",
+		retry: RetryPolicy{}.withDefaults(), maxReply: DefaultMaxReplyBytes, cache: newListCache(DefaultListCacheBytes)}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// MinRevision returns the revision the client's reads ask for with
+// WithReadYourWrites: the highest its writes returned; 0 for none.
+func (c *Client) MinRevision() Revision { return Revision(c.lastWrite.Load()) }
+
+// ForgetWrites makes the client forget the revisions its writes returned:
+// its reads no longer ask for them (see WithReadYourWrites).
+func (c *Client) ForgetWrites() { c.lastWrite.Store(0) }
+
+// noteWrite remembers rev, if higher than the highest seen.
+func (c *Client) noteWrite(rev Revision) {
+	for {
+		cur := c.lastWrite.Load()
+		if uint64(rev) <= cur || c.lastWrite.CompareAndSwap(cur, uint64(rev)) {
+			return
+		}
+	}
+}
+
+// RetryPolicy says which failed requests are sent again, and how often.
+//
+// A reply 503 with Retry-After (the service is starting, stopping, or
+// short of memory or disk), a 409 idempotency_key_in_flight (the first
+// attempt with the key is still being applied), and a connection error
+// (refused, reset, closed before the reply) are retried; nothing else is.
+// Reads (GET, and POST /check) are always retried so. A write is retried
+// only when it carries an Idempotency-Key, which the client makes for
+// every write unless told otherwise (WithIdempotencyKey,
+// WithoutIdempotencyKey): the service then applies it at most once,
+// however many attempts reach it.
+//
+// The waits between attempts grow exponentially from BaseDelay with full
+// jitter (a random wait from 0 to BaseDelay×2^n, at most MaxDelay); a
+// Retry-After is waited for instead, up to MaxDelay. No attempt starts
+// after MaxAttempts, nor a wait that would end past MaxElapsed since the
+// first attempt, nor after the context ended.
+type RetryPolicy struct {
+	// MaxAttempts is the most attempts of one call, the first included:
+	// DefaultMaxAttempts when 0; 1 turns retries off.
+	MaxAttempts int
+	// MaxElapsed bounds the time from the first attempt to the end of the
+	// last wait: DefaultMaxElapsed when 0.
+	MaxElapsed time.Duration
+	// BaseDelay is the bound of the first wait: DefaultBaseDelay when 0.
+	BaseDelay time.Duration
+	// MaxDelay bounds each wait, a Retry-After's included:
+	// DefaultMaxDelay when 0.
+	MaxDelay time.Duration
+
+	// sleep and now are the clock, for tests: a timer and time.Now when
+	// nil. rand draws the jitter, from 0 to n (excluded).
+	sleep func(ctx context.Context, d time.Duration) error
+	now   func() time.Time
+	rand  func(n int64) int64
+}
+
+// The defaults of RetryPolicy.
+const (
+	DefaultMaxAttempts = 4
+	DefaultMaxElapsed  = 5 * time.Second
+	DefaultBaseDelay   = 100 * time.Millisecond
+	DefaultMaxDelay    = 2 * time.Second
+)
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	if p.MaxElapsed <= 0 {
+		p.MaxElapsed = DefaultMaxElapsed
+	}
+	if p.BaseDelay <= 0 {
+		p.BaseDelay = DefaultBaseDelay
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = DefaultMaxDelay
+	}
+	if p.sleep == nil {
+		p.sleep = sleepCtx
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	if p.rand == nil {
+		p.rand = mrand.Int64N
+	}
+	return p
+}
+
+// sleepCtx waits d, or until ctx ends, and then returns its error.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// backoff returns the wait before attempt n+1 (n from 1), after a
+// failure that asked for retryAfter (0: none).
+func (p RetryPolicy) backoff(n int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return min(retryAfter, p.MaxDelay)
+	}
+	ceiling := p.MaxDelay
+	if shift := n - 1; shift < 30 && p.BaseDelay<<shift < p.MaxDelay {
+		ceiling = p.BaseDelay << shift
+	}
+	return time.Duration(p.rand(int64(ceiling) + 1))
+}
+
+// request is one call of the API, which may be sent several times.
+type request struct {
+	method string
+	// path is the escaped path under the base URL, and query its query.
+	path  string
+	query url.Values
+	// body is sent with every attempt, as contentType.
+	body        []byte
+	contentType string
+	header      http.Header
+	// retry says that the request may be sent again: a read, or a write
+	// with an Idempotency-Key.
+	retry bool
+	// read sends X-Min-Revision with WithReadYourWrites; cache uses and
+	// fills the list cache.
+	read, cache bool
+	// maxAttempts, when set, replaces the policy's (Follow retries on its
+	// own).
+	maxAttempts int
+}
+
+// reply is a reply of status 2xx or 304, its body read.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// url returns the URL of r.
+func (c *Client) url(r *request) string {
+	u := *c.base
+	u.RawPath = c.base.EscapedPath() + r.path
+	p, err := url.PathUnescape(u.RawPath)
+	if err != nil { // the paths built here are escaped right
+		p = u.RawPath
+	}
+	u.Path = p
+	u.RawQuery = r.query.Encode()
+	return u.String()
+}
+
+// do sends r, retrying as the policy says, and returns its reply, its body
+// read: 2xx, or 304 turned into the cached reply.
+func (c *Client) do(ctx context.Context, r *request) (reply, error) {
+	resp, err := c.send(ctx, r)
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	key := ""
+	if r.cache {
+		key = c.url(r)
+	}
+	if resp.StatusCode == http.StatusNotModified && r.cache {
+		if e, ok := c.cache.get(key, resp.Header.Get("ETag")); ok {
+			return reply{status: http.StatusOK, header: e.header, body: e.body}, nil
+		}
+		// Evicted between the request and now: ask again, without the
+		// condition.
+		r2 := *r
+		r2.cache = false
+		return c.do(ctx, &r2)
+	}
+	body, err := readLimited(resp.Body, c.maxReply)
+	if err != nil {
+		return reply{}, fmt.Errorf("membership: %s %s: reading the reply: %w", r.method, r.path, err)
+	}
+	if r.cache && resp.StatusCode == http.StatusOK {
+		c.cache.put(key, resp.Header.Get("ETag"), resp.Header, body)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: body}, nil
+}
+
+// readLimited reads body, up to limit bytes.
+func readLimited(body io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%w: over %d bytes", ErrReplyTooLarge, limit)
+	}
+	return b, nil
+}
+
+// send sends r until it gets a reply that is not an error, or an error
+// that is not retried, and returns the reply with its body unread: 2xx,
+// or 304 when r.cache.
+func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
+	p := c.retry
+	attempts := p.MaxAttempts
+	if r.maxAttempts > 0 {
+		attempts = r.maxAttempts
+	}
+	start := p.now()
+	for n := 1; ; n++ {
+		resp, err := c.attempt(ctx, r)
+		if err == nil {
+			return resp, nil
+		}
+		if !r.retry || !retryable(ctx, err) || n >= attempts {
+			return nil, err
+		}
+		var retryAfter time.Duration
+		if e := asError(err); e != nil {
+			retryAfter = e.RetryAfter
+		}
+		wait := p.backoff(n, retryAfter)
+		if p.now().Add(wait).Sub(start) > p.MaxElapsed {
+			return nil, err
+		}
+		if serr := p.sleep(ctx, wait); serr != nil {
+			return nil, fmt.Errorf("membership: %s %s: %w, while waiting to retry after: %w", r.method, r.path, serr, err)
+		}
+	}
+}
+
+// attempt sends r once. An error reply is returned as an *Error.
+func (c *Client) attempt(ctx context.Context, r *request) (*http.Response, error) {
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, c.url(r), body)
+	if err != nil {
+		return nil, fmt.Errorf("membership: %s %s: %w", r.method, r.path, err)
+	}
+	for k, v := range r.header {
+		req.Header[k] = v
+	}
+	if r.contentType != "" {
+		req.Header.Set("Content-Type", r.contentType)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.userAgent != "" {
+		req.Header.Set("User-Agent", c.userAgent)
+	}
+	req.Header.Set("Accept", "application/json")
+	if r.read && c.readOwnWrites {
+		if rev := c.lastWrite.Load(); rev > 0 {
+			req.Header.Set("X-Min-Revision", strconv.FormatUint(rev, 10))
+		}
+	}
+	if r.cache {
+		if etag := c.cache.etag(c.url(r)); etag != "" {
+			req.Header.Set("If-None-Match", etag)
+		}
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("membership: %s %s: %w", r.method, r.path, err)
+	}
+	if resp.StatusCode < 300 || (resp.StatusCode == http.StatusNotModified && r.cache) {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return nil, newError(r.method, r.path, resp.StatusCode, resp.Header, b)
+}
+
+// retryable reports whether err, the error of an attempt, may go away
+// when the request is sent again: a 503 with Retry-After, a 409
+// idempotency_key_in_flight, or a connection error; never once ctx ended.
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if e := asError(err); e != nil {
+		return (e.StatusCode == http.StatusServiceUnavailable && e.RetryAfter > 0) || e.Code == CodeIdempotencyKeyInFlight
+	}
+	return connectionError(err)
+}
+
+// connectionError reports whether err is one of a connection: refused,
+// reset, closed or timed out before the reply.
+func connectionError(err error) bool {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// newIdempotencyKey returns a random key: 128 bits, in hex.
+func newIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,278 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Revision is a number of the store-wide sequence every change takes: 1,
+// 2, 3, … A write returns the revision of its change in WriteResult, and
+// a read can ask for a state at least that new (see WithReadYourWrites).
+type Revision uint64
+
+// User is an element of users in a write (Add, Replace, and the add and
+// replace changes of a Batch): a uid, and optionally a nickname and an
+// expiry. Make one with NewUser, or as a literal.
+//
+// A field left at its zero value is not sent: a member keeps the nickname
+// and the expiry it has, and a new member has neither.
+type User struct {
+	// UID is the user, from 1 to 9223372036854775807.
+	UID int64
+	// Nickname, when not nil, sets the user's nickname, in every group
+	// (a nickname belongs to the user). A pointer to "" sets it empty.
+	Nickname *string
+	// Expiry, when set, sets when the membership ends: ExpiresAt,
+	// ExpiresAfter, or Permanent.
+	Expiry Expiry
+}
+
+// NewUser returns the user uid, with no nickname and no expiry given.
+func NewUser(uid int64) User { return User{UID: uid} }
+
+// Users returns the users of uids, with no nickname and no expiry given.
+func Users(uids ...int64) []User {
+	users := make([]User, len(uids))
+	for i, uid := range uids {
+		users[i] = NewUser(uid)
+	}
+	return users
+}
+
+// WithNickname returns u with its nickname set to nickname.
+func (u User) WithNickname(nickname string) User {
+	u.Nickname = &nickname
+	return u
+}
+
+// WithExpiry returns u with its expiry set to e.
+func (u User) WithExpiry(e Expiry) User {
+	u.Expiry = e
+	return u
+}
+
+// Expiry says when a membership ends: at a time, some time after the
+// write, or never. The zero Expiry gives none, and the membership keeps
+// the one it has.
+type Expiry struct {
+	kind expiryKind
+	at   time.Time
+	ttl  time.Duration
+}
+
+type expiryKind uint8
+
+const (
+	expiryNone expiryKind = iota
+	expiryAt
+	expiryTTL
+	expiryPermanent
+)
+
+// ExpiresAt ends the membership at t ("expires" in the service's terms).
+// The service keeps it to the millisecond, and refuses a time that is not
+// after its clock, or more than 3660 days ahead.
+func ExpiresAt(t time.Time) Expiry { return Expiry{kind: expiryAt, at: t} }
+
+// ExpiresAfter ends the membership d after the write is committed ("ttl"
+// in the service's terms), from 1ms to 87840h.
+func ExpiresAfter(d time.Duration) Expiry { return Expiry{kind: expiryTTL, ttl: d} }
+
+// Permanent makes the membership permanent: an expiry it had is gone
+// ("expires": null).
+func Permanent() Expiry { return Expiry{kind: expiryPermanent} }
+
+// IsZero reports whether e gives no expiry.
+func (e Expiry) IsZero() bool { return e.kind == expiryNone }
+
+// String describes e, for messages.
+func (e Expiry) String() string {
+	switch e.kind {
+	case expiryAt:
+		return "expires " + e.at.UTC().Format(time.RFC3339Nano)
+	case expiryTTL:
+		return "ttl " + e.ttl.String()
+	case expiryPermanent:
+		return "permanent"
+	}
+	return "none given"
+}
+
+// userJSON is the object form of an element of users.
+type userJSON struct {
+	UID      int64           `json:"uid"`
+	Nickname *string         `json:"nickname,omitempty"`
+	Expires  json.RawMessage `json:"expires,omitempty"`
+	TTL      string          `json:"ttl,omitempty"`
+}
+
+// MarshalJSON encodes u as the service reads it: a bare uid when it gives
+// nothing else, an object otherwise.
+func (u User) MarshalJSON() ([]byte, error) {
+	if u.Nickname == nil && u.Expiry.IsZero() {
+		return json.Marshal(u.UID)
+	}
+	j := userJSON{UID: u.UID, Nickname: u.Nickname}
+	switch u.Expiry.kind {
+	case expiryAt:
+		at, err := json.Marshal(u.Expiry.at.UTC().Format(time.RFC3339Nano))
+		if err != nil {
+			return nil, err
+		}
+		j.Expires = at
+	case expiryTTL:
+		if u.Expiry.ttl <= 0 {
+			return nil, fmt.Errorf("user %d: the ttl %s is not positive", u.UID, u.Expiry.ttl)
+		}
+		j.TTL = u.Expiry.ttl.String()
+	case expiryPermanent:
+		j.Expires = json.RawMessage("null")
+	}
+	return json.Marshal(j)
+}
+
+// Member is a member of a group, as lists and Member give it.
+type Member struct {
+	UID      int64  `json:"uid"`
+	Nickname string `json:"nickname"`
+	// Expires is when the membership ends; nil for one that does not end
+	// by itself.
+	Expires *time.Time `json:"expires,omitempty"`
+}
+
+// GroupSize is a group and its number of members, as Groups lists them.
+type GroupSize struct {
+	Group   string `json:"group"`
+	Members int    `json:"members"`
+}
+
+// Check asks whether UID is a member of Group: one question of
+// Client.Check.
+type Check struct {
+	Group string `json:"group"`
+	UID   int64  `json:"uid"`
+}
+
+// Op is what a change did, in the feed, or what a batch change does.
+type Op string
+
+// The ops of changes. OpAdd, OpRemove, OpReplace and OpDeleteGroup are
+// also the ops of BatchChange.
+const (
+	OpAdd         Op = "add"
+	OpRemove      Op = "remove"
+	OpReplace     Op = "replace"
+	OpDeleteGroup Op = "delete_group"
+	OpRemoveUser  Op = "remove_user"
+	OpExpire      Op = "expire"
+	OpBatch       Op = "batch"
+)
+
+// Change is one change of the feed (Changes, Follow). See the reference's
+// "Following changes" for how to apply each op to a copy of the groups.
+type Change struct {
+	// Revision is the change's; zero for the changes inside a batch.
+	Revision Revision `json:"rev,omitempty"`
+	Op       Op       `json:"op"`
+	// Time is when the change was committed; zero inside a batch, or for
+	// a change logged before changes had times.
+	Time time.Time `json:"-"`
+	// Actor is the acting user the request named (WithActor); 0 for none.
+	Actor int64 `json:"actor,omitempty"`
+	// Group is the group changed; empty for remove_user and batch.
+	Group string `json:"group,omitempty"`
+	// UIDs are the users whose membership changed (for replace, the
+	// group's whole new membership; for remove_user, the one user).
+	UIDs []int64 `json:"uids,omitempty"`
+	// Nicknames are the nicknames set (on an add or replace), or cleared
+	// ("" for a user the change left in no group).
+	Nicknames []Nickname `json:"nicknames,omitempty"`
+	// Expiries are the expiries an add or a replace set; Expires nil for
+	// a membership made permanent.
+	Expiries []MemberExpiry `json:"expiries,omitempty"`
+	// Changes are the changes of a batch, in order, under its Revision.
+	Changes []Change `json:"changes,omitempty"`
+}
+
+// changeJSON is Change with its time as the feed sends it.
+type changeJSON struct {
+	changeFields
+	Time *time.Time `json:"time,omitempty"`
+}
+
+type changeFields Change
+
+// UnmarshalJSON decodes a change of the feed.
+func (c *Change) UnmarshalJSON(b []byte) error {
+	var j changeJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*c = Change(j.changeFields)
+	if j.Time != nil {
+		c.Time = *j.Time
+	}
+	return nil
+}
+
+// Nickname is a nickname a change set or cleared.
+type Nickname struct {
+	UID      int64  `json:"uid"`
+	Nickname string `json:"nickname"`
+}
+
+// MemberExpiry is an expiry a change set: Expires nil for none.
+type MemberExpiry struct {
+	UID     int64      `json:"uid"`
+	Expires *time.Time `json:"expires"`
+}
+
+// BatchChange is one write of a Batch.
+type BatchChange struct {
+	// Op is OpAdd, OpRemove, OpReplace or OpDeleteGroup.
+	Op Op
+	// Group is the group written to.
+	Group string
+	// Users are the users of an add, a remove or a replace; a remove
+	// sends only their uids, and a delete_group none.
+	Users []User
+	// IfMatch, when set, applies the whole batch only while the group's
+	// ETag is this one (or, for "*", while the group has members).
+	IfMatch string
+}
+
+// batchChangeJSON is a BatchChange as the service reads it.
+type batchChangeJSON struct {
+	Op      Op      `json:"op"`
+	Group   string  `json:"group"`
+	Users   *[]User `json:"users,omitempty"`
+	IfMatch string  `json:"if_match,omitempty"`
+}
+
+// MarshalJSON encodes c as the service reads it.
+func (c BatchChange) MarshalJSON() ([]byte, error) {
+	j := batchChangeJSON{Op: c.Op, Group: c.Group, IfMatch: c.IfMatch}
+	switch c.Op {
+	case OpDeleteGroup:
+	case OpRemove:
+		uids := make([]User, len(c.Users))
+		for i, u := range c.Users {
+			uids[i] = NewUser(u.UID)
+		}
+		j.Users = &uids
+	default:
+		users := c.Users
+		if users == nil {
+			users = []User{}
+		}
+		j.Users = &users
+	}
+	return json.Marshal(j)
+}
+
+// Counts are what one change of a batch did.
+type Counts struct {
+	Added   int `json:"added"`
+	Removed int `json:"removed"`
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTheBinaryHasNoClientCode holds the service's binary free of the
+// client and of membershiptest: they are for the programs that use the
+// service, and for their tests.
+func TestTheBinaryHasNoClientCode(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", ".").CombinedOutput()
+	require.NoError(t, err, "go list -deps .: %s", out)
+	deps := strings.Fields(string(out))
+	require.Contains(t, deps, "example.com/groupmembership/httpapi", "go list -deps . lists the binary's packages")
+	for _, dep := range deps {
+		assert.NotContains(t, []string{"example.com/groupmembership/client", "example.com/groupmembership/membershiptest"}, dep,
+			"the binary imports %s", dep)
+	}
+}
+
+// TestTheClientIsStandardLibraryOnly holds the client package to the
+// standard library: a program that imports it takes no dependency.
+func TestTheClientIsStandardLibraryOnly(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./client").CombinedOutput()
+	require.NoError(t, err, "go list -deps ./client: %s", out)
+	assert.Equal(t, []string{"example.com/groupmembership/client"}, strings.Fields(string(out)))
+}

@@ -1,0 +1,290 @@
+// Package membershiptest runs the real group membership service in the
+// test's process, for the tests of programs that use it: no server to
+// start, no port to pick, no sleeping for expiries.
+//
+//	func TestInvite(t *testing.T) {
+//		srv := membershiptest.NewServer(t)
+//		// srv.URL is the service's base URL; srv.Client a client of it.
+//		if _, err := srv.Client.Add(t.Context(), "admins", client.Users(1, 2)); err != nil {
+//			t.Fatal(err)
+//		}
+//		...
+//	}
+//
+// It is the service itself, not a mock: the handler, routes, errors,
+// limits, middleware and auth of the membership binary, built by the same
+// code, over its memory store, served by net/http/httptest. Options set a
+// token (WithToken), the binary's limits (WithFlags), and a fake clock for
+// memberships that end by themselves (WithClock, then Server.Advance).
+package membershiptest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"example.com/groupmembership/client"
+	"example.com/groupmembership/internal/server"
+)
+
+// Server is the service, serving until the test ends.
+type Server struct {
+	// URL is the service's base URL, http://127.0.0.1:port.
+	URL string
+	// Client is a client of the service, made with the server's token and
+	// the options of WithClientOptions.
+	Client *client.Client
+
+	t        testing.TB
+	httpSrv  *httptest.Server
+	embedded *server.Embedded
+	clock    *clock // nil without WithClock
+	close    func()
+}
+
+// Option configures NewServer.
+type Option func(*config)
+
+type config struct {
+	token      string
+	flags      []string
+	clockStart time.Time
+	hasClock   bool
+	listener   net.Listener
+	middleware []func(http.Handler) http.Handler
+	clientOpts []client.Option
+	log        io.Writer
+}
+
+// WithToken gives the service a bearer token, as the binary's -token-file
+// does: writes and /backup then need it (reads too with WithFlags
+// ("-auth-reads")). Server.Client sends it.
+func WithToken(token string) Option {
+	return func(c *config) { c.token = token }
+}
+
+// WithFlags sets the binary's flags of limits and budgets, with their
+// checks and defaults: "-max-body", "-max-users", "-max-checks",
+// "-max-batch", "-changes-keep", "-changes-keep-bytes",
+// "-changes-reply-bytes", "-max-waiters", "-idempotency-retention",
+// "-list-cache", "-auth-reads", ... (membership -h lists them). Flags of
+// what an in-process service has not got (-data-dir, -admin-addr,
+// -token-file, -restore, -probe) fail the test; -addr is ignored (see
+// WithListener).
+func WithFlags(args ...string) Option {
+	return func(c *config) { c.flags = append(c.flags, args...) }
+}
+
+// WithLimits sets the most common limits (see Limits); the others are
+// flags of WithFlags.
+func WithLimits(l Limits) Option {
+	return func(c *config) { c.flags = append(c.flags, l.flags()...) }
+}
+
+// Limits are the limits of WithLimits, each the flag of the binary named
+// beside it. A field of 0 keeps the binary's default.
+type Limits struct {
+	MaxBodyBytes int64 // -max-body: the largest request body, in bytes
+	MaxUsers     int   // -max-users: the most users in one request
+	MaxChecks    int   // -max-checks: the most checks in one POST /check
+	MaxBatch     int   // -max-batch: the most changes in one POST /batch
+	ChangesKeep  int   // -changes-keep: the changes the feed keeps
+}
+
+func (l Limits) flags() []string {
+	var args []string
+	add := func(name string, v int64) {
+		if v > 0 {
+			args = append(args, "-"+name, strconv.FormatInt(v, 10))
+		}
+	}
+	add("max-body", l.MaxBodyBytes)
+	add("max-users", int64(l.MaxUsers))
+	add("max-checks", int64(l.MaxChecks))
+	add("max-batch", int64(l.MaxBatch))
+	add("changes-keep", int64(l.ChangesKeep))
+	return args
+}
+
+// WithClock gives the service a fake clock, at start: expiries are
+// checked and come due on it, and changes are stamped with it. It moves
+// only with Server.Advance, which then ends the memberships due, so that
+// a test of expiries never sleeps. Without it, the service runs on the
+// wall clock and ends memberships within about 100 ms of their expiry, as
+// the binary does.
+func WithClock(start time.Time) Option {
+	return func(c *config) { c.clockStart, c.hasClock = start, true }
+}
+
+// WithListener serves on ln (closed when the server is) in place of a
+// new listener on a free loopback port: to start a service again on the
+// address of one stopped (Server.Close), say.
+func WithListener(ln net.Listener) Option {
+	return func(c *config) { c.listener = ln }
+}
+
+// WithMiddleware wraps the service's handler in mw, for tests of a
+// client's handling of faults: a proxy that drops a connection, a 503 from
+// a load balancer, a slow reply. The last one given is the outermost.
+func WithMiddleware(mw func(http.Handler) http.Handler) Option {
+	return func(c *config) { c.middleware = append(c.middleware, mw) }
+}
+
+// WithClientOptions makes Server.Client with opts too (after the token).
+func WithClientOptions(opts ...client.Option) Option {
+	return func(c *config) { c.clientOpts = append(c.clientOpts, opts...) }
+}
+
+// WithLog sends the service's log (one line per request, and more) to w;
+// by default it is discarded.
+func WithLog(w io.Writer) Option {
+	return func(c *config) { c.log = w }
+}
+
+// NewServer starts the service, and stops it when the test ends. A
+// configuration the service refuses fails the test at once.
+func NewServer(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s, err := start(t, opts)
+	if err != nil {
+		t.Fatalf("membershiptest: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts the service, for a program or an Example that has no
+// testing.TB: Close it when done.
+func Start(opts ...Option) (*Server, error) { return start(nil, opts) }
+
+func start(t testing.TB, opts []Option) (*Server, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := &Server{t: t}
+	eo := server.EmbeddedOptions{Args: cfg.flags, Token: cfg.token, Log: cfg.log}
+	if cfg.hasClock {
+		s.clock = &clock{now: cfg.clockStart}
+		eo.Now = s.clock.Now
+	}
+	e, err := server.NewEmbedded(eo)
+	if err != nil {
+		if cfg.listener != nil {
+			_ = cfg.listener.Close()
+		}
+		return nil, fmt.Errorf("the service refused its configuration: %w", err)
+	}
+	s.embedded = e
+	s.httpSrv = httptest.NewUnstartedServer(nil)
+	s.httpSrv.Config = e.Server()
+	for _, mw := range cfg.middleware {
+		s.httpSrv.Config.Handler = mw(s.httpSrv.Config.Handler)
+	}
+	if cfg.listener != nil {
+		_ = s.httpSrv.Listener.Close()
+		s.httpSrv.Listener = cfg.listener
+	}
+	s.httpSrv.Start()
+	s.URL = s.httpSrv.URL
+	s.close = sync.OnceFunc(func() {
+		// Long polls end first: httptest waits for the requests in flight.
+		e.Stopping()
+		s.httpSrv.CloseClientConnections()
+		s.httpSrv.Close()
+		if err := e.Close(); err != nil {
+			s.fail("closing the service: %v", err)
+		}
+	})
+	clientOpts := cfg.clientOpts
+	if cfg.token != "" {
+		clientOpts = append([]client.Option{client.WithToken(cfg.token)}, clientOpts...)
+	}
+	c, err := client.New(s.URL, clientOpts...)
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("making the client: %w", err)
+	}
+	s.Client = c
+	return s, nil
+}
+
+// fail reports a failure of the server: to the test, or, without one, by
+// a panic.
+func (s *Server) fail(format string, args ...any) {
+	if s.t == nil {
+		panic(fmt.Sprintf("membershiptest: "+format, args...))
+	}
+	s.t.Helper()
+	s.t.Errorf("membershiptest: "+format, args...)
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() string { return s.httpSrv.Listener.Addr().String() }
+
+// Close stops the service now, as a crash of a service without a data
+// directory would: the connections are closed, requests in flight fail,
+// and its data is gone. Another NewServer with WithListener on the same
+// address starts it again, empty, with another epoch. The test's end
+// closes it too; Close may be called more than once.
+func (s *Server) Close() { s.close() }
+
+// Advance moves the fake clock of WithClock forward by d, and then ends
+// the memberships due at the new time, before it returns: a membership
+// added with a TTL of an hour is gone after Advance(time.Hour). It
+// returns how many memberships it ended. Without WithClock, it fails the
+// test (or panics, without one: see Start).
+func (s *Server) Advance(d time.Duration) int {
+	return s.Set(s.Now().Add(d))
+}
+
+// Set sets the fake clock of WithClock to t (never backwards: an earlier
+// t leaves it where it is), and ends the memberships due, as Advance.
+func (s *Server) Set(t time.Time) int {
+	if s.clock == nil {
+		s.fail("Advance and Set need the fake clock: NewServer(t, membershiptest.WithClock(start))")
+		return 0
+	}
+	s.clock.set(t)
+	n, err := s.embedded.ExpireDue(context.Background())
+	if err != nil {
+		s.fail("ending the memberships due: %v", err)
+	}
+	return n
+}
+
+// Now returns the service's clock: the fake clock of WithClock, or the
+// wall clock.
+func (s *Server) Now() time.Time {
+	if s.clock == nil {
+		return time.Now()
+	}
+	return s.clock.Now()
+}
+
+// clock is a fake clock, safe for concurrent use.
+type clock struct {
+	mu  sync.Mutex // guards now
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.now) {
+		c.now = t
+	}
+}

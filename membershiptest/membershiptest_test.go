@@ -1,0 +1,67 @@
+package membershiptest_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/client"
+	"example.com/groupmembership/membershiptest"
+)
+
+// TestTrialEnds is the README's example.
+func TestTrialEnds(t *testing.T) {
+	srv := membershiptest.NewServer(t,
+		membershiptest.WithClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)),
+		membershiptest.WithLimits(membershiptest.Limits{MaxUsers: 100}), // as -max-users
+	)
+	_, err := srv.Client.Add(t.Context(), "trial",
+		[]client.User{client.NewUser(12).WithExpiry(client.ExpiresAfter(time.Hour))})
+	require.NoError(t, err)
+
+	srv.Advance(time.Hour)
+
+	_, ok, err := srv.Client.Member(t.Context(), "trial", 12)
+	require.NoError(t, err)
+	assert.False(t, ok)
+}
+
+func TestTheClockNeverGoesBack(t *testing.T) {
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	srv := membershiptest.NewServer(t, membershiptest.WithClock(start))
+	srv.Set(start.Add(-time.Hour))
+	assert.Equal(t, start, srv.Now())
+	srv.Advance(time.Minute)
+	assert.Equal(t, start.Add(time.Minute), srv.Now())
+}
+
+func TestCloseStopsTheServiceAndMayBeCalledTwice(t *testing.T) {
+	srv := membershiptest.NewServer(t)
+	_, err := srv.Client.Add(t.Context(), "g", client.Users(1))
+	require.NoError(t, err)
+	srv.Close()
+	srv.Close()
+	c, err := client.New(srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
+	require.NoError(t, err)
+	_, err = c.ListPage(t.Context(), "g", client.ListOptions{})
+	assert.Error(t, err)
+}
+
+func TestCloseEndsLongPolls(t *testing.T) {
+	srv := membershiptest.NewServer(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := srv.Client.Changes(t.Context(), client.ChangesOptions{Wait: time.Minute})
+		done <- err
+	}()
+	// Whether the poll is waiting or not yet sent, Close returns without
+	// waiting a minute: the poll ends, or finds no service.
+	srv.Close()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the long poll outlived Close")
+	}
+}
