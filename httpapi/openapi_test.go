@@ -274,3 +274,31 @@ func TestOpenAPIDocumentsExpiries(t *testing.T) {
 	assert.ElementsMatch(t, []any{"uid", "expires"}, item["required"])
 	assert.Equal(t, []any{"string", "null"}, resolve(t, doc, item["properties"].(map[string]any)["expires"])["type"])
 }
+
+// TestOpenAPIComponentNamesDoNotClash: oapi-codegen makes a Go type of
+// every component (schemas, parameters, request bodies, responses,
+// headers), named after it without its dashes, and stops on a clash
+// ("duplicate typename"); so no two components of different kinds have the
+// same name, whatever its case and punctuation.
+func TestOpenAPIComponentNamesDoNotClash(t *testing.T) {
+	components := loadOpenAPI(t)["components"].(map[string]any)
+	typeName := func(name string) string {
+		return strings.ToLower(strings.Map(func(r rune) rune {
+			if r == '-' || r == '_' || r == '.' {
+				return -1
+			}
+			return r
+		}, name))
+	}
+	kindOf := map[string]string{}
+	for _, kind := range []string{"schemas", "parameters", "requestBodies", "responses", "headers"} {
+		for name := range components[kind].(map[string]any) {
+			key := typeName(name)
+			if other, ok := kindOf[key]; ok {
+				assert.Fail(t, "a name clash", "%s %s and %s: the same Go type name", kind, name, other)
+			}
+			kindOf[key] = kind + " " + name
+		}
+	}
+	assert.Greater(t, len(kindOf), 40)
+}
