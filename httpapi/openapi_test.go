@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -301,4 +303,81 @@ func TestOpenAPIComponentNamesDoNotClash(t *testing.T) {
 		}
 	}
 	assert.Greater(t, len(kindOf), 40)
+}
+
+// schemaAt is a schema of the document, where it is (a JSON pointer), and
+// the name it is under: its property's, parameter's, header's or
+// component's.
+type schemaAt struct {
+	where, name string
+	schema      map[string]any
+}
+
+// schemasOf returns every schema of the document, inline ones included, in
+// the order of a depth-first walk.
+func schemasOf(doc map[string]any) []schemaAt {
+	var found []schemaAt
+	var walk func(v any, where, name string, isSchema bool)
+	walk = func(v any, where, name string, isSchema bool) {
+		switch v := v.(type) {
+		case []any:
+			for i, x := range v {
+				walk(x, fmt.Sprintf("%s/%d", where, i), name, isSchema)
+			}
+		case map[string]any:
+			if isSchema {
+				found = append(found, schemaAt{where, name, v})
+			}
+			if n, ok := v["name"].(string); ok && v["in"] != nil {
+				name = n // a parameter
+			}
+			for k, x := range v {
+				at := where + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+				switch {
+				case isSchema && k == "properties":
+					for p, s := range x.(map[string]any) {
+						walk(s, at+"/"+p, p, true) // property names here have no / or ~
+					}
+				case isSchema && slices.Contains([]string{"items", "prefixItems", "oneOf", "anyOf", "allOf", "additionalProperties"}, k):
+					walk(x, at, name, true)
+				case k == "schema":
+					walk(x, at, name, true)
+				case where == "#/components/schemas":
+					walk(x, at, k, true)
+				case where == "#/components/headers" || strings.HasSuffix(where, "/headers"):
+					walk(x, at, k, false)
+				case !isSchema:
+					walk(x, at, name, false)
+				}
+			}
+		}
+	}
+	walk(doc, "#", "", false)
+	return found
+}
+
+// TestOpenAPIIntegersAre64Bit holds the document to the Go types of the
+// values it describes: uids (membership.UID), revisions (membership.Revision,
+// X-Revision, after on /changes), counts and sizes (int) are 64-bit, and
+// say so with format int64, so that generators do not make them int (32
+// bits on some platforms) or int32. Any other integer says it fits 32 bits:
+// format int32 or a maximum that does.
+func TestOpenAPIIntegersAre64Bit(t *testing.T) {
+	sixtyFour := []string{"UID", "uid", "actor", "after", "rev", "oldest_revision", "X-Revision", "X-Min-Revision",
+		"X-Total-Count", "Count", "added", "removed", "members"}
+	integers := 0
+	for _, s := range schemasOf(loadOpenAPI(t)) {
+		if s.schema["type"] != "integer" {
+			continue
+		}
+		integers++
+		if slices.Contains(sixtyFour, s.name) {
+			assert.Equal(t, "int64", s.schema["format"], "%s (%s) is 64-bit", s.where, s.name)
+			continue
+		}
+		maximum, bounded := s.schema["maximum"].(float64)
+		assert.True(t, s.schema["format"] == "int64" || s.schema["format"] == "int32" || bounded && maximum <= math.MaxInt32,
+			"%s (%s): an integer says its width, format int64 or int32, or has a maximum that fits 32 bits", s.where, s.name)
+	}
+	assert.Greater(t, integers, 20)
 }
