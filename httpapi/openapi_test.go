@@ -381,3 +381,66 @@ func TestOpenAPIIntegersAre64Bit(t *testing.T) {
 	}
 	assert.Greater(t, integers, 20)
 }
+
+// TestOpenAPISchemasAreTyped holds every schema to a type generators can
+// use: each has a type (an enum or a const too), a $ref or a oneOf, anyOf
+// or allOf; an array has items; an object has properties or typed
+// additionalProperties. The one object of any members is OpenAPIDocument,
+// this document.
+func TestOpenAPISchemasAreTyped(t *testing.T) {
+	schemas := schemasOf(loadOpenAPI(t))
+	require.NotEmpty(t, schemas)
+	for _, s := range schemas {
+		var says []string
+		for _, key := range []string{"type", "$ref", "oneOf", "anyOf", "allOf"} {
+			if s.schema[key] != nil {
+				says = append(says, key)
+			}
+		}
+		assert.NotEmpty(t, says, "%s (%s) says what it is", s.where, s.name)
+		if s.schema["enum"] != nil || s.schema["const"] != nil {
+			assert.NotNil(t, s.schema["type"], "%s (%s): an enum or a const has a type", s.where, s.name)
+		}
+		switch s.schema["type"] {
+		case "array":
+			assert.NotNil(t, s.schema["items"], "%s (%s): an array has items", s.where, s.name)
+		case "object":
+			_, typedValues := s.schema["additionalProperties"].(map[string]any)
+			if s.schema["properties"] == nil && !typedValues {
+				assert.Equal(t, "#/components/schemas/OpenAPIDocument", s.where, "%s (%s): an object has properties or typed additionalProperties", s.where, s.name)
+			}
+		}
+	}
+}
+
+// TestOpenAPITuplesHaveItems holds each tuple (prefixItems) to an items
+// that generators reading only items (oapi-codegen) type its elements by,
+// and that never applies: the tuple's length is fixed by minItems and
+// maxItems, and items admits each of its elements.
+func TestOpenAPITuplesHaveItems(t *testing.T) {
+	tuples := 0
+	for _, s := range schemasOf(loadOpenAPI(t)) {
+		prefix, ok := s.schema["prefixItems"].([]any)
+		if !ok {
+			continue
+		}
+		tuples++
+		assert.Equal(t, float64(len(prefix)), s.schema["minItems"], "%s", s.where)
+		assert.Equal(t, float64(len(prefix)), s.schema["maxItems"], "%s", s.where)
+		require.IsType(t, map[string]any{}, s.schema["items"], "%s has items", s.where)
+		items := s.schema["items"].(map[string]any)
+		admitted := []any{items["$ref"]}
+		for _, alternative := range append(slices.Clone(asSlice(items["anyOf"])), asSlice(items["oneOf"])...) {
+			admitted = append(admitted, alternative.(map[string]any)["$ref"])
+		}
+		for _, element := range prefix {
+			assert.Contains(t, admitted, element.(map[string]any)["$ref"], "%s: items admits each element", s.where)
+		}
+	}
+	assert.Equal(t, 2, tuples, "users elements [uid] and [uid, nickname]")
+}
+
+func asSlice(v any) []any {
+	s, _ := v.([]any)
+	return s
+}
