@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -273,4 +275,172 @@ func TestOpenAPIDocumentsExpiries(t *testing.T) {
 	item := resolve(t, doc, expiries["items"])
 	assert.ElementsMatch(t, []any{"uid", "expires"}, item["required"])
 	assert.Equal(t, []any{"string", "null"}, resolve(t, doc, item["properties"].(map[string]any)["expires"])["type"])
+}
+
+// TestOpenAPIComponentNamesDoNotClash: oapi-codegen makes a Go type of
+// every component (schemas, parameters, request bodies, responses,
+// headers), named after it without its dashes, and stops on a clash
+// ("duplicate typename"); so no two components of different kinds have the
+// same name, whatever its case and punctuation.
+func TestOpenAPIComponentNamesDoNotClash(t *testing.T) {
+	components := loadOpenAPI(t)["components"].(map[string]any)
+	typeName := func(name string) string {
+		return strings.ToLower(strings.Map(func(r rune) rune {
+			if r == '-' || r == '_' || r == '.' {
+				return -1
+			}
+			return r
+		}, name))
+	}
+	kindOf := map[string]string{}
+	for _, kind := range []string{"schemas", "parameters", "requestBodies", "responses", "headers"} {
+		for name := range components[kind].(map[string]any) {
+			key := typeName(name)
+			if other, ok := kindOf[key]; ok {
+				assert.Fail(t, "a name clash", "%s %s and %s: the same Go type name", kind, name, other)
+			}
+			kindOf[key] = kind + " " + name
+		}
+	}
+	assert.Greater(t, len(kindOf), 40)
+}
+
+// schemaAt is a schema of the document, where it is (a JSON pointer), and
+// the name it is under: its property's, parameter's, header's or
+// component's.
+type schemaAt struct {
+	where, name string
+	schema      map[string]any
+}
+
+// schemasOf returns every schema of the document, inline ones included, in
+// the order of a depth-first walk.
+func schemasOf(doc map[string]any) []schemaAt {
+	var found []schemaAt
+	var walk func(v any, where, name string, isSchema bool)
+	walk = func(v any, where, name string, isSchema bool) {
+		switch v := v.(type) {
+		case []any:
+			for i, x := range v {
+				walk(x, fmt.Sprintf("%s/%d", where, i), name, isSchema)
+			}
+		case map[string]any:
+			if isSchema {
+				found = append(found, schemaAt{where, name, v})
+			}
+			if n, ok := v["name"].(string); ok && v["in"] != nil {
+				name = n // a parameter
+			}
+			for k, x := range v {
+				at := where + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+				switch {
+				case isSchema && k == "properties":
+					for p, s := range x.(map[string]any) {
+						walk(s, at+"/"+p, p, true) // property names here have no / or ~
+					}
+				case isSchema && slices.Contains([]string{"items", "prefixItems", "oneOf", "anyOf", "allOf", "additionalProperties"}, k):
+					walk(x, at, name, true)
+				case k == "schema":
+					walk(x, at, name, true)
+				case where == "#/components/schemas":
+					walk(x, at, k, true)
+				case where == "#/components/headers" || strings.HasSuffix(where, "/headers"):
+					walk(x, at, k, false)
+				case !isSchema:
+					walk(x, at, name, false)
+				}
+			}
+		}
+	}
+	walk(doc, "#", "", false)
+	return found
+}
+
+// TestOpenAPIIntegersAre64Bit holds the document to the Go types of the
+// values it describes: uids (membership.UID), revisions (membership.Revision,
+// X-Revision, after on /changes), counts and sizes (int) are 64-bit, and
+// say so with format int64, so that generators do not make them int (32
+// bits on some platforms) or int32. Any other integer says it fits 32 bits:
+// format int32 or a maximum that does.
+func TestOpenAPIIntegersAre64Bit(t *testing.T) {
+	sixtyFour := []string{"UID", "uid", "actor", "after", "rev", "oldest_revision", "X-Revision", "X-Min-Revision",
+		"X-Total-Count", "Count", "added", "removed", "members"}
+	integers := 0
+	for _, s := range schemasOf(loadOpenAPI(t)) {
+		if s.schema["type"] != "integer" {
+			continue
+		}
+		integers++
+		if slices.Contains(sixtyFour, s.name) {
+			assert.Equal(t, "int64", s.schema["format"], "%s (%s) is 64-bit", s.where, s.name)
+			continue
+		}
+		maximum, bounded := s.schema["maximum"].(float64)
+		assert.True(t, s.schema["format"] == "int64" || s.schema["format"] == "int32" || bounded && maximum <= math.MaxInt32,
+			"%s (%s): an integer says its width, format int64 or int32, or has a maximum that fits 32 bits", s.where, s.name)
+	}
+	assert.Greater(t, integers, 20)
+}
+
+// TestOpenAPISchemasAreTyped holds every schema to a type generators can
+// use: each has a type (an enum or a const too), a $ref or a oneOf, anyOf
+// or allOf; an array has items; an object has properties or typed
+// additionalProperties. The one object of any members is OpenAPIDocument,
+// this document.
+func TestOpenAPISchemasAreTyped(t *testing.T) {
+	schemas := schemasOf(loadOpenAPI(t))
+	require.NotEmpty(t, schemas)
+	for _, s := range schemas {
+		var says []string
+		for _, key := range []string{"type", "$ref", "oneOf", "anyOf", "allOf"} {
+			if s.schema[key] != nil {
+				says = append(says, key)
+			}
+		}
+		assert.NotEmpty(t, says, "%s (%s) says what it is", s.where, s.name)
+		if s.schema["enum"] != nil || s.schema["const"] != nil {
+			assert.NotNil(t, s.schema["type"], "%s (%s): an enum or a const has a type", s.where, s.name)
+		}
+		switch s.schema["type"] {
+		case "array":
+			assert.NotNil(t, s.schema["items"], "%s (%s): an array has items", s.where, s.name)
+		case "object":
+			_, typedValues := s.schema["additionalProperties"].(map[string]any)
+			if s.schema["properties"] == nil && !typedValues {
+				assert.Equal(t, "#/components/schemas/OpenAPIDocument", s.where, "%s (%s): an object has properties or typed additionalProperties", s.where, s.name)
+			}
+		}
+	}
+}
+
+// TestOpenAPITuplesHaveItems holds each tuple (prefixItems) to an items
+// that generators reading only items (oapi-codegen) type its elements by,
+// and that never applies: the tuple's length is fixed by minItems and
+// maxItems, and items admits each of its elements.
+func TestOpenAPITuplesHaveItems(t *testing.T) {
+	tuples := 0
+	for _, s := range schemasOf(loadOpenAPI(t)) {
+		prefix, ok := s.schema["prefixItems"].([]any)
+		if !ok {
+			continue
+		}
+		tuples++
+		assert.Equal(t, float64(len(prefix)), s.schema["minItems"], "%s", s.where)
+		assert.Equal(t, float64(len(prefix)), s.schema["maxItems"], "%s", s.where)
+		require.IsType(t, map[string]any{}, s.schema["items"], "%s has items", s.where)
+		items := s.schema["items"].(map[string]any)
+		admitted := []any{items["$ref"]}
+		for _, alternative := range append(slices.Clone(asSlice(items["anyOf"])), asSlice(items["oneOf"])...) {
+			admitted = append(admitted, alternative.(map[string]any)["$ref"])
+		}
+		for _, element := range prefix {
+			assert.Contains(t, admitted, element.(map[string]any)["$ref"], "%s: items admits each element", s.where)
+		}
+	}
+	assert.Equal(t, 2, tuples, "users elements [uid] and [uid, nickname]")
+}
+
+func asSlice(v any) []any {
+	s, _ := v.([]any)
+	return s
 }
