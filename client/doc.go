@@ -63,17 +63,23 @@
 // polls. To keep a copy of the groups: note where the feed is (Latest),
 // list the groups, then apply each change after it.
 //
-//	pos, err := c.Latest(ctx)
-//	// ... list the groups you keep ...
-//	for ch, err := range c.Follow(ctx, pos.Revision, client.FromEpoch(pos.Epoch)) {
-//		if client.NeedsResync(err) {
-//			// changes were lost (410 changes_gone, or a new epoch after a
-//			// restart or a restore): drop the copy, list again, follow again.
-//		}
+//	for {
+//		pos, err := c.Latest(ctx)
 //		if err != nil {
 //			return err
 //		}
-//		apply(ch)
+//		// ... list the groups you keep, afresh ...
+//		for ch, err := range c.Follow(ctx, pos.Revision, client.FromEpoch(pos.Epoch)) {
+//			if client.NeedsResync(err) {
+//				// Changes were lost (410 changes_gone, or a new epoch
+//				// after a restart or a restore): list again, follow again.
+//				break
+//			}
+//			if err != nil {
+//				return err
+//			}
+//			apply(ch)
+//		}
 //	}
 //
 // Follow rides out transient failures by itself (a restart, a 503) and
@@ -88,7 +94,12 @@
 // reads, and the instance waits until it has it:
 //
 //	c, err := client.New(url, client.WithReadYourWrites())
-//	c.Add(ctx, "admins", client.Users(7))
+//	if err != nil {
+//		return err
+//	}
+//	if _, err := c.Add(ctx, "admins", client.Users(7)); err != nil {
+//		return err
+//	}
 //	m, ok, err := c.Member(ctx, "admins", 7) // ok, on any instance
 //
 // # Errors

@@ -175,10 +175,38 @@ func TestTransportErrorsStayWrapped(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
-func TestBadUsersAreRefusedBeforeSending(t *testing.T) {
+// A TTL out of the service's bounds is the service's 400, naming the
+// element, as any other bad element is.
+func TestATTLOutOfBoundsIsTheServices400(t *testing.T) {
+	srv := membershiptest.NewServer(t)
+	for _, ttl := range []time.Duration{-time.Second, 0, 500 * time.Microsecond} {
+		_, err := srv.Client.Add(t.Context(), "g", []client.User{client.NewUser(1), client.NewUser(2).WithExpiry(client.ExpiresAfter(ttl))})
+		var e *client.Error
+		require.ErrorAs(t, err, &e, "ttl %s", ttl)
+		assert.Equal(t, client.CodeInvalidUsers, e.Code, "ttl %s", ttl)
+		assert.Equal(t, 1, e.Index, "ttl %s", ttl)
+	}
+}
+
+// A call that names the group "" sends nothing: no route takes it.
+func TestAnEmptyGroupIsRefusedBeforeSending(t *testing.T) {
 	f := newFakeService(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, `1`) })
 	c := newClient(t, f.URL, newFakeTime())
-	_, err := c.Add(t.Context(), "g", []client.User{client.NewUser(1).WithExpiry(client.ExpiresAfter(-time.Second))})
-	assert.ErrorContains(t, err, "not positive")
+	ctx := t.Context()
+	_, err := c.Add(ctx, "", client.Users(1))
+	assert.ErrorIs(t, err, client.ErrEmptyGroup)
+	_, err = c.Replace(ctx, "", client.Users(1))
+	assert.ErrorIs(t, err, client.ErrEmptyGroup)
+	_, err = c.Remove(ctx, "", []int64{1})
+	assert.ErrorIs(t, err, client.ErrEmptyGroup)
+	_, err = c.DeleteGroup(ctx, "")
+	assert.ErrorIs(t, err, client.ErrEmptyGroup)
+	_, err = c.ListPage(ctx, "", client.ListOptions{})
+	assert.ErrorIs(t, err, client.ErrEmptyGroup)
+	_, _, err = c.Member(ctx, "", 1)
+	assert.ErrorIs(t, err, client.ErrEmptyGroup)
+	for _, err := range c.Members(ctx, "", client.ListOptions{}) {
+		assert.ErrorIs(t, err, client.ErrEmptyGroup)
+	}
 	assert.Empty(t, f.Requests())
 }

@@ -36,6 +36,7 @@ func TestAddListRemoveAndMember(t *testing.T) {
 	assert.Equal(t, []int64{1, 2}, uidsOf(page.Items))
 	assert.Equal(t, 5, page.Total)
 	assert.Equal(t, "2", page.Next)
+	assert.Equal(t, int64(2), page.NextUID)
 	assert.Regexp(t, `^"[0-9a-f]{16}-1"$`, page.ETag)
 
 	all, err := collect(c.Members(ctx, "team/a", client.ListOptions{Limit: 2}))

@@ -20,8 +20,13 @@ type Page[T any] struct {
 	// Total is the size of the whole list (X-Total-Count): the group's
 	// members, the user's groups, or the groups selected.
 	Total int
-	// Next is the After of the next page; "" when this page is the last.
+	// Next is the After of the next page, as the service gives it (a uid
+	// in decimal for members and a user's groups' pages, a group id for
+	// Groups); "" when this page is the last.
 	Next string
+	// NextUID is Next as a uid, for a page of members: the After of
+	// ListOptions for the next page; 0 when this page is the last.
+	NextUID int64
 	// ETag names the state listed (member lists and Groups): send it in
 	// IfMatch to write only while the group is unchanged.
 	ETag string
@@ -46,8 +51,12 @@ type ListOptions struct {
 
 // ListPage returns one page of group's members, in ascending uid order,
 // with the group's ETag. A group without members is an empty page, not an
-// error. Page.Next is the uid to give as After for the next page.
+// error. Page.NextUID is the After of the next page (0 after the last);
+// Members follows the pages for you.
 func (c *Client) ListPage(ctx context.Context, group string, opts ListOptions) (Page[Member], error) {
+	if group == "" {
+		return Page[Member]{}, ErrEmptyGroup
+	}
 	q := url.Values{}
 	if opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
@@ -55,7 +64,13 @@ func (c *Client) ListPage(ctx context.Context, group string, opts ListOptions) (
 	if opts.After > 0 {
 		q.Set("after", strconv.FormatInt(opts.After, 10))
 	}
-	return getPage[Member](ctx, c, &request{method: http.MethodGet, path: groupPath(group), query: q, read: true, cache: true})
+	p, err := getPage[Member](ctx, c, &request{method: http.MethodGet, path: groupPath(group), query: q, read: true, cache: true})
+	if err == nil && p.Next != "" {
+		if p.NextUID, err = strconv.ParseInt(p.Next, 10, 64); err != nil {
+			return p, fmt.Errorf("membership: the next page's after %q is not a uid", p.Next)
+		}
+	}
+	return p, err
 }
 
 // Members iterates over group's members in ascending uid order, a page of
@@ -83,6 +98,9 @@ func (c *Client) Members(ctx context.Context, group string, opts ListOptions) it
 // Member returns group's member uid, and true; or false when uid is not a
 // member (the 404 not_member is not an error here).
 func (c *Client) Member(ctx context.Context, group string, uid int64) (Member, bool, error) {
+	if group == "" {
+		return Member{}, false, ErrEmptyGroup
+	}
 	r := &request{method: http.MethodGet, path: groupPath(group) + "/" + strconv.FormatInt(uid, 10), read: true}
 	rep, err := c.do(ctx, withRetry(r))
 	if IsNotMember(err) {

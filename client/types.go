@@ -2,7 +2,6 @@ package client
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -122,9 +121,8 @@ func (u User) MarshalJSON() ([]byte, error) {
 		}
 		j.Expires = at
 	case expiryTTL:
-		if u.Expiry.ttl <= 0 {
-			return nil, fmt.Errorf("user %d: the ttl %s is not positive", u.UID, u.Expiry.ttl)
-		}
+		// Sent as it is, below 1ms too: the service answers one out of
+		// bounds with a 400 that names the element, as for any other.
 		j.TTL = u.Expiry.ttl.String()
 	case expiryPermanent:
 		j.Expires = json.RawMessage("null")

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -115,6 +116,9 @@ func (c *Client) Remove(ctx context.Context, group string, uids []int64, opts ..
 }
 
 func (c *Client) writeUsers(ctx context.Context, method, group string, users []User, opts []WriteOption) (WriteResult, error) {
+	if group == "" {
+		return WriteResult{}, ErrEmptyGroup
+	}
 	o := writeOpts(opts)
 	body, err := json.Marshal(usersBody{Users: users, UID: o.actor})
 	if err != nil {
@@ -143,6 +147,9 @@ func (c *Client) writeUsers(ctx context.Context, method, group string, users []U
 // DeleteGroup removes every member of group, in one change. Count is how
 // many. It takes IfMatch and IfGroupEmpty as the other writes to a group.
 func (c *Client) DeleteGroup(ctx context.Context, group string, opts ...WriteOption) (WriteResult, error) {
+	if group == "" {
+		return WriteResult{}, ErrEmptyGroup
+	}
 	return c.writeNoBody(ctx, "/groups/"+escapeGroup(group), opts)
 }
 
@@ -267,6 +274,10 @@ func decodeError(r *request, err error) error {
 
 // groupPath returns the escaped path of group's members.
 func groupPath(group string) string { return "/group-user/" + escapeGroup(group) }
+
+// ErrEmptyGroup is the error of a call that names the group "": no route
+// of the service takes it, so the client sends nothing.
+var ErrEmptyGroup = errors.New("membership: the group id is empty")
 
 // escapeGroup escapes a group id for a path segment: "/" included, and
 // "." and "..", which a path would lose, as %2E.
