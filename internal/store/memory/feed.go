@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -71,6 +72,16 @@ type stamp struct {
 	// clock.
 	at  time.Time
 	now bool
+}
+
+// withTimeFor returns st with the time now, as changes carry it, when it
+// has none and users give a TTL: the TTL then counts from the very time
+// the change carries, not from a second reading of the clock.
+func (st stamp) withTimeFor(users []membership.User) stamp {
+	if st.at.IsZero() && st.now && slices.ContainsFunc(users, func(u membership.User) bool { return u.Expiry.TTL != 0 }) {
+		st.at = timeOf(time.Now())
+	}
+	return st
 }
 
 // timeOf returns t as changes carry it: in UTC, to the millisecond, as

@@ -299,6 +299,7 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 	}, buf[:])
 	defer m.unlockReverse(locked)
 	added := m.insert(g, users)
+	st = st.withTimeFor(users)
 	expiries := m.setExpiries(g, users, st.at)
 	// The nicknames change, and their revision is set, under nicknamesMu,
 	// so a list never shows a nickname newer than the revision it reports.

@@ -85,7 +85,8 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 		old = &g.members
 	}
 	added, removed := diff(old, uids)
-	commit := st.at // zero: now, for a TTL
+	st = st.withTimeFor(users)
+	commit := st.at
 	if removed == 0 && len(added) == 0 && !m.changesNicknames(users) && !m.changesExpiries(g, users, commit) {
 		return membership.Result{Revision: m.revisionOf(g)}, nil
 	}
