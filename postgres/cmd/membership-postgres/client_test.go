@@ -6,11 +6,17 @@ package main
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -252,4 +258,168 @@ func TestClientFollowsOnOneInstanceWhatAnotherWrites(t *testing.T) {
 	res, err := writer.Add(ctx, "last", mclient.Users(1))
 	require.NoError(t, err)
 	assert.Equal(t, res.Revision, next().Revision)
+}
+
+// loseFirstWrite serves target through a reverse proxy, but for the first
+// request that is not a GET: that one is forwarded, and applied, and its
+// reply is lost: the client's connection is closed without it. applied
+// receives that reply's X-Revision. target gives the instance of each
+// request.
+func loseFirstWrite(t *testing.T, target func() string, applied chan<- string) *httptest.Server {
+	t.Helper()
+	tr := &http.Transport{DisableKeepAlives: true} // no connection outlives an instance
+	rp := &httputil.ReverseProxy{
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(&url.URL{Scheme: "http", Host: target()}) },
+		Transport: tr,
+	}
+	var writes atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || writes.Add(1) > 1 {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		rp.ServeHTTP(rec, r)
+		applied <- rec.Header().Get("X-Revision")
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A keyed write whose reply is lost after the service applied it is sent
+// again by the client, to the same instance or, through a load balancer,
+// to the other one: the retry is a replay of the first, and the feed holds
+// one change.
+func TestClientRetriesAWriteWhoseReplyWasLost(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	a, b := start(t, url), start(t, url)
+	reader := newClient(t, b.base, nil)
+	for _, tt := range []struct {
+		name  string
+		group string
+		retry *instance // where the retry goes
+	}{
+		{"to the same instance", "same", a},
+		{"to the other instance", "other", b},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var sent atomic.Int32
+			applied := make(chan string, 1)
+			proxy := loseFirstWrite(t, func() string {
+				if sent.Add(1) == 1 {
+					return hostOf(a.base)
+				}
+				return hostOf(tt.retry.base)
+			}, applied)
+			c := newClient(t, proxy.URL, nil)
+			ctx := t.Context()
+			before, err := reader.Latest(ctx)
+			require.NoError(t, err)
+
+			res, err := c.Add(ctx, tt.group, mclient.Users(1, 2))
+			require.NoError(t, err)
+			firstRev := <-applied
+			assert.True(t, res.Replayed, "the retry got the first attempt's reply")
+			assert.Equal(t, 2, res.Count, "the first attempt's count")
+			assert.Equal(t, firstRev, strconv.FormatUint(uint64(res.Revision), 10), "the first attempt's revision")
+			assert.Equal(t, int32(2), sent.Load(), "two attempts")
+
+			feed, err := reader.Changes(ctx, mclient.ChangesOptions{After: before.Revision, Wait: 10 * time.Second})
+			require.NoError(t, err)
+			require.Len(t, feed.Changes, 1, "applied once")
+			assert.Equal(t, res.Revision, feed.Changes[0].Revision)
+			assert.Equal(t, mclient.OpAdd, feed.Changes[0].Op)
+			assert.Equal(t, []int64{1, 2}, feed.Changes[0].UIDs)
+			uids, _ := list(t, b.base, tt.group, int64(res.Revision))
+			assert.Equal(t, []int64{1, 2}, uids)
+		})
+	}
+}
+
+// refusedOnce is a dialer that, the first time a dial is refused while
+// armed, tells refused and waits for release before it returns the
+// refusal: the test restarts the service in between, deterministically
+// before the client's next attempt.
+type refusedOnce struct {
+	armed    atomic.Bool
+	dials    atomic.Int32
+	refused  chan struct{}
+	release  chan struct{}
+	notified atomic.Bool
+}
+
+func (d *refusedOnce) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.dials.Add(1)
+	conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil && d.armed.Load() && errors.Is(err, syscall.ECONNREFUSED) && d.notified.CompareAndSwap(false, true) {
+		close(d.refused)
+		select {
+		case <-d.release:
+		case <-ctx.Done():
+		}
+	}
+	return conn, err
+}
+
+// An instance stopped (kill -9) while a client calls it, and started again
+// on its address before the client's retries run out: the call succeeds,
+// applied once, and the other instance sees it.
+func TestClientRetriesAcrossARestartedInstance(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	a, b := start(t, url), start(t, url)
+	d := &refusedOnce{refused: make(chan struct{}), release: make(chan struct{})}
+	tr := &http.Transport{DialContext: d.dial}
+	t.Cleanup(tr.CloseIdleConnections)
+	// A restart takes a while: the wait bounds it, not the attempts.
+	c := newClient(t, a.base, &http.Client{Transport: tr}, mclient.WithRetry(mclient.RetryPolicy{MaxElapsed: time.Minute}))
+	ctx := t.Context()
+	first, err := c.Add(ctx, "r", mclient.Users(1))
+	require.NoError(t, err)
+
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
+	_ = a.cmd.Wait()
+	tr.CloseIdleConnections() // the next attempt dials
+	d.armed.Store(true)
+	dialsBefore := d.dials.Load()
+	type result struct {
+		res mclient.WriteResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := c.Add(ctx, "r", mclient.Users(2))
+		done <- result{res, err}
+	}()
+	select {
+	case <-d.refused:
+	case r := <-done:
+		require.FailNow(t, "the call ended before its first dial was refused", "%+v", r)
+	case <-time.After(time.Minute):
+		require.FailNow(t, "no dial was refused within a minute")
+	}
+	a = start(t, url, "-addr", hostOf(a.base))
+	close(d.release)
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(time.Minute):
+		require.FailNow(t, "the call did not end within a minute of the restart")
+	}
+	require.NoError(t, r.err, "the retry reached the restarted instance")
+	assert.False(t, r.res.Replayed, "the first attempt reached no one")
+	assert.Equal(t, 1, r.res.Count)
+	assert.Greater(t, r.res.Revision, first.Revision)
+	assert.Equal(t, int32(2), d.dials.Load()-dialsBefore, "one refused attempt, one retry")
+
+	feed, err := newClient(t, b.base, nil).Changes(ctx, mclient.ChangesOptions{After: first.Revision, Wait: 10 * time.Second})
+	require.NoError(t, err)
+	require.Len(t, feed.Changes, 1, "applied once")
+	assert.Equal(t, r.res.Revision, feed.Changes[0].Revision)
+	for _, inst := range []*instance{a, b} {
+		uids, _ := list(t, inst.base, "r", int64(r.res.Revision))
+		assert.Equal(t, []int64{1, 2}, uids, "%s", inst.base)
+	}
 }
