@@ -26,8 +26,37 @@ type cacheEntry struct {
 	body      []byte
 }
 
+// cachedHeaders are the header fields of a reply the cache keeps: those a
+// page is read from. The others, which a server may make as large as it
+// likes, are dropped.
+var cachedHeaders = []string{"Content-Type", "ETag", "Link", "X-Total-Count", "X-Revision", "X-Epoch"}
+
+// entryOverhead is what an entry costs besides its bytes: the entry, its
+// list element, its map slot and its header map, about.
+const entryOverhead = 512
+
 // cost is what e counts against the bound.
-func (e *cacheEntry) cost() int64 { return int64(len(e.body) + len(e.url) + len(e.etag)) }
+func (e *cacheEntry) cost() int64 {
+	n := entryOverhead + len(e.body) + len(e.url) + len(e.etag)
+	for k, vs := range e.header {
+		n += len(k)
+		for _, v := range vs {
+			n += len(v)
+		}
+	}
+	return int64(n)
+}
+
+// keptHeader returns the fields of h the cache keeps.
+func keptHeader(h http.Header) http.Header {
+	kept := make(http.Header, len(cachedHeaders))
+	for _, k := range cachedHeaders {
+		if vs := h.Values(k); len(vs) > 0 {
+			kept[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+		}
+	}
+	return kept
+}
 
 func newListCache(limit int64) *listCache {
 	return &listCache{limit: limit, order: list.New(), byURL: map[string]*list.Element{}}
@@ -58,7 +87,7 @@ func (c *listCache) get(url, etag string) (*cacheEntry, bool) {
 // put caches the reply of url, unless it has no ETag or is larger than the
 // bound, and drops the least recently used replies past the bound.
 func (c *listCache) put(url, etag string, header http.Header, body []byte) {
-	e := &cacheEntry{url: url, etag: etag, header: header.Clone(), body: body}
+	e := &cacheEntry{url: url, etag: etag, header: keptHeader(header), body: body}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.byURL[url]; ok {

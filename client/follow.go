@@ -52,6 +52,10 @@ func FromEpoch(epoch string) FollowOption {
 // DefaultFollowWait is how long each long poll of Follow waits.
 const DefaultFollowWait = 30 * time.Second
 
+// MinFollowWait is the shortest wait of Follow's long polls: FollowWait
+// below it is raised to it.
+const MinFollowWait = time.Second
+
 // FollowWait sets how long each long poll of Follow waits for a change,
 // up to 60 s: DefaultFollowWait by default.
 func FollowWait(d time.Duration) FollowOption {
@@ -95,6 +99,8 @@ func (c *Client) Follow(ctx context.Context, after Revision, opts ...FollowOptio
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// A poll that waits for nothing would poll as fast as replies come.
+	o.wait = max(o.wait, MinFollowWait)
 	return func(yield func(Change, error) bool) {
 		f := follower{c: c, after: after, epoch: o.epoch}
 		for {
@@ -112,13 +118,27 @@ func (c *Client) Follow(ctx context.Context, after Revision, opts ...FollowOptio
 				return
 			}
 			for _, ch := range page.Changes {
+				if ch.Revision <= f.after {
+					// The service's feed only goes forward: a reply that
+					// does not is another's (a proxy's), and following it
+					// would repeat changes.
+					yield(Change{}, fmt.Errorf("membership: following the changes after %d: a reply gave revision %d, not after it", f.after, ch.Revision))
+					return
+				}
 				if !yield(ch, nil) {
 					return
 				}
-				f.after = max(f.after, ch.Revision)
+				f.after = ch.Revision
 			}
-			if len(page.Changes) == 0 && page.RetryAfter > 0 {
-				if err := c.retry.sleep(ctx, min(page.RetryAfter, c.retry.MaxDelay)); err != nil {
+			if len(page.Changes) == 0 {
+				// The service answers an empty page after the wait, or
+				// with Retry-After; one that answers at once is not to be
+				// polled as fast as it answers.
+				wait := page.RetryAfter
+				if wait <= 0 {
+					wait = c.retry.backoff(1, 0)
+				}
+				if err := c.retry.sleep(ctx, min(wait, c.retry.MaxDelay)); err != nil {
 					yield(Change{}, f.ended(ctx, nil))
 					return
 				}

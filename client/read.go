@@ -148,6 +148,9 @@ func (c *Client) Check(ctx context.Context, checks []Check) (CheckResult, error)
 	if err := json.Unmarshal(rep.body, &res); err != nil {
 		return CheckResult{}, decodeError(r, err)
 	}
+	if len(res.Results) != len(checks) {
+		return CheckResult{}, decodeError(r, fmt.Errorf("%d results for %d checks", len(res.Results), len(checks)))
+	}
 	return CheckResult{Results: res.Results, Revision: revisionOf(rep.header)}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -164,6 +165,7 @@ func TestAKeyIsMadePerCallAndKeptAcrossRetries(t *testing.T) {
 			busy(w, "1")
 			return
 		}
+		w.Header().Set("X-Revision", strconv.Itoa(n))
 		writeJSON(w, 200, `1`)
 	})
 	ft := newFakeTime()

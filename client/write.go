@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -81,7 +82,11 @@ type WriteResult struct {
 	// with the same Idempotency-Key (Idempotent-Replayed: true): this
 	// request applied nothing.
 	Replayed bool
-	// IdempotencyKey is the key the write was sent with; "" for none.
+	// IdempotencyKey is the key the write was sent with; "" for none. It
+	// is set with an error too: when the error leaves unknown whether the
+	// write was applied (its reply lost, the context ended), send it again
+	// with WithIdempotencyKey(IdempotencyKey), which applies it at most
+	// once.
 	IdempotencyKey string
 }
 
@@ -128,9 +133,14 @@ func (c *Client) writeUsers(ctx context.Context, method, group string, users []U
 	o.apply(r)
 	rep, err := c.do(ctx, r)
 	if err != nil {
-		return WriteResult{}, err
+		// The key, so that a caller who cannot tell whether the write was
+		// applied can retry it with WithIdempotencyKey, never twice.
+		return WriteResult{IdempotencyKey: r.header.Get("Idempotency-Key")}, err
 	}
-	res := c.written(r, rep)
+	res, err := c.written(r, rep)
+	if err != nil {
+		return res, err
+	}
 	if method == http.MethodPut {
 		var counts Counts
 		err = json.Unmarshal(rep.body, &counts)
@@ -169,9 +179,14 @@ func (c *Client) writeNoBody(ctx context.Context, path string, opts []WriteOptio
 	o.apply(r)
 	rep, err := c.do(ctx, r)
 	if err != nil {
-		return WriteResult{}, err
+		// The key, so that a caller who cannot tell whether the write was
+		// applied can retry it with WithIdempotencyKey, never twice.
+		return WriteResult{IdempotencyKey: r.header.Get("Idempotency-Key")}, err
 	}
-	res := c.written(r, rep)
+	res, err := c.written(r, rep)
+	if err != nil {
+		return res, err
+	}
 	if err := json.Unmarshal(rep.body, &res.Count); err != nil {
 		return res, decodeError(r, err)
 	}
@@ -212,9 +227,12 @@ func (c *Client) Batch(ctx context.Context, changes []BatchChange, opts ...Write
 	o.apply(r)
 	rep, err := c.do(ctx, r)
 	if err != nil {
-		return BatchResult{}, err
+		return BatchResult{IdempotencyKey: r.header.Get("Idempotency-Key")}, err
 	}
-	w := c.written(r, rep)
+	w, err := c.written(r, rep)
+	if err != nil {
+		return BatchResult{IdempotencyKey: w.IdempotencyKey}, err
+	}
 	res := BatchResult{Revision: w.Revision, Replayed: w.Replayed, IdempotencyKey: w.IdempotencyKey}
 	var results struct {
 		Results []Counts `json:"results"`
@@ -255,15 +273,21 @@ func (o writeOptions) apply(r *request) {
 
 // written returns what every write's reply says, and notes its revision
 // for WithReadYourWrites.
-func (c *Client) written(r *request, rep reply) WriteResult {
-	rev, _ := strconv.ParseUint(rep.header.Get("X-Revision"), 10, 64)
+func (c *Client) written(r *request, rep reply) (WriteResult, error) {
+	key := r.header.Get("Idempotency-Key")
+	rev, err := strconv.ParseUint(rep.header.Get("X-Revision"), 10, 64)
+	if err != nil || rev > math.MaxInt64 {
+		// Every write's reply of the service has one: this one is not
+		// the service's (a proxy's, say), and says nothing applied.
+		return WriteResult{IdempotencyKey: key}, decodeError(r, fmt.Errorf("the reply has no valid X-Revision (%q)", rep.header.Get("X-Revision")))
+	}
 	c.noteWrite(Revision(rev))
 	return WriteResult{
 		Revision:       Revision(rev),
 		ETag:           rep.header.Get("ETag"),
 		Replayed:       rep.header.Get("Idempotent-Replayed") == "true",
-		IdempotencyKey: r.header.Get("Idempotency-Key"),
-	}
+		IdempotencyKey: key,
+	}, nil
 }
 
 // decodeError is the error of a reply whose body is not what the route
