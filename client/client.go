@@ -334,7 +334,7 @@ func (c *Client) do(ctx context.Context, r *request) (reply, error) {
 		r2.cache = false
 		return c.do(ctx, &r2)
 	}
-	body, err := readLimited(resp.Body, c.maxReply)
+	body, err := readLimitedSized(resp.Body, c.maxReply, resp.ContentLength)
 	if err != nil {
 		return reply{}, fmt.Errorf("membership: %s %s: reading the reply: %w", r.method, r.path, err)
 	}
@@ -344,11 +344,36 @@ func (c *Client) do(ctx context.Context, r *request) (reply, error) {
 	return reply{status: resp.StatusCode, header: resp.Header, body: body}, nil
 }
 
-// readLimited reads body, up to limit bytes.
-func readLimited(body io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(body, limit+1))
-	if err != nil {
-		return nil, err
+// readLimitedSized reads body, at most limit bytes, of size bytes (-1: unknown,
+// as a chunked reply's). It reads a body of a known size into one buffer,
+// and one of unknown size into a buffer that grows by doubling up to the
+// limit, never past it: a reply over the bound costs at most about twice
+// the bound, not the several times that io.ReadAll's growth allocates.
+func readLimitedSized(body io.Reader, limit, size int64) ([]byte, error) {
+	if size > limit {
+		return nil, fmt.Errorf("%w: over %d bytes", ErrReplyTooLarge, limit)
+	}
+	if size < 0 {
+		size = 512
+	}
+	b := make([]byte, 0, min(size+1, limit+1))
+	for {
+		if len(b) == cap(b) {
+			if int64(len(b)) > limit {
+				break
+			}
+			grown := make([]byte, len(b), min(int64(2*cap(b)), limit+1))
+			copy(grown, b)
+			b = grown
+		}
+		n, err := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("%w: over %d bytes", ErrReplyTooLarge, limit)

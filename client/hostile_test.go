@@ -3,6 +3,7 @@ package client_test
 import (
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -94,4 +95,27 @@ func TestFollowDoesNotBusyLoop(t *testing.T) {
 	for _, d := range ft.Sleeps() {
 		assert.Greater(t, d, time.Duration(0))
 	}
+}
+
+// An endless reply costs the client about twice its bound at most, never
+// the several times that reading with growing appends would allocate.
+func TestAnEndlessReplyCostsAtMostTwiceTheBound(t *testing.T) {
+	const bound = 8 << 20
+	chunk := []byte(strings.Repeat("[1,", 1024))
+	f := newFakeService(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(200)
+		for sent := 0; sent < 2*bound; sent += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	c := newClient(t, f.URL, newFakeTime(), client.WithMaxReplyBytes(bound))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := c.ListPage(t.Context(), "g", client.ListOptions{})
+	runtime.ReadMemStats(&after)
+	assert.ErrorIs(t, err, client.ErrReplyTooLarge)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(3*bound), "bytes allocated reading it")
 }
