@@ -131,13 +131,7 @@ func (c *Client) writeUsers(ctx context.Context, method, group string, users []U
 	}
 	r := &request{method: method, path: groupPath(group), body: body, contentType: "application/json"}
 	o.apply(r)
-	rep, err := c.do(ctx, r)
-	if err != nil {
-		// The key, so that a caller who cannot tell whether the write was
-		// applied can retry it with WithIdempotencyKey, never twice.
-		return WriteResult{IdempotencyKey: r.header.Get("Idempotency-Key")}, err
-	}
-	res, err := c.written(r, rep)
+	res, rep, err := c.doWrite(ctx, r)
 	if err != nil {
 		return res, err
 	}
@@ -177,13 +171,7 @@ func (c *Client) writeNoBody(ctx context.Context, path string, opts []WriteOptio
 		r.query = url.Values{"uid": {strconv.FormatInt(o.actor, 10)}}
 	}
 	o.apply(r)
-	rep, err := c.do(ctx, r)
-	if err != nil {
-		// The key, so that a caller who cannot tell whether the write was
-		// applied can retry it with WithIdempotencyKey, never twice.
-		return WriteResult{IdempotencyKey: r.header.Get("Idempotency-Key")}, err
-	}
-	res, err := c.written(r, rep)
+	res, rep, err := c.doWrite(ctx, r)
 	if err != nil {
 		return res, err
 	}
@@ -225,11 +213,7 @@ func (c *Client) Batch(ctx context.Context, changes []BatchChange, opts ...Write
 	}
 	r := &request{method: http.MethodPost, path: "/batch", body: body, contentType: "application/json"}
 	o.apply(r)
-	rep, err := c.do(ctx, r)
-	if err != nil {
-		return BatchResult{IdempotencyKey: r.header.Get("Idempotency-Key")}, err
-	}
-	w, err := c.written(r, rep)
+	w, rep, err := c.doWrite(ctx, r)
 	if err != nil {
 		return BatchResult{IdempotencyKey: w.IdempotencyKey}, err
 	}
@@ -269,6 +253,19 @@ func (o writeOptions) apply(r *request) {
 		r.header.Set("Idempotency-Key", key)
 		r.retry = true
 	}
+}
+
+// doWrite sends the write r, and returns what every write's reply says,
+// and the reply. With an error it returns the key r was sent with, so
+// that a caller who cannot tell whether the write was applied can send it
+// again with WithIdempotencyKey, applied at most once.
+func (c *Client) doWrite(ctx context.Context, r *request) (WriteResult, reply, error) {
+	rep, err := c.do(ctx, r)
+	if err != nil {
+		return WriteResult{IdempotencyKey: r.header.Get("Idempotency-Key")}, reply{}, err
+	}
+	res, err := c.written(r, rep)
+	return res, rep, err
 }
 
 // written returns what every write's reply says, and notes its revision
