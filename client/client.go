@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -353,8 +354,11 @@ func readLimitedSized(body io.Reader, limit, size int64) ([]byte, error) {
 	if size > limit {
 		return nil, fmt.Errorf("%w: over %d bytes", ErrReplyTooLarge, limit)
 	}
-	if size < 0 {
-		size = 512
+	limit = min(limit, math.MaxInt64-1) // limit+1 below must not overflow
+	// A Content-Length is a claim, not bytes come: the first buffer is
+	// at most 64 KiB whatever it says, and grows as bytes arrive.
+	if size < 0 || size > 64<<10 {
+		size = min(max(size, 512), 64<<10)
 	}
 	b := make([]byte, 0, min(size+1, limit+1))
 	for {
@@ -374,6 +378,11 @@ func readLimitedSized(body io.Reader, limit, size int64) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if cap(b) > len(b)+len(b)/4+512 {
+		// Doubling left room unused: the reply may be cached, and the
+		// cache counts its length.
+		b = append([]byte(nil), b...)
 	}
 	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("%w: over %d bytes", ErrReplyTooLarge, limit)

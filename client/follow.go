@@ -104,6 +104,7 @@ func (c *Client) Follow(ctx context.Context, after Revision, opts ...FollowOptio
 	return func(yield func(Change, error) bool) {
 		f := follower{c: c, after: after, epoch: o.epoch}
 		for {
+			polled := c.retry.now()
 			page, err := c.changes(ctx, ChangesOptions{After: f.after, Limit: o.limit, Wait: o.wait}, 1)
 			if err != nil {
 				if err = f.failed(ctx, err); err != nil {
@@ -130,15 +131,15 @@ func (c *Client) Follow(ctx context.Context, after Revision, opts ...FollowOptio
 				}
 				f.after = ch.Revision
 			}
-			if len(page.Changes) == 0 {
-				// The service answers an empty page after the wait, or
-				// with Retry-After; one that answers at once is not to be
-				// polled as fast as it answers.
-				wait := page.RetryAfter
-				if wait <= 0 {
-					wait = c.retry.backoff(1, 0)
-				}
-				if err := c.retry.sleep(ctx, min(wait, c.retry.MaxDelay)); err != nil {
+			// The service answers an empty page after the wait, or with
+			// Retry-After; one that answers much sooner is not to be polled
+			// as fast as it answers: at most once a MinFollowWait.
+			wait := page.RetryAfter
+			if elapsed := c.retry.now().Sub(polled); wait <= 0 && elapsed < o.wait/2 {
+				wait = MinFollowWait - elapsed
+			}
+			if len(page.Changes) == 0 && wait > 0 {
+				if err := c.retry.sleep(ctx, min(wait, max(c.retry.MaxDelay, MinFollowWait))); err != nil {
 					yield(Change{}, f.ended(ctx, nil))
 					return
 				}

@@ -2,8 +2,10 @@ package client_test
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,4 +120,27 @@ func TestAnEndlessReplyCostsAtMostTwiceTheBound(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	assert.ErrorIs(t, err, client.ErrReplyTooLarge)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(3*bound), "bytes allocated reading it")
+}
+
+// A Content-Length is a claim: a reply that announces 32 MiB and sends 2
+// bytes costs the client no 32 MiB buffer; a bound of MaxInt64 is no
+// overflow.
+func TestAContentLengthIsNotTakenOnTrust(t *testing.T) {
+	f := newFakeService(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Content-Length", strconv.Itoa(32<<20))
+		w.WriteHeader(200)
+		_, _ = w.Write([]byte("[]"))
+	})
+	c := newClient(t, f.URL, newFakeTime(), client.WithMaxReplyBytes(32<<20))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := c.ListPage(t.Context(), "g", client.ListOptions{})
+	runtime.ReadMemStats(&after)
+	assert.Error(t, err, "the body ended before its length")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4<<20))
+
+	ok := newFakeService(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, `[]`) })
+	huge := newClient(t, ok.URL, newFakeTime(), client.WithMaxReplyBytes(math.MaxInt64))
+	_, err = huge.ListPage(t.Context(), "g", client.ListOptions{})
+	assert.NoError(t, err)
 }
