@@ -533,8 +533,7 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 			c.idem.Key = *key
 			copy(c.idem.Fingerprint[:], fingerprint)
 		}
-		s.apply(ctx, c)
-		s.applied.Store(c.pos)
+		s.apply(ctx, c) // which marks c.pos applied
 		n++
 	}
 	return n, rows.Err()
@@ -549,7 +548,8 @@ type logEntry struct {
 	writes []membership.Write
 }
 
-// apply applies c to memory and answers its writer, if it waits here.
+// apply applies c to memory, marks its position applied, and answers its
+// writer, if it waits here.
 // Memory decides, every instance alike, whether c's precondition holds:
 // one that does not is its writer's answer, and changes nothing anywhere.
 // So it decides whether c's Idempotency key repeats a keyed change it
@@ -574,6 +574,10 @@ func (s *Store) apply(ctx context.Context, c logEntry) {
 		}
 	}
 	s.lag.Observe(time.Duration(c.age*float64(time.Second)) + time.Since(start))
+	// Applied before its writer is answered: the writer's next write asks
+	// caughtUp, which must count this change, or it would send a write
+	// memory could answer to the log.
+	s.applied.Store(c.pos)
 	s.waitMu.Lock()
 	done := s.waiters[c.ticket]
 	s.waitMu.Unlock()
