@@ -161,31 +161,7 @@ func BenchmarkMemoryPage(b *testing.B) {
 // not the RSS that make bench reports, which adds the garbage collector's
 // headroom.
 func BenchmarkMemoryBytesPerMembership(b *testing.B) {
-	for _, keep := range []int{0, membership.DefaultChangesKeep} {
-		b.Run("changes-keep="+strconv.Itoa(keep), func(b *testing.B) {
-			var perMembership float64
-			for b.Loop() {
-				before := liveHeap()
-				m := NewWith(Options{ChangesKeep: keep})
-				rng := rand.New(rand.NewPCG(3, 4))
-				for g := range 1000 {
-					users := make([]membership.User, 0, 1000)
-					seen := map[membership.UID]bool{}
-					for len(users) < 1000 {
-						uid := membership.UID(rng.Int64N(1e9) + 1)
-						if !seen[uid] {
-							seen[uid] = true
-							users = append(users, membership.User{UID: uid})
-						}
-					}
-					_, _ = m.add("mem"+strconv.Itoa(g), users, membership.Precondition{}, stamp{now: true})
-				}
-				perMembership = float64(liveHeap()-before) / 1e6
-				runtime.KeepAlive(m)
-			}
-			b.ReportMetric(perMembership, "B/membership")
-		})
-	}
+	benchmarkBytesPerMembership(b, membership.Expiry{})
 }
 
 // BenchmarkMemoryBytesPerExpiringMembership is
@@ -195,6 +171,13 @@ func BenchmarkMemoryBytesPerMembership(b *testing.B) {
 // expiries and in the due set included.
 func BenchmarkMemoryBytesPerExpiringMembership(b *testing.B) {
 	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	benchmarkBytesPerMembership(b, membership.Expiry{Set: true, At: at})
+}
+
+// benchmarkBytesPerMembership loads 1000 groups of 1000 random users, each
+// with expiry, with the feed off and on, and reports the live heap per
+// membership.
+func benchmarkBytesPerMembership(b *testing.B, expiry membership.Expiry) {
 	for _, keep := range []int{0, membership.DefaultChangesKeep} {
 		b.Run("changes-keep="+strconv.Itoa(keep), func(b *testing.B) {
 			var perMembership float64
@@ -209,7 +192,7 @@ func BenchmarkMemoryBytesPerExpiringMembership(b *testing.B) {
 						uid := membership.UID(rng.Int64N(1e9) + 1)
 						if !seen[uid] {
 							seen[uid] = true
-							users = append(users, membership.User{UID: uid, Expiry: membership.Expiry{Set: true, At: at}})
+							users = append(users, membership.User{UID: uid, Expiry: expiry})
 						}
 					}
 					_, _ = m.add("mem"+strconv.Itoa(g), users, membership.Precondition{}, stamp{now: true})
