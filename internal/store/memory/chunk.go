@@ -5,19 +5,17 @@ import (
 	"slices"
 )
 
-// Both sorted sets of this package, a group's members and the reverse
-// index's pairs, keep their elements in ordered chunks, delta-encoded: a
+// The sorted sets of expiries (sortedSet: a group's expiries by uid, the
+// store's by time) keep their elements in ordered chunks, delta-encoded: a
 // chunk holds its first element in full and each other one as varints of
-// its difference from the one before. Sorted uids are close to each other,
-// so a membership costs a few bytes instead of eight or sixteen; a chunk is
-// decoded from its start, so it is kept to a few hundred bytes, and finding
-// an element is a binary search over the chunks' first elements and then a
-// short scan.
+// its difference from the one before, so an expiry costs a few bytes; a
+// chunk is decoded from its start, so it is kept to a few hundred bytes, and
+// finding an element is a binary search over the chunks' first elements
+// and then a short scan. (Members and reverse pairs, on the path of every
+// add, use fixed-width deltas instead: packed.go.)
 //
-// Each set scans its chunks its own way (that loop is the hot path of every
-// add, remove, check and list, so it is written for its element type); the
-// functions here keep the chunks in shape once a position is found, and are
-// generic over the encoding.
+// The functions here keep the chunks in shape once a position is found, and
+// are generic over the encoding.
 
 // chunk is a run of a sorted set: first, then the rest of the run, each
 // element encoded after the one before it.

@@ -22,6 +22,12 @@ const DefaultChangesKeepBytes = 64 << 20
 // It keeps at most keep changes and, but for the newest, at most maxBytes of
 // them (see changeCost), dropping the oldest first: a change of 10,000 uids
 // costs 80 KB, so a count alone bounds nothing.
+//
+// Every change of the store takes mu, so what it does under mu is kept to a
+// few dense words: a change is built and its cost counted before, the
+// clock read before, and the ring holds pointers to changes and their
+// costs, so that keeping one, and dropping the oldest, writes no cold
+// cache line of a change's own.
 type feed struct {
 	// mu guards the fields below. It is taken while a group's shard lock is
 	// held, and nicknamesMu if it is, never the other way round.
@@ -29,13 +35,17 @@ type feed struct {
 	keep     int   // how many changes to keep; 0 keeps none
 	maxBytes int64 // how many bytes of changes to keep
 	// ring holds the kept changes, n of them from ring[start] on, wrapping
-	// around; it grows up to keep.
-	ring    []membership.Change
-	start   int
-	n       int
-	bytes   int64               // the cost of the kept changes
-	dropped uint64              // changes dropped to keep within the bounds
-	last    membership.Revision // the latest revision given out
+	// around, and costs the cost of each; both grow up to keep. A change
+	// in the ring is never written again, so a reader may read it after
+	// letting go of mu.
+	ring     []*membership.Change
+	costs    []int64
+	start    int
+	n        int
+	bytes    int64               // the cost of the kept changes
+	dropped  uint64              // changes dropped to keep within the bounds
+	last     membership.Revision // the latest revision given out
+	lastTime time.Time           // the latest time a change took from the clock
 	// wake, when not nil, is closed at the next change: Changes waits on it.
 	wake chan struct{}
 }
@@ -45,8 +55,8 @@ func newFeed(keep int, maxBytes int64) feed {
 }
 
 // changeOverhead is what a kept change costs besides the memory its fields
-// point to: its slot in the ring.
-const changeOverhead = int64(unsafe.Sizeof(membership.Change{}))
+// point to: the change itself, its pointer and its cost in the ring.
+const changeOverhead = int64(unsafe.Sizeof(membership.Change{})) + 16
 
 // changeCost returns the bytes c holds: its slot (which holds its time and
 // actor too), its group id, its uids and nicknames, counted by capacity,
@@ -99,18 +109,38 @@ func timeOf(t time.Time) time.Time {
 // revision before any reader of the feed can see it: what must be true of
 // the store once a reader has seen a revision is made true there.
 func (f *feed) record(c membership.Change, st stamp, published func(membership.Revision)) membership.Revision {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.last++
-	c.Revision = f.last
 	c.Actor, c.Time = st.actor, timeOf(st.at)
-	if c.Time.IsZero() && st.now {
+	fromClock := c.Time.IsZero() && st.now
+	if fromClock {
 		c.Time = timeOf(time.Now())
 	}
+	// The change the ring keeps, if it keeps any, is built here: under mu
+	// only its revision (and time) are set.
+	var kept *membership.Change
+	var cost int64
+	if f.keep > 0 {
+		kept, cost = new(membership.Change), changeCost(c)
+		*kept = c
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fromClock {
+		// The clock was read before mu: a change that read it later may
+		// have taken mu first. Times follow revisions all the same.
+		if c.Time.Before(f.lastTime) {
+			c.Time = f.lastTime
+		}
+		f.lastTime = c.Time
+	}
+	f.last++
+	c.Revision = f.last
 	if published != nil {
 		published(c.Revision)
 	}
-	f.push(c)
+	if kept != nil {
+		kept.Revision, kept.Time = c.Revision, c.Time
+		f.push(kept, cost)
+	}
 	if f.wake != nil {
 		close(f.wake)
 		f.wake = nil
@@ -118,29 +148,26 @@ func (f *feed) record(c membership.Change, st stamp, published func(membership.R
 	return c.Revision
 }
 
-// push keeps c, dropping the oldest changes until it fits. The newest change
-// is kept even when it alone is over maxBytes: it is bounded by the largest
-// request. The caller holds mu.
-func (f *feed) push(c membership.Change) {
-	if f.keep == 0 {
-		return
-	}
-	cost := changeCost(c)
+// push keeps c, which costs cost, dropping the oldest changes until it
+// fits. The newest change is kept even when it alone is over maxBytes: it
+// is bounded by the largest request. The caller holds mu.
+func (f *feed) push(c *membership.Change, cost int64) {
 	for f.n > 0 && (f.n == f.keep || f.bytes+cost > f.maxBytes) {
 		f.dropOldest()
 	}
 	if f.n == len(f.ring) {
 		f.grow()
 	}
-	f.ring[(f.start+f.n)%len(f.ring)] = c
+	i := (f.start + f.n) % len(f.ring)
+	f.ring[i], f.costs[i] = c, cost
 	f.n++
 	f.bytes += cost
 }
 
 // dropOldest forgets the oldest kept change. The caller holds mu.
 func (f *feed) dropOldest() {
-	f.bytes -= changeCost(f.ring[f.start])
-	f.ring[f.start] = membership.Change{} // let its uids go
+	f.bytes -= f.costs[f.start]
+	f.ring[f.start] = nil // let it go
 	f.start = (f.start + 1) % len(f.ring)
 	f.n--
 	f.dropped++
@@ -148,15 +175,18 @@ func (f *feed) dropOldest() {
 
 // grow doubles the ring, up to keep slots. The caller holds mu.
 func (f *feed) grow() {
-	ring := make([]membership.Change, min(max(2*len(f.ring), 64), f.keep))
+	size := min(max(2*len(f.ring), 64), f.keep)
+	ring, costs := make([]*membership.Change, size), make([]int64, size)
 	for i := range f.n {
-		ring[i] = f.at(i)
+		j := (f.start + i) % len(f.ring)
+		ring[i], costs[i] = f.ring[j], f.costs[j]
 	}
-	f.ring, f.start = ring, 0
+	f.ring, f.costs, f.start = ring, costs, 0
 }
 
-// at returns the i-th oldest kept change. The caller holds mu.
-func (f *feed) at(i int) membership.Change {
+// at returns the i-th oldest kept change. The caller holds mu; the change
+// may be read after it lets go.
+func (f *feed) at(i int) *membership.Change {
 	return f.ring[(f.start+i)%len(f.ring)]
 }
 
@@ -205,11 +235,15 @@ func (f *feed) changes(ctx context.Context, opts membership.ChangeOptions) ([]me
 			if opts.Limit > 0 {
 				n = min(n, opts.Limit)
 			}
-			out := make([]membership.Change, n)
-			for i := range out {
-				out[i] = f.at(first + i)
+			kept := make([]*membership.Change, n)
+			for i := range kept {
+				kept[i] = f.at(first + i)
 			}
 			f.mu.Unlock()
+			out := make([]membership.Change, n)
+			for i, c := range kept {
+				out[i] = *c
+			}
 			return out, last, nil
 		case !opts.Wait:
 			f.mu.Unlock()
@@ -235,7 +269,7 @@ func (f *feed) export() (last membership.Revision, kept []membership.Change) {
 	defer f.mu.Unlock()
 	kept = make([]membership.Change, f.n)
 	for i := range kept {
-		kept[i] = f.at(i)
+		kept[i] = *f.at(i)
 	}
 	return f.last, kept
 }
@@ -246,7 +280,7 @@ func (f *feed) export() (last membership.Revision, kept []membership.Change) {
 func (f *feed) load(last membership.Revision, kept []membership.Change) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.last, f.ring, f.start, f.n, f.bytes = last, nil, 0, 0, 0
+	f.last, f.ring, f.costs, f.start, f.n, f.bytes = last, nil, nil, 0, 0, 0
 	first := len(kept)
 	var bytes int64
 	for first > 0 && len(kept)-first < f.keep {
@@ -260,6 +294,10 @@ func (f *feed) load(last membership.Revision, kept []membership.Change) {
 	if first == len(kept) {
 		return
 	}
-	clear(kept[:first]) // let the dropped changes' uids go
-	f.ring, f.n, f.bytes = kept[first:], len(kept)-first, bytes
+	f.ring, f.costs = make([]*membership.Change, len(kept)-first), make([]int64, len(kept)-first)
+	for i := range f.ring {
+		c := kept[first+i]
+		f.ring[i], f.costs[i] = &c, changeCost(c)
+	}
+	f.n, f.bytes = len(f.ring), bytes
 }

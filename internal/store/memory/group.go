@@ -2,7 +2,6 @@ package memory
 
 import (
 	"encoding/binary"
-	"slices"
 
 	"example.com/groupmembership/membership"
 )
@@ -16,152 +15,61 @@ const maxChunkBytes = 384
 // bulk, leaving room for later inserts before a chunk must split.
 const fillChunkBytes = maxChunkBytes * 3 / 4
 
-// members is a sorted set of uids, kept as a list of delta-encoded chunks
-// (see chunk.go): a member costs the bytes of its distance from the one
+// members is a group's sorted set of uids: pairs of group 0 in packed
+// chunks (packed.go). A member costs the bytes of its distance from the one
 // before, listing needs no sort, and finding a uid is a binary search over
 // the chunks and a scan of one.
 type members struct {
-	// chunks are ordered: every uid of chunks[i] is below chunks[i+1].first.
-	// Each holds at most maxChunkBytes of deltas, a few more while it is
-	// being split.
-	chunks []chunk[membership.UID]
-	size   int
-}
-
-// uidCodec encodes a uid as the uvarint of its distance from the one before.
-type uidCodec struct{}
-
-func (uidCodec) put(buf []byte, prev, v membership.UID) []byte {
-	return binary.AppendUvarint(buf, uint64(v-prev))
-}
-
-func (uidCodec) next(rest []byte, off int, prev membership.UID) (membership.UID, int) {
-	d, off := uvarint(rest, off)
-	return prev + membership.UID(d), off
-}
-
-// chunkFor returns the index of the chunk that holds uid or would: the last
-// whose first uid is <= uid, or the first chunk. There must be one.
-func (m *members) chunkFor(uid membership.UID) int {
-	lo, hi := 1, len(m.chunks) // chunks[lo-1].first <= uid or lo == 1; chunks[hi:] are above
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if m.chunks[mid].first <= uid {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo - 1
-}
-
-// find scans c for uid, which is above c.first: off is where the first uid
-// >= uid is encoded (len(c.rest) when none is), prev the uid before it, and
-// at and end that uid and the offset after it (end == off when none).
-func find(c *chunk[membership.UID], uid membership.UID) (off int, prev, at membership.UID, end int) {
-	prev = c.first
-	for off < len(c.rest) {
-		d, e := uvarint(c.rest, off)
-		at = prev + membership.UID(d)
-		if at >= uid {
-			return off, prev, at, e
-		}
-		prev, off = at, e
-	}
-	return off, prev, 0, off
+	// Each chunk holds at most maxChunkBytes of deltas.
+	packedSet
+	size int
 }
 
 // add adds uid and reports whether it was new.
 func (m *members) add(uid membership.UID) bool {
-	if len(m.chunks) == 0 {
-		m.chunks = []chunk[membership.UID]{{first: uid}}
-		m.size = 1
-		return true
+	added, _ := m.packedSet.add(pair{user: uid}, maxChunkBytes)
+	if added {
+		m.size++
 	}
-	i := m.chunkFor(uid)
-	c := &m.chunks[i]
-	var buf [maxEncoded]byte
-	switch {
-	case uid == c.first:
-		return false
-	case uid < c.first: // a new smallest uid
-		c.rest = splice(c.rest, 0, 0, binary.AppendUvarint(buf[:0], uint64(c.first-uid)))
-		c.first = uid
-	default:
-		off, prev, at, end := find(c, uid)
-		if end > off && at == uid {
-			return false
-		}
-		repl := binary.AppendUvarint(buf[:0], uint64(uid-prev))
-		if end > off {
-			repl = binary.AppendUvarint(repl, uint64(at-uid))
-		}
-		c.rest = splice(c.rest, off, end, repl)
-	}
-	m.size++
-	if len(c.rest) > maxChunkBytes {
-		m.chunks = splitChunk[membership.UID, uidCodec](m.chunks, i)
-	}
-	return true
+	return added
 }
 
 // fill fills an empty set from uids, which must be sorted and distinct, in
 // chunks of fillChunkBytes with no spare room.
 func (m *members) fill(uids []membership.UID) {
-	m.chunks = fillChunks[membership.UID, uidCodec](uids, fillChunkBytes)
+	ps := make([]pair, len(uids))
+	for i, uid := range uids {
+		ps[i] = pair{user: uid}
+	}
+	m.packedSet.fill(ps, fillChunkBytes)
 	m.size = len(uids)
 }
 
 // remove removes uid and reports whether it was a member.
 func (m *members) remove(uid membership.UID) bool {
-	if len(m.chunks) == 0 {
-		return false
-	}
-	i := m.chunkFor(uid)
-	c := &m.chunks[i]
-	switch {
-	case uid < c.first:
-		return false
-	case uid == c.first && len(c.rest) == 0:
-		m.chunks = slices.Delete(m.chunks, i, i+1)
+	removed, _ := m.packedSet.remove(pair{user: uid}, maxChunkBytes)
+	if removed {
 		m.size--
-		return true
-	case uid == c.first: // the next uid becomes the first
-		d, end := uvarint(c.rest, 0)
-		c.first += membership.UID(d)
-		c.rest = splice(c.rest, 0, end, nil)
-	default:
-		off, prev, at, end := find(c, uid)
-		if end == off || at != uid {
-			return false
-		}
-		// The uid after it, if any, is now encoded from prev.
-		var repl []byte
-		if end < len(c.rest) {
-			var next membership.UID
-			next, end = uidCodec{}.next(c.rest, end, at)
-			var buf [maxEncoded]byte
-			repl = binary.AppendUvarint(buf[:0], uint64(next-prev))
-		}
-		c.rest = splice(c.rest, off, end, repl)
 	}
-	m.size--
-	m.chunks = thinChunk[membership.UID, uidCodec](m.chunks, i, maxChunkBytes)
-	return true
+	return removed
 }
 
 // all yields the uids in ascending order.
 func (m *members) all(yield func(membership.UID) bool) {
 	for i := range m.chunks {
 		c := &m.chunks[i]
-		uid := c.first
+		uid := c.first.user
 		if !yield(uid) {
 			return
 		}
-		for off := 0; off < len(c.rest); {
-			var d uint64
-			d, off = uvarint(c.rest, off)
-			uid += membership.UID(d)
+		if c.w == 0 {
+			continue
+		}
+		// Members have group 0: a delta is the distance alone.
+		rest, w := c.rest[:cap(c.rest)], int(c.w)
+		mask := ^uint64(0) >> (64 - 8*uint(w))
+		for off := 0; off < len(c.rest); off += w {
+			uid += membership.UID(binary.LittleEndian.Uint64(rest[off:]) & mask)
 			if !yield(uid) {
 				return
 			}
@@ -171,13 +79,5 @@ func (m *members) all(yield func(membership.UID) bool) {
 
 // contains reports whether uid is a member.
 func (m *members) contains(uid membership.UID) bool {
-	if len(m.chunks) == 0 {
-		return false
-	}
-	c := &m.chunks[m.chunkFor(uid)]
-	if uid <= c.first {
-		return uid == c.first
-	}
-	off, _, at, end := find(c, uid)
-	return end > off && at == uid
+	return m.packedSet.contains(pair{user: uid})
 }

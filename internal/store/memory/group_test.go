@@ -15,16 +15,15 @@ import (
 func checkMembers(t *testing.T, m *members, want map[membership.UID]bool) {
 	t.Helper()
 	var got []membership.UID
+	checkPacked(t, &m.packedSet, maxChunkBytes)
 	for i, c := range m.chunks {
-		require.LessOrEqual(t, len(c.rest), maxChunkBytes, "chunk %d is over maxChunkBytes", i)
-		uids := []membership.UID{c.first}
-		for off := 0; off < len(c.rest); {
-			var uid membership.UID
-			uid, off = uidCodec{}.next(c.rest, off, uids[len(uids)-1])
-			uids = append(uids, uid)
+		uids := []membership.UID{}
+		for _, p := range c.pairs(nil) {
+			require.Zero(t, p.group, "chunk %d holds a member with a group", i)
+			uids = append(uids, p.user)
 		}
 		if i > 0 {
-			require.Less(t, got[len(got)-1], c.first, "chunks %d and %d overlap", i-1, i)
+			require.Less(t, got[len(got)-1], c.first.user, "chunks %d and %d overlap", i-1, i)
 		}
 		got = append(got, uids...)
 	}

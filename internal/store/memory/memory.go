@@ -600,10 +600,13 @@ func (m *Store) memberRecords(g *group, after membership.UID, limit int) iter.Se
 		n := 0
 		// One loop over the chunks, not an iterator of members: a list of
 		// a million members spends its time here.
-		for i := ms.chunkFor(after); i < len(ms.chunks); i++ {
+		for i := ms.chunkFor(pair{user: after}); i < len(ms.chunks); i++ {
 			c := &ms.chunks[i]
-			uid := c.first
-			for off := 0; ; {
+			uid := c.first.user
+			// Members have group 0: a delta is the distance alone.
+			rest, w := c.rest[:cap(c.rest)], int(c.w)
+			mask := ^uint64(0) >> (64 - 8*uint(w))
+			for off := 0; ; off += w {
 				if uid > after {
 					if limit > 0 && n == limit {
 						return
@@ -624,12 +627,10 @@ func (m *Store) memberRecords(g *group, after membership.UID, limit int) iter.Se
 						return
 					}
 				}
-				if off == len(c.rest) {
+				if off >= len(c.rest) {
 					break
 				}
-				var d uint64
-				d, off = uvarint(c.rest, off)
-				uid += membership.UID(d)
+				uid += membership.UID(binary.LittleEndian.Uint64(rest[off:]) & mask)
 			}
 		}
 	}

@@ -133,9 +133,7 @@ func TestPairSetTellsFirstAndLastOfAUID(t *testing.T) {
 // chunk within its bytes.
 func checkPairs(t *testing.T, s *pairSet, want map[pair]bool) {
 	t.Helper()
-	for i, c := range s.chunks {
-		require.LessOrEqual(t, len(c.rest), maxPairChunkBytes, "chunk %d is over maxPairChunkBytes", i)
-	}
+	checkPacked(t, &s.packedSet, maxPairChunkBytes)
 	var got []pair
 	for p := range s.all {
 		got = append(got, p)
@@ -148,19 +146,4 @@ func checkPairs(t *testing.T, s *pairSet, want map[pair]bool) {
 		}
 	}, comparePairs)
 	require.Equal(t, wanted, got)
-}
-
-// all yields the pairs of s in order, for tests.
-func (s *pairSet) all(yield func(pair) bool) {
-	for _, c := range s.chunks {
-		p := c.first
-		for off := 0; ; p, off = (pairCodec{}).next(c.rest, off, p) {
-			if !yield(p) {
-				return
-			}
-			if off == len(c.rest) {
-				break
-			}
-		}
-	}
 }

@@ -1,0 +1,122 @@
+package memory
+
+import (
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+// checkPacked checks the invariants of s's chunks: each within limit bytes
+// of deltas, a whole number of deltas of its width with the room of a load
+// after them, its width the fewest bytes its largest delta needs or more,
+// and the chunks in order.
+func checkPacked(t *testing.T, s *packedSet, limit int) {
+	t.Helper()
+	for i := range s.chunks {
+		c := &s.chunks[i]
+		require.LessOrEqual(t, len(c.rest), limit, "chunk %d is over its limit", i)
+		if len(c.rest) == 0 {
+			require.Zero(t, c.w, "chunk %d has a width and no deltas", i)
+			continue
+		}
+		require.NotZero(t, c.w, "chunk %d has deltas and no width", i)
+		require.Zero(t, len(c.rest)%int(c.w), "chunk %d holds part of a delta", i)
+		require.GreaterOrEqual(t, cap(c.rest), len(c.rest)+loadSlack, "chunk %d has no room for the load of its last delta", i)
+		ps := c.pairs(nil)
+		for j := 1; j < len(ps); j++ {
+			require.Negative(t, comparePairs(ps[j-1], ps[j]), "chunk %d is out of order at %d", i, j)
+			require.LessOrEqual(t, bits.Len32(ps[j].group), int(c.g), "chunk %d: a group over its bits", i)
+		}
+		if i > 0 {
+			require.Negative(t, comparePairs(s.chunks[i-1].last(), c.first), "chunks %d and %d overlap", i-1, i)
+		}
+	}
+}
+
+// TestPackedSetWidths adds and removes pairs whose deltas need every width
+// from one byte to eight, with groups of every size, beside a map: a delta
+// that does not fit its chunk repacks it, and the set stays exact.
+func TestPackedSetWidths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var s packedSet
+	want := map[pair]bool{}
+	// Users from a few clusters far apart (the distances between them need
+	// eight bytes), near each other within a cluster.
+	bases := []membership.UID{1, 1 << 20, 1 << 40, math.MaxInt64 / 2, math.MaxInt64 - 1<<30}
+	randomPair := func() pair {
+		u := bases[rng.IntN(len(bases))] + membership.UID(rng.Int64N(1<<uint(rng.IntN(29)+1)))
+		g := uint32(rng.Uint64N(1 << uint(rng.IntN(33))))
+		if rng.IntN(2) == 0 {
+			g = uint32(rng.IntN(4))
+		}
+		return pair{user: u, group: g}
+	}
+	for step := range 40_000 {
+		p := randomPair()
+		if step%3 == 2 && len(want) > 0 { // remove one that is there
+			for q := range want {
+				p = q
+				break
+			}
+		}
+		if want[p] {
+			removed, _ := s.remove(p, 64)
+			require.True(t, removed, "step %d: remove %v", step, p)
+			delete(want, p)
+		} else {
+			added, _ := s.add(p, 64)
+			require.True(t, added, "step %d: add %v", step, p)
+			want[p] = true
+		}
+		added, _ := s.add(p, 64)
+		require.Equal(t, !want[p], added, "step %d: add %v again", step, p)
+		if !want[p] {
+			removed, _ := s.remove(p, 64)
+			require.True(t, removed)
+		}
+		require.Equal(t, want[p], s.contains(p))
+		if step%2000 == 0 {
+			checkPacked(t, &s, 64)
+		}
+	}
+	checkPacked(t, &s, 64)
+	var got []pair
+	for p := range s.all {
+		got = append(got, p)
+	}
+	wanted := slices.SortedFunc(func(yield func(pair) bool) {
+		for p := range want {
+			if !yield(p) {
+				return
+			}
+		}
+	}, comparePairs)
+	require.Equal(t, wanted, got)
+	widths := map[uint8]bool{}
+	for _, c := range s.chunks {
+		widths[c.w] = true
+	}
+	require.True(t, widths[8] && widths[1], "the chunks' widths: %v", widths)
+}
+
+// TestPackChunksEndsWhereADeltaCannotFit fills a set whose neighbours are
+// too far apart for their delta and group bits to share eight bytes: each
+// such pair starts a chunk of its own.
+func TestPackChunksEndsWhereADeltaCannotFit(t *testing.T) {
+	ps := []pair{{user: 1, group: math.MaxUint32}, {user: math.MaxInt64 - 1, group: math.MaxUint32}, {user: math.MaxInt64, group: 0}}
+	chunks := packChunks(ps, 1000)
+	require.Len(t, chunks, 2)
+	s := packedSet{chunks: chunks}
+	checkPacked(t, &s, 1000)
+	var got []pair
+	for p := range s.all {
+		got = append(got, p)
+	}
+	require.Equal(t, ps, got)
+}
