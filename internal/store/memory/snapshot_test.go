@@ -1,11 +1,16 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"example.com/groupmembership/internal/store/snap"
@@ -80,4 +85,48 @@ func TestSnapshotVersion1IsRead(t *testing.T) {
 	res, err := m.AddMembers(context.Background(), "g", []membership.User{{UID: 9}})
 	require.NoError(t, err)
 	assert.Equal(t, membership.Revision(1), res.Revision, "revisions start at 1 after a version 1 snapshot")
+}
+
+// sortByUser sorts pairs in group order as comparePairs does, whether
+// their users take one digit or all of them.
+func TestSortByUser(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, maxUser := range []int64{1, 1 << 10, 1 << 20, 1 << 32, math.MaxInt64} {
+		ps := make([]pair, 5000)
+		for i := range ps {
+			ps[i] = pair{user: membership.UID(rng.Int64N(maxUser)), group: uint32(rng.IntN(300))}
+		}
+		ps = slices.CompactFunc(slices.SortedFunc(slices.Values(ps), comparePairs), func(a, b pair) bool { return a == b })
+		want := slices.Clone(ps)
+		slices.SortStableFunc(ps, func(a, b pair) int { return cmp.Compare(a.group, b.group) }) // group order
+		sortByUser(ps)
+		assert.Equal(t, want, ps, "users below %d", maxUser)
+	}
+}
+
+// BenchmarkMemoryImport loads a snapshot's state of 10,000,000
+// memberships (1,000 groups of 10,000 uids among 1,000,000 users), as a
+// restart does: the groups' chunks and the reverse index built in bulk.
+func BenchmarkMemoryImport(b *testing.B) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	st := &snap.State{LastRevision: 1000}
+	for g := range 1000 {
+		seen := map[membership.UID]bool{}
+		uids := make([]membership.UID, 0, 10_000)
+		for len(uids) < cap(uids) {
+			if uid := membership.UID(rng.Int64N(1_000_000) + 1); !seen[uid] {
+				seen[uid] = true
+				uids = append(uids, uid)
+			}
+		}
+		slices.Sort(uids)
+		st.Groups = append(st.Groups, snap.Group{ID: fmt.Sprint("g", g), Revision: 1, UIDs: uids})
+	}
+	for b.Loop() {
+		m := NewWith(Options{ChangesKeep: 0})
+		m.Import(st)
+		if m.counts.members.Load() != 10_000_000 {
+			b.Fatal(m.counts.members.Load())
+		}
+	}
 }

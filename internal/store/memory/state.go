@@ -1,7 +1,11 @@
 package memory
 
 import (
+	"math/bits"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/membership"
@@ -68,7 +72,16 @@ func (m *Store) Import(st *snap.State) {
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.load(st.LastRevision, st.Changes)
 	m.importKeys(st.Keys)
+	// Each reverse shard's pairs, in group order: about as many in each.
+	total := 0
+	for _, g := range st.Groups {
+		total += len(g.UIDs)
+	}
 	pairs := make([][]pair, len(m.reverse))
+	for k := range pairs {
+		perShard := total / len(pairs)
+		pairs[k] = make([]pair, 0, perShard+perShard/8+16)
+	}
 	var due []dueKey
 	for _, g := range st.Groups {
 		if len(g.UIDs) == 0 {
@@ -88,15 +101,7 @@ func (m *Store) Import(st *snap.State) {
 	}
 	slices.SortFunc(due, dueCodec{}.compare)
 	m.due.set.fill(due)
-	for k, ps := range pairs {
-		slices.SortFunc(ps, comparePairs)
-		m.reverse[k].pairs.fill(ps)
-		for i, p := range ps {
-			if i == 0 || p.user != ps[i-1].user {
-				m.counts.users.Add(1)
-			}
-		}
-	}
+	m.fillReverse(pairs)
 	// A snapshot written before users in no group were forgotten may hold
 	// their nicknames: forget them now.
 	for uid := range m.nicknames {
@@ -105,6 +110,63 @@ func (m *Store) Import(st *snap.State) {
 		}
 	}
 	m.nicknameCount.Store(int64(len(m.nicknames)))
+}
+
+// fillReverse fills each reverse shard k from pairs[k], in group order,
+// which it sorts: the
+// shards on every core at once, as a restart of a hundred million
+// memberships sorts as many pairs.
+func (m *Store) fillReverse(pairs [][]pair) {
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(pairs)) {
+		wg.Go(func() {
+			for k := int(next.Add(1) - 1); k < len(pairs); k = int(next.Add(1) - 1) {
+				ps := pairs[k]
+				sortByUser(ps)
+				m.reverse[k].pairs.fill(ps)
+				users := 0
+				for i, p := range ps {
+					if i == 0 || p.user != ps[i-1].user {
+						users++
+					}
+				}
+				m.counts.users.Add(int64(users))
+				pairs[k] = nil // let them go
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// sortByUser sorts ps, which are in group order, by user, keeping the
+// group order within each user: the order of comparePairs. It is a radix
+// sort of the users' bits, 11 at a time, so a restart of a hundred
+// million memberships sorts its pairs in a few passes over them, not a
+// comparison sort's twenty.
+func sortByUser(ps []pair) {
+	const digitBits = 11
+	var maxUser uint64
+	for _, p := range ps {
+		maxUser = max(maxUser, uint64(p.user))
+	}
+	src, dst := ps, make([]pair, len(ps))
+	for shift := 0; shift < bits.Len64(maxUser); shift += digitBits {
+		var count [1<<digitBits + 1]int
+		for _, p := range src {
+			count[(uint64(p.user)>>shift)&(1<<digitBits-1)+1]++
+		}
+		for i := 1; i < len(count); i++ {
+			count[i] += count[i-1]
+		}
+		for _, p := range src {
+			d := (uint64(p.user) >> shift) & (1<<digitBits - 1)
+			dst[count[d]] = p
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	copy(ps, src) // a no-op when src is ps
 }
 
 // Backup copies the whole state at one revision. Writes wait while it
