@@ -108,6 +108,32 @@ func TestSortByUser(t *testing.T) {
 // memberships (1,000 groups of 10,000 uids among 1,000,000 users), as a
 // restart does: the groups' chunks and the reverse index built in bulk.
 func BenchmarkMemoryImport(b *testing.B) {
+	st := tenMillionState()
+	for b.Loop() {
+		m := NewWith(Options{ChangesKeep: 0})
+		m.Import(st)
+		if m.counts.members.Load() != 10_000_000 {
+			b.Fatal(m.counts.members.Load())
+		}
+	}
+}
+
+// BenchmarkMemoryExport copies a store of 10,000,000 memberships for a
+// snapshot, as the durable store's committer does while writes wait.
+func BenchmarkMemoryExport(b *testing.B) {
+	m := NewWith(Options{ChangesKeep: 0})
+	m.Import(tenMillionState())
+	for b.Loop() {
+		st := m.Export()
+		if len(st.Groups) != 1000 {
+			b.Fatal(len(st.Groups))
+		}
+	}
+}
+
+// tenMillionState returns the state of 1,000 groups of 10,000 uids among
+// 1,000,000 users.
+func tenMillionState() *snap.State {
 	rng := rand.New(rand.NewPCG(9, 10))
 	st := &snap.State{LastRevision: 1000}
 	for g := range 1000 {
@@ -122,11 +148,5 @@ func BenchmarkMemoryImport(b *testing.B) {
 		slices.Sort(uids)
 		st.Groups = append(st.Groups, snap.Group{ID: fmt.Sprint("g", g), Revision: 1, UIDs: uids})
 	}
-	for b.Loop() {
-		m := NewWith(Options{ChangesKeep: 0})
-		m.Import(st)
-		if m.counts.members.Load() != 10_000_000 {
-			b.Fatal(m.counts.members.Load())
-		}
-	}
+	return st
 }
