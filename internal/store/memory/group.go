@@ -77,6 +77,22 @@ func (m *members) all(yield func(membership.UID) bool) {
 	}
 }
 
+// appendTo appends the uids, in ascending order, to buf.
+func (m *members) appendTo(buf []membership.UID) []membership.UID {
+	for i := range m.chunks {
+		c := &m.chunks[i]
+		uid := c.first.user
+		buf = append(buf, uid)
+		rest, w := c.rest[:cap(c.rest)], int(c.w)
+		mask := ^uint64(0) >> (64 - 8*uint(w))
+		for off := 0; off < len(c.rest); off += w {
+			uid += membership.UID(binary.LittleEndian.Uint64(rest[off:]) & mask)
+			buf = append(buf, uid)
+		}
+	}
+	return buf
+}
+
 // contains reports whether uid is a member.
 func (m *members) contains(uid membership.UID) bool {
 	return m.packedSet.contains(pair{user: uid})

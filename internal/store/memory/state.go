@@ -39,23 +39,35 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 		st.Nicknames[uid] = nick
 	}
 	m.nicknamesMu.RUnlock()
-	for i := range m.shards {
+	// The shards are copied on every core at once: at a hundred million
+	// memberships, the copy is seconds that writes wait.
+	groups := make([][]snap.Group, len(m.shards))
+	parallel(len(m.shards), func(i int) {
 		s := &m.shards[i]
 		if !shardsHeld {
 			s.mu.RLock()
+			defer s.mu.RUnlock()
 		}
 		for id, g := range s.groups {
-			uids := make([]membership.UID, 0, g.members.size)
-			for uid := range g.members.all {
-				uids = append(uids, uid)
-			}
-			st.Groups = append(st.Groups, snap.Group{ID: id, Revision: g.revision, UIDs: uids, Expiries: exportExpiries(g.expiries)})
+			groups[i] = append(groups[i], snap.Group{ID: id, Revision: g.revision, UIDs: g.members.appendTo(make([]membership.UID, 0, g.members.size)), Expiries: exportExpiries(g.expiries)})
 		}
-		if !shardsHeld {
-			s.mu.RUnlock()
-		}
-	}
+	})
+	st.Groups = slices.Concat(groups...)
 	return st
+}
+
+// parallel calls fn with each of 0 to n-1, on every core at once.
+func parallel(n int, fn func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), n) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // Import loads st into m, which must be empty and not yet shared, but for
@@ -117,26 +129,19 @@ func (m *Store) Import(st *snap.State) {
 // shards on every core at once, as a restart of a hundred million
 // memberships sorts as many pairs.
 func (m *Store) fillReverse(pairs [][]pair) {
-	next := atomic.Int64{}
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(pairs)) {
-		wg.Go(func() {
-			for k := int(next.Add(1) - 1); k < len(pairs); k = int(next.Add(1) - 1) {
-				ps := pairs[k]
-				sortByUser(ps)
-				m.reverse[k].pairs.fill(ps)
-				users := 0
-				for i, p := range ps {
-					if i == 0 || p.user != ps[i-1].user {
-						users++
-					}
-				}
-				m.counts.users.Add(int64(users))
-				pairs[k] = nil // let them go
+	parallel(len(pairs), func(k int) {
+		ps := pairs[k]
+		sortByUser(ps)
+		m.reverse[k].pairs.fill(ps)
+		users := 0
+		for i, p := range ps {
+			if i == 0 || p.user != ps[i-1].user {
+				users++
 			}
-		})
-	}
-	wg.Wait()
+		}
+		m.counts.users.Add(int64(users))
+		pairs[k] = nil // let them go
+	})
 }
 
 // sortByUser sorts ps, which are in group order, by user, keeping the
