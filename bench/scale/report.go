@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"example.com/groupmembership/bench/loadtest"
+)
+
+// report is what a run measured.
+type report struct {
+	memberships int64
+	groups      int
+
+	rssEmpty, rssLoaded, peakLoaded int64
+	rssSettled                      int64 // after -settle idle
+	load                            loaded
+	snapshots, lastSnapshot         float64 // written during the loading; the last one's seconds
+	stop                            time.Duration
+	files                           []file
+
+	restart                     time.Duration
+	opened                      string // the store's open time, as the service logged it
+	rssRestarted, peakRestarted int64
+
+	kinds   []kind
+	results [][2][]loadtest.Result
+	profile string
+}
+
+// bytesPerMembership is the growth of the RSS per membership, from the
+// empty service to the loaded one once idle for -settle: what holding the
+// memberships costs, without the garbage of loading them.
+func (r *report) bytesPerMembership() float64 {
+	return perMembership(r.rssSettled-r.rssEmpty, r.memberships)
+}
+
+func perMembership(n, memberships int64) float64 { return float64(n) / float64(memberships) }
+
+func (r *report) print() {
+	fmt.Println()
+	fmt.Println("| Large service | |")
+	fmt.Println("|---|---|")
+	fmt.Printf("| memberships, groups | %d, %d |\n", r.memberships, r.groups)
+	fmt.Printf("| load (POST /batch, %d requests) | %s, %.2f M memberships/s |\n", r.load.requests, r.load.took.Round(100*time.Millisecond), float64(r.memberships)/r.load.took.Seconds()/1e6)
+	fmt.Printf("| RSS: empty; loaded (peak while loading); then idle for -settle | %s; %s (%s); %s |\n", mib(r.rssEmpty), mib(r.rssLoaded), mib(r.peakLoaded), mib(r.rssSettled))
+	fmt.Printf("| RSS growth per membership: loaded (peak); idle | %.2f B (%.2f B); %.2f B |\n", perMembership(r.rssLoaded-r.rssEmpty, r.memberships),
+		perMembership(r.peakLoaded-r.rssEmpty, r.memberships), r.bytesPerMembership())
+	fmt.Printf("| snapshots written while loading (the last one's time) | %.0f (%.1f s) |\n", r.snapshots, r.lastSnapshot)
+	fmt.Printf("| stop (SIGTERM to exit) | %s |\n", r.stop.Round(time.Millisecond))
+	var total int64
+	for _, f := range sortedFiles(r.files) {
+		if strings.HasSuffix(f.name, ".snap") || strings.HasSuffix(f.name, ".wal") {
+			fmt.Printf("| %s | %s (%.2f B a membership) |\n", f.name, mib(f.onDisk), float64(f.onDisk)/float64(r.memberships))
+		}
+		total += f.onDisk
+	}
+	fmt.Printf("| the data directory on disk | %s |\n", mib(total))
+	fmt.Printf("| restart: process start to /readyz 200 (the store's open, as logged) | %s (%s) |\n", r.restart.Round(time.Millisecond), r.opened)
+	fmt.Printf("| RSS after the restart (peak) | %s (%s) |\n", mib(r.rssRestarted), mib(r.peakRestarted))
+
+	fmt.Println()
+	fmt.Println("| Request, wrk -t2 -c50 (medians) | large | 1,000 memberships | large ÷ small |")
+	fmt.Println("|---|---|---|---|")
+	ratios := make([]float64, len(r.kinds))
+	for k, kd := range r.kinds {
+		l, s := loadtest.Median(r.results[k][0]), loadtest.Median(r.results[k][1])
+		ratios[k] = l.RPS / s.RPS
+		fmt.Printf("| %s | %.0f req/s, p99 %s | %.0f req/s, p99 %s | %.2f |\n", kd.name, l.RPS, l.P99, s.RPS, s.P99, ratios[k])
+	}
+	if r.profile != "" {
+		fmt.Println()
+		fmt.Print(r.profile)
+	}
+
+	fmt.Printf("\ntargets:\n")
+	verdict := func(met bool) string {
+		if met {
+			return "met"
+		}
+		return "NOT met"
+	}
+	fmt.Printf("  %-44s %6.2f B, want <= %d: %s\n", "RSS growth per membership, feed off, idle", r.bytesPerMembership(), targetBytesPerMembership,
+		verdict(r.bytesPerMembership() <= targetBytesPerMembership))
+	fmt.Printf("  %-44s %6.2f s, want <= %.0f: %s\n", "restart from the snapshot to /readyz 200", r.restart.Seconds(), targetRestart.Seconds(),
+		verdict(r.restart <= targetRestart))
+	for k, kd := range r.kinds {
+		fmt.Printf("  %-44s %6.2f, want >= %.2f: %s\n", kd.name+", large / small", ratios[k], targetRatio, verdict(ratios[k] >= targetRatio))
+	}
+}
