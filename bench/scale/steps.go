@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -184,45 +183,61 @@ func (h *harness) restart(ctx context.Context, r *report) (*service, error) {
 		return nil, err
 	}
 	r.restart = took
-	r.opened = logValue(ctx, logPath, info.Size(), "opened the data directory", "took")
 	if r.rssRestarted, r.peakRestarted, err = s.rss(); err != nil {
 		return nil, err
 	}
-	fmt.Printf("  ready in %s (the store opened in %s); RSS %s (peak %s)\n", took.Round(time.Millisecond), r.opened, mib(r.rssRestarted), mib(r.peakRestarted))
+	// The phases of the start, from the times of its log lines: reading
+	// the snapshot into memory, then replaying the log after it.
+	times := logTimes(ctx, logPath, info.Size(), "loaded snapshot", "opened the data directory", "ready")
+	if !times["loaded snapshot"].IsZero() {
+		r.snapshotLoad = times["loaded snapshot"].Sub(times[""])
+		r.replay = times["opened the data directory"].Sub(times["loaded snapshot"])
+	}
+	fmt.Printf("  ready in %s (the snapshot read and loaded in %s, the log after it replayed in %s, by the service's log); RSS %s (peak %s)\n",
+		took.Round(time.Millisecond), r.snapshotLoad, r.replay, mib(r.rssRestarted), mib(r.peakRestarted))
 	return s, nil
 }
 
-// logValue returns the value of key on the first line of the log, from
-// offset on, that holds msg, or "?" when none has within 2 s (the service
-// writes its log every 100 ms).
-func logValue(ctx context.Context, path string, offset int64, msg, key string) string {
+// logTimes returns the time of the first line of the log from offset on,
+// under "", and of the first line after it that holds each of msgs, once
+// the last of msgs is there, within 2 s (the service writes its log every
+// 100 ms). A msg never found has the zero time.
+func logTimes(ctx context.Context, path string, offset int64, msgs ...string) map[string]time.Time {
+	var times map[string]time.Time
 	for range 20 {
-		f, err := os.Open(path)
-		if err != nil {
-			return "?"
+		times = map[string]time.Time{}
+		data, err := os.ReadFile(path)
+		if err != nil || int64(len(data)) < offset {
+			return times
 		}
-		_, _ = f.Seek(offset, 0)
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			if !strings.Contains(sc.Text(), msg) {
+		for line := range strings.SplitSeq(string(data[offset:]), "\n") {
+			stamp, ok := strings.CutPrefix(line, "time=")
+			if !ok {
 				continue
 			}
-			for field := range strings.FieldsSeq(sc.Text()) {
-				if v, ok := strings.CutPrefix(field, key+"="); ok {
-					f.Close()
-					return v
+			at, err := time.Parse(time.RFC3339Nano, strings.Fields(stamp)[0])
+			if err != nil {
+				continue
+			}
+			if _, ok := times[""]; !ok {
+				times[""] = at
+			}
+			for _, msg := range msgs {
+				if _, ok := times[msg]; !ok && (strings.Contains(line, "msg=\""+msg+"\"") || strings.Contains(line, "msg="+msg+" ")) {
+					times[msg] = at
 				}
 			}
 		}
-		f.Close()
+		if _, ok := times[msgs[len(msgs)-1]]; ok {
+			return times
+		}
 		select {
 		case <-ctx.Done():
-			return "?"
+			return times
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return "?"
+	return times
 }
 
 // startSmall starts the service of 1,000 memberships, with the same flags.
