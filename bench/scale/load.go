@@ -16,8 +16,22 @@ import (
 type loaded struct {
 	memberships int64
 	requests    int64
-	retries     int64 // 503s, sent again after their Retry-After
 	took        time.Duration
+	slowest     time.Duration // the longest a request took, its retries included
+	batchStats
+}
+
+// batchStats counts what the batches met beside a first 200.
+type batchStats struct {
+	unavailable int64 // 503s (full budgets or queue, or a commit that waited past -commit-timeout): sent again
+	inFlight    int64 // 409s: the key's first attempt was still being applied: sent again
+	replayed    int64 // replies replayed from a first attempt that was applied after all
+}
+
+func (b *batchStats) add(o batchStats) {
+	atomic.AddInt64(&b.unavailable, o.unavailable)
+	atomic.AddInt64(&b.inFlight, o.inFlight)
+	atomic.AddInt64(&b.replayed, o.replayed)
 }
 
 // load adds every group's members to s through POST /batch, from conns
@@ -29,13 +43,18 @@ func load(ctx context.Context, s *service, p *batcher, conns int, total int64) (
 	type request struct {
 		body  []byte
 		users int
+		key   string
 	}
 	requests := make(chan request, 2*conns)
 	go func() {
 		defer close(requests)
-		for b := p.batch(); b != nil; b = p.batch() {
+		for n := 0; ; n++ {
+			b := p.batch()
+			if b == nil {
+				return
+			}
 			select {
-			case requests <- request{body: b.appendBody(nil), users: b.users()}:
+			case requests <- request{body: b.appendBody(nil), users: b.users(), key: fmt.Sprintf("bench-scale-%d", n)}:
 			case <-ctx.Done():
 				return
 			}
@@ -43,6 +62,7 @@ func load(ctx context.Context, s *service, p *batcher, conns int, total int64) (
 	}()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}, Timeout: time.Minute}
 	var done loaded
+	var slowest atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range conns {
@@ -50,21 +70,25 @@ func load(ctx context.Context, s *service, p *batcher, conns int, total int64) (
 		go func() {
 			defer wg.Done()
 			for r := range requests {
-				retries, err := postBatch(ctx, client, s.base, r.body, r.users)
+				sent := time.Now()
+				stats, err := postBatch(ctx, client, s.base, r.body, r.users, r.key)
 				if err != nil {
 					cancel(err)
 					return
 				}
+				took := int64(time.Since(sent))
+				for old := slowest.Load(); took > old && !slowest.CompareAndSwap(old, took); old = slowest.Load() {
+				}
 				atomic.AddInt64(&done.memberships, int64(r.users))
 				atomic.AddInt64(&done.requests, 1)
-				atomic.AddInt64(&done.retries, int64(retries))
+				done.add(stats)
 			}
 		}()
 	}
 	stopProgress := progress(s, start, &done.memberships, total)
 	wg.Wait()
 	stopProgress()
-	done.took = time.Since(start)
+	done.took, done.slowest = time.Since(start), time.Duration(slowest.Load())
 	if err := context.Cause(ctx); err != nil {
 		return done, err
 	}
@@ -99,37 +123,47 @@ func progress(s *service, start time.Time, count *int64, total int64) (stop func
 	return func() { close(quit); wg.Wait() }
 }
 
-// postBatch sends one POST /batch of adds, again after a 503 (the service
-// asks for a second: its budgets or its commit queue are full), and checks
-// that every user it sent was newly added.
-func postBatch(ctx context.Context, client *http.Client, base string, body []byte, users int) (retries int, err error) {
+// postBatch sends one POST /batch of adds with its Idempotency-Key, and
+// again with the same key after a 503 (the service asks for a second: its
+// budgets or its commit queue are full, or the change waited for the disk
+// past -commit-timeout and may still be applied) or a 409 (the first
+// attempt is still being applied): the key makes a retry of an applied
+// batch a replay of its reply. It checks that every user it sent was newly
+// added.
+func postBatch(ctx context.Context, client *http.Client, base string, body []byte, users int, key string) (stats batchStats, err error) {
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/batch", bytes.NewReader(body))
 		if err != nil {
-			return retries, err
+			return stats, err
 		}
 		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
 		resp, err := client.Do(req)
 		if err != nil {
-			return retries, err
+			return stats, err
 		}
 		reply, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			return retries, err
+			return stats, err
 		}
 		switch resp.StatusCode {
 		case http.StatusOK:
-			return retries, checkAdded(reply, users)
-		case http.StatusServiceUnavailable:
-			retries++
-			select {
-			case <-time.After(time.Second):
-			case <-ctx.Done():
-				return retries, ctx.Err()
+			if resp.Header.Get("Idempotent-Replayed") == "true" {
+				stats.replayed++
 			}
+			return stats, checkAdded(reply, users)
+		case http.StatusServiceUnavailable:
+			stats.unavailable++
+		case http.StatusConflict:
+			stats.inFlight++
 		default:
-			return retries, fmt.Errorf("POST /batch of %d users: %s %s", users, resp.Status, reply)
+			return stats, fmt.Errorf("POST /batch of %d users: %s %s", users, resp.Status, reply)
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return stats, ctx.Err()
 		}
 	}
 }

@@ -40,6 +40,7 @@ type options struct {
 	settle                  time.Duration
 	timeout                 time.Duration
 	profile                 string // when to profile a restart: auto, always, never
+	serviceArgs             string // more flags for both services
 }
 
 // Targets of issue 30.
@@ -58,9 +59,10 @@ func main() {
 	flag.IntVar(&opts.loadConns, "load-conns", 4, "connections that load the memberships at once")
 	flag.IntVar(&opts.rounds, "rounds", 3, "rounds of the load of each request; the tables show medians")
 	flag.DurationVar(&opts.duration, "duration", 5*time.Second, "length of each load run")
-	flag.DurationVar(&opts.settle, "settle", 150*time.Second, "how long the loaded service is left idle before its RSS is taken again")
+	flag.DurationVar(&opts.settle, "settle", 4*time.Minute, "how long the loaded service is left idle before its RSS is taken again")
 	flag.DurationVar(&opts.timeout, "timeout", 75*time.Minute, "stop, clean up and fail when the run takes longer than this")
 	flag.StringVar(&opts.profile, "profile-restart", "auto", "profile a further restart with perf record -g: auto (when the restart misses its target), always or never")
+	flag.StringVar(&opts.serviceArgs, "service-args", "", "more flags for both services, such as \"-snapshot-bytes 16777216\" (the figures are then not issue 30's)")
 	flag.Parse()
 	if err := opts.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
@@ -139,8 +141,8 @@ func (h *harness) run(ctx context.Context) error {
 	sizes := groupSizes(opts.groups, opts.maxGroup, opts.exponent)
 	large := state{sizes: sizes, members: func(g int) []int64 { return members(g, int(sizes[g]), opts.users) }}
 	total := large.memberships()
-	fmt.Printf("bench-scale: %d memberships in %d groups (power law, exponent %.2f, sizes 1 to %d, mean %.2f), uids uniform in 1..%d; -data-dir, -changes-keep 0\n",
-		total, opts.groups, opts.exponent, opts.maxGroup, float64(total)/float64(opts.groups), opts.users)
+	fmt.Printf("bench-scale: %d memberships in %d groups (power law, exponent %.2f, sizes 1 to %d, mean %.2f), uids uniform in 1..%d; -data-dir, -changes-keep 0 %s\n",
+		total, opts.groups, opts.exponent, opts.maxGroup, float64(total)/float64(opts.groups), opts.users, opts.serviceArgs)
 	if err := h.preflight(total); err != nil {
 		return err
 	}

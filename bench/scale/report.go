@@ -14,7 +14,8 @@ type report struct {
 	groups      int
 
 	rssEmpty, rssLoaded, peakLoaded int64
-	rssSettled                      int64 // after -settle idle
+	rssSettled                      int64   // after -settle idle
+	keysBytes                       float64 // the Idempotency-Keys of the loading, by /metrics
 	load                            loaded
 	snapshots, lastSnapshot         float64 // written during the loading; the last one's seconds
 	stop                            time.Duration
@@ -44,9 +45,12 @@ func (r *report) print() {
 	fmt.Println("|---|---|")
 	fmt.Printf("| memberships, groups | %d, %d |\n", r.memberships, r.groups)
 	fmt.Printf("| load (POST /batch, %d requests) | %s, %.2f M memberships/s |\n", r.load.requests, r.load.took.Round(100*time.Millisecond), float64(r.memberships)/r.load.took.Seconds()/1e6)
+	fmt.Printf("| load: the slowest request; sent again after a 503, a 409; replayed | %s; %d, %d; %d |\n",
+		r.load.slowest.Round(time.Millisecond), r.load.unavailable, r.load.inFlight, r.load.replayed)
 	fmt.Printf("| RSS: empty; loaded (peak while loading); then idle for -settle | %s; %s (%s); %s |\n", mib(r.rssEmpty), mib(r.rssLoaded), mib(r.peakLoaded), mib(r.rssSettled))
 	fmt.Printf("| RSS growth per membership: loaded (peak); idle | %.2f B (%.2f B); %.2f B |\n", perMembership(r.rssLoaded-r.rssEmpty, r.memberships),
 		perMembership(r.peakLoaded-r.rssEmpty, r.memberships), r.bytesPerMembership())
+	fmt.Printf("| of it, the loading's Idempotency-Keys (/metrics) | %s, %.2f B a membership |\n", mib(int64(r.keysBytes)), r.keysBytes/float64(r.memberships))
 	fmt.Printf("| snapshots written while loading (the last one's time) | %.0f (%.1f s) |\n", r.snapshots, r.lastSnapshot)
 	fmt.Printf("| stop (SIGTERM to exit) | %s |\n", r.stop.Round(time.Millisecond))
 	var total int64
@@ -68,7 +72,7 @@ func (r *report) print() {
 	for k, kd := range r.kinds {
 		l, s := loadtest.Median(r.results[k][0]), loadtest.Median(r.results[k][1])
 		ratios[k] = l.RPS / s.RPS
-		fmt.Printf("| %s | %.0f req/s, p99 %s | %.0f req/s, p99 %s | %.2f |\n", kd.name, l.RPS, l.P99, s.RPS, s.P99, ratios[k])
+		fmt.Printf("| %s | %.0f req/s, p99 %s | %.0f req/s, p99 %s | %.2f |\n", kd.name, l.RPS, l.P99.Round(10*time.Microsecond), s.RPS, s.P99.Round(10*time.Microsecond), ratios[k])
 	}
 	if r.profile != "" {
 		fmt.Println()

@@ -246,7 +246,7 @@ func measure(ctx context.Context, dir string, kinds []kind, large, small *servic
 				if err != nil {
 					return nil, fmt.Errorf("%s on the %s service: %w", kd.name, s.name, err)
 				}
-				fmt.Printf("  round %d  %-34s %-5s %9.0f req/s  p99 %s\n", round, kd.name, s.name, r.RPS, r.P99)
+				fmt.Printf("  round %d  %-34s %-5s %9.0f req/s  p99 %s\n", round, kd.name, s.name, r.RPS, r.P99.Round(10*time.Microsecond))
 				results[k][i] = append(results[k][i], r)
 			}
 		}

@@ -29,9 +29,10 @@ const (
 	stopWait  = 5 * time.Minute
 )
 
-// largeArgs are the flags of both services but -addr.
-func largeArgs(dataDir string) []string {
-	return []string{"-changes-keep", "0", "-data-dir", dataDir}
+// serviceArgs are the flags of both services but -addr: the feed off,
+// -data-dir, and any -service-args.
+func (h *harness) serviceArgs(dataDir string) []string {
+	return append([]string{"-changes-keep", "0", "-data-dir", dataDir}, strings.Fields(h.opts.serviceArgs)...)
 }
 
 // loadLarge starts the large service, loads it, waits for the snapshot
@@ -39,7 +40,7 @@ func largeArgs(dataDir string) []string {
 // at its data directory.
 func (h *harness) loadLarge(ctx context.Context, st state, r *report) (*service, error) {
 	dataDir := filepath.Join(h.tmp, "large")
-	s, _, err := startService(ctx, h.kids, h.bin, h.tmp, "large", largeArgs(dataDir), nil, time.Minute)
+	s, _, err := startService(ctx, h.kids, h.bin, h.tmp, "large", h.serviceArgs(dataDir), nil, time.Minute)
 	if err != nil {
 		return nil, err
 	}
@@ -53,8 +54,12 @@ func (h *harness) loadLarge(ctx context.Context, st state, r *report) (*service,
 	if r.load, err = load(ctx, s, p, h.opts.loadConns, total); err != nil {
 		return nil, err
 	}
-	fmt.Printf("  loaded %d memberships in %s (%d requests, %d retried after a 503)\n",
-		r.load.memberships, r.load.took.Round(time.Millisecond), r.load.requests, r.load.retries)
+	fmt.Printf("  loaded %d memberships in %s: %d requests, the slowest %s; sent again: %d after a 503, %d after a 409; of them, %d replayed (the first attempt was applied)\n",
+		r.load.memberships, r.load.took.Round(time.Millisecond), r.load.requests, r.load.slowest.Round(time.Millisecond),
+		r.load.unavailable, r.load.inFlight, r.load.replayed)
+	if r.keysBytes, err = s.metric(ctx, "membership_idempotency_keys_bytes"); err != nil {
+		return nil, err
+	}
 	if err := waitSnapshots(ctx, s, dataDir); err != nil {
 		return nil, err
 	}
@@ -178,7 +183,7 @@ func (h *harness) restart(ctx context.Context, r *report) (*service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, took, err := startService(ctx, h.kids, h.bin, h.tmp, "large", largeArgs(dataDir), nil, readyWait)
+	s, took, err := startService(ctx, h.kids, h.bin, h.tmp, "large", h.serviceArgs(dataDir), nil, readyWait)
 	if err != nil {
 		return nil, err
 	}
@@ -242,14 +247,18 @@ func logTimes(ctx context.Context, path string, offset int64, msgs ...string) ma
 
 // startSmall starts the service of 1,000 memberships, with the same flags.
 func (h *harness) startSmall(ctx context.Context) (*service, error) {
-	s, _, err := startService(ctx, h.kids, h.bin, h.tmp, "small", largeArgs(filepath.Join(h.tmp, "small")), nil, time.Minute)
+	s, _, err := startService(ctx, h.kids, h.bin, h.tmp, "small", h.serviceArgs(filepath.Join(h.tmp, "small")), nil, time.Minute)
 	if err != nil {
 		return nil, err
 	}
 	p := &batcher{st: smallState(h.opts.users), maxUsers: maxUsers, maxChanges: maxChanges}
 	client := &http.Client{Timeout: time.Minute}
-	for b := p.batch(); b != nil; b = p.batch() {
-		if _, err := postBatch(ctx, client, s.base, b.appendBody(nil), b.users()); err != nil {
+	for n := 0; ; n++ {
+		b := p.batch()
+		if b == nil {
+			break
+		}
+		if _, err := postBatch(ctx, client, s.base, b.appendBody(nil), b.users(), fmt.Sprintf("bench-scale-small-%d", n)); err != nil {
 			return nil, err
 		}
 	}
@@ -309,7 +318,7 @@ func (h *harness) profileRestart(ctx context.Context) (string, error) {
 	data := filepath.Join(h.tmp, "restart.perf")
 	fmt.Println("restarting the large service under perf record -g, for a profile of the restart")
 	wrapper := []string{"perf", "record", "-g", "-F", "499", "-o", data, "--"}
-	s, took, err := startService(ctx, h.kids, h.bin, h.tmp, "large", largeArgs(filepath.Join(h.tmp, "large")), wrapper, readyWait)
+	s, took, err := startService(ctx, h.kids, h.bin, h.tmp, "large", h.serviceArgs(filepath.Join(h.tmp, "large")), wrapper, readyWait)
 	if err != nil {
 		return "", err
 	}
