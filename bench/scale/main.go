@@ -200,7 +200,7 @@ func (h *harness) preflight(total int64) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("needs: %s of memory (%d B a membership for the large service's peak, while it writes a snapshot, + %s), %s of disk in %s (3 snapshots of at most %d B a membership + 3 logs of 64 MiB + %s for the services' logs); has: MemAvailable %s, %s free",
+	fmt.Printf("needs: %s of memory (%d B a membership for the large service's peak, while it writes a snapshot or restarts, + %s), %s of disk in %s (3 snapshots of at most %d B a membership + 3 logs of 64 MiB + %s for the services' logs); has: MemAvailable %s, %s free",
 		gib(n.memory), peakBytesPerMembership, gib(memoryHeadroom), gib(n.disk), dir, snapshotBytesPerMembership, gib(diskHeadroom), gib(have.memory), gib(have.disk))
 	if have.tmpfs {
 		fmt.Print(" (a tmpfs: its files count as memory)")

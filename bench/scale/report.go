@@ -50,7 +50,8 @@ func (r *report) print() {
 	fmt.Printf("| RSS: empty; loaded (peak while loading); then idle for -settle | %s; %s (%s); %s |\n", mib(r.rssEmpty), mib(r.rssLoaded), mib(r.peakLoaded), mib(r.rssSettled))
 	fmt.Printf("| RSS growth per membership: loaded (peak); idle | %.2f B (%.2f B); %.2f B |\n", perMembership(r.rssLoaded-r.rssEmpty, r.memberships),
 		perMembership(r.peakLoaded-r.rssEmpty, r.memberships), r.bytesPerMembership())
-	fmt.Printf("| of it, the loading's Idempotency-Keys (/metrics) | %s, %.2f B a membership |\n", mib(int64(r.keysBytes)), r.keysBytes/float64(r.memberships))
+	fmt.Printf("| of it, the loading's Idempotency-Keys (/metrics); the growth without them, idle | %s, %.2f B a membership; %.2f B |\n",
+		mib(int64(r.keysBytes)), r.keysBytes/float64(r.memberships), r.bytesPerMembership()-r.keysBytes/float64(r.memberships))
 	fmt.Printf("| snapshots written while loading (the last one's time) | %.0f (%.1f s) |\n", r.snapshots, r.lastSnapshot)
 	fmt.Printf("| stop (SIGTERM to exit) | %s |\n", r.stop.Round(time.Millisecond))
 	var total int64
@@ -66,13 +67,18 @@ func (r *report) print() {
 	fmt.Printf("| RSS after the restart (peak) | %s (%s) |\n", mib(r.rssRestarted), mib(r.peakRestarted))
 
 	fmt.Println()
-	fmt.Println("| Request, wrk -t2 -c50 (medians) | large | 1,000 memberships | large ÷ small |")
-	fmt.Println("|---|---|---|---|")
+	fmt.Println("| Request, wrk -t2 -c50 (medians) | large | 1,000 memberships | large ÷ small | each round's |")
+	fmt.Println("|---|---|---|---|---|")
 	ratios := make([]float64, len(r.kinds))
 	for k, kd := range r.kinds {
 		l, s := loadtest.Median(r.results[k][0]), loadtest.Median(r.results[k][1])
 		ratios[k] = l.RPS / s.RPS
-		fmt.Printf("| %s | %.0f req/s, p99 %s | %.0f req/s, p99 %s | %.2f |\n", kd.name, l.RPS, l.P99.Round(10*time.Microsecond), s.RPS, s.P99.Round(10*time.Microsecond), ratios[k])
+		var rounds []string
+		for i := range r.results[k][0] {
+			rounds = append(rounds, fmt.Sprintf("%.2f", r.results[k][0][i].RPS/r.results[k][1][i].RPS))
+		}
+		fmt.Printf("| %s | %.0f req/s, p99 %s | %.0f req/s, p99 %s | %.2f | %s |\n", kd.name, l.RPS, l.P99.Round(10*time.Microsecond),
+			s.RPS, s.P99.Round(10*time.Microsecond), ratios[k], strings.Join(rounds, ", "))
 	}
 	if r.profile != "" {
 		fmt.Println()

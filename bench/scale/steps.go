@@ -194,10 +194,12 @@ func (h *harness) restart(ctx context.Context, r *report) (*service, error) {
 	// The phases of the start, from the times of its log lines: reading
 	// the snapshot into memory, then replaying the log after it.
 	times := logTimes(ctx, logPath, info.Size(), "loaded snapshot", "opened the data directory", "ready")
-	if !times["loaded snapshot"].IsZero() {
-		r.snapshotLoad = times["loaded snapshot"].Sub(times[""])
-		r.replay = times["opened the data directory"].Sub(times["loaded snapshot"])
+	loaded := times["loaded snapshot"]
+	if loaded.IsZero() { // no snapshot: the log alone
+		loaded = times[""]
 	}
+	r.snapshotLoad = loaded.Sub(times[""])
+	r.replay = times["opened the data directory"].Sub(loaded)
 	fmt.Printf("  ready in %s (the snapshot read and loaded in %s, the log after it replayed in %s, by the service's log); RSS %s (peak %s)\n",
 		took.Round(time.Millisecond), r.snapshotLoad, r.replay, mib(r.rssRestarted), mib(r.peakRestarted))
 	return s, nil
