@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -77,16 +78,7 @@ func members(g, size, users int) []int64 {
 
 // groupID is the id of group g: "g" and seven digits, so that ids sort as
 // their numbers do.
-func groupID(g int) string {
-	return "g" + leftPad(strconv.Itoa(g), 7)
-}
-
-func leftPad(s string, n int) string {
-	for len(s) < n {
-		s = "0" + s
-	}
-	return s
-}
+func groupID(g int) string { return fmt.Sprintf("g%07d", g) }
 
 // segment is part of a group's members, added by one change of a batch.
 type segment struct {
