@@ -137,12 +137,17 @@ var (
 // RunWrk runs wrk against target (with the Lua script, if any) and returns
 // its throughput and p99. A reply that is not 2xx or 3xx fails the run.
 func (l Load) RunWrk(target, script string) (Result, error) {
+	return l.RunWrkContext(context.Background(), target, script)
+}
+
+// RunWrkContext is RunWrk, with wrk killed when ctx is done.
+func (l Load) RunWrkContext(ctx context.Context, target, script string) (Result, error) {
 	args := []string{"-t", strconv.Itoa(l.Threads), "-c", strconv.Itoa(l.Connections),
 		"-d", l.Duration.String(), "--latency"}
 	if script != "" {
 		args = append(args, "-s", script)
 	}
-	out, err := exec.Command("wrk", append(args, target)...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "wrk", append(args, target)...).CombinedOutput()
 	if err != nil {
 		return Result{}, fmt.Errorf("wrk: %v\n%s", err, out)
 	}
