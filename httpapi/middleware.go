@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"example.com/groupmembership/internal/accesslog"
 
@@ -31,6 +32,56 @@ type observedWriter struct {
 	// clientClosed is set when the client went away before its reply: a
 	// write failed, or the handler found its context cancelled.
 	clientClosed bool
+	// scratch holds the text of a request id made here and of the
+	// numbers a reply is made of (its X-Revision, its Content-Length, a
+	// count as its body), and fields the header values made of them, so
+	// that they take no allocation of their own: the writer is allocated
+	// once per request anyway. Each byte is written once, before the
+	// string over it is made, and never again.
+	scratch     [96]byte
+	scratchUsed int
+	fields      [3]string
+	fieldsUsed  int
+}
+
+// appendScratch appends to the writer's scratch what fill appends to an
+// empty slice, when it fits in room, and returns it; false when it does
+// not fit, and then the scratch is as it was.
+func (o *observedWriter) appendScratch(room int, fill func([]byte) []byte) ([]byte, bool) {
+	if len(o.scratch)-o.scratchUsed < room {
+		return nil, false
+	}
+	b := fill(o.scratch[o.scratchUsed:o.scratchUsed:len(o.scratch)])
+	o.scratchUsed += len(b)
+	return b[:len(b):len(b)], true
+}
+
+// maxUintText is the length of the longest uint64 in decimal.
+const maxUintText = 20
+
+// uintField returns v in decimal as a header value, in w's scratch when w
+// is the request's observedWriter and it has room.
+func uintField(w http.ResponseWriter, v uint64) []string {
+	if o, ok := w.(*observedWriter); ok && o.fieldsUsed < len(o.fields) {
+		if b, ok := o.appendScratch(maxUintText, func(b []byte) []byte { return strconv.AppendUint(b, v, 10) }); ok {
+			o.fields[o.fieldsUsed] = unsafe.String(unsafe.SliceData(b), len(b))
+			o.fieldsUsed++
+			return o.fields[o.fieldsUsed-1 : o.fieldsUsed : o.fieldsUsed] // no room to append: Header.Add copies
+		}
+	}
+	return []string{strconv.FormatUint(v, 10)}
+}
+
+// countBody returns n, not negative, in decimal as a reply's JSON body, in
+// w's scratch when w is the request's observedWriter and it has room.
+func countBody(w http.ResponseWriter, n int) []byte {
+	fill := func(b []byte) []byte { return strconv.AppendInt(b, int64(n), 10) }
+	if o, ok := w.(*observedWriter); ok {
+		if b, ok := o.appendScratch(maxUintText, fill); ok {
+			return b
+		}
+	}
+	return fill(nil)
 }
 
 func (o *observedWriter) WriteHeader(status int) {
@@ -93,10 +144,11 @@ func observe(log requestLog, accessLog bool, m *requestMetrics, next http.Handle
 		if v := r.Header["X-Request-Id"]; len(v) > 0 { // the server canonicalized the name
 			id = v[0]
 		}
+		ow := &observedWriter{ResponseWriter: w}
 		if !wellFormedRequestID(id) {
-			id = ids.next()
+			id = ids.next(ow)
 		}
-		ow := &observedWriter{ResponseWriter: w, requestID: [1]string{id}}
+		ow.requestID[0] = id
 		w.Header()["X-Request-Id"] = ow.requestID[:]
 		if len(r.TransferEncoding) > 0 {
 			// net/http reads a chunked body, and drops a Content-Length
@@ -232,7 +284,13 @@ func newRequestIDs() *requestIDs {
 	return &requestIDs{prefix: hex.EncodeToString(b[:]) + "-"}
 }
 
-func (ids *requestIDs) next() string {
-	var b [40]byte // the prefix's 13 bytes and at most 20 digits
-	return string(strconv.AppendUint(append(b[:0], ids.prefix...), ids.n.Add(1), 10))
+// next returns a new id, made in o's scratch.
+func (ids *requestIDs) next(o *observedWriter) string {
+	n := ids.n.Add(1)
+	fill := func(b []byte) []byte { return strconv.AppendUint(append(b, ids.prefix...), n, 10) }
+	b, ok := o.appendScratch(len(ids.prefix)+maxUintText, fill)
+	if !ok {
+		b = fill(nil) // never: the scratch is empty when the id is made
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
