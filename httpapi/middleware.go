@@ -37,39 +37,39 @@ type observedWriter struct {
 	// count as its body), and fields the header values made of them, so
 	// that they take no allocation of their own: the writer is allocated
 	// once per request anyway. Each byte is written once, before the
-	// string over it is made, and never again.
-	scratch     [96]byte
-	scratchUsed int
-	fields      [3]string
-	fieldsUsed  int
+	// string over it is made, and never again. What does not fit is made
+	// in memory of its own.
+	scratch     [48]byte
+	fields      [2]string
+	scratchUsed uint8
+	fieldsUsed  uint8
 }
 
-// appendScratch appends to the writer's scratch what fill appends to an
-// empty slice, when it fits in room, and returns it; false when it does
-// not fit, and then the scratch is as it was.
-func (o *observedWriter) appendScratch(room int, fill func([]byte) []byte) ([]byte, bool) {
-	if len(o.scratch)-o.scratchUsed < room {
-		return nil, false
+// appendScratch returns what fill appends to an empty slice: in the
+// writer's scratch when it fits there, else in memory of its own.
+func (o *observedWriter) appendScratch(fill func([]byte) []byte) []byte {
+	free := o.scratch[o.scratchUsed:o.scratchUsed:len(o.scratch)]
+	b := fill(free)
+	if len(b) > 0 && unsafe.SliceData(b) == unsafe.SliceData(free) { // it fitted: append did not move it
+		o.scratchUsed += uint8(len(b))
+		return b[:len(b):len(b)]
 	}
-	b := fill(o.scratch[o.scratchUsed:o.scratchUsed:len(o.scratch)])
-	o.scratchUsed += len(b)
-	return b[:len(b):len(b)], true
+	return b
 }
-
-// maxUintText is the length of the longest uint64 in decimal.
-const maxUintText = 20
 
 // uintField returns v in decimal as a header value, in w's scratch when w
 // is the request's observedWriter and it has room.
 func uintField(w http.ResponseWriter, v uint64) []string {
-	if o, ok := w.(*observedWriter); ok && o.fieldsUsed < len(o.fields) {
-		if b, ok := o.appendScratch(maxUintText, func(b []byte) []byte { return strconv.AppendUint(b, v, 10) }); ok {
-			o.fields[o.fieldsUsed] = unsafe.String(unsafe.SliceData(b), len(b))
-			o.fieldsUsed++
-			return o.fields[o.fieldsUsed-1 : o.fieldsUsed : o.fieldsUsed] // no room to append: Header.Add copies
-		}
+	fill := func(b []byte) []byte { return strconv.AppendUint(b, v, 10) }
+	o, ok := w.(*observedWriter)
+	if !ok || int(o.fieldsUsed) == len(o.fields) {
+		return []string{string(fill(nil))}
 	}
-	return []string{strconv.FormatUint(v, 10)}
+	b := o.appendScratch(fill)
+	i := o.fieldsUsed
+	o.fields[i] = unsafe.String(unsafe.SliceData(b), len(b))
+	o.fieldsUsed++
+	return o.fields[i : i+1 : i+1] // no room to append: Header.Add copies
 }
 
 // countBody returns n, not negative, in decimal as a reply's JSON body, in
@@ -77,9 +77,7 @@ func uintField(w http.ResponseWriter, v uint64) []string {
 func countBody(w http.ResponseWriter, n int) []byte {
 	fill := func(b []byte) []byte { return strconv.AppendInt(b, int64(n), 10) }
 	if o, ok := w.(*observedWriter); ok {
-		if b, ok := o.appendScratch(maxUintText, fill); ok {
-			return b
-		}
+		return o.appendScratch(fill)
 	}
 	return fill(nil)
 }
@@ -287,10 +285,6 @@ func newRequestIDs() *requestIDs {
 // next returns a new id, made in o's scratch.
 func (ids *requestIDs) next(o *observedWriter) string {
 	n := ids.n.Add(1)
-	fill := func(b []byte) []byte { return strconv.AppendUint(append(b, ids.prefix...), n, 10) }
-	b, ok := o.appendScratch(len(ids.prefix)+maxUintText, fill)
-	if !ok {
-		b = fill(nil) // never: the scratch is empty when the id is made
-	}
+	b := o.appendScratch(func(b []byte) []byte { return strconv.AppendUint(append(b, ids.prefix...), n, 10) })
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }

@@ -164,8 +164,8 @@ func TestObservedWriterScratch(t *testing.T) {
 		assert.Equal(t, []string{strconv.FormatUint(math.MaxUint64-uint64(i), 10)}, fields[i], "field %d", i)
 		assert.Equal(t, strconv.Itoa(1000+i), string(bodies[i]), "body %d", i)
 	}
-	assert.Equal(t, len(o.fields), o.fieldsUsed, "the fields made in the scratch")
-	assert.LessOrEqual(t, o.scratchUsed, len(o.scratch))
+	assert.Equal(t, len(o.fields), int(o.fieldsUsed), "the fields made in the scratch")
+	assert.Greater(t, int(o.scratchUsed), len(o.scratch)-20, "the scratch is full")
 	h := http.Header{"A": fields[0], "B": fields[1]}
 	h.Add("A", "more")
 	assert.Equal(t, []string{"18446744073709551615", "more"}, h["A"])
