@@ -434,15 +434,25 @@ func (h *harness) scenarios() []scenario {
 			scenario{"no access log GET 10", wrk(quietURL+"/group-user/list10", "")},
 		)
 	}
-	if h.beforeAddr != "" {
-		beforeURL := "http://" + h.beforeAddr
-		scenarios = append(scenarios,
-			scenario{"before POST 3 users", wrk(beforeURL, h.luaPath)},
-			scenario{"before GET 10", wrk(beforeURL+"/group-user/list10", "")},
-			scenario{"before GET 1000", wrk(beforeURL+"/group-user/list1000", "")},
-		)
+	if h.beforeAddr == "" {
+		return scenarios
 	}
-	return scenarios
+	// The earlier build's rows run right after this one's, so that each
+	// pair meets the same moment of a shared machine.
+	beforeURL := "http://" + h.beforeAddr
+	before := map[string]scenario{
+		"service POST 3 users": {"before POST 3 users", wrk(beforeURL, h.luaPath)},
+		"service GET 10":       {"before GET 10", wrk(beforeURL+"/group-user/list10", "")},
+		"service GET 1000":     {"before GET 1000", wrk(beforeURL+"/group-user/list1000", "")},
+	}
+	var paired []scenario
+	for _, s := range scenarios {
+		paired = append(paired, s)
+		if b, ok := before[s.name]; ok {
+			paired = append(paired, b)
+		}
+	}
+	return paired
 }
 
 // report prints the medians, the ratios and the targets of one run. A row
