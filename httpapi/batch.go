@@ -77,7 +77,7 @@ type batchRequest struct {
 // codeInvalidHeader (an if_match that is not * or entity tags),
 // CodeUnavailable (bodies is spent).
 func readBatch(r *http.Request, svc *membership.Service, maxBodyBytes int64, bodies *budget.Bytes) (batchRequest, budget.Lease, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	if ct := headerValue(r, "Content-Type"); ct != "" {
 		if mediaType, _, err := mime.ParseMediaType(ct); err != nil || mediaType != jsonMediaType {
 			return batchRequest{}, budget.Lease{}, membership.Errorf(codeUnsupportedMediaType,
 				"Content-Type %q is not supported: POST /batch takes %s", ct, jsonMediaType)

@@ -44,7 +44,7 @@ func handleCheck(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 // Errors: codeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
 // CodeInvalidChecks, CodeTooManyChecks, CodeUnavailable (bodies is spent).
 func readChecks(r *http.Request, maxChecks int, maxBodyBytes int64, bodies *budget.Bytes) ([]membership.Check, budget.Lease, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	if ct := headerValue(r, "Content-Type"); ct != "" {
 		if mediaType, _, err := mime.ParseMediaType(ct); err != nil || mediaType != jsonMediaType {
 			return nil, budget.Lease{}, membership.Errorf(codeUnsupportedMediaType,
 				"Content-Type %q is not supported: POST /check takes %s", ct, jsonMediaType)

@@ -67,7 +67,7 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 			writeJSON(w, http.StatusOK, appendReplaced(nil, res))
 			return
 		}
-		writeJSON(w, http.StatusOK, strconv.AppendInt(nil, int64(res.Count), 10))
+		writeJSON(w, http.StatusOK, countBody(w, res.Count))
 	})
 }
 
@@ -98,7 +98,7 @@ func appendReplaced(b []byte, res membership.Result) []byte {
 
 // writeRevision sets the X-Revision of a write's reply.
 func writeRevision(w http.ResponseWriter, rev membership.Revision) {
-	w.Header()["X-Revision"] = []string{strconv.FormatUint(uint64(rev), 10)}
+	w.Header()["X-Revision"] = uintField(w, uint64(rev))
 }
 
 // handleDeleteGroup serves DELETE /groups/{groupID}: it removes every
@@ -149,7 +149,7 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 			return
 		}
 		writeWritten(w, res.Revision, res.Replayed)
-		writeJSON(w, http.StatusOK, strconv.AppendInt(nil, int64(res.Count), 10))
+		writeJSON(w, http.StatusOK, countBody(w, res.Count))
 	})
 }
 
@@ -186,7 +186,7 @@ func handleRemoveUser(svc *membership.Service) http.Handler {
 			return
 		}
 		writeWritten(w, res.Revision, res.Replayed)
-		writeJSON(w, http.StatusOK, strconv.AppendInt(nil, int64(res.Count), 10))
+		writeJSON(w, http.StatusOK, countBody(w, res.Count))
 	})
 }
 
@@ -567,7 +567,7 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 // writeJSONParts writes the JSON value that head and body make together,
 // with the given status, without joining them in a new buffer.
 func writeJSONParts(w http.ResponseWriter, status int, head, body []byte) {
-	writeJSONOfLength(w, status, []string{strconv.Itoa(len(head) + len(body))}, head, body)
+	writeJSONOfLength(w, status, uintField(w, uint64(len(head)+len(body))), head, body)
 }
 
 // writeJSONOfLength is writeJSONParts with the Content-Length's value,

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"example.com/groupmembership/internal/accesslog"
 
@@ -31,6 +32,54 @@ type observedWriter struct {
 	// clientClosed is set when the client went away before its reply: a
 	// write failed, or the handler found its context cancelled.
 	clientClosed bool
+	// scratch holds the text of a request id made here and of the
+	// numbers a reply is made of (its X-Revision, its Content-Length, a
+	// count as its body), and fields the header values made of them, so
+	// that they take no allocation of their own: the writer is allocated
+	// once per request anyway. Each byte is written once, before the
+	// string over it is made, and never again. What does not fit is made
+	// in memory of its own.
+	scratch     [48]byte
+	fields      [2]string
+	scratchUsed uint8
+	fieldsUsed  uint8
+}
+
+// appendScratch returns what fill appends to an empty slice: in the
+// writer's scratch when it fits there, else in memory of its own.
+func (o *observedWriter) appendScratch(fill func([]byte) []byte) []byte {
+	free := o.scratch[o.scratchUsed:o.scratchUsed:len(o.scratch)]
+	b := fill(free)
+	if len(b) > 0 && unsafe.SliceData(b) == unsafe.SliceData(free) { // it fitted: append did not move it
+		o.scratchUsed += uint8(len(b))
+		return b[:len(b):len(b)]
+	}
+	return b
+}
+
+// uintField returns v in decimal as a header value, in w's scratch when w
+// is the request's observedWriter and it has room.
+func uintField(w http.ResponseWriter, v uint64) []string {
+	fill := func(b []byte) []byte { return strconv.AppendUint(b, v, 10) }
+	o, ok := w.(*observedWriter)
+	if !ok || int(o.fieldsUsed) == len(o.fields) {
+		return []string{string(fill(nil))}
+	}
+	b := o.appendScratch(fill)
+	i := o.fieldsUsed
+	o.fields[i] = unsafe.String(unsafe.SliceData(b), len(b))
+	o.fieldsUsed++
+	return o.fields[i : i+1 : i+1] // no room to append: Header.Add copies
+}
+
+// countBody returns n, not negative, in decimal as a reply's JSON body, in
+// w's scratch when w is the request's observedWriter and it has room.
+func countBody(w http.ResponseWriter, n int) []byte {
+	fill := func(b []byte) []byte { return strconv.AppendInt(b, int64(n), 10) }
+	if o, ok := w.(*observedWriter); ok {
+		return o.appendScratch(fill)
+	}
+	return fill(nil)
 }
 
 func (o *observedWriter) WriteHeader(status int) {
@@ -93,10 +142,11 @@ func observe(log requestLog, accessLog bool, m *requestMetrics, next http.Handle
 		if v := r.Header["X-Request-Id"]; len(v) > 0 { // the server canonicalized the name
 			id = v[0]
 		}
+		ow := &observedWriter{ResponseWriter: w}
 		if !wellFormedRequestID(id) {
-			id = ids.next()
+			id = ids.next(ow)
 		}
-		ow := &observedWriter{ResponseWriter: w, requestID: [1]string{id}}
+		ow.requestID[0] = id
 		w.Header()["X-Request-Id"] = ow.requestID[:]
 		if len(r.TransferEncoding) > 0 {
 			// net/http reads a chunked body, and drops a Content-Length
@@ -232,7 +282,9 @@ func newRequestIDs() *requestIDs {
 	return &requestIDs{prefix: hex.EncodeToString(b[:]) + "-"}
 }
 
-func (ids *requestIDs) next() string {
-	var b [40]byte // the prefix's 13 bytes and at most 20 digits
-	return string(strconv.AppendUint(append(b[:0], ids.prefix...), ids.n.Add(1), 10))
+// next returns a new id, made in o's scratch.
+func (ids *requestIDs) next(o *observedWriter) string {
+	n := ids.n.Add(1)
+	b := o.appendScratch(func(b []byte) []byte { return strconv.AppendUint(append(b, ids.prefix...), n, 10) })
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }

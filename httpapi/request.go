@@ -40,7 +40,7 @@ type changeRequest struct {
 // req.lease once done with req.
 func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) (req changeRequest, err error) {
 	parse := parseChangeForm
-	if ct := r.Header.Get("Content-Type"); ct != "" && ct != formMediaType {
+	if ct := headerValue(r, "Content-Type"); ct != "" && ct != formMediaType {
 		mediaType, _, err := mime.ParseMediaType(ct)
 		switch {
 		case err == nil && mediaType == formMediaType:
@@ -83,6 +83,16 @@ func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int6
 		setActingUID(w, req.actingUID)
 	}
 	return req, nil
+}
+
+// headerValue returns the first value of the request's header field key,
+// as Header.Get does, for a key in canonical form: the server stores every
+// field under its canonical name, so the map is read without making it.
+func headerValue(r *http.Request, key string) string {
+	if v := r.Header[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // firstBodyBuffer is the room a body gets before its bytes arrive.

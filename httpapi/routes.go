@@ -192,7 +192,7 @@ func noQuery(h http.Handler) http.Handler {
 func requireToken(token string, next http.Handler) http.Handler {
 	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		scheme, got, _ := strings.Cut(headerValue(r, "Authorization"), " ")
 		got = strings.TrimLeft(got, " ")
 		if subtle.ConstantTimeCompare([]byte(got), want) != 1 || !strings.EqualFold(scheme, "Bearer") {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="membership"`)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -322,3 +323,23 @@ func users(uids ...membership.UID) []membership.User {
 
 // count returns a change's count, for tests that check only that.
 func count(res membership.Result, err error) (int, error) { return res.Count, err }
+
+// The clock is read for the expiries a write names, once, and not at all
+// for a write that names none: most adds name none, and a read of the
+// clock is a sizeable part of a small request.
+func TestWriteReadsTheClockOnlyForExpiries(t *testing.T) {
+	reads := 0
+	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	svc := membership.NewServiceWith(&recordingStore{}, membership.ServiceOptions{Now: func() time.Time { reads++; return now }})
+	add := func(us ...membership.User) error {
+		_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: us})
+		return err
+	}
+	require.NoError(t, add(users(1, 2, 3)...))
+	assert.Equal(t, 0, reads, "reads of the clock for an add without expiries")
+	soon := membership.Expiry{Set: true, At: now.Add(time.Hour)}
+	require.NoError(t, add(membership.User{UID: 1, Expiry: soon}, membership.User{UID: 2}, membership.User{UID: 3, Expiry: soon}))
+	assert.Equal(t, 1, reads, "reads of the clock for an add with two expiries")
+	err := add(membership.User{UID: 1, Expiry: membership.Expiry{Set: true, At: now}})
+	assert.Equal(t, membership.CodeInvalidUsers, membership.ErrorCode(err), "an expiry at the clock's time is not in the future")
+}

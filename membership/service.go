@@ -192,10 +192,13 @@ func (s *Service) validateWrite(w Write) error {
 		if err := s.validate(w.GroupID, len(w.Users)); err != nil {
 			return err
 		}
-		now := s.now()
+		var now time.Time // read once, for the first expiry: most writes name none
 		for i, u := range w.Users {
 			err := ValidateUser(u)
-			if err == nil {
+			if err == nil && u.Expiry.Set {
+				if now.IsZero() {
+					now = s.now()
+				}
 				err = ValidateExpiry(u.Expiry, now)
 			}
 			if err != nil {

@@ -8,7 +8,9 @@ package accesslog
 import (
 	"io"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -31,6 +33,19 @@ type Logger struct {
 	w    io.Writer
 	json bool
 	bufs sync.Pool // of *[]byte
+	// second is the text of the second the latest line's time fell in:
+	// lines come many to a second, and its text costs more to make than to
+	// copy.
+	second atomic.Pointer[secondText]
+}
+
+// secondText is the text of the times of one second in one location, as
+// appendRFC3339Millis writes them: what comes before their milliseconds
+// and, after them, the zone.
+type secondText struct {
+	unix         int64
+	loc          *time.Location
+	prefix, zone string
 }
 
 // maxPooled bounds the buffers kept for reuse: a line with a long error
@@ -61,7 +76,7 @@ func (l *Logger) Append(b []byte, e *Entry) []byte {
 	if l.json {
 		return appendJSON(b, e)
 	}
-	return appendText(b, e)
+	return l.appendText(b, e)
 }
 
 func level(e *Entry) string {
@@ -73,9 +88,9 @@ func level(e *Entry) string {
 
 // appendText writes e as TextHandler does: key=value pairs, the time in
 // RFC 3339 with milliseconds, strings quoted when they need it.
-func appendText(b []byte, e *Entry) []byte {
+func (l *Logger) appendText(b []byte, e *Entry) []byte {
 	b = append(b, "time="...)
-	b = appendRFC3339Millis(b, e.Time)
+	b = l.appendTime(b, e.Time)
 	b = append(b, " level="...)
 	b = append(b, level(e)...)
 	b = append(b, " msg=request method="...)
@@ -127,6 +142,22 @@ func appendJSON(b []byte, e *Entry) []byte {
 		b = append(b, '"')
 	}
 	return append(b, "}\n"...)
+}
+
+// appendTime is appendRFC3339Millis with the text of t's second, but for
+// its milliseconds, made once a second (and location), not once a line.
+func (l *Logger) appendTime(b []byte, t time.Time) []byte {
+	sec := l.second.Load()
+	if sec == nil || sec.unix != t.Unix() || sec.loc != t.Location() {
+		text := string(appendRFC3339Millis(nil, t))
+		dot := strings.IndexByte(text, '.') // the date and the clock have none, the zone neither
+		sec = &secondText{unix: t.Unix(), loc: t.Location(), prefix: text[:dot+1], zone: text[dot+4:]}
+		l.second.Store(sec)
+	}
+	ms := t.Nanosecond() / int(time.Millisecond)
+	b = append(b, sec.prefix...)
+	b = append(b, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	return append(b, sec.zone...)
 }
 
 // appendRFC3339Millis appends t as 2006-01-02T15:04:05.000Z07:00: the
@@ -191,7 +222,7 @@ func needsQuotes(s string) bool {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c <= ' ' || c == '=' || c == '"' { // DEL is left as it is, as slog leaves it
+			if quotedASCII[c] {
 				return true
 			}
 			i++
@@ -205,6 +236,15 @@ func needsQuotes(s string) bool {
 	}
 	return false
 }
+
+// quotedASCII holds the ASCII characters that make a string quoted: the
+// controls, space, '=' and '"' (DEL is left as it is, as slog leaves it).
+var quotedASCII = func() (q [utf8.RuneSelf]bool) {
+	for c := range q {
+		q[c] = c <= ' ' || c == '=' || c == '"'
+	}
+	return q
+}()
 
 const hexDigits = "0123456789abcdef"
 

@@ -117,6 +117,29 @@ func TestTimesAreTheLayoutsTimes(t *testing.T) {
 	}
 }
 
+// One logger's times, as lines come: many to a second, now and then into
+// the next second, a zone or a year, and back; the text of a second is
+// made once and reused, and must be that second's, in that zone.
+func TestTimesOfOneLoggerAreTheLayoutsTimes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	zones := []*time.Location{time.UTC, time.Local, time.FixedZone("e", 5*3600+30*60), time.FixedZone("w", -(9*3600 + 45*60)), time.FixedZone("s", 3600+7)}
+	l := New(nil, false)
+	at := time.Date(2026, 12, 31, 23, 59, 58, 0, time.UTC)
+	for range 50000 {
+		switch k := rng.IntN(100); {
+		case k < 80:
+			at = at.Add(time.Duration(rng.Int64N(int64(50 * time.Millisecond)))) // the next line, often in the same second
+		case k < 90:
+			at = at.In(zones[rng.IntN(len(zones))])
+		case k < 95:
+			at = at.Add(-time.Duration(rng.Int64N(int64(2 * time.Second))))
+		default:
+			at = at.AddDate(rng.IntN(20000)-10000, 0, 0)
+		}
+		require.Equal(t, string(appendRFC3339MillisSlowly(nil, at)), string(l.appendTime(nil, at)), "%v", at)
+	}
+}
+
 func TestDurationsAreDurationStrings(t *testing.T) {
 	for _, d := range []time.Duration{0, 1, 999, 1000, 1001, 1010, 1100, 999999, 1000000, 1000001, 1500000, 999999999, time.Second,
 		time.Second + 1, time.Minute, time.Minute + time.Millisecond, time.Hour, time.Hour + 1, 100*time.Hour + 59*time.Minute + 59*time.Second + 999999999,
