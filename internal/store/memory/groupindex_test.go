@@ -76,3 +76,37 @@ func TestPrefixEnd(t *testing.T) {
 		assert.Equal(t, tt.want, got, tt.prefix)
 	}
 }
+
+// TestGroupIndexBuildIsTheTreapOfInserts builds an index from sorted ids in
+// one pass and checks it is the very treap that inserting them one at a
+// time makes (a treap is fixed by its keys and priorities), counts
+// included, and that it takes inserts and removes afterwards.
+func TestGroupIndexBuildIsTheTreapOfInserts(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 1000} {
+		seed := maphash.MakeSeed()
+		built, inserted := groupIndex{seed: seed}, groupIndex{seed: seed}
+		var sorted []*group
+		for i := range n {
+			id := fmt.Sprintf("g%05d", i)
+			sorted = append(sorted, &group{id: id})
+			inserted.insert(&group{id: id})
+		}
+		built.build(sorted)
+		var same func(a, b *group) bool
+		same = func(a, b *group) bool {
+			if a == nil || b == nil {
+				return a == nil && b == nil
+			}
+			return a.id == b.id && a.node.count == b.node.count && a.node.priority == b.node.priority &&
+				same(a.node.left, b.node.left) && same(a.node.right, b.node.right)
+		}
+		require.True(t, same(built.root, inserted.root), "%d groups", n)
+		built.insert(&group{id: "g00000a"})
+		assert.Equal(t, n+1, countOf(built.root))
+		built.remove("g00000a")
+		assert.Equal(t, n, countOf(built.root))
+		var ids []string
+		built.ascend("", true, func(g *group) bool { ids = append(ids, g.id); return true })
+		assert.True(t, slices.IsSorted(ids))
+	}
+}

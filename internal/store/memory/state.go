@@ -3,7 +3,9 @@ package memory
 import (
 	"math/bits"
 	"runtime"
+	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -42,7 +44,7 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 	// The shards are copied on every core at once: at a hundred million
 	// memberships, the copy is seconds that writes wait.
 	groups := make([][]snap.Group, len(m.shards))
-	parallel(len(m.shards), func(i int) {
+	parallel(len(m.shards), func(_, i int) {
 		s := &m.shards[i]
 		if !shardsHeld {
 			s.mu.RLock()
@@ -56,18 +58,21 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 	return st
 }
 
-// parallel calls fn with each of 0 to n-1, on every core at once.
-func parallel(n int, fn func(i int)) {
+// parallel calls fn with each of 0 to n-1, on every core at once: workers
+// goroutines (at most), each calling fn with its number, below workers.
+func parallel(n int, fn func(worker, i int)) (workers int) {
+	workers = min(runtime.GOMAXPROCS(0), n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), n) {
+	for w := range workers {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
+				fn(w, i)
 			}
 		})
 	}
 	wg.Wait()
+	return workers
 }
 
 // Import loads st into m, which must be empty and not yet shared, but for
@@ -75,6 +80,12 @@ func parallel(n int, fn func(i int)) {
 // group's chunks directly, and the reverse index from all pairs sorted at
 // once, rather than one insert at a time.
 func (m *Store) Import(st *snap.State) {
+	// Everything Import allocates stays live but the pairs it sorts, which
+	// are live until their shard is built: the collector, paced by GOGC as
+	// the heap grows from nothing, would only mark the growing state over
+	// and over (a seventh of a restart of a hundred million memberships).
+	// It is off until the indexes are built; a GOMEMLIMIT still holds.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	for uid, nick := range st.Nicknames {
 		if nick != "" {
 			m.nicknames[uid] = nick
@@ -89,6 +100,7 @@ func (m *Store) Import(st *snap.State) {
 	for _, g := range st.Groups {
 		total += len(g.UIDs)
 	}
+	indexed := make([]*group, 0, len(st.Groups))
 	pairs := make([][]pair, len(m.reverse))
 	for k := range pairs {
 		perShard := total / len(pairs)
@@ -103,7 +115,7 @@ func (m *Store) Import(st *snap.State) {
 		grp.members.fill(g.UIDs)
 		due = m.importExpiries(grp, g.Expiries, due)
 		m.shardOf(g.ID).groups[g.ID] = grp
-		m.index.insert(grp)
+		indexed = append(indexed, grp)
 		m.counts.groups.Add(1)
 		m.counts.members.Add(int64(len(g.UIDs)))
 		for _, uid := range g.UIDs {
@@ -111,6 +123,8 @@ func (m *Store) Import(st *snap.State) {
 			pairs[k] = append(pairs[k], pair{user: user, group: grp.number})
 		}
 	}
+	slices.SortFunc(indexed, func(a, b *group) int { return strings.Compare(a.id, b.id) })
+	m.index.build(indexed)
 	slices.SortFunc(due, dueCodec{}.compare)
 	m.due.set.fill(due)
 	m.fillReverse(pairs)
@@ -129,9 +143,10 @@ func (m *Store) Import(st *snap.State) {
 // shards on every core at once, as a restart of a hundred million
 // memberships sorts as many pairs.
 func (m *Store) fillReverse(pairs [][]pair) {
-	parallel(len(pairs), func(k int) {
+	scratch := make([][]pair, runtime.GOMAXPROCS(0)) // each worker's, for the sort
+	parallel(len(pairs), func(w, k int) {
 		ps := pairs[k]
-		sortByUser(ps)
+		scratch[w] = sortByUser(ps, scratch[w])
 		m.reverse[k].pairs.fill(ps)
 		users := 0
 		for i, p := range ps {
@@ -149,13 +164,19 @@ func (m *Store) fillReverse(pairs [][]pair) {
 // sort of the users' bits, 11 at a time, so a restart of a hundred
 // million memberships sorts its pairs in a few passes over them, not a
 // comparison sort's twenty.
-func sortByUser(ps []pair) {
+//
+// scratch is room for the sort, which it returns, grown to len(ps) when it
+// was less.
+func sortByUser(ps, scratch []pair) []pair {
 	const digitBits = 11
 	var maxUser uint64
 	for _, p := range ps {
 		maxUser = max(maxUser, uint64(p.user))
 	}
-	src, dst := ps, make([]pair, len(ps))
+	if cap(scratch) < len(ps) {
+		scratch = make([]pair, len(ps))
+	}
+	src, dst := ps, scratch[:len(ps)]
 	for shift := 0; shift < bits.Len64(maxUser); shift += digitBits {
 		var count [1<<digitBits + 1]int
 		for _, p := range src {
@@ -172,6 +193,7 @@ func sortByUser(ps []pair) {
 		src, dst = dst, src
 	}
 	copy(ps, src) // a no-op when src is ps
+	return scratch
 }
 
 // Backup copies the whole state at one revision. Writes wait while it
