@@ -147,6 +147,14 @@ func (m *Store) fillReverse(pairs [][]pair) {
 	parallel(len(pairs), func(w, k int) {
 		ps := pairs[k]
 		scratch[w] = sortByUser(ps, scratch[w])
+		// sortByUser keeps the order pairs came in within a user, which is
+		// ascending group numbers only when numbers were given out in
+		// st.Groups' order: not so in a store whose groups were all
+		// deleted, which gives freed numbers out again, last freed first.
+		// A pass finds out, and a comparison sort puts it right.
+		if !slices.IsSortedFunc(ps, comparePairs) {
+			slices.SortFunc(ps, comparePairs)
+		}
 		m.reverse[k].pairs.fill(ps)
 		users := 0
 		for i, p := range ps {
