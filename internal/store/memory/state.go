@@ -3,7 +3,6 @@ package memory
 import (
 	"math/bits"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -80,12 +79,6 @@ func parallel(n int, fn func(worker, i int)) (workers int) {
 // group's chunks directly, and the reverse index from all pairs sorted at
 // once, rather than one insert at a time.
 func (m *Store) Import(st *snap.State) {
-	// Everything Import allocates stays live but the pairs it sorts, which
-	// are live until their shard is built: the collector, paced by GOGC as
-	// the heap grows from nothing, would only mark the growing state over
-	// and over (a seventh of a restart of a hundred million memberships).
-	// It is off until the indexes are built; a GOMEMLIMIT still holds.
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	for uid, nick := range st.Nicknames {
 		if nick != "" {
 			m.nicknames[uid] = nick
@@ -95,17 +88,20 @@ func (m *Store) Import(st *snap.State) {
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.load(st.LastRevision, st.Changes)
 	m.importKeys(st.Keys)
-	// Each reverse shard's pairs, in group order: about as many in each.
-	total := 0
+	// Each reverse shard's pairs, in group order, in a slice of exactly
+	// their number: uids need not spread evenly over the shards.
+	counts := make([]int, len(m.reverse))
 	for _, g := range st.Groups {
-		total += len(g.UIDs)
+		for _, uid := range g.UIDs {
+			k, _ := m.reverseKey(uid)
+			counts[k]++
+		}
 	}
-	indexed := make([]*group, 0, len(st.Groups))
 	pairs := make([][]pair, len(m.reverse))
 	for k := range pairs {
-		perShard := total / len(pairs)
-		pairs[k] = make([]pair, 0, perShard+perShard/8+16)
+		pairs[k] = make([]pair, 0, counts[k])
 	}
+	indexed := make([]*group, 0, len(st.Groups))
 	var due []dueKey
 	for _, g := range st.Groups {
 		if len(g.UIDs) == 0 {
