@@ -22,6 +22,10 @@ import (
 // varint took a little more), a reverse pair of a thousand groups three (a
 // varint took almost four).
 //
+// A chunk holds at most limit bytes of deltas and limit/2 deltas (its set's
+// limit): dense uids, a byte a delta, would otherwise make a chunk of
+// hundreds of deltas, and a scan of hundreds for each add and remove.
+//
 // A chunk keeps seven bytes of room after its deltas, so that the last one
 // too is read with an eight-byte load.
 
@@ -105,8 +109,14 @@ func (c *packedChunk) scan(p pair) (off int, prev, at pair) {
 	if w == 0 {
 		return 0, prev, pair{}
 	}
-	rest := c.rest[:cap(c.rest)]
 	n := len(c.rest)
+	if c.g == 0 && p.group == 0 {
+		// A group's members (and reverse pairs of group 0): the users
+		// alone are compared, and a chunk of one-byte deltas (dense uids)
+		// is read a byte at a time.
+		return c.scanUsers(p.user)
+	}
+	rest := c.rest[:cap(c.rest)]
 	mask := ^uint64(0) >> (64 - 8*uint(w))
 	g := c.g
 	gmask := uint64(1)<<g - 1
@@ -117,6 +127,36 @@ func (c *packedChunk) scan(p pair) (off int, prev, at pair) {
 			return off, prev, at
 		}
 		prev = at
+	}
+	return n, prev, pair{}
+}
+
+// scanUsers is scan for a chunk whose deltas hold no group bits, looking
+// for the first pair of user or above, of group 0: the pairs after the
+// first are (user, 0), so their users alone are compared.
+func (c *packedChunk) scanUsers(user membership.UID) (off int, prev, at pair) {
+	prev = c.first
+	u := prev.user
+	n := len(c.rest)
+	if c.w == 1 { // dense uids: a byte at a time
+		for ; off < n; off++ {
+			next := u + membership.UID(c.rest[off])
+			if next >= user {
+				return off, prev, pair{user: next}
+			}
+			u, prev = next, pair{user: next}
+		}
+		return n, prev, pair{}
+	}
+	w := int(c.w)
+	rest := c.rest[:cap(c.rest)]
+	mask := ^uint64(0) >> (64 - 8*uint(w))
+	for ; off < n; off += w {
+		next := u + membership.UID(binary.LittleEndian.Uint64(rest[off:])&mask)
+		if next >= user {
+			return off, prev, pair{user: next}
+		}
+		u, prev = next, pair{user: next}
 	}
 	return n, prev, pair{}
 }
@@ -207,7 +247,7 @@ func packChunks(ps []pair, fillBytes int) []packedChunk {
 			u := max(maxUser, uint64(ps[n].user-ps[n-1].user))
 			gn := max(g, bits.Len32(ps[n].group))
 			need := bits.Len64(u) + gn
-			if need > 64 || n*max(1, (need+7)/8) > fillBytes {
+			if need > 64 || n*max(1, (need+7)/8) > fillBytes || n > fillBytes/2 {
 				break
 			}
 			maxUser, g = u, gn
@@ -309,7 +349,7 @@ func (s *packedSet) add(p pair, limit int) (added bool, nb neighbours) {
 		}
 		c.rest = spliceDeltas(c.rest, off, end, repl)
 	}
-	if len(c.rest) > limit {
+	if len(c.rest) > limit || c.len() > limit/2 {
 		s.split(i)
 	}
 	return true, nb
@@ -425,7 +465,8 @@ func (s *packedSet) split(i int) {
 func (s *packedSet) thin(i, limit int) {
 	c := &s.chunks[i]
 	switch {
-	case len(c.rest) < limit/4 && i+1 < len(s.chunks) && len(c.rest)+len(s.chunks[i+1].rest)+8 <= limit/2:
+	case len(c.rest) < limit/4 && i+1 < len(s.chunks) && len(c.rest)+len(s.chunks[i+1].rest)+8 <= limit/2 &&
+		c.len()+s.chunks[i+1].len()+1 <= limit/4:
 		ps := c.pairs(make([]pair, 0, c.len()+s.chunks[i+1].len()+2))
 		ps = s.chunks[i+1].pairs(ps)
 		s.replace(i, i+2, ps, limit)

@@ -13,7 +13,7 @@ import (
 )
 
 // checkPacked checks the invariants of s's chunks: each within limit bytes
-// of deltas, a whole number of deltas of its width with the room of a load
+// and limit/2 deltas, a whole number of deltas of its width with the room of a load
 // after them, its width the fewest bytes its largest delta needs or more,
 // and the chunks in order.
 func checkPacked(t *testing.T, s *packedSet, limit int) {
@@ -21,6 +21,7 @@ func checkPacked(t *testing.T, s *packedSet, limit int) {
 	for i := range s.chunks {
 		c := &s.chunks[i]
 		require.LessOrEqual(t, len(c.rest), limit, "chunk %d is over its limit", i)
+		require.LessOrEqual(t, c.len(), limit/2, "chunk %d holds too many deltas", i)
 		if len(c.rest) == 0 {
 			require.Zero(t, c.w, "chunk %d has a width and no deltas", i)
 			continue
