@@ -23,6 +23,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -137,6 +138,16 @@ func (h *harness) run(ctx context.Context) error {
 	opts := h.opts
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return errors.New("wrk is not installed: run `make bench-scale`, which installs it")
+	}
+	// Refuse a run the machine cannot hold before drawing its groups, which
+	// for a huge -groups takes minutes and gigabytes itself: the law's mean
+	// tells the memberships (the draw follows it to a fraction of a
+	// percent).
+	estimate := int64(math.Ceil(float64(opts.groups) * powerLawMean(opts.maxGroup, opts.exponent) * 1.01))
+	if have, err := haveFor(os.TempDir()); err != nil {
+		return err
+	} else if err := needsFor(estimate).check(have, os.TempDir()); err != nil {
+		return fmt.Errorf("refusing to start: about %d memberships: %w", estimate, err)
 	}
 	sizes := groupSizes(opts.groups, opts.maxGroup, opts.exponent)
 	large := state{sizes: sizes, members: func(g int) []int64 { return members(g, int(sizes[g]), opts.users) }}
