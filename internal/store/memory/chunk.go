@@ -36,13 +36,14 @@ type codec[T any] interface {
 // maxEncoded is the most bytes one element takes: two varints.
 const maxEncoded = 2 * binary.MaxVarintLen64
 
-// splice replaces rest[from:to] with repl. When rest has no room, the new
-// array has room for an eighth more, not append's double, so that a chunk
-// wastes at most an eighth of its size.
-func splice(rest []byte, from, to int, repl []byte) []byte {
+// splice replaces rest[from:to] with repl, keeping slack bytes of room
+// after them (a packed chunk's load needs some, packed.go). When rest has
+// no room, the new array has room for an eighth more, not append's double,
+// so that a chunk wastes at most an eighth of its size.
+func splice(rest []byte, from, to int, repl []byte, slack int) []byte {
 	n := len(rest) - (to - from) + len(repl)
-	if n > cap(rest) {
-		grown := make([]byte, n, n+n/8+8)
+	if n+slack > cap(rest) {
+		grown := make([]byte, n, n+n/8+8+slack)
 		copy(grown, rest[:from])
 		copy(grown[from:], repl)
 		copy(grown[from+len(repl):], rest[to:])

@@ -212,25 +212,6 @@ func withSlack(b []byte, extra int) []byte {
 	return out
 }
 
-// spliceDeltas replaces rest[from:to] with repl, keeping loadSlack bytes
-// of room after the deltas. When rest has no room, the new array has room
-// for an eighth more, so that a chunk wastes at most an eighth of its size.
-func spliceDeltas(rest []byte, from, to int, repl []byte) []byte {
-	n := len(rest) - (to - from) + len(repl)
-	if n+loadSlack > cap(rest) {
-		grown := make([]byte, n, n+n/8+8+loadSlack)
-		copy(grown, rest[:from])
-		copy(grown[from:], repl)
-		copy(grown[from+len(repl):], rest[to:])
-		return grown
-	}
-	old := len(rest)
-	b := rest[:max(n, old)]
-	copy(b[from+len(repl):], b[to:old])
-	copy(b[from:], repl)
-	return b[:n]
-}
-
 // packChunks returns the chunks of ps, which must be sorted and distinct,
 // each with at most fillBytes of deltas and no room but loadSlack: room
 // for later inserts is made when they come. A chunk ends early where a
@@ -322,7 +303,7 @@ func (s *packedSet) add(p pair, limit int) (added bool, nb neighbours) {
 			s.repack(i, p, true, limit)
 			return true, nb
 		}
-		c.rest = spliceDeltas(c.rest, 0, 0, putDelta(buf[:0], e, c.w))
+		c.rest = splice(c.rest, 0, 0, putDelta(buf[:0], e, c.w), loadSlack)
 		c.first = p
 	default:
 		off, prev, at := c.scan(p)
@@ -347,7 +328,7 @@ func (s *packedSet) add(p pair, limit int) (added bool, nb neighbours) {
 			s.repack(i, p, true, limit)
 			return true, nb
 		}
-		c.rest = spliceDeltas(c.rest, off, end, repl)
+		c.rest = splice(c.rest, off, end, repl, loadSlack)
 	}
 	if len(c.rest) > limit || c.len() > limit/2 {
 		s.split(i)
@@ -381,7 +362,7 @@ func (s *packedSet) remove(p pair, limit int) (removed bool, nb neighbours) {
 		// from it, and stay as they are.
 		nb.next, nb.hasNext = c.at(0, c.first), true
 		c.first = nb.next
-		c.rest = spliceDeltas(c.rest, 0, int(c.w), nil)
+		c.rest = splice(c.rest, 0, int(c.w), nil, loadSlack)
 	default:
 		off, prev, at := c.scan(p)
 		if off == len(c.rest) || at != p {
@@ -402,7 +383,7 @@ func (s *packedSet) remove(p pair, limit int) (removed bool, nb neighbours) {
 		} else if nb.hasNext = i+1 < len(s.chunks); nb.hasNext {
 			nb.next = s.chunks[i+1].first
 		}
-		c.rest = spliceDeltas(c.rest, off, end, repl)
+		c.rest = splice(c.rest, off, end, repl, loadSlack)
 	}
 	if len(c.rest) == 0 {
 		c.w, c.g, c.rest = 0, 0, nil

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"maps"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -38,6 +39,16 @@ func checkPacked(t *testing.T, s *packedSet, limit int) {
 			require.Negative(t, comparePairs(s.chunks[i-1].last(), c.first), "chunks %d and %d overlap", i-1, i)
 		}
 	}
+}
+
+// checkHolds checks s's invariants (checkPacked) and that it holds exactly
+// the pairs of want, in order.
+func checkHolds(t *testing.T, s *packedSet, limit int, want map[pair]bool) {
+	t.Helper()
+	checkPacked(t, s, limit)
+	got := slices.Collect(s.all)
+	wanted := slices.SortedFunc(maps.Keys(want), comparePairs)
+	require.Equal(t, wanted, got)
 }
 
 // TestPackedSetWidths adds and removes pairs whose deltas need every width
@@ -86,19 +97,7 @@ func TestPackedSetWidths(t *testing.T) {
 			checkPacked(t, &s, 64)
 		}
 	}
-	checkPacked(t, &s, 64)
-	var got []pair
-	for p := range s.all {
-		got = append(got, p)
-	}
-	wanted := slices.SortedFunc(func(yield func(pair) bool) {
-		for p := range want {
-			if !yield(p) {
-				return
-			}
-		}
-	}, comparePairs)
-	require.Equal(t, wanted, got)
+	checkHolds(t, &s, 64, want)
 	widths := map[uint8]bool{}
 	for _, c := range s.chunks {
 		widths[c.w] = true

@@ -96,7 +96,7 @@ func (s *sortedSet[T, C]) insert(v T) bool {
 	case order == 0:
 		return false
 	case order < 0: // a new smallest element
-		ch.rest = splice(ch.rest, 0, 0, c.put(buf[:0], v, ch.first))
+		ch.rest = splice(ch.rest, 0, 0, c.put(buf[:0], v, ch.first), 0)
 		ch.first = v
 	default:
 		off, prev, at, end := seek[T, C](ch, v)
@@ -107,7 +107,7 @@ func (s *sortedSet[T, C]) insert(v T) bool {
 		if end > off {
 			repl = c.put(repl, v, at)
 		}
-		ch.rest = splice(ch.rest, off, end, repl)
+		ch.rest = splice(ch.rest, off, end, repl, 0)
 	}
 	s.size++
 	if len(ch.rest) > c.maxBytes() {
@@ -140,7 +140,7 @@ func (s *sortedSet[T, C]) remove(v T) (T, bool) {
 		// from it, and stays as it is.
 		next, end := c.next(ch.rest, 0, ch.first)
 		ch.first = next
-		ch.rest = splice(ch.rest, 0, end, nil)
+		ch.rest = splice(ch.rest, 0, end, nil, 0)
 	default:
 		off, prev, at, end := seek[T, C](ch, v)
 		if end == off || c.compare(at, v) != 0 {
@@ -154,7 +154,7 @@ func (s *sortedSet[T, C]) remove(v T) (T, bool) {
 			var buf [maxSetEncoded]byte
 			repl = c.put(buf[:0], prev, next)
 		}
-		ch.rest = splice(ch.rest, off, end, repl)
+		ch.rest = splice(ch.rest, off, end, repl, 0)
 	}
 	s.size--
 	s.chunks = thinChunk[T, C](s.chunks, i, c.maxBytes())
