@@ -14,6 +14,7 @@ import (
 
 	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/membership"
 )
 
 // Interval is how often an Expirer looks for expiries due: a membership
@@ -77,11 +78,52 @@ func (e *Expirer) ExpireDue(ctx context.Context) (int, error) {
 // one for each of its groups.
 const inFlight = 16
 
-// apply applies due, a round from DueExpiries, with up to inFlight writes
-// at once, and returns how many memberships it ended. After a write the
-// store refuses, it starts no more, gives back those it did not apply, and
-// returns the first error.
+// roundWriter is a store that applies a round's expire writes in one call,
+// each a change of its own, in the order given (the memory store: see its
+// WriteExpiries), at about half the cost of applying them one by one.
+type roundWriter interface {
+	WriteExpiries(ctx context.Context, ws []membership.Write) ([]membership.Result, error)
+}
+
+// apply applies due, a round from DueExpiries, and returns how many
+// memberships it ended: in one call when the store is a roundWriter, else
+// with up to inFlight writes at once. After a write the store refuses, it
+// starts no more, gives back those it did not apply, and returns the first
+// error.
 func (e *Expirer) apply(ctx context.Context, due []store.Due) (int, error) {
+	if rw, ok := e.store.(roundWriter); ok {
+		return e.applyRound(ctx, rw, due)
+	}
+	return e.applyInFlight(ctx, due)
+}
+
+// applyRound applies due with one call of rw's: all of it, or, refused,
+// none of it, which it gives back.
+func (e *Expirer) applyRound(ctx context.Context, rw roundWriter, due []store.Due) (int, error) {
+	ws := make([]membership.Write, len(due))
+	for i, d := range due {
+		ws[i] = d.Write
+	}
+	results, err := rw.WriteExpiries(ctx, ws)
+	if err != nil {
+		e.store.RequeueExpiries(due)
+		e.failed.Add(1)
+		return 0, err
+	}
+	ended := 0
+	now := e.now()
+	for i, res := range results {
+		ended += res.Count
+		if res.Count > 0 {
+			e.lag.Observe(max(now.Sub(due[i].Earliest), 0))
+		}
+	}
+	e.applied.Add(uint64(ended))
+	return ended, nil
+}
+
+// applyInFlight applies due with up to inFlight writes at once.
+func (e *Expirer) applyInFlight(ctx context.Context, due []store.Due) (int, error) {
 	var (
 		next      atomic.Int64 // the index in due of the next write to start
 		ended     atomic.Int64

@@ -325,6 +325,13 @@ func (m *Store) expire(groupID string, uids []membership.UID, asOf time.Time, st
 	if g == nil || g.expiries == nil || len(uids) == 0 {
 		return membership.Result{Revision: m.revisionOf(g)}
 	}
+	return m.removeHeld(s, g, dueMembers(g, uids, asOf), membership.OpExpire, st)
+}
+
+// dueMembers returns those of uids, not empty, whose expiry in g is at or
+// before asOf, ascending and once each, in a new slice. The caller holds
+// g's shard, and g has expiries.
+func dueMembers(g *group, uids []membership.UID, asOf time.Time) []membership.UID {
 	// Sorted and compacted, the uids are found in one walk of the group's
 	// expiries, and a uid named twice is removed once.
 	sorted := slices.Clone(uids)
@@ -339,7 +346,7 @@ func (m *Store) expire(groupID string, uids []membership.UID, asOf time.Time, st
 			due = append(due, uid)
 		}
 	}
-	return m.removeHeld(s, g, due, membership.OpExpire, st)
+	return due
 }
 
 // DueExpiries returns the expiries due at now, about max memberships (more
