@@ -17,9 +17,9 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// Interval is how often an Expirer looks for expiries due: a membership
-// ends at most about this long after its expiry while the store takes
-// writes (the README's bound is 1 s).
+// Interval is how often, at least, an Expirer looks for expiries due; it
+// also looks when the earliest is due, so that a membership ends about when
+// it expires while the store takes writes (the README's bound is 1 s).
 const Interval = 100 * time.Millisecond
 
 // roundMax bounds the memberships one round takes from the store: a round
@@ -177,11 +177,13 @@ func (e *Expirer) applyInFlight(ctx context.Context, due []store.Due) (int, erro
 	return int(ended.Load()), firstErr
 }
 
-// Run applies expiries as they come due, every Interval, until ctx is
-// done. A round the store refuses (a stuck disk, a lost database) is
-// logged and tried again at the next tick: the expiries wait, none is lost.
+// Run applies expiries as they come due, until ctx is done: it looks when
+// the earliest is due, and at least every Interval (an expiry added
+// meanwhile may be due sooner). A round the store refuses (a stuck disk, a
+// lost database) is logged and tried again an Interval later: the
+// expiries wait, none is lost.
 func (e *Expirer) Run(ctx context.Context) {
-	t := time.NewTicker(Interval)
+	t := time.NewTimer(e.wait())
 	defer t.Stop()
 	for {
 		select {
@@ -189,13 +191,31 @@ func (e *Expirer) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if next, ok := e.store.NextExpiry(); !ok || next.After(e.now()) {
-			continue
+		wait := Interval
+		if next, ok := e.store.NextExpiry(); ok && !next.After(e.now()) {
+			if _, err := e.ExpireDue(ctx); err != nil {
+				if ctx.Err() == nil {
+					e.logger.Warn("could not apply the expiries due; trying again", "err", err)
+				}
+			} else {
+				wait = e.wait()
+			}
+		} else {
+			wait = e.wait()
 		}
-		if _, err := e.ExpireDue(ctx); err != nil && ctx.Err() == nil {
-			e.logger.Warn("could not apply the expiries due; trying again", "err", err)
-		}
+		t.Reset(wait)
 	}
+}
+
+// wait returns how long to wait before looking for expiries again: until
+// the earliest is due, at least a millisecond (their unit), at most
+// Interval.
+func (e *Expirer) wait() time.Duration {
+	next, ok := e.store.NextExpiry()
+	if !ok {
+		return Interval
+	}
+	return min(max(next.Sub(e.now()), time.Millisecond), Interval)
 }
 
 // WriteMetrics writes the expirer's figures: the memberships with an

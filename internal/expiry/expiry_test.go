@@ -79,9 +79,10 @@ func TestAMillionDueAtOnceEndInBoundedChanges(t *testing.T) {
 	assert.Zero(t, s.ExpiryCount())
 }
 
-// refusing is a store whose writes fail until told otherwise.
+// refusing is a store whose writes fail until told otherwise, one by one:
+// it has no round writer.
 type refusing struct {
-	*memory.Store
+	store.Expiring
 	refuse bool
 }
 
@@ -89,31 +90,60 @@ func (r *refusing) Write(ctx context.Context, w membership.Write) (membership.Re
 	if r.refuse {
 		return membership.Result{}, errors.New("the disk is stuck")
 	}
-	return r.Store.Write(ctx, w)
+	return r.Expiring.Write(ctx, w)
 }
 
-var _ store.Expiring = (*refusing)(nil)
+// refusingRounds is a memory store whose rounds fail until told
+// otherwise.
+type refusingRounds struct {
+	*memory.Store
+	refuse bool
+}
+
+func (r *refusingRounds) WriteExpiries(ctx context.Context, ws []membership.Write) ([]membership.Result, error) {
+	if r.refuse {
+		return nil, errors.New("the disk is stuck")
+	}
+	return r.Store.WriteExpiries(ctx, ws)
+}
+
+var (
+	_ store.Expiring = (*refusing)(nil)
+	_ roundWriter    = (*refusingRounds)(nil)
+)
 
 func TestExpiriesTheStoreRefusesWaitForTheNextRound(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := &refusing{Store: memory.New()}
-	addExpiring(t, s, "g", t0, 1)
-	addExpiring(t, s, "h", t0, 2)
-	s.refuse = true
-	e := New(s, func() time.Time { return t0 }, nil)
-	_, err := e.ExpireDue(context.Background())
-	require.Error(t, err)
-	s.refuse = false
-	n, err := e.ExpireDue(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, 2, n, "none was lost")
+	one, round := &refusing{Expiring: memory.New()}, &refusingRounds{Store: memory.New()}
+	for _, c := range []struct {
+		name   string
+		s      store.Expiring
+		refuse *bool
+	}{{"one by one", one, &one.refuse}, {"a round at once", round, &round.refuse}} {
+		t.Run(c.name, func(t *testing.T) {
+			addExpiring(t, c.s, "g", t0, 1)
+			addExpiring(t, c.s, "h", t0, 2)
+			*c.refuse = true
+			e := New(c.s, func() time.Time { return t0 }, nil)
+			_, err := e.ExpireDue(context.Background())
+			require.Error(t, err)
+			assert.Equal(t, int64(2), c.s.ExpiryCount())
+			assert.Equal(t, uint64(1), e.failed.Load())
+			*c.refuse = false
+			n, err := e.ExpireDue(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, 2, n, "none was lost")
+			assert.Equal(t, uint64(2), e.applied.Load())
+		})
+	}
 }
 
-// gathering is a store whose writes wait until want of them are in flight
-// at once (or give up after a long time, failing the test that needs them
-// together), as a store that commits its writes together would like them.
+// gathering is a store whose writes, one by one (it has no round writer),
+// wait until want of them are in flight at once (or give up after a long
+// time, failing the test that needs them together), as a store that
+// commits its writes together would like them.
 type gathering struct {
-	*memory.Store
+	store.Expiring
 	want     int
 	mu       sync.Mutex
 	inFlight int
@@ -132,18 +162,34 @@ func (s *gathering) Write(ctx context.Context, w membership.Write) (membership.R
 	case <-time.After(10 * time.Second):
 		return membership.Result{}, errors.New("the expirer's writes never were in flight together")
 	}
-	return s.Store.Write(ctx, w)
+	return s.Expiring.Write(ctx, w)
 }
 
 // A round's changes are in flight together, so that a store that logs them
 // commits them together (one fsync for the round, not one for each group).
 func TestARoundsChangesAreInFlightTogether(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := &gathering{Store: memory.New(), want: 4, together: make(chan struct{})}
+	mem := memory.New()
+	s := &gathering{Expiring: mem, want: 4, together: make(chan struct{})}
 	for g := range 4 {
-		addExpiring(t, s.Store, "g"+string(rune('a'+g)), t0, membership.UID(g+1))
+		addExpiring(t, mem, "g"+string(rune('a'+g)), t0, membership.UID(g+1))
 	}
 	n, err := New(s, func() time.Time { return t0 }, nil).ExpireDue(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 4, n)
+}
+
+// The expirer looks again when the earliest expiry is due, at least a
+// millisecond and at most an Interval from now.
+func TestTheExpirerWaitsUntilTheEarliestExpiry(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := memory.New()
+	e := New(s, func() time.Time { return t0 }, nil)
+	assert.Equal(t, Interval, e.wait(), "none due")
+	addExpiring(t, s, "later", t0.Add(time.Hour), 1)
+	assert.Equal(t, Interval, e.wait(), "an hour away")
+	addExpiring(t, s, "soon", t0.Add(30*time.Millisecond), 2)
+	assert.Equal(t, 30*time.Millisecond, e.wait())
+	addExpiring(t, s, "past", t0.Add(-time.Second), 3)
+	assert.Equal(t, time.Millisecond, e.wait(), "due already")
 }

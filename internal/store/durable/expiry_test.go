@@ -465,3 +465,53 @@ func TestDurableReadsAVersion6Log(t *testing.T) {
 	got, _ = storetest.ListAll(t, d, "g")
 	assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2, Expires: t0}}, got)
 }
+
+// The committer applies a run of the expirer's expires together
+// (memory.Store.ApplyExpiries), and every other change on its own, in the
+// order written: the state, the feed and each answer are those of the
+// changes applied one after another (as a replay of the log applies them).
+func TestTheCommitterAppliesARunOfExpiresTogether(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+	for _, g := range []string{"a", "b", "c"} {
+		_, err := d.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: g, Users: []membership.User{
+			expiring(1, t0), expiring(2, t0), {UID: 3, Nickname: "three", HasNickname: true},
+		}})
+		require.NoError(t, err)
+	}
+	at := t0.Add(time.Second)
+	expire := func(g string, uids ...membership.UID) *pending {
+		return &pending{req: &entry{Op: membership.OpExpire, GroupID: g, UIDs: uids, AsOf: at, Time: at}}
+	}
+	batch := []*pending{
+		expire("a", 1, 2),
+		&pending{req: &entry{Op: membership.OpAdd, GroupID: "b", Time: at, Users: []membership.User{expiring(4, t0)}}},
+		expire("b", 1, 4),
+		expire("c", 1, 2),
+		expire("b", 2),
+		&pending{req: &entry{Op: membership.OpRemove, GroupID: "c", Time: at, UIDs: []membership.UID{3}}},
+	}
+	d.applyMu.Lock()
+	d.apply(batch)
+	d.applyMu.Unlock()
+	counts := make([]int, len(batch))
+	for i, p := range batch {
+		require.NoError(t, p.applied.err, "change %d", i)
+		counts[i] = p.applied.res.Count
+	}
+	assert.Equal(t, []int{2, 1, 2, 2, 1, 1}, counts)
+	changes, _, err := d.Changes(context.Background(), membership.ChangeOptions{})
+	require.NoError(t, err)
+	var ops []string
+	for _, c := range changes {
+		ops = append(ops, string(c.Op)+" "+c.GroupID)
+	}
+	assert.Equal(t, []string{"add a", "add b", "add c", "expire a", "add b", "expire b", "expire c", "expire b", "remove c"}, ops)
+	for i, p := range batch {
+		assert.Equal(t, changes[3+i].Revision, p.applied.res.Revision, "change %d", i)
+	}
+	assert.Equal(t, []membership.Member{{UID: 3, Nickname: "three"}}, listOf(t, d, "a"))
+	assert.Equal(t, []membership.Member{{UID: 3, Nickname: "three"}}, listOf(t, d, "b"))
+	assert.Empty(t, listOf(t, d, "c"))
+}

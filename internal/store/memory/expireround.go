@@ -78,29 +78,49 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 	held := m.lockShardsOf(ws, sbuf[:])
 	defer m.unlockShards(held)
 
-	// Each write's members leave their group, in the order given: a
-	// group emptied by one write has none for the next of its group.
+	// Each write's members leave their group, each group's writes in the
+	// order given (a group emptied by one write has none for the next of
+	// it), the groups side by side on every core.
 	groups := make([]*group, len(ws))
-	removed := make([][]membership.UID, len(ws))
-	total := 0
+	var byGroup [][]int // the writes of each group, in order
+	index := make(map[*group]int)
 	for i, w := range ws {
 		g := m.shardOf(w.GroupID).groups[w.GroupID]
 		groups[i] = g
-		if g == nil || g.expiries == nil || len(w.UIDs) == 0 {
+		if g == nil {
 			continue
 		}
-		due := dueMembers(g, w.UIDs, w.AsOf)
-		out := due[:0]
-		for _, uid := range due {
-			if g.members.remove(uid) {
-				out = append(out, uid)
+		k, ok := index[g]
+		if !ok {
+			k = len(byGroup)
+			index[g] = k
+			byGroup = append(byGroup, nil)
+		}
+		byGroup[k] = append(byGroup[k], i)
+	}
+	removed := make([][]membership.UID, len(ws))
+	parallel(len(byGroup), func(_, k int) {
+		for _, i := range byGroup[k] {
+			g, w := groups[i], ws[i]
+			if g.expiries == nil || len(w.UIDs) == 0 {
+				continue
+			}
+			due := dueMembers(g, w.UIDs, w.AsOf)
+			out := due[:0]
+			for _, uid := range due {
+				if g.members.remove(uid) {
+					out = append(out, uid)
+				}
+			}
+			if len(out) > 0 {
+				m.endExpired(g, out)
+				removed[i] = out
 			}
 		}
-		if len(out) > 0 {
-			m.endExpired(g, out)
-			removed[i] = out
-			total += len(out)
-		}
+	})
+	total := 0
+	for _, uids := range removed {
+		total += len(uids)
 	}
 	if total == 0 {
 		for i, g := range groups {
@@ -180,12 +200,30 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 		}
 	}
 
-	// Then each write's change, in the order given.
-	var changed []*group // in the order of their last change
+	// Then each write's change, in the order given. A group is dropped
+	// when the last write that ends members of it leaves it empty; a write
+	// that ends none is answered the revision it would have been then.
+	lastOf := make(map[*group]int)
+	for i, g := range groups {
+		if len(removed[i]) > 0 {
+			lastOf[g] = i
+		}
+	}
+	var dropped []*group // in the order of their last change
+	revisionNow := func(g *group) membership.Revision {
+		if g == nil || slices.Contains(dropped, g) {
+			r := m.revisionOf(nil)
+			if len(dropped) > 0 {
+				r = max(r, dropped[len(dropped)-1].revision)
+			}
+			return r
+		}
+		return m.revisionOf(g)
+	}
 	for i, w := range ws {
 		g := groups[i]
 		if len(removed[i]) == 0 {
-			results[i].Revision = m.revisionOf(g)
+			results[i].Revision = revisionNow(g)
 			continue
 		}
 		var cleared []membership.Member
@@ -204,15 +242,14 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 		m.counts.members.Add(-int64(len(removed[i])))
 		rev := m.feed.record(membership.Change{Op: membership.OpExpire, GroupID: g.id, UIDs: tight(removed[i]), Nicknames: cleared}, stampOf(w), nil)
 		results[i] = membership.Result{Count: len(removed[i]), Revision: rev}
-		changed = slices.DeleteFunc(changed, func(c *group) bool { return c == g })
-		changed = append(changed, g)
 		g.revision = rev
+		if lastOf[g] == i && g.members.size == 0 {
+			dropped = append(dropped, g)
+		}
 	}
 	m.unlockReverse(locked)
-	for _, g := range changed {
-		if g.members.size == 0 {
-			m.dropGroup(m.shardOf(g.id), g, g.revision)
-		}
+	for _, g := range dropped {
+		m.dropGroup(m.shardOf(g.id), g, g.revision)
 	}
 	return results
 }
