@@ -73,26 +73,25 @@ func (e *Expirer) ExpireDue(ctx context.Context) (int, error) {
 }
 
 // inFlight is how many of a round's changes the expirer has a store
-// without a round writer apply at once: a store that logs its writes
-// (-data-dir, PostgreSQL) commits those in flight together, so that a
-// round costs one commit, not one for each of its groups. A round of
-// roundMax memberships in groups of a thousand is 20 changes: all in
-// flight (16 made two commits of a round, and a million due at once took
-// 1.6 s with -data-dir under make bench-expiry's load, against 1.1 s).
+// without a round writer (PostgreSQL) apply at once: a store that logs its
+// writes commits those in flight together, so that a round costs one
+// commit, not one for each of its groups. A round of roundMax memberships
+// in groups of a thousand is 20 changes: all in flight.
 const inFlight = 32
 
-// roundWriter is a store that applies a round's expire writes in one call,
-// each a change of its own, in the order given (the memory store: see its
-// WriteExpiries), at about half the cost of applying them one by one.
+// roundWriter is a store that takes a round's expire writes in one call,
+// each a change of its own, in the order given: the memory store applies
+// them together, at about half the cost of one after another; the durable
+// store logs them in one commit and applies them so. It answers each
+// write it applied, and, when it could not apply them all, an error.
 type roundWriter interface {
 	WriteExpiries(ctx context.Context, ws []membership.Write) ([]membership.Result, error)
 }
 
 // apply applies due, a round from DueExpiries, and returns how many
 // memberships it ended: in one call when the store is a roundWriter, else
-// with up to inFlight writes at once. After a write the store refuses, it
-// starts no more, gives back those it did not apply, and returns the first
-// error.
+// with up to inFlight writes at once. When the store refuses some, it
+// gives back those it did not apply, and returns the error.
 func (e *Expirer) apply(ctx context.Context, due []store.Due) (int, error) {
 	if rw, ok := e.store.(roundWriter); ok {
 		return e.applyRound(ctx, rw, due)
@@ -100,19 +99,15 @@ func (e *Expirer) apply(ctx context.Context, due []store.Due) (int, error) {
 	return e.applyInFlight(ctx, due)
 }
 
-// applyRound applies due with one call of rw's: all of it, or, refused,
-// none of it, which it gives back.
+// applyRound applies due with one call of rw's. When rw refuses some of
+// it, the whole round is given back: those applied are no longer due, and
+// stay ended.
 func (e *Expirer) applyRound(ctx context.Context, rw roundWriter, due []store.Due) (int, error) {
 	ws := make([]membership.Write, len(due))
 	for i, d := range due {
 		ws[i] = d.Write
 	}
 	results, err := rw.WriteExpiries(ctx, ws)
-	if err != nil {
-		e.store.RequeueExpiries(due)
-		e.failed.Add(1)
-		return 0, err
-	}
 	ended := 0
 	now := e.now()
 	for i, res := range results {
@@ -122,7 +117,11 @@ func (e *Expirer) applyRound(ctx context.Context, rw roundWriter, due []store.Du
 		}
 	}
 	e.applied.Add(uint64(ended))
-	return ended, nil
+	if err != nil {
+		e.store.RequeueExpiries(due)
+		e.failed.Add(1)
+	}
+	return ended, err
 }
 
 // applyInFlight applies due with up to inFlight writes at once.

@@ -611,12 +611,22 @@ func (d *Store) commit(c record) result { return d.commitHolding(c, nil) }
 // waiting, so that no other write of its key is logged before c is
 // applied.
 func (d *Store) commitHolding(c record, release func()) result {
+	p, refused := d.enqueue(c, release)
+	if refused != nil {
+		return *refused
+	}
+	return d.await(p, time.Now().Add(d.opts.CommitTimeout))
+}
+
+// enqueue queues c for the committer, or refuses it at once (a full queue,
+// a stuck disk, a store shutting down), calling release then.
+func (d *Store) enqueue(c record, release func()) (*pending, *result) {
 	p := &pending{req: c, done: make(chan result, 1), release: release}
-	refused := func(r result) result {
+	refused := func(r result) (*pending, *result) {
 		if release != nil {
 			release()
 		}
-		return r
+		return nil, &r
 	}
 	if waited, ok := d.stuck(); ok { // fail fast: queued, it would wait the whole deadline
 		return refused(result{err: membership.Errorf(membership.CodeUnavailable,
@@ -643,10 +653,15 @@ func (d *Store) commitHolding(c record, release func()) result {
 		d.stats.queueFull.Add(1)
 		return refused(result{err: errQueueFull})
 	}
-	// Once queued, the change will be decided whether or not its caller
-	// still waits; the caller waits for that, even if its client has gone,
-	// but no longer than the deadline.
-	t := time.NewTimer(d.opts.CommitTimeout)
+	return p, nil
+}
+
+// await waits for the answer to p, queued, until deadline. Once queued, the
+// change will be decided whether or not its caller still waits; the caller
+// waits for that, even if its client has gone, but no longer than the
+// deadline.
+func (d *Store) await(p *pending, deadline time.Time) result {
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case r := <-p.done:
@@ -657,6 +672,62 @@ func (d *Store) commitHolding(c record, release func()) result {
 			"the change was not written to disk within %s (the disk is slow or stuck); it may still be applied: read to find out",
 			d.opts.CommitTimeout)}
 	}
+}
+
+// WriteExpiries is how the expirer writes a round (expiry.roundWriter):
+// its expires, each a change of its own as Write logs it, are queued for
+// the committer all at once, so that one commit logs them and memory
+// applies them together (apply), in the order given. Those that would end
+// nothing are answered from memory, without a record. It returns the
+// first error, once every change it queued is decided (or its deadline,
+// one for the round, passed); a change refused stops it from queuing
+// more. Any op but an unkeyed expire is refused, and nothing queued.
+func (d *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membership.Result, error) {
+	for i, w := range ws {
+		if w.Op != membership.OpExpire || w.Idem.Key != "" {
+			return nil, fmt.Errorf("write %d: not an expire without an Idempotency key", i)
+		}
+		if err := loggable(w); err != nil {
+			return nil, err
+		}
+	}
+	results := make([]membership.Result, len(ws))
+	queued := make([]*pending, len(ws))
+	var firstErr error
+	for i, w := range ws {
+		rev, changes, err := d.mem.Check(w)
+		if err != nil {
+			firstErr = err
+			break
+		}
+		if !changes {
+			results[i].Revision = rev
+			continue
+		}
+		c := entry(w)
+		c.Time = time.Time{} // the committer's to give: see encode
+		p, refused := d.enqueue(&c, nil)
+		if refused != nil {
+			firstErr = refused.err
+			break
+		}
+		queued[i] = p
+	}
+	deadline := time.Now().Add(d.opts.CommitTimeout)
+	for i, p := range queued {
+		if p == nil {
+			continue
+		}
+		r := d.await(p, deadline)
+		if r.err != nil {
+			if firstErr == nil {
+				firstErr = r.err
+			}
+			continue
+		}
+		results[i] = r.res
+	}
+	return results, firstErr
 }
 
 // stuck returns how long the write in progress has waited on the disk, when

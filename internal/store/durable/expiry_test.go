@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"example.com/groupmembership/internal/expiry"
 	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/membership"
@@ -514,4 +516,82 @@ func TestTheCommitterAppliesARunOfExpiresTogether(t *testing.T) {
 	assert.Equal(t, []membership.Member{{UID: 3, Nickname: "three"}}, listOf(t, d, "a"))
 	assert.Equal(t, []membership.Member{{UID: 3, Nickname: "three"}}, listOf(t, d, "b"))
 	assert.Empty(t, listOf(t, d, "c"))
+}
+
+// The expirer's rounds go through WriteExpiries: their records, replayed
+// one at a time after a restart, give the very state, feed and counts that
+// the committer's grouped apply gave live.
+func TestARoundOfExpiresReplaysToTheStateItGaveLive(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+	for g := range 6 {
+		users := []membership.User{{UID: 100 + membership.UID(g)}} // stays
+		for uid := membership.UID(1); uid <= 40; uid++ {
+			if (int(uid)+g)%3 != 0 {
+				u := expiring(uid, t0.Add(-time.Duration(g%2)*time.Second))
+				u.Nickname, u.HasNickname = "n", uid%2 == 0
+				users = append(users, u)
+			}
+		}
+		if g == 5 {
+			users = users[1:] // emptied by its expiries
+		}
+		_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g" + string(rune('a'+g)), Users: users})
+		require.NoError(t, err)
+	}
+	e := expiry.New(d, func() time.Time { return t0 }, nil)
+	n, err := e.ExpireDue(ctx)
+	require.NoError(t, err)
+	require.Positive(t, n)
+	live := exportSorted(d)
+	liveStats := d.mem.Stats()
+	liveChanges, _, err := d.Changes(ctx, membership.ChangeOptions{})
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+
+	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+	t.Cleanup(func() { _ = d.Close() })
+	assert.Equal(t, live, exportSorted(d))
+	assert.Equal(t, liveStats.Members, d.mem.Stats().Members)
+	assert.Equal(t, liveStats.Users, d.mem.Stats().Users)
+	assert.Equal(t, liveStats.Groups, d.mem.Stats().Groups)
+	changes, _, err := d.Changes(ctx, membership.ChangeOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, liveChanges, changes)
+	assert.Equal(t, int64(5), liveStats.Groups, "ga to ge; gf emptied")
+}
+
+// WriteExpiries takes unkeyed expires only, refusing the round whole
+// otherwise; on a store shutting down it queues nothing and says so.
+func TestWriteExpiriesRefusals(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
+	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{expiring(1, t0)}})
+	require.NoError(t, err)
+	rev := d.mem.LatestRevision()
+	expire := membership.Write{Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{1}, AsOf: t0}
+	keyed := expire
+	keyed.Idem.Key = "k"
+	for _, ws := range [][]membership.Write{
+		{expire, {Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}}},
+		{expire, keyed},
+	} {
+		_, err := d.WriteExpiries(ctx, ws)
+		require.ErrorContains(t, err, "write 1: not an expire without an Idempotency key")
+		assert.Equal(t, rev, d.mem.LatestRevision(), "nothing applied")
+	}
+	require.NoError(t, d.Close())
+	results, err := d.WriteExpiries(ctx, []membership.Write{expire})
+	require.ErrorContains(t, err, "shutting down")
+	assert.Equal(t, []membership.Result{{}}, results)
+}
+
+// exportSorted returns d's state with its groups in id order.
+func exportSorted(d *Store) *snap.State {
+	st := d.mem.Export()
+	slices.SortFunc(st.Groups, func(a, b snap.Group) int { return strings.Compare(a.ID, b.ID) })
+	return st
 }
