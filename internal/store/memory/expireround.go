@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 
 	"example.com/groupmembership/membership"
@@ -21,13 +20,15 @@ import (
 
 // WriteExpiries applies ws, expire writes (membership.OpExpire), as Write
 // would one after another, each a change of its own with its own revision
-// in the order given, and returns their results. It is how the expirer
-// applies a round. Any other op is refused, and nothing applied.
+// in the order given, each change with its write's Actor and Time (or the
+// time it is recorded, as Write), and returns their results. It is how the
+// expirer applies a round. Any other write (another op, or an expire with
+// an Idempotency key) is refused, and nothing applied.
 func (m *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membership.Result, error) {
 	if err := onlyExpires(ws); err != nil {
 		return nil, err
 	}
-	return m.expireAll(ws, func(membership.Write) stamp { return stamp{now: true} }), nil
+	return m.expireAll(ws, func(w membership.Write) stamp { return stamp{actor: w.Actor, at: w.Time, now: true} }), nil
 }
 
 // ApplyExpiries is WriteExpiries for a store that replays its own log (see
@@ -39,10 +40,12 @@ func (m *Store) ApplyExpiries(ws []membership.Write) ([]membership.Result, error
 	return m.expireAll(ws, func(w membership.Write) stamp { return stamp{actor: w.Actor, at: w.Time} }), nil
 }
 
+// onlyExpires returns an error unless every write of ws is an expire
+// without an Idempotency key (the expirer's).
 func onlyExpires(ws []membership.Write) error {
 	for i, w := range ws {
-		if w.Op != membership.OpExpire {
-			return fmt.Errorf("write %d: op %q is not %q", i, w.Op, membership.OpExpire)
+		if w.Op != membership.OpExpire || w.Idem.Key != "" {
+			return fmt.Errorf("write %d: not an expire without an Idempotency key", i)
 		}
 	}
 	return nil
@@ -99,7 +102,7 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 		byGroup[k] = append(byGroup[k], i)
 	}
 	removed := make([][]membership.UID, len(ws))
-	parallel(len(byGroup), func(_, k int) {
+	parallel(cores(len(byGroup)), len(byGroup), func(_, k int) {
 		for _, i := range byGroup[k] {
 			g, w := groups[i], ws[i]
 			if g.expiries == nil || len(w.UIDs) == 0 {
@@ -170,8 +173,9 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 		uid   membership.UID
 		write uint32
 	}
-	found := make([][]leftNone, runtime.GOMAXPROCS(0))
-	parallel(len(m.reverse), func(worker, k int) {
+	workers := cores(len(m.reverse))
+	found := make([][]leftNone, workers)
+	parallel(workers, len(m.reverse), func(worker, k int) {
 		shard := pairs[starts[k]:starts[k+1]]
 		slices.SortFunc(shard, compareExpiredPairs)
 		set := &m.reverse[k].pairs

@@ -128,7 +128,7 @@ func TestARoundRefusesAnyOtherOp(t *testing.T) {
 		{Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{1}, AsOf: at.Add(3 * time.Hour)},
 		{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}},
 	})
-	require.ErrorContains(t, err, `write 1: op "remove" is not "expire"`)
+	require.ErrorContains(t, err, "write 1: not an expire without an Idempotency key")
 	assert.Equal(t, rev, m.LatestRevision())
 	_, ok, err := m.Member(ctx, "g", 1)
 	require.NoError(t, err)

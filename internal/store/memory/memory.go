@@ -357,7 +357,18 @@ func (m *Store) dropGroup(s *shard, g *group, rev membership.Revision) {
 	m.indexMu.Lock()
 	m.index.remove(g.id)
 	m.indexMu.Unlock()
-	m.removedRevision.Store(uint64(rev))
+	storeMax(&m.removedRevision, uint64(rev))
+}
+
+// storeMax stores v in a unless a holds more already: groups dropped in
+// different shards at once may get there out of their revisions' order.
+func storeMax(a *atomic.Uint64, v uint64) {
+	for {
+		old := a.Load()
+		if old >= v || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
 }
 
 // check returns the error of a write whose precondition does not hold for

@@ -43,7 +43,7 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 	// The shards are copied on every core at once: at a hundred million
 	// memberships, the copy is seconds that writes wait.
 	groups := make([][]snap.Group, len(m.shards))
-	parallel(len(m.shards), func(_, i int) {
+	parallel(cores(len(m.shards)), len(m.shards), func(_, i int) {
 		s := &m.shards[i]
 		if !shardsHeld {
 			s.mu.RLock()
@@ -57,10 +57,12 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 	return st
 }
 
-// parallel calls fn with each of 0 to n-1, on every core at once: workers
-// goroutines (at most), each calling fn with its number, below workers.
-func parallel(n int, fn func(worker, i int)) (workers int) {
-	workers = min(runtime.GOMAXPROCS(0), n)
+// parallel calls fn with each of 0 to n-1, from workers goroutines at
+// once, each calling fn with its number, below workers: a caller that
+// keeps something for each worker sizes it by the number it gave, read
+// once (see cores), not by GOMAXPROCS again, which the runtime may change
+// meanwhile.
+func parallel(workers, n int, fn func(worker, i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -71,8 +73,11 @@ func parallel(n int, fn func(worker, i int)) (workers int) {
 		})
 	}
 	wg.Wait()
-	return workers
 }
+
+// cores returns how many workers parallel should have for n tasks: one
+// for each core, at most n, at least one.
+func cores(n int) int { return max(1, min(runtime.GOMAXPROCS(0), n)) }
 
 // Import loads st into m, which must be empty and not yet shared, but for
 // the nicknames of users in no group. It builds every index in bulk: each
@@ -139,8 +144,9 @@ func (m *Store) Import(st *snap.State) {
 // shards on every core at once, as a restart of a hundred million
 // memberships sorts as many pairs.
 func (m *Store) fillReverse(pairs [][]pair) {
-	scratch := make([][]pair, runtime.GOMAXPROCS(0)) // each worker's, for the sort
-	parallel(len(pairs), func(w, k int) {
+	workers := cores(len(pairs))
+	scratch := make([][]pair, workers) // each worker's, for the sort
+	parallel(workers, len(pairs), func(w, k int) {
 		ps := pairs[k]
 		scratch[w] = sortByUser(ps, scratch[w])
 		// sortByUser keeps the order pairs came in within a user, which is
