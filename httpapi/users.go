@@ -268,7 +268,7 @@ func (p *usersParser) ttl() (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	switch {
 	case err != nil:
-		return 0, p.elementError("ttl %q is not a duration, such as \"4h\", \"90m\" or \"1h30m\" (units ms, s, m, h)", truncate(s))
+		return 0, p.elementError("ttl %q is not a duration, such as \"4h\", \"90m\" or \"1h30m\" (units ns, us, ms, s, m, h)", truncate(s))
 	case d < time.Millisecond:
 		return 0, p.elementError("the ttl %s is not at least 1ms", d)
 	case d > membership.MaxExpiryAhead:

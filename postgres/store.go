@@ -668,3 +668,6 @@ func (s *Store) NextExpiry() (time.Time, bool) { return s.mem.NextExpiry() }
 
 // ExpiryCount implements store.Expiring.
 func (s *Store) ExpiryCount() int64 { return s.mem.ExpiryCount() }
+
+// ExpiryWakeup implements store.Expiring.
+func (s *Store) ExpiryWakeup() <-chan struct{} { return s.mem.ExpiryWakeup() }

@@ -29,17 +29,18 @@ const Interval = 100 * time.Millisecond
 // applies it: about 25 ms for 50,000 on 2 cores under load, which a write
 // beside it may wait. Larger rounds cost less a membership (their reverse
 // pairs lie closer together, and a round is one commit with -data-dir):
-// under make bench-expiry's load a million due at once ended within 0.63
-// to 0.65 s in rounds of 50,000, 0.80 to 0.93 s in rounds of 20,000
-// (-data-dir: 0.65 to 0.69 s, against 1.01 to 1.19 s), while the load's
-// write p99 rose from 24 to 34-39 ms (memory-only).
+// under make bench-expiry's load a million due at once ended within 0.59
+// to 0.65 s in rounds of 50,000, 0.78 to 0.94 s in rounds of 20,000
+// (-data-dir: 0.65 to 0.77 s, against 0.91 to 1.19 s), while the load's
+// write p99 rose from about 24 to 31-39 ms (memory-only).
 const roundMax = 50000
 
 // Expirer applies a store's expiries as they come due.
 type Expirer struct {
-	store  store.Expiring
-	now    func() time.Time
-	logger *slog.Logger
+	store    store.Expiring
+	now      func() time.Time
+	logger   *slog.Logger
+	interval time.Duration // Interval; a test's own
 
 	applied atomic.Uint64 // memberships ended
 	failed  atomic.Uint64 // rounds that could not apply what was due
@@ -54,7 +55,7 @@ func New(s store.Expiring, now func() time.Time, logger *slog.Logger) *Expirer {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Expirer{store: s, now: now, logger: logger, lag: metrics.NewHistogram(lagBuckets)}
+	return &Expirer{store: s, now: now, logger: logger, interval: Interval, lag: metrics.NewHistogram(lagBuckets)}
 }
 
 var lagBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60}
@@ -187,20 +188,25 @@ func (e *Expirer) applyInFlight(ctx context.Context, due []store.Due) (int, erro
 }
 
 // Run applies expiries as they come due, until ctx is done: it looks when
-// the earliest is due, and at least every Interval (an expiry added
-// meanwhile may be due sooner). A round the store refuses (a stuck disk, a
-// lost database) is logged and tried again an Interval later: the
-// expiries wait, none is lost.
+// the earliest is due (the store tells it when one is set before the one
+// it waits for), and at least every Interval. A round the store refuses (a
+// stuck disk, a lost database) is logged and tried again an Interval
+// later: the expiries wait, none is lost.
 func (e *Expirer) Run(ctx context.Context) {
 	t := time.NewTimer(e.wait())
 	defer t.Stop()
+	sooner := e.store.ExpiryWakeup()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-sooner: // an expiry before the one waited for
+			t.Stop()
+			t.Reset(e.wait())
+			continue
 		case <-t.C:
 		}
-		wait := Interval
+		wait := e.interval
 		if next, ok := e.store.NextExpiry(); ok && !next.After(e.now()) {
 			if _, err := e.ExpireDue(ctx); err != nil {
 				if ctx.Err() == nil {
@@ -222,9 +228,9 @@ func (e *Expirer) Run(ctx context.Context) {
 func (e *Expirer) wait() time.Duration {
 	next, ok := e.store.NextExpiry()
 	if !ok {
-		return Interval
+		return e.interval
 	}
-	return min(max(next.Sub(e.now()), time.Millisecond), Interval)
+	return min(max(next.Sub(e.now()), time.Millisecond), e.interval)
 }
 
 // WriteMetrics writes the expirer's figures: the memberships with an

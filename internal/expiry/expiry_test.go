@@ -193,3 +193,45 @@ func TestTheExpirerWaitsUntilTheEarliestExpiry(t *testing.T) {
 	addExpiring(t, s, "past", t0.Add(-time.Second), 3)
 	assert.Equal(t, time.Millisecond, e.wait(), "due already")
 }
+
+// looking is a store that says when the expirer asks it for the next
+// expiry.
+type looking struct {
+	store.Expiring
+	looked chan struct{}
+}
+
+func (l *looking) NextExpiry() (time.Time, bool) {
+	next, ok := l.Expiring.NextExpiry()
+	select {
+	case l.looked <- struct{}{}:
+	default:
+	}
+	return next, ok
+}
+
+// An expiry set before the one the expirer waits for wakes it: with an
+// Interval of an hour, only the store's word can bring it to look again.
+func TestAnEarlierExpiryWakesTheExpirer(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := memory.New()
+	addExpiring(t, s, "later", t0.Add(time.Hour), 1)
+	l := &looking{Expiring: s, looked: make(chan struct{}, 1)}
+	e := New(l, func() time.Time { return t0 }, nil)
+	e.interval = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); e.Run(ctx) }()
+	defer func() { cancel(); <-ran }()
+
+	<-l.looked // Run has found the earliest an hour away, and waits for it
+	rev := s.LatestRevision()
+	addExpiring(t, s, "soon", t0, 2) // due at once on the expirer's clock
+	waitCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	changes, _, err := s.Changes(waitCtx, membership.ChangeOptions{After: rev + 1, Wait: true})
+	require.NoError(t, err, "the expirer waited for the hour")
+	require.Len(t, changes, 1)
+	assert.Equal(t, membership.OpExpire, changes[0].Op)
+	assert.Equal(t, "soon", changes[0].GroupID)
+}

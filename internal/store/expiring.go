@@ -24,6 +24,10 @@ type Expiring interface {
 	NextExpiry() (time.Time, bool)
 	// ExpiryCount returns how many memberships have an expiry.
 	ExpiryCount() int64
+	// ExpiryWakeup returns a channel told when an expiry is set that comes
+	// before every other, so that an expirer waiting for the earliest
+	// looks again.
+	ExpiryWakeup() <-chan struct{}
 }
 
 // Due is expiries due: the write that applies them, and the earliest of

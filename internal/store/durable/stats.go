@@ -58,3 +58,6 @@ func (d *Store) NextExpiry() (time.Time, bool) { return d.mem.NextExpiry() }
 
 // ExpiryCount implements store.Expiring.
 func (d *Store) ExpiryCount() int64 { return d.mem.ExpiryCount() }
+
+// ExpiryWakeup implements store.Expiring.
+func (d *Store) ExpiryWakeup() <-chan struct{} { return d.mem.ExpiryWakeup() }

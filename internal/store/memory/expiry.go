@@ -123,6 +123,23 @@ type dueSet struct {
 	set sortedSet[dueKey, dueCodec]
 	// live counts the members with an expiry (in the groups' sets).
 	live atomic.Int64
+	// sooner is told (without waiting: it holds one) when an expiry set
+	// comes before every other in set, so that an expirer waiting for the
+	// earliest looks again (ExpiryWakeup).
+	sooner chan struct{}
+}
+
+// insert adds k to the set, and tells sooner when k comes first. The
+// caller holds mu.
+func (d *dueSet) insert(k dueKey) {
+	first := d.set.size == 0 || dueCodec{}.compare(k, d.set.chunks[0].first) < 0
+	d.set.insert(k)
+	if first {
+		select {
+		case d.sooner <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // expiryMillis returns t in milliseconds since 1970.
@@ -158,7 +175,7 @@ func (m *Store) setExpiry(g *group, uid membership.UID, at int64) bool {
 		fallthrough
 	default:
 		g.expiries.insert(memberExpiry{uid: uid, at: at})
-		m.due.set.insert(dueKey{at: at, group: g.number, uid: uid})
+		m.due.insert(dueKey{at: at, group: g.number, uid: uid})
 	}
 	if g.expiries.size == 0 {
 		g.expiries = nil
@@ -470,6 +487,12 @@ func (m *Store) NextExpiry() (time.Time, bool) {
 	}
 	return time.UnixMilli(m.due.set.chunks[0].first.at).UTC(), true
 }
+
+// ExpiryWakeup returns a channel told when an expiry is set that comes
+// before every other: an expirer waiting for the earliest (up to
+// expiry.Interval) looks again, so that a ttl of a millisecond ends within
+// about one.
+func (m *Store) ExpiryWakeup() <-chan struct{} { return m.due.sooner }
 
 // ExpiryCount returns how many memberships have an expiry.
 func (m *Store) ExpiryCount() int64 { return m.due.live.Load() }

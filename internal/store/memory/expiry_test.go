@@ -95,3 +95,35 @@ func TestARoundOfExpiriesDoesNotSplitAGroup(t *testing.T) {
 		assert.Equal(t, 1, n, "group %s in one write", g)
 	}
 }
+
+// The store tells an expirer waiting for the earliest expiry when one is
+// set before it, and only then.
+func TestAnExpiryBeforeEveryOtherIsTold(t *testing.T) {
+	ctx := context.Background()
+	m := New()
+	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	told := func() bool {
+		select {
+		case <-m.ExpiryWakeup():
+			return true
+		default:
+			return false
+		}
+	}
+	add := func(uid membership.UID, at time.Time) {
+		_, err := m.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{
+			{UID: uid, Expiry: membership.Expiry{Set: true, At: at}},
+		}})
+		require.NoError(t, err)
+	}
+	add(1, at)
+	assert.True(t, told(), "the first")
+	add(2, at.Add(time.Minute))
+	assert.False(t, told(), "a later one")
+	add(3, at.Add(-time.Minute))
+	assert.True(t, told(), "an earlier one")
+	add(4, at.Add(-2*time.Minute))
+	add(5, at.Add(-3*time.Minute))
+	assert.True(t, told(), "two earlier ones: told once, the channel holds one")
+	assert.False(t, told())
+}

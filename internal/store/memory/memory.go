@@ -174,6 +174,7 @@ func NewWith(opts Options) *Store {
 		reverse:                make([]reverseShard, max(n, 1)),
 		groupNumbers:           groupNumbers{numbers: make(map[string]uint32)},
 	}
+	m.due.sooner = make(chan struct{}, 1)
 	m.index.seed = m.seed
 	for i := range m.shards {
 		m.shards[i].groups = make(map[string]*group)
