@@ -230,19 +230,7 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 			results[i].Revision = revisionNow(g)
 			continue
 		}
-		var cleared []membership.Member
-		if len(inNoGroup[i]) > 0 {
-			m.nicknamesMu.Lock()
-			for _, uid := range inNoGroup[i] {
-				if _, ok := m.nicknames[uid]; ok {
-					delete(m.nicknames, uid)
-					cleared = append(cleared, membership.Member{UID: uid})
-				}
-			}
-			m.nicknameCount.Store(int64(len(m.nicknames)))
-			m.nicknamesMu.Unlock()
-			slices.SortFunc(cleared, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
-		}
+		cleared := m.clearNicknames(inNoGroup[i])
 		m.counts.members.Add(-int64(len(removed[i])))
 		rev := m.feed.record(membership.Change{Op: membership.OpExpire, GroupID: g.id, UIDs: tight(removed[i]), Nicknames: cleared}, stampOf(w), nil)
 		results[i] = membership.Result{Count: len(removed[i]), Revision: rev}

@@ -542,22 +542,7 @@ func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op members
 	if op == membership.OpExpire {
 		m.endExpired(g, removed)
 	}
-	var cleared []membership.Member
-	if len(inNoGroup) > 0 {
-		// A user in no group is forgotten, nickname included, and the
-		// change says so: "" for each nickname it cleared. No list
-		// showed the nickname any more, so no revision moves for it.
-		m.nicknamesMu.Lock()
-		for _, uid := range inNoGroup {
-			if _, ok := m.nicknames[uid]; ok {
-				delete(m.nicknames, uid)
-				cleared = append(cleared, membership.Member{UID: uid})
-			}
-		}
-		m.nicknameCount.Store(int64(len(m.nicknames)))
-		m.nicknamesMu.Unlock()
-		slices.SortFunc(cleared, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
-	}
+	cleared := m.clearNicknames(inNoGroup)
 	m.counts.members.Add(-int64(len(removed)))
 	rev := m.feed.record(membership.Change{Op: op, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, st, nil)
 	m.unlockReverse(locked)
@@ -567,6 +552,28 @@ func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op members
 		g.revision = rev
 	}
 	return membership.Result{Count: len(removed), Revision: rev}
+}
+
+// clearNicknames forgets the nicknames of uids, users a change left in no
+// group, and returns them as the change says so: "" for each nickname it
+// cleared, ascending by uid. No list showed the nickname any more, so no
+// revision moves for it.
+func (m *Store) clearNicknames(uids []membership.UID) []membership.Member {
+	if len(uids) == 0 {
+		return nil
+	}
+	var cleared []membership.Member
+	m.nicknamesMu.Lock()
+	for _, uid := range uids {
+		if _, ok := m.nicknames[uid]; ok {
+			delete(m.nicknames, uid)
+			cleared = append(cleared, membership.Member{UID: uid})
+		}
+	}
+	m.nicknameCount.Store(int64(len(m.nicknames)))
+	m.nicknamesMu.Unlock()
+	slices.SortFunc(cleared, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
+	return cleared
 }
 
 // Writable returns nil: memory always takes changes. It is here so that
