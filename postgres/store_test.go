@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,10 +21,14 @@ func openTest(t *testing.T, keep int) *Store {
 	return openOn(t, pgtest.NewDatabase(t), keep)
 }
 
-// openOn opens a store on the database at url, closed when t ends.
+// openOn opens a store on the database at url, closed when t ends. Its
+// commit timeout is a minute: the contract is not about how fast this
+// machine is (a batch deleting a million members, applied under -race
+// beside two CPU hogs, took more than the default 5 s once); the tests of
+// the timeout set their own.
 func openOn(t *testing.T, url string, keep int) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), url, Options{ChangesKeep: keep})
+	s, err := Open(context.Background(), url, Options{ChangesKeep: keep, CommitTimeout: time.Minute})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
