@@ -677,11 +677,11 @@ func (d *Store) await(p *pending, deadline time.Time) result {
 // WriteExpiries is how the expirer writes a round (expiry.roundWriter):
 // its expires, each a change of its own as Write logs it, are queued for
 // the committer all at once, so that one commit logs them and memory
-// applies them together (apply), in the order given. Those that would end
-// nothing are answered from memory, without a record. It returns the
-// first error, once every change it queued is decided (or its deadline,
-// one for the round, passed); a change refused stops it from queuing
-// more. Any op but an unkeyed expire is refused, and nothing queued.
+// applies them together (apply), in the order given: roundWindow at a
+// time. Those that would end nothing are answered from memory, without a
+// record. It returns the first error, once every change it queued is
+// decided (or its window's deadline passed); a change refused stops it
+// from queuing more. Any op but an unkeyed expire is refused, and nothing queued.
 func (d *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membership.Result, error) {
 	for i, w := range ws {
 		if w.Op != membership.OpExpire || w.Idem.Key != "" {
@@ -694,41 +694,51 @@ func (d *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membe
 	results := make([]membership.Result, len(ws))
 	queued := make([]*pending, len(ws))
 	var firstErr error
-	for i, w := range ws {
-		rev, changes, err := d.mem.Check(w)
-		if err != nil {
-			firstErr = err
-			break
-		}
-		if !changes {
-			results[i].Revision = rev
-			continue
-		}
-		c := entry(w)
-		c.Time = time.Time{} // the committer's to give: see encode
-		p, refused := d.enqueue(&c, nil)
-		if refused != nil {
-			firstErr = refused.err
-			break
-		}
-		queued[i] = p
-	}
-	deadline := time.Now().Add(d.opts.CommitTimeout)
-	for i, p := range queued {
-		if p == nil {
-			continue
-		}
-		r := d.await(p, deadline)
-		if r.err != nil {
-			if firstErr == nil {
-				firstErr = r.err
+	// A window at a time, so that a round of many small groups never
+	// fills the committer's queue (maxBatch changes): each window is a
+	// commit or two, and the next is queued once it is decided.
+	for from := 0; from < len(ws) && firstErr == nil; from += roundWindow {
+		to := min(from+roundWindow, len(ws))
+		for i := from; i < to; i++ {
+			rev, changes, err := d.mem.Check(ws[i])
+			if err != nil {
+				firstErr = err
+				break
 			}
-			continue
+			if !changes {
+				results[i].Revision = rev
+				continue
+			}
+			c := entry(ws[i])
+			c.Time = time.Time{} // the committer's to give: see encode
+			p, refused := d.enqueue(&c, nil)
+			if refused != nil {
+				firstErr = refused.err
+				break
+			}
+			queued[i] = p
 		}
-		results[i] = r.res
+		deadline := time.Now().Add(d.opts.CommitTimeout)
+		for i := from; i < to; i++ {
+			if queued[i] == nil {
+				continue
+			}
+			r := d.await(queued[i], deadline)
+			if r.err != nil {
+				if firstErr == nil {
+					firstErr = r.err
+				}
+				continue
+			}
+			results[i] = r.res
+		}
 	}
 	return results, firstErr
 }
+
+// roundWindow is how many of a round's changes WriteExpiries queues at
+// once: a quarter of the committer's queue, room left for other writers.
+const roundWindow = maxBatch / 4
 
 // stuck returns how long the write in progress has waited on the disk, when
 // that is longer than CommitTimeout.

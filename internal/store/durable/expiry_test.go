@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -594,4 +595,31 @@ func exportSorted(d *Store) *snap.State {
 	st := d.mem.Export()
 	slices.SortFunc(st.Groups, func(a, b snap.Group) int { return strings.Compare(a.ID, b.ID) })
 	return st
+}
+
+// A round of more changes than the committer's queue holds (many groups of
+// one due at once) is queued a window at a time: it is applied whole, not
+// refused as a full queue.
+func TestARoundLargerThanTheQueueIsAppliedWhole(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	d := openTestDurable(t, t.TempDir(), Options{})
+	t.Cleanup(func() { _ = d.Close() })
+	n := maxBatch + roundWindow + 10
+	var ws []membership.Write
+	for g := range n {
+		w := membership.Write{Op: membership.OpAdd, GroupID: "g" + strconv.Itoa(g), Users: []membership.User{expiring(1, t0)}}
+		_, err := d.Write(ctx, w)
+		require.NoError(t, err)
+		ws = append(ws, membership.Write{Op: membership.OpExpire, GroupID: w.GroupID, UIDs: []membership.UID{1}, AsOf: t0})
+	}
+	results, err := d.WriteExpiries(ctx, ws)
+	require.NoError(t, err)
+	ended := 0
+	for _, r := range results {
+		ended += r.Count
+	}
+	assert.Equal(t, n, ended)
+	assert.Zero(t, d.ExpiryCount())
+	assert.Zero(t, d.mem.Stats().Groups)
 }
