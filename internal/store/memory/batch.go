@@ -71,7 +71,14 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	}
 	var rbuf [4]uint64
 	locked := m.lockReverse(batchUIDs(b.Writes, groups), rbuf[:])
-	a := batchApplier{m: m, named: namedUIDs(b.Writes), commit: nowOr(b.Time)}
+	// A TTL counts from the very time the batch's change carries, as a
+	// write's does (stamp.withTimeFor), not from a second reading of the
+	// clock: they could fall in two milliseconds.
+	st := stamp{actor: b.Actor, at: b.Time, now: true}
+	for _, w := range b.Writes {
+		st = st.withTimeFor(w.Users)
+	}
+	a := batchApplier{m: m, named: namedUIDs(b.Writes), commit: nowOr(st.at)}
 	results := make([]membership.Result, len(b.Writes))
 	var subs []membership.Change
 	changed := map[*group]bool{}
@@ -97,7 +104,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	if a.nicknamesChanged {
 		published = func(rev membership.Revision) { m.nicknamesRevision.Store(uint64(rev)) }
 	}
-	rev := m.feed.record(membership.Change{Op: membership.OpBatch, Changes: subs}, stamp{actor: b.Actor, at: b.Time, now: true}, published)
+	rev := m.feed.record(membership.Change{Op: membership.OpBatch, Changes: subs}, st, published)
 	m.unlockReverse(locked)
 	for g := range changed {
 		if g.members.size == 0 {
