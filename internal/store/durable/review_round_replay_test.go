@@ -6,9 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,15 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/expiry"
-	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/membership"
 )
-
-func reviewSortedState(d *Store) *snap.State {
-	st := d.mem.Export()
-	slices.SortFunc(st.Groups, func(a, b snap.Group) int { return strings.Compare(a.ID, b.ID) })
-	return st
-}
 
 func reviewUID(rng *rand.Rand) membership.UID {
 	switch rng.IntN(4) {
@@ -146,13 +137,13 @@ func TestReviewRoundLiveEqualsReplay(t *testing.T) {
 				}
 				wg.Wait()
 			}
-			live := reviewSortedState(d)
+			live := exportSorted(d)
 			liveStats, liveExpiring := d.mem.Stats(), d.mem.ExpiryCount()
 			d.markNow()
 			crash(t, d)
 			d = openTestDurable(t, dir, markedOpts())
 			defer d.Close()
-			replayed := reviewSortedState(d)
+			replayed := exportSorted(d)
 			require.Equal(t, live, replayed)
 			stats := d.mem.Stats()
 			require.Equal(t, [3]int64{liveStats.Groups, liveStats.Members, liveStats.Users}, [3]int64{stats.Groups, stats.Members, stats.Users})
