@@ -311,8 +311,6 @@ func openDurable(dir string, opts Options, lock *fileutil.DirLock) (*Store, erro
 		return nil, err
 	}
 	d := &Store{
-		mem: memory.NewWith(memory.Options{ChangesKeep: opts.ChangesKeep, ChangesKeepBytes: opts.ChangesKeepBytes,
-			IdempotencyBytes: opts.IdempotencyBytes, IdempotencyRetention: opts.IdempotencyRetention}),
 		dir:         dir,
 		opts:        opts,
 		logger:      opts.Logger,
@@ -323,15 +321,23 @@ func openDurable(dir string, opts Options, lock *fileutil.DirLock) (*Store, erro
 		stopped:     make(chan struct{}),
 		markStopped: make(chan struct{}),
 	}
-	d.ReadOnly = d.mem.ReadOnly()
+	d.mem = d.newMemory()
 	d.stats.fsyncDuration = metrics.NewHistogram(metrics.DefaultDurationBuckets)
 	if err := d.recover(); err != nil {
 		return nil, err
 	}
+	d.ReadOnly = d.mem.ReadOnly() // recover may have started a new one
 	d.stats.logBytes.Store(d.logSize)
 	go d.commitLoop()
 	go d.markLoop()
 	return d, nil
+}
+
+// newMemory returns an empty memory store with d's options.
+func (d *Store) newMemory() *memory.Store {
+	o := d.opts
+	return memory.NewWith(memory.Options{ChangesKeep: o.ChangesKeep, ChangesKeepBytes: o.ChangesKeepBytes,
+		IdempotencyBytes: o.IdempotencyBytes, IdempotencyRetention: o.IdempotencyRetention})
 }
 
 // Close stops taking changes, waits for a snapshot in progress, and releases
@@ -1053,7 +1059,7 @@ func (d *Store) startSnapshot() {
 			d.logger.Error("writing a snapshot failed; the logs are kept", "file", path, "err", err)
 			return
 		}
-		if _, err := snap.ReadFile(path); err != nil {
+		if _, err := checkSnapshot(path); err != nil {
 			d.logger.Error("a snapshot just written does not read back; the files before it are kept", "file", path, "err", err)
 			return
 		}

@@ -154,10 +154,10 @@ func (d *Store) loadSnapshot(snapshots, logs []uint64) (uint64, error) {
 	for i := len(snapshots) - 1; i >= 0; i-- {
 		seq := snapshots[i]
 		path := snapshotPath(d.dir, seq)
-		st, err := snap.ReadFile(path)
+		groups := 0
+		err := d.loadSnapshotFile(path, &groups)
 		if err == nil {
-			d.mem.Import(st)
-			d.logger.Info("loaded snapshot", "file", path, "groups", len(st.Groups))
+			d.logger.Info("loaded snapshot", "file", path, "groups", groups)
 			return seq, nil
 		}
 		if !d.opts.Repair {
@@ -168,7 +168,7 @@ func (d *Store) loadSnapshot(snapshots, logs []uint64) (uint64, error) {
 			}
 			older := from == 0
 			if !older {
-				_, err := snap.ReadFile(snapshotPath(d.dir, from))
+				_, err := checkSnapshot(snapshotPath(d.dir, from))
 				older = err == nil
 			}
 			if older && checkChain(d.dir, from, slices.DeleteFunc(slices.Clone(logs), func(n uint64) bool { return n < from })) == nil {
@@ -187,6 +187,31 @@ func (d *Store) loadSnapshot(snapshots, logs []uint64) (uint64, error) {
 		d.logger.Warn("repair: a snapshot does not read back; moved it aside, recovering from the one before", "file", path, "err", err, "moved_to", dir)
 	}
 	return 0, nil
+}
+
+// loadSnapshotFile loads the snapshot at path into d.mem, which must be
+// empty, counting its groups into groups. It reads the groups into memory one at a time, not the whole state decoded
+// first. When the snapshot does not read back, d.mem is a new, empty
+// store: the groups read before the fault are dropped.
+func (d *Store) loadSnapshotFile(path string, groups *int) error {
+	l := d.mem.Loader()
+	st, err := snap.ReadFileEach(path, func(g snap.Group) error {
+		*groups++
+		return l.Group(g)
+	})
+	if err != nil {
+		l.Drop()
+		d.mem = d.newMemory()
+		return err
+	}
+	l.Finish(st)
+	return nil
+}
+
+// checkSnapshot returns an error unless the snapshot at path reads back,
+// and the snapshot without its groups, which it does not keep.
+func checkSnapshot(path string) (*snap.State, error) {
+	return snap.ReadFileEach(path, func(snap.Group) error { return nil })
 }
 
 // checkChain returns an error naming what is missing unless logs (those from
@@ -307,7 +332,7 @@ func (d *Store) repairChain(base uint64, logs []uint64, gap error) ([]uint64, er
 	if len(kept) > 0 || base == 0 {
 		return kept, nil
 	}
-	st, err := snap.ReadFile(snapshotPath(d.dir, base))
+	st, err := checkSnapshot(snapshotPath(d.dir, base))
 	if err != nil {
 		return nil, err
 	}

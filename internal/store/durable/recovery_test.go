@@ -445,3 +445,38 @@ func TestDurableDamagedLogHeaderNamesRepair(t *testing.T) {
 		})
 	}
 }
+
+// A newest snapshot whose checksum matches but whose groups break a rule
+// part of the way through is refused as a damaged one is, and -repair
+// recovers from the one before into a store that holds nothing of the
+// groups read before the fault: the groups are loaded as they are read.
+func TestDurableSnapshotBrokenPartWayIsDroppedWhole(t *testing.T) {
+	dir, snapshots, _, want := sixtyWithSnapshots(t)
+	newest := snapshotPath(dir, snapshots[len(snapshots)-1])
+	st, err := snap.ReadFile(newest)
+	require.NoError(t, err)
+	// Groups read before the fault, one of them the real group with a
+	// member it never had; then a group whose uids are not ascending.
+	st.Groups = append([]snap.Group{{ID: "early", Revision: 1, UIDs: []membership.UID{7007, 7008}}, {ID: "g", Revision: 1, UIDs: []membership.UID{1000}}}, st.Groups...)
+	st.Groups = append(st.Groups, snap.Group{ID: "late", Revision: 1, UIDs: []membership.UID{5, 5}})
+	require.NoError(t, snap.WriteFile(newest, st))
+
+	_, err = Open(dir, Options{ChangesKeep: keepAll})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Base(newest))
+	assert.Contains(t, err.Error(), "not in ascending order")
+	assert.Contains(t, err.Error(), "-repair")
+
+	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll, Repair: true})
+	got, _ := storetest.ListAll(t, d, "g")
+	assert.Equal(t, want, got, "every change is back, and no member of the dropped snapshot")
+	early, _ := storetest.ListAll(t, d, "early")
+	assert.Empty(t, early, "a group read before the fault is not kept")
+	groups, _ := storetest.UserGroups(t, d, 7007, membership.GroupListOptions{})
+	assert.Empty(t, groups, "nor its reverse pairs")
+	stats := d.Stats()
+	assert.Equal(t, int64(1), stats.Groups, "the counts are the recovered store's")
+	assert.Equal(t, int64(len(want)), stats.Members)
+	assert.Equal(t, int64(len(want)), stats.Users)
+	require.NoError(t, d.Close())
+}

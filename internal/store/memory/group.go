@@ -36,13 +36,21 @@ func (m *members) add(uid membership.UID) bool {
 
 // fill fills an empty set from uids, which must be sorted and distinct, in
 // chunks of fillChunkBytes with no spare room.
-func (m *members) fill(uids []membership.UID) {
-	ps := make([]pair, len(uids))
+func (m *members) fill(uids []membership.UID) { m.fillFrom(uids, nil) }
+
+// fillFrom is fill with scratch as room for the uids as pairs: it returns
+// scratch, grown when it was short, for the next call.
+func (m *members) fillFrom(uids []membership.UID, scratch []pair) []pair {
+	if cap(scratch) < len(uids) {
+		scratch = make([]pair, len(uids))
+	}
+	ps := scratch[:len(uids)]
 	for i, uid := range uids {
 		ps[i] = pair{user: uid}
 	}
 	m.packedSet.fill(ps, fillChunkBytes)
 	m.size = len(uids)
+	return scratch
 }
 
 // remove removes uid and reports whether it was a member.

@@ -84,6 +84,117 @@ func cores(n int) int { return max(1, min(runtime.GOMAXPROCS(0), n)) }
 // group's chunks directly, and the reverse index from all pairs sorted at
 // once, rather than one insert at a time.
 func (m *Store) Import(st *snap.State) {
+	l := m.Loader()
+	for _, g := range st.Groups {
+		_ = l.Group(g) // never fails
+	}
+	l.Finish(st)
+}
+
+// A Loader loads a snapshot into an empty Store, as Import does, from its
+// groups given one at a time (as snap.ReadFileEach gives them) and then the
+// rest of it: a restart need not hold every uid of the snapshot decoded
+// while it builds the Store. Its groups' members are filled as they come,
+// and their reverse pairs gathered on another goroutine at the same time:
+// a restart of a hundred million memberships is two passes over them, one
+// on each core. Finish, or Drop, must follow.
+type Loader struct {
+	m       *Store
+	indexed []*group
+	due     []dueKey
+	scratch []pair // a group's members, for fill
+	// The reverse pairs: groups' uids, copied into a run and sent to
+	// gather, which appends them to pairs; free gives runs back.
+	run      *loaderRun
+	runs     chan *loaderRun
+	free     chan *loaderRun
+	gathered chan struct{}
+	pairs    []pairBlocks // each reverse shard's, in group order
+}
+
+// loaderRun is the uids of groups given to the Loader one after another:
+// groups[i]'s are the next counts[i] uids.
+type loaderRun struct {
+	uids   []membership.UID
+	groups []uint32 // numbers
+	counts []int
+}
+
+// loaderRunUIDs is how many uids a run holds before it is sent: enough
+// that sending one costs nothing beside its uids' pairs.
+const loaderRunUIDs = 1 << 16
+
+// Loader returns a Loader into m, which must be empty and not yet shared.
+func (m *Store) Loader() *Loader {
+	const runs = 4 // in flight, beside the one filling
+	l := &Loader{m: m, pairs: make([]pairBlocks, len(m.reverse)),
+		runs: make(chan *loaderRun, runs), free: make(chan *loaderRun, runs+1), gathered: make(chan struct{})}
+	for range runs + 1 {
+		l.free <- &loaderRun{}
+	}
+	l.run = <-l.free
+	go l.gather()
+	return l
+}
+
+// gather appends the pairs of each run sent to the Loader's reverse
+// shards' pairs.
+func (l *Loader) gather() {
+	defer close(l.gathered)
+	for r := range l.runs {
+		uids := r.uids
+		for i, number := range r.groups {
+			for _, uid := range uids[:r.counts[i]] {
+				k, user := l.m.reverseKey(uid)
+				l.pairs[k].append(pair{user: user, group: number})
+			}
+			uids = uids[r.counts[i]:]
+		}
+		r.uids, r.groups, r.counts = r.uids[:0], r.groups[:0], r.counts[:0]
+		l.free <- r
+	}
+}
+
+// Group loads g, whose UIDs it does not keep. It returns nil: its type is
+// that of snap.ReadFileEach's each.
+func (l *Loader) Group(g snap.Group) error {
+	if len(g.UIDs) == 0 {
+		return nil
+	}
+	m := l.m
+	grp := &group{id: g.ID, number: m.groupNumbers.number(g.ID), revision: g.Revision}
+	l.scratch = grp.members.fillFrom(g.UIDs, l.scratch)
+	l.due = m.importExpiries(grp, g.Expiries, l.due)
+	m.shardOf(g.ID).groups[g.ID] = grp
+	l.indexed = append(l.indexed, grp)
+	m.counts.groups.Add(1)
+	m.counts.members.Add(int64(len(g.UIDs)))
+	r := l.run
+	r.uids = append(r.uids, g.UIDs...)
+	r.groups = append(r.groups, grp.number)
+	r.counts = append(r.counts, len(g.UIDs))
+	if len(r.uids) >= loaderRunUIDs {
+		l.runs <- r
+		l.run = <-l.free
+	}
+	return nil
+}
+
+// Drop stops l without finishing: the Store it loaded into is to be
+// dropped (the snapshot did not read back).
+func (l *Loader) Drop() {
+	close(l.runs)
+	<-l.gathered
+	*l = Loader{}
+}
+
+// Finish loads the rest of st, all but its Groups, which were given to
+// Group, and builds the indexes of the groups.
+func (l *Loader) Finish(st *snap.State) {
+	m := l.m
+	l.runs <- l.run
+	close(l.runs)
+	<-l.gathered
 	for uid, nick := range st.Nicknames {
 		if nick != "" {
 			m.nicknames[uid] = nick
@@ -93,42 +204,11 @@ func (m *Store) Import(st *snap.State) {
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.load(st.LastRevision, st.Changes)
 	m.importKeys(st.Keys)
-	// Each reverse shard's pairs, in group order, in a slice of exactly
-	// their number: uids need not spread evenly over the shards.
-	counts := make([]int, len(m.reverse))
-	for _, g := range st.Groups {
-		for _, uid := range g.UIDs {
-			k, _ := m.reverseKey(uid)
-			counts[k]++
-		}
-	}
-	pairs := make([][]pair, len(m.reverse))
-	for k := range pairs {
-		pairs[k] = make([]pair, 0, counts[k])
-	}
-	indexed := make([]*group, 0, len(st.Groups))
-	var due []dueKey
-	for _, g := range st.Groups {
-		if len(g.UIDs) == 0 {
-			continue
-		}
-		grp := &group{id: g.ID, number: m.groupNumbers.number(g.ID), revision: g.Revision}
-		grp.members.fill(g.UIDs)
-		due = m.importExpiries(grp, g.Expiries, due)
-		m.shardOf(g.ID).groups[g.ID] = grp
-		indexed = append(indexed, grp)
-		m.counts.groups.Add(1)
-		m.counts.members.Add(int64(len(g.UIDs)))
-		for _, uid := range g.UIDs {
-			k, user := m.reverseKey(uid)
-			pairs[k] = append(pairs[k], pair{user: user, group: grp.number})
-		}
-	}
-	slices.SortFunc(indexed, func(a, b *group) int { return strings.Compare(a.id, b.id) })
-	m.index.build(indexed)
-	slices.SortFunc(due, dueCodec{}.compare)
-	m.due.set.fill(due)
-	m.fillReverse(pairs)
+	slices.SortFunc(l.indexed, func(a, b *group) int { return strings.Compare(a.id, b.id) })
+	m.index.build(l.indexed)
+	slices.SortFunc(l.due, dueCodec{}.compare)
+	m.due.set.fill(l.due)
+	m.fillReverse(l.pairs)
 	// A snapshot written before users in no group were forgotten may hold
 	// their nicknames: forget them now.
 	for uid := range m.nicknames {
@@ -137,18 +217,75 @@ func (m *Store) Import(st *snap.State) {
 		}
 	}
 	m.nicknameCount.Store(int64(len(m.nicknames)))
+	*l = Loader{}
+}
+
+// pairBlocks holds pairs, in the order appended, in blocks: a restart
+// appends a hundred million pairs to the reverse shards' blocks without
+// copying them as a slice grown by append would, and without counting them
+// first. A pair whose user is below 2^32 (a uid below 2^32 times the
+// shards) takes 8 bytes, user and group in one word, not a pair's 16: the
+// blocks are fresh memory, which the kernel clears and maps a page at a
+// time, and that was most of what they cost.
+type pairBlocks struct {
+	narrow [][]uint64 // user<<32 | group
+	wide   [][]pair   // the pairs of users from 2^32 on
+	n      int
+}
+
+const pairBlock = 1 << 16 // pairs a block holds
+
+func (b *pairBlocks) append(p pair) {
+	if p.user < 1<<32 {
+		appendToBlocks(&b.narrow, uint64(p.user)<<32|uint64(p.group))
+	} else {
+		appendToBlocks(&b.wide, p)
+	}
+	b.n++
+}
+
+func appendToBlocks[T any](blocks *[][]T, v T) {
+	bs := *blocks
+	if len(bs) == 0 || len(bs[len(bs)-1]) == pairBlock {
+		bs = append(bs, make([]T, 0, pairBlock))
+		*blocks = bs
+	}
+	last := &bs[len(bs)-1]
+	*last = append(*last, v)
+}
+
+// appendTo appends b's pairs to ps: the narrow ones, then the wide ones.
+// A user's pairs are all narrow or all wide, so each user's stay in the
+// order appended.
+func (b *pairBlocks) appendTo(ps []pair) []pair {
+	for _, block := range b.narrow {
+		for _, v := range block {
+			ps = append(ps, pair{user: membership.UID(v >> 32), group: uint32(v)})
+		}
+	}
+	for _, block := range b.wide {
+		ps = append(ps, block...)
+	}
+	return ps
 }
 
 // fillReverse fills each reverse shard k from pairs[k], in group order,
-// which it sorts: the
-// shards on every core at once, as a restart of a hundred million
-// memberships sorts as many pairs.
-func (m *Store) fillReverse(pairs [][]pair) {
+// which it sorts: the shards on every core at once, as a restart of a
+// hundred million memberships sorts as many pairs. Each worker copies a
+// shard's pairs into room of its own, reused from shard to shard, and lets
+// the blocks go.
+func (m *Store) fillReverse(pairs []pairBlocks) {
 	workers := cores(len(pairs))
-	scratch := make([][]pair, workers) // each worker's, for the sort
+	type room struct{ ps, scratch []pair } // a worker's, for the sort
+	rooms := make([]room, workers)
 	parallel(workers, len(pairs), func(w, k int) {
-		ps := pairs[k]
-		scratch[w] = sortByUser(ps, scratch[w])
+		r := &rooms[w]
+		if cap(r.ps) < pairs[k].n {
+			r.ps = make([]pair, 0, pairs[k].n)
+		}
+		ps := pairs[k].appendTo(r.ps[:0])
+		pairs[k] = pairBlocks{} // let them go
+		r.scratch = sortByUser(ps, r.scratch)
 		// sortByUser keeps the order pairs came in within a user, which is
 		// ascending group numbers only when numbers were given out in
 		// st.Groups' order: not so in a store whose groups were all
@@ -165,7 +302,6 @@ func (m *Store) fillReverse(pairs [][]pair) {
 			}
 		}
 		m.counts.users.Add(int64(users))
-		pairs[k] = nil // let them go
 	})
 }
 

@@ -298,16 +298,32 @@ func (c *encoder) flush() {
 }
 
 // ReadFile reads the snapshot at path.
-func ReadFile(path string) (*State, error) {
+func ReadFile(path string) (*State, error) { return ReadFileEach(path, nil) }
+
+// ReadFileEach reads the snapshot at path as ReadFile does, but gives each
+// group to each, in the file's order, rather than keeping it: the State it
+// returns has no Groups. A group's UIDs are in a buffer the next group
+// reuses, so each must copy what it keeps; an error from each stops the
+// reading and is returned. The checksum is checked before the first group
+// is given, but a group that breaks a rule further on is found only when
+// it is reached: on an error, the caller drops what each built. With each
+// nil, it is ReadFile.
+//
+// A restart loads a snapshot so, without holding every uid twice, and a
+// snapshot's check after it is written reads it so, keeping nothing.
+func ReadFileEach(path string, each func(Group) error) (*State, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Decode(data, path)
+	return decode(data, path, each)
 }
 
 // Decode decodes the snapshot data, read from path (which its errors name).
-func Decode(data []byte, path string) (*State, error) {
+func Decode(data []byte, path string) (*State, error) { return decode(data, path, nil) }
+
+// decode decodes data as ReadFileEach does.
+func decode(data []byte, path string, each func(Group) error) (*State, error) {
 	v, err := snapshotKind.Read(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -319,14 +335,17 @@ func Decode(data []byte, path string) (*State, error) {
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
 		return nil, fmt.Errorf("%s: snapshot checksum does not match: the file is damaged", path)
 	}
-	st, err := decodeState(bytes.NewReader(body), v)
+	st, err := decodeState(newReader(body), v, each)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return st, nil
 }
 
-func decodeState(r *bytes.Reader, version uint32) (*State, error) {
+// decodeState decodes a snapshot's body. With each nil, it keeps every
+// group in the State; otherwise it gives each group to each, its uids in
+// a buffer that the next group reuses, and keeps none.
+func decodeState(r *reader, version uint32, each func(Group) error) (*State, error) {
 	st := &State{}
 	if version >= 2 {
 		for _, rev := range []*membership.Revision{&st.LastRevision, &st.NicknamesRevision, &st.RemovedRevision} {
@@ -345,12 +364,22 @@ func decodeState(r *bytes.Reader, version uint32) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
+	var uids []membership.UID // each group's, reused, when each is given
 	for range n {
-		g, err := readGroup(r, version)
+		g, err := readGroup(r, version, uids)
 		if err != nil {
 			return nil, err
 		}
-		st.Groups = append(st.Groups, g)
+		if each == nil {
+			st.Groups = append(st.Groups, g)
+			continue
+		}
+		if cap(g.UIDs) > cap(uids) {
+			uids = g.UIDs[:0]
+		}
+		if err := each(g); err != nil {
+			return nil, err
+		}
 	}
 	if version >= 2 {
 		if st.Changes, err = readChanges(r, st.LastRevision, version); err != nil {
@@ -369,7 +398,7 @@ func decodeState(r *bytes.Reader, version uint32) (*State, error) {
 }
 
 // readNicknames reads the nicknames' count, then each uid and nickname.
-func readNicknames(r *bytes.Reader) (map[membership.UID]string, error) {
+func readNicknames(r *reader) (map[membership.UID]string, error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
 		return nil, err
@@ -388,8 +417,10 @@ func readNicknames(r *bytes.Reader) (map[membership.UID]string, error) {
 }
 
 // readGroup reads one group: its id, its revision (from version 2), its
-// member count, its members' uids and their expiries (from version 7).
-func readGroup(r *bytes.Reader, version uint32) (Group, error) {
+// member count, its members' uids and their expiries (from version 7). It
+// reads the uids into uids' room when it has some, and otherwise into a
+// slice of their number.
+func readGroup(r *reader, version uint32, uids []membership.UID) (Group, error) {
 	var g Group
 	var err error
 	if g.ID, err = readString(r); err != nil {
@@ -409,7 +440,10 @@ func readGroup(r *bytes.Reader, version uint32) (Group, error) {
 	if count > uint64(r.Len()) {
 		return g, errors.New("member count larger than the file")
 	}
-	if g.UIDs, err = readAscendingUIDs(r, count); err != nil {
+	if uids == nil && count > 0 {
+		uids = make([]membership.UID, 0, count)
+	}
+	if g.UIDs, err = readAscendingUIDsInto(r, uids[:0], count); err != nil {
 		return g, fmt.Errorf("group %q: %w", g.ID, err)
 	}
 	if version >= withExpiries {
@@ -420,30 +454,46 @@ func readGroup(r *bytes.Reader, version uint32) (Group, error) {
 	return g, nil
 }
 
-// readAscendingUIDs reads count uids written as differences.
-func readAscendingUIDs(r *bytes.Reader, count uint64) ([]membership.UID, error) {
-	if count == 0 {
-		return nil, nil
-	}
-	return readAscendingUIDsInto(r, make([]membership.UID, 0, count), count)
-}
-
 // readAscendingUIDsInto appends count uids written as differences to uids.
-func readAscendingUIDsInto(r *bytes.Reader, uids []membership.UID, count uint64) ([]membership.UID, error) {
+// It decodes them from the unread bytes in place, not a byte at a time
+// through io.ByteReader: a restart of a hundred million memberships reads
+// as many.
+func readAscendingUIDsInto(r *reader, uids []membership.UID, count uint64) ([]membership.UID, error) {
 	var prev membership.UID
+	b := r.unread()
+	off := 0
 	for range count {
-		d, err := binary.ReadUvarint(r)
-		if err != nil {
-			return nil, err
-		}
-		if d == 0 || d > math.MaxInt64-uint64(prev) {
+		d, n := binary.Uvarint(b[off:])
+		switch {
+		case n == 0:
+			return nil, io.ErrUnexpectedEOF
+		case n < 0:
+			return nil, errors.New("a uid's varint overflows 64 bits")
+		case d == 0 || d > math.MaxInt64-uint64(prev):
 			return nil, errors.New("uids not in ascending order")
 		}
+		off += n
 		prev += membership.UID(d)
 		uids = append(uids, prev)
 	}
+	r.skip(off)
 	return uids, nil
 }
+
+// reader reads a snapshot's body: a bytes.Reader that also gives its
+// unread bytes.
+type reader struct {
+	*bytes.Reader
+	data []byte
+}
+
+func newReader(data []byte) *reader { return &reader{Reader: bytes.NewReader(data), data: data} }
+
+// unread returns the bytes not read yet.
+func (r *reader) unread() []byte { return r.data[len(r.data)-r.Len():] }
+
+// skip reads n bytes, which must be unread, and drops them.
+func (r *reader) skip(n int) { _, _ = r.Seek(int64(n), io.SeekCurrent) }
 
 // appendAscendingUIDs appends uids, which must be ascending, as a count and
 // differences.
@@ -560,7 +610,7 @@ func appendExpiries(b []byte, expiries []membership.MemberExpiry) []byte {
 // readExpiries reads what appendExpiries wrote: nil for none. A time of 0
 // is a membership made permanent, which only a change may hold
 // (permanent).
-func readExpiries(r *bytes.Reader, permanent bool) ([]membership.MemberExpiry, error) {
+func readExpiries(r *reader, permanent bool) ([]membership.MemberExpiry, error) {
 	n, err := binary.ReadUvarint(r)
 	switch {
 	case err != nil:
@@ -617,7 +667,7 @@ func appendStamp(b []byte, c membership.Change) []byte {
 }
 
 // readStamp reads c's time and actor.
-func readStamp(r *bytes.Reader, c *membership.Change) error {
+func readStamp(r *reader, c *membership.Change) error {
 	flags, err := r.ReadByte()
 	if err != nil {
 		return err
@@ -649,7 +699,7 @@ func readStamp(r *bytes.Reader, c *membership.Change) error {
 
 // readChanges reads the feed's changes, which must be consecutive and end at
 // last, from a snapshot of version.
-func readChanges(r *bytes.Reader, last membership.Revision, version uint32) ([]membership.Change, error) {
+func readChanges(r *reader, last membership.Revision, version uint32) ([]membership.Change, error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
 		return nil, err
@@ -676,7 +726,7 @@ func readChanges(r *bytes.Reader, last membership.Revision, version uint32) ([]m
 // a group others do), and their uids cut from shared blocks, rather than
 // allocated one by one.
 type changeReader struct {
-	r       *bytes.Reader
+	r       *reader
 	ops     int  // the op bytes the snapshot's version knows, 0 included
 	stamped bool // its changes have stamps (version 4 on), not a batch's own
 	// expiries says its adds and replaces have expiries (version 7 on).
@@ -840,7 +890,7 @@ func (cr *changeReader) uids() ([]membership.UID, error) {
 }
 
 // readString reads a string: its length, then its bytes.
-func readString(r *bytes.Reader) (string, error) {
+func readString(r *reader) (string, error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
 		return "", err
@@ -893,7 +943,7 @@ func appendKey(b []byte, k Key) []byte {
 }
 
 // readKeys reads the remembered Idempotency-Keys: nil when there is none.
-func readKeys(r *bytes.Reader) ([]Key, error) {
+func readKeys(r *reader) ([]Key, error) {
 	n, err := binary.ReadUvarint(r)
 	switch {
 	case err != nil:
@@ -915,7 +965,7 @@ func readKeys(r *bytes.Reader) ([]Key, error) {
 }
 
 // readKey reads one remembered Idempotency-Key.
-func readKey(r *bytes.Reader) (Key, error) {
+func readKey(r *reader) (Key, error) {
 	var k Key
 	var err error
 	if k.Key, err = readString(r); err != nil {
