@@ -425,13 +425,13 @@ const parallelReverse = 1024
 // cache in its shard's search, about 1.5 µs a uid, and a replay is one
 // goroutine. The caller holds the uids' reverse shards (lockReverse).
 func (m *Store) addReverseAll(uids []membership.UID, n uint32) {
-	workers := cores(len(m.reverse))
-	if len(uids) < parallelReverse || workers == 1 {
+	if len(uids) < parallelReverse {
 		for _, uid := range uids {
 			m.addReverse(uid, n)
 		}
 		return
 	}
+	workers := cores(len(m.reverse)) // GOMAXPROCS(0) takes the scheduler's lock: not for every add
 	// The users of each shard, in the order of uids: shard k's are
 	// users[start[k]:start[k+1]].
 	start := make([]int, len(m.reverse)+1)
