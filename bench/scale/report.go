@@ -39,6 +39,15 @@ func (r *report) bytesPerMembership() float64 {
 
 func perMembership(n, memberships int64) float64 { return float64(n) / float64(memberships) }
 
+// snapshotsWritten says how many snapshots the loading wrote, and how long
+// the last one took, when there was one.
+func (r *report) snapshotsWritten() string {
+	if r.snapshots == 0 {
+		return "no snapshot written"
+	}
+	return fmt.Sprintf("%.0f snapshots written, the last in %.1f s", r.snapshots, r.lastSnapshot)
+}
+
 func (r *report) print() {
 	fmt.Println()
 	fmt.Println("| Large service | |")
@@ -52,7 +61,7 @@ func (r *report) print() {
 		perMembership(r.peakLoaded-r.rssEmpty, r.memberships), r.bytesPerMembership())
 	fmt.Printf("| of it, the loading's Idempotency-Keys (/metrics); the growth without them, idle | %s, %.2f B a membership; %.2f B |\n",
 		mib(int64(r.keysBytes)), r.keysBytes/float64(r.memberships), r.bytesPerMembership()-r.keysBytes/float64(r.memberships))
-	fmt.Printf("| snapshots written while loading (the last one's time) | %.0f (%.1f s) |\n", r.snapshots, r.lastSnapshot)
+	fmt.Printf("| snapshots written while loading | %s |\n", r.snapshotsWritten())
 	fmt.Printf("| stop (SIGTERM to exit) | %s |\n", r.stop.Round(time.Millisecond))
 	var total int64
 	for _, f := range sortedFiles(r.files) {

@@ -72,8 +72,7 @@ func (h *harness) loadLarge(ctx context.Context, st state, r *report) (*service,
 	if r.rssLoaded, r.peakLoaded, err = s.rss(); err != nil {
 		return nil, err
 	}
-	fmt.Printf("  RSS %s after the loading (peak %s); %.0f snapshots written, the last in %.1f s\n",
-		mib(r.rssLoaded), mib(r.peakLoaded), r.snapshots, r.lastSnapshot)
+	fmt.Printf("  RSS %s after the loading (peak %s); %s\n", mib(r.rssLoaded), mib(r.peakLoaded), r.snapshotsWritten())
 	if r.rssSettled, err = settle(ctx, s, h.opts.settle); err != nil {
 		return nil, err
 	}

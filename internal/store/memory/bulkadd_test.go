@@ -14,8 +14,8 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// An add of more users than parallelReverse records them in the reverse
-// index shard by shard on every core: into an empty group and into one
+// An add of at least parallelReverse users new to the group records them in
+// the reverse index shard by shard on every core: into an empty group and into one
 // with members, with users new to the store and users already in other
 // groups, it leaves the reverse index and the count of users exactly as
 // the same adds a few users at a time do.
@@ -28,17 +28,24 @@ func TestBulkAddsKeepTheReverseIndexAndCounts(t *testing.T) {
 		}
 		return us
 	}
+	distinct := func(n, step int) []membership.User { // n users, none repeated
+		us := make([]membership.User, n)
+		for i := range us {
+			us[i] = membership.User{UID: membership.UID(step*i + 1)}
+		}
+		return us
+	}
 	type add struct {
 		group string
 		users []membership.User
 	}
 	adds := []add{
 		{"a", users(50)},
-		{"b", users(3 * parallelReverse)},  // an empty group, filled
-		{"a", users(2 * parallelReverse)},  // a group with members
-		{"c", users(parallelReverse)},      // exactly the threshold
-		{"b", users(parallelReverse + 17)}, // many already members
-		{"d", users(parallelReverse - 1)},  // one under it
+		{"b", users(3 * parallelReverse)},     // an empty group, filled
+		{"a", users(2 * parallelReverse)},     // a group with members
+		{"c", distinct(parallelReverse, 7)},   // exactly the threshold
+		{"b", users(parallelReverse + 17)},    // many already members
+		{"d", distinct(parallelReverse-1, 5)}, // one under it
 	}
 	bulk, small := New(), New()
 	ctx := context.Background()
