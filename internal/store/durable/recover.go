@@ -190,9 +190,10 @@ func (d *Store) loadSnapshot(snapshots, logs []uint64) (uint64, error) {
 }
 
 // loadSnapshotFile loads the snapshot at path into d.mem, which must be
-// empty, counting its groups into groups. It reads the groups into memory one at a time, not the whole state decoded
-// first. When the snapshot does not read back, d.mem is a new, empty
-// store: the groups read before the fault are dropped.
+// empty, counting its groups into groups. It loads the groups one at a
+// time as it reads them, not the whole state decoded first. When the
+// snapshot does not read back, d.mem is a new, empty store: the groups
+// read before the fault are dropped.
 func (d *Store) loadSnapshotFile(path string, groups *int) error {
 	l := d.mem.Loader()
 	st, err := snap.ReadFileEach(path, func(g snap.Group) error {
