@@ -233,7 +233,13 @@ type pairBlocks struct {
 	n      int
 }
 
-const pairBlock = 1 << 16 // pairs a block holds
+// A shard's first block holds firstPairBlock pairs, each next one twice as
+// many as the one before, up to pairBlock: a small store's load takes
+// little room, a large one's blocks are large.
+const (
+	firstPairBlock = 1 << 8
+	pairBlock      = 1 << 16
+)
 
 func (b *pairBlocks) append(p pair) {
 	if p.user < 1<<32 {
@@ -246,8 +252,11 @@ func (b *pairBlocks) append(p pair) {
 
 func appendToBlocks[T any](blocks *[][]T, v T) {
 	bs := *blocks
-	if len(bs) == 0 || len(bs[len(bs)-1]) == pairBlock {
-		bs = append(bs, make([]T, 0, pairBlock))
+	if len(bs) == 0 {
+		bs = append(bs, make([]T, 0, firstPairBlock))
+		*blocks = bs
+	} else if last := bs[len(bs)-1]; len(last) == cap(last) {
+		bs = append(bs, make([]T, 0, min(2*cap(last), pairBlock)))
 		*blocks = bs
 	}
 	last := &bs[len(bs)-1]
