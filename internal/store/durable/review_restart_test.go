@@ -58,31 +58,11 @@ func reviewSnapshotOf(t *testing.T, d *Store, uids []membership.UID) reviewView 
 		}
 	}
 	cs := storetest.AllChanges(t, d, 0)
-	v.changes = fmt.Sprint(normChanges(cs))
+	v.changes = fmt.Sprint(storetest.EmptiesAsNil(cs))
 	st := d.mem.Export()
 	v.keys = fmt.Sprint(st.Keys)
 	v.nicks = fmt.Sprint(st.Nicknames)
 	return v
-}
-
-func normChanges(cs []membership.Change) []membership.Change {
-	cs = slices.Clone(cs)
-	for i := range cs {
-		if len(cs[i].UIDs) == 0 {
-			cs[i].UIDs = nil
-		}
-		if len(cs[i].Nicknames) == 0 {
-			cs[i].Nicknames = nil
-		}
-		if len(cs[i].Expiries) == 0 {
-			cs[i].Expiries = nil
-		}
-		cs[i].Changes = normChanges(cs[i].Changes)
-		if len(cs[i].Changes) == 0 {
-			cs[i].Changes = nil
-		}
-	}
-	return cs
 }
 
 func reviewSame(t *testing.T, step string, a, b reviewView) {

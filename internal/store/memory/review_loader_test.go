@@ -99,28 +99,6 @@ func reviewCheck(t *testing.T, step string, live, loaded *Store, uids []membersh
 	live.nicknamesMu.RUnlock()
 }
 
-// normChanges makes empty slices nil: a change's empty uids and its nil
-// ones are the same change.
-func normChanges(cs []membership.Change) []membership.Change {
-	cs = slices.Clone(cs)
-	for i := range cs {
-		if len(cs[i].UIDs) == 0 {
-			cs[i].UIDs = nil
-		}
-		if len(cs[i].Nicknames) == 0 {
-			cs[i].Nicknames = nil
-		}
-		if len(cs[i].Expiries) == 0 {
-			cs[i].Expiries = nil
-		}
-		cs[i].Changes = normChanges(cs[i].Changes)
-		if len(cs[i].Changes) == 0 {
-			cs[i].Changes = nil
-		}
-	}
-	return cs
-}
-
 // reviewSameState compares two exports item by item, naming the first
 // that differs (not the whole state).
 func reviewSameState(t *testing.T, step string, a, b *snap.State) {
@@ -144,7 +122,7 @@ func reviewSameState(t *testing.T, step string, a, b *snap.State) {
 			require.True(t, ga.Expiries[j].At.Equal(gb.Expiries[j].At), step)
 		}
 	}
-	ca, cb := normChanges(a.Changes), normChanges(b.Changes)
+	ca, cb := storetest.EmptiesAsNil(a.Changes), storetest.EmptiesAsNil(b.Changes)
 	require.Equal(t, len(ca), len(cb), step+": changes")
 	for i := range ca {
 		require.Equal(t, fmt.Sprint(ca[i]), fmt.Sprint(cb[i]), "%s: change %d", step, i)

@@ -703,3 +703,27 @@ func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store
 func NewFollower() *Follower {
 	return &Follower{members: map[string]map[membership.UID]bool{}, nicknames: map[membership.UID]string{}, expiries: map[string]map[membership.UID]time.Time{}}
 }
+
+// EmptiesAsNil returns a copy of changes with their empty slices (uids,
+// nicknames, expiries, a batch's changes) nil: a change with an empty list
+// and one with none are the same change, which a store may give back
+// either way.
+func EmptiesAsNil(changes []membership.Change) []membership.Change {
+	changes = slices.Clone(changes)
+	for i := range changes {
+		c := &changes[i]
+		if len(c.UIDs) == 0 {
+			c.UIDs = nil
+		}
+		if len(c.Nicknames) == 0 {
+			c.Nicknames = nil
+		}
+		if len(c.Expiries) == 0 {
+			c.Expiries = nil
+		}
+		if c.Changes = EmptiesAsNil(c.Changes); len(c.Changes) == 0 {
+			c.Changes = nil
+		}
+	}
+	return changes
+}
