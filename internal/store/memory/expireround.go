@@ -138,25 +138,17 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 	// user's pairs, the last one (in the order given) is the one that,
 	// applied one after another, would have found so, and its change says
 	// so.
-	starts := make([]int, len(m.reverse)+1)
-	for _, uids := range removed {
-		for _, uid := range uids {
-			k, _ := m.reverseKey(uid)
-			starts[k+1]++
+	pairs, starts := byReverseShard(m, total, func(yield func(membership.UID, uint32) bool) {
+		for i, uids := range removed {
+			for _, uid := range uids {
+				if !yield(uid, uint32(i)) {
+					return
+				}
+			}
 		}
-	}
-	for k := range m.reverse {
-		starts[k+1] += starts[k]
-	}
-	pairs := make([]expiredPair, total)
-	next := slices.Clone(starts[:len(m.reverse)])
-	for i, uids := range removed {
-		for _, uid := range uids {
-			k, user := m.reverseKey(uid)
-			pairs[next[k]] = expiredPair{pair: pair{user: user, group: groups[i].number}, write: uint32(i)}
-			next[k]++
-		}
-	}
+	}, func(user membership.UID, write uint32) expiredPair {
+		return expiredPair{pair: pair{user: user, group: groups[write].number}, write: write}
+	})
 	var rbuf [4]uint64
 	locked := m.lockReverse(func(yield func(membership.UID) bool) {
 		for _, uids := range removed {

@@ -432,23 +432,13 @@ func (m *Store) addReverseAll(uids []membership.UID, n uint32) {
 		return
 	}
 	workers := cores(len(m.reverse)) // GOMAXPROCS(0) takes the scheduler's lock: not for every add
-	// The users of each shard, in the order of uids: shard k's are
-	// users[start[k]:start[k+1]].
-	start := make([]int, len(m.reverse)+1)
-	for _, uid := range uids {
-		k, _ := m.reverseKey(uid)
-		start[k+1]++
-	}
-	for k := range len(m.reverse) {
-		start[k+1] += start[k]
-	}
-	users := make([]membership.UID, len(uids))
-	next := slices.Clone(start[:len(m.reverse)])
-	for _, uid := range uids {
-		k, user := m.reverseKey(uid)
-		users[next[k]] = user
-		next[k]++
-	}
+	users, start := byReverseShard(m, len(uids), func(yield func(membership.UID, uint32) bool) {
+		for _, uid := range uids {
+			if !yield(uid, 0) {
+				return
+			}
+		}
+	}, func(user membership.UID, _ uint32) membership.UID { return user })
 	parallel(workers, len(m.reverse), func(_, k int) {
 		newUsers := 0
 		for _, user := range users[start[k]:start[k+1]] {

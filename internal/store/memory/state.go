@@ -75,6 +75,30 @@ func parallel(workers, n int, fn func(worker, i int)) {
 	wg.Wait()
 }
 
+// byReverseShard buckets what uids yields, total of them, by reverse
+// shard, in the order yielded within each: shard k's are
+// items[starts[k]:starts[k+1]], each made by item from the uid's user in
+// its shard and the tag yielded with it. It calls uids twice, to count and
+// to place: a bulk change then works on one shard at a time.
+func byReverseShard[T any](m *Store, total int, uids func(yield func(uid membership.UID, tag uint32) bool), item func(user membership.UID, tag uint32) T) (items []T, starts []int) {
+	starts = make([]int, len(m.reverse)+1)
+	for uid := range uids {
+		k, _ := m.reverseKey(uid)
+		starts[k+1]++
+	}
+	for k := range m.reverse {
+		starts[k+1] += starts[k]
+	}
+	items = make([]T, total)
+	next := slices.Clone(starts[:len(m.reverse)])
+	for uid, tag := range uids {
+		k, user := m.reverseKey(uid)
+		items[next[k]] = item(user, tag)
+		next[k]++
+	}
+	return items, starts
+}
+
 // cores returns how many workers parallel should have for n tasks: one
 // for each core, at most n, at least one.
 func cores(n int) int { return max(1, min(runtime.GOMAXPROCS(0), n)) }
