@@ -26,6 +26,7 @@ import (
 	"example.com/groupmembership/internal/expiry"
 	"example.com/groupmembership/internal/fileutil"
 	"example.com/groupmembership/internal/logsink"
+	"example.com/groupmembership/internal/memrelease"
 	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/durable"
@@ -299,6 +300,7 @@ func (s *service) run(ctx context.Context) (err error) {
 	}()
 	// The expirer stops before the store closes (defers run last first).
 	defer runExpirer(ctx, expirer)()
+	defer s.runReleaser(ctx)()
 	select {
 	case err := <-s.served:
 		s.close()
@@ -317,6 +319,33 @@ func runExpirer(ctx context.Context, expirer *expiry.Expirer) (stop func()) {
 	return func() {
 		stopExpiring()
 		<-expired
+	}
+}
+
+// releaseEvery is how often the process's allocations are looked at, for
+// memrelease.
+const releaseEvery = 5 * time.Second
+
+// runReleaser gives the memory a burst of work left free back to the
+// system once the process is idle (memrelease), until the function it
+// returns is called, which returns once it has stopped.
+func (s *service) runReleaser(ctx context.Context) (stop func()) {
+	releasing, stopReleasing := context.WithCancel(context.WithoutCancel(ctx))
+	stopped := make(chan struct{})
+	ticker := time.NewTicker(releaseEvery)
+	go func() {
+		defer close(stopped)
+		memrelease.Run(releasing, ticker.C, memrelease.DefaultPolicy, memrelease.Allocated, func() {
+			start := time.Now()
+			returned := memrelease.Release()
+			s.logger.Info("idle after a burst of work: gave the free memory back to the system",
+				"returned_mib", returned>>20, "took", time.Since(start).Round(time.Millisecond))
+		})
+	}()
+	return func() {
+		stopReleasing()
+		ticker.Stop()
+		<-stopped
 	}
 }
 
