@@ -330,21 +330,40 @@ const releaseEvery = 5 * time.Second
 // system once the process is idle (memrelease), until the function it
 // returns is called, which returns once it has stopped.
 func (s *service) runReleaser(ctx context.Context) (stop func()) {
+	ticker := time.NewTicker(releaseEvery)
+	stopReleaser := startReleaser(ctx, s.logger, releaser{ticks: ticker.C, allocated: memrelease.Allocated, release: memrelease.Release})
+	return func() {
+		stopReleaser()
+		ticker.Stop()
+	}
+}
+
+// releaser is what startReleaser needs of the runtime: the ticks at which
+// it looks, the bytes allocated since the process started, and a release
+// that returns the bytes it gave back.
+type releaser struct {
+	ticks     <-chan time.Time
+	allocated func() uint64
+	release   func() int64
+}
+
+// startReleaser runs memrelease with r and the default policy, logging
+// each release, until the function it returns is called, which returns
+// once it has stopped; ctx's values are kept, not its end.
+func startReleaser(ctx context.Context, logger *slog.Logger, r releaser) (stop func()) {
 	releasing, stopReleasing := context.WithCancel(context.WithoutCancel(ctx))
 	stopped := make(chan struct{})
-	ticker := time.NewTicker(releaseEvery)
 	go func() {
 		defer close(stopped)
-		memrelease.Run(releasing, ticker.C, memrelease.DefaultPolicy, memrelease.Allocated, func() {
+		memrelease.Run(releasing, r.ticks, memrelease.DefaultPolicy, r.allocated, func() {
 			start := time.Now()
-			returned := memrelease.Release()
-			s.logger.Info("idle after a burst of work: gave the free memory back to the system",
+			returned := r.release()
+			logger.Info("idle after a burst of work: gave the free memory back to the system",
 				"returned_mib", returned>>20, "took", time.Since(start).Round(time.Millisecond))
 		})
 	}()
 	return func() {
 		stopReleasing()
-		ticker.Stop()
 		<-stopped
 	}
 }
