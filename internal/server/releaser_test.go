@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"example.com/groupmembership/internal/memrelease"
 )
 
 // TestReleaserLogsEachReleaseAndStops drives the service's releaser with
@@ -22,19 +24,19 @@ func TestReleaserLogsEachReleaseAndStops(t *testing.T) {
 	// Read by the releaser's goroutine alone: 0 at the first tick, 100 MiB
 	// from the second on.
 	reads := 0
-	allocated := func() uint64 {
+	sample := func() memrelease.Sample {
 		reads++
 		if reads == 1 {
-			return 0
+			return memrelease.Sample{}
 		}
-		return 100 << 20
+		return memrelease.Sample{Allocated: 100 << 20, Live: 10 << 20}
 	}
 	releases := 0
 	release := func() int64 {
 		releases++
 		return 5 << 20
 	}
-	stop := startReleaser(context.Background(), logger, releaser{ticks: ticks, allocated: allocated, release: release})
+	stop, _ := startReleaser(context.Background(), logger, releaser{ticks: ticks, sample: sample, release: release})
 	t0 := time.Unix(1_000_000, 0)
 	for s := 0; s <= 40; s += 5 {
 		ticks <- t0.Add(time.Duration(s) * time.Second)
@@ -50,10 +52,30 @@ func TestReleaserLogsEachReleaseAndStops(t *testing.T) {
 // TestReleaserStopsWithoutTicks: a releaser that never saw a tick stops
 // when told.
 func TestReleaserStopsWithoutTicks(t *testing.T) {
-	stop := startReleaser(context.Background(), slog.New(slog.DiscardHandler), releaser{
-		ticks:     make(chan time.Time),
-		allocated: func() uint64 { panic("no tick came: nothing to read") },
-		release:   func() int64 { panic("no tick came: nothing to release") },
+	stop, _ := startReleaser(context.Background(), slog.New(slog.DiscardHandler), releaser{
+		ticks:   make(chan time.Time),
+		sample:  func() memrelease.Sample { panic("no tick came: nothing to read") },
+		release: func() int64 { panic("no tick came: nothing to release") },
 	})
 	stop()
+}
+
+// TestReleaserStopsWhenItsContextEnds: the signal to stop ends the
+// releaser at once, before the drain, though nobody has called stop yet.
+func TestReleaserStopsWhenItsContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ticks := make(chan time.Time)
+	stop, stopped := startReleaser(ctx, slog.New(slog.DiscardHandler), releaser{
+		ticks:   ticks,
+		sample:  func() memrelease.Sample { return memrelease.Sample{} },
+		release: func() int64 { panic("no release after the signal") },
+	})
+	defer stop()
+	ticks <- time.Unix(0, 0) // running
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the releaser did not stop when its context ended")
+	}
 }

@@ -331,7 +331,7 @@ const releaseEvery = 5 * time.Second
 // returns is called, which returns once it has stopped.
 func (s *service) runReleaser(ctx context.Context) (stop func()) {
 	ticker := time.NewTicker(releaseEvery)
-	stopReleaser := startReleaser(ctx, s.logger, releaser{ticks: ticker.C, allocated: memrelease.Allocated, release: memrelease.Release})
+	stopReleaser, _ := startReleaser(ctx, s.logger, releaser{ticks: ticker.C, sample: memrelease.ReadSample, release: memrelease.Release})
 	return func() {
 		stopReleaser()
 		ticker.Stop()
@@ -339,33 +339,35 @@ func (s *service) runReleaser(ctx context.Context) (stop func()) {
 }
 
 // releaser is what startReleaser needs of the runtime: the ticks at which
-// it looks, the bytes allocated since the process started, and a release
-// that returns the bytes it gave back.
+// it looks, a sample of the heap, and a release that returns the bytes it
+// gave back.
 type releaser struct {
-	ticks     <-chan time.Time
-	allocated func() uint64
-	release   func() int64
+	ticks   <-chan time.Time
+	sample  func() memrelease.Sample
+	release func() int64
 }
 
 // startReleaser runs memrelease with r and the default policy, logging
-// each release, until the function it returns is called, which returns
-// once it has stopped; ctx's values are kept, not its end.
-func startReleaser(ctx context.Context, logger *slog.Logger, r releaser) (stop func()) {
-	releasing, stopReleasing := context.WithCancel(context.WithoutCancel(ctx))
-	stopped := make(chan struct{})
+// each release, until ctx ends (the signal to stop: a process about to
+// exit, idle during -shutdown-delay, is not worth a collection) or the
+// function it returns is called, which returns once it has stopped;
+// stopped is closed then.
+func startReleaser(ctx context.Context, logger *slog.Logger, r releaser) (stop func(), stopped <-chan struct{}) {
+	releasing, stopReleasing := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
-		defer close(stopped)
-		memrelease.Run(releasing, r.ticks, memrelease.DefaultPolicy, r.allocated, func() {
+		defer close(done)
+		memrelease.Run(releasing, r.ticks, memrelease.DefaultPolicy, r.sample, func() {
 			start := time.Now()
 			returned := r.release()
 			logger.Info("idle after a burst of work: gave the free memory back to the system",
-				"returned_mib", returned>>20, "took", time.Since(start).Round(time.Millisecond))
+				"returned_mib", returned/(1<<20), "took", time.Since(start).Round(time.Millisecond))
 		})
 	}()
 	return func() {
 		stopReleasing()
-		<-stopped
-	}
+		<-done
+	}, done
 }
 
 // bind opens the API's listener, and the admin's with -admin-addr (nil
