@@ -313,13 +313,24 @@ func (s *service) run(ctx context.Context) (err error) {
 // runExpirer runs expirer until the function it returns is called, which
 // returns once it has stopped; ctx's values are kept, not its end.
 func runExpirer(ctx context.Context, expirer *expiry.Expirer) (stop func()) {
-	expiring, stopExpiring := context.WithCancel(context.WithoutCancel(ctx))
-	expired := make(chan struct{})
-	go func() { defer close(expired); expirer.Run(expiring) }()
+	stop, _ = runUntilStopped(context.WithoutCancel(ctx), expirer.Run)
+	return stop
+}
+
+// runUntilStopped runs fn on a goroutine of its own with a context that
+// ends with ctx or when stop is called; stop returns once fn has returned,
+// and done is closed then.
+func runUntilStopped(ctx context.Context, fn func(context.Context)) (stop func(), done <-chan struct{}) {
+	running, cancel := context.WithCancel(ctx)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		fn(running)
+	}()
 	return func() {
-		stopExpiring()
-		<-expired
-	}
+		cancel()
+		<-finished
+	}, finished
 }
 
 // releaseEvery is how often the process's allocations are looked at, for
@@ -353,21 +364,14 @@ type releaser struct {
 // function it returns is called, which returns once it has stopped;
 // stopped is closed then.
 func startReleaser(ctx context.Context, logger *slog.Logger, r releaser) (stop func(), stopped <-chan struct{}) {
-	releasing, stopReleasing := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	return runUntilStopped(ctx, func(releasing context.Context) {
 		memrelease.Run(releasing, r.ticks, memrelease.DefaultPolicy, r.sample, func() {
 			start := time.Now()
 			returned := r.release()
 			logger.Info("idle after a burst of work: gave the free memory back to the system",
 				"returned_mib", returned/(1<<20), "took", time.Since(start).Round(time.Millisecond))
 		})
-	}()
-	return func() {
-		stopReleasing()
-		<-done
-	}, done
+	})
 }
 
 // bind opens the API's listener, and the admin's with -admin-addr (nil
