@@ -111,9 +111,7 @@ func expiryStateOf(t *testing.T, d *Store, t0 time.Time) expiryState {
 	if membership.ErrorCode(err) != membership.CodeChangesGone { // a restored store's feed starts after its backup
 		require.NoError(t, err)
 	}
-	for _, c := range changes {
-		st.Changes = append(st.Changes, withNilUIDs(c))
-	}
+	st.Changes = storetest.EmptiesAsNil(changes)
 	// The keyed add is remembered: its repeat is a replay.
 	res, err := d.Write(context.Background(), storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "h",
 		Users: []membership.User{expiring(1, t0.Add(time.Minute)), expiring(5, t0)}}, "expiring-1"))

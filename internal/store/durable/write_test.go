@@ -107,26 +107,8 @@ func stateOf(t *testing.T, s membership.Store) storeState {
 	if membership.ErrorCode(err) != membership.CodeChangesGone { // a restored store's feed starts after its backup
 		require.NoError(t, err)
 	}
-	for _, c := range changes {
-		st.Changes = append(st.Changes, withNilUIDs(c))
-	}
+	st.Changes = storetest.EmptiesAsNil(changes)
 	return st
-}
-
-// withNilUIDs returns c, and a batch's changes, with nil for no uids: a
-// replace by no one lists none, empty or nil.
-func withNilUIDs(c membership.Change) membership.Change {
-	if len(c.UIDs) == 0 {
-		c.UIDs = nil
-	}
-	if c.Changes != nil {
-		subs := make([]membership.Change, len(c.Changes))
-		for i, sub := range c.Changes {
-			subs[i] = withNilUIDs(sub)
-		}
-		c.Changes = subs
-	}
-	return c
 }
 
 // untimed returns st with its changes' times cleared: two stores give
