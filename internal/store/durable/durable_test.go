@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,8 +23,18 @@ import (
 // keepAll is the feed's default size, for tests that read the feed.
 const keepAll = membership.DefaultChangesKeep
 
+// testCommitTimeout is the commit timeout of a test's store that names
+// none: a commit that waits longer than DefaultCommitTimeout on a machine
+// busy with other work is slow, not stuck, and a test that is not about the
+// timeout must not depend on the machine keeping within it. The tests of
+// the timeout set their own.
+const testCommitTimeout = 2 * time.Minute
+
 func openTestDurable(t *testing.T, dir string, opts Options) *Store {
 	t.Helper()
+	if opts.CommitTimeout == 0 {
+		opts.CommitTimeout = testCommitTimeout
+	}
 	d, err := Open(dir, opts)
 	require.NoError(t, err)
 	return d
