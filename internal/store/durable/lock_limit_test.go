@@ -44,7 +44,7 @@ func TestDurableFitsInMaxOpenFiles(t *testing.T) {
 	dir := t.TempDir()
 	logs := &syncbuf.Buffer{}
 	leaveFreeDescriptors(t, MaxOpenFiles)
-	opts := Options{ChangesKeep: keepAll, SnapshotBytes: 1 << 10, markEvery: time.Millisecond,
+	opts := Options{ChangesKeep: keepAll, SnapshotBytes: 1 << 10, markEvery: time.Millisecond, CommitTimeout: testCommitTimeout,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelError}))}
 	d, err := Open(dir, opts)
 	require.NoError(t, err)
