@@ -1115,7 +1115,7 @@ func openLogFile(path string, logger *slog.Logger) (logFile, error) {
 	a, err := aiofsync.Open(f)
 	if err != nil {
 		if !errors.Is(err, aiofsync.ErrUnsupported) {
-			logger.Info("the log is fsynced with fsync(2), which holds a thread while the disk works: the kernel gives no asynchronous fsync", "file", path, "err", err)
+			logger.Info("the log is fsynced with fsync(2), which holds a thread while the disk works: the kernel gave no asynchronous I/O", "file", path, "err", err)
 		}
 		return f, nil
 	}
