@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -81,8 +82,16 @@ func Open(f *os.File) (*File, error) {
 		return nil, fmt.Errorf("aiofsync: eventfd2: %w", e)
 	}
 	// A non-blocking descriptor: os.NewFile puts it in the poller, so that a
-	// Read parks the goroutine, not its thread.
-	return &File{File: f, fd: fd, aioCtx: aioCtx, done: os.NewFile(efd, "aiofsync-eventfd"), doneFd: uint32(efd)}, nil
+	// Read parks the goroutine, not its thread. Where the poller would not
+	// take it (epoll's limits), a Read would fail at once instead of
+	// waiting: a file whose deadlines cannot be set is not in the poller.
+	done := os.NewFile(efd, "aiofsync-eventfd")
+	if err := done.SetReadDeadline(time.Time{}); err != nil {
+		_ = done.Close()
+		destroy(aioCtx)
+		return nil, fmt.Errorf("aiofsync: the eventfd is not in the runtime's poller: %w", err)
+	}
+	return &File{File: f, fd: fd, aioCtx: aioCtx, done: done, doneFd: uint32(efd)}, nil
 }
 
 func destroy(aioCtx uintptr) { _, _, _ = syscall.Syscall(syscall.SYS_IO_DESTROY, aioCtx, 0, 0) }
