@@ -54,7 +54,8 @@ type File struct {
 	done    *os.File   // the eventfd the kernel signals, non-blocking, in the poller
 	doneFd  uint32
 	seq     uint64 // the last fsync submitted
-	blocked bool   // the file system refused an asynchronous fsync: Sync is the file's own
+	blocked bool   // io_submit refused an fsync: Sync is the file's own from then on
+	refusal error  // why, when blocked
 	broken  error  // the wait for an fsync failed: it may still be in flight
 	closed  bool
 }
@@ -91,7 +92,22 @@ func Open(f *os.File) (*File, error) {
 		destroy(aioCtx)
 		return nil, fmt.Errorf("aiofsync: the eventfd is not in the runtime's poller: %w", err)
 	}
-	return &File{File: f, fd: fd, aioCtx: aioCtx, done: done, doneFd: uint32(efd)}, nil
+	a := &File{File: f, fd: fd, aioCtx: aioCtx, done: done, doneFd: uint32(efd)}
+	// One fsync now, through the kernel's AIO: a file system or a sandbox
+	// that refuses it (io_submit fails) is found here, where the caller can
+	// say so, not at the first commit.
+	if err := a.Sync(); err != nil || a.blocked {
+		a.mu.Lock()
+		_ = a.done.Close()
+		destroy(a.aioCtx)
+		a.closed = true
+		a.mu.Unlock()
+		if err == nil {
+			err = a.refusal
+		}
+		return nil, fmt.Errorf("aiofsync: the first asynchronous fsync: %w", err)
+	}
+	return a, nil
 }
 
 func destroy(aioCtx uintptr) { _, _, _ = syscall.Syscall(syscall.SYS_IO_DESTROY, aioCtx, 0, 0) }
@@ -120,15 +136,17 @@ func (f *File) Sync() error {
 			return f.await(f.seq)
 		case syscall.EINTR:
 			continue
-		case syscall.EINVAL, syscall.EOPNOTSUPP:
-			// The file system has no asynchronous fsync: it never will.
-			f.blocked = true
-			return f.File.Sync()
 		case syscall.EAGAIN:
 			// No room in the kernel's AIO for now: this once, the usual way.
 			return f.File.Sync()
 		default:
-			return &os.PathError{Op: "io_submit fsync", Path: f.Name(), Err: e}
+			// Refused, and not run: a file system without an asynchronous
+			// fsync (EINVAL), a sandbox that forbids io_submit (ENOSYS,
+			// EPERM), a closed descriptor (EBADF). The file's own fsync
+			// from now on, which returns the file's error if it has one.
+			f.blocked = true
+			f.refusal = &os.PathError{Op: "io_submit fsync", Path: f.Name(), Err: e}
+			return f.File.Sync()
 		}
 	}
 }
@@ -153,7 +171,10 @@ func (f *File) await(seq uint64) error {
 		}
 		for _, ev := range events[:n] {
 			if ev.data != seq {
-				continue // the end of an fsync whose wait failed: not this one's
+				// Not this fsync's end. With one in flight at a time and no
+				// Sync after a failed wait it cannot come; it is skipped
+				// rather than taken for this one.
+				continue
 			}
 			if ev.res < 0 {
 				return &os.PathError{Op: "fsync", Path: f.Name(), Err: syscall.Errno(-ev.res)}

@@ -146,7 +146,7 @@ func (opts Options) withDefaults() Options {
 	}
 	if opts.openLog == nil {
 		logger := opts.Logger
-		opts.openLog = func(path string) (logFile, error) { return openLogFile(path, logger) }
+		opts.openLog = func(path string) (logFile, error) { return openLogFile(path, logger, aiofsync.Open) }
 	}
 	return opts
 }
@@ -1104,15 +1104,16 @@ func openAppend(path string) (*os.File, error) {
 }
 
 // openLogFile opens the log at path for appending records, fsynced through
-// the kernel's asynchronous I/O where it can be (aiofsync), so that the
-// committer's wait for the disk holds no thread. Where it cannot, the log
-// is fsynced with fsync(2), and logger says why.
-func openLogFile(path string, logger *slog.Logger) (logFile, error) {
+// the kernel's asynchronous I/O where it can be (async: aiofsync.Open), so
+// that the committer's wait for the disk holds no thread. Where it cannot,
+// the log is fsynced with fsync(2), and logger says why, but on a platform
+// that has no such I/O at all.
+func openLogFile(path string, logger *slog.Logger, async func(*os.File) (*aiofsync.File, error)) (logFile, error) {
 	f, err := openAppend(path)
 	if err != nil {
 		return nil, err
 	}
-	a, err := aiofsync.Open(f)
+	a, err := async(f)
 	if err != nil {
 		if !errors.Is(err, aiofsync.ErrUnsupported) {
 			logger.Info("the log is fsynced with fsync(2), which holds a thread while the disk works: the kernel gave no asynchronous I/O", "file", path, "err", err)
