@@ -88,8 +88,11 @@ func TestConnectionBudgetFollowsTheDescriptorLimit(t *testing.T) {
 // busy (a long poll of /changes, parked for a minute): the next one is
 // answered 503, at once, and probes answer again once a connection is free.
 func TestConnectionPastTheBudgetGets503(t *testing.T) {
-	admin := "http://" + freeAddr(t)
-	p := startProcess(t, "-max-conns", "16", "-admin-addr", strings.TrimPrefix(admin, "http://"))
+	// The admin listener on a port of the kernel's choosing, read from
+	// the log: a port found free beforehand can be taken meanwhile by any
+	// connection of the tests running beside this one.
+	p := startProcess(t, "-max-conns", "16", "-admin-addr", "127.0.0.1:0")
+	admin := "http://" + adminAddr(t, p)
 	addr := strings.TrimPrefix(p.base, "http://")
 	var busy []net.Conn
 	for range 16 {
@@ -140,13 +143,18 @@ func getOnce(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// freeAddr returns a loopback address with a free port, for the program to
-// take.
-func freeAddr(t *testing.T) string {
+// adminAddr returns the address p's admin listener logged.
+func adminAddr(t *testing.T, p *process) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+	for _, line := range p.logs.Lines() {
+		var entry struct {
+			Msg       string
+			AdminAddr string `json:"admin_addr"`
+		}
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "listening for probes and metrics" {
+			return entry.AdminAddr
+		}
+	}
+	require.FailNow(t, "the program logged no admin address", "its output:\n%s", p.logs.String())
+	return ""
 }

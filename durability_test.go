@@ -74,14 +74,18 @@ func launchCmd(t *testing.T, cmd *exec.Cmd, untilReady bool) *process {
 	require.NoError(t, cmd.Start())
 	p := &process{cmd: cmd, logs: logs}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	require.Eventually(t, func() bool {
+	listened := assert.Eventually(t, func() bool {
 		var addr string
 		if ready := readyAt(logs, &addr); addr == "" || untilReady && !ready {
 			return false
 		}
 		p.base = "http://" + addr
 		return true
-	}, 30*time.Second, 20*time.Millisecond, "the program never listened; its output:\n%s", logs.String())
+	}, 30*time.Second, 20*time.Millisecond)
+	if !listened {
+		// The output as it is now, not as it was when the wait began.
+		require.FailNow(t, "the program never listened", "its output:\n%s", logs.String())
+	}
 	return p
 }
 
