@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"example.com/groupmembership/internal/aiofsync"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/fileutil"
 	"example.com/groupmembership/internal/metrics"
@@ -132,6 +131,11 @@ func (opts Options) withDefaults() Options {
 	if opts.QueueBytes <= 0 {
 		opts.QueueBytes = DefaultQueueBytes
 	}
+	if opts.openLog == nil {
+		opts.openLog = func(path string) (logFile, error) {
+			return openAppend(path)
+		}
+	}
 	if opts.openMark == nil {
 		opts.openMark = openMarkFile
 	}
@@ -143,10 +147,6 @@ func (opts Options) withDefaults() Options {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.openLog == nil {
-		logger := opts.Logger
-		opts.openLog = func(path string) (logFile, error) { return openLogFile(path, logger, aiofsync.Open) }
 	}
 	return opts
 }
@@ -1101,24 +1101,4 @@ func (d *Store) removeSuperseded(newest uint64) {
 // openAppend opens the log at path for appending records.
 func openAppend(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-}
-
-// openLogFile opens the log at path for appending records, fsynced through
-// the kernel's asynchronous I/O where it can be (async: aiofsync.Open), so
-// that the committer's wait for the disk holds no thread. Where it cannot,
-// the log is fsynced with fsync(2), and logger says why, but on a platform
-// that has no such I/O at all.
-func openLogFile(path string, logger *slog.Logger, async func(*os.File) (*aiofsync.File, error)) (logFile, error) {
-	f, err := openAppend(path)
-	if err != nil {
-		return nil, err
-	}
-	a, err := async(f)
-	if err != nil {
-		if !errors.Is(err, aiofsync.ErrUnsupported) {
-			logger.Info("the log is fsynced with fsync(2), which holds a thread while the disk works: the kernel gave no asynchronous I/O", "file", path, "err", err)
-		}
-		return f, nil
-	}
-	return a, nil
 }
