@@ -143,18 +143,11 @@ func getOnce(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// adminAddr returns the address p's admin listener logged.
+// adminAddr returns the address p's admin listener logged. The line comes
+// before "ready", which startProcess waits for.
 func adminAddr(t *testing.T, p *process) string {
 	t.Helper()
-	for _, line := range p.logs.Lines() {
-		var entry struct {
-			Msg       string
-			AdminAddr string `json:"admin_addr"`
-		}
-		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "listening for probes and metrics" {
-			return entry.AdminAddr
-		}
-	}
-	require.FailNow(t, "the program logged no admin address", "its output:\n%s", p.logs.String())
-	return ""
+	addr, _ := logged(t, p.logs, "listening for probes and metrics")["admin_addr"].(string)
+	require.NotEmpty(t, addr, "the admin listener's address, logged")
+	return addr
 }
