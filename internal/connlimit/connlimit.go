@@ -96,7 +96,7 @@ type Listener struct {
 	conns map[*conn]struct{} // the connections admitted and not closed
 
 	refusing atomic.Int64 // connections being answered 503 now
-	closing  atomic.Int64 // idle connections being closed to make room
+	closing  atomic.Int64 // connections of conns closed to make room, not yet removed: changed under mu, with them
 
 	// changed, when set (by tests), is told of every change a test may
 	// wait for: a state, a read, a close. Nil in the service.
@@ -204,11 +204,37 @@ func (l *Listener) add(c *conn) bool {
 	return true
 }
 
-// remove removes c from the open connections.
+// remove removes c from the open connections, and from those being closed
+// to make room when it was one: together, so that add never counts a
+// connection gone and still being closed, and lets one too many in.
 func (l *Listener) remove(c *conn) {
 	l.mu.Lock()
 	delete(l.conns, c)
+	if c.closing {
+		c.closing = false
+		l.closing.Add(-1)
+	}
 	l.mu.Unlock()
+}
+
+// startClosing marks those of candidates still open and idle (or busy too,
+// when busyToo) as closed to make room, counts them as closing, and
+// returns them, for the caller to close.
+func (l *Listener) startClosing(candidates []*conn, busyToo bool) []*conn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var closing []*conn
+	for _, c := range candidates {
+		if _, open := l.conns[c]; !open {
+			continue // closed meanwhile: removed already
+		}
+		if c.state.CompareAndSwap(stateIdle, stateEvicted) || busyToo && c.state.CompareAndSwap(stateBusy, stateEvicted) {
+			c.closing = true
+			closing = append(closing, c)
+		}
+	}
+	l.closing.Add(int64(len(closing)))
+	return closing
 }
 
 // evictBatch is how many idle connections one eviction closes: a 64th of
@@ -229,27 +255,16 @@ func (l *Listener) evictIdle() {
 		l.evictOneNow() // the background closes are all taken: wait for one here
 		return
 	}
-	var closing []*conn
-	for _, c := range l.longestIdle(n) {
-		if c.state.CompareAndSwap(stateIdle, stateEvicted) {
-			closing = append(closing, c)
-		}
-	}
+	closing := l.startClosing(l.longestIdle(n), false)
 	if len(closing) == 0 && l.closeBusy {
-		for _, c := range l.longestOpen(n) {
-			if c.state.CompareAndSwap(stateBusy, stateEvicted) || c.state.CompareAndSwap(stateIdle, stateEvicted) {
-				closing = append(closing, c)
-			}
-		}
+		closing = l.startClosing(l.longestOpen(n), true)
 	}
 	if len(closing) == 0 {
 		return
 	}
-	l.closing.Add(int64(len(closing)))
 	go func() {
 		for _, c := range closing {
-			_ = c.Close()
-			l.closing.Add(-1)
+			_ = c.Close() // remove counts it out of closing
 		}
 	}()
 	l.evicted.Add(uint64(len(closing)))
@@ -447,6 +462,7 @@ type conn struct {
 	readingHeaders atomic.Bool
 	headers        budget.Lease
 	closed         atomic.Bool
+	closing        bool // counted in Listener.closing; guarded by Listener.mu
 }
 
 // evictable reports whether c may be closed to make room: it is idle, so

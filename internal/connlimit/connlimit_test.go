@@ -321,3 +321,34 @@ func TestCloseBusyClosesTheConnectionOpenTheLongest(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status, "the new connection is served")
 	assert.Equal(t, "ok", body)
 }
+
+// TestAdmissionsNeverPassTheBudgetWhileClosesFinish admits connection
+// after connection into a spent budget, each closing the longest idle in
+// the background: the connections not being closed never number more than
+// the budget, whenever a close finishes (its removal and its count as
+// closing change together).
+func TestAdmissionsNeverPassTheBudgetWhileClosesFinish(t *testing.T) {
+	const budget = 4
+	l := NewListener(nil, Options{MaxConns: budget})
+	over := 0
+	for i := range 20000 {
+		a, b := net.Pipe()
+		_ = b.Close()
+		if c := l.admit(a); c == nil {
+			require.FailNow(t, "refused with idle connections open", "admission %d", i)
+		}
+		l.mu.Lock()
+		open := len(l.conns) - int(l.closing.Load())
+		notClosing := 0
+		for c := range l.conns {
+			if c.state.Load() != stateEvicted {
+				notClosing++
+			}
+		}
+		l.mu.Unlock()
+		if notClosing > budget || open != notClosing {
+			over++
+		}
+	}
+	assert.Zero(t, over, "admissions that found the budget's count wrong")
+}
