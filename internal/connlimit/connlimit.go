@@ -290,11 +290,9 @@ func (l *Listener) longestIdle(n int) []*conn {
 // evictOneNow closes the connection idle the longest, and returns once its
 // descriptor is free.
 func (l *Listener) evictOneNow() {
-	for _, c := range l.longestIdle(1) {
-		if c.state.CompareAndSwap(stateIdle, stateEvicted) {
-			_ = c.Close()
-			l.evicted.Add(1)
-		}
+	for _, c := range l.startClosing(l.longestIdle(1), false) {
+		_ = c.Close()
+		l.evicted.Add(1)
 	}
 }
 
