@@ -64,14 +64,14 @@ lint: cross
 	cd postgres && go vet ./... && go mod tidy -diff && go mod verify
 	cd bench && go vet ./... && go mod tidy -diff && go mod verify
 
-## cross: build the service for linux, darwin and windows, on amd64 and arm64, and vet its tests for darwin and windows (make lint runs it)
+## cross: build the service for linux, darwin, freebsd and windows, on amd64 and arm64, and vet its tests for darwin, freebsd and windows (make lint runs it)
 .PHONY: cross
 cross:
-	@for os in linux darwin windows; do for arch in amd64 arm64; do \
+	@for os in linux darwin freebsd windows; do for arch in amd64 arm64; do \
 		echo "GOOS=$$os GOARCH=$$arch go build ."; \
 		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 go build -o /dev/null . || exit 1; \
 	done; done
-	@for os in darwin windows; do echo "GOOS=$$os go vet ./..."; GOOS=$$os go vet ./... || exit 1; done
+	@for os in darwin freebsd windows; do echo "GOOS=$$os go vet ./..."; GOOS=$$os go vet ./... || exit 1; done
 
 ## fuzz: fuzz the parsers and the encoder against the standard library, FUZZTIME each (default 60s)
 .PHONY: fuzz

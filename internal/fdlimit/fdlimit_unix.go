@@ -13,11 +13,11 @@ func Raise() (Limit, error) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		return Limit{}, err
 	}
-	lim := Limit{Soft: rl.Cur, Hard: rl.Max, Known: true}
+	lim := Limit{Soft: uint64(rl.Cur), Hard: uint64(rl.Max), Known: true}
 	if rl.Cur < rl.Max {
 		raised := syscall.Rlimit{Cur: rl.Max, Max: rl.Max}
 		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err == nil {
-			lim.Soft = rl.Max
+			lim.Soft = uint64(rl.Max)
 		}
 	}
 	return lim, nil

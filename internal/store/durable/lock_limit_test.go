@@ -99,6 +99,12 @@ func leaveFreeDescriptors(t *testing.T, n int) {
 	}
 	var was syscall.Rlimit
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &was))
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: uint64(limit), Max: was.Max}))
+	lowered := was
+	setRlim(&lowered.Cur, limit)
+	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lowered))
 	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &was) })
 }
+
+// setRlim sets a field of syscall.Rlimit to v: the fields are uint64 on
+// Linux and darwin, int64 on the BSDs.
+func setRlim[T int64 | uint64](field *T, v int) { *field = T(v) }
