@@ -36,9 +36,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"example.com/groupmembership/internal/fdlimit"
 )
 
 // attackSpec is one attack. nominal is its share of the time budget, without
@@ -204,17 +205,13 @@ func selectAttacks(only string) ([]attackSpec, error) {
 // bodies alone hold 2000 connections, parked-polls 8000, and the service
 // inherits the limit (idle-conns sets its own).
 func raiseNoFile(h *harness) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+	lim, err := fdlimit.Raise()
+	if err != nil {
 		h.logf("reading RLIMIT_NOFILE: %v", err)
 		return
 	}
-	lim.Cur = lim.Max
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		h.logf("raising RLIMIT_NOFILE: %v", err)
-	}
-	if lim.Cur < 4096 {
-		h.logf("warning: only %d open files allowed; slow-bodies needs over 2000", lim.Cur)
+	if lim.Soft < 4096 {
+		h.logf("warning: only %d open files allowed; slow-bodies needs over 2000", lim.Soft)
 	}
 }
 
