@@ -44,7 +44,7 @@ func startProgramTo(t *testing.T, stdout io.Writer, logs *syncBuffer, extraArgs 
 	ctx, cancel := context.WithCancel(context.Background())
 	args := append([]string{"-addr", "127.0.0.1:0", "-log-format", "json"}, extraArgs...)
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, func(string) string { return "" }, stdout, io.Discard) }()
+	go func() { done <- run(ctx, args, noEnv, stdout, io.Discard) }()
 
 	var addr string
 	require.Eventually(t, func() bool {
@@ -259,7 +259,7 @@ func TestRunFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			err := run(context.Background(), tt.args, func(string) string { return "" }, io.Discard, &stderr)
+			err := run(context.Background(), tt.args, noEnv, io.Discard, &stderr)
 			if tt.wantErr == "" {
 				assert.NoError(t, err)
 			} else {
@@ -276,7 +276,7 @@ func TestRunFlags(t *testing.T) {
 
 func TestHelpListsEveryFlag(t *testing.T) {
 	var stderr bytes.Buffer
-	require.NoError(t, run(context.Background(), []string{"-h"}, func(string) string { return "" }, io.Discard, &stderr))
+	require.NoError(t, run(context.Background(), []string{"-h"}, noEnv, io.Discard, &stderr))
 	n := 0
 	server.NewFlagSet(&server.Config{}, io.Discard).VisitAll(func(f *flag.Flag) {
 		n++
@@ -288,8 +288,27 @@ func TestHelpListsEveryFlag(t *testing.T) {
 // syncBuffer collects a log written from several goroutines.
 type syncBuffer = syncbuf.Buffer
 
+// noEnv is an environment with no variable set.
+func noEnv(string) (string, bool) { return "", false }
+
+// A MEMBERSHIP_TOKEN that is set but blank is refused at start, naming
+// it: it never turns auth off.
+func TestABlankTokenVariableIsRefused(t *testing.T) {
+	for _, value := range []string{"", " ", "\t\n"} {
+		env := func(name string) (string, bool) {
+			if name == "MEMBERSHIP_TOKEN" {
+				return value, true
+			}
+			return "", false
+		}
+		err := run(context.Background(), []string{"-addr", "127.0.0.1:0"}, env, io.Discard, io.Discard)
+		require.Error(t, err, "%q", value)
+		assert.Equal(t, "MEMBERSHIP_TOKEN is set but blank: give it the token, or unset it to run without one", err.Error())
+	}
+}
+
 func TestAuthReadsNeedsAToken(t *testing.T) {
-	err := run(context.Background(), []string{"-auth-reads"}, func(string) string { return "" }, io.Discard, io.Discard)
+	err := run(context.Background(), []string{"-auth-reads"}, noEnv, io.Discard, io.Discard)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "-auth-reads needs a token")
 }
@@ -413,7 +432,7 @@ func TestProbe(t *testing.T) {
 	base, _, _ := startProgram(t)
 	probeRun := func(url string) (string, error) {
 		var stdout, stderr bytes.Buffer
-		err := run(context.Background(), []string{"-probe", url}, func(string) string { return "" }, &stdout, &stderr)
+		err := run(context.Background(), []string{"-probe", url}, noEnv, &stdout, &stderr)
 		return stdout.String() + stderr.String(), err
 	}
 	out, err := probeRun(base + "/readyz")

@@ -76,7 +76,7 @@ func TestREADMEExamples(t *testing.T) {
 			curls++
 		case ex.command == "go run . -h":
 			var stderr bytes.Buffer
-			require.NoError(t, run(context.Background(), []string{"-h"}, os.Getenv, io.Discard, &stderr))
+			require.NoError(t, run(context.Background(), []string{"-h"}, os.LookupEnv, io.Discard, &stderr))
 			got = stderr.String()
 			helps++
 		default:

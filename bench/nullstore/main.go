@@ -16,14 +16,14 @@ import (
 
 func main() { server.Main("nullstore", run) }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, lookupenv func(string) (string, bool), stdout, stderr io.Writer) error {
 	return server.RunBackend(ctx, &server.Backend{
 		Name:  "nullstore",
 		About: "Its adds keep nothing: it is make bench's measure of what a POST costs besides the store.",
 		Open: func(context.Context, server.StoreOptions) (server.Store, error) {
 			return &nullStore{Store: memory.New()}, nil
 		},
-	}, args, getenv, stdout, stderr)
+	}, args, lookupenv, stdout, stderr)
 }
 
 // nullStore is a memory.Store whose adds keep nothing and says that every

@@ -47,15 +47,15 @@ type StoreOptions struct {
 
 // RunBackend is Run for a command that serves b. The flags that only a
 // data directory takes (-data-dir, -repair, -restore) are refused.
-func RunBackend(ctx context.Context, b *Backend, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return run(ctx, b, args, getenv, stdout, stderr)
+func RunBackend(ctx context.Context, b *Backend, args []string, lookupenv func(string) (string, bool), stdout, stderr io.Writer) error {
+	return run(ctx, b, args, lookupenv, stdout, stderr)
 }
 
 // Main is a command's main: it calls run with the process's arguments,
 // environment and output, and exits 1 when it fails. The first SIGINT or
 // SIGTERM cancels run's context (a graceful shutdown); a second one ends
 // the process at once, with the shell's status for a signal.
-func Main(name string, run func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error) {
+func Main(name string, run func(ctx context.Context, args []string, lookupenv func(string) (string, bool), stdout, stderr io.Writer) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	signals := make(chan os.Signal, 2)
@@ -68,7 +68,7 @@ func Main(name string, run func(ctx context.Context, args []string, getenv func(
 		os.Exit(128 + int(sig.(syscall.Signal)))
 	}()
 	setGCPercent(os.Getenv)
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
 	}

@@ -92,13 +92,14 @@ type Config struct {
 // answers /readyz with 503 until then and from the moment ctx is cancelled.
 // Logs go to stdout through a buffer that never blocks (a stalled stdout
 // drops lines, counted, instead of freezing requests); usage and flag errors
-// go to stderr. getenv reads the environment: MEMBERSHIP_TOKEN.
-func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return run(ctx, nil, args, getenv, stdout, stderr)
+// go to stderr. lookupenv reads the environment (os.LookupEnv):
+// MEMBERSHIP_TOKEN, MEMBERSHIP_ADMIN_ADDR, and what a backend reads.
+func Run(ctx context.Context, args []string, lookupenv func(string) (string, bool), stdout, stderr io.Writer) error {
+	return run(ctx, nil, args, lookupenv, stdout, stderr)
 }
 
 // run is Run, or with a backend RunBackend.
-func run(ctx context.Context, backend *Backend, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, backend *Backend, args []string, lookupenv func(string) (string, bool), stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stderr, backend)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -106,6 +107,7 @@ func run(ctx context.Context, backend *Backend, args []string, getenv func(strin
 	if err != nil {
 		return err
 	}
+	getenv := func(name string) string { v, _ := lookupenv(name); return v }
 	if cfg.adminAddr == "" {
 		cfg.adminAddr = getenv("MEMBERSHIP_ADMIN_ADDR")
 		if err := checkAdminAddr(cfg); err != nil {
@@ -120,7 +122,7 @@ func run(ctx context.Context, backend *Backend, args []string, getenv func(strin
 	case cfg.restore != "":
 		return restore(cfg, stdout)
 	}
-	token, err := readToken(cfg.tokenFile, getenv)
+	token, err := readToken(cfg.tokenFile, lookupenv)
 	if err != nil {
 		return err
 	}
@@ -705,10 +707,20 @@ func checkAddrFlag(name, addr string) error {
 }
 
 // readToken returns the bearer token: the content of tokenFile, without the
-// spaces and newlines around it, or else MEMBERSHIP_TOKEN. "" means none.
-func readToken(tokenFile string, getenv func(string) string) (string, error) {
+// spaces and newlines around it, or else MEMBERSHIP_TOKEN's. "" means none:
+// no file and no MEMBERSHIP_TOKEN. A file or a variable that is there but
+// blank is refused: a token meant but lost (an unset variable substituted,
+// an empty secret mounted) must not turn auth off.
+func readToken(tokenFile string, lookupenv func(string) (string, bool)) (string, error) {
 	if tokenFile == "" {
-		token := strings.TrimSpace(getenv("MEMBERSHIP_TOKEN"))
+		token, set := lookupenv("MEMBERSHIP_TOKEN")
+		if !set {
+			return "", nil
+		}
+		token = strings.TrimSpace(token)
+		if token == "" {
+			return "", errors.New("MEMBERSHIP_TOKEN is set but blank: give it the token, or unset it to run without one")
+		}
 		if err := checkToken(token); err != nil {
 			return "", fmt.Errorf("the token in MEMBERSHIP_TOKEN %w", err)
 		}
@@ -720,7 +732,7 @@ func readToken(tokenFile string, getenv func(string) string) (string, error) {
 	}
 	token := strings.TrimSpace(string(b))
 	if token == "" {
-		return "", fmt.Errorf("the token file %s is empty", tokenFile)
+		return "", fmt.Errorf("the token file %s is empty: write the token into it, or run without -token-file", tokenFile)
 	}
 	if err := checkToken(token); err != nil {
 		return "", fmt.Errorf("the token in %s %w", tokenFile, err)

@@ -19,33 +19,37 @@ func TestTokenFromEnvironmentOrFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
 	twoLines := filepath.Join(t.TempDir(), "two-lines")
 	require.NoError(t, os.WriteFile(twoLines, []byte("first\nsecond\n"), 0o600))
-	env := func(v string) func(string) string {
-		return func(k string) string {
+	env := func(v string) func(string) (string, bool) {
+		return func(k string) (string, bool) {
 			if k == "MEMBERSHIP_TOKEN" {
-				return v
+				return v, true
 			}
-			return ""
+			return "", false
 		}
 	}
+	unset := func(string) (string, bool) { return "", false }
 	tests := []struct {
 		name      string
 		tokenFile string
-		getenv    func(string) string
+		lookupenv func(string) (string, bool)
 		want      string
 		wantErr   string
 	}{
-		{"none", "", env(""), "", ""},
+		{"none", "", unset, "", ""},
+		{"the variable set but empty", "", env(""), "", "MEMBERSHIP_TOKEN is set but blank"},
+		{"the variable set to spaces", "", env(" \t\n"), "", "MEMBERSHIP_TOKEN is set but blank"},
+		{"a file wins over a blank variable", file, env(" "), "from-file", ""},
 		{"environment", "", env(" from-env "), "from-env", ""},
 		{"file wins over environment", file, env("from-env"), "from-file", ""},
-		{"empty file", empty, env(""), "", "is empty"},
-		{"missing file", filepath.Join(t.TempDir(), "nope"), env(""), "", "reading the token"},
-		{"a newline inside the token", twoLines, env(""), "", `no HTTP header can carry after "Bearer " ('\n' at byte 5)`},
+		{"empty file", empty, unset, "", "is empty"},
+		{"missing file", filepath.Join(t.TempDir(), "nope"), unset, "", "reading the token"},
+		{"a newline inside the token", twoLines, unset, "", `no HTTP header can carry after "Bearer " ('\n' at byte 5)`},
 		{"a space inside the token", "", env("two words"), "", "no HTTP header can carry"},
 		{"a control character", "", env("x\x01y"), "", "no HTTP header can carry"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := readToken(tt.tokenFile, tt.getenv)
+			got, err := readToken(tt.tokenFile, tt.lookupenv)
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
@@ -73,7 +77,7 @@ func TestSetGCPercentLeavesGOGCToTheUser(t *testing.T) {
 func TestBackendWithoutFlagsOfItsOwn(t *testing.T) {
 	b := &Backend{Name: "flagless", About: "It keeps nothing."}
 	var stdout, stderr strings.Builder
-	err := RunBackend(context.Background(), b, []string{"-h"}, func(string) string { return "" }, &stdout, &stderr)
+	err := RunBackend(context.Background(), b, []string{"-h"}, func(string) (string, bool) { return "", false }, &stdout, &stderr)
 	require.NoError(t, err)
 	assert.Contains(t, stderr.String(), "Usage: flagless [flags]")
 	assert.Contains(t, stderr.String(), "It keeps nothing.")

@@ -220,3 +220,87 @@ func TestRestoreRefusesContentsThatBreakTheRules(t *testing.T) {
 		})
 	}
 }
+
+// A restore stopped part-way leaves a directory the service refuses to
+// start on, naming -restore, whatever point it was stopped at and without
+// removing anything; Restore then starts it over and the service starts
+// with the backup's state. A directory a restore of a version before the
+// marker left (a snapshot's temporary file and nothing else) is treated
+// alike.
+func TestUnfinishedRestoreIsRefusedThenRedone(t *testing.T) {
+	m := memory.New()
+	_, err := m.AddMembers(context.Background(), "g", []membership.User{{UID: 1}, {UID: 2}})
+	require.NoError(t, err)
+	var backup bytes.Buffer
+	_, err = m.Backup().WriteTo(&backup)
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "backup")
+	require.NoError(t, os.WriteFile(file, backup.Bytes(), 0o600))
+
+	// The shapes a restore leaves at each point it can be stopped.
+	half := backup.Bytes()[:backup.Len()/2]
+	snapshotTemp := "snapshot-0000000000000001.snap-123.tmp"
+	tests := []struct {
+		name  string
+		files map[string][]byte
+	}{
+		{"the marker only", map[string][]byte{restoringFileName: nil}},
+		{"half a snapshot", map[string][]byte{restoringFileName: nil, lockFileName: nil, snapshotTemp: half}},
+		{"the snapshot", map[string][]byte{restoringFileName: nil, lockFileName: nil, "snapshot-0000000000000001.snap": backup.Bytes()}},
+		{"all but the marker's removal", map[string][]byte{restoringFileName: nil, lockFileName: nil,
+			"snapshot-0000000000000001.snap": backup.Bytes(), "log-0000000000000001.wal": []byte("x"), dataFileName: []byte("x")}},
+		{"half a snapshot, from a version before the marker", map[string][]byte{snapshotTemp: half}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "restored")
+			require.NoError(t, os.Mkdir(dir, 0o700))
+			for name, data := range tt.files {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
+			}
+
+			_, err := Open(dir, Options{CommitTimeout: testCommitTimeout})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "holds a restore that did not finish")
+			assert.Contains(t, err.Error(), "Run -restore again with the backup and -data-dir "+dir)
+			for name := range tt.files {
+				assert.FileExists(t, filepath.Join(dir, name), "the refusal removes nothing")
+			}
+			_, err = os.Stat(filepath.Join(dir, dataFileName))
+			assert.Equal(t, tt.files[dataFileName] != nil, err == nil, "the refusal writes no DATA")
+
+			rev, err := Restore(file, dir)
+			require.NoError(t, err)
+			assert.Equal(t, m.Backup().Revision(), rev)
+			assert.NoFileExists(t, filepath.Join(dir, restoringFileName))
+			assert.NoFileExists(t, filepath.Join(dir, snapshotTemp))
+			d := openTestDurable(t, dir, Options{})
+			defer d.Close()
+			got, _ := storetest.ListAll(t, d, "g")
+			assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got)
+		})
+	}
+}
+
+// Restore starts over only a directory that holds nothing but what a
+// restore writes: a file of another kind beside the marker is refused, and
+// kept.
+func TestRestoreRefusesAnUnfinishedRestoreWithOtherFiles(t *testing.T) {
+	m := memory.New()
+	_, err := m.AddMembers(context.Background(), "g", []membership.User{{UID: 1}})
+	require.NoError(t, err)
+	var backup bytes.Buffer
+	_, err = m.Backup().WriteTo(&backup)
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "backup")
+	require.NoError(t, os.WriteFile(file, backup.Bytes(), 0o600))
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, restoringFileName), nil, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600))
+
+	_, err = Restore(file, dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "and notes.txt, which a restore does not write")
+	assert.FileExists(t, filepath.Join(dir, "notes.txt"))
+	assert.FileExists(t, filepath.Join(dir, restoringFileName))
+}

@@ -6,6 +6,7 @@ package durable
 // mends it, keeping what it drops in a repair directory.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -27,8 +28,13 @@ import (
 // newest snapshot is refused too, naming -repair when an older snapshot and
 // the logs after it are there to recover every change from: the store keeps
 // them until a newer snapshot has been written and read back. The newest
-// log is checked against MARK (see mark.go), which is then written anew.
+// log is checked against MARK (see mark.go), which is then written anew. A
+// directory that holds a restore that did not finish is refused, naming
+// -restore.
 func (d *Store) recover() error {
+	if unfinished, err := unfinishedRestore(d.dir); err != nil || unfinished {
+		return cmp.Or(err, errUnfinishedRestore(d.dir))
+	}
 	if err := removeTemps(d.dir); err != nil {
 		return err
 	}

@@ -3,19 +3,31 @@ package durable
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 
+	"example.com/groupmembership/internal/fileutil"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/membership"
 )
+
+// restoringFileName is the marker a restore writes into the data directory
+// before anything else and removes after everything else: a directory
+// that has it holds a restore that did not finish, which the service
+// refuses to start on and Restore starts over.
+const restoringFileName = "RESTORING"
 
 // Restore writes the data directory dir from the backup in file: a
 // snapshot of the backup's state, an empty log after it, and a DATA with a
 // new directory id and a new epoch (the revisions after the backup's are
 // given out again, for other states than those a client may have seen).
-// dir must be empty or not exist: Restore never writes over data. It returns
-// the backup's revision.
+// dir must be empty, not exist, or hold a restore that did not finish,
+// which Restore starts over: Restore never writes over data. It holds the
+// directory's lock while it writes, and RESTORING is there from its first
+// write to its last. It returns the backup's revision.
 func Restore(file, dir string) (membership.Revision, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -28,26 +40,128 @@ func Restore(file, dir string) (membership.Revision, error) {
 	if err := st.Check(); err != nil {
 		return 0, fmt.Errorf("%s: %w: it is not a backup this service wrote; take another", file, err)
 	}
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(dir, dirMode); err != nil {
-			return 0, err
-		}
-	case err != nil:
-		return 0, err
-	case len(entries) > 0:
-		return 0, fmt.Errorf("%s is not empty (it has %s): restore into an empty or new directory, never over data", dir, entries[0].Name())
-	}
-	df := dataFile{id: newRandomID(), epoch: newRandomID(), lastLog: 1}
-	if err := snap.WriteFile(snapshotPath(dir, 1), st); err != nil {
+	if err := checkRestoreTarget(dir); err != nil {
 		return 0, err
 	}
-	if err := createLog(dir, 1, uint64(st.LastRevision), df.id); err != nil {
+	lock, err := LockDataDir(dir)
+	if err != nil {
 		return 0, err
 	}
-	if err := df.write(dir); err != nil {
+	defer lock.Release()
+	if err := writeRestore(dir, st); err != nil {
 		return 0, err
 	}
 	return st.LastRevision, nil
+}
+
+// checkRestoreTarget returns nil when dir is missing, empty, or holds a
+// restore that did not finish, and otherwise an error that names what is
+// in it.
+func checkRestoreTarget(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(entries) == 0 {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	unfinished, err := unfinishedRestore(dir)
+	if err != nil || unfinished {
+		return err
+	}
+	return fmt.Errorf("%s is not empty (it has %s): restore into an empty or new directory, never over data", dir, entries[0].Name())
+}
+
+// writeRestore writes st into dir, which the caller has locked: RESTORING
+// first, then the files of an earlier try removed, the snapshot, the log
+// and DATA, and RESTORING removed last.
+func writeRestore(dir string, st *snap.State) error {
+	marker := filepath.Join(dir, restoringFileName)
+	if err := fileutil.WriteAtomic(marker, fileMode, func(w io.Writer) error {
+		_, err := io.WriteString(w, "a restore into this directory did not finish: run -restore again\n")
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := removeRestoreFiles(dir); err != nil {
+		return err
+	}
+	df := dataFile{id: newRandomID(), epoch: newRandomID(), lastLog: 1}
+	if err := snap.WriteFile(snapshotPath(dir, 1), st); err != nil {
+		return err
+	}
+	if err := createLog(dir, 1, uint64(st.LastRevision), df.id); err != nil {
+		return err
+	}
+	if err := df.write(dir); err != nil {
+		return err
+	}
+	if err := os.Remove(marker); err != nil {
+		return err
+	}
+	return fileutil.SyncDir(dir)
+}
+
+// removeRestoreFiles removes from dir what a restore writes, but the
+// marker and the lock, so that a restore can start over; anything else in
+// dir is refused: it is not a restore's.
+func removeRestoreFiles(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case name == restoringFileName || name == lockFileName:
+		case isRestoreFile(name):
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s holds a restore that did not finish, and %s, which a restore does not write: "+
+				"restore into an empty or new directory", dir, name)
+		}
+	}
+	return fileutil.SyncDir(dir)
+}
+
+// isRestoreFile says whether name is one of the files a restore writes.
+func isRestoreFile(name string) bool {
+	return name == dataFileName || strings.HasSuffix(name, ".tmp") ||
+		strings.HasPrefix(name, "snapshot-") && strings.HasSuffix(name, ".snap") ||
+		strings.HasPrefix(name, "log-") && strings.HasSuffix(name, ".wal")
+}
+
+// unfinishedRestore says whether dir holds a restore that did not finish:
+// it has RESTORING, or it has nothing but a snapshot's temporary file (and
+// perhaps LOCK), which is what a restore of a version before RESTORING
+// left when it was stopped while it wrote the snapshot. The service never
+// writes a snapshot into a directory without a log.
+func unfinishedRestore(dir string) (bool, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	snapshotTemp, others := false, false
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case name == restoringFileName:
+			return true, nil
+		case strings.HasPrefix(name, "snapshot-") && strings.HasSuffix(name, ".tmp"):
+			snapshotTemp = true
+		case name != lockFileName:
+			others = true
+		}
+	}
+	return snapshotTemp && !others, nil
+}
+
+// errUnfinishedRestore is the refusal of a data directory that holds a
+// restore that did not finish.
+func errUnfinishedRestore(dir string) error {
+	return fmt.Errorf("the data directory %s holds a restore that did not finish (%s is there, or only a snapshot's "+
+		"temporary file): refusing to start on it. Run -restore again with the backup and -data-dir %s (it starts over), "+
+		"or remove %s to start with no data", dir, restoringFileName, dir, dir)
 }

@@ -18,8 +18,8 @@ import (
 func main() { server.Main("membership-postgres", run) }
 
 // run is the program, as server.RunBackend runs it.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return server.RunBackend(ctx, backend(), args, getenv, stdout, stderr)
+func run(ctx context.Context, args []string, lookupenv func(string) (string, bool), stdout, stderr io.Writer) error {
+	return server.RunBackend(ctx, backend(), args, lookupenv, stdout, stderr)
 }
 
 // retryInterval is how long a start waits before it tries an unreachable

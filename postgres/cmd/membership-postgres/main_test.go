@@ -202,7 +202,7 @@ func TestTwoInstancesOneKilledMidLoad(t *testing.T) {
 // The command takes the service's flags but those of a data directory, and
 // needs a database.
 func TestFlags(t *testing.T) {
-	noEnv := func(string) string { return "" }
+	noEnv := func(string) (string, bool) { return "", false }
 	var usage strings.Builder
 	require.NoError(t, run(t.Context(), []string{"-h"}, noEnv, io.Discard, &usage))
 	assert.Contains(t, usage.String(), "Usage: membership-postgres [flags]")
@@ -222,4 +222,13 @@ func TestFlags(t *testing.T) {
 	err = run(t.Context(), []string{"-addr", "127.0.0.1:0", "-database-url", "postgres://%zz"}, noEnv, io.Discard, io.Discard)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the database URL")
+	blankToken := func(name string) (string, bool) {
+		if name == "MEMBERSHIP_TOKEN" {
+			return " ", true
+		}
+		return "", false
+	}
+	err = run(t.Context(), []string{"-addr", "127.0.0.1:0", "-database-url", "postgres://localhost/x"}, blankToken, io.Discard, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "MEMBERSHIP_TOKEN is set but blank")
 }
