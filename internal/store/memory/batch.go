@@ -78,7 +78,8 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	for _, w := range b.Writes {
 		st = st.withTimeFor(w.Users)
 	}
-	a := batchApplier{m: m, named: namedUIDs(b.Writes), commit: nowOr(st.at)}
+	a := batchApplier{m: m, named: namedUIDs(b.Writes), commit: nowOr(st.at), nicknames: nicknameWrite{m: m}}
+	defer a.nicknames.release()
 	results := make([]membership.Result, len(b.Writes))
 	var subs []membership.Change
 	changed := map[*group]bool{}
@@ -93,6 +94,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	}
 	a.forgetDeferred()
 	if len(subs) == 0 {
+		a.nicknames.release()
 		m.unlockReverse(locked)
 		rev := m.LatestRevision()
 		for i := range results {
@@ -100,11 +102,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 		}
 		return membership.BatchResult{Results: results, Revision: rev}, nil
 	}
-	var published func(membership.Revision)
-	if a.nicknamesChanged {
-		published = func(rev membership.Revision) { m.nicknamesRevision.Store(uint64(rev)) }
-	}
-	rev := m.feed.record(membership.Change{Op: membership.OpBatch, Changes: subs}, st, published)
+	rev := a.nicknames.record(membership.Change{Op: membership.OpBatch, Changes: subs}, st)
 	m.unlockReverse(locked)
 	for g := range changed {
 		if g.members.size == 0 {
@@ -140,9 +138,11 @@ type batchApplier struct {
 	// named are the uids the batch's adds and replaces name: a user one of
 	// its writes leaves in no group may be in one again by the batch's end,
 	// so it is forgotten only then (deferred), if it is still in none.
-	named            map[membership.UID]bool
-	deferred         []membership.UID
-	nicknamesChanged bool
+	named    map[membership.UID]bool
+	deferred []membership.UID
+	// nicknames holds nicknamesMu from the batch's first nickname set
+	// until its change is recorded.
+	nicknames nicknameWrite
 	// commit is the batch's time, from which its TTLs count.
 	commit time.Time
 }
@@ -154,7 +154,7 @@ func (a *batchApplier) leftInNoGroup(uid membership.UID) {
 		a.deferred = append(a.deferred, uid)
 		return
 	}
-	a.m.forget(uid)
+	a.nicknames.forget(uid)
 }
 
 // forgetDeferred forgets the users left in no group whose forgetting waited
@@ -163,7 +163,7 @@ func (a *batchApplier) forgetDeferred() {
 	for _, uid := range a.deferred {
 		k, user := a.m.reverseKey(uid)
 		if !a.m.reverse[k].pairs.hasUser(user) {
-			a.m.forget(uid)
+			a.nicknames.forget(uid)
 		}
 	}
 }
@@ -180,7 +180,7 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 	case membership.OpAdd:
 		added := m.insert(g, w.Users)
 		expiries := m.setExpiries(g, w.Users, a.commit)
-		changed, reported := a.setNicknames(w.Users, added)
+		changed, reported := a.nicknames.set(w.Users, added)
 		m.counts.members.Add(int64(len(added)))
 		if len(added) == 0 && len(changed) == 0 && len(expiries) == 0 {
 			return membership.Result{}, membership.Change{}
@@ -212,7 +212,7 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 		added, removed := diff(&g.members, uids)
 		m.setMembers(g, uids, a.leftInNoGroup)
 		expiries := m.setExpiries(g, w.Users, a.commit)
-		changed, reported := a.setNicknames(w.Users, added)
+		changed, reported := a.nicknames.set(w.Users, added)
 		m.counts.members.Add(int64(len(added) - removed))
 		if len(added) == 0 && removed == 0 && len(changed) == 0 && len(expiries) == 0 {
 			return membership.Result{}, membership.Change{}
@@ -226,19 +226,6 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 		removed := m.emptyGroup(g, a.leftInNoGroup)
 		return membership.Result{Count: removed}, membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}
 	}
-}
-
-// setNicknames records the nicknames users give and returns those that
-// changed and those the change reports (see withNicknamesOf) for added.
-func (a *batchApplier) setNicknames(users []membership.User, added []membership.UID) (changed, reported []membership.Member) {
-	m := a.m
-	m.nicknamesMu.Lock()
-	defer m.nicknamesMu.Unlock()
-	changed = m.setNicknames(users)
-	if len(changed) > 0 {
-		a.nicknamesChanged = true
-	}
-	return changed, m.withNicknamesOf(added, changed)
 }
 
 // sortedUIDs returns the uids of users, ascending, each once.

@@ -39,8 +39,10 @@
 //     so that no writer can want it), take it for reading with a reverse
 //     shard held.
 //  5. nicknamesMu (Store): the nicknames. A change that sets or clears
-//     nicknames takes it after its reverse shards; a list takes it for
-//     reading after its shard.
+//     nicknames takes it after its reverse shards; one that sets them
+//     holds it until its revision is published (nicknameWrite), so that a
+//     list, which takes it for reading after its shard, never shows a
+//     nickname with an older revision.
 //  6. feed.mu: the change feed. Taken by feed.record (which runs the
 //     change's published func under it, before any reader can see the
 //     revision), and alone by readers of the feed.

@@ -302,15 +302,12 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 	added := m.insert(g, users)
 	st = st.withTimeFor(users)
 	expiries := m.setExpiries(g, users, st.at)
-	// The nicknames change, and their revision is set, under nicknamesMu,
-	// so a list never shows a nickname newer than the revision it reports.
+	nicknames := nicknameWrite{m: m}
+	defer nicknames.release()
 	hasNicknames := slices.ContainsFunc(users, func(u membership.User) bool { return u.HasNickname })
 	var changed, reported []membership.Member
 	if hasNicknames {
-		m.nicknamesMu.Lock()
-		defer m.nicknamesMu.Unlock()
-		changed = m.setNicknames(users)
-		reported = m.withNicknamesOf(added, changed)
+		changed, reported = nicknames.set(users, added)
 	} else if len(added) > 0 && m.nicknameCount.Load() > 0 {
 		m.nicknamesMu.RLock()
 		reported = m.withNicknamesOf(added, nil)
@@ -324,14 +321,7 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 		}
 		added = nil // a change of nicknames or expiries only
 	}
-	var published func(membership.Revision)
-	if len(changed) > 0 {
-		// A nickname change moves every group's revision: before a reader
-		// of the feed or of X-Revision can see it, so that no list (nor
-		// 304) of another group is older than a revision seen.
-		published = func(rev membership.Revision) { m.nicknamesRevision.Store(uint64(rev)) }
-	}
-	rev := m.feed.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported, Expiries: expiries}, st, published)
+	rev := nicknames.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported, Expiries: expiries}, st)
 	g.revision = rev
 	return membership.Result{Count: len(added), Revision: rev}, nil
 }

@@ -100,16 +100,10 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	}, buf[:])
 	m.setMembers(g, uids, m.forget)
 	expiries := m.setExpiries(g, users, commit)
-	m.nicknamesMu.Lock()
-	changed := m.setNicknames(users)
-	reported := m.withNicknamesOf(added, changed)
-	m.nicknamesMu.Unlock()
+	nicknames := nicknameWrite{m: m}
+	_, reported := nicknames.set(users, added)
 	m.counts.members.Add(int64(len(added) - removed))
-	var published func(membership.Revision)
-	if len(changed) > 0 {
-		published = func(rev membership.Revision) { m.nicknamesRevision.Store(uint64(rev)) }
-	}
-	rev := m.feed.record(membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported, Expiries: expiries}, st, published)
+	rev := nicknames.record(membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported, Expiries: expiries}, st)
 	m.unlockReverse(locked)
 	if g.members.size == 0 {
 		m.dropGroup(s, g, rev)

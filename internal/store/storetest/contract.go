@@ -271,6 +271,8 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		assert.False(t, ok)
 	})
 
+	t.Run("a list never shows a nickname newer than its revision", func(t *testing.T) { testNicknameRevisions(t, newStore(t)) })
+
 	t.Run("counts stay exact under contention", func(t *testing.T) {
 		s := newStore(t)
 		const workers, perWorker = 16, 200

@@ -1,0 +1,82 @@
+package memory
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/membership"
+)
+
+// A write that changes a nickname holds the nicknames from its change
+// until its revision is published: with the feed held, so that the write
+// waits in feed.record for its revision, no list can read the new
+// nickname (a list takes nicknamesMu for reading), by a replace, a batch
+// and an add alike.
+func TestANicknameIsNotReadBeforeItsRevision(t *testing.T) {
+	ctx := context.Background()
+	named := func(nick string) []membership.User {
+		return []membership.User{{UID: 42, Nickname: nick, HasNickname: true}}
+	}
+	writes := map[string]func(m *Store) error{
+		"replace": func(m *Store) error {
+			_, err := m.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "a", Users: named("new")})
+			return err
+		},
+		"batch": func(m *Store) error {
+			_, err := m.Batch(ctx, membership.Batch{Writes: []membership.Write{{Op: membership.OpAdd, GroupID: "a", Users: named("new")}}})
+			return err
+		},
+		"add": func(m *Store) error {
+			_, err := m.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "a", Users: named("new")})
+			return err
+		},
+	}
+	for name, write := range writes {
+		t.Run(name, func(t *testing.T) {
+			m := New()
+			_, err := m.AddMembers(ctx, "b", named("old"))
+			require.NoError(t, err)
+			_, err = m.AddMembers(ctx, "a", named("old"))
+			require.NoError(t, err)
+
+			m.feed.mu.Lock()
+			done := make(chan error, 1)
+			go func() { done <- write(m) }()
+			require.True(t, waitForRecord(), "the write reached feed.record")
+			if m.nicknamesMu.TryRLock() {
+				got := m.nicknames[42]
+				m.nicknamesMu.RUnlock()
+				assert.Equal(t, "old", got, "a list may read the nickname before its revision is published")
+			}
+			m.feed.mu.Unlock()
+			require.NoError(t, <-done)
+
+			got, rev := storetest.ListAll(t, m, "b")
+			assert.Equal(t, []membership.Member{{UID: 42, Nickname: "new"}}, got)
+			assert.Equal(t, m.LatestRevision(), rev)
+		})
+	}
+}
+
+// waitForRecord waits until a goroutine waits for the feed's lock in
+// feed.record, and says whether one did within a minute.
+func waitForRecord() bool {
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		for _, g := range strings.Split(stacks, "\n\n") {
+			if strings.Contains(g, "sync.(*Mutex).Lock") && strings.Contains(g, "memory.(*feed).record") {
+				return true
+			}
+		}
+		runtime.Gosched()
+	}
+	return false
+}

@@ -1,0 +1,136 @@
+package storetest
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+// testNicknameRevisions has writers change one user's nickname through
+// group "a", by replace and by batch, while readers list group "b", which
+// the user is in too. A nickname changes every group's list, so each list
+// of "b" must show the nickname that the latest change up to the revision
+// it reports set: never one a later revision sets. Every nickname is
+// written once, so the revision that set it is known from its write.
+func testNicknameRevisions(t *testing.T, s membership.Store) {
+	ctx := context.Background()
+	const uid, writers, readers, perWriter = 42, 2, 4, 200
+	_, err := s.AddMembers(ctx, "b", []membership.User{{UID: uid, Nickname: "start", HasNickname: true}, {UID: 7}})
+	require.NoError(t, err)
+
+	type seen struct {
+		rev  membership.Revision
+		nick string
+	}
+	var (
+		mu    sync.Mutex
+		setAt = map[string]membership.Revision{} // nickname -> the revision that set it
+		reads = map[seen]int{}                   // each pair a list showed, and how often
+		errs  []error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	done := make(chan struct{})
+	var wg, rg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				nick := fmt.Sprintf("w%d-%d", w, i)
+				users := []membership.User{{UID: uid, Nickname: nick, HasNickname: true}, {UID: 1}}
+				var rev membership.Revision
+				if i%2 == 0 {
+					res, err := s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "a", Users: users})
+					if err != nil {
+						fail(err)
+						return
+					}
+					rev = res.Revision
+				} else {
+					res, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{{Op: membership.OpAdd, GroupID: "a", Users: users}}})
+					if err != nil {
+						fail(err)
+						return
+					}
+					rev = res.Revision
+				}
+				mu.Lock()
+				setAt[nick] = rev
+				mu.Unlock()
+			}
+		}()
+	}
+	for range readers {
+		rg.Add(1)
+		go func() {
+			defer rg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				var nick string
+				rev, err := s.ListMembers(ctx, "b", membership.ListOptions{}, func(_ int, members iter.Seq[membership.Member]) {
+					for m := range members {
+						if m.UID == uid {
+							nick = m.Nickname
+						}
+					}
+				})
+				if err != nil {
+					fail(err)
+					return
+				}
+				mu.Lock()
+				reads[seen{rev, nick}]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(done)
+	rg.Wait()
+	require.Empty(t, errs)
+
+	setAt["start"] = 0
+	type change struct {
+		rev  membership.Revision
+		nick string
+	}
+	var changes []change
+	for nick, rev := range setAt {
+		changes = append(changes, change{rev, nick})
+	}
+	slices.SortFunc(changes, func(a, b change) int { return cmp.Compare(a.rev, b.rev) })
+	// nickAt returns the nickname the latest change up to rev set.
+	nickAt := func(rev membership.Revision) string {
+		i, _ := slices.BinarySearchFunc(changes, rev+1, func(c change, r membership.Revision) int { return cmp.Compare(c.rev, r) })
+		return changes[i-1].nick
+	}
+	require.NotEmpty(t, reads)
+	torn, lists := 0, 0
+	for r, n := range reads {
+		lists += n
+		if want := nickAt(r.rev); r.nick != want {
+			if torn < 5 {
+				assert.Equal(t, want, r.nick, "a list at revision %d shows the nickname set at %d", r.rev, setAt[r.nick])
+			}
+			torn += n
+		}
+	}
+	assert.Zero(t, torn, "of %d lists", lists)
+}
