@@ -28,8 +28,13 @@ func withMinRevision(svc *membership.Service, wait time.Duration, h http.Handler
 			h.ServeHTTP(w, r)
 			return
 		}
+		if len(v) > 1 {
+			writeError(w, r, membership.Errorf(codeInvalidHeader,
+				"the request has %d %s header lines: send one revision, on one line", len(v), minRevisionHeader))
+			return
+		}
 		want, err := strconv.ParseInt(v[0], 10, 64)
-		if len(v) > 1 || err != nil || want < 1 || v[0][0] < '1' || v[0][0] > '9' { // no sign, no leading zero
+		if err != nil || want < 1 || v[0][0] < '1' || v[0][0] > '9' { // no sign, no leading zero
 			writeError(w, r, membership.Errorf(codeInvalidHeader,
 				"%s %.40q is not one revision, an integer from 1 (send back the X-Revision of a reply)", minRevisionHeader, v[0]))
 			return

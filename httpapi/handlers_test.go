@@ -295,6 +295,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"uid given twice", "DELETE", "/group-user/g", "users=[1]&uid=1&uid=2", formType, 400, "invalid_body", "uid is given 2 times"},
 		{"too many users", "POST", "/group-user/g", "users=[1,2,3,4,5,6]", formType, 413, "too_many_users", "more than 5"},
 		{"body too large", "POST", "/group-user/g", "users=[" + strings.Repeat("1,", testMaxBody/2) + "1]", formType, 413, "body_too_large", "larger than 1024 bytes"},
+		{"form: an unknown key", "POST", "/group-user/g", "users=[9]&nickname=Bob&uid=7", formType, 400, "invalid_body", `unknown parameter "nickname": the body takes only users and uid`},
+		{"form: a misspelt users", "PUT", "/group-user/g", "users=[9]&uids=7", formType, 400, "invalid_body", `unknown parameter "uids"`},
+		{"form: an empty key", "DELETE", "/group-user/g", "users=[1]&=x", formType, 400, "invalid_body", `unknown parameter ""`},
 		{"text body", "POST", "/group-user/g", `users=[5]`, "text/plain", 415, "unsupported_media_type", "text/plain"},
 		{"JSON: unknown field", "POST", "/group-user/g", `{"users":[5],"group":"x"}`, "application/json", 400, "invalid_body", `unknown field "group"`},
 		{"JSON: malformed", "POST", "/group-user/g", `{"users":[5]`, "application/json", 400, "invalid_body", "not a JSON object"},
@@ -365,6 +368,81 @@ func TestBadInputChangesNothing(t *testing.T) {
 			assert.JSONEq(t, before, do(h, "GET", "/group-user/g", "", "").Body.String(), "the request changed group g")
 		})
 	}
+}
+
+// Headers the service cannot honour are refused with a message that names
+// what is wrong, and change nothing: a compressed body (it would be read
+// as plain text), two X-Min-Revision lines, an empty Idempotency-Key.
+func TestBadHeadersChangeNothing(t *testing.T) {
+	tests := []struct {
+		name, method, path, body, contentType string
+		header                                [][2]string // in order; a name may repeat
+		wantStatus                            int
+		wantCode, wantMsg                     string
+	}{
+		{"a gzipped add", "POST", "/group-user/g", "users=[5]", formType, [][2]string{{"Content-Encoding", "gzip"}},
+			415, "unsupported_media_type", `Content-Encoding "gzip" is not supported: send the body uncompressed`},
+		{"a gzipped JSON replace", "PUT", "/group-user/g", `{"users":[5]}`, "application/json", [][2]string{{"Content-Encoding", "identity, br"}},
+			415, "unsupported_media_type", `Content-Encoding "br"`},
+		{"a gzipped batch", "POST", "/batch", `{"writes":[]}`, "application/json", [][2]string{{"Content-Encoding", "deflate"}},
+			415, "unsupported_media_type", `Content-Encoding "deflate"`},
+		{"a gzipped check", "POST", "/check", `{"checks":[]}`, "application/json", [][2]string{{"Content-Encoding", "GZIP"}},
+			415, "unsupported_media_type", `Content-Encoding "GZIP"`},
+		{"two X-Min-Revision lines", "GET", "/group-user/g", "", "", [][2]string{{"X-Min-Revision", "1"}, {"X-Min-Revision", "99"}},
+			400, "invalid_header", "the request has 2 X-Min-Revision header lines: send one revision"},
+		{"an Idempotency-Key of spaces", "POST", "/group-user/g", "users=[5]", formType, [][2]string{{"Idempotency-Key", "   "}},
+			400, "invalid_idempotency_key", "the Idempotency-Key is empty"},
+		{"an empty Idempotency-Key", "DELETE", "/groups/g", "", "", [][2]string{{"Idempotency-Key", ""}},
+			400, "invalid_idempotency_key", "the Idempotency-Key is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &countingStore{Store: memory.New()}
+			h := httpapi.NewHandler(membership.NewService(st, testMaxUsers), httpapi.Options{MaxBodyBytes: testMaxBody, ListCacheBytes: 1 << 20})
+			require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", `users=[[1,"Ann"],2]`, formType).Code)
+			before := do(h, "GET", "/group-user/g", "", "").Body.String()
+			st.changes.Store(0)
+
+			r := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+			if tt.contentType != "" {
+				r.Header.Set("Content-Type", tt.contentType)
+			}
+			for _, kv := range tt.header {
+				r.Header.Add(kv[0], kv[1])
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			assert.Equal(t, tt.wantStatus, w.Code)
+			var body struct {
+				Error struct{ Code, Message string }
+			}
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
+			assert.Equal(t, tt.wantCode, body.Error.Code)
+			assert.Contains(t, body.Error.Message, tt.wantMsg)
+			assert.Zero(t, st.changes.Load(), "a bad request reached the store")
+			assert.JSONEq(t, before, do(h, "GET", "/group-user/g", "", "").Body.String(), "the request changed group g")
+		})
+	}
+}
+
+// Spaces around an Idempotency-Key are not part of it: " k" and "k" are one
+// key, as they are once HTTP has stripped them.
+func TestIdempotencyKeySpacesAreNotPartOfIt(t *testing.T) {
+	h := httpapi.NewHandler(membership.NewService(memory.New(), testMaxUsers), httpapi.Options{MaxBodyBytes: testMaxBody})
+	send := func(key string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[5]"))
+		r.Header.Set("Content-Type", formType)
+		r.Header.Set("Idempotency-Key", key)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	first := send("k")
+	require.Equal(t, http.StatusOK, first.Code, first.Body.String())
+	again := send(" k\t")
+	assert.Equal(t, http.StatusOK, again.Code, again.Body.String())
+	assert.Equal(t, "true", again.Header().Get("Idempotent-Replayed"), "the same key, replayed")
+	assert.Equal(t, first.Header().Get("X-Revision"), again.Header().Get("X-Revision"))
 }
 
 func TestBodyTooLargeWithoutContentLength(t *testing.T) {

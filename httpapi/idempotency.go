@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 
 	"example.com/groupmembership/membership"
 )
@@ -28,6 +29,11 @@ var idempotentReplayed = []string{"true"}
 // none. It is checked with the rest of the request, before anything is
 // applied: the service checks it again, and fingerprints the request.
 //
+// Spaces and tabs around the key are not part of it: HTTP strips them from
+// a field's value, so a key sent as " k" arrives as "k", and one of spaces
+// only as an empty key; they are stripped here too, so that a handler
+// called without net/http's parsing sees the same key.
+//
 // Errors: membership.CodeInvalidIdempotencyKey (more than one header line,
 // or a key that is not 1 to 255 printable ASCII characters: an empty one
 // too).
@@ -40,10 +46,11 @@ func idempotencyKey(r *http.Request) (string, error) {
 		return "", membership.Errorf(membership.CodeInvalidIdempotencyKey,
 			"the request has %d Idempotency-Key header lines: send one key, on one line", len(fields))
 	}
-	if err := membership.ValidateIdempotencyKey(fields[0]); err != nil {
+	key := strings.Trim(fields[0], " \t")
+	if err := membership.ValidateIdempotencyKey(key); err != nil {
 		return "", err
 	}
-	return fields[0], nil
+	return key, nil
 }
 
 // writeWritten sets the headers of a write's reply: X-Revision, the

@@ -104,6 +104,9 @@ const firstBodyBuffer = 512
 // first. When bodies has no room, the body is refused with CodeUnavailable;
 // otherwise the caller releases the lease of its memory once done with it.
 func readBody(r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) (body []byte, lease budget.Lease, err error) {
+	if err := checkContentEncoding(r); err != nil {
+		return nil, lease, err
+	}
 	if r.ContentLength > maxBodyBytes {
 		return nil, lease, bodyTooLarge(maxBodyBytes)
 	}
@@ -152,6 +155,21 @@ func readBody(r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) (body [
 	}
 }
 
+// checkContentEncoding returns a codeUnsupportedMediaType error unless the
+// body is sent as it is (no Content-Encoding, or identity): a gzipped body
+// read as plain text would be refused for what it seems to lack, or worse.
+func checkContentEncoding(r *http.Request) error {
+	for _, field := range r.Header["Content-Encoding"] {
+		for coding := range strings.SplitSeq(field, ",") {
+			if coding = strings.TrimSpace(coding); coding != "" && !strings.EqualFold(coding, "identity") {
+				return membership.Errorf(codeUnsupportedMediaType,
+					"Content-Encoding %.40q is not supported: send the body uncompressed, without Content-Encoding", coding)
+			}
+		}
+	}
+	return nil
+}
+
 // within reports whether s lies in the memory of b.
 func within(b []byte, s string) bool {
 	if len(s) == 0 || len(b) == 0 {
@@ -197,6 +215,12 @@ func parseChangeForm(body string) (users, uid string, err error) {
 				uid = `""` // given empty, not absent: ParseUID refuses it, as it does in JSON
 			}
 			seenUID++
+		default:
+			// Refused as a JSON body's unknown field is: a key the
+			// service drops (nickname=, uids=) is a change the client
+			// thinks it made.
+			return "", "", membership.Errorf(membership.CodeInvalidBody,
+				"unknown parameter %.40q: the body takes only users and uid (a nickname goes in a users element: users=[{\"uid\":9,\"nickname\":\"Bob\"}])", key)
 		}
 	}
 	for _, p := range []struct {

@@ -19,7 +19,8 @@ import (
 )
 
 // FuzzParseChangeForm checks parseChangeForm against url.ParseQuery: the same
-// bodies accepted, the same values read.
+// bodies accepted but those with a parameter other than users and uid,
+// which are refused, the same values read.
 func FuzzParseChangeForm(f *testing.F) {
 	for _, seed := range []string{
 		"users=[1,2]", "users=%5B1%5D&uid=7", "uid=1&users=[1]&x=y", "users=[1]&users=[2]", "users=%zz",
@@ -41,6 +42,14 @@ func FuzzParseChangeForm(f *testing.F) {
 				t.Fatalf("parseChangeForm(%q) accepted a repeated parameter", body)
 			}
 			return
+		}
+		for key := range form {
+			if key != "users" && key != "uid" {
+				if err == nil {
+					t.Fatalf("parseChangeForm(%q) accepted the unknown parameter %q", body, key)
+				}
+				return
+			}
 		}
 		if err != nil {
 			t.Fatalf("parseChangeForm(%q) rejected what url.ParseQuery accepts: %v", body, err)

@@ -46,7 +46,10 @@ const (
 // ValidateIdempotencyKey returns a CodeInvalidIdempotencyKey error unless key
 // is 1 to MaxIdempotencyKeyBytes printable ASCII characters (space to '~').
 func ValidateIdempotencyKey(key string) error {
-	if key == "" || len(key) > MaxIdempotencyKeyBytes {
+	if key == "" {
+		return Errorf(CodeInvalidIdempotencyKey, "the Idempotency-Key is empty: it must be 1 to %d printable ASCII characters, not all spaces", MaxIdempotencyKeyBytes)
+	}
+	if len(key) > MaxIdempotencyKeyBytes {
 		return Errorf(CodeInvalidIdempotencyKey, "the Idempotency-Key is %d bytes: it must be 1 to %d printable ASCII characters", len(key), MaxIdempotencyKeyBytes)
 	}
 	for i := 0; i < len(key); i++ {
