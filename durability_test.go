@@ -600,6 +600,25 @@ func TestBackupAndRestoreTheBinary(t *testing.T) {
 
 	again := runExpectingRefusal(t, "-restore", file, "-data-dir", restored)
 	assert.Contains(t, again, "is not empty")
+
+	// A restore stopped while it wrote the snapshot: the service refuses
+	// the directory, naming -restore, and a -restore starts it over.
+	half := filepath.Join(t.TempDir(), "half")
+	require.NoError(t, os.Mkdir(half, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(half, "RESTORING"), nil, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(half, "snapshot-0000000000000001.snap-123.tmp"), backup[:len(backup)/2], 0o600))
+	refused := runExpectingRefusal(t, "-data-dir", half)
+	assert.Contains(t, refused, "holds a restore that did not finish")
+	assert.Contains(t, refused, "Run -restore again with the backup and -data-dir "+half)
+	redo := exec.Command(os.Args[0], "-restore", file, "-data-dir", half)
+	redo.Env = append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1")
+	out, err = redo.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	r := startProcess(t, "-data-dir", half)
+	for group, members := range want {
+		assert.Equal(t, members, membersOrNone(t, r.base, group), "group %s", group)
+	}
+
 	backup[len(backup)/2] ^= 0x01
 	require.NoError(t, os.WriteFile(file, backup, 0o600))
 	damaged := runExpectingRefusal(t, "-restore", file, "-data-dir", filepath.Join(t.TempDir(), "other"))
