@@ -278,6 +278,10 @@ func TestUnfinishedRestoreIsRefusedThenRedone(t *testing.T) {
 			defer d.Close()
 			got, _ := storetest.ListAll(t, d, "g")
 			assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got)
+			_, _, err = d.Changes(context.Background(), membership.ChangeOptions{After: 0})
+			require.Error(t, err)
+			assert.Equal(t, fmt.Sprintf("the changes after revision 0 are not kept: the feed starts after revision %d, the latest: "+
+				"list the groups again, then follow the feed from revision %d", rev, rev), err.Error(), "no revision past the latest named")
 		})
 	}
 }

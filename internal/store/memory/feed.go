@@ -223,6 +223,15 @@ func (f *feed) changes(ctx context.Context, opts membership.ChangeOptions) ([]me
 				"another history of the store (was an in-memory service restarted?); list the groups again", opts.After, last)
 			err.OldestRevision = oldest
 			return nil, last, err
+		case opts.After+1 < oldest && f.n == 0:
+			// Nothing kept: a store loaded from a backup or a snapshot at
+			// last, or one that keeps no changes. oldest is last+1, the
+			// first change the feed will keep: not one to name as kept.
+			f.mu.Unlock()
+			err := membership.Errorf(membership.CodeChangesGone, "the changes after revision %d are not kept: "+
+				"the feed starts after revision %d, the latest: list the groups again, then follow the feed from revision %d", opts.After, last, last)
+			err.OldestRevision = oldest
+			return nil, last, err
 		case opts.After+1 < oldest:
 			f.mu.Unlock()
 			err := membership.Errorf(membership.CodeChangesGone, "the changes after revision %d are no longer kept; "+
