@@ -168,9 +168,9 @@ func openStill(ctx context.Context, url string, opts Options) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := parseURL(url)
 	if err != nil {
-		return nil, &ConfigError{fmt.Errorf("the database URL: %w", err)}
+		return nil, err
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		// Writers wait on the pool: the default (4 on 2 cores) makes them
@@ -198,7 +198,24 @@ func openStill(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	c := cfg.ConnConfig
+	logger.Info("opened the database", "host", c.Host, "port", c.Port, "database", c.Database, "user", c.User)
 	return s, nil
+}
+
+// CheckURL returns a ConfigError when url is not a PostgreSQL URL (or
+// key=value connection string) that Open can use; it connects to nothing.
+func CheckURL(url string) error {
+	_, err := parseURL(url)
+	return err
+}
+
+func parseURL(url string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, &ConfigError{fmt.Errorf("the database URL: %w", err)}
+	}
+	return cfg, nil
 }
 
 // keyBounds returns the bounds of the Idempotency-Keys remembered: the

@@ -27,6 +27,11 @@ type Backend struct {
 	// once (its database connections): the connection budget leaves them
 	// aside.
 	Descriptors int
+	// Check, when not nil, is called before the service listens, with the
+	// environment: it refuses what the store could never open with (no
+	// database named, a malformed URL), so that the command fails at once
+	// instead of listening first.
+	Check func(getenv func(string) string) error
 	// Open opens the store once the service listens (answering 503
 	// starting meanwhile). ctx ends on the first signal.
 	Open func(ctx context.Context, o StoreOptions) (Store, error)

@@ -129,6 +129,11 @@ func run(ctx context.Context, backend *Backend, args []string, lookupenv func(st
 	if token == "" && cfg.authReads {
 		return errors.New("-auth-reads needs a token: give -token-file or MEMBERSHIP_TOKEN")
 	}
+	if backend != nil && backend.Check != nil {
+		if err := backend.Check(getenv); err != nil {
+			return err
+		}
+	}
 	var logger *slog.Logger
 	logOut := logsink.New(stdout, logsink.Options{MaxBytes: cfg.logBuffer, Dropped: func(n uint64) {
 		logger.Warn("log lines were dropped: the log's output did not take them in time", "dropped", n)

@@ -38,13 +38,16 @@ func backend() *server.Backend {
 		AddFlags: func(fs *flag.FlagSet) {
 			fs.StringVar(&url, "database-url", "", "the PostgreSQL database, as a `URL` (postgres://user:password@host:5432/db); empty: DATABASE_URL from the environment")
 		},
+		Check: func(getenv func(string) string) error {
+			if url == "" {
+				url = getenv("DATABASE_URL")
+			}
+			if url == "" {
+				return errors.New("no database: give -database-url or DATABASE_URL")
+			}
+			return postgres.CheckURL(url)
+		},
 		Open: func(ctx context.Context, o server.StoreOptions) (server.Store, error) {
-			if url == "" {
-				url = o.Getenv("DATABASE_URL")
-			}
-			if url == "" {
-				return nil, errors.New("no database: give -database-url or DATABASE_URL")
-			}
 			opts := postgres.Options{ChangesKeep: o.ChangesKeep, ChangesKeepBytes: o.ChangesKeepBytes, CommitTimeout: o.CommitTimeout, Logger: o.Logger,
 				IdempotencyBytes: o.IdempotencyBytes, IdempotencyRetention: o.IdempotencyRetention}
 			for {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,8 +200,34 @@ func TestTwoInstancesOneKilledMidLoad(t *testing.T) {
 	assert.GreaterOrEqual(t, count.Load(), stopAt)
 }
 
+// An instance logs the database it opened, host, port, database and user,
+// and never the password.
+func TestLogsTheDatabaseItOpened(t *testing.T) {
+	raw := pgtest.NewDatabase(t)
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	const password = "pw-that-must-not-leak"
+	u.User = url.UserPassword(u.User.Username(), password) // trust auth: the server ignores it
+	p := start(t, u.String())
+	var opened struct {
+		Host, Database, User string
+		Port                 int
+	}
+	for _, line := range p.logs.Lines() {
+		var entry struct{ Msg string }
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "opened the database" {
+			require.NoError(t, json.Unmarshal([]byte(line), &opened))
+		}
+	}
+	assert.Equal(t, u.Hostname(), opened.Host)
+	assert.Equal(t, u.Port(), strconv.Itoa(opened.Port))
+	assert.Equal(t, strings.TrimPrefix(u.Path, "/"), opened.Database)
+	assert.Equal(t, u.User.Username(), opened.User)
+	assert.NotContains(t, p.logs.String(), password)
+}
+
 // The command takes the service's flags but those of a data directory, and
-// needs a database.
+// needs a database, which it checks before it listens.
 func TestFlags(t *testing.T) {
 	noEnv := func(string) (string, bool) { return "", false }
 	var usage strings.Builder
@@ -216,12 +243,16 @@ func TestFlags(t *testing.T) {
 		require.Error(t, err, "%q", args)
 		assert.Contains(t, err.Error(), args[0]+" is for membership, which keeps its data in a directory", "%q", args)
 	}
-	err := run(t.Context(), []string{"-addr", "127.0.0.1:0"}, noEnv, io.Discard, io.Discard)
+	var logs strings.Builder
+	err := run(t.Context(), []string{"-addr", "127.0.0.1:0"}, noEnv, &logs, io.Discard)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no database: give -database-url or DATABASE_URL")
-	err = run(t.Context(), []string{"-addr", "127.0.0.1:0", "-database-url", "postgres://%zz"}, noEnv, io.Discard, io.Discard)
+	assert.NotContains(t, logs.String(), "listening", "refused before it listens")
+	logs.Reset()
+	err = run(t.Context(), []string{"-addr", "127.0.0.1:0", "-database-url", "postgres://%zz"}, noEnv, &logs, io.Discard)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the database URL")
+	assert.NotContains(t, logs.String(), "listening", "refused before it listens")
 	blankToken := func(name string) (string, bool) {
 		if name == "MEMBERSHIP_TOKEN" {
 			return " ", true
