@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,9 +35,14 @@ func (ex readmeExample) where() string { return fmt.Sprintf("%s:%d", ex.file, ex
 var readmeFiles = []string{"README.md", "docs/reference.md", "docs/operating.md", "docs/postgres.md", "docs/design.md", "docs/clients.md"}
 
 // TestREADMEExamples runs every example of the console blocks of
-// readmeFiles, in order, against one fresh program, and checks it prints what
-// the document shows. It understands the curl options the documents use and
-// fails on others, so an example it cannot check cannot slip into them.
+// readmeFiles, in order, in one shell with the real curl, against one fresh
+// program, and checks each prints what the document shows. The commands
+// run exactly as written: curl reaches the program for localhost:8080
+// through a curlrc of the test's own (connect-to), and a value an example
+// needs from an earlier reply it takes from that reply, in a shell
+// variable, as a reader's shell would. The output is compared with the
+// program's epoch written as readmeEpoch and the feed's times as
+// readmeTime, which the documents say differ on each start.
 func TestREADMEExamples(t *testing.T) {
 	docs, err := filepath.Glob("docs/*.md")
 	require.NoError(t, err)
@@ -50,45 +56,72 @@ func TestREADMEExamples(t *testing.T) {
 		examples = append(examples, readmeExamples(file, string(text))...)
 	}
 	require.NotEmpty(t, examples)
+	_, err = exec.LookPath("curl")
+	require.NoError(t, err, "the documents' examples run curl: install it (apt-get install curl)")
 
 	base, _, _ := startProgram(t)
-	// The ETags' epoch is drawn at random on each start: the documents show
-	// readmeEpoch in its place, and the commands send it back.
 	epoch := programEpoch(t, base)
+	outputs := runInShell(t, examples, strings.TrimPrefix(base, "http://"))
 	curls, helps := 0, 0
-	for _, ex := range examples {
-		var got string
-		switch {
-		case strings.HasPrefix(ex.command, "curl "):
-			// One filter is understood: | grep -E 'pattern', which keeps
-			// the lines the pattern matches (Go's syntax, which agrees
-			// with grep's for the patterns the documents use).
-			command, filter, filtered := strings.Cut(ex.command, " | grep -E ")
-			command = strings.ReplaceAll(command, readmeEpoch, epoch)
-			got = runCurl(t, readmeExample{file: ex.file, line: ex.line, command: command}, strings.TrimPrefix(base, "http://"))
-			got = strings.ReplaceAll(got, epoch, readmeEpoch)
-			got = fixedTimes(got)
-			if filtered {
-				words := shellWords(t, filter)
-				require.Len(t, words, 1, "%s: grep -E takes one pattern", ex.where())
-				got = grepLines(regexp.MustCompile(words[0]), got)
-			}
-			curls++
-		case ex.command == "go run . -h":
+	for i, ex := range examples {
+		got := outputs[i]
+		if ex.command == "go run . -h" {
 			var stderr bytes.Buffer
 			require.NoError(t, run(context.Background(), []string{"-h"}, os.LookupEnv, io.Discard, &stderr))
 			got = stderr.String()
 			helps++
-		default:
-			t.Fatalf("%s: no way to check %q", ex.where(), ex.command)
+		} else {
+			curls++
 		}
+		got = fixedTimes(strings.ReplaceAll(got, epoch, readmeEpoch))
 		assert.Equal(t, ex.output, got, "%s: $ %s", ex.where(), ex.command)
 	}
 	assert.GreaterOrEqual(t, curls, 10, "the documents' curl examples were not found")
 	assert.Equal(t, 1, helps, "the documents show the output of go run . -h once")
 }
 
-// readmeEpoch is the epoch the documents' ETags show.
+// shellCommand is the form of the commands the documents' console blocks
+// may show: curl, or a variable set from curl's output (and echoed), so
+// that the test runs nothing else.
+var shellCommand = regexp.MustCompile(`^(curl |[a-z_]+=\$\(curl [^()]*\)(; echo "\$[a-z_]+")?$)`)
+
+// runInShell runs the examples' commands, in order, in one bash with curl
+// reaching the program at addr for localhost:8080, and returns what each
+// printed (stdout and stderr). "go run . -h" is left to the caller: it
+// prints "" here.
+func runInShell(t *testing.T, examples []readmeExample, addr string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	curlrc := fmt.Sprintf("connect-to = \"localhost:8080:%s\"\nnoproxy = \"*\"\nmax-time = 30\n", addr)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".curlrc"), []byte(curlrc), 0o600))
+	var script strings.Builder
+	for i, ex := range examples {
+		if ex.command == "go run . -h" {
+			continue
+		}
+		require.Regexp(t, shellCommand, ex.command, "%s: the examples run curl only", ex.where())
+		fmt.Fprintf(&script, "{ %s\n} >%q 2>&1\n", ex.command, filepath.Join(dir, fmt.Sprintf("out-%d", i)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-c", script.String())
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "CURL_HOME=" + dir, "LC_ALL=C"}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the examples' shell: %s", out)
+	outputs := make([]string, len(examples))
+	for i, ex := range examples {
+		if ex.command == "go run . -h" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("out-%d", i)))
+		require.NoError(t, err, "%s", ex.where())
+		outputs[i] = string(b)
+	}
+	return outputs
+}
+
+// readmeEpoch is the epoch the documents' ETags show: the program's own,
+// drawn at random at each start, is written so before the comparison.
 const readmeEpoch = "8c1f2ab04d9e3f67"
 
 // readmeTime is the time the documents' changes show: each change's time
@@ -135,114 +168,69 @@ func readmeExamples(file, text string) []readmeExample {
 	return examples
 }
 
-// runCurl does what curl would for the options the documents use, against the
-// program at addr, and returns what curl would print.
-func runCurl(t *testing.T, ex readmeExample, addr string) string {
-	t.Helper()
-	args := shellWords(t, ex.command)[1:]
-	method, target, writeOut := "", "", ""
-	discardBody := false
-	var data []string
-	header := http.Header{}
-	for i := 0; i < len(args); i++ {
-		next := func() string {
-			i++
-			require.Less(t, i, len(args), "%s: %s needs a value", ex.where(), args[i-1])
-			return args[i]
-		}
-		switch a := args[i]; a {
-		case "-s":
-		case "-w":
-			writeOut = next()
-		case "-o":
-			require.Equal(t, "/dev/null", next(), "%s: the test knows only -o /dev/null", ex.where())
-			discardBody = true
-		case "-X":
-			method = next()
-		case "-H":
-			k, v, ok := strings.Cut(next(), ":")
-			require.True(t, ok, "%s: bad header", ex.where())
-			header.Set(k, strings.TrimSpace(v))
-		case "-d":
-			data = append(data, next())
-		case "--data-urlencode":
-			name, content, _ := strings.Cut(next(), "=")
-			data = append(data, name+"="+url.QueryEscape(content))
-		default:
-			require.False(t, strings.HasPrefix(a, "-"), "%s: the test does not know curl option %s", ex.where(), a)
-			target = strings.Replace(a, "localhost:8080", addr, 1)
-		}
+// The Go examples of docs/clients.md build and pass when copied into a new
+// module as the document says: its commands run as written, in a folder
+// beside a link named groupmembership to this repository (the "clone" the
+// document names), with its two Go files saved in the new module.
+func TestClientsDocExamplesBuildInANewModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a new module with go mod tidy: not in -short")
 	}
-	var body io.Reader
-	if data != nil {
-		body = strings.NewReader(strings.Join(data, "&"))
-		if method == "" {
-			method = http.MethodPost
-		}
-		if header.Get("Content-Type") == "" {
-			header.Set("Content-Type", "application/x-www-form-urlencoded")
-		}
-	}
-	if method == "" {
-		method = http.MethodGet
-	}
-	req, err := http.NewRequest(method, "http://"+target, body)
+	text, err := os.ReadFile("docs/clients.md")
 	require.NoError(t, err)
-	req.Header = header
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	got, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	if discardBody {
-		got = nil
+	goSection, _, _ := strings.Cut(string(text), "## Other languages")
+	blocks := fencedBlocks(goSection)
+	require.Len(t, blocks["sh"], 2, "the setup and the build")
+	files := map[string]string{}
+	for _, code := range blocks["go"] {
+		switch {
+		case strings.Contains(code, "\nfunc main() {"):
+			files["main.go"] = code
+		case strings.Contains(code, "\nfunc Test"):
+			files["trial_test.go"] = code
+		}
 	}
-	out := strings.NewReplacer(`\n`, "\n", "%{http_code}", resp.Status[:3], "%{content_type}", resp.Header.Get("Content-Type")).Replace(writeOut)
-	out = curlHeaderVar.ReplaceAllStringFunc(out, func(v string) string {
-		return resp.Header.Get(curlHeaderVar.FindStringSubmatch(v)[1])
-	})
-	return string(got) + out
+	require.Len(t, files, 2, "main.go and trial_test.go")
+
+	root, err := os.Getwd()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(root, filepath.Join(dir, "groupmembership")))
+	shell := func(dir, script string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-e", "-c", script)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s\n%s", script, out)
+	}
+	shell(dir, blocks["sh"][0])
+	module := filepath.Join(dir, "mytests")
+	for name, code := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(module, name), []byte(code), 0o600))
+	}
+	shell(module, blocks["sh"][1])
 }
 
-// grepLines returns the lines of text that re matches, as grep prints them.
-func grepLines(re *regexp.Regexp, text string) string {
+// fencedBlocks returns the fenced code blocks of a Markdown text, by
+// language, in order.
+func fencedBlocks(text string) map[string][]string {
+	blocks := map[string][]string{}
+	lang, in := "", false
 	var b strings.Builder
 	for line := range strings.Lines(text) {
-		if re.MatchString(strings.TrimSuffix(line, "\n")) {
+		switch {
+		case !in && strings.HasPrefix(line, "```"):
+			lang, in = strings.TrimSpace(strings.TrimPrefix(line, "```")), true
+			b.Reset()
+		case in && strings.HasPrefix(line, "```"):
+			blocks[lang] = append(blocks[lang], b.String())
+			in = false
+		case in:
 			b.WriteString(line)
 		}
 	}
-	return b.String()
-}
-
-// curlHeaderVar is curl's -w variable for a reply header, %header{name}.
-var curlHeaderVar = regexp.MustCompile(`%header\{([^}]+)\}`)
-
-// shellWords splits a command line the way sh would for the documents'
-// examples: words separated by spaces, with single quotes.
-func shellWords(t *testing.T, line string) []string {
-	var words []string
-	var word strings.Builder
-	inWord, quoted := false, false
-	for _, r := range line {
-		switch {
-		case r == '\'':
-			quoted = !quoted
-			inWord = true
-		case r == ' ' && !quoted:
-			if inWord {
-				words = append(words, word.String())
-				word.Reset()
-				inWord = false
-			}
-		default:
-			word.WriteRune(r)
-			inWord = true
-		}
-	}
-	require.False(t, quoted, "unclosed quote in %q", line)
-	if inWord {
-		words = append(words, word.String())
-	}
-	return words
+	return blocks
 }
