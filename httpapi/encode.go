@@ -4,8 +4,8 @@ import (
 	"iter"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
+	"example.com/groupmembership/internal/jsonstr"
 	"example.com/groupmembership/membership"
 )
 
@@ -103,89 +103,16 @@ func uintLen(n uint64) int {
 	return digits
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendJSONString appends s as a JSON string, exactly as encoding/json does
-// with HTML escaping off: ", \ and control characters escaped (\b \f \n \r \t
-// by name, the rest as \u00XX), U+2028 and U+2029 escaped because JavaScript
-// reads them as line ends, and invalid UTF-8 replaced by \ufffd.
+// with HTML escaping off (see jsonstr.Append).
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
+	b = jsonstr.Append(b, s, jsonstr.EncodingJSON)
 	return append(b, '"')
 }
 
 // jsonStringLen returns len(appendJSONString(nil, s)) without building it.
-func jsonStringLen(s string) int {
-	n := 2
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
-				n += 2
-			case c < 0x20:
-				n += 6
-			default:
-				n++
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size == 1) || r == '\u2028' || r == '\u2029' {
-			n += 6
-		} else {
-			n += size
-		}
-		i += size
-	}
-	return n
-}
+func jsonStringLen(s string) int { return 2 + jsonstr.Len(s) }
 
 // stringsJSONLen returns the length of ss as a JSON array of strings.
 func stringsJSONLen(ss []string) int {

@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"example.com/groupmembership/internal/jsonstr"
 )
 
 // Entry is one request's line.
@@ -246,54 +248,10 @@ var quotedASCII = func() (q [utf8.RuneSelf]bool) {
 	return q
 }()
 
-const hexDigits = "0123456789abcdef"
-
 // appendJSONString appends s escaped for a JSON string, without the
-// quotes: '"' and '\\' escaped, control characters as \n, \r, \t or
-// \u00XX, bytes that are not UTF-8 as \ufffd, U+2028 and U+2029 escaped.
+// quotes, as log/slog escapes it (see jsonstr.Append).
 func appendJSONString(b []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= ' ' && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, `\u202`...)
-			b = append(b, hexDigits[r&0xf])
-		default:
-			i += n
-			continue
-		}
-		i += n
-		start = i
-	}
-	return append(b, s[start:]...)
+	return jsonstr.Append(b, s, jsonstr.Slog)
 }
 
 // appendDuration appends d as d.String() writes it ("1.5ms", "2m0.25s"),
