@@ -133,28 +133,23 @@ func TestBackupUnderConcurrentWritesRestoresItsRevision(t *testing.T) {
 // Restore refuses a damaged or foreign file, and a directory with data in
 // it, with a message that says what to do, and writes nothing.
 func TestRestoreRefuses(t *testing.T) {
-	m := memory.New()
-	_, err := m.AddMembers(context.Background(), "g", []membership.User{{UID: 1}, {UID: 2}})
-	require.NoError(t, err)
-	var good bytes.Buffer
-	_, err = m.Backup().WriteTo(&good)
-	require.NoError(t, err)
+	_, good, _ := backupOf(t, 1, 2)
 	write := func(b []byte) string {
 		path := filepath.Join(t.TempDir(), "backup")
 		require.NoError(t, os.WriteFile(path, b, 0o600))
 		return path
 	}
-	flipped := bytes.Clone(good.Bytes())
+	flipped := bytes.Clone(good)
 	flipped[len(flipped)/2] ^= 0x01
 	tests := []struct {
 		name, file, dir, want string
 	}{
 		{"a flipped bit", write(flipped), "", "checksum does not match: the file is damaged: it is not a whole backup; take another"},
-		{"cut short", write(good.Bytes()[:good.Len()-7]), "", "it is not a whole backup"},
+		{"cut short", write(good[:len(good)-7]), "", "it is not a whole backup"},
 		{"not a backup", write([]byte("hello, world")), "", "not a membership snapshot"},
 		{"empty", write(nil), "", "not a membership snapshot"},
 		{"no such file", filepath.Join(t.TempDir(), "missing"), "", "no such file"},
-		{"a directory with data", write(good.Bytes()), "full", "is not empty (it has DATA): restore into an empty or new directory, never over data"},
+		{"a directory with data", write(good), "full", "is not empty (it has DATA): restore into an empty or new directory, never over data"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -228,17 +223,10 @@ func TestRestoreRefusesContentsThatBreakTheRules(t *testing.T) {
 // marker left (a snapshot's temporary file and nothing else) is treated
 // alike.
 func TestUnfinishedRestoreIsRefusedThenRedone(t *testing.T) {
-	m := memory.New()
-	_, err := m.AddMembers(context.Background(), "g", []membership.User{{UID: 1}, {UID: 2}})
-	require.NoError(t, err)
-	var backup bytes.Buffer
-	_, err = m.Backup().WriteTo(&backup)
-	require.NoError(t, err)
-	file := filepath.Join(t.TempDir(), "backup")
-	require.NoError(t, os.WriteFile(file, backup.Bytes(), 0o600))
+	file, backup, backupRev := backupOf(t, 1, 2)
 
 	// The shapes a restore leaves at each point it can be stopped.
-	half := backup.Bytes()[:backup.Len()/2]
+	half := backup[:len(backup)/2]
 	snapshotTemp := "snapshot-0000000000000001.snap-123.tmp"
 	tests := []struct {
 		name  string
@@ -246,9 +234,9 @@ func TestUnfinishedRestoreIsRefusedThenRedone(t *testing.T) {
 	}{
 		{"the marker only", map[string][]byte{restoringFileName: nil}},
 		{"half a snapshot", map[string][]byte{restoringFileName: nil, lockFileName: nil, snapshotTemp: half}},
-		{"the snapshot", map[string][]byte{restoringFileName: nil, lockFileName: nil, "snapshot-0000000000000001.snap": backup.Bytes()}},
+		{"the snapshot", map[string][]byte{restoringFileName: nil, lockFileName: nil, "snapshot-0000000000000001.snap": backup}},
 		{"all but the marker's removal", map[string][]byte{restoringFileName: nil, lockFileName: nil,
-			"snapshot-0000000000000001.snap": backup.Bytes(), "log-0000000000000001.wal": []byte("x"), dataFileName: []byte("x")}},
+			"snapshot-0000000000000001.snap": backup, "log-0000000000000001.wal": []byte("x"), dataFileName: []byte("x")}},
 		{"half a snapshot, from a version before the marker", map[string][]byte{snapshotTemp: half}},
 	}
 	for _, tt := range tests {
@@ -271,7 +259,7 @@ func TestUnfinishedRestoreIsRefusedThenRedone(t *testing.T) {
 
 			rev, err := Restore(file, dir)
 			require.NoError(t, err)
-			assert.Equal(t, m.Backup().Revision(), rev)
+			assert.Equal(t, backupRev, rev)
 			assert.NoFileExists(t, filepath.Join(dir, restoringFileName))
 			assert.NoFileExists(t, filepath.Join(dir, snapshotTemp))
 			d := openTestDurable(t, dir, Options{})
@@ -290,21 +278,34 @@ func TestUnfinishedRestoreIsRefusedThenRedone(t *testing.T) {
 // restore writes: a file of another kind beside the marker is refused, and
 // kept.
 func TestRestoreRefusesAnUnfinishedRestoreWithOtherFiles(t *testing.T) {
-	m := memory.New()
-	_, err := m.AddMembers(context.Background(), "g", []membership.User{{UID: 1}})
-	require.NoError(t, err)
-	var backup bytes.Buffer
-	_, err = m.Backup().WriteTo(&backup)
-	require.NoError(t, err)
-	file := filepath.Join(t.TempDir(), "backup")
-	require.NoError(t, os.WriteFile(file, backup.Bytes(), 0o600))
+	file, _, _ := backupOf(t, 1)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, restoringFileName), nil, 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600))
 
-	_, err = Restore(file, dir)
+	_, err := Restore(file, dir)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "and notes.txt, which a restore does not write")
 	assert.FileExists(t, filepath.Join(dir, "notes.txt"))
 	assert.FileExists(t, filepath.Join(dir, restoringFileName))
+}
+
+// backupOf writes a backup of a memory store whose group "g" holds uids,
+// and returns its file, its bytes and its revision.
+func backupOf(t *testing.T, uids ...membership.UID) (string, []byte, membership.Revision) {
+	t.Helper()
+	m := memory.New()
+	users := make([]membership.User, len(uids))
+	for i, uid := range uids {
+		users[i] = membership.User{UID: uid}
+	}
+	_, err := m.AddMembers(context.Background(), "g", users)
+	require.NoError(t, err)
+	var b bytes.Buffer
+	backup := m.Backup()
+	_, err = backup.WriteTo(&b)
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "backup")
+	require.NoError(t, os.WriteFile(file, b.Bytes(), 0o600))
+	return file, b.Bytes(), backup.Revision()
 }
