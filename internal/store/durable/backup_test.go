@@ -280,14 +280,37 @@ func TestUnfinishedRestoreIsRefusedThenRedone(t *testing.T) {
 func TestRestoreRefusesAnUnfinishedRestoreWithOtherFiles(t *testing.T) {
 	file, _, _ := backupOf(t, 1)
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, restoringFileName), nil, 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600))
+	names := []string{restoringFileName, dataFileName, "log-0000000000000001.wal", "snapshot-0000000000000001.snap", "zz-notes.txt"}
+	for _, name := range names {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("mine"), 0o600))
+	}
 
 	_, err := Restore(file, dir)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "and notes.txt, which a restore does not write")
-	assert.FileExists(t, filepath.Join(dir, "notes.txt"))
-	assert.FileExists(t, filepath.Join(dir, restoringFileName))
+	assert.Contains(t, err.Error(), "and zz-notes.txt, which a restore does not write")
+	for _, name := range names {
+		assert.FileExists(t, filepath.Join(dir, name), "a refusal removes nothing")
+	}
+}
+
+// A directory that holds only a LOCK (a first start that wrote nothing,
+// which the service refuses naming a restore, or a restore stopped as it
+// began) is restored into.
+func TestRestoreIntoADirectoryWithOnlyALock(t *testing.T) {
+	file, _, rev := backupOf(t, 1, 2)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, lockFileName), nil, 0o600))
+	_, err := Open(dir, Options{CommitTimeout: testCommitTimeout})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Restore them from a backup")
+
+	got, err := Restore(file, dir)
+	require.NoError(t, err)
+	assert.Equal(t, rev, got)
+	d := openTestDurable(t, dir, Options{})
+	defer d.Close()
+	members, _ := storetest.ListAll(t, d, "g")
+	assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, members)
 }
 
 // backupOf writes a backup of a memory store whose group "g" holds uids,

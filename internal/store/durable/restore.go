@@ -3,7 +3,6 @@ package durable
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -48,28 +47,38 @@ func Restore(file, dir string) (membership.Revision, error) {
 		return 0, err
 	}
 	defer lock.Release()
+	// Again, under the lock: a service may have started on dir, written
+	// and stopped since the first look.
+	if err := checkRestoreTarget(dir); err != nil {
+		return 0, err
+	}
 	if err := writeRestore(dir, st); err != nil {
 		return 0, err
 	}
 	return st.LastRevision, nil
 }
 
-// checkRestoreTarget returns nil when dir is missing, empty, or holds a
-// restore that did not finish, and otherwise an error that names what is
-// in it.
+// checkRestoreTarget returns nil when dir is missing, empty, holds only a
+// LOCK (a first start that wrote nothing, or a restore stopped as it
+// began), or holds a restore that did not finish; and otherwise an error
+// that names what is in it.
 func checkRestoreTarget(dir string) error {
 	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) || err == nil && len(entries) == 0 {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	unfinished, err := unfinishedRestore(dir)
-	if err != nil || unfinished {
+	if unfinished, err := unfinishedRestore(dir); err != nil || unfinished {
 		return err
 	}
-	return fmt.Errorf("%s is not empty (it has %s): restore into an empty or new directory, never over data", dir, entries[0].Name())
+	for _, e := range entries {
+		if e.Name() != lockFileName {
+			return fmt.Errorf("%s is not empty (it has %s): restore into an empty or new directory, never over data", dir, e.Name())
+		}
+	}
+	return nil
 }
 
 // writeRestore writes st into dir, which the caller has locked: RESTORING
@@ -77,10 +86,13 @@ func checkRestoreTarget(dir string) error {
 // and DATA, and RESTORING removed last.
 func writeRestore(dir string, st *snap.State) error {
 	marker := filepath.Join(dir, restoringFileName)
-	if err := fileutil.WriteAtomic(marker, fileMode, func(w io.Writer) error {
-		_, err := io.WriteString(w, "a restore into this directory did not finish: run -restore again\n")
-		return err
-	}); err != nil {
+	if _, err := os.Stat(marker); errors.Is(err, fs.ErrNotExist) {
+		// Created in place, not renamed into it: a restore stopped while
+		// it writes the marker leaves the marker, or nothing but LOCK.
+		if err := fileutil.CreateSync(marker, []byte("a restore into this directory did not finish: run -restore again\n"), fileMode); err != nil {
+			return err
+		}
+	} else if err != nil {
 		return err
 	}
 	if err := removeRestoreFiles(dir); err != nil {
@@ -103,24 +115,28 @@ func writeRestore(dir string, st *snap.State) error {
 }
 
 // removeRestoreFiles removes from dir what a restore writes, but the
-// marker and the lock, so that a restore can start over; anything else in
-// dir is refused: it is not a restore's.
+// marker and the lock, so that a restore can start over. When dir holds
+// anything else, it removes nothing and refuses: it is not a restore's.
 func removeRestoreFiles(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
+	var remove []string
 	for _, e := range entries {
 		name := e.Name()
 		switch {
 		case name == restoringFileName || name == lockFileName:
 		case isRestoreFile(name):
-			if err := os.Remove(filepath.Join(dir, name)); err != nil {
-				return err
-			}
+			remove = append(remove, filepath.Join(dir, name))
 		default:
 			return fmt.Errorf("%s holds a restore that did not finish, and %s, which a restore does not write: "+
 				"restore into an empty or new directory", dir, name)
+		}
+	}
+	for _, path := range remove {
+		if err := os.Remove(path); err != nil {
+			return err
 		}
 	}
 	return fileutil.SyncDir(dir)
@@ -134,10 +150,10 @@ func isRestoreFile(name string) bool {
 }
 
 // unfinishedRestore says whether dir holds a restore that did not finish:
-// it has RESTORING, or it has nothing but a snapshot's temporary file (and
-// perhaps LOCK), which is what a restore of a version before RESTORING
-// left when it was stopped while it wrote the snapshot. The service never
-// writes a snapshot into a directory without a log.
+// it has RESTORING, or nothing but a snapshot's temporary file (and perhaps LOCK), which is what a restore of
+// a version before RESTORING left when it was stopped while it wrote the
+// snapshot. The service never writes a snapshot into a directory without
+// a log.
 func unfinishedRestore(dir string) (bool, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
