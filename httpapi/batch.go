@@ -39,12 +39,6 @@ func handleBatch(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 			setActingUID(w, req.actingUID)
 		}
 		req.batch.Idem.Key = key
-		if err == nil {
-			err = svc.ValidateBatch(req.batch)
-		}
-		if err == nil {
-			err = failNeverInBatch(r, svc, req)
-		}
 		if err != nil {
 			writeBatchError(w, r, svc, err)
 			return
@@ -61,10 +55,7 @@ func handleBatch(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 
 // batchRequest is a decoded POST /batch.
 type batchRequest struct {
-	batch membership.Batch
-	// never holds, by index, the changes whose if_match names only tags of
-	// no state of this store: they fail whatever the group's state.
-	never     map[int]bool
+	batch     membership.Batch
 	actingUID membership.UID
 }
 
@@ -155,7 +146,7 @@ func parseBatch(body string, maxWrites, maxUsers int, epoch uint64) (batchReques
 		if err := dec.Decode(&c); err != nil {
 			return req, membership.Errorf(membership.CodeInvalidChanges, "changes is not a JSON array of objects: %v", err)
 		}
-		w, never, err := parseBatchChange(string(c), maxUsers-users, epoch)
+		w, err := parseBatchChange(string(c), maxUsers-users, epoch)
 		if err != nil {
 			var e *membership.Error
 			if errors.As(err, &e) {
@@ -168,12 +159,6 @@ func parseBatch(body string, maxWrites, maxUsers int, epoch uint64) (batchReques
 		}
 		users += len(w.Users) + len(w.UIDs)
 		req.batch.Writes = append(req.batch.Writes, w)
-		if never {
-			if req.never == nil {
-				req.never = map[int]bool{}
-			}
-			req.never[i] = true
-		}
 	}
 	if req.batch.Writes == nil {
 		req.batch.Writes = []membership.Write{}
@@ -182,31 +167,31 @@ func parseBatch(body string, maxWrites, maxUsers int, epoch uint64) (batchReques
 }
 
 // parseBatchChange parses one element of changes.
-func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Write, never bool, err error) {
+func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Write, err error) {
 	fields, err := jsonObject(text, "a change", "op", "group", "users", "if_match")
 	if err != nil {
 		var e *membership.Error
 		if errors.As(err, &e) && e.Code == membership.CodeInvalidBody {
 			e.Code = membership.CodeInvalidChanges
 		}
-		return w, false, err
+		return w, err
 	}
 	op, err := jsonString(fields["op"], "op")
 	if err != nil {
-		return w, false, err
+		return w, err
 	}
 	if w.GroupID, err = jsonString(fields["group"], "group"); err != nil {
-		return w, false, err
+		return w, err
 	}
 	w.Op = membership.Op(op)
 	switch w.Op {
 	case membership.OpAdd, membership.OpRemove, membership.OpReplace:
 		if fields["users"] == nil {
-			return w, false, membership.Errorf(membership.CodeMissingUsers, "%s takes users: send \"users\":[uid, ...]", op)
+			return w, membership.Errorf(membership.CodeMissingUsers, "%s takes users: send \"users\":[uid, ...]", op)
 		}
 		users, err := parseUsers(string(fields["users"]), maxUsers)
 		if err != nil {
-			return w, false, err
+			return w, err
 		}
 		if w.Op == membership.OpRemove {
 			w.UIDs = make([]membership.UID, len(users))
@@ -218,23 +203,23 @@ func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Wri
 		}
 	case membership.OpDeleteGroup:
 		if fields["users"] != nil {
-			return w, false, membership.Errorf(membership.CodeInvalidChanges, "delete_group takes no users: it removes every member")
+			return w, membership.Errorf(membership.CodeInvalidChanges, "delete_group takes no users: it removes every member")
 		}
 	default:
-		return w, false, membership.Errorf(membership.CodeInvalidChanges, "op %.40q is not add, remove, replace or delete_group", op)
+		return w, membership.Errorf(membership.CodeInvalidChanges, "op %.40q is not add, remove, replace or delete_group", op)
 	}
 	if fields["if_match"] != nil {
 		tag, err := jsonString(fields["if_match"], "if_match")
 		if err != nil {
-			return w, false, err
+			return w, err
 		}
 		r := &http.Request{Header: http.Header{"If-Match": {tag}}}
-		if w.If, never, err = writeCondition(r, epoch); err != nil {
-			return w, false, err
+		if w.If, err = writeCondition(r, epoch); err != nil {
+			return w, err
 		}
 		w.Conditions = conditionsText(r)
 	}
-	return w, never, nil
+	return w, nil
 }
 
 // jsonObject returns the raw values of the JSON object text, whose keys
@@ -303,32 +288,6 @@ func jsonString(raw json.RawMessage, key string) (string, error) {
 		return "", membership.Errorf(membership.CodeInvalidChanges, "%s is not a valid JSON string", key)
 	}
 	return s, nil
-}
-
-// failNeverInBatch returns the 412 of the first change whose if_match can
-// never hold, with its group's current revision.
-//
-// A keyed batch is not answered so: its changes whose if_match can never
-// hold get a precondition no state meets (neverHolds), and the store, which
-// looks its key up first, answers a repeat of a batch applied before with
-// its reply, and refuses any other.
-func failNeverInBatch(r *http.Request, svc *membership.Service, req batchRequest) error {
-	for i, w := range req.batch.Writes {
-		if !req.never[i] {
-			continue
-		}
-		if req.batch.Idem.Key != "" {
-			req.batch.Writes[i].If = neverHolds(w.If)
-			continue
-		}
-		err := failNever(r.Context(), svc, w.GroupID)
-		var e *membership.Error
-		if errors.As(err, &e) {
-			e.Message = "changes element " + strconv.Itoa(i) + " (group " + strconv.Quote(w.GroupID) + "): " + e.Message
-		}
-		return err
-	}
-	return nil
 }
 
 // writeBatchError answers err of a batch: as writeError, with the current

@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
-	"math"
 	"net/http"
 	"strings"
 
@@ -35,18 +33,20 @@ import (
 
 // writeCondition returns the precondition that the If-Match and
 // If-None-Match headers of r set for a write to one group of the store
-// whose epoch is epoch. never is true when If-Match names only tags that
-// cannot match: the write fails whatever the group's state.
+// whose epoch is epoch. When If-Match names only tags that cannot match
+// (of another epoch, or not of the form the service gives), the write
+// fails whatever the group's state: its precondition is one no state
+// meets (membership.NeverHolds).
 //
 // Errors: codeInvalidHeader.
-func writeCondition(r *http.Request, epoch uint64) (cond membership.Precondition, never bool, err error) {
+func writeCondition(r *http.Request, epoch uint64) (cond membership.Precondition, err error) {
 	if fields, ok := r.Header["If-Match"]; ok {
 		star, tags, err := parseEntityTags("If-Match", fields)
 		if err != nil {
-			return cond, false, err
+			return cond, err
 		}
 		if len(tags) > membership.MaxPreconditionRevisions {
-			return cond, false, membership.Errorf(codeInvalidHeader,
+			return cond, membership.Errorf(codeInvalidHeader,
 				"If-Match has %d entity tags, more than %d: send the ETag you read", len(tags), membership.MaxPreconditionRevisions)
 		}
 		cond.Exists = star
@@ -55,21 +55,23 @@ func writeCondition(r *http.Request, epoch uint64) (cond membership.Precondition
 				cond.Revisions = append(cond.Revisions, rev)
 			}
 		}
-		never = !star && len(cond.Revisions) == 0
+		if !star && len(cond.Revisions) == 0 {
+			cond = membership.NeverHolds(cond)
+		}
 	}
 	if fields, ok := r.Header["If-None-Match"]; ok {
 		star, _, err := parseEntityTags("If-None-Match", fields)
 		if err != nil {
-			return cond, false, err
+			return cond, err
 		}
 		if !star {
-			return cond, false, membership.Errorf(codeInvalidHeader,
+			return cond, membership.Errorf(codeInvalidHeader,
 				"on a write, If-None-Match takes only * (apply the write only while the group is empty); "+
 					"to apply it only while the group is unchanged, send its ETag in If-Match")
 		}
 		cond.Empty = true
 	}
-	return cond, never, nil
+	return cond, nil
 }
 
 // refuseConditions refuses If-Match and If-None-Match on a write that
@@ -100,18 +102,6 @@ func conditionsText(r *http.Request) string {
 		}
 	}
 	return b.String()
-}
-
-// neverHolds returns cond, of a keyed write whose If-Match names only tags
-// of no state of this store, as a precondition no group's state meets (a
-// revision no group reaches). Such a write is not answered failNever's 412
-// at once: the store looks its Idempotency-Key up first, so that a repeat
-// of a write applied before (whose tag may be of an epoch since left, after
-// a restore) gets its reply, and the same key with another request a 422;
-// and then refuses it, 412, as failNever would.
-func neverHolds(cond membership.Precondition) membership.Precondition {
-	cond.Revisions = []membership.Revision{math.MaxUint64}
-	return cond
 }
 
 // entityTag is one entity tag of an If-Match or If-None-Match header.
@@ -212,17 +202,6 @@ func ourRevision(t entityTag, epoch uint64) (membership.Revision, bool) {
 	}
 	rev, ok := canonicalUint(o[epochLen+1:])
 	return membership.Revision(rev), ok
-}
-
-// failNever answers a write whose If-Match can never hold: 412 with the
-// group's current ETag. Its group id is checked first, as the write
-// would have.
-func failNever(ctx context.Context, svc *membership.Service, groupID string) error {
-	rev, err := svc.Revision(ctx, groupID)
-	if err != nil {
-		return err
-	}
-	return membership.PreconditionFailed(rev)
 }
 
 // writeChangeError answers err of a write: as writeError, with the

@@ -21,7 +21,7 @@ import (
 // number (OpAdd, OpRemove), or {"added":A,"removed":R} (OpReplace).
 func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cond, never, err := writeCondition(r, svc.Epoch())
+		cond, err := writeCondition(r, svc.Epoch())
 		var key string
 		if err == nil {
 			key, err = idempotencyKey(r)
@@ -37,19 +37,13 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 		}
 		defer req.lease.Release()
 		groupID := r.PathValue("groupID")
-		users, err := decodeUsers(groupID, req.users, svc.MaxUsers())
+		users, err := decodeUsers(req.users, svc.MaxUsers())
 		if err == nil {
 			err = holdDecoded(&req.lease, users)
 		}
 		if err != nil {
 			writeError(w, r, err)
 			return
-		}
-		if never && key == "" {
-			writeChangeError(w, r, svc, failNever(r.Context(), svc, groupID))
-			return
-		} else if never {
-			cond = neverHolds(cond)
 		}
 		change := changeOf(op, groupID, users, cond)
 		change.Actor = req.actingUID
@@ -111,15 +105,10 @@ func writeRevision(w http.ResponseWriter, rev membership.Revision) {
 func handleDeleteGroup(svc *membership.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groupID := r.PathValue("groupID")
-		err := membership.ValidateGroupID(groupID)
-		var actor membership.UID
-		if err == nil {
-			actor, err = actorQuery(w, r)
-		}
+		actor, err := actorQuery(w, r)
 		var cond membership.Precondition
-		var never bool
 		if err == nil {
-			cond, never, err = writeCondition(r, svc.Epoch())
+			cond, err = writeCondition(r, svc.Epoch())
 		}
 		var key string
 		if err == nil {
@@ -132,12 +121,6 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 		if err != nil {
 			writeError(w, r, err)
 			return
-		}
-		if never && key == "" {
-			writeChangeError(w, r, svc, failNever(r.Context(), svc, groupID))
-			return
-		} else if never {
-			cond = neverHolds(cond)
 		}
 		write := membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond, Actor: actor, Idem: membership.Idempotency{Key: key}}
 		if key != "" {
@@ -224,15 +207,11 @@ func holdDecoded(lease *budget.Lease, users []membership.User) error {
 	return nil
 }
 
-// decodeUsers decodes the users parameter, after the group id is checked, so
-// that a request with both wrong is told about the group first.
+// decodeUsers decodes the users parameter: the service validates them with
+// the rest of the write.
 //
-// Errors: CodeInvalidGroupID, CodeMissingUsers, CodeInvalidUsers,
-// CodeTooManyUsers.
-func decodeUsers(groupID, usersJSON string, maxUsers int) ([]membership.User, error) {
-	if err := membership.ValidateGroupID(groupID); err != nil {
-		return nil, err
-	}
+// Errors: CodeMissingUsers, CodeInvalidUsers, CodeTooManyUsers.
+func decodeUsers(usersJSON string, maxUsers int) ([]membership.User, error) {
 	if usersJSON == "" {
 		return nil, membership.Errorf(membership.CodeMissingUsers, "the users parameter is missing or empty: send users=[uid, ...]")
 	}

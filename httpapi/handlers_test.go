@@ -280,7 +280,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"null element", "POST", "/group-user/g", "users=[null]", formType, 400, "invalid_users", "got null"},
 		{"empty list element", "POST", "/group-user/g", "users=[[]]", formType, 400, "invalid_users", "the list is empty"},
 		{"nickname not a string", "POST", "/group-user/g", "users=[[1,2]]", formType, 400, "invalid_users", "want a string nickname"},
-		{"nickname too long", "POST", "/group-user/g", `users=[[1,"` + long + `"]]`, formType, 400, "invalid_users", "longer than 256"},
+		{"nickname too long", "POST", "/group-user/g", `users=[[1,"` + long + `"]]`, formType, 400, "invalid_users", "users element 0: the nickname is 257 bytes, longer than 256"},
 		{"nickname not UTF-8", "POST", "/group-user/g", `users=[[1,"%FF"]]`, formType, 400, "invalid_users", "not valid UTF-8"},
 		{"bad element on remove", "DELETE", "/group-user/g", "users=[1,x]", formType, 400, "invalid_users", "not valid JSON"},
 		{"group id too long", "POST", "/group-user/" + long, "users=[5]", formType, 400, "invalid_group_id", "longer than 256"},

@@ -26,8 +26,9 @@ const idempotencyKeyHeader = "Idempotency-Key"
 var idempotentReplayed = []string{"true"}
 
 // idempotencyKey returns the Idempotency-Key of the write r, "" when it has
-// none. It is checked with the rest of the request, before anything is
-// applied: the service checks it again, and fingerprints the request.
+// none. The service validates the key with the rest of the write, and
+// fingerprints the request; only a key that is sent but empty is refused
+// here, since the service would take "" for no key.
 //
 // Spaces and tabs around the key are not part of it: HTTP strips them from
 // a field's value, so a key sent as " k" arrives as "k", and one of spaces
@@ -35,8 +36,7 @@ var idempotentReplayed = []string{"true"}
 // called without net/http's parsing sees the same key.
 //
 // Errors: membership.CodeInvalidIdempotencyKey (more than one header line,
-// or a key that is not 1 to 255 printable ASCII characters: an empty one
-// too).
+// or an empty key).
 func idempotencyKey(r *http.Request) (string, error) {
 	fields, ok := r.Header[idempotencyKeyHeader]
 	if !ok {
@@ -47,8 +47,10 @@ func idempotencyKey(r *http.Request) (string, error) {
 			"the request has %d Idempotency-Key header lines: send one key, on one line", len(fields))
 	}
 	key := strings.Trim(fields[0], " \t")
-	if err := membership.ValidateIdempotencyKey(key); err != nil {
-		return "", err
+	if key == "" {
+		// Sent, but empty: not the same as no key, which the service
+		// could not tell from "".
+		return "", membership.ValidateIdempotencyKey(key)
 	}
 	return key, nil
 }

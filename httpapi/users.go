@@ -24,8 +24,9 @@ import (
 // Anywhere a uid goes, the number and the decimal-string forms are both
 // accepted. A uid is an integer from 1 to 9223372036854775807, read exactly:
 // 1.5, 1e3, -3, 0, true and null are errors, not rounded. A nickname is a JSON
-// string of at most membership.MaxNicknameBytes bytes of valid UTF-8 (a lone surrogate
-// escape such as "\ud800" is not). Objects may not repeat or add keys.
+// string of valid UTF-8 (a lone surrogate escape such as "\ud800" is not);
+// how long it may be is the Service's to check, with the rest of the
+// write. Objects may not repeat or add keys.
 //
 // An object may carry the membership's expiry (membership.Expiry): "expires",
 // an RFC 3339 time with any offset, kept in UTC to the millisecond, or null
@@ -306,8 +307,7 @@ func (p *usersParser) uid(want string) (membership.UID, error) {
 	return 0, p.elementError("uid %s is not %s", truncate(text), membership.UIDRange)
 }
 
-// nickname parses a nickname: a JSON string of valid UTF-8, at most
-// membership.MaxNicknameBytes bytes long once decoded.
+// nickname parses a nickname: a JSON string of valid UTF-8.
 func (p *usersParser) nickname() (string, error) {
 	if p.peek() != '"' {
 		return "", p.wrongValue("a string nickname")
@@ -315,9 +315,6 @@ func (p *usersParser) nickname() (string, error) {
 	s, err := p.string()
 	if err != nil {
 		return "", err
-	}
-	if len(s) > membership.MaxNicknameBytes {
-		return "", p.elementError("the nickname is %d bytes, longer than %d", len(s), membership.MaxNicknameBytes)
 	}
 	// The nickname outlives the request: copy it out of the request body so
 	// that keeping it does not keep the whole body alive.

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -61,7 +62,7 @@ func (s *Service) MaxBatchWrites() int { return s.maxBatchWrites }
 // batch does not take), the errors of Write, and whatever the Store
 // returns, CodePreconditionFailed included.
 func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
-	if err := s.ValidateBatch(b); err != nil {
+	if err := s.validateBatch(b); err != nil {
 		return BatchResult{}, err
 	}
 	if b.Idem.Key != "" {
@@ -69,13 +70,31 @@ func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 			return BatchResult{}, err
 		}
 		b.Idem.Fingerprint = FingerprintBatch(b)
+	} else {
+		for i, w := range b.Writes {
+			if w.If.neverHolds() {
+				return BatchResult{}, BatchElementError(i, w.GroupID, s.failNever(ctx, w.GroupID))
+			}
+		}
 	}
 	return s.store.Batch(ctx, b)
 }
 
-// ValidateBatch returns the error Batch would return for b before it
+// BatchElementError returns err, an error of write i of a batch, to
+// groupID, with a message that names the write.
+func BatchElementError(i int, groupID string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		named := *e
+		named.Message = fmt.Sprintf("changes element %d (group %q): %s", i, groupID, e.Message)
+		return &named
+	}
+	return fmt.Errorf("changes element %d (group %q): %w", i, groupID, err)
+}
+
+// validateBatch returns the error Batch would return for b before it
 // reaches the store, nil when b is valid.
-func (s *Service) ValidateBatch(b Batch) error {
+func (s *Service) validateBatch(b Batch) error {
 	if len(b.Writes) > s.maxBatchWrites {
 		return Errorf(CodeTooManyChanges, "the batch has more than %d changes", s.maxBatchWrites)
 	}

@@ -182,8 +182,23 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 			return Result{}, err
 		}
 		w.Idem.Fingerprint = FingerprintWrite(w)
+	} else if w.If.neverHolds() {
+		return Result{}, s.failNever(ctx, w.GroupID)
 	}
 	return s.store.Write(ctx, w)
+}
+
+// failNever returns the CodePreconditionFailed error of a write to groupID
+// whose precondition can never hold (NeverHolds), with the group's current
+// revision, without taking the write to the store. A write with an
+// Idempotency key goes to the store all the same: a repeat of one applied
+// before gets its reply, which only the store knows.
+func (s *Service) failNever(ctx context.Context, groupID string) error {
+	rev, err := s.store.Revision(ctx, groupID)
+	if err != nil {
+		return err
+	}
+	return PreconditionFailed(rev)
 }
 
 func (s *Service) validateWrite(w Write) error {

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"iter"
+	"math"
 	"slices"
 	"time"
 )
@@ -79,6 +80,20 @@ type Precondition struct {
 // the entity tags one If-Match may carry. A client names the revision it
 // read; a few more cover retries.
 const MaxPreconditionRevisions = 64
+
+// NeverHolds returns p as a precondition no group's state meets: of a
+// write whose If-Match names only entity tags of no state of the store (of
+// another epoch, or not of the form the service gives). It requires a
+// revision no group reaches.
+func NeverHolds(p Precondition) Precondition {
+	p.Revisions = []Revision{math.MaxUint64}
+	return p
+}
+
+// neverHolds reports whether p is one NeverHolds returned.
+func (p Precondition) neverHolds() bool {
+	return len(p.Revisions) == 1 && p.Revisions[0] == math.MaxUint64
+}
 
 // IsZero reports whether p requires nothing.
 func (p Precondition) IsZero() bool { return len(p.Revisions) == 0 && !p.Exists && !p.Empty }
