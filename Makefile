@@ -29,6 +29,7 @@ test: postgres-tools
 	echo "cd postgres && go test$${race:+ $$race} ./..."; cd postgres && go test $$race ./...
 	@echo "make test: the clients generated from the OpenAPI document (make clients: about 25 seconds, 2.5 minutes the first time, when it fetches the generators)"
 	@$(MAKE) --no-print-directory clients
+	@$(MAKE) --no-print-directory alerts
 
 # postgres-tools: the PostgreSQL store's tests start a throwaway server from
 # the machine's initdb and pg_ctl, unless MEMBERSHIP_TEST_POSTGRES names one.
@@ -38,6 +39,26 @@ postgres-tools:
 		echo "test: installing Debian's postgresql with apt-get, for the PostgreSQL store's tests (or set MEMBERSHIP_TEST_POSTGRES to a server's URL)"; \
 		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq postgresql; \
+	fi
+
+## alerts: check and test docs/alerts.yml with promtool (installs Debian's prometheus if needed)
+.PHONY: alerts
+alerts: prometheus-tools
+	promtool check rules docs/alerts.yml
+	promtool test rules docs/alerts_test.yml
+	MEMBERSHIP_TEST_PROMTOOL=1 go test -run '^TestAlert' .
+
+# prometheus-tools: make alerts runs promtool, which Debian ships in its
+# prometheus package. Where systemd runs, installing the package starts a
+# Prometheus server on :9090; only promtool is wanted, so it is stopped and
+# disabled.
+.PHONY: prometheus-tools
+prometheus-tools:
+	@if ! command -v promtool >/dev/null; then \
+		echo "alerts: installing Debian's prometheus with apt-get, for promtool"; \
+		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends prometheus || exit 1; \
+		if [ -d /run/systemd/system ]; then $$sudo systemctl disable --now prometheus.service; fi; \
 	fi
 
 ## clients: generate a Go client (oapi-codegen) and TypeScript types (openapi-typescript) from httpapi/openapi.json in bin/clients, compile them, and fail on any untyped value (about 25 seconds, 2.5 minutes the first time; installs Debian's nodejs and npm if needed)
