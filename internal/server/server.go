@@ -22,6 +22,7 @@ import (
 
 	"example.com/groupmembership/httpapi"
 	"example.com/groupmembership/internal/accesslog"
+	"example.com/groupmembership/internal/buildinfo"
 	"example.com/groupmembership/internal/connlimit"
 	"example.com/groupmembership/internal/expiry"
 	"example.com/groupmembership/internal/fileutil"
@@ -85,6 +86,7 @@ type Config struct {
 	metrics           bool
 	probe             string
 	restore           string
+	version           bool
 }
 
 // Run starts the service and serves until ctx is cancelled, then drains the
@@ -105,6 +107,10 @@ func run(ctx context.Context, backend *Backend, args []string, lookupenv func(st
 		return nil
 	}
 	if err != nil {
+		return err
+	}
+	if cfg.version {
+		_, err := io.WriteString(stdout, buildinfo.Read().Text(programName(backend)))
 		return err
 	}
 	getenv := func(name string) string { v, _ := lookupenv(name); return v }
@@ -140,6 +146,8 @@ func run(ctx context.Context, backend *Backend, args []string, lookupenv func(st
 	}})
 	defer logOut.Close(logCloseTimeout)
 	logger = newLogger(cfg.logFormat, logOut)
+	build := buildinfo.Read()
+	logger.Info("starting", "version", build.Version, "revision", build.Revision, "goversion", build.GoVersion)
 	plan, err := planConns(cfg, backend)
 	if err != nil {
 		return err
@@ -174,6 +182,15 @@ func run(ctx context.Context, backend *Backend, args []string, lookupenv func(st
 		}
 	}
 	return svc.run(ctx)
+}
+
+// programName is the name of the command that serves backend (nil: the
+// built-in stores).
+func programName(backend *Backend) string {
+	if backend != nil {
+		return backend.Name
+	}
+	return "membership"
 }
 
 // restore is the -restore mode.
@@ -229,7 +246,7 @@ func newService(cfg Config, plan connPlan, token string, logger *slog.Logger, lo
 		Ready:             s.ready.Load,
 		Stopping:          s.stopping,
 		NoMetrics:         !cfg.metrics,
-		Collectors: []func(*metrics.Writer){func(w *metrics.Writer) {
+		Collectors: []func(*metrics.Writer){buildInfoMetric(buildinfo.Read()), func(w *metrics.Writer) {
 			w.Gauge("membership_conn_send_buffer_bytes", "The kernel send buffer of each connection, in bytes (-conn-send-buffer).", float64(cfg.connSendBuffer))
 			w.Gauge("membership_max_header_bytes", "The largest request line and headers accepted, in bytes (-max-header).", float64(cfg.maxHeaderBytes))
 			connMetrics(w, s.listeners, s.listenerNames)
@@ -246,6 +263,16 @@ func newService(cfg Config, plan connPlan, token string, logger *slog.Logger, lo
 		s.admin = s.newServer(s.api.Admin())
 	}
 	return s
+}
+
+// buildInfoMetric returns the collector of membership_build_info: build's
+// identity as the labels of a constant 1, as Prometheus's convention has it.
+func buildInfoMetric(build buildinfo.Info) func(w *metrics.Writer) {
+	return func(w *metrics.Writer) {
+		w.Family("membership_build_info", "gauge", "The build that is running: its version, the commit it was built from and its Go version (-version), as labels of a constant 1.")
+		w.Sample("membership_build_info", []metrics.Label{{Name: "version", Value: build.Version}, {Name: "revision", Value: build.Revision},
+			{Name: "goversion", Value: build.GoVersion}}, 1)
+	}
 }
 
 // newServer returns an HTTP server of h with the service's limits and
@@ -579,6 +606,7 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", durable.DefaultQueueBytes, "with -data-dir, memory for the changes waiting for the disk, in `bytes`; past it, new changes get 503")
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics (Prometheus text format) and count requests for it")
 	fs.StringVar(&cfg.restore, "restore", "", "do not serve: write the data directory -data-dir (empty or new) from the backup `file` that GET /backup gave, and exit")
+	fs.BoolVar(&cfg.version, "version", false, "do not serve: print the version, the commit it was built from and the Go version, and exit")
 	fs.StringVar(&cfg.probe, "probe", "", "do not serve: GET `URL` and exit 0 when it answers 200 within 1s, 1 otherwise (for a container's HEALTHCHECK); a path alone, such as /readyz, asks this machine on -admin-addr when it is set, else on -addr")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
