@@ -252,6 +252,7 @@ func TestRunFlags(t *testing.T) {
 		{"header memory below twice max-header", []string{"-max-header", "65536", "-header-memory", "100000"}, "-header-memory must be at least twice -max-header (131072: each header byte read counts twice), got 100000", ""},
 		{"a change larger than a log record", []string{"-data-dir", "unused", "-max-body", "70000000", "-body-memory", "70000000", "-max-users", "300000"},
 			"more than one log record holds", ""},
+		{"-pprof without an admin address", []string{"-pprof"}, "-pprof needs -admin-addr (or MEMBERSHIP_ADMIN_ADDR)", ""},
 		{"stray argument", []string{"serve"}, `unexpected argument "serve"`, ""},
 		{"bad address", []string{"-addr", "256.0.0.1:80"}, "listen", ""},
 		{"a port that is neither a number nor a service", []string{"-addr", "127.0.0.1:bad"}, `the port "bad" is not a number from 0 to 65535`, ""},

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"strings"
@@ -84,6 +85,7 @@ type Config struct {
 	shutdownTimeout   time.Duration
 	changesKeep       int
 	metrics           bool
+	pprof             bool
 	probe             string
 	restore           string
 	version           bool
@@ -127,6 +129,9 @@ func run(ctx context.Context, backend *Backend, args []string, lookupenv func(st
 		return probe(ctx, cfg.probe, stdout)
 	case cfg.restore != "":
 		return restore(cfg, stdout)
+	}
+	if cfg.pprof && cfg.adminAddr == "" {
+		return errors.New("-pprof needs -admin-addr (or MEMBERSHIP_ADMIN_ADDR): the profiles are served on the admin listener only, out of the clients' reach")
 	}
 	token, err := readToken(cfg.tokenFile, lookupenv)
 	if err != nil {
@@ -260,9 +265,33 @@ func newService(cfg Config, plan connPlan, token string, logger *slog.Logger, lo
 	s.srv = s.newServer(s.api)
 	s.srv.RegisterOnShutdown(s.stop)
 	if cfg.adminAddr != "" {
-		s.admin = s.newServer(s.api.Admin())
+		s.admin = s.newServer(adminHandler(s.api.Admin(), cfg.pprof))
 	}
 	return s
+}
+
+// adminHandler returns admin, the admin listener's paths, with the
+// runtime's profiles (net/http/pprof) beside them under /debug/pprof/ when
+// withPprof. The profiles are served by a mux of their own: importing
+// net/http/pprof registers them on http.DefaultServeMux too, which nothing
+// serves. They are neither logged nor counted in /metrics.
+func adminHandler(admin http.Handler, withPprof bool) http.Handler {
+	if !withPprof {
+		return admin
+	}
+	profiles := http.NewServeMux()
+	profiles.HandleFunc("/debug/pprof/", pprof.Index)
+	profiles.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	profiles.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	profiles.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	profiles.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
+			profiles.ServeHTTP(w, r)
+			return
+		}
+		admin.ServeHTTP(w, r)
+	})
 }
 
 // buildInfoMetric returns the collector of membership_build_info: build's
@@ -574,7 +603,7 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("membership", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.addr, "addr", ":8080", "`address` to listen on, host:port")
-	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "`address` of a second listener, host:port, that serves only /healthz, /readyz and /metrics, with its own 16 connections, so that probes and scrapes never queue behind clients; empty: MEMBERSHIP_ADMIN_ADDR from the environment, or none")
+	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "`address` of a second listener, host:port, that serves only /healthz, /readyz and /metrics (and the profiles of -pprof), with its own 16 connections, so that probes and scrapes never queue behind clients; empty: MEMBERSHIP_ADMIN_ADDR from the environment, or none")
 	fs.IntVar(&cfg.maxConns, "max-conns", 0, "most client connections open at once; past it the longest idle are closed to make room, and with none idle a new one gets 503; 0: the descriptor limit (ulimit -n) less what the service keeps for itself, at most 8192")
 	fs.Int64Var(&cfg.headerMemory, "header-memory", defaultHeaderMemory, "memory for the request lines and headers being read on all connections at once, in `bytes`; past it, a connection gets 503")
 	fs.IntVar(&cfg.maxWaiters, "max-waiters", httpapi.DefaultMaxWaiters, "most /changes long polls waiting at once; past it, a poll is answered at once, with Retry-After")
@@ -605,6 +634,7 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", durable.DefaultCommitTimeout, "with -data-dir (or membership-postgres's database), how long a change waits to be written before it gets 503 (it may still be applied)")
 	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", durable.DefaultQueueBytes, "with -data-dir, memory for the changes waiting for the disk, in `bytes`; past it, new changes get 503")
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics (Prometheus text format) and count requests for it")
+	fs.BoolVar(&cfg.pprof, "pprof", false, "serve the runtime's profiles (net/http/pprof) under /debug/pprof/ on the admin listener, which it needs (-admin-addr)")
 	fs.StringVar(&cfg.restore, "restore", "", "do not serve: write the data directory -data-dir (empty or new) from the backup `file` that GET /backup gave, and exit")
 	fs.BoolVar(&cfg.version, "version", false, "do not serve: print the version, the commit it was built from and the Go version, and exit")
 	fs.StringVar(&cfg.probe, "probe", "", "do not serve: GET `URL` and exit 0 when it answers 200 within 1s, 1 otherwise (for a container's HEALTHCHECK); a path alone, such as /readyz, asks this machine on -admin-addr when it is set, else on -addr")

@@ -86,7 +86,7 @@ func TestBackendWithoutFlagsOfItsOwn(t *testing.T) {
 
 // An embedded service refuses the flags of what it has not got.
 func TestEmbeddedRefusesTheProgramsModes(t *testing.T) {
-	for _, args := range [][]string{{"-version"}, {"-probe", "/readyz"}, {"-data-dir", t.TempDir()}} {
+	for _, args := range [][]string{{"-version"}, {"-pprof"}, {"-probe", "/readyz"}, {"-data-dir", t.TempDir()}} {
 		_, err := NewEmbedded(EmbeddedOptions{Args: args})
 		require.Error(t, err, "%q", args)
 		assert.Contains(t, err.Error(), args[0]+": an embedded service has none", "%q", args)
