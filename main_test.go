@@ -286,6 +286,36 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	assert.Greater(t, n, 20, "the flags were walked")
 }
 
+// -h is for a person: the four flags a first user needs first, then the
+// rest in titled sections, each flag on one line of at most 100
+// characters, and where every flag is explained in full.
+func TestHelpIsForAPerson(t *testing.T) {
+	var stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-h"}, noEnv, io.Discard, &stderr))
+	help := stderr.String()
+	var flags []string
+	for line := range strings.Lines(help) {
+		line = strings.TrimSuffix(line, "\n")
+		assert.LessOrEqual(t, len(line), 100, "a line longer than 100 characters: %q", line)
+		if name, ok := strings.CutPrefix(line, "  -"); ok {
+			name, _, _ = strings.Cut(name, " ")
+			flags = append(flags, name)
+		}
+	}
+	require.GreaterOrEqual(t, len(flags), 4, "%s", help)
+	assert.Equal(t, []string{"addr", "data-dir", "token-file", "admin-addr"}, flags[:4], "the flags a first user needs come first")
+	seen := map[string]bool{}
+	for _, f := range flags {
+		assert.False(t, seen[f], "-%s is listed twice", f)
+		seen[f] = true
+	}
+	assert.NotContains(t, help, "\n    \t", "no flag's description on a line of its own")
+	for _, title := range []string{"Limits and budgets:", "Durability (with -data-dir):", "The change feed (/changes):"} {
+		assert.Contains(t, help, "\n\n"+title+"\n", "a section")
+	}
+	assert.Contains(t, help, "docs/operating.md#flags")
+}
+
 // syncBuffer collects a log written from several goroutines.
 type syncBuffer = syncbuf.Buffer
 

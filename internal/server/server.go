@@ -573,11 +573,21 @@ func parseFlags(args []string, stderr io.Writer, backend *Backend) (Config, erro
 	var cfg Config
 	fs := NewFlagSet(&cfg, stderr)
 	if backend != nil {
+		var own []string
 		if backend.AddFlags != nil {
+			shared := map[string]bool{}
+			fs.VisitAll(func(f *flag.Flag) { shared[f.Name] = true })
 			backend.AddFlags(fs)
+			fs.VisitAll(func(f *flag.Flag) {
+				if !shared[f.Name] {
+					own = append(own, f.Name)
+				}
+			})
 		}
 		fs.Init(backend.Name, flag.ContinueOnError)
-		fs.Usage = func() { backendUsage(fs, backend) }
+		fs.Usage = func() {
+			writeUsage(fs.Output(), fs, backend.Name, "Serves the group membership service over HTTP. "+backend.About, own, dataDirFlags)
+		}
 	}
 	fs.SetOutput(io.Discard) // the flag package prints the error and the whole usage
 	err := fs.Parse(args)
@@ -602,45 +612,53 @@ func parseFlags(args []string, stderr io.Writer, backend *Backend) (Config, erro
 func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("membership", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	// The descriptions are one line each for -h; docs/operating.md#flags
+	// explains each flag in full. writeUsage orders them by flagSections.
 	fs.StringVar(&cfg.addr, "addr", ":8080", "`address` to listen on, host:port")
-	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "`address` of a second listener, host:port, that serves only /healthz, /readyz and /metrics (and the profiles of -pprof), with its own 16 connections, so that probes and scrapes never queue behind clients; empty: MEMBERSHIP_ADMIN_ADDR from the environment, or none")
-	fs.IntVar(&cfg.maxConns, "max-conns", 0, "most client connections open at once; past it the longest idle are closed to make room, and with none idle a new one gets 503; 0: the descriptor limit (ulimit -n) less what the service keeps for itself, at most 8192")
-	fs.Int64Var(&cfg.headerMemory, "header-memory", defaultHeaderMemory, "memory for the request lines and headers being read on all connections at once, in `bytes`; past it, a connection gets 503")
-	fs.IntVar(&cfg.maxWaiters, "max-waiters", httpapi.DefaultMaxWaiters, "most /changes long polls waiting at once; past it, a poll is answered at once, with Retry-After")
-	fs.Int64Var(&cfg.maxBodyBytes, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body accepted, in `bytes`")
-	fs.Int64Var(&cfg.bodyMemory, "body-memory", httpapi.DefaultBodyMemoryBytes, "memory for all the request bodies being read at once, in `bytes`; past it, new writes get 503")
-	fs.Int64Var(&cfg.replyMemory, "reply-memory", httpapi.DefaultReplyMemoryBytes, "memory for all the replies being built and sent at once, in `bytes`; past it, new reads get 503")
-	fs.IntVar(&cfg.changesReplyBytes, "changes-reply-bytes", httpapi.DefaultChangesReplyBytes, "largest /changes reply, in `bytes`: it holds fewer changes (at least one)")
-	fs.IntVar(&cfg.maxHeaderBytes, "max-header", defaultMaxHeaderBytes, "largest request line and headers accepted, in `bytes`; past it, 431")
-	fs.IntVar(&cfg.connSendBuffer, "conn-send-buffer", defaultConnSendBuffer, "the kernel's send buffer of each connection, in `bytes`: what a client that does not read can make the machine hold")
-	fs.IntVar(&cfg.logBuffer, "log-buffer", logsink.DefaultMaxBytes, "memory for log lines waiting for stdout, in `bytes`; when stdout stalls, lines past it are dropped and counted")
-	fs.IntVar(&cfg.maxUsers, "max-users", membership.DefaultMaxUsers, "most users accepted in one request")
-	fs.IntVar(&cfg.maxChecks, "max-checks", membership.DefaultMaxChecks, "most checks accepted in one POST /check")
-	fs.IntVar(&cfg.maxBatch, "max-batch", membership.DefaultMaxBatchWrites, "most changes accepted in one POST /batch (its users in all count against -max-users)")
-	fs.Int64Var(&cfg.listCache, "list-cache", httpapi.DefaultListCacheBytes, "memory for cached member lists, in `bytes`; 0 turns the cache off")
+	fs.StringVar(&cfg.dataDir, "data-dir", "", "keep the data durably in this `directory`; empty: in memory, lost at exit")
+	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` of the token that writes and /backup need; empty: $MEMBERSHIP_TOKEN")
+	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "`address` for probes and /metrics only; empty: $MEMBERSHIP_ADMIN_ADDR or none")
+
+	fs.Int64Var(&cfg.maxBodyBytes, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body, in `bytes`")
+	fs.IntVar(&cfg.maxUsers, "max-users", membership.DefaultMaxUsers, "most users in one request")
+	fs.IntVar(&cfg.maxChecks, "max-checks", membership.DefaultMaxChecks, "most checks in one POST /check")
+	fs.IntVar(&cfg.maxBatch, "max-batch", membership.DefaultMaxBatchWrites, "most changes in one POST /batch")
+	fs.IntVar(&cfg.maxHeaderBytes, "max-header", defaultMaxHeaderBytes, "largest request line and headers, in `bytes`; past it, 431")
+	fs.IntVar(&cfg.maxConns, "max-conns", 0, "most client connections open at once; 0: from ulimit -n, at most 8192")
+	fs.Int64Var(&cfg.headerMemory, "header-memory", defaultHeaderMemory, "memory for headers being read, in `bytes`; past it, 503")
+	fs.Int64Var(&cfg.bodyMemory, "body-memory", httpapi.DefaultBodyMemoryBytes, "memory for bodies being read, in `bytes`; past it, 503")
+	fs.Int64Var(&cfg.replyMemory, "reply-memory", httpapi.DefaultReplyMemoryBytes, "memory for replies being sent, in `bytes`; past it, 503")
+	fs.Int64Var(&cfg.listCache, "list-cache", httpapi.DefaultListCacheBytes, "memory for cached member lists, in `bytes`; 0: none")
+	fs.IntVar(&cfg.connSendBuffer, "conn-send-buffer", defaultConnSendBuffer, "the kernel's send buffer of a connection, in `bytes`")
+
+	fs.Int64Var(&cfg.snapshotSize, "snapshot-bytes", durable.DefaultSnapshotBytes, "log size past which a snapshot is written, in `bytes`")
+	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", durable.DefaultCommitTimeout, "longest wait of a change to be written; past it, 503")
+	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", durable.DefaultQueueBytes, "memory for changes waiting, in `bytes`; past it, 503")
+	fs.BoolVar(&cfg.repair, "repair", false, "start past a damaged log or snapshot; what is cut is kept aside")
+
+	fs.IntVar(&cfg.changesKeep, "changes-keep", membership.DefaultChangesKeep, "how many of the latest changes are kept; 0: none")
+	fs.Int64Var(&cfg.changesKeepBytes, "changes-keep-bytes", memory.DefaultChangesKeepBytes, "memory for the changes kept, in `bytes`")
+	fs.IntVar(&cfg.changesReplyBytes, "changes-reply-bytes", httpapi.DefaultChangesReplyBytes, "largest /changes reply, in `bytes`")
+	fs.IntVar(&cfg.maxWaiters, "max-waiters", httpapi.DefaultMaxWaiters, "most long polls waiting at once")
+
+	fs.Int64Var(&cfg.idemBytes, "idempotency-bytes", membership.DefaultIdempotencyBytes, "memory for the keys remembered, in `bytes`")
+	fs.DurationVar(&cfg.idemRetention, "idempotency-retention", membership.DefaultIdempotencyRetention, "how long a key is remembered")
+
+	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make reads need the token too")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
-	fs.BoolVar(&cfg.accessLog, "access-log", true, "log one line per request; when false, only requests that fail on the service's side")
-	fs.StringVar(&cfg.dataDir, "data-dir", "", "`directory` to keep the data in, durably; empty: memory only, lost at exit")
-	fs.Int64Var(&cfg.snapshotSize, "snapshot-bytes", durable.DefaultSnapshotBytes, "with -data-dir, the log size in `bytes` past which a snapshot is written and the log restarted")
-	fs.BoolVar(&cfg.repair, "repair", false, "with -data-dir, start past damage: cut a damaged log there, or recover from the snapshot before a damaged one; what is cut is moved into DIR/repair-<time>/")
-	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` holding the bearer token that writes (POST, PUT, DELETE) and /backup need; without it, MEMBERSHIP_TOKEN from the environment")
-	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every read (GET but /healthz and /readyz, and POST /check) need the token as well")
-	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "on SIGTERM or SIGINT, answer /readyz with 503 and serve on for this long before draining")
-	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM or SIGINT, after -shutdown-delay, how long requests in flight may take to finish before their connections are closed")
-	fs.IntVar(&cfg.changesKeep, "changes-keep", membership.DefaultChangesKeep, "how many of the latest changes /changes keeps (with -data-dir, across restarts); 0 keeps none")
-	fs.Int64Var(&cfg.changesKeepBytes, "changes-keep-bytes", memory.DefaultChangesKeepBytes, "memory for the changes /changes keeps, in `bytes`; the oldest go first")
-	fs.Int64Var(&cfg.idemBytes, "idempotency-bytes", membership.DefaultIdempotencyBytes, "memory for the Idempotency-Keys remembered with their replies, in `bytes` (with -data-dir, across restarts); the oldest go first")
-	fs.DurationVar(&cfg.idemRetention, "idempotency-retention", membership.DefaultIdempotencyRetention, "how long after its write an Idempotency-Key is remembered: a repeat within it gets the first reply")
-	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", durable.DefaultCommitTimeout, "with -data-dir (or membership-postgres's database), how long a change waits to be written before it gets 503 (it may still be applied)")
-	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", durable.DefaultQueueBytes, "with -data-dir, memory for the changes waiting for the disk, in `bytes`; past it, new changes get 503")
-	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics (Prometheus text format) and count requests for it")
-	fs.BoolVar(&cfg.pprof, "pprof", false, "serve the runtime's profiles (net/http/pprof) under /debug/pprof/ on the admin listener, which it needs (-admin-addr)")
-	fs.StringVar(&cfg.restore, "restore", "", "do not serve: write the data directory -data-dir (empty or new) from the backup `file` that GET /backup gave, and exit")
-	fs.BoolVar(&cfg.version, "version", false, "do not serve: print the version, the commit it was built from and the Go version, and exit")
-	fs.StringVar(&cfg.probe, "probe", "", "do not serve: GET `URL` and exit 0 when it answers 200 within 1s, 1 otherwise (for a container's HEALTHCHECK); a path alone, such as /readyz, asks this machine on -admin-addr when it is set, else on -addr")
+	fs.BoolVar(&cfg.accessLog, "access-log", true, "log every request; false: only the failed")
+	fs.IntVar(&cfg.logBuffer, "log-buffer", logsink.DefaultMaxBytes, "memory for log lines waiting for stdout, in `bytes`")
+	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics")
+	fs.BoolVar(&cfg.pprof, "pprof", false, "serve /debug/pprof/ on the admin address (needs -admin-addr)")
+
+	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "serve on, not ready, this long before draining")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "then wait this long for the requests in flight")
+
+	fs.StringVar(&cfg.probe, "probe", "", "GET `URL` (a path alone: this machine); exit 0 on a 200 within 1s")
+	fs.StringVar(&cfg.restore, "restore", "", "write -data-dir from a backup `file` of GET /backup")
+	fs.BoolVar(&cfg.version, "version", false, "print the version, the commit and the Go version")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
-		fs.PrintDefaults()
+		writeUsage(fs.Output(), fs, "membership", "Serves the group membership service over HTTP.", nil, nil)
 	}
 	return fs
 }

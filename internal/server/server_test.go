@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -91,4 +93,19 @@ func TestEmbeddedRefusesTheProgramsModes(t *testing.T) {
 		require.Error(t, err, "%q", args)
 		assert.Contains(t, err.Error(), args[0]+": an embedded service has none", "%q", args)
 	}
+}
+
+// Every flag has its place in a section of -h, so that none falls to the
+// end unordered.
+func TestEveryFlagHasASection(t *testing.T) {
+	placed := map[string]bool{}
+	for _, s := range flagSections {
+		for _, name := range s.flags {
+			assert.False(t, placed[name], "-%s is in two sections", name)
+			placed[name] = true
+		}
+	}
+	NewFlagSet(&Config{}, io.Discard).VisitAll(func(f *flag.Flag) {
+		assert.True(t, placed[f.Name], "-%s is in no section of flagSections", f.Name)
+	})
 }
