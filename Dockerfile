@@ -6,7 +6,15 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/membership . \
+# What the binary says it is (-version, the start log, /metrics). The build
+# context has no .git (.dockerignore), so go build cannot read the commit:
+# make docker passes git's version and commit as build arguments. Without
+# them the binary says version (devel), revision unknown.
+ARG VERSION=
+ARG REVISION=
+RUN CGO_ENABLED=0 go build -trimpath \
+      -ldflags="-s -w -X example.com/groupmembership/internal/buildinfo.version=${VERSION} -X example.com/groupmembership/internal/buildinfo.revision=${REVISION}" \
+      -o /out/membership . \
  && mkdir -p -m 0700 /out/data
 
 # distroless/static holds CA certificates, tzdata and a nonroot user, nothing else.

@@ -1,5 +1,15 @@
 # Run `make help` to see the targets.
 
+# What the binaries say they are (-version, the start log, /metrics): git
+# describe's version and the commit, stamped at link time. Override them on
+# the command line (make build VERSION=v1.2.0); outside a git checkout they
+# are empty, and the binaries fall back to Go's build information.
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS = -X example.com/groupmembership/internal/buildinfo.version=$(VERSION) -X example.com/groupmembership/internal/buildinfo.revision=$(REVISION)
+# BIN is where make build and build-postgres put the binaries.
+BIN := bin
+
 ## help: print this help
 .PHONY: help
 help:
@@ -9,12 +19,23 @@ help:
 ## run: build bin/membership and run it on :8080 (pass flags with ARGS="-addr 127.0.0.1:9090")
 .PHONY: run
 run: build
-	exec bin/membership $(ARGS)
+	exec $(BIN)/membership $(ARGS)
 
-## build: build the static binary bin/membership
+## build: build the static binary bin/membership, stamped with VERSION and REVISION (BIN=dir puts it elsewhere)
 .PHONY: build
 build:
-	CGO_ENABLED=0 go build -trimpath -o bin/membership .
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/membership .
+
+## build-postgres: build the static binary bin/membership-postgres, stamped as make build stamps bin/membership
+.PHONY: build-postgres
+build-postgres:
+	cd postgres && CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(abspath $(BIN))/membership-postgres ./cmd/membership-postgres
+
+## docker: build the images membership and membership-postgres, passing VERSION and REVISION as build arguments (the build context has no .git)
+.PHONY: docker
+docker:
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t membership .
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -f postgres/Dockerfile -t membership-postgres .
 
 ## test: run every test, the PostgreSQL store's included (installing Debian's postgresql if needed), with the race detector where cgo works (it needs a C compiler), then make clients
 .PHONY: test

@@ -252,6 +252,7 @@ func TestRunFlags(t *testing.T) {
 		{"header memory below twice max-header", []string{"-max-header", "65536", "-header-memory", "100000"}, "-header-memory must be at least twice -max-header (131072: each header byte read counts twice), got 100000", ""},
 		{"a change larger than a log record", []string{"-data-dir", "unused", "-max-body", "70000000", "-body-memory", "70000000", "-max-users", "300000"},
 			"more than one log record holds", ""},
+		{"-pprof without an admin address", []string{"-pprof"}, "-pprof needs -admin-addr (or MEMBERSHIP_ADMIN_ADDR)", ""},
 		{"stray argument", []string{"serve"}, `unexpected argument "serve"`, ""},
 		{"bad address", []string{"-addr", "256.0.0.1:80"}, "listen", ""},
 		{"a port that is neither a number nor a service", []string{"-addr", "127.0.0.1:bad"}, `the port "bad" is not a number from 0 to 65535`, ""},
@@ -283,6 +284,36 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		assert.Regexp(t, `(?m)^  -`+regexp.QuoteMeta(f.Name)+`( |$)`, stderr.String(), "-%s", f.Name)
 	})
 	assert.Greater(t, n, 20, "the flags were walked")
+}
+
+// -h is for a person: the four flags a first user needs first, then the
+// rest in titled sections, each flag on one line of at most 100
+// characters, and where every flag is explained in full.
+func TestHelpIsForAPerson(t *testing.T) {
+	var stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-h"}, noEnv, io.Discard, &stderr))
+	help := stderr.String()
+	var flags []string
+	for line := range strings.Lines(help) {
+		line = strings.TrimSuffix(line, "\n")
+		assert.LessOrEqual(t, len(line), 100, "a line longer than 100 characters: %q", line)
+		if name, ok := strings.CutPrefix(line, "  -"); ok {
+			name, _, _ = strings.Cut(name, " ")
+			flags = append(flags, name)
+		}
+	}
+	require.GreaterOrEqual(t, len(flags), 4, "%s", help)
+	assert.Equal(t, []string{"addr", "data-dir", "token-file", "admin-addr"}, flags[:4], "the flags a first user needs come first")
+	seen := map[string]bool{}
+	for _, f := range flags {
+		assert.False(t, seen[f], "-%s is listed twice", f)
+		seen[f] = true
+	}
+	assert.NotContains(t, help, "\n    \t", "no flag's description on a line of its own")
+	for _, title := range []string{"Limits and budgets:", "Durability (with -data-dir):", "The change feed (/changes):"} {
+		assert.Contains(t, help, "\n\n"+title+"\n", "a section")
+	}
+	assert.Contains(t, help, "docs/operating.md#flags")
 }
 
 // syncBuffer collects a log written from several goroutines.

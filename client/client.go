@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -77,7 +78,9 @@ func WithRetry(p RetryPolicy) Option {
 	}
 }
 
-// WithUserAgent sets the User-Agent of the requests.
+// WithUserAgent sets the User-Agent of the requests. By default it is
+// groupmembership-go-client/ and the version of the module the client was
+// built from (v1.2.0; "devel" when the build information has none).
 func WithUserAgent(ua string) Option {
 	return func(c *Client) error {
 		c.userAgent = ua
@@ -137,6 +140,45 @@ func WithMaxReplyBytes(n int64) Option {
 	}
 }
 
+// modulePath is the path of the module the client is in.
+const modulePath = "example.com/groupmembership"
+
+// defaultUserAgent is the User-Agent of a client without WithUserAgent.
+var defaultUserAgent = readUserAgent()
+
+// readUserAgent returns the User-Agent of the running binary's client.
+func readUserAgent() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return userAgentOf(nil)
+	}
+	return userAgentOf(bi)
+}
+
+// userAgentOf returns the client's User-Agent in a binary of build
+// information bi (nil: none): its module's version, as the main module or
+// as a dependency.
+func userAgentOf(bi *debug.BuildInfo) string {
+	version := ""
+	if bi != nil && bi.Main.Path == modulePath {
+		version = bi.Main.Version
+	} else if bi != nil {
+		for _, m := range bi.Deps {
+			if m.Path != modulePath {
+				continue
+			}
+			version = m.Version
+			if m.Replace != nil && m.Replace.Version != "" {
+				version = m.Replace.Version
+			}
+		}
+	}
+	if version == "" || version == "(devel)" {
+		version = "devel" // a product version is a token: no parentheses
+	}
+	return "groupmembership-go-client/" + version
+}
+
 // New returns a client of the service at baseURL (http:// or https://,
 // with a host, and optionally a path prefix that every route goes under).
 func New(baseURL string, opts ...Option) (*Client, error) {
@@ -149,7 +191,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = strings.TrimSuffix(u.RawPath, "/")
-	c := &Client{base: u, http: http.DefaultClient, userAgent: "groupmembership-go-client/1",
+	c := &Client{base: u, http: http.DefaultClient, userAgent: defaultUserAgent,
 		retry: RetryPolicy{}.withDefaults(), maxReply: DefaultMaxReplyBytes, cache: newListCache(DefaultListCacheBytes)}
 	for _, o := range opts {
 		if err := o(c); err != nil {

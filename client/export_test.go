@@ -20,3 +20,7 @@ func WithFakeClock(sleep func(ctx context.Context, d time.Duration) error, now f
 
 // CacheStats returns the entries and bytes of c's list cache.
 func CacheStats(c *Client) (entries int, bytes int64) { return c.cache.stats() }
+
+// UserAgentOf is the default User-Agent of a client in a binary of build
+// information bi.
+var UserAgentOf = userAgentOf

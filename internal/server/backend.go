@@ -110,17 +110,3 @@ func checkBackendFlags(fs *flag.FlagSet, b *Backend) error {
 	})
 	return err
 }
-
-// backendUsage prints the usage of b's command: fs's flags but those of a
-// data directory.
-func backendUsage(fs *flag.FlagSet, b *Backend) {
-	fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n\nServes the group membership service over HTTP. %s\n\nFlags:\n", b.Name, b.About)
-	shown := flag.NewFlagSet(b.Name, flag.ContinueOnError)
-	shown.SetOutput(fs.Output())
-	fs.VisitAll(func(f *flag.Flag) {
-		if !dataDirFlags[f.Name] {
-			shown.Var(f.Value, f.Name, f.Usage)
-		}
-	})
-	shown.PrintDefaults()
-}

@@ -18,8 +18,8 @@ type EmbeddedOptions struct {
 	// Args are the program's flags, as Run takes them, for the limits and
 	// budgets they set (-max-body, -max-users, -changes-keep, ...), with
 	// the same defaults and checks. Flags of what an embedded service has
-	// not got (-addr and -admin-addr, -data-dir, -token-file, -restore,
-	// -probe) are refused.
+	// not got (-addr and -admin-addr, -pprof, -data-dir, -token-file,
+	// -restore, -probe, -version) are refused.
 	Args []string
 	// Token, when set, is the bearer token, as -token-file gives it.
 	Token string
@@ -59,7 +59,7 @@ func NewEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		given bool
 	}{
 		{"-admin-addr", cfg.adminAddr != ""}, {"-data-dir", cfg.dataDir != ""}, {"-token-file", cfg.tokenFile != ""},
-		{"-restore", cfg.restore != ""}, {"-probe", cfg.probe != ""},
+		{"-restore", cfg.restore != ""}, {"-probe", cfg.probe != ""}, {"-version", cfg.version}, {"-pprof", cfg.pprof},
 	} {
 		if f.given {
 			return nil, fmt.Errorf("%s: an embedded service has none (it keeps its data in memory, and takes its token in EmbeddedOptions)", f.name)

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ import (
 
 	"example.com/groupmembership/httpapi"
 	"example.com/groupmembership/internal/accesslog"
+	"example.com/groupmembership/internal/buildinfo"
 	"example.com/groupmembership/internal/connlimit"
 	"example.com/groupmembership/internal/expiry"
 	"example.com/groupmembership/internal/fileutil"
@@ -83,8 +85,10 @@ type Config struct {
 	shutdownTimeout   time.Duration
 	changesKeep       int
 	metrics           bool
+	pprof             bool
 	probe             string
 	restore           string
+	version           bool
 }
 
 // Run starts the service and serves until ctx is cancelled, then drains the
@@ -107,6 +111,10 @@ func run(ctx context.Context, backend *Backend, args []string, lookupenv func(st
 	if err != nil {
 		return err
 	}
+	if cfg.version {
+		_, err := io.WriteString(stdout, buildinfo.Read().Text(programName(backend)))
+		return err
+	}
 	getenv := func(name string) string { v, _ := lookupenv(name); return v }
 	if cfg.adminAddr == "" {
 		cfg.adminAddr = getenv("MEMBERSHIP_ADMIN_ADDR")
@@ -121,6 +129,9 @@ func run(ctx context.Context, backend *Backend, args []string, lookupenv func(st
 		return probe(ctx, cfg.probe, stdout)
 	case cfg.restore != "":
 		return restore(cfg, stdout)
+	}
+	if cfg.pprof && cfg.adminAddr == "" {
+		return errors.New("-pprof needs -admin-addr (or MEMBERSHIP_ADMIN_ADDR): the profiles are served on the admin listener only, out of the clients' reach")
 	}
 	token, err := readToken(cfg.tokenFile, lookupenv)
 	if err != nil {
@@ -140,6 +151,8 @@ func run(ctx context.Context, backend *Backend, args []string, lookupenv func(st
 	}})
 	defer logOut.Close(logCloseTimeout)
 	logger = newLogger(cfg.logFormat, logOut)
+	build := buildinfo.Read()
+	logger.Info("starting", "version", build.Version, "revision", build.Revision, "goversion", build.GoVersion)
 	plan, err := planConns(cfg, backend)
 	if err != nil {
 		return err
@@ -174,6 +187,15 @@ func run(ctx context.Context, backend *Backend, args []string, lookupenv func(st
 		}
 	}
 	return svc.run(ctx)
+}
+
+// programName is the name of the command that serves backend (nil: the
+// built-in stores).
+func programName(backend *Backend) string {
+	if backend != nil {
+		return backend.Name
+	}
+	return "membership"
 }
 
 // restore is the -restore mode.
@@ -229,7 +251,7 @@ func newService(cfg Config, plan connPlan, token string, logger *slog.Logger, lo
 		Ready:             s.ready.Load,
 		Stopping:          s.stopping,
 		NoMetrics:         !cfg.metrics,
-		Collectors: []func(*metrics.Writer){func(w *metrics.Writer) {
+		Collectors: []func(*metrics.Writer){buildInfoMetric(buildinfo.Read()), func(w *metrics.Writer) {
 			w.Gauge("membership_conn_send_buffer_bytes", "The kernel send buffer of each connection, in bytes (-conn-send-buffer).", float64(cfg.connSendBuffer))
 			w.Gauge("membership_max_header_bytes", "The largest request line and headers accepted, in bytes (-max-header).", float64(cfg.maxHeaderBytes))
 			connMetrics(w, s.listeners, s.listenerNames)
@@ -243,9 +265,43 @@ func newService(cfg Config, plan connPlan, token string, logger *slog.Logger, lo
 	s.srv = s.newServer(s.api)
 	s.srv.RegisterOnShutdown(s.stop)
 	if cfg.adminAddr != "" {
-		s.admin = s.newServer(s.api.Admin())
+		s.admin = s.newServer(adminHandler(s.api.Admin(), cfg.pprof))
 	}
 	return s
+}
+
+// adminHandler returns admin, the admin listener's paths, with the
+// runtime's profiles (net/http/pprof) beside them under /debug/pprof/ when
+// withPprof. The profiles are served by a mux of their own: importing
+// net/http/pprof registers them on http.DefaultServeMux too, which nothing
+// serves. They are neither logged nor counted in /metrics.
+func adminHandler(admin http.Handler, withPprof bool) http.Handler {
+	if !withPprof {
+		return admin
+	}
+	profiles := http.NewServeMux()
+	profiles.HandleFunc("/debug/pprof/", pprof.Index)
+	profiles.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	profiles.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	profiles.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	profiles.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
+			profiles.ServeHTTP(w, r)
+			return
+		}
+		admin.ServeHTTP(w, r)
+	})
+}
+
+// buildInfoMetric returns the collector of membership_build_info: build's
+// identity as the labels of a constant 1, as Prometheus's convention has it.
+func buildInfoMetric(build buildinfo.Info) func(w *metrics.Writer) {
+	return func(w *metrics.Writer) {
+		w.Family("membership_build_info", "gauge", "The build that is running: its version, the commit it was built from and its Go version (-version), as labels of a constant 1.")
+		w.Sample("membership_build_info", []metrics.Label{{Name: "version", Value: build.Version}, {Name: "revision", Value: build.Revision},
+			{Name: "goversion", Value: build.GoVersion}}, 1)
+	}
 }
 
 // newServer returns an HTTP server of h with the service's limits and
@@ -517,11 +573,21 @@ func parseFlags(args []string, stderr io.Writer, backend *Backend) (Config, erro
 	var cfg Config
 	fs := NewFlagSet(&cfg, stderr)
 	if backend != nil {
+		var own []string
 		if backend.AddFlags != nil {
+			shared := map[string]bool{}
+			fs.VisitAll(func(f *flag.Flag) { shared[f.Name] = true })
 			backend.AddFlags(fs)
+			fs.VisitAll(func(f *flag.Flag) {
+				if !shared[f.Name] {
+					own = append(own, f.Name)
+				}
+			})
 		}
 		fs.Init(backend.Name, flag.ContinueOnError)
-		fs.Usage = func() { backendUsage(fs, backend) }
+		fs.Usage = func() {
+			writeUsage(fs.Output(), fs, backend.Name, "Serves the group membership service over HTTP. "+backend.About, own, dataDirFlags)
+		}
 	}
 	fs.SetOutput(io.Discard) // the flag package prints the error and the whole usage
 	err := fs.Parse(args)
@@ -546,43 +612,53 @@ func parseFlags(args []string, stderr io.Writer, backend *Backend) (Config, erro
 func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("membership", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	// The descriptions are one line each for -h; docs/operating.md#flags
+	// explains each flag in full. writeUsage orders them by flagSections.
 	fs.StringVar(&cfg.addr, "addr", ":8080", "`address` to listen on, host:port")
-	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "`address` of a second listener, host:port, that serves only /healthz, /readyz and /metrics, with its own 16 connections, so that probes and scrapes never queue behind clients; empty: MEMBERSHIP_ADMIN_ADDR from the environment, or none")
-	fs.IntVar(&cfg.maxConns, "max-conns", 0, "most client connections open at once; past it the longest idle are closed to make room, and with none idle a new one gets 503; 0: the descriptor limit (ulimit -n) less what the service keeps for itself, at most 8192")
-	fs.Int64Var(&cfg.headerMemory, "header-memory", defaultHeaderMemory, "memory for the request lines and headers being read on all connections at once, in `bytes`; past it, a connection gets 503")
-	fs.IntVar(&cfg.maxWaiters, "max-waiters", httpapi.DefaultMaxWaiters, "most /changes long polls waiting at once; past it, a poll is answered at once, with Retry-After")
-	fs.Int64Var(&cfg.maxBodyBytes, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body accepted, in `bytes`")
-	fs.Int64Var(&cfg.bodyMemory, "body-memory", httpapi.DefaultBodyMemoryBytes, "memory for all the request bodies being read at once, in `bytes`; past it, new writes get 503")
-	fs.Int64Var(&cfg.replyMemory, "reply-memory", httpapi.DefaultReplyMemoryBytes, "memory for all the replies being built and sent at once, in `bytes`; past it, new reads get 503")
-	fs.IntVar(&cfg.changesReplyBytes, "changes-reply-bytes", httpapi.DefaultChangesReplyBytes, "largest /changes reply, in `bytes`: it holds fewer changes (at least one)")
-	fs.IntVar(&cfg.maxHeaderBytes, "max-header", defaultMaxHeaderBytes, "largest request line and headers accepted, in `bytes`; past it, 431")
-	fs.IntVar(&cfg.connSendBuffer, "conn-send-buffer", defaultConnSendBuffer, "the kernel's send buffer of each connection, in `bytes`: what a client that does not read can make the machine hold")
-	fs.IntVar(&cfg.logBuffer, "log-buffer", logsink.DefaultMaxBytes, "memory for log lines waiting for stdout, in `bytes`; when stdout stalls, lines past it are dropped and counted")
-	fs.IntVar(&cfg.maxUsers, "max-users", membership.DefaultMaxUsers, "most users accepted in one request")
-	fs.IntVar(&cfg.maxChecks, "max-checks", membership.DefaultMaxChecks, "most checks accepted in one POST /check")
-	fs.IntVar(&cfg.maxBatch, "max-batch", membership.DefaultMaxBatchWrites, "most changes accepted in one POST /batch (its users in all count against -max-users)")
-	fs.Int64Var(&cfg.listCache, "list-cache", httpapi.DefaultListCacheBytes, "memory for cached member lists, in `bytes`; 0 turns the cache off")
+	fs.StringVar(&cfg.dataDir, "data-dir", "", "keep the data durably in this `directory`; empty: in memory, lost at exit")
+	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` of the token that writes and /backup need; empty: $MEMBERSHIP_TOKEN")
+	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "`address` for probes and /metrics only; empty: $MEMBERSHIP_ADMIN_ADDR or none")
+
+	fs.Int64Var(&cfg.maxBodyBytes, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body, in `bytes`")
+	fs.IntVar(&cfg.maxUsers, "max-users", membership.DefaultMaxUsers, "most users in one request")
+	fs.IntVar(&cfg.maxChecks, "max-checks", membership.DefaultMaxChecks, "most checks in one POST /check")
+	fs.IntVar(&cfg.maxBatch, "max-batch", membership.DefaultMaxBatchWrites, "most changes in one POST /batch")
+	fs.IntVar(&cfg.maxHeaderBytes, "max-header", defaultMaxHeaderBytes, "largest request line and headers, in `bytes`; past it, 431")
+	fs.IntVar(&cfg.maxConns, "max-conns", 0, "most client connections open at once; 0: from ulimit -n, at most 8192")
+	fs.Int64Var(&cfg.headerMemory, "header-memory", defaultHeaderMemory, "memory for headers being read, in `bytes`; past it, 503")
+	fs.Int64Var(&cfg.bodyMemory, "body-memory", httpapi.DefaultBodyMemoryBytes, "memory for bodies being read, in `bytes`; past it, 503")
+	fs.Int64Var(&cfg.replyMemory, "reply-memory", httpapi.DefaultReplyMemoryBytes, "memory for replies being sent, in `bytes`; past it, 503")
+	fs.Int64Var(&cfg.listCache, "list-cache", httpapi.DefaultListCacheBytes, "memory for cached member lists, in `bytes`; 0: none")
+	fs.IntVar(&cfg.connSendBuffer, "conn-send-buffer", defaultConnSendBuffer, "the kernel's send buffer of a connection, in `bytes`")
+
+	fs.Int64Var(&cfg.snapshotSize, "snapshot-bytes", durable.DefaultSnapshotBytes, "log size past which a snapshot is written, in `bytes`")
+	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", durable.DefaultCommitTimeout, "longest wait of a change to be written; past it, 503")
+	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", durable.DefaultQueueBytes, "memory for changes waiting, in `bytes`; past it, 503")
+	fs.BoolVar(&cfg.repair, "repair", false, "start past a damaged log or snapshot; what is cut is kept aside")
+
+	fs.IntVar(&cfg.changesKeep, "changes-keep", membership.DefaultChangesKeep, "how many of the latest changes are kept; 0: none")
+	fs.Int64Var(&cfg.changesKeepBytes, "changes-keep-bytes", memory.DefaultChangesKeepBytes, "memory for the changes kept, in `bytes`")
+	fs.IntVar(&cfg.changesReplyBytes, "changes-reply-bytes", httpapi.DefaultChangesReplyBytes, "largest /changes reply, in `bytes`")
+	fs.IntVar(&cfg.maxWaiters, "max-waiters", httpapi.DefaultMaxWaiters, "most long polls waiting at once")
+
+	fs.Int64Var(&cfg.idemBytes, "idempotency-bytes", membership.DefaultIdempotencyBytes, "memory for the keys remembered, in `bytes`")
+	fs.DurationVar(&cfg.idemRetention, "idempotency-retention", membership.DefaultIdempotencyRetention, "how long a key is remembered")
+
+	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make reads need the token too")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
-	fs.BoolVar(&cfg.accessLog, "access-log", true, "log one line per request; when false, only requests that fail on the service's side")
-	fs.StringVar(&cfg.dataDir, "data-dir", "", "`directory` to keep the data in, durably; empty: memory only, lost at exit")
-	fs.Int64Var(&cfg.snapshotSize, "snapshot-bytes", durable.DefaultSnapshotBytes, "with -data-dir, the log size in `bytes` past which a snapshot is written and the log restarted")
-	fs.BoolVar(&cfg.repair, "repair", false, "with -data-dir, start past damage: cut a damaged log there, or recover from the snapshot before a damaged one; what is cut is moved into DIR/repair-<time>/")
-	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` holding the bearer token that writes (POST, PUT, DELETE) and /backup need; without it, MEMBERSHIP_TOKEN from the environment")
-	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make every read (GET but /healthz and /readyz, and POST /check) need the token as well")
-	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "on SIGTERM or SIGINT, answer /readyz with 503 and serve on for this long before draining")
-	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM or SIGINT, after -shutdown-delay, how long requests in flight may take to finish before their connections are closed")
-	fs.IntVar(&cfg.changesKeep, "changes-keep", membership.DefaultChangesKeep, "how many of the latest changes /changes keeps (with -data-dir, across restarts); 0 keeps none")
-	fs.Int64Var(&cfg.changesKeepBytes, "changes-keep-bytes", memory.DefaultChangesKeepBytes, "memory for the changes /changes keeps, in `bytes`; the oldest go first")
-	fs.Int64Var(&cfg.idemBytes, "idempotency-bytes", membership.DefaultIdempotencyBytes, "memory for the Idempotency-Keys remembered with their replies, in `bytes` (with -data-dir, across restarts); the oldest go first")
-	fs.DurationVar(&cfg.idemRetention, "idempotency-retention", membership.DefaultIdempotencyRetention, "how long after its write an Idempotency-Key is remembered: a repeat within it gets the first reply")
-	fs.DurationVar(&cfg.commitTimeout, "commit-timeout", durable.DefaultCommitTimeout, "with -data-dir (or membership-postgres's database), how long a change waits to be written before it gets 503 (it may still be applied)")
-	fs.Int64Var(&cfg.commitQueueBytes, "commit-queue-bytes", durable.DefaultQueueBytes, "with -data-dir, memory for the changes waiting for the disk, in `bytes`; past it, new changes get 503")
-	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics (Prometheus text format) and count requests for it")
-	fs.StringVar(&cfg.restore, "restore", "", "do not serve: write the data directory -data-dir (empty or new) from the backup `file` that GET /backup gave, and exit")
-	fs.StringVar(&cfg.probe, "probe", "", "do not serve: GET `URL` and exit 0 when it answers 200 within 1s, 1 otherwise (for a container's HEALTHCHECK); a path alone, such as /readyz, asks this machine on -admin-addr when it is set, else on -addr")
+	fs.BoolVar(&cfg.accessLog, "access-log", true, "log every request; false: only the failed")
+	fs.IntVar(&cfg.logBuffer, "log-buffer", logsink.DefaultMaxBytes, "memory for log lines waiting for stdout, in `bytes`")
+	fs.BoolVar(&cfg.metrics, "metrics", true, "serve /metrics")
+	fs.BoolVar(&cfg.pprof, "pprof", false, "serve /debug/pprof/ on the admin address (needs -admin-addr)")
+
+	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "serve on, not ready, this long before draining")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "then wait this long for the requests in flight")
+
+	fs.StringVar(&cfg.probe, "probe", "", "GET `URL` (a path alone: this machine); exit 0 on a 200 within 1s")
+	fs.StringVar(&cfg.restore, "restore", "", "write -data-dir from a backup `file` of GET /backup")
+	fs.BoolVar(&cfg.version, "version", false, "print the version, the commit and the Go version")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: membership [flags]\n\nServes the group membership service over HTTP.\n\nFlags:\n")
-		fs.PrintDefaults()
+		writeUsage(fs.Output(), fs, "membership", "Serves the group membership service over HTTP.", nil, nil)
 	}
 	return fs
 }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -82,4 +84,28 @@ func TestBackendWithoutFlagsOfItsOwn(t *testing.T) {
 	assert.Contains(t, stderr.String(), "Usage: flagless [flags]")
 	assert.Contains(t, stderr.String(), "It keeps nothing.")
 	assert.Contains(t, stderr.String(), "-addr")
+}
+
+// An embedded service refuses the flags of what it has not got.
+func TestEmbeddedRefusesTheProgramsModes(t *testing.T) {
+	for _, args := range [][]string{{"-version"}, {"-pprof"}, {"-probe", "/readyz"}, {"-data-dir", t.TempDir()}} {
+		_, err := NewEmbedded(EmbeddedOptions{Args: args})
+		require.Error(t, err, "%q", args)
+		assert.Contains(t, err.Error(), args[0]+": an embedded service has none", "%q", args)
+	}
+}
+
+// Every flag has its place in a section of -h, so that none falls to the
+// end unordered.
+func TestEveryFlagHasASection(t *testing.T) {
+	placed := map[string]bool{}
+	for _, s := range flagSections {
+		for _, name := range s.flags {
+			assert.False(t, placed[name], "-%s is in two sections", name)
+			placed[name] = true
+		}
+	}
+	NewFlagSet(&Config{}, io.Discard).VisitAll(func(f *flag.Flag) {
+		assert.True(t, placed[f.Name], "-%s is in no section of flagSections", f.Name)
+	})
 }

@@ -36,7 +36,7 @@ func backend() *server.Backend {
 		// with room for a pool_max_conns of up to 63 in the URL.
 		Descriptors: 64,
 		AddFlags: func(fs *flag.FlagSet) {
-			fs.StringVar(&url, "database-url", "", "the PostgreSQL database, as a `URL` (postgres://user:password@host:5432/db); empty: DATABASE_URL from the environment")
+			fs.StringVar(&url, "database-url", "", "the PostgreSQL `URL`, postgres://user:password@host/db; empty: $DATABASE_URL")
 		},
 		Check: func(getenv func(string) string) error {
 			if url == "" {

@@ -226,6 +226,25 @@ func TestLogsTheDatabaseItOpened(t *testing.T) {
 	assert.NotContains(t, p.logs.String(), password)
 }
 
+// -h puts the database where membership's puts its data directory: among
+// the four flags a first user needs, first; every line fits in 100
+// characters.
+func TestHelpStartsWithTheDatabase(t *testing.T) {
+	var usage strings.Builder
+	require.NoError(t, run(t.Context(), []string{"-h"}, func(string) (string, bool) { return "", false }, io.Discard, &usage))
+	var flags []string
+	for line := range strings.Lines(usage.String()) {
+		line = strings.TrimSuffix(line, "\n")
+		assert.LessOrEqual(t, len(line), 100, "a line longer than 100 characters: %q", line)
+		if name, ok := strings.CutPrefix(line, "  -"); ok {
+			name, _, _ = strings.Cut(name, " ")
+			flags = append(flags, name)
+		}
+	}
+	require.GreaterOrEqual(t, len(flags), 4, "%s", usage.String())
+	assert.Equal(t, []string{"addr", "database-url", "token-file", "admin-addr"}, flags[:4])
+}
+
 // The command takes the service's flags but those of a data directory, and
 // needs a database, which it checks before it listens.
 func TestFlags(t *testing.T) {
