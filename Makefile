@@ -128,12 +128,14 @@ bench: bench-tools postgres-tools
 	go test -run '^$$' -bench . -benchmem ./...
 	cd bench && go build -o ../bin/bench .
 	bin/bench $(BENCHARGS)
-	cd postgres && go run ./bench $(PGBENCHARGS)
+	cd bench && go build -o ../bin/bench-postgres ./postgres
+	bin/bench-postgres $(PGBENCHARGS)
 
 ## bench-postgres: the PostgreSQL store alone: POST 3, GET 10 and GET 1000 on one and two instances, against the embedded service and pgbench (about 4 minutes)
 .PHONY: bench-postgres
 bench-postgres: bench-tools postgres-tools
-	cd postgres && go run ./bench $(PGBENCHARGS)
+	cd bench && go build -o ../bin/bench-postgres ./postgres
+	bin/bench-postgres $(PGBENCHARGS)
 
 ## bench-overhead: what metrics and revisions cost POST and GET, side by side with a build from before them (about 3 minutes)
 # BEFORE is the last commit before metrics and revisions.

@@ -9,7 +9,6 @@ require (
 )
 
 require (
-	example.com/groupmembership/bench v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
@@ -20,4 +19,3 @@ require (
 
 replace example.com/groupmembership => ../
 
-replace example.com/groupmembership/bench => ../bench

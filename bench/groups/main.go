@@ -1,5 +1,5 @@
 // Command groups measures the routes that work on a group as a whole, at
-// the sizes issue 26 names: a page of GET /groups among a million groups,
+// a million groups and a million members: a page of GET /groups among a million groups,
 // a PUT of 1,000 users into a group of 1,000 of which half change, and a
 // DELETE /groups/{id} of a group of a million members, with the time it
 // takes and how much the service's resident memory grows while it runs.

@@ -1,7 +1,7 @@
 // Package loadtest holds what the benchmarks share: starting a service
 // binary, loading it with wrk, and reading the figures (throughput, p99,
-// medians, a process's memory). The root module's bench and the PostgreSQL
-// module's bench both use it.
+// medians, a process's memory). bin/bench and the PostgreSQL store's bench
+// (bench/postgres) both use it.
 package loadtest
 
 import (

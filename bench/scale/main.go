@@ -1,5 +1,5 @@
-// Command scale measures the service at the size issue 30 names: 100
-// million memberships (a million groups whose sizes follow a power law
+// Command scale measures the service at the size its targets are stated
+// for: 100 million memberships (a million groups whose sizes follow a power law
 // from 1 to 100,000 members, of 10 million users), loaded through the
 // HTTP API with bulk adds (POST /batch) into the service built from this
 // checkout, with -data-dir and the change feed off (-changes-keep 0). It
@@ -44,7 +44,8 @@ type options struct {
 	serviceArgs             string // more flags for both services
 }
 
-// Targets of issue 30.
+// The targets: RSS growth per membership (feed off, idle), restart time,
+// and each request's ratio of the large service to the small one.
 const (
 	targetBytesPerMembership = 16
 	targetRestart            = 30 * time.Second
@@ -63,7 +64,7 @@ func main() {
 	flag.DurationVar(&opts.settle, "settle", 4*time.Minute, "how long the loaded service is left idle before its RSS is taken again")
 	flag.DurationVar(&opts.timeout, "timeout", 75*time.Minute, "stop, clean up and fail when the run takes longer than this")
 	flag.StringVar(&opts.profile, "profile-restart", "auto", "profile a further restart with perf record -g: auto (when the restart misses its target), always or never")
-	flag.StringVar(&opts.serviceArgs, "service-args", "", "more flags for both services, such as \"-snapshot-bytes 16777216\" (the figures are then not issue 30's)")
+	flag.StringVar(&opts.serviceArgs, "service-args", "", "more flags for both services, such as \"-snapshot-bytes 16777216\" (the figures are then not those the targets are stated for)")
 	flag.Parse()
 	if err := opts.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)

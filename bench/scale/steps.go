@@ -98,7 +98,7 @@ func settle(ctx context.Context, s *service, d time.Duration) (int64, error) {
 		return rss, err
 	}
 	if d < releaseAfter {
-		fmt.Printf("  note: -settle %s ends before the service gives its free memory back (up to %s idle after the loading): the idle RSS is not the issue's\n", d, releaseAfter)
+		fmt.Printf("  note: -settle %s ends before the service gives its free memory back (up to %s idle after the loading): the idle RSS is not the one the target is stated for\n", d, releaseAfter)
 	}
 	fmt.Printf("  idle for %s (-settle), so that the garbage of the loading is collected and given back:", d)
 	defer fmt.Println()

@@ -26,13 +26,12 @@ const Interval = 100 * time.Millisecond
 // applies them and looks again, so that a million due at once are applied
 // in rounds of at most this many, with other writes between them. A round
 // holds its groups' shards, and the reverse index's, while the store
-// applies it: about 25 ms for 50,000 on 2 cores under load, which a write
-// beside it may wait. Larger rounds cost less a membership (their reverse
-// pairs lie closer together, and a round is one commit with -data-dir):
-// under make bench-expiry's load a million due at once ended within 0.59
-// to 0.65 s in rounds of 50,000, 0.78 to 0.94 s in rounds of 20,000
-// (-data-dir: 0.65 to 0.77 s, against 0.91 to 1.19 s), while the load's
-// write p99 rose from about 24 to 31-39 ms (memory-only).
+// applies it (about 25 ms for 50,000 on 2 cores under load), which a write
+// beside it may wait. Larger rounds cost less a membership: their reverse
+// pairs lie closer together, and with -data-dir a round is one commit. At
+// 50,000, a million due at once end within the 1 s bound under make
+// bench-expiry's load, memory-only and with -data-dir, with a write p99
+// raised by tens of milliseconds meanwhile.
 const roundMax = 50000
 
 // Expirer applies a store's expiries as they come due.

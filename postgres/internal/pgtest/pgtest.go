@@ -80,8 +80,8 @@ func NewDatabase(t testing.TB) string {
 	return url
 }
 
-// Start returns a server for a program (a benchmark) rather than tests: the
-// one MEMBERSHIP_TEST_POSTGRES names, or a throwaway one. Stop it when done.
+// Start returns a server: the one MEMBERSHIP_TEST_POSTGRES names, or a
+// throwaway one. Stop it when done.
 func Start() (*Server, error) {
 	if env := os.Getenv(EnvURL); env != "" {
 		u, err := url.Parse(env)

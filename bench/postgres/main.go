@@ -1,4 +1,4 @@
-// Command bench measures the PostgreSQL store side by side in one run, on
+// Command postgres measures the PostgreSQL store side by side in one run, on
 // loopback: a POST of 3 users, and a GET of 10 and of 1000 members, on one
 // and on two instances of membership-postgres on one database, against the
 // embedded service (membership: in memory, and with -data-dir for writes),
@@ -7,15 +7,20 @@
 // ratios the targets are stated in, met or not, and how far the second
 // instance ran behind the log (membership_follow_lag_seconds).
 //
-// Run it from the repository root with `make bench`, which installs wrk and
-// PostgreSQL first when they are missing.
+// Run it from the repository root with `make bench-postgres` (or `make
+// bench`), which installs wrk and PostgreSQL first when they are missing.
+// The database is a throwaway server of its own (bench/pgserver), or the
+// server MEMBERSHIP_TEST_POSTGRES names, as for the PostgreSQL store's tests.
 package main
 
 import (
+	"context"
 	_ "embed"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +31,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/bench/loadtest"
-	"example.com/groupmembership/postgres/internal/pgtest"
+	"example.com/groupmembership/bench/pgserver"
 )
 
 //go:embed insert3.sql
@@ -40,7 +45,7 @@ func main() {
 	flag.IntVar(&load.Threads, "t", 2, "client threads for wrk and pgbench")
 	flag.Parse()
 	if err := run(load, *rounds); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
+		fmt.Fprintln(os.Stderr, "bench-postgres:", err)
 		os.Exit(1)
 	}
 }
@@ -55,7 +60,7 @@ type target struct {
 func run(load loadtest.Load, rounds int) error {
 	for _, tool := range []string{"wrk", "pgbench"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s is not installed: run `make bench`, which installs it", tool)
+			return fmt.Errorf("%s is not installed: run `make bench-postgres`, which installs it", tool)
 		}
 	}
 	tmp, err := os.MkdirTemp("", "membership-pgbench-")
@@ -67,17 +72,17 @@ func run(load loadtest.Load, rounds int) error {
 	if err != nil {
 		return err
 	}
-	srv, err := pgtest.Start()
+	server, stop, err := startPostgres(tmp)
 	if err != nil {
 		return err
 	}
-	defer srv.Stop()
-	dbURL, drop, err := srv.CreateDatabase()
+	defer stop()
+	dbURL, drop, err := createDatabase(server, "membership_bench")
 	if err != nil {
 		return err
 	}
 	defer drop()
-	benchURL, dropBench, err := srv.CreateDatabase()
+	benchURL, dropBench, err := createDatabase(server, "membership_pgbench")
 	if err != nil {
 		return err
 	}
@@ -191,10 +196,60 @@ func report(results map[string][]loadtest.Result, lag string) {
 	fmt.Printf("  %-62s %s (target < 50ms)\n", "lag of the second instance behind the log, p99", lag)
 }
 
-// build builds the embedded service and membership-postgres into dir.
+// startPostgres returns the URL of the maintenance database of the server
+// MEMBERSHIP_TEST_POSTGRES names, or of a throwaway one started in dir/pg,
+// and a function that stops the throwaway one.
+func startPostgres(dir string) (string, func(), error) {
+	if env := os.Getenv("MEMBERSHIP_TEST_POSTGRES"); env != "" {
+		return env, func() {}, nil
+	}
+	dir = filepath.Join(dir, "pg")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", nil, err
+	}
+	// The server runs as postgres when we are root: it must reach dir.
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		return "", nil, err
+	}
+	pg, err := pgserver.Start(context.Background(), dir)
+	if err != nil {
+		return "", nil, err
+	}
+	return pg.URL, func() {
+		if err := pg.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-postgres:", err)
+		}
+	}, nil
+}
+
+// createDatabase creates the database name, a name of its own, on the
+// server whose maintenance database is at server, and returns its URL and
+// a function that drops it.
+func createDatabase(server, name string) (string, func(), error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", nil, fmt.Errorf("the database URL: %w", err)
+	}
+	name = fmt.Sprintf("%s_%d", name, os.Getpid())
+	if err := psql(server, "CREATE DATABASE "+name); err != nil {
+		return "", nil, err
+	}
+	u.Path = "/" + name
+	return u.String(), func() {
+		if err := psql(server, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-postgres:", err)
+		}
+	}, nil
+}
+
+// build builds the embedded service and membership-postgres into dir, from
+// the repository root, the working directory.
 func build(dir string) (embedded, pg string, err error) {
+	if _, err := os.Stat("postgres/go.mod"); err != nil {
+		return "", "", errors.New("run it from the repository root: no postgres/go.mod here")
+	}
 	embedded, pg = filepath.Join(dir, "membership"), filepath.Join(dir, "membership-postgres")
-	for _, b := range []struct{ out, pkg, dir string }{{embedded, ".", ".."}, {pg, "./cmd/membership-postgres", "."}} {
+	for _, b := range []struct{ out, pkg, dir string }{{embedded, ".", "."}, {pg, "./cmd/membership-postgres", "postgres"}} {
 		cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
 		cmd.Dir = b.dir
 		if out, err := cmd.CombinedOutput(); err != nil {
