@@ -9,7 +9,7 @@
 //
 // # Writes
 //
-// The log holds write requests (entry.go), not their effects: each is
+// The log holds write requests (package record), not their effects: each is
 // applied to memory as it was when it was written, so a replay gives every
 // change its revision again. A write is first checked against memory
 // (memory.Store.Check), read only: one that would change nothing, or whose
@@ -22,7 +22,7 @@
 // the log (batch.go).
 //
 // A write or batch with an Idempotency-Key keeps its key in its record
-// (the key and its fingerprint, flagged in the op byte: entry.go), not in
+// (the key and its fingerprint, flagged in the op byte: package record), not in
 // a file of its own, so the keys are remembered as the changes are: across
 // restarts, crashes, snapshots (which hold the keys memory remembers), and
 // backups. Before any check, memory is asked, read only, whether it
@@ -42,14 +42,14 @@
 //
 // A membership's expiry (membership.Expiry) is in the record of the add
 // or replace that set it, as a time: the committer turns a TTL into the
-// time it sets as of the commit (setTime, with the time the record's
+// time it sets as of the commit (SetTime, with the time the record's
 // stamp keeps) before it encodes the record, and memory applies the
 // record as so resolved, then and on every replay. A write of an expiry
 // the record cannot hold, at or before 1970, is refused. Memory keeps the
 // expiries and their due set (the store's DueExpiries and friends are
 // memory's); the expirer (package expiry) ends the memberships due with
 // Write of a membership.OpExpire, which is logged as any write (op 7: the
-// group, at most MaxExpireUIDs uids, and the time they were due as of),
+// group, at most record.MaxExpireUIDs uids, and the time they were due as of),
 // and not at all when it would end none. Replaying it ends the same
 // memberships: a uid whose expiry was extended before the record was
 // applied stays, then and on replay. Snapshots hold the members'

@@ -22,6 +22,7 @@ import (
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/wal"
+	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
 )
 
@@ -40,9 +41,17 @@ const (
 )
 
 // MaxEntryBytes is the most bytes one change takes in the log: a change
-// whose entry is larger is refused. A caller that bounds the size of a
-// change (the largest body, the most users) checks its bound against it.
+// whose record is larger is refused. A caller that bounds the size of a
+// change (the largest body, the most users) checks LargestEntry against
+// it.
 const MaxEntryBytes = wal.MaxPayload
+
+// LargestEntry bounds the log record of one change that requests of at
+// most maxBodyBytes and maxUsers users, and batches of at most
+// maxBatchWrites writes, can ask for: see record.Largest.
+func LargestEntry(maxBodyBytes int64, maxUsers, maxBatchWrites int) int64 {
+	return record.Largest(maxBodyBytes, maxUsers, maxBatchWrites)
+}
 
 // MaxOpenFiles is the most file descriptors a Store holds open at once,
 // from the lock (LockDataDir, or Open) to Close, for a caller that
@@ -265,7 +274,7 @@ type durableStats struct {
 
 // pending is one change waiting for the committer.
 type pending struct {
-	req record
+	req record.Record
 	// queued holds the change's cost in the queue: the caller takes it,
 	// the committer releases it as it answers.
 	queued  budget.Lease
@@ -495,8 +504,8 @@ func removeTemps(dir string) error {
 // write, when it would end a membership.
 //
 // Errors: CodePreconditionFailed, CodeInvalidQuery (more than
-// MaxPreconditionRevisions revisions the group has not passed, or an
-// expire of more than MaxExpireUIDs uids), CodeInvalidUsers (an expiry
+// record.MaxPreconditionRevisions revisions the group has not passed, or
+// an expire of more than record.MaxExpireUIDs uids), CodeInvalidUsers (an expiry
 // not after 1970), CodeInvalidIdempotencyKey, CodeIdempotencyKeyReused,
 // CodeUnavailable, CodeBodyTooLarge.
 func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result, error) {
@@ -528,7 +537,7 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 	case !changes && w.Idem.Key == "":
 		return membership.Result{Revision: rev}, nil
 	}
-	c := entry(w)
+	c := record.Write(w)
 	c.Time = time.Time{} // the committer's to give: see encode
 	if c.Op == membership.OpRemoveUser {
 		c.GroupID, c.If = "", membership.Precondition{} // memory checks none
@@ -542,14 +551,14 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 }
 
 // loggable returns an error unless w is a write its record can hold as
-// it is: an expire of at most MaxExpireUIDs uids (so that LargestEntry
+// it is: an expire of at most record.MaxExpireUIDs uids (so that LargestEntry
 // bounds its record), and expiries after 1970 (a record holds an expiry
 // as milliseconds since 1970, 0 for none; the Service takes expiries
 // ahead of its clock only).
 func loggable(w membership.Write) error {
-	if w.Op == membership.OpExpire && len(w.UIDs) > MaxExpireUIDs {
+	if w.Op == membership.OpExpire && len(w.UIDs) > record.MaxExpireUIDs {
 		return membership.Errorf(membership.CodeInvalidQuery,
-			"an expire names %d uids, more than %d; nothing was changed", len(w.UIDs), MaxExpireUIDs)
+			"an expire names %d uids, more than %d; nothing was changed", len(w.UIDs), record.MaxExpireUIDs)
 	}
 	for i, u := range w.Users {
 		if u.Expiry.Set && !u.Expiry.At.IsZero() && u.Expiry.At.UnixMilli() <= 0 {
@@ -589,9 +598,9 @@ func pendingRevisions(revs []membership.Revision, rev membership.Revision) ([]me
 	}
 	slices.Sort(out)
 	out = slices.Compact(out)
-	if len(out) > MaxPreconditionRevisions {
+	if len(out) > record.MaxPreconditionRevisions {
 		return nil, membership.Errorf(membership.CodeInvalidQuery,
-			"the precondition names %d revisions the group has not passed, more than %d; nothing was changed", len(out), MaxPreconditionRevisions)
+			"the precondition names %d revisions the group has not passed, more than %d; nothing was changed", len(out), record.MaxPreconditionRevisions)
 	}
 	return out, nil
 }
@@ -609,14 +618,14 @@ func (d *Store) RemoveMembers(ctx context.Context, groupID string, uids []member
 // commit queues c for the committer and waits for its answer, at most
 // CommitTimeout. A full queue refuses c at once: a stuck disk must not pile
 // up waiting callers, nor their changes in memory.
-func (d *Store) commit(c record) result { return d.commitHolding(c, nil) }
+func (d *Store) commit(c record.Record) result { return d.commitHolding(c, nil) }
 
 // commitHolding is commit of a keyed write that holds its key's slot:
 // release, when not nil, is called once c is decided, refused before it is
 // queued or answered by the committer, even after its caller stopped
 // waiting, so that no other write of its key is logged before c is
 // applied.
-func (d *Store) commitHolding(c record, release func()) result {
+func (d *Store) commitHolding(c record.Record, release func()) result {
 	p, refused := d.enqueue(c, release)
 	if refused != nil {
 		return *refused
@@ -626,7 +635,7 @@ func (d *Store) commitHolding(c record, release func()) result {
 
 // enqueue queues c for the committer, or refuses it at once (a full queue,
 // a stuck disk, a store shutting down), calling release then.
-func (d *Store) enqueue(c record, release func()) (*pending, *result) {
+func (d *Store) enqueue(c record.Record, release func()) (*pending, *result) {
 	p := &pending{req: c, done: make(chan result, 1), release: release}
 	refused := func(r result) (*pending, *result) {
 		if release != nil {
@@ -640,7 +649,7 @@ func (d *Store) enqueue(c record, release func()) (*pending, *result) {
 			waited, d.opts.CommitTimeout)})
 	}
 	var ok bool
-	if p.queued, ok = d.queue.Take(c.cost()); !ok { // a change larger than the whole queue is taken alone
+	if p.queued, ok = d.queue.Take(c.Cost()); !ok { // a change larger than the whole queue is taken alone
 		d.stats.queueFull.Add(1)
 		return refused(result{err: errQueueFull})
 	}
@@ -715,7 +724,7 @@ func (d *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membe
 				results[i].Revision = rev
 				continue
 			}
-			c := entry(ws[i])
+			c := record.Write(ws[i])
 			c.Time = time.Time{} // the committer's to give: see encode
 			p, refused := d.enqueue(&c, nil)
 			if refused != nil {
@@ -759,7 +768,7 @@ func (d *Store) stuck() (time.Duration, bool) {
 
 // smallChangeCost is the cost of a change of one user: when the queue has
 // no room for it, the store says it cannot take changes.
-var smallChangeCost = (&entry{Op: membership.OpAdd, Users: make([]membership.User, 1)}).cost()
+var smallChangeCost = (&record.Write{Op: membership.OpAdd, Users: make([]membership.User, 1)}).Cost()
 
 var errQueueFull = membership.Errorf(membership.CodeUnavailable,
 	"too many changes are waiting for the disk; nothing was changed: try again later")
@@ -829,9 +838,9 @@ func (d *Store) encode(buf []byte, batch []*pending) ([]byte, []*pending) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	n := 0
 	for _, p := range batch {
-		p.req.setTime(now)
+		p.req.SetTime(now)
 		var err error
-		if buf, err = wal.Append(buf, p.req.appendTo); err != nil {
+		if buf, err = wal.Append(buf, p.req.Append); err != nil {
 			// Unreachable with the flags run checks; refused, not
 			// written, if it ever comes.
 			d.answer(p, result{err: membership.Errorf(membership.CodeBodyTooLarge,
@@ -881,13 +890,13 @@ func (d *Store) apply(batch []*pending) {
 			j++
 		}
 		if j-i < 2 {
-			batch[i].applied = batch[i].req.applyTo(d.mem)
+			batch[i].applied = applyRecord(d.mem, batch[i].req)
 			i++
 			continue
 		}
 		ws := make([]membership.Write, 0, j-i)
 		for _, p := range batch[i:j] {
-			ws = append(ws, membership.Write(*p.req.(*entry)))
+			ws = append(ws, membership.Write(*p.req.(*record.Write)))
 		}
 		results, err := d.mem.ApplyExpiries(ws)
 		for k, p := range batch[i:j] {
@@ -903,9 +912,29 @@ func (d *Store) apply(batch []*pending) {
 
 // isExpire reports whether r is an expire without an Idempotency key: the
 // expirer's.
-func isExpire(r record) bool {
-	c, ok := r.(*entry)
+func isExpire(r record.Record) bool {
+	c, ok := r.(*record.Write)
 	return ok && c.Op == membership.OpExpire && c.Idem.Key == ""
+}
+
+// applyRecord applies r to m. Memory gives it its revision, so replaying
+// the log after the same snapshot gives every change the revision it had;
+// and checks its preconditions, so a change that another overtook between
+// its check and its turn fails, taking no revision, when it is replayed
+// too. It takes r's time as it is: a change the committer stamped gets the
+// time it got when it was first applied, and one an older build logged
+// without a time gets none. A keyed write or batch is applied once for
+// its key, as of that time: a repeat that was logged before its first
+// write was applied is a replay (memory decides, as it does on every
+// replay of the log), and its caller gets the first write's result,
+// Replayed.
+func applyRecord(m *memory.Store, r record.Record) result {
+	if w, ok := r.(*record.Write); ok {
+		res, err := m.ApplyLogged(membership.Write(*w))
+		return result{res: res, err: err}
+	}
+	res, err := m.BatchLogged(membership.Batch(*r.(*record.Batch)))
+	return result{batch: res, err: err}
 }
 
 // drain answers the changes still queued at shutdown: nothing was changed.

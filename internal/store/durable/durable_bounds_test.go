@@ -16,6 +16,7 @@ import (
 
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
+	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
 )
 
@@ -91,7 +92,7 @@ func TestDurableCommitHasADeadline(t *testing.T) {
 // they are refused at once, changing nothing, and readiness says so.
 func TestDurableQueueIsBounded(t *testing.T) {
 	ctx := context.Background()
-	one := (&entry{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}}).cost()
+	one := (&record.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}}).Cost()
 	d, syncing, release := openStuckDurable(t, Options{ChangesKeep: keepAll, CommitTimeout: time.Hour, QueueBytes: 3 * one})
 
 	type answer struct {
@@ -308,11 +309,11 @@ func TestDurableRefusesADamagedLastRecord(t *testing.T) {
 func TestDurableReadsAVersion1Log(t *testing.T) {
 	dir := t.TempDir()
 	v1 := []byte(wal.Magic + "\x01\x00\x00\x00")
-	for _, c := range []*entry{
+	for _, c := range []*record.Write{
 		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}}},
 		{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}},
 	} {
-		payload := appendEntry(nil, c)
+		payload := c.Append(nil)
 		h := make([]byte, 8)
 		binary.LittleEndian.PutUint32(h, uint32(len(payload)))
 		binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(payload, castagnoli))
@@ -357,11 +358,11 @@ func TestDurableReadsAVersion2Log(t *testing.T) {
 	require.NoError(t, err)
 	v2 := append([]byte{}, empty[:wal.HeaderSize]...)
 	v2[4] = 2
-	for _, c := range []*entry{
+	for _, c := range []*record.Write{
 		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}}},
 		{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}},
 	} {
-		v2, err = wal.Append(v2, func(b []byte) []byte { return appendEntry(b, c) })
+		v2, err = wal.Append(v2, func(b []byte) []byte { return c.Append(b) })
 		require.NoError(t, err)
 	}
 	require.NoError(t, os.WriteFile(path, v2, 0o600))

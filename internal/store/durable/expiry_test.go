@@ -21,6 +21,7 @@ import (
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
+	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
 )
 
@@ -189,20 +190,20 @@ func checkDue(t *testing.T, d *Store, lists map[string][]membership.Member) {
 }
 
 // loggedExpires returns the expire records of the logs of dir.
-func loggedExpires(t *testing.T, dir string) []*entry {
+func loggedExpires(t *testing.T, dir string) []*record.Write {
 	t.Helper()
 	logs, _, err := files(dir)
 	require.NoError(t, err)
-	var out []*entry
+	var out []*record.Write
 	for _, seq := range logs {
 		data, err := os.ReadFile(logPath(dir, seq))
 		require.NoError(t, err)
 		_, err = wal.Read(data, func(payload []byte) error {
-			r, err := decodeRecord(payload)
+			r, err := record.Decode(payload)
 			if err != nil {
 				return err
 			}
-			if e, ok := r.(*entry); ok && e.Op == membership.OpExpire {
+			if e, ok := r.(*record.Write); ok && e.Op == membership.OpExpire {
 				out = append(out, e)
 			}
 			return nil
@@ -394,7 +395,7 @@ func TestDurableRefusesAnExpiryItsLogCannotKeep(t *testing.T) {
 	assert.Zero(t, d.mem.LatestRevision())
 }
 
-// An expire write names at most MaxExpireUIDs uids, as memory's
+// An expire write names at most record.MaxExpireUIDs uids, as memory's
 // DueExpiries gives them: a larger one is refused, so that LargestEntry
 // bounds every expire record, whatever the request limits.
 func TestExpireRecordsAreBounded(t *testing.T) {
@@ -403,7 +404,7 @@ func TestExpireRecordsAreBounded(t *testing.T) {
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	defer d.Close()
 	past := time.UnixMilli(1 << 40).UTC()
-	users := make([]membership.User, MaxExpireUIDs+1)
+	users := make([]membership.User, record.MaxExpireUIDs+1)
 	for i := range users {
 		users[i] = expiring(math.MaxInt64-membership.UID(i), past)
 	}
@@ -415,7 +416,7 @@ func TestExpireRecordsAreBounded(t *testing.T) {
 	_, err = d.Write(ctx, membership.Write{Op: membership.OpExpire, GroupID: "big", UIDs: uids, AsOf: past})
 	assert.Equal(t, membership.CodeInvalidQuery, membership.ErrorCode(err), "%v", err)
 	for _, w := range due {
-		assert.LessOrEqual(t, len(w.Write.UIDs), MaxExpireUIDs)
+		assert.LessOrEqual(t, len(w.Write.UIDs), record.MaxExpireUIDs)
 		res, err := d.Write(ctx, w.Write)
 		require.NoError(t, err)
 		assert.Equal(t, len(w.Write.UIDs), res.Count)
@@ -423,8 +424,8 @@ func TestExpireRecordsAreBounded(t *testing.T) {
 	expires := loggedExpires(t, dir)
 	require.Len(t, expires, 2)
 	for _, e := range expires {
-		e.If = membership.Precondition{Exists: true, Revisions: make([]membership.Revision, MaxPreconditionRevisions)}
-		assert.LessOrEqual(t, int64(len(appendEntry(nil, e))), LargestEntry(0, 0, 1), "bounded by the smallest limits too")
+		e.If = membership.Precondition{Exists: true, Revisions: make([]membership.Revision, record.MaxPreconditionRevisions)}
+		assert.LessOrEqual(t, int64(len(e.Append(nil))), LargestEntry(0, 0, 1), "bounded by the smallest limits too")
 	}
 }
 
@@ -483,15 +484,15 @@ func TestTheCommitterAppliesARunOfExpiresTogether(t *testing.T) {
 	}
 	at := t0.Add(time.Second)
 	expire := func(g string, uids ...membership.UID) *pending {
-		return &pending{req: &entry{Op: membership.OpExpire, GroupID: g, UIDs: uids, AsOf: at, Time: at}}
+		return &pending{req: &record.Write{Op: membership.OpExpire, GroupID: g, UIDs: uids, AsOf: at, Time: at}}
 	}
 	batch := []*pending{
 		expire("a", 1, 2),
-		&pending{req: &entry{Op: membership.OpAdd, GroupID: "b", Time: at, Users: []membership.User{expiring(4, t0)}}},
+		&pending{req: &record.Write{Op: membership.OpAdd, GroupID: "b", Time: at, Users: []membership.User{expiring(4, t0)}}},
 		expire("b", 1, 4),
 		expire("c", 1, 2),
 		expire("b", 2),
-		&pending{req: &entry{Op: membership.OpRemove, GroupID: "c", Time: at, UIDs: []membership.UID{3}}},
+		&pending{req: &record.Write{Op: membership.OpRemove, GroupID: "c", Time: at, UIDs: []membership.UID{3}}},
 	}
 	d.applyMu.Lock()
 	d.apply(batch)

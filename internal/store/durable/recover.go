@@ -18,6 +18,7 @@ import (
 	"example.com/groupmembership/internal/fileutil"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/wal"
+	"example.com/groupmembership/internal/store/wal/record"
 )
 
 // recover loads the newest snapshot that reads back and replays the logs
@@ -418,11 +419,11 @@ func (d *Store) replay(seq uint64, last bool, later []uint64) (size int64, versi
 		return wal.HeaderSize, wal.Version, err // errLogsRemoved after a repair
 	}
 	res, err := wal.Read(data, func(payload []byte) error {
-		c, err := decodeRecord(payload)
+		r, err := record.Decode(payload)
 		if err != nil {
 			return errUndecodable{err}
 		}
-		_ = c.applyTo(d.mem) // fails as it failed when written: a precondition another write overtook
+		_ = applyRecord(d.mem, r) // fails as it failed when written: a precondition another write overtook
 		return nil
 	})
 	var damage *wal.Damage

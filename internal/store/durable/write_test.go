@@ -19,6 +19,7 @@ import (
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
+	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
 )
 
@@ -226,7 +227,7 @@ func TestDurableRacedPreconditionFailsOnReplayToo(t *testing.T) {
 	require.NoError(t, err)
 	// The second write, checked before the first was applied, as a racing
 	// one is: queued as Write would have queued it.
-	err = d.commit(&entry{Op: membership.OpDeleteGroup, GroupID: "g", If: was}).err
+	err = d.commit(&record.Write{Op: membership.OpDeleteGroup, GroupID: "g", If: was}).err
 	require.Error(t, err)
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
 	var e *membership.Error
@@ -331,7 +332,7 @@ func TestDurableDoesNotLogWritesThatChangeNothing(t *testing.T) {
 }
 
 // The revisions of an If-Match that the group has passed are not logged:
-// they can no longer match. More than MaxPreconditionRevisions others are
+// they can no longer match. More than record.MaxPreconditionRevisions others are
 // refused.
 func TestDurableBoundsTheRevisionsOfAPrecondition(t *testing.T) {
 	ctx := context.Background()
@@ -343,7 +344,7 @@ func TestDurableBoundsTheRevisionsOfAPrecondition(t *testing.T) {
 		require.NoError(t, err)
 	}
 	rev := revisionOf(t, d)
-	many := make([]membership.Revision, 0, 1000+MaxPreconditionRevisions)
+	many := make([]membership.Revision, 0, 1000+record.MaxPreconditionRevisions)
 	for i := range 1000 {
 		many = append(many, rev-membership.Revision(i%int(rev)))
 	}
@@ -354,12 +355,12 @@ func TestDurableBoundsTheRevisionsOfAPrecondition(t *testing.T) {
 
 	rev = revisionOf(t, d)
 	future := []membership.Revision{rev}
-	for i := range MaxPreconditionRevisions {
+	for i := range record.MaxPreconditionRevisions {
 		future = append(future, rev+1+membership.Revision(i))
 	}
 	_, err = d.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}, If: membership.Precondition{Revisions: future}})
 	assert.Equal(t, membership.CodeInvalidQuery, membership.ErrorCode(err))
-	_, err = d.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}, If: membership.Precondition{Revisions: future[:MaxPreconditionRevisions]}})
+	_, err = d.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}, If: membership.Precondition{Revisions: future[:record.MaxPreconditionRevisions]}})
 	assert.NoError(t, err, "as many as MaxPreconditionRevisions are taken")
 	got, _ := storetest.ListAll(t, d, "g")
 	assert.Equal(t, []membership.Member{{UID: 3}}, got)
