@@ -94,7 +94,7 @@ func TestDurableBatchesReplayAfterACrash(t *testing.T) {
 	for _, c := range wantState.Changes {
 		assert.False(t, c.Time.IsZero(), "change %d has the time of its commit", c.Revision)
 	}
-	d.markNow()
+	d.log.Mark()
 	crash(t, d)
 
 	d = openTestDurable(t, dir, markedOpts())
@@ -114,7 +114,7 @@ func TestDurableBatchesReplayAfterACrash(t *testing.T) {
 	require.NoError(t, d.Close())
 	_, snapshots, err := files(dir)
 	require.NoError(t, err)
-	st, err := snap.ReadFile(snapshotPath(dir, snapshots[len(snapshots)-1]))
+	st, err := snap.ReadFile(snap.Path(dir, snapshots[len(snapshots)-1]))
 	require.NoError(t, err)
 	batches := 0
 	for _, c := range st.Changes {
@@ -161,7 +161,7 @@ func TestDurableRacedBatchFailsOnReplayToo(t *testing.T) {
 	_, err = d.Batch(ctx, move("c"))
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
 	want := stateOf(t, d)
-	d.markNow()
+	d.log.Mark()
 	crash(t, d)
 
 	data, err := os.ReadFile(newestLog(t, dir))

@@ -4,21 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/fileutil"
-	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/wal"
@@ -118,14 +113,14 @@ type Options struct {
 	// Open takes it.
 	Lock *fileutil.DirLock
 
-	// openLog opens a log file for appending, openMark the mark, and probe
-	// checks that the directory takes writes (see probeDisk); tests replace
-	// them to simulate failing disks.
-	openLog  func(path string) (logFile, error)
-	openMark func(path string) (markFile, error)
+	// openLog opens a log file for appending, openMark the mark (see
+	// wal.Options), and probe checks that the directory takes writes (see
+	// probeDisk); tests replace them to simulate failing disks.
+	openLog  func(path string) (wal.File, error)
+	openMark func(path string) (wal.MarkFile, error)
 	probe    func(dir string) error
 	// markEvery is how often the mark is written, at most; markInterval
-	// when 0. Tests set it long, and write the mark with markNow.
+	// when 0. Tests set it long, and write the mark with the log's Mark.
 	markEvery time.Duration
 }
 
@@ -140,14 +135,6 @@ func (opts Options) withDefaults() Options {
 	if opts.QueueBytes <= 0 {
 		opts.QueueBytes = DefaultQueueBytes
 	}
-	if opts.openLog == nil {
-		opts.openLog = func(path string) (logFile, error) {
-			return openAppend(path)
-		}
-	}
-	if opts.openMark == nil {
-		opts.openMark = openMarkFile
-	}
 	if opts.probe == nil {
 		opts.probe = writeProbe
 	}
@@ -160,15 +147,6 @@ func (opts Options) withDefaults() Options {
 	return opts
 }
 
-// logFile is what the durable store writes its log through.
-type logFile interface {
-	io.Writer
-	Sync() error
-	Truncate(size int64) error
-	Close() error
-	Stat() (os.FileInfo, error)
-}
-
 // Store is a membership.Store that keeps its state in memory and makes
 // every change durable in a directory before applying it: a checksummed
 // write-ahead log, fsynced before the change is applied or acknowledged, and
@@ -177,9 +155,9 @@ type logFile interface {
 //
 // Files in the directory: LOCK (held with flock while open, as is the
 // directory itself), DATA (what the directory holds, see dataFileName),
-// MARK (how far the newest log is known complete, see mark.go), log-N.wal
-// (the log, N counting up), snapshot-N.snap (the whole state before
-// log-N.wal). The directory is 0700, the files 0600.
+// the log's (package wal: log-N.wal, N counting up, and MARK),
+// snapshot-N.snap (the whole state before log-N.wal). The directory is
+// 0700, the files 0600.
 type Store struct {
 	// ReadOnly serves the reads from memory, which holds what was
 	// replayed and loaded from the snapshot at start: the feed continues
@@ -206,21 +184,6 @@ type Store struct {
 	// health is what Writable reports; the committer sets it.
 	health health
 
-	// dataMissing says that the directory had no DATA at the start.
-	dataMissing bool
-	// startMark is the mark found at the start; startMarkOK says that it
-	// checked out and is this directory's, and so is checked against the
-	// newest log.
-	startMark   markSlot
-	startMarkOK bool
-
-	// marker writes MARK, in a goroutine of its own (markLoop), from
-	// synced, which the committer sets after each fsync of the log.
-	marker *marker
-	// syncedMu guards synced; never held while another lock is taken.
-	syncedMu sync.Mutex
-	synced   logMark
-
 	// applyMu is held by the committer while it applies the changes of a
 	// commit to memory, and by Backup while it copies memory: memory
 	// remembers an Idempotency-Key just after it applied its write, and a
@@ -233,11 +196,10 @@ type Store struct {
 
 	// The committer goroutine owns everything below (recover before it
 	// starts, and Close after it stopped, touch it too), but snapshotWG and
-	// snapping, which the snapshot goroutine it starts shares (see doc.go).
+	// snapping, which the snapshot goroutine it starts shares, and the
+	// log's Mark and Stats (see doc.go).
 	dataFile   dataFile
-	log        logFile
-	logSeq     uint64 // N of the log being written
-	logSize    int64
+	log        *wal.Log
 	snapshotWG sync.WaitGroup
 	snapping   atomic.Bool
 
@@ -259,13 +221,10 @@ type health struct {
 	writeStart atomic.Int64
 }
 
-// durableStats are the disk's figures for Metrics.
+// durableStats are the disk's figures for Metrics, beside the log's.
 type durableStats struct {
-	logBytes      atomic.Int64
-	fsyncs        atomic.Uint64
-	fsyncDuration *metrics.Histogram
-	snapshots     atomic.Uint64
-	lastSnapshot  atomic.Int64 // nanoseconds
+	snapshots    atomic.Uint64
+	lastSnapshot atomic.Int64 // nanoseconds
 	// Changes refused because the queue was full, and those whose commit
 	// took longer than CommitTimeout.
 	queueFull      atomic.Uint64
@@ -294,9 +253,6 @@ type result struct {
 }
 
 var _ membership.Store = (*Store)(nil)
-
-// castagnoli is the CRC-32C table of MARK's checksums.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Open opens, or creates, the data directory dir, recovers the state it
 // holds and starts taking changes. Only one process may have a directory
@@ -331,12 +287,10 @@ func openDurable(dir string, opts Options, lock *fileutil.DirLock) (*Store, erro
 		markStopped: make(chan struct{}),
 	}
 	d.mem = d.newMemory()
-	d.stats.fsyncDuration = metrics.NewHistogram(metrics.DefaultDurationBuckets)
 	if err := d.recover(); err != nil {
 		return nil, err
 	}
 	d.ReadOnly = d.mem.ReadOnly() // recover may have started a new one
-	d.stats.logBytes.Store(d.logSize)
 	go d.commitLoop()
 	go d.markLoop()
 	return d, nil
@@ -377,14 +331,25 @@ func (d *Store) Close() error {
 	case <-t.C:
 		return fmt.Errorf("the disk did not finish writing within %s: the changes not acknowledged may or may not be kept", d.opts.CommitTimeout)
 	}
-	err := d.log.Close()
-	if err == nil && d.health.broken.Load() == nil {
-		// A clean stop: the size of the last log, so that a log cut while
-		// the service is stopped is noticed at the next start.
-		d.dataFile.closedLog, d.dataFile.closedSize = d.logSeq, d.logSize
-		err = d.dataFile.write(d.dir)
+	return errors.Join(d.log.Close(), d.lock.Release())
+}
+
+// recordNewestLog records in DATA that log seq is the newest, appended to
+// from now on: no clean stop until the next.
+func (d *Store) recordNewestLog(seq uint64) error {
+	d.dataFile.lastLog, d.dataFile.closedLog, d.dataFile.closedSize = seq, 0, 0
+	return d.dataFile.write(d.dir)
+}
+
+// recordCleanStop records in DATA, after the log closed, the size of the
+// last log, so that a log cut while the service is stopped is noticed at
+// the next start; not for a log that cannot be trusted.
+func (d *Store) recordCleanStop(seq uint64, size int64) error {
+	if d.health.broken.Load() != nil {
+		return nil
 	}
-	return errors.Join(err, d.marker.close(), d.lock.Release())
+	d.dataFile.closedLog, d.dataFile.closedSize = seq, size
+	return d.dataFile.write(d.dir)
 }
 
 // Epoch implements membership.Store: the data directory's, kept in DATA.
@@ -413,17 +378,10 @@ func (d *Store) Writable() error {
 	return nil
 }
 
-// File modes: the data is the service's alone, as PostgreSQL and etcd keep
-// theirs. An existing directory that others may read is tightened.
-const (
-	dirMode  = 0o700
-	fileMode = 0o600
-)
-
-// makePrivateDir creates dir with dirMode, or tightens an existing one that
-// group or others may enter.
+// makePrivateDir creates dir with fileutil.DirMode, or tightens an
+// existing one that group or others may enter.
 func makePrivateDir(dir string, logger *slog.Logger) error {
-	if err := os.MkdirAll(dir, dirMode); err != nil {
+	if err := os.MkdirAll(dir, fileutil.DirMode); err != nil {
 		return err
 	}
 	info, err := os.Stat(dir)
@@ -431,46 +389,13 @@ func makePrivateDir(dir string, logger *slog.Logger) error {
 		return err
 	}
 	if info.Mode().Perm()&0o077 != 0 {
-		if err := os.Chmod(dir, dirMode); err != nil {
+		if err := os.Chmod(dir, fileutil.DirMode); err != nil {
 			logger.Warn("the data directory is open to other users, and tightening it failed", "dir", dir, "mode", info.Mode().Perm(), "err", err)
 			return nil
 		}
 		logger.Warn("the data directory was open to other users: made it 0700", "dir", dir, "was", info.Mode().Perm())
 	}
 	return nil
-}
-
-func logPath(dir string, seq uint64) string {
-	return filepath.Join(dir, fmt.Sprintf("log-%016d.wal", seq))
-}
-
-func snapshotPath(dir string, seq uint64) string {
-	return filepath.Join(dir, fmt.Sprintf("snapshot-%016d.snap", seq))
-}
-
-// files returns the sequence numbers of the logs and snapshots in dir, in
-// ascending order.
-func files(dir string) (logs, snapshots []uint64, err error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, e := range entries {
-		name := e.Name()
-		switch {
-		case strings.HasPrefix(name, "log-") && strings.HasSuffix(name, ".wal"):
-			if n, err := strconv.ParseUint(name[4:len(name)-4], 10, 64); err == nil {
-				logs = append(logs, n)
-			}
-		case strings.HasPrefix(name, "snapshot-") && strings.HasSuffix(name, ".snap"):
-			if n, err := strconv.ParseUint(name[9:len(name)-5], 10, 64); err == nil {
-				snapshots = append(snapshots, n)
-			}
-		}
-	}
-	slices.Sort(logs)
-	slices.Sort(snapshots)
-	return logs, snapshots, nil
 }
 
 // removeTemps removes the temporary files a crash left behind.
@@ -866,11 +791,11 @@ func (d *Store) commitBatch(buf []byte, batch []*pending) {
 	d.applyMu.Lock()
 	d.apply(batch)
 	d.applyMu.Unlock()
-	d.setSynced() // before the answers: a change acknowledged is in the next mark
+	d.log.SetSynced(uint64(d.mem.LatestRevision())) // before the answers: a change acknowledged is in the next mark
 	for _, p := range batch {
 		d.answer(p, p.applied)
 	}
-	if d.logSize >= d.opts.SnapshotBytes && !d.snapping.Load() {
+	if d.log.Size() >= d.opts.SnapshotBytes && !d.snapping.Load() {
 		// Starting a new log writes and fsyncs too: a stuck disk here
 		// shows as a stuck write.
 		d.health.writeStart.Store(time.Now().UnixNano())
@@ -949,73 +874,33 @@ func (d *Store) drain() {
 	}
 }
 
-// write appends buf to the log and fsyncs it. When the write fails (a full
-// disk, say) it cuts the log back to where it was, so that the refused
-// changes are not replayed later, and carries on. When the fsync fails it
-// cuts back too, but then takes no more changes until restarted: after a
-// failed fsync, Linux may drop the unwritten pages and clear the error, so a
-// later fsync can succeed without the data being on disk.
+// write saves buf, the records of a commit, to the log (wal.Log.Save).
+// When the write fails (a full disk, say) the log is cut back to where it
+// was, so that the refused changes are not replayed later, and the store
+// carries on; when the log can no longer be trusted (a failed fsync, say),
+// the store takes no more changes until restarted.
 func (d *Store) write(buf []byte) error {
 	if d.health.broken.Load() != nil {
 		return membership.Errorf(membership.CodeUnavailable, "the store stopped taking changes after a disk failure; restart it; nothing was changed")
 	}
 	d.health.writeStart.Store(time.Now().UnixNano())
 	defer d.health.writeStart.Store(0)
-	_, err := d.log.Write(buf)
-	syncFailed := false
-	if err == nil {
-		start := time.Now()
-		err = d.log.Sync()
-		d.stats.fsyncs.Add(1)
-		d.stats.fsyncDuration.Observe(time.Since(start))
-		syncFailed = err != nil
-	}
-	if err == nil {
-		d.logSize += int64(len(buf))
-		d.stats.logBytes.Store(d.logSize)
+	err, broken := d.log.Save(buf)
+	if err != nil {
+		msg := err.Error()
+		d.health.failing.Store(&msg)
+	} else {
 		d.health.failing.Store(nil)
-		// Written where a restart will read it? A log deleted or replaced
-		// under the service takes writes that a restart would never see.
-		if err := d.checkLogInPlace(); err != nil {
-			d.setBroken(err)
-			return membership.Errorf(membership.CodeUnavailable,
-				"the log file was removed or replaced while the service ran; the change is not kept: restart the service")
-		}
-		return nil
 	}
-	msg := err.Error()
-	d.health.failing.Store(&msg)
-	d.logger.Error("writing the log failed; the changes are refused", "file", logPath(d.dir, d.logSeq), "err", err)
-	cutErr := d.log.Truncate(d.logSize)
-	if cutErr == nil && !syncFailed {
-		cutErr = d.log.Sync()
+	if broken != nil {
+		d.setBroken(broken)
 	}
 	switch {
-	case syncFailed:
-		d.setBroken(fmt.Errorf("fsync failed: %w", err))
-	case cutErr != nil:
-		d.setBroken(fmt.Errorf("cutting the log back after a failed write failed: %w", cutErr))
-	}
-	return membership.Errorf(membership.CodeUnavailable, "the change could not be written to disk; nothing was changed")
-}
-
-// checkLogInPlace returns an error unless the log being written is the file
-// its path names in the directory.
-func (d *Store) checkLogInPlace() error {
-	path := logPath(d.dir, d.logSeq)
-	open, err := d.log.Stat()
-	if err != nil {
-		return fmt.Errorf("checking the log %s: %w", path, err)
-	}
-	named, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("the log %s is gone from the data directory: %w", path, err)
-	}
-	if !os.SameFile(open, named) {
-		return fmt.Errorf("the log %s was replaced by another file", path)
-	}
-	if open.Size() != d.logSize {
-		return fmt.Errorf("the log %s is %d bytes where the service wrote %d: something else wrote to it or cut it", path, open.Size(), d.logSize)
+	case err != nil:
+		return membership.Errorf(membership.CodeUnavailable, "the change could not be written to disk; nothing was changed")
+	case broken != nil:
+		return membership.Errorf(membership.CodeUnavailable,
+			"the log file was removed or replaced while the service ran; the change is not kept: restart the service")
 	}
 	return nil
 }
@@ -1047,35 +932,22 @@ func (d *Store) probeDisk() {
 // which a start after a crash removes).
 func writeProbe(dir string) error {
 	path := filepath.Join(dir, "probe.tmp")
-	err := os.WriteFile(path, make([]byte, 4096), fileMode)
+	err := os.WriteFile(path, make([]byte, 4096), fileutil.FileMode)
 	if err == nil {
 		err = fileutil.SyncFile(path)
 	}
 	return errors.Join(err, os.Remove(path))
 }
 
-// startSnapshot starts a new log and writes, in the background, a snapshot of
-// the state as of the end of the old one; then it removes what the snapshot
-// covers. Copying the state is the only part that holds up changes.
+// startSnapshot starts a new log (wal.Log.Cut) and writes, in the
+// background, a snapshot of the state as of the end of the old one; then
+// it removes what the snapshot covers. Copying the state is the only part
+// that holds up changes.
 func (d *Store) startSnapshot() {
-	next := d.logSeq + 1
-	if err := d.createLog(next, uint64(d.mem.LatestRevision())); err != nil {
-		d.logger.Error("starting a new log for a snapshot failed", "err", err)
+	next, ok := d.log.Cut(uint64(d.mem.LatestRevision()))
+	if !ok {
 		return
 	}
-	d.dataFile.lastLog = next
-	if err := d.dataFile.write(d.dir); err != nil {
-		d.logger.Error("recording the new log in DATA failed", "err", err)
-	}
-	newLog, err := d.opts.openLog(logPath(d.dir, next))
-	if err != nil {
-		d.logger.Error("opening the new log failed", "err", err)
-		return
-	}
-	_ = d.log.Close()
-	d.log, d.logSeq, d.logSize = newLog, next, wal.HeaderSize
-	d.stats.logBytes.Store(d.logSize)
-	d.setSynced() // supersedes the mark of the old log, which stays whole
 	start := time.Now()
 	st := d.mem.Export() // consistent: only this goroutine changes memory
 	d.snapping.Store(true)
@@ -1083,7 +955,7 @@ func (d *Store) startSnapshot() {
 	go func() {
 		defer d.snapshotWG.Done()
 		defer d.snapping.Store(false)
-		path := snapshotPath(d.dir, next)
+		path := snap.Path(d.dir, next)
 		if err := snap.WriteFile(path, st); err != nil {
 			d.logger.Error("writing a snapshot failed; the logs are kept", "file", path, "err", err)
 			return
@@ -1104,30 +976,23 @@ func (d *Store) startSnapshot() {
 // the logs after that one, so that should newest be damaged later, -repair
 // recovers every change from them. Everything older goes.
 func (d *Store) removeSuperseded(newest uint64) {
-	logs, snapshots, err := files(d.dir)
-	if err != nil {
-		d.logger.Error("listing the data directory failed", "err", err)
-		return
-	}
+	snapshots, err := snap.List(d.dir)
 	keep := uint64(0)
 	for _, n := range snapshots {
 		if n < newest {
 			keep = n
 		}
 	}
-	for _, n := range logs {
-		if n < keep {
-			_ = os.Remove(logPath(d.dir, n))
-		}
+	if err == nil {
+		err = d.log.RemoveBefore(keep)
+	}
+	if err != nil {
+		d.logger.Error("listing the data directory failed", "err", err)
+		return
 	}
 	for _, n := range snapshots {
 		if n < keep {
-			_ = os.Remove(snapshotPath(d.dir, n))
+			_ = os.Remove(snap.Path(d.dir, n))
 		}
 	}
-}
-
-// openAppend opens the log at path for appending records.
-func openAppend(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 }

@@ -20,10 +20,10 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// stuckLog is a logFile whose Sync blocks, as on a frozen filesystem, until
+// stuckLog is a wal.File whose Sync blocks, as on a frozen filesystem, until
 // release is closed. syncing gets a value each time a Sync starts.
 type stuckLog struct {
-	logFile
+	wal.File
 	syncing chan struct{}
 	release chan struct{}
 }
@@ -31,7 +31,7 @@ type stuckLog struct {
 func (s *stuckLog) Sync() error {
 	s.syncing <- struct{}{}
 	<-s.release
-	return s.logFile.Sync()
+	return s.File.Sync()
 }
 
 // openStuckDurable opens a store whose log syncs block until the returned
@@ -39,9 +39,9 @@ func (s *stuckLog) Sync() error {
 func openStuckDurable(t *testing.T, opts Options) (d *Store, syncing <-chan struct{}, release func()) {
 	t.Helper()
 	log := &stuckLog{syncing: make(chan struct{}, 100), release: make(chan struct{})}
-	opts.openLog = func(path string) (logFile, error) {
+	opts.openLog = func(path string) (wal.File, error) {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-		log.logFile = f
+		log.File = f
 		return log, err
 	}
 	d = openTestDurable(t, t.TempDir(), opts)
@@ -316,16 +316,16 @@ func TestDurableReadsAVersion1Log(t *testing.T) {
 		payload := c.Append(nil)
 		h := make([]byte, 8)
 		binary.LittleEndian.PutUint32(h, uint32(len(payload)))
-		binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(payload, castagnoli))
+		binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)))
 		v1 = append(append(v1, h...), payload...)
 	}
-	require.NoError(t, os.WriteFile(logPath(dir, 1), v1, 0o600))
+	require.NoError(t, os.WriteFile(wal.Path(dir, 1), v1, 0o600))
 
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 3}})
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
-	old, err := os.ReadFile(logPath(dir, 1))
+	old, err := os.ReadFile(wal.Path(dir, 1))
 	require.NoError(t, err)
 	assert.Equal(t, v1, old, "the old log is left as it was")
 

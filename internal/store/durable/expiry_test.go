@@ -196,7 +196,7 @@ func loggedExpires(t *testing.T, dir string) []*record.Write {
 	require.NoError(t, err)
 	var out []*record.Write
 	for _, seq := range logs {
-		data, err := os.ReadFile(logPath(dir, seq))
+		data, err := os.ReadFile(wal.Path(dir, seq))
 		require.NoError(t, err)
 		_, err = wal.Read(data, func(payload []byte) error {
 			r, err := record.Decode(payload)
@@ -252,7 +252,7 @@ func TestDurableKeepsExpiries(t *testing.T) {
 			case "closed and reopened":
 				require.NoError(t, d.Close())
 			case "killed":
-				d.markNow()
+				d.log.Mark()
 				crash(t, d)
 			case "from a snapshot":
 				require.NoError(t, d.Close())
@@ -310,7 +310,7 @@ func TestDurableEndsWhatExpiredWhileClosed(t *testing.T) {
 				require.NoError(t, err)
 			}
 			if killed {
-				d.markNow()
+				d.log.Mark()
 				crash(t, d)
 			} else {
 				require.NoError(t, d.Close())

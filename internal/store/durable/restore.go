@@ -11,6 +11,7 @@ import (
 
 	"example.com/groupmembership/internal/fileutil"
 	"example.com/groupmembership/internal/store/snap"
+	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/membership"
 )
 
@@ -77,7 +78,7 @@ func checkRestoreTarget(dir string) error {
 // and DATA, and RESTORING removed last.
 func writeRestore(dir string, st *snap.State) error {
 	marker := filepath.Join(dir, restoringFileName)
-	if err := fileutil.WriteAtomic(marker, fileMode, func(w io.Writer) error {
+	if err := fileutil.WriteAtomic(marker, fileutil.FileMode, func(w io.Writer) error {
 		_, err := io.WriteString(w, "a restore into this directory did not finish: run -restore again\n")
 		return err
 	}); err != nil {
@@ -87,10 +88,10 @@ func writeRestore(dir string, st *snap.State) error {
 		return err
 	}
 	df := dataFile{id: newRandomID(), epoch: newRandomID(), lastLog: 1}
-	if err := snap.WriteFile(snapshotPath(dir, 1), st); err != nil {
+	if err := snap.WriteFile(snap.Path(dir, 1), st); err != nil {
 		return err
 	}
-	if err := createLog(dir, 1, uint64(st.LastRevision), df.id); err != nil {
+	if err := wal.Create(dir, 1, uint64(st.LastRevision), df.id); err != nil {
 		return err
 	}
 	if err := df.write(dir); err != nil {
@@ -128,9 +129,7 @@ func removeRestoreFiles(dir string) error {
 
 // isRestoreFile says whether name is one of the files a restore writes.
 func isRestoreFile(name string) bool {
-	return name == dataFileName || strings.HasSuffix(name, ".tmp") ||
-		strings.HasPrefix(name, "snapshot-") && strings.HasSuffix(name, ".snap") ||
-		strings.HasPrefix(name, "log-") && strings.HasSuffix(name, ".wal")
+	return name == dataFileName || strings.HasSuffix(name, ".tmp") || snap.IsFileName(name) || wal.IsFileName(name)
 }
 
 // unfinishedRestore says whether dir holds a restore that did not finish:

@@ -156,7 +156,7 @@ func TestReviewDurableRestartsKeepEverything(t *testing.T) {
 		require.NoError(t, err)
 		if len(snaps) > 0 {
 			snapshotsSeen++
-			_, err := snap.ReadFile(snapshotPath(dir, snaps[len(snaps)-1]))
+			_, err := snap.ReadFile(snap.Path(dir, snaps[len(snaps)-1]))
 			require.NoError(t, err)
 		}
 		d = openTestDurable(t, dir, opts)
@@ -201,7 +201,7 @@ func TestReviewBrokenOnlySnapshotRepairsFromTheFirstLog(t *testing.T) {
 	st.Groups = append(st.Groups, snap.Group{ID: "late", Revision: 1, UIDs: []membership.UID{9, 9}})
 	// Not part of the chain unless a log 2 follows: give it the sequence of
 	// the newest log so that it is the newest file.
-	require.NoError(t, snap.WriteFile(snapshotPath(dir, logs[len(logs)-1]), st))
+	require.NoError(t, snap.WriteFile(snap.Path(dir, logs[len(logs)-1]), st))
 	_, err = Open(dir, opts)
 	require.Error(t, err)
 	t.Log(err)

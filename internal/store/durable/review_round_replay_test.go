@@ -139,7 +139,7 @@ func TestReviewRoundLiveEqualsReplay(t *testing.T) {
 			}
 			live := exportSorted(d)
 			liveStats, liveExpiring := d.mem.Stats(), d.mem.ExpiryCount()
-			d.markNow()
+			d.log.Mark()
 			crash(t, d)
 			d = openTestDurable(t, dir, markedOpts())
 			defer d.Close()

@@ -11,18 +11,19 @@ import (
 // Stats returns the figures of its memory.Store, and the disk's.
 func (d *Store) Stats() store.Stats {
 	s := d.mem.Stats()
+	log := d.log.Stats()
 	s.Disk = &store.DiskStats{
-		LogBytes:       d.stats.logBytes.Load(),
-		Fsyncs:         d.stats.fsyncs.Load(),
-		FsyncDurations: d.stats.fsyncDuration,
+		LogBytes:       log.Bytes,
+		Fsyncs:         log.Fsyncs,
+		FsyncDurations: log.FsyncDurations,
 		Snapshots:      d.stats.snapshots.Load(),
 		LastSnapshot:   time.Duration(d.stats.lastSnapshot.Load()),
 		CommitTimeouts: d.stats.commitTimeouts.Load(),
 		QueueBytes:     d.queue.Used(),
 		QueueLimit:     d.queue.Limit(),
 		QueueFull:      d.stats.queueFull.Load(),
-		MarkWrites:     d.marker.writes.Load(),
-		MarkFailures:   d.marker.failures.Load(),
+		MarkWrites:     log.MarkWrites,
+		MarkFailures:   log.MarkFailures,
 	}
 	return s
 }

@@ -139,7 +139,7 @@ func TestDurableWritesReplayAfterACrash(t *testing.T) {
 	before := stateOf(t, d)
 	assert.Equal(t, untimed(wantState), untimed(before))
 	storetest.Untimed(t, before.Changes, since)
-	d.markNow()
+	d.log.Mark()
 	crash(t, d)
 
 	d = openTestDurable(t, dir, markedOpts())
@@ -173,7 +173,7 @@ func TestDurableSnapshotKeepsTheNewOps(t *testing.T) {
 	require.Zero(t, res.Records, "the newest log is empty: the snapshot holds everything")
 	_, snapshots, err := files(dir)
 	require.NoError(t, err)
-	st, err := snap.ReadFile(snapshotPath(dir, snapshots[len(snapshots)-1]))
+	st, err := snap.ReadFile(snap.Path(dir, snapshots[len(snapshots)-1]))
 	require.NoError(t, err)
 	ops := map[membership.Op]bool{}
 	for _, c := range st.Changes {
@@ -235,7 +235,7 @@ func TestDurableRacedPreconditionFailsOnReplayToo(t *testing.T) {
 	assert.Equal(t, first.Revision, e.Revision, "the error tells the group's revision")
 	want := stateOf(t, d)
 	assert.Equal(t, []membership.Member{{UID: 2}}, want.Lists["g"], "the raced write changed nothing")
-	d.markNow()
+	d.log.Mark()
 	crash(t, d)
 
 	data, err := os.ReadFile(newestLog(t, dir))
