@@ -136,7 +136,7 @@ func TestDurableQueueIsBounded(t *testing.T) {
 func TestDurableQueueTakesALargeChangeAlone(t *testing.T) {
 	d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll, QueueBytes: 1})
 	defer d.Close()
-	n, err := storetest.Count(d.AddMembers(context.Background(), "g", uidRange(1, 100)))
+	n, err := storetest.Count(d.AddMembers(context.Background(), "g", storetest.Users(1, 100)))
 	require.NoError(t, err)
 	assert.Equal(t, 100, n)
 }
@@ -333,14 +333,6 @@ func TestDurableReadsAVersion1Log(t *testing.T) {
 	defer d.Close()
 	got, _ := storetest.ListAll(t, d, "g")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}, {UID: 3}}, got)
-}
-
-func uidRange(from, n int) []membership.User {
-	users := make([]membership.User, n)
-	for i := range users {
-		users[i] = membership.User{UID: membership.UID(from + i)}
-	}
-	return users
 }
 
 // A log of format version 2, as the build before the whole-group ops wrote

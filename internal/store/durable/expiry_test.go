@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,23 +32,6 @@ func TestDurableExpiries(t *testing.T) {
 	})
 }
 
-// testClock is a clock the test sets, for the expirer.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *testClock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
-
-func expiring(uid membership.UID, at time.Time) membership.User {
-	return membership.User{UID: uid, Expiry: membership.Expiry{Set: true, At: at}}
-}
-
-func withTTL(uid membership.UID, ttl time.Duration) membership.User {
-	return membership.User{UID: uid, Expiry: membership.Expiry{Set: true, TTL: ttl}}
-}
-
 var expiryGroups = []string{"g", "h", "k", "n", "e", "x", "z"}
 
 // expiryScript sets, on d, expiries of every kind: times and TTLs, by an
@@ -67,24 +49,24 @@ func expiryScript(t *testing.T, d *Store, t0 time.Time) {
 		require.NoError(t, err)
 		return res
 	}
-	ann := expiring(1, t0)
+	ann := storetest.ExpiresAt(1, t0)
 	ann.Nickname, ann.HasNickname = "Ann", true
-	write(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{ann, withTTL(2, 2*time.Hour), {UID: 3}, expiring(4, t0.Add(time.Minute))}})
-	write(storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{expiring(1, t0.Add(time.Minute)), expiring(5, t0)}}, "expiring-1"))
+	write(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{ann, storetest.ExpiresIn(2, 2*time.Hour), {UID: 3}, storetest.ExpiresAt(4, t0.Add(time.Minute))}})
+	write(storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{storetest.ExpiresAt(1, t0.Add(time.Minute)), storetest.ExpiresAt(5, t0)}}, "expiring-1"))
 	_, err := d.Batch(ctx, membership.Batch{Writes: []membership.Write{
-		{Op: membership.OpAdd, GroupID: "k", Users: []membership.User{expiring(6, t0)}},
-		{Op: membership.OpReplace, GroupID: "n", Users: []membership.User{withTTL(7, 3*time.Hour), {UID: 8}}},
+		{Op: membership.OpAdd, GroupID: "k", Users: []membership.User{storetest.ExpiresAt(6, t0)}},
+		{Op: membership.OpReplace, GroupID: "n", Users: []membership.User{storetest.ExpiresIn(7, 3*time.Hour), {UID: 8}}},
 	}})
 	require.NoError(t, err)
 	write(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 4, Expiry: membership.Expiry{Set: true}}}})
 
 	past := t0.Add(-2 * time.Hour)
-	write(membership.Write{Op: membership.OpAdd, GroupID: "e", Users: []membership.User{expiring(9, past)}})
-	write(membership.Write{Op: membership.OpAdd, GroupID: "x", Users: []membership.User{expiring(10, past), expiring(11, past)}})
+	write(membership.Write{Op: membership.OpAdd, GroupID: "e", Users: []membership.User{storetest.ExpiresAt(9, past)}})
+	write(membership.Write{Op: membership.OpAdd, GroupID: "x", Users: []membership.User{storetest.ExpiresAt(10, past), storetest.ExpiresAt(11, past)}})
 	due := d.DueExpiries(past, 100)
 	require.Len(t, due, 2, "e and x")
 	require.Equal(t, []membership.UID{10, 11}, due[1].Write.UIDs)
-	write(membership.Write{Op: membership.OpAdd, GroupID: "x", Users: []membership.User{expiring(10, t0.Add(2*time.Minute))}})
+	write(membership.Write{Op: membership.OpAdd, GroupID: "x", Users: []membership.User{storetest.ExpiresAt(10, t0.Add(2*time.Minute))}})
 	for _, w := range due {
 		assert.Equal(t, 1, write(w.Write).Count, "group %s: 9 in e, 11 in x (10 was extended)", w.Write.GroupID)
 	}
@@ -115,7 +97,7 @@ func expiryStateOf(t *testing.T, d *Store, t0 time.Time) expiryState {
 	st.Changes = storetest.EmptiesAsNil(changes)
 	// The keyed add is remembered: its repeat is a replay.
 	res, err := d.Write(context.Background(), storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "h",
-		Users: []membership.User{expiring(1, t0.Add(time.Minute)), expiring(5, t0)}}, "expiring-1"))
+		Users: []membership.User{storetest.ExpiresAt(1, t0.Add(time.Minute)), storetest.ExpiresAt(5, t0)}}, "expiring-1"))
 	require.NoError(t, err)
 	st.KeyReplays = res.Replayed
 	return st
@@ -148,7 +130,7 @@ func checkDue(t *testing.T, d *Store, lists map[string][]membership.Member) {
 	slices.SortFunc(times, time.Time.Compare)
 	times = slices.Compact(times)
 	require.NotEmpty(t, times)
-	clock := &testClock{}
+	clock := &storetest.Clock{}
 	e := expiry.New(d, clock.Now, nil)
 	ctx := context.Background()
 	want := map[string][]membership.Member{}
@@ -302,9 +284,9 @@ func TestDurableEndsWhatExpiredWhileClosed(t *testing.T) {
 			dir := t.TempDir()
 			d := openTestDurable(t, dir, markedOpts())
 			for _, w := range []membership.Write{
-				{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{expiring(1, t0), expiring(2, t0.Add(time.Second)), {UID: 3}}},
-				{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{expiring(1, t0)}},
-				{Op: membership.OpAdd, GroupID: "c", Users: []membership.User{expiring(4, t0.Add(time.Hour))}},
+				{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0.Add(time.Second)), {UID: 3}}},
+				{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{storetest.ExpiresAt(1, t0)}},
+				{Op: membership.OpAdd, GroupID: "c", Users: []membership.User{storetest.ExpiresAt(4, t0.Add(time.Hour))}},
 			} {
 				_, err := d.Write(ctx, w)
 				require.NoError(t, err)
@@ -359,11 +341,11 @@ func TestDurableDoesNotLogExpiresThatChangeNothing(t *testing.T) {
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	defer d.Close()
-	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{expiring(1, t0)}})
+	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(1, t0)}})
 	require.NoError(t, err)
 	due := d.DueExpiries(t0, 10)
 	require.Len(t, due, 1)
-	_, err = d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{expiring(1, t0.Add(time.Hour))}})
+	_, err = d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(1, t0.Add(time.Hour))}})
 	require.NoError(t, err)
 	size := logSize(t, dir)
 	res, err := d.Write(ctx, due[0].Write)
@@ -383,9 +365,9 @@ func TestDurableRefusesAnExpiryItsLogCannotKeep(t *testing.T) {
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	size := logSize(t, dir)
 	for _, at := range []time.Time{time.UnixMilli(0).UTC(), time.UnixMilli(-1).UTC(), time.Date(1, 1, 1, 0, 0, 0, 1e6, time.UTC)} {
-		_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}, expiring(2, at)}})
+		_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}, storetest.ExpiresAt(2, at)}})
 		assert.Equal(t, membership.CodeInvalidUsers, membership.ErrorCode(err), "%s: %v", at, err)
-		_, err = d.Batch(ctx, membership.Batch{Writes: []membership.Write{{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{expiring(2, at)}}}})
+		_, err = d.Batch(ctx, membership.Batch{Writes: []membership.Write{{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(2, at)}}}})
 		assert.Equal(t, membership.CodeInvalidUsers, membership.ErrorCode(err), "%s: %v", at, err)
 	}
 	assert.Equal(t, size, logSize(t, dir))
@@ -406,7 +388,7 @@ func TestExpireRecordsAreBounded(t *testing.T) {
 	past := time.UnixMilli(1 << 40).UTC()
 	users := make([]membership.User, record.MaxExpireUIDs+1)
 	for i := range users {
-		users[i] = expiring(math.MaxInt64-membership.UID(i), past)
+		users[i] = storetest.ExpiresAt(math.MaxInt64-membership.UID(i), past)
 	}
 	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "big", Users: users})
 	require.NoError(t, err)
@@ -449,7 +431,7 @@ func TestDurableReadsAVersion6Log(t *testing.T) {
 	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	got, _ := storetest.ListAll(t, d, "g")
 	assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got)
-	_, err = d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{expiring(2, t0)}})
+	_, err = d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(2, t0)}})
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
 	old, err := os.ReadFile(path)
@@ -478,7 +460,7 @@ func TestTheCommitterAppliesARunOfExpiresTogether(t *testing.T) {
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	for _, g := range []string{"a", "b", "c"} {
 		_, err := d.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: g, Users: []membership.User{
-			expiring(1, t0), expiring(2, t0), {UID: 3, Nickname: "three", HasNickname: true},
+			storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0), {UID: 3, Nickname: "three", HasNickname: true},
 		}})
 		require.NoError(t, err)
 	}
@@ -488,7 +470,7 @@ func TestTheCommitterAppliesARunOfExpiresTogether(t *testing.T) {
 	}
 	batch := []*pending{
 		expire("a", 1, 2),
-		&pending{req: &record.Write{Op: membership.OpAdd, GroupID: "b", Time: at, Users: []membership.User{expiring(4, t0)}}},
+		&pending{req: &record.Write{Op: membership.OpAdd, GroupID: "b", Time: at, Users: []membership.User{storetest.ExpiresAt(4, t0)}}},
 		expire("b", 1, 4),
 		expire("c", 1, 2),
 		expire("b", 2),
@@ -530,7 +512,7 @@ func TestARoundOfExpiresReplaysToTheStateItGaveLive(t *testing.T) {
 		users := []membership.User{{UID: 100 + membership.UID(g)}} // stays
 		for uid := membership.UID(1); uid <= 40; uid++ {
 			if (int(uid)+g)%3 != 0 {
-				u := expiring(uid, t0.Add(-time.Duration(g%2)*time.Second))
+				u := storetest.ExpiresAt(uid, t0.Add(-time.Duration(g%2)*time.Second))
 				u.Nickname, u.HasNickname = "n", uid%2 == 0
 				users = append(users, u)
 			}
@@ -569,7 +551,7 @@ func TestWriteExpiriesRefusals(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
-	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{expiring(1, t0)}})
+	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(1, t0)}})
 	require.NoError(t, err)
 	rev := d.mem.LatestRevision()
 	expire := membership.Write{Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{1}, AsOf: t0}
@@ -607,7 +589,7 @@ func TestARoundLargerThanTheQueueIsAppliedWhole(t *testing.T) {
 	n := maxBatch + roundWindow + 10
 	var ws []membership.Write
 	for g := range n {
-		w := membership.Write{Op: membership.OpAdd, GroupID: "g" + strconv.Itoa(g), Users: []membership.User{expiring(1, t0)}}
+		w := membership.Write{Op: membership.OpAdd, GroupID: "g" + strconv.Itoa(g), Users: []membership.User{storetest.ExpiresAt(1, t0)}}
 		_, err := d.Write(ctx, w)
 		require.NoError(t, err)
 		ws = append(ws, membership.Write{Op: membership.OpExpire, GroupID: w.GroupID, UIDs: []membership.UID{1}, AsOf: t0})

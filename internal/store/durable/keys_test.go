@@ -63,9 +63,7 @@ func checkReplayed(t *testing.T, s *Store, reqs []keyedRequest) {
 // logSize returns the size of dir's newest log.
 func logSize(t *testing.T, dir string) int64 {
 	t.Helper()
-	info, err := os.Stat(newestLog(t, dir))
-	require.NoError(t, err)
-	return info.Size()
+	return fileSize(t, newestLog(t, dir))
 }
 
 // keyedScript sends, to the durable store d in dir, keyed writes of every
