@@ -150,7 +150,7 @@ func TestDurableRacedBatchFailsOnReplayToo(t *testing.T) {
 	// The second batch, checked before the first was applied, as a racing
 	// one is: queued as Batch would have queued it.
 	b := record.Batch(move("b"))
-	err = d.commit(&b).err
+	err = d.commitHolding(&b, nil).err
 	var e *membership.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, membership.CodePreconditionFailed, e.Code)

@@ -540,16 +540,13 @@ func (d *Store) RemoveMembers(ctx context.Context, groupID string, uids []member
 	return d.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groupID, UIDs: uids})
 }
 
-// commit queues c for the committer and waits for its answer, at most
-// CommitTimeout. A full queue refuses c at once: a stuck disk must not pile
-// up waiting callers, nor their changes in memory.
-func (d *Store) commit(c record.Record) result { return d.commitHolding(c, nil) }
-
-// commitHolding is commit of a keyed write that holds its key's slot:
-// release, when not nil, is called once c is decided, refused before it is
-// queued or answered by the committer, even after its caller stopped
-// waiting, so that no other write of its key is logged before c is
-// applied.
+// commitHolding queues c for the committer and waits for its answer, at
+// most CommitTimeout. A full queue refuses c at once: a stuck disk must
+// not pile up waiting callers, nor their changes in memory. A keyed write
+// holds its key's slot: release, when not nil, is called once c is
+// decided, refused before it is queued or answered by the committer, even
+// after its caller stopped waiting, so that no other write of its key is
+// logged before c is applied.
 func (d *Store) commitHolding(c record.Record, release func()) result {
 	p, refused := d.enqueue(c, release)
 	if refused != nil {

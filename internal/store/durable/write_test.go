@@ -227,7 +227,7 @@ func TestDurableRacedPreconditionFailsOnReplayToo(t *testing.T) {
 	require.NoError(t, err)
 	// The second write, checked before the first was applied, as a racing
 	// one is: queued as Write would have queued it.
-	err = d.commit(&record.Write{Op: membership.OpDeleteGroup, GroupID: "g", If: was}).err
+	err = d.commitHolding(&record.Write{Op: membership.OpDeleteGroup, GroupID: "g", If: was}, nil).err
 	require.Error(t, err)
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
 	var e *membership.Error
