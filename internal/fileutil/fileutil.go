@@ -11,6 +11,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -125,4 +128,24 @@ func MoveToRepair(dir string, paths ...string) (string, error) {
 		}
 	}
 	return repair, errors.Join(SyncDir(repair), SyncDir(dir))
+}
+
+// ListNumbered returns, in ascending order, the numbers N of the files of
+// dir named prefix, N in decimal, then suffix: the logs and the snapshots.
+func ListNumbered(dir, prefix, suffix string) ([]uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var ns []uint64
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, prefix) && strings.HasSuffix(name, suffix) {
+			if n, err := strconv.ParseUint(name[len(prefix):len(name)-len(suffix)], 10, 64); err == nil {
+				ns = append(ns, n)
+			}
+		}
+	}
+	slices.Sort(ns)
+	return ns, nil
 }

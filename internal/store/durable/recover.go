@@ -45,7 +45,7 @@ func (d *Store) recover() error {
 		return err
 	}
 	mark := wal.ReadStartMark(d.dir, d.dataFile.id, d.logger)
-	base, err := d.loadSnapshot(snapshots)
+	base, err := d.loadSnapshot(snapshots, logs)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (d *Store) readData(hasLogs, hasSnapshots bool) (bool, error) {
 // loadSnapshot loads the newest snapshot and returns its sequence number, 0
 // when there is none. When it does not read back, it refuses, or with
 // Repair moves it into a repair directory and loads the one before.
-func (d *Store) loadSnapshot(snapshots []uint64) (uint64, error) {
+func (d *Store) loadSnapshot(snapshots, logs []uint64) (uint64, error) {
 	for i := len(snapshots) - 1; i >= 0; i-- {
 		seq := snapshots[i]
 		path := snap.Path(d.dir, seq)
@@ -135,7 +135,7 @@ func (d *Store) loadSnapshot(snapshots []uint64) (uint64, error) {
 				_, err := checkSnapshot(snap.Path(d.dir, from))
 				older = err == nil
 			}
-			if older && wal.CheckChain(d.dir, from) == nil {
+			if older && wal.CheckChain(d.dir, from, logs) == nil {
 				what := "the logs from the first"
 				if from > 0 {
 					what = snap.FileName(from) + " and the logs after it"

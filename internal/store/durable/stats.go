@@ -11,20 +11,13 @@ import (
 // Stats returns the figures of its memory.Store, and the disk's.
 func (d *Store) Stats() store.Stats {
 	s := d.mem.Stats()
-	log := d.log.Stats()
-	s.Disk = &store.DiskStats{
-		LogBytes:       log.Bytes,
-		Fsyncs:         log.Fsyncs,
-		FsyncDurations: log.FsyncDurations,
-		Snapshots:      d.stats.snapshots.Load(),
-		LastSnapshot:   time.Duration(d.stats.lastSnapshot.Load()),
-		CommitTimeouts: d.stats.commitTimeouts.Load(),
-		QueueBytes:     d.queue.Used(),
-		QueueLimit:     d.queue.Limit(),
-		QueueFull:      d.stats.queueFull.Load(),
-		MarkWrites:     log.MarkWrites,
-		MarkFailures:   log.MarkFailures,
-	}
+	disk := d.log.Stats()
+	disk.Snapshots = d.stats.snapshots.Load()
+	disk.LastSnapshot = time.Duration(d.stats.lastSnapshot.Load())
+	disk.CommitTimeouts = d.stats.commitTimeouts.Load()
+	disk.QueueBytes, disk.QueueLimit = d.queue.Used(), d.queue.Limit()
+	disk.QueueFull = d.stats.queueFull.Load()
+	s.Disk = &disk
 	return s
 }
 

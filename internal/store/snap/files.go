@@ -2,11 +2,10 @@ package snap
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
+
+	"example.com/groupmembership/internal/fileutil"
 )
 
 // FileName returns the name of snapshot seq in a data directory: the
@@ -28,18 +27,5 @@ func IsFileName(name string) bool {
 // List returns the sequence numbers of the snapshots in dir, in ascending
 // order.
 func List(dir string) ([]uint64, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var snapshots []uint64
-	for _, e := range entries {
-		if name := e.Name(); IsFileName(name) {
-			if n, err := strconv.ParseUint(name[9:len(name)-5], 10, 64); err == nil {
-				snapshots = append(snapshots, n)
-			}
-		}
-	}
-	slices.Sort(snapshots)
-	return snapshots, nil
+	return fileutil.ListNumbered(dir, "snapshot-", ".snap")
 }

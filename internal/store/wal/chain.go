@@ -7,24 +7,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"example.com/groupmembership/internal/fileutil"
 	"example.com/groupmembership/internal/store/snap"
 )
 
-// CheckChain returns an error naming what is missing unless the logs of
-// dir from base on follow snapshot base, or the start when base is 0,
-// with no gap.
-func CheckChain(dir string, base uint64) error {
-	logs, err := List(dir)
-	if err != nil {
-		return err
-	}
-	return checkChain(dir, base, from(logs, base))
-}
-
-// checkChain is CheckChain of logs, those of dir from base on, sorted.
-func checkChain(dir string, base uint64, logs []uint64) error {
+// CheckChain returns an error naming what is missing unless logs (the
+// logs of dir, sorted) follow snapshot base, or the start when base is 0,
+// with no gap. The logs before base do not count.
+func CheckChain(dir string, base uint64, logs []uint64) error {
+	logs = slices.DeleteFunc(slices.Clone(logs), func(n uint64) bool { return n < base })
 	first := max(base, 1)
 	missing := func(seq uint64, why string) error {
 		return fmt.Errorf("%s is missing (%s): refusing to start with part of the data; restore the directory, or the missing file, from a backup",
@@ -53,7 +46,7 @@ func checkChain(dir string, base uint64, logs []uint64) error {
 // missing log between two (the logs after the gap are moved aside), a log
 // cut while the service was stopped.
 func (l *Log) checkFiles(base uint64, logs []uint64) ([]uint64, error) {
-	if err := checkChain(l.dir, base, logs); err != nil {
+	if err := CheckChain(l.dir, base, logs); err != nil {
 		if !l.opts.Repair {
 			return nil, fmt.Errorf("%w; or start with -repair to go on without it, losing the changes it held", err)
 		}
@@ -70,7 +63,7 @@ func (l *Log) checkFiles(base uint64, logs []uint64) ([]uint64, error) {
 
 // repairChain keeps the logs that follow snapshot base (or the start) with
 // no gap, moves the rest aside, and starts an empty log after the snapshot
-// when none follows it. gap is what checkChain found.
+// when none follows it. gap is what CheckChain found.
 func (l *Log) repairChain(base uint64, logs []uint64, gap error) ([]uint64, error) {
 	first := max(base, 1)
 	kept := []uint64{}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 
 	"example.com/groupmembership/internal/fileutil"
@@ -24,20 +22,7 @@ func IsFileName(name string) bool {
 // List returns the sequence numbers of the logs in dir, in ascending
 // order.
 func List(dir string) ([]uint64, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var logs []uint64
-	for _, e := range entries {
-		if name := e.Name(); IsFileName(name) {
-			if n, err := strconv.ParseUint(name[4:len(name)-4], 10, 64); err == nil {
-				logs = append(logs, n)
-			}
-		}
-	}
-	slices.Sort(logs)
-	return logs, nil
+	return fileutil.ListNumbered(dir, "log-", ".wal")
 }
 
 // Create creates log seq of dir, empty, following the state at
@@ -48,8 +33,8 @@ func Create(dir string, seq, startRevision, dirID uint64) error {
 }
 
 // RemoveBefore removes the logs of l's directory before log seq, which a
-// snapshot and the logs from it on make needless. It touches no field of
-// l, only files: any goroutine may call it.
+// snapshot and the logs from it on make needless. It touches files only,
+// no field of l: any goroutine may call it.
 func (l *Log) RemoveBefore(seq uint64) error {
 	logs, err := List(l.dir)
 	for _, n := range logs {

@@ -234,11 +234,11 @@ type StartMark struct {
 	ok bool
 }
 
-// ReadStartMark reads the MARK of dir, for Open, before anything else
-// changes the directory. The mark is advisory: one that cannot be read,
-// or is another directory's (dirID is this one's), is warned about and
-// gone on without, for the start is otherwise fine; Open writes it anew.
-// A directory of a version before the mark has none: nothing to say.
+// ReadStartMark reads the MARK of dir as the start finds it, for Open.
+// The mark is advisory: one that cannot be read, or is another
+// directory's (dirID is this one's), is warned about and gone on without,
+// for the start is otherwise fine; Open writes it anew. A directory of a
+// version before the mark has none: nothing to say.
 func ReadStartMark(dir string, dirID uint64, logger *slog.Logger) StartMark {
 	path := filepath.Join(dir, markFileName)
 	s, err := ReadMark(dir)

@@ -23,11 +23,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"example.com/groupmembership/internal/metrics"
+	"example.com/groupmembership/internal/store"
 )
 
 // File is what a log is appended through: an *os.File; tests replace it
@@ -115,33 +117,20 @@ type Log struct {
 	syncedMu sync.Mutex
 	synced   Mark
 
-	stats logStats
-}
-
-// logStats are the log's figures, read from any goroutine.
-type logStats struct {
+	// The log's figures, for Stats.
 	bytes         atomic.Int64
 	fsyncs        atomic.Uint64
 	fsyncDuration *metrics.Histogram
 }
 
-// Stats are a log's figures.
-type Stats struct {
-	// Bytes is the size of the log being appended to, header included.
-	Bytes          int64
-	Fsyncs         uint64
-	FsyncDurations *metrics.Histogram
-	// MarkWrites and MarkFailures count the writes of MARK.
-	MarkWrites   uint64
-	MarkFailures uint64
-}
-
-// Stats returns l's figures. Any goroutine may call it.
-func (l *Log) Stats() Stats {
-	return Stats{
-		Bytes:          l.stats.bytes.Load(),
-		Fsyncs:         l.stats.fsyncs.Load(),
-		FsyncDurations: l.stats.fsyncDuration,
+// Stats returns the log's figures among the data directory's: those of
+// the log being appended to, its fsyncs and MARK's writes. Any goroutine
+// may call it.
+func (l *Log) Stats() store.DiskStats {
+	return store.DiskStats{
+		LogBytes:       l.bytes.Load(),
+		Fsyncs:         l.fsyncs.Load(),
+		FsyncDurations: l.fsyncDuration,
 		MarkWrites:     l.marker.writes.Load(),
 		MarkFailures:   l.marker.failures.Load(),
 	}
@@ -164,12 +153,12 @@ func (l *Log) Stats() Stats {
 func Open(dir string, base uint64, opts Options) (*Log, error) {
 	l := &Log{dir: dir, opts: opts.withDefaults()}
 	l.logger = l.opts.Logger
-	l.stats.fsyncDuration = metrics.NewHistogram(metrics.DefaultDurationBuckets)
+	l.fsyncDuration = metrics.NewHistogram(metrics.DefaultDurationBuckets)
 	logs, err := List(dir)
 	if err != nil {
 		return nil, err
 	}
-	logs = from(logs, base)
+	logs = slices.DeleteFunc(logs, func(n uint64) bool { return n < base })
 	if logs, err = l.checkFiles(base, logs); err != nil {
 		return nil, err
 	}
@@ -191,18 +180,8 @@ func Open(dir string, base uint64, opts Options) (*Log, error) {
 		l.f.Close()
 		return nil, err
 	}
-	l.stats.bytes.Store(l.size)
+	l.bytes.Store(l.size)
 	return l, nil
-}
-
-// from returns the sequence numbers of seqs from base on.
-func from(seqs []uint64, base uint64) []uint64 {
-	for i, n := range seqs {
-		if n >= base {
-			return seqs[i:]
-		}
-	}
-	return nil
 }
 
 // openNewest opens the newest log for appending, after starting a new one
@@ -244,13 +223,13 @@ func (l *Log) Save(buf []byte) (err, broken error) {
 	if err == nil {
 		start := time.Now()
 		err = l.f.Sync()
-		l.stats.fsyncs.Add(1)
-		l.stats.fsyncDuration.Observe(time.Since(start))
+		l.fsyncs.Add(1)
+		l.fsyncDuration.Observe(time.Since(start))
 		syncFailed = err != nil
 	}
 	if err == nil {
 		l.size += int64(len(buf))
-		l.stats.bytes.Store(l.size)
+		l.bytes.Store(l.size)
 		return nil, l.checkInPlace()
 	}
 	l.logger.Error("writing the log failed; the changes are refused", "file", Path(l.dir, l.seq), "err", err)
@@ -315,7 +294,7 @@ func (l *Log) Cut(startRevision uint64) (uint64, bool) {
 	}
 	_ = l.f.Close()
 	l.f, l.seq, l.size = f, next, HeaderSize
-	l.stats.bytes.Store(l.size)
+	l.bytes.Store(l.size)
 	l.SetSynced(startRevision)
 	return next, true
 }
