@@ -22,7 +22,7 @@ import (
 )
 
 // markedOpts are the options of the tests of the mark: its timer never
-// fires, the test writes the mark itself (markNow).
+// fires, the test writes the mark itself (the log's Mark).
 func markedOpts() Options {
 	return Options{ChangesKeep: keepAll, markEvery: time.Hour}
 }

@@ -7,11 +7,11 @@
 // and fsyncs them, cuts (starts the next log), and checks that the log it
 // appends to is the file its name gives.
 //
-// The log's files are frame.go's; what a record holds is package record's.
-// The store that keeps the log applies what Open replays, writes the
-// snapshots, and keeps the directory's DATA, which says what the logs
-// should be: Options carries what DATA says to Open, and the hooks through
-// which the log tells the store what DATA must say next.
+// How a log file is laid out is in frame.go; what a record holds, in
+// package record. The store that keeps the log applies what Open replays,
+// writes the snapshots, and keeps the directory's DATA, which says what
+// the logs should be: Options carries what DATA says to Open, and the
+// hooks through which the log tells the store what DATA must say next.
 //
 // A Log is not safe for concurrent use but where a method says so: one
 // goroutine saves, cuts and closes it; another may call Mark.
