@@ -38,3 +38,21 @@ func TestTheClientIsStandardLibraryOnly(t *testing.T) {
 	require.NoError(t, err, "go list -deps ./client: %s", out)
 	assert.Equal(t, []string{"example.com/groupmembership/client"}, strings.Fields(string(out)))
 }
+
+// TestTheLogImportsNoStore holds the log (internal/store/wal, and the
+// records it holds) below the stores: the durable store calls the log and
+// applies what it replays to memory; the log knows neither.
+func TestTheLogImportsNoStore(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", "./internal/store/wal/...").CombinedOutput()
+	require.NoError(t, err, "go list -deps ./internal/store/wal/...: %s", out)
+	deps := strings.Fields(string(out))
+	require.Contains(t, deps, "example.com/groupmembership/internal/store/wal/record", "go list -deps lists the log's packages")
+	for _, dep := range deps {
+		assert.NotContains(t, []string{"example.com/groupmembership/internal/store/durable", "example.com/groupmembership/internal/store/memory"}, dep,
+			"the log imports %s", dep)
+	}
+}

@@ -23,27 +23,6 @@ func TestPostgresExpiries(t *testing.T) {
 	storetest.Expiries(t, func(t *testing.T) store.Expiring { return openTest(t, membership.DefaultChangesKeep) })
 }
 
-// testClock is the clock of the tests' expirers: the tests move it, and
-// never wait for an expiry on the wall clock.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *testClock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
-
-// expiresAt returns a user whose membership ends at at (zero: made
-// permanent).
-func expiresAt(uid membership.UID, at time.Time) membership.User {
-	return membership.User{UID: uid, Expiry: membership.Expiry{Set: true, At: at}}
-}
-
-// expiresIn returns a user whose membership ends ttl after the write.
-func expiresIn(uid membership.UID, ttl time.Duration) membership.User {
-	return membership.User{UID: uid, Expiry: membership.Expiry{Set: true, TTL: ttl}}
-}
-
 // ahead is a time an hour ahead of the wall clock, to the millisecond:
 // expiries ahead of it are ones the service takes, and come due on the
 // tests' clocks.
@@ -97,13 +76,13 @@ func TestExpiriesSetOnOneInstanceAreListedOnAnother(t *testing.T) {
 	t0 := ahead()
 	const ttl = 2 * time.Hour
 	start := time.Now()
-	_, err := a.AddMembers(ctx, "g", []membership.User{expiresAt(1, t0), nick(2, "two"), expiresAt(3, t0.Add(time.Minute)), expiresIn(4, ttl)})
+	_, err := a.AddMembers(ctx, "g", []membership.User{storetest.ExpiresAt(1, t0), nick(2, "two"), storetest.ExpiresAt(3, t0.Add(time.Minute)), storetest.ExpiresIn(4, ttl)})
 	require.NoError(t, err)
-	_, err = a.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "h", Users: []membership.User{expiresAt(5, t0), {UID: 6}, expiresIn(7, ttl)}})
+	_, err = a.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "h", Users: []membership.User{storetest.ExpiresAt(5, t0), {UID: 6}, storetest.ExpiresIn(7, ttl)}})
 	require.NoError(t, err)
 	last, err := a.Batch(ctx, membership.Batch{Writes: []membership.Write{
-		{Op: membership.OpAdd, GroupID: "k", Users: []membership.User{expiresAt(8, t0), expiresIn(9, ttl)}},
-		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{expiresAt(3, time.Time{}), {UID: 1}}}, // 3 made permanent, 1 kept
+		{Op: membership.OpAdd, GroupID: "k", Users: []membership.User{storetest.ExpiresAt(8, t0), storetest.ExpiresIn(9, ttl)}},
+		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(3, time.Time{}), {UID: 1}}}, // 3 made permanent, 1 kept
 	}})
 	require.NoError(t, err)
 	end := time.Now()
@@ -165,14 +144,14 @@ func TestTwoExpirersEndEachMembershipOnce(t *testing.T) {
 		}
 		base := membership.UID(10 * i)
 		res, err := []*Store{a, b}[i%2].AddMembers(ctx, fmt.Sprint("g", i), []membership.User{
-			expiresAt(base+1, at), expiresAt(base+2, at), {UID: base + 3}, expiresAt(base+4, t0.Add(time.Hour)),
+			storetest.ExpiresAt(base+1, at), storetest.ExpiresAt(base+2, at), {UID: base + 3}, storetest.ExpiresAt(base+4, t0.Add(time.Hour)),
 		})
 		require.NoError(t, err)
 		last = max(last, res.Revision)
 	}
 	untilApplied(t, a, last)
 	untilApplied(t, b, last)
-	clockA, clockB := &testClock{now: t0.Add(-time.Second)}, &testClock{now: t0.Add(-time.Second)}
+	clockA, clockB := storetest.NewClock(t0.Add(-time.Second)), storetest.NewClock(t0.Add(-time.Second))
 	ea, eb := expiry.New(a, clockA.Now, nil), expiry.New(b, clockB.Now, nil)
 	n, err := ea.ExpireDue(ctx)
 	require.NoError(t, err)
@@ -292,7 +271,7 @@ func TestAnInstanceLostWhileExpiriesAreDueLosesNone(t *testing.T) {
 		names = append(names, g)
 		base := membership.UID(10 * i)
 		uids = append(uids, base+1, base+2)
-		res, err := b.AddMembers(ctx, g, []membership.User{expiresAt(base+1, t0), expiresAt(base+2, t0), {UID: base + 3}})
+		res, err := b.AddMembers(ctx, g, []membership.User{storetest.ExpiresAt(base+1, t0), storetest.ExpiresAt(base+2, t0), {UID: base + 3}})
 		require.NoError(t, err)
 		last = res.Revision
 	}
@@ -345,11 +324,11 @@ func TestAnInstanceStartedAfterExpiriesReplaysThem(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	a := openOn(t, url, membership.DefaultChangesKeep)
 	t0 := ahead()
-	_, err := a.AddMembers(ctx, "g", []membership.User{expiresAt(1, t0), expiresAt(2, t0), expiresAt(3, t0.Add(time.Minute)), {UID: 4}})
+	_, err := a.AddMembers(ctx, "g", []membership.User{storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0), storetest.ExpiresAt(3, t0.Add(time.Minute)), {UID: 4}})
 	require.NoError(t, err)
-	_, err = a.AddMembers(ctx, "h", []membership.User{expiresAt(1, t0), expiresAt(5, t0.Add(time.Hour))})
+	_, err = a.AddMembers(ctx, "h", []membership.User{storetest.ExpiresAt(1, t0), storetest.ExpiresAt(5, t0.Add(time.Hour))})
 	require.NoError(t, err)
-	_, err = a.AddMembers(ctx, "g", []membership.User{expiresAt(2, t0.Add(time.Hour))}) // extended
+	_, err = a.AddMembers(ctx, "g", []membership.User{storetest.ExpiresAt(2, t0.Add(time.Hour))}) // extended
 	require.NoError(t, err)
 	require.NoError(t, a.Close()) // no instance runs
 
@@ -385,7 +364,7 @@ func TestAFollowerOfAnInstanceReproducesListsAcrossExpiries(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	a, b := openOn(t, url, membership.DefaultChangesKeep), openOn(t, url, membership.DefaultChangesKeep)
 	stores := []*Store{a, b}
-	clock := &testClock{now: ahead()}
+	clock := storetest.NewClock(ahead())
 	expirers := []*expiry.Expirer{expiry.New(a, clock.Now, nil), expiry.New(b, clock.Now, nil)}
 	groups := []string{"a", "b", "c"}
 	f := storetest.NewFollower()
@@ -412,11 +391,11 @@ func TestAFollowerOfAnInstanceReproducesListsAcrossExpiries(t *testing.T) {
 				case 0:
 					u = membership.User{UID: uid}
 				case 1:
-					u = expiresAt(uid, time.Time{})
+					u = storetest.ExpiresAt(uid, time.Time{})
 				case 2:
-					u = expiresIn(uid, time.Hour+time.Duration(rng.IntN(30))*time.Second)
+					u = storetest.ExpiresIn(uid, time.Hour+time.Duration(rng.IntN(30))*time.Second)
 				default:
-					u = expiresAt(uid, clock.Now().Add(time.Duration(rng.IntN(20))*time.Second))
+					u = storetest.ExpiresAt(uid, clock.Now().Add(time.Duration(rng.IntN(20))*time.Second))
 				}
 				var err error
 				switch rng.IntN(10) {
@@ -427,7 +406,7 @@ func TestAFollowerOfAnInstanceReproducesListsAcrossExpiries(t *testing.T) {
 				case 2:
 					_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
 						{Op: membership.OpAdd, GroupID: g, Users: []membership.User{u}},
-						{Op: membership.OpAdd, GroupID: groups[rng.IntN(len(groups))], Users: []membership.User{expiresAt(uid%10+1, clock.Now().Add(5*time.Second))}},
+						{Op: membership.OpAdd, GroupID: groups[rng.IntN(len(groups))], Users: []membership.User{storetest.ExpiresAt(uid%10+1, clock.Now().Add(5*time.Second))}},
 					}})
 				default:
 					_, err = s.AddMembers(ctx, g, []membership.User{u})
@@ -521,7 +500,7 @@ func TestTheLogRefusesExpiriesItCannotApply(t *testing.T) {
 func TestAnExpireRowWithoutItsTimeStopsTheInstance(t *testing.T) {
 	ctx := context.Background()
 	a := openTest(t, membership.DefaultChangesKeep)
-	res, err := a.AddMembers(ctx, "g", []membership.User{expiresAt(1, ahead())})
+	res, err := a.AddMembers(ctx, "g", []membership.User{storetest.ExpiresAt(1, ahead())})
 	require.NoError(t, err)
 	_, err = a.pool.Exec(ctx, "ALTER TABLE membership_changes DROP CONSTRAINT membership_changes_as_of_check")
 	require.NoError(t, err)

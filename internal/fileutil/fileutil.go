@@ -1,14 +1,27 @@
 // Package fileutil is the file plumbing of the data directory: writing a
 // file so that a crash leaves either the old one or the whole new one,
-// fsyncs of files and directories, and the directory lock that keeps a
-// second process out (lock_unix.go where the platform has flock, and
-// lock_other.go, which says it has none, elsewhere).
+// fsyncs of files and directories, the repair directories where a repair
+// keeps what it drops, and the directory lock that keeps a second process
+// out (lock_unix.go where the platform has flock, and lock_other.go, which
+// says it has none, elsewhere).
 package fileutil
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The modes of the data directory and of its files: the data is the
+// service's alone, as PostgreSQL and etcd keep theirs.
+const (
+	DirMode  = 0o700
+	FileMode = 0o600
 )
 
 // WriteAtomic writes the file at path through a temporary file in the same
@@ -99,4 +112,40 @@ func SyncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// MoveToRepair makes a new repair directory, dir/repair-<time>, where a
+// repair keeps what it drops, moves the files at paths into it, durably,
+// and returns its path.
+func MoveToRepair(dir string, paths ...string) (string, error) {
+	repair := filepath.Join(dir, "repair-"+time.Now().UTC().Format("20060102T150405.000000000Z"))
+	if err := os.Mkdir(repair, DirMode); err != nil {
+		return "", err
+	}
+	for _, path := range paths {
+		if err := os.Rename(path, filepath.Join(repair, filepath.Base(path))); err != nil {
+			return "", err
+		}
+	}
+	return repair, errors.Join(SyncDir(repair), SyncDir(dir))
+}
+
+// ListNumbered returns, in ascending order, the numbers N of the files of
+// dir named prefix, N in decimal, then suffix: the logs and the snapshots.
+func ListNumbered(dir, prefix, suffix string) ([]uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var ns []uint64
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, prefix) && strings.HasSuffix(name, suffix) {
+			if n, err := strconv.ParseUint(name[len(prefix):len(name)-len(suffix)], 10, 64); err == nil {
+				ns = append(ns, n)
+			}
+		}
+	}
+	slices.Sort(ns)
+	return ns, nil
 }

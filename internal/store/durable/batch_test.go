@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,6 +12,7 @@ import (
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
+	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
 )
 
@@ -22,163 +22,6 @@ func TestDurableBatches(t *testing.T) {
 		t.Cleanup(func() { _ = d.Close() })
 		return d
 	})
-}
-
-// batchEntries returns batches of every op a batch takes, with and without
-// preconditions, and stamps: an entry's becomes its batch's.
-func batchEntries() map[string]*batchEntry {
-	out := map[string]*batchEntry{}
-	var all []membership.Write
-	for name, e := range entries() {
-		if !batchTakes(e.Op) {
-			continue
-		}
-		w := membership.Write(*e)
-		w.Time, w.Actor, w.Idem = time.Time{}, 0, membership.Idempotency{}
-		out[name] = &batchEntry{Writes: []membership.Write{w}, Time: e.Time, Actor: e.Actor, Idem: e.Idem}
-		all = append(all, w)
-	}
-	out["all of them"] = &batchEntry{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), Actor: 42}
-	out["all of them, keyed"] = &batchEntry{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), Actor: 42, Idem: testIdem("batch-1")}
-	out["keyed, of no write"] = &batchEntry{Writes: []membership.Write{}, Time: time.UnixMilli(1764028800123).UTC(), Idem: testIdem("empty")}
-	return out
-}
-
-// A batch's key follows its stamp, flagged in its op byte, before its
-// writes; a keyed batch may have no write (it is remembered all the same).
-func TestBatchRecordKey(t *testing.T) {
-	remove := &entry{Op: membership.OpRemove, GroupID: "h", UIDs: []membership.UID{1}}
-	c := &batchEntry{Writes: []membership.Write{membership.Write(*remove)}, Time: time.UnixMilli(0).UTC(),
-		Idem: membership.Idempotency{Key: "k", Fingerprint: membership.Fingerprint{15: 7}}}
-	want := append([]byte{0x26, 0, 0, 1, 'k'}, fingerprint7...)
-	want = append(want, 1, 2, 1, 'h', 1, 1)
-	assert.Equal(t, want, appendBatch(nil, c))
-	got, err := decodeRecord(want)
-	require.NoError(t, err)
-	assert.Equal(t, c, got)
-
-	c.Writes = []membership.Write{}
-	want = append(append([]byte{0x26, 0, 0, 1, 'k'}, fingerprint7...), 0)
-	assert.Equal(t, want, appendBatch(nil, c))
-	got, err = decodeRecord(want)
-	require.NoError(t, err)
-	assert.Equal(t, c, got)
-}
-
-func TestBatchRecordRoundTrip(t *testing.T) {
-	for name, c := range batchEntries() {
-		t.Run(name, func(t *testing.T) {
-			payload := appendBatch(nil, c)
-			got, err := decodeRecord(payload)
-			require.NoError(t, err)
-			assert.Equal(t, c, got)
-			assert.LessOrEqual(t, int64(len(payload)), c.cost(), "the cost counts the record")
-		})
-	}
-}
-
-// A batch's writes are laid out as the records of their ops: a batch of
-// one add is op 6, a count of 1, and the add's record.
-func TestBatchRecordHoldsItsWritesAsRecords(t *testing.T) {
-	add := &entry{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}, If: membership.Precondition{Empty: true}}
-	remove := &entry{Op: membership.OpRemove, GroupID: "h", UIDs: []membership.UID{1}}
-	want := append([]byte{opBatch, 0, 0, 2}, appendEntry(nil, add)...)
-	want = append(want, appendEntry(nil, remove)...)
-	got := appendBatch(nil, &batchEntry{Writes: []membership.Write{membership.Write(*add), membership.Write(*remove)}, Time: time.UnixMilli(0).UTC()})
-	assert.Equal(t, want, got)
-	assert.Equal(t, []byte{6, 0, 0, 2, 0x81, 1, 'g', 1, 1, 0, 2, 0, 2, 1, 'h', 1, 1}, got, "with a stamp of the time 0 and no actor")
-}
-
-func TestBatchRecordRefusesWhatNoBuildWrote(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		payload []byte
-	}{
-		{"a batch of no write", []byte{6, 0, 0, 0}},
-		{"no stamp", []byte{6}},
-		{"no count", []byte{6, 0, 0}},
-		{"a batch with a precondition flag", []byte{0x86, 0, 0, 1, 4, 1, 'g'}},
-		{"a batch with a stamp flag", []byte{0x46, 0, 0, 1, 4, 1, 'g'}},
-		{"a batch in a batch", []byte{6, 0, 0, 1, 6, 0, 0, 1, 4, 1, 'g'}},
-		{"a remove_user in a batch", []byte{6, 0, 0, 1, 5, 0, 1, 1}},
-		{"an expire in a batch", []byte{6, 0, 0, 1, 7, 1, 'g', 1, 1, 0}},
-		{"a write with a stamp", []byte{6, 0, 0, 1, 0x44, 1, 'g', 2, 0}},
-		{"cut short", []byte{6, 0, 0, 2, 4, 1, 'g'}},
-		{"trailing bytes", []byte{6, 0, 0, 1, 4, 1, 'g', 0}},
-		{"a damaged write", []byte{6, 0, 0, 1, 1, 1, 'g', 1, 1, 2}},
-		{"more writes than the record holds", []byte{6, 0, 0, 100, 4, 1, 'g'}},
-		{"an actor that is no uid", []byte{6, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 1, 4, 1, 'g'}},
-		{"a write with a key of its own", append([]byte{6, 0, 0, 1, 0x24, 1, 'g', 1, 'k'}, fingerprint7...)},
-		{"a key cut short", []byte{0x26, 0, 0, 1, 'k', 1, 2}},
-		{"an empty key", append(append([]byte{0x26, 0, 0, 0}, fingerprint7...), 1, 4, 1, 'g')},
-		{"a fingerprint of zeros", append(append([]byte{0x26, 0, 0, 1, 'k'}, make([]byte, 16)...), 1, 4, 1, 'g')},
-		{"a keyed batch with a precondition flag", append(append([]byte{0xa6, 0, 0, 1, 'k'}, fingerprint7...), 1, 4, 1, 'g')},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := decodeRecord(tt.payload)
-			assert.Error(t, err)
-		})
-	}
-	_, err := decodeEntry([]byte{6, 0, 0, 1, 4, 1, 'g'})
-	assert.Error(t, err, "a batch is not an entry")
-}
-
-// FuzzDecodeRecord checks that decoding never panics, and that what it
-// accepts is written back as it was read.
-func FuzzDecodeRecord(f *testing.F) {
-	for _, c := range batchEntries() {
-		f.Add(appendBatch(nil, c))
-	}
-	for _, e := range entries() {
-		f.Add(appendEntry(nil, e))
-	}
-	f.Fuzz(func(t *testing.T, payload []byte) {
-		c, err := decodeRecord(payload)
-		if err != nil {
-			return
-		}
-		again, err := decodeRecord(c.appendTo(nil))
-		require.NoError(t, err)
-		assert.Equal(t, c, again)
-	})
-}
-
-// LargestEntry bounds the largest batch the limits allow: as many writes
-// as the HTTP layer takes, each with the longest group id and
-// precondition, and the users of all of them as many as one request may
-// name, with the longest nicknames.
-func TestLargestEntryBoundsABatch(t *testing.T) {
-	const maxUsers, maxWrites = 100, 20
-	users := make([]membership.User, maxUsers)
-	for i := range users {
-		users[i] = membership.User{UID: 9223372036854775807 - membership.UID(i), Nickname: string(make([]byte, membership.MaxNicknameBytes)), HasNickname: true}
-	}
-	revs := make([]membership.Revision, MaxPreconditionRevisions)
-	for i := range revs {
-		revs[i] = 1<<64 - 1 - membership.Revision(i)
-	}
-	cond := membership.Precondition{Revisions: revs, Exists: true, Empty: true}
-	id := string(make([]byte, membership.MaxGroupIDBytes))
-	bound := LargestEntry(1<<30, maxUsers, maxWrites)
-	for _, op := range []membership.Op{membership.OpAdd, membership.OpReplace, membership.OpRemove, membership.OpDeleteGroup} {
-		c := &batchEntry{Time: time.UnixMilli(-1 << 62).UTC(), Actor: 9223372036854775807,
-			Idem: testIdem(string(make([]byte, membership.MaxIdempotencyKeyBytes)))}
-		for i := range maxWrites {
-			w := membership.Write{Op: op, GroupID: id, If: cond}
-			part := users[i*maxUsers/maxWrites : (i+1)*maxUsers/maxWrites]
-			switch op {
-			case membership.OpAdd, membership.OpReplace:
-				w.Users = part
-			case membership.OpRemove:
-				for _, u := range part {
-					w.UIDs = append(w.UIDs, u.UID)
-				}
-			}
-			c.Writes = append(c.Writes, w)
-		}
-		assert.LessOrEqual(t, int64(len(appendBatch(nil, c))), bound, "op %s", op)
-	}
-	assert.LessOrEqual(t, LargestEntry(1<<30, maxUsers, 1), bound, "and a single write's")
 }
 
 // batchScript makes, on s, a history of batches and single writes: moves,
@@ -251,7 +94,7 @@ func TestDurableBatchesReplayAfterACrash(t *testing.T) {
 	for _, c := range wantState.Changes {
 		assert.False(t, c.Time.IsZero(), "change %d has the time of its commit", c.Revision)
 	}
-	d.markNow()
+	d.log.Mark()
 	crash(t, d)
 
 	d = openTestDurable(t, dir, markedOpts())
@@ -271,7 +114,7 @@ func TestDurableBatchesReplayAfterACrash(t *testing.T) {
 	require.NoError(t, d.Close())
 	_, snapshots, err := files(dir)
 	require.NoError(t, err)
-	st, err := snap.ReadFile(snapshotPath(dir, snapshots[len(snapshots)-1]))
+	st, err := snap.ReadFile(snap.Path(dir, snapshots[len(snapshots)-1]))
 	require.NoError(t, err)
 	batches := 0
 	for _, c := range st.Changes {
@@ -306,8 +149,8 @@ func TestDurableRacedBatchFailsOnReplayToo(t *testing.T) {
 	require.NoError(t, err)
 	// The second batch, checked before the first was applied, as a racing
 	// one is: queued as Batch would have queued it.
-	b := batchEntry(move("b"))
-	err = d.commit(&b).err
+	b := record.Batch(move("b"))
+	err = d.commitHolding(&b, nil).err
 	var e *membership.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, membership.CodePreconditionFailed, e.Code)
@@ -318,7 +161,7 @@ func TestDurableRacedBatchFailsOnReplayToo(t *testing.T) {
 	_, err = d.Batch(ctx, move("c"))
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
 	want := stateOf(t, d)
-	d.markNow()
+	d.log.Mark()
 	crash(t, d)
 
 	data, err := os.ReadFile(newestLog(t, dir))

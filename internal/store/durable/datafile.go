@@ -95,7 +95,7 @@ func (df dataFile) write(dir string) error {
 	if df.closedLog != 0 {
 		fmt.Fprintf(&b, "closed %d %d\n", df.closedLog, df.closedSize)
 	}
-	return fileutil.WriteAtomic(filepath.Join(dir, dataFileName), fileMode, func(w io.Writer) error {
+	return fileutil.WriteAtomic(filepath.Join(dir, dataFileName), fileutil.FileMode, func(w io.Writer) error {
 		_, err := io.WriteString(w, b.String())
 		return err
 	})

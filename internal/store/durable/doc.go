@@ -1,15 +1,16 @@
 // Package durable is a membership.Store that keeps its state in a
 // memory.Store and makes every change durable in a data directory before
-// applying it: a write-ahead log (records framed by package wal) fsynced
-// before a change is applied or acknowledged, snapshots (package snap) that
-// let the log restart, MARK, which says how far the newest log is known
-// complete, and DATA, which says what the directory holds. Open recovers
-// the directory (recover.go), refusing damage or, with Options.Repair,
-// mending it; Restore writes a directory from a backup.
+// applying it: a write-ahead log (package wal, its records package
+// record's) fsynced before a change is applied or acknowledged, snapshots
+// (package snap) that let the log restart, and DATA, which says what the
+// directory holds. The store runs the commit loop, applies what the log
+// holds to memory, and decides when to snapshot; the log owns its files.
+// Open recovers the directory (recover.go), refusing damage or, with
+// Options.Repair, mending it; Restore writes a directory from a backup.
 //
 // # Writes
 //
-// The log holds write requests (entry.go), not their effects: each is
+// The log holds write requests (package record), not their effects: each is
 // applied to memory as it was when it was written, so a replay gives every
 // change its revision again. A write is first checked against memory
 // (memory.Store.Check), read only: one that would change nothing, or whose
@@ -22,7 +23,7 @@
 // the log (batch.go).
 //
 // A write or batch with an Idempotency-Key keeps its key in its record
-// (the key and its fingerprint, flagged in the op byte: entry.go), not in
+// (the key and its fingerprint, flagged in the op byte: package record), not in
 // a file of its own, so the keys are remembered as the changes are: across
 // restarts, crashes, snapshots (which hold the keys memory remembers), and
 // backups. Before any check, memory is asked, read only, whether it
@@ -42,14 +43,14 @@
 //
 // A membership's expiry (membership.Expiry) is in the record of the add
 // or replace that set it, as a time: the committer turns a TTL into the
-// time it sets as of the commit (setTime, with the time the record's
+// time it sets as of the commit (SetTime, with the time the record's
 // stamp keeps) before it encodes the record, and memory applies the
 // record as so resolved, then and on every replay. A write of an expiry
 // the record cannot hold, at or before 1970, is refused. Memory keeps the
 // expiries and their due set (the store's DueExpiries and friends are
 // memory's); the expirer (package expiry) ends the memberships due with
 // Write of a membership.OpExpire, which is logged as any write (op 7: the
-// group, at most MaxExpireUIDs uids, and the time they were due as of),
+// group, at most record.MaxExpireUIDs uids, and the time they were due as of),
 // and not at all when it would end none. Replaying it ends the same
 // memberships: a uid whose expiry was extended before the record was
 // applied stays, then and on replay. Snapshots hold the members'
@@ -62,18 +63,18 @@
 // The store adds goroutines, not locks on the data (the memory.Store's
 // locks are in its package's documentation; applyMu, below, only keeps
 // backups out of a commit's applies): one committer goroutine
-// (commitLoop) writes the log, fsyncs it and then applies each change to
-// memory, so memory sees changes in log order; it alone writes the log's
-// fields (Store.dataFile, log, logSeq, logSize) and sets health.broken,
-// except recover before it starts and Close after it stopped. A snapshot
-// is copied by the committer (nothing else changes memory, so the copy is
-// consistent) and written by a goroutine of its own, which touches only
-// files and atomics (snapping, stats) and is waited for by snapshotWG. The
-// marker goroutine (markLoop) writes MARK from Store.synced, which the
-// committer sets under syncedMu after each fsync of the log; marker.mu
-// serializes the writes of MARK and is held across their fsync. Neither
-// lock is held while another is taken, and the committer never waits for
-// the marker: a slow MARK delays no change. The committer holds applyMu
+// (commitLoop) saves to the log (it writes and fsyncs it) and then
+// applies each change to memory, so memory sees changes in log order; it
+// alone saves, cuts and closes the log (Store.log), writes Store.dataFile
+// and sets health.broken, except recover before it starts and Close after
+// it stopped. A snapshot is copied by the committer (nothing else changes
+// memory, so the copy is consistent) and written by a goroutine of its
+// own, which touches only files and atomics (snapping, stats) and is
+// waited for by snapshotWG. The marker goroutine (markLoop) writes MARK
+// (wal.Log.Mark) from what the committer records after each fsync of the
+// log (wal.Log.SetSynced); the log's locks for it are its own, held while
+// no other is taken, and the committer never waits for the marker: a slow
+// MARK delays no change. The committer holds applyMu
 // while it applies a commit's changes to memory, and Backup while it
 // copies memory, so that a backup never comes between a keyed write's
 // change and memory remembering its key; memory's locks are taken under

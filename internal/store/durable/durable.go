@@ -4,24 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/fileutil"
-	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/wal"
+	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
 )
 
@@ -40,9 +36,17 @@ const (
 )
 
 // MaxEntryBytes is the most bytes one change takes in the log: a change
-// whose entry is larger is refused. A caller that bounds the size of a
-// change (the largest body, the most users) checks its bound against it.
+// whose record is larger is refused. A caller that bounds the size of a
+// change (the largest body, the most users) checks LargestEntry against
+// it.
 const MaxEntryBytes = wal.MaxPayload
+
+// LargestEntry bounds the log record of one change that requests of at
+// most maxBodyBytes and maxUsers users, and batches of at most
+// maxBatchWrites writes, can ask for: see record.Largest.
+func LargestEntry(maxBodyBytes int64, maxUsers, maxBatchWrites int) int64 {
+	return record.Largest(maxBodyBytes, maxUsers, maxBatchWrites)
+}
 
 // MaxOpenFiles is the most file descriptors a Store holds open at once,
 // from the lock (LockDataDir, or Open) to Close, for a caller that
@@ -109,14 +113,14 @@ type Options struct {
 	// Open takes it.
 	Lock *fileutil.DirLock
 
-	// openLog opens a log file for appending, openMark the mark, and probe
-	// checks that the directory takes writes (see probeDisk); tests replace
-	// them to simulate failing disks.
-	openLog  func(path string) (logFile, error)
-	openMark func(path string) (markFile, error)
+	// openLog opens a log file for appending, openMark the mark (see
+	// wal.Options), and probe checks that the directory takes writes (see
+	// probeDisk); tests replace them to simulate failing disks.
+	openLog  func(path string) (wal.File, error)
+	openMark func(path string) (wal.MarkFile, error)
 	probe    func(dir string) error
 	// markEvery is how often the mark is written, at most; markInterval
-	// when 0. Tests set it long, and write the mark with markNow.
+	// when 0. Tests set it long, and write the mark with the log's Mark.
 	markEvery time.Duration
 }
 
@@ -131,14 +135,6 @@ func (opts Options) withDefaults() Options {
 	if opts.QueueBytes <= 0 {
 		opts.QueueBytes = DefaultQueueBytes
 	}
-	if opts.openLog == nil {
-		opts.openLog = func(path string) (logFile, error) {
-			return openAppend(path)
-		}
-	}
-	if opts.openMark == nil {
-		opts.openMark = openMarkFile
-	}
 	if opts.probe == nil {
 		opts.probe = writeProbe
 	}
@@ -151,15 +147,6 @@ func (opts Options) withDefaults() Options {
 	return opts
 }
 
-// logFile is what the durable store writes its log through.
-type logFile interface {
-	io.Writer
-	Sync() error
-	Truncate(size int64) error
-	Close() error
-	Stat() (os.FileInfo, error)
-}
-
 // Store is a membership.Store that keeps its state in memory and makes
 // every change durable in a directory before applying it: a checksummed
 // write-ahead log, fsynced before the change is applied or acknowledged, and
@@ -168,9 +155,9 @@ type logFile interface {
 //
 // Files in the directory: LOCK (held with flock while open, as is the
 // directory itself), DATA (what the directory holds, see dataFileName),
-// MARK (how far the newest log is known complete, see mark.go), log-N.wal
-// (the log, N counting up), snapshot-N.snap (the whole state before
-// log-N.wal). The directory is 0700, the files 0600.
+// the log's (package wal: log-N.wal, N counting up, and MARK),
+// snapshot-N.snap (the whole state before log-N.wal). The directory is
+// 0700, the files 0600.
 type Store struct {
 	// ReadOnly serves the reads from memory, which holds what was
 	// replayed and loaded from the snapshot at start: the feed continues
@@ -197,21 +184,6 @@ type Store struct {
 	// health is what Writable reports; the committer sets it.
 	health health
 
-	// dataMissing says that the directory had no DATA at the start.
-	dataMissing bool
-	// startMark is the mark found at the start; startMarkOK says that it
-	// checked out and is this directory's, and so is checked against the
-	// newest log.
-	startMark   markSlot
-	startMarkOK bool
-
-	// marker writes MARK, in a goroutine of its own (markLoop), from
-	// synced, which the committer sets after each fsync of the log.
-	marker *marker
-	// syncedMu guards synced; never held while another lock is taken.
-	syncedMu sync.Mutex
-	synced   logMark
-
 	// applyMu is held by the committer while it applies the changes of a
 	// commit to memory, and by Backup while it copies memory: memory
 	// remembers an Idempotency-Key just after it applied its write, and a
@@ -224,11 +196,10 @@ type Store struct {
 
 	// The committer goroutine owns everything below (recover before it
 	// starts, and Close after it stopped, touch it too), but snapshotWG and
-	// snapping, which the snapshot goroutine it starts shares (see doc.go).
+	// snapping, which the snapshot goroutine it starts shares, and the
+	// log's Mark and Stats (see doc.go).
 	dataFile   dataFile
-	log        logFile
-	logSeq     uint64 // N of the log being written
-	logSize    int64
+	log        *wal.Log
 	snapshotWG sync.WaitGroup
 	snapping   atomic.Bool
 
@@ -250,13 +221,10 @@ type health struct {
 	writeStart atomic.Int64
 }
 
-// durableStats are the disk's figures for Metrics.
+// durableStats are the disk's figures for Metrics, beside the log's.
 type durableStats struct {
-	logBytes      atomic.Int64
-	fsyncs        atomic.Uint64
-	fsyncDuration *metrics.Histogram
-	snapshots     atomic.Uint64
-	lastSnapshot  atomic.Int64 // nanoseconds
+	snapshots    atomic.Uint64
+	lastSnapshot atomic.Int64 // nanoseconds
 	// Changes refused because the queue was full, and those whose commit
 	// took longer than CommitTimeout.
 	queueFull      atomic.Uint64
@@ -265,7 +233,7 @@ type durableStats struct {
 
 // pending is one change waiting for the committer.
 type pending struct {
-	req record
+	req record.Record
 	// queued holds the change's cost in the queue: the caller takes it,
 	// the committer releases it as it answers.
 	queued  budget.Lease
@@ -285,9 +253,6 @@ type result struct {
 }
 
 var _ membership.Store = (*Store)(nil)
-
-// castagnoli is the CRC-32C table of MARK's checksums.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Open opens, or creates, the data directory dir, recovers the state it
 // holds and starts taking changes. Only one process may have a directory
@@ -322,12 +287,10 @@ func openDurable(dir string, opts Options, lock *fileutil.DirLock) (*Store, erro
 		markStopped: make(chan struct{}),
 	}
 	d.mem = d.newMemory()
-	d.stats.fsyncDuration = metrics.NewHistogram(metrics.DefaultDurationBuckets)
 	if err := d.recover(); err != nil {
 		return nil, err
 	}
 	d.ReadOnly = d.mem.ReadOnly() // recover may have started a new one
-	d.stats.logBytes.Store(d.logSize)
 	go d.commitLoop()
 	go d.markLoop()
 	return d, nil
@@ -368,14 +331,25 @@ func (d *Store) Close() error {
 	case <-t.C:
 		return fmt.Errorf("the disk did not finish writing within %s: the changes not acknowledged may or may not be kept", d.opts.CommitTimeout)
 	}
-	err := d.log.Close()
-	if err == nil && d.health.broken.Load() == nil {
-		// A clean stop: the size of the last log, so that a log cut while
-		// the service is stopped is noticed at the next start.
-		d.dataFile.closedLog, d.dataFile.closedSize = d.logSeq, d.logSize
-		err = d.dataFile.write(d.dir)
+	return errors.Join(d.log.Close(), d.lock.Release())
+}
+
+// recordNewestLog records in DATA that log seq is the newest, appended to
+// from now on: no clean stop until the next.
+func (d *Store) recordNewestLog(seq uint64) error {
+	d.dataFile.lastLog, d.dataFile.closedLog, d.dataFile.closedSize = seq, 0, 0
+	return d.dataFile.write(d.dir)
+}
+
+// recordCleanStop records in DATA, after the log closed, the size of the
+// last log, so that a log cut while the service is stopped is noticed at
+// the next start; not for a log that cannot be trusted.
+func (d *Store) recordCleanStop(seq uint64, size int64) error {
+	if d.health.broken.Load() != nil {
+		return nil
 	}
-	return errors.Join(err, d.marker.close(), d.lock.Release())
+	d.dataFile.closedLog, d.dataFile.closedSize = seq, size
+	return d.dataFile.write(d.dir)
 }
 
 // Epoch implements membership.Store: the data directory's, kept in DATA.
@@ -404,17 +378,10 @@ func (d *Store) Writable() error {
 	return nil
 }
 
-// File modes: the data is the service's alone, as PostgreSQL and etcd keep
-// theirs. An existing directory that others may read is tightened.
-const (
-	dirMode  = 0o700
-	fileMode = 0o600
-)
-
-// makePrivateDir creates dir with dirMode, or tightens an existing one that
-// group or others may enter.
+// makePrivateDir creates dir with fileutil.DirMode, or tightens an
+// existing one that group or others may enter.
 func makePrivateDir(dir string, logger *slog.Logger) error {
-	if err := os.MkdirAll(dir, dirMode); err != nil {
+	if err := os.MkdirAll(dir, fileutil.DirMode); err != nil {
 		return err
 	}
 	info, err := os.Stat(dir)
@@ -422,46 +389,13 @@ func makePrivateDir(dir string, logger *slog.Logger) error {
 		return err
 	}
 	if info.Mode().Perm()&0o077 != 0 {
-		if err := os.Chmod(dir, dirMode); err != nil {
+		if err := os.Chmod(dir, fileutil.DirMode); err != nil {
 			logger.Warn("the data directory is open to other users, and tightening it failed", "dir", dir, "mode", info.Mode().Perm(), "err", err)
 			return nil
 		}
 		logger.Warn("the data directory was open to other users: made it 0700", "dir", dir, "was", info.Mode().Perm())
 	}
 	return nil
-}
-
-func logPath(dir string, seq uint64) string {
-	return filepath.Join(dir, fmt.Sprintf("log-%016d.wal", seq))
-}
-
-func snapshotPath(dir string, seq uint64) string {
-	return filepath.Join(dir, fmt.Sprintf("snapshot-%016d.snap", seq))
-}
-
-// files returns the sequence numbers of the logs and snapshots in dir, in
-// ascending order.
-func files(dir string) (logs, snapshots []uint64, err error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, e := range entries {
-		name := e.Name()
-		switch {
-		case strings.HasPrefix(name, "log-") && strings.HasSuffix(name, ".wal"):
-			if n, err := strconv.ParseUint(name[4:len(name)-4], 10, 64); err == nil {
-				logs = append(logs, n)
-			}
-		case strings.HasPrefix(name, "snapshot-") && strings.HasSuffix(name, ".snap"):
-			if n, err := strconv.ParseUint(name[9:len(name)-5], 10, 64); err == nil {
-				snapshots = append(snapshots, n)
-			}
-		}
-	}
-	slices.Sort(logs)
-	slices.Sort(snapshots)
-	return logs, snapshots, nil
 }
 
 // removeTemps removes the temporary files a crash left behind.
@@ -495,8 +429,8 @@ func removeTemps(dir string) error {
 // write, when it would end a membership.
 //
 // Errors: CodePreconditionFailed, CodeInvalidQuery (more than
-// MaxPreconditionRevisions revisions the group has not passed, or an
-// expire of more than MaxExpireUIDs uids), CodeInvalidUsers (an expiry
+// record.MaxPreconditionRevisions revisions the group has not passed, or
+// an expire of more than record.MaxExpireUIDs uids), CodeInvalidUsers (an expiry
 // not after 1970), CodeInvalidIdempotencyKey, CodeIdempotencyKeyReused,
 // CodeUnavailable, CodeBodyTooLarge.
 func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result, error) {
@@ -528,7 +462,7 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 	case !changes && w.Idem.Key == "":
 		return membership.Result{Revision: rev}, nil
 	}
-	c := entry(w)
+	c := record.Write(w)
 	c.Time = time.Time{} // the committer's to give: see encode
 	if c.Op == membership.OpRemoveUser {
 		c.GroupID, c.If = "", membership.Precondition{} // memory checks none
@@ -542,14 +476,14 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 }
 
 // loggable returns an error unless w is a write its record can hold as
-// it is: an expire of at most MaxExpireUIDs uids (so that LargestEntry
+// it is: an expire of at most record.MaxExpireUIDs uids (so that LargestEntry
 // bounds its record), and expiries after 1970 (a record holds an expiry
 // as milliseconds since 1970, 0 for none; the Service takes expiries
 // ahead of its clock only).
 func loggable(w membership.Write) error {
-	if w.Op == membership.OpExpire && len(w.UIDs) > MaxExpireUIDs {
+	if w.Op == membership.OpExpire && len(w.UIDs) > record.MaxExpireUIDs {
 		return membership.Errorf(membership.CodeInvalidQuery,
-			"an expire names %d uids, more than %d; nothing was changed", len(w.UIDs), MaxExpireUIDs)
+			"an expire names %d uids, more than %d; nothing was changed", len(w.UIDs), record.MaxExpireUIDs)
 	}
 	for i, u := range w.Users {
 		if u.Expiry.Set && !u.Expiry.At.IsZero() && u.Expiry.At.UnixMilli() <= 0 {
@@ -589,9 +523,9 @@ func pendingRevisions(revs []membership.Revision, rev membership.Revision) ([]me
 	}
 	slices.Sort(out)
 	out = slices.Compact(out)
-	if len(out) > MaxPreconditionRevisions {
+	if len(out) > record.MaxPreconditionRevisions {
 		return nil, membership.Errorf(membership.CodeInvalidQuery,
-			"the precondition names %d revisions the group has not passed, more than %d; nothing was changed", len(out), MaxPreconditionRevisions)
+			"the precondition names %d revisions the group has not passed, more than %d; nothing was changed", len(out), record.MaxPreconditionRevisions)
 	}
 	return out, nil
 }
@@ -606,17 +540,14 @@ func (d *Store) RemoveMembers(ctx context.Context, groupID string, uids []member
 	return d.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groupID, UIDs: uids})
 }
 
-// commit queues c for the committer and waits for its answer, at most
-// CommitTimeout. A full queue refuses c at once: a stuck disk must not pile
-// up waiting callers, nor their changes in memory.
-func (d *Store) commit(c record) result { return d.commitHolding(c, nil) }
-
-// commitHolding is commit of a keyed write that holds its key's slot:
-// release, when not nil, is called once c is decided, refused before it is
-// queued or answered by the committer, even after its caller stopped
-// waiting, so that no other write of its key is logged before c is
-// applied.
-func (d *Store) commitHolding(c record, release func()) result {
+// commitHolding queues c for the committer and waits for its answer, at
+// most CommitTimeout. A full queue refuses c at once: a stuck disk must
+// not pile up waiting callers, nor their changes in memory. A keyed write
+// holds its key's slot: release, when not nil, is called once c is
+// decided, refused before it is queued or answered by the committer, even
+// after its caller stopped waiting, so that no other write of its key is
+// logged before c is applied.
+func (d *Store) commitHolding(c record.Record, release func()) result {
 	p, refused := d.enqueue(c, release)
 	if refused != nil {
 		return *refused
@@ -626,7 +557,7 @@ func (d *Store) commitHolding(c record, release func()) result {
 
 // enqueue queues c for the committer, or refuses it at once (a full queue,
 // a stuck disk, a store shutting down), calling release then.
-func (d *Store) enqueue(c record, release func()) (*pending, *result) {
+func (d *Store) enqueue(c record.Record, release func()) (*pending, *result) {
 	p := &pending{req: c, done: make(chan result, 1), release: release}
 	refused := func(r result) (*pending, *result) {
 		if release != nil {
@@ -640,7 +571,7 @@ func (d *Store) enqueue(c record, release func()) (*pending, *result) {
 			waited, d.opts.CommitTimeout)})
 	}
 	var ok bool
-	if p.queued, ok = d.queue.Take(c.cost()); !ok { // a change larger than the whole queue is taken alone
+	if p.queued, ok = d.queue.Take(c.Cost()); !ok { // a change larger than the whole queue is taken alone
 		d.stats.queueFull.Add(1)
 		return refused(result{err: errQueueFull})
 	}
@@ -715,7 +646,7 @@ func (d *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membe
 				results[i].Revision = rev
 				continue
 			}
-			c := entry(ws[i])
+			c := record.Write(ws[i])
 			c.Time = time.Time{} // the committer's to give: see encode
 			p, refused := d.enqueue(&c, nil)
 			if refused != nil {
@@ -759,7 +690,7 @@ func (d *Store) stuck() (time.Duration, bool) {
 
 // smallChangeCost is the cost of a change of one user: when the queue has
 // no room for it, the store says it cannot take changes.
-var smallChangeCost = (&entry{Op: membership.OpAdd, Users: make([]membership.User, 1)}).cost()
+var smallChangeCost = (&record.Write{Op: membership.OpAdd, Users: make([]membership.User, 1)}).Cost()
 
 var errQueueFull = membership.Errorf(membership.CodeUnavailable,
 	"too many changes are waiting for the disk; nothing was changed: try again later")
@@ -829,9 +760,9 @@ func (d *Store) encode(buf []byte, batch []*pending) ([]byte, []*pending) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	n := 0
 	for _, p := range batch {
-		p.req.setTime(now)
+		p.req.SetTime(now)
 		var err error
-		if buf, err = wal.Append(buf, p.req.appendTo); err != nil {
+		if buf, err = wal.Append(buf, p.req.Append); err != nil {
 			// Unreachable with the flags run checks; refused, not
 			// written, if it ever comes.
 			d.answer(p, result{err: membership.Errorf(membership.CodeBodyTooLarge,
@@ -857,11 +788,11 @@ func (d *Store) commitBatch(buf []byte, batch []*pending) {
 	d.applyMu.Lock()
 	d.apply(batch)
 	d.applyMu.Unlock()
-	d.setSynced() // before the answers: a change acknowledged is in the next mark
+	d.log.SetSynced(uint64(d.mem.LatestRevision())) // before the answers: a change acknowledged is in the next mark
 	for _, p := range batch {
 		d.answer(p, p.applied)
 	}
-	if d.logSize >= d.opts.SnapshotBytes && !d.snapping.Load() {
+	if d.log.Size() >= d.opts.SnapshotBytes && !d.snapping.Load() {
 		// Starting a new log writes and fsyncs too: a stuck disk here
 		// shows as a stuck write.
 		d.health.writeStart.Store(time.Now().UnixNano())
@@ -881,13 +812,13 @@ func (d *Store) apply(batch []*pending) {
 			j++
 		}
 		if j-i < 2 {
-			batch[i].applied = batch[i].req.applyTo(d.mem)
+			batch[i].applied = applyRecord(d.mem, batch[i].req)
 			i++
 			continue
 		}
 		ws := make([]membership.Write, 0, j-i)
 		for _, p := range batch[i:j] {
-			ws = append(ws, membership.Write(*p.req.(*entry)))
+			ws = append(ws, membership.Write(*p.req.(*record.Write)))
 		}
 		results, err := d.mem.ApplyExpiries(ws)
 		for k, p := range batch[i:j] {
@@ -903,9 +834,29 @@ func (d *Store) apply(batch []*pending) {
 
 // isExpire reports whether r is an expire without an Idempotency key: the
 // expirer's.
-func isExpire(r record) bool {
-	c, ok := r.(*entry)
+func isExpire(r record.Record) bool {
+	c, ok := r.(*record.Write)
 	return ok && c.Op == membership.OpExpire && c.Idem.Key == ""
+}
+
+// applyRecord applies r to m. Memory gives it its revision, so replaying
+// the log after the same snapshot gives every change the revision it had;
+// and checks its preconditions, so a change that another overtook between
+// its check and its turn fails, taking no revision, when it is replayed
+// too. It takes r's time as it is: a change the committer stamped gets the
+// time it got when it was first applied, and one an older build logged
+// without a time gets none. A keyed write or batch is applied once for
+// its key, as of that time: a repeat that was logged before its first
+// write was applied is a replay (memory decides, as it does on every
+// replay of the log), and its caller gets the first write's result,
+// Replayed.
+func applyRecord(m *memory.Store, r record.Record) result {
+	if w, ok := r.(*record.Write); ok {
+		res, err := m.ApplyLogged(membership.Write(*w))
+		return result{res: res, err: err}
+	}
+	res, err := m.BatchLogged(membership.Batch(*r.(*record.Batch)))
+	return result{batch: res, err: err}
 }
 
 // drain answers the changes still queued at shutdown: nothing was changed.
@@ -920,73 +871,33 @@ func (d *Store) drain() {
 	}
 }
 
-// write appends buf to the log and fsyncs it. When the write fails (a full
-// disk, say) it cuts the log back to where it was, so that the refused
-// changes are not replayed later, and carries on. When the fsync fails it
-// cuts back too, but then takes no more changes until restarted: after a
-// failed fsync, Linux may drop the unwritten pages and clear the error, so a
-// later fsync can succeed without the data being on disk.
+// write saves buf, the records of a commit, to the log (wal.Log.Save).
+// When the write fails (a full disk, say) the log is cut back to where it
+// was, so that the refused changes are not replayed later, and the store
+// carries on; when the log can no longer be trusted (a failed fsync, say),
+// the store takes no more changes until restarted.
 func (d *Store) write(buf []byte) error {
 	if d.health.broken.Load() != nil {
 		return membership.Errorf(membership.CodeUnavailable, "the store stopped taking changes after a disk failure; restart it; nothing was changed")
 	}
 	d.health.writeStart.Store(time.Now().UnixNano())
 	defer d.health.writeStart.Store(0)
-	_, err := d.log.Write(buf)
-	syncFailed := false
-	if err == nil {
-		start := time.Now()
-		err = d.log.Sync()
-		d.stats.fsyncs.Add(1)
-		d.stats.fsyncDuration.Observe(time.Since(start))
-		syncFailed = err != nil
-	}
-	if err == nil {
-		d.logSize += int64(len(buf))
-		d.stats.logBytes.Store(d.logSize)
+	err, broken := d.log.Save(buf)
+	if err != nil {
+		msg := err.Error()
+		d.health.failing.Store(&msg)
+	} else {
 		d.health.failing.Store(nil)
-		// Written where a restart will read it? A log deleted or replaced
-		// under the service takes writes that a restart would never see.
-		if err := d.checkLogInPlace(); err != nil {
-			d.setBroken(err)
-			return membership.Errorf(membership.CodeUnavailable,
-				"the log file was removed or replaced while the service ran; the change is not kept: restart the service")
-		}
-		return nil
 	}
-	msg := err.Error()
-	d.health.failing.Store(&msg)
-	d.logger.Error("writing the log failed; the changes are refused", "file", logPath(d.dir, d.logSeq), "err", err)
-	cutErr := d.log.Truncate(d.logSize)
-	if cutErr == nil && !syncFailed {
-		cutErr = d.log.Sync()
+	if broken != nil {
+		d.setBroken(broken)
 	}
 	switch {
-	case syncFailed:
-		d.setBroken(fmt.Errorf("fsync failed: %w", err))
-	case cutErr != nil:
-		d.setBroken(fmt.Errorf("cutting the log back after a failed write failed: %w", cutErr))
-	}
-	return membership.Errorf(membership.CodeUnavailable, "the change could not be written to disk; nothing was changed")
-}
-
-// checkLogInPlace returns an error unless the log being written is the file
-// its path names in the directory.
-func (d *Store) checkLogInPlace() error {
-	path := logPath(d.dir, d.logSeq)
-	open, err := d.log.Stat()
-	if err != nil {
-		return fmt.Errorf("checking the log %s: %w", path, err)
-	}
-	named, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("the log %s is gone from the data directory: %w", path, err)
-	}
-	if !os.SameFile(open, named) {
-		return fmt.Errorf("the log %s was replaced by another file", path)
-	}
-	if open.Size() != d.logSize {
-		return fmt.Errorf("the log %s is %d bytes where the service wrote %d: something else wrote to it or cut it", path, open.Size(), d.logSize)
+	case err != nil:
+		return membership.Errorf(membership.CodeUnavailable, "the change could not be written to disk; nothing was changed")
+	case broken != nil:
+		return membership.Errorf(membership.CodeUnavailable,
+			"the log file was removed or replaced while the service ran; the change is not kept: restart the service")
 	}
 	return nil
 }
@@ -1018,35 +929,22 @@ func (d *Store) probeDisk() {
 // which a start after a crash removes).
 func writeProbe(dir string) error {
 	path := filepath.Join(dir, "probe.tmp")
-	err := os.WriteFile(path, make([]byte, 4096), fileMode)
+	err := os.WriteFile(path, make([]byte, 4096), fileutil.FileMode)
 	if err == nil {
 		err = fileutil.SyncFile(path)
 	}
 	return errors.Join(err, os.Remove(path))
 }
 
-// startSnapshot starts a new log and writes, in the background, a snapshot of
-// the state as of the end of the old one; then it removes what the snapshot
-// covers. Copying the state is the only part that holds up changes.
+// startSnapshot starts a new log (wal.Log.Cut) and writes, in the
+// background, a snapshot of the state as of the end of the old one; then
+// it removes what the snapshot covers. Copying the state is the only part
+// that holds up changes.
 func (d *Store) startSnapshot() {
-	next := d.logSeq + 1
-	if err := d.createLog(next, uint64(d.mem.LatestRevision())); err != nil {
-		d.logger.Error("starting a new log for a snapshot failed", "err", err)
+	next, ok := d.log.Cut(uint64(d.mem.LatestRevision()))
+	if !ok {
 		return
 	}
-	d.dataFile.lastLog = next
-	if err := d.dataFile.write(d.dir); err != nil {
-		d.logger.Error("recording the new log in DATA failed", "err", err)
-	}
-	newLog, err := d.opts.openLog(logPath(d.dir, next))
-	if err != nil {
-		d.logger.Error("opening the new log failed", "err", err)
-		return
-	}
-	_ = d.log.Close()
-	d.log, d.logSeq, d.logSize = newLog, next, wal.HeaderSize
-	d.stats.logBytes.Store(d.logSize)
-	d.setSynced() // supersedes the mark of the old log, which stays whole
 	start := time.Now()
 	st := d.mem.Export() // consistent: only this goroutine changes memory
 	d.snapping.Store(true)
@@ -1054,7 +952,7 @@ func (d *Store) startSnapshot() {
 	go func() {
 		defer d.snapshotWG.Done()
 		defer d.snapping.Store(false)
-		path := snapshotPath(d.dir, next)
+		path := snap.Path(d.dir, next)
 		if err := snap.WriteFile(path, st); err != nil {
 			d.logger.Error("writing a snapshot failed; the logs are kept", "file", path, "err", err)
 			return
@@ -1075,30 +973,23 @@ func (d *Store) startSnapshot() {
 // the logs after that one, so that should newest be damaged later, -repair
 // recovers every change from them. Everything older goes.
 func (d *Store) removeSuperseded(newest uint64) {
-	logs, snapshots, err := files(d.dir)
-	if err != nil {
-		d.logger.Error("listing the data directory failed", "err", err)
-		return
-	}
+	snapshots, err := snap.List(d.dir)
 	keep := uint64(0)
 	for _, n := range snapshots {
 		if n < newest {
 			keep = n
 		}
 	}
-	for _, n := range logs {
-		if n < keep {
-			_ = os.Remove(logPath(d.dir, n))
-		}
+	if err == nil {
+		err = d.log.RemoveBefore(keep)
+	}
+	if err != nil {
+		d.logger.Error("listing the data directory failed", "err", err)
+		return
 	}
 	for _, n := range snapshots {
 		if n < keep {
-			_ = os.Remove(snapshotPath(d.dir, n))
+			_ = os.Remove(snap.Path(d.dir, n))
 		}
 	}
-}
-
-// openAppend opens the log at path for appending records.
-func openAppend(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 }

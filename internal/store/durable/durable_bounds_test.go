@@ -16,13 +16,14 @@ import (
 
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
+	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
 )
 
-// stuckLog is a logFile whose Sync blocks, as on a frozen filesystem, until
+// stuckLog is a wal.File whose Sync blocks, as on a frozen filesystem, until
 // release is closed. syncing gets a value each time a Sync starts.
 type stuckLog struct {
-	logFile
+	wal.File
 	syncing chan struct{}
 	release chan struct{}
 }
@@ -30,7 +31,7 @@ type stuckLog struct {
 func (s *stuckLog) Sync() error {
 	s.syncing <- struct{}{}
 	<-s.release
-	return s.logFile.Sync()
+	return s.File.Sync()
 }
 
 // openStuckDurable opens a store whose log syncs block until the returned
@@ -38,9 +39,9 @@ func (s *stuckLog) Sync() error {
 func openStuckDurable(t *testing.T, opts Options) (d *Store, syncing <-chan struct{}, release func()) {
 	t.Helper()
 	log := &stuckLog{syncing: make(chan struct{}, 100), release: make(chan struct{})}
-	opts.openLog = func(path string) (logFile, error) {
+	opts.openLog = func(path string) (wal.File, error) {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-		log.logFile = f
+		log.File = f
 		return log, err
 	}
 	d = openTestDurable(t, t.TempDir(), opts)
@@ -91,7 +92,7 @@ func TestDurableCommitHasADeadline(t *testing.T) {
 // they are refused at once, changing nothing, and readiness says so.
 func TestDurableQueueIsBounded(t *testing.T) {
 	ctx := context.Background()
-	one := (&entry{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}}).cost()
+	one := (&record.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}}).Cost()
 	d, syncing, release := openStuckDurable(t, Options{ChangesKeep: keepAll, CommitTimeout: time.Hour, QueueBytes: 3 * one})
 
 	type answer struct {
@@ -135,7 +136,7 @@ func TestDurableQueueIsBounded(t *testing.T) {
 func TestDurableQueueTakesALargeChangeAlone(t *testing.T) {
 	d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll, QueueBytes: 1})
 	defer d.Close()
-	n, err := storetest.Count(d.AddMembers(context.Background(), "g", uidRange(1, 100)))
+	n, err := storetest.Count(d.AddMembers(context.Background(), "g", storetest.Users(1, 100)))
 	require.NoError(t, err)
 	assert.Equal(t, 100, n)
 }
@@ -308,23 +309,23 @@ func TestDurableRefusesADamagedLastRecord(t *testing.T) {
 func TestDurableReadsAVersion1Log(t *testing.T) {
 	dir := t.TempDir()
 	v1 := []byte(wal.Magic + "\x01\x00\x00\x00")
-	for _, c := range []*entry{
+	for _, c := range []*record.Write{
 		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}}},
 		{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}},
 	} {
-		payload := appendEntry(nil, c)
+		payload := c.Append(nil)
 		h := make([]byte, 8)
 		binary.LittleEndian.PutUint32(h, uint32(len(payload)))
-		binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(payload, castagnoli))
+		binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)))
 		v1 = append(append(v1, h...), payload...)
 	}
-	require.NoError(t, os.WriteFile(logPath(dir, 1), v1, 0o600))
+	require.NoError(t, os.WriteFile(wal.Path(dir, 1), v1, 0o600))
 
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 3}})
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
-	old, err := os.ReadFile(logPath(dir, 1))
+	old, err := os.ReadFile(wal.Path(dir, 1))
 	require.NoError(t, err)
 	assert.Equal(t, v1, old, "the old log is left as it was")
 
@@ -332,14 +333,6 @@ func TestDurableReadsAVersion1Log(t *testing.T) {
 	defer d.Close()
 	got, _ := storetest.ListAll(t, d, "g")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}, {UID: 3}}, got)
-}
-
-func uidRange(from, n int) []membership.User {
-	users := make([]membership.User, n)
-	for i := range users {
-		users[i] = membership.User{UID: membership.UID(from + i)}
-	}
-	return users
 }
 
 // A log of format version 2, as the build before the whole-group ops wrote
@@ -357,11 +350,11 @@ func TestDurableReadsAVersion2Log(t *testing.T) {
 	require.NoError(t, err)
 	v2 := append([]byte{}, empty[:wal.HeaderSize]...)
 	v2[4] = 2
-	for _, c := range []*entry{
+	for _, c := range []*record.Write{
 		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}}},
 		{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}},
 	} {
-		v2, err = wal.Append(v2, func(b []byte) []byte { return appendEntry(b, c) })
+		v2, err = wal.Append(v2, func(b []byte) []byte { return c.Append(b) })
 		require.NoError(t, err)
 	}
 	require.NoError(t, os.WriteFile(path, v2, 0o600))

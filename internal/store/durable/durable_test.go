@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/membership"
@@ -124,7 +125,17 @@ func newestLog(t *testing.T, dir string) string {
 	logs, _, err := files(dir)
 	require.NoError(t, err)
 	require.NotEmpty(t, logs)
-	return logPath(dir, logs[len(logs)-1])
+	return wal.Path(dir, logs[len(logs)-1])
+}
+
+// files returns the sequence numbers of the logs and snapshots in dir, in
+// ascending order.
+func files(dir string) (logs, snapshots []uint64, err error) {
+	if logs, err = wal.List(dir); err != nil {
+		return nil, nil, err
+	}
+	snapshots, err = snap.List(dir)
+	return logs, snapshots, err
 }
 
 func fillThree(t *testing.T, dir string) map[string][]membership.Member {
@@ -227,9 +238,9 @@ func TestDurableRefusesAnUnknownLogVersion(t *testing.T) {
 	assert.Contains(t, err.Error(), "log format version 99")
 }
 
-// failingLog is a logFile whose writes or syncs fail while fail is set.
+// failingLog is a wal.File whose writes or syncs fail while fail is set.
 type failingLog struct {
-	logFile
+	wal.File
 	mu             sync.Mutex
 	failWrite      bool
 	failSync       bool
@@ -242,11 +253,11 @@ func (f *failingLog) Write(p []byte) (int, error) {
 	defer f.mu.Unlock()
 	if f.failWrite {
 		// A full disk: part of the batch lands, then the write fails.
-		n, _ := f.logFile.Write(p[:len(p)/2])
+		n, _ := f.File.Write(p[:len(p)/2])
 		f.partialWritten = n > 0
 		return n, errors.New("no space left on device")
 	}
-	return f.logFile.Write(p)
+	return f.File.Write(p)
 }
 
 func (f *failingLog) Sync() error {
@@ -255,7 +266,7 @@ func (f *failingLog) Sync() error {
 	if f.failSync {
 		return errors.New("input/output error")
 	}
-	return f.logFile.Sync()
+	return f.File.Sync()
 }
 
 func (f *failingLog) Truncate(size int64) error {
@@ -264,15 +275,15 @@ func (f *failingLog) Truncate(size int64) error {
 	if f.failTruncate {
 		return errors.New("input/output error")
 	}
-	return f.logFile.Truncate(size)
+	return f.File.Truncate(size)
 }
 
 // failingLogs returns options whose logs are failingLogs, the last one
 // opened stored in *fl.
 func failingLogs(fl **failingLog) Options {
-	return Options{openLog: func(path string) (logFile, error) {
+	return Options{openLog: func(path string) (wal.File, error) {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-		*fl = &failingLog{logFile: f}
+		*fl = &failingLog{File: f}
 		return *fl, err
 	}, probe: func(string) error {
 		(*fl).mu.Lock()

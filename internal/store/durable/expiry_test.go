@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
+	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
 )
 
@@ -30,23 +30,6 @@ func TestDurableExpiries(t *testing.T) {
 		t.Cleanup(func() { _ = d.Close() })
 		return d
 	})
-}
-
-// testClock is a clock the test sets, for the expirer.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *testClock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
-
-func expiring(uid membership.UID, at time.Time) membership.User {
-	return membership.User{UID: uid, Expiry: membership.Expiry{Set: true, At: at}}
-}
-
-func withTTL(uid membership.UID, ttl time.Duration) membership.User {
-	return membership.User{UID: uid, Expiry: membership.Expiry{Set: true, TTL: ttl}}
 }
 
 var expiryGroups = []string{"g", "h", "k", "n", "e", "x", "z"}
@@ -66,24 +49,24 @@ func expiryScript(t *testing.T, d *Store, t0 time.Time) {
 		require.NoError(t, err)
 		return res
 	}
-	ann := expiring(1, t0)
+	ann := storetest.ExpiresAt(1, t0)
 	ann.Nickname, ann.HasNickname = "Ann", true
-	write(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{ann, withTTL(2, 2*time.Hour), {UID: 3}, expiring(4, t0.Add(time.Minute))}})
-	write(storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{expiring(1, t0.Add(time.Minute)), expiring(5, t0)}}, "expiring-1"))
+	write(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{ann, storetest.ExpiresIn(2, 2*time.Hour), {UID: 3}, storetest.ExpiresAt(4, t0.Add(time.Minute))}})
+	write(storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{storetest.ExpiresAt(1, t0.Add(time.Minute)), storetest.ExpiresAt(5, t0)}}, "expiring-1"))
 	_, err := d.Batch(ctx, membership.Batch{Writes: []membership.Write{
-		{Op: membership.OpAdd, GroupID: "k", Users: []membership.User{expiring(6, t0)}},
-		{Op: membership.OpReplace, GroupID: "n", Users: []membership.User{withTTL(7, 3*time.Hour), {UID: 8}}},
+		{Op: membership.OpAdd, GroupID: "k", Users: []membership.User{storetest.ExpiresAt(6, t0)}},
+		{Op: membership.OpReplace, GroupID: "n", Users: []membership.User{storetest.ExpiresIn(7, 3*time.Hour), {UID: 8}}},
 	}})
 	require.NoError(t, err)
 	write(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 4, Expiry: membership.Expiry{Set: true}}}})
 
 	past := t0.Add(-2 * time.Hour)
-	write(membership.Write{Op: membership.OpAdd, GroupID: "e", Users: []membership.User{expiring(9, past)}})
-	write(membership.Write{Op: membership.OpAdd, GroupID: "x", Users: []membership.User{expiring(10, past), expiring(11, past)}})
+	write(membership.Write{Op: membership.OpAdd, GroupID: "e", Users: []membership.User{storetest.ExpiresAt(9, past)}})
+	write(membership.Write{Op: membership.OpAdd, GroupID: "x", Users: []membership.User{storetest.ExpiresAt(10, past), storetest.ExpiresAt(11, past)}})
 	due := d.DueExpiries(past, 100)
 	require.Len(t, due, 2, "e and x")
 	require.Equal(t, []membership.UID{10, 11}, due[1].Write.UIDs)
-	write(membership.Write{Op: membership.OpAdd, GroupID: "x", Users: []membership.User{expiring(10, t0.Add(2*time.Minute))}})
+	write(membership.Write{Op: membership.OpAdd, GroupID: "x", Users: []membership.User{storetest.ExpiresAt(10, t0.Add(2*time.Minute))}})
 	for _, w := range due {
 		assert.Equal(t, 1, write(w.Write).Count, "group %s: 9 in e, 11 in x (10 was extended)", w.Write.GroupID)
 	}
@@ -114,7 +97,7 @@ func expiryStateOf(t *testing.T, d *Store, t0 time.Time) expiryState {
 	st.Changes = storetest.EmptiesAsNil(changes)
 	// The keyed add is remembered: its repeat is a replay.
 	res, err := d.Write(context.Background(), storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "h",
-		Users: []membership.User{expiring(1, t0.Add(time.Minute)), expiring(5, t0)}}, "expiring-1"))
+		Users: []membership.User{storetest.ExpiresAt(1, t0.Add(time.Minute)), storetest.ExpiresAt(5, t0)}}, "expiring-1"))
 	require.NoError(t, err)
 	st.KeyReplays = res.Replayed
 	return st
@@ -147,7 +130,7 @@ func checkDue(t *testing.T, d *Store, lists map[string][]membership.Member) {
 	slices.SortFunc(times, time.Time.Compare)
 	times = slices.Compact(times)
 	require.NotEmpty(t, times)
-	clock := &testClock{}
+	clock := &storetest.Clock{}
 	e := expiry.New(d, clock.Now, nil)
 	ctx := context.Background()
 	want := map[string][]membership.Member{}
@@ -189,20 +172,20 @@ func checkDue(t *testing.T, d *Store, lists map[string][]membership.Member) {
 }
 
 // loggedExpires returns the expire records of the logs of dir.
-func loggedExpires(t *testing.T, dir string) []*entry {
+func loggedExpires(t *testing.T, dir string) []*record.Write {
 	t.Helper()
 	logs, _, err := files(dir)
 	require.NoError(t, err)
-	var out []*entry
+	var out []*record.Write
 	for _, seq := range logs {
-		data, err := os.ReadFile(logPath(dir, seq))
+		data, err := os.ReadFile(wal.Path(dir, seq))
 		require.NoError(t, err)
 		_, err = wal.Read(data, func(payload []byte) error {
-			r, err := decodeRecord(payload)
+			r, err := record.Decode(payload)
 			if err != nil {
 				return err
 			}
-			if e, ok := r.(*entry); ok && e.Op == membership.OpExpire {
+			if e, ok := r.(*record.Write); ok && e.Op == membership.OpExpire {
 				out = append(out, e)
 			}
 			return nil
@@ -251,7 +234,7 @@ func TestDurableKeepsExpiries(t *testing.T) {
 			case "closed and reopened":
 				require.NoError(t, d.Close())
 			case "killed":
-				d.markNow()
+				d.log.Mark()
 				crash(t, d)
 			case "from a snapshot":
 				require.NoError(t, d.Close())
@@ -301,15 +284,15 @@ func TestDurableEndsWhatExpiredWhileClosed(t *testing.T) {
 			dir := t.TempDir()
 			d := openTestDurable(t, dir, markedOpts())
 			for _, w := range []membership.Write{
-				{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{expiring(1, t0), expiring(2, t0.Add(time.Second)), {UID: 3}}},
-				{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{expiring(1, t0)}},
-				{Op: membership.OpAdd, GroupID: "c", Users: []membership.User{expiring(4, t0.Add(time.Hour))}},
+				{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0.Add(time.Second)), {UID: 3}}},
+				{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{storetest.ExpiresAt(1, t0)}},
+				{Op: membership.OpAdd, GroupID: "c", Users: []membership.User{storetest.ExpiresAt(4, t0.Add(time.Hour))}},
 			} {
 				_, err := d.Write(ctx, w)
 				require.NoError(t, err)
 			}
 			if killed {
-				d.markNow()
+				d.log.Mark()
 				crash(t, d)
 			} else {
 				require.NoError(t, d.Close())
@@ -358,11 +341,11 @@ func TestDurableDoesNotLogExpiresThatChangeNothing(t *testing.T) {
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	defer d.Close()
-	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{expiring(1, t0)}})
+	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(1, t0)}})
 	require.NoError(t, err)
 	due := d.DueExpiries(t0, 10)
 	require.Len(t, due, 1)
-	_, err = d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{expiring(1, t0.Add(time.Hour))}})
+	_, err = d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(1, t0.Add(time.Hour))}})
 	require.NoError(t, err)
 	size := logSize(t, dir)
 	res, err := d.Write(ctx, due[0].Write)
@@ -382,9 +365,9 @@ func TestDurableRefusesAnExpiryItsLogCannotKeep(t *testing.T) {
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	size := logSize(t, dir)
 	for _, at := range []time.Time{time.UnixMilli(0).UTC(), time.UnixMilli(-1).UTC(), time.Date(1, 1, 1, 0, 0, 0, 1e6, time.UTC)} {
-		_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}, expiring(2, at)}})
+		_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}, storetest.ExpiresAt(2, at)}})
 		assert.Equal(t, membership.CodeInvalidUsers, membership.ErrorCode(err), "%s: %v", at, err)
-		_, err = d.Batch(ctx, membership.Batch{Writes: []membership.Write{{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{expiring(2, at)}}}})
+		_, err = d.Batch(ctx, membership.Batch{Writes: []membership.Write{{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(2, at)}}}})
 		assert.Equal(t, membership.CodeInvalidUsers, membership.ErrorCode(err), "%s: %v", at, err)
 	}
 	assert.Equal(t, size, logSize(t, dir))
@@ -394,7 +377,7 @@ func TestDurableRefusesAnExpiryItsLogCannotKeep(t *testing.T) {
 	assert.Zero(t, d.mem.LatestRevision())
 }
 
-// An expire write names at most MaxExpireUIDs uids, as memory's
+// An expire write names at most record.MaxExpireUIDs uids, as memory's
 // DueExpiries gives them: a larger one is refused, so that LargestEntry
 // bounds every expire record, whatever the request limits.
 func TestExpireRecordsAreBounded(t *testing.T) {
@@ -403,9 +386,9 @@ func TestExpireRecordsAreBounded(t *testing.T) {
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	defer d.Close()
 	past := time.UnixMilli(1 << 40).UTC()
-	users := make([]membership.User, MaxExpireUIDs+1)
+	users := make([]membership.User, record.MaxExpireUIDs+1)
 	for i := range users {
-		users[i] = expiring(math.MaxInt64-membership.UID(i), past)
+		users[i] = storetest.ExpiresAt(math.MaxInt64-membership.UID(i), past)
 	}
 	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "big", Users: users})
 	require.NoError(t, err)
@@ -415,7 +398,7 @@ func TestExpireRecordsAreBounded(t *testing.T) {
 	_, err = d.Write(ctx, membership.Write{Op: membership.OpExpire, GroupID: "big", UIDs: uids, AsOf: past})
 	assert.Equal(t, membership.CodeInvalidQuery, membership.ErrorCode(err), "%v", err)
 	for _, w := range due {
-		assert.LessOrEqual(t, len(w.Write.UIDs), MaxExpireUIDs)
+		assert.LessOrEqual(t, len(w.Write.UIDs), record.MaxExpireUIDs)
 		res, err := d.Write(ctx, w.Write)
 		require.NoError(t, err)
 		assert.Equal(t, len(w.Write.UIDs), res.Count)
@@ -423,8 +406,8 @@ func TestExpireRecordsAreBounded(t *testing.T) {
 	expires := loggedExpires(t, dir)
 	require.Len(t, expires, 2)
 	for _, e := range expires {
-		e.If = membership.Precondition{Exists: true, Revisions: make([]membership.Revision, MaxPreconditionRevisions)}
-		assert.LessOrEqual(t, int64(len(appendEntry(nil, e))), LargestEntry(0, 0, 1), "bounded by the smallest limits too")
+		e.If = membership.Precondition{Exists: true, Revisions: make([]membership.Revision, record.MaxPreconditionRevisions)}
+		assert.LessOrEqual(t, int64(len(e.Append(nil))), LargestEntry(0, 0, 1), "bounded by the smallest limits too")
 	}
 }
 
@@ -448,7 +431,7 @@ func TestDurableReadsAVersion6Log(t *testing.T) {
 	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	got, _ := storetest.ListAll(t, d, "g")
 	assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got)
-	_, err = d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{expiring(2, t0)}})
+	_, err = d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(2, t0)}})
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
 	old, err := os.ReadFile(path)
@@ -477,21 +460,21 @@ func TestTheCommitterAppliesARunOfExpiresTogether(t *testing.T) {
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	for _, g := range []string{"a", "b", "c"} {
 		_, err := d.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: g, Users: []membership.User{
-			expiring(1, t0), expiring(2, t0), {UID: 3, Nickname: "three", HasNickname: true},
+			storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0), {UID: 3, Nickname: "three", HasNickname: true},
 		}})
 		require.NoError(t, err)
 	}
 	at := t0.Add(time.Second)
 	expire := func(g string, uids ...membership.UID) *pending {
-		return &pending{req: &entry{Op: membership.OpExpire, GroupID: g, UIDs: uids, AsOf: at, Time: at}}
+		return &pending{req: &record.Write{Op: membership.OpExpire, GroupID: g, UIDs: uids, AsOf: at, Time: at}}
 	}
 	batch := []*pending{
 		expire("a", 1, 2),
-		&pending{req: &entry{Op: membership.OpAdd, GroupID: "b", Time: at, Users: []membership.User{expiring(4, t0)}}},
+		&pending{req: &record.Write{Op: membership.OpAdd, GroupID: "b", Time: at, Users: []membership.User{storetest.ExpiresAt(4, t0)}}},
 		expire("b", 1, 4),
 		expire("c", 1, 2),
 		expire("b", 2),
-		&pending{req: &entry{Op: membership.OpRemove, GroupID: "c", Time: at, UIDs: []membership.UID{3}}},
+		&pending{req: &record.Write{Op: membership.OpRemove, GroupID: "c", Time: at, UIDs: []membership.UID{3}}},
 	}
 	d.applyMu.Lock()
 	d.apply(batch)
@@ -529,7 +512,7 @@ func TestARoundOfExpiresReplaysToTheStateItGaveLive(t *testing.T) {
 		users := []membership.User{{UID: 100 + membership.UID(g)}} // stays
 		for uid := membership.UID(1); uid <= 40; uid++ {
 			if (int(uid)+g)%3 != 0 {
-				u := expiring(uid, t0.Add(-time.Duration(g%2)*time.Second))
+				u := storetest.ExpiresAt(uid, t0.Add(-time.Duration(g%2)*time.Second))
 				u.Nickname, u.HasNickname = "n", uid%2 == 0
 				users = append(users, u)
 			}
@@ -568,7 +551,7 @@ func TestWriteExpiriesRefusals(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
-	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{expiring(1, t0)}})
+	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(1, t0)}})
 	require.NoError(t, err)
 	rev := d.mem.LatestRevision()
 	expire := membership.Write{Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{1}, AsOf: t0}
@@ -606,7 +589,7 @@ func TestARoundLargerThanTheQueueIsAppliedWhole(t *testing.T) {
 	n := maxBatch + roundWindow + 10
 	var ws []membership.Write
 	for g := range n {
-		w := membership.Write{Op: membership.OpAdd, GroupID: "g" + strconv.Itoa(g), Users: []membership.User{expiring(1, t0)}}
+		w := membership.Write{Op: membership.OpAdd, GroupID: "g" + strconv.Itoa(g), Users: []membership.User{storetest.ExpiresAt(1, t0)}}
 		_, err := d.Write(ctx, w)
 		require.NoError(t, err)
 		ws = append(ws, membership.Write{Op: membership.OpExpire, GroupID: w.GroupID, UIDs: []membership.UID{1}, AsOf: t0})

@@ -63,9 +63,7 @@ func checkReplayed(t *testing.T, s *Store, reqs []keyedRequest) {
 // logSize returns the size of dir's newest log.
 func logSize(t *testing.T, dir string) int64 {
 	t.Helper()
-	info, err := os.Stat(newestLog(t, dir))
-	require.NoError(t, err)
-	return info.Size()
+	return fileSize(t, newestLog(t, dir))
 }
 
 // keyedScript sends, to the durable store d in dir, keyed writes of every
@@ -163,7 +161,7 @@ func TestDurableKeepsKeysAcrossRestarts(t *testing.T) {
 			case "close":
 				require.NoError(t, d.Close())
 			case "crash":
-				d.markNow()
+				d.log.Mark()
 				crash(t, d)
 			case "snapshot":
 				require.NoError(t, d.Close())
@@ -177,12 +175,12 @@ func TestDurableKeepsKeysAcrossRestarts(t *testing.T) {
 				logs, snapshots, err := files(dir)
 				require.NoError(t, err)
 				newest := snapshots[len(snapshots)-1]
-				st, err := snap.ReadFile(snapshotPath(dir, newest))
+				st, err := snap.ReadFile(snap.Path(dir, newest))
 				require.NoError(t, err)
 				assert.Len(t, st.Keys, len(reqs), "the snapshot holds the keys")
 				for _, n := range logs {
 					if n < newest {
-						require.NoError(t, os.Remove(logPath(dir, n)))
+						require.NoError(t, os.Remove(wal.Path(dir, n)))
 					}
 				}
 			}
@@ -218,7 +216,7 @@ func TestOtherKeyBoundsOnReopenChangeNoHistory(t *testing.T) {
 	require.False(t, again.Replayed, "k was forgotten: applied anew")
 	want := stateOf(t, d)
 	require.Equal(t, []membership.Member{{UID: 1}}, want.Lists["g"])
-	d.markNow()
+	d.log.Mark()
 	crash(t, d)
 
 	for _, reopened := range []Options{markedOpts(), opts} {

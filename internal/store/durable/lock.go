@@ -19,7 +19,7 @@ const lockFileName = "LOCK"
 // it to Open in Options.Lock, which then holds it until Close; until then,
 // Release frees it.
 func LockDataDir(dir string) (*fileutil.DirLock, error) {
-	l, err := fileutil.LockDir(dir, lockFileName, dirMode, fileMode)
+	l, err := fileutil.LockDir(dir, lockFileName, fileutil.DirMode, fileutil.FileMode)
 	if errors.Is(err, fileutil.ErrLockUnsupported) {
 		return nil, fmt.Errorf("%w: a data directory needs that lock, to keep a second process out", err)
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/internal/store/wal"
 )
 
 // The lock can be taken before the store opens (a server takes it before
@@ -38,7 +40,7 @@ func TestLockDataDir(t *testing.T) {
 
 	lock, err = LockDataDir(dir)
 	require.NoError(t, err, "Close released it")
-	require.NoError(t, os.WriteFile(logPath(dir, 1), []byte("GMWL\x63\x00\x00\x00"), 0o600))
+	require.NoError(t, os.WriteFile(wal.Path(dir, 1), []byte("GMWL\x63\x00\x00\x00"), 0o600))
 	_, err = Open(dir, Options{Lock: lock})
 	require.Error(t, err)
 	lock, err = LockDataDir(dir)

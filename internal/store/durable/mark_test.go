@@ -22,13 +22,14 @@ import (
 )
 
 // markedOpts are the options of the tests of the mark: its timer never
-// fires, the test writes the mark itself (markNow).
+// fires, the test writes the mark itself (the log's Mark).
 func markedOpts() Options {
 	return Options{ChangesKeep: keepAll, markEvery: time.Hour}
 }
 
 // crash stops d as a kill -9 leaves its directory once every write has
-// landed: the files as they are, and DATA without a clean stop.
+// landed: the files as they are, and DATA without a clean stop (a store
+// whose log cannot be trusted records none).
 func crash(t *testing.T, d *Store) {
 	t.Helper()
 	d.closeMu.Lock()
@@ -38,7 +39,9 @@ func crash(t *testing.T, d *Store) {
 	<-d.stopped
 	<-d.markStopped
 	d.snapshotWG.Wait()
-	require.NoError(t, errors.Join(d.log.Close(), d.marker.close(), d.lock.Release()))
+	killed := "killed"
+	d.health.broken.Store(&killed)
+	require.NoError(t, errors.Join(d.log.Close(), d.lock.Release()))
 }
 
 // addUsers adds users from, from+1, … to group g, one change each.
@@ -57,7 +60,7 @@ func markedDir(t *testing.T, n int) string {
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, markedOpts())
 	addUsers(t, d, 1, n)
-	d.markNow()
+	d.log.Mark()
 	crash(t, d)
 	return dir
 }
@@ -147,7 +150,7 @@ func TestDurableTornTailAfterTheMarkIsNotRefused(t *testing.T) {
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, markedOpts())
 	addUsers(t, d, 1, 10)
-	d.markNow()
+	d.log.Mark()
 	marked := fileSize(t, newestLog(t, dir))
 	addUsers(t, d, 11, 10)
 	crash(t, d)
@@ -172,15 +175,15 @@ func TestDurableMarkIsWrittenWhenTheLogGrew(t *testing.T) {
 	defer d.Close()
 	writes := func() uint64 { return d.Stats().Disk.MarkWrites }
 	start := writes()
-	d.markNow()
+	d.log.Mark()
 	assert.Equal(t, start, writes(), "nothing new to mark")
 	addUsers(t, d, 1, 3)
-	d.markNow()
-	d.markNow()
+	d.log.Mark()
+	d.log.Mark()
 	assert.Equal(t, start+1, writes(), "one write for the growth")
-	m, err := readMark(filepath.Join(dir, markFileName))
+	m, err := wal.ReadMark(dir)
 	require.NoError(t, err)
-	assert.Equal(t, logMark{seq: 1, offset: fileSize(t, newestLog(t, dir)), revision: 3}, m.logMark)
+	assert.Equal(t, wal.Mark{Seq: 1, Offset: fileSize(t, newestLog(t, dir)), Revision: 3}, m.Mark)
 }
 
 // A mark that names an older log is superseded: a snapshot started a new
@@ -192,20 +195,20 @@ func TestDurableMarkOfAnOlderLogIsSuperseded(t *testing.T) {
 	opts.SnapshotBytes = 200
 	d := openTestDurable(t, dir, opts)
 	addUsers(t, d, 1, 5)
-	d.markNow()
+	d.log.Mark()
 	addUsers(t, d, 6, 25)
 	crash(t, d)
-	m, err := readMark(filepath.Join(dir, markFileName))
+	m, err := wal.ReadMark(dir)
 	require.NoError(t, err)
 	logs, _, err := files(dir)
 	require.NoError(t, err)
-	require.Less(t, m.seq, logs[len(logs)-1], "the logs were rotated after the mark")
+	require.Less(t, m.Seq, logs[len(logs)-1], "the logs were rotated after the mark")
 
 	d = openTestDurable(t, dir, markedOpts()) // which starts no snapshot
 	got, _ := storetest.ListAll(t, d, "g")
 	assert.Len(t, got, 30, "no refusal, nothing lost")
 	addUsers(t, d, 31, 1)
-	d.markNow()
+	d.log.Mark()
 	crash(t, d)
 	require.NoError(t, os.Truncate(newestLog(t, dir), wal.HeaderSize))
 	_, err = Open(dir, markedOpts())
@@ -220,7 +223,7 @@ func TestDurableCrashBetweenARotationAndItsMark(t *testing.T) {
 	dir := markedDir(t, 5)
 	df, _, err := readDataFile(dir)
 	require.NoError(t, err)
-	require.NoError(t, createLog(dir, 2, 5, df.id))
+	require.NoError(t, wal.Create(dir, 2, 5, df.id))
 	df.lastLog = 2
 	require.NoError(t, df.write(dir))
 
@@ -233,7 +236,7 @@ func TestDurableCrashBetweenARotationAndItsMark(t *testing.T) {
 // damageMark flips a byte in each slot of dir's MARK at offsets.
 func damageMark(t *testing.T, dir string, offsets ...int64) {
 	t.Helper()
-	path := filepath.Join(dir, markFileName)
+	path := filepath.Join(dir, "MARK")
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	for _, off := range offsets {
@@ -246,7 +249,7 @@ func damageMark(t *testing.T, dir string, offsets ...int64) {
 // with a warning, and writes it anew.
 func TestDurableStartsWithADamagedMark(t *testing.T) {
 	dir := markedDir(t, 10)
-	damageMark(t, dir, 0, markSlotSize)
+	damageMark(t, dir, 0, wal.MarkSlotSize)
 	require.NoError(t, os.Truncate(newestLog(t, dir), fileSize(t, newestLog(t, dir))-3))
 
 	logs := &syncbuf.Buffer{}
@@ -257,7 +260,7 @@ func TestDurableStartsWithADamagedMark(t *testing.T) {
 	assert.Len(t, got, 9)
 	assert.Contains(t, logs.String(), "MARK is damaged: going on without it")
 	require.NoError(t, d.Close())
-	_, err := readMark(filepath.Join(dir, markFileName))
+	_, err := wal.ReadMark(dir)
 	assert.NoError(t, err, "the start wrote it anew")
 }
 
@@ -266,17 +269,17 @@ func TestDurableMarkFallsBackToTheOlderSlot(t *testing.T) {
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, markedOpts())
 	addUsers(t, d, 1, 10)
-	d.markNow()
+	d.log.Mark()
 	older := fileSize(t, newestLog(t, dir))
 	addUsers(t, d, 11, 10)
-	d.markNow()
+	d.log.Mark()
 	crash(t, d)
-	newer, err := readMark(filepath.Join(dir, markFileName))
+	newer, err := wal.ReadMark(dir)
 	require.NoError(t, err)
-	damageMark(t, dir, int64(newer.gen%2)*markSlotSize)
-	m, err := readMark(filepath.Join(dir, markFileName))
+	damageMark(t, dir, int64(newer.Gen%2)*wal.MarkSlotSize)
+	m, err := wal.ReadMark(dir)
 	require.NoError(t, err)
-	assert.Equal(t, older, m.offset, "the older slot")
+	assert.Equal(t, older, m.Offset, "the older slot")
 
 	require.NoError(t, os.Truncate(newestLog(t, dir), older-3))
 	_, err = Open(dir, markedOpts())
@@ -288,32 +291,32 @@ func TestDurableMarkFallsBackToTheOlderSlot(t *testing.T) {
 // a log cut after a crash taken for a torn tail.
 func TestDurableStartsWithoutAMark(t *testing.T) {
 	dir := markedDir(t, 10)
-	require.NoError(t, os.Remove(filepath.Join(dir, markFileName)))
+	require.NoError(t, os.Remove(filepath.Join(dir, "MARK")))
 	require.NoError(t, os.Truncate(newestLog(t, dir), fileSize(t, newestLog(t, dir))/2))
 	d := openTestDurable(t, dir, markedOpts())
 	defer d.Close()
 	got, _ := storetest.ListAll(t, d, "g")
 	assert.NotEmpty(t, got)
-	_, err := readMark(filepath.Join(dir, markFileName))
+	_, err := wal.ReadMark(dir)
 	assert.NoError(t, err, "and gets one")
 }
 
 // markFileFunc wraps the MARK file of a store, so that a test can make its
 // writes fail or hang.
 type markFileFunc struct {
-	markFile
+	wal.MarkFile
 	mu      sync.Mutex
 	fail    bool
 	syncing chan struct{} // when set, Sync says it started and waits for release
 	release chan struct{}
 }
 
-func (m *markFileFunc) open(path string) (markFile, error) {
-	f, err := openMarkFile(path)
+func (m *markFileFunc) open(path string) (wal.MarkFile, error) {
+	f, err := wal.OpenMarkFile(path)
 	if err != nil {
 		return nil, err
 	}
-	m.markFile = f
+	m.MarkFile = f
 	return m, nil
 }
 
@@ -323,7 +326,7 @@ func (m *markFileFunc) WriteAt(b []byte, off int64) (int, error) {
 	if m.fail {
 		return 0, errors.New("no space left on device")
 	}
-	return m.markFile.WriteAt(b, off)
+	return m.MarkFile.WriteAt(b, off)
 }
 
 func (m *markFileFunc) Sync() error {
@@ -334,7 +337,7 @@ func (m *markFileFunc) Sync() error {
 		syncing <- struct{}{}
 		<-release
 	}
-	return m.markFile.Sync()
+	return m.MarkFile.Sync()
 }
 
 // A mark that fails to write is logged, once until it works again, and
@@ -352,7 +355,7 @@ func TestDurableMarkFailureDoesNotFailWrites(t *testing.T) {
 	mf.mu.Unlock()
 	for uid := range membership.UID(3) {
 		addUsers(t, d, uid+1, 1)
-		d.markNow()
+		d.log.Mark()
 	}
 	assert.Equal(t, uint64(3), d.Stats().Disk.MarkFailures)
 	assert.Equal(t, 1, strings.Count(logs.String(), "writing MARK failed"), "logged once")
@@ -362,7 +365,7 @@ func TestDurableMarkFailureDoesNotFailWrites(t *testing.T) {
 	mf.fail = false
 	mf.mu.Unlock()
 	writes := d.Stats().Disk.MarkWrites
-	d.markNow()
+	d.log.Mark()
 	assert.Equal(t, writes+1, d.Stats().Disk.MarkWrites)
 	assert.Contains(t, logs.String(), "MARK is written again")
 }
@@ -380,7 +383,7 @@ func TestDurableSlowMarkDoesNotDelayCommits(t *testing.T) {
 	mf.mu.Unlock()
 	marked := make(chan struct{})
 	go func() {
-		d.markNow()
+		d.log.Mark()
 		close(marked)
 	}()
 	select {

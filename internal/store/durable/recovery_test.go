@@ -63,7 +63,7 @@ func revisionOf(t *testing.T, d *Store) membership.Revision {
 // keeping the damaged one aside.
 func TestDurableDamagedSnapshotHasAWayForward(t *testing.T) {
 	dir, snapshots, _, want := sixtyWithSnapshots(t)
-	newest := snapshotPath(dir, snapshots[len(snapshots)-1])
+	newest := snap.Path(dir, snapshots[len(snapshots)-1])
 	data, err := os.ReadFile(newest)
 	require.NoError(t, err)
 	data[len(data)/2] ^= 0x01
@@ -73,7 +73,7 @@ func TestDurableDamagedSnapshotHasAWayForward(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), filepath.Base(newest))
 	assert.Contains(t, err.Error(), "-repair")
-	assert.Contains(t, err.Error(), filepath.Base(snapshotPath(dir, snapshots[len(snapshots)-2])))
+	assert.Contains(t, err.Error(), filepath.Base(snap.Path(dir, snapshots[len(snapshots)-2])))
 
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll, Repair: true})
 	got, _ := storetest.ListAll(t, d, "g")
@@ -91,7 +91,7 @@ func TestDurableDamagedSnapshotHasAWayForward(t *testing.T) {
 func TestDurableRefusesMissingFiles(t *testing.T) {
 	t.Run("the newest snapshot moved aside", func(t *testing.T) {
 		dir, snapshots, _, want := sixtyWithSnapshots(t)
-		require.NoError(t, os.Rename(snapshotPath(dir, snapshots[len(snapshots)-1]), filepath.Join(t.TempDir(), "aside")))
+		require.NoError(t, os.Rename(snap.Path(dir, snapshots[len(snapshots)-1]), filepath.Join(t.TempDir(), "aside")))
 		d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 		defer d.Close()
 		got, _ := storetest.ListAll(t, d, "g")
@@ -101,12 +101,12 @@ func TestDurableRefusesMissingFiles(t *testing.T) {
 	t.Run("every snapshot moved aside", func(t *testing.T) {
 		dir, snapshots, logs, _ := sixtyWithSnapshots(t)
 		for _, s := range snapshots {
-			require.NoError(t, os.Rename(snapshotPath(dir, s), filepath.Join(t.TempDir(), "aside")))
+			require.NoError(t, os.Rename(snap.Path(dir, s), filepath.Join(t.TempDir(), "aside")))
 		}
 		_, err := Open(dir, Options{ChangesKeep: keepAll})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "no snapshot is here")
-		assert.Contains(t, err.Error(), filepath.Base(logPath(dir, logs[0])))
+		assert.Contains(t, err.Error(), filepath.Base(wal.Path(dir, logs[0])))
 	})
 	t.Run("a log missing between two", func(t *testing.T) {
 		dir, snapshots, logs, _ := sixtyWithSnapshots(t)
@@ -122,18 +122,18 @@ func TestDurableRefusesMissingFiles(t *testing.T) {
 			// missing between.
 			df, _, err := readDataFile(dir)
 			require.NoError(t, err)
-			require.NoError(t, createLog(dir, base+1, 60, df.id))
+			require.NoError(t, wal.Create(dir, base+1, 60, df.id))
 			after = append(after, base+1)
-			require.NoError(t, createLog(dir, base+2, 60, df.id))
+			require.NoError(t, wal.Create(dir, base+2, 60, df.id))
 		}
-		require.NoError(t, os.Remove(logPath(dir, base)))
+		require.NoError(t, os.Remove(wal.Path(dir, base)))
 		_, err := Open(dir, Options{ChangesKeep: keepAll})
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), filepath.Base(logPath(dir, base))+" is missing")
+		assert.Contains(t, err.Error(), filepath.Base(wal.Path(dir, base))+" is missing")
 	})
 	t.Run("a log of another history", func(t *testing.T) {
 		dir, _, logs, _ := sixtyWithSnapshots(t)
-		path := logPath(dir, logs[len(logs)-1])
+		path := wal.Path(dir, logs[len(logs)-1])
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)
 		binary.LittleEndian.PutUint64(data[8:], 12345)
@@ -149,9 +149,9 @@ func TestDurableRefusesMissingFiles(t *testing.T) {
 func TestDurableLogsSayTheRevisionTheyStartAt(t *testing.T) {
 	dir, snapshots, _, _ := sixtyWithSnapshots(t)
 	newest := snapshots[len(snapshots)-1]
-	st, err := snap.ReadFile(snapshotPath(dir, newest))
+	st, err := snap.ReadFile(snap.Path(dir, newest))
 	require.NoError(t, err)
-	data, err := os.ReadFile(logPath(dir, newest))
+	data, err := os.ReadFile(wal.Path(dir, newest))
 	require.NoError(t, err)
 	h, err := wal.ReadHeader(data)
 	require.NoError(t, err)
@@ -163,10 +163,10 @@ func TestDurableLogsSayTheRevisionTheyStartAt(t *testing.T) {
 func TestDurableRefusesADirectoryThatLostItsFiles(t *testing.T) {
 	dir, snapshots, logs, _ := sixtyWithSnapshots(t)
 	for _, s := range snapshots {
-		require.NoError(t, os.Remove(snapshotPath(dir, s)))
+		require.NoError(t, os.Remove(snap.Path(dir, s)))
 	}
 	for _, l := range logs {
-		require.NoError(t, os.Remove(logPath(dir, l)))
+		require.NoError(t, os.Remove(wal.Path(dir, l)))
 	}
 	_, err := Open(dir, Options{ChangesKeep: keepAll})
 	require.Error(t, err)
@@ -215,20 +215,20 @@ func TestDurableRefusesWhatACarelessOperatorDid(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, d.Close())
 		}
-		data, err := os.ReadFile(logPath(b, 1))
+		data, err := os.ReadFile(wal.Path(b, 1))
 		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(logPath(a, 1), data, 0o600))
+		require.NoError(t, os.WriteFile(wal.Path(a, 1), data, 0o600))
 		_, err = Open(a, Options{ChangesKeep: keepAll})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "belongs to another data directory")
 	})
 	t.Run("the newest snapshot and log deleted together", func(t *testing.T) {
 		dir, snapshots, logs, _ := sixtyWithSnapshots(t)
-		require.NoError(t, os.Remove(snapshotPath(dir, snapshots[len(snapshots)-1])))
-		require.NoError(t, os.Remove(logPath(dir, logs[len(logs)-1])))
+		require.NoError(t, os.Remove(snap.Path(dir, snapshots[len(snapshots)-1])))
+		require.NoError(t, os.Remove(wal.Path(dir, logs[len(logs)-1])))
 		_, err := Open(dir, Options{ChangesKeep: keepAll})
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), filepath.Base(logPath(dir, logs[len(logs)-1]))+" is missing")
+		assert.Contains(t, err.Error(), filepath.Base(wal.Path(dir, logs[len(logs)-1]))+" is missing")
 		assert.Contains(t, err.Error(), "-repair")
 
 		d := openTestDurable(t, dir, Options{ChangesKeep: keepAll, Repair: true})
@@ -253,10 +253,10 @@ func TestDurableRefusesWhatACarelessOperatorDid(t *testing.T) {
 	t.Run("a directory left with its LOCK only", func(t *testing.T) {
 		dir, snapshots, logs, _ := sixtyWithSnapshots(t)
 		for _, s := range snapshots {
-			require.NoError(t, os.Remove(snapshotPath(dir, s)))
+			require.NoError(t, os.Remove(snap.Path(dir, s)))
 		}
 		for _, l := range logs {
-			require.NoError(t, os.Remove(logPath(dir, l)))
+			require.NoError(t, os.Remove(wal.Path(dir, l)))
 		}
 		require.NoError(t, os.Remove(filepath.Join(dir, dataFileName)))
 		_, err := Open(dir, Options{ChangesKeep: keepAll})
@@ -267,9 +267,9 @@ func TestDurableRefusesWhatACarelessOperatorDid(t *testing.T) {
 		dir, snapshots, _, want := sixtyWithSnapshots(t)
 		newest := snapshots[len(snapshots)-1]
 		// Make the snapshot's own log the newest, then lose it.
-		require.NoError(t, os.Remove(logPath(dir, newest)))
+		require.NoError(t, os.Remove(wal.Path(dir, newest)))
 		for l := newest + 1; ; l++ {
-			if err := os.Remove(logPath(dir, l)); err != nil {
+			if err := os.Remove(wal.Path(dir, l)); err != nil {
 				break
 			}
 		}
@@ -385,13 +385,13 @@ func TestDurableStartsWithoutItsNewestSnapshot(t *testing.T) {
 	dir, snapshots, logs, want := sixtyWithSnapshots(t)
 	newest, older := snapshots[len(snapshots)-1], snapshots[len(snapshots)-2]
 	require.Equal(t, older, logs[0], "the logs reach back to the snapshot before the newest")
-	require.NoError(t, os.Remove(snapshotPath(dir, newest)))
+	require.NoError(t, os.Remove(snap.Path(dir, newest)))
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	got, _ := storetest.ListAll(t, d, "g")
 	assert.Equal(t, want, got, "every change, from the older snapshot and its logs")
 	require.NoError(t, d.Close())
 
-	require.NoError(t, os.Remove(snapshotPath(dir, older)))
+	require.NoError(t, os.Remove(snap.Path(dir, older)))
 	_, err := Open(dir, Options{ChangesKeep: keepAll})
 	require.Error(t, err, "the logs reach back to no snapshot now")
 	assert.Contains(t, err.Error(), "no snapshot is here")
@@ -414,9 +414,9 @@ func TestDurableDamagedLogHeaderNamesRepair(t *testing.T) {
 			dir, snapshots, logs, _ := sixtyWithSnapshots(t)
 			newest := logs[len(logs)-1]
 			require.Equal(t, snapshots[len(snapshots)-1], newest, "the newest log follows the newest snapshot")
-			st, err := snap.ReadFile(snapshotPath(dir, newest))
+			st, err := snap.ReadFile(snap.Path(dir, newest))
 			require.NoError(t, err)
-			path := logPath(dir, newest)
+			path := wal.Path(dir, newest)
 			data, err := os.ReadFile(path)
 			require.NoError(t, err)
 			data[tt.offset] ^= 0x01
@@ -452,7 +452,7 @@ func TestDurableDamagedLogHeaderNamesRepair(t *testing.T) {
 // groups read before the fault: the groups are loaded as they are read.
 func TestDurableSnapshotBrokenPartWayIsDroppedWhole(t *testing.T) {
 	dir, snapshots, _, want := sixtyWithSnapshots(t)
-	newest := snapshotPath(dir, snapshots[len(snapshots)-1])
+	newest := snap.Path(dir, snapshots[len(snapshots)-1])
 	st, err := snap.ReadFile(newest)
 	require.NoError(t, err)
 	// Groups read before the fault, one of them the real group with a

@@ -10,6 +10,7 @@ import (
 
 	"example.com/groupmembership/internal/fileutil"
 	"example.com/groupmembership/internal/store/snap"
+	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/membership"
 )
 
@@ -89,7 +90,7 @@ func writeRestore(dir string, st *snap.State) error {
 	if _, err := os.Stat(marker); errors.Is(err, fs.ErrNotExist) {
 		// Created in place, not renamed into it: a restore stopped while
 		// it writes the marker leaves the marker, or nothing but LOCK.
-		if err := fileutil.CreateSync(marker, []byte("a restore into this directory did not finish: run -restore again\n"), fileMode); err != nil {
+		if err := fileutil.CreateSync(marker, []byte("a restore into this directory did not finish: run -restore again\n"), fileutil.FileMode); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -99,10 +100,10 @@ func writeRestore(dir string, st *snap.State) error {
 		return err
 	}
 	df := dataFile{id: newRandomID(), epoch: newRandomID(), lastLog: 1}
-	if err := snap.WriteFile(snapshotPath(dir, 1), st); err != nil {
+	if err := snap.WriteFile(snap.Path(dir, 1), st); err != nil {
 		return err
 	}
-	if err := createLog(dir, 1, uint64(st.LastRevision), df.id); err != nil {
+	if err := wal.Create(dir, 1, uint64(st.LastRevision), df.id); err != nil {
 		return err
 	}
 	if err := df.write(dir); err != nil {
@@ -144,9 +145,7 @@ func removeRestoreFiles(dir string) error {
 
 // isRestoreFile says whether name is one of the files a restore writes.
 func isRestoreFile(name string) bool {
-	return name == dataFileName || strings.HasSuffix(name, ".tmp") ||
-		strings.HasPrefix(name, "snapshot-") && strings.HasSuffix(name, ".snap") ||
-		strings.HasPrefix(name, "log-") && strings.HasSuffix(name, ".wal")
+	return name == dataFileName || strings.HasSuffix(name, ".tmp") || snap.IsFileName(name) || wal.IsFileName(name)
 }
 
 // unfinishedRestore says whether dir holds a restore that did not finish:

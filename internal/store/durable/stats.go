@@ -11,19 +11,13 @@ import (
 // Stats returns the figures of its memory.Store, and the disk's.
 func (d *Store) Stats() store.Stats {
 	s := d.mem.Stats()
-	s.Disk = &store.DiskStats{
-		LogBytes:       d.stats.logBytes.Load(),
-		Fsyncs:         d.stats.fsyncs.Load(),
-		FsyncDurations: d.stats.fsyncDuration,
-		Snapshots:      d.stats.snapshots.Load(),
-		LastSnapshot:   time.Duration(d.stats.lastSnapshot.Load()),
-		CommitTimeouts: d.stats.commitTimeouts.Load(),
-		QueueBytes:     d.queue.Used(),
-		QueueLimit:     d.queue.Limit(),
-		QueueFull:      d.stats.queueFull.Load(),
-		MarkWrites:     d.marker.writes.Load(),
-		MarkFailures:   d.marker.failures.Load(),
-	}
+	disk := d.log.Stats()
+	disk.Snapshots = d.stats.snapshots.Load()
+	disk.LastSnapshot = time.Duration(d.stats.lastSnapshot.Load())
+	disk.CommitTimeouts = d.stats.commitTimeouts.Load()
+	disk.QueueBytes, disk.QueueLimit = d.queue.Used(), d.queue.Limit()
+	disk.QueueFull = d.stats.queueFull.Load()
+	s.Disk = &disk
 	return s
 }
 

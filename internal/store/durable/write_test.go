@@ -19,6 +19,7 @@ import (
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
+	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
 )
 
@@ -138,7 +139,7 @@ func TestDurableWritesReplayAfterACrash(t *testing.T) {
 	before := stateOf(t, d)
 	assert.Equal(t, untimed(wantState), untimed(before))
 	storetest.Untimed(t, before.Changes, since)
-	d.markNow()
+	d.log.Mark()
 	crash(t, d)
 
 	d = openTestDurable(t, dir, markedOpts())
@@ -172,7 +173,7 @@ func TestDurableSnapshotKeepsTheNewOps(t *testing.T) {
 	require.Zero(t, res.Records, "the newest log is empty: the snapshot holds everything")
 	_, snapshots, err := files(dir)
 	require.NoError(t, err)
-	st, err := snap.ReadFile(snapshotPath(dir, snapshots[len(snapshots)-1]))
+	st, err := snap.ReadFile(snap.Path(dir, snapshots[len(snapshots)-1]))
 	require.NoError(t, err)
 	ops := map[membership.Op]bool{}
 	for _, c := range st.Changes {
@@ -226,7 +227,7 @@ func TestDurableRacedPreconditionFailsOnReplayToo(t *testing.T) {
 	require.NoError(t, err)
 	// The second write, checked before the first was applied, as a racing
 	// one is: queued as Write would have queued it.
-	err = d.commit(&entry{Op: membership.OpDeleteGroup, GroupID: "g", If: was}).err
+	err = d.commitHolding(&record.Write{Op: membership.OpDeleteGroup, GroupID: "g", If: was}, nil).err
 	require.Error(t, err)
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
 	var e *membership.Error
@@ -234,7 +235,7 @@ func TestDurableRacedPreconditionFailsOnReplayToo(t *testing.T) {
 	assert.Equal(t, first.Revision, e.Revision, "the error tells the group's revision")
 	want := stateOf(t, d)
 	assert.Equal(t, []membership.Member{{UID: 2}}, want.Lists["g"], "the raced write changed nothing")
-	d.markNow()
+	d.log.Mark()
 	crash(t, d)
 
 	data, err := os.ReadFile(newestLog(t, dir))
@@ -331,7 +332,7 @@ func TestDurableDoesNotLogWritesThatChangeNothing(t *testing.T) {
 }
 
 // The revisions of an If-Match that the group has passed are not logged:
-// they can no longer match. More than MaxPreconditionRevisions others are
+// they can no longer match. More than record.MaxPreconditionRevisions others are
 // refused.
 func TestDurableBoundsTheRevisionsOfAPrecondition(t *testing.T) {
 	ctx := context.Background()
@@ -343,7 +344,7 @@ func TestDurableBoundsTheRevisionsOfAPrecondition(t *testing.T) {
 		require.NoError(t, err)
 	}
 	rev := revisionOf(t, d)
-	many := make([]membership.Revision, 0, 1000+MaxPreconditionRevisions)
+	many := make([]membership.Revision, 0, 1000+record.MaxPreconditionRevisions)
 	for i := range 1000 {
 		many = append(many, rev-membership.Revision(i%int(rev)))
 	}
@@ -354,12 +355,12 @@ func TestDurableBoundsTheRevisionsOfAPrecondition(t *testing.T) {
 
 	rev = revisionOf(t, d)
 	future := []membership.Revision{rev}
-	for i := range MaxPreconditionRevisions {
+	for i := range record.MaxPreconditionRevisions {
 		future = append(future, rev+1+membership.Revision(i))
 	}
 	_, err = d.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}, If: membership.Precondition{Revisions: future}})
 	assert.Equal(t, membership.CodeInvalidQuery, membership.ErrorCode(err))
-	_, err = d.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}, If: membership.Precondition{Revisions: future[:MaxPreconditionRevisions]}})
+	_, err = d.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}, If: membership.Precondition{Revisions: future[:record.MaxPreconditionRevisions]}})
 	assert.NoError(t, err, "as many as MaxPreconditionRevisions are taken")
 	got, _ := storetest.ListAll(t, d, "g")
 	assert.Equal(t, []membership.Member{{UID: 3}}, got)
@@ -371,15 +372,15 @@ func TestDurableReplaceAndDeleteOfALargeGroup(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
-	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: uidRange(1, 5000)})
+	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.Users(1, 5000)})
 	require.NoError(t, err)
-	res, err := d.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: uidRange(2500, 5000)})
+	res, err := d.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.Users(2500, 5000)})
 	require.NoError(t, err)
 	assert.Equal(t, membership.Result{Count: 2499, Removed: 2499, Revision: 2}, res)
 	res, err = d.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g"})
 	require.NoError(t, err)
 	assert.Equal(t, membership.Result{Count: 5000, Revision: 3}, res)
-	_, err = d.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "h", Users: uidRange(1, 3)})
+	_, err = d.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "h", Users: storetest.Users(1, 3)})
 	require.NoError(t, err)
 	want := stateOf(t, d)
 	require.NoError(t, d.Close())

@@ -1,6 +1,7 @@
 // Package snap is the format of snapshots and backups: the whole state of
 // a store as plain values (State), its encoder, which streams, and its
-// reader, which checks the checksum and the rules of the service. A backup
+// reader, which checks the checksum and the rules of the service, and the
+// names of snapshot files in a data directory (files.go). A backup
 // (Backup) is a snapshot file that is sent instead of written.
 package snap
 

@@ -332,3 +332,13 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 // Count returns a change's count, for tests that check only that.
 func Count(res membership.Result, err error) (int, error) { return res.Count, err }
+
+// Users returns n users, of uids from, from+1, …, without a nickname or an
+// expiry.
+func Users(from, n int) []membership.User {
+	users := make([]membership.User, n)
+	for i := range users {
+		users[i] = membership.User{UID: membership.UID(from + i)}
+	}
+	return users
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,11 +28,32 @@ func Expire(t *testing.T, s store.Expiring, now time.Time) int {
 	return n
 }
 
-// expiringUser returns a user whose membership ends at at (zero: made
+// ExpiresAt returns a user whose membership ends at at (zero: made
 // permanent).
-func expiringUser(uid membership.UID, at time.Time) membership.User {
+func ExpiresAt(uid membership.UID, at time.Time) membership.User {
 	return membership.User{UID: uid, Expiry: membership.Expiry{Set: true, At: at}}
 }
+
+// ExpiresIn returns a user whose membership ends ttl after the write.
+func ExpiresIn(uid membership.UID, ttl time.Duration) membership.User {
+	return membership.User{UID: uid, Expiry: membership.Expiry{Set: true, TTL: ttl}}
+}
+
+// Clock is a clock a test sets, for an expirer: no test waits for an
+// expiry on the wall clock.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a Clock set to now.
+func NewClock(now time.Time) *Clock { return &Clock{now: now} }
+
+// Now returns the time last set.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+// Set sets the time.
+func (c *Clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 
 // Expiries checks memberships that end by themselves (membership.OpExpire),
 // with the clock given to DueExpiries: no test waits for an expiry.
@@ -49,8 +71,8 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("a membership ends at its expiry, in a change of its own", func(t *testing.T) {
 		s := newStore(t)
-		add(s, "g", expiringUser(1, t0), membership.User{UID: 2}, expiringUser(3, t0.Add(time.Minute)))
-		add(s, "h", expiringUser(1, t0))
+		add(s, "g", ExpiresAt(1, t0), membership.User{UID: 2}, ExpiresAt(3, t0.Add(time.Minute)))
+		add(s, "h", ExpiresAt(1, t0))
 		got, _ := ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1, Expires: t0}, {UID: 2}, {UID: 3, Expires: t0.Add(time.Minute)}}, got)
 		m, ok, err := s.Member(ctx, "g", 1)
@@ -90,14 +112,14 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("an add sets, extends, shortens or ends an expiry; without one it keeps it", func(t *testing.T) {
 		s := newStore(t)
-		add(s, "g", expiringUser(1, t0), expiringUser(2, t0), expiringUser(3, t0), expiringUser(4, t0))
+		add(s, "g", ExpiresAt(1, t0), ExpiresAt(2, t0), ExpiresAt(3, t0), ExpiresAt(4, t0))
 		before := latest(t, s)
-		add(s, "g", expiringUser(1, t0.Add(time.Hour)), expiringUser(2, t0.Add(-time.Minute)), expiringUser(3, time.Time{}), membership.User{UID: 4})
+		add(s, "g", ExpiresAt(1, t0.Add(time.Hour)), ExpiresAt(2, t0.Add(-time.Minute)), ExpiresAt(3, time.Time{}), membership.User{UID: 4})
 		changes := AllChanges(t, s, before)
 		require.Len(t, changes, 1)
 		assert.Equal(t, []membership.MemberExpiry{{UID: 1, At: t0.Add(time.Hour)}, {UID: 2, At: t0.Add(-time.Minute)}, {UID: 3}}, changes[0].Expiries)
 		assert.Empty(t, changes[0].UIDs, "no one joined")
-		same := add(s, "g", expiringUser(1, t0.Add(time.Hour)))
+		same := add(s, "g", ExpiresAt(1, t0.Add(time.Hour)))
 		assert.Equal(t, changes[0].Revision, same.Revision, "the same expiry again changes nothing")
 
 		assert.Equal(t, 1, Expire(t, s, t0.Add(-time.Minute)), "user 2, shortened")
@@ -110,10 +132,10 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("an expiry extended after it was found due is not applied", func(t *testing.T) {
 		s := newStore(t)
-		add(s, "g", expiringUser(1, t0), expiringUser(2, t0))
+		add(s, "g", ExpiresAt(1, t0), ExpiresAt(2, t0))
 		due := s.DueExpiries(t0, 100)
 		require.Len(t, due, 1)
-		add(s, "g", expiringUser(1, t0.Add(time.Hour)))
+		add(s, "g", ExpiresAt(1, t0.Add(time.Hour)))
 		res, err := s.Write(ctx, due[0].Write)
 		require.NoError(t, err)
 		assert.Equal(t, 1, res.Count, "user 2 only")
@@ -127,10 +149,10 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		// Each user's expiry is set three times; all are past when the
 		// expirer looks (it was not running, or the log was replayed).
 		for _, k := range []int{0, 2, 1} {
-			add(s, "g", expiringUser(1, t0.Add(time.Duration(k)*time.Second)), expiringUser(2, t0.Add(time.Duration(2-k)*time.Second)))
+			add(s, "g", ExpiresAt(1, t0.Add(time.Duration(k)*time.Second)), ExpiresAt(2, t0.Add(time.Duration(2-k)*time.Second)))
 		}
-		add(s, "g", expiringUser(3, t0), membership.User{UID: 4})
-		add(s, "g", expiringUser(3, time.Time{}))
+		add(s, "g", ExpiresAt(3, t0), membership.User{UID: 4})
+		add(s, "g", ExpiresAt(3, time.Time{}))
 		assert.Equal(t, 2, Expire(t, s, t0.Add(time.Minute)), "users 1 and 2, each once")
 		got, _ := ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 3}, {UID: 4}}, got)
@@ -139,7 +161,7 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("expiries given back are due again", func(t *testing.T) {
 		s := newStore(t)
-		add(s, "g", expiringUser(1, t0))
+		add(s, "g", ExpiresAt(1, t0))
 		due := s.DueExpiries(t0, 100)
 		require.Len(t, due, 1)
 		assert.Empty(t, s.DueExpiries(t0, 100), "taken")
@@ -149,9 +171,9 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("a membership ended otherwise has no expiry left", func(t *testing.T) {
 		s := newStore(t)
-		add(s, "a", expiringUser(1, t0), expiringUser(2, t0), expiringUser(3, t0))
-		add(s, "b", expiringUser(4, t0), expiringUser(5, t0))
-		add(s, "c", expiringUser(6, t0))
+		add(s, "a", ExpiresAt(1, t0), ExpiresAt(2, t0), ExpiresAt(3, t0))
+		add(s, "b", ExpiresAt(4, t0), ExpiresAt(5, t0))
+		add(s, "c", ExpiresAt(6, t0))
 		_, err := s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}})
 		require.NoError(t, err)
 		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 3}, {UID: 7}}})
@@ -171,18 +193,18 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("a replace and a batch set expiries as an add does", func(t *testing.T) {
 		s := newStore(t)
-		add(s, "g", expiringUser(1, t0), expiringUser(2, t0))
+		add(s, "g", ExpiresAt(1, t0), ExpiresAt(2, t0))
 		before := latest(t, s)
 		_, err := s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{
-			{UID: 1}, expiringUser(2, time.Time{}), expiringUser(3, t0.Add(time.Minute)),
+			{UID: 1}, ExpiresAt(2, time.Time{}), ExpiresAt(3, t0.Add(time.Minute)),
 		}})
 		require.NoError(t, err)
 		changes := AllChanges(t, s, before)
 		require.Len(t, changes, 1)
 		assert.Equal(t, []membership.MemberExpiry{{UID: 2}, {UID: 3, At: t0.Add(time.Minute)}}, changes[0].Expiries)
 		_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
-			{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{expiringUser(9, t0)}},
-			{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{expiringUser(2, t0)}},
+			{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{ExpiresAt(9, t0)}},
+			{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{ExpiresAt(2, t0)}},
 		}})
 		require.NoError(t, err)
 		got, _ := ListAll(t, s, "g")
@@ -233,9 +255,9 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 			case 0:
 				u = membership.User{UID: uid}
 			case 1:
-				u = expiringUser(uid, time.Time{})
+				u = ExpiresAt(uid, time.Time{})
 			default:
-				u = expiringUser(uid, clock.Add(time.Duration(rng.IntN(20))*time.Second))
+				u = ExpiresAt(uid, clock.Add(time.Duration(rng.IntN(20))*time.Second))
 			}
 			var w membership.Write
 			switch rng.IntN(10) {

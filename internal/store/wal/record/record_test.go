@@ -1,4 +1,4 @@
-package durable
+package record
 
 import (
 	"bytes"
@@ -13,11 +13,11 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// entries returns one entry of every op, each without a precondition and
+// writes returns one write of every op, each without a precondition and
 // with each kind of one.
-func entries() map[string]*entry {
+func writes() map[string]*Write {
 	users := []membership.User{{UID: 3, Nickname: "Ann", HasNickname: true}, {UID: 9223372036854775807}, {UID: 1, HasNickname: true}}
-	plain := map[string]*entry{
+	plain := map[string]*Write{
 		"add":              {Op: membership.OpAdd, GroupID: "g", Users: users},
 		"remove":           {Op: membership.OpRemove, GroupID: "team/b", UIDs: []membership.UID{9, 2, 9223372036854775807}},
 		"replace":          {Op: membership.OpReplace, GroupID: "g", Users: users},
@@ -43,14 +43,14 @@ func entries() map[string]*entry {
 		"if-match and *":    {Revisions: []membership.Revision{5, 6}, Exists: true},
 		"if-none-match and": {Revisions: []membership.Revision{5}, Empty: true},
 	}
-	stamps := map[string]func(*entry){
-		"stamped":                func(c *entry) { c.Time, c.Actor = time.Date(2026, 11, 24, 23, 59, 1, 123e6, time.UTC), 7 },
-		"stamped, no actor":      func(c *entry) { c.Time = time.UnixMilli(1).UTC() },
-		"stamped, largest uid":   func(c *entry) { c.Time, c.Actor = time.UnixMilli(1<<50).UTC(), 9223372036854775807 },
-		"stamped, before 1970":   func(c *entry) { c.Time = time.UnixMilli(-1).UTC() },
-		"stamped, an actor only": func(c *entry) { c.Actor = 3 },
+	stamps := map[string]func(*Write){
+		"stamped":                func(c *Write) { c.Time, c.Actor = time.Date(2026, 11, 24, 23, 59, 1, 123e6, time.UTC), 7 },
+		"stamped, no actor":      func(c *Write) { c.Time = time.UnixMilli(1).UTC() },
+		"stamped, largest uid":   func(c *Write) { c.Time, c.Actor = time.UnixMilli(1<<50).UTC(), 9223372036854775807 },
+		"stamped, before 1970":   func(c *Write) { c.Time = time.UnixMilli(-1).UTC() },
+		"stamped, an actor only": func(c *Write) { c.Actor = 3 },
 	}
-	all := map[string]*entry{}
+	all := map[string]*Write{}
 	for name, e := range plain {
 		all[name] = e
 		for cname, cond := range conds {
@@ -84,35 +84,35 @@ func testIdem(key string) membership.Idempotency {
 
 // A key is written after the stamp, flagged in the op byte: the key, then
 // its 16-byte fingerprint.
-func TestEntryKey(t *testing.T) {
-	e := &entry{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{9}, Time: time.UnixMilli(1000).UTC(), Actor: 300,
+func TestWriteKey(t *testing.T) {
+	e := &Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{9}, Time: time.UnixMilli(1000).UTC(), Actor: 300,
 		Idem: membership.Idempotency{Key: "k", Fingerprint: membership.Fingerprint{15: 7}}}
 	payload := []byte{0x62, 1, 'g', 1, 9, 0xd0, 0x0f, 0xac, 0x02, 1, 'k', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7}
-	assert.Equal(t, payload, appendEntry(nil, e))
-	got, err := decodeEntry(payload)
+	assert.Equal(t, payload, appendWrite(nil, e))
+	got, err := decodeWrite(payload)
 	require.NoError(t, err)
 	assert.Equal(t, e, got)
-	assert.LessOrEqual(t, int64(len(payload)), e.cost(), "the cost counts the key")
+	assert.LessOrEqual(t, int64(len(payload)), e.Cost(), "the cost counts the key")
 }
 
 // A stamp is written after the rest, flagged in the op byte.
-func TestEntryStamp(t *testing.T) {
-	e := &entry{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{9}, Time: time.UnixMilli(1000).UTC(), Actor: 300}
+func TestWriteStamp(t *testing.T) {
+	e := &Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{9}, Time: time.UnixMilli(1000).UTC(), Actor: 300}
 	payload := []byte{0x42, 1, 'g', 1, 9, 0xd0, 0x0f, 0xac, 0x02}
-	assert.Equal(t, payload, appendEntry(nil, e))
-	got, err := decodeEntry(payload)
+	assert.Equal(t, payload, appendWrite(nil, e))
+	got, err := decodeWrite(payload)
 	require.NoError(t, err)
 	assert.Equal(t, e, got)
 }
 
-func TestEntryRoundTrip(t *testing.T) {
-	for name, e := range entries() {
+func TestWriteRoundTrip(t *testing.T) {
+	for name, e := range writes() {
 		t.Run(name, func(t *testing.T) {
-			payload := appendEntry(nil, e)
-			got, err := decodeEntry(payload)
+			payload := appendWrite(nil, e)
+			got, err := decodeWrite(payload)
 			require.NoError(t, err)
 			assert.Equal(t, e, got)
-			assert.LessOrEqual(t, int64(len(payload)), e.cost(), "the cost counts the record")
+			assert.LessOrEqual(t, int64(len(payload)), e.Cost(), "the cost counts the record")
 		})
 	}
 }
@@ -121,14 +121,14 @@ func TestEntryRoundTrip(t *testing.T) {
 // 0 for a membership made permanent. An expire record (op 7) is laid out
 // as a remove, then the time its expiries were due as of (milliseconds
 // since 1970, signed), then the stamp the committer gives every record.
-func TestEntryExpiryLayout(t *testing.T) {
-	add := &entry{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{
+func TestWriteExpiryLayout(t *testing.T) {
+	add := &Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{
 		{UID: 3, Expiry: membership.Expiry{Set: true, At: time.UnixMilli(1000).UTC()}}, {UID: 4, Expiry: membership.Expiry{Set: true}}}}
-	assert.Equal(t, []byte{1, 1, 'g', 2, 3, 2, 0xe8, 0x07, 4, 2, 0}, appendEntry(nil, add))
-	expire := &entry{Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{10, 11}, AsOf: time.UnixMilli(1000).UTC(), Time: time.UnixMilli(1).UTC()}
+	assert.Equal(t, []byte{1, 1, 'g', 2, 3, 2, 0xe8, 0x07, 4, 2, 0}, appendWrite(nil, add))
+	expire := &Write{Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{10, 11}, AsOf: time.UnixMilli(1000).UTC(), Time: time.UnixMilli(1).UTC()}
 	payload := []byte{0x47, 1, 'g', 2, 10, 11, 0xd0, 0x0f, 2, 0}
-	assert.Equal(t, payload, appendEntry(nil, expire))
-	got, err := decodeRecord(payload)
+	assert.Equal(t, payload, appendWrite(nil, expire))
+	got, err := Decode(payload)
 	require.NoError(t, err)
 	assert.Equal(t, expire, got)
 }
@@ -136,33 +136,33 @@ func TestEntryExpiryLayout(t *testing.T) {
 // The records of the first two ops are as every earlier build wrote them,
 // so that old logs replay, and a change without a precondition is still
 // written so.
-func TestEntryAddAndRemoveAreAsBefore(t *testing.T) {
+func TestWriteAddAndRemoveAreAsBefore(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		payload []byte
-		want    *entry
+		want    *Write
 	}{
 		{
 			name:    "add",
 			payload: []byte{1, 1, 'g', 3, 3, 1, 3, 'A', 'n', 'n', 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0, 1, 1, 0},
-			want:    &entry{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 3, Nickname: "Ann", HasNickname: true}, {UID: 9223372036854775807}, {UID: 1, HasNickname: true}}},
+			want:    &Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 3, Nickname: "Ann", HasNickname: true}, {UID: 9223372036854775807}, {UID: 1, HasNickname: true}}},
 		},
 		{
 			name:    "remove",
 			payload: []byte{2, 1, 'g', 2, 9, 0x80, 0x01},
-			want:    &entry{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{9, 128}},
+			want:    &Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{9, 128}},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeEntry(tt.payload)
+			got, err := decodeWrite(tt.payload)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
-			assert.Equal(t, tt.payload, appendEntry(nil, tt.want))
+			assert.Equal(t, tt.payload, appendWrite(nil, tt.want))
 		})
 	}
 }
 
-func TestEntryRefusesWhatNoBuildWrote(t *testing.T) {
+func TestWriteRefusesWhatNoBuildWrote(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		payload []byte
@@ -190,7 +190,7 @@ func TestEntryRefusesWhatNoBuildWrote(t *testing.T) {
 		{"a key too long", append(append([]byte{0x64, 1, 'g', 2, 0, 0x80, 0x02}, bytes.Repeat([]byte{'k'}, 256)...), fingerprint7...)},
 		{"a fingerprint cut short", []byte{0x62, 1, 'g', 1, 9, 2, 0, 1, 'k', 1, 2, 3}},
 		{"a fingerprint of zeros", append([]byte{0x62, 1, 'g', 1, 9, 2, 0, 1, 'k'}, make([]byte, 16)...)},
-		{"a batch as an entry", []byte{6, 1, 'g', 0}},
+		{"a batch as a write", []byte{6, 1, 'g', 0}},
 		{"an expire with no time", []byte{7, 1, 'g', 1, 9}},
 		{"an expire of no uid", []byte{7, 1, 'g', 0, 0}},
 		{"an expire of no group", []byte{7, 0, 1, 9, 0}},
@@ -198,7 +198,7 @@ func TestEntryRefusesWhatNoBuildWrote(t *testing.T) {
 		{"an unknown user flag", []byte{1, 1, 'g', 1, 1, 4}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := decodeEntry(tt.payload)
+			_, err := decodeWrite(tt.payload)
 			assert.Error(t, err)
 		})
 	}
@@ -207,26 +207,26 @@ func TestEntryRefusesWhatNoBuildWrote(t *testing.T) {
 // fingerprint7 is a fingerprint as a record holds it.
 var fingerprint7 = []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7}
 
-// FuzzDecodeEntry checks that decoding never panics, and that what it
+// FuzzDecodeWrite checks that decoding never panics, and that what it
 // accepts is written back as it was read.
-func FuzzDecodeEntry(f *testing.F) {
-	for _, e := range entries() {
-		f.Add(appendEntry(nil, e))
+func FuzzDecodeWrite(f *testing.F) {
+	for _, e := range writes() {
+		f.Add(appendWrite(nil, e))
 	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
-		e, err := decodeEntry(payload)
+		e, err := decodeWrite(payload)
 		if err != nil {
 			return
 		}
-		again, err := decodeEntry(appendEntry(nil, e))
+		again, err := decodeWrite(appendWrite(nil, e))
 		require.NoError(t, err)
 		assert.Equal(t, e, again)
 	})
 }
 
-// LargestEntry bounds the largest change of every op, precondition
+// Largest bounds the largest change of every op, precondition
 // included, that the request limits allow.
-func TestLargestEntryBoundsEveryOp(t *testing.T) {
+func TestLargestBoundsEveryOp(t *testing.T) {
 	const maxUsers = 100
 	users := make([]membership.User, maxUsers)
 	uids := make([]membership.UID, maxUsers)
@@ -249,8 +249,8 @@ func TestLargestEntryBoundsEveryOp(t *testing.T) {
 	for i := range expireUIDs {
 		expireUIDs[i] = 9223372036854775807 - membership.UID(i)
 	}
-	bound := LargestEntry(1<<30, maxUsers, 1)
-	for _, e := range []*entry{
+	bound := Largest(1<<30, maxUsers, 1)
+	for _, e := range []*Write{
 		{Op: membership.OpAdd, GroupID: id, Users: users, If: cond},
 		{Op: membership.OpAdd, GroupID: id, Users: expiring, If: cond},
 		{Op: membership.OpReplace, GroupID: id, Users: expiring, If: cond},
@@ -261,14 +261,14 @@ func TestLargestEntryBoundsEveryOp(t *testing.T) {
 	} {
 		e.Time, e.Actor = time.UnixMilli(-1<<62).UTC(), 9223372036854775807 // the longest stamp
 		e.Idem = testIdem(string(bytes.Repeat([]byte{'~'}, membership.MaxIdempotencyKeyBytes)))
-		assert.LessOrEqual(t, int64(len(appendEntry(nil, e))), bound, "op %s", e.Op)
+		assert.LessOrEqual(t, int64(len(appendWrite(nil, e))), bound, "op %s", e.Op)
 		switch e.Op {
 		case membership.OpDeleteGroup, membership.OpExpire:
-			assert.LessOrEqual(t, int64(len(appendEntry(nil, e))), LargestEntry(0, 0, 1), "op %s with no user to spare", e.Op)
+			assert.LessOrEqual(t, int64(len(appendWrite(nil, e))), Largest(0, 0, 1), "op %s with no user to spare", e.Op)
 		}
 	}
 	// A body names a user's expiry in fewer bytes than its record may
 	// take: the bound counts them on top of the body's.
-	small := int64(len(appendEntry(nil, &entry{Op: membership.OpAdd, GroupID: id, Users: expiring, If: cond, Time: time.UnixMilli(-1 << 62).UTC()})))
-	assert.LessOrEqual(t, small, LargestEntry(int64(maxUsers)*(2+membership.MaxNicknameBytes), maxUsers, 1))
+	small := int64(len(appendWrite(nil, &Write{Op: membership.OpAdd, GroupID: id, Users: expiring, If: cond, Time: time.UnixMilli(-1 << 62).UTC()})))
+	assert.LessOrEqual(t, small, Largest(int64(maxUsers)*(2+membership.MaxNicknameBytes), maxUsers, 1))
 }

@@ -1,30 +1,30 @@
-package durable
+package wal
 
 import (
 	"os"
 	"testing"
 
-	"example.com/groupmembership/internal/fileutil"
-	"example.com/groupmembership/internal/store/wal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/internal/fileutil"
 )
 
 // A log created, appended to, read back and cut, on disk.
 func TestCreateAppendReadTruncate(t *testing.T) {
 	dir := t.TempDir()
-	path := logPath(dir, 1)
-	require.NoError(t, createLog(dir, 1, 42, 5))
+	path := Path(dir, 1)
+	require.NoError(t, Create(dir, 1, 42, 5))
 	info, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
-	assert.Error(t, createLog(dir, 1, 42, 5), "never over an existing log")
+	assert.Error(t, Create(dir, 1, 42, 5), "never over an existing log")
 
 	f, err := openAppend(path)
 	require.NoError(t, err)
 	var buf []byte
 	for _, p := range []string{"one", "two"} {
-		buf, err = wal.Append(buf, func(b []byte) []byte { return append(b, p...) })
+		buf, err = Append(buf, func(b []byte) []byte { return append(b, p...) })
 		require.NoError(t, err)
 	}
 	_, err = f.Write(buf)
@@ -35,17 +35,17 @@ func TestCreateAppendReadTruncate(t *testing.T) {
 	var got []string
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	res, err := wal.Read(data, func(p []byte) error { got = append(got, string(p)); return nil })
+	res, err := Read(data, func(p []byte) error { got = append(got, string(p)); return nil })
 	require.NoError(t, err)
 	assert.Equal(t, []string{"one", "two"}, got)
 	assert.Equal(t, uint64(42), res.StartRevision)
 	assert.Equal(t, uint64(5), res.DirID)
 
-	require.NoError(t, fileutil.Truncate(path, int64(wal.HeaderSize+12+3)))
+	require.NoError(t, fileutil.Truncate(path, int64(HeaderSize+12+3)))
 	got = nil
 	data, err = os.ReadFile(path)
 	require.NoError(t, err)
-	res, err = wal.Read(data, func(p []byte) error { got = append(got, string(p)); return nil })
+	res, err = Read(data, func(p []byte) error { got = append(got, string(p)); return nil })
 	require.NoError(t, err)
 	assert.Equal(t, []string{"one"}, got)
 	assert.Zero(t, res.Torn)

@@ -14,10 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/expiry"
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
-func reviewUID(rng *rand.Rand) membership.UID {
+// nearEdgeUID draws uids from a few near 1, a few near MaxInt64 and 80
+// small ones, so that writes meet the same memberships often.
+func nearEdgeUID(rng *rand.Rand) membership.UID {
 	switch rng.IntN(4) {
 	case 0:
 		return membership.UID(1 + rng.Int64N(6))
@@ -33,7 +36,7 @@ func reviewUID(rng *rand.Rand) membership.UID {
 // other writers, and expires queued while the committer is held (applyMu),
 // so that one commit holds them all, with repeats of the same group and
 // uid and adds of the same users between them.
-func TestReviewRoundLiveEqualsReplay(t *testing.T) {
+func TestDurableRoundOfExpiresLiveEqualsReplay(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			ctx := context.Background()
@@ -48,7 +51,7 @@ func TestReviewRoundLiveEqualsReplay(t *testing.T) {
 			users := func(rng *rand.Rand, base time.Time) []membership.User {
 				var us []membership.User
 				for range 1 + rng.IntN(10) {
-					u := membership.User{UID: reviewUID(rng)}
+					u := membership.User{UID: nearEdgeUID(rng)}
 					if rng.IntN(4) > 0 {
 						u.Expiry = membership.Expiry{Set: true, At: base.Add(time.Duration(rng.IntN(5)) * time.Second)}
 					}
@@ -63,7 +66,7 @@ func TestReviewRoundLiveEqualsReplay(t *testing.T) {
 				_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: groups[rng.IntN(len(groups))], Users: users(rng, t0)})
 				require.NoError(t, err)
 			}
-			clock := &testClock{}
+			clock := &storetest.Clock{}
 			for round := range 6 {
 				now := t0.Add(time.Duration(round) * time.Second)
 				clock.Set(now)
@@ -83,7 +86,7 @@ func TestReviewRoundLiveEqualsReplay(t *testing.T) {
 							for range 20 {
 								var err error
 								if rng.IntN(3) == 0 {
-									_, err = d.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groups[rng.IntN(len(groups))], UIDs: []membership.UID{reviewUID(rng)}})
+									_, err = d.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groups[rng.IntN(len(groups))], UIDs: []membership.UID{nearEdgeUID(rng)}})
 								} else {
 									_, err = d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: groups[rng.IntN(len(groups))], Users: users(rng, now)})
 								}
@@ -122,7 +125,7 @@ func TestReviewRoundLiveEqualsReplay(t *testing.T) {
 							}
 						})
 						queued++
-						reviewWaitQueued(d, queued)
+						waitQueued(d, queued)
 					}
 					wg.Go(func() {
 						if _, err := d.Write(ctx, w); err != nil {
@@ -130,7 +133,7 @@ func TestReviewRoundLiveEqualsReplay(t *testing.T) {
 						}
 					})
 					queued++
-					reviewWaitQueued(d, queued)
+					waitQueued(d, queued)
 				}
 				if held {
 					d.applyMu.Unlock()
@@ -139,7 +142,7 @@ func TestReviewRoundLiveEqualsReplay(t *testing.T) {
 			}
 			live := exportSorted(d)
 			liveStats, liveExpiring := d.mem.Stats(), d.mem.ExpiryCount()
-			d.markNow()
+			d.log.Mark()
 			crash(t, d)
 			d = openTestDurable(t, dir, markedOpts())
 			defer d.Close()
@@ -159,11 +162,11 @@ func TestReviewRoundLiveEqualsReplay(t *testing.T) {
 	}
 }
 
-// reviewWaitQueued waits until n changes are with the committer: the first
+// waitQueued waits until n changes are with the committer: the first
 // is held at applyMu, the rest queued. A change that Check found would
 // change nothing is answered at once and never queued, so it waits for
 // whichever comes first. It yields, it does not sleep.
-func reviewWaitQueued(d *Store, n int) {
+func waitQueued(d *Store, n int) {
 	for i := 0; i < 100000; i++ {
 		if len(d.changes) >= n-1 {
 			return

@@ -17,6 +17,9 @@ import (
 	"example.com/groupmembership/membership"
 )
 
+// edgeUID draws uids around the narrow/wide boundary of memory's reverse
+// pairs (per-shard user 2^32, 64 shards), near MaxInt64, anywhere, and
+// small ones.
 func edgeUID(rng *rand.Rand) membership.UID {
 	const edge = int64(1<<32) * 64 // per-shard user 2^32 with 64 shards
 	switch rng.IntN(5) {
@@ -31,7 +34,10 @@ func edgeUID(rng *rand.Rand) membership.UID {
 	}
 }
 
-type reviewView struct {
+// storeView is what a store shows, as comparable values: its figures,
+// every list with its revision, the reverse index of some uids, the feed,
+// the keys and the nicknames it remembers.
+type storeView struct {
 	stats   string
 	groups  map[string][]membership.Member
 	revs    map[string]membership.Revision
@@ -41,9 +47,10 @@ type reviewView struct {
 	nicks   string
 }
 
-func reviewSnapshotOf(t *testing.T, d *Store, uids []membership.UID) reviewView {
+// viewOf returns d's view, with the reverse index of uids.
+func viewOf(t *testing.T, d *Store, uids []membership.UID) storeView {
 	t.Helper()
-	v := reviewView{groups: map[string][]membership.Member{}, revs: map[string]membership.Revision{}, reverse: map[membership.UID][]string{}}
+	v := storeView{groups: map[string][]membership.Member{}, revs: map[string]membership.Revision{}, reverse: map[membership.UID][]string{}}
 	s := d.Stats()
 	v.stats = fmt.Sprint(s.Groups, s.Members, s.Users, s.Revision, s.ChangesKept, s.Keys.Held)
 	groups, _ := storetest.Groups(t, d, membership.GroupsOptions{Limit: 10000})
@@ -65,7 +72,8 @@ func reviewSnapshotOf(t *testing.T, d *Store, uids []membership.UID) reviewView 
 	return v
 }
 
-func reviewSame(t *testing.T, step string, a, b reviewView) {
+// requireSameView stops the test, naming step, unless a and b are equal.
+func requireSameView(t *testing.T, step string, a, b storeView) {
 	t.Helper()
 	require.Equal(t, a.stats, b.stats, step)
 	require.Equal(t, len(a.groups), len(b.groups), step)
@@ -84,7 +92,7 @@ func reviewSame(t *testing.T, step string, a, b reviewView) {
 // revisions, the feed, keys, nicknames, with bulk adds, uids at the
 // narrow/wide boundary and near MaxInt64, groups all deleted and made
 // again.
-func TestReviewDurableRestartsKeepEverything(t *testing.T) {
+func TestDurableRestartsKeepEverything(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	opts := Options{ChangesKeep: keepAll, SnapshotBytes: 20000}
@@ -150,18 +158,18 @@ func TestReviewDurableRestartsKeepEverything(t *testing.T) {
 			_, err := d.Write(ctx, w)
 			require.NoError(t, err)
 		}
-		before := reviewSnapshotOf(t, d, seen)
+		before := viewOf(t, d, seen)
 		require.NoError(t, d.Close())
 		_, snaps, err := files(dir)
 		require.NoError(t, err)
 		if len(snaps) > 0 {
 			snapshotsSeen++
-			_, err := snap.ReadFile(snapshotPath(dir, snaps[len(snaps)-1]))
+			_, err := snap.ReadFile(snap.Path(dir, snaps[len(snaps)-1]))
 			require.NoError(t, err)
 		}
 		d = openTestDurable(t, dir, opts)
-		after := reviewSnapshotOf(t, d, seen)
-		reviewSame(t, fmt.Sprint("round ", round), before, after)
+		after := viewOf(t, d, seen)
+		requireSameView(t, fmt.Sprint("round ", round), before, after)
 	}
 	require.NoError(t, d.Close())
 	require.Greater(t, snapshotsSeen, 3, "snapshots were loaded")
@@ -170,7 +178,7 @@ func TestReviewDurableRestartsKeepEverything(t *testing.T) {
 // A newest snapshot broken in its last group (checksum good) with no
 // older snapshot: without -repair it is refused; with -repair the store
 // is rebuilt from the logs from the first, equal to what it was.
-func TestReviewBrokenOnlySnapshotRepairsFromTheFirstLog(t *testing.T) {
+func TestDurableRepairsABrokenOnlySnapshotFromTheFirstLog(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	// The logs are kept from the first while no snapshot after the first
@@ -189,7 +197,7 @@ func TestReviewBrokenOnlySnapshotRepairsFromTheFirstLog(t *testing.T) {
 	for _, u := range us {
 		uids = append(uids, u.UID)
 	}
-	before := reviewSnapshotOf(t, d, uids)
+	before := viewOf(t, d, uids)
 	require.NoError(t, d.Close())
 	logs, snaps, err := files(dir)
 	require.NoError(t, err)
@@ -201,13 +209,13 @@ func TestReviewBrokenOnlySnapshotRepairsFromTheFirstLog(t *testing.T) {
 	st.Groups = append(st.Groups, snap.Group{ID: "late", Revision: 1, UIDs: []membership.UID{9, 9}})
 	// Not part of the chain unless a log 2 follows: give it the sequence of
 	// the newest log so that it is the newest file.
-	require.NoError(t, snap.WriteFile(snapshotPath(dir, logs[len(logs)-1]), st))
+	require.NoError(t, snap.WriteFile(snap.Path(dir, logs[len(logs)-1]), st))
 	_, err = Open(dir, opts)
 	require.Error(t, err)
 	t.Log(err)
 	d, err = Open(dir, Options{ChangesKeep: keepAll, SnapshotBytes: 1 << 30, Repair: true})
 	require.NoError(t, err)
-	after := reviewSnapshotOf(t, d, uids)
-	reviewSame(t, "repaired", before, after)
+	after := viewOf(t, d, uids)
+	requireSameView(t, "repaired", before, after)
 	require.NoError(t, d.Close())
 }
