@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/membership"
 )
 
@@ -72,13 +73,13 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	var rbuf [4]uint64
 	locked := m.lockReverse(batchUIDs(b.Writes, groups), rbuf[:])
 	// A TTL counts from the very time the batch's change carries, as a
-	// write's does (stamp.withTimeFor), not from a second reading of the
+	// write's does (feed.Stamp.WithTimeFor), not from a second reading of the
 	// clock: they could fall in two milliseconds.
-	st := stamp{actor: b.Actor, at: b.Time, now: true}
+	st := feed.Stamp{Actor: b.Actor, At: b.Time, Now: true}
 	for _, w := range b.Writes {
-		st = st.withTimeFor(w.Users)
+		st = st.WithTimeFor(w.Users)
 	}
-	a := batchApplier{m: m, named: namedUIDs(b.Writes), commit: nowOr(st.at), nicknames: nicknameWrite{m: m}}
+	a := batchApplier{m: m, named: namedUIDs(b.Writes), commit: nowOr(st.At), nicknames: nicknameWrite{m: m}}
 	defer a.nicknames.release()
 	results := make([]membership.Result, len(b.Writes))
 	var subs []membership.Change

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
@@ -46,16 +47,16 @@ func TestFeedIsBoundedInBytes(t *testing.T) {
 		_, err = m.RemoveMembers(ctx, "churn", uidsOf(users))
 		require.NoError(t, err)
 	}
-	fs := m.feed.stats()
-	assert.Equal(t, membership.Revision(100), fs.last)
-	assert.LessOrEqual(t, fs.bytes, int64(maxBytes))
-	cost := changeCost(membership.Change{GroupID: "churn", UIDs: make([]membership.UID, 1000)})
-	assert.Equal(t, int(maxBytes/cost), fs.kept, "as many changes of 1000 uids as fit in 64 KiB")
+	fs := m.feed.Stats()
+	assert.Equal(t, membership.Revision(100), fs.Last)
+	assert.LessOrEqual(t, fs.Bytes, int64(maxBytes))
+	cost := feed.ChangeCost(membership.Change{GroupID: "churn", UIDs: make([]membership.UID, 1000)})
+	assert.Equal(t, int(maxBytes/cost), fs.Kept, "as many changes of 1000 uids as fit in 64 KiB")
 
-	oldest := fs.last - membership.Revision(fs.kept) + 1
+	oldest := fs.Last - membership.Revision(fs.Kept) + 1
 	changes, _, err := m.Changes(ctx, membership.ChangeOptions{After: oldest - 1})
 	require.NoError(t, err)
-	assert.Len(t, changes, fs.kept)
+	assert.Len(t, changes, fs.Kept)
 	assert.Equal(t, oldest, changes[0].Revision)
 	_, _, err = m.Changes(ctx, membership.ChangeOptions{After: oldest - 2})
 	var gone *membership.Error
@@ -72,7 +73,7 @@ func TestFeedChangesHoldOnlyWhatTheyAltered(t *testing.T) {
 	m := New()
 	_, err := m.AddMembers(ctx, "g", uidRange(1, 5000))
 	require.NoError(t, err)
-	before := m.feed.stats().bytes
+	before := m.feed.Stats().Bytes
 	_, err = m.AddMembers(ctx, "g", append(uidRange(1, 5000), membership.User{UID: 9999})) // adds one
 	require.NoError(t, err)
 	_, err = m.RemoveMembers(ctx, "g", append(uidsOf(uidRange(20000, 5000)), 1)) // removes one
@@ -82,9 +83,9 @@ func TestFeedChangesHoldOnlyWhatTheyAltered(t *testing.T) {
 	for _, c := range changes {
 		assert.Len(t, c.UIDs, 1)
 		assert.Equal(t, 1, cap(c.UIDs), "one uid altered: the room of one kept")
-		assert.Equal(t, changeOverhead+int64(len("g"))+8, changeCost(c))
+		assert.Equal(t, feed.ChangeOverhead+int64(len("g"))+8, feed.ChangeCost(c))
 	}
-	assert.Equal(t, before+changeCost(changes[0])+changeCost(changes[1]), m.feed.stats().bytes)
+	assert.Equal(t, before+feed.ChangeCost(changes[0])+feed.ChangeCost(changes[1]), m.feed.Stats().Bytes)
 }
 
 // The newest change is kept even when it alone is over the bound, so that a
@@ -99,36 +100,7 @@ func TestFeedKeepsTheNewestChangeOverTheBound(t *testing.T) {
 	changes := storetest.AllChanges(t, m, 1)
 	require.Len(t, changes, 1)
 	assert.Len(t, changes[0].UIDs, 1000)
-	assert.Equal(t, 1, m.feed.stats().kept)
-}
-
-// A snapshot's kept changes load within the bounds of the feed that loads
-// them: a restart with a smaller -changes-keep-bytes keeps the newest.
-func TestFeedLoadKeepsTheNewestThatFit(t *testing.T) {
-	var kept []membership.Change
-	for i := range 10 {
-		kept = append(kept, membership.Change{Revision: membership.Revision(i + 1), Op: membership.OpAdd, GroupID: "g",
-			UIDs: make([]membership.UID, 100)})
-	}
-	cost := changeCost(kept[0])
-	for _, tt := range []struct {
-		keep     int
-		maxBytes int64
-		want     int
-	}{{100, 3 * cost, 3}, {2, 100 * cost, 2}, {100, 100 * cost, 10}, {100, 1, 1}} {
-		t.Run(fmt.Sprint(tt.keep, " ", tt.maxBytes), func(t *testing.T) {
-			f := newFeed(tt.keep, tt.maxBytes)
-			f.load(10, append([]membership.Change(nil), kept...))
-			_, got := f.export()
-			require.Len(t, got, tt.want)
-			assert.Equal(t, membership.Revision(10-tt.want+1), got[0].Revision)
-			assert.Equal(t, int64(tt.want)*cost, f.stats().bytes)
-			f.record(membership.Change{Op: membership.OpAdd, GroupID: "g", UIDs: make([]membership.UID, 100)}, stamp{}, nil)
-			_, got = f.export()
-			assert.Equal(t, membership.Revision(11), got[len(got)-1].Revision, "the feed goes on after a load")
-			assert.LessOrEqual(t, len(got), tt.keep)
-		})
-	}
+	assert.Equal(t, 1, m.feed.Stats().Kept)
 }
 
 // walkCounts counts groups, memberships and distinct users by walking the

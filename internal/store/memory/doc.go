@@ -43,9 +43,9 @@
 //     holds it until its revision is published (nicknameWrite), so that a
 //     list, which takes it for reading after its shard, never shows a
 //     nickname with an older revision.
-//  6. feed.mu: the change feed. Taken by feed.record (which runs the
-//     change's published func under it, before any reader can see the
-//     revision), and alone by readers of the feed.
+//  6. the change feed's lock (package feed). Taken by Feed.Record (which
+//     runs the change's published func under it, before any reader can see
+//     the revision), and alone by readers of the feed.
 //  7. dueSet.mu: the expiries of the store by time (expiry.go), taken by
 //     a change that sets or ends an expiry, with its shard held; by
 //     DueExpiries and NextExpiry alone; and by RequeueExpiries with a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/membership"
 )
 
@@ -28,7 +29,7 @@ func (m *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membe
 	if err := onlyExpires(ws); err != nil {
 		return nil, err
 	}
-	return m.expireAll(ws, func(w membership.Write) stamp { return stamp{actor: w.Actor, at: w.Time, now: true} }), nil
+	return m.expireAll(ws, func(w membership.Write) feed.Stamp { return feed.Stamp{Actor: w.Actor, At: w.Time, Now: true} }), nil
 }
 
 // ApplyExpiries is WriteExpiries for a store that replays its own log (see
@@ -37,7 +38,7 @@ func (m *Store) ApplyExpiries(ws []membership.Write) ([]membership.Result, error
 	if err := onlyExpires(ws); err != nil {
 		return nil, err
 	}
-	return m.expireAll(ws, func(w membership.Write) stamp { return stamp{actor: w.Actor, at: w.Time} }), nil
+	return m.expireAll(ws, func(w membership.Write) feed.Stamp { return feed.Stamp{Actor: w.Actor, At: w.Time} }), nil
 }
 
 // onlyExpires returns an error unless every write of ws is an expire
@@ -72,7 +73,7 @@ func compareExpiredPairs(a, b expiredPair) int {
 // stamped by stampOf. It holds the shards of their groups throughout, and
 // every reverse shard they touch from the first pair removed until the
 // last revision is recorded, as removeHeld does for one.
-func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) stamp) []membership.Result {
+func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) feed.Stamp) []membership.Result {
 	results := make([]membership.Result, len(ws))
 	if len(ws) == 0 {
 		return results
@@ -224,7 +225,7 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 		}
 		cleared := m.clearNicknames(inNoGroup[i])
 		m.counts.members.Add(-int64(len(removed[i])))
-		rev := m.feed.record(membership.Change{Op: membership.OpExpire, GroupID: g.id, UIDs: tight(removed[i]), Nicknames: cleared}, stampOf(w), nil)
+		rev := m.feed.Record(membership.Change{Op: membership.OpExpire, GroupID: g.id, UIDs: tight(removed[i]), Nicknames: cleared}, stampOf(w), nil)
 		results[i] = membership.Result{Count: len(removed[i]), Revision: rev}
 		g.revision = rev
 		if lastOf[g] == i && g.members.size == 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/membership"
 )
 
@@ -334,7 +335,7 @@ func expiresOf(at int64) time.Time {
 // expire removes, from the group, each of uids whose expiry is at or
 // before asOf, as a remove does, under OpExpire: one whose expiry was
 // extended or ended since it was found due stays.
-func (m *Store) expire(groupID string, uids []membership.UID, asOf time.Time, st stamp) membership.Result {
+func (m *Store) expire(groupID string, uids []membership.UID, asOf time.Time, st feed.Stamp) membership.Result {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()

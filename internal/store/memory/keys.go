@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/membership"
 )
@@ -197,7 +198,7 @@ func (m *Store) keyed(ctx context.Context, idem membership.Idempotency, batch bo
 }
 
 // keyedWrite runs write as Write or Apply does, once for w's key.
-func (m *Store) keyedWrite(ctx context.Context, w membership.Write, now time.Time, st stamp) (membership.Result, error) {
+func (m *Store) keyedWrite(ctx context.Context, w membership.Write, now time.Time, st feed.Stamp) (membership.Result, error) {
 	w.Idem.Fingerprint = fingerprintOf(w.Idem, func() membership.Fingerprint { return membership.FingerprintWrite(w) })
 	results, _, replayed, err := m.keyed(ctx, w.Idem, false, now, func() ([]membership.Result, membership.Revision, error) {
 		res, err := m.write(w, st)
@@ -299,7 +300,7 @@ func (m *Store) ApplyLogged(w membership.Write) (membership.Result, error) {
 	}
 	m.keyedMu.RLock() // a backup copies no change without its key
 	defer m.keyedMu.RUnlock()
-	res, err := m.write(w, stamp{actor: w.Actor, at: w.Time})
+	res, err := m.write(w, feed.Stamp{Actor: w.Actor, At: w.Time})
 	if err == nil {
 		m.rememberLogged(w.Idem, false, w.Time, []membership.Result{res}, res.Revision)
 	}

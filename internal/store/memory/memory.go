@@ -14,11 +14,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/membership"
 )
 
 // DefaultShards is the number of independently locked shards of a Store.
 const DefaultShards = 64
+
+// DefaultChangesKeepBytes is the default bound, in bytes, of the changes the
+// feed keeps.
+const DefaultChangesKeepBytes = feed.DefaultKeepBytes
 
 // bulkFill is how many users an add to an empty group must bring for the
 // group to be built in one pass instead of one insert at a time.
@@ -49,7 +54,7 @@ type Store struct {
 
 	// feed gives every change the next revision and keeps the latest
 	// changes, so a revision names one change in the whole store.
-	feed feed
+	feed feed.Feed
 	// keys are the Idempotency-Keys remembered (keys.go). keyedMu is held
 	// for reading by a keyed write from its change until its key is
 	// remembered, and for writing by Backup, so that a backup never holds
@@ -165,7 +170,7 @@ func NewWith(opts Options) *Store {
 	}
 	m := &Store{
 		epoch:                  epoch,
-		feed:                   newFeed(keep, keepBytes),
+		feed:                   feed.New(keep, keepBytes),
 		keys:                   newKeys(opts.IdempotencyBytes, opts.IdempotencyRetention),
 		replaysCountedByCaller: opts.ReplaysCountedByCaller,
 		seed:                   maphash.MakeSeed(),
@@ -271,12 +276,12 @@ func (m *Store) revisionOf(g *group) membership.Revision {
 
 // AddMembers implements membership.Store.
 func (m *Store) AddMembers(_ context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	return m.add(groupID, users, membership.Precondition{}, stamp{now: true})
+	return m.add(groupID, users, membership.Precondition{}, feed.Stamp{Now: true})
 }
 
 // add adds users to the group, when cond holds: in memory, it cannot fail
 // otherwise.
-func (m *Store) add(groupID string, users []membership.User, cond membership.Precondition, st stamp) (membership.Result, error) {
+func (m *Store) add(groupID string, users []membership.User, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -300,8 +305,8 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 	}, buf[:])
 	defer m.unlockReverse(locked)
 	added := m.insert(g, users)
-	st = st.withTimeFor(users)
-	expiries := m.setExpiries(g, users, st.at)
+	st = st.WithTimeFor(users)
+	expiries := m.setExpiries(g, users, st.At)
 	nicknames := nicknameWrite{m: m}
 	defer nicknames.release()
 	hasNicknames := slices.ContainsFunc(users, func(u membership.User) bool { return u.HasNickname })
@@ -521,12 +526,12 @@ func lastNicknames(users []membership.User) []membership.Member {
 
 // RemoveMembers implements membership.Store.
 func (m *Store) RemoveMembers(_ context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
-	return m.remove(groupID, uids, membership.Precondition{}, stamp{now: true})
+	return m.remove(groupID, uids, membership.Precondition{}, feed.Stamp{Now: true})
 }
 
 // remove removes uids from the group, when cond holds: in memory, it cannot
 // fail otherwise.
-func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Precondition, st stamp) (membership.Result, error) {
+func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -542,7 +547,7 @@ func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Pr
 
 // removeHeld removes uids from g, in s, as a change of op (OpRemove or
 // OpExpire). The caller holds s.
-func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op membership.Op, st stamp) membership.Result {
+func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op membership.Op, st feed.Stamp) membership.Result {
 	var buf [4]uint64
 	locked := m.lockReverse(slices.Values(uids), buf[:])
 	removed := make([]membership.UID, 0, len(uids))
@@ -568,7 +573,7 @@ func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op members
 	}
 	cleared := m.clearNicknames(inNoGroup)
 	m.counts.members.Add(-int64(len(removed)))
-	rev := m.feed.record(membership.Change{Op: op, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, st, nil)
+	rev := m.feed.Record(membership.Change{Op: op, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, st, nil)
 	m.unlockReverse(locked)
 	if g.members.size == 0 {
 		m.dropGroup(s, g, rev)
@@ -609,7 +614,7 @@ func (m *Store) Close() error { return nil }
 
 // Changes implements membership.Store.
 func (m *Store) Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
-	return m.feed.changes(ctx, opts)
+	return m.feed.Changes(ctx, opts)
 }
 
 // ListMembers implements membership.Store.
@@ -822,7 +827,7 @@ func (r ReadOnly) Changes(ctx context.Context, opts membership.ChangeOptions) ([
 }
 
 // LatestRevision returns the latest revision given out.
-func (m *Store) LatestRevision() membership.Revision { return m.feed.stats().last }
+func (m *Store) LatestRevision() membership.Revision { return m.feed.Stats().Last }
 
 // newEpoch returns a random epoch, never 0.
 func newEpoch() uint64 {

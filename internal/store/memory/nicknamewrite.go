@@ -1,6 +1,9 @@
 package memory
 
-import "example.com/groupmembership/membership"
+import (
+	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/membership"
+)
 
 // nicknameWrite is how every write sets nicknames: it takes nicknamesMu at
 // its first set and holds it until the write's change is recorded and,
@@ -42,7 +45,7 @@ func (w *nicknameWrite) forget(uid membership.UID) {
 
 // record records c in the feed, publishing its revision as the
 // nicknames' when the write changed any, then releases nicknamesMu.
-func (w *nicknameWrite) record(c membership.Change, st stamp) membership.Revision {
+func (w *nicknameWrite) record(c membership.Change, st feed.Stamp) membership.Revision {
 	var published func(membership.Revision)
 	if w.changed {
 		// A nickname change moves every group's revision: before a reader
@@ -50,7 +53,7 @@ func (w *nicknameWrite) record(c membership.Change, st stamp) membership.Revisio
 		// 304) of another group is older than a revision seen.
 		published = func(rev membership.Revision) { w.m.nicknamesRevision.Store(uint64(rev)) }
 	}
-	rev := w.m.feed.record(c, st, published)
+	rev := w.m.feed.Record(c, st, published)
 	w.release()
 	return rev
 }

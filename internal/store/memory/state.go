@@ -29,9 +29,9 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 		RemovedRevision:   membership.Revision(m.removedRevision.Load()),
 	}
 	if forBackup {
-		st.LastRevision = m.feed.stats().last
+		st.LastRevision = m.feed.Stats().Last
 	} else {
-		st.LastRevision, st.Changes = m.feed.export()
+		st.LastRevision, st.Changes = m.feed.Export()
 	}
 	st.Keys = m.exportKeys()
 	m.nicknamesMu.RLock()
@@ -226,7 +226,7 @@ func (l *Loader) Finish(st *snap.State) {
 	}
 	m.nicknamesRevision.Store(uint64(st.NicknamesRevision))
 	m.removedRevision.Store(uint64(st.RemovedRevision))
-	m.feed.load(st.LastRevision, st.Changes)
+	m.feed.Load(st.LastRevision, st.Changes)
 	m.importKeys(st.Keys)
 	slices.SortFunc(l.indexed, func(a, b *group) int { return strings.Compare(a.id, b.id) })
 	m.index.build(l.indexed)

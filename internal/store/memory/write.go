@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/membership"
 )
 
@@ -14,7 +15,7 @@ import (
 //
 // A write with an Idempotency key is applied once for its key (keys.go).
 func (m *Store) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
-	st := stamp{actor: w.Actor, at: w.Time, now: true}
+	st := feed.Stamp{Actor: w.Actor, At: w.Time, Now: true}
 	if w.Idem.Key != "" {
 		return m.keyedWrite(ctx, w, nowOr(w.Time), st)
 	}
@@ -31,7 +32,7 @@ func (m *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 // Time: a repeat of a write applied before gets its Result, Replayed, and
 // changes nothing (keys.go).
 func (m *Store) Apply(w membership.Write) (membership.Result, error) {
-	st := stamp{actor: w.Actor, at: w.Time}
+	st := feed.Stamp{Actor: w.Actor, At: w.Time}
 	if w.Idem.Key != "" {
 		return m.keyedWrite(context.Background(), w, w.Time, st)
 	}
@@ -46,7 +47,7 @@ func nowOr(t time.Time) time.Time {
 	return t
 }
 
-func (m *Store) write(w membership.Write, st stamp) (membership.Result, error) {
+func (m *Store) write(w membership.Write, st feed.Stamp) (membership.Result, error) {
 	switch w.Op {
 	case membership.OpExpire:
 		return m.expire(w.GroupID, w.UIDs, w.AsOf, st), nil
@@ -71,7 +72,7 @@ func (m *Store) write(w membership.Write, st stamp) (membership.Result, error) {
 // rebuilt from the users given, and its old members are walked once beside
 // them: what it holds besides the two sets is the uids it added, so a
 // replace of a million members by none holds no list of them.
-func (m *Store) replace(groupID string, users []membership.User, cond membership.Precondition, st stamp) (membership.Result, error) {
+func (m *Store) replace(groupID string, users []membership.User, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -85,8 +86,8 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 		old = &g.members
 	}
 	added, removed := diff(old, uids)
-	st = st.withTimeFor(users)
-	commit := st.at
+	st = st.WithTimeFor(users)
+	commit := st.At
 	if removed == 0 && len(added) == 0 && !m.changesNicknames(users) && !m.changesExpiries(g, users, commit) {
 		return membership.Result{Revision: m.revisionOf(g)}, nil
 	}
@@ -225,7 +226,7 @@ func eachDifferent(old *members, uids []membership.UID, fn func(uid membership.U
 
 // deleteGroup removes every member of the group, when cond holds, walking
 // its members once: it holds no list of them.
-func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st stamp) (membership.Result, error) {
+func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -239,7 +240,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st sta
 	var buf [4]uint64
 	locked := m.lockReverse(g.members.all, buf[:])
 	removed := m.emptyGroup(g, m.forget)
-	rev := m.feed.record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}, st, nil)
+	rev := m.feed.Record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}, st, nil)
 	m.unlockReverse(locked)
 	m.dropGroup(s, g, rev)
 	return membership.Result{Count: removed, Revision: rev}, nil
@@ -248,7 +249,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st sta
 // removeUser removes uid from every group it is in, and forgets it. It holds
 // every shard while it does: the user's groups are found in the reverse
 // index, which is locked after the shards.
-func (m *Store) removeUser(uid membership.UID, st stamp) membership.Result {
+func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result {
 	for i := range m.shards {
 		m.shards[i].mu.Lock()
 	}
@@ -281,7 +282,7 @@ func (m *Store) removeUser(uid membership.UID, st stamp) membership.Result {
 	m.nicknameCount.Store(int64(len(m.nicknames)))
 	m.nicknamesMu.Unlock()
 	m.counts.members.Add(-int64(len(groups)))
-	rev := m.feed.record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
+	rev := m.feed.Record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
 	r.mu.Unlock()
 	for _, g := range groups {
 		if g.members.size == 0 {
