@@ -10,9 +10,10 @@
 // These are all the locks, and the one order they are taken in. A lock
 // later in the list is never held while one earlier is taken.
 //
-//  0. keyedMu: held for reading by a write with an Idempotency key from
-//     before its change until its key is remembered, and for writing by
-//     Backup, so that a backup holds no change without its key.
+//  0. the key table's applying lock (package keys): held for reading by a
+//     write with an Idempotency key from before its change until its key
+//     is remembered, and for writing by Backup (Table.Block), so that a
+//     backup holds no change without its key.
 //  1. shard.mu (Store.shards): a group's shard. A change holds its group's
 //     shard, and only that one, from start to end; a reader of a group holds
 //     it for reading. A backup holds every shard for reading, in index
@@ -50,10 +51,10 @@
 //     a change that sets or ends an expiry, with its shard held; by
 //     DueExpiries and NextExpiry alone; and by RequeueExpiries with a
 //     shard held for reading.
-//  8. keys.mu: the Idempotency-Keys remembered (keys.go). A keyed write
-//     takes it alone, before its change to see whether the key is known
-//     (and to mark it in flight) and after it to remember the result; a
-//     backup takes it with every shard held, to copy the keys.
+//  8. the key table's mu (package keys): the Idempotency-Keys remembered.
+//     A keyed write takes it alone, before its change to see whether the
+//     key is known (and to mark it in flight) and after it to remember the
+//     result; a backup takes it with every shard held, to copy the keys.
 //
 // Every counter read without a lock (storeCounts, nicknameCount, the
 // revisions in Store) is an atomic, written under the lock of what it

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/keys"
 	"example.com/groupmembership/membership"
 )
 
@@ -55,12 +56,9 @@ type Store struct {
 	// feed gives every change the next revision and keeps the latest
 	// changes, so a revision names one change in the whole store.
 	feed feed.Feed
-	// keys are the Idempotency-Keys remembered (keys.go). keyedMu is held
-	// for reading by a keyed write from its change until its key is
-	// remembered, and for writing by Backup, so that a backup never holds
-	// a change without its key.
-	keys    keys
-	keyedMu sync.RWMutex
+	// keys are the Idempotency-Keys remembered, with what their writes
+	// returned.
+	keys keys.Table
 	// due holds the expiries set, by time (expiry.go).
 	due dueSet
 	// replaysCountedByCaller is Options.ReplaysCountedByCaller.
@@ -171,7 +169,7 @@ func NewWith(opts Options) *Store {
 	m := &Store{
 		epoch:                  epoch,
 		feed:                   feed.New(keep, keepBytes),
-		keys:                   newKeys(opts.IdempotencyBytes, opts.IdempotencyRetention),
+		keys:                   keys.New(opts.IdempotencyBytes, opts.IdempotencyRetention),
 		replaysCountedByCaller: opts.ReplaysCountedByCaller,
 		seed:                   maphash.MakeSeed(),
 		shards:                 make([]shard, max(n, 1)),

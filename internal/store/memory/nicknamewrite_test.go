@@ -2,10 +2,7 @@ package memory
 
 import (
 	"context"
-	"runtime"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,15 +75,5 @@ func TestANicknameIsNotReadBeforeItsRevision(t *testing.T) {
 // waitForRecord waits until a goroutine waits for the feed's lock in
 // feed.Record, and says whether one did within a minute.
 func waitForRecord() bool {
-	buf := make([]byte, 1<<20)
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		stacks := string(buf[:runtime.Stack(buf, true)])
-		for _, g := range strings.Split(stacks, "\n\n") {
-			if strings.Contains(g, "sync.(*Mutex).Lock") && strings.Contains(g, "feed.(*Feed).Record") {
-				return true
-			}
-		}
-		runtime.Gosched()
-	}
-	return false
+	return waitForGoroutineIn("sync.(*Mutex).Lock", "feed.(*Feed).Record")
 }

@@ -33,7 +33,7 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 	} else {
 		st.LastRevision, st.Changes = m.feed.Export()
 	}
-	st.Keys = m.exportKeys()
+	st.Keys = m.keys.Export()
 	m.nicknamesMu.RLock()
 	st.Nicknames = make(map[membership.UID]string, len(m.nicknames))
 	for uid, nick := range m.nicknames {
@@ -227,7 +227,7 @@ func (l *Loader) Finish(st *snap.State) {
 	m.nicknamesRevision.Store(uint64(st.NicknamesRevision))
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.Load(st.LastRevision, st.Changes)
-	m.importKeys(st.Keys)
+	m.keys.Import(st.Keys)
 	slices.SortFunc(l.indexed, func(a, b *group) int { return strings.Compare(a.id, b.id) })
 	m.index.build(l.indexed)
 	slices.SortFunc(l.due, dueCodec{}.compare)
@@ -379,8 +379,8 @@ func sortByUser(ps, scratch []pair) []pair {
 // copies: it holds every shard, so that no change is halfway, and the copy
 // is of memory only (no encoding, no I/O).
 func (m *Store) Backup() *snap.Backup {
-	m.keyedMu.Lock()
-	defer m.keyedMu.Unlock()
+	m.keys.Block()
+	defer m.keys.Unblock()
 	for i := range m.shards {
 		m.shards[i].mu.RLock()
 	}

@@ -8,7 +8,7 @@ import (
 // Stats returns the store's figures.
 func (m *Store) Stats() store.Stats {
 	fs := m.feed.Stats()
-	ks := m.keys.stats()
+	ks := m.keys.Stats()
 	return store.Stats{
 		Keys:             store.KeyStats{Held: ks.Held, Bytes: ks.Bytes, MaxBytes: ks.MaxBytes, Dropped: ks.Dropped, Replays: ks.Replays},
 		Groups:           m.counts.groups.Load(),
