@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/membership"
 )
 
@@ -44,8 +45,8 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 		return rev, len(w.Users) > 0 && !m.holdsAll(g, w.Users), nil
 	case membership.OpExpire:
 		return rev, g != nil && slices.ContainsFunc(w.UIDs, func(uid membership.UID) bool {
-			at := expiryOf(g, uid)
-			return at != 0 && at <= expiryMillis(w.AsOf)
+			at := g.expiries.Of(uid)
+			return at != 0 && at <= expiry.Millis(w.AsOf)
 		}), nil
 	case membership.OpRemove:
 		return rev, g != nil && slices.ContainsFunc(w.UIDs, g.members.contains), nil

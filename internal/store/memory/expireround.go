@@ -106,10 +106,10 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 	parallel(cores(len(byGroup)), len(byGroup), func(_, k int) {
 		for _, i := range byGroup[k] {
 			g, w := groups[i], ws[i]
-			if g.expiries == nil || len(w.UIDs) == 0 {
+			if g.expiries.Len() == 0 || len(w.UIDs) == 0 {
 				continue
 			}
-			due := dueMembers(g, w.UIDs, w.AsOf)
+			due := g.expiries.Due(w.UIDs, w.AsOf)
 			out := due[:0]
 			for _, uid := range due {
 				if g.members.remove(uid) {

@@ -25,7 +25,7 @@ func TestTheDueSetHoldsOneEntryForEachExpiry(t *testing.T) {
 	_, err := m.Write(context.Background(), membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}})
 	require.NoError(t, err)
 	m.due.mu.Lock()
-	n := m.due.set.size
+	n := m.due.set.Len()
 	m.due.mu.Unlock()
 	assert.Equal(t, 2, n, "uids 1 and 3, each with its last expiry")
 	assert.Equal(t, int64(2), m.ExpiryCount())

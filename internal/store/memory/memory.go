@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/keys"
 	"example.com/groupmembership/membership"
@@ -113,8 +114,8 @@ type group struct {
 	number   uint32              // in the reverse index
 	node     indexNode           // in the group index, under indexMu
 	// expiries holds the expiry of each member that has one, in
-	// milliseconds since 1970; nil while none has (expiry.go).
-	expiries *expirySet
+	// milliseconds since 1970 (expiry.go).
+	expiries expiry.Members
 }
 
 var _ membership.Store = (*Store)(nil)
@@ -642,7 +643,7 @@ func (m *Store) memberRecords(g *group, after membership.UID, limit int) iter.Se
 			return
 		}
 		nicknames := m.nicknames
-		expiries := g.expiries.cursor(memberExpiry{uid: after})
+		expiries := g.expiries.Cursor(after)
 		n := 0
 		// One loop over the chunks, not an iterator of members: a list of
 		// a million members spends its time here.
@@ -663,11 +664,8 @@ func (m *Store) memberRecords(g *group, after membership.UID, limit int) iter.Se
 						nick = nicknames[uid]
 					}
 					member := membership.Member{UID: uid, Nickname: nick}
-					if expiries.ok {
-						expiries.seekTo(memberExpiry{uid: uid})
-						if expiries.ok && expiries.v.uid == uid {
-							member.Expires = expiresOf(expiries.v.at)
-						}
+					if !expiries.Done() {
+						member.Expires = expiry.Time(expiries.Of(uid))
 					}
 					if !yield(member) {
 						return
@@ -693,7 +691,7 @@ func (m *Store) Member(_ context.Context, groupID string, uid membership.UID) (m
 	}
 	m.nicknamesMu.RLock()
 	defer m.nicknamesMu.RUnlock()
-	return membership.Member{UID: uid, Nickname: m.nicknames[uid], Expires: expiresOf(expiryOf(g, uid))}, true, nil
+	return membership.Member{UID: uid, Nickname: m.nicknames[uid], Expires: expiry.Time(g.expiries.Of(uid))}, true, nil
 }
 
 // Epoch implements membership.Store.

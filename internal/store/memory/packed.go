@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"example.com/groupmembership/internal/store/memory/sortedset"
 	"example.com/groupmembership/membership"
 )
 
@@ -303,7 +304,7 @@ func (s *packedSet) add(p pair, limit int) (added bool, nb neighbours) {
 			s.repack(i, p, true, limit)
 			return true, nb
 		}
-		c.rest = splice(c.rest, 0, 0, putDelta(buf[:0], e, c.w), loadSlack)
+		c.rest = sortedset.Splice(c.rest, 0, 0, putDelta(buf[:0], e, c.w), loadSlack)
 		c.first = p
 	default:
 		off, prev, at := c.scan(p)
@@ -328,7 +329,7 @@ func (s *packedSet) add(p pair, limit int) (added bool, nb neighbours) {
 			s.repack(i, p, true, limit)
 			return true, nb
 		}
-		c.rest = splice(c.rest, off, end, repl, loadSlack)
+		c.rest = sortedset.Splice(c.rest, off, end, repl, loadSlack)
 	}
 	if len(c.rest) > limit || c.len() > limit/2 {
 		s.split(i)
@@ -362,7 +363,7 @@ func (s *packedSet) remove(p pair, limit int) (removed bool, nb neighbours) {
 		// from it, and stay as they are.
 		nb.next, nb.hasNext = c.at(0, c.first), true
 		c.first = nb.next
-		c.rest = splice(c.rest, 0, int(c.w), nil, loadSlack)
+		c.rest = sortedset.Splice(c.rest, 0, int(c.w), nil, loadSlack)
 	default:
 		off, prev, at := c.scan(p)
 		if off == len(c.rest) || at != p {
@@ -383,7 +384,7 @@ func (s *packedSet) remove(p pair, limit int) (removed bool, nb neighbours) {
 		} else if nb.hasNext = i+1 < len(s.chunks); nb.hasNext {
 			nb.next = s.chunks[i+1].first
 		}
-		c.rest = splice(c.rest, off, end, repl, loadSlack)
+		c.rest = sortedset.Splice(c.rest, off, end, repl, loadSlack)
 	}
 	if len(c.rest) == 0 {
 		c.w, c.g, c.rest = 0, 0, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/membership"
 )
@@ -37,8 +38,8 @@ func roundUID(rng *rand.Rand) membership.UID {
 // nicknames.
 func roundInternals(m *Store) string {
 	m.due.mu.Lock()
-	var due []dueKey
-	for k := range m.due.set.all {
+	var due []expiry.Key
+	for k := range m.due.set.All {
 		due = append(due, k)
 	}
 	m.due.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/membership"
 )
@@ -50,7 +51,7 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 			defer s.mu.RUnlock()
 		}
 		for id, g := range s.groups {
-			groups[i] = append(groups[i], snap.Group{ID: id, Revision: g.revision, UIDs: g.members.appendTo(make([]membership.UID, 0, g.members.size)), Expiries: exportExpiries(g.expiries)})
+			groups[i] = append(groups[i], snap.Group{ID: id, Revision: g.revision, UIDs: g.members.appendTo(make([]membership.UID, 0, g.members.size)), Expiries: g.expiries.Export()})
 		}
 	})
 	st.Groups = slices.Concat(groups...)
@@ -125,7 +126,7 @@ func (m *Store) Import(st *snap.State) {
 type Loader struct {
 	m       *Store
 	indexed []*group
-	due     []dueKey
+	due     []expiry.Key
 	scratch []pair // a group's members, for fill
 	// The reverse pairs: groups' uids, copied into a run and sent to
 	// gather, which appends them to pairs; free gives runs back.
@@ -188,7 +189,7 @@ func (l *Loader) Group(g snap.Group) error {
 	m := l.m
 	grp := &group{id: g.ID, number: m.groupNumbers.number(g.ID), revision: g.Revision}
 	l.scratch = grp.members.fillFrom(g.UIDs, l.scratch)
-	l.due = m.importExpiries(grp, g.Expiries, l.due)
+	l.due = m.loadExpiries(grp, g.Expiries, l.due)
 	m.shardOf(g.ID).groups[g.ID] = grp
 	l.indexed = append(l.indexed, grp)
 	m.counts.groups.Add(1)
@@ -230,8 +231,8 @@ func (l *Loader) Finish(st *snap.State) {
 	m.keys.Import(st.Keys)
 	slices.SortFunc(l.indexed, func(a, b *group) int { return strings.Compare(a.id, b.id) })
 	m.index.build(l.indexed)
-	slices.SortFunc(l.due, dueCodec{}.compare)
-	m.due.set.fill(l.due)
+	slices.SortFunc(l.due, expiry.CompareKeys)
+	m.due.set.Fill(l.due)
 	m.fillReverse(l.pairs)
 	// A snapshot written before users in no group were forgotten may hold
 	// their nicknames: forget them now.
