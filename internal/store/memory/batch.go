@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/membership"
 )
 
@@ -56,7 +57,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 			return membership.BatchResult{}, BatchElementError(i, w.GroupID, err)
 		}
 		if g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
-			removals += g.members.size
+			removals += g.members.Len()
 		}
 	}
 	if removals > membership.MaxBatchRemovals {
@@ -106,7 +107,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	rev := a.nicknames.record(membership.Change{Op: membership.OpBatch, Changes: subs}, st)
 	m.unlockReverse(locked)
 	for g := range changed {
-		if g.members.size == 0 {
+		if g.members.Len() == 0 {
 			m.dropGroup(m.shardOf(g.id), g, rev)
 		} else {
 			g.revision = rev
@@ -163,7 +164,7 @@ func (a *batchApplier) leftInNoGroup(uid membership.UID) {
 func (a *batchApplier) forgetDeferred() {
 	for _, uid := range a.deferred {
 		k, user := a.m.reverseKey(uid)
-		if !a.m.reverse[k].pairs.hasUser(user) {
+		if !a.m.reverse[k].pairs.HasUser(user) {
 			a.nicknames.forget(uid)
 		}
 	}
@@ -194,7 +195,7 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 	case membership.OpRemove:
 		var removed []membership.UID
 		for _, uid := range w.UIDs {
-			if g.members.remove(uid) {
+			if g.members.Remove(uid) {
 				m.endExpiry(g, uid)
 				if m.removeReverse(uid, g.number) {
 					a.leftInNoGroup(uid)
@@ -210,7 +211,7 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 		return membership.Result{Count: len(removed)}, membership.Change{Op: membership.OpRemove, GroupID: g.id, UIDs: removed}
 	case membership.OpReplace:
 		uids := sortedUIDs(w.Users)
-		added, removed := diff(&g.members, uids)
+		added, removed := packed.Diff(&g.members, uids)
 		m.setMembers(g, uids, a.leftInNoGroup)
 		expiries := m.setExpiries(g, w.Users, a.commit)
 		changed, reported := a.nicknames.set(w.Users, added)
@@ -221,7 +222,7 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 		return membership.Result{Count: len(added), Removed: removed},
 			membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported, Expiries: expiries}
 	default: // OpDeleteGroup
-		if g.members.size == 0 {
+		if g.members.Len() == 0 {
 			return membership.Result{}, membership.Change{}
 		}
 		removed := m.emptyGroup(g, a.leftInNoGroup)
@@ -269,7 +270,7 @@ func batchUIDs(ws []membership.Write, groups map[string]*group) func(yield func(
 				}
 			}
 			if g := groups[w.GroupID]; g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
-				for uid := range g.members.all {
+				for uid := range g.members.All {
 					if !yield(uid) {
 						return
 					}

@@ -109,13 +109,13 @@ func walkCounts(m *Store) (groups, members, users int64) {
 	for i := range m.shards {
 		for _, g := range m.shards[i].groups {
 			groups++
-			members += int64(g.members.size)
+			members += int64(g.members.Len())
 		}
 	}
 	for i := range m.reverse {
 		seen := map[membership.UID]bool{}
-		for p := range m.reverse[i].pairs.all {
-			seen[p.user] = true
+		for p := range m.reverse[i].pairs.From(0) {
+			seen[p.User] = true
 		}
 		users += int64(len(seen))
 	}

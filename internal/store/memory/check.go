@@ -49,7 +49,7 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 			return at != 0 && at <= expiry.Millis(w.AsOf)
 		}), nil
 	case membership.OpRemove:
-		return rev, g != nil && slices.ContainsFunc(w.UIDs, g.members.contains), nil
+		return rev, g != nil && slices.ContainsFunc(w.UIDs, g.members.Contains), nil
 	case membership.OpReplace:
 		return rev, !m.isExactly(g, w.Users), nil
 	}
@@ -64,7 +64,7 @@ func (m *Store) holdsAll(g *group, users []membership.User) bool {
 		return false
 	}
 	for _, u := range users {
-		if !g.members.contains(u.UID) || u.Expiry.TTL != 0 { // a TTL counts from the commit: it changes the expiry
+		if !g.members.Contains(u.UID) || u.Expiry.TTL != 0 { // a TTL counts from the commit: it changes the expiry
 			return false
 		}
 	}
@@ -77,7 +77,7 @@ func (m *Store) holdsAll(g *group, users []membership.User) bool {
 func (m *Store) isExactly(g *group, users []membership.User) bool {
 	size := 0
 	if g != nil {
-		size = g.members.size
+		size = g.members.Len()
 	}
 	if len(users) < size {
 		return false // fewer users than members, repeats or not
@@ -100,5 +100,5 @@ func (m *Store) checkUser(uid membership.UID) (membership.Revision, bool, error)
 	r := &m.reverse[k]
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return m.LatestRevision(), r.pairs.hasUser(user), nil
+	return m.LatestRevision(), r.pairs.HasUser(user), nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/membership"
 )
 
@@ -55,16 +56,16 @@ func onlyExpires(ws []membership.Write) error {
 // expiredPair is a reverse pair an expire of a round removes, of the
 // round's write numbered write.
 type expiredPair struct {
-	pair
+	packed.Pair
 	write uint32
 }
 
 func compareExpiredPairs(a, b expiredPair) int {
 	switch {
-	case a.user != b.user:
-		return cmp.Compare(a.user, b.user)
-	case a.group != b.group:
-		return cmp.Compare(a.group, b.group)
+	case a.User != b.User:
+		return cmp.Compare(a.User, b.User)
+	case a.Group != b.Group:
+		return cmp.Compare(a.Group, b.Group)
 	}
 	return cmp.Compare(a.write, b.write)
 }
@@ -112,7 +113,7 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 			due := g.expiries.Due(w.UIDs, w.AsOf)
 			out := due[:0]
 			for _, uid := range due {
-				if g.members.remove(uid) {
+				if g.members.Remove(uid) {
 					out = append(out, uid)
 				}
 			}
@@ -148,7 +149,7 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 			}
 		}
 	}, func(user membership.UID, write uint32) expiredPair {
-		return expiredPair{pair: pair{user: user, group: groups[write].number}, write: write}
+		return expiredPair{Pair: packed.Pair{User: user, Group: groups[write].number}, write: write}
 	})
 	var rbuf [4]uint64
 	locked := m.lockReverse(func(yield func(membership.UID) bool) {
@@ -173,10 +174,10 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 		slices.SortFunc(shard, compareExpiredPairs)
 		set := &m.reverse[k].pairs
 		for i := 0; i < len(shard); {
-			user, none := shard[i].user, false
+			user, none := shard[i].User, false
 			j := i
-			for ; j < len(shard) && shard[j].user == user; j++ {
-				none = set.remove(shard[j].pair)
+			for ; j < len(shard) && shard[j].User == user; j++ {
+				none = set.Remove(shard[j].Pair)
 			}
 			if none {
 				last := shard[i].write
@@ -228,7 +229,7 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 		rev := m.feed.Record(membership.Change{Op: membership.OpExpire, GroupID: g.id, UIDs: tight(removed[i]), Nicknames: cleared}, stampOf(w), nil)
 		results[i] = membership.Result{Count: len(removed[i]), Revision: rev}
 		g.revision = rev
-		if lastOf[g] == i && g.members.size == 0 {
+		if lastOf[g] == i && g.members.Len() == 0 {
 			dropped = append(dropped, g)
 		}
 	}

@@ -120,7 +120,7 @@ func (m *Store) setExpiries(g *group, users []membership.User, commit time.Time)
 	}
 	var changed []membership.MemberExpiry
 	for _, e := range expiry.Last(users, commit) {
-		if g.members.contains(e.UID) && m.setExpiry(g, e.UID, expiry.MillisOrZero(e.At)) {
+		if g.members.Contains(e.UID) && m.setExpiry(g, e.UID, expiry.MillisOrZero(e.At)) {
 			changed = append(changed, e)
 		}
 	}
@@ -295,7 +295,7 @@ func (m *Store) ExpiryCount() int64 { return m.due.live.Load() }
 // fills the due set with. Those past are due at once: the expirer applies
 // them, each group's in a change, before the service answers reads.
 func (m *Store) loadExpiries(g *group, expiries []membership.MemberExpiry, due []expiry.Key) []expiry.Key {
-	due = g.expiries.Load(g.number, expiries, g.members.contains, due)
+	due = g.expiries.Load(g.number, expiries, g.members.Contains, due)
 	m.due.live.Add(int64(g.expiries.Len()))
 	return due
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
@@ -104,14 +105,14 @@ func TestLoaderDropReturns(t *testing.T) {
 // load, 64 shards of whole blocks), and a large one's blocks are whole.
 func TestPairBlocksGrowFromSmall(t *testing.T) {
 	var small pairBlocks
-	small.append(pair{user: 1, group: 1})
-	small.append(pair{user: 1 << 40, group: 1})
+	small.append(packed.Pair{User: 1, Group: 1})
+	small.append(packed.Pair{User: 1 << 40, Group: 1})
 	assert.LessOrEqual(t, cap(small.narrow[0])+cap(small.wide[0]), 2*firstPairBlock)
 
 	var large pairBlocks
 	const n = 5*pairBlock + 3
 	for i := range n {
-		large.append(pair{user: membership.UID(i), group: uint32(i)})
+		large.append(packed.Pair{User: membership.UID(i), Group: uint32(i)})
 	}
 	room := 0
 	for i, b := range large.narrow {
@@ -123,7 +124,7 @@ func TestPairBlocksGrowFromSmall(t *testing.T) {
 	got := large.appendTo(nil)
 	require.Len(t, got, n)
 	for i, p := range got {
-		if p != (pair{user: membership.UID(i), group: uint32(i)}) {
+		if p != (packed.Pair{User: membership.UID(i), Group: uint32(i)}) {
 			t.Fatalf("pair %d is %v", i, p)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/keys"
+	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/membership"
 )
 
@@ -109,7 +110,7 @@ type group struct {
 	// may share the memory of the whole request line, and the group, its
 	// map key and its changes outlive the request.
 	id       string
-	members  members
+	members  packed.Members
 	revision membership.Revision // of the last change of its members
 	number   uint32              // in the reverse index
 	node     indexNode           // in the group index, under indexMu
@@ -245,14 +246,14 @@ func (m *Store) unlockReverse(set []uint64) {
 // whether uid is in no group any more.
 func (m *Store) addReverse(uid membership.UID, n uint32) {
 	k, user := m.reverseKey(uid)
-	if m.reverse[k].pairs.add(pair{user: user, group: n}) {
+	if m.reverse[k].pairs.Add(packed.Pair{User: user, Group: n}) {
 		m.counts.users.Add(1)
 	}
 }
 
 func (m *Store) removeReverse(uid membership.UID, n uint32) (inNoGroup bool) {
 	k, user := m.reverseKey(uid)
-	if m.reverse[k].pairs.remove(pair{user: user, group: n}) {
+	if m.reverse[k].pairs.Remove(packed.Pair{User: user, Group: n}) {
 		m.counts.users.Add(-1)
 		return true
 	}
@@ -374,7 +375,7 @@ func (m *Store) check(g *group, cond membership.Precondition) error {
 	}
 	size := 0
 	if g != nil {
-		size = g.members.size
+		size = g.members.Len()
 	}
 	if rev := m.revisionOf(g); !cond.Holds(size, rev) {
 		return membership.PreconditionFailed(rev)
@@ -386,20 +387,20 @@ func (m *Store) check(g *group, cond membership.Precondition) error {
 // added, ascending: in one pass when g is empty and they are many, one at a
 // time otherwise. The caller holds g's shard and the users' reverse shards.
 func (m *Store) insert(g *group, users []membership.User) []membership.UID {
-	if g.members.size == 0 && len(users) >= bulkFill {
+	if g.members.Len() == 0 && len(users) >= bulkFill {
 		uids := make([]membership.UID, len(users))
 		for i, u := range users {
 			uids[i] = u.UID
 		}
 		slices.Sort(uids)
 		uids = slices.Compact(uids)
-		g.members.fill(uids)
+		g.members.Fill(uids)
 		m.addReverseAll(uids, g.number)
 		return uids
 	}
 	added := make([]membership.UID, 0, len(users))
 	for _, u := range users {
-		if g.members.add(u.UID) {
+		if g.members.Add(u.UID) {
 			added = append(added, u.UID)
 		}
 	}
@@ -436,7 +437,7 @@ func (m *Store) addReverseAll(uids []membership.UID, n uint32) {
 	parallel(workers, len(m.reverse), func(_, k int) {
 		newUsers := 0
 		for _, user := range users[start[k]:start[k+1]] {
-			if m.reverse[k].pairs.add(pair{user: user, group: n}) {
+			if m.reverse[k].pairs.Add(packed.Pair{User: user, Group: n}) {
 				newUsers++
 			}
 		}
@@ -552,7 +553,7 @@ func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op members
 	removed := make([]membership.UID, 0, len(uids))
 	var inNoGroup []membership.UID
 	for _, uid := range uids {
-		if g.members.remove(uid) {
+		if g.members.Remove(uid) {
 			if op != membership.OpExpire {
 				m.endExpiry(g, uid)
 			}
@@ -574,7 +575,7 @@ func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op members
 	m.counts.members.Add(-int64(len(removed)))
 	rev := m.feed.Record(membership.Change{Op: op, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, st, nil)
 	m.unlockReverse(locked)
-	if g.members.size == 0 {
+	if g.members.Len() == 0 {
 		m.dropGroup(s, g, rev)
 	} else {
 		g.revision = rev
@@ -628,53 +629,33 @@ func (m *Store) ListMembers(_ context.Context, groupID string, opts membership.L
 		list(0, func(func(membership.Member) bool) {})
 		return m.revisionOf(nil), nil
 	}
-	list(g.members.size, m.memberRecords(g, opts.After, opts.Limit))
+	list(g.members.Len(), m.memberRecords(g, opts.After, opts.Limit))
 	return m.revisionOf(g), nil
 }
 
-// memberRecords yields the members of ms above after, with their
-// nicknames, at most limit of them (0: all). Finding where to start is a
-// binary search and the scan of one chunk, however deep the page. The
-// caller holds the shard's lock and nicknamesMu.
+// memberRecords yields the members of g above after, with their
+// nicknames, at most limit of them (0: all). The caller holds the shard's
+// lock and nicknamesMu.
 func (m *Store) memberRecords(g *group, after membership.UID, limit int) iter.Seq[membership.Member] {
-	ms := &g.members
 	return func(yield func(membership.Member) bool) {
-		if len(ms.chunks) == 0 {
-			return
-		}
 		nicknames := m.nicknames
 		expiries := g.expiries.Cursor(after)
 		n := 0
-		// One loop over the chunks, not an iterator of members: a list of
-		// a million members spends its time here.
-		for i := ms.chunkFor(pair{user: after}); i < len(ms.chunks); i++ {
-			c := &ms.chunks[i]
-			uid := c.first.user
-			// Members have group 0: a delta is the distance alone.
-			rest, w := c.rest[:cap(c.rest)], int(c.w)
-			mask := ^uint64(0) >> (64 - 8*uint(w))
-			for off := 0; ; off += w {
-				if uid > after {
-					if limit > 0 && n == limit {
-						return
-					}
-					n++
-					var nick string
-					if len(nicknames) > 0 {
-						nick = nicknames[uid]
-					}
-					member := membership.Member{UID: uid, Nickname: nick}
-					if !expiries.Done() {
-						member.Expires = expiry.Time(expiries.Of(uid))
-					}
-					if !yield(member) {
-						return
-					}
-				}
-				if off >= len(c.rest) {
-					break
-				}
-				uid += membership.UID(binary.LittleEndian.Uint64(rest[off:]) & mask)
+		for uid := range g.members.Above(after) {
+			if limit > 0 && n == limit {
+				return
+			}
+			n++
+			var nick string
+			if len(nicknames) > 0 {
+				nick = nicknames[uid]
+			}
+			member := membership.Member{UID: uid, Nickname: nick}
+			if !expiries.Done() {
+				member.Expires = expiry.Time(expiries.Of(uid))
+			}
+			if !yield(member) {
+				return
 			}
 		}
 	}
@@ -686,7 +667,7 @@ func (m *Store) Member(_ context.Context, groupID string, uid membership.UID) (m
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	g := s.groups[groupID]
-	if g == nil || !g.members.contains(uid) {
+	if g == nil || !g.members.Contains(uid) {
 		return membership.Member{}, false, nil
 	}
 	m.nicknamesMu.RLock()
@@ -719,18 +700,18 @@ func (m *Store) UserGroups(_ context.Context, uid membership.UID, opts membershi
 	// While r is locked, no group of uid can be emptied, so none of these
 	// numbers can be freed and given to another group.
 	m.groupNumbers.mu.RLock()
-	r.pairs.eachGroupOf(user, func(n uint32) {
+	for n := range r.pairs.GroupsOf(user) {
 		total++
 		id := m.groupNumbers.names[n]
 		if id <= opts.After { // "" is before every id
-			return
+			continue
 		}
 		if opts.Limit > 0 {
 			top.add(id)
 		} else {
 			page = append(page, id)
 		}
-	})
+	}
 	m.groupNumbers.mu.RUnlock()
 	r.mu.RUnlock()
 

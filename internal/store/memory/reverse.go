@@ -3,7 +3,7 @@ package memory
 import (
 	"sync"
 
-	"example.com/groupmembership/membership"
+	"example.com/groupmembership/internal/store/memory/packed"
 )
 
 // The reverse index maps users to the groups they are in, for
@@ -23,7 +23,7 @@ type reverseShard struct {
 	// the other way round, and never together with groupNumbers.mu by a
 	// writer.
 	mu    sync.RWMutex
-	pairs pairSet
+	pairs packed.Pairs
 }
 
 // groupNumbers interns group ids as numbers.
@@ -61,63 +61,5 @@ func (g *groupNumbers) release(groupID string) {
 		delete(g.numbers, groupID)
 		g.names[n] = ""
 		g.free = append(g.free, n)
-	}
-}
-
-// maxPairChunkBytes is the most bytes of deltas one chunk of pairs holds:
-// fewer than a group's, because inserts land anywhere in the reverse index.
-const maxPairChunkBytes = 256
-
-// pairSet is the sorted set of a reverse shard's pairs (packed.go): a
-// user's pairs lie together, in group number order.
-type pairSet struct {
-	packedSet
-}
-
-// fill fills an empty set from ps, which must be sorted and distinct.
-func (s *pairSet) fill(ps []pair) {
-	s.packedSet.fill(ps, maxPairChunkBytes*3/4)
-}
-
-// add adds p, and reports whether it is the first pair of its user: the
-// pairs beside where it goes tell, with no second search.
-func (s *pairSet) add(p pair) (firstOfUser bool) {
-	added, nb := s.packedSet.add(p, maxPairChunkBytes)
-	return added && nb.aloneIn(p.user)
-}
-
-// remove removes p, and reports whether it was the last pair of its user.
-func (s *pairSet) remove(p pair) (lastOfUser bool) {
-	removed, nb := s.packedSet.remove(p, maxPairChunkBytes)
-	return removed && nb.aloneIn(p.user)
-}
-
-// aloneIn reports whether neither neighbour is of user.
-func (nb neighbours) aloneIn(user membership.UID) bool {
-	return !(nb.hasPrev && nb.prev.user == user) && !(nb.hasNext && nb.next.user == user)
-}
-
-// hasUser reports whether user has a pair: whether the user is in a group.
-func (s *pairSet) hasUser(user membership.UID) bool {
-	found := false
-	s.eachGroupOf(user, func(uint32) { found = true })
-	return found
-}
-
-// eachGroupOf calls fn with each group number of user, in number order.
-func (s *pairSet) eachGroupOf(user membership.UID, fn func(n uint32)) {
-	if len(s.chunks) == 0 {
-		return
-	}
-	for i := s.chunkFor(pair{user: user}); i < len(s.chunks); i++ {
-		more := s.chunks[i].each(func(p pair) bool {
-			if p.user == user {
-				fn(p.group)
-			}
-			return p.user <= user
-		})
-		if !more {
-			return
-		}
 	}
 }

@@ -46,9 +46,9 @@ func reverseDump(m *Store) map[membership.UID][]string {
 	out := map[membership.UID][]string{}
 	n := uint64(len(m.reverse))
 	for k := range m.reverse {
-		for p := range m.reverse[k].pairs.all {
-			uid := membership.UID(uint64(p.user)*n + uint64(k))
-			out[uid] = append(out[uid], m.groupNumbers.names[p.group])
+		for p := range m.reverse[k].pairs.From(0) {
+			uid := membership.UID(uint64(p.User)*n + uint64(k))
+			out[uid] = append(out[uid], m.groupNumbers.names[p.Group])
 		}
 	}
 	for _, v := range out {
@@ -62,7 +62,7 @@ func forwardDump(m *Store) map[membership.UID][]string {
 	out := map[membership.UID][]string{}
 	for i := range m.shards {
 		for id, g := range m.shards[i].groups {
-			for p := range g.members.all {
+			for p := range g.members.All {
 				out[p] = append(out[p], id)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"example.com/groupmembership/internal/store/memory/expiry"
+	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/membership"
 )
@@ -51,7 +52,7 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 			defer s.mu.RUnlock()
 		}
 		for id, g := range s.groups {
-			groups[i] = append(groups[i], snap.Group{ID: id, Revision: g.revision, UIDs: g.members.appendTo(make([]membership.UID, 0, g.members.size)), Expiries: g.expiries.Export()})
+			groups[i] = append(groups[i], snap.Group{ID: id, Revision: g.revision, UIDs: g.members.AppendTo(make([]membership.UID, 0, g.members.Len())), Expiries: g.expiries.Export()})
 		}
 	})
 	st.Groups = slices.Concat(groups...)
@@ -127,7 +128,7 @@ type Loader struct {
 	m       *Store
 	indexed []*group
 	due     []expiry.Key
-	scratch []pair // a group's members, for fill
+	scratch []packed.Pair // a group's members, for fill
 	// The reverse pairs: groups' uids, copied into a run and sent to
 	// gather, which appends them to pairs; free gives runs back.
 	run      *loaderRun
@@ -171,7 +172,7 @@ func (l *Loader) gather() {
 		for i, number := range r.groups {
 			for _, uid := range uids[:r.counts[i]] {
 				k, user := l.m.reverseKey(uid)
-				l.pairs[k].append(pair{user: user, group: number})
+				l.pairs[k].append(packed.Pair{User: user, Group: number})
 			}
 			uids = uids[r.counts[i]:]
 		}
@@ -188,7 +189,7 @@ func (l *Loader) Group(g snap.Group) error {
 	}
 	m := l.m
 	grp := &group{id: g.ID, number: m.groupNumbers.number(g.ID), revision: g.Revision}
-	l.scratch = grp.members.fillFrom(g.UIDs, l.scratch)
+	l.scratch = grp.members.FillFrom(g.UIDs, l.scratch)
 	l.due = m.loadExpiries(grp, g.Expiries, l.due)
 	m.shardOf(g.ID).groups[g.ID] = grp
 	l.indexed = append(l.indexed, grp)
@@ -237,7 +238,7 @@ func (l *Loader) Finish(st *snap.State) {
 	// A snapshot written before users in no group were forgotten may hold
 	// their nicknames: forget them now.
 	for uid := range m.nicknames {
-		if k, user := m.reverseKey(uid); !m.reverse[k].pairs.hasUser(user) {
+		if k, user := m.reverseKey(uid); !m.reverse[k].pairs.HasUser(user) {
 			delete(m.nicknames, uid)
 		}
 	}
@@ -253,8 +254,8 @@ func (l *Loader) Finish(st *snap.State) {
 // blocks are fresh memory, which the kernel clears and maps a page at a
 // time, and that was most of what they cost.
 type pairBlocks struct {
-	narrow [][]uint64 // user<<32 | group
-	wide   [][]pair   // the pairs of users from 2^32 on
+	narrow [][]uint64      // user<<32 | group
+	wide   [][]packed.Pair // the pairs of users from 2^32 on
 	n      int
 }
 
@@ -266,9 +267,9 @@ const (
 	pairBlock      = 1 << 16
 )
 
-func (b *pairBlocks) append(p pair) {
-	if p.user < 1<<32 {
-		appendToBlocks(&b.narrow, uint64(p.user)<<32|uint64(p.group))
+func (b *pairBlocks) append(p packed.Pair) {
+	if p.User < 1<<32 {
+		appendToBlocks(&b.narrow, uint64(p.User)<<32|uint64(p.Group))
 	} else {
 		appendToBlocks(&b.wide, p)
 	}
@@ -291,10 +292,10 @@ func appendToBlocks[T any](blocks *[][]T, v T) {
 // appendTo appends b's pairs to ps: the narrow ones, then the wide ones.
 // A user's pairs are all narrow or all wide, so each user's stay in the
 // order appended.
-func (b *pairBlocks) appendTo(ps []pair) []pair {
+func (b *pairBlocks) appendTo(ps []packed.Pair) []packed.Pair {
 	for _, block := range b.narrow {
 		for _, v := range block {
-			ps = append(ps, pair{user: membership.UID(v >> 32), group: uint32(v)})
+			ps = append(ps, packed.Pair{User: membership.UID(v >> 32), Group: uint32(v)})
 		}
 	}
 	for _, block := range b.wide {
@@ -310,12 +311,12 @@ func (b *pairBlocks) appendTo(ps []pair) []pair {
 // the blocks go.
 func (m *Store) fillReverse(pairs []pairBlocks) {
 	workers := cores(len(pairs))
-	type room struct{ ps, scratch []pair } // a worker's, for the sort
+	type room struct{ ps, scratch []packed.Pair } // a worker's, for the sort
 	rooms := make([]room, workers)
 	parallel(workers, len(pairs), func(w, k int) {
 		r := &rooms[w]
 		if cap(r.ps) < pairs[k].n {
-			r.ps = make([]pair, 0, pairs[k].n)
+			r.ps = make([]packed.Pair, 0, pairs[k].n)
 		}
 		ps := pairs[k].appendTo(r.ps[:0])
 		pairs[k] = pairBlocks{} // let them go
@@ -325,13 +326,13 @@ func (m *Store) fillReverse(pairs []pairBlocks) {
 		// st.Groups' order: not so in a store whose groups were all
 		// deleted, which gives freed numbers out again, last freed first.
 		// A pass finds out, and a comparison sort puts it right.
-		if !slices.IsSortedFunc(ps, comparePairs) {
-			slices.SortFunc(ps, comparePairs)
+		if !slices.IsSortedFunc(ps, packed.ComparePairs) {
+			slices.SortFunc(ps, packed.ComparePairs)
 		}
-		m.reverse[k].pairs.fill(ps)
+		m.reverse[k].pairs.Fill(ps)
 		users := 0
 		for i, p := range ps {
-			if i == 0 || p.user != ps[i-1].user {
+			if i == 0 || p.User != ps[i-1].User {
 				users++
 			}
 		}
@@ -340,33 +341,33 @@ func (m *Store) fillReverse(pairs []pairBlocks) {
 }
 
 // sortByUser sorts ps, which are in group order, by user, keeping the
-// group order within each user: the order of comparePairs. It is a radix
+// group order within each user: the order of packed.ComparePairs. It is a radix
 // sort of the users' bits, 11 at a time, so a restart of a hundred
 // million memberships sorts its pairs in a few passes over them, not a
 // comparison sort's twenty.
 //
 // scratch is room for the sort, which it returns, grown to len(ps) when it
 // was less.
-func sortByUser(ps, scratch []pair) []pair {
+func sortByUser(ps, scratch []packed.Pair) []packed.Pair {
 	const digitBits = 11
 	var maxUser uint64
 	for _, p := range ps {
-		maxUser = max(maxUser, uint64(p.user))
+		maxUser = max(maxUser, uint64(p.User))
 	}
 	if cap(scratch) < len(ps) {
-		scratch = make([]pair, len(ps))
+		scratch = make([]packed.Pair, len(ps))
 	}
 	src, dst := ps, scratch[:len(ps)]
 	for shift := 0; shift < bits.Len64(maxUser); shift += digitBits {
 		var count [1<<digitBits + 1]int
 		for _, p := range src {
-			count[(uint64(p.user)>>shift)&(1<<digitBits-1)+1]++
+			count[(uint64(p.User)>>shift)&(1<<digitBits-1)+1]++
 		}
 		for i := 1; i < len(count); i++ {
 			count[i] += count[i-1]
 		}
 		for _, p := range src {
-			d := (uint64(p.user) >> shift) & (1<<digitBits - 1)
+			d := (uint64(p.User) >> shift) & (1<<digitBits - 1)
 			dst[count[d]] = p
 			count[d]++
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/membership"
 )
 
@@ -81,11 +82,11 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 		return membership.Result{}, err
 	}
 	uids := sortedUIDs(users)
-	var old *members
+	var old *packed.Members
 	if g != nil {
 		old = &g.members
 	}
-	added, removed := diff(old, uids)
+	added, removed := packed.Diff(old, uids)
 	st = st.WithTimeFor(users)
 	commit := st.At
 	if removed == 0 && len(added) == 0 && !m.changesNicknames(users) && !m.changesExpiries(g, users, commit) {
@@ -97,7 +98,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	}
 	var buf [4]uint64
 	locked := m.lockReverse(func(yield func(membership.UID) bool) {
-		eachDifferent(old, uids, func(uid membership.UID, _ bool) bool { return yield(uid) })
+		packed.EachDifferent(old, uids, func(uid membership.UID, _ bool) bool { return yield(uid) })
 	}, buf[:])
 	m.setMembers(g, uids, m.forget)
 	expiries := m.setExpiries(g, users, commit)
@@ -106,7 +107,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	m.counts.members.Add(int64(len(added) - removed))
 	rev := nicknames.record(membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported, Expiries: expiries}, st)
 	m.unlockReverse(locked)
-	if g.members.size == 0 {
+	if g.members.Len() == 0 {
 		m.dropGroup(s, g, rev)
 	} else {
 		g.revision = rev
@@ -119,7 +120,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 // group. The caller holds g's shard and the reverse shards of the uids that
 // change.
 func (m *Store) setMembers(g *group, uids []membership.UID, leftInNoGroup func(membership.UID)) {
-	eachDifferent(&g.members, uids, func(uid membership.UID, in bool) bool {
+	packed.EachDifferent(&g.members, uids, func(uid membership.UID, in bool) bool {
 		if in {
 			m.addReverse(uid, g.number)
 			return true
@@ -130,8 +131,8 @@ func (m *Store) setMembers(g *group, uids []membership.UID, leftInNoGroup func(m
 		}
 		return true
 	})
-	var next members
-	next.fill(uids)
+	var next packed.Members
+	next.Fill(uids)
 	g.members = next
 }
 
@@ -139,13 +140,13 @@ func (m *Store) setMembers(g *group, uids []membership.UID, leftInNoGroup func(m
 // returns how many; it calls leftInNoGroup with each user it leaves in no
 // group. The caller holds g's shard and the reverse shards of its members.
 func (m *Store) emptyGroup(g *group, leftInNoGroup func(membership.UID)) int {
-	for uid := range g.members.all {
+	for uid := range g.members.All {
 		if m.removeReverse(uid, g.number) {
 			leftInNoGroup(uid)
 		}
 	}
-	removed := g.members.size
-	g.members = members{}
+	removed := g.members.Len()
+	g.members = packed.Members{}
 	m.endExpiries(g)
 	m.counts.members.Add(-int64(removed))
 	return removed
@@ -181,49 +182,6 @@ func (m *Store) changesNicknames(users []membership.User) bool {
 	return false
 }
 
-// diff returns the uids of sorted, distinct uids that old (nil: none) does
-// not hold, and how many of old's uids are not in uids.
-func diff(old *members, uids []membership.UID) (added []membership.UID, removed int) {
-	eachDifferent(old, uids, func(uid membership.UID, in bool) bool {
-		if in {
-			added = append(added, uid)
-		} else {
-			removed++
-		}
-		return true
-	})
-	return added, removed
-}
-
-// eachDifferent calls fn, in ascending order, with each uid that is in
-// exactly one of old (nil: none) and uids (sorted, distinct), and whether it
-// is in uids, until fn returns false.
-func eachDifferent(old *members, uids []membership.UID, fn func(uid membership.UID, inNew bool) bool) {
-	i := 0
-	if old != nil {
-		for uid := range old.all {
-			for i < len(uids) && uids[i] < uid {
-				if !fn(uids[i], true) {
-					return
-				}
-				i++
-			}
-			if i < len(uids) && uids[i] == uid {
-				i++
-				continue
-			}
-			if !fn(uid, false) {
-				return
-			}
-		}
-	}
-	for ; i < len(uids); i++ {
-		if !fn(uids[i], true) {
-			return
-		}
-	}
-}
-
 // deleteGroup removes every member of the group, when cond holds, walking
 // its members once: it holds no list of them.
 func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
@@ -238,7 +196,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 		return membership.Result{Revision: m.revisionOf(nil)}, nil
 	}
 	var buf [4]uint64
-	locked := m.lockReverse(g.members.all, buf[:])
+	locked := m.lockReverse(g.members.All, buf[:])
 	removed := m.emptyGroup(g, m.forget)
 	rev := m.feed.Record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}, st, nil)
 	m.unlockReverse(locked)
@@ -263,17 +221,17 @@ func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result 
 	r.mu.Lock()
 	var groups []*group
 	m.groupNumbers.mu.RLock() // no writer can take it: every shard is held
-	r.pairs.eachGroupOf(user, func(n uint32) {
+	for n := range r.pairs.GroupsOf(user) {
 		id := m.groupNumbers.names[n]
 		groups = append(groups, m.shardOf(id).groups[id])
-	})
+	}
 	m.groupNumbers.mu.RUnlock()
 	if len(groups) == 0 {
 		r.mu.Unlock()
 		return membership.Result{Revision: m.LatestRevision()}
 	}
 	for _, g := range groups {
-		g.members.remove(uid)
+		g.members.Remove(uid)
 		m.endExpiry(g, uid)
 		m.removeReverse(uid, g.number)
 	}
@@ -285,7 +243,7 @@ func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result 
 	rev := m.feed.Record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
 	r.mu.Unlock()
 	for _, g := range groups {
-		if g.members.size == 0 {
+		if g.members.Len() == 0 {
 			m.dropGroup(m.shardOf(g.id), g, rev)
 		} else {
 			g.revision = rev
@@ -336,7 +294,7 @@ func (m *Store) groupsPage(opts membership.GroupsOptions) (membership.Revision, 
 		if bounded && g.id >= end || opts.Limit > 0 && len(page) == opts.Limit {
 			return false
 		}
-		page = append(page, membership.GroupSize{ID: g.id, Members: g.members.size})
+		page = append(page, membership.GroupSize{ID: g.id, Members: g.members.Len()})
 		return true
 	})
 	return rev, total, page
