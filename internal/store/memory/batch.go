@@ -72,7 +72,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 		}
 	}
 	var rbuf [4]uint64
-	locked := m.lockReverse(batchUIDs(b.Writes, groups), rbuf[:])
+	locked := m.reverse.Lock(batchUIDs(b.Writes, groups), rbuf[:])
 	// A TTL counts from the very time the batch's change carries, as a
 	// write's does (feed.Stamp.WithTimeFor), not from a second reading of the
 	// clock: they could fall in two milliseconds.
@@ -97,7 +97,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	a.forgetDeferred()
 	if len(subs) == 0 {
 		a.nicknames.release()
-		m.unlockReverse(locked)
+		m.reverse.Unlock(locked)
 		rev := m.LatestRevision()
 		for i := range results {
 			results[i].Revision = rev
@@ -105,7 +105,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 		return membership.BatchResult{Results: results, Revision: rev}, nil
 	}
 	rev := a.nicknames.record(membership.Change{Op: membership.OpBatch, Changes: subs}, st)
-	m.unlockReverse(locked)
+	m.reverse.Unlock(locked)
 	for g := range changed {
 		if g.members.Len() == 0 {
 			m.dropGroup(m.shardOf(g.id), g, rev)
@@ -163,8 +163,7 @@ func (a *batchApplier) leftInNoGroup(uid membership.UID) {
 // for the end of the batch, and are still in no group.
 func (a *batchApplier) forgetDeferred() {
 	for _, uid := range a.deferred {
-		k, user := a.m.reverseKey(uid)
-		if !a.m.reverse[k].pairs.HasUser(user) {
+		if !a.m.reverse.HasUser(uid) {
 			a.nicknames.forget(uid)
 		}
 	}
@@ -197,7 +196,7 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 		for _, uid := range w.UIDs {
 			if g.members.Remove(uid) {
 				m.endExpiry(g, uid)
-				if m.removeReverse(uid, g.number) {
+				if m.reverse.Remove(uid, g.number) {
 					a.leftInNoGroup(uid)
 				}
 				removed = append(removed, uid)

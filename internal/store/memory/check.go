@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
@@ -95,10 +96,13 @@ func (m *Store) isExactly(g *group, users []membership.User) bool {
 
 // checkUser is Check of OpRemoveUser: it changes something when uid is in a
 // group, and reports the latest revision when it does not, as Write does.
-func (m *Store) checkUser(uid membership.UID) (membership.Revision, bool, error) {
-	k, user := m.reverseKey(uid)
-	r := &m.reverse[k]
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return m.LatestRevision(), r.pairs.HasUser(user), nil
+func (m *Store) checkUser(uid membership.UID) (rev membership.Revision, changes bool, err error) {
+	m.reverse.ReadGroupsOf(uid, func(numbers iter.Seq[uint32]) {
+		rev = m.LatestRevision()
+		for range numbers {
+			changes = true
+			break
+		}
+	})
+	return rev, changes, nil
 }

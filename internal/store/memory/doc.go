@@ -27,15 +27,15 @@
 //  2. indexMu: the group index, in id order (groupindex.go). A change takes
 //     it, with its shard held, only to create or drop a group, and holds no
 //     other lock then; Groups takes it for reading with every shard held.
-//  3. reverseShard.mu (Store.reverse): the reverse index of the uids that
-//     hash to it. A change holds the reverse shards of every uid it names,
-//     taken in ascending index order (lockReverse), from its first update of
-//     the reverse index until its revision is recorded, so that each user's
-//     groups change in the order of the revisions. UserGroups holds one for
-//     reading.
+//  3. a reverse shard's lock (package reverse, Store.reverse): the reverse
+//     index of the uids that hash to it. A change holds the reverse shards
+//     of every uid it names, taken in ascending index order (Index.Lock),
+//     from its first update of the reverse index until its revision is
+//     recorded, so that each user's groups change in the order of the
+//     revisions. UserGroups holds one for reading (Index.ReadGroupsOf).
 //  4. groupNumbers.mu: the interned group ids. A change takes it with its
 //     shard held, but never with a reverse shard held (a group's number is
-//     drawn before lockReverse and freed after unlockReverse); UserGroups,
+//     drawn before Index.Lock and freed after Index.Unlock); UserGroups,
 //     and the removal of a user from every group (which holds every shard,
 //     so that no writer can want it), take it for reading with a reverse
 //     shard held.
@@ -56,7 +56,7 @@
 //     key is known (and to mark it in flight) and after it to remember the
 //     result; a backup takes it with every shard held, to copy the keys.
 //
-// Every counter read without a lock (storeCounts, nicknameCount, the
-// revisions in Store) is an atomic, written under the lock of what it
-// counts.
+// Every counter read without a lock (storeCounts, the reverse index's
+// users, nicknameCount, the revisions in Store) is an atomic, written
+// under the lock of what it counts.
 package memory

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"iter"
-	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/keys"
 	"example.com/groupmembership/internal/store/memory/packed"
+	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/membership"
 )
 
@@ -71,11 +71,10 @@ type Store struct {
 	nicknamesRevision atomic.Uint64
 	removedRevision   atomic.Uint64
 
-	// The reverse index, from users to groups: pairs sharded by uid, and the
-	// group numbers they refer to. A change updates it while it holds the
-	// group's shard lock, so forward and reverse change in one critical
-	// section.
-	reverse      []reverseShard
+	// The reverse index, from users to groups, and the group numbers it
+	// refers to. A change updates it while it holds the group's shard
+	// lock, so forward and reverse change in one critical section.
+	reverse      reverse.Index
 	groupNumbers groupNumbers
 
 	// indexMu guards index, the groups with members in order of their ids.
@@ -94,7 +93,6 @@ type Store struct {
 type storeCounts struct {
 	groups  atomic.Int64 // groups with at least one member
 	members atomic.Int64 // memberships
-	users   atomic.Int64 // uids in at least one group
 }
 
 type shard struct {
@@ -176,7 +174,7 @@ func NewWith(opts Options) *Store {
 		seed:                   maphash.MakeSeed(),
 		shards:                 make([]shard, max(n, 1)),
 		nicknames:              make(map[membership.UID]string),
-		reverse:                make([]reverseShard, max(n, 1)),
+		reverse:                reverse.New(max(n, 1)),
 		groupNumbers:           groupNumbers{numbers: make(map[string]uint32)},
 	}
 	m.due.sooner = make(chan struct{}, 1)
@@ -194,70 +192,6 @@ func (m *Store) shardOf(groupID string) *shard {
 // shardIndex returns the index of groupID's shard in m.shards.
 func (m *Store) shardIndex(groupID string) int {
 	return int(maphash.String(m.seed, groupID) % uint64(len(m.shards)))
-}
-
-// reverseKey returns the index of uid's reverse shard, and the user that
-// uid is in its pairs: the shard is uid modulo the number of shards, the
-// user the quotient.
-func (m *Store) reverseKey(uid membership.UID) (shard int, user membership.UID) {
-	n := uint64(len(m.reverse))
-	return int(uint64(uid) % n), membership.UID(uint64(uid) / n)
-}
-
-// lockReverse locks the reverse shards of uids, in ascending order, and
-// returns the set it locked, for unlockReverse; buf is room for the set.
-// A change holds them from its first update of the reverse index until its
-// revision is recorded, so that, for every uid, the reverse index changes in
-// the order of the revisions: a remove that leaves a user in no group
-// forgets the user's nickname, and must decide so as a follower applying the
-// feed in revision order does. The caller holds the group's shard lock.
-func (m *Store) lockReverse(uids func(yield func(membership.UID) bool), buf []uint64) []uint64 {
-	words := (len(m.reverse) + 63) / 64
-	var set []uint64
-	if words <= len(buf) {
-		set = buf[:words]
-		clear(set)
-	} else {
-		set = make([]uint64, words)
-	}
-	for uid := range uids {
-		k, _ := m.reverseKey(uid)
-		set[k/64] |= 1 << (k % 64)
-	}
-	for w, word := range set {
-		for ; word != 0; word &= word - 1 {
-			m.reverse[w*64+bits.TrailingZeros64(word)].mu.Lock()
-		}
-	}
-	return set
-}
-
-// unlockReverse unlocks the reverse shards lockReverse locked.
-func (m *Store) unlockReverse(set []uint64) {
-	for w, word := range set {
-		for ; word != 0; word &= word - 1 {
-			m.reverse[w*64+bits.TrailingZeros64(word)].mu.Unlock()
-		}
-	}
-}
-
-// addReverse and removeReverse record uid's membership of group number n.
-// The caller holds uid's reverse shard (lockReverse). removeReverse reports
-// whether uid is in no group any more.
-func (m *Store) addReverse(uid membership.UID, n uint32) {
-	k, user := m.reverseKey(uid)
-	if m.reverse[k].pairs.Add(packed.Pair{User: user, Group: n}) {
-		m.counts.users.Add(1)
-	}
-}
-
-func (m *Store) removeReverse(uid membership.UID, n uint32) (inNoGroup bool) {
-	k, user := m.reverseKey(uid)
-	if m.reverse[k].pairs.Remove(packed.Pair{User: user, Group: n}) {
-		m.counts.users.Add(-1)
-		return true
-	}
-	return false
 }
 
 // revisionOf returns the revision of g (nil: a group with no members). A
@@ -296,14 +230,14 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 		g = m.newGroup(s, groupID)
 	}
 	var buf [4]uint64
-	locked := m.lockReverse(func(yield func(membership.UID) bool) {
+	locked := m.reverse.Lock(func(yield func(membership.UID) bool) {
 		for _, u := range users {
 			if !yield(u.UID) {
 				return
 			}
 		}
 	}, buf[:])
-	defer m.unlockReverse(locked)
+	defer m.reverse.Unlock(locked)
 	added := m.insert(g, users)
 	st = st.WithTimeFor(users)
 	expiries := m.setExpiries(g, users, st.At)
@@ -395,7 +329,7 @@ func (m *Store) insert(g *group, users []membership.User) []membership.UID {
 		slices.Sort(uids)
 		uids = slices.Compact(uids)
 		g.members.Fill(uids)
-		m.addReverseAll(uids, g.number)
+		m.reverse.AddAll(uids, g.number)
 		return uids
 	}
 	added := make([]membership.UID, 0, len(users))
@@ -404,45 +338,9 @@ func (m *Store) insert(g *group, users []membership.User) []membership.UID {
 			added = append(added, u.UID)
 		}
 	}
-	m.addReverseAll(added, g.number)
+	m.reverse.AddAll(added, g.number)
 	slices.Sort(added)
 	return added
-}
-
-// parallelReverse is how many uids an add records in the reverse index on
-// every core at once, a shard to a worker.
-const parallelReverse = 1024
-
-// addReverseAll records the membership of group number n for each of
-// uids, which are distinct: one at a time when they are few, and when they
-// are many (a bulk add, or its replay at a restart), shard by shard on every
-// core. At a hundred million memberships nearly every insertion misses the
-// cache in its shard's search, about 1.5 µs a uid, and a replay is one
-// goroutine. The caller holds the uids' reverse shards (lockReverse).
-func (m *Store) addReverseAll(uids []membership.UID, n uint32) {
-	if len(uids) < parallelReverse {
-		for _, uid := range uids {
-			m.addReverse(uid, n)
-		}
-		return
-	}
-	workers := cores(len(m.reverse)) // GOMAXPROCS(0) takes the scheduler's lock: not for every add
-	users, start := byReverseShard(m, len(uids), func(yield func(membership.UID, uint32) bool) {
-		for _, uid := range uids {
-			if !yield(uid, 0) {
-				return
-			}
-		}
-	}, func(user membership.UID, _ uint32) membership.UID { return user })
-	parallel(workers, len(m.reverse), func(_, k int) {
-		newUsers := 0
-		for _, user := range users[start[k]:start[k+1]] {
-			if m.reverse[k].pairs.Add(packed.Pair{User: user, Group: n}) {
-				newUsers++
-			}
-		}
-		m.counts.users.Add(int64(newUsers))
-	})
 }
 
 // withNicknamesOf returns changed, the nicknames an add changed, with the
@@ -549,7 +447,7 @@ func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Pr
 // OpExpire). The caller holds s.
 func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op membership.Op, st feed.Stamp) membership.Result {
 	var buf [4]uint64
-	locked := m.lockReverse(slices.Values(uids), buf[:])
+	locked := m.reverse.Lock(slices.Values(uids), buf[:])
 	removed := make([]membership.UID, 0, len(uids))
 	var inNoGroup []membership.UID
 	for _, uid := range uids {
@@ -557,14 +455,14 @@ func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op members
 			if op != membership.OpExpire {
 				m.endExpiry(g, uid)
 			}
-			if m.removeReverse(uid, g.number) {
+			if m.reverse.Remove(uid, g.number) {
 				inNoGroup = append(inNoGroup, uid)
 			}
 			removed = append(removed, uid)
 		}
 	}
 	if len(removed) == 0 {
-		m.unlockReverse(locked)
+		m.reverse.Unlock(locked)
 		return membership.Result{Revision: m.revisionOf(g)}
 	}
 	slices.Sort(removed)
@@ -574,7 +472,7 @@ func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op members
 	cleared := m.clearNicknames(inNoGroup)
 	m.counts.members.Add(-int64(len(removed)))
 	rev := m.feed.Record(membership.Change{Op: op, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, st, nil)
-	m.unlockReverse(locked)
+	m.reverse.Unlock(locked)
 	if g.members.Len() == 0 {
 		m.dropGroup(s, g, rev)
 	} else {
@@ -691,29 +589,28 @@ func (m *Store) Revision(_ context.Context, groupID string) (membership.Revision
 // memory for a user in k groups, however deep the page; the whole list
 // O(k log k) and O(k).
 func (m *Store) UserGroups(_ context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
-	k, user := m.reverseKey(uid)
-	r := &m.reverse[k]
 	var page []string
 	top := newTopStrings(opts.Limit)
 	total := 0
-	r.mu.RLock()
-	// While r is locked, no group of uid can be emptied, so none of these
-	// numbers can be freed and given to another group.
-	m.groupNumbers.mu.RLock()
-	for n := range r.pairs.GroupsOf(user) {
-		total++
-		id := m.groupNumbers.names[n]
-		if id <= opts.After { // "" is before every id
-			continue
+	m.reverse.ReadGroupsOf(uid, func(numbers iter.Seq[uint32]) {
+		// While uid's reverse shard is locked, no group of uid can be
+		// emptied, so none of these numbers can be freed and given to
+		// another group.
+		m.groupNumbers.mu.RLock()
+		defer m.groupNumbers.mu.RUnlock()
+		for n := range numbers {
+			total++
+			id := m.groupNumbers.names[n]
+			if id <= opts.After { // "" is before every id
+				continue
+			}
+			if opts.Limit > 0 {
+				top.add(id)
+			} else {
+				page = append(page, id)
+			}
 		}
-		if opts.Limit > 0 {
-			top.add(id)
-		} else {
-			page = append(page, id)
-		}
-	}
-	m.groupNumbers.mu.RUnlock()
-	r.mu.RUnlock()
+	})
 
 	if opts.Limit > 0 {
 		page = top.sorted()

@@ -46,7 +46,7 @@ func TestNicknamesFollowTheMemberships(t *testing.T) {
 	}
 	assert.Empty(t, m.nicknames)
 	assert.Zero(t, m.nicknameCount.Load())
-	assert.Zero(t, m.counts.users.Load())
+	assert.Zero(t, m.reverse.Users())
 }
 
 // Each in-memory store has its own epoch: a restart of the service starts

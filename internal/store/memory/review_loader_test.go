@@ -44,9 +44,9 @@ func edgeUID(rng *rand.Rand, shards int) membership.UID {
 // reverseDump reads the reverse index directly: uid -> group ids, sorted.
 func reverseDump(m *Store) map[membership.UID][]string {
 	out := map[membership.UID][]string{}
-	n := uint64(len(m.reverse))
-	for k := range m.reverse {
-		for p := range m.reverse[k].pairs.From(0) {
+	n := uint64(len(m.shards)) // as many as the reverse index has
+	for k := range m.shards {
+		for p := range m.reverse.Pairs(k, 0) {
 			uid := membership.UID(uint64(p.User)*n + uint64(k))
 			out[uid] = append(out[uid], m.groupNumbers.names[p.Group])
 		}

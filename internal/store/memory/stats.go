@@ -13,7 +13,7 @@ func (m *Store) Stats() store.Stats {
 		Keys:             store.KeyStats{Held: ks.Held, Bytes: ks.Bytes, MaxBytes: ks.MaxBytes, Dropped: ks.Dropped, Replays: ks.Replays},
 		Groups:           m.counts.groups.Load(),
 		Members:          m.counts.members.Load(),
-		Users:            m.counts.users.Load(),
+		Users:            m.reverse.Users(),
 		Revision:         fs.Last,
 		ChangesKept:      fs.Kept,
 		ChangesKeptBytes: fs.Bytes,

@@ -97,7 +97,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 		old = &g.members
 	}
 	var buf [4]uint64
-	locked := m.lockReverse(func(yield func(membership.UID) bool) {
+	locked := m.reverse.Lock(func(yield func(membership.UID) bool) {
 		packed.EachDifferent(old, uids, func(uid membership.UID, _ bool) bool { return yield(uid) })
 	}, buf[:])
 	m.setMembers(g, uids, m.forget)
@@ -106,7 +106,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	_, reported := nicknames.set(users, added)
 	m.counts.members.Add(int64(len(added) - removed))
 	rev := nicknames.record(membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported, Expiries: expiries}, st)
-	m.unlockReverse(locked)
+	m.reverse.Unlock(locked)
 	if g.members.Len() == 0 {
 		m.dropGroup(s, g, rev)
 	} else {
@@ -122,11 +122,11 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 func (m *Store) setMembers(g *group, uids []membership.UID, leftInNoGroup func(membership.UID)) {
 	packed.EachDifferent(&g.members, uids, func(uid membership.UID, in bool) bool {
 		if in {
-			m.addReverse(uid, g.number)
+			m.reverse.Add(uid, g.number)
 			return true
 		}
 		m.endExpiry(g, uid)
-		if m.removeReverse(uid, g.number) {
+		if m.reverse.Remove(uid, g.number) {
 			leftInNoGroup(uid)
 		}
 		return true
@@ -141,7 +141,7 @@ func (m *Store) setMembers(g *group, uids []membership.UID, leftInNoGroup func(m
 // group. The caller holds g's shard and the reverse shards of its members.
 func (m *Store) emptyGroup(g *group, leftInNoGroup func(membership.UID)) int {
 	for uid := range g.members.All {
-		if m.removeReverse(uid, g.number) {
+		if m.reverse.Remove(uid, g.number) {
 			leftInNoGroup(uid)
 		}
 	}
@@ -196,10 +196,10 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 		return membership.Result{Revision: m.revisionOf(nil)}, nil
 	}
 	var buf [4]uint64
-	locked := m.lockReverse(g.members.All, buf[:])
+	locked := m.reverse.Lock(g.members.All, buf[:])
 	removed := m.emptyGroup(g, m.forget)
 	rev := m.feed.Record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}, st, nil)
-	m.unlockReverse(locked)
+	m.reverse.Unlock(locked)
 	m.dropGroup(s, g, rev)
 	return membership.Result{Count: removed, Revision: rev}, nil
 }
@@ -216,24 +216,23 @@ func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result 
 			m.shards[i].mu.Unlock()
 		}
 	}()
-	k, user := m.reverseKey(uid)
-	r := &m.reverse[k]
-	r.mu.Lock()
+	var buf [1]uint64
+	locked := m.reverse.Lock(func(yield func(membership.UID) bool) { yield(uid) }, buf[:])
 	var groups []*group
 	m.groupNumbers.mu.RLock() // no writer can take it: every shard is held
-	for n := range r.pairs.GroupsOf(user) {
+	for n := range m.reverse.GroupsOf(uid) {
 		id := m.groupNumbers.names[n]
 		groups = append(groups, m.shardOf(id).groups[id])
 	}
 	m.groupNumbers.mu.RUnlock()
 	if len(groups) == 0 {
-		r.mu.Unlock()
+		m.reverse.Unlock(locked)
 		return membership.Result{Revision: m.LatestRevision()}
 	}
 	for _, g := range groups {
 		g.members.Remove(uid)
 		m.endExpiry(g, uid)
-		m.removeReverse(uid, g.number)
+		m.reverse.Remove(uid, g.number)
 	}
 	m.nicknamesMu.Lock()
 	delete(m.nicknames, uid)
@@ -241,7 +240,7 @@ func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result 
 	m.nicknamesMu.Unlock()
 	m.counts.members.Add(-int64(len(groups)))
 	rev := m.feed.Record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
-	r.mu.Unlock()
+	m.reverse.Unlock(locked)
 	for _, g := range groups {
 		if g.members.Len() == 0 {
 			m.dropGroup(m.shardOf(g.id), g, rev)
