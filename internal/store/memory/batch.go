@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
 	"slices"
 	"time"
 
@@ -36,34 +35,15 @@ func (m *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 	return membership.BatchResult{Results: results, Revision: rev, Replayed: replayed}, nil
 }
 
+// batch applies b, holding every lock it needs from its first check to its
+// last change.
 func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	var sbuf [1]uint64
-	held := m.lockShardsOf(b.Writes, sbuf[:])
+	held := m.lockShards(groupsOf(b.Writes), false, sbuf[:])
 	defer m.unlockShards(held)
-	groups := make(map[string]*group, len(b.Writes))
-	removals := 0 // the members the batch's replaces and deletions hold
-	for i, w := range b.Writes {
-		switch w.Op {
-		case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup:
-		default:
-			return membership.BatchResult{}, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
-		}
-		g, seen := groups[w.GroupID]
-		if !seen {
-			g = m.shardOf(w.GroupID).groups[w.GroupID]
-			groups[w.GroupID] = g
-		}
-		if err := m.check(g, w.If); err != nil {
-			return membership.BatchResult{}, BatchElementError(i, w.GroupID, err)
-		}
-		if g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
-			removals += g.members.Len()
-		}
-	}
-	if removals > membership.MaxBatchRemovals {
-		return membership.BatchResult{}, membership.Errorf(membership.CodeTooManyChanges,
-			"the batch's replace and delete_group changes hold up to %d members in all, more than %d that one batch may remove: "+
-				"delete large groups on their own (DELETE /groups/{groupID}); nothing was changed", removals, membership.MaxBatchRemovals)
+	groups, err := m.checkBatch(b.Writes)
+	if err != nil {
+		return membership.BatchResult{}, err
 	}
 	// Groups are created before any reverse shard is taken (lock order).
 	for _, w := range b.Writes {
@@ -117,6 +97,40 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 		results[i].Revision = rev
 	}
 	return membership.BatchResult{Results: results, Revision: rev}, nil
+}
+
+// checkBatch returns the groups ws write to (nil: a group with no
+// members), or the error of the first write that a batch does not take or
+// whose precondition does not hold, or CodeTooManyChanges when the
+// batch's replaces and deletions hold more members than a batch may
+// remove. The caller holds the groups' shards.
+func (m *Store) checkBatch(ws []membership.Write) (map[string]*group, error) {
+	groups := make(map[string]*group, len(ws))
+	removals := 0 // the members the batch's replaces and deletions hold
+	for i, w := range ws {
+		switch w.Op {
+		case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup:
+		default:
+			return nil, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
+		}
+		g, seen := groups[w.GroupID]
+		if !seen {
+			g = m.shardOf(w.GroupID).groups[w.GroupID]
+			groups[w.GroupID] = g
+		}
+		if err := m.check(g, w.If); err != nil {
+			return nil, BatchElementError(i, w.GroupID, err)
+		}
+		if g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
+			removals += g.members.Len()
+		}
+	}
+	if removals > membership.MaxBatchRemovals {
+		return nil, membership.Errorf(membership.CodeTooManyChanges,
+			"the batch's replace and delete_group changes hold up to %d members in all, more than %d that one batch may remove: "+
+				"delete large groups on their own (DELETE /groups/{groupID}); nothing was changed", removals, membership.MaxBatchRemovals)
+	}
+	return groups, nil
 }
 
 // BatchElementError returns err, an error of write i of a batch, to
@@ -277,41 +291,4 @@ func batchUIDs(ws []membership.Write, groups map[string]*group) func(yield func(
 			}
 		}
 	}
-}
-
-// lockShardsOf locks the shards of the groups ws write to, each once, in
-// ascending index order, and returns the set it locked, for unlockShards;
-// buf is room for the set.
-func (m *Store) lockShardsOf(ws []membership.Write, buf []uint64) []uint64 {
-	set := m.shardSet(buf)
-	for _, w := range ws {
-		k := m.shardIndex(w.GroupID)
-		set[k/64] |= 1 << (k % 64)
-	}
-	for w, word := range set {
-		for ; word != 0; word &= word - 1 {
-			m.shards[w*64+bits.TrailingZeros64(word)].mu.Lock()
-		}
-	}
-	return set
-}
-
-// unlockShards unlocks the shards lockShardsOf locked.
-func (m *Store) unlockShards(set []uint64) {
-	for w, word := range set {
-		for ; word != 0; word &= word - 1 {
-			m.shards[w*64+bits.TrailingZeros64(word)].mu.Unlock()
-		}
-	}
-}
-
-// shardSet returns an empty set of shards, in buf when it has room.
-func (m *Store) shardSet(buf []uint64) []uint64 {
-	words := (len(m.shards) + 63) / 64
-	if words <= len(buf) {
-		set := buf[:words]
-		clear(set)
-		return set
-	}
-	return make([]uint64, words)
 }

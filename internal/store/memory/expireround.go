@@ -62,7 +62,7 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 		return results
 	}
 	var sbuf [1]uint64
-	held := m.lockShardsOf(ws, sbuf[:])
+	held := m.lockShards(groupsOf(ws), false, sbuf[:])
 	defer m.unlockShards(held)
 
 	groups, removed := m.expireMembers(ws)
