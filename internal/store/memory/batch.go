@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/membership"
 )
@@ -64,7 +65,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	defer a.nicknames.release()
 	results := make([]membership.Result, len(b.Writes))
 	var subs []membership.Change
-	changed := map[*group]bool{}
+	changed := map[*group.Group]bool{}
 	for i, w := range b.Writes {
 		g := groups[w.GroupID]
 		var sub membership.Change
@@ -87,10 +88,10 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	rev := a.nicknames.record(membership.Change{Op: membership.OpBatch, Changes: subs}, st)
 	m.reverse.Unlock(locked)
 	for g := range changed {
-		if g.members.Len() == 0 {
-			m.dropGroup(m.shardOf(g.id), g, rev)
+		if g.Members.Len() == 0 {
+			m.dropGroup(m.shardOf(g.ID), g, rev)
 		} else {
-			g.revision = rev
+			g.Revision = rev
 		}
 	}
 	for i := range results {
@@ -104,8 +105,8 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 // whose precondition does not hold, or CodeTooManyChanges when the
 // batch's replaces and deletions hold more members than a batch may
 // remove. The caller holds the groups' shards.
-func (m *Store) checkBatch(ws []membership.Write) (map[string]*group, error) {
-	groups := make(map[string]*group, len(ws))
+func (m *Store) checkBatch(ws []membership.Write) (map[string]*group.Group, error) {
+	groups := make(map[string]*group.Group, len(ws))
 	removals := 0 // the members the batch's replaces and deletions hold
 	for i, w := range ws {
 		switch w.Op {
@@ -122,7 +123,7 @@ func (m *Store) checkBatch(ws []membership.Write) (map[string]*group, error) {
 			return nil, BatchElementError(i, w.GroupID, err)
 		}
 		if g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
-			removals += g.members.Len()
+			removals += g.Members.Len()
 		}
 	}
 	if removals > membership.MaxBatchRemovals {
@@ -186,7 +187,7 @@ func (a *batchApplier) forgetDeferred() {
 // apply applies w to g (nil: a group with no members, which only a remove
 // or a deletion can meet), and returns its result and its change, whose Op
 // is "" when it changed nothing.
-func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, membership.Change) {
+func (a *batchApplier) apply(g *group.Group, w membership.Write) (membership.Result, membership.Change) {
 	m := a.m
 	if g == nil {
 		return membership.Result{}, membership.Change{}
@@ -204,13 +205,13 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 		if len(added) > 0 {
 			uids = tight(added)
 		}
-		return membership.Result{Count: len(added)}, membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: uids, Nicknames: reported, Expiries: expiries}
+		return membership.Result{Count: len(added)}, membership.Change{Op: membership.OpAdd, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}
 	case membership.OpRemove:
 		var removed []membership.UID
 		for _, uid := range w.UIDs {
-			if g.members.Remove(uid) {
+			if g.Members.Remove(uid) {
 				m.endExpiry(g, uid)
-				if m.reverse.Remove(uid, g.number) {
+				if m.reverse.Remove(uid, g.Number) {
 					a.leftInNoGroup(uid)
 				}
 				removed = append(removed, uid)
@@ -221,10 +222,10 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 			return membership.Result{}, membership.Change{}
 		}
 		slices.Sort(removed)
-		return membership.Result{Count: len(removed)}, membership.Change{Op: membership.OpRemove, GroupID: g.id, UIDs: removed}
+		return membership.Result{Count: len(removed)}, membership.Change{Op: membership.OpRemove, GroupID: g.ID, UIDs: removed}
 	case membership.OpReplace:
 		uids := sortedUIDs(w.Users)
-		added, removed := packed.Diff(&g.members, uids)
+		added, removed := packed.Diff(&g.Members, uids)
 		m.setMembers(g, uids, a.leftInNoGroup)
 		expiries := m.setExpiries(g, w.Users, a.commit)
 		changed, reported := a.nicknames.set(w.Users, added)
@@ -233,13 +234,13 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 			return membership.Result{}, membership.Change{}
 		}
 		return membership.Result{Count: len(added), Removed: removed},
-			membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported, Expiries: expiries}
+			membership.Change{Op: membership.OpReplace, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}
 	default: // OpDeleteGroup
-		if g.members.Len() == 0 {
+		if g.Members.Len() == 0 {
 			return membership.Result{}, membership.Change{}
 		}
 		removed := m.emptyGroup(g, a.leftInNoGroup)
-		return membership.Result{Count: removed}, membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}
+		return membership.Result{Count: removed}, membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}
 	}
 }
 
@@ -269,7 +270,7 @@ func namedUIDs(ws []membership.Write) map[membership.UID]bool {
 // batchUIDs yields every uid the writes can touch: those they name, and the
 // members of the groups they replace or delete (members an earlier write of
 // the batch adds are named by it).
-func batchUIDs(ws []membership.Write, groups map[string]*group) func(yield func(membership.UID) bool) {
+func batchUIDs(ws []membership.Write, groups map[string]*group.Group) func(yield func(membership.UID) bool) {
 	return func(yield func(membership.UID) bool) {
 		for _, w := range ws {
 			for _, u := range w.Users {
@@ -283,7 +284,7 @@ func batchUIDs(ws []membership.Write, groups map[string]*group) func(yield func(
 				}
 			}
 			if g := groups[w.GroupID]; g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
-				for uid := range g.members.All {
+				for uid := range g.Members.All {
 					if !yield(uid) {
 						return
 					}

@@ -109,7 +109,7 @@ func walkCounts(m *Store) (groups, members, users int64) {
 	for i := range m.shards {
 		for _, g := range m.shards[i].groups {
 			groups++
-			members += int64(g.members.Len())
+			members += int64(g.Members.Len())
 		}
 	}
 	for k := range m.shards { // as many as the reverse index has
@@ -180,7 +180,7 @@ func TestMemoryKeepsItsOwnCopyOfGroupIDs(t *testing.T) {
 	lineData := unsafe.StringData(line)
 	g := m.shardOf("g").groups["g"]
 	require.NotNil(t, g)
-	assert.NotSame(t, lineData, unsafe.StringData(g.id))
+	assert.NotSame(t, lineData, unsafe.StringData(g.ID))
 	for _, c := range storetest.AllChanges(t, m, 0) {
 		assert.NotSame(t, lineData, unsafe.StringData(c.GroupID), "change %d", c.Revision)
 	}

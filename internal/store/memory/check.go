@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/store/memory/expiry"
+	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/membership"
 )
 
@@ -46,11 +47,11 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 		return rev, len(w.Users) > 0 && !m.holdsAll(g, w.Users), nil
 	case membership.OpExpire:
 		return rev, g != nil && slices.ContainsFunc(w.UIDs, func(uid membership.UID) bool {
-			at := g.expiries.Of(uid)
+			at := g.Expiries.Of(uid)
 			return at != 0 && at <= expiry.Millis(w.AsOf)
 		}), nil
 	case membership.OpRemove:
-		return rev, g != nil && slices.ContainsFunc(w.UIDs, g.members.Contains), nil
+		return rev, g != nil && slices.ContainsFunc(w.UIDs, g.Members.Contains), nil
 	case membership.OpReplace:
 		return rev, !m.isExactly(g, w.Users), nil
 	}
@@ -60,12 +61,12 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 // holdsAll reports whether every user is a member of g (nil: a group with
 // no members) and already has the nickname it gives, if any. The caller
 // holds g's shard.
-func (m *Store) holdsAll(g *group, users []membership.User) bool {
+func (m *Store) holdsAll(g *group.Group, users []membership.User) bool {
 	if g == nil {
 		return false
 	}
 	for _, u := range users {
-		if !g.members.Contains(u.UID) || u.Expiry.TTL != 0 { // a TTL counts from the commit: it changes the expiry
+		if !g.Members.Contains(u.UID) || u.Expiry.TTL != 0 { // a TTL counts from the commit: it changes the expiry
 			return false
 		}
 	}
@@ -75,10 +76,10 @@ func (m *Store) holdsAll(g *group, users []membership.User) bool {
 // isExactly reports whether g (nil: a group with no members) has exactly
 // the users as members, with the nicknames they give: whether replacing
 // its members by them would change nothing. The caller holds g's shard.
-func (m *Store) isExactly(g *group, users []membership.User) bool {
+func (m *Store) isExactly(g *group.Group, users []membership.User) bool {
 	size := 0
 	if g != nil {
-		size = g.members.Len()
+		size = g.Members.Len()
 	}
 	if len(users) < size {
 		return false // fewer users than members, repeats or not

@@ -32,7 +32,7 @@ func (m *Store) CheckMembers(_ context.Context, checks []membership.Check) ([]bo
 	rev := m.LatestRevision()
 	for i, c := range checks {
 		g := m.shards[m.shardIndex(c.GroupID)].groups[c.GroupID]
-		found[i] = g != nil && g.members.Contains(c.UID)
+		found[i] = g != nil && g.Members.Contains(c.UID)
 	}
 	return found, rev, nil
 }

@@ -24,7 +24,7 @@
 //     of one revision. CheckMembers holds the shards of the groups it
 //     checks, for reading, in index order, so that its answers are of one
 //     revision.
-//  2. indexMu: the group index, in id order (groupindex.go). A change takes
+//  2. indexMu: the group index, in id order (group.Index). A change takes
 //     it, with its shard held, only to create or drop a group, and holds no
 //     other lock then; Groups takes it for reading with every shard held.
 //  3. a reverse shard's lock (package reverse, Store.reverse): the reverse

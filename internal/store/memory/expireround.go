@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/shards"
 	"example.com/groupmembership/membership"
 )
@@ -76,11 +77,11 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 	// order; a user whose last pair left is in no group, as the last write
 	// that removed one of the user's pairs says.
 	var rbuf [4]uint64
-	inNoGroup, locked := m.reverse.RemoveRound(removed, func(i int) uint32 { return groups[i].number }, rbuf[:])
+	inNoGroup, locked := m.reverse.RemoveRound(removed, func(i int) uint32 { return groups[i].Number }, rbuf[:])
 	dropped := m.recordExpiries(ws, groups, removed, inNoGroup, stampOf, results)
 	m.reverse.Unlock(locked)
 	for _, g := range dropped {
-		m.dropGroup(m.shardOf(g.id), g, g.revision)
+		m.dropGroup(m.shardOf(g.ID), g, g.Revision)
 	}
 	return results
 }
@@ -90,10 +91,10 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 // none for the next of it), the groups side by side on every core. It
 // returns each write's group (nil: none) and the uids it removed, sorted.
 // The caller holds the groups' shards.
-func (m *Store) expireMembers(ws []membership.Write) (groups []*group, removed [][]membership.UID) {
-	groups = make([]*group, len(ws))
+func (m *Store) expireMembers(ws []membership.Write) (groups []*group.Group, removed [][]membership.UID) {
+	groups = make([]*group.Group, len(ws))
 	var byGroup [][]int // the writes of each group, in order
-	index := make(map[*group]int)
+	index := make(map[*group.Group]int)
 	for i, w := range ws {
 		g := m.shardOf(w.GroupID).groups[w.GroupID]
 		groups[i] = g
@@ -112,13 +113,13 @@ func (m *Store) expireMembers(ws []membership.Write) (groups []*group, removed [
 	shards.Parallel(shards.Workers(len(byGroup)), len(byGroup), func(_, k int) {
 		for _, i := range byGroup[k] {
 			g, w := groups[i], ws[i]
-			if g.expiries.Len() == 0 || len(w.UIDs) == 0 {
+			if g.Expiries.Len() == 0 || len(w.UIDs) == 0 {
 				continue
 			}
-			due := g.expiries.Due(w.UIDs, w.AsOf)
+			due := g.Expiries.Due(w.UIDs, w.AsOf)
 			out := due[:0]
 			for _, uid := range due {
-				if g.members.Remove(uid) {
+				if g.Members.Remove(uid) {
 					out = append(out, uid)
 				}
 			}
@@ -137,19 +138,19 @@ func (m *Store) expireMembers(ws []membership.Write) (groups []*group, removed [
 // leaves it empty. A write that ends none is answered the revision it
 // would have been then. The caller holds the groups' shards and the
 // reverse shards of the uids removed.
-func (m *Store) recordExpiries(ws []membership.Write, groups []*group, removed, inNoGroup [][]membership.UID,
-	stampOf func(membership.Write) feed.Stamp, results []membership.Result) (dropped []*group) {
-	lastOf := make(map[*group]int)
+func (m *Store) recordExpiries(ws []membership.Write, groups []*group.Group, removed, inNoGroup [][]membership.UID,
+	stampOf func(membership.Write) feed.Stamp, results []membership.Result) (dropped []*group.Group) {
+	lastOf := make(map[*group.Group]int)
 	for i, g := range groups {
 		if len(removed[i]) > 0 {
 			lastOf[g] = i
 		}
 	}
-	revisionNow := func(g *group) membership.Revision {
+	revisionNow := func(g *group.Group) membership.Revision {
 		if g == nil || slices.Contains(dropped, g) {
 			r := m.revisionOf(nil)
 			if len(dropped) > 0 {
-				r = max(r, dropped[len(dropped)-1].revision)
+				r = max(r, dropped[len(dropped)-1].Revision)
 			}
 			return r
 		}
@@ -163,10 +164,10 @@ func (m *Store) recordExpiries(ws []membership.Write, groups []*group, removed, 
 		}
 		cleared := m.clearNicknames(inNoGroup[i])
 		m.counts.members.Add(-int64(len(removed[i])))
-		rev := m.feed.Record(membership.Change{Op: membership.OpExpire, GroupID: g.id, UIDs: tight(removed[i]), Nicknames: cleared}, stampOf(w), nil)
+		rev := m.feed.Record(membership.Change{Op: membership.OpExpire, GroupID: g.ID, UIDs: tight(removed[i]), Nicknames: cleared}, stampOf(w), nil)
 		results[i] = membership.Result{Count: len(removed[i]), Revision: rev}
-		g.revision = rev
-		if lastOf[g] == i && g.members.Len() == 0 {
+		g.Revision = rev
+		if lastOf[g] == i && g.Members.Len() == 0 {
 			dropped = append(dropped, g)
 		}
 	}

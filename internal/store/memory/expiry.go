@@ -10,6 +10,7 @@ import (
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/membership"
 )
 
@@ -52,15 +53,15 @@ func (d *dueSet) insert(k expiry.Key) {
 
 // setExpiry gives uid, a member of g, the expiry at (0: none), and reports
 // whether that changed it. The caller holds g's shard.
-func (m *Store) setExpiry(g *group, uid membership.UID, at int64) bool {
-	old := g.expiries.Put(uid, at)
+func (m *Store) setExpiry(g *group.Group, uid membership.UID, at int64) bool {
+	old := g.Expiries.Put(uid, at)
 	if old == at {
 		return false
 	}
 	m.due.mu.Lock()
 	defer m.due.mu.Unlock()
 	if old != 0 {
-		m.due.set.Remove(expiry.Key{At: old, Group: g.number, UID: uid})
+		m.due.set.Remove(expiry.Key{At: old, Group: g.Number, UID: uid})
 	}
 	switch {
 	case at == 0:
@@ -69,58 +70,58 @@ func (m *Store) setExpiry(g *group, uid membership.UID, at int64) bool {
 		m.due.live.Add(1)
 		fallthrough
 	default:
-		m.due.insert(expiry.Key{At: at, Group: g.number, UID: uid})
+		m.due.insert(expiry.Key{At: at, Group: g.Number, UID: uid})
 	}
 	return true
 }
 
 // endExpiry forgets the expiry of uid, which left g. The caller holds g's
 // shard.
-func (m *Store) endExpiry(g *group, uid membership.UID) {
-	at := g.expiries.Remove(uid)
+func (m *Store) endExpiry(g *group.Group, uid membership.UID) {
+	at := g.Expiries.Remove(uid)
 	if at == 0 {
 		return
 	}
 	m.due.live.Add(-1)
 	m.due.mu.Lock()
-	m.due.set.Remove(expiry.Key{At: at, Group: g.number, UID: uid})
+	m.due.set.Remove(expiry.Key{At: at, Group: g.Number, UID: uid})
 	m.due.mu.Unlock()
 }
 
 // endExpired forgets the expiries of uids, sorted, which an expire write
 // removed from g: the due set's entries of those stay, as they are due.
 // The caller holds g's shard.
-func (m *Store) endExpired(g *group, uids []membership.UID) {
-	m.due.live.Add(-int64(g.expiries.RemoveAll(uids)))
+func (m *Store) endExpired(g *group.Group, uids []membership.UID) {
+	m.due.live.Add(-int64(g.Expiries.RemoveAll(uids)))
 }
 
 // endExpiries forgets every expiry of g, which was emptied. The caller
 // holds g's shard.
-func (m *Store) endExpiries(g *group) {
-	n := g.expiries.Len()
+func (m *Store) endExpiries(g *group.Group) {
+	n := g.Expiries.Len()
 	if n == 0 {
 		return
 	}
 	m.due.live.Add(-int64(n))
 	m.due.mu.Lock()
-	for k := range g.expiries.Keys(g.number) {
+	for k := range g.Expiries.Keys(g.Number) {
 		m.due.set.Remove(k)
 	}
 	m.due.mu.Unlock()
-	g.expiries = expiry.Members{}
+	g.Expiries = expiry.Members{}
 }
 
 // setExpiries sets the expiries users give (the last of each user's) to
 // those of them who are members of g, for a write committed at commit
 // (zero: now), and returns those it changed, ascending by uid. The caller
 // holds g's shard.
-func (m *Store) setExpiries(g *group, users []membership.User, commit time.Time) []membership.MemberExpiry {
+func (m *Store) setExpiries(g *group.Group, users []membership.User, commit time.Time) []membership.MemberExpiry {
 	if !expiry.Any(users) {
 		return nil
 	}
 	var changed []membership.MemberExpiry
 	for _, e := range expiry.Last(users, commit) {
-		if g.members.Contains(e.UID) && m.setExpiry(g, e.UID, expiry.MillisOrZero(e.At)) {
+		if g.Members.Contains(e.UID) && m.setExpiry(g, e.UID, expiry.MillisOrZero(e.At)) {
 			changed = append(changed, e)
 		}
 	}
@@ -130,14 +131,14 @@ func (m *Store) setExpiries(g *group, users []membership.User, commit time.Time)
 // changesExpiries reports whether setExpiries would change any expiry of
 // g (nil: no group), reading only: a user who is not a member yet counts
 // when the write gives them an expiry. The caller holds g's shard.
-func (m *Store) changesExpiries(g *group, users []membership.User, commit time.Time) bool {
+func (m *Store) changesExpiries(g *group.Group, users []membership.User, commit time.Time) bool {
 	if !expiry.Any(users) {
 		return false
 	}
 	for _, e := range expiry.Last(users, commit) {
 		var old int64
 		if g != nil {
-			old = g.expiries.Of(e.UID)
+			old = g.Expiries.Of(e.UID)
 		}
 		if old != expiry.MillisOrZero(e.At) {
 			return true
@@ -154,10 +155,10 @@ func (m *Store) expire(groupID string, uids []membership.UID, asOf time.Time, st
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.groups[groupID]
-	if g == nil || g.expiries.Len() == 0 || len(uids) == 0 {
+	if g == nil || g.Expiries.Len() == 0 || len(uids) == 0 {
 		return membership.Result{Revision: m.revisionOf(g)}
 	}
-	return m.removeHeld(s, g, g.expiries.Due(uids, asOf), membership.OpExpire, st)
+	return m.removeHeld(s, g, g.Expiries.Due(uids, asOf), membership.OpExpire, st)
 }
 
 // DueExpiries returns the expiries due at now, about max memberships (more
@@ -220,18 +221,18 @@ func (m *Store) stillDue(entries []expiry.Key, now time.Time) []store.Due {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	g := s.groups[groupID]
-	if g == nil || g.number != number || g.expiries.Len() == 0 {
+	if g == nil || g.Number != number || g.Expiries.Len() == 0 {
 		return nil
 	}
 	var ws []store.Due
 	var uids []membership.UID
 	var earliest int64
 	flush := func() {
-		w := membership.Write{Op: membership.OpExpire, GroupID: g.id, UIDs: uids, AsOf: now}
+		w := membership.Write{Op: membership.OpExpire, GroupID: g.ID, UIDs: uids, AsOf: now}
 		ws = append(ws, store.Due{Write: w, Earliest: expiry.Time(earliest)})
 		uids = nil
 	}
-	cur := g.expiries.Cursor(entries[0].UID)
+	cur := g.Expiries.Cursor(entries[0].UID)
 	for _, e := range entries {
 		if cur.Of(e.UID) == e.At {
 			if len(uids) == 0 || e.At < earliest {
@@ -259,8 +260,8 @@ func (m *Store) RequeueExpiries(due []store.Due) {
 		if g := s.groups[w.GroupID]; g != nil {
 			m.due.mu.Lock()
 			for _, uid := range w.UIDs {
-				if at := g.expiries.Of(uid); at != 0 {
-					m.due.set.Insert(expiry.Key{At: at, Group: g.number, UID: uid})
+				if at := g.Expiries.Of(uid); at != 0 {
+					m.due.set.Insert(expiry.Key{At: at, Group: g.Number, UID: uid})
 				}
 			}
 			m.due.mu.Unlock()
@@ -294,8 +295,8 @@ func (m *Store) ExpiryCount() int64 { return m.due.live.Load() }
 // appends their entries of the due set to due, which the caller sorts and
 // fills the due set with. Those past are due at once: the expirer applies
 // them, each group's in a change, before the service answers reads.
-func (m *Store) loadExpiries(g *group, expiries []membership.MemberExpiry, due []expiry.Key) []expiry.Key {
-	due = g.expiries.Load(g.number, expiries, g.members.Contains, due)
-	m.due.live.Add(int64(g.expiries.Len()))
+func (m *Store) loadExpiries(g *group.Group, expiries []membership.MemberExpiry, due []expiry.Key) []expiry.Key {
+	due = g.Expiries.Load(g.Number, expiries, g.Members.Contains, due)
+	m.due.live.Add(int64(g.Expiries.Len()))
 	return due
 }

@@ -15,8 +15,8 @@ import (
 
 	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/keys"
-	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/membership"
 )
@@ -80,7 +80,7 @@ type Store struct {
 	// indexMu guards index, the groups with members in order of their ids.
 	// A change takes it with its group's shard held, and no later lock.
 	indexMu sync.RWMutex
-	index   groupIndex
+	index   group.Index
 
 	// counts are kept as the store changes, so that reading them for
 	// metrics costs the same whatever the store holds.
@@ -100,21 +100,7 @@ type shard struct {
 	mu sync.RWMutex
 	// groups maps a group id to its state. A group with no members is
 	// deleted, so that removing everyone frees the memory.
-	groups map[string]*group
-}
-
-type group struct {
-	// id is the group's id, in memory of its own: the id a request names
-	// may share the memory of the whole request line, and the group, its
-	// map key and its changes outlive the request.
-	id       string
-	members  packed.Members
-	revision membership.Revision // of the last change of its members
-	number   uint32              // in the reverse index
-	node     indexNode           // in the group index, under indexMu
-	// expiries holds the expiry of each member that has one, in
-	// milliseconds since 1970 (expiry.go).
-	expiries expiry.Members
+	groups map[string]*group.Group
 }
 
 var _ membership.Store = (*Store)(nil)
@@ -178,9 +164,9 @@ func NewWith(opts Options) *Store {
 		groupNumbers:           groupNumbers{numbers: make(map[string]uint32)},
 	}
 	m.due.sooner = make(chan struct{}, 1)
-	m.index.seed = m.seed
+	m.index = group.NewIndex(m.seed)
 	for i := range m.shards {
-		m.shards[i].groups = make(map[string]*group)
+		m.shards[i].groups = make(map[string]*group.Group)
 	}
 	return m
 }
@@ -200,10 +186,10 @@ func (m *Store) shardIndex(groupID string) int {
 // group; likewise a group deleted leaves no revision of its own behind, so
 // the last deletion counts as a change of every absent group. Revisions come
 // from one counter, so the maximum changes whenever any of them does.
-func (m *Store) revisionOf(g *group) membership.Revision {
+func (m *Store) revisionOf(g *group.Group) membership.Revision {
 	r := membership.Revision(m.nicknamesRevision.Load())
 	if g != nil {
-		return max(r, g.revision)
+		return max(r, g.Revision)
 	}
 	return max(r, membership.Revision(m.removedRevision.Load()))
 }
@@ -260,32 +246,32 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 		}
 		added = nil // a change of nicknames or expiries only
 	}
-	rev := nicknames.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported, Expiries: expiries}, st)
-	g.revision = rev
+	rev := nicknames.record(membership.Change{Op: membership.OpAdd, GroupID: g.ID, UIDs: added, Nicknames: reported, Expiries: expiries}, st)
+	g.Revision = rev
 	return membership.Result{Count: len(added), Revision: rev}, nil
 }
 
 // newGroup creates the group groupID in s, which the caller holds. It has
 // no members yet: the caller adds some before it lets go of s.
-func (m *Store) newGroup(s *shard, groupID string) *group {
+func (m *Store) newGroup(s *shard, groupID string) *group.Group {
 	id := strings.Clone(groupID)
-	g := &group{id: id, number: m.groupNumbers.number(id)}
+	g := &group.Group{ID: id, Number: m.groupNumbers.number(id)}
 	s.groups[id] = g
 	m.counts.groups.Add(1)
 	m.indexMu.Lock()
-	m.index.insert(g)
+	m.index.Insert(g)
 	m.indexMu.Unlock()
 	return g
 }
 
 // dropGroup deletes g, which its last change, rev, left with no members,
 // from s, which the caller holds with no later lock.
-func (m *Store) dropGroup(s *shard, g *group, rev membership.Revision) {
+func (m *Store) dropGroup(s *shard, g *group.Group, rev membership.Revision) {
 	m.counts.groups.Add(-1)
-	delete(s.groups, g.id)
-	m.groupNumbers.release(g.id)
+	delete(s.groups, g.ID)
+	m.groupNumbers.release(g.ID)
 	m.indexMu.Lock()
-	m.index.remove(g.id)
+	m.index.Remove(g.ID)
 	m.indexMu.Unlock()
 	storeMax(&m.removedRevision, uint64(rev))
 }
@@ -303,13 +289,13 @@ func storeMax(a *atomic.Uint64, v uint64) {
 
 // check returns the error of a write whose precondition does not hold for
 // g (nil: a group with no members), whose shard the caller holds.
-func (m *Store) check(g *group, cond membership.Precondition) error {
+func (m *Store) check(g *group.Group, cond membership.Precondition) error {
 	if cond.IsZero() {
 		return nil
 	}
 	size := 0
 	if g != nil {
-		size = g.members.Len()
+		size = g.Members.Len()
 	}
 	if rev := m.revisionOf(g); !cond.Holds(size, rev) {
 		return membership.PreconditionFailed(rev)
@@ -320,25 +306,25 @@ func (m *Store) check(g *group, cond membership.Precondition) error {
 // insert adds users to g and to the reverse index, and returns the uids it
 // added, ascending: in one pass when g is empty and they are many, one at a
 // time otherwise. The caller holds g's shard and the users' reverse shards.
-func (m *Store) insert(g *group, users []membership.User) []membership.UID {
-	if g.members.Len() == 0 && len(users) >= bulkFill {
+func (m *Store) insert(g *group.Group, users []membership.User) []membership.UID {
+	if g.Members.Len() == 0 && len(users) >= bulkFill {
 		uids := make([]membership.UID, len(users))
 		for i, u := range users {
 			uids[i] = u.UID
 		}
 		slices.Sort(uids)
 		uids = slices.Compact(uids)
-		g.members.Fill(uids)
-		m.reverse.AddAll(uids, g.number)
+		g.Members.Fill(uids)
+		m.reverse.AddAll(uids, g.Number)
 		return uids
 	}
 	added := make([]membership.UID, 0, len(users))
 	for _, u := range users {
-		if g.members.Add(u.UID) {
+		if g.Members.Add(u.UID) {
 			added = append(added, u.UID)
 		}
 	}
-	m.reverse.AddAll(added, g.number)
+	m.reverse.AddAll(added, g.Number)
 	slices.Sort(added)
 	return added
 }
@@ -445,17 +431,17 @@ func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Pr
 
 // removeHeld removes uids from g, in s, as a change of op (OpRemove or
 // OpExpire). The caller holds s.
-func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op membership.Op, st feed.Stamp) membership.Result {
+func (m *Store) removeHeld(s *shard, g *group.Group, uids []membership.UID, op membership.Op, st feed.Stamp) membership.Result {
 	var buf [4]uint64
 	locked := m.reverse.Lock(slices.Values(uids), buf[:])
 	removed := make([]membership.UID, 0, len(uids))
 	var inNoGroup []membership.UID
 	for _, uid := range uids {
-		if g.members.Remove(uid) {
+		if g.Members.Remove(uid) {
 			if op != membership.OpExpire {
 				m.endExpiry(g, uid)
 			}
-			if m.reverse.Remove(uid, g.number) {
+			if m.reverse.Remove(uid, g.Number) {
 				inNoGroup = append(inNoGroup, uid)
 			}
 			removed = append(removed, uid)
@@ -471,12 +457,12 @@ func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op members
 	}
 	cleared := m.clearNicknames(inNoGroup)
 	m.counts.members.Add(-int64(len(removed)))
-	rev := m.feed.Record(membership.Change{Op: op, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, st, nil)
+	rev := m.feed.Record(membership.Change{Op: op, GroupID: g.ID, UIDs: tight(removed), Nicknames: cleared}, st, nil)
 	m.reverse.Unlock(locked)
-	if g.members.Len() == 0 {
+	if g.Members.Len() == 0 {
 		m.dropGroup(s, g, rev)
 	} else {
-		g.revision = rev
+		g.Revision = rev
 	}
 	return membership.Result{Count: len(removed), Revision: rev}
 }
@@ -527,19 +513,19 @@ func (m *Store) ListMembers(_ context.Context, groupID string, opts membership.L
 		list(0, func(func(membership.Member) bool) {})
 		return m.revisionOf(nil), nil
 	}
-	list(g.members.Len(), m.memberRecords(g, opts.After, opts.Limit))
+	list(g.Members.Len(), m.memberRecords(g, opts.After, opts.Limit))
 	return m.revisionOf(g), nil
 }
 
 // memberRecords yields the members of g above after, with their
 // nicknames, at most limit of them (0: all). The caller holds the shard's
 // lock and nicknamesMu.
-func (m *Store) memberRecords(g *group, after membership.UID, limit int) iter.Seq[membership.Member] {
+func (m *Store) memberRecords(g *group.Group, after membership.UID, limit int) iter.Seq[membership.Member] {
 	return func(yield func(membership.Member) bool) {
 		nicknames := m.nicknames
-		expiries := g.expiries.Cursor(after)
+		expiries := g.Expiries.Cursor(after)
 		n := 0
-		for uid := range g.members.Above(after) {
+		for uid := range g.Members.Above(after) {
 			if limit > 0 && n == limit {
 				return
 			}
@@ -565,12 +551,12 @@ func (m *Store) Member(_ context.Context, groupID string, uid membership.UID) (m
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	g := s.groups[groupID]
-	if g == nil || !g.members.Contains(uid) {
+	if g == nil || !g.Members.Contains(uid) {
 		return membership.Member{}, false, nil
 	}
 	m.nicknamesMu.RLock()
 	defer m.nicknamesMu.RUnlock()
-	return membership.Member{UID: uid, Nickname: m.nicknames[uid], Expires: expiry.Time(g.expiries.Of(uid))}, true, nil
+	return membership.Member{UID: uid, Nickname: m.nicknames[uid], Expires: expiry.Time(g.Expiries.Of(uid))}, true, nil
 }
 
 // Epoch implements membership.Store.

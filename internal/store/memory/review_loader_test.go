@@ -62,7 +62,7 @@ func forwardDump(m *Store) map[membership.UID][]string {
 	out := map[membership.UID][]string{}
 	for i := range m.shards {
 		for id, g := range m.shards[i].groups {
-			for p := range g.members.All {
+			for p := range g.Members.All {
 				out[p] = append(out[p], id)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"example.com/groupmembership/internal/store/memory/expiry"
+	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/internal/store/memory/shards"
@@ -50,7 +51,7 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 			defer s.mu.RUnlock()
 		}
 		for id, g := range s.groups {
-			groups[i] = append(groups[i], snap.Group{ID: id, Revision: g.revision, UIDs: g.members.AppendTo(make([]membership.UID, 0, g.members.Len())), Expiries: g.expiries.Export()})
+			groups[i] = append(groups[i], snap.Group{ID: id, Revision: g.Revision, UIDs: g.Members.AppendTo(make([]membership.UID, 0, g.Members.Len())), Expiries: g.Expiries.Export()})
 		}
 	})
 	st.Groups = slices.Concat(groups...)
@@ -78,7 +79,7 @@ func (m *Store) Import(st *snap.State) {
 // on each core. Finish, or Drop, must follow.
 type Loader struct {
 	m       *Store
-	indexed []*group
+	indexed []*group.Group
 	due     []expiry.Key
 	scratch []packed.Pair // a group's members, for fill
 	// The reverse pairs: groups' uids, copied into a run and sent to
@@ -138,8 +139,8 @@ func (l *Loader) Group(g snap.Group) error {
 		return nil
 	}
 	m := l.m
-	grp := &group{id: g.ID, number: m.groupNumbers.number(g.ID), revision: g.Revision}
-	l.scratch = grp.members.FillFrom(g.UIDs, l.scratch)
+	grp := &group.Group{ID: g.ID, Number: m.groupNumbers.number(g.ID), Revision: g.Revision}
+	l.scratch = grp.Members.FillFrom(g.UIDs, l.scratch)
 	l.due = m.loadExpiries(grp, g.Expiries, l.due)
 	m.shardOf(g.ID).groups[g.ID] = grp
 	l.indexed = append(l.indexed, grp)
@@ -147,7 +148,7 @@ func (l *Loader) Group(g snap.Group) error {
 	m.counts.members.Add(int64(len(g.UIDs)))
 	r := l.run
 	r.uids = append(r.uids, g.UIDs...)
-	r.groups = append(r.groups, grp.number)
+	r.groups = append(r.groups, grp.Number)
 	r.counts = append(r.counts, len(g.UIDs))
 	if len(r.uids) >= loaderRunUIDs {
 		l.runs <- r
@@ -180,8 +181,8 @@ func (l *Loader) Finish(st *snap.State) {
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.Load(st.LastRevision, st.Changes)
 	m.keys.Import(st.Keys)
-	slices.SortFunc(l.indexed, func(a, b *group) int { return strings.Compare(a.id, b.id) })
-	m.index.build(l.indexed)
+	slices.SortFunc(l.indexed, func(a, b *group.Group) int { return strings.Compare(a.ID, b.ID) })
+	m.index.Build(l.indexed)
 	slices.SortFunc(l.due, expiry.CompareKeys)
 	m.due.set.Fill(l.due)
 	m.reverse.Fill(l.pairs)

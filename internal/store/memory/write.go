@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/membership"
 )
@@ -84,7 +85,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	uids := sortedUIDs(users)
 	var old *packed.Members
 	if g != nil {
-		old = &g.members
+		old = &g.Members
 	}
 	added, removed := packed.Diff(old, uids)
 	st = st.WithTimeFor(users)
@@ -94,7 +95,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	}
 	if g == nil {
 		g = m.newGroup(s, groupID)
-		old = &g.members
+		old = &g.Members
 	}
 	var buf [4]uint64
 	locked := m.reverse.Lock(func(yield func(membership.UID) bool) {
@@ -105,12 +106,12 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	nicknames := nicknameWrite{m: m}
 	_, reported := nicknames.set(users, added)
 	m.counts.members.Add(int64(len(added) - removed))
-	rev := nicknames.record(membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported, Expiries: expiries}, st)
+	rev := nicknames.record(membership.Change{Op: membership.OpReplace, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}, st)
 	m.reverse.Unlock(locked)
-	if g.members.Len() == 0 {
+	if g.Members.Len() == 0 {
 		m.dropGroup(s, g, rev)
 	} else {
-		g.revision = rev
+		g.Revision = rev
 	}
 	return membership.Result{Count: len(added), Removed: removed, Revision: rev}, nil
 }
@@ -119,34 +120,34 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 // reverse index too, and calls leftInNoGroup with each user it leaves in no
 // group. The caller holds g's shard and the reverse shards of the uids that
 // change.
-func (m *Store) setMembers(g *group, uids []membership.UID, leftInNoGroup func(membership.UID)) {
-	packed.EachDifferent(&g.members, uids, func(uid membership.UID, in bool) bool {
+func (m *Store) setMembers(g *group.Group, uids []membership.UID, leftInNoGroup func(membership.UID)) {
+	packed.EachDifferent(&g.Members, uids, func(uid membership.UID, in bool) bool {
 		if in {
-			m.reverse.Add(uid, g.number)
+			m.reverse.Add(uid, g.Number)
 			return true
 		}
 		m.endExpiry(g, uid)
-		if m.reverse.Remove(uid, g.number) {
+		if m.reverse.Remove(uid, g.Number) {
 			leftInNoGroup(uid)
 		}
 		return true
 	})
 	var next packed.Members
 	next.Fill(uids)
-	g.members = next
+	g.Members = next
 }
 
 // emptyGroup removes every member of g, from the reverse index too, and
 // returns how many; it calls leftInNoGroup with each user it leaves in no
 // group. The caller holds g's shard and the reverse shards of its members.
-func (m *Store) emptyGroup(g *group, leftInNoGroup func(membership.UID)) int {
-	for uid := range g.members.All {
-		if m.reverse.Remove(uid, g.number) {
+func (m *Store) emptyGroup(g *group.Group, leftInNoGroup func(membership.UID)) int {
+	for uid := range g.Members.All {
+		if m.reverse.Remove(uid, g.Number) {
 			leftInNoGroup(uid)
 		}
 	}
-	removed := g.members.Len()
-	g.members = packed.Members{}
+	removed := g.Members.Len()
+	g.Members = packed.Members{}
 	m.endExpiries(g)
 	m.counts.members.Add(-int64(removed))
 	return removed
@@ -196,9 +197,9 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 		return membership.Result{Revision: m.revisionOf(nil)}, nil
 	}
 	var buf [4]uint64
-	locked := m.reverse.Lock(g.members.All, buf[:])
+	locked := m.reverse.Lock(g.Members.All, buf[:])
 	removed := m.emptyGroup(g, m.forget)
-	rev := m.feed.Record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}, st, nil)
+	rev := m.feed.Record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}, st, nil)
 	m.reverse.Unlock(locked)
 	m.dropGroup(s, g, rev)
 	return membership.Result{Count: removed, Revision: rev}, nil
@@ -218,7 +219,7 @@ func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result 
 	}()
 	var buf [1]uint64
 	locked := m.reverse.Lock(func(yield func(membership.UID) bool) { yield(uid) }, buf[:])
-	var groups []*group
+	var groups []*group.Group
 	m.groupNumbers.mu.RLock() // no writer can take it: every shard is held
 	for n := range m.reverse.GroupsOf(uid) {
 		id := m.groupNumbers.names[n]
@@ -230,9 +231,9 @@ func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result 
 		return membership.Result{Revision: m.LatestRevision()}
 	}
 	for _, g := range groups {
-		g.members.Remove(uid)
+		g.Members.Remove(uid)
 		m.endExpiry(g, uid)
-		m.reverse.Remove(uid, g.number)
+		m.reverse.Remove(uid, g.Number)
 	}
 	m.nicknamesMu.Lock()
 	delete(m.nicknames, uid)
@@ -242,10 +243,10 @@ func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result 
 	rev := m.feed.Record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
 	m.reverse.Unlock(locked)
 	for _, g := range groups {
-		if g.members.Len() == 0 {
-			m.dropGroup(m.shardOf(g.id), g, rev)
+		if g.Members.Len() == 0 {
+			m.dropGroup(m.shardOf(g.ID), g, rev)
 		} else {
-			g.revision = rev
+			g.Revision = rev
 		}
 	}
 	return membership.Result{Count: len(groups), Revision: rev}
@@ -275,27 +276,7 @@ func (m *Store) groupsPage(opts membership.GroupsOptions) (membership.Revision, 
 	m.indexMu.RLock()
 	defer m.indexMu.RUnlock()
 	rev := m.LatestRevision()
-	end, bounded := prefixEnd(opts.Prefix)
-	total := countOf(m.index.root)
-	if bounded {
-		total = m.index.below(end)
-	}
-	total -= m.index.below(opts.Prefix)
-	from, inclusive := opts.After, false
-	if opts.Prefix > from {
-		from, inclusive = opts.Prefix, true
-	}
-	var page []membership.GroupSize
-	if opts.Limit > 0 {
-		page = make([]membership.GroupSize, 0, min(opts.Limit, total))
-	}
-	m.index.ascend(from, inclusive, func(g *group) bool {
-		if bounded && g.id >= end || opts.Limit > 0 && len(page) == opts.Limit {
-			return false
-		}
-		page = append(page, membership.GroupSize{ID: g.id, Members: g.members.Len()})
-		return true
-	})
+	total, page := m.index.Page(opts)
 	return rev, total, page
 }
 
