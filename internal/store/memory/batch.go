@@ -9,6 +9,7 @@ import (
 
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/group"
+	"example.com/groupmembership/internal/store/memory/nicknames"
 	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/membership"
 )
@@ -61,8 +62,8 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	for _, w := range b.Writes {
 		st = st.WithTimeFor(w.Users)
 	}
-	a := batchApplier{m: m, named: namedUIDs(b.Writes), commit: nowOr(st.At), nicknames: nicknameWrite{m: m}}
-	defer a.nicknames.release()
+	a := batchApplier{m: m, named: namedUIDs(b.Writes), commit: nowOr(st.At), nicknames: m.nicknames.Write()}
+	defer a.nicknames.Release()
 	results := make([]membership.Result, len(b.Writes))
 	var subs []membership.Change
 	changed := map[*group.Group]bool{}
@@ -77,7 +78,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	}
 	a.forgetDeferred()
 	if len(subs) == 0 {
-		a.nicknames.release()
+		a.nicknames.Release()
 		m.reverse.Unlock(locked)
 		rev := m.LatestRevision()
 		for i := range results {
@@ -85,7 +86,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 		}
 		return membership.BatchResult{Results: results, Revision: rev}, nil
 	}
-	rev := a.nicknames.record(membership.Change{Op: membership.OpBatch, Changes: subs}, st)
+	rev := a.nicknames.Record(&m.feed, membership.Change{Op: membership.OpBatch, Changes: subs}, st)
 	m.reverse.Unlock(locked)
 	for g := range changed {
 		if g.Members.Len() == 0 {
@@ -157,9 +158,9 @@ type batchApplier struct {
 	// so it is forgotten only then (deferred), if it is still in none.
 	named    map[membership.UID]bool
 	deferred []membership.UID
-	// nicknames holds nicknamesMu from the batch's first nickname set
+	// nicknames holds the nicknames from the batch's first nickname set
 	// until its change is recorded.
-	nicknames nicknameWrite
+	nicknames nicknames.Write
 	// commit is the batch's time, from which its TTLs count.
 	commit time.Time
 }
@@ -171,7 +172,7 @@ func (a *batchApplier) leftInNoGroup(uid membership.UID) {
 		a.deferred = append(a.deferred, uid)
 		return
 	}
-	a.nicknames.forget(uid)
+	a.nicknames.Forget(uid)
 }
 
 // forgetDeferred forgets the users left in no group whose forgetting waited
@@ -179,7 +180,7 @@ func (a *batchApplier) leftInNoGroup(uid membership.UID) {
 func (a *batchApplier) forgetDeferred() {
 	for _, uid := range a.deferred {
 		if !a.m.reverse.HasUser(uid) {
-			a.nicknames.forget(uid)
+			a.nicknames.Forget(uid)
 		}
 	}
 }
@@ -196,7 +197,7 @@ func (a *batchApplier) apply(g *group.Group, w membership.Write) (membership.Res
 	case membership.OpAdd:
 		added := m.insert(g, w.Users)
 		expiries := m.setExpiries(g, w.Users, a.commit)
-		changed, reported := a.nicknames.set(w.Users, added)
+		changed, reported := a.nicknames.Set(w.Users, added)
 		m.counts.members.Add(int64(len(added)))
 		if len(added) == 0 && len(changed) == 0 && len(expiries) == 0 {
 			return membership.Result{}, membership.Change{}
@@ -228,7 +229,7 @@ func (a *batchApplier) apply(g *group.Group, w membership.Write) (membership.Res
 		added, removed := packed.Diff(&g.Members, uids)
 		m.setMembers(g, uids, a.leftInNoGroup)
 		expiries := m.setExpiries(g, w.Users, a.commit)
-		changed, reported := a.nicknames.set(w.Users, added)
+		changed, reported := a.nicknames.Set(w.Users, added)
 		m.counts.members.Add(int64(len(added) - removed))
 		if len(added) == 0 && removed == 0 && len(changed) == 0 && len(expiries) == 0 {
 			return membership.Result{}, membership.Change{}

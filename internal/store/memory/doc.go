@@ -39,11 +39,11 @@
 //     and the removal of a user from every group (which holds every shard,
 //     so that no writer can want it), take it for reading with a reverse
 //     shard held.
-//  5. nicknamesMu (Store): the nicknames. A change that sets or clears
-//     nicknames takes it after its reverse shards; one that sets them
-//     holds it until its revision is published (nicknameWrite), so that a
-//     list, which takes it for reading after its shard, never shows a
-//     nickname with an older revision.
+//  5. the nicknames' lock (package nicknames, Store.nicknames). A change
+//     that sets or clears nicknames takes it after its reverse shards; one
+//     that sets them holds it until its revision is published
+//     (nicknames.Write), so that a list, which takes it for reading after
+//     its shard, never shows a nickname with an older revision.
 //  6. the change feed's lock (package feed). Taken by Feed.Record (which
 //     runs the change's published func under it, before any reader can see
 //     the revision), and alone by readers of the feed.
@@ -57,6 +57,6 @@
 //     result; a backup takes it with every shard held, to copy the keys.
 //
 // Every counter read without a lock (storeCounts, the reverse index's
-// users, nicknameCount, the revisions in Store) is an atomic, written
-// under the lock of what it counts.
+// users, the nicknames' count and revision, the revisions in Store) is an
+// atomic, written under the lock of what it counts.
 package memory

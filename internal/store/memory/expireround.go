@@ -162,7 +162,7 @@ func (m *Store) recordExpiries(ws []membership.Write, groups []*group.Group, rem
 			results[i].Revision = revisionNow(g)
 			continue
 		}
-		cleared := m.clearNicknames(inNoGroup[i])
+		cleared := m.nicknames.Clear(inNoGroup[i])
 		m.counts.members.Add(-int64(len(removed[i])))
 		rev := m.feed.Record(membership.Change{Op: membership.OpExpire, GroupID: g.ID, UIDs: tight(removed[i]), Nicknames: cleared}, stampOf(w), nil)
 		results[i] = membership.Result{Count: len(removed[i]), Revision: rev}

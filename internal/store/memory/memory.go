@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -17,6 +16,7 @@ import (
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/keys"
+	"example.com/groupmembership/internal/store/memory/nicknames"
 	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/membership"
 )
@@ -44,16 +44,8 @@ type Store struct {
 	seed   maphash.Seed
 	shards []shard
 
-	// nicknamesMu guards nicknames. It is taken after a shard's lock, never
-	// before, so a call that changes both is atomic without deadlock.
-	nicknamesMu sync.RWMutex
-	// nicknames holds the users' nicknames. A user without an entry has the
-	// nickname "", so "" is never stored.
-	nicknames map[membership.UID]string
-	// nicknameCount is len(nicknames), set under nicknamesMu and read
-	// without it: an add of users without nicknames skips the lock while
-	// no user has one.
-	nicknameCount atomic.Int64
+	// nicknames are the users' nicknames, one directory for all groups.
+	nicknames nicknames.Directory
 
 	// feed gives every change the next revision and keeps the latest
 	// changes, so a revision names one change in the whole store.
@@ -65,11 +57,9 @@ type Store struct {
 	due dueSet
 	// replaysCountedByCaller is Options.ReplaysCountedByCaller.
 	replaysCountedByCaller bool
-	// nicknamesRevision is the revision of the last nickname change, and
-	// removedRevision that of the last group deleted. Both are part of every
-	// group's revision: see revisionOf.
-	nicknamesRevision atomic.Uint64
-	removedRevision   atomic.Uint64
+	// removedRevision is the revision of the last group deleted. It is part
+	// of every group's revision, as the nicknames' is: see revisionOf.
+	removedRevision atomic.Uint64
 
 	// The reverse index, from users to groups, and the group numbers it
 	// refers to. A change updates it while it holds the group's shard
@@ -159,7 +149,7 @@ func NewWith(opts Options) *Store {
 		replaysCountedByCaller: opts.ReplaysCountedByCaller,
 		seed:                   maphash.MakeSeed(),
 		shards:                 make([]shard, max(n, 1)),
-		nicknames:              make(map[membership.UID]string),
+		nicknames:              nicknames.New(),
 		reverse:                reverse.New(max(n, 1)),
 		groupNumbers:           groupNumbers{numbers: make(map[string]uint32)},
 	}
@@ -187,7 +177,7 @@ func (m *Store) shardIndex(groupID string) int {
 // the last deletion counts as a change of every absent group. Revisions come
 // from one counter, so the maximum changes whenever any of them does.
 func (m *Store) revisionOf(g *group.Group) membership.Revision {
-	r := membership.Revision(m.nicknamesRevision.Load())
+	r := m.nicknames.Revision()
 	if g != nil {
 		return max(r, g.Revision)
 	}
@@ -227,16 +217,16 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 	added := m.insert(g, users)
 	st = st.WithTimeFor(users)
 	expiries := m.setExpiries(g, users, st.At)
-	nicknames := nicknameWrite{m: m}
-	defer nicknames.release()
+	nicks := m.nicknames.Write()
+	defer nicks.Release()
 	hasNicknames := slices.ContainsFunc(users, func(u membership.User) bool { return u.HasNickname })
 	var changed, reported []membership.Member
 	if hasNicknames {
-		changed, reported = nicknames.set(users, added)
-	} else if len(added) > 0 && m.nicknameCount.Load() > 0 {
-		m.nicknamesMu.RLock()
-		reported = m.withNicknamesOf(added, nil)
-		m.nicknamesMu.RUnlock()
+		changed, reported = nicks.Set(users, added)
+	} else if len(added) > 0 && m.nicknames.Count() > 0 {
+		m.nicknames.RLock()
+		reported = m.nicknames.WithNicknamesOf(added, nil)
+		m.nicknames.RUnlock()
 	}
 	m.counts.members.Add(int64(len(added)))
 	added = tight(added)
@@ -246,7 +236,7 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 		}
 		added = nil // a change of nicknames or expiries only
 	}
-	rev := nicknames.record(membership.Change{Op: membership.OpAdd, GroupID: g.ID, UIDs: added, Nicknames: reported, Expiries: expiries}, st)
+	rev := nicks.Record(&m.feed, membership.Change{Op: membership.OpAdd, GroupID: g.ID, UIDs: added, Nicknames: reported, Expiries: expiries}, st)
 	g.Revision = rev
 	return membership.Result{Count: len(added), Revision: rev}, nil
 }
@@ -329,35 +319,6 @@ func (m *Store) insert(g *group.Group, users []membership.User) []membership.UID
 	return added
 }
 
-// withNicknamesOf returns changed, the nicknames an add changed, with the
-// nickname of each user of added (ascending) who has one and is not in
-// changed: the feed tells every nickname a user brings into a group, so
-// that a follower who never saw the user in a list knows it. Both are in
-// ascending uid order, and so is the result. The caller holds nicknamesMu.
-func (m *Store) withNicknamesOf(added []membership.UID, changed []membership.Member) []membership.Member {
-	if len(m.nicknames) == 0 {
-		return changed
-	}
-	var out []membership.Member
-	i := 0
-	for _, uid := range added {
-		for i < len(changed) && changed[i].UID < uid {
-			out = append(out, changed[i])
-			i++
-		}
-		if i < len(changed) && changed[i].UID == uid {
-			continue // changed, so in changed
-		}
-		if nick, ok := m.nicknames[uid]; ok {
-			out = append(out, membership.Member{UID: uid, Nickname: nick})
-		}
-	}
-	if out == nil {
-		return changed
-	}
-	return append(out, changed[i:]...)
-}
-
 // tight returns uids in an array of its length, copying it when it has more
 // room than that: the feed keeps it, and a change that altered one uid of ten
 // thousand given must not hold the room of ten thousand.
@@ -366,46 +327,6 @@ func tight(uids []membership.UID) []membership.UID {
 		return uids
 	}
 	return append(make([]membership.UID, 0, len(uids)), uids...)
-}
-
-// setNicknames records the nicknames users give, the last one when a user
-// is given several, and returns those that changed, in ascending uid order.
-// The caller holds nicknamesMu.
-func (m *Store) setNicknames(users []membership.User) []membership.Member {
-	var changed []membership.Member
-	for _, u := range lastNicknames(users) {
-		if m.nicknames[u.UID] == u.Nickname {
-			continue
-		}
-		if u.Nickname == "" {
-			delete(m.nicknames, u.UID)
-		} else {
-			m.nicknames[u.UID] = u.Nickname
-		}
-		changed = append(changed, u)
-	}
-	m.nicknameCount.Store(int64(len(m.nicknames)))
-	return changed
-}
-
-// lastNicknames returns the nicknames users give, in ascending uid order:
-// for a user given several, the last one, which is the one that counts.
-func lastNicknames(users []membership.User) []membership.Member {
-	var given []membership.Member
-	for _, u := range users {
-		if u.HasNickname {
-			given = append(given, membership.Member{UID: u.UID, Nickname: u.Nickname})
-		}
-	}
-	slices.SortStableFunc(given, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
-	last := given[:0]
-	for i, u := range given {
-		if i+1 < len(given) && given[i+1].UID == u.UID {
-			continue // a later nickname for the same user wins
-		}
-		last = append(last, u)
-	}
-	return last
 }
 
 // RemoveMembers implements membership.Store.
@@ -455,7 +376,7 @@ func (m *Store) removeHeld(s *shard, g *group.Group, uids []membership.UID, op m
 	if op == membership.OpExpire {
 		m.endExpired(g, removed)
 	}
-	cleared := m.clearNicknames(inNoGroup)
+	cleared := m.nicknames.Clear(inNoGroup)
 	m.counts.members.Add(-int64(len(removed)))
 	rev := m.feed.Record(membership.Change{Op: op, GroupID: g.ID, UIDs: tight(removed), Nicknames: cleared}, st, nil)
 	m.reverse.Unlock(locked)
@@ -465,28 +386,6 @@ func (m *Store) removeHeld(s *shard, g *group.Group, uids []membership.UID, op m
 		g.Revision = rev
 	}
 	return membership.Result{Count: len(removed), Revision: rev}
-}
-
-// clearNicknames forgets the nicknames of uids, users a change left in no
-// group, and returns them as the change says so: "" for each nickname it
-// cleared, ascending by uid. No list showed the nickname any more, so no
-// revision moves for it.
-func (m *Store) clearNicknames(uids []membership.UID) []membership.Member {
-	if len(uids) == 0 {
-		return nil
-	}
-	var cleared []membership.Member
-	m.nicknamesMu.Lock()
-	for _, uid := range uids {
-		if _, ok := m.nicknames[uid]; ok {
-			delete(m.nicknames, uid)
-			cleared = append(cleared, membership.Member{UID: uid})
-		}
-	}
-	m.nicknameCount.Store(int64(len(m.nicknames)))
-	m.nicknamesMu.Unlock()
-	slices.SortFunc(cleared, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
-	return cleared
 }
 
 // Writable returns nil: memory always takes changes. It is here so that
@@ -506,8 +405,8 @@ func (m *Store) ListMembers(_ context.Context, groupID string, opts membership.L
 	s := m.shardOf(groupID)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	m.nicknamesMu.RLock()
-	defer m.nicknamesMu.RUnlock()
+	m.nicknames.RLock()
+	defer m.nicknames.RUnlock()
 	g := s.groups[groupID]
 	if g == nil {
 		list(0, func(func(membership.Member) bool) {})
@@ -519,10 +418,9 @@ func (m *Store) ListMembers(_ context.Context, groupID string, opts membership.L
 
 // memberRecords yields the members of g above after, with their
 // nicknames, at most limit of them (0: all). The caller holds the shard's
-// lock and nicknamesMu.
+// lock and the nicknames.
 func (m *Store) memberRecords(g *group.Group, after membership.UID, limit int) iter.Seq[membership.Member] {
 	return func(yield func(membership.Member) bool) {
-		nicknames := m.nicknames
 		expiries := g.Expiries.Cursor(after)
 		n := 0
 		for uid := range g.Members.Above(after) {
@@ -530,11 +428,7 @@ func (m *Store) memberRecords(g *group.Group, after membership.UID, limit int) i
 				return
 			}
 			n++
-			var nick string
-			if len(nicknames) > 0 {
-				nick = nicknames[uid]
-			}
-			member := membership.Member{UID: uid, Nickname: nick}
+			member := membership.Member{UID: uid, Nickname: m.nicknames.Of(uid)}
 			if !expiries.Done() {
 				member.Expires = expiry.Time(expiries.Of(uid))
 			}
@@ -554,9 +448,9 @@ func (m *Store) Member(_ context.Context, groupID string, uid membership.UID) (m
 	if g == nil || !g.Members.Contains(uid) {
 		return membership.Member{}, false, nil
 	}
-	m.nicknamesMu.RLock()
-	defer m.nicknamesMu.RUnlock()
-	return membership.Member{UID: uid, Nickname: m.nicknames[uid], Expires: expiry.Time(g.Expiries.Of(uid))}, true, nil
+	m.nicknames.RLock()
+	defer m.nicknames.RUnlock()
+	return membership.Member{UID: uid, Nickname: m.nicknames.Of(uid), Expires: expiry.Time(g.Expiries.Of(uid))}, true, nil
 }
 
 // Epoch implements membership.Store.

@@ -56,10 +56,21 @@ func TestANicknameIsNotReadBeforeItsRevision(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- write(m) }()
 			require.True(t, waitForRecord(), "the write reached feed.Record")
-			if m.nicknamesMu.TryRLock() {
-				got := m.nicknames[42]
-				m.nicknamesMu.RUnlock()
+			// A list's read of the nickname: at once, or once the write lets
+			// go of the nicknames.
+			read := make(chan string, 1)
+			go func() {
+				m.nicknames.RLock()
+				defer m.nicknames.RUnlock()
+				read <- m.nicknames.Of(42)
+			}()
+			require.True(t, waitUntil(func() bool {
+				return len(read) > 0 || goroutineIn("sync.(*RWMutex).RLock", "nicknames.(*Directory).RLock")
+			}), "the read is done or waits")
+			select {
+			case got := <-read:
 				assert.Equal(t, "old", got, "a list may read the nickname before its revision is published")
+			default: // it waits for the write
 			}
 			close(release)
 			<-recorded

@@ -92,11 +92,7 @@ func reviewCheck(t *testing.T, step string, live, loaded *Store, uids []membersh
 		require.Equal(t, na, nb, step)
 	}
 	// Nicknames of users in no group are forgotten on both.
-	live.nicknamesMu.RLock()
-	loaded.nicknamesMu.RLock()
-	require.Equal(t, live.nicknames, loaded.nicknames, step)
-	loaded.nicknamesMu.RUnlock()
-	live.nicknamesMu.RUnlock()
+	require.Equal(t, live.nicknames.Export(), loaded.nicknames.Export(), step)
 }
 
 // reviewSameState compares two exports item by item, naming the first

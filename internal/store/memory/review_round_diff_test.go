@@ -47,11 +47,9 @@ func roundInternals(m *Store) string {
 	names := slices.Clone(m.groupNumbers.names)
 	free := slices.Clone(m.groupNumbers.free)
 	m.groupNumbers.mu.RUnlock()
-	m.nicknamesMu.RLock()
-	nick := fmt.Sprint(m.nicknames)
-	m.nicknamesMu.RUnlock()
+	nick := fmt.Sprint(m.nicknames.Export())
 	return fmt.Sprintf("due=%v\nnames=%q\nfree=%v\nnick=%s\nremovedRev=%d nickRev=%d nickCount=%d",
-		due, names, free, nick, m.removedRevision.Load(), m.nicknamesRevision.Load(), m.nicknameCount.Load())
+		due, names, free, nick, m.removedRevision.Load(), m.nicknames.Revision(), m.nicknames.Count())
 }
 
 func roundCompare(t *testing.T, step string, a, b *Store, ignoreTimes bool) {

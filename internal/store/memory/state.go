@@ -26,7 +26,7 @@ func (m *Store) Export() *snap.State { return m.exportState(false) }
 func (m *Store) exportState(forBackup bool) *snap.State {
 	shardsHeld := forBackup
 	st := &snap.State{
-		NicknamesRevision: membership.Revision(m.nicknamesRevision.Load()),
+		NicknamesRevision: m.nicknames.Revision(),
 		RemovedRevision:   membership.Revision(m.removedRevision.Load()),
 	}
 	if forBackup {
@@ -35,12 +35,7 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 		st.LastRevision, st.Changes = m.feed.Export()
 	}
 	st.Keys = m.keys.Export()
-	m.nicknamesMu.RLock()
-	st.Nicknames = make(map[membership.UID]string, len(m.nicknames))
-	for uid, nick := range m.nicknames {
-		st.Nicknames[uid] = nick
-	}
-	m.nicknamesMu.RUnlock()
+	st.Nicknames = m.nicknames.Export()
 	// The shards are copied on every core at once: at a hundred million
 	// memberships, the copy is seconds that writes wait.
 	groups := make([][]snap.Group, len(m.shards))
@@ -172,12 +167,6 @@ func (l *Loader) Finish(st *snap.State) {
 	l.runs <- l.run
 	close(l.runs)
 	<-l.gathered
-	for uid, nick := range st.Nicknames {
-		if nick != "" {
-			m.nicknames[uid] = nick
-		}
-	}
-	m.nicknamesRevision.Store(uint64(st.NicknamesRevision))
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.Load(st.LastRevision, st.Changes)
 	m.keys.Import(st.Keys)
@@ -186,14 +175,7 @@ func (l *Loader) Finish(st *snap.State) {
 	slices.SortFunc(l.due, expiry.CompareKeys)
 	m.due.set.Fill(l.due)
 	m.reverse.Fill(l.pairs)
-	// A snapshot written before users in no group were forgotten may hold
-	// their nicknames: forget them now.
-	for uid := range m.nicknames {
-		if !m.reverse.HasUser(uid) {
-			delete(m.nicknames, uid)
-		}
-	}
-	m.nicknameCount.Store(int64(len(m.nicknames)))
+	m.nicknames.Load(st.Nicknames, st.NicknamesRevision, m.reverse.HasUser)
 	*l = Loader{}
 }
 

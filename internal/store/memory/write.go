@@ -90,7 +90,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	added, removed := packed.Diff(old, uids)
 	st = st.WithTimeFor(users)
 	commit := st.At
-	if removed == 0 && len(added) == 0 && !m.changesNicknames(users) && !m.changesExpiries(g, users, commit) {
+	if removed == 0 && len(added) == 0 && !m.nicknames.Changes(users) && !m.changesExpiries(g, users, commit) {
 		return membership.Result{Revision: m.revisionOf(g)}, nil
 	}
 	if g == nil {
@@ -101,12 +101,12 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	locked := m.reverse.Lock(func(yield func(membership.UID) bool) {
 		packed.EachDifferent(old, uids, func(uid membership.UID, _ bool) bool { return yield(uid) })
 	}, buf[:])
-	m.setMembers(g, uids, m.forget)
+	m.setMembers(g, uids, m.nicknames.Forget)
 	expiries := m.setExpiries(g, users, commit)
-	nicknames := nicknameWrite{m: m}
-	_, reported := nicknames.set(users, added)
+	nicks := m.nicknames.Write()
+	_, reported := nicks.Set(users, added)
 	m.counts.members.Add(int64(len(added) - removed))
-	rev := nicknames.record(membership.Change{Op: membership.OpReplace, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}, st)
+	rev := nicks.Record(&m.feed, membership.Change{Op: membership.OpReplace, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}, st)
 	m.reverse.Unlock(locked)
 	if g.Members.Len() == 0 {
 		m.dropGroup(s, g, rev)
@@ -153,36 +153,6 @@ func (m *Store) emptyGroup(g *group.Group, leftInNoGroup func(membership.UID)) i
 	return removed
 }
 
-// forget forgets the nickname of uid, which a change left in no group. It
-// holds nicknamesMu only while it does, so that a change of a million
-// members does not hold up every list meanwhile: no list shows uid, which
-// is in no group, and its reverse shard is held, so no add brings it back
-// before the change is recorded.
-func (m *Store) forget(uid membership.UID) {
-	if m.nicknameCount.Load() == 0 {
-		return
-	}
-	m.nicknamesMu.Lock()
-	if _, ok := m.nicknames[uid]; ok {
-		delete(m.nicknames, uid)
-		m.nicknameCount.Store(int64(len(m.nicknames)))
-	}
-	m.nicknamesMu.Unlock()
-}
-
-// changesNicknames reports whether recording the nicknames users give (the
-// last of each user's) would change any. The caller holds the group's shard.
-func (m *Store) changesNicknames(users []membership.User) bool {
-	m.nicknamesMu.RLock()
-	defer m.nicknamesMu.RUnlock()
-	for _, u := range lastNicknames(users) {
-		if m.nicknames[u.UID] != u.Nickname {
-			return true
-		}
-	}
-	return false
-}
-
 // deleteGroup removes every member of the group, when cond holds, walking
 // its members once: it holds no list of them.
 func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
@@ -198,7 +168,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 	}
 	var buf [4]uint64
 	locked := m.reverse.Lock(g.Members.All, buf[:])
-	removed := m.emptyGroup(g, m.forget)
+	removed := m.emptyGroup(g, m.nicknames.Forget)
 	rev := m.feed.Record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}, st, nil)
 	m.reverse.Unlock(locked)
 	m.dropGroup(s, g, rev)
@@ -235,10 +205,7 @@ func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result 
 		m.endExpiry(g, uid)
 		m.reverse.Remove(uid, g.Number)
 	}
-	m.nicknamesMu.Lock()
-	delete(m.nicknames, uid)
-	m.nicknameCount.Store(int64(len(m.nicknames)))
-	m.nicknamesMu.Unlock()
+	m.nicknames.Forget(uid)
 	m.counts.members.Add(-int64(len(groups)))
 	rev := m.feed.Record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
 	m.reverse.Unlock(locked)
