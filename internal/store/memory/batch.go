@@ -195,7 +195,7 @@ func (a *batchApplier) apply(g *group.Group, w membership.Write) (membership.Res
 	}
 	switch w.Op {
 	case membership.OpAdd:
-		added := m.insert(g, w.Users)
+		added := g.Insert(&m.reverse, w.Users)
 		expiries := m.setExpiries(g, w.Users, a.commit)
 		changed, reported := a.nicknames.Set(w.Users, added)
 		m.counts.members.Add(int64(len(added)))
@@ -211,7 +211,7 @@ func (a *batchApplier) apply(g *group.Group, w membership.Write) (membership.Res
 		var removed []membership.UID
 		for _, uid := range w.UIDs {
 			if g.Members.Remove(uid) {
-				m.endExpiry(g, uid)
+				m.due.End(&g.Expiries, g.Number, uid)
 				if m.reverse.Remove(uid, g.Number) {
 					a.leftInNoGroup(uid)
 				}
@@ -227,7 +227,7 @@ func (a *batchApplier) apply(g *group.Group, w membership.Write) (membership.Res
 	case membership.OpReplace:
 		uids := sortedUIDs(w.Users)
 		added, removed := packed.Diff(&g.Members, uids)
-		m.setMembers(g, uids, a.leftInNoGroup)
+		g.SetMembers(&m.reverse, &m.due, uids, a.leftInNoGroup)
 		expiries := m.setExpiries(g, w.Users, a.commit)
 		changed, reported := a.nicknames.Set(w.Users, added)
 		m.counts.members.Add(int64(len(added) - removed))
@@ -240,7 +240,8 @@ func (a *batchApplier) apply(g *group.Group, w membership.Write) (membership.Res
 		if g.Members.Len() == 0 {
 			return membership.Result{}, membership.Change{}
 		}
-		removed := m.emptyGroup(g, a.leftInNoGroup)
+		removed := g.Empty(&m.reverse, &m.due, a.leftInNoGroup)
+		m.counts.members.Add(-int64(removed))
 		return membership.Result{Count: removed}, membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
@@ -138,10 +139,10 @@ func TestMemoryCountsAgreeWithTheStore(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	m := NewWith(Options{Shards: 4, ChangesKeep: membership.DefaultChangesKeep})
 	for step := range 3000 {
-		group := fmt.Sprint("g", rng.IntN(8))
+		groupID := fmt.Sprint("g", rng.IntN(8))
 		n := 1 + rng.IntN(3)
 		if rng.IntN(50) == 0 {
-			n = bulkFill + rng.IntN(100) // the bulk path of an empty group
+			n = group.BulkFill + rng.IntN(100) // the bulk path of an empty group
 		}
 		uids := make([]membership.UID, n)
 		users := make([]membership.User, n)
@@ -152,13 +153,13 @@ func TestMemoryCountsAgreeWithTheStore(t *testing.T) {
 		var err error
 		what := "add"
 		if rng.IntN(2) == 0 {
-			_, err = m.RemoveMembers(ctx, group, uids)
+			_, err = m.RemoveMembers(ctx, groupID, uids)
 			what = "remove"
 		} else {
-			_, err = m.AddMembers(ctx, group, users)
+			_, err = m.AddMembers(ctx, groupID, users)
 		}
 		require.NoError(t, err)
-		checkCounts(t, m, fmt.Sprintf("step %d (%s %v in %s)", step, what, uids, group))
+		checkCounts(t, m, fmt.Sprintf("step %d (%s %v in %s)", step, what, uids, groupID))
 	}
 	loaded := New()
 	loaded.Import(m.Export())

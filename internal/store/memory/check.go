@@ -70,7 +70,7 @@ func (m *Store) holdsAll(g *group.Group, users []membership.User) bool {
 			return false
 		}
 	}
-	return !m.nicknames.Changes(users) && !m.changesExpiries(g, users, time.Time{})
+	return !m.nicknames.Changes(users) && !changesExpiries(g, users, time.Time{})
 }
 
 // isExactly reports whether g (nil: a group with no members) has exactly

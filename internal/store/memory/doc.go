@@ -47,10 +47,10 @@
 //  6. the change feed's lock (package feed). Taken by Feed.Record (which
 //     runs the change's published func under it, before any reader can see
 //     the revision), and alone by readers of the feed.
-//  7. dueSet.mu: the expiries of the store by time (expiry.go), taken by
-//     a change that sets or ends an expiry, with its shard held; by
-//     DueExpiries and NextExpiry alone; and by RequeueExpiries with a
-//     shard held for reading.
+//  7. the due set's lock (expiry.Due, Store.due): the expiries of the
+//     store by time, taken by a change that sets or ends an expiry, with
+//     its shard held; by DueExpiries and NextExpiry alone; and by
+//     RequeueExpiries with a shard held for reading.
 //  8. the key table's mu (package keys): the Idempotency-Keys remembered.
 //     A keyed write takes it alone, before its change to see whether the
 //     key is known (and to mark it in flight) and after it to remember the

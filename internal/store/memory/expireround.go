@@ -124,7 +124,7 @@ func (m *Store) expireMembers(ws []membership.Write) (groups []*group.Group, rem
 				}
 			}
 			if len(out) > 0 {
-				m.endExpired(g, out)
+				m.due.EndExpired(&g.Expiries, out)
 				removed[i] = out
 			}
 		}

@@ -28,10 +28,6 @@ const DefaultShards = 64
 // feed keeps.
 const DefaultChangesKeepBytes = feed.DefaultKeepBytes
 
-// bulkFill is how many users an add to an empty group must bring for the
-// group to be built in one pass instead of one insert at a time.
-const bulkFill = 64
-
 // Store is a membership.Store that keeps everything in memory: each group as
 // a sorted set of uids, and one nickname directory shared by all groups.
 // Everything is lost when the process exits, unless another store (the
@@ -53,8 +49,8 @@ type Store struct {
 	// keys are the Idempotency-Keys remembered, with what their writes
 	// returned.
 	keys keys.Table
-	// due holds the expiries set, by time (expiry.go).
-	due dueSet
+	// due holds every expiry set, by time (expiry.go).
+	due expiry.Due
 	// replaysCountedByCaller is Options.ReplaysCountedByCaller.
 	replaysCountedByCaller bool
 	// removedRevision is the revision of the last group deleted. It is part
@@ -145,6 +141,7 @@ func NewWith(opts Options) *Store {
 	m := &Store{
 		epoch:                  epoch,
 		feed:                   feed.New(keep, keepBytes),
+		due:                    expiry.NewDue(),
 		keys:                   keys.New(opts.IdempotencyBytes, opts.IdempotencyRetention),
 		replaysCountedByCaller: opts.ReplaysCountedByCaller,
 		seed:                   maphash.MakeSeed(),
@@ -153,7 +150,6 @@ func NewWith(opts Options) *Store {
 		reverse:                reverse.New(max(n, 1)),
 		groupNumbers:           groupNumbers{numbers: make(map[string]uint32)},
 	}
-	m.due.sooner = make(chan struct{}, 1)
 	m.index = group.NewIndex(m.seed)
 	for i := range m.shards {
 		m.shards[i].groups = make(map[string]*group.Group)
@@ -214,7 +210,7 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 		}
 	}, buf[:])
 	defer m.reverse.Unlock(locked)
-	added := m.insert(g, users)
+	added := g.Insert(&m.reverse, users)
 	st = st.WithTimeFor(users)
 	expiries := m.setExpiries(g, users, st.At)
 	nicks := m.nicknames.Write()
@@ -293,32 +289,6 @@ func (m *Store) check(g *group.Group, cond membership.Precondition) error {
 	return nil
 }
 
-// insert adds users to g and to the reverse index, and returns the uids it
-// added, ascending: in one pass when g is empty and they are many, one at a
-// time otherwise. The caller holds g's shard and the users' reverse shards.
-func (m *Store) insert(g *group.Group, users []membership.User) []membership.UID {
-	if g.Members.Len() == 0 && len(users) >= bulkFill {
-		uids := make([]membership.UID, len(users))
-		for i, u := range users {
-			uids[i] = u.UID
-		}
-		slices.Sort(uids)
-		uids = slices.Compact(uids)
-		g.Members.Fill(uids)
-		m.reverse.AddAll(uids, g.Number)
-		return uids
-	}
-	added := make([]membership.UID, 0, len(users))
-	for _, u := range users {
-		if g.Members.Add(u.UID) {
-			added = append(added, u.UID)
-		}
-	}
-	m.reverse.AddAll(added, g.Number)
-	slices.Sort(added)
-	return added
-}
-
 // tight returns uids in an array of its length, copying it when it has more
 // room than that: the feed keeps it, and a change that altered one uid of ten
 // thousand given must not hold the room of ten thousand.
@@ -360,7 +330,7 @@ func (m *Store) removeHeld(s *shard, g *group.Group, uids []membership.UID, op m
 	for _, uid := range uids {
 		if g.Members.Remove(uid) {
 			if op != membership.OpExpire {
-				m.endExpiry(g, uid)
+				m.due.End(&g.Expiries, g.Number, uid)
 			}
 			if m.reverse.Remove(uid, g.Number) {
 				inNoGroup = append(inNoGroup, uid)
@@ -374,7 +344,7 @@ func (m *Store) removeHeld(s *shard, g *group.Group, uids []membership.UID, op m
 	}
 	slices.Sort(removed)
 	if op == membership.OpExpire {
-		m.endExpired(g, removed)
+		m.due.EndExpired(&g.Expiries, removed)
 	}
 	cleared := m.nicknames.Clear(inNoGroup)
 	m.counts.members.Add(-int64(len(removed)))

@@ -37,12 +37,10 @@ func roundUID(rng *rand.Rand) membership.UID {
 // the due set, the group numbers (and which are free, in order), the
 // nicknames.
 func roundInternals(m *Store) string {
-	m.due.mu.Lock()
 	var due []expiry.Key
-	for k := range m.due.set.All {
+	for k := range m.due.All {
 		due = append(due, k)
 	}
-	m.due.mu.Unlock()
 	m.groupNumbers.mu.RLock()
 	names := slices.Clone(m.groupNumbers.names)
 	free := slices.Clone(m.groupNumbers.free)

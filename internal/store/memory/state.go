@@ -136,7 +136,7 @@ func (l *Loader) Group(g snap.Group) error {
 	m := l.m
 	grp := &group.Group{ID: g.ID, Number: m.groupNumbers.number(g.ID), Revision: g.Revision}
 	l.scratch = grp.Members.FillFrom(g.UIDs, l.scratch)
-	l.due = m.loadExpiries(grp, g.Expiries, l.due)
+	l.due = m.due.Load(&grp.Expiries, grp.Number, g.Expiries, grp.Members.Contains, l.due)
 	m.shardOf(g.ID).groups[g.ID] = grp
 	l.indexed = append(l.indexed, grp)
 	m.counts.groups.Add(1)
@@ -172,8 +172,7 @@ func (l *Loader) Finish(st *snap.State) {
 	m.keys.Import(st.Keys)
 	slices.SortFunc(l.indexed, func(a, b *group.Group) int { return strings.Compare(a.ID, b.ID) })
 	m.index.Build(l.indexed)
-	slices.SortFunc(l.due, expiry.CompareKeys)
-	m.due.set.Fill(l.due)
+	m.due.Fill(l.due)
 	m.reverse.Fill(l.pairs)
 	m.nicknames.Load(st.Nicknames, st.NicknamesRevision, m.reverse.HasUser)
 	*l = Loader{}

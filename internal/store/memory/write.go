@@ -90,7 +90,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	added, removed := packed.Diff(old, uids)
 	st = st.WithTimeFor(users)
 	commit := st.At
-	if removed == 0 && len(added) == 0 && !m.nicknames.Changes(users) && !m.changesExpiries(g, users, commit) {
+	if removed == 0 && len(added) == 0 && !m.nicknames.Changes(users) && !changesExpiries(g, users, commit) {
 		return membership.Result{Revision: m.revisionOf(g)}, nil
 	}
 	if g == nil {
@@ -101,7 +101,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	locked := m.reverse.Lock(func(yield func(membership.UID) bool) {
 		packed.EachDifferent(old, uids, func(uid membership.UID, _ bool) bool { return yield(uid) })
 	}, buf[:])
-	m.setMembers(g, uids, m.nicknames.Forget)
+	g.SetMembers(&m.reverse, &m.due, uids, m.nicknames.Forget)
 	expiries := m.setExpiries(g, users, commit)
 	nicks := m.nicknames.Write()
 	_, reported := nicks.Set(users, added)
@@ -114,43 +114,6 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 		g.Revision = rev
 	}
 	return membership.Result{Count: len(added), Removed: removed, Revision: rev}, nil
-}
-
-// setMembers makes g's members exactly uids (sorted, distinct), in the
-// reverse index too, and calls leftInNoGroup with each user it leaves in no
-// group. The caller holds g's shard and the reverse shards of the uids that
-// change.
-func (m *Store) setMembers(g *group.Group, uids []membership.UID, leftInNoGroup func(membership.UID)) {
-	packed.EachDifferent(&g.Members, uids, func(uid membership.UID, in bool) bool {
-		if in {
-			m.reverse.Add(uid, g.Number)
-			return true
-		}
-		m.endExpiry(g, uid)
-		if m.reverse.Remove(uid, g.Number) {
-			leftInNoGroup(uid)
-		}
-		return true
-	})
-	var next packed.Members
-	next.Fill(uids)
-	g.Members = next
-}
-
-// emptyGroup removes every member of g, from the reverse index too, and
-// returns how many; it calls leftInNoGroup with each user it leaves in no
-// group. The caller holds g's shard and the reverse shards of its members.
-func (m *Store) emptyGroup(g *group.Group, leftInNoGroup func(membership.UID)) int {
-	for uid := range g.Members.All {
-		if m.reverse.Remove(uid, g.Number) {
-			leftInNoGroup(uid)
-		}
-	}
-	removed := g.Members.Len()
-	g.Members = packed.Members{}
-	m.endExpiries(g)
-	m.counts.members.Add(-int64(removed))
-	return removed
 }
 
 // deleteGroup removes every member of the group, when cond holds, walking
@@ -168,7 +131,8 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 	}
 	var buf [4]uint64
 	locked := m.reverse.Lock(g.Members.All, buf[:])
-	removed := m.emptyGroup(g, m.nicknames.Forget)
+	removed := g.Empty(&m.reverse, &m.due, m.nicknames.Forget)
+	m.counts.members.Add(-int64(removed))
 	rev := m.feed.Record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}, st, nil)
 	m.reverse.Unlock(locked)
 	m.dropGroup(s, g, rev)
@@ -202,7 +166,7 @@ func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result 
 	}
 	for _, g := range groups {
 		g.Members.Remove(uid)
-		m.endExpiry(g, uid)
+		m.due.End(&g.Expiries, g.Number, uid)
 		m.reverse.Remove(uid, g.Number)
 	}
 	m.nicknames.Forget(uid)

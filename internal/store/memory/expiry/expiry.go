@@ -1,6 +1,6 @@
 // Package expiry keeps when the memberships of an in-memory store end
 // (membership.OpExpire): each group's expiries by member (Members), and
-// the store's due set of every expiry by time (DueSet), so that finding what
+// the store's due set of every expiry by time (Due), so that finding what
 // is due costs O(log n) per expiry, never a scan. Both are delta-encoded
 // sorted sets (package sortedset), as members are: an expiry costs a few
 // bytes in each, not a map entry and a heap entry; a membership without an
@@ -12,7 +12,9 @@
 // due, so they leave it at the expirer's next round, which drops each whose
 // member does not have that expiry any more.
 //
-// Neither has a lock: the store's locks guard them (see package memory).
+// A group's Members are guarded by its shard's lock; the due set has a
+// lock of its own, whose place in the store's lock order package memory's
+// doc gives.
 package expiry
 
 import (
@@ -183,6 +185,21 @@ func (e Members) Due(uids []membership.UID, asOf time.Time) []membership.UID {
 	return due
 }
 
+// Changes reports whether Due.SetAll would change any expiry of e,
+// reading only: a user who is not a member yet counts when the write gives
+// them an expiry.
+func (e Members) Changes(users []membership.User, commit time.Time) bool {
+	if !Any(users) {
+		return false
+	}
+	for _, x := range Last(users, commit) {
+		if e.Of(x.UID) != MillisOrZero(x.At) {
+			return true
+		}
+	}
+	return false
+}
+
 // Export returns the expiries, ascending by uid, for a snapshot.
 func (e Members) Export() []membership.MemberExpiry {
 	if e.set == nil {
@@ -195,9 +212,9 @@ func (e Members) Export() []membership.MemberExpiry {
 	return out
 }
 
-// Put gives uid the expiry at, or none when at is 0, and returns the one
+// put gives uid the expiry at, or none when at is 0, and returns the one
 // it had (0: none).
-func (e *Members) Put(uid membership.UID, at int64) (old int64) {
+func (e *Members) put(uid membership.UID, at int64) (old int64) {
 	old = e.Of(uid)
 	if old == at {
 		return old
@@ -217,8 +234,8 @@ func (e *Members) Put(uid membership.UID, at int64) (old int64) {
 	return old
 }
 
-// Remove forgets the expiry of uid, and returns it (0: none).
-func (e *Members) Remove(uid membership.UID) int64 {
+// remove forgets the expiry of uid, and returns it (0: none).
+func (e *Members) remove(uid membership.UID) int64 {
 	if e.set == nil {
 		return 0
 	}
@@ -229,9 +246,9 @@ func (e *Members) Remove(uid membership.UID) int64 {
 	return x.At
 }
 
-// RemoveAll forgets the expiries of uids, sorted, and returns how many it
+// removeAll forgets the expiries of uids, sorted, and returns how many it
 // forgot.
-func (e *Members) RemoveAll(uids []membership.UID) int {
+func (e *Members) removeAll(uids []membership.UID) int {
 	if e.set == nil || len(uids) == 0 {
 		return 0
 	}
@@ -262,9 +279,9 @@ func (e *Members) RemoveAll(uids []membership.UID) int {
 	return removed
 }
 
-// Keys yields the keys in the due set of the expiries, which are the group
+// keys yields the keys in the due set of the expiries, which are the group
 // numbered group's.
-func (e Members) Keys(group uint32) iter.Seq[Key] {
+func (e Members) keys(group uint32) iter.Seq[Key] {
 	return func(yield func(Key) bool) {
 		if e.set == nil {
 			return
@@ -277,10 +294,10 @@ func (e Members) Keys(group uint32) iter.Seq[Key] {
 	}
 }
 
-// Load gives e, empty, the expiries of a group numbered group loaded from
+// load gives e, empty, the expiries of a group numbered group loaded from
 // a snapshot, those of expiries whose uid isMember, and appends their keys
 // of the due set to due.
-func (e *Members) Load(group uint32, expiries []membership.MemberExpiry, isMember func(membership.UID) bool, due []Key) []Key {
+func (e *Members) load(group uint32, expiries []membership.MemberExpiry, isMember func(membership.UID) bool, due []Key) []Key {
 	var set []Member
 	for _, x := range expiries {
 		if x.At.IsZero() || !isMember(x.UID) {

@@ -1,5 +1,6 @@
 // Package group holds a group of the in-memory store (Group: its members,
-// their expiries, its revision and its number in the reverse index), and
+// their expiries, its revision and its number in the reverse index, and
+// how its members change, in the reverse index and the due set too), and
 // the index of the groups that have members, in order of their ids
 // (Index), for pages of groups.
 //
@@ -8,9 +9,11 @@ package group
 
 import (
 	"hash/maphash"
+	"slices"
 
 	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/memory/packed"
+	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/membership"
 )
 
@@ -26,6 +29,74 @@ type Group struct {
 	// Expiries holds the expiry of each member that has one.
 	Expiries expiry.Members
 	node     node // in the Index
+}
+
+// BulkFill is how many users an add to an empty group must bring for the
+// group to be built in one pass instead of one insert at a time.
+const BulkFill = 64
+
+// Insert adds users to g and to the reverse index x, and returns the uids
+// it added, ascending: in one pass when g is empty and they are many, one
+// at a time otherwise. The caller holds g's shard and the users' reverse
+// shards.
+func (g *Group) Insert(x *reverse.Index, users []membership.User) []membership.UID {
+	if g.Members.Len() == 0 && len(users) >= BulkFill {
+		uids := make([]membership.UID, len(users))
+		for i, u := range users {
+			uids[i] = u.UID
+		}
+		slices.Sort(uids)
+		uids = slices.Compact(uids)
+		g.Members.Fill(uids)
+		x.AddAll(uids, g.Number)
+		return uids
+	}
+	added := make([]membership.UID, 0, len(users))
+	for _, u := range users {
+		if g.Members.Add(u.UID) {
+			added = append(added, u.UID)
+		}
+	}
+	x.AddAll(added, g.Number)
+	slices.Sort(added)
+	return added
+}
+
+// SetMembers makes g's members exactly uids (sorted, distinct), in the
+// reverse index x and the due set too, and calls leftInNoGroup with each
+// user it leaves in no group. The caller holds g's shard and the reverse
+// shards of the uids that change.
+func (g *Group) SetMembers(x *reverse.Index, due *expiry.Due, uids []membership.UID, leftInNoGroup func(membership.UID)) {
+	packed.EachDifferent(&g.Members, uids, func(uid membership.UID, in bool) bool {
+		if in {
+			x.Add(uid, g.Number)
+			return true
+		}
+		due.End(&g.Expiries, g.Number, uid)
+		if x.Remove(uid, g.Number) {
+			leftInNoGroup(uid)
+		}
+		return true
+	})
+	var next packed.Members
+	next.Fill(uids)
+	g.Members = next
+}
+
+// Empty removes every member of g, from the reverse index x and the due
+// set too, and returns how many; it calls leftInNoGroup with each user it
+// leaves in no group. The caller holds g's shard and the reverse shards of
+// its members.
+func (g *Group) Empty(x *reverse.Index, due *expiry.Due, leftInNoGroup func(membership.UID)) int {
+	for uid := range g.Members.All {
+		if x.Remove(uid, g.Number) {
+			leftInNoGroup(uid)
+		}
+	}
+	removed := g.Members.Len()
+	g.Members = packed.Members{}
+	due.EndAll(&g.Expiries, g.Number)
+	return removed
 }
 
 // The Index orders the groups that have members by id, for Store.Groups:
