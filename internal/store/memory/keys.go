@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"example.com/groupmembership/internal/store/memory/feed"
@@ -102,22 +101,10 @@ func (m *Store) BatchLogged(b membership.Batch) (membership.BatchResult, error) 
 // remember its key now. The stores that keep a log call it, with the
 // clock now, before they log a keyed write.
 func (m *Store) ReplayWrite(idem membership.Idempotency, now time.Time) (membership.Result, bool, error) {
-	results, _, ok, err := m.Replay(idem, false, now)
-	if !ok || err != nil {
-		return membership.Result{}, false, err
-	}
-	m.NoteReplay()
-	res := results[0]
-	res.Replayed = true
-	return res, true, nil
+	return m.keys.ReplayWrite(idem, now)
 }
 
 // ReplayBatch is ReplayWrite of a batch.
 func (m *Store) ReplayBatch(idem membership.Idempotency, now time.Time) (membership.BatchResult, bool, error) {
-	results, rev, ok, err := m.Replay(idem, true, now)
-	if !ok || err != nil {
-		return membership.BatchResult{}, false, err
-	}
-	m.NoteReplay()
-	return membership.BatchResult{Results: slices.Clone(results), Revision: rev, Replayed: true}, true, nil
+	return m.keys.ReplayBatch(idem, now)
 }

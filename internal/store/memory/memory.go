@@ -435,12 +435,11 @@ func (m *Store) Revision(_ context.Context, groupID string) (membership.Revision
 }
 
 // UserGroups implements membership.Store. A user's group ids are sorted
-// here, when listed: a page of l groups costs O(k log l) time and O(l)
-// memory for a user in k groups, however deep the page; the whole list
-// O(k log k) and O(k).
+// here, when listed (group.IDPage): a page of l groups costs O(k log l)
+// time and O(l) memory for a user in k groups, however deep the page; the
+// whole list O(k log k) and O(k).
 func (m *Store) UserGroups(_ context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
-	var page []string
-	top := newTopStrings(opts.Limit)
+	page := group.NewIDPage(opts.Limit)
 	total := 0
 	m.reverse.ReadGroupsOf(uid, func(numbers iter.Seq[uint32]) {
 		// While uid's reverse shard is locked, no group of uid can be
@@ -454,67 +453,11 @@ func (m *Store) UserGroups(_ context.Context, uid membership.UID, opts membershi
 			if id <= opts.After { // "" is before every id
 				continue
 			}
-			if opts.Limit > 0 {
-				top.add(id)
-			} else {
-				page = append(page, id)
-			}
+			page.Add(id)
 		}
 	})
-
-	if opts.Limit > 0 {
-		page = top.sorted()
-	} else {
-		slices.Sort(page)
-	}
-	list(total, slices.Values(page))
+	list(total, slices.Values(page.Sorted()))
 	return nil
-}
-
-// topStrings keeps the n smallest strings added: a max-heap of them, so
-// that a page of a user's groups costs memory for the page only.
-type topStrings struct {
-	n int
-	h []string // a max-heap
-}
-
-func newTopStrings(n int) *topStrings { return &topStrings{n: n} }
-
-func (t *topStrings) add(s string) {
-	switch {
-	case len(t.h) < t.n:
-		t.h = append(t.h, s)
-		for i := len(t.h) - 1; i > 0; { // sift up
-			parent := (i - 1) / 2
-			if t.h[parent] >= t.h[i] {
-				break
-			}
-			t.h[parent], t.h[i] = t.h[i], t.h[parent]
-			i = parent
-		}
-	case t.n > 0 && s < t.h[0]:
-		t.h[0] = s
-		for i := 0; ; { // sift down
-			largest, l, r := i, 2*i+1, 2*i+2
-			if l < len(t.h) && t.h[l] > t.h[largest] {
-				largest = l
-			}
-			if r < len(t.h) && t.h[r] > t.h[largest] {
-				largest = r
-			}
-			if largest == i {
-				break
-			}
-			t.h[i], t.h[largest] = t.h[largest], t.h[i]
-			i = largest
-		}
-	}
-}
-
-// sorted returns the strings kept, in ascending order.
-func (t *topStrings) sorted() []string {
-	slices.Sort(t.h)
-	return t.h
 }
 
 // ReadOnly is the read methods of membership.Store over a Store that

@@ -77,54 +77,12 @@ type Loader struct {
 	indexed []*group.Group
 	due     []expiry.Key
 	scratch []packed.Pair // a group's members, for fill
-	// The reverse pairs: groups' uids, copied into a run and sent to
-	// gather, which adds them to pairs; free gives runs back.
-	run      *loaderRun
-	runs     chan *loaderRun
-	free     chan *loaderRun
-	gathered chan struct{}
-	pairs    *reverse.Gathered
+	pairs   *reverse.Gathered
 }
-
-// loaderRun is the uids of groups given to the Loader one after another:
-// groups[i]'s are the next counts[i] uids.
-type loaderRun struct {
-	uids   []membership.UID
-	groups []uint32 // numbers
-	counts []int
-}
-
-// loaderRunUIDs is how many uids a run holds before it is sent: enough
-// that sending one costs nothing beside its uids' pairs.
-const loaderRunUIDs = 1 << 16
 
 // Loader returns a Loader into m, which must be empty and not yet shared.
 func (m *Store) Loader() *Loader {
-	const runs = 4 // in flight, beside the one filling
-	l := &Loader{m: m, pairs: m.reverse.Gather(),
-		runs: make(chan *loaderRun, runs), free: make(chan *loaderRun, runs+1), gathered: make(chan struct{})}
-	for range runs + 1 {
-		l.free <- &loaderRun{}
-	}
-	l.run = <-l.free
-	go l.gather()
-	return l
-}
-
-// gather adds the pairs of each run sent to the Loader's reverse pairs.
-func (l *Loader) gather() {
-	defer close(l.gathered)
-	for r := range l.runs {
-		uids := r.uids
-		for i, number := range r.groups {
-			for _, uid := range uids[:r.counts[i]] {
-				l.pairs.Add(uid, number)
-			}
-			uids = uids[r.counts[i]:]
-		}
-		r.uids, r.groups, r.counts = r.uids[:0], r.groups[:0], r.counts[:0]
-		l.free <- r
-	}
+	return &Loader{m: m, pairs: m.reverse.Gather()}
 }
 
 // Group loads g, whose UIDs it does not keep. It returns nil: its type is
@@ -141,22 +99,14 @@ func (l *Loader) Group(g snap.Group) error {
 	l.indexed = append(l.indexed, grp)
 	m.counts.groups.Add(1)
 	m.counts.members.Add(int64(len(g.UIDs)))
-	r := l.run
-	r.uids = append(r.uids, g.UIDs...)
-	r.groups = append(r.groups, grp.Number)
-	r.counts = append(r.counts, len(g.UIDs))
-	if len(r.uids) >= loaderRunUIDs {
-		l.runs <- r
-		l.run = <-l.free
-	}
+	l.pairs.Add(g.UIDs, grp.Number)
 	return nil
 }
 
 // Drop stops l without finishing: the Store it loaded into is to be
 // dropped (the snapshot did not read back).
 func (l *Loader) Drop() {
-	close(l.runs)
-	<-l.gathered
+	l.pairs.Drop()
 	*l = Loader{}
 }
 
@@ -164,9 +114,6 @@ func (l *Loader) Drop() {
 // Group, and builds the indexes of the groups.
 func (l *Loader) Finish(st *snap.State) {
 	m := l.m
-	l.runs <- l.run
-	close(l.runs)
-	<-l.gathered
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.Load(st.LastRevision, st.Changes)
 	m.keys.Import(st.Keys)

@@ -16,6 +16,7 @@ package keys
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -254,6 +255,30 @@ func (t *Table) Replay(idem membership.Idempotency, batch bool, now time.Time) (
 		return nil, 0, false, err
 	}
 	return e.Results, e.Revision, true, nil
+}
+
+// ReplayWrite is Replay of a write as its repeat is answered: its first
+// Result, Replayed, and true, counted as a replay; false when the table
+// does not remember its key now.
+func (t *Table) ReplayWrite(idem membership.Idempotency, now time.Time) (membership.Result, bool, error) {
+	results, _, ok, err := t.Replay(idem, false, now)
+	if !ok || err != nil {
+		return membership.Result{}, false, err
+	}
+	t.NoteReplay()
+	res := results[0]
+	res.Replayed = true
+	return res, true, nil
+}
+
+// ReplayBatch is ReplayWrite of a batch.
+func (t *Table) ReplayBatch(idem membership.Idempotency, now time.Time) (membership.BatchResult, bool, error) {
+	results, rev, ok, err := t.Replay(idem, true, now)
+	if !ok || err != nil {
+		return membership.BatchResult{}, false, err
+	}
+	t.NoteReplay()
+	return membership.BatchResult{Results: slices.Clone(results), Revision: rev, Replayed: true}, true, nil
 }
 
 // Export copies the keys remembered, oldest first.

@@ -10,30 +10,92 @@ import (
 )
 
 // Gathered are the pairs of a snapshot's groups, gathered shard by shard
-// in group order, for Fill: a restart gathers a hundred million of them
-// while it loads the groups.
+// in group order, for Fill, on a goroutine of their own while the store
+// loads the groups: a restart of a hundred million memberships is two
+// passes over them, one on each core. Fill, or Drop, must follow.
 type Gathered struct {
 	x      *Index
 	blocks []blocks // each shard's
+	// Groups' uids are copied into a run and sent to gather, which adds
+	// their pairs to blocks; free gives runs back.
+	run      *run
+	runs     chan *run
+	free     chan *run
+	gathered chan struct{}
 }
 
-// Gather returns an empty Gathered for x.
+// run is the uids of groups added one after another: groups[i]'s are the
+// next counts[i] uids.
+type run struct {
+	uids   []membership.UID
+	groups []uint32 // numbers
+	counts []int
+}
+
+// runUIDs is how many uids a run holds before it is sent: enough that
+// sending one costs nothing beside its uids' pairs.
+const runUIDs = 1 << 16
+
+// Gather starts gathering pairs for x, which must be empty and not yet
+// shared.
 func (x *Index) Gather() *Gathered {
-	return &Gathered{x: x, blocks: make([]blocks, len(x.shards))}
+	const runs = 4 // in flight, beside the one filling
+	g := &Gathered{x: x, blocks: make([]blocks, len(x.shards)),
+		runs: make(chan *run, runs), free: make(chan *run, runs+1), gathered: make(chan struct{})}
+	for range runs + 1 {
+		g.free <- &run{}
+	}
+	g.run = <-g.free
+	go g.gather()
+	return g
 }
 
-// Add gathers uid's membership of group number n.
-func (g *Gathered) Add(uid membership.UID, n uint32) {
-	k, user := g.x.key(uid)
-	g.blocks[k].append(packed.Pair{User: user, Group: n})
+// Add gathers the memberships of uids, which it does not keep, of group
+// number n.
+func (g *Gathered) Add(uids []membership.UID, n uint32) {
+	r := g.run
+	r.uids = append(r.uids, uids...)
+	r.groups = append(r.groups, n)
+	r.counts = append(r.counts, len(uids))
+	if len(r.uids) >= runUIDs {
+		g.runs <- r
+		g.run = <-g.free
+	}
+}
+
+// gather adds the pairs of each run sent to their shards' blocks.
+func (g *Gathered) gather() {
+	defer close(g.gathered)
+	for r := range g.runs {
+		uids := r.uids
+		for i, number := range r.groups {
+			for _, uid := range uids[:r.counts[i]] {
+				k, user := g.x.key(uid)
+				g.blocks[k].append(packed.Pair{User: user, Group: number})
+			}
+			uids = uids[r.counts[i]:]
+		}
+		r.uids, r.groups, r.counts = r.uids[:0], r.groups[:0], r.counts[:0]
+		g.free <- r
+	}
+}
+
+// Drop stops gathering without filling: the store is to be dropped.
+func (g *Gathered) Drop() {
+	close(g.runs)
+	<-g.gathered
+	*g = Gathered{}
 }
 
 // Fill fills each shard of x, which must be empty and not yet shared, with
-// the pairs g gathered, which it sorts: the shards on every core at once,
+// the pairs g gathered, once it has every one, which it sorts: the shards on every core at once,
 // as a restart of a hundred million memberships sorts as many pairs. Each
 // worker copies a shard's pairs into room of its own, reused from shard to
 // shard, and lets the blocks go.
 func (x *Index) Fill(g *Gathered) {
+	g.runs <- g.run
+	close(g.runs)
+	<-g.gathered
 	pairs := g.blocks
 	workers := shards.Workers(len(pairs))
 	type room struct{ ps, scratch []packed.Pair } // a worker's, for the sort
