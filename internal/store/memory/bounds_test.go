@@ -19,33 +19,17 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-func uidRange(from, n int) []membership.User {
-	users := make([]membership.User, n)
-	for i := range users {
-		users[i] = membership.User{UID: membership.UID(from + i)}
-	}
-	return users
-}
-
-func uidsOf(users []membership.User) []membership.UID {
-	uids := make([]membership.UID, len(users))
-	for i, u := range users {
-		uids[i] = u.UID
-	}
-	return uids
-}
-
 // The feed keeps changes bounded in bytes as well as in count: churning the
 // same 1000 uids in and out of a group keeps only as many changes as fit.
 func TestFeedIsBoundedInBytes(t *testing.T) {
 	ctx := context.Background()
 	const maxBytes = 64 << 10
 	m := NewWith(Options{ChangesKeep: 100000, ChangesKeepBytes: maxBytes})
-	users := uidRange(1, 1000)
+	users := storetest.UserRange(1, 1000)
 	for range 50 {
 		_, err := m.AddMembers(ctx, "churn", users)
 		require.NoError(t, err)
-		_, err = m.RemoveMembers(ctx, "churn", uidsOf(users))
+		_, err = m.RemoveMembers(ctx, "churn", storetest.UIDsOf(users))
 		require.NoError(t, err)
 	}
 	fs := m.feed.Stats()
@@ -72,12 +56,12 @@ func TestFeedIsBoundedInBytes(t *testing.T) {
 func TestFeedChangesHoldOnlyWhatTheyAltered(t *testing.T) {
 	ctx := context.Background()
 	m := New()
-	_, err := m.AddMembers(ctx, "g", uidRange(1, 5000))
+	_, err := m.AddMembers(ctx, "g", storetest.UserRange(1, 5000))
 	require.NoError(t, err)
 	before := m.feed.Stats().Bytes
-	_, err = m.AddMembers(ctx, "g", append(uidRange(1, 5000), membership.User{UID: 9999})) // adds one
+	_, err = m.AddMembers(ctx, "g", append(storetest.UserRange(1, 5000), membership.User{UID: 9999})) // adds one
 	require.NoError(t, err)
-	_, err = m.RemoveMembers(ctx, "g", append(uidsOf(uidRange(20000, 5000)), 1)) // removes one
+	_, err = m.RemoveMembers(ctx, "g", append(storetest.UIDsOf(storetest.UserRange(20000, 5000)), 1)) // removes one
 	require.NoError(t, err)
 	changes := storetest.AllChanges(t, m, 1)
 	require.Len(t, changes, 2)
@@ -94,9 +78,9 @@ func TestFeedChangesHoldOnlyWhatTheyAltered(t *testing.T) {
 func TestFeedKeepsTheNewestChangeOverTheBound(t *testing.T) {
 	ctx := context.Background()
 	m := NewWith(Options{ChangesKeep: keepAll, ChangesKeepBytes: 1000})
-	_, err := m.AddMembers(ctx, "g", uidRange(1, 10))
+	_, err := m.AddMembers(ctx, "g", storetest.UserRange(1, 10))
 	require.NoError(t, err)
-	_, err = m.AddMembers(ctx, "g", uidRange(100, 1000))
+	_, err = m.AddMembers(ctx, "g", storetest.UserRange(100, 1000))
 	require.NoError(t, err)
 	changes := storetest.AllChanges(t, m, 1)
 	require.Len(t, changes, 1)
@@ -174,7 +158,7 @@ func TestMemoryKeepsItsOwnCopyOfGroupIDs(t *testing.T) {
 	line := "g" + strings.Repeat("x", 1<<20) // the request line the id came from
 	id := line[:1]
 	m := New()
-	_, err := m.AddMembers(ctx, id, uidRange(1, 2))
+	_, err := m.AddMembers(ctx, id, storetest.UserRange(1, 2))
 	require.NoError(t, err)
 	_, err = m.RemoveMembers(ctx, id, []membership.UID{1})
 	require.NoError(t, err)

@@ -16,12 +16,12 @@ import (
 
 var keyT0 = time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 
+// keyedAdd is an add of uids to group "g" with the Idempotency key, as of
+// at (zero: none).
 func keyedAdd(key string, at time.Time, uids ...membership.UID) membership.Write {
-	w := membership.Write{Op: membership.OpAdd, GroupID: "g", Time: at}
-	for _, uid := range uids {
-		w.Users = append(w.Users, membership.User{UID: uid})
-	}
-	return storetest.Keyed(w, key)
+	w := storetest.KeyedAdd("g", key, uids...)
+	w.Time = at // not in the fingerprint
+	return w
 }
 
 func TestAKeyIsRememberedForItsRetentionAsOfEachWritesTime(t *testing.T) {
