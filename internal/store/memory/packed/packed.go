@@ -7,12 +7,11 @@
 // bits, with its group in those g bits; every delta of a chunk takes the
 // same w bytes, the fewest its largest needs. Finding a pair is a binary
 // search over the chunks' first pairs and then a scan of one chunk, and
-// the scan reads a delta with one load and a mask: no varint's branch per
-// byte, which mispredicted on every delta of a random set and was most of
-// what an add cost. Sorted uids are close to each other, so a member of a
-// random group of a thousand uids below a billion takes three bytes (a
-// varint took a little more), a reverse pair of a thousand groups three (a
-// varint took almost four).
+// the scan reads a delta with one load and a mask, with no branch per byte
+// to mispredict, as a varint's would on every delta of a random set.
+// Sorted uids are close to each other, so a member of a random group of a
+// thousand uids below a billion takes three bytes, and a reverse pair of a
+// thousand groups three.
 //
 // A chunk holds at most limit bytes of deltas and limit/2 deltas (its set's
 // limit): dense uids, a byte a delta, would otherwise make a chunk of

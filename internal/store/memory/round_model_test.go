@@ -156,20 +156,20 @@ func roundRandomWrite(rng *rand.Rand, at time.Time, groupIDs []string) membershi
 // ApplyExpiries (and WriteExpiries) against Apply (and Write) one after
 // another, on twin stores, over many rounds with writes between them, for
 // shard counts that are and are not powers of two.
-func TestReviewRoundDifferential(t *testing.T) {
+func TestRoundsAreTheirWritesOneAfterAnother(t *testing.T) {
 	for _, shards := range []int{1, 3, 8, 65} {
 		for seed := range uint64(2) {
 			for _, live := range []bool{false, true} {
 				name := fmt.Sprintf("shards=%d/seed=%d/live=%v", shards, seed, live)
 				t.Run(name, func(t *testing.T) {
-					reviewRoundDiff(t, shards, seed, live)
+					roundsAgainstWrites(t, shards, seed, live)
 				})
 			}
 		}
 	}
 }
 
-func reviewRoundDiff(t *testing.T, shards int, seed uint64, live bool) {
+func roundsAgainstWrites(t *testing.T, shards int, seed uint64, live bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, uint64(shards)))
 	opts := Options{ChangesKeep: 1 << 20, Shards: shards, Epoch: 7}
