@@ -1,9 +1,26 @@
-// Package memory is the in-memory index of memberships: Store keeps each
-// group as a sorted set of uids in delta-encoded chunks, a reverse index
-// from users to groups, the nicknames, and the change feed that gives
-// every change its revision. It is a membership.Store by itself (nothing
-// survives the process), and the index the durable and PostgreSQL stores
-// serve their reads from, applying every change to it themselves.
+// Package memory is the in-memory index of memberships. It is a
+// membership.Store by itself (nothing survives the process), and the index
+// the durable and PostgreSQL stores serve their reads from, applying every
+// change to it themselves.
+//
+// Store holds the groups in locked shards and composes the parts below,
+// each a package of its own that imports only the parts listed after it,
+// and never the Store: it takes the locks, in the order below, and makes
+// a change of their steps.
+//
+//   - group: a group (its members, their expiries, its revision) and how its
+//     members change, and the index of the groups by id, for pages of groups;
+//   - reverse: the reverse index, from users to the numbers of their groups;
+//   - packed: the chunks of fixed-width deltas a group's members and the
+//     reverse index's pairs are kept in;
+//   - expiry: a group's expiries by member, and the due set of every expiry
+//     by time;
+//   - sortedset: the varint-delta chunks the expiries are kept in;
+//   - nicknames: the nickname directory;
+//   - feed: the revisions and the change feed;
+//   - keys: the Idempotency-Keys remembered;
+//   - shards: a set of shards, locked in index order, and work spread over
+//     them on every core.
 //
 // # Concurrency
 //

@@ -78,7 +78,7 @@ func (d *Due) SetAll(e *Members, group uint32, users []membership.User, commit t
 	}
 	var changed []membership.MemberExpiry
 	for _, x := range Last(users, commit) {
-		if isMember(x.UID) && d.Set(e, group, x.UID, MillisOrZero(x.At)) {
+		if isMember(x.UID) && d.Set(e, group, x.UID, millisOrZero(x.At)) {
 			changed = append(changed, x)
 		}
 	}

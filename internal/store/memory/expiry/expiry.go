@@ -193,7 +193,7 @@ func (e Members) Changes(users []membership.User, commit time.Time) bool {
 		return false
 	}
 	for _, x := range Last(users, commit) {
-		if e.Of(x.UID) != MillisOrZero(x.At) {
+		if e.Of(x.UID) != millisOrZero(x.At) {
 			return true
 		}
 	}
@@ -326,8 +326,8 @@ type DueSet = sortedset.Set[Key, keyCodec]
 // Millis returns t in milliseconds since 1970.
 func Millis(t time.Time) int64 { return t.UnixMilli() }
 
-// MillisOrZero returns t in milliseconds since 1970, 0 for the zero time.
-func MillisOrZero(t time.Time) int64 {
+// millisOrZero returns t in milliseconds since 1970, 0 for the zero time.
+func millisOrZero(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}

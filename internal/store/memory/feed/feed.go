@@ -95,15 +95,15 @@ type Stamp struct {
 // the change carries, not from a second reading of the clock.
 func (st Stamp) WithTimeFor(users []membership.User) Stamp {
 	if st.At.IsZero() && st.Now && slices.ContainsFunc(users, func(u membership.User) bool { return u.Expiry.TTL != 0 }) {
-		st.At = TimeOf(time.Now())
+		st.At = timeOf(time.Now())
 	}
 	return st
 }
 
-// TimeOf returns t as changes carry it: in UTC, to the millisecond, as
+// timeOf returns t as changes carry it: in UTC, to the millisecond, as
 // the logs keep it, so that a change applied from a log has the time it
 // had when it was first applied.
-func TimeOf(t time.Time) time.Time {
+func timeOf(t time.Time) time.Time {
 	if t.IsZero() {
 		return t
 	}
@@ -115,10 +115,10 @@ func TimeOf(t time.Time) time.Time {
 // revision before any reader of the feed can see it: what must be true of
 // the store once a reader has seen a revision is made true there.
 func (f *Feed) Record(c membership.Change, st Stamp, published func(membership.Revision)) membership.Revision {
-	c.Actor, c.Time = st.Actor, TimeOf(st.At)
+	c.Actor, c.Time = st.Actor, timeOf(st.At)
 	fromClock := c.Time.IsZero() && st.Now
 	if fromClock {
-		c.Time = TimeOf(time.Now())
+		c.Time = timeOf(time.Now())
 	}
 	// The change the ring keeps, if it keeps any, is built here: under mu
 	// only its revision (and time) are set.

@@ -28,7 +28,7 @@ func TestChangeCostCountsTheStamp(t *testing.T) {
 // it is.
 func TestFeedTimesFollowRevisions(t *testing.T) {
 	f := New(10, DefaultKeepBytes)
-	ahead := TimeOf(time.Now().Add(time.Hour))
+	ahead := timeOf(time.Now().Add(time.Hour))
 	f.lastTime = ahead // as if a change that read the clock later came first
 	rev := f.Record(membership.Change{Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{1}}, Stamp{Now: true}, nil)
 	given := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
