@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,4 +56,36 @@ func TestTheLogImportsNoStore(t *testing.T) {
 		assert.NotContains(t, []string{"example.com/groupmembership/internal/store/durable", "example.com/groupmembership/internal/store/memory"}, dep,
 			"the log imports %s", dep)
 	}
+}
+
+// TestTheInMemoryStoresPartsImportOneWay holds the parts of the in-memory
+// store to the order its package doc lists them in: each imports only
+// parts listed after it, and none imports the Store.
+func TestTheInMemoryStoresPartsImportOneWay(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	const memory = "example.com/groupmembership/internal/store/memory"
+	parts := []string{"group", "reverse", "packed", "expiry", "sortedset", "nicknames", "feed", "keys", "shards"}
+	out, err := exec.Command(gobin, "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./internal/store/memory/...").CombinedOutput()
+	require.NoError(t, err, "go list ./internal/store/memory/...: %s", out)
+	var listed []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if fields[0] == memory {
+			continue
+		}
+		part := strings.TrimPrefix(fields[0], memory+"/")
+		listed = append(listed, part)
+		i := slices.Index(parts, part)
+		require.GreaterOrEqual(t, i, 0, "%s is not in the parts' order: add it to memory's doc and here", part)
+		for _, imp := range fields[1:] {
+			assert.NotEqual(t, memory, imp, "%s imports the Store", part)
+			if other, ok := strings.CutPrefix(imp, memory+"/"); ok {
+				assert.Greater(t, slices.Index(parts, other), i, "%s imports %s, listed before it", part, other)
+			}
+		}
+	}
+	assert.ElementsMatch(t, parts, listed)
 }

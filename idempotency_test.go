@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// keyedAdd is the request these tests retry: an add of two users to g, by
+// keyedAddRequest is the request these tests retry: an add of two users to g, by
 // user 42, with the Idempotency-Key key. Applied to an empty g, its reply
 // is 2, and a repeat applied again would add only what is missing since.
-func keyedAdd(t *testing.T, base, key string) *http.Request {
+func keyedAddRequest(t *testing.T, base, key string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest("POST", base+"/group-user/g", strings.NewReader(`users=[1,[2,"Bo"]]&uid=42`))
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func TestARetryAfterALostConnectionIsAReplay(t *testing.T) {
 	p := startProcess(t)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(p.base, "http://"))
 	require.NoError(t, err)
-	require.NoError(t, keyedAdd(t, p.base, "lost-1").Write(conn))
+	require.NoError(t, keyedAddRequest(t, p.base, "lost-1").Write(conn))
 	require.NoError(t, conn.Close(), "closed before a byte of the reply is read")
 
 	// The first is applied though its client went away: the feed shows it
@@ -97,16 +97,16 @@ func TestARetryAfterALostConnectionIsAReplay(t *testing.T) {
 	// Another client's change: applying the first again would undo it.
 	require.True(t, change(p.base, "DELETE", "g", 1))
 
-	retry := sendOnANewConnection(t, keyedAdd(t, p.base, "lost-1"))
+	retry := sendOnANewConnection(t, keyedAddRequest(t, p.base, "lost-1"))
 	assert.Equal(t, http.StatusOK, retry.status)
 	assert.Equal(t, `2`, retry.body)
 	assert.Equal(t, "1", retry.header.Get("X-Revision"))
 	assert.Equal(t, "true", retry.header.Get("Idempotent-Replayed"))
 	assert.Equal(t, map[int64]bool{2: true}, members(t, p.base, "g"), "nothing applied again")
-	assertReplay(t, retry, sendOnANewConnection(t, keyedAdd(t, p.base, "lost-1")))
+	assertReplay(t, retry, sendOnANewConnection(t, keyedAddRequest(t, p.base, "lost-1")))
 	assert.Len(t, feed(t, p.base, 0), 2, "no change but the first and the other client's")
 
-	other := keyedAdd(t, p.base, "lost-1")
+	other := keyedAddRequest(t, p.base, "lost-1")
 	other.Body = io.NopCloser(strings.NewReader(`users=[3]`))
 	other.ContentLength = int64(len(`users=[3]`))
 	reused := sendOnANewConnection(t, other)
@@ -130,7 +130,7 @@ func TestARetryAfterAKillIsAReplay(t *testing.T) {
 			dir := t.TempDir()
 			args := append([]string{"-data-dir", dir}, tt.args...)
 			p := startProcess(t, args...)
-			first := sendOnANewConnection(t, keyedAdd(t, p.base, "killed-1"))
+			first := sendOnANewConnection(t, keyedAddRequest(t, p.base, "killed-1"))
 			require.Equal(t, http.StatusOK, first.status, first.body)
 			require.Equal(t, `2`, first.body)
 			require.True(t, change(p.base, "DELETE", "g", 1), "another client's change, that applying the first again would undo")
@@ -142,7 +142,7 @@ func TestARetryAfterAKillIsAReplay(t *testing.T) {
 			_ = p.cmd.Wait()
 
 			p = startProcess(t, args...)
-			retry := sendOnANewConnection(t, keyedAdd(t, p.base, "killed-1"))
+			retry := sendOnANewConnection(t, keyedAddRequest(t, p.base, "killed-1"))
 			assertReplay(t, first, retry)
 			assert.Equal(t, map[int64]bool{2: true}, members(t, p.base, "g"), "nothing applied again")
 			assert.Len(t, feed(t, p.base, 0), 2, "no change but the first and the other client's")

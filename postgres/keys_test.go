@@ -19,12 +19,6 @@ import (
 	"example.com/groupmembership/postgres/internal/pgtest"
 )
 
-// keyedAdd returns an add of uids to group with the Idempotency-Key key,
-// fingerprinted as the Service does.
-func keyedAdd(group, key string, uids ...membership.UID) membership.Write {
-	return storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: group, Users: users(uids...)}, key)
-}
-
 // viaLog writes w to the log and returns its writer's answer, past what
 // the instance would answer from its memory: as an instance that has not
 // applied the change with w's key yet would.
@@ -100,7 +94,7 @@ func TestAKeyedRetryOnAnotherInstanceIsAReplay(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	a, b := openOn(t, url, membership.DefaultChangesKeep), openOn(t, url, membership.DefaultChangesKeep)
-	first, err := a.Write(ctx, keyedAdd("g", "k", 1, 2))
+	first, err := a.Write(ctx, storetest.KeyedAdd("g", "k", 1, 2))
 	require.NoError(t, err)
 	assert.False(t, first.Replayed)
 	assert.Equal(t, 2, first.Count)
@@ -109,14 +103,14 @@ func TestAKeyedRetryOnAnotherInstanceIsAReplay(t *testing.T) {
 	untilApplied(t, b, between.Revision)
 
 	rows := logRows(t, b)
-	again, err := b.Write(ctx, keyedAdd("g", "k", 1, 2))
+	again, err := b.Write(ctx, storetest.KeyedAdd("g", "k", 1, 2))
 	require.NoError(t, err)
 	assert.True(t, again.Replayed)
 	again.Replayed = false
 	assert.Equal(t, first, again, "the first's result, its revision included")
 	assert.Equal(t, rows, logRows(t, b), "answered from what the instance applied: no row")
 
-	again, err = viaLog(t, b, keyedAdd("g", "k", 1, 2))
+	again, err = viaLog(t, b, storetest.KeyedAdd("g", "k", 1, 2))
 	require.NoError(t, err)
 	assert.True(t, again.Replayed, "the log's answer")
 	again.Replayed = false
@@ -153,7 +147,7 @@ func TestWritersWithOneKeyOnTwoInstancesApplyItOnce(t *testing.T) {
 		for i := range writers {
 			wg.Go(func() {
 				<-start
-				results[i], errs[i] = stores[i%2].Write(ctx, keyedAdd("g", key, uid, uid+1, uid+2))
+				results[i], errs[i] = stores[i%2].Write(ctx, storetest.KeyedAdd("g", key, uid, uid+1, uid+2))
 			})
 		}
 		close(start)
@@ -202,19 +196,19 @@ func TestAKeyReusedOnAnotherInstanceIsRefused(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	a := openOn(t, url, membership.DefaultChangesKeep)
 	b, logs := openLogged(t, url)
-	first, err := a.Write(ctx, keyedAdd("g", "k", 1))
+	first, err := a.Write(ctx, storetest.KeyedAdd("g", "k", 1))
 	require.NoError(t, err)
 	untilApplied(t, b, first.Revision)
 	batch := storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{{Op: membership.OpAdd, GroupID: "g", Users: users(1)}}}, "k")
 
 	rows := logRows(t, b)
-	_, err = b.Write(ctx, keyedAdd("g", "k", 2))
+	_, err = b.Write(ctx, storetest.KeyedAdd("g", "k", 2))
 	assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "%v", err)
 	_, err = b.Batch(ctx, batch)
 	assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "a batch with a write's key: %v", err)
 	assert.Equal(t, rows, logRows(t, b), "refused without a row")
 
-	_, err = viaLog(t, b, keyedAdd("g", "k", 2))
+	_, err = viaLog(t, b, storetest.KeyedAdd("g", "k", 2))
 	assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "the log's answer: %v", err)
 	_, err = batchViaLog(b, batch)
 	assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "the log's answer to a batch: %v", err)
@@ -266,7 +260,7 @@ func TestAKeyedBatchRetriedOnAnotherInstanceIsAReplay(t *testing.T) {
 	assert.Equal(t, rows+1, logRows(t, b))
 	assert.Equal(t, back.Revision, latestOf(t, b), "a replay takes no revision")
 
-	_, err = b.Write(ctx, keyedAdd("to", "move", 1))
+	_, err = b.Write(ctx, storetest.KeyedAdd("to", "move", 1))
 	assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "a write with a batch's key: %v", err)
 
 	settle(t, b, a)
@@ -285,7 +279,7 @@ func TestAnInstanceStartedAfterwardsRemembersTheKeys(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	a := openOn(t, url, membership.DefaultChangesKeep)
-	w := keyedAdd("g", "k", 1, 2)
+	w := storetest.KeyedAdd("g", "k", 1, 2)
 	first, err := a.Write(ctx, w)
 	require.NoError(t, err)
 	batch := storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{
@@ -294,7 +288,7 @@ func TestAnInstanceStartedAfterwardsRemembersTheKeys(t *testing.T) {
 	}}, "kb")
 	firstBatch, err := a.Batch(ctx, batch)
 	require.NoError(t, err)
-	noop := keyedAdd("g", "noop", 1)
+	noop := storetest.KeyedAdd("g", "noop", 1)
 	firstNoop, err := a.Write(ctx, noop)
 	require.NoError(t, err)
 	assert.Zero(t, firstNoop.Count, "it changes nothing")
@@ -321,7 +315,7 @@ func TestAnInstanceStartedAfterwardsRemembersTheKeys(t *testing.T) {
 	assert.True(t, againBatch.Replayed)
 	againBatch.Replayed = false
 	assert.Equal(t, firstBatch, againBatch)
-	_, err = c.Write(ctx, keyedAdd("g", "k", 9))
+	_, err = c.Write(ctx, storetest.KeyedAdd("g", "k", 9))
 	assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "%v", err)
 	assert.Equal(t, rows, logRows(t, c), "all answered from what the instance applied")
 
@@ -412,7 +406,7 @@ func TestAskingAboutAKeyPastItsRetentionForgetsNothing(t *testing.T) {
 	_, err = Migrate(ctx, pool)
 	require.NoError(t, err)
 	t0 := time.Now().Add(-3 * time.Hour)
-	w := keyedAdd("g", "k", 1)
+	w := storetest.KeyedAdd("g", "k", 1)
 	place(t, pool, 1, t0, w)
 	b, err := openStill(ctx, url, opts)
 	require.NoError(t, err)
@@ -472,17 +466,17 @@ func TestAReplayIsAnsweredWhileTheDatabaseIsAway(t *testing.T) {
 	s, err := Open(ctx, fmt.Sprintf("postgres://%s@%s/%s", cfg.User, p.ln.Addr(), cfg.Database), Options{CommitTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	defer s.Close()
-	first, err := s.Write(ctx, keyedAdd("g", "k", 1))
+	first, err := s.Write(ctx, storetest.KeyedAdd("g", "k", 1))
 	require.NoError(t, err)
 
 	p.cut()
 	untilWritable(t, s, false)
-	again, err := s.Write(ctx, keyedAdd("g", "k", 1))
+	again, err := s.Write(ctx, storetest.KeyedAdd("g", "k", 1))
 	require.NoError(t, err)
 	assert.True(t, again.Replayed)
 	again.Replayed = false
 	assert.Equal(t, first, again)
-	_, err = s.Write(ctx, keyedAdd("g", "k2", 2))
+	_, err = s.Write(ctx, storetest.KeyedAdd("g", "k2", 2))
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "%v", err)
 }
 
@@ -497,7 +491,7 @@ func TestEveryInstanceUsesTheDatabasesKeyBounds(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = first.Close() })
 	t0 := time.Now().Add(-3 * time.Hour)
-	w := keyedAdd("g", "k", 1)
+	w := storetest.KeyedAdd("g", "k", 1)
 	place(t, first.pool, 1, t0, w)
 	place(t, first.pool, 2, t0.Add(10*time.Minute), membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}})
 	place(t, first.pool, 3, t0.Add(20*time.Minute), w)

@@ -246,15 +246,7 @@ func TestTheDatabaseAwayAndBack(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Count)
 	got, _ = storetest.ListAll(t, s, "g")
-	assert.Equal(t, []membership.UID{1, 3}, uidsOf(got), "nothing refused was applied")
-}
-
-func uidsOf(ms []membership.Member) []membership.UID {
-	var out []membership.UID
-	for _, m := range ms {
-		out = append(out, m.UID)
-	}
-	return out
+	assert.Equal(t, []membership.UID{1, 3}, storetest.MemberUIDs(got), "nothing refused was applied")
 }
 
 // A long poll of the feed on one instance is woken by a write on another.

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
 	"slices"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/group"
+	"example.com/groupmembership/internal/store/memory/nicknames"
+	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/membership"
 )
 
@@ -34,34 +37,15 @@ func (m *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 	return membership.BatchResult{Results: results, Revision: rev, Replayed: replayed}, nil
 }
 
+// batch applies b, holding every lock it needs from its first check to its
+// last change.
 func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	var sbuf [1]uint64
-	held := m.lockShardsOf(b.Writes, sbuf[:])
+	held := m.lockShards(groupsOf(b.Writes), false, sbuf[:])
 	defer m.unlockShards(held)
-	groups := make(map[string]*group, len(b.Writes))
-	removals := 0 // the members the batch's replaces and deletions hold
-	for i, w := range b.Writes {
-		switch w.Op {
-		case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup:
-		default:
-			return membership.BatchResult{}, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
-		}
-		g, seen := groups[w.GroupID]
-		if !seen {
-			g = m.shardOf(w.GroupID).groups[w.GroupID]
-			groups[w.GroupID] = g
-		}
-		if err := m.check(g, w.If); err != nil {
-			return membership.BatchResult{}, BatchElementError(i, w.GroupID, err)
-		}
-		if g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
-			removals += g.members.size
-		}
-	}
-	if removals > membership.MaxBatchRemovals {
-		return membership.BatchResult{}, membership.Errorf(membership.CodeTooManyChanges,
-			"the batch's replace and delete_group changes hold up to %d members in all, more than %d that one batch may remove: "+
-				"delete large groups on their own (DELETE /groups/{groupID}); nothing was changed", removals, membership.MaxBatchRemovals)
+	groups, err := m.checkBatch(b.Writes)
+	if err != nil {
+		return membership.BatchResult{}, err
 	}
 	// Groups are created before any reverse shard is taken (lock order).
 	for _, w := range b.Writes {
@@ -70,19 +54,19 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 		}
 	}
 	var rbuf [4]uint64
-	locked := m.lockReverse(batchUIDs(b.Writes, groups), rbuf[:])
+	locked := m.reverse.Lock(batchUIDs(b.Writes, groups), rbuf[:])
 	// A TTL counts from the very time the batch's change carries, as a
-	// write's does (stamp.withTimeFor), not from a second reading of the
+	// write's does (feed.Stamp.WithTimeFor), not from a second reading of the
 	// clock: they could fall in two milliseconds.
-	st := stamp{actor: b.Actor, at: b.Time, now: true}
+	st := feed.Stamp{Actor: b.Actor, At: b.Time, Now: true}
 	for _, w := range b.Writes {
-		st = st.withTimeFor(w.Users)
+		st = st.WithTimeFor(w.Users)
 	}
-	a := batchApplier{m: m, named: namedUIDs(b.Writes), commit: nowOr(st.at), nicknames: nicknameWrite{m: m}}
-	defer a.nicknames.release()
+	a := batchApplier{m: m, named: namedUIDs(b.Writes), commit: nowOr(st.At), nicknames: m.nicknames.Write()}
+	defer a.nicknames.Release()
 	results := make([]membership.Result, len(b.Writes))
 	var subs []membership.Change
-	changed := map[*group]bool{}
+	changed := map[*group.Group]bool{}
 	for i, w := range b.Writes {
 		g := groups[w.GroupID]
 		var sub membership.Change
@@ -94,27 +78,61 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	}
 	a.forgetDeferred()
 	if len(subs) == 0 {
-		a.nicknames.release()
-		m.unlockReverse(locked)
+		a.nicknames.Release()
+		m.reverse.Unlock(locked)
 		rev := m.LatestRevision()
 		for i := range results {
 			results[i].Revision = rev
 		}
 		return membership.BatchResult{Results: results, Revision: rev}, nil
 	}
-	rev := a.nicknames.record(membership.Change{Op: membership.OpBatch, Changes: subs}, st)
-	m.unlockReverse(locked)
+	rev := a.nicknames.Record(&m.feed, membership.Change{Op: membership.OpBatch, Changes: subs}, st)
+	m.reverse.Unlock(locked)
 	for g := range changed {
-		if g.members.size == 0 {
-			m.dropGroup(m.shardOf(g.id), g, rev)
+		if g.Members.Len() == 0 {
+			m.dropGroup(m.shardOf(g.ID), g, rev)
 		} else {
-			g.revision = rev
+			g.Revision = rev
 		}
 	}
 	for i := range results {
 		results[i].Revision = rev
 	}
 	return membership.BatchResult{Results: results, Revision: rev}, nil
+}
+
+// checkBatch returns the groups ws write to (nil: a group with no
+// members), or the error of the first write that a batch does not take or
+// whose precondition does not hold, or CodeTooManyChanges when the
+// batch's replaces and deletions hold more members than a batch may
+// remove. The caller holds the groups' shards.
+func (m *Store) checkBatch(ws []membership.Write) (map[string]*group.Group, error) {
+	groups := make(map[string]*group.Group, len(ws))
+	removals := 0 // the members the batch's replaces and deletions hold
+	for i, w := range ws {
+		switch w.Op {
+		case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup:
+		default:
+			return nil, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
+		}
+		g, seen := groups[w.GroupID]
+		if !seen {
+			g = m.shardOf(w.GroupID).groups[w.GroupID]
+			groups[w.GroupID] = g
+		}
+		if err := m.check(g, w.If); err != nil {
+			return nil, BatchElementError(i, w.GroupID, err)
+		}
+		if g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
+			removals += g.Members.Len()
+		}
+	}
+	if removals > membership.MaxBatchRemovals {
+		return nil, membership.Errorf(membership.CodeTooManyChanges,
+			"the batch's replace and delete_group changes hold up to %d members in all, more than %d that one batch may remove: "+
+				"delete large groups on their own (DELETE /groups/{groupID}); nothing was changed", removals, membership.MaxBatchRemovals)
+	}
+	return groups, nil
 }
 
 // BatchElementError returns err, an error of write i of a batch, to
@@ -140,9 +158,9 @@ type batchApplier struct {
 	// so it is forgotten only then (deferred), if it is still in none.
 	named    map[membership.UID]bool
 	deferred []membership.UID
-	// nicknames holds nicknamesMu from the batch's first nickname set
+	// nicknames holds the nicknames from the batch's first nickname set
 	// until its change is recorded.
-	nicknames nicknameWrite
+	nicknames nicknames.Write
 	// commit is the batch's time, from which its TTLs count.
 	commit time.Time
 }
@@ -154,16 +172,15 @@ func (a *batchApplier) leftInNoGroup(uid membership.UID) {
 		a.deferred = append(a.deferred, uid)
 		return
 	}
-	a.nicknames.forget(uid)
+	a.nicknames.Forget(uid)
 }
 
 // forgetDeferred forgets the users left in no group whose forgetting waited
 // for the end of the batch, and are still in no group.
 func (a *batchApplier) forgetDeferred() {
 	for _, uid := range a.deferred {
-		k, user := a.m.reverseKey(uid)
-		if !a.m.reverse[k].pairs.hasUser(user) {
-			a.nicknames.forget(uid)
+		if !a.m.reverse.HasUser(uid) {
+			a.nicknames.Forget(uid)
 		}
 	}
 }
@@ -171,16 +188,16 @@ func (a *batchApplier) forgetDeferred() {
 // apply applies w to g (nil: a group with no members, which only a remove
 // or a deletion can meet), and returns its result and its change, whose Op
 // is "" when it changed nothing.
-func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, membership.Change) {
+func (a *batchApplier) apply(g *group.Group, w membership.Write) (membership.Result, membership.Change) {
 	m := a.m
 	if g == nil {
 		return membership.Result{}, membership.Change{}
 	}
 	switch w.Op {
 	case membership.OpAdd:
-		added := m.insert(g, w.Users)
+		added := g.Insert(&m.reverse, w.Users)
 		expiries := m.setExpiries(g, w.Users, a.commit)
-		changed, reported := a.nicknames.set(w.Users, added)
+		changed, reported := a.nicknames.Set(w.Users, added)
 		m.counts.members.Add(int64(len(added)))
 		if len(added) == 0 && len(changed) == 0 && len(expiries) == 0 {
 			return membership.Result{}, membership.Change{}
@@ -189,13 +206,13 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 		if len(added) > 0 {
 			uids = tight(added)
 		}
-		return membership.Result{Count: len(added)}, membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: uids, Nicknames: reported, Expiries: expiries}
+		return membership.Result{Count: len(added)}, membership.Change{Op: membership.OpAdd, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}
 	case membership.OpRemove:
 		var removed []membership.UID
 		for _, uid := range w.UIDs {
-			if g.members.remove(uid) {
-				m.endExpiry(g, uid)
-				if m.removeReverse(uid, g.number) {
+			if g.Members.Remove(uid) {
+				m.due.End(&g.Expiries, g.Number, uid)
+				if m.reverse.Remove(uid, g.Number) {
 					a.leftInNoGroup(uid)
 				}
 				removed = append(removed, uid)
@@ -206,25 +223,26 @@ func (a *batchApplier) apply(g *group, w membership.Write) (membership.Result, m
 			return membership.Result{}, membership.Change{}
 		}
 		slices.Sort(removed)
-		return membership.Result{Count: len(removed)}, membership.Change{Op: membership.OpRemove, GroupID: g.id, UIDs: removed}
+		return membership.Result{Count: len(removed)}, membership.Change{Op: membership.OpRemove, GroupID: g.ID, UIDs: removed}
 	case membership.OpReplace:
 		uids := sortedUIDs(w.Users)
-		added, removed := diff(&g.members, uids)
-		m.setMembers(g, uids, a.leftInNoGroup)
+		added, removed := packed.Diff(&g.Members, uids)
+		g.SetMembers(&m.reverse, &m.due, uids, a.leftInNoGroup)
 		expiries := m.setExpiries(g, w.Users, a.commit)
-		changed, reported := a.nicknames.set(w.Users, added)
+		changed, reported := a.nicknames.Set(w.Users, added)
 		m.counts.members.Add(int64(len(added) - removed))
 		if len(added) == 0 && removed == 0 && len(changed) == 0 && len(expiries) == 0 {
 			return membership.Result{}, membership.Change{}
 		}
 		return membership.Result{Count: len(added), Removed: removed},
-			membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported, Expiries: expiries}
+			membership.Change{Op: membership.OpReplace, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}
 	default: // OpDeleteGroup
-		if g.members.size == 0 {
+		if g.Members.Len() == 0 {
 			return membership.Result{}, membership.Change{}
 		}
-		removed := m.emptyGroup(g, a.leftInNoGroup)
-		return membership.Result{Count: removed}, membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}
+		removed := g.Empty(&m.reverse, &m.due, a.leftInNoGroup)
+		m.counts.members.Add(-int64(removed))
+		return membership.Result{Count: removed}, membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}
 	}
 }
 
@@ -254,7 +272,7 @@ func namedUIDs(ws []membership.Write) map[membership.UID]bool {
 // batchUIDs yields every uid the writes can touch: those they name, and the
 // members of the groups they replace or delete (members an earlier write of
 // the batch adds are named by it).
-func batchUIDs(ws []membership.Write, groups map[string]*group) func(yield func(membership.UID) bool) {
+func batchUIDs(ws []membership.Write, groups map[string]*group.Group) func(yield func(membership.UID) bool) {
 	return func(yield func(membership.UID) bool) {
 		for _, w := range ws {
 			for _, u := range w.Users {
@@ -268,7 +286,7 @@ func batchUIDs(ws []membership.Write, groups map[string]*group) func(yield func(
 				}
 			}
 			if g := groups[w.GroupID]; g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
-				for uid := range g.members.all {
+				for uid := range g.Members.All {
 					if !yield(uid) {
 						return
 					}
@@ -276,41 +294,4 @@ func batchUIDs(ws []membership.Write, groups map[string]*group) func(yield func(
 			}
 		}
 	}
-}
-
-// lockShardsOf locks the shards of the groups ws write to, each once, in
-// ascending index order, and returns the set it locked, for unlockShards;
-// buf is room for the set.
-func (m *Store) lockShardsOf(ws []membership.Write, buf []uint64) []uint64 {
-	set := m.shardSet(buf)
-	for _, w := range ws {
-		k := m.shardIndex(w.GroupID)
-		set[k/64] |= 1 << (k % 64)
-	}
-	for w, word := range set {
-		for ; word != 0; word &= word - 1 {
-			m.shards[w*64+bits.TrailingZeros64(word)].mu.Lock()
-		}
-	}
-	return set
-}
-
-// unlockShards unlocks the shards lockShardsOf locked.
-func (m *Store) unlockShards(set []uint64) {
-	for w, word := range set {
-		for ; word != 0; word &= word - 1 {
-			m.shards[w*64+bits.TrailingZeros64(word)].mu.Unlock()
-		}
-	}
-}
-
-// shardSet returns an empty set of shards, in buf when it has room.
-func (m *Store) shardSet(buf []uint64) []uint64 {
-	words := (len(m.shards) + 63) / 64
-	if words <= len(buf) {
-		set := buf[:words]
-		clear(set)
-		return set
-	}
-	return make([]uint64, words)
 }

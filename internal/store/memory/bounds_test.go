@@ -13,25 +13,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
-
-func uidRange(from, n int) []membership.User {
-	users := make([]membership.User, n)
-	for i := range users {
-		users[i] = membership.User{UID: membership.UID(from + i)}
-	}
-	return users
-}
-
-func uidsOf(users []membership.User) []membership.UID {
-	uids := make([]membership.UID, len(users))
-	for i, u := range users {
-		uids[i] = u.UID
-	}
-	return uids
-}
 
 // The feed keeps changes bounded in bytes as well as in count: churning the
 // same 1000 uids in and out of a group keeps only as many changes as fit.
@@ -39,23 +25,23 @@ func TestFeedIsBoundedInBytes(t *testing.T) {
 	ctx := context.Background()
 	const maxBytes = 64 << 10
 	m := NewWith(Options{ChangesKeep: 100000, ChangesKeepBytes: maxBytes})
-	users := uidRange(1, 1000)
+	users := storetest.UserRange(1, 1000)
 	for range 50 {
 		_, err := m.AddMembers(ctx, "churn", users)
 		require.NoError(t, err)
-		_, err = m.RemoveMembers(ctx, "churn", uidsOf(users))
+		_, err = m.RemoveMembers(ctx, "churn", storetest.UIDsOf(users))
 		require.NoError(t, err)
 	}
-	fs := m.feed.stats()
-	assert.Equal(t, membership.Revision(100), fs.last)
-	assert.LessOrEqual(t, fs.bytes, int64(maxBytes))
-	cost := changeCost(membership.Change{GroupID: "churn", UIDs: make([]membership.UID, 1000)})
-	assert.Equal(t, int(maxBytes/cost), fs.kept, "as many changes of 1000 uids as fit in 64 KiB")
+	fs := m.feed.Stats()
+	assert.Equal(t, membership.Revision(100), fs.Last)
+	assert.LessOrEqual(t, fs.Bytes, int64(maxBytes))
+	cost := feed.ChangeCost(membership.Change{GroupID: "churn", UIDs: make([]membership.UID, 1000)})
+	assert.Equal(t, int(maxBytes/cost), fs.Kept, "as many changes of 1000 uids as fit in 64 KiB")
 
-	oldest := fs.last - membership.Revision(fs.kept) + 1
+	oldest := fs.Last - membership.Revision(fs.Kept) + 1
 	changes, _, err := m.Changes(ctx, membership.ChangeOptions{After: oldest - 1})
 	require.NoError(t, err)
-	assert.Len(t, changes, fs.kept)
+	assert.Len(t, changes, fs.Kept)
 	assert.Equal(t, oldest, changes[0].Revision)
 	_, _, err = m.Changes(ctx, membership.ChangeOptions{After: oldest - 2})
 	var gone *membership.Error
@@ -70,21 +56,21 @@ func TestFeedIsBoundedInBytes(t *testing.T) {
 func TestFeedChangesHoldOnlyWhatTheyAltered(t *testing.T) {
 	ctx := context.Background()
 	m := New()
-	_, err := m.AddMembers(ctx, "g", uidRange(1, 5000))
+	_, err := m.AddMembers(ctx, "g", storetest.UserRange(1, 5000))
 	require.NoError(t, err)
-	before := m.feed.stats().bytes
-	_, err = m.AddMembers(ctx, "g", append(uidRange(1, 5000), membership.User{UID: 9999})) // adds one
+	before := m.feed.Stats().Bytes
+	_, err = m.AddMembers(ctx, "g", append(storetest.UserRange(1, 5000), membership.User{UID: 9999})) // adds one
 	require.NoError(t, err)
-	_, err = m.RemoveMembers(ctx, "g", append(uidsOf(uidRange(20000, 5000)), 1)) // removes one
+	_, err = m.RemoveMembers(ctx, "g", append(storetest.UIDsOf(storetest.UserRange(20000, 5000)), 1)) // removes one
 	require.NoError(t, err)
 	changes := storetest.AllChanges(t, m, 1)
 	require.Len(t, changes, 2)
 	for _, c := range changes {
 		assert.Len(t, c.UIDs, 1)
 		assert.Equal(t, 1, cap(c.UIDs), "one uid altered: the room of one kept")
-		assert.Equal(t, changeOverhead+int64(len("g"))+8, changeCost(c))
+		assert.Equal(t, feed.ChangeOverhead+int64(len("g"))+8, feed.ChangeCost(c))
 	}
-	assert.Equal(t, before+changeCost(changes[0])+changeCost(changes[1]), m.feed.stats().bytes)
+	assert.Equal(t, before+feed.ChangeCost(changes[0])+feed.ChangeCost(changes[1]), m.feed.Stats().Bytes)
 }
 
 // The newest change is kept even when it alone is over the bound, so that a
@@ -92,43 +78,14 @@ func TestFeedChangesHoldOnlyWhatTheyAltered(t *testing.T) {
 func TestFeedKeepsTheNewestChangeOverTheBound(t *testing.T) {
 	ctx := context.Background()
 	m := NewWith(Options{ChangesKeep: keepAll, ChangesKeepBytes: 1000})
-	_, err := m.AddMembers(ctx, "g", uidRange(1, 10))
+	_, err := m.AddMembers(ctx, "g", storetest.UserRange(1, 10))
 	require.NoError(t, err)
-	_, err = m.AddMembers(ctx, "g", uidRange(100, 1000))
+	_, err = m.AddMembers(ctx, "g", storetest.UserRange(100, 1000))
 	require.NoError(t, err)
 	changes := storetest.AllChanges(t, m, 1)
 	require.Len(t, changes, 1)
 	assert.Len(t, changes[0].UIDs, 1000)
-	assert.Equal(t, 1, m.feed.stats().kept)
-}
-
-// A snapshot's kept changes load within the bounds of the feed that loads
-// them: a restart with a smaller -changes-keep-bytes keeps the newest.
-func TestFeedLoadKeepsTheNewestThatFit(t *testing.T) {
-	var kept []membership.Change
-	for i := range 10 {
-		kept = append(kept, membership.Change{Revision: membership.Revision(i + 1), Op: membership.OpAdd, GroupID: "g",
-			UIDs: make([]membership.UID, 100)})
-	}
-	cost := changeCost(kept[0])
-	for _, tt := range []struct {
-		keep     int
-		maxBytes int64
-		want     int
-	}{{100, 3 * cost, 3}, {2, 100 * cost, 2}, {100, 100 * cost, 10}, {100, 1, 1}} {
-		t.Run(fmt.Sprint(tt.keep, " ", tt.maxBytes), func(t *testing.T) {
-			f := newFeed(tt.keep, tt.maxBytes)
-			f.load(10, append([]membership.Change(nil), kept...))
-			_, got := f.export()
-			require.Len(t, got, tt.want)
-			assert.Equal(t, membership.Revision(10-tt.want+1), got[0].Revision)
-			assert.Equal(t, int64(tt.want)*cost, f.stats().bytes)
-			f.record(membership.Change{Op: membership.OpAdd, GroupID: "g", UIDs: make([]membership.UID, 100)}, stamp{}, nil)
-			_, got = f.export()
-			assert.Equal(t, membership.Revision(11), got[len(got)-1].Revision, "the feed goes on after a load")
-			assert.LessOrEqual(t, len(got), tt.keep)
-		})
-	}
+	assert.Equal(t, 1, m.feed.Stats().Kept)
 }
 
 // walkCounts counts groups, memberships and distinct users by walking the
@@ -137,13 +94,13 @@ func walkCounts(m *Store) (groups, members, users int64) {
 	for i := range m.shards {
 		for _, g := range m.shards[i].groups {
 			groups++
-			members += int64(g.members.size)
+			members += int64(g.Members.Len())
 		}
 	}
-	for i := range m.reverse {
+	for k := range m.shards { // as many as the reverse index has
 		seen := map[membership.UID]bool{}
-		for p := range m.reverse[i].pairs.all {
-			seen[p.user] = true
+		for p := range m.reverse.Pairs(k, 0) {
+			seen[p.User] = true
 		}
 		users += int64(len(seen))
 	}
@@ -155,7 +112,7 @@ func checkCounts(t *testing.T, m *Store, step string) {
 	groups, members, users := walkCounts(m)
 	require.Equal(t, groups, m.counts.groups.Load(), "groups after %s", step)
 	require.Equal(t, members, m.counts.members.Load(), "members after %s", step)
-	require.Equal(t, users, m.counts.users.Load(), "users after %s", step)
+	require.Equal(t, users, m.reverse.Users(), "users after %s", step)
 }
 
 // The counts metrics read are kept as the store changes; they must agree
@@ -166,10 +123,10 @@ func TestMemoryCountsAgreeWithTheStore(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	m := NewWith(Options{Shards: 4, ChangesKeep: membership.DefaultChangesKeep})
 	for step := range 3000 {
-		group := fmt.Sprint("g", rng.IntN(8))
+		groupID := fmt.Sprint("g", rng.IntN(8))
 		n := 1 + rng.IntN(3)
 		if rng.IntN(50) == 0 {
-			n = bulkFill + rng.IntN(100) // the bulk path of an empty group
+			n = group.BulkFill + rng.IntN(100) // the bulk path of an empty group
 		}
 		uids := make([]membership.UID, n)
 		users := make([]membership.User, n)
@@ -180,13 +137,13 @@ func TestMemoryCountsAgreeWithTheStore(t *testing.T) {
 		var err error
 		what := "add"
 		if rng.IntN(2) == 0 {
-			_, err = m.RemoveMembers(ctx, group, uids)
+			_, err = m.RemoveMembers(ctx, groupID, uids)
 			what = "remove"
 		} else {
-			_, err = m.AddMembers(ctx, group, users)
+			_, err = m.AddMembers(ctx, groupID, users)
 		}
 		require.NoError(t, err)
-		checkCounts(t, m, fmt.Sprintf("step %d (%s %v in %s)", step, what, uids, group))
+		checkCounts(t, m, fmt.Sprintf("step %d (%s %v in %s)", step, what, uids, groupID))
 	}
 	loaded := New()
 	loaded.Import(m.Export())
@@ -201,14 +158,14 @@ func TestMemoryKeepsItsOwnCopyOfGroupIDs(t *testing.T) {
 	line := "g" + strings.Repeat("x", 1<<20) // the request line the id came from
 	id := line[:1]
 	m := New()
-	_, err := m.AddMembers(ctx, id, uidRange(1, 2))
+	_, err := m.AddMembers(ctx, id, storetest.UserRange(1, 2))
 	require.NoError(t, err)
 	_, err = m.RemoveMembers(ctx, id, []membership.UID{1})
 	require.NoError(t, err)
 	lineData := unsafe.StringData(line)
 	g := m.shardOf("g").groups["g"]
 	require.NotNil(t, g)
-	assert.NotSame(t, lineData, unsafe.StringData(g.id))
+	assert.NotSame(t, lineData, unsafe.StringData(g.ID))
 	for _, c := range storetest.AllChanges(t, m, 0) {
 		assert.NotSame(t, lineData, unsafe.StringData(c.GroupID), "change %d", c.Revision)
 	}

@@ -10,11 +10,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
-// An add of at least parallelReverse users new to the group records them in
+// An add of at least reverse.ParallelAdd users new to the group records them in
 // the reverse index shard by shard on every core: into an empty group and into one
 // with members, with users new to the store and users already in other
 // groups, it leaves the reverse index and the count of users exactly as
@@ -41,11 +42,11 @@ func TestBulkAddsKeepTheReverseIndexAndCounts(t *testing.T) {
 	}
 	adds := []add{
 		{"a", users(50)},
-		{"b", users(3 * parallelReverse)},     // an empty group, filled
-		{"a", users(2 * parallelReverse)},     // a group with members
-		{"c", distinct(parallelReverse, 7)},   // exactly the threshold
-		{"b", users(parallelReverse + 17)},    // many already members
-		{"d", distinct(parallelReverse-1, 5)}, // one under it
+		{"b", users(3 * reverse.ParallelAdd)},     // an empty group, filled
+		{"a", users(2 * reverse.ParallelAdd)},     // a group with members
+		{"c", distinct(reverse.ParallelAdd, 7)},   // exactly the threshold
+		{"b", users(reverse.ParallelAdd + 17)},    // many already members
+		{"d", distinct(reverse.ParallelAdd-1, 5)}, // one under it
 	}
 	bulk, small := New(), New()
 	ctx := context.Background()

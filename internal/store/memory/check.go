@@ -2,9 +2,12 @@ package memory
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/expiry"
+	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/membership"
 )
 
@@ -44,11 +47,11 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 		return rev, len(w.Users) > 0 && !m.holdsAll(g, w.Users), nil
 	case membership.OpExpire:
 		return rev, g != nil && slices.ContainsFunc(w.UIDs, func(uid membership.UID) bool {
-			at := expiryOf(g, uid)
-			return at != 0 && at <= expiryMillis(w.AsOf)
+			at := g.Expiries.Of(uid)
+			return at != 0 && at <= expiry.Millis(w.AsOf)
 		}), nil
 	case membership.OpRemove:
-		return rev, g != nil && slices.ContainsFunc(w.UIDs, g.members.contains), nil
+		return rev, g != nil && slices.ContainsFunc(w.UIDs, g.Members.Contains), nil
 	case membership.OpReplace:
 		return rev, !m.isExactly(g, w.Users), nil
 	}
@@ -58,25 +61,25 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 // holdsAll reports whether every user is a member of g (nil: a group with
 // no members) and already has the nickname it gives, if any. The caller
 // holds g's shard.
-func (m *Store) holdsAll(g *group, users []membership.User) bool {
+func (m *Store) holdsAll(g *group.Group, users []membership.User) bool {
 	if g == nil {
 		return false
 	}
 	for _, u := range users {
-		if !g.members.contains(u.UID) || u.Expiry.TTL != 0 { // a TTL counts from the commit: it changes the expiry
+		if !g.Members.Contains(u.UID) || u.Expiry.TTL != 0 { // a TTL counts from the commit: it changes the expiry
 			return false
 		}
 	}
-	return !m.changesNicknames(users) && !m.changesExpiries(g, users, time.Time{})
+	return !m.nicknames.Changes(users) && !changesExpiries(g, users, time.Time{})
 }
 
 // isExactly reports whether g (nil: a group with no members) has exactly
 // the users as members, with the nicknames they give: whether replacing
 // its members by them would change nothing. The caller holds g's shard.
-func (m *Store) isExactly(g *group, users []membership.User) bool {
+func (m *Store) isExactly(g *group.Group, users []membership.User) bool {
 	size := 0
 	if g != nil {
-		size = g.members.size
+		size = g.Members.Len()
 	}
 	if len(users) < size {
 		return false // fewer users than members, repeats or not
@@ -94,10 +97,13 @@ func (m *Store) isExactly(g *group, users []membership.User) bool {
 
 // checkUser is Check of OpRemoveUser: it changes something when uid is in a
 // group, and reports the latest revision when it does not, as Write does.
-func (m *Store) checkUser(uid membership.UID) (membership.Revision, bool, error) {
-	k, user := m.reverseKey(uid)
-	r := &m.reverse[k]
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return m.LatestRevision(), r.pairs.hasUser(user), nil
+func (m *Store) checkUser(uid membership.UID) (rev membership.Revision, changes bool, err error) {
+	m.reverse.ReadGroupsOf(uid, func(numbers iter.Seq[uint32]) {
+		rev = m.LatestRevision()
+		for range numbers {
+			changes = true
+			break
+		}
+	})
+	return rev, changes, nil
 }

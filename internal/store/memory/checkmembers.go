@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"math/bits"
 
 	"example.com/groupmembership/membership"
 )
@@ -22,40 +21,20 @@ import (
 func (m *Store) CheckMembers(_ context.Context, checks []membership.Check) ([]bool, membership.Revision, error) {
 	found := make([]bool, len(checks))
 	var buf [4]uint64
-	held := m.rlockShardsOf(checks, buf[:])
-	defer m.runlockShards(held)
+	held := m.lockShards(func(yield func(string) bool) {
+		for _, c := range checks {
+			if !yield(c.GroupID) {
+				return
+			}
+		}
+	}, true, buf[:])
+	defer m.unlockShards(held)
 	rev := m.LatestRevision()
 	for i, c := range checks {
 		g := m.shards[m.shardIndex(c.GroupID)].groups[c.GroupID]
-		found[i] = g != nil && g.members.contains(c.UID)
+		found[i] = g != nil && g.Members.Contains(c.UID)
 	}
 	return found, rev, nil
-}
-
-// rlockShardsOf locks for reading the shards of the groups checks name,
-// each once, in ascending index order, and returns the set it locked, for
-// runlockShards; buf is room for the set.
-func (m *Store) rlockShardsOf(checks []membership.Check, buf []uint64) []uint64 {
-	set := m.shardSet(buf)
-	for _, c := range checks {
-		k := m.shardIndex(c.GroupID)
-		set[k/64] |= 1 << (k % 64)
-	}
-	for w, word := range set {
-		for ; word != 0; word &= word - 1 {
-			m.shards[w*64+bits.TrailingZeros64(word)].mu.RLock()
-		}
-	}
-	return set
-}
-
-// runlockShards unlocks the shards rlockShardsOf locked.
-func (m *Store) runlockShards(set []uint64) {
-	for w, word := range set {
-		for ; word != 0; word &= word - 1 {
-			m.shards[w*64+bits.TrailingZeros64(word)].mu.RUnlock()
-		}
-	}
 }
 
 // CheckMembers implements membership.Store.

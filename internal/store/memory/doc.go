@@ -1,18 +1,36 @@
-// Package memory is the in-memory index of memberships: Store keeps each
-// group as a sorted set of uids in delta-encoded chunks, a reverse index
-// from users to groups, the nicknames, and the change feed that gives
-// every change its revision. It is a membership.Store by itself (nothing
-// survives the process), and the index the durable and PostgreSQL stores
-// serve their reads from, applying every change to it themselves.
+// Package memory is the in-memory index of memberships. It is a
+// membership.Store by itself (nothing survives the process), and the index
+// the durable and PostgreSQL stores serve their reads from, applying every
+// change to it themselves.
+//
+// Store holds the groups in locked shards and composes the parts below,
+// each a package of its own that imports only the parts listed after it,
+// and never the Store: it takes the locks, in the order below, and makes
+// a change of their steps.
+//
+//   - group: a group (its members, their expiries, its revision) and how its
+//     members change, and the index of the groups by id, for pages of groups;
+//   - reverse: the reverse index, from users to the numbers of their groups;
+//   - packed: the chunks of fixed-width deltas a group's members and the
+//     reverse index's pairs are kept in;
+//   - expiry: a group's expiries by member, and the due set of every expiry
+//     by time;
+//   - sortedset: the varint-delta chunks the expiries are kept in;
+//   - nicknames: the nickname directory;
+//   - feed: the revisions and the change feed;
+//   - keys: the Idempotency-Keys remembered;
+//   - shards: a set of shards, locked in index order, and work spread over
+//     them on every core.
 //
 // # Concurrency
 //
 // These are all the locks, and the one order they are taken in. A lock
 // later in the list is never held while one earlier is taken.
 //
-//  0. keyedMu: held for reading by a write with an Idempotency key from
-//     before its change until its key is remembered, and for writing by
-//     Backup, so that a backup holds no change without its key.
+//  0. the key table's applying lock (package keys): held for reading by a
+//     write with an Idempotency key from before its change until its key
+//     is remembered, and for writing by Backup (Table.Block), so that a
+//     backup holds no change without its key.
 //  1. shard.mu (Store.shards): a group's shard. A change holds its group's
 //     shard, and only that one, from start to end; a reader of a group holds
 //     it for reading. A backup holds every shard for reading, in index
@@ -23,39 +41,39 @@
 //     of one revision. CheckMembers holds the shards of the groups it
 //     checks, for reading, in index order, so that its answers are of one
 //     revision.
-//  2. indexMu: the group index, in id order (groupindex.go). A change takes
+//  2. indexMu: the group index, in id order (group.Index). A change takes
 //     it, with its shard held, only to create or drop a group, and holds no
 //     other lock then; Groups takes it for reading with every shard held.
-//  3. reverseShard.mu (Store.reverse): the reverse index of the uids that
-//     hash to it. A change holds the reverse shards of every uid it names,
-//     taken in ascending index order (lockReverse), from its first update of
-//     the reverse index until its revision is recorded, so that each user's
-//     groups change in the order of the revisions. UserGroups holds one for
-//     reading.
+//  3. a reverse shard's lock (package reverse, Store.reverse): the reverse
+//     index of the uids that hash to it. A change holds the reverse shards
+//     of every uid it names, taken in ascending index order (Index.Lock),
+//     from its first update of the reverse index until its revision is
+//     recorded, so that each user's groups change in the order of the
+//     revisions. UserGroups holds one for reading (Index.ReadGroupsOf).
 //  4. groupNumbers.mu: the interned group ids. A change takes it with its
 //     shard held, but never with a reverse shard held (a group's number is
-//     drawn before lockReverse and freed after unlockReverse); UserGroups,
+//     drawn before Index.Lock and freed after Index.Unlock); UserGroups,
 //     and the removal of a user from every group (which holds every shard,
 //     so that no writer can want it), take it for reading with a reverse
 //     shard held.
-//  5. nicknamesMu (Store): the nicknames. A change that sets or clears
-//     nicknames takes it after its reverse shards; one that sets them
-//     holds it until its revision is published (nicknameWrite), so that a
-//     list, which takes it for reading after its shard, never shows a
-//     nickname with an older revision.
-//  6. feed.mu: the change feed. Taken by feed.record (which runs the
-//     change's published func under it, before any reader can see the
-//     revision), and alone by readers of the feed.
-//  7. dueSet.mu: the expiries of the store by time (expiry.go), taken by
-//     a change that sets or ends an expiry, with its shard held; by
-//     DueExpiries and NextExpiry alone; and by RequeueExpiries with a
-//     shard held for reading.
-//  8. keys.mu: the Idempotency-Keys remembered (keys.go). A keyed write
-//     takes it alone, before its change to see whether the key is known
-//     (and to mark it in flight) and after it to remember the result; a
-//     backup takes it with every shard held, to copy the keys.
+//  5. the nicknames' lock (package nicknames, Store.nicknames). A change
+//     that sets or clears nicknames takes it after its reverse shards; one
+//     that sets them holds it until its revision is published
+//     (nicknames.Write), so that a list, which takes it for reading after
+//     its shard, never shows a nickname with an older revision.
+//  6. the change feed's lock (package feed). Taken by Feed.Record (which
+//     runs the change's published func under it, before any reader can see
+//     the revision), and alone by readers of the feed.
+//  7. the due set's lock (expiry.Due, Store.due): the expiries of the
+//     store by time, taken by a change that sets or ends an expiry, with
+//     its shard held; by DueExpiries and NextExpiry alone; and by
+//     RequeueExpiries with a shard held for reading.
+//  8. the key table's mu (package keys): the Idempotency-Keys remembered.
+//     A keyed write takes it alone, before its change to see whether the
+//     key is known (and to mark it in flight) and after it to remember the
+//     result; a backup takes it with every shard held, to copy the keys.
 //
-// Every counter read without a lock (storeCounts, nicknameCount, the
-// revisions in Store) is an atomic, written under the lock of what it
-// counts.
+// Every counter read without a lock (storeCounts, the reverse index's
+// users, the nicknames' count and revision, the revisions in Store) is an
+// atomic, written under the lock of what it counts.
 package memory

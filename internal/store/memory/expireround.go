@@ -1,11 +1,13 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
 
+	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/group"
+	"example.com/groupmembership/internal/store/memory/shards"
 	"example.com/groupmembership/membership"
 )
 
@@ -28,7 +30,7 @@ func (m *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membe
 	if err := onlyExpires(ws); err != nil {
 		return nil, err
 	}
-	return m.expireAll(ws, func(w membership.Write) stamp { return stamp{actor: w.Actor, at: w.Time, now: true} }), nil
+	return m.expireAll(ws, func(w membership.Write) feed.Stamp { return feed.Stamp{Actor: w.Actor, At: w.Time, Now: true} }), nil
 }
 
 // ApplyExpiries is WriteExpiries for a store that replays its own log (see
@@ -37,7 +39,7 @@ func (m *Store) ApplyExpiries(ws []membership.Write) ([]membership.Result, error
 	if err := onlyExpires(ws); err != nil {
 		return nil, err
 	}
-	return m.expireAll(ws, func(w membership.Write) stamp { return stamp{actor: w.Actor, at: w.Time} }), nil
+	return m.expireAll(ws, func(w membership.Write) feed.Stamp { return feed.Stamp{Actor: w.Actor, At: w.Time} }), nil
 }
 
 // onlyExpires returns an error unless every write of ws is an expire
@@ -51,42 +53,48 @@ func onlyExpires(ws []membership.Write) error {
 	return nil
 }
 
-// expiredPair is a reverse pair an expire of a round removes, of the
-// round's write numbered write.
-type expiredPair struct {
-	pair
-	write uint32
-}
-
-func compareExpiredPairs(a, b expiredPair) int {
-	switch {
-	case a.user != b.user:
-		return cmp.Compare(a.user, b.user)
-	case a.group != b.group:
-		return cmp.Compare(a.group, b.group)
-	}
-	return cmp.Compare(a.write, b.write)
-}
-
 // expireAll applies ws, expire writes, as one after another would, each
 // stamped by stampOf. It holds the shards of their groups throughout, and
 // every reverse shard they touch from the first pair removed until the
 // last revision is recorded, as removeHeld does for one.
-func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) stamp) []membership.Result {
+func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) feed.Stamp) []membership.Result {
 	results := make([]membership.Result, len(ws))
 	if len(ws) == 0 {
 		return results
 	}
 	var sbuf [1]uint64
-	held := m.lockShardsOf(ws, sbuf[:])
+	held := m.lockShards(groupsOf(ws), false, sbuf[:])
 	defer m.unlockShards(held)
 
-	// Each write's members leave their group, each group's writes in the
-	// order given (a group emptied by one write has none for the next of
-	// it), the groups side by side on every core.
-	groups := make([]*group, len(ws))
+	groups, removed := m.expireMembers(ws)
+	if !slices.ContainsFunc(removed, func(uids []membership.UID) bool { return len(uids) > 0 }) {
+		for i, g := range groups {
+			results[i].Revision = m.revisionOf(g)
+		}
+		return results
+	}
+	// Their pairs leave the reverse index shard by shard, each shard's in
+	// order; a user whose last pair left is in no group, as the last write
+	// that removed one of the user's pairs says.
+	var rbuf [4]uint64
+	inNoGroup, locked := m.reverse.RemoveRound(removed, func(i int) uint32 { return groups[i].Number }, rbuf[:])
+	dropped := m.recordExpiries(ws, groups, removed, inNoGroup, stampOf, results)
+	m.reverse.Unlock(locked)
+	for _, g := range dropped {
+		m.dropGroup(m.shardOf(g.ID), g, g.Revision)
+	}
+	return results
+}
+
+// expireMembers takes each write's members that are due out of its group,
+// each group's writes in the order given (a group emptied by one write has
+// none for the next of it), the groups side by side on every core. It
+// returns each write's group (nil: none) and the uids it removed, sorted.
+// The caller holds the groups' shards.
+func (m *Store) expireMembers(ws []membership.Write) (groups []*group.Group, removed [][]membership.UID) {
+	groups = make([]*group.Group, len(ws))
 	var byGroup [][]int // the writes of each group, in order
-	index := make(map[*group]int)
+	index := make(map[*group.Group]int)
 	for i, w := range ws {
 		g := m.shardOf(w.GroupID).groups[w.GroupID]
 		groups[i] = g
@@ -101,116 +109,48 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 		}
 		byGroup[k] = append(byGroup[k], i)
 	}
-	removed := make([][]membership.UID, len(ws))
-	parallel(cores(len(byGroup)), len(byGroup), func(_, k int) {
+	removed = make([][]membership.UID, len(ws))
+	shards.Parallel(shards.Workers(len(byGroup)), len(byGroup), func(_, k int) {
 		for _, i := range byGroup[k] {
 			g, w := groups[i], ws[i]
-			if g.expiries == nil || len(w.UIDs) == 0 {
+			if g.Expiries.Len() == 0 || len(w.UIDs) == 0 {
 				continue
 			}
-			due := dueMembers(g, w.UIDs, w.AsOf)
+			due := g.Expiries.Due(w.UIDs, w.AsOf)
 			out := due[:0]
 			for _, uid := range due {
-				if g.members.remove(uid) {
+				if g.Members.Remove(uid) {
 					out = append(out, uid)
 				}
 			}
 			if len(out) > 0 {
-				m.endExpired(g, out)
+				m.due.EndExpired(&g.Expiries, out)
 				removed[i] = out
 			}
 		}
 	})
-	total := 0
-	for _, uids := range removed {
-		total += len(uids)
-	}
-	if total == 0 {
-		for i, g := range groups {
-			results[i].Revision = m.revisionOf(g)
-		}
-		return results
-	}
+	return groups, removed
+}
 
-	// Their pairs leave the reverse index shard by shard, each shard's in
-	// order (pairs are bucketed by shard, then each bucket sorted). A user
-	// whose last pair left is in no group: of the writes that removed the
-	// user's pairs, the last one (in the order given) is the one that,
-	// applied one after another, would have found so, and its change says
-	// so.
-	pairs, starts := byReverseShard(m, total, func(yield func(membership.UID, uint32) bool) {
-		for i, uids := range removed {
-			for _, uid := range uids {
-				if !yield(uid, uint32(i)) {
-					return
-				}
-			}
-		}
-	}, func(user membership.UID, write uint32) expiredPair {
-		return expiredPair{pair: pair{user: user, group: groups[write].number}, write: write}
-	})
-	var rbuf [4]uint64
-	locked := m.lockReverse(func(yield func(membership.UID) bool) {
-		for _, uids := range removed {
-			for _, uid := range uids {
-				if !yield(uid) {
-					return
-				}
-			}
-		}
-	}, rbuf[:])
-	// Each shard's alone, on every core: a round's work under load gets
-	// a core's share for each.
-	type leftNone struct {
-		uid   membership.UID
-		write uint32
-	}
-	workers := cores(len(m.reverse))
-	found := make([][]leftNone, workers)
-	parallel(workers, len(m.reverse), func(worker, k int) {
-		shard := pairs[starts[k]:starts[k+1]]
-		slices.SortFunc(shard, compareExpiredPairs)
-		set := &m.reverse[k].pairs
-		for i := 0; i < len(shard); {
-			user, none := shard[i].user, false
-			j := i
-			for ; j < len(shard) && shard[j].user == user; j++ {
-				none = set.remove(shard[j].pair)
-			}
-			if none {
-				last := shard[i].write
-				for _, p := range shard[i+1 : j] {
-					last = max(last, p.write)
-				}
-				uid := membership.UID(uint64(user)*uint64(len(m.reverse)) + uint64(k))
-				found[worker] = append(found[worker], leftNone{uid: uid, write: last})
-			}
-			i = j
-		}
-	})
-	inNoGroup := make([][]membership.UID, len(ws))
-	for _, f := range found {
-		m.counts.users.Add(-int64(len(f)))
-		for _, n := range f {
-			inNoGroup[n.write] = append(inNoGroup[n.write], n.uid)
-		}
-	}
-
-	// Then each write's change, in the order given. A group is dropped
-	// when the last write that ends members of it leaves it empty; a write
-	// that ends none is answered the revision it would have been then.
-	lastOf := make(map[*group]int)
+// recordExpiries records each write's change, in the order given, into
+// results, and returns the groups to drop, in the order of their last
+// change: a group is dropped when the last write that ends members of it
+// leaves it empty. A write that ends none is answered the revision it
+// would have been then. The caller holds the groups' shards and the
+// reverse shards of the uids removed.
+func (m *Store) recordExpiries(ws []membership.Write, groups []*group.Group, removed, inNoGroup [][]membership.UID,
+	stampOf func(membership.Write) feed.Stamp, results []membership.Result) (dropped []*group.Group) {
+	lastOf := make(map[*group.Group]int)
 	for i, g := range groups {
 		if len(removed[i]) > 0 {
 			lastOf[g] = i
 		}
 	}
-	var dropped []*group // in the order of their last change
-	revisionNow := func(g *group) membership.Revision {
+	revisionNow := func(g *group.Group) membership.Revision {
 		if g == nil || slices.Contains(dropped, g) {
 			r := m.revisionOf(nil)
 			if len(dropped) > 0 {
-				r = max(r, dropped[len(dropped)-1].revision)
+				r = max(r, dropped[len(dropped)-1].Revision)
 			}
 			return r
 		}
@@ -222,18 +162,14 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 			results[i].Revision = revisionNow(g)
 			continue
 		}
-		cleared := m.clearNicknames(inNoGroup[i])
+		cleared := m.nicknames.Clear(inNoGroup[i])
 		m.counts.members.Add(-int64(len(removed[i])))
-		rev := m.feed.record(membership.Change{Op: membership.OpExpire, GroupID: g.id, UIDs: tight(removed[i]), Nicknames: cleared}, stampOf(w), nil)
+		rev := m.feed.Record(membership.Change{Op: membership.OpExpire, GroupID: g.ID, UIDs: tight(removed[i]), Nicknames: cleared}, stampOf(w), nil)
 		results[i] = membership.Result{Count: len(removed[i]), Revision: rev}
-		g.revision = rev
-		if lastOf[g] == i && g.members.size == 0 {
+		g.Revision = rev
+		if lastOf[g] == i && g.Members.Len() == 0 {
 			dropped = append(dropped, g)
 		}
 	}
-	m.unlockReverse(locked)
-	for _, g := range dropped {
-		m.dropGroup(m.shardOf(g.id), g, g.revision)
-	}
-	return results
+	return dropped
 }

@@ -3,25 +3,25 @@ package memory
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/memory/keys"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
 var keyT0 = time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 
+// keyedAdd is an add of uids to group "g" with the Idempotency key, as of
+// at (zero: none).
 func keyedAdd(key string, at time.Time, uids ...membership.UID) membership.Write {
-	w := membership.Write{Op: membership.OpAdd, GroupID: "g", Time: at}
-	for _, uid := range uids {
-		w.Users = append(w.Users, membership.User{UID: uid})
-	}
-	return storetest.Keyed(w, key)
+	w := storetest.KeyedAdd("g", key, uids...)
+	w.Time = at // not in the fingerprint
+	return w
 }
 
 func TestAKeyIsRememberedForItsRetentionAsOfEachWritesTime(t *testing.T) {
@@ -44,8 +44,8 @@ func TestAKeyIsRememberedForItsRetentionAsOfEachWritesTime(t *testing.T) {
 }
 
 func TestTheOldestKeysAreDroppedPastTheBudget(t *testing.T) {
-	// Each key below costs keyOverhead + 2 + resultBytes.
-	cost := int64(keyOverhead + 2 + resultBytes)
+	// Each key below costs keys.EntryOverhead + 2 + keys.ResultBytes.
+	cost := int64(keys.EntryOverhead + 2 + keys.ResultBytes)
 	m := NewWith(Options{IdempotencyBytes: 3 * cost})
 	for i := range 5 {
 		_, err := m.Apply(keyedAdd(fmt.Sprintf("k%d", i), keyT0, membership.UID(i+1)))
@@ -104,18 +104,11 @@ func holdGroup(m *Store, groupID string) (release func()) {
 	return s.mu.Unlock
 }
 
-// untilInFlight returns once key is in flight in m.
-func untilInFlight(m *Store, key string) {
-	for {
-		m.keys.mu.Lock()
-		e := m.keys.byKey[key]
-		inFlight := e != nil && !e.remembered
-		m.keys.mu.Unlock()
-		if inFlight {
-			return
-		}
-		runtime.Gosched()
-	}
+// untilInFlight returns once a keyed write is in flight in m, held up on
+// its way to a group's shard.
+func untilInFlight(t *testing.T) {
+	t.Helper()
+	require.True(t, waitForGoroutineIn("sync.(*RWMutex).Lock", "keys.(*Table).Do"), "a keyed write in flight")
 }
 
 func TestARepeatWhileTheFirstIsInFlightWaitsForIt(t *testing.T) {
@@ -130,7 +123,7 @@ func TestARepeatWhileTheFirstIsInFlightWaitsForIt(t *testing.T) {
 		res, err := m.Write(context.Background(), keyedAdd("k", time.Time{}, 1))
 		first <- answer{res, err}
 	}()
-	untilInFlight(m, "k")
+	untilInFlight(t)
 
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
@@ -32,7 +33,7 @@ func loaderState() (*snap.State, map[membership.UID][]string) {
 		}
 	}
 	// More pairs in shard 0 than a block: uids that are multiples of 64.
-	dense := make([]membership.UID, pairBlock+5000)
+	dense := make([]membership.UID, reverse.BlockPairs+5000)
 	for i := range dense {
 		dense[i] = membership.UID(64 * (i + 1))
 	}
@@ -97,34 +98,4 @@ func TestLoaderDropReturns(t *testing.T) {
 		require.NoError(t, l.Group(g))
 	}
 	l.Drop()
-}
-
-// A shard's blocks start small and double up to pairBlock: a load of a
-// few memberships takes little room (a review found 32 to 96 MiB for any
-// load, 64 shards of whole blocks), and a large one's blocks are whole.
-func TestPairBlocksGrowFromSmall(t *testing.T) {
-	var small pairBlocks
-	small.append(pair{user: 1, group: 1})
-	small.append(pair{user: 1 << 40, group: 1})
-	assert.LessOrEqual(t, cap(small.narrow[0])+cap(small.wide[0]), 2*firstPairBlock)
-
-	var large pairBlocks
-	const n = 5*pairBlock + 3
-	for i := range n {
-		large.append(pair{user: membership.UID(i), group: uint32(i)})
-	}
-	room := 0
-	for i, b := range large.narrow {
-		assert.LessOrEqual(t, cap(b), pairBlock, "block %d", i)
-		room += cap(b)
-	}
-	assert.Less(t, room, n+pairBlock, "no more room than a block's beyond the pairs")
-	assert.Equal(t, pairBlock, cap(large.narrow[len(large.narrow)-2]), "the blocks reach pairBlock")
-	got := large.appendTo(nil)
-	require.Len(t, got, n)
-	for i, p := range got {
-		if p != (pair{user: membership.UID(i), group: uint32(i)}) {
-			t.Fatalf("pair %d is %v", i, p)
-		}
-	}
 }

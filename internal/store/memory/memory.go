@@ -1,28 +1,32 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"hash/maphash"
 	"iter"
-	"math/bits"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/expiry"
+	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/group"
+	"example.com/groupmembership/internal/store/memory/keys"
+	"example.com/groupmembership/internal/store/memory/nicknames"
+	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/membership"
 )
 
 // DefaultShards is the number of independently locked shards of a Store.
 const DefaultShards = 64
 
-// bulkFill is how many users an add to an empty group must bring for the
-// group to be built in one pass instead of one insert at a time.
-const bulkFill = 64
+// DefaultChangesKeepBytes is the default bound, in bytes, of the changes the
+// feed keeps.
+const DefaultChangesKeepBytes = feed.DefaultKeepBytes
 
 // Store is a membership.Store that keeps everything in memory: each group as
 // a sorted set of uids, and one nickname directory shared by all groups.
@@ -36,47 +40,33 @@ type Store struct {
 	seed   maphash.Seed
 	shards []shard
 
-	// nicknamesMu guards nicknames. It is taken after a shard's lock, never
-	// before, so a call that changes both is atomic without deadlock.
-	nicknamesMu sync.RWMutex
-	// nicknames holds the users' nicknames. A user without an entry has the
-	// nickname "", so "" is never stored.
-	nicknames map[membership.UID]string
-	// nicknameCount is len(nicknames), set under nicknamesMu and read
-	// without it: an add of users without nicknames skips the lock while
-	// no user has one.
-	nicknameCount atomic.Int64
+	// nicknames are the users' nicknames, one directory for all groups.
+	nicknames nicknames.Directory
 
 	// feed gives every change the next revision and keeps the latest
 	// changes, so a revision names one change in the whole store.
-	feed feed
-	// keys are the Idempotency-Keys remembered (keys.go). keyedMu is held
-	// for reading by a keyed write from its change until its key is
-	// remembered, and for writing by Backup, so that a backup never holds
-	// a change without its key.
-	keys    keys
-	keyedMu sync.RWMutex
-	// due holds the expiries set, by time (expiry.go).
-	due dueSet
+	feed feed.Feed
+	// keys are the Idempotency-Keys remembered, with what their writes
+	// returned.
+	keys keys.Table
+	// due holds every expiry set, by time (expiry.go).
+	due expiry.Due
 	// replaysCountedByCaller is Options.ReplaysCountedByCaller.
 	replaysCountedByCaller bool
-	// nicknamesRevision is the revision of the last nickname change, and
-	// removedRevision that of the last group deleted. Both are part of every
-	// group's revision: see revisionOf.
-	nicknamesRevision atomic.Uint64
-	removedRevision   atomic.Uint64
+	// removedRevision is the revision of the last group deleted. It is part
+	// of every group's revision, as the nicknames' is: see revisionOf.
+	removedRevision atomic.Uint64
 
-	// The reverse index, from users to groups: pairs sharded by uid, and the
-	// group numbers they refer to. A change updates it while it holds the
-	// group's shard lock, so forward and reverse change in one critical
-	// section.
-	reverse      []reverseShard
+	// The reverse index, from users to groups, and the group numbers it
+	// refers to. A change updates it while it holds the group's shard
+	// lock, so forward and reverse change in one critical section.
+	reverse      reverse.Index
 	groupNumbers groupNumbers
 
 	// indexMu guards index, the groups with members in order of their ids.
 	// A change takes it with its group's shard held, and no later lock.
 	indexMu sync.RWMutex
-	index   groupIndex
+	index   group.Index
 
 	// counts are kept as the store changes, so that reading them for
 	// metrics costs the same whatever the store holds.
@@ -89,7 +79,6 @@ type Store struct {
 type storeCounts struct {
 	groups  atomic.Int64 // groups with at least one member
 	members atomic.Int64 // memberships
-	users   atomic.Int64 // uids in at least one group
 }
 
 type shard struct {
@@ -97,21 +86,7 @@ type shard struct {
 	mu sync.RWMutex
 	// groups maps a group id to its state. A group with no members is
 	// deleted, so that removing everyone frees the memory.
-	groups map[string]*group
-}
-
-type group struct {
-	// id is the group's id, in memory of its own: the id a request names
-	// may share the memory of the whole request line, and the group, its
-	// map key and its changes outlive the request.
-	id       string
-	members  members
-	revision membership.Revision // of the last change of its members
-	number   uint32              // in the reverse index
-	node     indexNode           // in the group index, under indexMu
-	// expiries holds the expiry of each member that has one, in
-	// milliseconds since 1970; nil while none has (expiry.go).
-	expiries *expirySet
+	groups map[string]*group.Group
 }
 
 var _ membership.Store = (*Store)(nil)
@@ -165,19 +140,19 @@ func NewWith(opts Options) *Store {
 	}
 	m := &Store{
 		epoch:                  epoch,
-		feed:                   newFeed(keep, keepBytes),
-		keys:                   newKeys(opts.IdempotencyBytes, opts.IdempotencyRetention),
+		feed:                   feed.New(keep, keepBytes),
+		due:                    expiry.NewDue(),
+		keys:                   keys.New(opts.IdempotencyBytes, opts.IdempotencyRetention),
 		replaysCountedByCaller: opts.ReplaysCountedByCaller,
 		seed:                   maphash.MakeSeed(),
 		shards:                 make([]shard, max(n, 1)),
-		nicknames:              make(map[membership.UID]string),
-		reverse:                make([]reverseShard, max(n, 1)),
+		nicknames:              nicknames.New(),
+		reverse:                reverse.New(max(n, 1)),
 		groupNumbers:           groupNumbers{numbers: make(map[string]uint32)},
 	}
-	m.due.sooner = make(chan struct{}, 1)
-	m.index.seed = m.seed
+	m.index = group.NewIndex(m.seed)
 	for i := range m.shards {
-		m.shards[i].groups = make(map[string]*group)
+		m.shards[i].groups = make(map[string]*group.Group)
 	}
 	return m
 }
@@ -191,92 +166,28 @@ func (m *Store) shardIndex(groupID string) int {
 	return int(maphash.String(m.seed, groupID) % uint64(len(m.shards)))
 }
 
-// reverseKey returns the index of uid's reverse shard, and the user that
-// uid is in its pairs: the shard is uid modulo the number of shards, the
-// user the quotient.
-func (m *Store) reverseKey(uid membership.UID) (shard int, user membership.UID) {
-	n := uint64(len(m.reverse))
-	return int(uint64(uid) % n), membership.UID(uint64(uid) / n)
-}
-
-// lockReverse locks the reverse shards of uids, in ascending order, and
-// returns the set it locked, for unlockReverse; buf is room for the set.
-// A change holds them from its first update of the reverse index until its
-// revision is recorded, so that, for every uid, the reverse index changes in
-// the order of the revisions: a remove that leaves a user in no group
-// forgets the user's nickname, and must decide so as a follower applying the
-// feed in revision order does. The caller holds the group's shard lock.
-func (m *Store) lockReverse(uids func(yield func(membership.UID) bool), buf []uint64) []uint64 {
-	words := (len(m.reverse) + 63) / 64
-	var set []uint64
-	if words <= len(buf) {
-		set = buf[:words]
-		clear(set)
-	} else {
-		set = make([]uint64, words)
-	}
-	for uid := range uids {
-		k, _ := m.reverseKey(uid)
-		set[k/64] |= 1 << (k % 64)
-	}
-	for w, word := range set {
-		for ; word != 0; word &= word - 1 {
-			m.reverse[w*64+bits.TrailingZeros64(word)].mu.Lock()
-		}
-	}
-	return set
-}
-
-// unlockReverse unlocks the reverse shards lockReverse locked.
-func (m *Store) unlockReverse(set []uint64) {
-	for w, word := range set {
-		for ; word != 0; word &= word - 1 {
-			m.reverse[w*64+bits.TrailingZeros64(word)].mu.Unlock()
-		}
-	}
-}
-
-// addReverse and removeReverse record uid's membership of group number n.
-// The caller holds uid's reverse shard (lockReverse). removeReverse reports
-// whether uid is in no group any more.
-func (m *Store) addReverse(uid membership.UID, n uint32) {
-	k, user := m.reverseKey(uid)
-	if m.reverse[k].pairs.add(pair{user: user, group: n}) {
-		m.counts.users.Add(1)
-	}
-}
-
-func (m *Store) removeReverse(uid membership.UID, n uint32) (inNoGroup bool) {
-	k, user := m.reverseKey(uid)
-	if m.reverse[k].pairs.remove(pair{user: user, group: n}) {
-		m.counts.users.Add(-1)
-		return true
-	}
-	return false
-}
-
 // revisionOf returns the revision of g (nil: a group with no members). A
 // nickname change alters the list of every group the user is in, and the
 // store does not track which those are, so it counts as a change of every
 // group; likewise a group deleted leaves no revision of its own behind, so
 // the last deletion counts as a change of every absent group. Revisions come
 // from one counter, so the maximum changes whenever any of them does.
-func (m *Store) revisionOf(g *group) membership.Revision {
-	r := membership.Revision(m.nicknamesRevision.Load())
+func (m *Store) revisionOf(g *group.Group) membership.Revision {
+	r := m.nicknames.Revision()
 	if g != nil {
-		return max(r, g.revision)
+		return max(r, g.Revision)
 	}
 	return max(r, membership.Revision(m.removedRevision.Load()))
 }
 
 // AddMembers implements membership.Store.
 func (m *Store) AddMembers(_ context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	return m.add(groupID, users, membership.Precondition{}, stamp{now: true})
+	return m.add(groupID, users, membership.Precondition{}, feed.Stamp{Now: true})
 }
 
 // add adds users to the group, when cond holds: in memory, it cannot fail
 // otherwise.
-func (m *Store) add(groupID string, users []membership.User, cond membership.Precondition, st stamp) (membership.Result, error) {
+func (m *Store) add(groupID string, users []membership.User, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -291,27 +202,27 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 		g = m.newGroup(s, groupID)
 	}
 	var buf [4]uint64
-	locked := m.lockReverse(func(yield func(membership.UID) bool) {
+	locked := m.reverse.Lock(func(yield func(membership.UID) bool) {
 		for _, u := range users {
 			if !yield(u.UID) {
 				return
 			}
 		}
 	}, buf[:])
-	defer m.unlockReverse(locked)
-	added := m.insert(g, users)
-	st = st.withTimeFor(users)
-	expiries := m.setExpiries(g, users, st.at)
-	nicknames := nicknameWrite{m: m}
-	defer nicknames.release()
+	defer m.reverse.Unlock(locked)
+	added := g.Insert(&m.reverse, users)
+	st = st.WithTimeFor(users)
+	expiries := m.setExpiries(g, users, st.At)
+	nicks := m.nicknames.Write()
+	defer nicks.Release()
 	hasNicknames := slices.ContainsFunc(users, func(u membership.User) bool { return u.HasNickname })
 	var changed, reported []membership.Member
 	if hasNicknames {
-		changed, reported = nicknames.set(users, added)
-	} else if len(added) > 0 && m.nicknameCount.Load() > 0 {
-		m.nicknamesMu.RLock()
-		reported = m.withNicknamesOf(added, nil)
-		m.nicknamesMu.RUnlock()
+		changed, reported = nicks.Set(users, added)
+	} else if len(added) > 0 && m.nicknames.Count() > 0 {
+		m.nicknames.RLock()
+		reported = m.nicknames.WithNicknamesOf(added, nil)
+		m.nicknames.RUnlock()
 	}
 	m.counts.members.Add(int64(len(added)))
 	added = tight(added)
@@ -321,32 +232,32 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 		}
 		added = nil // a change of nicknames or expiries only
 	}
-	rev := nicknames.record(membership.Change{Op: membership.OpAdd, GroupID: g.id, UIDs: added, Nicknames: reported, Expiries: expiries}, st)
-	g.revision = rev
+	rev := nicks.Record(&m.feed, membership.Change{Op: membership.OpAdd, GroupID: g.ID, UIDs: added, Nicknames: reported, Expiries: expiries}, st)
+	g.Revision = rev
 	return membership.Result{Count: len(added), Revision: rev}, nil
 }
 
 // newGroup creates the group groupID in s, which the caller holds. It has
 // no members yet: the caller adds some before it lets go of s.
-func (m *Store) newGroup(s *shard, groupID string) *group {
+func (m *Store) newGroup(s *shard, groupID string) *group.Group {
 	id := strings.Clone(groupID)
-	g := &group{id: id, number: m.groupNumbers.number(id)}
+	g := &group.Group{ID: id, Number: m.groupNumbers.number(id)}
 	s.groups[id] = g
 	m.counts.groups.Add(1)
 	m.indexMu.Lock()
-	m.index.insert(g)
+	m.index.Insert(g)
 	m.indexMu.Unlock()
 	return g
 }
 
 // dropGroup deletes g, which its last change, rev, left with no members,
 // from s, which the caller holds with no later lock.
-func (m *Store) dropGroup(s *shard, g *group, rev membership.Revision) {
+func (m *Store) dropGroup(s *shard, g *group.Group, rev membership.Revision) {
 	m.counts.groups.Add(-1)
-	delete(s.groups, g.id)
-	m.groupNumbers.release(g.id)
+	delete(s.groups, g.ID)
+	m.groupNumbers.release(g.ID)
 	m.indexMu.Lock()
-	m.index.remove(g.id)
+	m.index.Remove(g.ID)
 	m.indexMu.Unlock()
 	storeMax(&m.removedRevision, uint64(rev))
 }
@@ -364,109 +275,18 @@ func storeMax(a *atomic.Uint64, v uint64) {
 
 // check returns the error of a write whose precondition does not hold for
 // g (nil: a group with no members), whose shard the caller holds.
-func (m *Store) check(g *group, cond membership.Precondition) error {
+func (m *Store) check(g *group.Group, cond membership.Precondition) error {
 	if cond.IsZero() {
 		return nil
 	}
 	size := 0
 	if g != nil {
-		size = g.members.size
+		size = g.Members.Len()
 	}
 	if rev := m.revisionOf(g); !cond.Holds(size, rev) {
 		return membership.PreconditionFailed(rev)
 	}
 	return nil
-}
-
-// insert adds users to g and to the reverse index, and returns the uids it
-// added, ascending: in one pass when g is empty and they are many, one at a
-// time otherwise. The caller holds g's shard and the users' reverse shards.
-func (m *Store) insert(g *group, users []membership.User) []membership.UID {
-	if g.members.size == 0 && len(users) >= bulkFill {
-		uids := make([]membership.UID, len(users))
-		for i, u := range users {
-			uids[i] = u.UID
-		}
-		slices.Sort(uids)
-		uids = slices.Compact(uids)
-		g.members.fill(uids)
-		m.addReverseAll(uids, g.number)
-		return uids
-	}
-	added := make([]membership.UID, 0, len(users))
-	for _, u := range users {
-		if g.members.add(u.UID) {
-			added = append(added, u.UID)
-		}
-	}
-	m.addReverseAll(added, g.number)
-	slices.Sort(added)
-	return added
-}
-
-// parallelReverse is how many uids an add records in the reverse index on
-// every core at once, a shard to a worker.
-const parallelReverse = 1024
-
-// addReverseAll records the membership of group number n for each of
-// uids, which are distinct: one at a time when they are few, and when they
-// are many (a bulk add, or its replay at a restart), shard by shard on every
-// core. At a hundred million memberships nearly every insertion misses the
-// cache in its shard's search, about 1.5 µs a uid, and a replay is one
-// goroutine. The caller holds the uids' reverse shards (lockReverse).
-func (m *Store) addReverseAll(uids []membership.UID, n uint32) {
-	if len(uids) < parallelReverse {
-		for _, uid := range uids {
-			m.addReverse(uid, n)
-		}
-		return
-	}
-	workers := cores(len(m.reverse)) // GOMAXPROCS(0) takes the scheduler's lock: not for every add
-	users, start := byReverseShard(m, len(uids), func(yield func(membership.UID, uint32) bool) {
-		for _, uid := range uids {
-			if !yield(uid, 0) {
-				return
-			}
-		}
-	}, func(user membership.UID, _ uint32) membership.UID { return user })
-	parallel(workers, len(m.reverse), func(_, k int) {
-		newUsers := 0
-		for _, user := range users[start[k]:start[k+1]] {
-			if m.reverse[k].pairs.add(pair{user: user, group: n}) {
-				newUsers++
-			}
-		}
-		m.counts.users.Add(int64(newUsers))
-	})
-}
-
-// withNicknamesOf returns changed, the nicknames an add changed, with the
-// nickname of each user of added (ascending) who has one and is not in
-// changed: the feed tells every nickname a user brings into a group, so
-// that a follower who never saw the user in a list knows it. Both are in
-// ascending uid order, and so is the result. The caller holds nicknamesMu.
-func (m *Store) withNicknamesOf(added []membership.UID, changed []membership.Member) []membership.Member {
-	if len(m.nicknames) == 0 {
-		return changed
-	}
-	var out []membership.Member
-	i := 0
-	for _, uid := range added {
-		for i < len(changed) && changed[i].UID < uid {
-			out = append(out, changed[i])
-			i++
-		}
-		if i < len(changed) && changed[i].UID == uid {
-			continue // changed, so in changed
-		}
-		if nick, ok := m.nicknames[uid]; ok {
-			out = append(out, membership.Member{UID: uid, Nickname: nick})
-		}
-	}
-	if out == nil {
-		return changed
-	}
-	return append(out, changed[i:]...)
 }
 
 // tight returns uids in an array of its length, copying it when it has more
@@ -479,54 +299,14 @@ func tight(uids []membership.UID) []membership.UID {
 	return append(make([]membership.UID, 0, len(uids)), uids...)
 }
 
-// setNicknames records the nicknames users give, the last one when a user
-// is given several, and returns those that changed, in ascending uid order.
-// The caller holds nicknamesMu.
-func (m *Store) setNicknames(users []membership.User) []membership.Member {
-	var changed []membership.Member
-	for _, u := range lastNicknames(users) {
-		if m.nicknames[u.UID] == u.Nickname {
-			continue
-		}
-		if u.Nickname == "" {
-			delete(m.nicknames, u.UID)
-		} else {
-			m.nicknames[u.UID] = u.Nickname
-		}
-		changed = append(changed, u)
-	}
-	m.nicknameCount.Store(int64(len(m.nicknames)))
-	return changed
-}
-
-// lastNicknames returns the nicknames users give, in ascending uid order:
-// for a user given several, the last one, which is the one that counts.
-func lastNicknames(users []membership.User) []membership.Member {
-	var given []membership.Member
-	for _, u := range users {
-		if u.HasNickname {
-			given = append(given, membership.Member{UID: u.UID, Nickname: u.Nickname})
-		}
-	}
-	slices.SortStableFunc(given, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
-	last := given[:0]
-	for i, u := range given {
-		if i+1 < len(given) && given[i+1].UID == u.UID {
-			continue // a later nickname for the same user wins
-		}
-		last = append(last, u)
-	}
-	return last
-}
-
 // RemoveMembers implements membership.Store.
 func (m *Store) RemoveMembers(_ context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
-	return m.remove(groupID, uids, membership.Precondition{}, stamp{now: true})
+	return m.remove(groupID, uids, membership.Precondition{}, feed.Stamp{Now: true})
 }
 
 // remove removes uids from the group, when cond holds: in memory, it cannot
 // fail otherwise.
-func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Precondition, st stamp) (membership.Result, error) {
+func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -542,62 +322,40 @@ func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Pr
 
 // removeHeld removes uids from g, in s, as a change of op (OpRemove or
 // OpExpire). The caller holds s.
-func (m *Store) removeHeld(s *shard, g *group, uids []membership.UID, op membership.Op, st stamp) membership.Result {
+func (m *Store) removeHeld(s *shard, g *group.Group, uids []membership.UID, op membership.Op, st feed.Stamp) membership.Result {
 	var buf [4]uint64
-	locked := m.lockReverse(slices.Values(uids), buf[:])
+	locked := m.reverse.Lock(slices.Values(uids), buf[:])
 	removed := make([]membership.UID, 0, len(uids))
 	var inNoGroup []membership.UID
 	for _, uid := range uids {
-		if g.members.remove(uid) {
+		if g.Members.Remove(uid) {
 			if op != membership.OpExpire {
-				m.endExpiry(g, uid)
+				m.due.End(&g.Expiries, g.Number, uid)
 			}
-			if m.removeReverse(uid, g.number) {
+			if m.reverse.Remove(uid, g.Number) {
 				inNoGroup = append(inNoGroup, uid)
 			}
 			removed = append(removed, uid)
 		}
 	}
 	if len(removed) == 0 {
-		m.unlockReverse(locked)
+		m.reverse.Unlock(locked)
 		return membership.Result{Revision: m.revisionOf(g)}
 	}
 	slices.Sort(removed)
 	if op == membership.OpExpire {
-		m.endExpired(g, removed)
+		m.due.EndExpired(&g.Expiries, removed)
 	}
-	cleared := m.clearNicknames(inNoGroup)
+	cleared := m.nicknames.Clear(inNoGroup)
 	m.counts.members.Add(-int64(len(removed)))
-	rev := m.feed.record(membership.Change{Op: op, GroupID: g.id, UIDs: tight(removed), Nicknames: cleared}, st, nil)
-	m.unlockReverse(locked)
-	if g.members.size == 0 {
+	rev := m.feed.Record(membership.Change{Op: op, GroupID: g.ID, UIDs: tight(removed), Nicknames: cleared}, st, nil)
+	m.reverse.Unlock(locked)
+	if g.Members.Len() == 0 {
 		m.dropGroup(s, g, rev)
 	} else {
-		g.revision = rev
+		g.Revision = rev
 	}
 	return membership.Result{Count: len(removed), Revision: rev}
-}
-
-// clearNicknames forgets the nicknames of uids, users a change left in no
-// group, and returns them as the change says so: "" for each nickname it
-// cleared, ascending by uid. No list showed the nickname any more, so no
-// revision moves for it.
-func (m *Store) clearNicknames(uids []membership.UID) []membership.Member {
-	if len(uids) == 0 {
-		return nil
-	}
-	var cleared []membership.Member
-	m.nicknamesMu.Lock()
-	for _, uid := range uids {
-		if _, ok := m.nicknames[uid]; ok {
-			delete(m.nicknames, uid)
-			cleared = append(cleared, membership.Member{UID: uid})
-		}
-	}
-	m.nicknameCount.Store(int64(len(m.nicknames)))
-	m.nicknamesMu.Unlock()
-	slices.SortFunc(cleared, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
-	return cleared
 }
 
 // Writable returns nil: memory always takes changes. It is here so that
@@ -609,7 +367,7 @@ func (m *Store) Close() error { return nil }
 
 // Changes implements membership.Store.
 func (m *Store) Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
-	return m.feed.changes(ctx, opts)
+	return m.feed.Changes(ctx, opts)
 }
 
 // ListMembers implements membership.Store.
@@ -617,63 +375,35 @@ func (m *Store) ListMembers(_ context.Context, groupID string, opts membership.L
 	s := m.shardOf(groupID)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	m.nicknamesMu.RLock()
-	defer m.nicknamesMu.RUnlock()
+	m.nicknames.RLock()
+	defer m.nicknames.RUnlock()
 	g := s.groups[groupID]
 	if g == nil {
 		list(0, func(func(membership.Member) bool) {})
 		return m.revisionOf(nil), nil
 	}
-	list(g.members.size, m.memberRecords(g, opts.After, opts.Limit))
+	list(g.Members.Len(), m.memberRecords(g, opts.After, opts.Limit))
 	return m.revisionOf(g), nil
 }
 
-// memberRecords yields the members of ms above after, with their
-// nicknames, at most limit of them (0: all). Finding where to start is a
-// binary search and the scan of one chunk, however deep the page. The
-// caller holds the shard's lock and nicknamesMu.
-func (m *Store) memberRecords(g *group, after membership.UID, limit int) iter.Seq[membership.Member] {
-	ms := &g.members
+// memberRecords yields the members of g above after, with their
+// nicknames, at most limit of them (0: all). The caller holds the shard's
+// lock and the nicknames.
+func (m *Store) memberRecords(g *group.Group, after membership.UID, limit int) iter.Seq[membership.Member] {
 	return func(yield func(membership.Member) bool) {
-		if len(ms.chunks) == 0 {
-			return
-		}
-		nicknames := m.nicknames
-		expiries := g.expiries.cursor(memberExpiry{uid: after})
+		expiries := g.Expiries.Cursor(after)
 		n := 0
-		// One loop over the chunks, not an iterator of members: a list of
-		// a million members spends its time here.
-		for i := ms.chunkFor(pair{user: after}); i < len(ms.chunks); i++ {
-			c := &ms.chunks[i]
-			uid := c.first.user
-			// Members have group 0: a delta is the distance alone.
-			rest, w := c.rest[:cap(c.rest)], int(c.w)
-			mask := ^uint64(0) >> (64 - 8*uint(w))
-			for off := 0; ; off += w {
-				if uid > after {
-					if limit > 0 && n == limit {
-						return
-					}
-					n++
-					var nick string
-					if len(nicknames) > 0 {
-						nick = nicknames[uid]
-					}
-					member := membership.Member{UID: uid, Nickname: nick}
-					if expiries.ok {
-						expiries.seekTo(memberExpiry{uid: uid})
-						if expiries.ok && expiries.v.uid == uid {
-							member.Expires = expiresOf(expiries.v.at)
-						}
-					}
-					if !yield(member) {
-						return
-					}
-				}
-				if off >= len(c.rest) {
-					break
-				}
-				uid += membership.UID(binary.LittleEndian.Uint64(rest[off:]) & mask)
+		for uid := range g.Members.Above(after) {
+			if limit > 0 && n == limit {
+				return
+			}
+			n++
+			member := membership.Member{UID: uid, Nickname: m.nicknames.Of(uid)}
+			if !expiries.Done() {
+				member.Expires = expiry.Time(expiries.Of(uid))
+			}
+			if !yield(member) {
+				return
 			}
 		}
 	}
@@ -685,12 +415,12 @@ func (m *Store) Member(_ context.Context, groupID string, uid membership.UID) (m
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	g := s.groups[groupID]
-	if g == nil || !g.members.contains(uid) {
+	if g == nil || !g.Members.Contains(uid) {
 		return membership.Member{}, false, nil
 	}
-	m.nicknamesMu.RLock()
-	defer m.nicknamesMu.RUnlock()
-	return membership.Member{UID: uid, Nickname: m.nicknames[uid], Expires: expiresOf(expiryOf(g, uid))}, true, nil
+	m.nicknames.RLock()
+	defer m.nicknames.RUnlock()
+	return membership.Member{UID: uid, Nickname: m.nicknames.Of(uid), Expires: expiry.Time(g.Expiries.Of(uid))}, true, nil
 }
 
 // Epoch implements membership.Store.
@@ -705,87 +435,29 @@ func (m *Store) Revision(_ context.Context, groupID string) (membership.Revision
 }
 
 // UserGroups implements membership.Store. A user's group ids are sorted
-// here, when listed: a page of l groups costs O(k log l) time and O(l)
-// memory for a user in k groups, however deep the page; the whole list
-// O(k log k) and O(k).
+// here, when listed (group.IDPage): a page of l groups costs O(k log l)
+// time and O(l) memory for a user in k groups, however deep the page; the
+// whole list O(k log k) and O(k).
 func (m *Store) UserGroups(_ context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
-	k, user := m.reverseKey(uid)
-	r := &m.reverse[k]
-	var page []string
-	top := newTopStrings(opts.Limit)
+	page := group.NewIDPage(opts.Limit)
 	total := 0
-	r.mu.RLock()
-	// While r is locked, no group of uid can be emptied, so none of these
-	// numbers can be freed and given to another group.
-	m.groupNumbers.mu.RLock()
-	r.pairs.eachGroupOf(user, func(n uint32) {
-		total++
-		id := m.groupNumbers.names[n]
-		if id <= opts.After { // "" is before every id
-			return
-		}
-		if opts.Limit > 0 {
-			top.add(id)
-		} else {
-			page = append(page, id)
+	m.reverse.ReadGroupsOf(uid, func(numbers iter.Seq[uint32]) {
+		// While uid's reverse shard is locked, no group of uid can be
+		// emptied, so none of these numbers can be freed and given to
+		// another group.
+		m.groupNumbers.mu.RLock()
+		defer m.groupNumbers.mu.RUnlock()
+		for n := range numbers {
+			total++
+			id := m.groupNumbers.names[n]
+			if id <= opts.After { // "" is before every id
+				continue
+			}
+			page.Add(id)
 		}
 	})
-	m.groupNumbers.mu.RUnlock()
-	r.mu.RUnlock()
-
-	if opts.Limit > 0 {
-		page = top.sorted()
-	} else {
-		slices.Sort(page)
-	}
-	list(total, slices.Values(page))
+	list(total, slices.Values(page.Sorted()))
 	return nil
-}
-
-// topStrings keeps the n smallest strings added: a max-heap of them, so
-// that a page of a user's groups costs memory for the page only.
-type topStrings struct {
-	n int
-	h []string // a max-heap
-}
-
-func newTopStrings(n int) *topStrings { return &topStrings{n: n} }
-
-func (t *topStrings) add(s string) {
-	switch {
-	case len(t.h) < t.n:
-		t.h = append(t.h, s)
-		for i := len(t.h) - 1; i > 0; { // sift up
-			parent := (i - 1) / 2
-			if t.h[parent] >= t.h[i] {
-				break
-			}
-			t.h[parent], t.h[i] = t.h[i], t.h[parent]
-			i = parent
-		}
-	case t.n > 0 && s < t.h[0]:
-		t.h[0] = s
-		for i := 0; ; { // sift down
-			largest, l, r := i, 2*i+1, 2*i+2
-			if l < len(t.h) && t.h[l] > t.h[largest] {
-				largest = l
-			}
-			if r < len(t.h) && t.h[r] > t.h[largest] {
-				largest = r
-			}
-			if largest == i {
-				break
-			}
-			t.h[i], t.h[largest] = t.h[largest], t.h[i]
-			i = largest
-		}
-	}
-}
-
-// sorted returns the strings kept, in ascending order.
-func (t *topStrings) sorted() []string {
-	slices.Sort(t.h)
-	return t.h
 }
 
 // ReadOnly is the read methods of membership.Store over a Store that
@@ -822,7 +494,7 @@ func (r ReadOnly) Changes(ctx context.Context, opts membership.ChangeOptions) ([
 }
 
 // LatestRevision returns the latest revision given out.
-func (m *Store) LatestRevision() membership.Revision { return m.feed.stats().last }
+func (m *Store) LatestRevision() membership.Revision { return m.feed.Stats().Last }
 
 // newEpoch returns a random epoch, never 0.
 func newEpoch() uint64 {

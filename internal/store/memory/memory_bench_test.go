@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/membership"
 )
 
@@ -195,7 +196,7 @@ func benchmarkBytesPerMembership(b *testing.B, expiry membership.Expiry) {
 							users = append(users, membership.User{UID: uid, Expiry: expiry})
 						}
 					}
-					_, _ = m.add("mem"+strconv.Itoa(g), users, membership.Precondition{}, stamp{now: true})
+					_, _ = m.add("mem"+strconv.Itoa(g), users, membership.Precondition{}, feed.Stamp{Now: true})
 				}
 				perMembership = float64(liveHeap()-before) / 1e6
 				runtime.KeepAlive(m)

@@ -44,9 +44,9 @@ func TestNicknamesFollowTheMemberships(t *testing.T) {
 		_, err = m.RemoveMembers(ctx, "g", uids)
 		require.NoError(t, err)
 	}
-	assert.Empty(t, m.nicknames)
-	assert.Zero(t, m.nicknameCount.Load())
-	assert.Zero(t, m.counts.users.Load())
+	assert.Empty(t, m.nicknames.Export())
+	assert.Zero(t, m.nicknames.Count())
+	assert.Zero(t, m.reverse.Users())
 }
 
 // Each in-memory store has its own epoch: a restart of the service starts
@@ -69,7 +69,7 @@ func TestLoadingForgetsTheNicknamesOfUsersInNoGroup(t *testing.T) {
 	}
 	m := New()
 	m.Import(st)
-	assert.Equal(t, map[membership.UID]string{2: "Bo"}, m.nicknames)
+	assert.Equal(t, map[membership.UID]string{2: "Bo"}, m.nicknames.Export())
 	_, err := m.AddMembers(context.Background(), "h", []membership.User{{UID: 1}})
 	require.NoError(t, err)
 	got, _ := storetest.ListAll(t, m, "h")

@@ -2,22 +2,20 @@ package memory
 
 import (
 	"context"
-	"runtime"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
 // A write that changes a nickname holds the nicknames from its change
-// until its revision is published: with the feed held, so that the write
-// waits in feed.record for its revision, no list can read the new
-// nickname (a list takes nicknamesMu for reading), by a replace, a batch
+// until its revision is published: with the feed held (by a change whose
+// publication waits), so that the write waits in feed.Record for its
+// revision, no list can read the new nickname (a list takes nicknamesMu for reading), by a replace, a batch
 // and an add alike.
 func TestANicknameIsNotReadBeforeItsRevision(t *testing.T) {
 	ctx := context.Background()
@@ -46,16 +44,36 @@ func TestANicknameIsNotReadBeforeItsRevision(t *testing.T) {
 			_, err = m.AddMembers(ctx, "a", named("old"))
 			require.NoError(t, err)
 
-			m.feed.mu.Lock()
+			held, release, recorded := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(recorded)
+				m.feed.Record(membership.Change{Op: membership.OpAdd, GroupID: "held"}, feed.Stamp{}, func(membership.Revision) {
+					close(held)
+					<-release
+				})
+			}()
+			<-held
 			done := make(chan error, 1)
 			go func() { done <- write(m) }()
-			require.True(t, waitForRecord(), "the write reached feed.record")
-			if m.nicknamesMu.TryRLock() {
-				got := m.nicknames[42]
-				m.nicknamesMu.RUnlock()
+			require.True(t, waitForRecord(), "the write reached feed.Record")
+			// A list's read of the nickname: at once, or once the write lets
+			// go of the nicknames.
+			read := make(chan string, 1)
+			go func() {
+				m.nicknames.RLock()
+				defer m.nicknames.RUnlock()
+				read <- m.nicknames.Of(42)
+			}()
+			require.True(t, waitUntil(func() bool {
+				return len(read) > 0 || goroutineIn("sync.(*RWMutex).RLock", "nicknames.(*Directory).RLock")
+			}), "the read is done or waits")
+			select {
+			case got := <-read:
 				assert.Equal(t, "old", got, "a list may read the nickname before its revision is published")
+			default: // it waits for the write
 			}
-			m.feed.mu.Unlock()
+			close(release)
+			<-recorded
 			require.NoError(t, <-done)
 
 			got, rev := storetest.ListAll(t, m, "b")
@@ -66,17 +84,7 @@ func TestANicknameIsNotReadBeforeItsRevision(t *testing.T) {
 }
 
 // waitForRecord waits until a goroutine waits for the feed's lock in
-// feed.record, and says whether one did within a minute.
+// feed.Record, and says whether one did within a minute.
 func waitForRecord() bool {
-	buf := make([]byte, 1<<20)
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		stacks := string(buf[:runtime.Stack(buf, true)])
-		for _, g := range strings.Split(stacks, "\n\n") {
-			if strings.Contains(g, "sync.(*Mutex).Lock") && strings.Contains(g, "memory.(*feed).record") {
-				return true
-			}
-		}
-		runtime.Gosched()
-	}
-	return false
+	return waitForGoroutineIn("sync.(*Mutex).Lock", "feed.(*Feed).Record")
 }

@@ -1,12 +1,10 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -85,24 +83,6 @@ func TestSnapshotVersion1IsRead(t *testing.T) {
 	res, err := m.AddMembers(context.Background(), "g", []membership.User{{UID: 9}})
 	require.NoError(t, err)
 	assert.Equal(t, membership.Revision(1), res.Revision, "revisions start at 1 after a version 1 snapshot")
-}
-
-// sortByUser sorts pairs in group order as comparePairs does, whether
-// their users take one digit or all of them.
-func TestSortByUser(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	var scratch []pair // reused, as each worker of fillReverse does
-	for _, maxUser := range []int64{1, 1 << 10, 1 << 20, 1 << 32, math.MaxInt64} {
-		ps := make([]pair, 5000)
-		for i := range ps {
-			ps[i] = pair{user: membership.UID(rng.Int64N(maxUser)), group: uint32(rng.IntN(300))}
-		}
-		ps = slices.CompactFunc(slices.SortedFunc(slices.Values(ps), comparePairs), func(a, b pair) bool { return a == b })
-		want := slices.Clone(ps)
-		slices.SortStableFunc(ps, func(a, b pair) int { return cmp.Compare(a.group, b.group) }) // group order
-		scratch = sortByUser(ps, scratch)
-		assert.Equal(t, want, ps, "users below %d", maxUser)
-	}
 }
 
 // BenchmarkMemoryImport loads a snapshot's state of 10,000,000

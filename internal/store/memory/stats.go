@@ -7,18 +7,18 @@ import (
 
 // Stats returns the store's figures.
 func (m *Store) Stats() store.Stats {
-	fs := m.feed.stats()
-	ks := m.keys.stats()
+	fs := m.feed.Stats()
+	ks := m.keys.Stats()
 	return store.Stats{
 		Keys:             store.KeyStats{Held: ks.Held, Bytes: ks.Bytes, MaxBytes: ks.MaxBytes, Dropped: ks.Dropped, Replays: ks.Replays},
 		Groups:           m.counts.groups.Load(),
 		Members:          m.counts.members.Load(),
-		Users:            m.counts.users.Load(),
-		Revision:         fs.last,
-		ChangesKept:      fs.kept,
-		ChangesKeptBytes: fs.bytes,
-		ChangesKeepBytes: fs.maxBytes,
-		ChangesDropped:   fs.dropped,
+		Users:            m.reverse.Users(),
+		Revision:         fs.Last,
+		ChangesKept:      fs.Kept,
+		ChangesKeptBytes: fs.Bytes,
+		ChangesKeepBytes: fs.MaxBytes,
+		ChangesDropped:   fs.Dropped,
 	}
 }
 

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/group"
+	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/membership"
 )
 
@@ -14,7 +17,7 @@ import (
 //
 // A write with an Idempotency key is applied once for its key (keys.go).
 func (m *Store) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
-	st := stamp{actor: w.Actor, at: w.Time, now: true}
+	st := feed.Stamp{Actor: w.Actor, At: w.Time, Now: true}
 	if w.Idem.Key != "" {
 		return m.keyedWrite(ctx, w, nowOr(w.Time), st)
 	}
@@ -31,7 +34,7 @@ func (m *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 // Time: a repeat of a write applied before gets its Result, Replayed, and
 // changes nothing (keys.go).
 func (m *Store) Apply(w membership.Write) (membership.Result, error) {
-	st := stamp{actor: w.Actor, at: w.Time}
+	st := feed.Stamp{Actor: w.Actor, At: w.Time}
 	if w.Idem.Key != "" {
 		return m.keyedWrite(context.Background(), w, w.Time, st)
 	}
@@ -46,7 +49,7 @@ func nowOr(t time.Time) time.Time {
 	return t
 }
 
-func (m *Store) write(w membership.Write, st stamp) (membership.Result, error) {
+func (m *Store) write(w membership.Write, st feed.Stamp) (membership.Result, error) {
 	switch w.Op {
 	case membership.OpExpire:
 		return m.expire(w.GroupID, w.UIDs, w.AsOf, st), nil
@@ -71,7 +74,7 @@ func (m *Store) write(w membership.Write, st stamp) (membership.Result, error) {
 // rebuilt from the users given, and its old members are walked once beside
 // them: what it holds besides the two sets is the uids it added, so a
 // replace of a million members by none holds no list of them.
-func (m *Store) replace(groupID string, users []membership.User, cond membership.Precondition, st stamp) (membership.Result, error) {
+func (m *Store) replace(groupID string, users []membership.User, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -80,152 +83,42 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 		return membership.Result{}, err
 	}
 	uids := sortedUIDs(users)
-	var old *members
+	var old *packed.Members
 	if g != nil {
-		old = &g.members
+		old = &g.Members
 	}
-	added, removed := diff(old, uids)
-	st = st.withTimeFor(users)
-	commit := st.at
-	if removed == 0 && len(added) == 0 && !m.changesNicknames(users) && !m.changesExpiries(g, users, commit) {
+	added, removed := packed.Diff(old, uids)
+	st = st.WithTimeFor(users)
+	commit := st.At
+	if removed == 0 && len(added) == 0 && !m.nicknames.Changes(users) && !changesExpiries(g, users, commit) {
 		return membership.Result{Revision: m.revisionOf(g)}, nil
 	}
 	if g == nil {
 		g = m.newGroup(s, groupID)
-		old = &g.members
+		old = &g.Members
 	}
 	var buf [4]uint64
-	locked := m.lockReverse(func(yield func(membership.UID) bool) {
-		eachDifferent(old, uids, func(uid membership.UID, _ bool) bool { return yield(uid) })
+	locked := m.reverse.Lock(func(yield func(membership.UID) bool) {
+		packed.EachDifferent(old, uids, func(uid membership.UID, _ bool) bool { return yield(uid) })
 	}, buf[:])
-	m.setMembers(g, uids, m.forget)
+	g.SetMembers(&m.reverse, &m.due, uids, m.nicknames.Forget)
 	expiries := m.setExpiries(g, users, commit)
-	nicknames := nicknameWrite{m: m}
-	_, reported := nicknames.set(users, added)
+	nicks := m.nicknames.Write()
+	_, reported := nicks.Set(users, added)
 	m.counts.members.Add(int64(len(added) - removed))
-	rev := nicknames.record(membership.Change{Op: membership.OpReplace, GroupID: g.id, UIDs: uids, Nicknames: reported, Expiries: expiries}, st)
-	m.unlockReverse(locked)
-	if g.members.size == 0 {
+	rev := nicks.Record(&m.feed, membership.Change{Op: membership.OpReplace, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}, st)
+	m.reverse.Unlock(locked)
+	if g.Members.Len() == 0 {
 		m.dropGroup(s, g, rev)
 	} else {
-		g.revision = rev
+		g.Revision = rev
 	}
 	return membership.Result{Count: len(added), Removed: removed, Revision: rev}, nil
 }
 
-// setMembers makes g's members exactly uids (sorted, distinct), in the
-// reverse index too, and calls leftInNoGroup with each user it leaves in no
-// group. The caller holds g's shard and the reverse shards of the uids that
-// change.
-func (m *Store) setMembers(g *group, uids []membership.UID, leftInNoGroup func(membership.UID)) {
-	eachDifferent(&g.members, uids, func(uid membership.UID, in bool) bool {
-		if in {
-			m.addReverse(uid, g.number)
-			return true
-		}
-		m.endExpiry(g, uid)
-		if m.removeReverse(uid, g.number) {
-			leftInNoGroup(uid)
-		}
-		return true
-	})
-	var next members
-	next.fill(uids)
-	g.members = next
-}
-
-// emptyGroup removes every member of g, from the reverse index too, and
-// returns how many; it calls leftInNoGroup with each user it leaves in no
-// group. The caller holds g's shard and the reverse shards of its members.
-func (m *Store) emptyGroup(g *group, leftInNoGroup func(membership.UID)) int {
-	for uid := range g.members.all {
-		if m.removeReverse(uid, g.number) {
-			leftInNoGroup(uid)
-		}
-	}
-	removed := g.members.size
-	g.members = members{}
-	m.endExpiries(g)
-	m.counts.members.Add(-int64(removed))
-	return removed
-}
-
-// forget forgets the nickname of uid, which a change left in no group. It
-// holds nicknamesMu only while it does, so that a change of a million
-// members does not hold up every list meanwhile: no list shows uid, which
-// is in no group, and its reverse shard is held, so no add brings it back
-// before the change is recorded.
-func (m *Store) forget(uid membership.UID) {
-	if m.nicknameCount.Load() == 0 {
-		return
-	}
-	m.nicknamesMu.Lock()
-	if _, ok := m.nicknames[uid]; ok {
-		delete(m.nicknames, uid)
-		m.nicknameCount.Store(int64(len(m.nicknames)))
-	}
-	m.nicknamesMu.Unlock()
-}
-
-// changesNicknames reports whether recording the nicknames users give (the
-// last of each user's) would change any. The caller holds the group's shard.
-func (m *Store) changesNicknames(users []membership.User) bool {
-	m.nicknamesMu.RLock()
-	defer m.nicknamesMu.RUnlock()
-	for _, u := range lastNicknames(users) {
-		if m.nicknames[u.UID] != u.Nickname {
-			return true
-		}
-	}
-	return false
-}
-
-// diff returns the uids of sorted, distinct uids that old (nil: none) does
-// not hold, and how many of old's uids are not in uids.
-func diff(old *members, uids []membership.UID) (added []membership.UID, removed int) {
-	eachDifferent(old, uids, func(uid membership.UID, in bool) bool {
-		if in {
-			added = append(added, uid)
-		} else {
-			removed++
-		}
-		return true
-	})
-	return added, removed
-}
-
-// eachDifferent calls fn, in ascending order, with each uid that is in
-// exactly one of old (nil: none) and uids (sorted, distinct), and whether it
-// is in uids, until fn returns false.
-func eachDifferent(old *members, uids []membership.UID, fn func(uid membership.UID, inNew bool) bool) {
-	i := 0
-	if old != nil {
-		for uid := range old.all {
-			for i < len(uids) && uids[i] < uid {
-				if !fn(uids[i], true) {
-					return
-				}
-				i++
-			}
-			if i < len(uids) && uids[i] == uid {
-				i++
-				continue
-			}
-			if !fn(uid, false) {
-				return
-			}
-		}
-	}
-	for ; i < len(uids); i++ {
-		if !fn(uids[i], true) {
-			return
-		}
-	}
-}
-
 // deleteGroup removes every member of the group, when cond holds, walking
 // its members once: it holds no list of them.
-func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st stamp) (membership.Result, error) {
+func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -237,10 +130,11 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st sta
 		return membership.Result{Revision: m.revisionOf(nil)}, nil
 	}
 	var buf [4]uint64
-	locked := m.lockReverse(g.members.all, buf[:])
-	removed := m.emptyGroup(g, m.forget)
-	rev := m.feed.record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.id}, st, nil)
-	m.unlockReverse(locked)
+	locked := m.reverse.Lock(g.Members.All, buf[:])
+	removed := g.Empty(&m.reverse, &m.due, m.nicknames.Forget)
+	m.counts.members.Add(-int64(removed))
+	rev := m.feed.Record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}, st, nil)
+	m.reverse.Unlock(locked)
 	m.dropGroup(s, g, rev)
 	return membership.Result{Count: removed, Revision: rev}, nil
 }
@@ -248,7 +142,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st sta
 // removeUser removes uid from every group it is in, and forgets it. It holds
 // every shard while it does: the user's groups are found in the reverse
 // index, which is locked after the shards.
-func (m *Store) removeUser(uid membership.UID, st stamp) membership.Result {
+func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result {
 	for i := range m.shards {
 		m.shards[i].mu.Lock()
 	}
@@ -257,37 +151,33 @@ func (m *Store) removeUser(uid membership.UID, st stamp) membership.Result {
 			m.shards[i].mu.Unlock()
 		}
 	}()
-	k, user := m.reverseKey(uid)
-	r := &m.reverse[k]
-	r.mu.Lock()
-	var groups []*group
+	var buf [1]uint64
+	locked := m.reverse.Lock(func(yield func(membership.UID) bool) { yield(uid) }, buf[:])
+	var groups []*group.Group
 	m.groupNumbers.mu.RLock() // no writer can take it: every shard is held
-	r.pairs.eachGroupOf(user, func(n uint32) {
+	for n := range m.reverse.GroupsOf(uid) {
 		id := m.groupNumbers.names[n]
 		groups = append(groups, m.shardOf(id).groups[id])
-	})
+	}
 	m.groupNumbers.mu.RUnlock()
 	if len(groups) == 0 {
-		r.mu.Unlock()
+		m.reverse.Unlock(locked)
 		return membership.Result{Revision: m.LatestRevision()}
 	}
 	for _, g := range groups {
-		g.members.remove(uid)
-		m.endExpiry(g, uid)
-		m.removeReverse(uid, g.number)
+		g.Members.Remove(uid)
+		m.due.End(&g.Expiries, g.Number, uid)
+		m.reverse.Remove(uid, g.Number)
 	}
-	m.nicknamesMu.Lock()
-	delete(m.nicknames, uid)
-	m.nicknameCount.Store(int64(len(m.nicknames)))
-	m.nicknamesMu.Unlock()
+	m.nicknames.Forget(uid)
 	m.counts.members.Add(-int64(len(groups)))
-	rev := m.feed.record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
-	r.mu.Unlock()
+	rev := m.feed.Record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
+	m.reverse.Unlock(locked)
 	for _, g := range groups {
-		if g.members.size == 0 {
-			m.dropGroup(m.shardOf(g.id), g, rev)
+		if g.Members.Len() == 0 {
+			m.dropGroup(m.shardOf(g.ID), g, rev)
 		} else {
-			g.revision = rev
+			g.Revision = rev
 		}
 	}
 	return membership.Result{Count: len(groups), Revision: rev}
@@ -317,27 +207,7 @@ func (m *Store) groupsPage(opts membership.GroupsOptions) (membership.Revision, 
 	m.indexMu.RLock()
 	defer m.indexMu.RUnlock()
 	rev := m.LatestRevision()
-	end, bounded := prefixEnd(opts.Prefix)
-	total := countOf(m.index.root)
-	if bounded {
-		total = m.index.below(end)
-	}
-	total -= m.index.below(opts.Prefix)
-	from, inclusive := opts.After, false
-	if opts.Prefix > from {
-		from, inclusive = opts.Prefix, true
-	}
-	var page []membership.GroupSize
-	if opts.Limit > 0 {
-		page = make([]membership.GroupSize, 0, min(opts.Limit, total))
-	}
-	m.index.ascend(from, inclusive, func(g *group) bool {
-		if bounded && g.id >= end || opts.Limit > 0 && len(page) == opts.Limit {
-			return false
-		}
-		page = append(page, membership.GroupSize{ID: g.id, Members: g.members.size})
-		return true
-	})
+	total, page := m.index.Page(opts)
 	return rev, total, page
 }
 

@@ -112,7 +112,7 @@ func TestBrokenUIDVarintsAreRefused(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.snap")
-			require.NoError(t, os.WriteFile(path, snapshotOf(7, append(slices.Clone(head), tc.uids...)), 0o600))
+			require.NoError(t, os.WriteFile(path, snapshotFile(7, append(slices.Clone(head), tc.uids...)), 0o600))
 			_, err := ReadFileEach(path, func(Group) error { return nil })
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)

@@ -109,11 +109,11 @@ func TestVersion6IsReadWithNoExpiries(t *testing.T) {
 	// Revisions 1, 0, 0; no nickname; no group; one change, at revision 1:
 	// op 7 in a version 6 snapshot is damage.
 	expire := []byte{1, 0, 0, 0, 0, 1, 1, 7, 1, 'g', 1, 5, 0, 0, 0}
-	_, err = Decode(snapshotOf(6, expire), "s.snap")
+	_, err = Decode(snapshotFile(6, expire), "s.snap")
 	assert.ErrorContains(t, err, "unknown op 7")
-	_, err = Decode(snapshotOf(7, slices.Insert(slices.Clone(expire), 4, 0)), "s.snap")
+	_, err = Decode(snapshotFile(7, slices.Insert(slices.Clone(expire), 4, 0)), "s.snap")
 	assert.Error(t, err, "the same in version 7 without its group's expiry count is cut short")
-	_, err = Decode(snapshotOf(7, expire), "s.snap")
+	_, err = Decode(snapshotFile(7, expire), "s.snap")
 	require.NoError(t, err, "op 7 in version 7")
 }
 
@@ -134,11 +134,11 @@ func TestExpiriesNoBuildWroteAreRefused(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			body := append(append(slices.Clone(group), tt.expiries...), 0, 0) // no change, no key
-			_, err := Decode(snapshotOf(7, body), "s.snap")
+			_, err := Decode(snapshotFile(7, body), "s.snap")
 			assert.Error(t, err)
 		})
 	}
-	_, err := Decode(snapshotOf(7, append(slices.Clone(group), 2, 3, 2, 2, 4, 0, 0)), "s.snap")
+	_, err := Decode(snapshotFile(7, append(slices.Clone(group), 2, 3, 2, 2, 4, 0, 0)), "s.snap")
 	require.NoError(t, err, "well formed")
 
 	// Revisions 1, 0, 0; no nickname; no group; one change at revision 1.
@@ -153,11 +153,11 @@ func TestExpiriesNoBuildWroteAreRefused(t *testing.T) {
 		{"a remove with expiries", []byte{2, 1, 'g', 1, 5, 0, 1, 5, 0, 0}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Decode(snapshotOf(7, append(slices.Clone(change), tt.change...)), "s.snap")
+			_, err := Decode(snapshotFile(7, append(slices.Clone(change), tt.change...)), "s.snap")
 			assert.Error(t, err)
 		})
 	}
-	_, err = Decode(snapshotOf(7, append(slices.Clone(change), 1, 1, 'g', 0, 0, 2, 5, 0, 1, 0, 0, 0)), "s.snap")
+	_, err = Decode(snapshotFile(7, append(slices.Clone(change), 1, 1, 'g', 0, 0, 2, 5, 0, 1, 0, 0, 0)), "s.snap")
 	require.NoError(t, err, "well formed")
 }
 

@@ -19,7 +19,7 @@ func FuzzReviewEachAgreesWithDecode(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 2, 1, 'a', 0, 2, 5, 1, 1, 'b', 0, 1, 3, 0, 0})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, v := range []byte{1, 6, 7, byte(data[4])} {
-			file := snapshotOf(v, body)
+			file := snapshotFile(v, body)
 			want, werr := Decode(file, "p")
 			var got []Group
 			rest, gerr := decode(file, "p", func(g Group) error {

@@ -167,8 +167,8 @@ func TestEncodeRefusesABatchNoStoreRecords(t *testing.T) {
 	}
 }
 
-// snapshotOf returns a snapshot of version with body.
-func snapshotOf(version byte, body []byte) []byte {
+// snapshotFile returns the bytes of a snapshot file of version with body.
+func snapshotFile(version byte, body []byte) []byte {
 	data := append([]byte("GMSN"), version, 0, 0, 0)
 	data = append(data, body...)
 	return binary.LittleEndian.AppendUint32(data, crc32.Checksum(body, castagnoli))
@@ -195,11 +195,11 @@ func TestBatchesThatBreakTheRulesAreRefused(t *testing.T) {
 		{"no stamp", []byte{6, 1, 4, 1, 'g', 0, 0}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Decode(snapshotOf(5, append(slices.Clone(head), tt.change...)), "s.snap")
+			_, err := Decode(snapshotFile(5, append(slices.Clone(head), tt.change...)), "s.snap")
 			assert.Error(t, err)
 		})
 	}
-	st, err := Decode(snapshotOf(5, append(slices.Clone(head), 6, 1, 4, 1, 'g', 0, 0, 2, 7)), "s.snap")
+	st, err := Decode(snapshotFile(5, append(slices.Clone(head), 6, 1, 4, 1, 'g', 0, 0, 2, 7)), "s.snap")
 	require.NoError(t, err, "the same, well formed")
 	assert.Equal(t, []membership.Change{{Revision: 1, Op: membership.OpBatch, Actor: 7, Changes: []membership.Change{{Op: membership.OpDeleteGroup, GroupID: "g"}}}}, st.Changes)
 }
@@ -224,7 +224,7 @@ func TestVersion4IsReadWithoutBatches(t *testing.T) {
 	assert.Equal(t, st, got)
 
 	batch := []byte{1, 0, 0, 0, 0, 1, 1, 6, 1, 4, 1, 'g', 0, 0, 0}
-	_, err = Decode(snapshotOf(4, batch), "s.snap")
+	_, err = Decode(snapshotFile(4, batch), "s.snap")
 	assert.ErrorContains(t, err, "unknown op 6")
 }
 
@@ -306,7 +306,7 @@ func TestVersion5IsReadWithNoKeys(t *testing.T) {
 	assert.Nil(t, got.Keys)
 
 	withKey := append(v5[8:len(v5)-4:len(v5)-4], 1, 1, 'k')
-	_, err = Decode(snapshotOf(5, withKey), "s.snap")
+	_, err = Decode(snapshotFile(5, withKey), "s.snap")
 	assert.ErrorContains(t, err, "trailing bytes", "a version 5 snapshot has no keys")
 }
 
@@ -337,14 +337,14 @@ func TestKeysNoBuildWroteAreRefused(t *testing.T) {
 		{"trailing bytes", key("k", 0, 1, 0, 0, 1, 0)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Decode(snapshotOf(6, append(slices.Clone(head), tt.key...)), "s.snap")
+			_, err := Decode(snapshotFile(6, append(slices.Clone(head), tt.key...)), "s.snap")
 			assert.Error(t, err)
 		})
 	}
-	_, err := Decode(snapshotOf(6, append(slices.Clone(head), key("k", 0, 1, 0, 0, 1)...)), "s.snap")
+	_, err := Decode(snapshotFile(6, append(slices.Clone(head), key("k", 0, 1, 0, 0, 1)...)), "s.snap")
 	require.NoError(t, err, "the same, well formed")
 	head[len(head)-1] = 2
-	_, err = Decode(snapshotOf(6, append(slices.Clone(head), key("k", 0, 1, 0, 0, 1)...)), "s.snap")
+	_, err = Decode(snapshotFile(6, append(slices.Clone(head), key("k", 0, 1, 0, 0, 1)...)), "s.snap")
 	assert.Error(t, err, "more keys than the file")
 }
 

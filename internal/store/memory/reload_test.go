@@ -44,11 +44,11 @@ func edgeUID(rng *rand.Rand, shards int) membership.UID {
 // reverseDump reads the reverse index directly: uid -> group ids, sorted.
 func reverseDump(m *Store) map[membership.UID][]string {
 	out := map[membership.UID][]string{}
-	n := uint64(len(m.reverse))
-	for k := range m.reverse {
-		for p := range m.reverse[k].pairs.all {
-			uid := membership.UID(uint64(p.user)*n + uint64(k))
-			out[uid] = append(out[uid], m.groupNumbers.names[p.group])
+	n := uint64(len(m.shards)) // as many as the reverse index has
+	for k := range m.shards {
+		for p := range m.reverse.Pairs(k, 0) {
+			uid := membership.UID(uint64(p.User)*n + uint64(k))
+			out[uid] = append(out[uid], m.groupNumbers.names[p.Group])
 		}
 	}
 	for _, v := range out {
@@ -62,7 +62,7 @@ func forwardDump(m *Store) map[membership.UID][]string {
 	out := map[membership.UID][]string{}
 	for i := range m.shards {
 		for id, g := range m.shards[i].groups {
-			for p := range g.members.all {
+			for p := range g.Members.All {
 				out[p] = append(out[p], id)
 			}
 		}
@@ -73,9 +73,9 @@ func forwardDump(m *Store) map[membership.UID][]string {
 	return out
 }
 
-func reviewCheck(t *testing.T, step string, live, loaded *Store, uids []membership.UID) {
+func checkReloaded(t *testing.T, step string, live, loaded *Store, uids []membership.UID) {
 	t.Helper()
-	reviewSameState(t, step, sortedExport(live), sortedExport(loaded))
+	requireSameState(t, step, sortedExport(live), sortedExport(loaded))
 	sa, sb := live.Stats(), loaded.Stats()
 	sa.ChangesKeptBytes, sb.ChangesKeptBytes = 0, 0 // an estimate, not the loader's
 	require.Equal(t, sa, sb, step)
@@ -92,16 +92,12 @@ func reviewCheck(t *testing.T, step string, live, loaded *Store, uids []membersh
 		require.Equal(t, na, nb, step)
 	}
 	// Nicknames of users in no group are forgotten on both.
-	live.nicknamesMu.RLock()
-	loaded.nicknamesMu.RLock()
-	require.Equal(t, live.nicknames, loaded.nicknames, step)
-	loaded.nicknamesMu.RUnlock()
-	live.nicknamesMu.RUnlock()
+	require.Equal(t, live.nicknames.Export(), loaded.nicknames.Export(), step)
 }
 
-// reviewSameState compares two exports item by item, naming the first
+// requireSameState compares two exports item by item, naming the first
 // that differs (not the whole state).
-func reviewSameState(t *testing.T, step string, a, b *snap.State) {
+func requireSameState(t *testing.T, step string, a, b *snap.State) {
 	t.Helper()
 	require.Equal(t, a.LastRevision, b.LastRevision, step)
 	require.Equal(t, a.NicknamesRevision, b.NicknamesRevision, step)
@@ -151,7 +147,7 @@ func reload(t *testing.T, m *Store, shards int) *Store {
 // index and count, and stays so under the same writes after, at the narrow
 // and wide pairs' boundary, near MaxInt64, with bulk adds, group numbers
 // reused, and all groups deleted.
-func TestReviewReloadEqualsLive(t *testing.T) {
+func TestAReloadedStoreIsTheLiveStore(t *testing.T) {
 	ctx := context.Background()
 	for _, shards := range []int{1, 7, 64} {
 		t.Run(fmt.Sprint(shards), func(t *testing.T) {
@@ -238,12 +234,12 @@ func TestReviewReloadEqualsLive(t *testing.T) {
 				require.Equal(t, ea, eb, "step %d", step)
 				require.Equal(t, ra, rb, "step %d", step)
 				if step%20 == 19 {
-					reviewCheck(t, fmt.Sprint("before reload ", step), live, other, seen)
+					checkReloaded(t, fmt.Sprint("before reload ", step), live, other, seen)
 					other = reload(t, live, shards)
-					reviewCheck(t, fmt.Sprint("after reload ", step), live, other, seen)
+					checkReloaded(t, fmt.Sprint("after reload ", step), live, other, seen)
 				}
 			}
-			reviewCheck(t, "end", live, other, seen)
+			checkReloaded(t, "end", live, other, seen)
 			// The keys replay alike.
 			ka, kb := live.Export().Keys, other.Export().Keys
 			require.Equal(t, ka, kb)
@@ -253,7 +249,7 @@ func TestReviewReloadEqualsLive(t *testing.T) {
 
 // Group numbers reused: groups numbered out of order (all deleted, made
 // again in another order) so a user's pairs come in descending numbers.
-func TestReviewReloadAfterNumbersReused(t *testing.T) {
+func TestAReloadAfterGroupNumbersReused(t *testing.T) {
 	ctx := context.Background()
 	m := New()
 	ids := make([]string, 40)
@@ -295,7 +291,7 @@ func TestReviewReloadAfterNumbersReused(t *testing.T) {
 // Bulk adds (shard by shard on every core) from many writers at once, into
 // groups that share users, with removes, readers and GOMAXPROCS changing
 // under them: the reverse index and the user count end as the groups say.
-func TestReviewParallelReverseUnderLoad(t *testing.T) {
+func TestBulkAddsUnderLoadKeepTheReverseIndex(t *testing.T) {
 	ctx := context.Background()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, shards := range []int{1, 64} {

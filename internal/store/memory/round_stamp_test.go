@@ -10,10 +10,9 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// WriteExpiries claims to apply its writes "as Write would": Write gives
-// the change w's Actor and w's Time (when set); WriteExpiries stamps every
-// change with no actor and the clock.
-func TestReviewRoundWriteExpiriesKeepsActorAndTime(t *testing.T) {
+// WriteExpiries applies its writes as Write would: each change carries its
+// write's Actor, and its Time when it gives one.
+func TestWriteExpiriesKeepsActorAndTime(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	add := membership.Write{Op: membership.OpAdd, GroupID: "g", Time: at.Add(-time.Hour),

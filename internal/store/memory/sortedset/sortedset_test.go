@@ -1,4 +1,4 @@
-package memory
+package sortedset_test
 
 import (
 	"math/rand/v2"
@@ -8,37 +8,39 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/memory/expiry"
+	"example.com/groupmembership/internal/store/memory/sortedset"
 	"example.com/groupmembership/membership"
 )
 
-// A sortedSet agrees with a sorted slice through random inserts, removals,
-// pops from the front and cursor walks, for both of its codecs.
+// A Set agrees with a sorted slice through random inserts, removals, pops
+// from the front and cursor walks, for both of the codecs of package
+// expiry.
 func TestSortedSetAgreesWithASortedSlice(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	t.Run("due keys", func(t *testing.T) {
-		testSortedSet[dueKey, dueCodec](t, rng, func() dueKey {
+		testSortedSet(t, rng, new(expiry.DueSet), func() expiry.Key {
 			// Few times and groups, so that runs share them.
-			return dueKey{at: 1e12 + rng.Int64N(20), group: uint32(rng.IntN(5)), uid: membership.UID(rng.Int64N(1e9) + 1)}
+			return expiry.Key{At: 1e12 + rng.Int64N(20), Group: uint32(rng.IntN(5)), UID: membership.UID(rng.Int64N(1e9) + 1)}
 		})
 	})
 	t.Run("expiries", func(t *testing.T) {
-		testSortedSet[memberExpiry, expiryCodec](t, rng, func() memberExpiry {
-			return memberExpiry{uid: membership.UID(rng.Int64N(5000) + 1), at: 1e12 + rng.Int64N(1e9) - 5e8}
+		testSortedSet(t, rng, new(expiry.MemberSet), func() expiry.Member {
+			return expiry.Member{UID: membership.UID(rng.Int64N(5000) + 1), At: 1e12 + rng.Int64N(1e9) - 5e8}
 		})
 	})
 }
 
-func testSortedSet[T comparable, C orderedCodec[T]](t *testing.T, rng *rand.Rand, random func() T) {
+func testSortedSet[T comparable, C sortedset.Codec[T]](t *testing.T, rng *rand.Rand, set *sortedset.Set[T, C], random func() T) {
 	var c C
-	var set sortedSet[T, C]
-	var want []T // sorted, by c.compare, distinct under it
+	var want []T // sorted, by c.Compare, distinct under it
 	maxChunks := 0
-	find := func(v T) (int, bool) { return slices.BinarySearchFunc(want, v, c.compare) }
+	find := func(v T) (int, bool) { return slices.BinarySearchFunc(want, v, c.Compare) }
 	check := func() {
 		t.Helper()
-		require.Equal(t, len(want), set.size)
+		require.Equal(t, len(want), set.Len())
 		var got []T
-		for v := range set.all {
+		for v := range set.All {
 			got = append(got, v)
 		}
 		if len(want) == 0 {
@@ -58,7 +60,7 @@ func testSortedSet[T comparable, C orderedCodec[T]](t *testing.T, rng *rand.Rand
 		switch {
 		case op < 5:
 			i, found := find(v)
-			assert.Equal(t, !found, set.insert(v))
+			assert.Equal(t, !found, set.Insert(v))
 			if !found {
 				want = slices.Insert(want, i, v)
 			}
@@ -67,31 +69,31 @@ func testSortedSet[T comparable, C orderedCodec[T]](t *testing.T, rng *rand.Rand
 				v = want[rng.IntN(len(want))]
 			}
 			i, found := find(v)
-			old, removed := set.remove(v)
+			old, removed := set.Remove(v)
 			require.Equal(t, found, removed)
 			if found {
 				assert.Equal(t, want[i], old)
 				want = slices.Delete(want, i, i+1)
 			}
 		case op < 9:
-			got, ok := set.get(v)
+			got, ok := set.Get(v)
 			i, found := find(v)
 			require.Equal(t, found, ok)
 			if found {
 				assert.Equal(t, want[i], got)
 			}
 			// A cursor from v walks what follows, in step with seeks.
-			cur := set.cursor(v)
+			cur := set.Cursor(v)
 			for _, w := range want[i:min(i+50, len(want))] {
-				cur.seekTo(w)
-				require.True(t, cur.ok)
-				require.Equal(t, w, cur.v)
+				cur.SeekTo(w)
+				require.True(t, cur.Ok())
+				require.Equal(t, w, cur.Value())
 			}
 		default:
 			// Pop a few from the front, or none.
 			n := rng.IntN(40)
 			var popped []T
-			set.popWhile(func(v T) bool {
+			set.PopWhile(func(v T) bool {
 				if len(popped) == n {
 					return false
 				}
@@ -105,7 +107,7 @@ func testSortedSet[T comparable, C orderedCodec[T]](t *testing.T, rng *rand.Rand
 			}
 			want = slices.Clone(want[k:])
 		}
-		maxChunks = max(maxChunks, len(set.chunks))
+		maxChunks = max(maxChunks, len(sortedset.ChunkBytes(set)))
 		if step%500 == 0 {
 			check()
 		}
@@ -113,32 +115,32 @@ func testSortedSet[T comparable, C orderedCodec[T]](t *testing.T, rng *rand.Rand
 	check()
 	require.Greater(t, maxChunks, 10, "the set must have grown over many chunks to test their splits and merges")
 	// A chunk holds at most its limit, and a set emptied holds nothing.
-	for _, ch := range set.chunks {
-		assert.LessOrEqual(t, len(ch.rest), c.maxBytes())
+	for _, n := range sortedset.ChunkBytes(set) {
+		assert.LessOrEqual(t, n, c.MaxBytes())
 	}
 	for len(want) > 0 {
-		_, ok := set.remove(want[0])
+		_, ok := set.Remove(want[0])
 		require.True(t, ok)
 		want = want[1:]
 	}
-	assert.Empty(t, set.chunks)
-	assert.Zero(t, set.size)
+	assert.Empty(t, sortedset.ChunkBytes(set))
+	assert.Zero(t, set.Len())
 }
 
-// fill builds the set a sequence of inserts would.
+// Fill builds the set a sequence of inserts would.
 func TestSortedSetFill(t *testing.T) {
-	var keys []dueKey
+	var keys []expiry.Key
 	for i := range 5000 {
-		keys = append(keys, dueKey{at: 1e12 + int64(i/1000), group: uint32(i % 7), uid: membership.UID(i*37 + 1)})
+		keys = append(keys, expiry.Key{At: 1e12 + int64(i/1000), Group: uint32(i % 7), UID: membership.UID(i*37 + 1)})
 	}
-	slices.SortFunc(keys, dueCodec{}.compare)
+	slices.SortFunc(keys, expiry.CompareKeys)
 	keys = slices.Compact(keys)
-	var filled sortedSet[dueKey, dueCodec]
-	filled.fill(keys)
-	var got []dueKey
-	for k := range filled.all {
+	var filled expiry.DueSet
+	filled.Fill(keys)
+	var got []expiry.Key
+	for k := range filled.All {
 		got = append(got, k)
 	}
 	assert.Equal(t, keys, got)
-	assert.Equal(t, len(keys), filled.size)
+	assert.Equal(t, len(keys), filled.Len())
 }

@@ -1,7 +1,6 @@
-package memory
+package packed
 
 import (
-	"context"
 	"iter"
 	"math"
 	"math/rand/v2"
@@ -13,16 +12,15 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// TestReviewPagingAtChunkBoundaries lists pages of a large group after
-// every chunk's first and last uid, and one either side, before and after
-// a snapshot round trip (whose fill makes other chunks), with uids near 1
-// and math.MaxInt64.
-func TestReviewPagingAtChunkBoundaries(t *testing.T) {
-	ctx := context.Background()
+// A page of a large group's members (a list's After and Limit) starts
+// right after every chunk's first and last uid, and one either side, as
+// added and after a fill (a snapshot's load, which makes other chunks),
+// with uids near 1 and math.MaxInt64.
+func TestPagesStartAtChunkBoundaries(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	m := New()
+	var m Members
 	set := map[membership.UID]bool{}
-	var users []membership.User
+	var users []membership.UID
 	for len(set) < 6000 {
 		var u membership.UID
 		switch rng.IntN(3) {
@@ -35,38 +33,32 @@ func TestReviewPagingAtChunkBoundaries(t *testing.T) {
 		}
 		if !set[u] {
 			set[u] = true
-			users = append(users, membership.User{UID: u})
+			users = append(users, u)
 		}
 	}
 	for b := range slices.Chunk(users, 100) {
-		_, err := m.AddMembers(ctx, "big", b)
-		require.NoError(t, err)
+		for _, u := range b {
+			m.Add(u)
+		}
 	}
 	want := make([]membership.UID, 0, len(set))
 	for u := range set {
 		want = append(want, u)
 	}
 	slices.Sort(want)
-	check := func(m *Store) {
-		g := m.shardOf("big").groups["big"]
-		require.Greater(t, len(g.members.chunks), 10)
+	check := func(m *Members) {
+		require.Greater(t, len(m.chunks), 10)
 		var afters []membership.UID
-		for i := range g.members.chunks {
-			c := &g.members.chunks[i]
-			for _, u := range []membership.UID{c.first.user, c.last().user} {
+		for i := range m.chunks {
+			c := &m.chunks[i]
+			for _, u := range []membership.UID{c.first.User, c.last().User} {
 				afters = append(afters, u-1, u, u+1)
 			}
 		}
 		afters = append(afters, 0, math.MaxInt64, math.MaxInt64-1)
 		for _, after := range afters {
 			for _, limit := range []int{0, 1, 3} {
-				var got []membership.UID
-				_, err := m.ListMembers(ctx, "big", membership.ListOptions{After: after, Limit: limit}, func(_ int, ms iter.Seq[membership.Member]) {
-					for mb := range ms {
-						got = append(got, mb.UID)
-					}
-				})
-				require.NoError(t, err)
+				got := page(m.Above(after), limit)
 				i := len(want)
 				if after < math.MaxInt64 {
 					i, _ = slices.BinarySearch(want, after+1)
@@ -81,11 +73,23 @@ func TestReviewPagingAtChunkBoundaries(t *testing.T) {
 					require.Equal(t, w, got, "after %d limit %d", after, limit)
 				}
 			}
-			_, ok, err := m.Member(ctx, "big", after)
-			require.NoError(t, err)
-			require.Equal(t, set[after], ok, "member %d", after)
+			require.Equal(t, set[after], m.Contains(after), "member %d", after)
 		}
 	}
-	check(m)
-	check(roundTrip(t, m, DefaultShards, func(*Store) {}))
+	check(&m)
+	var loaded Members
+	loaded.Fill(m.AppendTo(nil))
+	check(&loaded)
+}
+
+// page returns at most limit (0: all) of uids.
+func page(uids iter.Seq[membership.UID], limit int) []membership.UID {
+	var got []membership.UID
+	for uid := range uids {
+		if limit > 0 && len(got) == limit {
+			break
+		}
+		got = append(got, uid)
+	}
+	return got
 }

@@ -1,4 +1,4 @@
-package memory
+package group
 
 import (
 	"fmt"
@@ -15,19 +15,19 @@ import (
 // checks every query of the index against a sorted list of the same ids.
 func TestGroupIndexAgreesWithASortedList(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	ix := groupIndex{seed: maphash.MakeSeed()}
+	ix := NewIndex(maphash.MakeSeed())
 	var model []string
-	groups := map[string]*group{}
+	groups := map[string]*Group{}
 	for step := range 5000 {
 		id := fmt.Sprintf("%x", rng.IntN(600))
 		if _, ok := groups[id]; ok {
-			ix.remove(id)
+			ix.Remove(id)
 			delete(groups, id)
 			i, _ := slices.BinarySearch(model, id)
 			model = slices.Delete(model, i, i+1)
 		} else {
-			g := &group{id: id}
-			ix.insert(g)
+			g := &Group{ID: id}
+			ix.Insert(g)
 			groups[id] = g
 			i, _ := slices.BinarySearch(model, id)
 			model = slices.Insert(model, i, id)
@@ -41,8 +41,8 @@ func TestGroupIndexAgreesWithASortedList(t *testing.T) {
 		assert.Equal(t, below, ix.below(probe), "below %q", probe)
 		for _, inclusive := range []bool{false, true} {
 			var got []string
-			ix.ascend(probe, inclusive, func(g *group) bool {
-				got = append(got, g.id)
+			ix.ascend(probe, inclusive, func(g *Group) bool {
+				got = append(got, g.ID)
 				return len(got) < 10
 			})
 			from := below
@@ -84,29 +84,29 @@ func TestPrefixEnd(t *testing.T) {
 func TestGroupIndexBuildIsTheTreapOfInserts(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 3, 1000} {
 		seed := maphash.MakeSeed()
-		built, inserted := groupIndex{seed: seed}, groupIndex{seed: seed}
-		var sorted []*group
+		built, inserted := Index{seed: seed}, Index{seed: seed}
+		var sorted []*Group
 		for i := range n {
 			id := fmt.Sprintf("g%05d", i)
-			sorted = append(sorted, &group{id: id})
-			inserted.insert(&group{id: id})
+			sorted = append(sorted, &Group{ID: id})
+			inserted.Insert(&Group{ID: id})
 		}
-		built.build(sorted)
-		var same func(a, b *group) bool
-		same = func(a, b *group) bool {
+		built.Build(sorted)
+		var same func(a, b *Group) bool
+		same = func(a, b *Group) bool {
 			if a == nil || b == nil {
 				return a == nil && b == nil
 			}
-			return a.id == b.id && a.node.count == b.node.count && a.node.priority == b.node.priority &&
+			return a.ID == b.ID && a.node.count == b.node.count && a.node.priority == b.node.priority &&
 				same(a.node.left, b.node.left) && same(a.node.right, b.node.right)
 		}
 		require.True(t, same(built.root, inserted.root), "%d groups", n)
-		built.insert(&group{id: "g00000a"})
+		built.Insert(&Group{ID: "g00000a"})
 		assert.Equal(t, n+1, countOf(built.root))
-		built.remove("g00000a")
+		built.Remove("g00000a")
 		assert.Equal(t, n, countOf(built.root))
 		var ids []string
-		built.ascend("", true, func(g *group) bool { ids = append(ids, g.id); return true })
+		built.ascend("", true, func(g *Group) bool { ids = append(ids, g.ID); return true })
 		assert.True(t, slices.IsSorted(ids))
 	}
 }

@@ -16,9 +16,10 @@ import (
 // is empty, but its group numbers are not fresh. Numbers freed by deletes
 // are given out again last-freed first, so the snapshot's groups get
 // numbers that descend in st.Groups order, and the reverse index's radix
-// sort, which keeps arrival order within a user, leaves a user's pairs out
-// of order: UserGroups, and a later remove, then miss pairs.
-func TestReviewImportIntoEmptiedStore(t *testing.T) {
+// sort keeps arrival order within a user: its fill puts a user's pairs in
+// order all the same, so that UserGroups, and a later remove, find every
+// one.
+func TestImportIntoAnEmptiedStore(t *testing.T) {
 	ctx := context.Background()
 	m := NewWith(Options{Shards: 1, ChangesKeep: membership.DefaultChangesKeep})
 	ids := []string{"a", "b", "c", "d"}

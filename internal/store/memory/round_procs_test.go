@@ -13,13 +13,13 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// expireAll sizes found by runtime.GOMAXPROCS(0), then parallel reads it
-// again for its workers: a change of GOMAXPROCS in between (a call, or the
-// runtime's own update to a new cgroup CPU limit since Go 1.25) gives a
-// worker a number past found, and the round panics in a goroutine of its
-// own, taking the process down. This test changes GOMAXPROCS beside
-// rounds; it crashes (index out of range) when it finds the window.
-func TestReviewRoundSurvivesAGOMAXPROCSChange(t *testing.T) {
+// A round sizes what its workers find by the number of workers it read
+// once (shards.Workers), and shards.Parallel gives each a number below it:
+// a change of GOMAXPROCS meanwhile (a call, or the runtime's own update to
+// a new cgroup CPU limit) gives no worker a number past them. This test
+// changes GOMAXPROCS beside rounds; a worker past them would crash the
+// process (index out of range).
+func TestARoundSurvivesAGOMAXPROCSChange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a stress test")
 	}

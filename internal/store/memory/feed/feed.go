@@ -1,4 +1,12 @@
-package memory
+// Package feed gives every change of a store its revision and keeps the
+// latest changes for followers of the change feed (membership.Store's
+// Changes). A change takes its revision and joins the feed in one critical
+// section, so the feed is always in revision order with no gaps: a reader
+// that has seen revision r has seen every change up to r.
+//
+// Its lock is the last of the in-memory store's (see package memory for
+// their order): no other lock is taken while it is held.
+package feed
 
 import (
 	"context"
@@ -10,17 +18,14 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// DefaultChangesKeepBytes is the default bound, in bytes, of the changes the
-// feed keeps.
-const DefaultChangesKeepBytes = 64 << 20
+// DefaultKeepBytes is the default bound, in bytes, of the changes a Feed
+// keeps.
+const DefaultKeepBytes = 64 << 20
 
-// feed gives out revisions and keeps the latest changes for the change feed.
-// A change takes its revision and joins the feed in one critical section, so
-// the feed is always in revision order with no gaps: a reader that has seen
-// revision r has seen every change up to r.
+// Feed gives out revisions and keeps the latest changes.
 //
 // It keeps at most keep changes and, but for the newest, at most maxBytes of
-// them (see changeCost), dropping the oldest first: a change of 10,000 uids
+// them (see ChangeCost), dropping the oldest first: a change of 10,000 uids
 // costs 80 KB, so a count alone bounds nothing.
 //
 // Every change of the store takes mu, so what it does under mu is kept to a
@@ -28,9 +33,8 @@ const DefaultChangesKeepBytes = 64 << 20
 // clock read before, and the ring holds pointers to changes and their
 // costs, so that keeping one, and dropping the oldest, writes no cold
 // cache line of a change's own.
-type feed struct {
-	// mu guards the fields below. It is taken while a group's shard lock is
-	// held, and nicknamesMu if it is, never the other way round.
+type Feed struct {
+	// mu guards the fields below. No other lock is taken while it is held.
 	mu       sync.Mutex
 	keep     int   // how many changes to keep; 0 keeps none
 	maxBytes int64 // how many bytes of changes to keep
@@ -50,46 +54,48 @@ type feed struct {
 	wake chan struct{}
 }
 
-func newFeed(keep int, maxBytes int64) feed {
-	return feed{keep: keep, maxBytes: maxBytes}
+// New returns a Feed that keeps at most keep changes (0 keeps none;
+// revisions still count) and, but for the newest, at most maxBytes of them.
+func New(keep int, maxBytes int64) Feed {
+	return Feed{keep: keep, maxBytes: maxBytes}
 }
 
-// changeOverhead is what a kept change costs besides the memory its fields
+// ChangeOverhead is what a kept change costs besides the memory its fields
 // point to: the change itself, its pointer and its cost in the ring.
-const changeOverhead = int64(unsafe.Sizeof(membership.Change{})) + 16
+const ChangeOverhead = int64(unsafe.Sizeof(membership.Change{})) + 16
 
-// changeCost returns the bytes c holds: its slot (which holds its time and
+// ChangeCost returns the bytes c holds: its slot (which holds its time and
 // actor too), its group id, its uids and nicknames, counted by capacity,
 // and a batch's changes, each as a change.
-func changeCost(c membership.Change) int64 {
-	n := changeOverhead + int64(len(c.GroupID)) +
+func ChangeCost(c membership.Change) int64 {
+	n := ChangeOverhead + int64(len(c.GroupID)) +
 		int64(cap(c.UIDs))*int64(unsafe.Sizeof(membership.UID(0))) +
 		int64(cap(c.Nicknames))*int64(unsafe.Sizeof(membership.Member{}))
 	for _, m := range c.Nicknames {
 		n += int64(len(m.Nickname))
 	}
 	for _, sub := range c.Changes {
-		n += changeCost(sub)
+		n += ChangeCost(sub)
 	}
-	return n + int64(cap(c.Changes)-len(c.Changes))*changeOverhead
+	return n + int64(cap(c.Changes)-len(c.Changes))*ChangeOverhead
 }
 
-// stamp is who made a change and when, as its change carries them.
-type stamp struct {
-	actor membership.UID
-	// at is the change's time; when it is zero and now is set, the change
+// Stamp is who made a change and when, as its change carries them.
+type Stamp struct {
+	Actor membership.UID
+	// At is the change's time; when it is zero and Now is set, the change
 	// takes the time it is recorded, so that times follow revisions on one
 	// clock.
-	at  time.Time
-	now bool
+	At  time.Time
+	Now bool
 }
 
-// withTimeFor returns st with the time now, as changes carry it, when it
+// WithTimeFor returns st with the time now, as changes carry it, when it
 // has none and users give a TTL: the TTL then counts from the very time
 // the change carries, not from a second reading of the clock.
-func (st stamp) withTimeFor(users []membership.User) stamp {
-	if st.at.IsZero() && st.now && slices.ContainsFunc(users, func(u membership.User) bool { return u.Expiry.TTL != 0 }) {
-		st.at = timeOf(time.Now())
+func (st Stamp) WithTimeFor(users []membership.User) Stamp {
+	if st.At.IsZero() && st.Now && slices.ContainsFunc(users, func(u membership.User) bool { return u.Expiry.TTL != 0 }) {
+		st.At = timeOf(time.Now())
 	}
 	return st
 }
@@ -104,13 +110,13 @@ func timeOf(t time.Time) time.Time {
 	return t.UTC().Truncate(time.Millisecond)
 }
 
-// record gives c the next revision, and st's actor and time, and keeps it,
+// Record gives c the next revision, and st's actor and time, and keeps it,
 // and returns the revision. published, when not nil, runs with the
 // revision before any reader of the feed can see it: what must be true of
 // the store once a reader has seen a revision is made true there.
-func (f *feed) record(c membership.Change, st stamp, published func(membership.Revision)) membership.Revision {
-	c.Actor, c.Time = st.actor, timeOf(st.at)
-	fromClock := c.Time.IsZero() && st.now
+func (f *Feed) Record(c membership.Change, st Stamp, published func(membership.Revision)) membership.Revision {
+	c.Actor, c.Time = st.Actor, timeOf(st.At)
+	fromClock := c.Time.IsZero() && st.Now
 	if fromClock {
 		c.Time = timeOf(time.Now())
 	}
@@ -119,7 +125,7 @@ func (f *feed) record(c membership.Change, st stamp, published func(membership.R
 	var kept *membership.Change
 	var cost int64
 	if f.keep > 0 {
-		kept, cost = new(membership.Change), changeCost(c)
+		kept, cost = new(membership.Change), ChangeCost(c)
 		*kept = c
 	}
 	f.mu.Lock()
@@ -151,7 +157,7 @@ func (f *feed) record(c membership.Change, st stamp, published func(membership.R
 // push keeps c, which costs cost, dropping the oldest changes until it
 // fits. The newest change is kept even when it alone is over maxBytes: it
 // is bounded by the largest request. The caller holds mu.
-func (f *feed) push(c *membership.Change, cost int64) {
+func (f *Feed) push(c *membership.Change, cost int64) {
 	for f.n > 0 && (f.n == f.keep || f.bytes+cost > f.maxBytes) {
 		f.dropOldest()
 	}
@@ -165,7 +171,7 @@ func (f *feed) push(c *membership.Change, cost int64) {
 }
 
 // dropOldest forgets the oldest kept change. The caller holds mu.
-func (f *feed) dropOldest() {
+func (f *Feed) dropOldest() {
 	f.bytes -= f.costs[f.start]
 	f.ring[f.start] = nil // let it go
 	f.start = (f.start + 1) % len(f.ring)
@@ -174,7 +180,7 @@ func (f *feed) dropOldest() {
 }
 
 // grow doubles the ring, up to keep slots. The caller holds mu.
-func (f *feed) grow() {
+func (f *Feed) grow() {
 	size := min(max(2*len(f.ring), 64), f.keep)
 	ring, costs := make([]*membership.Change, size), make([]int64, size)
 	for i := range f.n {
@@ -186,33 +192,34 @@ func (f *feed) grow() {
 
 // at returns the i-th oldest kept change. The caller holds mu; the change
 // may be read after it lets go.
-func (f *feed) at(i int) *membership.Change {
+func (f *Feed) at(i int) *membership.Change {
 	return f.ring[(f.start+i)%len(f.ring)]
 }
 
 // oldest returns the revision of the oldest kept change, last+1 when none is
 // kept. The caller holds mu.
-func (f *feed) oldest() membership.Revision {
+func (f *Feed) oldest() membership.Revision {
 	return f.last - membership.Revision(f.n) + 1
 }
 
-// feedStats are the feed's figures for metrics.
-type feedStats struct {
-	last     membership.Revision
-	kept     int
-	bytes    int64
-	maxBytes int64
-	dropped  uint64
+// Stats are a Feed's figures, for metrics.
+type Stats struct {
+	Last     membership.Revision // the latest revision given out
+	Kept     int                 // the changes kept
+	Bytes    int64               // their cost
+	MaxBytes int64               // the bound of their cost
+	Dropped  uint64              // the changes dropped to keep within the bounds
 }
 
-func (f *feed) stats() feedStats {
+// Stats returns f's figures.
+func (f *Feed) Stats() Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return feedStats{last: f.last, kept: f.n, bytes: f.bytes, maxBytes: f.maxBytes, dropped: f.dropped}
+	return Stats{Last: f.last, Kept: f.n, Bytes: f.bytes, MaxBytes: f.maxBytes, Dropped: f.dropped}
 }
 
-// changes implements membership.Store.Changes.
-func (f *feed) changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
+// Changes implements membership.Store.Changes.
+func (f *Feed) Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
 	for {
 		f.mu.Lock()
 		last, oldest := f.last, f.oldest()
@@ -271,9 +278,9 @@ func (f *feed) changes(ctx context.Context, opts membership.ChangeOptions) ([]me
 	}
 }
 
-// export copies the feed's state for a snapshot. The caller keeps changes out
-// while it runs.
-func (f *feed) export() (last membership.Revision, kept []membership.Change) {
+// Export copies the feed's state for a snapshot: the latest revision and
+// the changes kept. The caller keeps changes out while it runs.
+func (f *Feed) Export() (last membership.Revision, kept []membership.Change) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	kept = make([]membership.Change, f.n)
@@ -283,17 +290,17 @@ func (f *feed) export() (last membership.Revision, kept []membership.Change) {
 	return f.last, kept
 }
 
-// load sets the feed's state from a snapshot: the latest revision and the
+// Load sets the feed's state from a snapshot: the latest revision and the
 // changes kept, which end at last and are in order. Of them, it keeps the
 // newest that fit its bounds. The feed takes kept over.
-func (f *feed) load(last membership.Revision, kept []membership.Change) {
+func (f *Feed) Load(last membership.Revision, kept []membership.Change) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.last, f.ring, f.costs, f.start, f.n, f.bytes = last, nil, nil, 0, 0, 0
 	first := len(kept)
 	var bytes int64
 	for first > 0 && len(kept)-first < f.keep {
-		cost := changeCost(kept[first-1])
+		cost := ChangeCost(kept[first-1])
 		if first < len(kept) && bytes+cost > f.maxBytes {
 			break
 		}
@@ -306,7 +313,7 @@ func (f *feed) load(last membership.Revision, kept []membership.Change) {
 	f.ring, f.costs = make([]*membership.Change, len(kept)-first), make([]int64, len(kept)-first)
 	for i := range f.ring {
 		c := kept[first+i]
-		f.ring[i], f.costs[i] = &c, changeCost(c)
+		f.ring[i], f.costs[i] = &c, ChangeCost(c)
 	}
 	f.n, f.bytes = len(f.ring), bytes
 }

@@ -1,4 +1,4 @@
-package memory
+package packed
 
 import (
 	"fmt"
@@ -12,20 +12,20 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// TestReviewPackedNeighbours adds and removes pairs beside a sorted slice,
+// TestAddsAndRemovesTellTheirNeighbours adds and removes pairs beside a sorted slice,
 // at small and real limits (so chunks split, merge, repack and empty
 // often), with users near 0 and math.MaxInt64 and groups of every size,
 // checking the neighbours each add and remove reports, contains, the pairs
 // in order, and the chunks' invariants.
-func TestReviewPackedNeighbours(t *testing.T) {
+func TestAddsAndRemovesTellTheirNeighbours(t *testing.T) {
 	for _, limit := range []int{16, 40, 64, 256, 384} {
 		for seed := range uint64(4) {
 			t.Run(fmt.Sprintf("limit%d/seed%d", limit, seed), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, uint64(limit)))
-				var s packedSet
-				var want []pair
+				var s set
+				var want []Pair
 				groupBits := []int{0, 1, 2, 8, 20, 21, 31, 32}
-				randomPair := func() pair {
+				randomPair := func() Pair {
 					var u membership.UID
 					switch rng.IntN(4) {
 					case 0:
@@ -42,10 +42,10 @@ func TestReviewPackedNeighbours(t *testing.T) {
 					if rng.IntN(3) == 0 {
 						g = uint32(rng.IntN(3))
 					}
-					return pair{user: u, group: g}
+					return Pair{User: u, Group: g}
 				}
-				nbOf := func(p pair) (nb neighbours) {
-					i, _ := slices.BinarySearchFunc(want, p, comparePairs)
+				nbOf := func(p Pair) (nb neighbours) {
+					i, _ := slices.BinarySearchFunc(want, p, ComparePairs)
 					if i > 0 {
 						nb.prev, nb.hasPrev = want[i-1], true
 					}
@@ -74,7 +74,7 @@ func TestReviewPackedNeighbours(t *testing.T) {
 							p = want[rng.IntN(len(want))]
 						}
 					}
-					i, found := slices.BinarySearchFunc(want, p, comparePairs)
+					i, found := slices.BinarySearchFunc(want, p, ComparePairs)
 					if found {
 						exp := nbOf(p)
 						removed, nb := s.remove(p, limit)
@@ -91,14 +91,11 @@ func TestReviewPackedNeighbours(t *testing.T) {
 						require.Equal(t, exp, nb, "step %d add %v neighbours", step, p)
 						want = slices.Insert(want, i, p)
 					}
-					_, in := slices.BinarySearchFunc(want, p, comparePairs)
+					_, in := slices.BinarySearchFunc(want, p, ComparePairs)
 					require.Equal(t, in, s.contains(p), "step %d contains %v", step, p)
 					if step%200 == 0 {
 						checkPacked(t, &s, limit)
-						var got []pair
-						for q := range s.all {
-							got = append(got, q)
-						}
+						got := pairsOf(&s)
 						if len(want) == 0 {
 							require.Empty(t, got)
 						} else {

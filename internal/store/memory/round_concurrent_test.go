@@ -139,13 +139,13 @@ func (f *feedModel) apply(t *testing.T, c membership.Change, inBatch bool) {
 // the store's state, each expire must have been of members, and clear the
 // nicknames of exactly the users it left in no group; counts and the
 // reverse index must agree with the groups.
-func TestReviewRoundConcurrent(t *testing.T) {
+func TestRoundsBesideOtherWriters(t *testing.T) {
 	for _, shards := range []int{1, 3, 8} {
-		t.Run("shards="+strconv.Itoa(shards), func(t *testing.T) { reviewRoundConcurrent(t, shards) })
+		t.Run("shards="+strconv.Itoa(shards), func(t *testing.T) { roundsBesideOtherWriters(t, shards) })
 	}
 }
 
-func reviewRoundConcurrent(t *testing.T, shards int) {
+func roundsBesideOtherWriters(t *testing.T, shards int) {
 	ctx := context.Background()
 	m := NewWith(Options{Shards: shards, ChangesKeep: 1 << 20})
 	groups := make([]string, 10)

@@ -1,4 +1,4 @@
-package memory
+package packed
 
 import (
 	"math/rand/v2"
@@ -12,18 +12,18 @@ import (
 )
 
 // checkMembers checks m's invariants and that it holds exactly want.
-func checkMembers(t *testing.T, m *members, want map[membership.UID]bool) {
+func checkMembers(t *testing.T, m *Members, want map[membership.UID]bool) {
 	t.Helper()
 	var got []membership.UID
-	checkPacked(t, &m.packedSet, maxChunkBytes)
+	checkPacked(t, &m.set, maxChunkBytes)
 	for i, c := range m.chunks {
 		uids := []membership.UID{}
 		for _, p := range c.pairs(nil) {
-			require.Zero(t, p.group, "chunk %d holds a member with a group", i)
-			uids = append(uids, p.user)
+			require.Zero(t, p.Group, "chunk %d holds a member with a group", i)
+			uids = append(uids, p.User)
 		}
 		if i > 0 {
-			require.Less(t, got[len(got)-1], c.first.user, "chunks %d and %d overlap", i-1, i)
+			require.Less(t, got[len(got)-1], c.first.User, "chunks %d and %d overlap", i-1, i)
 		}
 		got = append(got, uids...)
 	}
@@ -35,7 +35,7 @@ func checkMembers(t *testing.T, m *members, want map[membership.UID]bool) {
 		require.True(t, want[uid], "uid %d is not a member", uid)
 	}
 	var yielded []membership.UID
-	for uid := range m.all {
+	for uid := range m.All {
 		yielded = append(yielded, uid)
 	}
 	require.Equal(t, got, yielded)
@@ -44,17 +44,17 @@ func checkMembers(t *testing.T, m *members, want map[membership.UID]bool) {
 func TestMembersAgainstAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, span := range []int64{50, 3000, 1 << 62} {
-		var m members
+		var m Members
 		want := map[membership.UID]bool{}
 		for step := range 20000 {
 			uid := membership.UID(rng.Int64N(span) + 1)
 			// Add more than remove at first, so chunks fill and split; then
 			// remove more, so they thin out and merge.
 			if (step < 12000) == (rng.IntN(4) != 0) {
-				assert.Equal(t, !want[uid], m.add(uid), "add(%d)", uid)
+				assert.Equal(t, !want[uid], m.Add(uid), "add(%d)", uid)
 				want[uid] = true
 			} else {
-				assert.Equal(t, want[uid], m.remove(uid), "remove(%d)", uid)
+				assert.Equal(t, want[uid], m.Remove(uid), "remove(%d)", uid)
 				delete(want, uid)
 			}
 			if step%1000 == 0 {
@@ -66,33 +66,33 @@ func TestMembersAgainstAMap(t *testing.T) {
 }
 
 func TestMembersFillThenChange(t *testing.T) {
-	var m members
+	var m Members
 	var uids []membership.UID
 	want := map[membership.UID]bool{}
 	for uid := membership.UID(10); uid <= 20000; uid += 10 {
 		uids = append(uids, uid)
 		want[uid] = true
 	}
-	m.fill(uids)
+	m.Fill(uids)
 	checkMembers(t, &m, want)
 	for _, uid := range []membership.UID{1, 15, 20001, 5005} {
-		assert.True(t, m.add(uid))
+		assert.True(t, m.Add(uid))
 		want[uid] = true
 	}
 	for _, uid := range []membership.UID{10, 20000, 7} {
-		assert.Equal(t, want[uid], m.remove(uid))
+		assert.Equal(t, want[uid], m.Remove(uid))
 		delete(want, uid)
 	}
 	checkMembers(t, &m, want)
 }
 
 func TestMembersEmpty(t *testing.T) {
-	var m members
-	assert.False(t, m.remove(1))
-	for range m.all {
+	var m Members
+	assert.False(t, m.Remove(1))
+	for range m.All {
 		t.Fatal("an empty set yields nothing")
 	}
-	assert.True(t, m.add(1))
-	assert.True(t, m.remove(1))
+	assert.True(t, m.Add(1))
+	assert.True(t, m.Remove(1))
 	assert.Empty(t, m.chunks)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/membership"
 )
@@ -36,21 +37,17 @@ func roundUID(rng *rand.Rand) membership.UID {
 // the due set, the group numbers (and which are free, in order), the
 // nicknames.
 func roundInternals(m *Store) string {
-	m.due.mu.Lock()
-	var due []dueKey
-	for k := range m.due.set.all {
+	var due []expiry.Key
+	for k := range m.due.All {
 		due = append(due, k)
 	}
-	m.due.mu.Unlock()
 	m.groupNumbers.mu.RLock()
 	names := slices.Clone(m.groupNumbers.names)
 	free := slices.Clone(m.groupNumbers.free)
 	m.groupNumbers.mu.RUnlock()
-	m.nicknamesMu.RLock()
-	nick := fmt.Sprint(m.nicknames)
-	m.nicknamesMu.RUnlock()
+	nick := fmt.Sprint(m.nicknames.Export())
 	return fmt.Sprintf("due=%v\nnames=%q\nfree=%v\nnick=%s\nremovedRev=%d nickRev=%d nickCount=%d",
-		due, names, free, nick, m.removedRevision.Load(), m.nicknamesRevision.Load(), m.nicknameCount.Load())
+		due, names, free, nick, m.removedRevision.Load(), m.nicknames.Revision(), m.nicknames.Count())
 }
 
 func roundCompare(t *testing.T, step string, a, b *Store, ignoreTimes bool) {
@@ -159,20 +156,20 @@ func roundRandomWrite(rng *rand.Rand, at time.Time, groupIDs []string) membershi
 // ApplyExpiries (and WriteExpiries) against Apply (and Write) one after
 // another, on twin stores, over many rounds with writes between them, for
 // shard counts that are and are not powers of two.
-func TestReviewRoundDifferential(t *testing.T) {
+func TestRoundsAreTheirWritesOneAfterAnother(t *testing.T) {
 	for _, shards := range []int{1, 3, 8, 65} {
 		for seed := range uint64(2) {
 			for _, live := range []bool{false, true} {
 				name := fmt.Sprintf("shards=%d/seed=%d/live=%v", shards, seed, live)
 				t.Run(name, func(t *testing.T) {
-					reviewRoundDiff(t, shards, seed, live)
+					roundsAgainstWrites(t, shards, seed, live)
 				})
 			}
 		}
 	}
 }
 
-func reviewRoundDiff(t *testing.T, shards int, seed uint64, live bool) {
+func roundsAgainstWrites(t *testing.T, shards int, seed uint64, live bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, uint64(shards)))
 	opts := Options{ChangesKeep: 1 << 20, Shards: shards, Epoch: 7}

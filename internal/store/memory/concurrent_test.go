@@ -14,11 +14,11 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// TestReviewConcurrent runs writers beside readers of every kind (lists,
+// TestReadersBesideWriters runs writers beside readers of every kind (lists,
 // user groups, checks, the feed, exports and backups), for the race
 // detector, then checks that the reverse index agrees with the groups and
 // that the feed's revisions and times follow each other.
-func TestReviewConcurrent(t *testing.T) {
+func TestReadersBesideWriters(t *testing.T) {
 	ctx := context.Background()
 	m := NewWith(Options{Shards: 4, ChangesKeep: 100000})
 	groups := []string{"a", "b", "c", "d", "e", "f"}

@@ -40,9 +40,9 @@ func (md diffModel) members(id string) []membership.UID {
 	return out
 }
 
-// reviewUID draws uids in clusters near 1, near math.MaxInt64, in the
+// spreadUID draws uids in clusters near 1, near math.MaxInt64, in the
 // middle, and anywhere.
-func reviewUID(rng *rand.Rand) membership.UID {
+func spreadUID(rng *rand.Rand) membership.UID {
 	switch rng.IntN(6) {
 	case 0:
 		return membership.UID(1 + rng.Int64N(300))
@@ -90,7 +90,7 @@ func checkAgainstModel(t *testing.T, m *Store, md diffModel, seen map[membership
 			case 2:
 				after = math.MaxInt64
 			default:
-				after = reviewUID(rng)
+				after = spreadUID(rng)
 			}
 			limit := rng.IntN(5)
 			var page []membership.UID
@@ -114,7 +114,7 @@ func checkAgainstModel(t *testing.T, m *Store, md diffModel, seen map[membership
 			require.Equal(t, wp, page, "step %d group %s after %d limit %d", step, id, after, limit)
 		}
 		for range 3 {
-			uid := reviewUID(rng)
+			uid := spreadUID(rng)
 			if len(want) > 0 && rng.IntN(2) == 0 {
 				uid = want[rng.IntN(len(want))]
 			}
@@ -166,11 +166,11 @@ func roundTrip(t *testing.T, m *Store, shards int, prep func(*Store)) *Store {
 	return n
 }
 
-// TestReviewDifferential runs a seeded random sequence of writes on the
+// TestTheStoreAgreesWithAModel runs a seeded random sequence of writes on the
 // store beside a map model, checking lists, pages, checks, user groups and
 // counts, and round trips through a snapshot now and then, continuing on
 // the imported store.
-func TestReviewDifferential(t *testing.T) {
+func TestTheStoreAgreesWithAModel(t *testing.T) {
 	// bigNumbers gives the store group numbers of 21 bits, and a few
 	// small ones freed for reuse, as a store that has seen a million
 	// groups come and go.
@@ -199,11 +199,11 @@ func TestReviewDifferential(t *testing.T) {
 					// A pool of uids, so that removes and re-adds hit.
 					var pool []membership.UID
 					for range 400 {
-						pool = append(pool, reviewUID(rng))
+						pool = append(pool, spreadUID(rng))
 					}
 					pick := func() membership.UID {
 						if rng.IntN(4) == 0 {
-							u := reviewUID(rng)
+							u := spreadUID(rng)
 							pool = append(pool, u)
 							return u
 						}

@@ -1,4 +1,4 @@
-package memory
+package packed
 
 import (
 	"maps"
@@ -17,7 +17,7 @@ import (
 // and limit/2 deltas, a whole number of deltas of its width with the room of a load
 // after them, its width the fewest bytes its largest delta needs or more,
 // and the chunks in order.
-func checkPacked(t *testing.T, s *packedSet, limit int) {
+func checkPacked(t *testing.T, s *set, limit int) {
 	t.Helper()
 	for i := range s.chunks {
 		c := &s.chunks[i]
@@ -32,22 +32,22 @@ func checkPacked(t *testing.T, s *packedSet, limit int) {
 		require.GreaterOrEqual(t, cap(c.rest), len(c.rest)+loadSlack, "chunk %d has no room for the load of its last delta", i)
 		ps := c.pairs(nil)
 		for j := 1; j < len(ps); j++ {
-			require.Negative(t, comparePairs(ps[j-1], ps[j]), "chunk %d is out of order at %d", i, j)
-			require.LessOrEqual(t, bits.Len32(ps[j].group), int(c.g), "chunk %d: a group over its bits", i)
+			require.Negative(t, ComparePairs(ps[j-1], ps[j]), "chunk %d is out of order at %d", i, j)
+			require.LessOrEqual(t, bits.Len32(ps[j].Group), int(c.g), "chunk %d: a group over its bits", i)
 		}
 		if i > 0 {
-			require.Negative(t, comparePairs(s.chunks[i-1].last(), c.first), "chunks %d and %d overlap", i-1, i)
+			require.Negative(t, ComparePairs(s.chunks[i-1].last(), c.first), "chunks %d and %d overlap", i-1, i)
 		}
 	}
 }
 
 // checkHolds checks s's invariants (checkPacked) and that it holds exactly
 // the pairs of want, in order.
-func checkHolds(t *testing.T, s *packedSet, limit int, want map[pair]bool) {
+func checkHolds(t *testing.T, s *set, limit int, want map[Pair]bool) {
 	t.Helper()
 	checkPacked(t, s, limit)
-	got := slices.Collect(s.all)
-	wanted := slices.SortedFunc(maps.Keys(want), comparePairs)
+	got := pairsOf(s)
+	wanted := slices.SortedFunc(maps.Keys(want), ComparePairs)
 	require.Equal(t, wanted, got)
 }
 
@@ -56,18 +56,18 @@ func checkHolds(t *testing.T, s *packedSet, limit int, want map[pair]bool) {
 // that does not fit its chunk repacks it, and the set stays exact.
 func TestPackedSetWidths(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	var s packedSet
-	want := map[pair]bool{}
+	var s set
+	want := map[Pair]bool{}
 	// Users from a few clusters far apart (the distances between them need
 	// eight bytes), near each other within a cluster.
 	bases := []membership.UID{1, 1 << 20, 1 << 40, math.MaxInt64 / 2, math.MaxInt64 - 1<<30}
-	randomPair := func() pair {
+	randomPair := func() Pair {
 		u := bases[rng.IntN(len(bases))] + membership.UID(rng.Int64N(1<<uint(rng.IntN(29)+1)))
 		g := uint32(rng.Uint64N(1 << uint(rng.IntN(33))))
 		if rng.IntN(2) == 0 {
 			g = uint32(rng.IntN(4))
 		}
-		return pair{user: u, group: g}
+		return Pair{User: u, Group: g}
 	}
 	for step := range 40_000 {
 		p := randomPair()
@@ -109,14 +109,19 @@ func TestPackedSetWidths(t *testing.T) {
 // too far apart for their delta and group bits to share eight bytes: each
 // such pair starts a chunk of its own.
 func TestPackChunksEndsWhereADeltaCannotFit(t *testing.T) {
-	ps := []pair{{user: 1, group: math.MaxUint32}, {user: math.MaxInt64 - 1, group: math.MaxUint32}, {user: math.MaxInt64, group: 0}}
+	ps := []Pair{{User: 1, Group: math.MaxUint32}, {User: math.MaxInt64 - 1, Group: math.MaxUint32}, {User: math.MaxInt64, Group: 0}}
 	chunks := packChunks(ps, 1000)
 	require.Len(t, chunks, 2)
-	s := packedSet{chunks: chunks}
+	s := set{chunks: chunks}
 	checkPacked(t, &s, 1000)
-	var got []pair
-	for p := range s.all {
-		got = append(got, p)
+	require.Equal(t, ps, pairsOf(&s))
+}
+
+// pairsOf returns the pairs of s, in order.
+func pairsOf(s *set) []Pair {
+	var ps []Pair
+	for i := range s.chunks {
+		ps = s.chunks[i].pairs(ps)
 	}
-	require.Equal(t, ps, got)
+	return ps
 }

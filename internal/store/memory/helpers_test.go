@@ -1,0 +1,47 @@
+package memory
+
+import (
+	"runtime"
+	"strings"
+	"time"
+)
+
+// waitForGoroutineIn waits until the stack of a goroutine names every one
+// of funcs, and says whether one did within a minute.
+func waitForGoroutineIn(funcs ...string) bool {
+	return waitUntil(func() bool { return goroutineIn(funcs...) })
+}
+
+// waitUntil waits until cond holds, and says whether it did within a
+// minute.
+func waitUntil(cond func() bool) bool {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		if cond() {
+			return true
+		}
+		runtime.Gosched()
+	}
+	return false
+}
+
+// goroutineIn reports whether the stack of a goroutine names every one of
+// funcs.
+func goroutineIn(funcs ...string) bool {
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for _, g := range strings.Split(stacks, "\n\n") {
+		if containsAll(g, funcs) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAll(stack string, funcs []string) bool {
+	for _, f := range funcs {
+		if !strings.Contains(stack, f) {
+			return false
+		}
+	}
+	return true
+}

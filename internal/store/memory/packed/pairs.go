@@ -1,0 +1,76 @@
+package packed
+
+import (
+	"iter"
+
+	"example.com/groupmembership/membership"
+)
+
+// maxPairChunkBytes is the most bytes of deltas one chunk of pairs holds:
+// fewer than a group's, because inserts land anywhere in the reverse index.
+const maxPairChunkBytes = 256
+
+// Pairs is the sorted set of a reverse shard's pairs: a user's pairs lie
+// together, in group number order.
+type Pairs struct {
+	set
+}
+
+// Fill fills an empty set from ps, which must be sorted and distinct.
+func (s *Pairs) Fill(ps []Pair) {
+	s.set.fill(ps, maxPairChunkBytes*3/4)
+}
+
+// Add adds p, and reports whether it is the first pair of its user: the
+// pairs beside where it goes tell, with no second search.
+func (s *Pairs) Add(p Pair) (firstOfUser bool) {
+	added, nb := s.set.add(p, maxPairChunkBytes)
+	return added && nb.aloneIn(p.User)
+}
+
+// Remove removes p, and reports whether it was the last pair of its user.
+func (s *Pairs) Remove(p Pair) (lastOfUser bool) {
+	removed, nb := s.set.remove(p, maxPairChunkBytes)
+	return removed && nb.aloneIn(p.User)
+}
+
+// aloneIn reports whether neither neighbour is of user.
+func (nb neighbours) aloneIn(user membership.UID) bool {
+	return !(nb.hasPrev && nb.prev.User == user) && !(nb.hasNext && nb.next.User == user)
+}
+
+// HasUser reports whether user has a pair: whether the user is in a group.
+func (s *Pairs) HasUser(user membership.UID) bool {
+	for p := range s.From(user) {
+		return p.User == user
+	}
+	return false
+}
+
+// GroupsOf yields the group numbers of user, in number order.
+func (s *Pairs) GroupsOf(user membership.UID) iter.Seq[uint32] {
+	return func(yield func(uint32) bool) {
+		for p := range s.From(user) {
+			if p.User != user || !yield(p.Group) {
+				return
+			}
+		}
+	}
+}
+
+// From yields the pairs from the first of user on, in order.
+func (s *Pairs) From(user membership.UID) iter.Seq[Pair] {
+	return func(yield func(Pair) bool) {
+		if len(s.chunks) == 0 {
+			return
+		}
+		for i := s.chunkFor(Pair{User: user}); i < len(s.chunks); i++ {
+			more := s.chunks[i].each(func(p Pair) bool {
+				return p.User < user || yield(p)
+			})
+			if !more {
+				return
+			}
+		}
+	}
+}
