@@ -1,5 +1,10 @@
 # Run `make help` to see the targets.
 
+# Recipes run in bash with pipefail, so that go test -json | testprogress
+# fails when go test does, even when it fails before a package starts.
+SHELL := bash
+.SHELLFLAGS := -o pipefail -c
+
 ## help: print this help
 .PHONY: help
 help:
@@ -16,17 +21,18 @@ run: build
 build:
 	CGO_ENABLED=0 go build -trimpath -o bin/membership .
 
-## test: run every test, the PostgreSQL store's included (installing Debian's postgresql if needed), with the race detector where cgo works (it needs a C compiler), then make clients
+## test: run every test, the PostgreSQL store's included (installing Debian's postgresql if needed), with the race detector where cgo works (it needs a C compiler), then make clients; prints each package as it starts and ends, what is running after 20 seconds without a line, and a summary
 .PHONY: test
 test: postgres-tools
-	@echo "make test: the service's tests (about 1.5 minutes uncached: the durability tests start the program and kill it mid-write many times)"; \
+	@go build -o bin/testprogress ./internal/tools/testprogress || exit 1; \
+	echo "make test: the service's tests (the durability tests start the program and kill it mid-write many times)"; \
 	if [ "$$(go env CGO_ENABLED)" = 1 ]; then race=-race; else \
 		if [ -n "$$CGO_ENABLED" ]; then why="CGO_ENABLED=$$CGO_ENABLED"; else why="no C compiler found: install gcc for the race detector"; fi; \
 		echo "make test: cgo is off ($$why), so the tests run without -race"; race=; \
 	fi; \
-	echo "go test$${race:+ $$race} ./..."; go test $$race ./... || exit 1; \
-	echo "make test: the PostgreSQL store's tests (about 2.5 minutes uncached: a throwaway PostgreSQL server, and two instances with one killed mid-load)"; \
-	echo "cd postgres && go test$${race:+ $$race} ./..."; cd postgres && go test $$race ./...
+	echo "go test$${race:+ $$race} -json ./... | bin/testprogress"; go test $$race -json ./... | bin/testprogress || exit 1; \
+	echo "make test: the PostgreSQL store's tests (a throwaway PostgreSQL server, and two instances with one killed mid-load)"; \
+	echo "cd postgres && go test$${race:+ $$race} -json ./... | ../bin/testprogress"; cd postgres && go test $$race -json ./... | ../bin/testprogress
 	@echo "make test: the clients generated from the OpenAPI document (make clients: about 25 seconds, 2.5 minutes the first time, when it fetches the generators)"
 	@$(MAKE) --no-print-directory clients
 
