@@ -36,6 +36,22 @@ test: postgres-tools
 	@echo "make test: the clients generated from the OpenAPI document (make clients: about 25 seconds, 2.5 minutes the first time, when it fetches the generators)"
 	@$(MAKE) --no-print-directory clients
 
+## check: the inner loop (under a minute): build the service, vet the three modules, then run the tests of the service's packages changed since BASE (default main: commits, staged, unstaged and untracked files) with -short and without -race
+.PHONY: check
+check:
+	@base=$(or $(BASE),main); \
+	go build -o bin/testprogress ./internal/tools/testprogress && \
+	pkgs=$$(go run ./internal/tools/changedpkgs -base "$$base") && \
+	pgpkgs=$$(go run ./internal/tools/changedpkgs -base "$$base" -module postgres) || exit 1; \
+	echo "go build ./... && go vet ./..."; go build ./... && go vet ./... || exit 1; \
+	echo "cd postgres && go vet ./..."; (cd postgres && go vet ./...) || exit 1; \
+	echo "cd bench && go vet ./..."; (cd bench && go vet ./...) || exit 1; \
+	if [ -n "$$pgpkgs" ]; then \
+		echo "make check: postgres/ changed ($$(echo $$pgpkgs)): go vet compiled its tests; they need a PostgreSQL server and minutes, so make test runs them"; \
+	fi; \
+	if [ -z "$$pkgs" ]; then echo "make check: no package of the service changed since $$base"; exit 0; fi; \
+	echo "go test -short -json $$(echo $$pkgs) | bin/testprogress"; go test -short -json $$pkgs | bin/testprogress
+
 # postgres-tools: the PostgreSQL store's tests start a throwaway server from
 # the machine's initdb and pg_ctl, unless MEMBERSHIP_TEST_POSTGRES names one.
 .PHONY: postgres-tools
