@@ -21,7 +21,7 @@ run: build
 build:
 	CGO_ENABLED=0 go build -trimpath -o bin/membership .
 
-## test: run every test, the PostgreSQL store's included (installing Debian's postgresql if needed), with the race detector where cgo works (it needs a C compiler), then make clients; prints each package as it starts and ends, what is running after 20 seconds without a line, and a summary
+## test: run every test, the PostgreSQL store's included (installing Debian's postgresql if needed), with the race detector where cgo works (it needs a C compiler), then make clients; prints each package as it starts and ends, what is running after 20 seconds without a line, and a summary of each part
 .PHONY: test
 test: postgres-tools
 	@go build -o bin/testprogress ./internal/tools/testprogress || exit 1; \
@@ -33,8 +33,8 @@ test: postgres-tools
 	echo "go test$${race:+ $$race} -json ./... | bin/testprogress"; go test $$race -json ./... | bin/testprogress || exit 1; \
 	echo "make test: the PostgreSQL store's tests (a throwaway PostgreSQL server, and two instances with one killed mid-load)"; \
 	echo "cd postgres && go test$${race:+ $$race} -json ./... | ../bin/testprogress"; cd postgres && go test $$race -json ./... | ../bin/testprogress
-	@echo "make test: the clients generated from the OpenAPI document (make clients: about 25 seconds, 2.5 minutes the first time, when it fetches the generators)"
-	@$(MAKE) --no-print-directory clients
+	@echo "make test: the clients generated from the OpenAPI document (make clients; the first time, it fetches the generators)"
+	@$(MAKE) --no-print-directory clients 2>&1 | bin/testprogress -text
 
 ## check: the inner loop (under a minute): build the service, vet the three modules, then run the tests of the service's packages changed since BASE (default main: commits, staged, unstaged and untracked files) with -short and without -race
 .PHONY: check

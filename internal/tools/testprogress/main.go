@@ -9,7 +9,9 @@
 //
 //	set -o pipefail; go test -json ./... | go run ./internal/tools/testprogress
 //
-// fails whenever go test would.
+// fails whenever go test would. With -text, its input is plain text, the
+// output of a step that prints a line now and then: it passes each line
+// through, says how long it has been after quiet without one, and exits 0.
 package main
 
 import (
@@ -23,8 +25,9 @@ import (
 )
 
 func main() {
-	quiet := flag.Duration("quiet", 20*time.Second, "after this long without a line, print which packages and tests are running")
+	quiet := flag.Duration("quiet", 20*time.Second, "after this long without a line, print what is running")
 	slowest := flag.Int("slowest", 5, "how many of the slowest tests and packages the summary names")
+	text := flag.Bool("text", false, "the input is plain text, not go test -json: pass it through, and say how long it has been after quiet without a line")
 	flag.Usage = func() {
 		fmt.Fprintln(flag.CommandLine.Output(), "usage: go test -json [packages] | testprogress [flags]")
 		flag.PrintDefaults()
@@ -37,13 +40,25 @@ func main() {
 	// The ticker only wakes the reporter up to check the silence: a line
 	// comes at most a second after quiet has passed.
 	ticker := time.NewTicker(time.Second)
-	r := newReporter(os.Stdout, time.Now(), *quiet, *slowest)
-	os.Exit(follow(os.Stdin, r, ticker.C, time.Now))
+	var f follower = newReporter(os.Stdout, time.Now(), *quiet, *slowest)
+	if *text {
+		f = newTextReporter(os.Stdout, time.Now(), *quiet)
+	}
+	os.Exit(follow(os.Stdin, f, ticker.C, time.Now))
 }
 
-// follow gives r each line of in, as it comes, and each tick, until in
-// ends; then it has r print the summary, and returns the exit status.
-func follow(in io.Reader, r *reporter, tick <-chan time.Time, now func() time.Time) int {
+// A follower takes the lines of the input as they come, and the ticks of
+// a clock between them.
+type follower interface {
+	line(line string, now time.Time)
+	tick(now time.Time)
+	// finish is called when the input ends, and returns the exit status.
+	finish(now time.Time) int
+}
+
+// follow gives f each line of in, as it comes, and each tick, until in
+// ends; then it has f finish, and returns the exit status.
+func follow(in io.Reader, f follower, tick <-chan time.Time, now func() time.Time) int {
 	lines := make(chan string)
 	var readErr error
 	go func() {
@@ -66,15 +81,16 @@ func follow(in io.Reader, r *reporter, tick <-chan time.Time, now func() time.Ti
 		select {
 		case line, ok := <-lines:
 			if !ok {
+				status := f.finish(now())
 				if readErr != nil {
-					r.printf(now(), "reading the events: %v", readErr)
-					r.failed = true
+					fmt.Fprintln(os.Stderr, "testprogress: reading the input:", readErr)
+					status = 1
 				}
-				return r.finish(now())
+				return status
 			}
-			r.line(line, now())
+			f.line(line, now())
 		case t := <-tick:
-			r.tick(t)
+			f.tick(t)
 		}
 	}
 }
