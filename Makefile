@@ -9,6 +9,10 @@ REVISION := $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS = -X example.com/groupmembership/internal/buildinfo.version=$(VERSION) -X example.com/groupmembership/internal/buildinfo.revision=$(REVISION)
 # BIN is where make build and build-postgres put the binaries.
 BIN := bin
+# Recipes run in bash with pipefail, so that go test -json | testprogress
+# fails when go test does, even when it fails before a package starts.
+SHELL := bash
+.SHELLFLAGS := -o pipefail -c
 
 ## help: print this help
 .PHONY: help
@@ -37,20 +41,37 @@ docker:
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t membership .
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -f postgres/Dockerfile -t membership-postgres .
 
-## test: run every test, the PostgreSQL store's included (installing Debian's postgresql if needed), with the race detector where cgo works (it needs a C compiler), then make clients
+## test: run every test, the PostgreSQL store's included (installing Debian's postgresql if needed), with the race detector where cgo works (it needs a C compiler), then make clients; prints each package as it starts and ends, what is running after 20 seconds without a line, and a summary of each part
 .PHONY: test
 test: postgres-tools
-	@echo "make test: the service's tests (about 1.5 minutes uncached: the durability tests start the program and kill it mid-write many times)"; \
+	@go build -o bin/testprogress ./internal/tools/testprogress || exit 1; \
+	echo "make test: the service's tests (the durability tests start the program and kill it mid-write many times)"; \
 	if [ "$$(go env CGO_ENABLED)" = 1 ]; then race=-race; else \
 		if [ -n "$$CGO_ENABLED" ]; then why="CGO_ENABLED=$$CGO_ENABLED"; else why="no C compiler found: install gcc for the race detector"; fi; \
 		echo "make test: cgo is off ($$why), so the tests run without -race"; race=; \
 	fi; \
-	echo "go test$${race:+ $$race} ./..."; go test $$race ./... || exit 1; \
-	echo "make test: the PostgreSQL store's tests (about 2.5 minutes uncached: a throwaway PostgreSQL server, and two instances with one killed mid-load)"; \
-	echo "cd postgres && go test$${race:+ $$race} ./..."; cd postgres && go test $$race ./...
-	@echo "make test: the clients generated from the OpenAPI document (make clients: about 25 seconds, 2.5 minutes the first time, when it fetches the generators)"
-	@$(MAKE) --no-print-directory clients
+	echo "go test$${race:+ $$race} -timeout 30m -json ./... | bin/testprogress"; go test $$race -timeout 30m -json ./... | bin/testprogress || exit 1; \
+	echo "make test: the PostgreSQL store's tests (a throwaway PostgreSQL server, and two instances with one killed mid-load)"; \
+	echo "cd postgres && go test$${race:+ $$race} -timeout 30m -json ./... | ../bin/testprogress"; cd postgres && go test $$race -timeout 30m -json ./... | ../bin/testprogress
+	@echo "make test: the clients generated from the OpenAPI document (make clients; the first time, it fetches the generators)"
+	@$(MAKE) --no-print-directory clients 2>&1 | bin/testprogress -text
 	@$(MAKE) --no-print-directory alerts
+
+## check: the inner loop (under a minute): build the service, vet the three modules, then run the tests of the service's packages changed since BASE (default main: commits, staged, unstaged and untracked files) with -short and without -race
+.PHONY: check
+check:
+	@base=$(or $(BASE),main); \
+	go build -o bin/testprogress ./internal/tools/testprogress && \
+	pkgs=$$(go run ./internal/tools/changedpkgs -base "$$base") && \
+	pgpkgs=$$(go run ./internal/tools/changedpkgs -base "$$base" -module postgres) || exit 1; \
+	echo "go build ./... && go vet ./..."; go build ./... && go vet ./... || exit 1; \
+	echo "cd postgres && go vet ./..."; (cd postgres && go vet ./...) || exit 1; \
+	echo "cd bench && go vet ./..."; (cd bench && go vet ./...) || exit 1; \
+	if [ -n "$$pgpkgs" ]; then \
+		echo "make check: postgres/ changed ($$(echo $$pgpkgs)): go vet compiled its tests; they need a PostgreSQL server and minutes, so make test runs them"; \
+	fi; \
+	if [ -z "$$pkgs" ]; then echo "make check: no package of the service changed since $$base"; exit 0; fi; \
+	echo "go test -short -json $$(echo $$pkgs) | bin/testprogress"; go test -short -json $$pkgs | bin/testprogress
 
 # postgres-tools: the PostgreSQL store's tests start a throwaway server from
 # the machine's initdb and pg_ctl, unless MEMBERSHIP_TEST_POSTGRES names one.
