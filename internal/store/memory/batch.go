@@ -41,10 +41,10 @@ func (m *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 // last change.
 func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	var sbuf [1]uint64
-	held := m.lockShards(groupsOf(b.Writes), false, sbuf[:])
+	held := m.lockShards(len(b.Writes), func(i int) string { return b.Writes[i].GroupID }, false, sbuf[:])
 	defer m.unlockShards(held)
-	groups, err := m.checkBatch(b.Writes)
-	if err != nil {
+	groups := make(map[string]*group.Group, len(b.Writes))
+	if err := m.checkBatch(b.Writes, groups); err != nil {
 		return membership.BatchResult{}, err
 	}
 	// Groups are created before any reverse shard is taken (lock order).
@@ -101,19 +101,18 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	return membership.BatchResult{Results: results, Revision: rev}, nil
 }
 
-// checkBatch returns the groups ws write to (nil: a group with no
-// members), or the error of the first write that a batch does not take or
-// whose precondition does not hold, or CodeTooManyChanges when the
-// batch's replaces and deletions hold more members than a batch may
-// remove. The caller holds the groups' shards.
-func (m *Store) checkBatch(ws []membership.Write) (map[string]*group.Group, error) {
-	groups := make(map[string]*group.Group, len(ws))
+// checkBatch puts in groups the groups ws write to (nil: a group with no
+// members), and returns the error of the first write that a batch does
+// not take or whose precondition does not hold, or CodeTooManyChanges
+// when the batch's replaces and deletions hold more members than a batch
+// may remove. The caller holds the groups' shards.
+func (m *Store) checkBatch(ws []membership.Write, groups map[string]*group.Group) error {
 	removals := 0 // the members the batch's replaces and deletions hold
 	for i, w := range ws {
 		switch w.Op {
 		case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup:
 		default:
-			return nil, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
+			return fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
 		}
 		g, seen := groups[w.GroupID]
 		if !seen {
@@ -121,18 +120,18 @@ func (m *Store) checkBatch(ws []membership.Write) (map[string]*group.Group, erro
 			groups[w.GroupID] = g
 		}
 		if err := m.check(g, w.If); err != nil {
-			return nil, BatchElementError(i, w.GroupID, err)
+			return BatchElementError(i, w.GroupID, err)
 		}
 		if g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
 			removals += g.Members.Len()
 		}
 	}
 	if removals > membership.MaxBatchRemovals {
-		return nil, membership.Errorf(membership.CodeTooManyChanges,
+		return membership.Errorf(membership.CodeTooManyChanges,
 			"the batch's replace and delete_group changes hold up to %d members in all, more than %d that one batch may remove: "+
 				"delete large groups on their own (DELETE /groups/{groupID}); nothing was changed", removals, membership.MaxBatchRemovals)
 	}
-	return groups, nil
+	return nil
 }
 
 // BatchElementError returns err, an error of write i of a batch, to

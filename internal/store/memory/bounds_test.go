@@ -15,6 +15,7 @@ import (
 
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/group"
+	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
@@ -99,9 +100,10 @@ func walkCounts(m *Store) (groups, members, users int64) {
 	}
 	for k := range m.shards { // as many as the reverse index has
 		seen := map[membership.UID]bool{}
-		for p := range m.reverse.Pairs(k, 0) {
+		m.reverse.EachPair(k, 0, func(p packed.Pair) bool {
 			seen[p.User] = true
-		}
+			return true
+		})
 		users += int64(len(seen))
 	}
 	return groups, members, users

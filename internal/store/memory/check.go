@@ -2,7 +2,6 @@ package memory
 
 import (
 	"fmt"
-	"iter"
 	"slices"
 	"time"
 
@@ -97,13 +96,8 @@ func (m *Store) isExactly(g *group.Group, users []membership.User) bool {
 
 // checkUser is Check of OpRemoveUser: it changes something when uid is in a
 // group, and reports the latest revision when it does not, as Write does.
-func (m *Store) checkUser(uid membership.UID) (rev membership.Revision, changes bool, err error) {
-	m.reverse.ReadGroupsOf(uid, func(numbers iter.Seq[uint32]) {
-		rev = m.LatestRevision()
-		for range numbers {
-			changes = true
-			break
-		}
-	})
-	return rev, changes, nil
+func (m *Store) checkUser(uid membership.UID) (membership.Revision, bool, error) {
+	m.reverse.RLock(uid)
+	defer m.reverse.RUnlock(uid)
+	return m.LatestRevision(), m.reverse.HasUser(uid), nil
 }

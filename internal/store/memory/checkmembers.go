@@ -21,13 +21,7 @@ import (
 func (m *Store) CheckMembers(_ context.Context, checks []membership.Check) ([]bool, membership.Revision, error) {
 	found := make([]bool, len(checks))
 	var buf [4]uint64
-	held := m.lockShards(func(yield func(string) bool) {
-		for _, c := range checks {
-			if !yield(c.GroupID) {
-				return
-			}
-		}
-	}, true, buf[:])
+	held := m.lockShards(len(checks), func(i int) string { return checks[i].GroupID }, true, buf[:])
 	defer m.unlockShards(held)
 	rev := m.LatestRevision()
 	for i, c := range checks {

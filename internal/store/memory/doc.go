@@ -49,7 +49,7 @@
 //     of every uid it names, taken in ascending index order (Index.Lock),
 //     from its first update of the reverse index until its revision is
 //     recorded, so that each user's groups change in the order of the
-//     revisions. UserGroups holds one for reading (Index.ReadGroupsOf).
+//     revisions. UserGroups holds one for reading (Index.RLock).
 //  4. groupNumbers.mu: the interned group ids. A change takes it with its
 //     shard held, but never with a reverse shard held (a group's number is
 //     drawn before Index.Lock and freed after Index.Unlock); UserGroups,

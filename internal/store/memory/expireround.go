@@ -63,7 +63,7 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 		return results
 	}
 	var sbuf [1]uint64
-	held := m.lockShards(groupsOf(ws), false, sbuf[:])
+	held := m.lockShards(len(ws), func(i int) string { return ws[i].GroupID }, false, sbuf[:])
 	defer m.unlockShards(held)
 
 	groups, removed := m.expireMembers(ws)

@@ -1,10 +1,7 @@
 package memory
 
 import (
-	"iter"
-
 	"example.com/groupmembership/internal/store/memory/shards"
-	"example.com/groupmembership/membership"
 )
 
 // heldShards are the shards of the groups a call reads or changes, each
@@ -14,13 +11,13 @@ type heldShards struct {
 	read bool
 }
 
-// lockShards locks the shards of the groups ids names, each once, in
-// ascending index order, for reading when read, and returns them for
-// unlockShards; buf is room for the set.
-func (m *Store) lockShards(ids iter.Seq[string], read bool, buf []uint64) heldShards {
+// lockShards locks the shards of the groups n calls name (idOf(0) to
+// idOf(n-1)), each once, in ascending index order, for reading when read,
+// and returns them for unlockShards; buf is room for the set.
+func (m *Store) lockShards(n int, idOf func(i int) string, read bool, buf []uint64) heldShards {
 	set := shards.NewSet(len(m.shards), buf)
-	for id := range ids {
-		set.Add(m.shardIndex(id))
+	for i := range n {
+		set.Add(m.shardIndex(idOf(i)))
 	}
 	for i := range set.All {
 		if read {
@@ -39,17 +36,6 @@ func (m *Store) unlockShards(held heldShards) {
 			m.shards[i].mu.RUnlock()
 		} else {
 			m.shards[i].mu.Unlock()
-		}
-	}
-}
-
-// groupsOf yields the group of each of ws.
-func groupsOf(ws []membership.Write) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		for _, w := range ws {
-			if !yield(w.GroupID) {
-				return
-			}
 		}
 	}
 }

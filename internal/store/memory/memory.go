@@ -49,7 +49,7 @@ type Store struct {
 	// keys are the Idempotency-Keys remembered, with what their writes
 	// returned.
 	keys keys.Table
-	// due holds every expiry set, by time (expiry.go).
+	// due holds every expiry, by time (expiry.go).
 	due expiry.Due
 	// replaysCountedByCaller is Options.ReplaysCountedByCaller.
 	replaysCountedByCaller bool
@@ -73,9 +73,10 @@ type Store struct {
 	counts storeCounts
 }
 
-// storeCounts are the store's sizes. Each changes under the lock of what it
-// counts (a group's shard, a uid's reverse shard); readers load them without
-// locks, so together they are only as consistent as metrics need.
+// storeCounts are the store's sizes (the reverse index counts the users).
+// Each changes under the lock of what it counts, a group's shard; readers
+// load them without locks, so together they are only as consistent as
+// metrics need.
 type storeCounts struct {
 	groups  atomic.Int64 // groups with at least one member
 	members atomic.Int64 // memberships
@@ -393,19 +394,17 @@ func (m *Store) memberRecords(g *group.Group, after membership.UID, limit int) i
 	return func(yield func(membership.Member) bool) {
 		expiries := g.Expiries.Cursor(after)
 		n := 0
-		for uid := range g.Members.Above(after) {
+		g.Members.EachAbove(after, func(uid membership.UID) bool {
 			if limit > 0 && n == limit {
-				return
+				return false
 			}
 			n++
 			member := membership.Member{UID: uid, Nickname: m.nicknames.Of(uid)}
 			if !expiries.Done() {
 				member.Expires = expiry.Time(expiries.Of(uid))
 			}
-			if !yield(member) {
-				return
-			}
-		}
+			return yield(member)
+		})
 	}
 }
 
@@ -441,21 +440,18 @@ func (m *Store) Revision(_ context.Context, groupID string) (membership.Revision
 func (m *Store) UserGroups(_ context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
 	page := group.NewIDPage(opts.Limit)
 	total := 0
-	m.reverse.ReadGroupsOf(uid, func(numbers iter.Seq[uint32]) {
-		// While uid's reverse shard is locked, no group of uid can be
-		// emptied, so none of these numbers can be freed and given to
-		// another group.
-		m.groupNumbers.mu.RLock()
-		defer m.groupNumbers.mu.RUnlock()
-		for n := range numbers {
-			total++
-			id := m.groupNumbers.names[n]
-			if id <= opts.After { // "" is before every id
-				continue
-			}
+	m.reverse.RLock(uid)
+	// While uid's reverse shard is locked, no group of uid can be emptied,
+	// so none of these numbers can be freed and given to another group.
+	m.groupNumbers.mu.RLock()
+	m.reverse.GroupsOf(uid, func(n uint32) {
+		total++
+		if id := m.groupNumbers.names[n]; id > opts.After { // "" is before every id
 			page.Add(id)
 		}
 	})
+	m.groupNumbers.mu.RUnlock()
+	m.reverse.RUnlock(uid)
 	list(total, slices.Values(page.Sorted()))
 	return nil
 }

@@ -15,8 +15,8 @@ import (
 // A write that changes a nickname holds the nicknames from its change
 // until its revision is published: with the feed held (by a change whose
 // publication waits), so that the write waits in feed.Record for its
-// revision, no list can read the new nickname (a list takes nicknamesMu for reading), by a replace, a batch
-// and an add alike.
+// revision, no list can read the new nickname (a list holds the nicknames
+// for reading), by a replace, a batch and an add alike.
 func TestANicknameIsNotReadBeforeItsRevision(t *testing.T) {
 	ctx := context.Background()
 	named := func(nick string) []membership.User {

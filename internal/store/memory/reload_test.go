@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
@@ -46,10 +47,11 @@ func reverseDump(m *Store) map[membership.UID][]string {
 	out := map[membership.UID][]string{}
 	n := uint64(len(m.shards)) // as many as the reverse index has
 	for k := range m.shards {
-		for p := range m.reverse.Pairs(k, 0) {
+		m.reverse.EachPair(k, 0, func(p packed.Pair) bool {
 			uid := membership.UID(uint64(p.User)*n + uint64(k))
 			out[uid] = append(out[uid], m.groupNumbers.names[p.Group])
-		}
+			return true
+		})
 	}
 	for _, v := range out {
 		slices.Sort(v)

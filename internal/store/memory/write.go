@@ -155,10 +155,10 @@ func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result 
 	locked := m.reverse.Lock(func(yield func(membership.UID) bool) { yield(uid) }, buf[:])
 	var groups []*group.Group
 	m.groupNumbers.mu.RLock() // no writer can take it: every shard is held
-	for n := range m.reverse.GroupsOf(uid) {
+	m.reverse.GroupsOf(uid, func(n uint32) {
 		id := m.groupNumbers.names[n]
 		groups = append(groups, m.shardOf(id).groups[id])
-	}
+	})
 	m.groupNumbers.mu.RUnlock()
 	if len(groups) == 0 {
 		m.reverse.Unlock(locked)

@@ -2,7 +2,6 @@ package packed
 
 import (
 	"encoding/binary"
-	"iter"
 
 	"example.com/groupmembership/membership"
 )
@@ -86,31 +85,29 @@ func (m *Members) All(yield func(membership.UID) bool) {
 	}
 }
 
-// Above yields the uids above after, in ascending order. Finding where to
-// start is a binary search and the scan of one chunk, however deep the
-// page.
-func (m *Members) Above(after membership.UID) iter.Seq[membership.UID] {
-	return func(yield func(membership.UID) bool) {
-		if len(m.chunks) == 0 {
-			return
-		}
-		// One loop over the chunks, not an iterator of pairs: a list of a
-		// million members spends its time here.
-		for i := m.chunkFor(Pair{User: after}); i < len(m.chunks); i++ {
-			c := &m.chunks[i]
-			uid := c.first.User
-			// Members have group 0: a delta is the distance alone.
-			rest, w := c.rest[:cap(c.rest)], int(c.w)
-			mask := ^uint64(0) >> (64 - 8*uint(w))
-			for off := 0; ; off += w {
-				if uid > after && !yield(uid) {
-					return
-				}
-				if off >= len(c.rest) {
-					break
-				}
-				uid += membership.UID(binary.LittleEndian.Uint64(rest[off:]) & mask)
+// EachAbove calls yield with the uids above after, in ascending order,
+// until it returns false. Finding where to start is a binary search and
+// the scan of one chunk, however deep the page.
+func (m *Members) EachAbove(after membership.UID, yield func(membership.UID) bool) {
+	if len(m.chunks) == 0 {
+		return
+	}
+	// One loop over the chunks, not an iterator of pairs: a list of a
+	// million members spends its time here.
+	for i := m.chunkFor(Pair{User: after}); i < len(m.chunks); i++ {
+		c := &m.chunks[i]
+		uid := c.first.User
+		// Members have group 0: a delta is the distance alone.
+		rest, w := c.rest[:cap(c.rest)], int(c.w)
+		mask := ^uint64(0) >> (64 - 8*uint(w))
+		for off := 0; ; off += w {
+			if uid > after && !yield(uid) {
+				return
 			}
+			if off >= len(c.rest) {
+				break
+			}
+			uid += membership.UID(binary.LittleEndian.Uint64(rest[off:]) & mask)
 		}
 	}
 }

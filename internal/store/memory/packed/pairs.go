@@ -1,8 +1,6 @@
 package packed
 
 import (
-	"iter"
-
 	"example.com/groupmembership/membership"
 )
 
@@ -41,36 +39,37 @@ func (nb neighbours) aloneIn(user membership.UID) bool {
 
 // HasUser reports whether user has a pair: whether the user is in a group.
 func (s *Pairs) HasUser(user membership.UID) bool {
-	for p := range s.From(user) {
-		return p.User == user
-	}
-	return false
+	found := false
+	s.EachFrom(user, func(p Pair) bool {
+		found = p.User == user
+		return false
+	})
+	return found
 }
 
-// GroupsOf yields the group numbers of user, in number order.
-func (s *Pairs) GroupsOf(user membership.UID) iter.Seq[uint32] {
-	return func(yield func(uint32) bool) {
-		for p := range s.From(user) {
-			if p.User != user || !yield(p.Group) {
-				return
-			}
+// GroupsOf calls fn with each group number of user, in number order.
+func (s *Pairs) GroupsOf(user membership.UID, fn func(n uint32)) {
+	s.EachFrom(user, func(p Pair) bool {
+		if p.User != user {
+			return false
 		}
-	}
+		fn(p.Group)
+		return true
+	})
 }
 
-// From yields the pairs from the first of user on, in order.
-func (s *Pairs) From(user membership.UID) iter.Seq[Pair] {
-	return func(yield func(Pair) bool) {
-		if len(s.chunks) == 0 {
+// EachFrom calls yield with the pairs from the first of user on, in
+// order, until it returns false.
+func (s *Pairs) EachFrom(user membership.UID, yield func(Pair) bool) {
+	if len(s.chunks) == 0 {
+		return
+	}
+	for i := s.chunkFor(Pair{User: user}); i < len(s.chunks); i++ {
+		more := s.chunks[i].each(func(p Pair) bool {
+			return p.User < user || yield(p)
+		})
+		if !more {
 			return
-		}
-		for i := s.chunkFor(Pair{User: user}); i < len(s.chunks); i++ {
-			more := s.chunks[i].each(func(p Pair) bool {
-				return p.User < user || yield(p)
-			})
-			if !more {
-				return
-			}
 		}
 	}
 }

@@ -101,33 +101,37 @@ func (x *Index) HasUser(uid membership.UID) bool {
 	return x.shards[k].pairs.HasUser(user)
 }
 
-// GroupsOf yields the group numbers of uid, in number order. The caller
-// holds uid's shard.
-func (x *Index) GroupsOf(uid membership.UID) iter.Seq[uint32] {
+// GroupsOf calls fn with the group numbers of uid, in number order. The
+// caller holds uid's shard.
+func (x *Index) GroupsOf(uid membership.UID, fn func(n uint32)) {
 	k, user := x.key(uid)
-	return func(yield func(uint32) bool) {
-		for p := range x.Pairs(k, user) {
-			if p.User != user || !yield(p.Group) {
-				return
-			}
+	x.EachPair(k, user, func(p packed.Pair) bool {
+		if p.User != user {
+			return false
 		}
-	}
+		fn(p.Group)
+		return true
+	})
 }
 
-// Pairs yields the pairs of shard k from those of user on, in order: with
-// user 0, the whole shard. The caller holds the shard.
-func (x *Index) Pairs(k int, user membership.UID) iter.Seq[packed.Pair] {
-	return x.shards[k].pairs.From(user)
+// EachPair calls yield with the pairs of shard k from those of user on,
+// in order, until it returns false: with user 0, the whole shard. The
+// caller holds the shard.
+func (x *Index) EachPair(k int, user membership.UID, yield func(packed.Pair) bool) {
+	x.shards[k].pairs.EachFrom(user, yield)
 }
 
-// ReadGroupsOf calls read with the group numbers of uid, holding uid's
-// shard for reading: while it does, none of uid's groups can be emptied.
-func (x *Index) ReadGroupsOf(uid membership.UID, read func(numbers iter.Seq[uint32])) {
+// RLock holds uid's shard for reading: while it does, none of uid's groups
+// can be emptied.
+func (x *Index) RLock(uid membership.UID) {
 	k, _ := x.key(uid)
-	s := &x.shards[k]
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	read(x.GroupsOf(uid))
+	x.shards[k].mu.RLock()
+}
+
+// RUnlock lets go of what RLock holds.
+func (x *Index) RUnlock(uid membership.UID) {
+	k, _ := x.key(uid)
+	x.shards[k].mu.RUnlock()
 }
 
 // ParallelAdd is how many uids AddAll records on every core at once, a
