@@ -30,9 +30,9 @@ test: postgres-tools
 		if [ -n "$$CGO_ENABLED" ]; then why="CGO_ENABLED=$$CGO_ENABLED"; else why="no C compiler found: install gcc for the race detector"; fi; \
 		echo "make test: cgo is off ($$why), so the tests run without -race"; race=; \
 	fi; \
-	echo "go test$${race:+ $$race} -json ./... | bin/testprogress"; go test $$race -json ./... | bin/testprogress || exit 1; \
+	echo "go test$${race:+ $$race} -timeout 30m -json ./... | bin/testprogress"; go test $$race -timeout 30m -json ./... | bin/testprogress || exit 1; \
 	echo "make test: the PostgreSQL store's tests (a throwaway PostgreSQL server, and two instances with one killed mid-load)"; \
-	echo "cd postgres && go test$${race:+ $$race} -json ./... | ../bin/testprogress"; cd postgres && go test $$race -json ./... | ../bin/testprogress
+	echo "cd postgres && go test$${race:+ $$race} -timeout 30m -json ./... | ../bin/testprogress"; cd postgres && go test $$race -timeout 30m -json ./... | ../bin/testprogress
 	@echo "make test: the clients generated from the OpenAPI document (make clients; the first time, it fetches the generators)"
 	@$(MAKE) --no-print-directory clients 2>&1 | bin/testprogress -text
 
