@@ -523,7 +523,7 @@ func TestMakeTestRunsWithoutCgo(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "make test: cgo is off (CGO_ENABLED=0), so the tests run without -race\ngo test -timeout 30m -json ./... | bin/testprogress\n")
-	assert.NotContains(t, string(out), "-race -timeout 30m -json ./...")
+	assert.NotContains(t, string(out), "-race -timeout")
 }
 
 // The service the root module builds (make run, the Docker image) depends
