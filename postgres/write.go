@@ -203,16 +203,6 @@ func (c change) write() membership.Write {
 	return w
 }
 
-// AddMembers implements membership.Store: Write with OpAdd.
-func (s *Store) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	return s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: groupID, Users: users})
-}
-
-// RemoveMembers implements membership.Store: Write with OpRemove.
-func (s *Store) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
-	return s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groupID, UIDs: uids})
-}
-
 // Write implements membership.Store. It returns once the change is
 // committed, placed in the log and applied here, or with CodeUnavailable.
 // Its precondition is checked when it is applied, against the state the

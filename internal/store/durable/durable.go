@@ -530,16 +530,6 @@ func pendingRevisions(revs []membership.Revision, rev membership.Revision) ([]me
 	return out, nil
 }
 
-// AddMembers implements membership.Store: Write of OpAdd.
-func (d *Store) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	return d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: groupID, Users: users})
-}
-
-// RemoveMembers implements membership.Store: Write of OpRemove.
-func (d *Store) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
-	return d.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groupID, UIDs: uids})
-}
-
 // commitHolding queues c for the committer and waits for its answer, at
 // most CommitTimeout. A full queue refuses c at once: a stuck disk must
 // not pile up waiting callers, nor their changes in memory. A keyed write
