@@ -188,7 +188,8 @@ type Store interface {
 	// the members it removed, whatever the group's size, in memory bounded
 	// by the store's budgets, not by the group; OpRemoveUser's the groups
 	// the user left, nickname forgotten. The change carries w's Actor and
-	// the time it was committed (see Write.Time).
+	// the time it was committed (see Write.Time). A keyed w comes
+	// validated, with its fingerprint (Idempotency.Fingerprint).
 	Write(ctx context.Context, w Write) (Result, error)
 
 	// Batch applies b's writes, all or nothing, as one change with one

@@ -170,6 +170,9 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "\xff", HasNickname: true}})
 			return err
 		}, membership.CodeInvalidUsers},
+		{"write: bad Idempotency-Key", func(s *membership.Service) error {
+			return write(s, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(2), Idem: membership.Idempotency{Key: "bad\n"}})
+		}, membership.CodeInvalidIdempotencyKey},
 		{"add: too many users", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", users(1, 2, 3)); return err }, membership.CodeTooManyUsers},
 		{"remove: bad group", func(s *membership.Service) error {
 			_, err := s.RemoveMembers(ctx, "a\x00", []membership.UID{1})

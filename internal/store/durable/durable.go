@@ -431,7 +431,7 @@ func removeTemps(dir string) error {
 // Errors: CodePreconditionFailed, CodeInvalidQuery (more than
 // record.MaxPreconditionRevisions revisions the group has not passed, or
 // an expire of more than record.MaxExpireUIDs uids), CodeInvalidUsers (an expiry
-// not after 1970), CodeInvalidIdempotencyKey, CodeIdempotencyKeyReused,
+// not after 1970), CodeIdempotencyKeyReused,
 // CodeUnavailable, CodeBodyTooLarge.
 func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result, error) {
 	if err := loggable(w); err != nil {
@@ -440,9 +440,6 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 	var release func()
 	if w.Idem.Key != "" {
 		var err error
-		if w.Idem, err = idempotency(w.Idem, func() membership.Fingerprint { return membership.FingerprintWrite(w) }); err != nil {
-			return membership.Result{}, err
-		}
 		if release, err = d.keySlots.take(w.Idem.Key, d.opts.CommitTimeout); err != nil {
 			return membership.Result{}, err
 		}
@@ -492,22 +489,6 @@ func loggable(w membership.Write) error {
 		}
 	}
 	return nil
-}
-
-// idempotency returns idem, whose key it checks (a key the Service refuses
-// would make a record that does not read back), with the request's
-// fingerprint, own(), when the caller gave none. The record keeps the
-// fingerprint: memory could not take the request's from the write as
-// logged, which leaves out what the request named to no effect (the
-// revisions its group had passed, a remove_user's group).
-func idempotency(idem membership.Idempotency, own func() membership.Fingerprint) (membership.Idempotency, error) {
-	if err := membership.ValidateIdempotencyKey(idem.Key); err != nil {
-		return idem, err
-	}
-	if idem.Fingerprint == (membership.Fingerprint{}) {
-		idem.Fingerprint = own()
-	}
-	return idem, nil
 }
 
 // pendingRevisions returns the revisions of an If-Match that the group,
