@@ -195,13 +195,6 @@ func TestReadyzSaysWhenTheStoreCannotTakeWrites(t *testing.T) {
 // change whose client went away fails with the context's error.
 type contextStore struct{ *memory.Store }
 
-func (s contextStore) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	if err := ctx.Err(); err != nil {
-		return membership.Result{}, err
-	}
-	return s.Store.AddMembers(ctx, groupID, users)
-}
-
 func (s contextStore) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return membership.Result{}, err

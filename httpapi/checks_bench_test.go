@@ -13,6 +13,7 @@ import (
 
 	"example.com/groupmembership/httpapi"
 	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkCheck100(b *testing.B) {
 		for i := range users {
 			users[i] = membership.User{UID: membership.UID(2*i + 1)} // odd uids
 		}
-		if _, err := st.AddMembers(context.Background(), "group-"+strconv.Itoa(g), users); err != nil {
+		if _, err := storetest.Add(context.Background(), st, "group-"+strconv.Itoa(g), users); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"example.com/groupmembership/httpapi"
 	"example.com/groupmembership/internal/accesslog"
 	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
@@ -28,7 +29,7 @@ func benchHandler(b *testing.B, size int, cacheBytes int64) http.Handler {
 	for i := range users {
 		users[i] = membership.User{UID: membership.UID(rng.Int64N(1e9) + 1)}
 	}
-	if _, err := st.AddMembers(context.Background(), "g", users); err != nil {
+	if _, err := storetest.Add(context.Background(), st, "g", users); err != nil {
 		b.Fatal(err)
 	}
 	return httpapi.NewHandler(membership.NewService(st, 0), httpapi.Options{ListCacheBytes: cacheBytes})
@@ -178,7 +179,7 @@ func storeOfTen(b *testing.B) *memory.Store {
 	for i := range users {
 		users[i] = membership.User{UID: membership.UID(i + 1)}
 	}
-	if _, err := st.AddMembers(context.Background(), "g", users); err != nil {
+	if _, err := storetest.Add(context.Background(), st, "g", users); err != nil {
 		b.Fatal(err)
 	}
 	return st

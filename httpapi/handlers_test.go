@@ -497,16 +497,6 @@ type countingStore struct {
 	changes atomic.Int64
 }
 
-func (s *countingStore) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	s.changes.Add(1)
-	return s.Store.AddMembers(ctx, groupID, users)
-}
-
-func (s *countingStore) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
-	s.changes.Add(1)
-	return s.Store.RemoveMembers(ctx, groupID, uids)
-}
-
 func (s *countingStore) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
 	s.changes.Add(1)
 	return s.Store.Write(ctx, w)
@@ -523,12 +513,6 @@ func (s faultyStore) fail() error {
 		panic(s.panic)
 	}
 	return s.err
-}
-func (s faultyStore) AddMembers(context.Context, string, []membership.User) (membership.Result, error) {
-	return membership.Result{}, s.fail()
-}
-func (s faultyStore) RemoveMembers(context.Context, string, []membership.UID) (membership.Result, error) {
-	return membership.Result{}, s.fail()
 }
 func (s faultyStore) ListMembers(context.Context, string, membership.ListOptions, membership.ListFunc) (membership.Revision, error) {
 	return 0, s.fail()

@@ -26,7 +26,8 @@ import (
 type Idempotency struct {
 	Key string
 	// Fingerprint is the Service's (FingerprintWrite, FingerprintBatch),
-	// whatever the caller gave.
+	// whatever the caller gave. A store trusts it and computes none: a
+	// caller that skips the Service sets it itself.
 	Fingerprint Fingerprint
 }
 

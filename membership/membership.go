@@ -171,29 +171,25 @@ type GroupListFunc func(total int, groupIDs iter.Seq[string])
 // Callers pass only validated group ids and users. Errors other than *Error
 // are reported to clients as CodeInternal.
 type Store interface {
-	// AddMembers adds users to the group, creating it if needed, and records the
-	// nicknames given (the last one wins when a user appears twice). Its
-	// Result counts the users who were not members before.
-	AddMembers(ctx context.Context, groupID string, users []User) (Result, error)
-
-	// RemoveMembers removes uids from the group. Its Result counts those that
-	// were members. Nicknames belong to the user, not the group: they are
-	// kept while the user is in another group. A user left in no group is
-	// forgotten, nickname included (the change lists the nicknames it
-	// cleared): an add without a nickname then gives none.
-	RemoveMembers(ctx context.Context, groupID string, uids []UID) (Result, error)
-
 	// Write applies w: any op, with its precondition checked against the
 	// group in the same step that applies it, so that two writes racing
 	// with the same If-Match cannot both succeed. A precondition that does
 	// not hold is a CodePreconditionFailed error (PreconditionFailed) and
-	// changes nothing. OpReplace's Result counts the users it added and
-	// those it Removed; OpDeleteGroup's the members it removed, whatever
-	// the group's size, in memory bounded by the store's budgets, not by
-	// the group; OpRemoveUser's the groups the user left, nickname
-	// forgotten. AddMembers and RemoveMembers are Write with OpAdd and
-	// OpRemove, no precondition and no actor. The change carries w's
-	// Actor and the time it was committed (see Write.Time).
+	// changes nothing.
+	//
+	// OpAdd creates the group if needed and records the nicknames given
+	// (the last one wins when a user appears twice); its Result counts the
+	// users who were not members before. OpRemove's Result counts those
+	// that were members. Nicknames belong to the user, not the group: they
+	// are kept while the user is in another group; a user left in no group
+	// is forgotten, nickname included (the change lists the nicknames it
+	// cleared), and an add without a nickname then gives none. OpReplace's
+	// Result counts the users it added and those it Removed; OpDeleteGroup's
+	// the members it removed, whatever the group's size, in memory bounded
+	// by the store's budgets, not by the group; OpRemoveUser's the groups
+	// the user left, nickname forgotten. The change carries w's Actor and
+	// the time it was committed (see Write.Time). A keyed w comes
+	// validated, with its fingerprint (Idempotency.Fingerprint).
 	Write(ctx context.Context, w Write) (Result, error)
 
 	// Batch applies b's writes, all or nothing, as one change with one

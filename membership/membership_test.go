@@ -92,17 +92,19 @@ type recordingStore struct {
 	calls []string
 }
 
-func (s *recordingStore) AddMembers(_ context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	s.calls = append(s.calls, "add "+groupID)
-	return membership.Result{Count: len(users)}, nil
-}
-
-func (s *recordingStore) RemoveMembers(_ context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
-	s.calls = append(s.calls, "remove "+groupID)
-	return membership.Result{Count: len(uids)}, nil
-}
-
+// Write records an add or a remove with no precondition and no actor (the
+// Service's AddMembers and RemoveMembers) by its op and group, and counts
+// every user it names; any other write with its uids too.
 func (s *recordingStore) Write(_ context.Context, w membership.Write) (membership.Result, error) {
+	plain := w.If.IsZero() && w.Actor == 0 && w.Idem.Key == ""
+	switch {
+	case plain && w.Op == membership.OpAdd:
+		s.calls = append(s.calls, "add "+w.GroupID)
+		return membership.Result{Count: len(w.Users)}, nil
+	case plain && w.Op == membership.OpRemove:
+		s.calls = append(s.calls, "remove "+w.GroupID)
+		return membership.Result{Count: len(w.UIDs)}, nil
+	}
 	s.calls = append(s.calls, fmt.Sprint(w.Op, " ", w.GroupID, " ", w.UIDs))
 	return membership.Result{}, nil
 }
@@ -168,6 +170,9 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "\xff", HasNickname: true}})
 			return err
 		}, membership.CodeInvalidUsers},
+		{"write: bad Idempotency-Key", func(s *membership.Service) error {
+			return write(s, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(2), Idem: membership.Idempotency{Key: "bad\n"}})
+		}, membership.CodeInvalidIdempotencyKey},
 		{"add: too many users", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", users(1, 2, 3)); return err }, membership.CodeTooManyUsers},
 		{"remove: bad group", func(s *membership.Service) error {
 			_, err := s.RemoveMembers(ctx, "a\x00", []membership.UID{1})

@@ -45,7 +45,7 @@ func (s *Service) AddMembers(ctx context.Context, groupID string, users []User) 
 			return Result{}, Errorf(CodeInvalidUsers, "users element %d: %s", i, ErrorMessage(err))
 		}
 	}
-	return s.store.AddMembers(ctx, groupID, users)
+	return s.store.Write(ctx, Write{Op: OpAdd, GroupID: groupID, Users: users})
 }
 
 // RemoveMembers removes uids from the group; its Result counts those that
@@ -61,7 +61,7 @@ func (s *Service) RemoveMembers(ctx context.Context, groupID string, uids []UID)
 			return Result{}, Errorf(CodeInvalidUsers, "users element %d: uid %d is not %s", i, uid, UIDRange)
 		}
 	}
-	return s.store.RemoveMembers(ctx, groupID, uids)
+	return s.store.Write(ctx, Write{Op: OpRemove, GroupID: groupID, UIDs: uids})
 }
 
 // validate checks what every change request must be: a valid group id and

@@ -187,8 +187,8 @@ func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 }
 
 // batchChange returns b as a row of the log: its writes, its actor, its
-// Idempotency key with the Service's fingerprint, or b's own when the
-// caller gave none (membership.FingerprintBatch, TTLs and all). Each
+// Idempotency key with the Service's fingerprint (membership.FingerprintBatch,
+// TTLs and all). Each
 // user's TTL is turned into the time it sets, counted from now, by this
 // instance's clock, as changeOf does: the batch column holds times only.
 func batchChange(b membership.Batch) change {
@@ -198,9 +198,6 @@ func batchChange(b membership.Batch) change {
 		ws[i].Users = membership.ResolveTTLs(ws[i].Users, now)
 	}
 	c := change{op: opBatch, uids: []int64{}, batch: appendBatch(nil, ws), idem: b.Idem}
-	if c.idem.Key != "" && c.idem.Fingerprint == (membership.Fingerprint{}) {
-		c.idem.Fingerprint = membership.FingerprintBatch(b)
-	}
 	if b.Actor != 0 {
 		actor := int64(b.Actor)
 		c.actor = &actor

@@ -127,7 +127,7 @@ func TestAReaderOnAnotherInstanceNeverSeesPartOfABatch(t *testing.T) {
 		all = append(all, uid)
 		checks = append(checks, membership.Check{GroupID: "left", UID: uid}, membership.Check{GroupID: "right", UID: uid})
 	}
-	first, err := writer.AddMembers(ctx, "left", users(all...))
+	first, err := storetest.Add(ctx, writer, "left", users(all...))
 	require.NoError(t, err)
 	untilApplied(t, reader, first.Revision)
 
@@ -182,7 +182,7 @@ func TestOneOfTwoConflictingBatchesWins(t *testing.T) {
 	a, b := openOn(t, url, membership.DefaultChangesKeep), openOn(t, url, membership.DefaultChangesKeep)
 	stores := []*Store{a, b}
 	for round := range 8 {
-		setup, err := a.AddMembers(ctx, "g", users(membership.UID(1+round)))
+		setup, err := storetest.Add(ctx, a, "g", users(membership.UID(1+round)))
 		require.NoError(t, err)
 		untilApplied(t, b, setup.Revision)
 		ifMatch := membership.Precondition{Revisions: []membership.Revision{setup.Revision}}
@@ -235,7 +235,7 @@ func TestAnUnreadableBatchStopsTheInstance(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	a := openOn(t, url, membership.DefaultChangesKeep)
-	res, err := a.AddMembers(ctx, "g", users(1))
+	res, err := storetest.Add(ctx, a, "g", users(1))
 	require.NoError(t, err)
 	_, err = a.pool.Exec(ctx, "INSERT INTO membership_changes (ticket, op, group_id, uids, batch) VALUES (1, 6, '', '{}', '\\x0105')")
 	require.NoError(t, err)

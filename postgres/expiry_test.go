@@ -76,7 +76,7 @@ func TestExpiriesSetOnOneInstanceAreListedOnAnother(t *testing.T) {
 	t0 := ahead()
 	const ttl = 2 * time.Hour
 	start := time.Now()
-	_, err := a.AddMembers(ctx, "g", []membership.User{storetest.ExpiresAt(1, t0), nick(2, "two"), storetest.ExpiresAt(3, t0.Add(time.Minute)), storetest.ExpiresIn(4, ttl)})
+	_, err := storetest.Add(ctx, a, "g", []membership.User{storetest.ExpiresAt(1, t0), nick(2, "two"), storetest.ExpiresAt(3, t0.Add(time.Minute)), storetest.ExpiresIn(4, ttl)})
 	require.NoError(t, err)
 	_, err = a.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "h", Users: []membership.User{storetest.ExpiresAt(5, t0), {UID: 6}, storetest.ExpiresIn(7, ttl)}})
 	require.NoError(t, err)
@@ -143,7 +143,7 @@ func TestTwoExpirersEndEachMembershipOnce(t *testing.T) {
 			at = t1
 		}
 		base := membership.UID(10 * i)
-		res, err := []*Store{a, b}[i%2].AddMembers(ctx, fmt.Sprint("g", i), []membership.User{
+		res, err := storetest.Add(ctx, []*Store{a, b}[i%2], fmt.Sprint("g", i), []membership.User{
 			storetest.ExpiresAt(base+1, at), storetest.ExpiresAt(base+2, at), {UID: base + 3}, storetest.ExpiresAt(base+4, t0.Add(time.Hour)),
 		})
 		require.NoError(t, err)
@@ -271,7 +271,7 @@ func TestAnInstanceLostWhileExpiriesAreDueLosesNone(t *testing.T) {
 		names = append(names, g)
 		base := membership.UID(10 * i)
 		uids = append(uids, base+1, base+2)
-		res, err := b.AddMembers(ctx, g, []membership.User{storetest.ExpiresAt(base+1, t0), storetest.ExpiresAt(base+2, t0), {UID: base + 3}})
+		res, err := storetest.Add(ctx, b, g, []membership.User{storetest.ExpiresAt(base+1, t0), storetest.ExpiresAt(base+2, t0), {UID: base + 3}})
 		require.NoError(t, err)
 		last = res.Revision
 	}
@@ -324,11 +324,11 @@ func TestAnInstanceStartedAfterExpiriesReplaysThem(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	a := openOn(t, url, membership.DefaultChangesKeep)
 	t0 := ahead()
-	_, err := a.AddMembers(ctx, "g", []membership.User{storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0), storetest.ExpiresAt(3, t0.Add(time.Minute)), {UID: 4}})
+	_, err := storetest.Add(ctx, a, "g", []membership.User{storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0), storetest.ExpiresAt(3, t0.Add(time.Minute)), {UID: 4}})
 	require.NoError(t, err)
-	_, err = a.AddMembers(ctx, "h", []membership.User{storetest.ExpiresAt(1, t0), storetest.ExpiresAt(5, t0.Add(time.Hour))})
+	_, err = storetest.Add(ctx, a, "h", []membership.User{storetest.ExpiresAt(1, t0), storetest.ExpiresAt(5, t0.Add(time.Hour))})
 	require.NoError(t, err)
-	_, err = a.AddMembers(ctx, "g", []membership.User{storetest.ExpiresAt(2, t0.Add(time.Hour))}) // extended
+	_, err = storetest.Add(ctx, a, "g", []membership.User{storetest.ExpiresAt(2, t0.Add(time.Hour))}) // extended
 	require.NoError(t, err)
 	require.NoError(t, a.Close()) // no instance runs
 
@@ -400,7 +400,7 @@ func TestAFollowerOfAnInstanceReproducesListsAcrossExpiries(t *testing.T) {
 				var err error
 				switch rng.IntN(10) {
 				case 0:
-					_, err = s.RemoveMembers(ctx, g, []membership.UID{uid})
+					_, err = storetest.Remove(ctx, s, g, []membership.UID{uid})
 				case 1:
 					_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: g, Users: []membership.User{u, {UID: uid%10 + 1}}})
 				case 2:
@@ -409,7 +409,7 @@ func TestAFollowerOfAnInstanceReproducesListsAcrossExpiries(t *testing.T) {
 						{Op: membership.OpAdd, GroupID: groups[rng.IntN(len(groups))], Users: []membership.User{storetest.ExpiresAt(uid%10+1, clock.Now().Add(5*time.Second))}},
 					}})
 				default:
-					_, err = s.AddMembers(ctx, g, []membership.User{u})
+					_, err = storetest.Add(ctx, s, g, []membership.User{u})
 				}
 				if !assert.NoError(t, err) {
 					return
@@ -500,7 +500,7 @@ func TestTheLogRefusesExpiriesItCannotApply(t *testing.T) {
 func TestAnExpireRowWithoutItsTimeStopsTheInstance(t *testing.T) {
 	ctx := context.Background()
 	a := openTest(t, membership.DefaultChangesKeep)
-	res, err := a.AddMembers(ctx, "g", []membership.User{storetest.ExpiresAt(1, ahead())})
+	res, err := storetest.Add(ctx, a, "g", []membership.User{storetest.ExpiresAt(1, ahead())})
 	require.NoError(t, err)
 	_, err = a.pool.Exec(ctx, "ALTER TABLE membership_changes DROP CONSTRAINT membership_changes_as_of_check")
 	require.NoError(t, err)

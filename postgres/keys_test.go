@@ -49,7 +49,7 @@ func latestOf(t *testing.T, s *Store) membership.Revision {
 func settle(t *testing.T, s *Store, others ...*Store) {
 	t.Helper()
 	uid := membership.UID(latestOf(t, s) + 1) // new to the group: the add changes it
-	res, err := s.AddMembers(context.Background(), "settle", users(uid))
+	res, err := storetest.Add(context.Background(), s, "settle", users(uid))
 	require.NoError(t, err)
 	require.NotZero(t, res.Count)
 	for _, o := range others {
@@ -98,7 +98,7 @@ func TestAKeyedRetryOnAnotherInstanceIsAReplay(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, first.Replayed)
 	assert.Equal(t, 2, first.Count)
-	between, err := a.RemoveMembers(ctx, "g", []membership.UID{1}) // another writer, in between
+	between, err := storetest.Remove(ctx, a, "g", []membership.UID{1}) // another writer, in between
 	require.NoError(t, err)
 	untilApplied(t, b, between.Revision)
 
@@ -228,7 +228,7 @@ func TestAKeyedBatchRetriedOnAnotherInstanceIsAReplay(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	a, b := openOn(t, url, membership.DefaultChangesKeep), openOn(t, url, membership.DefaultChangesKeep)
-	_, err := a.AddMembers(ctx, "from", users(1, 2))
+	_, err := storetest.Add(ctx, a, "from", users(1, 2))
 	require.NoError(t, err)
 	move := storetest.KeyedBatch(membership.Batch{Actor: 4, Writes: []membership.Write{
 		{Op: membership.OpRemove, GroupID: "from", UIDs: []membership.UID{1}},
@@ -295,7 +295,7 @@ func TestAnInstanceStartedAfterwardsRemembersTheKeys(t *testing.T) {
 	failing := storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(5), If: membership.Precondition{Empty: true}}, "failing")
 	_, err = a.Write(ctx, failing)
 	require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "%v", err)
-	_, err = a.RemoveMembers(ctx, "g", []membership.UID{1}) // in between
+	_, err = storetest.Remove(ctx, a, "g", []membership.UID{1}) // in between
 	require.NoError(t, err)
 
 	c := openOn(t, url, membership.DefaultChangesKeep) // reads the whole log
@@ -343,7 +343,7 @@ func TestAKeyedWriteThatChangesNothingIsLogged(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	a, b := openOn(t, url, membership.DefaultChangesKeep), openOn(t, url, membership.DefaultChangesKeep)
-	setup, err := a.AddMembers(ctx, "g", users(1))
+	setup, err := storetest.Add(ctx, a, "g", users(1))
 	require.NoError(t, err)
 	untilApplied(t, b, setup.Revision)
 	nothing := []membership.Write{

@@ -228,21 +228,21 @@ func TestTheDatabaseAwayAndBack(t *testing.T) {
 	s, err := Open(ctx, viaProxy, Options{CommitTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	defer s.Close()
-	_, err = s.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+	_, err = storetest.Add(ctx, s, "g", []membership.User{{UID: 1}})
 	require.NoError(t, err)
 
 	p.cut()
 	untilWritable(t, s, false)
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(s.Writable()))
 	assert.Contains(t, s.Writable().Error(), "the database cannot be reached")
-	_, err = s.AddMembers(ctx, "g", []membership.User{{UID: 2}})
+	_, err = storetest.Add(ctx, s, "g", []membership.User{{UID: 2}})
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "%v", err)
 	got, _ := storetest.ListAll(t, s, "g")
 	assert.Equal(t, []membership.Member{{UID: 1}}, got, "reads go on from memory")
 
 	p.restore()
 	untilWritable(t, s, true)
-	res, err := s.AddMembers(ctx, "g", []membership.User{{UID: 3}})
+	res, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 3}})
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Count)
 	got, _ = storetest.ListAll(t, s, "g")
@@ -286,7 +286,7 @@ func TestNicknamesGoThroughTheLogAsGiven(t *testing.T) {
 		{{UID: 1, Nickname: "a\x00b", HasNickname: true}, {UID: 2, Nickname: "x", HasNickname: true}, {UID: 3, Nickname: "y", HasNickname: true}},
 		{{UID: 2, Nickname: "", HasNickname: true}, {UID: 3}},
 	} {
-		_, err := a.AddMembers(ctx, "g", users)
+		_, err := storetest.Add(ctx, a, "g", users)
 		require.NoError(t, err)
 	}
 	want := []membership.Member{{UID: 1, Nickname: "a\x00b"}, {UID: 2}, {UID: 3, Nickname: "y"}}
@@ -309,7 +309,7 @@ func TestPoolSettingsInTheURL(t *testing.T) {
 	assert.Equal(t, int32(2), s.pool.Config().MaxConns)
 	assert.Equal(t, time.Second, s.pool.Config().MaxConnIdleTime)
 	for uid := range membership.UID(5) {
-		res, err := s.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+		res, err := storetest.Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
 		require.NoError(t, err)
 		assert.Equal(t, 1, res.Count)
 	}

@@ -59,18 +59,15 @@ type change struct {
 // memory would refuse: an unknown op, a remove_user that names not one uid,
 // an expire with no time.
 //
-// A keyed write's row carries its key and fingerprint: the Service's, or,
-// when the caller gave none, w's own (membership.FingerprintWrite), TTLs
-// and all, so that a retry with the same TTLs repeats it.
+// A keyed write's row carries its key and the Service's fingerprint
+// (membership.FingerprintWrite, TTLs and all, so that a retry with the
+// same TTLs repeats it).
 //
 // Each user's TTL is turned into the time it sets, counted from now, by
 // this instance's clock: the log holds times only, and the change is
 // committed, and placed (its time), moments later.
 func changeOf(w membership.Write) (change, error) {
 	c := change{groupID: w.GroupID, idem: w.Idem}
-	if c.idem.Key != "" && c.idem.Fingerprint == (membership.Fingerprint{}) {
-		c.idem.Fingerprint = membership.FingerprintWrite(w)
-	}
 	if w.Actor != 0 {
 		actor := int64(w.Actor)
 		c.actor = &actor
@@ -201,16 +198,6 @@ func (c change) write() membership.Write {
 	}
 	w.If.Exists, w.If.Empty = c.ifExists, c.ifEmpty
 	return w
-}
-
-// AddMembers implements membership.Store: Write with OpAdd.
-func (s *Store) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	return s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: groupID, Users: users})
-}
-
-// RemoveMembers implements membership.Store: Write with OpRemove.
-func (s *Store) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
-	return s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groupID, UIDs: uids})
 }
 
 // Write implements membership.Store. It returns once the change is

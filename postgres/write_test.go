@@ -213,7 +213,7 @@ func TestEveryOpAnswersAsMemoryDoes(t *testing.T) {
 func TestAPreconditionFailedInTheLogTakesNoRevision(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, membership.DefaultChangesKeep)
-	res, err := s.AddMembers(ctx, "g", users(1))
+	res, err := storetest.Add(ctx, s, "g", users(1))
 	require.NoError(t, err)
 	c, err := changeOf(membership.Write{Op: membership.OpDeleteGroup, GroupID: "g",
 		If: membership.Precondition{Revisions: []membership.Revision{res.Revision + 1}}})
@@ -224,7 +224,7 @@ func TestAPreconditionFailedInTheLogTakesNoRevision(t *testing.T) {
 	var failed *membership.Error
 	require.ErrorAs(t, err, &failed)
 	assert.Equal(t, res.Revision, failed.Revision)
-	next, err := s.AddMembers(ctx, "g", users(2))
+	next, err := storetest.Add(ctx, s, "g", users(2))
 	require.NoError(t, err)
 	assert.Equal(t, res.Revision+1, next.Revision, "the failed change took no revision")
 	got, _ := storetest.ListAll(t, s, "g")
@@ -238,14 +238,14 @@ func TestALaggingInstanceAnswersOnlyWhatItKnows(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	a := openOn(t, url, membership.DefaultChangesKeep)
-	r1, err := a.AddMembers(ctx, "g", users(1))
+	r1, err := storetest.Add(ctx, a, "g", users(1))
 	require.NoError(t, err)
 	b, err := openStill(ctx, url, Options{}) // it does not follow the log
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	r2, err := a.AddMembers(ctx, "g", users(2))
+	r2, err := storetest.Add(ctx, a, "g", users(2))
 	require.NoError(t, err)
-	r3, err := a.AddMembers(ctx, "h", users(3))
+	r3, err := storetest.Add(ctx, a, "h", users(3))
 	require.NoError(t, err)
 	ifMatch := func(rev membership.Revision) membership.Precondition {
 		return membership.Precondition{Revisions: []membership.Revision{rev}}
@@ -407,7 +407,7 @@ func TestOneIfMatchWinsAcrossInstances(t *testing.T) {
 	stores := []*Store{a, b}
 	const rounds, writers = 10, 8
 	for round := range rounds {
-		setup, err := a.AddMembers(ctx, "g", users(membership.UID(1+round)))
+		setup, err := storetest.Add(ctx, a, "g", users(membership.UID(1+round)))
 		require.NoError(t, err)
 		untilApplied(t, b, setup.Revision)
 		ifMatch := membership.Precondition{Revisions: []membership.Revision{setup.Revision}}
@@ -473,7 +473,7 @@ func TestRestartReplaysWrites(t *testing.T) {
 	groups := []string{"a", "b", "c"}
 	const nUsers = 8
 	writeRandomly(t, []*Store{a}, groups, nUsers)
-	res, err := a.AddMembers(ctx, "a", []membership.User{nick(1, "x")})
+	res, err := storetest.Add(ctx, a, "a", []membership.User{nick(1, "x")})
 	require.NoError(t, err)
 	c, err := changeOf(membership.Write{Op: membership.OpReplace, GroupID: "a", Users: users(5),
 		If: membership.Precondition{Revisions: []membership.Revision{res.Revision - 1}}})
@@ -539,7 +539,7 @@ func TestAnUnknownOpStopsTheInstance(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	a := openOn(t, url, membership.DefaultChangesKeep)
-	res, err := a.AddMembers(ctx, "g", users(1))
+	res, err := storetest.Add(ctx, a, "g", users(1))
 	require.NoError(t, err)
 	// As a newer build, with the op after this build's last, would (as
 	// this build's op 7, expire, is to a build before it).

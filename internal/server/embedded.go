@@ -152,11 +152,3 @@ func (s clockedStore) Batch(ctx context.Context, b membership.Batch) (membership
 	}
 	return s.Store.Batch(ctx, b)
 }
-
-func (s clockedStore) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	return s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: groupID, Users: users})
-}
-
-func (s clockedStore) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
-	return s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groupID, UIDs: uids})
-}

@@ -64,13 +64,13 @@ func TestBackupUnderConcurrentWritesRestoresItsRevision(t *testing.T) {
 						uid := membership.UID(1 + rng.IntN(50))
 						var err error
 						if rng.IntN(3) == 0 {
-							_, err = s.RemoveMembers(ctx, group, []membership.UID{uid})
+							_, err = storetest.Remove(ctx, s, group, []membership.UID{uid})
 						} else {
 							u := membership.User{UID: uid}
 							if rng.IntN(4) == 0 {
 								u.Nickname, u.HasNickname = fmt.Sprint("n", rng.IntN(5)), true
 							}
-							_, err = s.AddMembers(ctx, group, []membership.User{u, {UID: uid + 100}})
+							_, err = storetest.Add(ctx, s, group, []membership.User{u, {UID: uid + 100}})
 						}
 						if !assert.NoError(t, err) {
 							return
@@ -90,7 +90,7 @@ func TestBackupUnderConcurrentWritesRestoresItsRevision(t *testing.T) {
 				cancel()
 			}
 			backup := s.Backup()
-			_, err := s.AddMembers(ctx, "after", []membership.User{{UID: 7}})
+			_, err := storetest.Add(ctx, s, "after", []membership.User{{UID: 7}})
 			require.NoError(t, err)
 			close(stop)
 			wg.Wait()
@@ -121,7 +121,7 @@ func TestBackupUnderConcurrentWritesRestoresItsRevision(t *testing.T) {
 				got, _ := storetest.ListAll(t, d, group)
 				assert.Equal(t, f.ListOf(group), got, "group %s", group)
 			}
-			res, err := d.AddMembers(ctx, "z", []membership.User{{UID: 1}})
+			res, err := storetest.Add(ctx, d, "z", []membership.User{{UID: 1}})
 			require.NoError(t, err)
 			assert.Equal(t, rev+1, res.Revision, "revisions go on from the backup's")
 			_, _, err = d.Changes(ctx, membership.ChangeOptions{After: rev - 1})
@@ -322,7 +322,7 @@ func backupOf(t *testing.T, uids ...membership.UID) (string, []byte, membership.
 	for i, uid := range uids {
 		users[i] = membership.User{UID: uid}
 	}
-	_, err := m.AddMembers(context.Background(), "g", users)
+	_, err := storetest.Add(context.Background(), m, "g", users)
 	require.NoError(t, err)
 	var b bytes.Buffer
 	backup := m.Backup()

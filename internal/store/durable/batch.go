@@ -43,15 +43,12 @@ import (
 //
 // Errors: CodePreconditionFailed, CodeInvalidQuery (a precondition naming
 // more than record.MaxPreconditionRevisions revisions its group has not passed),
-// CodeInvalidUsers (an expiry not after 1970), CodeInvalidIdempotencyKey,
+// CodeInvalidUsers (an expiry not after 1970),
 // CodeIdempotencyKeyReused, CodeUnavailable, CodeBodyTooLarge.
 func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchResult, error) {
 	var release func()
 	if b.Idem.Key != "" {
 		var err error
-		if b.Idem, err = idempotency(b.Idem, func() membership.Fingerprint { return membership.FingerprintBatch(b) }); err != nil {
-			return membership.BatchResult{}, err
-		}
 		if release, err = d.keySlots.take(b.Idem.Key, d.opts.CommitTimeout); err != nil {
 			return membership.BatchResult{}, err
 		}

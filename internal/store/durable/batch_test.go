@@ -51,7 +51,7 @@ func batchScript(t *testing.T, s membership.Store) []batchOutcome {
 		}
 		out = append(out, o)
 	}
-	_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}})
+	_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}})
 	require.NoError(t, err)
 	do(membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}},
 		membership.Write{Op: membership.OpAdd, GroupID: "h", Users: plain(1, 3)})
@@ -63,7 +63,7 @@ func batchScript(t *testing.T, s membership.Store) []batchOutcome {
 		membership.Write{Op: membership.OpDeleteGroup, GroupID: "k", If: membership.Precondition{Revisions: []membership.Revision{1}}})
 	do(membership.Write{Op: membership.OpReplace, GroupID: "k"},
 		membership.Write{Op: membership.OpAdd, GroupID: "n", Users: []membership.User{{UID: 7, Nickname: "Gus", HasNickname: true}}, If: ifMatch("n")})
-	_, err = s.RemoveMembers(ctx, "h", []membership.UID{3})
+	_, err = storetest.Remove(ctx, s, "h", []membership.UID{3})
 	require.NoError(t, err)
 	return out
 }
@@ -136,7 +136,7 @@ func TestDurableRacedBatchFailsOnReplayToo(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, markedOpts())
-	_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+	_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 1}})
 	require.NoError(t, err)
 	was := membership.Precondition{Revisions: []membership.Revision{revisionOf(t, d)}}
 	move := func(to string) membership.Batch {
@@ -175,7 +175,7 @@ func TestDurableRacedBatchFailsOnReplayToo(t *testing.T) {
 	assert.Equal(t, want, stateOf(t, d), "and fails again on replay")
 	got, _ := storetest.ListAll(t, d, "b")
 	assert.Empty(t, got)
-	next, err := d.AddMembers(ctx, "g", []membership.User{{UID: 3}})
+	next, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 3}})
 	require.NoError(t, err)
 	assert.Equal(t, first.Revision+1, next.Revision, "the failed batch took no revision")
 }

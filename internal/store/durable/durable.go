@@ -431,7 +431,7 @@ func removeTemps(dir string) error {
 // Errors: CodePreconditionFailed, CodeInvalidQuery (more than
 // record.MaxPreconditionRevisions revisions the group has not passed, or
 // an expire of more than record.MaxExpireUIDs uids), CodeInvalidUsers (an expiry
-// not after 1970), CodeInvalidIdempotencyKey, CodeIdempotencyKeyReused,
+// not after 1970), CodeIdempotencyKeyReused,
 // CodeUnavailable, CodeBodyTooLarge.
 func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result, error) {
 	if err := loggable(w); err != nil {
@@ -440,9 +440,6 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 	var release func()
 	if w.Idem.Key != "" {
 		var err error
-		if w.Idem, err = idempotency(w.Idem, func() membership.Fingerprint { return membership.FingerprintWrite(w) }); err != nil {
-			return membership.Result{}, err
-		}
 		if release, err = d.keySlots.take(w.Idem.Key, d.opts.CommitTimeout); err != nil {
 			return membership.Result{}, err
 		}
@@ -494,22 +491,6 @@ func loggable(w membership.Write) error {
 	return nil
 }
 
-// idempotency returns idem, whose key it checks (a key the Service refuses
-// would make a record that does not read back), with the request's
-// fingerprint, own(), when the caller gave none. The record keeps the
-// fingerprint: memory could not take the request's from the write as
-// logged, which leaves out what the request named to no effect (the
-// revisions its group had passed, a remove_user's group).
-func idempotency(idem membership.Idempotency, own func() membership.Fingerprint) (membership.Idempotency, error) {
-	if err := membership.ValidateIdempotencyKey(idem.Key); err != nil {
-		return idem, err
-	}
-	if idem.Fingerprint == (membership.Fingerprint{}) {
-		idem.Fingerprint = own()
-	}
-	return idem, nil
-}
-
 // pendingRevisions returns the revisions of an If-Match that the group,
 // now at rev, may still have when the write is applied: those from rev on,
 // ascending and once each, since a group's revision never goes down. The
@@ -528,16 +509,6 @@ func pendingRevisions(revs []membership.Revision, rev membership.Revision) ([]me
 			"the precondition names %d revisions the group has not passed, more than %d; nothing was changed", len(out), record.MaxPreconditionRevisions)
 	}
 	return out, nil
-}
-
-// AddMembers implements membership.Store: Write of OpAdd.
-func (d *Store) AddMembers(ctx context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	return d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: groupID, Users: users})
-}
-
-// RemoveMembers implements membership.Store: Write of OpRemove.
-func (d *Store) RemoveMembers(ctx context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
-	return d.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groupID, UIDs: uids})
 }
 
 // commitHolding queues c for the committer and waits for its answer, at

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
@@ -39,7 +40,7 @@ func BenchmarkDurableAdd(b *testing.B) {
 					rng := rand.New(rand.NewPCG(uint64(next.Add(1)), 0))
 					for pb.Next() {
 						users := []membership.User{{UID: membership.UID(rng.Int64N(1e9) + 1)}, {UID: membership.UID(rng.Int64N(1e9) + 1)}, {UID: membership.UID(rng.Int64N(1e9) + 1)}}
-						if _, err := d.AddMembers(ctx, "g"+strconv.Itoa(rng.IntN(1000)), users); err != nil {
+						if _, err := storetest.Add(ctx, d, "g"+strconv.Itoa(rng.IntN(1000)), users); err != nil {
 							b.Error(err)
 							return
 						}
@@ -75,7 +76,7 @@ func BenchmarkDurableRestart(b *testing.B) {
 				for i := range users {
 					users[i] = membership.User{UID: membership.UID(rng.Int64N(1e9) + 1)}
 				}
-				if _, err := d.AddMembers(context.Background(), "g"+strconv.Itoa(g), users); err != nil {
+				if _, err := storetest.Add(context.Background(), d, "g"+strconv.Itoa(g), users); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -105,7 +106,7 @@ func BenchmarkDurableRestartAfterRewrites(b *testing.B) {
 			for i := range users {
 				users[i] = membership.User{UID: membership.UID(i + 1)}
 			}
-			if _, err := d.AddMembers(ctx, "g", users); err != nil {
+			if _, err := storetest.Add(ctx, d, "g", users); err != nil {
 				b.Fatal(err)
 			}
 			// Each change removes a member or adds it back, from 50 writers.
@@ -122,9 +123,9 @@ func BenchmarkDurableRestartAfterRewrites(b *testing.B) {
 						uid := membership.UID(i%1000 + 1)
 						var err error
 						if i/1000%2 == 0 {
-							_, err = d.RemoveMembers(ctx, "g", []membership.UID{uid})
+							_, err = storetest.Remove(ctx, d, "g", []membership.UID{uid})
 						} else {
-							_, err = d.AddMembers(ctx, "g", []membership.User{{UID: uid}})
+							_, err = storetest.Add(ctx, d, "g", []membership.User{{UID: uid}})
 						}
 						if err != nil {
 							b.Error(err)

@@ -62,7 +62,7 @@ func TestDurableCommitHasADeadline(t *testing.T) {
 	d, syncing, release := openStuckDurable(t, Options{ChangesKeep: keepAll, CommitTimeout: 20 * time.Millisecond})
 	require.NoError(t, d.Writable())
 
-	_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+	_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 1}})
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 	assert.Contains(t, err.Error(), "may still be applied")
 	<-syncing
@@ -72,7 +72,7 @@ func TestDurableCommitHasADeadline(t *testing.T) {
 
 	// Now a new change fails at once: queued, it would only wait out the
 	// deadline behind the stuck write.
-	_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 5}})
+	_, err = storetest.Add(ctx, d, "g", []membership.User{{UID: 5}})
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 	assert.Contains(t, err.Error(), "nothing was changed")
 	assert.Equal(t, uint64(1), d.stats.commitTimeouts.Load(), "it did not wait for the deadline")
@@ -102,7 +102,7 @@ func TestDurableQueueIsBounded(t *testing.T) {
 	answers := make(chan answer, 3)
 	for uid := range membership.UID(3) {
 		go func() {
-			res, err := d.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+			res, err := storetest.Add(ctx, d, "g", []membership.User{{UID: uid + 1}})
 			answers <- answer{res, err}
 		}()
 	}
@@ -110,7 +110,7 @@ func TestDurableQueueIsBounded(t *testing.T) {
 	assert.Eventually(t, func() bool { return d.queue.Used() == 3*one }, 10*time.Second, time.Millisecond)
 
 	start := time.Now()
-	_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 4}})
+	_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 4}})
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 	assert.Contains(t, err.Error(), "nothing was changed")
 	assert.Less(t, time.Since(start), time.Hour, "refused without waiting for the commit")
@@ -136,7 +136,7 @@ func TestDurableQueueIsBounded(t *testing.T) {
 func TestDurableQueueTakesALargeChangeAlone(t *testing.T) {
 	d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll, QueueBytes: 1})
 	defer d.Close()
-	n, err := storetest.Count(d.AddMembers(context.Background(), "g", storetest.Users(1, 100)))
+	n, err := storetest.Count(storetest.Add(context.Background(), d, "g", storetest.Users(1, 100)))
 	require.NoError(t, err)
 	assert.Equal(t, 100, n)
 }
@@ -144,7 +144,7 @@ func TestDurableQueueTakesALargeChangeAlone(t *testing.T) {
 // Close does not hang on a stuck disk: it gives up after the commit timeout.
 func TestDurableCloseGivesUpOnAStuckDisk(t *testing.T) {
 	d, syncing, _ := openStuckDurable(t, Options{ChangesKeep: keepAll, CommitTimeout: 20 * time.Millisecond})
-	go func() { _, _ = d.AddMembers(context.Background(), "g", []membership.User{{UID: 1}}) }()
+	go func() { _, _ = storetest.Add(context.Background(), d, "g", []membership.User{{UID: 1}}) }()
 	<-syncing
 	err := d.Close()
 	require.Error(t, err)
@@ -162,7 +162,7 @@ func TestDurableWritableSaysWhy(t *testing.T) {
 		defer d.Close()
 		require.NoError(t, d.Writable())
 		fl.set(false, true, false)
-		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+		_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 1}})
 		require.Error(t, err)
 		fl.set(false, false, false)
 		err = d.Writable()
@@ -176,7 +176,7 @@ func TestDurableWritableSaysWhy(t *testing.T) {
 		d := openTestDurable(t, t.TempDir(), failingLogs(&fl))
 		t.Cleanup(func() { d.Close() })
 		fl.set(true, false, false)
-		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+		_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 1}})
 		require.Error(t, err)
 		return d, fl
 	}
@@ -193,7 +193,7 @@ func TestDurableWritableSaysWhy(t *testing.T) {
 	t.Run("a write that succeeds clears it", func(t *testing.T) {
 		d, fl := fullDisk(t)
 		fl.set(false, false, false)
-		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 2}})
+		_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 2}})
 		require.NoError(t, err)
 		assert.NoError(t, d.Writable())
 	})
@@ -218,7 +218,7 @@ func TestDurableFilesArePrivate(t *testing.T) {
 	require.NoError(t, os.Mkdir(dir, 0o755))
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll, SnapshotBytes: 1})
 	for uid := range membership.UID(3) {
-		_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: uid + 1}})
+		_, err := storetest.Add(context.Background(), d, "g", []membership.User{{UID: uid + 1}})
 		require.NoError(t, err)
 	}
 	require.NoError(t, d.Close()) // waits for the snapshots
@@ -264,11 +264,11 @@ func TestDurableNoticesItsLogRemovedOrReplaced(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
-			_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+			_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 1}})
 			require.NoError(t, err)
 			require.NoError(t, tt.do(newestLog(t, dir)))
 
-			_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 2}})
+			_, err = storetest.Add(ctx, d, "g", []membership.User{{UID: 2}})
 			assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 			require.Error(t, d.Writable())
 			assert.Contains(t, d.Writable().Error(), "until restarted")
@@ -322,7 +322,7 @@ func TestDurableReadsAVersion1Log(t *testing.T) {
 	require.NoError(t, os.WriteFile(wal.Path(dir, 1), v1, 0o600))
 
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
-	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 3}})
+	_, err := storetest.Add(context.Background(), d, "g", []membership.User{{UID: 3}})
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
 	old, err := os.ReadFile(wal.Path(dir, 1))

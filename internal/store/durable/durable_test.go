@@ -64,11 +64,11 @@ func TestDurableKeepsEverythingAcrossReopen(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
-	_, err := d.AddMembers(ctx, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}, {UID: 3}})
+	_, err := storetest.Add(ctx, d, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}, {UID: 3}})
 	require.NoError(t, err)
-	_, err = d.AddMembers(ctx, "team/b", []membership.User{{UID: 9223372036854775807}, {UID: 2, Nickname: "Bo", HasNickname: true}})
+	_, err = storetest.Add(ctx, d, "team/b", []membership.User{{UID: 9223372036854775807}, {UID: 2, Nickname: "Bo", HasNickname: true}})
 	require.NoError(t, err)
-	n, err := storetest.Count(d.RemoveMembers(ctx, "a", []membership.UID{3, 4}))
+	n, err := storetest.Count(storetest.Remove(ctx, d, "a", []membership.UID{3, 4}))
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	want := dump(t, d, "a", "team/b", "gone")
@@ -89,10 +89,10 @@ func TestDurableSnapshotsAndCompacts(t *testing.T) {
 	// proportional to the state and the changes kept, not to the history.
 	for i := range 3000 {
 		uid := membership.UID(i%50 + 1)
-		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: uid, Nickname: fmt.Sprint("n", i), HasNickname: true}})
+		_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: uid, Nickname: fmt.Sprint("n", i), HasNickname: true}})
 		require.NoError(t, err)
 		if i%2 == 1 {
-			_, err = d.RemoveMembers(ctx, "g", []membership.UID{uid})
+			_, err = storetest.Remove(ctx, d, "g", []membership.UID{uid})
 			require.NoError(t, err)
 		}
 	}
@@ -142,7 +142,7 @@ func fillThree(t *testing.T, dir string) map[string][]membership.Member {
 	t.Helper()
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	for i := 1; i <= 3; i++ {
-		_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: membership.UID(i)}})
+		_, err := storetest.Add(context.Background(), d, "g", []membership.User{{UID: membership.UID(i)}})
 		require.NoError(t, err)
 	}
 	want := dump(t, d, "g")
@@ -170,7 +170,7 @@ func TestDurableTruncatesATornTail(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, before, after, "the torn bytes are cut away")
 
-	_, err = d.AddMembers(context.Background(), "g", []membership.User{{UID: 4}})
+	_, err = storetest.Add(context.Background(), d, "g", []membership.User{{UID: 4}})
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
 	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
@@ -314,20 +314,20 @@ func TestDurableRefusesChangesItCannotWrite(t *testing.T) {
 			dir := t.TempDir()
 			var fl *failingLog
 			d := openTestDurable(t, dir, failingLogs(&fl))
-			_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+			_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 			require.NoError(t, err)
 			before := dump(t, d, "g")
 
 			fl.set(tt.write, tt.sync, false)
-			n, err := storetest.Count(d.AddMembers(ctx, "g", []membership.User{{UID: 2}, {UID: 1, Nickname: "Evil", HasNickname: true}}))
+			n, err := storetest.Count(storetest.Add(ctx, d, "g", []membership.User{{UID: 2}, {UID: 1, Nickname: "Evil", HasNickname: true}}))
 			assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 			assert.Zero(t, n)
-			_, err = d.RemoveMembers(ctx, "g", []membership.UID{1})
+			_, err = storetest.Remove(ctx, d, "g", []membership.UID{1})
 			assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 			assert.Equal(t, before, dump(t, d, "g"), "a change that failed to write changes nothing")
 
 			fl.set(false, false, false) // the disk recovers
-			_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 3}})
+			_, err = storetest.Add(ctx, d, "g", []membership.User{{UID: 3}})
 			if tt.stays {
 				assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 				assert.Contains(t, err.Error(), "restart")
@@ -353,10 +353,10 @@ func TestDurableStopsWhenAFailedWriteCannotBeUndone(t *testing.T) {
 	d := openTestDurable(t, t.TempDir(), failingLogs(&fl))
 	defer d.Close()
 	fl.set(true, false, true)
-	_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+	_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 1}})
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 	fl.set(false, false, false)
-	_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 2}})
+	_, err = storetest.Add(ctx, d, "g", []membership.User{{UID: 2}})
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "with torn bytes it could not cut, the log takes no more")
 	got, _ := storetest.ListAll(t, d, "g")
 	assert.Empty(t, got)
@@ -373,12 +373,12 @@ func TestDurableConcurrentWritersSurviveReopen(t *testing.T) {
 			defer wg.Done()
 			for i := range 200 {
 				uid := membership.UID(w*1000 + i + 1)
-				if _, err := d.AddMembers(ctx, fmt.Sprint("g", i%5), []membership.User{{UID: uid}}); err != nil {
+				if _, err := storetest.Add(ctx, d, fmt.Sprint("g", i%5), []membership.User{{UID: uid}}); err != nil {
 					t.Error(err)
 					return
 				}
 				if i%4 == 0 {
-					if _, err := d.RemoveMembers(ctx, fmt.Sprint("g", i%5), []membership.UID{uid}); err != nil {
+					if _, err := storetest.Remove(ctx, d, fmt.Sprint("g", i%5), []membership.UID{uid}); err != nil {
 						t.Error(err)
 						return
 					}
@@ -405,14 +405,14 @@ func TestDurableSkipsChangesThatChangeNothing(t *testing.T) {
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 	defer d.Close()
-	_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "A", HasNickname: true}})
+	_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 1, Nickname: "A", HasNickname: true}})
 	require.NoError(t, err)
 	info, err := os.Stat(newestLog(t, dir))
 	require.NoError(t, err)
-	n, err := storetest.Count(d.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "A", HasNickname: true}, {UID: 1}}))
+	n, err := storetest.Count(storetest.Add(ctx, d, "g", []membership.User{{UID: 1, Nickname: "A", HasNickname: true}, {UID: 1}}))
 	require.NoError(t, err)
 	assert.Zero(t, n)
-	n, err = storetest.Count(d.RemoveMembers(ctx, "g", []membership.UID{7}))
+	n, err = storetest.Count(storetest.Remove(ctx, d, "g", []membership.UID{7}))
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	after, err := os.Stat(newestLog(t, dir))
@@ -424,7 +424,7 @@ func TestDurableRefusesChangesAfterClose(t *testing.T) {
 	d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
 	require.NoError(t, d.Close())
 	require.NoError(t, d.Close(), "closing twice is harmless")
-	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 1}})
+	_, err := storetest.Add(context.Background(), d, "g", []membership.User{{UID: 1}})
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 }
 
@@ -437,7 +437,7 @@ func TestDurableCloseWhileWriting(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 50 {
-				_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: membership.UID(w*100 + i + 1)}})
+				_, err := storetest.Add(context.Background(), d, "g", []membership.User{{UID: membership.UID(w*100 + i + 1)}})
 				if err != nil && membership.ErrorCode(err) != membership.CodeUnavailable {
 					t.Error(err)
 				}

@@ -32,10 +32,10 @@ func TestDurableFeedContinuesAcrossRestarts(t *testing.T) {
 			opts := Options{SnapshotBytes: snapshotBytes, ChangesKeep: 4}
 			d := openTestDurable(t, dir, opts)
 			for uid := range membership.UID(6) {
-				_, err := d.AddMembers(ctx, "g", []membership.User{{UID: uid + 1, Nickname: fmt.Sprint("n", uid), HasNickname: true}})
+				_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: uid + 1, Nickname: fmt.Sprint("n", uid), HasNickname: true}})
 				require.NoError(t, err)
 			}
-			_, err := d.RemoveMembers(ctx, "g", []membership.UID{2})
+			_, err := storetest.Remove(ctx, d, "g", []membership.UID{2})
 			require.NoError(t, err)
 			before := storetest.AllChanges(t, d, 3)
 			revBefore, err := d.Revision(ctx, "g")
@@ -50,7 +50,7 @@ func TestDurableFeedContinuesAcrossRestarts(t *testing.T) {
 			assert.Equal(t, revBefore, rev, "the group's revision is back")
 			_, _, err = d.Changes(ctx, membership.ChangeOptions{After: 2})
 			assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err), "and no more than were kept")
-			res, err := d.AddMembers(ctx, "g", []membership.User{{UID: 100}})
+			res, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 100}})
 			require.NoError(t, err)
 			assert.Equal(t, membership.Revision(8), res.Revision, "revisions continue")
 		})
@@ -61,7 +61,7 @@ func TestDurableStats(t *testing.T) {
 	ctx := context.Background()
 	d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll, SnapshotBytes: 1})
 	for uid := range membership.UID(3) {
-		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+		_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: uid + 1}})
 		require.NoError(t, err)
 	}
 	require.NoError(t, d.Close()) // waits for the snapshots

@@ -84,7 +84,7 @@ func keyedScript(t *testing.T, d *Store, dir string) []keyedRequest {
 		require.False(t, res.Replayed, name)
 		reqs = append(reqs, keyedRequest{name: name, write: w, res: res})
 	}
-	_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+	_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 1}})
 	require.NoError(t, err)
 	write("add", storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 2}, {UID: 3, Nickname: "C", HasNickname: true}}}, "add"))
 	b := storetest.KeyedBatch(membership.Batch{Actor: 7, Writes: []membership.Write{
@@ -109,19 +109,17 @@ func keyedScript(t *testing.T, d *Store, dir string) []keyedRequest {
 	write("conditional", storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 4}},
 		If: membership.Precondition{Revisions: []membership.Revision{1, rev}}}, "cond"))
 	write("remove_user", storetest.Keyed(membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{3}}, "ru"))
-	write("no fingerprint", membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}, Actor: 5,
-		If: membership.Precondition{Revisions: []membership.Revision{1, 2, d.mem.LatestRevision()}}, Idem: membership.Idempotency{Key: "nofp"}})
+	write("passed revisions", storetest.Keyed(membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}, Actor: 5,
+		If: membership.Precondition{Revisions: []membership.Revision{1, 2, d.mem.LatestRevision()}}}, "nofp"))
 
 	size = logSize(t, dir)
 	refused := storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 5}}, If: membership.Precondition{Empty: true}}, "refused")
 	_, err = d.Write(ctx, refused)
 	require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
-	_, err = d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 2}}, Idem: membership.Idempotency{Key: "bad\n"}})
-	require.Equal(t, membership.CodeInvalidIdempotencyKey, membership.ErrorCode(err))
 	assert.Equal(t, size, logSize(t, dir), "a keyed write refused at once is not logged")
 
 	// Writes in between, which a repeat applied again would undo.
-	_, err = d.RemoveMembers(ctx, "g", []membership.UID{4})
+	_, err = storetest.Remove(ctx, d, "g", []membership.UID{4})
 	require.NoError(t, err)
 	_, err = d.Batch(ctx, membership.Batch{Writes: []membership.Write{
 		{Op: membership.OpRemove, GroupID: "h", UIDs: []membership.UID{1}},
@@ -168,7 +166,7 @@ func TestDurableKeepsKeysAcrossRestarts(t *testing.T) {
 				// The first change after the start starts a snapshot of
 				// everything before it; the logs before it are not read.
 				d = openTestDurable(t, dir, Options{ChangesKeep: keepAll, SnapshotBytes: 1})
-				_, err := d.AddMembers(context.Background(), "y", []membership.User{{UID: 8}})
+				_, err := storetest.Add(context.Background(), d, "y", []membership.User{{UID: 8}})
 				require.NoError(t, err)
 				want = stateOf(t, d)
 				require.NoError(t, d.Close())
@@ -207,7 +205,7 @@ func TestOtherKeyBoundsOnReopenChangeNoHistory(t *testing.T) {
 	add := storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}}, "k")
 	_, err := d.Write(ctx, add)
 	require.NoError(t, err)
-	_, err = d.RemoveMembers(ctx, "g", []membership.UID{1})
+	_, err = storetest.Remove(ctx, d, "g", []membership.UID{1})
 	require.NoError(t, err)
 	_, err = d.Write(ctx, storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{{UID: 9}}}, "other"))
 	require.NoError(t, err)
@@ -235,13 +233,13 @@ func TestDurableRacingRepeatsOfAConditionalWriteAreReplays(t *testing.T) {
 	defer d.Close()
 	for round := range 20 {
 		group := fmt.Sprint("g", round)
-		res, err := d.AddMembers(ctx, group, []membership.User{{UID: 1}})
+		res, err := storetest.Add(ctx, d, group, []membership.User{{UID: 1}})
 		require.NoError(t, err)
 		// The batch writes to a group of its own: its change must not move
 		// the revision the write's If-Match names.
 		w := storetest.Keyed(membership.Write{Op: membership.OpReplace, GroupID: group, Users: []membership.User{{UID: 2}},
 			If: membership.Precondition{Revisions: []membership.Revision{res.Revision}}}, group)
-		_, err = d.AddMembers(ctx, group+"b", []membership.User{{UID: 1}})
+		_, err = storetest.Add(ctx, d, group+"b", []membership.User{{UID: 1}})
 		require.NoError(t, err)
 		b := storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{{Op: membership.OpAdd, GroupID: group + "b", Users: []membership.User{{UID: 3}},
 			If: membership.Precondition{Exists: true}}}}, group+"-batch")

@@ -54,7 +54,7 @@ func TestDurableFitsInMaxOpenFiles(t *testing.T) {
 		wg.Go(func() {
 			for i := range 100 {
 				uid := membership.UID(w*1000 + i + 1)
-				if _, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: uid}}); err != nil {
+				if _, err := storetest.Add(context.Background(), d, "g", []membership.User{{UID: uid}}); err != nil {
 					errs <- err
 					return
 				}

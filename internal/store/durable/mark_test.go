@@ -48,7 +48,7 @@ func crash(t *testing.T, d *Store) {
 func addUsers(t *testing.T, d *Store, from membership.UID, n int) {
 	t.Helper()
 	for i := range n {
-		_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: from + membership.UID(i)}})
+		_, err := storetest.Add(context.Background(), d, "g", []membership.User{{UID: from + membership.UID(i)}})
 		require.NoError(t, err)
 	}
 }
@@ -391,7 +391,7 @@ func TestDurableSlowMarkDoesNotDelayCommits(t *testing.T) {
 	case <-marked:
 		require.FailNow(t, "the change was marked already, on the way of its commit")
 	}
-	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 2}})
+	_, err := storetest.Add(context.Background(), d, "g", []membership.User{{UID: 2}})
 	assert.NoError(t, err, "acknowledged while the mark's fsync hangs")
 	mf.mu.Lock()
 	mf.syncing = nil // later marks go through

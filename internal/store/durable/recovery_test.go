@@ -30,7 +30,7 @@ func sixtyWithSnapshots(t *testing.T) (dir string, snapshots, logs []uint64, wan
 	uid := membership.UID(0)
 	add := func() {
 		uid++
-		_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: uid}})
+		_, err := storetest.Add(context.Background(), d, "g", []membership.User{{UID: uid}})
 		require.NoError(t, err)
 	}
 	for range 60 {
@@ -197,10 +197,10 @@ func TestDurableRefusesWhatACarelessOperatorDid(t *testing.T) {
 				dir := t.TempDir()
 				d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 				defer d.Close()
-				_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+				_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 1}})
 				require.NoError(t, err)
 				require.NoError(t, damage(newestLog(t, dir)))
-				_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 2}})
+				_, err = storetest.Add(ctx, d, "g", []membership.User{{UID: 2}})
 				assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "not acknowledged")
 				require.Error(t, d.Writable())
 				assert.Contains(t, d.Writable().Error(), "something else wrote to it or cut it")
@@ -211,7 +211,7 @@ func TestDurableRefusesWhatACarelessOperatorDid(t *testing.T) {
 		a, b := t.TempDir(), t.TempDir()
 		for _, dir := range []string{a, b} {
 			d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
-			_, err := d.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+			_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: 1}})
 			require.NoError(t, err)
 			require.NoError(t, d.Close())
 		}
@@ -240,7 +240,7 @@ func TestDurableRefusesWhatACarelessOperatorDid(t *testing.T) {
 		dir := t.TempDir()
 		d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 		for uid := range membership.UID(3) {
-			_, err := d.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+			_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: uid + 1}})
 			require.NoError(t, err)
 		}
 		require.NoError(t, d.Close())
@@ -281,7 +281,7 @@ func TestDurableRefusesWhatACarelessOperatorDid(t *testing.T) {
 		got, _ := storetest.ListAll(t, d, "g")
 		assert.LessOrEqual(t, len(got), len(want))
 		assert.NotEmpty(t, got, "what the snapshot holds is back; the deleted log's changes are lost, as the warning says")
-		_, err = d.AddMembers(ctx, "g", []membership.User{{UID: 1000}})
+		_, err = storetest.Add(ctx, d, "g", []membership.User{{UID: 1000}})
 		require.NoError(t, err, "and the store takes changes again")
 	})
 }
@@ -296,7 +296,7 @@ func TestDurableEpochIsKeptAndRenewedByARepair(t *testing.T) {
 	first := d.Epoch()
 	assert.NotZero(t, first)
 	for uid := range membership.UID(3) {
-		_, err := d.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+		_, err := storetest.Add(ctx, d, "g", []membership.User{{UID: uid + 1}})
 		require.NoError(t, err)
 	}
 	require.NoError(t, d.Close())
@@ -351,7 +351,7 @@ func TestDurableEpochIsKeptAndRenewedByARepair(t *testing.T) {
 func TestDurableLogsWithoutTheirDATA(t *testing.T) {
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
-	_, err := d.AddMembers(context.Background(), "g", []membership.User{{UID: 1}})
+	_, err := storetest.Add(context.Background(), d, "g", []membership.User{{UID: 1}})
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
 	require.NoError(t, os.Remove(filepath.Join(dir, dataFileName)))
@@ -430,7 +430,7 @@ func TestDurableDamagedLogHeaderNamesRepair(t *testing.T) {
 
 			d := openTestDurable(t, dir, Options{ChangesKeep: keepAll, Repair: true})
 			assert.Equal(t, st.LastRevision, d.Stats().Revision, "the state before the log")
-			_, err = d.AddMembers(context.Background(), "g", []membership.User{{UID: 1000}})
+			_, err = storetest.Add(context.Background(), d, "g", []membership.User{{UID: 1000}})
 			require.NoError(t, err)
 			require.NoError(t, d.Close())
 			moved, err := filepath.Glob(filepath.Join(dir, "repair-*", filepath.Base(path)))

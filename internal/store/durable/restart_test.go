@@ -189,9 +189,9 @@ func TestDurableRepairsABrokenOnlySnapshotFromTheFirstLog(t *testing.T) {
 	for i := range us {
 		us[i] = membership.User{UID: membership.UID(int64(1<<32)*64 - 1000 + int64(i))}
 	}
-	_, err := d.AddMembers(ctx, "big", us)
+	_, err := storetest.Add(ctx, d, "big", us)
 	require.NoError(t, err)
-	_, err = d.AddMembers(ctx, "small", us[:3])
+	_, err = storetest.Add(ctx, d, "small", us[:3])
 	require.NoError(t, err)
 	var uids []membership.UID
 	for _, u := range us {

@@ -43,9 +43,9 @@ func TestForwardAndReverseAgreeAfterConcurrentChanges(t *testing.T) {
 						a, b := membership.UID(rng.IntN(30)+1), membership.UID(rng.IntN(30)+1)
 						var err error
 						if rng.IntN(2) == 0 {
-							_, err = s.AddMembers(context.Background(), g, []membership.User{{UID: a}, {UID: b}})
+							_, err = storetest.Add(context.Background(), s, g, []membership.User{{UID: a}, {UID: b}})
 						} else {
-							_, err = s.RemoveMembers(context.Background(), g, []membership.UID{a, b})
+							_, err = storetest.Remove(context.Background(), s, g, []membership.UID{a, b})
 						}
 						if err != nil {
 							t.Error(err)

@@ -26,7 +26,6 @@ func (m *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 	if b.Idem.Key == "" {
 		return m.batch(b)
 	}
-	b.Idem.Fingerprint = fingerprintOf(b.Idem, func() membership.Fingerprint { return membership.FingerprintBatch(b) })
 	results, rev, replayed, err := m.keyed(ctx, b.Idem, true, nowOr(b.Time), func() ([]membership.Result, membership.Revision, error) {
 		res, err := m.batch(b)
 		return res.Results, res.Revision, err

@@ -28,9 +28,9 @@ func TestFeedIsBoundedInBytes(t *testing.T) {
 	m := NewWith(Options{ChangesKeep: 100000, ChangesKeepBytes: maxBytes})
 	users := storetest.UserRange(1, 1000)
 	for range 50 {
-		_, err := m.AddMembers(ctx, "churn", users)
+		_, err := storetest.Add(ctx, m, "churn", users)
 		require.NoError(t, err)
-		_, err = m.RemoveMembers(ctx, "churn", storetest.UIDsOf(users))
+		_, err = storetest.Remove(ctx, m, "churn", storetest.UIDsOf(users))
 		require.NoError(t, err)
 	}
 	fs := m.feed.Stats()
@@ -57,12 +57,12 @@ func TestFeedIsBoundedInBytes(t *testing.T) {
 func TestFeedChangesHoldOnlyWhatTheyAltered(t *testing.T) {
 	ctx := context.Background()
 	m := New()
-	_, err := m.AddMembers(ctx, "g", storetest.UserRange(1, 5000))
+	_, err := storetest.Add(ctx, m, "g", storetest.UserRange(1, 5000))
 	require.NoError(t, err)
 	before := m.feed.Stats().Bytes
-	_, err = m.AddMembers(ctx, "g", append(storetest.UserRange(1, 5000), membership.User{UID: 9999})) // adds one
+	_, err = storetest.Add(ctx, m, "g", append(storetest.UserRange(1, 5000), membership.User{UID: 9999})) // adds one
 	require.NoError(t, err)
-	_, err = m.RemoveMembers(ctx, "g", append(storetest.UIDsOf(storetest.UserRange(20000, 5000)), 1)) // removes one
+	_, err = storetest.Remove(ctx, m, "g", append(storetest.UIDsOf(storetest.UserRange(20000, 5000)), 1)) // removes one
 	require.NoError(t, err)
 	changes := storetest.AllChanges(t, m, 1)
 	require.Len(t, changes, 2)
@@ -79,9 +79,9 @@ func TestFeedChangesHoldOnlyWhatTheyAltered(t *testing.T) {
 func TestFeedKeepsTheNewestChangeOverTheBound(t *testing.T) {
 	ctx := context.Background()
 	m := NewWith(Options{ChangesKeep: keepAll, ChangesKeepBytes: 1000})
-	_, err := m.AddMembers(ctx, "g", storetest.UserRange(1, 10))
+	_, err := storetest.Add(ctx, m, "g", storetest.UserRange(1, 10))
 	require.NoError(t, err)
-	_, err = m.AddMembers(ctx, "g", storetest.UserRange(100, 1000))
+	_, err = storetest.Add(ctx, m, "g", storetest.UserRange(100, 1000))
 	require.NoError(t, err)
 	changes := storetest.AllChanges(t, m, 1)
 	require.Len(t, changes, 1)
@@ -139,10 +139,10 @@ func TestMemoryCountsAgreeWithTheStore(t *testing.T) {
 		var err error
 		what := "add"
 		if rng.IntN(2) == 0 {
-			_, err = m.RemoveMembers(ctx, groupID, uids)
+			_, err = storetest.Remove(ctx, m, groupID, uids)
 			what = "remove"
 		} else {
-			_, err = m.AddMembers(ctx, groupID, users)
+			_, err = storetest.Add(ctx, m, groupID, users)
 		}
 		require.NoError(t, err)
 		checkCounts(t, m, fmt.Sprintf("step %d (%s %v in %s)", step, what, uids, groupID))
@@ -160,9 +160,9 @@ func TestMemoryKeepsItsOwnCopyOfGroupIDs(t *testing.T) {
 	line := "g" + strings.Repeat("x", 1<<20) // the request line the id came from
 	id := line[:1]
 	m := New()
-	_, err := m.AddMembers(ctx, id, storetest.UserRange(1, 2))
+	_, err := storetest.Add(ctx, m, id, storetest.UserRange(1, 2))
 	require.NoError(t, err)
-	_, err = m.RemoveMembers(ctx, id, []membership.UID{1})
+	_, err = storetest.Remove(ctx, m, id, []membership.UID{1})
 	require.NoError(t, err)
 	lineData := unsafe.StringData(line)
 	g := m.shardOf("g").groups["g"]
@@ -188,7 +188,7 @@ func TestUserGroupsPagesAgreeWithTheWholeList(t *testing.T) {
 	for i := range 500 {
 		id := fmt.Sprintf("g%05d-%d", rng.IntN(100000), i)
 		want = append(want, id)
-		_, err := m.AddMembers(ctx, id, []membership.User{{UID: 7}})
+		_, err := storetest.Add(ctx, m, id, []membership.User{{UID: 7}})
 		require.NoError(t, err)
 	}
 	slices.Sort(want)

@@ -51,11 +51,11 @@ func TestBulkAddsKeepTheReverseIndexAndCounts(t *testing.T) {
 	bulk, small := New(), New()
 	ctx := context.Background()
 	for _, a := range adds {
-		res, err := bulk.AddMembers(ctx, a.group, a.users)
+		res, err := storetest.Add(ctx, bulk, a.group, a.users)
 		require.NoError(t, err)
 		count := 0
 		for chunk := range slices.Chunk(a.users, 7) {
-			r, err := small.AddMembers(ctx, a.group, chunk)
+			r, err := storetest.Add(ctx, small, a.group, chunk)
 			require.NoError(t, err)
 			count += r.Count
 		}

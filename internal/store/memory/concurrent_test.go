@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
@@ -43,9 +44,9 @@ func TestReadersBesideWriters(t *testing.T) {
 				case 2:
 					_, err = m.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: id, Users: []membership.User{{UID: uidOf(rng)}}})
 				case 3, 4, 5:
-					_, err = m.RemoveMembers(ctx, id, []membership.UID{uidOf(rng), uidOf(rng)})
+					_, err = storetest.Remove(ctx, m, id, []membership.UID{uidOf(rng), uidOf(rng)})
 				default:
-					_, err = m.AddMembers(ctx, id, []membership.User{{UID: uidOf(rng)}, {UID: uidOf(rng)}, {UID: uidOf(rng), Nickname: "n", HasNickname: true}})
+					_, err = storetest.Add(ctx, m, id, []membership.User{{UID: uidOf(rng)}, {UID: uidOf(rng)}, {UID: uidOf(rng), Nickname: "n", HasNickname: true}})
 				}
 				if err != nil {
 					panic(err)

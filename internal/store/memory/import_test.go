@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/store/snap"
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
@@ -24,7 +25,7 @@ func TestImportIntoAnEmptiedStore(t *testing.T) {
 	m := NewWith(Options{Shards: 1, ChangesKeep: membership.DefaultChangesKeep})
 	ids := []string{"a", "b", "c", "d"}
 	for _, id := range ids {
-		_, err := m.AddMembers(ctx, id, []membership.User{{UID: 7}})
+		_, err := storetest.Add(ctx, m, id, []membership.User{{UID: 7}})
 		require.NoError(t, err)
 	}
 	for _, id := range ids {
@@ -53,7 +54,7 @@ func TestImportIntoAnEmptiedStore(t *testing.T) {
 	}
 	// Remove uid 7 from each group in turn: the reverse index must follow.
 	for i := len(ids) - 1; i >= 0; i-- {
-		_, err := m.RemoveMembers(ctx, ids[i], []membership.UID{7})
+		_, err := storetest.Remove(ctx, m, ids[i], []membership.UID{7})
 		require.NoError(t, err)
 		require.Equal(t, ids[:i], nonNil(groupsOf(7)), "after removing 7 from %s", ids[i])
 	}

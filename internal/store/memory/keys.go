@@ -22,7 +22,6 @@ func (m *Store) keyed(ctx context.Context, idem membership.Idempotency, batch bo
 
 // keyedWrite runs write as Write or Apply does, once for w's key.
 func (m *Store) keyedWrite(ctx context.Context, w membership.Write, now time.Time, st feed.Stamp) (membership.Result, error) {
-	w.Idem.Fingerprint = fingerprintOf(w.Idem, func() membership.Fingerprint { return membership.FingerprintWrite(w) })
 	results, _, replayed, err := m.keyed(ctx, w.Idem, false, now, func() ([]membership.Result, membership.Revision, error) {
 		res, err := m.write(w, st)
 		return []membership.Result{res}, res.Revision, err
@@ -33,15 +32,6 @@ func (m *Store) keyedWrite(ctx context.Context, w membership.Write, now time.Tim
 	res := results[0]
 	res.Replayed = replayed
 	return res, nil
-}
-
-// fingerprintOf returns idem's fingerprint, or, when the caller gave none
-// (a test, a store calling another), the request's own.
-func fingerprintOf(idem membership.Idempotency, own func() membership.Fingerprint) membership.Fingerprint {
-	if idem.Fingerprint != (membership.Fingerprint{}) {
-		return idem.Fingerprint
-	}
-	return own()
 }
 
 // NoteReplay counts a repeat answered with a first reply, for metrics: a

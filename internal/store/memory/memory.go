@@ -181,11 +181,6 @@ func (m *Store) revisionOf(g *group.Group) membership.Revision {
 	return max(r, membership.Revision(m.removedRevision.Load()))
 }
 
-// AddMembers implements membership.Store.
-func (m *Store) AddMembers(_ context.Context, groupID string, users []membership.User) (membership.Result, error) {
-	return m.add(groupID, users, membership.Precondition{}, feed.Stamp{Now: true})
-}
-
 // add adds users to the group, when cond holds: in memory, it cannot fail
 // otherwise.
 func (m *Store) add(groupID string, users []membership.User, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
@@ -298,11 +293,6 @@ func tight(uids []membership.UID) []membership.UID {
 		return uids
 	}
 	return append(make([]membership.UID, 0, len(uids)), uids...)
-}
-
-// RemoveMembers implements membership.Store.
-func (m *Store) RemoveMembers(_ context.Context, groupID string, uids []membership.UID) (membership.Result, error) {
-	return m.remove(groupID, uids, membership.Precondition{}, feed.Stamp{Now: true})
 }
 
 // remove removes uids from the group, when cond holds: in memory, it cannot

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
@@ -24,7 +25,7 @@ func filledMemory(b *testing.B, groups, perGroup int) *Store {
 		for i := range users {
 			users[i] = membership.User{UID: membership.UID(rng.Int64N(1e9) + 1)}
 		}
-		if _, err := m.AddMembers(context.Background(), "g"+strconv.Itoa(g), users); err != nil {
+		if _, err := storetest.Add(context.Background(), m, "g"+strconv.Itoa(g), users); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -39,7 +40,7 @@ func BenchmarkMemoryAdd3(b *testing.B) {
 		users := []membership.User{
 			{UID: membership.UID(rng.Int64N(1e9) + 1)}, {UID: membership.UID(rng.Int64N(1e9) + 1)}, {UID: membership.UID(rng.Int64N(1e9) + 1)},
 		}
-		if _, err := m.AddMembers(ctx, "g"+strconv.Itoa(rng.IntN(1000)), users); err != nil {
+		if _, err := storetest.Add(ctx, m, "g"+strconv.Itoa(rng.IntN(1000)), users); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -53,10 +54,10 @@ func BenchmarkMemoryAddRemove3(b *testing.B) {
 		uids := []membership.UID{membership.UID(rng.Int64N(1e9) + 1), membership.UID(rng.Int64N(1e9) + 1), membership.UID(rng.Int64N(1e9) + 1)}
 		users := []membership.User{{UID: uids[0]}, {UID: uids[1]}, {UID: uids[2]}}
 		group := "g" + strconv.Itoa(rng.IntN(1000))
-		if _, err := m.AddMembers(ctx, group, users); err != nil {
+		if _, err := storetest.Add(ctx, m, group, users); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := m.RemoveMembers(ctx, group, uids); err != nil {
+		if _, err := storetest.Remove(ctx, m, group, uids); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -94,7 +95,7 @@ func BenchmarkMemoryParallel(b *testing.B) {
 				for i := range users {
 					users[i] = membership.User{UID: membership.UID(i*7919 + 1)}
 				}
-				if _, err := m.AddMembers(ctx, "g"+strconv.Itoa(g), users); err != nil {
+				if _, err := storetest.Add(ctx, m, "g"+strconv.Itoa(g), users); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -104,7 +105,7 @@ func BenchmarkMemoryParallel(b *testing.B) {
 					group := "g" + strconv.Itoa(rng.IntN(1000))
 					if rng.IntN(2) == 0 {
 						users := []membership.User{{UID: membership.UID(rng.Int64N(1e9) + 1)}, {UID: membership.UID(rng.Int64N(1e9) + 1)}, {UID: membership.UID(rng.Int64N(1e9) + 1)}}
-						if _, err := m.AddMembers(ctx, group, users); err != nil {
+						if _, err := storetest.Add(ctx, m, group, users); err != nil {
 							b.Error(err)
 							return
 						}

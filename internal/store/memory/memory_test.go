@@ -39,9 +39,9 @@ func TestNicknamesFollowTheMemberships(t *testing.T) {
 			us = append(us, membership.User{UID: uid, Nickname: nick, HasNickname: true})
 			uids = append(uids, uid)
 		}
-		_, err := m.AddMembers(ctx, "g", us)
+		_, err := storetest.Add(ctx, m, "g", us)
 		require.NoError(t, err)
-		_, err = m.RemoveMembers(ctx, "g", uids)
+		_, err = storetest.Remove(ctx, m, "g", uids)
 		require.NoError(t, err)
 	}
 	assert.Empty(t, m.nicknames.Export())
@@ -70,7 +70,7 @@ func TestLoadingForgetsTheNicknamesOfUsersInNoGroup(t *testing.T) {
 	m := New()
 	m.Import(st)
 	assert.Equal(t, map[membership.UID]string{2: "Bo"}, m.nicknames.Export())
-	_, err := m.AddMembers(context.Background(), "h", []membership.User{{UID: 1}})
+	_, err := storetest.Add(context.Background(), m, "h", []membership.User{{UID: 1}})
 	require.NoError(t, err)
 	got, _ := storetest.ListAll(t, m, "h")
 	assert.Equal(t, []membership.Member{{UID: 1}}, got)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/store/snap"
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
@@ -224,7 +225,7 @@ func TestTheStoreAgreesWithAModel(t *testing.T) {
 								md[id][u] = true
 								seen[u] = true
 							}
-							_, err := m.AddMembers(ctx, id, users)
+							_, err := storetest.Add(ctx, m, id, users)
 							require.NoError(t, err)
 						case op < 15:
 							n := 1 + rng.IntN(1+rng.IntN(60))
@@ -248,7 +249,7 @@ func TestTheStoreAgreesWithAModel(t *testing.T) {
 								uids = append(uids, u)
 								delete(md[id], u)
 							}
-							_, err := m.RemoveMembers(ctx, id, uids)
+							_, err := storetest.Remove(ctx, m, id, uids)
 							require.NoError(t, err)
 						case op < 17:
 							var users []membership.User

@@ -39,9 +39,9 @@ func TestANicknameIsNotReadBeforeItsRevision(t *testing.T) {
 	for name, write := range writes {
 		t.Run(name, func(t *testing.T) {
 			m := New()
-			_, err := m.AddMembers(ctx, "b", named("old"))
+			_, err := storetest.Add(ctx, m, "b", named("old"))
 			require.NoError(t, err)
-			_, err = m.AddMembers(ctx, "a", named("old"))
+			_, err = storetest.Add(ctx, m, "a", named("old"))
 			require.NoError(t, err)
 
 			held, release, recorded := make(chan struct{}), make(chan struct{}), make(chan struct{})

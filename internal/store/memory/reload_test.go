@@ -263,7 +263,7 @@ func TestAReloadAfterGroupNumbersReused(t *testing.T) {
 		for i, u := range uids {
 			us[i] = membership.User{UID: u}
 		}
-		_, err := m.AddMembers(ctx, id, us)
+		_, err := storetest.Add(ctx, m, id, us)
 		require.NoError(t, err)
 	}
 	for _, id := range ids {
@@ -311,7 +311,7 @@ func TestBulkAddsUnderLoadKeepTheReverseIndex(t *testing.T) {
 						for range 600 {
 							uids = append(uids, edgeUID(rng, shards))
 						}
-						_, err := m.RemoveMembers(ctx, g, uids)
+						_, err := storetest.Remove(ctx, m, g, uids)
 						if !assert.NoError(t, err) { // off the test goroutine: no require
 							return
 						}
@@ -321,7 +321,7 @@ func TestBulkAddsUnderLoadKeepTheReverseIndex(t *testing.T) {
 					for j := range us {
 						us[j] = membership.User{UID: edgeUID(rng, shards)}
 					}
-					_, err := m.AddMembers(ctx, g, us)
+					_, err := storetest.Add(ctx, m, g, us)
 					if !assert.NoError(t, err) {
 						return
 					}

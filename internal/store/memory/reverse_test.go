@@ -27,11 +27,11 @@ func TestReverseIndexAgainstAMap(t *testing.T) {
 			want[uid] = map[string]bool{}
 		}
 		if rng.IntN(3) != 0 {
-			_, err := m.AddMembers(context.Background(), g, []membership.User{{UID: uid}})
+			_, err := storetest.Add(context.Background(), m, g, []membership.User{{UID: uid}})
 			require.NoError(t, err)
 			want[uid][g] = true
 		} else {
-			_, err := m.RemoveMembers(context.Background(), g, []membership.UID{uid})
+			_, err := storetest.Remove(context.Background(), m, g, []membership.UID{uid})
 			require.NoError(t, err)
 			delete(want[uid], g)
 		}
@@ -62,7 +62,7 @@ func TestUserGroupsPaging(t *testing.T) {
 	for i := range 25 {
 		id := fmt.Sprintf("grp-%02d", i)
 		ids = append(ids, id)
-		_, err := m.AddMembers(ctx, id, []membership.User{{UID: 7}, {UID: 8}})
+		_, err := storetest.Add(ctx, m, id, []membership.User{{UID: 7}, {UID: 8}})
 		require.NoError(t, err)
 	}
 	got, total := storetest.UserGroups(t, m, 7, membership.GroupListOptions{Limit: 10})

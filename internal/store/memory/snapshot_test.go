@@ -50,7 +50,7 @@ func TestSnapshotRoundTripAndOrderCheck(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, membership.Revision(12), latest)
 	assert.Equal(t, st.Changes, changes, "the feed survives")
-	res, err := m.AddMembers(context.Background(), "team/b", []membership.User{{UID: 3}})
+	res, err := storetest.Add(context.Background(), m, "team/b", []membership.User{{UID: 3}})
 	require.NoError(t, err)
 	assert.Equal(t, membership.Revision(13), res.Revision, "revisions continue")
 
@@ -80,7 +80,7 @@ func TestSnapshotVersion1IsRead(t *testing.T) {
 	m.Import(st)
 	list, _ := storetest.ListAll(t, m, "g")
 	assert.Equal(t, []membership.Member{{UID: 3}, {UID: 7, Nickname: "Al"}}, list)
-	res, err := m.AddMembers(context.Background(), "g", []membership.User{{UID: 9}})
+	res, err := storetest.Add(context.Background(), m, "g", []membership.User{{UID: 9}})
 	require.NoError(t, err)
 	assert.Equal(t, membership.Revision(1), res.Revision, "revisions start at 1 after a version 1 snapshot")
 }

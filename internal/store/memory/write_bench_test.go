@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
@@ -16,7 +17,7 @@ func BenchmarkMemoryGroupsPage(b *testing.B) {
 	m := New()
 	ctx := context.Background()
 	for i := range 1_000_000 {
-		if _, err := m.AddMembers(ctx, fmt.Sprintf("group-%07d", i), []membership.User{{UID: membership.UID(i + 1)}}); err != nil {
+		if _, err := storetest.Add(ctx, m, fmt.Sprintf("group-%07d", i), []membership.User{{UID: membership.UID(i + 1)}}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -72,10 +73,10 @@ func BenchmarkMemoryDeleteGroupMillion(b *testing.B) {
 		for i := range 1_000_000 {
 			users = append(users, membership.User{UID: membership.UID(i*3 + 1)})
 			if len(users) == cap(users) {
-				if _, err := m.AddMembers(ctx, "big", users); err != nil {
+				if _, err := storetest.Add(ctx, m, "big", users); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := m.AddMembers(ctx, fmt.Sprint("small", i), users[:10]); err != nil {
+				if _, err := storetest.Add(ctx, m, fmt.Sprint("small", i), users[:10]); err != nil {
 					b.Fatal(err)
 				}
 				users = users[:0]

@@ -30,9 +30,9 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("a batch is one change with one revision, its writes in order", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "a", []membership.User{nick(1, "Ann"), {UID: 2}})
+		_, err := Add(ctx, s, "a", []membership.User{nick(1, "Ann"), {UID: 2}})
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "gone", plain(9))
+		_, err = Add(ctx, s, "gone", plain(9))
 		require.NoError(t, err)
 		before := latest(t, s)
 		res, err := s.Batch(ctx, membership.Batch{Actor: 42, Writes: []membership.Write{
@@ -73,7 +73,7 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("a user moved in a batch keeps its nickname", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "from", []membership.User{nick(7, "Sev")})
+		_, err := Add(ctx, s, "from", []membership.User{nick(7, "Sev")})
 		require.NoError(t, err)
 		_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
 			{Op: membership.OpRemove, GroupID: "from", UIDs: []membership.UID{7}},
@@ -91,15 +91,15 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("a precondition that fails refuses the whole batch, naming the write", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "a", plain(1))
+		_, err := Add(ctx, s, "a", plain(1))
 		require.NoError(t, err)
 		rev, err := s.Revision(ctx, "a")
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "b", plain(1))
+		_, err = Add(ctx, s, "b", plain(1))
 		require.NoError(t, err)
 		stale, err := s.Revision(ctx, "b")
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "b", plain(2))
+		_, err = Add(ctx, s, "b", plain(2))
 		require.NoError(t, err)
 		current, err := s.Revision(ctx, "b")
 		require.NoError(t, err)
@@ -126,7 +126,7 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		}
 		for g := range 6 {
 			for first := 0; first < len(big); first += 10_000 {
-				_, err := s.AddMembers(ctx, fmt.Sprint("big", g), plain(big[first:first+10_000]...))
+				_, err := Add(ctx, s, fmt.Sprint("big", g), plain(big[first:first+10_000]...))
 				require.NoError(t, err)
 			}
 		}
@@ -140,16 +140,16 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		_, err := s.Batch(ctx, membership.Batch{Writes: ws[:10]}) // 1,000,000: the most
 		require.NoError(t, err)
 		for g := range 6 {
-			_, err := s.AddMembers(ctx, fmt.Sprint("big", g), plain(big[:10_000]...))
+			_, err := Add(ctx, s, fmt.Sprint("big", g), plain(big[:10_000]...))
 			require.NoError(t, err)
 		}
 		for g := range 6 { // whole again: with "small", 1,000,001 members in all, one too many
 			for first := 10_000; first < len(big); first += 10_000 {
-				_, err := s.AddMembers(ctx, fmt.Sprint("big", g), plain(big[first:first+10_000]...))
+				_, err := Add(ctx, s, fmt.Sprint("big", g), plain(big[first:first+10_000]...))
 				require.NoError(t, err)
 			}
 		}
-		_, err = s.AddMembers(ctx, "small", plain(1))
+		_, err = Add(ctx, s, "small", plain(1))
 		require.NoError(t, err)
 		mid := latest(t, s)
 		_, err = s.Batch(ctx, membership.Batch{Writes: append(ws[:10:10], membership.Write{Op: membership.OpDeleteGroup, GroupID: "small"})})
@@ -160,7 +160,7 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("a batch that changes nothing takes no revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "a", plain(1))
+		_, err := Add(ctx, s, "a", plain(1))
 		require.NoError(t, err)
 		before := latest(t, s)
 		res, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
@@ -181,7 +181,7 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for uid := membership.UID(1); uid <= 1000; uid++ {
 			all = append(all, uid)
 		}
-		_, err := s.AddMembers(ctx, "left", plain(all...))
+		_, err := Add(ctx, s, "left", plain(all...))
 		require.NoError(t, err)
 		var done atomic.Bool
 		var wg sync.WaitGroup

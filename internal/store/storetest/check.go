@@ -88,9 +88,9 @@ func testCheckMembers(t *testing.T, newStore func(t *testing.T) membership.Store
 
 	t.Run("answers each check in order, at the latest revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1}, {UID: 2}, {UID: math.MaxInt64}})
+		_, err := Add(ctx, s, "a", []membership.User{{UID: 1}, {UID: 2}, {UID: math.MaxInt64}})
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "b", []membership.User{{UID: 2}})
+		_, err = Add(ctx, s, "b", []membership.User{{UID: 2}})
 		require.NoError(t, err)
 		checks := []membership.Check{
 			{GroupID: "a", UID: 1}, {GroupID: "a", UID: 3}, {GroupID: "b", UID: 2}, {GroupID: "b", UID: 1},
@@ -101,9 +101,9 @@ func testCheckMembers(t *testing.T, newStore func(t *testing.T) membership.Store
 		assert.Equal(t, []bool{true, false, true, false, false, true, true}, found)
 		assert.Equal(t, latest(t, s), rev)
 
-		_, err = s.RemoveMembers(ctx, "a", []membership.UID{1})
+		_, err = Remove(ctx, s, "a", []membership.UID{1})
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "other", []membership.User{{UID: 9}})
+		_, err = Add(ctx, s, "other", []membership.User{{UID: 9}})
 		require.NoError(t, err)
 		found, rev, err = s.CheckMembers(ctx, checks)
 		require.NoError(t, err)
@@ -113,7 +113,7 @@ func testCheckMembers(t *testing.T, newStore func(t *testing.T) membership.Store
 
 	t.Run("no checks: no answers, at the latest revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1}})
+		_, err := Add(ctx, s, "a", []membership.User{{UID: 1}})
 		require.NoError(t, err)
 		found, rev, err := s.CheckMembers(ctx, nil)
 		require.NoError(t, err)
@@ -123,9 +123,9 @@ func testCheckMembers(t *testing.T, newStore func(t *testing.T) membership.Store
 
 	t.Run("whole-group writes: replace, delete, remove a user everywhere", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1}, {UID: 2}})
+		_, err := Add(ctx, s, "a", []membership.User{{UID: 1}, {UID: 2}})
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "b", []membership.User{{UID: 1}})
+		_, err = Add(ctx, s, "b", []membership.User{{UID: 1}})
 		require.NoError(t, err)
 		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 2}, {UID: 3}}})
 		require.NoError(t, err)
@@ -177,12 +177,12 @@ func checkWhileMoving(s membership.Store, writers, perWriter, rounds int) ([]Che
 				for i := range perWriter {
 					uid := membership.UID(w*perWriter + i + 1)
 					if round > 0 {
-						if _, err := s.RemoveMembers(ctx, from, []membership.UID{uid}); err != nil {
+						if _, err := Remove(ctx, s, from, []membership.UID{uid}); err != nil {
 							errs <- fmt.Errorf("writer %d: %w", w, err)
 							return
 						}
 					}
-					if _, err := s.AddMembers(ctx, to, []membership.User{{UID: uid}}); err != nil {
+					if _, err := Add(ctx, s, to, []membership.User{{UID: uid}}); err != nil {
 						errs <- fmt.Errorf("writer %d: %w", w, err)
 						return
 					}

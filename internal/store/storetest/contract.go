@@ -58,17 +58,17 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("add counts only new members, repeats count once", func(t *testing.T) {
 		s := newStore(t)
-		n, err := Count(s.AddMembers(ctx, "g", users(3, 1, 3)))
+		n, err := Count(Add(ctx, s, "g", users(3, 1, 3)))
 		require.NoError(t, err)
 		assert.Equal(t, 2, n)
-		n, err = Count(s.AddMembers(ctx, "g", users(1, 2)))
+		n, err = Count(Add(ctx, s, "g", users(1, 2)))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 	})
 
 	t.Run("list is sorted by uid", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "g", users(30, 9223372036854775807, 1, 20))
+		_, err := Add(ctx, s, "g", users(30, 9223372036854775807, 1, 20))
 		require.NoError(t, err)
 		got, _ := ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 20}, {UID: 30}, {UID: 9223372036854775807}}, got)
@@ -76,14 +76,14 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("nicknames: last write wins, kept when not given, cleared by empty", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "g", []membership.User{
+		_, err := Add(ctx, s, "g", []membership.User{
 			{UID: 1, Nickname: "a", HasNickname: true},
 			{UID: 1, Nickname: "b", HasNickname: true},
 			{UID: 2, Nickname: "x", HasNickname: true},
 			{UID: 3, Nickname: "y", HasNickname: true},
 		})
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "g", []membership.User{{UID: 2}, {UID: 3, Nickname: "", HasNickname: true}})
+		_, err = Add(ctx, s, "g", []membership.User{{UID: 2}, {UID: 3, Nickname: "", HasNickname: true}})
 		require.NoError(t, err)
 		got, _ := ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "b"}, {UID: 2, Nickname: "x"}, {UID: 3, Nickname: ""}}, got)
@@ -91,9 +91,9 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("a nickname belongs to the user in every group", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+		_, err := Add(ctx, s, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "b", users(1))
+		_, err = Add(ctx, s, "b", users(1))
 		require.NoError(t, err)
 		got, _ := ListAll(t, s, "b")
 		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}}, got)
@@ -101,11 +101,11 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("remove counts only members, and only in its group", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "a", users(1, 2, 3))
+		_, err := Add(ctx, s, "a", users(1, 2, 3))
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "b", users(1, 2))
+		_, err = Add(ctx, s, "b", users(1, 2))
 		require.NoError(t, err)
-		n, err := Count(s.RemoveMembers(ctx, "a", []membership.UID{1, 1, 4}))
+		n, err := Count(Remove(ctx, s, "a", []membership.UID{1, 1, 4}))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 		got, _ := ListAll(t, s, "a")
@@ -115,21 +115,21 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	})
 
 	t.Run("remove from an unknown group removes nothing", func(t *testing.T) {
-		n, err := Count(newStore(t).RemoveMembers(ctx, "nobody", []membership.UID{1}))
+		n, err := Count(Remove(ctx, newStore(t), "nobody", []membership.UID{1}))
 		require.NoError(t, err)
 		assert.Equal(t, 0, n)
 	})
 
 	t.Run("an emptied group lists empty and can be refilled", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "a", HasNickname: true}})
+		_, err := Add(ctx, s, "g", []membership.User{{UID: 1, Nickname: "a", HasNickname: true}})
 		require.NoError(t, err)
-		n, err := Count(s.RemoveMembers(ctx, "g", []membership.UID{1}))
+		n, err := Count(Remove(ctx, s, "g", []membership.UID{1}))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 		got, _ := ListAll(t, s, "g")
 		assert.Empty(t, got)
-		n, err = Count(s.AddMembers(ctx, "g", users(1)))
+		n, err = Count(Add(ctx, s, "g", users(1)))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 		got, _ = ListAll(t, s, "g")
@@ -138,17 +138,17 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("a nickname outlives a removal while the user is in another group", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1, Nickname: "Eve", HasNickname: true}, {UID: 2, Nickname: "Bo", HasNickname: true}})
+		_, err := Add(ctx, s, "a", []membership.User{{UID: 1, Nickname: "Eve", HasNickname: true}, {UID: 2, Nickname: "Bo", HasNickname: true}})
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "b", users(1))
+		_, err = Add(ctx, s, "b", users(1))
 		require.NoError(t, err)
-		_, err = s.RemoveMembers(ctx, "a", []membership.UID{1, 2})
+		_, err = Remove(ctx, s, "a", []membership.UID{1, 2})
 		require.NoError(t, err)
 		got, _ := ListAll(t, s, "b")
 		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Eve"}}, got, "1 is still in b")
-		_, err = s.RemoveMembers(ctx, "b", []membership.UID{1})
+		_, err = Remove(ctx, s, "b", []membership.UID{1})
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "c", users(1, 2))
+		_, err = Add(ctx, s, "c", users(1, 2))
 		require.NoError(t, err)
 		got, _ = ListAll(t, s, "c")
 		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got, "both were in no group: forgotten")
@@ -160,7 +160,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for i := range 300 {
 			us = append(us, membership.User{UID: membership.UID(1000 - i%200)})
 		}
-		n, err := Count(s.AddMembers(ctx, "g", us))
+		n, err := Count(Add(ctx, s, "g", us))
 		require.NoError(t, err)
 		assert.Equal(t, 200, n)
 		got, _ := ListAll(t, s, "g")
@@ -179,38 +179,38 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 			return r
 		}
 		r0 := revision("g")
-		_, err := s.AddMembers(ctx, "g", users(1, 2))
+		_, err := Add(ctx, s, "g", users(1, 2))
 		require.NoError(t, err)
 		r1 := revision("g")
 		assert.NotEqual(t, r0, r1, "an add changes the revision")
 
-		_, err = s.AddMembers(ctx, "g", users(1))
+		_, err = Add(ctx, s, "g", users(1))
 		require.NoError(t, err)
-		_, err = s.RemoveMembers(ctx, "g", []membership.UID{9})
+		_, err = Remove(ctx, s, "g", []membership.UID{9})
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "other", users(5))
+		_, err = Add(ctx, s, "other", users(5))
 		require.NoError(t, err)
 		assert.Equal(t, r1, revision("g"), "changes that alter nothing in g keep its revision")
 
-		_, err = s.AddMembers(ctx, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+		_, err = Add(ctx, s, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 		require.NoError(t, err)
 		r2 := revision("g")
 		assert.NotEqual(t, r1, r2, "a member's nickname set through another group changes g's list")
-		_, err = s.AddMembers(ctx, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+		_, err = Add(ctx, s, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 		require.NoError(t, err)
 		assert.Equal(t, r2, revision("g"), "the same nickname again changes nothing")
 
-		_, err = s.RemoveMembers(ctx, "g", []membership.UID{2})
+		_, err = Remove(ctx, s, "g", []membership.UID{2})
 		require.NoError(t, err)
 		r3 := revision("g")
 		assert.NotEqual(t, r2, r3, "a remove changes the revision")
 
-		_, err = s.RemoveMembers(ctx, "g", []membership.UID{1})
+		_, err = Remove(ctx, s, "g", []membership.UID{1})
 		require.NoError(t, err)
 		r4 := revision("g")
 		assert.NotEqual(t, r3, r4, "emptying the group changes the revision")
 
-		_, err = s.AddMembers(ctx, "g", users(1))
+		_, err = Add(ctx, s, "g", users(1))
 		require.NoError(t, err)
 		assert.NotEqual(t, r4, revision("g"), "refilling the group changes the revision")
 	})
@@ -221,7 +221,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for uid := membership.UID(2); uid <= 2000; uid += 2 {
 			us = append(us, membership.User{UID: uid})
 		}
-		_, err := s.AddMembers(ctx, "g", us)
+		_, err := Add(ctx, s, "g", us)
 		require.NoError(t, err)
 		page := func(after membership.UID, limit int) (total int, uids []membership.UID) {
 			_, err := s.ListMembers(ctx, "g", membership.ListOptions{After: after, Limit: limit}, func(n int, members iter.Seq[membership.Member]) {
@@ -257,7 +257,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		require.Len(t, all, 1000)
 		assert.True(t, slices.IsSorted(all))
 
-		_, err = s.AddMembers(ctx, "g", []membership.User{{UID: 4, Nickname: "Dee", HasNickname: true}})
+		_, err = Add(ctx, s, "g", []membership.User{{UID: 4, Nickname: "Dee", HasNickname: true}})
 		require.NoError(t, err)
 		m, ok, err := s.Member(ctx, "g", 4)
 		require.NoError(t, err)
@@ -287,14 +287,14 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 				for i := range perWorker {
 					group := fmt.Sprintf("g%d", i%4)
 					uid := membership.UID(i%50 + 1)
-					n, err := Count(s.AddMembers(ctx, group, users(uid, uid+1)))
+					n, err := Count(Add(ctx, s, group, users(uid, uid+1)))
 					if err != nil {
 						errs <- err
 						return
 					}
 					added[w] += n
 					if i%3 == 0 {
-						n, err := Count(s.RemoveMembers(ctx, group, []membership.UID{uid}))
+						n, err := Count(Remove(ctx, s, group, []membership.UID{uid}))
 						if err != nil {
 							errs <- err
 							return

@@ -45,31 +45,31 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 			changed bool
 		}{
 			{"add two", func() (membership.Result, error) {
-				return s.AddMembers(ctx, "g", []membership.User{{UID: 3}, nick(1, "Ann")})
+				return Add(ctx, s, "g", []membership.User{{UID: 3}, nick(1, "Ann")})
 			}, membership.Result{Count: 2, Revision: 1}, true},
 			{"add them again", func() (membership.Result, error) {
-				return s.AddMembers(ctx, "g", []membership.User{{UID: 1}, {UID: 3}})
+				return Add(ctx, s, "g", []membership.User{{UID: 1}, {UID: 3}})
 			}, membership.Result{Count: 0, Revision: 1}, false},
-			{"same nickname again", func() (membership.Result, error) { return s.AddMembers(ctx, "g", []membership.User{nick(1, "Ann")}) },
+			{"same nickname again", func() (membership.Result, error) { return Add(ctx, s, "g", []membership.User{nick(1, "Ann")}) },
 				membership.Result{Count: 0, Revision: 1}, false},
 			{"a nickname and a member in one call: one revision", func() (membership.Result, error) {
-				return s.AddMembers(ctx, "g", []membership.User{nick(1, "Anne"), {UID: 2}})
+				return Add(ctx, s, "g", []membership.User{nick(1, "Anne"), {UID: 2}})
 			}, membership.Result{Count: 1, Revision: 2}, true},
-			{"no users, to an unknown group", func() (membership.Result, error) { return s.AddMembers(ctx, "h", []membership.User{}) },
+			{"no users, to an unknown group", func() (membership.Result, error) { return Add(ctx, s, "h", []membership.User{}) },
 				membership.Result{Count: 0, Revision: 2}, false},
-			{"remove a non-member", func() (membership.Result, error) { return s.RemoveMembers(ctx, "g", []membership.UID{9}) },
+			{"remove a non-member", func() (membership.Result, error) { return Remove(ctx, s, "g", []membership.UID{9}) },
 				membership.Result{Count: 0, Revision: 2}, false},
-			{"remove from an unknown group", func() (membership.Result, error) { return s.RemoveMembers(ctx, "nobody", []membership.UID{1}) },
+			{"remove from an unknown group", func() (membership.Result, error) { return Remove(ctx, s, "nobody", []membership.UID{1}) },
 				membership.Result{Count: 0, Revision: 2}, false},
-			{"remove two", func() (membership.Result, error) { return s.RemoveMembers(ctx, "g", []membership.UID{3, 2, 3}) },
+			{"remove two", func() (membership.Result, error) { return Remove(ctx, s, "g", []membership.UID{3, 2, 3}) },
 				membership.Result{Count: 2, Revision: 3}, true},
 			{"nickname change of a member", func() (membership.Result, error) {
-				return s.AddMembers(ctx, "g", []membership.User{nick(1, "A"), nick(1, "")})
+				return Add(ctx, s, "g", []membership.User{nick(1, "A"), nick(1, "")})
 			}, membership.Result{Count: 0, Revision: 4}, true},
 			{"the last nickname given wins, and here changes nothing", func() (membership.Result, error) {
-				return s.AddMembers(ctx, "g", []membership.User{nick(1, "B"), nick(1, "")})
+				return Add(ctx, s, "g", []membership.User{nick(1, "B"), nick(1, "")})
 			}, membership.Result{Count: 0, Revision: 4}, false},
-			{"empty the group", func() (membership.Result, error) { return s.RemoveMembers(ctx, "g", []membership.UID{1}) },
+			{"empty the group", func() (membership.Result, error) { return Remove(ctx, s, "g", []membership.UID{1}) },
 				membership.Result{Count: 1, Revision: 5}, true},
 		}
 		for _, st := range steps {
@@ -100,9 +100,9 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 
 	t.Run("a group's revision is its last change's", func(t *testing.T) {
 		s := newStore(t, membership.DefaultChangesKeep)
-		_, err := s.AddMembers(ctx, "a", []membership.User{{UID: 1}})
+		_, err := Add(ctx, s, "a", []membership.User{{UID: 1}})
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "b", []membership.User{{UID: 2}})
+		_, err = Add(ctx, s, "b", []membership.User{{UID: 2}})
 		require.NoError(t, err)
 		for group, want := range map[string]membership.Revision{"a": 1, "b": 2} {
 			rev, err := s.Revision(ctx, group)
@@ -116,7 +116,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 	t.Run("after and limit page through the feed", func(t *testing.T) {
 		s := newStore(t, membership.DefaultChangesKeep)
 		for uid := range membership.UID(5) {
-			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+			_, err := Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
 			require.NoError(t, err)
 		}
 		changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1, Limit: 2})
@@ -132,7 +132,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 	t.Run("changes no longer kept are gone, with the oldest kept", func(t *testing.T) {
 		s := newStore(t, 3)
 		for uid := range membership.UID(5) {
-			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: uid + 1}})
+			_, err := Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
 			require.NoError(t, err)
 		}
 		for _, after := range []membership.Revision{0, 1} {
@@ -157,7 +157,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 
 	t.Run("a feed that keeps nothing still counts", func(t *testing.T) {
 		s := newStore(t, 0)
-		res, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1}})
+		res, err := Add(ctx, s, "g", []membership.User{{UID: 1}})
 		require.NoError(t, err)
 		assert.Equal(t, membership.Revision(1), res.Revision)
 		changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
@@ -183,7 +183,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 			t.Fatal("the wait ended before any change")
 		case <-time.After(50 * time.Millisecond):
 		}
-		_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 7}})
+		_, err := Add(ctx, s, "g", []membership.User{{UID: 7}})
 		require.NoError(t, err)
 		changes := <-got
 		require.Len(t, changes, 1)
@@ -215,9 +215,9 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 					var res membership.Result
 					var err error
 					if i%4 == 3 {
-						res, err = s.RemoveMembers(ctx, group, []membership.UID{uid})
+						res, err = Remove(ctx, s, group, []membership.UID{uid})
 					} else {
-						res, err = s.AddMembers(ctx, group, []membership.User{{UID: uid}})
+						res, err = Add(ctx, s, group, []membership.User{{UID: uid}})
 					}
 					if !assert.NoError(t, err) {
 						return
@@ -498,13 +498,13 @@ func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 						}
 						us = append(us, u)
 					}
-					_, err = s.AddMembers(ctx, group, us)
+					_, err = Add(ctx, s, group, us)
 				default:
 					var uids []membership.UID
 					for range n {
 						uids = append(uids, membership.UID(1+rng.IntN(users)))
 					}
-					_, err = s.RemoveMembers(ctx, group, uids)
+					_, err = Remove(ctx, s, group, uids)
 				}
 				if !assert.NoError(t, err) {
 					return
@@ -639,9 +639,9 @@ func testFollowerScenarios(t *testing.T, newStore func(t *testing.T) membership.
 				var err error
 				switch st.op {
 				case "add":
-					_, err = s.AddMembers(ctx, st.group, st.users)
+					_, err = Add(ctx, s, st.group, st.users)
 				case "remove":
-					_, err = s.RemoveMembers(ctx, st.group, []membership.UID{st.users[0].UID})
+					_, err = Remove(ctx, s, st.group, []membership.UID{st.users[0].UID})
 				case "note":
 					_, noted, err = s.Changes(ctx, membership.ChangeOptions{Limit: 1})
 				case "list":
@@ -671,7 +671,7 @@ func testFollowerScenarios(t *testing.T, newStore func(t *testing.T) membership.
 // from the list cache.
 func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store) {
 	ctx := context.Background()
-	_, err := s.AddMembers(ctx, "h", []membership.User{{UID: 7}})
+	_, err := Add(ctx, s, "h", []membership.User{{UID: 7}})
 	require.NoError(t, err)
 	var done atomic.Bool
 	var wg sync.WaitGroup
@@ -692,7 +692,7 @@ func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store
 		}()
 	}
 	for i := range 3000 {
-		_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 7, Nickname: fmt.Sprint("n", i), HasNickname: true}})
+		_, err := Add(ctx, s, "g", []membership.User{{UID: 7, Nickname: fmt.Sprint("n", i), HasNickname: true}})
 		require.NoError(t, err)
 	}
 	done.Store(true)

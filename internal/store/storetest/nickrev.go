@@ -24,7 +24,7 @@ import (
 func testNicknameRevisions(t *testing.T, s membership.Store) {
 	ctx := context.Background()
 	const uid, writers, readers, perWriter = 42, 2, 4, 200
-	_, err := s.AddMembers(ctx, "b", []membership.User{{UID: uid, Nickname: "start", HasNickname: true}, {UID: 7}})
+	_, err := Add(ctx, s, "b", []membership.User{{UID: uid, Nickname: "start", HasNickname: true}, {UID: 7}})
 	require.NoError(t, err)
 
 	type seen struct {

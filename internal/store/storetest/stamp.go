@@ -68,7 +68,7 @@ func testStamps(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	require.NoError(t, err)
 	_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "h", Actor: 12, If: membership.Precondition{Empty: true}})
 	require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
-	_, err = s.AddMembers(ctx, "h", plain(6)) // names no actor
+	_, err = Add(ctx, s, "h", plain(6)) // names no actor
 	require.NoError(t, err)
 
 	got := Untimed(t, AllChanges(t, s, 0), since)

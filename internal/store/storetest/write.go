@@ -61,9 +61,9 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("replace makes the group exactly the users, in one revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "g", []membership.User{nick(1, "Ann"), {UID: 2}, nick(3, "Cy")})
+		_, err := Add(ctx, s, "g", []membership.User{nick(1, "Ann"), {UID: 2}, nick(3, "Cy")})
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "other", []membership.User{{UID: 3}})
+		_, err = Add(ctx, s, "other", []membership.User{{UID: 3}})
 		require.NoError(t, err)
 		before := latest(t, s)
 		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, nick(4, "Dee"), {UID: 4}}})
@@ -72,7 +72,7 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		assert.Equal(t, []membership.Member{{UID: 2}, {UID: 4, Nickname: "Dee"}}, got)
 		assert.Equal(t, before+1, rev)
 		// 1 is in no group: forgotten; 3 is still in other: kept.
-		_, err = s.AddMembers(ctx, "h", plain(1, 3))
+		_, err = Add(ctx, s, "h", plain(1, 3))
 		require.NoError(t, err)
 		got, _ = ListAll(t, s, "h")
 		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 3, Nickname: "Cy"}}, got)
@@ -81,7 +81,7 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("replace that changes nothing takes no revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "g", []membership.User{nick(1, "Ann"), {UID: 2}})
+		_, err := Add(ctx, s, "g", []membership.User{nick(1, "Ann"), {UID: 2}})
 		require.NoError(t, err)
 		rev, err := s.Revision(ctx, "g")
 		require.NoError(t, err)
@@ -93,7 +93,7 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("a write that names a user twice changes nothing when the last nickname is the current one", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1}, nick(2, "B")})
+		_, err := Add(ctx, s, "g", []membership.User{{UID: 1}, nick(2, "B")})
 		require.NoError(t, err)
 		rev, err := s.Revision(ctx, "g")
 		require.NoError(t, err)
@@ -108,7 +108,7 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("replace that changes only a nickname takes a revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "g", []membership.User{nick(1, "Ann")})
+		_, err := Add(ctx, s, "g", []membership.User{nick(1, "Ann")})
 		require.NoError(t, err)
 		before := latest(t, s)
 		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{nick(1, "Anne")}})
@@ -121,7 +121,7 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		s := newStore(t)
 		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "new", Users: plain(5, 6)})
 		assert.Equal(t, 2, res.Count)
-		_, err := s.AddMembers(ctx, "g", plain(1, 2, 3))
+		_, err := Add(ctx, s, "g", plain(1, 2, 3))
 		require.NoError(t, err)
 		res = write(s, membership.Write{Op: membership.OpReplace, GroupID: "g"})
 		assert.Equal(t, 3, res.Removed)
@@ -142,9 +142,9 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for uid := membership.UID(1); uid <= 300; uid++ {
 			big = append(big, nick(uid, fmt.Sprint("n", uid)))
 		}
-		_, err := s.AddMembers(ctx, "big", big)
+		_, err := Add(ctx, s, "big", big)
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "other", plain(7, 1000))
+		_, err = Add(ctx, s, "other", plain(7, 1000))
 		require.NoError(t, err)
 		before := latest(t, s)
 		res := write(s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "big"})
@@ -153,7 +153,7 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		assert.Empty(t, got)
 		assert.Equal(t, before+1, rev)
 		// 7 is still in other, with its nickname; 8 is forgotten.
-		_, err = s.AddMembers(ctx, "again", plain(7, 8))
+		_, err = Add(ctx, s, "again", plain(7, 8))
 		require.NoError(t, err)
 		got, _ = ListAll(t, s, "again")
 		assert.Equal(t, []membership.Member{{UID: 7, Nickname: "n7"}, {UID: 8}}, got)
@@ -168,10 +168,10 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	t.Run("remove user leaves every group in one revision and is forgotten", func(t *testing.T) {
 		s := newStore(t)
 		for _, g := range []string{"a", "b", "c"} {
-			_, err := s.AddMembers(ctx, g, []membership.User{nick(9, "Nine"), {UID: 10}})
+			_, err := Add(ctx, s, g, []membership.User{nick(9, "Nine"), {UID: 10}})
 			require.NoError(t, err)
 		}
-		_, err := s.AddMembers(ctx, "solo", plain(9))
+		_, err := Add(ctx, s, "solo", plain(9))
 		require.NoError(t, err)
 		before := latest(t, s)
 		res := write(s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{9}})
@@ -183,7 +183,7 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		}
 		groups, _ := Groups(t, s, membership.GroupsOptions{})
 		assert.Equal(t, []membership.GroupSize{{ID: "a", Members: 1}, {ID: "b", Members: 1}, {ID: "c", Members: 1}}, groups, "solo is gone")
-		_, err = s.AddMembers(ctx, "a", plain(9))
+		_, err = Add(ctx, s, "a", plain(9))
 		require.NoError(t, err)
 		got, _ := ListAll(t, s, "a")
 		assert.Equal(t, []membership.Member{{UID: 9}, {UID: 10}}, got, "the nickname is forgotten")
@@ -199,11 +199,11 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for _, op := range []membership.Op{membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup} {
 			t.Run(string(op), func(t *testing.T) {
 				s := newStore(t)
-				_, err := s.AddMembers(ctx, "g", plain(1, 2))
+				_, err := Add(ctx, s, "g", plain(1, 2))
 				require.NoError(t, err)
 				stale, err := s.Revision(ctx, "g")
 				require.NoError(t, err)
-				_, err = s.AddMembers(ctx, "g", plain(3))
+				_, err = Add(ctx, s, "g", plain(3))
 				require.NoError(t, err)
 				current, err := s.Revision(ctx, "g")
 				require.NoError(t, err)
@@ -249,7 +249,7 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("of writers racing with the same precondition exactly one wins", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "g", plain(1))
+		_, err := Add(ctx, s, "g", plain(1))
 		require.NoError(t, err)
 		rev, err := s.Revision(ctx, "g")
 		require.NoError(t, err)
@@ -294,7 +294,7 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 			for uid := range n {
 				us = append(us, membership.User{UID: membership.UID(uid + 1)})
 			}
-			_, err := s.AddMembers(ctx, id, us)
+			_, err := Add(ctx, s, id, us)
 			require.NoError(t, err)
 		}
 		want := []membership.GroupSize{{ID: "a", Members: 1}, {ID: "ab", Members: 2}, {ID: "abc", Members: 3}, {ID: "b", Members: 1}, {ID: "b\u00e9", Members: 2}, {ID: "c", Members: 1}}
@@ -323,9 +323,9 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 			assert.Equal(t, tt.want, got, "%+v", tt.opts)
 			assert.Equal(t, tt.wantTotal, total, "%+v", tt.opts)
 		}
-		_, err := s.RemoveMembers(ctx, "abc", []membership.UID{1, 2, 3})
+		_, err := Remove(ctx, s, "abc", []membership.UID{1, 2, 3})
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "ab", plain(9))
+		_, err = Add(ctx, s, "ab", plain(9))
 		require.NoError(t, err)
 		groups, total = Groups(t, s, membership.GroupsOptions{Prefix: "a"})
 		assert.Equal(t, []membership.GroupSize{{ID: "a", Members: 1}, {ID: "ab", Members: 3}}, groups)
@@ -338,7 +338,7 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for i := range 300 {
 			id := fmt.Sprintf("g%03d", (i*7)%300)
 			ids = append(ids, id)
-			_, err := s.AddMembers(ctx, id, plain(membership.UID(i+1)))
+			_, err := Add(ctx, s, id, plain(membership.UID(i+1)))
 			require.NoError(t, err)
 		}
 		slices.Sort(ids)
@@ -360,9 +360,9 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("the feed reports each whole-group write as one change", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.AddMembers(ctx, "g", []membership.User{nick(1, "Ann"), {UID: 2}})
+		_, err := Add(ctx, s, "g", []membership.User{nick(1, "Ann"), {UID: 2}})
 		require.NoError(t, err)
-		_, err = s.AddMembers(ctx, "h", []membership.User{nick(5, "Eve")})
+		_, err = Add(ctx, s, "h", []membership.User{nick(5, "Eve")})
 		require.NoError(t, err)
 		start, since := latest(t, s), time.Now()
 		write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, {UID: 5}, nick(3, "Cy")}})

@@ -212,8 +212,8 @@ func appendKey(b []byte, idem membership.Idempotency) []byte {
 }
 
 // readKey reads an Idempotency-Key. It refuses what no build writes: a key
-// that the Service refuses, or a fingerprint of zeros (a store gives a
-// write with none the request's own before it logs it).
+// that the Service refuses, or a fingerprint of zeros (the Service
+// fingerprints every keyed write before a store logs it).
 func readKey(r *bytes.Reader) (membership.Idempotency, error) {
 	var idem membership.Idempotency
 	var err error
