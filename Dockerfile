@@ -15,15 +15,18 @@ ARG REVISION=
 RUN CGO_ENABLED=0 go build -trimpath \
       -ldflags="-s -w -X example.com/groupmembership/internal/buildinfo.version=${VERSION} -X example.com/groupmembership/internal/buildinfo.revision=${REVISION}" \
       -o /out/membership . \
- && mkdir -p -m 0700 /out/data
+ && mkdir -p -m 0700 /out/rootfs/data
 
 # distroless/static holds CA certificates, tzdata and a nonroot user, nothing else.
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/membership /membership
-# The data directory for -data-dir /data, owned by the nonroot user (65532) so
-# that a volume mounted there (docker run -v NAME:/data) is writable. No
-# VOLUME line: a run in memory makes no anonymous volume.
-COPY --from=build --chown=65532:65532 /out/data /data
+# The data directory for -data-dir /data: 0700 and owned by the nonroot user
+# (65532), so that a volume mounted there (docker run -v NAME:/data), which
+# starts as a copy of it, is the service's alone, as it wants it. Copied as
+# what /out/rootfs holds: COPY of a directory copies its content, and makes
+# the destination with mode 0755. No VOLUME line: a run in memory makes no
+# anonymous volume.
+COPY --from=build --chown=65532:65532 /out/rootfs/ /
 USER nonroot:nonroot
 EXPOSE 8080
 # The image has no shell and no curl: the binary probes itself. A path alone
