@@ -43,11 +43,15 @@ func testNicknameRevisions(t *testing.T, s membership.Store) {
 		mu.Unlock()
 	}
 	done := make(chan struct{})
-	var wg, rg sync.WaitGroup
+	// The writers start once every reader has listed once, so that the
+	// lists overlap the writes however the goroutines are scheduled.
+	var wg, rg, readersStarted sync.WaitGroup
+	readersStarted.Add(readers)
 	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			readersStarted.Wait()
 			for i := range perWriter {
 				nick := fmt.Sprintf("w%d-%d", w, i)
 				users := []membership.User{{UID: uid, Nickname: nick, HasNickname: true}, {UID: 1}}
@@ -77,6 +81,7 @@ func testNicknameRevisions(t *testing.T, s membership.Store) {
 		rg.Add(1)
 		go func() {
 			defer rg.Done()
+			first := true
 			for {
 				select {
 				case <-done:
@@ -91,6 +96,10 @@ func testNicknameRevisions(t *testing.T, s membership.Store) {
 						}
 					}
 				})
+				if first {
+					first = false
+					readersStarted.Done()
+				}
 				if err != nil {
 					fail(err)
 					return
