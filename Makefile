@@ -41,7 +41,7 @@ docker:
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t membership .
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -f postgres/Dockerfile -t membership-postgres .
 
-## test: run every test, the PostgreSQL store's included (installing Debian's postgresql if needed), with the race detector where cgo works (it needs a C compiler), then make clients; prints each package as it starts and ends, what is running after 20 seconds without a line, and a summary of each part
+## test: run every test, the PostgreSQL store's included (installing Debian's postgresql if needed), with the race detector where cgo works (it needs a C compiler), then make clients and make alerts; prints each package as it starts and ends, what is running after 20 seconds without a line, and a summary of each part
 .PHONY: test
 test: postgres-tools
 	@go build -o bin/testprogress ./internal/tools/testprogress || exit 1; \
@@ -55,7 +55,7 @@ test: postgres-tools
 	echo "cd postgres && go test$${race:+ $$race} -timeout 30m -json ./... | ../bin/testprogress"; cd postgres && go test $$race -timeout 30m -json ./... | ../bin/testprogress
 	@echo "make test: the clients generated from the OpenAPI document (make clients; the first time, it fetches the generators)"
 	@$(MAKE) --no-print-directory clients 2>&1 | bin/testprogress -text
-	@$(MAKE) --no-print-directory alerts
+	@$(MAKE) --no-print-directory alerts 2>&1 | bin/testprogress -text
 
 ## check: the inner loop (under a minute): build the service, vet the three modules, then run the tests of the service's packages changed since BASE (default main: commits, staged, unstaged and untracked files) with -short and without -race
 .PHONY: check
