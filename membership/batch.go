@@ -23,7 +23,8 @@ const DefaultMaxBatchWrites = 1000
 
 // Batch is writes to many groups applied all or nothing, as one change with
 // one revision: no reader ever sees part of it. Each write is an OpAdd,
-// OpRemove, OpReplace or OpDeleteGroup, applied in order, each after the
+// OpRemove, OpReplace, OpDeleteGroup, OpAddGroups, OpRemoveGroups or
+// OpReplaceGroups, applied in order, each after the
 // ones before it. Every write's precondition is checked against the state
 // before the batch; if one does not hold, nothing is applied and the error
 // is PreconditionFailed naming the write. A user a batch leaves in no group
@@ -37,6 +38,8 @@ type Batch struct {
 	Time  time.Time
 	// Idem is the batch's, as a Write's is.
 	Idem Idempotency
+	// MaxDepth is as a Write's: the Service sets it.
+	MaxDepth int
 }
 
 // BatchResult is what a batch reports: each write's Result, in order, all
@@ -64,6 +67,15 @@ func (s *Service) MaxBatchWrites() int { return s.maxBatchWrites }
 func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 	if err := s.validateBatch(b); err != nil {
 		return BatchResult{}, err
+	}
+	b.MaxDepth = s.maxDepth
+	for _, w := range b.Writes {
+		if IsNestingOp(w.Op) {
+			if _, err := s.nesting(); err != nil {
+				return BatchResult{}, err
+			}
+			break
+		}
 	}
 	if b.Idem.Key != "" {
 		if err := ValidateIdempotencyKey(b.Idem.Key); err != nil {
@@ -100,15 +112,15 @@ func (s *Service) validateBatch(b Batch) error {
 	}
 	users := 0
 	for _, w := range b.Writes {
-		users += len(w.Users) + len(w.UIDs)
+		users += len(w.Users) + len(w.UIDs) + len(w.Subgroups)
 	}
 	if users > s.maxUsers {
-		return Errorf(CodeTooManyUsers, "the batch names %d users in all, more than %d", users, s.maxUsers)
+		return Errorf(CodeTooManyUsers, "the batch names %d users and groups in all, more than %d", users, s.maxUsers)
 	}
 	for i, w := range b.Writes {
 		err := s.validateWrite(w)
 		if err == nil && w.Op == OpRemoveUser {
-			err = Errorf(CodeInvalidChanges, "a batch takes the ops add, remove, replace and delete_group, not %s", w.Op)
+			err = Errorf(CodeInvalidChanges, "a batch takes the ops add, remove, replace, delete_group, add_groups, remove_groups and replace_groups, not %s", w.Op)
 		}
 		if err != nil {
 			e := &Error{Code: ErrorCode(err), Message: ErrorMessage(err)}

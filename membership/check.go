@@ -27,6 +27,9 @@ type ServiceOptions struct {
 	MaxBatchWrites int
 	// Now is the clock expiries are validated against: time.Now when nil.
 	Now func() time.Time
+	// MaxDepth bounds the chains of nestings: DefaultMaxDepth, at most
+	// MaxMaxDepth.
+	MaxDepth int
 }
 
 // NewServiceWith returns a Service over store with the limits of opts.
@@ -43,7 +46,12 @@ func NewServiceWith(store Store, opts ServiceOptions) *Service {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Service{store: store, maxUsers: opts.MaxUsers, maxChecks: opts.MaxChecks, maxBatchWrites: opts.MaxBatchWrites, now: opts.Now}
+	if opts.MaxDepth <= 0 {
+		opts.MaxDepth = DefaultMaxDepth
+	}
+	opts.MaxDepth = min(opts.MaxDepth, MaxMaxDepth)
+	return &Service{store: store, maxUsers: opts.MaxUsers, maxChecks: opts.MaxChecks, maxBatchWrites: opts.MaxBatchWrites,
+		maxDepth: opts.MaxDepth, now: opts.Now}
 }
 
 // MaxChecks returns the most checks one CheckMembers may ask.
@@ -56,16 +64,23 @@ func (s *Service) MaxChecks() int { return s.maxChecks }
 // Errors: CodeTooManyChecks, CodeInvalidChecks naming the first check with a
 // group id or uid that is not valid, and whatever the Store returns.
 func (s *Service) CheckMembers(ctx context.Context, checks []Check) (found []bool, rev Revision, err error) {
+	if err := s.validateChecks(checks); err != nil {
+		return nil, 0, err
+	}
+	return s.store.CheckMembers(ctx, checks)
+}
+
+func (s *Service) validateChecks(checks []Check) error {
 	if len(checks) > s.maxChecks {
-		return nil, 0, Errorf(CodeTooManyChecks, "checks has more than %d elements", s.maxChecks)
+		return Errorf(CodeTooManyChecks, "checks has more than %d elements", s.maxChecks)
 	}
 	for i, c := range checks {
 		if err := ValidateGroupID(c.GroupID); err != nil {
-			return nil, 0, Errorf(CodeInvalidChecks, "checks element %d: %s", i, ErrorMessage(err))
+			return Errorf(CodeInvalidChecks, "checks element %d: %s", i, ErrorMessage(err))
 		}
 		if !ValidUID(c.UID) {
-			return nil, 0, Errorf(CodeInvalidChecks, "checks element %d: uid %d is not %s", i, c.UID, UIDRange)
+			return Errorf(CodeInvalidChecks, "checks element %d: uid %d is not %s", i, c.UID, UIDRange)
 		}
 	}
-	return s.store.CheckMembers(ctx, checks)
+	return nil
 }

@@ -32,6 +32,12 @@ const (
 	CodeInvalidIdempotencyKey  Code = "invalid_idempotency_key"   // the Idempotency-Key header is not 1 to 255 printable ASCII characters
 	CodeIdempotencyKeyReused   Code = "idempotency_key_reused"    // the Idempotency-Key was used before for another request
 	CodeIdempotencyKeyInFlight Code = "idempotency_key_in_flight" // a request with the same Idempotency-Key is still being applied
+	CodeMissingGroups          Code = "missing_groups"            // a nesting write has no groups parameter
+	CodeInvalidGroups          Code = "invalid_groups"            // the groups value is not a JSON array of valid group elements
+	CodeTooManyGroups          Code = "too_many_groups"           // the groups array has more elements than allowed
+	CodeCycle                  Code = "cycle"                     // the nesting would make a group contain itself
+	CodeTooDeep                Code = "too_deep"                  // the nesting would make a chain deeper than the service's bound
+	CodeUnsupported            Code = "unsupported"               // the store does not do what the request asks
 	CodeUnavailable            Code = "unavailable"               // the store cannot take changes now (its disk failed); nothing was changed
 	CodeInternal               Code = "internal"                  // a fault of the service, not of the request
 )

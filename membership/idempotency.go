@@ -147,6 +147,9 @@ func (f *fingerprinter) write(w Write) {
 	for _, uid := range w.UIDs {
 		f.uvarint(uint64(uid))
 	}
+	if IsNestingOp(w.Op) { // only then, so that no other write's fingerprint changed with nesting
+		f.subgroups(w.Subgroups)
+	}
 	if w.Conditions != "" {
 		f.uvarint(1)
 		f.string(w.Conditions)
@@ -165,6 +168,20 @@ func (f *fingerprinter) write(w Write) {
 		flags |= 2
 	}
 	f.uvarint(flags)
+}
+
+func (f *fingerprinter) subgroups(groups []Subgroup) {
+	f.uvarint(uint64(len(groups)))
+	for _, g := range groups {
+		f.string(g.GroupID)
+		if g.Expiry.Set {
+			f.uvarint(1)
+			f.uvarint(uint64(g.Expiry.At.UnixMilli()))
+			f.uvarint(uint64(g.Expiry.TTL))
+		} else {
+			f.uvarint(0)
+		}
+	}
 }
 
 func (f *fingerprinter) sum() Fingerprint {

@@ -114,6 +114,13 @@ type Change struct {
 	// deletion, a user removed everywhere and an expiry end the expiries
 	// of the memberships they end.
 	Expiries []MemberExpiry
+	// Groups are, for a nesting change (OpAddGroups, OpRemoveGroups,
+	// OpReplaceGroups, OpExpireGroups), the subgroups of GroupID it
+	// altered, in byte order of ids: on an add, each it added or whose
+	// expiry it changed, with its expiry now (zero: none); on a replace,
+	// the whole new set with their expiries; on a remove or an expiry,
+	// those it removed.
+	Groups []Nested
 	// Changes are, for an OpBatch, the changes of its writes, in order:
 	// each as the write would report it alone, but for a remove, which
 	// lists no nickname it cleared (a follower forgets, after a batch, every
@@ -150,6 +157,9 @@ const MaxPageSize = 10000
 type ListOptions struct {
 	After UID // 0: from the first member
 	Limit int // 0: no limit
+	// Transitive asks the Service for the members through nesting too
+	// (Nesting.ListTransitiveMembers); a Store's ListMembers ignores it.
+	Transitive bool
 }
 
 // GroupListOptions select a page of a user's groups by group id: the groups
@@ -158,6 +168,9 @@ type ListOptions struct {
 type GroupListOptions struct {
 	After string
 	Limit int
+	// Transitive asks the Service for the groups through nesting too
+	// (Nesting.TransitiveUserGroups); a Store's UserGroups ignores it.
+	Transitive bool
 }
 
 // GroupListFunc receives a user's groups from Store.UserGroups: how many the

@@ -17,6 +17,8 @@ type Service struct {
 	maxChecks int
 	// maxBatchWrites bounds the writes of one Batch.
 	maxBatchWrites int
+	// maxDepth bounds the chains of nestings (Write.MaxDepth).
+	maxDepth int
 	// now is the clock expiries are validated against.
 	now func() time.Time
 }
@@ -92,6 +94,13 @@ func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOpti
 	if opts.After < 0 {
 		return 0, Errorf(CodeInvalidQuery, "after %d is not a uid (%s)", opts.After, UIDRange)
 	}
+	if opts.Transitive {
+		n, err := s.nesting()
+		if err != nil {
+			return 0, err
+		}
+		return n.ListTransitiveMembers(ctx, groupID, opts, list)
+	}
 	return s.store.ListMembers(ctx, groupID, opts, list)
 }
 
@@ -126,9 +135,10 @@ func (s *Service) Revision(ctx context.Context, groupID string) (Revision, error
 }
 
 // UserGroups calls list with the groups uid is in, as opts selects; see
-// Store.UserGroups.
+// Store.UserGroups, and, with opts.Transitive, Nesting.TransitiveUserGroups.
 //
-// Errors: CodeInvalidQuery, and whatever the Store returns.
+// Errors: CodeInvalidQuery, CodeUnsupported (transitive), and whatever the
+// Store returns.
 func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) error {
 	if err := CheckLimit(opts.Limit, MaxPageSize+1); err != nil {
 		return err
@@ -137,6 +147,14 @@ func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions
 		if err := ValidateGroupID(opts.After); err != nil {
 			return Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
 		}
+	}
+	if opts.Transitive {
+		n, err := s.nesting()
+		if err != nil {
+			return err
+		}
+		_, err = n.TransitiveUserGroups(ctx, uid, opts, list)
+		return err
 	}
 	return s.store.UserGroups(ctx, uid, opts, list)
 }
@@ -164,18 +182,27 @@ func CheckLimit(limit, most int) error {
 }
 
 // Write applies w, validated whole first: its op, its group id (but for
-// OpRemoveUser), at most MaxUsers users or uids, each valid, and exactly
-// one uid for OpRemoveUser. See Store.Write.
+// OpRemoveUser), at most MaxUsers users, uids or subgroups, each valid,
+// exactly one uid for OpRemoveUser, and no group nested in itself. See
+// Store.Write and Nesting.
 //
 // A write with an Idempotency key is fingerprinted here (see Idempotency).
 //
 // Errors: CodeInvalidGroupID, CodeTooManyUsers, CodeInvalidUsers,
 // CodeInvalidUID (OpRemoveUser), CodeInvalidIdempotencyKey,
 // CodePreconditionFailed, CodeIdempotencyKeyReused,
-// CodeIdempotencyKeyInFlight, and whatever the Store returns.
+// CodeIdempotencyKeyInFlight, CodeMissingGroups, CodeInvalidGroups,
+// CodeTooManyGroups, CodeCycle, CodeTooDeep, CodeUnsupported (a nesting
+// write to a store without Nesting), and whatever the Store returns.
 func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	if err := s.validateWrite(w); err != nil {
 		return Result{}, err
+	}
+	if IsNestingOp(w.Op) {
+		if _, err := s.nesting(); err != nil {
+			return Result{}, err
+		}
+		w.MaxDepth = s.maxDepth
 	}
 	if w.Idem.Key != "" {
 		if err := ValidateIdempotencyKey(w.Idem.Key); err != nil {
@@ -238,7 +265,9 @@ func (s *Service) validateWrite(w Write) error {
 		if !w.If.IsZero() {
 			return Errorf(CodeInvalidQuery, "removing a user from every group takes no precondition")
 		}
-	case OpExpire:
+	case OpAddGroups, OpRemoveGroups, OpReplaceGroups:
+		return s.validateSubgroups(w)
+	case OpExpire, OpExpireGroups:
 		return Errorf(CodeInvalidQuery, "expiries are the service's own changes")
 	default:
 		return Errorf(CodeInternal, "unknown op %q", w.Op)

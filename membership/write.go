@@ -35,7 +35,14 @@ type Write struct {
 	GroupID string // "" for OpRemoveUser
 	Users   []User // OpAdd, OpReplace
 	UIDs    []UID  // OpRemove; OpRemoveUser: exactly one
-	If      Precondition
+	// Subgroups are the groups of a nesting write (OpAddGroups,
+	// OpRemoveGroups, OpReplaceGroups, OpExpireGroups).
+	Subgroups []Subgroup
+	// MaxDepth bounds the chains of nestings a nesting write may make
+	// (CodeTooDeep); the Service sets it. 0: no bound, as when a log is
+	// replayed.
+	MaxDepth int
+	If       Precondition
 	// Actor is the user on whose behalf the write is made (a request's
 	// uid), 0 for none: the service's own changes name none. It plays no
 	// part in the result; the change carries it.
@@ -70,9 +77,9 @@ type Precondition struct {
 	// Revisions, when not empty, must hold the group's current revision
 	// (Store.Revision): If-Match with entity tags.
 	Revisions []Revision
-	// Exists requires the group to have members: If-Match: *.
+	// Exists requires the group to have members or subgroups: If-Match: *.
 	Exists bool
-	// Empty requires the group to have none: If-None-Match: *.
+	// Empty requires the group to have neither: If-None-Match: *.
 	Empty bool
 }
 
@@ -98,7 +105,8 @@ func (p Precondition) neverHolds() bool {
 // IsZero reports whether p requires nothing.
 func (p Precondition) IsZero() bool { return len(p.Revisions) == 0 && !p.Exists && !p.Empty }
 
-// Holds reports whether p holds for a group of size members at revision.
+// Holds reports whether p holds for a group of size members and
+// subgroups at revision.
 func (p Precondition) Holds(size int, revision Revision) bool {
 	switch {
 	case p.Exists && size == 0, p.Empty && size > 0:

@@ -1,0 +1,305 @@
+package membership
+
+import (
+	"context"
+	"iter"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Groups in groups. A group holds users and may hold other groups, its
+// subgroups: a user of a subgroup, at any depth, is a transitive member of
+// every group above it. The nesting is a directed graph without cycles whose
+// chains are at most a depth long (MaxDepth): a write that would make a group
+// contain itself (CodeCycle) or a chain deeper (CodeTooDeep) is refused
+// whole when it is written, so that no read ever fails for the shape of the
+// nesting. A nesting may end by itself, as a membership does (Expiry).
+//
+// A group's direct members are what they always were: ListMembers, Member,
+// CheckMembers and UserGroups answer of them alone. The transitive answers
+// come from the Nesting methods, each at one revision.
+//
+// The depth of a chain is the number of nestings on it: backend in
+// engineering in all-staff is a chain 2 deep.
+
+// The ops of nesting writes and of their changes in the feed.
+const (
+	// OpAddGroups makes its Subgroups subgroups of GroupID (or changes
+	// their expiry). Its change lists, in Groups, each subgroup it added
+	// or whose expiry it changed, with the expiry it has now.
+	OpAddGroups Op = "add_groups"
+	// OpRemoveGroups makes its Subgroups (ids only) no longer subgroups of
+	// GroupID. Its change lists those it removed.
+	OpRemoveGroups Op = "remove_groups"
+	// OpReplaceGroups makes GroupID's subgroups exactly its Subgroups. Its
+	// change lists, in Groups, the whole new set with their expiries.
+	OpReplaceGroups Op = "replace_groups"
+	// OpExpireGroups is the service's own change of nestings that ended by
+	// themselves: its Subgroups whose nesting in GroupID ends at or before
+	// its AsOf are removed. Its change lists those it removed; it has no
+	// actor.
+	OpExpireGroups Op = "expire_groups"
+)
+
+// IsNestingOp reports whether op is one of a nesting write.
+func IsNestingOp(op Op) bool {
+	switch op {
+	case OpAddGroups, OpRemoveGroups, OpReplaceGroups, OpExpireGroups:
+		return true
+	}
+	return false
+}
+
+// DefaultMaxDepth is the default bound on the depth of a chain of nestings.
+const DefaultMaxDepth = 32
+
+// MaxMaxDepth is the largest bound on depth a service may be given.
+const MaxMaxDepth = 1000
+
+// Subgroup is one element of a nesting write: the group to nest (or to
+// stop nesting), with what the request says of the nesting's end.
+type Subgroup struct {
+	GroupID string
+	// Expiry is as for a user: not Set keeps the nesting's expiry (none
+	// for a new one). OpRemoveGroups ignores it.
+	Expiry Expiry
+}
+
+// Nested is a group as the nesting reads list it: its id and, for a
+// direct nesting, when the nesting ends (zero: it does not). Transitive
+// lists give no expiry.
+type Nested struct {
+	GroupID string
+	Expires time.Time
+}
+
+// NestingListOptions select a page of groups by id, in byte order: those
+// after After ("" for the first), at most Limit (0: no limit). Transitive
+// asks for every group reached through nesting, each once, rather than
+// the direct ones.
+type NestingListOptions struct {
+	After      string
+	Limit      int
+	Transitive bool
+}
+
+// NestedListFunc receives groups from Nesting.Subgroups and
+// Nesting.Parents: how many there are in all, and an iterator over those
+// asked for, in byte order of their ids. It runs under the same rules as a
+// ListFunc.
+type NestedListFunc func(total int, groups iter.Seq[Nested])
+
+// Nesting is what a Store does for groups in groups. Every method answers
+// at one revision, which it returns, and the write ops (OpAddGroups,
+// OpRemoveGroups, OpReplaceGroups, OpExpireGroups) go through Store.Write
+// and Store.Batch as every other op does.
+//
+// A nesting write checks Write.MaxDepth and cycles against the state it
+// applies to, in the same step, so that two writes racing (a into b, b into
+// a) cannot both succeed. OpDeleteGroup removes the group from its parents
+// and its subgroups from it. Precondition.Exists and Empty count a group's
+// subgroups beside its members, and a group's Revision moves with its
+// subgroups as with its members.
+type Nesting interface {
+	// Subgroups calls list with groupID's subgroups as opts selects:
+	// the direct ones, each with its expiry, or, with opts.Transitive,
+	// every group below it.
+	Subgroups(ctx context.Context, groupID string, opts NestingListOptions, list NestedListFunc) (Revision, error)
+	// Parents calls list with the groups groupID is directly in, each with
+	// the expiry of its nesting, or, with opts.Transitive, every group
+	// above it.
+	Parents(ctx context.Context, groupID string, opts NestingListOptions, list NestedListFunc) (Revision, error)
+	// ListTransitiveMembers calls list with the users of groupID and of
+	// every group below it, each once, in ascending uid order, as opts
+	// selects, and their exact number. A member's Expires is when its last
+	// path into the group ends: a path ends at the earliest expiry on it
+	// (the membership's and each nesting's); zero when a path never ends.
+	ListTransitiveMembers(ctx context.Context, groupID string, opts ListOptions, list ListFunc) (Revision, error)
+	// TransitiveMember returns uid's record as ListTransitiveMembers would
+	// list it, and via, a shortest path of groups from groupID down to a
+	// group that holds uid directly (via[0] is groupID); false when uid is
+	// not a transitive member.
+	TransitiveMember(ctx context.Context, groupID string, uid UID) (m Member, via []string, ok bool, rev Revision, err error)
+	// TransitiveUserGroups calls list with every group uid is in, directly
+	// or through nesting, as opts selects.
+	TransitiveUserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) (Revision, error)
+	// CheckTransitive answers every check as CheckMembers does, but
+	// transitively, at one revision.
+	CheckTransitive(ctx context.Context, checks []Check) (found []bool, rev Revision, err error)
+	// TransitiveRevision returns a revision that moves whenever any
+	// transitive answer about groupID can have changed: its members or
+	// subgroups, or those of any group below it, or a nickname.
+	TransitiveRevision(ctx context.Context, groupID string) (Revision, error)
+}
+
+// CycleError returns the CodeCycle error of a nesting of child in parent
+// refused because child already holds parent: path runs from child down
+// to parent (path[0] is child, path[len-1] is parent; both are child and
+// parent alone when they are one group).
+func CycleError(parent, child string, path []string) *Error {
+	return Errorf(CodeCycle, "adding %s to %s makes a cycle: %s > %s", child, parent, strings.Join(path, " > "), child)
+}
+
+// TooDeepError returns the CodeTooDeep error of a nesting of child in
+// parent refused because it would make a chain depth nestings deep, more
+// than most.
+func TooDeepError(parent, child string, depth, most int) *Error {
+	return Errorf(CodeTooDeep, "adding %s to %s makes a chain of nestings %d deep, deeper than %d (-max-depth)", child, parent, depth, most)
+}
+
+// Nesting returns the store's Nesting, or a CodeUnsupported error when the
+// store has none.
+func (s *Service) nesting() (Nesting, error) {
+	n, ok := s.store.(Nesting)
+	if !ok {
+		return nil, Errorf(CodeUnsupported, "this store does not keep groups in groups")
+	}
+	return n, nil
+}
+
+// MaxDepth returns the bound on the depth of a chain of nestings.
+func (s *Service) MaxDepth() int { return s.maxDepth }
+
+// validateSubgroups checks a nesting write's subgroups: at most MaxUsers,
+// each a valid group id other than groupID, each expiry valid as of now.
+func (s *Service) validateSubgroups(w Write) error {
+	if err := ValidateGroupID(w.GroupID); err != nil {
+		return err
+	}
+	if len(w.Subgroups) > s.maxUsers {
+		return Errorf(CodeTooManyGroups, "groups has more than %d elements", s.maxUsers)
+	}
+	if len(w.Users) > 0 || len(w.UIDs) > 0 {
+		return Errorf(CodeInternal, "a nesting write names users")
+	}
+	var now time.Time
+	for i, g := range w.Subgroups {
+		err := ValidateGroupID(g.GroupID)
+		if err == nil && g.Expiry.Set && w.Op != OpRemoveGroups {
+			if now.IsZero() {
+				now = s.now()
+			}
+			err = ValidateExpiry(g.Expiry, now)
+		}
+		if err != nil {
+			return Errorf(CodeInvalidGroups, "groups element %d: %s", i, ErrorMessage(err))
+		}
+		if g.GroupID == w.GroupID && w.Op != OpRemoveGroups {
+			return CycleError(w.GroupID, g.GroupID, []string{g.GroupID})
+		}
+	}
+	return nil
+}
+
+// Subgroups calls list with groupID's subgroups as opts selects; see
+// Nesting.Subgroups.
+//
+// Errors: CodeInvalidGroupID, CodeInvalidQuery, CodeUnsupported, and
+// whatever the Store returns.
+func (s *Service) Subgroups(ctx context.Context, groupID string, opts NestingListOptions, list NestedListFunc) (Revision, error) {
+	n, err := s.nestingRead(groupID, opts)
+	if err != nil {
+		return 0, err
+	}
+	return n.Subgroups(ctx, groupID, opts, list)
+}
+
+// Parents calls list with the groups groupID is in as opts selects; see
+// Nesting.Parents.
+//
+// Errors: as Subgroups.
+func (s *Service) Parents(ctx context.Context, groupID string, opts NestingListOptions, list NestedListFunc) (Revision, error) {
+	n, err := s.nestingRead(groupID, opts)
+	if err != nil {
+		return 0, err
+	}
+	return n.Parents(ctx, groupID, opts, list)
+}
+
+func (s *Service) nestingRead(groupID string, opts NestingListOptions) (Nesting, error) {
+	if err := ValidateGroupID(groupID); err != nil {
+		return nil, err
+	}
+	if err := CheckLimit(opts.Limit, MaxPageSize+1); err != nil {
+		return nil, err
+	}
+	if opts.After != "" {
+		if err := ValidateGroupID(opts.After); err != nil {
+			return nil, Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
+		}
+	}
+	return s.nesting()
+}
+
+// TransitiveMember returns uid's record as a transitive member of the
+// group, and a shortest path down to a group that holds it directly; see
+// Nesting.TransitiveMember.
+//
+// Errors: CodeInvalidGroupID, CodeNotMember, CodeUnsupported, and whatever
+// the Store returns.
+func (s *Service) TransitiveMember(ctx context.Context, groupID string, uid UID) (Member, []string, Revision, error) {
+	if err := ValidateGroupID(groupID); err != nil {
+		return Member{}, nil, 0, err
+	}
+	n, err := s.nesting()
+	if err != nil {
+		return Member{}, nil, 0, err
+	}
+	m, via, ok, rev, err := n.TransitiveMember(ctx, groupID, uid)
+	if err != nil {
+		return Member{}, nil, 0, err
+	}
+	if !ok {
+		e := Errorf(CodeNotMember, "user %d is not a member of the group, directly or through its subgroups", uid)
+		e.Revision = rev
+		return Member{}, nil, rev, e
+	}
+	return m, via, rev, nil
+}
+
+// TransitiveRevision returns the revision a transitive read of groupID
+// moves with; see Nesting.TransitiveRevision.
+//
+// Errors: CodeInvalidGroupID, CodeUnsupported, and whatever the Store
+// returns.
+func (s *Service) TransitiveRevision(ctx context.Context, groupID string) (Revision, error) {
+	if err := ValidateGroupID(groupID); err != nil {
+		return 0, err
+	}
+	n, err := s.nesting()
+	if err != nil {
+		return 0, err
+	}
+	return n.TransitiveRevision(ctx, groupID)
+}
+
+// CheckTransitive answers every check transitively, at one revision; see
+// Nesting.CheckTransitive. Its checks are validated as CheckMembers's.
+//
+// Errors: those of CheckMembers, and CodeUnsupported.
+func (s *Service) CheckTransitive(ctx context.Context, checks []Check) ([]bool, Revision, error) {
+	if err := s.validateChecks(checks); err != nil {
+		return nil, 0, err
+	}
+	n, err := s.nesting()
+	if err != nil {
+		return nil, 0, err
+	}
+	return n.CheckTransitive(ctx, checks)
+}
+
+// ResolveSubgroupTTLs returns groups with every TTL turned into the time it
+// sets for a write committed at commit, as ResolveTTLs does for users.
+func ResolveSubgroupTTLs(groups []Subgroup, commit time.Time) []Subgroup {
+	if !slices.ContainsFunc(groups, func(g Subgroup) bool { return g.Expiry.TTL != 0 }) {
+		return groups
+	}
+	out := slices.Clone(groups)
+	for i, g := range out {
+		if g.Expiry.TTL != 0 {
+			out[i].Expiry = Expiry{Set: true, At: ExpiryTime(g.Expiry, commit)}
+		}
+	}
+	return out
+}
