@@ -126,7 +126,8 @@ func PreconditionFailed(revision Revision) *Error {
 	return err
 }
 
-// GroupsOptions select a page of the groups that have members, by group
+// GroupsOptions select a page of the groups that have members or
+// subgroups, by group
 // id in byte order: those with the prefix Prefix, after After ("" for the
 // first), at most Limit of them (0: no limit).
 type GroupsOptions struct {
@@ -139,6 +140,8 @@ type GroupsOptions struct {
 type GroupSize struct {
 	ID      string
 	Members int
+	// Subgroups is how many groups are nested directly in it.
+	Subgroups int
 }
 
 // GroupsFunc receives the groups from Store.Groups: how many groups have the

@@ -93,6 +93,17 @@ type State struct {
 	// Keys are the Idempotency-Keys the store remembers, oldest first; in
 	// a backup too.
 	Keys []Key
+	// Nestings are the groups in groups, by parent then child in byte
+	// order. A group that has subgroups but no members is among Groups
+	// with no UIDs, so that its revision is kept.
+	Nestings []Nesting
+}
+
+// Nesting is one group nested in another, as a State keeps it.
+type Nesting struct {
+	Parent, Child string
+	// Expires is when the nesting ends; zero when it does not.
+	Expires time.Time
 }
 
 // Key is an Idempotency-Key a store remembers, with what its write
