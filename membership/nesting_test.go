@@ -17,7 +17,7 @@ import (
 type nestingStore struct {
 	recordingStore
 	membership.Nesting // nil: the tests here call none of its reads
-	writes []membership.Write
+	writes             []membership.Write
 }
 
 func (s *nestingStore) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
