@@ -20,9 +20,9 @@ import (
 
 	"example.com/groupmembership/httpapi"
 	"example.com/groupmembership/internal/accesslog"
+	"example.com/groupmembership/internal/logtest"
 	"example.com/groupmembership/internal/metrics/metricstest"
 	"example.com/groupmembership/internal/store/memory"
-	"example.com/groupmembership/internal/syncbuf"
 	"example.com/groupmembership/membership"
 )
 
@@ -644,7 +644,7 @@ func urlEncode(s string) string {
 }
 
 // syncBuffer collects a log written from several goroutines.
-type syncBuffer = syncbuf.Buffer
+type syncBuffer = logtest.Buffer
 
 func TestListEscapesOnlyWhatJSONNeeds(t *testing.T) {
 	h, _ := newTestHandler(t)
