@@ -23,7 +23,7 @@ import (
 // 6, 9, …, some with nicknames that look like the body's own separators.
 func newBigGroup(t *testing.T, n int) (*membership.Service, []membership.Member) {
 	t.Helper()
-	svc := membership.NewService(memory.New(), n)
+	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: n})
 	var members []membership.Member
 	users := "["
 	for i := range n {
@@ -148,7 +148,7 @@ func (c *listCounter) ListMembers(ctx context.Context, groupID string, opts memb
 // than build their own.
 func TestListsBuildEachRevisionOnce(t *testing.T) {
 	st := &listCounter{Store: memory.New()}
-	svc := membership.NewService(st, 10000)
+	svc := membership.NewService(st, membership.ServiceOptions{MaxUsers: 10000})
 	ctx := context.Background()
 	_, err := svc.AddMembers(ctx, "g", usersOf(uidsJSON(5000)))
 	require.NoError(t, err)
@@ -191,7 +191,7 @@ func TestListsCountCachedListsWhileSent(t *testing.T) {
 // while a list already being sent is still shared.
 func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 	st := &listCounter{Store: memory.New()}
-	svc := membership.NewService(st, 10000)
+	svc := membership.NewService(st, membership.ServiceOptions{MaxUsers: 10000})
 	ctx := context.Background()
 	_, err := svc.AddMembers(ctx, "g", usersOf(uidsJSON(1000)))
 	require.NoError(t, err)
@@ -223,7 +223,7 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 // is refused; alone it is sent, whatever its size; a page needs no sorting
 // memory.
 func TestUserGroupsTakeTheirSortingFromTheBudget(t *testing.T) {
-	svc := membership.NewService(memory.New(), 10)
+	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: 10})
 	for i := range 200 {
 		_, err := svc.AddMembers(context.Background(), fmt.Sprintf("g%03d", i), usersOf("[7]"))
 		require.NoError(t, err)

@@ -273,7 +273,7 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &recordingStore{}
-			err := tt.call(membership.NewService(store, 2))
+			err := tt.call(membership.NewService(store, membership.ServiceOptions{MaxUsers: 2}))
 			require.Error(t, err)
 			assert.Equal(t, tt.wantCode, membership.ErrorCode(err))
 			assert.Empty(t, store.calls, "a bad request must not reach the store")
@@ -284,7 +284,7 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 func TestServicePassesValidRequestsToTheStore(t *testing.T) {
 	ctx := context.Background()
 	store := &recordingStore{}
-	svc := membership.NewService(store, 0)
+	svc := membership.NewService(store, membership.ServiceOptions{})
 	n, err := count(svc.AddMembers(ctx, "g", []membership.User{{UID: 1}, {UID: 2, Nickname: "b", HasNickname: true}}))
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
@@ -306,7 +306,7 @@ func TestServicePassesValidRequestsToTheStore(t *testing.T) {
 }
 
 func TestNewServiceDefaultsMaxUsers(t *testing.T) {
-	svc := membership.NewService(&recordingStore{}, 0)
+	svc := membership.NewService(&recordingStore{}, membership.ServiceOptions{})
 	us := make([]membership.User, membership.DefaultMaxUsers)
 	for i := range us {
 		us[i].UID = 1
@@ -335,7 +335,7 @@ func count(res membership.Result, err error) (int, error) { return res.Count, er
 func TestWriteReadsTheClockOnlyForExpiries(t *testing.T) {
 	reads := 0
 	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
-	svc := membership.NewServiceWith(&recordingStore{}, membership.ServiceOptions{Now: func() time.Time { reads++; return now }})
+	svc := membership.NewService(&recordingStore{}, membership.ServiceOptions{Now: func() time.Time { reads++; return now }})
 	add := func(us ...membership.User) error {
 		_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: us})
 		return err

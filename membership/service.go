@@ -21,10 +21,35 @@ type Service struct {
 	now func() time.Time
 }
 
-// NewService returns a Service over store that accepts at most maxUsers users
-// per request (DefaultMaxUsers when maxUsers <= 0).
-func NewService(store Store, maxUsers int) *Service {
-	return NewServiceWith(store, ServiceOptions{MaxUsers: maxUsers})
+// ServiceOptions configure NewService. A limit <= 0 takes its default.
+type ServiceOptions struct {
+	// MaxUsers is the most users one change may name: DefaultMaxUsers.
+	MaxUsers int
+	// MaxChecks is the most checks one CheckMembers may ask:
+	// DefaultMaxChecks.
+	MaxChecks int
+	// MaxBatchWrites is the most writes one Batch may hold:
+	// DefaultMaxBatchWrites.
+	MaxBatchWrites int
+	// Now is the clock expiries are validated against: time.Now when nil.
+	Now func() time.Time
+}
+
+// NewService returns a Service over store with the limits of opts.
+func NewService(store Store, opts ServiceOptions) *Service {
+	if opts.MaxUsers <= 0 {
+		opts.MaxUsers = DefaultMaxUsers
+	}
+	if opts.MaxChecks <= 0 {
+		opts.MaxChecks = DefaultMaxChecks
+	}
+	if opts.MaxBatchWrites <= 0 {
+		opts.MaxBatchWrites = DefaultMaxBatchWrites
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Service{store: store, maxUsers: opts.MaxUsers, maxChecks: opts.MaxChecks, maxBatchWrites: opts.MaxBatchWrites, now: opts.Now}
 }
 
 // MaxUsers returns the most users one request may name.

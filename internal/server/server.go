@@ -519,7 +519,7 @@ func (s *service) load(ctx context.Context) (Store, *expiry.Expirer, error) {
 	} else if n > 0 {
 		s.logger.Info("ended the memberships that expired while the service was down", "memberships", n)
 	}
-	s.api.Load(membership.NewServiceWith(st, membership.ServiceOptions{MaxUsers: s.cfg.maxUsers, MaxChecks: s.cfg.maxChecks, MaxBatchWrites: s.cfg.maxBatch, Now: s.now}), httpapi.StoreExtras{
+	s.api.Load(membership.NewService(st, membership.ServiceOptions{MaxUsers: s.cfg.maxUsers, MaxChecks: s.cfg.maxChecks, MaxBatchWrites: s.cfg.maxBatch, Now: s.now}), httpapi.StoreExtras{
 		Writable: st.Writable,
 		Metrics: func(w *metrics.Writer) {
 			st.WriteMetrics(w)
