@@ -66,7 +66,7 @@ func (m *Store) Import(st *snap.State) {
 }
 
 // A Loader loads a snapshot into an empty Store, as Import does, from its
-// groups given one at a time (as snap.ReadFileEach gives them) and then the
+// groups given one at a time (as snap.ReadFile gives them) and then the
 // rest of it: a restart need not hold every uid of the snapshot decoded
 // while it builds the Store. Its groups' members are filled as they come,
 // and their reverse pairs gathered on another goroutine at the same time:
@@ -86,7 +86,7 @@ func (m *Store) Loader() *Loader {
 }
 
 // Group loads g, whose UIDs it does not keep. It returns nil: its type is
-// that of snap.ReadFileEach's each.
+// that of snap.ReadFile's each.
 func (l *Loader) Group(g snap.Group) error {
 	if len(g.UIDs) == 0 {
 		return nil
