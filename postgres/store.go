@@ -275,7 +275,7 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	s.mem = memory.NewWith(memory.Options{ChangesKeep: s.opts.ChangesKeep, ChangesKeepBytes: s.opts.ChangesKeepBytes, Epoch: s.epoch,
 		IdempotencyBytes: keyBytes, IdempotencyRetention: keyRetention, ReplaysCountedByCaller: true})
-	s.ReadOnly = s.mem.ReadOnly()
+	s.ReadOnly = s.mem
 	if _, err := s.sequence(ctx); err != nil {
 		return fmt.Errorf("placing the changes in the log: %w", err)
 	}

@@ -290,7 +290,7 @@ func openDurable(dir string, opts Options, lock *fileutil.DirLock) (*Store, erro
 	if err := d.recover(); err != nil {
 		return nil, err
 	}
-	d.ReadOnly = d.mem.ReadOnly() // recover may have started a new one
+	d.ReadOnly = d.mem // recover may have started a new one
 	go d.commitLoop()
 	go d.markLoop()
 	return d, nil
