@@ -283,7 +283,7 @@ func TestChangesLongPoll(t *testing.T) {
 			t.Fatalf("the long-poll answered before any change: %s", r.body)
 		default:
 		}
-		_, err := svc.AddMembers(context.Background(), "g", []membership.User{{UID: 7}})
+		_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 7}}})
 		require.NoError(t, err)
 		r := <-got
 		assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[7]}]`, untimed(t, r.body))
@@ -426,7 +426,7 @@ func TestChangesLongPollsPastMaxWaitersAnswerAtOnce(t *testing.T) {
 	_, metrics = get(t, srv.URL+"/metrics")
 	assert.Contains(t, metrics, "\nmembership_changes_waiters_refused_total 1\n")
 
-	_, err := svc.AddMembers(context.Background(), "g", []membership.User{{UID: 7}})
+	_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 7}}})
 	require.NoError(t, err)
 	for range 2 {
 		assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[7]}]`, untimed(t, <-got), "the parked polls are answered at the change")

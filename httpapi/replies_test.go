@@ -43,7 +43,7 @@ func newBigGroup(t *testing.T, n int) (*membership.Service, []membership.Member)
 		}
 		users += fmt.Sprintf(`{"uid":%d,"nickname":%s}`, uid, appendJSONString(nil, nick))
 	}
-	_, err := svc.AddMembers(context.Background(), "g", usersOf(users+"]"))
+	_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: usersOf(users + "]")})
 	require.NoError(t, err)
 	return svc, members
 }
@@ -150,7 +150,7 @@ func TestListsBuildEachRevisionOnce(t *testing.T) {
 	st := &listCounter{Store: memory.New()}
 	svc := membership.NewService(st, membership.ServiceOptions{MaxUsers: 10000})
 	ctx := context.Background()
-	_, err := svc.AddMembers(ctx, "g", usersOf(uidsJSON(5000)))
+	_, err := svc.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: usersOf(uidsJSON(5000))})
 	require.NoError(t, err)
 	l := newEncodedLists(newListCache(0), budget.New(1<<30))
 
@@ -193,7 +193,7 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 	st := &listCounter{Store: memory.New()}
 	svc := membership.NewService(st, membership.ServiceOptions{MaxUsers: 10000})
 	ctx := context.Background()
-	_, err := svc.AddMembers(ctx, "g", usersOf(uidsJSON(1000)))
+	_, err := svc.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: usersOf(uidsJSON(1000))})
 	require.NoError(t, err)
 	l := newEncodedLists(newListCache(0), budget.New(1000)) // less than one list
 	e, err := l.whole(ctx, svc, "g", 1)
@@ -202,7 +202,7 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, e, shared)
 
-	_, err = svc.AddMembers(ctx, "g", usersOf("[1001]"))
+	_, err = svc.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: usersOf("[1001]")})
 	require.NoError(t, err)
 	lists := st.lists.Load()
 	_, err = l.whole(ctx, svc, "g", 2)
@@ -225,7 +225,7 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 func TestUserGroupsTakeTheirSortingFromTheBudget(t *testing.T) {
 	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: 10})
 	for i := range 200 {
-		_, err := svc.AddMembers(context.Background(), fmt.Sprintf("g%03d", i), usersOf("[7]"))
+		_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: fmt.Sprintf("g%03d", i), Users: usersOf("[7]")})
 		require.NoError(t, err)
 	}
 	replies := budget.New(1000)

@@ -55,40 +55,6 @@ func NewService(store Store, opts ServiceOptions) *Service {
 // MaxUsers returns the most users one request may name.
 func (s *Service) MaxUsers() int { return s.maxUsers }
 
-// AddMembers adds users to the group, and records the nicknames they give
-// (the last one wins when a user appears twice); its Result counts those
-// who were not members before.
-//
-// Errors: CodeInvalidGroupID, CodeTooManyUsers, CodeInvalidUsers (a uid out
-// of range, a nickname that is not valid), and whatever the Store returns.
-func (s *Service) AddMembers(ctx context.Context, groupID string, users []User) (Result, error) {
-	if err := s.validate(groupID, len(users)); err != nil {
-		return Result{}, err
-	}
-	for i, u := range users {
-		if err := ValidateUser(u); err != nil {
-			return Result{}, Errorf(CodeInvalidUsers, "users element %d: %s", i, ErrorMessage(err))
-		}
-	}
-	return s.store.Write(ctx, Write{Op: OpAdd, GroupID: groupID, Users: users})
-}
-
-// RemoveMembers removes uids from the group; its Result counts those that
-// were members.
-//
-// Errors: as AddMembers.
-func (s *Service) RemoveMembers(ctx context.Context, groupID string, uids []UID) (Result, error) {
-	if err := s.validate(groupID, len(uids)); err != nil {
-		return Result{}, err
-	}
-	for i, uid := range uids {
-		if !ValidUID(uid) {
-			return Result{}, Errorf(CodeInvalidUsers, "users element %d: uid %d is not %s", i, uid, UIDRange)
-		}
-	}
-	return s.store.Write(ctx, Write{Op: OpRemove, GroupID: groupID, UIDs: uids})
-}
-
 // validate checks what every change request must be: a valid group id and
 // at most MaxUsers users.
 func (s *Service) validate(groupID string, users int) error {
