@@ -558,7 +558,11 @@ func TestARetryAfterTheEpochChangedIsAReplay(t *testing.T) {
 	require.Equal(t, http.StatusOK, first.Code, first.Body.String())
 
 	restored := memory.NewWith(memory.Options{Epoch: 2})
-	restored.Import(before.Export())
+	st, load := before.Export(), restored.Loader()
+	for _, g := range st.Groups {
+		require.NoError(t, load.Group(g))
+	}
+	load.Finish(st)
 	h = httpapi.NewHandler(membership.NewService(restored, membership.ServiceOptions{}), httpapi.Options{})
 	again := put.send(h)
 	require.Equal(t, http.StatusOK, again.Code, again.Body.String())
