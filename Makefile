@@ -152,15 +152,41 @@ node-tools:
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq nodejs npm; \
 	fi
 
-## lint: check formatting, vet, that go.mod and go.sum are tidy and verified, and that the service builds for every platform
+## lint: check formatting, vet, that go.mod and go.sum are tidy and verified, that the service builds for every platform, and make deadcode
 .PHONY: lint
-lint: cross
+lint: cross deadcode
 	@test -z "$$(gofmt -l .)" || { echo 'gofmt would change:'; gofmt -l .; exit 1; }
 	go vet ./...
 	go mod tidy -diff
 	go mod verify
 	cd postgres && go vet ./... && go mod tidy -diff && go mod verify
 	cd bench && go vet ./... && go mod tidy -diff && go mod verify
+
+## deadcode: fail if a function of the three modules is reached by none of their commands, outside the packages for tests and for the programs that use the service (installs deadcode)
+.PHONY: deadcode
+deadcode: deadcode-tools
+	@work=$$(mktemp -d) && trap 'rm -rf "$$work"' EXIT && \
+	(cd "$$work" && go work init $(CURDIR) $(CURDIR)/postgres $(CURDIR)/bench) || exit 1; \
+	echo "deadcode ./... ./postgres/... ./bench/..."; \
+	out=$$(GOWORK="$$work/go.work" $(BIN)/deadcode -filter '^example\.com/groupmembership' ./... ./postgres/... ./bench/...) || { echo "$$out"; exit 1; }; \
+	dead=$$(echo "$$out" | grep -vE '$(DEADCODE_ALLOWED)'); \
+	if [ -n "$$dead" ]; then echo "make deadcode: no command reaches these functions: delete them, or move what only tests use into a _test.go file"; echo "$$dead"; exit 1; fi
+
+# DEADCODE_ALLOWED are the files no command needs: the client and
+# membershiptest (for programs that use the service), the embedded service
+# that membershiptest serves (it needs the server's internals), and the
+# packages only tests import.
+DEADCODE_ALLOWED = ^(client/|membershiptest/|internal/server/embedded\.go:|internal/store/storetest/|internal/metrics/metricstest/|internal/logtest/|postgres/internal/pgtest/)
+
+# deadcode-tools: make deadcode runs deadcode from $(BIN), installed there
+# with go install at DEADCODE_VERSION when it is missing or another version.
+DEADCODE_VERSION = v0.52.0
+.PHONY: deadcode-tools
+deadcode-tools:
+	@if ! go version -m $(BIN)/deadcode 2>/dev/null | grep -qE '^\s+mod\s+golang\.org/x/tools\s+$(DEADCODE_VERSION)\s'; then \
+		echo "deadcode: installing golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION) into $(BIN)"; \
+		GOBIN=$(abspath $(BIN)) go install golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION); \
+	fi
 
 ## cross: build the service for linux, darwin, freebsd and windows, on amd64 and arm64, and vet its tests for darwin, freebsd and windows (make lint runs it)
 .PHONY: cross

@@ -24,8 +24,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/logtest"
 	"example.com/groupmembership/internal/server"
-	"example.com/groupmembership/internal/syncbuf"
 )
 
 // startProgram runs the real program on a free loopback port and returns its
@@ -317,7 +317,7 @@ func TestHelpIsForAPerson(t *testing.T) {
 }
 
 // syncBuffer collects a log written from several goroutines.
-type syncBuffer = syncbuf.Buffer
+type syncBuffer = logtest.Buffer
 
 // noEnv is an environment with no variable set.
 func noEnv(string) (string, bool) { return "", false }

@@ -20,8 +20,8 @@ import (
 // million memberships.
 func TestBackupsAreSpacedAndHEADTakesNoCopy(t *testing.T) {
 	st := memory.New()
-	svc := membership.NewService(st, 10)
-	_, err := svc.AddMembers(context.Background(), "g", []membership.User{{UID: 1}})
+	svc := membership.NewService(st, membership.ServiceOptions{MaxUsers: 10})
+	_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}})
 	require.NoError(t, err)
 	clock := time.Unix(1000, 0)
 	copies := 0

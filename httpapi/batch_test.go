@@ -35,7 +35,7 @@ func (s *batchCounter) Batch(ctx context.Context, b membership.Batch) (membershi
 func newBatchHandler(t *testing.T) (http.Handler, *batchCounter) {
 	t.Helper()
 	st := &batchCounter{Store: memory.New()}
-	svc := membership.NewServiceWith(st, membership.ServiceOptions{MaxUsers: testMaxUsers, MaxBatchWrites: 3})
+	svc := membership.NewService(st, membership.ServiceOptions{MaxUsers: testMaxUsers, MaxBatchWrites: 3})
 	return httpapi.NewHandler(svc, httpapi.Options{MaxBodyBytes: testMaxBody}), st
 }
 

@@ -27,7 +27,7 @@ import (
 // One /changes reply is bounded in bytes: it holds fewer changes, at least
 // one, and the client goes on with after.
 func TestChangesReplyIsBoundedInBytes(t *testing.T) {
-	svc := membership.NewService(memory.New(), 100)
+	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: 100})
 	h := httpapi.NewHandler(svc, httpapi.Options{ChangesReplyBytes: 200})
 	for i := range 10 {
 		users := fmt.Sprintf("users=[%d,%d,%d]", 1000*i+1, 1000*i+2, 1000*i+3)
@@ -67,7 +67,7 @@ func TestWritesPastTheBodyBudgetAreRefused(t *testing.T) {
 	st := memory.New()
 	// The memory for bodies is one first buffer: a body of 511 bytes takes it
 	// all.
-	h := httpapi.NewHandler(membership.NewService(st, 1000), httpapi.Options{BodyMemoryBytes: 512, MaxBodyBytes: 511})
+	h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: 1000}), httpapi.Options{BodyMemoryBytes: 512, MaxBodyBytes: 511})
 	slowUsers := "users=[1" + strings.Repeat(",2", 250) + "]"
 	require.Len(t, slowUsers, 509)
 
@@ -109,7 +109,7 @@ func TestWritesPastTheBodyBudgetAreRefused(t *testing.T) {
 // same change alone is served.
 func TestDecodedUsersCountAgainstTheBodyBudget(t *testing.T) {
 	st := memory.New()
-	h := httpapi.NewHandler(membership.NewService(st, 1000), httpapi.Options{BodyMemoryBytes: 4096, MaxBodyBytes: 2048})
+	h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: 1000}), httpapi.Options{BodyMemoryBytes: 4096, MaxBodyBytes: 2048})
 	manyUsers := "users=[1" + strings.Repeat(",2", 400) + "]" // 811 bytes, 401 users of 32 bytes decoded
 
 	slowBody, slowWriter := io.Pipe()
@@ -142,7 +142,7 @@ func TestDecodedUsersCountAgainstTheBodyBudget(t *testing.T) {
 // A JSON body, decoded into a copy, as large as the whole budget, is
 // served when it is alone.
 func TestACopiedBodyAloneIsServedWhateverItsSize(t *testing.T) {
-	h := httpapi.NewHandler(membership.NewService(memory.New(), 10000), httpapi.Options{BodyMemoryBytes: 20000, MaxBodyBytes: 20000})
+	h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: 10000}), httpapi.Options{BodyMemoryBytes: 20000, MaxBodyBytes: 20000})
 	body := `{"users":[1` + strings.Repeat(",2", 9000) + `]}` // 18,014 bytes, and its copy
 	w := do(h, "POST", "/group-user/g", body, "application/json")
 	assert.Equal(t, http.StatusOK, w.Code, w.Body.String())
@@ -154,7 +154,7 @@ func TestReadyzSaysWhenTheStoreCannotTakeWrites(t *testing.T) {
 	var why error
 	st := memory.New()
 	h := httpapi.NewLoadingHandler(httpapi.Options{})
-	h.Load(membership.NewService(st, 100), httpapi.StoreExtras{
+	h.Load(membership.NewService(st, membership.ServiceOptions{MaxUsers: 100}), httpapi.StoreExtras{
 		Writable: func() error { return why },
 		Metrics:  st.WriteMetrics,
 		Budgets:  st.Budgets,
@@ -216,7 +216,7 @@ func (w *failingWriter) Write([]byte) (int, error) {
 func TestAClientThatGoesAwayIsNotAServerError(t *testing.T) {
 	logs := &syncBuffer{}
 	st := contextStore{memory.New()}
-	h := httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{
+	h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: 100}), httpapi.Options{
 		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
 		AccessLog: true,
 	})
@@ -250,7 +250,7 @@ func TestAClientThatGoesAwayIsNotAServerError(t *testing.T) {
 // the reply, so that a request smuggled behind it is never read.
 func TestAChunkedBodyClosesItsConnection(t *testing.T) {
 	st := memory.New()
-	srv := serve(t, httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{}))
+	srv := serve(t, httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: 100}), httpapi.Options{}))
 	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
 	require.NoError(t, err)
 	defer conn.Close()
@@ -281,7 +281,7 @@ func TestAChunkedBodyClosesItsConnection(t *testing.T) {
 // header escapes them so that it names the same group.
 func TestPathsAreCanonicalOrRefused(t *testing.T) {
 	st := memory.New()
-	h := httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{})
+	h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: 100}), httpapi.Options{})
 	for _, tt := range []struct{ method, path string }{
 		{"POST", "/group-user//x"},
 		{"POST", "/group-user/a/../x"},
@@ -319,7 +319,7 @@ func TestPathsAreCanonicalOrRefused(t *testing.T) {
 // accepted.
 func TestQueriesAreStrict(t *testing.T) {
 	st := memory.New()
-	h := httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{})
+	h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: 100}), httpapi.Options{})
 	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[1,2,3]", formType).Code)
 	for _, path := range []string{
 		"/group-user/g?limit=%zz",

@@ -83,7 +83,7 @@ func TestWritesCarryXRevision(t *testing.T) {
 }
 
 func TestListETagAndIfNoneMatch(t *testing.T) {
-	h := httpapi.NewHandler(membership.NewService(memory.NewWith(memory.Options{Epoch: 0x1f}), testMaxUsers), httpapi.Options{ListCacheBytes: 1 << 20})
+	h := httpapi.NewHandler(membership.NewService(memory.NewWith(memory.Options{Epoch: 0x1f}), membership.ServiceOptions{MaxUsers: testMaxUsers}), httpapi.Options{ListCacheBytes: 1 << 20})
 	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[1,2,3]", formType).Code)
 	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/other", "users=[1]", formType).Code)
 
@@ -147,7 +147,7 @@ func TestListETagAndIfNoneMatch(t *testing.T) {
 }
 
 func TestChangesFeed(t *testing.T) {
-	svc := membership.NewService(memory.NewWith(memory.Options{ChangesKeep: 3}), testMaxUsers)
+	svc := membership.NewService(memory.NewWith(memory.Options{ChangesKeep: 3}), membership.ServiceOptions{MaxUsers: testMaxUsers})
 	h := httpapi.NewHandler(svc, httpapi.Options{})
 	for _, body := range []string{`users=[2,[1,"Al"]]`, "users=[3]", "users=[1]", "users=[4]"} {
 		require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", body, formType).Code)
@@ -263,7 +263,7 @@ func waitInFlight(t *testing.T, srv *httptest.Server, n int) {
 
 func TestChangesLongPoll(t *testing.T) {
 	stopping := make(chan struct{})
-	svc := membership.NewService(memory.New(), testMaxUsers)
+	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: testMaxUsers})
 	srv := serve(t, httpapi.NewHandler(svc, httpapi.Options{Stopping: stopping, Logger: slog.New(slog.DiscardHandler)}))
 
 	t.Run("woken by a write", func(t *testing.T) {
@@ -283,7 +283,7 @@ func TestChangesLongPoll(t *testing.T) {
 			t.Fatalf("the long-poll answered before any change: %s", r.body)
 		default:
 		}
-		_, err := svc.AddMembers(context.Background(), "g", []membership.User{{UID: 7}})
+		_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 7}}})
 		require.NoError(t, err)
 		r := <-got
 		assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[7]}]`, untimed(t, r.body))
@@ -323,7 +323,7 @@ func TestChangesLongPoll(t *testing.T) {
 // long-polls while writers POST and DELETE: every acknowledged change comes
 // once, in revision order, under the revision its X-Revision gave.
 func TestChangesFeedWithConcurrentWriters(t *testing.T) {
-	svc := membership.NewService(memory.New(), testMaxUsers)
+	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: testMaxUsers})
 	h := httpapi.NewHandler(svc, httpapi.Options{})
 	srv := serve(t, h)
 
@@ -405,7 +405,7 @@ func TestChangesFeedWithConcurrentWriters(t *testing.T) {
 // TestChangesLongPollsPastMaxWaitersAnswerAtOnce parks -max-waiters polls,
 // then asks one more: it is answered at once, with Retry-After, and counted.
 func TestChangesLongPollsPastMaxWaitersAnswerAtOnce(t *testing.T) {
-	svc := membership.NewService(memory.New(), testMaxUsers)
+	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: testMaxUsers})
 	srv := serve(t, httpapi.NewHandler(svc, httpapi.Options{MaxWaiters: 2, Logger: slog.New(slog.DiscardHandler)}))
 	got := make(chan string, 2)
 	for range 2 {
@@ -426,7 +426,7 @@ func TestChangesLongPollsPastMaxWaitersAnswerAtOnce(t *testing.T) {
 	_, metrics = get(t, srv.URL+"/metrics")
 	assert.Contains(t, metrics, "\nmembership_changes_waiters_refused_total 1\n")
 
-	_, err := svc.AddMembers(context.Background(), "g", []membership.User{{UID: 7}})
+	_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 7}}})
 	require.NoError(t, err)
 	for range 2 {
 		assert.Equal(t, `[{"rev":1,"op":"add","group":"g","uids":[7]}]`, untimed(t, <-got), "the parked polls are answered at the change")

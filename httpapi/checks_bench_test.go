@@ -34,7 +34,7 @@ func BenchmarkCheck100(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	h := httpapi.NewHandler(membership.NewService(st, 0), httpapi.Options{})
+	h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{}), httpapi.Options{})
 	rng := rand.New(rand.NewPCG(5, 6))
 	var elems []string
 	var singles []*http.Request

@@ -40,7 +40,7 @@ func (s *checkCounter) CheckMembers(ctx context.Context, checks []membership.Che
 func newCheckHandler(t *testing.T) (http.Handler, *checkCounter) {
 	t.Helper()
 	st := &checkCounter{Store: memory.New()}
-	svc := membership.NewServiceWith(st, membership.ServiceOptions{MaxUsers: testMaxUsers, MaxChecks: 3})
+	svc := membership.NewService(st, membership.ServiceOptions{MaxUsers: testMaxUsers, MaxChecks: 3})
 	return httpapi.NewHandler(svc, httpapi.Options{MaxBodyBytes: testMaxBody}), st
 }
 
@@ -172,7 +172,7 @@ func TestCheckRefusesBadRequestsBeforeTheStore(t *testing.T) {
 		assert.Zero(t, st.calls.Load())
 	})
 	t.Run("a store fault", func(t *testing.T) {
-		h := httpapi.NewHandler(membership.NewService(faultyStore{err: fmt.Errorf("disk on fire")}, 0), httpapi.Options{})
+		h := httpapi.NewHandler(membership.NewService(faultyStore{err: fmt.Errorf("disk on fire")}, membership.ServiceOptions{}), httpapi.Options{})
 		w := do(h, "POST", "/check", body(ok), jsonType)
 		assert.Equal(t, http.StatusInternalServerError, w.Code)
 		assert.JSONEq(t, `{"error":{"code":"internal","message":"internal error"}}`, w.Body.String())
@@ -182,7 +182,7 @@ func TestCheckRefusesBadRequestsBeforeTheStore(t *testing.T) {
 func TestCheckWithMinRevision(t *testing.T) {
 	const checks = `{"checks":[{"group":"g","uid":1},{"group":"g","uid":2}]}`
 	st := &waitCounter{Store: memory.New(), waiting: make(chan struct{}, 100)}
-	h := httpapi.NewHandler(membership.NewService(st, testMaxUsers), httpapi.Options{MinRevisionWait: time.Hour})
+	h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: testMaxUsers}), httpapi.Options{MinRevisionWait: time.Hour})
 	require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[1]", formType).Code)
 
 	w := postCheck(h, checks, map[string]string{"X-Min-Revision": "1"})
@@ -200,7 +200,7 @@ func TestCheckWithMinRevision(t *testing.T) {
 	assert.Equal(t, "2", w.Header().Get("X-Revision"))
 
 	t.Run("a revision that does not come is 503 once the wait is over", func(t *testing.T) {
-		h := httpapi.NewHandler(membership.NewService(memory.New(), testMaxUsers), httpapi.Options{MinRevisionWait: time.Millisecond})
+		h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: testMaxUsers}), httpapi.Options{MinRevisionWait: time.Millisecond})
 		w := postCheck(h, checks, map[string]string{"X-Min-Revision": "5"})
 		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
 		assert.Equal(t, "unavailable", errorCode(t, w))
@@ -213,7 +213,7 @@ func TestCheckWithAuth(t *testing.T) {
 	const checks = `{"checks":[{"group":"g","uid":1}]}`
 	for _, authReads := range []bool{false, true} {
 		t.Run(fmt.Sprintf("auth-reads=%v", authReads), func(t *testing.T) {
-			h := httpapi.NewHandler(membership.NewService(memory.New(), 0), httpapi.Options{Token: token, AuthReads: authReads})
+			h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{}), httpapi.Options{Token: token, AuthReads: authReads})
 			w := postCheck(h, checks, nil)
 			if authReads {
 				assert.Equal(t, http.StatusUnauthorized, w.Code)
@@ -240,7 +240,7 @@ func TestCheckWithAuth(t *testing.T) {
 func TestCheckAnswersAreOfOneRevision(t *testing.T) {
 	const writers, perWriter, rounds = 4, 10, 10
 	st := memory.New()
-	svc := membership.NewServiceWith(st, membership.ServiceOptions{MaxChecks: 2 * writers * perWriter})
+	svc := membership.NewService(st, membership.ServiceOptions{MaxChecks: 2 * writers * perWriter})
 	h := httpapi.NewHandler(svc, httpapi.Options{})
 	var checks []membership.Check
 	var elems []string

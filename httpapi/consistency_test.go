@@ -31,7 +31,7 @@ func getAt(h http.Handler, path string, minRevision ...string) *httptest.Respons
 
 func TestMinRevision(t *testing.T) {
 	newHandler := func(wait time.Duration) http.Handler {
-		svc := membership.NewService(memory.New(), testMaxUsers)
+		svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: testMaxUsers})
 		return httpapi.NewHandler(svc, httpapi.Options{ListCacheBytes: 1 << 20, MinRevisionWait: wait})
 	}
 	h := newHandler(time.Hour) // a wait that ends only with what it waits for
@@ -60,7 +60,7 @@ func TestMinRevision(t *testing.T) {
 	t.Run("a read of a revision to come waits for it, waking once per change, whatever the feed keeps", func(t *testing.T) {
 		for _, keep := range []int{0, 1, membership.DefaultChangesKeep} {
 			st := &waitCounter{Store: memory.NewWith(memory.Options{ChangesKeep: keep}), waiting: make(chan struct{}, 100)}
-			h := httpapi.NewHandler(membership.NewService(st, testMaxUsers), httpapi.Options{ListCacheBytes: 1 << 20, MinRevisionWait: time.Hour})
+			h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: testMaxUsers}), httpapi.Options{ListCacheBytes: 1 << 20, MinRevisionWait: time.Hour})
 			require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[1]", formType).Code)
 			got := make(chan *httptest.ResponseRecorder, 1)
 			go func() { got <- getAt(h, "/group-user/g", "4") }()

@@ -36,7 +36,7 @@ func newExpiryTest(t *testing.T) *expiryTest {
 	e.now = e.t0
 	clock := func() time.Time { return e.now }
 	st := memory.New()
-	svc := membership.NewServiceWith(st, membership.ServiceOptions{MaxUsers: 100, Now: clock})
+	svc := membership.NewService(st, membership.ServiceOptions{MaxUsers: 100, Now: clock})
 	e.h = httpapi.NewHandler(svc, httpapi.Options{MaxBodyBytes: 1 << 16, ListCacheBytes: 1 << 20})
 	e.expirer = expiry.New(st, clock, nil)
 	return e

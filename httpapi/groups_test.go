@@ -108,7 +108,7 @@ func TestGroupsListsGroupsWithMembersInByteOrder(t *testing.T) {
 }
 
 func TestGroupsPagesThroughManyGroups(t *testing.T) {
-	h := httpapi.NewHandler(membership.NewService(memory.New(), 10), httpapi.Options{})
+	h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: 10}), httpapi.Options{})
 	const groups = 2500 // more than the page a request without limit gets
 	for i := range groups {
 		require.Equal(t, http.StatusOK, do(h, "POST", fmt.Sprintf("/group-user/g%05d", i), fmt.Sprintf("users=[%d]", i+1), formType).Code)
@@ -343,7 +343,7 @@ func TestGroupWritesRefuseBadRequests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &countingStore{Store: memory.New()}
-			h := httpapi.NewHandler(membership.NewService(st, testMaxUsers), httpapi.Options{MaxBodyBytes: testMaxBody})
+			h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: testMaxUsers}), httpapi.Options{MaxBodyBytes: testMaxBody})
 			require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", `users=[[1,"Ann"],2]`, formType).Code)
 			before := do(h, "GET", "/group-user/g", "", "").Body.String()
 			st.changes.Store(0)
@@ -485,7 +485,7 @@ func TestIfNoneMatchStarCreatesOnce(t *testing.T) {
 // N writers racing with the same If-Match: exactly one wins, the others
 // get 412 with the winner's ETag, and the group is the winner's.
 func TestConcurrentConditionalWritesOneWins(t *testing.T) {
-	svc := membership.NewService(memory.New(), 100)
+	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: 100})
 	srv := httptest.NewServer(httpapi.NewHandler(svc, httpapi.Options{}))
 	defer srv.Close()
 	resp, err := http.Post(srv.URL+"/group-user/g", formType, strings.NewReader("users=[1]"))
@@ -598,7 +598,7 @@ func TestChangesFeedReportsTheNewOps(t *testing.T) {
 // The Link of a page of groups escapes its query values, so that every
 // group id, however odd, leads to the page after it.
 func TestGroupsLinkEscapesEveryID(t *testing.T) {
-	h := httpapi.NewHandler(membership.NewService(memory.New(), 10), httpapi.Options{})
+	h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: 10}), httpapi.Options{})
 	ids := []string{"a b", "a+b", "a&b", "a=b", "a#b", "a%b", "a/b", "a?b", "a;b", "é", "\u2028", "..", "."}
 	for _, id := range ids {
 		path := "/group-user/" + url.PathEscape(id)

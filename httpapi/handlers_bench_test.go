@@ -32,7 +32,7 @@ func benchHandler(b *testing.B, size int, cacheBytes int64) http.Handler {
 	if _, err := storetest.Add(context.Background(), st, "g", users); err != nil {
 		b.Fatal(err)
 	}
-	return httpapi.NewHandler(membership.NewService(st, 0), httpapi.Options{ListCacheBytes: cacheBytes})
+	return httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{}), httpapi.Options{ListCacheBytes: cacheBytes})
 }
 
 // discardWriter is a ResponseWriter that keeps nothing, so that the benchmark
@@ -126,7 +126,7 @@ func postThreeUsers(b *testing.B, h http.Handler) {
 func BenchmarkHandler(b *testing.B) {
 	opts := httpapi.Options{ListCacheBytes: httpapi.DefaultListCacheBytes, AccessLog: true,
 		AccessLines: accesslog.New(io.Discard, false)}
-	benchHotPaths(b, "service", httpapi.NewHandler(membership.NewService(&nullStore{Store: storeOfTen(b)}, 0), opts))
+	benchHotPaths(b, "service", httpapi.NewHandler(membership.NewService(&nullStore{Store: storeOfTen(b)}, membership.ServiceOptions{}), opts))
 }
 
 // nullStore is a memory.Store whose adds keep nothing and say that every
@@ -148,7 +148,7 @@ func (s *nullStore) Write(ctx context.Context, w membership.Write) (membership.R
 // metrics on and off in the same run.
 func BenchmarkHotPathMetrics(b *testing.B) {
 	for _, off := range []bool{false, true} {
-		h := httpapi.NewHandler(membership.NewService(storeOfTen(b), 0), httpapi.Options{ListCacheBytes: httpapi.DefaultListCacheBytes, NoMetrics: off})
+		h := httpapi.NewHandler(membership.NewService(storeOfTen(b), membership.ServiceOptions{}), httpapi.Options{ListCacheBytes: httpapi.DefaultListCacheBytes, NoMetrics: off})
 		name := "metrics=on"
 		if off {
 			name = "metrics=off"
@@ -168,7 +168,7 @@ func BenchmarkHotPathAccessLog(b *testing.B) {
 		if via == "accesslog" {
 			opts.AccessLines = accesslog.New(io.Discard, false)
 		}
-		benchHotPaths(b, "log="+via, httpapi.NewHandler(membership.NewService(storeOfTen(b), 0), opts))
+		benchHotPaths(b, "log="+via, httpapi.NewHandler(membership.NewService(storeOfTen(b), membership.ServiceOptions{}), opts))
 	}
 }
 

@@ -20,9 +20,9 @@ import (
 
 	"example.com/groupmembership/httpapi"
 	"example.com/groupmembership/internal/accesslog"
+	"example.com/groupmembership/internal/logtest"
 	"example.com/groupmembership/internal/metrics/metricstest"
 	"example.com/groupmembership/internal/store/memory"
-	"example.com/groupmembership/internal/syncbuf"
 	"example.com/groupmembership/membership"
 )
 
@@ -37,7 +37,7 @@ const (
 func newTestHandler(t *testing.T) (http.Handler, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
-	svc := membership.NewService(memory.New(), testMaxUsers)
+	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: testMaxUsers})
 	h := httpapi.NewHandler(svc, httpapi.Options{
 		Logger:         slog.New(slog.NewJSONHandler(logs, nil)),
 		AccessLog:      true,
@@ -345,7 +345,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &countingStore{Store: memory.New()}
-			h := httpapi.NewHandler(membership.NewService(st, testMaxUsers), httpapi.Options{MaxBodyBytes: testMaxBody, ListCacheBytes: 1 << 20})
+			h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: testMaxUsers}), httpapi.Options{MaxBodyBytes: testMaxBody, ListCacheBytes: 1 << 20})
 			w := do(h, "POST", "/group-user/g", `users=[[1,"Ann"],2]`, formType)
 			require.Equal(t, http.StatusOK, w.Code)
 			before := do(h, "GET", "/group-user/g", "", "").Body.String()
@@ -398,7 +398,7 @@ func TestBadHeadersChangeNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &countingStore{Store: memory.New()}
-			h := httpapi.NewHandler(membership.NewService(st, testMaxUsers), httpapi.Options{MaxBodyBytes: testMaxBody, ListCacheBytes: 1 << 20})
+			h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: testMaxUsers}), httpapi.Options{MaxBodyBytes: testMaxBody, ListCacheBytes: 1 << 20})
 			require.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", `users=[[1,"Ann"],2]`, formType).Code)
 			before := do(h, "GET", "/group-user/g", "", "").Body.String()
 			st.changes.Store(0)
@@ -428,7 +428,7 @@ func TestBadHeadersChangeNothing(t *testing.T) {
 // Spaces around an Idempotency-Key are not part of it: " k" and "k" are one
 // key, as they are once HTTP has stripped them.
 func TestIdempotencyKeySpacesAreNotPartOfIt(t *testing.T) {
-	h := httpapi.NewHandler(membership.NewService(memory.New(), testMaxUsers), httpapi.Options{MaxBodyBytes: testMaxBody})
+	h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: testMaxUsers}), httpapi.Options{MaxBodyBytes: testMaxBody})
 	send := func(key string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[5]"))
 		r.Header.Set("Content-Type", formType)
@@ -461,7 +461,7 @@ func TestBodyTooLargeWithoutContentLength(t *testing.T) {
 func TestAccessLogOffStillLogsInternalErrors(t *testing.T) {
 	logs := &syncBuffer{}
 	st := faultyStore{err: errors.New("disk on fire")}
-	h := httpapi.NewHandler(membership.NewService(st, 0), httpapi.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{}), httpapi.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	do(h, "GET", "/nope", "", "")
 	do(h, "POST", "/group-user/g", "users=[1", formType)
 	assert.Empty(t, logs.String(), "without the access log, requests that did not fail on the service's side are not logged")
@@ -557,7 +557,7 @@ func TestInternalFaultsAreJSON500sAndLogged(t *testing.T) {
 		for _, method := range []string{"POST", "DELETE", "GET"} {
 			t.Run(tt.name+" "+method, func(t *testing.T) {
 				logs := &syncBuffer{}
-				h := httpapi.NewHandler(membership.NewService(tt.store, 0), httpapi.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+				h := httpapi.NewHandler(membership.NewService(tt.store, membership.ServiceOptions{}), httpapi.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 				w := do(h, method, "/group-user/g", "users=[1]", formType)
 				assert.Equal(t, http.StatusInternalServerError, w.Code)
 				assert.JSONEq(t, `{"error":{"code":"internal","message":"internal error"}}`, w.Body.String(),
@@ -576,7 +576,7 @@ func TestInternalFaultsAreJSON500sAndLogged(t *testing.T) {
 
 func TestUnavailableStoreIsA503(t *testing.T) {
 	st := faultyStore{err: membership.Errorf(membership.CodeUnavailable, "the change could not be written to disk; nothing was changed")}
-	h := httpapi.NewHandler(membership.NewService(st, 0), httpapi.Options{})
+	h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{}), httpapi.Options{})
 	for _, method := range []string{"POST", "DELETE"} {
 		w := do(h, method, "/group-user/g", "users=[1]", formType)
 		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
@@ -585,14 +585,14 @@ func TestUnavailableStoreIsA503(t *testing.T) {
 }
 
 func TestAbortHandlerPanicIsNotTurnedInto500(t *testing.T) {
-	h := httpapi.NewHandler(membership.NewService(faultyStore{panic: http.ErrAbortHandler}, 0), httpapi.Options{})
+	h := httpapi.NewHandler(membership.NewService(faultyStore{panic: http.ErrAbortHandler}, membership.ServiceOptions{}), httpapi.Options{})
 	assert.PanicsWithValue(t, http.ErrAbortHandler, func() {
 		do(h, "GET", "/group-user/g", "", "")
 	}, "net/http must get ErrAbortHandler to abort the response")
 }
 
 func TestConcurrentAddsCountEachUserOnce(t *testing.T) {
-	svc := membership.NewService(memory.New(), 1000)
+	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: 1000})
 	srv := httptest.NewServer(httpapi.NewHandler(svc, httpapi.Options{}))
 	defer srv.Close()
 
@@ -644,7 +644,7 @@ func urlEncode(s string) string {
 }
 
 // syncBuffer collects a log written from several goroutines.
-type syncBuffer = syncbuf.Buffer
+type syncBuffer = logtest.Buffer
 
 func TestListEscapesOnlyWhatJSONNeeds(t *testing.T) {
 	h, _ := newTestHandler(t)
@@ -719,7 +719,7 @@ func TestMemberCheck(t *testing.T) {
 func TestPagingWhileTheGroupChanges(t *testing.T) {
 	// Members present throughout are each seen exactly once, whatever is
 	// added or removed between pages.
-	h := httpapi.NewHandler(membership.NewService(memory.New(), 1000), httpapi.Options{ListCacheBytes: 1 << 20})
+	h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: 1000}), httpapi.Options{ListCacheBytes: 1 << 20})
 	var stable []string
 	for uid := 10; uid <= 1000; uid += 10 {
 		stable = append(stable, fmt.Sprint(uid))
@@ -825,7 +825,7 @@ func TestAuth(t *testing.T) {
 	const token = "s3cret-t0ken"
 	newAuthHandler := func(authReads bool) (http.Handler, *countingStore) {
 		st := &countingStore{Store: memory.New()}
-		return httpapi.NewHandler(membership.NewService(st, 100), httpapi.Options{Token: token, AuthReads: authReads}), st
+		return httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: 100}), httpapi.Options{Token: token, AuthReads: authReads}), st
 	}
 	send := func(h http.Handler, method, path, auth string) *httptest.ResponseRecorder {
 		body := ""
@@ -899,7 +899,7 @@ func TestAuth(t *testing.T) {
 
 func TestReadyzSaysWhenShuttingDown(t *testing.T) {
 	ready := false
-	h := httpapi.NewHandler(membership.NewService(memory.New(), 0), httpapi.Options{Ready: func() bool { return ready }})
+	h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{}), httpapi.Options{Ready: func() bool { return ready }})
 	w := do(h, "GET", "/readyz", "", "")
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
 	assert.Contains(t, w.Body.String(), `"code":"unavailable"`)
@@ -988,7 +988,7 @@ func TestLoadingStateRoutesAsUsual(t *testing.T) {
 	writable, _ := sample(families["membership_store_writable"], "membership_store_writable", map[string]string{})
 	assert.Equal(t, 0.0, writable, "a loading store takes no changes")
 
-	h.Load(membership.NewService(memory.New(), testMaxUsers), httpapi.StoreExtras{})
+	h.Load(membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: testMaxUsers}), httpapi.StoreExtras{})
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[1]"))
 	r.Header.Set("Content-Type", formType)
@@ -1026,7 +1026,7 @@ func TestAccessLinesAreTheSlogLines(t *testing.T) {
 			if fast {
 				opts.AccessLines = accesslog.New(lines[fast], json)
 			}
-			handlers[fast] = httpapi.NewHandler(membership.NewService(panicOnGroup{memory.New()}, testMaxUsers), opts)
+			handlers[fast] = httpapi.NewHandler(membership.NewService(panicOnGroup{memory.New()}, membership.ServiceOptions{MaxUsers: testMaxUsers}), opts)
 		}
 		for _, fast := range []bool{false, true} {
 			h := handlers[fast]

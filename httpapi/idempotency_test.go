@@ -449,7 +449,7 @@ func (s inFlightStore) Batch(ctx context.Context, b membership.Batch) (membershi
 }
 
 func TestIdempotencyKeyInFlightIs409(t *testing.T) {
-	h := httpapi.NewHandler(membership.NewService(inFlightStore{memory.New()}, testMaxUsers), httpapi.Options{})
+	h := httpapi.NewHandler(membership.NewService(inFlightStore{memory.New()}, membership.ServiceOptions{MaxUsers: testMaxUsers}), httpapi.Options{})
 	for _, req := range writes {
 		w := req.withKey("busy").send(h)
 		assert.Equal(t, http.StatusConflict, w.Code, "%s %s: %s", req.method, req.path, w.Body.String())
@@ -461,7 +461,7 @@ func TestIdempotencyKeyInFlightIs409(t *testing.T) {
 // route, and nothing of it on reads.
 func TestEveryWriteRouteHandsItsKeyToTheStore(t *testing.T) {
 	st := &keyRecorder{Store: memory.New()}
-	h := httpapi.NewHandler(membership.NewService(st, testMaxUsers), httpapi.Options{})
+	h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: testMaxUsers}), httpapi.Options{})
 	for _, req := range writesState {
 		require.Equal(t, http.StatusOK, req.send(h).Code)
 	}
@@ -500,7 +500,7 @@ func (s *keyRecorder) Batch(ctx context.Context, b membership.Batch) (membership
 func TestMetricsShowTheIdempotencyKeys(t *testing.T) {
 	st := memory.NewWith(memory.Options{ChangesKeep: membership.DefaultChangesKeep, IdempotencyBytes: 1})
 	h := httpapi.NewLoadingHandler(httpapi.Options{})
-	h.Load(membership.NewService(st, testMaxUsers), httpapi.StoreExtras{Metrics: st.WriteMetrics, Budgets: st.Budgets})
+	h.Load(membership.NewService(st, membership.ServiceOptions{MaxUsers: testMaxUsers}), httpapi.StoreExtras{Metrics: st.WriteMetrics, Budgets: st.Budgets})
 
 	a := keyed{method: "POST", path: "/group-user/g", body: `users=[1]`, keys: []string{"a"}}
 	require.Equal(t, `1`, a.send(h).Body.String())
@@ -550,7 +550,7 @@ func TestMetricsShowTheIdempotencyKeys(t *testing.T) {
 // store now; the same key with another request is 422 all the same.
 func TestARetryAfterTheEpochChangedIsAReplay(t *testing.T) {
 	before := memory.NewWith(memory.Options{Epoch: 1})
-	h := httpapi.NewHandler(membership.NewService(before, 0), httpapi.Options{})
+	h := httpapi.NewHandler(membership.NewService(before, membership.ServiceOptions{}), httpapi.Options{})
 	require.Equal(t, http.StatusOK, keyed{method: "POST", path: "/group-user/g", body: "users=[1]"}.send(h).Code)
 	etag := do(h, "GET", "/group-user/g", "", "").Header().Get("ETag")
 	put := keyed{method: "PUT", path: "/group-user/g", body: "users=[2]", header: map[string]string{"If-Match": etag}}.withKey("k")
@@ -558,8 +558,12 @@ func TestARetryAfterTheEpochChangedIsAReplay(t *testing.T) {
 	require.Equal(t, http.StatusOK, first.Code, first.Body.String())
 
 	restored := memory.NewWith(memory.Options{Epoch: 2})
-	restored.Import(before.Export())
-	h = httpapi.NewHandler(membership.NewService(restored, 0), httpapi.Options{})
+	st, load := before.Export(), restored.Loader()
+	for _, g := range st.Groups {
+		require.NoError(t, load.Group(g))
+	}
+	load.Finish(st)
+	h = httpapi.NewHandler(membership.NewService(restored, membership.ServiceOptions{}), httpapi.Options{})
 	again := put.send(h)
 	require.Equal(t, http.StatusOK, again.Code, again.Body.String())
 	assert.Equal(t, "true", again.Header().Get("Idempotent-Replayed"))
@@ -578,7 +582,7 @@ func TestARetryAfterTheEpochChangedIsAReplay(t *testing.T) {
 // POST /batch takes its conditions in its changes: If-Match and
 // If-None-Match headers are refused, not ignored.
 func TestABatchRefusesConditionHeaders(t *testing.T) {
-	h := httpapi.NewHandler(membership.NewService(memory.New(), 0), httpapi.Options{})
+	h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{}), httpapi.Options{})
 	for _, header := range []map[string]string{{"If-Match": `"x-1"`}, {"If-None-Match": "*"}, {"If-Match": `"unterminated`}} {
 		w := keyed{method: "POST", path: "/batch", body: `{"changes":[{"op":"add","group":"g","users":[1]}]}`, header: header}.send(h)
 		assert.Equal(t, http.StatusBadRequest, w.Code, "%v: %s", header, w.Body.String())

@@ -37,7 +37,7 @@ func sample(f *metricstest.Family, name string, labels map[string]string) (float
 func TestMetrics(t *testing.T) {
 	st := memory.New()
 	h := httpapi.NewLoadingHandler(httpapi.Options{})
-	h.Load(membership.NewService(st, testMaxUsers), httpapi.StoreExtras{Metrics: st.WriteMetrics, Budgets: st.Budgets})
+	h.Load(membership.NewService(st, membership.ServiceOptions{MaxUsers: testMaxUsers}), httpapi.StoreExtras{Metrics: st.WriteMetrics, Budgets: st.Budgets})
 	requests := []struct {
 		method, path, body string
 		status             int
@@ -140,7 +140,7 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestMetricsOff(t *testing.T) {
-	h := httpapi.NewHandler(membership.NewService(memory.New(), testMaxUsers), httpapi.Options{NoMetrics: true})
+	h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: testMaxUsers}), httpapi.Options{NoMetrics: true})
 	w := do(h, "GET", "/metrics", "", "")
 	assert.Equal(t, http.StatusNotFound, w.Code)
 	assert.True(t, strings.Contains(w.Body.String(), `"code":"not_found"`), w.Body.String())

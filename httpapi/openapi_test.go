@@ -42,7 +42,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		}
 	}
 	var registered []string
-	for _, r := range routes(shared{svc: membership.NewService(memory.New(), 0), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
+	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
 		registered = append(registered, r.method+" "+r.path)
 		if r.method == http.MethodGet {
 			registered = append(registered, "HEAD "+r.path) // the mux serves HEAD with GET
@@ -108,7 +108,7 @@ func TestOpenAPIReferencesResolve(t *testing.T) {
 }
 
 func TestOpenAPIIsServed(t *testing.T) {
-	h := NewHandler(membership.NewService(memory.New(), 0), Options{})
+	h := NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{}), Options{})
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/openapi.json", nil))
 	assert.Equal(t, http.StatusOK, w.Code)
@@ -163,7 +163,7 @@ func headerNames(t *testing.T, doc map[string]any, response any) []string {
 func TestOpenAPIDocumentsEveryReply(t *testing.T) {
 	doc := loadOpenAPI(t)
 	paths := doc["paths"].(map[string]any)
-	for _, r := range routes(shared{svc: membership.NewService(memory.New(), 0), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
+	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
 		item := paths[r.path].(map[string]any)
 		methods := []string{strings.ToLower(r.method)}
 		if r.method == http.MethodGet {
@@ -203,7 +203,7 @@ func TestOpenAPIDocumentsIdempotencyKeys(t *testing.T) {
 	doc := loadOpenAPI(t)
 	paths := doc["paths"].(map[string]any)
 	writes := 0
-	for _, r := range routes(shared{svc: membership.NewService(memory.New(), 0), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
+	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
 		item := paths[r.path].(map[string]any)
 		op := item[strings.ToLower(r.method)].(map[string]any)
 		isWrite := r.method != http.MethodGet && !r.read

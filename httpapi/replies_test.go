@@ -23,7 +23,7 @@ import (
 // 6, 9, …, some with nicknames that look like the body's own separators.
 func newBigGroup(t *testing.T, n int) (*membership.Service, []membership.Member) {
 	t.Helper()
-	svc := membership.NewService(memory.New(), n)
+	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: n})
 	var members []membership.Member
 	users := "["
 	for i := range n {
@@ -43,7 +43,7 @@ func newBigGroup(t *testing.T, n int) (*membership.Service, []membership.Member)
 		}
 		users += fmt.Sprintf(`{"uid":%d,"nickname":%s}`, uid, appendJSONString(nil, nick))
 	}
-	_, err := svc.AddMembers(context.Background(), "g", usersOf(users+"]"))
+	_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: usersOf(users + "]")})
 	require.NoError(t, err)
 	return svc, members
 }
@@ -148,9 +148,9 @@ func (c *listCounter) ListMembers(ctx context.Context, groupID string, opts memb
 // than build their own.
 func TestListsBuildEachRevisionOnce(t *testing.T) {
 	st := &listCounter{Store: memory.New()}
-	svc := membership.NewService(st, 10000)
+	svc := membership.NewService(st, membership.ServiceOptions{MaxUsers: 10000})
 	ctx := context.Background()
-	_, err := svc.AddMembers(ctx, "g", usersOf(uidsJSON(5000)))
+	_, err := svc.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: usersOf(uidsJSON(5000))})
 	require.NoError(t, err)
 	l := newEncodedLists(newListCache(0), budget.New(1<<30))
 
@@ -191,9 +191,9 @@ func TestListsCountCachedListsWhileSent(t *testing.T) {
 // while a list already being sent is still shared.
 func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 	st := &listCounter{Store: memory.New()}
-	svc := membership.NewService(st, 10000)
+	svc := membership.NewService(st, membership.ServiceOptions{MaxUsers: 10000})
 	ctx := context.Background()
-	_, err := svc.AddMembers(ctx, "g", usersOf(uidsJSON(1000)))
+	_, err := svc.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: usersOf(uidsJSON(1000))})
 	require.NoError(t, err)
 	l := newEncodedLists(newListCache(0), budget.New(1000)) // less than one list
 	e, err := l.whole(ctx, svc, "g", 1)
@@ -202,7 +202,7 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, e, shared)
 
-	_, err = svc.AddMembers(ctx, "g", usersOf("[1001]"))
+	_, err = svc.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: usersOf("[1001]")})
 	require.NoError(t, err)
 	lists := st.lists.Load()
 	_, err = l.whole(ctx, svc, "g", 2)
@@ -223,9 +223,9 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 // is refused; alone it is sent, whatever its size; a page needs no sorting
 // memory.
 func TestUserGroupsTakeTheirSortingFromTheBudget(t *testing.T) {
-	svc := membership.NewService(memory.New(), 10)
+	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: 10})
 	for i := range 200 {
-		_, err := svc.AddMembers(context.Background(), fmt.Sprintf("g%03d", i), usersOf("[7]"))
+		_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: fmt.Sprintf("g%03d", i), Users: usersOf("[7]")})
 		require.NoError(t, err)
 	}
 	replies := budget.New(1000)

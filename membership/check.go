@@ -1,9 +1,6 @@
 package membership
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // DefaultMaxChecks is the default limit on the checks of one CheckMembers.
 const DefaultMaxChecks = 1000
@@ -13,45 +10,6 @@ const DefaultMaxChecks = 1000
 type Check struct {
 	GroupID string
 	UID     UID
-}
-
-// ServiceOptions configure NewServiceWith. A limit <= 0 takes its default.
-type ServiceOptions struct {
-	// MaxUsers is the most users one change may name: DefaultMaxUsers.
-	MaxUsers int
-	// MaxChecks is the most checks one CheckMembers may ask:
-	// DefaultMaxChecks.
-	MaxChecks int
-	// MaxBatchWrites is the most writes one Batch may hold:
-	// DefaultMaxBatchWrites.
-	MaxBatchWrites int
-	// Now is the clock expiries are validated against: time.Now when nil.
-	Now func() time.Time
-	// MaxDepth bounds the chains of nestings: DefaultMaxDepth, at most
-	// MaxMaxDepth.
-	MaxDepth int
-}
-
-// NewServiceWith returns a Service over store with the limits of opts.
-func NewServiceWith(store Store, opts ServiceOptions) *Service {
-	if opts.MaxUsers <= 0 {
-		opts.MaxUsers = DefaultMaxUsers
-	}
-	if opts.MaxChecks <= 0 {
-		opts.MaxChecks = DefaultMaxChecks
-	}
-	if opts.MaxBatchWrites <= 0 {
-		opts.MaxBatchWrites = DefaultMaxBatchWrites
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.MaxDepth <= 0 {
-		opts.MaxDepth = DefaultMaxDepth
-	}
-	opts.MaxDepth = min(opts.MaxDepth, MaxMaxDepth)
-	return &Service{store: store, maxUsers: opts.MaxUsers, maxChecks: opts.MaxChecks, maxBatchWrites: opts.MaxBatchWrites,
-		maxDepth: opts.MaxDepth, now: opts.Now}
 }
 
 // MaxChecks returns the most checks one CheckMembers may ask.

@@ -32,7 +32,7 @@ func TestServiceCheckMembersRejectsBadChecksBeforeTheStore(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &recordingStore{}
-			svc := membership.NewServiceWith(store, membership.ServiceOptions{MaxChecks: 2})
+			svc := membership.NewService(store, membership.ServiceOptions{MaxChecks: 2})
 			_, _, err := svc.CheckMembers(context.Background(), tt.checks)
 			require.Error(t, err)
 			assert.Equal(t, tt.wantCode, membership.ErrorCode(err))
@@ -44,7 +44,7 @@ func TestServiceCheckMembersRejectsBadChecksBeforeTheStore(t *testing.T) {
 
 func TestServiceCheckMembersPassesValidChecks(t *testing.T) {
 	store := &recordingStore{}
-	svc := membership.NewServiceWith(store, membership.ServiceOptions{MaxChecks: 2})
+	svc := membership.NewService(store, membership.ServiceOptions{MaxChecks: 2})
 	found, _, err := svc.CheckMembers(context.Background(), []membership.Check{{"a", 1}, {"b", 2}})
 	require.NoError(t, err)
 	assert.Len(t, found, 2)
@@ -54,10 +54,10 @@ func TestServiceCheckMembersPassesValidChecks(t *testing.T) {
 }
 
 func TestNewServiceWithDefaults(t *testing.T) {
-	svc := membership.NewServiceWith(&recordingStore{}, membership.ServiceOptions{})
+	svc := membership.NewService(&recordingStore{}, membership.ServiceOptions{})
 	assert.Equal(t, membership.DefaultMaxUsers, svc.MaxUsers())
 	assert.Equal(t, membership.DefaultMaxChecks, svc.MaxChecks())
-	svc = membership.NewService(&recordingStore{}, 5)
+	svc = membership.NewService(&recordingStore{}, membership.ServiceOptions{MaxUsers: 5})
 	assert.Equal(t, 5, svc.MaxUsers())
 	assert.Equal(t, membership.DefaultMaxChecks, svc.MaxChecks())
 }

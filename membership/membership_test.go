@@ -92,9 +92,9 @@ type recordingStore struct {
 	calls []string
 }
 
-// Write records an add or a remove with no precondition and no actor (the
-// Service's AddMembers and RemoveMembers) by its op and group, and counts
-// every user it names; any other write with its uids too.
+// Write records an add or a remove with no precondition, no actor and no
+// key by its op and group, and counts every user it names; any other write
+// with its uids too.
 func (s *recordingStore) Write(_ context.Context, w membership.Write) (membership.Result, error) {
 	plain := w.If.IsZero() && w.Actor == 0 && w.Idem.Key == ""
 	switch {
@@ -159,31 +159,43 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 		call     func(*membership.Service) error
 		wantCode membership.Code
 	}{
-		{"add: bad group", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "", users(1)); return err }, membership.CodeInvalidGroupID},
-		{"add: uid 0", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", users(1, 0)); return err }, membership.CodeInvalidUsers},
-		{"add: negative uid", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", users(-5)); return err }, membership.CodeInvalidUsers},
+		{"add: bad group", func(s *membership.Service) error {
+			_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "", Users: users(1)})
+			return err
+		}, membership.CodeInvalidGroupID},
+		{"add: uid 0", func(s *membership.Service) error {
+			_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(1, 0)})
+			return err
+		}, membership.CodeInvalidUsers},
+		{"add: negative uid", func(s *membership.Service) error {
+			_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(-5)})
+			return err
+		}, membership.CodeInvalidUsers},
 		{"add: nickname too long", func(s *membership.Service) error {
-			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: strings.Repeat("n", membership.MaxNicknameBytes+1), HasNickname: true}})
+			_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1, Nickname: strings.Repeat("n", membership.MaxNicknameBytes+1), HasNickname: true}}})
 			return err
 		}, membership.CodeInvalidUsers},
 		{"add: nickname not UTF-8", func(s *membership.Service) error {
-			_, err := s.AddMembers(ctx, "g", []membership.User{{UID: 1, Nickname: "\xff", HasNickname: true}})
+			_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1, Nickname: "\xff", HasNickname: true}}})
 			return err
 		}, membership.CodeInvalidUsers},
 		{"write: bad Idempotency-Key", func(s *membership.Service) error {
 			return write(s, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(2), Idem: membership.Idempotency{Key: "bad\n"}})
 		}, membership.CodeInvalidIdempotencyKey},
-		{"add: too many users", func(s *membership.Service) error { _, err := s.AddMembers(ctx, "g", users(1, 2, 3)); return err }, membership.CodeTooManyUsers},
+		{"add: too many users", func(s *membership.Service) error {
+			_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(1, 2, 3)})
+			return err
+		}, membership.CodeTooManyUsers},
 		{"remove: bad group", func(s *membership.Service) error {
-			_, err := s.RemoveMembers(ctx, "a\x00", []membership.UID{1})
+			_, err := s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "a\x00", UIDs: []membership.UID{1}})
 			return err
 		}, membership.CodeInvalidGroupID},
 		{"remove: uid 0", func(s *membership.Service) error {
-			_, err := s.RemoveMembers(ctx, "g", []membership.UID{0})
+			_, err := s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{0}})
 			return err
 		}, membership.CodeInvalidUsers},
 		{"remove: too many users", func(s *membership.Service) error {
-			_, err := s.RemoveMembers(ctx, "g", []membership.UID{1, 2, 3})
+			_, err := s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1, 2, 3}})
 			return err
 		}, membership.CodeTooManyUsers},
 		{"list: bad group", func(s *membership.Service) error {
@@ -273,7 +285,7 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &recordingStore{}
-			err := tt.call(membership.NewService(store, 2))
+			err := tt.call(membership.NewService(store, membership.ServiceOptions{MaxUsers: 2}))
 			require.Error(t, err)
 			assert.Equal(t, tt.wantCode, membership.ErrorCode(err))
 			assert.Empty(t, store.calls, "a bad request must not reach the store")
@@ -284,11 +296,11 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 func TestServicePassesValidRequestsToTheStore(t *testing.T) {
 	ctx := context.Background()
 	store := &recordingStore{}
-	svc := membership.NewService(store, 0)
-	n, err := count(svc.AddMembers(ctx, "g", []membership.User{{UID: 1}, {UID: 2, Nickname: "b", HasNickname: true}}))
+	svc := membership.NewService(store, membership.ServiceOptions{})
+	n, err := count(svc.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}, {UID: 2, Nickname: "b", HasNickname: true}}}))
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
-	n, err = count(svc.RemoveMembers(ctx, "g", []membership.UID{1}))
+	n, err = count(svc.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}}))
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	_, err = svc.Revision(ctx, "g")
@@ -306,14 +318,14 @@ func TestServicePassesValidRequestsToTheStore(t *testing.T) {
 }
 
 func TestNewServiceDefaultsMaxUsers(t *testing.T) {
-	svc := membership.NewService(&recordingStore{}, 0)
+	svc := membership.NewService(&recordingStore{}, membership.ServiceOptions{})
 	us := make([]membership.User, membership.DefaultMaxUsers)
 	for i := range us {
 		us[i].UID = 1
 	}
-	_, err := svc.AddMembers(context.Background(), "g", us)
+	_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: us})
 	require.NoError(t, err)
-	_, err = svc.AddMembers(context.Background(), "g", append(us, membership.User{UID: 1}))
+	_, err = svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: append(us, membership.User{UID: 1})})
 	assert.Equal(t, membership.CodeTooManyUsers, membership.ErrorCode(err))
 }
 
@@ -335,7 +347,7 @@ func count(res membership.Result, err error) (int, error) { return res.Count, er
 func TestWriteReadsTheClockOnlyForExpiries(t *testing.T) {
 	reads := 0
 	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
-	svc := membership.NewServiceWith(&recordingStore{}, membership.ServiceOptions{Now: func() time.Time { reads++; return now }})
+	svc := membership.NewService(&recordingStore{}, membership.ServiceOptions{Now: func() time.Time { reads++; return now }})
 	add := func(us ...membership.User) error {
 		_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: us})
 		return err

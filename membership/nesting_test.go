@@ -53,7 +53,7 @@ func TestServiceNestingWritesAreValidatedBeforeTheStore(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &nestingStore{}
-			svc := membership.NewServiceWith(store, membership.ServiceOptions{MaxUsers: 2, Now: func() time.Time { return now }})
+			svc := membership.NewService(store, membership.ServiceOptions{MaxUsers: 2, Now: func() time.Time { return now }})
 			_, err := svc.Write(context.Background(), tt.w)
 			require.Error(t, err)
 			assert.Equal(t, tt.wantCode, membership.ErrorCode(err))
@@ -65,7 +65,7 @@ func TestServiceNestingWritesAreValidatedBeforeTheStore(t *testing.T) {
 
 func TestServiceNestingWriteCarriesTheDepthBound(t *testing.T) {
 	store := &nestingStore{}
-	svc := membership.NewServiceWith(store, membership.ServiceOptions{MaxDepth: 7})
+	svc := membership.NewService(store, membership.ServiceOptions{MaxDepth: 7})
 	_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAddGroups, GroupID: "p", Subgroups: []membership.Subgroup{{GroupID: "a"}}})
 	require.NoError(t, err)
 	require.Len(t, store.writes, 1)
@@ -74,13 +74,13 @@ func TestServiceNestingWriteCarriesTheDepthBound(t *testing.T) {
 	_, err = svc.Write(context.Background(), membership.Write{Op: membership.OpRemoveGroups, GroupID: "p", Subgroups: []membership.Subgroup{{GroupID: "p"}}})
 	require.NoError(t, err, "removing a group from itself is a no-op, not a cycle")
 
-	assert.Equal(t, membership.DefaultMaxDepth, membership.NewServiceWith(store, membership.ServiceOptions{}).MaxDepth())
-	assert.Equal(t, membership.MaxMaxDepth, membership.NewServiceWith(store, membership.ServiceOptions{MaxDepth: 1 << 20}).MaxDepth())
+	assert.Equal(t, membership.DefaultMaxDepth, membership.NewService(store, membership.ServiceOptions{}).MaxDepth())
+	assert.Equal(t, membership.MaxMaxDepth, membership.NewService(store, membership.ServiceOptions{MaxDepth: 1 << 20}).MaxDepth())
 }
 
 func TestServiceNestingNeedsAStoreThatKeepsIt(t *testing.T) {
 	store := &recordingStore{}
-	svc := membership.NewService(store, 0)
+	svc := membership.NewService(store, membership.ServiceOptions{})
 	ctx := context.Background()
 	_, err := svc.Write(ctx, membership.Write{Op: membership.OpAddGroups, GroupID: "p", Subgroups: []membership.Subgroup{{GroupID: "a"}}})
 	assert.Equal(t, membership.CodeUnsupported, membership.ErrorCode(err))

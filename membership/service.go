@@ -23,48 +23,47 @@ type Service struct {
 	now func() time.Time
 }
 
-// NewService returns a Service over store that accepts at most maxUsers users
-// per request (DefaultMaxUsers when maxUsers <= 0).
-func NewService(store Store, maxUsers int) *Service {
-	return NewServiceWith(store, ServiceOptions{MaxUsers: maxUsers})
+// ServiceOptions configure NewService. A limit <= 0 takes its default.
+type ServiceOptions struct {
+	// MaxUsers is the most users one change may name: DefaultMaxUsers.
+	MaxUsers int
+	// MaxChecks is the most checks one CheckMembers may ask:
+	// DefaultMaxChecks.
+	MaxChecks int
+	// MaxBatchWrites is the most writes one Batch may hold:
+	// DefaultMaxBatchWrites.
+	MaxBatchWrites int
+	// Now is the clock expiries are validated against: time.Now when nil.
+	Now func() time.Time
+	// MaxDepth bounds the chains of nestings: DefaultMaxDepth, at most
+	// MaxMaxDepth.
+	MaxDepth int
+}
+
+// NewService returns a Service over store with the limits of opts.
+func NewService(store Store, opts ServiceOptions) *Service {
+	if opts.MaxUsers <= 0 {
+		opts.MaxUsers = DefaultMaxUsers
+	}
+	if opts.MaxChecks <= 0 {
+		opts.MaxChecks = DefaultMaxChecks
+	}
+	if opts.MaxBatchWrites <= 0 {
+		opts.MaxBatchWrites = DefaultMaxBatchWrites
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxDepth <= 0 {
+		opts.MaxDepth = DefaultMaxDepth
+	}
+	opts.MaxDepth = min(opts.MaxDepth, MaxMaxDepth)
+	return &Service{store: store, maxUsers: opts.MaxUsers, maxChecks: opts.MaxChecks, maxBatchWrites: opts.MaxBatchWrites,
+		maxDepth: opts.MaxDepth, now: opts.Now}
 }
 
 // MaxUsers returns the most users one request may name.
 func (s *Service) MaxUsers() int { return s.maxUsers }
-
-// AddMembers adds users to the group, and records the nicknames they give
-// (the last one wins when a user appears twice); its Result counts those
-// who were not members before.
-//
-// Errors: CodeInvalidGroupID, CodeTooManyUsers, CodeInvalidUsers (a uid out
-// of range, a nickname that is not valid), and whatever the Store returns.
-func (s *Service) AddMembers(ctx context.Context, groupID string, users []User) (Result, error) {
-	if err := s.validate(groupID, len(users)); err != nil {
-		return Result{}, err
-	}
-	for i, u := range users {
-		if err := ValidateUser(u); err != nil {
-			return Result{}, Errorf(CodeInvalidUsers, "users element %d: %s", i, ErrorMessage(err))
-		}
-	}
-	return s.store.Write(ctx, Write{Op: OpAdd, GroupID: groupID, Users: users})
-}
-
-// RemoveMembers removes uids from the group; its Result counts those that
-// were members.
-//
-// Errors: as AddMembers.
-func (s *Service) RemoveMembers(ctx context.Context, groupID string, uids []UID) (Result, error) {
-	if err := s.validate(groupID, len(uids)); err != nil {
-		return Result{}, err
-	}
-	for i, uid := range uids {
-		if !ValidUID(uid) {
-			return Result{}, Errorf(CodeInvalidUsers, "users element %d: uid %d is not %s", i, uid, UIDRange)
-		}
-	}
-	return s.store.Write(ctx, Write{Op: OpRemove, GroupID: groupID, UIDs: uids})
-}
 
 // validate checks what every change request must be: a valid group id and
 // at most MaxUsers users.

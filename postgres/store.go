@@ -113,8 +113,10 @@ const (
 
 // Store is a membership.Store on PostgreSQL. See the package comment.
 type Store struct {
-	// ReadOnly serves every read from memory, which has applied the log.
+	// ReadOnly serves every read from memory, which has applied the log,
+	// and ExpiryQueue says which expiries are due.
 	memory.ReadOnly
+	memory.ExpiryQueue
 	pool   *pgxpool.Pool
 	mem    *memory.Store
 	opts   Options
@@ -275,7 +277,7 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	s.mem = memory.NewWith(memory.Options{ChangesKeep: s.opts.ChangesKeep, ChangesKeepBytes: s.opts.ChangesKeepBytes, Epoch: s.epoch,
 		IdempotencyBytes: keyBytes, IdempotencyRetention: keyRetention, ReplaysCountedByCaller: true})
-	s.ReadOnly = s.mem.ReadOnly()
+	s.ReadOnly, s.ExpiryQueue = s.mem, s.mem
 	if _, err := s.sequence(ctx); err != nil {
 		return fmt.Errorf("placing the changes in the log: %w", err)
 	}
@@ -672,19 +674,3 @@ func (s *Store) follow(ctx context.Context) error {
 		}
 	}
 }
-
-// DueExpiries implements store.Expiring: memory's, whose writes Write
-// puts in the log as any other.
-func (s *Store) DueExpiries(now time.Time, max int) []store.Due { return s.mem.DueExpiries(now, max) }
-
-// RequeueExpiries implements store.Expiring.
-func (s *Store) RequeueExpiries(due []store.Due) { s.mem.RequeueExpiries(due) }
-
-// NextExpiry implements store.Expiring.
-func (s *Store) NextExpiry() (time.Time, bool) { return s.mem.NextExpiry() }
-
-// ExpiryCount implements store.Expiring.
-func (s *Store) ExpiryCount() int64 { return s.mem.ExpiryCount() }
-
-// ExpiryWakeup implements store.Expiring.
-func (s *Store) ExpiryWakeup() <-chan struct{} { return s.mem.ExpiryWakeup() }

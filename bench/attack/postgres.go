@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 
-	"example.com/groupmembership/bench/pgserver"
+	"example.com/groupmembership/internal/pgserver"
 )
 
 // The attacks on membership-postgres, the service with its data in
 // PostgreSQL: the same connection budget and probes, over a store that
 // holds a pool of connections to the database. The database is a throwaway
-// server of the harness's own (bench/pgserver).
+// server of the harness's own (internal/pgserver).
 
 // attackPgIdleConns is idle-conns against membership-postgres.
 func attackPgIdleConns(ctx context.Context, h *harness, r *row) error {

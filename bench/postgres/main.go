@@ -9,7 +9,7 @@
 //
 // Run it from the repository root with `make bench-postgres` (or `make
 // bench`), which installs wrk and PostgreSQL first when they are missing.
-// The database is a throwaway server of its own (bench/pgserver), or the
+// The database is a throwaway server of its own (internal/pgserver), or the
 // server MEMBERSHIP_TEST_POSTGRES names, as for the PostgreSQL store's tests.
 package main
 
@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/bench/loadtest"
-	"example.com/groupmembership/bench/pgserver"
+	"example.com/groupmembership/internal/pgserver"
 )
 
 //go:embed insert3.sql

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"example.com/groupmembership/internal/syncbuf"
+	"example.com/groupmembership/internal/logtest"
 )
 
 // stalledOutput blocks every Write until release is closed; entered gets a
@@ -19,7 +19,7 @@ type stalledOutput struct {
 	entered chan struct{}
 	release chan struct{}
 	once    sync.Once
-	got     syncbuf.Buffer
+	got     logtest.Buffer
 }
 
 func newStalledOutput() *stalledOutput {
@@ -33,7 +33,7 @@ func (s *stalledOutput) Write(p []byte) (int, error) {
 }
 
 func TestWriterFlushesByItself(t *testing.T) {
-	out := &syncbuf.Buffer{}
+	out := &logtest.Buffer{}
 	w := New(out, Options{FlushInterval: time.Millisecond})
 	defer w.Close(time.Second)
 	_, err := w.Write([]byte("line\n"))
@@ -43,7 +43,7 @@ func TestWriterFlushesByItself(t *testing.T) {
 }
 
 func TestWriterCloseWritesEverything(t *testing.T) {
-	out := &syncbuf.Buffer{}
+	out := &logtest.Buffer{}
 	w := New(out, Options{MaxBytes: 1 << 20})
 	var wg sync.WaitGroup
 	for g := range 8 {

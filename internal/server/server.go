@@ -130,6 +130,13 @@ func run(ctx context.Context, backend *Backend, args []string, lookupenv func(st
 	case cfg.restore != "":
 		return restore(cfg, stdout)
 	}
+	return serve(ctx, cfg, backend, lookupenv, stdout)
+}
+
+// serve serves as cfg says until ctx is cancelled: run's every mode but
+// -version, -probe and -restore.
+func serve(ctx context.Context, cfg Config, backend *Backend, lookupenv func(string) (string, bool), stdout io.Writer) error {
+	getenv := func(name string) string { v, _ := lookupenv(name); return v }
 	if cfg.pprof && cfg.adminAddr == "" {
 		return errors.New("-pprof needs -admin-addr (or MEMBERSHIP_ADMIN_ADDR): the profiles are served on the admin listener only, out of the clients' reach")
 	}
@@ -519,7 +526,7 @@ func (s *service) load(ctx context.Context) (Store, *expiry.Expirer, error) {
 	} else if n > 0 {
 		s.logger.Info("ended the memberships that expired while the service was down", "memberships", n)
 	}
-	s.api.Load(membership.NewServiceWith(st, membership.ServiceOptions{MaxUsers: s.cfg.maxUsers, MaxChecks: s.cfg.maxChecks, MaxBatchWrites: s.cfg.maxBatch, Now: s.now}), httpapi.StoreExtras{
+	s.api.Load(membership.NewService(st, membership.ServiceOptions{MaxUsers: s.cfg.maxUsers, MaxChecks: s.cfg.maxChecks, MaxBatchWrites: s.cfg.maxBatch, Now: s.now}), httpapi.StoreExtras{
 		Writable: st.Writable,
 		Metrics: func(w *metrics.Writer) {
 			st.WriteMetrics(w)

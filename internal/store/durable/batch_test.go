@@ -114,7 +114,7 @@ func TestDurableBatchesReplayAfterACrash(t *testing.T) {
 	require.NoError(t, d.Close())
 	_, snapshots, err := files(dir)
 	require.NoError(t, err)
-	st, err := snap.ReadFile(snap.Path(dir, snapshots[len(snapshots)-1]))
+	st, err := snap.ReadFile(snap.Path(dir, snapshots[len(snapshots)-1]), nil)
 	require.NoError(t, err)
 	batches := 0
 	for _, c := range st.Changes {

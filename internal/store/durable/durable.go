@@ -161,8 +161,9 @@ func (opts Options) withDefaults() Options {
 type Store struct {
 	// ReadOnly serves the reads from memory, which holds what was
 	// replayed and loaded from the snapshot at start: the feed continues
-	// across restarts.
+	// across restarts. ExpiryQueue says which expiries are due.
 	memory.ReadOnly
+	memory.ExpiryQueue
 	mem    *memory.Store
 	dir    string
 	opts   Options
@@ -290,7 +291,7 @@ func openDurable(dir string, opts Options, lock *fileutil.DirLock) (*Store, erro
 	if err := d.recover(); err != nil {
 		return nil, err
 	}
-	d.ReadOnly = d.mem.ReadOnly() // recover may have started a new one
+	d.ReadOnly, d.ExpiryQueue = d.mem, d.mem // recover may have started a new one
 	go d.commitLoop()
 	go d.markLoop()
 	return d, nil

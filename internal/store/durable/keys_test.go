@@ -173,7 +173,7 @@ func TestDurableKeepsKeysAcrossRestarts(t *testing.T) {
 				logs, snapshots, err := files(dir)
 				require.NoError(t, err)
 				newest := snapshots[len(snapshots)-1]
-				st, err := snap.ReadFile(snap.Path(dir, newest))
+				st, err := snap.ReadFile(snap.Path(dir, newest), nil)
 				require.NoError(t, err)
 				assert.Len(t, st.Keys, len(reqs), "the snapshot holds the keys")
 				for _, n := range logs {

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/logtest"
 	"example.com/groupmembership/internal/store/storetest"
-	"example.com/groupmembership/internal/syncbuf"
 	"example.com/groupmembership/membership"
 )
 
@@ -42,7 +42,7 @@ func TestDurableFitsInMaxOpenFiles(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	logs := &syncbuf.Buffer{}
+	logs := &logtest.Buffer{}
 	leaveFreeDescriptors(t, MaxOpenFiles)
 	opts := Options{ChangesKeep: keepAll, SnapshotBytes: 1 << 10, markEvery: time.Millisecond, CommitTimeout: testCommitTimeout,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelError}))}

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/logtest"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
-	"example.com/groupmembership/internal/syncbuf"
 	"example.com/groupmembership/membership"
 )
 
@@ -115,7 +115,7 @@ func checkRepairOfACutLog(t *testing.T, dir string, data []byte) {
 	path := newestLog(t, dir)
 	whole, err := wal.Read(data, func([]byte) error { return nil })
 	require.NoError(t, err)
-	logs := &syncbuf.Buffer{}
+	logs := &logtest.Buffer{}
 	opts := markedOpts()
 	opts.Repair, opts.Logger = true, slog.New(slog.NewTextHandler(logs, nil))
 	d := openTestDurable(t, dir, opts)
@@ -157,7 +157,7 @@ func TestDurableTornTailAfterTheMarkIsNotRefused(t *testing.T) {
 	path := newestLog(t, dir)
 	require.NoError(t, os.Truncate(path, marked+5))
 
-	logs := &syncbuf.Buffer{}
+	logs := &logtest.Buffer{}
 	opts := markedOpts()
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	d = openTestDurable(t, dir, opts)
@@ -252,7 +252,7 @@ func TestDurableStartsWithADamagedMark(t *testing.T) {
 	damageMark(t, dir, 0, wal.MarkSlotSize)
 	require.NoError(t, os.Truncate(newestLog(t, dir), fileSize(t, newestLog(t, dir))-3))
 
-	logs := &syncbuf.Buffer{}
+	logs := &logtest.Buffer{}
 	opts := markedOpts()
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	d := openTestDurable(t, dir, opts)
@@ -344,7 +344,7 @@ func (m *markFileFunc) Sync() error {
 // counted; the changes are taken and acknowledged all the while.
 func TestDurableMarkFailureDoesNotFailWrites(t *testing.T) {
 	mf := &markFileFunc{}
-	logs := &syncbuf.Buffer{}
+	logs := &logtest.Buffer{}
 	opts := markedOpts()
 	opts.openMark, opts.Logger = mf.open, slog.New(slog.NewTextHandler(logs, nil))
 	d := openTestDurable(t, t.TempDir(), opts)

@@ -160,7 +160,7 @@ func (d *Store) loadSnapshot(snapshots, logs []uint64) (uint64, error) {
 // read before the fault are dropped.
 func (d *Store) loadSnapshotFile(path string, groups *int) error {
 	l := d.mem.Loader()
-	st, err := snap.ReadFileEach(path, func(g snap.Group) error {
+	st, err := snap.ReadFile(path, func(g snap.Group) error {
 		*groups++
 		return l.Group(g)
 	})
@@ -176,7 +176,7 @@ func (d *Store) loadSnapshotFile(path string, groups *int) error {
 // checkSnapshot returns an error unless the snapshot at path reads back,
 // and the snapshot without its groups, which it does not keep.
 func checkSnapshot(path string) (*snap.State, error) {
-	return snap.ReadFileEach(path, func(snap.Group) error { return nil })
+	return snap.ReadFile(path, func(snap.Group) error { return nil })
 }
 
 // moveToRepair moves the files at paths into a new repair directory

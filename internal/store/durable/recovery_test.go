@@ -149,7 +149,7 @@ func TestDurableRefusesMissingFiles(t *testing.T) {
 func TestDurableLogsSayTheRevisionTheyStartAt(t *testing.T) {
 	dir, snapshots, _, _ := sixtyWithSnapshots(t)
 	newest := snapshots[len(snapshots)-1]
-	st, err := snap.ReadFile(snap.Path(dir, newest))
+	st, err := snap.ReadFile(snap.Path(dir, newest), nil)
 	require.NoError(t, err)
 	data, err := os.ReadFile(wal.Path(dir, newest))
 	require.NoError(t, err)
@@ -414,7 +414,7 @@ func TestDurableDamagedLogHeaderNamesRepair(t *testing.T) {
 			dir, snapshots, logs, _ := sixtyWithSnapshots(t)
 			newest := logs[len(logs)-1]
 			require.Equal(t, snapshots[len(snapshots)-1], newest, "the newest log follows the newest snapshot")
-			st, err := snap.ReadFile(snap.Path(dir, newest))
+			st, err := snap.ReadFile(snap.Path(dir, newest), nil)
 			require.NoError(t, err)
 			path := wal.Path(dir, newest)
 			data, err := os.ReadFile(path)
@@ -453,7 +453,7 @@ func TestDurableDamagedLogHeaderNamesRepair(t *testing.T) {
 func TestDurableSnapshotBrokenPartWayIsDroppedWhole(t *testing.T) {
 	dir, snapshots, _, want := sixtyWithSnapshots(t)
 	newest := snap.Path(dir, snapshots[len(snapshots)-1])
-	st, err := snap.ReadFile(newest)
+	st, err := snap.ReadFile(newest, nil)
 	require.NoError(t, err)
 	// Groups read before the fault, one of them the real group with a
 	// member it never had; then a group whose uids are not ascending.

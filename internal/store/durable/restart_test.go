@@ -164,7 +164,7 @@ func TestDurableRestartsKeepEverything(t *testing.T) {
 		require.NoError(t, err)
 		if len(snaps) > 0 {
 			snapshotsSeen++
-			_, err := snap.ReadFile(snap.Path(dir, snaps[len(snaps)-1]))
+			_, err := snap.ReadFile(snap.Path(dir, snaps[len(snaps)-1]), nil)
 			require.NoError(t, err)
 		}
 		d = openTestDurable(t, dir, opts)

@@ -39,19 +39,3 @@ func (d *Store) Backup() *snap.Backup {
 	defer d.applyMu.Unlock()
 	return d.mem.Backup()
 }
-
-// DueExpiries implements store.Expiring: memory's, whose writes Write
-// logs as any other.
-func (d *Store) DueExpiries(now time.Time, max int) []store.Due { return d.mem.DueExpiries(now, max) }
-
-// RequeueExpiries implements store.Expiring.
-func (d *Store) RequeueExpiries(due []store.Due) { d.mem.RequeueExpiries(due) }
-
-// NextExpiry implements store.Expiring.
-func (d *Store) NextExpiry() (time.Time, bool) { return d.mem.NextExpiry() }
-
-// ExpiryCount implements store.Expiring.
-func (d *Store) ExpiryCount() int64 { return d.mem.ExpiryCount() }
-
-// ExpiryWakeup implements store.Expiring.
-func (d *Store) ExpiryWakeup() <-chan struct{} { return d.mem.ExpiryWakeup() }

@@ -173,7 +173,7 @@ func TestDurableSnapshotKeepsTheNewOps(t *testing.T) {
 	require.Zero(t, res.Records, "the newest log is empty: the snapshot holds everything")
 	_, snapshots, err := files(dir)
 	require.NoError(t, err)
-	st, err := snap.ReadFile(snap.Path(dir, snapshots[len(snapshots)-1]))
+	st, err := snap.ReadFile(snap.Path(dir, snapshots[len(snapshots)-1]), nil)
 	require.NoError(t, err)
 	ops := map[membership.Op]bool{}
 	for _, c := range st.Changes {

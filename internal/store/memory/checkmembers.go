@@ -30,8 +30,3 @@ func (m *Store) CheckMembers(_ context.Context, checks []membership.Check) ([]bo
 	}
 	return found, rev, nil
 }
-
-// CheckMembers implements membership.Store.
-func (r ReadOnly) CheckMembers(ctx context.Context, checks []membership.Check) ([]bool, membership.Revision, error) {
-	return r.mem.CheckMembers(ctx, checks)
-}

@@ -15,6 +15,17 @@ import (
 // time (expiry.Due; package expiry says how, and why an expired
 // membership's entry may stay behind).
 
+// ExpiryQueue is the due set's side of store.Expiring. The durable and
+// PostgreSQL stores embed their Store as one, and apply the OpExpire
+// writes it gives through their logs, as any other write.
+type ExpiryQueue interface {
+	DueExpiries(now time.Time, max int) []store.Due
+	RequeueExpiries(due []store.Due)
+	NextExpiry() (time.Time, bool)
+	ExpiryCount() int64
+	ExpiryWakeup() <-chan struct{}
+}
+
 // maxExpireUIDs bounds the uids of one OpExpire write: a million
 // memberships due at once are that many changes, each holding its group's
 // shard only briefly.

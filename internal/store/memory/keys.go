@@ -39,20 +39,6 @@ func (m *Store) keyedWrite(ctx context.Context, w membership.Write, now time.Tim
 // applied from its log, calls it once per repeat it answers.
 func (m *Store) NoteReplay() { m.keys.NoteReplay() }
 
-// Replay returns, reading only, what the write or batch keyed by idem
-// returned when it was applied, if m remembers its key as of now: the
-// results (a write's one Result, or a batch's), the revision, and true.
-// It returns false when m does not remember the key (or it is in flight),
-// and CodeIdempotencyKeyReused when m remembers it for another request.
-// The stores that keep a log call it before logging a keyed write: a
-// repeat is answered without a record. It forgets nothing, not even a key
-// past its retention as of now: now is the caller's clock, and only the
-// writes applied, as of their commit times, change the table, so that a
-// replay of the log decides as the store did live.
-func (m *Store) Replay(idem membership.Idempotency, batch bool, now time.Time) ([]membership.Result, membership.Revision, bool, error) {
-	return m.keys.Replay(idem, batch, now)
-}
-
 // ApplyLogged is Apply for a store that decides before it logs a keyed
 // write whether it repeats one remembered, and logs only those that do
 // not (the durable store): w is applied whatever the table says when it

@@ -18,7 +18,7 @@ import (
 
 // loaderState has groups whose reverse pairs are narrow (users below 2^32
 // in their shard) and wide (uids from 2^40 on), in shards of more pairs
-// than a block holds, given by snap.ReadFileEach in a buffer that each
+// than a block holds, given by snap.ReadFile in a buffer that each
 // group reuses.
 func loaderState() (*snap.State, map[membership.UID][]string) {
 	rng := rand.New(rand.NewPCG(28, 30))
@@ -64,7 +64,7 @@ func TestLoaderFromAFileHoldsTheSnapshot(t *testing.T) {
 
 	m := New()
 	l := m.Loader()
-	rest, err := snap.ReadFileEach(path, l.Group)
+	rest, err := snap.ReadFile(path, l.Group)
 	require.NoError(t, err)
 	l.Finish(rest)
 

@@ -446,37 +446,17 @@ func (m *Store) UserGroups(_ context.Context, uid membership.UID, opts membershi
 	return nil
 }
 
-// ReadOnly is the read methods of membership.Store over a Store that
-// another store changes: the durable store and the PostgreSQL store embed
-// it, and apply every change to the Store themselves.
-type ReadOnly struct{ mem *Store }
-
-// ReadOnly returns the read methods of m.
-func (m *Store) ReadOnly() ReadOnly { return ReadOnly{mem: m} }
-
-// ListMembers implements membership.Store.
-func (r ReadOnly) ListMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
-	return r.mem.ListMembers(ctx, groupID, opts, list)
-}
-
-// UserGroups implements membership.Store.
-func (r ReadOnly) UserGroups(ctx context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error {
-	return r.mem.UserGroups(ctx, uid, opts, list)
-}
-
-// Member implements membership.Store.
-func (r ReadOnly) Member(ctx context.Context, groupID string, uid membership.UID) (membership.Member, bool, error) {
-	return r.mem.Member(ctx, groupID, uid)
-}
-
-// Revision implements membership.Store.
-func (r ReadOnly) Revision(ctx context.Context, groupID string) (membership.Revision, error) {
-	return r.mem.Revision(ctx, groupID)
-}
-
-// Changes implements membership.Store: the Store's feed.
-func (r ReadOnly) Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
-	return r.mem.Changes(ctx, opts)
+// ReadOnly is the read methods of membership.Store. The durable store and
+// the PostgreSQL store embed their Store as one, and apply every change to
+// it themselves.
+type ReadOnly interface {
+	Groups(ctx context.Context, opts membership.GroupsOptions, list membership.GroupsFunc) (membership.Revision, error)
+	ListMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error)
+	Member(ctx context.Context, groupID string, uid membership.UID) (membership.Member, bool, error)
+	CheckMembers(ctx context.Context, checks []membership.Check) ([]bool, membership.Revision, error)
+	UserGroups(ctx context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) error
+	Revision(ctx context.Context, groupID string) (membership.Revision, error)
+	Changes(ctx context.Context, opts membership.ChangeOptions) ([]membership.Change, membership.Revision, error)
 }
 
 // LatestRevision returns the latest revision given out.

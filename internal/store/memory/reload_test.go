@@ -139,7 +139,7 @@ func reload(t *testing.T, m *Store, shards int) *Store {
 	require.NoError(t, snap.WriteFile(path, m.Export()))
 	n := NewWith(Options{Shards: shards, ChangesKeep: 1 << 20, Epoch: m.Epoch()})
 	l := n.Loader()
-	rest, err := snap.ReadFileEach(path, l.Group)
+	rest, err := snap.ReadFile(path, l.Group)
 	require.NoError(t, err)
 	l.Finish(rest)
 	return n

@@ -33,7 +33,7 @@ func TestSnapshotRoundTripAndOrderCheck(t *testing.T) {
 		},
 	}
 	require.NoError(t, snap.WriteFile(path, st))
-	got, err := snap.ReadFile(path)
+	got, err := snap.ReadFile(path, nil)
 	require.NoError(t, err)
 	assert.Equal(t, st, got)
 
@@ -56,12 +56,12 @@ func TestSnapshotRoundTripAndOrderCheck(t *testing.T) {
 
 	gap := &snap.State{Nicknames: map[membership.UID]string{}, LastRevision: 12, Changes: []membership.Change{{Revision: 10, Op: membership.OpAdd, GroupID: "a"}}}
 	require.NoError(t, snap.WriteFile(path, gap))
-	_, err = snap.ReadFile(path)
+	_, err = snap.ReadFile(path, nil)
 	require.Error(t, err, "the kept changes must end at the latest revision")
 
 	bad := &snap.State{Nicknames: map[membership.UID]string{}, Groups: []snap.Group{{ID: "a", UIDs: []membership.UID{5, 5}}}}
 	require.NoError(t, snap.WriteFile(path, bad))
-	_, err = snap.ReadFile(path)
+	_, err = snap.ReadFile(path, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not in ascending order")
 }
@@ -74,7 +74,7 @@ func TestSnapshotVersion1IsRead(t *testing.T) {
 	data = binary.LittleEndian.AppendUint32(data, crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
 	path := filepath.Join(t.TempDir(), "s.snap")
 	require.NoError(t, os.WriteFile(path, data, 0o644))
-	st, err := snap.ReadFile(path)
+	st, err := snap.ReadFile(path, nil)
 	require.NoError(t, err)
 	m := New()
 	m.Import(st)

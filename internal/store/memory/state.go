@@ -53,25 +53,14 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 	return st
 }
 
-// Import loads st into m, which must be empty and not yet shared, but for
-// the nicknames of users in no group. It builds every index in bulk: each
-// group's chunks directly, and the reverse index from all pairs sorted at
-// once, rather than one insert at a time.
-func (m *Store) Import(st *snap.State) {
-	l := m.Loader()
-	for _, g := range st.Groups {
-		_ = l.Group(g) // never fails
-	}
-	l.Finish(st)
-}
-
-// A Loader loads a snapshot into an empty Store, as Import does, from its
-// groups given one at a time (as snap.ReadFileEach gives them) and then the
-// rest of it: a restart need not hold every uid of the snapshot decoded
-// while it builds the Store. Its groups' members are filled as they come,
-// and their reverse pairs gathered on another goroutine at the same time:
-// a restart of a hundred million memberships is two passes over them, one
-// on each core. Finish, or Drop, must follow.
+// A Loader loads a snapshot into an empty Store, which must not yet be
+// shared, from its groups given one at a time (as snap.ReadFile gives
+// them) and then the rest of it, building every index in bulk: a restart
+// need not hold every uid of the snapshot decoded while it builds the
+// Store. Its groups' members are filled as they come, and their reverse
+// pairs gathered on another goroutine at the same time: a restart of a
+// hundred million memberships is two passes over them, one on each core.
+// Finish, or Drop, must follow.
 type Loader struct {
 	m       *Store
 	indexed []*group.Group
@@ -86,7 +75,7 @@ func (m *Store) Loader() *Loader {
 }
 
 // Group loads g, whose UIDs it does not keep. It returns nil: its type is
-// that of snap.ReadFileEach's each.
+// that of snap.ReadFile's each.
 func (l *Loader) Group(g snap.Group) error {
 	if len(g.UIDs) == 0 {
 		return nil

@@ -210,8 +210,3 @@ func (m *Store) groupsPage(opts membership.GroupsOptions) (membership.Revision, 
 	total, page := m.index.Page(opts)
 	return rev, total, page
 }
-
-// Groups implements membership.Store.
-func (r ReadOnly) Groups(ctx context.Context, opts membership.GroupsOptions, list membership.GroupsFunc) (membership.Revision, error) {
-	return r.mem.Groups(ctx, opts, list)
-}

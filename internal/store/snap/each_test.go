@@ -36,16 +36,16 @@ func eachState() *State {
 	}
 }
 
-// ReadFileEach gives every group, in order, as ReadFile reads it, and the
-// rest of the state without them.
-func TestReadFileEachGivesEveryGroupInOrder(t *testing.T) {
+// ReadFile with each gives every group, in order, as ReadFile without each
+// reads it, and the rest of the state without them.
+func TestReadFileWithEachGivesEveryGroupInOrder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.snap")
 	require.NoError(t, WriteFile(path, eachState()))
-	want, err := ReadFile(path)
+	want, err := ReadFile(path, nil)
 	require.NoError(t, err)
 
 	var got []Group
-	rest, err := ReadFileEach(path, func(g Group) error {
+	rest, err := ReadFile(path, func(g Group) error {
 		g.UIDs = slices.Clone(g.UIDs) // the buffer is the next group's
 		got = append(got, g)
 		return nil
@@ -65,12 +65,12 @@ func TestReadFileEachGivesEveryGroupInOrder(t *testing.T) {
 }
 
 // An error from each stops the reading and is returned.
-func TestReadFileEachStopsAtEachsError(t *testing.T) {
+func TestReadFileWithEachStopsAtEachsError(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.snap")
 	require.NoError(t, WriteFile(path, eachState()))
 	stop := errors.New("stop")
 	calls := 0
-	_, err := ReadFileEach(path, func(Group) error {
+	_, err := ReadFile(path, func(Group) error {
 		calls++
 		return stop
 	})
@@ -80,20 +80,20 @@ func TestReadFileEachStopsAtEachsError(t *testing.T) {
 
 // A group that breaks a rule is found when it is reached, after the groups
 // before it were given: the caller must drop what it built from them.
-func TestReadFileEachFindsABrokenGroupWhereItIs(t *testing.T) {
+func TestReadFileWithEachFindsABrokenGroupWhereItIs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.snap")
 	st := eachState()
 	st.Groups = append(st.Groups, Group{ID: "broken", UIDs: []membership.UID{5, 5}})
 	require.NoError(t, WriteFile(path, st))
 	var ids []string
-	_, err := ReadFileEach(path, func(g Group) error {
+	_, err := ReadFile(path, func(g Group) error {
 		ids = append(ids, g.ID)
 		return nil
 	})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `group "broken": uids not in ascending order`)
 	assert.Equal(t, []string{"small", "big", "one", "empty", "expiring"}, ids)
-	_, err = ReadFile(path)
+	_, err = ReadFile(path, nil)
 	assert.Error(t, err, "and ReadFile refuses it too")
 }
 
@@ -113,7 +113,7 @@ func TestBrokenUIDVarintsAreRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.snap")
 			require.NoError(t, os.WriteFile(path, snapshotFile(7, append(slices.Clone(head), tc.uids...)), 0o600))
-			_, err := ReadFileEach(path, func(Group) error { return nil })
+			_, err := ReadFile(path, func(Group) error { return nil })
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})

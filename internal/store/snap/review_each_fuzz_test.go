@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// ReadFileEach (decode with each) and ReadFile (decode without) agree on
+// ReadFile with each (decode with each) and without (decode without) agree on
 // every input: the same error, or the same groups and rest.
 func FuzzReviewEachAgreesWithDecode(f *testing.F) {
 	var buf bytes.Buffer

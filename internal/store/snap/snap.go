@@ -309,21 +309,18 @@ func (c *encoder) flush() {
 	c.b = c.b[:0]
 }
 
-// ReadFile reads the snapshot at path.
-func ReadFile(path string) (*State, error) { return ReadFileEach(path, nil) }
-
-// ReadFileEach reads the snapshot at path as ReadFile does, but gives each
-// group to each, in the file's order, rather than keeping it: the State it
-// returns has no Groups. A group's UIDs are in a buffer the next group
-// reuses, so each must copy what it keeps; an error from each stops the
-// reading and is returned. The checksum is checked before the first group
-// is given, but a group that breaks a rule further on is found only when
-// it is reached: on an error, the caller drops what each built. With each
-// nil, it is ReadFile.
+// ReadFile reads the snapshot at path. With each nil, the State it returns
+// holds every group. Otherwise each is given each group, in the file's
+// order, rather than keeping it: the State it returns has no Groups. A
+// group's UIDs are in a buffer the next group reuses, so each must copy
+// what it keeps; an error from each stops the reading and is returned. The
+// checksum is checked before the first group is given, but a group that
+// breaks a rule further on is found only when it is reached: on an error,
+// the caller drops what each built.
 //
 // A restart loads a snapshot so, without holding every uid twice, and a
 // snapshot's check after it is written reads it so, keeping nothing.
-func ReadFileEach(path string, each func(Group) error) (*State, error) {
+func ReadFile(path string, each func(Group) error) (*State, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -334,7 +331,7 @@ func ReadFileEach(path string, each func(Group) error) (*State, error) {
 // Decode decodes the snapshot data, read from path (which its errors name).
 func Decode(data []byte, path string) (*State, error) { return decode(data, path, nil) }
 
-// decode decodes data as ReadFileEach does.
+// decode decodes data as ReadFile does.
 func decode(data []byte, path string, each func(Group) error) (*State, error) {
 	v, err := snapshotKind.Read(data)
 	if err != nil {

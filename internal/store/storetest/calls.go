@@ -6,14 +6,14 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// Add adds users to the group in s, as the Service's AddMembers asks a
-// store: a Write of OpAdd, with no precondition and no actor.
+// Add adds users to the group in s: a Write of OpAdd, with no
+// precondition and no actor.
 func Add(ctx context.Context, s membership.Store, groupID string, users []membership.User) (membership.Result, error) {
 	return s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: groupID, Users: users})
 }
 
-// Remove removes uids from the group in s, as the Service's RemoveMembers
-// asks a store: a Write of OpRemove, with no precondition and no actor.
+// Remove removes uids from the group in s: a Write of OpRemove, with no
+// precondition and no actor.
 func Remove(ctx context.Context, s membership.Store, groupID string, uids []membership.UID) (membership.Result, error) {
 	return s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groupID, UIDs: uids})
 }

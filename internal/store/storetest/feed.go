@@ -664,30 +664,37 @@ func testFollowerScenarios(t *testing.T, newStore func(t *testing.T) membership.
 }
 
 // testNicknameRevisionsAreNeverBehindTheFeed changes user 7's nickname
-// through group g, again and again, while readers note the feed's latest
-// revision and then read group h's, which holds 7 too: every change is a
-// nickname change, which moves every group's revision, so h's can never be
-// behind what the feed showed before, not even in a list, or a 304, served
-// from the list cache.
+// through group g, again and again, while readers follow the feed and, as
+// each revision appears, read group h's, which holds 7 too: every change is
+// a nickname change, which moves every group's revision, so h's can never
+// be behind what the feed showed before, not even in a list, or a 304,
+// served from the list cache. The readers wait on the feed rather than
+// poll it, so that they cost what the writes cost.
 func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store) {
 	ctx := context.Background()
-	_, err := Add(ctx, s, "h", []membership.User{{UID: 7}})
+	res, err := Add(ctx, s, "h", []membership.User{{UID: 7}})
 	require.NoError(t, err)
-	var done atomic.Bool
+	// follow ends the readers' last wait once the writes are done.
+	follow, stop := context.WithCancel(ctx)
+	defer stop()
+	checked := make([]int, 2)
 	var wg sync.WaitGroup
-	for range 2 {
+	for r := range checked {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for !done.Load() {
-				_, latest, err := s.Changes(ctx, membership.ChangeOptions{Limit: 1})
-				if !assert.NoError(t, err) {
-					return
+			seen := res.Revision
+			for {
+				_, latest, err := s.Changes(follow, membership.ChangeOptions{After: seen, Limit: 1, Wait: true})
+				if !assert.NoError(t, err) || latest == seen {
+					return // stopped: no change came
 				}
 				rev, err := s.Revision(ctx, "h")
 				if !assert.NoError(t, err) || !assert.GreaterOrEqual(t, rev, latest, "h's revision is behind the feed") {
 					return
 				}
+				checked[r]++
+				seen = latest
 			}
 		}()
 	}
@@ -695,8 +702,11 @@ func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store
 		_, err := Add(ctx, s, "g", []membership.User{{UID: 7, Nickname: fmt.Sprint("n", i), HasNickname: true}})
 		require.NoError(t, err)
 	}
-	done.Store(true)
+	stop()
 	wg.Wait()
+	for r, n := range checked {
+		assert.Positive(t, n, "reader %d saw no revision", r)
+	}
 }
 
 // NewFollower returns a follower that knows nothing yet.

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"example.com/groupmembership/internal/syncbuf"
+	"example.com/groupmembership/internal/logtest"
 	"example.com/groupmembership/postgres/internal/pgtest"
 )
 
@@ -60,7 +60,7 @@ func binary(t *testing.T) string {
 // instance is the command running as a process.
 type instance struct {
 	cmd  *exec.Cmd
-	logs *syncbuf.Buffer
+	logs *logtest.Buffer
 	base string
 }
 
@@ -70,7 +70,7 @@ func start(t *testing.T, url string, args ...string) *instance {
 	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"-addr", "127.0.0.1:0", "-log-format", "json", "-access-log=false"}, args...)...)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
-	logs := &syncbuf.Buffer{}
+	logs := &logtest.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	p := &instance{cmd: cmd, logs: logs}

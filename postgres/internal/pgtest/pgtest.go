@@ -1,8 +1,7 @@
 // Package pgtest gives tests a PostgreSQL database of their own: on the
 // server MEMBERSHIP_TEST_POSTGRES names when it is set, otherwise on a
-// throwaway server started from the machine's PostgreSQL binaries (initdb
-// and pg_ctl, in a temporary directory, on a free loopback port, as the
-// postgres user when run as root), stopped when the tests end.
+// throwaway server (internal/pgserver, in a temporary directory), stopped
+// when the tests end.
 package pgtest
 
 import (
@@ -11,12 +10,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +19,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"example.com/groupmembership/internal/pgserver"
 )
 
 // EnvURL names the variable that points the tests at an existing server:
@@ -145,107 +142,22 @@ func server() (*Server, error) {
 	return shared, sharedErr
 }
 
-// start starts a throwaway server.
+// start starts a throwaway server in a temporary directory, which Stop
+// removes.
 func start() (*Server, error) {
-	bin, err := binDir()
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "membership-pgtest-")
 	if err != nil {
 		return nil, err
 	}
-	// The server runs as postgres when we are root: it must reach dir.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, err
+	pg, err := pgserver.Start(context.Background(), dir)
+	if errors.Is(err, pgserver.ErrUnavailable) {
+		err = fmt.Errorf("%w: install Debian's postgresql package (make test does), or set %s to a server's URL", err, EnvURL)
 	}
-	data, sockets := filepath.Join(dir, "data"), filepath.Join(dir, "run") // run: the socket and the server's log
-	for _, d := range []string{data, sockets} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return nil, err
-		}
-	}
-	asUser, err := serverUser(dir, data, sockets)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	run := func(name string, args ...string) error {
-		cmd := exec.Command(filepath.Join(bin, name), args...)
-		if asUser != "" {
-			cmd = exec.Command("runuser", append([]string{"-u", asUser, "--", filepath.Join(bin, name)}, args...)...)
-		}
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("%s: %w\n%s", name, err, out)
-		}
-		return nil
-	}
-	if err := run("initdb", "-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=200 -c max_locks_per_transaction=256", port, sockets)
-	if err := run("pg_ctl", "-D", data, "-l", filepath.Join(sockets, "server.log"), "-o", opts, "-w", "-t", "60", "start"); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	stop := func() error {
-		err := run("pg_ctl", "-D", data, "-m", "fast", "-w", "-t", "60", "stop")
-		return errors.Join(err, os.RemoveAll(dir))
-	}
-	u := &url.URL{Scheme: "postgres", User: url.User("postgres"), Host: "127.0.0.1:" + strconv.Itoa(port), Path: "/postgres"}
-	return &Server{url: u, stop: stop}, nil
-}
-
-// binDir finds the directory of initdb and pg_ctl: on the PATH, or in
-// Debian's /usr/lib/postgresql/<version>/bin.
-func binDir() (string, error) {
-	if p, err := exec.LookPath("pg_ctl"); err == nil {
-		if _, err := exec.LookPath("initdb"); err == nil {
-			return filepath.Dir(p), nil
-		}
-	}
-	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
-	if len(matches) == 0 {
-		return "", fmt.Errorf("initdb and pg_ctl are not installed: install Debian's postgresql package "+
-			"(make test does), or set %s to a server's URL", EnvURL)
-	}
-	return filepath.Dir(matches[len(matches)-1]), nil
-}
-
-// serverUser returns the user the server runs as, "" for this one: initdb
-// refuses to run as root, so root runs it as postgres, giving it the
-// directories.
-func serverUser(dirs ...string) (string, error) {
-	if os.Geteuid() != 0 {
-		return "", nil
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return "", fmt.Errorf("running as root, and there is no postgres user to run the server as: %w", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	for _, d := range dirs[1:] {
-		if err := os.Chown(d, uid, gid); err != nil {
-			return "", err
-		}
-	}
-	return "postgres", nil
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	u := &url.URL{Scheme: "postgres", User: url.User("postgres"), Host: "127.0.0.1:" + strconv.Itoa(pg.Port), Path: "/postgres"}
+	return &Server{url: u, stop: func() error { return errors.Join(pg.Stop(), os.RemoveAll(dir)) }}, nil
 }
 
 func randomHex(n int) string {

@@ -47,17 +47,6 @@ func (s *Pairs) HasUser(user membership.UID) bool {
 	return found
 }
 
-// GroupsOf calls fn with each group number of user, in number order.
-func (s *Pairs) GroupsOf(user membership.UID, fn func(n uint32)) {
-	s.EachFrom(user, func(p Pair) bool {
-		if p.User != user {
-			return false
-		}
-		fn(p.Group)
-		return true
-	})
-}
-
 // EachFrom calls yield with the pairs from the first of user on, in
 // order, until it returns false.
 func (s *Pairs) EachFrom(user membership.UID, yield func(Pair) bool) {

@@ -1,8 +1,10 @@
-// Package pgserver starts a throwaway PostgreSQL server for the harnesses
-// (make bench-postgres, make attack): initdb in a directory, pg_ctl start on
-// a free loopback port, as the postgres user when run as root (initdb
-// refuses root). The tests of the postgres module start theirs with
-// postgres/internal/pgtest, which this module cannot import.
+// Package pgserver starts a throwaway PostgreSQL server: initdb in a
+// directory, pg_ctl start on a free loopback port, as the postgres user
+// when run as root (initdb refuses root). The postgres module's tests
+// (through postgres/internal/pgtest) and the bench module's harnesses (make
+// bench-postgres, make attack) start theirs with it; the service's binaries
+// do not import it. Standard library only, so that neither module needs
+// anything more for it.
 package pgserver
 
 import (

@@ -1,6 +1,7 @@
-// Package syncbuf holds Buffer, a bytes.Buffer safe for concurrent writers:
-// tests give it to loggers and read what was logged.
-package syncbuf
+// Package logtest helps tests read what was logged: Buffer, a bytes.Buffer
+// safe for concurrent writers, is given to a logger and read afterwards.
+// Only tests import it.
+package logtest
 
 import (
 	"bytes"
