@@ -763,6 +763,13 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		}
 		require.NotEmpty(t, obs)
 		changes := AllChanges(t, s, 0)
+		nestings := 0
+		for _, c := range changes {
+			if membership.IsNestingOp(c.Op) {
+				nestings++
+			}
+		}
+		t.Logf("%d reads beside %d changes, %d of them of the nesting", len(obs), len(changes), nestings)
 		sort.SliceStable(obs, func(i, j int) bool { return obs[i].rev < obs[j].rev })
 		f := NewFollower()
 		next := 0
