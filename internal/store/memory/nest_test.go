@@ -211,3 +211,36 @@ func TestNestingReadOnlyAnswersAsTheStore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []bool{true, false}, found)
 }
+
+// A nesting that ends before every other expiry wakes the expirer, as a
+// membership's does.
+func TestANestingEndingFirstWakesTheExpirer(t *testing.T) {
+	t0 := time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour)
+	m := New()
+	ctx := context.Background()
+	_, err := m.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(1, t0)}})
+	require.NoError(t, err)
+	wakeup := m.ExpiryWakeup()
+	drain := func() bool {
+		select {
+		case <-wakeup:
+			return true
+		default:
+			return false
+		}
+	}
+	drain()
+	w := storetest.Nest("p")
+	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("c", t0.Add(time.Minute))}
+	_, err = m.Write(ctx, w)
+	require.NoError(t, err)
+	assert.False(t, drain(), "a membership ends first")
+	next, _ := m.NextExpiry()
+	assert.Equal(t, t0, next)
+	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("c", t0.Add(-time.Minute))}
+	_, err = m.Write(ctx, w)
+	require.NoError(t, err)
+	assert.True(t, drain(), "the nesting ends first now")
+	next, _ = m.NextExpiry()
+	assert.Equal(t, t0.Add(-time.Minute), next)
+}
