@@ -16,6 +16,7 @@ import (
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/keys"
+	"example.com/groupmembership/internal/store/memory/nesting"
 	"example.com/groupmembership/internal/store/memory/nicknames"
 	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/membership"
@@ -63,10 +64,25 @@ type Store struct {
 	reverse      reverse.Index
 	groupNumbers groupNumbers
 
-	// indexMu guards index, the groups with members in order of their ids.
+	// indexMu guards index, the groups with members or subgroups in order
+	// of their ids.
 	// A change takes it with its group's shard held, and no later lock.
 	indexMu sync.RWMutex
 	index   group.Index
+
+	// nestMu guards nest, the groups in groups, and nestRev, the revision
+	// of the latest change of the nesting (nest.go). It is taken before
+	// any shard.
+	nestMu  sync.RWMutex
+	nest    *nesting.Graph
+	nestRev membership.Revision
+	// nestNext is when the earliest nesting ends (Unix milliseconds, 0:
+	// none), written under nestMu, read without it by the expirer.
+	nestNext atomic.Int64
+	// totals are the totals of transitive members counted last, and
+	// closures the closures read last.
+	totals   totalCache
+	closures closureCache
 
 	// counts are kept as the store changes, so that reading them for
 	// metrics costs the same whatever the store holds.
@@ -78,15 +94,16 @@ type Store struct {
 // load them without locks, so together they are only as consistent as
 // metrics need.
 type storeCounts struct {
-	groups  atomic.Int64 // groups with at least one member
+	groups  atomic.Int64 // groups with members or subgroups
 	members atomic.Int64 // memberships
 }
 
 type shard struct {
 	// mu guards groups and everything in them.
 	mu sync.RWMutex
-	// groups maps a group id to its state. A group with no members is
-	// deleted, so that removing everyone frees the memory.
+	// groups maps a group id to its state. A group with neither members
+	// nor subgroups is deleted, so that removing everyone frees the
+	// memory.
 	groups map[string]*group.Group
 }
 
@@ -150,6 +167,7 @@ func NewWith(opts Options) *Store {
 		nicknames:              nicknames.New(),
 		reverse:                reverse.New(max(n, 1)),
 		groupNumbers:           groupNumbers{numbers: make(map[string]uint32)},
+		nest:                   nesting.New(),
 	}
 	m.index = group.NewIndex(m.seed)
 	for i := range m.shards {
@@ -167,7 +185,8 @@ func (m *Store) shardIndex(groupID string) int {
 	return int(maphash.String(m.seed, groupID) % uint64(len(m.shards)))
 }
 
-// revisionOf returns the revision of g (nil: a group with no members). A
+// revisionOf returns the revision of g (nil: a group with neither members
+// nor subgroups). A
 // nickname change alters the list of every group the user is in, and the
 // store does not track which those are, so it counts as a change of every
 // group; likewise a group deleted leaves no revision of its own behind, so
@@ -277,7 +296,7 @@ func (m *Store) check(g *group.Group, cond membership.Precondition) error {
 	}
 	size := 0
 	if g != nil {
-		size = g.Members.Len()
+		size = g.Members.Len() + g.Subgroups
 	}
 	if rev := m.revisionOf(g); !cond.Holds(size, rev) {
 		return membership.PreconditionFailed(rev)
@@ -341,7 +360,7 @@ func (m *Store) removeHeld(s *shard, g *group.Group, uids []membership.UID, op m
 	m.counts.members.Add(-int64(len(removed)))
 	rev := m.feed.Record(membership.Change{Op: op, GroupID: g.ID, UIDs: tight(removed), Nicknames: cleared}, st, nil)
 	m.reverse.Unlock(locked)
-	if g.Members.Len() == 0 {
+	if g.Vacant() {
 		m.dropGroup(s, g, rev)
 	} else {
 		g.Revision = rev

@@ -128,6 +128,28 @@ func (x *Index) RLock(uid membership.UID) {
 	x.shards[k].mu.RLock()
 }
 
+// RLockAll holds the shards of uidOf(0) to uidOf(n-1) for reading, in
+// ascending order, and returns the set it holds, for RUnlockAll; buf is
+// room for the set.
+func (x *Index) RLockAll(n int, uidOf func(i int) membership.UID, buf []uint64) shards.Set {
+	set := shards.NewSet(len(x.shards), buf)
+	for i := range n {
+		k, _ := x.key(uidOf(i))
+		set.Add(k)
+	}
+	for k := range set.All {
+		x.shards[k].mu.RLock()
+	}
+	return set
+}
+
+// RUnlockAll lets go of what RLockAll holds.
+func (x *Index) RUnlockAll(set shards.Set) {
+	for k := range set.All {
+		x.shards[k].mu.RUnlock()
+	}
+}
+
 // RUnlock lets go of what RLock holds.
 func (x *Index) RUnlock(uid membership.UID) {
 	k, _ := x.key(uid)
