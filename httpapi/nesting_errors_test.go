@@ -88,7 +88,7 @@ func TestNestingWritesRefuseBadRequests(t *testing.T) {
 		{"a bad acting uid", "POST", "/group-group/eng", `groups=["a"]&uid=0`, formType, nil, 400, "invalid_uid", "the uid parameter"},
 		{"a bad content type", "POST", "/group-group/eng", `groups=["a"]`, "text/plain", nil, 415, "unsupported_media_type", "text/plain"},
 		{"a bad group id in the path", "POST", "/group-group/" + strings.Repeat("x", 300), `groups=["a"]`, formType, nil, 400, "invalid_group_id", "group id"},
-		{"a query", "POST", "/group-group/eng?groups=a", `groups=["a"]`, formType, nil, 400, "invalid_query", `unknown parameter "groups"`},
+		{"a query", "POST", "/group-group/eng?groups=a", `groups=["a"]`, formType, nil, 400, "invalid_query", `unknown parameter "groups": it belongs in the body of a POST, PUT or DELETE of /group-group/{groupID}`},
 		{"If-None-Match with a tag", "PUT", "/group-group/eng", `groups=["a"]`, formType, map[string]string{"If-None-Match": `"x"`}, 400, "invalid_header", "takes only *"},
 		{"a malformed If-Match", "PUT", "/group-group/eng", `groups=["a"]`, formType, map[string]string{"If-Match": `"x`}, 400, "invalid_header", "If-Match"},
 		{"an empty Idempotency-Key", "POST", "/group-group/eng", `groups=["a"]`, formType, map[string]string{"Idempotency-Key": " "}, 400, "invalid_idempotency_key", "the Idempotency-Key is empty"},
