@@ -58,11 +58,10 @@ func (m *Store) Parents(_ context.Context, groupID string, opts membership.Nesti
 func (m *Store) TransitiveRevision(_ context.Context, groupID string) (membership.Revision, error) {
 	m.nestMu.RLock()
 	defer m.nestMu.RUnlock()
-	_, _, ids := m.closure(groupID)
+	c := m.closureOf(groupID)
 	var buf [1]uint64
-	held := m.lockShards(len(ids), func(i int) string { return ids[i] }, true, buf[:])
-	defer m.unlockShards(held)
-	_, rev, _ := m.closureGroups(ids)
+	defer m.unlockShards(m.rlock(c, buf[:]))
+	_, rev, _ := m.closureGroups(c)
 	return rev, nil
 }
 
@@ -75,14 +74,13 @@ func (m *Store) TransitiveRevision(_ context.Context, groupID string) (membershi
 func (m *Store) ListTransitiveMembers(_ context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
 	m.nestMu.RLock()
 	defer m.nestMu.RUnlock()
-	root, nodes, ids := m.closure(groupID)
+	c := m.closureOf(groupID)
 	var buf [1]uint64
-	held := m.lockShards(len(ids), func(i int) string { return ids[i] }, true, buf[:])
-	defer m.unlockShards(held)
+	defer m.unlockShards(m.rlock(c, buf[:]))
 	m.nicknames.RLock()
 	defer m.nicknames.RUnlock()
-	groups, rev, key := m.closureGroups(ids)
-	if root == nil {
+	groups, rev, key := m.closureGroups(c)
+	if c.root == nil {
 		g := groups[0]
 		if g == nil {
 			list(0, func(func(membership.Member) bool) {})
@@ -91,7 +89,7 @@ func (m *Store) ListTransitiveMembers(_ context.Context, groupID string, opts me
 		}
 		return rev, nil
 	}
-	ends := reach(nodes)
+	ends := c.ends
 	total, ok := m.totals.get(groupID, key)
 	if !ok {
 		total = 0
@@ -207,17 +205,11 @@ func (mg *merge) each(yield func(membership.UID, int64) bool) {
 func (m *Store) TransitiveMember(_ context.Context, groupID string, uid membership.UID) (membership.Member, []string, bool, membership.Revision, error) {
 	m.nestMu.RLock()
 	defer m.nestMu.RUnlock()
-	root, nodes, ids := m.closure(groupID)
+	c := m.closureOf(groupID)
 	var buf [1]uint64
-	held := m.lockShards(len(ids), func(i int) string { return ids[i] }, true, buf[:])
-	defer m.unlockShards(held)
-	groups, rev, _ := m.closureGroups(ids)
-	var ends []int64
-	if root != nil {
-		ends = reach(nodes)
-	} else {
-		ends = []int64{forever}
-	}
+	defer m.unlockShards(m.rlock(c, buf[:]))
+	groups, rev, _ := m.closureGroups(c)
+	ends := c.ends
 	holds := map[string]bool{}
 	var end int64
 	for i, g := range groups {
