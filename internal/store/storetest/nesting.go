@@ -893,8 +893,21 @@ func readAll(n membership.Nesting, groups []string, uids []membership.UID) []obs
 	var obs []observation
 	var checks []membership.Check
 	for _, g := range groups {
+		before, err := n.TransitiveRevision(ctx, g)
+		if err != nil {
+			return append(obs, observation{what: "revision", group: g, err: err})
+		}
 		members, total, rev, err := transitiveMembers(n, g, membership.ListOptions{})
 		obs = append(obs, observation{what: "members", group: g, rev: rev, members: members, total: total, err: err})
+		after, err := n.TransitiveRevision(ctx, g)
+		if err != nil {
+			return append(obs, observation{what: "revision", group: g, err: err})
+		}
+		if before == after {
+			// Nothing the list answers moved around it: the list is of
+			// the state at the transitive revision, its ETag.
+			obs = append(obs, observation{what: "members", group: g, rev: before, members: members, total: total})
+		}
 		page, total, rev, err := transitiveMembers(n, g, membership.ListOptions{After: 2, Limit: 2})
 		obs = append(obs, observation{what: "page", group: g, rev: rev, members: page, total: total, err: err})
 		for _, transitive := range []bool{false, true} {
