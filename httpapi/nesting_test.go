@@ -232,8 +232,18 @@ func TestTransitiveETags(t *testing.T) {
 			"%s: a nesting below moves the ETag", path)
 	}
 
+	groups := mustDo(t, h, 200, "GET", "/user-group/2?transitive=true", "", nil)
+	tag := groups.Header().Get("ETag")
+	require.NotEmpty(t, tag)
+	assert.Equal(t, 304, sendTo(h, "GET", "/user-group/2?transitive=true&limit=1", "", map[string]string{"If-None-Match": tag}).Code)
+	assert.Empty(t, mustDo(t, h, 200, "GET", "/user-group/2", "", map[string]string{"If-None-Match": tag}).Header().Get("ETag"),
+		"the direct list has no ETag, and answers whatever If-None-Match says")
+	mustDo(t, h, 200, "POST", "/group-group/everyone", `groups=["all-staff"]`, nil)
+	assert.Equal(t, 200, sendTo(h, "GET", "/user-group/2?transitive=true", "", map[string]string{"If-None-Match": tag}).Code,
+		"a group above the user's moves the ETag of its transitive groups")
+
 	parents := mustDo(t, h, 200, "GET", "/group-parents/backend", "", nil)
-	tag := parents.Header().Get("ETag")
+	tag = parents.Header().Get("ETag")
 	assert.Equal(t, 304, sendTo(h, "GET", "/group-parents/backend", "", map[string]string{"If-None-Match": tag}).Code)
 	mustDo(t, h, 200, "POST", "/group-group/platform", `groups=["backend"]`, nil)
 	assert.Equal(t, 200, sendTo(h, "GET", "/group-parents/backend", "", map[string]string{"If-None-Match": tag}).Code,
