@@ -406,3 +406,30 @@ func TestTransitiveReadsUnderConcurrentWrites(t *testing.T) {
 		assert.Equal(t, 200, code)
 	}
 }
+
+// TestACycleRaceHasOneWinner sends a into b and b into a at once, many
+// times: exactly one of each pair is applied, and the other is a cycle.
+func TestACycleRaceHasOneWinner(t *testing.T) {
+	for range 20 {
+		h := newNestingHandler(t, 0)
+		codes := make(chan int, 2)
+		var wg sync.WaitGroup
+		for _, pair := range [][2]string{{"a", "b"}, {"b", "a"}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes <- sendTo(h, "POST", "/group-group/"+pair[0], `groups=["`+pair[1]+`"]`, map[string]string{"Content-Type": formType}).Code
+			}()
+		}
+		wg.Wait()
+		close(codes)
+		var got []int
+		for code := range codes {
+			got = append(got, code)
+		}
+		assert.ElementsMatch(t, []int{200, 409}, got)
+		a := mustDo(t, h, 200, "GET", "/group-group/a", "", nil)
+		b := mustDo(t, h, 200, "GET", "/group-group/b", "", nil)
+		assert.Len(t, strings.Split(bodyOf(a)+bodyOf(b), "group"), 2, "one nesting in all: %s %s", bodyOf(a), bodyOf(b))
+	}
+}
