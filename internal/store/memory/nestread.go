@@ -242,20 +242,13 @@ func (m *Store) TransitiveMember(_ context.Context, groupID string, uid membersh
 // revision, read while every user checked and the nesting are held still:
 // no change of theirs is in flight then.
 func (m *Store) CheckTransitive(_ context.Context, checks []membership.Check) ([]bool, membership.Revision, error) {
-	m.nestMu.RLock()
-	defer m.nestMu.RUnlock()
-	var buf [4]uint64
-	locked := m.reverse.RLockAll(func(yield func(membership.UID) bool) {
-		for _, c := range checks {
-			if !yield(c.UID) {
-				return
-			}
-		}
-	}, buf[:])
-	defer m.reverse.RUnlockAll(locked)
-	m.groupNumbers.mu.RLock()
-	defer m.groupNumbers.mu.RUnlock()
 	found := make([]bool, len(checks))
+	// The locks are let go without defer, which would move buf to the
+	// heap: nothing between can fail.
+	m.nestMu.RLock()
+	var buf [4]uint64
+	locked := m.reverse.RLockAll(len(checks), func(i int) membership.UID { return checks[i].UID }, buf[:])
+	m.groupNumbers.mu.RLock()
 	for i, c := range checks {
 		target := m.nest.Node(c.GroupID)
 		m.reverse.GroupsOf(c.UID, func(n uint32) {
@@ -266,7 +259,11 @@ func (m *Store) CheckTransitive(_ context.Context, checks []membership.Check) ([
 			found[i] = id == c.GroupID || target != nil && m.nest.Node(id).IsAbove(target)
 		})
 	}
-	return found, m.LatestRevision(), nil
+	m.groupNumbers.mu.RUnlock()
+	rev := m.LatestRevision()
+	m.reverse.RUnlockAll(locked)
+	m.nestMu.RUnlock()
+	return found, rev, nil
 }
 
 // TransitiveUserGroups implements membership.Nesting: the user's groups in
