@@ -423,16 +423,25 @@ func removeTemps(dir string) error {
 // stays free); memory remembers the key when the committer applies the
 // record, and on every replay of the log.
 //
-// A user's TTL is turned into the time it sets as of the write's commit
-// before the write is logged: the log keeps times only. An expire
-// (membership.OpExpire, the expirer's write) is logged as any other
-// write, when it would end a membership.
+// A user's or a subgroup's TTL is turned into the time it sets as of the
+// write's commit before the write is logged: the log keeps times only. An
+// expire (membership.OpExpire, membership.OpExpireGroups, the expirer's
+// writes) is logged as any other write, when it would end a membership or
+// a nesting.
 //
-// Errors: CodePreconditionFailed, CodeInvalidQuery (more than
-// record.MaxPreconditionRevisions revisions the group has not passed, or
-// an expire of more than record.MaxExpireUIDs uids), CodeInvalidUsers (an expiry
-// not after 1970), CodeIdempotencyKeyReused,
-// CodeUnavailable, CodeBodyTooLarge.
+// A nesting write is checked against memory as the others are: one that
+// would make a cycle or a chain deeper than w.MaxDepth is refused without
+// a record. Its record keeps w.MaxDepth, and memory applies it with that
+// bound when the record is committed and on every replay, so that a write
+// another overtook between its check and its turn (a into b, racing b
+// into a) fails, taking no revision, both times.
+//
+// Errors: CodePreconditionFailed, CodeCycle, CodeTooDeep,
+// CodeInvalidQuery (more than record.MaxPreconditionRevisions revisions
+// the group has not passed, an expire of more than record.MaxExpireUIDs
+// uids, or an expire_groups of more than record.MaxExpireGroups
+// subgroups), CodeInvalidUsers or CodeInvalidGroups (an expiry not after
+// 1970), CodeIdempotencyKeyReused, CodeUnavailable, CodeBodyTooLarge.
 func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result, error) {
 	if err := loggable(w); err != nil {
 		return membership.Result{}, err
@@ -473,22 +482,38 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 }
 
 // loggable returns an error unless w is a write its record can hold as
-// it is: an expire of at most record.MaxExpireUIDs uids (so that LargestEntry
-// bounds its record), and expiries after 1970 (a record holds an expiry
-// as milliseconds since 1970, 0 for none; the Service takes expiries
-// ahead of its clock only).
+// it is: an expire of at most record.MaxExpireUIDs uids, or an
+// expire_groups of at most record.MaxExpireGroups subgroups (so that
+// LargestEntry bounds its record), and expiries after 1970 (a record holds
+// an expiry as milliseconds since 1970, 0 for none; the Service takes
+// expiries ahead of its clock only).
 func loggable(w membership.Write) error {
 	if w.Op == membership.OpExpire && len(w.UIDs) > record.MaxExpireUIDs {
 		return membership.Errorf(membership.CodeInvalidQuery,
 			"an expire names %d uids, more than %d; nothing was changed", len(w.UIDs), record.MaxExpireUIDs)
 	}
+	if w.Op == membership.OpExpireGroups && len(w.Subgroups) > record.MaxExpireGroups {
+		return membership.Errorf(membership.CodeInvalidQuery,
+			"an expire_groups names %d subgroups, more than %d; nothing was changed", len(w.Subgroups), record.MaxExpireGroups)
+	}
 	for i, u := range w.Users {
-		if u.Expiry.Set && !u.Expiry.At.IsZero() && u.Expiry.At.UnixMilli() <= 0 {
+		if notAfter1970(u.Expiry) {
 			return membership.Errorf(membership.CodeInvalidUsers,
 				"element %d: the expiry %s is not after 1970; nothing was changed", i, u.Expiry.At.UTC().Format(time.RFC3339Nano))
 		}
 	}
+	for i, g := range w.Subgroups {
+		if notAfter1970(g.Expiry) {
+			return membership.Errorf(membership.CodeInvalidGroups,
+				"groups element %d: the expiry %s is not after 1970; nothing was changed", i, g.Expiry.At.UTC().Format(time.RFC3339Nano))
+		}
+	}
 	return nil
+}
+
+// notAfter1970 reports whether e sets a time that a record cannot hold.
+func notAfter1970(e membership.Expiry) bool {
+	return e.Set && !e.At.IsZero() && e.At.UnixMilli() <= 0
 }
 
 // pendingRevisions returns the revisions of an If-Match that the group,
@@ -583,16 +608,18 @@ func (d *Store) await(p *pending, deadline time.Time) result {
 }
 
 // WriteExpiries is how the expirer writes a round (expiry.roundWriter):
-// its expires, each a change of its own as Write logs it, are queued for
+// its expires and expire_groups, each a change of its own as Write logs
+// it, are queued for
 // the committer all at once, so that one commit logs them and memory
 // applies them together (apply), in the order given: roundWindow at a
 // time. Those that would end nothing are answered from memory, without a
 // record. It returns the first error, once every change it queued is
 // decided (or its window's deadline passed); a change refused stops it
-// from queuing more. Any op but an unkeyed expire is refused, and nothing queued.
+// from queuing more. Any op but an unkeyed expire or expire_groups is
+// refused, and nothing queued.
 func (d *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membership.Result, error) {
 	for i, w := range ws {
-		if w.Op != membership.OpExpire || w.Idem.Key != "" {
+		if w.Op != membership.OpExpire && w.Op != membership.OpExpireGroups || w.Idem.Key != "" {
 			return nil, fmt.Errorf("write %d: not an expire without an Idempotency key", i)
 		}
 		if err := loggable(w); err != nil {
