@@ -112,6 +112,55 @@ func (m *Members) EachAbove(after membership.UID, yield func(membership.UID) boo
 	}
 }
 
+// Cursor reads a Members in ascending order, one uid at a time, as a
+// merge of many sets needs. It is valid while its set is not changed.
+type Cursor struct {
+	m   *Members
+	i   int // the chunk
+	off int // where the next delta of the chunk is
+	uid membership.UID
+	ok  bool
+}
+
+// From returns a cursor at the first member above after. Finding it is a
+// binary search and the scan of one chunk, as EachAbove's.
+func (m *Members) From(after membership.UID) Cursor {
+	c := Cursor{m: m}
+	if len(m.chunks) == 0 {
+		return c
+	}
+	c.i = m.chunkFor(Pair{User: after})
+	c.uid, c.ok = m.chunks[c.i].first.User, true
+	for c.ok && c.uid <= after {
+		c.Next()
+	}
+	return c
+}
+
+// Ok reports whether the cursor is at a member: false past the last.
+func (c *Cursor) Ok() bool { return c.ok }
+
+// UID returns the member the cursor is at.
+func (c *Cursor) UID() membership.UID { return c.uid }
+
+// Next moves the cursor to the next member.
+func (c *Cursor) Next() {
+	ch := &c.m.chunks[c.i]
+	if c.off < len(ch.rest) {
+		w := int(ch.w)
+		mask := ^uint64(0) >> (64 - 8*uint(w))
+		c.uid += membership.UID(binary.LittleEndian.Uint64(ch.rest[c.off:cap(ch.rest)]) & mask)
+		c.off += w
+		return
+	}
+	c.i++
+	if c.i >= len(c.m.chunks) {
+		c.ok = false
+		return
+	}
+	c.uid, c.off = c.m.chunks[c.i].first.User, 0
+}
+
 // Len returns how many members there are.
 func (m *Members) Len() int { return m.size }
 
