@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
@@ -43,6 +44,14 @@ func openTestDurable(t *testing.T, dir string, opts Options) *Store {
 
 func TestDurableContract(t *testing.T) {
 	storetest.Contract(t, func(t *testing.T) membership.Store {
+		d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	})
+}
+
+func TestDurableNestingContract(t *testing.T) {
+	storetest.Nesting(t, func(t *testing.T) store.Expiring {
 		d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
 		t.Cleanup(func() { _ = d.Close() })
 		return d
