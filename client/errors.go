@@ -23,6 +23,12 @@ const (
 	CodeInvalidHeader          = "invalid_header"
 	CodeInvalidIdempotencyKey  = "invalid_idempotency_key"
 	CodeInvalidBody            = "invalid_body"
+	CodeMissingGroups          = "missing_groups"
+	CodeInvalidGroups          = "invalid_groups"
+	CodeTooManyGroups          = "too_many_groups"
+	CodeCycle                  = "cycle"
+	CodeTooDeep                = "too_deep"
+	CodeUnsupported            = "unsupported"
 	CodeUnauthorized           = "unauthorized"
 	CodeNotFound               = "not_found"
 	CodeNotMember              = "not_member"
@@ -62,10 +68,11 @@ type Error struct {
 	// Message says what is wrong, for a person.
 	Message string
 	// Index is the index of the offending element that the message names
-	// (of users, changes or checks: see Element), -1 when it names none.
+	// (of users, groups, changes or checks: see Element), -1 when it
+	// names none.
 	Index int
-	// Element is what Index counts: "users", "changes" or "checks"; empty
-	// when Index is -1. For an error in a user of a batch change, it is
+	// Element is what Index counts: "users", "groups", "changes" or
+	// "checks"; empty when Index is -1. For an error in a user of a batch change, it is
 	// "changes": the change that holds it.
 	Element string
 	// OldestRevision is, for changes_gone, the oldest revision the feed
@@ -105,7 +112,7 @@ type errorBody struct {
 }
 
 // elementRE finds the element an error message names first.
-var elementRE = regexp.MustCompile(`^(users|changes|checks) element ([0-9]+)\b`)
+var elementRE = regexp.MustCompile(`^(users|groups|changes|checks) element ([0-9]+)\b`)
 
 // newError returns the Error of a reply with status, header and body.
 func newError(method, path string, status int, header http.Header, body []byte) *Error {
@@ -213,6 +220,15 @@ func IsInvalid(err error) bool { return StatusCode(err) == http.StatusBadRequest
 // IsTooLarge reports whether err is a 413: the body, its users, checks or
 // changes are over the service's limits. Split the request.
 func IsTooLarge(err error) bool { return StatusCode(err) == http.StatusRequestEntityTooLarge }
+
+// IsCycle reports whether err is a 409 cycle: the nesting would make a
+// group contain itself. Nothing was changed; the message names the path.
+func IsCycle(err error) bool { return ErrorCode(err) == CodeCycle }
+
+// IsTooDeep reports whether err is a 409 too_deep: the nesting would make
+// a chain of nestings deeper than the service's -max-depth. Nothing was
+// changed.
+func IsTooDeep(err error) bool { return ErrorCode(err) == CodeTooDeep }
 
 // ErrEpochChanged is what EpochChangedError matches with errors.Is.
 var ErrEpochChanged = errors.New("membership: the store's epoch changed")

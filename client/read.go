@@ -47,6 +47,11 @@ type ListOptions struct {
 	Limit int
 	// After starts the page after this uid; 0 at the start.
 	After int64
+	// Transitive lists every user of the group or of any group below it,
+	// each once; a member's Expires is when its last path into the group
+	// ends. The page's ETag is then the group's transitive one, which
+	// moves whenever anything below the group does: not one for IfMatch.
+	Transitive bool
 }
 
 // ListPage returns one page of group's members, in ascending uid order,
@@ -63,6 +68,9 @@ func (c *Client) ListPage(ctx context.Context, group string, opts ListOptions) (
 	}
 	if opts.After > 0 {
 		q.Set("after", strconv.FormatInt(opts.After, 10))
+	}
+	if opts.Transitive {
+		q.Set("transitive", "true")
 	}
 	p, err := getPage[Member](ctx, c, &request{method: http.MethodGet, path: groupPath(group), query: q, read: true, cache: true})
 	if err == nil && p.Next != "" {
@@ -128,12 +136,17 @@ type CheckResult struct {
 // -max-checks, 1000 by default), every answer of one state. It is a read:
 // retried as reads are.
 func (c *Client) Check(ctx context.Context, checks []Check) (CheckResult, error) {
+	return c.check(ctx, checks, false)
+}
+
+func (c *Client) check(ctx context.Context, checks []Check, transitive bool) (CheckResult, error) {
 	if checks == nil {
 		checks = []Check{}
 	}
 	body, err := json.Marshal(struct {
-		Checks []Check `json:"checks"`
-	}{checks})
+		Checks     []Check `json:"checks"`
+		Transitive bool    `json:"transitive,omitempty"`
+	}{checks, transitive})
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("membership: POST /check: %w", err)
 	}
@@ -164,6 +177,10 @@ type PageOptions struct {
 	After string
 	// Prefix selects the groups whose ids start with it (Groups only).
 	Prefix string
+	// Transitive lists through nesting (UserGroups, Subgroups, Parents):
+	// every group the user is in directly or through nesting, every group
+	// below, or every group above, each once.
+	Transitive bool
 }
 
 func (o PageOptions) query(prefix bool) url.Values {
@@ -176,6 +193,9 @@ func (o PageOptions) query(prefix bool) url.Values {
 	}
 	if prefix && o.Prefix != "" {
 		q.Set("prefix", o.Prefix)
+	}
+	if !prefix && o.Transitive {
+		q.Set("transitive", "true")
 	}
 	return q
 }

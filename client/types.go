@@ -113,19 +113,11 @@ func (u User) MarshalJSON() ([]byte, error) {
 		return json.Marshal(u.UID)
 	}
 	j := userJSON{UID: u.UID, Nickname: u.Nickname}
-	switch u.Expiry.kind {
-	case expiryAt:
-		at, err := json.Marshal(u.Expiry.at.UTC().Format(time.RFC3339Nano))
-		if err != nil {
-			return nil, err
-		}
-		j.Expires = at
-	case expiryTTL:
-		// Sent as it is, below 1ms too: the service answers one out of
-		// bounds with a 400 that names the element, as for any other.
-		j.TTL = u.Expiry.ttl.String()
-	case expiryPermanent:
-		j.Expires = json.RawMessage("null")
+	// A ttl is sent as it is, below 1ms too: the service answers one out
+	// of bounds with a 400 that names the element, as for any other.
+	var err error
+	if j.Expires, j.TTL, err = u.Expiry.fields(); err != nil {
+		return nil, err
 	}
 	return json.Marshal(j)
 }
@@ -143,6 +135,8 @@ type Member struct {
 type GroupSize struct {
 	Group   string `json:"group"`
 	Members int    `json:"members"`
+	// Subgroups is how many groups are nested directly in it.
+	Subgroups int `json:"subgroups,omitempty"`
 }
 
 // Check asks whether UID is a member of Group: one question of
@@ -155,8 +149,9 @@ type Check struct {
 // Op is what a change did, in the feed, or what a batch change does.
 type Op string
 
-// The ops of changes. OpAdd, OpRemove, OpReplace and OpDeleteGroup are
-// also the ops of BatchChange.
+// The ops of changes. OpAdd, OpRemove, OpReplace, OpDeleteGroup,
+// OpAddGroups, OpRemoveGroups and OpReplaceGroups are also the ops of
+// BatchChange.
 const (
 	OpAdd         Op = "add"
 	OpRemove      Op = "remove"
@@ -165,6 +160,12 @@ const (
 	OpRemoveUser  Op = "remove_user"
 	OpExpire      Op = "expire"
 	OpBatch       Op = "batch"
+	// The ops of groups in groups: their changes name, in Groups, the
+	// subgroups of Group they altered.
+	OpAddGroups     Op = "add_groups"
+	OpRemoveGroups  Op = "remove_groups"
+	OpReplaceGroups Op = "replace_groups"
+	OpExpireGroups  Op = "expire_groups"
 )
 
 // Change is one change of the feed (Changes, Follow). See the reference's
@@ -189,6 +190,11 @@ type Change struct {
 	// Expiries are the expiries an add or a replace set; Expires nil for
 	// a membership made permanent.
 	Expiries []MemberExpiry `json:"expiries,omitempty"`
+	// Groups are, for the nesting ops, the subgroups of Group the change
+	// altered: for add_groups and replace_groups each nesting as it is
+	// now (Expires nil: it does not end; for replace_groups, the whole new
+	// set), for remove_groups and expire_groups those it ended.
+	Groups []NestedGroup `json:"groups,omitempty"`
 	// Changes are the changes of a batch, in order, under its Revision.
 	Changes []Change `json:"changes,omitempty"`
 }
@@ -228,13 +234,17 @@ type MemberExpiry struct {
 
 // BatchChange is one write of a Batch.
 type BatchChange struct {
-	// Op is OpAdd, OpRemove, OpReplace or OpDeleteGroup.
+	// Op is OpAdd, OpRemove, OpReplace, OpDeleteGroup, OpAddGroups,
+	// OpRemoveGroups or OpReplaceGroups.
 	Op Op
 	// Group is the group written to.
 	Group string
 	// Users are the users of an add, a remove or a replace; a remove
 	// sends only their uids, and a delete_group none.
 	Users []User
+	// Groups are the subgroups of an add_groups, a remove_groups or a
+	// replace_groups; a remove_groups sends only their ids.
+	Groups []Subgroup
 	// IfMatch, when set, applies the whole batch only while the group's
 	// ETag is this one (or, for "*", while the group has members).
 	IfMatch string
@@ -242,10 +252,11 @@ type BatchChange struct {
 
 // batchChangeJSON is a BatchChange as the service reads it.
 type batchChangeJSON struct {
-	Op      Op      `json:"op"`
-	Group   string  `json:"group"`
-	Users   *[]User `json:"users,omitempty"`
-	IfMatch string  `json:"if_match,omitempty"`
+	Op      Op          `json:"op"`
+	Group   string      `json:"group"`
+	Users   *[]User     `json:"users,omitempty"`
+	Groups  *[]Subgroup `json:"groups,omitempty"`
+	IfMatch string      `json:"if_match,omitempty"`
 }
 
 // MarshalJSON encodes c as the service reads it.
@@ -253,6 +264,18 @@ func (c BatchChange) MarshalJSON() ([]byte, error) {
 	j := batchChangeJSON{Op: c.Op, Group: c.Group, IfMatch: c.IfMatch}
 	switch c.Op {
 	case OpDeleteGroup:
+	case OpAddGroups, OpReplaceGroups:
+		groups := c.Groups
+		if groups == nil {
+			groups = []Subgroup{}
+		}
+		j.Groups = &groups
+	case OpRemoveGroups:
+		ids := make([]Subgroup, len(c.Groups))
+		for i, g := range c.Groups {
+			ids[i] = NewSubgroup(g.Group)
+		}
+		j.Groups = &ids
 	case OpRemove:
 		uids := make([]User, len(c.Users))
 		for i, u := range c.Users {
@@ -273,4 +296,79 @@ func (c BatchChange) MarshalJSON() ([]byte, error) {
 type Counts struct {
 	Added   int `json:"added"`
 	Removed int `json:"removed"`
+}
+
+// Subgroup is an element of groups in a nesting write (AddSubgroups,
+// ReplaceSubgroups, and the add_groups and replace_groups changes of a
+// Batch): a group to nest, and optionally when the nesting ends. Make one
+// with NewSubgroup, or as a literal.
+type Subgroup struct {
+	// Group is the group's id.
+	Group string
+	// Expiry, when set, sets when the nesting ends: ExpiresAt,
+	// ExpiresAfter, or Permanent. Without one, a nesting keeps the expiry
+	// it has, and a new one has none.
+	Expiry Expiry
+}
+
+// NewSubgroup returns the subgroup group, with no expiry given.
+func NewSubgroup(group string) Subgroup { return Subgroup{Group: group} }
+
+// Subgroups returns the subgroups of groups, with no expiry given.
+func Subgroups(groups ...string) []Subgroup {
+	out := make([]Subgroup, len(groups))
+	for i, g := range groups {
+		out[i] = NewSubgroup(g)
+	}
+	return out
+}
+
+// WithExpiry returns g with its expiry set to e.
+func (g Subgroup) WithExpiry(e Expiry) Subgroup {
+	g.Expiry = e
+	return g
+}
+
+// subgroupJSON is the object form of an element of groups.
+type subgroupJSON struct {
+	Group   string          `json:"group"`
+	Expires json.RawMessage `json:"expires,omitempty"`
+	TTL     string          `json:"ttl,omitempty"`
+}
+
+// MarshalJSON encodes g as the service reads it: a bare group id when it
+// gives no expiry, an object otherwise.
+func (g Subgroup) MarshalJSON() ([]byte, error) {
+	if g.Expiry.IsZero() {
+		return json.Marshal(g.Group)
+	}
+	j := subgroupJSON{Group: g.Group}
+	var err error
+	j.Expires, j.TTL, err = g.Expiry.fields()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(j)
+}
+
+// fields returns e as an element object's "expires" and "ttl".
+func (e Expiry) fields() (expires json.RawMessage, ttl string, err error) {
+	switch e.kind {
+	case expiryAt:
+		expires, err = json.Marshal(e.at.UTC().Format(time.RFC3339Nano))
+	case expiryTTL:
+		ttl = e.ttl.String()
+	case expiryPermanent:
+		expires = json.RawMessage("null")
+	}
+	return expires, ttl, err
+}
+
+// NestedGroup is a group as the lists of subgroups and parents give it,
+// and as a nesting change names it.
+type NestedGroup struct {
+	Group string `json:"group"`
+	// Expires is when a direct nesting ends; nil for one that does not
+	// end by itself, and in transitive lists.
+	Expires *time.Time `json:"expires,omitempty"`
 }

@@ -131,11 +131,17 @@ func (c *Client) writeUsers(ctx context.Context, method, group string, users []U
 	}
 	r := &request{method: method, path: groupPath(group), body: body, contentType: "application/json"}
 	o.apply(r)
+	return c.writeCounts(ctx, r, method == http.MethodPut)
+}
+
+// writeCounts sends the write r, whose reply is a count, or with replaced
+// {"added":A,"removed":R}.
+func (c *Client) writeCounts(ctx context.Context, r *request, replaced bool) (WriteResult, error) {
 	res, rep, err := c.doWrite(ctx, r)
 	if err != nil {
 		return res, err
 	}
-	if method == http.MethodPut {
+	if replaced {
 		var counts Counts
 		err = json.Unmarshal(rep.body, &counts)
 		res.Count, res.Removed = counts.Added, counts.Removed

@@ -91,7 +91,8 @@ func readBatch(r *http.Request, svc *membership.Service, maxBodyBytes int64, bod
 	// The decoded writes and their users take memory of their own too.
 	decoded := int64(cap(req.batch.Writes)) * int64(unsafe.Sizeof(membership.Write{}))
 	for _, w := range req.batch.Writes {
-		decoded += int64(cap(w.Users))*int64(unsafe.Sizeof(membership.User{})) + int64(cap(w.UIDs))*int64(unsafe.Sizeof(membership.UID(0)))
+		decoded += int64(cap(w.Users))*int64(unsafe.Sizeof(membership.User{})) + int64(cap(w.UIDs))*int64(unsafe.Sizeof(membership.UID(0))) +
+			subgroupsBytes(w.Subgroups)
 	}
 	if !lease.Resize(lease.Held() + decoded) {
 		return req, lease, bodiesBusy()
@@ -99,14 +100,10 @@ func readBatch(r *http.Request, svc *membership.Service, maxBodyBytes int64, bod
 	return req, lease, nil
 }
 
-// batchChange is one element of changes, as it comes.
-type batchChange struct {
-	Op, Group, Users, IfMatch json.RawMessage
-}
-
 // parseBatch parses a POST /batch body: one JSON object with "changes" (an
-// array of objects with "op", "group", "users" and "if_match", the last
-// optional, and "users" only for add, remove and replace) and an optional
+// array of objects with "op", "group", "users" or "groups", and "if_match",
+// the last optional, "users" only for add, remove and replace, "groups"
+// only for add_groups, remove_groups and replace_groups) and an optional
 // "uid". Keys are matched byte for byte and each at most once; strings are
 // read as parseUsers reads them, so a group id that is not valid UTF-8, or
 // holds a lone surrogate escape, is an error, never altered.
@@ -150,14 +147,14 @@ func parseBatch(body string, maxWrites, maxUsers int, epoch uint64) (batchReques
 		if err != nil {
 			var e *membership.Error
 			if errors.As(err, &e) {
-				if e.Code == membership.CodeTooManyUsers {
-					return req, membership.Errorf(e.Code, "the batch names more than %d users in all", maxUsers)
+				if e.Code == membership.CodeTooManyUsers || e.Code == membership.CodeTooManyGroups {
+					return req, membership.Errorf(membership.CodeTooManyUsers, "the batch names more than %d users and groups in all", maxUsers)
 				}
 				return req, membership.Errorf(e.Code, "changes element %d: %s", i, e.Message)
 			}
 			return req, err
 		}
-		users += len(w.Users) + len(w.UIDs)
+		users += len(w.Users) + len(w.UIDs) + len(w.Subgroups)
 		req.batch.Writes = append(req.batch.Writes, w)
 	}
 	if req.batch.Writes == nil {
@@ -168,7 +165,7 @@ func parseBatch(body string, maxWrites, maxUsers int, epoch uint64) (batchReques
 
 // parseBatchChange parses one element of changes.
 func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Write, err error) {
-	fields, err := jsonObject(text, "a change", "op", "group", "users", "if_match")
+	fields, err := jsonObject(text, "a change", "op", "group", "users", "groups", "if_match")
 	if err != nil {
 		var e *membership.Error
 		if errors.As(err, &e) && e.Code == membership.CodeInvalidBody {
@@ -184,7 +181,21 @@ func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Wri
 		return w, err
 	}
 	w.Op = membership.Op(op)
+	userOps := []membership.Op{membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup}
+	if fields["groups"] != nil && slices.Contains(userOps, w.Op) {
+		return w, membership.Errorf(membership.CodeInvalidChanges, "%.40s takes no groups: groups go with add_groups, remove_groups and replace_groups", op)
+	}
 	switch w.Op {
+	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
+		if fields["users"] != nil {
+			return w, membership.Errorf(membership.CodeInvalidChanges, "%s takes no users: send \"groups\":[\"group id\", ...]", op)
+		}
+		if fields["groups"] == nil {
+			return w, membership.Errorf(membership.CodeMissingGroups, "%s takes groups: send \"groups\":[\"group id\", ...]", op)
+		}
+		if w.Subgroups, err = parseSubgroups(string(fields["groups"]), maxUsers); err != nil {
+			return w, err
+		}
 	case membership.OpAdd, membership.OpRemove, membership.OpReplace:
 		if fields["users"] == nil {
 			return w, membership.Errorf(membership.CodeMissingUsers, "%s takes users: send \"users\":[uid, ...]", op)
@@ -206,7 +217,8 @@ func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Wri
 			return w, membership.Errorf(membership.CodeInvalidChanges, "delete_group takes no users: it removes every member")
 		}
 	default:
-		return w, membership.Errorf(membership.CodeInvalidChanges, "op %.40q is not add, remove, replace or delete_group", op)
+		return w, membership.Errorf(membership.CodeInvalidChanges,
+			"op %.40q is not add, remove, replace, delete_group, add_groups, remove_groups or replace_groups", op)
 	}
 	if fields["if_match"] != nil {
 		tag, err := jsonString(fields["if_match"], "if_match")
@@ -297,8 +309,8 @@ func writeBatchError(w http.ResponseWriter, r *http.Request, svc *membership.Ser
 }
 
 // appendBatchResults appends {"results":[…]}: each write's counts, as an
-// object, "added" for an add, "removed" for a remove or a deletion, both
-// for a replace.
+// object, "added" for an add (of users or groups), "removed" for a remove
+// or a deletion, both for a replace.
 func appendBatchResults(b []byte, ws []membership.Write, results []membership.Result) []byte {
 	b = append(b, `{"results":[`...)
 	for i, res := range results {
@@ -306,9 +318,9 @@ func appendBatchResults(b []byte, ws []membership.Write, results []membership.Re
 			b = append(b, ',')
 		}
 		switch ws[i].Op {
-		case membership.OpAdd:
+		case membership.OpAdd, membership.OpAddGroups:
 			b = strconv.AppendInt(append(b, `{"added":`...), int64(res.Count), 10)
-		case membership.OpReplace:
+		case membership.OpReplace, membership.OpReplaceGroups:
 			b = strconv.AppendInt(append(b, `{"added":`...), int64(res.Count), 10)
 			b = strconv.AppendInt(append(b, `,"removed":`...), int64(res.Removed), 10)
 		default:

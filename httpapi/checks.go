@@ -13,18 +13,24 @@ import (
 
 // handleCheck serves POST /check: many membership checks in one request,
 // {"checks":[{"group":"g","uid":1},...]}, validated whole before any is
-// answered. The reply, {"results":[true,false,...]}, answers each check in
-// order, all at the one revision X-Revision gives. It is a read: it changes
-// nothing, takes X-Min-Revision, and needs the token only when reads do.
+// answered; with "transitive":true beside "checks", every check counts the
+// members of the group's subgroups at any depth too. The reply,
+// {"results":[true,false,...]}, answers each check in order, all at the one
+// revision X-Revision gives. It is a read: it changes nothing, takes
+// X-Min-Revision, and needs the token only when reads do.
 func handleCheck(svc *membership.Service, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		checks, lease, err := readChecks(r, svc.MaxChecks(), maxBodyBytes, bodies)
+		req, lease, err := readChecks(r, svc.MaxChecks(), maxBodyBytes, bodies)
 		defer lease.Release()
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		found, rev, err := svc.CheckMembers(r.Context(), checks)
+		check := svc.CheckMembers
+		if req.transitive {
+			check = svc.CheckTransitive
+		}
+		found, rev, err := check(r.Context(), req.checks)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -43,22 +49,23 @@ func handleCheck(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 //
 // Errors: codeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
 // CodeInvalidChecks, CodeTooManyChecks, CodeUnavailable (bodies is spent).
-func readChecks(r *http.Request, maxChecks int, maxBodyBytes int64, bodies *budget.Bytes) ([]membership.Check, budget.Lease, error) {
+func readChecks(r *http.Request, maxChecks int, maxBodyBytes int64, bodies *budget.Bytes) (checkRequest, budget.Lease, error) {
 	if ct := headerValue(r, "Content-Type"); ct != "" {
 		if mediaType, _, err := mime.ParseMediaType(ct); err != nil || mediaType != jsonMediaType {
-			return nil, budget.Lease{}, membership.Errorf(codeUnsupportedMediaType,
+			return checkRequest{}, budget.Lease{}, membership.Errorf(codeUnsupportedMediaType,
 				"Content-Type %q is not supported: POST /check takes %s", ct, jsonMediaType)
 		}
 	}
 	body, lease, err := readBody(r, maxBodyBytes, bodies)
 	if err != nil {
-		return nil, lease, err
+		return checkRequest{}, lease, err
 	}
 	// The body is never written again: the group ids may point into it.
-	checks, err := parseChecks(unsafe.String(unsafe.SliceData(body), len(body)), maxChecks)
+	req, err := parseChecks(unsafe.String(unsafe.SliceData(body), len(body)), maxChecks)
 	if err != nil {
-		return nil, lease, err
+		return checkRequest{}, lease, err
 	}
+	checks := req.checks
 	// The checks take memory of their own, and so does a group id with an
 	// escape in it, decoded into a copy: taken with the body's at once, so
 	// that a request alone is served whatever its size.
@@ -69,9 +76,15 @@ func readChecks(r *http.Request, maxChecks int, maxBodyBytes int64, bodies *budg
 		}
 	}
 	if !lease.Resize(lease.Held() + size) {
-		return nil, lease, bodiesBusy()
+		return checkRequest{}, lease, bodiesBusy()
 	}
-	return checks, lease, nil
+	return req, lease, nil
+}
+
+// checkRequest is a decoded POST /check.
+type checkRequest struct {
+	checks     []membership.Check
+	transitive bool
 }
 
 // appendResults appends {"results":[…]}: each of found as true or false.
@@ -89,8 +102,8 @@ func appendResults(b []byte, found []bool) []byte {
 // wantCheck is what an element of checks must be, for messages.
 const wantCheck = `{"group": "group id", "uid": uid}`
 
-// parseChecks parses the body of POST /check: one JSON object whose only
-// key is "checks", an array of at most maxChecks objects, each with the
+// parseChecks parses the body of POST /check: one JSON object with the key
+// "checks" and, optionally, "transitive" (true or false); "checks" is an array of at most maxChecks objects, each with the
 // keys "group" (a string) and "uid" (a number or a decimal string, as in
 // users), and no other. Keys are matched byte for byte and each at most
 // once (encoding/json would match "CHECKS", the last repeat winning);
@@ -101,7 +114,7 @@ const wantCheck = `{"group": "group id", "uid": uid}`
 //
 // Errors: CodeInvalidBody (the object around checks), CodeInvalidChecks
 // naming the first offending element, CodeTooManyChecks.
-func parseChecks(body string, maxChecks int) ([]membership.Check, error) {
+func parseChecks(body string, maxChecks int) (checkRequest, error) {
 	p := checksParser{usersParser{s: body, array: "checks", code: membership.CodeInvalidChecks}}
 	return p.parse(maxChecks)
 }
@@ -109,53 +122,72 @@ func parseChecks(body string, maxChecks int) ([]membership.Check, error) {
 // checksParser reads a POST /check body with the scanner of users.
 type checksParser struct{ usersParser }
 
-func (p *checksParser) parse(maxChecks int) ([]membership.Check, error) {
+func (p *checksParser) parse(maxChecks int) (checkRequest, error) {
+	var req checkRequest
 	p.skipSpace()
 	if !p.consume('{') {
-		return nil, membership.Errorf(membership.CodeInvalidBody,
+		return req, membership.Errorf(membership.CodeInvalidBody,
 			`the body is not a JSON object: send {"checks":[{"group":"g","uid":1},...]}`)
 	}
-	var checks []membership.Check
-	seen := false
+	seen, seenTransitive := false, false
 	p.skipSpace()
 	for !p.consume('}') {
-		if seen && !p.consume(',') {
-			return nil, p.bodyError("want , or } after checks")
+		if (seen || seenTransitive) && !p.consume(',') {
+			return req, p.bodyError("want , or } after a value")
 		}
 		p.skipSpace()
 		if p.peek() != '"' {
-			return nil, p.bodyError("want a quoted key")
+			return req, p.bodyError("want a quoted key")
 		}
 		key, err := p.string()
 		if err != nil {
-			return nil, p.bodyError("a key is not a valid JSON string")
+			return req, p.bodyError("a key is not a valid JSON string")
 		}
 		switch {
-		case key != "checks":
-			return nil, membership.Errorf(membership.CodeInvalidBody,
-				"unknown field %.40q: the body takes only \"checks\", spelt exactly so", key)
-		case seen:
-			return nil, membership.Errorf(membership.CodeInvalidBody, `the key "checks" is given twice: give it once`)
+		case key != "checks" && key != "transitive":
+			return req, membership.Errorf(membership.CodeInvalidBody,
+				"unknown field %.40q: the body takes only \"checks\" and \"transitive\", spelt exactly so", key)
+		case key == "checks" && seen, key == "transitive" && seenTransitive:
+			return req, membership.Errorf(membership.CodeInvalidBody, "the key %q is given twice: give it once", key)
 		}
 		p.skipSpace()
 		if !p.consume(':') {
-			return nil, p.bodyError("want : after the key")
+			return req, p.bodyError("want : after the key")
 		}
 		p.skipSpace()
-		if checks, err = p.array(maxChecks); err != nil {
-			return nil, err
+		if key == "transitive" {
+			if req.transitive, err = p.boolean(); err != nil {
+				return req, err
+			}
+			seenTransitive = true
+		} else {
+			if req.checks, err = p.array(maxChecks); err != nil {
+				return req, err
+			}
+			seen = true
 		}
-		seen = true
 		p.skipSpace()
 	}
 	p.skipSpace()
 	switch {
 	case p.pos != len(p.s):
-		return nil, membership.Errorf(membership.CodeInvalidBody, "the body has more than one JSON value")
+		return req, membership.Errorf(membership.CodeInvalidBody, "the body has more than one JSON value")
 	case !seen:
-		return nil, membership.Errorf(membership.CodeInvalidBody, `the body has no "checks": send {"checks":[{"group":"g","uid":1},...]}`)
+		return req, membership.Errorf(membership.CodeInvalidBody, `the body has no "checks": send {"checks":[{"group":"g","uid":1},...]}`)
 	}
-	return checks, nil
+	return req, nil
+}
+
+// boolean parses the value of "transitive": true or false.
+func (p *checksParser) boolean() (bool, error) {
+	for _, b := range []bool{true, false} {
+		word := strconv.FormatBool(b)
+		if strings.HasPrefix(p.s[p.pos:], word) {
+			p.pos += len(word)
+			return b, nil
+		}
+	}
+	return false, membership.Errorf(membership.CodeInvalidBody, "transitive is not true or false: send \"transitive\":true or leave it out")
 }
 
 // bodyError reports malformed JSON, at p.pos, in the object around checks.

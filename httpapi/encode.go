@@ -137,6 +137,7 @@ func appendStrings(b []byte, ss []string) []byte {
 const (
 	groupObjectPrefix = `{"group":`
 	membersPrefix     = `,"members":`
+	subgroupsPrefix   = `,"subgroups":`
 )
 
 // groupsJSONLen returns the length of the JSON array of groups.
@@ -144,12 +145,17 @@ func groupsJSONLen(groups iter.Seq[membership.GroupSize]) int {
 	size, n := 2, 0 // []
 	for g := range groups {
 		size += len(groupObjectPrefix) + jsonStringLen(g.ID) + len(membersPrefix) + decimalLen(int64(g.Members)) + 1
+		if g.Subgroups != 0 {
+			size += len(subgroupsPrefix) + decimalLen(int64(g.Subgroups))
+		}
 		n++
 	}
 	return size + max(n-1, 0) // commas
 }
 
-// appendGroups appends groups as a JSON array of {"group":…,"members":…}.
+// appendGroups appends groups as a JSON array of {"group":…,"members":…},
+// with "subgroups" when a group has some, so that a group without is sent
+// exactly as before groups held groups.
 func appendGroups(b []byte, groups iter.Seq[membership.GroupSize]) []byte {
 	b = append(b, '[')
 	i := 0
@@ -162,6 +168,10 @@ func appendGroups(b []byte, groups iter.Seq[membership.GroupSize]) []byte {
 		b = appendJSONString(b, g.ID)
 		b = append(b, membersPrefix...)
 		b = strconv.AppendInt(b, int64(g.Members), 10)
+		if g.Subgroups != 0 {
+			b = append(b, subgroupsPrefix...)
+			b = strconv.AppendInt(b, int64(g.Subgroups), 10)
+		}
 		b = append(b, '}')
 	}
 	return append(b, ']')
@@ -196,13 +206,32 @@ const (
 	expiriesPrefix  = `,"expiries":[`
 	changesPrefix   = `,"changes":[`
 	subOpPrefix     = `{"op":`
+	groupsPrefix    = `,"groups":[`
 )
 
 // A change's JSON names its group, but for remove_user (which names the
 // user, in uids, in every group), and lists its uids, but for
-// delete_group (which names only the group): see appendChange.
+// delete_group (which names only the group) and the nesting ops (which
+// list groups instead): see appendChange.
 func hasGroup(c membership.Change) bool { return c.Op != membership.OpRemoveUser }
-func hasUIDs(c membership.Change) bool  { return c.Op != membership.OpDeleteGroup }
+func hasUIDs(c membership.Change) bool {
+	return c.Op != membership.OpDeleteGroup && !membership.IsNestingOp(c.Op)
+}
+
+// changeGroupExpires reports whether the nesting change c sends its groups'
+// expiries: an add or a replace gives each nesting as it is now, a remove
+// or an expiry only the groups whose nesting ended.
+func changeGroupExpires(c membership.Change) bool {
+	return c.Op == membership.OpAddGroups || c.Op == membership.OpReplaceGroups
+}
+
+// changeGroup is g as a nesting change sends it.
+func changeGroup(c membership.Change, g membership.Nested) membership.Nested {
+	if !changeGroupExpires(c) {
+		g.Expires = time.Time{}
+	}
+	return g
+}
 
 // changeTimeLayout is a change's time as the feed sends it, and a
 // member's expiry as lists send it: RFC 3339 in UTC, to the millisecond,
@@ -261,6 +290,12 @@ func changeBodyLen(c membership.Change) int {
 			n += decimalLen(int64(uid))
 		}
 	}
+	if membership.IsNestingOp(c.Op) {
+		n += len(groupsPrefix) + max(len(c.Groups)-1, 0) + 1 // ]
+		for _, g := range c.Groups {
+			n += nestedElementLen(changeGroup(c, g))
+		}
+	}
 	if len(c.Nicknames) > 0 {
 		n += len(nicknamesPrefix) + len(c.Nicknames) - 1 + 1
 		for _, m := range c.Nicknames {
@@ -299,6 +334,10 @@ func appendChanges(b []byte, changes []membership.Change) []byte {
 // when c has one, "nicknames" and "expiries" only when c has some, no
 // "group" for remove_user and no "uids" for delete_group. An expiry is
 // {"uid":…,"expires":…}, "expires" null for a membership made permanent.
+// A nesting change (add_groups, remove_groups, replace_groups,
+// expire_groups) has "groups" in place of "uids": [{"group":…},…], each
+// of an add or a replace with "expires" when its nesting ends (one without
+// does not end), those of a remove or an expiry without.
 func appendChange(b []byte, c membership.Change) []byte {
 	b = append(b, revPrefix...)
 	b = strconv.AppendUint(b, uint64(c.Revision), 10)
@@ -345,6 +384,16 @@ func appendChangeBody(b []byte, c membership.Change) []byte {
 				b = append(b, ',')
 			}
 			b = strconv.AppendInt(b, int64(uid), 10)
+		}
+		b = append(b, ']')
+	}
+	if membership.IsNestingOp(c.Op) {
+		b = append(b, groupsPrefix...)
+		for j, g := range c.Groups {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendNestedElement(b, changeGroup(c, g))
 		}
 		b = append(b, ']')
 	}

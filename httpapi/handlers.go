@@ -30,14 +30,14 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 			writeError(w, r, err)
 			return
 		}
-		req, err := readChangeRequest(w, r, maxBodyBytes, bodies)
+		req, err := readChangeRequest(w, r, "users", maxBodyBytes, bodies)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
 		defer req.lease.Release()
 		groupID := r.PathValue("groupID")
-		users, err := decodeUsers(req.users, svc.MaxUsers())
+		users, err := decodeUsers(req.list, svc.MaxUsers())
 		if err == nil {
 			err = holdDecoded(&req.lease, users)
 		}
@@ -201,7 +201,12 @@ func actorQuery(w http.ResponseWriter, r *http.Request) (membership.UID, error) 
 //
 // Errors: CodeUnavailable.
 func holdDecoded(lease *budget.Lease, users []membership.User) error {
-	if !lease.Resize(lease.Held() + int64(cap(users))*int64(unsafe.Sizeof(membership.User{}))) {
+	return holdDecodedBytes(lease, int64(cap(users))*int64(unsafe.Sizeof(membership.User{})))
+}
+
+// holdDecodedBytes is holdDecoded for n bytes of whatever was decoded.
+func holdDecodedBytes(lease *budget.Lease, n int64) error {
+	if !lease.Resize(lease.Held() + n) {
 		return bodiesBusy()
 	}
 	return nil
@@ -224,13 +229,19 @@ func decodeUsers(usersJSON string, maxUsers int) ([]membership.User, error) {
 // more members follow a page, a Link to the next. The group's revision is the
 // ETag, and a request whose If-None-Match holds it is answered 304 Not
 // Modified. The whole list, and every suffix of it (after without limit),
-// is sent from one encoding per revision that all its readers share.
+// is sent from one encoding per revision that all its readers share. With
+// ?transitive=true, the users of the group's subgroups at any depth too
+// (listTransitiveMembers).
 func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groupID := r.PathValue("groupID")
 		opts, err := listOptions(r)
 		if err != nil {
 			writeError(w, r, err)
+			return
+		}
+		if opts.Transitive {
+			listTransitiveMembers(w, r, svc, l.replies, opts)
 			return
 		}
 		shared := opts.Limit == 0
@@ -288,9 +299,10 @@ func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 // lease. A page of one tells how many there are, at no such cost.
 //
 // Errors: the store's, and CodeUnavailable when replies is spent.
-func takeSortingWork(ctx context.Context, svc *membership.Service, uid membership.UID, after string, replies *budget.Bytes) (budget.Lease, error) {
+func takeSortingWork(ctx context.Context, svc *membership.Service, uid membership.UID, opts membership.GroupListOptions, replies *budget.Bytes) (budget.Lease, error) {
 	var n int
-	if err := svc.UserGroups(ctx, uid, membership.GroupListOptions{After: after, Limit: 1}, func(total int, _ iter.Seq[string]) {
+	opts.Limit = 1
+	if err := svc.UserGroups(ctx, uid, opts, func(total int, _ iter.Seq[string]) {
 		n = total
 	}); err != nil {
 		return budget.Lease{}, err
@@ -360,11 +372,12 @@ func setLink(w http.ResponseWriter, target string) {
 	w.Header()["Link"] = []string{"<" + target + `>; rel="next"`}
 }
 
-// listOptions reads limit and after (a uid) from a member list's query.
+// listOptions reads limit, after (a uid) and transitive from a member
+// list's query.
 //
 // Errors: CodeInvalidQuery.
 func listOptions(r *http.Request) (membership.ListOptions, error) {
-	q, err := parseQuery(r, "limit", "after")
+	q, err := parseQuery(r, "limit", "after", "transitive")
 	if err != nil {
 		return membership.ListOptions{}, err
 	}
@@ -372,16 +385,20 @@ func listOptions(r *http.Request) (membership.ListOptions, error) {
 	if err != nil {
 		return membership.ListOptions{}, err
 	}
+	transitive, err := transitiveQuery(q)
+	if err != nil {
+		return membership.ListOptions{}, err
+	}
 	after, ok := q["after"]
 	if !ok {
-		return membership.ListOptions{Limit: limit}, nil
+		return membership.ListOptions{Limit: limit, Transitive: transitive}, nil
 	}
 	uid, ok := membership.ParseUID(after)
 	if !ok {
 		return membership.ListOptions{}, membership.Errorf(membership.CodeInvalidQuery,
 			"after %.40q is not a uid (%s)", after, membership.UIDRange)
 	}
-	return membership.ListOptions{After: uid, Limit: limit}, nil
+	return membership.ListOptions{After: uid, Limit: limit, Transitive: transitive}, nil
 }
 
 // pathUID returns the {uid} of the request's path.
@@ -399,7 +416,8 @@ func pathUID(r *http.Request) (membership.UID, error) {
 // handleUserGroups serves GET and HEAD of /user-group/{uid}: the ids of the
 // groups the user is in, as a JSON array of strings in byte order, all of
 // them or a page (?limit=N&after=GROUPID), with X-Total-Count and Link as for
-// member lists.
+// member lists. With ?transitive=true, the groups above those too, each
+// once.
 func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid, err := pathUID(r)
@@ -407,23 +425,26 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			writeError(w, r, err)
 			return
 		}
-		q, err := parseQuery(r, "limit", "after")
+		q, err := parseQuery(r, "limit", "after", "transitive")
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
 		limit, err := q.limit()
+		var transitive bool
+		if err == nil {
+			transitive, err = transitiveQuery(q)
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		after := q["after"]
-		ask := membership.GroupListOptions{After: after}
+		ask := membership.GroupListOptions{After: q["after"], Transitive: transitive}
 		var work budget.Lease // taken from replies for the sorting
 		defer work.Release()
 		if limit > 0 {
 			ask.Limit = limit + 1 // one more, to know whether a next page exists
-		} else if work, err = takeSortingWork(r.Context(), svc, uid, after, replies); err != nil {
+		} else if work, err = takeSortingWork(r.Context(), svc, uid, ask, replies); err != nil {
 			writeError(w, r, err)
 			return
 		}
@@ -451,19 +472,36 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
 		if more {
-			setNextLink(w, "/user-group/"+strconv.FormatInt(int64(uid), 10), limit, last)
+			next := nextLink("/user-group/"+strconv.FormatInt(int64(uid), 10), limit, last)
+			if transitive {
+				next += transitiveLink
+			}
+			setLink(w, next)
 		}
 		writeJSON(w, http.StatusOK, body)
 	})
 }
 
 // handleMember serves GET and HEAD of /group-user/{groupID}/{uid}: the
-// member's record, or 404 not_member.
+// member's record, or 404 not_member. With ?transitive=true, the record of
+// a member through nesting too, with "via" (transitiveMember).
 func handleMember(svc *membership.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid, err := pathUID(r)
+		var q query
+		if err == nil {
+			q, err = parseQuery(r, "transitive")
+		}
+		var transitive bool
+		if err == nil {
+			transitive, err = transitiveQuery(q)
+		}
 		if err != nil {
 			writeError(w, r, err)
+			return
+		}
+		if transitive {
+			transitiveMember(w, r, svc, uid)
 			return
 		}
 		m, err := svc.Member(r.Context(), r.PathValue("groupID"), uid)

@@ -221,7 +221,7 @@ func TestOpenAPIDocumentsIdempotencyKeys(t *testing.T) {
 			assert.Equal(t, "#/components/schemas/Error", schema.(map[string]any)["$ref"], "%s %s %s", r.method, r.path, status)
 		}
 	}
-	assert.Equal(t, 6, writes, "POST, PUT and DELETE of /group-user/{groupID}, DELETE /groups/{groupID}, DELETE /user-group/{uid}, POST /batch")
+	assert.Equal(t, 9, writes, "POST, PUT and DELETE of /group-user/{groupID} and of /group-group/{groupID}, DELETE /groups/{groupID}, DELETE /user-group/{uid}, POST /batch")
 
 	param := doc["components"].(map[string]any)["parameters"].(map[string]any)["Idempotency-Key"].(map[string]any)
 	assert.Equal(t, "header", param["in"])

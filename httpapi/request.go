@@ -21,9 +21,10 @@ const (
 	jsonMediaType = "application/json"
 )
 
-// changeRequest is the decoded body of an add or remove request.
+// changeRequest is the decoded body of a write to a group's users or
+// subgroups.
 type changeRequest struct {
-	users     string         // the users parameter, still JSON text
+	list      string         // the users or groups parameter, still JSON text
 	actingUID membership.UID // 0 when the request named none
 	// lease holds the body's memory, taken from the bodies budget: users
 	// may point into it. The caller releases it when done.
@@ -31,14 +32,14 @@ type changeRequest struct {
 }
 
 // readChangeRequest reads the body of a POST, PUT or DELETE: a form, or a JSON
-// object. It reads the body itself because Request.ParseForm ignores the body
-// of a DELETE.
+// object, with list ("users" or "groups") and uid. It reads the body itself
+// because Request.ParseForm ignores the body of a DELETE.
 //
 // Errors: codeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
 // CodeInvalidUID.
 // The body's memory is taken from bodies: on success the caller releases
 // req.lease once done with req.
-func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) (req changeRequest, err error) {
+func readChangeRequest(w http.ResponseWriter, r *http.Request, list string, maxBodyBytes int64, bodies *budget.Bytes) (req changeRequest, err error) {
 	parse := parseChangeForm
 	if ct := headerValue(r, "Content-Type"); ct != "" && ct != formMediaType {
 		mediaType, _, err := mime.ParseMediaType(ct)
@@ -63,15 +64,15 @@ func readChangeRequest(w http.ResponseWriter, r *http.Request, maxBodyBytes int6
 	}()
 	// The body is never written again: read it as a string without a copy
 	// that the budget would not count.
-	users, uid, err := parse(unsafe.String(unsafe.SliceData(body), len(body)))
+	value, uid, err := parse(unsafe.String(unsafe.SliceData(body), len(body)), list)
 	if err != nil {
 		return req, err
 	}
-	req.users = users
+	req.list = value
 	// Decoded into a copy (an escaped form value, a JSON body), it takes
 	// memory of its own, taken with the body's at once, so that a request
 	// alone is served whatever its size.
-	if !within(body, users) && !req.lease.Resize(req.lease.Held()+int64(len(users))) {
+	if !within(body, value) && !req.lease.Resize(req.lease.Held()+int64(len(value))) {
 		return req, bodiesBusy()
 	}
 	if uid != "" {
@@ -185,11 +186,12 @@ func bodiesBusy() error {
 		"too many request bodies are being received at once; nothing was changed: try again later")
 }
 
-// parseChangeForm returns the users and uid parameters of a form-encoded
-// body. It checks the whole body as url.ParseQuery does, but keeps only the
-// two values it needs instead of building a map of all of them.
-func parseChangeForm(body string) (users, uid string, err error) {
-	var seenUsers, seenUID int
+// parseChangeForm returns the list parameter ("users" or "groups") and the
+// uid parameter of a form-encoded body. It checks the whole body as
+// url.ParseQuery does, but keeps only the two values it needs instead of
+// building a map of all of them.
+func parseChangeForm(body, list string) (value, uid string, err error) {
+	var seenList, seenUID int
 	for body != "" {
 		var pair string
 		pair, body, _ = strings.Cut(body, "&")
@@ -201,16 +203,16 @@ func parseChangeForm(body string) (users, uid string, err error) {
 		}
 		rawKey, rawValue, _ := strings.Cut(pair, "=")
 		key, err1 := unescapeForm(rawKey)
-		value, err2 := unescapeForm(rawValue)
+		v, err2 := unescapeForm(rawValue)
 		if err := errors.Join(err1, err2); err != nil {
 			return "", "", membership.Errorf(membership.CodeInvalidBody, "the body is not form-encoded: %v", err)
 		}
 		switch key {
-		case "users":
-			users = value
-			seenUsers++
+		case list:
+			value = v
+			seenList++
 		case "uid":
-			uid = value
+			uid = v
 			if uid == "" {
 				uid = `""` // given empty, not absent: ParseUID refuses it, as it does in JSON
 			}
@@ -219,36 +221,49 @@ func parseChangeForm(body string) (users, uid string, err error) {
 			// Refused as a JSON body's unknown field is: a key the
 			// service drops (nickname=, uids=) is a change the client
 			// thinks it made.
-			return "", "", membership.Errorf(membership.CodeInvalidBody,
-				"unknown parameter %.40q: the body takes only users and uid (a nickname goes in a users element: users=[{\"uid\":9,\"nickname\":\"Bob\"}])", key)
+			return "", "", membership.Errorf(membership.CodeInvalidBody, "unknown parameter %.40q: %s", key, formTakes(list))
 		}
 	}
 	for _, p := range []struct {
 		name string
 		seen int
-	}{{"users", seenUsers}, {"uid", seenUID}} {
+	}{{list, seenList}, {"uid", seenUID}} {
 		if p.seen > 1 {
 			return "", "", membership.Errorf(membership.CodeInvalidBody, "the parameter %s is given %d times: give it once", p.name, p.seen)
 		}
 	}
-	return users, uid, nil
+	return value, uid, nil
 }
 
-// parseChangeJSON returns the users and uid of a JSON body,
-// {"users": [...], "uid": ...}, where uid, optional, is a number or a decimal
-// string. users comes back as JSON text, for parseUsers. Unknown
-// fields, and anything after the object, are errors.
-func parseChangeJSON(body string) (users, uid string, err error) {
+// formTakes says what a form body takes, for the message about another
+// parameter.
+func formTakes(list string) string {
+	if list == "users" {
+		return `the body takes only users and uid (a nickname goes in a users element: users=[{"uid":9,"nickname":"Bob"}])`
+	}
+	return `the body takes only ` + list + ` and uid (an expiry goes in a ` + list + ` element: groups=[{"group":"backend","ttl":"4h"}])`
+}
+
+// parseChangeJSON returns the list ("users" or "groups") and uid of a
+// JSON body, {"users": [...], "uid": ...}, where uid, optional, is a number
+// or a decimal string. The list comes back as JSON text, for parseUsers or
+// parseSubgroups. Unknown fields, and anything after the object, are
+// errors.
+func parseChangeJSON(body, list string) (value, uid string, err error) {
 	var req struct {
-		Users json.RawMessage
-		UID   json.RawMessage
+		List json.RawMessage
+		UID  json.RawMessage
 	}
 	if trimmed := strings.TrimLeft(body, " \t\r\n"); trimmed != "" && trimmed[0] != '{' {
+		example := `{"users":[1,2]}`
+		if list != "users" {
+			example = `{"` + list + `":["backend"]}`
+		}
 		return "", "", membership.Errorf(membership.CodeInvalidBody,
-			`the body is not a JSON object: send an object with users, and uid if you like, such as {"users":[1,2]}`)
+			"the body is not a JSON object: send an object with %s, and uid if you like, such as %s", list, example)
 	}
 	invalid := func(err error) error {
-		return membership.Errorf(membership.CodeInvalidBody, "the body is not a JSON object with users and uid: %v", err)
+		return membership.Errorf(membership.CodeInvalidBody, "the body is not a JSON object with %s and uid: %v", list, err)
 	}
 	// Keys are matched byte for byte and each at most once: encoding/json
 	// would match "USERS" or "uſers" too, the last of a repeated key
@@ -266,13 +281,13 @@ func parseChangeJSON(body string) (users, uid string, err error) {
 		key, _ := tok.(string)
 		var field *json.RawMessage
 		switch key {
-		case "users":
-			field = &req.Users
+		case list:
+			field = &req.List
 		case "uid":
 			field = &req.UID
 		default:
 			return "", "", membership.Errorf(membership.CodeInvalidBody,
-				"unknown field %.40q: the body takes only \"users\" and \"uid\", spelt exactly so", key)
+				"unknown field %.40q: the body takes only %q and \"uid\", spelt exactly so", key, list)
 		}
 		if *field != nil {
 			return "", "", membership.Errorf(membership.CodeInvalidBody, "the key %q is given twice: give it once", key)
@@ -287,11 +302,11 @@ func parseChangeJSON(body string) (users, uid string, err error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return "", "", membership.Errorf(membership.CodeInvalidBody, "the body has more than one JSON value")
 	}
-	if string(req.Users) != "null" {
-		users = string(req.Users)
+	if string(req.List) != "null" {
+		value = string(req.List)
 	}
 	uid, err = uidText(req.UID)
-	return users, uid, err
+	return value, uid, err
 }
 
 // uidText returns the text of the JSON value raw as a uid field's, for

@@ -29,7 +29,7 @@ func FuzzParseChangeForm(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		users, uid, err := parseChangeForm(body)
+		users, uid, err := parseChangeForm(body, "users")
 		form, wantErr := url.ParseQuery(body)
 		if wantErr != nil {
 			if err == nil {
@@ -200,12 +200,12 @@ func TestReadChangeRequestCountsDecodedCopies(t *testing.T) {
 			if tt.contentType != "" {
 				r.Header.Set("Content-Type", tt.contentType)
 			}
-			req, err := readChangeRequest(httptest.NewRecorder(), r, 1000, bodies)
+			req, err := readChangeRequest(httptest.NewRecorder(), r, "users", 1000, bodies)
 			require.NoError(t, err)
-			assert.Equal(t, "[1,2]", req.users)
+			assert.Equal(t, "[1,2]", req.list)
 			want := int64(len(tt.body) + 1) // the buffer: Content-Length + 1
 			if tt.copied {
-				want += int64(len(req.users))
+				want += int64(len(req.list))
 			}
 			assert.Equal(t, want, req.lease.Held())
 			assert.Equal(t, want, bodies.Used())

@@ -62,43 +62,56 @@ const (
 )
 
 func (p *usersParser) parse(maxUsers int) ([]membership.User, error) {
-	p.skipSpace()
-	if !p.consume('[') {
-		return nil, membership.Errorf(membership.CodeInvalidUsers, "users is not a JSON array: it must start with [")
-	}
 	// Commas bound the element count, and so does preallocated, so this
 	// never allocates more than the request could fill.
 	users := make([]membership.User, 0, min(strings.Count(p.s, ",")+1, maxUsers, preallocated))
+	err := p.eachElement(maxUsers, membership.CodeTooManyUsers, func() error {
+		u, err := p.element()
+		users = append(users, u)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return users, nil
+}
+
+// eachElement parses the JSON array that is the whole of p.s, of at most most
+// elements (more is a tooMany error), calling element to parse each, at
+// p.pos, with p.elem its index.
+func (p *usersParser) eachElement(most int, tooMany membership.Code, element func() error) error {
+	p.skipSpace()
+	if !p.consume('[') {
+		return membership.Errorf(p.code, "%s is not a JSON array: it must start with [", p.array)
+	}
 	p.skipSpace()
 	if !p.consume(']') {
-		for {
-			if len(users) == maxUsers {
-				return nil, membership.Errorf(membership.CodeTooManyUsers, "users has more than %d elements", maxUsers)
+		for n := 0; ; n++ {
+			if n == most {
+				return membership.Errorf(tooMany, "%s has more than %d elements", p.array, most)
 			}
-			p.elem = len(users)
-			u, err := p.element()
-			if err != nil {
-				return nil, err
+			p.elem = n
+			if err := element(); err != nil {
+				return err
 			}
-			users = append(users, u)
 			p.skipSpace()
 			if p.consume(']') {
 				break
 			}
 			if p.pos == len(p.s) {
-				return nil, p.syntaxError("unexpected end: the array is not closed")
+				return p.syntaxError("unexpected end: the array is not closed")
 			}
 			if !p.consume(',') {
-				return nil, p.syntaxError("want , or ] after element %d", p.elem)
+				return p.syntaxError("want , or ] after element %d", p.elem)
 			}
 			p.skipSpace()
 		}
 	}
 	p.skipSpace()
 	if p.pos != len(p.s) {
-		return nil, p.syntaxError("unexpected data after the array")
+		return p.syntaxError("unexpected data after the array")
 	}
-	return users, nil
+	return nil
 }
 
 // preallocated bounds the elements an array's slice has room for before

@@ -72,7 +72,7 @@ func WithToken(token string) Option {
 
 // WithFlags sets the binary's flags of limits and budgets, with their
 // checks and defaults: "-max-body", "-max-users", "-max-checks",
-// "-max-batch", "-changes-keep", "-changes-keep-bytes",
+// "-max-batch", "-max-depth", "-changes-keep", "-changes-keep-bytes",
 // "-changes-reply-bytes", "-max-waiters", "-idempotency-retention",
 // "-list-cache", "-auth-reads", ... (membership -h lists them). Flags of
 // what an in-process service has not got (-data-dir, -admin-addr,
@@ -95,6 +95,7 @@ type Limits struct {
 	MaxUsers     int   // -max-users: the most users in one request
 	MaxChecks    int   // -max-checks: the most checks in one POST /check
 	MaxBatch     int   // -max-batch: the most changes in one POST /batch
+	MaxDepth     int   // -max-depth: the deepest chain of groups in groups
 	ChangesKeep  int   // -changes-keep: the changes the feed keeps
 }
 
@@ -109,6 +110,7 @@ func (l Limits) flags() []string {
 	add("max-users", int64(l.MaxUsers))
 	add("max-checks", int64(l.MaxChecks))
 	add("max-batch", int64(l.MaxBatch))
+	add("max-depth", int64(l.MaxDepth))
 	add("changes-keep", int64(l.ChangesKeep))
 	return args
 }

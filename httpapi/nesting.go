@@ -1,0 +1,348 @@
+package httpapi
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"strconv"
+	"unsafe"
+
+	"example.com/groupmembership/internal/budget"
+	"example.com/groupmembership/membership"
+)
+
+// Groups in groups. /group-group/{groupID} writes and lists a group's
+// subgroups, /group-parents/{groupID} lists the groups it is in, and the
+// reads of users take transitive=true for the answers through nesting. A
+// transitive read's ETag is the group's transitive revision
+// (membership.Service.TransitiveRevision), which moves whenever anything
+// below the group does; a list of parents, which moves with the groups
+// above, takes the store's revision.
+
+// handleChangeSubgroups serves POST, PUT and DELETE of
+// /group-group/{groupID}: as handleChangeMembers, with groups in place of
+// users (parseSubgroups). The reply is the count of subgroups the change
+// added or removed, a bare JSON number (OpAddGroups, OpRemoveGroups), or
+// {"added":A,"removed":R} (OpReplaceGroups), with X-Revision.
+func handleChangeSubgroups(svc *membership.Service, op membership.Op, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cond, err := writeCondition(r, svc.Epoch())
+		var key string
+		if err == nil {
+			key, err = idempotencyKey(r)
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		req, err := readChangeRequest(w, r, "groups", maxBodyBytes, bodies)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		defer req.lease.Release()
+		groups, err := decodeSubgroups(req.list, svc.MaxUsers())
+		if err == nil {
+			err = holdDecodedBytes(&req.lease, subgroupsBytes(groups))
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		change := membership.Write{Op: op, GroupID: r.PathValue("groupID"), Subgroups: groups, If: cond,
+			Actor: req.actingUID, Idem: membership.Idempotency{Key: key}}
+		if key != "" {
+			change.Conditions = conditionsText(r)
+		}
+		res, err := svc.Write(r.Context(), change)
+		if err != nil {
+			writeChangeError(w, r, svc, err)
+			return
+		}
+		writeWritten(w, res.Revision, res.Replayed)
+		if op == membership.OpReplaceGroups {
+			writeJSON(w, http.StatusOK, appendReplaced(nil, res))
+			return
+		}
+		writeJSON(w, http.StatusOK, countBody(w, res.Count))
+	})
+}
+
+// decodeSubgroups decodes the groups parameter: the service validates
+// them with the rest of the write.
+//
+// Errors: CodeMissingGroups, CodeInvalidGroups, CodeTooManyGroups.
+func decodeSubgroups(groupsJSON string, maxGroups int) ([]membership.Subgroup, error) {
+	if groupsJSON == "" {
+		return nil, membership.Errorf(membership.CodeMissingGroups, `the groups parameter is missing or empty: send groups=["group id", ...]`)
+	}
+	return parseSubgroups(groupsJSON, maxGroups)
+}
+
+// subgroupsBytes is the memory of decoded subgroups: their slice and the
+// ids, copied out of the body.
+func subgroupsBytes(groups []membership.Subgroup) int64 {
+	n := int64(cap(groups)) * int64(unsafe.Sizeof(membership.Subgroup{}))
+	for _, g := range groups {
+		n += int64(len(g.GroupID))
+	}
+	return n
+}
+
+// transitiveQuery returns the transitive parameter of q: true for
+// "true", false when absent or "false".
+//
+// Errors: CodeInvalidQuery.
+func transitiveQuery(q query) (bool, error) {
+	switch v, ok := q["transitive"]; {
+	case !ok || v == "false":
+		return false, nil
+	case v == "true":
+		return true, nil
+	default:
+		return false, membership.Errorf(membership.CodeInvalidQuery, "transitive %.40q is not true or false", v)
+	}
+}
+
+// transitiveLink is what a Link to a next page adds to keep a transitive
+// list transitive.
+const transitiveLink = "&transitive=true"
+
+// handleNested serves GET and HEAD of /group-group/{groupID} (the group's
+// subgroups) and, with parents, of /group-parents/{groupID} (the groups it
+// is in): a JSON array of {"group":…} objects in byte order of ids, each
+// direct one with "expires" when its nesting ends, all of them or a page
+// (?limit=N&after=GROUPID), with X-Total-Count, Link to the next page, and
+// an ETag that answers If-None-Match with 304. With ?transitive=true, every
+// group below (or above) it, each once, without expiries.
+func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) http.Handler {
+	path, list := "/group-group/", svc.Subgroups
+	if parents {
+		path, list = "/group-parents/", svc.Parents
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		groupID := r.PathValue("groupID")
+		opts, err := nestingListOptions(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if err := membership.ValidateGroupID(groupID); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		// The revision is read before the list, so that the ETag is never
+		// newer than what it tags.
+		var revision membership.Revision
+		switch {
+		case parents:
+			revision, err = storeRevision(r.Context(), svc)
+		case opts.Transitive:
+			revision, err = svc.TransitiveRevision(r.Context(), groupID)
+		default:
+			revision, err = svc.Revision(r.Context(), groupID)
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		epoch := svc.Epoch()
+		if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, epoch, revision) {
+			writeNotModified(w, epoch, revision)
+			return
+		}
+		ask := opts
+		if opts.Limit > 0 {
+			ask.Limit = opts.Limit + 1 // one more, to know whether a next page exists
+		}
+		var body []byte
+		var lease budget.Lease
+		defer lease.Release()
+		var total int
+		var last string
+		more := false
+		var busy error
+		_, err = list(r.Context(), groupID, ask, func(n int, groups iter.Seq[membership.Nested]) {
+			total = n
+			page := pageOf(groups, opts.Limit, func(g membership.Nested) string { return g.GroupID }, &more, &last)
+			body, lease, busy = encodeBounded(replies, nestedJSONLen(page), func(b []byte) []byte { return appendNested(b, page) })
+		})
+		if err == nil {
+			err = busy
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
+		w.Header()["Etag"] = etag(epoch, revision)
+		if more {
+			next := nextLink(path+escapeGroupID(groupID), opts.Limit, last)
+			if opts.Transitive {
+				next += transitiveLink
+			}
+			setLink(w, next)
+		}
+		writeJSON(w, http.StatusOK, body)
+	})
+}
+
+// nestingListOptions reads limit, after (a group id, which the service
+// checks) and transitive from a list of groups' query.
+//
+// Errors: CodeInvalidQuery.
+func nestingListOptions(r *http.Request) (membership.NestingListOptions, error) {
+	q, err := parseQuery(r, "limit", "after", "transitive")
+	if err != nil {
+		return membership.NestingListOptions{}, err
+	}
+	limit, err := q.limit()
+	if err != nil {
+		return membership.NestingListOptions{}, err
+	}
+	transitive, err := transitiveQuery(q)
+	if err != nil {
+		return membership.NestingListOptions{}, err
+	}
+	return membership.NestingListOptions{After: q["after"], Limit: limit, Transitive: transitive}, nil
+}
+
+// storeRevision returns the store's revision, which any change moves: the
+// ETag of what no one group's revision covers. It asks for a page of one
+// group, at a cost that does not grow with the store.
+func storeRevision(ctx context.Context, svc *membership.Service) (membership.Revision, error) {
+	return svc.Groups(ctx, membership.GroupsOptions{Limit: 1}, func(int, iter.Seq[membership.GroupSize]) {})
+}
+
+// listTransitiveMembers answers GET /group-user/{groupID}?transitive=true:
+// as a page of the direct list, of every user of the group or of a group
+// below it, each once, with the group's transitive revision as the ETag.
+// The whole list is not shared as the direct one is: it is encoded for
+// each reply, within the replies budget.
+func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membership.Service, replies *budget.Bytes, opts membership.ListOptions) {
+	groupID := r.PathValue("groupID")
+	revision, err := svc.TransitiveRevision(r.Context(), groupID)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	epoch := svc.Epoch()
+	if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, epoch, revision) {
+		writeNotModified(w, epoch, revision)
+		return
+	}
+	ask := opts
+	if opts.Limit > 0 {
+		ask.Limit = opts.Limit + 1
+	}
+	var body []byte
+	var lease budget.Lease
+	defer lease.Release()
+	var total int
+	var last membership.UID
+	more := false
+	var busy error
+	_, err = svc.ListMembers(r.Context(), groupID, ask, func(n int, members iter.Seq[membership.Member]) {
+		total = n
+		page := pageOf(members, opts.Limit, func(m membership.Member) membership.UID { return m.UID }, &more, &last)
+		size, _ := membersJSONLen(page)
+		body, lease, busy = encodeBounded(replies, size, func(b []byte) []byte { return appendMembers(b, page, nil) })
+	})
+	if err == nil {
+		err = busy
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
+	w.Header()["Etag"] = etag(epoch, revision)
+	if more {
+		setLink(w, nextLink("/group-user/"+escapeGroupID(groupID), opts.Limit, strconv.FormatInt(int64(last), 10))+transitiveLink)
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// transitiveMember answers GET /group-user/{groupID}/{uid}?transitive=true:
+// the member's record with "via", a shortest path of groups from the group
+// down to one that holds the user directly, or 404 not_member; its ETag is
+// the group's transitive revision, which answers If-None-Match with 304.
+func transitiveMember(w http.ResponseWriter, r *http.Request, svc *membership.Service, uid membership.UID) {
+	groupID := r.PathValue("groupID")
+	revision, err := svc.TransitiveRevision(r.Context(), groupID)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	epoch := svc.Epoch()
+	if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, epoch, revision) {
+		writeNotModified(w, epoch, revision)
+		return
+	}
+	m, via, _, err := svc.TransitiveMember(r.Context(), groupID, uid)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.Header()["Etag"] = etag(epoch, revision)
+	b := appendMemberJSON(nil, m)
+	b = append(b[:len(b)-1], viaPrefix...) // over the }
+	for i, id := range via {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, id)
+	}
+	writeJSON(w, http.StatusOK, append(b, "]}"...))
+}
+
+const (
+	viaPrefix          = `,"via":[`
+	nestedGroupPrefix  = `{"group":`
+	nestedExpiryPrefix = `,"expires":`
+)
+
+// nestedJSONLen returns len(appendNested(nil, groups)).
+func nestedJSONLen(groups iter.Seq[membership.Nested]) int {
+	size, n := 2, 0 // []
+	for g := range groups {
+		size += nestedElementLen(g)
+		n++
+	}
+	return size + max(n-1, 0) // commas
+}
+
+func nestedElementLen(g membership.Nested) int {
+	n := len(nestedGroupPrefix) + jsonStringLen(g.GroupID) + 1 // }
+	if !g.Expires.IsZero() {
+		n += len(nestedExpiryPrefix) + changeTimeLen(g.Expires)
+	}
+	return n
+}
+
+// appendNested appends groups as a JSON array of {"group":…}, each with
+// "expires" when its nesting ends.
+func appendNested(b []byte, groups iter.Seq[membership.Nested]) []byte {
+	b = append(b, '[')
+	i := 0
+	for g := range groups {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		i++
+		b = appendNestedElement(b, g)
+	}
+	return append(b, ']')
+}
+
+// appendNestedElement appends {"group":…}, with "expires" (in the feed's
+// time layout) when g has an expiry.
+func appendNestedElement(b []byte, g membership.Nested) []byte {
+	b = append(b, nestedGroupPrefix...)
+	b = appendJSONString(b, g.GroupID)
+	if !g.Expires.IsZero() {
+		b = append(b, nestedExpiryPrefix...)
+		b = appendChangeTime(b, g.Expires)
+	}
+	return append(b, '}')
+}

@@ -1,0 +1,388 @@
+package httpapi_test
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/httpapi"
+	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/membership"
+)
+
+// newNestingHandler returns the API over a fresh memory store whose
+// chains of nestings are at most maxDepth deep.
+func newNestingHandler(t *testing.T, maxDepth int) http.Handler {
+	t.Helper()
+	svc := membership.NewServiceWith(memory.New(), membership.ServiceOptions{MaxUsers: testMaxUsers, MaxDepth: maxDepth})
+	return httpapi.NewHandler(svc, httpapi.Options{Logger: slog.New(slog.DiscardHandler), MaxBodyBytes: testMaxBody, ListCacheBytes: 1 << 20})
+}
+
+// mustDo sends a request, a form body unless header sets a Content-Type,
+// and requires wantStatus.
+func mustDo(t *testing.T, h http.Handler, wantStatus int, method, path, body string, header map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
+	if header == nil {
+		header = map[string]string{}
+	}
+	if _, ok := header["Content-Type"]; !ok && body != "" {
+		header["Content-Type"] = formType
+	}
+	w := sendTo(h, method, path, body, header)
+	require.Equal(t, wantStatus, w.Code, "%s %s: %s", method, path, w.Body.String())
+	return w
+}
+
+func bodyOf(w *httptest.ResponseRecorder) string { return w.Body.String() }
+
+// staffHandler returns the API over the nesting of the examples:
+// all-staff holds engineering, which holds backend (users 1 and 2) and
+// frontend (users 2 and 3, 3 named Tao).
+func staffHandler(t *testing.T) http.Handler {
+	t.Helper()
+	h := newNestingHandler(t, 0)
+	mustDo(t, h, 200, "POST", "/group-user/backend", "users=[1,2]", nil)
+	mustDo(t, h, 200, "POST", "/group-user/frontend", `users=[2,[3,"Tao"]]`, nil)
+	mustDo(t, h, 200, "POST", "/group-group/engineering", `groups=["backend","frontend"]`, nil)
+	mustDo(t, h, 200, "POST", "/group-group/all-staff", `groups=["engineering"]`, nil)
+	return h
+}
+
+func TestNestingWritesAndLists(t *testing.T) {
+	h := newNestingHandler(t, 0)
+	resp := mustDo(t, h, 200, "POST", "/group-group/eng", `groups=["backend",{"group":"frontend"}]&uid=42`, nil)
+	assert.Equal(t, "2", bodyOf(resp))
+	assert.Equal(t, "1", resp.Header().Get("X-Revision"))
+
+	resp = mustDo(t, h, 200, "POST", "/group-group/eng", `{"groups":["backend","frontend"]}`, map[string]string{"Content-Type": jsonType})
+	assert.Equal(t, "0", bodyOf(resp), "groups already nested count 0")
+	assert.Equal(t, "1", resp.Header().Get("X-Revision"), "a write that changes nothing takes no revision")
+
+	resp = mustDo(t, h, 200, "GET", "/group-group/eng", "", nil)
+	assert.JSONEq(t, `[{"group":"backend"},{"group":"frontend"}]`, bodyOf(resp))
+	assert.Equal(t, "2", resp.Header().Get("X-Total-Count"))
+	assert.Equal(t, "no-cache", resp.Header().Get("Cache-Control"))
+	etag := resp.Header().Get("ETag")
+	assert.Regexp(t, `^"[0-9a-f]{16}-1"$`, etag)
+	direct := mustDo(t, h, 200, "GET", "/group-user/eng", "", nil)
+	assert.Equal(t, etag, direct.Header().Get("ETag"), "a group's ETag covers its members and its subgroups")
+
+	resp = mustDo(t, h, 200, "GET", "/group-parents/backend", "", nil)
+	assert.JSONEq(t, `[{"group":"eng"}]`, bodyOf(resp))
+	assert.Equal(t, "1", resp.Header().Get("X-Total-Count"))
+
+	resp = mustDo(t, h, 200, "PUT", "/group-group/eng", `groups=["frontend","ops"]`, nil)
+	assert.Equal(t, `{"added":1,"removed":1}`, bodyOf(resp))
+	assert.Equal(t, "2", resp.Header().Get("X-Revision"))
+	resp = mustDo(t, h, 200, "DELETE", "/group-group/eng", `groups=["ops","nobody"]`, nil)
+	assert.Equal(t, "1", bodyOf(resp))
+	resp = mustDo(t, h, 200, "GET", "/group-group/eng", "", nil)
+	assert.JSONEq(t, `[{"group":"frontend"}]`, bodyOf(resp))
+	resp = mustDo(t, h, 200, "GET", "/group-parents/backend", "", nil)
+	assert.Equal(t, "[]", bodyOf(resp))
+	resp = mustDo(t, h, 200, "GET", "/group-group/nobody", "", nil)
+	assert.Equal(t, "[]", bodyOf(resp), "a group without subgroups lists none, not an error")
+	assert.Equal(t, "0", resp.Header().Get("X-Total-Count"))
+
+	resp = mustDo(t, h, 200, "PUT", "/group-group/eng", `{"groups":[]}`, map[string]string{"Content-Type": jsonType})
+	assert.Equal(t, `{"added":0,"removed":1}`, bodyOf(resp))
+}
+
+func TestNestingExpiries(t *testing.T) {
+	h := newNestingHandler(t, 0)
+	at := time.Now().UTC().Add(time.Hour).Truncate(time.Millisecond)
+	mustDo(t, h, 200, "POST", "/group-group/eng", `{"groups":["a",{"group":"b","ttl":"4h"},{"group":"c","expires":"`+at.Format(time.RFC3339Nano)+`"}]}`,
+		map[string]string{"Content-Type": jsonType})
+	resp := mustDo(t, h, 200, "GET", "/group-group/eng", "", nil)
+	body := bodyOf(resp)
+	assert.Contains(t, body, `{"group":"a"},{"group":"b","expires":"`)
+	assert.Contains(t, body, `{"group":"c","expires":"`+at.Format("2006-01-02T15:04:05.000Z")+`"}`)
+	resp = mustDo(t, h, 200, "GET", "/group-parents/c", "", nil)
+	assert.Equal(t, `[{"group":"eng","expires":"`+at.Format("2006-01-02T15:04:05.000Z")+`"}]`, bodyOf(resp))
+	resp = mustDo(t, h, 200, "GET", "/group-group/eng?transitive=true", "", nil)
+	assert.Equal(t, `[{"group":"a"},{"group":"b"},{"group":"c"}]`, bodyOf(resp), "transitive lists give no expiry")
+
+	mustDo(t, h, 200, "POST", "/group-group/eng", `{"groups":[{"group":"c","expires":null},"b"]}`, map[string]string{"Content-Type": jsonType})
+	resp = mustDo(t, h, 200, "GET", "/group-group/eng", "", nil)
+	assert.Contains(t, bodyOf(resp), `{"group":"b","expires":"`, "a group named without an expiry keeps the one it has")
+	assert.Contains(t, bodyOf(resp), `{"group":"c"}]`, "expires null makes the nesting permanent")
+}
+
+func TestNestingPaging(t *testing.T) {
+	h := newNestingHandler(t, 0)
+	mustDo(t, h, 200, "POST", "/group-group/top", `groups=["a/1","b","c"]`, nil)
+	mustDo(t, h, 200, "POST", "/group-group/c", `groups=["d"]`, nil)
+	tests := []struct {
+		path, wantBody, wantTotal, wantLink string
+	}{
+		{"/group-group/top?limit=2", `[{"group":"a/1"},{"group":"b"}]`, "3", "/group-group/top?limit=2&after=b"},
+		{"/group-group/top?limit=2&after=b", `[{"group":"c"}]`, "3", ""},
+		{"/group-group/top?after=a%2F1", `[{"group":"b"},{"group":"c"}]`, "3", ""},
+		{"/group-group/top?limit=3&transitive=true", `[{"group":"a/1"},{"group":"b"},{"group":"c"}]`, "4", "/group-group/top?limit=3&after=c&transitive=true"},
+		{"/group-group/top?limit=3&after=c&transitive=true", `[{"group":"d"}]`, "4", ""},
+		{"/group-parents/d?transitive=true&limit=1", `[{"group":"c"}]`, "2", "/group-parents/d?limit=1&after=c&transitive=true"},
+		{"/group-parents/d?transitive=false", `[{"group":"c"}]`, "1", ""},
+		{"/group-parents/a%2F1?limit=1", `[{"group":"top"}]`, "1", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			resp := mustDo(t, h, 200, "GET", tt.path, "", nil)
+			assert.Equal(t, tt.wantBody, bodyOf(resp))
+			assert.Equal(t, tt.wantTotal, resp.Header().Get("X-Total-Count"))
+			link := ""
+			if l := resp.Header().Get("Link"); l != "" {
+				link = strings.TrimSuffix(strings.TrimPrefix(l, "<"), `>; rel="next"`)
+			}
+			assert.Equal(t, tt.wantLink, link)
+		})
+	}
+	head := sendTo(h, "HEAD", "/group-group/top?transitive=true", "", nil)
+	assert.Equal(t, 200, head.Code)
+	assert.Equal(t, "4", head.Header().Get("X-Total-Count"))
+}
+
+func TestTransitiveReadsOfUsers(t *testing.T) {
+	h := staffHandler(t)
+
+	resp := mustDo(t, h, 200, "GET", "/group-user/all-staff?transitive=true", "", nil)
+	assert.Equal(t, `[{"uid":1,"nickname":""},{"uid":2,"nickname":""},{"uid":3,"nickname":"Tao"}]`, bodyOf(resp))
+	assert.Equal(t, "3", resp.Header().Get("X-Total-Count"))
+	resp = mustDo(t, h, 200, "GET", "/group-user/all-staff?transitive=true&limit=2", "", nil)
+	assert.Equal(t, `[{"uid":1,"nickname":""},{"uid":2,"nickname":""}]`, bodyOf(resp))
+	assert.Equal(t, "3", resp.Header().Get("X-Total-Count"), "the exact number of distinct users")
+	assert.Equal(t, `</group-user/all-staff?limit=2&after=2&transitive=true>; rel="next"`, resp.Header().Get("Link"))
+	resp = mustDo(t, h, 200, "GET", "/group-user/all-staff?limit=2&after=2&transitive=true", "", nil)
+	assert.Equal(t, `[{"uid":3,"nickname":"Tao"}]`, bodyOf(resp))
+	assert.Empty(t, resp.Header().Get("Link"))
+	resp = mustDo(t, h, 200, "GET", "/group-user/all-staff", "", nil)
+	assert.Equal(t, "[]", bodyOf(resp), "the direct list is what it was")
+
+	resp = mustDo(t, h, 200, "GET", "/group-user/all-staff/2?transitive=true", "", nil)
+	assert.Equal(t, `{"uid":2,"nickname":"","via":["all-staff","engineering","backend"]}`, bodyOf(resp), "of two shortest paths, the first in byte order")
+	resp = mustDo(t, h, 200, "GET", "/group-user/backend/1?transitive=true", "", nil)
+	assert.Equal(t, `{"uid":1,"nickname":"","via":["backend"]}`, bodyOf(resp))
+	resp = mustDo(t, h, 404, "GET", "/group-user/backend/3?transitive=true", "", nil)
+	assert.Contains(t, bodyOf(resp), `"not_member"`)
+	mustDo(t, h, 404, "GET", "/group-user/all-staff/3", "", nil)
+
+	resp = mustDo(t, h, 200, "GET", "/user-group/2?transitive=true", "", nil)
+	assert.Equal(t, `["all-staff","backend","engineering","frontend"]`, bodyOf(resp))
+	assert.Equal(t, "4", resp.Header().Get("X-Total-Count"))
+	resp = mustDo(t, h, 200, "GET", "/user-group/2?transitive=true&limit=2&after=backend", "", nil)
+	assert.Equal(t, `["engineering","frontend"]`, bodyOf(resp))
+	assert.Empty(t, resp.Header().Get("Link"))
+	resp = mustDo(t, h, 200, "GET", "/user-group/2?transitive=true&limit=1", "", nil)
+	assert.Equal(t, `</user-group/2?limit=1&after=all-staff&transitive=true>; rel="next"`, resp.Header().Get("Link"))
+	resp = mustDo(t, h, 200, "GET", "/user-group/2", "", nil)
+	assert.Equal(t, `["backend","frontend"]`, bodyOf(resp))
+
+	checks := `{"checks":[{"group":"all-staff","uid":1},{"group":"engineering","uid":3},{"group":"backend","uid":3}],"transitive":true}`
+	resp = mustDo(t, h, 200, "POST", "/check", checks, map[string]string{"Content-Type": jsonType})
+	assert.Equal(t, `{"results":[true,true,false]}`, bodyOf(resp))
+	resp = mustDo(t, h, 200, "POST", "/check", strings.Replace(checks, "true}", "false}", 1), map[string]string{"Content-Type": jsonType})
+	assert.Equal(t, `{"results":[false,false,false]}`, bodyOf(resp))
+}
+
+func TestTransitiveETags(t *testing.T) {
+	h := staffHandler(t)
+	reads := []string{"/group-user/all-staff?transitive=true", "/group-user/all-staff?transitive=true&limit=1",
+		"/group-group/all-staff?transitive=true", "/group-user/all-staff/3?transitive=true"}
+	etags := map[string]string{}
+	for _, path := range reads {
+		resp := mustDo(t, h, 200, "GET", path, "", nil)
+		etags[path] = resp.Header().Get("ETag")
+		require.NotEmpty(t, etags[path], path)
+		notModified := sendTo(h, "GET", path, "", map[string]string{"If-None-Match": etags[path]})
+		assert.Equal(t, 304, notModified.Code, path)
+		assert.Empty(t, notModified.Body.String())
+	}
+
+	mustDo(t, h, 200, "POST", "/group-user/unrelated", "users=[9]", nil)
+	for _, path := range reads {
+		assert.Equal(t, 304, sendTo(h, "GET", path, "", map[string]string{"If-None-Match": etags[path]}).Code,
+			"%s: a change outside the group's closure leaves its ETag", path)
+	}
+	mustDo(t, h, 200, "POST", "/group-user/frontend", "users=[4]", nil)
+	for _, path := range reads {
+		w := sendTo(h, "GET", path, "", map[string]string{"If-None-Match": etags[path]})
+		assert.Equal(t, 200, w.Code, "%s: a member two levels below moves the ETag", path)
+		etags[path] = w.Header().Get("ETag")
+	}
+	mustDo(t, h, 200, "POST", "/group-group/frontend", `groups=["design"]`, nil)
+	for _, path := range reads {
+		assert.Equal(t, 200, sendTo(h, "GET", path, "", map[string]string{"If-None-Match": etags[path]}).Code,
+			"%s: a nesting below moves the ETag", path)
+	}
+
+	parents := mustDo(t, h, 200, "GET", "/group-parents/backend", "", nil)
+	tag := parents.Header().Get("ETag")
+	assert.Equal(t, 304, sendTo(h, "GET", "/group-parents/backend", "", map[string]string{"If-None-Match": tag}).Code)
+	mustDo(t, h, 200, "POST", "/group-group/platform", `groups=["backend"]`, nil)
+	assert.Equal(t, 200, sendTo(h, "GET", "/group-parents/backend", "", map[string]string{"If-None-Match": tag}).Code,
+		"a new parent moves the ETag of the list of parents")
+}
+
+func TestTransitiveReadsWithMinRevision(t *testing.T) {
+	h := staffHandler(t)
+	rev := latestRevision(t, h)
+	for _, path := range []string{"/group-user/all-staff?transitive=true", "/group-user/all-staff/1?transitive=true",
+		"/user-group/1?transitive=true", "/group-group/all-staff?transitive=true", "/group-parents/backend?transitive=true"} {
+		assert.Equal(t, 200, sendTo(h, "GET", path, "", map[string]string{"X-Min-Revision": rev}).Code, path)
+		assert.Equal(t, "invalid_header", errorCode(t, sendTo(h, "GET", path, "", map[string]string{"X-Min-Revision": "0"})), path)
+	}
+}
+
+func TestNestingRefusesCyclesAndDepth(t *testing.T) {
+	h := newNestingHandler(t, 2)
+	mustDo(t, h, 200, "POST", "/group-group/all-staff", `groups=["engineering"]`, nil)
+	mustDo(t, h, 200, "POST", "/group-group/engineering", `groups=["backend"]`, nil)
+	rev := latestRevision(t, h)
+
+	resp := mustDo(t, h, 409, "POST", "/group-group/backend", `groups=["all-staff"]`, nil)
+	code, message := errorOf(resp)
+	assert.Equal(t, "cycle", code)
+	assert.Equal(t, "adding all-staff to backend makes a cycle: all-staff > engineering > backend > all-staff", message)
+
+	resp = mustDo(t, h, 409, "POST", "/group-group/backend", `groups=["deeper","all-staff"]`, nil)
+	code, message = errorOf(resp)
+	assert.Equal(t, "too_deep", code, "the first offending element is the one named")
+	assert.Equal(t, "adding deeper to backend makes a chain of nestings 3 deep, deeper than 2 (-max-depth)", message)
+
+	resp = mustDo(t, h, 409, "POST", "/batch", `{"changes":[{"op":"add_groups","group":"x","groups":["y"]},{"op":"add_groups","group":"y","groups":["x"]}]}`,
+		map[string]string{"Content-Type": jsonType})
+	code, _ = errorOf(resp)
+	assert.Equal(t, "cycle", code, "changes that together make a cycle are refused whole")
+
+	assert.Equal(t, rev, latestRevision(t, h), "nothing of a refused write was applied")
+	resp = mustDo(t, h, 200, "GET", "/group-group/backend", "", nil)
+	assert.Equal(t, "[]", bodyOf(resp))
+	resp = mustDo(t, h, 200, "GET", "/group-group/x", "", nil)
+	assert.Equal(t, "[]", bodyOf(resp))
+}
+
+func TestNestingConditionalWritesAndIdempotency(t *testing.T) {
+	h := newNestingHandler(t, 0)
+	mustDo(t, h, 200, "PUT", "/group-group/eng", `groups=["a"]`, map[string]string{"If-None-Match": "*"})
+	resp := mustDo(t, h, 412, "PUT", "/group-group/eng", `groups=["b"]`, map[string]string{"If-None-Match": "*"})
+	current := resp.Header().Get("ETag")
+	assert.NotEmpty(t, current, "a 412 carries the group's current ETag")
+	mustDo(t, h, 412, "POST", "/group-user/eng", `users=[1]`, map[string]string{"If-None-Match": "*"})
+	mustDo(t, h, 200, "POST", "/group-group/eng", `groups=["b"]`, map[string]string{"If-Match": current})
+	mustDo(t, h, 412, "POST", "/group-group/eng", `groups=["c"]`, map[string]string{"If-Match": current})
+	mustDo(t, h, 200, "DELETE", "/group-group/eng", `groups=["a"]`, map[string]string{"If-Match": "*"})
+	mustDo(t, h, 412, "DELETE", "/group-group/nobody", `groups=["a"]`, map[string]string{"If-Match": "*"})
+
+	key := map[string]string{"Idempotency-Key": "k-nest"}
+	first := mustDo(t, h, 200, "POST", "/group-group/ops", `groups=["x","y"]`, key)
+	assert.Equal(t, "2", bodyOf(first))
+	again := mustDo(t, h, 200, "POST", "/group-group/ops", `groups=["x","y"]`, map[string]string{"Idempotency-Key": "k-nest"})
+	assert.Equal(t, "2", bodyOf(again))
+	assert.Equal(t, "true", again.Header().Get("Idempotent-Replayed"))
+	assert.Equal(t, first.Header().Get("X-Revision"), again.Header().Get("X-Revision"))
+	mustDo(t, h, 422, "POST", "/group-group/ops", `groups=["x"]`, map[string]string{"Idempotency-Key": "k-nest"})
+	mustDo(t, h, 422, "DELETE", "/group-group/ops", `groups=["x","y"]`, map[string]string{"Idempotency-Key": "k-nest"})
+}
+
+func TestNestingNeedsTheToken(t *testing.T) {
+	svc := membership.NewService(memory.New(), testMaxUsers)
+	h := httpapi.NewHandler(svc, httpapi.Options{Logger: slog.New(slog.DiscardHandler), MaxBodyBytes: testMaxBody, Token: "s3cret"})
+	for _, method := range []string{"POST", "PUT", "DELETE"} {
+		assert.Equal(t, 401, sendTo(h, method, "/group-group/eng", `groups=["a"]`, map[string]string{"Content-Type": formType}).Code, method)
+	}
+	auth := map[string]string{"Content-Type": formType, "Authorization": "Bearer s3cret"}
+	assert.Equal(t, 200, sendTo(h, "POST", "/group-group/eng", `groups=["a"]`, auth).Code)
+	assert.Equal(t, 200, sendTo(h, "GET", "/group-group/eng", "", nil).Code, "reads need the token only with auth-reads")
+	assert.Equal(t, 200, sendTo(h, "GET", "/group-parents/a?transitive=true", "", nil).Code)
+}
+
+func TestNestingBatch(t *testing.T) {
+	h := newNestingHandler(t, 0)
+	resp := mustDo(t, h, 200, "POST", "/batch", `{"changes":[`+
+		`{"op":"add","group":"backend","users":[1]},`+
+		`{"op":"add_groups","group":"eng","groups":["backend",{"group":"frontend","ttl":"1h"}]},`+
+		`{"op":"replace_groups","group":"all","groups":["eng"]},`+
+		`{"op":"remove_groups","group":"eng","groups":["frontend"]}],"uid":7}`, map[string]string{"Content-Type": jsonType})
+	assert.Equal(t, `{"results":[{"added":1},{"added":2},{"added":1,"removed":0},{"removed":1}]}`, bodyOf(resp))
+	resp = mustDo(t, h, 200, "GET", "/group-user/all/1?transitive=true", "", nil)
+	assert.Equal(t, `{"uid":1,"nickname":"","via":["all","eng","backend"]}`, bodyOf(resp))
+
+	w := sendTo(h, "GET", "/group-user/eng", "", nil)
+	resp = mustDo(t, h, 412, "POST", "/batch", `{"changes":[{"op":"remove_groups","group":"eng","groups":["backend"],"if_match":"\"0000000000000000-1\""}]}`,
+		map[string]string{"Content-Type": jsonType})
+	assert.Equal(t, w.Header().Get("ETag"), resp.Header().Get("ETag"))
+}
+
+func TestNestingInTheFeedAndInGroups(t *testing.T) {
+	h := newNestingHandler(t, 0)
+	at := time.Now().UTC().Add(time.Hour).Truncate(time.Millisecond)
+	atText := at.Format("2006-01-02T15:04:05.000Z")
+	mustDo(t, h, 200, "POST", "/group-group/eng", `{"groups":["b",{"group":"a","expires":"`+atText+`"}],"uid":7}`, map[string]string{"Content-Type": jsonType})
+	mustDo(t, h, 200, "PUT", "/group-group/eng", `groups=["c",{"group":"a","expires":"`+atText+`"}]`, nil)
+	mustDo(t, h, 200, "DELETE", "/group-group/eng", `groups=["a"]`, nil)
+	mustDo(t, h, 200, "POST", "/group-user/eng", `users=[1]`, nil)
+	mustDo(t, h, 200, "POST", "/batch", `{"changes":[{"op":"add_groups","group":"top","groups":["eng"]}]}`, map[string]string{"Content-Type": jsonType})
+
+	resp := mustDo(t, h, 200, "GET", "/groups", "", nil)
+	assert.Equal(t, `[{"group":"eng","members":1,"subgroups":1},{"group":"top","members":0,"subgroups":1}]`, bodyOf(resp))
+
+	resp = mustDo(t, h, 200, "DELETE", "/groups/eng", "", nil)
+	assert.Equal(t, "1", bodyOf(resp), "the members removed")
+	resp = mustDo(t, h, 200, "GET", "/group-group/top", "", nil)
+	assert.Equal(t, "[]", bodyOf(resp), "a deleted group leaves its parents")
+	resp = mustDo(t, h, 200, "GET", "/group-parents/c", "", nil)
+	assert.Equal(t, "[]", bodyOf(resp), "and its subgroups leave it")
+
+	resp = mustDo(t, h, 200, "GET", "/changes?limit=5", "", nil)
+	assert.Equal(t, `[`+
+		`{"rev":1,"op":"add_groups","actor":7,"group":"eng","groups":[{"group":"a","expires":"`+atText+`"},{"group":"b"}]},`+
+		`{"rev":2,"op":"replace_groups","group":"eng","groups":[{"group":"a","expires":"`+atText+`"},{"group":"c"}]},`+
+		`{"rev":3,"op":"remove_groups","group":"eng","groups":[{"group":"a"}]},`+
+		`{"rev":4,"op":"add","group":"eng","uids":[1]},`+
+		`{"rev":5,"op":"batch","changes":[{"op":"add_groups","group":"top","groups":[{"group":"eng"}]}]}]`,
+		untimed(t, bodyOf(resp)))
+}
+
+// TestTransitiveReadsUnderConcurrentWrites reads transitive answers while
+// writers nest and un-nest groups: every answer is whole and well formed,
+// whatever the writers do meanwhile (the race detector checks the rest).
+func TestTransitiveReadsUnderConcurrentWrites(t *testing.T) {
+	h := staffHandler(t)
+	var wg sync.WaitGroup
+	codes := make(chan int, 400)
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				g := "team" + strconv.Itoa(w)
+				codes <- sendTo(h, "POST", "/group-group/"+g, `groups=["engineering"]`, map[string]string{"Content-Type": formType}).Code
+				codes <- sendTo(h, "DELETE", "/group-group/"+g, `groups=["engineering"]`, map[string]string{"Content-Type": formType}).Code
+				_ = i
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 100 {
+			w := sendTo(h, "GET", "/group-user/all-staff?transitive=true", "", nil)
+			codes <- w.Code
+			if w.Body.String() != `[{"uid":1,"nickname":""},{"uid":2,"nickname":""},{"uid":3,"nickname":"Tao"}]` {
+				codes <- -1
+			}
+		}
+	}()
+	wg.Wait()
+	close(codes)
+	for code := range codes {
+		assert.Equal(t, 200, code)
+	}
+}
