@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
@@ -142,6 +144,53 @@ func TestDurableNestingsReplayAfterACrash(t *testing.T) {
 	res, err := d.Write(context.Background(), storetest.Keyed(storetest.Nest("ops", "frontend"), "nest-ops"))
 	require.NoError(t, err)
 	assert.True(t, res.Replayed, "the key is remembered")
+}
+
+// A snapshot holds the nestings, their ends, the groups that have
+// subgroups but no member and the feed's nesting changes: a start from it
+// alone gives them back; so does a backup restored, but for the feed.
+func TestDurableNestingsSurviveASnapshotAndABackup(t *testing.T) {
+	ctx := context.Background()
+	at := time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour)
+	dir := t.TempDir()
+	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+	nestingScript(t, d, at)
+	require.NoError(t, d.Close())
+
+	// Started again, the first change starts a snapshot that covers every
+	// change before it.
+	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll, SnapshotBytes: 1})
+	_, err := d.Write(ctx, storetest.Nest("x", "frontend"))
+	require.NoError(t, err)
+	wantView, wantState := nestViewOf(t, d), sortedExport(d)
+	require.NotEmpty(t, wantState.Nestings)
+	require.Contains(t, wantState.Groups, snap.Group{ID: "all-staff", Revision: wantView.Revisions["all-staff"], UIDs: []membership.UID{9}},
+		"the script leaves all-staff a member")
+	require.NoError(t, d.Close())
+	_, snapshots, err := files(dir)
+	require.NoError(t, err)
+	st, err := snap.ReadFile(snap.Path(dir, snapshots[len(snapshots)-1]))
+	require.NoError(t, err)
+	assert.Equal(t, wantState.Nestings, st.Nestings, "the snapshot holds the nestings")
+	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+	assert.Equal(t, wantView, nestViewOf(t, d), "the snapshot loaded")
+	assert.Equal(t, wantState, sortedExport(d))
+	res, err := d.Write(ctx, storetest.Keyed(storetest.Nest("ops", "frontend"), "nest-ops"))
+	require.NoError(t, err)
+	assert.True(t, res.Replayed, "the key is remembered")
+
+	backup := filepath.Join(t.TempDir(), "b.backup")
+	writeBackup(t, d, backup)
+	require.NoError(t, d.Close())
+	restored := filepath.Join(t.TempDir(), "restored")
+	_, err = Restore(backup, restored)
+	require.NoError(t, err)
+	d = openTestDurable(t, restored, Options{ChangesKeep: keepAll})
+	defer d.Close()
+	assert.Equal(t, wantView, nestViewOf(t, d), "the backup restored")
+	got := sortedExport(d)
+	assert.Equal(t, wantState.Nestings, got.Nestings)
+	assert.Equal(t, wantState.Groups, got.Groups)
 }
 
 // A nesting write that would make a cycle or a chain too deep is refused

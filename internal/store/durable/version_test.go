@@ -28,8 +28,9 @@ func copyVersion7(t *testing.T) string {
 
 // A data directory of the build before groups in groups starts, and keeps
 // everything: the groups, members, expiries, nicknames, keys and the feed
-// are what that build's own backup of it holds. Its changes go into a new
-// log of version 8, which the next start reads with the old ones.
+// are what that build's own backup of it holds. Its changes, nestings
+// included, go into a new log of version 8, which the next start reads
+// with the old ones.
 func TestDurableStartsOnADataDirOfVersion7(t *testing.T) {
 	ctx := context.Background()
 	data, err := os.ReadFile("testdata/version7.backup")
@@ -58,7 +59,12 @@ func TestDurableStartsOnADataDirOfVersion7(t *testing.T) {
 	assert.True(t, res.Replayed, "a key the old build remembered")
 	_, err = storetest.Add(ctx, d, "g1", []membership.User{{UID: 424242}})
 	require.NoError(t, err)
+	_, err = d.Write(ctx, storetest.Nest("all", "g1", "g2"))
+	require.NoError(t, err)
+	_, err = d.Write(ctx, storetest.Nest("g2", "ops"))
+	require.NoError(t, err)
 	wantAfter := sortedExport(d)
+	require.Len(t, wantAfter.Nestings, 3)
 	require.NoError(t, d.Close())
 
 	newest, err := os.ReadFile(newestLog(t, dir))
