@@ -9,8 +9,7 @@
 // withStamp set, the stamp, and when it has withKey set, the
 // Idempotency-Key; or a batch (op 6, batch.go). All integers are unsigned
 // varints but the times; a string is its length and its bytes. The users,
-// uids and precondition are laid out by package writecodec, as the
-// PostgreSQL log's batch column holds them.
+// uids, subgroups and precondition are laid out by package writecodec.
 //
 //	op 1 add, 3 replace   user count, then each uid, a byte of flags (1 a
 //	                      nickname follows, 2 an expiry follows), the
@@ -50,9 +49,9 @@
 //	                      bound on depth (Batch.MaxDepth), then the write
 //	                      count (at least 1, or 0 with a key), then each
 //	                      write as the record of its op (1 to 4, 8 to 10)
-//	                      holds it, op byte and
-//	                      precondition included, but with no stamp (the
-//	                      batch's is its writes') and no key
+//	                      holds it, op byte and precondition included, but
+//	                      with no stamp (the batch's is its writes') and no
+//	                      key
 //
 // Every record written has a stamp; one without, which logs of older
 // versions hold, has no time and no actor. A record is read alike whatever
