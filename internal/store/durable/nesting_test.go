@@ -3,8 +3,10 @@ package durable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
 )
@@ -297,4 +300,70 @@ func TestDurableExpiresNestingsThroughTheLog(t *testing.T) {
 	old.Subgroups[0].Expiry = membership.Expiry{Set: true, At: time.UnixMilli(-5).UTC()}
 	_, err = d.Write(ctx, old)
 	assert.Equal(t, membership.CodeInvalidGroups, membership.ErrorCode(err), "an expiry a record cannot hold")
+}
+
+// Two writers that race a into b and b into a cannot both win: each pair
+// ends with exactly one nesting, whichever was first, and a start after a
+// crash replays every pair as it was decided, the one that lost (refused
+// by its check, or logged and refused when applied) included.
+func TestDurableCycleRaceHasOneWinnerAcrossACrash(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d := openTestDurable(t, dir, markedOpts())
+	const pairs = 200
+	won := make([][2]bool, pairs)
+	var wg sync.WaitGroup
+	for side := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range pairs {
+				a, b := fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i)
+				if side == 1 {
+					a, b = b, a
+				}
+				_, err := d.Write(ctx, storetest.Nest(a, b))
+				won[i][side] = err == nil
+				if err != nil {
+					assert.Equal(t, membership.CodeCycle, membership.ErrorCode(err), "pair %d", i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	n := storetest.NestingOf(t, d)
+	for i := range pairs {
+		assert.NotEqual(t, won[i][0], won[i][1], "pair %d: exactly one wins", i)
+		subs, _, _ := storetest.Subgroups(t, n, fmt.Sprintf("a%d", i), membership.NestingListOptions{})
+		assert.Equal(t, won[i][0], len(subs) == 1, "pair %d", i)
+	}
+	wantState := sortedExport(d)
+	d.log.Mark()
+	crash(t, d)
+	t.Logf("%d nesting records for %d pairs: the rest lost when applied", loggedNestings(t, dir), pairs)
+
+	d = openTestDurable(t, dir, markedOpts())
+	defer d.Close()
+	assert.Equal(t, wantState, sortedExport(d), "replayed as decided")
+}
+
+// loggedNestings returns how many nesting writes the logs in dir hold.
+func loggedNestings(t *testing.T, dir string) int {
+	t.Helper()
+	logs, _, err := files(dir)
+	require.NoError(t, err)
+	n := 0
+	for _, seq := range logs {
+		data, err := os.ReadFile(wal.Path(dir, seq))
+		require.NoError(t, err)
+		_, err = wal.Read(data, func(payload []byte) error {
+			r, err := record.Decode(payload)
+			if w, ok := r.(*record.Write); ok && membership.IsNestingOp(w.Op) {
+				n++
+			}
+			return err
+		})
+		require.NoError(t, err)
+	}
+	return n
 }
