@@ -377,3 +377,37 @@ func loggedNestings(t *testing.T, dir string) int {
 	}
 	return n
 }
+
+// A parent whose subgroups, more than one expire_groups record takes, end
+// at once has them ended in writes that each fit, all in one round; one
+// given back is due again.
+func TestDurableSplitsAnExpireGroupsARecordCannotHold(t *testing.T) {
+	ctx := context.Background()
+	at := time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour)
+	d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
+	defer d.Close()
+	w := storetest.Nest("p")
+	for i := range record.MaxExpireGroups + 5 {
+		w.Subgroups = append(w.Subgroups, storetest.NestedUntil(fmt.Sprintf("c%05d", i), at))
+	}
+	_, err := d.Write(ctx, w)
+	require.NoError(t, err)
+
+	due := d.DueExpiries(at, 1<<20)
+	require.Len(t, due, 2)
+	assert.Len(t, due[0].Write.Subgroups, record.MaxExpireGroups)
+	assert.Len(t, due[1].Write.Subgroups, 5)
+	assert.Equal(t, "c10004", due[1].Write.Subgroups[4].GroupID, "in order")
+	d.RequeueExpiries(due[1:])
+	results, err := d.WriteExpiries(ctx, []membership.Write{due[0].Write})
+	require.NoError(t, err)
+	assert.Equal(t, record.MaxExpireGroups, results[0].Count)
+	again := d.DueExpiries(at, 1<<20)
+	require.Len(t, again, 1, "the part given back")
+	results, err = d.WriteExpiries(ctx, []membership.Write{again[0].Write})
+	require.NoError(t, err)
+	assert.Equal(t, 5, results[0].Count)
+	subs, total, _ := storetest.Subgroups(t, storetest.NestingOf(t, d), "p", membership.NestingListOptions{})
+	assert.Empty(t, subs)
+	assert.Zero(t, total)
+}
