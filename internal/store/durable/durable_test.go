@@ -58,6 +58,24 @@ func TestDurableNestingContract(t *testing.T) {
 	})
 }
 
+// The nesting contract holds while snapshots of the nestings are written
+// beside the writes, and each store, reopened from what it wrote, has
+// every nesting it had.
+func TestDurableNestingContractAcrossSnapshots(t *testing.T) {
+	storetest.Nesting(t, func(t *testing.T) store.Expiring {
+		dir := t.TempDir()
+		d := openTestDurable(t, dir, Options{ChangesKeep: keepAll, SnapshotBytes: 4096})
+		t.Cleanup(func() {
+			want := sortedExport(d)
+			require.NoError(t, d.Close())
+			again := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+			defer again.Close()
+			assert.Equal(t, want, sortedExport(again), "reopened")
+		})
+		return d
+	})
+}
+
 // dump returns every group's members, for comparing whole states.
 func dump(t *testing.T, s membership.Store, groups ...string) map[string][]membership.Member {
 	t.Helper()
