@@ -78,8 +78,10 @@ type Store struct {
 	// nestNext is when the earliest nesting ends (Unix milliseconds, 0:
 	// none), written under nestMu, read without it by the expirer.
 	nestNext atomic.Int64
-	// totals are the totals of transitive members counted last.
-	totals totalCache
+	// totals are the totals of transitive members counted last, and
+	// closures the closures read last.
+	totals   totalCache
+	closures closureCache
 
 	// counts are kept as the store changes, so that reading them for
 	// metrics costs the same whatever the store holds.

@@ -5,11 +5,13 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/nesting"
+	"example.com/groupmembership/internal/store/memory/shards"
 	"example.com/groupmembership/membership"
 )
 
@@ -207,9 +209,19 @@ func (m *Store) nestWrite(w membership.Write, st feed.Stamp) (membership.Result,
 // sooner now. The caller holds nestMu.
 func (m *Store) nestChanged(rev membership.Revision, next int64) {
 	m.nestRev = rev
+	m.nestDue(next)
+}
+
+// nestDue notes when the earliest nesting ends now, which was next before,
+// and tells the expirer when that comes before every other end. The caller
+// holds nestMu.
+func (m *Store) nestDue(next int64) {
 	now := m.nest.Next()
 	m.nestNext.Store(now)
-	if now != 0 && (next == 0 || now < next) {
+	if now == 0 || next != 0 && now >= next {
+		return
+	}
+	if first, ok := m.due.Next(); !ok || now < first.UnixMilli() {
 		m.due.Wake()
 	}
 }
@@ -266,21 +278,103 @@ func (m *Store) touchParents(parents []string, rev membership.Revision) {
 	}
 }
 
-// closure returns the node of groupID and every node below it (nil when
-// groupID is not nested and has no subgroups), and their ids, groupID
-// first. The caller holds nestMu.
-func (m *Store) closure(groupID string) (*nesting.Node, []*nesting.Node, []string) {
-	root := m.nest.Node(groupID)
-	if root == nil {
-		return nil, nil, []string{groupID}
+// closure is a group and every group below it, as the nesting was at
+// rev: it changes only with the nesting (nestRev), so it is kept
+// (closureCache) and shared, never written once built.
+type closure struct {
+	rev membership.Revision
+	// root is the group's node, nil when it is neither nested nor has
+	// subgroups: then ids is the group alone.
+	root  *nesting.Node
+	nodes []*nesting.Node // while it is built
+	// ids are the groups, the root first, their shards' indexes and the
+	// end of each one's last path from the root (forever: none ends).
+	ids    []string
+	shards []int
+	ends   []int64
+}
+
+// closureOf returns groupID's closure as the nesting is. The caller holds
+// nestMu.
+func (m *Store) closureOf(groupID string) *closure {
+	if c := m.closures.get(groupID, m.nestRev); c != nil {
+		return c
 	}
-	below := m.nest.Below(groupID)
-	nodes := append([]*nesting.Node{root}, below...)
-	ids := make([]string, len(nodes))
-	for i, n := range nodes {
-		ids[i] = n.ID
+	c := &closure{rev: m.nestRev, root: m.nest.Node(groupID)}
+	if c.root == nil {
+		c.ids, c.ends = []string{groupID}, []int64{forever}
+	} else {
+		c.nodes = append([]*nesting.Node{c.root}, m.nest.Below(groupID)...)
+		c.ids = make([]string, len(c.nodes))
+		for i, n := range c.nodes {
+			c.ids[i] = n.ID
+		}
+		c.ends = reach(c.nodes)
+		c.nodes = nil // only reach needs them
+		m.closures.put(c.root.ID, c)
 	}
-	return root, nodes, ids
+	c.shards = make([]int, len(c.ids))
+	for i, id := range c.ids {
+		c.shards[i] = m.shardIndex(id)
+	}
+	return c
+}
+
+// rlock holds the shards of c's groups for reading, in index order, and
+// returns them for unlockShards.
+func (m *Store) rlock(c *closure, buf []uint64) heldShards {
+	set := shards.NewSet(len(m.shards), buf)
+	for _, i := range c.shards {
+		set.Add(i)
+	}
+	for i := range set.All {
+		m.shards[i].mu.RLock()
+	}
+	return heldShards{set: set, read: true}
+}
+
+// closureCache keeps the closures read last, at most maxCachedClosureNodes
+// groups in all (a few MiB).
+type closureCache struct {
+	// mu guards the fields below; it is taken with no lock after it.
+	mu      sync.Mutex
+	entries map[string]*closure
+	nodes   int
+}
+
+const maxCachedClosureNodes = 1 << 18
+
+func (cc *closureCache) get(groupID string, rev membership.Revision) *closure {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if c := cc.entries[groupID]; c != nil && c.rev == rev {
+		return c
+	}
+	return nil
+}
+
+func (cc *closureCache) put(groupID string, c *closure) {
+	if len(c.ids) > maxCachedClosureNodes/4 {
+		return
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.entries == nil {
+		cc.entries = map[string]*closure{}
+	}
+	if old := cc.entries[groupID]; old != nil {
+		cc.nodes -= len(old.ids)
+		delete(cc.entries, groupID)
+	}
+	for id, old := range cc.entries { // at random, until it fits
+		if cc.nodes+len(c.ids) <= maxCachedClosureNodes {
+			break
+		}
+		cc.nodes -= len(old.ids)
+		delete(cc.entries, id)
+	}
+	cc.entries[groupID] = c
+	cc.nodes += len(c.ids)
 }
 
 // forever is the end of a path that never ends.
@@ -322,16 +416,16 @@ func reach(nodes []*nesting.Node) []int64 {
 	return ends
 }
 
-// closureGroups returns the groups of ids (nil: one with no members and no
+// closureGroups returns the groups of c (nil: one with no members and no
 // subgroups), the latest of their revisions as revisionOf gives them, and
 // the key of their members: a revision that moves whenever any of their
 // members, or which they are, changes, and with nothing else (a nickname
 // does not move it). The caller holds their shards.
-func (m *Store) closureGroups(ids []string) ([]*group.Group, membership.Revision, membership.Revision) {
-	groups := make([]*group.Group, len(ids))
+func (m *Store) closureGroups(c *closure) ([]*group.Group, membership.Revision, membership.Revision) {
+	groups := make([]*group.Group, len(c.ids))
 	var rev, key membership.Revision
-	for i, id := range ids {
-		g := m.shardOf(id).groups[id]
+	for i, id := range c.ids {
+		g := m.shards[c.shards[i]].groups[id]
 		groups[i] = g
 		rev = max(rev, m.revisionOf(g))
 		if g != nil {

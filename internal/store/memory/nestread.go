@@ -12,7 +12,10 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-var _ membership.Nesting = (*Store)(nil)
+var (
+	_ membership.Nesting = (*Store)(nil)
+	_ membership.Nesting = NestingReadOnly{}
+)
 
 // Subgroups implements membership.Nesting. It answers at the revision of
 // the latest change of the nesting: the graph is the same from then on.
@@ -58,11 +61,10 @@ func (m *Store) Parents(_ context.Context, groupID string, opts membership.Nesti
 func (m *Store) TransitiveRevision(_ context.Context, groupID string) (membership.Revision, error) {
 	m.nestMu.RLock()
 	defer m.nestMu.RUnlock()
-	_, _, ids := m.closure(groupID)
+	c := m.closureOf(groupID)
 	var buf [1]uint64
-	held := m.lockShards(len(ids), func(i int) string { return ids[i] }, true, buf[:])
-	defer m.unlockShards(held)
-	_, rev, _ := m.closureGroups(ids)
+	defer m.unlockShards(m.rlock(c, buf[:]))
+	_, rev, _ := m.closureGroups(c)
 	return rev, nil
 }
 
@@ -75,14 +77,13 @@ func (m *Store) TransitiveRevision(_ context.Context, groupID string) (membershi
 func (m *Store) ListTransitiveMembers(_ context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
 	m.nestMu.RLock()
 	defer m.nestMu.RUnlock()
-	root, nodes, ids := m.closure(groupID)
+	c := m.closureOf(groupID)
 	var buf [1]uint64
-	held := m.lockShards(len(ids), func(i int) string { return ids[i] }, true, buf[:])
-	defer m.unlockShards(held)
+	defer m.unlockShards(m.rlock(c, buf[:]))
 	m.nicknames.RLock()
 	defer m.nicknames.RUnlock()
-	groups, rev, key := m.closureGroups(ids)
-	if root == nil {
+	groups, rev, key := m.closureGroups(c)
+	if c.root == nil {
 		g := groups[0]
 		if g == nil {
 			list(0, func(func(membership.Member) bool) {})
@@ -91,7 +92,7 @@ func (m *Store) ListTransitiveMembers(_ context.Context, groupID string, opts me
 		}
 		return rev, nil
 	}
-	ends := reach(nodes)
+	ends := c.ends
 	total, ok := m.totals.get(groupID, key)
 	if !ok {
 		total = 0
@@ -207,17 +208,11 @@ func (mg *merge) each(yield func(membership.UID, int64) bool) {
 func (m *Store) TransitiveMember(_ context.Context, groupID string, uid membership.UID) (membership.Member, []string, bool, membership.Revision, error) {
 	m.nestMu.RLock()
 	defer m.nestMu.RUnlock()
-	root, nodes, ids := m.closure(groupID)
+	c := m.closureOf(groupID)
 	var buf [1]uint64
-	held := m.lockShards(len(ids), func(i int) string { return ids[i] }, true, buf[:])
-	defer m.unlockShards(held)
-	groups, rev, _ := m.closureGroups(ids)
-	var ends []int64
-	if root != nil {
-		ends = reach(nodes)
-	} else {
-		ends = []int64{forever}
-	}
+	defer m.unlockShards(m.rlock(c, buf[:]))
+	groups, rev, _ := m.closureGroups(c)
+	ends := c.ends
 	holds := map[string]bool{}
 	var end int64
 	for i, g := range groups {
@@ -343,4 +338,48 @@ func (c *totalCache) put(groupID string, key membership.Revision, total int) {
 		}
 	}
 	c.totals[strings.Clone(groupID)] = cachedTotal{key: key, total: total}
+}
+
+// NestingReadOnly is the reads of membership.Nesting over a Store that
+// another store changes, as ReadOnly is for membership.Store's: a store
+// that applies its nesting writes to the Store (durable, PostgreSQL)
+// embeds it beside ReadOnly, and so becomes a membership.Nesting.
+type NestingReadOnly struct{ mem *Store }
+
+// NestingReadOnly returns the Nesting reads of m.
+func (m *Store) NestingReadOnly() NestingReadOnly { return NestingReadOnly{mem: m} }
+
+// Subgroups implements membership.Nesting.
+func (r NestingReadOnly) Subgroups(ctx context.Context, groupID string, opts membership.NestingListOptions, list membership.NestedListFunc) (membership.Revision, error) {
+	return r.mem.Subgroups(ctx, groupID, opts, list)
+}
+
+// Parents implements membership.Nesting.
+func (r NestingReadOnly) Parents(ctx context.Context, groupID string, opts membership.NestingListOptions, list membership.NestedListFunc) (membership.Revision, error) {
+	return r.mem.Parents(ctx, groupID, opts, list)
+}
+
+// ListTransitiveMembers implements membership.Nesting.
+func (r NestingReadOnly) ListTransitiveMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
+	return r.mem.ListTransitiveMembers(ctx, groupID, opts, list)
+}
+
+// TransitiveMember implements membership.Nesting.
+func (r NestingReadOnly) TransitiveMember(ctx context.Context, groupID string, uid membership.UID) (membership.Member, []string, bool, membership.Revision, error) {
+	return r.mem.TransitiveMember(ctx, groupID, uid)
+}
+
+// TransitiveUserGroups implements membership.Nesting.
+func (r NestingReadOnly) TransitiveUserGroups(ctx context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) (membership.Revision, error) {
+	return r.mem.TransitiveUserGroups(ctx, uid, opts, list)
+}
+
+// CheckTransitive implements membership.Nesting.
+func (r NestingReadOnly) CheckTransitive(ctx context.Context, checks []membership.Check) ([]bool, membership.Revision, error) {
+	return r.mem.CheckTransitive(ctx, checks)
+}
+
+// TransitiveRevision implements membership.Nesting.
+func (r NestingReadOnly) TransitiveRevision(ctx context.Context, groupID string) (membership.Revision, error) {
+	return r.mem.TransitiveRevision(ctx, groupID)
 }

@@ -2,6 +2,7 @@ package packed
 
 import (
 	"encoding/binary"
+	"math"
 
 	"example.com/groupmembership/membership"
 )
@@ -125,16 +126,21 @@ type Cursor struct {
 // From returns a cursor at the first member above after. Finding it is a
 // binary search and the scan of one chunk, as EachAbove's.
 func (m *Members) From(after membership.UID) Cursor {
-	c := Cursor{m: m}
-	if len(m.chunks) == 0 {
-		return c
+	if len(m.chunks) == 0 || after == math.MaxInt64 {
+		return Cursor{m: m}
 	}
-	c.i = m.chunkFor(Pair{User: after})
-	c.uid, c.ok = m.chunks[c.i].first.User, true
-	for c.ok && c.uid <= after {
-		c.Next()
+	i := m.chunkFor(Pair{User: after})
+	ch := &m.chunks[i]
+	if ch.first.User > after {
+		return Cursor{m: m, i: i, uid: ch.first.User, ok: true}
 	}
-	return c
+	if off, _, at := ch.scan(Pair{User: after + 1}); off < len(ch.rest) {
+		return Cursor{m: m, i: i, off: off + int(ch.w), uid: at.User, ok: true}
+	}
+	if i+1 < len(m.chunks) {
+		return Cursor{m: m, i: i + 1, uid: m.chunks[i+1].first.User, ok: true}
+	}
+	return Cursor{m: m}
 }
 
 // Ok reports whether the cursor is at a member: false past the last.
