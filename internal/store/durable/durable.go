@@ -161,8 +161,10 @@ func (opts Options) withDefaults() Options {
 type Store struct {
 	// ReadOnly serves the reads from memory, which holds what was
 	// replayed and loaded from the snapshot at start: the feed continues
-	// across restarts.
+	// across restarts. NestingReadOnly serves the reads of groups in
+	// groups so.
 	memory.ReadOnly
+	memory.NestingReadOnly
 	mem    *memory.Store
 	dir    string
 	opts   Options
@@ -252,7 +254,10 @@ type result struct {
 	err   error
 }
 
-var _ membership.Store = (*Store)(nil)
+var (
+	_ membership.Store   = (*Store)(nil)
+	_ membership.Nesting = (*Store)(nil)
+)
 
 // Open opens, or creates, the data directory dir, recovers the state it
 // holds and starts taking changes. Only one process may have a directory
@@ -291,6 +296,7 @@ func openDurable(dir string, opts Options, lock *fileutil.DirLock) (*Store, erro
 		return nil, err
 	}
 	d.ReadOnly = d.mem.ReadOnly() // recover may have started a new one
+	d.NestingReadOnly = d.mem.NestingReadOnly()
 	go d.commitLoop()
 	go d.markLoop()
 	return d, nil
