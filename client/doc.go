@@ -39,6 +39,22 @@
 // Replace, DeleteGroup, RemoveUserEverywhere and Batch write a whole group,
 // a user everywhere, or many groups at once.
 //
+// # Groups in groups
+//
+// A group may hold groups: AddSubgroups, ReplaceSubgroups and
+// RemoveSubgroups write a group's subgroups (a Subgroup may end by itself,
+// as a membership does), Subgroups and Parents list them, and the reads of
+// users take Transitive (ListOptions, PageOptions) for the members of the
+// subgroups too, at any depth. TransitiveMember says through which groups
+// a user is a member; CheckTransitive checks as Check does, through
+// nesting. A nesting that would make a cycle or a chain deeper than the
+// service's -max-depth fails with IsCycle or IsTooDeep, and changes
+// nothing.
+//
+//	_, err = c.AddSubgroups(ctx, "engineering", client.Subgroups("backend", "frontend"))
+//	m, via, ok, err := c.TransitiveMember(ctx, "engineering", 7)
+//	// via: ["engineering", "backend"] when user 7 is in backend.
+//
 // # Sync a group with PUT and If-Match
 //
 // To make a group what a list of yours says without losing a change made

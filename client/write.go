@@ -28,15 +28,15 @@ type writeOptions struct {
 // (as a list's Page.ETag, or a 412's Error.ETag, gave it): otherwise the
 // write fails with 412 precondition_failed (IsPreconditionFailed) and
 // nothing is changed. IfMatch("*") applies it while the group has
-// members. Not for RemoveUserEverywhere, nor Batch (give each change its
-// IfMatch).
+// members or subgroups. Not for RemoveUserEverywhere, nor Batch (give
+// each change its IfMatch).
 func IfMatch(etags ...string) WriteOption {
 	return func(o *writeOptions) { o.ifMatch = append(o.ifMatch, etags...) }
 }
 
-// IfGroupEmpty applies the write only while the group has no members
-// (If-None-Match: *): a Replace with it creates the group, and fails with
-// 412 when someone else did first.
+// IfGroupEmpty applies the write only while the group has no members and
+// no subgroups (If-None-Match: *): a Replace with it creates the group,
+// and fails with 412 when someone else did first.
 func IfGroupEmpty() WriteOption {
 	return func(o *writeOptions) { o.ifNoneMatch = true }
 }
@@ -70,10 +70,12 @@ type WriteResult struct {
 	// write that changed nothing, the group's current one.
 	Revision Revision
 	// Count is the write's number: the users newly added (Add, Replace),
-	// removed (Remove), the members removed (DeleteGroup), or the groups
-	// the user left (RemoveUserEverywhere).
+	// removed (Remove), the members removed (DeleteGroup), the groups
+	// the user left (RemoveUserEverywhere), or the subgroups newly nested
+	// (AddSubgroups, ReplaceSubgroups) or removed (RemoveSubgroups).
 	Count int
-	// Removed is, for Replace, the members the group lost.
+	// Removed is, for Replace, the members the group lost; for
+	// ReplaceSubgroups, the subgroups.
 	Removed int
 	// ETag is the reply's ETag, when it has one (the service sends none
 	// with a write's success today: read the group for its new ETag).
@@ -189,8 +191,9 @@ func (c *Client) writeNoBody(ctx context.Context, path string, opts []WriteOptio
 
 // BatchResult is what a Batch returns.
 type BatchResult struct {
-	// Results are the counts of each change, in order: Added for an add,
-	// Removed for a remove or a delete_group, both for a replace.
+	// Results are the counts of each change, in order: Added for an add
+	// (of users or groups), Removed for a remove or a delete_group, both
+	// for a replace.
 	Results []Counts
 	// Revision, Replayed and IdempotencyKey are as a WriteResult's.
 	Revision       Revision

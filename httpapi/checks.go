@@ -26,11 +26,13 @@ func handleCheck(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 			writeError(w, r, err)
 			return
 		}
-		check := svc.CheckMembers
+		var found []bool
+		var rev membership.Revision
 		if req.transitive {
-			check = svc.CheckTransitive
+			found, rev, err = svc.CheckTransitive(r.Context(), req.checks)
+		} else {
+			found, rev, err = svc.CheckMembers(r.Context(), req.checks)
 		}
-		found, rev, err := check(r.Context(), req.checks)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -103,9 +105,10 @@ func appendResults(b []byte, found []bool) []byte {
 const wantCheck = `{"group": "group id", "uid": uid}`
 
 // parseChecks parses the body of POST /check: one JSON object with the key
-// "checks" and, optionally, "transitive" (true or false); "checks" is an array of at most maxChecks objects, each with the
-// keys "group" (a string) and "uid" (a number or a decimal string, as in
-// users), and no other. Keys are matched byte for byte and each at most
+// "checks" and, optionally, "transitive" (true or false). "checks" is an
+// array of at most maxChecks objects, each with the keys "group" (a
+// string) and "uid" (a number or a decimal string, as in users), and no
+// other. Keys are matched byte for byte and each at most
 // once (encoding/json would match "CHECKS", the last repeat winning);
 // strings are read as parseUsers reads them, so a group id that is not
 // valid UTF-8, or has a lone surrogate escape, is an error, never altered.

@@ -190,6 +190,14 @@ func TestMeasuredLengthsAreTheEncodedOnes(t *testing.T) {
 		{Revision: 12, Op: membership.OpBatch, Changes: []membership.Change{
 			{Op: membership.OpAdd, GroupID: "to", UIDs: []membership.UID{3}, Expiries: []membership.MemberExpiry{{UID: 3}}},
 		}},
+		{Revision: 13, Op: membership.OpAddGroups, GroupID: "eng", Groups: []membership.Nested{
+			{GroupID: "back\"end"}, {GroupID: "été", Expires: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}}},
+		{Revision: 14, Op: membership.OpReplaceGroups, GroupID: "eng", Groups: []membership.Nested{}},
+		{Revision: 15, Op: membership.OpRemoveGroups, GroupID: "eng", Groups: []membership.Nested{{GroupID: "a", Expires: time.UnixMilli(1)}}},
+		{Revision: 16, Op: membership.OpExpireGroups, GroupID: "eng", Groups: []membership.Nested{{GroupID: "a"}, {GroupID: "b"}}},
+		{Revision: 17, Op: membership.OpBatch, Changes: []membership.Change{
+			{Op: membership.OpReplaceGroups, GroupID: "to", Groups: []membership.Nested{{GroupID: "x", Expires: time.UnixMilli(1796083200123).UTC()}}},
+		}},
 	}
 	for _, c := range slices.Clone(changes) { // each again with a time, an actor, and both
 		at := time.Date(2026, 11, 24, 23, 59, 1, 123e6, time.UTC)
@@ -209,10 +217,36 @@ func TestMeasuredLengthsAreTheEncodedOnes(t *testing.T) {
 	assert.Equal(t, len(changes), n)
 	assert.Equal(t, len(appendChanges(nil, changes)), size)
 
-	for _, groups := range [][]membership.GroupSize{nil, {{ID: "a", Members: 1}}, {{ID: "a\"b", Members: 10}, {ID: "été", Members: 12345}}} {
+	for _, groups := range [][]membership.GroupSize{nil, {{ID: "a", Members: 1}}, {{ID: "a\"b", Members: 10}, {ID: "été", Members: 12345}},
+		{{ID: "a", Subgroups: 3}, {ID: "b", Members: 2, Subgroups: 12345}}} {
 		b := appendGroups(nil, slices.Values(groups))
 		assert.Equal(t, len(b), groupsJSONLen(slices.Values(groups)), "%s", b)
 		assert.True(t, json.Valid(b), "%s", b)
+	}
+	for _, groups := range [][]membership.Nested{nil, {{GroupID: "a"}}, {{GroupID: "a\u2028\"", Expires: time.UnixMilli(1796083200123)}, {GroupID: "b"}}} {
+		b := appendNested(nil, slices.Values(groups))
+		assert.Equal(t, len(b), nestedJSONLen(slices.Values(groups)), "%s", b)
+		assert.True(t, json.Valid(b), "%s", b)
+	}
+}
+
+func TestNestingChangesAsTheFeedSendsThem(t *testing.T) {
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		c    membership.Change
+		want string
+	}{
+		{membership.Change{Revision: 1, Op: membership.OpAddGroups, GroupID: "eng", Groups: []membership.Nested{{GroupID: "a"}, {GroupID: "b", Expires: at}}},
+			`{"rev":1,"op":"add_groups","group":"eng","groups":[{"group":"a"},{"group":"b","expires":"2026-12-01T00:00:00.000Z"}]}`},
+		{membership.Change{Revision: 2, Op: membership.OpReplaceGroups, GroupID: "eng"},
+			`{"rev":2,"op":"replace_groups","group":"eng","groups":[]}`},
+		{membership.Change{Revision: 3, Op: membership.OpRemoveGroups, GroupID: "eng", Groups: []membership.Nested{{GroupID: "b", Expires: at}}},
+			`{"rev":3,"op":"remove_groups","group":"eng","groups":[{"group":"b"}]}`},
+		{membership.Change{Revision: 4, Op: membership.OpExpireGroups, GroupID: "eng", Time: at, Groups: []membership.Nested{{GroupID: "b", Expires: at}}},
+			`{"rev":4,"op":"expire_groups","time":"2026-12-01T00:00:00.000Z","group":"eng","groups":[{"group":"b"}]}`},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, string(appendChange(nil, tt.c)))
 	}
 }
 

@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -88,7 +90,7 @@ func TestNestingWritesRefuseBadRequests(t *testing.T) {
 		{"a bad acting uid", "POST", "/group-group/eng", `groups=["a"]&uid=0`, formType, nil, 400, "invalid_uid", "the uid parameter"},
 		{"a bad content type", "POST", "/group-group/eng", `groups=["a"]`, "text/plain", nil, 415, "unsupported_media_type", "text/plain"},
 		{"a bad group id in the path", "POST", "/group-group/" + strings.Repeat("x", 300), `groups=["a"]`, formType, nil, 400, "invalid_group_id", "group id"},
-		{"a query", "POST", "/group-group/eng?groups=a", `groups=["a"]`, formType, nil, 400, "invalid_query", `unknown parameter "groups"`},
+		{"a query", "POST", "/group-group/eng?groups=a", `groups=["a"]`, formType, nil, 400, "invalid_query", `unknown parameter "groups": it belongs in the body of a POST, PUT or DELETE of /group-group/{groupID}`},
 		{"If-None-Match with a tag", "PUT", "/group-group/eng", `groups=["a"]`, formType, map[string]string{"If-None-Match": `"x"`}, 400, "invalid_header", "takes only *"},
 		{"a malformed If-Match", "PUT", "/group-group/eng", `groups=["a"]`, formType, map[string]string{"If-Match": `"x`}, 400, "invalid_header", "If-Match"},
 		{"an empty Idempotency-Key", "POST", "/group-group/eng", `groups=["a"]`, formType, map[string]string{"Idempotency-Key": " "}, 400, "invalid_idempotency_key", "the Idempotency-Key is empty"},
@@ -169,4 +171,39 @@ func TestNestingBatchRefusesBadChanges(t *testing.T) {
 			assert.Contains(t, message, tt.wantMessage)
 		})
 	}
+}
+
+// The groups a nesting write decodes count against the memory for bodies
+// while it is applied, as users do: refused while another body holds its
+// part, served alone.
+func TestDecodedGroupsCountAgainstTheBodyBudget(t *testing.T) {
+	h := httpapi.NewHandler(membership.NewService(memory.New(), 1000), httpapi.Options{Logger: slog.New(slog.DiscardHandler), BodyMemoryBytes: 4096, MaxBodyBytes: 2048})
+	manyGroups := `groups=["a"` + strings.Repeat(`,"a"`, 299) + `]` // 1205 bytes, 300 groups decoded
+	require.Less(t, len(manyGroups), 4096-512)
+
+	slowBody, slowWriter := io.Pipe()
+	slow := httptest.NewRequest("POST", "/group-group/slow", slowBody)
+	slow.Header.Set("Content-Type", formType)
+	slowDone := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, slow)
+		slowDone <- w
+	}()
+	_, err := slowWriter.Write([]byte(`groups=["b"`))
+	require.NoError(t, err) // returns once the handler has read it: it holds its first buffer
+
+	w := do(h, "POST", "/group-group/g", manyGroups, formType)
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code, w.Body.String())
+	assert.Contains(t, w.Body.String(), "request bodies")
+	assert.Equal(t, `[]`, do(h, "GET", "/group-group/g", "", "").Body.String(), "nothing was changed")
+
+	go func() {
+		_, _ = slowWriter.Write([]byte("]"))
+		slowWriter.Close()
+	}()
+	assert.Equal(t, http.StatusOK, (<-slowDone).Code)
+	w = do(h, "POST", "/group-group/g", manyGroups, formType)
+	assert.Equal(t, http.StatusOK, w.Code, "alone, it is served: %s", w.Body.String())
+	assert.Equal(t, "1", w.Body.String())
 }

@@ -110,7 +110,17 @@ func TestNestingExpiries(t *testing.T) {
 	resp = mustDo(t, h, 200, "GET", "/group-group/eng?transitive=true", "", nil)
 	assert.Equal(t, `[{"group":"a"},{"group":"b"},{"group":"c"}]`, bodyOf(resp), "transitive lists give no expiry")
 
+	mustDo(t, h, 200, "POST", "/group-user/c", `{"users":[{"uid":7,"expires":"`+at.Add(time.Hour).Format(time.RFC3339Nano)+`"}]}`, map[string]string{"Content-Type": jsonType})
+	resp = mustDo(t, h, 200, "GET", "/group-user/eng?transitive=true", "", nil)
+	assert.Equal(t, `[{"uid":7,"nickname":"","expires":"`+at.Format("2006-01-02T15:04:05.000Z")+`"}]`, bodyOf(resp),
+		"a path ends at the earliest expiry on it: the nesting's, before the membership's")
+	resp = mustDo(t, h, 200, "GET", "/group-user/eng/7?transitive=true", "", nil)
+	assert.Equal(t, `{"uid":7,"nickname":"","expires":"`+at.Format("2006-01-02T15:04:05.000Z")+`","via":["eng","c"]}`, bodyOf(resp))
+
 	mustDo(t, h, 200, "POST", "/group-group/eng", `{"groups":[{"group":"c","expires":null},"b"]}`, map[string]string{"Content-Type": jsonType})
+	resp = mustDo(t, h, 200, "GET", "/group-user/eng?transitive=true", "", nil)
+	assert.Equal(t, `[{"uid":7,"nickname":"","expires":"`+at.Add(time.Hour).Format("2006-01-02T15:04:05.000Z")+`"}]`, bodyOf(resp),
+		"with the nesting permanent, the membership's expiry ends the path")
 	resp = mustDo(t, h, 200, "GET", "/group-group/eng", "", nil)
 	assert.Contains(t, bodyOf(resp), `{"group":"b","expires":"`, "a group named without an expiry keeps the one it has")
 	assert.Contains(t, bodyOf(resp), `{"group":"c"}]`, "expires null makes the nesting permanent")

@@ -55,6 +55,8 @@ func takesWhat(name string, takes []string) string {
 	switch {
 	case name == "users":
 		return "it belongs in the body of a POST, PUT or DELETE of /group-user/{groupID}, not in the query string: send users=[uid, ...] as the body"
+	case name == "groups":
+		return "it belongs in the body of a POST, PUT or DELETE of /group-group/{groupID}, not in the query string: send groups=[\"group id\", ...] as the body"
 	case len(takes) == 0:
 		return "this route takes no parameters"
 	default:

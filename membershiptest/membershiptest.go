@@ -239,8 +239,9 @@ func (s *Server) Addr() string { return s.httpSrv.Listener.Addr().String() }
 func (s *Server) Close() { s.close() }
 
 // Advance moves the fake clock of WithClock forward by d, and then ends
-// the memberships due at the new time, before it returns: a membership
-// added with a TTL of an hour is gone after Advance(time.Hour). It
+// the memberships due at the new time, and the nestings of groups in
+// groups, before it returns: a membership added with a TTL of an hour is
+// gone after Advance(time.Hour). It
 // returns how many memberships it ended. Without WithClock, it fails the
 // test (or panics, without one: see Start).
 func (s *Server) Advance(d time.Duration) int {
