@@ -476,6 +476,7 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 	}
 	c := record.Write(w)
 	c.Time = time.Time{} // the committer's to give: see encode
+	c.Subgroups = loggedSubgroups(c.Op, c.Subgroups)
 	if c.Op == membership.OpRemoveUser {
 		c.GroupID, c.If = "", membership.Precondition{} // memory checks none
 	}
@@ -508,13 +509,28 @@ func loggable(w membership.Write) error {
 				"element %d: the expiry %s is not after 1970; nothing was changed", i, u.Expiry.At.UTC().Format(time.RFC3339Nano))
 		}
 	}
-	for i, g := range w.Subgroups {
+	for i, g := range loggedSubgroups(w.Op, w.Subgroups) {
 		if notAfter1970(g.Expiry) {
 			return membership.Errorf(membership.CodeInvalidGroups,
 				"groups element %d: the expiry %s is not after 1970; nothing was changed", i, g.Expiry.At.UTC().Format(time.RFC3339Nano))
 		}
 	}
 	return nil
+}
+
+// loggedSubgroups returns the subgroups of a nesting write of op as its
+// record keeps them: without the expiries that a remove_groups or an
+// expire_groups ignores, which a record need not hold.
+func loggedSubgroups(op membership.Op, groups []membership.Subgroup) []membership.Subgroup {
+	if op != membership.OpRemoveGroups && op != membership.OpExpireGroups ||
+		!slices.ContainsFunc(groups, func(g membership.Subgroup) bool { return g.Expiry != membership.Expiry{} }) {
+		return groups
+	}
+	out := make([]membership.Subgroup, len(groups))
+	for i, g := range groups {
+		out[i] = membership.Subgroup{GroupID: g.GroupID}
+	}
+	return out
 }
 
 // notAfter1970 reports whether e sets a time that a record cannot hold.
@@ -652,6 +668,7 @@ func (d *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membe
 			}
 			c := record.Write(ws[i])
 			c.Time = time.Time{} // the committer's to give: see encode
+			c.Subgroups = loggedSubgroups(c.Op, c.Subgroups)
 			p, refused := d.enqueue(&c, nil)
 			if refused != nil {
 				firstErr = refused.err

@@ -411,3 +411,29 @@ func TestDurableSplitsAnExpireGroupsARecordCannotHold(t *testing.T) {
 	assert.Empty(t, subs)
 	assert.Zero(t, total)
 }
+
+// A remove_groups ignores its subgroups' expiries, as memory does, and its
+// record holds none: one it could not hold (before 1970) neither refuses
+// the write nor reaches the log, which replays.
+func TestDurableRemoveGroupsLogsNoExpiry(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d := openTestDurable(t, dir, markedOpts())
+	_, err := d.Write(ctx, storetest.Nest("a", "b", "c"))
+	require.NoError(t, err)
+	before := membership.Expiry{Set: true, At: time.UnixMilli(-5).UTC()}
+	res, err := d.Write(ctx, membership.Write{Op: membership.OpRemoveGroups, GroupID: "a", Subgroups: []membership.Subgroup{{GroupID: "b", Expiry: before}}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Count)
+	_, err = d.Batch(ctx, membership.Batch{Writes: []membership.Write{{Op: membership.OpRemoveGroups, GroupID: "a",
+		Subgroups: []membership.Subgroup{{GroupID: "c", Expiry: membership.Expiry{Set: true, TTL: time.Hour}}}}}})
+	require.NoError(t, err)
+	wantState := sortedExport(d)
+	d.log.Mark()
+	crash(t, d)
+
+	d = openTestDurable(t, dir, markedOpts())
+	defer d.Close()
+	assert.Equal(t, wantState, sortedExport(d))
+	assert.Empty(t, wantState.Nestings)
+}
