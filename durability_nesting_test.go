@@ -7,6 +7,9 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -162,4 +165,50 @@ func TestCrashKeepsEveryAcknowledgedNesting(t *testing.T) {
 		mu.Unlock()
 	}
 	assert.Contains(t, p.logs.String(), "loaded snapshot", "the restarts must have loaded a snapshot too")
+}
+
+// A backup of the binary holds the groups in groups, their ends and the
+// groups that have subgroups only: -restore writes a data directory on
+// which every direct and transitive answer is what it was.
+func TestBackupAndRestoreTheBinaryKeepNestings(t *testing.T) {
+	p := startProcess(t, "-data-dir", t.TempDir())
+	for _, w := range []struct{ method, path, body string }{
+		{"POST", "/group-user/backend", `users=[1,[2,"Bo"]]`},
+		{"POST", "/group-user/frontend", `users=[3]`},
+		{"POST", "/group-group/engineering", groupsForm(`"backend"`, `{"group":"frontend","ttl":"1h"}`)},
+		{"POST", "/group-group/all-staff", groupsForm(`"engineering"`)},
+	} {
+		require.Equal(t, http.StatusOK, sendNesting(p.base, w.method, w.path, w.body, true), "%s %s", w.method, w.path)
+	}
+	reads := []string{"/group-group/engineering", "/group-parents/engineering", "/group-group/all-staff?transitive=true",
+		"/group-user/all-staff?transitive=true", "/group-user/all-staff/2?transitive=true", "/user-group/3?transitive=true", "/groups"}
+	answers := func(base string) map[string]string {
+		out := map[string]string{}
+		for _, path := range reads {
+			status, body := send(t, "GET", base+path, "")
+			require.Equal(t, http.StatusOK, status, "%s: %s", path, body)
+			out[path] = body
+		}
+		return out
+	}
+	want := answers(p.base)
+	assert.Contains(t, want["/group-group/engineering"], `"expires"`, "a nesting that ends")
+	assert.Contains(t, want["/groups"], `"subgroups":1`, "a group of subgroups only")
+
+	resp, err := client.Get(p.base + "/backup")
+	require.NoError(t, err)
+	backup, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	file := filepath.Join(t.TempDir(), "membership.backup")
+	require.NoError(t, os.WriteFile(file, backup, 0o600))
+	restored := filepath.Join(t.TempDir(), "restored")
+	cmd := exec.Command(os.Args[0], "-restore", file, "-data-dir", restored)
+	cmd.Env = append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	q := startProcess(t, "-data-dir", restored)
+	assert.Equal(t, want, answers(q.base))
 }
