@@ -71,11 +71,12 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //
 // Version 7, still read, is version 8 without the groups in groups (every
 // group has members) and without ops 8 to 11. Version 6 is version 7
-// without the expiries (no member has one) and without op 7; version 5 is version 6 without the keys (it
-// remembers none); version 4 is version 5 without batches; version 3 is
-// version 4 without the stamps (its changes have no time and no actor);
-// version 2 is version 3 with ops 1 and 2 only; version 1 has only the
-// nicknames and the groups without their revisions. A build that reads an
+// without the expiries (no member has one) and without op 7; version 5 is
+// version 6 without the keys (it remembers none); version 4 is version 5
+// without batches; version 3 is version 4 without the stamps (its changes
+// have no time and no actor); version 2 is version 3 with ops 1 and 2
+// only; version 1 has only the nicknames and the groups without their
+// revisions. A build that reads an
 // older version at most so refuses a snapshot that may hold ops it does
 // not know by its version, not halfway through its changes. All integers
 // are unsigned varints but the time, strings a length and bytes.
@@ -141,7 +142,7 @@ type Group struct {
 
 // The op byte of a change the feed keeps, and its op. Versions 1 and 2 know
 // the first two only, versions 3 and 4 the first five, versions 5 and 6
-// the first six, version 7 the first seven.
+// the first six, version 7 the first seven, version 8 all of them.
 var ops = [...]membership.Op{
 	1:  membership.OpAdd,
 	2:  membership.OpRemove,
