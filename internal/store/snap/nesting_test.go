@@ -241,3 +241,26 @@ func TestCheckRefusesNestingsThatBreakTheRules(t *testing.T) {
 		})
 	}
 }
+
+// FuzzDecodeEncodeAgree checks that what a snapshot of this version
+// decodes to encodes again, and back to the same state.
+func FuzzDecodeEncodeAgree(f *testing.F) {
+	for _, st := range []*State{nestingState(), expiriesState(), keysState()} {
+		var buf bytes.Buffer
+		if err := Encode(&buf, st); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes()[8 : buf.Len()-4])
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		st, err := Decode(snapshotFile(byte(snapshotKind.Version), body), "p")
+		if err != nil {
+			return
+		}
+		var buf bytes.Buffer
+		require.NoError(t, Encode(&buf, st))
+		again, err := Decode(buf.Bytes(), "p")
+		require.NoError(t, err)
+		assert.Equal(t, st, again)
+	})
+}
