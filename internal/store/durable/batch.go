@@ -90,8 +90,8 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 			err = loggable(w)
 		}
 		if err == nil {
-			c.Writes[i] = membership.Write{Op: w.Op, GroupID: w.GroupID, Users: w.Users, UIDs: w.UIDs, Subgroups: loggedSubgroups(w.Op, w.Subgroups),
-				MaxDepth: w.MaxDepth, If: w.If}
+			c.Writes[i] = logged(membership.Write{Op: w.Op, GroupID: w.GroupID, Users: w.Users, UIDs: w.UIDs, Subgroups: w.Subgroups,
+				MaxDepth: w.MaxDepth, If: w.If})
 			c.Writes[i].If.Revisions, err = pendingRevisions(w.If.Revisions, rev)
 		}
 		if err != nil {

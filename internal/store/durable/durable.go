@@ -474,9 +474,8 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 	case !changes && w.Idem.Key == "":
 		return membership.Result{Revision: rev}, nil
 	}
-	c := record.Write(w)
+	c := record.Write(logged(w))
 	c.Time = time.Time{} // the committer's to give: see encode
-	c.Subgroups = loggedSubgroups(c.Op, c.Subgroups)
 	if c.Op == membership.OpRemoveUser {
 		c.GroupID, c.If = "", membership.Precondition{} // memory checks none
 	}
@@ -509,7 +508,7 @@ func loggable(w membership.Write) error {
 				"element %d: the expiry %s is not after 1970; nothing was changed", i, u.Expiry.At.UTC().Format(time.RFC3339Nano))
 		}
 	}
-	for i, g := range loggedSubgroups(w.Op, w.Subgroups) {
+	for i, g := range logged(w).Subgroups {
 		if notAfter1970(g.Expiry) {
 			return membership.Errorf(membership.CodeInvalidGroups,
 				"groups element %d: the expiry %s is not after 1970; nothing was changed", i, g.Expiry.At.UTC().Format(time.RFC3339Nano))
@@ -518,19 +517,25 @@ func loggable(w membership.Write) error {
 	return nil
 }
 
-// loggedSubgroups returns the subgroups of a nesting write of op as its
-// record keeps them: without the expiries that a remove_groups or an
-// expire_groups ignores, which a record need not hold.
-func loggedSubgroups(op membership.Op, groups []membership.Subgroup) []membership.Subgroup {
-	if op != membership.OpRemoveGroups && op != membership.OpExpireGroups ||
-		!slices.ContainsFunc(groups, func(g membership.Subgroup) bool { return g.Expiry != membership.Expiry{} }) {
-		return groups
+// logged returns w as its record keeps it, so that the committer applies
+// what a replay will: a remove_groups or an expire_groups without the
+// expiries of its subgroups, which they ignore (a record need not hold
+// them), and without a bound on depth, which only an add_groups or a
+// replace_groups keeps (nothing else can deepen a chain).
+func logged(w membership.Write) membership.Write {
+	if w.Op != membership.OpAddGroups && w.Op != membership.OpReplaceGroups {
+		w.MaxDepth = 0
 	}
-	out := make([]membership.Subgroup, len(groups))
-	for i, g := range groups {
-		out[i] = membership.Subgroup{GroupID: g.GroupID}
+	if w.Op != membership.OpRemoveGroups && w.Op != membership.OpExpireGroups ||
+		!slices.ContainsFunc(w.Subgroups, func(g membership.Subgroup) bool { return g.Expiry != membership.Expiry{} }) {
+		return w
 	}
-	return out
+	groups := make([]membership.Subgroup, len(w.Subgroups))
+	for i, g := range w.Subgroups {
+		groups[i] = membership.Subgroup{GroupID: g.GroupID}
+	}
+	w.Subgroups = groups
+	return w
 }
 
 // notAfter1970 reports whether e sets a time that a record cannot hold.
@@ -631,10 +636,9 @@ func (d *Store) await(p *pending, deadline time.Time) result {
 
 // WriteExpiries is how the expirer writes a round (expiry.roundWriter):
 // its expires and expire_groups, each a change of its own as Write logs
-// it, are queued for
-// the committer all at once, so that one commit logs them and memory
-// applies them together (apply), in the order given: roundWindow at a
-// time. Those that would end nothing are answered from memory, without a
+// it, are queued for the committer all at once, so that one commit logs
+// them and memory applies them together (apply), in the order given:
+// roundWindow at a time. Those that would end nothing are answered from memory, without a
 // record. It returns the first error, once every change it queued is
 // decided (or its window's deadline passed); a change refused stops it
 // from queuing more. Any op but an unkeyed expire or expire_groups is
@@ -666,9 +670,8 @@ func (d *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membe
 				results[i].Revision = rev
 				continue
 			}
-			c := record.Write(ws[i])
+			c := record.Write(logged(ws[i]))
 			c.Time = time.Time{} // the committer's to give: see encode
-			c.Subgroups = loggedSubgroups(c.Op, c.Subgroups)
 			p, refused := d.enqueue(&c, nil)
 			if refused != nil {
 				firstErr = refused.err
