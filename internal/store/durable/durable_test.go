@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
+	"example.com/groupmembership/internal/syncbuf"
 	"example.com/groupmembership/membership"
 )
 
@@ -59,15 +61,20 @@ func TestDurableNestingContract(t *testing.T) {
 }
 
 // The nesting contract holds while snapshots of the nestings are written
-// beside the writes, and each store, reopened from what it wrote, has
-// every nesting it had.
+// beside the writes, every one of them whole, and each store, reopened
+// from what it wrote, has every nesting it had.
 func TestDurableNestingContractAcrossSnapshots(t *testing.T) {
+	var snapshots atomic.Uint64
+	t.Cleanup(func() { assert.NotZero(t, snapshots.Load(), "snapshots were written") })
 	storetest.Nesting(t, func(t *testing.T) store.Expiring {
 		dir := t.TempDir()
-		d := openTestDurable(t, dir, Options{ChangesKeep: keepAll, SnapshotBytes: 4096})
+		logs := &syncbuf.Buffer{}
+		d := openTestDurable(t, dir, Options{ChangesKeep: keepAll, SnapshotBytes: 4096, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		t.Cleanup(func() {
 			want := sortedExport(d)
 			require.NoError(t, d.Close())
+			snapshots.Add(d.stats.snapshots.Load()) // Close waited for the last
+			assert.NotContains(t, logs.String(), "level=ERROR", "no snapshot failed")
 			again := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 			defer again.Close()
 			assert.Equal(t, want, sortedExport(again), "reopened")
