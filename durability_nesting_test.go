@@ -153,6 +153,8 @@ func TestCrashKeepsEveryAcknowledgedNesting(t *testing.T) {
 		_ = p.cmd.Wait()
 		close(stop)
 		wg.Wait()
+		assert.NotContains(t, p.logs.String(), "snapshot failed", "round %d", round)
+		assert.NotContains(t, p.logs.String(), "does not read back", "round %d", round)
 
 		p = startProcess(t, args...)
 		mu.Lock()
