@@ -312,7 +312,8 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		}}
 		_, err := s.Batch(ctx, b)
 		require.Error(t, err)
-		assert.Equal(t, membership.CycleError("c", "a", []string{"a", "b", "c"}).Message, membership.ErrorMessage(err))
+		assert.Equal(t, `changes element 3 (group "c"): `+membership.CycleError("c", "a", []string{"a", "b", "c"}).Message, membership.ErrorMessage(err),
+			"the write refused is named as a batch names any")
 		assert.Equal(t, membership.CodeCycle, membership.ErrorCode(err))
 		assert.Equal(t, before, latest(t, s))
 		got, _ := ListAll(t, s, "a")
@@ -323,7 +324,8 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		b.MaxDepth = 1
 		b.Writes = b.Writes[:3]
 		_, err = s.Batch(ctx, b)
-		assert.Equal(t, membership.TooDeepError("b", "c", 2, 1).Message, membership.ErrorMessage(err))
+		assert.Equal(t, `changes element 2 (group "b"): `+membership.TooDeepError("b", "c", 2, 1).Message, membership.ErrorMessage(err))
+		assert.Equal(t, membership.CodeTooDeep, membership.ErrorCode(err))
 		assert.Equal(t, before, latest(t, s))
 
 		b.MaxDepth = 2
