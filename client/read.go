@@ -27,8 +27,10 @@ type Page[T any] struct {
 	// NextUID is Next as a uid, for a page of members: the After of
 	// ListOptions for the next page; 0 when this page is the last.
 	NextUID int64
-	// ETag names the state listed (member lists and Groups): send it in
-	// IfMatch to write only while the group is unchanged.
+	// ETag names the state listed (member lists, Groups, subgroups and
+	// parents, and a user's groups with Transitive). A direct list's is
+	// the group's: send it in IfMatch to write only while the group is
+	// unchanged.
 	ETag string
 	// Revision is the revision of the state listed, for Groups
 	// (X-Revision); 0 for the other lists.

@@ -417,7 +417,8 @@ func pathUID(r *http.Request) (membership.UID, error) {
 // groups the user is in, as a JSON array of strings in byte order, all of
 // them or a page (?limit=N&after=GROUPID), with X-Total-Count and Link as for
 // member lists. With ?transitive=true, the groups above those too, each
-// once.
+// once, with the store's revision as the ETag, which answers If-None-Match
+// with 304.
 func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid, err := pathUID(r)
@@ -440,6 +441,23 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			return
 		}
 		ask := membership.GroupListOptions{After: q["after"], Transitive: transitive}
+		// A transitive list moves with the groups above the user's, which
+		// no one group's revision covers: its ETag is the store's
+		// revision, read before the list, so that it is never newer than
+		// what it tags.
+		var etagField []string
+		if transitive {
+			revision, err := storeRevision(r.Context(), svc)
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, svc.Epoch(), revision) {
+				writeNotModified(w, svc.Epoch(), revision)
+				return
+			}
+			etagField = etag(svc.Epoch(), revision)
+		}
 		var work budget.Lease // taken from replies for the sorting
 		defer work.Release()
 		if limit > 0 {
@@ -471,6 +489,9 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			return
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
+		if etagField != nil {
+			w.Header()["Etag"] = etagField
+		}
 		if more {
 			next := nextLink("/user-group/"+strconv.FormatInt(int64(uid), 10), limit, last)
 			if transitive {

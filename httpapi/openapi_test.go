@@ -444,3 +444,36 @@ func asSlice(v any) []any {
 	s, _ := v.([]any)
 	return s
 }
+
+// TestOpenAPIDocumentsNesting holds the document to groups in groups: the
+// feed's and the batch's ops, the element forms of groups, the via of a
+// transitive member, and transitive on every read that takes it.
+func TestOpenAPIDocumentsNesting(t *testing.T) {
+	doc := loadOpenAPI(t)
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	enum := func(schema string) []any {
+		return schemas[schema].(map[string]any)["properties"].(map[string]any)["op"].(map[string]any)["enum"].([]any)
+	}
+	for _, op := range []membership.Op{membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpExpireGroups} {
+		assert.Contains(t, enum("Change"), string(op))
+		if op != membership.OpExpireGroups {
+			assert.Contains(t, enum("BatchChange"), string(op))
+		}
+	}
+	assert.NotContains(t, enum("BatchChange"), string(membership.OpExpireGroups), "the service's own")
+	var forms []string
+	for _, form := range schemas["Subgroup"].(map[string]any)["oneOf"].([]any) {
+		forms = append(forms, resolve(t, doc, form)["type"].(string))
+	}
+	assert.ElementsMatch(t, []string{"string", "object"}, forms)
+	assert.Contains(t, schemas["MemberRecord"].(map[string]any)["properties"], "via")
+
+	paths := doc["paths"].(map[string]any)
+	for _, path := range []string{"/group-user/{groupID}", "/group-user/{groupID}/{uid}", "/user-group/{uid}", "/group-group/{groupID}", "/group-parents/{groupID}"} {
+		item := paths[path].(map[string]any)
+		for _, m := range []string{"get", "head"} {
+			assert.Contains(t, paramNames(t, doc, item, item[m].(map[string]any)), "transitive", "%s %s", m, path)
+		}
+	}
+	assert.Contains(t, schemas["CheckRequest"].(map[string]any)["properties"], "transitive")
+}
