@@ -102,7 +102,7 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 		w := b.Writes[i]
 		w.If, w.MaxDepth = membership.Precondition{}, b.MaxDepth
 		if _, _, err := d.mem.Check(w); err != nil {
-			return membership.BatchResult{}, err // as memory's Batch refuses it
+			return membership.BatchResult{}, memory.BatchElementError(i, w.GroupID, err) // as memory's Batch refuses it
 		}
 	}
 	r := d.commitHolding(c, release)
