@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -86,4 +87,28 @@ func sortedExport(d *Store) *snap.State {
 	st := d.mem.Export()
 	slices.SortFunc(st.Groups, func(a, b snap.Group) int { return strings.Compare(a.ID, b.ID) })
 	return st
+}
+
+// A backup the build before groups in groups took restores: the store
+// holds what it holds, and takes nestings beside it.
+func TestDurableRestoresABackupOfVersion7(t *testing.T) {
+	data, err := os.ReadFile("testdata/version7.backup")
+	require.NoError(t, err)
+	want, err := snap.Decode(data, "version7.backup")
+	require.NoError(t, err)
+	require.Equal(t, "GMSN\x07\x00\x00\x00", string(data[:8]), "a backup of version 7")
+	slices.SortFunc(want.Groups, func(a, b snap.Group) int { return strings.Compare(a.ID, b.ID) })
+
+	dir := filepath.Join(t.TempDir(), "restored")
+	rev, err := Restore("testdata/version7.backup", dir)
+	require.NoError(t, err)
+	assert.Equal(t, want.LastRevision, rev)
+	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+	defer d.Close()
+	got := sortedExport(d)
+	assert.Equal(t, want.Groups, got.Groups)
+	assert.Equal(t, want.Nicknames, got.Nicknames)
+	assert.Equal(t, want.Keys, got.Keys)
+	_, err = d.Write(context.Background(), storetest.Nest("all", "g1"))
+	require.NoError(t, err)
 }
