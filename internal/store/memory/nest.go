@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"strings"
@@ -480,6 +479,3 @@ func sortedIDs(nodes []*nesting.Node) []string {
 	slices.Sort(ids)
 	return ids
 }
-
-// compareMembers orders members by uid.
-func compareMembers(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) }
