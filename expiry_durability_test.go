@@ -65,3 +65,39 @@ func TestTheBinaryEndsWhatExpiredWhileItWasDown(t *testing.T) {
 	assert.Equal(t, want, expireChanges(t, p.base), "the expire changes replayed")
 	assert.NotContains(t, p.logs.String(), "ended the memberships", "nothing was due again")
 }
+
+// Nestings that ended while the program was down are ended as it starts,
+// before it answers a read, with an expire_groups change logged as any
+// change: a start after a kill -9 replays it, and nothing is due again.
+func TestTheBinaryEndsNestingsThatEndedWhileItWasDown(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d, err := durable.Open(dir, durable.Options{})
+	require.NoError(t, err)
+	past := time.Now().UTC().Truncate(time.Millisecond).Add(-time.Second)
+	later := time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour)
+	_, err = d.Write(ctx, membership.Write{Op: membership.OpAddGroups, GroupID: "g", Subgroups: []membership.Subgroup{
+		{GroupID: "a", Expiry: membership.Expiry{Set: true, At: past}}, {GroupID: "b"}, {GroupID: "c", Expiry: membership.Expiry{Set: true, At: later}}}})
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+
+	expired := func(base string) []any {
+		var groups []any
+		for _, c := range feed(t, base, 0) {
+			if c["op"] == string(membership.OpExpireGroups) {
+				groups = append(groups, c["groups"])
+			}
+		}
+		return groups
+	}
+	p := startProcess(t, "-data-dir", dir)
+	assert.Equal(t, []string{"b", "c"}, subgroupsOf(t, p.base, "g"), "the first read")
+	want := []any{[]any{map[string]any{"group": "a"}}}
+	assert.Equal(t, want, expired(p.base))
+
+	require.NoError(t, p.cmd.Process.Kill()) // SIGKILL: no flush, no goodbye
+	_ = p.cmd.Wait()
+	p = startProcess(t, "-data-dir", dir)
+	assert.Equal(t, []string{"b", "c"}, subgroupsOf(t, p.base, "g"))
+	assert.Equal(t, want, expired(p.base), "the expire_groups change replayed, and no other")
+}

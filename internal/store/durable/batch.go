@@ -36,14 +36,26 @@ import (
 // checked but not when applied (another change came between) is logged,
 // refused CodePreconditionFailed, and refused again on replay.
 //
+// A batch's nesting writes are applied with b.MaxDepth, which its record
+// keeps, each after the writes before it: a nesting that one of them
+// makes possible (a group taken out of another before it is nested the
+// other way round) is not refused by a check against the state before the
+// batch. So only the first nesting write of a batch that no write before
+// it can have changed the nesting of (by a remove_groups, replace_groups
+// or delete_group) is checked for a cycle or depth before the batch is
+// logged: it is then refused without a record. Any other cycle or chain
+// too deep is found as memory applies the batch, which is logged, refused
+// whole, and refused again on replay.
+//
 // Its record is bounded by LargestEntry when the caller bounds its writes
 // (membership.DefaultMaxBatchWrites) and its users in all (-max-users);
 // the queue counts it as its writes' entries. A batch too large for one
 // record (MaxEntryBytes) is refused, CodeBodyTooLarge, changing nothing.
 //
-// Errors: CodePreconditionFailed, CodeInvalidQuery (a precondition naming
-// more than record.MaxPreconditionRevisions revisions its group has not passed),
-// CodeInvalidUsers (an expiry not after 1970),
+// Errors: CodePreconditionFailed, CodeCycle, CodeTooDeep,
+// CodeInvalidQuery (a precondition naming more than
+// record.MaxPreconditionRevisions revisions its group has not passed),
+// CodeInvalidUsers or CodeInvalidGroups (an expiry not after 1970),
 // CodeIdempotencyKeyReused, CodeUnavailable, CodeBodyTooLarge.
 func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchResult, error) {
 	var release func()
@@ -64,24 +76,53 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 		return membership.BatchResult{Results: []membership.Result{}, Revision: d.mem.LatestRevision()}, nil
 	}
 	// The committer gives the time.
-	c := &record.Batch{Writes: make([]membership.Write, len(b.Writes)), Actor: b.Actor, Idem: b.Idem}
+	c := &record.Batch{Writes: make([]membership.Write, len(b.Writes)), Actor: b.Actor, Idem: b.Idem, MaxDepth: b.MaxDepth}
 	for i, w := range b.Writes {
 		if !record.BatchTakes(w.Op) {
 			return membership.BatchResult{}, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
 		}
-		rev, _, err := d.mem.Check(w)
+		check := w
+		if membership.IsNestingOp(w.Op) {
+			check.Subgroups = nil // its precondition alone: see nestingToCheck
+		}
+		rev, _, err := d.mem.Check(check)
 		if err == nil {
 			err = loggable(w)
 		}
 		if err == nil {
-			c.Writes[i] = membership.Write{Op: w.Op, GroupID: w.GroupID, Users: w.Users, UIDs: w.UIDs, If: w.If}
+			c.Writes[i] = logged(membership.Write{Op: w.Op, GroupID: w.GroupID, Users: w.Users, UIDs: w.UIDs, Subgroups: w.Subgroups,
+				MaxDepth: w.MaxDepth, If: w.If})
 			c.Writes[i].If.Revisions, err = pendingRevisions(w.If.Revisions, rev)
 		}
 		if err != nil {
 			return membership.BatchResult{}, memory.BatchElementError(i, w.GroupID, err)
 		}
 	}
+	if i, ok := nestingToCheck(b.Writes); ok {
+		w := b.Writes[i]
+		w.If, w.MaxDepth = membership.Precondition{}, b.MaxDepth
+		if _, _, err := d.mem.Check(w); err != nil {
+			return membership.BatchResult{}, memory.BatchElementError(i, w.GroupID, err) // as memory's Batch refuses it
+		}
+	}
 	r := d.commitHolding(c, release)
 	release = nil // the committer's to release, once it has decided c
 	return r.batch, r.err
+}
+
+// nestingToCheck returns the index of the first nesting write of writes
+// when the writes before it cannot have changed the nesting, so that a
+// check of it against the state before the batch tells what applying it
+// in its turn would: a cycle or a chain too deep there is one then too,
+// and no write before it can be the first to make one.
+func nestingToCheck(writes []membership.Write) (int, bool) {
+	for i, w := range writes {
+		switch w.Op {
+		case membership.OpAddGroups, membership.OpReplaceGroups:
+			return i, true
+		case membership.OpRemoveGroups, membership.OpDeleteGroup:
+			return 0, false
+		}
+	}
+	return 0, false
 }

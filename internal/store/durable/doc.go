@@ -58,6 +58,25 @@
 // for the feed); what came due while the store was closed is due at once
 // after Open, and the server ends it before it answers reads.
 //
+// # Groups in groups
+//
+// A nesting write (add_groups, remove_groups, replace_groups) is logged as
+// any write is, its subgroups' expiries resolved to times as users' are.
+// Memory's Check refuses a cycle or a chain too deep before the write is
+// logged; the record keeps the bound on depth it was checked against
+// (membership.Write.MaxDepth, a batch's Batch.MaxDepth), and memory
+// applies the record with that bound, on commit and on replay: a write
+// that another overtook between its check and its turn (a into b racing b
+// into a) is logged, refused, and refused again on every replay, and a
+// replay never depends on the bound the service runs with now. A batch's
+// nesting writes apply each after the writes before it, so a check
+// against the state before the batch can only refuse its first nesting
+// write, and only when nothing before it can have changed the nesting
+// (batch.go). Nestings that end by themselves are ended by the expirer's
+// expire_groups (op 11, at most record.MaxExpireGroups subgroups), logged
+// as expires are. Snapshots and backups hold the nestings and the groups
+// that have subgroups but no member; the transitive reads are memory's.
+//
 // # Concurrency
 //
 // The store adds goroutines, not locks on the data (the memory.Store's

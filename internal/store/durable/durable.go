@@ -161,9 +161,11 @@ func (opts Options) withDefaults() Options {
 type Store struct {
 	// ReadOnly serves the reads from memory, which holds what was
 	// replayed and loaded from the snapshot at start: the feed continues
-	// across restarts. ExpiryQueue says which expiries are due.
+	// across restarts. ExpiryQueue says which expiries are due, and
+	// Nesting serves the reads of groups in groups so.
 	memory.ReadOnly
 	memory.ExpiryQueue
+	membership.Nesting
 	mem    *memory.Store
 	dir    string
 	opts   Options
@@ -253,7 +255,10 @@ type result struct {
 	err   error
 }
 
-var _ membership.Store = (*Store)(nil)
+var (
+	_ membership.Store   = (*Store)(nil)
+	_ membership.Nesting = (*Store)(nil)
+)
 
 // Open opens, or creates, the data directory dir, recovers the state it
 // holds and starts taking changes. Only one process may have a directory
@@ -291,7 +296,7 @@ func openDurable(dir string, opts Options, lock *fileutil.DirLock) (*Store, erro
 	if err := d.recover(); err != nil {
 		return nil, err
 	}
-	d.ReadOnly, d.ExpiryQueue = d.mem, d.mem // recover may have started a new one
+	d.ReadOnly, d.ExpiryQueue, d.Nesting = d.mem, d.mem, d.mem // recover may have started a new one
 	go d.commitLoop()
 	go d.markLoop()
 	return d, nil
@@ -424,16 +429,25 @@ func removeTemps(dir string) error {
 // stays free); memory remembers the key when the committer applies the
 // record, and on every replay of the log.
 //
-// A user's TTL is turned into the time it sets as of the write's commit
-// before the write is logged: the log keeps times only. An expire
-// (membership.OpExpire, the expirer's write) is logged as any other
-// write, when it would end a membership.
+// A user's or a subgroup's TTL is turned into the time it sets as of the
+// write's commit before the write is logged: the log keeps times only. An
+// expire (membership.OpExpire, membership.OpExpireGroups, the expirer's
+// writes) is logged as any other write, when it would end a membership or
+// a nesting.
 //
-// Errors: CodePreconditionFailed, CodeInvalidQuery (more than
-// record.MaxPreconditionRevisions revisions the group has not passed, or
-// an expire of more than record.MaxExpireUIDs uids), CodeInvalidUsers (an expiry
-// not after 1970), CodeIdempotencyKeyReused,
-// CodeUnavailable, CodeBodyTooLarge.
+// A nesting write is checked against memory as the others are: one that
+// would make a cycle or a chain deeper than w.MaxDepth is refused without
+// a record. Its record keeps w.MaxDepth, and memory applies it with that
+// bound when the record is committed and on every replay, so that a write
+// another overtook between its check and its turn (a into b, racing b
+// into a) fails, taking no revision, both times.
+//
+// Errors: CodePreconditionFailed, CodeCycle, CodeTooDeep,
+// CodeInvalidQuery (more than record.MaxPreconditionRevisions revisions
+// the group has not passed, an expire of more than record.MaxExpireUIDs
+// uids, or an expire_groups of more than record.MaxExpireGroups
+// subgroups), CodeInvalidUsers or CodeInvalidGroups (an expiry not after
+// 1970), CodeIdempotencyKeyReused, CodeUnavailable, CodeBodyTooLarge.
 func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result, error) {
 	if err := loggable(w); err != nil {
 		return membership.Result{}, err
@@ -460,7 +474,7 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 	case !changes && w.Idem.Key == "":
 		return membership.Result{Revision: rev}, nil
 	}
-	c := record.Write(w)
+	c := record.Write(logged(w))
 	c.Time = time.Time{} // the committer's to give: see encode
 	if c.Op == membership.OpRemoveUser {
 		c.GroupID, c.If = "", membership.Precondition{} // memory checks none
@@ -474,22 +488,59 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 }
 
 // loggable returns an error unless w is a write its record can hold as
-// it is: an expire of at most record.MaxExpireUIDs uids (so that LargestEntry
-// bounds its record), and expiries after 1970 (a record holds an expiry
-// as milliseconds since 1970, 0 for none; the Service takes expiries
-// ahead of its clock only).
+// it is: an expire of at most record.MaxExpireUIDs uids, or an
+// expire_groups of at most record.MaxExpireGroups subgroups (so that
+// LargestEntry bounds its record), and expiries after 1970 (a record holds
+// an expiry as milliseconds since 1970, 0 for none; the Service takes
+// expiries ahead of its clock only).
 func loggable(w membership.Write) error {
 	if w.Op == membership.OpExpire && len(w.UIDs) > record.MaxExpireUIDs {
 		return membership.Errorf(membership.CodeInvalidQuery,
 			"an expire names %d uids, more than %d; nothing was changed", len(w.UIDs), record.MaxExpireUIDs)
 	}
+	if w.Op == membership.OpExpireGroups && len(w.Subgroups) > record.MaxExpireGroups {
+		return membership.Errorf(membership.CodeInvalidQuery,
+			"an expire_groups names %d subgroups, more than %d; nothing was changed", len(w.Subgroups), record.MaxExpireGroups)
+	}
 	for i, u := range w.Users {
-		if u.Expiry.Set && !u.Expiry.At.IsZero() && u.Expiry.At.UnixMilli() <= 0 {
+		if notAfter1970(u.Expiry) {
 			return membership.Errorf(membership.CodeInvalidUsers,
 				"element %d: the expiry %s is not after 1970; nothing was changed", i, u.Expiry.At.UTC().Format(time.RFC3339Nano))
 		}
 	}
+	for i, g := range logged(w).Subgroups {
+		if notAfter1970(g.Expiry) {
+			return membership.Errorf(membership.CodeInvalidGroups,
+				"groups element %d: the expiry %s is not after 1970; nothing was changed", i, g.Expiry.At.UTC().Format(time.RFC3339Nano))
+		}
+	}
 	return nil
+}
+
+// logged returns w as its record keeps it, so that the committer applies
+// what a replay will: a remove_groups or an expire_groups without the
+// expiries of its subgroups, which they ignore (a record need not hold
+// them), and without a bound on depth, which only an add_groups or a
+// replace_groups keeps (nothing else can deepen a chain).
+func logged(w membership.Write) membership.Write {
+	if w.Op != membership.OpAddGroups && w.Op != membership.OpReplaceGroups {
+		w.MaxDepth = 0
+	}
+	if w.Op != membership.OpRemoveGroups && w.Op != membership.OpExpireGroups ||
+		!slices.ContainsFunc(w.Subgroups, func(g membership.Subgroup) bool { return g.Expiry != membership.Expiry{} }) {
+		return w
+	}
+	groups := make([]membership.Subgroup, len(w.Subgroups))
+	for i, g := range w.Subgroups {
+		groups[i] = membership.Subgroup{GroupID: g.GroupID}
+	}
+	w.Subgroups = groups
+	return w
+}
+
+// notAfter1970 reports whether e sets a time that a record cannot hold.
+func notAfter1970(e membership.Expiry) bool {
+	return e.Set && !e.At.IsZero() && e.At.UnixMilli() <= 0
 }
 
 // pendingRevisions returns the revisions of an If-Match that the group,
@@ -584,16 +635,17 @@ func (d *Store) await(p *pending, deadline time.Time) result {
 }
 
 // WriteExpiries is how the expirer writes a round (expiry.roundWriter):
-// its expires, each a change of its own as Write logs it, are queued for
-// the committer all at once, so that one commit logs them and memory
-// applies them together (apply), in the order given: roundWindow at a
-// time. Those that would end nothing are answered from memory, without a
+// its expires and expire_groups, each a change of its own as Write logs
+// it, are queued for the committer all at once, so that one commit logs
+// them and memory applies them together (apply), in the order given:
+// roundWindow at a time. Those that would end nothing are answered from memory, without a
 // record. It returns the first error, once every change it queued is
 // decided (or its window's deadline passed); a change refused stops it
-// from queuing more. Any op but an unkeyed expire is refused, and nothing queued.
+// from queuing more. Any op but an unkeyed expire or expire_groups is
+// refused, and nothing queued.
 func (d *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membership.Result, error) {
 	for i, w := range ws {
-		if w.Op != membership.OpExpire || w.Idem.Key != "" {
+		if w.Op != membership.OpExpire && w.Op != membership.OpExpireGroups || w.Idem.Key != "" {
 			return nil, fmt.Errorf("write %d: not an expire without an Idempotency key", i)
 		}
 		if err := loggable(w); err != nil {
@@ -618,7 +670,7 @@ func (d *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membe
 				results[i].Revision = rev
 				continue
 			}
-			c := record.Write(ws[i])
+			c := record.Write(logged(ws[i]))
 			c.Time = time.Time{} // the committer's to give: see encode
 			p, refused := d.enqueue(&c, nil)
 			if refused != nil {

@@ -9,15 +9,18 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
+	"example.com/groupmembership/internal/syncbuf"
 	"example.com/groupmembership/membership"
 )
 
@@ -45,6 +48,37 @@ func TestDurableContract(t *testing.T) {
 	storetest.Contract(t, func(t *testing.T) membership.Store {
 		d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
 		t.Cleanup(func() { _ = d.Close() })
+		return d
+	})
+}
+
+func TestDurableNestingContract(t *testing.T) {
+	storetest.Nesting(t, func(t *testing.T) store.Expiring {
+		d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	})
+}
+
+// The nesting contract holds while snapshots of the nestings are written
+// beside the writes, every one of them whole, and each store, reopened
+// from what it wrote, has every nesting it had.
+func TestDurableNestingContractAcrossSnapshots(t *testing.T) {
+	var snapshots atomic.Uint64
+	t.Cleanup(func() { assert.NotZero(t, snapshots.Load(), "snapshots were written") })
+	storetest.Nesting(t, func(t *testing.T) store.Expiring {
+		dir := t.TempDir()
+		logs := &syncbuf.Buffer{}
+		d := openTestDurable(t, dir, Options{ChangesKeep: keepAll, SnapshotBytes: 4096, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		t.Cleanup(func() {
+			want := sortedExport(d)
+			require.NoError(t, d.Close())
+			snapshots.Add(d.stats.snapshots.Load()) // Close waited for the last
+			assert.NotContains(t, logs.String(), "level=ERROR", "no snapshot failed")
+			again := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+			defer again.Close()
+			assert.Equal(t, want, sortedExport(again), "reopened")
+		})
 		return d
 	})
 }

@@ -1,11 +1,14 @@
 package durable
 
 import (
+	"slices"
 	"time"
 
 	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/snap"
+	"example.com/groupmembership/internal/store/wal/record"
+	"example.com/groupmembership/membership"
 )
 
 // Stats returns the figures of its memory.Store, and the disk's.
@@ -38,4 +41,35 @@ func (d *Store) Backup() *snap.Backup {
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
 	return d.mem.Backup()
+}
+
+// DueExpiries implements store.Expiring: memory's, whose writes Write
+// logs as any other. An expire_groups of more subgroups than a record
+// takes (record.MaxExpireGroups) is split into writes that each fit, with
+// the earliest end of the whole.
+func (d *Store) DueExpiries(now time.Time, max int) []store.Due {
+	return splitExpireGroups(d.mem.DueExpiries(now, max), record.MaxExpireGroups)
+}
+
+// splitExpireGroups returns due with every expire_groups of more than most
+// subgroups split into writes of at most most, in order.
+func splitExpireGroups(due []store.Due, most int) []store.Due {
+	if !slices.ContainsFunc(due, func(d store.Due) bool {
+		return d.Write.Op == membership.OpExpireGroups && len(d.Write.Subgroups) > most
+	}) {
+		return due
+	}
+	var out []store.Due
+	for _, d := range due {
+		if d.Write.Op != membership.OpExpireGroups || len(d.Write.Subgroups) <= most {
+			out = append(out, d)
+			continue
+		}
+		for part := range slices.Chunk(d.Write.Subgroups, most) {
+			p := d
+			p.Write.Subgroups = part
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -12,10 +12,7 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-var (
-	_ membership.Nesting = (*Store)(nil)
-	_ membership.Nesting = NestingReadOnly{}
-)
+var _ membership.Nesting = (*Store)(nil)
 
 // Subgroups implements membership.Nesting. It answers at the revision of
 // the latest change of the nesting: the graph is the same from then on.
@@ -358,48 +355,4 @@ func (c *totalCache) put(groupID string, key membership.Revision, total int) {
 		}
 	}
 	c.totals[strings.Clone(groupID)] = cachedTotal{key: key, total: total}
-}
-
-// NestingReadOnly is the reads of membership.Nesting over a Store that
-// another store changes, as ReadOnly is for membership.Store's: a store
-// that applies its nesting writes to the Store (durable, PostgreSQL)
-// embeds it beside ReadOnly, and so becomes a membership.Nesting.
-type NestingReadOnly struct{ mem *Store }
-
-// NestingReadOnly returns the Nesting reads of m.
-func (m *Store) NestingReadOnly() NestingReadOnly { return NestingReadOnly{mem: m} }
-
-// Subgroups implements membership.Nesting.
-func (r NestingReadOnly) Subgroups(ctx context.Context, groupID string, opts membership.NestingListOptions, list membership.NestedListFunc) (membership.Revision, error) {
-	return r.mem.Subgroups(ctx, groupID, opts, list)
-}
-
-// Parents implements membership.Nesting.
-func (r NestingReadOnly) Parents(ctx context.Context, groupID string, opts membership.NestingListOptions, list membership.NestedListFunc) (membership.Revision, error) {
-	return r.mem.Parents(ctx, groupID, opts, list)
-}
-
-// ListTransitiveMembers implements membership.Nesting.
-func (r NestingReadOnly) ListTransitiveMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
-	return r.mem.ListTransitiveMembers(ctx, groupID, opts, list)
-}
-
-// TransitiveMember implements membership.Nesting.
-func (r NestingReadOnly) TransitiveMember(ctx context.Context, groupID string, uid membership.UID) (membership.Member, []string, bool, membership.Revision, error) {
-	return r.mem.TransitiveMember(ctx, groupID, uid)
-}
-
-// TransitiveUserGroups implements membership.Nesting.
-func (r NestingReadOnly) TransitiveUserGroups(ctx context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) (membership.Revision, error) {
-	return r.mem.TransitiveUserGroups(ctx, uid, opts, list)
-}
-
-// CheckTransitive implements membership.Nesting.
-func (r NestingReadOnly) CheckTransitive(ctx context.Context, checks []membership.Check) ([]bool, membership.Revision, error) {
-	return r.mem.CheckTransitive(ctx, checks)
-}
-
-// TransitiveRevision implements membership.Nesting.
-func (r NestingReadOnly) TransitiveRevision(ctx context.Context, groupID string) (membership.Revision, error) {
-	return r.mem.TransitiveRevision(ctx, groupID)
 }

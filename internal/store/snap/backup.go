@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"example.com/groupmembership/membership"
 )
 
 // Backup is a consistent copy of a store's whole state at one revision: the
-// members of every group and their expiries, the nicknames and the
-// Idempotency-Keys
+// members of every group and their expiries, the groups in groups, the
+// nicknames and the Idempotency-Keys
 // remembered (a restored store answers a retry as the store did), not the
 // change feed's history.
 // It holds about as much memory as the memberships take in the store, until
@@ -44,12 +45,17 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // Check returns an error unless st keeps the service's rules: valid and
-// distinct group ids, each with members, no revision past the latest,
-// expiries of members only, valid nicknames of users who are in a group,
-// and distinct keys. The
+// distinct group ids, each with members or subgroups, no revision past the
+// latest, expiries of members only, valid nicknames of users who are in a
+// group, distinct keys, and nestings of valid groups, each parent among
+// the groups, that make no cycle. The
 // checksum says that a file is whole; this says that it came from the
 // service.
 func (st *State) Check() error {
+	parents := make(map[string]bool)
+	for _, n := range st.Nestings {
+		parents[n.Parent] = true
+	}
 	inGroup := map[membership.UID]bool{}
 	ids := make(map[string]bool, len(st.Groups))
 	for _, g := range st.Groups {
@@ -59,8 +65,8 @@ func (st *State) Check() error {
 		switch {
 		case ids[g.ID]:
 			return fmt.Errorf("group %q is there twice", g.ID)
-		case len(g.UIDs) == 0:
-			return fmt.Errorf("group %q has no members", g.ID)
+		case len(g.UIDs) == 0 && !parents[g.ID]:
+			return fmt.Errorf("group %q has no members and no subgroups", g.ID)
 		case g.Revision > st.LastRevision:
 			return fmt.Errorf("group %q has revision %d, past the latest, %d", g.ID, g.Revision, st.LastRevision)
 		}
@@ -73,6 +79,9 @@ func (st *State) Check() error {
 				return fmt.Errorf("user %d has an expiry in group %q but is not a member", e.UID, g.ID)
 			}
 		}
+	}
+	if err := checkNestings(st.Nestings, ids); err != nil {
+		return err
 	}
 	if st.NicknamesRevision > st.LastRevision || st.RemovedRevision > st.LastRevision {
 		return fmt.Errorf("a revision is past the latest, %d", st.LastRevision)
@@ -97,6 +106,89 @@ func (st *State) Check() error {
 		}
 		if past {
 			return fmt.Errorf("the Idempotency-Key %q has a revision past the latest, %d", k.Key, st.LastRevision)
+		}
+	}
+	return nil
+}
+
+// checkNestings returns an error unless nestings are of valid groups,
+// none in itself, each parent among groups, once each, and make no cycle.
+func checkNestings(nestings []Nesting, groups map[string]bool) error {
+	seen := make(map[Nesting]bool, len(nestings))
+	subgroups := make(map[string][]string)
+	for _, n := range nestings {
+		for _, id := range []string{n.Parent, n.Child} {
+			if err := membership.ValidateGroupID(id); err != nil {
+				return fmt.Errorf("a nesting: %v", err)
+			}
+		}
+		key := Nesting{Parent: n.Parent, Child: n.Child}
+		switch {
+		case n.Parent == n.Child:
+			return fmt.Errorf("group %q is nested in itself", n.Parent)
+		case !groups[n.Parent]:
+			return fmt.Errorf("group %q has subgroups but is not among the groups", n.Parent)
+		case seen[key]:
+			return fmt.Errorf("the nesting of %q in %q is there twice", n.Child, n.Parent)
+		}
+		seen[key] = true
+		subgroups[n.Parent] = append(subgroups[n.Parent], n.Child)
+	}
+	if path := findCycle(subgroups); path != nil {
+		return fmt.Errorf("the nestings make a cycle: %s", strings.Join(path, " > "))
+	}
+	return nil
+}
+
+// findCycle returns a cycle of the graph subgroups (a group's
+// subgroups), as the path from a group round to itself, or nil when there
+// is none. It walks depth first without recursion, so that a chain as deep
+// as the file allows cannot overflow the stack.
+func findCycle(subgroups map[string][]string) []string {
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := make(map[string]int, len(subgroups))
+	type frame struct {
+		id   string
+		next int
+	}
+	starts := make([]string, 0, len(subgroups))
+	for id := range subgroups {
+		starts = append(starts, id)
+	}
+	slices.Sort(starts)
+	for _, start := range starts {
+		if state[start] != unseen {
+			continue
+		}
+		stack := []frame{{id: start}}
+		state[start] = onPath
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			children := subgroups[top.id]
+			if top.next == len(children) {
+				state[top.id] = done
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			child := children[top.next]
+			top.next++
+			switch state[child] {
+			case onPath:
+				var path []string
+				for i := range stack {
+					if stack[i].id == child || path != nil {
+						path = append(path, stack[i].id)
+					}
+				}
+				return append(path, child)
+			case unseen:
+				state[child] = onPath
+				stack = append(stack, frame{id: child})
+			}
 		}
 	}
 	return nil

@@ -17,6 +17,11 @@ func FuzzReviewEachAgreesWithDecode(f *testing.F) {
 	data := buf.Bytes()
 	f.Add(data[8 : len(data)-4])
 	f.Add([]byte{0, 0, 0, 0, 2, 1, 'a', 0, 2, 5, 1, 1, 'b', 0, 1, 3, 0, 0})
+	var nested bytes.Buffer
+	if err := Encode(&nested, nestingState()); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(nested.Bytes()[8 : nested.Len()-4])
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, v := range []byte{1, 6, 7, byte(data[4])} {
 			file := snapshotFile(v, body)

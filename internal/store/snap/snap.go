@@ -27,12 +27,13 @@ import (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // A snapshot file holds the whole state: a header (magic word and format
-// version), a body, and a CRC-32C of the body. The body of version 7 is
+// version), a body, and a CRC-32C of the body. The body of version 8 is
 //
 //   - the revisions: the latest, that of the last nickname change, and that
 //     of the last group deleted;
 //   - the nicknames: count, then uid and nickname each;
-//   - the groups: count, then id, revision, member count, and the members in
+//   - the groups (those with members, and those with subgroups only, with
+//     no member): count, then id, revision, member count, and the members in
 //     ascending order, each as the difference from the one before, then
 //     the expiries of the members that have one: count, then each member's
 //     uid, ascending, as the difference from the one before, and the time
@@ -45,10 +46,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //     2 remove, 3 replace (its uids are the group's whole new membership),
 //     4 delete_group (no uid, no nickname), 5 remove_user (group id "", one
 //     uid, no nickname), 7 expire (memberships that ended at their expiry,
-//     laid out as a remove), 6 batch: after the op, instead of a group id,
-//     uids and nicknames, the count of its changes (at least 1), then each
-//     as op (1 to 4), group id, uids, nicknames and expiries, with no
-//     revision and no stamp (they share the batch's); then the change's
+//     laid out as a remove), 8 add_groups, 9 remove_groups, 10
+//     replace_groups, 11 expire_groups (a nesting change: its group id, then,
+//     instead of uids and nicknames, its groups: count, then each group id,
+//     in byte order, and the time its nesting ends, as a member's expiry, 0
+//     for none), 6 batch: after the op, instead of a group id, uids and
+//     nicknames, the count of its changes (at least 1), then each as op (1
+//     to 4, 8 to 10), group id, uids, nicknames and expiries, or groups,
+//     with no revision and no stamp (they share the batch's); then the change's
 //     stamp: a byte of flags (1 a time follows, 2 an actor follows), the
 //     time in milliseconds since 1970-01-01 UTC (a signed, zigzag varint)
 //     and the actor's uid;
@@ -58,18 +63,24 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //     signed, zigzag varint), a byte that says whose it is (0 a write's, 1
 //     a batch's), the revision its write or batch returned, and its
 //     results: count (1 for a write's), then each one's count, removed and
-//     revision.
+//     revision;
+//   - the groups in groups: the count of groups that have subgroups, then
+//     each one's id, in byte order, its subgroup count, and each subgroup's
+//     id, in byte order, and the time the nesting ends (as a member's
+//     expiry, 0 for none).
 //
-// Version 6, still read, is version 7 without the expiries (no member has
-// one) and without op 7; version 5 is version 6 without the keys (it
-// remembers none); version 4 is version 5 without batches; version 3 is
-// version 4 without the stamps (its changes have no time and no actor);
-// version 2 is version 3 with ops 1 and 2 only; version 1 has only the
-// nicknames and the groups without their revisions. A build that reads an
+// Version 7, still read, is version 8 without the groups in groups (every
+// group has members) and without ops 8 to 11. Version 6 is version 7
+// without the expiries (no member has one) and without op 7; version 5 is
+// version 6 without the keys (it remembers none); version 4 is version 5
+// without batches; version 3 is version 4 without the stamps (its changes
+// have no time and no actor); version 2 is version 3 with ops 1 and 2
+// only; version 1 has only the nicknames and the groups without their
+// revisions. A build that reads an
 // older version at most so refuses a snapshot that may hold ops it does
 // not know by its version, not halfway through its changes. All integers
 // are unsigned varints but the time, strings a length and bytes.
-var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 7}
+var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 8}
 
 // The flags of a change's stamp.
 const (
@@ -131,25 +142,39 @@ type Group struct {
 
 // The op byte of a change the feed keeps, and its op. Versions 1 and 2 know
 // the first two only, versions 3 and 4 the first five, versions 5 and 6
-// the first six.
+// the first six, version 7 the first seven, version 8 all of them.
 var ops = [...]membership.Op{
-	1: membership.OpAdd,
-	2: membership.OpRemove,
-	3: membership.OpReplace,
-	4: membership.OpDeleteGroup,
-	5: membership.OpRemoveUser,
-	6: membership.OpBatch,
-	7: membership.OpExpire,
+	1:  membership.OpAdd,
+	2:  membership.OpRemove,
+	3:  membership.OpReplace,
+	4:  membership.OpDeleteGroup,
+	5:  membership.OpRemoveUser,
+	6:  membership.OpBatch,
+	7:  membership.OpExpire,
+	8:  membership.OpAddGroups,
+	9:  membership.OpRemoveGroups,
+	10: membership.OpReplaceGroups,
+	11: membership.OpExpireGroups,
 }
 
-// How many op bytes each version knows, 0 included; and how many a batch's
-// changes may have: add, remove, replace and delete_group.
+// How many op bytes each version knows, 0 included.
 const (
 	opsOfVersion2 = 3
 	opsOfVersion4 = 6
 	opsOfVersion6 = 7
-	opsInABatch   = 5
+	opsOfVersion7 = 8
 )
+
+// inABatch reports whether a batch's change may be of op: add, remove,
+// replace, delete_group, add_groups, remove_groups or replace_groups.
+func inABatch(op membership.Op) bool {
+	switch op {
+	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
+		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
+		return true
+	}
+	return false
+}
 
 // opsOf returns how many op bytes version knows, 0 included.
 func opsOf(version uint32) int {
@@ -160,12 +185,18 @@ func opsOf(version uint32) int {
 		return opsOfVersion4
 	case version <= 6:
 		return opsOfVersion6
+	case version <= 7:
+		return opsOfVersion7
 	}
 	return len(ops)
 }
 
-// withExpiries is the first version with expiries.
-const withExpiries = 7
+// withExpiries is the first version with expiries, withNestings the first
+// with groups in groups.
+const (
+	withExpiries = 7
+	withNestings = 8
+)
 
 // WriteFile writes st to the file at path, atomically and durably (see
 // fileutil.WriteAtomic): path is always either absent or a whole snapshot.
@@ -182,13 +213,20 @@ func Encode(out io.Writer, st *State) error {
 
 // encode is Encode as version (4 on) lays st out, for the tests of the
 // older versions: a state that version cannot hold (a key before version
-// 6, an expiry or an expire before version 7) is refused.
+// 6, an expiry or an expire before version 7, a nesting before version 8)
+// is refused.
 func encode(out io.Writer, st *State, version uint32) error {
 	if version < 4 || version > snapshotKind.Version {
 		return fmt.Errorf("cannot encode version %d", version)
 	}
 	if version < 6 && len(st.Keys) > 0 {
 		return fmt.Errorf("version %d holds no key", version)
+	}
+	if version < withNestings && len(st.Nestings) > 0 {
+		return fmt.Errorf("version %d holds no group in a group", version)
+	}
+	if err := checkNestingOrder(st.Nestings); err != nil {
+		return err
 	}
 	kind := snapshotKind
 	kind.Version = version
@@ -218,7 +256,7 @@ func encode(out io.Writer, st *State, version uint32) error {
 	}
 	c.uvarint(uint64(len(st.Changes)))
 	for _, ch := range st.Changes {
-		if err := checkChangeToEncode(ch, opsOf(version), c.expiries); err != nil {
+		if err := checkChangeToEncode(ch, opsOf(version), c.expiries, false); err != nil {
 			return fmt.Errorf("change %d: %w", ch.Revision, err)
 		}
 		c.b = appendChange(c.b, ch, c.expiries)
@@ -233,6 +271,9 @@ func encode(out io.Writer, st *State, version uint32) error {
 		}
 		c.b = appendKey(c.b, k)
 		c.flushIfFull()
+	}
+	if version >= withNestings {
+		c.nestings(st.Nestings)
 	}
 	c.flush()
 	if c.err != nil {
@@ -274,6 +315,58 @@ func (c *encoder) memberExpiries(g Group) error {
 	}
 	c.b = appendExpiries(c.b, g.Expiries)
 	c.flushIfFull()
+	return nil
+}
+
+// nestings encodes nestings, which must be in order (checkNestingOrder):
+// the count of parents, then each parent's id and its subgroups.
+func (c *encoder) nestings(nestings []Nesting) {
+	parents := 0
+	for i, n := range nestings {
+		if i == 0 || n.Parent != nestings[i-1].Parent {
+			parents++
+		}
+	}
+	c.uvarint(uint64(parents))
+	for i := 0; i < len(nestings); {
+		j := i
+		for j < len(nestings) && nestings[j].Parent == nestings[i].Parent {
+			j++
+		}
+		c.string(nestings[i].Parent)
+		c.uvarint(uint64(j - i))
+		for _, n := range nestings[i:j] {
+			c.string(n.Child)
+			c.b = binary.AppendVarint(c.b, expiryMillis(n.Expires))
+			c.flushIfFull()
+		}
+		i = j
+	}
+}
+
+// expiryMillis returns t in milliseconds since 1970, 0 for the zero time.
+func expiryMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// checkNestingOrder returns an error unless nestings are by parent then
+// child in byte order, once each, each of a time a snapshot can hold (one
+// that is not 1970-01-01 to the millisecond).
+func checkNestingOrder(nestings []Nesting) error {
+	for i, n := range nestings {
+		if i > 0 {
+			prev := nestings[i-1]
+			if n.Parent < prev.Parent || n.Parent == prev.Parent && n.Child <= prev.Child {
+				return fmt.Errorf("the nesting of %q in %q is out of order", n.Child, n.Parent)
+			}
+		}
+		if !n.Expires.IsZero() && n.Expires.UnixMilli() == 0 {
+			return fmt.Errorf("the nesting of %q in %q ends at a time a snapshot cannot hold", n.Child, n.Parent)
+		}
+	}
 	return nil
 }
 
@@ -400,10 +493,78 @@ func decodeState(r *reader, version uint32, each func(Group) error) (*State, err
 			return nil, err
 		}
 	}
+	if version >= withNestings {
+		if st.Nestings, err = readNestings(r); err != nil {
+			return nil, err
+		}
+	}
 	if r.Len() != 0 {
 		return nil, errors.New("trailing bytes after the groups")
 	}
 	return st, nil
+}
+
+// readNestings reads the groups in groups: nil when there is none.
+func readNestings(r *reader) ([]Nesting, error) {
+	parents, err := binary.ReadUvarint(r)
+	switch {
+	case err != nil:
+		return nil, err
+	case parents == 0:
+		return nil, nil
+	case parents > uint64(r.Len()):
+		return nil, errors.New("more groups with subgroups than the file")
+	}
+	var nestings []Nesting
+	for range parents {
+		parent, err := readGroupID(r)
+		if err != nil {
+			return nil, err
+		}
+		if len(nestings) > 0 && parent <= nestings[len(nestings)-1].Parent {
+			return nil, fmt.Errorf("the subgroups of %q out of order", parent)
+		}
+		n, err := binary.ReadUvarint(r)
+		switch {
+		case err != nil:
+			return nil, err
+		case n == 0:
+			return nil, fmt.Errorf("group %q has subgroups, none of them", parent)
+		case n > uint64(r.Len()):
+			return nil, errors.New("more subgroups than the file")
+		}
+		for range n {
+			child, err := readGroupID(r)
+			if err != nil {
+				return nil, err
+			}
+			ms, err := binary.ReadVarint(r)
+			if err != nil {
+				return nil, err
+			}
+			nest := Nesting{Parent: parent, Child: child}
+			if ms != 0 {
+				nest.Expires = time.UnixMilli(ms).UTC()
+			}
+			nestings = append(nestings, nest)
+		}
+	}
+	if err := checkNestingOrder(nestings); err != nil {
+		return nil, err
+	}
+	return nestings, nil
+}
+
+// readGroupID reads a group id, which must be valid.
+func readGroupID(r *reader) (string, error) {
+	id, err := readString(r)
+	if err != nil {
+		return "", err
+	}
+	if err := membership.ValidateGroupID(id); err != nil {
+		return "", err
+	}
+	return id, nil
 }
 
 // readNicknames reads the nicknames' count, then each uid and nickname.
@@ -517,14 +678,20 @@ func appendAscendingUIDs(b []byte, uids []membership.UID) []byte {
 }
 
 // checkChangeToEncode returns an error unless c's op is one of the first
-// known of ops, and, for a batch, it has changes, each of an op a batch
-// takes; and unless c has expiries only when it is an add or a replace of
-// a version that has them (withExpiries), ascending by uid.
-func checkChangeToEncode(c membership.Change, known int, withExpiries bool) error {
+// known of ops (and one a batch takes, for a batch's change), and, for a
+// batch, it has changes; unless c has expiries only when it is an add or
+// a replace of a version that has them (withExpiries), ascending by uid;
+// and unless c has groups, in byte order, once each, only when it is a
+// nesting change, which has no uid and no nickname.
+func checkChangeToEncode(c membership.Change, known int, withExpiries, batched bool) error {
 	op := slices.Index(ops[:known], c.Op)
 	switch {
-	case op < 1:
+	case op < 1 || batched && !inABatch(c.Op):
 		return fmt.Errorf("op %q, which a snapshot cannot hold here", c.Op)
+	case len(c.Groups) > 0 && !membership.IsNestingOp(c.Op):
+		return fmt.Errorf("a change of op %s with groups", c.Op)
+	case membership.IsNestingOp(c.Op) && (len(c.UIDs) > 0 || len(c.Nicknames) > 0):
+		return fmt.Errorf("a change of op %s with users", c.Op)
 	case c.Op == membership.OpBatch && len(c.Changes) == 0:
 		return errors.New("a batch of no change")
 	case len(c.Expiries) > 0 && !(withExpiries && hasExpiries(c.Op)):
@@ -533,11 +700,28 @@ func checkChangeToEncode(c membership.Change, known int, withExpiries bool) erro
 	if err := checkExpiries(c.Expiries); err != nil {
 		return err
 	}
+	if err := checkChangeGroups(c.Groups); err != nil {
+		return err
+	}
 	if c.Op == membership.OpBatch {
 		for _, sub := range c.Changes {
-			if err := checkChangeToEncode(sub, opsInABatch, withExpiries); err != nil {
+			if err := checkChangeToEncode(sub, known, withExpiries, true); err != nil {
 				return fmt.Errorf("in a batch: %w", err)
 			}
+		}
+	}
+	return nil
+}
+
+// checkChangeGroups returns an error unless groups are in byte order of
+// ids, once each, each ending at a time a snapshot can hold.
+func checkChangeGroups(groups []membership.Nested) error {
+	for i, g := range groups {
+		if i > 0 && g.GroupID <= groups[i-1].GroupID {
+			return errors.New("a change's groups not in byte order")
+		}
+		if !g.Expires.IsZero() && g.Expires.UnixMilli() == 0 {
+			return fmt.Errorf("a change's group %q ends at a time a snapshot cannot hold", g.GroupID)
 		}
 	}
 	return nil
@@ -585,6 +769,15 @@ func appendChangeBody(b []byte, c membership.Change, expiries bool) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(c.GroupID)))
 	b = append(b, c.GroupID...)
+	if membership.IsNestingOp(c.Op) {
+		b = binary.AppendUvarint(b, uint64(len(c.Groups)))
+		for _, g := range c.Groups {
+			b = binary.AppendUvarint(b, uint64(len(g.GroupID)))
+			b = append(b, g.GroupID...)
+			b = binary.AppendVarint(b, expiryMillis(g.Expires))
+		}
+		return b
+	}
 	b = appendAscendingUIDs(b, c.UIDs)
 	b = binary.AppendUvarint(b, uint64(len(c.Nicknames)))
 	for _, n := range c.Nicknames {
@@ -788,6 +981,12 @@ func (cr *changeReader) body(known int) (membership.Change, error) {
 	if c.GroupID, err = cr.groupID(); err != nil {
 		return c, err
 	}
+	if membership.IsNestingOp(c.Op) {
+		if c.Groups, err = cr.groups(); err != nil {
+			return c, err
+		}
+		return c, checkChange(c)
+	}
 	if c.UIDs, err = cr.uids(); err != nil {
 		return c, err
 	}
@@ -831,7 +1030,10 @@ func (cr *changeReader) batch() (membership.Change, error) {
 	}
 	c.Changes = make([]membership.Change, 0, n)
 	for range n {
-		sub, err := cr.body(opsInABatch)
+		sub, err := cr.body(cr.ops)
+		if err == nil && !inABatch(sub.Op) {
+			err = fmt.Errorf("a change of op %s", sub.Op)
+		}
 		if err != nil {
 			return c, fmt.Errorf("in a batch: %w", err)
 		}
@@ -853,6 +1055,39 @@ func checkChange(c membership.Change) error {
 		return fmt.Errorf("a change of op %s names no group", c.Op)
 	}
 	return nil
+}
+
+// groups reads a nesting change's groups: nil for none.
+func (cr *changeReader) groups() ([]membership.Nested, error) {
+	n, err := binary.ReadUvarint(cr.r)
+	switch {
+	case err != nil:
+		return nil, err
+	case n == 0:
+		return nil, nil
+	case n > uint64(cr.r.Len())/2:
+		return nil, errors.New("group count larger than the file")
+	}
+	groups := make([]membership.Nested, 0, n)
+	for range n {
+		id, err := cr.groupID()
+		if err != nil {
+			return nil, err
+		}
+		if err := membership.ValidateGroupID(id); err != nil {
+			return nil, err
+		}
+		ms, err := binary.ReadVarint(cr.r)
+		if err != nil {
+			return nil, err
+		}
+		g := membership.Nested{GroupID: id}
+		if ms != 0 {
+			g.Expires = time.UnixMilli(ms).UTC()
+		}
+		groups = append(groups, g)
+	}
+	return groups, checkChangeGroups(groups)
 }
 
 // groupID reads a group id, interned.

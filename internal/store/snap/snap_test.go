@@ -44,7 +44,7 @@ func TestChangesOfEveryOpRoundTrip(t *testing.T) {
 	got, err := Decode(buf.Bytes(), "s.snap")
 	require.NoError(t, err)
 	assert.Equal(t, st, got)
-	assert.Equal(t, "GMSN\x07\x00\x00\x00", buf.String()[:8], "a snapshot that may hold expiries is of version 7")
+	assert.Equal(t, "GMSN\x08\x00\x00\x00", buf.String()[:8], "a snapshot of this build is of version 8")
 }
 
 // A change no build writes is refused: a damaged or foreign snapshot.
@@ -284,7 +284,8 @@ func TestKeysLayout(t *testing.T) {
 	require.NoError(t, Encode(&buf, st))
 	body := buf.Bytes()[8 : buf.Len()-4]
 	want := []byte{1, 0, 0, 0, 0, 0, // revisions, nicknames, groups, changes
-		1, 1, 'k', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0xd0, 0x0f, 0, 1, 1, 2, 3, 1}
+		1, 1, 'k', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0xd0, 0x0f, 0, 1, 1, 2, 3, 1,
+		0} // groups in groups
 	assert.Equal(t, want, body)
 }
 

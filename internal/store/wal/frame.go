@@ -3,7 +3,7 @@ package wal
 // The frame of the log's files. A log file starts with a header:
 //
 //	magic          "GMWL"
-//	version        uint32, little endian: 7
+//	version        uint32, little endian: 8
 //	startRevision  uint64, little endian: the revision of the state the
 //	               log follows, so that a log cannot be replayed after a
 //	               state of another history
@@ -23,8 +23,8 @@ package wal
 // last frame short (the file ends inside it) or, on some filesystems,
 // followed by zeros; every other frame that does not check out is damage.
 //
-// Every version from 1 to 7 is read. Versions 2 to 6 are headed and framed
-// as 7; each is a version of its own because of what its payloads may
+// Every version from 1 to 8 is read. Versions 2 to 7 are headed and framed
+// as 8; each is a version of its own because of what its payloads may
 // hold (docs/design.md). Version 1 has no header after its version, and
 // no header checksum in its frames: there a length that runs past the end
 // of the file counts as torn.
@@ -41,8 +41,8 @@ import (
 // The header.
 const (
 	Magic      = "GMWL"
-	Version    = 7
-	HeaderSize = fileheader.Size + 16 // of versions 2 to 7
+	Version    = 8
+	HeaderSize = fileheader.Size + 16 // of versions 2 to 8
 )
 
 // kind is the log's kind of file, for its header's first 8 bytes.
@@ -53,7 +53,7 @@ var kind = fileheader.Kind{Magic: Magic, Name: "log", Version: Version}
 // length for damage, so that a bad length cannot make it allocate gigabytes.
 const MaxPayload = 64 << 20
 
-// Frame header sizes: of version 1, and of versions 2 to 7.
+// Frame header sizes: of version 1, and of versions 2 to 8.
 const (
 	frameHeaderV1 = 8
 	frameHeaderV2 = 12

@@ -9,6 +9,9 @@
 //	              for a membership made permanent (logs older than
 //	              expiries have flags 0 and 1 only)
 //	uids          the uid count, then each uid
+//	subgroups     the subgroup count, then each subgroup's group id, a
+//	              byte of flags (1: an expiry follows), and the expiry
+//	              as a user's
 //	precondition  a byte of flags (1 Exists, 2 Empty), the revision count,
 //	              then each revision
 //
@@ -143,6 +146,72 @@ func ReadUsers(r *bytes.Reader) ([]membership.User, error) {
 		users = append(users, u)
 	}
 	return users, nil
+}
+
+// The flags of a subgroup.
+const subgroupExpiry byte = 1
+
+// AppendSubgroups appends the subgroups of a nesting write, with their
+// expiries as given. An expiry must be a time or permanent, as a user's.
+func AppendSubgroups(b []byte, groups []membership.Subgroup) []byte {
+	b = binary.AppendUvarint(b, uint64(len(groups)))
+	for _, g := range groups {
+		b = AppendString(b, g.GroupID)
+		if !g.Expiry.Set {
+			b = append(b, 0)
+			continue
+		}
+		if g.Expiry.TTL != 0 {
+			panic("writecodec: a TTL not turned into a time before the write was logged")
+		}
+		var ms int64
+		if !g.Expiry.At.IsZero() {
+			ms = g.Expiry.At.UnixMilli()
+		}
+		b = binary.AppendUvarint(append(b, subgroupExpiry), uint64(ms))
+	}
+	return b
+}
+
+// ReadSubgroups reads what AppendSubgroups wrote; none is nil. A group id
+// that is not valid is refused.
+func ReadSubgroups(r *bytes.Reader) ([]membership.Subgroup, error) {
+	n, err := ReadCount(r)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	groups := make([]membership.Subgroup, 0, min(n, uint64(r.Len())/2))
+	for range n {
+		var g membership.Subgroup
+		if g.GroupID, err = ReadString(r); err != nil {
+			return nil, err
+		}
+		if err := membership.ValidateGroupID(g.GroupID); err != nil {
+			return nil, err
+		}
+		flags, err := r.ReadByte()
+		switch {
+		case err != nil:
+			return nil, err
+		case flags&^subgroupExpiry != 0:
+			return nil, fmt.Errorf("subgroup flags %#x", flags)
+		}
+		if flags&subgroupExpiry != 0 {
+			ms, err := binary.ReadUvarint(r)
+			switch {
+			case err != nil:
+				return nil, err
+			case ms > math.MaxInt64:
+				return nil, fmt.Errorf("expiry %d is not a time", ms)
+			}
+			g.Expiry.Set = true
+			if ms != 0 {
+				g.Expiry.At = time.UnixMilli(int64(ms)).UTC()
+			}
+		}
+		groups = append(groups, g)
+	}
+	return groups, nil
 }
 
 // AppendUIDs appends uids.

@@ -65,3 +65,38 @@ func TestATTLIsNeverLogged(t *testing.T) {
 		AppendUsers(nil, []membership.User{{UID: 1, Expiry: membership.Expiry{Set: true, TTL: time.Hour}}})
 	})
 }
+
+func TestSubgroupsReadBackAsWritten(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6e6, time.UTC)
+	groups := []membership.Subgroup{{GroupID: "backend"}, {GroupID: "ü/x", Expiry: membership.Expiry{Set: true, At: at}},
+		{GroupID: "p", Expiry: membership.Expiry{Set: true}}}
+	b := AppendSubgroups(nil, groups)
+	assert.Equal(t, []byte{3, 7, 'b', 'a', 'c', 'k', 'e', 'n', 'd', 0}, b[:10], "the id, then flags 0")
+	b = AppendSubgroups(b, nil)
+	r := bytes.NewReader(b)
+	got, err := ReadSubgroups(r)
+	require.NoError(t, err)
+	assert.Equal(t, groups, got)
+	none, err := ReadSubgroups(r)
+	require.NoError(t, err)
+	assert.Nil(t, none)
+	assert.Zero(t, r.Len())
+}
+
+func TestSubgroupsNeverWrittenAreRefused(t *testing.T) {
+	for name, data := range map[string][]byte{
+		"an empty group id":         {1, 0, 0},
+		"a group id with a newline": {1, 1, '\n', 0},
+		"a subgroup flag of 2":      {1, 1, 'g', 2},
+		"an expiry cut short":       {1, 1, 'g', 1, 0x80},
+		"an expiry past MaxInt64":   {1, 1, 'g', 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+		"no flags":                  {1, 1, 'g'},
+		"a count past the end":      {3, 1, 'g', 0},
+	} {
+		_, err := ReadSubgroups(bytes.NewReader(data))
+		assert.Error(t, err, name)
+	}
+	assert.Panics(t, func() {
+		AppendSubgroups(nil, []membership.Subgroup{{GroupID: "g", Expiry: membership.Expiry{Set: true, TTL: time.Hour}}})
+	})
+}

@@ -12,9 +12,13 @@ import (
 )
 
 // opBatch is the op byte of a batch's record. It is set with no flag but
-// withKey: each write carries its own precondition, and the batch its
-// stamp, always.
+// withKey and withDepth: each write carries its own precondition, and the
+// batch its stamp, always.
 const opBatch byte = 6
+
+// withDepth is set in the op byte of a batch with a bound on the depth of
+// nestings (Batch.MaxDepth), which follows its key.
+const withDepth byte = 0x40
 
 // Batch is a batch as the log holds it: one record for the whole batch,
 // its writes as the request gave them, each with its precondition (less
@@ -49,6 +53,7 @@ func (c *Batch) SetTime(t time.Time) {
 	c.Time = t
 	for i := range c.Writes {
 		c.Writes[i].Users = membership.ResolveTTLs(c.Writes[i].Users, t)
+		c.Writes[i].Subgroups = membership.ResolveSubgroupTTLs(c.Writes[i].Subgroups, t)
 	}
 }
 
@@ -60,10 +65,16 @@ func appendBatch(b []byte, c *Batch) []byte {
 	if c.Idem.Key != "" {
 		op |= withKey
 	}
+	if c.MaxDepth != 0 {
+		op |= withDepth
+	}
 	b = append(b, op)
 	b = appendStamp(b, c.Time, c.Actor)
 	if op&withKey != 0 {
 		b = appendKey(b, c.Idem)
+	}
+	if op&withDepth != 0 {
+		b = binary.AppendUvarint(b, uint64(c.MaxDepth))
 	}
 	b = binary.AppendUvarint(b, uint64(len(c.Writes)))
 	for i := range c.Writes {
@@ -77,7 +88,7 @@ func appendBatch(b []byte, c *Batch) []byte {
 // write of an op a batch does not take, a batch within a batch, a write
 // with a key of its own.
 func decodeBatch(payload []byte) (*Batch, error) {
-	if len(payload) == 0 || payload[0]&^withKey != opBatch {
+	if len(payload) == 0 || payload[0]&^(withKey|withDepth) != opBatch {
 		return nil, errors.New("not a batch")
 	}
 	r := bytes.NewReader(payload[1:])
@@ -89,6 +100,15 @@ func decodeBatch(payload []byte) (*Batch, error) {
 		var err error
 		if c.Idem, err = readKey(r); err != nil {
 			return nil, err
+		}
+	}
+	if payload[0]&withDepth != 0 {
+		var err error
+		if c.MaxDepth, err = readDepth(r); err != nil {
+			return nil, err
+		}
+		if c.MaxDepth == 0 {
+			return nil, errors.New("a bound on depth of 0 flagged")
 		}
 	}
 	n, err := writecodec.ReadCount(r)
@@ -122,7 +142,8 @@ func decodeBatch(payload []byte) (*Batch, error) {
 // BatchTakes reports whether a batch takes writes of op.
 func BatchTakes(op membership.Op) bool {
 	switch op {
-	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup:
+	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
+		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
 		return true
 	}
 	return false

@@ -26,6 +26,8 @@ func batches() map[string]*Batch {
 	}
 	out["all of them"] = &Batch{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), Actor: 42}
 	out["all of them, keyed"] = &Batch{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), Actor: 42, Idem: testIdem("batch-1")}
+	out["all of them, with a bound on depth"] = &Batch{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), Actor: 42, MaxDepth: 32}
+	out["all of them, keyed, with a bound on depth"] = &Batch{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), Idem: testIdem("batch-2"), MaxDepth: membership.MaxMaxDepth}
 	out["keyed, of no write"] = &Batch{Writes: []membership.Write{}, Time: time.UnixMilli(1764028800123).UTC(), Idem: testIdem("empty")}
 	return out
 }
@@ -63,6 +65,25 @@ func TestBatchRecordRoundTrip(t *testing.T) {
 	}
 }
 
+// A batch's bound on depth follows its key, flagged 0x40 in its op byte;
+// its nesting writes keep their own as single writes do.
+func TestBatchRecordDepth(t *testing.T) {
+	add := membership.Write{Op: membership.OpAddGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h"}}}
+	c := &Batch{Writes: []membership.Write{add}, Time: time.UnixMilli(0).UTC(), MaxDepth: 32}
+	want := []byte{0x46, 0, 0, 32, 1, 8, 1, 'g', 1, 1, 'h', 0, 0}
+	assert.Equal(t, want, appendBatch(nil, c))
+	got, err := Decode(want)
+	require.NoError(t, err)
+	assert.Equal(t, c, got)
+
+	c.Idem = membership.Idempotency{Key: "k", Fingerprint: membership.Fingerprint{15: 7}}
+	want = append(append([]byte{0x66, 0, 0, 1, 'k'}, fingerprint7...), 32, 1, 8, 1, 'g', 1, 1, 'h', 0, 0)
+	assert.Equal(t, want, appendBatch(nil, c))
+	got, err = Decode(want)
+	require.NoError(t, err)
+	assert.Equal(t, c, got)
+}
+
 // A batch's writes are laid out as the records of their ops: a batch of
 // one add is op 6, a count of 1, and the add's record.
 func TestBatchRecordHoldsItsWritesAsRecords(t *testing.T) {
@@ -84,7 +105,10 @@ func TestBatchRecordRefusesWhatNoBuildWrote(t *testing.T) {
 		{"no stamp", []byte{6}},
 		{"no count", []byte{6, 0, 0}},
 		{"a batch with a precondition flag", []byte{0x86, 0, 0, 1, 4, 1, 'g'}},
-		{"a batch with a stamp flag", []byte{0x46, 0, 0, 1, 4, 1, 'g'}},
+		{"a batch with a bound on depth of 0", []byte{0x46, 0, 0, 0, 1, 4, 1, 'g'}},
+		{"a batch with a bound on depth past the largest", []byte{0x46, 0, 0, 0xe9, 0x07, 1, 4, 1, 'g'}},
+		{"a batch with a bound on depth cut short", []byte{0x46, 0, 0, 0x80}},
+		{"an expire_groups in a batch", []byte{6, 0, 0, 1, 11, 1, 'g', 1, 1, 'h', 0, 0}},
 		{"a batch in a batch", []byte{6, 0, 0, 1, 6, 0, 0, 1, 4, 1, 'g'}},
 		{"a remove_user in a batch", []byte{6, 0, 0, 1, 5, 0, 1, 1}},
 		{"an expire in a batch", []byte{6, 0, 0, 1, 7, 1, 'g', 1, 1, 0}},
@@ -161,6 +185,16 @@ func TestLargestBoundsABatch(t *testing.T) {
 				}
 			}
 			c.Writes = append(c.Writes, w)
+		}
+		assert.LessOrEqual(t, int64(len(appendBatch(nil, c))), bound, "op %s", op)
+	}
+	groups := longGroups(maxUsers, true)
+	for _, op := range []membership.Op{membership.OpAddGroups, membership.OpReplaceGroups, membership.OpRemoveGroups} {
+		c := &Batch{Time: time.UnixMilli(-1 << 62).UTC(), Actor: 9223372036854775807, MaxDepth: membership.MaxMaxDepth,
+			Idem: testIdem(string(make([]byte, membership.MaxIdempotencyKeyBytes)))}
+		for i := range maxWrites {
+			c.Writes = append(c.Writes, membership.Write{Op: op, GroupID: id, If: cond, MaxDepth: membership.MaxMaxDepth,
+				Subgroups: groups[i*maxUsers/maxWrites : (i+1)*maxUsers/maxWrites]})
 		}
 		assert.LessOrEqual(t, int64(len(appendBatch(nil, c))), bound, "op %s", op)
 	}

@@ -9,8 +9,7 @@
 // withStamp set, the stamp, and when it has withKey set, the
 // Idempotency-Key; or a batch (op 6, batch.go). All integers are unsigned
 // varints but the times; a string is its length and its bytes. The users,
-// uids and precondition are laid out by package writecodec, as the
-// PostgreSQL log's batch column holds them.
+// uids, subgroups and precondition are laid out by package writecodec.
 //
 //	op 1 add, 3 replace   user count, then each uid, a byte of flags (1 a
 //	                      nickname follows, 2 an expiry follows), the
@@ -26,6 +25,15 @@
 //	                      time its expiries were due as of (Write.AsOf),
 //	                      in milliseconds since 1970-01-01 UTC (a signed,
 //	                      zigzag varint)
+//	op 8 add_groups,      subgroup count, then each subgroup's group id,
+//	op 10 replace_groups  a byte of flags (1 an expiry follows) and the
+//	                      expiry as a user's (a time, never a TTL); then
+//	                      the bound on depth the write was checked
+//	                      against (Write.MaxDepth, 0 none), so that a
+//	                      replay refuses what the commit refused
+//	op 9 remove_groups    the subgroups as op 8 lays them out
+//	op 11 expire_groups   the subgroups as op 8 lays them out (at least
+//	                      1), then the time they were due as of, as op 7's
 //	precondition          a byte of flags (1 Exists, 2 Empty), revision
 //	                      count, then each revision
 //	stamp                 the time the change was committed, in
@@ -36,12 +44,14 @@
 //	                      after a stamp, whose time is the one the key is
 //	                      remembered from
 //	op 6 batch            no group id: the stamp, then, when the op byte
-//	                      has withKey set (its only flag), the batch's key
-//	                      as a write's, then the write count (at least 1,
-//	                      or 0 with a key), then each write as the record
-//	                      of its op (1 to 4) holds it, op byte and
-//	                      precondition included, but with no stamp (the
-//	                      batch's is its writes') and no key
+//	                      has withKey set, the batch's key as a write's,
+//	                      then, when it has withDepth set, the batch's
+//	                      bound on depth (Batch.MaxDepth), then the write
+//	                      count (at least 1, or 0 with a key), then each
+//	                      write as the record of its op (1 to 4, 8 to 10)
+//	                      holds it, op byte and precondition included, but
+//	                      with no stamp (the batch's is its writes') and no
+//	                      key
 //
 // Every record written has a stamp; one without, which logs of older
 // versions hold, has no time and no actor. A record is read alike whatever
@@ -71,6 +81,11 @@ const (
 	opRemoveUser  byte = 5
 	opExpire      byte = 7
 
+	opAddGroups     byte = 8
+	opRemoveGroups  byte = 9
+	opReplaceGroups byte = 10
+	opExpireGroups  byte = 11
+
 	// withPrecondition is set in the op byte of a write with a
 	// precondition.
 	withPrecondition byte = 0x80
@@ -94,6 +109,11 @@ var writeOps = [...]membership.Op{
 	opDeleteGroup: membership.OpDeleteGroup,
 	opRemoveUser:  membership.OpRemoveUser,
 	opExpire:      membership.OpExpire,
+
+	opAddGroups:     membership.OpAddGroups,
+	opRemoveGroups:  membership.OpRemoveGroups,
+	opReplaceGroups: membership.OpReplaceGroups,
+	opExpireGroups:  membership.OpExpireGroups,
 }
 
 // MaxPreconditionRevisions bounds the revisions of a precondition that a
@@ -107,14 +127,19 @@ const MaxPreconditionRevisions = membership.MaxPreconditionRevisions
 // as memory's DueExpiries gives them.
 const MaxExpireUIDs = 10000
 
+// MaxExpireGroups bounds the subgroups of an expire_groups write
+// (membership.OpExpireGroups), as MaxExpireUIDs bounds an expire's uids.
+const MaxExpireGroups = 10000
+
 // Record is what one record of the log holds: a *Write or a *Batch.
 type Record interface {
 	// Append appends it to b as a record's payload.
 	Append(b []byte) []byte
 	// SetTime gives it the time of its commit, which its record keeps,
-	// and turns every TTL of its users into the time it sets as of t
-	// (membership.ResolveTTLs): a record keeps times only, so that a
-	// replay gives every membership the expiry it had.
+	// and turns every TTL of its users and subgroups into the time it
+	// sets as of t (membership.ResolveTTLs, ResolveSubgroupTTLs): a
+	// record keeps times only, so that a replay gives every membership
+	// and nesting the expiry it had.
 	SetTime(t time.Time)
 	// Cost returns about how many bytes it holds in memory while it waits
 	// to be written, its record included.
@@ -123,7 +148,7 @@ type Record interface {
 
 // Decode decodes a record's payload: a write or a batch.
 func Decode(payload []byte) (Record, error) {
-	if len(payload) > 0 && payload[0]&^withKey == opBatch { // no other flag: see appendBatch
+	if len(payload) > 0 && payload[0]&^(withKey|withDepth) == opBatch { // no other flag: see appendBatch
 		return decodeBatch(payload)
 	}
 	return decodeWrite(payload)
@@ -143,11 +168,12 @@ func (w *Write) Append(b []byte) []byte { return appendWrite(b, w) }
 func (w *Write) SetTime(t time.Time) {
 	w.Time = t
 	w.Users = membership.ResolveTTLs(w.Users, t)
+	w.Subgroups = membership.ResolveSubgroupTTLs(w.Subgroups, t)
 }
 
 // Cost returns about how many bytes w holds in memory while it waits to be
-// written: its users or uids, their nicknames and expiries, its revisions,
-// its key and its record.
+// written: its users or uids, their nicknames and expiries, its
+// subgroups, its revisions, its key and its record.
 func (w *Write) Cost() int64 {
 	const overhead = 256 // the write, its place in a queue and its result, the record's framing
 	n := int64(overhead + 2*len(w.GroupID) + (len(w.UIDs)+len(w.If.Revisions))*(8+varintMax))
@@ -156,6 +182,9 @@ func (w *Write) Cost() int64 {
 		if u.Expiry.Set {
 			n += varintMax // its time in the record; the user holds it already
 		}
+	}
+	for _, g := range w.Subgroups {
+		n += int64(unsafe.Sizeof(g)) + 2*varintMax + int64(2*len(g.GroupID))
 	}
 	return n + keyCost(w.Idem)
 }
@@ -192,6 +221,14 @@ func appendWrite(b []byte, w *Write) []byte {
 		b = writecodec.AppendUIDs(b, w.UIDs)
 	case membership.OpExpire:
 		b = writecodec.AppendUIDs(b, w.UIDs)
+		b = binary.AppendVarint(b, w.AsOf.UnixMilli())
+	case membership.OpAddGroups, membership.OpReplaceGroups:
+		b = writecodec.AppendSubgroups(b, w.Subgroups)
+		b = binary.AppendUvarint(b, uint64(w.MaxDepth))
+	case membership.OpRemoveGroups:
+		b = writecodec.AppendSubgroups(b, w.Subgroups)
+	case membership.OpExpireGroups:
+		b = writecodec.AppendSubgroups(b, w.Subgroups)
 		b = binary.AppendVarint(b, w.AsOf.UnixMilli())
 	}
 	if op&withPrecondition != 0 {
@@ -303,9 +340,19 @@ func readWhat(r *bytes.Reader, kind byte, w *Write) error {
 	case opExpire:
 		w.UIDs, err = writecodec.ReadUIDs(r)
 		if err == nil {
-			var ms int64
-			ms, err = binary.ReadVarint(r)
-			w.AsOf = time.UnixMilli(ms).UTC()
+			w.AsOf, err = readAsOf(r)
+		}
+	case opAddGroups, opReplaceGroups:
+		w.Subgroups, err = writecodec.ReadSubgroups(r)
+		if err == nil {
+			w.MaxDepth, err = readDepth(r)
+		}
+	case opRemoveGroups:
+		w.Subgroups, err = writecodec.ReadSubgroups(r)
+	case opExpireGroups:
+		w.Subgroups, err = writecodec.ReadSubgroups(r)
+		if err == nil {
+			w.AsOf, err = readAsOf(r)
 		}
 	}
 	switch {
@@ -315,8 +362,29 @@ func readWhat(r *bytes.Reader, kind byte, w *Write) error {
 		return errors.New("a remove_user names one uid and no group")
 	case kind == opExpire && (len(w.UIDs) == 0 || w.GroupID == ""):
 		return errors.New("an expire names a group and at least one uid")
+	case kind == opExpireGroups && (len(w.Subgroups) == 0 || w.GroupID == ""):
+		return errors.New("an expire_groups names a group and at least one subgroup")
+	case membership.IsNestingOp(w.Op) && w.GroupID == "":
+		return fmt.Errorf("a %s names no group", w.Op)
 	}
 	return nil
+}
+
+// readAsOf reads the time an expiry was due as of: milliseconds since
+// 1970, signed.
+func readAsOf(r *bytes.Reader) (time.Time, error) {
+	ms, err := binary.ReadVarint(r)
+	return time.UnixMilli(ms).UTC(), err
+}
+
+// readDepth reads a bound on the depth of nestings: at most
+// membership.MaxMaxDepth, 0 for none.
+func readDepth(r *bytes.Reader) (int, error) {
+	n, err := binary.ReadUvarint(r)
+	if err == nil && n > membership.MaxMaxDepth {
+		err = fmt.Errorf("a bound on depth of %d, past %d", n, membership.MaxMaxDepth)
+	}
+	return int(n), err
 }
 
 // readStamp reads a stamp: a time and an actor.
@@ -356,15 +424,27 @@ func readStamp(r *bytes.Reader, t *time.Time, actor *membership.UID) error {
 // all of them, bounded as one write's. An expire, the service's own
 // write, comes from no request: it names at most MaxExpireUIDs uids,
 // whatever the limits, and its time.
+//
+// A nesting write's subgroups count as users (the Service bounds the
+// users and subgroups of a request together by maxUsers): a subgroup
+// costs no more in its record than in a body ("g", is three bytes beside
+// the id; its record's length, flags and id at most as many) but for its
+// expiry, nor than a user with the longest nickname; each write counts
+// room for its bound on depth, and a batch for its own. An
+// expire_groups, the service's own too, names at most MaxExpireGroups
+// subgroups and its time.
 func Largest(maxBodyBytes int64, maxUsers, maxBatchWrites int) int64 {
 	const stamp = 2 * binary.MaxVarintLen64
 	const key = membership.MaxIdempotencyKeyBytes + keyBytes
-	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes + stamp
+	const depth = binary.MaxVarintLen64
+	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes + stamp + depth
 	const precondition = 1 + binary.MaxVarintLen16 + MaxPreconditionRevisions*binary.MaxVarintLen64
 	const expiry = binary.MaxVarintLen64 // its flag is in the user's byte of flags
 	const perUser = binary.MaxVarintLen64 + 1 + binary.MaxVarintLen16 + membership.MaxNicknameBytes + expiry
+	const perGroup = binary.MaxVarintLen16 + membership.MaxGroupIDBytes + 1 + expiry
 	const expire = perChange + precondition + key + MaxExpireUIDs*binary.MaxVarintLen64 + binary.MaxVarintLen64
-	users := min(maxBodyBytes+int64(maxUsers)*expiry, int64(maxUsers)*perUser)
-	batch := int64(1+binary.MaxVarintLen64+key) + int64(max(maxBatchWrites, 1))*(perChange+precondition)
-	return max(batch+users, int64(expire)) // a single write's is perChange + precondition + key + users, no more
+	const expireGroups = perChange + precondition + key + MaxExpireGroups*perGroup + binary.MaxVarintLen64
+	users := min(maxBodyBytes+int64(maxUsers)*expiry, int64(maxUsers)*max(perUser, perGroup))
+	batch := int64(1+binary.MaxVarintLen64+key+depth) + int64(max(maxBatchWrites, 1))*(perChange+precondition)
+	return max(batch+users, int64(expire), int64(expireGroups)) // a single write's is perChange + precondition + key + users, no more
 }

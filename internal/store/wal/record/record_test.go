@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -33,6 +34,15 @@ func writes() map[string]*Write {
 		"expire":                     {Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{9, 2, 9223372036854775807}, AsOf: time.UnixMilli(1764028800123).UTC()},
 		"expire, before 1970":        {Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{1}, AsOf: time.UnixMilli(-1).UTC()},
 		"expire as of the zero time": {Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{1}, AsOf: time.UnixMilli(time.Time{}.UnixMilli()).UTC()},
+		"add_groups":                 {Op: membership.OpAddGroups, GroupID: "all-staff", Subgroups: subgroups, MaxDepth: 32},
+		"add_groups, no bound":       {Op: membership.OpAddGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h"}}},
+		"add_groups, largest bound":  {Op: membership.OpAddGroups, GroupID: "g", Subgroups: subgroups, MaxDepth: membership.MaxMaxDepth},
+		"remove_groups":              {Op: membership.OpRemoveGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h"}, {GroupID: "ü"}}},
+		"remove_groups of none":      {Op: membership.OpRemoveGroups, GroupID: "g"},
+		"replace_groups":             {Op: membership.OpReplaceGroups, GroupID: "g", Subgroups: subgroups, MaxDepth: 1},
+		"replace_groups by none":     {Op: membership.OpReplaceGroups, GroupID: "g", MaxDepth: 16},
+		"expire_groups":              {Op: membership.OpExpireGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h"}, {GroupID: "i"}}, AsOf: time.UnixMilli(1764028800123).UTC()},
+		"expire_groups, before 1970": {Op: membership.OpExpireGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h"}}, AsOf: time.UnixMilli(-1).UTC()},
 	}
 	conds := map[string]membership.Precondition{
 		"if-match":          {Revisions: []membership.Revision{7}},
@@ -76,6 +86,11 @@ func writes() map[string]*Write {
 	}
 	return all
 }
+
+// subgroups are the subgroups of a nesting write, with each kind of
+// expiry.
+var subgroups = []membership.Subgroup{{GroupID: "backend"}, {GroupID: "ü/x", Expiry: membership.Expiry{Set: true, At: time.UnixMilli(1764028800123).UTC()}},
+	{GroupID: "p", Expiry: membership.Expiry{Set: true}}, {GroupID: string(bytes.Repeat([]byte{'g'}, membership.MaxGroupIDBytes))}}
 
 // testIdem returns an Idempotency of key, with a fingerprint of its own.
 func testIdem(key string) membership.Idempotency {
@@ -133,6 +148,55 @@ func TestWriteExpiryLayout(t *testing.T) {
 	assert.Equal(t, expire, got)
 }
 
+// A nesting write is its op byte (8 add_groups, 9 remove_groups, 10
+// replace_groups, 11 expire_groups), the group id, the subgroups as
+// writecodec lays them out, then an add's or a replace's bound on depth,
+// or an expire's time, then the stamp.
+func TestWriteNestingLayout(t *testing.T) {
+	at := membership.Expiry{Set: true, At: time.UnixMilli(1000).UTC()}
+	for _, tt := range []struct {
+		w       *Write
+		payload []byte
+	}{
+		{&Write{Op: membership.OpAddGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h", Expiry: at}, {GroupID: "i"}}, MaxDepth: 32, Time: time.UnixMilli(1).UTC()},
+			[]byte{0x48, 1, 'g', 2, 1, 'h', 1, 0xe8, 0x07, 1, 'i', 0, 32, 2, 0}},
+		{&Write{Op: membership.OpRemoveGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h"}}, Time: time.UnixMilli(1).UTC(), Actor: 5},
+			[]byte{0x49, 1, 'g', 1, 1, 'h', 0, 2, 5}},
+		{&Write{Op: membership.OpReplaceGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h", Expiry: membership.Expiry{Set: true}}}, If: membership.Precondition{Empty: true}},
+			[]byte{0x8a, 1, 'g', 1, 1, 'h', 1, 0, 0, 2, 0}},
+		{&Write{Op: membership.OpExpireGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h"}}, AsOf: time.UnixMilli(1000).UTC(), Time: time.UnixMilli(1).UTC()},
+			[]byte{0x4b, 1, 'g', 1, 1, 'h', 0, 0xd0, 0x0f, 2, 0}},
+	} {
+		t.Run(string(tt.w.Op), func(t *testing.T) {
+			assert.Equal(t, tt.payload, appendWrite(nil, tt.w))
+			got, err := Decode(tt.payload)
+			require.NoError(t, err)
+			assert.Equal(t, tt.w, got)
+		})
+	}
+}
+
+// SetTime turns the TTLs of a nesting write's subgroups into times as of
+// the commit, as it does a user's, in a write and in a batch's writes.
+func TestSetTimeResolvesSubgroupTTLs(t *testing.T) {
+	commit := time.UnixMilli(1764028800000).UTC()
+	groups := func() []membership.Subgroup {
+		return []membership.Subgroup{{GroupID: "h", Expiry: membership.Expiry{Set: true, TTL: time.Minute}}, {GroupID: "i"}}
+	}
+	want := []membership.Subgroup{{GroupID: "h", Expiry: membership.Expiry{Set: true, At: commit.Add(time.Minute)}}, {GroupID: "i"}}
+	w := &Write{Op: membership.OpAddGroups, GroupID: "g", Subgroups: groups()}
+	w.SetTime(commit)
+	assert.Equal(t, want, w.Subgroups)
+	got, err := Decode(w.Append(nil))
+	require.NoError(t, err)
+	assert.Equal(t, want, got.(*Write).Subgroups)
+
+	b := &Batch{Writes: []membership.Write{{Op: membership.OpReplaceGroups, GroupID: "g", Subgroups: groups()}}}
+	b.SetTime(commit)
+	assert.Equal(t, want, b.Writes[0].Subgroups)
+	assert.NotPanics(t, func() { b.Append(nil) })
+}
+
 // The records of the first two ops are as every earlier build wrote them,
 // so that old logs replay, and a change without a precondition is still
 // written so.
@@ -168,8 +232,9 @@ func TestWriteRefusesWhatNoBuildWrote(t *testing.T) {
 		payload []byte
 	}{
 		{"empty", nil},
-		{"unknown op", []byte{9, 1, 'g', 0}},
-		{"unknown op with a precondition", []byte{0x89, 1, 'g', 0, 0, 0}},
+		{"unknown op", []byte{12, 1, 'g', 0}},
+		{"unknown op with a precondition", []byte{0x8c, 1, 'g', 0, 0, 0}},
+		{"an op past the flags", []byte{31, 1, 'g', 0}},
 		{"op 0", []byte{0, 1, 'g', 0}},
 		{"trailing bytes", []byte{2, 1, 'g', 1, 9, 0}},
 		{"remove_user of two uids", []byte{5, 0, 2, 1, 2}},
@@ -196,6 +261,17 @@ func TestWriteRefusesWhatNoBuildWrote(t *testing.T) {
 		{"an expire of no group", []byte{7, 0, 1, 9, 0}},
 		{"an expiry cut short", []byte{1, 1, 'g', 1, 1, 2, 0x80}},
 		{"an unknown user flag", []byte{1, 1, 'g', 1, 1, 4}},
+		{"add_groups without a bound on depth", []byte{8, 1, 'g', 1, 1, 'h', 0}},
+		{"add_groups with a bound past the largest", []byte{8, 1, 'g', 1, 1, 'h', 0, 0xe9, 0x07}},
+		{"add_groups of no group", []byte{8, 0, 1, 1, 'h', 0, 0}},
+		{"add_groups of an empty subgroup", []byte{8, 1, 'g', 1, 0, 0, 0}},
+		{"add_groups with an unknown subgroup flag", []byte{8, 1, 'g', 1, 1, 'h', 2, 0}},
+		{"replace_groups without a bound", []byte{10, 1, 'g', 0}},
+		{"remove_groups with trailing bytes", []byte{9, 1, 'g', 1, 1, 'h', 0, 0}},
+		{"remove_groups of no group", []byte{9, 0, 0}},
+		{"expire_groups with no time", []byte{11, 1, 'g', 1, 1, 'h', 0}},
+		{"expire_groups of no subgroup", []byte{11, 1, 'g', 0, 0}},
+		{"expire_groups of no group", []byte{11, 0, 1, 1, 'h', 0, 0}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := decodeWrite(tt.payload)
@@ -258,12 +334,16 @@ func TestLargestBoundsEveryOp(t *testing.T) {
 		{Op: membership.OpDeleteGroup, GroupID: id, If: cond},
 		{Op: membership.OpRemoveUser, UIDs: uids[:1], If: cond},
 		{Op: membership.OpExpire, GroupID: id, UIDs: expireUIDs, If: cond, AsOf: time.UnixMilli(-1 << 62).UTC()},
+		{Op: membership.OpAddGroups, GroupID: id, Subgroups: longGroups(maxUsers, true), If: cond, MaxDepth: membership.MaxMaxDepth},
+		{Op: membership.OpReplaceGroups, GroupID: id, Subgroups: longGroups(maxUsers, true), If: cond, MaxDepth: membership.MaxMaxDepth},
+		{Op: membership.OpRemoveGroups, GroupID: id, Subgroups: longGroups(maxUsers, false), If: cond},
+		{Op: membership.OpExpireGroups, GroupID: id, Subgroups: longGroups(MaxExpireGroups, false), If: cond, AsOf: time.UnixMilli(-1 << 62).UTC()},
 	} {
 		e.Time, e.Actor = time.UnixMilli(-1<<62).UTC(), 9223372036854775807 // the longest stamp
 		e.Idem = testIdem(string(bytes.Repeat([]byte{'~'}, membership.MaxIdempotencyKeyBytes)))
 		assert.LessOrEqual(t, int64(len(appendWrite(nil, e))), bound, "op %s", e.Op)
 		switch e.Op {
-		case membership.OpDeleteGroup, membership.OpExpire:
+		case membership.OpDeleteGroup, membership.OpExpire, membership.OpExpireGroups:
 			assert.LessOrEqual(t, int64(len(appendWrite(nil, e))), Largest(0, 0, 1), "op %s with no user to spare", e.Op)
 		}
 	}
@@ -271,4 +351,22 @@ func TestLargestBoundsEveryOp(t *testing.T) {
 	// take: the bound counts them on top of the body's.
 	small := int64(len(appendWrite(nil, &Write{Op: membership.OpAdd, GroupID: id, Users: expiring, If: cond, Time: time.UnixMilli(-1 << 62).UTC()})))
 	assert.LessOrEqual(t, small, Largest(int64(maxUsers)*(2+membership.MaxNicknameBytes), maxUsers, 1))
+	// A subgroup's id costs its bytes and three more in a body ("g",).
+	nesting := int64(len(appendWrite(nil, &Write{Op: membership.OpAddGroups, GroupID: id, Subgroups: longGroups(maxUsers, true), If: cond,
+		MaxDepth: membership.MaxMaxDepth, Time: time.UnixMilli(-1 << 62).UTC()})))
+	assert.LessOrEqual(t, nesting, Largest(int64(maxUsers)*(3+membership.MaxGroupIDBytes), maxUsers, 1))
+}
+
+// longGroups returns n subgroups of the longest distinct ids, each with
+// the longest expiry when expiring.
+func longGroups(n int, expiring bool) []membership.Subgroup {
+	groups := make([]membership.Subgroup, n)
+	for i := range groups {
+		id := []byte(fmt.Sprintf("%0*d", membership.MaxGroupIDBytes, i))
+		groups[i].GroupID = string(id)
+		if expiring {
+			groups[i].Expiry = membership.Expiry{Set: true, At: time.UnixMilli(math.MaxInt64).UTC()}
+		}
+	}
+	return groups
 }
