@@ -20,7 +20,7 @@ import (
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
-	"example.com/groupmembership/internal/syncbuf"
+	"example.com/groupmembership/internal/logtest"
 	"example.com/groupmembership/membership"
 )
 
@@ -68,7 +68,7 @@ func TestDurableNestingContractAcrossSnapshots(t *testing.T) {
 	t.Cleanup(func() { assert.NotZero(t, snapshots.Load(), "snapshots were written") })
 	storetest.Nesting(t, func(t *testing.T) store.Expiring {
 		dir := t.TempDir()
-		logs := &syncbuf.Buffer{}
+		logs := &logtest.Buffer{}
 		d := openTestDurable(t, dir, Options{ChangesKeep: keepAll, SnapshotBytes: 4096, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		t.Cleanup(func() {
 			want := sortedExport(d)
