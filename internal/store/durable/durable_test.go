@@ -16,11 +16,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/logtest"
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
-	"example.com/groupmembership/internal/logtest"
 	"example.com/groupmembership/membership"
 )
 

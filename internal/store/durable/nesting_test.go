@@ -173,7 +173,7 @@ func TestDurableNestingsSurviveASnapshotAndABackup(t *testing.T) {
 	require.NoError(t, d.Close())
 	_, snapshots, err := files(dir)
 	require.NoError(t, err)
-	st, err := snap.ReadFile(snap.Path(dir, snapshots[len(snapshots)-1]))
+	st, err := snap.ReadFile(snap.Path(dir, snapshots[len(snapshots)-1]), nil)
 	require.NoError(t, err)
 	assert.Equal(t, wantState.Nestings, st.Nestings, "the snapshot holds the nestings")
 	d = openTestDurable(t, dir, Options{ChangesKeep: keepAll})
