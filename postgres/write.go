@@ -12,17 +12,24 @@ import (
 // The ops of membership_changes (migrations 0001, 0002, 0004 and 0006),
 // indexed by their number there.
 var ops = [...]membership.Op{
-	1: membership.OpAdd,
-	2: membership.OpRemove,
-	3: membership.OpReplace,
-	4: membership.OpDeleteGroup,
-	5: membership.OpRemoveUser,
-	6: membership.OpBatch,  // migration 0004, batch.go
-	7: membership.OpExpire, // migration 0006
+	1:  membership.OpAdd,
+	2:  membership.OpRemove,
+	3:  membership.OpReplace,
+	4:  membership.OpDeleteGroup,
+	5:  membership.OpRemoveUser,
+	6:  membership.OpBatch,     // migration 0004, batch.go
+	7:  membership.OpExpire,    // migration 0006
+	8:  membership.OpAddGroups, // migration 0007
+	9:  membership.OpRemoveGroups,
+	10: membership.OpReplaceGroups,
+	11: membership.OpExpireGroups,
 }
 
-// opExpire is the op of an expire row (migration 0006).
-const opExpire int16 = 7
+// The ops of the expire rows (migrations 0006 and 0007).
+const (
+	opExpire       int16 = 7
+	opExpireGroups int16 = 11
+)
 
 // change is a membership.Write as a row of membership_changes holds it.
 type change struct {
@@ -39,7 +46,17 @@ type change struct {
 	expiries []*int64
 	// asOf is an expire's: its uids whose expiry is at or before it end.
 	// Nil (NULL) for the other ops.
-	asOf        *time.Time
+	asOf *time.Time
+	// subgroups are a nesting write's (ops 8 to 11), in its order; nil
+	// (NULL) for the other ops.
+	subgroups []string
+	// subgroupExpiries go with subgroups on an add_groups or a
+	// replace_groups, as expiries with uids.
+	subgroupExpiries []*int64
+	// maxDepth is the writer's bound on the depth of a chain of nestings,
+	// on a write that may deepen one (add_groups, replace_groups, a
+	// batch); nil (NULL) or 0 for none.
+	maxDepth    *int32
 	ifRevisions []int64 // revisions, bit for bit
 	ifExists    bool
 	ifEmpty     bool
@@ -122,6 +139,23 @@ func changeOf(w membership.Write) (change, error) {
 		asOf := w.AsOf
 		c.asOf = &asOf
 		return c, nil // the service's own change: no precondition
+	case membership.OpAddGroups, membership.OpReplaceGroups:
+		c.setSubgroups(membership.ResolveSubgroupTTLs(w.Subgroups, time.Now()))
+		if w.MaxDepth > 0 {
+			c.maxDepth = depthOf(w.MaxDepth)
+		}
+	case membership.OpRemoveGroups:
+		c.setSubgroups(w.Subgroups)
+		c.subgroupExpiries = nil // a remove ignores them
+	case membership.OpExpireGroups:
+		if w.AsOf.IsZero() {
+			return change{}, fmt.Errorf("an expire of group %q's subgroups names no time they are due as of", w.GroupID)
+		}
+		c.setSubgroups(w.Subgroups)
+		c.subgroupExpiries = nil
+		asOf := w.AsOf
+		c.asOf = &asOf
+		return c, nil // the service's own change: no precondition
 	default:
 		return change{}, fmt.Errorf("unknown op %q", w.Op)
 	}
@@ -132,6 +166,33 @@ func changeOf(w membership.Write) (change, error) {
 	return c, nil
 }
 
+// setSubgroups sets c's subgroups and their expiries from groups, whose
+// TTLs are times already; a nesting row names no uid.
+func (c *change) setSubgroups(groups []membership.Subgroup) {
+	c.uids = []int64{}
+	c.subgroups = make([]string, len(groups))
+	for i, g := range groups {
+		c.subgroups[i] = g.GroupID
+		if g.Expiry.Set {
+			if c.subgroupExpiries == nil {
+				c.subgroupExpiries = make([]*int64, len(groups))
+			}
+			var ms int64 // 0: made permanent
+			if !g.Expiry.At.IsZero() {
+				ms = g.Expiry.At.UnixMilli()
+			}
+			c.subgroupExpiries[i] = &ms
+		}
+	}
+}
+
+// depthOf returns a bound on depth as the max_depth column holds it:
+// membership.MaxMaxDepth at most, which an int32 holds.
+func depthOf(most int) *int32 {
+	d := int32(min(most, membership.MaxMaxDepth))
+	return &d
+}
+
 // known reports whether this build knows c's op.
 func (c change) known() bool { return c.op > 0 && int(c.op) < len(ops) && ops[c.op] != "" }
 
@@ -140,11 +201,31 @@ func (c change) known() bool { return c.op > 0 && int(c.op) < len(ops) && ops[c.
 // and one that holds them anyway is neither applied otherwise nor
 // skipped. c's op is known.
 func (c change) unreadable() string {
+	expire := c.op == opExpire || c.op == opExpireGroups
+	nesting := membership.IsNestingOp(ops[c.op])
+	addsGroups := ops[c.op] == membership.OpAddGroups || ops[c.op] == membership.OpReplaceGroups
 	switch {
-	case c.op == opExpire && c.asOf == nil:
+	case expire && c.asOf == nil:
 		return "an expire without its time (as_of)"
-	case c.op != opExpire && c.asOf != nil:
+	case !expire && c.asOf != nil:
 		return "a time (as_of) on an op other than expire"
+	case nesting != (c.subgroups != nil):
+		return "subgroups on an op other than a nesting write, or a nesting write without them"
+	case nesting && len(c.uids) != 0:
+		return "uids on a nesting write"
+	case c.subgroupExpiries != nil && !addsGroups:
+		return "subgroup expiries on an op other than add_groups and replace_groups"
+	case c.subgroupExpiries != nil && len(c.subgroupExpiries) != len(c.subgroups):
+		return fmt.Sprintf("%d subgroup expiries for %d subgroups", len(c.subgroupExpiries), len(c.subgroups))
+	case c.maxDepth != nil && (*c.maxDepth < 0 || !addsGroups && c.op != opBatch):
+		return fmt.Sprintf("a bound on depth of %d on op %s", *c.maxDepth, ops[c.op])
+	}
+	for _, ms := range c.subgroupExpiries {
+		if ms != nil && *ms < 0 {
+			return fmt.Sprintf("a subgroup expiry before 1970 (%d)", *ms)
+		}
+	}
+	switch {
 	case c.expiries == nil:
 		return ""
 	case ops[c.op] != membership.OpAdd && ops[c.op] != membership.OpReplace:
@@ -181,12 +262,18 @@ func (c change) write() membership.Write {
 				w.Users[i].Nickname, w.Users[i].HasNickname = string(c.nicknames[i]), true
 			}
 			if c.expiries != nil && c.expiries[i] != nil {
-				w.Users[i].Expiry.Set = true
-				if ms := *c.expiries[i]; ms != 0 {
-					w.Users[i].Expiry.At = time.UnixMilli(ms).UTC()
-				}
+				w.Users[i].Expiry = expiryOf(*c.expiries[i])
 			}
 		}
+	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpExpireGroups:
+		w.Subgroups = make([]membership.Subgroup, len(c.subgroups))
+		for i, g := range c.subgroups {
+			w.Subgroups[i].GroupID = g
+			if c.subgroupExpiries != nil && c.subgroupExpiries[i] != nil {
+				w.Subgroups[i].Expiry = expiryOf(*c.subgroupExpiries[i])
+			}
+		}
+		w.MaxDepth = c.depth()
 	default:
 		w.UIDs = make([]membership.UID, len(c.uids))
 		for i, uid := range c.uids {
@@ -198,6 +285,24 @@ func (c change) write() membership.Write {
 	}
 	w.If.Exists, w.If.Empty = c.ifExists, c.ifEmpty
 	return w
+}
+
+// expiryOf returns an expiry as a row holds it, in milliseconds since
+// 1970, as the Expiry it was: 0 is made permanent.
+func expiryOf(ms int64) membership.Expiry {
+	e := membership.Expiry{Set: true}
+	if ms != 0 {
+		e.At = time.UnixMilli(ms).UTC()
+	}
+	return e
+}
+
+// depth returns c's bound on depth: 0 for none.
+func (c change) depth() int {
+	if c.maxDepth == nil {
+		return 0
+	}
+	return int(*c.maxDepth)
 }
 
 // Write implements membership.Store. It returns once the change is
