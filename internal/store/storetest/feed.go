@@ -313,6 +313,9 @@ type Follower struct {
 	nicknames map[membership.UID]string
 	// expiries are the members' that have one, per group.
 	expiries map[string]map[membership.UID]time.Time
+	// subgroups are the groups nested in each group, with when each
+	// nesting ends (zero: never).
+	subgroups map[string]map[string]time.Time
 }
 
 // setExpiry gives uid's membership of group the expiry at (zero: none).
@@ -381,6 +384,10 @@ func (f *Follower) Apply(c membership.Change) {
 // apply applies one change, not a batch, to the follower's groups and
 // nicknames.
 func (f *Follower) apply(c membership.Change) {
+	if membership.IsNestingOp(c.Op) {
+		f.applyNesting(c)
+		return
+	}
 	switch c.Op {
 	case membership.OpReplace:
 		f.members[c.GroupID] = map[membership.UID]bool{}
@@ -395,6 +402,7 @@ func (f *Follower) apply(c membership.Change) {
 	case membership.OpDeleteGroup:
 		delete(f.members, c.GroupID)
 		delete(f.expiries, c.GroupID)
+		f.deleteNestings(c.GroupID)
 	case membership.OpRemoveUser:
 		for _, members := range f.members {
 			delete(members, c.UIDs[0])
@@ -701,7 +709,8 @@ func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store
 
 // NewFollower returns a follower that knows nothing yet.
 func NewFollower() *Follower {
-	return &Follower{members: map[string]map[membership.UID]bool{}, nicknames: map[membership.UID]string{}, expiries: map[string]map[membership.UID]time.Time{}}
+	return &Follower{members: map[string]map[membership.UID]bool{}, nicknames: map[membership.UID]string{},
+		expiries: map[string]map[membership.UID]time.Time{}, subgroups: map[string]map[string]time.Time{}}
 }
 
 // EmptiesAsNil returns a copy of changes with their empty slices (uids,
@@ -720,6 +729,9 @@ func EmptiesAsNil(changes []membership.Change) []membership.Change {
 		}
 		if len(c.Expiries) == 0 {
 			c.Expiries = nil
+		}
+		if len(c.Groups) == 0 {
+			c.Groups = nil
 		}
 		if c.Changes = EmptiesAsNil(c.Changes); len(c.Changes) == 0 {
 			c.Changes = nil

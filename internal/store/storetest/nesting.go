@@ -1,0 +1,925 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/membership"
+)
+
+// NestingOf returns s's membership.Nesting, failing the test when it has
+// none.
+func NestingOf(t *testing.T, s membership.Store) membership.Nesting {
+	t.Helper()
+	n, ok := s.(membership.Nesting)
+	require.True(t, ok, "%T keeps groups in groups", s)
+	return n
+}
+
+// Subgroups returns what n.Subgroups lists for group, the total it gives
+// and its revision.
+func Subgroups(t *testing.T, n membership.Nesting, group string, opts membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
+	t.Helper()
+	return nestedList(t, func(list membership.NestedListFunc) (membership.Revision, error) {
+		return n.Subgroups(context.Background(), group, opts, list)
+	})
+}
+
+// Parents returns what n.Parents lists for group, the total it gives and
+// its revision.
+func Parents(t *testing.T, n membership.Nesting, group string, opts membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
+	t.Helper()
+	return nestedList(t, func(list membership.NestedListFunc) (membership.Revision, error) {
+		return n.Parents(context.Background(), group, opts, list)
+	})
+}
+
+func nestedList(t *testing.T, read func(membership.NestedListFunc) (membership.Revision, error)) ([]membership.Nested, int, membership.Revision) {
+	t.Helper()
+	got := []membership.Nested{}
+	total := -1
+	rev, err := read(func(n int, groups iter.Seq[membership.Nested]) {
+		total = n
+		for g := range groups {
+			got = append(got, g)
+		}
+	})
+	require.NoError(t, err)
+	return got, total, rev
+}
+
+// TransitiveMembers returns what n.ListTransitiveMembers lists for group,
+// the total it gives and its revision.
+func TransitiveMembers(t *testing.T, n membership.Nesting, group string, opts membership.ListOptions) ([]membership.Member, int, membership.Revision) {
+	t.Helper()
+	got, total, rev, err := transitiveMembers(n, group, opts)
+	require.NoError(t, err)
+	return got, total, rev
+}
+
+func transitiveMembers(n membership.Nesting, group string, opts membership.ListOptions) ([]membership.Member, int, membership.Revision, error) {
+	got := []membership.Member{}
+	total := -1
+	rev, err := n.ListTransitiveMembers(context.Background(), group, opts, func(n int, members iter.Seq[membership.Member]) {
+		total = n
+		for m := range members {
+			got = append(got, m)
+		}
+	})
+	return got, total, rev, err
+}
+
+// TransitiveGroups returns what n.TransitiveUserGroups lists for uid, the
+// total it gives and its revision.
+func TransitiveGroups(t *testing.T, n membership.Nesting, uid membership.UID, opts membership.GroupListOptions) ([]string, int, membership.Revision) {
+	t.Helper()
+	got, total, rev, err := transitiveGroups(n, uid, opts)
+	require.NoError(t, err)
+	return got, total, rev
+}
+
+func transitiveGroups(n membership.Nesting, uid membership.UID, opts membership.GroupListOptions) ([]string, int, membership.Revision, error) {
+	got := []string{}
+	total := -1
+	rev, err := n.TransitiveUserGroups(context.Background(), uid, opts, func(n int, ids iter.Seq[string]) {
+		total = n
+		for id := range ids {
+			got = append(got, id)
+		}
+	})
+	return got, total, rev, err
+}
+
+// Nest returns the write that nests children in parent, as the Service
+// sends it (MaxDepth membership.DefaultMaxDepth).
+func Nest(parent string, children ...string) membership.Write {
+	return nestingWrite(membership.OpAddGroups, parent, children...)
+}
+
+func nestingWrite(op membership.Op, parent string, children ...string) membership.Write {
+	w := membership.Write{Op: op, GroupID: parent, MaxDepth: membership.DefaultMaxDepth, Subgroups: []membership.Subgroup{}}
+	for _, c := range children {
+		w.Subgroups = append(w.Subgroups, membership.Subgroup{GroupID: c})
+	}
+	return w
+}
+
+// NestedUntil returns a subgroup element whose nesting ends at at (zero:
+// made permanent).
+func NestedUntil(child string, at time.Time) membership.Subgroup {
+	return membership.Subgroup{GroupID: child, Expiry: membership.Expiry{Set: true, At: at}}
+}
+
+func nested(ids ...string) []membership.Nested {
+	out := []membership.Nested{}
+	for _, id := range ids {
+		out = append(out, membership.Nested{GroupID: id})
+	}
+	return out
+}
+
+// Nesting checks groups in groups (membership.Nesting) on a store that
+// keeps them: nesting writes and their results, revisions and feed
+// changes; cycles and depth refused when written, whole; batches; group
+// deletion; preconditions; Groups; Idempotency-Keys; nestings that end by
+// themselves; and every transitive read, each against a brute-force
+// closure of the same state (Follower), also beside concurrent writers.
+// newStore(t) returns an empty store for t to use and close.
+func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
+	ctx := context.Background()
+	// Expiries are ahead of the wall clock, as the service requires, and
+	// come due on the clock the tests give.
+	t0 := time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour)
+	write := func(t *testing.T, s membership.Store, w membership.Write) membership.Result {
+		t.Helper()
+		res, err := s.Write(ctx, w)
+		require.NoError(t, err, "%s %s", w.Op, w.GroupID)
+		return res
+	}
+	add := func(t *testing.T, s membership.Store, group string, uids ...membership.UID) membership.Result {
+		t.Helper()
+		us := make([]membership.User, len(uids))
+		for i, uid := range uids {
+			us[i] = membership.User{UID: uid}
+		}
+		return write(t, s, membership.Write{Op: membership.OpAdd, GroupID: group, Users: us})
+	}
+	refused := func(t *testing.T, s membership.Store, w membership.Write, want *membership.Error) {
+		t.Helper()
+		before := latest(t, s)
+		_, err := s.Write(ctx, w)
+		require.Error(t, err)
+		assert.Equal(t, want.Code, membership.ErrorCode(err))
+		assert.Equal(t, want.Message, membership.ErrorMessage(err))
+		assert.Equal(t, before, latest(t, s), "a refused write takes no revision")
+	}
+
+	t.Run("add, remove and replace subgroups, with counts, revisions and changes", func(t *testing.T) {
+		s := newStore(t)
+		n := NestingOf(t, s)
+		add(t, s, "b", 1)
+		bRev, _ := s.Revision(ctx, "b")
+		before := latest(t, s)
+		res := write(t, s, Nest("a", "c", "b", "c"))
+		assert.Equal(t, membership.Result{Count: 2, Revision: before + 1}, res)
+		got, total, rev := Subgroups(t, n, "a", membership.NestingListOptions{})
+		assert.Equal(t, nested("b", "c"), got)
+		assert.Equal(t, 2, total)
+		assert.GreaterOrEqual(t, rev, res.Revision)
+		aRev, err := s.Revision(ctx, "a")
+		require.NoError(t, err)
+		assert.Equal(t, res.Revision, aRev, "a's revision moves with its subgroups")
+		rev, err = s.Revision(ctx, "b")
+		require.NoError(t, err)
+		assert.Equal(t, bRev, rev, "b's does not move with its parents")
+		parents, total, _ := Parents(t, n, "b", membership.NestingListOptions{})
+		assert.Equal(t, nested("a"), parents)
+		assert.Equal(t, 1, total)
+
+		again := write(t, s, Nest("a", "b"))
+		assert.Equal(t, membership.Result{Count: 0, Revision: res.Revision}, again, "nothing new: no revision")
+
+		removed := write(t, s, nestingWrite(membership.OpRemoveGroups, "a", "c", "x", "c"))
+		assert.Equal(t, membership.Result{Count: 1, Revision: res.Revision + 1}, removed)
+		none := write(t, s, nestingWrite(membership.OpRemoveGroups, "a", "x"))
+		assert.Equal(t, membership.Result{Count: 0, Revision: removed.Revision}, none)
+
+		replaced := write(t, s, nestingWrite(membership.OpReplaceGroups, "a", "d", "c"))
+		assert.Equal(t, membership.Result{Count: 2, Removed: 1, Revision: removed.Revision + 1}, replaced)
+		same := write(t, s, nestingWrite(membership.OpReplaceGroups, "a", "c", "d"))
+		assert.Equal(t, membership.Result{Count: 0, Revision: replaced.Revision}, same)
+		got, _, _ = Subgroups(t, n, "a", membership.NestingListOptions{})
+		assert.Equal(t, nested("c", "d"), got)
+		parents, total, _ = Parents(t, n, "b", membership.NestingListOptions{})
+		assert.Empty(t, parents)
+		assert.Zero(t, total)
+
+		changes := AllChanges(t, s, before)
+		require.Len(t, changes, 3)
+		for i, want := range []membership.Change{
+			{Revision: before + 1, Op: membership.OpAddGroups, GroupID: "a", Groups: nested("b", "c")},
+			{Revision: before + 2, Op: membership.OpRemoveGroups, GroupID: "a", Groups: nested("c")},
+			{Revision: before + 3, Op: membership.OpReplaceGroups, GroupID: "a", Groups: nested("c", "d")},
+		} {
+			c := changes[i]
+			assert.False(t, c.Time.IsZero())
+			c.Time = time.Time{}
+			assert.Equal(t, EmptiesAsNil([]membership.Change{want}), EmptiesAsNil([]membership.Change{c}))
+		}
+
+		emptied := write(t, s, nestingWrite(membership.OpReplaceGroups, "a"))
+		assert.Equal(t, membership.Result{Removed: 2, Revision: replaced.Revision + 1}, emptied)
+		groups, _ := Groups(t, s, membership.GroupsOptions{})
+		assert.Equal(t, []membership.GroupSize{{ID: "b", Members: 1}}, groups, "a group with neither members nor subgroups does not exist")
+	})
+
+	t.Run("an add sets, changes and keeps a nesting's expiry", func(t *testing.T) {
+		s := newStore(t)
+		n := NestingOf(t, s)
+		w := Nest("a")
+		w.Subgroups = []membership.Subgroup{NestedUntil("b", t0), {GroupID: "c"}}
+		before := latest(t, s)
+		write(t, s, w)
+		got, _, _ := Subgroups(t, n, "a", membership.NestingListOptions{})
+		assert.Equal(t, []membership.Nested{{GroupID: "b", Expires: t0}, {GroupID: "c"}}, got)
+		w.Subgroups = []membership.Subgroup{{GroupID: "b"}, NestedUntil("c", t0.Add(time.Minute))}
+		res := write(t, s, w)
+		assert.Equal(t, 0, res.Count)
+		assert.Equal(t, before+2, res.Revision, "an expiry changed is a change")
+		w.Subgroups = []membership.Subgroup{NestedUntil("b", time.Time{})}
+		write(t, s, w)
+		got, _, _ = Subgroups(t, n, "a", membership.NestingListOptions{})
+		assert.Equal(t, []membership.Nested{{GroupID: "b"}, {GroupID: "c", Expires: t0.Add(time.Minute)}}, got)
+		parents, _, _ := Parents(t, n, "c", membership.NestingListOptions{})
+		assert.Equal(t, []membership.Nested{{GroupID: "a", Expires: t0.Add(time.Minute)}}, parents)
+		changes := AllChanges(t, s, before)
+		require.Len(t, changes, 3)
+		assert.Equal(t, []membership.Nested{{GroupID: "b", Expires: t0}, {GroupID: "c"}}, changes[0].Groups)
+		assert.Equal(t, []membership.Nested{{GroupID: "c", Expires: t0.Add(time.Minute)}}, changes[1].Groups, "only what changed")
+		assert.Equal(t, []membership.Nested{{GroupID: "b"}}, changes[2].Groups)
+
+		w.Subgroups = []membership.Subgroup{{GroupID: "b", Expiry: membership.Expiry{Set: true, TTL: time.Hour}}}
+		start := time.Now()
+		write(t, s, w)
+		got, _, _ = Subgroups(t, n, "a", membership.NestingListOptions{Limit: 1})
+		require.Len(t, got, 1)
+		assert.False(t, got[0].Expires.Before(start.Add(time.Hour).Truncate(time.Millisecond)), "a ttl counts from the commit")
+		assert.False(t, got[0].Expires.After(time.Now().Add(time.Hour)))
+	})
+
+	t.Run("a cycle is refused when written, naming a shortest path, and nothing is applied", func(t *testing.T) {
+		s := newStore(t)
+		write(t, s, Nest("all-staff", "engineering"))
+		write(t, s, Nest("engineering", "backend"))
+		write(t, s, Nest("backend", "db"))
+		refused(t, s, Nest("a", "a"), membership.CycleError("a", "a", []string{"a"}))
+		refused(t, s, Nest("backend", "engineering"), membership.CycleError("backend", "engineering", []string{"engineering", "backend"}))
+		refused(t, s, Nest("backend", "all-staff"), membership.CycleError("backend", "all-staff", []string{"all-staff", "engineering", "backend"}))
+		refused(t, s, Nest("db", "all-staff"), membership.CycleError("db", "all-staff", []string{"all-staff", "engineering", "backend", "db"}))
+		write(t, s, Nest("all-staff", "db"))
+		refused(t, s, Nest("db", "all-staff"), membership.CycleError("db", "all-staff", []string{"all-staff", "db"}))
+
+		w := nestingWrite(membership.OpReplaceGroups, "db", "x", "engineering", "all-staff")
+		refused(t, s, w, membership.CycleError("db", "engineering", []string{"engineering", "backend", "db"}))
+		w = Nest("db", "y", "z", "backend")
+		refused(t, s, w, membership.CycleError("db", "backend", []string{"backend", "db"}))
+		got, _, _ := Subgroups(t, NestingOf(t, s), "db", membership.NestingListOptions{})
+		assert.Empty(t, got, "nothing of a refused write is applied")
+
+		res := write(t, s, nestingWrite(membership.OpRemoveGroups, "a", "a"))
+		assert.Zero(t, res.Count, "removing a group from itself is no cycle")
+	})
+
+	t.Run("a chain deeper than MaxDepth is refused, whole; 0 is no bound", func(t *testing.T) {
+		s := newStore(t)
+		deep := func(w membership.Write, most int) membership.Write { w.MaxDepth = most; return w }
+		write(t, s, deep(Nest("a", "b"), 2))
+		write(t, s, deep(Nest("b", "c"), 2))
+		refused(t, s, deep(Nest("c", "d"), 2), membership.TooDeepError("c", "d", 3, 2))
+		refused(t, s, deep(Nest("z", "a"), 2), membership.TooDeepError("z", "a", 3, 2))
+		write(t, s, deep(Nest("x", "y"), 2))
+		refused(t, s, deep(Nest("b", "w", "x"), 2), membership.TooDeepError("b", "x", 3, 2))
+		got, _, _ := Subgroups(t, NestingOf(t, s), "b", membership.NestingListOptions{})
+		assert.Equal(t, nested("c"), got, "w was not added")
+		write(t, s, deep(Nest("a", "x"), 2))
+		write(t, s, deep(Nest("c", "d"), 0))
+		write(t, s, deep(Nest("d", "e"), 0))
+		refused(t, s, deep(Nest("e", "f"), 4), membership.TooDeepError("e", "f", 5, 4))
+		refused(t, s, deep(Nest("e", "a"), 0), membership.CycleError("e", "a", []string{"a", "b", "c", "d", "e"}))
+	})
+
+	t.Run("a batch nests all or nothing, a cycle of two of its changes included", func(t *testing.T) {
+		s := newStore(t)
+		n := NestingOf(t, s)
+		add(t, s, "b", 1)
+		before := latest(t, s)
+		b := membership.Batch{MaxDepth: membership.DefaultMaxDepth, Writes: []membership.Write{
+			{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{{UID: 2}}},
+			Nest("a", "b"),
+			Nest("b", "c"),
+			Nest("c", "a"),
+		}}
+		_, err := s.Batch(ctx, b)
+		require.Error(t, err)
+		assert.Equal(t, membership.CycleError("c", "a", []string{"a", "b", "c"}).Message, membership.ErrorMessage(err))
+		assert.Equal(t, membership.CodeCycle, membership.ErrorCode(err))
+		assert.Equal(t, before, latest(t, s))
+		got, _ := ListAll(t, s, "a")
+		assert.Empty(t, got)
+		subs, _, _ := Subgroups(t, n, "a", membership.NestingListOptions{})
+		assert.Empty(t, subs)
+
+		b.MaxDepth = 1
+		b.Writes = b.Writes[:3]
+		_, err = s.Batch(ctx, b)
+		assert.Equal(t, membership.TooDeepError("b", "c", 2, 1).Message, membership.ErrorMessage(err))
+		assert.Equal(t, before, latest(t, s))
+
+		b.MaxDepth = 2
+		b.Writes = append(b.Writes, nestingWrite(membership.OpRemoveGroups, "b", "c"), nestingWrite(membership.OpReplaceGroups, "d", "a"))
+		res, err := s.Batch(ctx, b)
+		require.NoError(t, err)
+		assert.Equal(t, before+1, res.Revision)
+		assert.Equal(t, []membership.Result{
+			{Count: 1, Revision: before + 1}, {Count: 1, Revision: before + 1}, {Count: 1, Revision: before + 1},
+			{Count: 1, Revision: before + 1}, {Count: 1, Revision: before + 1},
+		}, res.Results)
+		changes := AllChanges(t, s, before)
+		require.Len(t, changes, 1)
+		require.Len(t, changes[0].Changes, 5)
+		assert.Equal(t, nested("b"), changes[0].Changes[1].Groups)
+		assert.Equal(t, nested("c"), changes[0].Changes[3].Groups)
+		assert.Equal(t, membership.OpReplaceGroups, changes[0].Changes[4].Op)
+		below, total, _ := Subgroups(t, n, "d", membership.NestingListOptions{Transitive: true})
+		assert.Equal(t, nested("a", "b"), below)
+		assert.Equal(t, 2, total)
+		for _, g := range []string{"a", "d"} {
+			rev, err := s.Revision(ctx, g)
+			require.NoError(t, err)
+			assert.Equal(t, res.Revision, rev, g)
+		}
+	})
+
+	t.Run("deleting a group takes it from its parents and its subgroups from it", func(t *testing.T) {
+		s := newStore(t)
+		n := NestingOf(t, s)
+		write(t, s, Nest("top", "mid", "other"))
+		write(t, s, Nest("mid", "leaf"))
+		add(t, s, "mid", 1)
+		add(t, s, "leaf", 2)
+		before := latest(t, s)
+		res := write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "mid"})
+		assert.Equal(t, membership.Result{Count: 1, Revision: before + 1}, res)
+		subs, _, _ := Subgroups(t, n, "top", membership.NestingListOptions{})
+		assert.Equal(t, nested("other"), subs)
+		parents, _, _ := Parents(t, n, "leaf", membership.NestingListOptions{})
+		assert.Empty(t, parents)
+		rev, err := s.Revision(ctx, "top")
+		require.NoError(t, err)
+		assert.Equal(t, res.Revision, rev, "top's subgroups changed")
+		groups, _ := Groups(t, s, membership.GroupsOptions{})
+		assert.Equal(t, []membership.GroupSize{{ID: "leaf", Members: 1}, {ID: "top", Subgroups: 1}}, groups)
+
+		res = write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "other"})
+		assert.Equal(t, membership.Result{Count: 0, Revision: before + 2}, res, "a group that is only nested is deleted from its parents")
+		groups, _ = Groups(t, s, membership.GroupsOptions{})
+		assert.Equal(t, []membership.GroupSize{{ID: "leaf", Members: 1}}, groups)
+		res = write(t, s, Nest("top", "leaf"))
+		res = write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "top"})
+		assert.Equal(t, before+4, res.Revision, "a group with only subgroups is deleted")
+		parents, _, _ = Parents(t, n, "leaf", membership.NestingListOptions{})
+		assert.Empty(t, parents)
+	})
+
+	t.Run("preconditions count subgroups; a revision moves with direct subgroups only", func(t *testing.T) {
+		s := newStore(t)
+		exists := membership.Precondition{Exists: true}
+		empty := membership.Precondition{Empty: true}
+		w := Nest("a", "b")
+		w.If = empty
+		write(t, s, w)
+		_, err := s.Write(ctx, w)
+		assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "a has a subgroup: not empty")
+		a := membership.Write{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{{UID: 1}}, If: exists}
+		write(t, s, a)
+		write(t, s, membership.Write{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}})
+		write(t, s, a) // a still exists: it has a subgroup
+		rev, err := s.Revision(ctx, "a")
+		require.NoError(t, err)
+		w = Nest("a", "c")
+		w.If = membership.Precondition{Revisions: []membership.Revision{rev - 1}}
+		_, err = s.Write(ctx, w)
+		assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
+		w.If = membership.Precondition{Revisions: []membership.Revision{rev}}
+		res := write(t, s, w)
+		bRev, err := s.Revision(ctx, "b")
+		require.NoError(t, err)
+		write(t, s, Nest("top", "a"))
+		write(t, s, Nest("b", "d"))
+		rev, err = s.Revision(ctx, "a")
+		require.NoError(t, err)
+		assert.Equal(t, res.Revision, rev, "a's parent and its subgroup's subgroups are not a's")
+		rev, err = s.Revision(ctx, "b")
+		require.NoError(t, err)
+		assert.Greater(t, rev, bRev)
+		w = nestingWrite(membership.OpRemoveGroups, "x", "y")
+		w.If = exists
+		_, err = s.Write(ctx, w)
+		assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "x has neither members nor subgroups")
+	})
+
+	t.Run("Groups lists groups with subgroups, and how many", func(t *testing.T) {
+		s := newStore(t)
+		write(t, s, Nest("a", "b", "c"))
+		add(t, s, "b", 1, 2)
+		write(t, s, Nest("b", "c"))
+		groups, total := Groups(t, s, membership.GroupsOptions{})
+		assert.Equal(t, []membership.GroupSize{{ID: "a", Subgroups: 2}, {ID: "b", Members: 2, Subgroups: 1}}, groups)
+		assert.Equal(t, 2, total)
+		groups, total = Groups(t, s, membership.GroupsOptions{After: "a", Limit: 1})
+		assert.Equal(t, []membership.GroupSize{{ID: "b", Members: 2, Subgroups: 1}}, groups)
+		assert.Equal(t, 2, total)
+	})
+
+	t.Run("a keyed nesting write is applied once for its key", func(t *testing.T) {
+		s := newStore(t)
+		for i, w := range []membership.Write{Nest("a", "b"), nestingWrite(membership.OpReplaceGroups, "a", "c"), nestingWrite(membership.OpRemoveGroups, "a", "c")} {
+			key := fmt.Sprint("k", i)
+			first, err := s.Write(ctx, Keyed(w, key))
+			require.NoError(t, err)
+			write(t, s, Nest("a", "d")) // in between
+			before := latest(t, s)
+			again, err := s.Write(ctx, Keyed(w, key))
+			require.NoError(t, err)
+			assert.True(t, again.Replayed, w.Op)
+			again.Replayed = false
+			assert.Equal(t, first, again, w.Op)
+			assert.Equal(t, before, latest(t, s), "a replay takes no revision")
+			_, err = s.Write(ctx, Keyed(Nest("a", "other"), key))
+			assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err))
+		}
+		got, _, _ := Subgroups(t, NestingOf(t, s), "a", membership.NestingListOptions{})
+		assert.Equal(t, nested("d"), got)
+	})
+
+	t.Run("a nesting ends by itself, through the store's expiries", func(t *testing.T) {
+		s := newStore(t)
+		n := NestingOf(t, s)
+		w := Nest("a")
+		w.Subgroups = []membership.Subgroup{NestedUntil("b", t0), NestedUntil("c", t0.Add(time.Minute)), {GroupID: "d"}}
+		write(t, s, w)
+		add(t, s, "b", 1)
+		next, ok := s.NextExpiry()
+		require.True(t, ok)
+		assert.Equal(t, t0, next)
+		assert.Empty(t, s.DueExpiries(t0.Add(-time.Millisecond), 100), "nothing is due before its time")
+		aRev, _ := s.Revision(ctx, "a")
+		tRev, err := n.TransitiveRevision(ctx, "a")
+		require.NoError(t, err)
+		before := latest(t, s)
+		assert.Equal(t, 1, Expire(t, s, t0))
+		subs, _, _ := Subgroups(t, n, "a", membership.NestingListOptions{})
+		assert.Equal(t, []membership.Nested{{GroupID: "c", Expires: t0.Add(time.Minute)}, {GroupID: "d"}}, subs)
+		changes := AllChanges(t, s, before)
+		require.Len(t, changes, 1)
+		c := changes[0]
+		assert.Equal(t, membership.OpExpireGroups, c.Op)
+		assert.Equal(t, "a", c.GroupID)
+		assert.Equal(t, nested("b"), c.Groups)
+		assert.Zero(t, c.Actor)
+		rev, _ := s.Revision(ctx, "a")
+		assert.Greater(t, rev, aRev)
+		moved, err := n.TransitiveRevision(ctx, "a")
+		require.NoError(t, err)
+		assert.Greater(t, moved, tRev)
+		members, _, _ := TransitiveMembers(t, n, "a", membership.ListOptions{})
+		assert.Empty(t, members)
+		assert.Zero(t, Expire(t, s, t0), "an expiry applied is not due again")
+
+		// Found due, then extended: not applied.
+		due := s.DueExpiries(t0.Add(time.Minute), 100)
+		require.Len(t, due, 1)
+		assert.Equal(t, membership.OpExpireGroups, due[0].Write.Op)
+		w.Subgroups = []membership.Subgroup{NestedUntil("c", t0.Add(time.Hour))}
+		write(t, s, w)
+		res, err := s.Write(ctx, due[0].Write)
+		require.NoError(t, err)
+		assert.Zero(t, res.Count)
+		// Given back, due again.
+		due = s.DueExpiries(t0.Add(time.Hour), 100)
+		require.Len(t, due, 1)
+		assert.Empty(t, s.DueExpiries(t0.Add(time.Hour), 100), "taken")
+		s.RequeueExpiries(due)
+		assert.Equal(t, 1, Expire(t, s, t0.Add(time.Hour)))
+		subs, _, _ = Subgroups(t, n, "a", membership.NestingListOptions{})
+		assert.Equal(t, nested("d"), subs)
+		// A nesting removed otherwise has no expiry left.
+		w.Subgroups = []membership.Subgroup{NestedUntil("e", t0)}
+		write(t, s, w)
+		write(t, s, nestingWrite(membership.OpRemoveGroups, "a", "e"))
+		write(t, s, Nest("a", "e"))
+		assert.Zero(t, Expire(t, s, t0.Add(2*time.Hour)))
+		subs, _, _ = Subgroups(t, n, "a", membership.NestingListOptions{})
+		assert.Equal(t, nested("d", "e"), subs)
+	})
+
+	t.Run("direct and transitive subgroups and parents, paged", func(t *testing.T) {
+		s := newStore(t)
+		n := NestingOf(t, s)
+		// a > b > d > e, a > c > d (a diamond), x > e.
+		write(t, s, Nest("a", "c", "b"))
+		w := Nest("b")
+		w.Subgroups = []membership.Subgroup{NestedUntil("d", t0)}
+		write(t, s, w)
+		write(t, s, Nest("c", "d"))
+		write(t, s, Nest("d", "e"))
+		write(t, s, Nest("x", "e"))
+		for _, tt := range []struct {
+			name      string
+			read      func(string, membership.NestingListOptions) ([]membership.Nested, int, membership.Revision)
+			group     string
+			opts      membership.NestingListOptions
+			want      []membership.Nested
+			wantTotal int
+		}{
+			{"subgroups", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
+				return Subgroups(t, n, g, o)
+			}, "b", membership.NestingListOptions{}, []membership.Nested{{GroupID: "d", Expires: t0}}, 1},
+			{"all below", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
+				return Subgroups(t, n, g, o)
+			}, "a", membership.NestingListOptions{Transitive: true}, nested("b", "c", "d", "e"), 4},
+			{"a page below", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
+				return Subgroups(t, n, g, o)
+			}, "a", membership.NestingListOptions{Transitive: true, After: "b", Limit: 2}, nested("c", "d"), 4},
+			{"a page of direct", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
+				return Subgroups(t, n, g, o)
+			}, "a", membership.NestingListOptions{After: "b"}, nested("c"), 2},
+			{"parents", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
+				return Parents(t, n, g, o)
+			}, "d", membership.NestingListOptions{}, []membership.Nested{{GroupID: "b", Expires: t0}, {GroupID: "c"}}, 2},
+			{"all above", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
+				return Parents(t, n, g, o)
+			}, "e", membership.NestingListOptions{Transitive: true}, nested("a", "b", "c", "d", "x"), 5},
+			{"a page above", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
+				return Parents(t, n, g, o)
+			}, "e", membership.NestingListOptions{Transitive: true, After: "a", Limit: 3}, nested("b", "c", "d"), 5},
+			{"unknown", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
+				return Parents(t, n, g, o)
+			}, "nobody", membership.NestingListOptions{Transitive: true}, nested(), 0},
+		} {
+			got, total, rev := tt.read(tt.group, tt.opts)
+			assert.Equal(t, tt.want, got, tt.name)
+			assert.Equal(t, tt.wantTotal, total, tt.name)
+			assert.NotZero(t, rev, tt.name)
+		}
+	})
+
+	t.Run("transitive members: each once, paged, with an exact total and the end of their last path", func(t *testing.T) {
+		s := newStore(t)
+		n := NestingOf(t, s)
+		// top > a (until t0+2m) > c; top > b > c; c holds 1 until t0+1m, 2, 3 until t0+5m;
+		// a holds 4; b holds 5 until t0; top holds 6.
+		w := Nest("top", "b")
+		w.Subgroups = append(w.Subgroups, NestedUntil("a", t0.Add(2*time.Minute)))
+		write(t, s, w)
+		w = Nest("b", "c")
+		w.Subgroups = []membership.Subgroup{NestedUntil("c", t0.Add(4*time.Minute))}
+		write(t, s, w)
+		write(t, s, Nest("a", "c"))
+		write(t, s, membership.Write{Op: membership.OpAdd, GroupID: "c", Users: []membership.User{
+			ExpiresAt(1, t0.Add(time.Minute)), {UID: 2, Nickname: "Two", HasNickname: true}, ExpiresAt(3, t0.Add(5*time.Minute)),
+		}})
+		add(t, s, "a", 4)
+		write(t, s, membership.Write{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{ExpiresAt(5, t0)}})
+		add(t, s, "top", 6, 2)
+		want := []membership.Member{
+			{UID: 1, Expires: t0.Add(time.Minute)},
+			{UID: 2, Nickname: "Two"},                  // top holds it directly
+			{UID: 3, Expires: t0.Add(4 * time.Minute)}, // through b: min(4m, 5m); through a: 2m
+			{UID: 4, Expires: t0.Add(2 * time.Minute)},
+			{UID: 5, Expires: t0},
+			{UID: 6},
+		}
+		got, total, rev := TransitiveMembers(t, n, "top", membership.ListOptions{})
+		assert.Equal(t, want, got)
+		assert.Equal(t, 6, total)
+		trev, err := n.TransitiveRevision(ctx, "top")
+		require.NoError(t, err)
+		assert.LessOrEqual(t, trev, rev, "the list is of a state no older than the closure's revision")
+		got, total, _ = TransitiveMembers(t, n, "top", membership.ListOptions{After: 2, Limit: 2})
+		assert.Equal(t, want[2:4], got)
+		assert.Equal(t, 6, total)
+		got, total, _ = TransitiveMembers(t, n, "c", membership.ListOptions{})
+		assert.Equal(t, []membership.Member{{UID: 1, Expires: t0.Add(time.Minute)}, {UID: 2, Nickname: "Two"}, {UID: 3, Expires: t0.Add(5 * time.Minute)}}, got)
+		assert.Equal(t, 3, total)
+		got, total, _ = TransitiveMembers(t, n, "nobody", membership.ListOptions{})
+		assert.Empty(t, got)
+		assert.Zero(t, total)
+
+		m, via, ok, _, err := n.TransitiveMember(ctx, "top", 3)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, want[2], m)
+		assert.Equal(t, []string{"top", "a", "c"}, via, "two shortest paths: the first in byte order")
+		m, via, ok, _, err = n.TransitiveMember(ctx, "top", 2)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, want[1], m)
+		assert.Equal(t, []string{"top"}, via, "a direct member")
+		_, via, ok, _, err = n.TransitiveMember(ctx, "c", 4)
+		require.NoError(t, err)
+		assert.False(t, ok)
+		assert.Nil(t, via)
+
+		groups, total, _ := TransitiveGroups(t, n, 3, membership.GroupListOptions{})
+		assert.Equal(t, []string{"a", "b", "c", "top"}, groups)
+		assert.Equal(t, 4, total)
+		groups, total, _ = TransitiveGroups(t, n, 3, membership.GroupListOptions{After: "a", Limit: 2})
+		assert.Equal(t, []string{"b", "c"}, groups)
+		assert.Equal(t, 4, total)
+		groups, total, _ = TransitiveGroups(t, n, 99, membership.GroupListOptions{})
+		assert.Empty(t, groups)
+		assert.Zero(t, total)
+
+		found, _, err := n.CheckTransitive(ctx, []membership.Check{
+			{GroupID: "top", UID: 3}, {GroupID: "a", UID: 5}, {GroupID: "b", UID: 5}, {GroupID: "top", UID: 6}, {GroupID: "c", UID: 6}, {GroupID: "nobody", UID: 1},
+		})
+		require.NoError(t, err)
+		assert.Equal(t, []bool{true, false, true, true, false, false}, found)
+	})
+
+	t.Run("a transitive revision moves with the closure, not with the rest", func(t *testing.T) {
+		s := newStore(t)
+		n := NestingOf(t, s)
+		write(t, s, Nest("top", "mid"))
+		write(t, s, Nest("mid", "leaf"))
+		write(t, s, Nest("outside", "top"))
+		add(t, s, "leaf", 1)
+		add(t, s, "elsewhere", 2)
+		trev := func() membership.Revision {
+			t.Helper()
+			rev, err := n.TransitiveRevision(ctx, "top")
+			require.NoError(t, err)
+			return rev
+		}
+		for _, step := range []struct {
+			name  string
+			w     membership.Write
+			moves bool
+		}{
+			{"a member of a group below", membership.Write{Op: membership.OpAdd, GroupID: "leaf", Users: []membership.User{{UID: 3}}}, true},
+			{"a nesting below", Nest("leaf", "deeper"), true},
+			{"a member of the new group below", membership.Write{Op: membership.OpAdd, GroupID: "deeper", Users: []membership.User{{UID: 4}}}, true},
+			{"a nickname", membership.Write{Op: membership.OpAdd, GroupID: "elsewhere", Users: []membership.User{{UID: 2, Nickname: "n", HasNickname: true}}}, true},
+			{"a member outside", membership.Write{Op: membership.OpAdd, GroupID: "elsewhere", Users: []membership.User{{UID: 5}}}, false},
+			{"a parent's nesting", Nest("outside", "elsewhere"), false},
+			{"a member of a parent", membership.Write{Op: membership.OpAdd, GroupID: "outside", Users: []membership.User{{UID: 6}}}, false},
+			{"a member removed below", membership.Write{Op: membership.OpRemove, GroupID: "deeper", UIDs: []membership.UID{4}}, true},
+			{"a nesting removed below", nestingWrite(membership.OpRemoveGroups, "leaf", "deeper"), true},
+		} {
+			before := trev()
+			write(t, s, step.w)
+			if step.moves {
+				assert.Greater(t, trev(), before, step.name)
+			} else {
+				assert.Equal(t, before, trev(), step.name)
+			}
+		}
+	})
+
+	t.Run("a follower of the feed rebuilds the nesting and every transitive answer", func(t *testing.T) {
+		s := newStore(t)
+		n := NestingOf(t, s)
+		rng := rand.New(rand.NewPCG(46, 1))
+		groups := []string{"a", "b", "c", "d", "e", "f"}
+		clock := t0
+		for i := range 300 {
+			w := randomWrite(rng, groups, clock)
+			_, err := s.Write(ctx, w)
+			if err != nil {
+				code := membership.ErrorCode(err)
+				require.True(t, code == membership.CodeCycle || code == membership.CodeTooDeep, "write %d: %v", i, err)
+			}
+			if i%10 == 9 {
+				clock = clock.Add(3 * time.Second)
+				Expire(t, s, clock)
+			}
+			if i%50 == 49 {
+				_, err := s.Batch(ctx, membership.Batch{MaxDepth: 3, Writes: []membership.Write{
+					randomWrite(rng, groups, clock), randomWrite(rng, groups, clock), randomWrite(rng, groups, clock),
+				}})
+				if err != nil {
+					code := membership.ErrorCode(err)
+					require.True(t, code == membership.CodeCycle || code == membership.CodeTooDeep, "batch %d: %v", i, err)
+				}
+			}
+		}
+		f := NewFollower()
+		for _, c := range AllChanges(t, s, 0) {
+			f.Apply(c)
+		}
+		obs := readAll(n, groups, []membership.UID{1, 2, 3, 4, 5, 6, 7, 8})
+		for _, o := range obs {
+			require.NoError(t, o.err)
+			o.compare(t, f)
+		}
+	})
+
+	t.Run("random nestings beside concurrent writers agree with a brute-force closure at their revision", func(t *testing.T) {
+		s := newStore(t)
+		n := NestingOf(t, s)
+		groups := []string{"a", "b", "c", "d", "e", "f", "g"}
+		uids := []membership.UID{1, 2, 3, 4, 5, 6}
+		const writers, perWriter = 3, 80
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*perWriter+writers)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(w), 46))
+				clock := t0
+				for i := range perWriter {
+					_, err := s.Write(ctx, randomWrite(rng, groups, clock))
+					if code := membership.ErrorCode(err); err != nil && code != membership.CodeCycle && code != membership.CodeTooDeep {
+						errs <- err
+					}
+					if w == 0 && i%8 == 7 {
+						clock = clock.Add(4 * time.Second)
+						for _, d := range s.DueExpiries(clock, 1000) {
+							if _, err := s.Write(ctx, d.Write); err != nil {
+								errs <- err
+							}
+						}
+					}
+				}
+			}()
+		}
+		var obs []observation
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		for reading := true; reading; {
+			select {
+			case <-done:
+				reading = false
+			default:
+			}
+			obs = append(obs, readAll(n, groups, uids)...)
+		}
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		require.NotEmpty(t, obs)
+		changes := AllChanges(t, s, 0)
+		sort.SliceStable(obs, func(i, j int) bool { return obs[i].rev < obs[j].rev })
+		f := NewFollower()
+		next := 0
+		for _, o := range obs {
+			require.NoError(t, o.err)
+			for next < len(changes) && changes[next].Revision <= o.rev {
+				f.Apply(changes[next])
+				next++
+			}
+			o.compare(t, f)
+		}
+	})
+}
+
+// randomWrite returns a random write to a few groups and users: adds
+// (some expiring), removes, nestings (some expiring) and their removal,
+// replaces, now and then a group deleted. Nesting writes are bounded 3
+// deep, so that some are refused.
+func randomWrite(rng *rand.Rand, groups []string, clock time.Time) membership.Write {
+	g := groups[rng.IntN(len(groups))]
+	other := groups[rng.IntN(len(groups))]
+	uid := membership.UID(rng.IntN(8) + 1)
+	var expiry membership.Expiry
+	if rng.IntN(3) == 0 {
+		expiry = membership.Expiry{Set: true, At: clock.Add(time.Duration(rng.IntN(30)+1) * time.Second)}
+	}
+	switch rng.IntN(12) {
+	case 0, 1:
+		return membership.Write{Op: membership.OpAdd, GroupID: g, Users: []membership.User{{UID: uid, Expiry: expiry}}}
+	case 2:
+		return membership.Write{Op: membership.OpAdd, GroupID: g, Users: []membership.User{{UID: uid, Nickname: fmt.Sprint("n", rng.IntN(3)), HasNickname: true}}}
+	case 3:
+		return membership.Write{Op: membership.OpRemove, GroupID: g, UIDs: []membership.UID{uid}}
+	case 4:
+		return membership.Write{Op: membership.OpReplace, GroupID: g, Users: []membership.User{{UID: uid}, {UID: uid%8 + 1}}}
+	case 5:
+		if rng.IntN(3) == 0 {
+			return membership.Write{Op: membership.OpDeleteGroup, GroupID: g}
+		}
+		return membership.Write{Op: membership.OpRemoveGroups, GroupID: g, Subgroups: []membership.Subgroup{{GroupID: other}}}
+	case 6:
+		third := groups[rng.IntN(len(groups))]
+		if third == g || other == g {
+			return membership.Write{Op: membership.OpRemoveGroups, GroupID: g, Subgroups: []membership.Subgroup{{GroupID: third}}}
+		}
+		return membership.Write{Op: membership.OpReplaceGroups, GroupID: g, MaxDepth: 3, Subgroups: []membership.Subgroup{{GroupID: other, Expiry: expiry}, {GroupID: third}}}
+	default:
+		if other == g {
+			other = groups[(slices.Index(groups, g)+1)%len(groups)]
+		}
+		return membership.Write{Op: membership.OpAddGroups, GroupID: g, MaxDepth: 3, Subgroups: []membership.Subgroup{{GroupID: other, Expiry: expiry}}}
+	}
+}
+
+// observation is one transitive read and what it answered, at its
+// revision.
+type observation struct {
+	what    string
+	group   string
+	uid     membership.UID
+	rev     membership.Revision
+	members []membership.Member
+	total   int
+	nested  []membership.Nested
+	groups  []string
+	member  membership.Member
+	via     []string
+	found   []bool
+	checks  []membership.Check
+	ok      bool
+	err     error
+}
+
+// readAll reads every transitive answer about groups and uids, each read
+// an observation of its own. It may run off the test goroutine: it
+// reports errors in the observations.
+func readAll(n membership.Nesting, groups []string, uids []membership.UID) []observation {
+	ctx := context.Background()
+	var obs []observation
+	var checks []membership.Check
+	for _, g := range groups {
+		members, total, rev, err := transitiveMembers(n, g, membership.ListOptions{})
+		obs = append(obs, observation{what: "members", group: g, rev: rev, members: members, total: total, err: err})
+		page, total, rev, err := transitiveMembers(n, g, membership.ListOptions{After: 2, Limit: 2})
+		obs = append(obs, observation{what: "page", group: g, rev: rev, members: page, total: total, err: err})
+		for _, transitive := range []bool{false, true} {
+			var o observation
+			o.what, o.group = fmt.Sprint("subgroups ", transitive), g
+			o.rev, o.err = n.Subgroups(ctx, g, membership.NestingListOptions{Transitive: transitive}, func(total int, groups iter.Seq[membership.Nested]) {
+				o.total, o.nested = total, slices.AppendSeq([]membership.Nested{}, groups)
+			})
+			obs = append(obs, o)
+			o = observation{what: fmt.Sprint("parents ", transitive), group: g}
+			o.rev, o.err = n.Parents(ctx, g, membership.NestingListOptions{Transitive: transitive}, func(total int, groups iter.Seq[membership.Nested]) {
+				o.total, o.nested = total, slices.AppendSeq([]membership.Nested{}, groups)
+			})
+			obs = append(obs, o)
+		}
+		for _, uid := range uids {
+			m, via, ok, rev, err := n.TransitiveMember(ctx, g, uid)
+			obs = append(obs, observation{what: "member", group: g, uid: uid, rev: rev, member: m, via: via, ok: ok, err: err})
+			checks = append(checks, membership.Check{GroupID: g, UID: uid})
+		}
+	}
+	for _, uid := range uids {
+		groups, total, rev, err := transitiveGroups(n, uid, membership.GroupListOptions{})
+		obs = append(obs, observation{what: "groups", uid: uid, rev: rev, groups: groups, total: total, err: err})
+	}
+	found, rev, err := n.CheckTransitive(ctx, checks)
+	obs = append(obs, observation{what: "check", rev: rev, found: found, checks: checks, err: err})
+	return obs
+}
+
+// compare checks o against what f, at o's revision, answers.
+func (o observation) compare(t *testing.T, f *Follower) {
+	t.Helper()
+	msg := fmt.Sprintf("%s of %s %d at revision %d", o.what, o.group, o.uid, o.rev)
+	switch o.what {
+	case "members":
+		want := f.TransitiveMembersOf(o.group)
+		assert.Equal(t, want, o.members, msg)
+		assert.Equal(t, len(want), o.total, msg)
+	case "page":
+		want := f.TransitiveMembersOf(o.group)
+		total := len(want)
+		i, _ := slices.BinarySearchFunc(want, membership.UID(2), func(m membership.Member, uid membership.UID) int { return int(m.UID - uid) })
+		if i < len(want) && want[i].UID == 2 {
+			i++
+		}
+		want = want[i:]
+		want = want[:min(2, len(want))]
+		assert.Equal(t, want, o.members, msg)
+		assert.Equal(t, total, o.total, msg)
+	case "subgroups false", "subgroups true", "parents false", "parents true":
+		var want []membership.Nested
+		if o.what[0] == 's' {
+			want = f.SubgroupsOf(o.group, o.what == "subgroups true")
+		} else {
+			want = f.ParentsOf(o.group, o.what == "parents true")
+		}
+		assert.Equal(t, want, o.nested, msg)
+		assert.Equal(t, len(want), o.total, msg)
+	case "member":
+		m, via, ok := f.TransitiveMemberOf(o.group, o.uid)
+		assert.Equal(t, ok, o.ok, msg)
+		assert.Equal(t, m, o.member, msg)
+		assert.Equal(t, via, o.via, msg)
+	case "groups":
+		want := f.TransitiveGroupsOf(o.uid)
+		assert.Equal(t, want, o.groups, msg)
+		assert.Equal(t, len(want), o.total, msg)
+	case "check":
+		for i, c := range o.checks {
+			_, _, ok := f.TransitiveMemberOf(c.GroupID, c.UID)
+			assert.Equal(t, ok, o.found[i], "%s: %s %d", msg, c.GroupID, c.UID)
+		}
+	default:
+		t.Fatalf("unknown observation %s", o.what)
+	}
+}
