@@ -39,40 +39,99 @@ func (m *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 // batch applies b, holding every lock it needs from its first check to its
 // last change.
 func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
+	// A batch that nests, or deletes a group, holds the nesting and the
+	// shards of the parents of the groups it deletes, beside its own.
+	nests := slices.ContainsFunc(b.Writes, func(w membership.Write) bool {
+		return membership.IsNestingOp(w.Op) || w.Op == membership.OpDeleteGroup
+	})
+	var parents []string
+	if nests {
+		m.nestMu.Lock()
+		defer m.nestMu.Unlock()
+		for _, w := range b.Writes {
+			if w.Op == membership.OpDeleteGroup {
+				parents = append(parents, m.parentsOf(w.GroupID)...)
+			}
+		}
+	}
 	var sbuf [1]uint64
-	held := m.lockShards(len(b.Writes), func(i int) string { return b.Writes[i].GroupID }, false, sbuf[:])
+	held := m.lockShards(len(b.Writes)+len(parents), func(i int) string {
+		if i < len(b.Writes) {
+			return b.Writes[i].GroupID
+		}
+		return parents[i-len(b.Writes)]
+	}, false, sbuf[:])
 	defer m.unlockShards(held)
 	groups := make(map[string]*group.Group, len(b.Writes))
 	if err := m.checkBatch(b.Writes, groups); err != nil {
 		return membership.BatchResult{}, err
 	}
-	// Groups are created before any reverse shard is taken (lock order).
-	for _, w := range b.Writes {
-		if (w.Op == membership.OpAdd || w.Op == membership.OpReplace) && len(w.Users) > 0 && groups[w.GroupID] == nil {
-			groups[w.GroupID] = m.newGroup(m.shardOf(w.GroupID), w.GroupID)
-		}
-	}
-	var rbuf [4]uint64
-	locked := m.reverse.Lock(batchUIDs(b.Writes, groups), rbuf[:])
 	// A TTL counts from the very time the batch's change carries, as a
 	// write's does (feed.Stamp.WithTimeFor), not from a second reading of the
 	// clock: they could fall in two milliseconds.
 	st := feed.Stamp{Actor: b.Actor, At: b.Time, Now: true}
 	for _, w := range b.Writes {
-		st = st.WithTimeFor(w.Users)
+		st = st.WithTimeFor(w.Users).WithTimeForSubgroups(w.Subgroups)
 	}
+	// The nesting first, all of it or nothing: a nesting write, the only
+	// kind that can be refused here, is refused before any member
+	// changes. Nestings and members are apart, so applying one before the
+	// other ends as applying the writes in order does.
+	var nested []nestedWrite
+	next := m.nest.Next()
+	if nests {
+		var err error
+		if nested, err = m.batchNesting(b, nowOr(st.At)); err != nil {
+			return membership.BatchResult{}, err
+		}
+	}
+	// Groups are created before any reverse shard is taken (lock order).
+	for i, w := range b.Writes {
+		adds := (w.Op == membership.OpAdd || w.Op == membership.OpReplace) && len(w.Users) > 0
+		if nests && nested[i].change.Op != "" && w.Op != membership.OpDeleteGroup {
+			adds = true
+		}
+		if adds && groups[w.GroupID] == nil {
+			groups[w.GroupID] = m.newGroup(m.shardOf(w.GroupID), w.GroupID)
+		}
+	}
+	var rbuf [4]uint64
+	locked := m.reverse.Lock(batchUIDs(b.Writes, groups), rbuf[:])
 	a := batchApplier{m: m, named: namedUIDs(b.Writes), commit: nowOr(st.At), nicknames: m.nicknames.Write()}
 	defer a.nicknames.Release()
 	results := make([]membership.Result, len(b.Writes))
 	var subs []membership.Change
 	changed := map[*group.Group]bool{}
+	nestChanged := false
 	for i, w := range b.Writes {
 		g := groups[w.GroupID]
 		var sub membership.Change
-		results[i], sub = a.apply(g, w)
+		if membership.IsNestingOp(w.Op) {
+			results[i], sub = nested[i].res, nested[i].change
+		} else {
+			results[i], sub = a.apply(g, w)
+		}
+		if nests && nested[i].change.Op != "" {
+			nestChanged = true
+			if sub.Op == "" { // a deletion of a group with no members, nested
+				sub = nested[i].change
+			}
+			for _, p := range nested[i].touched {
+				pg := groups[p]
+				if pg == nil {
+					pg = m.shardOf(p).groups[p]
+				}
+				if pg != nil {
+					pg.Subgroups = m.subgroupCount(p)
+					changed[pg] = true
+				}
+			}
+		}
 		if sub.Op != "" {
 			subs = append(subs, sub)
-			changed[g] = true
+			if g != nil {
+				changed[g] = true
+			}
 		}
 	}
 	a.forgetDeferred()
@@ -87,8 +146,11 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	}
 	rev := a.nicknames.Record(&m.feed, membership.Change{Op: membership.OpBatch, Changes: subs}, st)
 	m.reverse.Unlock(locked)
+	if nestChanged {
+		m.nestChanged(rev, next)
+	}
 	for g := range changed {
-		if g.Members.Len() == 0 {
+		if g.Vacant() {
 			m.dropGroup(m.shardOf(g.ID), g, rev)
 		} else {
 			g.Revision = rev
@@ -100,6 +162,46 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	return membership.BatchResult{Results: results, Revision: rev}, nil
 }
 
+// nestedWrite is what a write of a batch did to the nesting.
+type nestedWrite struct {
+	res    membership.Result
+	change membership.Change // Op "": nothing
+	// touched are the groups whose subgroups it changed.
+	touched []string
+}
+
+// batchNesting applies the nesting writes of b, and the nestings its group
+// deletions end, in order, all or, when one is refused, none, and returns
+// what each write did. The caller holds nestMu and the shards of the
+// groups b changes.
+func (m *Store) batchNesting(b membership.Batch, commit time.Time) ([]nestedWrite, error) {
+	out := make([]nestedWrite, len(b.Writes))
+	m.nest.Begin()
+	for i, w := range b.Writes {
+		switch {
+		case membership.IsNestingOp(w.Op):
+			res, c, err := m.nestOp(w, b.MaxDepth, commit)
+			if err != nil {
+				m.nest.Rollback()
+				return nil, err
+			}
+			out[i] = nestedWrite{res: res, change: c}
+			if c.Op != "" {
+				out[i].touched = []string{w.GroupID}
+			}
+		case w.Op == membership.OpDeleteGroup && m.nest.Node(w.GroupID) != nil:
+			hadChildren := m.subgroupCount(w.GroupID) > 0
+			touched := m.unnest(w.GroupID)
+			if hadChildren {
+				touched = append(touched, w.GroupID)
+			}
+			out[i] = nestedWrite{change: membership.Change{Op: membership.OpDeleteGroup, GroupID: w.GroupID}, touched: touched}
+		}
+	}
+	m.nest.Commit()
+	return out, nil
+}
+
 // checkBatch puts in groups the groups ws write to (nil: a group with no
 // members), and returns the error of the first write that a batch does
 // not take or whose precondition does not hold, or CodeTooManyChanges
@@ -109,7 +211,8 @@ func (m *Store) checkBatch(ws []membership.Write, groups map[string]*group.Group
 	removals := 0 // the members the batch's replaces and deletions hold
 	for i, w := range ws {
 		switch w.Op {
-		case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup:
+		case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
+			membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
 		default:
 			return fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
 		}

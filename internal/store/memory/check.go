@@ -26,6 +26,8 @@ func (m *Store) Check(w membership.Write) (rev membership.Revision, changes bool
 			return 0, false, fmt.Errorf("remove_user names %d uids, not one", len(w.UIDs))
 		}
 		return m.checkUser(w.UIDs[0])
+	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpExpireGroups:
+		return m.checkNesting(w)
 	}
 	return 0, false, fmt.Errorf("unknown op %q", w.Op)
 }
@@ -33,6 +35,12 @@ func (m *Store) Check(w membership.Write) (rev membership.Revision, changes bool
 // checkGroup is Check of a write to one group. It holds the group's shard
 // for reading, so that the precondition and the answer are of one state.
 func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error) {
+	nested := false
+	if w.Op == membership.OpDeleteGroup {
+		m.nestMu.RLock()
+		defer m.nestMu.RUnlock()
+		nested = m.nest.Node(w.GroupID) != nil
+	}
 	s := m.shardOf(w.GroupID)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -54,7 +62,30 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 	case membership.OpReplace:
 		return rev, !m.isExactly(g, w.Users), nil
 	}
-	return rev, g != nil, nil // OpDeleteGroup
+	return rev, g != nil || nested, nil // OpDeleteGroup
+}
+
+// checkNesting is Check of a nesting write: it applies the write to the
+// nesting and undoes it, holding the nesting exclusively, so that a cycle
+// or a chain too deep is found as Write would find it.
+func (m *Store) checkNesting(w membership.Write) (membership.Revision, bool, error) {
+	m.nestMu.Lock()
+	defer m.nestMu.Unlock()
+	s := m.shardOf(w.GroupID)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := s.groups[w.GroupID]
+	if err := m.check(g, w.If); err != nil {
+		return 0, false, err
+	}
+	m.nest.Begin()
+	_, c, err := m.nestOp(w, w.MaxDepth, nowOr(w.Time))
+	m.nest.Rollback()
+	m.nestNext.Store(m.nest.Next())
+	if err != nil {
+		return 0, false, err
+	}
+	return m.revisionOf(g), c.Op != "", nil
 }
 
 // holdsAll reports whether every user is a member of g (nil: a group with

@@ -8,6 +8,8 @@
 // and never the Store: it takes the locks, in the order below, and makes
 // a change of their steps.
 //
+//   - nesting: the groups in groups, each nesting both ways with its end,
+//     each group's ancestors, and the nestings that end by themselves;
 //   - group: a group (its members, their expiries, its revision) and how its
 //     members change, and the index of the groups by id, for pages of groups;
 //   - reverse: the reverse index, from users to the numbers of their groups;
@@ -31,7 +33,14 @@
 //     write with an Idempotency key from before its change until its key
 //     is remembered, and for writing by Backup (Table.Block), so that a
 //     backup holds no change without its key.
-//  1. shard.mu (Store.shards): a group's shard. A change holds its group's
+//  1. nestMu (Store.nestMu): the nesting (package nesting, nest.go). A
+//     nesting write, a group deletion, a batch that nests or deletes, and
+//     the expirer taking nestings due, hold it exclusively; a transitive
+//     read holds it for reading, then the shards of the closure it reads
+//     (for a check and a user's groups, the user's reverse shards). A
+//     membership write never takes it. It comes after the key table's
+//     applying lock, before every other.
+//  2. shard.mu (Store.shards): a group's shard. A change holds its group's
 //     shard, and only that one, from start to end; a reader of a group holds
 //     it for reading. A backup holds every shard for reading, in index
 //     order, while it copies the state (Store.Backup).
@@ -41,37 +50,40 @@
 //     of one revision. CheckMembers holds the shards of the groups it
 //     checks, for reading, in index order, so that its answers are of one
 //     revision.
-//  2. indexMu: the group index, in id order (group.Index). A change takes
+//  3. indexMu: the group index, in id order (group.Index). A change takes
 //     it, with its shard held, only to create or drop a group, and holds no
 //     other lock then; Groups takes it for reading with every shard held.
-//  3. a reverse shard's lock (package reverse, Store.reverse): the reverse
+//  4. a reverse shard's lock (package reverse, Store.reverse): the reverse
 //     index of the uids that hash to it. A change holds the reverse shards
 //     of every uid it names, taken in ascending index order (Index.Lock),
 //     from its first update of the reverse index until its revision is
 //     recorded, so that each user's groups change in the order of the
 //     revisions. UserGroups holds one for reading (Index.RLock).
-//  4. groupNumbers.mu: the interned group ids. A change takes it with its
+//  5. groupNumbers.mu: the interned group ids. A change takes it with its
 //     shard held, but never with a reverse shard held (a group's number is
 //     drawn before Index.Lock and freed after Index.Unlock); UserGroups,
 //     and the removal of a user from every group (which holds every shard,
 //     so that no writer can want it), take it for reading with a reverse
 //     shard held.
-//  5. the nicknames' lock (package nicknames, Store.nicknames). A change
+//  6. the nicknames' lock (package nicknames, Store.nicknames). A change
 //     that sets or clears nicknames takes it after its reverse shards; one
 //     that sets them holds it until its revision is published
 //     (nicknames.Write), so that a list, which takes it for reading after
 //     its shard, never shows a nickname with an older revision.
-//  6. the change feed's lock (package feed). Taken by Feed.Record (which
+//  7. the change feed's lock (package feed). Taken by Feed.Record (which
 //     runs the change's published func under it, before any reader can see
 //     the revision), and alone by readers of the feed.
-//  7. the due set's lock (expiry.Due, Store.due): the expiries of the
+//  8. the due set's lock (expiry.Due, Store.due): the expiries of the
 //     store by time, taken by a change that sets or ends an expiry, with
 //     its shard held; by DueExpiries and NextExpiry alone; and by
 //     RequeueExpiries with a shard held for reading.
-//  8. the key table's mu (package keys): the Idempotency-Keys remembered.
+//  9. the key table's mu (package keys): the Idempotency-Keys remembered.
 //     A keyed write takes it alone, before its change to see whether the
 //     key is known (and to mark it in flight) and after it to remember the
 //     result; a backup takes it with every shard held, to copy the keys.
+//  10. the totals' lock (totalCache.mu): the counts of transitive members
+//     kept, taken by a transitive list with its closure's shards held,
+//     and nothing after it.
 //
 // Every counter read without a lock (storeCounts, the reverse index's
 // users, the nicknames' count and revision, the revisions in Store) is an

@@ -30,7 +30,7 @@ func (m *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membe
 	if err := onlyExpires(ws); err != nil {
 		return nil, err
 	}
-	return m.expireAll(ws, func(w membership.Write) feed.Stamp { return feed.Stamp{Actor: w.Actor, At: w.Time, Now: true} }), nil
+	return m.expireRuns(ws, func(w membership.Write) feed.Stamp { return feed.Stamp{Actor: w.Actor, At: w.Time, Now: true} })
 }
 
 // ApplyExpiries is WriteExpiries for a store that replays its own log (see
@@ -39,14 +39,38 @@ func (m *Store) ApplyExpiries(ws []membership.Write) ([]membership.Result, error
 	if err := onlyExpires(ws); err != nil {
 		return nil, err
 	}
-	return m.expireAll(ws, func(w membership.Write) feed.Stamp { return feed.Stamp{Actor: w.Actor, At: w.Time} }), nil
+	return m.expireRuns(ws, func(w membership.Write) feed.Stamp { return feed.Stamp{Actor: w.Actor, At: w.Time} })
 }
 
-// onlyExpires returns an error unless every write of ws is an expire
-// without an Idempotency key (the expirer's).
+// expireRuns applies ws in order: each run of expires of memberships
+// together (expireAll), each expiry of nestings (OpExpireGroups) alone.
+func (m *Store) expireRuns(ws []membership.Write, stampOf func(membership.Write) feed.Stamp) ([]membership.Result, error) {
+	results := make([]membership.Result, 0, len(ws))
+	for i := 0; i < len(ws); {
+		if ws[i].Op == membership.OpExpireGroups {
+			res, err := m.nestWrite(ws[i], stampOf(ws[i]))
+			if err != nil {
+				return results, err
+			}
+			results = append(results, res)
+			i++
+			continue
+		}
+		j := i
+		for j < len(ws) && ws[j].Op == membership.OpExpire {
+			j++
+		}
+		results = append(results, m.expireAll(ws[i:j], stampOf)...)
+		i = j
+	}
+	return results, nil
+}
+
+// onlyExpires returns an error unless every write of ws is an expire (of
+// memberships or nestings) without an Idempotency key (the expirer's).
 func onlyExpires(ws []membership.Write) error {
 	for i, w := range ws {
-		if w.Op != membership.OpExpire || w.Idem.Key != "" {
+		if w.Op != membership.OpExpire && w.Op != membership.OpExpireGroups || w.Idem.Key != "" {
 			return fmt.Errorf("write %d: not an expire without an Idempotency key", i)
 		}
 	}
@@ -167,7 +191,7 @@ func (m *Store) recordExpiries(ws []membership.Write, groups []*group.Group, rem
 		rev := m.feed.Record(membership.Change{Op: membership.OpExpire, GroupID: g.ID, UIDs: tight(removed[i]), Nicknames: cleared}, stampOf(w), nil)
 		results[i] = membership.Result{Count: len(removed[i]), Revision: rev}
 		g.Revision = rev
-		if lastOf[g] == i && g.Members.Len() == 0 {
+		if lastOf[g] == i && g.Vacant() {
 			dropped = append(dropped, g)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/keys"
+	"example.com/groupmembership/internal/store/memory/nesting"
 	"example.com/groupmembership/internal/store/memory/nicknames"
 	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/membership"
@@ -67,6 +68,20 @@ type Store struct {
 	// A change takes it with its group's shard held, and no later lock.
 	indexMu sync.RWMutex
 	index   group.Index
+
+	// nestMu guards nest, the groups in groups, and nestRev, the revision
+	// of the latest change of the nesting (nest.go). It is taken before
+	// any shard.
+	nestMu  sync.RWMutex
+	nest    *nesting.Graph
+	nestRev membership.Revision
+	// nestNext is when the earliest nesting ends (Unix milliseconds, 0:
+	// none), written under nestMu, read without it by the expirer.
+	nestNext atomic.Int64
+	// totals are the totals of transitive members counted last, and
+	// closures the closures read last.
+	totals   totalCache
+	closures closureCache
 
 	// counts are kept as the store changes, so that reading them for
 	// metrics costs the same whatever the store holds.
@@ -150,6 +165,7 @@ func NewWith(opts Options) *Store {
 		nicknames:              nicknames.New(),
 		reverse:                reverse.New(max(n, 1)),
 		groupNumbers:           groupNumbers{numbers: make(map[string]uint32)},
+		nest:                   nesting.New(),
 	}
 	m.index = group.NewIndex(m.seed)
 	for i := range m.shards {
@@ -277,7 +293,7 @@ func (m *Store) check(g *group.Group, cond membership.Precondition) error {
 	}
 	size := 0
 	if g != nil {
-		size = g.Members.Len()
+		size = g.Members.Len() + g.Subgroups
 	}
 	if rev := m.revisionOf(g); !cond.Holds(size, rev) {
 		return membership.PreconditionFailed(rev)
@@ -341,7 +357,7 @@ func (m *Store) removeHeld(s *shard, g *group.Group, uids []membership.UID, op m
 	m.counts.members.Add(-int64(len(removed)))
 	rev := m.feed.Record(membership.Change{Op: op, GroupID: g.ID, UIDs: tight(removed), Nicknames: cleared}, st, nil)
 	m.reverse.Unlock(locked)
-	if g.Members.Len() == 0 {
+	if g.Vacant() {
 		m.dropGroup(s, g, rev)
 	} else {
 		g.Revision = rev

@@ -82,3 +82,7 @@ const keepAll = membership.DefaultChangesKeep
 func TestMemoryExpiries(t *testing.T) {
 	storetest.Expiries(t, func(t *testing.T) store.Expiring { return New() })
 }
+
+func TestNestingContract(t *testing.T) {
+	storetest.Nesting(t, func(t *testing.T) store.Expiring { return New() })
+}

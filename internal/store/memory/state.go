@@ -21,8 +21,9 @@ func (m *Store) Export() *snap.State { return m.exportState(false) }
 
 // exportState copies m's contents. For a snapshot, it copies the feed's
 // changes too, and changes made while it runs may or may not be in the copy,
-// so the caller must keep them out. For a backup, the caller holds every
-// shard (read locked), and the feed's changes are left out.
+// so the caller must keep them out. For a backup, the caller holds the
+// nesting and every shard (read locked), and the feed's changes are left
+// out.
 func (m *Store) exportState(forBackup bool) *snap.State {
 	shardsHeld := forBackup
 	st := &snap.State{
@@ -50,6 +51,14 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 		}
 	})
 	st.Groups = slices.Concat(groups...)
+	if !forBackup {
+		m.nestMu.RLock()
+		defer m.nestMu.RUnlock()
+	}
+	m.nest.All(func(parent, child string, at int64) bool {
+		st.Nestings = append(st.Nestings, snap.Nesting{Parent: parent, Child: child, Expires: timeOfMillis(at)})
+		return true
+	})
 	return st
 }
 
@@ -78,6 +87,10 @@ type Loader struct {
 	due     []expiry.Key
 	scratch []packed.Pair // a group's members, for fill
 	pairs   *reverse.Gathered
+	// empty are the groups given with no members: those with subgroups
+	// (Finish knows which) are kept, for their revisions.
+	empty  []snap.Group
+	nested bool
 }
 
 // Loader returns a Loader into m, which must be empty and not yet shared.
@@ -88,7 +101,8 @@ func (m *Store) Loader() *Loader {
 // Group loads g, whose UIDs it does not keep. It returns nil: its type is
 // that of snap.ReadFileEach's each.
 func (l *Loader) Group(g snap.Group) error {
-	if len(g.UIDs) == 0 {
+	if len(g.UIDs) == 0 && !l.nested {
+		l.empty = append(l.empty, snap.Group{ID: g.ID, Revision: g.Revision})
 		return nil
 	}
 	m := l.m
@@ -114,6 +128,22 @@ func (l *Loader) Drop() {
 // Group, and builds the indexes of the groups.
 func (l *Loader) Finish(st *snap.State) {
 	m := l.m
+	l.nested = true
+	for _, n := range st.Nestings {
+		m.nest.Set(n.Parent, n.Child, millisOf(n.Expires))
+	}
+	if len(st.Nestings) > 0 {
+		m.nestRev = st.LastRevision
+	}
+	m.nestNext.Store(m.nest.Next())
+	for _, g := range l.empty {
+		if m.subgroupCount(g.ID) > 0 {
+			_ = l.Group(g)
+		}
+	}
+	for _, g := range l.indexed {
+		g.Subgroups = m.subgroupCount(g.ID)
+	}
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.Load(st.LastRevision, st.Changes)
 	m.keys.Import(st.Keys)
@@ -131,6 +161,8 @@ func (l *Loader) Finish(st *snap.State) {
 func (m *Store) Backup() *snap.Backup {
 	m.keys.Block()
 	defer m.keys.Unblock()
+	m.nestMu.RLock()
+	defer m.nestMu.RUnlock()
 	for i := range m.shards {
 		m.shards[i].mu.RLock()
 	}

@@ -9,6 +9,7 @@ import (
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/packed"
+	"example.com/groupmembership/internal/store/memory/shards"
 	"example.com/groupmembership/membership"
 )
 
@@ -66,6 +67,8 @@ func (m *Store) write(w membership.Write, st feed.Stamp) (membership.Result, err
 			return membership.Result{}, fmt.Errorf("remove_user names %d uids, not one", len(w.UIDs))
 		}
 		return m.removeUser(w.UIDs[0], st), nil
+	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpExpireGroups:
+		return m.nestWrite(w, st)
 	}
 	return membership.Result{}, fmt.Errorf("unknown op %q", w.Op)
 }
@@ -108,7 +111,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	m.counts.members.Add(int64(len(added) - removed))
 	rev := nicks.Record(&m.feed, membership.Change{Op: membership.OpReplace, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}, st)
 	m.reverse.Unlock(locked)
-	if g.Members.Len() == 0 {
+	if g.Vacant() {
 		m.dropGroup(s, g, rev)
 	} else {
 		g.Revision = rev
@@ -117,25 +120,49 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 }
 
 // deleteGroup removes every member of the group, when cond holds, walking
-// its members once: it holds no list of them.
+// its members once: it holds no list of them. It removes the group's
+// subgroups from it, and it from its parents, whose shards it holds too.
 func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
+	m.nestMu.Lock()
+	defer m.nestMu.Unlock()
+	parents := m.parentsOf(groupID)
+	var sbuf [1]uint64
+	held := m.lockShards(len(parents)+1, func(i int) string {
+		if i == len(parents) {
+			return groupID
+		}
+		return parents[i]
+	}, false, sbuf[:])
+	defer m.unlockShards(held)
 	s := m.shardOf(groupID)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	g := s.groups[groupID]
 	if err := m.check(g, cond); err != nil {
 		return membership.Result{}, err
 	}
-	if g == nil {
+	nested := m.nest.Node(groupID) != nil
+	if g == nil && !nested {
 		return membership.Result{Revision: m.revisionOf(nil)}, nil
 	}
+	next := m.nest.Next()
+	m.unnest(groupID)
+	removed := 0
 	var buf [4]uint64
-	locked := m.reverse.Lock(g.Members.All, buf[:])
-	removed := g.Empty(&m.reverse, &m.due, m.nicknames.Forget)
-	m.counts.members.Add(-int64(removed))
-	rev := m.feed.Record(membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}, st, nil)
-	m.reverse.Unlock(locked)
-	m.dropGroup(s, g, rev)
+	var locked shards.Set
+	if g != nil {
+		locked = m.reverse.Lock(g.Members.All, buf[:])
+		removed = g.Empty(&m.reverse, &m.due, m.nicknames.Forget)
+		g.Subgroups = 0
+		m.counts.members.Add(-int64(removed))
+	}
+	rev := m.feed.Record(membership.Change{Op: membership.OpDeleteGroup, GroupID: groupID}, st, nil)
+	if g != nil {
+		m.reverse.Unlock(locked)
+		m.dropGroup(s, g, rev)
+	}
+	if nested {
+		m.nestChanged(rev, next)
+		m.touchParents(parents, rev)
+	}
 	return membership.Result{Count: removed, Revision: rev}, nil
 }
 
@@ -174,7 +201,7 @@ func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result 
 	rev := m.feed.Record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
 	m.reverse.Unlock(locked)
 	for _, g := range groups {
-		if g.Members.Len() == 0 {
+		if g.Vacant() {
 			m.dropGroup(m.shardOf(g.ID), g, rev)
 		} else {
 			g.Revision = rev

@@ -678,6 +678,41 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		}
 	})
 
+	t.Run("of two writes racing a into b and b into a, exactly one wins", func(t *testing.T) {
+		s := newStore(t)
+		const pairs = 20
+		type outcome struct {
+			pair int
+			err  error
+		}
+		outcomes := make(chan outcome, 2*pairs)
+		var wg sync.WaitGroup
+		for i := range pairs {
+			a, b := fmt.Sprint("a", i), fmt.Sprint("b", i)
+			for _, w := range []membership.Write{Nest(a, b), Nest(b, a)} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, err := s.Write(ctx, w)
+					outcomes <- outcome{i, err}
+				}()
+			}
+		}
+		wg.Wait()
+		close(outcomes)
+		won := make([]int, pairs)
+		for o := range outcomes {
+			if o.err == nil {
+				won[o.pair]++
+			} else {
+				assert.Equal(t, membership.CodeCycle, membership.ErrorCode(o.err), o.err)
+			}
+		}
+		for i, n := range won {
+			assert.Equal(t, 1, n, "pair %d", i)
+		}
+	})
+
 	t.Run("a follower of the feed rebuilds the nesting and every transitive answer", func(t *testing.T) {
 		s := newStore(t)
 		n := NestingOf(t, s)
@@ -696,9 +731,13 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 				Expire(t, s, clock)
 			}
 			if i%50 == 49 {
-				_, err := s.Batch(ctx, membership.Batch{MaxDepth: 3, Writes: []membership.Write{
-					randomWrite(rng, groups, clock), randomWrite(rng, groups, clock), randomWrite(rng, groups, clock),
-				}})
+				var writes []membership.Write
+				for len(writes) < 3 {
+					if w := randomWrite(rng, groups, clock); w.Op != membership.OpRemoveUser { // a batch takes none
+						writes = append(writes, w)
+					}
+				}
+				_, err := s.Batch(ctx, membership.Batch{MaxDepth: 3, Writes: writes})
 				if err != nil {
 					code := membership.ErrorCode(err)
 					require.True(t, code == membership.CodeCycle || code == membership.CodeTooDeep, "batch %d: %v", i, err)
@@ -763,6 +802,13 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		}
 		require.NotEmpty(t, obs)
 		changes := AllChanges(t, s, 0)
+		nestings := 0
+		for _, c := range changes {
+			if membership.IsNestingOp(c.Op) {
+				nestings++
+			}
+		}
+		t.Logf("%d reads beside %d changes, %d of them of the nesting", len(obs), len(changes), nestings)
 		sort.SliceStable(obs, func(i, j int) bool { return obs[i].rev < obs[j].rev })
 		f := NewFollower()
 		next := 0
@@ -795,6 +841,9 @@ func randomWrite(rng *rand.Rand, groups []string, clock time.Time) membership.Wr
 	case 2:
 		return membership.Write{Op: membership.OpAdd, GroupID: g, Users: []membership.User{{UID: uid, Nickname: fmt.Sprint("n", rng.IntN(3)), HasNickname: true}}}
 	case 3:
+		if rng.IntN(4) == 0 {
+			return membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}
+		}
 		return membership.Write{Op: membership.OpRemove, GroupID: g, UIDs: []membership.UID{uid}}
 	case 4:
 		return membership.Write{Op: membership.OpReplace, GroupID: g, Users: []membership.User{{UID: uid}, {UID: uid%8 + 1}}}

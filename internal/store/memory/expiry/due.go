@@ -30,6 +30,15 @@ type Due struct {
 // NewDue returns an empty due set.
 func NewDue() Due { return Due{sooner: make(chan struct{}, 1)} }
 
+// Wake tells the expirer waiting on Wakeup to look again: an end that
+// comes before every other was set elsewhere (a nesting's).
+func (d *Due) Wake() {
+	select {
+	case d.sooner <- struct{}{}:
+	default:
+	}
+}
+
 // insert adds k to the set, and tells sooner when k comes first. The
 // caller holds mu.
 func (d *Due) insert(k Key) {

@@ -100,6 +100,15 @@ func (st Stamp) WithTimeFor(users []membership.User) Stamp {
 	return st
 }
 
+// WithTimeForSubgroups is WithTimeFor for the subgroups of a nesting
+// write.
+func (st Stamp) WithTimeForSubgroups(groups []membership.Subgroup) Stamp {
+	if st.At.IsZero() && st.Now && slices.ContainsFunc(groups, func(g membership.Subgroup) bool { return g.Expiry.TTL != 0 }) {
+		st.At = timeOf(time.Now())
+	}
+	return st
+}
+
 // timeOf returns t as changes carry it: in UTC, to the millisecond, as
 // the logs keep it, so that a change applied from a log has the time it
 // had when it was first applied.

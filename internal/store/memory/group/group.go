@@ -16,7 +16,7 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// Group is a group with members.
+// Group is a group with members or subgroups.
 type Group struct {
 	// ID is the group's id, in memory of its own: the id a request names
 	// may share the memory of the whole request line, and the group, its
@@ -27,8 +27,15 @@ type Group struct {
 	Number   uint32              // in the reverse index
 	// Expiries holds the expiry of each member that has one.
 	Expiries expiry.Members
-	node     node // in the Index
+	// Subgroups is how many groups are nested in it directly: a group
+	// with subgroups is kept with no members.
+	Subgroups int
+	node      node // in the Index
 }
+
+// Vacant reports whether g has neither members nor subgroups: it is
+// dropped then.
+func (g *Group) Vacant() bool { return g.Members.Len() == 0 && g.Subgroups == 0 }
 
 // BulkFill is how many users an add to an empty group must bring for the
 // group to be built in one pass instead of one insert at a time.

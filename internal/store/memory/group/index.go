@@ -209,7 +209,7 @@ func (ix *Index) Page(opts membership.GroupsOptions) (int, []membership.GroupSiz
 		if bounded && g.ID >= end || opts.Limit > 0 && len(page) == opts.Limit {
 			return false
 		}
-		page = append(page, membership.GroupSize{ID: g.ID, Members: g.Members.Len()})
+		page = append(page, membership.GroupSize{ID: g.ID, Members: g.Members.Len(), Subgroups: g.Subgroups})
 		return true
 	})
 	return total, page

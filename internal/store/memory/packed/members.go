@@ -2,6 +2,7 @@ package packed
 
 import (
 	"encoding/binary"
+	"math"
 
 	"example.com/groupmembership/membership"
 )
@@ -110,6 +111,60 @@ func (m *Members) EachAbove(after membership.UID, yield func(membership.UID) boo
 			uid += membership.UID(binary.LittleEndian.Uint64(rest[off:]) & mask)
 		}
 	}
+}
+
+// Cursor reads a Members in ascending order, one uid at a time, as a
+// merge of many sets needs. It is valid while its set is not changed.
+type Cursor struct {
+	m   *Members
+	i   int // the chunk
+	off int // where the next delta of the chunk is
+	uid membership.UID
+	ok  bool
+}
+
+// From returns a cursor at the first member above after. Finding it is a
+// binary search and the scan of one chunk, as EachAbove's.
+func (m *Members) From(after membership.UID) Cursor {
+	if len(m.chunks) == 0 || after == math.MaxInt64 {
+		return Cursor{m: m}
+	}
+	i := m.chunkFor(Pair{User: after})
+	ch := &m.chunks[i]
+	if ch.first.User > after {
+		return Cursor{m: m, i: i, uid: ch.first.User, ok: true}
+	}
+	if off, _, at := ch.scan(Pair{User: after + 1}); off < len(ch.rest) {
+		return Cursor{m: m, i: i, off: off + int(ch.w), uid: at.User, ok: true}
+	}
+	if i+1 < len(m.chunks) {
+		return Cursor{m: m, i: i + 1, uid: m.chunks[i+1].first.User, ok: true}
+	}
+	return Cursor{m: m}
+}
+
+// Ok reports whether the cursor is at a member: false past the last.
+func (c *Cursor) Ok() bool { return c.ok }
+
+// UID returns the member the cursor is at.
+func (c *Cursor) UID() membership.UID { return c.uid }
+
+// Next moves the cursor to the next member.
+func (c *Cursor) Next() {
+	ch := &c.m.chunks[c.i]
+	if c.off < len(ch.rest) {
+		w := int(ch.w)
+		mask := ^uint64(0) >> (64 - 8*uint(w))
+		c.uid += membership.UID(binary.LittleEndian.Uint64(ch.rest[c.off:cap(ch.rest)]) & mask)
+		c.off += w
+		return
+	}
+	c.i++
+	if c.i >= len(c.m.chunks) {
+		c.ok = false
+		return
+	}
+	c.uid, c.off = c.m.chunks[c.i].first.User, 0
 }
 
 // Len returns how many members there are.

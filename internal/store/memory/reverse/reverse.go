@@ -128,6 +128,27 @@ func (x *Index) RLock(uid membership.UID) {
 	x.shards[k].mu.RLock()
 }
 
+// RLockAll holds the shards of uids for reading, in ascending order, and
+// returns the set it holds, for RUnlockAll; buf is room for the set.
+func (x *Index) RLockAll(uids iter.Seq[membership.UID], buf []uint64) shards.Set {
+	set := shards.NewSet(len(x.shards), buf)
+	for uid := range uids {
+		k, _ := x.key(uid)
+		set.Add(k)
+	}
+	for k := range set.All {
+		x.shards[k].mu.RLock()
+	}
+	return set
+}
+
+// RUnlockAll lets go of what RLockAll holds.
+func (x *Index) RUnlockAll(set shards.Set) {
+	for k := range set.All {
+		x.shards[k].mu.RUnlock()
+	}
+}
+
 // RUnlock lets go of what RLock holds.
 func (x *Index) RUnlock(uid membership.UID) {
 	k, _ := x.key(uid)

@@ -1,0 +1,463 @@
+// Package nesting holds the groups in groups of the in-memory store: each
+// nesting both ways (a group's subgroups and its parents, with when each
+// nesting ends), each group's set of ancestors, kept as nestings change, so
+// that whether a group is above another costs one lookup, and the nestings
+// that end by themselves, by time.
+//
+// A Graph has no lock: the store's nesting lock guards it (see package
+// memory). It knows group ids alone, not their members.
+package nesting
+
+import (
+	"container/heap"
+	"slices"
+	"strings"
+
+	"example.com/groupmembership/membership"
+)
+
+// Edge is a nesting as a node lists it: the group at its other end, and
+// when it ends, in Unix milliseconds (0: never).
+type Edge struct {
+	Node *Node
+	At   int64
+}
+
+// Node is a group that is nested or has subgroups.
+type Node struct {
+	ID string
+	// Children and Parents are in byte order of ids.
+	Children []Edge
+	Parents  []Edge
+	// ancestors are every node above this one.
+	ancestors map[*Node]struct{}
+}
+
+// Graph is the nesting of groups: a directed graph without cycles.
+type Graph struct {
+	nodes map[string]*Node
+	edges int
+	// due holds the nestings that end by themselves, by time; an entry
+	// whose nesting ended otherwise, or changed its end, stays until it
+	// comes up (Pop skips it), as long as there are at most as many stale
+	// entries as live ones.
+	due dueHeap
+	// expiring counts the nestings that have an end.
+	expiring int
+	// undo, while a transaction is open (Begin), holds what undoes each
+	// change since, last first.
+	undo []func()
+	open bool
+}
+
+// New returns an empty graph.
+func New() *Graph { return &Graph{nodes: map[string]*Node{}} }
+
+// Node returns the node of id, nil when id is neither nested nor has
+// subgroups.
+func (g *Graph) Node(id string) *Node { return g.nodes[id] }
+
+// Edges returns how many nestings there are.
+func (g *Graph) Edges() int { return g.edges }
+
+// Expiring returns how many nestings have an end.
+func (g *Graph) Expiring() int { return g.expiring }
+
+// All yields every nesting, by parent then child in byte order of ids.
+func (g *Graph) All(yield func(parent, child string, at int64) bool) {
+	ids := make([]string, 0, len(g.nodes))
+	for id, n := range g.nodes {
+		if len(n.Children) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		for _, e := range g.nodes[id].Children {
+			if !yield(id, e.Node.ID, e.At) {
+				return
+			}
+		}
+	}
+}
+
+// IsAbove reports whether above is a group above n (n nil: no nesting).
+func (n *Node) IsAbove(above *Node) bool {
+	if n == nil || above == nil {
+		return false
+	}
+	_, ok := n.ancestors[above]
+	return ok
+}
+
+// Ancestors calls fn with every node above n, in no order.
+func (n *Node) Ancestors(fn func(*Node)) {
+	if n == nil {
+		return
+	}
+	for a := range n.ancestors {
+		fn(a)
+	}
+}
+
+// AncestorCount returns how many nodes are above n.
+func (n *Node) AncestorCount() int {
+	if n == nil {
+		return 0
+	}
+	return len(n.ancestors)
+}
+
+// Child returns the nesting of child in n, false when there is none.
+func (n *Node) Child(child string) (Edge, bool) {
+	if n == nil {
+		return Edge{}, false
+	}
+	i, ok := search(n.Children, child)
+	if !ok {
+		return Edge{}, false
+	}
+	return n.Children[i], true
+}
+
+func search(edges []Edge, id string) (int, bool) {
+	return slices.BinarySearchFunc(edges, id, func(e Edge, id string) int { return strings.Compare(e.Node.ID, id) })
+}
+
+func (g *Graph) node(id string) *Node {
+	n := g.nodes[id]
+	if n == nil {
+		n = &Node{ID: strings.Clone(id), ancestors: map[*Node]struct{}{}}
+		g.nodes[n.ID] = n
+	}
+	return n
+}
+
+// drop forgets n when no nesting is left at either of its ends.
+func (g *Graph) drop(n *Node) {
+	if len(n.Children) == 0 && len(n.Parents) == 0 {
+		delete(g.nodes, n.ID)
+	}
+}
+
+// Begin opens a transaction: until Commit, Rollback undoes every change.
+func (g *Graph) Begin() { g.undo, g.open = g.undo[:0], true }
+
+// Commit keeps the changes since Begin.
+func (g *Graph) Commit() { clear(g.undo); g.undo, g.open = g.undo[:0], false }
+
+// Rollback undoes the changes since Begin.
+func (g *Graph) Rollback() {
+	undo := g.undo
+	g.open = false // the undoing records nothing
+	for i := len(undo) - 1; i >= 0; i-- {
+		undo[i]()
+	}
+	clear(undo)
+	g.undo = undo[:0]
+}
+
+func (g *Graph) record(f func()) {
+	if g.open {
+		g.undo = append(g.undo, f)
+	}
+}
+
+// Check returns the error of nesting child in parent, which are not nested
+// so yet, against the graph as it is: membership.CycleError when child is
+// parent or above it, membership.TooDeepError when the nesting would make
+// a chain deeper than maxDepth (0: no bound).
+func (g *Graph) Check(parent, child string, maxDepth int) error {
+	p, c := g.nodes[parent], g.nodes[child]
+	if parent == child || p.IsAbove(c) {
+		return membership.CycleError(parent, child, g.Path(child, func(id string) bool { return id == parent }))
+	}
+	if maxDepth <= 0 {
+		return nil
+	}
+	if depth := height(p, func(n *Node) []Edge { return n.Parents }) + 1 + height(c, func(n *Node) []Edge { return n.Children }); depth > maxDepth {
+		return membership.TooDeepError(parent, child, depth, maxDepth)
+	}
+	return nil
+}
+
+// height returns the longest chain of nestings from n (nil: none) along
+// next: up its parents or down its children.
+func height(n *Node, next func(*Node) []Edge) int {
+	if n == nil {
+		return 0
+	}
+	memo := map[*Node]int{}
+	var walk func(n *Node) int
+	walk = func(n *Node) int {
+		if h, ok := memo[n]; ok {
+			return h
+		}
+		h := 0
+		for _, e := range next(n) {
+			h = max(h, 1+walk(e.Node))
+		}
+		memo[n] = h
+		return h
+	}
+	return walk(n)
+}
+
+// Path returns a shortest path of groups from id down to a group for
+// which isEnd holds (id itself included), the smallest in byte order of
+// the shortest; nil when there is none.
+func (g *Graph) Path(id string, isEnd func(string) bool) []string {
+	if isEnd(id) {
+		return []string{id}
+	}
+	start := g.nodes[id]
+	if start == nil {
+		return nil
+	}
+	// Breadth first, children in byte order: each layer is found in byte
+	// order of the paths to it, so the first end found ends the smallest.
+	prev := map[*Node]*Node{start: nil}
+	layer := []*Node{start}
+	for len(layer) > 0 {
+		var next []*Node
+		for _, n := range layer {
+			for _, e := range n.Children {
+				if _, seen := prev[e.Node]; seen {
+					continue
+				}
+				prev[e.Node] = n
+				if isEnd(e.Node.ID) {
+					var path []string
+					for at := e.Node; at != nil; at = prev[at] {
+						path = append(path, at.ID)
+					}
+					slices.Reverse(path)
+					return path
+				}
+				next = append(next, e.Node)
+			}
+		}
+		layer = next
+	}
+	return nil
+}
+
+// Below returns every node below id, each once, in no order.
+func (g *Graph) Below(id string) []*Node {
+	start := g.nodes[id]
+	if start == nil {
+		return nil
+	}
+	seen := map[*Node]bool{start: true}
+	var out []*Node
+	stack := []*Node{start}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, e := range n.Children {
+			if !seen[e.Node] {
+				seen[e.Node] = true
+				out = append(out, e.Node)
+				stack = append(stack, e.Node)
+			}
+		}
+	}
+	return out
+}
+
+// Set nests child in parent until at (0: with no end), or changes the end
+// of that nesting, without checks (see Check), and returns the end it had
+// and whether it existed.
+func (g *Graph) Set(parent, child string, at int64) (old int64, existed bool) {
+	p, c := g.node(parent), g.node(child)
+	i, ok := search(p.Children, child)
+	if ok {
+		old = p.Children[i].At
+		if old == at {
+			return old, true
+		}
+		p.Children[i].At = at
+		j, _ := search(c.Parents, parent)
+		c.Parents[j].At = at
+		g.countExpiring(old, at)
+		g.schedule(p, c, at)
+		g.record(func() { g.Set(parent, child, old) })
+		return old, true
+	}
+	p.Children = slices.Insert(p.Children, i, Edge{Node: c, At: at})
+	j, _ := search(c.Parents, parent)
+	c.Parents = slices.Insert(c.Parents, j, Edge{Node: p, At: at})
+	g.edges++
+	g.countExpiring(0, at)
+	g.schedule(p, c, at)
+	// c and every node below it are now below p and all above p.
+	for _, d := range append(g.Below(child), c) {
+		d.ancestors[p] = struct{}{}
+		for a := range p.ancestors {
+			d.ancestors[a] = struct{}{}
+		}
+	}
+	g.record(func() { g.Remove(parent, child) })
+	return 0, false
+}
+
+// Remove ends the nesting of child in parent, and returns the end it had
+// and whether it existed.
+func (g *Graph) Remove(parent, child string) (at int64, existed bool) {
+	p, c := g.nodes[parent], g.nodes[child]
+	if p == nil || c == nil {
+		return 0, false
+	}
+	i, ok := search(p.Children, child)
+	if !ok {
+		return 0, false
+	}
+	at = p.Children[i].At
+	p.Children = slices.Delete(p.Children, i, i+1)
+	j, _ := search(c.Parents, parent)
+	c.Parents = slices.Delete(c.Parents, j, j+1)
+	g.edges--
+	g.countExpiring(at, 0)
+	g.recomputeBelow(c)
+	g.drop(p)
+	g.drop(c)
+	g.record(func() { g.Set(parent, child, at) })
+	return at, true
+}
+
+// recomputeBelow rebuilds the ancestors of c and of every node below it,
+// each after its parents.
+func (g *Graph) recomputeBelow(c *Node) {
+	affected := append(g.Below(c.ID), c)
+	in := make(map[*Node]int, len(affected)) // parents among the affected not yet done
+	for _, d := range affected {
+		in[d] = 0
+	}
+	for _, d := range affected {
+		for _, e := range d.Children {
+			in[e.Node]++
+		}
+	}
+	ready := []*Node{}
+	for _, d := range affected {
+		if in[d] == 0 {
+			ready = append(ready, d)
+		}
+	}
+	for len(ready) > 0 {
+		d := ready[len(ready)-1]
+		ready = ready[:len(ready)-1]
+		clear(d.ancestors)
+		for _, e := range d.Parents {
+			d.ancestors[e.Node] = struct{}{}
+			for a := range e.Node.ancestors {
+				d.ancestors[a] = struct{}{}
+			}
+		}
+		for _, e := range d.Children {
+			if in[e.Node]--; in[e.Node] == 0 {
+				ready = append(ready, e.Node)
+			}
+		}
+	}
+}
+
+func (g *Graph) countExpiring(old, at int64) {
+	if old != 0 {
+		g.expiring--
+	}
+	if at != 0 {
+		g.expiring++
+	}
+}
+
+// Due is a nesting that has come to its end.
+type Due struct {
+	Parent, Child string
+	At            int64
+}
+
+type dueHeap []Due
+
+func (h dueHeap) Len() int { return len(h) }
+func (h dueHeap) Less(i, j int) bool {
+	if h[i].At != h[j].At {
+		return h[i].At < h[j].At
+	}
+	if h[i].Parent != h[j].Parent {
+		return h[i].Parent < h[j].Parent
+	}
+	return h[i].Child < h[j].Child
+}
+func (h dueHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)   { *h = append(*h, x.(Due)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// schedule puts the end of the nesting of c in p, at, among those due.
+func (g *Graph) schedule(p, c *Node, at int64) {
+	if at == 0 {
+		return
+	}
+	heap.Push(&g.due, Due{Parent: p.ID, Child: c.ID, At: at})
+	if len(g.due) > 2*g.expiring+64 {
+		g.compact()
+	}
+}
+
+// compact drops the stale entries of the due set.
+func (g *Graph) compact() {
+	live := g.due[:0]
+	for _, d := range g.due {
+		if g.current(d) {
+			live = append(live, d)
+		}
+	}
+	clear(g.due[len(live):])
+	g.due = live
+	heap.Init(&g.due)
+}
+
+// current reports whether d is the end its nesting has now.
+func (g *Graph) current(d Due) bool {
+	e, ok := g.nodes[d.Parent].Child(d.Child)
+	return ok && e.At == d.At
+}
+
+// Next returns when the earliest nesting ends, 0 when none does.
+func (g *Graph) Next() int64 {
+	for len(g.due) > 0 && !g.current(g.due[0]) {
+		heap.Pop(&g.due)
+	}
+	if len(g.due) == 0 {
+		return 0
+	}
+	return g.due[0].At
+}
+
+// Pop takes out of the due set the nestings that end at or before now, at
+// most max, earliest first; they are not due again unless given back
+// (Requeue).
+func (g *Graph) Pop(now int64, max int) []Due {
+	var out []Due
+	for len(out) < max {
+		at := g.Next()
+		if at == 0 || at > now {
+			break
+		}
+		out = append(out, heap.Pop(&g.due).(Due))
+	}
+	return out
+}
+
+// Requeue gives back the nesting of child in parent, if it still has an
+// end, to the due set.
+func (g *Graph) Requeue(parent, child string) {
+	if e, ok := g.nodes[parent].Child(child); ok && e.At != 0 {
+		heap.Push(&g.due, Due{Parent: parent, Child: child, At: e.At})
+	}
+}

@@ -1,0 +1,134 @@
+package nesting
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/membership"
+)
+
+func ancestors(g *Graph, id string) []string {
+	var out []string
+	g.Node(id).Ancestors(func(n *Node) { out = append(out, n.ID) })
+	slices.Sort(out)
+	return out
+}
+
+func edges(g *Graph) []string {
+	var out []string
+	g.All(func(p, c string, at int64) bool {
+		out = append(out, fmt.Sprintf("%s>%s@%d", p, c, at))
+		return true
+	})
+	return out
+}
+
+func TestAncestorsFollowEveryChange(t *testing.T) {
+	g := New()
+	// A diamond: a > b > d, a > c > d, and e above a.
+	for _, e := range [][2]string{{"a", "b"}, {"a", "c"}, {"b", "d"}, {"c", "d"}, {"e", "a"}} {
+		g.Set(e[0], e[1], 0)
+	}
+	assert.Equal(t, []string{"a", "b", "c", "e"}, ancestors(g, "d"))
+	assert.True(t, g.Node("d").IsAbove(g.Node("e")))
+	assert.False(t, g.Node("e").IsAbove(g.Node("d")))
+	g.Remove("b", "d")
+	assert.Equal(t, []string{"a", "c", "e"}, ancestors(g, "d"), "still below a through c")
+	g.Remove("e", "a")
+	assert.Equal(t, []string{"a", "c"}, ancestors(g, "d"))
+	assert.Nil(t, g.Node("e"), "a group with no nesting left is forgotten")
+	g.Remove("c", "d")
+	assert.Nil(t, g.Node("d"))
+	assert.Equal(t, 2, g.Edges())
+	assert.Equal(t, []string{"a>b@0", "a>c@0"}, edges(g))
+	_, existed := g.Remove("a", "x")
+	assert.False(t, existed)
+}
+
+func TestCheckNamesTheShortestPathAndTheDepth(t *testing.T) {
+	g := New()
+	for _, e := range [][2]string{{"top", "z"}, {"z", "m"}, {"top", "y"}, {"y", "m"}, {"m", "bottom"}, {"top", "bottom2"}, {"bottom2", "bottom"}} {
+		require.NoError(t, g.Check(e[0], e[1], 0))
+		g.Set(e[0], e[1], 0)
+	}
+	assert.Equal(t, membership.CycleError("bottom", "top", []string{"top", "bottom2", "bottom"}), g.Check("bottom", "top", 0))
+	assert.Equal(t, membership.CycleError("m", "top", []string{"top", "y", "m"}), g.Check("m", "top", 0), "two shortest: the first in byte order")
+	assert.Equal(t, membership.CycleError("x", "x", []string{"x"}), g.Check("x", "x", 5))
+	assert.NoError(t, g.Check("bottom", "under", 4), "top > z > m > bottom > under is 4 deep")
+	assert.Equal(t, membership.TooDeepError("bottom", "under", 4, 3), g.Check("bottom", "under", 3))
+	g.Set("under", "deeper", 0)
+	assert.Equal(t, membership.TooDeepError("bottom", "under", 5, 4), g.Check("bottom", "under", 4))
+	assert.Equal(t, []string{"top", "bottom2", "bottom"}, g.Path("top", func(id string) bool { return id == "bottom" }),
+		"bottom is 2 below top through bottom2, 3 through y or z: the shortest")
+}
+
+func TestPathIsShortestThenSmallest(t *testing.T) {
+	g := New()
+	for _, e := range [][2]string{{"r", "b"}, {"r", "a"}, {"a", "y"}, {"b", "x"}, {"x", "u"}, {"y", "u"}, {"r", "c"}, {"c", "u2"}} {
+		g.Set(e[0], e[1], 0)
+	}
+	holds := func(ids ...string) func(string) bool { return func(id string) bool { return slices.Contains(ids, id) } }
+	assert.Equal(t, []string{"r", "a", "y", "u"}, g.Path("r", holds("u")))
+	assert.Equal(t, []string{"r", "c", "u2"}, g.Path("r", holds("u", "u2")), "shorter first")
+	assert.Equal(t, []string{"r", "a", "y"}, g.Path("r", holds("x", "y")), "of one length, the smallest in byte order, from the top")
+	assert.Equal(t, []string{"r"}, g.Path("r", holds("r")))
+	assert.Nil(t, g.Path("r", holds("nowhere")))
+	assert.Nil(t, g.Path("unknown", holds("u")))
+}
+
+func TestRollbackUndoesEveryChange(t *testing.T) {
+	g := New()
+	g.Set("a", "b", 100)
+	g.Set("b", "c", 0)
+	before := edges(g)
+	g.Begin()
+	g.Set("a", "b", 200)
+	g.Set("c", "d", 300)
+	g.Remove("b", "c")
+	g.Set("x", "a", 0)
+	g.Rollback()
+	assert.Equal(t, before, edges(g))
+	assert.Equal(t, []string{"a", "b"}, ancestors(g, "c"))
+	assert.Nil(t, g.Node("x"))
+	assert.Nil(t, g.Node("d"))
+	assert.Equal(t, 1, g.Expiring())
+	assert.Equal(t, int64(100), g.Next())
+	g.Begin()
+	g.Set("c", "d", 0)
+	g.Commit()
+	g.Rollback() // nothing left to undo
+	assert.Equal(t, []string{"a", "b", "c"}, ancestors(g, "d"))
+}
+
+func TestDueNestingsComeOutInTimeOrderOnce(t *testing.T) {
+	g := New()
+	g.Set("p", "a", 30)
+	g.Set("p", "b", 10)
+	g.Set("q", "a", 10)
+	g.Set("p", "c", 0)
+	assert.Equal(t, int64(10), g.Next())
+	assert.Empty(t, g.Pop(9, 10))
+	assert.Equal(t, []Due{{Parent: "p", Child: "b", At: 10}, {Parent: "q", Child: "a", At: 10}}, g.Pop(10, 10))
+	assert.Empty(t, g.Pop(10, 10), "taken")
+	g.Requeue("p", "b")
+	g.Requeue("p", "c") // no end: not due
+	g.Requeue("p", "zz")
+	assert.Equal(t, []Due{{Parent: "p", Child: "b", At: 10}}, g.Pop(10, 10))
+	g.Set("p", "a", 50) // extended: its old end is stale
+	assert.Empty(t, g.Pop(40, 10))
+	g.Remove("p", "a")
+	assert.Empty(t, g.Pop(60, 10), "removed: nothing due")
+	assert.Zero(t, g.Next())
+	assert.Equal(t, 2, g.Expiring(), "p > b and q > a still have ends; they were only taken")
+
+	// Ends changed again and again leave the due set bounded.
+	for i := range 10000 {
+		g.Set("p", "b", int64(1000+i))
+	}
+	assert.LessOrEqual(t, len(g.due), 2*g.Expiring()+64)
+	assert.Equal(t, []Due{{Parent: "p", Child: "b", At: 10999}}, g.Pop(20000, 10))
+}

@@ -1,0 +1,338 @@
+package memory
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"example.com/groupmembership/internal/store/memory/group"
+	"example.com/groupmembership/internal/store/memory/nesting"
+	"example.com/groupmembership/internal/store/memory/packed"
+	"example.com/groupmembership/membership"
+)
+
+var _ membership.Nesting = (*Store)(nil)
+
+// Subgroups implements membership.Nesting. It answers at the revision of
+// the latest change of the nesting: the graph is the same from then on.
+func (m *Store) Subgroups(_ context.Context, groupID string, opts membership.NestingListOptions, list membership.NestedListFunc) (membership.Revision, error) {
+	m.nestMu.RLock()
+	defer m.nestMu.RUnlock()
+	n := m.nest.Node(groupID)
+	switch {
+	case n == nil:
+		pageNested(nil, nil, opts, list)
+	case opts.Transitive:
+		pageNested(sortedIDs(m.nest.Below(groupID)), func(int) int64 { return 0 }, opts, list)
+	default:
+		ids, ats := nestedIDs(n.Children)
+		pageNested(ids, func(i int) int64 { return ats[i] }, opts, list)
+	}
+	return m.nestRev, nil
+}
+
+// Parents implements membership.Nesting, at the revision Subgroups
+// answers at.
+func (m *Store) Parents(_ context.Context, groupID string, opts membership.NestingListOptions, list membership.NestedListFunc) (membership.Revision, error) {
+	m.nestMu.RLock()
+	defer m.nestMu.RUnlock()
+	n := m.nest.Node(groupID)
+	switch {
+	case n == nil:
+		pageNested(nil, nil, opts, list)
+	case opts.Transitive:
+		ids := make([]string, 0, n.AncestorCount())
+		n.Ancestors(func(a *nesting.Node) { ids = append(ids, a.ID) })
+		slices.Sort(ids)
+		pageNested(ids, func(int) int64 { return 0 }, opts, list)
+	default:
+		ids, ats := nestedIDs(n.Parents)
+		pageNested(ids, func(i int) int64 { return ats[i] }, opts, list)
+	}
+	return m.nestRev, nil
+}
+
+// TransitiveRevision implements membership.Nesting: the latest revision
+// of the group and of every group below it, as Revision gives each.
+func (m *Store) TransitiveRevision(_ context.Context, groupID string) (membership.Revision, error) {
+	m.nestMu.RLock()
+	defer m.nestMu.RUnlock()
+	c := m.closureOf(groupID)
+	var buf [1]uint64
+	defer m.unlockShards(m.rlock(c, buf[:]))
+	_, rev, _ := m.closureGroups(c)
+	return rev, nil
+}
+
+// ListTransitiveMembers implements membership.Nesting. The members are a
+// merge of the closure's groups' members from opts.After, one cursor a
+// group: a page costs a seek in each group and the page, in memory of the
+// closure's size and the page's, however many users it holds. The total
+// walks every member of the closure once, and is kept (totalCache) until
+// a member of the closure, or the closure, changes.
+func (m *Store) ListTransitiveMembers(_ context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
+	m.nestMu.RLock()
+	defer m.nestMu.RUnlock()
+	c := m.closureOf(groupID)
+	var buf [1]uint64
+	defer m.unlockShards(m.rlock(c, buf[:]))
+	m.nicknames.RLock()
+	defer m.nicknames.RUnlock()
+	groups, rev, key := m.closureGroups(c)
+	if c.root == nil {
+		g := groups[0]
+		if g == nil {
+			list(0, func(func(membership.Member) bool) {})
+		} else {
+			list(g.Members.Len(), m.memberRecords(g, opts.After, opts.Limit))
+		}
+		return rev, nil
+	}
+	ends := c.ends
+	total, ok := m.totals.get(groupID, key)
+	if !ok {
+		total = 0
+		for range newMerge(groups, ends, 0).each {
+			total++
+		}
+		m.totals.put(groupID, key, total)
+	}
+	list(total, func(yield func(membership.Member) bool) {
+		n := 0
+		for uid, end := range newMerge(groups, ends, opts.After).each {
+			if opts.Limit > 0 && n == opts.Limit {
+				return
+			}
+			n++
+			if !yield(membership.Member{UID: uid, Nickname: m.nicknames.Of(uid), Expires: timeOfMillis(endOrZero(end))}) {
+				return
+			}
+		}
+	})
+	return rev, nil
+}
+
+// endOrZero returns end, or 0 for forever.
+func endOrZero(end int64) int64 {
+	if end == forever {
+		return 0
+	}
+	return end
+}
+
+// merge yields the members of groups, each once, in ascending order, and
+// the end of each one's last path: a min-heap of one cursor a group.
+type merge struct {
+	groups []*group.Group
+	ends   []int64 // of the groups' paths from the root
+	heap   []mergeCursor
+}
+
+type mergeCursor struct {
+	c     packed.Cursor
+	group int
+}
+
+func newMerge(groups []*group.Group, ends []int64, after membership.UID) *merge {
+	mg := &merge{groups: groups, ends: ends, heap: make([]mergeCursor, 0, len(groups))}
+	for i, g := range groups {
+		if g == nil || g.Members.Len() == 0 {
+			continue
+		}
+		if c := g.Members.From(after); c.Ok() {
+			mg.heap = append(mg.heap, mergeCursor{c: c, group: i})
+		}
+	}
+	for i := len(mg.heap)/2 - 1; i >= 0; i-- {
+		mg.down(i)
+	}
+	return mg
+}
+
+func (mg *merge) less(i, j int) bool { return mg.heap[i].c.UID() < mg.heap[j].c.UID() }
+
+func (mg *merge) down(i int) {
+	h := mg.heap
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		small := l
+		if r := l + 1; r < len(h) && mg.less(r, l) {
+			small = r
+		}
+		if !mg.less(small, i) {
+			return
+		}
+		h[i], h[small] = h[small], h[i]
+		i = small
+	}
+}
+
+// each yields each member and the end of its last path (forever: none
+// ends).
+func (mg *merge) each(yield func(membership.UID, int64) bool) {
+	for len(mg.heap) > 0 {
+		uid := mg.heap[0].c.UID()
+		var end int64
+		for len(mg.heap) > 0 && mg.heap[0].c.UID() == uid {
+			top := &mg.heap[0]
+			g := mg.groups[top.group]
+			e := mg.ends[top.group]
+			if e > end && g.Expiries.Len() > 0 {
+				if at := g.Expiries.Of(uid); at != 0 {
+					e = min(e, at)
+				}
+			}
+			end = max(end, e)
+			top.c.Next()
+			if !top.c.Ok() {
+				last := len(mg.heap) - 1
+				mg.heap[0] = mg.heap[last]
+				mg.heap = mg.heap[:last]
+			}
+			mg.down(0)
+		}
+		if !yield(uid, end) {
+			return
+		}
+	}
+}
+
+// TransitiveMember implements membership.Nesting.
+func (m *Store) TransitiveMember(_ context.Context, groupID string, uid membership.UID) (membership.Member, []string, bool, membership.Revision, error) {
+	m.nestMu.RLock()
+	defer m.nestMu.RUnlock()
+	c := m.closureOf(groupID)
+	var buf [1]uint64
+	defer m.unlockShards(m.rlock(c, buf[:]))
+	groups, rev, _ := m.closureGroups(c)
+	ends := c.ends
+	holds := map[string]bool{}
+	var end int64
+	for i, g := range groups {
+		if g == nil || !g.Members.Contains(uid) {
+			continue
+		}
+		holds[g.ID] = true
+		e := ends[i]
+		if at := g.Expiries.Of(uid); at != 0 {
+			e = min(e, at)
+		}
+		end = max(end, e)
+	}
+	if len(holds) == 0 {
+		return membership.Member{}, nil, false, rev, nil
+	}
+	via := m.nest.Path(groupID, func(id string) bool { return holds[id] })
+	m.nicknames.RLock()
+	defer m.nicknames.RUnlock()
+	return membership.Member{UID: uid, Nickname: m.nicknames.Of(uid), Expires: timeOfMillis(endOrZero(end))}, via, true, rev, nil
+}
+
+// CheckTransitive implements membership.Nesting. Each check reads the
+// user's groups in the reverse index, and for each asks whether the group
+// checked is it or above it: about what a direct check costs for a user
+// in few groups, however large the nesting. It answers at the latest
+// revision, read while every user checked and the nesting are held still:
+// no change of theirs is in flight then.
+func (m *Store) CheckTransitive(_ context.Context, checks []membership.Check) ([]bool, membership.Revision, error) {
+	m.nestMu.RLock()
+	defer m.nestMu.RUnlock()
+	var buf [4]uint64
+	locked := m.reverse.RLockAll(func(yield func(membership.UID) bool) {
+		for _, c := range checks {
+			if !yield(c.UID) {
+				return
+			}
+		}
+	}, buf[:])
+	defer m.reverse.RUnlockAll(locked)
+	m.groupNumbers.mu.RLock()
+	defer m.groupNumbers.mu.RUnlock()
+	found := make([]bool, len(checks))
+	for i, c := range checks {
+		target := m.nest.Node(c.GroupID)
+		m.reverse.GroupsOf(c.UID, func(n uint32) {
+			if found[i] {
+				return
+			}
+			id := m.groupNumbers.names[n]
+			found[i] = id == c.GroupID || target != nil && m.nest.Node(id).IsAbove(target)
+		})
+	}
+	return found, m.LatestRevision(), nil
+}
+
+// TransitiveUserGroups implements membership.Nesting: the user's groups in
+// the reverse index and every group above each, at the latest revision,
+// read as CheckTransitive reads.
+func (m *Store) TransitiveUserGroups(_ context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) (membership.Revision, error) {
+	m.nestMu.RLock()
+	defer m.nestMu.RUnlock()
+	m.reverse.RLock(uid)
+	defer m.reverse.RUnlock(uid)
+	m.groupNumbers.mu.RLock()
+	in := map[string]struct{}{}
+	m.reverse.GroupsOf(uid, func(n uint32) {
+		id := m.groupNumbers.names[n]
+		in[id] = struct{}{}
+		m.nest.Node(id).Ancestors(func(a *nesting.Node) { in[a.ID] = struct{}{} })
+	})
+	m.groupNumbers.mu.RUnlock()
+	rev := m.LatestRevision()
+	ids := make([]string, 0, len(in))
+	for id := range in {
+		if id > opts.After {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	if opts.Limit > 0 && len(ids) > opts.Limit {
+		ids = ids[:opts.Limit]
+	}
+	list(len(in), slices.Values(ids))
+	return rev, nil
+}
+
+// totalCache keeps the totals of transitive members, each with the key of
+// the closure it counted (closureGroups): a second read of an unchanged
+// closure does not walk its members again. It holds at most
+// maxCachedTotals, each of a group id of at most MaxGroupIDBytes: a few
+// MiB at most.
+type totalCache struct {
+	// mu guards totals; it is taken with no lock after it.
+	mu     sync.Mutex
+	totals map[string]cachedTotal
+}
+
+type cachedTotal struct {
+	key   membership.Revision
+	total int
+}
+
+const maxCachedTotals = 4096
+
+func (c *totalCache) get(groupID string, key membership.Revision) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.totals[groupID]
+	return t.total, ok && t.key == key
+}
+
+func (c *totalCache) put(groupID string, key membership.Revision, total int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.totals == nil {
+		c.totals = map[string]cachedTotal{}
+	}
+	if _, ok := c.totals[groupID]; !ok && len(c.totals) >= maxCachedTotals {
+		for id := range c.totals { // one, at random
+			delete(c.totals, id)
+			break
+		}
+	}
+	c.totals[strings.Clone(groupID)] = cachedTotal{key: key, total: total}
+}
