@@ -227,8 +227,12 @@ func (c change) batchOf(ws []membership.Write) membership.Batch {
 // a change with its key already, otherwise settled by the log, its
 // preconditions included.
 //
-// Errors: CodePreconditionFailed, CodeIdempotencyKeyReused,
-// CodeUnavailable.
+// Its nesting writes are checked for cycles and depth (b.MaxDepth, kept
+// in the row) as the batch is applied, each after the writes before it,
+// as a nesting Write is.
+//
+// Errors: CodePreconditionFailed, CodeIdempotencyKeyReused, CodeCycle,
+// CodeTooDeep, CodeUnavailable.
 func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.BatchResult, error) {
 	for i, w := range b.Writes {
 		if !batchTakes(w.Op) {
@@ -242,7 +246,7 @@ func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 		}
 	} else {
 		for i, w := range b.Writes {
-			if st := s.localState(ctx, w); failsForGood(w.If, st) {
+			if st := s.localState(ctx, w); !st.unsure && failsForGood(w.If, st) {
 				return membership.BatchResult{}, memory.BatchElementError(i, w.GroupID, membership.PreconditionFailed(st.revision))
 			}
 		}
@@ -259,9 +263,10 @@ func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 
 // batchChange returns b as a row of the log: its writes, its actor, its
 // Idempotency key with the Service's fingerprint (membership.FingerprintBatch,
-// TTLs and all). Each
-// user's TTL is turned into the time it sets, counted from now, by this
-// instance's clock, as changeOf does: the batch column holds times only.
+// TTLs and all), its bound on depth. Each
+// user's and subgroup's TTL is turned into the time it sets, counted from
+// now, by this instance's clock, as changeOf does: the batch column holds
+// times only.
 func batchChange(b membership.Batch) change {
 	now := time.Now()
 	ws := slices.Clone(b.Writes) // b's are the caller's

@@ -37,6 +37,21 @@
 // before it. So whichever instances are up, each membership ends once:
 // when two instances write rows for the same expiries, the second changes
 // nothing and takes no revision, everywhere alike.
+//
+// So are groups in groups (membership.Nesting). A nesting write's row
+// carries its subgroups, their expiries as times, and the writer's bound
+// on depth (Write.MaxDepth); memory, applying the log, refuses a row that
+// would make a cycle or a chain deeper than its bound, against the state
+// the log built before it, every instance alike. Of two writes racing (a
+// into b, b into a, on two instances), the first placed in the log is
+// applied and the second refused with CodeCycle, on every instance, and
+// its writer gets that answer; a refused row changes nothing and takes no
+// revision. This needs no lock beyond the sequencer's: the log's order is
+// the one order every check is made in. What it costs is that a nesting
+// write is checked once per instance, each in memory, and that a write
+// the log refuses still takes a row. The transitive reads are memory's,
+// each at one revision, and nestings that end by themselves end as
+// memberships do: expire_groups rows with their time.
 package postgres
 
 import (
@@ -143,7 +158,10 @@ type Store struct {
 	lag *metrics.Histogram
 }
 
-var _ membership.Store = (*Store)(nil)
+var (
+	_ membership.Store   = (*Store)(nil)
+	_ membership.Nesting = (*Store)(nil)
+)
 
 // Open connects to the database at url, applies the schema's migrations,
 // reads the whole log into memory, and starts following it.

@@ -74,15 +74,16 @@ type change struct {
 
 // changeOf returns w as a row of the log, or an error for a write that
 // memory would refuse: an unknown op, a remove_user that names not one uid,
-// an expire with no time.
+// an expire (of memberships or nestings) with no time.
 //
 // A keyed write's row carries its key and the Service's fingerprint
 // (membership.FingerprintWrite, TTLs and all, so that a retry with the
 // same TTLs repeats it).
 //
-// Each user's TTL is turned into the time it sets, counted from now, by
-// this instance's clock: the log holds times only, and the change is
-// committed, and placed (its time), moments later.
+// Each user's and subgroup's TTL is turned into the time it sets, counted
+// from now, by this instance's clock: the log holds times only, and the
+// change is committed, and placed (its time), moments later. A nesting
+// write that may deepen a chain carries its bound on depth.
 func changeOf(w membership.Write) (change, error) {
 	c := change{groupID: w.GroupID, idem: w.Idem}
 	if w.Actor != 0 {
@@ -329,7 +330,13 @@ func (c change) depth() int {
 // An expire (the expirer's, membership.OpExpire) always goes to the log,
 // with its AsOf: memory applies it there, every instance alike, ending
 // only the memberships still due as of AsOf; a repeat of another
-// instance's changes nothing, and its writer gets a Count of 0.
+// instance's changes nothing, and its writer gets a Count of 0. So does
+// an expire of nestings (membership.OpExpireGroups).
+//
+// A nesting write's cycle and depth checks (CodeCycle, CodeTooDeep, with
+// the row's bound, w.MaxDepth) are made as it is applied, against the
+// state the log built before it, every instance alike: of two writes
+// racing to make a cycle, the first in the log wins everywhere.
 func (s *Store) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
 	c, err := changeOf(w)
 	if err != nil {
@@ -369,6 +376,8 @@ func (s *Store) answerHere(ctx context.Context, w membership.Write) (res members
 	empty := w.Op == membership.OpAdd && len(w.Users) == 0 || w.Op == membership.OpRemove && len(w.UIDs) == 0
 	st := s.localState(ctx, w)
 	switch {
+	case st.unsure:
+		return membership.Result{}, false, nil // the log decides
 	case empty && cond.IsZero():
 		return membership.Result{Revision: st.revision}, true, nil
 	case failsForGood(cond, st):
@@ -381,6 +390,8 @@ func (s *Store) answerHere(ctx context.Context, w membership.Write) (res members
 	}
 	st = s.localState(ctx, w) // at least as new as the log was when asked
 	switch {
+	case st.unsure:
+		return membership.Result{}, false, nil
 	case !cond.Holds(st.size, st.revision):
 		return membership.Result{}, true, membership.PreconditionFailed(st.revision)
 	case st.unchanged:
@@ -391,40 +402,85 @@ func (s *Store) answerHere(ctx context.Context, w membership.Write) (res members
 
 // local is what this instance's memory says of a write's group.
 type local struct {
+	// size is the group's members and subgroups, as a precondition
+	// counts them; its subgroups are counted only when the write's
+	// precondition or op asks (Exists, Empty, delete_group).
 	size     int
 	revision membership.Revision // the group's; for remove_user, the store's
 	// unchanged says that applying the write to this state would change
-	// nothing: an add or remove of no user, a deletion of an empty group,
-	// the removal of a user in no group.
+	// nothing: an add or remove of no user, a deletion of a group with no
+	// members, no subgroups and no parents, the removal of a user in no
+	// group.
 	unchanged bool
+	// unsure says that memory changed while it was read, every time it
+	// was tried: nothing can be answered from it.
+	unsure bool
 }
+
+// localTries bounds how often localState reads a group that memory
+// changes meanwhile before it gives up (local.unsure).
+const localTries = 3
 
 // localState reads what this instance's memory says of w's group, in one
 // state (a group's size and revision are read together). Memory's reads
 // do not fail.
 func (s *Store) localState(ctx context.Context, w membership.Write) local {
-	var st local
 	if w.Op == membership.OpRemoveUser {
-		before := s.mem.LatestRevision()
-		groups := 0
-		_ = s.mem.UserGroups(ctx, w.UIDs[0], membership.GroupListOptions{Limit: 1},
-			func(total int, _ iter.Seq[string]) { groups = total })
-		st.revision = s.mem.LatestRevision()
-		// Another change in between could have added the user to a
-		// group: only a state that held still says so for sure.
-		st.unchanged = groups == 0 && st.revision == before
-		return st
+		return s.localUser(ctx, w.UIDs[0])
 	}
-	st.revision, _ = s.mem.ListMembers(ctx, w.GroupID, membership.ListOptions{Limit: 1},
-		func(total int, _ iter.Seq[membership.Member]) { st.size = total })
+	st := local{unsure: true}
+	for range localTries {
+		if st = s.localGroup(ctx, w); !st.unsure {
+			break
+		}
+	}
 	switch w.Op {
 	case membership.OpAdd:
 		st.unchanged = len(w.Users) == 0
 	case membership.OpRemove:
 		st.unchanged = len(w.UIDs) == 0
-	case membership.OpDeleteGroup:
-		st.unchanged = st.size == 0
 	}
+	return st
+}
+
+// localGroup reads w's group: its members, with its revision, in one
+// read; and, when w needs them, its subgroups and (for a deletion) its
+// parents, which are of the same state when no change was applied
+// meanwhile (else unsure).
+func (s *Store) localGroup(ctx context.Context, w membership.Write) local {
+	var st local
+	deletion := w.Op == membership.OpDeleteGroup
+	if !deletion && !w.If.Exists && !w.If.Empty {
+		st.revision, _ = s.mem.ListMembers(ctx, w.GroupID, membership.ListOptions{Limit: 1},
+			func(total int, _ iter.Seq[membership.Member]) { st.size = total })
+		return st
+	}
+	before := s.mem.LatestRevision()
+	st.revision, _ = s.mem.ListMembers(ctx, w.GroupID, membership.ListOptions{Limit: 1},
+		func(total int, _ iter.Seq[membership.Member]) { st.size = total })
+	count := func(total int, _ iter.Seq[membership.Nested]) { st.size += total }
+	_, _ = s.mem.Subgroups(ctx, w.GroupID, membership.NestingListOptions{Limit: 1}, count)
+	if deletion {
+		parents := 0
+		_, _ = s.mem.Parents(ctx, w.GroupID, membership.NestingListOptions{Limit: 1},
+			func(total int, _ iter.Seq[membership.Nested]) { parents = total })
+		st.unchanged = st.size == 0 && parents == 0
+	}
+	st.unsure = s.mem.LatestRevision() != before
+	return st
+}
+
+// localUser reads whether uid is in any group, as remove_user asks.
+func (s *Store) localUser(ctx context.Context, uid membership.UID) local {
+	var st local
+	before := s.mem.LatestRevision()
+	groups := 0
+	_ = s.mem.UserGroups(ctx, uid, membership.GroupListOptions{Limit: 1},
+		func(total int, _ iter.Seq[string]) { groups = total })
+	st.revision = s.mem.LatestRevision()
+	// Another change in between could have added the user to a
+	// group: only a state that held still says so for sure.
+	st.unchanged = groups == 0 && st.revision == before
 	return st
 }
 
