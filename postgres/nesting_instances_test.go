@@ -124,7 +124,16 @@ func TestOneOfTwoCrossedNestingsWinsOnEveryInstance(t *testing.T) {
 		for i := range writes {
 			wg.Go(func() {
 				<-start
-				results[i], errs[i] = stores[(i+round)%2].Write(ctx, writes[i])
+				s := stores[(i+round)%2]
+				if round%4 == 2 && i == 0 { // a batch's nesting races too
+					var res membership.BatchResult
+					res, errs[i] = s.Batch(ctx, membership.Batch{MaxDepth: writes[i].MaxDepth, Writes: []membership.Write{writes[i]}})
+					if errs[i] == nil {
+						results[i] = res.Results[0]
+					}
+					return
+				}
+				results[i], errs[i] = s.Write(ctx, writes[i])
 			})
 		}
 		close(start)
@@ -175,12 +184,16 @@ func TestOneOfTwoCrossedNestingsWinsOnEveryInstance(t *testing.T) {
 	assert.Equal(t, view, nestingViewOf(t, c, groups), "the log replays to the same state")
 	nestings := 0
 	for _, ch := range view.Feed {
+		if ch.Op == membership.OpBatch && len(ch.Changes) == 1 {
+			ch = ch.Changes[0]
+		}
 		if ch.Op == membership.OpAddGroups {
 			nestings++
 		}
 	}
 	assert.Equal(t, wins, nestings, "a change for each win, none for a refusal")
-	assert.Equal(t, rounds*2+rounds/2, logRowsOf(t, a, 8), "every write took a row, the refused ones too")
+	assert.Equal(t, rounds*2+rounds/2, logRowsOf(t, a, 8)+logRowsOf(t, a, opBatch), "every write took a row, the refused ones too")
+	assert.Equal(t, rounds/4, logRowsOf(t, a, opBatch))
 }
 
 // logRowsOf counts the rows of the log of op.
@@ -486,4 +499,49 @@ func TestEveryNestingOpAnswersAsMemoryDoes(t *testing.T) {
 	assert.Equal(t, wantNest, nestingViewOf(t, s, groups))
 	assert.Equal(t, []membership.Nested{{GroupID: "e"}}, wantNest.Subgroups["p"], "the script does what it says")
 	assert.Equal(t, []membership.Member{{UID: 2, Expires: later}, {UID: 3}}, wantNest.Transitive["p"], "the script does what it says")
+}
+
+// A keyed nesting write retried on another instance is a replay there,
+// and the key with another request is refused on either.
+func TestAKeyedNestingRetriedOnAnotherInstanceIsAReplay(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	a, b := openOn(t, url, membership.DefaultChangesKeep), openOn(t, url, membership.DefaultChangesKeep)
+	keyed := func(w membership.Write, key string) membership.Write {
+		w.Idem = membership.Idempotency{Key: key, Fingerprint: membership.FingerprintWrite(w)}
+		return w
+	}
+	w := keyed(nestWrite("p", 2, "a", "b"), "k1")
+	first, err := a.Write(ctx, w)
+	require.NoError(t, err)
+	require.Equal(t, 2, first.Count)
+	again, err := b.Write(ctx, w)
+	require.NoError(t, err)
+	assert.True(t, again.Replayed)
+	again.Replayed = false
+	assert.Equal(t, first, again)
+	_, err = b.Write(ctx, keyed(nestWrite("p", 2, "c"), "k1"))
+	assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "%v", err)
+	got, _ := nestedOf(t, b, "p", false, false)
+	assert.Equal(t, []membership.Nested{{GroupID: "a"}, {GroupID: "b"}}, got)
+	assert.Equal(t, first.Revision, latestOf(t, b), "the replay and the refusal took no revision")
+}
+
+// A nesting row that cannot be applied as written (the database's checks
+// dropped) stops the instance rather than be applied otherwise.
+func TestANestingRowThatCannotBeReadStopsTheInstance(t *testing.T) {
+	ctx := context.Background()
+	a := openTest(t, membership.DefaultChangesKeep)
+	res, err := a.Write(ctx, nestWrite("p", 2, "a"))
+	require.NoError(t, err)
+	_, err = a.pool.Exec(ctx, "ALTER TABLE membership_changes DROP CONSTRAINT membership_changes_subgroup_expiries_check")
+	require.NoError(t, err)
+	_, err = a.pool.Exec(ctx, "INSERT INTO membership_changes (ticket, op, group_id, uids, subgroups, subgroup_expiries) VALUES (1, 8, 'p', '{}', '{b}', '{5,6}')")
+	require.NoError(t, err)
+	a.kickSequencer()
+	untilWritable(t, a, false)
+	assert.Contains(t, a.Writable().Error(), "2 subgroup expiries for 1 subgroups")
+	assert.Equal(t, res.Revision, latestOf(t, a), "nothing more applied")
+	got, _ := nestedOf(t, a, "p", false, false)
+	assert.Equal(t, []membership.Nested{{GroupID: "a"}}, got)
 }
