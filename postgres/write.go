@@ -9,7 +9,7 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// The ops of membership_changes (migrations 0001, 0002, 0004 and 0006),
+// The ops of membership_changes (migrations 0001, 0002, 0004, 0006 and 0007),
 // indexed by their number there.
 var ops = [...]membership.Op{
 	1:  membership.OpAdd,
