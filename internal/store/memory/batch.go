@@ -171,8 +171,9 @@ type nestedWrite struct {
 }
 
 // batchNesting applies the nesting writes of b, and the nestings its group
-// deletions end, in order, all or, when one is refused, none, and returns
-// what each write did. The caller holds nestMu and the shards of the
+// deletions end, in order, all or, when one is refused, none (its error
+// naming the write, as BatchElementError does), and returns what each
+// write did. The caller holds nestMu and the shards of the
 // groups b changes.
 func (m *Store) batchNesting(b membership.Batch, commit time.Time) ([]nestedWrite, error) {
 	out := make([]nestedWrite, len(b.Writes))
@@ -183,7 +184,7 @@ func (m *Store) batchNesting(b membership.Batch, commit time.Time) ([]nestedWrit
 			res, c, err := m.nestOp(w, b.MaxDepth, commit)
 			if err != nil {
 				m.nest.Rollback()
-				return nil, err
+				return nil, BatchElementError(i, w.GroupID, err)
 			}
 			out[i] = nestedWrite{res: res, change: c}
 			if c.Op != "" {

@@ -188,9 +188,5 @@ func (m *Store) requeueNestings(due []store.Due) {
 			}
 		}
 	}
-	now := m.nest.Next()
-	m.nestNext.Store(now)
-	if now != 0 && (next == 0 || now < next) {
-		m.due.Wake()
-	}
+	m.nestDue(next)
 }

@@ -209,9 +209,19 @@ func (m *Store) nestWrite(w membership.Write, st feed.Stamp) (membership.Result,
 // sooner now. The caller holds nestMu.
 func (m *Store) nestChanged(rev membership.Revision, next int64) {
 	m.nestRev = rev
+	m.nestDue(next)
+}
+
+// nestDue notes when the earliest nesting ends now, which was next before,
+// and tells the expirer when that comes before every other end. The caller
+// holds nestMu.
+func (m *Store) nestDue(next int64) {
 	now := m.nest.Next()
 	m.nestNext.Store(now)
-	if now != 0 && (next == 0 || now < next) {
+	if now == 0 || next != 0 && now >= next {
+		return
+	}
+	if first, ok := m.due.Next(); !ok || now < first.UnixMilli() {
 		m.due.Wake()
 	}
 }

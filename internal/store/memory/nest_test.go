@@ -178,3 +178,69 @@ func TestMembershipWritesDoNotTakeTheNesting(t *testing.T) {
 	assert.Equal(t, 5, total)
 	assert.Equal(t, []membership.UID{1, 2, 4, 8, 9}, storetest.MemberUIDs(members))
 }
+
+func TestNestingReadOnlyAnswersAsTheStore(t *testing.T) {
+	ctx := context.Background()
+	m := nestedStore(t, time.Now().Add(time.Hour))
+	r := m.NestingReadOnly()
+	for _, g := range []string{"a", "d"} {
+		for _, transitive := range []bool{false, true} {
+			opts := membership.NestingListOptions{Transitive: transitive}
+			want, _, _ := storetest.Subgroups(t, m, g, opts)
+			got, _, _ := storetest.Subgroups(t, r, g, opts)
+			assert.Equal(t, want, got)
+			want, _, _ = storetest.Parents(t, m, g, opts)
+			got, _, _ = storetest.Parents(t, r, g, opts)
+			assert.Equal(t, want, got)
+		}
+		wantMembers, _, _ := storetest.TransitiveMembers(t, m, g, membership.ListOptions{})
+		gotMembers, _, _ := storetest.TransitiveMembers(t, r, g, membership.ListOptions{})
+		assert.Equal(t, wantMembers, gotMembers)
+		wantRev, _ := m.TransitiveRevision(ctx, g)
+		gotRev, _ := r.TransitiveRevision(ctx, g)
+		assert.Equal(t, wantRev, gotRev)
+	}
+	member, via, ok, _, err := r.TransitiveMember(ctx, "d", 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, membership.Member{UID: 1, Nickname: "One"}, member)
+	assert.Equal(t, []string{"d", "a", "c"}, via)
+	groups, _, _ := storetest.TransitiveGroups(t, r, 1, membership.GroupListOptions{})
+	assert.Equal(t, []string{"a", "c", "d"}, groups)
+	found, _, err := r.CheckTransitive(ctx, []membership.Check{{GroupID: "d", UID: 2}, {GroupID: "b", UID: 2}})
+	require.NoError(t, err)
+	assert.Equal(t, []bool{true, false}, found)
+}
+
+// A nesting that ends before every other expiry wakes the expirer, as a
+// membership's does.
+func TestANestingEndingFirstWakesTheExpirer(t *testing.T) {
+	t0 := time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour)
+	m := New()
+	ctx := context.Background()
+	_, err := m.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(1, t0)}})
+	require.NoError(t, err)
+	wakeup := m.ExpiryWakeup()
+	drain := func() bool {
+		select {
+		case <-wakeup:
+			return true
+		default:
+			return false
+		}
+	}
+	drain()
+	w := storetest.Nest("p")
+	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("c", t0.Add(time.Minute))}
+	_, err = m.Write(ctx, w)
+	require.NoError(t, err)
+	assert.False(t, drain(), "a membership ends first")
+	next, _ := m.NextExpiry()
+	assert.Equal(t, t0, next)
+	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("c", t0.Add(-time.Minute))}
+	_, err = m.Write(ctx, w)
+	require.NoError(t, err)
+	assert.True(t, drain(), "the nesting ends first now")
+	next, _ = m.NextExpiry()
+	assert.Equal(t, t0.Add(-time.Minute), next)
+}

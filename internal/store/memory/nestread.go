@@ -12,7 +12,10 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-var _ membership.Nesting = (*Store)(nil)
+var (
+	_ membership.Nesting = (*Store)(nil)
+	_ membership.Nesting = NestingReadOnly{}
+)
 
 // Subgroups implements membership.Nesting. It answers at the revision of
 // the latest change of the nesting: the graph is the same from then on.
@@ -239,20 +242,13 @@ func (m *Store) TransitiveMember(_ context.Context, groupID string, uid membersh
 // revision, read while every user checked and the nesting are held still:
 // no change of theirs is in flight then.
 func (m *Store) CheckTransitive(_ context.Context, checks []membership.Check) ([]bool, membership.Revision, error) {
-	m.nestMu.RLock()
-	defer m.nestMu.RUnlock()
-	var buf [4]uint64
-	locked := m.reverse.RLockAll(func(yield func(membership.UID) bool) {
-		for _, c := range checks {
-			if !yield(c.UID) {
-				return
-			}
-		}
-	}, buf[:])
-	defer m.reverse.RUnlockAll(locked)
-	m.groupNumbers.mu.RLock()
-	defer m.groupNumbers.mu.RUnlock()
 	found := make([]bool, len(checks))
+	// The locks are let go without defer, which would move buf to the
+	// heap: nothing between can fail.
+	m.nestMu.RLock()
+	var buf [4]uint64
+	locked := m.reverse.RLockAll(len(checks), func(i int) membership.UID { return checks[i].UID }, buf[:])
+	m.groupNumbers.mu.RLock()
 	for i, c := range checks {
 		target := m.nest.Node(c.GroupID)
 		m.reverse.GroupsOf(c.UID, func(n uint32) {
@@ -263,7 +259,11 @@ func (m *Store) CheckTransitive(_ context.Context, checks []membership.Check) ([
 			found[i] = id == c.GroupID || target != nil && m.nest.Node(id).IsAbove(target)
 		})
 	}
-	return found, m.LatestRevision(), nil
+	m.groupNumbers.mu.RUnlock()
+	rev := m.LatestRevision()
+	m.reverse.RUnlockAll(locked)
+	m.nestMu.RUnlock()
+	return found, rev, nil
 }
 
 // TransitiveUserGroups implements membership.Nesting: the user's groups in
@@ -335,4 +335,48 @@ func (c *totalCache) put(groupID string, key membership.Revision, total int) {
 		}
 	}
 	c.totals[strings.Clone(groupID)] = cachedTotal{key: key, total: total}
+}
+
+// NestingReadOnly is the reads of membership.Nesting over a Store that
+// another store changes, as ReadOnly is for membership.Store's: a store
+// that applies its nesting writes to the Store (durable, PostgreSQL)
+// embeds it beside ReadOnly, and so becomes a membership.Nesting.
+type NestingReadOnly struct{ mem *Store }
+
+// NestingReadOnly returns the Nesting reads of m.
+func (m *Store) NestingReadOnly() NestingReadOnly { return NestingReadOnly{mem: m} }
+
+// Subgroups implements membership.Nesting.
+func (r NestingReadOnly) Subgroups(ctx context.Context, groupID string, opts membership.NestingListOptions, list membership.NestedListFunc) (membership.Revision, error) {
+	return r.mem.Subgroups(ctx, groupID, opts, list)
+}
+
+// Parents implements membership.Nesting.
+func (r NestingReadOnly) Parents(ctx context.Context, groupID string, opts membership.NestingListOptions, list membership.NestedListFunc) (membership.Revision, error) {
+	return r.mem.Parents(ctx, groupID, opts, list)
+}
+
+// ListTransitiveMembers implements membership.Nesting.
+func (r NestingReadOnly) ListTransitiveMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
+	return r.mem.ListTransitiveMembers(ctx, groupID, opts, list)
+}
+
+// TransitiveMember implements membership.Nesting.
+func (r NestingReadOnly) TransitiveMember(ctx context.Context, groupID string, uid membership.UID) (membership.Member, []string, bool, membership.Revision, error) {
+	return r.mem.TransitiveMember(ctx, groupID, uid)
+}
+
+// TransitiveUserGroups implements membership.Nesting.
+func (r NestingReadOnly) TransitiveUserGroups(ctx context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) (membership.Revision, error) {
+	return r.mem.TransitiveUserGroups(ctx, uid, opts, list)
+}
+
+// CheckTransitive implements membership.Nesting.
+func (r NestingReadOnly) CheckTransitive(ctx context.Context, checks []membership.Check) ([]bool, membership.Revision, error) {
+	return r.mem.CheckTransitive(ctx, checks)
+}
+
+// TransitiveRevision implements membership.Nesting.
+func (r NestingReadOnly) TransitiveRevision(ctx context.Context, groupID string) (membership.Revision, error) {
+	return r.mem.TransitiveRevision(ctx, groupID)
 }

@@ -312,7 +312,8 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		}}
 		_, err := s.Batch(ctx, b)
 		require.Error(t, err)
-		assert.Equal(t, membership.CycleError("c", "a", []string{"a", "b", "c"}).Message, membership.ErrorMessage(err))
+		assert.Equal(t, `changes element 3 (group "c"): `+membership.CycleError("c", "a", []string{"a", "b", "c"}).Message, membership.ErrorMessage(err),
+			"the write refused is named as a batch names any")
 		assert.Equal(t, membership.CodeCycle, membership.ErrorCode(err))
 		assert.Equal(t, before, latest(t, s))
 		got, _ := ListAll(t, s, "a")
@@ -323,7 +324,8 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		b.MaxDepth = 1
 		b.Writes = b.Writes[:3]
 		_, err = s.Batch(ctx, b)
-		assert.Equal(t, membership.TooDeepError("b", "c", 2, 1).Message, membership.ErrorMessage(err))
+		assert.Equal(t, `changes element 2 (group "b"): `+membership.TooDeepError("b", "c", 2, 1).Message, membership.ErrorMessage(err))
+		assert.Equal(t, membership.CodeTooDeep, membership.ErrorCode(err))
 		assert.Equal(t, before, latest(t, s))
 
 		b.MaxDepth = 2
@@ -893,8 +895,21 @@ func readAll(n membership.Nesting, groups []string, uids []membership.UID) []obs
 	var obs []observation
 	var checks []membership.Check
 	for _, g := range groups {
+		before, err := n.TransitiveRevision(ctx, g)
+		if err != nil {
+			return append(obs, observation{what: "revision", group: g, err: err})
+		}
 		members, total, rev, err := transitiveMembers(n, g, membership.ListOptions{})
 		obs = append(obs, observation{what: "members", group: g, rev: rev, members: members, total: total, err: err})
+		after, err := n.TransitiveRevision(ctx, g)
+		if err != nil {
+			return append(obs, observation{what: "revision", group: g, err: err})
+		}
+		if before == after {
+			// Nothing the list answers moved around it: the list is of
+			// the state at the transitive revision, its ETag.
+			obs = append(obs, observation{what: "members", group: g, rev: before, members: members, total: total})
+		}
 		page, total, rev, err := transitiveMembers(n, g, membership.ListOptions{After: 2, Limit: 2})
 		obs = append(obs, observation{what: "page", group: g, rev: rev, members: page, total: total, err: err})
 		for _, transitive := range []bool{false, true} {

@@ -128,12 +128,13 @@ func (x *Index) RLock(uid membership.UID) {
 	x.shards[k].mu.RLock()
 }
 
-// RLockAll holds the shards of uids for reading, in ascending order, and
-// returns the set it holds, for RUnlockAll; buf is room for the set.
-func (x *Index) RLockAll(uids iter.Seq[membership.UID], buf []uint64) shards.Set {
+// RLockAll holds the shards of uidOf(0) to uidOf(n-1) for reading, in
+// ascending order, and returns the set it holds, for RUnlockAll; buf is
+// room for the set.
+func (x *Index) RLockAll(n int, uidOf func(i int) membership.UID, buf []uint64) shards.Set {
 	set := shards.NewSet(len(x.shards), buf)
-	for uid := range uids {
-		k, _ := x.key(uid)
+	for i := range n {
+		k, _ := x.key(uidOf(i))
 		set.Add(k)
 	}
 	for k := range set.All {
