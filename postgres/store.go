@@ -128,8 +128,11 @@ const (
 
 // Store is a membership.Store on PostgreSQL. See the package comment.
 type Store struct {
-	// ReadOnly serves every read from memory, which has applied the log.
+	// ReadOnly serves every read from memory, which has applied the log,
+	// and NestingReadOnly the reads of groups in groups, each at one
+	// revision of it.
 	memory.ReadOnly
+	memory.NestingReadOnly
 	pool   *pgxpool.Pool
 	mem    *memory.Store
 	opts   Options
@@ -294,6 +297,7 @@ func (s *Store) open(ctx context.Context) error {
 	s.mem = memory.NewWith(memory.Options{ChangesKeep: s.opts.ChangesKeep, ChangesKeepBytes: s.opts.ChangesKeepBytes, Epoch: s.epoch,
 		IdempotencyBytes: keyBytes, IdempotencyRetention: keyRetention, ReplaysCountedByCaller: true})
 	s.ReadOnly = s.mem.ReadOnly()
+	s.NestingReadOnly = s.mem.NestingReadOnly()
 	if _, err := s.sequence(ctx); err != nil {
 		return fmt.Errorf("placing the changes in the log: %w", err)
 	}
