@@ -3,6 +3,7 @@ package expiry
 import (
 	"context"
 	"errors"
+	"iter"
 	"sync"
 	"testing"
 	"time"
@@ -234,4 +235,40 @@ func TestAnEarlierExpiryWakesTheExpirer(t *testing.T) {
 	require.Len(t, changes, 1)
 	assert.Equal(t, membership.OpExpire, changes[0].Op)
 	assert.Equal(t, "soon", changes[0].GroupID)
+}
+
+// The expirer ends nestings as it ends memberships, in one round with
+// them: an expire_groups change per parent.
+func TestExpireDueEndsNestingsBesideMemberships(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := &clock{now: t0.Add(-time.Second)}
+	s := memory.New()
+	ctx := context.Background()
+	addExpiring(t, s, "g", t0, 1)
+	_, err := s.Write(ctx, membership.Write{Op: membership.OpAddGroups, GroupID: "parent", Subgroups: []membership.Subgroup{
+		{GroupID: "a", Expiry: membership.Expiry{Set: true, At: t0}}, {GroupID: "b", Expiry: membership.Expiry{Set: true, At: t0.Add(time.Hour)}}, {GroupID: "c"},
+	}})
+	require.NoError(t, err)
+	e := New(s, c.Now, nil)
+	before := s.LatestRevision()
+	c.Set(t0)
+	n, err := e.ExpireDue(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "user 1 in g, a in parent")
+	changes, _, err := s.Changes(ctx, membership.ChangeOptions{After: before})
+	require.NoError(t, err)
+	require.Len(t, changes, 2)
+	ops := []membership.Op{changes[0].Op, changes[1].Op}
+	assert.ElementsMatch(t, []membership.Op{membership.OpExpire, membership.OpExpireGroups}, ops)
+	var subs []string
+	_, err = s.Subgroups(ctx, "parent", membership.NestingListOptions{}, func(_ int, groups iter.Seq[membership.Nested]) {
+		for g := range groups {
+			subs = append(subs, g.GroupID)
+		}
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b", "c"}, subs)
+	next, ok := s.NextExpiry()
+	require.True(t, ok)
+	assert.Equal(t, t0.Add(time.Hour), next, "the next the expirer waits for is the nesting's")
 }

@@ -64,7 +64,8 @@ type Store struct {
 	reverse      reverse.Index
 	groupNumbers groupNumbers
 
-	// indexMu guards index, the groups with members in order of their ids.
+	// indexMu guards index, the groups with members or subgroups in order
+	// of their ids.
 	// A change takes it with its group's shard held, and no later lock.
 	indexMu sync.RWMutex
 	index   group.Index
@@ -93,15 +94,16 @@ type Store struct {
 // load them without locks, so together they are only as consistent as
 // metrics need.
 type storeCounts struct {
-	groups  atomic.Int64 // groups with at least one member
+	groups  atomic.Int64 // groups with members or subgroups
 	members atomic.Int64 // memberships
 }
 
 type shard struct {
 	// mu guards groups and everything in them.
 	mu sync.RWMutex
-	// groups maps a group id to its state. A group with no members is
-	// deleted, so that removing everyone frees the memory.
+	// groups maps a group id to its state. A group with neither members
+	// nor subgroups is deleted, so that removing everyone frees the
+	// memory.
 	groups map[string]*group.Group
 }
 
@@ -183,7 +185,8 @@ func (m *Store) shardIndex(groupID string) int {
 	return int(maphash.String(m.seed, groupID) % uint64(len(m.shards)))
 }
 
-// revisionOf returns the revision of g (nil: a group with no members). A
+// revisionOf returns the revision of g (nil: a group with neither members
+// nor subgroups). A
 // nickname change alters the list of every group the user is in, and the
 // store does not track which those are, so it counts as a change of every
 // group; likewise a group deleted leaves no revision of its own behind, so

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"strings"
@@ -417,24 +416,25 @@ func reach(nodes []*nesting.Node) []int64 {
 }
 
 // closureGroups returns the groups of c (nil: one with no members and no
-// subgroups), the latest of their revisions as revisionOf gives them, and
+// subgroups), in groups' room, the latest of their revisions as revisionOf gives them, and
 // the key of their members: a revision that moves whenever any of their
 // members, or which they are, changes, and with nothing else (a nickname
 // does not move it). The caller holds their shards.
-func (m *Store) closureGroups(c *closure) ([]*group.Group, membership.Revision, membership.Revision) {
-	groups := make([]*group.Group, len(c.ids))
-	var rev, key membership.Revision
+func (m *Store) closureGroups(c *closure, groups []*group.Group) ([]*group.Group, membership.Revision, membership.Revision) {
+	groups = groups[:0]
+	var key membership.Revision
+	removed := membership.Revision(m.removedRevision.Load())
 	for i, id := range c.ids {
 		g := m.shards[c.shards[i]].groups[id]
-		groups[i] = g
-		rev = max(rev, m.revisionOf(g))
+		groups = append(groups, g)
 		if g != nil {
 			key = max(key, g.Revision)
 		} else {
-			key = max(key, membership.Revision(m.removedRevision.Load()))
+			key = max(key, removed)
 		}
 	}
-	return groups, rev, key
+	// What revisionOf gives each group, the latest of them.
+	return groups, max(key, m.nicknames.Revision()), key
 }
 
 // pageNested calls list with a page of ids (sorted) as opts selects, the
@@ -479,6 +479,3 @@ func sortedIDs(nodes []*nesting.Node) []string {
 	slices.Sort(ids)
 	return ids
 }
-
-// compareMembers orders members by uid.
-func compareMembers(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) }

@@ -64,7 +64,7 @@ func (m *Store) TransitiveRevision(_ context.Context, groupID string) (membershi
 	c := m.closureOf(groupID)
 	var buf [1]uint64
 	defer m.unlockShards(m.rlock(c, buf[:]))
-	_, rev, _ := m.closureGroups(c)
+	_, rev, _ := m.closureGroups(c, nil)
 	return rev, nil
 }
 
@@ -82,7 +82,10 @@ func (m *Store) ListTransitiveMembers(_ context.Context, groupID string, opts me
 	defer m.unlockShards(m.rlock(c, buf[:]))
 	m.nicknames.RLock()
 	defer m.nicknames.RUnlock()
-	groups, rev, key := m.closureGroups(c)
+	mg := mergePool.Get().(*merge)
+	defer mg.release()
+	groups, rev, key := m.closureGroups(c, mg.groups)
+	mg.groups = groups
 	if c.root == nil {
 		g := groups[0]
 		if g == nil {
@@ -96,14 +99,14 @@ func (m *Store) ListTransitiveMembers(_ context.Context, groupID string, opts me
 	total, ok := m.totals.get(groupID, key)
 	if !ok {
 		total = 0
-		for range newMerge(groups, ends, 0).each {
+		for range mg.start(ends, 0).each {
 			total++
 		}
 		m.totals.put(groupID, key, total)
 	}
 	list(total, func(yield func(membership.Member) bool) {
 		n := 0
-		for uid, end := range newMerge(groups, ends, opts.After).each {
+		for uid, end := range mg.start(ends, opts.After).each {
 			if opts.Limit > 0 && n == opts.Limit {
 				return
 			}
@@ -137,9 +140,18 @@ type mergeCursor struct {
 	group int
 }
 
-func newMerge(groups []*group.Group, ends []int64, after membership.UID) *merge {
-	mg := &merge{groups: groups, ends: ends, heap: make([]mergeCursor, 0, len(groups))}
-	for i, g := range groups {
+// mergePool keeps merges for reuse: their room is of the largest closure
+// read (maxPooledMerge groups at most), not of a request.
+var mergePool = sync.Pool{New: func() any { return new(merge) }}
+
+const maxPooledMerge = 1 << 16
+
+// start readies mg, whose groups are set, for a merge of their members
+// from after, with the ends of their paths.
+func (mg *merge) start(ends []int64, after membership.UID) *merge {
+	mg.ends = ends
+	mg.heap = mg.heap[:0]
+	for i, g := range mg.groups {
 		if g == nil || g.Members.Len() == 0 {
 			continue
 		}
@@ -151,6 +163,17 @@ func newMerge(groups []*group.Group, ends []int64, after membership.UID) *merge 
 		mg.down(i)
 	}
 	return mg
+}
+
+// release gives mg back to the pool, holding no group.
+func (mg *merge) release() {
+	if cap(mg.groups) > maxPooledMerge || cap(mg.heap) > maxPooledMerge {
+		return
+	}
+	clear(mg.groups[:cap(mg.groups)])
+	clear(mg.heap[:cap(mg.heap)])
+	mg.groups, mg.heap, mg.ends = mg.groups[:0], mg.heap[:0], nil
+	mergePool.Put(mg)
 }
 
 func (mg *merge) less(i, j int) bool { return mg.heap[i].c.UID() < mg.heap[j].c.UID() }
@@ -211,7 +234,7 @@ func (m *Store) TransitiveMember(_ context.Context, groupID string, uid membersh
 	c := m.closureOf(groupID)
 	var buf [1]uint64
 	defer m.unlockShards(m.rlock(c, buf[:]))
-	groups, rev, _ := m.closureGroups(c)
+	groups, rev, _ := m.closureGroups(c, nil)
 	ends := c.ends
 	holds := map[string]bool{}
 	var end int64
