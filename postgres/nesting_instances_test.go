@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/expiry"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
@@ -551,4 +552,61 @@ func TestANestingRowThatCannotBeReadStopsTheInstance(t *testing.T) {
 	assert.Equal(t, res.Revision, latestOf(t, a), "nothing more applied")
 	got, _ := nestedOf(t, a, "p", false, false)
 	assert.Equal(t, []membership.Nested{{GroupID: "a"}}, got)
+}
+
+// Both instances' expirers, run at once on their own clocks, end each
+// nesting once: one expire_groups change per parent, on every instance.
+func TestTwoExpirersRacingEndEachNestingOnce(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	a, b := openOn(t, url, membership.DefaultChangesKeep), openOn(t, url, membership.DefaultChangesKeep)
+	t0 := ahead()
+	const parents = 6
+	var last membership.Revision
+	var groups []string
+	for i := range parents {
+		p := fmt.Sprint("p", i)
+		groups = append(groups, p)
+		res, err := []*Store{a, b}[i%2].Write(ctx, membership.Write{Op: membership.OpAddGroups, GroupID: p,
+			Subgroups: []membership.Subgroup{subUntil(p+"-x", t0), subUntil(p+"-y", t0), sub(p + "-z")}})
+		require.NoError(t, err)
+		last = max(last, res.Revision)
+	}
+	untilApplied(t, a, last)
+	untilApplied(t, b, last)
+	clockA, clockB := storetest.NewClock(t0), storetest.NewClock(t0)
+	ea, eb := expiry.New(a, clockA.Now, nil), expiry.New(b, clockB.Now, nil)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ended := 0
+	for _, e := range []*expiry.Expirer{ea, eb} {
+		wg.Go(func() {
+			for range 5 {
+				n, err := e.ExpireDue(ctx)
+				assert.NoError(t, err)
+				mu.Lock()
+				ended += n
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, 2*parents, ended, "each nesting ended once, by either instance")
+	settle(t, a, b)
+	settle(t, b, a)
+	want := nestingViewOf(t, a, groups)
+	expires := 0
+	for _, ch := range want.Feed {
+		if ch.Op == membership.OpExpireGroups {
+			expires++
+			if assert.Len(t, ch.Groups, 2) {
+				assert.Equal(t, []string{ch.GroupID + "-x", ch.GroupID + "-y"}, []string{ch.Groups[0].GroupID, ch.Groups[1].GroupID})
+			}
+		}
+	}
+	assert.Equal(t, parents, expires, "one expire change per parent")
+	for _, p := range groups {
+		assert.Equal(t, []membership.Nested{{GroupID: p + "-z"}}, want.Subgroups[p], p)
+	}
+	assert.Equal(t, want, nestingViewOf(t, b, groups))
 }
