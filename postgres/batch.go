@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -27,19 +28,24 @@ const opBatch int16 = 6
 //	            whether a nickname follows (1) or not (0), and the nickname
 //	remove      the uid count, then each uid
 //	delete_group  nothing
+//	add_groups, remove_groups, replace_groups (ops 8, 9, 10)  the
+//	            subgroup count, then each subgroup's id, a byte that says
+//	            whether an expiry follows (1) or not (0), and the expiry:
+//	            milliseconds since 1970, 0 for a nesting made permanent
 //	precondition  a byte of flags (1 Exists, 2 Empty), the revision count,
 //	            then each revision
 //
 // All integers are unsigned varints; a string is its length and its bytes.
 // The users, uids and precondition are laid out by package writecodec, as
-// the records of a data directory's log hold them. The batch's actor and
-// time are the row's, once for the whole batch.
+// the records of a data directory's log hold them. The batch's actor,
+// time and bound on depth are the row's, once for the whole batch.
 const withPrecondition byte = 0x80
 
 // batchTakes reports whether a batch takes writes of op.
 func batchTakes(op membership.Op) bool {
 	switch op {
-	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup:
+	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
+		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
 		return true
 	}
 	return false
@@ -69,12 +75,75 @@ func appendBatch(b []byte, ws []membership.Write) []byte {
 			b = writecodec.AppendUsers(b, w.Users)
 		case membership.OpRemove:
 			b = writecodec.AppendUIDs(b, w.UIDs)
+		case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
+			b = appendSubgroups(b, w.Subgroups, w.Op != membership.OpRemoveGroups)
 		}
 		if op&withPrecondition != 0 {
 			b = writecodec.AppendPrecondition(b, w.If)
 		}
 	}
 	return b
+}
+
+// subgroupExpiry is the flag of a subgroup whose expiry follows.
+const subgroupExpiry byte = 1
+
+// appendSubgroups appends groups, with their expiries when withExpiries
+// (a remove ignores them). An expiry must be a time or permanent: the
+// writer turned TTLs into times (membership.ResolveSubgroupTTLs).
+func appendSubgroups(b []byte, groups []membership.Subgroup, withExpiries bool) []byte {
+	b = binary.AppendUvarint(b, uint64(len(groups)))
+	for _, g := range groups {
+		b = writecodec.AppendString(b, g.GroupID)
+		if !withExpiries || !g.Expiry.Set {
+			b = append(b, 0)
+			continue
+		}
+		if g.Expiry.TTL != 0 {
+			panic("postgres: a TTL not turned into a time before the batch was written")
+		}
+		var ms int64
+		if !g.Expiry.At.IsZero() {
+			ms = g.Expiry.At.UnixMilli()
+		}
+		b = binary.AppendUvarint(append(b, subgroupExpiry), uint64(ms))
+	}
+	return b
+}
+
+// readSubgroups reads what appendSubgroups wrote; none is nil. An expiry
+// is refused on a remove, which never writes one.
+func readSubgroups(r *bytes.Reader, withExpiries bool) ([]membership.Subgroup, error) {
+	n, err := writecodec.ReadCount(r)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	groups := make([]membership.Subgroup, 0, n)
+	for range n {
+		var g membership.Subgroup
+		if g.GroupID, err = writecodec.ReadString(r); err != nil {
+			return nil, err
+		}
+		flags, err := r.ReadByte()
+		switch {
+		case err != nil:
+			return nil, err
+		case flags > subgroupExpiry || flags == subgroupExpiry && !withExpiries:
+			return nil, fmt.Errorf("subgroup flags %#x", flags)
+		}
+		if flags == subgroupExpiry {
+			ms, err := binary.ReadUvarint(r)
+			switch {
+			case err != nil:
+				return nil, err
+			case ms > math.MaxInt64:
+				return nil, fmt.Errorf("expiry %d is not a time", ms)
+			}
+			g.Expiry = expiryOf(int64(ms))
+		}
+		groups = append(groups, g)
+	}
+	return groups, nil
 }
 
 // decodeBatch decodes a batch column. It refuses what appendBatch never
@@ -120,6 +189,8 @@ func readWrite(r *bytes.Reader) (membership.Write, error) {
 		w.Users, err = writecodec.ReadUsers(r)
 	case membership.OpRemove:
 		w.UIDs, err = writecodec.ReadUIDs(r)
+	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
+		w.Subgroups, err = readSubgroups(r, w.Op != membership.OpRemoveGroups)
 	}
 	if err == nil && op&withPrecondition != 0 {
 		w.If, err = writecodec.ReadPrecondition(r)
@@ -130,7 +201,7 @@ func readWrite(r *bytes.Reader) (membership.Write, error) {
 // batchOf returns the batch c, a batch's row, holds: ws, with the row's
 // actor, Idempotency key and the time it was placed in the log.
 func (c change) batchOf(ws []membership.Write) membership.Batch {
-	b := membership.Batch{Writes: ws, Time: c.sequencedAt, Idem: c.idem}
+	b := membership.Batch{Writes: ws, Time: c.sequencedAt, Idem: c.idem, MaxDepth: c.depth()}
 	if c.actor != nil {
 		b.Actor = membership.UID(*c.actor)
 	}
@@ -156,8 +227,12 @@ func (c change) batchOf(ws []membership.Write) membership.Batch {
 // a change with its key already, otherwise settled by the log, its
 // preconditions included.
 //
-// Errors: CodePreconditionFailed, CodeIdempotencyKeyReused,
-// CodeUnavailable.
+// Its nesting writes are checked for cycles and depth (b.MaxDepth, kept
+// in the row) as the batch is applied, each after the writes before it,
+// as a nesting Write is.
+//
+// Errors: CodePreconditionFailed, CodeIdempotencyKeyReused, CodeCycle,
+// CodeTooDeep, CodeUnavailable.
 func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.BatchResult, error) {
 	for i, w := range b.Writes {
 		if !batchTakes(w.Op) {
@@ -171,7 +246,7 @@ func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 		}
 	} else {
 		for i, w := range b.Writes {
-			if st := s.localState(ctx, w); failsForGood(w.If, st) {
+			if st := s.localState(ctx, w); !st.unsure && failsForGood(w.If, st) {
 				return membership.BatchResult{}, memory.BatchElementError(i, w.GroupID, membership.PreconditionFailed(st.revision))
 			}
 		}
@@ -188,16 +263,21 @@ func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 
 // batchChange returns b as a row of the log: its writes, its actor, its
 // Idempotency key with the Service's fingerprint (membership.FingerprintBatch,
-// TTLs and all). Each
-// user's TTL is turned into the time it sets, counted from now, by this
-// instance's clock, as changeOf does: the batch column holds times only.
+// TTLs and all), its bound on depth. Each
+// user's and subgroup's TTL is turned into the time it sets, counted from
+// now, by this instance's clock, as changeOf does: the batch column holds
+// times only.
 func batchChange(b membership.Batch) change {
 	now := time.Now()
 	ws := slices.Clone(b.Writes) // b's are the caller's
 	for i := range ws {
 		ws[i].Users = membership.ResolveTTLs(ws[i].Users, now)
+		ws[i].Subgroups = membership.ResolveSubgroupTTLs(ws[i].Subgroups, now)
 	}
 	c := change{op: opBatch, uids: []int64{}, batch: appendBatch(nil, ws), idem: b.Idem}
+	if b.MaxDepth > 0 {
+		c.maxDepth = depthOf(b.MaxDepth)
+	}
 	if b.Actor != 0 {
 		actor := int64(b.Actor)
 		c.actor = &actor

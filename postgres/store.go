@@ -37,6 +37,21 @@
 // before it. So whichever instances are up, each membership ends once:
 // when two instances write rows for the same expiries, the second changes
 // nothing and takes no revision, everywhere alike.
+//
+// So are groups in groups (membership.Nesting). A nesting write's row
+// carries its subgroups, their expiries as times, and the writer's bound
+// on depth (Write.MaxDepth); memory, applying the log, refuses a row that
+// would make a cycle or a chain deeper than its bound, against the state
+// the log built before it, every instance alike. Of two writes racing (a
+// into b, b into a, on two instances), the first placed in the log is
+// applied and the second refused with CodeCycle, on every instance, and
+// its writer gets that answer; a refused row changes nothing and takes no
+// revision. This needs no lock beyond the sequencer's: the log's order is
+// the one order every check is made in. What it costs is that a nesting
+// write is checked once per instance, each in memory, and that a write
+// the log refuses still takes a row. The transitive reads are memory's,
+// each at one revision, and nestings that end by themselves end as
+// memberships do: expire_groups rows with their time.
 package postgres
 
 import (
@@ -114,9 +129,11 @@ const (
 // Store is a membership.Store on PostgreSQL. See the package comment.
 type Store struct {
 	// ReadOnly serves every read from memory, which has applied the log,
-	// and ExpiryQueue says which expiries are due.
+	// ExpiryQueue says which expiries are due, and Nesting serves the reads
+	// of groups in groups, each at one revision of it.
 	memory.ReadOnly
 	memory.ExpiryQueue
+	membership.Nesting
 	pool   *pgxpool.Pool
 	mem    *memory.Store
 	opts   Options
@@ -145,7 +162,10 @@ type Store struct {
 	lag *metrics.Histogram
 }
 
-var _ membership.Store = (*Store)(nil)
+var (
+	_ membership.Store   = (*Store)(nil)
+	_ membership.Nesting = (*Store)(nil)
+)
 
 // Open connects to the database at url, applies the schema's migrations,
 // reads the whole log into memory, and starts following it.
@@ -277,7 +297,7 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	s.mem = memory.NewWith(memory.Options{ChangesKeep: s.opts.ChangesKeep, ChangesKeepBytes: s.opts.ChangesKeepBytes, Epoch: s.epoch,
 		IdempotencyBytes: keyBytes, IdempotencyRetention: keyRetention, ReplaysCountedByCaller: true})
-	s.ReadOnly, s.ExpiryQueue = s.mem, s.mem
+	s.ReadOnly, s.ExpiryQueue, s.Nesting = s.mem, s.mem, s.mem
 	if _, err := s.sequence(ctx); err != nil {
 		return fmt.Errorf("placing the changes in the log: %w", err)
 	}
@@ -373,10 +393,10 @@ func (s *Store) submit(ctx context.Context, c change) outcome {
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO membership_changes
 		(ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch, idem_key, idem_fingerprint,
-		expiries, as_of)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		expiries, as_of, subgroups, subgroup_expiries, max_depth)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 		ticket, c.op, c.groupID, c.uids, c.nicknames, c.ifRevisions, c.ifExists, c.ifEmpty, c.actor, c.batch, key, fingerprint,
-		c.expiries, c.asOf)
+		c.expiries, c.asOf, c.subgroups, c.subgroupExpiries, c.maxDepth)
 	if err != nil {
 		if ctx.Err() != nil {
 			return outcome{err: membership.Errorf(membership.CodeUnavailable,
@@ -507,7 +527,7 @@ func (s *Store) catchUp(ctx context.Context, q querier) error {
 // returns how many. The caller holds applyMu.
 func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 	rows, err := q.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch,
-		idem_key, idem_fingerprint, expiries, as_of,
+		idem_key, idem_fingerprint, expiries, as_of, subgroups, subgroup_expiries, max_depth,
 		coalesce(sequenced_at, appended_at), extract(epoch FROM clock_timestamp() - appended_at)::float8
 		FROM membership_changes WHERE pos > $1 ORDER BY pos LIMIT $2`, s.applied.Load(), fetchRows)
 	if err != nil {
@@ -521,7 +541,7 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 		var fingerprint []byte
 		if err := rows.Scan(&c.pos, &c.ticket, &c.op, &c.groupID, &c.uids, &c.nicknames,
 			&c.ifRevisions, &c.ifExists, &c.ifEmpty, &c.actor, &c.batch, &key, &fingerprint, &c.expiries, &c.asOf,
-			&c.sequencedAt, &c.age); err != nil {
+			&c.subgroups, &c.subgroupExpiries, &c.maxDepth, &c.sequencedAt, &c.age); err != nil {
 			return n, err
 		}
 		why := ""
@@ -586,9 +606,11 @@ func (s *Store) apply(ctx context.Context, c logEntry) {
 	}
 	if err := o.err; err != nil {
 		switch membership.ErrorCode(err) {
-		case membership.CodePreconditionFailed, membership.CodeIdempotencyKeyReused:
+		case membership.CodePreconditionFailed, membership.CodeIdempotencyKeyReused, membership.CodeCycle, membership.CodeTooDeep:
 		default:
 			// Memory refuses nothing else: the writers' Service checked it.
+			// A cycle or a chain too deep is found here, against the
+			// state before c, by every instance alike.
 			s.logger.Error("applying a change of the log failed", "pos", c.pos, "err", err)
 		}
 	}

@@ -9,20 +9,27 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// The ops of membership_changes (migrations 0001, 0002, 0004 and 0006),
+// The ops of membership_changes (migrations 0001, 0002, 0004, 0006 and 0007),
 // indexed by their number there.
 var ops = [...]membership.Op{
-	1: membership.OpAdd,
-	2: membership.OpRemove,
-	3: membership.OpReplace,
-	4: membership.OpDeleteGroup,
-	5: membership.OpRemoveUser,
-	6: membership.OpBatch,  // migration 0004, batch.go
-	7: membership.OpExpire, // migration 0006
+	1:  membership.OpAdd,
+	2:  membership.OpRemove,
+	3:  membership.OpReplace,
+	4:  membership.OpDeleteGroup,
+	5:  membership.OpRemoveUser,
+	6:  membership.OpBatch,     // migration 0004, batch.go
+	7:  membership.OpExpire,    // migration 0006
+	8:  membership.OpAddGroups, // migration 0007
+	9:  membership.OpRemoveGroups,
+	10: membership.OpReplaceGroups,
+	11: membership.OpExpireGroups,
 }
 
-// opExpire is the op of an expire row (migration 0006).
-const opExpire int16 = 7
+// The ops of the expire rows (migrations 0006 and 0007).
+const (
+	opExpire       int16 = 7
+	opExpireGroups int16 = 11
+)
 
 // change is a membership.Write as a row of membership_changes holds it.
 type change struct {
@@ -39,7 +46,17 @@ type change struct {
 	expiries []*int64
 	// asOf is an expire's: its uids whose expiry is at or before it end.
 	// Nil (NULL) for the other ops.
-	asOf        *time.Time
+	asOf *time.Time
+	// subgroups are a nesting write's (ops 8 to 11), in its order; nil
+	// (NULL) for the other ops.
+	subgroups []string
+	// subgroupExpiries go with subgroups on an add_groups or a
+	// replace_groups, as expiries with uids.
+	subgroupExpiries []*int64
+	// maxDepth is the writer's bound on the depth of a chain of nestings,
+	// on a write that may deepen one (add_groups, replace_groups, a
+	// batch); nil (NULL) or 0 for none.
+	maxDepth    *int32
 	ifRevisions []int64 // revisions, bit for bit
 	ifExists    bool
 	ifEmpty     bool
@@ -57,15 +74,16 @@ type change struct {
 
 // changeOf returns w as a row of the log, or an error for a write that
 // memory would refuse: an unknown op, a remove_user that names not one uid,
-// an expire with no time.
+// an expire (of memberships or nestings) with no time.
 //
 // A keyed write's row carries its key and the Service's fingerprint
 // (membership.FingerprintWrite, TTLs and all, so that a retry with the
 // same TTLs repeats it).
 //
-// Each user's TTL is turned into the time it sets, counted from now, by
-// this instance's clock: the log holds times only, and the change is
-// committed, and placed (its time), moments later.
+// Each user's and subgroup's TTL is turned into the time it sets, counted
+// from now, by this instance's clock: the log holds times only, and the
+// change is committed, and placed (its time), moments later. A nesting
+// write that may deepen a chain carries its bound on depth.
 func changeOf(w membership.Write) (change, error) {
 	c := change{groupID: w.GroupID, idem: w.Idem}
 	if w.Actor != 0 {
@@ -122,6 +140,23 @@ func changeOf(w membership.Write) (change, error) {
 		asOf := w.AsOf
 		c.asOf = &asOf
 		return c, nil // the service's own change: no precondition
+	case membership.OpAddGroups, membership.OpReplaceGroups:
+		c.setSubgroups(membership.ResolveSubgroupTTLs(w.Subgroups, time.Now()))
+		if w.MaxDepth > 0 {
+			c.maxDepth = depthOf(w.MaxDepth)
+		}
+	case membership.OpRemoveGroups:
+		c.setSubgroups(w.Subgroups)
+		c.subgroupExpiries = nil // a remove ignores them
+	case membership.OpExpireGroups:
+		if w.AsOf.IsZero() {
+			return change{}, fmt.Errorf("an expire of group %q's subgroups names no time they are due as of", w.GroupID)
+		}
+		c.setSubgroups(w.Subgroups)
+		c.subgroupExpiries = nil
+		asOf := w.AsOf
+		c.asOf = &asOf
+		return c, nil // the service's own change: no precondition
 	default:
 		return change{}, fmt.Errorf("unknown op %q", w.Op)
 	}
@@ -132,6 +167,33 @@ func changeOf(w membership.Write) (change, error) {
 	return c, nil
 }
 
+// setSubgroups sets c's subgroups and their expiries from groups, whose
+// TTLs are times already; a nesting row names no uid.
+func (c *change) setSubgroups(groups []membership.Subgroup) {
+	c.uids = []int64{}
+	c.subgroups = make([]string, len(groups))
+	for i, g := range groups {
+		c.subgroups[i] = g.GroupID
+		if g.Expiry.Set {
+			if c.subgroupExpiries == nil {
+				c.subgroupExpiries = make([]*int64, len(groups))
+			}
+			var ms int64 // 0: made permanent
+			if !g.Expiry.At.IsZero() {
+				ms = g.Expiry.At.UnixMilli()
+			}
+			c.subgroupExpiries[i] = &ms
+		}
+	}
+}
+
+// depthOf returns a bound on depth as the max_depth column holds it:
+// membership.MaxMaxDepth at most, which an int32 holds.
+func depthOf(most int) *int32 {
+	d := int32(min(most, membership.MaxMaxDepth))
+	return &d
+}
+
 // known reports whether this build knows c's op.
 func (c change) known() bool { return c.op > 0 && int(c.op) < len(ops) && ops[c.op] != "" }
 
@@ -140,11 +202,31 @@ func (c change) known() bool { return c.op > 0 && int(c.op) < len(ops) && ops[c.
 // and one that holds them anyway is neither applied otherwise nor
 // skipped. c's op is known.
 func (c change) unreadable() string {
+	expire := c.op == opExpire || c.op == opExpireGroups
+	nesting := membership.IsNestingOp(ops[c.op])
+	addsGroups := ops[c.op] == membership.OpAddGroups || ops[c.op] == membership.OpReplaceGroups
 	switch {
-	case c.op == opExpire && c.asOf == nil:
+	case expire && c.asOf == nil:
 		return "an expire without its time (as_of)"
-	case c.op != opExpire && c.asOf != nil:
+	case !expire && c.asOf != nil:
 		return "a time (as_of) on an op other than expire"
+	case nesting != (c.subgroups != nil):
+		return "subgroups on an op other than a nesting write, or a nesting write without them"
+	case nesting && len(c.uids) != 0:
+		return "uids on a nesting write"
+	case c.subgroupExpiries != nil && !addsGroups:
+		return "subgroup expiries on an op other than add_groups and replace_groups"
+	case c.subgroupExpiries != nil && len(c.subgroupExpiries) != len(c.subgroups):
+		return fmt.Sprintf("%d subgroup expiries for %d subgroups", len(c.subgroupExpiries), len(c.subgroups))
+	case c.maxDepth != nil && (*c.maxDepth < 0 || !addsGroups && c.op != opBatch):
+		return fmt.Sprintf("a bound on depth of %d on op %s", *c.maxDepth, ops[c.op])
+	}
+	for _, ms := range c.subgroupExpiries {
+		if ms != nil && *ms < 0 {
+			return fmt.Sprintf("a subgroup expiry before 1970 (%d)", *ms)
+		}
+	}
+	switch {
 	case c.expiries == nil:
 		return ""
 	case ops[c.op] != membership.OpAdd && ops[c.op] != membership.OpReplace:
@@ -181,12 +263,18 @@ func (c change) write() membership.Write {
 				w.Users[i].Nickname, w.Users[i].HasNickname = string(c.nicknames[i]), true
 			}
 			if c.expiries != nil && c.expiries[i] != nil {
-				w.Users[i].Expiry.Set = true
-				if ms := *c.expiries[i]; ms != 0 {
-					w.Users[i].Expiry.At = time.UnixMilli(ms).UTC()
-				}
+				w.Users[i].Expiry = expiryOf(*c.expiries[i])
 			}
 		}
+	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpExpireGroups:
+		w.Subgroups = make([]membership.Subgroup, len(c.subgroups))
+		for i, g := range c.subgroups {
+			w.Subgroups[i].GroupID = g
+			if c.subgroupExpiries != nil && c.subgroupExpiries[i] != nil {
+				w.Subgroups[i].Expiry = expiryOf(*c.subgroupExpiries[i])
+			}
+		}
+		w.MaxDepth = c.depth()
 	default:
 		w.UIDs = make([]membership.UID, len(c.uids))
 		for i, uid := range c.uids {
@@ -198,6 +286,24 @@ func (c change) write() membership.Write {
 	}
 	w.If.Exists, w.If.Empty = c.ifExists, c.ifEmpty
 	return w
+}
+
+// expiryOf returns an expiry as a row holds it, in milliseconds since
+// 1970, as the Expiry it was: 0 is made permanent.
+func expiryOf(ms int64) membership.Expiry {
+	e := membership.Expiry{Set: true}
+	if ms != 0 {
+		e.At = time.UnixMilli(ms).UTC()
+	}
+	return e
+}
+
+// depth returns c's bound on depth: 0 for none.
+func (c change) depth() int {
+	if c.maxDepth == nil {
+		return 0
+	}
+	return int(*c.maxDepth)
 }
 
 // Write implements membership.Store. It returns once the change is
@@ -224,7 +330,13 @@ func (c change) write() membership.Write {
 // An expire (the expirer's, membership.OpExpire) always goes to the log,
 // with its AsOf: memory applies it there, every instance alike, ending
 // only the memberships still due as of AsOf; a repeat of another
-// instance's changes nothing, and its writer gets a Count of 0.
+// instance's changes nothing, and its writer gets a Count of 0. So does
+// an expire of nestings (membership.OpExpireGroups).
+//
+// A nesting write's cycle and depth checks (CodeCycle, CodeTooDeep, with
+// the row's bound, w.MaxDepth) are made as it is applied, against the
+// state the log built before it, every instance alike: of two writes
+// racing to make a cycle, the first in the log wins everywhere.
 func (s *Store) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
 	c, err := changeOf(w)
 	if err != nil {
@@ -264,6 +376,8 @@ func (s *Store) answerHere(ctx context.Context, w membership.Write) (res members
 	empty := w.Op == membership.OpAdd && len(w.Users) == 0 || w.Op == membership.OpRemove && len(w.UIDs) == 0
 	st := s.localState(ctx, w)
 	switch {
+	case st.unsure:
+		return membership.Result{}, false, nil // the log decides
 	case empty && cond.IsZero():
 		return membership.Result{Revision: st.revision}, true, nil
 	case failsForGood(cond, st):
@@ -276,6 +390,8 @@ func (s *Store) answerHere(ctx context.Context, w membership.Write) (res members
 	}
 	st = s.localState(ctx, w) // at least as new as the log was when asked
 	switch {
+	case st.unsure:
+		return membership.Result{}, false, nil
 	case !cond.Holds(st.size, st.revision):
 		return membership.Result{}, true, membership.PreconditionFailed(st.revision)
 	case st.unchanged:
@@ -286,40 +402,85 @@ func (s *Store) answerHere(ctx context.Context, w membership.Write) (res members
 
 // local is what this instance's memory says of a write's group.
 type local struct {
+	// size is the group's members and subgroups, as a precondition
+	// counts them; its subgroups are counted only when the write's
+	// precondition or op asks (Exists, Empty, delete_group).
 	size     int
 	revision membership.Revision // the group's; for remove_user, the store's
 	// unchanged says that applying the write to this state would change
-	// nothing: an add or remove of no user, a deletion of an empty group,
-	// the removal of a user in no group.
+	// nothing: an add or remove of no user, a deletion of a group with no
+	// members, no subgroups and no parents, the removal of a user in no
+	// group.
 	unchanged bool
+	// unsure says that memory changed while it was read, every time it
+	// was tried: nothing can be answered from it.
+	unsure bool
 }
+
+// localTries bounds how often localState reads a group that memory
+// changes meanwhile before it gives up (local.unsure).
+const localTries = 3
 
 // localState reads what this instance's memory says of w's group, in one
 // state (a group's size and revision are read together). Memory's reads
 // do not fail.
 func (s *Store) localState(ctx context.Context, w membership.Write) local {
-	var st local
 	if w.Op == membership.OpRemoveUser {
-		before := s.mem.LatestRevision()
-		groups := 0
-		_ = s.mem.UserGroups(ctx, w.UIDs[0], membership.GroupListOptions{Limit: 1},
-			func(total int, _ iter.Seq[string]) { groups = total })
-		st.revision = s.mem.LatestRevision()
-		// Another change in between could have added the user to a
-		// group: only a state that held still says so for sure.
-		st.unchanged = groups == 0 && st.revision == before
-		return st
+		return s.localUser(ctx, w.UIDs[0])
 	}
-	st.revision, _ = s.mem.ListMembers(ctx, w.GroupID, membership.ListOptions{Limit: 1},
-		func(total int, _ iter.Seq[membership.Member]) { st.size = total })
+	st := local{unsure: true}
+	for range localTries {
+		if st = s.localGroup(ctx, w); !st.unsure {
+			break
+		}
+	}
 	switch w.Op {
 	case membership.OpAdd:
 		st.unchanged = len(w.Users) == 0
 	case membership.OpRemove:
 		st.unchanged = len(w.UIDs) == 0
-	case membership.OpDeleteGroup:
-		st.unchanged = st.size == 0
 	}
+	return st
+}
+
+// localGroup reads w's group: its members, with its revision, in one
+// read; and, when w needs them, its subgroups and (for a deletion) its
+// parents, which are of the same state when no change was applied
+// meanwhile (else unsure).
+func (s *Store) localGroup(ctx context.Context, w membership.Write) local {
+	var st local
+	deletion := w.Op == membership.OpDeleteGroup
+	if !deletion && !w.If.Exists && !w.If.Empty {
+		st.revision, _ = s.mem.ListMembers(ctx, w.GroupID, membership.ListOptions{Limit: 1},
+			func(total int, _ iter.Seq[membership.Member]) { st.size = total })
+		return st
+	}
+	before := s.mem.LatestRevision()
+	st.revision, _ = s.mem.ListMembers(ctx, w.GroupID, membership.ListOptions{Limit: 1},
+		func(total int, _ iter.Seq[membership.Member]) { st.size = total })
+	count := func(total int, _ iter.Seq[membership.Nested]) { st.size += total }
+	_, _ = s.mem.Subgroups(ctx, w.GroupID, membership.NestingListOptions{Limit: 1}, count)
+	if deletion {
+		parents := 0
+		_, _ = s.mem.Parents(ctx, w.GroupID, membership.NestingListOptions{Limit: 1},
+			func(total int, _ iter.Seq[membership.Nested]) { parents = total })
+		st.unchanged = st.size == 0 && parents == 0
+	}
+	st.unsure = s.mem.LatestRevision() != before
+	return st
+}
+
+// localUser reads whether uid is in any group, as remove_user asks.
+func (s *Store) localUser(ctx context.Context, uid membership.UID) local {
+	var st local
+	before := s.mem.LatestRevision()
+	groups := 0
+	_ = s.mem.UserGroups(ctx, uid, membership.GroupListOptions{Limit: 1},
+		func(total int, _ iter.Seq[string]) { groups = total })
+	st.revision = s.mem.LatestRevision()
+	// Another change in between could have added the user to a
+	// group: only a state that held still says so for sure.
+	st.unchanged = groups == 0 && st.revision == before
 	return st
 }
 
