@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -36,9 +35,10 @@ const opBatch int16 = 6
 //	            then each revision
 //
 // All integers are unsigned varints; a string is its length and its bytes.
-// The users, uids and precondition are laid out by package writecodec, as
-// the records of a data directory's log hold them. The batch's actor,
-// time and bound on depth are the row's, once for the whole batch.
+// The users, uids, subgroups and precondition are laid out by package
+// writecodec, as the records of a data directory's log hold them. The
+// batch's actor, time and bound on depth are the row's, once for the
+// whole batch.
 const withPrecondition byte = 0x80
 
 // batchTakes reports whether a batch takes writes of op.
@@ -75,75 +75,20 @@ func appendBatch(b []byte, ws []membership.Write) []byte {
 			b = writecodec.AppendUsers(b, w.Users)
 		case membership.OpRemove:
 			b = writecodec.AppendUIDs(b, w.UIDs)
-		case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
-			b = appendSubgroups(b, w.Subgroups, w.Op != membership.OpRemoveGroups)
+		case membership.OpAddGroups, membership.OpReplaceGroups:
+			b = writecodec.AppendSubgroups(b, w.Subgroups)
+		case membership.OpRemoveGroups: // a remove ignores expiries: none is written
+			ids := make([]membership.Subgroup, len(w.Subgroups))
+			for i, g := range w.Subgroups {
+				ids[i].GroupID = g.GroupID
+			}
+			b = writecodec.AppendSubgroups(b, ids)
 		}
 		if op&withPrecondition != 0 {
 			b = writecodec.AppendPrecondition(b, w.If)
 		}
 	}
 	return b
-}
-
-// subgroupExpiry is the flag of a subgroup whose expiry follows.
-const subgroupExpiry byte = 1
-
-// appendSubgroups appends groups, with their expiries when withExpiries
-// (a remove ignores them). An expiry must be a time or permanent: the
-// writer turned TTLs into times (membership.ResolveSubgroupTTLs).
-func appendSubgroups(b []byte, groups []membership.Subgroup, withExpiries bool) []byte {
-	b = binary.AppendUvarint(b, uint64(len(groups)))
-	for _, g := range groups {
-		b = writecodec.AppendString(b, g.GroupID)
-		if !withExpiries || !g.Expiry.Set {
-			b = append(b, 0)
-			continue
-		}
-		if g.Expiry.TTL != 0 {
-			panic("postgres: a TTL not turned into a time before the batch was written")
-		}
-		var ms int64
-		if !g.Expiry.At.IsZero() {
-			ms = g.Expiry.At.UnixMilli()
-		}
-		b = binary.AppendUvarint(append(b, subgroupExpiry), uint64(ms))
-	}
-	return b
-}
-
-// readSubgroups reads what appendSubgroups wrote; none is nil. An expiry
-// is refused on a remove, which never writes one.
-func readSubgroups(r *bytes.Reader, withExpiries bool) ([]membership.Subgroup, error) {
-	n, err := writecodec.ReadCount(r)
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	groups := make([]membership.Subgroup, 0, n)
-	for range n {
-		var g membership.Subgroup
-		if g.GroupID, err = writecodec.ReadString(r); err != nil {
-			return nil, err
-		}
-		flags, err := r.ReadByte()
-		switch {
-		case err != nil:
-			return nil, err
-		case flags > subgroupExpiry || flags == subgroupExpiry && !withExpiries:
-			return nil, fmt.Errorf("subgroup flags %#x", flags)
-		}
-		if flags == subgroupExpiry {
-			ms, err := binary.ReadUvarint(r)
-			switch {
-			case err != nil:
-				return nil, err
-			case ms > math.MaxInt64:
-				return nil, fmt.Errorf("expiry %d is not a time", ms)
-			}
-			g.Expiry = expiryOf(int64(ms))
-		}
-		groups = append(groups, g)
-	}
-	return groups, nil
 }
 
 // decodeBatch decodes a batch column. It refuses what appendBatch never
@@ -189,8 +134,13 @@ func readWrite(r *bytes.Reader) (membership.Write, error) {
 		w.Users, err = writecodec.ReadUsers(r)
 	case membership.OpRemove:
 		w.UIDs, err = writecodec.ReadUIDs(r)
-	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
-		w.Subgroups, err = readSubgroups(r, w.Op != membership.OpRemoveGroups)
+	case membership.OpAddGroups, membership.OpReplaceGroups:
+		w.Subgroups, err = writecodec.ReadSubgroups(r)
+	case membership.OpRemoveGroups:
+		w.Subgroups, err = writecodec.ReadSubgroups(r)
+		if err == nil && slices.ContainsFunc(w.Subgroups, func(g membership.Subgroup) bool { return g.Expiry.Set }) {
+			err = errors.New("an expiry on a remove_groups, which never has one")
+		}
 	}
 	if err == nil && op&withPrecondition != 0 {
 		w.If, err = writecodec.ReadPrecondition(r)
