@@ -148,7 +148,7 @@ func TooDeepError(parent, child string, depth, most int) *Error {
 	return Errorf(CodeTooDeep, "adding %s to %s makes a chain of nestings %d deep, deeper than %d (-max-depth)", child, parent, depth, most)
 }
 
-// Nesting returns the store's Nesting, or a CodeUnsupported error when the
+// nesting returns the store's Nesting, or a CodeUnsupported error when the
 // store has none.
 func (s *Service) nesting() (Nesting, error) {
 	n, ok := s.store.(Nesting)

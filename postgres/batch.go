@@ -20,17 +20,20 @@ const opBatch int16 = 6
 // A batch's row holds its writes in its batch column, as appendBatch lays
 // them out: the write count, then each write as
 //
-//	op          a byte: 1 add, 2 remove, 3 replace, 4 delete_group, with
+//	op          a byte: 1 add, 2 remove, 3 replace, 4 delete_group,
+//	            8 add_groups, 9 remove_groups, 10 replace_groups, with
 //	            0x80 set when a precondition follows
 //	group id    its length and its bytes
-//	add, replace  the user count, then each user's uid, a byte that says
-//	            whether a nickname follows (1) or not (0), and the nickname
+//	add, replace  the users (writecodec.AppendUsers: each uid, a byte of
+//	            flags, 1 a nickname follows, 2 an expiry follows, then
+//	            those)
 //	remove      the uid count, then each uid
 //	delete_group  nothing
-//	add_groups, remove_groups, replace_groups (ops 8, 9, 10)  the
-//	            subgroup count, then each subgroup's id, a byte that says
+//	add_groups, remove_groups, replace_groups  the subgroups
+//	            (writecodec.AppendSubgroups: each id, a byte that says
 //	            whether an expiry follows (1) or not (0), and the expiry:
-//	            milliseconds since 1970, 0 for a nesting made permanent
+//	            milliseconds since 1970, 0 for a nesting made permanent);
+//	            a remove_groups has none
 //	precondition  a byte of flags (1 Exists, 2 Empty), the revision count,
 //	            then each revision
 //

@@ -1,5 +1,5 @@
 // Package expiry applies the expiries of memberships (membership.OpExpire)
-// as they come due: an Expirer asks its store what is due on its clock,
+// and of nestings (membership.OpExpireGroups) as they come due: an Expirer asks its store what is due on its clock,
 // and applies it with the store's Write, one change per group, as any
 // writer would, so that every store logs, replays and shares expiries as
 // it does every other change.

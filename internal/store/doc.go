@@ -10,7 +10,10 @@
 //     fsynced before a change is applied, snapshots, MARK, recovery and
 //     repair;
 //   - snap: the format of snapshots and backups;
-//   - wal: the framing of the log's records;
+//   - wal: the log: its records' framing, naming, replay, repair and cuts,
+//     and (wal/record) what a record holds;
+//   - writecodec: the layout of a write's users, uids, subgroups and
+//     precondition, shared by the log's records and PostgreSQL's batches;
 //   - storetest: the contract every store passes.
 //
 // The PostgreSQL store (module postgres) is a memory.Store that follows a

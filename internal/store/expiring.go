@@ -6,15 +6,16 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// Expiring is a store whose memberships may end by themselves (see
-// membership.OpExpire): it tells which expiries are due, as writes of
-// OpExpire that its Write applies, and takes back those a caller could not
-// apply. Every store of this service is one; the expirer (package expiry)
+// Expiring is a store whose memberships and nestings may end by themselves
+// (see membership.OpExpire, OpExpireGroups): it tells which expiries are
+// due, as writes of OpExpire and OpExpireGroups that its Write applies,
+// and takes back those a caller could not apply. Every store of this service is one; the expirer (package expiry)
 // drives it.
 type Expiring interface {
 	membership.Store
 	// DueExpiries returns the expiries due at now, at most max
-	// memberships, as OpExpire writes with AsOf now; they are not due
+	// memberships, as OpExpire writes with AsOf now, and the nestings
+	// due, as OpExpireGroups writes with AsOf now; they are not due
 	// again unless given back.
 	DueExpiries(now time.Time, max int) []Due
 	// RequeueExpiries gives back expiries of DueExpiries not applied.

@@ -27,7 +27,7 @@
 // a file of its own, so the keys are remembered as the changes are: across
 // restarts, crashes, snapshots (which hold the keys memory remembers), and
 // backups. Before any check, memory is asked, read only, whether it
-// remembers the key (memory.Store.Replay): a repeat is answered the first
+// remembers the key (memory.Store.ReplayWrite, ReplayBatch): a repeat is answered the first
 // result, Replayed, without a record; a key remembered for another request
 // is refused. A keyed write is logged even when it would change nothing,
 // so that its key is remembered; one whose precondition fails already is

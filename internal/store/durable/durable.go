@@ -421,7 +421,7 @@ func removeTemps(dir string) error {
 //
 // A write with an Idempotency key (w.Idem) is applied once for its key:
 // first, before any check, memory is asked whether it remembers the key
-// (memory.Store.Replay); a repeat is answered the first write's Result,
+// (memory.Store.ReplayWrite); a repeat is answered the first write's Result,
 // Replayed, without a record, and the key of another request is refused,
 // CodeIdempotencyKeyReused. Otherwise the write is logged with its key,
 // even when it would change nothing (its key must be remembered across

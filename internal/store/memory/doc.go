@@ -34,8 +34,9 @@
 //     is remembered, and for writing by Backup (Table.Block), so that a
 //     backup holds no change without its key.
 //  1. nestMu (Store.nestMu): the nesting (package nesting, nest.go). A
-//     nesting write, a group deletion, a batch that nests or deletes, and
-//     the expirer taking nestings due, hold it exclusively; a transitive
+//     nesting write, a group deletion, a batch that nests or deletes, the
+//     expirer taking nestings due, and Check of a nesting write hold it
+//     exclusively (Check of a group deletion, for reading); a transitive
 //     read holds it for reading, then the shards of the closure it reads
 //     (for a check and a user's groups, the user's reverse shards). A
 //     membership write never takes it. It comes after the key table's
