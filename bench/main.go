@@ -46,6 +46,9 @@ type options struct {
 	before      string
 	only        *regexp.Regexp
 	memory      bool
+	nesting     bool
+	nestMemory  bool
+	nestSettle  time.Duration
 }
 
 func main() {
@@ -63,6 +66,9 @@ func main() {
 	flag.StringVar(&opts.before, "before", "", "also measure this service `binary` (an earlier build), as the rows \"before ...\", side by side with this one")
 	only := flag.String("only", "", "run only the rows whose names match this `regexp` (such as 'POST' or 'GET 10$'); the targets of rows not run are not reported")
 	flag.BoolVar(&opts.memory, "memory", true, "compare memory first, loading 1,000,000 memberships into each service, which then serve the load rows with them (false: the services hold only the lists the rows read)")
+	flag.BoolVar(&opts.nesting, "nesting", true, "also load the nesting rows (transitive check, page and add, each beside its direct one) (each pair side by side)")
+	flag.BoolVar(&opts.nestMemory, "nest-memory", true, "measure the RSS of 1,000,000 users in 100,000 groups nested 5 deep, and the bytes a nesting edge costs")
+	flag.DurationVar(&opts.nestSettle, "nest-settle", 20*time.Second, "idle time before each RSS reading of the nesting memory")
 	flag.Parse()
 	if *only != "" {
 		var err error
@@ -112,6 +118,14 @@ func run(opts options) error {
 		}
 		mem = &m
 	}
+	var nestMem *nestMemory
+	if opts.nestMemory {
+		m, err := h.measureNestMemory(opts.nestSettle)
+		if err != nil {
+			return fmt.Errorf("nesting memory: %w", err)
+		}
+		nestMem = &m
+	}
 	if err := h.fillLists(); err != nil {
 		return err
 	}
@@ -119,6 +133,11 @@ func run(opts options) error {
 	// start after it.
 	if err := h.startBare(); err != nil {
 		return err
+	}
+	if opts.nesting {
+		if err := h.startNesting(); err != nil {
+			return err
+		}
 	}
 	results := map[string][]loadtest.Result{}
 	for round := 1; round <= opts.rounds; round++ {
@@ -134,7 +153,7 @@ func run(opts options) error {
 			results[s.name] = append(results[s.name], r)
 		}
 	}
-	h.report(results, mem)
+	h.report(results, mem, nestMem)
 	return nil
 }
 
@@ -163,10 +182,15 @@ type harness struct {
 	// nullAddr is the service with a store whose adds keep nothing
 	// (bench/nullstore): the ceiling of POST for a service that parses,
 	// checks, logs and answers it as this one does.
-	nullAddr  string
-	svcPid    int
-	redisPort string
-	rc        *redisConn
+	nullAddr string
+	svcPid   int
+	// nestAddr is the service the nesting rows load (startNesting), and
+	// nestLua their POST script, to groups that each have 100 ancestors.
+	// nestCheckLua and nestCheckTransitiveLua post the checks.
+	nestAddr, nestLua                    string
+	nestCheckLua, nestCheckTransitiveLua string
+	redisPort                            string
+	rc                                   *redisConn
 }
 
 // start starts the services and Redis (the bare and replay handlers start
@@ -428,6 +452,7 @@ func (h *harness) scenarios() []scenario {
 		{"redis SMEMBERS 10", redisBench("SMEMBERS", "list10")},
 		{"redis SMEMBERS 1000", redisBench("SMEMBERS", "list1000")},
 	}
+	scenarios = append(scenarios, h.nestScenarios(wrk)...)
 	if h.opts.quietRows {
 		scenarios = append(scenarios,
 			scenario{"no access log POST 3", wrk(quietURL, h.luaPath)},
@@ -458,7 +483,7 @@ func (h *harness) scenarios() []scenario {
 // report prints the medians, the ratios and the targets of one run. A row
 // that did not run (-only) is left out, and so is every ratio and target
 // that needs it; mem is nil when memory was not compared.
-func (h *harness) report(results map[string][]loadtest.Result, mem *memory) {
+func (h *harness) report(results map[string][]loadtest.Result, mem *memory, nestMem *nestMemory) {
 	med := func(name string) loadtest.Result { return loadtest.Median(results[name]) }
 	ran := func(names ...string) bool {
 		for _, name := range names {
@@ -522,8 +547,15 @@ func (h *harness) report(results map[string][]loadtest.Result, mem *memory) {
 			row("no access log GET 10", cmp{"%.2f x bare GET: the service with -access-log=false", "no access log GET 10", "bare GET"})
 		}
 	}
+	for _, t := range nestTargets {
+		row(t.direct)
+		row(t.nested, cmp{"cost %.2f x the direct row's (its req/s / this row's)", t.direct, t.nested})
+	}
 	if h.opts.before != "" {
 		fmt.Printf("  (before: %s)\n", h.opts.before)
+	}
+	if nestMem != nil {
+		nestMem.print()
 	}
 	if mem != nil {
 		opts := h.opts
@@ -578,6 +610,20 @@ func (h *harness) report(results map[string][]loadtest.Result, mem *memory) {
 	if mem != nil {
 		target("redis group-set bytes / service bytes", mem.redis/mem.service, 3, "") // both indexes in a third of Redis's one
 		target("the same, the change feed on", mem.redis/mem.serviceWithFeed, 3, "")
+	}
+	for _, t := range nestTargets {
+		if !ran(t.direct, t.nested) {
+			continue
+		}
+		cost := ratio(t.direct, t.nested)
+		verdict := "met"
+		if cost > t.want {
+			verdict = "NOT met"
+		} else {
+			met++
+		}
+		stated = append(stated, t.what)
+		fmt.Printf("  %-48s %6.2f, want <= %.2f: %s\n", t.what, cost, t.want, verdict)
 	}
 	fmt.Printf("  %d of the %d targets measured are met\n", met, len(stated))
 }
