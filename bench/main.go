@@ -108,6 +108,7 @@ func run(opts options) error {
 	}
 	fmt.Printf("membership bench: %d rounds of %s per run, %d connections, %d client threads, GOMAXPROCS of the machine: %d cores\n",
 		opts.rounds, opts.duration, opts.connections, opts.threads, loadtest.NumCPU())
+	fmt.Printf("  load average before: %s\n", loadAverage())
 
 	// Memory first, while the service's list cache is empty.
 	var mem *memory
@@ -141,6 +142,7 @@ func run(opts options) error {
 	}
 	results := map[string][]loadtest.Result{}
 	for round := 1; round <= opts.rounds; round++ {
+		h.round = round
 		for _, s := range h.scenarios() {
 			if opts.only != nil && !opts.only.MatchString(s.name) {
 				continue
@@ -153,6 +155,7 @@ func run(opts options) error {
 			results[s.name] = append(results[s.name], r)
 		}
 	}
+	fmt.Printf("  load average after the rows: %s\n", loadAverage())
 	h.report(results, mem, nestMem)
 	return nil
 }
@@ -163,6 +166,7 @@ func run(opts options) error {
 // loopback port.
 type harness struct {
 	opts    options
+	round   int // the round scenarios are for, from 1
 	tmp     string
 	luaPath string
 	stops   []func()
@@ -896,4 +900,14 @@ func (c *redisConn) usedMemory() (int64, error) {
 		}
 	}
 	return 0, errors.New("redis INFO memory has no used_memory")
+}
+
+// loadAverage returns /proc/loadavg's 1, 5 and 15 minute averages: the
+// machine is shared, and what else ran moves every figure.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }
