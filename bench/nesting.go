@@ -25,8 +25,9 @@ import (
 //     without, and the member records GET /group-user/chk-0/1?transitive=true
 //     (with its via) and GET /group-user/chk-8/1.
 //   - page: pg holds pg-0000 to pg-0999, and pg-i holds the 1,000 users
-//     i+1, i+1001, ... (1,000,000 distinct users, interleaved). The pages
-//     are of 100 users after uid 500,000: of pg transitively, and of pg-0000.
+//     i+1, i+1001, ... (1,000,000 distinct users, interleaved), and flat
+//     holds the same users directly. The pages are of 100 users after uid
+//     500,000: of pg transitively, and of flat.
 //   - add: n1 to n1000 are each in the 100 groups anc-001 to anc-100 (the
 //     service's default -max-depth of 32 allows no chain of 100); POST 3
 //     random users to one of them, against the same POST to g1 to g1000,
@@ -124,6 +125,16 @@ func (h *harness) startNesting() error {
 			users[k] = int64(i + 1 + k*nestPageGroups)
 		}
 		if err := b.add(batchChange{Op: "add", Group: fmt.Sprintf("pg-%04d", i), Users: users}); err != nil {
+			return err
+		}
+	}
+	// flat holds the same million directly, in adds of 10,000.
+	for first := 1; first <= nestPageGroups*nestPageEach; first += 10000 {
+		users := make([]int64, 10000)
+		for k := range users {
+			users[k] = int64(first + k)
+		}
+		if err := b.add(batchChange{Op: "add", Group: "flat", Users: users}); err != nil {
 			return err
 		}
 	}
@@ -230,7 +241,7 @@ func (h *harness) nestPagePath(transitive bool) string {
 	if transitive {
 		return fmt.Sprintf("/group-user/pg?transitive=true&limit=100&after=%d", nestPageAfter)
 	}
-	return fmt.Sprintf("/group-user/pg-0000?limit=100&after=%d", nestPageAfter)
+	return fmt.Sprintf("/group-user/flat?limit=100&after=%d", nestPageAfter)
 }
 
 // nestScenarios are the nesting rows in pairs, each direct row right
