@@ -135,7 +135,7 @@ func run(opts options) error {
 	if err := h.startBare(); err != nil {
 		return err
 	}
-	if opts.nesting {
+	if opts.nesting && nestRowsRun(opts.only) {
 		if err := h.startNesting(); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -281,6 +282,17 @@ var nestTargets = []struct {
 	{"GET member 8 levels, via / direct (cost)", "nest member direct", "nest member 8 levels", 2},
 	{"transitive page / direct page (cost)", "nest page direct", "nest page transitive", 5},
 	{"POST 3, 100 ancestors / none (cost)", "nest POST 3 no nesting", "nest POST 3 ancestors", 1.1},
+}
+
+// nestRowsRun says whether -only (nil: every row) selects a nesting row,
+// so that a run without them loads no service for them.
+func nestRowsRun(only *regexp.Regexp) bool {
+	for _, t := range nestTargets {
+		if only == nil || only.MatchString(t.direct) || only.MatchString(t.nested) {
+			return true
+		}
+	}
+	return false
 }
 
 // nestMemory is what measureNestMemory found.
