@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"unsafe"
 
+	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -105,18 +104,18 @@ func readBatch(r *http.Request, svc *membership.Service, maxBodyBytes int64, bod
 // the last optional, "users" only for add, remove and replace, "groups"
 // only for add_groups, remove_groups and replace_groups) and an optional
 // "uid". Keys are matched byte for byte and each at most once; strings are
-// read as parseUsers reads them, so a group id that is not valid UTF-8, or
+// read as decode.ParseUsers reads them, so a group id that is not valid UTF-8, or
 // holds a lone surrogate escape, is an error, never altered.
 func parseBatch(body string, maxWrites, maxUsers int, epoch uint64) (batchRequest, error) {
 	var req batchRequest
-	fields, err := jsonObject(body, "the body", "changes", "uid")
+	fields, err := decode.JSONObject(body, "the body", "changes", "uid")
 	if err != nil {
 		return req, err
 	}
 	if fields["changes"] == nil {
 		return req, membership.Errorf(membership.CodeInvalidBody, `the body has no "changes": send {"changes":[{"op":"add","group":"g","users":[1]},...]}`)
 	}
-	uid, err := uidText(fields["uid"])
+	uid, err := decode.UIDText(fields["uid"])
 	if err != nil {
 		return req, err
 	}
@@ -165,7 +164,7 @@ func parseBatch(body string, maxWrites, maxUsers int, epoch uint64) (batchReques
 
 // parseBatchChange parses one element of changes.
 func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Write, err error) {
-	fields, err := jsonObject(text, "a change", "op", "group", "users", "groups", "if_match")
+	fields, err := decode.JSONObject(text, "a change", "op", "group", "users", "groups", "if_match")
 	if err != nil {
 		var e *membership.Error
 		if errors.As(err, &e) && e.Code == membership.CodeInvalidBody {
@@ -173,11 +172,11 @@ func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Wri
 		}
 		return w, err
 	}
-	op, err := jsonString(fields["op"], "op")
+	op, err := decode.JSONString(fields["op"], "op")
 	if err != nil {
 		return w, err
 	}
-	if w.GroupID, err = jsonString(fields["group"], "group"); err != nil {
+	if w.GroupID, err = decode.JSONString(fields["group"], "group"); err != nil {
 		return w, err
 	}
 	w.Op = membership.Op(op)
@@ -193,14 +192,14 @@ func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Wri
 		if fields["groups"] == nil {
 			return w, membership.Errorf(membership.CodeMissingGroups, "%s takes groups: send \"groups\":[\"group id\", ...]", op)
 		}
-		if w.Subgroups, err = parseSubgroups(string(fields["groups"]), maxUsers); err != nil {
+		if w.Subgroups, err = decode.ParseSubgroups(string(fields["groups"]), maxUsers); err != nil {
 			return w, err
 		}
 	case membership.OpAdd, membership.OpRemove, membership.OpReplace:
 		if fields["users"] == nil {
 			return w, membership.Errorf(membership.CodeMissingUsers, "%s takes users: send \"users\":[uid, ...]", op)
 		}
-		users, err := parseUsers(string(fields["users"]), maxUsers)
+		users, err := decode.ParseUsers(string(fields["users"]), maxUsers)
 		if err != nil {
 			return w, err
 		}
@@ -221,7 +220,7 @@ func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Wri
 			"op %.40q is not add, remove, replace, delete_group, add_groups, remove_groups or replace_groups", op)
 	}
 	if fields["if_match"] != nil {
-		tag, err := jsonString(fields["if_match"], "if_match")
+		tag, err := decode.JSONString(fields["if_match"], "if_match")
 		if err != nil {
 			return w, err
 		}
@@ -232,74 +231,6 @@ func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Wri
 		w.Conditions = conditionsText(r)
 	}
 	return w, nil
-}
-
-// jsonObject returns the raw values of the JSON object text, whose keys
-// must be among keys, each at most once, spelt exactly so (encoding/json
-// would match "OP" too, the last repeat winning). what names the object
-// in messages.
-//
-// Errors: CodeInvalidBody.
-func jsonObject(text, what string, keys ...string) (map[string]json.RawMessage, error) {
-	invalid := func(err error) error {
-		return membership.Errorf(membership.CodeInvalidBody, "%s is not a JSON object: %v", what, err)
-	}
-	if trimmed := strings.TrimLeft(text, " \t\r\n"); trimmed == "" || trimmed[0] != '{' {
-		return nil, membership.Errorf(membership.CodeInvalidBody, "%s is not a JSON object", what)
-	}
-	dec := json.NewDecoder(strings.NewReader(text))
-	if _, err := dec.Token(); err != nil { // {
-		return nil, invalid(err)
-	}
-	fields := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, invalid(err)
-		}
-		key, _ := tok.(string)
-		if !slices.Contains(keys, key) {
-			return nil, membership.Errorf(membership.CodeInvalidBody, "%s has an unknown field %.40q: it takes only %s, spelt exactly so",
-				what, key, strings.Join(keys, ", "))
-		}
-		if fields[key] != nil {
-			return nil, membership.Errorf(membership.CodeInvalidBody, "%s gives the key %q twice: give it once", what, key)
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, invalid(err)
-		}
-		if string(v) != "null" {
-			fields[key] = v
-		}
-	}
-	if _, err := dec.Token(); err != nil { // }
-		return nil, invalid(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, membership.Errorf(membership.CodeInvalidBody, "%s is followed by more JSON", what)
-	}
-	return fields, nil
-}
-
-// jsonString decodes raw, the value of key, as a JSON string read as
-// parseUsers reads strings: invalid UTF-8 and lone surrogate escapes are
-// errors.
-//
-// Errors: CodeInvalidChanges.
-func jsonString(raw json.RawMessage, key string) (string, error) {
-	if raw == nil {
-		return "", membership.Errorf(membership.CodeInvalidChanges, "%s is missing", key)
-	}
-	p := usersParser{s: string(raw), array: key, code: membership.CodeInvalidChanges}
-	if p.peek() != '"' {
-		return "", membership.Errorf(membership.CodeInvalidChanges, "%s is not a JSON string", key)
-	}
-	s, err := p.string()
-	if err != nil || p.pos != len(p.s) {
-		return "", membership.Errorf(membership.CodeInvalidChanges, "%s is not a valid JSON string", key)
-	}
-	return s, nil
 }
 
 // writeBatchError answers err of a batch: as writeError, with the current

@@ -9,12 +9,13 @@ import (
 	"strconv"
 	"unsafe"
 
+	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
 
 // handleChangeMembers serves POST, PUT and DELETE of /group-user/{groupID}:
-// it decodes the users of the body (parseUsers), reads the request's
+// it decodes the users of the body (decode.ParseUsers), reads the request's
 // If-Match and If-None-Match (writeCondition), and has svc apply op to the
 // group with them. The reply carries the revision that reflects the change
 // in X-Revision; its body is the count the change returns as a bare JSON
@@ -67,7 +68,7 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 
 // changeOf returns the write of op with users to the group. A remove
 // takes the users' uids: nicknames in a remove are validated (by
-// parseUsers) and otherwise ignored.
+// decode.ParseUsers) and otherwise ignored.
 func changeOf(op membership.Op, groupID string, users []membership.User, cond membership.Precondition) membership.Write {
 	w := membership.Write{Op: op, GroupID: groupID, If: cond}
 	if op != membership.OpRemove {
@@ -220,7 +221,7 @@ func decodeUsers(usersJSON string, maxUsers int) ([]membership.User, error) {
 	if usersJSON == "" {
 		return nil, membership.Errorf(membership.CodeMissingUsers, "the users parameter is missing or empty: send users=[uid, ...]")
 	}
-	return parseUsers(usersJSON, maxUsers)
+	return decode.ParseUsers(usersJSON, maxUsers)
 }
 
 // handleListMembers serves GET and HEAD: the group's members as a JSON array

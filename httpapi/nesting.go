@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"unsafe"
 
+	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -21,7 +22,7 @@ import (
 
 // handleChangeSubgroups serves POST, PUT and DELETE of
 // /group-group/{groupID}: as handleChangeMembers, with groups in place of
-// users (parseSubgroups). The reply is the count of subgroups the change
+// users (decode.ParseSubgroups). The reply is the count of subgroups the change
 // added or removed, a bare JSON number (OpAddGroups, OpRemoveGroups), or
 // {"added":A,"removed":R} (OpReplaceGroups), with X-Revision.
 func handleChangeSubgroups(svc *membership.Service, op membership.Op, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
@@ -76,7 +77,7 @@ func decodeSubgroups(groupsJSON string, maxGroups int) ([]membership.Subgroup, e
 	if groupsJSON == "" {
 		return nil, membership.Errorf(membership.CodeMissingGroups, `the groups parameter is missing or empty: send groups=["group id", ...]`)
 	}
-	return parseSubgroups(groupsJSON, maxGroups)
+	return decode.ParseSubgroups(groupsJSON, maxGroups)
 }
 
 // subgroupsBytes is the memory of decoded subgroups: their slice and the

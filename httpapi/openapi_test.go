@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
@@ -262,7 +263,7 @@ func TestOpenAPIDocumentsExpiries(t *testing.T) {
 		assert.True(t, pattern.MatchString(d), "%q is a duration", d)
 	}
 	for _, d := range []string{"", "4", "4 h", "4hours", "1d", "-1h", "h", "1.h.", "4h ", "P1D"} {
-		_, err := parseUsers(`[{"uid":1,"ttl":"`+d+`"}]`, 1)
+		_, err := decode.ParseUsers(`[{"uid":1,"ttl":"`+d+`"}]`, 1)
 		assert.Error(t, err, "%q", d)
 		assert.False(t, pattern.MatchString(d), "%q is not a duration the parser takes", d)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
@@ -257,7 +258,7 @@ func TestUserGroupsTakeTheirSortingFromTheBudget(t *testing.T) {
 
 // usersOf decodes users JSON, for tests that build requests as text.
 func usersOf(usersJSON string) []membership.User {
-	users, err := parseUsers(usersJSON, 1<<20)
+	users, err := decode.ParseUsers(usersJSON, 1<<20)
 	if err != nil {
 		panic(err)
 	}
