@@ -7,10 +7,10 @@ import (
 	"mime"
 	"net/http"
 	"slices"
-	"strconv"
 	"unsafe"
 
 	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -48,7 +48,7 @@ func handleBatch(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 			return
 		}
 		writeWritten(w, res.Revision, res.Replayed)
-		writeJSON(w, http.StatusOK, appendBatchResults(nil, req.batch.Writes, res.Results))
+		writeJSON(w, http.StatusOK, encode.AppendBatchResults(nil, req.batch.Writes, res.Results))
 	})
 }
 
@@ -237,27 +237,4 @@ func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Wri
 // ETag of the group whose precondition failed.
 func writeBatchError(w http.ResponseWriter, r *http.Request, svc *membership.Service, err error) {
 	writeChangeError(w, r, svc, err)
-}
-
-// appendBatchResults appends {"results":[…]}: each write's counts, as an
-// object, "added" for an add (of users or groups), "removed" for a remove
-// or a deletion, both for a replace.
-func appendBatchResults(b []byte, ws []membership.Write, results []membership.Result) []byte {
-	b = append(b, `{"results":[`...)
-	for i, res := range results {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		switch ws[i].Op {
-		case membership.OpAdd, membership.OpAddGroups:
-			b = strconv.AppendInt(append(b, `{"added":`...), int64(res.Count), 10)
-		case membership.OpReplace, membership.OpReplaceGroups:
-			b = strconv.AppendInt(append(b, `{"added":`...), int64(res.Count), 10)
-			b = strconv.AppendInt(append(b, `,"removed":`...), int64(res.Removed), 10)
-		default:
-			b = strconv.AppendInt(append(b, `{"removed":`...), int64(res.Count), 10)
-		}
-		b = append(b, '}')
-	}
-	return append(b, "]}"...)
 }

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"unsafe"
 
+	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/membership"
 )
 
@@ -32,7 +33,7 @@ func newListCache(maxBytes int64) *listCache {
 }
 
 func (e *encodedList) cost() int64 {
-	return int64(cap(e.body)+len(e.groupID)+cap(e.marks)*int(unsafe.Sizeof(listMark{}))) + entryOverhead
+	return int64(cap(e.body)+len(e.groupID)+cap(e.marks)*int(unsafe.Sizeof(encode.ListMark{}))) + entryOverhead
 }
 
 // get returns the cached list of groupID, if it shows revision.

@@ -6,12 +6,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/membership"
 )
 
 func TestListCache(t *testing.T) {
 	list := func(groupID string, revision membership.Revision, body []byte) *encodedList {
-		return &encodedList{groupID: groupID, revision: revision, body: body, total: 1, etag: etag(1, revision)}
+		return &encodedList{groupID: groupID, revision: revision, body: body, total: 1, etag: encode.ETag(1, revision)}
 	}
 	body := func(n int) []byte { // with cap exactly n: the cache charges cap
 		b := make([]byte, n)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -22,7 +23,7 @@ const (
 // ?after=REV (0 when absent) in revision order, at most ?limit=N
 // (defaultChangesLimit when absent), as a JSON array of
 // {"rev":…,"op":…,"group":…,"uids":[…]} objects, with "nicknames" when an add
-// or a replace changed some (appendChange: delete_group has no "uids",
+// or a replace changed some (encode.AppendChange: delete_group has no "uids",
 // remove_user no "group"). X-Revision carries the latest revision, and X-Epoch the
 // store's epoch: a follower that sees another epoch than it noted lists
 // again, as on 410 (the revisions count in another history). With ?wait=DURATION,
@@ -67,7 +68,7 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBy
 		}
 		changes, latest, err := svc.Changes(ctx, opts)
 		w.Header()["X-Revision"] = []string{strconv.FormatUint(uint64(latest), 10)}
-		w.Header()["X-Epoch"] = []string{epochHex(svc.Epoch())}
+		w.Header()["X-Epoch"] = []string{encode.EpochHex(svc.Epoch())}
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -76,8 +77,8 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBy
 			waiters.refused.Add(1)
 			w.Header()["Retry-After"] = retryAfter
 		}
-		n, size := changesJSONLen(changes, maxReplyBytes)
-		body, lease, err := encodeBounded(replies, size, func(b []byte) []byte { return appendChanges(b, changes[:n]) })
+		n, size := encode.ChangesJSONLen(changes, maxReplyBytes)
+		body, lease, err := encodeBounded(replies, size, func(b []byte) []byte { return encode.AppendChanges(b, changes[:n]) })
 		defer lease.Release()
 		if err != nil {
 			writeError(w, r, err)

@@ -3,10 +3,10 @@ package httpapi
 import (
 	"mime"
 	"net/http"
-	"strconv"
 	"unsafe"
 
 	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -41,7 +41,7 @@ func handleCheck(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 		// The reply, at most 6 bytes a check, is smaller than the body that
 		// asked, whose lease holds until it is sent: it needs no budget of
 		// its own.
-		writeJSON(w, http.StatusOK, appendResults(make([]byte, 0, len(`{"results":[]}`)+6*len(found)), found))
+		writeJSON(w, http.StatusOK, encode.AppendResults(make([]byte, 0, len(`{"results":[]}`)+6*len(found)), found))
 	})
 }
 
@@ -81,16 +81,4 @@ func readChecks(r *http.Request, maxChecks int, maxBodyBytes int64, bodies *budg
 		return decode.CheckRequest{}, lease, bodiesBusy()
 	}
 	return req, lease, nil
-}
-
-// appendResults appends {"results":[…]}: each of found as true or false.
-func appendResults(b []byte, found []bool) []byte {
-	b = append(b, `{"results":[`...)
-	for i, f := range found {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendBool(b, f)
-	}
-	return append(b, "]}"...)
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/membership"
 )
 
@@ -193,11 +194,11 @@ func skipSpace(s string, pos int) int {
 }
 
 // ourRevision returns the revision t names when it is a strong tag of the
-// form etag gives, in epoch: "<epoch, 16 hex digits>-<revision>".
+// form encode.ETag gives, in epoch: "<epoch, 16 hex digits>-<revision>".
 func ourRevision(t entityTag, epoch uint64) (membership.Revision, bool) {
 	const epochLen = 16
 	o := t.opaque
-	if t.weak || len(o) < epochLen+2 || o[epochLen] != '-' || o[:epochLen] != epochHex(epoch) {
+	if t.weak || len(o) < epochLen+2 || o[epochLen] != '-' || o[:epochLen] != encode.EpochHex(epoch) {
 		return 0, false
 	}
 	rev, ok := canonicalUint(o[epochLen+1:])
@@ -209,7 +210,7 @@ func ourRevision(t entityTag, epoch uint64) (membership.Revision, bool) {
 func writeChangeError(w http.ResponseWriter, r *http.Request, svc *membership.Service, err error) {
 	var e *membership.Error
 	if errors.As(err, &e) && e.Code == membership.CodePreconditionFailed {
-		w.Header()["Etag"] = etag(svc.Epoch(), e.Revision)
+		w.Header()["Etag"] = encode.ETag(svc.Epoch(), e.Revision)
 	}
 	writeError(w, r, err)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/membership"
 )
 
@@ -88,9 +89,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusServiceUnavailable {
 		w.Header()["Retry-After"] = retryAfter
 	}
-	b := append([]byte(`{"error":{"code":`), appendJSONString(nil, string(code))...)
+	b := append([]byte(`{"error":{"code":`), encode.AppendJSONString(nil, string(code))...)
 	b = append(b, `,"message":`...)
-	b = appendJSONString(b, membership.ErrorMessage(err))
+	b = encode.AppendJSONString(b, membership.ErrorMessage(err))
 	if e := (*membership.Error)(nil); code == membership.CodeChangesGone && errors.As(err, &e) {
 		b = append(b, `,"oldest_revision":`...)
 		b = strconv.AppendUint(b, uint64(e.OldestRevision), 10)

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -69,7 +70,7 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 		revision, err := svc.Groups(r.Context(), ask, func(n int, groups iter.Seq[membership.GroupSize]) {
 			total = n
 			page := pageOf(groups, q.limit, func(g membership.GroupSize) string { return g.ID }, &more, &last)
-			body, lease, busy = encodeBounded(replies, groupsJSONLen(page), func(b []byte) []byte { return appendGroups(b, page) })
+			body, lease, busy = encodeBounded(replies, encode.GroupsJSONLen(page), func(b []byte) []byte { return encode.AppendGroups(b, page) })
 		})
 		if err == nil {
 			err = busy
@@ -80,12 +81,12 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 		}
 		epoch := svc.Epoch()
 		writeRevision(w, revision)
-		if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, epoch, revision) {
-			writeNotModified(w, epoch, revision)
+		if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, epoch, revision) {
+			encode.WriteNotModified(w, epoch, revision)
 			return
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		w.Header()["Etag"] = etag(epoch, revision)
+		w.Header()["Etag"] = encode.ETag(epoch, revision)
 		if more {
 			next := nextLink("/groups", q.limit, last)
 			if q.prefix != "" {

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -59,7 +60,7 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 		}
 		writeWritten(w, res.Revision, res.Replayed)
 		if op == membership.OpReplace {
-			writeJSON(w, http.StatusOK, appendReplaced(nil, res))
+			writeJSON(w, http.StatusOK, encode.AppendReplaced(nil, res))
 			return
 		}
 		writeJSON(w, http.StatusOK, countBody(w, res.Count))
@@ -80,15 +81,6 @@ func changeOf(op membership.Op, groupID string, users []membership.User, cond me
 		w.UIDs[i] = u.UID
 	}
 	return w
-}
-
-// appendReplaced appends the reply of a replace: {"added":A,"removed":R}.
-func appendReplaced(b []byte, res membership.Result) []byte {
-	b = append(b, `{"added":`...)
-	b = strconv.AppendInt(b, int64(res.Count), 10)
-	b = append(b, `,"removed":`...)
-	b = strconv.AppendInt(b, int64(res.Removed), 10)
-	return append(b, '}')
 }
 
 // writeRevision sets the X-Revision of a write's reply.
@@ -253,8 +245,8 @@ func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 				writeError(w, r, err)
 				return
 			}
-			if conditional && noneMatch(r, svc.Epoch(), revision) {
-				writeNotModified(w, svc.Epoch(), revision)
+			if conditional && encode.NoneMatch(r, svc.Epoch(), revision) {
+				encode.WriteNotModified(w, svc.Epoch(), revision)
 				return
 			}
 			if shared {
@@ -276,8 +268,8 @@ func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 		revision, err := svc.ListMembers(r.Context(), groupID, ask, func(n int, members iter.Seq[membership.Member]) {
 			total = n
 			page := pageOf(members, opts.Limit, func(m membership.Member) membership.UID { return m.UID }, &more, &last)
-			size, _ := membersJSONLen(page)
-			body, lease, busy = encodeBounded(l.replies, size, func(b []byte) []byte { return appendMembers(b, page, nil) })
+			size, _ := encode.MembersJSONLen(page)
+			body, lease, busy = encodeBounded(l.replies, size, func(b []byte) []byte { return encode.AppendMembers(b, page, nil) })
 		})
 		if err == nil {
 			err = busy
@@ -287,7 +279,7 @@ func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 			return
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		w.Header()["Etag"] = etag(svc.Epoch(), revision)
+		w.Header()["Etag"] = encode.ETag(svc.Epoch(), revision)
 		if more {
 			setNextLink(w, "/group-user/"+escapeGroupID(groupID), opts.Limit, strconv.FormatInt(int64(last), 10))
 		}
@@ -453,11 +445,11 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 				writeError(w, r, err)
 				return
 			}
-			if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, svc.Epoch(), revision) {
-				writeNotModified(w, svc.Epoch(), revision)
+			if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, svc.Epoch(), revision) {
+				encode.WriteNotModified(w, svc.Epoch(), revision)
 				return
 			}
-			etagField = etag(svc.Epoch(), revision)
+			etagField = encode.ETag(svc.Epoch(), revision)
 		}
 		var work budget.Lease // taken from replies for the sorting
 		defer work.Release()
@@ -480,7 +472,7 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			// The body takes over from the sorting's memory, so that a list
 			// larger than the whole budget is still sent when alone.
 			work.Release()
-			body, lease, busy = encodeBounded(replies, stringsJSONLen(page), func(b []byte) []byte { return appendStrings(b, page) })
+			body, lease, busy = encodeBounded(replies, encode.StringsJSONLen(page), func(b []byte) []byte { return encode.AppendStrings(b, page) })
 		})
 		if err == nil {
 			err = busy
@@ -531,7 +523,7 @@ func handleMember(svc *membership.Service) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, appendMemberJSON(nil, m))
+		writeJSON(w, http.StatusOK, encode.AppendMemberJSON(nil, m))
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -62,7 +63,7 @@ func handleChangeSubgroups(svc *membership.Service, op membership.Op, maxBodyByt
 		}
 		writeWritten(w, res.Revision, res.Replayed)
 		if op == membership.OpReplaceGroups {
-			writeJSON(w, http.StatusOK, appendReplaced(nil, res))
+			writeJSON(w, http.StatusOK, encode.AppendReplaced(nil, res))
 			return
 		}
 		writeJSON(w, http.StatusOK, countBody(w, res.Count))
@@ -148,8 +149,8 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 			return
 		}
 		epoch := svc.Epoch()
-		if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, epoch, revision) {
-			writeNotModified(w, epoch, revision)
+		if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, epoch, revision) {
+			encode.WriteNotModified(w, epoch, revision)
 			return
 		}
 		ask := opts
@@ -166,7 +167,7 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 		_, err = list(r.Context(), groupID, ask, func(n int, groups iter.Seq[membership.Nested]) {
 			total = n
 			page := pageOf(groups, opts.Limit, func(g membership.Nested) string { return g.GroupID }, &more, &last)
-			body, lease, busy = encodeBounded(replies, nestedJSONLen(page), func(b []byte) []byte { return appendNested(b, page) })
+			body, lease, busy = encodeBounded(replies, encode.NestedJSONLen(page), func(b []byte) []byte { return encode.AppendNested(b, page) })
 		})
 		if err == nil {
 			err = busy
@@ -176,7 +177,7 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 			return
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		w.Header()["Etag"] = etag(epoch, revision)
+		w.Header()["Etag"] = encode.ETag(epoch, revision)
 		if more {
 			next := nextLink(path+escapeGroupID(groupID), opts.Limit, last)
 			if opts.Transitive {
@@ -228,8 +229,8 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 		return
 	}
 	epoch := svc.Epoch()
-	if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, epoch, revision) {
-		writeNotModified(w, epoch, revision)
+	if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, epoch, revision) {
+		encode.WriteNotModified(w, epoch, revision)
 		return
 	}
 	ask := opts
@@ -246,8 +247,8 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 	_, err = svc.ListMembers(r.Context(), groupID, ask, func(n int, members iter.Seq[membership.Member]) {
 		total = n
 		page := pageOf(members, opts.Limit, func(m membership.Member) membership.UID { return m.UID }, &more, &last)
-		size, _ := membersJSONLen(page)
-		body, lease, busy = encodeBounded(replies, size, func(b []byte) []byte { return appendMembers(b, page, nil) })
+		size, _ := encode.MembersJSONLen(page)
+		body, lease, busy = encodeBounded(replies, size, func(b []byte) []byte { return encode.AppendMembers(b, page, nil) })
 	})
 	if err == nil {
 		err = busy
@@ -257,7 +258,7 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 		return
 	}
 	w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-	w.Header()["Etag"] = etag(epoch, revision)
+	w.Header()["Etag"] = encode.ETag(epoch, revision)
 	if more {
 		setLink(w, nextLink("/group-user/"+escapeGroupID(groupID), opts.Limit, strconv.FormatInt(int64(last), 10))+transitiveLink)
 	}
@@ -276,8 +277,8 @@ func transitiveMember(w http.ResponseWriter, r *http.Request, svc *membership.Se
 		return
 	}
 	epoch := svc.Epoch()
-	if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, epoch, revision) {
-		writeNotModified(w, epoch, revision)
+	if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, epoch, revision) {
+		encode.WriteNotModified(w, epoch, revision)
 		return
 	}
 	m, via, _, err := svc.TransitiveMember(r.Context(), groupID, uid)
@@ -285,65 +286,14 @@ func transitiveMember(w http.ResponseWriter, r *http.Request, svc *membership.Se
 		writeError(w, r, err)
 		return
 	}
-	w.Header()["Etag"] = etag(epoch, revision)
-	b := appendMemberJSON(nil, m)
-	b = append(b[:len(b)-1], viaPrefix...) // over the }
+	w.Header()["Etag"] = encode.ETag(epoch, revision)
+	b := encode.AppendMemberJSON(nil, m)
+	b = append(b[:len(b)-1], encode.ViaPrefix...) // over the }
 	for i, id := range via {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, id)
+		b = encode.AppendJSONString(b, id)
 	}
 	writeJSON(w, http.StatusOK, append(b, "]}"...))
-}
-
-const (
-	viaPrefix          = `,"via":[`
-	nestedGroupPrefix  = `{"group":`
-	nestedExpiryPrefix = `,"expires":`
-)
-
-// nestedJSONLen returns len(appendNested(nil, groups)).
-func nestedJSONLen(groups iter.Seq[membership.Nested]) int {
-	size, n := 2, 0 // []
-	for g := range groups {
-		size += nestedElementLen(g)
-		n++
-	}
-	return size + max(n-1, 0) // commas
-}
-
-func nestedElementLen(g membership.Nested) int {
-	n := len(nestedGroupPrefix) + jsonStringLen(g.GroupID) + 1 // }
-	if !g.Expires.IsZero() {
-		n += len(nestedExpiryPrefix) + changeTimeLen(g.Expires)
-	}
-	return n
-}
-
-// appendNested appends groups as a JSON array of {"group":…}, each with
-// "expires" when its nesting ends.
-func appendNested(b []byte, groups iter.Seq[membership.Nested]) []byte {
-	b = append(b, '[')
-	i := 0
-	for g := range groups {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		i++
-		b = appendNestedElement(b, g)
-	}
-	return append(b, ']')
-}
-
-// appendNestedElement appends {"group":…}, with "expires" (in the feed's
-// time layout) when g has an expiry.
-func appendNestedElement(b []byte, g membership.Nested) []byte {
-	b = append(b, nestedGroupPrefix...)
-	b = appendJSONString(b, g.GroupID)
-	if !g.Expires.IsZero() {
-		b = append(b, nestedExpiryPrefix...)
-		b = appendChangeTime(b, g.Expires)
-	}
-	return append(b, '}')
 }

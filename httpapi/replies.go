@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -32,9 +33,9 @@ type encodedList struct {
 	// headers, made once for all its readers. Nothing changes them: a
 	// header map holds them.
 	etag, totalField, lengthField []string
-	// marks hold every markEvery-th member's uid and the offset of its
+	// marks hold every encode.MarkEvery-th member's uid and the offset of its
 	// object in body, for finding where a suffix starts.
-	marks []listMark
+	marks []encode.ListMark
 	// lease is what the list took from the replies budget while replies
 	// send it; refs counts those replies. Both are guarded by
 	// encodedLists.mu.
@@ -42,24 +43,14 @@ type encodedList struct {
 	refs  int
 }
 
-type listMark struct {
-	uid    membership.UID
-	offset int
-}
-
-// markEvery is how many members lie between two marks: a suffix's start is
-// found by a binary search of the marks and a scan of at most this many
-// objects.
-const markEvery = 64
-
 // suffix returns the list of the members with uids above uid: a JSON array
 // whose "[" is the first part and the rest of which is the second, both
 // sharing body.
 func (e *encodedList) suffix(uid membership.UID) (open, rest []byte) {
-	i := sort.Search(len(e.marks), func(i int) bool { return e.marks[i].uid > uid })
+	i := sort.Search(len(e.marks), func(i int) bool { return e.marks[i].UID > uid })
 	off := 1 // the first object, after "["
 	if i > 0 {
-		off = e.marks[i-1].offset
+		off = e.marks[i-1].Offset
 	}
 	end := len(e.body) - 1 // the closing "]"
 	for off < end {
@@ -82,7 +73,7 @@ var nextObject = []byte(`,{"uid":`)
 // objectUID reads the uid of the member object b starts with.
 func objectUID(b []byte) membership.UID {
 	var n membership.UID
-	for _, c := range b[len(uidPrefix):] {
+	for _, c := range b[len(encode.UIDPrefix):] {
 		if c < '0' || c > '9' {
 			break
 		}
@@ -199,16 +190,16 @@ func (l *encodedLists) build(ctx context.Context, svc *membership.Service, group
 	e = &encodedList{groupID: strings.Clone(groupID)}
 	busy := false
 	rev, err := svc.ListMembers(ctx, groupID, membership.ListOptions{}, func(total int, members iter.Seq[membership.Member]) {
-		size, n := membersJSONLen(members)
-		marks := n/markEvery + 1
+		size, n := encode.MembersJSONLen(members)
+		marks := n/encode.MarkEvery + 1
 		var ok bool
-		if e.lease, ok = l.replies.Take(int64(size+len(groupID)+marks*int(unsafe.Sizeof(listMark{}))) + entryOverhead); !ok {
+		if e.lease, ok = l.replies.Take(int64(size+len(groupID)+marks*int(unsafe.Sizeof(encode.ListMark{}))) + entryOverhead); !ok {
 			busy = true
 			return
 		}
 		e.total = total
-		e.marks = make([]listMark, 0, marks)
-		e.body = appendMembers(make([]byte, 0, size), members, &e.marks)
+		e.marks = make([]encode.ListMark, 0, marks)
+		e.body = encode.AppendMembers(make([]byte, 0, size), members, &e.marks)
 	})
 	if err != nil || busy {
 		if err == nil {
@@ -217,7 +208,7 @@ func (l *encodedLists) build(ctx context.Context, svc *membership.Service, group
 		e.lease.Release()
 		return nil, err
 	}
-	e.revision, e.etag, e.refs = rev, etag(svc.Epoch(), rev), 1
+	e.revision, e.etag, e.refs = rev, encode.ETag(svc.Epoch(), rev), 1
 	e.totalField, e.lengthField = []string{strconv.Itoa(e.total)}, []string{strconv.Itoa(len(e.body))}
 	return e, nil
 }

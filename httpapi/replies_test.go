@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
@@ -42,7 +44,7 @@ func newBigGroup(t *testing.T, n int) (*membership.Service, []membership.Member)
 		if i > 0 {
 			users += ","
 		}
-		users += fmt.Sprintf(`{"uid":%d,"nickname":%s}`, uid, appendJSONString(nil, nick))
+		users += fmt.Sprintf(`{"uid":%d,"nickname":%s}`, uid, encode.AppendJSONString(nil, nick))
 	}
 	_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: usersOf(users + "]")})
 	require.NoError(t, err)
@@ -52,14 +54,14 @@ func newBigGroup(t *testing.T, n int) (*membership.Service, []membership.Member)
 // The suffix of a shared list after any uid is exactly the list of the
 // members above it, whatever the nicknames hold.
 func TestEncodedListSuffix(t *testing.T) {
-	const n = 5 * markEvery
+	const n = 5 * encode.MarkEvery
 	svc, members := newBigGroup(t, n)
 	l := newEncodedLists(newListCache(0), budget.New(1<<30))
 	e, err := l.whole(context.Background(), svc, "g", 0)
 	require.NoError(t, err)
 	defer l.release(e)
 	require.Equal(t, string(encodeMembers(slices.Values(members))), string(e.body))
-	require.Len(t, e.marks, n/markEvery)
+	require.Len(t, e.marks, n/encode.MarkEvery)
 
 	for after := membership.UID(0); after <= membership.UID(3*n+2); after++ {
 		var want []membership.Member
@@ -263,4 +265,11 @@ func usersOf(usersJSON string) []membership.User {
 		panic(err)
 	}
 	return users
+}
+
+// encodeMembers returns the JSON array of members as encode writes a
+// list, in a buffer of exactly its size.
+func encodeMembers(members iter.Seq[membership.Member]) []byte {
+	size, _ := encode.MembersJSONLen(members)
+	return encode.AppendMembers(make([]byte, 0, size), members, nil)
 }
