@@ -11,6 +11,7 @@ import (
 
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -29,13 +30,13 @@ func handleBatch(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 			err = refuseConditions(r, `a batch's conditions are its changes' own: give each its "if_match"`)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		req, lease, err := readBatch(r, svc, maxBodyBytes, bodies)
 		defer lease.Release()
 		if err == nil && req.actingUID != 0 {
-			setActingUID(w, req.actingUID)
+			middleware.SetActingUID(w, req.actingUID)
 		}
 		req.batch.Idem.Key = key
 		if err != nil {
@@ -48,7 +49,7 @@ func handleBatch(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 			return
 		}
 		writeWritten(w, res.Revision, res.Replayed)
-		writeJSON(w, http.StatusOK, encode.AppendBatchResults(nil, req.batch.Writes, res.Results))
+		middleware.WriteJSON(w, http.StatusOK, encode.AppendBatchResults(nil, req.batch.Writes, res.Results))
 	})
 }
 
@@ -62,14 +63,14 @@ type batchRequest struct {
 // of what it decodes to, are taken from bodies: the caller releases the
 // lease, error or not.
 //
-// Errors: codeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
+// Errors: middleware.CodeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
 // CodeInvalidChanges, CodeInvalidUsers, CodeTooManyUsers, CodeInvalidUID,
-// codeInvalidHeader (an if_match that is not * or entity tags),
+// middleware.CodeInvalidHeader (an if_match that is not * or entity tags),
 // CodeUnavailable (bodies is spent).
 func readBatch(r *http.Request, svc *membership.Service, maxBodyBytes int64, bodies *budget.Bytes) (batchRequest, budget.Lease, error) {
-	if ct := headerValue(r, "Content-Type"); ct != "" {
+	if ct := middleware.HeaderValue(r, "Content-Type"); ct != "" {
 		if mediaType, _, err := mime.ParseMediaType(ct); err != nil || mediaType != jsonMediaType {
-			return batchRequest{}, budget.Lease{}, membership.Errorf(codeUnsupportedMediaType,
+			return batchRequest{}, budget.Lease{}, membership.Errorf(middleware.CodeUnsupportedMediaType,
 				"Content-Type %q is not supported: POST /batch takes %s", ct, jsonMediaType)
 		}
 	}
@@ -233,7 +234,7 @@ func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Wri
 	return w, nil
 }
 
-// writeBatchError answers err of a batch: as writeError, with the current
+// writeBatchError answers err of a batch: as middleware.WriteError, with the current
 // ETag of the group whose precondition failed.
 func writeBatchError(w http.ResponseWriter, r *http.Request, svc *membership.Service, err error) {
 	writeChangeError(w, r, svc, err)

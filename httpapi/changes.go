@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -39,7 +40,7 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBy
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		opts, wait, err := changesQuery(r)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		waitRefused := false
@@ -70,21 +71,21 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBy
 		w.Header()["X-Revision"] = []string{strconv.FormatUint(uint64(latest), 10)}
 		w.Header()["X-Epoch"] = []string{encode.EpochHex(svc.Epoch())}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		if waitRefused && len(changes) == 0 {
 			waiters.refused.Add(1)
-			w.Header()["Retry-After"] = retryAfter
+			w.Header()["Retry-After"] = middleware.RetryAfter
 		}
 		n, size := encode.ChangesJSONLen(changes, maxReplyBytes)
 		body, lease, err := encodeBounded(replies, size, func(b []byte) []byte { return encode.AppendChanges(b, changes[:n]) })
 		defer lease.Release()
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, body)
+		middleware.WriteJSON(w, http.StatusOK, body)
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -23,7 +24,7 @@ func handleCheck(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 		req, lease, err := readChecks(r, svc.MaxChecks(), maxBodyBytes, bodies)
 		defer lease.Release()
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		var found []bool
@@ -34,14 +35,14 @@ func handleCheck(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 			found, rev, err = svc.CheckMembers(r.Context(), req.Checks)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		writeRevision(w, rev)
 		// The reply, at most 6 bytes a check, is smaller than the body that
 		// asked, whose lease holds until it is sent: it needs no budget of
 		// its own.
-		writeJSON(w, http.StatusOK, encode.AppendResults(make([]byte, 0, len(`{"results":[]}`)+6*len(found)), found))
+		middleware.WriteJSON(w, http.StatusOK, encode.AppendResults(make([]byte, 0, len(`{"results":[]}`)+6*len(found)), found))
 	})
 }
 
@@ -49,12 +50,12 @@ func handleCheck(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 // and that of the decoded checks, are taken from bodies: the caller
 // releases the lease once done with the checks, error or not.
 //
-// Errors: codeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
+// Errors: middleware.CodeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
 // CodeInvalidChecks, CodeTooManyChecks, CodeUnavailable (bodies is spent).
 func readChecks(r *http.Request, maxChecks int, maxBodyBytes int64, bodies *budget.Bytes) (decode.CheckRequest, budget.Lease, error) {
-	if ct := headerValue(r, "Content-Type"); ct != "" {
+	if ct := middleware.HeaderValue(r, "Content-Type"); ct != "" {
 		if mediaType, _, err := mime.ParseMediaType(ct); err != nil || mediaType != jsonMediaType {
-			return decode.CheckRequest{}, budget.Lease{}, membership.Errorf(codeUnsupportedMediaType,
+			return decode.CheckRequest{}, budget.Lease{}, membership.Errorf(middleware.CodeUnsupportedMediaType,
 				"Content-Type %q is not supported: POST /check takes %s", ct, jsonMediaType)
 		}
 	}

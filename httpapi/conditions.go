@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/membership"
 )
 
@@ -39,7 +40,7 @@ import (
 // fails whatever the group's state: its precondition is one no state
 // meets (membership.NeverHolds).
 //
-// Errors: codeInvalidHeader.
+// Errors: middleware.CodeInvalidHeader.
 func writeCondition(r *http.Request, epoch uint64) (cond membership.Precondition, err error) {
 	if fields, ok := r.Header["If-Match"]; ok {
 		star, tags, err := parseEntityTags("If-Match", fields)
@@ -47,7 +48,7 @@ func writeCondition(r *http.Request, epoch uint64) (cond membership.Precondition
 			return cond, err
 		}
 		if len(tags) > membership.MaxPreconditionRevisions {
-			return cond, membership.Errorf(codeInvalidHeader,
+			return cond, membership.Errorf(middleware.CodeInvalidHeader,
 				"If-Match has %d entity tags, more than %d: send the ETag you read", len(tags), membership.MaxPreconditionRevisions)
 		}
 		cond.Exists = star
@@ -66,7 +67,7 @@ func writeCondition(r *http.Request, epoch uint64) (cond membership.Precondition
 			return cond, err
 		}
 		if !star {
-			return cond, membership.Errorf(codeInvalidHeader,
+			return cond, membership.Errorf(middleware.CodeInvalidHeader,
 				"on a write, If-None-Match takes only * (apply the write only while the group is empty); "+
 					"to apply it only while the group is unchanged, send its ETag in If-Match")
 		}
@@ -79,11 +80,11 @@ func writeCondition(r *http.Request, epoch uint64) (cond membership.Precondition
 // takes neither, saying why: removing a user from every group has no one
 // group whose state they could name; a batch's changes carry their own.
 //
-// Errors: codeInvalidHeader.
+// Errors: middleware.CodeInvalidHeader.
 func refuseConditions(r *http.Request, why string) error {
 	for _, name := range []string{"If-Match", "If-None-Match"} {
 		if _, ok := r.Header[name]; ok {
-			return membership.Errorf(codeInvalidHeader, "%s is not taken here: %s", name, why)
+			return membership.Errorf(middleware.CodeInvalidHeader, "%s is not taken here: %s", name, why)
 		}
 	}
 	return nil
@@ -116,7 +117,7 @@ type entityTag struct {
 // tags (W/"…" or "…"; the quoted part of visible ASCII but '"', and bytes
 // 0x80 to 0xFF), fields of one header being one list.
 //
-// Errors: codeInvalidHeader.
+// Errors: middleware.CodeInvalidHeader.
 func parseEntityTags(name string, fields []string) (star bool, tags []entityTag, err error) {
 	elements := 0
 	for _, field := range fields {
@@ -132,23 +133,23 @@ func parseEntityTags(name string, fields []string) (star bool, tags []entityTag,
 			} else {
 				var t entityTag
 				if t, pos, err = parseEntityTag(field, pos); err != nil {
-					return false, nil, membership.Errorf(codeInvalidHeader,
+					return false, nil, membership.Errorf(middleware.CodeInvalidHeader,
 						"%s %.60q is not * or a list of entity tags (\"…\" or W/\"…\"): %v", name, field, err)
 				}
 				tags = append(tags, t)
 			}
 			pos = skipSpace(field, pos)
 			if pos < len(field) && field[pos] != ',' {
-				return false, nil, membership.Errorf(codeInvalidHeader,
+				return false, nil, membership.Errorf(middleware.CodeInvalidHeader,
 					"%s %.60q is not * or a list of entity tags: want a comma at byte %d", name, field, pos)
 			}
 		}
 	}
 	switch {
 	case elements == 0:
-		return false, nil, membership.Errorf(codeInvalidHeader, "%s is empty: send * or entity tags, or leave it out", name)
+		return false, nil, membership.Errorf(middleware.CodeInvalidHeader, "%s is empty: send * or entity tags, or leave it out", name)
 	case star && elements > 1:
-		return false, nil, membership.Errorf(codeInvalidHeader, "%s has * among other values: send * alone", name)
+		return false, nil, membership.Errorf(middleware.CodeInvalidHeader, "%s has * among other values: send * alone", name)
 	}
 	return star, tags, nil
 }
@@ -205,12 +206,12 @@ func ourRevision(t entityTag, epoch uint64) (membership.Revision, bool) {
 	return membership.Revision(rev), ok
 }
 
-// writeChangeError answers err of a write: as writeError, with the
+// writeChangeError answers err of a write: as middleware.WriteError, with the
 // group's current ETag when a precondition failed.
 func writeChangeError(w http.ResponseWriter, r *http.Request, svc *membership.Service, err error) {
 	var e *membership.Error
 	if errors.As(err, &e) && e.Code == membership.CodePreconditionFailed {
 		w.Header()["Etag"] = encode.ETag(svc.Epoch(), e.Revision)
 	}
-	writeError(w, r, err)
+	middleware.WriteError(w, r, err)
 }

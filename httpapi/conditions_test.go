@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/membership"
 )
 
@@ -45,7 +46,7 @@ func TestParseEntityTags(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			star, tags, err := parseEntityTags("If-Match", tt.fields)
 			if tt.wantErr {
-				assert.Equal(t, codeInvalidHeader, membership.ErrorCode(err), "%v", err)
+				assert.Equal(t, middleware.CodeInvalidHeader, membership.ErrorCode(err), "%v", err)
 				return
 			}
 			assert.NoError(t, err)
@@ -92,7 +93,7 @@ func TestWriteCondition(t *testing.T) {
 			}
 			cond, err := writeCondition(r, epoch)
 			if tt.wantErr {
-				assert.Equal(t, codeInvalidHeader, membership.ErrorCode(err), "%v", err)
+				assert.Equal(t, middleware.CodeInvalidHeader, membership.ErrorCode(err), "%v", err)
 				return
 			}
 			assert.NoError(t, err)

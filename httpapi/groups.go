@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -55,7 +56,7 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseGroupsQuery(r)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		// One more than the page, to know whether a next page exists.
@@ -76,7 +77,7 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 			err = busy
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		epoch := svc.Epoch()
@@ -94,6 +95,6 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 			}
 			setLink(w, next)
 		}
-		writeJSON(w, http.StatusOK, body)
+		middleware.WriteJSON(w, http.StatusOK, body)
 	})
 }

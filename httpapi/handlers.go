@@ -11,6 +11,7 @@ import (
 
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -29,12 +30,12 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 			key, err = idempotencyKey(r)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		req, err := readChangeRequest(w, r, "users", maxBodyBytes, bodies)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		defer req.lease.Release()
@@ -44,7 +45,7 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 			err = holdDecoded(&req.lease, users)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		change := changeOf(op, groupID, users, cond)
@@ -60,10 +61,10 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 		}
 		writeWritten(w, res.Revision, res.Replayed)
 		if op == membership.OpReplace {
-			writeJSON(w, http.StatusOK, encode.AppendReplaced(nil, res))
+			middleware.WriteJSON(w, http.StatusOK, encode.AppendReplaced(nil, res))
 			return
 		}
-		writeJSON(w, http.StatusOK, countBody(w, res.Count))
+		middleware.WriteJSON(w, http.StatusOK, middleware.CountBody(w, res.Count))
 	})
 }
 
@@ -85,7 +86,7 @@ func changeOf(op membership.Op, groupID string, users []membership.User, cond me
 
 // writeRevision sets the X-Revision of a write's reply.
 func writeRevision(w http.ResponseWriter, rev membership.Revision) {
-	w.Header()["X-Revision"] = uintField(w, uint64(rev))
+	w.Header()["X-Revision"] = middleware.UintField(w, uint64(rev))
 }
 
 // handleDeleteGroup serves DELETE /groups/{groupID}: it removes every
@@ -112,7 +113,7 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 				"to remove some users, DELETE /group-user/{groupID} with users")
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		write := membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond, Actor: actor, Idem: membership.Idempotency{Key: key}}
@@ -125,7 +126,7 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 			return
 		}
 		writeWritten(w, res.Revision, res.Replayed)
-		writeJSON(w, http.StatusOK, countBody(w, res.Count))
+		middleware.WriteJSON(w, http.StatusOK, middleware.CountBody(w, res.Count))
 	})
 }
 
@@ -152,17 +153,17 @@ func handleRemoveUser(svc *membership.Service) http.Handler {
 			err = refuseBody(r, "DELETE /user-group/{uid} removes the user from every group and takes no body")
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}, Actor: actor,
 			Idem: membership.Idempotency{Key: key}})
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		writeWritten(w, res.Revision, res.Replayed)
-		writeJSON(w, http.StatusOK, countBody(w, res.Count))
+		middleware.WriteJSON(w, http.StatusOK, middleware.CountBody(w, res.Count))
 	})
 }
 
@@ -184,7 +185,7 @@ func actorQuery(w http.ResponseWriter, r *http.Request) (membership.UID, error) 
 	if !ok {
 		return 0, membership.Errorf(membership.CodeInvalidUID, "the uid parameter %.40q is not %s", v, membership.UIDRange)
 	}
-	setActingUID(w, uid)
+	middleware.SetActingUID(w, uid)
 	return uid, nil
 }
 
@@ -230,7 +231,7 @@ func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 		groupID := r.PathValue("groupID")
 		opts, err := listOptions(r)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		if opts.Transitive {
@@ -242,7 +243,7 @@ func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 		if shared || conditional {
 			revision, err := svc.Revision(r.Context(), groupID)
 			if err != nil {
-				writeError(w, r, err)
+				middleware.WriteError(w, r, err)
 				return
 			}
 			if conditional && encode.NoneMatch(r, svc.Epoch(), revision) {
@@ -275,7 +276,7 @@ func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 			err = busy
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
@@ -283,7 +284,7 @@ func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 		if more {
 			setNextLink(w, "/group-user/"+escapeGroupID(groupID), opts.Limit, strconv.FormatInt(int64(last), 10))
 		}
-		writeJSON(w, http.StatusOK, body)
+		middleware.WriteJSON(w, http.StatusOK, body)
 	})
 }
 
@@ -313,18 +314,18 @@ func takeSortingWork(ctx context.Context, svc *membership.Service, uid membershi
 func writeWholeList(w http.ResponseWriter, r *http.Request, svc *membership.Service, l *encodedLists, groupID string, revision membership.Revision, after membership.UID) {
 	e, err := l.whole(r.Context(), svc, groupID, revision)
 	if err != nil {
-		writeError(w, r, err)
+		middleware.WriteError(w, r, err)
 		return
 	}
 	defer l.release(e)
 	w.Header()["X-Total-Count"] = e.totalField
 	w.Header()["Etag"] = e.etag
 	if after == 0 {
-		writeJSONOfLength(w, http.StatusOK, e.lengthField, nil, e.body)
+		middleware.WriteJSONOfLength(w, http.StatusOK, e.lengthField, nil, e.body)
 		return
 	}
 	head, rest := e.suffix(after)
-	writeJSONParts(w, http.StatusOK, head, rest)
+	middleware.WriteJSONParts(w, http.StatusOK, head, rest)
 }
 
 // pageOf yields the first limit items of items (all of them when limit is
@@ -416,12 +417,12 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid, err := pathUID(r)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		q, err := parseQuery(r, "limit", "after", "transitive")
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		limit, err := q.limit()
@@ -430,7 +431,7 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			transitive, err = transitiveQuery(q)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		ask := membership.GroupListOptions{After: q["after"], Transitive: transitive}
@@ -442,7 +443,7 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 		if transitive {
 			revision, err := storeRevision(r.Context(), svc)
 			if err != nil {
-				writeError(w, r, err)
+				middleware.WriteError(w, r, err)
 				return
 			}
 			if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, svc.Epoch(), revision) {
@@ -456,7 +457,7 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 		if limit > 0 {
 			ask.Limit = limit + 1 // one more, to know whether a next page exists
 		} else if work, err = takeSortingWork(r.Context(), svc, uid, ask, replies); err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		var body []byte
@@ -478,7 +479,7 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			err = busy
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
@@ -492,7 +493,7 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			}
 			setLink(w, next)
 		}
-		writeJSON(w, http.StatusOK, body)
+		middleware.WriteJSON(w, http.StatusOK, body)
 	})
 }
 
@@ -511,7 +512,7 @@ func handleMember(svc *membership.Service) http.Handler {
 			transitive, err = transitiveQuery(q)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		if transitive {
@@ -520,10 +521,10 @@ func handleMember(svc *membership.Service) http.Handler {
 		}
 		m, err := svc.Member(r.Context(), r.PathValue("groupID"), uid)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, encode.AppendMemberJSON(nil, m))
+		middleware.WriteJSON(w, http.StatusOK, encode.AppendMemberJSON(nil, m))
 	})
 }
 
@@ -536,34 +537,34 @@ func handleMember(svc *membership.Service) http.Handler {
 func handleReadyz(d shared) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.loading() {
-			writeError(w, r, errStarting)
+			middleware.WriteError(w, r, errStarting)
 			return
 		}
 		if !d.opts.Ready() {
-			writeError(w, r, membership.Errorf(membership.CodeUnavailable, "the service is shutting down"))
+			middleware.WriteError(w, r, membership.Errorf(membership.CodeUnavailable, "the service is shutting down"))
 			return
 		}
 		if err := d.store.Writable(); err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
+		middleware.WriteJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
 	})
 }
 
 // errStarting answers what needs the data while it loads.
-var errStarting = membership.Errorf(codeStarting, "the service is starting: its data is loading; try again in a moment (/readyz says when it is ready)")
+var errStarting = membership.Errorf(middleware.CodeStarting, "the service is starting: its data is loading; try again in a moment (/readyz says when it is ready)")
 
 // handleStarting answers a data route while the data loads.
 func handleStarting() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, errStarting)
+		middleware.WriteError(w, r, errStarting)
 	})
 }
 
 func handleHealthz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+		middleware.WriteJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
 	})
 }
 
@@ -571,48 +572,13 @@ func handleHealthz() http.Handler {
 func handleMethodNotAllowed(allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		writeError(w, r, membership.Errorf(codeMethodNotAllowed,
+		middleware.WriteError(w, r, membership.Errorf(middleware.CodeMethodNotAllowed,
 			"method %s is not allowed on %s; allowed: %s", r.Method, r.URL.EscapedPath(), allow))
 	})
 }
 
 func handleNotFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, membership.Errorf(codeNotFound, "no route for %s %s; GET /openapi.json describes every route", r.Method, r.URL.EscapedPath()))
+		middleware.WriteError(w, r, membership.Errorf(middleware.CodeNotFound, "no route for %s %s; GET /openapi.json describes every route", r.Method, r.URL.EscapedPath()))
 	})
-}
-
-// Header values every reply shares. Assigning them directly skips the key
-// canonicalisation and the slice allocation of Header.Set on every reply; the
-// slices are never changed, and Header.Add on them would copy.
-var (
-	jsonContentType = []string{"application/json"}
-	noSniff         = []string{"nosniff"}
-)
-
-// writeJSON writes body, which must be JSON, with the given status.
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	writeJSONParts(w, status, nil, body)
-}
-
-// writeJSONParts writes the JSON value that head and body make together,
-// with the given status, without joining them in a new buffer.
-func writeJSONParts(w http.ResponseWriter, status int, head, body []byte) {
-	writeJSONOfLength(w, status, uintField(w, uint64(len(head)+len(body))), head, body)
-}
-
-// writeJSONOfLength is writeJSONParts with the Content-Length's value,
-// the length of head and body, made by the caller: a cached list's is made
-// once.
-func writeJSONOfLength(w http.ResponseWriter, status int, length []string, head, body []byte) {
-	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	h["X-Content-Type-Options"] = noSniff
-	h["Content-Length"] = length
-	w.WriteHeader(status)
-	// A failed write means the client went away: nothing to tell it.
-	if len(head) > 0 {
-		_, _ = w.Write(head)
-	}
-	_, _ = w.Write(body)
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/accesslog"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/metrics"
@@ -159,16 +160,16 @@ func NewLoadingHandler(opts Options) *Handler {
 	}
 	d.encodedLists = newEncodedLists(newListCache(opts.ListCacheBytes), d.replies)
 	if !opts.NoMetrics {
-		d.metrics = newRequestMetrics()
+		d.metrics = middleware.NewRequestMetrics()
 	}
 	h := &Handler{base: d}
 	h.mux.Store(h.newMux(d))
-	h.serve = observe(requestLog{opts.Logger, opts.AccessLines}, opts.AccessLog, d.metrics, canonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.serve = middleware.Observe(middleware.RequestLog{Logger: opts.Logger, Lines: opts.AccessLines}, opts.AccessLog, d.metrics, middleware.CanonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mux.Load().ServeHTTP(w, r)
 	})))
-	h.admin = observe(requestLog{opts.Logger, opts.AccessLines}, opts.AccessLog, d.metrics, canonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.admin = middleware.Observe(middleware.RequestLog{Logger: opts.Logger, Lines: opts.AccessLines}, opts.AccessLog, d.metrics, middleware.CanonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !adminPaths[r.URL.Path] {
-			writeError(w, r, membership.Errorf(codeNotFound, "the admin address serves /healthz, /readyz and /metrics only: the API is on the other address"))
+			middleware.WriteError(w, r, membership.Errorf(middleware.CodeNotFound, "the admin address serves /healthz, /readyz and /metrics only: the API is on the other address"))
 			return
 		}
 		h.mux.Load().ServeHTTP(w, r)
@@ -219,7 +220,7 @@ type shared struct {
 	backups      *backups      // one at a time, spaced
 	waiters      *waiters      // /changes long polls waiting
 	encodedLists *encodedLists
-	metrics      *requestMetrics // nil with NoMetrics
+	metrics      *middleware.RequestMetrics // nil with NoMetrics
 }
 
 // loading reports whether the handler is loading: it has no service yet.

@@ -9,6 +9,7 @@ import (
 
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -34,12 +35,12 @@ func handleChangeSubgroups(svc *membership.Service, op membership.Op, maxBodyByt
 			key, err = idempotencyKey(r)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		req, err := readChangeRequest(w, r, "groups", maxBodyBytes, bodies)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		defer req.lease.Release()
@@ -48,7 +49,7 @@ func handleChangeSubgroups(svc *membership.Service, op membership.Op, maxBodyByt
 			err = holdDecodedBytes(&req.lease, subgroupsBytes(groups))
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		change := membership.Write{Op: op, GroupID: r.PathValue("groupID"), Subgroups: groups, If: cond,
@@ -63,10 +64,10 @@ func handleChangeSubgroups(svc *membership.Service, op membership.Op, maxBodyByt
 		}
 		writeWritten(w, res.Revision, res.Replayed)
 		if op == membership.OpReplaceGroups {
-			writeJSON(w, http.StatusOK, encode.AppendReplaced(nil, res))
+			middleware.WriteJSON(w, http.StatusOK, encode.AppendReplaced(nil, res))
 			return
 		}
-		writeJSON(w, http.StatusOK, countBody(w, res.Count))
+		middleware.WriteJSON(w, http.StatusOK, middleware.CountBody(w, res.Count))
 	})
 }
 
@@ -126,11 +127,11 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 		groupID := r.PathValue("groupID")
 		opts, err := nestingListOptions(r)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		if err := membership.ValidateGroupID(groupID); err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		// The revision is read before the list, so that the ETag is never
@@ -145,7 +146,7 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 			revision, err = svc.Revision(r.Context(), groupID)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		epoch := svc.Epoch()
@@ -173,7 +174,7 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 			err = busy
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
@@ -185,7 +186,7 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 			}
 			setLink(w, next)
 		}
-		writeJSON(w, http.StatusOK, body)
+		middleware.WriteJSON(w, http.StatusOK, body)
 	})
 }
 
@@ -225,7 +226,7 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 	groupID := r.PathValue("groupID")
 	revision, err := svc.TransitiveRevision(r.Context(), groupID)
 	if err != nil {
-		writeError(w, r, err)
+		middleware.WriteError(w, r, err)
 		return
 	}
 	epoch := svc.Epoch()
@@ -254,7 +255,7 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 		err = busy
 	}
 	if err != nil {
-		writeError(w, r, err)
+		middleware.WriteError(w, r, err)
 		return
 	}
 	w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
@@ -262,7 +263,7 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 	if more {
 		setLink(w, nextLink("/group-user/"+escapeGroupID(groupID), opts.Limit, strconv.FormatInt(int64(last), 10))+transitiveLink)
 	}
-	writeJSON(w, http.StatusOK, body)
+	middleware.WriteJSON(w, http.StatusOK, body)
 }
 
 // transitiveMember answers GET /group-user/{groupID}/{uid}?transitive=true:
@@ -273,7 +274,7 @@ func transitiveMember(w http.ResponseWriter, r *http.Request, svc *membership.Se
 	groupID := r.PathValue("groupID")
 	revision, err := svc.TransitiveRevision(r.Context(), groupID)
 	if err != nil {
-		writeError(w, r, err)
+		middleware.WriteError(w, r, err)
 		return
 	}
 	epoch := svc.Epoch()
@@ -283,7 +284,7 @@ func transitiveMember(w http.ResponseWriter, r *http.Request, svc *membership.Se
 	}
 	m, via, _, err := svc.TransitiveMember(r.Context(), groupID, uid)
 	if err != nil {
-		writeError(w, r, err)
+		middleware.WriteError(w, r, err)
 		return
 	}
 	w.Header()["Etag"] = encode.ETag(epoch, revision)
@@ -295,5 +296,5 @@ func transitiveMember(w http.ResponseWriter, r *http.Request, svc *membership.Se
 		}
 		b = encode.AppendJSONString(b, id)
 	}
-	writeJSON(w, http.StatusOK, append(b, "]}"...))
+	middleware.WriteJSON(w, http.StatusOK, append(b, "]}"...))
 }

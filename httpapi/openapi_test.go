@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
@@ -67,7 +68,7 @@ func TestOpenAPIListsEveryErrorCode(t *testing.T) {
 		documented = append(documented, c.(string))
 	}
 	var mapped []string
-	for code := range statusOf {
+	for code := range middleware.StatusOf {
 		mapped = append(mapped, string(code))
 	}
 	slices.Sort(documented)

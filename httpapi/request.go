@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -33,20 +34,20 @@ type changeRequest struct {
 // object, with list ("users" or "groups") and uid. It reads the body itself
 // because Request.ParseForm ignores the body of a DELETE.
 //
-// Errors: codeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
+// Errors: middleware.CodeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
 // CodeInvalidUID.
 // The body's memory is taken from bodies: on success the caller releases
 // req.lease once done with req.
 func readChangeRequest(w http.ResponseWriter, r *http.Request, list string, maxBodyBytes int64, bodies *budget.Bytes) (req changeRequest, err error) {
 	parse := decode.ParseChangeForm
-	if ct := headerValue(r, "Content-Type"); ct != "" && ct != formMediaType {
+	if ct := middleware.HeaderValue(r, "Content-Type"); ct != "" && ct != formMediaType {
 		mediaType, _, err := mime.ParseMediaType(ct)
 		switch {
 		case err == nil && mediaType == formMediaType:
 		case err == nil && mediaType == jsonMediaType:
 			parse = decode.ParseChangeJSON
 		default:
-			return changeRequest{}, membership.Errorf(codeUnsupportedMediaType,
+			return changeRequest{}, membership.Errorf(middleware.CodeUnsupportedMediaType,
 				"Content-Type %q is not supported: send %s or %s", ct, formMediaType, jsonMediaType)
 		}
 	}
@@ -79,19 +80,9 @@ func readChangeRequest(w http.ResponseWriter, r *http.Request, list string, maxB
 			return req, membership.Errorf(membership.CodeInvalidUID,
 				"the uid parameter %.40q is not %s", uid, membership.UIDRange)
 		}
-		setActingUID(w, req.actingUID)
+		middleware.SetActingUID(w, req.actingUID)
 	}
 	return req, nil
-}
-
-// headerValue returns the first value of the request's header field key,
-// as Header.Get does, for a key in canonical form: the server stores every
-// field under its canonical name, so the map is read without making it.
-func headerValue(r *http.Request, key string) string {
-	if v := r.Header[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
 }
 
 // firstBodyBuffer is the room a body gets before its bytes arrive.
@@ -154,14 +145,14 @@ func readBody(r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) (body [
 	}
 }
 
-// checkContentEncoding returns a codeUnsupportedMediaType error unless the
+// checkContentEncoding returns a middleware.CodeUnsupportedMediaType error unless the
 // body is sent as it is (no Content-Encoding, or identity): a gzipped body
 // read as plain text would be refused for what it seems to lack, or worse.
 func checkContentEncoding(r *http.Request) error {
 	for _, field := range r.Header["Content-Encoding"] {
 		for coding := range strings.SplitSeq(field, ",") {
 			if coding = strings.TrimSpace(coding); coding != "" && !strings.EqualFold(coding, "identity") {
-				return membership.Errorf(codeUnsupportedMediaType,
+				return membership.Errorf(middleware.CodeUnsupportedMediaType,
 					"Content-Encoding %.40q is not supported: send the body uncompressed, without Content-Encoding", coding)
 			}
 		}

@@ -1,4 +1,4 @@
-package httpapi
+package middleware
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 
 func TestErrorBodiesEscapeLikeTheLists(t *testing.T) {
 	w := httptest.NewRecorder()
-	writeError(w, httptest.NewRequest("GET", "/", nil), membership.Errorf(membership.CodeInvalidUsers, `a <b> & "c" \ é`+"\n"))
+	WriteError(w, httptest.NewRequest("GET", "/", nil), membership.Errorf(membership.CodeInvalidUsers, `a <b> & "c" \ é`+"\n"))
 	assert.Equal(t, `{"error":{"code":"invalid_users","message":"a <b> & \"c\" \\ é\n"}}`, w.Body.String())
 	var decoded struct {
 		Error struct{ Code, Message string }
