@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
@@ -79,7 +80,7 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBy
 			w.Header()["Retry-After"] = middleware.RetryAfter
 		}
 		n, size := encode.ChangesJSONLen(changes, maxReplyBytes)
-		body, lease, err := encodeBounded(replies, size, func(b []byte) []byte { return encode.AppendChanges(b, changes[:n]) })
+		body, lease, err := lists.EncodeBounded(replies, size, func(b []byte) []byte { return encode.AppendChanges(b, changes[:n]) })
 		defer lease.Release()
 		if err != nil {
 			middleware.WriteError(w, r, err)

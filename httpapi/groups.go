@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
@@ -71,7 +72,7 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 		revision, err := svc.Groups(r.Context(), ask, func(n int, groups iter.Seq[membership.GroupSize]) {
 			total = n
 			page := pageOf(groups, q.limit, func(g membership.GroupSize) string { return g.ID }, &more, &last)
-			body, lease, busy = encodeBounded(replies, encode.GroupsJSONLen(page), func(b []byte) []byte { return encode.AppendGroups(b, page) })
+			body, lease, busy = lists.EncodeBounded(replies, encode.GroupsJSONLen(page), func(b []byte) []byte { return encode.AppendGroups(b, page) })
 		})
 		if err == nil {
 			err = busy

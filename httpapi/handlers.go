@@ -11,6 +11,7 @@ import (
 
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
@@ -226,7 +227,7 @@ func decodeUsers(usersJSON string, maxUsers int) ([]membership.User, error) {
 // is sent from one encoding per revision that all its readers share. With
 // ?transitive=true, the users of the group's subgroups at any depth too
 // (listTransitiveMembers).
-func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
+func handleListMembers(svc *membership.Service, l *lists.EncodedLists) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groupID := r.PathValue("groupID")
 		opts, err := listOptions(r)
@@ -235,7 +236,7 @@ func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 			return
 		}
 		if opts.Transitive {
-			listTransitiveMembers(w, r, svc, l.replies, opts)
+			listTransitiveMembers(w, r, svc, l.Replies, opts)
 			return
 		}
 		shared := opts.Limit == 0
@@ -270,7 +271,7 @@ func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 			total = n
 			page := pageOf(members, opts.Limit, func(m membership.Member) membership.UID { return m.UID }, &more, &last)
 			size, _ := encode.MembersJSONLen(page)
-			body, lease, busy = encodeBounded(l.replies, size, func(b []byte) []byte { return encode.AppendMembers(b, page, nil) })
+			body, lease, busy = lists.EncodeBounded(l.Replies, size, func(b []byte) []byte { return encode.AppendMembers(b, page, nil) })
 		})
 		if err == nil {
 			err = busy
@@ -303,7 +304,7 @@ func takeSortingWork(ctx context.Context, svc *membership.Service, uid membershi
 	}
 	work, ok := replies.Take(int64(n) * int64(unsafe.Sizeof("")))
 	if !ok {
-		return work, errRepliesBusy()
+		return work, lists.ErrRepliesBusy()
 	}
 	return work, nil
 }
@@ -311,20 +312,20 @@ func takeSortingWork(ctx context.Context, svc *membership.Service, uid membershi
 // writeWholeList answers the group's whole list at revision, or its suffix
 // after the uid after (0: none), from the one encoding all its readers
 // share.
-func writeWholeList(w http.ResponseWriter, r *http.Request, svc *membership.Service, l *encodedLists, groupID string, revision membership.Revision, after membership.UID) {
-	e, err := l.whole(r.Context(), svc, groupID, revision)
+func writeWholeList(w http.ResponseWriter, r *http.Request, svc *membership.Service, l *lists.EncodedLists, groupID string, revision membership.Revision, after membership.UID) {
+	e, err := l.Whole(r.Context(), svc, groupID, revision)
 	if err != nil {
 		middleware.WriteError(w, r, err)
 		return
 	}
-	defer l.release(e)
-	w.Header()["X-Total-Count"] = e.totalField
-	w.Header()["Etag"] = e.etag
+	defer l.Release(e)
+	w.Header()["X-Total-Count"] = e.TotalField
+	w.Header()["Etag"] = e.ETag
 	if after == 0 {
-		middleware.WriteJSONOfLength(w, http.StatusOK, e.lengthField, nil, e.body)
+		middleware.WriteJSONOfLength(w, http.StatusOK, e.LengthField, nil, e.Body)
 		return
 	}
-	head, rest := e.suffix(after)
+	head, rest := e.Suffix(after)
 	middleware.WriteJSONParts(w, http.StatusOK, head, rest)
 }
 
@@ -473,7 +474,7 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			// The body takes over from the sorting's memory, so that a list
 			// larger than the whole budget is still sent when alone.
 			work.Release()
-			body, lease, busy = encodeBounded(replies, encode.StringsJSONLen(page), func(b []byte) []byte { return encode.AppendStrings(b, page) })
+			body, lease, busy = lists.EncodeBounded(replies, encode.StringsJSONLen(page), func(b []byte) []byte { return encode.AppendStrings(b, page) })
 		})
 		if err == nil {
 			err = busy

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/accesslog"
 	"example.com/groupmembership/internal/budget"
@@ -158,7 +159,7 @@ func NewLoadingHandler(opts Options) *Handler {
 		backups: &backups{},
 		waiters: &waiters{limit: int64(opts.MaxWaiters)},
 	}
-	d.encodedLists = newEncodedLists(newListCache(opts.ListCacheBytes), d.replies)
+	d.encodedLists = lists.NewEncodedLists(lists.NewCache(opts.ListCacheBytes), d.replies)
 	if !opts.NoMetrics {
 		d.metrics = middleware.NewRequestMetrics()
 	}
@@ -219,7 +220,7 @@ type shared struct {
 	replies      *budget.Bytes // reply bodies being built and sent
 	backups      *backups      // one at a time, spaced
 	waiters      *waiters      // /changes long polls waiting
-	encodedLists *encodedLists
+	encodedLists *lists.EncodedLists
 	metrics      *middleware.RequestMetrics // nil with NoMetrics
 }
 
@@ -232,7 +233,7 @@ func (d shared) budgets() []metrics.Budget {
 	bs := []metrics.Budget{
 		{Name: "request_bodies", Used: d.bodies.Used(), Limit: d.bodies.Limit(), Refused: d.bodies.Refused()},
 		{Name: "replies", Used: d.replies.Used(), Limit: d.replies.Limit(), Refused: d.replies.Refused()},
-		{Name: "list_cache", Used: d.encodedLists.cacheBytes(), Limit: d.encodedLists.cache.maxBytes},
+		{Name: "list_cache", Used: d.encodedLists.CacheBytes(), Limit: d.encodedLists.CacheLimit()},
 	}
 	if d.store.Budgets != nil {
 		bs = append(bs, d.store.Budgets()...)

@@ -9,6 +9,7 @@ import (
 
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
@@ -168,7 +169,7 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 		_, err = list(r.Context(), groupID, ask, func(n int, groups iter.Seq[membership.Nested]) {
 			total = n
 			page := pageOf(groups, opts.Limit, func(g membership.Nested) string { return g.GroupID }, &more, &last)
-			body, lease, busy = encodeBounded(replies, encode.NestedJSONLen(page), func(b []byte) []byte { return encode.AppendNested(b, page) })
+			body, lease, busy = lists.EncodeBounded(replies, encode.NestedJSONLen(page), func(b []byte) []byte { return encode.AppendNested(b, page) })
 		})
 		if err == nil {
 			err = busy
@@ -249,7 +250,7 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 		total = n
 		page := pageOf(members, opts.Limit, func(m membership.Member) membership.UID { return m.UID }, &more, &last)
 		size, _ := encode.MembersJSONLen(page)
-		body, lease, busy = encodeBounded(replies, size, func(b []byte) []byte { return encode.AppendMembers(b, page, nil) })
+		body, lease, busy = lists.EncodeBounded(replies, size, func(b []byte) []byte { return encode.AppendMembers(b, page, nil) })
 	})
 	if err == nil {
 		err = busy

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/store/memory"
@@ -44,7 +45,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		}
 	}
 	var registered []string
-	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
+	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: lists.NewEncodedLists(lists.NewCache(0), budget.New(1))}) {
 		registered = append(registered, r.method+" "+r.path)
 		if r.method == http.MethodGet {
 			registered = append(registered, "HEAD "+r.path) // the mux serves HEAD with GET
@@ -165,7 +166,7 @@ func headerNames(t *testing.T, doc map[string]any, response any) []string {
 func TestOpenAPIDocumentsEveryReply(t *testing.T) {
 	doc := loadOpenAPI(t)
 	paths := doc["paths"].(map[string]any)
-	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
+	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: lists.NewEncodedLists(lists.NewCache(0), budget.New(1))}) {
 		item := paths[r.path].(map[string]any)
 		methods := []string{strings.ToLower(r.method)}
 		if r.method == http.MethodGet {
@@ -205,7 +206,7 @@ func TestOpenAPIDocumentsIdempotencyKeys(t *testing.T) {
 	doc := loadOpenAPI(t)
 	paths := doc["paths"].(map[string]any)
 	writes := 0
-	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
+	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: lists.NewEncodedLists(lists.NewCache(0), budget.New(1))}) {
 		item := paths[r.path].(map[string]any)
 		op := item[strings.ToLower(r.method)].(map[string]any)
 		isWrite := r.method != http.MethodGet && !r.read
