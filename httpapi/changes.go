@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/httpapi/middleware"
@@ -96,18 +97,18 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBy
 func changesQuery(r *http.Request) (membership.ChangeOptions, time.Duration, error) {
 	opts := membership.ChangeOptions{Limit: defaultChangesLimit}
 	var wait time.Duration
-	q, err := parseQuery(r, "after", "limit", "wait")
+	q, err := decode.ParseQuery(r, "after", "limit", "wait")
 	if err != nil {
 		return opts, 0, err
 	}
 	if v, ok := q["after"]; ok {
-		n, ok := canonicalUint(v)
+		n, ok := decode.CanonicalUint(v)
 		if !ok {
 			return opts, 0, membership.Errorf(membership.CodeInvalidQuery, "after %.40q is not a revision (an integer from 0)", v)
 		}
 		opts.After = membership.Revision(n)
 	}
-	limit, err := q.limit()
+	limit, err := q.Limit()
 	if err != nil {
 		return opts, 0, err
 	}

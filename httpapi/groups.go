@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/httpapi/middleware"
@@ -30,11 +31,11 @@ type groupsQuery struct {
 //
 // Errors: CodeInvalidQuery.
 func parseGroupsQuery(r *http.Request) (groupsQuery, error) {
-	q, err := parseQuery(r, "limit", "after", "prefix")
+	q, err := decode.ParseQuery(r, "limit", "after", "prefix")
 	if err != nil {
 		return groupsQuery{}, err
 	}
-	limit, err := q.limit()
+	limit, err := q.Limit()
 	if err != nil {
 		return groupsQuery{}, err
 	}

@@ -19,13 +19,13 @@ import (
 
 // handleChangeMembers serves POST, PUT and DELETE of /group-user/{groupID}:
 // it decodes the users of the body (decode.ParseUsers), reads the request's
-// If-Match and If-None-Match (writeCondition), and has svc apply op to the
+// If-Match and If-None-Match (decode.WriteCondition), and has svc apply op to the
 // group with them. The reply carries the revision that reflects the change
 // in X-Revision; its body is the count the change returns as a bare JSON
 // number (OpAdd, OpRemove), or {"added":A,"removed":R} (OpReplace).
 func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cond, err := writeCondition(r, svc.Epoch())
+		cond, err := decode.WriteCondition(r, svc.Epoch())
 		var key string
 		if err == nil {
 			key, err = idempotencyKey(r)
@@ -34,26 +34,26 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 			middleware.WriteError(w, r, err)
 			return
 		}
-		req, err := readChangeRequest(w, r, "users", maxBodyBytes, bodies)
+		req, err := decode.ReadChangeRequest(w, r, "users", maxBodyBytes, bodies)
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
 		}
-		defer req.lease.Release()
+		defer req.Lease.Release()
 		groupID := r.PathValue("groupID")
-		users, err := decodeUsers(req.list, svc.MaxUsers())
+		users, err := decodeUsers(req.List, svc.MaxUsers())
 		if err == nil {
-			err = holdDecoded(&req.lease, users)
+			err = holdDecoded(&req.Lease, users)
 		}
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
 		}
 		change := changeOf(op, groupID, users, cond)
-		change.Actor = req.actingUID
+		change.Actor = req.ActingUID
 		change.Idem.Key = key
 		if key != "" {
-			change.Conditions = conditionsText(r)
+			change.Conditions = decode.ConditionsText(r)
 		}
 		res, err := svc.Write(r.Context(), change)
 		if err != nil {
@@ -103,14 +103,14 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 		actor, err := actorQuery(w, r)
 		var cond membership.Precondition
 		if err == nil {
-			cond, err = writeCondition(r, svc.Epoch())
+			cond, err = decode.WriteCondition(r, svc.Epoch())
 		}
 		var key string
 		if err == nil {
 			key, err = idempotencyKey(r)
 		}
 		if err == nil {
-			err = refuseBody(r, "DELETE /groups/{groupID} removes every member and takes no body: "+
+			err = decode.RefuseBody(r, "DELETE /groups/{groupID} removes every member and takes no body: "+
 				"to remove some users, DELETE /group-user/{groupID} with users")
 		}
 		if err != nil {
@@ -119,7 +119,7 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 		}
 		write := membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond, Actor: actor, Idem: membership.Idempotency{Key: key}}
 		if key != "" {
-			write.Conditions = conditionsText(r)
+			write.Conditions = decode.ConditionsText(r)
 		}
 		res, err := svc.Write(r.Context(), write)
 		if err != nil {
@@ -133,7 +133,7 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 
 // handleRemoveUser serves DELETE /user-group/{uid}: it removes the user
 // from every group in one change, and forgets their nickname. It takes no
-// body, and no If-Match or If-None-Match (refuseConditions); the acting
+// body, and no If-Match or If-None-Match (decode.RefuseConditions); the acting
 // uid comes in the query, ?uid= (actorQuery). The reply is the number of
 // groups the user left, a bare JSON number, with X-Revision.
 func handleRemoveUser(svc *membership.Service) http.Handler {
@@ -144,14 +144,14 @@ func handleRemoveUser(svc *membership.Service) http.Handler {
 			actor, err = actorQuery(w, r)
 		}
 		if err == nil {
-			err = refuseConditions(r, "removing a user from every group has no one group whose ETag it could compare")
+			err = decode.RefuseConditions(r, "removing a user from every group has no one group whose ETag it could compare")
 		}
 		var key string
 		if err == nil {
 			key, err = idempotencyKey(r)
 		}
 		if err == nil {
-			err = refuseBody(r, "DELETE /user-group/{uid} removes the user from every group and takes no body")
+			err = decode.RefuseBody(r, "DELETE /user-group/{uid} removes the user from every group and takes no body")
 		}
 		if err != nil {
 			middleware.WriteError(w, r, err)
@@ -174,7 +174,7 @@ func handleRemoveUser(svc *membership.Service) http.Handler {
 //
 // Errors: CodeInvalidQuery (another parameter), CodeInvalidUID.
 func actorQuery(w http.ResponseWriter, r *http.Request) (membership.UID, error) {
-	q, err := parseQuery(r, "uid")
+	q, err := decode.ParseQuery(r, "uid")
 	if err != nil {
 		return 0, err
 	}
@@ -202,7 +202,7 @@ func holdDecoded(lease *budget.Lease, users []membership.User) error {
 // holdDecodedBytes is holdDecoded for n bytes of whatever was decoded.
 func holdDecodedBytes(lease *budget.Lease, n int64) error {
 	if !lease.Resize(lease.Held() + n) {
-		return bodiesBusy()
+		return decode.BodiesBusy()
 	}
 	return nil
 }
@@ -372,11 +372,11 @@ func setLink(w http.ResponseWriter, target string) {
 //
 // Errors: CodeInvalidQuery.
 func listOptions(r *http.Request) (membership.ListOptions, error) {
-	q, err := parseQuery(r, "limit", "after", "transitive")
+	q, err := decode.ParseQuery(r, "limit", "after", "transitive")
 	if err != nil {
 		return membership.ListOptions{}, err
 	}
-	limit, err := q.limit()
+	limit, err := q.Limit()
 	if err != nil {
 		return membership.ListOptions{}, err
 	}
@@ -421,12 +421,12 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			middleware.WriteError(w, r, err)
 			return
 		}
-		q, err := parseQuery(r, "limit", "after", "transitive")
+		q, err := decode.ParseQuery(r, "limit", "after", "transitive")
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
 		}
-		limit, err := q.limit()
+		limit, err := q.Limit()
 		var transitive bool
 		if err == nil {
 			transitive, err = transitiveQuery(q)
@@ -504,9 +504,9 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 func handleMember(svc *membership.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid, err := pathUID(r)
-		var q query
+		var q decode.Query
 		if err == nil {
-			q, err = parseQuery(r, "transitive")
+			q, err = decode.ParseQuery(r, "transitive")
 		}
 		var transitive bool
 		if err == nil {

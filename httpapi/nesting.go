@@ -5,7 +5,6 @@ import (
 	"iter"
 	"net/http"
 	"strconv"
-	"unsafe"
 
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/encode"
@@ -30,7 +29,7 @@ import (
 // {"added":A,"removed":R} (OpReplaceGroups), with X-Revision.
 func handleChangeSubgroups(svc *membership.Service, op membership.Op, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cond, err := writeCondition(r, svc.Epoch())
+		cond, err := decode.WriteCondition(r, svc.Epoch())
 		var key string
 		if err == nil {
 			key, err = idempotencyKey(r)
@@ -39,24 +38,24 @@ func handleChangeSubgroups(svc *membership.Service, op membership.Op, maxBodyByt
 			middleware.WriteError(w, r, err)
 			return
 		}
-		req, err := readChangeRequest(w, r, "groups", maxBodyBytes, bodies)
+		req, err := decode.ReadChangeRequest(w, r, "groups", maxBodyBytes, bodies)
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
 		}
-		defer req.lease.Release()
-		groups, err := decodeSubgroups(req.list, svc.MaxUsers())
+		defer req.Lease.Release()
+		groups, err := decodeSubgroups(req.List, svc.MaxUsers())
 		if err == nil {
-			err = holdDecodedBytes(&req.lease, subgroupsBytes(groups))
+			err = holdDecodedBytes(&req.Lease, decode.SubgroupsBytes(groups))
 		}
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
 		}
 		change := membership.Write{Op: op, GroupID: r.PathValue("groupID"), Subgroups: groups, If: cond,
-			Actor: req.actingUID, Idem: membership.Idempotency{Key: key}}
+			Actor: req.ActingUID, Idem: membership.Idempotency{Key: key}}
 		if key != "" {
-			change.Conditions = conditionsText(r)
+			change.Conditions = decode.ConditionsText(r)
 		}
 		res, err := svc.Write(r.Context(), change)
 		if err != nil {
@@ -83,21 +82,11 @@ func decodeSubgroups(groupsJSON string, maxGroups int) ([]membership.Subgroup, e
 	return decode.ParseSubgroups(groupsJSON, maxGroups)
 }
 
-// subgroupsBytes is the memory of decoded subgroups: their slice and the
-// ids, copied out of the body.
-func subgroupsBytes(groups []membership.Subgroup) int64 {
-	n := int64(cap(groups)) * int64(unsafe.Sizeof(membership.Subgroup{}))
-	for _, g := range groups {
-		n += int64(len(g.GroupID))
-	}
-	return n
-}
-
 // transitiveQuery returns the transitive parameter of q: true for
 // "true", false when absent or "false".
 //
 // Errors: CodeInvalidQuery.
-func transitiveQuery(q query) (bool, error) {
+func transitiveQuery(q decode.Query) (bool, error) {
 	switch v, ok := q["transitive"]; {
 	case !ok || v == "false":
 		return false, nil
@@ -196,11 +185,11 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 //
 // Errors: CodeInvalidQuery.
 func nestingListOptions(r *http.Request) (membership.NestingListOptions, error) {
-	q, err := parseQuery(r, "limit", "after", "transitive")
+	q, err := decode.ParseQuery(r, "limit", "after", "transitive")
 	if err != nil {
 		return membership.NestingListOptions{}, err
 	}
-	limit, err := q.limit()
+	limit, err := q.Limit()
 	if err != nil {
 		return membership.NestingListOptions{}, err
 	}

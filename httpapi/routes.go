@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/membership"
 )
@@ -18,7 +19,7 @@ type route struct {
 	// open routes never need the token: probes must work without it.
 	open bool
 	// query says that the handler reads its query itself, through
-	// parseQuery; the other routes take no parameters, and addRoutes has
+	// decode.ParseQuery; the other routes take no parameters, and addRoutes has
 	// any refused.
 	query bool
 	// data routes need the service: while loading, they answer 503
@@ -125,12 +126,12 @@ func escapeGroupID(id string) string {
 	return url.PathEscape(id)
 }
 
-// noQuery refuses, as parseQuery does, any query sent to h, whose route
+// noQuery refuses, as decode.ParseQuery does, any query sent to h, whose route
 // takes no parameters.
 func noQuery(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.RawQuery != "" {
-			if _, err := parseQuery(r); err != nil {
+			if _, err := decode.ParseQuery(r); err != nil {
 				middleware.WriteError(w, r, err)
 				return
 			}

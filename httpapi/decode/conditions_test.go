@@ -1,4 +1,4 @@
-package httpapi
+package decode
 
 import (
 	"net/http/httptest"
@@ -91,7 +91,7 @@ func TestWriteCondition(t *testing.T) {
 			if tt.ifNoneMatch != "" {
 				r.Header.Set("If-None-Match", tt.ifNoneMatch)
 			}
-			cond, err := writeCondition(r, epoch)
+			cond, err := WriteCondition(r, epoch)
 			if tt.wantErr {
 				assert.Equal(t, middleware.CodeInvalidHeader, membership.ErrorCode(err), "%v", err)
 				return

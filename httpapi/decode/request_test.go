@@ -1,4 +1,4 @@
-package httpapi
+package decode
 
 import (
 	"bytes"
@@ -115,16 +115,16 @@ func TestReadChangeRequestCountsDecodedCopies(t *testing.T) {
 			if tt.contentType != "" {
 				r.Header.Set("Content-Type", tt.contentType)
 			}
-			req, err := readChangeRequest(httptest.NewRecorder(), r, "users", 1000, bodies)
+			req, err := ReadChangeRequest(httptest.NewRecorder(), r, "users", 1000, bodies)
 			require.NoError(t, err)
-			assert.Equal(t, "[1,2]", req.list)
+			assert.Equal(t, "[1,2]", req.List)
 			want := int64(len(tt.body) + 1) // the buffer: Content-Length + 1
 			if tt.copied {
-				want += int64(len(req.list))
+				want += int64(len(req.List))
 			}
-			assert.Equal(t, want, req.lease.Held())
+			assert.Equal(t, want, req.Lease.Held())
 			assert.Equal(t, want, bodies.Used())
-			req.lease.Release()
+			req.Lease.Release()
 			assert.Zero(t, bodies.Used())
 		})
 	}

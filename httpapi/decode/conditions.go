@@ -1,4 +1,4 @@
-package httpapi
+package decode
 
 import (
 	"errors"
@@ -33,7 +33,7 @@ import (
 // the RFC's syntax (an unterminated quote, * beside tags, an empty value)
 // is 400 invalid_header.
 
-// writeCondition returns the precondition that the If-Match and
+// WriteCondition returns the precondition that the If-Match and
 // If-None-Match headers of r set for a write to one group of the store
 // whose epoch is epoch. When If-Match names only tags that cannot match
 // (of another epoch, or not of the form the service gives), the write
@@ -41,7 +41,7 @@ import (
 // meets (membership.NeverHolds).
 //
 // Errors: middleware.CodeInvalidHeader.
-func writeCondition(r *http.Request, epoch uint64) (cond membership.Precondition, err error) {
+func WriteCondition(r *http.Request, epoch uint64) (cond membership.Precondition, err error) {
 	if fields, ok := r.Header["If-Match"]; ok {
 		star, tags, err := parseEntityTags("If-Match", fields)
 		if err != nil {
@@ -76,12 +76,12 @@ func writeCondition(r *http.Request, epoch uint64) (cond membership.Precondition
 	return cond, nil
 }
 
-// refuseConditions refuses If-Match and If-None-Match on a write that
+// RefuseConditions refuses If-Match and If-None-Match on a write that
 // takes neither, saying why: removing a user from every group has no one
 // group whose state they could name; a batch's changes carry their own.
 //
 // Errors: middleware.CodeInvalidHeader.
-func refuseConditions(r *http.Request, why string) error {
+func RefuseConditions(r *http.Request, why string) error {
 	for _, name := range []string{"If-Match", "If-None-Match"} {
 		if _, ok := r.Header[name]; ok {
 			return membership.Errorf(middleware.CodeInvalidHeader, "%s is not taken here: %s", name, why)
@@ -90,10 +90,10 @@ func refuseConditions(r *http.Request, why string) error {
 	return nil
 }
 
-// conditionsText returns the conditions of r as it sent them, for the
+// ConditionsText returns the conditions of r as it sent them, for the
 // fingerprint of a keyed write (membership.Write.Conditions): its If-Match
 // and If-None-Match lines, "" for none.
-func conditionsText(r *http.Request) string {
+func ConditionsText(r *http.Request) string {
 	var b strings.Builder
 	for _, name := range []string{"If-Match", "If-None-Match"} {
 		for _, v := range r.Header[name] {
@@ -202,16 +202,6 @@ func ourRevision(t entityTag, epoch uint64) (membership.Revision, bool) {
 	if t.weak || len(o) < epochLen+2 || o[epochLen] != '-' || o[:epochLen] != encode.EpochHex(epoch) {
 		return 0, false
 	}
-	rev, ok := canonicalUint(o[epochLen+1:])
+	rev, ok := CanonicalUint(o[epochLen+1:])
 	return membership.Revision(rev), ok
-}
-
-// writeChangeError answers err of a write: as middleware.WriteError, with the
-// group's current ETag when a precondition failed.
-func writeChangeError(w http.ResponseWriter, r *http.Request, svc *membership.Service, err error) {
-	var e *membership.Error
-	if errors.As(err, &e) && e.Code == membership.CodePreconditionFailed {
-		w.Header()["Etag"] = encode.ETag(svc.Epoch(), e.Revision)
-	}
-	middleware.WriteError(w, r, err)
 }

@@ -1,4 +1,4 @@
-package httpapi
+package decode
 
 import (
 	"io"
@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unsafe"
 
-	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
@@ -23,29 +22,29 @@ const (
 // changeRequest is the decoded body of a write to a group's users or
 // subgroups.
 type changeRequest struct {
-	list      string         // the users or groups parameter, still JSON text
-	actingUID membership.UID // 0 when the request named none
+	List      string         // the users or groups parameter, still JSON text
+	ActingUID membership.UID // 0 when the request named none
 	// lease holds the body's memory, taken from the bodies budget: users
 	// may point into it. The caller releases it when done.
-	lease budget.Lease
+	Lease budget.Lease
 }
 
-// readChangeRequest reads the body of a POST, PUT or DELETE: a form, or a JSON
+// ReadChangeRequest reads the body of a POST, PUT or DELETE: a form, or a JSON
 // object, with list ("users" or "groups") and uid. It reads the body itself
 // because Request.ParseForm ignores the body of a DELETE.
 //
 // Errors: middleware.CodeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
 // CodeInvalidUID.
 // The body's memory is taken from bodies: on success the caller releases
-// req.lease once done with req.
-func readChangeRequest(w http.ResponseWriter, r *http.Request, list string, maxBodyBytes int64, bodies *budget.Bytes) (req changeRequest, err error) {
-	parse := decode.ParseChangeForm
+// req.Lease once done with req.
+func ReadChangeRequest(w http.ResponseWriter, r *http.Request, list string, maxBodyBytes int64, bodies *budget.Bytes) (req changeRequest, err error) {
+	parse := ParseChangeForm
 	if ct := middleware.HeaderValue(r, "Content-Type"); ct != "" && ct != formMediaType {
 		mediaType, _, err := mime.ParseMediaType(ct)
 		switch {
 		case err == nil && mediaType == formMediaType:
 		case err == nil && mediaType == jsonMediaType:
-			parse = decode.ParseChangeJSON
+			parse = ParseChangeJSON
 		default:
 			return changeRequest{}, membership.Errorf(middleware.CodeUnsupportedMediaType,
 				"Content-Type %q is not supported: send %s or %s", ct, formMediaType, jsonMediaType)
@@ -55,10 +54,10 @@ func readChangeRequest(w http.ResponseWriter, r *http.Request, list string, maxB
 	if err != nil {
 		return changeRequest{}, err
 	}
-	req.lease = lease
+	req.Lease = lease
 	defer func() {
 		if err != nil {
-			req.lease.Release()
+			req.Lease.Release()
 		}
 	}()
 	// The body is never written again: read it as a string without a copy
@@ -67,20 +66,20 @@ func readChangeRequest(w http.ResponseWriter, r *http.Request, list string, maxB
 	if err != nil {
 		return req, err
 	}
-	req.list = value
+	req.List = value
 	// Decoded into a copy (an escaped form value, a JSON body), it takes
 	// memory of its own, taken with the body's at once, so that a request
 	// alone is served whatever its size.
-	if !within(body, value) && !req.lease.Resize(req.lease.Held()+int64(len(value))) {
-		return req, bodiesBusy()
+	if !within(body, value) && !req.Lease.Resize(req.Lease.Held()+int64(len(value))) {
+		return req, BodiesBusy()
 	}
 	if uid != "" {
 		var ok bool
-		if req.actingUID, ok = membership.ParseUID(uid); !ok {
+		if req.ActingUID, ok = membership.ParseUID(uid); !ok {
 			return req, membership.Errorf(membership.CodeInvalidUID,
 				"the uid parameter %.40q is not %s", uid, membership.UIDRange)
 		}
-		middleware.SetActingUID(w, req.actingUID)
+		middleware.SetActingUID(w, req.ActingUID)
 	}
 	return req, nil
 }
@@ -106,7 +105,7 @@ func readBody(r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) (body [
 	}
 	lease, ok := bodies.Take(size)
 	if !ok {
-		return nil, lease, bodiesBusy()
+		return nil, lease, BodiesBusy()
 	}
 	defer func() {
 		if err != nil {
@@ -124,7 +123,7 @@ func readBody(r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) (body [
 				grown = min(grown, r.ContentLength+1)
 			}
 			if !lease.Grow(grown - int64(cap(body))) {
-				return nil, lease, bodiesBusy()
+				return nil, lease, BodiesBusy()
 			}
 			body = append(make([]byte, 0, grown), body...)
 		}
@@ -170,7 +169,7 @@ func within(b []byte, s string) bool {
 	return start <= p && p+uintptr(len(s)) <= start+uintptr(len(b))
 }
 
-func bodiesBusy() error {
+func BodiesBusy() error {
 	return membership.Errorf(membership.CodeUnavailable,
 		"too many request bodies are being received at once; nothing was changed: try again later")
 }
@@ -179,9 +178,9 @@ func bodyTooLarge(max int64) error {
 	return membership.Errorf(membership.CodeBodyTooLarge, "the body is larger than %d bytes", max)
 }
 
-// refuseBody returns a CodeInvalidBody error, saying why, when r has a
+// RefuseBody returns a CodeInvalidBody error, saying why, when r has a
 // body. A body of unknown length is read for one byte, no more.
-func refuseBody(r *http.Request, why string) error {
+func RefuseBody(r *http.Request, why string) error {
 	if r.ContentLength == 0 {
 		return nil
 	}
