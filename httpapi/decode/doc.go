@@ -1,6 +1,6 @@
 // Package decode reads the HTTP API's requests into domain values: the
 // body of a change (ReadChangeRequest: a form or a JSON object, read within
-// the bodies budget by ReadBody), the users and subgroups it names
+// the bodies budget), the users and subgroups it names
 // (ParseUsers, ParseSubgroups), the checks of POST /check (ReadChecks,
 // ParseChecks), the changes of POST /batch (ReadBatch), the If-Match and
 // If-None-Match of a write (WriteCondition), and a query string
