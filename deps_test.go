@@ -89,3 +89,35 @@ func TestTheInMemoryStoresPartsImportOneWay(t *testing.T) {
 	}
 	assert.ElementsMatch(t, parts, listed)
 }
+
+// TestTheHTTPAPIsPartsImportOneWay holds the parts of the HTTP layer
+// (httpapi's sub-packages) to one order: each imports only parts listed
+// after it, and none imports httpapi, which holds the routes and handlers.
+func TestTheHTTPAPIsPartsImportOneWay(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	const httpapi = "example.com/groupmembership/httpapi"
+	parts := []string{"decode", "middleware", "lists", "encode"}
+	out, err := exec.Command(gobin, "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./httpapi/...").CombinedOutput()
+	require.NoError(t, err, "go list ./httpapi/...: %s", out)
+	var listed []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if fields[0] == httpapi {
+			continue
+		}
+		part := strings.TrimPrefix(fields[0], httpapi+"/")
+		listed = append(listed, part)
+		i := slices.Index(parts, part)
+		require.GreaterOrEqual(t, i, 0, "%s is not in the parts' order: add it here", part)
+		for _, imp := range fields[1:] {
+			assert.NotEqual(t, httpapi, imp, "%s imports httpapi", part)
+			if other, ok := strings.CutPrefix(imp, httpapi+"/"); ok {
+				assert.Greater(t, slices.Index(parts, other), i, "%s imports %s, listed before it", part, other)
+			}
+		}
+	}
+	assert.ElementsMatch(t, parts, listed)
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/membership"
 )
 
@@ -46,20 +47,20 @@ func spacing(took time.Duration) time.Duration { return 9 * took }
 func handleBackup(svc *membership.Service, backup func() Backup, b *backups) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if backup == nil {
-			writeError(w, r, membership.Errorf(membership.CodeUnavailable, "this store takes no backups"))
+			middleware.WriteError(w, r, membership.Errorf(membership.CodeUnavailable, "this store takes no backups"))
 			return
 		}
 		if r.Method == http.MethodHead {
 			_, latest, err := svc.Changes(r.Context(), membership.ChangeOptions{Limit: 1})
 			if err != nil {
-				writeError(w, r, err)
+				middleware.WriteError(w, r, err)
 				return
 			}
 			writeBackupHeader(w, latest)
 			return
 		}
 		if !b.mu.TryLock() {
-			writeError(w, r, membership.Errorf(membership.CodeUnavailable, "a backup is being taken already, and they are taken one at a time: try again when it is done"))
+			middleware.WriteError(w, r, membership.Errorf(membership.CodeUnavailable, "a backup is being taken already, and they are taken one at a time: try again when it is done"))
 			return
 		}
 		defer b.mu.Unlock()
@@ -68,7 +69,7 @@ func handleBackup(svc *membership.Service, backup func() Backup, b *backups) htt
 			now = b.now
 		}
 		if wait := b.nextAt.Sub(now()); wait > 0 {
-			writeError(w, r, membership.Errorf(membership.CodeUnavailable, "backups are spaced, so that writes go on between them: the next may start in %s", wait.Round(time.Millisecond)))
+			middleware.WriteError(w, r, membership.Errorf(membership.CodeUnavailable, "backups are spaced, so that writes go on between them: the next may start in %s", wait.Round(time.Millisecond)))
 			return
 		}
 		start := now()
@@ -78,7 +79,7 @@ func handleBackup(svc *membership.Service, backup func() Backup, b *backups) htt
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(backupWriteTimeout))
 		writeBackupHeader(w, copied.Revision())
 		if _, err := copied.WriteTo(w); err != nil {
-			markClientClosed(w) // the header is sent: all that is left is to stop
+			middleware.MarkClientClosed(w) // the header is sent: all that is left is to stop
 		}
 	})
 }

@@ -1,17 +1,12 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"io"
-	"mime"
 	"net/http"
-	"slices"
-	"strconv"
-	"strings"
-	"unsafe"
 
+	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -27,306 +22,44 @@ func handleBatch(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, err := idempotencyKey(r)
 		if err == nil {
-			err = refuseConditions(r, `a batch's conditions are its changes' own: give each its "if_match"`)
+			err = decode.RefuseConditions(r, `a batch's conditions are its changes' own: give each its "if_match"`)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
-		req, lease, err := readBatch(r, svc, maxBodyBytes, bodies)
+		req, lease, err := decode.ReadBatch(r, svc, maxBodyBytes, bodies)
 		defer lease.Release()
-		if err == nil && req.actingUID != 0 {
-			setActingUID(w, req.actingUID)
+		if err == nil && req.ActingUID != 0 {
+			middleware.SetActingUID(w, req.ActingUID)
 		}
-		req.batch.Idem.Key = key
+		req.Batch.Idem.Key = key
 		if err != nil {
 			writeBatchError(w, r, svc, err)
 			return
 		}
-		res, err := svc.Batch(r.Context(), req.batch)
+		res, err := svc.Batch(r.Context(), req.Batch)
 		if err != nil {
 			writeBatchError(w, r, svc, err)
 			return
 		}
 		writeWritten(w, res.Revision, res.Replayed)
-		writeJSON(w, http.StatusOK, appendBatchResults(nil, req.batch.Writes, res.Results))
+		middleware.WriteJSON(w, http.StatusOK, encode.AppendBatchResults(nil, req.Batch.Writes, res.Results))
 	})
 }
 
-// batchRequest is a decoded POST /batch.
-type batchRequest struct {
-	batch     membership.Batch
-	actingUID membership.UID
-}
-
-// readBatch reads and decodes the body of POST /batch. Its memory, and that
-// of what it decodes to, are taken from bodies: the caller releases the
-// lease, error or not.
-//
-// Errors: codeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
-// CodeInvalidChanges, CodeInvalidUsers, CodeTooManyUsers, CodeInvalidUID,
-// codeInvalidHeader (an if_match that is not * or entity tags),
-// CodeUnavailable (bodies is spent).
-func readBatch(r *http.Request, svc *membership.Service, maxBodyBytes int64, bodies *budget.Bytes) (batchRequest, budget.Lease, error) {
-	if ct := headerValue(r, "Content-Type"); ct != "" {
-		if mediaType, _, err := mime.ParseMediaType(ct); err != nil || mediaType != jsonMediaType {
-			return batchRequest{}, budget.Lease{}, membership.Errorf(codeUnsupportedMediaType,
-				"Content-Type %q is not supported: POST /batch takes %s", ct, jsonMediaType)
-		}
-	}
-	body, lease, err := readBody(r, maxBodyBytes, bodies)
-	if err != nil {
-		return batchRequest{}, lease, err
-	}
-	// What the body decodes to is about as large as the body, twice over
-	// at most (raw values, then users): taken at once, so that a request
-	// alone is served whatever its size.
-	if !lease.Resize(3 * lease.Held()) {
-		return batchRequest{}, lease, bodiesBusy()
-	}
-	req, err := parseBatch(unsafe.String(unsafe.SliceData(body), len(body)), svc.MaxBatchWrites(), svc.MaxUsers(), svc.Epoch())
-	if err != nil {
-		return req, lease, err
-	}
-	// The decoded writes and their users take memory of their own too.
-	decoded := int64(cap(req.batch.Writes)) * int64(unsafe.Sizeof(membership.Write{}))
-	for _, w := range req.batch.Writes {
-		decoded += int64(cap(w.Users))*int64(unsafe.Sizeof(membership.User{})) + int64(cap(w.UIDs))*int64(unsafe.Sizeof(membership.UID(0))) +
-			subgroupsBytes(w.Subgroups)
-	}
-	if !lease.Resize(lease.Held() + decoded) {
-		return req, lease, bodiesBusy()
-	}
-	return req, lease, nil
-}
-
-// parseBatch parses a POST /batch body: one JSON object with "changes" (an
-// array of objects with "op", "group", "users" or "groups", and "if_match",
-// the last optional, "users" only for add, remove and replace, "groups"
-// only for add_groups, remove_groups and replace_groups) and an optional
-// "uid". Keys are matched byte for byte and each at most once; strings are
-// read as parseUsers reads them, so a group id that is not valid UTF-8, or
-// holds a lone surrogate escape, is an error, never altered.
-func parseBatch(body string, maxWrites, maxUsers int, epoch uint64) (batchRequest, error) {
-	var req batchRequest
-	fields, err := jsonObject(body, "the body", "changes", "uid")
-	if err != nil {
-		return req, err
-	}
-	if fields["changes"] == nil {
-		return req, membership.Errorf(membership.CodeInvalidBody, `the body has no "changes": send {"changes":[{"op":"add","group":"g","users":[1]},...]}`)
-	}
-	uid, err := uidText(fields["uid"])
-	if err != nil {
-		return req, err
-	}
-	if uid != "" {
-		var ok bool
-		if req.actingUID, ok = membership.ParseUID(uid); !ok {
-			return req, membership.Errorf(membership.CodeInvalidUID, "the uid %.40q is not %s", uid, membership.UIDRange)
-		}
-		req.batch.Actor = req.actingUID
-	}
-	// The changes are read one at a time, and refused as soon as there are
-	// more than maxWrites of them, or more than maxUsers users in all: what
-	// is decoded never outgrows what a valid batch holds.
-	dec := json.NewDecoder(bytes.NewReader(fields["changes"]))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
-		return req, membership.Errorf(membership.CodeInvalidChanges, "changes is not a JSON array of objects")
-	}
-	users := 0
-	for i := 0; dec.More(); i++ {
-		if i == maxWrites {
-			return req, membership.Errorf(membership.CodeTooManyChanges, "the batch has more than %d changes", maxWrites)
-		}
-		var c json.RawMessage
-		if err := dec.Decode(&c); err != nil {
-			return req, membership.Errorf(membership.CodeInvalidChanges, "changes is not a JSON array of objects: %v", err)
-		}
-		w, err := parseBatchChange(string(c), maxUsers-users, epoch)
-		if err != nil {
-			var e *membership.Error
-			if errors.As(err, &e) {
-				if e.Code == membership.CodeTooManyUsers || e.Code == membership.CodeTooManyGroups {
-					return req, membership.Errorf(membership.CodeTooManyUsers, "the batch names more than %d users and groups in all", maxUsers)
-				}
-				return req, membership.Errorf(e.Code, "changes element %d: %s", i, e.Message)
-			}
-			return req, err
-		}
-		users += len(w.Users) + len(w.UIDs) + len(w.Subgroups)
-		req.batch.Writes = append(req.batch.Writes, w)
-	}
-	if req.batch.Writes == nil {
-		req.batch.Writes = []membership.Write{}
-	}
-	return req, nil
-}
-
-// parseBatchChange parses one element of changes.
-func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Write, err error) {
-	fields, err := jsonObject(text, "a change", "op", "group", "users", "groups", "if_match")
-	if err != nil {
-		var e *membership.Error
-		if errors.As(err, &e) && e.Code == membership.CodeInvalidBody {
-			e.Code = membership.CodeInvalidChanges
-		}
-		return w, err
-	}
-	op, err := jsonString(fields["op"], "op")
-	if err != nil {
-		return w, err
-	}
-	if w.GroupID, err = jsonString(fields["group"], "group"); err != nil {
-		return w, err
-	}
-	w.Op = membership.Op(op)
-	userOps := []membership.Op{membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup}
-	if fields["groups"] != nil && slices.Contains(userOps, w.Op) {
-		return w, membership.Errorf(membership.CodeInvalidChanges, "%.40s takes no groups: groups go with add_groups, remove_groups and replace_groups", op)
-	}
-	switch w.Op {
-	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
-		if fields["users"] != nil {
-			return w, membership.Errorf(membership.CodeInvalidChanges, "%s takes no users: send \"groups\":[\"group id\", ...]", op)
-		}
-		if fields["groups"] == nil {
-			return w, membership.Errorf(membership.CodeMissingGroups, "%s takes groups: send \"groups\":[\"group id\", ...]", op)
-		}
-		if w.Subgroups, err = parseSubgroups(string(fields["groups"]), maxUsers); err != nil {
-			return w, err
-		}
-	case membership.OpAdd, membership.OpRemove, membership.OpReplace:
-		if fields["users"] == nil {
-			return w, membership.Errorf(membership.CodeMissingUsers, "%s takes users: send \"users\":[uid, ...]", op)
-		}
-		users, err := parseUsers(string(fields["users"]), maxUsers)
-		if err != nil {
-			return w, err
-		}
-		if w.Op == membership.OpRemove {
-			w.UIDs = make([]membership.UID, len(users))
-			for i, u := range users {
-				w.UIDs[i] = u.UID
-			}
-		} else {
-			w.Users = users
-		}
-	case membership.OpDeleteGroup:
-		if fields["users"] != nil {
-			return w, membership.Errorf(membership.CodeInvalidChanges, "delete_group takes no users: it removes every member")
-		}
-	default:
-		return w, membership.Errorf(membership.CodeInvalidChanges,
-			"op %.40q is not add, remove, replace, delete_group, add_groups, remove_groups or replace_groups", op)
-	}
-	if fields["if_match"] != nil {
-		tag, err := jsonString(fields["if_match"], "if_match")
-		if err != nil {
-			return w, err
-		}
-		r := &http.Request{Header: http.Header{"If-Match": {tag}}}
-		if w.If, err = writeCondition(r, epoch); err != nil {
-			return w, err
-		}
-		w.Conditions = conditionsText(r)
-	}
-	return w, nil
-}
-
-// jsonObject returns the raw values of the JSON object text, whose keys
-// must be among keys, each at most once, spelt exactly so (encoding/json
-// would match "OP" too, the last repeat winning). what names the object
-// in messages.
-//
-// Errors: CodeInvalidBody.
-func jsonObject(text, what string, keys ...string) (map[string]json.RawMessage, error) {
-	invalid := func(err error) error {
-		return membership.Errorf(membership.CodeInvalidBody, "%s is not a JSON object: %v", what, err)
-	}
-	if trimmed := strings.TrimLeft(text, " \t\r\n"); trimmed == "" || trimmed[0] != '{' {
-		return nil, membership.Errorf(membership.CodeInvalidBody, "%s is not a JSON object", what)
-	}
-	dec := json.NewDecoder(strings.NewReader(text))
-	if _, err := dec.Token(); err != nil { // {
-		return nil, invalid(err)
-	}
-	fields := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, invalid(err)
-		}
-		key, _ := tok.(string)
-		if !slices.Contains(keys, key) {
-			return nil, membership.Errorf(membership.CodeInvalidBody, "%s has an unknown field %.40q: it takes only %s, spelt exactly so",
-				what, key, strings.Join(keys, ", "))
-		}
-		if fields[key] != nil {
-			return nil, membership.Errorf(membership.CodeInvalidBody, "%s gives the key %q twice: give it once", what, key)
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, invalid(err)
-		}
-		if string(v) != "null" {
-			fields[key] = v
-		}
-	}
-	if _, err := dec.Token(); err != nil { // }
-		return nil, invalid(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, membership.Errorf(membership.CodeInvalidBody, "%s is followed by more JSON", what)
-	}
-	return fields, nil
-}
-
-// jsonString decodes raw, the value of key, as a JSON string read as
-// parseUsers reads strings: invalid UTF-8 and lone surrogate escapes are
-// errors.
-//
-// Errors: CodeInvalidChanges.
-func jsonString(raw json.RawMessage, key string) (string, error) {
-	if raw == nil {
-		return "", membership.Errorf(membership.CodeInvalidChanges, "%s is missing", key)
-	}
-	p := usersParser{s: string(raw), array: key, code: membership.CodeInvalidChanges}
-	if p.peek() != '"' {
-		return "", membership.Errorf(membership.CodeInvalidChanges, "%s is not a JSON string", key)
-	}
-	s, err := p.string()
-	if err != nil || p.pos != len(p.s) {
-		return "", membership.Errorf(membership.CodeInvalidChanges, "%s is not a valid JSON string", key)
-	}
-	return s, nil
-}
-
-// writeBatchError answers err of a batch: as writeError, with the current
+// writeBatchError answers err of a batch: as middleware.WriteError, with the current
 // ETag of the group whose precondition failed.
 func writeBatchError(w http.ResponseWriter, r *http.Request, svc *membership.Service, err error) {
 	writeChangeError(w, r, svc, err)
 }
 
-// appendBatchResults appends {"results":[…]}: each write's counts, as an
-// object, "added" for an add (of users or groups), "removed" for a remove
-// or a deletion, both for a replace.
-func appendBatchResults(b []byte, ws []membership.Write, results []membership.Result) []byte {
-	b = append(b, `{"results":[`...)
-	for i, res := range results {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		switch ws[i].Op {
-		case membership.OpAdd, membership.OpAddGroups:
-			b = strconv.AppendInt(append(b, `{"added":`...), int64(res.Count), 10)
-		case membership.OpReplace, membership.OpReplaceGroups:
-			b = strconv.AppendInt(append(b, `{"added":`...), int64(res.Count), 10)
-			b = strconv.AppendInt(append(b, `,"removed":`...), int64(res.Removed), 10)
-		default:
-			b = strconv.AppendInt(append(b, `{"removed":`...), int64(res.Count), 10)
-		}
-		b = append(b, '}')
+// writeChangeError answers err of a write: as middleware.WriteError, with the
+// group's current ETag when a precondition failed.
+func writeChangeError(w http.ResponseWriter, r *http.Request, svc *membership.Service, err error) {
+	var e *membership.Error
+	if errors.As(err, &e) && e.Code == membership.CodePreconditionFailed {
+		w.Header()["Etag"] = encode.ETag(svc.Epoch(), e.Revision)
 	}
-	return append(b, "]}"...)
+	middleware.WriteError(w, r, err)
 }

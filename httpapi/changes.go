@@ -7,6 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/lists"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -22,7 +26,7 @@ const (
 // ?after=REV (0 when absent) in revision order, at most ?limit=N
 // (defaultChangesLimit when absent), as a JSON array of
 // {"rev":…,"op":…,"group":…,"uids":[…]} objects, with "nicknames" when an add
-// or a replace changed some (appendChange: delete_group has no "uids",
+// or a replace changed some (encode.AppendChange: delete_group has no "uids",
 // remove_user no "group"). X-Revision carries the latest revision, and X-Epoch the
 // store's epoch: a follower that sees another epoch than it noted lists
 // again, as on 410 (the revisions count in another history). With ?wait=DURATION,
@@ -38,7 +42,7 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBy
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		opts, wait, err := changesQuery(r)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		waitRefused := false
@@ -67,23 +71,23 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBy
 		}
 		changes, latest, err := svc.Changes(ctx, opts)
 		w.Header()["X-Revision"] = []string{strconv.FormatUint(uint64(latest), 10)}
-		w.Header()["X-Epoch"] = []string{epochHex(svc.Epoch())}
+		w.Header()["X-Epoch"] = []string{encode.EpochHex(svc.Epoch())}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		if waitRefused && len(changes) == 0 {
 			waiters.refused.Add(1)
-			w.Header()["Retry-After"] = retryAfter
+			w.Header()["Retry-After"] = middleware.RetryAfter
 		}
-		n, size := changesJSONLen(changes, maxReplyBytes)
-		body, lease, err := encodeBounded(replies, size, func(b []byte) []byte { return appendChanges(b, changes[:n]) })
+		n, size := encode.ChangesJSONLen(changes, maxReplyBytes)
+		body, lease, err := lists.EncodeBounded(replies, size, func(b []byte) []byte { return encode.AppendChanges(b, changes[:n]) })
 		defer lease.Release()
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, body)
+		middleware.WriteJSON(w, http.StatusOK, body)
 	})
 }
 
@@ -93,18 +97,18 @@ func handleChanges(svc *membership.Service, stopping <-chan struct{}, maxReplyBy
 func changesQuery(r *http.Request) (membership.ChangeOptions, time.Duration, error) {
 	opts := membership.ChangeOptions{Limit: defaultChangesLimit}
 	var wait time.Duration
-	q, err := parseQuery(r, "after", "limit", "wait")
+	q, err := decode.ParseQuery(r, "after", "limit", "wait")
 	if err != nil {
 		return opts, 0, err
 	}
 	if v, ok := q["after"]; ok {
-		n, ok := canonicalUint(v)
+		n, ok := decode.CanonicalUint(v)
 		if !ok {
 			return opts, 0, membership.Errorf(membership.CodeInvalidQuery, "after %.40q is not a revision (an integer from 0)", v)
 		}
 		opts.After = membership.Revision(n)
 	}
-	limit, err := q.limit()
+	limit, err := q.Limit()
 	if err != nil {
 		return opts, 0, err
 	}

@@ -1,12 +1,11 @@
 package httpapi
 
 import (
-	"mime"
 	"net/http"
-	"strconv"
-	"strings"
-	"unsafe"
 
+	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -20,276 +19,27 @@ import (
 // X-Min-Revision, and needs the token only when reads do.
 func handleCheck(svc *membership.Service, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, lease, err := readChecks(r, svc.MaxChecks(), maxBodyBytes, bodies)
+		req, lease, err := decode.ReadChecks(r, svc.MaxChecks(), maxBodyBytes, bodies)
 		defer lease.Release()
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		var found []bool
 		var rev membership.Revision
-		if req.transitive {
-			found, rev, err = svc.CheckTransitive(r.Context(), req.checks)
+		if req.Transitive {
+			found, rev, err = svc.CheckTransitive(r.Context(), req.Checks)
 		} else {
-			found, rev, err = svc.CheckMembers(r.Context(), req.checks)
+			found, rev, err = svc.CheckMembers(r.Context(), req.Checks)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		writeRevision(w, rev)
 		// The reply, at most 6 bytes a check, is smaller than the body that
 		// asked, whose lease holds until it is sent: it needs no budget of
 		// its own.
-		writeJSON(w, http.StatusOK, appendResults(make([]byte, 0, len(`{"results":[]}`)+6*len(found)), found))
+		middleware.WriteJSON(w, http.StatusOK, encode.AppendResults(make([]byte, 0, len(`{"results":[]}`)+6*len(found)), found))
 	})
-}
-
-// readChecks reads and decodes the body of POST /check. The body's memory,
-// and that of the decoded checks, are taken from bodies: the caller
-// releases the lease once done with the checks, error or not.
-//
-// Errors: codeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
-// CodeInvalidChecks, CodeTooManyChecks, CodeUnavailable (bodies is spent).
-func readChecks(r *http.Request, maxChecks int, maxBodyBytes int64, bodies *budget.Bytes) (checkRequest, budget.Lease, error) {
-	if ct := headerValue(r, "Content-Type"); ct != "" {
-		if mediaType, _, err := mime.ParseMediaType(ct); err != nil || mediaType != jsonMediaType {
-			return checkRequest{}, budget.Lease{}, membership.Errorf(codeUnsupportedMediaType,
-				"Content-Type %q is not supported: POST /check takes %s", ct, jsonMediaType)
-		}
-	}
-	body, lease, err := readBody(r, maxBodyBytes, bodies)
-	if err != nil {
-		return checkRequest{}, lease, err
-	}
-	// The body is never written again: the group ids may point into it.
-	req, err := parseChecks(unsafe.String(unsafe.SliceData(body), len(body)), maxChecks)
-	if err != nil {
-		return checkRequest{}, lease, err
-	}
-	checks := req.checks
-	// The checks take memory of their own, and so does a group id with an
-	// escape in it, decoded into a copy: taken with the body's at once, so
-	// that a request alone is served whatever its size.
-	size := int64(cap(checks)) * int64(unsafe.Sizeof(membership.Check{}))
-	for _, c := range checks {
-		if !within(body, c.GroupID) {
-			size += int64(len(c.GroupID))
-		}
-	}
-	if !lease.Resize(lease.Held() + size) {
-		return checkRequest{}, lease, bodiesBusy()
-	}
-	return req, lease, nil
-}
-
-// checkRequest is a decoded POST /check.
-type checkRequest struct {
-	checks     []membership.Check
-	transitive bool
-}
-
-// appendResults appends {"results":[…]}: each of found as true or false.
-func appendResults(b []byte, found []bool) []byte {
-	b = append(b, `{"results":[`...)
-	for i, f := range found {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendBool(b, f)
-	}
-	return append(b, "]}"...)
-}
-
-// wantCheck is what an element of checks must be, for messages.
-const wantCheck = `{"group": "group id", "uid": uid}`
-
-// parseChecks parses the body of POST /check: one JSON object with the key
-// "checks" and, optionally, "transitive" (true or false). "checks" is an
-// array of at most maxChecks objects, each with the keys "group" (a
-// string) and "uid" (a number or a decimal string, as in users), and no
-// other. Keys are matched byte for byte and each at most
-// once (encoding/json would match "CHECKS", the last repeat winning);
-// strings are read as parseUsers reads them, so a group id that is not
-// valid UTF-8, or has a lone surrogate escape, is an error, never altered.
-// The group ids may point into body. Group ids are validated by
-// membership.Service.CheckMembers, not here.
-//
-// Errors: CodeInvalidBody (the object around checks), CodeInvalidChecks
-// naming the first offending element, CodeTooManyChecks.
-func parseChecks(body string, maxChecks int) (checkRequest, error) {
-	p := checksParser{usersParser{s: body, array: "checks", code: membership.CodeInvalidChecks}}
-	return p.parse(maxChecks)
-}
-
-// checksParser reads a POST /check body with the scanner of users.
-type checksParser struct{ usersParser }
-
-func (p *checksParser) parse(maxChecks int) (checkRequest, error) {
-	var req checkRequest
-	p.skipSpace()
-	if !p.consume('{') {
-		return req, membership.Errorf(membership.CodeInvalidBody,
-			`the body is not a JSON object: send {"checks":[{"group":"g","uid":1},...]}`)
-	}
-	seen, seenTransitive := false, false
-	p.skipSpace()
-	for !p.consume('}') {
-		if (seen || seenTransitive) && !p.consume(',') {
-			return req, p.bodyError("want , or } after a value")
-		}
-		p.skipSpace()
-		if p.peek() != '"' {
-			return req, p.bodyError("want a quoted key")
-		}
-		key, err := p.string()
-		if err != nil {
-			return req, p.bodyError("a key is not a valid JSON string")
-		}
-		switch {
-		case key != "checks" && key != "transitive":
-			return req, membership.Errorf(membership.CodeInvalidBody,
-				"unknown field %.40q: the body takes only \"checks\" and \"transitive\", spelt exactly so", key)
-		case key == "checks" && seen, key == "transitive" && seenTransitive:
-			return req, membership.Errorf(membership.CodeInvalidBody, "the key %q is given twice: give it once", key)
-		}
-		p.skipSpace()
-		if !p.consume(':') {
-			return req, p.bodyError("want : after the key")
-		}
-		p.skipSpace()
-		if key == "transitive" {
-			if req.transitive, err = p.boolean(); err != nil {
-				return req, err
-			}
-			seenTransitive = true
-		} else {
-			if req.checks, err = p.array(maxChecks); err != nil {
-				return req, err
-			}
-			seen = true
-		}
-		p.skipSpace()
-	}
-	p.skipSpace()
-	switch {
-	case p.pos != len(p.s):
-		return req, membership.Errorf(membership.CodeInvalidBody, "the body has more than one JSON value")
-	case !seen:
-		return req, membership.Errorf(membership.CodeInvalidBody, `the body has no "checks": send {"checks":[{"group":"g","uid":1},...]}`)
-	}
-	return req, nil
-}
-
-// boolean parses the value of "transitive": true or false.
-func (p *checksParser) boolean() (bool, error) {
-	for _, b := range []bool{true, false} {
-		word := strconv.FormatBool(b)
-		if strings.HasPrefix(p.s[p.pos:], word) {
-			p.pos += len(word)
-			return b, nil
-		}
-	}
-	return false, membership.Errorf(membership.CodeInvalidBody, "transitive is not true or false: send \"transitive\":true or leave it out")
-}
-
-// bodyError reports malformed JSON, at p.pos, in the object around checks.
-func (p *checksParser) bodyError(format string, args ...any) error {
-	return membership.Errorf(membership.CodeInvalidBody, "the body is not valid JSON at byte %d: "+format, append([]any{p.pos}, args...)...)
-}
-
-// array parses the checks array at p.pos.
-func (p *checksParser) array(maxChecks int) ([]membership.Check, error) {
-	if p.peek() != '[' {
-		return nil, membership.Errorf(membership.CodeInvalidChecks, "checks is not a JSON array: it must start with [")
-	}
-	p.pos++
-	// Commas bound the element count, and so does preallocated, so this
-	// never allocates more than the request could fill.
-	checks := make([]membership.Check, 0, min(strings.Count(p.s[p.pos:], ",")+1, maxChecks, preallocated))
-	p.skipSpace()
-	if p.consume(']') {
-		return checks, nil
-	}
-	for {
-		if len(checks) == maxChecks {
-			return nil, membership.Errorf(membership.CodeTooManyChecks, "checks has more than %d elements", maxChecks)
-		}
-		p.elem = len(checks)
-		c, err := p.check()
-		if err != nil {
-			return nil, err
-		}
-		checks = append(checks, c)
-		p.skipSpace()
-		if p.consume(']') {
-			return checks, nil
-		}
-		if p.pos == len(p.s) {
-			return nil, p.syntaxError("unexpected end: the array is not closed")
-		}
-		if !p.consume(',') {
-			return nil, p.syntaxError("want , or ] after element %d", p.elem)
-		}
-		p.skipSpace()
-	}
-}
-
-// check parses one element of checks: {"group": "g", "uid": uid}, the keys
-// in any order.
-func (p *checksParser) check() (membership.Check, error) {
-	if p.peek() != '{' {
-		return membership.Check{}, p.wrongValue(wantCheck)
-	}
-	p.pos++
-	var c membership.Check
-	var hasGroup, hasUID bool
-	p.skipSpace()
-	for !p.consume('}') {
-		if hasGroup || hasUID {
-			if !p.consume(',') {
-				return membership.Check{}, p.syntaxError("want , or } in element %d", p.elem)
-			}
-			p.skipSpace()
-		}
-		if p.peek() != '"' {
-			return membership.Check{}, p.syntaxError("want a quoted key in element %d", p.elem)
-		}
-		key, err := p.string()
-		if err != nil {
-			return membership.Check{}, err
-		}
-		p.skipSpace()
-		if !p.consume(':') {
-			return membership.Check{}, p.syntaxError("want : after key %q in element %d", key, p.elem)
-		}
-		p.skipSpace()
-		switch {
-		case key == "group" && hasGroup, key == "uid" && hasUID:
-			return membership.Check{}, p.elementError("the key %q appears twice", key)
-		case key == "group":
-			if p.peek() != '"' {
-				return membership.Check{}, p.wrongValue("a string group id")
-			}
-			if c.GroupID, err = p.string(); err != nil {
-				return membership.Check{}, err
-			}
-			hasGroup = true
-		case key == "uid":
-			if c.UID, err = p.uid(wantUID); err != nil {
-				return membership.Check{}, err
-			}
-			hasUID = true
-		default:
-			return membership.Check{}, p.elementError("unknown key %.40q: only \"group\" and \"uid\" are allowed", key)
-		}
-		p.skipSpace()
-	}
-	switch {
-	case !hasGroup:
-		return membership.Check{}, p.elementError(`the object has no "group", want %s`, wantCheck)
-	case !hasUID:
-		return membership.Check{}, p.elementError(`the object has no "uid", want %s`, wantCheck)
-	}
-	return c, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/membership"
 )
 
@@ -29,18 +30,18 @@ func withMinRevision(svc *membership.Service, wait time.Duration, h http.Handler
 			return
 		}
 		if len(v) > 1 {
-			writeError(w, r, membership.Errorf(codeInvalidHeader,
+			middleware.WriteError(w, r, membership.Errorf(middleware.CodeInvalidHeader,
 				"the request has %d %s header lines: send one revision, on one line", len(v), minRevisionHeader))
 			return
 		}
 		want, err := strconv.ParseInt(v[0], 10, 64)
 		if err != nil || want < 1 || v[0][0] < '1' || v[0][0] > '9' { // no sign, no leading zero
-			writeError(w, r, membership.Errorf(codeInvalidHeader,
+			middleware.WriteError(w, r, membership.Errorf(middleware.CodeInvalidHeader,
 				"%s %.40q is not one revision, an integer from 1 (send back the X-Revision of a reply)", minRevisionHeader, v[0]))
 			return
 		}
 		if err := awaitRevision(r.Context(), svc, membership.Revision(want), wait); err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		h.ServeHTTP(w, r)

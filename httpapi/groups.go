@@ -6,6 +6,10 @@ import (
 	"net/url"
 	"strconv"
 
+	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/lists"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -27,11 +31,11 @@ type groupsQuery struct {
 //
 // Errors: CodeInvalidQuery.
 func parseGroupsQuery(r *http.Request) (groupsQuery, error) {
-	q, err := parseQuery(r, "limit", "after", "prefix")
+	q, err := decode.ParseQuery(r, "limit", "after", "prefix")
 	if err != nil {
 		return groupsQuery{}, err
 	}
-	limit, err := q.limit()
+	limit, err := q.Limit()
 	if err != nil {
 		return groupsQuery{}, err
 	}
@@ -54,7 +58,7 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseGroupsQuery(r)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		// One more than the page, to know whether a next page exists.
@@ -69,23 +73,23 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 		revision, err := svc.Groups(r.Context(), ask, func(n int, groups iter.Seq[membership.GroupSize]) {
 			total = n
 			page := pageOf(groups, q.limit, func(g membership.GroupSize) string { return g.ID }, &more, &last)
-			body, lease, busy = encodeBounded(replies, groupsJSONLen(page), func(b []byte) []byte { return appendGroups(b, page) })
+			body, lease, busy = lists.EncodeBounded(replies, encode.GroupsJSONLen(page), func(b []byte) []byte { return encode.AppendGroups(b, page) })
 		})
 		if err == nil {
 			err = busy
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		epoch := svc.Epoch()
 		writeRevision(w, revision)
-		if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, epoch, revision) {
-			writeNotModified(w, epoch, revision)
+		if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, epoch, revision) {
+			encode.WriteNotModified(w, epoch, revision)
 			return
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		w.Header()["Etag"] = etag(epoch, revision)
+		w.Header()["Etag"] = encode.ETag(epoch, revision)
 		if more {
 			next := nextLink("/groups", q.limit, last)
 			if q.prefix != "" {
@@ -93,6 +97,6 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 			}
 			setLink(w, next)
 		}
-		writeJSON(w, http.StatusOK, body)
+		middleware.WriteJSON(w, http.StatusOK, body)
 	})
 }

@@ -9,47 +9,51 @@ import (
 	"strconv"
 	"unsafe"
 
+	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/lists"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
 
 // handleChangeMembers serves POST, PUT and DELETE of /group-user/{groupID}:
-// it decodes the users of the body (parseUsers), reads the request's
-// If-Match and If-None-Match (writeCondition), and has svc apply op to the
+// it decodes the users of the body (decode.ParseUsers), reads the request's
+// If-Match and If-None-Match (decode.WriteCondition), and has svc apply op to the
 // group with them. The reply carries the revision that reflects the change
 // in X-Revision; its body is the count the change returns as a bare JSON
 // number (OpAdd, OpRemove), or {"added":A,"removed":R} (OpReplace).
 func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cond, err := writeCondition(r, svc.Epoch())
+		cond, err := decode.WriteCondition(r, svc.Epoch())
 		var key string
 		if err == nil {
 			key, err = idempotencyKey(r)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
-		req, err := readChangeRequest(w, r, "users", maxBodyBytes, bodies)
+		req, err := decode.ReadChangeRequest(w, r, "users", maxBodyBytes, bodies)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
-		defer req.lease.Release()
+		defer req.Lease.Release()
 		groupID := r.PathValue("groupID")
-		users, err := decodeUsers(req.list, svc.MaxUsers())
+		users, err := decodeUsers(req.List, svc.MaxUsers())
 		if err == nil {
-			err = holdDecoded(&req.lease, users)
+			err = holdDecoded(&req.Lease, users)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		change := changeOf(op, groupID, users, cond)
-		change.Actor = req.actingUID
+		change.Actor = req.ActingUID
 		change.Idem.Key = key
 		if key != "" {
-			change.Conditions = conditionsText(r)
+			change.Conditions = decode.ConditionsText(r)
 		}
 		res, err := svc.Write(r.Context(), change)
 		if err != nil {
@@ -58,16 +62,16 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 		}
 		writeWritten(w, res.Revision, res.Replayed)
 		if op == membership.OpReplace {
-			writeJSON(w, http.StatusOK, appendReplaced(nil, res))
+			middleware.WriteJSON(w, http.StatusOK, encode.AppendReplaced(nil, res))
 			return
 		}
-		writeJSON(w, http.StatusOK, countBody(w, res.Count))
+		middleware.WriteJSON(w, http.StatusOK, middleware.CountBody(w, res.Count))
 	})
 }
 
 // changeOf returns the write of op with users to the group. A remove
 // takes the users' uids: nicknames in a remove are validated (by
-// parseUsers) and otherwise ignored.
+// decode.ParseUsers) and otherwise ignored.
 func changeOf(op membership.Op, groupID string, users []membership.User, cond membership.Precondition) membership.Write {
 	w := membership.Write{Op: op, GroupID: groupID, If: cond}
 	if op != membership.OpRemove {
@@ -81,18 +85,9 @@ func changeOf(op membership.Op, groupID string, users []membership.User, cond me
 	return w
 }
 
-// appendReplaced appends the reply of a replace: {"added":A,"removed":R}.
-func appendReplaced(b []byte, res membership.Result) []byte {
-	b = append(b, `{"added":`...)
-	b = strconv.AppendInt(b, int64(res.Count), 10)
-	b = append(b, `,"removed":`...)
-	b = strconv.AppendInt(b, int64(res.Removed), 10)
-	return append(b, '}')
-}
-
 // writeRevision sets the X-Revision of a write's reply.
 func writeRevision(w http.ResponseWriter, rev membership.Revision) {
-	w.Header()["X-Revision"] = uintField(w, uint64(rev))
+	w.Header()["X-Revision"] = middleware.UintField(w, uint64(rev))
 }
 
 // handleDeleteGroup serves DELETE /groups/{groupID}: it removes every
@@ -108,23 +103,23 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 		actor, err := actorQuery(w, r)
 		var cond membership.Precondition
 		if err == nil {
-			cond, err = writeCondition(r, svc.Epoch())
+			cond, err = decode.WriteCondition(r, svc.Epoch())
 		}
 		var key string
 		if err == nil {
 			key, err = idempotencyKey(r)
 		}
 		if err == nil {
-			err = refuseBody(r, "DELETE /groups/{groupID} removes every member and takes no body: "+
+			err = decode.RefuseBody(r, "DELETE /groups/{groupID} removes every member and takes no body: "+
 				"to remove some users, DELETE /group-user/{groupID} with users")
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		write := membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond, Actor: actor, Idem: membership.Idempotency{Key: key}}
 		if key != "" {
-			write.Conditions = conditionsText(r)
+			write.Conditions = decode.ConditionsText(r)
 		}
 		res, err := svc.Write(r.Context(), write)
 		if err != nil {
@@ -132,13 +127,13 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 			return
 		}
 		writeWritten(w, res.Revision, res.Replayed)
-		writeJSON(w, http.StatusOK, countBody(w, res.Count))
+		middleware.WriteJSON(w, http.StatusOK, middleware.CountBody(w, res.Count))
 	})
 }
 
 // handleRemoveUser serves DELETE /user-group/{uid}: it removes the user
 // from every group in one change, and forgets their nickname. It takes no
-// body, and no If-Match or If-None-Match (refuseConditions); the acting
+// body, and no If-Match or If-None-Match (decode.RefuseConditions); the acting
 // uid comes in the query, ?uid= (actorQuery). The reply is the number of
 // groups the user left, a bare JSON number, with X-Revision.
 func handleRemoveUser(svc *membership.Service) http.Handler {
@@ -149,27 +144,27 @@ func handleRemoveUser(svc *membership.Service) http.Handler {
 			actor, err = actorQuery(w, r)
 		}
 		if err == nil {
-			err = refuseConditions(r, "removing a user from every group has no one group whose ETag it could compare")
+			err = decode.RefuseConditions(r, "removing a user from every group has no one group whose ETag it could compare")
 		}
 		var key string
 		if err == nil {
 			key, err = idempotencyKey(r)
 		}
 		if err == nil {
-			err = refuseBody(r, "DELETE /user-group/{uid} removes the user from every group and takes no body")
+			err = decode.RefuseBody(r, "DELETE /user-group/{uid} removes the user from every group and takes no body")
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}, Actor: actor,
 			Idem: membership.Idempotency{Key: key}})
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		writeWritten(w, res.Revision, res.Replayed)
-		writeJSON(w, http.StatusOK, countBody(w, res.Count))
+		middleware.WriteJSON(w, http.StatusOK, middleware.CountBody(w, res.Count))
 	})
 }
 
@@ -179,7 +174,7 @@ func handleRemoveUser(svc *membership.Service) http.Handler {
 //
 // Errors: CodeInvalidQuery (another parameter), CodeInvalidUID.
 func actorQuery(w http.ResponseWriter, r *http.Request) (membership.UID, error) {
-	q, err := parseQuery(r, "uid")
+	q, err := decode.ParseQuery(r, "uid")
 	if err != nil {
 		return 0, err
 	}
@@ -191,7 +186,7 @@ func actorQuery(w http.ResponseWriter, r *http.Request) (membership.UID, error) 
 	if !ok {
 		return 0, membership.Errorf(membership.CodeInvalidUID, "the uid parameter %.40q is not %s", v, membership.UIDRange)
 	}
-	setActingUID(w, uid)
+	middleware.SetActingUID(w, uid)
 	return uid, nil
 }
 
@@ -207,7 +202,7 @@ func holdDecoded(lease *budget.Lease, users []membership.User) error {
 // holdDecodedBytes is holdDecoded for n bytes of whatever was decoded.
 func holdDecodedBytes(lease *budget.Lease, n int64) error {
 	if !lease.Resize(lease.Held() + n) {
-		return bodiesBusy()
+		return decode.BodiesBusy()
 	}
 	return nil
 }
@@ -220,7 +215,7 @@ func decodeUsers(usersJSON string, maxUsers int) ([]membership.User, error) {
 	if usersJSON == "" {
 		return nil, membership.Errorf(membership.CodeMissingUsers, "the users parameter is missing or empty: send users=[uid, ...]")
 	}
-	return parseUsers(usersJSON, maxUsers)
+	return decode.ParseUsers(usersJSON, maxUsers)
 }
 
 // handleListMembers serves GET and HEAD: the group's members as a JSON array
@@ -232,16 +227,16 @@ func decodeUsers(usersJSON string, maxUsers int) ([]membership.User, error) {
 // is sent from one encoding per revision that all its readers share. With
 // ?transitive=true, the users of the group's subgroups at any depth too
 // (listTransitiveMembers).
-func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
+func handleListMembers(svc *membership.Service, l *lists.EncodedLists) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groupID := r.PathValue("groupID")
 		opts, err := listOptions(r)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		if opts.Transitive {
-			listTransitiveMembers(w, r, svc, l.replies, opts)
+			listTransitiveMembers(w, r, svc, l.Replies, opts)
 			return
 		}
 		shared := opts.Limit == 0
@@ -249,11 +244,11 @@ func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 		if shared || conditional {
 			revision, err := svc.Revision(r.Context(), groupID)
 			if err != nil {
-				writeError(w, r, err)
+				middleware.WriteError(w, r, err)
 				return
 			}
-			if conditional && noneMatch(r, svc.Epoch(), revision) {
-				writeNotModified(w, svc.Epoch(), revision)
+			if conditional && encode.NoneMatch(r, svc.Epoch(), revision) {
+				encode.WriteNotModified(w, svc.Epoch(), revision)
 				return
 			}
 			if shared {
@@ -275,22 +270,22 @@ func handleListMembers(svc *membership.Service, l *encodedLists) http.Handler {
 		revision, err := svc.ListMembers(r.Context(), groupID, ask, func(n int, members iter.Seq[membership.Member]) {
 			total = n
 			page := pageOf(members, opts.Limit, func(m membership.Member) membership.UID { return m.UID }, &more, &last)
-			size, _ := membersJSONLen(page)
-			body, lease, busy = encodeBounded(l.replies, size, func(b []byte) []byte { return appendMembers(b, page, nil) })
+			size, _ := encode.MembersJSONLen(page)
+			body, lease, busy = lists.EncodeBounded(l.Replies, size, func(b []byte) []byte { return encode.AppendMembers(b, page, nil) })
 		})
 		if err == nil {
 			err = busy
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		w.Header()["Etag"] = etag(svc.Epoch(), revision)
+		w.Header()["Etag"] = encode.ETag(svc.Epoch(), revision)
 		if more {
 			setNextLink(w, "/group-user/"+escapeGroupID(groupID), opts.Limit, strconv.FormatInt(int64(last), 10))
 		}
-		writeJSON(w, http.StatusOK, body)
+		middleware.WriteJSON(w, http.StatusOK, body)
 	})
 }
 
@@ -309,7 +304,7 @@ func takeSortingWork(ctx context.Context, svc *membership.Service, uid membershi
 	}
 	work, ok := replies.Take(int64(n) * int64(unsafe.Sizeof("")))
 	if !ok {
-		return work, errRepliesBusy()
+		return work, lists.ErrRepliesBusy()
 	}
 	return work, nil
 }
@@ -317,21 +312,21 @@ func takeSortingWork(ctx context.Context, svc *membership.Service, uid membershi
 // writeWholeList answers the group's whole list at revision, or its suffix
 // after the uid after (0: none), from the one encoding all its readers
 // share.
-func writeWholeList(w http.ResponseWriter, r *http.Request, svc *membership.Service, l *encodedLists, groupID string, revision membership.Revision, after membership.UID) {
-	e, err := l.whole(r.Context(), svc, groupID, revision)
+func writeWholeList(w http.ResponseWriter, r *http.Request, svc *membership.Service, l *lists.EncodedLists, groupID string, revision membership.Revision, after membership.UID) {
+	e, err := l.Whole(r.Context(), svc, groupID, revision)
 	if err != nil {
-		writeError(w, r, err)
+		middleware.WriteError(w, r, err)
 		return
 	}
-	defer l.release(e)
-	w.Header()["X-Total-Count"] = e.totalField
-	w.Header()["Etag"] = e.etag
+	defer l.Release(e)
+	w.Header()["X-Total-Count"] = e.TotalField
+	w.Header()["Etag"] = e.ETag
 	if after == 0 {
-		writeJSONOfLength(w, http.StatusOK, e.lengthField, nil, e.body)
+		middleware.WriteJSONOfLength(w, http.StatusOK, e.LengthField, nil, e.Body)
 		return
 	}
-	head, rest := e.suffix(after)
-	writeJSONParts(w, http.StatusOK, head, rest)
+	head, rest := e.Suffix(after)
+	middleware.WriteJSONParts(w, http.StatusOK, head, rest)
 }
 
 // pageOf yields the first limit items of items (all of them when limit is
@@ -377,11 +372,11 @@ func setLink(w http.ResponseWriter, target string) {
 //
 // Errors: CodeInvalidQuery.
 func listOptions(r *http.Request) (membership.ListOptions, error) {
-	q, err := parseQuery(r, "limit", "after", "transitive")
+	q, err := decode.ParseQuery(r, "limit", "after", "transitive")
 	if err != nil {
 		return membership.ListOptions{}, err
 	}
-	limit, err := q.limit()
+	limit, err := q.Limit()
 	if err != nil {
 		return membership.ListOptions{}, err
 	}
@@ -423,21 +418,21 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid, err := pathUID(r)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
-		q, err := parseQuery(r, "limit", "after", "transitive")
+		q, err := decode.ParseQuery(r, "limit", "after", "transitive")
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
-		limit, err := q.limit()
+		limit, err := q.Limit()
 		var transitive bool
 		if err == nil {
 			transitive, err = transitiveQuery(q)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		ask := membership.GroupListOptions{After: q["after"], Transitive: transitive}
@@ -449,21 +444,21 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 		if transitive {
 			revision, err := storeRevision(r.Context(), svc)
 			if err != nil {
-				writeError(w, r, err)
+				middleware.WriteError(w, r, err)
 				return
 			}
-			if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, svc.Epoch(), revision) {
-				writeNotModified(w, svc.Epoch(), revision)
+			if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, svc.Epoch(), revision) {
+				encode.WriteNotModified(w, svc.Epoch(), revision)
 				return
 			}
-			etagField = etag(svc.Epoch(), revision)
+			etagField = encode.ETag(svc.Epoch(), revision)
 		}
 		var work budget.Lease // taken from replies for the sorting
 		defer work.Release()
 		if limit > 0 {
 			ask.Limit = limit + 1 // one more, to know whether a next page exists
 		} else if work, err = takeSortingWork(r.Context(), svc, uid, ask, replies); err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		var body []byte
@@ -479,13 +474,13 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			// The body takes over from the sorting's memory, so that a list
 			// larger than the whole budget is still sent when alone.
 			work.Release()
-			body, lease, busy = encodeBounded(replies, stringsJSONLen(page), func(b []byte) []byte { return appendStrings(b, page) })
+			body, lease, busy = lists.EncodeBounded(replies, encode.StringsJSONLen(page), func(b []byte) []byte { return encode.AppendStrings(b, page) })
 		})
 		if err == nil {
 			err = busy
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
@@ -499,7 +494,7 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			}
 			setLink(w, next)
 		}
-		writeJSON(w, http.StatusOK, body)
+		middleware.WriteJSON(w, http.StatusOK, body)
 	})
 }
 
@@ -509,16 +504,16 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 func handleMember(svc *membership.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid, err := pathUID(r)
-		var q query
+		var q decode.Query
 		if err == nil {
-			q, err = parseQuery(r, "transitive")
+			q, err = decode.ParseQuery(r, "transitive")
 		}
 		var transitive bool
 		if err == nil {
 			transitive, err = transitiveQuery(q)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		if transitive {
@@ -527,10 +522,10 @@ func handleMember(svc *membership.Service) http.Handler {
 		}
 		m, err := svc.Member(r.Context(), r.PathValue("groupID"), uid)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, appendMemberJSON(nil, m))
+		middleware.WriteJSON(w, http.StatusOK, encode.AppendMemberJSON(nil, m))
 	})
 }
 
@@ -543,34 +538,34 @@ func handleMember(svc *membership.Service) http.Handler {
 func handleReadyz(d shared) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.loading() {
-			writeError(w, r, errStarting)
+			middleware.WriteError(w, r, errStarting)
 			return
 		}
 		if !d.opts.Ready() {
-			writeError(w, r, membership.Errorf(membership.CodeUnavailable, "the service is shutting down"))
+			middleware.WriteError(w, r, membership.Errorf(membership.CodeUnavailable, "the service is shutting down"))
 			return
 		}
 		if err := d.store.Writable(); err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
+		middleware.WriteJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
 	})
 }
 
 // errStarting answers what needs the data while it loads.
-var errStarting = membership.Errorf(codeStarting, "the service is starting: its data is loading; try again in a moment (/readyz says when it is ready)")
+var errStarting = membership.Errorf(middleware.CodeStarting, "the service is starting: its data is loading; try again in a moment (/readyz says when it is ready)")
 
 // handleStarting answers a data route while the data loads.
 func handleStarting() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, errStarting)
+		middleware.WriteError(w, r, errStarting)
 	})
 }
 
 func handleHealthz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+		middleware.WriteJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
 	})
 }
 
@@ -578,48 +573,13 @@ func handleHealthz() http.Handler {
 func handleMethodNotAllowed(allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		writeError(w, r, membership.Errorf(codeMethodNotAllowed,
+		middleware.WriteError(w, r, membership.Errorf(middleware.CodeMethodNotAllowed,
 			"method %s is not allowed on %s; allowed: %s", r.Method, r.URL.EscapedPath(), allow))
 	})
 }
 
 func handleNotFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, membership.Errorf(codeNotFound, "no route for %s %s; GET /openapi.json describes every route", r.Method, r.URL.EscapedPath()))
+		middleware.WriteError(w, r, membership.Errorf(middleware.CodeNotFound, "no route for %s %s; GET /openapi.json describes every route", r.Method, r.URL.EscapedPath()))
 	})
-}
-
-// Header values every reply shares. Assigning them directly skips the key
-// canonicalisation and the slice allocation of Header.Set on every reply; the
-// slices are never changed, and Header.Add on them would copy.
-var (
-	jsonContentType = []string{"application/json"}
-	noSniff         = []string{"nosniff"}
-)
-
-// writeJSON writes body, which must be JSON, with the given status.
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	writeJSONParts(w, status, nil, body)
-}
-
-// writeJSONParts writes the JSON value that head and body make together,
-// with the given status, without joining them in a new buffer.
-func writeJSONParts(w http.ResponseWriter, status int, head, body []byte) {
-	writeJSONOfLength(w, status, uintField(w, uint64(len(head)+len(body))), head, body)
-}
-
-// writeJSONOfLength is writeJSONParts with the Content-Length's value,
-// the length of head and body, made by the caller: a cached list's is made
-// once.
-func writeJSONOfLength(w http.ResponseWriter, status int, length []string, head, body []byte) {
-	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	h["X-Content-Type-Options"] = noSniff
-	h["Content-Length"] = length
-	w.WriteHeader(status)
-	// A failed write means the client went away: nothing to tell it.
-	if len(head) > 0 {
-		_, _ = w.Write(head)
-	}
-	_, _ = w.Write(body)
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/httpapi/lists"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/accesslog"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/metrics"
@@ -157,18 +159,18 @@ func NewLoadingHandler(opts Options) *Handler {
 		backups: &backups{},
 		waiters: &waiters{limit: int64(opts.MaxWaiters)},
 	}
-	d.encodedLists = newEncodedLists(newListCache(opts.ListCacheBytes), d.replies)
+	d.encodedLists = lists.NewEncodedLists(lists.NewCache(opts.ListCacheBytes), d.replies)
 	if !opts.NoMetrics {
-		d.metrics = newRequestMetrics()
+		d.metrics = middleware.NewRequestMetrics()
 	}
 	h := &Handler{base: d}
 	h.mux.Store(h.newMux(d))
-	h.serve = observe(requestLog{opts.Logger, opts.AccessLines}, opts.AccessLog, d.metrics, canonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.serve = middleware.Observe(middleware.RequestLog{Logger: opts.Logger, Lines: opts.AccessLines}, opts.AccessLog, d.metrics, middleware.CanonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mux.Load().ServeHTTP(w, r)
 	})))
-	h.admin = observe(requestLog{opts.Logger, opts.AccessLines}, opts.AccessLog, d.metrics, canonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.admin = middleware.Observe(middleware.RequestLog{Logger: opts.Logger, Lines: opts.AccessLines}, opts.AccessLog, d.metrics, middleware.CanonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !adminPaths[r.URL.Path] {
-			writeError(w, r, membership.Errorf(codeNotFound, "the admin address serves /healthz, /readyz and /metrics only: the API is on the other address"))
+			middleware.WriteError(w, r, membership.Errorf(middleware.CodeNotFound, "the admin address serves /healthz, /readyz and /metrics only: the API is on the other address"))
 			return
 		}
 		h.mux.Load().ServeHTTP(w, r)
@@ -218,8 +220,8 @@ type shared struct {
 	replies      *budget.Bytes // reply bodies being built and sent
 	backups      *backups      // one at a time, spaced
 	waiters      *waiters      // /changes long polls waiting
-	encodedLists *encodedLists
-	metrics      *requestMetrics // nil with NoMetrics
+	encodedLists *lists.EncodedLists
+	metrics      *middleware.RequestMetrics // nil with NoMetrics
 }
 
 // loading reports whether the handler is loading: it has no service yet.
@@ -231,7 +233,7 @@ func (d shared) budgets() []metrics.Budget {
 	bs := []metrics.Budget{
 		{Name: "request_bodies", Used: d.bodies.Used(), Limit: d.bodies.Limit(), Refused: d.bodies.Refused()},
 		{Name: "replies", Used: d.replies.Used(), Limit: d.replies.Limit(), Refused: d.replies.Refused()},
-		{Name: "list_cache", Used: d.encodedLists.cacheBytes(), Limit: d.encodedLists.cache.maxBytes},
+		{Name: "list_cache", Used: d.encodedLists.CacheBytes(), Limit: d.encodedLists.CacheLimit()},
 	}
 	if d.store.Budgets != nil {
 		bs = append(bs, d.store.Budgets()...)

@@ -5,8 +5,11 @@ import (
 	"iter"
 	"net/http"
 	"strconv"
-	"unsafe"
 
+	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/lists"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -21,38 +24,38 @@ import (
 
 // handleChangeSubgroups serves POST, PUT and DELETE of
 // /group-group/{groupID}: as handleChangeMembers, with groups in place of
-// users (parseSubgroups). The reply is the count of subgroups the change
+// users (decode.ParseSubgroups). The reply is the count of subgroups the change
 // added or removed, a bare JSON number (OpAddGroups, OpRemoveGroups), or
 // {"added":A,"removed":R} (OpReplaceGroups), with X-Revision.
 func handleChangeSubgroups(svc *membership.Service, op membership.Op, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cond, err := writeCondition(r, svc.Epoch())
+		cond, err := decode.WriteCondition(r, svc.Epoch())
 		var key string
 		if err == nil {
 			key, err = idempotencyKey(r)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
-		req, err := readChangeRequest(w, r, "groups", maxBodyBytes, bodies)
+		req, err := decode.ReadChangeRequest(w, r, "groups", maxBodyBytes, bodies)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
-		defer req.lease.Release()
-		groups, err := decodeSubgroups(req.list, svc.MaxUsers())
+		defer req.Lease.Release()
+		groups, err := decodeSubgroups(req.List, svc.MaxUsers())
 		if err == nil {
-			err = holdDecodedBytes(&req.lease, subgroupsBytes(groups))
+			err = holdDecodedBytes(&req.Lease, decode.SubgroupsBytes(groups))
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		change := membership.Write{Op: op, GroupID: r.PathValue("groupID"), Subgroups: groups, If: cond,
-			Actor: req.actingUID, Idem: membership.Idempotency{Key: key}}
+			Actor: req.ActingUID, Idem: membership.Idempotency{Key: key}}
 		if key != "" {
-			change.Conditions = conditionsText(r)
+			change.Conditions = decode.ConditionsText(r)
 		}
 		res, err := svc.Write(r.Context(), change)
 		if err != nil {
@@ -61,10 +64,10 @@ func handleChangeSubgroups(svc *membership.Service, op membership.Op, maxBodyByt
 		}
 		writeWritten(w, res.Revision, res.Replayed)
 		if op == membership.OpReplaceGroups {
-			writeJSON(w, http.StatusOK, appendReplaced(nil, res))
+			middleware.WriteJSON(w, http.StatusOK, encode.AppendReplaced(nil, res))
 			return
 		}
-		writeJSON(w, http.StatusOK, countBody(w, res.Count))
+		middleware.WriteJSON(w, http.StatusOK, middleware.CountBody(w, res.Count))
 	})
 }
 
@@ -76,24 +79,14 @@ func decodeSubgroups(groupsJSON string, maxGroups int) ([]membership.Subgroup, e
 	if groupsJSON == "" {
 		return nil, membership.Errorf(membership.CodeMissingGroups, `the groups parameter is missing or empty: send groups=["group id", ...]`)
 	}
-	return parseSubgroups(groupsJSON, maxGroups)
-}
-
-// subgroupsBytes is the memory of decoded subgroups: their slice and the
-// ids, copied out of the body.
-func subgroupsBytes(groups []membership.Subgroup) int64 {
-	n := int64(cap(groups)) * int64(unsafe.Sizeof(membership.Subgroup{}))
-	for _, g := range groups {
-		n += int64(len(g.GroupID))
-	}
-	return n
+	return decode.ParseSubgroups(groupsJSON, maxGroups)
 }
 
 // transitiveQuery returns the transitive parameter of q: true for
 // "true", false when absent or "false".
 //
 // Errors: CodeInvalidQuery.
-func transitiveQuery(q query) (bool, error) {
+func transitiveQuery(q decode.Query) (bool, error) {
 	switch v, ok := q["transitive"]; {
 	case !ok || v == "false":
 		return false, nil
@@ -124,11 +117,11 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 		groupID := r.PathValue("groupID")
 		opts, err := nestingListOptions(r)
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		if err := membership.ValidateGroupID(groupID); err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		// The revision is read before the list, so that the ETag is never
@@ -143,12 +136,12 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 			revision, err = svc.Revision(r.Context(), groupID)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		epoch := svc.Epoch()
-		if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, epoch, revision) {
-			writeNotModified(w, epoch, revision)
+		if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, epoch, revision) {
+			encode.WriteNotModified(w, epoch, revision)
 			return
 		}
 		ask := opts
@@ -165,17 +158,17 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 		_, err = list(r.Context(), groupID, ask, func(n int, groups iter.Seq[membership.Nested]) {
 			total = n
 			page := pageOf(groups, opts.Limit, func(g membership.Nested) string { return g.GroupID }, &more, &last)
-			body, lease, busy = encodeBounded(replies, nestedJSONLen(page), func(b []byte) []byte { return appendNested(b, page) })
+			body, lease, busy = lists.EncodeBounded(replies, encode.NestedJSONLen(page), func(b []byte) []byte { return encode.AppendNested(b, page) })
 		})
 		if err == nil {
 			err = busy
 		}
 		if err != nil {
-			writeError(w, r, err)
+			middleware.WriteError(w, r, err)
 			return
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		w.Header()["Etag"] = etag(epoch, revision)
+		w.Header()["Etag"] = encode.ETag(epoch, revision)
 		if more {
 			next := nextLink(path+escapeGroupID(groupID), opts.Limit, last)
 			if opts.Transitive {
@@ -183,7 +176,7 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 			}
 			setLink(w, next)
 		}
-		writeJSON(w, http.StatusOK, body)
+		middleware.WriteJSON(w, http.StatusOK, body)
 	})
 }
 
@@ -192,11 +185,11 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 //
 // Errors: CodeInvalidQuery.
 func nestingListOptions(r *http.Request) (membership.NestingListOptions, error) {
-	q, err := parseQuery(r, "limit", "after", "transitive")
+	q, err := decode.ParseQuery(r, "limit", "after", "transitive")
 	if err != nil {
 		return membership.NestingListOptions{}, err
 	}
-	limit, err := q.limit()
+	limit, err := q.Limit()
 	if err != nil {
 		return membership.NestingListOptions{}, err
 	}
@@ -223,12 +216,12 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 	groupID := r.PathValue("groupID")
 	revision, err := svc.TransitiveRevision(r.Context(), groupID)
 	if err != nil {
-		writeError(w, r, err)
+		middleware.WriteError(w, r, err)
 		return
 	}
 	epoch := svc.Epoch()
-	if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, epoch, revision) {
-		writeNotModified(w, epoch, revision)
+	if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, epoch, revision) {
+		encode.WriteNotModified(w, epoch, revision)
 		return
 	}
 	ask := opts
@@ -245,22 +238,22 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 	_, err = svc.ListMembers(r.Context(), groupID, ask, func(n int, members iter.Seq[membership.Member]) {
 		total = n
 		page := pageOf(members, opts.Limit, func(m membership.Member) membership.UID { return m.UID }, &more, &last)
-		size, _ := membersJSONLen(page)
-		body, lease, busy = encodeBounded(replies, size, func(b []byte) []byte { return appendMembers(b, page, nil) })
+		size, _ := encode.MembersJSONLen(page)
+		body, lease, busy = lists.EncodeBounded(replies, size, func(b []byte) []byte { return encode.AppendMembers(b, page, nil) })
 	})
 	if err == nil {
 		err = busy
 	}
 	if err != nil {
-		writeError(w, r, err)
+		middleware.WriteError(w, r, err)
 		return
 	}
 	w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-	w.Header()["Etag"] = etag(epoch, revision)
+	w.Header()["Etag"] = encode.ETag(epoch, revision)
 	if more {
 		setLink(w, nextLink("/group-user/"+escapeGroupID(groupID), opts.Limit, strconv.FormatInt(int64(last), 10))+transitiveLink)
 	}
-	writeJSON(w, http.StatusOK, body)
+	middleware.WriteJSON(w, http.StatusOK, body)
 }
 
 // transitiveMember answers GET /group-user/{groupID}/{uid}?transitive=true:
@@ -271,78 +264,27 @@ func transitiveMember(w http.ResponseWriter, r *http.Request, svc *membership.Se
 	groupID := r.PathValue("groupID")
 	revision, err := svc.TransitiveRevision(r.Context(), groupID)
 	if err != nil {
-		writeError(w, r, err)
+		middleware.WriteError(w, r, err)
 		return
 	}
 	epoch := svc.Epoch()
-	if len(r.Header["If-None-Match"]) > 0 && noneMatch(r, epoch, revision) {
-		writeNotModified(w, epoch, revision)
+	if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, epoch, revision) {
+		encode.WriteNotModified(w, epoch, revision)
 		return
 	}
 	m, via, _, err := svc.TransitiveMember(r.Context(), groupID, uid)
 	if err != nil {
-		writeError(w, r, err)
+		middleware.WriteError(w, r, err)
 		return
 	}
-	w.Header()["Etag"] = etag(epoch, revision)
-	b := appendMemberJSON(nil, m)
-	b = append(b[:len(b)-1], viaPrefix...) // over the }
+	w.Header()["Etag"] = encode.ETag(epoch, revision)
+	b := encode.AppendMemberJSON(nil, m)
+	b = append(b[:len(b)-1], encode.ViaPrefix...) // over the }
 	for i, id := range via {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, id)
+		b = encode.AppendJSONString(b, id)
 	}
-	writeJSON(w, http.StatusOK, append(b, "]}"...))
-}
-
-const (
-	viaPrefix          = `,"via":[`
-	nestedGroupPrefix  = `{"group":`
-	nestedExpiryPrefix = `,"expires":`
-)
-
-// nestedJSONLen returns len(appendNested(nil, groups)).
-func nestedJSONLen(groups iter.Seq[membership.Nested]) int {
-	size, n := 2, 0 // []
-	for g := range groups {
-		size += nestedElementLen(g)
-		n++
-	}
-	return size + max(n-1, 0) // commas
-}
-
-func nestedElementLen(g membership.Nested) int {
-	n := len(nestedGroupPrefix) + jsonStringLen(g.GroupID) + 1 // }
-	if !g.Expires.IsZero() {
-		n += len(nestedExpiryPrefix) + changeTimeLen(g.Expires)
-	}
-	return n
-}
-
-// appendNested appends groups as a JSON array of {"group":…}, each with
-// "expires" when its nesting ends.
-func appendNested(b []byte, groups iter.Seq[membership.Nested]) []byte {
-	b = append(b, '[')
-	i := 0
-	for g := range groups {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		i++
-		b = appendNestedElement(b, g)
-	}
-	return append(b, ']')
-}
-
-// appendNestedElement appends {"group":…}, with "expires" (in the feed's
-// time layout) when g has an expiry.
-func appendNestedElement(b []byte, g membership.Nested) []byte {
-	b = append(b, nestedGroupPrefix...)
-	b = appendJSONString(b, g.GroupID)
-	if !g.Expires.IsZero() {
-		b = append(b, nestedExpiryPrefix...)
-		b = appendChangeTime(b, g.Expires)
-	}
-	return append(b, '}')
+	middleware.WriteJSON(w, http.StatusOK, append(b, "]}"...))
 }

@@ -14,6 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/lists"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
@@ -42,7 +45,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		}
 	}
 	var registered []string
-	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
+	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: lists.NewEncodedLists(lists.NewCache(0), budget.New(1))}) {
 		registered = append(registered, r.method+" "+r.path)
 		if r.method == http.MethodGet {
 			registered = append(registered, "HEAD "+r.path) // the mux serves HEAD with GET
@@ -66,7 +69,7 @@ func TestOpenAPIListsEveryErrorCode(t *testing.T) {
 		documented = append(documented, c.(string))
 	}
 	var mapped []string
-	for code := range statusOf {
+	for code := range middleware.StatusOf {
 		mapped = append(mapped, string(code))
 	}
 	slices.Sort(documented)
@@ -163,7 +166,7 @@ func headerNames(t *testing.T, doc map[string]any, response any) []string {
 func TestOpenAPIDocumentsEveryReply(t *testing.T) {
 	doc := loadOpenAPI(t)
 	paths := doc["paths"].(map[string]any)
-	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
+	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: lists.NewEncodedLists(lists.NewCache(0), budget.New(1))}) {
 		item := paths[r.path].(map[string]any)
 		methods := []string{strings.ToLower(r.method)}
 		if r.method == http.MethodGet {
@@ -203,7 +206,7 @@ func TestOpenAPIDocumentsIdempotencyKeys(t *testing.T) {
 	doc := loadOpenAPI(t)
 	paths := doc["paths"].(map[string]any)
 	writes := 0
-	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: newEncodedLists(newListCache(0), budget.New(1))}) {
+	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: lists.NewEncodedLists(lists.NewCache(0), budget.New(1))}) {
 		item := paths[r.path].(map[string]any)
 		op := item[strings.ToLower(r.method)].(map[string]any)
 		isWrite := r.method != http.MethodGet && !r.read
@@ -262,7 +265,7 @@ func TestOpenAPIDocumentsExpiries(t *testing.T) {
 		assert.True(t, pattern.MatchString(d), "%q is a duration", d)
 	}
 	for _, d := range []string{"", "4", "4 h", "4hours", "1d", "-1h", "h", "1.h.", "4h ", "P1D"} {
-		_, err := parseUsers(`[{"uid":1,"ttl":"`+d+`"}]`, 1)
+		_, err := decode.ParseUsers(`[{"uid":1,"ttl":"`+d+`"}]`, 1)
 		assert.Error(t, err, "%q", d)
 		assert.False(t, pattern.MatchString(d), "%q is not a duration the parser takes", d)
 	}

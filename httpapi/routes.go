@@ -1,12 +1,13 @@
 package httpapi
 
 import (
-	"crypto/subtle"
 	_ "embed"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/membership"
 )
 
@@ -18,7 +19,7 @@ type route struct {
 	// open routes never need the token: probes must work without it.
 	open bool
 	// query says that the handler reads its query itself, through
-	// parseQuery; the other routes take no parameters, and addRoutes has
+	// decode.ParseQuery; the other routes take no parameters, and addRoutes has
 	// any refused.
 	query bool
 	// data routes need the service: while loading, they answer 503
@@ -76,11 +77,11 @@ func routes(d shared) []route {
 // a JSON 405 and its Allow header, and "/" answers every unknown path with a
 // JSON 404: the mux's own answers are plain text. Every pattern is
 // registered with m too, unless m is nil.
-func addRoutes(mux *http.ServeMux, rs []route, loading bool, token string, authReads bool, m *requestMetrics) {
+func addRoutes(mux *http.ServeMux, rs []route, loading bool, token string, authReads bool, m *middleware.RequestMetrics) {
 	handle := func(pattern string, h http.Handler) {
 		mux.Handle(pattern, h)
 		if m != nil {
-			m.addPattern(pattern)
+			m.AddPattern(pattern)
 		}
 	}
 	allowed := map[string][]string{}
@@ -94,11 +95,11 @@ func addRoutes(mux *http.ServeMux, rs []route, loading bool, token string, authR
 			h = noQuery(h)
 		}
 		if r.cache != "" {
-			h = withCacheControl(r.cache, h)
+			h = middleware.WithCacheControl(r.cache, h)
 		}
 		isRead := r.method == http.MethodGet || r.read
 		if token != "" && !r.open && (!isRead || authReads || r.private) {
-			h = requireToken(token, h)
+			h = middleware.RequireToken(token, h)
 		}
 		handle(r.method+" "+r.path, h)
 		if allowed[r.path] == nil {
@@ -115,49 +116,6 @@ func addRoutes(mux *http.ServeMux, rs []route, loading bool, token string, authR
 	handle("/", handleNotFound())
 }
 
-// canonicalPaths answers a path that is not in canonical form (an empty,
-// "." or ".." segment, or a trailing slash) with a JSON 404, before the mux
-// sees it: the mux would answer with a redirect to the cleaned path, in
-// HTML, that a client following it re-sends a write to, on another group.
-// Escaped, such ids are paths like any other: /group-user/%2E%2E.
-func canonicalPaths(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The path as sent: escaping changes no "/" and no ".", so the
-		// decoded path tells as well when the client escaped nothing.
-		path := r.URL.RawPath
-		if path == "" {
-			path = r.URL.Path
-		}
-		if path != "/" && !canonicalPath(path) {
-			writeError(w, r, membership.Errorf(codeNotFound,
-				"%s is not a canonical path (it has an empty, \".\" or \"..\" segment, or ends in /): no route serves it; "+
-					"escape a group id that is . or .. as %%2E or %%2E%%2E", path))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// canonicalPath reports whether path, escaped, starts with / and has no
-// empty, "." or ".." segment (a trailing slash makes an empty one).
-func canonicalPath(path string) bool {
-	if path == "" || path[0] != '/' {
-		return false
-	}
-	start := 1 // of the segment being read
-	for i := 1; i <= len(path); i++ {
-		if i < len(path) && path[i] != '/' {
-			continue
-		}
-		switch path[start:i] {
-		case "", ".", "..":
-			return false
-		}
-		start = i + 1
-	}
-	return true
-}
-
 // escapeGroupID escapes a group id for a path segment, so that a URL built
 // with it names the same group: PathEscape leaves "." and ".." alone, which
 // a client or a mux would resolve away.
@@ -168,44 +126,17 @@ func escapeGroupID(id string) string {
 	return url.PathEscape(id)
 }
 
-// withCacheControl sets the Cache-Control of h's replies to value.
-func withCacheControl(value string, h http.Handler) http.Handler {
-	v := []string{value}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header()["Cache-Control"] = v
-		h.ServeHTTP(w, r)
-	})
-}
-
-// noQuery refuses, as parseQuery does, any query sent to h, whose route
+// noQuery refuses, as decode.ParseQuery does, any query sent to h, whose route
 // takes no parameters.
 func noQuery(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.RawQuery != "" {
-			if _, err := parseQuery(r); err != nil {
-				writeError(w, r, err)
+			if _, err := decode.ParseQuery(r); err != nil {
+				middleware.WriteError(w, r, err)
 				return
 			}
 		}
 		h.ServeHTTP(w, r)
-	})
-}
-
-// requireToken lets through only requests with Authorization: Bearer token.
-// The scheme is matched case-insensitively (RFC 9110 11.1), the token in
-// constant time, so that the time taken tells nothing about it.
-func requireToken(token string, next http.Handler) http.Handler {
-	want := []byte(token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, got, _ := strings.Cut(headerValue(r, "Authorization"), " ")
-		got = strings.TrimLeft(got, " ")
-		if subtle.ConstantTimeCompare([]byte(got), want) != 1 || !strings.EqualFold(scheme, "Bearer") {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="membership"`)
-			writeError(w, r, membership.Errorf(codeUnauthorized,
-				"this request needs the header Authorization: Bearer <token>, with the service's token"))
-			return
-		}
-		next.ServeHTTP(w, r)
 	})
 }
 
@@ -215,6 +146,6 @@ var openAPIDocument []byte
 // handleOpenAPI serves the OpenAPI 3.1 document of the API.
 func handleOpenAPI() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, openAPIDocument)
+		middleware.WriteJSON(w, http.StatusOK, openAPIDocument)
 	})
 }

@@ -1,4 +1,4 @@
-package httpapi
+package lists
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -22,59 +23,49 @@ import (
 // sends it, and by every reply of a suffix of it (after=UID without limit),
 // so that many readers of one large group cost its list once.
 
-// encodedList is a group's whole member list at one revision, encoded.
-type encodedList struct {
+// EncodedList is a group's whole member list at one revision, encoded.
+type EncodedList struct {
 	groupID  string
 	revision membership.Revision
-	body     []byte
+	Body     []byte
 	total    int // the group's size
 	// The values of the reply's ETag, X-Total-Count and Content-Length
 	// headers, made once for all its readers. Nothing changes them: a
 	// header map holds them.
-	etag, totalField, lengthField []string
-	// marks hold every markEvery-th member's uid and the offset of its
+	ETag, TotalField, LengthField []string
+	// marks hold every encode.MarkEvery-th member's uid and the offset of its
 	// object in body, for finding where a suffix starts.
-	marks []listMark
+	marks []encode.ListMark
 	// lease is what the list took from the replies budget while replies
 	// send it; refs counts those replies. Both are guarded by
-	// encodedLists.mu.
+	// EncodedLists.mu.
 	lease budget.Lease
 	refs  int
 }
 
-type listMark struct {
-	uid    membership.UID
-	offset int
-}
-
-// markEvery is how many members lie between two marks: a suffix's start is
-// found by a binary search of the marks and a scan of at most this many
-// objects.
-const markEvery = 64
-
-// suffix returns the list of the members with uids above uid: a JSON array
+// Suffix returns the list of the members with uids above uid: a JSON array
 // whose "[" is the first part and the rest of which is the second, both
 // sharing body.
-func (e *encodedList) suffix(uid membership.UID) (open, rest []byte) {
-	i := sort.Search(len(e.marks), func(i int) bool { return e.marks[i].uid > uid })
+func (e *EncodedList) Suffix(uid membership.UID) (open, rest []byte) {
+	i := sort.Search(len(e.marks), func(i int) bool { return e.marks[i].UID > uid })
 	off := 1 // the first object, after "["
 	if i > 0 {
-		off = e.marks[i-1].offset
+		off = e.marks[i-1].Offset
 	}
-	end := len(e.body) - 1 // the closing "]"
+	end := len(e.Body) - 1 // the closing "]"
 	for off < end {
-		if objectUID(e.body[off:]) > uid {
-			return e.body[:1], e.body[off:]
+		if objectUID(e.Body[off:]) > uid {
+			return e.Body[:1], e.Body[off:]
 		}
 		// No string in the body holds `,{"uid":`: a quote inside a string is
 		// escaped. So the next one starts the next object.
-		next := bytes.Index(e.body[off+1:], nextObject)
+		next := bytes.Index(e.Body[off+1:], nextObject)
 		if next < 0 {
 			break
 		}
 		off += 1 + next + 1
 	}
-	return e.body[:1], e.body[end:]
+	return e.Body[:1], e.Body[end:]
 }
 
 var nextObject = []byte(`,{"uid":`)
@@ -82,7 +73,7 @@ var nextObject = []byte(`,{"uid":`)
 // objectUID reads the uid of the member object b starts with.
 func objectUID(b []byte) membership.UID {
 	var n membership.UID
-	for _, c := range b[len(uidPrefix):] {
+	for _, c := range b[len(encode.UIDPrefix):] {
 		if c < '0' || c > '9' {
 			break
 		}
@@ -91,18 +82,18 @@ func objectUID(b []byte) membership.UID {
 	return n
 }
 
-// encodedLists finds, builds and shares the encoded member lists, and
+// EncodedLists finds, builds and shares the encoded member lists, and
 // accounts for the memory of every reply in the replies budget.
-type encodedLists struct {
-	replies *budget.Bytes
+type EncodedLists struct {
+	Replies *budget.Bytes
 
 	// mu guards everything below, the cache included, and the refs, held
-	// and sending of every encodedList.
+	// and sending of every EncodedList.
 	mu    sync.Mutex
-	cache *listCache
+	cache *Cache
 	// sending holds, by group id, the newest list that replies are sending
 	// and the cache does not hold (it is too large, or was dropped).
-	sending map[string]*encodedList
+	sending map[string]*EncodedList
 	// building holds, by group id, the list being built now: readers that
 	// come meanwhile wait for it rather than build their own.
 	building map[string]*listBuild
@@ -112,25 +103,25 @@ type encodedLists struct {
 // when e or err is set.
 type listBuild struct {
 	done chan struct{}
-	e    *encodedList
+	e    *EncodedList
 	err  error
 }
 
-func newEncodedLists(cache *listCache, replies *budget.Bytes) *encodedLists {
-	return &encodedLists{cache: cache, replies: replies, sending: make(map[string]*encodedList), building: make(map[string]*listBuild)}
+func NewEncodedLists(cache *Cache, replies *budget.Bytes) *EncodedLists {
+	return &EncodedLists{cache: cache, Replies: replies, sending: make(map[string]*EncodedList), building: make(map[string]*listBuild)}
 }
 
-// errRepliesBusy refuses a reply when the replies budget is spent.
-func errRepliesBusy() error {
+// ErrRepliesBusy refuses a reply when the replies budget is spent.
+func ErrRepliesBusy() error {
 	return membership.Errorf(membership.CodeUnavailable,
 		"too many large replies are being sent at once: try again later")
 }
 
-// whole returns the group's whole list at revision or a later one, held for
+// Whole returns the group's whole list at revision or a later one, held for
 // the caller, who must release it: the list replies are sending, or the
 // cache's, or one built now. Errors: those of svc.ListMembers, and
 // CodeUnavailable when the replies budget has no room for it.
-func (l *encodedLists) whole(ctx context.Context, svc *membership.Service, groupID string, revision membership.Revision) (*encodedList, error) {
+func (l *EncodedLists) Whole(ctx context.Context, svc *membership.Service, groupID string, revision membership.Revision) (*EncodedList, error) {
 	for {
 		l.mu.Lock()
 		e, ok := l.sending[groupID]
@@ -141,7 +132,7 @@ func (l *encodedLists) whole(ctx context.Context, svc *membership.Service, group
 			held := l.holdLocked(e)
 			l.mu.Unlock()
 			if !held {
-				return nil, errRepliesBusy()
+				return nil, ErrRepliesBusy()
 			}
 			return e, nil
 		}
@@ -174,7 +165,7 @@ func (l *encodedLists) whole(ctx context.Context, svc *membership.Service, group
 // build encodes the group's list, for whole, which made b and registered
 // it, and ends b for the readers that waited. lastSize is the cost of the
 // group's newest encoding, of any revision (0: none).
-func (l *encodedLists) build(ctx context.Context, svc *membership.Service, groupID string, lastSize int64, b *listBuild) (e *encodedList, err error) {
+func (l *EncodedLists) build(ctx context.Context, svc *membership.Service, groupID string, lastSize int64, b *listBuild) (e *EncodedList, err error) {
 	defer func() {
 		l.mu.Lock()
 		delete(l.building, groupID)
@@ -190,42 +181,42 @@ func (l *encodedLists) build(ctx context.Context, svc *membership.Service, group
 	}()
 	// Refuse before listing when the last encoding of the group does not
 	// fit: measuring a large group costs time under its lock.
-	if lastSize > 0 && !l.replies.Has(lastSize) {
-		l.replies.Refuse()
-		return nil, errRepliesBusy()
+	if lastSize > 0 && !l.Replies.Has(lastSize) {
+		l.Replies.Refuse()
+		return nil, ErrRepliesBusy()
 	}
 	// The list outlives the request: its id must not share the request's
 	// memory.
-	e = &encodedList{groupID: strings.Clone(groupID)}
+	e = &EncodedList{groupID: strings.Clone(groupID)}
 	busy := false
 	rev, err := svc.ListMembers(ctx, groupID, membership.ListOptions{}, func(total int, members iter.Seq[membership.Member]) {
-		size, n := membersJSONLen(members)
-		marks := n/markEvery + 1
+		size, n := encode.MembersJSONLen(members)
+		marks := n/encode.MarkEvery + 1
 		var ok bool
-		if e.lease, ok = l.replies.Take(int64(size+len(groupID)+marks*int(unsafe.Sizeof(listMark{}))) + entryOverhead); !ok {
+		if e.lease, ok = l.Replies.Take(int64(size+len(groupID)+marks*int(unsafe.Sizeof(encode.ListMark{}))) + entryOverhead); !ok {
 			busy = true
 			return
 		}
 		e.total = total
-		e.marks = make([]listMark, 0, marks)
-		e.body = appendMembers(make([]byte, 0, size), members, &e.marks)
+		e.marks = make([]encode.ListMark, 0, marks)
+		e.Body = encode.AppendMembers(make([]byte, 0, size), members, &e.marks)
 	})
 	if err != nil || busy {
 		if err == nil {
-			err = errRepliesBusy()
+			err = ErrRepliesBusy()
 		}
 		e.lease.Release()
 		return nil, err
 	}
-	e.revision, e.etag, e.refs = rev, etag(svc.Epoch(), rev), 1
-	e.totalField, e.lengthField = []string{strconv.Itoa(e.total)}, []string{strconv.Itoa(len(e.body))}
+	e.revision, e.ETag, e.refs = rev, encode.ETag(svc.Epoch(), rev), 1
+	e.TotalField, e.LengthField = []string{strconv.Itoa(e.total)}, []string{strconv.Itoa(len(e.Body))}
 	return e, nil
 }
 
 // lastSizeLocked returns the cost of the newest encoding of the group that
 // is sent or cached, of any revision; 0 when there is none. The caller holds
 // mu.
-func (l *encodedLists) lastSizeLocked(groupID string) int64 {
+func (l *EncodedLists) lastSizeLocked(groupID string) int64 {
 	if e, ok := l.sending[groupID]; ok {
 		return e.cost()
 	}
@@ -235,7 +226,7 @@ func (l *encodedLists) lastSizeLocked(groupID string) int64 {
 // tryHold holds e, which another reader built, for one more reply, unless
 // all its replies are done (then its memory went back, and the caller looks
 // again).
-func (l *encodedLists) tryHold(e *encodedList) bool {
+func (l *EncodedLists) tryHold(e *EncodedList) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e.refs == 0 {
@@ -248,9 +239,9 @@ func (l *encodedLists) tryHold(e *encodedList) bool {
 // holdLocked holds e for one more reply, taking its memory from the budget
 // for the first. It reports false when the budget has no room. The caller
 // holds mu.
-func (l *encodedLists) holdLocked(e *encodedList) bool {
+func (l *EncodedLists) holdLocked(e *EncodedList) bool {
 	if e.refs == 0 {
-		lease, ok := l.replies.Take(e.cost())
+		lease, ok := l.Replies.Take(e.cost())
 		if !ok {
 			return false
 		}
@@ -260,15 +251,15 @@ func (l *encodedLists) holdLocked(e *encodedList) bool {
 	return true
 }
 
-// cacheBytes returns what the cache holds now.
-func (l *encodedLists) cacheBytes() int64 {
+// CacheBytes returns what the cache holds now.
+func (l *EncodedLists) CacheBytes() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.cache.bytes()
 }
 
-// release ends one reply's hold of e; the last gives its memory back.
-func (l *encodedLists) release(e *encodedList) {
+// Release ends one reply's hold of e; the last gives its memory back.
+func (l *EncodedLists) Release(e *EncodedList) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e.refs--
@@ -281,13 +272,16 @@ func (l *encodedLists) release(e *encodedList) {
 	}
 }
 
-// encodeBounded builds a reply body of size bytes with fill, after taking
+// EncodeBounded builds a reply body of size bytes with fill, after taking
 // its memory from the replies budget; the caller releases the lease once
 // the body is written. Errors: CodeUnavailable when the budget has no room.
-func encodeBounded(replies *budget.Bytes, size int, fill func([]byte) []byte) ([]byte, budget.Lease, error) {
+func EncodeBounded(replies *budget.Bytes, size int, fill func([]byte) []byte) ([]byte, budget.Lease, error) {
 	lease, ok := replies.Take(int64(size))
 	if !ok {
-		return nil, lease, errRepliesBusy()
+		return nil, lease, ErrRepliesBusy()
 	}
 	return fill(make([]byte, 0, size)), lease, nil
 }
+
+// CacheLimit returns the most bytes the cache holds, for /metrics.
+func (l *EncodedLists) CacheLimit() int64 { return l.cache.maxBytes }

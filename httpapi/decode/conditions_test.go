@@ -1,4 +1,4 @@
-package httpapi
+package decode
 
 import (
 	"net/http/httptest"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/membership"
 )
 
@@ -45,7 +46,7 @@ func TestParseEntityTags(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			star, tags, err := parseEntityTags("If-Match", tt.fields)
 			if tt.wantErr {
-				assert.Equal(t, codeInvalidHeader, membership.ErrorCode(err), "%v", err)
+				assert.Equal(t, middleware.CodeInvalidHeader, membership.ErrorCode(err), "%v", err)
 				return
 			}
 			assert.NoError(t, err)
@@ -90,9 +91,9 @@ func TestWriteCondition(t *testing.T) {
 			if tt.ifNoneMatch != "" {
 				r.Header.Set("If-None-Match", tt.ifNoneMatch)
 			}
-			cond, err := writeCondition(r, epoch)
+			cond, err := WriteCondition(r, epoch)
 			if tt.wantErr {
-				assert.Equal(t, codeInvalidHeader, membership.ErrorCode(err), "%v", err)
+				assert.Equal(t, middleware.CodeInvalidHeader, membership.ErrorCode(err), "%v", err)
 				return
 			}
 			assert.NoError(t, err)

@@ -1,13 +1,9 @@
-package httpapi
+package decode
 
 import (
 	"bytes"
 	"io"
-	"math"
-	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -17,48 +13,6 @@ import (
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
-
-// FuzzParseChangeForm checks parseChangeForm against url.ParseQuery: the same
-// bodies accepted but those with a parameter other than users and uid,
-// which are refused, the same values read.
-func FuzzParseChangeForm(f *testing.F) {
-	for _, seed := range []string{
-		"users=[1,2]", "users=%5B1%5D&uid=7", "uid=1&users=[1]&x=y", "users=[1]&users=[2]", "users=%zz",
-		"a;b=1&users=[1]", "=&&users=", "users=a+b%20c", "x=%", "users", "&&&",
-	} {
-		f.Add(seed)
-	}
-	f.Fuzz(func(t *testing.T, body string) {
-		users, uid, err := parseChangeForm(body, "users")
-		form, wantErr := url.ParseQuery(body)
-		if wantErr != nil {
-			if err == nil {
-				t.Fatalf("parseChangeForm(%q) accepted what url.ParseQuery rejects: %v", body, wantErr)
-			}
-			return
-		}
-		if len(form["users"]) > 1 || len(form["uid"]) > 1 {
-			if err == nil {
-				t.Fatalf("parseChangeForm(%q) accepted a repeated parameter", body)
-			}
-			return
-		}
-		for key := range form {
-			if key != "users" && key != "uid" {
-				if err == nil {
-					t.Fatalf("parseChangeForm(%q) accepted the unknown parameter %q", body, key)
-				}
-				return
-			}
-		}
-		if err != nil {
-			t.Fatalf("parseChangeForm(%q) rejected what url.ParseQuery accepts: %v", body, err)
-		}
-		if users != form.Get("users") || uid != form.Get("uid") {
-			t.Fatalf("parseChangeForm(%q) = %q, %q; url.ParseQuery reads %q, %q", body, users, uid, form.Get("users"), form.Get("uid"))
-		}
-	})
-}
 
 func TestReadBodyShorterThanItsContentLength(t *testing.T) {
 	r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[1]"))
@@ -143,45 +97,6 @@ func TestReadBodyTooLargeWithoutContentLength(t *testing.T) {
 	assert.Zero(t, bodies.Used())
 }
 
-func TestObservedWriterHelpersIgnoreOtherWriters(t *testing.T) {
-	// Outside observe, there is nothing to record into; that must not panic.
-	var w http.ResponseWriter = httptest.NewRecorder()
-	assert.NotPanics(t, func() {
-		setActingUID(w, 7)
-		recordInternalError(w, assert.AnError)
-	})
-	assert.Equal(t, []string{"18446744073709551615"}, uintField(w, math.MaxUint64))
-	assert.Equal(t, "42", string(countBody(w, 42)))
-}
-
-// The numbers a reply is made of are made in the writer's scratch while it
-// has room, each left as it was by those made after it, and in memory of
-// their own after that; a header value made there takes an Add without
-// writing over its neighbour.
-func TestObservedWriterScratch(t *testing.T) {
-	o := &observedWriter{ResponseWriter: httptest.NewRecorder()}
-	id := newRequestIDs().next(o)
-	assert.True(t, wellFormedRequestID(id), id)
-	idText := strings.Clone(id)
-	var fields [][]string
-	var bodies [][]byte
-	for i := range 6 {
-		fields = append(fields, uintField(o, math.MaxUint64-uint64(i)))
-		bodies = append(bodies, countBody(o, 1000+i))
-	}
-	for i := range 6 {
-		assert.Equal(t, []string{strconv.FormatUint(math.MaxUint64-uint64(i), 10)}, fields[i], "field %d", i)
-		assert.Equal(t, strconv.Itoa(1000+i), string(bodies[i]), "body %d", i)
-	}
-	assert.Equal(t, len(o.fields), int(o.fieldsUsed), "the fields made in the scratch")
-	assert.Greater(t, int(o.scratchUsed), len(o.scratch)-20, "the scratch is full")
-	h := http.Header{"A": fields[0], "B": fields[1]}
-	h.Add("A", "more")
-	assert.Equal(t, []string{"18446744073709551615", "more"}, h["A"])
-	assert.Equal(t, []string{"18446744073709551614"}, h["B"])
-	assert.Equal(t, idText, id, "the id is left as it was")
-}
-
 // The users text decoded into a copy (an escaped form value, a JSON body)
 // is counted with the body; a plain form value points into the body and is
 // not counted twice.
@@ -200,16 +115,16 @@ func TestReadChangeRequestCountsDecodedCopies(t *testing.T) {
 			if tt.contentType != "" {
 				r.Header.Set("Content-Type", tt.contentType)
 			}
-			req, err := readChangeRequest(httptest.NewRecorder(), r, "users", 1000, bodies)
+			req, err := ReadChangeRequest(httptest.NewRecorder(), r, "users", 1000, bodies)
 			require.NoError(t, err)
-			assert.Equal(t, "[1,2]", req.list)
+			assert.Equal(t, "[1,2]", req.List)
 			want := int64(len(tt.body) + 1) // the buffer: Content-Length + 1
 			if tt.copied {
-				want += int64(len(req.list))
+				want += int64(len(req.List))
 			}
-			assert.Equal(t, want, req.lease.Held())
+			assert.Equal(t, want, req.Lease.Held())
 			assert.Equal(t, want, bodies.Used())
-			req.lease.Release()
+			req.Lease.Release()
 			assert.Zero(t, bodies.Used())
 		})
 	}

@@ -1,4 +1,4 @@
-package httpapi
+package middleware
 
 import (
 	"crypto/rand"
@@ -57,9 +57,9 @@ func (o *observedWriter) appendScratch(fill func([]byte) []byte) []byte {
 	return b
 }
 
-// uintField returns v in decimal as a header value, in w's scratch when w
+// UintField returns v in decimal as a header value, in w's scratch when w
 // is the request's observedWriter and it has room.
-func uintField(w http.ResponseWriter, v uint64) []string {
+func UintField(w http.ResponseWriter, v uint64) []string {
 	fill := func(b []byte) []byte { return strconv.AppendUint(b, v, 10) }
 	o, ok := w.(*observedWriter)
 	if !ok || int(o.fieldsUsed) == len(o.fields) {
@@ -72,9 +72,9 @@ func uintField(w http.ResponseWriter, v uint64) []string {
 	return o.fields[i : i+1 : i+1] // no room to append: Header.Add copies
 }
 
-// countBody returns n, not negative, in decimal as a reply's JSON body, in
+// CountBody returns n, not negative, in decimal as a reply's JSON body, in
 // w's scratch when w is the request's observedWriter and it has room.
-func countBody(w http.ResponseWriter, n int) []byte {
+func CountBody(w http.ResponseWriter, n int) []byte {
 	fill := func(b []byte) []byte { return strconv.AppendInt(b, int64(n), 10) }
 	if o, ok := w.(*observedWriter); ok {
 		return o.appendScratch(fill)
@@ -100,8 +100,8 @@ func (o *observedWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// markClientClosed records that the client went away before its reply.
-func markClientClosed(w http.ResponseWriter) {
+// MarkClientClosed records that the client went away before its reply.
+func MarkClientClosed(w http.ResponseWriter) {
 	if o, ok := w.(*observedWriter); ok {
 		o.clientClosed = true
 	}
@@ -110,8 +110,8 @@ func markClientClosed(w http.ResponseWriter) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (o *observedWriter) Unwrap() http.ResponseWriter { return o.ResponseWriter }
 
-// setActingUID records the request's acting uid for the access log.
-func setActingUID(w http.ResponseWriter, uid membership.UID) {
+// SetActingUID records the request's acting uid for the access log.
+func SetActingUID(w http.ResponseWriter, uid membership.UID) {
 	if o, ok := w.(*observedWriter); ok {
 		o.actingUID = uid
 	}
@@ -127,14 +127,14 @@ func recordInternalError(w http.ResponseWriter, err error) {
 
 var connectionClose = []string{"close"}
 
-// observe wraps next with request ids, the access log and panic recovery.
+// Observe wraps next with request ids, the access log and panic recovery.
 // Each request gets an id: the client's X-Request-ID when it is well formed,
 // a new one otherwise, sent back in X-Request-ID. Each request gets one log
 // line (method, path, status, duration, request id, acting uid), at level error
 // with the detail when it failed on the service's side; a panic becomes a JSON
 // 500 when nothing was written yet. Without accessLog, only the failed
 // requests are logged. Each request is counted in m, unless m is nil.
-func observe(log requestLog, accessLog bool, m *requestMetrics, next http.Handler) http.Handler {
+func Observe(log RequestLog, accessLog bool, m *RequestMetrics, next http.Handler) http.Handler {
 	ids := newRequestIDs()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -164,7 +164,7 @@ func observe(log requestLog, accessLog bool, m *requestMetrics, next http.Handle
 			if p != nil && p != http.ErrAbortHandler {
 				err := fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 				if ow.status == 0 {
-					writeError(ow, r, err)
+					WriteError(ow, r, err)
 				} else {
 					recordInternalError(ow, err)
 				}
@@ -197,18 +197,18 @@ func (o *observedWriter) statusSent() int {
 	return o.status
 }
 
-// requestLog writes the access log: through lines when set, else through
-// logger, the same line either way.
-type requestLog struct {
-	logger *slog.Logger
-	lines  *accesslog.Logger
+// RequestLog writes the access log: through Lines when set, else through
+// Logger, the same line either way.
+type RequestLog struct {
+	Logger *slog.Logger
+	Lines  *accesslog.Logger
 }
 
 // request logs one request: method, path, status, duration, request id,
 // the acting uid when given, and the error when it failed on the service's
 // side (then at level ERROR).
-func (l requestLog) request(r *http.Request, start time.Time, elapsed time.Duration, ow *observedWriter) {
-	if l.lines != nil {
+func (l RequestLog) request(r *http.Request, start time.Time, elapsed time.Duration, ow *observedWriter) {
+	if l.Lines != nil {
 		e := accesslog.Entry{
 			Time: start.Add(elapsed), Method: r.Method, Path: r.URL.EscapedPath(), Status: ow.statusSent(),
 			Duration: elapsed, RequestID: ow.requestID[0], UID: int64(ow.actingUID),
@@ -216,10 +216,10 @@ func (l requestLog) request(r *http.Request, start time.Time, elapsed time.Durat
 		if ow.internalErr != nil {
 			e.Err = ow.internalErr.Error()
 		}
-		l.lines.Log(&e)
+		l.Lines.Log(&e)
 		return
 	}
-	logRequest(l.logger, r, elapsed, ow)
+	logRequest(l.Logger, r, elapsed, ow)
 }
 
 func logRequest(logger *slog.Logger, r *http.Request, elapsed time.Duration, ow *observedWriter) {

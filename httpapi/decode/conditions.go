@@ -1,10 +1,12 @@
-package httpapi
+package decode
 
 import (
 	"errors"
 	"net/http"
 	"strings"
 
+	"example.com/groupmembership/httpapi/encode"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/membership"
 )
 
@@ -31,22 +33,22 @@ import (
 // the RFC's syntax (an unterminated quote, * beside tags, an empty value)
 // is 400 invalid_header.
 
-// writeCondition returns the precondition that the If-Match and
+// WriteCondition returns the precondition that the If-Match and
 // If-None-Match headers of r set for a write to one group of the store
 // whose epoch is epoch. When If-Match names only tags that cannot match
 // (of another epoch, or not of the form the service gives), the write
 // fails whatever the group's state: its precondition is one no state
 // meets (membership.NeverHolds).
 //
-// Errors: codeInvalidHeader.
-func writeCondition(r *http.Request, epoch uint64) (cond membership.Precondition, err error) {
+// Errors: middleware.CodeInvalidHeader.
+func WriteCondition(r *http.Request, epoch uint64) (cond membership.Precondition, err error) {
 	if fields, ok := r.Header["If-Match"]; ok {
 		star, tags, err := parseEntityTags("If-Match", fields)
 		if err != nil {
 			return cond, err
 		}
 		if len(tags) > membership.MaxPreconditionRevisions {
-			return cond, membership.Errorf(codeInvalidHeader,
+			return cond, membership.Errorf(middleware.CodeInvalidHeader,
 				"If-Match has %d entity tags, more than %d: send the ETag you read", len(tags), membership.MaxPreconditionRevisions)
 		}
 		cond.Exists = star
@@ -65,7 +67,7 @@ func writeCondition(r *http.Request, epoch uint64) (cond membership.Precondition
 			return cond, err
 		}
 		if !star {
-			return cond, membership.Errorf(codeInvalidHeader,
+			return cond, membership.Errorf(middleware.CodeInvalidHeader,
 				"on a write, If-None-Match takes only * (apply the write only while the group is empty); "+
 					"to apply it only while the group is unchanged, send its ETag in If-Match")
 		}
@@ -74,24 +76,24 @@ func writeCondition(r *http.Request, epoch uint64) (cond membership.Precondition
 	return cond, nil
 }
 
-// refuseConditions refuses If-Match and If-None-Match on a write that
+// RefuseConditions refuses If-Match and If-None-Match on a write that
 // takes neither, saying why: removing a user from every group has no one
 // group whose state they could name; a batch's changes carry their own.
 //
-// Errors: codeInvalidHeader.
-func refuseConditions(r *http.Request, why string) error {
+// Errors: middleware.CodeInvalidHeader.
+func RefuseConditions(r *http.Request, why string) error {
 	for _, name := range []string{"If-Match", "If-None-Match"} {
 		if _, ok := r.Header[name]; ok {
-			return membership.Errorf(codeInvalidHeader, "%s is not taken here: %s", name, why)
+			return membership.Errorf(middleware.CodeInvalidHeader, "%s is not taken here: %s", name, why)
 		}
 	}
 	return nil
 }
 
-// conditionsText returns the conditions of r as it sent them, for the
+// ConditionsText returns the conditions of r as it sent them, for the
 // fingerprint of a keyed write (membership.Write.Conditions): its If-Match
 // and If-None-Match lines, "" for none.
-func conditionsText(r *http.Request) string {
+func ConditionsText(r *http.Request) string {
 	var b strings.Builder
 	for _, name := range []string{"If-Match", "If-None-Match"} {
 		for _, v := range r.Header[name] {
@@ -115,7 +117,7 @@ type entityTag struct {
 // tags (W/"…" or "…"; the quoted part of visible ASCII but '"', and bytes
 // 0x80 to 0xFF), fields of one header being one list.
 //
-// Errors: codeInvalidHeader.
+// Errors: middleware.CodeInvalidHeader.
 func parseEntityTags(name string, fields []string) (star bool, tags []entityTag, err error) {
 	elements := 0
 	for _, field := range fields {
@@ -131,23 +133,23 @@ func parseEntityTags(name string, fields []string) (star bool, tags []entityTag,
 			} else {
 				var t entityTag
 				if t, pos, err = parseEntityTag(field, pos); err != nil {
-					return false, nil, membership.Errorf(codeInvalidHeader,
+					return false, nil, membership.Errorf(middleware.CodeInvalidHeader,
 						"%s %.60q is not * or a list of entity tags (\"…\" or W/\"…\"): %v", name, field, err)
 				}
 				tags = append(tags, t)
 			}
 			pos = skipSpace(field, pos)
 			if pos < len(field) && field[pos] != ',' {
-				return false, nil, membership.Errorf(codeInvalidHeader,
+				return false, nil, membership.Errorf(middleware.CodeInvalidHeader,
 					"%s %.60q is not * or a list of entity tags: want a comma at byte %d", name, field, pos)
 			}
 		}
 	}
 	switch {
 	case elements == 0:
-		return false, nil, membership.Errorf(codeInvalidHeader, "%s is empty: send * or entity tags, or leave it out", name)
+		return false, nil, membership.Errorf(middleware.CodeInvalidHeader, "%s is empty: send * or entity tags, or leave it out", name)
 	case star && elements > 1:
-		return false, nil, membership.Errorf(codeInvalidHeader, "%s has * among other values: send * alone", name)
+		return false, nil, membership.Errorf(middleware.CodeInvalidHeader, "%s has * among other values: send * alone", name)
 	}
 	return star, tags, nil
 }
@@ -193,23 +195,13 @@ func skipSpace(s string, pos int) int {
 }
 
 // ourRevision returns the revision t names when it is a strong tag of the
-// form etag gives, in epoch: "<epoch, 16 hex digits>-<revision>".
+// form encode.ETag gives, in epoch: "<epoch, 16 hex digits>-<revision>".
 func ourRevision(t entityTag, epoch uint64) (membership.Revision, bool) {
 	const epochLen = 16
 	o := t.opaque
-	if t.weak || len(o) < epochLen+2 || o[epochLen] != '-' || o[:epochLen] != epochHex(epoch) {
+	if t.weak || len(o) < epochLen+2 || o[epochLen] != '-' || o[:epochLen] != encode.EpochHex(epoch) {
 		return 0, false
 	}
-	rev, ok := canonicalUint(o[epochLen+1:])
+	rev, ok := CanonicalUint(o[epochLen+1:])
 	return membership.Revision(rev), ok
-}
-
-// writeChangeError answers err of a write: as writeError, with the
-// group's current ETag when a precondition failed.
-func writeChangeError(w http.ResponseWriter, r *http.Request, svc *membership.Service, err error) {
-	var e *membership.Error
-	if errors.As(err, &e) && e.Code == membership.CodePreconditionFailed {
-		w.Header()["Etag"] = etag(svc.Epoch(), e.Revision)
-	}
-	writeError(w, r, err)
 }

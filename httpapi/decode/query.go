@@ -1,4 +1,4 @@
-package httpapi
+package decode
 
 import (
 	"net/http"
@@ -10,22 +10,22 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// query is a request's query string, parsed strictly, in one place for every
+// Query is a request's Query string, parsed strictly, in one place for every
 // route: each pair well formed (url.ParseQuery's error is not dropped, as
 // r.URL.Query drops it), each name one the route takes, each at most once,
 // and none empty. A value absent is "".
-type query map[string]string
+type Query map[string]string
 
-// parseQuery parses the query of r, whose route takes the parameters named.
+// ParseQuery parses the Query of r, whose route takes the parameters named.
 //
 // Errors: CodeInvalidQuery.
-func parseQuery(r *http.Request, takes ...string) (query, error) {
+func ParseQuery(r *http.Request, takes ...string) (Query, error) {
 	if r.URL.RawQuery == "" { // the common case, at no cost
 		return nil, nil
 	}
 	values, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return nil, membership.Errorf(membership.CodeInvalidQuery, "the query string is malformed: %v", err)
+		return nil, membership.Errorf(membership.CodeInvalidQuery, "the Query string is malformed: %v", err)
 	}
 	names := slices.Sorted(func(yield func(string) bool) {
 		for name := range values {
@@ -34,7 +34,7 @@ func parseQuery(r *http.Request, takes ...string) (query, error) {
 			}
 		}
 	})
-	q := make(query, len(values))
+	q := make(Query, len(values))
 	for _, name := range names {
 		vs := values[name]
 		switch {
@@ -54,9 +54,9 @@ func parseQuery(r *http.Request, takes ...string) (query, error) {
 func takesWhat(name string, takes []string) string {
 	switch {
 	case name == "users":
-		return "it belongs in the body of a POST, PUT or DELETE of /group-user/{groupID}, not in the query string: send users=[uid, ...] as the body"
+		return "it belongs in the body of a POST, PUT or DELETE of /group-user/{groupID}, not in the Query string: send users=[uid, ...] as the body"
 	case name == "groups":
-		return "it belongs in the body of a POST, PUT or DELETE of /group-group/{groupID}, not in the query string: send groups=[\"group id\", ...] as the body"
+		return "it belongs in the body of a POST, PUT or DELETE of /group-group/{groupID}, not in the Query string: send groups=[\"group id\", ...] as the body"
 	case len(takes) == 0:
 		return "this route takes no parameters"
 	default:
@@ -64,9 +64,9 @@ func takesWhat(name string, takes []string) string {
 	}
 }
 
-// canonicalUint parses s as a decimal integer written canonically: digits
+// CanonicalUint parses s as a decimal integer written canonically: digits
 // only, no sign, no leading zero but for 0 itself.
-func canonicalUint(s string) (uint64, bool) {
+func CanonicalUint(s string) (uint64, bool) {
 	if s == "" || len(s) > 1 && s[0] == '0' {
 		return 0, false
 	}
@@ -83,12 +83,12 @@ func canonicalUint(s string) (uint64, bool) {
 // absent.
 //
 // Errors: CodeInvalidQuery.
-func (q query) limit() (int, error) {
+func (q Query) Limit() (int, error) {
 	v, ok := q["limit"]
 	if !ok {
 		return 0, nil
 	}
-	n, ok := canonicalUint(v)
+	n, ok := CanonicalUint(v)
 	if !ok || n < 1 || n > membership.MaxPageSize {
 		// The same words as membership.CheckLimit, about the text sent.
 		return 0, membership.Errorf(membership.CodeInvalidQuery, "limit %.40q is not an integer from 1 to %d", v, membership.MaxPageSize)

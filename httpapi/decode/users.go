@@ -1,4 +1,4 @@
-package httpapi
+package decode
 
 import (
 	"strconv"
@@ -10,7 +10,7 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// parseUsers parses the users value of an add or remove request: a JSON array
+// ParseUsers parses the users value of an add or remove request: a JSON array
 // with at most maxUsers elements, each naming one user in one of these forms:
 //
 //	7                               a uid
@@ -37,7 +37,7 @@ import (
 //
 // Errors: membership.CodeInvalidUsers naming the first offending element, or
 // membership.CodeTooManyUsers.
-func parseUsers(s string, maxUsers int) ([]membership.User, error) {
+func ParseUsers(s string, maxUsers int) ([]membership.User, error) {
 	p := usersParser{s: s, array: "users", code: membership.CodeInvalidUsers}
 	return p.parse(maxUsers)
 }

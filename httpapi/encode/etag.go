@@ -1,4 +1,4 @@
-package httpapi
+package encode
 
 import (
 	"net/http"
@@ -8,11 +8,11 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// etag returns the ETag header value of a group's list at revision, in the
+// ETag returns the ETag header value of a group's list at revision, in the
 // store's epoch: "<epoch, 16 hex digits>-<revision>". The epoch tells apart
 // the histories a revision may count in (an in-memory store's restarts, a
 // repaired data directory), so that an ETag never names two different lists.
-func etag(epoch uint64, revision membership.Revision) []string {
+func ETag(epoch uint64, revision membership.Revision) []string {
 	b := make([]byte, 0, 40)
 	b = append(b, '"')
 	b = appendEpoch(b, epoch)
@@ -30,15 +30,15 @@ func appendEpoch(b []byte, epoch uint64) []byte {
 	return b
 }
 
-// epochHex returns epoch as 16 hex digits, as X-Epoch and ETags carry it.
-func epochHex(epoch uint64) string { return string(appendEpoch(make([]byte, 0, 16), epoch)) }
+// EpochHex returns epoch as 16 hex digits, as X-Epoch and ETags carry it.
+func EpochHex(epoch uint64) string { return string(appendEpoch(make([]byte, 0, 16), epoch)) }
 
-// noneMatch reports whether the request's If-None-Match names the list at
+// NoneMatch reports whether the request's If-None-Match names the list at
 // revision in epoch: "*", or a list of entity tags one of which is the
 // revision's, compared weakly (a W/ prefix is ignored), as RFC 9110 says for
 // GET.
-func noneMatch(r *http.Request, epoch uint64, revision membership.Revision) bool {
-	want := etag(epoch, revision)[0]
+func NoneMatch(r *http.Request, epoch uint64, revision membership.Revision) bool {
+	want := ETag(epoch, revision)[0]
 	for _, field := range r.Header["If-None-Match"] {
 		for tag := range strings.SplitSeq(field, ",") {
 			tag = strings.TrimSpace(tag)
@@ -50,8 +50,8 @@ func noneMatch(r *http.Request, epoch uint64, revision membership.Revision) bool
 	return false
 }
 
-// writeNotModified answers 304 with the ETag and no body.
-func writeNotModified(w http.ResponseWriter, epoch uint64, revision membership.Revision) {
-	w.Header()["Etag"] = etag(epoch, revision)
+// WriteNotModified answers 304 with the ETag and no body.
+func WriteNotModified(w http.ResponseWriter, epoch uint64, revision membership.Revision) {
+	w.Header()["Etag"] = ETag(epoch, revision)
 	w.WriteHeader(http.StatusNotModified)
 }

@@ -1,4 +1,4 @@
-package httpapi
+package encode
 
 import (
 	"iter"
@@ -9,9 +9,9 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// membersJSONLen returns the length of the JSON array of members, and how
+// MembersJSONLen returns the length of the JSON array of members, and how
 // many there are.
-func membersJSONLen(members iter.Seq[membership.Member]) (size, n int) {
+func MembersJSONLen(members iter.Seq[membership.Member]) (size, n int) {
 	size = 2 // []
 	for m := range members {
 		size += memberJSONLen(m)
@@ -23,35 +23,35 @@ func membersJSONLen(members iter.Seq[membership.Member]) (size, n int) {
 	return size, n
 }
 
-// appendMembers appends the JSON array of members to b. With marks, it
-// appends to *marks every markEvery-th member's uid and offset in b.
-func appendMembers(b []byte, members iter.Seq[membership.Member], marks *[]listMark) []byte {
+// AppendMembers appends the JSON array of members to b. With marks, it
+// appends to *marks every MarkEvery-th member's uid and offset in b.
+func AppendMembers(b []byte, members iter.Seq[membership.Member], marks *[]ListMark) []byte {
 	b = append(b, '[')
 	i := 0
 	for m := range members {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if marks != nil && i%markEvery == 0 {
-			*marks = append(*marks, listMark{uid: m.UID, offset: len(b)})
+		if marks != nil && i%MarkEvery == 0 {
+			*marks = append(*marks, ListMark{UID: m.UID, Offset: len(b)})
 		}
 		i++
-		b = appendMemberJSON(b, m)
+		b = AppendMemberJSON(b, m)
 	}
 	return append(b, ']')
 }
 
 const (
-	uidPrefix      = `{"uid":`
+	UIDPrefix      = `{"uid":`
 	nicknamePrefix = `,"nickname":`
 	expiresPrefix  = `,"expires":`
 )
 
-// appendMemberJSON appends m as lists send it: {"uid":…,"nickname":…},
+// AppendMemberJSON appends m as lists send it: {"uid":…,"nickname":…},
 // and, only for a member with an expiry, "expires" after the nickname (in
 // the feed's time layout), so that a member without one is sent exactly as
 // before expiries.
-func appendMemberJSON(b []byte, m membership.Member) []byte {
+func AppendMemberJSON(b []byte, m membership.Member) []byte {
 	b = appendNicknameJSON(b, m)
 	if !m.Expires.IsZero() {
 		b = append(b[:len(b)-1], expiresPrefix...) // over the }
@@ -72,15 +72,15 @@ func memberJSONLen(m membership.Member) int {
 // appendNicknameJSON appends {"uid":…,"nickname":…}: a member's nickname,
 // as the feed's "nicknames" report it, without its expiry.
 func appendNicknameJSON(b []byte, m membership.Member) []byte {
-	b = append(b, uidPrefix...)
+	b = append(b, UIDPrefix...)
 	b = strconv.AppendInt(b, int64(m.UID), 10)
 	b = append(b, nicknamePrefix...)
-	b = appendJSONString(b, m.Nickname)
+	b = AppendJSONString(b, m.Nickname)
 	return append(b, '}')
 }
 
 func nicknameJSONLen(m membership.Member) int {
-	return len(uidPrefix) + decimalLen(int64(m.UID)) + len(nicknamePrefix) + jsonStringLen(m.Nickname) + 1
+	return len(UIDPrefix) + decimalLen(int64(m.UID)) + len(nicknamePrefix) + jsonStringLen(m.Nickname) + 1
 }
 
 // decimalLen returns the number of digits of n >= 0.
@@ -103,19 +103,19 @@ func uintLen(n uint64) int {
 	return digits
 }
 
-// appendJSONString appends s as a JSON string, exactly as encoding/json does
+// AppendJSONString appends s as a JSON string, exactly as encoding/json does
 // with HTML escaping off (see jsonstr.Append).
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = jsonstr.Append(b, s, jsonstr.EncodingJSON)
 	return append(b, '"')
 }
 
-// jsonStringLen returns len(appendJSONString(nil, s)) without building it.
+// jsonStringLen returns len(AppendJSONString(nil, s)) without building it.
 func jsonStringLen(s string) int { return 2 + jsonstr.Len(s) }
 
-// stringsJSONLen returns the length of ss as a JSON array of strings.
-func stringsJSONLen(ss []string) int {
+// StringsJSONLen returns the length of ss as a JSON array of strings.
+func StringsJSONLen(ss []string) int {
 	size := 2 + max(len(ss)-1, 0)
 	for _, s := range ss {
 		size += jsonStringLen(s)
@@ -123,13 +123,13 @@ func stringsJSONLen(ss []string) int {
 	return size
 }
 
-func appendStrings(b []byte, ss []string) []byte {
+func AppendStrings(b []byte, ss []string) []byte {
 	b = append(b, '[')
 	for i, s := range ss {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, s)
+		b = AppendJSONString(b, s)
 	}
 	return append(b, ']')
 }
@@ -140,8 +140,8 @@ const (
 	subgroupsPrefix   = `,"subgroups":`
 )
 
-// groupsJSONLen returns the length of the JSON array of groups.
-func groupsJSONLen(groups iter.Seq[membership.GroupSize]) int {
+// GroupsJSONLen returns the length of the JSON array of groups.
+func GroupsJSONLen(groups iter.Seq[membership.GroupSize]) int {
 	size, n := 2, 0 // []
 	for g := range groups {
 		size += len(groupObjectPrefix) + jsonStringLen(g.ID) + len(membersPrefix) + decimalLen(int64(g.Members)) + 1
@@ -153,10 +153,10 @@ func groupsJSONLen(groups iter.Seq[membership.GroupSize]) int {
 	return size + max(n-1, 0) // commas
 }
 
-// appendGroups appends groups as a JSON array of {"group":…,"members":…},
+// AppendGroups appends groups as a JSON array of {"group":…,"members":…},
 // with "subgroups" when a group has some, so that a group without is sent
 // exactly as before groups held groups.
-func appendGroups(b []byte, groups iter.Seq[membership.GroupSize]) []byte {
+func AppendGroups(b []byte, groups iter.Seq[membership.GroupSize]) []byte {
 	b = append(b, '[')
 	i := 0
 	for g := range groups {
@@ -165,7 +165,7 @@ func appendGroups(b []byte, groups iter.Seq[membership.GroupSize]) []byte {
 		}
 		i++
 		b = append(b, groupObjectPrefix...)
-		b = appendJSONString(b, g.ID)
+		b = AppendJSONString(b, g.ID)
 		b = append(b, membersPrefix...)
 		b = strconv.AppendInt(b, int64(g.Members), 10)
 		if g.Subgroups != 0 {
@@ -177,10 +177,10 @@ func appendGroups(b []byte, groups iter.Seq[membership.GroupSize]) []byte {
 	return append(b, ']')
 }
 
-// changesJSONLen returns how many of the first changes fit in a JSON array
+// ChangesJSONLen returns how many of the first changes fit in a JSON array
 // of at most maxBytes, but at least one when there are any, and the length
 // of that array.
-func changesJSONLen(changes []membership.Change, maxBytes int) (n, size int) {
+func ChangesJSONLen(changes []membership.Change, maxBytes int) (n, size int) {
 	size = 2 // []
 	for i, c := range changes {
 		next := changeJSONLen(c)
@@ -212,7 +212,7 @@ const (
 // A change's JSON names its group, but for remove_user (which names the
 // user, in uids, in every group), and lists its uids, but for
 // delete_group (which names only the group) and the nesting ops (which
-// list groups instead): see appendChange.
+// list groups instead): see AppendChange.
 func hasGroup(c membership.Change) bool { return c.Op != membership.OpRemoveUser }
 func hasUIDs(c membership.Change) bool {
 	return c.Op != membership.OpDeleteGroup && !membership.IsNestingOp(c.Op)
@@ -259,7 +259,7 @@ func changeTimeLen(t time.Time) int {
 	return len(appendChangeTime(buf[:0], t))
 }
 
-// changeJSONLen returns len(appendChange(nil, c)) without building it.
+// changeJSONLen returns len(AppendChange(nil, c)) without building it.
 func changeJSONLen(c membership.Change) int {
 	n := len(revPrefix) + uintLen(uint64(c.Revision)) + len(opPrefix) + jsonStringLen(string(c.Op)) + 1 // }
 	if !c.Time.IsZero() {
@@ -305,7 +305,7 @@ func changeBodyLen(c membership.Change) int {
 	if len(c.Expiries) > 0 {
 		n += len(expiriesPrefix) + len(c.Expiries) - 1 + 1
 		for _, e := range c.Expiries {
-			n += len(uidPrefix) + decimalLen(int64(e.UID)) + len(expiresPrefix) + 1 // }
+			n += len(UIDPrefix) + decimalLen(int64(e.UID)) + len(expiresPrefix) + 1 // }
 			if e.At.IsZero() {
 				n += len("null")
 			} else {
@@ -316,18 +316,18 @@ func changeBodyLen(c membership.Change) int {
 	return n
 }
 
-func appendChanges(b []byte, changes []membership.Change) []byte {
+func AppendChanges(b []byte, changes []membership.Change) []byte {
 	b = append(b, '[')
 	for i, c := range changes {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendChange(b, c)
+		b = AppendChange(b, c)
 	}
 	return append(b, ']')
 }
 
-// appendChange appends c as the feed sends it:
+// AppendChange appends c as the feed sends it:
 // {"rev":…,"op":…,"time":…,"actor":…,"group":…,"uids":[…],"nicknames":[…],
 // "expiries":[…]}, what says when and by whom before what changed, with
 // "time" but for a change logged before changes had times, "actor" only
@@ -338,11 +338,11 @@ func appendChanges(b []byte, changes []membership.Change) []byte {
 // expire_groups) has "groups" in place of "uids": [{"group":…},…], each
 // of an add or a replace with "expires" when its nesting ends (one without
 // does not end), those of a remove or an expiry without.
-func appendChange(b []byte, c membership.Change) []byte {
+func AppendChange(b []byte, c membership.Change) []byte {
 	b = append(b, revPrefix...)
 	b = strconv.AppendUint(b, uint64(c.Revision), 10)
 	b = append(b, opPrefix...)
-	b = appendJSONString(b, string(c.Op))
+	b = AppendJSONString(b, string(c.Op))
 	if !c.Time.IsZero() {
 		b = append(b, timePrefix...)
 		b = appendChangeTime(b, c.Time)
@@ -367,7 +367,7 @@ func appendChangeBody(b []byte, c membership.Change) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, subOpPrefix...)
-			b = appendJSONString(b, string(sub.Op))
+			b = AppendJSONString(b, string(sub.Op))
 			b = appendChangeBody(b, sub)
 			b = append(b, '}')
 		}
@@ -375,7 +375,7 @@ func appendChangeBody(b []byte, c membership.Change) []byte {
 	}
 	if hasGroup(c) {
 		b = append(b, groupPrefix...)
-		b = appendJSONString(b, c.GroupID)
+		b = AppendJSONString(b, c.GroupID)
 	}
 	if hasUIDs(c) {
 		b = append(b, uidsPrefix...)
@@ -413,7 +413,7 @@ func appendChangeBody(b []byte, c membership.Change) []byte {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, uidPrefix...)
+			b = append(b, UIDPrefix...)
 			b = strconv.AppendInt(b, int64(e.UID), 10)
 			b = append(b, expiresPrefix...)
 			if e.At.IsZero() {
@@ -427,3 +427,14 @@ func appendChangeBody(b []byte, c membership.Change) []byte {
 	}
 	return b
 }
+
+// ListMark is a member's uid and the offset of its object in an encoded list.
+type ListMark struct {
+	UID    membership.UID
+	Offset int
+}
+
+// MarkEvery is how many members lie between two marks: a suffix's start is
+// found by a binary search of the marks and a scan of at most this many
+// objects.
+const MarkEvery = 64

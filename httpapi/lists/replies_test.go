@@ -1,10 +1,9 @@
-package httpapi
+package lists
 
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
@@ -41,7 +42,7 @@ func newBigGroup(t *testing.T, n int) (*membership.Service, []membership.Member)
 		if i > 0 {
 			users += ","
 		}
-		users += fmt.Sprintf(`{"uid":%d,"nickname":%s}`, uid, appendJSONString(nil, nick))
+		users += fmt.Sprintf(`{"uid":%d,"nickname":%s}`, uid, encode.AppendJSONString(nil, nick))
 	}
 	_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "g", Users: usersOf(users + "]")})
 	require.NoError(t, err)
@@ -51,14 +52,14 @@ func newBigGroup(t *testing.T, n int) (*membership.Service, []membership.Member)
 // The suffix of a shared list after any uid is exactly the list of the
 // members above it, whatever the nicknames hold.
 func TestEncodedListSuffix(t *testing.T) {
-	const n = 5 * markEvery
+	const n = 5 * encode.MarkEvery
 	svc, members := newBigGroup(t, n)
-	l := newEncodedLists(newListCache(0), budget.New(1<<30))
-	e, err := l.whole(context.Background(), svc, "g", 0)
+	l := NewEncodedLists(NewCache(0), budget.New(1<<30))
+	e, err := l.Whole(context.Background(), svc, "g", 0)
 	require.NoError(t, err)
-	defer l.release(e)
-	require.Equal(t, string(encodeMembers(slices.Values(members))), string(e.body))
-	require.Len(t, e.marks, n/markEvery)
+	defer l.Release(e)
+	require.Equal(t, string(encodeMembers(slices.Values(members))), string(e.Body))
+	require.Len(t, e.marks, n/encode.MarkEvery)
 
 	for after := membership.UID(0); after <= membership.UID(3*n+2); after++ {
 		var want []membership.Member
@@ -67,7 +68,7 @@ func TestEncodedListSuffix(t *testing.T) {
 				want = append(want, m)
 			}
 		}
-		head, rest := e.suffix(after)
+		head, rest := e.Suffix(after)
 		got := string(head) + string(rest)
 		if got != string(encodeMembers(slices.Values(want))) {
 			t.Fatalf("suffix(%d) = %.80q…, want the %d members above it", after, got, len(want))
@@ -77,14 +78,14 @@ func TestEncodedListSuffix(t *testing.T) {
 
 // wholeConcurrently asks n readers at once for the list of group g at
 // revision, and returns what each got (nil for an error).
-func wholeConcurrently(l *encodedLists, svc *membership.Service, revision membership.Revision, n int) []*encodedList {
+func wholeConcurrently(l *EncodedLists, svc *membership.Service, revision membership.Revision, n int) []*EncodedList {
 	var wg sync.WaitGroup
-	got := make([]*encodedList, n)
+	got := make([]*EncodedList, n)
 	for i := range got {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i], _ = l.whole(context.Background(), svc, "g", revision)
+			got[i], _ = l.Whole(context.Background(), svc, "g", revision)
 		}()
 	}
 	wg.Wait()
@@ -96,12 +97,12 @@ func wholeConcurrently(l *encodedLists, svc *membership.Service, revision member
 func TestListsShareOneEncodingPerRevision(t *testing.T) {
 	svc, _ := newBigGroup(t, 1000)
 	replies := budget.New(1 << 30)
-	l := newEncodedLists(newListCache(0), replies) // no cache: sharing alone
+	l := NewEncodedLists(NewCache(0), replies) // no cache: sharing alone
 	ctx := context.Background()
 	rev, err := svc.Revision(ctx, "g")
 	require.NoError(t, err)
 
-	first, err := l.whole(ctx, svc, "g", rev)
+	first, err := l.Whole(ctx, svc, "g", rev)
 	require.NoError(t, err)
 	held := replies.Used()
 	assert.Equal(t, first.cost(), held)
@@ -112,10 +113,10 @@ func TestListsShareOneEncodingPerRevision(t *testing.T) {
 	}
 	assert.Equal(t, held, replies.Used(), "counted once")
 	for _, e := range got {
-		l.release(e)
+		l.Release(e)
 	}
 	assert.Equal(t, held, replies.Used(), "the first reader still holds it")
-	l.release(first)
+	l.Release(first)
 	assert.Zero(t, replies.Used())
 	assert.Empty(t, l.sending)
 }
@@ -152,7 +153,7 @@ func TestListsBuildEachRevisionOnce(t *testing.T) {
 	ctx := context.Background()
 	_, err := svc.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: usersOf(uidsJSON(5000))})
 	require.NoError(t, err)
-	l := newEncodedLists(newListCache(0), budget.New(1<<30))
+	l := NewEncodedLists(NewCache(0), budget.New(1<<30))
 
 	got := wholeConcurrently(l, svc, 1, 50)
 	for _, e := range got {
@@ -161,9 +162,9 @@ func TestListsBuildEachRevisionOnce(t *testing.T) {
 	}
 	assert.Equal(t, int64(1), st.lists.Load(), "built once")
 	for _, e := range got {
-		l.release(e)
+		l.Release(e)
 	}
-	assert.Zero(t, l.replies.Used())
+	assert.Zero(t, l.Replies.Used())
 	assert.Empty(t, l.building)
 }
 
@@ -172,18 +173,18 @@ func TestListsBuildEachRevisionOnce(t *testing.T) {
 func TestListsCountCachedListsWhileSent(t *testing.T) {
 	svc, _ := newBigGroup(t, 100)
 	replies := budget.New(1 << 30)
-	l := newEncodedLists(newListCache(1<<20), replies)
+	l := NewEncodedLists(NewCache(1<<20), replies)
 	ctx := context.Background()
-	e, err := l.whole(ctx, svc, "g", 1)
+	e, err := l.Whole(ctx, svc, "g", 1)
 	require.NoError(t, err)
-	l.release(e)
+	l.Release(e)
 	require.Zero(t, replies.Used())
 
-	again, err := l.whole(ctx, svc, "g", 1)
+	again, err := l.Whole(ctx, svc, "g", 1)
 	require.NoError(t, err)
 	assert.Same(t, e, again, "from the cache")
 	assert.Equal(t, e.cost(), replies.Used())
-	l.release(again)
+	l.Release(again)
 	assert.Zero(t, replies.Used())
 }
 
@@ -195,71 +196,41 @@ func TestListsRefuseNewEncodingsPastTheBudget(t *testing.T) {
 	ctx := context.Background()
 	_, err := svc.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: usersOf(uidsJSON(1000))})
 	require.NoError(t, err)
-	l := newEncodedLists(newListCache(0), budget.New(1000)) // less than one list
-	e, err := l.whole(ctx, svc, "g", 1)
+	l := NewEncodedLists(NewCache(0), budget.New(1000)) // less than one list
+	e, err := l.Whole(ctx, svc, "g", 1)
 	require.NoError(t, err, "alone, a list over the whole budget is sent")
-	shared, err := l.whole(ctx, svc, "g", 1)
+	shared, err := l.Whole(ctx, svc, "g", 1)
 	require.NoError(t, err)
 	assert.Same(t, e, shared)
 
 	_, err = svc.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: usersOf("[1001]")})
 	require.NoError(t, err)
 	lists := st.lists.Load()
-	_, err = l.whole(ctx, svc, "g", 2)
+	_, err = l.Whole(ctx, svc, "g", 2)
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "a new revision needs new memory")
 	assert.Equal(t, lists, st.lists.Load(), "refused before listing: the last encoding told its size")
-	_, _, err = encodeBounded(l.replies, 10, func(b []byte) []byte { return b })
+	_, _, err = EncodeBounded(l.Replies, 10, func(b []byte) []byte { return b })
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "so does a page")
 
-	l.release(e)
-	l.release(shared)
-	e, err = l.whole(ctx, svc, "g", 2)
+	l.Release(e)
+	l.Release(shared)
+	e, err = l.Whole(ctx, svc, "g", 2)
 	require.NoError(t, err, "once the others are sent")
-	l.release(e)
-}
-
-// The whole list of a user's groups takes its sorting memory from the
-// replies budget before it is built: while other replies hold the budget it
-// is refused; alone it is sent, whatever its size; a page needs no sorting
-// memory.
-func TestUserGroupsTakeTheirSortingFromTheBudget(t *testing.T) {
-	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: 10})
-	for i := range 200 {
-		_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: fmt.Sprintf("g%03d", i), Users: usersOf("[7]")})
-		require.NoError(t, err)
-	}
-	replies := budget.New(1000)
-	h := handleUserGroups(svc, replies)
-	get := func(path string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest("GET", path, nil)
-		r.SetPathValue("uid", "7")
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w
-	}
-
-	w := get("/user-group/7")
-	require.Equal(t, http.StatusOK, w.Code, "alone, a list over the whole budget is sent")
-	assert.Equal(t, "200", w.Header().Get("X-Total-Count"))
-	assert.Zero(t, replies.Used(), "and its memory given back")
-
-	another, ok := replies.Take(10) // another reply being sent
-	require.True(t, ok)
-	w = get("/user-group/7")
-	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-	assert.Equal(t, int64(10), replies.Used(), "the refused list took nothing")
-	w = get("/user-group/7?limit=5&after=g100")
-	require.Equal(t, http.StatusOK, w.Code, "a page is small")
-	assert.JSONEq(t, `["g101","g102","g103","g104","g105"]`, w.Body.String())
-	another.Release()
-	assert.Zero(t, replies.Used())
+	l.Release(e)
 }
 
 // usersOf decodes users JSON, for tests that build requests as text.
 func usersOf(usersJSON string) []membership.User {
-	users, err := parseUsers(usersJSON, 1<<20)
+	users, err := decode.ParseUsers(usersJSON, 1<<20)
 	if err != nil {
 		panic(err)
 	}
 	return users
+}
+
+// encodeMembers returns the JSON array of members as encode writes a
+// list, in a buffer of exactly its size.
+func encodeMembers(members iter.Seq[membership.Member]) []byte {
+	size, _ := encode.MembersJSONLen(members)
+	return encode.AppendMembers(make([]byte, 0, size), members, nil)
 }

@@ -1,4 +1,4 @@
-package httpapi
+package decode
 
 import (
 	"testing"
@@ -58,7 +58,7 @@ func TestParseUsersReadsExpiries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseUsers(tt.users, 100)
+			got, err := ParseUsers(tt.users, 100)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 			for _, u := range got {
@@ -108,7 +108,7 @@ func TestParseUsersRejectsBadExpiries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseUsers(tt.users, 100)
+			got, err := ParseUsers(tt.users, 100)
 			require.Error(t, err)
 			assert.Nil(t, got)
 			assert.Equal(t, membership.CodeInvalidUsers, membership.ErrorCode(err))

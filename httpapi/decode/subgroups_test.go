@@ -1,4 +1,4 @@
-package httpapi
+package decode
 
 import (
 	"testing"
@@ -30,7 +30,7 @@ func TestParseSubgroupsAcceptsEveryElementForm(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseSubgroups(tt.groups, 3)
+			got, err := ParseSubgroups(tt.groups, 3)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
@@ -73,7 +73,7 @@ func TestParseSubgroupsRejectsBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseSubgroups(tt.groups, 3)
+			got, err := ParseSubgroups(tt.groups, 3)
 			require.Error(t, err)
 			assert.Nil(t, got)
 			assert.Equal(t, tt.wantCode, membership.ErrorCode(err))
@@ -84,7 +84,7 @@ func TestParseSubgroupsRejectsBadInput(t *testing.T) {
 
 func TestParseSubgroupsCopiesIDsOutOfTheInput(t *testing.T) {
 	body := []byte(`["backend",{"group":"frontend"}]`)
-	got, err := parseSubgroups(unsafe.String(unsafe.SliceData(body), len(body)), 10)
+	got, err := ParseSubgroups(unsafe.String(unsafe.SliceData(body), len(body)), 10)
 	require.NoError(t, err)
 	for i := range body {
 		body[i] = 'x'
@@ -114,9 +114,9 @@ func TestParseChangeBodiesOfGroups(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			parse := parseChangeForm
+			parse := ParseChangeForm
 			if tt.json {
-				parse = parseChangeJSON
+				parse = ParseChangeJSON
 			}
 			list, uid, err := parse(tt.body, "groups")
 			if tt.wantErr != "" {
@@ -151,7 +151,7 @@ func TestParseChecksTakesTransitive(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := parseChecks(tt.body, 10)
+			req, err := ParseChecks(tt.body, 10)
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Equal(t, membership.CodeInvalidBody, membership.ErrorCode(err))
@@ -159,7 +159,7 @@ func TestParseChecksTakesTransitive(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, tt.wantTransitive, req.transitive)
+			assert.Equal(t, tt.wantTransitive, req.Transitive)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package httpapi
+package decode
 
 import (
 	"strconv"
@@ -16,7 +16,7 @@ func BenchmarkParseUsers(b *testing.B) {
 		b.Run("bare/n="+strconv.Itoa(n), func(b *testing.B) {
 			b.SetBytes(int64(len(input)))
 			for b.Loop() {
-				if _, err := parseUsers(input, 10000); err != nil {
+				if _, err := ParseUsers(input, 10000); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -25,7 +25,7 @@ func BenchmarkParseUsers(b *testing.B) {
 	mixed := `[1,"2",[3],[4,"Dee"],{"uid":5,"nickname":"Zoë \"Z\""}]`
 	b.Run("mixed/n=5", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := parseUsers(mixed, 10000); err != nil {
+			if _, err := ParseUsers(mixed, 10000); err != nil {
 				b.Fatal(err)
 			}
 		}

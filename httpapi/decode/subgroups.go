@@ -1,4 +1,4 @@
-package httpapi
+package decode
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 // wantGroupElement is what an element of groups must be, for messages.
 const wantGroupElement = `a group id (a string) or {"group": "group id"}`
 
-// parseSubgroups parses the groups value of a nesting write: a JSON array
+// ParseSubgroups parses the groups value of a nesting write: a JSON array
 // with at most maxGroups elements, each naming one group in one of these
 // forms:
 //
@@ -18,14 +18,14 @@ const wantGroupElement = `a group id (a string) or {"group": "group id"}`
 //	{"group": "backend", "ttl": "4h"}             with an expiry after the commit
 //	{"group": "backend", "expires": "2026-12-01T00:00:00Z"}  with an expiry
 //
-// "expires" and "ttl" are read exactly as in a users element (parseUsers),
+// "expires" and "ttl" are read exactly as in a users element (ParseUsers),
 // and not both. A group id is a JSON string of valid UTF-8; whether it is a
 // valid group id is the Service's to check, with the rest of the write.
 // Objects may not repeat or add keys.
 //
 // Errors: membership.CodeInvalidGroups naming the first offending element,
 // or membership.CodeTooManyGroups.
-func parseSubgroups(s string, maxGroups int) ([]membership.Subgroup, error) {
+func ParseSubgroups(s string, maxGroups int) ([]membership.Subgroup, error) {
 	p := usersParser{s: s, array: "groups", code: membership.CodeInvalidGroups}
 	groups := make([]membership.Subgroup, 0, min(strings.Count(s, ",")+1, maxGroups, preallocated))
 	err := p.eachElement(maxGroups, membership.CodeTooManyGroups, func() error {

@@ -1,4 +1,4 @@
-package httpapi
+package decode
 
 import (
 	"encoding/json"
@@ -52,7 +52,7 @@ func TestParseUsersAcceptsEveryElementForm(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseUsers(tt.users, 100)
+			got, err := ParseUsers(tt.users, 100)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
@@ -121,7 +121,7 @@ func TestParseUsersRejectsBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseUsers(tt.users, 3)
+			got, err := ParseUsers(tt.users, 3)
 			require.Error(t, err)
 			assert.Nil(t, got)
 			assert.Equal(t, tt.wantCode, membership.ErrorCode(err))
@@ -131,7 +131,7 @@ func TestParseUsersRejectsBadInput(t *testing.T) {
 }
 
 func TestParseUsersAllowsExactlyMaxUsers(t *testing.T) {
-	got, err := parseUsers(`[1,2,3]`, 3)
+	got, err := ParseUsers(`[1,2,3]`, 3)
 	require.NoError(t, err)
 	assert.Len(t, got, 3)
 }
@@ -140,7 +140,7 @@ func TestParseUsersCopiesNicknamesOutOfTheInput(t *testing.T) {
 	// A nickname that shared memory with the request body would keep the
 	// whole body alive for as long as the nickname is stored.
 	input := `[[1,"Alice"]]`
-	got, err := parseUsers(input, 10)
+	got, err := ParseUsers(input, 10)
 	require.NoError(t, err)
 	require.Equal(t, "Alice", got[0].Nickname)
 	start := uintptr(unsafe.Pointer(unsafe.StringData(input)))
@@ -148,11 +148,11 @@ func TestParseUsersCopiesNicknamesOutOfTheInput(t *testing.T) {
 	assert.False(t, start <= nick && nick < start+uintptr(len(input)), "the nickname points into the input")
 }
 
-// FuzzParseUsers checks parseUsers against referenceParseUsers, which is built on
+// FuzzParseUsers checks ParseUsers against referenceParseUsers, which is built on
 // encoding/json's tokenizer: both must accept the same inputs and read the same
 // users from them. encoding/json replaces invalid UTF-8 and lone surrogates
-// with U+FFFD where parseUsers rejects them, so for such inputs it only checks
-// that what parseUsers accepts is valid JSON.
+// with U+FFFD where ParseUsers rejects them, so for such inputs it only checks
+// that what ParseUsers accepts is valid JSON.
 func FuzzParseUsers(f *testing.F) {
 	for _, seed := range []string{
 		`[]`, `[7]`, `["7"]`, `[[7]]`, `[[7,"Alice"]]`, `[{"uid":7,"nickname":"Alice"}]`,
@@ -168,18 +168,18 @@ func FuzzParseUsers(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, input string) {
-		got, err := parseUsers(input, 1000)
+		got, err := ParseUsers(input, 1000)
 		if err != nil {
 			code := membership.ErrorCode(err)
 			if code != membership.CodeInvalidUsers && code != membership.CodeTooManyUsers {
-				t.Fatalf("parseUsers(%q): got code %q, want invalid_users or too_many_users", input, code)
+				t.Fatalf("ParseUsers(%q): got code %q, want invalid_users or too_many_users", input, code)
 			}
 		} else {
 			if !json.Valid([]byte(input)) {
-				t.Fatalf("parseUsers(%q) accepted input that is not valid JSON", input)
+				t.Fatalf("ParseUsers(%q) accepted input that is not valid JSON", input)
 			}
 			if !utf8.ValidString(input) {
-				t.Fatalf("parseUsers(%q) accepted invalid UTF-8", input)
+				t.Fatalf("ParseUsers(%q) accepted invalid UTF-8", input)
 			}
 		}
 		if !utf8.ValidString(input) || surrogateEscape.MatchString(input) {
@@ -187,17 +187,17 @@ func FuzzParseUsers(f *testing.F) {
 		}
 		want, ok := referenceParseUsers(input, 1000)
 		if ok != (err == nil) {
-			t.Fatalf("parseUsers(%q): got error %v, reference accepts: %v", input, err, ok)
+			t.Fatalf("ParseUsers(%q): got error %v, reference accepts: %v", input, err, ok)
 		}
 		if ok && !assert.Equal(t, want, got) {
-			t.Fatalf("parseUsers(%q) disagrees with the reference", input)
+			t.Fatalf("ParseUsers(%q) disagrees with the reference", input)
 		}
 	})
 }
 
 var surrogateEscape = regexp.MustCompile(`(?i)\\u+d[89a-f]`)
 
-// referenceParseUsers is a slow, obviously-correct parseUsers built on
+// referenceParseUsers is a slow, obviously-correct ParseUsers built on
 // encoding/json's tokenizer, for the fuzz test to compare with.
 func referenceParseUsers(s string, maxUsers int) ([]membership.User, bool) {
 	dec := json.NewDecoder(strings.NewReader(s))

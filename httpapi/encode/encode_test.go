@@ -1,11 +1,10 @@
-package httpapi
+package encode
 
 import (
 	"bytes"
 	"encoding/json"
 	"iter"
 	"math"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -74,7 +73,7 @@ func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 	for _, tt := range stringClasses {
 		t.Run(tt.name, func(t *testing.T) {
 			want := stdlibJSON(t, tt.s)
-			got := appendJSONString(nil, tt.s)
+			got := AppendJSONString(nil, tt.s)
 			assert.Equal(t, string(want), string(got))
 			assert.Equal(t, len(got), jsonStringLen(tt.s))
 		})
@@ -146,23 +145,12 @@ func FuzzEncodeMembers(f *testing.F) {
 	})
 }
 
-func TestErrorBodiesEscapeLikeTheLists(t *testing.T) {
-	w := httptest.NewRecorder()
-	writeError(w, httptest.NewRequest("GET", "/", nil), membership.Errorf(membership.CodeInvalidUsers, `a <b> & "c" \ é`+"\n"))
-	assert.Equal(t, `{"error":{"code":"invalid_users","message":"a <b> & \"c\" \\ é\n"}}`, w.Body.String())
-	var decoded struct {
-		Error struct{ Code, Message string }
-	}
-	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &decoded))
-	assert.Equal(t, "a <b> & \"c\" \\ é\n", decoded.Error.Message)
-}
-
 // encodeMembers returns the JSON array of members, [{"uid":…,"nickname":…},…],
 // in a buffer of exactly its size: a first pass measures, a second writes,
 // so that a list of a million members is held once and never regrown.
 func encodeMembers(members iter.Seq[membership.Member]) []byte {
-	size, _ := membersJSONLen(members)
-	return appendMembers(make([]byte, 0, size), members, nil)
+	size, _ := MembersJSONLen(members)
+	return AppendMembers(make([]byte, 0, size), members, nil)
 }
 
 // The lengths measured before a reply is built are the lengths built, for
@@ -209,23 +197,23 @@ func TestMeasuredLengthsAreTheEncodedOnes(t *testing.T) {
 		changes = append(changes, c)
 	}
 	for _, c := range changes {
-		b := appendChange(nil, c)
+		b := AppendChange(nil, c)
 		assert.Equal(t, len(b), changeJSONLen(c), "%s", b)
 		assert.True(t, json.Valid(b), "%s", b)
 	}
-	n, size := changesJSONLen(changes, 1<<20)
+	n, size := ChangesJSONLen(changes, 1<<20)
 	assert.Equal(t, len(changes), n)
-	assert.Equal(t, len(appendChanges(nil, changes)), size)
+	assert.Equal(t, len(AppendChanges(nil, changes)), size)
 
 	for _, groups := range [][]membership.GroupSize{nil, {{ID: "a", Members: 1}}, {{ID: "a\"b", Members: 10}, {ID: "été", Members: 12345}},
 		{{ID: "a", Subgroups: 3}, {ID: "b", Members: 2, Subgroups: 12345}}} {
-		b := appendGroups(nil, slices.Values(groups))
-		assert.Equal(t, len(b), groupsJSONLen(slices.Values(groups)), "%s", b)
+		b := AppendGroups(nil, slices.Values(groups))
+		assert.Equal(t, len(b), GroupsJSONLen(slices.Values(groups)), "%s", b)
 		assert.True(t, json.Valid(b), "%s", b)
 	}
 	for _, groups := range [][]membership.Nested{nil, {{GroupID: "a"}}, {{GroupID: "a\u2028\"", Expires: time.UnixMilli(1796083200123)}, {GroupID: "b"}}} {
-		b := appendNested(nil, slices.Values(groups))
-		assert.Equal(t, len(b), nestedJSONLen(slices.Values(groups)), "%s", b)
+		b := AppendNested(nil, slices.Values(groups))
+		assert.Equal(t, len(b), NestedJSONLen(slices.Values(groups)), "%s", b)
 		assert.True(t, json.Valid(b), "%s", b)
 	}
 }
@@ -246,7 +234,7 @@ func TestNestingChangesAsTheFeedSendsThem(t *testing.T) {
 			`{"rev":4,"op":"expire_groups","time":"2026-12-01T00:00:00.000Z","group":"eng","groups":[{"group":"b"}]}`},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, string(appendChange(nil, tt.c)))
+		assert.Equal(t, tt.want, string(AppendChange(nil, tt.c)))
 	}
 }
 
@@ -321,7 +309,7 @@ func FuzzEncodeChange(f *testing.F) {
 		case membership.OpRemove, membership.OpExpire:
 			c.UIDs = []membership.UID{5, 6}
 		}
-		got := appendChange(nil, c)
+		got := AppendChange(nil, c)
 		if want := stdlibJSON(t, wireChangeOf(c)); !bytes.Equal(want, got) {
 			t.Fatalf("appendChange(%+v):\n got %s\nwant %s", c, got, want)
 		}
