@@ -228,18 +228,24 @@ func (m *Store) nestDue(next int64) {
 // unnest removes id's subgroups from it and it from its parents, as a
 // deletion of id does, and returns its parents. The caller holds nestMu
 // and the parents' shards.
+//
+// The subgroups go first: a removal rebuilds the ancestors of every group
+// below the nesting it ends, so that a parent removed while id still held
+// its subgroups would rebuild all of theirs, once for each parent.
 func (m *Store) unnest(id string) []string {
 	n := m.nest.Node(id)
 	if n == nil {
 		return nil
 	}
 	parents := make([]string, 0, len(n.Parents))
-	for _, e := range slices.Clone(n.Parents) {
+	for _, e := range n.Parents {
 		parents = append(parents, e.Node.ID)
-		m.nest.Remove(e.Node.ID, id)
 	}
 	for _, e := range slices.Clone(n.Children) {
 		m.nest.Remove(id, e.Node.ID)
+	}
+	for _, p := range parents {
+		m.nest.Remove(p, id)
 	}
 	return parents
 }

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -210,4 +211,33 @@ func TestANestingEndingFirstWakesTheExpirer(t *testing.T) {
 	assert.True(t, drain(), "the nesting ends first now")
 	next, _ = m.NextExpiry()
 	assert.Equal(t, t0.Add(-time.Minute), next)
+}
+
+// A group that is both in many groups and holds many is deleted in time
+// that grows with its nestings, not with their product times its parents:
+// its subgroups are let go before its parents, so that no parent's removal
+// rebuilds the ancestors of every group below it.
+func TestDeletingAHubOfNestingsIsNotCubic(t *testing.T) {
+	ctx := context.Background()
+	m := New()
+	const n = 600
+	children := make([]string, n)
+	for i := range children {
+		children[i] = fmt.Sprintf("child%04d", i)
+	}
+	_, err := m.Write(ctx, storetest.Nest("hub", children...))
+	require.NoError(t, err)
+	for i := range n {
+		_, err := m.Write(ctx, storetest.Nest(fmt.Sprintf("parent%04d", i), "hub"))
+		require.NoError(t, err)
+	}
+	start := time.Now()
+	_, err = m.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "hub"})
+	require.NoError(t, err)
+	took := time.Since(start)
+	assert.Less(t, took, 5*time.Second, "deleting a group with %d parents and %d subgroups", n, n)
+	subs, _, _ := storetest.Subgroups(t, m, "hub", membership.NestingListOptions{})
+	assert.Empty(t, subs)
+	parents, _, _ := storetest.Parents(t, m, "child0000", membership.NestingListOptions{Transitive: true})
+	assert.Empty(t, parents)
 }

@@ -325,33 +325,53 @@ func (g *Graph) Remove(parent, child string) (at int64, existed bool) {
 	return at, true
 }
 
-// recomputeBelow rebuilds the ancestors of c and of every node below it,
-// each after its parents.
+// recomputeBelow rebuilds the ancestors of c, one of whose nestings has
+// ended, and takes out of the ancestors of every node below it those c
+// lost and they cannot reach otherwise, each after its parents. Only what
+// c lost can leave a set below it, so that a nesting's end costs the
+// groups below it times what c lost, not times all their ancestors: a
+// group in many groups, which holds many, loses one parent at the cost of
+// its subgroups alone.
 func (g *Graph) recomputeBelow(c *Node) {
-	affected := append(g.Below(c.ID), c)
-	in := make(map[*Node]int, len(affected)) // parents among the affected not yet done
+	fresh := make(map[*Node]struct{}, len(c.ancestors))
+	for _, e := range c.Parents {
+		fresh[e.Node] = struct{}{}
+		for a := range e.Node.ancestors {
+			fresh[a] = struct{}{}
+		}
+	}
+	var lost []*Node
+	for a := range c.ancestors {
+		if _, ok := fresh[a]; !ok {
+			lost = append(lost, a)
+		}
+	}
+	c.ancestors = fresh
+	if len(lost) == 0 {
+		return // nothing below c can have lost an ancestor either
+	}
+	affected := g.Below(c.ID)
+	in := make(map[*Node]int, len(affected)+1) // parents among the affected not yet done
 	for _, d := range affected {
 		in[d] = 0
 	}
-	for _, d := range affected {
+	for _, d := range append(affected, c) {
 		for _, e := range d.Children {
 			in[e.Node]++
 		}
 	}
-	ready := []*Node{}
-	for _, d := range affected {
-		if in[d] == 0 {
-			ready = append(ready, d)
+	var ready []*Node
+	for _, e := range c.Children {
+		if in[e.Node]--; in[e.Node] == 0 {
+			ready = append(ready, e.Node)
 		}
 	}
 	for len(ready) > 0 {
 		d := ready[len(ready)-1]
 		ready = ready[:len(ready)-1]
-		clear(d.ancestors)
-		for _, e := range d.Parents {
-			d.ancestors[e.Node] = struct{}{}
-			for a := range e.Node.ancestors {
-				d.ancestors[a] = struct{}{}
+		for _, x := range lost {
+			if _, ok := d.ancestors[x]; ok && !reaches(d, x) {
+				delete(d.ancestors, x)
 			}
 		}
 		for _, e := range d.Children {
@@ -360,6 +380,20 @@ func (g *Graph) recomputeBelow(c *Node) {
 			}
 		}
 	}
+}
+
+// reaches reports whether x is a parent of d or above one, as their
+// ancestors are now.
+func reaches(d, x *Node) bool {
+	for _, e := range d.Parents {
+		if e.Node == x {
+			return true
+		}
+		if _, ok := e.Node.ancestors[x]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *Graph) countExpiring(old, at int64) {
