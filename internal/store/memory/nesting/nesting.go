@@ -48,7 +48,14 @@ type Graph struct {
 	// change since, last first.
 	undo []func()
 	open bool
+	// steps counts the steps taken over ancestor sets, the work that
+	// grows with the shape of the nesting (Steps).
+	steps int64
 }
+
+// Steps returns how many steps over ancestor sets the graph's changes
+// have taken in all: the work a change costs, counted rather than timed.
+func (g *Graph) Steps() int64 { return g.steps }
 
 // New returns an empty graph.
 func New() *Graph { return &Graph{nodes: map[string]*Node{}} }
@@ -296,6 +303,7 @@ func (g *Graph) Set(parent, child string, at int64) (old int64, existed bool) {
 		for a := range p.ancestors {
 			d.ancestors[a] = struct{}{}
 		}
+		g.steps += int64(1 + len(p.ancestors))
 	}
 	g.record(func() { g.Remove(parent, child) })
 	return 0, false
@@ -339,7 +347,9 @@ func (g *Graph) recomputeBelow(c *Node) {
 		for a := range e.Node.ancestors {
 			fresh[a] = struct{}{}
 		}
+		g.steps += int64(1 + len(e.Node.ancestors))
 	}
+	g.steps += int64(len(c.ancestors))
 	var lost []*Node
 	for a := range c.ancestors {
 		if _, ok := fresh[a]; !ok {
@@ -374,6 +384,7 @@ func (g *Graph) recomputeBelow(c *Node) {
 				delete(d.ancestors, x)
 			}
 		}
+		g.steps += int64(len(lost) * (1 + len(d.Parents)))
 		for _, e := range d.Children {
 			if in[e.Node]--; in[e.Node] == 0 {
 				ready = append(ready, e.Node)
