@@ -23,7 +23,7 @@ import (
 // again. Nicknames are not kept: a read gives them as they are.
 //
 // It holds at most budget bytes of entries (mergedBytes), an entry at most
-// a quarter of them, and one read at a time builds one: a closure whose
+// half of them, and one read at a time builds one: a closure whose
 // members would take more, or read while another is built, is merged at
 // the read (merge), from opts.After to the page's end, as it was before.
 type mergedCache struct {
@@ -42,7 +42,7 @@ type mergedCache struct {
 }
 
 // defaultMergedBudget is mergedCache.budget: 1,000,000 members with an
-// end each take 16 MB.
+// end each in 1,000 groups take 16.8 MB.
 const defaultMergedBudget = 64 << 20
 
 // merged is a closure's members merged, never written once built.
@@ -59,10 +59,15 @@ type merged struct {
 	ends []int64
 }
 
+// pinnedGroupBytes is what a group an entry holds may keep from the
+// collector once dropped: the group (112 bytes), its id and the last chunk
+// of its members, emptied (packed.maxChunkBytes).
+const pinnedGroupBytes = 128 + membership.MaxGroupIDBytes + 384
+
 // mergedBytes returns the bytes an entry of g groups and n members takes,
-// ends included, with its key.
+// ends included, with its key and the groups it may pin.
 func mergedBytes(groupID string, g, n int, ends bool) int64 {
-	b := int64(len(groupID)) + 128 + int64(g)*(8+8) + int64(n)*8
+	b := int64(len(groupID)) + 128 + int64(g)*(8+8+pinnedGroupBytes) + int64(n)*8
 	if ends {
 		b += int64(n) * 8
 	}
@@ -108,7 +113,8 @@ func (m *Store) cachedMerge(groupID string, c *closure) *merged {
 
 // buildMerge merges the members of groups, c's groups as closureGroups
 // gave them, into an entry and keeps it; it returns nil, building nothing,
-// when the entry would take more than a quarter of the budget. The caller
+// when the entry would take more than half the budget, or another read
+// builds one. The caller
 // holds nestMu and the shards of c's groups.
 func (m *Store) buildMerge(groupID string, c *closure, groups []*group.Group, mg *merge) *merged {
 	mc := &m.merged
@@ -118,7 +124,7 @@ func (m *Store) buildMerge(groupID string, c *closure, groups []*group.Group, mg
 			n += g.Members.Len() // at least the merged members
 		}
 	}
-	if mergedBytes(groupID, len(groups), n, true) > mc.budget/4 || !mc.building.CompareAndSwap(false, true) {
+	if mergedBytes(groupID, len(groups), n, true) > mc.budget/2 || !mc.building.CompareAndSwap(false, true) {
 		return nil
 	}
 	defer mc.building.Store(false)
