@@ -82,9 +82,10 @@
 //     A keyed write takes it alone, before its change to see whether the
 //     key is known (and to mark it in flight) and after it to remember the
 //     result; a backup takes it with every shard held, to copy the keys.
-//  10. the totals' lock (totalCache.mu): the counts of transitive members
-//     kept, taken by a transitive list with its closure's shards held,
-//     and nothing after it.
+//  10. the totals' lock (totalCache.mu) and the merges' (mergedCache.mu):
+//     the counts and the merged members of closures kept, each taken by a
+//     transitive list with its closure's shards held, and nothing after
+//     it.
 //
 // Every counter read without a lock (storeCounts, the reverse index's
 // users, the nicknames' count and revision, the revisions in Store) is an

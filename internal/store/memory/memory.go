@@ -83,6 +83,8 @@ type Store struct {
 	// closures the closures read last.
 	totals   totalCache
 	closures closureCache
+	// merged are the members of the closures read last, merged.
+	merged mergedCache
 
 	// counts are kept as the store changes, so that reading them for
 	// metrics costs the same whatever the store holds.
@@ -170,6 +172,7 @@ func NewWith(opts Options) *Store {
 		nest:                   nesting.New(),
 	}
 	m.index = group.NewIndex(m.seed)
+	m.merged.budget = defaultMergedBudget
 	for i := range m.shards {
 		m.shards[i].groups = make(map[string]*group.Group)
 	}
@@ -275,6 +278,8 @@ func (m *Store) dropGroup(s *shard, g *group.Group, rev membership.Revision) {
 	m.index.Remove(g.ID)
 	m.indexMu.Unlock()
 	storeMax(&m.removedRevision, uint64(rev))
+	// A transitive read that kept g (mergedCache) sees it changed.
+	g.Revision = max(g.Revision, rev)
 }
 
 // storeMax stores v in a unless a holds more already: groups dropped in

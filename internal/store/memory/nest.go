@@ -297,6 +297,9 @@ type closure struct {
 	ids    []string
 	shards []int
 	ends   []int64
+	// lock is the set of shards, built once: a read of a closure of
+	// thousands of groups locks its few shards without adding each.
+	lock shards.Set
 }
 
 // closureOf returns groupID's closure as the nesting is. The caller holds
@@ -319,23 +322,21 @@ func (m *Store) closureOf(groupID string) *closure {
 		m.closures.put(c.root.ID, c)
 	}
 	c.shards = make([]int, len(c.ids))
+	c.lock = shards.NewSet(len(m.shards), nil)
 	for i, id := range c.ids {
 		c.shards[i] = m.shardIndex(id)
+		c.lock.Add(c.shards[i])
 	}
 	return c
 }
 
 // rlock holds the shards of c's groups for reading, in index order, and
 // returns them for unlockShards.
-func (m *Store) rlock(c *closure, buf []uint64) heldShards {
-	set := shards.NewSet(len(m.shards), buf)
-	for _, i := range c.shards {
-		set.Add(i)
-	}
-	for i := range set.All {
+func (m *Store) rlock(c *closure) heldShards {
+	for i := range c.lock.All {
 		m.shards[i].mu.RLock()
 	}
-	return heldShards{set: set, read: true}
+	return heldShards{set: c.lock, read: true}
 }
 
 // closureCache keeps the closures read last, at most maxCachedClosureNodes

@@ -59,26 +59,33 @@ func (m *Store) TransitiveRevision(_ context.Context, groupID string) (membershi
 	m.nestMu.RLock()
 	defer m.nestMu.RUnlock()
 	c := m.closureOf(groupID)
-	var buf [1]uint64
-	defer m.unlockShards(m.rlock(c, buf[:]))
+	defer m.unlockShards(m.rlock(c))
 	_, rev, _ := m.closureGroups(c, nil)
 	return rev, nil
 }
 
-// ListTransitiveMembers implements membership.Nesting. The members are a
-// merge of the closure's groups' members from opts.After, one cursor a
-// group: a page costs a seek in each group and the page, in memory of the
-// closure's size and the page's, however many users it holds. The total
-// walks every member of the closure once, and is kept (totalCache) until
-// a member of the closure, or the closure, changes.
+// ListTransitiveMembers implements membership.Nesting. The members are
+// the closure's groups' members merged, kept (mergedCache) until the
+// closure, or a member of a group in it, changes: a page is then a binary
+// search and the page, as a direct page is. A read that finds none builds
+// it, when it fits; one that cannot merges from opts.After, one cursor a
+// group: a seek in each group and the page, in memory of the closure's
+// groups and the page's, however many users it holds, and a total that
+// walks every member of the closure once, kept (totalCache) as the merge
+// is.
 func (m *Store) ListTransitiveMembers(_ context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
 	m.nestMu.RLock()
 	defer m.nestMu.RUnlock()
 	c := m.closureOf(groupID)
-	var buf [1]uint64
-	defer m.unlockShards(m.rlock(c, buf[:]))
+	defer m.unlockShards(m.rlock(c))
 	m.nicknames.RLock()
 	defer m.nicknames.RUnlock()
+	if c.root != nil {
+		if e := m.cachedMerge(groupID, c); e != nil {
+			list(len(e.uids), m.pageMerged(e, opts.After, opts.Limit))
+			return m.revision(e), nil
+		}
+	}
 	mg := mergePool.Get().(*merge)
 	defer mg.release()
 	groups, rev, key := m.closureGroups(c, mg.groups)
@@ -90,6 +97,10 @@ func (m *Store) ListTransitiveMembers(_ context.Context, groupID string, opts me
 		} else {
 			list(g.Members.Len(), m.memberRecords(g, opts.After, opts.Limit))
 		}
+		return rev, nil
+	}
+	if e := m.buildMerge(groupID, c, groups, mg); e != nil {
+		list(len(e.uids), m.pageMerged(e, opts.After, opts.Limit))
 		return rev, nil
 	}
 	ends := c.ends
@@ -229,8 +240,7 @@ func (m *Store) TransitiveMember(_ context.Context, groupID string, uid membersh
 	m.nestMu.RLock()
 	defer m.nestMu.RUnlock()
 	c := m.closureOf(groupID)
-	var buf [1]uint64
-	defer m.unlockShards(m.rlock(c, buf[:]))
+	defer m.unlockShards(m.rlock(c))
 	groups, rev, _ := m.closureGroups(c, nil)
 	ends := c.ends
 	holds := map[string]bool{}
