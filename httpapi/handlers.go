@@ -18,12 +18,28 @@ import (
 )
 
 // handleChangeMembers serves POST, PUT and DELETE of /group-user/{groupID}:
-// it decodes the users of the body (decode.ParseUsers), reads the request's
-// If-Match and If-None-Match (decode.WriteCondition), and has svc apply op to the
-// group with them. The reply carries the revision that reflects the change
-// in X-Revision; its body is the count the change returns as a bare JSON
-// number (OpAdd, OpRemove), or {"added":A,"removed":R} (OpReplace).
+// it decodes the users of the body (decode.ParseUsers) and has svc apply op
+// to the group with them, as handleChangeList says.
 func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
+	return handleChangeList(svc, op, "users", maxBodyBytes, bodies, func(groupID, list string, lease *budget.Lease) (membership.Write, error) {
+		users, err := decodeUsers(list, svc.MaxUsers())
+		if err == nil {
+			err = holdDecoded(lease, users)
+		}
+		return changeOf(op, groupID, users), err
+	})
+}
+
+// handleChangeList serves a write of a list of the group's, its users or
+// its subgroups, whose body carries the list as param: it reads the
+// request's If-Match and If-None-Match (decode.WriteCondition) and
+// Idempotency-Key, reads the body, has writeOf decode the list into the
+// write (holding what it decoded against the request's lease), and has svc
+// apply it. The reply carries the revision that reflects the change in
+// X-Revision; its body is the count the change returns as a bare JSON
+// number, or {"added":A,"removed":R} for a replace.
+func handleChangeList(svc *membership.Service, op membership.Op, param string, maxBodyBytes int64, bodies *budget.Bytes,
+	writeOf func(groupID, list string, lease *budget.Lease) (membership.Write, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cond, err := decode.WriteCondition(r, svc.Epoch())
 		var key string
@@ -34,24 +50,18 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 			middleware.WriteError(w, r, err)
 			return
 		}
-		req, err := decode.ReadChangeRequest(w, r, "users", maxBodyBytes, bodies)
+		req, err := decode.ReadChangeRequest(w, r, param, maxBodyBytes, bodies)
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
 		}
 		defer req.Lease.Release()
-		groupID := r.PathValue("groupID")
-		users, err := decodeUsers(req.List, svc.MaxUsers())
-		if err == nil {
-			err = holdDecoded(&req.Lease, users)
-		}
+		change, err := writeOf(r.PathValue("groupID"), req.List, &req.Lease)
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
 		}
-		change := changeOf(op, groupID, users, cond)
-		change.Actor = req.ActingUID
-		change.Idem.Key = key
+		change.If, change.Actor, change.Idem.Key = cond, req.ActingUID, key
 		if key != "" {
 			change.Conditions = decode.ConditionsText(r)
 		}
@@ -61,7 +71,7 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 			return
 		}
 		writeWritten(w, res.Revision, res.Replayed)
-		if op == membership.OpReplace {
+		if op == membership.OpReplace || op == membership.OpReplaceGroups {
 			middleware.WriteJSON(w, http.StatusOK, encode.AppendReplaced(nil, res))
 			return
 		}
@@ -72,8 +82,8 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 // changeOf returns the write of op with users to the group. A remove
 // takes the users' uids: nicknames in a remove are validated (by
 // decode.ParseUsers) and otherwise ignored.
-func changeOf(op membership.Op, groupID string, users []membership.User, cond membership.Precondition) membership.Write {
-	w := membership.Write{Op: op, GroupID: groupID, If: cond}
+func changeOf(op membership.Op, groupID string, users []membership.User) membership.Write {
+	w := membership.Write{Op: op, GroupID: groupID}
 	if op != membership.OpRemove {
 		w.Users = users
 		return w

@@ -24,50 +24,17 @@ import (
 
 // handleChangeSubgroups serves POST, PUT and DELETE of
 // /group-group/{groupID}: as handleChangeMembers, with groups in place of
-// users (decode.ParseSubgroups). The reply is the count of subgroups the change
-// added or removed, a bare JSON number (OpAddGroups, OpRemoveGroups), or
-// {"added":A,"removed":R} (OpReplaceGroups), with X-Revision.
+// users (decode.ParseSubgroups). The reply is the count of subgroups the
+// change added or removed, a bare JSON number (OpAddGroups,
+// OpRemoveGroups), or {"added":A,"removed":R} (OpReplaceGroups), with
+// X-Revision.
 func handleChangeSubgroups(svc *membership.Service, op membership.Op, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cond, err := decode.WriteCondition(r, svc.Epoch())
-		var key string
+	return handleChangeList(svc, op, "groups", maxBodyBytes, bodies, func(groupID, list string, lease *budget.Lease) (membership.Write, error) {
+		groups, err := decodeSubgroups(list, svc.MaxUsers())
 		if err == nil {
-			key, err = idempotencyKey(r)
+			err = holdDecodedBytes(lease, decode.SubgroupsBytes(groups))
 		}
-		if err != nil {
-			middleware.WriteError(w, r, err)
-			return
-		}
-		req, err := decode.ReadChangeRequest(w, r, "groups", maxBodyBytes, bodies)
-		if err != nil {
-			middleware.WriteError(w, r, err)
-			return
-		}
-		defer req.Lease.Release()
-		groups, err := decodeSubgroups(req.List, svc.MaxUsers())
-		if err == nil {
-			err = holdDecodedBytes(&req.Lease, decode.SubgroupsBytes(groups))
-		}
-		if err != nil {
-			middleware.WriteError(w, r, err)
-			return
-		}
-		change := membership.Write{Op: op, GroupID: r.PathValue("groupID"), Subgroups: groups, If: cond,
-			Actor: req.ActingUID, Idem: membership.Idempotency{Key: key}}
-		if key != "" {
-			change.Conditions = decode.ConditionsText(r)
-		}
-		res, err := svc.Write(r.Context(), change)
-		if err != nil {
-			writeChangeError(w, r, svc, err)
-			return
-		}
-		writeWritten(w, res.Revision, res.Replayed)
-		if op == membership.OpReplaceGroups {
-			middleware.WriteJSON(w, http.StatusOK, encode.AppendReplaced(nil, res))
-			return
-		}
-		middleware.WriteJSON(w, http.StatusOK, middleware.CountBody(w, res.Count))
+		return membership.Write{Op: op, GroupID: groupID, Subgroups: groups}, err
 	})
 }
 
