@@ -339,6 +339,9 @@ type upward struct {
 	// ends are the nodes reached, the root aside, each with the end of
 	// its last path from the root (forever: none ends), as reach gives it.
 	ends map[*nesting.Node]int64
+	// below are the children of each node reached (the root too) that
+	// were reached, in no order.
+	below map[*nesting.Node][]*nesting.Node
 }
 
 // end returns when n's last path from the root ends, n the root or below
@@ -356,6 +359,10 @@ func (u *upward) end(n *nesting.Node) int64 {
 			continue
 		}
 		pe := u.end(p.Node)
+		if u.below == nil {
+			u.below = map[*nesting.Node][]*nesting.Node{}
+		}
+		u.below[p.Node] = append(u.below[p.Node], n)
 		if p.At != 0 {
 			pe = min(pe, p.At)
 		}
@@ -367,9 +374,10 @@ func (u *upward) end(n *nesting.Node) int64 {
 
 // path returns what nesting.Graph.Path gives from the root to holds, all
 // reached (end): breadth first, children in byte order, over the nodes
-// reached alone. Every shortest path from the root to a node reached runs
-// through nodes reached, and no node outside them leads to one, so that
-// the first found is the one Path finds.
+// reached alone (below), not every child of the closure. Every shortest
+// path from the root to a node reached runs through nodes reached, and no
+// node outside them leads to one, so that the first found is the one Path
+// finds.
 func (u *upward) path(holds []*nesting.Node) []string {
 	for _, h := range holds {
 		if h == u.root {
@@ -381,23 +389,22 @@ func (u *upward) path(holds []*nesting.Node) []string {
 	for len(layer) > 0 {
 		var next []*nesting.Node
 		for _, n := range layer {
-			for _, e := range n.Children {
-				if _, in := u.ends[e.Node]; !in {
+			children := u.below[n]
+			slices.SortFunc(children, func(a, b *nesting.Node) int { return strings.Compare(a.ID, b.ID) })
+			for _, c := range children {
+				if _, seen := prev[c]; seen {
 					continue
 				}
-				if _, seen := prev[e.Node]; seen {
-					continue
-				}
-				prev[e.Node] = n
-				if slices.Contains(holds, e.Node) {
+				prev[c] = n
+				if slices.Contains(holds, c) {
 					var path []string
-					for at := e.Node; at != nil; at = prev[at] {
+					for at := c; at != nil; at = prev[at] {
 						path = append(path, at.ID)
 					}
 					slices.Reverse(path)
 					return path
 				}
-				next = append(next, e.Node)
+				next = append(next, c)
 			}
 		}
 		layer = next
