@@ -89,22 +89,6 @@ func BenchmarkNestCheck(b *testing.B) {
 			}
 		}
 	})
-	b.Run("kind=direct-member", func(b *testing.B) {
-		for b.Loop() {
-			_, ok, err := m.Member(ctx, "l8", 1)
-			if err != nil || !ok {
-				b.Fatal(ok, err)
-			}
-		}
-	})
-	b.Run("kind=transitive-member", func(b *testing.B) {
-		for b.Loop() {
-			_, via, ok, _, err := m.TransitiveMember(ctx, "top", 1)
-			if err != nil || !ok || len(via) != 9 {
-				b.Fatal(via, ok, err)
-			}
-		}
-	})
 }
 
 // wideNesting returns a store whose group "top" has 1,000 subgroups of

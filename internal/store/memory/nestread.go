@@ -235,181 +235,34 @@ func (mg *merge) each(yield func(membership.UID, int64) bool) {
 	}
 }
 
-// TransitiveMember implements membership.Nesting. It reads the user's
-// groups in the reverse index and keeps those that are groupID or below it
-// (their ancestors hold its node); from each it walks up through the
-// parents that are groupID or below it, which are the groups on the paths
-// from groupID down to it, and only those: the end of the last path and a
-// shortest one are found among them, however many groups the closure
-// holds. It answers at the closure's revision, as ListTransitiveMembers
-// does.
+// TransitiveMember implements membership.Nesting.
 func (m *Store) TransitiveMember(_ context.Context, groupID string, uid membership.UID) (membership.Member, []string, bool, membership.Revision, error) {
 	m.nestMu.RLock()
 	defer m.nestMu.RUnlock()
 	c := m.closureOf(groupID)
 	defer m.unlockShards(m.rlock(c))
-	rev := m.closureRevision(c)
+	groups, rev, _ := m.closureGroups(c, nil)
+	ends := c.ends
+	holds := map[string]bool{}
 	var end int64
-	// holding returns the group id when it holds uid directly, its shard
-	// held.
-	holding := func(id string) *group.Group {
-		g := m.shardOf(id).groups[id]
+	for i, g := range groups {
 		if g == nil || !g.Members.Contains(uid) {
-			return nil
+			continue
 		}
-		return g
-	}
-	note := func(g *group.Group, e int64) {
+		holds[g.ID] = true
+		e := ends[i]
 		if at := g.Expiries.Of(uid); at != 0 {
 			e = min(e, at)
 		}
 		end = max(end, e)
 	}
-	// The graph's node, not c.root: a closure kept is of the nesting as
-	// it is, but a node may have been built again since (a write rolled
-	// back), and the ancestors hold the nodes as they are.
-	root := m.nest.Node(groupID)
-	var via []string
-	if root == nil {
-		g := holding(groupID)
-		if g == nil {
-			return membership.Member{}, nil, false, rev, nil
-		}
-		note(g, forever)
-		via = []string{groupID}
-	} else {
-		up := upward{root: root, ends: map[*nesting.Node]int64{}}
-		var holds []*nesting.Node
-		for _, id := range m.groupIDsOf(uid) {
-			n := m.nest.Node(id)
-			if n != root && !n.IsAbove(root) {
-				continue
-			}
-			if g := holding(id); g != nil {
-				note(g, up.end(n))
-				holds = append(holds, n)
-			}
-		}
-		if len(holds) == 0 {
-			return membership.Member{}, nil, false, rev, nil
-		}
-		via = up.path(holds)
+	if len(holds) == 0 {
+		return membership.Member{}, nil, false, rev, nil
 	}
+	via := m.nest.Path(groupID, func(id string) bool { return holds[id] })
 	m.nicknames.RLock()
 	defer m.nicknames.RUnlock()
 	return membership.Member{UID: uid, Nickname: m.nicknames.Of(uid), Expires: timeOfMillis(endOrZero(end))}, via, true, rev, nil
-}
-
-// closureRevision returns the revision closureGroups gives for c, without
-// the groups. The caller holds their shards.
-func (m *Store) closureRevision(c *closure) membership.Revision {
-	var key membership.Revision
-	absent := false
-	for i, id := range c.ids {
-		if g := m.shards[c.shards[i]].groups[id]; g != nil {
-			key = max(key, g.Revision)
-		} else {
-			absent = true
-		}
-	}
-	if absent {
-		key = max(key, membership.Revision(m.removedRevision.Load()))
-	}
-	return max(key, m.nicknames.Revision())
-}
-
-// groupIDsOf returns the ids of uid's groups in the reverse index. The
-// caller holds nestMu, and the shards of the groups it reads.
-func (m *Store) groupIDsOf(uid membership.UID) []string {
-	m.reverse.RLock(uid)
-	defer m.reverse.RUnlock(uid)
-	m.groupNumbers.mu.RLock()
-	defer m.groupNumbers.mu.RUnlock()
-	var ids []string
-	m.reverse.GroupsOf(uid, func(n uint32) { ids = append(ids, m.groupNumbers.names[n]) })
-	return ids
-}
-
-// upward is the part of a closure between its root and the groups that
-// hold a user, found walking up from each through the parents that are
-// the root or below it: every group on a path from the root down to one
-// of them, and no other.
-type upward struct {
-	root *nesting.Node
-	// ends are the nodes reached, the root aside, each with the end of
-	// its last path from the root (forever: none ends), as reach gives it.
-	ends map[*nesting.Node]int64
-	// below are the children of each node reached (the root too) that
-	// were reached, in no order.
-	below map[*nesting.Node][]*nesting.Node
-}
-
-// end returns when n's last path from the root ends, n the root or below
-// it.
-func (u *upward) end(n *nesting.Node) int64 {
-	if n == u.root {
-		return forever
-	}
-	if e, ok := u.ends[n]; ok {
-		return e
-	}
-	var e int64
-	for _, p := range n.Parents {
-		if p.Node != u.root && !p.Node.IsAbove(u.root) {
-			continue
-		}
-		pe := u.end(p.Node)
-		if u.below == nil {
-			u.below = map[*nesting.Node][]*nesting.Node{}
-		}
-		u.below[p.Node] = append(u.below[p.Node], n)
-		if p.At != 0 {
-			pe = min(pe, p.At)
-		}
-		e = max(e, pe)
-	}
-	u.ends[n] = e
-	return e
-}
-
-// path returns what nesting.Graph.Path gives from the root to holds, all
-// reached (end): breadth first, children in byte order, over the nodes
-// reached alone (below), not every child of the closure. Every shortest
-// path from the root to a node reached runs through nodes reached, and no
-// node outside them leads to one, so that the first found is the one Path
-// finds.
-func (u *upward) path(holds []*nesting.Node) []string {
-	for _, h := range holds {
-		if h == u.root {
-			return []string{h.ID}
-		}
-	}
-	prev := make(map[*nesting.Node]*nesting.Node, len(u.ends))
-	layer := []*nesting.Node{u.root}
-	for len(layer) > 0 {
-		var next []*nesting.Node
-		for _, n := range layer {
-			children := u.below[n]
-			slices.SortFunc(children, func(a, b *nesting.Node) int { return strings.Compare(a.ID, b.ID) })
-			for _, c := range children {
-				if _, seen := prev[c]; seen {
-					continue
-				}
-				prev[c] = n
-				if slices.Contains(holds, c) {
-					var path []string
-					for at := c; at != nil; at = prev[at] {
-						path = append(path, at.ID)
-					}
-					slices.Reverse(path)
-					return path
-				}
-				next = append(next, c)
-			}
-		}
-		layer = next
-	}
-	return nil
 }
 
 // CheckTransitive implements membership.Nesting. Each check reads the
