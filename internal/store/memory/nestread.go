@@ -241,6 +241,10 @@ func (m *Store) TransitiveMember(_ context.Context, groupID string, uid membersh
 	defer m.nestMu.RUnlock()
 	c := m.closureOf(groupID)
 	defer m.unlockShards(m.rlock(c))
+	// The nicknames are held from before the revision is read, as a list
+	// holds them, so that the nickname given is of that revision.
+	m.nicknames.RLock()
+	defer m.nicknames.RUnlock()
 	groups, rev, _ := m.closureGroups(c, nil)
 	ends := c.ends
 	holds := map[string]bool{}
@@ -260,8 +264,6 @@ func (m *Store) TransitiveMember(_ context.Context, groupID string, uid membersh
 		return membership.Member{}, nil, false, rev, nil
 	}
 	via := m.nest.Path(groupID, func(id string) bool { return holds[id] })
-	m.nicknames.RLock()
-	defer m.nicknames.RUnlock()
 	return membership.Member{UID: uid, Nickname: m.nicknames.Of(uid), Expires: timeOfMillis(endOrZero(end))}, via, true, rev, nil
 }
 
