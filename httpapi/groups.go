@@ -84,8 +84,7 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 		}
 		epoch := svc.Epoch()
 		writeRevision(w, revision)
-		if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, epoch, revision) {
-			encode.WriteNotModified(w, epoch, revision)
+		if encode.AnswerNotModified(w, r, epoch, revision) {
 			return
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}

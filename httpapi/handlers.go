@@ -457,8 +457,7 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 				middleware.WriteError(w, r, err)
 				return
 			}
-			if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, svc.Epoch(), revision) {
-				encode.WriteNotModified(w, svc.Epoch(), revision)
+			if encode.AnswerNotModified(w, r, svc.Epoch(), revision) {
 				return
 			}
 			etagField = encode.ETag(svc.Epoch(), revision)

@@ -107,8 +107,7 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 			return
 		}
 		epoch := svc.Epoch()
-		if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, epoch, revision) {
-			encode.WriteNotModified(w, epoch, revision)
+		if encode.AnswerNotModified(w, r, epoch, revision) {
 			return
 		}
 		ask := opts
@@ -187,8 +186,7 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 		return
 	}
 	epoch := svc.Epoch()
-	if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, epoch, revision) {
-		encode.WriteNotModified(w, epoch, revision)
+	if encode.AnswerNotModified(w, r, epoch, revision) {
 		return
 	}
 	ask := opts
@@ -235,8 +233,7 @@ func transitiveMember(w http.ResponseWriter, r *http.Request, svc *membership.Se
 		return
 	}
 	epoch := svc.Epoch()
-	if len(r.Header["If-None-Match"]) > 0 && encode.NoneMatch(r, epoch, revision) {
-		encode.WriteNotModified(w, epoch, revision)
+	if encode.AnswerNotModified(w, r, epoch, revision) {
 		return
 	}
 	m, via, _, err := svc.TransitiveMember(r.Context(), groupID, uid)

@@ -50,6 +50,17 @@ func NoneMatch(r *http.Request, epoch uint64, revision membership.Revision) bool
 	return false
 }
 
+// AnswerNotModified answers 304 (WriteNotModified) and returns true when
+// r's If-None-Match names the ETag of epoch and revision; a request
+// without one costs no ETag.
+func AnswerNotModified(w http.ResponseWriter, r *http.Request, epoch uint64, revision membership.Revision) bool {
+	if len(r.Header["If-None-Match"]) == 0 || !NoneMatch(r, epoch, revision) {
+		return false
+	}
+	WriteNotModified(w, epoch, revision)
+	return true
+}
+
 // WriteNotModified answers 304 with the ETag and no body.
 func WriteNotModified(w http.ResponseWriter, epoch uint64, revision membership.Revision) {
 	w.Header()["Etag"] = ETag(epoch, revision)
