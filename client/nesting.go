@@ -82,8 +82,9 @@ func (c *Client) Subgroups(ctx context.Context, group string, opts PageOptions) 
 
 // ParentsPage returns one page of the groups group is nested in directly,
 // in byte order of ids, each with its nesting's expiry; with
-// opts.Transitive, of every group above it. Its ETag is the store's
-// revision, which any change moves.
+// opts.Transitive, of every group above it. Its ETag is the revision of
+// the latest change of the group's nestings in its parents (with
+// opts.Transitive, of the set of groups above it).
 func (c *Client) ParentsPage(ctx context.Context, group string, opts PageOptions) (Page[NestedGroup], error) {
 	return c.nestedPage(ctx, "/group-parents/"+escapeGroup(group), group, opts)
 }

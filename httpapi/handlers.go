@@ -307,7 +307,7 @@ func handleListMembers(svc *membership.Service, l *lists.EncodedLists) http.Hand
 func takeSortingWork(ctx context.Context, svc *membership.Service, uid membership.UID, opts membership.GroupListOptions, replies *budget.Bytes) (budget.Lease, error) {
 	var n int
 	opts.Limit = 1
-	if err := svc.UserGroups(ctx, uid, opts, func(total int, _ iter.Seq[string]) {
+	if _, err := svc.UserGroups(ctx, uid, opts, func(total int, _ iter.Seq[string]) {
 		n = total
 	}); err != nil {
 		return budget.Lease{}, err
@@ -422,45 +422,15 @@ func pathUID(r *http.Request) (membership.UID, error) {
 // groups the user is in, as a JSON array of strings in byte order, all of
 // them or a page (?limit=N&after=GROUPID), with X-Total-Count and Link as for
 // member lists. With ?transitive=true, the groups above those too, each
-// once, with the store's revision as the ETag, which answers If-None-Match
-// with 304.
+// once, with the revision the list answers at as the ETag (that of the
+// latest change of the user's groups and of the groups above them), which
+// answers If-None-Match with 304.
 func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		uid, err := pathUID(r)
+		uid, limit, ask, err := userGroupsQuery(r)
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
-		}
-		q, err := decode.ParseQuery(r, "limit", "after", "transitive")
-		if err != nil {
-			middleware.WriteError(w, r, err)
-			return
-		}
-		limit, err := q.Limit()
-		var transitive bool
-		if err == nil {
-			transitive, err = transitiveQuery(q)
-		}
-		if err != nil {
-			middleware.WriteError(w, r, err)
-			return
-		}
-		ask := membership.GroupListOptions{After: q["after"], Transitive: transitive}
-		// A transitive list moves with the groups above the user's, which
-		// no one group's revision covers: its ETag is the store's
-		// revision, read before the list, so that it is never newer than
-		// what it tags.
-		var etagField []string
-		if transitive {
-			revision, err := storeRevision(r.Context(), svc)
-			if err != nil {
-				middleware.WriteError(w, r, err)
-				return
-			}
-			if encode.AnswerNotModified(w, r, svc.Epoch(), revision) {
-				return
-			}
-			etagField = encode.ETag(svc.Epoch(), revision)
 		}
 		var work budget.Lease // taken from replies for the sorting
 		defer work.Release()
@@ -477,7 +447,7 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 		var last string
 		more := false
 		var busy error
-		err = svc.UserGroups(r.Context(), uid, ask, func(n int, ids iter.Seq[string]) {
+		revision, err := svc.UserGroups(r.Context(), uid, ask, func(n int, ids iter.Seq[string]) {
 			total = n
 			page := slices.Collect(pageOf(ids, limit, func(id string) string { return id }, &more, &last))
 			// The body takes over from the sorting's memory, so that a list
@@ -492,19 +462,43 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			middleware.WriteError(w, r, err)
 			return
 		}
-		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		if etagField != nil {
-			w.Header()["Etag"] = etagField
+		if ask.Transitive {
+			if encode.AnswerNotModified(w, r, svc.Epoch(), revision) {
+				return
+			}
+			w.Header()["Etag"] = encode.ETag(svc.Epoch(), revision)
 		}
+		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
 		if more {
 			next := nextLink("/user-group/"+strconv.FormatInt(int64(uid), 10), limit, last)
-			if transitive {
+			if ask.Transitive {
 				next += transitiveLink
 			}
 			setLink(w, next)
 		}
 		middleware.WriteJSON(w, http.StatusOK, body)
 	})
+}
+
+// userGroupsQuery reads the uid, limit, after and transitive of a
+// /user-group/{uid} request.
+//
+// Errors: CodeInvalidUID, CodeInvalidQuery.
+func userGroupsQuery(r *http.Request) (membership.UID, int, membership.GroupListOptions, error) {
+	uid, err := pathUID(r)
+	if err != nil {
+		return 0, 0, membership.GroupListOptions{}, err
+	}
+	q, err := decode.ParseQuery(r, "limit", "after", "transitive")
+	if err != nil {
+		return 0, 0, membership.GroupListOptions{}, err
+	}
+	limit, err := q.Limit()
+	var transitive bool
+	if err == nil {
+		transitive, err = transitiveQuery(q)
+	}
+	return uid, limit, membership.GroupListOptions{After: q["after"], Transitive: transitive}, err
 }
 
 // handleMember serves GET and HEAD of /group-user/{groupID}/{uid}: the

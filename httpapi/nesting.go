@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"iter"
 	"net/http"
 	"strconv"
@@ -16,11 +15,11 @@ import (
 
 // Groups in groups. /group-group/{groupID} writes and lists a group's
 // subgroups, /group-parents/{groupID} lists the groups it is in, and the
-// reads of users take transitive=true for the answers through nesting. A
-// transitive read's ETag is the group's transitive revision
-// (membership.Service.TransitiveRevision), which moves whenever anything
-// below the group does; a list of parents, which moves with the groups
-// above, takes the store's revision.
+// reads of users take transitive=true for the answers through nesting.
+// Each of these reads answers at the revision of the latest change of what
+// it read (membership.Nesting), which is its ETag: it moves exactly when
+// the answer can have changed. The direct list of subgroups alone takes
+// the group's revision, which If-Match checks on a nesting write.
 
 // handleChangeSubgroups serves POST, PUT and DELETE of
 // /group-group/{groupID}: as handleChangeMembers, with groups in place of
@@ -91,24 +90,19 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 			middleware.WriteError(w, r, err)
 			return
 		}
-		// The revision is read before the list, so that the ETag is never
-		// newer than what it tags.
-		var revision membership.Revision
-		switch {
-		case parents:
-			revision, err = storeRevision(r.Context(), svc)
-		case opts.Transitive:
-			revision, err = svc.TransitiveRevision(r.Context(), groupID)
-		default:
-			revision, err = svc.Revision(r.Context(), groupID)
-		}
-		if err != nil {
-			middleware.WriteError(w, r, err)
-			return
-		}
+		// The group's revision is read before the list, so that the ETag
+		// is never newer than what it tags; the others are the list's own.
+		groupRevision := !parents && !opts.Transitive
 		epoch := svc.Epoch()
-		if encode.AnswerNotModified(w, r, epoch, revision) {
-			return
+		var revision membership.Revision
+		if groupRevision {
+			if revision, err = svc.Revision(r.Context(), groupID); err != nil {
+				middleware.WriteError(w, r, err)
+				return
+			}
+			if encode.AnswerNotModified(w, r, epoch, revision) {
+				return
+			}
 		}
 		ask := opts
 		if opts.Limit > 0 {
@@ -121,7 +115,7 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 		var last string
 		more := false
 		var busy error
-		_, err = list(r.Context(), groupID, ask, func(n int, groups iter.Seq[membership.Nested]) {
+		answered, err := list(r.Context(), groupID, ask, func(n int, groups iter.Seq[membership.Nested]) {
 			total = n
 			page := pageOf(groups, opts.Limit, func(g membership.Nested) string { return g.GroupID }, &more, &last)
 			body, lease, busy = lists.EncodeBounded(replies, encode.NestedJSONLen(page), func(b []byte) []byte { return encode.AppendNested(b, page) })
@@ -132,6 +126,11 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
+		}
+		if !groupRevision {
+			if revision = answered; encode.AnswerNotModified(w, r, epoch, revision) {
+				return
+			}
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
 		w.Header()["Etag"] = encode.ETag(epoch, revision)
@@ -166,18 +165,13 @@ func nestingListOptions(r *http.Request) (membership.NestingListOptions, error) 
 	return membership.NestingListOptions{After: q["after"], Limit: limit, Transitive: transitive}, nil
 }
 
-// storeRevision returns the store's revision, which any change moves: the
-// ETag of what no one group's revision covers. It asks for a page of one
-// group, at a cost that does not grow with the store.
-func storeRevision(ctx context.Context, svc *membership.Service) (membership.Revision, error) {
-	return svc.Groups(ctx, membership.GroupsOptions{Limit: 1}, func(int, iter.Seq[membership.GroupSize]) {})
-}
-
 // listTransitiveMembers answers GET /group-user/{groupID}?transitive=true:
 // as a page of the direct list, of every user of the group or of a group
-// below it, each once, with the group's transitive revision as the ETag.
-// The whole list is not shared as the direct one is: it is encoded for
-// each reply, within the replies budget.
+// below it, each once, with the revision the list answers at as the ETag.
+// A request whose If-None-Match holds the group's transitive revision (the
+// revision the list would answer at) is answered 304 before the list is
+// read. The whole list is not shared as the direct one is: it is encoded
+// for each reply, within the replies budget.
 func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membership.Service, replies *budget.Bytes, opts membership.ListOptions) {
 	groupID := r.PathValue("groupID")
 	revision, err := svc.TransitiveRevision(r.Context(), groupID)
@@ -200,7 +194,7 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 	var last membership.UID
 	more := false
 	var busy error
-	_, err = svc.ListMembers(r.Context(), groupID, ask, func(n int, members iter.Seq[membership.Member]) {
+	revision, err = svc.ListMembers(r.Context(), groupID, ask, func(n int, members iter.Seq[membership.Member]) {
 		total = n
 		page := pageOf(members, opts.Limit, func(m membership.Member) membership.UID { return m.UID }, &more, &last)
 		size, _ := encode.MembersJSONLen(page)
@@ -211,6 +205,9 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 	}
 	if err != nil {
 		middleware.WriteError(w, r, err)
+		return
+	}
+	if encode.AnswerNotModified(w, r, epoch, revision) {
 		return
 	}
 	w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
@@ -224,21 +221,18 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 // transitiveMember answers GET /group-user/{groupID}/{uid}?transitive=true:
 // the member's record with "via", a shortest path of groups from the group
 // down to one that holds the user directly, or 404 not_member; its ETag is
-// the group's transitive revision, which answers If-None-Match with 304.
+// the revision the record answers at (that of the latest change of the
+// nestings below the group, and of the user's groups, ends and nickname),
+// which answers If-None-Match with 304.
 func transitiveMember(w http.ResponseWriter, r *http.Request, svc *membership.Service, uid membership.UID) {
 	groupID := r.PathValue("groupID")
-	revision, err := svc.TransitiveRevision(r.Context(), groupID)
+	m, via, revision, err := svc.TransitiveMember(r.Context(), groupID, uid)
 	if err != nil {
 		middleware.WriteError(w, r, err)
 		return
 	}
 	epoch := svc.Epoch()
 	if encode.AnswerNotModified(w, r, epoch, revision) {
-		return
-	}
-	m, via, _, err := svc.TransitiveMember(r.Context(), groupID, uid)
-	if err != nil {
-		middleware.WriteError(w, r, err)
 		return
 	}
 	w.Header()["Etag"] = encode.ETag(epoch, revision)

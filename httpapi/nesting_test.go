@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -201,10 +202,23 @@ func TestTransitiveReadsOfUsers(t *testing.T) {
 	assert.Equal(t, `{"results":[false,false,false]}`, bodyOf(resp))
 }
 
-func TestTransitiveETags(t *testing.T) {
+// TestNestingReadsETagsMoveWithWhatTheyRead follows the ETag of every read
+// of groups in groups through writes: one of anything the read does not
+// read leaves it (If-None-Match answers 304), one of what it reads moves
+// it (200, with another ETag).
+func TestNestingReadsETagsMoveWithWhatTheyRead(t *testing.T) {
 	h := staffHandler(t)
-	reads := []string{"/group-user/all-staff?transitive=true", "/group-user/all-staff?transitive=true&limit=1",
-		"/group-group/all-staff?transitive=true", "/group-user/all-staff/3?transitive=true"}
+	// all-staff > engineering > backend (1, 2) and frontend (2, 3 "Tao").
+	const (
+		members  = "/group-user/all-staff?transitive=true"
+		page     = "/group-user/all-staff?transitive=true&limit=1"
+		record   = "/group-user/all-staff/3?transitive=true"
+		below    = "/group-group/all-staff?transitive=true"
+		parents  = "/group-parents/backend"
+		above    = "/group-parents/backend?transitive=true"
+		usersOf2 = "/user-group/2?transitive=true"
+	)
+	reads := []string{members, page, record, below, parents, above, usersOf2}
 	etags := map[string]string{}
 	for _, path := range reads {
 		resp := mustDo(t, h, 200, "GET", path, "", nil)
@@ -213,41 +227,37 @@ func TestTransitiveETags(t *testing.T) {
 		notModified := sendTo(h, "GET", path, "", map[string]string{"If-None-Match": etags[path]})
 		assert.Equal(t, 304, notModified.Code, path)
 		assert.Empty(t, notModified.Body.String())
+		assert.Equal(t, etags[path], notModified.Header().Get("ETag"), path)
 	}
-
-	mustDo(t, h, 200, "POST", "/group-user/unrelated", "users=[9]", nil)
-	for _, path := range reads {
-		assert.Equal(t, 304, sendTo(h, "GET", path, "", map[string]string{"If-None-Match": etags[path]}).Code,
-			"%s: a change outside the group's closure leaves its ETag", path)
+	for _, step := range []struct {
+		name, method, path, body string
+		moves                    []string
+	}{
+		{"a member outside", "POST", "/group-user/unrelated", "users=[9]", nil},
+		{"a group outside deleted", "DELETE", "/groups/unrelated", "", nil},
+		{"a nesting outside", "POST", "/group-group/other", `groups=["unrelated2"]`, nil},
+		{"another user two levels below", "POST", "/group-user/frontend", "users=[4]", []string{members, page}},
+		{"3's nickname", "POST", "/group-user/frontend", `users=[[3,"Tau"]]`, []string{members, page, record}},
+		{"2 in a group outside", "POST", "/group-user/unrelated3", "users=[2]", []string{usersOf2}},
+		{"a nesting below", "POST", "/group-group/frontend", `groups=["design"]`, []string{members, page, record, below}},
+		{"a group above all-staff", "POST", "/group-group/everyone", `groups=["all-staff"]`, []string{above, usersOf2}},
+		{"another parent of backend", "POST", "/group-group/platform", `groups=["backend"]`, []string{parents, above, usersOf2}},
+	} {
+		w := sendTo(h, step.method, step.path, step.body, nil)
+		require.Equal(t, 200, w.Code, "%s: %s", step.name, w.Body.String())
+		for _, path := range reads {
+			w := sendTo(h, "GET", path, "", map[string]string{"If-None-Match": etags[path]})
+			if slices.Contains(step.moves, path) {
+				assert.Equal(t, 200, w.Code, "%s moves the ETag of %s", step.name, path)
+				assert.NotEqual(t, etags[path], w.Header().Get("ETag"), "%s: %s", step.name, path)
+				etags[path] = w.Header().Get("ETag")
+			} else {
+				assert.Equal(t, 304, w.Code, "%s leaves the ETag of %s", step.name, path)
+			}
+		}
 	}
-	mustDo(t, h, 200, "POST", "/group-user/frontend", "users=[4]", nil)
-	for _, path := range reads {
-		w := sendTo(h, "GET", path, "", map[string]string{"If-None-Match": etags[path]})
-		assert.Equal(t, 200, w.Code, "%s: a member two levels below moves the ETag", path)
-		etags[path] = w.Header().Get("ETag")
-	}
-	mustDo(t, h, 200, "POST", "/group-group/frontend", `groups=["design"]`, nil)
-	for _, path := range reads {
-		assert.Equal(t, 200, sendTo(h, "GET", path, "", map[string]string{"If-None-Match": etags[path]}).Code,
-			"%s: a nesting below moves the ETag", path)
-	}
-
-	groups := mustDo(t, h, 200, "GET", "/user-group/2?transitive=true", "", nil)
-	tag := groups.Header().Get("ETag")
-	require.NotEmpty(t, tag)
-	assert.Equal(t, 304, sendTo(h, "GET", "/user-group/2?transitive=true&limit=1", "", map[string]string{"If-None-Match": tag}).Code)
-	assert.Empty(t, mustDo(t, h, 200, "GET", "/user-group/2", "", map[string]string{"If-None-Match": tag}).Header().Get("ETag"),
+	assert.Empty(t, mustDo(t, h, 200, "GET", "/user-group/2", "", map[string]string{"If-None-Match": etags[usersOf2]}).Header().Get("ETag"),
 		"the direct list has no ETag, and answers whatever If-None-Match says")
-	mustDo(t, h, 200, "POST", "/group-group/everyone", `groups=["all-staff"]`, nil)
-	assert.Equal(t, 200, sendTo(h, "GET", "/user-group/2?transitive=true", "", map[string]string{"If-None-Match": tag}).Code,
-		"a group above the user's moves the ETag of its transitive groups")
-
-	parents := mustDo(t, h, 200, "GET", "/group-parents/backend", "", nil)
-	tag = parents.Header().Get("ETag")
-	assert.Equal(t, 304, sendTo(h, "GET", "/group-parents/backend", "", map[string]string{"If-None-Match": tag}).Code)
-	mustDo(t, h, 200, "POST", "/group-group/platform", `groups=["backend"]`, nil)
-	assert.Equal(t, 200, sendTo(h, "GET", "/group-parents/backend", "", map[string]string{"If-None-Match": tag}).Code,
-		"a new parent moves the ETag of the list of parents")
 }
 
 func TestTransitiveReadsWithMinRevision(t *testing.T) {

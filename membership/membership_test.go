@@ -212,10 +212,12 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 		}, membership.CodeInvalidQuery},
 		{"member: bad group", func(s *membership.Service) error { _, err := s.Member(ctx, "", 1); return err }, membership.CodeInvalidGroupID},
 		{"user groups: limit too large", func(s *membership.Service) error {
-			return s.UserGroups(ctx, 1, membership.GroupListOptions{Limit: membership.MaxPageSize + 2}, nil)
+			_, err := s.UserGroups(ctx, 1, membership.GroupListOptions{Limit: membership.MaxPageSize + 2}, nil)
+			return err
 		}, membership.CodeInvalidQuery},
 		{"user groups: after not a group id", func(s *membership.Service) error {
-			return s.UserGroups(ctx, 1, membership.GroupListOptions{After: "a\x00"}, nil)
+			_, err := s.UserGroups(ctx, 1, membership.GroupListOptions{After: "a\x00"}, nil)
+			return err
 		}, membership.CodeInvalidQuery},
 		{"revision: bad group", func(s *membership.Service) error { _, err := s.Revision(ctx, "a\x7f"); return err }, membership.CodeInvalidGroupID},
 		{"changes: limit too large", func(s *membership.Service) error {

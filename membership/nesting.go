@@ -90,10 +90,17 @@ type NestingListOptions struct {
 // ListFunc.
 type NestedListFunc func(total int, groups iter.Seq[Nested])
 
-// Nesting is what a Store does for groups in groups. Every method answers
-// at one revision, which it returns, and the write ops (OpAddGroups,
+// Nesting is what a Store does for groups in groups. Every read answers at
+// one revision, which it returns, and the write ops (OpAddGroups,
 // OpRemoveGroups, OpReplaceGroups, OpExpireGroups) go through Store.Write
 // and Store.Batch as every other op does.
+//
+// The revision a read returns (but CheckTransitive's, the latest) is that
+// of the latest change of what its answer depends on: the answer is what
+// it was at that revision, and a change of anything else leaves the
+// revision as it is, so that it serves as the answer's ETag. An empty
+// answer may answer at revision 0, when the store was empty too. Each
+// method below says what its answer depends on.
 //
 // A nesting write checks Write.MaxDepth and cycles against the state it
 // applies to, in the same step, so that two writes racing (a into b, b into
@@ -104,32 +111,39 @@ type NestedListFunc func(total int, groups iter.Seq[Nested])
 type Nesting interface {
 	// Subgroups calls list with groupID's subgroups as opts selects:
 	// the direct ones, each with its expiry, or, with opts.Transitive,
-	// every group below it.
+	// every group below it. It depends on the nestings of the group in
+	// them and, transitively, of every group below it in theirs.
 	Subgroups(ctx context.Context, groupID string, opts NestingListOptions, list NestedListFunc) (Revision, error)
 	// Parents calls list with the groups groupID is directly in, each with
 	// the expiry of its nesting, or, with opts.Transitive, every group
-	// above it.
+	// above it. It depends on the nestings of the group in them, or on the
+	// set of groups above it.
 	Parents(ctx context.Context, groupID string, opts NestingListOptions, list NestedListFunc) (Revision, error)
 	// ListTransitiveMembers calls list with the users of groupID and of
 	// every group below it, each once, in ascending uid order, as opts
 	// selects, and their exact number. A member's Expires is when its last
 	// path into the group ends: a path ends at the earliest expiry on it
 	// (the membership's and each nesting's); zero when a path never ends.
+	// It depends on the members of the group and of every group below it,
+	// their ends, the nestings below it, and the nicknames (the store
+	// need not tell whose).
 	ListTransitiveMembers(ctx context.Context, groupID string, opts ListOptions, list ListFunc) (Revision, error)
 	// TransitiveMember returns uid's record as ListTransitiveMembers would
 	// list it, and via, a shortest path of groups from groupID down to a
 	// group that holds uid directly (via[0] is groupID); false when uid is
-	// not a transitive member.
+	// not a transitive member. It depends on the nestings below groupID
+	// and on uid's groups, ends and nickname.
 	TransitiveMember(ctx context.Context, groupID string, uid UID) (m Member, via []string, ok bool, rev Revision, err error)
 	// TransitiveUserGroups calls list with every group uid is in, directly
-	// or through nesting, as opts selects.
+	// or through nesting, as opts selects. It depends on uid's groups and
+	// on the groups above each.
 	TransitiveUserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) (Revision, error)
 	// CheckTransitive answers every check as CheckMembers does, but
 	// transitively, at one revision.
 	CheckTransitive(ctx context.Context, checks []Check) (found []bool, rev Revision, err error)
-	// TransitiveRevision returns a revision that moves whenever any
-	// transitive answer about groupID can have changed: its members or
-	// subgroups, or those of any group below it, or a nickname.
+	// TransitiveRevision returns the revision ListTransitiveMembers would
+	// answer groupID's members at now, without reading them: a list's
+	// ETag, to answer a conditional request before the list is read.
 	TransitiveRevision(ctx context.Context, groupID string) (Revision, error)
 }
 

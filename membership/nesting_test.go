@@ -91,7 +91,7 @@ func TestServiceNestingNeedsAStoreThatKeepsIt(t *testing.T) {
 	assert.Equal(t, membership.CodeUnsupported, membership.ErrorCode(err))
 	_, err = svc.ListMembers(ctx, "p", membership.ListOptions{Transitive: true}, nil)
 	assert.Equal(t, membership.CodeUnsupported, membership.ErrorCode(err))
-	err = svc.UserGroups(ctx, 1, membership.GroupListOptions{Transitive: true}, nil)
+	_, err = svc.UserGroups(ctx, 1, membership.GroupListOptions{Transitive: true}, nil)
 	assert.Equal(t, membership.CodeUnsupported, membership.ErrorCode(err))
 	_, err = svc.Subgroups(ctx, "p", membership.NestingListOptions{}, nil)
 	assert.Equal(t, membership.CodeUnsupported, membership.ErrorCode(err))

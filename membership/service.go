@@ -134,28 +134,28 @@ func (s *Service) Revision(ctx context.Context, groupID string) (Revision, error
 }
 
 // UserGroups calls list with the groups uid is in, as opts selects; see
-// Store.UserGroups, and, with opts.Transitive, Nesting.TransitiveUserGroups.
+// Store.UserGroups, and, with opts.Transitive, Nesting.TransitiveUserGroups,
+// whose revision it returns (a direct list has none: 0).
 //
 // Errors: CodeInvalidQuery, CodeUnsupported (transitive), and whatever the
 // Store returns.
-func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) error {
+func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) (Revision, error) {
 	if err := CheckLimit(opts.Limit, MaxPageSize+1); err != nil {
-		return err
+		return 0, err
 	}
 	if opts.After != "" {
 		if err := ValidateGroupID(opts.After); err != nil {
-			return Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
+			return 0, Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
 		}
 	}
 	if opts.Transitive {
 		n, err := s.nesting()
 		if err != nil {
-			return err
+			return 0, err
 		}
-		_, err = n.TransitiveUserGroups(ctx, uid, opts, list)
-		return err
+		return n.TransitiveUserGroups(ctx, uid, opts, list)
 	}
-	return s.store.UserGroups(ctx, uid, opts, list)
+	return 0, s.store.UserGroups(ctx, uid, opts, list)
 }
 
 // Changes returns the changes of the store that opts selects, and the store's

@@ -39,28 +39,18 @@ func (m *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 // last change.
 func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	// A batch that nests, or deletes a group, holds the nesting and the
-	// shards of the parents of the groups it deletes, beside its own.
+	// shards of the groups at the ends of the nestings it can change
+	// (nestingEnds), beside its own.
 	nests := slices.ContainsFunc(b.Writes, func(w membership.Write) bool {
 		return membership.IsNestingOp(w.Op) || w.Op == membership.OpDeleteGroup
 	})
-	var parents []string
 	if nests {
 		m.nestMu.Lock()
 		defer m.nestMu.Unlock()
-		for _, w := range b.Writes {
-			if w.Op == membership.OpDeleteGroup {
-				parents = append(parents, m.nest.Node(w.GroupID).ParentIDs()...)
-			}
-		}
 	}
+	ids := m.batchGroups(b.Writes, nests)
 	var sbuf [1]uint64
-	held := m.lockShards(len(b.Writes)+len(parents), func(i int) string {
-		if i < len(b.Writes) {
-			return b.Writes[i].GroupID
-		}
-		return parents[i-len(b.Writes)]
-	}, false, sbuf[:])
-	defer m.unlockShards(held)
+	defer m.unlockShards(m.lockShards(len(ids), func(i int) string { return ids[i] }, false, sbuf[:]))
 	groups := make(map[string]*group.Group, len(b.Writes))
 	if err := m.checkBatch(b.Writes, groups); err != nil {
 		return membership.BatchResult{}, err
@@ -76,7 +66,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	// kind that can be refused here, is refused before any member
 	// changes. Nestings and members are apart, so applying one before the
 	// other ends as applying the writes in order does.
-	var nested []nestedWrite
+	nested := make([]nestedWrite, len(b.Writes))
 	next := m.nest.Next()
 	if nests {
 		var err error
@@ -87,7 +77,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	// Groups are created before any reverse shard is taken (lock order).
 	for i, w := range b.Writes {
 		adds := (w.Op == membership.OpAdd || w.Op == membership.OpReplace) && len(w.Users) > 0
-		if nests && nested[i].change.Op != "" && w.Op != membership.OpDeleteGroup {
+		if nested[i].change.Op != "" && w.Op != membership.OpDeleteGroup {
 			adds = true
 		}
 		if adds && groups[w.GroupID] == nil {
@@ -98,11 +88,59 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	locked := m.reverse.Lock(batch.Users(b.Writes, groups), rbuf[:])
 	a := batch.NewApplier(b.Writes, nowOr(st.At), &m.reverse, &m.due, &m.counts.members, m.nicknames.Write())
 	defer a.Nicknames().Release()
-	results := make([]membership.Result, len(b.Writes))
+	results, subs, changed := m.applyBatch(a, b.Writes, nested, groups)
+	var rev membership.Revision
+	if len(subs) == 0 {
+		a.Nicknames().Release()
+		m.reverse.Unlock(locked)
+		rev = m.LatestRevision()
+	} else {
+		rev = a.Nicknames().Record(&m.feed, membership.Change{Op: membership.OpBatch, Changes: subs}, st)
+		m.reverse.UnlockAt(locked, rev)
+		if slices.ContainsFunc(nested, func(n nestedWrite) bool { return n.change.Op != "" }) {
+			m.nestChanged(rev, next)
+		}
+		for g := range changed {
+			if g.Vacant() {
+				m.dropGroup(m.shardOf(g.ID), g, rev)
+			} else {
+				m.revise(g, rev)
+			}
+		}
+	}
+	for i := range results {
+		results[i].Revision = rev
+	}
+	return membership.BatchResult{Results: results, Revision: rev}, nil
+}
+
+// batchGroups returns the ids of the groups the writes of a batch change,
+// with, when it nests (and so holds nestMu), those at the ends of the
+// nestings it can change.
+func (m *Store) batchGroups(ws []membership.Write, nests bool) []string {
+	ids := make([]string, len(ws))
+	for i, w := range ws {
+		ids[i] = w.GroupID
+	}
+	if nests {
+		for _, w := range ws {
+			if membership.IsNestingOp(w.Op) || w.Op == membership.OpDeleteGroup {
+				ids = append(ids, m.nestingEnds(w)[1:]...)
+			}
+		}
+	}
+	return ids
+}
+
+// applyBatch applies the membership writes of ws with a, and takes the
+// nesting writes' results and changes from nested (batchNesting), in
+// order. It returns each write's result, the changes made, and the groups
+// whose members or subgroups changed.
+func (m *Store) applyBatch(a *batch.Applier, ws []membership.Write, nested []nestedWrite, groups map[string]*group.Group) ([]membership.Result, []membership.Change, map[*group.Group]bool) {
+	results := make([]membership.Result, len(ws))
 	var subs []membership.Change
 	changed := map[*group.Group]bool{}
-	nestChanged := false
-	for i, w := range b.Writes {
+	for i, w := range ws {
 		g := groups[w.GroupID]
 		var sub membership.Change
 		if membership.IsNestingOp(w.Op) {
@@ -110,8 +148,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 		} else {
 			results[i], sub = a.Apply(g, w)
 		}
-		if nests && nested[i].change.Op != "" {
-			nestChanged = true
+		if nested[i].change.Op != "" {
 			if sub.Op == "" { // a deletion of a group with no members, nested
 				sub = nested[i].change
 			}
@@ -134,31 +171,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 		}
 	}
 	a.ForgetDeferred()
-	if len(subs) == 0 {
-		a.Nicknames().Release()
-		m.reverse.Unlock(locked)
-		rev := m.LatestRevision()
-		for i := range results {
-			results[i].Revision = rev
-		}
-		return membership.BatchResult{Results: results, Revision: rev}, nil
-	}
-	rev := a.Nicknames().Record(&m.feed, membership.Change{Op: membership.OpBatch, Changes: subs}, st)
-	m.reverse.Unlock(locked)
-	if nestChanged {
-		m.nestChanged(rev, next)
-	}
-	for g := range changed {
-		if g.Vacant() {
-			m.dropGroup(m.shardOf(g.ID), g, rev)
-		} else {
-			g.Revision = rev
-		}
-	}
-	for i := range results {
-		results[i].Revision = rev
-	}
-	return membership.BatchResult{Results: results, Revision: rev}, nil
+	return results, subs, changed
 }
 
 // nestedWrite is what a write of a batch did to the nesting.

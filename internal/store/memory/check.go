@@ -3,10 +3,8 @@ package memory
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"example.com/groupmembership/internal/store/memory/expiry"
-	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/membership"
 )
 
@@ -51,7 +49,7 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 	rev := m.revisionOf(g)
 	switch w.Op {
 	case membership.OpAdd:
-		return rev, len(w.Users) > 0 && !m.holdsAll(g, w.Users), nil
+		return rev, len(w.Users) > 0 && !g.HoldsAll(w.Users, &m.nicknames), nil
 	case membership.OpExpire:
 		return rev, g != nil && slices.ContainsFunc(w.UIDs, func(uid membership.UID) bool {
 			at := g.Expiries.Of(uid)
@@ -60,7 +58,7 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 	case membership.OpRemove:
 		return rev, g != nil && slices.ContainsFunc(w.UIDs, g.Members.Contains), nil
 	case membership.OpReplace:
-		return rev, !m.isExactly(g, w.Users), nil
+		return rev, !g.IsExactly(w.Users, &m.nicknames), nil
 	}
 	return rev, g != nil || nested, nil // OpDeleteGroup
 }
@@ -86,43 +84,6 @@ func (m *Store) checkNesting(w membership.Write) (membership.Revision, bool, err
 		return 0, false, err
 	}
 	return m.revisionOf(g), c.Op != "", nil
-}
-
-// holdsAll reports whether every user is a member of g (nil: a group with
-// no members) and already has the nickname it gives, if any. The caller
-// holds g's shard.
-func (m *Store) holdsAll(g *group.Group, users []membership.User) bool {
-	if g == nil {
-		return false
-	}
-	for _, u := range users {
-		if !g.Members.Contains(u.UID) || u.Expiry.TTL != 0 { // a TTL counts from the commit: it changes the expiry
-			return false
-		}
-	}
-	return !m.nicknames.Changes(users) && !changesExpiries(g, users, time.Time{})
-}
-
-// isExactly reports whether g (nil: a group with no members) has exactly
-// the users as members, with the nicknames they give: whether replacing
-// its members by them would change nothing. The caller holds g's shard.
-func (m *Store) isExactly(g *group.Group, users []membership.User) bool {
-	size := 0
-	if g != nil {
-		size = g.Members.Len()
-	}
-	if len(users) < size {
-		return false // fewer users than members, repeats or not
-	}
-	uids := make([]membership.UID, len(users))
-	for i, u := range users {
-		uids[i] = u.UID
-	}
-	slices.Sort(uids)
-	if len(slices.Compact(uids)) != size {
-		return false
-	}
-	return size == 0 || m.holdsAll(g, users)
 }
 
 // checkUser is Check of OpRemoveUser: it changes something when uid is in a

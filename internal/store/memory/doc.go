@@ -53,7 +53,9 @@
 //     the key table's applying lock, before every other.
 //  2. shard.mu (Store.shards): a group's shard. A change holds its group's
 //     shard, and only that one, from start to end; a reader of a group holds
-//     it for reading. A backup holds every shard for reading, in index
+//     it for reading. A change of the nesting holds, in index order, the
+//     shards of the groups at both ends of every nesting it can change
+//     (nestingEnds), so that no change of their members comes between. A backup holds every shard for reading, in index
 //     order, while it copies the state (Store.Backup).
 //     Removing a user from every group holds every shard, in index order,
 //     since it finds the user's groups in the reverse index, which comes
@@ -65,11 +67,13 @@
 //     it, with its shard held, only to create or drop a group, and holds no
 //     other lock then; Groups takes it for reading with every shard held.
 //  4. a reverse shard's lock (package reverse, Store.reverse): the reverse
-//     index of the uids that hash to it. A change holds the reverse shards
-//     of every uid it names, taken in ascending index order (Index.Lock),
-//     from its first update of the reverse index until its revision is
-//     recorded, so that each user's groups change in the order of the
-//     revisions. UserGroups holds one for reading (Index.RLock).
+//     index of the uids that hash to it, and their revisions. A change
+//     holds the reverse shards of every uid it names, taken in ascending
+//     index order (Index.Lock), from its first update of the reverse index
+//     until its revision is recorded (Index.UnlockAt, which gives the
+//     users it changed their revision), so that each user's groups change
+//     in the order of the revisions. UserGroups holds one for reading
+//     (Index.RLock).
 //  5. groupNumbers.mu: the interned group ids. A change takes it with its
 //     shard held, but never with a reverse shard held (a group's number is
 //     drawn before Index.Lock and freed after Index.Unlock); UserGroups,
@@ -92,10 +96,13 @@
 //     A keyed write takes it alone, before its change to see whether the
 //     key is known (and to mark it in flight) and after it to remember the
 //     result; a backup takes it with every shard held, to copy the keys.
-//  10. the locks of what the transitive reads keep (package transitive):
-//     the closures', taken with the nesting held, and the totals' and the
-//     merges', taken by a transitive list with its closure's shards held;
-//     nothing is taken after one of them.
+//  10. the leaves, after which nothing is taken: the nesting graph's map
+//     of nodes (nesting.Graph's mapMu), taken by the deletion of a group
+//     (NoteDropped) with its shard held, and by a nesting change with
+//     nestMu held; and what the transitive reads keep (package
+//     transitive): the closures', taken with the nesting held, and the
+//     totals' and the merges', taken by a transitive list with its
+//     closure's shards held.
 //
 // Every counter read without a lock (storeCounts, the reverse index's
 // users, the nicknames' count and revision, the revisions in Store) is an

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/store"
-	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/membership"
@@ -47,15 +46,4 @@ func (m *Store) expire(groupID string, uids []membership.UID, asOf time.Time, st
 // holds g's shard.
 func (m *Store) setExpiries(g *group.Group, users []membership.User, commit time.Time) []membership.MemberExpiry {
 	return m.due.SetAll(&g.Expiries, g.Number, users, commit, g.Members.Contains)
-}
-
-// changesExpiries reports whether setExpiries would change any expiry of
-// g (nil: no group), reading only: a user who is not a member yet counts
-// when the write gives them an expiry. The caller holds g's shard.
-func changesExpiries(g *group.Group, users []membership.User, commit time.Time) bool {
-	var e expiry.Members
-	if g != nil {
-		e = g.Expiries
-	}
-	return e.Changes(users, commit)
 }

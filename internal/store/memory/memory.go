@@ -229,7 +229,6 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 			}
 		}
 	}, buf[:])
-	defer m.reverse.Unlock(locked)
 	added := g.Insert(&m.reverse, users)
 	st = st.WithTimeFor(users)
 	expiries := m.setExpiries(g, users, st.At)
@@ -248,12 +247,15 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 	added = group.Tight(added)
 	if len(added) == 0 {
 		if len(changed) == 0 && len(expiries) == 0 {
+			m.reverse.Unlock(locked)
 			return membership.Result{Revision: m.revisionOf(g)}, nil
 		}
 		added = nil // a change of nicknames or expiries only
 	}
+	m.reverse.TouchChanged(changed, expiries)
 	rev := nicks.Record(&m.feed, membership.Change{Op: membership.OpAdd, GroupID: g.ID, UIDs: added, Nicknames: reported, Expiries: expiries}, st)
-	g.Revision = rev
+	m.reverse.UnlockAt(locked, rev)
+	m.revise(g, rev)
 	return membership.Result{Count: len(added), Revision: rev}, nil
 }
 
@@ -270,6 +272,17 @@ func (m *Store) newGroup(s *shard, groupID string) *group.Group {
 	return g
 }
 
+// revise gives g the revision rev of its change. A group made by it (it
+// has no revision yet) is in no nesting since then: a read of it in no
+// nesting answers at rev at least (groupNumbers.unnested). The caller
+// holds g's shard, and no reverse shard.
+func (m *Store) revise(g *group.Group, rev membership.Revision) {
+	if g.Revision == 0 {
+		m.groupNumbers.setUnnested(g.Number, rev)
+	}
+	g.Revision = rev
+}
+
 // dropGroup deletes g, which its last change, rev, left with no members,
 // from s, which the caller holds with no later lock.
 func (m *Store) dropGroup(s *shard, g *group.Group, rev membership.Revision) {
@@ -280,6 +293,7 @@ func (m *Store) dropGroup(s *shard, g *group.Group, rev membership.Revision) {
 	m.index.Remove(g.ID)
 	m.indexMu.Unlock()
 	storeMax(&m.removedRevision, uint64(rev))
+	m.nest.NoteDropped(g.ID, rev)
 	// A transitive read that kept g (package transitive) sees it changed.
 	g.Revision = max(g.Revision, rev)
 }
@@ -356,7 +370,7 @@ func (m *Store) removeHeld(s *shard, g *group.Group, uids []membership.UID, op m
 	cleared := m.nicknames.Clear(inNoGroup)
 	m.counts.members.Add(-int64(len(removed)))
 	rev := m.feed.Record(membership.Change{Op: op, GroupID: g.ID, UIDs: group.Tight(removed), Nicknames: cleared}, st, nil)
-	m.reverse.Unlock(locked)
+	m.reverse.UnlockAt(locked, rev)
 	if g.Vacant() {
 		m.dropGroup(s, g, rev)
 	} else {

@@ -7,9 +7,13 @@ import (
 
 // Groups in groups (membership.Nesting). The nesting is a graph of its own
 // (nesting.Graph) under one lock, nestMu, taken before any shard: a
-// nesting write holds it exclusively with its group's shard; so do a group
+// nesting write holds it exclusively with the shards of the groups at
+// both ends of every nesting it can change (nestingEnds); so do a group
 // deletion and a batch that nests, with the shards of every group they
-// change. The reads are package transitive's (Store embeds its Reader),
+// change. Once the change has its revision, the graph gives it to what
+// the change changed of each group (nestChanged), and a group it left in
+// no nesting keeps it (groupNumbers.unnested): every read of groups in
+// groups answers at the revision of the latest change of what it reads. The reads are package transitive's (Store embeds its Reader),
 // which holds the nesting for reading, and the shards of what it reads
 // (transitiveStore, below, is what it reads through). A membership write
 // takes no part of it: what a user's add or remove costs does not depend
@@ -25,9 +29,10 @@ import (
 func (m *Store) nestWrite(w membership.Write, st feed.Stamp) (membership.Result, error) {
 	m.nestMu.Lock()
 	defer m.nestMu.Unlock()
+	ends := m.nestingEnds(w)
+	var sbuf [1]uint64
+	defer m.unlockShards(m.lockShards(len(ends), func(i int) string { return ends[i] }, false, sbuf[:]))
 	s := m.shardOf(w.GroupID)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	g := s.groups[w.GroupID]
 	if err := m.check(g, w.If); err != nil {
 		return membership.Result{}, err
@@ -54,17 +59,46 @@ func (m *Store) nestWrite(w membership.Write, st feed.Stamp) (membership.Result,
 	if g.Vacant() {
 		m.dropGroup(s, g, rev)
 	} else {
-		g.Revision = rev
+		m.revise(g, rev)
 	}
 	res.Revision = rev
 	return res, nil
 }
 
+// nestingEnds returns the groups at the ends of every nesting w, a
+// nesting write or a group's deletion, can change, w.GroupID first. The
+// caller holds nestMu.
+func (m *Store) nestingEnds(w membership.Write) []string {
+	ids := []string{w.GroupID}
+	for _, sg := range w.Subgroups {
+		ids = append(ids, sg.GroupID)
+	}
+	if w.Op == membership.OpReplaceGroups || w.Op == membership.OpDeleteGroup {
+		n := m.nest.Node(w.GroupID)
+		if n != nil {
+			for _, e := range n.Children {
+				ids = append(ids, e.Node.ID)
+			}
+		}
+		if w.Op == membership.OpDeleteGroup {
+			ids = append(ids, n.ParentIDs()...)
+		}
+	}
+	return ids
+}
+
 // nestChanged notes that the change rev altered the nesting, which had
-// its earliest end at next before: the expirer is told when one comes
-// sooner now. The caller holds nestMu.
+// its earliest end at next before: what it changed of each group gets rev
+// (nesting.Graph.Stamp), and the expirer is told when a nesting ends
+// sooner now. The caller holds nestMu, and the shards of the groups at
+// the ends of the nestings it changed (nestingEnds).
 func (m *Store) nestChanged(rev membership.Revision, next int64) {
 	m.nestRev = rev
+	for _, id := range m.nest.Stamp(rev) {
+		if g := m.shardOf(id).groups[id]; g != nil {
+			m.groupNumbers.setUnnested(g.Number, rev)
+		}
+	}
 	m.nestDue(next)
 }
 

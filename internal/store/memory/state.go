@@ -125,6 +125,9 @@ func (l *Loader) Finish(st *snap.State) {
 	if len(st.Nestings) > 0 {
 		m.nestRev = st.LastRevision
 	}
+	// Whatever changed of each group's nestings, it was by then; but a
+	// group's revision moves with its subgroups, so theirs is as of its.
+	m.nest.Stamp(st.LastRevision)
 	m.nestNext.Store(m.nest.Next())
 	for _, g := range l.empty {
 		if m.nest.Node(g.ID).SubgroupCount() > 0 {
@@ -133,6 +136,9 @@ func (l *Loader) Finish(st *snap.State) {
 	}
 	for _, g := range l.indexed {
 		g.Subgroups = m.nest.Node(g.ID).SubgroupCount()
+		if g.Subgroups > 0 {
+			m.nest.Node(g.ID).LoadChildrenRevision(g.Revision)
+		}
 	}
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.Load(st.LastRevision, st.Changes)
@@ -141,6 +147,7 @@ func (l *Loader) Finish(st *snap.State) {
 	m.index.Build(l.indexed)
 	m.due.Fill(l.due)
 	m.reverse.Fill(l.pairs)
+	m.reverse.StampAll(st.LastRevision)
 	m.nicknames.Load(st.Nicknames, st.NicknamesRevision, m.reverse.HasUser)
 	*l = Loader{}
 }

@@ -43,8 +43,10 @@ func (t transitiveStore) Group(i int, groupID string) *group.Group {
 	return t.m.shards[i].groups[groupID]
 }
 
-func (t transitiveStore) RemovedRevision() membership.Revision {
-	return membership.Revision(t.m.removedRevision.Load())
+func (t transitiveStore) Unnested(g *group.Group) membership.Revision {
+	t.m.groupNumbers.mu.RLock()
+	defer t.m.groupNumbers.mu.RUnlock()
+	return t.m.groupNumbers.unnestedOf(g.Number)
 }
 
 func (t transitiveStore) GroupsOfUsers(n int, uidOf func(i int) membership.UID, fn func(i int, groupID string)) membership.Revision {
@@ -59,5 +61,27 @@ func (t transitiveStore) GroupsOfUsers(n int, uidOf func(i int) membership.UID, 
 	}
 	return m.LatestRevision()
 }
+
+func (t transitiveStore) UserGroups(uid membership.UID, fn func(groupID string, unnested membership.Revision)) membership.Revision {
+	m := t.m
+	m.reverse.RLock(uid)
+	defer m.reverse.RUnlock(uid)
+	m.groupNumbers.mu.RLock()
+	defer m.groupNumbers.mu.RUnlock()
+	m.reverse.GroupsOf(uid, func(n uint32) { fn(m.groupNumbers.names[n], m.groupNumbers.unnestedOf(n)) })
+	return m.reverse.GroupsRevision(uid)
+}
+
+func (t transitiveStore) HoldUser(uid membership.UID) ([]string, membership.Revision) {
+	m := t.m
+	m.reverse.RLock(uid)
+	m.groupNumbers.mu.RLock()
+	defer m.groupNumbers.mu.RUnlock()
+	var ids []string
+	m.reverse.GroupsOf(uid, func(n uint32) { ids = append(ids, m.groupNumbers.names[n]) })
+	return ids, m.reverse.UserRevision(uid)
+}
+
+func (t transitiveStore) ReleaseUser(uid membership.UID) { t.m.reverse.RUnlock(uid) }
 
 func (t transitiveStore) Nicknames() *nicknames.Directory { return &t.m.nicknames }

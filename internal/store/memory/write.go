@@ -93,47 +93,51 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	added, removed := packed.Diff(old, uids)
 	st = st.WithTimeFor(users)
 	commit := st.At
-	if removed == 0 && len(added) == 0 && !m.nicknames.Changes(users) && !changesExpiries(g, users, commit) {
+	if removed == 0 && len(added) == 0 && !m.nicknames.Changes(users) && !g.ChangesExpiries(users, commit) {
 		return membership.Result{Revision: m.revisionOf(g)}, nil
 	}
 	if g == nil {
 		g = m.newGroup(s, groupID)
 		old = &g.Members
 	}
+	// The users' shards, and those of the members it removes: the users
+	// whose nicknames or ends it changes are touched too.
 	var buf [4]uint64
 	locked := m.reverse.Lock(func(yield func(membership.UID) bool) {
+		for _, uid := range uids {
+			if !yield(uid) {
+				return
+			}
+		}
 		packed.EachDifferent(old, uids, func(uid membership.UID, _ bool) bool { return yield(uid) })
 	}, buf[:])
 	g.SetMembers(&m.reverse, &m.due, uids, m.nicknames.Forget)
 	expiries := m.setExpiries(g, users, commit)
 	nicks := m.nicknames.Write()
-	_, reported := nicks.Set(users, added)
+	changed, reported := nicks.Set(users, added)
 	m.counts.members.Add(int64(len(added) - removed))
+	m.reverse.TouchChanged(changed, expiries)
 	rev := nicks.Record(&m.feed, membership.Change{Op: membership.OpReplace, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}, st)
-	m.reverse.Unlock(locked)
+	m.reverse.UnlockAt(locked, rev)
 	if g.Vacant() {
 		m.dropGroup(s, g, rev)
 	} else {
-		g.Revision = rev
+		m.revise(g, rev)
 	}
 	return membership.Result{Count: len(added), Removed: removed, Revision: rev}, nil
 }
 
 // deleteGroup removes every member of the group, when cond holds, walking
 // its members once: it holds no list of them. It removes the group's
-// subgroups from it, and it from its parents, whose shards it holds too.
+// subgroups from it, and it from its parents, whose shards it holds too,
+// with its subgroups'.
 func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	m.nestMu.Lock()
 	defer m.nestMu.Unlock()
 	parents := m.nest.Node(groupID).ParentIDs()
+	ends := m.nestingEnds(membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID})
 	var sbuf [1]uint64
-	held := m.lockShards(len(parents)+1, func(i int) string {
-		if i == len(parents) {
-			return groupID
-		}
-		return parents[i]
-	}, false, sbuf[:])
-	defer m.unlockShards(held)
+	defer m.unlockShards(m.lockShards(len(ends), func(i int) string { return ends[i] }, false, sbuf[:]))
 	s := m.shardOf(groupID)
 	g := s.groups[groupID]
 	if err := m.check(g, cond); err != nil {
@@ -156,7 +160,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 	}
 	rev := m.feed.Record(membership.Change{Op: membership.OpDeleteGroup, GroupID: groupID}, st, nil)
 	if g != nil {
-		m.reverse.Unlock(locked)
+		m.reverse.UnlockAt(locked, rev)
 		m.dropGroup(s, g, rev)
 	}
 	if nested {
@@ -199,7 +203,7 @@ func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result 
 	m.nicknames.Forget(uid)
 	m.counts.members.Add(-int64(len(groups)))
 	rev := m.feed.Record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
-	m.reverse.Unlock(locked)
+	m.reverse.UnlockAt(locked, rev)
 	for _, g := range groups {
 		if g.Vacant() {
 			m.dropGroup(m.shardOf(g.ID), g, rev)

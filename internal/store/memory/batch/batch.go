@@ -79,6 +79,7 @@ func (a *Applier) Apply(g *group.Group, w membership.Write) (membership.Result, 
 		added := g.Insert(a.reverse, w.Users)
 		expiries := a.due.SetAll(&g.Expiries, g.Number, w.Users, a.commit, g.Members.Contains)
 		changed, reported := a.nicknames.Set(w.Users, added)
+		a.reverse.TouchChanged(changed, expiries)
 		a.members.Add(int64(len(added)))
 		if len(added) == 0 && len(changed) == 0 && len(expiries) == 0 {
 			return membership.Result{}, membership.Change{}
@@ -111,6 +112,7 @@ func (a *Applier) Apply(g *group.Group, w membership.Write) (membership.Result, 
 		g.SetMembers(a.reverse, a.due, uids, a.leftInNoGroup)
 		expiries := a.due.SetAll(&g.Expiries, g.Number, w.Users, a.commit, g.Members.Contains)
 		changed, reported := a.nicknames.Set(w.Users, added)
+		a.reverse.TouchChanged(changed, expiries)
 		a.members.Add(int64(len(added) - removed))
 		if len(added) == 0 && removed == 0 && len(changed) == 0 && len(expiries) == 0 {
 			return membership.Result{}, membership.Change{}

@@ -102,7 +102,11 @@ func (q *Queue) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 	var rbuf [4]uint64
 	inNoGroup, locked := q.reverse.RemoveRound(removed, func(i int) uint32 { return groups[i].Number }, rbuf[:])
 	dropped := q.recordExpiries(ws, groups, removed, inNoGroup, stampOf, results)
-	q.reverse.Unlock(locked)
+	var last membership.Revision // the round's latest
+	for _, r := range results {
+		last = max(last, r.Revision)
+	}
+	q.reverse.UnlockAt(locked, last)
 	for _, g := range dropped {
 		q.s.Drop(g, g.Revision)
 	}

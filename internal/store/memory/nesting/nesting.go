@@ -5,13 +5,17 @@
 // that end by themselves, by time.
 //
 // A Graph has no lock: the store's nesting lock guards it (see package
-// memory). It knows group ids alone, not their members.
+// memory), but for NoteDropped, which a writer of members calls without
+// it. It knows group ids alone, not their members, and of each group the
+// revisions of the latest changes of its nestings (revisions.go).
 package nesting
 
 import (
 	"container/heap"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"example.com/groupmembership/membership"
 )
@@ -31,11 +35,25 @@ type Node struct {
 	Parents  []Edge
 	// ancestors are every node above this one.
 	ancestors map[*Node]struct{}
+	// children, parents and above are the revisions of the latest change
+	// of Children, of Parents (their ends included) and of the set of
+	// ancestors (Stamp gives them).
+	children, parents, above membership.Revision
+	// dropped is the revision of the latest deletion of the group, since
+	// the node was made (NoteDropped).
+	dropped atomic.Uint64
 }
 
 // Graph is the nesting of groups: a directed graph without cycles.
 type Graph struct {
+	// mapMu guards nodes and limbo for NoteDropped, which reads them
+	// without the store's nesting lock; whoever writes them holds both.
+	mapMu sync.RWMutex
 	nodes map[string]*Node
+	// limbo are the nodes dropped since the last Commit, Rollback or
+	// Stamp: one made again is the same node, with its revisions, so that
+	// a Rollback gives back every node as it was.
+	limbo map[string]*Node
 	edges int
 	// due holds the nestings that end by themselves, by time; an entry
 	// whose nesting ended otherwise, or changed its end, stays until it
@@ -48,6 +66,10 @@ type Graph struct {
 	// change since, last first.
 	undo []func()
 	open bool
+	// pending are the changes of nodes since the last Stamp; mark is how
+	// many there were at Begin.
+	pending []pendingChange
+	mark    int
 	// steps counts the steps taken over ancestor sets, the work that
 	// grows with the shape of the nesting (Steps).
 	steps int64
@@ -133,25 +155,42 @@ func search(edges []Edge, id string) (int, bool) {
 
 func (g *Graph) node(id string) *Node {
 	n := g.nodes[id]
-	if n == nil {
-		n = &Node{ID: strings.Clone(id), ancestors: map[*Node]struct{}{}}
-		g.nodes[n.ID] = n
+	if n != nil {
+		return n
 	}
+	g.mapMu.Lock()
+	defer g.mapMu.Unlock()
+	if n = g.limbo[id]; n != nil {
+		delete(g.limbo, id)
+	} else {
+		n = &Node{ID: strings.Clone(id), ancestors: map[*Node]struct{}{}}
+	}
+	g.nodes[n.ID] = n
 	return n
 }
 
 // drop forgets n when no nesting is left at either of its ends.
 func (g *Graph) drop(n *Node) {
 	if len(n.Children) == 0 && len(n.Parents) == 0 {
+		g.mapMu.Lock()
+		defer g.mapMu.Unlock()
 		delete(g.nodes, n.ID)
+		if g.limbo == nil {
+			g.limbo = map[string]*Node{}
+		}
+		g.limbo[n.ID] = n
 	}
 }
 
 // Begin opens a transaction: until Commit, Rollback undoes every change.
-func (g *Graph) Begin() { g.undo, g.open = g.undo[:0], true }
+func (g *Graph) Begin() { g.undo, g.open, g.mark = g.undo[:0], true, len(g.pending) }
 
 // Commit keeps the changes since Begin.
-func (g *Graph) Commit() { clear(g.undo); g.undo, g.open = g.undo[:0], false }
+func (g *Graph) Commit() {
+	clear(g.undo)
+	g.undo, g.open = g.undo[:0], false
+	g.clearLimbo()
+}
 
 // Rollback undoes the changes since Begin.
 func (g *Graph) Rollback() {
@@ -162,6 +201,17 @@ func (g *Graph) Rollback() {
 	}
 	clear(undo)
 	g.undo = undo[:0]
+	clear(g.pending[g.mark:])
+	g.pending = g.pending[:g.mark]
+	g.clearLimbo()
+}
+
+func (g *Graph) clearLimbo() {
+	if len(g.limbo) > 0 {
+		g.mapMu.Lock()
+		clear(g.limbo)
+		g.mapMu.Unlock()
+	}
 }
 
 func (g *Graph) record(f func()) {
@@ -288,6 +338,8 @@ func (g *Graph) Set(parent, child string, at int64) (old int64, existed bool) {
 		c.Parents[j].At = at
 		g.countExpiring(old, at)
 		g.schedule(p, c, at)
+		g.touch(p, changedChildren)
+		g.touch(c, changedParents)
 		g.record(func() { g.Set(parent, child, old) })
 		return old, true
 	}
@@ -297,6 +349,8 @@ func (g *Graph) Set(parent, child string, at int64) (old int64, existed bool) {
 	g.edges++
 	g.countExpiring(0, at)
 	g.schedule(p, c, at)
+	g.touch(p, changedChildren)
+	g.touch(c, changedParents)
 	// c and every node below it are now below p and all above p.
 	for _, d := range append(g.Below(child), c) {
 		d.ancestors[p] = struct{}{}
@@ -304,6 +358,7 @@ func (g *Graph) Set(parent, child string, at int64) (old int64, existed bool) {
 			d.ancestors[a] = struct{}{}
 		}
 		g.steps += int64(1 + len(p.ancestors))
+		g.touch(d, changedAbove)
 	}
 	g.record(func() { g.Remove(parent, child) })
 	return 0, false
@@ -326,6 +381,8 @@ func (g *Graph) Remove(parent, child string) (at int64, existed bool) {
 	c.Parents = slices.Delete(c.Parents, j, j+1)
 	g.edges--
 	g.countExpiring(at, 0)
+	g.touch(p, changedChildren)
+	g.touch(c, changedParents)
 	g.recomputeBelow(c)
 	g.drop(p)
 	g.drop(c)
@@ -360,6 +417,7 @@ func (g *Graph) recomputeBelow(c *Node) {
 	if len(lost) == 0 {
 		return // nothing below c can have lost an ancestor either
 	}
+	g.touch(c, changedAbove)
 	affected := g.Below(c.ID)
 	in := make(map[*Node]int, len(affected)+1) // parents among the affected not yet done
 	for _, d := range affected {
@@ -382,6 +440,7 @@ func (g *Graph) recomputeBelow(c *Node) {
 		for _, x := range lost {
 			if _, ok := d.ancestors[x]; ok && !reaches(d, x) {
 				delete(d.ancestors, x)
+				g.touch(d, changedAbove)
 			}
 		}
 		g.steps += int64(len(lost) * (1 + len(d.Parents)))

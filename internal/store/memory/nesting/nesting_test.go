@@ -218,3 +218,78 @@ func TestEndingANestingOfAHubIsNotQuadratic(t *testing.T) {
 	assert.False(t, g.Node("child0000").IsAbove(g.Node("parent0000")))
 	assert.True(t, g.Node("child0000").IsAbove(g.Node("parent0999")))
 }
+
+// revisions returns the revisions of id's node: of its children, its
+// parents and its ancestors.
+func revisions(g *Graph, id string) [3]membership.Revision {
+	n := g.Node(id)
+	return [3]membership.Revision{n.ChildrenRevision(), n.ParentsRevision(), n.AncestorsRevision()}
+}
+
+func TestStampGivesEachNodeTheRevisionOfWhatChanged(t *testing.T) {
+	g := New()
+	// a > b > c, d alone above c later.
+	g.Set("a", "b", 0)
+	g.Set("b", "c", 0)
+	assert.Empty(t, g.Stamp(1))
+	assert.Equal(t, [3]membership.Revision{1, 0, 0}, revisions(g, "a"))
+	assert.Equal(t, [3]membership.Revision{1, 1, 1}, revisions(g, "b"))
+	assert.Equal(t, [3]membership.Revision{0, 1, 1}, revisions(g, "c"))
+
+	g.Set("x", "a", 0) // above a: the ancestors of all three change
+	g.Stamp(2)
+	assert.Equal(t, [3]membership.Revision{1, 2, 2}, revisions(g, "a"))
+	assert.Equal(t, [3]membership.Revision{1, 1, 2}, revisions(g, "b"))
+	assert.Equal(t, [3]membership.Revision{0, 1, 2}, revisions(g, "c"))
+
+	g.Set("b", "c", 99) // an end: the nesting's two ends, not the ancestors
+	g.Stamp(3)
+	assert.Equal(t, [3]membership.Revision{3, 1, 2}, revisions(g, "b"))
+	assert.Equal(t, [3]membership.Revision{0, 3, 2}, revisions(g, "c"))
+
+	g.Set("d", "c", 0) // a second way above c
+	g.Stamp(4)
+	assert.Equal(t, [3]membership.Revision{0, 4, 4}, revisions(g, "c"))
+	g.Remove("x", "a") // c keeps d, loses x
+	assert.Equal(t, []string{"x"}, g.Stamp(5), "x is in no nesting any more")
+	assert.Equal(t, [3]membership.Revision{1, 5, 5}, revisions(g, "a"))
+	assert.Equal(t, [3]membership.Revision{0, 4, 5}, revisions(g, "c"))
+	g.Remove("b", "c") // c is still below d: its ancestors lose a and b
+	g.Stamp(6)
+	assert.Equal(t, [3]membership.Revision{6, 1, 5}, revisions(g, "b"))
+	assert.Equal(t, [3]membership.Revision{0, 6, 6}, revisions(g, "c"))
+	g.Remove("d", "c")
+	assert.ElementsMatch(t, []string{"c", "d"}, g.Stamp(7))
+}
+
+func TestRollbackGivesBackTheNodesWithTheirRevisions(t *testing.T) {
+	g := New()
+	g.Set("a", "b", 0)
+	g.Stamp(1)
+	b := g.Node("b")
+	g.NoteDropped("b", 1)
+	g.Begin()
+	g.Remove("a", "b")
+	g.Set("c", "b", 0)
+	g.Remove("c", "b")
+	g.Rollback()
+	assert.Same(t, b, g.Node("b"), "the node b was, not one made again")
+	assert.Equal(t, [3]membership.Revision{0, 1, 1}, revisions(g, "b"))
+	assert.Equal(t, membership.Revision(1), b.Dropped())
+	assert.Empty(t, g.Stamp(2), "a change rolled back stamps nothing")
+	assert.Equal(t, [3]membership.Revision{0, 1, 1}, revisions(g, "b"))
+	assert.Equal(t, [3]membership.Revision{1, 0, 0}, revisions(g, "a"))
+}
+
+func TestNoteDroppedKeepsTheLatestDeletionOfANestedGroup(t *testing.T) {
+	g := New()
+	g.NoteDropped("a", 3) // in no nesting: nothing to note it in
+	g.Set("a", "b", 0)
+	assert.Zero(t, g.Node("b").Dropped())
+	g.NoteDropped("b", 5)
+	assert.Equal(t, membership.Revision(5), g.Node("b").Dropped())
+	assert.Zero(t, g.Node("a").Dropped())
+	var none *Node
+	assert.Zero(t, none.Dropped())
+	assert.Zero(t, none.AncestorsRevision())
+}

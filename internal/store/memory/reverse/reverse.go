@@ -11,6 +11,12 @@
 //
 // Each shard has its lock; where it comes in the store's lock order,
 // package memory's doc says.
+//
+// Each user has two revisions: that of the latest change of the groups it
+// is in, and that of the latest change of them, of its memberships' ends
+// or of its nickname (Touch). The users of a shard share Slots of them, by
+// quotient: users whose uids are equal modulo Slots share them, which then
+// move with the changes of either.
 package reverse
 
 import (
@@ -35,13 +41,85 @@ type Index struct {
 
 // shard holds the pairs of the uids that hash to it.
 type shard struct {
-	// mu guards pairs.
+	// mu guards the fields below.
 	mu    sync.RWMutex
 	pairs packed.Pairs
+	// groups and revs are the users' revisions (of their groups, and of
+	// their groups, ends and nicknames), a slot each; touched are the
+	// slots the change that holds mu has changed, for UnlockAt, with
+	// groupsTouched set for a change of a user's groups.
+	groups, revs []membership.Revision
+	touched      []uint32
 }
 
+// Slots is how many slots of revisions of users all the shards keep: 1
+// MiB.
+const Slots = 1 << 16
+
+// groupsTouched marks a slot touched by a change of a user's groups.
+const groupsTouched = 1 << 31
+
 // New returns an empty index of n shards.
-func New(n int) Index { return Index{shards: make([]shard, n)} }
+func New(n int) Index {
+	sh := make([]shard, n)
+	for k := range sh {
+		sh[k].groups = make([]membership.Revision, max(1, Slots/n))
+		sh[k].revs = make([]membership.Revision, max(1, Slots/n))
+	}
+	return Index{shards: sh}
+}
+
+// slot returns the slot of the user user (a uid's quotient) in shard k.
+func (x *Index) slot(k int, user membership.UID) uint32 {
+	return uint32(uint64(user) % uint64(len(x.shards[k].revs)))
+}
+
+// Touch notes that the change in progress changed uid's memberships' ends
+// or nickname: UnlockAt gives it the change's revision. The caller holds
+// uid's shard (Lock). Add and Remove touch the uids whose groups they
+// change.
+func (x *Index) Touch(uid membership.UID) {
+	k, user := x.key(uid)
+	sh := &x.shards[k]
+	sh.touched = append(sh.touched, x.slot(k, user))
+}
+
+// TouchChanged touches the users whose nicknames or memberships' ends a
+// change set (changed, expiries). The caller holds their shards.
+func (x *Index) TouchChanged(changed []membership.Member, expiries []membership.MemberExpiry) {
+	for _, c := range changed {
+		x.Touch(c.UID)
+	}
+	for _, e := range expiries {
+		x.Touch(e.UID)
+	}
+}
+
+// UserRevision returns uid's revision: a revision at least that of the
+// latest change of its groups, their ends in it and its nickname, at most
+// the latest. The caller holds uid's shard (RLock).
+func (x *Index) UserRevision(uid membership.UID) membership.Revision {
+	k, user := x.key(uid)
+	return x.shards[k].revs[x.slot(k, user)]
+}
+
+// GroupsRevision returns the revision of uid's groups: a revision at least
+// that of their latest change, at most the latest. The caller holds uid's
+// shard (RLock).
+func (x *Index) GroupsRevision(uid membership.UID) membership.Revision {
+	k, user := x.key(uid)
+	return x.shards[k].groups[x.slot(k, user)]
+}
+
+// StampAll gives every user the revision rev, as a loaded index does: the
+// revision its state is of. The caller has not shared x yet.
+func (x *Index) StampAll(rev membership.Revision) {
+	for k := range x.shards {
+		for i := range x.shards[k].revs {
+			x.shards[k].revs[i], x.shards[k].groups[i] = rev, rev
+		}
+	}
+}
 
 // key returns the index of uid's shard, and the user that uid is in its
 // pairs.
@@ -67,10 +145,26 @@ func (x *Index) Lock(uids iter.Seq[membership.UID], buf []uint64) shards.Set {
 	return set
 }
 
-// Unlock unlocks the shards Lock locked.
-func (x *Index) Unlock(set shards.Set) {
+// Unlock unlocks the shards Lock locked, after a change that recorded no
+// revision (it changed nothing).
+func (x *Index) Unlock(set shards.Set) { x.UnlockAt(set, 0) }
+
+// UnlockAt unlocks the shards Lock locked, after the change rev, which
+// the users it touched get as their revision.
+func (x *Index) UnlockAt(set shards.Set, rev membership.Revision) {
 	for k := range set.All {
-		x.shards[k].mu.Unlock()
+		sh := &x.shards[k]
+		if rev != 0 {
+			for _, i := range sh.touched {
+				if i&groupsTouched != 0 {
+					i &^= groupsTouched
+					sh.groups[i] = rev
+				}
+				sh.revs[i] = rev
+			}
+		}
+		sh.touched = sh.touched[:0]
+		sh.mu.Unlock()
 	}
 }
 
@@ -78,16 +172,20 @@ func (x *Index) Unlock(set shards.Set) {
 // shard (Lock).
 func (x *Index) Add(uid membership.UID, n uint32) {
 	k, user := x.key(uid)
-	if x.shards[k].pairs.Add(packed.Pair{User: user, Group: n}) {
+	sh := &x.shards[k]
+	if sh.pairs.Add(packed.Pair{User: user, Group: n}) {
 		x.users.Add(1)
 	}
+	sh.touched = append(sh.touched, x.slot(k, user)|groupsTouched)
 }
 
 // Remove forgets uid's membership of group number n, and reports whether
 // uid is in no group any more. The caller holds uid's shard (Lock).
 func (x *Index) Remove(uid membership.UID, n uint32) (inNoGroup bool) {
 	k, user := x.key(uid)
-	if x.shards[k].pairs.Remove(packed.Pair{User: user, Group: n}) {
+	sh := &x.shards[k]
+	sh.touched = append(sh.touched, x.slot(k, user)|groupsTouched)
+	if sh.pairs.Remove(packed.Pair{User: user, Group: n}) {
 		x.users.Add(-1)
 		return true
 	}
@@ -183,10 +281,12 @@ func (x *Index) AddAll(uids []membership.UID, n uint32) {
 	}, func(user membership.UID, _ uint32) membership.UID { return user })
 	shards.Parallel(workers, len(x.shards), func(_, k int) {
 		newUsers := 0
+		sh := &x.shards[k]
 		for _, user := range users[start[k]:start[k+1]] {
-			if x.shards[k].pairs.Add(packed.Pair{User: user, Group: n}) {
+			if sh.pairs.Add(packed.Pair{User: user, Group: n}) {
 				newUsers++
 			}
+			sh.touched = append(sh.touched, x.slot(k, user)|groupsTouched)
 		}
 		x.users.Add(int64(newUsers))
 	})
@@ -219,7 +319,7 @@ func compareRemovals(a, b removal) int {
 // one (in the order given) is the one that, applied one after another,
 // would have found so. It locks the uids' shards, once it has sorted
 // their pairs out, and leaves them locked, for Unlock once the round's
-// changes are recorded; buf is room for the set.
+// changes are recorded (UnlockAt); buf is room for the set.
 func (x *Index) RemoveRound(removed [][]membership.UID, groupOf func(write int) uint32, buf []uint64) (inNoGroup [][]membership.UID, locked shards.Set) {
 	total := 0
 	for _, uids := range removed {
@@ -256,12 +356,13 @@ func (x *Index) RemoveRound(removed [][]membership.UID, groupOf func(write int) 
 	shards.Parallel(workers, len(x.shards), func(worker, k int) {
 		shard := pairs[starts[k]:starts[k+1]]
 		slices.SortFunc(shard, compareRemovals)
-		set := &x.shards[k].pairs
+		sh := &x.shards[k]
 		for i := 0; i < len(shard); {
 			user, none := shard[i].User, false
+			sh.touched = append(sh.touched, x.slot(k, user)|groupsTouched)
 			j := i
 			for ; j < len(shard) && shard[j].User == user; j++ {
-				none = set.Remove(shard[j].Pair)
+				none = sh.pairs.Remove(shard[j].Pair)
 			}
 			if none {
 				last := shard[i].write

@@ -16,9 +16,12 @@ import (
 type closure struct {
 	rev membership.Revision
 	// root is the group's node, nil when it is neither nested nor has
-	// subgroups: then ids is the group alone.
+	// subgroups: then ids is the group alone. nodes are the nodes of ids.
 	root  *nesting.Node
-	nodes []*nesting.Node // while it is built
+	nodes []*nesting.Node
+	// down is the revision of the latest change of the nestings below the
+	// root, their ends included: of the children of its nodes.
+	down membership.Revision
 	// ids are the groups, the root first, their shards' indexes and the
 	// end of each one's last path from the root (forever: none ends).
 	ids    []string
@@ -45,7 +48,9 @@ func (r *Reader) closureOf(graph *nesting.Graph, rev membership.Revision, groupI
 			c.ids[i] = n.ID
 		}
 		c.ends = reach(c.nodes)
-		c.nodes = nil // only reach needs them
+		for _, n := range c.nodes {
+			c.down = max(c.down, n.ChildrenRevision())
+		}
 		r.closures.put(c.root.ID, c)
 	}
 	c.shards = make([]int, len(c.ids))
@@ -141,24 +146,50 @@ func reach(nodes []*nesting.Node) []int64 {
 }
 
 // closureGroups returns the groups of c (nil: one with no members and no
-// subgroups), in groups' room, the latest of their revisions as the
-// store's Revision gives them, and the key of their members: a revision
-// that moves whenever any of their members, or which they are, changes,
-// and with nothing else (a nickname does not move it). The caller holds
-// their shards.
+// subgroups), in groups' room, the revision of their members
+// (membersRevision) and its key: the same but for the nicknames, a
+// revision that moves whenever any of their members, or which they are,
+// changes, and with nothing else. The caller holds their shards.
 func (r *Reader) closureGroups(c *closure, groups []*group.Group) ([]*group.Group, membership.Revision, membership.Revision) {
 	groups = groups[:0]
-	var key membership.Revision
-	removed := r.s.RemovedRevision()
 	for i, id := range c.ids {
-		g := r.s.Group(c.shards[i], id)
-		groups = append(groups, g)
-		if g != nil {
-			key = max(key, g.Revision)
-		} else {
-			key = max(key, removed)
+		groups = append(groups, r.s.Group(c.shards[i], id))
+	}
+	key := c.key(groups, func(i int) membership.Revision { return groups[i].Revision })
+	return groups, r.withNicknames(key), key
+}
+
+// key returns the key of c's members (closureGroups), groups being c's
+// groups (nil: absent), each present one's revision revOf(i).
+//
+// It is the latest of: the changes of the nestings below the root (down),
+// the present groups' revisions and the latest deletion of each absent
+// one (a group absent now that had members when the answer was read
+// last moves it so). With no group present, the answer is empty, as it
+// was at revision 0: the key is 0.
+func (c *closure) key(groups []*group.Group, revOf func(i int) membership.Revision) membership.Revision {
+	key, present := c.down, false
+	for i, g := range groups {
+		switch {
+		case g != nil:
+			key, present = max(key, revOf(i)), true
+		case c.root != nil:
+			key = max(key, c.nodes[i].Dropped())
 		}
 	}
-	// What the store's Revision gives each group, the latest of them.
-	return groups, max(key, r.s.Nicknames().Revision()), key
+	if !present {
+		return 0
+	}
+	return key
+}
+
+// withNicknames returns the revision of a list of members whose key is
+// key: a nickname shows in it, and the store does not tell which groups
+// hold the user whose nickname changed, so every change of a nickname
+// moves it, but that of an empty list (key 0).
+func (r *Reader) withNicknames(key membership.Revision) membership.Revision {
+	if key == 0 {
+		return 0
+	}
+	return max(key, r.s.Nicknames().Revision())
 }

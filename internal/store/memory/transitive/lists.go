@@ -9,16 +9,22 @@ import (
 )
 
 // Subgroups implements membership.Nesting. It answers at the revision of
-// the latest change of the nesting: the graph is the same from then on.
+// the latest change of the group's subgroups or, transitively, of the
+// subgroups of any group below it (0: none, as of an empty list).
 func (r *Reader) Subgroups(_ context.Context, groupID string, opts membership.NestingListOptions, list membership.NestedListFunc) (membership.Revision, error) {
-	graph, rev := r.s.RLockNesting()
+	graph, _ := r.s.RLockNesting()
 	defer r.s.RUnlockNesting()
 	n := graph.Node(groupID)
+	rev := n.ChildrenRevision()
 	switch {
 	case n == nil:
 		pageNested(nil, nil, opts, list)
 	case opts.Transitive:
-		pageNested(sortedIDs(graph.Below(groupID)), func(int) int64 { return 0 }, opts, list)
+		below := graph.Below(groupID)
+		for _, b := range below {
+			rev = max(rev, b.ChildrenRevision())
+		}
+		pageNested(sortedIDs(below), func(int) int64 { return 0 }, opts, list)
 	default:
 		ids, ats := nestedIDs(n.Children)
 		pageNested(ids, func(i int) int64 { return ats[i] }, opts, list)
@@ -26,25 +32,28 @@ func (r *Reader) Subgroups(_ context.Context, groupID string, opts membership.Ne
 	return rev, nil
 }
 
-// Parents implements membership.Nesting, at the revision Subgroups
-// answers at.
+// Parents implements membership.Nesting. It answers at the revision of
+// the latest change of the groups the group is directly in or,
+// transitively, of every group above it (0: none, as of an empty list).
 func (r *Reader) Parents(_ context.Context, groupID string, opts membership.NestingListOptions, list membership.NestedListFunc) (membership.Revision, error) {
-	graph, rev := r.s.RLockNesting()
+	graph, _ := r.s.RLockNesting()
 	defer r.s.RUnlockNesting()
 	n := graph.Node(groupID)
 	switch {
 	case n == nil:
 		pageNested(nil, nil, opts, list)
+		return 0, nil
 	case opts.Transitive:
 		ids := make([]string, 0, n.AncestorCount())
 		n.Ancestors(func(a *nesting.Node) { ids = append(ids, a.ID) })
 		slices.Sort(ids)
 		pageNested(ids, func(int) int64 { return 0 }, opts, list)
+		return n.AncestorsRevision(), nil
 	default:
 		ids, ats := nestedIDs(n.Parents)
 		pageNested(ids, func(i int) int64 { return ats[i] }, opts, list)
+		return n.ParentsRevision(), nil
 	}
-	return rev, nil
 }
 
 // pageNested calls list with a page of ids (sorted) as opts selects, the

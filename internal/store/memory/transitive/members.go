@@ -11,8 +11,8 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// TransitiveRevision implements membership.Nesting: the latest revision
-// of the group and of every group below it, as Revision gives each.
+// TransitiveRevision implements membership.Nesting: the revision
+// ListTransitiveMembers answers at, were it to read now.
 func (r *Reader) TransitiveRevision(_ context.Context, groupID string) (membership.Revision, error) {
 	graph, nrev := r.s.RLockNesting()
 	defer r.s.RUnlockNesting()
@@ -203,12 +203,15 @@ func (r *Reader) TransitiveMember(_ context.Context, groupID string, uid members
 	c := r.closureOf(graph, nrev, groupID)
 	r.rlock(c)
 	defer r.runlock(c)
-	// The nicknames are held from before the revision is read, as a list
-	// holds them, so that the nickname given is of that revision.
+	// The user is held from before its revision is read, and so is its
+	// nickname: the nickname given is of that revision.
+	_, userRev := r.s.HoldUser(uid)
+	defer r.s.ReleaseUser(uid)
+	groups, _, _ := r.closureGroups(c, nil)
+	rev := r.memberRevision(c, groups[0], userRev)
 	nicks := r.s.Nicknames()
 	nicks.RLock()
 	defer nicks.RUnlock()
-	groups, rev, _ := r.closureGroups(c, nil)
 	ends := c.ends
 	holds := map[string]bool{}
 	var end int64
@@ -228,6 +231,20 @@ func (r *Reader) TransitiveMember(_ context.Context, groupID string, uid members
 	}
 	via := graph.Path(groupID, func(id string) bool { return holds[id] })
 	return membership.Member{UID: uid, Nickname: nicks.Of(uid), Expires: nesting.TimeOf(endOrZero(end))}, via, true, rev, nil
+}
+
+// memberRevision returns the revision TransitiveMember answers a user's
+// record in c's root at, root being the root's group and userRev the
+// user's revision: that of the latest change of the nestings below the
+// root, of the user's groups, ends and nickname, and of the change that
+// made the root or last left it in no nesting (before which its node,
+// made again since, knew nothing); 0 when the root is absent: it holds no
+// one, as at revision 0. The caller holds the root's shard.
+func (r *Reader) memberRevision(c *closure, root *group.Group, userRev membership.Revision) membership.Revision {
+	if root == nil {
+		return 0
+	}
+	return max(c.down, userRev, r.s.Unnested(root))
 }
 
 // totalCache keeps the totals of transitive members, each with the key of

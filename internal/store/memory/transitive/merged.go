@@ -51,9 +51,6 @@ type merged struct {
 	c      *closure
 	groups []*group.Group // of c.ids; nil: the group was absent
 	revs   []membership.Revision
-	// key is the latest of revs; absent that some group was.
-	key    membership.Revision
-	absent bool
 	uids   []membership.UID
 	// ends are the ends of uids' last paths (forever: none ends); nil when
 	// none ends.
@@ -132,9 +129,6 @@ func (r *Reader) buildMerge(groupID string, c *closure, groups []*group.Group, m
 	for i, g := range groups {
 		if g != nil {
 			e.revs[i] = g.Revision
-			e.key = max(e.key, g.Revision)
-		} else {
-			e.absent = true
 		}
 	}
 	uids := make([]membership.UID, 0, n)
@@ -186,13 +180,9 @@ func (mc *mergedCache) put(groupID string, e *merged) {
 }
 
 // revision returns what closureGroups gives for e's groups, which are
-// as e has them.
+// as e has them (current).
 func (r *Reader) revision(e *merged) membership.Revision {
-	rev := max(e.key, r.s.Nicknames().Revision())
-	if e.absent {
-		rev = max(rev, r.s.RemovedRevision())
-	}
-	return rev
+	return r.withNicknames(e.c.key(e.groups, func(i int) membership.Revision { return e.revs[i] }))
 }
 
 // pageMerged yields the members of e above after, at most limit (0: all), with

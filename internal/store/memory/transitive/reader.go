@@ -4,6 +4,10 @@
 // those reads build for the next ones: the closures of groups below a
 // group, their members merged, and their totals.
 //
+// Each read answers with the revision of the latest change of what it
+// read (revisions.go): one at which its answer was what it is, which a
+// change of anything else leaves as it is. It is the read's ETag.
+//
 // It reads the store through Store, taking the store's locks through it
 // in the store's one order (package memory's doc), and never changes
 // anything the store keeps.
@@ -37,15 +41,29 @@ type Store interface {
 	// Group returns the group groupID of the shard i, nil when it has
 	// neither members nor subgroups. The caller holds the shard.
 	Group(i int, groupID string) *group.Group
-	// RemovedRevision returns the revision of the latest deletion of a
-	// group: the revision of every group absent.
-	RemovedRevision() membership.Revision
+	// Unnested returns the revision of the latest change that left g in
+	// no nesting (0: none since it was made or loaded). The caller holds
+	// its shard.
+	Unnested(g *group.Group) membership.Revision
 
 	// GroupsOfUsers calls fn with the id of each group of each user
 	// uidOf(0) to uidOf(n-1) is directly in (i the user's index),
 	// holding those users' groups still, and returns the latest
 	// revision, read while it holds them. The caller holds the nesting.
 	GroupsOfUsers(n int, uidOf func(i int) membership.UID, fn func(i int, groupID string)) membership.Revision
+	// UserGroups calls fn with the id of each group uid is directly in and
+	// the revision of the latest change that made it or left it in no
+	// nesting (as Unnested), holding uid's groups still, and returns the
+	// revision of the latest change of uid's groups (or a later one: users
+	// share revisions, see package reverse). The caller holds the nesting.
+	UserGroups(uid membership.UID, fn func(groupID string, unnested membership.Revision)) membership.Revision
+	// HoldUser holds uid's groups still (its reverse shard, for reading),
+	// and so its nickname, until ReleaseUser, and returns the ids of its
+	// groups and the revision of the latest change of them, their ends or
+	// its nickname (or a later one, as UserGroups). The caller holds the
+	// nesting, and may hold shards of groups, not the nicknames.
+	HoldUser(uid membership.UID) ([]string, membership.Revision)
+	ReleaseUser(uid membership.UID)
 
 	// Nicknames returns the nickname directory.
 	Nicknames() *nicknames.Directory

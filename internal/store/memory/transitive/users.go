@@ -31,16 +31,23 @@ func (r *Reader) CheckTransitive(_ context.Context, checks []membership.Check) (
 }
 
 // TransitiveUserGroups implements membership.Nesting: the user's groups in
-// the reverse index and every group above each, at the latest revision,
-// read as CheckTransitive reads.
+// the reverse index and every group above each. It answers at the
+// revision of the latest change of the user's groups and of the groups
+// above each: the user's revision, each group's ancestors', and that of
+// the change that made the group or last left it in no nesting (before
+// which its node, if made again since, knew nothing).
 func (r *Reader) TransitiveUserGroups(_ context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) (membership.Revision, error) {
 	graph, _ := r.s.RLockNesting()
 	defer r.s.RUnlockNesting()
 	in := map[string]struct{}{}
-	rev := r.s.GroupsOfUsers(1, func(int) membership.UID { return uid }, func(_ int, id string) {
+	var above membership.Revision
+	rev := r.s.UserGroups(uid, func(id string, unnested membership.Revision) {
 		in[id] = struct{}{}
-		graph.Node(id).Ancestors(func(a *nesting.Node) { in[a.ID] = struct{}{} })
+		n := graph.Node(id)
+		above = max(above, unnested, n.AncestorsRevision())
+		n.Ancestors(func(a *nesting.Node) { in[a.ID] = struct{}{} })
 	})
+	rev = max(rev, above)
 	ids := make([]string, 0, len(in))
 	for id := range in {
 		if id > opts.After {

@@ -1,0 +1,122 @@
+package nestingtest
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/membership"
+)
+
+// revisionReads are the reads whose revisions testRevisions follows, by
+// name, each of the same store.
+func revisionReads(t *testing.T, n membership.Nesting) map[string]func() membership.Revision {
+	ctx := context.Background()
+	return map[string]func() membership.Revision{
+		"members of top": func() membership.Revision {
+			_, _, rev := storetest.TransitiveMembers(t, n, "top", membership.ListOptions{})
+			pre, err := n.TransitiveRevision(ctx, "top")
+			require.NoError(t, err)
+			assert.Equal(t, rev, pre, "the transitive revision is the list's")
+			return rev
+		},
+		"2's record in top": func() membership.Revision {
+			_, _, ok, rev, err := n.TransitiveMember(ctx, "top", 2)
+			require.NoError(t, err)
+			require.True(t, ok)
+			return rev
+		},
+		"groups below top": func() membership.Revision {
+			_, _, rev := storetest.Subgroups(t, n, "top", membership.NestingListOptions{Transitive: true})
+			return rev
+		},
+		"top's parents": func() membership.Revision {
+			_, _, rev := storetest.Parents(t, n, "top", membership.NestingListOptions{})
+			return rev
+		},
+		"leaf's parents": func() membership.Revision {
+			_, _, rev := storetest.Parents(t, n, "leaf", membership.NestingListOptions{})
+			return rev
+		},
+		"groups above leaf": func() membership.Revision {
+			_, _, rev := storetest.Parents(t, n, "leaf", membership.NestingListOptions{Transitive: true})
+			return rev
+		},
+		"2's groups": func() membership.Revision {
+			_, _, rev := storetest.TransitiveGroups(t, n, 2, membership.GroupListOptions{})
+			return rev
+		},
+	}
+}
+
+// testRevisions checks that every read of groups in groups answers at the
+// revision of what it reads, its ETag: a write of anything else leaves it
+// as it is, a write of what it reads moves it.
+func testRevisions(t *testing.T, newStore func(t *testing.T) store.Expiring) {
+	ctx := context.Background()
+	t0 := time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour)
+	s := newStore(t)
+	n := storetest.NestingOf(t, s)
+	add := func(group string, users ...membership.User) membership.Write {
+		return membership.Write{Op: membership.OpAdd, GroupID: group, Users: users}
+	}
+	nickname := func(uid membership.UID, nick string) membership.User {
+		return membership.User{UID: uid, Nickname: nick, HasNickname: true}
+	}
+	// outside > top > mid > leaf, top > hollow (no members); mid holds 1,
+	// leaf 2, top 4; elsewhere holds 3, junk and junk2 9.
+	for _, w := range []membership.Write{
+		storetest.Nest("outside", "top"), storetest.Nest("top", "mid", "hollow"), storetest.Nest("mid", "leaf"),
+		add("mid", membership.User{UID: 1}), add("leaf", nickname(2, "Two")), add("top", membership.User{UID: 4}),
+		add("elsewhere", membership.User{UID: 3}), add("junk", membership.User{UID: 9}), add("junk2", membership.User{UID: 9}),
+	} {
+		_, err := s.Write(ctx, w)
+		require.NoError(t, err, "%s %s", w.Op, w.GroupID)
+	}
+	expiring := storetest.Nest("outside")
+	expiring.Subgroups = []membership.Subgroup{storetest.NestedUntil("top", t0)}
+	reads := revisionReads(t, n)
+	for _, step := range []struct {
+		name  string
+		w     membership.Write
+		moves []string
+	}{
+		{"a member of a group outside", add("elsewhere", membership.User{UID: 5}), nil},
+		{"a group outside deleted", membership.Write{Op: membership.OpDeleteGroup, GroupID: "junk"}, nil},
+		{"a nesting outside", storetest.Nest("elsewhere2", "elsewhere"), nil},
+		{"a nesting above", storetest.Nest("over", "outside"), []string{"groups above leaf", "2's groups"}},
+		{"another user of a group below", add("leaf", membership.User{UID: 6}), []string{"members of top"}},
+		{"another user's nickname", add("elsewhere", nickname(3, "Three")), []string{"members of top"}},
+		{"the user's nickname", add("leaf", nickname(2, "Deux")), []string{"members of top", "2's record in top"}},
+		{"the end of the user's membership", add("leaf", storetest.ExpiresAt(2, t0)), []string{"members of top", "2's record in top"}},
+		{"the user in a group outside", add("elsewhere", membership.User{UID: 2}), []string{"2's record in top", "2's groups"}},
+		{"a nesting below", storetest.Nest("mid", "newsub"), []string{"members of top", "2's record in top", "groups below top"}},
+		{"a member of the empty group below", add("hollow", membership.User{UID: 7}), []string{"members of top"}},
+		{"the empty group below emptied again", membership.Write{Op: membership.OpRemove, GroupID: "hollow", UIDs: []membership.UID{7}}, []string{"members of top"}},
+		{"another group outside deleted", membership.Write{Op: membership.OpDeleteGroup, GroupID: "junk2"}, nil},
+		{"a group above the user's other group deleted", membership.Write{Op: membership.OpDeleteGroup, GroupID: "elsewhere2"}, []string{"2's groups"}},
+		{"another parent of the user's group", storetest.Nest("p2", "leaf"), []string{"leaf's parents", "groups above leaf", "2's groups"}},
+		{"the end of a nesting above", expiring, []string{"top's parents"}},
+		{"a nesting above removed", storetest.NestingWrite(membership.OpRemoveGroups, "over", "outside"), []string{"groups above leaf", "2's groups"}},
+	} {
+		before := map[string]membership.Revision{}
+		for name, read := range reads {
+			before[name] = read()
+		}
+		_, err := s.Write(ctx, step.w)
+		require.NoError(t, err, step.name)
+		for name, read := range reads {
+			if slices.Contains(step.moves, name) {
+				assert.NotEqual(t, before[name], read(), "%s moves %s", step.name, name)
+			} else {
+				assert.Equal(t, before[name], read(), "%s leaves %s", step.name, name)
+			}
+		}
+	}
+}
