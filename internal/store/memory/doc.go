@@ -48,9 +48,12 @@
 //     expirer taking nestings due, and Check of a nesting write hold it
 //     exclusively (Check of a group deletion, for reading); a transitive
 //     read (package transitive) holds it for reading, then the shards of
-//     the closure it reads (for a check and a user's groups, the user's
-//     reverse shards). A membership write never takes it. It comes after
-//     the key table's applying lock, before every other.
+//     what it reads: a list, the closure's, a piece at a time, letting go
+//     of all between pieces; a member's record, the group's and the
+//     user's groups', then the user's reverse shard; a check and a user's
+//     groups, the users' reverse shards. A membership write never takes
+//     it. It comes after the key table's applying lock, before every
+//     other.
 //  2. shard.mu (Store.shards): a group's shard. A change holds its group's
 //     shard, and only that one, from start to end; a reader of a group holds
 //     it for reading. A change of the nesting holds, in index order, the

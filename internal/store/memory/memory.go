@@ -19,6 +19,7 @@ import (
 	"example.com/groupmembership/internal/store/memory/nesting"
 	"example.com/groupmembership/internal/store/memory/nicknames"
 	"example.com/groupmembership/internal/store/memory/reverse"
+	"example.com/groupmembership/internal/store/memory/shards"
 	"example.com/groupmembership/internal/store/memory/transitive"
 	"example.com/groupmembership/membership"
 )
@@ -102,8 +103,9 @@ type storeCounts struct {
 }
 
 type shard struct {
-	// mu guards groups and everything in them.
-	mu sync.RWMutex
+	// mu guards groups and everything in them, and counts its writers
+	// (package transitive keeps what it read of a shard by that count).
+	mu shards.Mutex
 	// groups maps a group id to its state. A group with neither members
 	// nor subgroups is deleted, so that removing everyone frees the
 	// memory.

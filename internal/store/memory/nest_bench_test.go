@@ -91,6 +91,37 @@ func BenchmarkNestCheck(b *testing.B) {
 	})
 }
 
+// BenchmarkNestMember is the record of user 1: directly in l8 (Member),
+// and through 8 nestings in top, which has 10,000 groups below it, with
+// its via (TransitiveMember), and the revision of top's transitive list
+// (TransitiveRevision, a conditional list's first step).
+func BenchmarkNestMember(b *testing.B) {
+	m := deepNesting(b)
+	ctx := context.Background()
+	b.Run("kind=direct", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok, err := m.Member(ctx, "l8", 1); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("kind=transitive", func(b *testing.B) {
+		for b.Loop() {
+			_, via, ok, _, err := m.TransitiveMember(ctx, "top", 1)
+			if err != nil || !ok || len(via) != 9 {
+				b.Fatal(via, ok, err)
+			}
+		}
+	})
+	b.Run("kind=revision", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := m.TransitiveRevision(ctx, "top"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // wideNesting returns a store whose group "top" has 1,000 subgroups of
 // 1,000 users each, 1,000,000 distinct users interleaved (user u is in
 // subgroup u mod 1,000), and a group "flat" of the same users directly.

@@ -241,3 +241,43 @@ func TestDeletingAHubOfNestingsIsNotCubic(t *testing.T) {
 	parents, _, _ := storetest.Parents(t, m, "child0000", membership.NestingListOptions{Transitive: true})
 	assert.Empty(t, parents)
 }
+
+// A member's record through nesting holds the shards of the group asked
+// and of the user's groups alone, not those of the rest of the closure:
+// a writer holding one of those does not stall it.
+func TestATransitiveMemberReadHoldsOnlyTheUsersGroups(t *testing.T) {
+	ctx := context.Background()
+	m := New()
+	_, err := m.Write(ctx, storetest.Nest("top", "mid"))
+	require.NoError(t, err)
+	_, err = m.Write(ctx, storetest.Nest("mid", "leaf"))
+	require.NoError(t, err)
+	_, err = m.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "leaf", Users: []membership.User{{UID: 1}}})
+	require.NoError(t, err)
+	// A group below top in a shard of its own, which a writer holds.
+	busy := map[int]bool{m.shardIndex("top"): true, m.shardIndex("mid"): true, m.shardIndex("leaf"): true}
+	other := ""
+	for i := 0; other == ""; i++ {
+		if id := fmt.Sprint("other", i); !busy[m.shardIndex(id)] {
+			other = id
+		}
+	}
+	_, err = m.Write(ctx, storetest.Nest("mid", other))
+	require.NoError(t, err)
+	_, err = m.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: other, Users: []membership.User{{UID: 2}}})
+	require.NoError(t, err)
+	s := &m.shards[m.shardIndex(other)]
+	s.mu.Lock()
+	done := make(chan []string, 1)
+	go func() {
+		_, via, _, _, _ := m.TransitiveMember(ctx, "top", 1)
+		done <- via
+	}()
+	require.True(t, waitUntil(func() bool {
+		return len(done) > 0 || goroutineIn("transitive.(*Reader).TransitiveMember", "runtime_SemacquireRWMutexR")
+	}), "the read is done or waits")
+	finished := len(done) > 0
+	s.mu.Unlock()
+	assert.True(t, finished, "the read did not wait for a shard of a group the user is not in")
+	assert.Equal(t, []string{"top", "mid", "leaf"}, <-done)
+}

@@ -39,6 +39,12 @@ func (t transitiveStore) RUnlockShards(set shards.Set) {
 	}
 }
 
+func (t transitiveStore) RLockShard(i int) { t.m.shards[i].mu.RLock() }
+
+func (t transitiveStore) RUnlockShard(i int) { t.m.shards[i].mu.RUnlock() }
+
+func (t transitiveStore) ShardWrites(i int) uint64 { return t.m.shards[i].mu.Writes() }
+
 func (t transitiveStore) Group(i int, groupID string) *group.Group {
 	return t.m.shards[i].groups[groupID]
 }

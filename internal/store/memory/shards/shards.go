@@ -28,6 +28,28 @@ func NewSet(n int, buf []uint64) Set {
 // Add adds index i to s.
 func (s Set) Add(i int) { s[i/64] |= 1 << (i % 64) }
 
+// Has reports whether s holds index i.
+func (s Set) Has(i int) bool { return s[i/64]&(1<<(i%64)) != 0 }
+
+// Mutex is a shard's lock: a sync.RWMutex that counts the times it was
+// held for writing, so that a reader can tell, without it, whether a shard
+// changed since it read it.
+type Mutex struct {
+	sync.RWMutex
+	writes atomic.Uint64
+}
+
+// Unlock lets go of m, held for writing, and counts it.
+func (m *Mutex) Unlock() {
+	m.writes.Add(1)
+	m.RWMutex.Unlock()
+}
+
+// Writes returns how many times m was held for writing. A change under m
+// counts once it lets go: a reader that holds m for reading, or that read
+// the same count before and after, saw none happen between.
+func (m *Mutex) Writes() uint64 { return m.writes.Load() }
+
 // All yields the indexes of s in ascending order.
 func (s Set) All(yield func(int) bool) {
 	for w, word := range s {

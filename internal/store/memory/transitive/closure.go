@@ -30,6 +30,10 @@ type closure struct {
 	// lock is the set of shards, built once: a read of a closure of
 	// thousands of groups locks its few shards without adding each.
 	lock shards.Set
+	// byShard are the indexes in ids of the groups of each shard, and
+	// memo the parts of the closure's key kept (membersKey).
+	byShard [][]int32
+	memo    memo
 }
 
 // closureOf returns groupID's closure in graph, whose latest change is of
@@ -55,9 +59,11 @@ func (r *Reader) closureOf(graph *nesting.Graph, rev membership.Revision, groupI
 	}
 	c.shards = make([]int, len(c.ids))
 	c.lock = shards.NewSet(r.s.Shards(), nil)
+	c.byShard = make([][]int32, r.s.Shards())
 	for i, id := range c.ids {
 		c.shards[i] = r.s.ShardOf(id)
 		c.lock.Add(c.shards[i])
+		c.byShard[c.shards[i]] = append(c.byShard[c.shards[i]], int32(i))
 	}
 	return c
 }
@@ -145,22 +151,20 @@ func reach(nodes []*nesting.Node) []int64 {
 	return ends
 }
 
-// closureGroups returns the groups of c (nil: one with no members and no
-// subgroups), in groups' room, the revision of their members
-// (membersRevision) and its key: the same but for the nicknames, a
-// revision that moves whenever any of their members, or which they are,
-// changes, and with nothing else. The caller holds their shards.
-func (r *Reader) closureGroups(c *closure, groups []*group.Group) ([]*group.Group, membership.Revision, membership.Revision) {
-	groups = groups[:0]
+// closureGroups returns the groups of c (nil: one with neither members
+// nor subgroups). The caller holds their shards.
+func (r *Reader) closureGroups(c *closure) []*group.Group {
+	groups := make([]*group.Group, len(c.ids))
 	for i, id := range c.ids {
-		groups = append(groups, r.s.Group(c.shards[i], id))
+		groups[i] = r.s.Group(c.shards[i], id)
 	}
-	key := c.key(groups, func(i int) membership.Revision { return groups[i].Revision })
-	return groups, r.withNicknames(key), key
+	return groups
 }
 
-// key returns the key of c's members (closureGroups), groups being c's
-// groups (nil: absent), each present one's revision revOf(i).
+// key returns the key of c's members, groups being c's groups (nil:
+// absent), each present one's revision revOf(i): a revision that moves
+// whenever any of their members, their ends or the nestings between them
+// change, and with nothing else (a nickname does not move it).
 //
 // It is the latest of: the changes of the nestings below the root (down),
 // the present groups' revisions and the latest deletion of each absent

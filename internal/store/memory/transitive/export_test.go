@@ -38,3 +38,10 @@ func MergedEntry(r *Reader, groupID string) (uids []membership.UID, ends []int64
 	}
 	return e.uids, e.ends, true
 }
+
+// SetPieceMembers sets the most members a piece of r's reads walks.
+func SetPieceMembers(r *Reader, n int) { r.pieceMembers = n }
+
+// SetBetweenPieces has r call fn between two pieces of its reads, with no
+// lock held.
+func SetBetweenPieces(r *Reader, fn func()) { r.betweenPieces = fn }

@@ -2,25 +2,24 @@ package transitive
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 
 	"example.com/groupmembership/internal/store/memory/group"
-	"example.com/groupmembership/internal/store/memory/nesting"
 	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/membership"
 )
 
 // TransitiveRevision implements membership.Nesting: the revision
-// ListTransitiveMembers answers at, were it to read now.
+// ListTransitiveMembers answers at, were it to read now, from the kept
+// parts of its key (membersKey): it walks the groups of the shards written
+// since the last read of the closure alone.
 func (r *Reader) TransitiveRevision(_ context.Context, groupID string) (membership.Revision, error) {
 	graph, nrev := r.s.RLockNesting()
 	defer r.s.RUnlockNesting()
 	c := r.closureOf(graph, nrev, groupID)
-	r.rlock(c)
-	defer r.runlock(c)
-	_, rev, _ := r.closureGroups(c, nil)
-	return rev, nil
+	return r.withNicknames(r.membersKey(c, false)), nil
 }
 
 // ListTransitiveMembers implements membership.Nesting. The members are
@@ -28,64 +27,19 @@ func (r *Reader) TransitiveRevision(_ context.Context, groupID string) (membersh
 // closure, or a member of a group in it, changes: a page is then a binary
 // search and the page, as a direct page is. A read that finds none builds
 // it, when it fits; one that cannot merges from opts.After, one cursor a
-// group: a seek in each group and the page, in memory of the closure's
-// groups and the page's, however many users it holds, and a total that
-// walks every member of the closure once, kept (totalCache) as the merge
-// is.
+// group, and counts every member of the closure once, keeping the total
+// (totalCache) as the merge is. It reads in pieces (pieces.go): no writer
+// waits for more than one.
 func (r *Reader) ListTransitiveMembers(_ context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
-	graph, nrev := r.s.RLockNesting()
-	defer r.s.RUnlockNesting()
-	c := r.closureOf(graph, nrev, groupID)
-	r.rlock(c)
-	defer r.runlock(c)
-	nicks := r.s.Nicknames()
-	nicks.RLock()
-	defer nicks.RUnlock()
-	if c.root != nil {
-		if e := r.cachedMerge(groupID, c); e != nil {
-			list(len(e.uids), r.pageMerged(e, opts.After, opts.Limit))
-			return r.revision(e), nil
+	for restarts := 0; ; restarts++ {
+		p := &pieces{r: r, groupID: groupID, hold: restarts >= maxRestarts}
+		total, page, rev, ok := p.list(opts)
+		p.unlock()
+		if ok {
+			list(total, slices.Values(page))
+			return rev, nil
 		}
 	}
-	mg := mergePool.Get().(*merge)
-	defer mg.release()
-	groups, rev, key := r.closureGroups(c, mg.groups)
-	mg.groups = groups
-	if c.root == nil {
-		g := groups[0]
-		if g == nil {
-			list(0, func(func(membership.Member) bool) {})
-		} else {
-			list(g.Members.Len(), g.Records(opts.After, opts.Limit, nicks))
-		}
-		return rev, nil
-	}
-	if e := r.buildMerge(groupID, c, groups, mg); e != nil {
-		list(len(e.uids), r.pageMerged(e, opts.After, opts.Limit))
-		return rev, nil
-	}
-	ends := c.ends
-	total, ok := r.totals.get(groupID, key)
-	if !ok {
-		total = 0
-		for range mg.start(ends, 0).each {
-			total++
-		}
-		r.totals.put(groupID, key, total)
-	}
-	list(total, func(yield func(membership.Member) bool) {
-		n := 0
-		for uid, end := range mg.start(ends, opts.After).each {
-			if opts.Limit > 0 && n == opts.Limit {
-				return
-			}
-			n++
-			if !yield(membership.Member{UID: uid, Nickname: nicks.Of(uid), Expires: nesting.TimeOf(endOrZero(end))}) {
-				return
-			}
-		}
-	})
-	return rev, nil
 }
 
 // endOrZero returns end, or 0 for forever.
@@ -194,43 +148,6 @@ func (mg *merge) each(yield func(membership.UID, int64) bool) {
 			return
 		}
 	}
-}
-
-// TransitiveMember implements membership.Nesting.
-func (r *Reader) TransitiveMember(_ context.Context, groupID string, uid membership.UID) (membership.Member, []string, bool, membership.Revision, error) {
-	graph, nrev := r.s.RLockNesting()
-	defer r.s.RUnlockNesting()
-	c := r.closureOf(graph, nrev, groupID)
-	r.rlock(c)
-	defer r.runlock(c)
-	// The user is held from before its revision is read, and so is its
-	// nickname: the nickname given is of that revision.
-	_, userRev := r.s.HoldUser(uid)
-	defer r.s.ReleaseUser(uid)
-	groups, _, _ := r.closureGroups(c, nil)
-	rev := r.memberRevision(c, groups[0], userRev)
-	nicks := r.s.Nicknames()
-	nicks.RLock()
-	defer nicks.RUnlock()
-	ends := c.ends
-	holds := map[string]bool{}
-	var end int64
-	for i, g := range groups {
-		if g == nil || !g.Members.Contains(uid) {
-			continue
-		}
-		holds[g.ID] = true
-		e := ends[i]
-		if at := g.Expiries.Of(uid); at != 0 {
-			e = min(e, at)
-		}
-		end = max(end, e)
-	}
-	if len(holds) == 0 {
-		return membership.Member{}, nil, false, rev, nil
-	}
-	via := graph.Path(groupID, func(id string) bool { return holds[id] })
-	return membership.Member{UID: uid, Nickname: nicks.Of(uid), Expires: nesting.TimeOf(endOrZero(end))}, via, true, rev, nil
 }
 
 // memberRevision returns the revision TransitiveMember answers a user's

@@ -1,13 +1,11 @@
 package transitive
 
 import (
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"example.com/groupmembership/internal/store/memory/group"
-	"example.com/groupmembership/internal/store/memory/nesting"
 	"example.com/groupmembership/membership"
 )
 
@@ -18,15 +16,15 @@ import (
 // heap. An entry is of one closure (the nesting at one revision) and of its
 // groups as they were: it holds their *group.Group and the revision of
 // each, so that a read checks it with a pointer load a group, no map
-// lookup (a group dropped gets a new revision: the store's deletion of it gives it one; a group
-// absent then is looked up). A write takes no part of it: a user's add
+// lookup (a group dropped gets a new revision: the store's deletion of it
+// gives it one; a group absent then is looked up). A write takes no part of it: a user's add
 // costs what it did, and the next read of a closure it changed merges
 // again. Nicknames are not kept: a read gives them as they are.
 //
 // It holds at most budget bytes of entries (mergedBytes), an entry at most
-// half of them, and one read at a time builds one: a closure whose
-// members would take more, or read while another is built, is merged at
-// the read (merge), from opts.After to the page's end, as it was before.
+// half of them, and one read at a time builds one (pieces.build): a
+// closure whose members would take more, or read while another is built,
+// is merged at the read (merge), from opts.After to the page's end.
 type mergedCache struct {
 	// mu guards entries and bytes; it is taken with no lock after it.
 	mu      sync.Mutex
@@ -109,50 +107,6 @@ func (r *Reader) cachedMerge(groupID string, c *closure) *merged {
 	return e
 }
 
-// buildMerge merges the members of groups, c's groups as closureGroups
-// gave them, into an entry and keeps it; it returns nil, building nothing,
-// when the entry would take more than half the budget, or another read
-// builds one. The caller holds the nesting and the shards of c's groups.
-func (r *Reader) buildMerge(groupID string, c *closure, groups []*group.Group, mg *merge) *merged {
-	mc := &r.merged
-	n := 0
-	for _, g := range groups {
-		if g != nil {
-			n += g.Members.Len() // at least the merged members
-		}
-	}
-	if mergedBytes(groupID, len(groups), n, true) > mc.budget/2 || !mc.building.CompareAndSwap(false, true) {
-		return nil
-	}
-	defer mc.building.Store(false)
-	e := &merged{c: c, groups: slices.Clone(groups), revs: make([]membership.Revision, len(groups))}
-	for i, g := range groups {
-		if g != nil {
-			e.revs[i] = g.Revision
-		}
-	}
-	uids := make([]membership.UID, 0, n)
-	var ends []int64
-	for uid, end := range mg.start(c.ends, 0).each {
-		if end != forever && ends == nil {
-			ends = make([]int64, len(uids), cap(uids))
-			for i := range ends {
-				ends[i] = forever
-			}
-		}
-		uids = append(uids, uid)
-		if ends != nil {
-			ends = append(ends, end)
-		}
-	}
-	e.uids = slices.Clip(uids)
-	if ends != nil {
-		e.ends = slices.Clip(ends)
-	}
-	mc.put(groupID, e)
-	return e
-}
-
 // put keeps e as groupID's entry, evicting others at random until it fits.
 func (mc *mergedCache) put(groupID string, e *merged) {
 	mc.mu.Lock()
@@ -177,36 +131,4 @@ func (mc *mergedCache) put(groupID string, e *merged) {
 	}
 	mc.entries[strings.Clone(groupID)] = e
 	mc.bytes += size
-}
-
-// revision returns what closureGroups gives for e's groups, which are
-// as e has them (current).
-func (r *Reader) revision(e *merged) membership.Revision {
-	return r.withNicknames(e.c.key(e.groups, func(i int) membership.Revision { return e.revs[i] }))
-}
-
-// pageMerged yields the members of e above after, at most limit (0: all), with
-// their nicknames as they are. The caller holds the nicknames.
-func (r *Reader) pageMerged(e *merged, after membership.UID, limit int) func(func(membership.Member) bool) {
-	nicks := r.s.Nicknames()
-	return func(yield func(membership.Member) bool) {
-		i, found := slices.BinarySearch(e.uids, after)
-		if found {
-			i++
-		}
-		end := len(e.uids)
-		if limit > 0 {
-			end = min(end, i+limit)
-		}
-		for ; i < end; i++ {
-			uid := e.uids[i]
-			at := int64(forever)
-			if e.ends != nil {
-				at = e.ends[i]
-			}
-			if !yield(membership.Member{UID: uid, Nickname: nicks.Of(uid), Expires: nesting.TimeOf(endOrZero(at))}) {
-				return
-			}
-		}
-	}
 }

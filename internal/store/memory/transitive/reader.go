@@ -35,9 +35,15 @@ type Store interface {
 	Shards() int
 	ShardOf(groupID string) int
 	// RLockShards holds the shards of set for reading, in index order;
-	// RUnlockShards lets go.
+	// RUnlockShards lets go. RLockShard and RUnlockShard do so for shard
+	// i alone.
 	RLockShards(set shards.Set)
 	RUnlockShards(set shards.Set)
+	RLockShard(i int)
+	RUnlockShard(i int)
+	// ShardWrites returns how many times shard i was held for writing
+	// (and so changed) since the store was made, without its lock.
+	ShardWrites(i int) uint64
 	// Group returns the group groupID of the shard i, nil when it has
 	// neither members nor subgroups. The caller holds the shard.
 	Group(i int, groupID string) *group.Group
@@ -79,13 +85,18 @@ type Reader struct {
 	closures closureCache
 	// merged are the members of the closures read last, merged.
 	merged mergedCache
+	// pieceMembers is the most members a piece of a read walks
+	// (pieces.go); betweenPieces, when set, is called between two pieces,
+	// with no lock held, for tests.
+	pieceMembers  int
+	betweenPieces func()
 }
 
 var _ membership.Nesting = (*Reader)(nil)
 
 // New returns the Reader of s.
 func New(s Store) *Reader {
-	r := &Reader{s: s}
+	r := &Reader{s: s, pieceMembers: defaultPieceMembers}
 	r.merged.budget = defaultMergedBudget
 	return r
 }
