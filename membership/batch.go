@@ -68,6 +68,12 @@ func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 	if err := s.validateBatch(b); err != nil {
 		return BatchResult{}, err
 	}
+	scope := ScopeOf(ctx)
+	for i, w := range b.Writes {
+		if err := authorizeWrite(scope, w); err != nil {
+			return BatchResult{}, BatchElementError(i, w.GroupID, err)
+		}
+	}
 	b.MaxDepth = s.maxDepth
 	for _, w := range b.Writes {
 		if IsNestingOp(w.Op) {

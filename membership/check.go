@@ -25,6 +25,9 @@ func (s *Service) CheckMembers(ctx context.Context, checks []Check) (found []boo
 	if err := s.validateChecks(checks); err != nil {
 		return nil, 0, err
 	}
+	if err := authorizeChecks(ScopeOf(ctx), checks); err != nil {
+		return nil, 0, err
+	}
 	return s.store.CheckMembers(ctx, checks)
 }
 

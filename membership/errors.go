@@ -39,6 +39,7 @@ const (
 	CodeTooDeep                Code = "too_deep"                  // the nesting would make a chain deeper than the service's bound
 	CodeUnsupported            Code = "unsupported"               // the store does not do what the request asks
 	CodeUnavailable            Code = "unavailable"               // the store cannot take changes now (its disk failed); nothing was changed
+	CodeForbidden              Code = "forbidden"                 // the request's principal lacks a right it needs on a group (see Scope)
 	CodeInternal               Code = "internal"                  // a fault of the service, not of the request
 )
 

@@ -171,6 +171,9 @@ type GroupListOptions struct {
 	// Transitive asks the Service for the groups through nesting too
 	// (Nesting.TransitiveUserGroups); a Store's UserGroups ignores it.
 	Transitive bool
+	// Within, when not nil, selects only the groups it holds, and the total
+	// counts only those, as GroupsOptions.Within does.
+	Within *GroupSet
 }
 
 // GroupListFunc receives a user's groups from Store.UserGroups: how many the

@@ -202,6 +202,9 @@ func (s *Service) Subgroups(ctx context.Context, groupID string, opts NestingLis
 	if err != nil {
 		return 0, err
 	}
+	if scope := ScopeOf(ctx); !scope.AllowsAll(RightRead) {
+		return readNestedInScope(ctx, scope, groupID, opts, list, n.Subgroups, "below")
+	}
 	return n.Subgroups(ctx, groupID, opts, list)
 }
 
@@ -213,6 +216,9 @@ func (s *Service) Parents(ctx context.Context, groupID string, opts NestingListO
 	n, err := s.nestingRead(groupID, opts)
 	if err != nil {
 		return 0, err
+	}
+	if scope := ScopeOf(ctx); !scope.AllowsAll(RightRead) {
+		return readNestedInScope(ctx, scope, groupID, opts, list, n.Parents, "above")
 	}
 	return n.Parents(ctx, groupID, opts, list)
 }
@@ -246,7 +252,14 @@ func (s *Service) TransitiveMember(ctx context.Context, groupID string, uid UID)
 	if err != nil {
 		return Member{}, nil, 0, err
 	}
-	m, via, ok, rev, err := n.TransitiveMember(ctx, groupID, uid)
+	var m Member
+	var via []string
+	var ok bool
+	var rev Revision
+	err = s.readBelow(ctx, ScopeOf(ctx), []string{groupID}, nil, func() (err error) {
+		m, via, ok, rev, err = n.TransitiveMember(ctx, groupID, uid)
+		return err
+	})
 	if err != nil {
 		return Member{}, nil, 0, err
 	}
@@ -271,7 +284,12 @@ func (s *Service) TransitiveRevision(ctx context.Context, groupID string) (Revis
 	if err != nil {
 		return 0, err
 	}
-	return n.TransitiveRevision(ctx, groupID)
+	var rev Revision
+	err = s.readBelow(ctx, ScopeOf(ctx), []string{groupID}, nil, func() (err error) {
+		rev, err = n.TransitiveRevision(ctx, groupID)
+		return err
+	})
+	return rev, err
 }
 
 // CheckTransitive answers every check transitively, at one revision; see
@@ -286,7 +304,17 @@ func (s *Service) CheckTransitive(ctx context.Context, checks []Check) ([]bool, 
 	if err != nil {
 		return nil, 0, err
 	}
-	return n.CheckTransitive(ctx, checks)
+	groupIDs := make([]string, len(checks))
+	for i, c := range checks {
+		groupIDs[i] = c.GroupID
+	}
+	var found []bool
+	var rev Revision
+	err = s.readBelow(ctx, ScopeOf(ctx), groupIDs, func(i int, e *Error) *Error { return checkError(i, groupIDs[i], e) }, func() (err error) {
+		found, rev, err = n.CheckTransitive(ctx, checks)
+		return err
+	})
+	return found, rev, err
 }
 
 // ResolveSubgroupTTLs returns groups with every TTL turned into the time it

@@ -93,12 +93,21 @@ func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOpti
 	if opts.After < 0 {
 		return 0, Errorf(CodeInvalidQuery, "after %d is not a uid (%s)", opts.After, UIDRange)
 	}
+	scope := ScopeOf(ctx)
 	if opts.Transitive {
 		n, err := s.nesting()
 		if err != nil {
 			return 0, err
 		}
-		return n.ListTransitiveMembers(ctx, groupID, opts, list)
+		var rev Revision
+		err = s.readBelow(ctx, scope, []string{groupID}, nil, func() (err error) {
+			rev, err = n.ListTransitiveMembers(ctx, groupID, opts, list)
+			return err
+		})
+		return rev, err
+	}
+	if err := authorizeRead(scope, groupID); err != nil {
+		return 0, err
 	}
 	return s.store.ListMembers(ctx, groupID, opts, list)
 }
@@ -108,6 +117,9 @@ func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOpti
 // Errors: CodeInvalidGroupID, CodeNotMember, and whatever the Store returns.
 func (s *Service) Member(ctx context.Context, groupID string, uid UID) (Member, error) {
 	if err := ValidateGroupID(groupID); err != nil {
+		return Member{}, err
+	}
+	if err := authorizeRead(ScopeOf(ctx), groupID); err != nil {
 		return Member{}, err
 	}
 	m, ok, err := s.store.Member(ctx, groupID, uid)
@@ -130,6 +142,9 @@ func (s *Service) Revision(ctx context.Context, groupID string) (Revision, error
 	if err := ValidateGroupID(groupID); err != nil {
 		return 0, err
 	}
+	if err := authorizeRead(ScopeOf(ctx), groupID); err != nil {
+		return 0, err
+	}
 	return s.store.Revision(ctx, groupID)
 }
 
@@ -147,14 +162,19 @@ func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions
 			return Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
 		}
 	}
+	scope := ScopeOf(ctx)
 	if opts.Transitive {
 		n, err := s.nesting()
 		if err != nil {
 			return err
 		}
+		if !scope.AllowsAll(RightRead) {
+			return transitiveUserGroupsInScope(ctx, n, scope, uid, opts, list)
+		}
 		_, err = n.TransitiveUserGroups(ctx, uid, opts, list)
 		return err
 	}
+	opts.Within = scope.Readable()
 	return s.store.UserGroups(ctx, uid, opts, list)
 }
 
@@ -165,6 +185,11 @@ func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions
 func (s *Service) Changes(ctx context.Context, opts ChangeOptions) ([]Change, Revision, error) {
 	if err := CheckLimit(opts.Limit, MaxPageSize); err != nil {
 		return nil, 0, err
+	}
+	if scope := ScopeOf(ctx); !scope.AllowsAll(RightRead) {
+		e := scope.Forbidden(RightRead, "")
+		e.Message += ": the change feed holds the changes of every group"
+		return nil, 0, e
 	}
 	return s.store.Changes(ctx, opts)
 }
@@ -195,6 +220,9 @@ func CheckLimit(limit, most int) error {
 // write to a store without Nesting), and whatever the Store returns.
 func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	if err := s.validateWrite(w); err != nil {
+		return Result{}, err
+	}
+	if err := authorizeWrite(ScopeOf(ctx), w); err != nil {
 		return Result{}, err
 	}
 	if IsNestingOp(w.Op) {
@@ -292,5 +320,6 @@ func (s *Service) Groups(ctx context.Context, opts GroupsOptions, list GroupsFun
 			return 0, Errorf(CodeInvalidQuery, "prefix is not the start of a group id: %v", err)
 		}
 	}
+	opts.Within = ScopeOf(ctx).Readable()
 	return s.store.Groups(ctx, opts, list)
 }

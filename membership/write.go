@@ -134,6 +134,10 @@ type GroupsOptions struct {
 	Prefix string
 	After  string
 	Limit  int
+	// Within, when not nil, selects only the groups it holds, and the total
+	// counts only those: the Service sets it to what the request's Scope
+	// may read.
+	Within *GroupSet
 }
 
 // GroupSize is one group as Store.Groups lists it.

@@ -313,6 +313,13 @@ func (m *Store) TransitiveUserGroups(_ context.Context, uid membership.UID, opts
 		in[id] = struct{}{}
 		m.nest.Node(id).Ancestors(func(a *nesting.Node) { in[a.ID] = struct{}{} })
 	})
+	if opts.Within != nil {
+		for id := range in {
+			if !opts.Within.Contains(id) {
+				delete(in, id)
+			}
+		}
+	}
 	m.groupNumbers.mu.RUnlock()
 	rev := m.LatestRevision()
 	ids := make([]string, 0, len(in))

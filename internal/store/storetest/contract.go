@@ -49,6 +49,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	t.Run("check members", func(t *testing.T) { testCheckMembers(t, newStore) })
 	t.Run("every change carries its actor and time", func(t *testing.T) { testStamps(t, newStore) })
 	t.Run("idempotency keys", func(t *testing.T) { testIdempotencyKeys(t, newStore) })
+	t.Run("groups and a user's groups within a set", func(t *testing.T) { testWithin(t, newStore) })
 
 	t.Run("unknown group lists empty, not nil", func(t *testing.T) {
 		got, _ := ListAll(t, newStore(t), "nobody")

@@ -633,6 +633,9 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		groups, total, _ = TransitiveGroups(t, n, 99, membership.GroupListOptions{})
 		assert.Empty(t, groups)
 		assert.Zero(t, total)
+		groups, total, _ = TransitiveGroups(t, n, 3, membership.GroupListOptions{Within: withinSet(t, "b", "top")})
+		assert.Equal(t, []string{"b", "top"}, groups, "Within selects among the groups through nesting too")
+		assert.Equal(t, 2, total)
 
 		found, _, err := n.CheckTransitive(ctx, []membership.Check{
 			{GroupID: "top", UID: 3}, {GroupID: "a", UID: 5}, {GroupID: "b", UID: 5}, {GroupID: "top", UID: 6}, {GroupID: "c", UID: 6}, {GroupID: "nobody", UID: 1},

@@ -1,0 +1,218 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+)
+
+// How the Service holds a request to its Scope (see scope.go). Each check
+// runs after the request is validated, and before the store sees it; a
+// scope that allows what is asked on every group costs one comparison.
+
+// authorizeWrite returns the CodeForbidden error of w when scope may not
+// make it: a write needs write on its group (on every group for
+// OpRemoveUser), and a nesting write read on each subgroup it names.
+func authorizeWrite(scope *Scope, w Write) error {
+	if scope.AllowsAll(RightWrite) {
+		return nil
+	}
+	if w.Op == OpRemoveUser {
+		e := scope.Forbidden(RightWrite, "")
+		e.Message += ": removing a user from every group writes to every group"
+		return e
+	}
+	if !scope.Allows(RightWrite, w.GroupID) {
+		return scope.Forbidden(RightWrite, w.GroupID)
+	}
+	for i, g := range w.Subgroups {
+		if !scope.Allows(RightRead, g.GroupID) {
+			e := scope.Forbidden(RightRead, g.GroupID)
+			e.Message = fmt.Sprintf("groups element %d: %s: nesting a group needs read on it", i, e.Message)
+			return e
+		}
+	}
+	return nil
+}
+
+// authorizeRead returns the CodeForbidden error of a read of groupID when
+// scope may not read it.
+func authorizeRead(scope *Scope, groupID string) error {
+	if scope.Allows(RightRead, groupID) {
+		return nil
+	}
+	return scope.Forbidden(RightRead, groupID)
+}
+
+// authorizeChecks returns the CodeForbidden error of the first check
+// whose group scope may not read, naming it.
+func authorizeChecks(scope *Scope, checks []Check) error {
+	if scope.AllowsAll(RightRead) {
+		return nil
+	}
+	for i, c := range checks {
+		if !scope.Allows(RightRead, c.GroupID) {
+			return checkError(i, c.GroupID, scope.Forbidden(RightRead, c.GroupID))
+		}
+	}
+	return nil
+}
+
+// checkError returns e, of check i of groupID, with a message naming the
+// check.
+func checkError(i int, groupID string, e *Error) *Error {
+	named := *e
+	named.Message = fmt.Sprintf("checks element %d (group %q): %s", i, groupID, e.Message)
+	return &named
+}
+
+// errNestingMoved fails a transitive read of a scope that the nesting
+// changed under: the groups it reached may not be those checked.
+var errNestingMoved = Errorf(CodeUnavailable, "the groups in groups changed while this transitive read ran, "+
+	"so the groups it reached may not be those its principal was checked for; nothing is wrong: try again")
+
+// readBelow runs read, a transitive read of each of groupIDs for scope:
+// it refuses it unless scope may read each group and every group below it
+// (naming the first, in byte order, that it may not), and fails it
+// (errNestingMoved) when the nesting changed while read ran. element
+// names the group's place in the request for an error, nil when it has
+// none (one group).
+func (s *Service) readBelow(ctx context.Context, scope *Scope, groupIDs []string, element func(i int, e *Error) *Error, read func() error) error {
+	if scope.AllowsAll(RightRead) {
+		return read()
+	}
+	if element == nil {
+		element = func(_ int, e *Error) *Error { return e }
+	}
+	n, err := s.nesting()
+	if err != nil {
+		return err
+	}
+	var before Revision
+	checked := make(map[string]bool, len(groupIDs))
+	for i, id := range groupIDs {
+		if !scope.Allows(RightRead, id) {
+			return element(i, scope.Forbidden(RightRead, id))
+		}
+		if checked[id] {
+			continue
+		}
+		checked[id] = true
+		rev, err := checkBelow(ctx, n, scope, id)
+		if e := (*Error)(nil); errors.As(err, &e) && e.Code == CodeForbidden {
+			return element(i, e)
+		}
+		if err != nil {
+			return err
+		}
+		if len(checked) > 1 && rev != before {
+			return errNestingMoved
+		}
+		before = rev
+	}
+	if err := read(); err != nil {
+		return err
+	}
+	if len(groupIDs) == 0 {
+		return nil
+	}
+	after, err := n.Subgroups(ctx, groupIDs[0], NestingListOptions{Limit: 1}, func(int, iter.Seq[Nested]) {})
+	if err == nil && after != before {
+		err = errNestingMoved
+	}
+	return err
+}
+
+// checkBelow returns the revision of the nesting it read, and the
+// CodeForbidden error naming the first group below groupID, in byte
+// order, that scope may not read.
+func checkBelow(ctx context.Context, n Nesting, scope *Scope, groupID string) (Revision, error) {
+	outside := ""
+	rev, err := n.Subgroups(ctx, groupID, NestingListOptions{Transitive: true}, func(_ int, groups iter.Seq[Nested]) {
+		for g := range groups {
+			if !scope.Allows(RightRead, g.GroupID) {
+				outside = g.GroupID
+				return
+			}
+		}
+	})
+	if err != nil || outside == "" {
+		return rev, err
+	}
+	e := scope.Forbidden(RightRead, outside)
+	e.Message = fmt.Sprintf("%s, which group %q holds through nesting: a transitive read needs read on every group below", e.Message, groupID)
+	return rev, e
+}
+
+// readNestedInScope answers a list of the groups below or above groupID
+// (read: Nesting.Subgroups or Parents) for scope, which must be able to
+// read groupID and every group the whole list names, else the
+// CodeForbidden error names the first it cannot: the list is read whole,
+// at one revision, checked, and then paged as opts asks. relation says
+// where the groups are ("below", "above") for the error.
+func readNestedInScope(ctx context.Context, scope *Scope, groupID string, opts NestingListOptions, list NestedListFunc,
+	read func(context.Context, string, NestingListOptions, NestedListFunc) (Revision, error), relation string) (Revision, error) {
+	if err := authorizeRead(scope, groupID); err != nil {
+		return 0, err
+	}
+	var all []Nested
+	rev, err := read(ctx, groupID, NestingListOptions{Transitive: opts.Transitive}, func(_ int, groups iter.Seq[Nested]) {
+		all = slices.Collect(groups)
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, g := range all {
+		if !scope.Allows(RightRead, g.GroupID) {
+			e := scope.Forbidden(RightRead, g.GroupID)
+			e.Message = fmt.Sprintf("%s, which is %s group %q: listing the groups %s a group needs read on each", e.Message, relation, groupID, relation)
+			return 0, e
+		}
+	}
+	from, _ := slices.BinarySearchFunc(all, opts.After, func(g Nested, after string) int { return strings.Compare(g.GroupID, after) })
+	if from < len(all) && opts.After != "" && all[from].GroupID == opts.After {
+		from++
+	}
+	list(len(all), pageOf(all[from:], opts.Limit))
+	return rev, nil
+}
+
+// pageOf yields the first limit items (all of them for 0).
+func pageOf[T any](items []T, limit int) iter.Seq[T] {
+	if limit > 0 && len(items) > limit {
+		items = items[:limit]
+	}
+	return slices.Values(items)
+}
+
+// transitiveUserGroupsInScope answers the groups uid is in, directly or
+// through nesting, for scope, which must be able to read each, else the
+// CodeForbidden error names the first (in byte order) it cannot: listed
+// only in part, they would tell that uid is below a group through groups
+// the scope cannot see. They are read whole, at one revision, checked, and
+// then paged as opts asks.
+func transitiveUserGroupsInScope(ctx context.Context, n Nesting, scope *Scope, uid UID, opts GroupListOptions, list GroupListFunc) error {
+	var all []string
+	_, err := n.TransitiveUserGroups(ctx, uid, GroupListOptions{Transitive: true}, func(_ int, ids iter.Seq[string]) {
+		all = slices.Collect(ids)
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range all {
+		if !scope.Allows(RightRead, id) {
+			e := scope.Forbidden(RightRead, id)
+			e.Message = fmt.Sprintf("%s, which user %d is in, directly or through nesting: the user's groups through nesting need read on each", e.Message, uid)
+			return e
+		}
+	}
+	from, _ := slices.BinarySearch(all, opts.After)
+	if from < len(all) && opts.After != "" && all[from] == opts.After {
+		from++
+	}
+	list(len(all), pageOf(all[from:], opts.Limit))
+	return nil
+}
