@@ -49,11 +49,13 @@ func parseGroupsQuery(r *http.Request) (groupsQuery, error) {
 // members, in byte order of their ids, as a JSON array of
 // {"group":…,"members":…} objects: a page of limit groups (1 to 10000,
 // defaultGroupsLimit without it) after the group id after, of those whose
-// ids start with prefix. X-Total-Count is how many groups the prefix
-// selects, and Link leads to the next page when more follow, as for
-// member lists. The state listed is the store's at the revision in
-// X-Revision, whose ETag (any change of the store moves it) answers an
-// If-None-Match with 304. The reply's memory is taken from replies.
+// ids start with prefix, among those the request's scope may read.
+// X-Total-Count is how many groups the prefix selects, and Link leads to
+// the next page when more follow, as for member lists. The state listed
+// is the store's at the revision in X-Revision, whose ETag (any change of
+// the store moves it, and a scope's groups are in it: encode.ScopedETag)
+// answers an If-None-Match with 304. The reply's memory is taken from
+// replies.
 func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseGroupsQuery(r)
@@ -82,13 +84,13 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 			middleware.WriteError(w, r, err)
 			return
 		}
-		epoch := svc.Epoch()
+		epoch, tag := svc.Epoch(), membership.ScopeOf(r.Context()).ReadTag()
 		writeRevision(w, revision)
-		if encode.AnswerNotModified(w, r, epoch, revision) {
+		if encode.AnswerNotModifiedScoped(w, r, epoch, revision, tag) {
 			return
 		}
 		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		w.Header()["Etag"] = encode.ETag(epoch, revision)
+		w.Header()["Etag"] = encode.ScopedETag(epoch, revision, tag)
 		if more {
 			next := nextLink("/groups", q.limit, last)
 			if q.prefix != "" {

@@ -93,27 +93,39 @@ type GroupSet struct {
 // ends in "*" every group whose id starts with what is before the star,
 // and any other an id exactly.
 //
-// Errors: CodeInvalidGroupID, naming the pattern.
+// Errors: as NewGroupSet's.
 func GroupSetOf(patterns ...string) (GroupSet, error) {
-	ranges := make([]IDRange, 0, len(patterns))
+	var exact, prefixes []string
 	for _, p := range patterns {
-		prefix, isPrefix := strings.CutSuffix(p, "*")
-		var err error
-		switch {
-		case isPrefix && prefix == "":
-		case isPrefix:
-			err = ValidateGroupID(prefix)
-		default:
-			err = ValidateGroupID(p)
-		}
-		if err != nil {
-			return GroupSet{}, Errorf(CodeInvalidGroupID, "group pattern %q: %s", p, ErrorMessage(err))
-		}
-		if isPrefix {
-			ranges = append(ranges, PrefixRange(prefix))
+		if prefix, ok := strings.CutSuffix(p, "*"); ok {
+			prefixes = append(prefixes, prefix)
 		} else {
-			ranges = append(ranges, exactRange(p))
+			exact = append(exact, p)
 		}
+	}
+	return NewGroupSet(exact, prefixes)
+}
+
+// NewGroupSet returns the set of the ids exact and of every id that starts
+// with one of prefixes ("" starts every id).
+//
+// Errors: CodeInvalidGroupID, naming the id or the prefix (with its *)
+// that cannot start a group id.
+func NewGroupSet(exact, prefixes []string) (GroupSet, error) {
+	ranges := make([]IDRange, 0, len(exact)+len(prefixes))
+	for _, id := range exact {
+		if err := ValidateGroupID(id); err != nil {
+			return GroupSet{}, Errorf(CodeInvalidGroupID, "group %q: %s", id, ErrorMessage(err))
+		}
+		ranges = append(ranges, exactRange(id))
+	}
+	for _, p := range prefixes {
+		if p != "" {
+			if err := ValidateGroupID(p); err != nil {
+				return GroupSet{}, Errorf(CodeInvalidGroupID, "group prefix %q: %s", p+"*", ErrorMessage(err))
+			}
+		}
+		ranges = append(ranges, PrefixRange(p))
 	}
 	return GroupSet{ranges: mergeRanges(ranges)}, nil
 }
@@ -213,13 +225,13 @@ func (s *Scope) ReadTag() string {
 }
 
 // Forbidden returns the CodeForbidden error of s lacking right on groupID
-// ("" for every group).
+// ("" for every group); admin is of no group.
 func (s *Scope) Forbidden(right Right, groupID string) *Error {
-	if groupID == "" {
-		return Errorf(CodeForbidden, "principal %q lacks %s on every group (*)", s.principal, right)
-	}
 	if right == RightAdmin {
 		return Errorf(CodeForbidden, "principal %q lacks %s", s.principal, right)
+	}
+	if groupID == "" {
+		return Errorf(CodeForbidden, "principal %q lacks %s on every group (*)", s.principal, right)
 	}
 	return Errorf(CodeForbidden, "principal %q lacks %s on group %q", s.principal, right, groupID)
 }

@@ -71,7 +71,15 @@ func TestGroupSetHoldsExactIDsPrefixesAndEverything(t *testing.T) {
 
 	_, err = membership.GroupSetOf("ok", "bad\x01*")
 	assert.Equal(t, membership.CodeInvalidGroupID, membership.ErrorCode(err))
-	assert.Contains(t, membership.ErrorMessage(err), `group pattern "bad\x01*"`)
+	assert.Equal(t, `group prefix "bad\x01*": group id has control character U+0001 at byte 3`, membership.ErrorMessage(err))
+	_, err = membership.GroupSetOf("")
+	assert.Equal(t, `group "": group id is empty`, membership.ErrorMessage(err))
+
+	starred, err := membership.NewGroupSet([]string{"a*"}, []string{"b"})
+	require.NoError(t, err)
+	assert.True(t, starred.Contains("a*"), "an exact id may end in *")
+	assert.False(t, starred.Contains("ab"))
+	assert.True(t, starred.Contains("bc"))
 }
 
 func TestScopeRightsIncludeTheOnesBefore(t *testing.T) {
