@@ -47,22 +47,19 @@ func openAccess(cfg Config, lookupenv func(string) (string, bool)) (*access.Live
 	return access.Open(src)
 }
 
-// watchAccess reloads live on SIGHUP, and when one of its files changes
-// (looked at every accessPollEvery), until the function it returns is
-// called, which returns once it has stopped. Each reload is logged: the
-// principals in force, or why the files were refused and the rules in
-// force kept.
-func watchAccess(ctx context.Context, live *access.Live, logger *slog.Logger) (stop func()) {
+// watchAccess reloads live on SIGHUP, and on each tick of ticks when one
+// of its files changed, until the function it returns is called, which
+// returns once it has stopped. Each reload is logged: the principals in
+// force, or why the files were refused and the rules in force kept.
+func watchAccess(ctx context.Context, live *access.Live, ticks <-chan time.Time, logger *slog.Logger) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	ticker := time.NewTicker(accessPollEvery)
 	stopWatch, _ := runUntilStopped(context.WithoutCancel(ctx), func(ctx context.Context) {
-		live.Watch(ctx, ticker.C, hup, reportReload(logger))
+		live.Watch(ctx, ticks, hup, reportReload(logger))
 	})
 	return func() {
 		stopWatch()
 		signal.Stop(hup)
-		ticker.Stop()
 	}
 }
 

@@ -173,7 +173,9 @@ func serve(ctx context.Context, cfg Config, backend *Backend, lookupenv func(str
 		logger.Warn("no token: anyone who can reach the service can change memberships (see -token-file and -acl-file)")
 	} else {
 		logger.Info("principals in force", "principals", live.Rules().Len(), "auth_reads", cfg.authReads)
-		defer watchAccess(ctx, live, logger)()
+		ticker := time.NewTicker(accessPollEvery)
+		defer ticker.Stop()
+		defer watchAccess(ctx, live, ticker.C, logger)()
 	}
 	svc := newService(cfg, plan, live, logger, logOut)
 	var lock *fileutil.DirLock
@@ -638,7 +640,7 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.addr, "addr", ":8080", "`address` to listen on, host:port")
 	fs.StringVar(&cfg.dataDir, "data-dir", "", "keep the data durably in this `directory`; empty: in memory, lost at exit")
 	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` of the token that writes and /backup need; empty: $MEMBERSHIP_TOKEN")
-	fs.StringVar(&cfg.aclFile, "acl-file", "", "`file` of the principals: name, secret, rights, groups; empty: $MEMBERSHIP_ACL_FILE")
+	fs.StringVar(&cfg.aclFile, "acl-file", "", "`file` of the principals, their rights and groups; empty: $MEMBERSHIP_ACL_FILE")
 	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "`address` for probes and /metrics only; empty: $MEMBERSHIP_ADMIN_ADDR or none")
 
 	fs.Int64Var(&cfg.maxBodyBytes, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body, in `bytes`")
