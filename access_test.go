@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -85,16 +86,19 @@ func TestABadACLFileIsRefusedAtStart(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist, "MEMBERSHIP_ACL_FILE stands in for -acl-file")
 }
 
+// hash runs the program with -hash-token and stdin, and returns its
+// stdout and stderr.
+func hash(stdin string) (string, string, error) {
+	cmd := exec.Command(os.Args[0], "-hash-token")
+	cmd.Env = append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1")
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
 func TestHashTokenPrintsTheSecretOfTheTokenOnStdin(t *testing.T) {
-	hash := func(stdin string) (string, string, error) {
-		cmd := exec.Command(os.Args[0], "-hash-token")
-		cmd.Env = append(os.Environ(), "MEMBERSHIP_RUN_MAIN=1")
-		cmd.Stdin = strings.NewReader(stdin)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		return stdout.String(), stderr.String(), err
-	}
 	out, _, err := hash("test\n")
 	require.NoError(t, err)
 	assert.Equal(t, "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n", out)
@@ -192,4 +196,46 @@ func TestPrincipalsRotateWithoutARestart(t *testing.T) {
 		assert.NotContains(t, out, token, "never a token in the log")
 	}
 	assert.Contains(t, out, `"msg":"principals in force","principals":3`)
+}
+
+// hashTokenExample is the form of the documents' examples of -hash-token,
+// which run in the test's process.
+var hashTokenExample = regexp.MustCompile(`^printf '([^']*)' \| go run \. -hash-token$`)
+
+// TestACLExamples runs the examples of docs/operating.md's console blocks
+// marked acl, in order, with the real curl, against one fresh program
+// started as the document says, with the ACL file it shows (its text block
+// marked acl) and -auth-reads, and checks each prints what the document
+// shows. An example of -hash-token runs the program so, its token on
+// stdin.
+func TestACLExamples(t *testing.T) {
+	const doc = "docs/operating.md"
+	text, err := os.ReadFile(doc)
+	require.NoError(t, err)
+	files := fencedBlocks(string(text))["text acl"]
+	require.Len(t, files, 1, "the ACL file the examples run with")
+	acl := filepath.Join(t.TempDir(), "acl")
+	require.NoError(t, os.WriteFile(acl, []byte(files[0]), 0o600))
+	assert.Contains(t, string(text), "`bin/membership -acl-file acl -auth-reads`", "the document says how the service runs")
+	examples := fencedExamples(doc, string(text), "```console acl")
+	require.NotEmpty(t, examples)
+	_, err = exec.LookPath("curl")
+	require.NoError(t, err, "the documents' examples run curl: install it (apt-get install curl)")
+
+	base, _, _ := startProgram(t, "-acl-file", acl, "-auth-reads")
+	var curls []readmeExample
+	for _, ex := range examples {
+		if m := hashTokenExample.FindStringSubmatch(ex.command); m != nil {
+			out, stderr, err := hash(m[1])
+			require.NoError(t, err, "%s: %s", ex.where(), stderr)
+			assert.Equal(t, ex.output, out, "%s: $ %s", ex.where(), ex.command)
+			continue
+		}
+		curls = append(curls, ex)
+	}
+	outputs := runInShell(t, curls, strings.TrimPrefix(base, "http://"))
+	for i, ex := range curls {
+		assert.Equal(t, ex.output, outputs[i], "%s: $ %s", ex.where(), ex.command)
+	}
+	assert.GreaterOrEqual(t, len(curls), 8, "the acl examples were not found")
 }
