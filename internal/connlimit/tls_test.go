@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,22 +38,12 @@ func (s *server) dialTLS(t *testing.T, pool *x509.CertPool) *client {
 	return &client{t: t, conn: conn, r: bufio.NewReader(conn)}
 }
 
-// clientHello returns the first bytes a TLS client sends: its ClientHello,
-// as a client of this Go sends it.
+// clientHello returns the first bytes a TLS client sends.
 func clientHello(t *testing.T) []byte {
 	t.Helper()
-	a, b := net.Pipe()
-	defer b.Close()
-	go func() {
-		c := tls.Client(a, &tls.Config{ServerName: "localhost"})
-		_ = c.Handshake() // fails once b closes
-		_ = a.Close()
-	}()
-	buf := make([]byte, 64<<10)
-	require.NoError(t, b.SetReadDeadline(time.Now().Add(10*time.Second)))
-	n, err := b.Read(buf)
+	hello, err := tlstest.ClientHello()
 	require.NoError(t, err)
-	return buf[:n]
+	return hello
 }
 
 func TestTLSServesRequestsAndTracksTheirConnections(t *testing.T) {

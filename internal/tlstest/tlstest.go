@@ -158,3 +158,20 @@ func serial() *big.Int {
 	}
 	return n
 }
+
+// ClientHello returns the first bytes a TLS client sends, its ClientHello
+// as this Go's crypto/tls sends it: half of it is a handshake that stalls.
+func ClientHello() ([]byte, error) {
+	a, b := net.Pipe()
+	defer b.Close()
+	go func() {
+		_ = tls.Client(a, &tls.Config{ServerName: "localhost"}).Handshake() // fails once b closes
+		_ = a.Close()
+	}()
+	if err := b.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 64<<10)
+	n, err := b.Read(buf)
+	return buf[:n], err
+}
