@@ -116,8 +116,7 @@ func (l *serverLog) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	peer, why, _ := strings.Cut(rest, ": ")
-	l.logger.Warn("TLS handshakes failed: clients that hung up, spoke plain HTTP or refused the certificate (one line every 10 s at most)",
-		"failures_total", n, "last_peer", peer, "last_error", why)
+	l.logger.Warn("TLS handshakes failed (one line every 10 s at most)", "failures_total", n, "last_peer", peer, "last_error", why)
 	return len(p), nil
 }
 
@@ -131,6 +130,6 @@ func (s *service) tlsMetrics(w *metrics.Writer) {
 	}
 	s.tls.WriteMetrics(w)
 	w.Counter("membership_tls_handshake_failures_total",
-		"TLS handshakes that failed: a client that hung up, spoke plain HTTP or refused the certificate.",
+		"TLS handshakes that failed: a client hung up, spoke plain HTTP, refused the certificate or presented one that does not verify.",
 		float64(s.serverLog.handshakeFailures.Load()))
 }
