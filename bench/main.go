@@ -140,10 +140,8 @@ func run(opts options) error {
 			return err
 		}
 	}
-	if tlsRowsRun(opts) {
-		if err := h.startTLSTwins(); err != nil {
-			return fmt.Errorf("the HTTPS rows: %w", err)
-		}
+	if err := h.startTLSTwins(); err != nil {
+		return fmt.Errorf("the HTTPS rows: %w", err)
 	}
 	results := map[string][]loadtest.Result{}
 	for round := 1; round <= opts.rounds; round++ {

@@ -33,8 +33,12 @@ func tlsRowsRun(opts options) bool {
 	return false
 }
 
-// startTLSTwins starts the twins and fills the group they read.
+// startTLSTwins starts the twins and fills the group they read, when an
+// HTTPS row is to run.
 func (h *harness) startTLSTwins() error {
+	if !tlsRowsRun(h.opts) {
+		return nil
+	}
 	ca, err := tlstest.NewCA("bench CA")
 	if err != nil {
 		return err

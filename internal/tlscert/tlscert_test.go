@@ -369,3 +369,13 @@ func metricsOf(l *Loader) string {
 	l.WriteMetrics(&w)
 	return string(w.Bytes())
 }
+
+// A certificate that is not valid now is served, with a warning: clients
+// will refuse it, and the operator may be renewing it.
+func TestACertificateNotValidNowIsServedWithAWarning(t *testing.T) {
+	p := newPKI(t)
+	_, logs := newLoader(t, p.write(p.issue(tlstest.Options{NotAfter: time.Now().Add(-time.Minute)}), "expired"))
+	assert.Contains(t, logs.String(), `level=WARN msg="the TLS certificate is not valid now: clients will refuse it"`)
+	_, logs = newLoader(t, p.write(p.issue(tlstest.Options{}), "valid"))
+	assert.NotContains(t, logs.String(), "level=WARN")
+}
