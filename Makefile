@@ -251,7 +251,7 @@ bench-scale: bench-tools
 	cd bench && go build -o ../bin/bench-scale ./scale
 	bin/bench-scale $(BENCHARGS)
 
-## attack: twelve attacks (hostile clients, idle and stalled connections, long polls, a stalled stdout, a stuck or full disk, a cut log) on the built binaries on loopback, with their bounds (about 3.5 minutes; root for the disk attacks, PostgreSQL's initdb for one)
+## attack: thirteen attacks (hostile clients, idle and stalled connections, stalled TLS handshakes, long polls, a stalled stdout, a stuck or full disk, a cut log) on the built binaries on loopback, with their bounds (about 3.5 minutes; root for the disk attacks, PostgreSQL's initdb for one)
 .PHONY: attack
 attack:
 	cd bench && go build -o ../bin/attack ./attack
