@@ -69,7 +69,7 @@ func tlsFiles(cfg Config) tlscert.Files {
 // runTLSReloader loads the certificate again on SIGHUP and when its files
 // change, until the function it returns is called, which returns once it
 // has stopped; nothing without TLS. SIGHUP has a channel of its own here:
-// whoever else reloads on it (the principals' file) hears it too.
+// whoever else in the process listens for it hears it too.
 func (s *service) runTLSReloader(ctx context.Context) (stop func()) {
 	if s.tls == nil {
 		return func() {}
