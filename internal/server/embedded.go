@@ -19,7 +19,8 @@ type EmbeddedOptions struct {
 	// budgets they set (-max-body, -max-users, -changes-keep, ...), with
 	// the same defaults and checks. Flags of what an embedded service has
 	// not got (-addr and -admin-addr, -pprof, -data-dir, -token-file,
-	// -restore, -probe, -version) are refused.
+	// -restore, -probe, -version, -tls-cert, -tls-key, -tls-client-ca) are
+	// refused.
 	Args []string
 	// Token, when set, is the bearer token, as -token-file gives it.
 	Token string
@@ -60,9 +61,11 @@ func NewEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	}{
 		{"-admin-addr", cfg.adminAddr != ""}, {"-data-dir", cfg.dataDir != ""}, {"-token-file", cfg.tokenFile != ""},
 		{"-restore", cfg.restore != ""}, {"-probe", cfg.probe != ""}, {"-version", cfg.version}, {"-pprof", cfg.pprof},
+		{"-tls-cert", cfg.tlsCert != ""}, {"-tls-key", cfg.tlsKey != ""}, {"-tls-client-ca", cfg.tlsClientCA != ""},
 	} {
 		if f.given {
-			return nil, fmt.Errorf("%s: an embedded service has none (it keeps its data in memory, and takes its token in EmbeddedOptions)", f.name)
+			return nil, fmt.Errorf("%s: an embedded service has none (it keeps its data in memory, takes its token in EmbeddedOptions, "+
+				"and its caller serves it, over TLS or not)", f.name)
 		}
 	}
 	if err := checkToken(opts.Token); err != nil {
@@ -77,7 +80,7 @@ func NewEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	}
 	logOut := logsink.New(out, logsink.Options{MaxBytes: cfg.logBuffer})
 	logger := newLogger(cfg.logFormat, logOut)
-	s := newService(cfg, connPlan{}, opts.Token, logger, logOut)
+	s := newService(cfg, connPlan{}, opts.Token, nil, logger, logOut)
 	if opts.Now != nil {
 		s.now = opts.Now
 	}
