@@ -16,53 +16,6 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// storeWithoutNesting is a store that does not keep groups in groups: it
-// hides whatever the store it wraps does beside membership.Store.
-type storeWithoutNesting struct{ membership.Store }
-
-// newHandlerWithoutNesting returns the API over a store without nesting.
-func newHandlerWithoutNesting(t *testing.T) http.Handler {
-	t.Helper()
-	svc := membership.NewService(storeWithoutNesting{memory.New()}, membership.ServiceOptions{MaxUsers: testMaxUsers})
-	return httpapi.NewHandler(svc, httpapi.Options{Logger: slog.New(slog.DiscardHandler), MaxBodyBytes: testMaxBody})
-}
-
-func TestNestingNeedsAStoreThatKeepsIt(t *testing.T) {
-	h := newHandlerWithoutNesting(t)
-	tests := []struct {
-		method, path, body, contentType string
-	}{
-		{"POST", "/group-group/eng", `groups=["backend"]`, formType},
-		{"PUT", "/group-group/eng", `groups=["backend"]`, formType},
-		{"DELETE", "/group-group/eng", `groups=["backend"]`, formType},
-		{"GET", "/group-group/eng", "", ""},
-		{"GET", "/group-group/eng?transitive=true", "", ""},
-		{"GET", "/group-parents/eng", "", ""},
-		{"GET", "/group-parents/eng?transitive=true", "", ""},
-		{"GET", "/group-user/eng?transitive=true", "", ""},
-		{"GET", "/group-user/eng?transitive=true&limit=2", "", ""},
-		{"GET", "/group-user/eng/1?transitive=true", "", ""},
-		{"GET", "/user-group/1?transitive=true", "", ""},
-		{"GET", "/user-group/1?transitive=true&limit=2", "", ""},
-		{"POST", "/check", `{"checks":[{"group":"eng","uid":1}],"transitive":true}`, jsonType},
-		{"POST", "/batch", `{"changes":[{"op":"add","group":"eng","users":[1]},{"op":"add_groups","group":"eng","groups":["backend"]}]}`, jsonType},
-	}
-	for _, tt := range tests {
-		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			w := do(h, tt.method, tt.path, tt.body, tt.contentType)
-			assert.Equal(t, http.StatusNotImplemented, w.Code, w.Body.String())
-			code, message := errorOf(w)
-			assert.Equal(t, "unsupported", code)
-			assert.Equal(t, "this store does not keep groups in groups", message)
-		})
-	}
-	w := do(h, "GET", "/group-user/eng", "", "")
-	assert.Equal(t, http.StatusOK, w.Code, "the direct reads need no nesting")
-	assert.Equal(t, "[]", w.Body.String())
-	w = do(h, "GET", "/changes", "", "")
-	assert.Equal(t, "[]", w.Body.String(), "no refused write was applied, the batch's add included")
-}
-
 func TestNestingWritesRefuseBadRequests(t *testing.T) {
 	tooMany := `groups=["a","b","c","d","e","f"]`
 	tests := []struct {
@@ -98,7 +51,7 @@ func TestNestingWritesRefuseBadRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHandlerWithoutNesting(t)
+			h, _ := newTestHandler(t)
 			header := map[string]string{"Content-Type": tt.contentType}
 			for k, v := range tt.header {
 				header[k] = v
@@ -131,17 +84,19 @@ func TestNestingReadsRefuseBadQueries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			w := do(newHandlerWithoutNesting(t), "GET", tt.path, "", "")
+			h, _ := newTestHandler(t)
+			w := do(h, "GET", tt.path, "", "")
 			require.Equal(t, http.StatusBadRequest, w.Code, w.Body.String())
 			code, message := errorOf(w)
 			assert.Equal(t, "invalid_query", code)
 			assert.Contains(t, message, tt.wantMessage)
 		})
 	}
-	w := do(newHandlerWithoutNesting(t), "GET", "/group-group/"+strings.Repeat("x", 300), "", "")
+	h, _ := newTestHandler(t)
+	w := do(h, "GET", "/group-group/"+strings.Repeat("x", 300), "", "")
 	assert.Equal(t, http.StatusBadRequest, w.Code)
 	assert.Equal(t, "invalid_group_id", errorCode(t, w))
-	w = do(newHandlerWithoutNesting(t), "GET", "/group-parents/"+strings.Repeat("x", 300), "", "")
+	w = do(h, "GET", "/group-parents/"+strings.Repeat("x", 300), "", "")
 	assert.Equal(t, "invalid_group_id", errorCode(t, w))
 }
 
@@ -164,7 +119,8 @@ func TestNestingBatchRefusesBadChanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := sendTo(newHandlerWithoutNesting(t), "POST", "/batch", tt.body, map[string]string{"Content-Type": jsonType})
+			h, _ := newTestHandler(t)
+			w := sendTo(h, "POST", "/batch", tt.body, map[string]string{"Content-Type": jsonType})
 			require.Equal(t, tt.wantStatus, w.Code, w.Body.String())
 			code, message := errorOf(w)
 			assert.Equal(t, tt.wantCode, code)

@@ -21,14 +21,7 @@ import (
 
 // nestedOf lists all of group's subgroups (or parents) as s gives them,
 // with the revision it answered at.
-// nestingStore is a store with groups in groups: an instance, or the
-// memory store the instances apply the log to.
-type nestingStore interface {
-	membership.Store
-	membership.Nesting
-}
-
-func nestedOf(t *testing.T, s nestingStore, group string, parents, transitive bool) ([]membership.Nested, membership.Revision) {
+func nestedOf(t *testing.T, s membership.Store, group string, parents, transitive bool) ([]membership.Nested, membership.Revision) {
 	t.Helper()
 	read := s.Subgroups
 	if parents {
@@ -64,7 +57,7 @@ type nestingView struct {
 	Feed                             []membership.Change
 }
 
-func nestingViewOf(t *testing.T, s nestingStore, groups []string) nestingView {
+func nestingViewOf(t *testing.T, s membership.Store, groups []string) nestingView {
 	t.Helper()
 	ctx := context.Background()
 	v := nestingView{Subgroups: map[string][]membership.Nested{}, Parents: map[string][]membership.Nested{},
