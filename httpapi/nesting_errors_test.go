@@ -1,19 +1,12 @@
 package httpapi_test
 
 import (
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"example.com/groupmembership/httpapi"
-	"example.com/groupmembership/internal/store/memory"
-	"example.com/groupmembership/membership"
 )
 
 func TestNestingWritesRefuseBadRequests(t *testing.T) {
@@ -127,39 +120,4 @@ func TestNestingBatchRefusesBadChanges(t *testing.T) {
 			assert.Contains(t, message, tt.wantMessage)
 		})
 	}
-}
-
-// The groups a nesting write decodes count against the memory for bodies
-// while it is applied, as users do: refused while another body holds its
-// part, served alone.
-func TestDecodedGroupsCountAgainstTheBodyBudget(t *testing.T) {
-	h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: 1000}), httpapi.Options{Logger: slog.New(slog.DiscardHandler), BodyMemoryBytes: 4096, MaxBodyBytes: 2048})
-	manyGroups := `groups=["a"` + strings.Repeat(`,"a"`, 299) + `]` // 1205 bytes, 300 groups decoded
-	require.Less(t, len(manyGroups), 4096-512)
-
-	slowBody, slowWriter := io.Pipe()
-	slow := httptest.NewRequest("POST", "/group-group/slow", slowBody)
-	slow.Header.Set("Content-Type", formType)
-	slowDone := make(chan *httptest.ResponseRecorder, 1)
-	go func() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, slow)
-		slowDone <- w
-	}()
-	_, err := slowWriter.Write([]byte(`groups=["b"`))
-	require.NoError(t, err) // returns once the handler has read it: it holds its first buffer
-
-	w := do(h, "POST", "/group-group/g", manyGroups, formType)
-	assert.Equal(t, http.StatusServiceUnavailable, w.Code, w.Body.String())
-	assert.Contains(t, w.Body.String(), "request bodies")
-	assert.Equal(t, `[]`, do(h, "GET", "/group-group/g", "", "").Body.String(), "nothing was changed")
-
-	go func() {
-		_, _ = slowWriter.Write([]byte("]"))
-		slowWriter.Close()
-	}()
-	assert.Equal(t, http.StatusOK, (<-slowDone).Code)
-	w = do(h, "POST", "/group-group/g", manyGroups, formType)
-	assert.Equal(t, http.StatusOK, w.Code, "alone, it is served: %s", w.Body.String())
-	assert.Equal(t, "1", w.Body.String())
 }
