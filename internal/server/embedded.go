@@ -89,11 +89,7 @@ func NewEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		if err != nil || opts.Now == nil {
 			return st, err
 		}
-		clocked := clockedStore{Store: st, now: opts.Now}
-		if n, ok := st.(membership.Nesting); ok {
-			return clockedNestingStore{clocked, n}, nil
-		}
-		return clocked, nil
+		return clockedStore{Store: st, now: opts.Now}, nil
 	}
 	st, exp, err := s.load(context.Background())
 	if err != nil {
@@ -151,14 +147,6 @@ func (s clockedStore) Write(ctx context.Context, w membership.Write) (membership
 		w.Time = s.now()
 	}
 	return s.Store.Write(ctx, w)
-}
-
-// clockedNestingStore is a clockedStore of a store that keeps groups in
-// groups, which it keeps showing: the Service looks for membership.Nesting
-// on the store it is given.
-type clockedNestingStore struct {
-	clockedStore
-	membership.Nesting
 }
 
 func (s clockedStore) Batch(ctx context.Context, b membership.Batch) (membership.BatchResult, error) {

@@ -84,25 +84,67 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 			return membership.BatchResult{}, err
 		}
 	}
-	// Groups are created before any reverse shard is taken (lock order).
-	for i, w := range b.Writes {
+	m.createBatchGroups(b.Writes, groups, nested)
+	var rbuf [4]uint64
+	locked := m.reverse.Lock(batch.Users(b.Writes, groups), rbuf[:])
+	a := batch.NewApplier(b.Writes, nowOr(st.At), &m.reverse, &m.due, &m.counts.members, m.nicknames.Write())
+	defer a.Nicknames().Release()
+	results, subs, changed, nestChanged := m.applyBatchWrites(a, b.Writes, groups, nested)
+	a.ForgetDeferred()
+	if len(subs) == 0 {
+		a.Nicknames().Release()
+		m.reverse.Unlock(locked)
+		return atRevision(results, m.LatestRevision()), nil
+	}
+	rev := a.Nicknames().Record(&m.feed, membership.Change{Op: membership.OpBatch, Changes: subs}, st)
+	m.reverse.Unlock(locked)
+	if nestChanged {
+		m.nestChanged(rev, next)
+	}
+	for g := range changed {
+		if g.Vacant() {
+			m.dropGroup(m.shardOf(g.ID), g, rev)
+		} else {
+			g.Revision = rev
+		}
+	}
+	return atRevision(results, rev), nil
+}
+
+// atRevision returns the result of a batch whose writes' results are
+// results, at rev.
+func atRevision(results []membership.Result, rev membership.Revision) membership.BatchResult {
+	for i := range results {
+		results[i].Revision = rev
+	}
+	return membership.BatchResult{Results: results, Revision: rev}
+}
+
+// createBatchGroups creates the groups a batch's writes add users or
+// subgroups to (nested is what its nesting writes did, nil when it has
+// none), before any reverse shard is taken (the lock order).
+func (m *Store) createBatchGroups(writes []membership.Write, groups map[string]*group.Group, nested []nestedWrite) {
+	for i, w := range writes {
 		adds := (w.Op == membership.OpAdd || w.Op == membership.OpReplace) && len(w.Users) > 0
-		if nests && nested[i].change.Op != "" && w.Op != membership.OpDeleteGroup {
+		if nested != nil && nested[i].change.Op != "" && w.Op != membership.OpDeleteGroup {
 			adds = true
 		}
 		if adds && groups[w.GroupID] == nil {
 			groups[w.GroupID] = m.newGroup(m.shardOf(w.GroupID), w.GroupID)
 		}
 	}
-	var rbuf [4]uint64
-	locked := m.reverse.Lock(batch.Users(b.Writes, groups), rbuf[:])
-	a := batch.NewApplier(b.Writes, nowOr(st.At), &m.reverse, &m.due, &m.counts.members, m.nicknames.Write())
-	defer a.Nicknames().Release()
-	results := make([]membership.Result, len(b.Writes))
-	var subs []membership.Change
-	changed := map[*group.Group]bool{}
-	nestChanged := false
-	for i, w := range b.Writes {
+}
+
+// applyBatchWrites applies a batch's writes to their groups with a, in
+// order, taking its nesting writes' results from nested (nil when it has
+// none), and returns each write's result, the changes of those that
+// changed something, the groups whose revision moves with the batch, and
+// whether it changed the nesting.
+func (m *Store) applyBatchWrites(a *batch.Applier, writes []membership.Write, groups map[string]*group.Group, nested []nestedWrite) (
+	results []membership.Result, subs []membership.Change, changed map[*group.Group]bool, nestChanged bool) {
+	results = make([]membership.Result, len(writes))
+	changed = map[*group.Group]bool{}
+	for i, w := range writes {
 		g := groups[w.GroupID]
 		var sub membership.Change
 		if membership.IsNestingOp(w.Op) {
@@ -110,7 +152,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 		} else {
 			results[i], sub = a.Apply(g, w)
 		}
-		if nests && nested[i].change.Op != "" {
+		if nested != nil && nested[i].change.Op != "" {
 			nestChanged = true
 			if sub.Op == "" { // a deletion of a group with no members, nested
 				sub = nested[i].change
@@ -133,32 +175,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 			}
 		}
 	}
-	a.ForgetDeferred()
-	if len(subs) == 0 {
-		a.Nicknames().Release()
-		m.reverse.Unlock(locked)
-		rev := m.LatestRevision()
-		for i := range results {
-			results[i].Revision = rev
-		}
-		return membership.BatchResult{Results: results, Revision: rev}, nil
-	}
-	rev := a.Nicknames().Record(&m.feed, membership.Change{Op: membership.OpBatch, Changes: subs}, st)
-	m.reverse.Unlock(locked)
-	if nestChanged {
-		m.nestChanged(rev, next)
-	}
-	for g := range changed {
-		if g.Vacant() {
-			m.dropGroup(m.shardOf(g.ID), g, rev)
-		} else {
-			g.Revision = rev
-		}
-	}
-	for i := range results {
-		results[i].Revision = rev
-	}
-	return membership.BatchResult{Results: results, Revision: rev}, nil
+	return results, subs, changed, nestChanged
 }
 
 // nestedWrite is what a write of a batch did to the nesting.
