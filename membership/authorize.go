@@ -87,10 +87,7 @@ func (s *Service) readBelow(ctx context.Context, scope *Scope, groupIDs []string
 	if element == nil {
 		element = func(_ int, e *Error) *Error { return e }
 	}
-	n, err := s.nesting()
-	if err != nil {
-		return err
-	}
+	n := s.store
 	var before Revision
 	checked := make(map[string]bool, len(groupIDs))
 	for i, id := range groupIDs {

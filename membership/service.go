@@ -95,13 +95,9 @@ func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOpti
 	}
 	scope := ScopeOf(ctx)
 	if opts.Transitive {
-		n, err := s.nesting()
-		if err != nil {
-			return 0, err
-		}
 		var rev Revision
-		err = s.readBelow(ctx, scope, []string{groupID}, nil, func() (err error) {
-			rev, err = n.ListTransitiveMembers(ctx, groupID, opts, list)
+		err := s.readBelow(ctx, scope, []string{groupID}, nil, func() (err error) {
+			rev, err = s.store.ListTransitiveMembers(ctx, groupID, opts, list)
 			return err
 		})
 		return rev, err
@@ -151,8 +147,7 @@ func (s *Service) Revision(ctx context.Context, groupID string) (Revision, error
 // UserGroups calls list with the groups uid is in, as opts selects; see
 // Store.UserGroups, and, with opts.Transitive, Nesting.TransitiveUserGroups.
 //
-// Errors: CodeInvalidQuery, CodeUnsupported (transitive), and whatever the
-// Store returns.
+// Errors: CodeInvalidQuery, and whatever the Store returns.
 func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) error {
 	if err := CheckLimit(opts.Limit, MaxPageSize+1); err != nil {
 		return err
@@ -164,14 +159,10 @@ func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions
 	}
 	scope := ScopeOf(ctx)
 	if opts.Transitive {
-		n, err := s.nesting()
-		if err != nil {
-			return err
-		}
 		if !scope.AllowsAll(RightRead) {
-			return transitiveUserGroupsInScope(ctx, n, scope, uid, opts, list)
+			return transitiveUserGroupsInScope(ctx, s.store, scope, uid, opts, list)
 		}
-		_, err = n.TransitiveUserGroups(ctx, uid, opts, list)
+		_, err := s.store.TransitiveUserGroups(ctx, uid, opts, list)
 		return err
 	}
 	opts.Within = scope.Readable()
@@ -216,8 +207,8 @@ func CheckLimit(limit, most int) error {
 // CodeInvalidUID (OpRemoveUser), CodeInvalidIdempotencyKey,
 // CodePreconditionFailed, CodeIdempotencyKeyReused,
 // CodeIdempotencyKeyInFlight, CodeMissingGroups, CodeInvalidGroups,
-// CodeTooManyGroups, CodeCycle, CodeTooDeep, CodeUnsupported (a nesting
-// write to a store without Nesting), and whatever the Store returns.
+// CodeTooManyGroups, CodeCycle, CodeTooDeep, and whatever the Store
+// returns.
 func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	if err := s.validateWrite(w); err != nil {
 		return Result{}, err
@@ -226,9 +217,6 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 		return Result{}, err
 	}
 	if IsNestingOp(w.Op) {
-		if _, err := s.nesting(); err != nil {
-			return Result{}, err
-		}
 		w.MaxDepth = s.maxDepth
 	}
 	if w.Idem.Key != "" {

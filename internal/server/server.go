@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +36,7 @@ import (
 	"example.com/groupmembership/internal/store/durable"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/snap"
+	"example.com/groupmembership/internal/tlscert"
 	"example.com/groupmembership/membership"
 )
 
@@ -84,6 +86,9 @@ type Config struct {
 	tokenFile         string
 	aclFile           string
 	hashToken         bool
+	tlsCert           string
+	tlsKey            string
+	tlsClientCA       string
 	authReads         bool
 	shutdownDelay     time.Duration
 	shutdownTimeout   time.Duration
@@ -101,7 +106,8 @@ type Config struct {
 // Logs go to stdout through a buffer that never blocks (a stalled stdout
 // drops lines, counted, instead of freezing requests); usage and flag errors
 // go to stderr. lookupenv reads the environment (os.LookupEnv):
-// MEMBERSHIP_TOKEN, MEMBERSHIP_ADMIN_ADDR, and what a backend reads.
+// MEMBERSHIP_TOKEN, MEMBERSHIP_ADMIN_ADDR, MEMBERSHIP_TLS_CERT,
+// MEMBERSHIP_TLS_KEY, MEMBERSHIP_TLS_CLIENT_CA, and what a backend reads.
 func Run(ctx context.Context, args []string, lookupenv func(string) (string, bool), stdout, stderr io.Writer) error {
 	return run(ctx, nil, args, lookupenv, stdout, stderr)
 }
@@ -129,11 +135,14 @@ func run(ctx context.Context, backend *Backend, args []string, lookupenv func(st
 			return fmt.Errorf("MEMBERSHIP_ADMIN_ADDR: %w", err)
 		}
 	}
+	if err := tlsFromEnv(&cfg, lookupenv); err != nil {
+		return err
+	}
 	switch {
 	case cfg.probe != "" && strings.HasPrefix(cfg.probe, "/"):
-		return probe(ctx, probeURL(cfg, cfg.probe), stdout)
+		return probeHere(ctx, cfg, stdout)
 	case cfg.probe != "":
-		return probe(ctx, cfg.probe, stdout)
+		return probe(ctx, cfg.probe, nil, stdout)
 	case cfg.restore != "":
 		return restore(cfg, stdout)
 	}
@@ -146,6 +155,9 @@ func serve(ctx context.Context, cfg Config, backend *Backend, lookupenv func(str
 	getenv := func(name string) string { v, _ := lookupenv(name); return v }
 	if cfg.pprof && cfg.adminAddr == "" {
 		return errors.New("-pprof needs -admin-addr (or MEMBERSHIP_ADMIN_ADDR): the profiles are served on the admin listener only, out of the clients' reach")
+	}
+	if err := checkTLSFiles(cfg); err != nil {
+		return err
 	}
 	live, err := openAccess(cfg, lookupenv)
 	if err != nil {
@@ -164,6 +176,12 @@ func serve(ctx context.Context, cfg Config, backend *Backend, lookupenv func(str
 	logger = newLogger(cfg.logFormat, logOut)
 	build := buildinfo.Read()
 	logger.Info("starting", "version", build.Version, "revision", build.Revision, "goversion", build.GoVersion)
+	var certs *tlscert.Loader
+	if cfg.tlsCert != "" {
+		if certs, err = tlscert.New(tlsFiles(cfg), logger); err != nil {
+			return err
+		}
+	}
 	plan, err := planConns(cfg, backend)
 	if err != nil {
 		return err
@@ -177,7 +195,7 @@ func serve(ctx context.Context, cfg Config, backend *Backend, lookupenv func(str
 		defer ticker.Stop()
 		defer watchAccess(ctx, live, ticker.C, logger)()
 	}
-	svc := newService(cfg, plan, live, logger, logOut)
+	svc := newService(cfg, plan, live, certs, logger, logOut)
 	var lock *fileutil.DirLock
 	svc.bound = func() (err error) {
 		lock, err = lockDataDir(cfg, backend)
@@ -235,6 +253,9 @@ type service struct {
 	api   *httpapi.Handler
 	srv   *http.Server
 	admin *http.Server // nil without -admin-addr
+	// tls is the certificate both listeners serve; nil: plain HTTP.
+	tls       *tlscert.Loader
+	serverLog *serverLog // both servers' ErrorLog
 	// listeners are the API's, then the admin's, named by listenerNames;
 	// set before either serves.
 	listeners     []*connlimit.Listener
@@ -250,12 +271,14 @@ type service struct {
 	open  func(ctx context.Context) (Store, error)
 }
 
-func newService(cfg Config, plan connPlan, live *access.Live, logger *slog.Logger, logOut *logsink.Writer) *service {
-	s := &service{cfg: cfg, plan: plan, logger: logger, now: time.Now, stopping: make(chan struct{}), served: make(chan error, 2)}
+func newService(cfg Config, plan connPlan, live *access.Live, certs *tlscert.Loader, logger *slog.Logger, logOut *logsink.Writer) *service {
+	s := &service{cfg: cfg, plan: plan, logger: logger, now: time.Now, stopping: make(chan struct{}), served: make(chan error, 2),
+		tls: certs, serverLog: &serverLog{logger: logger}}
 	collectors := []func(*metrics.Writer){buildInfoMetric(buildinfo.Read()), func(w *metrics.Writer) {
 		w.Gauge("membership_conn_send_buffer_bytes", "The kernel send buffer of each connection, in bytes (-conn-send-buffer).", float64(cfg.connSendBuffer))
 		w.Gauge("membership_max_header_bytes", "The largest request line and headers accepted, in bytes (-max-header).", float64(cfg.maxHeaderBytes))
 		connMetrics(w, s.listeners, s.listenerNames)
+		s.tlsMetrics(w)
 	}}
 	var principals func() *access.Rules
 	if live != nil {
@@ -332,7 +355,7 @@ func (s *service) newServer(h http.Handler) *http.Server {
 	srv := &http.Server{
 		Handler:        h,
 		MaxHeaderBytes: s.cfg.maxHeaderBytes,
-		ErrorLog:       slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+		ErrorLog:       s.serverLog.errorLog(),
 	}
 	SetTimeouts(srv)
 	return srv
@@ -368,6 +391,7 @@ func (s *service) run(ctx context.Context) (err error) {
 		return err
 	}
 	s.serve(api, admin)
+	defer s.runTLSReloader(ctx)()
 	st, expirer, err := s.load(ctx)
 	if err != nil {
 		s.close()
@@ -474,14 +498,21 @@ func (s *service) bind() (ln, adminLn net.Listener, err error) {
 	return ln, adminLn, nil
 }
 
-// serve serves the listeners bind opened, each with its connection budget.
+// serve serves the listeners bind opened, each with its connection budget,
+// and TLS with -tls-cert.
 func (s *service) serve(ln, adminLn net.Listener) {
-	api := s.limit(s.srv, ln, connlimit.Options{Name: "api", Flag: "-max-conns", MaxConns: s.plan.maxConns, HeaderBytes: s.cfg.headerMemory})
-	s.logger.Info("listening", "addr", ln.Addr().String(), "max_body", s.cfg.maxBodyBytes, "max_users", s.cfg.maxUsers, "list_cache", s.cfg.listCache)
+	var tlsConfig *tls.Config
+	if s.tls != nil {
+		tlsConfig = s.tls.ServerConfig()
+	}
+	api := s.limit(s.srv, ln, connlimit.Options{Name: "api", Flag: "-max-conns", MaxConns: s.plan.maxConns, HeaderBytes: s.cfg.headerMemory,
+		TLS: tlsConfig})
+	s.logger.Info("listening", "addr", ln.Addr().String(), "tls", s.tls != nil, "max_body", s.cfg.maxBodyBytes, "max_users", s.cfg.maxUsers,
+		"list_cache", s.cfg.listCache)
 	if s.admin != nil {
 		admin := s.limit(s.admin, adminLn, connlimit.Options{Name: "admin", Flag: "the admin address's budget", MaxConns: adminMaxConns,
-			HeaderBytes: int64(2 * adminMaxConns * s.cfg.maxHeaderBytes), CloseBusy: true})
-		s.logger.Info("listening for probes and metrics", "admin_addr", adminLn.Addr().String(), "max_conns", adminMaxConns)
+			HeaderBytes: int64(2 * adminMaxConns * s.cfg.maxHeaderBytes), CloseBusy: true, TLS: tlsConfig})
+		s.logger.Info("listening for probes and metrics", "admin_addr", adminLn.Addr().String(), "tls", s.tls != nil, "max_conns", adminMaxConns)
 		go func() { s.served <- s.admin.Serve(admin) }()
 	}
 	go func() { s.served <- s.srv.Serve(api) }()
@@ -643,6 +674,10 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.aclFile, "acl-file", "", "`file` of the principals, their rights and groups; empty: $MEMBERSHIP_ACL_FILE")
 	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "`address` for probes and /metrics only; empty: $MEMBERSHIP_ADMIN_ADDR or none")
 
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "serve HTTPS with this certificate `file` (PEM); empty: $MEMBERSHIP_TLS_CERT")
+	fs.StringVar(&cfg.tlsKey, "tls-key", "", "the certificate's private key `file` (PEM); empty: $MEMBERSHIP_TLS_KEY")
+	fs.StringVar(&cfg.tlsClientCA, "tls-client-ca", "", "CAs (`file`) that sign client certificates; empty: $MEMBERSHIP_TLS_CLIENT_CA")
+
 	fs.Int64Var(&cfg.maxBodyBytes, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body, in `bytes`")
 	fs.IntVar(&cfg.maxUsers, "max-users", membership.DefaultMaxUsers, "most users in one request")
 	fs.IntVar(&cfg.maxChecks, "max-checks", membership.DefaultMaxChecks, "most checks in one POST /check")
@@ -712,8 +747,8 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 	}
 	var emptyMode error
 	fs.Visit(func(f *flag.Flag) { // given, but empty: never taken for "not given"
-		if (f.Name == "restore" || f.Name == "probe") && f.Value.String() == "" && emptyMode == nil {
-			what := map[string]string{"restore": "a backup file", "probe": "a URL"}[f.Name]
+		what, mode := map[string]string{"restore": "a backup file", "probe": "a URL", "tls-cert": "a file", "tls-key": "a file", "tls-client-ca": "a file"}[f.Name]
+		if mode && f.Value.String() == "" && emptyMode == nil {
 			emptyMode = fmt.Errorf("-%s is empty: it needs %s (is a variable unset?)", f.Name, what)
 		}
 	})

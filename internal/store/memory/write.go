@@ -85,7 +85,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	if err := m.check(g, cond); err != nil {
 		return membership.Result{}, err
 	}
-	uids := sortedUIDs(users)
+	uids := group.SortedUIDs(users)
 	var old *packed.Members
 	if g != nil {
 		old = &g.Members
@@ -125,7 +125,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	m.nestMu.Lock()
 	defer m.nestMu.Unlock()
-	parents := m.parentsOf(groupID)
+	parents := m.nest.Node(groupID).ParentIDs()
 	var sbuf [1]uint64
 	held := m.lockShards(len(parents)+1, func(i int) string {
 		if i == len(parents) {
@@ -144,7 +144,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 		return membership.Result{Revision: m.revisionOf(nil)}, nil
 	}
 	next := m.nest.Next()
-	m.unnest(groupID)
+	m.nest.Unnest(groupID)
 	removed := 0
 	var buf [4]uint64
 	var locked shards.Set

@@ -1,4 +1,4 @@
-package storetest
+package memberstest
 
 import (
 	"context"
@@ -7,16 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
-
-// withinSet returns the set of patterns, for the tests of Within.
-func withinSet(t *testing.T, patterns ...string) *membership.GroupSet {
-	t.Helper()
-	set, err := membership.GroupSetOf(patterns...)
-	require.NoError(t, err)
-	return &set
-}
 
 // withinGroups are the groups the tests of Within fill, in byte order:
 // team-a/* and team-b select the three between, and not team-bb (a
@@ -30,10 +23,10 @@ func testWithin(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	ctx := context.Background()
 	s := newStore(t)
 	for _, g := range withinGroups {
-		_, err := Add(ctx, s, g, []membership.User{{UID: 1}, {UID: 2}})
+		_, err := storetest.Add(ctx, s, g, []membership.User{{UID: 1}, {UID: 2}})
 		require.NoError(t, err)
 	}
-	within := withinSet(t, "team-b", "team-a/*")
+	within := storetest.WithinSet(t, "team-b", "team-a/*")
 	ids := func(groups []membership.GroupSize) []string {
 		out := []string{}
 		for _, g := range groups {
@@ -57,21 +50,21 @@ func testWithin(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		{"a prefix outside", membership.GroupsOptions{Prefix: "team-c"}, []string{}, 0},
 	} {
 		tt.opts.Within = within
-		got, total := Groups(t, s, tt.opts)
+		got, total := storetest.Groups(t, s, tt.opts)
 		assert.Equal(t, tt.want, ids(got), tt.name)
 		assert.Equal(t, tt.total, total, tt.name)
 	}
-	got, total := Groups(t, s, membership.GroupsOptions{Within: withinSet(t, "*")})
+	got, total := storetest.Groups(t, s, membership.GroupsOptions{Within: storetest.WithinSet(t, "*")})
 	assert.Equal(t, withinGroups, ids(got), "* holds every group")
 	assert.Equal(t, len(withinGroups), total)
 
-	groups, total := UserGroups(t, s, 1, membership.GroupListOptions{Within: within})
+	groups, total := storetest.UserGroups(t, s, 1, membership.GroupListOptions{Within: within})
 	assert.Equal(t, []string{"team-a/x", "team-a/y", "team-b"}, groups)
 	assert.Equal(t, 3, total)
-	groups, total = UserGroups(t, s, 2, membership.GroupListOptions{Within: within, After: "team-a/x", Limit: 1})
+	groups, total = storetest.UserGroups(t, s, 2, membership.GroupListOptions{Within: within, After: "team-a/x", Limit: 1})
 	assert.Equal(t, []string{"team-a/y"}, groups)
 	assert.Equal(t, 3, total, "the total counts every group within, not the page")
-	groups, total = UserGroups(t, s, 1, membership.GroupListOptions{Within: withinSet(t, "zzz")})
+	groups, total = storetest.UserGroups(t, s, 1, membership.GroupListOptions{Within: storetest.WithinSet(t, "zzz")})
 	assert.Empty(t, groups)
 	assert.Equal(t, 0, total)
 }
