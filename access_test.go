@@ -19,6 +19,7 @@ import (
 
 	"example.com/groupmembership/internal/access"
 	"example.com/groupmembership/internal/metrics/metricstest"
+	"example.com/groupmembership/internal/tlstest"
 )
 
 // writeACL writes an ACL file at path, by a rename as an editor or a
@@ -238,4 +239,42 @@ func TestACLExamples(t *testing.T) {
 		assert.Equal(t, ex.output, outputs[i], "%s: $ %s", ex.where(), ex.command)
 	}
 	assert.GreaterOrEqual(t, len(curls), 8, "the acl examples were not found")
+}
+
+// A client certificate of the clients' CA whose common name is a
+// principal of mtls in the ACL file is that principal: over the real TLS
+// listener, it writes its groups and no others; a certificate of another
+// name is no principal, and a token sent beside a certificate decides.
+func TestAClientCertificateIsItsPrincipal(t *testing.T) {
+	p := newServicePKI(t)
+	clients, err := tlstest.NewCA("clients' CA")
+	require.NoError(t, err)
+	caFile := filepath.Join(p.dir, "clients.pem")
+	require.NoError(t, os.WriteFile(caFile, clients.CertPEM, 0o600))
+	acl := filepath.Join(p.dir, "acl")
+	writeACL(t, acl, "billing mtls write billing/*", "dashboard dash-token read *")
+	base, _, _ := startProgram(t, append(p.args(), "-tls-client-ca", caFile, "-acl-file", acl)...)
+	post := func(c *http.Client, token, group string) int {
+		req, err := http.NewRequest("POST", httpsOf(base)+"/group-user/"+group, strings.NewReader("users=[1]"))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	billing, err := clients.Issue(tlstest.Options{CommonName: "billing", Client: true})
+	require.NoError(t, err)
+	stranger, err := clients.Issue(tlstest.Options{CommonName: "stranger", Client: true})
+	require.NoError(t, err)
+	asBilling := p.client(billing.TLS())
+
+	assert.Equal(t, http.StatusOK, post(asBilling, "", "billing%2Feu"))
+	assert.Equal(t, http.StatusForbidden, post(asBilling, "", "payroll"))
+	assert.Equal(t, http.StatusUnauthorized, post(p.client(stranger.TLS()), "", "billing%2Feu"), "a name no principal of mtls has")
+	assert.Equal(t, http.StatusUnauthorized, post(p.client(), "", "billing%2Feu"), "no certificate, no token")
+	assert.Equal(t, http.StatusForbidden, post(asBilling, "dash-token", "billing%2Feu"), "the token decides: dashboard reads only")
 }
