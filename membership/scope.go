@@ -191,8 +191,14 @@ func NewScope(principal string, right Right, groups GroupSet) *Scope {
 	return &Scope{principal: principal, right: right, groups: groups, tag: hex.EncodeToString(h.Sum(nil)[:8])}
 }
 
-// Principal returns the name of the principal the scope is of.
-func (s *Scope) Principal() string { return s.principal }
+// Principal returns the name of the principal the scope is of, "" for
+// nil.
+func (s *Scope) Principal() string {
+	if s == nil {
+		return ""
+	}
+	return s.principal
+}
 
 // Allows reports whether s gives right on the group groupID.
 func (s *Scope) Allows(right Right, groupID string) bool {

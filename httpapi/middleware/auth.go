@@ -26,8 +26,9 @@ const (
 )
 
 // Authenticate serves next the requests that meet need, with the
-// principal whose credential they carry in their context (WithPrincipal,
-// and its membership.Scope), as rules, read once per request, say: a
+// principal whose credential they carry in their context (its
+// membership.Scope, which PrincipalName reads; for NeedNothing,
+// WithPrincipal alone), as rules, read once per request, say: a
 // request keeps the rules it started with to its end. A credential is the
 // header Authorization: Bearer <token> (the scheme in any case, as RFC
 // 9110 11.1 says), whose token is looked up in constant time; or, without
@@ -57,8 +58,7 @@ func Authenticate(rules func() *access.Rules, need Need, next http.Handler) http
 			WriteError(w, r, e)
 			return
 		}
-		ctx := membership.WithScope(WithPrincipal(r.Context(), p.Name), p.Scope)
-		next.ServeHTTP(w, r.WithContext(ctx))
+		next.ServeHTTP(w, r.WithContext(membership.WithScope(r.Context(), p.Scope)))
 	})
 }
 

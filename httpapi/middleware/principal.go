@@ -1,6 +1,10 @@
 package middleware
 
-import "context"
+import (
+	"context"
+
+	"example.com/groupmembership/membership"
+)
 
 // principalKey is the context key under which the authenticated
 // principal's name travels from the credential check to the handlers.
@@ -14,8 +18,12 @@ func WithPrincipal(ctx context.Context, name string) context.Context {
 
 // PrincipalName returns the name of the principal the request was
 // authenticated as, or "" when the request carried no credential (a read
-// with -auth-reads off, or a service with no credential configured).
+// with -auth-reads off, or a service with no credential configured). A
+// request held to its principal's scope carries the name in its
+// membership.Scope alone (one context value, not two).
 func PrincipalName(ctx context.Context) string {
-	name, _ := ctx.Value(principalKey{}).(string)
-	return name
+	if name, ok := ctx.Value(principalKey{}).(string); ok {
+		return name
+	}
+	return membership.ScopeOf(ctx).Principal()
 }
