@@ -20,6 +20,7 @@ import (
 	"example.com/groupmembership/internal/access"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 // testACL is the ACL of the access tests: the token of each principal is
@@ -135,11 +136,11 @@ var accessRoutes = []accessRoute{
 // to a group of the matrix: team-a/x in the scopes of reader and writer,
 // secret outside.
 var principalRights = map[string]struct {
-	right membership.Right
+	right scope.Right
 	all   bool // on every group
 }{
-	"reader": {membership.RightRead, false}, "writer": {membership.RightWrite, false},
-	"reads-all": {membership.RightRead, true}, "writes-all": {membership.RightWrite, true}, "ops": {membership.RightAdmin, true},
+	"reader": {scope.Read, false}, "writer": {scope.Write, false},
+	"reads-all": {scope.Read, true}, "writes-all": {scope.Write, true}, "ops": {scope.Admin, true},
 }
 
 // wantAccess returns the status rt gets from principal ("" none, "wrong"
@@ -164,13 +165,13 @@ func wantAccess(rt accessRoute, principal, group string, authReads bool) int {
 	case "read":
 		allowed = inScope
 	case "write":
-		allowed = inScope && p.right >= membership.RightWrite
+		allowed = inScope && p.right >= scope.Write
 	case "read *":
 		allowed = p.all
 	case "write *":
-		allowed = p.all && p.right >= membership.RightWrite
+		allowed = p.all && p.right >= scope.Write
 	case "admin":
-		allowed = p.right == membership.RightAdmin
+		allowed = p.right == scope.Admin
 	}
 	if !allowed {
 		return http.StatusForbidden

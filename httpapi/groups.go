@@ -9,6 +9,7 @@ import (
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 // defaultGroupsLimit is the page of GET /groups without limit. Unlike a
@@ -73,7 +74,7 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 			middleware.WriteError(w, r, err)
 			return
 		}
-		epoch, tag := svc.Epoch(), membership.ScopeOf(r.Context()).ReadTag()
+		epoch, tag := svc.Epoch(), scope.Of(r.Context()).ReadTag()
 		writeRevision(w, revision)
 		if encode.AnswerNotModifiedScoped(w, r, epoch, revision, tag) {
 			return

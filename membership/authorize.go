@@ -7,30 +7,32 @@ import (
 	"iter"
 	"slices"
 	"strings"
+
+	"example.com/groupmembership/membership/scope"
 )
 
-// How the Service holds a request to its Scope (see scope.go). Each check
-// runs after the request is validated, and before the store sees it; a
-// scope that allows what is asked on every group costs one comparison.
+// How the Service holds a request to its scope.Scope. Each check runs
+// after the request is validated, and before the store sees it; a scope
+// that allows what is asked on every group costs one comparison.
 
 // authorizeWrite returns the CodeForbidden error of w when scope may not
 // make it: a write needs write on its group (on every group for
 // OpRemoveUser), and a nesting write read on each subgroup it names.
-func authorizeWrite(scope *Scope, w Write) error {
-	if scope.AllowsAll(RightWrite) {
+func authorizeWrite(sc *scope.Scope, w Write) error {
+	if sc.AllowsAll(scope.Write) {
 		return nil
 	}
 	if w.Op == OpRemoveUser {
-		e := scope.Forbidden(RightWrite, "")
+		e := Forbidden(sc, scope.Write, "")
 		e.Message += ": removing a user from every group writes to every group"
 		return e
 	}
-	if !scope.Allows(RightWrite, w.GroupID) {
-		return scope.Forbidden(RightWrite, w.GroupID)
+	if !sc.Allows(scope.Write, w.GroupID) {
+		return Forbidden(sc, scope.Write, w.GroupID)
 	}
 	for i, g := range w.Subgroups {
-		if !scope.Allows(RightRead, g.GroupID) {
-			e := scope.Forbidden(RightRead, g.GroupID)
+		if !sc.Allows(scope.Read, g.GroupID) {
+			e := Forbidden(sc, scope.Read, g.GroupID)
 			e.Message = fmt.Sprintf("groups element %d: %s: nesting a group needs read on it", i, e.Message)
 			return e
 		}
@@ -40,22 +42,22 @@ func authorizeWrite(scope *Scope, w Write) error {
 
 // authorizeRead returns the CodeForbidden error of a read of groupID when
 // scope may not read it.
-func authorizeRead(scope *Scope, groupID string) error {
-	if scope.Allows(RightRead, groupID) {
+func authorizeRead(sc *scope.Scope, groupID string) error {
+	if sc.Allows(scope.Read, groupID) {
 		return nil
 	}
-	return scope.Forbidden(RightRead, groupID)
+	return Forbidden(sc, scope.Read, groupID)
 }
 
 // authorizeChecks returns the CodeForbidden error of the first check
 // whose group scope may not read, naming it.
-func authorizeChecks(scope *Scope, checks []Check) error {
-	if scope.AllowsAll(RightRead) {
+func authorizeChecks(sc *scope.Scope, checks []Check) error {
+	if sc.AllowsAll(scope.Read) {
 		return nil
 	}
 	for i, c := range checks {
-		if !scope.Allows(RightRead, c.GroupID) {
-			return checkError(i, c.GroupID, scope.Forbidden(RightRead, c.GroupID))
+		if !sc.Allows(scope.Read, c.GroupID) {
+			return checkError(i, c.GroupID, Forbidden(sc, scope.Read, c.GroupID))
 		}
 	}
 	return nil
@@ -80,8 +82,8 @@ var errNestingMoved = Errorf(CodeUnavailable, "the groups in groups changed whil
 // (errNestingMoved) when the nesting changed while read ran. element
 // names the group's place in the request for an error, nil when it has
 // none (one group).
-func (s *Service) readBelow(ctx context.Context, scope *Scope, groupIDs []string, element func(i int, e *Error) *Error, read func() error) error {
-	if scope.AllowsAll(RightRead) {
+func (s *Service) readBelow(ctx context.Context, sc *scope.Scope, groupIDs []string, element func(i int, e *Error) *Error, read func() error) error {
+	if sc.AllowsAll(scope.Read) {
 		return read()
 	}
 	if element == nil {
@@ -91,14 +93,14 @@ func (s *Service) readBelow(ctx context.Context, scope *Scope, groupIDs []string
 	var before Revision
 	checked := make(map[string]bool, len(groupIDs))
 	for i, id := range groupIDs {
-		if !scope.Allows(RightRead, id) {
-			return element(i, scope.Forbidden(RightRead, id))
+		if !sc.Allows(scope.Read, id) {
+			return element(i, Forbidden(sc, scope.Read, id))
 		}
 		if checked[id] {
 			continue
 		}
 		checked[id] = true
-		rev, err := checkBelow(ctx, n, scope, id)
+		rev, err := checkBelow(ctx, n, sc, id)
 		if e := (*Error)(nil); errors.As(err, &e) && e.Code == CodeForbidden {
 			return element(i, e)
 		}
@@ -126,11 +128,11 @@ func (s *Service) readBelow(ctx context.Context, scope *Scope, groupIDs []string
 // checkBelow returns the revision of the nesting it read, and the
 // CodeForbidden error naming the first group below groupID, in byte
 // order, that scope may not read.
-func checkBelow(ctx context.Context, n Nesting, scope *Scope, groupID string) (Revision, error) {
+func checkBelow(ctx context.Context, n Nesting, sc *scope.Scope, groupID string) (Revision, error) {
 	outside := ""
 	rev, err := n.Subgroups(ctx, groupID, NestingListOptions{Transitive: true}, func(_ int, groups iter.Seq[Nested]) {
 		for g := range groups {
-			if !scope.Allows(RightRead, g.GroupID) {
+			if !sc.Allows(scope.Read, g.GroupID) {
 				outside = g.GroupID
 				return
 			}
@@ -139,7 +141,7 @@ func checkBelow(ctx context.Context, n Nesting, scope *Scope, groupID string) (R
 	if err != nil || outside == "" {
 		return rev, err
 	}
-	e := scope.Forbidden(RightRead, outside)
+	e := Forbidden(sc, scope.Read, outside)
 	e.Message = fmt.Sprintf("%s, which group %q holds through nesting: a transitive read needs read on every group below", e.Message, groupID)
 	return rev, e
 }
@@ -150,9 +152,9 @@ func checkBelow(ctx context.Context, n Nesting, scope *Scope, groupID string) (R
 // CodeForbidden error names the first it cannot: the list is read whole,
 // at one revision, checked, and then paged as opts asks. relation says
 // where the groups are ("below", "above") for the error.
-func readNestedInScope(ctx context.Context, scope *Scope, groupID string, opts NestingListOptions, list NestedListFunc,
+func readNestedInScope(ctx context.Context, sc *scope.Scope, groupID string, opts NestingListOptions, list NestedListFunc,
 	read func(context.Context, string, NestingListOptions, NestedListFunc) (Revision, error), relation string) (Revision, error) {
-	if err := authorizeRead(scope, groupID); err != nil {
+	if err := authorizeRead(sc, groupID); err != nil {
 		return 0, err
 	}
 	var all []Nested
@@ -163,8 +165,8 @@ func readNestedInScope(ctx context.Context, scope *Scope, groupID string, opts N
 		return 0, err
 	}
 	for _, g := range all {
-		if !scope.Allows(RightRead, g.GroupID) {
-			e := scope.Forbidden(RightRead, g.GroupID)
+		if !sc.Allows(scope.Read, g.GroupID) {
+			e := Forbidden(sc, scope.Read, g.GroupID)
 			e.Message = fmt.Sprintf("%s, which is %s group %q: listing the groups %s a group needs read on each", e.Message, relation, groupID, relation)
 			return 0, e
 		}
@@ -191,7 +193,7 @@ func pageOf[T any](items []T, limit int) iter.Seq[T] {
 // only in part, they would tell that uid is below a group through groups
 // the scope cannot see. They are read whole, at one revision, checked, and
 // then paged as opts asks.
-func transitiveUserGroupsInScope(ctx context.Context, n Nesting, scope *Scope, uid UID, opts GroupListOptions, list GroupListFunc) error {
+func transitiveUserGroupsInScope(ctx context.Context, n Nesting, sc *scope.Scope, uid UID, opts GroupListOptions, list GroupListFunc) error {
 	var all []string
 	_, err := n.TransitiveUserGroups(ctx, uid, GroupListOptions{Transitive: true}, func(_ int, ids iter.Seq[string]) {
 		all = slices.Collect(ids)
@@ -200,8 +202,8 @@ func transitiveUserGroupsInScope(ctx context.Context, n Nesting, scope *Scope, u
 		return err
 	}
 	for _, id := range all {
-		if !scope.Allows(RightRead, id) {
-			e := scope.Forbidden(RightRead, id)
+		if !sc.Allows(scope.Read, id) {
+			e := Forbidden(sc, scope.Read, id)
 			e.Message = fmt.Sprintf("%s, which user %d is in, directly or through nesting: the user's groups through nesting need read on each", e.Message, uid)
 			return e
 		}

@@ -11,15 +11,14 @@ import (
 
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 // scopeOf returns the context of a request of principal with right on
 // patterns.
-func scopeOf(t *testing.T, principal string, right membership.Right, patterns ...string) context.Context {
+func scopeOf(t *testing.T, principal string, right scope.Right, patterns ...string) context.Context {
 	t.Helper()
-	set, err := membership.GroupSetOf(patterns...)
-	require.NoError(t, err)
-	return membership.WithScope(context.Background(), membership.NewScope(principal, right, set))
+	return scope.With(context.Background(), scope.New(principal, right, setOf(t, patterns...)))
 }
 
 // scopedService returns a Service over a memory store that holds: users 1
@@ -51,8 +50,8 @@ func forbidden(t *testing.T, err error, message string) {
 
 func TestServiceHoldsWritesToTheirScope(t *testing.T) {
 	svc, _ := scopedService(t)
-	ctx := scopeOf(t, "sync-job", membership.RightWrite, "team-a/*", "team-b")
-	reader := scopeOf(t, "dashboard", membership.RightRead, "*")
+	ctx := scopeOf(t, "sync-job", scope.Write, "team-a/*", "team-b")
+	reader := scopeOf(t, "dashboard", scope.Read, "*")
 	latest := func() membership.Revision {
 		_, rev, err := svc.Changes(context.Background(), membership.ChangeOptions{})
 		require.NoError(t, err)
@@ -90,13 +89,13 @@ func TestServiceHoldsWritesToTheirScope(t *testing.T) {
 
 	_, err = svc.Write(ctx, membership.Write{Op: membership.OpAddGroups, GroupID: "team-b", Subgroups: []membership.Subgroup{{GroupID: "team-a/x"}}})
 	require.NoError(t, err, "write reads its own groups: it nests them")
-	_, err = svc.Write(scopeOf(t, "janitor", membership.RightWrite, "*"), membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{2}})
+	_, err = svc.Write(scopeOf(t, "janitor", scope.Write, "*"), membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{2}})
 	require.NoError(t, err, "write on * removes a user from every group")
 }
 
 func TestServiceHoldsReadsToTheirScope(t *testing.T) {
 	svc, _ := scopedService(t)
-	ctx := scopeOf(t, "dashboard", membership.RightRead, "team-a/*", "team-b")
+	ctx := scopeOf(t, "dashboard", scope.Read, "team-a/*", "team-b")
 	noList := func(int, iter.Seq[membership.Member]) {}
 
 	_, err := svc.ListMembers(ctx, "team-a/x", membership.ListOptions{}, noList)
@@ -109,7 +108,7 @@ func TestServiceHoldsReadsToTheirScope(t *testing.T) {
 	forbidden(t, err, `principal "dashboard" lacks read on group "secret"`)
 	_, _, err = svc.Changes(ctx, membership.ChangeOptions{})
 	forbidden(t, err, `principal "dashboard" lacks read on every group (*): the change feed holds the changes of every group`)
-	_, _, err = svc.Changes(scopeOf(t, "follower", membership.RightRead, "*"), membership.ChangeOptions{})
+	_, _, err = svc.Changes(scopeOf(t, "follower", scope.Read, "*"), membership.ChangeOptions{})
 	require.NoError(t, err, "read on * follows the feed")
 
 	found, _, err := svc.CheckMembers(ctx, []membership.Check{{GroupID: "team-b", UID: 1}})
@@ -121,7 +120,7 @@ func TestServiceHoldsReadsToTheirScope(t *testing.T) {
 
 func TestServiceRefusesATransitiveReadThatReachesPastItsScope(t *testing.T) {
 	svc, _ := scopedService(t)
-	ctx := scopeOf(t, "dashboard", membership.RightRead, "team-a/*", "team-b")
+	ctx := scopeOf(t, "dashboard", scope.Read, "team-a/*", "team-b")
 	var got []membership.UID
 	list := func(_ int, members iter.Seq[membership.Member]) {
 		for m := range members {
@@ -148,7 +147,7 @@ func TestServiceRefusesATransitiveReadThatReachesPastItsScope(t *testing.T) {
 
 	_, _, err = svc.CheckTransitive(ctx, []membership.Check{{GroupID: "secret", UID: 1}})
 	forbidden(t, err, `checks element 0 (group "secret"): principal "dashboard" lacks read on group "secret"`)
-	_, err = svc.ListMembers(scopeOf(t, "all", membership.RightRead, "*"), "team-a/y", membership.ListOptions{Transitive: true}, list)
+	_, err = svc.ListMembers(scopeOf(t, "all", scope.Read, "*"), "team-a/y", membership.ListOptions{Transitive: true}, list)
 	require.NoError(t, err, "read on * reaches everything")
 }
 
@@ -168,7 +167,7 @@ func TestServiceFailsATransitiveReadTheNestingMovedUnder(t *testing.T) {
 	st := memory.New()
 	moving := movingNestingStore{Store: st}
 	svc := membership.NewService(moving, membership.ServiceOptions{})
-	ctx := scopeOf(t, "dashboard", membership.RightRead, "team-a/*")
+	ctx := scopeOf(t, "dashboard", scope.Read, "team-a/*")
 	nest := func(parent, child string) {
 		_, err := st.Write(context.Background(), membership.Write{Op: membership.OpAddGroups, GroupID: parent, Subgroups: []membership.Subgroup{{GroupID: child}}})
 		require.NoError(t, err)
@@ -207,7 +206,7 @@ func TestServiceFailsATransitiveReadTheNestingMovedUnder(t *testing.T) {
 
 func TestServiceListsOnlyTheGroupsOfItsScope(t *testing.T) {
 	svc, _ := scopedService(t)
-	ctx := scopeOf(t, "dashboard", membership.RightRead, "team-a/*", "team-b")
+	ctx := scopeOf(t, "dashboard", scope.Read, "team-a/*", "team-b")
 	var ids []string
 	total := -1
 	_, err := svc.Groups(ctx, membership.GroupsOptions{Limit: 2}, func(n int, groups iter.Seq[membership.GroupSize]) {
@@ -238,7 +237,7 @@ func TestServiceListsOnlyTheGroupsOfItsScope(t *testing.T) {
 	_, _, err = userGroups(ctx, membership.GroupListOptions{Transitive: true})
 	forbidden(t, err, `principal "dashboard" lacks read on group "secret", which user 1 is in, directly or through nesting: `+
 		`the user's groups through nesting need read on each`)
-	narrow := scopeOf(t, "narrow", membership.RightRead, "team-a/x", "team-a/all", "team-b", "team-a/y", "secret")
+	narrow := scopeOf(t, "narrow", scope.Read, "team-a/x", "team-a/all", "team-b", "team-a/y", "secret")
 	got, n, err = userGroups(narrow, membership.GroupListOptions{Transitive: true, After: "team-a/all", Limit: 2})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"team-a/x", "team-a/y"}, got)
@@ -247,7 +246,7 @@ func TestServiceListsOnlyTheGroupsOfItsScope(t *testing.T) {
 
 func TestServiceListsOfNestedGroupsNeedReadOnEach(t *testing.T) {
 	svc, _ := scopedService(t)
-	ctx := scopeOf(t, "dashboard", membership.RightRead, "team-a/*", "team-b")
+	ctx := scopeOf(t, "dashboard", scope.Read, "team-a/*", "team-b")
 	var ids []string
 	total := -1
 	list := func(n int, groups iter.Seq[membership.Nested]) {
@@ -268,7 +267,7 @@ func TestServiceListsOfNestedGroupsNeedReadOnEach(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"team-a/all"}, ids)
 
-	wide := scopeOf(t, "wide", membership.RightRead, "team-a/*", "secret")
+	wide := scopeOf(t, "wide", scope.Read, "team-a/*", "secret")
 	_, err = svc.Subgroups(wide, "team-a/all", membership.NestingListOptions{}, func(int, iter.Seq[membership.Nested]) {})
 	require.NoError(t, err)
 	_, err = svc.Write(context.Background(), membership.Write{Op: membership.OpAddGroups, GroupID: "team-a/all",

@@ -1,6 +1,10 @@
 package membership
 
-import "context"
+import (
+	"context"
+
+	"example.com/groupmembership/membership/scope"
+)
 
 // DefaultMaxChecks is the default limit on the checks of one CheckMembers.
 const DefaultMaxChecks = 1000
@@ -25,7 +29,7 @@ func (s *Service) CheckMembers(ctx context.Context, checks []Check) (found []boo
 	if err := s.validateChecks(checks); err != nil {
 		return nil, 0, err
 	}
-	if err := authorizeChecks(ScopeOf(ctx), checks); err != nil {
+	if err := authorizeChecks(scope.Of(ctx), checks); err != nil {
 		return nil, 0, err
 	}
 	return s.store.CheckMembers(ctx, checks)

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"example.com/groupmembership/membership/groupids"
 )
 
 // UID identifies a user. Valid uids run from 1 to math.MaxInt64 (UIDRange).
@@ -173,7 +175,7 @@ type GroupListOptions struct {
 	Transitive bool
 	// Within, when not nil, selects only the groups it holds, and the total
 	// counts only those, as GroupsOptions.Within does.
-	Within *GroupSet
+	Within *groupids.Set
 }
 
 // GroupListFunc receives a user's groups from Store.UserGroups: how many the

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"example.com/groupmembership/membership/scope"
 )
 
 // Groups in groups. A group holds users and may hold other groups, its
@@ -191,8 +193,8 @@ func (s *Service) Subgroups(ctx context.Context, groupID string, opts NestingLis
 	if err := validateNestingRead(groupID, opts); err != nil {
 		return 0, err
 	}
-	if scope := ScopeOf(ctx); !scope.AllowsAll(RightRead) {
-		return readNestedInScope(ctx, scope, groupID, opts, list, s.store.Subgroups, "below")
+	if sc := scope.Of(ctx); !sc.AllowsAll(scope.Read) {
+		return readNestedInScope(ctx, sc, groupID, opts, list, s.store.Subgroups, "below")
 	}
 	return s.store.Subgroups(ctx, groupID, opts, list)
 }
@@ -205,8 +207,8 @@ func (s *Service) Parents(ctx context.Context, groupID string, opts NestingListO
 	if err := validateNestingRead(groupID, opts); err != nil {
 		return 0, err
 	}
-	if scope := ScopeOf(ctx); !scope.AllowsAll(RightRead) {
-		return readNestedInScope(ctx, scope, groupID, opts, list, s.store.Parents, "above")
+	if sc := scope.Of(ctx); !sc.AllowsAll(scope.Read) {
+		return readNestedInScope(ctx, sc, groupID, opts, list, s.store.Parents, "above")
 	}
 	return s.store.Parents(ctx, groupID, opts, list)
 }
@@ -242,7 +244,7 @@ func (s *Service) TransitiveMember(ctx context.Context, groupID string, uid UID)
 	var via []string
 	var ok bool
 	var rev Revision
-	err := s.readBelow(ctx, ScopeOf(ctx), []string{groupID}, nil, func() (err error) {
+	err := s.readBelow(ctx, scope.Of(ctx), []string{groupID}, nil, func() (err error) {
 		m, via, ok, rev, err = s.store.TransitiveMember(ctx, groupID, uid)
 		return err
 	})
@@ -266,7 +268,7 @@ func (s *Service) TransitiveRevision(ctx context.Context, groupID string) (Revis
 		return 0, err
 	}
 	var rev Revision
-	err := s.readBelow(ctx, ScopeOf(ctx), []string{groupID}, nil, func() (err error) {
+	err := s.readBelow(ctx, scope.Of(ctx), []string{groupID}, nil, func() (err error) {
 		rev, err = s.store.TransitiveRevision(ctx, groupID)
 		return err
 	})
@@ -287,7 +289,7 @@ func (s *Service) CheckTransitive(ctx context.Context, checks []Check) ([]bool, 
 	}
 	var found []bool
 	var rev Revision
-	err := s.readBelow(ctx, ScopeOf(ctx), groupIDs, func(i int, e *Error) *Error { return checkError(i, groupIDs[i], e) }, func() (err error) {
+	err := s.readBelow(ctx, scope.Of(ctx), groupIDs, func(i int, e *Error) *Error { return checkError(i, groupIDs[i], e) }, func() (err error) {
 		found, rev, err = s.store.CheckTransitive(ctx, checks)
 		return err
 	})

@@ -3,6 +3,8 @@ package membership
 import (
 	"context"
 	"time"
+
+	"example.com/groupmembership/membership/scope"
 )
 
 // DefaultMaxUsers is the default limit on users in one request.
@@ -93,16 +95,16 @@ func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOpti
 	if opts.After < 0 {
 		return 0, Errorf(CodeInvalidQuery, "after %d is not a uid (%s)", opts.After, UIDRange)
 	}
-	scope := ScopeOf(ctx)
+	sc := scope.Of(ctx)
 	if opts.Transitive {
 		var rev Revision
-		err := s.readBelow(ctx, scope, []string{groupID}, nil, func() (err error) {
+		err := s.readBelow(ctx, sc, []string{groupID}, nil, func() (err error) {
 			rev, err = s.store.ListTransitiveMembers(ctx, groupID, opts, list)
 			return err
 		})
 		return rev, err
 	}
-	if err := authorizeRead(scope, groupID); err != nil {
+	if err := authorizeRead(sc, groupID); err != nil {
 		return 0, err
 	}
 	return s.store.ListMembers(ctx, groupID, opts, list)
@@ -115,7 +117,7 @@ func (s *Service) Member(ctx context.Context, groupID string, uid UID) (Member, 
 	if err := ValidateGroupID(groupID); err != nil {
 		return Member{}, err
 	}
-	if err := authorizeRead(ScopeOf(ctx), groupID); err != nil {
+	if err := authorizeRead(scope.Of(ctx), groupID); err != nil {
 		return Member{}, err
 	}
 	m, ok, err := s.store.Member(ctx, groupID, uid)
@@ -138,7 +140,7 @@ func (s *Service) Revision(ctx context.Context, groupID string) (Revision, error
 	if err := ValidateGroupID(groupID); err != nil {
 		return 0, err
 	}
-	if err := authorizeRead(ScopeOf(ctx), groupID); err != nil {
+	if err := authorizeRead(scope.Of(ctx), groupID); err != nil {
 		return 0, err
 	}
 	return s.store.Revision(ctx, groupID)
@@ -157,15 +159,15 @@ func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions
 			return Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
 		}
 	}
-	scope := ScopeOf(ctx)
+	sc := scope.Of(ctx)
 	if opts.Transitive {
-		if !scope.AllowsAll(RightRead) {
-			return transitiveUserGroupsInScope(ctx, s.store, scope, uid, opts, list)
+		if !sc.AllowsAll(scope.Read) {
+			return transitiveUserGroupsInScope(ctx, s.store, sc, uid, opts, list)
 		}
 		_, err := s.store.TransitiveUserGroups(ctx, uid, opts, list)
 		return err
 	}
-	opts.Within = scope.Readable()
+	opts.Within = sc.Readable()
 	return s.store.UserGroups(ctx, uid, opts, list)
 }
 
@@ -177,8 +179,8 @@ func (s *Service) Changes(ctx context.Context, opts ChangeOptions) ([]Change, Re
 	if err := CheckLimit(opts.Limit, MaxPageSize); err != nil {
 		return nil, 0, err
 	}
-	if scope := ScopeOf(ctx); !scope.AllowsAll(RightRead) {
-		e := scope.Forbidden(RightRead, "")
+	if sc := scope.Of(ctx); !sc.AllowsAll(scope.Read) {
+		e := Forbidden(sc, scope.Read, "")
 		e.Message += ": the change feed holds the changes of every group"
 		return nil, 0, e
 	}
@@ -213,7 +215,7 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	if err := s.validateWrite(w); err != nil {
 		return Result{}, err
 	}
-	if err := authorizeWrite(ScopeOf(ctx), w); err != nil {
+	if err := authorizeWrite(scope.Of(ctx), w); err != nil {
 		return Result{}, err
 	}
 	if IsNestingOp(w.Op) {
@@ -308,6 +310,6 @@ func (s *Service) Groups(ctx context.Context, opts GroupsOptions, list GroupsFun
 			return 0, Errorf(CodeInvalidQuery, "prefix is not the start of a group id: %v", err)
 		}
 	}
-	opts.Within = ScopeOf(ctx).Readable()
+	opts.Within = scope.Of(ctx).Readable()
 	return s.store.Groups(ctx, opts, list)
 }

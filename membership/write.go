@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"example.com/groupmembership/membership/groupids"
 )
 
 // The ops of the change feed beyond add and remove: each is one change
@@ -137,7 +139,7 @@ type GroupsOptions struct {
 	// Within, when not nil, selects only the groups it holds, and the total
 	// counts only those: the Service sets it to what the request's Scope
 	// may read.
-	Within *GroupSet
+	Within *groupids.Set
 }
 
 // GroupSize is one group as Store.Groups lists it.

@@ -17,7 +17,7 @@ func ETag(epoch uint64, revision membership.Revision) []string {
 }
 
 // ScopedETag is ETag of a list that shows only the groups a scope may
-// read, whose digest is tag (membership.Scope.ReadTag; "" for every
+// read, whose digest is tag (scope.Scope.ReadTag; "" for every
 // group): "<epoch>-<revision>-<tag>". The same state lists other groups
 // for another scope, and for the same principal after a reload of its
 // rules, so the ETag of one never matches the other.

@@ -6,6 +6,7 @@ import (
 
 	"example.com/groupmembership/internal/access"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 // Need is what a route needs of a request's credential.
@@ -27,7 +28,7 @@ const (
 
 // Authenticate serves next the requests that meet need, with the
 // principal whose credential they carry in their context (its
-// membership.Scope, which PrincipalName reads; for NeedNothing,
+// scope.Scope, which PrincipalName reads; for NeedNothing,
 // WithPrincipal alone), as rules, read once per request, say: a
 // request keeps the rules it started with to its end. A credential is the
 // header Authorization: Bearer <token> (the scheme in any case, as RFC
@@ -52,13 +53,13 @@ func Authenticate(rules func() *access.Rules, need Need, next http.Handler) http
 			WriteError(w, r, membership.Errorf(codeUnauthorized,
 				"this request needs the header Authorization: Bearer <token>, with the token of one of the service's principals"))
 			return
-		case need == NeedAdmin && !p.Scope.AllowsAll(membership.RightAdmin):
-			e := p.Scope.Forbidden(membership.RightAdmin, "")
+		case need == NeedAdmin && !p.Scope.AllowsAll(scope.Admin):
+			e := membership.Forbidden(p.Scope, scope.Admin, "")
 			e.Message += ": " + r.URL.Path + " is the admins'"
 			WriteError(w, r, e)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(membership.WithScope(r.Context(), p.Scope)))
+		next.ServeHTTP(w, r.WithContext(scope.With(r.Context(), p.Scope)))
 	})
 }
 

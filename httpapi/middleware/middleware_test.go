@@ -11,7 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/groupids"
+	"example.com/groupmembership/membership/scope"
 )
 
 func TestObservedWriterHelpersIgnoreOtherWriters(t *testing.T) {
@@ -57,6 +58,6 @@ func TestPrincipalNameOfAScopeOrANameAlone(t *testing.T) {
 	ctx := context.Background()
 	assert.Empty(t, PrincipalName(ctx))
 	assert.Equal(t, "dashboard", PrincipalName(WithPrincipal(ctx, "dashboard")))
-	scope := membership.NewScope("sync-job", membership.RightWrite, membership.GroupSet{})
-	assert.Equal(t, "sync-job", PrincipalName(membership.WithScope(ctx, scope)))
+	s := scope.New("sync-job", scope.Write, groupids.All())
+	assert.Equal(t, "sync-job", PrincipalName(scope.With(ctx, s)))
 }

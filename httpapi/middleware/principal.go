@@ -3,7 +3,7 @@ package middleware
 import (
 	"context"
 
-	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 // principalKey is the context key under which the authenticated
@@ -20,10 +20,10 @@ func WithPrincipal(ctx context.Context, name string) context.Context {
 // authenticated as, or "" when the request carried no credential (a read
 // with -auth-reads off, or a service with no credential configured). A
 // request held to its principal's scope carries the name in its
-// membership.Scope alone (one context value, not two).
+// scope.Scope alone (one context value, not two).
 func PrincipalName(ctx context.Context) string {
 	if name, ok := ctx.Value(principalKey{}).(string); ok {
 		return name
 	}
-	return membership.ScopeOf(ctx).Principal()
+	return scope.Of(ctx).Principal()
 }

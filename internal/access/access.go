@@ -1,7 +1,7 @@
 // Package access is who may use the service: the principals of the ACL
 // file (-acl-file) and of the token (-token-file, MEMBERSHIP_TOKEN), each
 // with its credential (a token, kept as its SHA-256, or a client
-// certificate) and its membership.Scope; the look-up of a request's
+// certificate) and its scope.Scope; the look-up of a request's
 // credential among them; and the rules in force, which a reload replaces
 // whole (Live). It knows nothing of HTTP: httpapi/middleware reads the
 // request's credential and asks here.
@@ -13,7 +13,8 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/groupids"
+	"example.com/groupmembership/membership/scope"
 )
 
 // TokenPrincipalName is the name of the principal of -token-file and
@@ -28,7 +29,7 @@ const SecretPrefix = "sha256:"
 // Principal is one principal: its name, its credential and its scope.
 type Principal struct {
 	Name  string
-	Scope *membership.Scope
+	Scope *scope.Scope
 	// hash is the SHA-256 of its token; the zero value for a principal of
 	// a client certificate (mtls).
 	hash [sha256.Size]byte
@@ -64,7 +65,7 @@ func CheckToken(token string) error {
 // TokenPrincipalName, an admin on every group; where says where the token
 // came from, for errors.
 func TokenPrincipal(token, where string) *Principal {
-	return &Principal{Name: TokenPrincipalName, Scope: membership.NewScope(TokenPrincipalName, membership.RightAdmin, membership.GroupSet{}),
+	return &Principal{Name: TokenPrincipalName, Scope: scope.New(TokenPrincipalName, scope.Admin, groupids.All()),
 		hash: sha256.Sum256([]byte(token)), where: where}
 }
 

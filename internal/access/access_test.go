@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 func TestHashTokenIsTheHexSHA256(t *testing.T) {
@@ -54,27 +54,27 @@ func TestParseGivesEachPrincipalItsScope(t *testing.T) {
 	sync := rules.ByToken("s1")
 	require.NotNil(t, sync)
 	assert.Equal(t, "sync-job", sync.Name)
-	assert.True(t, sync.Scope.Allows(membership.RightWrite, "team-a/x"))
-	assert.True(t, sync.Scope.Allows(membership.RightWrite, "team-b"))
-	assert.False(t, sync.Scope.Allows(membership.RightRead, "team-bb"))
+	assert.True(t, sync.Scope.Allows(scope.Write, "team-a/x"))
+	assert.True(t, sync.Scope.Allows(scope.Write, "team-b"))
+	assert.False(t, sync.Scope.Allows(scope.Read, "team-bb"))
 	assert.Equal(t, "dashboard", rules.ByToken("d1").Name)
-	assert.True(t, rules.ByToken("d1").Scope.AllowsAll(membership.RightRead))
-	assert.False(t, rules.ByToken("d1").Scope.Allows(membership.RightWrite, "x"))
-	assert.True(t, rules.ByToken("o1").Scope.AllowsAll(membership.RightAdmin))
+	assert.True(t, rules.ByToken("d1").Scope.AllowsAll(scope.Read))
+	assert.False(t, rules.ByToken("d1").Scope.Allows(scope.Write, "x"))
+	assert.True(t, rules.ByToken("o1").Scope.AllowsAll(scope.Admin))
 	assert.Nil(t, rules.ByToken("nobody's"))
 	assert.Nil(t, rules.ByToken(""))
 	assert.Nil(t, rules.ByToken("billing"), "an mtls principal has no token")
 
 	billing := rules.ByCertificate("billing")
 	require.NotNil(t, billing)
-	assert.True(t, billing.Scope.Allows(membership.RightRead, "billing/eu"))
+	assert.True(t, billing.Scope.Allows(scope.Read, "billing/eu"))
 	assert.Nil(t, rules.ByCertificate("sync-job"), "a principal of a token has no certificate")
 
 	spaces := rules.ByToken("x1").Scope
-	assert.True(t, spaces.Allows(membership.RightWrite, "team a"))
-	assert.True(t, spaces.Allows(membership.RightWrite, "*x"), "%2A* is a prefix of a star")
-	assert.True(t, spaces.Allows(membership.RightWrite, "star*"), "star%2A is the id star*")
-	assert.False(t, spaces.Allows(membership.RightWrite, "stars"))
+	assert.True(t, spaces.Allows(scope.Write, "team a"))
+	assert.True(t, spaces.Allows(scope.Write, "*x"), "%2A* is a prefix of a star")
+	assert.True(t, spaces.Allows(scope.Write, "star*"), "star%2A is the id star*")
+	assert.False(t, spaces.Allows(scope.Write, "stars"))
 }
 
 func TestParseRefusesABadLineNamingItsFileLineAndWhy(t *testing.T) {
@@ -174,7 +174,7 @@ func TestTokenFromAFileOrTheEnvironment(t *testing.T) {
 	p := l.Rules().ByToken("s3cret")
 	require.NotNil(t, p, "the file wins over the variable, trimmed")
 	assert.Equal(t, TokenPrincipalName, p.Name)
-	assert.True(t, p.Scope.AllowsAll(membership.RightAdmin))
+	assert.True(t, p.Scope.AllowsAll(scope.Admin))
 
 	l, err = Open(Source{Token: "env-token", TokenSet: true})
 	require.NoError(t, err)

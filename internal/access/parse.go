@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/groupids"
+	"example.com/groupmembership/membership/scope"
 )
 
 // The ACL file: one principal a line,
@@ -90,10 +92,10 @@ func parseLine(fields []string) (*Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	if right == membership.RightAdmin && !groups.All() {
+	if right == scope.Admin && !groups.All() {
 		return nil, errors.New("admin is every group: give * as its groups")
 	}
-	p.Scope = membership.NewScope(name, right, groups)
+	p.Scope = scope.New(name, right, groups)
 	return p, nil
 }
 
@@ -129,17 +131,17 @@ func (p *Principal) setHash(secret string) error {
 }
 
 // parseRights returns the most of the rights field's rights.
-func parseRights(field string) (membership.Right, error) {
-	var most membership.Right
+func parseRights(field string) (scope.Right, error) {
+	var most scope.Right
 	for name := range strings.SplitSeq(field, ",") {
-		var r membership.Right
+		var r scope.Right
 		switch name {
 		case "read":
-			r = membership.RightRead
+			r = scope.Read
 		case "write":
-			r = membership.RightWrite
+			r = scope.Write
 		case "admin":
-			r = membership.RightAdmin
+			r = scope.Admin
 		default:
 			return 0, fmt.Errorf("unknown right %.40q: the rights are read, write and admin, joined by commas", name)
 		}
@@ -150,13 +152,13 @@ func parseRights(field string) (membership.Right, error) {
 
 // parseGroups returns the set of the groups fields: each is unescaped,
 // and one that ends in a * as written (not %2A) is a prefix.
-func parseGroups(fields []string) (membership.GroupSet, error) {
+func parseGroups(fields []string) (groupids.Set, error) {
 	var exact, prefixes []string
 	for _, f := range fields {
 		raw, isPrefix := strings.CutSuffix(f, "*")
 		id, err := url.PathUnescape(raw)
 		if err != nil {
-			return membership.GroupSet{}, fmt.Errorf("group %.70q is not percent-escaped right: %v", f, err)
+			return groupids.Set{}, fmt.Errorf("group %.70q is not percent-escaped right: %v", f, err)
 		}
 		if isPrefix {
 			prefixes = append(prefixes, id)
@@ -166,7 +168,7 @@ func parseGroups(fields []string) (membership.GroupSet, error) {
 	}
 	set, err := membership.NewGroupSet(exact, prefixes)
 	if err != nil {
-		return membership.GroupSet{}, errors.New(membership.ErrorMessage(err))
+		return groupids.Set{}, errors.New(membership.ErrorMessage(err))
 	}
 	return set, nil
 }

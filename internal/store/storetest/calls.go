@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/groupids"
 )
 
 // Add adds users to the group in s: a Write of OpAdd, with no
@@ -54,11 +56,19 @@ func OneWon(t *testing.T, errs []error) {
 	assert.Equal(t, 1, won)
 }
 
-// WithinSet returns the set of patterns, as GroupSetOf reads them, for
-// the tests of Within.
-func WithinSet(t *testing.T, patterns ...string) *membership.GroupSet {
+// WithinSet returns the set of patterns, for the tests of Within: "*"
+// is every group, an id that ends in "*" a prefix, any other an id.
+func WithinSet(t *testing.T, patterns ...string) *groupids.Set {
 	t.Helper()
-	set, err := membership.GroupSetOf(patterns...)
+	var exact, prefixes []string
+	for _, p := range patterns {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok {
+			prefixes = append(prefixes, prefix)
+		} else {
+			exact = append(exact, p)
+		}
+	}
+	set, err := membership.NewGroupSet(exact, prefixes)
 	require.NoError(t, err)
 	return &set
 }

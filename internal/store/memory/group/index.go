@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/groupids"
 )
 
 // The Index orders the groups that have members by id, for Store.Groups:
@@ -193,11 +194,11 @@ func (ix *Index) ascend(after string, inclusive bool, yield func(*Group) bool) {
 // range of Within costs a walk from the root for the count, and one more
 // for the page when it has ids in it.
 func (ix *Index) Page(opts membership.GroupsOptions) (int, []membership.GroupSize) {
-	selected := []membership.IDRange{membership.PrefixRange(opts.Prefix)}
+	selected := []groupids.Range{groupids.PrefixRange(opts.Prefix)}
 	if opts.Within != nil {
 		selected = selected[:0]
 		for _, r := range opts.Within.Ranges() {
-			if in, ok := r.Intersect(membership.PrefixRange(opts.Prefix)); ok {
+			if in, ok := r.Intersect(groupids.PrefixRange(opts.Prefix)); ok {
 				selected = append(selected, in)
 			}
 		}
@@ -233,7 +234,7 @@ func (ix *Index) Page(opts membership.GroupsOptions) (int, []membership.GroupSiz
 }
 
 // count returns how many groups have ids in r.
-func (ix *Index) count(r membership.IDRange) int {
+func (ix *Index) count(r groupids.Range) int {
 	n := countOf(ix.root)
 	if r.End != "" {
 		n = ix.below(r.End)
