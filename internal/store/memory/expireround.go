@@ -30,7 +30,7 @@ func (m *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membe
 	if err := onlyExpires(ws); err != nil {
 		return nil, err
 	}
-	return m.expireRuns(ws, func(w membership.Write) feed.Stamp { return feed.Stamp{Actor: w.Actor, At: w.Time, Now: true} })
+	return m.expireRuns(ws, func(w membership.Write) feed.Stamp { return stampOf(w, true) })
 }
 
 // ApplyExpiries is WriteExpiries for a store that replays its own log (see
@@ -39,7 +39,7 @@ func (m *Store) ApplyExpiries(ws []membership.Write) ([]membership.Result, error
 	if err := onlyExpires(ws); err != nil {
 		return nil, err
 	}
-	return m.expireRuns(ws, func(w membership.Write) feed.Stamp { return feed.Stamp{Actor: w.Actor, At: w.Time} })
+	return m.expireRuns(ws, func(w membership.Write) feed.Stamp { return stampOf(w, false) })
 }
 
 // expireRuns applies ws in order: each run of expires of memberships
