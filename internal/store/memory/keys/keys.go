@@ -31,10 +31,12 @@ import (
 // that keep a log never wait here (their repeats queue behind the first).
 const inFlightWait = 5 * time.Second
 
-// EntryOverhead is what a remembered key costs beside its bytes and its
-// results: the entry, its place in the map and in the queue (a key of 36
-// bytes with one result holds 252 bytes in all, and is counted 260).
-const EntryOverhead = 192
+// EntryOverhead is what a remembered key costs beside its bytes, its
+// principal's name and its results: the entry, its place in the map and
+// in the queue (a key of 36 bytes with one result holds 268 bytes in all,
+// and is counted 276; a principal's name is shared with its requests, but
+// counted in each of its keys).
+const EntryOverhead = 208
 
 // ResultBytes is what one remembered Result costs.
 const ResultBytes = 32
