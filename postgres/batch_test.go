@@ -11,12 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/batchtest"
 	"example.com/groupmembership/membership"
 	"example.com/groupmembership/postgres/internal/pgtest"
 )
 
 func TestPostgresBatches(t *testing.T) {
-	storetest.Batches(t, func(t *testing.T) membership.Store { return openTest(t, membership.DefaultChangesKeep) })
+	batchtest.Contract(t, func(t *testing.T) membership.Store { return openTest(t, membership.DefaultChangesKeep) })
 }
 
 func TestBatchColumnRoundTrip(t *testing.T) {

@@ -15,12 +15,13 @@ import (
 	"example.com/groupmembership/internal/expiry"
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/expirytest"
 	"example.com/groupmembership/membership"
 	"example.com/groupmembership/postgres/internal/pgtest"
 )
 
 func TestPostgresExpiries(t *testing.T) {
-	storetest.Expiries(t, func(t *testing.T) store.Expiring { return openTest(t, membership.DefaultChangesKeep) })
+	expirytest.Contract(t, func(t *testing.T) store.Expiring { return openTest(t, membership.DefaultChangesKeep) })
 }
 
 // ahead is a time an hour ahead of the wall clock, to the millisecond:

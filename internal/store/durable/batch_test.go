@@ -11,13 +11,14 @@ import (
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/batchtest"
 	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
 )
 
 func TestDurableBatches(t *testing.T) {
-	storetest.Batches(t, func(t *testing.T) membership.Store {
+	batchtest.Contract(t, func(t *testing.T) membership.Store {
 		d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
 		t.Cleanup(func() { _ = d.Close() })
 		return d

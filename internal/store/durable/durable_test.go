@@ -20,6 +20,8 @@ import (
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/memberstest"
+	"example.com/groupmembership/internal/store/storetest/nestingtest"
 	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/membership"
 )
@@ -45,7 +47,7 @@ func openTestDurable(t *testing.T, dir string, opts Options) *Store {
 }
 
 func TestDurableContract(t *testing.T) {
-	storetest.Contract(t, func(t *testing.T) membership.Store {
+	memberstest.Contract(t, func(t *testing.T) membership.Store {
 		d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
 		t.Cleanup(func() { _ = d.Close() })
 		return d
@@ -53,7 +55,7 @@ func TestDurableContract(t *testing.T) {
 }
 
 func TestDurableNestingContract(t *testing.T) {
-	storetest.Nesting(t, func(t *testing.T) store.Expiring {
+	nestingtest.Contract(t, func(t *testing.T) store.Expiring {
 		d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
 		t.Cleanup(func() { _ = d.Close() })
 		return d
@@ -66,7 +68,7 @@ func TestDurableNestingContract(t *testing.T) {
 func TestDurableNestingContractAcrossSnapshots(t *testing.T) {
 	var snapshots atomic.Uint64
 	t.Cleanup(func() { assert.NotZero(t, snapshots.Load(), "snapshots were written") })
-	storetest.Nesting(t, func(t *testing.T) store.Expiring {
+	nestingtest.Contract(t, func(t *testing.T) store.Expiring {
 		dir := t.TempDir()
 		logs := &logtest.Buffer{}
 		d := openTestDurable(t, dir, Options{ChangesKeep: keepAll, SnapshotBytes: 4096, Logger: slog.New(slog.NewTextHandler(logs, nil))})

@@ -11,6 +11,7 @@ import (
 
 	"example.com/groupmembership/internal/store/memory/keys"
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/memberstest"
 	"example.com/groupmembership/membership"
 )
 
@@ -189,5 +190,5 @@ func TestReplayForgetsNothing(t *testing.T) {
 // keyed write it holds, and of no other, as a replay.
 func TestBackupsHoldEveryKeyedChangeWithItsKey(t *testing.T) {
 	m := New()
-	storetest.BackupsHoldKeysWithTheirChanges(t, m, m.Backup, 4, 2000, 200)
+	memberstest.BackupsHoldKeysWithTheirChanges(t, m, m.Backup, 4, 2000, 200)
 }

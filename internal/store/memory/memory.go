@@ -168,7 +168,7 @@ func NewWith(opts Options) *Store {
 		shards:                 make([]shard, max(n, 1)),
 		nicknames:              nicknames.New(),
 		reverse:                reverse.New(max(n, 1)),
-		groupNumbers:           groupNumbers{numbers: make(map[string]uint32)},
+		groupNumbers:           groupNumbers{},
 		nest:                   nesting.New(),
 	}
 	m.index = group.NewIndex(m.seed)
@@ -273,7 +273,7 @@ func (m *Store) newGroup(s *shard, groupID string) *group.Group {
 func (m *Store) dropGroup(s *shard, g *group.Group, rev membership.Revision) {
 	m.counts.groups.Add(-1)
 	delete(s.groups, g.ID)
-	m.groupNumbers.release(g.ID)
+	m.groupNumbers.release(g.Number)
 	m.indexMu.Lock()
 	m.index.Remove(g.ID)
 	m.indexMu.Unlock()

@@ -17,3 +17,6 @@ func Add(ctx context.Context, s membership.Store, groupID string, users []member
 func Remove(ctx context.Context, s membership.Store, groupID string, uids []membership.UID) (membership.Result, error) {
 	return s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groupID, UIDs: uids})
 }
+
+// Count returns a change's count, for tests that check only that.
+func Count(res membership.Result, err error) (int, error) { return res.Count, err }

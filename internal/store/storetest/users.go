@@ -28,3 +28,13 @@ func MemberUIDs(members []membership.Member) []membership.UID {
 	}
 	return uids
 }
+
+// Users returns n users, of uids from, from+1, …, without a nickname or an
+// expiry.
+func Users(from, n int) []membership.User {
+	users := make([]membership.User, n)
+	for i := range users {
+		users[i] = membership.User{UID: membership.UID(from + i)}
+	}
+	return users
+}

@@ -1,85 +1,18 @@
-package storetest
+package memberstest
 
 import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
-
-// Replayed is the memberships a feed makes, change after change: for each
-// group, its members. Apply changes to it in revision order.
-type Replayed map[string]map[membership.UID]bool
-
-// Apply applies c, as a follower of the feed does.
-func (st Replayed) Apply(c membership.Change) {
-	group := func(id string) map[membership.UID]bool {
-		if st[id] == nil {
-			st[id] = map[membership.UID]bool{}
-		}
-		return st[id]
-	}
-	switch c.Op {
-	case membership.OpAdd:
-		for _, uid := range c.UIDs {
-			group(c.GroupID)[uid] = true
-		}
-	case membership.OpRemove:
-		for _, uid := range c.UIDs {
-			delete(group(c.GroupID), uid)
-		}
-	case membership.OpReplace:
-		st[c.GroupID] = map[membership.UID]bool{}
-		for _, uid := range c.UIDs {
-			group(c.GroupID)[uid] = true
-		}
-	case membership.OpDeleteGroup:
-		delete(st, c.GroupID)
-	case membership.OpRemoveUser:
-		for _, members := range st {
-			delete(members, c.UIDs[0])
-		}
-	}
-}
-
-// CheckObservation is what one CheckMembers answered: the checks asked,
-// the answers and their revision.
-type CheckObservation struct {
-	Checks   []membership.Check
-	Found    []bool
-	Revision membership.Revision
-}
-
-// CheckAgainstFeed checks that each observation answered what the feed,
-// replayed up to its revision, says: that its answers are all of that one
-// revision. The changes must start at revision 1 and include every
-// observation's revision.
-func CheckAgainstFeed(t *testing.T, changes []membership.Change, observations []CheckObservation) {
-	t.Helper()
-	obs := slices.Clone(observations)
-	slices.SortStableFunc(obs, func(a, b CheckObservation) int { return int(a.Revision) - int(b.Revision) })
-	st := Replayed{}
-	next := 0 // the next change to apply
-	for _, o := range obs {
-		for next < len(changes) && changes[next].Revision <= o.Revision {
-			st.Apply(changes[next])
-			next++
-		}
-		require.Len(t, o.Found, len(o.Checks))
-		for i, c := range o.Checks {
-			if !assert.Equal(t, st[c.GroupID][c.UID], o.Found[i], "check %d, user %d in %q, at revision %d", i, c.UID, c.GroupID, o.Revision) {
-				return // one is enough to tell
-			}
-		}
-	}
-}
 
 // testCheckMembers checks CheckMembers: every answer in order, all at one
 // revision, also while writers change the groups checked.
@@ -88,9 +21,9 @@ func testCheckMembers(t *testing.T, newStore func(t *testing.T) membership.Store
 
 	t.Run("answers each check in order, at the latest revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "a", []membership.User{{UID: 1}, {UID: 2}, {UID: math.MaxInt64}})
+		_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1}, {UID: 2}, {UID: math.MaxInt64}})
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "b", []membership.User{{UID: 2}})
+		_, err = storetest.Add(ctx, s, "b", []membership.User{{UID: 2}})
 		require.NoError(t, err)
 		checks := []membership.Check{
 			{GroupID: "a", UID: 1}, {GroupID: "a", UID: 3}, {GroupID: "b", UID: 2}, {GroupID: "b", UID: 1},
@@ -99,33 +32,33 @@ func testCheckMembers(t *testing.T, newStore func(t *testing.T) membership.Store
 		found, rev, err := s.CheckMembers(ctx, checks)
 		require.NoError(t, err)
 		assert.Equal(t, []bool{true, false, true, false, false, true, true}, found)
-		assert.Equal(t, latest(t, s), rev)
+		assert.Equal(t, storetest.Latest(t, s), rev)
 
-		_, err = Remove(ctx, s, "a", []membership.UID{1})
+		_, err = storetest.Remove(ctx, s, "a", []membership.UID{1})
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "other", []membership.User{{UID: 9}})
+		_, err = storetest.Add(ctx, s, "other", []membership.User{{UID: 9}})
 		require.NoError(t, err)
 		found, rev, err = s.CheckMembers(ctx, checks)
 		require.NoError(t, err)
 		assert.Equal(t, []bool{false, false, true, false, false, false, true}, found)
-		assert.Equal(t, latest(t, s), rev, "the latest revision, though the last change was to a group not checked")
+		assert.Equal(t, storetest.Latest(t, s), rev, "the latest revision, though the last change was to a group not checked")
 	})
 
 	t.Run("no checks: no answers, at the latest revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "a", []membership.User{{UID: 1}})
+		_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1}})
 		require.NoError(t, err)
 		found, rev, err := s.CheckMembers(ctx, nil)
 		require.NoError(t, err)
 		assert.Empty(t, found)
-		assert.Equal(t, latest(t, s), rev)
+		assert.Equal(t, storetest.Latest(t, s), rev)
 	})
 
 	t.Run("whole-group writes: replace, delete, remove a user everywhere", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "a", []membership.User{{UID: 1}, {UID: 2}})
+		_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1}, {UID: 2}})
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "b", []membership.User{{UID: 1}})
+		_, err = storetest.Add(ctx, s, "b", []membership.User{{UID: 1}})
 		require.NoError(t, err)
 		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 2}, {UID: 3}}})
 		require.NoError(t, err)
@@ -151,7 +84,7 @@ func testCheckMembers(t *testing.T, newStore func(t *testing.T) membership.Store
 		require.NoError(t, err)
 		require.NotEmpty(t, changes)
 		require.Equal(t, membership.Revision(1), changes[0].Revision, "the test needs the whole feed")
-		CheckAgainstFeed(t, changes, observations)
+		storetest.CheckAgainstFeed(t, changes, observations)
 	})
 }
 
@@ -160,7 +93,7 @@ func testCheckMembers(t *testing.T, newStore func(t *testing.T) membership.Store
 // (writer w moves users w*perWriter+1 to (w+1)*perWriter), while another
 // goroutine checks every user in both groups until they are done. It
 // returns what the checks answered, and the errors of every goroutine.
-func checkWhileMoving(s membership.Store, writers, perWriter, rounds int) ([]CheckObservation, []error) {
+func checkWhileMoving(s membership.Store, writers, perWriter, rounds int) ([]storetest.CheckObservation, []error) {
 	ctx := context.Background()
 	var checks []membership.Check
 	for uid := 1; uid <= writers*perWriter; uid++ {
@@ -177,12 +110,12 @@ func checkWhileMoving(s membership.Store, writers, perWriter, rounds int) ([]Che
 				for i := range perWriter {
 					uid := membership.UID(w*perWriter + i + 1)
 					if round > 0 {
-						if _, err := Remove(ctx, s, from, []membership.UID{uid}); err != nil {
+						if _, err := storetest.Remove(ctx, s, from, []membership.UID{uid}); err != nil {
 							errs <- fmt.Errorf("writer %d: %w", w, err)
 							return
 						}
 					}
-					if _, err := Add(ctx, s, to, []membership.User{{UID: uid}}); err != nil {
+					if _, err := storetest.Add(ctx, s, to, []membership.User{{UID: uid}}); err != nil {
 						errs <- fmt.Errorf("writer %d: %w", w, err)
 						return
 					}
@@ -193,7 +126,7 @@ func checkWhileMoving(s membership.Store, writers, perWriter, rounds int) ([]Che
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	var observations []CheckObservation
+	var observations []storetest.CheckObservation
 	checker := make(chan struct{})
 	go func() {
 		defer close(checker)
@@ -203,7 +136,7 @@ func checkWhileMoving(s membership.Store, writers, perWriter, rounds int) ([]Che
 				errs <- fmt.Errorf("checker: %w", err)
 				return
 			}
-			observations = append(observations, CheckObservation{Checks: checks, Found: found, Revision: rev})
+			observations = append(observations, storetest.CheckObservation{Checks: checks, Found: found, Revision: rev})
 			select {
 			case <-done:
 				return
