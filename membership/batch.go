@@ -70,14 +70,6 @@ func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 		return BatchResult{}, err
 	}
 	b.MaxDepth = s.maxDepth
-	for _, w := range b.Writes {
-		if IsNestingOp(w.Op) {
-			if _, err := s.nesting(); err != nil {
-				return BatchResult{}, err
-			}
-			break
-		}
-	}
 	if b.Idem.Key != "" {
 		if err := ValidateIdempotencyKey(b.Idem.Key); err != nil {
 			return BatchResult{}, err

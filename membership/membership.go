@@ -188,6 +188,10 @@ type GroupListFunc func(total int, groupIDs iter.Seq[string])
 // Callers pass only validated group ids and users. Errors other than *Error
 // are reported to clients as CodeInternal.
 type Store interface {
+	// Nesting is groups in groups: the transitive reads, and what the
+	// nesting ops of Write and Batch must keep.
+	Nesting
+
 	// Write applies w: any op, with its precondition checked against the
 	// group in the same step that applies it, so that two writes racing
 	// with the same If-Match cannot both succeed. A precondition that does

@@ -89,7 +89,8 @@ func TestErrorCodeAndMessage(t *testing.T) {
 
 // recordingStore is a membership.Store that records the calls it gets.
 type recordingStore struct {
-	calls []string
+	membership.Nesting // nil: the tests here call none of its reads
+	calls              []string
 }
 
 // Write records an add or a remove with no precondition, no actor and no

@@ -94,11 +94,7 @@ func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOpti
 		return 0, Errorf(CodeInvalidQuery, "after %d is not a uid (%s)", opts.After, UIDRange)
 	}
 	if opts.Transitive {
-		n, err := s.nesting()
-		if err != nil {
-			return 0, err
-		}
-		return n.ListTransitiveMembers(ctx, groupID, opts, list)
+		return s.store.ListTransitiveMembers(ctx, groupID, opts, list)
 	}
 	return s.store.ListMembers(ctx, groupID, opts, list)
 }
@@ -136,8 +132,7 @@ func (s *Service) Revision(ctx context.Context, groupID string) (Revision, error
 // UserGroups calls list with the groups uid is in, as opts selects; see
 // Store.UserGroups, and, with opts.Transitive, Nesting.TransitiveUserGroups.
 //
-// Errors: CodeInvalidQuery, CodeUnsupported (transitive), and whatever the
-// Store returns.
+// Errors: CodeInvalidQuery, and whatever the Store returns.
 func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) error {
 	if err := CheckLimit(opts.Limit, MaxPageSize+1); err != nil {
 		return err
@@ -148,11 +143,7 @@ func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions
 		}
 	}
 	if opts.Transitive {
-		n, err := s.nesting()
-		if err != nil {
-			return err
-		}
-		_, err = n.TransitiveUserGroups(ctx, uid, opts, list)
+		_, err := s.store.TransitiveUserGroups(ctx, uid, opts, list)
 		return err
 	}
 	return s.store.UserGroups(ctx, uid, opts, list)
@@ -192,9 +183,8 @@ func CheckLimit(limit, most int) error {
 // CodeInvalidUID (OpRemoveUser), CodeInvalidIdempotencyKey,
 // CodePreconditionFailed, CodeIdempotencyKeyReused,
 // CodeIdempotencyKeyInFlight, CodeMissingGroups, CodeInvalidGroups,
-// CodeTooManyGroups, CodeCycle, CodeTooDeep, CodeUnsupported (a nesting
-// write to a store without Nesting), CodeInternal (a bad principal's
-// name: the service's fault), and whatever the Store returns.
+// CodeTooManyGroups, CodeCycle, CodeTooDeep, CodeInternal (a bad
+// principal's name: the service's fault), and whatever the Store returns.
 func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	if err := s.validateWrite(w); err != nil {
 		return Result{}, err
@@ -203,9 +193,6 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 		return Result{}, err
 	}
 	if IsNestingOp(w.Op) {
-		if _, err := s.nesting(); err != nil {
-			return Result{}, err
-		}
 		w.MaxDepth = s.maxDepth
 	}
 	if w.Idem.Key != "" {

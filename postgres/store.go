@@ -162,10 +162,7 @@ type Store struct {
 	lag *metrics.Histogram
 }
 
-var (
-	_ membership.Store   = (*Store)(nil)
-	_ membership.Nesting = (*Store)(nil)
-)
+var _ membership.Store = (*Store)(nil)
 
 // Open connects to the database at url, applies the schema's migrations,
 // reads the whole log into memory, and starts following it.

@@ -100,32 +100,11 @@ func changeOf(w membership.Write) (change, error) {
 	}
 	switch w.Op {
 	case membership.OpAdd, membership.OpReplace:
-		users := membership.ResolveTTLs(w.Users, time.Now())
-		c.uids = make([]int64, len(users))
-		c.nicknames = make([][]byte, len(users)) // bytea: a nickname may hold any character, NUL included
-		for i, u := range users {
-			c.uids[i] = int64(u.UID)
-			if u.HasNickname {
-				c.nicknames[i] = append([]byte{}, u.Nickname...) // not nil, even when empty: nil is NULL, no nickname
-			}
-			if u.Expiry.Set {
-				if c.expiries == nil {
-					c.expiries = make([]*int64, len(users))
-				}
-				var ms int64 // 0: made permanent
-				if !u.Expiry.At.IsZero() {
-					ms = u.Expiry.At.UnixMilli()
-				}
-				c.expiries[i] = &ms
-			}
-		}
+		c.setUsers(membership.ResolveTTLs(w.Users, time.Now()))
 	case membership.OpDeleteGroup:
 		c.uids = []int64{} // it names no uid
 	case membership.OpRemove:
-		c.uids = make([]int64, len(w.UIDs))
-		for i, uid := range w.UIDs {
-			c.uids[i] = int64(uid)
-		}
+		c.uids = int64s(w.UIDs)
 	case membership.OpRemoveUser:
 		if len(w.UIDs) != 1 {
 			return change{}, fmt.Errorf("remove_user names %d uids, not one", len(w.UIDs))
@@ -136,10 +115,7 @@ func changeOf(w membership.Write) (change, error) {
 		if w.AsOf.IsZero() {
 			return change{}, fmt.Errorf("an expire of group %q names no time its expiries are due as of", w.GroupID)
 		}
-		c.uids = make([]int64, len(w.UIDs))
-		for i, uid := range w.UIDs {
-			c.uids[i] = int64(uid)
-		}
+		c.uids = int64s(w.UIDs)
 		asOf := w.AsOf
 		c.asOf = &asOf
 		return c, nil // the service's own change: no precondition
@@ -168,6 +144,38 @@ func changeOf(w membership.Write) (change, error) {
 	}
 	c.ifExists, c.ifEmpty = w.If.Exists, w.If.Empty
 	return c, nil
+}
+
+// setUsers sets c's uids, nicknames and expiries from users, whose TTLs
+// are times already.
+func (c *change) setUsers(users []membership.User) {
+	c.uids = make([]int64, len(users))
+	c.nicknames = make([][]byte, len(users)) // bytea: a nickname may hold any character, NUL included
+	for i, u := range users {
+		c.uids[i] = int64(u.UID)
+		if u.HasNickname {
+			c.nicknames[i] = append([]byte{}, u.Nickname...) // not nil, even when empty: nil is NULL, no nickname
+		}
+		if u.Expiry.Set {
+			if c.expiries == nil {
+				c.expiries = make([]*int64, len(users))
+			}
+			var ms int64 // 0: made permanent
+			if !u.Expiry.At.IsZero() {
+				ms = u.Expiry.At.UnixMilli()
+			}
+			c.expiries[i] = &ms
+		}
+	}
+}
+
+// int64s returns uids as the column holds them.
+func int64s(uids []membership.UID) []int64 {
+	out := make([]int64, len(uids))
+	for i, uid := range uids {
+		out[i] = int64(uid)
+	}
+	return out
 }
 
 // setSubgroups sets c's subgroups and their expiries from groups, whose

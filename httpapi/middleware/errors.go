@@ -52,7 +52,6 @@ var StatusOf = map[membership.Code]int{
 	membership.CodeIdempotencyKeyInFlight: http.StatusConflict,
 	membership.CodeCycle:                  http.StatusConflict,
 	membership.CodeTooDeep:                http.StatusConflict,
-	membership.CodeUnsupported:            http.StatusNotImplemented,
 	membership.CodeUnavailable:            http.StatusServiceUnavailable,
 	CodeStarting:                          http.StatusServiceUnavailable,
 	membership.CodeInternal:               http.StatusInternalServerError,

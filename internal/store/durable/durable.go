@@ -255,10 +255,7 @@ type result struct {
 	err   error
 }
 
-var (
-	_ membership.Store   = (*Store)(nil)
-	_ membership.Nesting = (*Store)(nil)
-)
+var _ membership.Store = (*Store)(nil)
 
 // Open opens, or creates, the data directory dir, recovers the state it
 // holds and starts taking changes. Only one process may have a directory

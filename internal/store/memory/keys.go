@@ -52,7 +52,7 @@ func (m *Store) ApplyLogged(w membership.Write) (membership.Result, error) {
 	var res membership.Result
 	err := m.keys.DoLogged(w.Principal, w.Idem, false, w.Time, func() ([]membership.Result, membership.Revision, error) {
 		var err error
-		res, err = m.write(w, stampOf(w, false))
+		res, err = m.write(w, feed.StampOf(w, false))
 		return []membership.Result{res}, res.Revision, err
 	})
 	return res, err

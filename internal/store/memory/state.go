@@ -6,6 +6,7 @@ import (
 
 	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/memory/group"
+	"example.com/groupmembership/internal/store/memory/nesting"
 	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/internal/store/memory/shards"
@@ -56,7 +57,7 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 		defer m.nestMu.RUnlock()
 	}
 	m.nest.All(func(parent, child string, at int64) bool {
-		st.Nestings = append(st.Nestings, snap.Nesting{Parent: parent, Child: child, Expires: timeOfMillis(at)})
+		st.Nestings = append(st.Nestings, snap.Nesting{Parent: parent, Child: child, Expires: nesting.TimeOf(at)})
 		return true
 	})
 	return st
@@ -119,19 +120,19 @@ func (l *Loader) Finish(st *snap.State) {
 	m := l.m
 	l.nested = true
 	for _, n := range st.Nestings {
-		m.nest.Set(n.Parent, n.Child, millisOf(n.Expires))
+		m.nest.Set(n.Parent, n.Child, nesting.MillisOf(n.Expires))
 	}
 	if len(st.Nestings) > 0 {
 		m.nestRev = st.LastRevision
 	}
 	m.nestNext.Store(m.nest.Next())
 	for _, g := range l.empty {
-		if m.subgroupCount(g.ID) > 0 {
+		if m.nest.Node(g.ID).SubgroupCount() > 0 {
 			_ = l.Group(g)
 		}
 	}
 	for _, g := range l.indexed {
-		g.Subgroups = m.subgroupCount(g.ID)
+		g.Subgroups = m.nest.Node(g.ID).SubgroupCount()
 	}
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.Load(st.LastRevision, st.Changes)

@@ -19,7 +19,7 @@ import (
 //
 // A write with an Idempotency key is applied once for its key (keys.go).
 func (m *Store) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
-	st := stampOf(w, true)
+	st := feed.StampOf(w, true)
 	if w.Idem.Key != "" {
 		return m.keyedWrite(ctx, w, nowOr(w.Time), st)
 	}
@@ -36,17 +36,11 @@ func (m *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 // Time: a repeat of a write applied before gets its Result, Replayed, and
 // changes nothing (keys.go).
 func (m *Store) Apply(w membership.Write) (membership.Result, error) {
-	st := stampOf(w, false)
+	st := feed.StampOf(w, false)
 	if w.Idem.Key != "" {
 		return m.keyedWrite(context.Background(), w, w.Time, st)
 	}
 	return m.write(w, st)
-}
-
-// stampOf returns the stamp of w's change: its actor, principal and time,
-// and, with now, the time the change is recorded when w has none.
-func stampOf(w membership.Write, now bool) feed.Stamp {
-	return feed.Stamp{Actor: w.Actor, Principal: w.Principal, At: w.Time, Now: now}
 }
 
 // nowOr returns t, or the time now when t is zero.
@@ -92,7 +86,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	if err := m.check(g, cond); err != nil {
 		return membership.Result{}, err
 	}
-	uids := sortedUIDs(users)
+	uids := group.SortedUIDs(users)
 	var old *packed.Members
 	if g != nil {
 		old = &g.Members
@@ -132,7 +126,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	m.nestMu.Lock()
 	defer m.nestMu.Unlock()
-	parents := m.parentsOf(groupID)
+	parents := m.nest.Node(groupID).ParentIDs()
 	var sbuf [1]uint64
 	held := m.lockShards(len(parents)+1, func(i int) string {
 		if i == len(parents) {
@@ -151,7 +145,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 		return membership.Result{Revision: m.revisionOf(nil)}, nil
 	}
 	next := m.nest.Next()
-	m.unnest(groupID)
+	m.nest.Unnest(groupID)
 	removed := 0
 	var buf [4]uint64
 	var locked shards.Set

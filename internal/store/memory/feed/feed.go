@@ -92,6 +92,12 @@ type Stamp struct {
 	Now bool
 }
 
+// StampOf returns the stamp of w's change: its actor, principal and time,
+// and, with now, the time the change is recorded when w has none.
+func StampOf(w membership.Write, now bool) Stamp {
+	return Stamp{Actor: w.Actor, Principal: w.Principal, At: w.Time, Now: now}
+}
+
 // WithTimeFor returns st with the time now, as changes carry it, when it
 // has none and users give a TTL: the TTL then counts from the very time
 // the change carries, not from a second reading of the clock.
