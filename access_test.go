@@ -41,26 +41,6 @@ func writeACL(t *testing.T, path string, lines ...string) {
 	require.NoError(t, os.Rename(path+".tmp", path))
 }
 
-// sendAs sends a request with token as its bearer token ("" none), and
-// returns the status and the body.
-func sendAs(t *testing.T, token, method, url, body string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	require.NoError(t, err)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(b)
-}
-
 // loggedCount counts the log lines of logs whose message is msg.
 func loggedCount(logs *syncBuffer, msg string) int {
 	n := 0
@@ -129,14 +109,14 @@ func TestPrincipalsRotateWithoutARestart(t *testing.T) {
 	p := startProcess(t, "-acl-file", acl, "-token-file", tokenFile, "-auth-reads")
 	tokens := []string{"sync-token-1", "sync-token-2", "sync-token-3", "dash-token-1", "admin-token-1"}
 
-	status, body := sendAs(t, "sync-token-1", "POST", p.base+"/group-user/team-a%2Fx", "users=[1]")
+	status, body := sendAs(t, "Bearer sync-token-1", "POST", p.base+"/group-user/team-a%2Fx", "users=[1]")
 	assert.Equal(t, http.StatusOK, status, body)
-	status, body = sendAs(t, "sync-token-1", "POST", p.base+"/group-user/team-b", "users=[1]")
+	status, body = sendAs(t, "Bearer sync-token-1", "POST", p.base+"/group-user/team-b", "users=[1]")
 	assert.Equal(t, http.StatusForbidden, status)
 	assert.JSONEq(t, `{"error":{"code":"forbidden","message":"principal \"sync-job\" lacks write on group \"team-b\""}}`, body)
-	status, _ = sendAs(t, "dash-token-1", "GET", p.base+"/group-user/team-a%2Fx", "")
+	status, _ = sendAs(t, "Bearer dash-token-1", "GET", p.base+"/group-user/team-a%2Fx", "")
 	assert.Equal(t, http.StatusOK, status)
-	status, _ = sendAs(t, "admin-token-1", "GET", p.base+"/backup", "")
+	status, _ = sendAs(t, "Bearer admin-token-1", "GET", p.base+"/backup", "")
 	assert.Equal(t, http.StatusOK, status, "the token of -token-file is an admin")
 
 	// Rotation by SIGHUP (or by the change of the file, which the service
@@ -144,16 +124,16 @@ func TestPrincipalsRotateWithoutARestart(t *testing.T) {
 	// old one no longer.
 	canRead := func(token string) func() bool {
 		return func() bool {
-			status, _ := sendAs(t, token, "GET", p.base+"/group-user/team-a%2Fx", "")
+			status, _ := sendAs(t, "Bearer "+token, "GET", p.base+"/group-user/team-a%2Fx", "")
 			return status == http.StatusOK
 		}
 	}
 	writeACL(t, acl, "sync-job sync-token-2 read,write team-a/*", "dashboard dash-token-1 read *")
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
 	require.Eventually(t, canRead("sync-token-2"), 30*time.Second, 20*time.Millisecond)
-	status, _ = sendAs(t, "sync-token-1", "POST", p.base+"/group-user/team-a%2Fx", "users=[2]")
+	status, _ = sendAs(t, "Bearer sync-token-1", "POST", p.base+"/group-user/team-a%2Fx", "users=[2]")
 	assert.Equal(t, http.StatusUnauthorized, status, "the rotated token stopped at once")
-	status, _ = sendAs(t, "sync-token-2", "POST", p.base+"/group-user/team-a%2Fx", "users=[2]")
+	status, _ = sendAs(t, "Bearer sync-token-2", "POST", p.base+"/group-user/team-a%2Fx", "users=[2]")
 	assert.Equal(t, http.StatusOK, status)
 
 	// A bad file keeps the rules in force, and says why.
@@ -164,9 +144,9 @@ func TestPrincipalsRotateWithoutARestart(t *testing.T) {
 	},
 		30*time.Second, 20*time.Millisecond)
 	assert.Contains(t, p.logs.String(), acl+`:1: malformed secret: a secret is sha256: and 64 hex digits`)
-	status, _ = sendAs(t, "sync-token-2", "POST", p.base+"/group-user/team-a%2Fx", "users=[3]")
+	status, _ = sendAs(t, "Bearer sync-token-2", "POST", p.base+"/group-user/team-a%2Fx", "users=[3]")
 	assert.Equal(t, http.StatusOK, status, "the rules in force stay")
-	status, body = sendAs(t, "dash-token-1", "GET", p.base+"/metrics", "")
+	status, body = sendAs(t, "Bearer dash-token-1", "GET", p.base+"/metrics", "")
 	require.Equal(t, http.StatusOK, status)
 	families, err := metricstest.Parse(body)
 	require.NoError(t, err)
@@ -187,7 +167,7 @@ func TestPrincipalsRotateWithoutARestart(t *testing.T) {
 	require.Eventually(t, canRead("sync-token-3"), 30*time.Second, 50*time.Millisecond, "the service looks at the file every 2 s")
 	assert.Eventually(t, func() bool { return strings.Contains(p.logs.String(), `"on":"changed"`) }, 30*time.Second, 20*time.Millisecond,
 		"the reload is logged as of a change")
-	status, _ = sendAs(t, "sync-token-2", "POST", p.base+"/group-user/team-a%2Fx", "users=[4]")
+	status, _ = sendAs(t, "Bearer sync-token-2", "POST", p.base+"/group-user/team-a%2Fx", "users=[4]")
 	assert.Equal(t, http.StatusUnauthorized, status)
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))

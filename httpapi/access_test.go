@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -73,9 +75,9 @@ func accessHandler(t *testing.T, authReads bool) (http.Handler, *membership.Serv
 	return httpapi.NewHandler(svc, httpapi.Options{Access: func() *access.Rules { return rules }, AuthReads: authReads}), svc
 }
 
-// asPrincipal sends one request to h with the token of principal ("" for
+// sendAsPrincipal sends one request to h with the token of principal ("" for
 // none, "wrong" for a token no principal has).
-func asPrincipal(h http.Handler, principal, method, path, body string) *httptest.ResponseRecorder {
+func sendAsPrincipal(h http.Handler, principal, method, path, body string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, path, strings.NewReader(body))
 	switch {
 	case strings.HasPrefix(body, "{"):
@@ -201,7 +203,7 @@ func TestAccessMatrix(t *testing.T) {
 				}
 				for _, principal := range principals {
 					h, _ := accessHandler(t, authReads)
-					w := asPrincipal(h, principal, rt.method, path, body)
+					w := sendAsPrincipal(h, principal, rt.method, path, body)
 					want := wantAccess(rt, principal, group, authReads)
 					name := fmt.Sprintf("auth-reads=%v %s %s as %q", authReads, rt.method, path, principal)
 					if !assert.Equal(t, want, w.Code, "%s: %s", name, w.Body.String()) {
@@ -244,7 +246,7 @@ func TestForbiddenNamesThePrincipalTheRightAndTheGroup(t *testing.T) {
 			`principal "writer" lacks write on every group (*): removing a user from every group writes to every group`},
 	}
 	for _, tt := range tests {
-		w := asPrincipal(h, tt.principal, tt.method, tt.path, tt.body)
+		w := sendAsPrincipal(h, tt.principal, tt.method, tt.path, tt.body)
 		require.Equal(t, http.StatusForbidden, w.Code, "%s: %s", tt.name, w.Body.String())
 		assert.JSONEq(t, fmt.Sprintf(`{"error":{"code":"forbidden","message":%q}}`, tt.message), w.Body.String(), tt.name)
 	}
@@ -253,49 +255,49 @@ func TestForbiddenNamesThePrincipalTheRightAndTheGroup(t *testing.T) {
 	assert.Equal(t, before, after, "nothing was changed")
 
 	// team-a/x reaches secret once secret is nested in it, by an admin.
-	w := asPrincipal(h, "ops", "POST", "/group-group/team-a%2Fsub", `groups=["secret"]`)
+	w := sendAsPrincipal(h, "ops", "POST", "/group-group/team-a%2Fsub", `groups=["secret"]`)
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	const reaching = `principal "reader" lacks read on group "secret", which group "team-a/x" holds through nesting: a transitive read needs read on every group below`
 	for _, path := range []string{"/group-user/team-a%2Fx?transitive=true", "/group-user/team-a%2Fx/1?transitive=true"} {
-		w = asPrincipal(h, "reader", "GET", path, "")
+		w = sendAsPrincipal(h, "reader", "GET", path, "")
 		assert.Equal(t, http.StatusForbidden, w.Code, path)
 		assert.JSONEq(t, fmt.Sprintf(`{"error":{"code":"forbidden","message":%q}}`, reaching), w.Body.String(), path)
 	}
-	w = asPrincipal(h, "reader", "POST", "/check", `{"checks":[{"group":"team-b","uid":1},{"group":"team-a/x","uid":1}],"transitive":true}`)
+	w = sendAsPrincipal(h, "reader", "POST", "/check", `{"checks":[{"group":"team-b","uid":1},{"group":"team-a/x","uid":1}],"transitive":true}`)
 	assert.Equal(t, http.StatusForbidden, w.Code)
 	assert.JSONEq(t, fmt.Sprintf(`{"error":{"code":"forbidden","message":%q}}`, `checks element 1 (group "team-a/x"): `+reaching), w.Body.String())
-	w = asPrincipal(h, "reader", "GET", "/group-user/team-a%2Fx", "")
+	w = sendAsPrincipal(h, "reader", "GET", "/group-user/team-a%2Fx", "")
 	assert.Equal(t, http.StatusOK, w.Code, "the direct list does not reach secret")
-	w = asPrincipal(h, "reader", "GET", "/group-group/team-a%2Fsub", "")
+	w = sendAsPrincipal(h, "reader", "GET", "/group-group/team-a%2Fsub", "")
 	assert.Equal(t, http.StatusForbidden, w.Code, "the list of subgroups names secret")
 }
 
 func TestListingsShowOnlyTheGroupsOfTheScope(t *testing.T) {
 	h, _ := accessHandler(t, true)
-	w := asPrincipal(h, "reader", "GET", "/groups", "")
+	w := sendAsPrincipal(h, "reader", "GET", "/groups", "")
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	assert.JSONEq(t, `[{"group":"team-a/sub","members":1},{"group":"team-a/x","members":1,"subgroups":1},{"group":"team-b","members":1}]`, w.Body.String())
 	assert.Equal(t, "3", w.Header().Get("X-Total-Count"), "secret and secret/sub are not counted")
 	scoped := w.Header().Get("ETag")
 
-	w = asPrincipal(h, "reader", "GET", "/groups?limit=1&after=team-a%2Fsub", "")
+	w = sendAsPrincipal(h, "reader", "GET", "/groups?limit=1&after=team-a%2Fsub", "")
 	assert.JSONEq(t, `[{"group":"team-a/x","members":1,"subgroups":1}]`, w.Body.String())
 	assert.Equal(t, "3", w.Header().Get("X-Total-Count"))
 	assert.Equal(t, `</groups?limit=1&after=team-a%2Fx>; rel="next"`, w.Header().Get("Link"))
-	w = asPrincipal(h, "reader", "GET", "/groups?limit=1&after=team-a%2Fx", "")
+	w = sendAsPrincipal(h, "reader", "GET", "/groups?limit=1&after=team-a%2Fx", "")
 	assert.JSONEq(t, `[{"group":"team-b","members":1}]`, w.Body.String())
 	assert.Empty(t, w.Header().Get("Link"), "the last page of the scope: secret follows, unseen")
-	w = asPrincipal(h, "reader", "GET", "/groups?prefix=secret", "")
+	w = sendAsPrincipal(h, "reader", "GET", "/groups?prefix=secret", "")
 	assert.JSONEq(t, `[]`, w.Body.String())
 	assert.Equal(t, "0", w.Header().Get("X-Total-Count"))
 
-	w = asPrincipal(h, "ops", "GET", "/groups", "")
+	w = sendAsPrincipal(h, "ops", "GET", "/groups", "")
 	assert.Equal(t, "5", w.Header().Get("X-Total-Count"))
 	whole := w.Header().Get("ETag")
 	assert.NotEqual(t, whole, scoped, "the same state lists other groups for another scope")
 	assert.Regexp(t, `^"[0-9a-f]{16}-\d+"$`, whole, "every group: the ETag of a store's state, as ever")
 	assert.Regexp(t, `^"[0-9a-f]{16}-\d+-[0-9a-f]{16}"$`, scoped)
-	assert.Equal(t, scoped, asPrincipal(h, "writer", "GET", "/groups", "").Header().Get("ETag"), "the same groups, the same ETag")
+	assert.Equal(t, scoped, sendAsPrincipal(h, "writer", "GET", "/groups", "").Header().Get("ETag"), "the same groups, the same ETag")
 
 	r := httptest.NewRequest("GET", "/groups", nil)
 	r.Header.Set("Authorization", "Bearer reader-token")
@@ -308,21 +310,21 @@ func TestListingsShowOnlyTheGroupsOfTheScope(t *testing.T) {
 	h.ServeHTTP(w, r)
 	assert.Equal(t, http.StatusOK, w.Code, "another scope's ETag does not match")
 
-	w = asPrincipal(h, "reader", "GET", "/user-group/1", "")
+	w = sendAsPrincipal(h, "reader", "GET", "/user-group/1", "")
 	assert.JSONEq(t, `["team-a/sub","team-a/x","team-b"]`, w.Body.String())
 	assert.Equal(t, "3", w.Header().Get("X-Total-Count"))
-	w = asPrincipal(h, "reader", "GET", "/user-group/1?limit=2", "")
+	w = sendAsPrincipal(h, "reader", "GET", "/user-group/1?limit=2", "")
 	assert.JSONEq(t, `["team-a/sub","team-a/x"]`, w.Body.String())
 	assert.Equal(t, "3", w.Header().Get("X-Total-Count"))
 	assert.Equal(t, `</user-group/1?limit=2&after=team-a%2Fx>; rel="next"`, w.Header().Get("Link"))
-	w = asPrincipal(h, "reader", "GET", "/user-group/1?transitive=true", "")
+	w = sendAsPrincipal(h, "reader", "GET", "/user-group/1?transitive=true", "")
 	assert.Equal(t, http.StatusForbidden, w.Code, "listed in part, the groups through nesting would tell of those outside")
 	assert.Contains(t, w.Body.String(), `lacks read on group \"secret\", which user 1 is in`)
-	w = asPrincipal(h, "ops", "GET", "/user-group/1", "")
+	w = sendAsPrincipal(h, "ops", "GET", "/user-group/1", "")
 	assert.Equal(t, "5", w.Header().Get("X-Total-Count"))
 
 	h, _ = accessHandler(t, false)
-	w = asPrincipal(h, "reader", "GET", "/groups", "")
+	w = sendAsPrincipal(h, "reader", "GET", "/groups", "")
 	assert.Equal(t, "5", w.Header().Get("X-Total-Count"), "without -auth-reads, reads are anyone's, whole")
 }
 
@@ -353,16 +355,16 @@ func TestARequestKeepsTheRulesItStartedWith(t *testing.T) {
 	h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{}),
 		httpapi.Options{Access: rules.Load})
 	done := make(chan *httptest.ResponseRecorder)
-	go func() { done <- asPrincipal(h, "writer", "POST", "/group-user/team-b", "users=[1]") }()
+	go func() { done <- sendAsPrincipal(h, "writer", "POST", "/group-user/team-b", "users=[1]") }()
 	<-st.started
 	rules.Store(rulesOf(t, "writer <writer-2> read team-b\n")) // writer's token rotated, and its write taken away
 
 	close(st.release)
 	w := <-done
 	assert.Equal(t, http.StatusOK, w.Code, "the request in flight was not cut: %s", w.Body.String())
-	w = asPrincipal(h, "writer", "POST", "/group-user/team-b", "users=[2]")
+	w = sendAsPrincipal(h, "writer", "POST", "/group-user/team-b", "users=[2]")
 	assert.Equal(t, http.StatusUnauthorized, w.Code, "the old token stopped at once")
-	w = asPrincipal(h, "writer-2", "POST", "/group-user/team-b", "users=[2]")
+	w = sendAsPrincipal(h, "writer-2", "POST", "/group-user/team-b", "users=[2]")
 	assert.Equal(t, http.StatusForbidden, w.Code, "the new rules hold from the next request")
 }
 
@@ -391,4 +393,31 @@ func TestAClientCertificateNamesItsPrincipal(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, send("reader", true, ""), "reader is a principal of a token, not of a certificate")
 	assert.Equal(t, http.StatusUnauthorized, send("billing", true, "wrong-token"), "a token sent decides")
 	assert.Equal(t, http.StatusForbidden, send("billing", true, "reader-token"))
+}
+
+// A principal of the ACL file is named as the token's is: in the change
+// it makes and on its request's line of the access log, a 403's
+// included; a 401's names none.
+func TestAnACLPrincipalIsNamedInTheFeedAndTheLog(t *testing.T) {
+	logs := &syncBuffer{}
+	rules := rulesOf(t, testACL)
+	h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{}), httpapi.Options{
+		Access: func() *access.Rules { return rules }, AccessLog: true, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	require.Equal(t, http.StatusOK, sendAsPrincipal(h, "writer", "POST", "/group-user/team-b", "users=[1]").Code)
+	require.Equal(t, http.StatusForbidden, sendAsPrincipal(h, "writer", "POST", "/group-user/secret", "users=[1]").Code)
+	require.Equal(t, http.StatusForbidden, sendAsPrincipal(h, "reader", "GET", "/backup", "").Code)
+	require.Equal(t, http.StatusUnauthorized, sendAsPrincipal(h, "wrong", "POST", "/group-user/team-b", "users=[2]").Code)
+	require.Equal(t, http.StatusOK, sendAsPrincipal(h, "reader", "GET", "/group-user/team-b", "").Code)
+
+	w := sendAsPrincipal(h, "ops", "GET", "/changes", "")
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Contains(t, w.Body.String(), `"principal":"writer","group":"team-b"`)
+	var named []any
+	for _, line := range logs.Lines()[:5] {
+		var entry map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &entry))
+		named = append(named, entry["principal"])
+		assert.NotContains(t, line, "-token", "never a token in the log")
+	}
+	assert.Equal(t, []any{"writer", "writer", "reader", nil, "reader"}, named, "a read without -auth-reads names the principal it presented")
 }

@@ -28,8 +28,9 @@ const (
 
 // Authenticate serves next the requests that meet need, with the
 // principal whose credential they carry in their context (its
-// scope.Scope, which PrincipalName reads; for NeedNothing,
-// WithPrincipal alone), as rules, read once per request, say: a
+// scope.Scope, which PrincipalName reads; for NeedNothing, Authenticated
+// alone) and named in their line of the access log, as rules, read once
+// per request, say: a
 // request keeps the rules it started with to its end. A credential is the
 // header Authorization: Bearer <token> (the scheme in any case, as RFC
 // 9110 11.1 says), whose token is looked up in constant time; or, without
@@ -46,14 +47,16 @@ func Authenticate(rules func() *access.Rules, need Need, next http.Handler) http
 			next.ServeHTTP(w, r)
 			return
 		case need == NeedNothing:
-			next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p.Name)))
+			next.ServeHTTP(w, Authenticated(w, r, p.Name))
 			return
 		case p == nil:
 			w.Header()["Www-Authenticate"] = bearerChallenge
 			WriteError(w, r, membership.Errorf(codeUnauthorized,
 				"this request needs the header Authorization: Bearer <token>, with the token of one of the service's principals"))
 			return
-		case need == NeedAdmin && !p.Scope.AllowsAll(scope.Admin):
+		}
+		notePrincipal(w, p.Name)
+		if need == NeedAdmin && !p.Scope.AllowsAll(scope.Admin) {
 			e := membership.Forbidden(p.Scope, scope.Admin, "")
 			e.Message += ": " + r.URL.Path + " is the admins'"
 			WriteError(w, r, e)

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"net/http"
 
 	"example.com/groupmembership/membership/scope"
 )
@@ -26,4 +27,22 @@ func PrincipalName(ctx context.Context) string {
 		return name
 	}
 	return scope.Of(ctx).Principal()
+}
+
+// Authenticated returns r carrying name, the principal whose credential r
+// presented (WithPrincipal), and records name for r's line of the access
+// log, which Observe writes from outside the request's context: a
+// credential check calls it for each request it lets through, so that
+// the handlers stamp the request's changes with the principal, and its
+// line names it. The name is never the credential.
+func Authenticated(w http.ResponseWriter, r *http.Request, name string) *http.Request {
+	notePrincipal(w, name)
+	return r.WithContext(WithPrincipal(r.Context(), name))
+}
+
+// notePrincipal records name for the request's line of the access log.
+func notePrincipal(w http.ResponseWriter, name string) {
+	if o, ok := w.(*observedWriter); ok {
+		o.principal = name
+	}
 }

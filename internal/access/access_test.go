@@ -87,12 +87,12 @@ func TestParseRefusesABadLineNamingItsFileLineAndWhy(t *testing.T) {
 		{"a token for a secret", "sync-job hunter2-plain read team-a", "acl:3: malformed secret: a secret is sha256: and 64 hex digits (membership -hash-token prints it), or mtls"},
 		{"a short hash", "sync-job " + secret[:70] + " read team-a", "acl:3: malformed secret: a secret is sha256: and 64 hex digits (membership -hash-token prints it), or mtls"},
 		{"a hash too long", "sync-job " + secret + "00 read team-a", "acl:3: malformed secret: a secret is sha256: and 64 hex digits (membership -hash-token prints it), or mtls"},
-		{"a name with a slash", "a/b " + secret + " read team-a", `acl:3: the name "a/b" has '/' at byte 1: a name is letters, digits and . _ - @ :`},
+		{"a name with a slash", "a/b " + secret + " read team-a", `acl:3: principal name "a/b" has byte 0x2f at 1: it may hold ASCII letters, digits and . _ - @ : only`},
 		{"the token's name", "token " + secret + " read team-a", "acl:3: the name token is the principal of -token-file and MEMBERSHIP_TOKEN: give this one another"},
 		{"a bad group", "sync-job " + secret + " read team%zz", `acl:3: group "team%zz" is not percent-escaped right: invalid URL escape "%zz"`},
 		{"a control character", "sync-job " + secret + " read team%01a", `acl:3: group "team\x01a": group id has control character U+0001 at byte 4`},
 		{"an admin of some groups", "ops " + secret + " admin team-a/*", "acl:3: admin is every group: give * as its groups"},
-		{"a long name", strings.Repeat("n", 65) + " " + secret + " read x", "acl:3: the name is 65 bytes, longer than 64"},
+		{"a long name", strings.Repeat("n", 65) + " " + secret + " read x", "acl:3: principal name of 65 bytes: it must be 1 to 64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

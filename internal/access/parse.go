@@ -21,8 +21,8 @@ import (
 //	ops        sha256:…              admin       *
 //
 // Blank lines and lines whose first character that is not a space is #
-// are skipped. The fields are separated by spaces or tabs: the name (1 to
-// MaxNameBytes of letters, digits and . _ - @ :); the secret,
+// are skipped. The fields are separated by spaces or tabs: the name (as
+// membership.ValidatePrincipal says); the secret,
 // SecretPrefix and the hex SHA-256 of the principal's token (HashToken),
 // or mtls for a principal of a client certificate whose subject common
 // name is the name; the rights, read, write or admin, or several joined by
@@ -34,10 +34,6 @@ import (
 // MaxFileBytes bounds an ACL file: a line is about 100 bytes, so this
 // holds some ten thousand principals.
 const MaxFileBytes = 1 << 20
-
-// MaxNameBytes bounds a principal's name, which every change it makes
-// carries.
-const MaxNameBytes = 64
 
 // mtlsSecret is the secret field of a principal of a client certificate.
 const mtlsSecret = "mtls"
@@ -99,17 +95,11 @@ func parseLine(fields []string) (*Principal, error) {
 	return p, nil
 }
 
-// checkName returns an error unless name can be a principal's name.
+// checkName returns an error unless name can be a principal's name in
+// an ACL file: as membership.ValidatePrincipal says, and not the token's.
 func checkName(name string) error {
-	if len(name) > MaxNameBytes {
-		return fmt.Errorf("the name is %d bytes, longer than %d", len(name), MaxNameBytes)
-	}
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-', c == '@', c == ':':
-		default:
-			return fmt.Errorf("the name %.70q has %q at byte %d: a name is letters, digits and . _ - @ :", name, c, i)
-		}
+	if err := membership.ValidatePrincipal(name); err != nil {
+		return err
 	}
 	if name == TokenPrincipalName {
 		return fmt.Errorf("the name %s is the principal of -token-file and MEMBERSHIP_TOKEN: give this one another", name)
