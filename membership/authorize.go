@@ -15,6 +15,18 @@ import (
 // after the request is validated, and before the store sees it; a scope
 // that allows what is asked on every group costs one comparison.
 
+// Forbidden returns the CodeForbidden error of s lacking right on groupID
+// ("" for every group); admin is of no group.
+func Forbidden(s *scope.Scope, right scope.Right, groupID string) *Error {
+	if right == scope.Admin {
+		return Errorf(CodeForbidden, "principal %q lacks %s", s.Principal(), right)
+	}
+	if groupID == "" {
+		return Errorf(CodeForbidden, "principal %q lacks %s on every group (*)", s.Principal(), right)
+	}
+	return Errorf(CodeForbidden, "principal %q lacks %s on group %q", s.Principal(), right, groupID)
+}
+
 // authorizeWrite returns the CodeForbidden error of w when scope may not
 // make it: a write needs write on its group (on every group for
 // OpRemoveUser), and a nesting write read on each subgroup it names.
@@ -148,10 +160,8 @@ func checkBelow(ctx context.Context, n Nesting, sc *scope.Scope, groupID string)
 
 // readNestedInScope answers a list of the groups below or above groupID
 // (read: Nesting.Subgroups or Parents) for scope, which must be able to
-// read groupID and every group the whole list names, else the
-// CodeForbidden error names the first it cannot: the list is read whole,
-// at one revision, checked, and then paged as opts asks. relation says
-// where the groups are ("below", "above") for the error.
+// read groupID and every group the whole list names (readablePage).
+// relation says where the groups are ("below", "above") for the error.
 func readNestedInScope(ctx context.Context, sc *scope.Scope, groupID string, opts NestingListOptions, list NestedListFunc,
 	read func(context.Context, string, NestingListOptions, NestedListFunc) (Revision, error), relation string) (Revision, error) {
 	if err := authorizeRead(sc, groupID); err != nil {
@@ -161,38 +171,17 @@ func readNestedInScope(ctx context.Context, sc *scope.Scope, groupID string, opt
 	rev, err := read(ctx, groupID, NestingListOptions{Transitive: opts.Transitive}, func(_ int, groups iter.Seq[Nested]) {
 		all = slices.Collect(groups)
 	})
-	if err != nil {
-		return 0, err
+	if err == nil {
+		err = readablePage(sc, all, func(g Nested) string { return g.GroupID }, opts.After, opts.Limit, list,
+			fmt.Sprintf("which is %s group %q: listing the groups %s a group needs read on each", relation, groupID, relation))
 	}
-	for _, g := range all {
-		if !sc.Allows(scope.Read, g.GroupID) {
-			e := Forbidden(sc, scope.Read, g.GroupID)
-			e.Message = fmt.Sprintf("%s, which is %s group %q: listing the groups %s a group needs read on each", e.Message, relation, groupID, relation)
-			return 0, e
-		}
-	}
-	from, _ := slices.BinarySearchFunc(all, opts.After, func(g Nested, after string) int { return strings.Compare(g.GroupID, after) })
-	if from < len(all) && opts.After != "" && all[from].GroupID == opts.After {
-		from++
-	}
-	list(len(all), pageOf(all[from:], opts.Limit))
-	return rev, nil
-}
-
-// pageOf yields the first limit items (all of them for 0).
-func pageOf[T any](items []T, limit int) iter.Seq[T] {
-	if limit > 0 && len(items) > limit {
-		items = items[:limit]
-	}
-	return slices.Values(items)
+	return rev, err
 }
 
 // transitiveUserGroupsInScope answers the groups uid is in, directly or
-// through nesting, for scope, which must be able to read each, else the
-// CodeForbidden error names the first (in byte order) it cannot: listed
-// only in part, they would tell that uid is below a group through groups
-// the scope cannot see. They are read whole, at one revision, checked, and
-// then paged as opts asks.
+// through nesting, for scope, which must be able to read each
+// (readablePage): listed only in part, they would tell that uid is below
+// a group through groups the scope cannot see.
 func transitiveUserGroupsInScope(ctx context.Context, n Nesting, sc *scope.Scope, uid UID, opts GroupListOptions, list GroupListFunc) error {
 	var all []string
 	_, err := n.TransitiveUserGroups(ctx, uid, GroupListOptions{Transitive: true}, func(_ int, ids iter.Seq[string]) {
@@ -201,17 +190,30 @@ func transitiveUserGroupsInScope(ctx context.Context, n Nesting, sc *scope.Scope
 	if err != nil {
 		return err
 	}
-	for _, id := range all {
-		if !sc.Allows(scope.Read, id) {
-			e := Forbidden(sc, scope.Read, id)
-			e.Message = fmt.Sprintf("%s, which user %d is in, directly or through nesting: the user's groups through nesting need read on each", e.Message, uid)
+	return readablePage(sc, all, func(id string) string { return id }, opts.After, opts.Limit, list,
+		fmt.Sprintf("which user %d is in, directly or through nesting: the user's groups through nesting need read on each", uid))
+}
+
+// readablePage calls list with the page of all (sorted by id) after
+// after, at most limit (0: all), when scope may read every group of all,
+// read whole at one revision; else it returns the CodeForbidden error of
+// the first it may not, followed by why.
+func readablePage[T any](sc *scope.Scope, all []T, id func(T) string, after string, limit int, list func(int, iter.Seq[T]), why string) error {
+	for _, item := range all {
+		if !sc.Allows(scope.Read, id(item)) {
+			e := Forbidden(sc, scope.Read, id(item))
+			e.Message += ", " + why
 			return e
 		}
 	}
-	from, _ := slices.BinarySearch(all, opts.After)
-	if from < len(all) && opts.After != "" && all[from] == opts.After {
+	from, found := slices.BinarySearchFunc(all, after, func(item T, after string) int { return strings.Compare(id(item), after) })
+	if found {
 		from++
 	}
-	list(len(all), pageOf(all[from:], opts.Limit))
+	page := all[from:]
+	if limit > 0 && len(page) > limit {
+		page = page[:limit]
+	}
+	list(len(all), slices.Values(page))
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 	"example.com/groupmembership/membership/scope"
 )
@@ -18,7 +19,7 @@ import (
 // patterns.
 func scopeOf(t *testing.T, principal string, right scope.Right, patterns ...string) context.Context {
 	t.Helper()
-	return scope.With(context.Background(), scope.New(principal, right, setOf(t, patterns...)))
+	return scope.With(context.Background(), scope.New(principal, right, *storetest.WithinSet(patterns...)))
 }
 
 // scopedService returns a Service over a memory store that holds: users 1
@@ -281,4 +282,13 @@ func TestServiceListsOfNestedGroupsNeedReadOnEach(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"secret", "team-a/x"}, ids)
 	assert.Equal(t, 3, total)
+}
+
+func TestForbiddenNamesThePrincipalTheRightAndTheGroup(t *testing.T) {
+	reader := scope.New("dashboard", scope.Read, *storetest.WithinSet("team-a/*"))
+	writer := scope.New("sync-job", scope.Write, *storetest.WithinSet("team-a/*"))
+	assert.Equal(t, `principal "dashboard" lacks write on group "team-a/x"`, membership.Forbidden(reader, scope.Write, "team-a/x").Message)
+	assert.Equal(t, `principal "dashboard" lacks read on every group (*)`, membership.Forbidden(reader, scope.Read, "").Message)
+	assert.Equal(t, `principal "sync-job" lacks admin`, membership.Forbidden(writer, scope.Admin, "x").Message)
+	assert.Equal(t, membership.CodeForbidden, membership.Forbidden(reader, scope.Read, "x").Code)
 }

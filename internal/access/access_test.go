@@ -90,7 +90,7 @@ func TestParseRefusesABadLineNamingItsFileLineAndWhy(t *testing.T) {
 		{"a name with a slash", "a/b " + secret + " read team-a", `acl:3: principal name "a/b" has byte 0x2f at 1: it may hold ASCII letters, digits and . _ - @ : only`},
 		{"the token's name", "token " + secret + " read team-a", "acl:3: the name token is the principal of -token-file and MEMBERSHIP_TOKEN: give this one another"},
 		{"a bad group", "sync-job " + secret + " read team%zz", `acl:3: group "team%zz" is not percent-escaped right: invalid URL escape "%zz"`},
-		{"a control character", "sync-job " + secret + " read team%01a", `acl:3: group "team\x01a": group id has control character U+0001 at byte 4`},
+		{"a control character", "sync-job " + secret + " read team%01a", `acl:3: group "team%01a": group id has control character U+0001 at byte 4`},
 		{"an admin of some groups", "ops " + secret + " admin team-a/*", "acl:3: admin is every group: give * as its groups"},
 		{"a long name", strings.Repeat("n", 65) + " " + secret + " read x", "acl:3: principal name of 65 bytes: it must be 1 to 64"},
 	}

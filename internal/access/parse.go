@@ -141,7 +141,8 @@ func parseRights(field string) (scope.Right, error) {
 }
 
 // parseGroups returns the set of the groups fields: each is unescaped,
-// and one that ends in a * as written (not %2A) is a prefix.
+// and one that ends in a * as written (not %2A) is a prefix. Each must be
+// a group id (membership.ValidateGroupID), or the start of one.
 func parseGroups(fields []string) (groupids.Set, error) {
 	var exact, prefixes []string
 	for _, f := range fields {
@@ -150,15 +151,14 @@ func parseGroups(fields []string) (groupids.Set, error) {
 		if err != nil {
 			return groupids.Set{}, fmt.Errorf("group %.70q is not percent-escaped right: %v", f, err)
 		}
+		if err := membership.ValidateGroupID(id); err != nil && (!isPrefix || id != "") {
+			return groupids.Set{}, fmt.Errorf("group %.70q: %s", f, membership.ErrorMessage(err))
+		}
 		if isPrefix {
 			prefixes = append(prefixes, id)
 		} else {
 			exact = append(exact, id)
 		}
 	}
-	set, err := membership.NewGroupSet(exact, prefixes)
-	if err != nil {
-		return groupids.Set{}, errors.New(membership.ErrorMessage(err))
-	}
-	return set, nil
+	return groupids.New(exact, prefixes), nil
 }

@@ -1,8 +1,8 @@
 // Package groupids is sets of group ids, of exact ids and of prefixes,
 // kept as sorted, disjoint ranges of ids in byte order: a look-up is a
 // binary search, and a store counts and pages the groups of a set as
-// ranges of its index. It knows nothing of what a valid id is: the
-// domain (membership.NewGroupSet) checks the ids before it makes a set.
+// ranges of its index. It knows nothing of what a valid id is: whoever
+// makes a set checks its ids first (membership.ValidateGroupID).
 package groupids
 
 import (

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/membership"
 	"example.com/groupmembership/membership/groupids"
@@ -56,10 +55,9 @@ func OneWon(t *testing.T, errs []error) {
 	assert.Equal(t, 1, won)
 }
 
-// WithinSet returns the set of patterns, for the tests of Within: "*"
+// WithinSet returns the set of patterns, for tests of Within and scopes: "*"
 // is every group, an id that ends in "*" a prefix, any other an id.
-func WithinSet(t *testing.T, patterns ...string) *groupids.Set {
-	t.Helper()
+func WithinSet(patterns ...string) *groupids.Set {
 	var exact, prefixes []string
 	for _, p := range patterns {
 		if prefix, ok := strings.CutSuffix(p, "*"); ok {
@@ -68,7 +66,6 @@ func WithinSet(t *testing.T, patterns ...string) *groupids.Set {
 			exact = append(exact, p)
 		}
 	}
-	set, err := membership.NewGroupSet(exact, prefixes)
-	require.NoError(t, err)
+	set := groupids.New(exact, prefixes)
 	return &set
 }

@@ -520,7 +520,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		groups, total, _ = storetest.TransitiveGroups(t, s, 99, membership.GroupListOptions{})
 		assert.Empty(t, groups)
 		assert.Zero(t, total)
-		groups, total, _ = storetest.TransitiveGroups(t, s, 3, membership.GroupListOptions{Within: storetest.WithinSet(t, "b", "top")})
+		groups, total, _ = storetest.TransitiveGroups(t, s, 3, membership.GroupListOptions{Within: storetest.WithinSet("b", "top")})
 		assert.Equal(t, []string{"b", "top"}, groups, "Within selects among the groups through nesting too")
 		assert.Equal(t, 2, total)
 
