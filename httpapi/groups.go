@@ -1,17 +1,15 @@
 package httpapi
 
 import (
-	"iter"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/encode"
-	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 // defaultGroupsLimit is the page of GET /groups without limit. Unlike a
@@ -49,11 +47,13 @@ func parseGroupsQuery(r *http.Request) (groupsQuery, error) {
 // members, in byte order of their ids, as a JSON array of
 // {"group":…,"members":…} objects: a page of limit groups (1 to 10000,
 // defaultGroupsLimit without it) after the group id after, of those whose
-// ids start with prefix. X-Total-Count is how many groups the prefix
-// selects, and Link leads to the next page when more follow, as for
-// member lists. The state listed is the store's at the revision in
-// X-Revision, whose ETag (any change of the store moves it) answers an
-// If-None-Match with 304. The reply's memory is taken from replies.
+// ids start with prefix, among those the request's scope may read.
+// X-Total-Count is how many groups the prefix selects, and Link leads to
+// the next page when more follow, as for member lists. The state listed
+// is the store's at the revision in X-Revision, whose ETag (any change of
+// the store moves it, and a scope's groups are in it: encode.ScopedETag)
+// answers an If-None-Match with 304. The reply's memory is taken from
+// replies.
 func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseGroupsQuery(r)
@@ -63,39 +63,28 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 		}
 		// One more than the page, to know whether a next page exists.
 		ask := membership.GroupsOptions{Prefix: q.prefix, After: q.after, Limit: q.limit + 1}
-		var body []byte
-		var lease budget.Lease
-		defer lease.Release()
-		var total int
-		var last string
-		more := false
-		var busy error
-		revision, err := svc.Groups(r.Context(), ask, func(n int, groups iter.Seq[membership.GroupSize]) {
-			total = n
-			page := pageOf(groups, q.limit, func(g membership.GroupSize) string { return g.ID }, &more, &last)
-			body, lease, busy = lists.EncodeBounded(replies, encode.GroupsJSONLen(page), func(b []byte) []byte { return encode.AppendGroups(b, page) })
-		})
+		var p pageReply[string]
+		defer p.lease.Release()
+		revision, err := svc.Groups(r.Context(), ask, encodePage(&p, replies, q.limit,
+			func(g membership.GroupSize) string { return g.ID }, encode.GroupsJSONLen, encode.AppendGroups))
 		if err == nil {
-			err = busy
+			err = p.busy
 		}
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
 		}
-		epoch := svc.Epoch()
+		epoch, tag := svc.Epoch(), scope.Of(r.Context()).ReadTag()
 		writeRevision(w, revision)
-		if encode.AnswerNotModified(w, r, epoch, revision) {
+		if encode.AnswerNotModifiedScoped(w, r, epoch, revision, tag) {
 			return
 		}
-		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		w.Header()["Etag"] = encode.ETag(epoch, revision)
-		if more {
+		p.write(w, encode.ScopedETag(epoch, revision, tag), func(last string) string {
 			next := nextLink("/groups", q.limit, last)
 			if q.prefix != "" {
 				next += "&prefix=" + url.QueryEscape(q.prefix)
 			}
-			setLink(w, next)
-		}
-		middleware.WriteJSON(w, http.StatusOK, body)
+			return next
+		})
 	})
 }

@@ -543,6 +543,30 @@ func (s faultyStore) Revision(context.Context, string) (membership.Revision, err
 func (s faultyStore) Changes(context.Context, membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
 	return nil, 0, s.fail()
 }
+func (s faultyStore) Subgroups(context.Context, string, membership.NestingListOptions, membership.NestedListFunc) (membership.Revision, error) {
+	return 0, s.fail()
+}
+func (s faultyStore) Parents(context.Context, string, membership.NestingListOptions, membership.NestedListFunc) (membership.Revision, error) {
+	return 0, s.fail()
+}
+func (s faultyStore) ListTransitiveMembers(context.Context, string, membership.ListOptions, membership.ListFunc) (membership.Revision, error) {
+	return 0, s.fail()
+}
+func (s faultyStore) TransitiveMember(context.Context, string, membership.UID) (membership.Member, []string, bool, membership.Revision, error) {
+	return membership.Member{}, nil, false, 0, s.fail()
+}
+func (s faultyStore) TransitiveUserGroups(context.Context, membership.UID, membership.GroupListOptions, membership.GroupListFunc) (membership.Revision, error) {
+	return 0, s.fail()
+}
+func (s faultyStore) CheckTransitive(context.Context, []membership.Check) ([]bool, membership.Revision, error) {
+	return nil, 0, s.fail()
+}
+func (s faultyStore) TransitiveRevision(context.Context, string) (membership.Revision, error) {
+	return 0, s.fail()
+}
+func (s faultyStore) NestingRevision(context.Context) (membership.Revision, error) {
+	return 0, s.fail()
+}
 
 func TestInternalFaultsAreJSON500sAndLogged(t *testing.T) {
 	tests := []struct {
@@ -825,7 +849,7 @@ func TestAuth(t *testing.T) {
 	const token = "s3cret-t0ken"
 	newAuthHandler := func(authReads bool) (http.Handler, *countingStore) {
 		st := &countingStore{Store: memory.New()}
-		return httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: 100}), httpapi.Options{Token: token, AuthReads: authReads}), st
+		return httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: 100}), httpapi.Options{Access: httpapi.TokenOnly(token), AuthReads: authReads}), st
 	}
 	send := func(h http.Handler, method, path, auth string) *httptest.ResponseRecorder {
 		body := ""
@@ -918,7 +942,7 @@ func TestLoadingStateRoutesAsUsual(t *testing.T) {
 	h := httpapi.NewLoadingHandler(httpapi.Options{
 		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
 		AccessLog: true,
-		Token:     "secret",
+		Access:    httpapi.TokenOnly("secret"),
 	})
 	const starting = `{"error":{"code":"starting","message":"the service is starting: its data is loading; try again in a moment (/readyz says when it is ready)"}}`
 	tests := []struct {

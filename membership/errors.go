@@ -37,8 +37,8 @@ const (
 	CodeTooManyGroups          Code = "too_many_groups"           // the groups array has more elements than allowed
 	CodeCycle                  Code = "cycle"                     // the nesting would make a group contain itself
 	CodeTooDeep                Code = "too_deep"                  // the nesting would make a chain deeper than the service's bound
-	CodeUnsupported            Code = "unsupported"               // the store does not do what the request asks
 	CodeUnavailable            Code = "unavailable"               // the store cannot take changes now (its disk failed); nothing was changed
+	CodeForbidden              Code = "forbidden"                 // the request's principal lacks a right it needs on a group (see Scope)
 	CodeInternal               Code = "internal"                  // a fault of the service, not of the request
 )
 

@@ -3,6 +3,8 @@ package membership
 import (
 	"context"
 	"time"
+
+	"example.com/groupmembership/membership/scope"
 )
 
 // DefaultMaxUsers is the default limit on users in one request.
@@ -93,12 +95,17 @@ func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOpti
 	if opts.After < 0 {
 		return 0, Errorf(CodeInvalidQuery, "after %d is not a uid (%s)", opts.After, UIDRange)
 	}
+	sc := scope.Of(ctx)
 	if opts.Transitive {
-		n, err := s.nesting()
-		if err != nil {
-			return 0, err
-		}
-		return n.ListTransitiveMembers(ctx, groupID, opts, list)
+		var rev Revision
+		err := s.readBelow(ctx, sc, []string{groupID}, nil, func() (err error) {
+			rev, err = s.store.ListTransitiveMembers(ctx, groupID, opts, list)
+			return err
+		})
+		return rev, err
+	}
+	if err := authorizeRead(sc, groupID); err != nil {
+		return 0, err
 	}
 	return s.store.ListMembers(ctx, groupID, opts, list)
 }
@@ -108,6 +115,9 @@ func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOpti
 // Errors: CodeInvalidGroupID, CodeNotMember, and whatever the Store returns.
 func (s *Service) Member(ctx context.Context, groupID string, uid UID) (Member, error) {
 	if err := ValidateGroupID(groupID); err != nil {
+		return Member{}, err
+	}
+	if err := authorizeRead(scope.Of(ctx), groupID); err != nil {
 		return Member{}, err
 	}
 	m, ok, err := s.store.Member(ctx, groupID, uid)
@@ -130,6 +140,9 @@ func (s *Service) Revision(ctx context.Context, groupID string) (Revision, error
 	if err := ValidateGroupID(groupID); err != nil {
 		return 0, err
 	}
+	if err := authorizeRead(scope.Of(ctx), groupID); err != nil {
+		return 0, err
+	}
 	return s.store.Revision(ctx, groupID)
 }
 
@@ -137,8 +150,7 @@ func (s *Service) Revision(ctx context.Context, groupID string) (Revision, error
 // Store.UserGroups, and, with opts.Transitive, Nesting.TransitiveUserGroups,
 // whose revision it returns (a direct list has none: 0).
 //
-// Errors: CodeInvalidQuery, CodeUnsupported (transitive), and whatever the
-// Store returns.
+// Errors: CodeInvalidQuery, and whatever the Store returns.
 func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) (Revision, error) {
 	if err := CheckLimit(opts.Limit, MaxPageSize+1); err != nil {
 		return 0, err
@@ -148,13 +160,19 @@ func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions
 			return 0, Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
 		}
 	}
+	sc := scope.Of(ctx)
 	if opts.Transitive {
-		n, err := s.nesting()
-		if err != nil {
-			return 0, err
+		if !sc.AllowsAll(scope.Read) {
+			// Whether a refusal named a group or not, it would tell that
+			// uid is in a group outside the scope: refused whatever the
+			// user's groups are.
+			e := Forbidden(sc, scope.Read, "")
+			e.Message += ": a user's groups through nesting may be any group's"
+			return 0, e
 		}
-		return n.TransitiveUserGroups(ctx, uid, opts, list)
+		return s.store.TransitiveUserGroups(ctx, uid, opts, list)
 	}
+	opts.Within = sc.Readable()
 	return 0, s.store.UserGroups(ctx, uid, opts, list)
 }
 
@@ -165,6 +183,11 @@ func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions
 func (s *Service) Changes(ctx context.Context, opts ChangeOptions) ([]Change, Revision, error) {
 	if err := CheckLimit(opts.Limit, MaxPageSize); err != nil {
 		return nil, 0, err
+	}
+	if sc := scope.Of(ctx); !sc.AllowsAll(scope.Read) {
+		e := Forbidden(sc, scope.Read, "")
+		e.Message += ": the change feed holds the changes of every group"
+		return nil, 0, e
 	}
 	return s.store.Changes(ctx, opts)
 }
@@ -182,8 +205,9 @@ func CheckLimit(limit, most int) error {
 
 // Write applies w, validated whole first: its op, its group id (but for
 // OpRemoveUser), at most MaxUsers users, uids or subgroups, each valid,
-// exactly one uid for OpRemoveUser, and no group nested in itself. See
-// Store.Write and Nesting.
+// exactly one uid for OpRemoveUser, no group nested in itself, and a
+// principal's name that ValidatePrincipal takes, if any. See Store.Write
+// and Nesting.
 //
 // A write with an Idempotency key is fingerprinted here (see Idempotency).
 //
@@ -191,16 +215,19 @@ func CheckLimit(limit, most int) error {
 // CodeInvalidUID (OpRemoveUser), CodeInvalidIdempotencyKey,
 // CodePreconditionFailed, CodeIdempotencyKeyReused,
 // CodeIdempotencyKeyInFlight, CodeMissingGroups, CodeInvalidGroups,
-// CodeTooManyGroups, CodeCycle, CodeTooDeep, CodeUnsupported (a nesting
-// write to a store without Nesting), and whatever the Store returns.
+// CodeTooManyGroups, CodeCycle, CodeTooDeep, CodeInternal (a bad
+// principal's name: the service's fault), and whatever the Store returns.
 func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	if err := s.validateWrite(w); err != nil {
 		return Result{}, err
 	}
+	if err := validatePrincipal(w.Principal); err != nil {
+		return Result{}, err
+	}
+	if err := authorizeWrite(scope.Of(ctx), w); err != nil {
+		return Result{}, err
+	}
 	if IsNestingOp(w.Op) {
-		if _, err := s.nesting(); err != nil {
-			return Result{}, err
-		}
 		w.MaxDepth = s.maxDepth
 	}
 	if w.Idem.Key != "" {
@@ -292,5 +319,6 @@ func (s *Service) Groups(ctx context.Context, opts GroupsOptions, list GroupsFun
 			return 0, Errorf(CodeInvalidQuery, "prefix is not the start of a group id: %v", err)
 		}
 	}
+	opts.Within = scope.Of(ctx).Readable()
 	return s.store.Groups(ctx, opts, list)
 }

@@ -14,39 +14,48 @@
 // It is the service itself, not a mock: the handler, routes, errors,
 // limits, middleware and auth of the membership binary, built by the same
 // code, over its memory store, served by net/http/httptest. Options set a
-// token (WithToken), the binary's limits (WithFlags), and a fake clock for
-// memberships that end by themselves (WithClock, then Server.Advance).
+// token (WithToken) and principals with their rights and groups
+// (WithPrincipal), the binary's limits (WithFlags), HTTPS (WithTLS), and
+// a fake clock for memberships that end by themselves (WithClock, then
+// Server.Advance).
 package membershiptest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"example.com/groupmembership/client"
+	"example.com/groupmembership/internal/access"
 	"example.com/groupmembership/internal/server"
 )
 
 // Server is the service, serving until the test ends.
 type Server struct {
-	// URL is the service's base URL, http://127.0.0.1:port.
+	// URL is the service's base URL, http://127.0.0.1:port, or
+	// https://127.0.0.1:port with WithTLS.
 	URL string
 	// Client is a client of the service, made with the server's token and
 	// the options of WithClientOptions.
 	Client *client.Client
 
-	t        testing.TB
-	httpSrv  *httptest.Server
-	embedded *server.Embedded
-	clock    *clock // nil without WithClock
-	close    func()
+	t          testing.TB
+	clientOpts []client.Option
+	httpSrv    *httptest.Server
+	embedded   *server.Embedded
+	clock      *clock // nil without WithClock
+	close      func()
 }
 
 // Option configures NewServer.
@@ -54,10 +63,12 @@ type Option func(*config)
 
 type config struct {
 	token      string
+	acl        []string // lines of an ACL file
 	flags      []string
 	clockStart time.Time
 	hasClock   bool
 	listener   net.Listener
+	tls        *tls.Config // WithTLS's; nil: plain HTTP
 	middleware []func(http.Handler) http.Handler
 	clientOpts []client.Option
 	log        io.Writer
@@ -70,14 +81,39 @@ func WithToken(token string) Option {
 	return func(c *config) { c.token = token }
 }
 
+// WithPrincipal gives the service a principal, as a line of the binary's
+// ACL file (-acl-file) does: name, whose credential is token, with rights
+// ("read", "write", "admin", or several joined by commas: write reads too,
+// admin does everything) on groups (each an id, a prefix ending in *, or
+// * for every group; an admin's are *). Writes then need the token of a
+// principal, and reach only its groups (403 forbidden past them, which
+// client.IsForbidden tells); with WithFlags("-auth-reads"), reads too.
+// Server.Client sends the token of WithToken, if any; ClientWithToken
+// makes a client of a principal. The configuration is checked as the
+// binary checks its ACL file.
+func WithPrincipal(name, token, rights string, groups ...string) Option {
+	return func(c *config) {
+		fields := []string{name, access.HashToken(token), rights}
+		for _, g := range groups {
+			prefix, isPrefix := strings.CutSuffix(g, "*")
+			f := strings.ReplaceAll(url.PathEscape(prefix), "*", "%2A")
+			if isPrefix {
+				f += "*"
+			}
+			fields = append(fields, f)
+		}
+		c.acl = append(c.acl, strings.Join(fields, " "))
+	}
+}
+
 // WithFlags sets the binary's flags of limits and budgets, with their
 // checks and defaults: "-max-body", "-max-users", "-max-checks",
 // "-max-batch", "-max-depth", "-changes-keep", "-changes-keep-bytes",
 // "-changes-reply-bytes", "-max-waiters", "-idempotency-retention",
 // "-list-cache", "-auth-reads", ... (membership -h lists them). Flags of
 // what an in-process service has not got (-data-dir, -admin-addr,
-// -token-file, -restore, -probe) fail the test; -addr is ignored (see
-// WithListener).
+// -token-file, -restore, -probe, -tls-cert: see WithTLS) fail the test;
+// -addr is ignored (see WithListener).
 func WithFlags(args ...string) Option {
 	return func(c *config) { c.flags = append(c.flags, args...) }
 }
@@ -132,6 +168,22 @@ func WithListener(ln net.Listener) Option {
 	return func(c *config) { c.listener = ln }
 }
 
+// WithTLS serves HTTPS with cfg, as the binary's -tls-cert does: its
+// Certificates (none: net/http/httptest's, for 127.0.0.1), and its
+// ClientAuth and ClientCAs for a service that asks for client
+// certificates, as -tls-client-ca does (tls.VerifyClientCertIfGiven).
+// Server.Client trusts the certificate served, and presents none: give
+// WithClientOptions(client.WithTLSConfig(...)) for a client that does.
+// Server.Certificate returns the certificate, for other clients.
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *config) {
+		if cfg == nil {
+			cfg = &tls.Config{}
+		}
+		c.tls = cfg.Clone()
+	}
+}
+
 // WithMiddleware wraps the service's handler in mw, for tests of a
 // client's handling of faults: a proxy that drops a connection, a 503 from
 // a load balancer, a slow reply. The last one given is the outermost.
@@ -173,6 +225,9 @@ func start(t testing.TB, opts []Option) (*Server, error) {
 	}
 	s := &Server{t: t}
 	eo := server.EmbeddedOptions{Args: cfg.flags, Token: cfg.token, Log: cfg.log}
+	if len(cfg.acl) > 0 {
+		eo.ACL = []byte(strings.Join(cfg.acl, "\n") + "\n")
+	}
 	if cfg.hasClock {
 		s.clock = &clock{now: cfg.clockStart}
 		eo.Now = s.clock.Now
@@ -194,7 +249,12 @@ func start(t testing.TB, opts []Option) (*Server, error) {
 		_ = s.httpSrv.Listener.Close()
 		s.httpSrv.Listener = cfg.listener
 	}
-	s.httpSrv.Start()
+	if cfg.tls != nil {
+		s.httpSrv.TLS = cfg.tls
+		s.httpSrv.StartTLS()
+	} else {
+		s.httpSrv.Start()
+	}
 	s.URL = s.httpSrv.URL
 	s.close = sync.OnceFunc(func() {
 		// Long polls end first: httptest waits for the requests in flight.
@@ -209,13 +269,29 @@ func start(t testing.TB, opts []Option) (*Server, error) {
 	if cfg.token != "" {
 		clientOpts = append([]client.Option{client.WithToken(cfg.token)}, clientOpts...)
 	}
+	if cfg.tls != nil {
+		roots := x509.NewCertPool()
+		roots.AddCert(s.httpSrv.Certificate())
+		clientOpts = append([]client.Option{client.WithTLSConfig(&tls.Config{RootCAs: roots})}, clientOpts...)
+	}
 	c, err := client.New(s.URL, clientOpts...)
 	if err != nil {
 		s.close()
 		return nil, fmt.Errorf("making the client: %w", err)
 	}
 	s.Client = c
+	s.clientOpts = cfg.clientOpts
 	return s, nil
+}
+
+// ClientWithToken returns a client of the service that sends token (a
+// principal's of WithPrincipal), with the options of WithClientOptions.
+func (s *Server) ClientWithToken(token string) *client.Client {
+	c, err := client.New(s.URL, append([]client.Option{client.WithToken(token)}, s.clientOpts...)...)
+	if err != nil {
+		s.fail("making a client with a token: %v", err)
+	}
+	return c
 }
 
 // fail reports a failure of the server: to the test, or, without one, by
@@ -226,6 +302,15 @@ func (s *Server) fail(format string, args ...any) {
 	}
 	s.t.Helper()
 	s.t.Errorf("membershiptest: "+format, args...)
+}
+
+// Certificate returns the certificate the service serves with WithTLS, for
+// a client to trust; nil without.
+func (s *Server) Certificate() *x509.Certificate {
+	if s.httpSrv.TLS == nil {
+		return nil
+	}
+	return s.httpSrv.Certificate()
 }
 
 // Addr returns the address the server listens on.

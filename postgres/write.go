@@ -61,6 +61,9 @@ type change struct {
 	ifExists    bool
 	ifEmpty     bool
 	actor       *int64 // nil: none (NULL)
+	// principal is who made the change, as the service authenticated it
+	// (migration 0008); nil (NULL) for none.
+	principal *string
 	// batch holds a batch's writes (op 6), encoded by appendBatch; nil
 	// for the other ops.
 	batch []byte
@@ -85,7 +88,7 @@ type change struct {
 // change is committed, and placed (its time), moments later. A nesting
 // write that may deepen a chain carries its bound on depth.
 func changeOf(w membership.Write) (change, error) {
-	c := change{groupID: w.GroupID, idem: w.Idem}
+	c := change{groupID: w.GroupID, idem: w.Idem, principal: principalOf(w.Principal)}
 	if w.Actor != 0 {
 		actor := int64(w.Actor)
 		c.actor = &actor
@@ -97,32 +100,11 @@ func changeOf(w membership.Write) (change, error) {
 	}
 	switch w.Op {
 	case membership.OpAdd, membership.OpReplace:
-		users := membership.ResolveTTLs(w.Users, time.Now())
-		c.uids = make([]int64, len(users))
-		c.nicknames = make([][]byte, len(users)) // bytea: a nickname may hold any character, NUL included
-		for i, u := range users {
-			c.uids[i] = int64(u.UID)
-			if u.HasNickname {
-				c.nicknames[i] = append([]byte{}, u.Nickname...) // not nil, even when empty: nil is NULL, no nickname
-			}
-			if u.Expiry.Set {
-				if c.expiries == nil {
-					c.expiries = make([]*int64, len(users))
-				}
-				var ms int64 // 0: made permanent
-				if !u.Expiry.At.IsZero() {
-					ms = u.Expiry.At.UnixMilli()
-				}
-				c.expiries[i] = &ms
-			}
-		}
+		c.setUsers(membership.ResolveTTLs(w.Users, time.Now()))
 	case membership.OpDeleteGroup:
 		c.uids = []int64{} // it names no uid
 	case membership.OpRemove:
-		c.uids = make([]int64, len(w.UIDs))
-		for i, uid := range w.UIDs {
-			c.uids[i] = int64(uid)
-		}
+		c.uids = int64s(w.UIDs)
 	case membership.OpRemoveUser:
 		if len(w.UIDs) != 1 {
 			return change{}, fmt.Errorf("remove_user names %d uids, not one", len(w.UIDs))
@@ -133,10 +115,7 @@ func changeOf(w membership.Write) (change, error) {
 		if w.AsOf.IsZero() {
 			return change{}, fmt.Errorf("an expire of group %q names no time its expiries are due as of", w.GroupID)
 		}
-		c.uids = make([]int64, len(w.UIDs))
-		for i, uid := range w.UIDs {
-			c.uids[i] = int64(uid)
-		}
+		c.uids = int64s(w.UIDs)
 		asOf := w.AsOf
 		c.asOf = &asOf
 		return c, nil // the service's own change: no precondition
@@ -165,6 +144,38 @@ func changeOf(w membership.Write) (change, error) {
 	}
 	c.ifExists, c.ifEmpty = w.If.Exists, w.If.Empty
 	return c, nil
+}
+
+// setUsers sets c's uids, nicknames and expiries from users, whose TTLs
+// are times already.
+func (c *change) setUsers(users []membership.User) {
+	c.uids = make([]int64, len(users))
+	c.nicknames = make([][]byte, len(users)) // bytea: a nickname may hold any character, NUL included
+	for i, u := range users {
+		c.uids[i] = int64(u.UID)
+		if u.HasNickname {
+			c.nicknames[i] = append([]byte{}, u.Nickname...) // not nil, even when empty: nil is NULL, no nickname
+		}
+		if u.Expiry.Set {
+			if c.expiries == nil {
+				c.expiries = make([]*int64, len(users))
+			}
+			var ms int64 // 0: made permanent
+			if !u.Expiry.At.IsZero() {
+				ms = u.Expiry.At.UnixMilli()
+			}
+			c.expiries[i] = &ms
+		}
+	}
+}
+
+// int64s returns uids as the column holds them.
+func int64s(uids []membership.UID) []int64 {
+	out := make([]int64, len(uids))
+	for i, uid := range uids {
+		out[i] = int64(uid)
+	}
+	return out
 }
 
 // setSubgroups sets c's subgroups and their expiries from groups, whose
@@ -206,6 +217,8 @@ func (c change) unreadable() string {
 	nesting := membership.IsNestingOp(ops[c.op])
 	addsGroups := ops[c.op] == membership.OpAddGroups || ops[c.op] == membership.OpReplaceGroups
 	switch {
+	case c.principal != nil && membership.ValidatePrincipal(*c.principal) != nil:
+		return fmt.Sprintf("a principal that is not one (%v)", membership.ValidatePrincipal(*c.principal))
 	case expire && c.asOf == nil:
 		return "an expire without its time (as_of)"
 	case !expire && c.asOf != nil:
@@ -251,6 +264,9 @@ func (c change) write() membership.Write {
 	if c.actor != nil {
 		w.Actor = membership.UID(*c.actor)
 	}
+	if c.principal != nil {
+		w.Principal = *c.principal
+	}
 	if c.asOf != nil {
 		w.AsOf = *c.asOf
 	}
@@ -288,6 +304,15 @@ func (c change) write() membership.Write {
 	return w
 }
 
+// principalOf returns a principal's name as a row holds it: nil (NULL)
+// for none.
+func principalOf(name string) *string {
+	if name == "" {
+		return nil
+	}
+	return &name
+}
+
 // expiryOf returns an expiry as a row holds it, in milliseconds since
 // 1970, as the Expiry it was: 0 is made permanent.
 func expiryOf(ms int64) membership.Expiry {
@@ -315,7 +340,7 @@ func (c change) depth() int {
 // going to the log (answerHere).
 //
 // A write with an Idempotency key (w.Idem) is applied once for its key,
-// whichever instance takes it: its row carries the key, and every
+// w.Principal's own, whichever instance takes it: its row carries the key, and every
 // instance, applying the log in order, has memory decide whether the row
 // repeats a keyed change it remembers, as of the row's time. A repeat
 // changes nothing, and its writer gets the first change's result,
@@ -343,7 +368,7 @@ func (s *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 		return membership.Result{}, err
 	}
 	if c.idem.Key != "" {
-		if res, replayed, err := s.mem.ReplayWrite(c.idem, time.Now()); replayed || err != nil {
+		if res, replayed, err := s.mem.ReplayWrite(w.Principal, c.idem, time.Now()); replayed || err != nil {
 			return res, err
 		}
 		res, err := s.commit(ctx, c)

@@ -1,9 +1,7 @@
 package middleware
 
 import (
-	"crypto/subtle"
 	"net/http"
-	"strings"
 
 	"example.com/groupmembership/membership"
 )
@@ -57,24 +55,6 @@ func WithCacheControl(value string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Cache-Control"] = v
 		h.ServeHTTP(w, r)
-	})
-}
-
-// RequireToken lets through only requests with Authorization: Bearer token.
-// The scheme is matched case-insensitively (RFC 9110 11.1), the token in
-// constant time, so that the time taken tells nothing about it.
-func RequireToken(token string, next http.Handler) http.Handler {
-	want := []byte(token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, got, _ := strings.Cut(HeaderValue(r, "Authorization"), " ")
-		got = strings.TrimLeft(got, " ")
-		if subtle.ConstantTimeCompare([]byte(got), want) != 1 || !strings.EqualFold(scheme, "Bearer") {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="membership"`)
-			WriteError(w, r, membership.Errorf(codeUnauthorized,
-				"this request needs the header Authorization: Bearer <token>, with the service's token"))
-			return
-		}
-		next.ServeHTTP(w, r)
 	})
 }
 

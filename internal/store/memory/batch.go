@@ -25,7 +25,7 @@ func (m *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 	if b.Idem.Key == "" {
 		return m.batch(b)
 	}
-	results, rev, replayed, err := m.keyed(ctx, b.Idem, true, nowOr(b.Time), func() ([]membership.Result, membership.Revision, error) {
+	results, rev, replayed, err := m.keyed(ctx, b.Principal, b.Idem, true, nowOr(b.Time), func() ([]membership.Result, membership.Revision, error) {
 		res, err := m.batch(b)
 		return res.Results, res.Revision, err
 	})
@@ -58,7 +58,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	// A TTL counts from the very time the batch's change carries, as a
 	// write's does (feed.Stamp.WithTimeFor), not from a second reading of the
 	// clock: they could fall in two milliseconds.
-	st := feed.Stamp{Actor: b.Actor, At: b.Time, Now: true}
+	st := feed.Stamp{Actor: b.Actor, Principal: b.Principal, At: b.Time, Now: true}
 	for _, w := range b.Writes {
 		st = st.WithTimeFor(w.Users).WithTimeForSubgroups(w.Subgroups)
 	}
@@ -66,7 +66,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	// kind that can be refused here, is refused before any member
 	// changes. Nestings and members are apart, so applying one before the
 	// other ends as applying the writes in order does.
-	nested := make([]nestedWrite, len(b.Writes))
+	var nested []nestedWrite
 	next := m.nest.Next()
 	if nests {
 		var err error
@@ -74,44 +74,31 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 			return membership.BatchResult{}, err
 		}
 	}
-	// Groups are created before any reverse shard is taken (lock order).
-	for i, w := range b.Writes {
-		adds := (w.Op == membership.OpAdd || w.Op == membership.OpReplace) && len(w.Users) > 0
-		if nested[i].change.Op != "" && w.Op != membership.OpDeleteGroup {
-			adds = true
-		}
-		if adds && groups[w.GroupID] == nil {
-			groups[w.GroupID] = m.newGroup(m.shardOf(w.GroupID), w.GroupID)
-		}
-	}
+	m.createBatchGroups(b.Writes, groups, nested)
 	var rbuf [4]uint64
 	locked := m.reverse.Lock(batch.Users(b.Writes, groups), rbuf[:])
 	a := batch.NewApplier(b.Writes, nowOr(st.At), &m.reverse, &m.due, &m.counts.members, m.nicknames.Write())
 	defer a.Nicknames().Release()
-	results, subs, changed := m.applyBatch(a, b.Writes, nested, groups)
-	var rev membership.Revision
+	results, subs, changed, nestChanged := m.applyBatchWrites(a, b.Writes, groups, nested)
+	a.ForgetDeferred()
 	if len(subs) == 0 {
 		a.Nicknames().Release()
 		m.reverse.Unlock(locked)
-		rev = m.LatestRevision()
-	} else {
-		rev = a.Nicknames().Record(&m.feed, membership.Change{Op: membership.OpBatch, Changes: subs}, st)
-		m.reverse.UnlockAt(locked, rev)
-		if slices.ContainsFunc(nested, func(n nestedWrite) bool { return n.change.Op != "" }) {
-			m.nestChanged(rev, next)
-		}
-		for g := range changed {
-			if g.Vacant() {
-				m.dropGroup(m.shardOf(g.ID), g, rev)
-			} else {
-				m.revise(g, rev)
-			}
+		return atRevision(results, m.LatestRevision()), nil
+	}
+	rev := a.Nicknames().Record(&m.feed, membership.Change{Op: membership.OpBatch, Changes: subs}, st)
+	m.reverse.UnlockAt(locked, rev)
+	if nestChanged {
+		m.nestChanged(rev, next)
+	}
+	for g := range changed {
+		if g.Vacant() {
+			m.dropGroup(m.shardOf(g.ID), g, rev)
+		} else {
+			m.revise(g, rev)
 		}
 	}
-	for i := range results {
-		results[i].Revision = rev
-	}
-	return membership.BatchResult{Results: results, Revision: rev}, nil
+	return atRevision(results, rev), nil
 }
 
 // batchGroups returns the ids of the groups the writes of a batch change,
@@ -132,15 +119,40 @@ func (m *Store) batchGroups(ws []membership.Write, nests bool) []string {
 	return ids
 }
 
-// applyBatch applies the membership writes of ws with a, and takes the
-// nesting writes' results and changes from nested (batchNesting), in
-// order. It returns each write's result, the changes made, and the groups
-// whose members or subgroups changed.
-func (m *Store) applyBatch(a *batch.Applier, ws []membership.Write, nested []nestedWrite, groups map[string]*group.Group) ([]membership.Result, []membership.Change, map[*group.Group]bool) {
-	results := make([]membership.Result, len(ws))
-	var subs []membership.Change
-	changed := map[*group.Group]bool{}
-	for i, w := range ws {
+// atRevision returns the result of a batch whose writes' results are
+// results, at rev.
+func atRevision(results []membership.Result, rev membership.Revision) membership.BatchResult {
+	for i := range results {
+		results[i].Revision = rev
+	}
+	return membership.BatchResult{Results: results, Revision: rev}
+}
+
+// createBatchGroups creates the groups a batch's writes add users or
+// subgroups to (nested is what its nesting writes did, nil when it has
+// none), before any reverse shard is taken (the lock order).
+func (m *Store) createBatchGroups(writes []membership.Write, groups map[string]*group.Group, nested []nestedWrite) {
+	for i, w := range writes {
+		adds := (w.Op == membership.OpAdd || w.Op == membership.OpReplace) && len(w.Users) > 0
+		if nested != nil && nested[i].change.Op != "" && w.Op != membership.OpDeleteGroup {
+			adds = true
+		}
+		if adds && groups[w.GroupID] == nil {
+			groups[w.GroupID] = m.newGroup(m.shardOf(w.GroupID), w.GroupID)
+		}
+	}
+}
+
+// applyBatchWrites applies a batch's writes to their groups with a, in
+// order, taking its nesting writes' results from nested (nil when it has
+// none), and returns each write's result, the changes of those that
+// changed something, the groups whose revision moves with the batch, and
+// whether it changed the nesting.
+func (m *Store) applyBatchWrites(a *batch.Applier, writes []membership.Write, groups map[string]*group.Group, nested []nestedWrite) (
+	results []membership.Result, subs []membership.Change, changed map[*group.Group]bool, nestChanged bool) {
+	results = make([]membership.Result, len(writes))
+	changed = map[*group.Group]bool{}
+	for i, w := range writes {
 		g := groups[w.GroupID]
 		var sub membership.Change
 		if membership.IsNestingOp(w.Op) {
@@ -148,7 +160,8 @@ func (m *Store) applyBatch(a *batch.Applier, ws []membership.Write, nested []nes
 		} else {
 			results[i], sub = a.Apply(g, w)
 		}
-		if nested[i].change.Op != "" {
+		if nested != nil && nested[i].change.Op != "" {
+			nestChanged = true
 			if sub.Op == "" { // a deletion of a group with no members, nested
 				sub = nested[i].change
 			}
@@ -170,8 +183,7 @@ func (m *Store) applyBatch(a *batch.Applier, ws []membership.Write, nested []nes
 			}
 		}
 	}
-	a.ForgetDeferred()
-	return results, subs, changed
+	return results, subs, changed, nestChanged
 }
 
 // nestedWrite is what a write of a batch did to the nesting.

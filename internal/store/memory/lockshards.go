@@ -19,23 +19,12 @@ func (m *Store) lockShards(n int, idOf func(i int) string, read bool, buf []uint
 	for i := range n {
 		set.Add(m.shardIndex(idOf(i)))
 	}
-	for i := range set.All {
-		if read {
-			m.shards[i].mu.RLock()
-		} else {
-			m.shards[i].mu.Lock()
-		}
-	}
+	set.Lock(m.shardMu, read)
 	return heldShards{set: set, read: read}
 }
 
 // unlockShards unlocks the shards lockShards locked.
-func (m *Store) unlockShards(held heldShards) {
-	for i := range held.set.All {
-		if held.read {
-			m.shards[i].mu.RUnlock()
-		} else {
-			m.shards[i].mu.Unlock()
-		}
-	}
-}
+func (m *Store) unlockShards(held heldShards) { held.set.Unlock(m.shardMu, held.read) }
+
+// shardMu returns the lock of shard i.
+func (m *Store) shardMu(i int) *shards.Mutex { return &m.shards[i].mu }

@@ -27,17 +27,9 @@ func (t transitiveStore) Shards() int { return len(t.m.shards) }
 
 func (t transitiveStore) ShardOf(groupID string) int { return t.m.shardIndex(groupID) }
 
-func (t transitiveStore) RLockShards(set shards.Set) {
-	for i := range set.All {
-		t.m.shards[i].mu.RLock()
-	}
-}
+func (t transitiveStore) RLockShards(set shards.Set) { set.Lock(t.m.shardMu, true) }
 
-func (t transitiveStore) RUnlockShards(set shards.Set) {
-	for i := range set.All {
-		t.m.shards[i].mu.RUnlock()
-	}
-}
+func (t transitiveStore) RUnlockShards(set shards.Set) { set.Unlock(t.m.shardMu, true) }
 
 func (t transitiveStore) RLockShard(i int) { t.m.shards[i].mu.RLock() }
 

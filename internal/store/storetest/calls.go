@@ -2,8 +2,14 @@ package storetest
 
 import (
 	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/groupids"
 )
 
 // Add adds users to the group in s: a Write of OpAdd, with no
@@ -20,3 +26,46 @@ func Remove(ctx context.Context, s membership.Store, groupID string, uids []memb
 
 // Count returns a change's count, for tests that check only that.
 func Count(res membership.Result, err error) (int, error) { return res.Count, err }
+
+// WriteAtOnce makes each of writes to s on a goroutine of its own, all at
+// once, and returns their errors, in order.
+func WriteAtOnce(s membership.Store, writes []membership.Write) []error {
+	errs := make([]error, len(writes))
+	var wg sync.WaitGroup
+	for i, w := range writes {
+		wg.Go(func() { _, errs[i] = s.Write(context.Background(), w) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// OneWon checks that exactly one of errs is nil, and that every other is
+// a CodePreconditionFailed error: of writes racing with one precondition,
+// one wins.
+func OneWon(t *testing.T, errs []error) {
+	t.Helper()
+	won := 0
+	for _, err := range errs {
+		if err == nil {
+			won++
+		} else {
+			assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
+		}
+	}
+	assert.Equal(t, 1, won)
+}
+
+// WithinSet returns the set of patterns, for tests of Within and scopes: "*"
+// is every group, an id that ends in "*" a prefix, any other an id.
+func WithinSet(patterns ...string) *groupids.Set {
+	var exact, prefixes []string
+	for _, p := range patterns {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok {
+			prefixes = append(prefixes, prefix)
+		} else {
+			exact = append(exact, p)
+		}
+	}
+	set := groupids.New(exact, prefixes)
+	return &set
+}

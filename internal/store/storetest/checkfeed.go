@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -75,4 +77,71 @@ func CheckAgainstFeed(t *testing.T, changes []membership.Change, observations []
 			}
 		}
 	}
+}
+
+// MovingChecks returns the checks of every user that CheckWhileMoving
+// moves, users 1 to n, in both its groups.
+func MovingChecks(n int) []membership.Check {
+	var checks []membership.Check
+	for uid := 1; uid <= n; uid++ {
+		checks = append(checks, membership.Check{GroupID: "left", UID: membership.UID(uid)}, membership.Check{GroupID: "right", UID: membership.UID(uid)})
+	}
+	return checks
+}
+
+// CheckWhileMoving has writers move users between the groups "left" and
+// "right", rounds times each (writer w moves users w*perWriter+1 to
+// (w+1)*perWriter), through move, which removes uid from the group from
+// ("" on the first round: it is in none yet) and adds it to the group to;
+// beside them, another goroutine calls check until they are done. It
+// returns what the checks answered, and the errors of every goroutine.
+func CheckWhileMoving(writers, perWriter, rounds int, move func(uid membership.UID, from, to string) error,
+	check func() (CheckObservation, error)) ([]CheckObservation, []error) {
+	errs := make(chan error, writers+1)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			from, to := "", "right"
+			for range rounds {
+				for i := range perWriter {
+					if err := move(membership.UID(w*perWriter+i+1), from, to); err != nil {
+						errs <- fmt.Errorf("writer %d: %w", w, err)
+						return
+					}
+				}
+				if from == "" {
+					from = "left"
+				}
+				from, to = to, from
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	var observations []CheckObservation
+	checker := make(chan struct{})
+	go func() {
+		defer close(checker)
+		for {
+			o, err := check()
+			if err != nil {
+				errs <- fmt.Errorf("checker: %w", err)
+				return
+			}
+			observations = append(observations, o)
+			select {
+			case <-done:
+				return
+			default:
+			}
+		}
+	}()
+	<-checker
+	<-done
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return observations, all
 }

@@ -11,15 +11,6 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// NestingOf returns s's membership.Nesting, failing the test when it has
-// none.
-func NestingOf(t *testing.T, s membership.Store) membership.Nesting {
-	t.Helper()
-	n, ok := s.(membership.Nesting)
-	require.True(t, ok, "%T keeps groups in groups", s)
-	return n
-}
-
 // Subgroups returns what n.Subgroups lists for group, the total it gives
 // and its revision.
 func Subgroups(t *testing.T, n membership.Nesting, group string, opts membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {

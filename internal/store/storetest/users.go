@@ -29,12 +29,17 @@ func MemberUIDs(members []membership.Member) []membership.UID {
 	return uids
 }
 
-// Users returns n users, of uids from, from+1, …, without a nickname or an
+// UsersOf returns users of uids, in order, without a nickname or an
 // expiry.
-func Users(from, n int) []membership.User {
-	users := make([]membership.User, n)
-	for i := range users {
-		users[i] = membership.User{UID: membership.UID(from + i)}
+func UsersOf(uids ...membership.UID) []membership.User {
+	users := make([]membership.User, len(uids))
+	for i, uid := range uids {
+		users[i] = membership.User{UID: uid}
 	}
 	return users
+}
+
+// Nicknamed returns the user uid with the nickname name ("" clears it).
+func Nicknamed(uid membership.UID, name string) membership.User {
+	return membership.User{UID: uid, Nickname: name, HasNickname: true}
 }

@@ -45,6 +45,29 @@ func (m *Mutex) Unlock() {
 	m.RWMutex.Unlock()
 }
 
+// Lock locks the mutexes of s's indexes, mu(i) each, in ascending order:
+// for reading when read.
+func (s Set) Lock(mu func(i int) *Mutex, read bool) {
+	for i := range s.All {
+		if read {
+			mu(i).RLock()
+		} else {
+			mu(i).Lock()
+		}
+	}
+}
+
+// Unlock lets go of what Lock locked.
+func (s Set) Unlock(mu func(i int) *Mutex, read bool) {
+	for i := range s.All {
+		if read {
+			mu(i).RUnlock()
+		} else {
+			mu(i).Unlock()
+		}
+	}
+}
+
 // Writes returns how many times m was held for writing. A change under m
 // counts once it lets go: a reader that holds m for reading, or that read
 // the same count before and after, saw none happen between.

@@ -11,6 +11,13 @@ import (
 	"example.com/groupmembership/membership"
 )
 
+// NestingRevision implements membership.Nesting.
+func (r *Reader) NestingRevision(context.Context) (membership.Revision, error) {
+	_, rev := r.s.RLockNesting()
+	r.s.RUnlockNesting()
+	return rev, nil
+}
+
 // TransitiveRevision implements membership.Nesting: the revision
 // ListTransitiveMembers answers at, were it to read now, from the kept
 // parts of its key (membersKey): it walks the groups of the shards written

@@ -40,7 +40,7 @@ func piecesFixture(t *testing.T, stores ...*memory.Store) {
 		}
 		ws = append(ws, add(fmt.Sprint("s", k), users...))
 	}
-	ws = append(ws, add("alone", storetest.Users(1, 40)...))
+	ws = append(ws, add("alone", storetest.UserRange(1, 40)...))
 	for _, s := range stores {
 		for _, w := range ws {
 			_, err := s.Write(context.Background(), w)

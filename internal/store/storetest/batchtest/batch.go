@@ -21,30 +21,20 @@ import (
 // as one change with one revision.
 func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	ctx := context.Background()
-	plain := func(uids ...membership.UID) []membership.User {
-		us := make([]membership.User, len(uids))
-		for i, uid := range uids {
-			us[i] = membership.User{UID: uid}
-		}
-		return us
-	}
-	nick := func(uid membership.UID, name string) membership.User {
-		return membership.User{UID: uid, Nickname: name, HasNickname: true}
-	}
 
 	t.Run("a batch is one change with one revision, its writes in order", func(t *testing.T) {
 		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "a", []membership.User{nick(1, "Ann"), {UID: 2}})
+		_, err := storetest.Add(ctx, s, "a", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
 		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "gone", plain(9))
+		_, err = storetest.Add(ctx, s, "gone", storetest.UsersOf(9))
 		require.NoError(t, err)
 		before := storetest.Latest(t, s)
 		res, err := s.Batch(ctx, membership.Batch{Actor: 42, Writes: []membership.Write{
 			{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}},
-			{Op: membership.OpAdd, GroupID: "b", Users: plain(1, 3)},
-			{Op: membership.OpReplace, GroupID: "c", Users: plain(4)},
+			{Op: membership.OpAdd, GroupID: "b", Users: storetest.UsersOf(1, 3)},
+			{Op: membership.OpReplace, GroupID: "c", Users: storetest.UsersOf(4)},
 			{Op: membership.OpDeleteGroup, GroupID: "gone"},
-			{Op: membership.OpAdd, GroupID: "d", Users: plain(5)},
+			{Op: membership.OpAdd, GroupID: "d", Users: storetest.UsersOf(5)},
 			{Op: membership.OpDeleteGroup, GroupID: "d"},
 		}})
 		require.NoError(t, err)
@@ -77,11 +67,11 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("a user moved in a batch keeps its nickname", func(t *testing.T) {
 		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "from", []membership.User{nick(7, "Sev")})
+		_, err := storetest.Add(ctx, s, "from", []membership.User{storetest.Nicknamed(7, "Sev")})
 		require.NoError(t, err)
 		_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
 			{Op: membership.OpRemove, GroupID: "from", UIDs: []membership.UID{7}},
-			{Op: membership.OpAdd, GroupID: "to", Users: plain(7)},
+			{Op: membership.OpAdd, GroupID: "to", Users: storetest.UsersOf(7)},
 		}})
 		require.NoError(t, err)
 		got, _ := storetest.ListAll(t, s, "to")
@@ -95,21 +85,21 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("a precondition that fails refuses the whole batch, naming the write", func(t *testing.T) {
 		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "a", plain(1))
+		_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1))
 		require.NoError(t, err)
 		rev, err := s.Revision(ctx, "a")
 		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "b", plain(1))
+		_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1))
 		require.NoError(t, err)
 		stale, err := s.Revision(ctx, "b")
 		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "b", plain(2))
+		_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(2))
 		require.NoError(t, err)
 		current, err := s.Revision(ctx, "b")
 		require.NoError(t, err)
 		before := storetest.Latest(t, s)
 		_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
-			{Op: membership.OpAdd, GroupID: "a", Users: plain(5), If: membership.Precondition{Revisions: []membership.Revision{rev}}},
+			{Op: membership.OpAdd, GroupID: "a", Users: storetest.UsersOf(5), If: membership.Precondition{Revisions: []membership.Revision{rev}}},
 			{Op: membership.OpDeleteGroup, GroupID: "b", If: membership.Precondition{Revisions: []membership.Revision{stale}}},
 		}})
 		var e *membership.Error
@@ -130,7 +120,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		}
 		for g := range 6 {
 			for first := 0; first < len(big); first += 10_000 {
-				_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), plain(big[first:first+10_000]...))
+				_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), storetest.UsersOf(big[first:first+10_000]...))
 				require.NoError(t, err)
 			}
 		}
@@ -144,16 +134,16 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		_, err := s.Batch(ctx, membership.Batch{Writes: ws[:10]}) // 1,000,000: the most
 		require.NoError(t, err)
 		for g := range 6 {
-			_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), plain(big[:10_000]...))
+			_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), storetest.UsersOf(big[:10_000]...))
 			require.NoError(t, err)
 		}
 		for g := range 6 { // whole again: with "small", 1,000,001 members in all, one too many
 			for first := 10_000; first < len(big); first += 10_000 {
-				_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), plain(big[first:first+10_000]...))
+				_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), storetest.UsersOf(big[first:first+10_000]...))
 				require.NoError(t, err)
 			}
 		}
-		_, err = storetest.Add(ctx, s, "small", plain(1))
+		_, err = storetest.Add(ctx, s, "small", storetest.UsersOf(1))
 		require.NoError(t, err)
 		mid := storetest.Latest(t, s)
 		_, err = s.Batch(ctx, membership.Batch{Writes: append(ws[:10:10], membership.Write{Op: membership.OpDeleteGroup, GroupID: "small"})})
@@ -164,11 +154,11 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("a batch that changes nothing takes no revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "a", plain(1))
+		_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1))
 		require.NoError(t, err)
 		before := storetest.Latest(t, s)
 		res, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
-			{Op: membership.OpAdd, GroupID: "a", Users: plain(1)},
+			{Op: membership.OpAdd, GroupID: "a", Users: storetest.UsersOf(1)},
 			{Op: membership.OpRemove, GroupID: "b", UIDs: []membership.UID{1}},
 			{Op: membership.OpDeleteGroup, GroupID: "c"},
 		}})
@@ -185,7 +175,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for uid := membership.UID(1); uid <= 1000; uid++ {
 			all = append(all, uid)
 		}
-		_, err := storetest.Add(ctx, s, "left", plain(all...))
+		_, err := storetest.Add(ctx, s, "left", storetest.UsersOf(all...))
 		require.NoError(t, err)
 		var done atomic.Bool
 		var wg sync.WaitGroup
@@ -215,7 +205,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for range 20 {
 			_, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
 				{Op: membership.OpDeleteGroup, GroupID: from},
-				{Op: membership.OpAdd, GroupID: to, Users: plain(all...)},
+				{Op: membership.OpAdd, GroupID: to, Users: storetest.UsersOf(all...)},
 			}})
 			require.NoError(t, err)
 			from, to = to, from
@@ -229,11 +219,11 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		s := newStore(t)
 		f := storetest.NewFollower()
 		batches := [][]membership.Write{
-			{{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{nick(1, "Ann"), {UID: 2}}}, {Op: membership.OpAdd, GroupID: "b", Users: plain(2)}},
-			{{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}}, {Op: membership.OpAdd, GroupID: "c", Users: plain(1)}},
-			{{Op: membership.OpDeleteGroup, GroupID: "a"}, {Op: membership.OpReplace, GroupID: "b", Users: plain(3)}},
+			{{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}}}, {Op: membership.OpAdd, GroupID: "b", Users: storetest.UsersOf(2)}},
+			{{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}}, {Op: membership.OpAdd, GroupID: "c", Users: storetest.UsersOf(1)}},
+			{{Op: membership.OpDeleteGroup, GroupID: "a"}, {Op: membership.OpReplace, GroupID: "b", Users: storetest.UsersOf(3)}},
 			{{Op: membership.OpRemove, GroupID: "c", UIDs: []membership.UID{1}}},
-			{{Op: membership.OpAdd, GroupID: "a", Users: plain(1)}},
+			{{Op: membership.OpAdd, GroupID: "a", Users: storetest.UsersOf(1)}},
 		}
 		after := membership.Revision(0)
 		for i, ws := range batches {

@@ -24,9 +24,6 @@ import (
 // returns an empty store whose feed keeps keep changes, for t to use.
 func Contract(t *testing.T, newStore func(t *testing.T, keep int) membership.Store) {
 	ctx := context.Background()
-	nick := func(uid membership.UID, n string) membership.User {
-		return membership.User{UID: uid, Nickname: n, HasNickname: true}
-	}
 
 	t.Run("one revision per change that alters the store, none for the rest", func(t *testing.T) {
 		s := newStore(t, membership.DefaultChangesKeep)
@@ -38,17 +35,17 @@ func Contract(t *testing.T, newStore func(t *testing.T, keep int) membership.Sto
 			changed bool
 		}{
 			{"add two", func() (membership.Result, error) {
-				return storetest.Add(ctx, s, "g", []membership.User{{UID: 3}, nick(1, "Ann")})
+				return storetest.Add(ctx, s, "g", []membership.User{{UID: 3}, storetest.Nicknamed(1, "Ann")})
 			}, membership.Result{Count: 2, Revision: 1}, true},
 			{"add them again", func() (membership.Result, error) {
 				return storetest.Add(ctx, s, "g", []membership.User{{UID: 1}, {UID: 3}})
 			}, membership.Result{Count: 0, Revision: 1}, false},
 			{"same nickname again", func() (membership.Result, error) {
-				return storetest.Add(ctx, s, "g", []membership.User{nick(1, "Ann")})
+				return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann")})
 			},
 				membership.Result{Count: 0, Revision: 1}, false},
 			{"a nickname and a member in one call: one revision", func() (membership.Result, error) {
-				return storetest.Add(ctx, s, "g", []membership.User{nick(1, "Anne"), {UID: 2}})
+				return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Anne"), {UID: 2}})
 			}, membership.Result{Count: 1, Revision: 2}, true},
 			{"no users, to an unknown group", func() (membership.Result, error) { return storetest.Add(ctx, s, "h", []membership.User{}) },
 				membership.Result{Count: 0, Revision: 2}, false},
@@ -59,10 +56,10 @@ func Contract(t *testing.T, newStore func(t *testing.T, keep int) membership.Sto
 			{"remove two", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{3, 2, 3}) },
 				membership.Result{Count: 2, Revision: 3}, true},
 			{"nickname change of a member", func() (membership.Result, error) {
-				return storetest.Add(ctx, s, "g", []membership.User{nick(1, "A"), nick(1, "")})
+				return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "A"), storetest.Nicknamed(1, "")})
 			}, membership.Result{Count: 0, Revision: 4}, true},
 			{"the last nickname given wins, and here changes nothing", func() (membership.Result, error) {
-				return storetest.Add(ctx, s, "g", []membership.User{nick(1, "B"), nick(1, "")})
+				return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "B"), storetest.Nicknamed(1, "")})
 			}, membership.Result{Count: 0, Revision: 4}, false},
 			{"empty the group", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{1}) },
 				membership.Result{Count: 1, Revision: 5}, true},

@@ -2,9 +2,7 @@ package memberstest
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -88,68 +86,23 @@ func testCheckMembers(t *testing.T, newStore func(t *testing.T) membership.Store
 	})
 }
 
-// checkWhileMoving has writers move users between the groups "left" and
-// "right", a remove from one and an add to the other, rounds times each
-// (writer w moves users w*perWriter+1 to (w+1)*perWriter), while another
-// goroutine checks every user in both groups until they are done. It
-// returns what the checks answered, and the errors of every goroutine.
+// checkWhileMoving is storetest.CheckWhileMoving on s, through its
+// Write and CheckMembers.
 func checkWhileMoving(s membership.Store, writers, perWriter, rounds int) ([]storetest.CheckObservation, []error) {
 	ctx := context.Background()
-	var checks []membership.Check
-	for uid := 1; uid <= writers*perWriter; uid++ {
-		checks = append(checks, membership.Check{GroupID: "left", UID: membership.UID(uid)}, membership.Check{GroupID: "right", UID: membership.UID(uid)})
-	}
-	errs := make(chan error, writers+1)
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			from, to := "left", "right"
-			for round := range rounds {
-				for i := range perWriter {
-					uid := membership.UID(w*perWriter + i + 1)
-					if round > 0 {
-						if _, err := storetest.Remove(ctx, s, from, []membership.UID{uid}); err != nil {
-							errs <- fmt.Errorf("writer %d: %w", w, err)
-							return
-						}
-					}
-					if _, err := storetest.Add(ctx, s, to, []membership.User{{UID: uid}}); err != nil {
-						errs <- fmt.Errorf("writer %d: %w", w, err)
-						return
-					}
-				}
-				from, to = to, from
-			}
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	var observations []storetest.CheckObservation
-	checker := make(chan struct{})
-	go func() {
-		defer close(checker)
-		for {
-			found, rev, err := s.CheckMembers(ctx, checks)
-			if err != nil {
-				errs <- fmt.Errorf("checker: %w", err)
-				return
-			}
-			observations = append(observations, storetest.CheckObservation{Checks: checks, Found: found, Revision: rev})
-			select {
-			case <-done:
-				return
-			default:
+	checks := storetest.MovingChecks(writers * perWriter)
+	move := func(uid membership.UID, from, to string) error {
+		if from != "" {
+			if _, err := storetest.Remove(ctx, s, from, []membership.UID{uid}); err != nil {
+				return err
 			}
 		}
-	}()
-	<-checker
-	<-done
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
+		_, err := storetest.Add(ctx, s, to, []membership.User{{UID: uid}})
+		return err
 	}
-	return observations, all
+	check := func() (storetest.CheckObservation, error) {
+		found, rev, err := s.CheckMembers(ctx, checks)
+		return storetest.CheckObservation{Checks: checks, Found: found, Revision: rev}, err
+	}
+	return storetest.CheckWhileMoving(writers, perWriter, rounds, move, check)
 }

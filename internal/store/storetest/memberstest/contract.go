@@ -1,8 +1,9 @@
 // Package memberstest is the part of the store contract about
 // memberships: adds and removes and their counts, nicknames, lists and
 // their paging, revisions of a group, the reverse index, whole-group
-// writes and their preconditions, member checks, the actor and time of a
-// change, and Idempotency-Keys.
+// writes and their preconditions, member checks, the actor, principal
+// and time of a change, Idempotency-Keys, each its principal's, and the
+// lists of groups within a set (Within).
 package memberstest
 
 import (
@@ -25,18 +26,13 @@ import (
 // Every store runs it: memory.Store, durable.Store, and the PostgreSQL store.
 func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	ctx := context.Background()
-	users := func(uids ...membership.UID) []membership.User {
-		us := make([]membership.User, len(uids))
-		for i, uid := range uids {
-			us[i] = membership.User{UID: uid}
-		}
-		return us
-	}
 
 	t.Run("whole-group writes", func(t *testing.T) { testWrites(t, newStore) })
 	t.Run("check members", func(t *testing.T) { testCheckMembers(t, newStore) })
 	t.Run("every change carries its actor and time", func(t *testing.T) { testStamps(t, newStore) })
 	t.Run("idempotency keys", func(t *testing.T) { testIdempotencyKeys(t, newStore) })
+	t.Run("principals", func(t *testing.T) { testPrincipals(t, newStore) })
+	t.Run("groups and a user's groups within a set", func(t *testing.T) { testWithin(t, newStore) })
 
 	t.Run("unknown group lists empty, not nil", func(t *testing.T) {
 		got, _ := storetest.ListAll(t, newStore(t), "nobody")
@@ -46,17 +42,17 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("add counts only new members, repeats count once", func(t *testing.T) {
 		s := newStore(t)
-		n, err := storetest.Count(storetest.Add(ctx, s, "g", users(3, 1, 3)))
+		n, err := storetest.Count(storetest.Add(ctx, s, "g", storetest.UsersOf(3, 1, 3)))
 		require.NoError(t, err)
 		assert.Equal(t, 2, n)
-		n, err = storetest.Count(storetest.Add(ctx, s, "g", users(1, 2)))
+		n, err = storetest.Count(storetest.Add(ctx, s, "g", storetest.UsersOf(1, 2)))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 	})
 
 	t.Run("list is sorted by uid", func(t *testing.T) {
 		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "g", users(30, 9223372036854775807, 1, 20))
+		_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(30, 9223372036854775807, 1, 20))
 		require.NoError(t, err)
 		got, _ := storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 20}, {UID: 30}, {UID: 9223372036854775807}}, got)
@@ -81,7 +77,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		s := newStore(t)
 		_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "b", users(1))
+		_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1))
 		require.NoError(t, err)
 		got, _ := storetest.ListAll(t, s, "b")
 		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}}, got)
@@ -89,9 +85,9 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("remove counts only members, and only in its group", func(t *testing.T) {
 		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "a", users(1, 2, 3))
+		_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1, 2, 3))
 		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "b", users(1, 2))
+		_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1, 2))
 		require.NoError(t, err)
 		n, err := storetest.Count(storetest.Remove(ctx, s, "a", []membership.UID{1, 1, 4}))
 		require.NoError(t, err)
@@ -117,7 +113,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		assert.Equal(t, 1, n)
 		got, _ := storetest.ListAll(t, s, "g")
 		assert.Empty(t, got)
-		n, err = storetest.Count(storetest.Add(ctx, s, "g", users(1)))
+		n, err = storetest.Count(storetest.Add(ctx, s, "g", storetest.UsersOf(1)))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 		got, _ = storetest.ListAll(t, s, "g")
@@ -128,7 +124,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		s := newStore(t)
 		_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1, Nickname: "Eve", HasNickname: true}, {UID: 2, Nickname: "Bo", HasNickname: true}})
 		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "b", users(1))
+		_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1))
 		require.NoError(t, err)
 		_, err = storetest.Remove(ctx, s, "a", []membership.UID{1, 2})
 		require.NoError(t, err)
@@ -136,7 +132,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Eve"}}, got, "1 is still in b")
 		_, err = storetest.Remove(ctx, s, "b", []membership.UID{1})
 		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "c", users(1, 2))
+		_, err = storetest.Add(ctx, s, "c", storetest.UsersOf(1, 2))
 		require.NoError(t, err)
 		got, _ = storetest.ListAll(t, s, "c")
 		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got, "both were in no group: forgotten")
@@ -167,16 +163,16 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 			return r
 		}
 		r0 := revision("g")
-		_, err := storetest.Add(ctx, s, "g", users(1, 2))
+		_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1, 2))
 		require.NoError(t, err)
 		r1 := revision("g")
 		assert.NotEqual(t, r0, r1, "an add changes the revision")
 
-		_, err = storetest.Add(ctx, s, "g", users(1))
+		_, err = storetest.Add(ctx, s, "g", storetest.UsersOf(1))
 		require.NoError(t, err)
 		_, err = storetest.Remove(ctx, s, "g", []membership.UID{9})
 		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "other", users(5))
+		_, err = storetest.Add(ctx, s, "other", storetest.UsersOf(5))
 		require.NoError(t, err)
 		assert.Equal(t, r1, revision("g"), "changes that alter nothing in g keep its revision")
 
@@ -198,7 +194,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		r4 := revision("g")
 		assert.NotEqual(t, r3, r4, "emptying the group changes the revision")
 
-		_, err = storetest.Add(ctx, s, "g", users(1))
+		_, err = storetest.Add(ctx, s, "g", storetest.UsersOf(1))
 		require.NoError(t, err)
 		assert.NotEqual(t, r4, revision("g"), "refilling the group changes the revision")
 	})
@@ -275,7 +271,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 				for i := range perWorker {
 					group := fmt.Sprintf("g%d", i%4)
 					uid := membership.UID(i%50 + 1)
-					n, err := storetest.Count(storetest.Add(ctx, s, group, users(uid, uid+1)))
+					n, err := storetest.Count(storetest.Add(ctx, s, group, storetest.UsersOf(uid, uid+1)))
 					if err != nil {
 						errs <- err
 						return

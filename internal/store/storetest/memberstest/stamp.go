@@ -17,21 +17,14 @@ import (
 // and the time it was committed.
 func testStamps(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	ctx := context.Background()
-	plain := func(uids ...membership.UID) []membership.User {
-		us := make([]membership.User, len(uids))
-		for i, uid := range uids {
-			us[i] = membership.User{UID: uid}
-		}
-		return us
-	}
 	s := newStore(t)
 	since := time.Now()
 	writes := []membership.Write{
-		{Op: membership.OpAdd, GroupID: "g", Users: plain(1, 2, 3), Actor: 7},
+		{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(1, 2, 3), Actor: 7},
 		{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{3}, Actor: math.MaxInt64},
-		{Op: membership.OpReplace, GroupID: "g", Users: plain(1, 4), Actor: 8},
+		{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(1, 4), Actor: 8},
 		{Op: membership.OpRemoveUser, UIDs: []membership.UID{4}, Actor: 9},
-		{Op: membership.OpAdd, GroupID: "h", Users: plain(5)}, // no actor
+		{Op: membership.OpAdd, GroupID: "h", Users: storetest.UsersOf(5)}, // no actor
 		{Op: membership.OpDeleteGroup, GroupID: "g", Actor: 10, If: membership.Precondition{Exists: true}},
 	}
 	for _, w := range writes {
@@ -39,11 +32,11 @@ func testStamps(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		require.NoError(t, err, w.Op)
 	}
 	// What changes nothing, and what fails, records nothing, actor or not.
-	_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "h", Users: plain(5), Actor: 11})
+	_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "h", Users: storetest.UsersOf(5), Actor: 11})
 	require.NoError(t, err)
 	_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "h", Actor: 12, If: membership.Precondition{Empty: true}})
 	require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
-	_, err = storetest.Add(ctx, s, "h", plain(6)) // names no actor
+	_, err = storetest.Add(ctx, s, "h", storetest.UsersOf(6)) // names no actor
 	require.NoError(t, err)
 
 	got := storetest.Untimed(t, storetest.AllChanges(t, s, 0), since)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,16 +18,6 @@ import (
 // group, remove a user everywhere), preconditions, and Groups.
 func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	ctx := context.Background()
-	nick := func(uid membership.UID, name string) membership.User {
-		return membership.User{UID: uid, Nickname: name, HasNickname: true}
-	}
-	plain := func(uids ...membership.UID) []membership.User {
-		us := make([]membership.User, len(uids))
-		for i, uid := range uids {
-			us[i] = membership.User{UID: uid}
-		}
-		return us
-	}
 	write := func(s membership.Store, w membership.Write) membership.Result {
 		t.Helper()
 		res, err := s.Write(ctx, w)
@@ -38,18 +27,18 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("replace makes the group exactly the users, in one revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "g", []membership.User{nick(1, "Ann"), {UID: 2}, nick(3, "Cy")})
+		_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}, storetest.Nicknamed(3, "Cy")})
 		require.NoError(t, err)
 		_, err = storetest.Add(ctx, s, "other", []membership.User{{UID: 3}})
 		require.NoError(t, err)
 		before := storetest.Latest(t, s)
-		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, nick(4, "Dee"), {UID: 4}}})
+		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, storetest.Nicknamed(4, "Dee"), {UID: 4}}})
 		assert.Equal(t, membership.Result{Count: 1, Removed: 2, Revision: before + 1}, res)
 		got, rev := storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 2}, {UID: 4, Nickname: "Dee"}}, got)
 		assert.Equal(t, before+1, rev)
 		// 1 is in no group: forgotten; 3 is still in other: kept.
-		_, err = storetest.Add(ctx, s, "h", plain(1, 3))
+		_, err = storetest.Add(ctx, s, "h", storetest.UsersOf(1, 3))
 		require.NoError(t, err)
 		got, _ = storetest.ListAll(t, s, "h")
 		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 3, Nickname: "Cy"}}, got)
@@ -58,24 +47,24 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("replace that changes nothing takes no revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "g", []membership.User{nick(1, "Ann"), {UID: 2}})
+		_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
 		require.NoError(t, err)
 		rev, err := s.Revision(ctx, "g")
 		require.NoError(t, err)
 		before := storetest.Latest(t, s)
-		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, nick(1, "Ann")}})
+		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, storetest.Nicknamed(1, "Ann")}})
 		assert.Equal(t, membership.Result{Revision: rev}, res)
 		assert.Equal(t, before, storetest.Latest(t, s))
 	})
 
 	t.Run("a write that names a user twice changes nothing when the last nickname is the current one", func(t *testing.T) {
 		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1}, nick(2, "B")})
+		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1}, storetest.Nicknamed(2, "B")})
 		require.NoError(t, err)
 		rev, err := s.Revision(ctx, "g")
 		require.NoError(t, err)
 		before := storetest.Latest(t, s)
-		twice := []membership.User{{UID: 1}, nick(2, "X"), nick(2, "B")}
+		twice := []membership.User{{UID: 1}, storetest.Nicknamed(2, "X"), storetest.Nicknamed(2, "B")}
 		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: twice})
 		assert.Equal(t, membership.Result{Revision: rev}, res)
 		res = write(s, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: twice})
@@ -85,10 +74,10 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("replace that changes only a nickname takes a revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "g", []membership.User{nick(1, "Ann")})
+		_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann")})
 		require.NoError(t, err)
 		before := storetest.Latest(t, s)
-		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{nick(1, "Anne")}})
+		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{storetest.Nicknamed(1, "Anne")}})
 		assert.Equal(t, membership.Result{Revision: before + 1}, res)
 		got, _ := storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Anne"}}, got)
@@ -96,9 +85,9 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("replace with no users empties the group; of an unknown group creates it", func(t *testing.T) {
 		s := newStore(t)
-		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "new", Users: plain(5, 6)})
+		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "new", Users: storetest.UsersOf(5, 6)})
 		assert.Equal(t, 2, res.Count)
-		_, err := storetest.Add(ctx, s, "g", plain(1, 2, 3))
+		_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1, 2, 3))
 		require.NoError(t, err)
 		res = write(s, membership.Write{Op: membership.OpReplace, GroupID: "g"})
 		assert.Equal(t, 3, res.Removed)
@@ -117,11 +106,11 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		s := newStore(t)
 		var big []membership.User
 		for uid := membership.UID(1); uid <= 300; uid++ {
-			big = append(big, nick(uid, fmt.Sprint("n", uid)))
+			big = append(big, storetest.Nicknamed(uid, fmt.Sprint("n", uid)))
 		}
 		_, err := storetest.Add(ctx, s, "big", big)
 		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "other", plain(7, 1000))
+		_, err = storetest.Add(ctx, s, "other", storetest.UsersOf(7, 1000))
 		require.NoError(t, err)
 		before := storetest.Latest(t, s)
 		res := write(s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "big"})
@@ -130,7 +119,7 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		assert.Empty(t, got)
 		assert.Equal(t, before+1, rev)
 		// 7 is still in other, with its nickname; 8 is forgotten.
-		_, err = storetest.Add(ctx, s, "again", plain(7, 8))
+		_, err = storetest.Add(ctx, s, "again", storetest.UsersOf(7, 8))
 		require.NoError(t, err)
 		got, _ = storetest.ListAll(t, s, "again")
 		assert.Equal(t, []membership.Member{{UID: 7, Nickname: "n7"}, {UID: 8}}, got)
@@ -145,10 +134,10 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	t.Run("remove user leaves every group in one revision and is forgotten", func(t *testing.T) {
 		s := newStore(t)
 		for _, g := range []string{"a", "b", "c"} {
-			_, err := storetest.Add(ctx, s, g, []membership.User{nick(9, "Nine"), {UID: 10}})
+			_, err := storetest.Add(ctx, s, g, []membership.User{storetest.Nicknamed(9, "Nine"), {UID: 10}})
 			require.NoError(t, err)
 		}
-		_, err := storetest.Add(ctx, s, "solo", plain(9))
+		_, err := storetest.Add(ctx, s, "solo", storetest.UsersOf(9))
 		require.NoError(t, err)
 		before := storetest.Latest(t, s)
 		res := write(s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{9}})
@@ -160,7 +149,7 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		}
 		groups, _ := storetest.Groups(t, s, membership.GroupsOptions{})
 		assert.Equal(t, []membership.GroupSize{{ID: "a", Members: 1}, {ID: "b", Members: 1}, {ID: "c", Members: 1}}, groups, "solo is gone")
-		_, err = storetest.Add(ctx, s, "a", plain(9))
+		_, err = storetest.Add(ctx, s, "a", storetest.UsersOf(9))
 		require.NoError(t, err)
 		got, _ := storetest.ListAll(t, s, "a")
 		assert.Equal(t, []membership.Member{{UID: 9}, {UID: 10}}, got, "the nickname is forgotten")
@@ -176,15 +165,15 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for _, op := range []membership.Op{membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup} {
 			t.Run(string(op), func(t *testing.T) {
 				s := newStore(t)
-				_, err := storetest.Add(ctx, s, "g", plain(1, 2))
+				_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1, 2))
 				require.NoError(t, err)
 				stale, err := s.Revision(ctx, "g")
 				require.NoError(t, err)
-				_, err = storetest.Add(ctx, s, "g", plain(3))
+				_, err = storetest.Add(ctx, s, "g", storetest.UsersOf(3))
 				require.NoError(t, err)
 				current, err := s.Revision(ctx, "g")
 				require.NoError(t, err)
-				w := membership.Write{Op: op, GroupID: "g", Users: plain(1, 5), UIDs: []membership.UID{1}}
+				w := membership.Write{Op: op, GroupID: "g", Users: storetest.UsersOf(1, 5), UIDs: []membership.UID{1}}
 				before := storetest.Latest(t, s)
 				for _, cond := range []membership.Precondition{
 					{Revisions: []membership.Revision{stale}},
@@ -212,11 +201,11 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("exists and empty preconditions", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: plain(1), If: membership.Precondition{Exists: true}})
+		_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(1), If: membership.Precondition{Exists: true}})
 		assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "an empty group does not exist")
-		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: plain(1), If: membership.Precondition{Empty: true}})
+		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(1), If: membership.Precondition{Empty: true}})
 		assert.Equal(t, 1, res.Count, "If-None-Match: * creates the group")
-		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: plain(2), If: membership.Precondition{Empty: true}})
+		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(2), If: membership.Precondition{Empty: true}})
 		assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "but only once")
 		res = write(s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g", If: membership.Precondition{Exists: true}})
 		assert.Equal(t, 1, res.Count)
@@ -226,35 +215,19 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("of writers racing with the same precondition exactly one wins", func(t *testing.T) {
 		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "g", plain(1))
+		_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1))
 		require.NoError(t, err)
 		rev, err := s.Revision(ctx, "g")
 		require.NoError(t, err)
-		const writers = 16
-		errs := make([]error, writers)
-		var wg sync.WaitGroup
-		for i := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				w := membership.Write{Op: membership.OpReplace, GroupID: "g", Users: plain(membership.UID(100 + i)),
-					If: membership.Precondition{Revisions: []membership.Revision{rev}}}
-				if i%2 == 1 {
-					w = membership.Write{Op: membership.OpAdd, GroupID: "g", Users: plain(membership.UID(100 + i)), If: w.If}
-				}
-				_, errs[i] = s.Write(ctx, w)
-			}()
-		}
-		wg.Wait()
-		won := 0
-		for _, err := range errs {
-			if err == nil {
-				won++
-			} else {
-				assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
+		writes := make([]membership.Write, 16)
+		for i := range writes {
+			writes[i] = membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(membership.UID(100 + i)),
+				If: membership.Precondition{Revisions: []membership.Revision{rev}}}
+			if i%2 == 1 {
+				writes[i].Op = membership.OpAdd
 			}
 		}
-		assert.Equal(t, 1, won)
+		storetest.OneWon(t, storetest.WriteAtOnce(s, writes))
 		got, _ := storetest.ListAll(t, s, "g")
 		assert.LessOrEqual(t, len(got), 2)
 		assert.Equal(t, rev+1, storetest.Latest(t, s))
@@ -302,7 +275,7 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		}
 		_, err := storetest.Remove(ctx, s, "abc", []membership.UID{1, 2, 3})
 		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "ab", plain(9))
+		_, err = storetest.Add(ctx, s, "ab", storetest.UsersOf(9))
 		require.NoError(t, err)
 		groups, total = storetest.Groups(t, s, membership.GroupsOptions{Prefix: "a"})
 		assert.Equal(t, []membership.GroupSize{{ID: "a", Members: 1}, {ID: "ab", Members: 3}}, groups)
@@ -315,7 +288,7 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for i := range 300 {
 			id := fmt.Sprintf("g%03d", (i*7)%300)
 			ids = append(ids, id)
-			_, err := storetest.Add(ctx, s, id, plain(membership.UID(i+1)))
+			_, err := storetest.Add(ctx, s, id, storetest.UsersOf(membership.UID(i+1)))
 			require.NoError(t, err)
 		}
 		slices.Sort(ids)
@@ -337,12 +310,12 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("the feed reports each whole-group write as one change", func(t *testing.T) {
 		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "g", []membership.User{nick(1, "Ann"), {UID: 2}})
+		_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
 		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "h", []membership.User{nick(5, "Eve")})
+		_, err = storetest.Add(ctx, s, "h", []membership.User{storetest.Nicknamed(5, "Eve")})
 		require.NoError(t, err)
 		start, since := storetest.Latest(t, s), time.Now()
-		write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, {UID: 5}, nick(3, "Cy")}})
+		write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, {UID: 5}, storetest.Nicknamed(3, "Cy")}})
 		write(s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{2}})
 		write(s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g"})
 		got := storetest.Untimed(t, storetest.AllChanges(t, s, start), since)
@@ -359,9 +332,9 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		s := newStore(t)
 		f := storetest.NewFollower()
 		steps := []membership.Write{
-			{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{nick(1, "Ann"), nick(2, "Bo"), {UID: 3}}},
-			{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{{UID: 1}, nick(4, "Di")}},
-			{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 3}, nick(4, "Dee"), {UID: 5}}},
+			{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{storetest.Nicknamed(1, "Ann"), storetest.Nicknamed(2, "Bo"), {UID: 3}}},
+			{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{{UID: 1}, storetest.Nicknamed(4, "Di")}},
+			{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 3}, storetest.Nicknamed(4, "Dee"), {UID: 5}}},
 			{Op: membership.OpRemoveUser, UIDs: []membership.UID{4}},
 			{Op: membership.OpAdd, GroupID: "c", Users: []membership.User{{UID: 2}, {UID: 4}}},
 			{Op: membership.OpDeleteGroup, GroupID: "b"},

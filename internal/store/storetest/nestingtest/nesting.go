@@ -61,13 +61,12 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("add, remove and replace subgroups, with counts, revisions and changes", func(t *testing.T) {
 		s := newStore(t)
-		n := storetest.NestingOf(t, s)
 		add(t, s, "b", 1)
 		bRev, _ := s.Revision(ctx, "b")
 		before := storetest.Latest(t, s)
 		res := write(t, s, storetest.Nest("a", "c", "b", "c"))
 		assert.Equal(t, membership.Result{Count: 2, Revision: before + 1}, res)
-		got, total, rev := storetest.Subgroups(t, n, "a", membership.NestingListOptions{})
+		got, total, rev := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 		assert.Equal(t, storetest.Nested("b", "c"), got)
 		assert.Equal(t, 2, total)
 		assert.GreaterOrEqual(t, rev, res.Revision)
@@ -77,7 +76,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		rev, err = s.Revision(ctx, "b")
 		require.NoError(t, err)
 		assert.Equal(t, bRev, rev, "b's does not move with its parents")
-		parents, total, _ := storetest.Parents(t, n, "b", membership.NestingListOptions{})
+		parents, total, _ := storetest.Parents(t, s, "b", membership.NestingListOptions{})
 		assert.Equal(t, storetest.Nested("a"), parents)
 		assert.Equal(t, 1, total)
 
@@ -93,9 +92,9 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		assert.Equal(t, membership.Result{Count: 2, Removed: 1, Revision: removed.Revision + 1}, replaced)
 		same := write(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a", "c", "d"))
 		assert.Equal(t, membership.Result{Count: 0, Revision: replaced.Revision}, same)
-		got, _, _ = storetest.Subgroups(t, n, "a", membership.NestingListOptions{})
+		got, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 		assert.Equal(t, storetest.Nested("c", "d"), got)
-		parents, total, _ = storetest.Parents(t, n, "b", membership.NestingListOptions{})
+		parents, total, _ = storetest.Parents(t, s, "b", membership.NestingListOptions{})
 		assert.Empty(t, parents)
 		assert.Zero(t, total)
 
@@ -120,12 +119,11 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("an add sets, changes and keeps a nesting's expiry", func(t *testing.T) {
 		s := newStore(t)
-		n := storetest.NestingOf(t, s)
 		w := storetest.Nest("a")
 		w.Subgroups = []membership.Subgroup{storetest.NestedUntil("b", t0), {GroupID: "c"}}
 		before := storetest.Latest(t, s)
 		write(t, s, w)
-		got, _, _ := storetest.Subgroups(t, n, "a", membership.NestingListOptions{})
+		got, _, _ := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 		assert.Equal(t, []membership.Nested{{GroupID: "b", Expires: t0}, {GroupID: "c"}}, got)
 		w.Subgroups = []membership.Subgroup{{GroupID: "b"}, storetest.NestedUntil("c", t0.Add(time.Minute))}
 		res := write(t, s, w)
@@ -133,9 +131,9 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		assert.Equal(t, before+2, res.Revision, "an expiry changed is a change")
 		w.Subgroups = []membership.Subgroup{storetest.NestedUntil("b", time.Time{})}
 		write(t, s, w)
-		got, _, _ = storetest.Subgroups(t, n, "a", membership.NestingListOptions{})
+		got, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 		assert.Equal(t, []membership.Nested{{GroupID: "b"}, {GroupID: "c", Expires: t0.Add(time.Minute)}}, got)
-		parents, _, _ := storetest.Parents(t, n, "c", membership.NestingListOptions{})
+		parents, _, _ := storetest.Parents(t, s, "c", membership.NestingListOptions{})
 		assert.Equal(t, []membership.Nested{{GroupID: "a", Expires: t0.Add(time.Minute)}}, parents)
 		changes := storetest.AllChanges(t, s, before)
 		require.Len(t, changes, 3)
@@ -146,7 +144,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		w.Subgroups = []membership.Subgroup{{GroupID: "b", Expiry: membership.Expiry{Set: true, TTL: time.Hour}}}
 		start := time.Now()
 		write(t, s, w)
-		got, _, _ = storetest.Subgroups(t, n, "a", membership.NestingListOptions{Limit: 1})
+		got, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{Limit: 1})
 		require.Len(t, got, 1)
 		assert.False(t, got[0].Expires.Before(start.Add(time.Hour).Truncate(time.Millisecond)), "a ttl counts from the commit")
 		assert.False(t, got[0].Expires.After(time.Now().Add(time.Hour)))
@@ -168,7 +166,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		refused(t, s, w, membership.CycleError("db", "engineering", []string{"engineering", "backend", "db"}))
 		w = storetest.Nest("db", "y", "z", "backend")
 		refused(t, s, w, membership.CycleError("db", "backend", []string{"backend", "db"}))
-		got, _, _ := storetest.Subgroups(t, storetest.NestingOf(t, s), "db", membership.NestingListOptions{})
+		got, _, _ := storetest.Subgroups(t, s, "db", membership.NestingListOptions{})
 		assert.Empty(t, got, "nothing of a refused write is applied")
 
 		res := write(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "a"))
@@ -184,7 +182,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		refused(t, s, deep(storetest.Nest("z", "a"), 2), membership.TooDeepError("z", "a", 3, 2))
 		write(t, s, deep(storetest.Nest("x", "y"), 2))
 		refused(t, s, deep(storetest.Nest("b", "w", "x"), 2), membership.TooDeepError("b", "x", 3, 2))
-		got, _, _ := storetest.Subgroups(t, storetest.NestingOf(t, s), "b", membership.NestingListOptions{})
+		got, _, _ := storetest.Subgroups(t, s, "b", membership.NestingListOptions{})
 		assert.Equal(t, storetest.Nested("c"), got, "w was not added")
 		write(t, s, deep(storetest.Nest("a", "x"), 2))
 		write(t, s, deep(storetest.Nest("c", "d"), 0))
@@ -195,7 +193,6 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("a batch nests all or nothing, a cycle of two of its changes included", func(t *testing.T) {
 		s := newStore(t)
-		n := storetest.NestingOf(t, s)
 		add(t, s, "b", 1)
 		before := storetest.Latest(t, s)
 		b := membership.Batch{MaxDepth: membership.DefaultMaxDepth, Writes: []membership.Write{
@@ -212,7 +209,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		assert.Equal(t, before, storetest.Latest(t, s))
 		got, _ := storetest.ListAll(t, s, "a")
 		assert.Empty(t, got)
-		subs, _, _ := storetest.Subgroups(t, n, "a", membership.NestingListOptions{})
+		subs, _, _ := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 		assert.Empty(t, subs)
 
 		b.MaxDepth = 1
@@ -237,7 +234,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		assert.Equal(t, storetest.Nested("b"), changes[0].Changes[1].Groups)
 		assert.Equal(t, storetest.Nested("c"), changes[0].Changes[3].Groups)
 		assert.Equal(t, membership.OpReplaceGroups, changes[0].Changes[4].Op)
-		below, total, _ := storetest.Subgroups(t, n, "d", membership.NestingListOptions{Transitive: true})
+		below, total, _ := storetest.Subgroups(t, s, "d", membership.NestingListOptions{Transitive: true})
 		assert.Equal(t, storetest.Nested("a", "b"), below)
 		assert.Equal(t, 2, total)
 		for _, g := range []string{"a", "d"} {
@@ -249,7 +246,6 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("deleting a group takes it from its parents and its subgroups from it", func(t *testing.T) {
 		s := newStore(t)
-		n := storetest.NestingOf(t, s)
 		write(t, s, storetest.Nest("top", "mid", "other"))
 		write(t, s, storetest.Nest("mid", "leaf"))
 		add(t, s, "mid", 1)
@@ -257,9 +253,9 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		before := storetest.Latest(t, s)
 		res := write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "mid"})
 		assert.Equal(t, membership.Result{Count: 1, Revision: before + 1}, res)
-		subs, _, _ := storetest.Subgroups(t, n, "top", membership.NestingListOptions{})
+		subs, _, _ := storetest.Subgroups(t, s, "top", membership.NestingListOptions{})
 		assert.Equal(t, storetest.Nested("other"), subs)
-		parents, _, _ := storetest.Parents(t, n, "leaf", membership.NestingListOptions{})
+		parents, _, _ := storetest.Parents(t, s, "leaf", membership.NestingListOptions{})
 		assert.Empty(t, parents)
 		rev, err := s.Revision(ctx, "top")
 		require.NoError(t, err)
@@ -274,7 +270,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		res = write(t, s, storetest.Nest("top", "leaf"))
 		res = write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "top"})
 		assert.Equal(t, before+4, res.Revision, "a group with only subgroups is deleted")
-		parents, _, _ = storetest.Parents(t, n, "leaf", membership.NestingListOptions{})
+		parents, _, _ = storetest.Parents(t, s, "leaf", membership.NestingListOptions{})
 		assert.Empty(t, parents)
 	})
 
@@ -345,13 +341,12 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 			_, err = s.Write(ctx, storetest.Keyed(storetest.Nest("a", "other"), key))
 			assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err))
 		}
-		got, _, _ := storetest.Subgroups(t, storetest.NestingOf(t, s), "a", membership.NestingListOptions{})
+		got, _, _ := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 		assert.Equal(t, storetest.Nested("d"), got)
 	})
 
 	t.Run("a nesting ends by itself, through the store's expiries", func(t *testing.T) {
 		s := newStore(t)
-		n := storetest.NestingOf(t, s)
 		w := storetest.Nest("a")
 		w.Subgroups = []membership.Subgroup{storetest.NestedUntil("b", t0), storetest.NestedUntil("c", t0.Add(time.Minute)), {GroupID: "d"}}
 		write(t, s, w)
@@ -361,11 +356,11 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		assert.Equal(t, t0, next)
 		assert.Empty(t, s.DueExpiries(t0.Add(-time.Millisecond), 100), "nothing is due before its time")
 		aRev, _ := s.Revision(ctx, "a")
-		tRev, err := n.TransitiveRevision(ctx, "a")
+		tRev, err := s.TransitiveRevision(ctx, "a")
 		require.NoError(t, err)
 		before := storetest.Latest(t, s)
 		assert.Equal(t, 1, storetest.Expire(t, s, t0))
-		subs, _, _ := storetest.Subgroups(t, n, "a", membership.NestingListOptions{})
+		subs, _, _ := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 		assert.Equal(t, []membership.Nested{{GroupID: "c", Expires: t0.Add(time.Minute)}, {GroupID: "d"}}, subs)
 		changes := storetest.AllChanges(t, s, before)
 		require.Len(t, changes, 1)
@@ -374,12 +369,13 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		assert.Equal(t, "a", c.GroupID)
 		assert.Equal(t, storetest.Nested("b"), c.Groups)
 		assert.Zero(t, c.Actor)
+		assert.Empty(t, c.Principal)
 		rev, _ := s.Revision(ctx, "a")
 		assert.Greater(t, rev, aRev)
-		moved, err := n.TransitiveRevision(ctx, "a")
+		moved, err := s.TransitiveRevision(ctx, "a")
 		require.NoError(t, err)
 		assert.Greater(t, moved, tRev)
-		members, _, _ := storetest.TransitiveMembers(t, n, "a", membership.ListOptions{})
+		members, _, _ := storetest.TransitiveMembers(t, s, "a", membership.ListOptions{})
 		assert.Empty(t, members)
 		assert.Zero(t, storetest.Expire(t, s, t0), "an expiry applied is not due again")
 
@@ -398,7 +394,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		assert.Empty(t, s.DueExpiries(t0.Add(time.Hour), 100), "taken")
 		s.RequeueExpiries(due)
 		assert.Equal(t, 1, storetest.Expire(t, s, t0.Add(time.Hour)))
-		subs, _, _ = storetest.Subgroups(t, n, "a", membership.NestingListOptions{})
+		subs, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 		assert.Equal(t, storetest.Nested("d"), subs)
 		// A nesting removed otherwise has no expiry left.
 		w.Subgroups = []membership.Subgroup{storetest.NestedUntil("e", t0)}
@@ -406,13 +402,12 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		write(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "e"))
 		write(t, s, storetest.Nest("a", "e"))
 		assert.Zero(t, storetest.Expire(t, s, t0.Add(2*time.Hour)))
-		subs, _, _ = storetest.Subgroups(t, n, "a", membership.NestingListOptions{})
+		subs, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 		assert.Equal(t, storetest.Nested("d", "e"), subs)
 	})
 
 	t.Run("direct and transitive subgroups and parents, paged", func(t *testing.T) {
 		s := newStore(t)
-		n := storetest.NestingOf(t, s)
 		// a > b > d > e, a > c > d (a diamond), x > e.
 		write(t, s, storetest.Nest("a", "c", "b"))
 		w := storetest.Nest("b")
@@ -430,28 +425,28 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 			wantTotal int
 		}{
 			{"subgroups", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return storetest.Subgroups(t, n, g, o)
+				return storetest.Subgroups(t, s, g, o)
 			}, "b", membership.NestingListOptions{}, []membership.Nested{{GroupID: "d", Expires: t0}}, 1},
 			{"all below", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return storetest.Subgroups(t, n, g, o)
+				return storetest.Subgroups(t, s, g, o)
 			}, "a", membership.NestingListOptions{Transitive: true}, storetest.Nested("b", "c", "d", "e"), 4},
 			{"a page below", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return storetest.Subgroups(t, n, g, o)
+				return storetest.Subgroups(t, s, g, o)
 			}, "a", membership.NestingListOptions{Transitive: true, After: "b", Limit: 2}, storetest.Nested("c", "d"), 4},
 			{"a page of direct", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return storetest.Subgroups(t, n, g, o)
+				return storetest.Subgroups(t, s, g, o)
 			}, "a", membership.NestingListOptions{After: "b"}, storetest.Nested("c"), 2},
 			{"parents", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return storetest.Parents(t, n, g, o)
+				return storetest.Parents(t, s, g, o)
 			}, "d", membership.NestingListOptions{}, []membership.Nested{{GroupID: "b", Expires: t0}, {GroupID: "c"}}, 2},
 			{"all above", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return storetest.Parents(t, n, g, o)
+				return storetest.Parents(t, s, g, o)
 			}, "e", membership.NestingListOptions{Transitive: true}, storetest.Nested("a", "b", "c", "d", "x"), 5},
 			{"a page above", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return storetest.Parents(t, n, g, o)
+				return storetest.Parents(t, s, g, o)
 			}, "e", membership.NestingListOptions{Transitive: true, After: "a", Limit: 3}, storetest.Nested("b", "c", "d"), 5},
 			{"unknown", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return storetest.Parents(t, n, g, o)
+				return storetest.Parents(t, s, g, o)
 			}, "nobody", membership.NestingListOptions{Transitive: true}, storetest.Nested(), 0},
 		} {
 			got, total, rev := tt.read(tt.group, tt.opts)
@@ -467,7 +462,6 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("transitive members: each once, paged, with an exact total and the end of their last path", func(t *testing.T) {
 		s := newStore(t)
-		n := storetest.NestingOf(t, s)
 		// top > a (until t0+2m) > c; top > b > c; c holds 1 until t0+1m, 2, 3 until t0+5m;
 		// a holds 4; b holds 5 until t0; top holds 6.
 		w := storetest.Nest("top", "b")
@@ -491,48 +485,51 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 			{UID: 5, Expires: t0},
 			{UID: 6},
 		}
-		got, total, rev := storetest.TransitiveMembers(t, n, "top", membership.ListOptions{})
+		got, total, rev := storetest.TransitiveMembers(t, s, "top", membership.ListOptions{})
 		assert.Equal(t, want, got)
 		assert.Equal(t, 6, total)
-		trev, err := n.TransitiveRevision(ctx, "top")
+		trev, err := s.TransitiveRevision(ctx, "top")
 		require.NoError(t, err)
 		assert.LessOrEqual(t, trev, rev, "the list is of a state no older than the closure's revision")
-		got, total, _ = storetest.TransitiveMembers(t, n, "top", membership.ListOptions{After: 2, Limit: 2})
+		got, total, _ = storetest.TransitiveMembers(t, s, "top", membership.ListOptions{After: 2, Limit: 2})
 		assert.Equal(t, want[2:4], got)
 		assert.Equal(t, 6, total)
-		got, total, _ = storetest.TransitiveMembers(t, n, "c", membership.ListOptions{})
+		got, total, _ = storetest.TransitiveMembers(t, s, "c", membership.ListOptions{})
 		assert.Equal(t, []membership.Member{{UID: 1, Expires: t0.Add(time.Minute)}, {UID: 2, Nickname: "Two"}, {UID: 3, Expires: t0.Add(5 * time.Minute)}}, got)
 		assert.Equal(t, 3, total)
-		got, total, _ = storetest.TransitiveMembers(t, n, "nobody", membership.ListOptions{})
+		got, total, _ = storetest.TransitiveMembers(t, s, "nobody", membership.ListOptions{})
 		assert.Empty(t, got)
 		assert.Zero(t, total)
 
-		m, via, ok, _, err := n.TransitiveMember(ctx, "top", 3)
+		m, via, ok, _, err := s.TransitiveMember(ctx, "top", 3)
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, want[2], m)
 		assert.Equal(t, []string{"top", "a", "c"}, via, "two shortest paths: the first in byte order")
-		m, via, ok, _, err = n.TransitiveMember(ctx, "top", 2)
+		m, via, ok, _, err = s.TransitiveMember(ctx, "top", 2)
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, want[1], m)
 		assert.Equal(t, []string{"top"}, via, "a direct member")
-		_, via, ok, _, err = n.TransitiveMember(ctx, "c", 4)
+		_, via, ok, _, err = s.TransitiveMember(ctx, "c", 4)
 		require.NoError(t, err)
 		assert.False(t, ok)
 		assert.Nil(t, via)
 
-		groups, total, _ := storetest.TransitiveGroups(t, n, 3, membership.GroupListOptions{})
+		groups, total, _ := storetest.TransitiveGroups(t, s, 3, membership.GroupListOptions{})
 		assert.Equal(t, []string{"a", "b", "c", "top"}, groups)
 		assert.Equal(t, 4, total)
-		groups, total, _ = storetest.TransitiveGroups(t, n, 3, membership.GroupListOptions{After: "a", Limit: 2})
+		groups, total, _ = storetest.TransitiveGroups(t, s, 3, membership.GroupListOptions{After: "a", Limit: 2})
 		assert.Equal(t, []string{"b", "c"}, groups)
 		assert.Equal(t, 4, total)
-		groups, total, _ = storetest.TransitiveGroups(t, n, 99, membership.GroupListOptions{})
+		groups, total, _ = storetest.TransitiveGroups(t, s, 99, membership.GroupListOptions{})
 		assert.Empty(t, groups)
 		assert.Zero(t, total)
+		groups, total, _ = storetest.TransitiveGroups(t, s, 3, membership.GroupListOptions{Within: storetest.WithinSet("b", "top")})
+		assert.Equal(t, []string{"b", "top"}, groups, "Within selects among the groups through nesting too")
+		assert.Equal(t, 2, total)
 
-		found, _, err := n.CheckTransitive(ctx, []membership.Check{
+		found, _, err := s.CheckTransitive(ctx, []membership.Check{
 			{GroupID: "top", UID: 3}, {GroupID: "a", UID: 5}, {GroupID: "b", UID: 5}, {GroupID: "top", UID: 6}, {GroupID: "c", UID: 6}, {GroupID: "nobody", UID: 1},
 		})
 		require.NoError(t, err)
@@ -541,7 +538,6 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("a transitive revision moves with the closure, not with the rest", func(t *testing.T) {
 		s := newStore(t)
-		n := storetest.NestingOf(t, s)
 		write(t, s, storetest.Nest("top", "mid"))
 		write(t, s, storetest.Nest("mid", "leaf"))
 		write(t, s, storetest.Nest("outside", "top"))
@@ -549,7 +545,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		add(t, s, "elsewhere", 2)
 		trev := func() membership.Revision {
 			t.Helper()
-			rev, err := n.TransitiveRevision(ctx, "top")
+			rev, err := s.TransitiveRevision(ctx, "top")
 			require.NoError(t, err)
 			return rev
 		}
@@ -619,7 +615,6 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("a follower of the feed rebuilds the nesting and every transitive answer", func(t *testing.T) {
 		s := newStore(t)
-		n := storetest.NestingOf(t, s)
 		rng := rand.New(rand.NewPCG(46, 1))
 		groups := []string{"a", "b", "c", "d", "e", "f"}
 		clock := t0
@@ -652,7 +647,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		for _, c := range storetest.AllChanges(t, s, 0) {
 			f.Apply(c)
 		}
-		obs := readAll(n, groups, []membership.UID{1, 2, 3, 4, 5, 6, 7, 8})
+		obs := readAll(s, groups, []membership.UID{1, 2, 3, 4, 5, 6, 7, 8})
 		for _, o := range obs {
 			require.NoError(t, o.err)
 			o.compare(t, f)
@@ -661,7 +656,6 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("random nestings beside concurrent writers agree with a brute-force closure at their revision", func(t *testing.T) {
 		s := newStore(t)
-		n := storetest.NestingOf(t, s)
 		groups := []string{"a", "b", "c", "d", "e", "f", "g"}
 		uids := []membership.UID{1, 2, 3, 4, 5, 6}
 		const writers, perWriter = 3, 80
@@ -698,7 +692,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 				reading = false
 			default:
 			}
-			obs = append(obs, readAll(n, groups, uids)...)
+			obs = append(obs, readAll(s, groups, uids)...)
 		}
 		close(errs)
 		for err := range errs {
@@ -716,9 +710,9 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		// With the writers done, a group's transitive revision is what
 		// its list answers at.
 		for _, g := range groups {
-			want, err := n.TransitiveRevision(ctx, g)
+			want, err := s.TransitiveRevision(ctx, g)
 			require.NoError(t, err)
-			_, _, rev := storetest.TransitiveMembers(t, n, g, membership.ListOptions{})
+			_, _, rev := storetest.TransitiveMembers(t, s, g, membership.ListOptions{})
 			assert.Equal(t, want, rev, g)
 		}
 		sort.SliceStable(obs, func(i, j int) bool { return obs[i].rev < obs[j].rev })

@@ -62,7 +62,6 @@ func testRevisions(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 	ctx := context.Background()
 	t0 := time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour)
 	s := newStore(t)
-	n := storetest.NestingOf(t, s)
 	add := func(group string, users ...membership.User) membership.Write {
 		return membership.Write{Op: membership.OpAdd, GroupID: group, Users: users}
 	}
@@ -81,7 +80,7 @@ func testRevisions(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 	}
 	expiring := storetest.Nest("outside")
 	expiring.Subgroups = []membership.Subgroup{storetest.NestedUntil("top", t0)}
-	reads := revisionReads(t, n)
+	reads := revisionReads(t, s)
 	for _, step := range []struct {
 		name  string
 		w     membership.Write
