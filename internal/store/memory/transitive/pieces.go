@@ -53,7 +53,8 @@ type pieces struct {
 }
 
 // lock takes a piece's locks: the nesting and the closure's shards. The
-// first piece notes the closure; each later one checks it (changed).
+// first piece notes the closure (its groups, once list has them); each
+// later one checks it (changed).
 func (p *pieces) lock() {
 	graph, nrev := p.r.s.RLockNesting()
 	c := p.r.closureOf(graph, nrev, p.groupID)
@@ -61,17 +62,27 @@ func (p *pieces) lock() {
 	p.locked = c
 	if p.c == nil {
 		p.c = c
-		p.groups = p.r.closureGroups(c)
-		p.revs = make([]membership.Revision, len(p.groups))
-		for i, g := range p.groups {
-			if g != nil {
-				p.revs[i] = g.Revision
-			}
-		}
 		return
 	}
 	if c.rev != p.c.rev || !p.same() {
 		p.changed = true
+	}
+}
+
+// note notes the closure's groups as the first piece found them: those
+// of a kept merge that is current, which it shares, or those the shards
+// hold. The caller holds them.
+func (p *pieces) note(e *merged) {
+	if e != nil {
+		p.groups, p.revs = e.groups, e.revs // never written
+		return
+	}
+	p.groups = p.r.closureGroups(p.c)
+	p.revs = make([]membership.Revision, len(p.groups))
+	for i, g := range p.groups {
+		if g != nil {
+			p.revs[i] = g.Revision
+		}
 	}
 }
 
@@ -140,13 +151,14 @@ func (p *pieces) nicknames() (*nicknames.Directory, bool) {
 func (p *pieces) list(opts membership.ListOptions) (int, []membership.Member, membership.Revision, bool) {
 	p.lock()
 	r, c := p.r, p.c
-	key := c.key(p.groups, func(i int) membership.Revision { return p.revs[i] })
-	total := 0
-	var src source
 	var e *merged
 	if c.root != nil {
 		e = r.cachedMerge(p.groupID, c)
 	}
+	p.note(e)
+	key := r.membersKey(c, true)
+	total := 0
+	var src source
 	switch {
 	case c.root == nil:
 		if g := p.groups[0]; g != nil {
@@ -156,7 +168,10 @@ func (p *pieces) list(opts membership.ListOptions) (int, []membership.Member, me
 		total, src = len(e.uids), mergedSource{e}
 	default:
 		mg := mergePool.Get().(*merge)
-		defer mg.release()
+		defer func() {
+			mg.groups = nil // p's, not the pool's
+			mg.release()
+		}()
 		e, ok := p.build(mg)
 		if !ok {
 			return 0, nil, 0, false
@@ -169,7 +184,7 @@ func (p *pieces) list(opts membership.ListOptions) (int, []membership.Member, me
 			src = heapSource{mg}
 		}
 	}
-	page, ok := p.page(src, opts)
+	page, ok := p.page(src, opts, total)
 	if !ok {
 		return 0, nil, 0, false
 	}
@@ -264,10 +279,13 @@ func (p *pieces) walk(mg *merge, fn func(uid membership.UID, end int64)) bool {
 }
 
 // page returns the members src gives that opts asks for, with their
-// nicknames, a piece at a time; false when the closure or the nicknames
-// changed between two pieces.
-func (p *pieces) page(src source, opts membership.ListOptions) ([]membership.Member, bool) {
-	page := []membership.Member{}
+// nicknames, a piece at a time, of total in all; false when the closure or
+// the nicknames changed between two pieces.
+func (p *pieces) page(src source, opts membership.ListOptions, total int) ([]membership.Member, bool) {
+	if opts.Limit > 0 {
+		total = min(total, opts.Limit)
+	}
+	page := make([]membership.Member, 0, total)
 	if src == nil {
 		return page, true
 	}
