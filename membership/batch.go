@@ -23,8 +23,8 @@ const DefaultMaxBatchWrites = 1000
 
 // Batch is writes to many groups applied all or nothing, as one change with
 // one revision: no reader ever sees part of it. Each write is an OpAdd,
-// OpRemove, OpReplace, OpDeleteGroup, OpAddGroups, OpRemoveGroups or
-// OpReplaceGroups, applied in order, each after the
+// OpRemove, OpReplace, OpDeleteGroup, OpAddGroups, OpRemoveGroups,
+// OpReplaceGroups or OpSetGroup (InABatch), applied in order, each after the
 // ones before it. Every write's precondition is checked against the state
 // before the batch; if one does not hold, nothing is applied and the error
 // is PreconditionFailed naming the write. A user a batch leaves in no group
@@ -53,6 +53,15 @@ type BatchResult struct {
 	Replayed bool
 }
 
+// InABatch reports whether a batch may hold a write of op.
+func InABatch(op Op) bool {
+	switch op {
+	case OpAdd, OpRemove, OpReplace, OpDeleteGroup, OpAddGroups, OpRemoveGroups, OpReplaceGroups, OpSetGroup:
+		return true
+	}
+	return false
+}
+
 // MaxBatchWrites returns the most writes one Batch may hold.
 func (s *Service) MaxBatchWrites() int { return s.maxBatchWrites }
 
@@ -72,6 +81,14 @@ func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 	for _, w := range b.Writes {
 		if IsNestingOp(w.Op) {
 			if _, err := s.nesting(); err != nil {
+				return BatchResult{}, err
+			}
+			break
+		}
+	}
+	for _, w := range b.Writes {
+		if w.Op == OpSetGroup {
+			if _, err := s.directory(); err != nil {
 				return BatchResult{}, err
 			}
 			break
@@ -119,8 +136,8 @@ func (s *Service) validateBatch(b Batch) error {
 	}
 	for i, w := range b.Writes {
 		err := s.validateWrite(w)
-		if err == nil && w.Op == OpRemoveUser {
-			err = Errorf(CodeInvalidChanges, "a batch takes the ops add, remove, replace, delete_group, add_groups, remove_groups and replace_groups, not %s", w.Op)
+		if err == nil && !InABatch(w.Op) {
+			err = Errorf(CodeInvalidChanges, "a batch takes the ops add, remove, replace, delete_group, add_groups, remove_groups, replace_groups and set_group, not %s", w.Op)
 		}
 		if err != nil {
 			e := &Error{Code: ErrorCode(err), Message: ErrorMessage(err)}

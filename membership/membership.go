@@ -66,7 +66,8 @@ type Revision uint64
 // group's current revision (for OpRemoveUser, the store's latest).
 type Result struct {
 	// Count is the users added (OpAdd, OpReplace), removed (OpRemove,
-	// OpDeleteGroup), or the groups left (OpRemoveUser).
+	// OpDeleteGroup), or the groups left (OpRemoveUser, OpDeleteUser, and
+	// OpSetUser when it deactivates); 0 for OpSetGroup.
 	Count int
 	// Removed is the users an OpReplace removed.
 	Removed  int
@@ -121,6 +122,11 @@ type Change struct {
 	// the whole new set with their expiries; on a remove or an expiry,
 	// those it removed.
 	Groups []Nested
+	// Account is, for an OpSetUser, the account as it set it (its
+	// DisplayName the user's nickname); GroupAttributes, for an
+	// OpSetGroup, the attributes as it set them.
+	Account         *Account
+	GroupAttributes *GroupAttributes
 	// Changes are, for an OpBatch, the changes of its writes, in order:
 	// each as the write would report it alone, but for a remove, which
 	// lists no nickname it cleared (a follower forgets, after a batch, every

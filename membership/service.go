@@ -192,7 +192,9 @@ func CheckLimit(limit, most int) error {
 // CodePreconditionFailed, CodeIdempotencyKeyReused,
 // CodeIdempotencyKeyInFlight, CodeMissingGroups, CodeInvalidGroups,
 // CodeTooManyGroups, CodeCycle, CodeTooDeep, CodeUnsupported (a nesting
-// write to a store without Nesting), and whatever the Store returns.
+// write to a store without Nesting, a directory write to one without
+// Directory), CodeInvalidAttributes, CodeUserNameTaken, CodeInactiveUser,
+// and whatever the Store returns.
 func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	if err := s.validateWrite(w); err != nil {
 		return Result{}, err
@@ -203,15 +205,37 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 		}
 		w.MaxDepth = s.maxDepth
 	}
+	if IsDirectoryOp(w.Op) {
+		if _, err := s.directory(); err != nil {
+			return Result{}, err
+		}
+	}
 	if w.Idem.Key != "" {
 		if err := ValidateIdempotencyKey(w.Idem.Key); err != nil {
 			return Result{}, err
 		}
 		w.Idem.Fingerprint = FingerprintWrite(w)
 	} else if w.If.neverHolds() {
+		if w.Op == OpSetUser || w.Op == OpDeleteUser {
+			return Result{}, s.failNeverUser(ctx, w.UIDs[0])
+		}
 		return Result{}, s.failNever(ctx, w.GroupID)
 	}
 	return s.store.Write(ctx, w)
+}
+
+// failNeverUser is failNever of a write to uid's account, with the
+// user's revision (0 when it has no account).
+func (s *Service) failNeverUser(ctx context.Context, uid UID) error {
+	d, err := s.directory()
+	if err != nil {
+		return err
+	}
+	rec, _, err := d.User(ctx, uid)
+	if err != nil {
+		return err
+	}
+	return PreconditionFailed(rec.Revision)
 }
 
 // failNever returns the CodePreconditionFailed error of a write to groupID
@@ -266,6 +290,8 @@ func (s *Service) validateWrite(w Write) error {
 		}
 	case OpAddGroups, OpRemoveGroups, OpReplaceGroups:
 		return s.validateSubgroups(w)
+	case OpSetUser, OpDeleteUser, OpSetGroup:
+		return validateDirectoryWrite(w)
 	case OpExpire, OpExpireGroups:
 		return Errorf(CodeInvalidQuery, "expiries are the service's own changes")
 	default:

@@ -38,6 +38,10 @@ type Write struct {
 	// Subgroups are the groups of a nesting write (OpAddGroups,
 	// OpRemoveGroups, OpReplaceGroups, OpExpireGroups).
 	Subgroups []Subgroup
+	// Account is the account an OpSetUser sets, Group the attributes an
+	// OpSetGroup sets.
+	Account *Account
+	Group   *GroupAttributes
 	// MaxDepth bounds the chains of nestings a nesting write may make
 	// (CodeTooDeep); the Service sets it. 0: no bound, as when a log is
 	// replayed.
@@ -72,14 +76,16 @@ type Write struct {
 }
 
 // Precondition is what a conditional write requires of its group when it is
-// applied. The zero value requires nothing; each part set must hold.
+// applied (of its user, for OpSetUser and OpDeleteUser: see Directory). The
+// zero value requires nothing; each part set must hold.
 type Precondition struct {
 	// Revisions, when not empty, must hold the group's current revision
 	// (Store.Revision): If-Match with entity tags.
 	Revisions []Revision
-	// Exists requires the group to have members or subgroups: If-Match: *.
+	// Exists requires the group to have members, subgroups or attributes:
+	// If-Match: *.
 	Exists bool
-	// Empty requires the group to have neither: If-None-Match: *.
+	// Empty requires the group to have none: If-None-Match: *.
 	Empty bool
 }
 
@@ -106,7 +112,7 @@ func (p Precondition) neverHolds() bool {
 func (p Precondition) IsZero() bool { return len(p.Revisions) == 0 && !p.Exists && !p.Empty }
 
 // Holds reports whether p holds for a group of size members and
-// subgroups at revision.
+// subgroups (its attributes counting as one) at revision.
 func (p Precondition) Holds(size int, revision Revision) bool {
 	switch {
 	case p.Exists && size == 0, p.Empty && size > 0:

@@ -87,7 +87,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	}
 	// Groups are created before any reverse shard is taken (lock order).
 	for i, w := range b.Writes {
-		adds := (w.Op == membership.OpAdd || w.Op == membership.OpReplace) && len(w.Users) > 0
+		adds := (w.Op == membership.OpAdd || w.Op == membership.OpReplace) && len(w.Users) > 0 || w.Op == membership.OpSetGroup
 		if nests && nested[i].change.Op != "" && w.Op != membership.OpDeleteGroup {
 			adds = true
 		}
@@ -205,16 +205,14 @@ func (m *Store) batchNesting(b membership.Batch, commit time.Time) ([]nestedWrit
 
 // checkBatch puts in groups the groups ws write to (nil: a group with no
 // members), and returns the error of the first write that a batch does
-// not take or whose precondition does not hold, or CodeTooManyChanges
+// not take, whose precondition does not hold or that adds an inactive
+// user, or CodeTooManyChanges
 // when the batch's replaces and deletions hold more members than a batch
 // may remove. The caller holds the groups' shards.
 func (m *Store) checkBatch(ws []membership.Write, groups map[string]*group.Group) error {
 	removals := 0 // the members the batch's replaces and deletions hold
 	for i, w := range ws {
-		switch w.Op {
-		case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
-			membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
-		default:
+		if !membership.InABatch(w.Op) || w.Op == membership.OpSetGroup && w.Group == nil {
 			return fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
 		}
 		g, seen := groups[w.GroupID]
@@ -224,6 +222,11 @@ func (m *Store) checkBatch(ws []membership.Write, groups map[string]*group.Group
 		}
 		if err := m.check(g, w.If); err != nil {
 			return BatchElementError(i, w.GroupID, err)
+		}
+		if w.Op == membership.OpAdd || w.Op == membership.OpReplace {
+			if err := m.refuseInactive(w.Users); err != nil {
+				return BatchElementError(i, w.GroupID, err)
+			}
 		}
 		if g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
 			removals += g.Members.Len()
@@ -338,11 +341,18 @@ func (a *batchApplier) apply(g *group.Group, w membership.Write) (membership.Res
 		}
 		return membership.Result{Count: len(added), Removed: removed},
 			membership.Change{Op: membership.OpReplace, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}
-	default: // OpDeleteGroup
-		if g.Members.Len() == 0 {
+	case membership.OpSetGroup:
+		if g.Attrs != nil && g.Attrs.GroupAttributes == *w.Group {
 			return membership.Result{}, membership.Change{}
 		}
+		return membership.Result{}, setAttrs(g, *w.Group, &a.nicknames)
+	default: // OpDeleteGroup
+		hadAttrs := g.Attrs != nil
 		removed := g.Empty(&m.reverse, &m.due, a.leftInNoGroup)
+		dropAttrs(g, &a.nicknames)
+		if removed == 0 && !hadAttrs {
+			return membership.Result{}, membership.Change{}
+		}
 		m.counts.members.Add(-int64(removed))
 		return membership.Result{Count: removed}, membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}
 	}

@@ -203,8 +203,8 @@ func (m *Store) revisionOf(g *group.Group) membership.Revision {
 	return max(r, membership.Revision(m.removedRevision.Load()))
 }
 
-// add adds users to the group, when cond holds: in memory, it cannot fail
-// otherwise.
+// add adds users to the group, when cond holds and none of them is
+// inactive: in memory, it cannot fail otherwise.
 func (m *Store) add(groupID string, users []membership.User, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
@@ -215,6 +215,9 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 	}
 	if len(users) == 0 {
 		return membership.Result{Revision: m.revisionOf(g)}, nil
+	}
+	if err := m.refuseInactive(users); err != nil {
+		return membership.Result{}, err
 	}
 	if g == nil {
 		g = m.newGroup(s, groupID)
@@ -301,7 +304,7 @@ func (m *Store) check(g *group.Group, cond membership.Precondition) error {
 	}
 	size := 0
 	if g != nil {
-		size = g.Members.Len() + g.Subgroups
+		size = g.Size()
 	}
 	if rev := m.revisionOf(g); !cond.Holds(size, rev) {
 		return membership.PreconditionFailed(rev)

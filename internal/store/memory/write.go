@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/store/memory/feed"
-	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/internal/store/memory/shards"
 	"example.com/groupmembership/membership"
@@ -69,6 +68,12 @@ func (m *Store) write(w membership.Write, st feed.Stamp) (membership.Result, err
 		return m.removeUser(w.UIDs[0], st), nil
 	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpExpireGroups:
 		return m.nestWrite(w, st)
+	case membership.OpSetUser:
+		return m.setUser(w, st)
+	case membership.OpDeleteUser:
+		return m.deleteUser(w, st)
+	case membership.OpSetGroup:
+		return m.setGroup(w, st)
 	}
 	return membership.Result{}, fmt.Errorf("unknown op %q", w.Op)
 }
@@ -83,6 +88,9 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	defer s.mu.Unlock()
 	g := s.groups[groupID]
 	if err := m.check(g, cond); err != nil {
+		return membership.Result{}, err
+	}
+	if err := m.refuseInactive(users); err != nil {
 		return membership.Result{}, err
 	}
 	uids := sortedUIDs(users)
@@ -121,7 +129,8 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 
 // deleteGroup removes every member of the group, when cond holds, walking
 // its members once: it holds no list of them. It removes the group's
-// subgroups from it, and it from its parents, whose shards it holds too.
+// subgroups from it, and it from its parents, whose shards it holds too,
+// and its attributes.
 func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	m.nestMu.Lock()
 	defer m.nestMu.Unlock()
@@ -154,7 +163,12 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 		g.Subgroups = 0
 		m.counts.members.Add(-int64(removed))
 	}
-	rev := m.feed.Record(membership.Change{Op: membership.OpDeleteGroup, GroupID: groupID}, st, nil)
+	nicks := m.nicknames.Write()
+	defer nicks.Release()
+	if g != nil {
+		dropAttrs(g, &nicks) // after Empty, which forgets nicknames under the lock nicks takes
+	}
+	rev := nicks.Record(&m.feed, membership.Change{Op: membership.OpDeleteGroup, GroupID: groupID}, st)
 	if g != nil {
 		m.reverse.Unlock(locked)
 		m.dropGroup(s, g, rev)
@@ -166,47 +180,24 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 	return membership.Result{Count: removed, Revision: rev}, nil
 }
 
-// removeUser removes uid from every group it is in, and forgets it. It holds
-// every shard while it does: the user's groups are found in the reverse
-// index, which is locked after the shards.
+// removeUser removes uid from every group it is in, and forgets it (but
+// its account, if it has one). It holds every shard while it does: the
+// user's groups are found in the reverse index, which is locked after the
+// shards.
 func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result {
-	for i := range m.shards {
-		m.shards[i].mu.Lock()
-	}
-	defer func() {
-		for i := range m.shards {
-			m.shards[i].mu.Unlock()
-		}
-	}()
+	m.lockAllShards()
+	defer m.unlockAllShards()
 	var buf [1]uint64
-	locked := m.reverse.Lock(func(yield func(membership.UID) bool) { yield(uid) }, buf[:])
-	var groups []*group.Group
-	m.groupNumbers.mu.RLock() // no writer can take it: every shard is held
-	m.reverse.GroupsOf(uid, func(n uint32) {
-		id := m.groupNumbers.names[n]
-		groups = append(groups, m.shardOf(id).groups[id])
-	})
-	m.groupNumbers.mu.RUnlock()
+	locked := m.reverse.Lock(one(uid), buf[:])
+	groups := m.leave(uid, m.groupsOf(uid))
 	if len(groups) == 0 {
 		m.reverse.Unlock(locked)
 		return membership.Result{Revision: m.LatestRevision()}
 	}
-	for _, g := range groups {
-		g.Members.Remove(uid)
-		m.due.End(&g.Expiries, g.Number, uid)
-		m.reverse.Remove(uid, g.Number)
-	}
 	m.nicknames.Forget(uid)
-	m.counts.members.Add(-int64(len(groups)))
 	rev := m.feed.Record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
 	m.reverse.Unlock(locked)
-	for _, g := range groups {
-		if g.Vacant() {
-			m.dropGroup(m.shardOf(g.ID), g, rev)
-		} else {
-			g.Revision = rev
-		}
-	}
+	m.afterLeaving(groups, rev)
 	return membership.Result{Count: len(groups), Revision: rev}
 }
 
