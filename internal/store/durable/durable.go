@@ -162,10 +162,12 @@ type Store struct {
 	// ReadOnly serves the reads from memory, which holds what was
 	// replayed and loaded from the snapshot at start: the feed continues
 	// across restarts. ExpiryQueue says which expiries are due, and
-	// Nesting serves the reads of groups in groups so.
+	// Nesting and Directory serve the reads of groups in groups and of
+	// the directory so.
 	memory.ReadOnly
 	memory.ExpiryQueue
 	membership.Nesting
+	membership.Directory
 	mem    *memory.Store
 	dir    string
 	opts   Options
@@ -256,8 +258,9 @@ type result struct {
 }
 
 var (
-	_ membership.Store   = (*Store)(nil)
-	_ membership.Nesting = (*Store)(nil)
+	_ membership.Store     = (*Store)(nil)
+	_ membership.Nesting   = (*Store)(nil)
+	_ membership.Directory = (*Store)(nil)
 )
 
 // Open opens, or creates, the data directory dir, recovers the state it
@@ -296,7 +299,7 @@ func openDurable(dir string, opts Options, lock *fileutil.DirLock) (*Store, erro
 	if err := d.recover(); err != nil {
 		return nil, err
 	}
-	d.ReadOnly, d.ExpiryQueue, d.Nesting = d.mem, d.mem, d.mem // recover may have started a new one
+	d.ReadOnly, d.ExpiryQueue, d.Nesting, d.Directory = d.mem, d.mem, d.mem, d.mem // recover may have started a new one
 	go d.commitLoop()
 	go d.markLoop()
 	return d, nil

@@ -166,7 +166,10 @@ func (m *Store) checkAccount(w membership.Write) (membership.Revision, bool, err
 		return 0, false, err
 	}
 	if w.Op == membership.OpDeleteUser {
-		return m.LatestRevision(), e != nil || inGroup, nil
+		if e == nil && !inGroup {
+			return m.LatestRevision(), false, nil // as Write answers
+		}
+		return revisionOfEntry(e), true, nil // the user's: a precondition keeps the revisions from it on
 	}
 	a := *w.Account
 	if owner, ok := accounts.OwnerOf(a.UserName); ok && owner != uid {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"example.com/groupmembership/internal/store/memory/directory"
 	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/packed"
@@ -37,9 +38,11 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 	}
 	st.Keys = m.keys.Export()
 	st.Nicknames = m.nicknames.Export()
+	st.Accounts = m.exportAccounts()
 	// The shards are copied on every core at once: at a hundred million
 	// memberships, the copy is seconds that writes wait.
 	groups := make([][]snap.Group, len(m.shards))
+	attrs := make([][]snap.GroupAttributes, len(m.shards))
 	shards.Parallel(shards.Workers(len(m.shards)), len(m.shards), func(_, i int) {
 		s := &m.shards[i]
 		if !shardsHeld {
@@ -47,10 +50,19 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 			defer s.mu.RUnlock()
 		}
 		for id, g := range s.groups {
-			groups[i] = append(groups[i], snap.Group{ID: id, Revision: g.Revision, UIDs: g.Members.AppendTo(make([]membership.UID, 0, g.Members.Len())), Expiries: g.Expiries.Export()})
+			var uids []membership.UID // nil for none, as a snapshot reads it
+			if n := g.Members.Len(); n > 0 {
+				uids = g.Members.AppendTo(make([]membership.UID, 0, n))
+			}
+			groups[i] = append(groups[i], snap.Group{ID: id, Revision: g.Revision, UIDs: uids, Expiries: g.Expiries.Export()})
+			if a := g.Attrs; a != nil {
+				attrs[i] = append(attrs[i], snap.GroupAttributes{ID: id, Attributes: a.GroupAttributes, Created: timeOfMillis(a.Created), Modified: timeOfMillis(a.Modified)})
+			}
 		}
 	})
 	st.Groups = slices.Concat(groups...)
+	st.GroupAttributes = slices.Concat(attrs...)
+	slices.SortFunc(st.GroupAttributes, func(a, b snap.GroupAttributes) int { return strings.Compare(a.ID, b.ID) })
 	if !forBackup {
 		m.nestMu.RLock()
 		defer m.nestMu.RUnlock()
@@ -77,7 +89,7 @@ type Loader struct {
 	scratch []packed.Pair // a group's members, for fill
 	pairs   *reverse.Gathered
 	// empty are the groups given with no members: those with subgroups
-	// (Finish knows which) are kept, for their revisions.
+	// or attributes (Finish knows which) are kept, for their revisions.
 	empty  []snap.Group
 	nested bool
 }
@@ -125,14 +137,19 @@ func (l *Loader) Finish(st *snap.State) {
 		m.nestRev = st.LastRevision
 	}
 	m.nestNext.Store(m.nest.Next())
+	attributed := make(map[string]bool, len(st.GroupAttributes))
+	for _, a := range st.GroupAttributes {
+		attributed[a.ID] = true
+	}
 	for _, g := range l.empty {
-		if m.subgroupCount(g.ID) > 0 {
+		if m.subgroupCount(g.ID) > 0 || attributed[g.ID] {
 			_ = l.Group(g)
 		}
 	}
 	for _, g := range l.indexed {
 		g.Subgroups = m.subgroupCount(g.ID)
 	}
+	l.loadDirectory(st)
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.Load(st.LastRevision, st.Changes)
 	m.keys.Import(st.Keys)
@@ -160,4 +177,39 @@ func (m *Store) Backup() *snap.Backup {
 		m.shards[i].mu.RUnlock()
 	}
 	return snap.NewBackup(st)
+}
+
+// exportAccounts copies the accounts, by uid ascending, their display
+// names left to the nicknames.
+func (m *Store) exportAccounts() []snap.Account {
+	m.nicknames.RLock()
+	defer m.nicknames.RUnlock()
+	accounts := m.nicknames.Accounts()
+	uids := accounts.UIDs()
+	if len(uids) == 0 {
+		return nil
+	}
+	out := make([]snap.Account, len(uids))
+	for i, uid := range uids {
+		e := accounts.Get(uid)
+		out[i] = snap.Account{UID: uid, Account: e.Account, Created: timeOfMillis(e.Created), Modified: timeOfMillis(e.Modified), Revision: e.Revision}
+	}
+	return out
+}
+
+// loadDirectory loads st's accounts and groups' attributes, after the
+// groups: a group with attributes is among them.
+func (l *Loader) loadDirectory(st *snap.State) {
+	m := l.m
+	for _, a := range st.Accounts {
+		m.nicknames.LoadAccount(a.UID, directory.Entry{Account: a.Account, Created: millisOf(a.Created), Modified: millisOf(a.Modified), Revision: a.Revision})
+	}
+	for _, a := range st.GroupAttributes {
+		g := m.shardOf(a.ID).groups[a.ID]
+		if g == nil {
+			continue // Check refuses it: a backup restored is checked first
+		}
+		g.Attrs = &group.Attrs{GroupAttributes: a.Attributes, Created: millisOf(a.Created), Modified: millisOf(a.Modified)}
+		m.nicknames.LoadGroup(a.ID, a.Attributes)
+	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"example.com/groupmembership/internal/fileheader"
 	"example.com/groupmembership/internal/fileutil"
+	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
 )
 
@@ -67,10 +68,27 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //   - the groups in groups: the count of groups that have subgroups, then
 //     each one's id, in byte order, its subgroup count, and each subgroup's
 //     id, in byte order, and the time the nesting ends (as a member's
-//     expiry, 0 for none).
+//     expiry, 0 for none);
+//   - the accounts: count, then each one's uid, in ascending order, its
+//     attributes as package writecodec lays an account out (the display
+//     name "": it is the user's nickname, among the nicknames), the times
+//     it was created and modified (milliseconds since 1970-01-01 UTC, as
+//     signed, zigzag varints, 0 for none) and its revision;
+//   - the groups' attributes: count, then each group's id, in byte order,
+//     its attributes as package writecodec lays them out, and the times
+//     they were set first and last, as an account's. A group with
+//     attributes but no members is among the groups, with no member, so
+//     that its revision is kept.
 //
-// Version 7, still read, is version 8 without the groups in groups (every
-// group has members) and without ops 8 to 11. Version 6 is version 7
+// A change of op 12 set_user is laid out as a remove_user (group id "",
+// one uid, no nickname) followed by its account; 13 delete_user as a
+// remove_user; 14 set_group as a delete_group followed by its attributes.
+// A batch may hold changes of op 14.
+//
+// Version 8, still read, is version 9 without the accounts and the groups'
+// attributes, and without ops 12 to 14. Version 7 is version 8 without the
+// groups in groups (every group has members) and without ops 8 to 11.
+// Version 6 is version 7
 // without the expiries (no member has one) and without op 7; version 5 is
 // version 6 without the keys (it remembers none); version 4 is version 5
 // without batches; version 3 is version 4 without the stamps (its changes
@@ -80,7 +98,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // older version at most so refuses a snapshot that may hold ops it does
 // not know by its version, not halfway through its changes. All integers
 // are unsigned varints but the time, strings a length and bytes.
-var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 8}
+var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 9}
 
 // The flags of a change's stamp.
 const (
@@ -108,6 +126,27 @@ type State struct {
 	// order. A group that has subgroups but no members is among Groups
 	// with no UIDs, so that its revision is kept.
 	Nestings []Nesting
+	// Accounts are the accounts, by uid ascending; their display names
+	// are the users' nicknames, in Nicknames. GroupAttributes are the
+	// groups' attributes, by id in byte order; a group with attributes
+	// but no members or subgroups is among Groups with no UIDs.
+	Accounts        []Account
+	GroupAttributes []GroupAttributes
+}
+
+// Account is one account as a State keeps it: its DisplayName is "".
+type Account struct {
+	UID               membership.UID
+	Account           membership.Account
+	Created, Modified time.Time
+	Revision          membership.Revision
+}
+
+// GroupAttributes are one group's attributes as a State keeps them.
+type GroupAttributes struct {
+	ID                string
+	Attributes        membership.GroupAttributes
+	Created, Modified time.Time
 }
 
 // Nesting is one group nested in another, as a State keeps it.
@@ -142,7 +181,8 @@ type Group struct {
 
 // The op byte of a change the feed keeps, and its op. Versions 1 and 2 know
 // the first two only, versions 3 and 4 the first five, versions 5 and 6
-// the first six, version 7 the first seven, version 8 all of them.
+// the first six, version 7 the first seven, version 8 the first eleven,
+// version 9 all of them.
 var ops = [...]membership.Op{
 	1:  membership.OpAdd,
 	2:  membership.OpRemove,
@@ -155,6 +195,9 @@ var ops = [...]membership.Op{
 	9:  membership.OpRemoveGroups,
 	10: membership.OpReplaceGroups,
 	11: membership.OpExpireGroups,
+	12: membership.OpSetUser,
+	13: membership.OpDeleteUser,
+	14: membership.OpSetGroup,
 }
 
 // How many op bytes each version knows, 0 included.
@@ -163,18 +206,13 @@ const (
 	opsOfVersion4 = 6
 	opsOfVersion6 = 7
 	opsOfVersion7 = 8
+	opsOfVersion8 = 12
 )
 
 // inABatch reports whether a batch's change may be of op: add, remove,
-// replace, delete_group, add_groups, remove_groups or replace_groups.
-func inABatch(op membership.Op) bool {
-	switch op {
-	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
-		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
-		return true
-	}
-	return false
-}
+// replace, delete_group, add_groups, remove_groups, replace_groups or
+// set_group.
+func inABatch(op membership.Op) bool { return membership.InABatch(op) }
 
 // opsOf returns how many op bytes version knows, 0 included.
 func opsOf(version uint32) int {
@@ -187,15 +225,19 @@ func opsOf(version uint32) int {
 		return opsOfVersion6
 	case version <= 7:
 		return opsOfVersion7
+	case version <= 8:
+		return opsOfVersion8
 	}
 	return len(ops)
 }
 
 // withExpiries is the first version with expiries, withNestings the first
-// with groups in groups.
+// with groups in groups, withDirectory the first with accounts and groups'
+// attributes.
 const (
-	withExpiries = 7
-	withNestings = 8
+	withExpiries  = 7
+	withNestings  = 8
+	withDirectory = 9
 )
 
 // WriteFile writes st to the file at path, atomically and durably (see
@@ -224,6 +266,12 @@ func encode(out io.Writer, st *State, version uint32) error {
 	}
 	if version < withNestings && len(st.Nestings) > 0 {
 		return fmt.Errorf("version %d holds no group in a group", version)
+	}
+	if version < withDirectory && (len(st.Accounts) > 0 || len(st.GroupAttributes) > 0) {
+		return fmt.Errorf("version %d holds no account and no group attributes", version)
+	}
+	if err := checkDirectoryOrder(st); err != nil {
+		return err
 	}
 	if err := checkNestingOrder(st.Nestings); err != nil {
 		return err
@@ -274,6 +322,9 @@ func encode(out io.Writer, st *State, version uint32) error {
 	}
 	if version >= withNestings {
 		c.nestings(st.Nestings)
+	}
+	if version >= withDirectory {
+		c.directory(st)
 	}
 	c.flush()
 	if c.err != nil {
@@ -498,6 +549,11 @@ func decodeState(r *reader, version uint32, each func(Group) error) (*State, err
 			return nil, err
 		}
 	}
+	if version >= withDirectory {
+		if err := readDirectory(r, st); err != nil {
+			return nil, err
+		}
+	}
 	if r.Len() != 0 {
 		return nil, errors.New("trailing bytes after the groups")
 	}
@@ -692,6 +748,8 @@ func checkChangeToEncode(c membership.Change, known int, withExpiries, batched b
 		return fmt.Errorf("a change of op %s with groups", c.Op)
 	case membership.IsNestingOp(c.Op) && (len(c.UIDs) > 0 || len(c.Nicknames) > 0):
 		return fmt.Errorf("a change of op %s with users", c.Op)
+	case (c.Op == membership.OpSetUser) != (c.Account != nil), (c.Op == membership.OpSetGroup) != (c.GroupAttributes != nil):
+		return fmt.Errorf("a change of op %s with an account or attributes that do not go with it", c.Op)
 	case c.Op == membership.OpBatch && len(c.Changes) == 0:
 		return errors.New("a batch of no change")
 	case len(c.Expiries) > 0 && !(withExpiries && hasExpiries(c.Op)):
@@ -787,6 +845,12 @@ func appendChangeBody(b []byte, c membership.Change, expiries bool) []byte {
 	}
 	if expiries && hasExpiries(c.Op) {
 		b = appendExpiries(b, c.Expiries)
+	}
+	switch c.Op {
+	case membership.OpSetUser:
+		b = writecodec.AppendAccount(b, *c.Account)
+	case membership.OpSetGroup:
+		b = writecodec.AppendGroupAttributes(b, *c.GroupAttributes)
 	}
 	return b
 }
@@ -1013,6 +1077,20 @@ func (cr *changeReader) body(known int) (membership.Change, error) {
 			return c, err
 		}
 	}
+	switch c.Op {
+	case membership.OpSetUser:
+		a, err := writecodec.ReadAccount(r.Reader)
+		if err != nil {
+			return c, err
+		}
+		c.Account = &a
+	case membership.OpSetGroup:
+		a, err := writecodec.ReadGroupAttributes(r.Reader)
+		if err != nil {
+			return c, err
+		}
+		c.GroupAttributes = &a
+	}
 	return c, checkChange(c)
 }
 
@@ -1047,14 +1125,20 @@ func (cr *changeReader) batch() (membership.Change, error) {
 // OpDeleteGroup names neither.
 func checkChange(c membership.Change) error {
 	switch {
-	case c.Op == membership.OpRemoveUser && (c.GroupID != "" || len(c.UIDs) != 1 || len(c.Nicknames) > 0):
-		return errors.New("a remove_user names one uid, no group and no nickname")
-	case c.Op == membership.OpDeleteGroup && (len(c.UIDs) > 0 || len(c.Nicknames) > 0):
-		return errors.New("a delete_group names no uid and no nickname")
-	case c.Op != membership.OpRemoveUser && c.GroupID == "":
+	case isUserOp(c.Op) && (c.GroupID != "" || len(c.UIDs) != 1 || len(c.Nicknames) > 0):
+		return fmt.Errorf("a %s names one uid, no group and no nickname", c.Op)
+	case (c.Op == membership.OpDeleteGroup || c.Op == membership.OpSetGroup) && (len(c.UIDs) > 0 || len(c.Nicknames) > 0):
+		return fmt.Errorf("a %s names no uid and no nickname", c.Op)
+	case !isUserOp(c.Op) && c.GroupID == "":
 		return fmt.Errorf("a change of op %s names no group", c.Op)
 	}
 	return nil
+}
+
+// isUserOp reports whether a change of op names a user and no group:
+// remove_user, set_user, delete_user.
+func isUserOp(op membership.Op) bool {
+	return op == membership.OpRemoveUser || op == membership.OpSetUser || op == membership.OpDeleteUser
 }
 
 // groups reads a nesting change's groups: nil for none.

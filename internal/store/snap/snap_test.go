@@ -44,7 +44,7 @@ func TestChangesOfEveryOpRoundTrip(t *testing.T) {
 	got, err := Decode(buf.Bytes(), "s.snap")
 	require.NoError(t, err)
 	assert.Equal(t, st, got)
-	assert.Equal(t, "GMSN\x08\x00\x00\x00", buf.String()[:8], "a snapshot of this build is of version 8")
+	assert.Equal(t, "GMSN\x09\x00\x00\x00", buf.String()[:8], "a snapshot of this build is of version 9")
 }
 
 // A change no build writes is refused: a damaged or foreign snapshot.
@@ -285,7 +285,8 @@ func TestKeysLayout(t *testing.T) {
 	body := buf.Bytes()[8 : buf.Len()-4]
 	want := []byte{1, 0, 0, 0, 0, 0, // revisions, nicknames, groups, changes
 		1, 1, 'k', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0xd0, 0x0f, 0, 1, 1, 2, 3, 1,
-		0} // groups in groups
+		0,    // groups in groups
+		0, 0} // accounts, groups' attributes
 	assert.Equal(t, want, body)
 }
 

@@ -188,6 +188,12 @@ func TestLargestBoundsABatch(t *testing.T) {
 		}
 		assert.LessOrEqual(t, int64(len(appendBatch(nil, c))), bound, "op %s", op)
 	}
+	setGroups := &Batch{Time: time.UnixMilli(-1 << 62).UTC(), Actor: 9223372036854775807,
+		Idem: testIdem(string(make([]byte, membership.MaxIdempotencyKeyBytes)))}
+	for range maxWrites {
+		setGroups.Writes = append(setGroups.Writes, membership.Write{Op: membership.OpSetGroup, GroupID: id, If: cond, Group: longGroupAttributes()})
+	}
+	assert.LessOrEqual(t, int64(len(appendBatch(nil, setGroups))), Largest(0, 0, maxWrites), "set_group, which names no user")
 	groups := longGroups(maxUsers, true)
 	for _, op := range []membership.Op{membership.OpAddGroups, membership.OpReplaceGroups, membership.OpRemoveGroups} {
 		c := &Batch{Time: time.UnixMilli(-1 << 62).UTC(), Actor: 9223372036854775807, MaxDepth: membership.MaxMaxDepth,
