@@ -8,6 +8,7 @@ import (
 
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/middleware"
+	"example.com/groupmembership/httpapi/scim"
 	"example.com/groupmembership/membership"
 )
 
@@ -44,7 +45,7 @@ func routes(d shared) []route {
 	svc, opts := d.svc, d.opts
 	// read serves a read from a state at least as new as X-Min-Revision.
 	read := func(h http.Handler) http.Handler { return withMinRevision(svc, opts.MinRevisionWait, h) }
-	return []route{
+	rs := []route{
 		{method: "GET", path: "/group-user/{groupID}", handler: read(handleListMembers(svc, d.encodedLists)), query: true, data: true, cache: "no-cache"},
 		{method: "POST", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, membership.OpAdd, opts.MaxBodyBytes, d.bodies), data: true},
 		{method: "PUT", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, membership.OpReplace, opts.MaxBodyBytes, d.bodies), data: true},
@@ -68,6 +69,12 @@ func routes(d shared) []route {
 		{method: "GET", path: "/openapi.json", handler: handleOpenAPI()},
 		{method: "GET", path: "/metrics", handler: handleMetrics(d)},
 	}
+	// SCIM: identity providers send the token on every request, and a
+	// user's attributes are not for anyone who can reach the service.
+	for _, sr := range scim.Routes(scim.Deps{Service: svc, MaxBodyBytes: opts.MaxBodyBytes, Bodies: d.bodies, Replies: d.replies}) {
+		rs = append(rs, route{method: sr.Method, path: sr.Path, handler: sr.Handler, query: true, data: true, private: true, cache: "no-store"})
+	}
+	return rs
 }
 
 // addRoutes registers rs on mux. With a token, every write (POST, PUT,
@@ -111,8 +118,13 @@ func addRoutes(mux *http.ServeMux, rs []route, loading bool, token string, authR
 		}
 	}
 	for _, p := range paths {
+		if strings.HasPrefix(p, scim.Prefix+"/") {
+			handle(p, scim.MethodNotAllowed(strings.Join(allowed[p], ", ")))
+			continue
+		}
 		handle(p, handleMethodNotAllowed(strings.Join(allowed[p], ", ")))
 	}
+	handle(scim.Prefix+"/", scim.NotFound())
 	handle("/", handleNotFound())
 }
 
