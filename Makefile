@@ -119,7 +119,7 @@ image:
 		buildah build --format docker --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -f postgres/Dockerfile -t membership-postgres .; \
 	fi
 
-## image-check: build the images of Dockerfile and postgres/Dockerfile with buildah and run them with podman, and compose.yaml with podman-compose, on stand-ins for their base images made from this machine's files (about 2.5 minutes, 5 on a busy machine; needs root; installs Debian's podman, buildah, runc, netavark, iptables and podman-compose if needed)
+## image-check: build the images of Dockerfile and postgres/Dockerfile with buildah and run them with podman (in memory, on a volume, with an admin listener, over TLS), and compose.yaml with podman-compose, on stand-ins for their base images made from this machine's files (about 2.5 minutes, 5 on a busy machine; needs root; installs Debian's podman, buildah, runc, netavark, iptables, podman-compose and openssl if needed)
 .PHONY: image-check
 image-check: image-tools postgres-tools
 	.ci/image/check.sh
@@ -127,10 +127,11 @@ image-check: image-tools postgres-tools
 # image-tools: make image-check runs rootful podman and buildah (with runc, and
 # netavark, which needs iptables but does not depend on it) and podman-compose,
 # and makes its stand-ins for the base images from busybox-static,
-# ca-certificates, tzdata and postgresql (postgres-tools).
+# ca-certificates, tzdata and postgresql (postgres-tools); openssl makes the
+# certificate of its TLS run.
 .PHONY: image-tools
 image-tools:
-	@missing=""; for pkg in podman buildah runc netavark aardvark-dns iptables podman-compose busybox-static ca-certificates tzdata; do \
+	@missing=""; for pkg in podman buildah runc netavark aardvark-dns iptables podman-compose busybox-static ca-certificates tzdata openssl; do \
 		dpkg-query -W -f '$${Status}' $$pkg 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$pkg"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "image-check: installing Debian's$$missing with apt-get"; \
@@ -175,8 +176,9 @@ deadcode: deadcode-tools
 # DEADCODE_ALLOWED are the files no command needs: the client and
 # membershiptest (for programs that use the service), the embedded service
 # that membershiptest serves (it needs the server's internals), and the
-# packages only tests import.
-DEADCODE_ALLOWED = ^(client/|membershiptest/|internal/server/embedded\.go:|internal/store/storetest/|httpapi/scim/scimtest/|internal/metrics/metricstest/|internal/logtest/|postgres/internal/pgtest/)
+# packages only tests import (and internal/tlstest, which the benchmarks
+# import too).
+DEADCODE_ALLOWED = ^(client/|membershiptest/|internal/server/embedded\.go:|internal/store/storetest/|httpapi/scim/scimtest/|internal/metrics/metricstest/|internal/logtest/|internal/tlstest/|postgres/internal/pgtest/)
 
 # deadcode-tools: make deadcode runs deadcode from $(BIN), installed there
 # with go install at DEADCODE_VERSION when it is missing or another version.
@@ -249,7 +251,7 @@ bench-scale: bench-tools
 	cd bench && go build -o ../bin/bench-scale ./scale
 	bin/bench-scale $(BENCHARGS)
 
-## attack: twelve attacks (hostile clients, idle and stalled connections, long polls, a stalled stdout, a stuck or full disk, a cut log) on the built binaries on loopback, with their bounds (about 3.5 minutes; root for the disk attacks, PostgreSQL's initdb for one)
+## attack: thirteen attacks (hostile clients, idle and stalled connections, stalled TLS handshakes, long polls, a stalled stdout, a stuck or full disk, a cut log) on the built binaries on loopback, with their bounds (about 3.5 minutes; root for the disk attacks, PostgreSQL's initdb for one)
 .PHONY: attack
 attack:
 	cd bench && go build -o ../bin/attack ./attack

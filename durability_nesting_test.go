@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,23 +22,10 @@ import (
 // sendNesting sends method to base+path with body, a form when form is
 // set and JSON otherwise, and returns the status, 0 when no answer came.
 func sendNesting(base, method, path, body string, form bool) int {
-	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-	if err != nil {
-		return 0
-	}
-	req.Header.Set("Content-Type", "application/json")
 	if form {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		return statusOf(base, method, path, body, "application/x-www-form-urlencoded")
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return 0
-	}
-	return resp.StatusCode
+	return statusOf(base, method, path, body, "application/json")
 }
 
 // groupsForm returns the form of a nesting write of groups, each a JSON
@@ -75,97 +61,70 @@ func TestCrashKeepsEveryAcknowledgedNesting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills the program")
 	}
-	dir := t.TempDir()
-	args := []string{"-data-dir", dir, "-snapshot-bytes", "4096"}
-	p := startProcess(t, args...)
+	args := []string{"-data-dir", t.TempDir(), "-snapshot-bytes", "4096"}
 	var mu sync.Mutex
 	want := map[string][]string{} // parents whose every write was acknowledged
 	var refused []string          // groups a refused nesting named as parent
-	for round := range 3 {
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for w := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					parent := fmt.Sprintf("r%d-w%d-%d", round, w, i)
-					path := "/group-group/" + parent
-					child := func(k int) string { return fmt.Sprintf("%s-c%d", parent, k) }
-					final := []string{child(1), child(2)}
-					ok := sendNesting(p.base, "POST", path, groupsForm(`"`+child(1)+`"`, `{"group":"`+child(2)+`","ttl":"1h"}`), true) == http.StatusOK
-					if ok {
-						final = []string{child(2), child(3)}
-						ok = sendNesting(p.base, "PUT", path, groupsForm(`"`+child(2)+`"`, `"`+child(3)+`"`), true) == http.StatusOK
-					}
-					if ok {
-						// A cycle: refused, and so never applied, then or
-						// on a replay.
-						status := sendNesting(p.base, "POST", "/group-group/"+child(3), groupsForm(`"`+parent+`"`), true)
-						if status == http.StatusConflict {
-							mu.Lock()
-							refused = append(refused, child(3))
-							mu.Unlock()
-						}
-						ok = status == http.StatusConflict
-					}
-					switch {
-					case ok && i%3 == 0:
-						ok = sendNesting(p.base, "DELETE", path, groupsForm(`"`+child(2)+`"`), true) == http.StatusOK
-						final = final[1:]
-					case ok && i%3 == 1:
-						ok = sendNesting(p.base, "DELETE", "/groups/"+parent, "", false) == http.StatusOK
-						final = nil
-					case ok:
-						batch := fmt.Sprintf(`{"changes":[{"op":"add","group":%q,"users":[%d]},{"op":"add_groups","group":%q,"groups":[%q]}]}`,
-							child(4), i+1, parent, child(4))
-						ok = sendNesting(p.base, "POST", "/batch", batch, false) == http.StatusOK
-						final = append(final, child(4))
-					}
-					if !ok {
-						return // this group's state is unsure: stop here
-					}
-					mu.Lock()
-					want[parent] = final
-					mu.Unlock()
-				}
-			}()
-		}
-		// Kill after a number of groups are done: progress, not time,
-		// decides.
-		target := (round + 1) * 40
-		require.Eventually(t, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(want) >= target
-		}, 60*time.Second, time.Millisecond, "the writers got too little acknowledged")
-		if round == 2 {
-			// The last restart must load a snapshot holding these writes.
-			require.Eventually(t, func() bool { return strings.Contains(p.logs.String(), "wrote a snapshot") },
-				60*time.Second, time.Millisecond, "no snapshot was written")
-		}
-		require.NoError(t, p.cmd.Process.Kill())
-		_ = p.cmd.Wait()
-		close(stop)
-		wg.Wait()
-		assert.NotContains(t, p.logs.String(), "snapshot failed", "round %d", round)
-		assert.NotContains(t, p.logs.String(), "does not read back", "round %d", round)
-
-		p = startProcess(t, args...)
+	done := func() int {
 		mu.Lock()
+		defer mu.Unlock()
+		return len(want)
+	}
+	step := func(base string, round, w, i int) bool {
+		parent := fmt.Sprintf("r%d-w%d-%d", round, w, i)
+		path := "/group-group/" + parent
+		child := func(k int) string { return fmt.Sprintf("%s-c%d", parent, k) }
+		final := []string{child(1), child(2)}
+		ok := sendNesting(base, "POST", path, groupsForm(`"`+child(1)+`"`, `{"group":"`+child(2)+`","ttl":"1h"}`), true) == http.StatusOK
+		if ok {
+			final = []string{child(2), child(3)}
+			ok = sendNesting(base, "PUT", path, groupsForm(`"`+child(2)+`"`, `"`+child(3)+`"`), true) == http.StatusOK
+		}
+		if ok {
+			// A cycle: refused, and so never applied, then or on a
+			// replay.
+			status := sendNesting(base, "POST", "/group-group/"+child(3), groupsForm(`"`+parent+`"`), true)
+			if status == http.StatusConflict {
+				mu.Lock()
+				refused = append(refused, child(3))
+				mu.Unlock()
+			}
+			ok = status == http.StatusConflict
+		}
+		switch {
+		case ok && i%3 == 0:
+			ok = sendNesting(base, "DELETE", path, groupsForm(`"`+child(2)+`"`), true) == http.StatusOK
+			final = final[1:]
+		case ok && i%3 == 1:
+			ok = sendNesting(base, "DELETE", "/groups/"+parent, "", false) == http.StatusOK
+			final = nil
+		case ok:
+			batch := fmt.Sprintf(`{"changes":[{"op":"add","group":%q,"users":[%d]},{"op":"add_groups","group":%q,"groups":[%q]}]}`,
+				child(4), i+1, parent, child(4))
+			ok = sendNesting(base, "POST", "/batch", batch, false) == http.StatusOK
+			final = append(final, child(4))
+		}
+		if !ok {
+			return false // this group's state is unsure: stop here
+		}
+		mu.Lock()
+		want[parent] = final
+		mu.Unlock()
+		return true
+	}
+	check := func(killed, p *process, round int) {
+		assert.NotContains(t, killed.logs.String(), "snapshot failed", "round %d", round)
+		assert.NotContains(t, killed.logs.String(), "does not read back", "round %d", round)
+		mu.Lock()
+		defer mu.Unlock()
 		for _, parent := range slices.Sorted(maps.Keys(want)) {
 			assert.Equal(t, want[parent], subgroupsOf(t, p.base, parent), "round %d, group %s", round, parent)
 		}
 		for _, group := range refused {
 			assert.Empty(t, subgroupsOf(t, p.base, group), "round %d: the refused nesting in %s", round, group)
 		}
-		mu.Unlock()
 	}
+	p := killWhileWriting(t, args, 3, 4, 40, done, step, check)
 	assert.Contains(t, p.logs.String(), "loaded snapshot", "the restarts must have loaded a snapshot too")
 }
 

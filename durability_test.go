@@ -95,25 +95,41 @@ func launchCmd(t *testing.T, cmd *exec.Cmd, untilReady bool) *process {
 // machine beside other test runs.
 var client = &http.Client{Timeout: 2 * time.Minute}
 
-// change sends a POST or DELETE and reports whether it was acknowledged.
-func change(base, method, group string, uids ...int64) bool {
-	var parts []string
-	for _, uid := range uids {
-		parts = append(parts, fmt.Sprint(uid))
-	}
-	body := url.Values{"users": {"[" + strings.Join(parts, ",") + "]"}}.Encode()
-	req, err := http.NewRequest(method, base+"/group-user/"+group, strings.NewReader(body))
+// statusOf sends method to base+path with body, with the Content-Type
+// contentType when not "", and returns the status of the answer, read
+// whole; 0 when none came. It needs no test: writers off the test
+// goroutine use it.
+func statusOf(base, method, path, body, contentType string) int {
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 	if err != nil {
-		return false
+		return 0
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false
+		return 0
 	}
 	defer resp.Body.Close()
-	_, err = io.Copy(io.Discard, resp.Body)
-	return err == nil && resp.StatusCode == http.StatusOK
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return 0
+	}
+	return resp.StatusCode
+}
+
+// usersForm returns the form of a write of uids.
+func usersForm(uids ...int64) string {
+	parts := make([]string, len(uids))
+	for i, uid := range uids {
+		parts[i] = fmt.Sprint(uid)
+	}
+	return url.Values{"users": {"[" + strings.Join(parts, ",") + "]"}}.Encode()
+}
+
+// change sends a POST or DELETE and reports whether it was acknowledged.
+func change(base, method, group string, uids ...int64) bool {
+	return statusOf(base, method, "/group-user/"+group, usersForm(uids...), "application/x-www-form-urlencoded") == http.StatusOK
 }
 
 func members(t *testing.T, base, group string) map[int64]bool {
@@ -207,6 +223,54 @@ func write(base string, round int, l *ledger, stop <-chan struct{}) *sync.WaitGr
 		}()
 	}
 	return &wg
+}
+
+// killWhileWriting runs rounds of writers against the program started
+// with args: in each round, writers goroutines each call step(base,
+// round, w, i) for i = 0, 1, … until it returns false or the round ends.
+// A round ends once done() reaches (round+1)*perRound (progress, not
+// time, decides) and, in the last round, a snapshot has been written, so
+// that the last restart loads one. The program is then killed with
+// SIGKILL and started again, and check(killed, restarted, round) runs.
+// It returns the program as the last round left it.
+func killWhileWriting(t *testing.T, args []string, rounds, writers, perRound int, done func() int,
+	step func(base string, round, w, i int) bool, check func(killed, restarted *process, round int)) *process {
+	t.Helper()
+	p := startProcess(t, args...)
+	for round := range rounds {
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		base := p.base
+		for w := range writers {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if !step(base, round, w, i) {
+						return
+					}
+				}
+			})
+		}
+		target := (round + 1) * perRound
+		require.Eventually(t, func() bool { return done() >= target }, 60*time.Second, time.Millisecond,
+			"the writers got too little acknowledged")
+		if round == rounds-1 {
+			require.Eventually(t, func() bool { return strings.Contains(p.logs.String(), "wrote a snapshot") },
+				60*time.Second, time.Millisecond, "no snapshot was written")
+		}
+		require.NoError(t, p.cmd.Process.Kill())
+		_ = p.cmd.Wait()
+		close(stop)
+		wg.Wait()
+		killed := p
+		p = startProcess(t, args...)
+		check(killed, p, round)
+	}
+	return p
 }
 
 func TestCrashKeepsEveryAcknowledgedChange(t *testing.T) {

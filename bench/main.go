@@ -140,6 +140,9 @@ func run(opts options) error {
 			return err
 		}
 	}
+	if err := h.startTLSTwins(); err != nil {
+		return fmt.Errorf("the HTTPS rows: %w", err)
+	}
 	results := map[string][]loadtest.Result{}
 	for round := 1; round <= opts.rounds; round++ {
 		h.round = round
@@ -195,6 +198,9 @@ type harness struct {
 	nestCheckLua, nestCheckTransitiveLua string
 	redisPort                            string
 	rc                                   *redisConn
+	// httpTwin and httpsTwin are the services of the HTTPS rows
+	// (startTLSTwins); "" when no such row runs.
+	httpTwin, httpsTwin string
 }
 
 // start starts the services and Redis (the bare and replay handlers start
@@ -433,6 +439,12 @@ func (h *harness) scenarios() []scenario {
 			return loadtest.Load{Threads: h.opts.threads, Connections: h.opts.connections, Duration: h.opts.duration}.RunWrk(url, script)
 		}
 	}
+	wrkClosing := func(url string) func() (loadtest.Result, error) {
+		return func() (loadtest.Result, error) {
+			return loadtest.Load{Threads: h.opts.threads, Connections: h.opts.connections, Duration: h.opts.duration,
+				Headers: []string{"Connection: close"}}.RunWrk(url, "")
+		}
+	}
 	redisBench := func(args ...string) func() (loadtest.Result, error) {
 		return func() (loadtest.Result, error) { return runRedisBenchmark(h.opts, h.redisPort, args...) }
 	}
@@ -457,6 +469,7 @@ func (h *harness) scenarios() []scenario {
 		{"redis SMEMBERS 1000", redisBench("SMEMBERS", "list1000")},
 	}
 	scenarios = append(scenarios, h.nestScenarios(wrk)...)
+	scenarios = append(scenarios, h.tlsScenarios(wrk, wrkClosing)...)
 	if h.opts.quietRows {
 		scenarios = append(scenarios,
 			scenario{"no access log POST 3", wrk(quietURL, h.luaPath)},
@@ -554,6 +567,10 @@ func (h *harness) report(results map[string][]loadtest.Result, mem *memory, nest
 	for _, t := range nestTargets {
 		row(t.direct)
 		row(t.nested, cmp{"cost %.2f x the direct row's (its req/s / this row's)", t.direct, t.nested})
+	}
+	for _, t := range tlsRows {
+		row(t.http, note("its HTTPS twin's HTTP: "+t.what))
+		row(t.https, cmp{"%.2f x " + t.http + ": the same service over HTTPS, " + t.what, t.https, t.http})
 	}
 	if h.opts.before != "" {
 		fmt.Printf("  (before: %s)\n", h.opts.before)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 type Client struct {
 	base          *url.URL
 	http          *http.Client
+	tlsConfig     *tls.Config // WithTLSConfig's; nil without
 	token         string
 	userAgent     string
 	retry         RetryPolicy
@@ -65,6 +67,23 @@ func WithHTTPClient(hc *http.Client) Option {
 			return errors.New("membership: WithHTTPClient: nil *http.Client")
 		}
 		c.http = hc
+		return nil
+	}
+}
+
+// WithTLSConfig makes the client speak TLS with cfg to the service at an
+// https:// base URL: cfg's RootCAs trust the service's certificate (nil:
+// the system's roots), and its Certificates, for a service that asks for
+// client certificates (its -tls-client-ca), say who the client is. The
+// client then sends its requests with a transport of its own, as
+// http.DefaultTransport's but for cfg; with WithHTTPClient, set cfg in
+// that client's transport instead (New refuses both).
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(c *Client) error {
+		if cfg == nil {
+			return errors.New("membership: WithTLSConfig: nil *tls.Config")
+		}
+		c.tlsConfig = cfg.Clone()
 		return nil
 	}
 }
@@ -198,7 +217,30 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
+	if err := c.useTLSConfig(); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// useTLSConfig gives the client a transport of WithTLSConfig's
+// configuration, if any.
+func (c *Client) useTLSConfig() error {
+	switch {
+	case c.tlsConfig == nil:
+		return nil
+	case c.base.Scheme != "https":
+		return fmt.Errorf("membership: WithTLSConfig: the base URL %s is not https://", c.base.Redacted())
+	case c.http != http.DefaultClient:
+		return errors.New("membership: WithTLSConfig and WithHTTPClient: set the TLS configuration in the http.Client's transport")
+	}
+	t := &http.Transport{Proxy: http.ProxyFromEnvironment}
+	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = dt.Clone()
+	}
+	t.TLSClientConfig = c.tlsConfig
+	c.http = &http.Client{Transport: t}
+	return nil
 }
 
 // MinRevision returns the revision the client's reads ask for with

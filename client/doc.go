@@ -13,7 +13,10 @@
 //	)
 //
 // Every method takes a context first: its deadline or cancellation bounds
-// the call, retries included.
+// the call, retries included. A service that serves HTTPS (-tls-cert) is
+// asked at an https:// URL: WithTLSConfig gives the roots that trust its
+// certificate (the system's by default), and the client's own certificate
+// for a service that asks for one (-tls-client-ca).
 //
 // # Add, remove, list
 //

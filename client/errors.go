@@ -28,7 +28,6 @@ const (
 	CodeTooManyGroups          = "too_many_groups"
 	CodeCycle                  = "cycle"
 	CodeTooDeep                = "too_deep"
-	CodeUnsupported            = "unsupported"
 	CodeUnauthorized           = "unauthorized"
 	CodeNotFound               = "not_found"
 	CodeNotMember              = "not_member"

@@ -185,6 +185,11 @@ type Change struct {
 	Time time.Time `json:"-"`
 	// Actor is the acting user the request named (WithActor); 0 for none.
 	Actor int64 `json:"actor,omitempty"`
+	// Principal is who made the change, as the service authenticated the
+	// request (the name of its credential, "token" for the service's
+	// single token; never the credential); "" for none: a request with no
+	// credential, or the service's own change.
+	Principal string `json:"principal,omitempty"`
 	// Group is the group changed; empty for remove_user, set_user,
 	// delete_user and batch.
 	Group string `json:"group,omitempty"`

@@ -104,39 +104,52 @@ func TestWritesPastTheBodyBudgetAreRefused(t *testing.T) {
 	assert.Equal(t, http.StatusOK, do(h, "POST", "/group-user/g", "users=[7]", formType).Code)
 }
 
-// The users a change decodes count against the memory for bodies while it
-// is applied: a body that fits, with users that do not, is refused; the
-// same change alone is served.
-func TestDecodedUsersCountAgainstTheBodyBudget(t *testing.T) {
-	st := memory.New()
-	h := httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: 1000}), httpapi.Options{BodyMemoryBytes: 4096, MaxBodyBytes: 2048})
-	manyUsers := "users=[1" + strings.Repeat(",2", 400) + "]" // 811 bytes, 401 users of 32 bytes decoded
+// The users or groups a change decodes count against the memory for
+// bodies while it is applied: a body that fits, with elements that do not,
+// is refused while another body holds its part; the same change alone is
+// served.
+func TestDecodedElementsCountAgainstTheBodyBudget(t *testing.T) {
+	tests := []struct {
+		name, route, slowStart, many, wantCount string
+	}{
+		// 811 bytes, 401 users of 32 bytes decoded
+		{"users", "/group-user/", "users=[1", "users=[1" + strings.Repeat(",2", 400) + "]", "2"},
+		// 1205 bytes, 300 groups decoded
+		{"groups", "/group-group/", `groups=["b"`, `groups=["a"` + strings.Repeat(`,"a"`, 299) + `]`, "1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: 1000}),
+				httpapi.Options{Logger: slog.New(slog.DiscardHandler), BodyMemoryBytes: 4096, MaxBodyBytes: 2048})
+			require.Less(t, len(tt.many), 4096-512)
 
-	slowBody, slowWriter := io.Pipe()
-	slow := httptest.NewRequest("POST", "/group-user/slow", slowBody)
-	slow.Header.Set("Content-Type", formType)
-	slowDone := make(chan *httptest.ResponseRecorder, 1)
-	go func() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, slow)
-		slowDone <- w
-	}()
-	_, err := slowWriter.Write([]byte("users=[1"))
-	require.NoError(t, err) // returns once the handler has read it: it holds its first buffer
+			slowBody, slowWriter := io.Pipe()
+			slow := httptest.NewRequest("POST", tt.route+"slow", slowBody)
+			slow.Header.Set("Content-Type", formType)
+			slowDone := make(chan *httptest.ResponseRecorder, 1)
+			go func() {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, slow)
+				slowDone <- w
+			}()
+			_, err := slowWriter.Write([]byte(tt.slowStart))
+			require.NoError(t, err) // returns once the handler has read it: it holds its first buffer
 
-	w := do(h, "POST", "/group-user/g", manyUsers, formType)
-	assert.Equal(t, http.StatusServiceUnavailable, w.Code, w.Body.String())
-	assert.Contains(t, w.Body.String(), "request bodies")
-	assert.Equal(t, `[]`, do(h, "GET", "/group-user/g", "", "").Body.String(), "nothing was changed")
+			w := do(h, "POST", tt.route+"g", tt.many, formType)
+			assert.Equal(t, http.StatusServiceUnavailable, w.Code, w.Body.String())
+			assert.Contains(t, w.Body.String(), "request bodies")
+			assert.Equal(t, `[]`, do(h, "GET", tt.route+"g", "", "").Body.String(), "nothing was changed")
 
-	go func() {
-		_, _ = slowWriter.Write([]byte("]"))
-		slowWriter.Close()
-	}()
-	assert.Equal(t, http.StatusOK, (<-slowDone).Code)
-	w = do(h, "POST", "/group-user/g", manyUsers, formType)
-	assert.Equal(t, http.StatusOK, w.Code, "alone, it is served: %s", w.Body.String())
-	assert.Equal(t, "2", w.Body.String())
+			go func() {
+				_, _ = slowWriter.Write([]byte("]"))
+				slowWriter.Close()
+			}()
+			assert.Equal(t, http.StatusOK, (<-slowDone).Code)
+			w = do(h, "POST", tt.route+"g", tt.many, formType)
+			assert.Equal(t, http.StatusOK, w.Code, "alone, it is served: %s", w.Body.String())
+			assert.Equal(t, tt.wantCount, w.Body.String())
+		})
+	}
 }
 
 // A JSON body, decoded into a copy, as large as the whole budget, is

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -242,74 +241,39 @@ func TestCheckAnswersAreOfOneRevision(t *testing.T) {
 	st := memory.New()
 	svc := membership.NewService(st, membership.ServiceOptions{MaxChecks: 2 * writers * perWriter})
 	h := httpapi.NewHandler(svc, httpapi.Options{})
-	var checks []membership.Check
+	checks := storetest.MovingChecks(writers * perWriter)
 	var elems []string
-	for uid := 1; uid <= writers*perWriter; uid++ {
-		for _, g := range []string{"left", "right"} {
-			checks = append(checks, membership.Check{GroupID: g, UID: membership.UID(uid)})
-			elems = append(elems, fmt.Sprintf(`{"group":%q,"uid":%d}`, g, uid))
-		}
+	for _, c := range checks {
+		elems = append(elems, fmt.Sprintf(`{"group":%q,"uid":%d}`, c.GroupID, c.UID))
 	}
 	body := `{"checks":[` + strings.Join(elems, ",") + `]}`
 
-	errs := make(chan error, writers+1)
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			from, to := "left", "right"
-			for round := range rounds {
-				for i := range perWriter {
-					users := fmt.Sprintf("users=[%d]", w*perWriter+i+1)
-					if round > 0 {
-						if r := do(h, "DELETE", "/group-user/"+from, users, formType); r.Code != http.StatusOK {
-							errs <- fmt.Errorf("DELETE: %d %s", r.Code, r.Body)
-							return
-						}
-					}
-					if r := do(h, "POST", "/group-user/"+to, users, formType); r.Code != http.StatusOK {
-						errs <- fmt.Errorf("POST: %d %s", r.Code, r.Body)
-						return
-					}
-				}
-				from, to = to, from
-			}
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	var observations []storetest.CheckObservation
-	checker := make(chan struct{})
-	go func() {
-		defer close(checker)
-		for {
-			r := postCheck(h, body, nil)
-			if r.Code != http.StatusOK {
-				errs <- fmt.Errorf("/check: %d %s", r.Code, r.Body)
-				return
-			}
-			var reply struct{ Results []bool }
-			rev, err := strconv.ParseUint(r.Header().Get("X-Revision"), 10, 64)
-			if err == nil {
-				err = json.Unmarshal(r.Body.Bytes(), &reply)
-			}
-			if err != nil {
-				errs <- err
-				return
-			}
-			observations = append(observations, storetest.CheckObservation{Checks: checks, Found: reply.Results, Revision: membership.Revision(rev)})
-			select {
-			case <-done:
-				return
-			default:
+	move := func(uid membership.UID, from, to string) error {
+		users := fmt.Sprintf("users=[%d]", uid)
+		if from != "" {
+			if r := do(h, "DELETE", "/group-user/"+from, users, formType); r.Code != http.StatusOK {
+				return fmt.Errorf("DELETE: %d %s", r.Code, r.Body)
 			}
 		}
-	}()
-	<-checker
-	<-done
-	close(errs)
-	for err := range errs {
+		if r := do(h, "POST", "/group-user/"+to, users, formType); r.Code != http.StatusOK {
+			return fmt.Errorf("POST: %d %s", r.Code, r.Body)
+		}
+		return nil
+	}
+	check := func() (storetest.CheckObservation, error) {
+		r := postCheck(h, body, nil)
+		if r.Code != http.StatusOK {
+			return storetest.CheckObservation{}, fmt.Errorf("/check: %d %s", r.Code, r.Body)
+		}
+		var reply struct{ Results []bool }
+		rev, err := strconv.ParseUint(r.Header().Get("X-Revision"), 10, 64)
+		if err == nil {
+			err = json.Unmarshal(r.Body.Bytes(), &reply)
+		}
+		return storetest.CheckObservation{Checks: checks, Found: reply.Results, Revision: membership.Revision(rev)}, err
+	}
+	observations, errs := storetest.CheckWhileMoving(writers, perWriter, rounds, move, check)
+	for _, err := range errs {
 		require.NoError(t, err)
 	}
 	require.NotEmpty(t, observations)

@@ -1,14 +1,11 @@
 package httpapi
 
 import (
-	"iter"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/encode"
-	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
@@ -63,20 +60,12 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 		}
 		// One more than the page, to know whether a next page exists.
 		ask := membership.GroupsOptions{Prefix: q.prefix, After: q.after, Limit: q.limit + 1}
-		var body []byte
-		var lease budget.Lease
-		defer lease.Release()
-		var total int
-		var last string
-		more := false
-		var busy error
-		revision, err := svc.Groups(r.Context(), ask, func(n int, groups iter.Seq[membership.GroupSize]) {
-			total = n
-			page := pageOf(groups, q.limit, func(g membership.GroupSize) string { return g.ID }, &more, &last)
-			body, lease, busy = lists.EncodeBounded(replies, encode.GroupsJSONLen(page), func(b []byte) []byte { return encode.AppendGroups(b, page) })
-		})
+		var p pageReply[string]
+		defer p.lease.Release()
+		revision, err := svc.Groups(r.Context(), ask, encodePage(&p, replies, q.limit,
+			func(g membership.GroupSize) string { return g.ID }, encode.GroupsJSONLen, encode.AppendGroups))
 		if err == nil {
-			err = busy
+			err = p.busy
 		}
 		if err != nil {
 			middleware.WriteError(w, r, err)
@@ -87,15 +76,12 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 		if encode.AnswerNotModified(w, r, epoch, revision) {
 			return
 		}
-		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		w.Header()["Etag"] = encode.ETag(epoch, revision)
-		if more {
+		p.write(w, encode.ETag(epoch, revision), func(last string) string {
 			next := nextLink("/groups", q.limit, last)
 			if q.prefix != "" {
 				next += "&prefix=" + url.QueryEscape(q.prefix)
 			}
-			setLink(w, next)
-		}
-		middleware.WriteJSON(w, http.StatusOK, body)
+			return next
+		})
 	})
 }

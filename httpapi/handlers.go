@@ -62,6 +62,7 @@ func handleChangeList(svc *membership.Service, op membership.Op, param string, m
 			return
 		}
 		change.If, change.Actor, change.Idem.Key = cond, req.ActingUID, key
+		change.Principal = middleware.PrincipalName(r.Context())
 		if key != "" {
 			change.Conditions = decode.ConditionsText(r)
 		}
@@ -127,7 +128,8 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 			middleware.WriteError(w, r, err)
 			return
 		}
-		write := membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond, Actor: actor, Idem: membership.Idempotency{Key: key}}
+		write := membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond, Actor: actor,
+			Principal: middleware.PrincipalName(r.Context()), Idem: membership.Idempotency{Key: key}}
 		if key != "" {
 			write.Conditions = decode.ConditionsText(r)
 		}
@@ -168,7 +170,7 @@ func handleRemoveUser(svc *membership.Service) http.Handler {
 			return
 		}
 		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}, Actor: actor,
-			Idem: membership.Idempotency{Key: key}})
+			Principal: middleware.PrincipalName(r.Context()), Idem: membership.Idempotency{Key: key}})
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
@@ -360,6 +362,44 @@ func pageOf[T, K any](items iter.Seq[T], limit int, key func(T) K, more *bool, l
 	}
 }
 
+// pageReply is a page of a list as a reply: its body, whose memory lease
+// holds from the replies budget until it is written, the list's total,
+// and whether another page follows the page's last item.
+type pageReply[K any] struct {
+	body  []byte
+	lease budget.Lease
+	total int
+	more  bool
+	last  K
+	busy  error // the budget's refusal of the body
+}
+
+// encodePage returns the function a list read calls with its total and
+// its items: it takes the page of limit items (all of them for 0) and
+// encodes it into p's body within replies, measured by size and written
+// by appendTo.
+func encodePage[T, K any](p *pageReply[K], replies *budget.Bytes, limit int, key func(T) K,
+	size func(iter.Seq[T]) int, appendTo func([]byte, iter.Seq[T]) []byte) func(int, iter.Seq[T]) {
+	return func(total int, items iter.Seq[T]) {
+		p.total = total
+		page := pageOf(items, limit, key, &p.more, &p.last)
+		p.body, p.lease, p.busy = lists.EncodeBounded(replies, size(page), func(b []byte) []byte { return appendTo(b, page) })
+	}
+}
+
+// write writes p with X-Total-Count, the ETag etag (none when nil) and,
+// when another page follows, a Link to next(the page's last key).
+func (p *pageReply[K]) write(w http.ResponseWriter, etag []string, next func(last K) string) {
+	w.Header()["X-Total-Count"] = []string{strconv.Itoa(p.total)}
+	if etag != nil {
+		w.Header()["Etag"] = etag
+	}
+	if p.more {
+		setLink(w, next(p.last))
+	}
+	middleware.WriteJSON(w, http.StatusOK, p.body)
+}
+
 // setNextLink sets the Link header to the next page of the list at path:
 // limit items after after (escaped here).
 func setNextLink(w http.ResponseWriter, path string, limit int, after string) {
@@ -470,41 +510,36 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			middleware.WriteError(w, r, err)
 			return
 		}
-		var body []byte
-		var lease budget.Lease
-		defer lease.Release()
-		var total int
-		var last string
-		more := false
-		var busy error
+		var p pageReply[string]
+		defer p.lease.Release()
 		err = svc.UserGroups(r.Context(), uid, ask, func(n int, ids iter.Seq[string]) {
-			total = n
-			page := slices.Collect(pageOf(ids, limit, func(id string) string { return id }, &more, &last))
+			p.total = n
+			page := slices.Collect(pageOf(ids, limit, func(id string) string { return id }, &p.more, &p.last))
 			// The body takes over from the sorting's memory, so that a list
 			// larger than the whole budget is still sent when alone.
 			work.Release()
-			body, lease, busy = lists.EncodeBounded(replies, encode.StringsJSONLen(page), func(b []byte) []byte { return encode.AppendStrings(b, page) })
+			p.body, p.lease, p.busy = lists.EncodeBounded(replies, encode.StringsJSONLen(page), func(b []byte) []byte { return encode.AppendStrings(b, page) })
 		})
 		if err == nil {
-			err = busy
+			err = p.busy
 		}
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
 		}
-		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		if etagField != nil {
-			w.Header()["Etag"] = etagField
-		}
-		if more {
-			next := nextLink("/user-group/"+strconv.FormatInt(int64(uid), 10), limit, last)
-			if transitive {
-				next += transitiveLink
-			}
-			setLink(w, next)
-		}
-		middleware.WriteJSON(w, http.StatusOK, body)
+		p.write(w, etagField, func(last string) string {
+			return nextLink("/user-group/"+strconv.FormatInt(int64(uid), 10), limit, last) + transitiveParam(transitive)
+		})
 	})
+}
+
+// transitiveParam returns what a next page's link adds for a transitive
+// list: transitiveLink, or nothing.
+func transitiveParam(transitive bool) string {
+	if transitive {
+		return transitiveLink
+	}
+	return ""
 }
 
 // handleMember serves GET and HEAD of /group-user/{groupID}/{uid}: the

@@ -543,6 +543,45 @@ func (s faultyStore) Revision(context.Context, string) (membership.Revision, err
 func (s faultyStore) Changes(context.Context, membership.ChangeOptions) ([]membership.Change, membership.Revision, error) {
 	return nil, 0, s.fail()
 }
+func (s faultyStore) Subgroups(context.Context, string, membership.NestingListOptions, membership.NestedListFunc) (membership.Revision, error) {
+	return 0, s.fail()
+}
+func (s faultyStore) Parents(context.Context, string, membership.NestingListOptions, membership.NestedListFunc) (membership.Revision, error) {
+	return 0, s.fail()
+}
+func (s faultyStore) ListTransitiveMembers(context.Context, string, membership.ListOptions, membership.ListFunc) (membership.Revision, error) {
+	return 0, s.fail()
+}
+func (s faultyStore) TransitiveMember(context.Context, string, membership.UID) (membership.Member, []string, bool, membership.Revision, error) {
+	return membership.Member{}, nil, false, 0, s.fail()
+}
+func (s faultyStore) TransitiveUserGroups(context.Context, membership.UID, membership.GroupListOptions, membership.GroupListFunc) (membership.Revision, error) {
+	return 0, s.fail()
+}
+func (s faultyStore) CheckTransitive(context.Context, []membership.Check) ([]bool, membership.Revision, error) {
+	return nil, 0, s.fail()
+}
+func (s faultyStore) TransitiveRevision(context.Context, string) (membership.Revision, error) {
+	return 0, s.fail()
+}
+
+func (s faultyStore) User(context.Context, membership.UID) (membership.UserRecord, bool, error) {
+	return membership.UserRecord{}, false, s.fail()
+}
+
+func (s faultyStore) Users(context.Context, membership.UserQuery, membership.UsersFunc) error {
+	return s.fail()
+}
+
+func (s faultyStore) FreeUID(context.Context) (membership.UID, error) { return 0, s.fail() }
+
+func (s faultyStore) Group(context.Context, string, membership.ListFunc) (membership.GroupRecord, bool, error) {
+	return membership.GroupRecord{}, false, s.fail()
+}
+
+func (s faultyStore) GroupRecords(context.Context, membership.GroupQuery, membership.GroupRecordsFunc) error {
+	return s.fail()
+}
 
 func TestInternalFaultsAreJSON500sAndLogged(t *testing.T) {
 	tests := []struct {

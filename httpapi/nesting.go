@@ -8,7 +8,6 @@ import (
 
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/encode"
-	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
@@ -114,35 +113,20 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 		if opts.Limit > 0 {
 			ask.Limit = opts.Limit + 1 // one more, to know whether a next page exists
 		}
-		var body []byte
-		var lease budget.Lease
-		defer lease.Release()
-		var total int
-		var last string
-		more := false
-		var busy error
-		_, err = list(r.Context(), groupID, ask, func(n int, groups iter.Seq[membership.Nested]) {
-			total = n
-			page := pageOf(groups, opts.Limit, func(g membership.Nested) string { return g.GroupID }, &more, &last)
-			body, lease, busy = lists.EncodeBounded(replies, encode.NestedJSONLen(page), func(b []byte) []byte { return encode.AppendNested(b, page) })
-		})
+		var p pageReply[string]
+		defer p.lease.Release()
+		_, err = list(r.Context(), groupID, ask, encodePage(&p, replies, opts.Limit,
+			func(g membership.Nested) string { return g.GroupID }, encode.NestedJSONLen, encode.AppendNested))
 		if err == nil {
-			err = busy
+			err = p.busy
 		}
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
 		}
-		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		w.Header()["Etag"] = encode.ETag(epoch, revision)
-		if more {
-			next := nextLink(path+escapeGroupID(groupID), opts.Limit, last)
-			if opts.Transitive {
-				next += transitiveLink
-			}
-			setLink(w, next)
-		}
-		middleware.WriteJSON(w, http.StatusOK, body)
+		p.write(w, encode.ETag(epoch, revision), func(last string) string {
+			return nextLink(path+escapeGroupID(groupID), opts.Limit, last) + transitiveParam(opts.Transitive)
+		})
 	})
 }
 
@@ -193,32 +177,22 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 	if opts.Limit > 0 {
 		ask.Limit = opts.Limit + 1
 	}
-	var body []byte
-	var lease budget.Lease
-	defer lease.Release()
-	var total int
-	var last membership.UID
-	more := false
-	var busy error
-	_, err = svc.ListMembers(r.Context(), groupID, ask, func(n int, members iter.Seq[membership.Member]) {
-		total = n
-		page := pageOf(members, opts.Limit, func(m membership.Member) membership.UID { return m.UID }, &more, &last)
-		size, _ := encode.MembersJSONLen(page)
-		body, lease, busy = lists.EncodeBounded(replies, size, func(b []byte) []byte { return encode.AppendMembers(b, page, nil) })
-	})
+	var p pageReply[membership.UID]
+	defer p.lease.Release()
+	_, err = svc.ListMembers(r.Context(), groupID, ask, encodePage(&p, replies, opts.Limit,
+		func(m membership.Member) membership.UID { return m.UID },
+		func(page iter.Seq[membership.Member]) int { size, _ := encode.MembersJSONLen(page); return size },
+		func(b []byte, page iter.Seq[membership.Member]) []byte { return encode.AppendMembers(b, page, nil) }))
 	if err == nil {
-		err = busy
+		err = p.busy
 	}
 	if err != nil {
 		middleware.WriteError(w, r, err)
 		return
 	}
-	w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-	w.Header()["Etag"] = encode.ETag(epoch, revision)
-	if more {
-		setLink(w, nextLink("/group-user/"+escapeGroupID(groupID), opts.Limit, strconv.FormatInt(int64(last), 10))+transitiveLink)
-	}
-	middleware.WriteJSON(w, http.StatusOK, body)
+	p.write(w, encode.ETag(epoch, revision), func(last membership.UID) string {
+		return nextLink("/group-user/"+escapeGroupID(groupID), opts.Limit, strconv.FormatInt(int64(last), 10)) + transitiveLink
+	})
 }
 
 // transitiveMember answers GET /group-user/{groupID}/{uid}?transitive=true:

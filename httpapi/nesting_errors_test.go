@@ -1,67 +1,13 @@
 package httpapi_test
 
 import (
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"example.com/groupmembership/httpapi"
-	"example.com/groupmembership/internal/store/memory"
-	"example.com/groupmembership/membership"
 )
-
-// storeWithoutNesting is a store that does not keep groups in groups: it
-// hides whatever the store it wraps does beside membership.Store.
-type storeWithoutNesting struct{ membership.Store }
-
-// newHandlerWithoutNesting returns the API over a store without nesting.
-func newHandlerWithoutNesting(t *testing.T) http.Handler {
-	t.Helper()
-	svc := membership.NewService(storeWithoutNesting{memory.New()}, membership.ServiceOptions{MaxUsers: testMaxUsers})
-	return httpapi.NewHandler(svc, httpapi.Options{Logger: slog.New(slog.DiscardHandler), MaxBodyBytes: testMaxBody})
-}
-
-func TestNestingNeedsAStoreThatKeepsIt(t *testing.T) {
-	h := newHandlerWithoutNesting(t)
-	tests := []struct {
-		method, path, body, contentType string
-	}{
-		{"POST", "/group-group/eng", `groups=["backend"]`, formType},
-		{"PUT", "/group-group/eng", `groups=["backend"]`, formType},
-		{"DELETE", "/group-group/eng", `groups=["backend"]`, formType},
-		{"GET", "/group-group/eng", "", ""},
-		{"GET", "/group-group/eng?transitive=true", "", ""},
-		{"GET", "/group-parents/eng", "", ""},
-		{"GET", "/group-parents/eng?transitive=true", "", ""},
-		{"GET", "/group-user/eng?transitive=true", "", ""},
-		{"GET", "/group-user/eng?transitive=true&limit=2", "", ""},
-		{"GET", "/group-user/eng/1?transitive=true", "", ""},
-		{"GET", "/user-group/1?transitive=true", "", ""},
-		{"GET", "/user-group/1?transitive=true&limit=2", "", ""},
-		{"POST", "/check", `{"checks":[{"group":"eng","uid":1}],"transitive":true}`, jsonType},
-		{"POST", "/batch", `{"changes":[{"op":"add","group":"eng","users":[1]},{"op":"add_groups","group":"eng","groups":["backend"]}]}`, jsonType},
-	}
-	for _, tt := range tests {
-		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			w := do(h, tt.method, tt.path, tt.body, tt.contentType)
-			assert.Equal(t, http.StatusNotImplemented, w.Code, w.Body.String())
-			code, message := errorOf(w)
-			assert.Equal(t, "unsupported", code)
-			assert.Equal(t, "this store does not keep groups in groups", message)
-		})
-	}
-	w := do(h, "GET", "/group-user/eng", "", "")
-	assert.Equal(t, http.StatusOK, w.Code, "the direct reads need no nesting")
-	assert.Equal(t, "[]", w.Body.String())
-	w = do(h, "GET", "/changes", "", "")
-	assert.Equal(t, "[]", w.Body.String(), "no refused write was applied, the batch's add included")
-}
 
 func TestNestingWritesRefuseBadRequests(t *testing.T) {
 	tooMany := `groups=["a","b","c","d","e","f"]`
@@ -98,7 +44,7 @@ func TestNestingWritesRefuseBadRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHandlerWithoutNesting(t)
+			h, _ := newTestHandler(t)
 			header := map[string]string{"Content-Type": tt.contentType}
 			for k, v := range tt.header {
 				header[k] = v
@@ -131,17 +77,19 @@ func TestNestingReadsRefuseBadQueries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			w := do(newHandlerWithoutNesting(t), "GET", tt.path, "", "")
+			h, _ := newTestHandler(t)
+			w := do(h, "GET", tt.path, "", "")
 			require.Equal(t, http.StatusBadRequest, w.Code, w.Body.String())
 			code, message := errorOf(w)
 			assert.Equal(t, "invalid_query", code)
 			assert.Contains(t, message, tt.wantMessage)
 		})
 	}
-	w := do(newHandlerWithoutNesting(t), "GET", "/group-group/"+strings.Repeat("x", 300), "", "")
+	h, _ := newTestHandler(t)
+	w := do(h, "GET", "/group-group/"+strings.Repeat("x", 300), "", "")
 	assert.Equal(t, http.StatusBadRequest, w.Code)
 	assert.Equal(t, "invalid_group_id", errorCode(t, w))
-	w = do(newHandlerWithoutNesting(t), "GET", "/group-parents/"+strings.Repeat("x", 300), "", "")
+	w = do(h, "GET", "/group-parents/"+strings.Repeat("x", 300), "", "")
 	assert.Equal(t, "invalid_group_id", errorCode(t, w))
 }
 
@@ -164,46 +112,12 @@ func TestNestingBatchRefusesBadChanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := sendTo(newHandlerWithoutNesting(t), "POST", "/batch", tt.body, map[string]string{"Content-Type": jsonType})
+			h, _ := newTestHandler(t)
+			w := sendTo(h, "POST", "/batch", tt.body, map[string]string{"Content-Type": jsonType})
 			require.Equal(t, tt.wantStatus, w.Code, w.Body.String())
 			code, message := errorOf(w)
 			assert.Equal(t, tt.wantCode, code)
 			assert.Contains(t, message, tt.wantMessage)
 		})
 	}
-}
-
-// The groups a nesting write decodes count against the memory for bodies
-// while it is applied, as users do: refused while another body holds its
-// part, served alone.
-func TestDecodedGroupsCountAgainstTheBodyBudget(t *testing.T) {
-	h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: 1000}), httpapi.Options{Logger: slog.New(slog.DiscardHandler), BodyMemoryBytes: 4096, MaxBodyBytes: 2048})
-	manyGroups := `groups=["a"` + strings.Repeat(`,"a"`, 299) + `]` // 1205 bytes, 300 groups decoded
-	require.Less(t, len(manyGroups), 4096-512)
-
-	slowBody, slowWriter := io.Pipe()
-	slow := httptest.NewRequest("POST", "/group-group/slow", slowBody)
-	slow.Header.Set("Content-Type", formType)
-	slowDone := make(chan *httptest.ResponseRecorder, 1)
-	go func() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, slow)
-		slowDone <- w
-	}()
-	_, err := slowWriter.Write([]byte(`groups=["b"`))
-	require.NoError(t, err) // returns once the handler has read it: it holds its first buffer
-
-	w := do(h, "POST", "/group-group/g", manyGroups, formType)
-	assert.Equal(t, http.StatusServiceUnavailable, w.Code, w.Body.String())
-	assert.Contains(t, w.Body.String(), "request bodies")
-	assert.Equal(t, `[]`, do(h, "GET", "/group-group/g", "", "").Body.String(), "nothing was changed")
-
-	go func() {
-		_, _ = slowWriter.Write([]byte("]"))
-		slowWriter.Close()
-	}()
-	assert.Equal(t, http.StatusOK, (<-slowDone).Code)
-	w = do(h, "POST", "/group-group/g", manyGroups, formType)
-	assert.Equal(t, http.StatusOK, w.Code, "alone, it is served: %s", w.Body.String())
-	assert.Equal(t, "1", w.Body.String())
 }

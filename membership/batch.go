@@ -32,10 +32,11 @@ const DefaultMaxBatchWrites = 1000
 // moved from one group to another in one batch keeps its nickname.
 type Batch struct {
 	Writes []Write
-	// Actor and Time are the batch's, as a Write's are: its writes' own
-	// are not used.
-	Actor UID
-	Time  time.Time
+	// Actor, Principal and Time are the batch's, as a Write's are: its
+	// writes' own are not used.
+	Actor     UID
+	Principal string
+	Time      time.Time
 	// Idem is the batch's, as a Write's is.
 	Idem Idempotency
 	// MaxDepth is as a Write's: the Service sets it.
@@ -78,22 +79,6 @@ func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 		return BatchResult{}, err
 	}
 	b.MaxDepth = s.maxDepth
-	for _, w := range b.Writes {
-		if IsNestingOp(w.Op) {
-			if _, err := s.nesting(); err != nil {
-				return BatchResult{}, err
-			}
-			break
-		}
-	}
-	for _, w := range b.Writes {
-		if w.Op == OpSetGroup {
-			if _, err := s.directory(); err != nil {
-				return BatchResult{}, err
-			}
-			break
-		}
-	}
 	if b.Idem.Key != "" {
 		if err := ValidateIdempotencyKey(b.Idem.Key); err != nil {
 			return BatchResult{}, err
@@ -124,6 +109,9 @@ func BatchElementError(i int, groupID string, err error) error {
 // validateBatch returns the error Batch would return for b before it
 // reaches the store, nil when b is valid.
 func (s *Service) validateBatch(b Batch) error {
+	if err := validatePrincipal(b.Principal); err != nil {
+		return err
+	}
 	if len(b.Writes) > s.maxBatchWrites {
 		return Errorf(CodeTooManyChanges, "the batch has more than %d changes", s.maxBatchWrites)
 	}

@@ -142,8 +142,8 @@ type UsersFunc func(total int, users iter.Seq[UserRecord])
 // UsersFunc does.
 type GroupRecordsFunc func(total int, groups iter.Seq[GroupRecord])
 
-// Directory is what a Store does for the directory's reads; its writes
-// (OpSetUser, OpDeleteUser, OpSetGroup) go through Store.Write. A Write of
+// Directory is the part of Store about the directory: its reads; its
+// writes (OpSetUser, OpDeleteUser, OpSetGroup) go through Store.Write. A Write of
 // a directory op on a user takes its precondition of the user, not of a
 // group: Revisions hold the user's Revision, Exists requires an account,
 // and Empty requires the uid to be free (no account, in no group).
@@ -268,29 +268,14 @@ func validateDirectoryWrite(w Write) error {
 	return ValidateAccount(*w.Account)
 }
 
-// directory returns the store's Directory, or a CodeUnsupported error
-// when the store has none.
-func (s *Service) directory() (Directory, error) {
-	d, ok := s.store.(Directory)
-	if !ok {
-		return nil, Errorf(CodeUnsupported, "this store does not keep accounts and group attributes")
-	}
-	return d, nil
-}
-
 // User returns uid's account.
 //
-// Errors: CodeInvalidUID, CodeUnknownUser, CodeUnsupported, and whatever
-// the Store returns.
+// Errors: CodeInvalidUID, CodeUnknownUser, and whatever the Store returns.
 func (s *Service) User(ctx context.Context, uid UID) (UserRecord, error) {
 	if !ValidUID(uid) {
 		return UserRecord{}, Errorf(CodeInvalidUID, "uid %d is not %s", uid, UIDRange)
 	}
-	d, err := s.directory()
-	if err != nil {
-		return UserRecord{}, err
-	}
-	rec, ok, err := d.User(ctx, uid)
+	rec, ok, err := s.store.User(ctx, uid)
 	if err != nil {
 		return UserRecord{}, err
 	}
@@ -312,8 +297,7 @@ func UnknownGroup(groupID string) *Error {
 
 // Users calls list with the accounts q selects; see Directory.Users.
 //
-// Errors: CodeInvalidQuery, CodeUnsupported, and whatever the Store
-// returns.
+// Errors: CodeInvalidQuery, and whatever the Store returns.
 func (s *Service) Users(ctx context.Context, q UserQuery, list UsersFunc) error {
 	if err := checkPage(q.Offset, q.Limit); err != nil {
 		return err
@@ -324,11 +308,7 @@ func (s *Service) Users(ctx context.Context, q UserQuery, list UsersFunc) error 
 	if q.UserName != "" && q.ExternalID != "" {
 		return Errorf(CodeInvalidQuery, "a query of users selects by userName or by externalId, not both")
 	}
-	d, err := s.directory()
-	if err != nil {
-		return err
-	}
-	return d.Users(ctx, q, list)
+	return s.store.Users(ctx, q, list)
 }
 
 // checkPage returns a CodeInvalidQuery error unless offset is not negative
@@ -342,29 +322,21 @@ func checkPage(offset, limit int) error {
 
 // FreeUID returns a uid no user has; see Directory.FreeUID.
 //
-// Errors: CodeUnsupported, and whatever the Store returns.
+// Errors: whatever the Store returns.
 func (s *Service) FreeUID(ctx context.Context) (UID, error) {
-	d, err := s.directory()
-	if err != nil {
-		return 0, err
-	}
-	return d.FreeUID(ctx)
+	return s.store.FreeUID(ctx)
 }
 
 // Group returns the group's record, and calls members, when not nil, with
 // its direct members; see Directory.Group.
 //
-// Errors: CodeInvalidGroupID, CodeUnknownGroup, CodeUnsupported, and
-// whatever the Store returns.
+// Errors: CodeInvalidGroupID, CodeUnknownGroup, and whatever the Store
+// returns.
 func (s *Service) Group(ctx context.Context, groupID string, members ListFunc) (GroupRecord, error) {
 	if err := ValidateGroupID(groupID); err != nil {
 		return GroupRecord{}, err
 	}
-	d, err := s.directory()
-	if err != nil {
-		return GroupRecord{}, err
-	}
-	rec, ok, err := d.Group(ctx, groupID, members)
+	rec, ok, err := s.store.Group(ctx, groupID, members)
 	if err != nil {
 		return GroupRecord{}, err
 	}
@@ -377,8 +349,7 @@ func (s *Service) Group(ctx context.Context, groupID string, members ListFunc) (
 // GroupRecords calls list with the groups q selects; see
 // Directory.GroupRecords.
 //
-// Errors: CodeInvalidQuery, CodeUnsupported, and whatever the Store
-// returns.
+// Errors: CodeInvalidQuery, and whatever the Store returns.
 func (s *Service) GroupRecords(ctx context.Context, q GroupQuery, list GroupRecordsFunc) error {
 	if err := checkPage(q.Offset, q.Limit); err != nil {
 		return err
@@ -389,9 +360,5 @@ func (s *Service) GroupRecords(ctx context.Context, q GroupQuery, list GroupReco
 	if q.DisplayName != "" && q.ExternalID != "" {
 		return Errorf(CodeInvalidQuery, "a query of groups selects by displayName or by externalId, not both")
 	}
-	d, err := s.directory()
-	if err != nil {
-		return err
-	}
-	return d.GroupRecords(ctx, q, list)
+	return s.store.GroupRecords(ctx, q, list)
 }

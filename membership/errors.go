@@ -42,7 +42,6 @@ const (
 	CodeInactiveUser           Code = "inactive_user"             // the user's account is inactive: it cannot be added to a group
 	CodeUnknownUser            Code = "unknown_user"              // the user has no account
 	CodeUnknownGroup           Code = "unknown_group"             // the group does not exist: no members, subgroups or attributes
-	CodeUnsupported            Code = "unsupported"               // the store does not do what the request asks
 	CodeUnavailable            Code = "unavailable"               // the store cannot take changes now (its disk failed); nothing was changed
 	CodeInternal               Code = "internal"                  // a fault of the service, not of the request
 )

@@ -89,7 +89,9 @@ func TestErrorCodeAndMessage(t *testing.T) {
 
 // recordingStore is a membership.Store that records the calls it gets.
 type recordingStore struct {
-	calls []string
+	membership.Nesting   // nil: the tests here call none of its reads
+	membership.Directory // nil: nor of these
+	calls                []string
 }
 
 // Write records an add or a remove with no precondition, no actor and no
@@ -269,6 +271,14 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 			return err
 		}, membership.CodeInvalidChanges},
 		{"write: unknown op", func(s *membership.Service) error { return write(s, membership.Write{Op: "move", GroupID: "g"}) }, membership.CodeInternal},
+		{"write: a bad principal", func(s *membership.Service) error {
+			return write(s, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(1), Principal: "sync job"})
+		}, membership.CodeInternal},
+		{"batch: a bad principal", func(s *membership.Service) error {
+			_, err := s.Batch(ctx, membership.Batch{Principal: strings.Repeat("p", membership.MaxPrincipalBytes+1),
+				Writes: []membership.Write{{Op: membership.OpAdd, GroupID: "a", Users: users(1)}}})
+			return err
+		}, membership.CodeInternal},
 		{"groups: limit too large", func(s *membership.Service) error {
 			_, err := s.Groups(ctx, membership.GroupsOptions{Limit: membership.MaxPageSize + 2}, nil)
 			return err

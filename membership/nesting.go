@@ -90,7 +90,7 @@ type NestingListOptions struct {
 // ListFunc.
 type NestedListFunc func(total int, groups iter.Seq[Nested])
 
-// Nesting is what a Store does for groups in groups. Every method answers
+// Nesting is the part of a Store about groups in groups. Every method answers
 // at one revision, which it returns, and the write ops (OpAddGroups,
 // OpRemoveGroups, OpReplaceGroups, OpExpireGroups) go through Store.Write
 // and Store.Batch as every other op does.
@@ -148,16 +148,6 @@ func TooDeepError(parent, child string, depth, most int) *Error {
 	return Errorf(CodeTooDeep, "adding %s to %s makes a chain of nestings %d deep, deeper than %d (-max-depth)", child, parent, depth, most)
 }
 
-// nesting returns the store's Nesting, or a CodeUnsupported error when the
-// store has none.
-func (s *Service) nesting() (Nesting, error) {
-	n, ok := s.store.(Nesting)
-	if !ok {
-		return nil, Errorf(CodeUnsupported, "this store does not keep groups in groups")
-	}
-	return n, nil
-}
-
 // MaxDepth returns the bound on the depth of a chain of nestings.
 func (s *Service) MaxDepth() int { return s.maxDepth }
 
@@ -195,14 +185,13 @@ func (s *Service) validateSubgroups(w Write) error {
 // Subgroups calls list with groupID's subgroups as opts selects; see
 // Nesting.Subgroups.
 //
-// Errors: CodeInvalidGroupID, CodeInvalidQuery, CodeUnsupported, and
-// whatever the Store returns.
+// Errors: CodeInvalidGroupID, CodeInvalidQuery, and whatever the Store
+// returns.
 func (s *Service) Subgroups(ctx context.Context, groupID string, opts NestingListOptions, list NestedListFunc) (Revision, error) {
-	n, err := s.nestingRead(groupID, opts)
-	if err != nil {
+	if err := validateNestingRead(groupID, opts); err != nil {
 		return 0, err
 	}
-	return n.Subgroups(ctx, groupID, opts, list)
+	return s.store.Subgroups(ctx, groupID, opts, list)
 }
 
 // Parents calls list with the groups groupID is in as opts selects; see
@@ -210,43 +199,40 @@ func (s *Service) Subgroups(ctx context.Context, groupID string, opts NestingLis
 //
 // Errors: as Subgroups.
 func (s *Service) Parents(ctx context.Context, groupID string, opts NestingListOptions, list NestedListFunc) (Revision, error) {
-	n, err := s.nestingRead(groupID, opts)
-	if err != nil {
+	if err := validateNestingRead(groupID, opts); err != nil {
 		return 0, err
 	}
-	return n.Parents(ctx, groupID, opts, list)
+	return s.store.Parents(ctx, groupID, opts, list)
 }
 
-func (s *Service) nestingRead(groupID string, opts NestingListOptions) (Nesting, error) {
+// validateNestingRead checks the group and the page a list of subgroups
+// or parents asks for.
+func validateNestingRead(groupID string, opts NestingListOptions) error {
 	if err := ValidateGroupID(groupID); err != nil {
-		return nil, err
+		return err
 	}
 	if err := CheckLimit(opts.Limit, MaxPageSize+1); err != nil {
-		return nil, err
+		return err
 	}
 	if opts.After != "" {
 		if err := ValidateGroupID(opts.After); err != nil {
-			return nil, Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
+			return Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
 		}
 	}
-	return s.nesting()
+	return nil
 }
 
 // TransitiveMember returns uid's record as a transitive member of the
 // group, and a shortest path down to a group that holds it directly; see
 // Nesting.TransitiveMember.
 //
-// Errors: CodeInvalidGroupID, CodeNotMember, CodeUnsupported, and whatever
-// the Store returns.
+// Errors: CodeInvalidGroupID, CodeNotMember, and whatever the Store
+// returns.
 func (s *Service) TransitiveMember(ctx context.Context, groupID string, uid UID) (Member, []string, Revision, error) {
 	if err := ValidateGroupID(groupID); err != nil {
 		return Member{}, nil, 0, err
 	}
-	n, err := s.nesting()
-	if err != nil {
-		return Member{}, nil, 0, err
-	}
-	m, via, ok, rev, err := n.TransitiveMember(ctx, groupID, uid)
+	m, via, ok, rev, err := s.store.TransitiveMember(ctx, groupID, uid)
 	if err != nil {
 		return Member{}, nil, 0, err
 	}
@@ -261,32 +247,23 @@ func (s *Service) TransitiveMember(ctx context.Context, groupID string, uid UID)
 // TransitiveRevision returns the revision a transitive read of groupID
 // moves with; see Nesting.TransitiveRevision.
 //
-// Errors: CodeInvalidGroupID, CodeUnsupported, and whatever the Store
-// returns.
+// Errors: CodeInvalidGroupID, and whatever the Store returns.
 func (s *Service) TransitiveRevision(ctx context.Context, groupID string) (Revision, error) {
 	if err := ValidateGroupID(groupID); err != nil {
 		return 0, err
 	}
-	n, err := s.nesting()
-	if err != nil {
-		return 0, err
-	}
-	return n.TransitiveRevision(ctx, groupID)
+	return s.store.TransitiveRevision(ctx, groupID)
 }
 
 // CheckTransitive answers every check transitively, at one revision; see
 // Nesting.CheckTransitive. Its checks are validated as CheckMembers's.
 //
-// Errors: those of CheckMembers, and CodeUnsupported.
+// Errors: those of CheckMembers.
 func (s *Service) CheckTransitive(ctx context.Context, checks []Check) ([]bool, Revision, error) {
 	if err := s.validateChecks(checks); err != nil {
 		return nil, 0, err
 	}
-	n, err := s.nesting()
-	if err != nil {
-		return nil, 0, err
-	}
-	return n.CheckTransitive(ctx, checks)
+	return s.store.CheckTransitive(ctx, checks)
 }
 
 // ResolveSubgroupTTLs returns groups with every TTL turned into the time it

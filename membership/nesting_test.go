@@ -12,12 +12,10 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// nestingStore is a recordingStore that keeps groups in groups, so that
-// the Service's nesting writes reach it.
+// nestingStore is a recordingStore that keeps the writes it gets.
 type nestingStore struct {
 	recordingStore
-	membership.Nesting // nil: the tests here call none of its reads
-	writes             []membership.Write
+	writes []membership.Write
 }
 
 func (s *nestingStore) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
@@ -76,28 +74,6 @@ func TestServiceNestingWriteCarriesTheDepthBound(t *testing.T) {
 
 	assert.Equal(t, membership.DefaultMaxDepth, membership.NewService(store, membership.ServiceOptions{}).MaxDepth())
 	assert.Equal(t, membership.MaxMaxDepth, membership.NewService(store, membership.ServiceOptions{MaxDepth: 1 << 20}).MaxDepth())
-}
-
-func TestServiceNestingNeedsAStoreThatKeepsIt(t *testing.T) {
-	store := &recordingStore{}
-	svc := membership.NewService(store, membership.ServiceOptions{})
-	ctx := context.Background()
-	_, err := svc.Write(ctx, membership.Write{Op: membership.OpAddGroups, GroupID: "p", Subgroups: []membership.Subgroup{{GroupID: "a"}}})
-	assert.Equal(t, membership.CodeUnsupported, membership.ErrorCode(err))
-	_, err = svc.Batch(ctx, membership.Batch{Writes: []membership.Write{
-		{Op: membership.OpAdd, GroupID: "p", Users: []membership.User{{UID: 1}}},
-		{Op: membership.OpAddGroups, GroupID: "p", Subgroups: []membership.Subgroup{{GroupID: "a"}}},
-	}})
-	assert.Equal(t, membership.CodeUnsupported, membership.ErrorCode(err))
-	_, err = svc.ListMembers(ctx, "p", membership.ListOptions{Transitive: true}, nil)
-	assert.Equal(t, membership.CodeUnsupported, membership.ErrorCode(err))
-	err = svc.UserGroups(ctx, 1, membership.GroupListOptions{Transitive: true}, nil)
-	assert.Equal(t, membership.CodeUnsupported, membership.ErrorCode(err))
-	_, err = svc.Subgroups(ctx, "p", membership.NestingListOptions{}, nil)
-	assert.Equal(t, membership.CodeUnsupported, membership.ErrorCode(err))
-	_, _, err = svc.CheckTransitive(ctx, []membership.Check{{GroupID: "p", UID: 1}})
-	assert.Equal(t, membership.CodeUnsupported, membership.ErrorCode(err))
-	assert.Empty(t, store.calls, "nothing reached the store")
 }
 
 func TestFingerprintOfANestingWriteCoversItsSubgroups(t *testing.T) {

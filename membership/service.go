@@ -94,11 +94,7 @@ func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOpti
 		return 0, Errorf(CodeInvalidQuery, "after %d is not a uid (%s)", opts.After, UIDRange)
 	}
 	if opts.Transitive {
-		n, err := s.nesting()
-		if err != nil {
-			return 0, err
-		}
-		return n.ListTransitiveMembers(ctx, groupID, opts, list)
+		return s.store.ListTransitiveMembers(ctx, groupID, opts, list)
 	}
 	return s.store.ListMembers(ctx, groupID, opts, list)
 }
@@ -136,8 +132,7 @@ func (s *Service) Revision(ctx context.Context, groupID string) (Revision, error
 // UserGroups calls list with the groups uid is in, as opts selects; see
 // Store.UserGroups, and, with opts.Transitive, Nesting.TransitiveUserGroups.
 //
-// Errors: CodeInvalidQuery, CodeUnsupported (transitive), and whatever the
-// Store returns.
+// Errors: CodeInvalidQuery, and whatever the Store returns.
 func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) error {
 	if err := CheckLimit(opts.Limit, MaxPageSize+1); err != nil {
 		return err
@@ -148,11 +143,7 @@ func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions
 		}
 	}
 	if opts.Transitive {
-		n, err := s.nesting()
-		if err != nil {
-			return err
-		}
-		_, err = n.TransitiveUserGroups(ctx, uid, opts, list)
+		_, err := s.store.TransitiveUserGroups(ctx, uid, opts, list)
 		return err
 	}
 	return s.store.UserGroups(ctx, uid, opts, list)
@@ -182,8 +173,9 @@ func CheckLimit(limit, most int) error {
 
 // Write applies w, validated whole first: its op, its group id (but for
 // OpRemoveUser), at most MaxUsers users, uids or subgroups, each valid,
-// exactly one uid for OpRemoveUser, and no group nested in itself. See
-// Store.Write and Nesting.
+// exactly one uid for OpRemoveUser, no group nested in itself, and a
+// principal's name that ValidatePrincipal takes, if any. See Store.Write
+// and Nesting.
 //
 // A write with an Idempotency key is fingerprinted here (see Idempotency).
 //
@@ -191,24 +183,18 @@ func CheckLimit(limit, most int) error {
 // CodeInvalidUID (OpRemoveUser), CodeInvalidIdempotencyKey,
 // CodePreconditionFailed, CodeIdempotencyKeyReused,
 // CodeIdempotencyKeyInFlight, CodeMissingGroups, CodeInvalidGroups,
-// CodeTooManyGroups, CodeCycle, CodeTooDeep, CodeUnsupported (a nesting
-// write to a store without Nesting, a directory write to one without
-// Directory), CodeInvalidAttributes, CodeUserNameTaken, CodeInactiveUser,
-// and whatever the Store returns.
+// CodeTooManyGroups, CodeCycle, CodeTooDeep, CodeInvalidAttributes,
+// CodeUserNameTaken, CodeInactiveUser, CodeInternal (a bad principal's
+// name: the service's fault), and whatever the Store returns.
 func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	if err := s.validateWrite(w); err != nil {
 		return Result{}, err
 	}
-	if IsNestingOp(w.Op) {
-		if _, err := s.nesting(); err != nil {
-			return Result{}, err
-		}
-		w.MaxDepth = s.maxDepth
+	if err := validatePrincipal(w.Principal); err != nil {
+		return Result{}, err
 	}
-	if IsDirectoryOp(w.Op) {
-		if _, err := s.directory(); err != nil {
-			return Result{}, err
-		}
+	if IsNestingOp(w.Op) {
+		w.MaxDepth = s.maxDepth
 	}
 	if w.Idem.Key != "" {
 		if err := ValidateIdempotencyKey(w.Idem.Key); err != nil {
@@ -227,11 +213,7 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 // failNeverUser is failNever of a write to uid's account, with the
 // user's revision (0 when it has no account).
 func (s *Service) failNeverUser(ctx context.Context, uid UID) error {
-	d, err := s.directory()
-	if err != nil {
-		return err
-	}
-	rec, _, err := d.User(ctx, uid)
+	rec, _, err := s.store.User(ctx, uid)
 	if err != nil {
 		return err
 	}

@@ -14,12 +14,15 @@
 // It is the service itself, not a mock: the handler, routes, errors,
 // limits, middleware and auth of the membership binary, built by the same
 // code, over its memory store, served by net/http/httptest. Options set a
-// token (WithToken), the binary's limits (WithFlags), and a fake clock for
-// memberships that end by themselves (WithClock, then Server.Advance).
+// token (WithToken), the binary's limits (WithFlags), HTTPS (WithTLS), and
+// a fake clock for memberships that end by themselves (WithClock, then
+// Server.Advance).
 package membershiptest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -36,7 +39,8 @@ import (
 
 // Server is the service, serving until the test ends.
 type Server struct {
-	// URL is the service's base URL, http://127.0.0.1:port.
+	// URL is the service's base URL, http://127.0.0.1:port, or
+	// https://127.0.0.1:port with WithTLS.
 	URL string
 	// Client is a client of the service, made with the server's token and
 	// the options of WithClientOptions.
@@ -58,6 +62,7 @@ type config struct {
 	clockStart time.Time
 	hasClock   bool
 	listener   net.Listener
+	tls        *tls.Config // WithTLS's; nil: plain HTTP
 	middleware []func(http.Handler) http.Handler
 	clientOpts []client.Option
 	log        io.Writer
@@ -76,8 +81,8 @@ func WithToken(token string) Option {
 // "-changes-reply-bytes", "-max-waiters", "-idempotency-retention",
 // "-list-cache", "-auth-reads", ... (membership -h lists them). Flags of
 // what an in-process service has not got (-data-dir, -admin-addr,
-// -token-file, -restore, -probe) fail the test; -addr is ignored (see
-// WithListener).
+// -token-file, -restore, -probe, -tls-cert: see WithTLS) fail the test;
+// -addr is ignored (see WithListener).
 func WithFlags(args ...string) Option {
 	return func(c *config) { c.flags = append(c.flags, args...) }
 }
@@ -130,6 +135,22 @@ func WithClock(start time.Time) Option {
 // address of one stopped (Server.Close), say.
 func WithListener(ln net.Listener) Option {
 	return func(c *config) { c.listener = ln }
+}
+
+// WithTLS serves HTTPS with cfg, as the binary's -tls-cert does: its
+// Certificates (none: net/http/httptest's, for 127.0.0.1), and its
+// ClientAuth and ClientCAs for a service that asks for client
+// certificates, as -tls-client-ca does (tls.VerifyClientCertIfGiven).
+// Server.Client trusts the certificate served, and presents none: give
+// WithClientOptions(client.WithTLSConfig(...)) for a client that does.
+// Server.Certificate returns the certificate, for other clients.
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *config) {
+		if cfg == nil {
+			cfg = &tls.Config{}
+		}
+		c.tls = cfg.Clone()
+	}
 }
 
 // WithMiddleware wraps the service's handler in mw, for tests of a
@@ -194,7 +215,12 @@ func start(t testing.TB, opts []Option) (*Server, error) {
 		_ = s.httpSrv.Listener.Close()
 		s.httpSrv.Listener = cfg.listener
 	}
-	s.httpSrv.Start()
+	if cfg.tls != nil {
+		s.httpSrv.TLS = cfg.tls
+		s.httpSrv.StartTLS()
+	} else {
+		s.httpSrv.Start()
+	}
 	s.URL = s.httpSrv.URL
 	s.close = sync.OnceFunc(func() {
 		// Long polls end first: httptest waits for the requests in flight.
@@ -208,6 +234,11 @@ func start(t testing.TB, opts []Option) (*Server, error) {
 	clientOpts := cfg.clientOpts
 	if cfg.token != "" {
 		clientOpts = append([]client.Option{client.WithToken(cfg.token)}, clientOpts...)
+	}
+	if cfg.tls != nil {
+		roots := x509.NewCertPool()
+		roots.AddCert(s.httpSrv.Certificate())
+		clientOpts = append([]client.Option{client.WithTLSConfig(&tls.Config{RootCAs: roots})}, clientOpts...)
 	}
 	c, err := client.New(s.URL, clientOpts...)
 	if err != nil {
@@ -226,6 +257,15 @@ func (s *Server) fail(format string, args ...any) {
 	}
 	s.t.Helper()
 	s.t.Errorf("membershiptest: "+format, args...)
+}
+
+// Certificate returns the certificate the service serves with WithTLS, for
+// a client to trust; nil without.
+func (s *Server) Certificate() *x509.Certificate {
+	if s.httpSrv.TLS == nil {
+		return nil
+	}
+	return s.httpSrv.Certificate()
 }
 
 // Addr returns the address the server listens on.

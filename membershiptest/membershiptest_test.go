@@ -1,6 +1,9 @@
 package membershiptest_test
 
 import (
+	"crypto/tls"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/client"
+	"example.com/groupmembership/internal/tlstest"
 	"example.com/groupmembership/membershiptest"
 )
 
@@ -64,4 +68,50 @@ func TestCloseEndsLongPolls(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the long poll outlived Close")
 	}
+}
+
+func TestWithTLSServesHTTPS(t *testing.T) {
+	srv := membershiptest.NewServer(t, membershiptest.WithTLS(nil))
+	require.True(t, strings.HasPrefix(srv.URL, "https://127.0.0.1:"), srv.URL)
+	require.NotNil(t, srv.Certificate())
+	_, err := srv.Client.Add(t.Context(), "g", client.Users(1))
+	require.NoError(t, err, "Server.Client trusts the certificate")
+
+	plain, err := client.New(strings.Replace(srv.URL, "https://", "http://", 1), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
+	require.NoError(t, err)
+	_, err = plain.ListPage(t.Context(), "g", client.ListOptions{})
+	assert.Error(t, err, "plain HTTP is not served")
+	assert.Nil(t, membershiptest.NewServer(t).Certificate(), "no certificate without WithTLS")
+}
+
+// WithTLS takes the server's certificates and its client CAs: the service
+// sees the certificate a client presents (r.TLS), as the binary's
+// -tls-client-ca does.
+func TestWithTLSAsksForClientCertificates(t *testing.T) {
+	ca, err := tlstest.NewCA("membershiptest CA")
+	require.NoError(t, err)
+	serverCert, err := ca.Issue(tlstest.Options{})
+	require.NoError(t, err)
+	clientCert, err := ca.Issue(tlstest.Options{CommonName: "sync-job", Client: true})
+	require.NoError(t, err)
+	seen := make(chan string, 1)
+	srv := membershiptest.NewServer(t,
+		membershiptest.WithTLS(&tls.Config{Certificates: []tls.Certificate{serverCert.TLS()},
+			ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: ca.Pool()}),
+		membershiptest.WithClientOptions(client.WithTLSConfig(&tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{clientCert.TLS()}})),
+		membershiptest.WithMiddleware(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+					select {
+					case seen <- r.TLS.PeerCertificates[0].Subject.CommonName:
+					default:
+					}
+				}
+				next.ServeHTTP(w, r)
+			})
+		}))
+	assert.True(t, srv.Certificate().Equal(serverCert.Leaf))
+	_, err = srv.Client.Add(t.Context(), "g", client.Users(1))
+	require.NoError(t, err)
+	assert.Equal(t, "sync-job", <-seen)
 }

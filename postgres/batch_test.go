@@ -11,17 +11,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/batchtest"
 	"example.com/groupmembership/membership"
 	"example.com/groupmembership/postgres/internal/pgtest"
 )
 
 func TestPostgresBatches(t *testing.T) {
-	storetest.Batches(t, func(t *testing.T) membership.Store { return openTest(t, membership.DefaultChangesKeep) })
+	batchtest.Contract(t, func(t *testing.T) membership.Store { return openTest(t, membership.DefaultChangesKeep) })
 }
 
 func TestBatchColumnRoundTrip(t *testing.T) {
 	ws := []membership.Write{
-		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{nick(3, "Ann"), {UID: 9223372036854775807}, {UID: 1, HasNickname: true}}},
+		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.Nicknamed(3, "Ann"), {UID: 9223372036854775807}, {UID: 1, HasNickname: true}}},
 		{Op: membership.OpRemove, GroupID: "team/b", UIDs: []membership.UID{9, 2}, If: membership.Precondition{Revisions: []membership.Revision{1<<64 - 1, 7}}},
 		{Op: membership.OpReplace, GroupID: "ü", If: membership.Precondition{Empty: true}},
 		{Op: membership.OpDeleteGroup, GroupID: "g", If: membership.Precondition{Exists: true, Revisions: []membership.Revision{5}}},
@@ -69,10 +70,10 @@ func TestTwoInstancesAgreeAfterConcurrentBatches(t *testing.T) {
 				from, to := groups[(w+i)%len(groups)], groups[(w+i+1)%len(groups)]
 				ws := []membership.Write{
 					{Op: membership.OpRemove, GroupID: from, UIDs: []membership.UID{uid}},
-					{Op: membership.OpAdd, GroupID: to, Users: []membership.User{nick(uid, fmt.Sprintf("w%d-%d", w, i))}}, // a new nickname: it changes something
+					{Op: membership.OpAdd, GroupID: to, Users: []membership.User{storetest.Nicknamed(uid, fmt.Sprintf("w%d-%d", w, i))}}, // a new nickname: it changes something
 				}
 				if i%5 == 4 {
-					ws = append(ws, membership.Write{Op: membership.OpReplace, GroupID: groups[i%len(groups)], Users: users(uid, uid+1)})
+					ws = append(ws, membership.Write{Op: membership.OpReplace, GroupID: groups[i%len(groups)], Users: storetest.UsersOf(uid, uid+1)})
 				}
 				if i%7 == 6 {
 					ws = append(ws, membership.Write{Op: membership.OpDeleteGroup, GroupID: from})
@@ -127,7 +128,7 @@ func TestAReaderOnAnotherInstanceNeverSeesPartOfABatch(t *testing.T) {
 		all = append(all, uid)
 		checks = append(checks, membership.Check{GroupID: "left", UID: uid}, membership.Check{GroupID: "right", UID: uid})
 	}
-	first, err := storetest.Add(ctx, writer, "left", users(all...))
+	first, err := storetest.Add(ctx, writer, "left", storetest.UsersOf(all...))
 	require.NoError(t, err)
 	untilApplied(t, reader, first.Revision)
 
@@ -156,7 +157,7 @@ func TestAReaderOnAnotherInstanceNeverSeesPartOfABatch(t *testing.T) {
 	for range 10 {
 		res, err := writer.Batch(ctx, membership.Batch{Writes: []membership.Write{
 			{Op: membership.OpDeleteGroup, GroupID: from},
-			{Op: membership.OpAdd, GroupID: to, Users: users(all...)},
+			{Op: membership.OpAdd, GroupID: to, Users: storetest.UsersOf(all...)},
 		}})
 		require.NoError(t, err)
 		last = res.Revision
@@ -182,7 +183,7 @@ func TestOneOfTwoConflictingBatchesWins(t *testing.T) {
 	a, b := openOn(t, url, membership.DefaultChangesKeep), openOn(t, url, membership.DefaultChangesKeep)
 	stores := []*Store{a, b}
 	for round := range 8 {
-		setup, err := storetest.Add(ctx, a, "g", users(membership.UID(1+round)))
+		setup, err := storetest.Add(ctx, a, "g", storetest.UsersOf(membership.UID(1+round)))
 		require.NoError(t, err)
 		untilApplied(t, b, setup.Revision)
 		ifMatch := membership.Precondition{Revisions: []membership.Revision{setup.Revision}}
@@ -195,8 +196,8 @@ func TestOneOfTwoConflictingBatchesWins(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				results[i], errs[i] = stores[i].Batch(ctx, membership.Batch{Writes: []membership.Write{
-					{Op: membership.OpAdd, GroupID: side, Users: users(100)},
-					{Op: membership.OpAdd, GroupID: "g", Users: users(membership.UID(1000 + 10*round + i)), If: ifMatch}, // new to g: it changes g
+					{Op: membership.OpAdd, GroupID: side, Users: storetest.UsersOf(100)},
+					{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(membership.UID(1000 + 10*round + i)), If: ifMatch}, // new to g: it changes g
 				}})
 			})
 		}
@@ -235,7 +236,7 @@ func TestAnUnreadableBatchStopsTheInstance(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	a := openOn(t, url, membership.DefaultChangesKeep)
-	res, err := storetest.Add(ctx, a, "g", users(1))
+	res, err := storetest.Add(ctx, a, "g", storetest.UsersOf(1))
 	require.NoError(t, err)
 	_, err = a.pool.Exec(ctx, "INSERT INTO membership_changes (ticket, op, group_id, uids, batch) VALUES (1, 6, '', '{}', '\\x0105')")
 	require.NoError(t, err)

@@ -7,9 +7,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest/directorytest"
 	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
 )
+
+func TestPostgresDirectoryContract(t *testing.T) {
+	directorytest.Contract(t, func(t *testing.T) membership.Store { return openTest(t, membership.DefaultChangesKeep) })
+}
+
+// The directory contract with writes on one instance and reads on another.
+func TestPostgresDirectoryOnTwoInstances(t *testing.T) {
+	directorytest.Contract(t, func(t *testing.T) membership.Store { return openPair(t) })
+}
 
 // The database refuses directory rows that no writer writes: attributes
 // on another op, or a set_user or set_group without them.

@@ -15,12 +15,13 @@ import (
 	"example.com/groupmembership/internal/expiry"
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/expirytest"
 	"example.com/groupmembership/membership"
 	"example.com/groupmembership/postgres/internal/pgtest"
 )
 
 func TestPostgresExpiries(t *testing.T) {
-	storetest.Expiries(t, func(t *testing.T) store.Expiring { return openTest(t, membership.DefaultChangesKeep) })
+	expirytest.Contract(t, func(t *testing.T) store.Expiring { return openTest(t, membership.DefaultChangesKeep) })
 }
 
 // ahead is a time an hour ahead of the wall clock, to the millisecond:
@@ -76,7 +77,7 @@ func TestExpiriesSetOnOneInstanceAreListedOnAnother(t *testing.T) {
 	t0 := ahead()
 	const ttl = 2 * time.Hour
 	start := time.Now()
-	_, err := storetest.Add(ctx, a, "g", []membership.User{storetest.ExpiresAt(1, t0), nick(2, "two"), storetest.ExpiresAt(3, t0.Add(time.Minute)), storetest.ExpiresIn(4, ttl)})
+	_, err := storetest.Add(ctx, a, "g", []membership.User{storetest.ExpiresAt(1, t0), storetest.Nicknamed(2, "two"), storetest.ExpiresAt(3, t0.Add(time.Minute)), storetest.ExpiresIn(4, ttl)})
 	require.NoError(t, err)
 	_, err = a.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "h", Users: []membership.User{storetest.ExpiresAt(5, t0), {UID: 6}, storetest.ExpiresIn(7, ttl)}})
 	require.NoError(t, err)
@@ -129,6 +130,27 @@ func TestExpiriesSetOnOneInstanceAreListedOnAnother(t *testing.T) {
 // revision. A second instance's rows for expiries the first already ended
 // change nothing and take no revision, whether they were found due before
 // the first was applied there (forced here) or raced it.
+// raceExpirers runs every expirer's ExpireDue rounds times, all at once,
+// and returns how many memberships and nestings they ended in all.
+func raceExpirers(t *testing.T, rounds int, expirers ...*expiry.Expirer) int {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ended := 0
+	for _, e := range expirers {
+		wg.Go(func() {
+			for range rounds {
+				n, err := e.ExpireDue(context.Background())
+				assert.NoError(t, err)
+				mu.Lock()
+				ended += n
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return ended
+}
+
 func TestTwoExpirersEndEachMembershipOnce(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
@@ -181,20 +203,7 @@ func TestTwoExpirersEndEachMembershipOnce(t *testing.T) {
 	// At t1, both expirers run at once, again and again.
 	clockA.Set(t1)
 	clockB.Set(t1)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for _, e := range []*expiry.Expirer{ea, eb} {
-		wg.Go(func() {
-			for range 5 {
-				n, err := e.ExpireDue(ctx)
-				assert.NoError(t, err)
-				mu.Lock()
-				ended += n
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	ended += raceExpirers(t, 5, ea, eb)
 	assert.Equal(t, 2*groups, ended, "each membership ended once, by either instance")
 	t.Logf("%d expire rows for %d expire changes", expireRows(t, a), groups)
 

@@ -49,7 +49,7 @@ func latestOf(t *testing.T, s *Store) membership.Revision {
 func settle(t *testing.T, s *Store, others ...*Store) {
 	t.Helper()
 	uid := membership.UID(latestOf(t, s) + 1) // new to the group: the add changes it
-	res, err := storetest.Add(context.Background(), s, "settle", users(uid))
+	res, err := storetest.Add(context.Background(), s, "settle", storetest.UsersOf(uid))
 	require.NoError(t, err)
 	require.NotZero(t, res.Count)
 	for _, o := range others {
@@ -199,7 +199,7 @@ func TestAKeyReusedOnAnotherInstanceIsRefused(t *testing.T) {
 	first, err := a.Write(ctx, storetest.KeyedAdd("g", "k", 1))
 	require.NoError(t, err)
 	untilApplied(t, b, first.Revision)
-	batch := storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{{Op: membership.OpAdd, GroupID: "g", Users: users(1)}}}, "k")
+	batch := storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(1)}}}, "k")
 
 	rows := logRows(t, b)
 	_, err = b.Write(ctx, storetest.KeyedAdd("g", "k", 2))
@@ -228,18 +228,18 @@ func TestAKeyedBatchRetriedOnAnotherInstanceIsAReplay(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	a, b := openOn(t, url, membership.DefaultChangesKeep), openOn(t, url, membership.DefaultChangesKeep)
-	_, err := storetest.Add(ctx, a, "from", users(1, 2))
+	_, err := storetest.Add(ctx, a, "from", storetest.UsersOf(1, 2))
 	require.NoError(t, err)
 	move := storetest.KeyedBatch(membership.Batch{Actor: 4, Writes: []membership.Write{
 		{Op: membership.OpRemove, GroupID: "from", UIDs: []membership.UID{1}},
-		{Op: membership.OpAdd, GroupID: "to", Users: users(1)},
+		{Op: membership.OpAdd, GroupID: "to", Users: storetest.UsersOf(1)},
 	}}, "move")
 	first, err := a.Batch(ctx, move)
 	require.NoError(t, err)
 	assert.False(t, first.Replayed)
 	back, err := a.Batch(ctx, membership.Batch{Writes: []membership.Write{ // moved back, in between
 		{Op: membership.OpRemove, GroupID: "to", UIDs: []membership.UID{1}},
-		{Op: membership.OpAdd, GroupID: "from", Users: users(1)},
+		{Op: membership.OpAdd, GroupID: "from", Users: storetest.UsersOf(1)},
 	}})
 	require.NoError(t, err)
 	untilApplied(t, b, back.Revision)
@@ -283,7 +283,7 @@ func TestAnInstanceStartedAfterwardsRemembersTheKeys(t *testing.T) {
 	first, err := a.Write(ctx, w)
 	require.NoError(t, err)
 	batch := storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{
-		{Op: membership.OpAdd, GroupID: "h", Users: users(3)},
+		{Op: membership.OpAdd, GroupID: "h", Users: storetest.UsersOf(3)},
 		{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}},
 	}}, "kb")
 	firstBatch, err := a.Batch(ctx, batch)
@@ -292,7 +292,7 @@ func TestAnInstanceStartedAfterwardsRemembersTheKeys(t *testing.T) {
 	firstNoop, err := a.Write(ctx, noop)
 	require.NoError(t, err)
 	assert.Zero(t, firstNoop.Count, "it changes nothing")
-	failing := storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(5), If: membership.Precondition{Empty: true}}, "failing")
+	failing := storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(5), If: membership.Precondition{Empty: true}}, "failing")
 	_, err = a.Write(ctx, failing)
 	require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "%v", err)
 	_, err = storetest.Remove(ctx, a, "g", []membership.UID{1}) // in between
@@ -343,7 +343,7 @@ func TestAKeyedWriteThatChangesNothingIsLogged(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	a, b := openOn(t, url, membership.DefaultChangesKeep), openOn(t, url, membership.DefaultChangesKeep)
-	setup, err := storetest.Add(ctx, a, "g", users(1))
+	setup, err := storetest.Add(ctx, a, "g", storetest.UsersOf(1))
 	require.NoError(t, err)
 	untilApplied(t, b, setup.Revision)
 	nothing := []membership.Write{

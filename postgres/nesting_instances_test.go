@@ -21,14 +21,7 @@ import (
 
 // nestedOf lists all of group's subgroups (or parents) as s gives them,
 // with the revision it answered at.
-// nestingStore is a store with groups in groups: an instance, or the
-// memory store the instances apply the log to.
-type nestingStore interface {
-	membership.Store
-	membership.Nesting
-}
-
-func nestedOf(t *testing.T, s nestingStore, group string, parents, transitive bool) ([]membership.Nested, membership.Revision) {
+func nestedOf(t *testing.T, s membership.Store, group string, parents, transitive bool) ([]membership.Nested, membership.Revision) {
 	t.Helper()
 	read := s.Subgroups
 	if parents {
@@ -64,7 +57,7 @@ type nestingView struct {
 	Feed                             []membership.Change
 }
 
-func nestingViewOf(t *testing.T, s nestingStore, groups []string) nestingView {
+func nestingViewOf(t *testing.T, s membership.Store, groups []string) nestingView {
 	t.Helper()
 	ctx := context.Background()
 	v := nestingView{Subgroups: map[string][]membership.Nested{}, Parents: map[string][]membership.Nested{},
@@ -226,7 +219,7 @@ func TestTheBoundOnDepthIsTheRows(t *testing.T) {
 	res, err := b.Write(ctx, nestWrite("mid", 2, "low"))
 	require.NoError(t, err)
 	_, err = a.Batch(ctx, membership.Batch{MaxDepth: 2, Writes: []membership.Write{
-		{Op: membership.OpAdd, GroupID: "x", Users: users(1)},
+		{Op: membership.OpAdd, GroupID: "x", Users: storetest.UsersOf(1)},
 		nestWrite("low", 0, "bottom"), // 3 deep: refused whole
 	}})
 	assert.Equal(t, membership.CodeTooDeep, membership.ErrorCode(err), "%v", err)
@@ -262,12 +255,12 @@ func TestPreconditionsCountSubgroups(t *testing.T) {
 	require.NoError(t, err)
 	untilApplied(t, b, res.Revision)
 	for _, s := range []*Store{a, b} {
-		_, err = s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "p", Users: users(1), If: membership.Precondition{Empty: true}})
+		_, err = s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "p", Users: storetest.UsersOf(1), If: membership.Precondition{Empty: true}})
 		assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "p has a subgroup: %v", err)
 		_, err = s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "c", UIDs: []membership.UID{1}, If: membership.Precondition{Exists: true}})
 		assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "c has neither: %v", err)
 	}
-	res, err = b.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "p", Users: users(2), If: membership.Precondition{Exists: true}})
+	res, err = b.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "p", Users: storetest.UsersOf(2), If: membership.Precondition{Exists: true}})
 	require.NoError(t, err, "p has a subgroup")
 	del, err := b.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "c"})
 	require.NoError(t, err)
@@ -323,7 +316,7 @@ func TestTwoInstancesAgreeOnNestings(t *testing.T) {
 				case 4:
 					var res membership.BatchResult
 					res, err = s.Batch(ctx, membership.Batch{MaxDepth: 3, Writes: []membership.Write{
-						{Op: membership.OpAdd, GroupID: g, Users: users(membership.UID(1 + rng.IntN(5)))},
+						{Op: membership.OpAdd, GroupID: g, Users: storetest.UsersOf(membership.UID(1 + rng.IntN(5)))},
 						nestWrite(groups[oi], 0, g),
 					}})
 					rev = res.Revision
@@ -437,11 +430,7 @@ func TestEveryNestingOpAnswersAsMemoryDoes(t *testing.T) {
 	}
 	later := ahead()
 	var stale membership.Revision
-	tests := []struct {
-		name    string
-		write   func() membership.Write
-		wantRow bool
-	}{
+	tests := []opCase{
 		{"nest a and b in p", func() membership.Write { return nestWrite("p", 2, "a", "b") }, true},
 		{"nest c in a: 2 deep", func() membership.Write { stale = rev("p"); return nestWrite("a", 2, "c") }, true},
 		{"nest d in c: 3 deep, too deep", func() membership.Write { return nestWrite("c", 2, "d") }, true},
@@ -452,7 +441,7 @@ func TestEveryNestingOpAnswersAsMemoryDoes(t *testing.T) {
 			return w
 		}, true},
 		{"add to p If-None-Match: * (p has subgroups only)", func() membership.Write {
-			return membership.Write{Op: membership.OpAdd, GroupID: "p", Users: users(1), If: membership.Precondition{Empty: true}}
+			return membership.Write{Op: membership.OpAdd, GroupID: "p", Users: storetest.UsersOf(1), If: membership.Precondition{Empty: true}}
 		}, false},
 		{"remove from c If-Match: * (c has a parent only)", func() membership.Write {
 			return membership.Write{Op: membership.OpRemove, GroupID: "c", UIDs: []membership.UID{1}, If: membership.Precondition{Exists: true}}
@@ -486,19 +475,7 @@ func TestEveryNestingOpAnswersAsMemoryDoes(t *testing.T) {
 			return membership.Write{Op: membership.OpDeleteGroup, GroupID: "a"}
 		}, false},
 	}
-	for _, tt := range tests {
-		w := tt.write()
-		wantRes, wantErr := mem.Write(ctx, w)
-		before := logRows(t, s)
-		res, err := s.Write(ctx, w)
-		assert.Equal(t, wantRes, res, tt.name)
-		assert.Equal(t, wantErr, err, tt.name)
-		rows := 0
-		if tt.wantRow {
-			rows = 1
-		}
-		assert.Equal(t, before+rows, logRows(t, s), "%s: rows written", tt.name)
-	}
+	answerAsMemory(t, s, mem, tests, "")
 	groups := []string{"p", "a", "b", "c", "d", "e", "q", "x"}
 	uids := []membership.UID{1, 2, 3}
 	want := snapshotOf(t, mem, groups, uids)
@@ -575,22 +552,7 @@ func TestTwoExpirersRacingEndEachNestingOnce(t *testing.T) {
 	untilApplied(t, a, last)
 	untilApplied(t, b, last)
 	clockA, clockB := storetest.NewClock(t0), storetest.NewClock(t0)
-	ea, eb := expiry.New(a, clockA.Now, nil), expiry.New(b, clockB.Now, nil)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ended := 0
-	for _, e := range []*expiry.Expirer{ea, eb} {
-		wg.Go(func() {
-			for range 5 {
-				n, err := e.ExpireDue(ctx)
-				assert.NoError(t, err)
-				mu.Lock()
-				ended += n
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	ended := raceExpirers(t, 5, expiry.New(a, clockA.Now, nil), expiry.New(b, clockB.Now, nil))
 	assert.Equal(t, 2*parents, ended, "each nesting ended once, by either instance")
 	settle(t, a, b)
 	settle(t, b, a)

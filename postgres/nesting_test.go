@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
@@ -125,7 +126,7 @@ func TestBatchColumnRoundTripsNestingWrites(t *testing.T) {
 		{Op: membership.OpAddGroups, GroupID: "p", Subgroups: []membership.Subgroup{sub("a"), subUntil("b", at), subUntil("c", time.Time{})}},
 		{Op: membership.OpRemoveGroups, GroupID: "q", Subgroups: []membership.Subgroup{sub("a")}, If: membership.Precondition{Exists: true}},
 		{Op: membership.OpReplaceGroups, GroupID: "r", If: membership.Precondition{Revisions: []membership.Revision{9}}},
-		{Op: membership.OpAdd, GroupID: "a", Users: users(1)},
+		{Op: membership.OpAdd, GroupID: "a", Users: storetest.UsersOf(1)},
 	}
 	got, err := decodeBatch(appendBatch(nil, ws))
 	require.NoError(t, err)

@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/store"
-	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/feedtest"
+	"example.com/groupmembership/internal/store/storetest/memberstest"
+	"example.com/groupmembership/internal/store/storetest/nestingtest"
 	"example.com/groupmembership/membership"
 	"example.com/groupmembership/postgres/internal/pgtest"
 )
@@ -37,11 +39,11 @@ func openOn(t *testing.T, url string, keep int) *Store {
 }
 
 func TestPostgresContract(t *testing.T) {
-	storetest.Contract(t, func(t *testing.T) membership.Store { return openTest(t, membership.DefaultChangesKeep) })
+	memberstest.Contract(t, func(t *testing.T) membership.Store { return openTest(t, membership.DefaultChangesKeep) })
 }
 
 func TestPostgresRevisionsAndFeed(t *testing.T) {
-	storetest.RevisionsAndFeed(t, openStoreForFeed)
+	feedtest.Contract(t, openStoreForFeed)
 }
 
 func openStoreForFeed(t *testing.T, keep int) membership.Store { return openTest(t, keep) }
@@ -90,10 +92,10 @@ func openPair(t *testing.T) pair {
 }
 
 func TestPostgresNesting(t *testing.T) {
-	storetest.Nesting(t, func(t *testing.T) store.Expiring { return openTest(t, membership.DefaultChangesKeep) })
+	nestingtest.Contract(t, func(t *testing.T) store.Expiring { return openTest(t, membership.DefaultChangesKeep) })
 }
 
 // The nesting contract with writes on one instance and reads on another.
 func TestPostgresNestingOnTwoInstances(t *testing.T) {
-	storetest.Nesting(t, func(t *testing.T) store.Expiring { return openPair(t) })
+	nestingtest.Contract(t, func(t *testing.T) store.Expiring { return openPair(t) })
 }

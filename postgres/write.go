@@ -13,7 +13,7 @@ import (
 )
 
 // The ops of membership_changes (migrations 0001, 0002, 0004, 0006, 0007 and
-// 0008), indexed by their number there.
+// 0009), indexed by their number there.
 var ops = [...]membership.Op{
 	1:  membership.OpAdd,
 	2:  membership.OpRemove,
@@ -26,7 +26,7 @@ var ops = [...]membership.Op{
 	9:  membership.OpRemoveGroups,
 	10: membership.OpReplaceGroups,
 	11: membership.OpExpireGroups,
-	12: membership.OpSetUser, // migration 0008
+	12: membership.OpSetUser, // migration 0009
 	13: membership.OpDeleteUser,
 	14: membership.OpSetGroup,
 }
@@ -67,11 +67,15 @@ type change struct {
 	ifExists    bool
 	ifEmpty     bool
 	actor       *int64 // nil: none (NULL)
+	// principal is who made the change, as the service authenticated it
+	// (migration 0008); nil (NULL) for none.
+	principal *string
 	// batch holds a batch's writes (op 6), encoded by appendBatch; nil
 	// for the other ops.
 	batch []byte
 	// attributes hold a set_user's account or a set_group's attributes,
-	// as package writecodec lays them out; nil (NULL) for the other ops.
+	// as package writecodec lays them out (migration 0009); nil (NULL) for
+	// the other ops.
 	attributes []byte
 	// idem is the write's or batch's Idempotency, with its fingerprint;
 	// a zero Key for none (NULL).
@@ -94,7 +98,7 @@ type change struct {
 // change is committed, and placed (its time), moments later. A nesting
 // write that may deepen a chain carries its bound on depth.
 func changeOf(w membership.Write) (change, error) {
-	c := change{groupID: w.GroupID, idem: w.Idem}
+	c := change{groupID: w.GroupID, idem: w.Idem, principal: principalOf(w.Principal)}
 	if w.Actor != 0 {
 		actor := int64(w.Actor)
 		c.actor = &actor
@@ -106,32 +110,11 @@ func changeOf(w membership.Write) (change, error) {
 	}
 	switch w.Op {
 	case membership.OpAdd, membership.OpReplace:
-		users := membership.ResolveTTLs(w.Users, time.Now())
-		c.uids = make([]int64, len(users))
-		c.nicknames = make([][]byte, len(users)) // bytea: a nickname may hold any character, NUL included
-		for i, u := range users {
-			c.uids[i] = int64(u.UID)
-			if u.HasNickname {
-				c.nicknames[i] = append([]byte{}, u.Nickname...) // not nil, even when empty: nil is NULL, no nickname
-			}
-			if u.Expiry.Set {
-				if c.expiries == nil {
-					c.expiries = make([]*int64, len(users))
-				}
-				var ms int64 // 0: made permanent
-				if !u.Expiry.At.IsZero() {
-					ms = u.Expiry.At.UnixMilli()
-				}
-				c.expiries[i] = &ms
-			}
-		}
+		c.setUsers(membership.ResolveTTLs(w.Users, time.Now()))
 	case membership.OpDeleteGroup:
 		c.uids = []int64{} // it names no uid
 	case membership.OpRemove:
-		c.uids = make([]int64, len(w.UIDs))
-		for i, uid := range w.UIDs {
-			c.uids[i] = int64(uid)
-		}
+		c.uids = int64s(w.UIDs)
 	case membership.OpRemoveUser:
 		if len(w.UIDs) != 1 {
 			return change{}, fmt.Errorf("remove_user names %d uids, not one", len(w.UIDs))
@@ -142,10 +125,7 @@ func changeOf(w membership.Write) (change, error) {
 		if w.AsOf.IsZero() {
 			return change{}, fmt.Errorf("an expire of group %q names no time its expiries are due as of", w.GroupID)
 		}
-		c.uids = make([]int64, len(w.UIDs))
-		for i, uid := range w.UIDs {
-			c.uids[i] = int64(uid)
-		}
+		c.uids = int64s(w.UIDs)
 		asOf := w.AsOf
 		c.asOf = &asOf
 		return c, nil // the service's own change: no precondition
@@ -190,6 +170,38 @@ func changeOf(w membership.Write) (change, error) {
 	return c, nil
 }
 
+// setUsers sets c's uids, nicknames and expiries from users, whose TTLs
+// are times already.
+func (c *change) setUsers(users []membership.User) {
+	c.uids = make([]int64, len(users))
+	c.nicknames = make([][]byte, len(users)) // bytea: a nickname may hold any character, NUL included
+	for i, u := range users {
+		c.uids[i] = int64(u.UID)
+		if u.HasNickname {
+			c.nicknames[i] = append([]byte{}, u.Nickname...) // not nil, even when empty: nil is NULL, no nickname
+		}
+		if u.Expiry.Set {
+			if c.expiries == nil {
+				c.expiries = make([]*int64, len(users))
+			}
+			var ms int64 // 0: made permanent
+			if !u.Expiry.At.IsZero() {
+				ms = u.Expiry.At.UnixMilli()
+			}
+			c.expiries[i] = &ms
+		}
+	}
+}
+
+// int64s returns uids as the column holds them.
+func int64s(uids []membership.UID) []int64 {
+	out := make([]int64, len(uids))
+	for i, uid := range uids {
+		out[i] = int64(uid)
+	}
+	return out
+}
+
 // setSubgroups sets c's subgroups and their expiries from groups, whose
 // TTLs are times already; a nesting row names no uid.
 func (c *change) setSubgroups(groups []membership.Subgroup) {
@@ -229,6 +241,8 @@ func (c change) unreadable() string {
 	nesting := membership.IsNestingOp(ops[c.op])
 	addsGroups := ops[c.op] == membership.OpAddGroups || ops[c.op] == membership.OpReplaceGroups
 	switch {
+	case c.principal != nil && membership.ValidatePrincipal(*c.principal) != nil:
+		return fmt.Sprintf("a principal that is not one (%v)", membership.ValidatePrincipal(*c.principal))
 	case expire && c.asOf == nil:
 		return "an expire without its time (as_of)"
 	case !expire && c.asOf != nil:
@@ -321,6 +335,9 @@ func (c change) write() membership.Write {
 	if c.actor != nil {
 		w.Actor = membership.UID(*c.actor)
 	}
+	if c.principal != nil {
+		w.Principal = *c.principal
+	}
 	if c.asOf != nil {
 		w.AsOf = *c.asOf
 	}
@@ -363,6 +380,15 @@ func (c change) write() membership.Write {
 	return w
 }
 
+// principalOf returns a principal's name as a row holds it: nil (NULL)
+// for none.
+func principalOf(name string) *string {
+	if name == "" {
+		return nil
+	}
+	return &name
+}
+
 // expiryOf returns an expiry as a row holds it, in milliseconds since
 // 1970, as the Expiry it was: 0 is made permanent.
 func expiryOf(ms int64) membership.Expiry {
@@ -392,7 +418,7 @@ func (c change) depth() int {
 // precondition as it is applied, every instance alike.
 //
 // A write with an Idempotency key (w.Idem) is applied once for its key,
-// whichever instance takes it: its row carries the key, and every
+// w.Principal's own, whichever instance takes it: its row carries the key, and every
 // instance, applying the log in order, has memory decide whether the row
 // repeats a keyed change it remembers, as of the row's time. A repeat
 // changes nothing, and its writer gets the first change's result,
@@ -420,7 +446,7 @@ func (s *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 		return membership.Result{}, err
 	}
 	if c.idem.Key != "" {
-		if res, replayed, err := s.mem.ReplayWrite(c.idem, time.Now()); replayed || err != nil {
+		if res, replayed, err := s.mem.ReplayWrite(w.Principal, c.idem, time.Now()); replayed || err != nil {
 			return res, err
 		}
 		res, err := s.commit(ctx, c)

@@ -89,22 +89,43 @@ func untilApplied(t *testing.T, s *Store, rev membership.Revision) {
 	}
 }
 
-func nick(uid membership.UID, n string) membership.User {
-	return membership.User{UID: uid, Nickname: n, HasNickname: true}
-}
-
-func users(uids ...membership.UID) []membership.User {
-	var us []membership.User
-	for _, uid := range uids {
-		us = append(us, membership.User{UID: uid})
-	}
-	return us
-}
-
 // Every op, with and without a precondition, answers on one instance
 // exactly as the memory store does, which it applies the log to: results,
 // errors and the revision a failure names, lists, indexes and feed. The
 // writes whose outcome the instance knows for sure write no row.
+// opCase is a write, made when the case runs (it may read what the cases
+// before it wrote), and whether the log takes a row for it.
+type opCase struct {
+	name    string
+	write   func() membership.Write
+	wantRow bool
+}
+
+// answerAsMemory runs each case's write on mem and then on s, in order,
+// and checks that s answers as mem does, with an error of errCode when it
+// fails ("" for any), and writes a row to its log exactly when the case
+// says.
+func answerAsMemory(t *testing.T, s *Store, mem *memory.Store, cases []opCase, errCode membership.Code) {
+	t.Helper()
+	ctx := context.Background()
+	for _, tt := range cases {
+		w := tt.write()
+		wantRes, wantErr := mem.Write(ctx, w)
+		before := logRows(t, s)
+		res, err := s.Write(ctx, w)
+		assert.Equal(t, wantRes, res, tt.name)
+		assert.Equal(t, wantErr, err, tt.name)
+		if wantErr != nil && errCode != "" {
+			assert.Equal(t, errCode, membership.ErrorCode(err), tt.name)
+		}
+		rows := 0
+		if tt.wantRow {
+			rows = 1
+		}
+		assert.Equal(t, before+rows, logRows(t, s), "%s: rows written", tt.name)
+	}
+}
+
 func TestEveryOpAnswersAsMemoryDoes(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, membership.DefaultChangesKeep)
@@ -115,29 +136,25 @@ func TestEveryOpAnswersAsMemoryDoes(t *testing.T) {
 		return r
 	}
 	var r1 membership.Revision // g's revision after the first add
-	tests := []struct {
-		name    string
-		write   func() membership.Write
-		wantRow bool
-	}{
+	tests := []opCase{
 		{"add", func() membership.Write {
-			return membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{nick(1, "one"), {UID: 2}, {UID: 3}}}
+			return membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.Nicknamed(1, "one"), {UID: 2}, {UID: 3}}}
 		}, true},
 		{"add to another group", func() membership.Write {
 			r1 = rev("g")
-			return membership.Write{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{{UID: 1}, nick(4, "four")}}
+			return membership.Write{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{{UID: 1}, storetest.Nicknamed(4, "four")}}
 		}, true},
 		{"replace", func() membership.Write {
-			return membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, nick(4, "FOUR"), {UID: 5}, {UID: 5}}}
+			return membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, storetest.Nicknamed(4, "FOUR"), {UID: 5}, {UID: 5}}}
 		}, true},
 		{"replace by the same, a no-op", func() membership.Write {
-			return membership.Write{Op: membership.OpReplace, GroupID: "g", Users: users(5, 4, 2)}
+			return membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(5, 4, 2)}
 		}, true},
 		{"replace with a stale If-Match: fails for good, here", func() membership.Write {
-			return membership.Write{Op: membership.OpReplace, GroupID: "g", Users: users(9), If: membership.Precondition{Revisions: []membership.Revision{r1}}}
+			return membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(9), If: membership.Precondition{Revisions: []membership.Revision{r1}}}
 		}, false},
 		{"replace with a future If-Match: fails, once the log is read to its end", func() membership.Write {
-			return membership.Write{Op: membership.OpReplace, GroupID: "g", Users: users(9), If: membership.Precondition{Revisions: []membership.Revision{rev("g") + 10}}}
+			return membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(9), If: membership.Precondition{Revisions: []membership.Revision{rev("g") + 10}}}
 		}, false},
 		{"delete with the current If-Match", func() membership.Write {
 			return membership.Write{Op: membership.OpDeleteGroup, GroupID: "g", If: membership.Precondition{Revisions: []membership.Revision{r1, rev("g")}}}
@@ -149,10 +166,10 @@ func TestEveryOpAnswersAsMemoryDoes(t *testing.T) {
 			return membership.Write{Op: membership.OpDeleteGroup, GroupID: "g", If: membership.Precondition{Exists: true}}
 		}, false},
 		{"add If-None-Match: * to an empty group", func() membership.Write {
-			return membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(7), If: membership.Precondition{Empty: true}}
+			return membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(7), If: membership.Precondition{Empty: true}}
 		}, true},
 		{"add If-None-Match: * to a group with members", func() membership.Write {
-			return membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(8), If: membership.Precondition{Empty: true}}
+			return membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(8), If: membership.Precondition{Empty: true}}
 		}, false},
 		{"add nobody with the current If-Match", func() membership.Write {
 			return membership.Write{Op: membership.OpAdd, GroupID: "h", If: membership.Precondition{Revisions: []membership.Revision{rev("h")}}}
@@ -170,7 +187,7 @@ func TestEveryOpAnswersAsMemoryDoes(t *testing.T) {
 			return membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{1}}
 		}, false},
 		{"add back without a nickname: forgotten", func() membership.Write {
-			return membership.Write{Op: membership.OpAdd, GroupID: "h", Users: users(1)}
+			return membership.Write{Op: membership.OpAdd, GroupID: "h", Users: storetest.UsersOf(1)}
 		}, true},
 		{"remove If-Match: *", func() membership.Write {
 			return membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{7}, If: membership.Precondition{Exists: true}}
@@ -179,25 +196,10 @@ func TestEveryOpAnswersAsMemoryDoes(t *testing.T) {
 			return membership.Write{Op: membership.OpReplace, GroupID: "h", If: membership.Precondition{Exists: true}}
 		}, true},
 		{"replace into a new group", func() membership.Write {
-			return membership.Write{Op: membership.OpReplace, GroupID: "k", Users: []membership.User{nick(4, ""), {UID: 6}}}
+			return membership.Write{Op: membership.OpReplace, GroupID: "k", Users: []membership.User{storetest.Nicknamed(4, ""), {UID: 6}}}
 		}, true},
 	}
-	for _, tt := range tests {
-		w := tt.write()
-		wantRes, wantErr := mem.Write(ctx, w)
-		before := logRows(t, s)
-		res, err := s.Write(ctx, w)
-		assert.Equal(t, wantRes, res, tt.name)
-		assert.Equal(t, wantErr, err, tt.name)
-		if wantErr != nil {
-			assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), tt.name)
-		}
-		rows := 0
-		if tt.wantRow {
-			rows = 1
-		}
-		assert.Equal(t, before+rows, logRows(t, s), "%s: rows written", tt.name)
-	}
+	answerAsMemory(t, s, mem, tests, membership.CodePreconditionFailed)
 	groups := []string{"g", "h", "k", "x"}
 	uids := []membership.UID{1, 2, 3, 4, 5, 6, 7, 8, 9}
 	want := snapshotOf(t, mem, groups, uids)
@@ -213,7 +215,7 @@ func TestEveryOpAnswersAsMemoryDoes(t *testing.T) {
 func TestAPreconditionFailedInTheLogTakesNoRevision(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, membership.DefaultChangesKeep)
-	res, err := storetest.Add(ctx, s, "g", users(1))
+	res, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1))
 	require.NoError(t, err)
 	c, err := changeOf(membership.Write{Op: membership.OpDeleteGroup, GroupID: "g",
 		If: membership.Precondition{Revisions: []membership.Revision{res.Revision + 1}}})
@@ -224,7 +226,7 @@ func TestAPreconditionFailedInTheLogTakesNoRevision(t *testing.T) {
 	var failed *membership.Error
 	require.ErrorAs(t, err, &failed)
 	assert.Equal(t, res.Revision, failed.Revision)
-	next, err := storetest.Add(ctx, s, "g", users(2))
+	next, err := storetest.Add(ctx, s, "g", storetest.UsersOf(2))
 	require.NoError(t, err)
 	assert.Equal(t, res.Revision+1, next.Revision, "the failed change took no revision")
 	got, _ := storetest.ListAll(t, s, "g")
@@ -238,14 +240,14 @@ func TestALaggingInstanceAnswersOnlyWhatItKnows(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	a := openOn(t, url, membership.DefaultChangesKeep)
-	r1, err := storetest.Add(ctx, a, "g", users(1))
+	r1, err := storetest.Add(ctx, a, "g", storetest.UsersOf(1))
 	require.NoError(t, err)
 	b, err := openStill(ctx, url, Options{}) // it does not follow the log
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	r2, err := storetest.Add(ctx, a, "g", users(2))
+	r2, err := storetest.Add(ctx, a, "g", storetest.UsersOf(2))
 	require.NoError(t, err)
-	r3, err := storetest.Add(ctx, a, "h", users(3))
+	r3, err := storetest.Add(ctx, a, "h", storetest.UsersOf(3))
 	require.NoError(t, err)
 	ifMatch := func(rev membership.Revision) membership.Precondition {
 		return membership.Precondition{Revisions: []membership.Revision{rev}}
@@ -268,9 +270,9 @@ func TestALaggingInstanceAnswersOnlyWhatItKnows(t *testing.T) {
 	}{
 		{"a user in no group here", removeUser3, answer{}},
 		{"an empty group here", deleteX, answer{}},
-		{"a revision this instance has not seen", membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(9), If: ifMatch(r2.Revision)}, answer{}},
-		{"the revision here", membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(9), If: ifMatch(r1.Revision)}, answer{}},
-		{"a revision below the group's", membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(9), If: ifMatch(r1.Revision - 1)},
+		{"a revision this instance has not seen", membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(9), If: ifMatch(r2.Revision)}, answer{}},
+		{"the revision here", membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(9), If: ifMatch(r1.Revision)}, answer{}},
+		{"a revision below the group's", membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(9), If: ifMatch(r1.Revision - 1)},
 			answer{answered: true, err: membership.PreconditionFailed(r1.Revision)}},
 		{"nobody to add", membership.Write{Op: membership.OpAdd, GroupID: "g"}, answer{answered: true, res: membership.Result{Revision: r1.Revision}}},
 	}
@@ -286,11 +288,11 @@ func TestALaggingInstanceAnswersOnlyWhatItKnows(t *testing.T) {
 		{"a user in no group", membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{4}}, answer{answered: true, res: membership.Result{Revision: r3.Revision}}},
 		{"a user in a group", removeUser3, answer{}},
 		{"an empty group", deleteX, answer{answered: true}}, // no group was ever deleted: revision 0
-		{"a stale revision", membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(9), If: ifMatch(r1.Revision)},
+		{"a stale revision", membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(9), If: ifMatch(r1.Revision)},
 			answer{answered: true, err: membership.PreconditionFailed(r2.Revision)}},
-		{"a revision to come", membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(9), If: ifMatch(r3.Revision + 1)},
+		{"a revision to come", membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(9), If: ifMatch(r3.Revision + 1)},
 			answer{answered: true, err: membership.PreconditionFailed(r2.Revision)}},
-		{"the current revision", membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(9), If: ifMatch(r2.Revision)}, answer{}},
+		{"the current revision", membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(9), If: ifMatch(r2.Revision)}, answer{}},
 	}
 	for _, tt := range caughtUp {
 		assert.Equal(t, tt.want, ask(tt.w), "caught up: %s", tt.name)
@@ -407,7 +409,7 @@ func TestOneIfMatchWinsAcrossInstances(t *testing.T) {
 	stores := []*Store{a, b}
 	const rounds, writers = 10, 8
 	for round := range rounds {
-		setup, err := storetest.Add(ctx, a, "g", users(membership.UID(1+round)))
+		setup, err := storetest.Add(ctx, a, "g", storetest.UsersOf(membership.UID(1+round)))
 		require.NoError(t, err)
 		untilApplied(t, b, setup.Revision)
 		ifMatch := membership.Precondition{Revisions: []membership.Revision{setup.Revision}}
@@ -420,9 +422,9 @@ func TestOneIfMatchWinsAcrossInstances(t *testing.T) {
 			uid := membership.UID(1000 + 100*round + i) // new to g: each write changes it
 			switch i % 3 {
 			case 0:
-				w.Op, w.Users = membership.OpAdd, users(uid)
+				w.Op, w.Users = membership.OpAdd, storetest.UsersOf(uid)
 			case 1:
-				w.Op, w.Users = membership.OpReplace, users(uid)
+				w.Op, w.Users = membership.OpReplace, storetest.UsersOf(uid)
 			case 2:
 				w.Op = membership.OpDeleteGroup
 			}
@@ -473,14 +475,14 @@ func TestRestartReplaysWrites(t *testing.T) {
 	groups := []string{"a", "b", "c"}
 	const nUsers = 8
 	writeRandomly(t, []*Store{a}, groups, nUsers)
-	res, err := storetest.Add(ctx, a, "a", []membership.User{nick(1, "x")})
+	res, err := storetest.Add(ctx, a, "a", []membership.User{storetest.Nicknamed(1, "x")})
 	require.NoError(t, err)
-	c, err := changeOf(membership.Write{Op: membership.OpReplace, GroupID: "a", Users: users(5),
+	c, err := changeOf(membership.Write{Op: membership.OpReplace, GroupID: "a", Users: storetest.UsersOf(5),
 		If: membership.Precondition{Revisions: []membership.Revision{res.Revision - 1}}})
 	require.NoError(t, err)
 	_, err = a.commit(ctx, c) // into the log, to fail there
 	require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "%v", err)
-	_, err = a.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "b", Users: users(2, 3), If: membership.Precondition{Exists: true}})
+	_, err = a.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "b", Users: storetest.UsersOf(2, 3), If: membership.Precondition{Exists: true}})
 	if err != nil {
 		require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "%v", err)
 	}
@@ -515,16 +517,16 @@ func TestALogOfVersion1AppliesAsBefore(t *testing.T) {
 	s := openOn(t, url, membership.DefaultChangesKeep)
 	mem := memory.New()
 	for _, w := range []membership.Write{
-		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{nick(1, "one"), {UID: 2}, nick(3, "")}},
+		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.Nicknamed(1, "one"), {UID: 2}, storetest.Nicknamed(3, "")}},
 		{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2}},
-		{Op: membership.OpAdd, GroupID: "h", Users: users(3)},
+		{Op: membership.OpAdd, GroupID: "h", Users: storetest.UsersOf(3)},
 	} {
 		_, err := mem.Write(ctx, w)
 		require.NoError(t, err)
 	}
 	groups, uids := []string{"g", "h"}, []membership.UID{1, 2, 3}
 	assert.Equal(t, snapshotOf(t, mem, groups, uids), snapshotOf(t, s, groups, uids))
-	w := membership.Write{Op: membership.OpReplace, GroupID: "g", Users: users(4), If: membership.Precondition{Revisions: []membership.Revision{2}}}
+	w := membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(4), If: membership.Precondition{Revisions: []membership.Revision{2}}}
 	want, err := mem.Write(ctx, w)
 	require.NoError(t, err)
 	got, err := s.Write(ctx, w)
@@ -539,7 +541,7 @@ func TestAnUnknownOpStopsTheInstance(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	a := openOn(t, url, membership.DefaultChangesKeep)
-	res, err := storetest.Add(ctx, a, "g", users(1))
+	res, err := storetest.Add(ctx, a, "g", storetest.UsersOf(1))
 	require.NoError(t, err)
 	// As a newer build, with the op after this build's last, would (as
 	// this build's op 7, expire, is to a build before it).

@@ -24,7 +24,7 @@ fail() {
 }
 
 [ "$(id -u)" -eq 0 ] || fail "needs root, for podman and buildah with their storage in a directory of its own: run it with sudo"
-for tool in podman buildah runc podman-compose iptables curl python3 go; do
+for tool in podman buildah runc podman-compose iptables curl python3 go openssl; do
 	command -v "$tool" >/dev/null || fail "$tool is missing: make image-check installs it"
 done
 
@@ -207,13 +207,14 @@ last_health() {
 	podman inspect --format '{{range .State.Health.Log}}{{printf "exit %d, output %q\n" .ExitCode .Output}}{{end}}' "$1" | tail -n 1
 }
 
-# expect_asked CONTAINER ADDRESS: its last health check asked ADDRESS.
+# expect_asked CONTAINER ADDRESS [SCHEME]: its last health check asked
+# ADDRESS, over SCHEME (http by default).
 expect_asked() {
-	local last
+	local last scheme=${3:-http}
 	last=$(last_health "$1")
 	case $last in
-	*"http://$2/"*) ;;
-	*) fail "$1: the health check did not ask $2: its last run: $last" ;;
+	*"$scheme://$2/"*) ;;
+	*) fail "$1: the health check did not ask $scheme://$2: its last run: $last" ;;
 	esac
 }
 
@@ -340,6 +341,25 @@ fi
 expect_asked ic-elsewhere 127.0.0.1:8080
 say "ic-admin: healthy through MEMBERSHIP_ADMIN_ADDR with -addr :8081; ic-elsewhere, without it: ready, and its health check $out: $(last_health ic-elsewhere)"
 podman rm -f -t 10 ic-admin ic-elsewhere >/dev/null 2>&1
+
+# TLS, as docs/operating.md says to run it: the files in a directory mounted
+# read-only, readable by the service's user, named by the variables that the
+# health check sees too; it then asks over TLS, trusting that certificate.
+tls=$work/tls
+mkdir -p "$tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+	-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$tls/tls.key" -out "$tls/tls.crt" 2>"$work/openssl.log" ||
+	fail "openssl req: $(cat "$work/openssl.log")"
+chown 65532:65532 "$tls/tls.crt" "$tls/tls.key"
+chmod 0400 "$tls/tls.key"
+run ic-tls -p 127.0.0.1::8080 -v "$tls:/tls:ro" -e MEMBERSHIP_TLS_CERT=/tls/tls.crt -e MEMBERSHIP_TLS_KEY=/tls/tls.key "$image"
+wait_healthy ic-tls 60
+expect_asked ic-tls 127.0.0.1:8080 https
+port=$(host_port ic-tls 8080)
+expect "GET /readyz over TLS through the published port" "$(http GET "https://127.0.0.1:$port/readyz" --cacert "$tls/tls.crt")" '200 {"status":"ready"}'
+expect "GET /readyz in clear" "$(http GET "http://127.0.0.1:$port/readyz" | cut -d' ' -f1)" 400
+say "ic-tls: healthy through MEMBERSHIP_TLS_CERT and MEMBERSHIP_TLS_KEY, its health check over TLS; HTTPS on the published port"
+stop_cleanly ic-tls
 
 # membership-postgres: compose.yaml as it is, its postgres image a stand-in.
 build localhost/membership-postgres:latest postgres/Dockerfile

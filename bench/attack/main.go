@@ -1,14 +1,14 @@
-// Command attack runs twelve attacks on the membership service, each against
+// Command attack runs thirteen attacks on the membership service, each against
 // a fresh process on 127.0.0.1, and checks that the service stays bounded:
 // its memory grows by at most 256 MiB, a probe that reads a small group keeps
 // a p99 under 100 ms, and its goroutines come back to where they were once
 // the attack stops. The attacks on connections (idle-conns, header-stall,
-// parked-polls, pg-idle-conns) probe /healthz, /readyz and /metrics too,
-// each held to the same p99, and check that the service's log has no
-// EMFILE; log-cut checks that a log cut after a crash is refused rather
-// than taken for a torn write. It prints one table row per attack, the
-// figures behind each row, a met / NOT MET line per bound, and exits 1 when
-// any is missed.
+// handshake-stall over TLS, parked-polls, pg-idle-conns) probe /healthz,
+// /readyz and /metrics too, each held to the same p99, and check that the
+// service's log has no EMFILE; log-cut checks that a log cut after a crash
+// is refused rather than taken for a torn write. It prints one table row
+// per attack, the figures behind each row, a met / NOT MET line per bound,
+// and exits 1 when any is missed.
 //
 // Run it with `make attack` from the repository root, which builds it into
 // bin/attack (the harnesses are a module of their own, bench/go.mod) and
@@ -60,6 +60,7 @@ var attacks = []attackSpec{
 	{"metrics-scale", 22 * time.Second, attackMetricsScale},
 	{"idle-conns", 30 * time.Second, attackIdleConns},
 	{"header-stall", 12 * time.Second, attackHeaderStall},
+	{"handshake-stall", 12 * time.Second, attackHandshakeStall},
 	{"parked-polls", 20 * time.Second, attackParkedPolls},
 	{"log-cut", 5 * time.Second, attackLogCut},
 	{"pg-idle-conns", 45 * time.Second, attackPgIdleConns},
@@ -106,7 +107,7 @@ func main() {
 	pgBin := flag.String("pgbin", "", "attack this membership-postgres `binary` instead of building one")
 	head := flag.Bool("head", false, "build the service from HEAD (a temporary git worktree), not the working tree")
 	budget := flag.Duration("budget", defaultBudget, "time for the whole run, build included")
-	openRate := flag.Int("open-rate", 2000, "connections a second that idle-conns, header-stall, parked-polls and pg-idle-conns open; 0: as fast as they go, a flood of connections besides")
+	openRate := flag.Int("open-rate", 2000, "connections a second that idle-conns, header-stall, handshake-stall, parked-polls and pg-idle-conns open; 0: as fast as they go, a flood of connections besides")
 	flag.Parse()
 	os.Exit(run(*only, *bin, *pgBin, *head, *openRate, *budget))
 }

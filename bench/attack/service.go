@@ -19,7 +19,7 @@ import (
 // service is one process of the service under attack, on 127.0.0.1.
 type service struct {
 	addr string // host:port
-	base string // http://host:port
+	base string // http://host:port, or https://
 	pid  int
 
 	cmd     *exec.Cmd
@@ -39,6 +39,8 @@ type serviceOptions struct {
 	// out, when set, receives the service's stdout and stderr; otherwise
 	// stdout goes to /dev/null and the end of stderr is kept for errors.
 	out *os.File
+	// tls says that args serve HTTPS (tlsOptions): base is https://.
+	tls bool
 }
 
 // startService starts a fresh process on a free port and waits until
@@ -77,6 +79,9 @@ func launchService(bin string, opts serviceOptions) (*service, error) {
 	// harness dies without running its cleanups.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	s := &service{addr: addr, base: "http://" + addr, cmd: cmd, exited: make(chan struct{})}
+	if opts.tls {
+		s.base = "https://" + addr
+	}
 	if opts.out != nil {
 		cmd.Stdout, cmd.Stderr = opts.out, opts.out
 	} else {

@@ -30,12 +30,14 @@ import (
 //go:embed post.lua
 var PostLua []byte
 
-// Load is how wrk loads a service: client threads, connections, and how
-// long each run lasts.
+// Load is how wrk loads a service: client threads, connections, how long
+// each run lasts, and header fields to send ("Connection: close" makes a
+// new connection for each request).
 type Load struct {
 	Threads     int
 	Connections int
 	Duration    time.Duration
+	Headers     []string
 }
 
 // Result is one load run.
@@ -59,7 +61,9 @@ func RandomUIDs(rng *rand.Rand, n int) []int64 {
 }
 
 // StartService starts the service binary bin on a free loopback port, with
-// extraArgs, its output in DIR/NAME.log, and waits until /readyz answers 200.
+// extraArgs, its output in DIR/NAME.log, and waits until /readyz answers 200
+// (over HTTPS when extraArgs has -tls-cert: http.DefaultClient must trust
+// its certificate).
 func StartService(bin, dir, name, extraArgs string) (addr string, pid int, stop func(), err error) {
 	addr, err = FreeAddr()
 	if err != nil {
@@ -81,7 +85,11 @@ func StartService(bin, dir, name, extraArgs string) (addr string, pid int, stop 
 		_ = cmd.Wait()
 		logFile.Close()
 	}
-	if err := WaitHTTP("http://" + addr + "/readyz"); err != nil {
+	scheme := "http://"
+	if slices.Contains(strings.Fields(extraArgs), "-tls-cert") {
+		scheme = "https://"
+	}
+	if err := WaitHTTP(scheme + addr + "/readyz"); err != nil {
 		stop()
 		return "", 0, nil, fmt.Errorf("the %s did not start: %w", name, err)
 	}
@@ -146,6 +154,9 @@ func (l Load) RunWrkContext(ctx context.Context, target, script string) (Result,
 		"-d", l.Duration.String(), "--latency"}
 	if script != "" {
 		args = append(args, "-s", script)
+	}
+	for _, h := range l.Headers {
+		args = append(args, "-H", h)
 	}
 	out, err := exec.CommandContext(ctx, "wrk", append(args, target)...).CombinedOutput()
 	if err != nil {

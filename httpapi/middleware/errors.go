@@ -57,7 +57,6 @@ var StatusOf = map[membership.Code]int{
 	membership.CodeUnknownGroup:           http.StatusNotFound,
 	membership.CodeCycle:                  http.StatusConflict,
 	membership.CodeTooDeep:                http.StatusConflict,
-	membership.CodeUnsupported:            http.StatusNotImplemented,
 	membership.CodeUnavailable:            http.StatusServiceUnavailable,
 	CodeStarting:                          http.StatusServiceUnavailable,
 	membership.CodeInternal:               http.StatusInternalServerError,

@@ -12,12 +12,20 @@
 // never loses a request: a request whose first bytes arrive as it is closed
 // is dropped unread, never served, as when a keep-alive connection times
 // out, and an HTTP client retries it on a new connection.
+//
+// With Options.TLS the listener serves TLS: it admits a connection, then
+// hands it to the server as a *tls.Conn, whose handshake the server makes
+// (and bounds with its own deadline). A connection is idle until its first
+// request's headers are read, its handshake included, so that one that
+// stalls its handshake is closed first to make room, and the handshake's
+// bytes count against the headers' budget.
 package connlimit
 
 import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -78,6 +86,11 @@ type Options struct {
 	// Logger gets a warning, at most every 10 s, while connections are
 	// refused or closed to make room. Nil discards them.
 	Logger *slog.Logger
+	// TLS, when set, makes the listener serve TLS with it: Accept returns
+	// *tls.Conn, and a refused connection gets its 503 after a handshake
+	// (or, past MaxRefusing, is closed without one). The server's
+	// ConnState and ConnContext must be the listener's, as without TLS.
+	TLS *tls.Config
 }
 
 // Listener is a net.Listener that keeps to a connection budget. Give its
@@ -89,7 +102,8 @@ type Listener struct {
 	name      string
 	closeBusy bool
 	logger    *slog.Logger
-	start     time.Time // idle times count from here, on the monotonic clock
+	tls       *tls.Config // nil: plain TCP
+	start     time.Time   // idle times count from here, on the monotonic clock
 	headers   *budget.Bytes
 
 	mu    sync.Mutex         // guards conns
@@ -119,6 +133,7 @@ func NewListener(ln net.Listener, o Options) *Listener {
 		name:      o.Name,
 		closeBusy: o.CloseBusy,
 		logger:    o.Logger,
+		tls:       o.TLS,
 		start:     time.Now(),
 		headers:   budget.New(o.HeaderBytes),
 		conns:     make(map[*conn]struct{}, min(o.MaxConns, 1024)),
@@ -159,8 +174,8 @@ func (l *Listener) Stats() Stats {
 	}
 }
 
-// Accept returns the next connection the budget admits. The others are
-// answered 503 and closed, and never returned.
+// Accept returns the next connection the budget admits, a *tls.Conn with
+// Options.TLS. The others are answered 503 and closed, and never returned.
 func (l *Listener) Accept() (net.Conn, error) {
 	for {
 		nc, err := l.Listener.Accept()
@@ -168,6 +183,9 @@ func (l *Listener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if c := l.admit(nc); c != nil {
+			if l.tls != nil {
+				return tls.Server(c, l.tls), nil
+			}
 			return c, nil
 		}
 		l.refuse(nc)
@@ -311,17 +329,23 @@ func (l *Listener) longestOpen(n int) []*conn {
 }
 
 // refuse answers nc 503 and closes it, lingering in the background while
-// fewer than MaxRefusing others do.
+// fewer than MaxRefusing others do. With TLS, the 503 follows a handshake,
+// in the background only: past MaxRefusing, nc is closed without a word.
 func (l *Listener) refuse(nc net.Conn) {
 	l.refused.Add(1)
 	l.warn("the connection budget is spent and no connection is idle: refusing new connections with 503",
 		"max_conns", l.maxConns, "refused_total", l.refused.Load())
 	if l.refusing.Add(1) > MaxRefusing {
 		l.refusing.Add(-1)
-		_ = nc.SetWriteDeadline(time.Now().Add(lingerTimeout))
-		_, _ = nc.Write(l.connRefusal) // a new connection's send buffer takes it at once
+		if l.tls == nil {
+			_ = nc.SetWriteDeadline(time.Now().Add(lingerTimeout))
+			_, _ = nc.Write(l.connRefusal) // a new connection's send buffer takes it at once
+		}
 		_ = nc.Close()
 		return
+	}
+	if l.tls != nil {
+		nc = tls.Server(nc, l.tls) // its first read, in answerAndClose, makes the handshake
 	}
 	go func() {
 		defer l.refusing.Add(-1)
@@ -330,7 +354,8 @@ func (l *Listener) refuse(nc net.Conn) {
 }
 
 // answerAndClose reads the request's headers (until the blank line that
-// ends them, lingerBytes or lingerTimeout), so that the reply answers a
+// ends them, lingerBytes or lingerTimeout: a TLS handshake included), so
+// that the reply answers a
 // request rather than come before it, writes reply, ends its sending side,
 // and reads on until the client closes its side or lingerTimeout passes,
 // before closing: closing with unread bytes would reset the connection,
@@ -389,7 +414,7 @@ func (l *Listener) notify() {
 // once its reply is sent, and its headers read once its request is.
 func (l *Listener) ConnState(nc net.Conn, state http.ConnState) {
 	defer l.notify()
-	c, ok := nc.(*conn)
+	c, ok := admitted(nc)
 	if !ok {
 		return
 	}
@@ -409,7 +434,20 @@ func (l *Listener) ConnState(nc net.Conn, state http.ConnState) {
 // ConnContext is the http.Server's ConnContext hook: it keeps the
 // connection in its requests' context, for Guard.
 func (l *Listener) ConnContext(ctx context.Context, nc net.Conn) context.Context {
-	return context.WithValue(ctx, connKey{}, nc)
+	if c, ok := admitted(nc); ok {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	return ctx
+}
+
+// admitted returns the connection of the listener that nc is, or that nc
+// speaks TLS over.
+func admitted(nc net.Conn) (*conn, bool) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	c, ok := nc.(*conn)
+	return c, ok
 }
 
 type connKey struct{}
@@ -470,7 +508,8 @@ func (c *conn) evictable() bool { return c.state.Load() == stateIdle }
 // Read reads from the connection. The first bytes of a request make an
 // idle connection busy; if it was closed to make room, they are dropped.
 // While headers are read, their bytes are taken from the headers budget,
-// and a read the budget cannot take is answered 503 and fails.
+// and a read the budget cannot take is answered 503 (under TLS, the
+// connection is closed without it) and fails.
 func (c *conn) Read(b []byte) (int, error) {
 	defer c.l.notify()
 	if c.state.Load() == stateRefused {
@@ -486,8 +525,19 @@ func (c *conn) Read(b []byte) (int, error) {
 	if c.readingHeaders.Load() {
 		if !c.headers.Grow(headerCost * int64(n)) {
 			c.state.Store(stateRefused)
-			c.l.warn("the budget of the request headers being read is spent: refusing connections with 503",
+			refusal := "refusing connections with 503"
+			if c.l.tls != nil {
+				refusal = "closing connections with no reply"
+			}
+			c.l.warn("the budget of the request headers being read is spent: "+refusal,
 				"header_memory", c.l.headers.Limit(), "refused_total", c.l.headers.Refused())
+			if c.l.tls != nil {
+				// A reply in clear would break the stream, and the one
+				// net/http writes through it for a failed read is a 400
+				// that blames the client: the socket is closed first.
+				_ = c.Conn.Close()
+				return 0, c.readError(errHeaderBudget)
+			}
 			_ = c.SetWriteDeadline(time.Now().Add(lingerTimeout))
 			_, _ = c.Conn.Write(c.l.headerRefusal) // the connection is idle: nothing else writes
 			return 0, c.readError(errHeaderBudget)

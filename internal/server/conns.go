@@ -140,15 +140,20 @@ func headerBudgets(lns []*connlimit.Listener, names []string) []metrics.Budget {
 }
 
 // probeURL is the URL -probe asks when it is given a path: the admin
-// listener's when there is one, else the API's, on this machine.
+// listener's when there is one, else the API's, on this machine; https
+// with -tls-cert.
 func probeURL(cfg Config, path string) string {
 	addr := cfg.addr
 	if cfg.adminAddr != "" {
 		addr = cfg.adminAddr
 	}
+	scheme := "http://"
+	if cfg.tlsCert != "" {
+		scheme = "https://"
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "http://" + addr + path
+		return scheme + addr + path
 	}
 	switch host {
 	case "", "0.0.0.0":
@@ -156,5 +161,5 @@ func probeURL(cfg Config, path string) string {
 	case "::":
 		host = "::1"
 	}
-	return "http://" + net.JoinHostPort(host, port) + path
+	return scheme + net.JoinHostPort(host, port) + path
 }

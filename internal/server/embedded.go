@@ -19,7 +19,8 @@ type EmbeddedOptions struct {
 	// budgets they set (-max-body, -max-users, -changes-keep, ...), with
 	// the same defaults and checks. Flags of what an embedded service has
 	// not got (-addr and -admin-addr, -pprof, -data-dir, -token-file,
-	// -restore, -probe, -version) are refused.
+	// -restore, -probe, -version, -tls-cert, -tls-key, -tls-client-ca) are
+	// refused.
 	Args []string
 	// Token, when set, is the bearer token, as -token-file gives it.
 	Token string
@@ -60,9 +61,11 @@ func NewEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	}{
 		{"-admin-addr", cfg.adminAddr != ""}, {"-data-dir", cfg.dataDir != ""}, {"-token-file", cfg.tokenFile != ""},
 		{"-restore", cfg.restore != ""}, {"-probe", cfg.probe != ""}, {"-version", cfg.version}, {"-pprof", cfg.pprof},
+		{"-tls-cert", cfg.tlsCert != ""}, {"-tls-key", cfg.tlsKey != ""}, {"-tls-client-ca", cfg.tlsClientCA != ""},
 	} {
 		if f.given {
-			return nil, fmt.Errorf("%s: an embedded service has none (it keeps its data in memory, and takes its token in EmbeddedOptions)", f.name)
+			return nil, fmt.Errorf("%s: an embedded service has none (it keeps its data in memory, takes its token in EmbeddedOptions, "+
+				"and its caller serves it, over TLS or not)", f.name)
 		}
 	}
 	if err := checkToken(opts.Token); err != nil {
@@ -77,7 +80,7 @@ func NewEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	}
 	logOut := logsink.New(out, logsink.Options{MaxBytes: cfg.logBuffer})
 	logger := newLogger(cfg.logFormat, logOut)
-	s := newService(cfg, connPlan{}, opts.Token, logger, logOut)
+	s := newService(cfg, connPlan{}, opts.Token, nil, logger, logOut)
 	if opts.Now != nil {
 		s.now = opts.Now
 	}
@@ -86,11 +89,7 @@ func NewEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		if err != nil || opts.Now == nil {
 			return st, err
 		}
-		clocked := clockedStore{Store: st, now: opts.Now}
-		if n, ok := st.(membership.Nesting); ok {
-			return clockedNestingStore{clocked, n}, nil
-		}
-		return clocked, nil
+		return clockedStore{Store: st, now: opts.Now}, nil
 	}
 	st, exp, err := s.load(context.Background())
 	if err != nil {
@@ -148,14 +147,6 @@ func (s clockedStore) Write(ctx context.Context, w membership.Write) (membership
 		w.Time = s.now()
 	}
 	return s.Store.Write(ctx, w)
-}
-
-// clockedNestingStore is a clockedStore of a store that keeps groups in
-// groups, which it keeps showing: the Service looks for membership.Nesting
-// on the store it is given.
-type clockedNestingStore struct {
-	clockedStore
-	membership.Nesting
 }
 
 func (s clockedStore) Batch(ctx context.Context, b membership.Batch) (membership.BatchResult, error) {

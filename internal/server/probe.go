@@ -2,22 +2,40 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 	"unicode"
+
+	"example.com/groupmembership/internal/tlscert"
 )
 
 // probeTimeout bounds a probe: the request, its reply's header and body.
 const probeTimeout = time.Second
 
+// probeHere is the -probe mode given a path: it asks this machine's
+// service (probeURL), over TLS when cfg serves it, trusting the
+// certificate of -tls-cert (tlscert.ProbeConfig).
+func probeHere(ctx context.Context, cfg Config, out io.Writer) error {
+	var tlsConfig *tls.Config
+	if cfg.tlsCert != "" {
+		var err error
+		if tlsConfig, err = tlscert.ProbeConfig(cfg.tlsCert); err != nil {
+			return fmt.Errorf("probe: %w", err)
+		}
+	}
+	return probe(ctx, probeURL(cfg, cfg.probe), tlsConfig, out)
+}
+
 // probe is the -probe mode, for a container's HEALTHCHECK (the image has no
 // shell and no curl): it GETs url and returns nil when the reply is 200
 // within probeTimeout, and otherwise an error that says why. It prints one
-// line to out either way.
-func probe(ctx context.Context, url string, out io.Writer) error {
+// line to out either way. tlsConfig, when set, is how it trusts an https
+// URL; nil: as any client does.
+func probe(ctx context.Context, url string, tlsConfig *tls.Config, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -25,6 +43,9 @@ func probe(ctx context.Context, url string, out io.Writer) error {
 		return fmt.Errorf("probe: %w", err)
 	}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if tlsConfig != nil {
+		client.Transport = &http.Transport{TLSClientConfig: tlsConfig, DisableKeepAlives: true}
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("probe %s: %w", url, err)
@@ -35,6 +56,9 @@ func probe(ctx context.Context, url string, out io.Writer) error {
 		why := printable(string(body))
 		if loc := resp.Header.Get("Location"); loc != "" {
 			why = "redirected to " + printable(loc) + " (not followed)"
+		}
+		if resp.StatusCode == http.StatusBadRequest && strings.Contains(why, "HTTP request to an HTTPS server") {
+			why = "the service speaks TLS: give the probe -tls-cert, or MEMBERSHIP_TLS_CERT (a HEALTHCHECK sees the environment, not the service's flags)"
 		}
 		return fmt.Errorf("probe %s: %s: %s", url, resp.Status, why)
 	}

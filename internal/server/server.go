@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,6 +35,7 @@ import (
 	"example.com/groupmembership/internal/store/durable"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/snap"
+	"example.com/groupmembership/internal/tlscert"
 	"example.com/groupmembership/membership"
 )
 
@@ -81,6 +83,9 @@ type Config struct {
 	snapshotSize      int64
 	repair            bool
 	tokenFile         string
+	tlsCert           string
+	tlsKey            string
+	tlsClientCA       string
 	authReads         bool
 	shutdownDelay     time.Duration
 	shutdownTimeout   time.Duration
@@ -98,7 +103,8 @@ type Config struct {
 // Logs go to stdout through a buffer that never blocks (a stalled stdout
 // drops lines, counted, instead of freezing requests); usage and flag errors
 // go to stderr. lookupenv reads the environment (os.LookupEnv):
-// MEMBERSHIP_TOKEN, MEMBERSHIP_ADMIN_ADDR, and what a backend reads.
+// MEMBERSHIP_TOKEN, MEMBERSHIP_ADMIN_ADDR, MEMBERSHIP_TLS_CERT,
+// MEMBERSHIP_TLS_KEY, MEMBERSHIP_TLS_CLIENT_CA, and what a backend reads.
 func Run(ctx context.Context, args []string, lookupenv func(string) (string, bool), stdout, stderr io.Writer) error {
 	return run(ctx, nil, args, lookupenv, stdout, stderr)
 }
@@ -123,11 +129,14 @@ func run(ctx context.Context, backend *Backend, args []string, lookupenv func(st
 			return fmt.Errorf("MEMBERSHIP_ADMIN_ADDR: %w", err)
 		}
 	}
+	if err := tlsFromEnv(&cfg, lookupenv); err != nil {
+		return err
+	}
 	switch {
 	case cfg.probe != "" && strings.HasPrefix(cfg.probe, "/"):
-		return probe(ctx, probeURL(cfg, cfg.probe), stdout)
+		return probeHere(ctx, cfg, stdout)
 	case cfg.probe != "":
-		return probe(ctx, cfg.probe, stdout)
+		return probe(ctx, cfg.probe, nil, stdout)
 	case cfg.restore != "":
 		return restore(cfg, stdout)
 	}
@@ -140,6 +149,9 @@ func serve(ctx context.Context, cfg Config, backend *Backend, lookupenv func(str
 	getenv := func(name string) string { v, _ := lookupenv(name); return v }
 	if cfg.pprof && cfg.adminAddr == "" {
 		return errors.New("-pprof needs -admin-addr (or MEMBERSHIP_ADMIN_ADDR): the profiles are served on the admin listener only, out of the clients' reach")
+	}
+	if err := checkTLSFiles(cfg); err != nil {
+		return err
 	}
 	token, err := readToken(cfg.tokenFile, lookupenv)
 	if err != nil {
@@ -161,6 +173,12 @@ func serve(ctx context.Context, cfg Config, backend *Backend, lookupenv func(str
 	logger = newLogger(cfg.logFormat, logOut)
 	build := buildinfo.Read()
 	logger.Info("starting", "version", build.Version, "revision", build.Revision, "goversion", build.GoVersion)
+	var certs *tlscert.Loader
+	if cfg.tlsCert != "" {
+		if certs, err = tlscert.New(tlsFiles(cfg), logger); err != nil {
+			return err
+		}
+	}
 	plan, err := planConns(cfg, backend)
 	if err != nil {
 		return err
@@ -169,7 +187,7 @@ func serve(ctx context.Context, cfg Config, backend *Backend, lookupenv func(str
 	if token == "" {
 		logger.Warn("no token: anyone who can reach the service can change memberships (see -token-file)")
 	}
-	svc := newService(cfg, plan, token, logger, logOut)
+	svc := newService(cfg, plan, token, certs, logger, logOut)
 	var lock *fileutil.DirLock
 	svc.bound = func() (err error) {
 		lock, err = lockDataDir(cfg, backend)
@@ -227,6 +245,9 @@ type service struct {
 	api   *httpapi.Handler
 	srv   *http.Server
 	admin *http.Server // nil without -admin-addr
+	// tls is the certificate both listeners serve; nil: plain HTTP.
+	tls       *tlscert.Loader
+	serverLog *serverLog // both servers' ErrorLog
 	// listeners are the API's, then the admin's, named by listenerNames;
 	// set before either serves.
 	listeners     []*connlimit.Listener
@@ -242,8 +263,9 @@ type service struct {
 	open  func(ctx context.Context) (Store, error)
 }
 
-func newService(cfg Config, plan connPlan, token string, logger *slog.Logger, logOut *logsink.Writer) *service {
-	s := &service{cfg: cfg, plan: plan, logger: logger, now: time.Now, stopping: make(chan struct{}), served: make(chan error, 2)}
+func newService(cfg Config, plan connPlan, token string, certs *tlscert.Loader, logger *slog.Logger, logOut *logsink.Writer) *service {
+	s := &service{cfg: cfg, plan: plan, logger: logger, now: time.Now, stopping: make(chan struct{}), served: make(chan error, 2),
+		tls: certs, serverLog: &serverLog{logger: logger}}
 	s.api = httpapi.NewLoadingHandler(httpapi.Options{
 		Logger:            logger,
 		AccessLines:       accesslog.New(logOut, cfg.logFormat == "json"),
@@ -263,6 +285,7 @@ func newService(cfg Config, plan connPlan, token string, logger *slog.Logger, lo
 			w.Gauge("membership_conn_send_buffer_bytes", "The kernel send buffer of each connection, in bytes (-conn-send-buffer).", float64(cfg.connSendBuffer))
 			w.Gauge("membership_max_header_bytes", "The largest request line and headers accepted, in bytes (-max-header).", float64(cfg.maxHeaderBytes))
 			connMetrics(w, s.listeners, s.listenerNames)
+			s.tlsMetrics(w)
 		}},
 		Budgets: []func() []metrics.Budget{func() []metrics.Budget {
 			return append([]metrics.Budget{{Name: "log_buffer", Used: int64(logOut.Buffered()), Limit: int64(logOut.MaxBytes()), Refused: logOut.Dropped()}},
@@ -318,7 +341,7 @@ func (s *service) newServer(h http.Handler) *http.Server {
 	srv := &http.Server{
 		Handler:        h,
 		MaxHeaderBytes: s.cfg.maxHeaderBytes,
-		ErrorLog:       slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+		ErrorLog:       s.serverLog.errorLog(),
 	}
 	SetTimeouts(srv)
 	return srv
@@ -354,6 +377,7 @@ func (s *service) run(ctx context.Context) (err error) {
 		return err
 	}
 	s.serve(api, admin)
+	defer s.runTLSReloader(ctx)()
 	st, expirer, err := s.load(ctx)
 	if err != nil {
 		s.close()
@@ -460,14 +484,21 @@ func (s *service) bind() (ln, adminLn net.Listener, err error) {
 	return ln, adminLn, nil
 }
 
-// serve serves the listeners bind opened, each with its connection budget.
+// serve serves the listeners bind opened, each with its connection budget,
+// and TLS with -tls-cert.
 func (s *service) serve(ln, adminLn net.Listener) {
-	api := s.limit(s.srv, ln, connlimit.Options{Name: "api", Flag: "-max-conns", MaxConns: s.plan.maxConns, HeaderBytes: s.cfg.headerMemory})
-	s.logger.Info("listening", "addr", ln.Addr().String(), "max_body", s.cfg.maxBodyBytes, "max_users", s.cfg.maxUsers, "list_cache", s.cfg.listCache)
+	var tlsConfig *tls.Config
+	if s.tls != nil {
+		tlsConfig = s.tls.ServerConfig()
+	}
+	api := s.limit(s.srv, ln, connlimit.Options{Name: "api", Flag: "-max-conns", MaxConns: s.plan.maxConns, HeaderBytes: s.cfg.headerMemory,
+		TLS: tlsConfig})
+	s.logger.Info("listening", "addr", ln.Addr().String(), "tls", s.tls != nil, "max_body", s.cfg.maxBodyBytes, "max_users", s.cfg.maxUsers,
+		"list_cache", s.cfg.listCache)
 	if s.admin != nil {
 		admin := s.limit(s.admin, adminLn, connlimit.Options{Name: "admin", Flag: "the admin address's budget", MaxConns: adminMaxConns,
-			HeaderBytes: int64(2 * adminMaxConns * s.cfg.maxHeaderBytes), CloseBusy: true})
-		s.logger.Info("listening for probes and metrics", "admin_addr", adminLn.Addr().String(), "max_conns", adminMaxConns)
+			HeaderBytes: int64(2 * adminMaxConns * s.cfg.maxHeaderBytes), CloseBusy: true, TLS: tlsConfig})
+		s.logger.Info("listening for probes and metrics", "admin_addr", adminLn.Addr().String(), "tls", s.tls != nil, "max_conns", adminMaxConns)
 		go func() { s.served <- s.admin.Serve(admin) }()
 	}
 	go func() { s.served <- s.srv.Serve(api) }()
@@ -628,6 +659,10 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` of the token that writes and /backup need; empty: $MEMBERSHIP_TOKEN")
 	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "`address` for probes and /metrics only; empty: $MEMBERSHIP_ADMIN_ADDR or none")
 
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "serve HTTPS with this certificate `file` (PEM); empty: $MEMBERSHIP_TLS_CERT")
+	fs.StringVar(&cfg.tlsKey, "tls-key", "", "the certificate's private key `file` (PEM); empty: $MEMBERSHIP_TLS_KEY")
+	fs.StringVar(&cfg.tlsClientCA, "tls-client-ca", "", "CAs (`file`) that sign client certificates; empty: $MEMBERSHIP_TLS_CLIENT_CA")
+
 	fs.Int64Var(&cfg.maxBodyBytes, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body, in `bytes`")
 	fs.IntVar(&cfg.maxUsers, "max-users", membership.DefaultMaxUsers, "most users in one request")
 	fs.IntVar(&cfg.maxChecks, "max-checks", membership.DefaultMaxChecks, "most checks in one POST /check")
@@ -696,8 +731,8 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 	}
 	var emptyMode error
 	fs.Visit(func(f *flag.Flag) { // given, but empty: never taken for "not given"
-		if (f.Name == "restore" || f.Name == "probe") && f.Value.String() == "" && emptyMode == nil {
-			what := map[string]string{"restore": "a backup file", "probe": "a URL"}[f.Name]
+		what, mode := map[string]string{"restore": "a backup file", "probe": "a URL", "tls-cert": "a file", "tls-key": "a file", "tls-client-ca": "a file"}[f.Name]
+		if mode && f.Value.String() == "" && emptyMode == nil {
 			emptyMode = fmt.Errorf("-%s is empty: it needs %s (is a variable unset?)", f.Name, what)
 		}
 	})

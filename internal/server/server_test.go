@@ -88,7 +88,8 @@ func TestBackendWithoutFlagsOfItsOwn(t *testing.T) {
 
 // An embedded service refuses the flags of what it has not got.
 func TestEmbeddedRefusesTheProgramsModes(t *testing.T) {
-	for _, args := range [][]string{{"-version"}, {"-pprof"}, {"-probe", "/readyz"}, {"-data-dir", t.TempDir()}} {
+	for _, args := range [][]string{{"-version"}, {"-pprof"}, {"-probe", "/readyz"}, {"-data-dir", t.TempDir()},
+		{"-tls-cert", "service.crt"}, {"-tls-key", "service.key"}, {"-tls-client-ca", "clients.pem"}} {
 		_, err := NewEmbedded(EmbeddedOptions{Args: args})
 		require.Error(t, err, "%q", args)
 		assert.Contains(t, err.Error(), args[0]+": an embedded service has none", "%q", args)

@@ -22,6 +22,7 @@ var flagSections = []struct {
 	{"Durability (with -data-dir)", []string{"snapshot-bytes", "commit-timeout", "commit-queue-bytes", "repair"}},
 	{"The change feed (/changes)", []string{"changes-keep", "changes-keep-bytes", "changes-reply-bytes", "max-waiters"}},
 	{"Safe retries (Idempotency-Key)", []string{"idempotency-bytes", "idempotency-retention"}},
+	{"TLS (the files are loaded again on SIGHUP, and when they change)", []string{"tls-cert", "tls-key", "tls-client-ca"}},
 	{"Auth, logs and monitoring", []string{"auth-reads", "log-format", "access-log", "log-buffer", "metrics", "pprof"}},
 	{"Stopping (SIGTERM, SIGINT)", []string{"shutdown-delay", "shutdown-timeout"}},
 	{"Modes that do one thing and exit", []string{"probe", "restore", "version"}},

@@ -14,7 +14,9 @@
 //     and (wal/record) what a record holds;
 //   - writecodec: the layout of a write's users, uids, subgroups and
 //     precondition, shared by the log's records and PostgreSQL's batches;
-//   - storetest: the contract every store passes.
+//   - storetest: the contract every store passes, a package for each part
+//     (memberstest, feedtest, batchtest, expirytest, nestingtest), and the
+//     helpers their tests share.
 //
 // The PostgreSQL store (module postgres) is a memory.Store that follows a
 // log kept in the database.

@@ -68,7 +68,6 @@ var statusOf = map[membership.Code]struct {
 	membership.CodeTooManyChanges:         {http.StatusRequestEntityTooLarge, ""},
 	membership.CodeBodyTooLarge:           {http.StatusRequestEntityTooLarge, ""},
 	middleware.CodeUnsupportedMediaType:   {http.StatusUnsupportedMediaType, ""},
-	membership.CodeUnsupported:            {http.StatusNotImplemented, ""},
 	membership.CodeUnavailable:            {http.StatusServiceUnavailable, ""},
 }
 

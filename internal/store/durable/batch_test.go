@@ -11,13 +11,14 @@ import (
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/batchtest"
 	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
 )
 
 func TestDurableBatches(t *testing.T) {
-	storetest.Batches(t, func(t *testing.T) membership.Store {
+	batchtest.Contract(t, func(t *testing.T) membership.Store {
 		d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
 		t.Cleanup(func() { _ = d.Close() })
 		return d
@@ -30,13 +31,6 @@ func TestDurableBatches(t *testing.T) {
 func batchScript(t *testing.T, s membership.Store) []batchOutcome {
 	t.Helper()
 	ctx := context.Background()
-	plain := func(uids ...membership.UID) []membership.User {
-		us := make([]membership.User, len(uids))
-		for i, uid := range uids {
-			us[i] = membership.User{UID: uid}
-		}
-		return us
-	}
 	ifMatch := func(group string) membership.Precondition {
 		rev, err := s.Revision(ctx, group)
 		require.NoError(t, err)
@@ -54,12 +48,12 @@ func batchScript(t *testing.T, s membership.Store) []batchOutcome {
 	_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}, {UID: 2}})
 	require.NoError(t, err)
 	do(membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}},
-		membership.Write{Op: membership.OpAdd, GroupID: "h", Users: plain(1, 3)})
-	do(membership.Write{Op: membership.OpReplace, GroupID: "k", Users: plain(4, 5), If: membership.Precondition{Empty: true}},
+		membership.Write{Op: membership.OpAdd, GroupID: "h", Users: storetest.UsersOf(1, 3)})
+	do(membership.Write{Op: membership.OpReplace, GroupID: "k", Users: storetest.UsersOf(4, 5), If: membership.Precondition{Empty: true}},
 		membership.Write{Op: membership.OpDeleteGroup, GroupID: "g", If: ifMatch("g")})
-	do(membership.Write{Op: membership.OpAdd, GroupID: "h", Users: plain(1)},
+	do(membership.Write{Op: membership.OpAdd, GroupID: "h", Users: storetest.UsersOf(1)},
 		membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{9}})
-	do(membership.Write{Op: membership.OpAdd, GroupID: "n", Users: plain(6)},
+	do(membership.Write{Op: membership.OpAdd, GroupID: "n", Users: storetest.UsersOf(6)},
 		membership.Write{Op: membership.OpDeleteGroup, GroupID: "k", If: membership.Precondition{Revisions: []membership.Revision{1}}})
 	do(membership.Write{Op: membership.OpReplace, GroupID: "k"},
 		membership.Write{Op: membership.OpAdd, GroupID: "n", Users: []membership.User{{UID: 7, Nickname: "Gus", HasNickname: true}}, If: ifMatch("n")})

@@ -136,7 +136,7 @@ func TestDurableQueueIsBounded(t *testing.T) {
 func TestDurableQueueTakesALargeChangeAlone(t *testing.T) {
 	d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll, QueueBytes: 1})
 	defer d.Close()
-	n, err := storetest.Count(storetest.Add(context.Background(), d, "g", storetest.Users(1, 100)))
+	n, err := storetest.Count(storetest.Add(context.Background(), d, "g", storetest.UserRange(1, 100)))
 	require.NoError(t, err)
 	assert.Equal(t, 100, n)
 }

@@ -19,13 +19,14 @@ import (
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/expirytest"
 	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
 )
 
 func TestDurableExpiries(t *testing.T) {
-	storetest.Expiries(t, func(t *testing.T) store.Expiring {
+	expirytest.Contract(t, func(t *testing.T) store.Expiring {
 		d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
 		t.Cleanup(func() { _ = d.Close() })
 		return d

@@ -12,12 +12,13 @@ import (
 	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/feedtest"
 	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/membership"
 )
 
 func TestDurableRevisionsAndFeed(t *testing.T) {
-	storetest.RevisionsAndFeed(t, func(t *testing.T, keep int) membership.Store {
+	feedtest.Contract(t, func(t *testing.T, keep int) membership.Store {
 		d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keep})
 		t.Cleanup(func() { d.Close() })
 		return d

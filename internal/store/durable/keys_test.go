@@ -15,6 +15,7 @@ import (
 
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/memberstest"
 	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/membership"
 )
@@ -427,5 +428,5 @@ func TestDurableReadsAVersion5Log(t *testing.T) {
 func TestBackupsNeverHoldAKeyedChangeWithoutItsKey(t *testing.T) {
 	d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
 	defer d.Close()
-	storetest.BackupsHoldKeysWithTheirChanges(t, d, d.Backup, 8, 2000, 300)
+	memberstest.BackupsHoldKeysWithTheirChanges(t, d, d.Backup, 8, 2000, 300)
 }

@@ -96,13 +96,12 @@ type nestView struct {
 
 func nestViewOf(t *testing.T, s membership.Store) nestView {
 	t.Helper()
-	n := storetest.NestingOf(t, s)
 	v := nestView{Subgroups: map[string][]membership.Nested{}, Parents: map[string][]membership.Nested{},
 		Transitive: map[string][]membership.Member{}, Revisions: map[string]membership.Revision{}}
 	for _, g := range nestGroups {
-		v.Subgroups[g], _, _ = storetest.Subgroups(t, n, g, membership.NestingListOptions{})
-		v.Parents[g], _, _ = storetest.Parents(t, n, g, membership.NestingListOptions{})
-		v.Transitive[g], _, _ = storetest.TransitiveMembers(t, n, g, membership.ListOptions{})
+		v.Subgroups[g], _, _ = storetest.Subgroups(t, s, g, membership.NestingListOptions{})
+		v.Parents[g], _, _ = storetest.Parents(t, s, g, membership.NestingListOptions{})
+		v.Transitive[g], _, _ = storetest.TransitiveMembers(t, s, g, membership.ListOptions{})
 		_, v.Revisions[g] = storetest.ListAll(t, s, g)
 	}
 	v.Groups, _ = storetest.Groups(t, s, membership.GroupsOptions{})
@@ -291,7 +290,7 @@ func TestDurableExpiresNestingsThroughTheLog(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, results[0].Count)
 	wantState := sortedExport(d)
-	subs, _, _ := storetest.Subgroups(t, storetest.NestingOf(t, d), "a", membership.NestingListOptions{})
+	subs, _, _ := storetest.Subgroups(t, d, "a", membership.NestingListOptions{})
 	assert.Equal(t, []membership.Nested{{GroupID: "b"}, {GroupID: "d", Expires: at.Add(time.Minute)}}, subs)
 	d.log.Mark()
 	crash(t, d)
@@ -341,10 +340,9 @@ func TestDurableCycleRaceHasOneWinnerAcrossACrash(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	n := storetest.NestingOf(t, d)
 	for i := range pairs {
 		assert.NotEqual(t, won[i][0], won[i][1], "pair %d: exactly one wins", i)
-		subs, _, _ := storetest.Subgroups(t, n, fmt.Sprintf("a%d", i), membership.NestingListOptions{})
+		subs, _, _ := storetest.Subgroups(t, d, fmt.Sprintf("a%d", i), membership.NestingListOptions{})
 		assert.Equal(t, won[i][0], len(subs) == 1, "pair %d", i)
 	}
 	wantState := sortedExport(d)
@@ -407,7 +405,7 @@ func TestDurableSplitsAnExpireGroupsARecordCannotHold(t *testing.T) {
 	results, err = d.WriteExpiries(ctx, []membership.Write{again[0].Write})
 	require.NoError(t, err)
 	assert.Equal(t, 5, results[0].Count)
-	subs, total, _ := storetest.Subgroups(t, storetest.NestingOf(t, d), "p", membership.NestingListOptions{})
+	subs, total, _ := storetest.Subgroups(t, d, "p", membership.NestingListOptions{})
 	assert.Empty(t, subs)
 	assert.Zero(t, total)
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,9 +35,6 @@ type outcome struct {
 func writeScript(t *testing.T, s membership.Store) []outcome {
 	t.Helper()
 	ctx := context.Background()
-	nick := func(uid membership.UID, n string) membership.User {
-		return membership.User{UID: uid, Nickname: n, HasNickname: true}
-	}
 	ifMatch := func(group string) membership.Precondition {
 		rev, err := s.Revision(ctx, group)
 		require.NoError(t, err)
@@ -56,17 +52,17 @@ func writeScript(t *testing.T, s membership.Store) []outcome {
 		}
 		out = append(out, o)
 	}
-	do(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{nick(1, "Ann"), {UID: 2}, nick(3, "Cy")}})
-	do(membership.Write{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{{UID: 2}, nick(4, "Di")}})
-	do(membership.Write{Op: membership.OpAdd, GroupID: "k", Users: []membership.User{{UID: 3}, nick(5, "Ed")}})
-	do(membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{nick(1, "Al"), {UID: 2}, nick(6, "Fay")}, If: ifMatch("g")})
+	do(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}, storetest.Nicknamed(3, "Cy")}})
+	do(membership.Write{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{{UID: 2}, storetest.Nicknamed(4, "Di")}})
+	do(membership.Write{Op: membership.OpAdd, GroupID: "k", Users: []membership.User{{UID: 3}, storetest.Nicknamed(5, "Ed")}})
+	do(membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{storetest.Nicknamed(1, "Al"), {UID: 2}, storetest.Nicknamed(6, "Fay")}, If: ifMatch("g")})
 	do(membership.Write{Op: membership.OpReplace, GroupID: "h", If: membership.Precondition{Exists: true}})
 	do(membership.Write{Op: membership.OpDeleteGroup, GroupID: "k", If: membership.Precondition{Empty: true}})
 	do(membership.Write{Op: membership.OpDeleteGroup, GroupID: "k", If: ifMatch("k")})
 	do(membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{2}})
 	do(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 3}}, If: membership.Precondition{Empty: true}})
-	do(membership.Write{Op: membership.OpReplace, GroupID: "n", Users: []membership.User{nick(7, "Gus"), {UID: 6}}, If: membership.Precondition{Empty: true}})
-	do(membership.Write{Op: membership.OpReplace, GroupID: "n", Users: []membership.User{{UID: 6}, nick(7, "Gus")}})
+	do(membership.Write{Op: membership.OpReplace, GroupID: "n", Users: []membership.User{storetest.Nicknamed(7, "Gus"), {UID: 6}}, If: membership.Precondition{Empty: true}})
+	do(membership.Write{Op: membership.OpReplace, GroupID: "n", Users: []membership.User{{UID: 6}, storetest.Nicknamed(7, "Gus")}})
 	do(membership.Write{Op: membership.OpDeleteGroup, GroupID: "k"})
 	do(membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{5}})
 	do(membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{6}, If: membership.Precondition{Revisions: []membership.Revision{1}}})
@@ -261,26 +257,11 @@ func TestDurableRacingIfMatchHasOneWinner(t *testing.T) {
 	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}})
 	require.NoError(t, err)
 	cond := membership.Precondition{Revisions: []membership.Revision{revisionOf(t, d)}}
-	const writers = 16
-	results := make([]error, writers)
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, results[w] = d.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: membership.UID(w + 10)}}, If: cond})
-		}()
+	writes := make([]membership.Write, 16)
+	for w := range writes {
+		writes[w] = membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(membership.UID(w + 10)), If: cond}
 	}
-	wg.Wait()
-	won := 0
-	for _, err := range results {
-		if err == nil {
-			won++
-		} else {
-			assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
-		}
-	}
-	assert.Equal(t, 1, won)
+	storetest.OneWon(t, storetest.WriteAtOnce(d, writes))
 	want := stateOf(t, d)
 	assert.Len(t, want.Changes, 2)
 	require.NoError(t, d.Close())
@@ -372,15 +353,15 @@ func TestDurableReplaceAndDeleteOfALargeGroup(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
-	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.Users(1, 5000)})
+	_, err := d.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UserRange(1, 5000)})
 	require.NoError(t, err)
-	res, err := d.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.Users(2500, 5000)})
+	res, err := d.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UserRange(2500, 5000)})
 	require.NoError(t, err)
 	assert.Equal(t, membership.Result{Count: 2499, Removed: 2499, Revision: 2}, res)
 	res, err = d.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g"})
 	require.NoError(t, err)
 	assert.Equal(t, membership.Result{Count: 5000, Revision: 3}, res)
-	_, err = d.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "h", Users: storetest.Users(1, 3)})
+	_, err = d.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "h", Users: storetest.UserRange(1, 3)})
 	require.NoError(t, err)
 	want := stateOf(t, d)
 	require.NoError(t, d.Close())

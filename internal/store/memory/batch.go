@@ -7,10 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/batch"
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/group"
-	"example.com/groupmembership/internal/store/memory/nicknames"
-	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/membership"
 )
 
@@ -26,7 +25,7 @@ func (m *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 	if b.Idem.Key == "" {
 		return m.batch(b)
 	}
-	results, rev, replayed, err := m.keyed(ctx, b.Idem, true, nowOr(b.Time), func() ([]membership.Result, membership.Revision, error) {
+	results, rev, replayed, err := m.keyed(ctx, b.Principal, b.Idem, true, nowOr(b.Time), func() ([]membership.Result, membership.Revision, error) {
 		res, err := m.batch(b)
 		return res.Results, res.Revision, err
 	})
@@ -50,7 +49,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 		defer m.nestMu.Unlock()
 		for _, w := range b.Writes {
 			if w.Op == membership.OpDeleteGroup {
-				parents = append(parents, m.parentsOf(w.GroupID)...)
+				parents = append(parents, m.nest.Node(w.GroupID).ParentIDs()...)
 			}
 		}
 	}
@@ -69,7 +68,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	// A TTL counts from the very time the batch's change carries, as a
 	// write's does (feed.Stamp.WithTimeFor), not from a second reading of the
 	// clock: they could fall in two milliseconds.
-	st := feed.Stamp{Actor: b.Actor, At: b.Time, Now: true}
+	st := feed.Stamp{Actor: b.Actor, Principal: b.Principal, At: b.Time, Now: true}
 	for _, w := range b.Writes {
 		st = st.WithTimeFor(w.Users).WithTimeForSubgroups(w.Subgroups)
 	}
@@ -85,66 +84,19 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 			return membership.BatchResult{}, err
 		}
 	}
-	// Groups are created before any reverse shard is taken (lock order).
-	for i, w := range b.Writes {
-		adds := (w.Op == membership.OpAdd || w.Op == membership.OpReplace) && len(w.Users) > 0 || w.Op == membership.OpSetGroup
-		if nests && nested[i].change.Op != "" && w.Op != membership.OpDeleteGroup {
-			adds = true
-		}
-		if adds && groups[w.GroupID] == nil {
-			groups[w.GroupID] = m.newGroup(m.shardOf(w.GroupID), w.GroupID)
-		}
-	}
+	m.createBatchGroups(b.Writes, groups, nested)
 	var rbuf [4]uint64
-	locked := m.reverse.Lock(batchUIDs(b.Writes, groups), rbuf[:])
-	a := batchApplier{m: m, named: namedUIDs(b.Writes), commit: nowOr(st.At), nicknames: m.nicknames.Write()}
-	defer a.nicknames.Release()
-	results := make([]membership.Result, len(b.Writes))
-	var subs []membership.Change
-	changed := map[*group.Group]bool{}
-	nestChanged := false
-	for i, w := range b.Writes {
-		g := groups[w.GroupID]
-		var sub membership.Change
-		if membership.IsNestingOp(w.Op) {
-			results[i], sub = nested[i].res, nested[i].change
-		} else {
-			results[i], sub = a.apply(g, w)
-		}
-		if nests && nested[i].change.Op != "" {
-			nestChanged = true
-			if sub.Op == "" { // a deletion of a group with no members, nested
-				sub = nested[i].change
-			}
-			for _, p := range nested[i].touched {
-				pg := groups[p]
-				if pg == nil {
-					pg = m.shardOf(p).groups[p]
-				}
-				if pg != nil {
-					pg.Subgroups = m.subgroupCount(p)
-					changed[pg] = true
-				}
-			}
-		}
-		if sub.Op != "" {
-			subs = append(subs, sub)
-			if g != nil {
-				changed[g] = true
-			}
-		}
-	}
-	a.forgetDeferred()
+	locked := m.reverse.Lock(batch.Users(b.Writes, groups), rbuf[:])
+	a := batch.NewApplier(b.Writes, nowOr(st.At), &m.reverse, &m.due, &m.counts.members, m.nicknames.Write())
+	defer a.Nicknames().Release()
+	results, subs, changed, nestChanged := m.applyBatchWrites(a, b.Writes, groups, nested)
+	a.ForgetDeferred()
 	if len(subs) == 0 {
-		a.nicknames.Release()
+		a.Nicknames().Release()
 		m.reverse.Unlock(locked)
-		rev := m.LatestRevision()
-		for i := range results {
-			results[i].Revision = rev
-		}
-		return membership.BatchResult{Results: results, Revision: rev}, nil
+		return atRevision(results, m.LatestRevision()), nil
 	}
-	rev := a.nicknames.Record(&m.feed, membership.Change{Op: membership.OpBatch, Changes: subs}, st)
+	rev := a.Nicknames().Record(&m.feed, membership.Change{Op: membership.OpBatch, Changes: subs}, st)
 	m.reverse.Unlock(locked)
 	if nestChanged {
 		m.nestChanged(rev, next)
@@ -156,10 +108,81 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 			g.Revision = rev
 		}
 	}
+	return atRevision(results, rev), nil
+}
+
+// atRevision returns the result of a batch whose writes' results are
+// results, at rev.
+func atRevision(results []membership.Result, rev membership.Revision) membership.BatchResult {
 	for i := range results {
 		results[i].Revision = rev
 	}
-	return membership.BatchResult{Results: results, Revision: rev}, nil
+	return membership.BatchResult{Results: results, Revision: rev}
+}
+
+// createBatchGroups creates the groups a batch's writes add users,
+// subgroups or attributes to (nested is what its nesting writes did, nil
+// when it has none), before any reverse shard is taken (the lock order).
+func (m *Store) createBatchGroups(writes []membership.Write, groups map[string]*group.Group, nested []nestedWrite) {
+	for i, w := range writes {
+		adds := (w.Op == membership.OpAdd || w.Op == membership.OpReplace) && len(w.Users) > 0 || w.Op == membership.OpSetGroup
+		if nested != nil && nested[i].change.Op != "" && w.Op != membership.OpDeleteGroup {
+			adds = true
+		}
+		if adds && groups[w.GroupID] == nil {
+			groups[w.GroupID] = m.newGroup(m.shardOf(w.GroupID), w.GroupID)
+		}
+	}
+}
+
+// applyBatchWrites applies a batch's writes to their groups with a, in
+// order, taking its nesting writes' results from nested (nil when it has
+// none), and returns each write's result, the changes of those that
+// changed something, the groups whose revision moves with the batch, and
+// whether it changed the nesting.
+func (m *Store) applyBatchWrites(a *batch.Applier, writes []membership.Write, groups map[string]*group.Group, nested []nestedWrite) (
+	results []membership.Result, subs []membership.Change, changed map[*group.Group]bool, nestChanged bool) {
+	results = make([]membership.Result, len(writes))
+	changed = map[*group.Group]bool{}
+	for i, w := range writes {
+		g := groups[w.GroupID]
+		var sub membership.Change
+		switch {
+		case membership.IsNestingOp(w.Op):
+			results[i], sub = nested[i].res, nested[i].change
+		case w.Op == membership.OpSetGroup:
+			sub = applySetGroup(g, w, a.Nicknames())
+		default:
+			results[i], sub = a.Apply(g, w)
+			if w.Op == membership.OpDeleteGroup && g != nil && g.Attrs != nil {
+				dropAttrs(g, a.Nicknames()) // after its members, whose nicknames Apply forgot
+				sub = membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}
+			}
+		}
+		if nested != nil && nested[i].change.Op != "" {
+			nestChanged = true
+			if sub.Op == "" { // a deletion of a group with no members, nested
+				sub = nested[i].change
+			}
+			for _, p := range nested[i].touched {
+				pg := groups[p]
+				if pg == nil {
+					pg = m.shardOf(p).groups[p]
+				}
+				if pg != nil {
+					pg.Subgroups = m.nest.Node(p).SubgroupCount()
+					changed[pg] = true
+				}
+			}
+		}
+		if sub.Op != "" {
+			subs = append(subs, sub)
+			if g != nil {
+				changed[g] = true
+			}
+		}
+	}
+	return results, subs, changed, nestChanged
 }
 
 // nestedWrite is what a write of a batch did to the nesting.
@@ -181,7 +204,7 @@ func (m *Store) batchNesting(b membership.Batch, commit time.Time) ([]nestedWrit
 	for i, w := range b.Writes {
 		switch {
 		case membership.IsNestingOp(w.Op):
-			res, c, err := m.nestOp(w, b.MaxDepth, commit)
+			res, c, err := m.nest.Apply(w, b.MaxDepth, commit)
 			if err != nil {
 				m.nest.Rollback()
 				return nil, BatchElementError(i, w.GroupID, err)
@@ -191,8 +214,8 @@ func (m *Store) batchNesting(b membership.Batch, commit time.Time) ([]nestedWrit
 				out[i].touched = []string{w.GroupID}
 			}
 		case w.Op == membership.OpDeleteGroup && m.nest.Node(w.GroupID) != nil:
-			hadChildren := m.subgroupCount(w.GroupID) > 0
-			touched := m.unnest(w.GroupID)
+			hadChildren := m.nest.Node(w.GroupID).SubgroupCount() > 0
+			touched := m.nest.Unnest(w.GroupID)
 			if hadChildren {
 				touched = append(touched, w.GroupID)
 			}
@@ -252,158 +275,4 @@ func BatchElementError(i int, groupID string, err error) error {
 		return &named
 	}
 	return fmt.Errorf("changes element %d (group %q): %w", i, groupID, err)
-}
-
-// batchApplier applies the writes of a batch, one after another, with every
-// lock they need held.
-type batchApplier struct {
-	m *Store
-	// named are the uids the batch's adds and replaces name: a user one of
-	// its writes leaves in no group may be in one again by the batch's end,
-	// so it is forgotten only then (deferred), if it is still in none.
-	named    map[membership.UID]bool
-	deferred []membership.UID
-	// nicknames holds the nicknames from the batch's first nickname set
-	// until its change is recorded.
-	nicknames nicknames.Write
-	// commit is the batch's time, from which its TTLs count.
-	commit time.Time
-}
-
-// leftInNoGroup forgets uid, which a write left in no group, now or, when
-// a write of the batch names it, at the end.
-func (a *batchApplier) leftInNoGroup(uid membership.UID) {
-	if a.named[uid] {
-		a.deferred = append(a.deferred, uid)
-		return
-	}
-	a.nicknames.Forget(uid)
-}
-
-// forgetDeferred forgets the users left in no group whose forgetting waited
-// for the end of the batch, and are still in no group.
-func (a *batchApplier) forgetDeferred() {
-	for _, uid := range a.deferred {
-		if !a.m.reverse.HasUser(uid) {
-			a.nicknames.Forget(uid)
-		}
-	}
-}
-
-// apply applies w to g (nil: a group with no members, which only a remove
-// or a deletion can meet), and returns its result and its change, whose Op
-// is "" when it changed nothing.
-func (a *batchApplier) apply(g *group.Group, w membership.Write) (membership.Result, membership.Change) {
-	m := a.m
-	if g == nil {
-		return membership.Result{}, membership.Change{}
-	}
-	switch w.Op {
-	case membership.OpAdd:
-		added := g.Insert(&m.reverse, w.Users)
-		expiries := m.setExpiries(g, w.Users, a.commit)
-		changed, reported := a.nicknames.Set(w.Users, added)
-		m.counts.members.Add(int64(len(added)))
-		if len(added) == 0 && len(changed) == 0 && len(expiries) == 0 {
-			return membership.Result{}, membership.Change{}
-		}
-		var uids []membership.UID
-		if len(added) > 0 {
-			uids = tight(added)
-		}
-		return membership.Result{Count: len(added)}, membership.Change{Op: membership.OpAdd, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}
-	case membership.OpRemove:
-		var removed []membership.UID
-		for _, uid := range w.UIDs {
-			if g.Members.Remove(uid) {
-				m.due.End(&g.Expiries, g.Number, uid)
-				if m.reverse.Remove(uid, g.Number) {
-					a.leftInNoGroup(uid)
-				}
-				removed = append(removed, uid)
-			}
-		}
-		m.counts.members.Add(-int64(len(removed)))
-		if len(removed) == 0 {
-			return membership.Result{}, membership.Change{}
-		}
-		slices.Sort(removed)
-		return membership.Result{Count: len(removed)}, membership.Change{Op: membership.OpRemove, GroupID: g.ID, UIDs: removed}
-	case membership.OpReplace:
-		uids := sortedUIDs(w.Users)
-		added, removed := packed.Diff(&g.Members, uids)
-		g.SetMembers(&m.reverse, &m.due, uids, a.leftInNoGroup)
-		expiries := m.setExpiries(g, w.Users, a.commit)
-		changed, reported := a.nicknames.Set(w.Users, added)
-		m.counts.members.Add(int64(len(added) - removed))
-		if len(added) == 0 && removed == 0 && len(changed) == 0 && len(expiries) == 0 {
-			return membership.Result{}, membership.Change{}
-		}
-		return membership.Result{Count: len(added), Removed: removed},
-			membership.Change{Op: membership.OpReplace, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}
-	case membership.OpSetGroup:
-		if g.Attrs != nil && g.Attrs.GroupAttributes == *w.Group {
-			return membership.Result{}, membership.Change{}
-		}
-		return membership.Result{}, setAttrs(g, *w.Group, &a.nicknames)
-	default: // OpDeleteGroup
-		hadAttrs := g.Attrs != nil
-		removed := g.Empty(&m.reverse, &m.due, a.leftInNoGroup)
-		dropAttrs(g, &a.nicknames)
-		if removed == 0 && !hadAttrs {
-			return membership.Result{}, membership.Change{}
-		}
-		m.counts.members.Add(-int64(removed))
-		return membership.Result{Count: removed}, membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}
-	}
-}
-
-// sortedUIDs returns the uids of users, ascending, each once.
-func sortedUIDs(users []membership.User) []membership.UID {
-	uids := make([]membership.UID, len(users))
-	for i, u := range users {
-		uids[i] = u.UID
-	}
-	slices.Sort(uids)
-	return slices.Compact(uids)
-}
-
-// namedUIDs returns the uids the adds and replaces of ws name.
-func namedUIDs(ws []membership.Write) map[membership.UID]bool {
-	named := map[membership.UID]bool{}
-	for _, w := range ws {
-		if w.Op == membership.OpAdd || w.Op == membership.OpReplace {
-			for _, u := range w.Users {
-				named[u.UID] = true
-			}
-		}
-	}
-	return named
-}
-
-// batchUIDs yields every uid the writes can touch: those they name, and the
-// members of the groups they replace or delete (members an earlier write of
-// the batch adds are named by it).
-func batchUIDs(ws []membership.Write, groups map[string]*group.Group) func(yield func(membership.UID) bool) {
-	return func(yield func(membership.UID) bool) {
-		for _, w := range ws {
-			for _, u := range w.Users {
-				if !yield(u.UID) {
-					return
-				}
-			}
-			for _, uid := range w.UIDs {
-				if !yield(uid) {
-					return
-				}
-			}
-			if g := groups[w.GroupID]; g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
-				for uid := range g.Members.All {
-					if !yield(uid) {
-						return
-					}
-				}
-			}
-		}
-	}
 }

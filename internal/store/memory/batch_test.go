@@ -3,12 +3,12 @@ package memory
 import (
 	"testing"
 
-	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/batchtest"
 	"example.com/groupmembership/membership"
 )
 
 // TestMemoryBatches runs the store contract's batches on the memory store;
 // the durable and PostgreSQL stores run them too.
 func TestMemoryBatches(t *testing.T) {
-	storetest.Batches(t, func(t *testing.T) membership.Store { return New() })
+	batchtest.Contract(t, func(t *testing.T) membership.Store { return New() })
 }

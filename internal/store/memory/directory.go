@@ -151,6 +151,20 @@ func setAttrs(g *group.Group, a membership.GroupAttributes, nicks interface {
 	return membership.Change{Op: membership.OpSetGroup, GroupID: g.ID, GroupAttributes: &a}
 }
 
+// applySetGroup applies w, a set_group of a batch, to g, which the batch
+// made when it had no attributes, and returns its change, whose Op is ""
+// when it changed nothing.
+func applySetGroup(g *group.Group, w membership.Write, nicks interface {
+	IndexGroup(id string, old, new *membership.GroupAttributes)
+	Also(fn func(membership.Revision, time.Time))
+},
+) membership.Change {
+	if g.Attrs != nil && g.Attrs.GroupAttributes == *w.Group {
+		return membership.Change{}
+	}
+	return setAttrs(g, *w.Group, nicks)
+}
+
 // dropAttrs takes g's attributes away, and out of the index in nicks.
 func dropAttrs(g *group.Group, nicks interface {
 	IndexGroup(id string, old, new *membership.GroupAttributes)

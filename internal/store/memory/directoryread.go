@@ -7,6 +7,7 @@ import (
 
 	"example.com/groupmembership/internal/store/memory/directory"
 	"example.com/groupmembership/internal/store/memory/group"
+	"example.com/groupmembership/internal/store/memory/nesting"
 	"example.com/groupmembership/membership"
 )
 
@@ -28,7 +29,7 @@ func (m *Store) User(_ context.Context, uid membership.UID) (membership.UserReco
 func (m *Store) userRecord(uid membership.UID, e *directory.Entry) membership.UserRecord {
 	a := e.Account
 	a.DisplayName = m.nicknames.Of(uid)
-	return membership.UserRecord{UID: uid, Account: a, Created: timeOfMillis(e.Created), Modified: timeOfMillis(e.Modified), Revision: e.Revision}
+	return membership.UserRecord{UID: uid, Account: a, Created: nesting.TimeOf(e.Created), Modified: nesting.TimeOf(e.Modified), Revision: e.Revision}
 }
 
 // Users implements membership.Directory. It copies the page holding the
@@ -84,7 +85,7 @@ func (m *Store) Group(_ context.Context, groupID string, members membership.List
 		return membership.GroupRecord{}, false, nil
 	}
 	if members != nil {
-		members(g.Members.Len(), m.memberRecords(g, 0, 0))
+		members(g.Members.Len(), g.Records(0, 0, &m.nicknames))
 	}
 	return m.groupRecord(g), true, nil
 }
@@ -96,7 +97,7 @@ func (m *Store) groupRecord(g *group.Group) membership.GroupRecord {
 		Revision: m.revisionOf(g), Members: g.Members.Len(), Subgroups: g.Subgroups}
 	if a := g.Attrs; a != nil {
 		rec.Attributes, rec.HasAttributes = a.GroupAttributes, true
-		rec.Created, rec.Modified = timeOfMillis(a.Created), timeOfMillis(a.Modified)
+		rec.Created, rec.Modified = nesting.TimeOf(a.Created), nesting.TimeOf(a.Modified)
 	}
 	return rec
 }

@@ -5,11 +5,21 @@
 //
 // Store holds the groups in locked shards and composes the parts below,
 // each a package of its own that imports only the parts listed after it,
-// and never the Store: it takes the locks, in the order below, and makes
-// a change of their steps.
+// and never the Store: the Store takes the locks, in the order below (the
+// two parts that read or change it through a seam take them through it),
+// and makes a change of their steps.
 //
+//   - transitive: the reads of groups in groups (Store embeds its Reader),
+//     which read the Store through the seam of transitive.go and take its
+//     locks in the order below;
+//   - expiring: the expirer's side of the store (Store embeds its Queue):
+//     the memberships and nestings due, and a round of them applied, through
+//     the seam of expiring.go;
 //   - nesting: the groups in groups, each nesting both ways with its end,
-//     each group's ancestors, and the nestings that end by themselves;
+//     each group's ancestors, the nestings that end by themselves, and how
+//     a nesting write changes them;
+//   - batch: the membership writes of a batch applied to their groups, one
+//     after another, with every lock held;
 //   - group: a group (its members, their expiries, its revision) and how its
 //     members change, and the index of the groups by id, for pages of groups;
 //   - reverse: the reverse index, from users to the numbers of their groups;
@@ -40,10 +50,10 @@
 //     nesting write, a group deletion, a batch that nests or deletes, the
 //     expirer taking nestings due, and Check of a nesting write hold it
 //     exclusively (Check of a group deletion, for reading); a transitive
-//     read holds it for reading, then the shards of the closure it reads
-//     (for a check and a user's groups, the user's reverse shards). A
-//     membership write never takes it. It comes after the key table's
-//     applying lock, before every other.
+//     read (package transitive) holds it for reading, then the shards of
+//     the closure it reads (for a check and a user's groups, the user's
+//     reverse shards). A membership write never takes it. It comes after
+//     the key table's applying lock, before every other.
 //  2. shard.mu (Store.shards): a group's shard. A change holds its group's
 //     shard, and only that one, from start to end; a reader of a group holds
 //     it for reading. A backup holds every shard for reading, in index
@@ -93,10 +103,10 @@
 //     A keyed write takes it alone, before its change to see whether the
 //     key is known (and to mark it in flight) and after it to remember the
 //     result; a backup takes it with every shard held, to copy the keys.
-//  10. the totals' lock (totalCache.mu) and the merges' (mergedCache.mu):
-//     the counts and the merged members of closures kept, each taken by a
-//     transitive list with its closure's shards held, and nothing after
-//     it.
+//  10. the locks of what the transitive reads keep (package transitive):
+//     the closures', taken with the nesting held, and the totals' and the
+//     merges', taken by a transitive list with its closure's shards held;
+//     nothing is taken after one of them.
 //
 // Every counter read without a lock (storeCounts, the reverse index's
 // users, the nicknames' count and revision, the revisions in Store) is an

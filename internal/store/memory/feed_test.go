@@ -9,11 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/feedtest"
 	"example.com/groupmembership/membership"
 )
 
 func TestMemoryRevisionsAndFeed(t *testing.T) {
-	storetest.RevisionsAndFeed(t, func(_ *testing.T, keep int) membership.Store {
+	feedtest.Contract(t, func(_ *testing.T, keep int) membership.Store {
 		return NewWith(Options{ChangesKeep: keep})
 	})
 }

@@ -5,13 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"hash/maphash"
-	"iter"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/expiring"
 	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/group"
@@ -19,6 +19,7 @@ import (
 	"example.com/groupmembership/internal/store/memory/nesting"
 	"example.com/groupmembership/internal/store/memory/nicknames"
 	"example.com/groupmembership/internal/store/memory/reverse"
+	"example.com/groupmembership/internal/store/memory/transitive"
 	"example.com/groupmembership/membership"
 )
 
@@ -52,6 +53,9 @@ type Store struct {
 	keys keys.Table
 	// due holds every expiry, by time (expiry.go).
 	due expiry.Due
+	// Queue is the expirer's side of the store (package expiring), which
+	// reads and changes it through expiringStore.
+	*expiring.Queue
 	// replaysCountedByCaller is Options.ReplaysCountedByCaller.
 	replaysCountedByCaller bool
 	// removedRevision is the revision of the last group deleted. It is part
@@ -79,12 +83,9 @@ type Store struct {
 	// nestNext is when the earliest nesting ends (Unix milliseconds, 0:
 	// none), written under nestMu, read without it by the expirer.
 	nestNext atomic.Int64
-	// totals are the totals of transitive members counted last, and
-	// closures the closures read last.
-	totals   totalCache
-	closures closureCache
-	// merged are the members of the closures read last, merged.
-	merged mergedCache
+	// Reader answers the reads of groups in groups (membership.Nesting)
+	// through transitiveStore.
+	*transitive.Reader
 
 	// counts are kept as the store changes, so that reading them for
 	// metrics costs the same whatever the store holds.
@@ -168,11 +169,12 @@ func NewWith(opts Options) *Store {
 		shards:                 make([]shard, max(n, 1)),
 		nicknames:              nicknames.New(),
 		reverse:                reverse.New(max(n, 1)),
-		groupNumbers:           groupNumbers{numbers: make(map[string]uint32)},
+		groupNumbers:           groupNumbers{},
 		nest:                   nesting.New(),
 	}
 	m.index = group.NewIndex(m.seed)
-	m.merged.budget = defaultMergedBudget
+	m.Reader = transitive.New(transitiveStore{m})
+	m.Queue = expiring.New(expiringStore{m}, &m.due, &m.reverse, &m.nicknames, &m.counts.members)
 	for i := range m.shards {
 		m.shards[i].groups = make(map[string]*group.Group)
 	}
@@ -246,7 +248,7 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 		m.nicknames.RUnlock()
 	}
 	m.counts.members.Add(int64(len(added)))
-	added = tight(added)
+	added = group.Tight(added)
 	if len(added) == 0 {
 		if len(changed) == 0 && len(expiries) == 0 {
 			return membership.Result{Revision: m.revisionOf(g)}, nil
@@ -276,12 +278,12 @@ func (m *Store) newGroup(s *shard, groupID string) *group.Group {
 func (m *Store) dropGroup(s *shard, g *group.Group, rev membership.Revision) {
 	m.counts.groups.Add(-1)
 	delete(s.groups, g.ID)
-	m.groupNumbers.release(g.ID)
+	m.groupNumbers.release(g.Number)
 	m.indexMu.Lock()
 	m.index.Remove(g.ID)
 	m.indexMu.Unlock()
 	storeMax(&m.removedRevision, uint64(rev))
-	// A transitive read that kept g (mergedCache) sees it changed.
+	// A transitive read that kept g (package transitive) sees it changed.
 	g.Revision = max(g.Revision, rev)
 }
 
@@ -310,16 +312,6 @@ func (m *Store) check(g *group.Group, cond membership.Precondition) error {
 		return membership.PreconditionFailed(rev)
 	}
 	return nil
-}
-
-// tight returns uids in an array of its length, copying it when it has more
-// room than that: the feed keeps it, and a change that altered one uid of ten
-// thousand given must not hold the room of ten thousand.
-func tight(uids []membership.UID) []membership.UID {
-	if cap(uids) == len(uids) {
-		return uids
-	}
-	return append(make([]membership.UID, 0, len(uids)), uids...)
 }
 
 // remove removes uids from the group, when cond holds: in memory, it cannot
@@ -366,7 +358,7 @@ func (m *Store) removeHeld(s *shard, g *group.Group, uids []membership.UID, op m
 	}
 	cleared := m.nicknames.Clear(inNoGroup)
 	m.counts.members.Add(-int64(len(removed)))
-	rev := m.feed.Record(membership.Change{Op: op, GroupID: g.ID, UIDs: tight(removed), Nicknames: cleared}, st, nil)
+	rev := m.feed.Record(membership.Change{Op: op, GroupID: g.ID, UIDs: group.Tight(removed), Nicknames: cleared}, st, nil)
 	m.reverse.Unlock(locked)
 	if g.Vacant() {
 		m.dropGroup(s, g, rev)
@@ -400,29 +392,8 @@ func (m *Store) ListMembers(_ context.Context, groupID string, opts membership.L
 		list(0, func(func(membership.Member) bool) {})
 		return m.revisionOf(nil), nil
 	}
-	list(g.Members.Len(), m.memberRecords(g, opts.After, opts.Limit))
+	list(g.Members.Len(), g.Records(opts.After, opts.Limit, &m.nicknames))
 	return m.revisionOf(g), nil
-}
-
-// memberRecords yields the members of g above after, with their
-// nicknames, at most limit of them (0: all). The caller holds the shard's
-// lock and the nicknames.
-func (m *Store) memberRecords(g *group.Group, after membership.UID, limit int) iter.Seq[membership.Member] {
-	return func(yield func(membership.Member) bool) {
-		expiries := g.Expiries.Cursor(after)
-		n := 0
-		g.Members.EachAbove(after, func(uid membership.UID) bool {
-			if limit > 0 && n == limit {
-				return false
-			}
-			n++
-			member := membership.Member{UID: uid, Nickname: m.nicknames.Of(uid)}
-			if !expiries.Done() {
-				member.Expires = expiry.Time(expiries.Of(uid))
-			}
-			return yield(member)
-		})
-	}
 }
 
 // Member implements membership.Store.

@@ -11,15 +11,19 @@ import (
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/directorytest"
+	"example.com/groupmembership/internal/store/storetest/expirytest"
+	"example.com/groupmembership/internal/store/storetest/memberstest"
+	"example.com/groupmembership/internal/store/storetest/nestingtest"
 	"example.com/groupmembership/membership"
 )
 
 func TestMemory(t *testing.T) {
-	storetest.Contract(t, func(t *testing.T) membership.Store { return New() })
+	memberstest.Contract(t, func(t *testing.T) membership.Store { return New() })
 }
 
 func TestMemoryOneShard(t *testing.T) {
-	storetest.Contract(t, func(t *testing.T) membership.Store {
+	memberstest.Contract(t, func(t *testing.T) membership.Store {
 		return NewWith(Options{Shards: 1, ChangesKeep: membership.DefaultChangesKeep})
 	})
 }
@@ -80,9 +84,13 @@ func TestLoadingForgetsTheNicknamesOfUsersInNoGroup(t *testing.T) {
 const keepAll = membership.DefaultChangesKeep
 
 func TestMemoryExpiries(t *testing.T) {
-	storetest.Expiries(t, func(t *testing.T) store.Expiring { return New() })
+	expirytest.Contract(t, func(t *testing.T) store.Expiring { return New() })
 }
 
 func TestNestingContract(t *testing.T) {
-	storetest.Nesting(t, func(t *testing.T) store.Expiring { return New() })
+	nestingtest.Contract(t, func(t *testing.T) store.Expiring { return New() })
+}
+
+func TestDirectoryContract(t *testing.T) {
+	directorytest.Contract(t, func(t *testing.T) membership.Store { return New() })
 }

@@ -8,10 +8,9 @@ import (
 // due set name a group by its number.
 type groupNumbers struct {
 	// mu guards the fields below.
-	mu      sync.RWMutex
-	names   []string          // number to group id; "" for a free number
-	numbers map[string]uint32 // group id to number
-	free    []uint32          // numbers of deleted groups, for reuse
+	mu    sync.RWMutex
+	names []string // number to group id; "" for a free number
+	free  []uint32 // numbers of deleted groups, for reuse
 }
 
 // number gives groupID a number. The caller creates the group.
@@ -27,18 +26,14 @@ func (g *groupNumbers) number(groupID string) uint32 {
 		n = uint32(len(g.names))
 		g.names = append(g.names, groupID)
 	}
-	g.numbers[groupID] = n
 	return n
 }
 
-// release frees the number of a group that has no members left: no pair
-// refers to it any more.
-func (g *groupNumbers) release(groupID string) {
+// release frees n, the number of a group that has no members left: no
+// pair refers to it any more.
+func (g *groupNumbers) release(n uint32) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if n, ok := g.numbers[groupID]; ok {
-		delete(g.numbers, groupID)
-		g.names[n] = ""
-		g.free = append(g.free, n)
-	}
+	g.names[n] = ""
+	g.free = append(g.free, n)
 }

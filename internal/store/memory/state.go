@@ -7,6 +7,7 @@ import (
 	"example.com/groupmembership/internal/store/memory/directory"
 	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/memory/group"
+	"example.com/groupmembership/internal/store/memory/nesting"
 	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/internal/store/memory/shards"
@@ -56,7 +57,7 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 			}
 			groups[i] = append(groups[i], snap.Group{ID: id, Revision: g.Revision, UIDs: uids, Expiries: g.Expiries.Export()})
 			if a := g.Attrs; a != nil {
-				attrs[i] = append(attrs[i], snap.GroupAttributes{ID: id, Attributes: a.GroupAttributes, Created: timeOfMillis(a.Created), Modified: timeOfMillis(a.Modified)})
+				attrs[i] = append(attrs[i], snap.GroupAttributes{ID: id, Attributes: a.GroupAttributes, Created: nesting.TimeOf(a.Created), Modified: nesting.TimeOf(a.Modified)})
 			}
 		}
 	})
@@ -68,7 +69,7 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 		defer m.nestMu.RUnlock()
 	}
 	m.nest.All(func(parent, child string, at int64) bool {
-		st.Nestings = append(st.Nestings, snap.Nesting{Parent: parent, Child: child, Expires: timeOfMillis(at)})
+		st.Nestings = append(st.Nestings, snap.Nesting{Parent: parent, Child: child, Expires: nesting.TimeOf(at)})
 		return true
 	})
 	return st
@@ -131,7 +132,7 @@ func (l *Loader) Finish(st *snap.State) {
 	m := l.m
 	l.nested = true
 	for _, n := range st.Nestings {
-		m.nest.Set(n.Parent, n.Child, millisOf(n.Expires))
+		m.nest.Set(n.Parent, n.Child, nesting.MillisOf(n.Expires))
 	}
 	if len(st.Nestings) > 0 {
 		m.nestRev = st.LastRevision
@@ -142,12 +143,12 @@ func (l *Loader) Finish(st *snap.State) {
 		attributed[a.ID] = true
 	}
 	for _, g := range l.empty {
-		if m.subgroupCount(g.ID) > 0 || attributed[g.ID] {
+		if m.nest.Node(g.ID).SubgroupCount() > 0 || attributed[g.ID] {
 			_ = l.Group(g)
 		}
 	}
 	for _, g := range l.indexed {
-		g.Subgroups = m.subgroupCount(g.ID)
+		g.Subgroups = m.nest.Node(g.ID).SubgroupCount()
 	}
 	l.loadDirectory(st)
 	m.removedRevision.Store(uint64(st.RemovedRevision))
@@ -192,7 +193,7 @@ func (m *Store) exportAccounts() []snap.Account {
 	out := make([]snap.Account, len(uids))
 	for i, uid := range uids {
 		e := accounts.Get(uid)
-		out[i] = snap.Account{UID: uid, Account: e.Account, Created: timeOfMillis(e.Created), Modified: timeOfMillis(e.Modified), Revision: e.Revision}
+		out[i] = snap.Account{UID: uid, Account: e.Account, Created: nesting.TimeOf(e.Created), Modified: nesting.TimeOf(e.Modified), Revision: e.Revision}
 	}
 	return out
 }
@@ -202,14 +203,14 @@ func (m *Store) exportAccounts() []snap.Account {
 func (l *Loader) loadDirectory(st *snap.State) {
 	m := l.m
 	for _, a := range st.Accounts {
-		m.nicknames.LoadAccount(a.UID, directory.Entry{Account: a.Account, Created: millisOf(a.Created), Modified: millisOf(a.Modified), Revision: a.Revision})
+		m.nicknames.LoadAccount(a.UID, directory.Entry{Account: a.Account, Created: nesting.MillisOf(a.Created), Modified: nesting.MillisOf(a.Modified), Revision: a.Revision})
 	}
 	for _, a := range st.GroupAttributes {
 		g := m.shardOf(a.ID).groups[a.ID]
 		if g == nil {
 			continue // Check refuses it: a backup restored is checked first
 		}
-		g.Attrs = &group.Attrs{GroupAttributes: a.Attributes, Created: millisOf(a.Created), Modified: millisOf(a.Modified)}
+		g.Attrs = &group.Attrs{GroupAttributes: a.Attributes, Created: nesting.MillisOf(a.Created), Modified: nesting.MillisOf(a.Modified)}
 		m.nicknames.LoadGroup(a.ID, a.Attributes)
 	}
 }

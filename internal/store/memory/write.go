@@ -7,17 +7,19 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/internal/store/memory/shards"
 	"example.com/groupmembership/membership"
 )
 
-// Write implements membership.Store. Its change carries w's Actor, and
-// w's Time or, when it has none, the time the change is recorded.
+// Write implements membership.Store. Its change carries w's Actor and
+// Principal, and w's Time or, when it has none, the time the change is
+// recorded.
 //
 // A write with an Idempotency key is applied once for its key (keys.go).
 func (m *Store) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
-	st := feed.Stamp{Actor: w.Actor, At: w.Time, Now: true}
+	st := feed.StampOf(w, true)
 	if w.Idem.Key != "" {
 		return m.keyedWrite(ctx, w, nowOr(w.Time), st)
 	}
@@ -25,7 +27,7 @@ func (m *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 }
 
 // Apply applies w as a store that keeps its own log of writes replays
-// one: its change carries w's Actor and w's Time as they are, a zero
+// one: its change carries w's Actor, Principal and Time as they are, a zero
 // Time included (a write logged before changes had times keeps none), so
 // that replaying the log gives every change the time it had. A store
 // that takes new writes stamps their time before it logs them.
@@ -34,7 +36,7 @@ func (m *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 // Time: a repeat of a write applied before gets its Result, Replayed, and
 // changes nothing (keys.go).
 func (m *Store) Apply(w membership.Write) (membership.Result, error) {
-	st := feed.Stamp{Actor: w.Actor, At: w.Time}
+	st := feed.StampOf(w, false)
 	if w.Idem.Key != "" {
 		return m.keyedWrite(context.Background(), w, w.Time, st)
 	}
@@ -93,7 +95,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	if err := m.refuseInactive(users); err != nil {
 		return membership.Result{}, err
 	}
-	uids := sortedUIDs(users)
+	uids := group.SortedUIDs(users)
 	var old *packed.Members
 	if g != nil {
 		old = &g.Members
@@ -134,7 +136,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	m.nestMu.Lock()
 	defer m.nestMu.Unlock()
-	parents := m.parentsOf(groupID)
+	parents := m.nest.Node(groupID).ParentIDs()
 	var sbuf [1]uint64
 	held := m.lockShards(len(parents)+1, func(i int) string {
 		if i == len(parents) {
@@ -153,7 +155,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 		return membership.Result{Revision: m.revisionOf(nil)}, nil
 	}
 	next := m.nest.Next()
-	m.unnest(groupID)
+	m.nest.Unnest(groupID)
 	removed := 0
 	var buf [4]uint64
 	var locked shards.Set

@@ -2,6 +2,10 @@ package storetest
 
 import (
 	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
 
 	"example.com/groupmembership/membership"
 )
@@ -16,4 +20,35 @@ func Add(ctx context.Context, s membership.Store, groupID string, users []member
 // precondition and no actor.
 func Remove(ctx context.Context, s membership.Store, groupID string, uids []membership.UID) (membership.Result, error) {
 	return s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groupID, UIDs: uids})
+}
+
+// Count returns a change's count, for tests that check only that.
+func Count(res membership.Result, err error) (int, error) { return res.Count, err }
+
+// WriteAtOnce makes each of writes to s on a goroutine of its own, all at
+// once, and returns their errors, in order.
+func WriteAtOnce(s membership.Store, writes []membership.Write) []error {
+	errs := make([]error, len(writes))
+	var wg sync.WaitGroup
+	for i, w := range writes {
+		wg.Go(func() { _, errs[i] = s.Write(context.Background(), w) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// OneWon checks that exactly one of errs is nil, and that every other is
+// a CodePreconditionFailed error: of writes racing with one precondition,
+// one wins.
+func OneWon(t *testing.T, errs []error) {
+	t.Helper()
+	won := 0
+	for _, err := range errs {
+		if err == nil {
+			won++
+		} else {
+			assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
+		}
+	}
+	assert.Equal(t, 1, won)
 }

@@ -28,3 +28,18 @@ func MemberUIDs(members []membership.Member) []membership.UID {
 	}
 	return uids
 }
+
+// UsersOf returns users of uids, in order, without a nickname or an
+// expiry.
+func UsersOf(uids ...membership.UID) []membership.User {
+	users := make([]membership.User, len(uids))
+	for i, uid := range uids {
+		users[i] = membership.User{UID: uid}
+	}
+	return users
+}
+
+// Nicknamed returns the user uid with the nickname name ("" clears it).
+func Nicknamed(uid membership.UID, name string) membership.User {
+	return membership.User{UID: uid, Nickname: name, HasNickname: true}
+}

@@ -100,14 +100,36 @@ func AppendUsers(b []byte, users []membership.User) []byte {
 			b = AppendString(b, u.Nickname)
 		}
 		if u.Expiry.Set {
-			var ms int64
-			if !u.Expiry.At.IsZero() {
-				ms = u.Expiry.At.UnixMilli()
-			}
-			b = binary.AppendUvarint(b, uint64(ms))
+			b = appendExpiry(b, u.Expiry)
 		}
 	}
 	return b
+}
+
+// appendExpiry appends a set expiry: its time in Unix milliseconds, 0 for
+// permanent.
+func appendExpiry(b []byte, e membership.Expiry) []byte {
+	var ms int64
+	if !e.At.IsZero() {
+		ms = e.At.UnixMilli()
+	}
+	return binary.AppendUvarint(b, uint64(ms))
+}
+
+// readExpiry reads what appendExpiry wrote.
+func readExpiry(r *bytes.Reader) (membership.Expiry, error) {
+	ms, err := binary.ReadUvarint(r)
+	switch {
+	case err != nil:
+		return membership.Expiry{}, err
+	case ms > math.MaxInt64:
+		return membership.Expiry{}, fmt.Errorf("expiry %d is not a time", ms)
+	}
+	e := membership.Expiry{Set: true}
+	if ms != 0 {
+		e.At = time.UnixMilli(int64(ms)).UTC()
+	}
+	return e, nil
 }
 
 // ReadUsers reads what AppendUsers wrote; none is nil.
@@ -136,16 +158,8 @@ func ReadUsers(r *bytes.Reader) ([]membership.User, error) {
 			}
 		}
 		if flags&userExpiry != 0 {
-			ms, err := binary.ReadUvarint(r)
-			switch {
-			case err != nil:
+			if u.Expiry, err = readExpiry(r); err != nil {
 				return nil, err
-			case ms > math.MaxInt64:
-				return nil, fmt.Errorf("expiry %d is not a time", ms)
-			}
-			u.Expiry.Set = true
-			if ms != 0 {
-				u.Expiry.At = time.UnixMilli(int64(ms)).UTC()
 			}
 		}
 		users = append(users, u)
@@ -169,11 +183,7 @@ func AppendSubgroups(b []byte, groups []membership.Subgroup) []byte {
 		if g.Expiry.TTL != 0 {
 			panic("writecodec: a TTL not turned into a time before the write was logged")
 		}
-		var ms int64
-		if !g.Expiry.At.IsZero() {
-			ms = g.Expiry.At.UnixMilli()
-		}
-		b = binary.AppendUvarint(append(b, subgroupExpiry), uint64(ms))
+		b = appendExpiry(append(b, subgroupExpiry), g.Expiry)
 	}
 	return b
 }
@@ -202,16 +212,8 @@ func ReadSubgroups(r *bytes.Reader) ([]membership.Subgroup, error) {
 			return nil, fmt.Errorf("subgroup flags %#x", flags)
 		}
 		if flags&subgroupExpiry != 0 {
-			ms, err := binary.ReadUvarint(r)
-			switch {
-			case err != nil:
+			if g.Expiry, err = readExpiry(r); err != nil {
 				return nil, err
-			case ms > math.MaxInt64:
-				return nil, fmt.Errorf("expiry %d is not a time", ms)
-			}
-			g.Expiry.Set = true
-			if ms != 0 {
-				g.Expiry.At = time.UnixMilli(int64(ms)).UTC()
 			}
 		}
 		groups = append(groups, g)

@@ -126,3 +126,23 @@ func (g *Group) Empty(x *reverse.Index, due *expiry.Due, leftInNoGroup func(memb
 	due.EndAll(&g.Expiries, g.Number)
 	return removed
 }
+
+// SortedUIDs returns the uids of users, ascending, each once.
+func SortedUIDs(users []membership.User) []membership.UID {
+	uids := make([]membership.UID, len(users))
+	for i, u := range users {
+		uids[i] = u.UID
+	}
+	slices.Sort(uids)
+	return slices.Compact(uids)
+}
+
+// Tight returns uids in an array of its length, copying it when it has more
+// room than that: the feed keeps it, and a change that altered one uid of ten
+// thousand given must not hold the room of ten thousand.
+func Tight(uids []membership.UID) []membership.UID {
+	if cap(uids) == len(uids) {
+		return uids
+	}
+	return append(make([]membership.UID, 0, len(uids)), uids...)
+}

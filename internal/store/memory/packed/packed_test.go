@@ -69,22 +69,29 @@ func TestPackedSetWidths(t *testing.T) {
 		}
 		return Pair{User: u, Group: g}
 	}
+	// present holds want's pairs in an order the steps alone decide (a
+	// map's is random), so that the pair removed is the rng's choice.
+	var present []Pair
+	at := map[Pair]int{} // a pair's index in present
 	for step := range 40_000 {
 		p := randomPair()
-		if step%3 == 2 && len(want) > 0 { // remove one that is there
-			for q := range want {
-				p = q
-				break
-			}
+		if step%3 == 2 && len(present) > 0 { // remove one that is there
+			p = present[rng.IntN(len(present))]
 		}
 		if want[p] {
 			removed, _ := s.remove(p, 64)
 			require.True(t, removed, "step %d: remove %v", step, p)
 			delete(want, p)
+			i, last := at[p], present[len(present)-1]
+			present[i], at[last] = last, i
+			present = present[:len(present)-1]
+			delete(at, p)
 		} else {
 			added, _ := s.add(p, 64)
 			require.True(t, added, "step %d: add %v", step, p)
 			want[p] = true
+			at[p] = len(present)
+			present = append(present, p)
 		}
 		added, _ := s.add(p, 64)
 		require.Equal(t, !want[p], added, "step %d: add %v again", step, p)

@@ -1,4 +1,7 @@
-package storetest
+// Package batchtest is the part of the store contract about batches: many
+// writes to many groups, applied all or nothing as one change with one
+// revision.
+package batchtest
 
 import (
 	"context"
@@ -10,37 +13,28 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
-// Batches checks Batch: many writes to many groups, applied all or nothing
+// Contract checks Batch: many writes to many groups, applied all or nothing
 // as one change with one revision.
-func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
+func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	ctx := context.Background()
-	plain := func(uids ...membership.UID) []membership.User {
-		us := make([]membership.User, len(uids))
-		for i, uid := range uids {
-			us[i] = membership.User{UID: uid}
-		}
-		return us
-	}
-	nick := func(uid membership.UID, name string) membership.User {
-		return membership.User{UID: uid, Nickname: name, HasNickname: true}
-	}
 
 	t.Run("a batch is one change with one revision, its writes in order", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "a", []membership.User{nick(1, "Ann"), {UID: 2}})
+		_, err := storetest.Add(ctx, s, "a", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "gone", plain(9))
+		_, err = storetest.Add(ctx, s, "gone", storetest.UsersOf(9))
 		require.NoError(t, err)
-		before := latest(t, s)
+		before := storetest.Latest(t, s)
 		res, err := s.Batch(ctx, membership.Batch{Actor: 42, Writes: []membership.Write{
 			{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}},
-			{Op: membership.OpAdd, GroupID: "b", Users: plain(1, 3)},
-			{Op: membership.OpReplace, GroupID: "c", Users: plain(4)},
+			{Op: membership.OpAdd, GroupID: "b", Users: storetest.UsersOf(1, 3)},
+			{Op: membership.OpReplace, GroupID: "c", Users: storetest.UsersOf(4)},
 			{Op: membership.OpDeleteGroup, GroupID: "gone"},
-			{Op: membership.OpAdd, GroupID: "d", Users: plain(5)},
+			{Op: membership.OpAdd, GroupID: "d", Users: storetest.UsersOf(5)},
 			{Op: membership.OpDeleteGroup, GroupID: "d"},
 		}})
 		require.NoError(t, err)
@@ -52,10 +46,10 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for group, want := range map[string][]membership.Member{
 			"a": {{UID: 2}}, "b": {{UID: 1, Nickname: "Ann"}, {UID: 3}}, "c": {{UID: 4}}, "gone": {}, "d": {},
 		} {
-			got, _ := ListAll(t, s, group)
+			got, _ := storetest.ListAll(t, s, group)
 			assert.Equal(t, want, got, group)
 		}
-		changes := AllChanges(t, s, before)
+		changes := storetest.AllChanges(t, s, before)
 		require.Len(t, changes, 1)
 		c := changes[0]
 		assert.Equal(t, membership.OpBatch, c.Op)
@@ -68,22 +62,22 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		}
 		assert.Equal(t, []membership.Op{membership.OpRemove, membership.OpAdd, membership.OpReplace,
 			membership.OpDeleteGroup, membership.OpAdd, membership.OpDeleteGroup}, ops)
-		ReverseAgrees(t, s, []string{"a", "b", "c", "d", "gone"}, []membership.UID{1, 2, 3, 4, 5, 9})
+		storetest.ReverseAgrees(t, s, []string{"a", "b", "c", "d", "gone"}, []membership.UID{1, 2, 3, 4, 5, 9})
 	})
 
 	t.Run("a user moved in a batch keeps its nickname", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "from", []membership.User{nick(7, "Sev")})
+		_, err := storetest.Add(ctx, s, "from", []membership.User{storetest.Nicknamed(7, "Sev")})
 		require.NoError(t, err)
 		_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
 			{Op: membership.OpRemove, GroupID: "from", UIDs: []membership.UID{7}},
-			{Op: membership.OpAdd, GroupID: "to", Users: plain(7)},
+			{Op: membership.OpAdd, GroupID: "to", Users: storetest.UsersOf(7)},
 		}})
 		require.NoError(t, err)
-		got, _ := ListAll(t, s, "to")
+		got, _ := storetest.ListAll(t, s, "to")
 		assert.Equal(t, []membership.Member{{UID: 7, Nickname: "Sev"}}, got)
-		f := NewFollower()
-		for _, c := range AllChanges(t, s, 0) {
+		f := storetest.NewFollower()
+		for _, c := range storetest.AllChanges(t, s, 0) {
 			f.Apply(c)
 		}
 		assert.Equal(t, got, f.ListOf("to"), "a follower knows the nickname too")
@@ -91,21 +85,21 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("a precondition that fails refuses the whole batch, naming the write", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "a", plain(1))
+		_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1))
 		require.NoError(t, err)
 		rev, err := s.Revision(ctx, "a")
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "b", plain(1))
+		_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1))
 		require.NoError(t, err)
 		stale, err := s.Revision(ctx, "b")
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "b", plain(2))
+		_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(2))
 		require.NoError(t, err)
 		current, err := s.Revision(ctx, "b")
 		require.NoError(t, err)
-		before := latest(t, s)
+		before := storetest.Latest(t, s)
 		_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
-			{Op: membership.OpAdd, GroupID: "a", Users: plain(5), If: membership.Precondition{Revisions: []membership.Revision{rev}}},
+			{Op: membership.OpAdd, GroupID: "a", Users: storetest.UsersOf(5), If: membership.Precondition{Revisions: []membership.Revision{rev}}},
 			{Op: membership.OpDeleteGroup, GroupID: "b", If: membership.Precondition{Revisions: []membership.Revision{stale}}},
 		}})
 		var e *membership.Error
@@ -113,8 +107,8 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		assert.Equal(t, membership.CodePreconditionFailed, e.Code)
 		assert.Equal(t, current, e.Revision)
 		assert.Contains(t, e.Message, "element 1")
-		assert.Equal(t, before, latest(t, s), "nothing applied")
-		got, _ := ListAll(t, s, "a")
+		assert.Equal(t, before, storetest.Latest(t, s), "nothing applied")
+		got, _ := storetest.ListAll(t, s, "a")
 		assert.Equal(t, []membership.Member{{UID: 1}}, got)
 	})
 
@@ -126,11 +120,11 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		}
 		for g := range 6 {
 			for first := 0; first < len(big); first += 10_000 {
-				_, err := Add(ctx, s, fmt.Sprint("big", g), plain(big[first:first+10_000]...))
+				_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), storetest.UsersOf(big[first:first+10_000]...))
 				require.NoError(t, err)
 			}
 		}
-		before := latest(t, s)
+		before := storetest.Latest(t, s)
 		var ws []membership.Write
 		for range 2 {
 			for g := range 6 {
@@ -140,36 +134,36 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		_, err := s.Batch(ctx, membership.Batch{Writes: ws[:10]}) // 1,000,000: the most
 		require.NoError(t, err)
 		for g := range 6 {
-			_, err := Add(ctx, s, fmt.Sprint("big", g), plain(big[:10_000]...))
+			_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), storetest.UsersOf(big[:10_000]...))
 			require.NoError(t, err)
 		}
 		for g := range 6 { // whole again: with "small", 1,000,001 members in all, one too many
 			for first := 10_000; first < len(big); first += 10_000 {
-				_, err := Add(ctx, s, fmt.Sprint("big", g), plain(big[first:first+10_000]...))
+				_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), storetest.UsersOf(big[first:first+10_000]...))
 				require.NoError(t, err)
 			}
 		}
-		_, err = Add(ctx, s, "small", plain(1))
+		_, err = storetest.Add(ctx, s, "small", storetest.UsersOf(1))
 		require.NoError(t, err)
-		mid := latest(t, s)
+		mid := storetest.Latest(t, s)
 		_, err = s.Batch(ctx, membership.Batch{Writes: append(ws[:10:10], membership.Write{Op: membership.OpDeleteGroup, GroupID: "small"})})
 		assert.Equal(t, membership.CodeTooManyChanges, membership.ErrorCode(err))
-		assert.Equal(t, mid, latest(t, s), "nothing changed")
+		assert.Equal(t, mid, storetest.Latest(t, s), "nothing changed")
 		assert.Less(t, before, mid)
 	})
 
 	t.Run("a batch that changes nothing takes no revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "a", plain(1))
+		_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1))
 		require.NoError(t, err)
-		before := latest(t, s)
+		before := storetest.Latest(t, s)
 		res, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
-			{Op: membership.OpAdd, GroupID: "a", Users: plain(1)},
+			{Op: membership.OpAdd, GroupID: "a", Users: storetest.UsersOf(1)},
 			{Op: membership.OpRemove, GroupID: "b", UIDs: []membership.UID{1}},
 			{Op: membership.OpDeleteGroup, GroupID: "c"},
 		}})
 		require.NoError(t, err)
-		assert.Equal(t, before, latest(t, s))
+		assert.Equal(t, before, storetest.Latest(t, s))
 		for _, r := range res.Results {
 			assert.Zero(t, r.Count)
 		}
@@ -181,7 +175,7 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for uid := membership.UID(1); uid <= 1000; uid++ {
 			all = append(all, uid)
 		}
-		_, err := Add(ctx, s, "left", plain(all...))
+		_, err := storetest.Add(ctx, s, "left", storetest.UsersOf(all...))
 		require.NoError(t, err)
 		var done atomic.Bool
 		var wg sync.WaitGroup
@@ -211,7 +205,7 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for range 20 {
 			_, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
 				{Op: membership.OpDeleteGroup, GroupID: from},
-				{Op: membership.OpAdd, GroupID: to, Users: plain(all...)},
+				{Op: membership.OpAdd, GroupID: to, Users: storetest.UsersOf(all...)},
 			}})
 			require.NoError(t, err)
 			from, to = to, from
@@ -223,24 +217,24 @@ func Batches(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("a follower reproduces every list after batches", func(t *testing.T) {
 		s := newStore(t)
-		f := NewFollower()
+		f := storetest.NewFollower()
 		batches := [][]membership.Write{
-			{{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{nick(1, "Ann"), {UID: 2}}}, {Op: membership.OpAdd, GroupID: "b", Users: plain(2)}},
-			{{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}}, {Op: membership.OpAdd, GroupID: "c", Users: plain(1)}},
-			{{Op: membership.OpDeleteGroup, GroupID: "a"}, {Op: membership.OpReplace, GroupID: "b", Users: plain(3)}},
+			{{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}}}, {Op: membership.OpAdd, GroupID: "b", Users: storetest.UsersOf(2)}},
+			{{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}}, {Op: membership.OpAdd, GroupID: "c", Users: storetest.UsersOf(1)}},
+			{{Op: membership.OpDeleteGroup, GroupID: "a"}, {Op: membership.OpReplace, GroupID: "b", Users: storetest.UsersOf(3)}},
 			{{Op: membership.OpRemove, GroupID: "c", UIDs: []membership.UID{1}}},
-			{{Op: membership.OpAdd, GroupID: "a", Users: plain(1)}},
+			{{Op: membership.OpAdd, GroupID: "a", Users: storetest.UsersOf(1)}},
 		}
 		after := membership.Revision(0)
 		for i, ws := range batches {
 			_, err := s.Batch(ctx, membership.Batch{Writes: ws})
 			require.NoError(t, err)
-			for _, c := range AllChanges(t, s, after) {
+			for _, c := range storetest.AllChanges(t, s, after) {
 				f.Apply(c)
 				after = c.Revision
 			}
 			for _, g := range []string{"a", "b", "c"} {
-				want, _ := ListAll(t, s, g)
+				want, _ := storetest.ListAll(t, s, g)
 				assert.Equal(t, want, f.ListOf(g), fmt.Sprintf("after batch %d, group %s", i, g))
 			}
 		}

@@ -1,10 +1,12 @@
-package storetest
+// Package expirytest is the part of the store contract about memberships
+// that end by themselves: expiries set, changed and ended, found due on a
+// clock the test sets, and their changes in the feed.
+package expirytest
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,52 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
-// Expire applies every expiry s finds due at now, as the expirer does, and
-// returns how many memberships ended.
-func Expire(t *testing.T, s store.Expiring, now time.Time) int {
-	t.Helper()
-	n := 0
-	for _, d := range s.DueExpiries(now, 1<<20) {
-		res, err := s.Write(context.Background(), d.Write)
-		require.NoError(t, err)
-		n += res.Count
-	}
-	return n
-}
-
-// ExpiresAt returns a user whose membership ends at at (zero: made
-// permanent).
-func ExpiresAt(uid membership.UID, at time.Time) membership.User {
-	return membership.User{UID: uid, Expiry: membership.Expiry{Set: true, At: at}}
-}
-
-// ExpiresIn returns a user whose membership ends ttl after the write.
-func ExpiresIn(uid membership.UID, ttl time.Duration) membership.User {
-	return membership.User{UID: uid, Expiry: membership.Expiry{Set: true, TTL: ttl}}
-}
-
-// Clock is a clock a test sets, for an expirer: no test waits for an
-// expiry on the wall clock.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewClock returns a Clock set to now.
-func NewClock(now time.Time) *Clock { return &Clock{now: now} }
-
-// Now returns the time last set.
-func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-// Set sets the time.
-func (c *Clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
-
-// Expiries checks memberships that end by themselves (membership.OpExpire),
+// Contract checks memberships that end by themselves (membership.OpExpire),
 // with the clock given to DueExpiries: no test waits for an expiry.
-func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
+func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 	ctx := context.Background()
 	// Expiries are ahead of the wall clock, as the service requires, and
 	// come due on the clock the tests give.
@@ -71,9 +34,9 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("a membership ends at its expiry, in a change of its own", func(t *testing.T) {
 		s := newStore(t)
-		add(s, "g", ExpiresAt(1, t0), membership.User{UID: 2}, ExpiresAt(3, t0.Add(time.Minute)))
-		add(s, "h", ExpiresAt(1, t0))
-		got, _ := ListAll(t, s, "g")
+		add(s, "g", storetest.ExpiresAt(1, t0), membership.User{UID: 2}, storetest.ExpiresAt(3, t0.Add(time.Minute)))
+		add(s, "h", storetest.ExpiresAt(1, t0))
+		got, _ := storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1, Expires: t0}, {UID: 2}, {UID: 3, Expires: t0.Add(time.Minute)}}, got)
 		m, ok, err := s.Member(ctx, "g", 1)
 		require.NoError(t, err)
@@ -85,63 +48,64 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		assert.Equal(t, t0, next)
 
 		assert.Empty(t, s.DueExpiries(t0.Add(-time.Millisecond), 100), "nothing is due before its time")
-		before := latest(t, s)
-		assert.Equal(t, 2, Expire(t, s, t0), "user 1 in g and in h")
-		got, _ = ListAll(t, s, "g")
+		before := storetest.Latest(t, s)
+		assert.Equal(t, 2, storetest.Expire(t, s, t0), "user 1 in g and in h")
+		got, _ = storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 2}, {UID: 3, Expires: t0.Add(time.Minute)}}, got)
-		got, _ = ListAll(t, s, "h")
+		got, _ = storetest.ListAll(t, s, "h")
 		assert.Empty(t, got)
-		groups, total := UserGroups(t, s, 1, membership.GroupListOptions{})
+		groups, total := storetest.UserGroups(t, s, 1, membership.GroupListOptions{})
 		assert.Empty(t, groups)
 		assert.Zero(t, total)
 		found, _, err := s.CheckMembers(ctx, []membership.Check{{GroupID: "g", UID: 1}, {GroupID: "g", UID: 3}})
 		require.NoError(t, err)
 		assert.Equal(t, []bool{false, true}, found)
-		changes := AllChanges(t, s, before)
+		changes := storetest.AllChanges(t, s, before)
 		require.Len(t, changes, 2, "one change per group")
 		for _, c := range changes {
 			assert.Equal(t, membership.OpExpire, c.Op)
 			assert.Equal(t, []membership.UID{1}, c.UIDs)
 			assert.Zero(t, c.Actor, "the service's own change")
+			assert.Empty(t, c.Principal, "the service's own change")
 			assert.False(t, c.Time.IsZero())
 		}
 		assert.ElementsMatch(t, []string{"g", "h"}, []string{changes[0].GroupID, changes[1].GroupID})
 		assert.Equal(t, int64(1), s.ExpiryCount())
-		assert.Zero(t, Expire(t, s, t0), "an expiry applied is not due again")
+		assert.Zero(t, storetest.Expire(t, s, t0), "an expiry applied is not due again")
 	})
 
 	t.Run("an add sets, extends, shortens or ends an expiry; without one it keeps it", func(t *testing.T) {
 		s := newStore(t)
-		add(s, "g", ExpiresAt(1, t0), ExpiresAt(2, t0), ExpiresAt(3, t0), ExpiresAt(4, t0))
-		before := latest(t, s)
-		add(s, "g", ExpiresAt(1, t0.Add(time.Hour)), ExpiresAt(2, t0.Add(-time.Minute)), ExpiresAt(3, time.Time{}), membership.User{UID: 4})
-		changes := AllChanges(t, s, before)
+		add(s, "g", storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0), storetest.ExpiresAt(3, t0), storetest.ExpiresAt(4, t0))
+		before := storetest.Latest(t, s)
+		add(s, "g", storetest.ExpiresAt(1, t0.Add(time.Hour)), storetest.ExpiresAt(2, t0.Add(-time.Minute)), storetest.ExpiresAt(3, time.Time{}), membership.User{UID: 4})
+		changes := storetest.AllChanges(t, s, before)
 		require.Len(t, changes, 1)
 		assert.Equal(t, []membership.MemberExpiry{{UID: 1, At: t0.Add(time.Hour)}, {UID: 2, At: t0.Add(-time.Minute)}, {UID: 3}}, changes[0].Expiries)
 		assert.Empty(t, changes[0].UIDs, "no one joined")
-		same := add(s, "g", ExpiresAt(1, t0.Add(time.Hour)))
+		same := add(s, "g", storetest.ExpiresAt(1, t0.Add(time.Hour)))
 		assert.Equal(t, changes[0].Revision, same.Revision, "the same expiry again changes nothing")
 
-		assert.Equal(t, 1, Expire(t, s, t0.Add(-time.Minute)), "user 2, shortened")
-		assert.Equal(t, 1, Expire(t, s, t0), "user 4, kept")
-		assert.Zero(t, Expire(t, s, t0.Add(time.Minute)), "user 3 is permanent now")
-		assert.Equal(t, 1, Expire(t, s, t0.Add(time.Hour)), "user 1, extended")
-		got, _ := ListAll(t, s, "g")
+		assert.Equal(t, 1, storetest.Expire(t, s, t0.Add(-time.Minute)), "user 2, shortened")
+		assert.Equal(t, 1, storetest.Expire(t, s, t0), "user 4, kept")
+		assert.Zero(t, storetest.Expire(t, s, t0.Add(time.Minute)), "user 3 is permanent now")
+		assert.Equal(t, 1, storetest.Expire(t, s, t0.Add(time.Hour)), "user 1, extended")
+		got, _ := storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 3}}, got)
 	})
 
 	t.Run("an expiry extended after it was found due is not applied", func(t *testing.T) {
 		s := newStore(t)
-		add(s, "g", ExpiresAt(1, t0), ExpiresAt(2, t0))
+		add(s, "g", storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0))
 		due := s.DueExpiries(t0, 100)
 		require.Len(t, due, 1)
-		add(s, "g", ExpiresAt(1, t0.Add(time.Hour)))
+		add(s, "g", storetest.ExpiresAt(1, t0.Add(time.Hour)))
 		res, err := s.Write(ctx, due[0].Write)
 		require.NoError(t, err)
 		assert.Equal(t, 1, res.Count, "user 2 only")
-		got, _ := ListAll(t, s, "g")
+		got, _ := storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1, Expires: t0.Add(time.Hour)}}, got)
-		assert.Equal(t, 1, Expire(t, s, t0.Add(time.Hour)))
+		assert.Equal(t, 1, storetest.Expire(t, s, t0.Add(time.Hour)))
 	})
 
 	t.Run("an expiry changed, found due with its old time, ends at its new one", func(t *testing.T) {
@@ -149,31 +113,31 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		// Each user's expiry is set three times; all are past when the
 		// expirer looks (it was not running, or the log was replayed).
 		for _, k := range []int{0, 2, 1} {
-			add(s, "g", ExpiresAt(1, t0.Add(time.Duration(k)*time.Second)), ExpiresAt(2, t0.Add(time.Duration(2-k)*time.Second)))
+			add(s, "g", storetest.ExpiresAt(1, t0.Add(time.Duration(k)*time.Second)), storetest.ExpiresAt(2, t0.Add(time.Duration(2-k)*time.Second)))
 		}
-		add(s, "g", ExpiresAt(3, t0), membership.User{UID: 4})
-		add(s, "g", ExpiresAt(3, time.Time{}))
-		assert.Equal(t, 2, Expire(t, s, t0.Add(time.Minute)), "users 1 and 2, each once")
-		got, _ := ListAll(t, s, "g")
+		add(s, "g", storetest.ExpiresAt(3, t0), membership.User{UID: 4})
+		add(s, "g", storetest.ExpiresAt(3, time.Time{}))
+		assert.Equal(t, 2, storetest.Expire(t, s, t0.Add(time.Minute)), "users 1 and 2, each once")
+		got, _ := storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 3}, {UID: 4}}, got)
 		assert.Zero(t, s.ExpiryCount())
 	})
 
 	t.Run("expiries given back are due again", func(t *testing.T) {
 		s := newStore(t)
-		add(s, "g", ExpiresAt(1, t0))
+		add(s, "g", storetest.ExpiresAt(1, t0))
 		due := s.DueExpiries(t0, 100)
 		require.Len(t, due, 1)
 		assert.Empty(t, s.DueExpiries(t0, 100), "taken")
 		s.RequeueExpiries(due)
-		assert.Equal(t, 1, Expire(t, s, t0))
+		assert.Equal(t, 1, storetest.Expire(t, s, t0))
 	})
 
 	t.Run("a membership ended otherwise has no expiry left", func(t *testing.T) {
 		s := newStore(t)
-		add(s, "a", ExpiresAt(1, t0), ExpiresAt(2, t0), ExpiresAt(3, t0))
-		add(s, "b", ExpiresAt(4, t0), ExpiresAt(5, t0))
-		add(s, "c", ExpiresAt(6, t0))
+		add(s, "a", storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0), storetest.ExpiresAt(3, t0))
+		add(s, "b", storetest.ExpiresAt(4, t0), storetest.ExpiresAt(5, t0))
+		add(s, "c", storetest.ExpiresAt(6, t0))
 		_, err := s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}})
 		require.NoError(t, err)
 		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 3}, {UID: 7}}})
@@ -186,41 +150,41 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		add(s, "a", membership.User{UID: 1}, membership.User{UID: 2})
 		add(s, "b", membership.User{UID: 4})
 		add(s, "c", membership.User{UID: 6})
-		assert.Equal(t, 1, Expire(t, s, t0), "only user 3's expiry is left")
-		got, _ := ListAll(t, s, "a")
+		assert.Equal(t, 1, storetest.Expire(t, s, t0), "only user 3's expiry is left")
+		got, _ := storetest.ListAll(t, s, "a")
 		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}, {UID: 7}}, got)
 	})
 
 	t.Run("a replace and a batch set expiries as an add does", func(t *testing.T) {
 		s := newStore(t)
-		add(s, "g", ExpiresAt(1, t0), ExpiresAt(2, t0))
-		before := latest(t, s)
+		add(s, "g", storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0))
+		before := storetest.Latest(t, s)
 		_, err := s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{
-			{UID: 1}, ExpiresAt(2, time.Time{}), ExpiresAt(3, t0.Add(time.Minute)),
+			{UID: 1}, storetest.ExpiresAt(2, time.Time{}), storetest.ExpiresAt(3, t0.Add(time.Minute)),
 		}})
 		require.NoError(t, err)
-		changes := AllChanges(t, s, before)
+		changes := storetest.AllChanges(t, s, before)
 		require.Len(t, changes, 1)
 		assert.Equal(t, []membership.MemberExpiry{{UID: 2}, {UID: 3, At: t0.Add(time.Minute)}}, changes[0].Expiries)
 		_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
-			{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{ExpiresAt(9, t0)}},
-			{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{ExpiresAt(2, t0)}},
+			{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{storetest.ExpiresAt(9, t0)}},
+			{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(2, t0)}},
 		}})
 		require.NoError(t, err)
-		got, _ := ListAll(t, s, "g")
+		got, _ := storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1, Expires: t0}, {UID: 2, Expires: t0}, {UID: 3, Expires: t0.Add(time.Minute)}}, got)
-		assert.Equal(t, 3, Expire(t, s, t0), "users 1 and 2 in g, 9 in h")
-		assert.Equal(t, 1, Expire(t, s, t0.Add(time.Minute)))
+		assert.Equal(t, 3, storetest.Expire(t, s, t0), "users 1 and 2 in g, 9 in h")
+		assert.Equal(t, 1, storetest.Expire(t, s, t0.Add(time.Minute)))
 	})
 
 	t.Run("a ttl counts from the write's commit", func(t *testing.T) {
 		s := newStore(t)
-		before := latest(t, s)
+		before := storetest.Latest(t, s)
 		const ttl = 4 * time.Hour
 		start := time.Now()
 		add(s, "g", membership.User{UID: 1, Expiry: membership.Expiry{Set: true, TTL: ttl}})
 		end := time.Now()
-		changes := AllChanges(t, s, before)
+		changes := storetest.AllChanges(t, s, before)
 		require.Len(t, changes, 1)
 		require.Len(t, changes[0].Expiries, 1)
 		at := changes[0].Expiries[0].At
@@ -233,19 +197,19 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		assert.False(t, at.Before(start.Add(ttl).Truncate(time.Millisecond)), "%s counts from %s or later", at, start)
 		assert.False(t, at.After(end.Add(ttl)), "%s counts from %s or earlier", at, end)
 		assert.Equal(t, at, at.UTC().Truncate(time.Millisecond), "in UTC, to the millisecond")
-		got, _ := ListAll(t, s, "g")
+		got, _ := storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1, Expires: at}}, got)
 	})
 
 	t.Run("a follower of the feed reproduces every list across expiries", func(t *testing.T) {
 		s := newStore(t)
 		rng := rand.New(rand.NewPCG(7, 8))
-		f := NewFollower()
+		f := storetest.NewFollower()
 		groups := []string{"a", "b", "c"}
 		for _, g := range groups {
-			require.NoError(t, f.list(s, g))
+			require.NoError(t, f.Relist(s, g))
 		}
-		since := latest(t, s)
+		since := storetest.Latest(t, s)
 		clock := t0
 		for i := range 400 {
 			g := groups[rng.IntN(len(groups))]
@@ -255,9 +219,9 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 			case 0:
 				u = membership.User{UID: uid}
 			case 1:
-				u = ExpiresAt(uid, time.Time{})
+				u = storetest.ExpiresAt(uid, time.Time{})
 			default:
-				u = ExpiresAt(uid, clock.Add(time.Duration(rng.IntN(20))*time.Second))
+				u = storetest.ExpiresAt(uid, clock.Add(time.Duration(rng.IntN(20))*time.Second))
 			}
 			var w membership.Write
 			switch rng.IntN(10) {
@@ -274,14 +238,14 @@ func Expiries(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 			require.NoError(t, err, "write %d", i)
 			if i%10 == 0 {
 				clock = clock.Add(3 * time.Second)
-				Expire(t, s, clock)
+				storetest.Expire(t, s, clock)
 			}
 		}
-		for _, c := range AllChanges(t, s, since) {
+		for _, c := range storetest.AllChanges(t, s, since) {
 			f.Apply(c)
 		}
 		for _, g := range groups {
-			got, _ := ListAll(t, s, g)
+			got, _ := storetest.ListAll(t, s, g)
 			assert.Equal(t, got, f.ListOf(g), fmt.Sprint("group ", g))
 		}
 	})

@@ -1,4 +1,4 @@
-package memory
+package transitive_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/memory"
+	"example.com/groupmembership/internal/store/memory/transitive"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
@@ -17,13 +19,13 @@ import (
 // (mergedCache) beside one that merges at every read (a budget of 0): each
 // write goes to both, and every page of the first must be the second's.
 type cachePair struct {
-	cached, merging *Store
+	cached, merging *memory.Store
 }
 
 func newCachePair(budget int64) cachePair {
-	p := cachePair{cached: New(), merging: New()}
-	p.cached.merged.budget = budget
-	p.merging.merged.budget = 0
+	p := cachePair{cached: memory.New(), merging: memory.New()}
+	transitive.SetMergedBudget(p.cached.Reader, budget)
+	transitive.SetMergedBudget(p.merging.Reader, 0)
 	return p
 }
 
@@ -68,8 +70,8 @@ func remove(group string, uids ...membership.UID) membership.Write {
 
 // hitsAndMisses returns how many reads of m used a kept merge and how
 // many found none that fit.
-func hitsAndMisses(m *Store) (int64, int64) {
-	return m.merged.hits.Load(), m.merged.misses.Load()
+func hitsAndMisses(m *memory.Store) (int64, int64) {
+	return transitive.MergedHitsAndMisses(m.Reader)
 }
 
 // cacheFixture writes a > b (ending at t0), a > c, c > d: b holds 3 and 5
@@ -96,7 +98,7 @@ func cacheTimes() (time.Time, time.Time) {
 
 func TestMergedCacheHitAnswersAsAMerge(t *testing.T) {
 	t0, t1 := cacheTimes()
-	p := newCachePair(defaultMergedBudget)
+	p := newCachePair(transitive.DefaultMergedBudget)
 	cacheFixture(t, p, t0, t1)
 
 	first, _, rev := storetest.TransitiveMembers(t, p.cached, "a", membership.ListOptions{})
@@ -123,7 +125,7 @@ func TestMergedCacheHitAnswersAsAMerge(t *testing.T) {
 
 func TestMergedCacheEndsAreTheLatestOverPaths(t *testing.T) {
 	t0, t1 := cacheTimes()
-	p := newCachePair(defaultMergedBudget)
+	p := newCachePair(transitive.DefaultMergedBudget)
 	cacheFixture(t, p, t0, t1)
 	p.assertPages(t, "a", 6)
 	// 3 gets a second path through c that ends later than b's.
@@ -133,12 +135,10 @@ func TestMergedCacheEndsAreTheLatestOverPaths(t *testing.T) {
 	// Only forever ends: the merge keeps no ends.
 	p.write(t, storetest.Nest("f", "e"))
 	p.assertPages(t, "f", 6)
-	p.cached.merged.mu.Lock()
-	f := p.cached.merged.entries["f"]
-	p.cached.merged.mu.Unlock()
-	require.NotNil(t, f)
-	assert.Nil(t, f.ends)
-	assert.Equal(t, []membership.UID{6}, f.uids)
+	uids, ends, ok := transitive.MergedEntry(p.cached.Reader, "f")
+	require.True(t, ok)
+	assert.Nil(t, ends)
+	assert.Equal(t, []membership.UID{6}, uids)
 }
 
 func TestMergedCacheMissesAfterAChangeBelow(t *testing.T) {
@@ -160,7 +160,7 @@ func TestMergedCacheMissesAfterAChangeBelow(t *testing.T) {
 		{"a group deleted", []membership.Write{{Op: membership.OpDeleteGroup, GroupID: "c"}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newCachePair(defaultMergedBudget)
+			p := newCachePair(transitive.DefaultMergedBudget)
 			cacheFixture(t, p, t0, t1)
 			before := p.assertPages(t, "a", 8)
 			p.write(t, tt.writes...)
@@ -174,7 +174,7 @@ func TestMergedCacheMissesAfterAChangeBelow(t *testing.T) {
 }
 
 func TestMergedCacheMissesWhenAnAbsentGroupBelowGainsMembers(t *testing.T) {
-	p := newCachePair(defaultMergedBudget)
+	p := newCachePair(transitive.DefaultMergedBudget)
 	p.write(t, storetest.Nest("a", "empty", "full"), add("full", membership.User{UID: 1}))
 	before := p.assertPages(t, "a", 3)
 	p.write(t, add("empty", membership.User{UID: 2}))
@@ -185,7 +185,7 @@ func TestMergedCacheMissesWhenAnAbsentGroupBelowGainsMembers(t *testing.T) {
 
 func TestMergedCacheGivesNicknamesAsTheyAre(t *testing.T) {
 	t0, t1 := cacheTimes()
-	p := newCachePair(defaultMergedBudget)
+	p := newCachePair(transitive.DefaultMergedBudget)
 	cacheFixture(t, p, t0, t1)
 	p.assertPages(t, "a", 6)
 	_, _, rev := storetest.TransitiveMembers(t, p.cached, "a", membership.ListOptions{})
@@ -205,8 +205,8 @@ func TestMergedCacheEvictsWithinItsBudget(t *testing.T) {
 	// entry may take half the budget with ends counted, so fewer than
 	// eight fit without them.
 	const closures = 8
-	budget := 2 * mergedBytes("g0", 2, 100, true)
-	fit := int(budget / mergedBytes("g0", 2, 100, false))
+	budget := 2 * transitive.MergedBytes("g0", 2, 100, true)
+	fit := int(budget / transitive.MergedBytes("g0", 2, 100, false))
 	require.Less(t, fit, closures)
 	p := newCachePair(budget)
 	for i := range closures {
@@ -220,9 +220,7 @@ func TestMergedCacheEvictsWithinItsBudget(t *testing.T) {
 	for i := range closures {
 		storetest.TransitiveMembers(t, p.cached, "g"+strconv.Itoa(i), membership.ListOptions{})
 	}
-	p.cached.merged.mu.Lock()
-	kept, bytes := len(p.cached.merged.entries), p.cached.merged.bytes
-	p.cached.merged.mu.Unlock()
+	kept, bytes := transitive.MergedEntries(p.cached.Reader)
 	assert.Equal(t, fit, kept)
 	assert.LessOrEqual(t, bytes, budget)
 
@@ -236,12 +234,10 @@ func TestMergedCacheEvictsWithinItsBudget(t *testing.T) {
 
 func TestMergedCacheKeepsNoEntryPastHalfItsBudget(t *testing.T) {
 	t0, t1 := cacheTimes()
-	p := newCachePair(mergedBytes("a", 4, 5, true)*2 - 1)
+	p := newCachePair(transitive.MergedBytes("a", 4, 5, true)*2 - 1)
 	cacheFixture(t, p, t0, t1)
 	p.assertPages(t, "a", 6)
-	p.cached.merged.mu.Lock()
-	kept := len(p.cached.merged.entries)
-	p.cached.merged.mu.Unlock()
+	kept, _ := transitive.MergedEntries(p.cached.Reader)
 	hits, _ := hitsAndMisses(p.cached)
 	assert.Zero(t, kept)
 	assert.Zero(t, hits)

@@ -1,4 +1,4 @@
-package storetest
+package memberstest
 
 import (
 	"context"
@@ -9,32 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
-
-// Keyed returns w with the Idempotency key, fingerprinted as the Service
-// does.
-func Keyed(w membership.Write, key string) membership.Write {
-	w.Idem = membership.Idempotency{Key: key, Fingerprint: membership.FingerprintWrite(w)}
-	return w
-}
-
-// KeyedAdd returns an add of uids to group with the Idempotency key,
-// fingerprinted as the Service does.
-func KeyedAdd(group, key string, uids ...membership.UID) membership.Write {
-	w := membership.Write{Op: membership.OpAdd, GroupID: group}
-	for _, uid := range uids {
-		w.Users = append(w.Users, membership.User{UID: uid})
-	}
-	return Keyed(w, key)
-}
-
-// KeyedBatch returns b with the Idempotency key, fingerprinted as the
-// Service does.
-func KeyedBatch(b membership.Batch, key string) membership.Batch {
-	b.Idem = membership.Idempotency{Key: key, Fingerprint: membership.FingerprintBatch(b)}
-	return b
-}
 
 // testIdempotencyKeys checks that a keyed write or batch is applied once
 // for its key.
@@ -51,7 +28,7 @@ func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.St
 		return membership.Write{Op: membership.OpRemove, GroupID: group, UIDs: uids}
 	}
 	members := func(s membership.Store, group string) []membership.UID {
-		got, _ := ListAll(t, s, group)
+		got, _ := storetest.ListAll(t, s, group)
 		uids := []membership.UID{}
 		for _, m := range got {
 			uids = append(uids, m.UID)
@@ -61,19 +38,19 @@ func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.St
 
 	t.Run("a repeat of a keyed write gets its result and applies nothing", func(t *testing.T) {
 		s := newStore(t)
-		first, err := s.Write(ctx, Keyed(add("g", 1, 2), "k1"))
+		first, err := s.Write(ctx, storetest.Keyed(add("g", 1, 2), "k1"))
 		require.NoError(t, err)
 		assert.False(t, first.Replayed)
 		assert.Equal(t, 2, first.Count)
 		_, err = s.Write(ctx, remove("g", 1)) // another writer, in between
 		require.NoError(t, err)
-		before := latest(t, s)
-		again, err := s.Write(ctx, Keyed(add("g", 1, 2), "k1"))
+		before := storetest.Latest(t, s)
+		again, err := s.Write(ctx, storetest.Keyed(add("g", 1, 2), "k1"))
 		require.NoError(t, err)
 		assert.True(t, again.Replayed)
 		again.Replayed = false
 		assert.Equal(t, first, again, "the first result, its revision included")
-		assert.Equal(t, before, latest(t, s), "a replay takes no revision")
+		assert.Equal(t, before, storetest.Latest(t, s), "a replay takes no revision")
 		assert.Equal(t, []membership.UID{2}, members(s, "g"), "user 1 was not added again")
 	})
 
@@ -91,17 +68,17 @@ func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.St
 		}
 		for i, w := range writes {
 			key := fmt.Sprintf("op-%d", i)
-			first, err := s.Write(ctx, Keyed(w, key))
+			first, err := s.Write(ctx, storetest.Keyed(w, key))
 			require.NoError(t, err, w.Op)
 			_, err = s.Write(ctx, add("a", 1, 3)) // in between
 			require.NoError(t, err)
-			before := latest(t, s)
-			again, err := s.Write(ctx, Keyed(w, key))
+			before := storetest.Latest(t, s)
+			again, err := s.Write(ctx, storetest.Keyed(w, key))
 			require.NoError(t, err, w.Op)
 			assert.True(t, again.Replayed, w.Op)
 			again.Replayed = false
 			assert.Equal(t, first, again, w.Op)
-			assert.Equal(t, before, latest(t, s), "%s: a replay takes no revision", w.Op)
+			assert.Equal(t, before, storetest.Latest(t, s), "%s: a replay takes no revision", w.Op)
 		}
 		assert.Equal(t, []membership.UID{1, 3}, members(s, "a"), "only the adds in between changed a after its deletion")
 	})
@@ -110,12 +87,12 @@ func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.St
 		s := newStore(t)
 		_, err := s.Write(ctx, add("g", 1))
 		require.NoError(t, err)
-		first, err := s.Write(ctx, Keyed(add("g", 1), "k"))
+		first, err := s.Write(ctx, storetest.Keyed(add("g", 1), "k"))
 		require.NoError(t, err)
 		assert.Equal(t, 0, first.Count)
 		_, err = s.Write(ctx, remove("g", 1))
 		require.NoError(t, err)
-		again, err := s.Write(ctx, Keyed(add("g", 1), "k"))
+		again, err := s.Write(ctx, storetest.Keyed(add("g", 1), "k"))
 		require.NoError(t, err)
 		assert.True(t, again.Replayed)
 		assert.Equal(t, 0, again.Count)
@@ -125,9 +102,9 @@ func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.St
 
 	t.Run("the same key for another request is refused and changes nothing", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.Write(ctx, Keyed(add("g", 1), "k"))
+		_, err := s.Write(ctx, storetest.Keyed(add("g", 1), "k"))
 		require.NoError(t, err)
-		before := latest(t, s)
+		before := storetest.Latest(t, s)
 		others := []membership.Write{
 			add("g", 2),
 			add("h", 1),
@@ -137,12 +114,12 @@ func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.St
 			{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}, If: membership.Precondition{Exists: true}},
 		}
 		for _, w := range others {
-			_, err := s.Write(ctx, Keyed(w, "k"))
+			_, err := s.Write(ctx, storetest.Keyed(w, "k"))
 			assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "%+v", w)
 		}
-		_, err = s.Batch(ctx, KeyedBatch(membership.Batch{Writes: []membership.Write{add("g", 1)}}, "k"))
+		_, err = s.Batch(ctx, storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{add("g", 1)}}, "k"))
 		assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "a batch with a write's key")
-		assert.Equal(t, before, latest(t, s))
+		assert.Equal(t, before, storetest.Latest(t, s))
 		assert.Equal(t, []membership.UID{1}, members(s, "g"))
 	})
 
@@ -152,9 +129,9 @@ func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.St
 		require.NoError(t, err)
 		w := add("g", 2)
 		w.If.Revisions = []membership.Revision{res.Revision}
-		first, err := s.Write(ctx, Keyed(w, "k"))
+		first, err := s.Write(ctx, storetest.Keyed(w, "k"))
 		require.NoError(t, err)
-		again, err := s.Write(ctx, Keyed(w, "k"))
+		again, err := s.Write(ctx, storetest.Keyed(w, "k"))
 		require.NoError(t, err, "the group's revision moved on: only the key can say this is a repeat")
 		assert.True(t, again.Replayed)
 		assert.Equal(t, first.Revision, again.Revision)
@@ -166,11 +143,11 @@ func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.St
 		require.NoError(t, err)
 		w := add("g", 2)
 		w.If.Empty = true
-		_, err = s.Write(ctx, Keyed(w, "k"))
+		_, err = s.Write(ctx, storetest.Keyed(w, "k"))
 		require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
 		_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g"})
 		require.NoError(t, err)
-		res, err := s.Write(ctx, Keyed(w, "k"))
+		res, err := s.Write(ctx, storetest.Keyed(w, "k"))
 		require.NoError(t, err, "the retry is a first attempt: the first changed nothing")
 		assert.False(t, res.Replayed)
 		assert.Equal(t, 1, res.Count)
@@ -181,27 +158,27 @@ func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.St
 		s := newStore(t)
 		_, err := s.Write(ctx, add("a", 1))
 		require.NoError(t, err)
-		b := KeyedBatch(membership.Batch{Actor: 4, Writes: []membership.Write{remove("a", 1), add("b", 1)}}, "move")
+		b := storetest.KeyedBatch(membership.Batch{Actor: 4, Writes: []membership.Write{remove("a", 1), add("b", 1)}}, "move")
 		first, err := s.Batch(ctx, b)
 		require.NoError(t, err)
 		assert.False(t, first.Replayed)
 		_, err = s.Write(ctx, add("a", 1))
 		require.NoError(t, err)
-		before := latest(t, s)
+		before := storetest.Latest(t, s)
 		again, err := s.Batch(ctx, b)
 		require.NoError(t, err)
 		assert.True(t, again.Replayed)
 		again.Replayed = false
 		assert.Equal(t, first, again)
-		assert.Equal(t, before, latest(t, s))
+		assert.Equal(t, before, storetest.Latest(t, s))
 		assert.Equal(t, []membership.UID{1}, members(s, "a"), "the move was not made again")
-		_, err = s.Write(ctx, Keyed(add("b", 1), "move"))
+		_, err = s.Write(ctx, storetest.Keyed(add("b", 1), "move"))
 		assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "a write with a batch's key")
 	})
 
 	t.Run("writers racing with one key apply it once", func(t *testing.T) {
 		s := newStore(t)
-		before := latest(t, s)
+		before := storetest.Latest(t, s)
 		const writers = 16
 		results := make([]membership.Result, writers)
 		errs := make([]error, writers)
@@ -210,7 +187,7 @@ func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.St
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i], errs[i] = s.Write(ctx, Keyed(add("g", 1, 2, 3), "race"))
+				results[i], errs[i] = s.Write(ctx, storetest.Keyed(add("g", 1, 2, 3), "race"))
 			}()
 		}
 		wg.Wait()
@@ -224,6 +201,6 @@ func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.St
 			assert.Equal(t, before+1, results[i].Revision)
 		}
 		assert.Equal(t, 1, applied, "one writer applied it, the others got its result")
-		assert.Equal(t, before+1, latest(t, s))
+		assert.Equal(t, before+1, storetest.Latest(t, s))
 	})
 }

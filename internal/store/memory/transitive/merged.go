@@ -1,4 +1,4 @@
-package memory
+package transitive
 
 import (
 	"slices"
@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"example.com/groupmembership/internal/store/memory/group"
+	"example.com/groupmembership/internal/store/memory/nesting"
 	"example.com/groupmembership/membership"
 )
 
@@ -17,7 +18,7 @@ import (
 // heap. An entry is of one closure (the nesting at one revision) and of its
 // groups as they were: it holds their *group.Group and the revision of
 // each, so that a read checks it with a pointer load a group, no map
-// lookup (a group dropped gets a new revision, see dropGroup; a group
+// lookup (a group dropped gets a new revision: the store's deletion of it gives it one; a group
 // absent then is looked up). A write takes no part of it: a user's add
 // costs what it did, and the next read of a closure it changed merges
 // again. Nicknames are not kept: a read gives them as they are.
@@ -79,14 +80,14 @@ func (e *merged) bytes(groupID string) int64 {
 }
 
 // current reports whether e is of the closure c and of its groups as they
-// are. The caller holds nestMu and the shards of c's groups.
-func (m *Store) current(e *merged, c *closure) bool {
+// are. The caller holds the nesting and the shards of c's groups.
+func (r *Reader) current(e *merged, c *closure) bool {
 	if e.c.rev != c.rev || len(e.groups) != len(c.ids) {
 		return false
 	}
 	for i, g := range e.groups {
 		if g == nil {
-			if m.shards[e.c.shards[i]].groups[e.c.ids[i]] != nil {
+			if r.s.Group(e.c.shards[i], e.c.ids[i]) != nil {
 				return false
 			}
 		} else if g.Revision != e.revs[i] {
@@ -97,13 +98,13 @@ func (m *Store) current(e *merged, c *closure) bool {
 }
 
 // cachedMerge returns groupID's entry when it is current. The caller holds
-// nestMu and the shards of c's groups.
-func (m *Store) cachedMerge(groupID string, c *closure) *merged {
-	mc := &m.merged
+// the nesting and the shards of c's groups.
+func (r *Reader) cachedMerge(groupID string, c *closure) *merged {
+	mc := &r.merged
 	mc.mu.Lock()
 	e := mc.entries[groupID]
 	mc.mu.Unlock()
-	if e == nil || !m.current(e, c) {
+	if e == nil || !r.current(e, c) {
 		mc.misses.Add(1)
 		return nil
 	}
@@ -114,10 +115,9 @@ func (m *Store) cachedMerge(groupID string, c *closure) *merged {
 // buildMerge merges the members of groups, c's groups as closureGroups
 // gave them, into an entry and keeps it; it returns nil, building nothing,
 // when the entry would take more than half the budget, or another read
-// builds one. The caller
-// holds nestMu and the shards of c's groups.
-func (m *Store) buildMerge(groupID string, c *closure, groups []*group.Group, mg *merge) *merged {
-	mc := &m.merged
+// builds one. The caller holds the nesting and the shards of c's groups.
+func (r *Reader) buildMerge(groupID string, c *closure, groups []*group.Group, mg *merge) *merged {
+	mc := &r.merged
 	n := 0
 	for _, g := range groups {
 		if g != nil {
@@ -187,17 +187,18 @@ func (mc *mergedCache) put(groupID string, e *merged) {
 
 // revision returns what closureGroups gives for e's groups, which are
 // as e has them.
-func (m *Store) revision(e *merged) membership.Revision {
-	rev := max(e.key, m.nicknames.Revision())
+func (r *Reader) revision(e *merged) membership.Revision {
+	rev := max(e.key, r.s.Nicknames().Revision())
 	if e.absent {
-		rev = max(rev, membership.Revision(m.removedRevision.Load()))
+		rev = max(rev, r.s.RemovedRevision())
 	}
 	return rev
 }
 
 // pageMerged yields the members of e above after, at most limit (0: all), with
 // their nicknames as they are. The caller holds the nicknames.
-func (m *Store) pageMerged(e *merged, after membership.UID, limit int) func(func(membership.Member) bool) {
+func (r *Reader) pageMerged(e *merged, after membership.UID, limit int) func(func(membership.Member) bool) {
+	nicks := r.s.Nicknames()
 	return func(yield func(membership.Member) bool) {
 		i, found := slices.BinarySearch(e.uids, after)
 		if found {
@@ -213,7 +214,7 @@ func (m *Store) pageMerged(e *merged, after membership.UID, limit int) func(func
 			if e.ends != nil {
 				at = e.ends[i]
 			}
-			if !yield(membership.Member{UID: uid, Nickname: m.nicknames.Of(uid), Expires: timeOfMillis(endOrZero(at))}) {
+			if !yield(membership.Member{UID: uid, Nickname: nicks.Of(uid), Expires: nesting.TimeOf(endOrZero(at))}) {
 				return
 			}
 		}

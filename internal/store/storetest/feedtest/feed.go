@@ -1,12 +1,13 @@
-package storetest
+// Package feedtest is the part of the store contract about revisions and
+// the change feed: one revision per change, the changes kept and dropped,
+// waits for the next change, and followers that rebuild every list from a
+// list and the feed.
+package feedtest
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"iter"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,25 +16,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
-// AllChanges returns every change of s after the revision after, failing
-// the test on an error.
-func AllChanges(t *testing.T, s membership.Store, after membership.Revision) []membership.Change {
-	t.Helper()
-	changes, _, err := s.Changes(context.Background(), membership.ChangeOptions{After: after})
-	require.NoError(t, err)
-	return changes
-}
-
-// RevisionsAndFeed checks revisions and the change feed; newStore(t, keep)
+// Contract checks revisions and the change feed; newStore(t, keep)
 // returns an empty store whose feed keeps keep changes, for t to use.
-func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) membership.Store) {
+func Contract(t *testing.T, newStore func(t *testing.T, keep int) membership.Store) {
 	ctx := context.Background()
-	nick := func(uid membership.UID, n string) membership.User {
-		return membership.User{UID: uid, Nickname: n, HasNickname: true}
-	}
 
 	t.Run("one revision per change that alters the store, none for the rest", func(t *testing.T) {
 		s := newStore(t, membership.DefaultChangesKeep)
@@ -45,31 +35,33 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 			changed bool
 		}{
 			{"add two", func() (membership.Result, error) {
-				return Add(ctx, s, "g", []membership.User{{UID: 3}, nick(1, "Ann")})
+				return storetest.Add(ctx, s, "g", []membership.User{{UID: 3}, storetest.Nicknamed(1, "Ann")})
 			}, membership.Result{Count: 2, Revision: 1}, true},
 			{"add them again", func() (membership.Result, error) {
-				return Add(ctx, s, "g", []membership.User{{UID: 1}, {UID: 3}})
+				return storetest.Add(ctx, s, "g", []membership.User{{UID: 1}, {UID: 3}})
 			}, membership.Result{Count: 0, Revision: 1}, false},
-			{"same nickname again", func() (membership.Result, error) { return Add(ctx, s, "g", []membership.User{nick(1, "Ann")}) },
+			{"same nickname again", func() (membership.Result, error) {
+				return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann")})
+			},
 				membership.Result{Count: 0, Revision: 1}, false},
 			{"a nickname and a member in one call: one revision", func() (membership.Result, error) {
-				return Add(ctx, s, "g", []membership.User{nick(1, "Anne"), {UID: 2}})
+				return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Anne"), {UID: 2}})
 			}, membership.Result{Count: 1, Revision: 2}, true},
-			{"no users, to an unknown group", func() (membership.Result, error) { return Add(ctx, s, "h", []membership.User{}) },
+			{"no users, to an unknown group", func() (membership.Result, error) { return storetest.Add(ctx, s, "h", []membership.User{}) },
 				membership.Result{Count: 0, Revision: 2}, false},
-			{"remove a non-member", func() (membership.Result, error) { return Remove(ctx, s, "g", []membership.UID{9}) },
+			{"remove a non-member", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{9}) },
 				membership.Result{Count: 0, Revision: 2}, false},
-			{"remove from an unknown group", func() (membership.Result, error) { return Remove(ctx, s, "nobody", []membership.UID{1}) },
+			{"remove from an unknown group", func() (membership.Result, error) { return storetest.Remove(ctx, s, "nobody", []membership.UID{1}) },
 				membership.Result{Count: 0, Revision: 2}, false},
-			{"remove two", func() (membership.Result, error) { return Remove(ctx, s, "g", []membership.UID{3, 2, 3}) },
+			{"remove two", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{3, 2, 3}) },
 				membership.Result{Count: 2, Revision: 3}, true},
 			{"nickname change of a member", func() (membership.Result, error) {
-				return Add(ctx, s, "g", []membership.User{nick(1, "A"), nick(1, "")})
+				return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "A"), storetest.Nicknamed(1, "")})
 			}, membership.Result{Count: 0, Revision: 4}, true},
 			{"the last nickname given wins, and here changes nothing", func() (membership.Result, error) {
-				return Add(ctx, s, "g", []membership.User{nick(1, "B"), nick(1, "")})
+				return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "B"), storetest.Nicknamed(1, "")})
 			}, membership.Result{Count: 0, Revision: 4}, false},
-			{"empty the group", func() (membership.Result, error) { return Remove(ctx, s, "g", []membership.UID{1}) },
+			{"empty the group", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{1}) },
 				membership.Result{Count: 1, Revision: 5}, true},
 		}
 		for _, st := range steps {
@@ -92,7 +84,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 			{Revision: 3, Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2, 3}},
 			{Revision: 4, Op: membership.OpAdd, GroupID: "g", Nicknames: []membership.Member{{UID: 1, Nickname: ""}}},
 			{Revision: 5, Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}},
-		}, Untimed(t, AllChanges(t, s, 0), since))
+		}, storetest.Untimed(t, storetest.AllChanges(t, s, 0), since))
 		rev, err := s.Revision(ctx, "g")
 		require.NoError(t, err)
 		assert.Equal(t, membership.Revision(5), rev, "an emptied group's revision is that of its emptying")
@@ -100,15 +92,15 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 
 	t.Run("a group's revision is its last change's", func(t *testing.T) {
 		s := newStore(t, membership.DefaultChangesKeep)
-		_, err := Add(ctx, s, "a", []membership.User{{UID: 1}})
+		_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1}})
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "b", []membership.User{{UID: 2}})
+		_, err = storetest.Add(ctx, s, "b", []membership.User{{UID: 2}})
 		require.NoError(t, err)
 		for group, want := range map[string]membership.Revision{"a": 1, "b": 2} {
 			rev, err := s.Revision(ctx, group)
 			require.NoError(t, err)
 			assert.Equal(t, want, rev, group)
-			_, listed := ListAll(t, s, group)
+			_, listed := storetest.ListAll(t, s, group)
 			assert.Equal(t, want, listed, group)
 		}
 	})
@@ -116,7 +108,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 	t.Run("after and limit page through the feed", func(t *testing.T) {
 		s := newStore(t, membership.DefaultChangesKeep)
 		for uid := range membership.UID(5) {
-			_, err := Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
+			_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
 			require.NoError(t, err)
 		}
 		changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1, Limit: 2})
@@ -132,7 +124,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 	t.Run("changes no longer kept are gone, with the oldest kept", func(t *testing.T) {
 		s := newStore(t, 3)
 		for uid := range membership.UID(5) {
-			_, err := Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
+			_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
 			require.NoError(t, err)
 		}
 		for _, after := range []membership.Revision{0, 1} {
@@ -157,7 +149,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 
 	t.Run("a feed that keeps nothing still counts", func(t *testing.T) {
 		s := newStore(t, 0)
-		res, err := Add(ctx, s, "g", []membership.User{{UID: 1}})
+		res, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1}})
 		require.NoError(t, err)
 		assert.Equal(t, membership.Revision(1), res.Revision)
 		changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
@@ -183,7 +175,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 			t.Fatal("the wait ended before any change")
 		case <-time.After(50 * time.Millisecond):
 		}
-		_, err := Add(ctx, s, "g", []membership.User{{UID: 7}})
+		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 7}})
 		require.NoError(t, err)
 		changes := <-got
 		require.Len(t, changes, 1)
@@ -215,9 +207,9 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 					var res membership.Result
 					var err error
 					if i%4 == 3 {
-						res, err = Remove(ctx, s, group, []membership.UID{uid})
+						res, err = storetest.Remove(ctx, s, group, []membership.UID{uid})
 					} else {
-						res, err = Add(ctx, s, group, []membership.User{{UID: uid}})
+						res, err = storetest.Add(ctx, s, group, []membership.User{{UID: uid}})
 					}
 					if !assert.NoError(t, err) {
 						return
@@ -279,7 +271,7 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 			}
 		}
 		for group, members := range state {
-			got, _ := ListAll(t, s, group)
+			got, _ := storetest.ListAll(t, s, group)
 			var want []membership.Member
 			for _, m := range got {
 				assert.True(t, members[m.UID], "group %s member %d", group, m.UID)
@@ -304,170 +296,6 @@ func RevisionsAndFeed(t *testing.T, newStore func(t *testing.T, keep int) member
 	t.Run("a Follower knows every nickname it lists", func(t *testing.T) {
 		testFollowerScenarios(t, func(t *testing.T) membership.Store { return newStore(t, membership.DefaultChangesKeep) })
 	})
-}
-
-// Follower is a client that keeps every group from lists and the feed, as
-// the feed recipe of docs/reference.md says: per group its members, per user its nickname.
-type Follower struct {
-	members   map[string]map[membership.UID]bool
-	nicknames map[membership.UID]string
-	// expiries are the members' that have one, per group.
-	expiries map[string]map[membership.UID]time.Time
-	// subgroups are the groups nested in each group, with when each
-	// nesting ends (zero: never).
-	subgroups map[string]map[string]time.Time
-}
-
-// setExpiry gives uid's membership of group the expiry at (zero: none).
-func (f *Follower) setExpiry(group string, uid membership.UID, at time.Time) {
-	if at.IsZero() {
-		delete(f.expiries[group], uid)
-		return
-	}
-	if f.expiries[group] == nil {
-		f.expiries[group] = map[membership.UID]time.Time{}
-	}
-	f.expiries[group][uid] = at
-}
-
-func (f *Follower) setNicknames(ms []membership.Member) {
-	for _, m := range ms {
-		if m.Nickname == "" {
-			delete(f.nicknames, m.UID)
-		} else {
-			f.nicknames[m.UID] = m.Nickname
-		}
-	}
-}
-
-// list replaces the Follower's group with the store's list of it.
-func (f *Follower) list(s membership.Store, group string) error {
-	var got []membership.Member
-	_, err := s.ListMembers(context.Background(), group, membership.ListOptions{}, func(_ int, members iter.Seq[membership.Member]) {
-		for m := range members {
-			got = append(got, m)
-		}
-	})
-	if err != nil {
-		return err
-	}
-	f.members[group] = map[membership.UID]bool{}
-	delete(f.expiries, group)
-	for _, m := range got {
-		f.members[group][m.UID] = true
-		f.setExpiry(group, m.UID, m.Expires)
-	}
-	f.setNicknames(got)
-	return nil
-}
-
-// Apply applies a change of the feed to the follower's groups and nicknames.
-// After a replace, a group deletion, a user removed everywhere (or
-// deleted) and a batch,
-// which do not list the nicknames they clear, it forgets every user in none
-// of its groups, as the feed's documentation says.
-func (f *Follower) Apply(c membership.Change) {
-	if c.Op == membership.OpBatch {
-		// Its writes in order, then the users it left in no group are
-		// forgotten: a batch's removes list no nickname they clear.
-		for _, sub := range c.Changes {
-			f.apply(sub)
-		}
-		f.forgetUsersInNoGroup()
-		return
-	}
-	f.apply(c)
-	if c.Op == membership.OpReplace || c.Op == membership.OpDeleteGroup || c.Op == membership.OpRemoveUser || c.Op == membership.OpDeleteUser {
-		f.forgetUsersInNoGroup()
-	}
-}
-
-// apply applies one change, not a batch, to the follower's groups and
-// nicknames.
-func (f *Follower) apply(c membership.Change) {
-	if membership.IsNestingOp(c.Op) {
-		f.applyNesting(c)
-		return
-	}
-	switch c.Op {
-	case membership.OpReplace:
-		f.members[c.GroupID] = map[membership.UID]bool{}
-		for _, uid := range c.UIDs {
-			f.members[c.GroupID][uid] = true
-		}
-		for uid := range f.expiries[c.GroupID] { // those it kept keep theirs
-			if !f.members[c.GroupID][uid] {
-				delete(f.expiries[c.GroupID], uid)
-			}
-		}
-	case membership.OpDeleteGroup:
-		delete(f.members, c.GroupID)
-		delete(f.expiries, c.GroupID)
-		f.deleteNestings(c.GroupID)
-	case membership.OpRemoveUser, membership.OpDeleteUser:
-		f.removeEverywhere(c.UIDs[0])
-	case membership.OpSetUser:
-		// An inactive account is in no group; its display name is the
-		// user's nickname.
-		if !c.Account.Active {
-			f.removeEverywhere(c.UIDs[0])
-		}
-		f.setNicknames([]membership.Member{{UID: c.UIDs[0], Nickname: c.Account.DisplayName}})
-	case membership.OpSetGroup: // attributes: no list changes
-	default:
-		if f.members[c.GroupID] == nil {
-			f.members[c.GroupID] = map[membership.UID]bool{}
-		}
-		for _, uid := range c.UIDs {
-			if c.Op == membership.OpAdd {
-				f.members[c.GroupID][uid] = true
-			} else { // a remove, an expiry
-				delete(f.members[c.GroupID], uid)
-				delete(f.expiries[c.GroupID], uid)
-			}
-		}
-	}
-	for _, e := range c.Expiries {
-		f.setExpiry(c.GroupID, e.UID, e.At)
-	}
-	f.setNicknames(c.Nicknames)
-}
-
-// removeEverywhere takes uid out of every group.
-func (f *Follower) removeEverywhere(uid membership.UID) {
-	for _, members := range f.members {
-		delete(members, uid)
-	}
-	for _, expiries := range f.expiries {
-		delete(expiries, uid)
-	}
-}
-
-// forgetUsersInNoGroup forgets the nicknames of users in none of the
-// follower's groups.
-func (f *Follower) forgetUsersInNoGroup() {
-	for uid := range f.nicknames {
-		in := false
-		for _, members := range f.members {
-			if members[uid] {
-				in = true
-				break
-			}
-		}
-		if !in {
-			delete(f.nicknames, uid)
-		}
-	}
-}
-
-// ListOf returns the Follower's list of group, as the store lists it.
-func (f *Follower) ListOf(group string) []membership.Member {
-	list := []membership.Member{}
-	for uid := range f.members[group] {
-		list = append(list, membership.Member{UID: uid, Nickname: f.nicknames[uid], Expires: f.expiries[group][uid]})
-	}
-	slices.SortFunc(list, func(a, b membership.Member) int { return cmp.Compare(a.UID, b.UID) })
-	return list
 }
 
 // testFollowersReproduceEveryList runs a concurrent random mix of adds (with
@@ -520,13 +348,13 @@ func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 						}
 						us = append(us, u)
 					}
-					_, err = Add(ctx, s, group, us)
+					_, err = storetest.Add(ctx, s, group, us)
 				default:
 					var uids []membership.UID
 					for range n {
 						uids = append(uids, membership.UID(1+rng.IntN(users)))
 					}
-					_, err = Remove(ctx, s, group, uids)
+					_, err = storetest.Remove(ctx, s, group, uids)
 				}
 				if !assert.NoError(t, err) {
 					return
@@ -535,14 +363,14 @@ func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 		}()
 	}
 	var writersDone atomic.Bool
-	results := make([]*Follower, followers)
+	results := make([]*storetest.Follower, followers)
 	var fwg sync.WaitGroup
 	for i := range followers {
 		fwg.Add(1)
 		go func() {
 			defer fwg.Done()
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
-			f := NewFollower()
+			f := storetest.NewFollower()
 			// Wait for a random revision, or for the writers to end.
 			target := membership.Revision(rng.IntN(writers * perWriter))
 			var noted membership.Revision
@@ -564,7 +392,7 @@ func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 				}
 			}
 			for _, k := range rng.Perm(len(groups)) {
-				if !assert.NoError(t, f.list(s, groups[k])) {
+				if !assert.NoError(t, f.Relist(s, groups[k])) {
 					return
 				}
 				// Let the writes go on between two lists: wait for the
@@ -611,7 +439,7 @@ func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 	for i, f := range results {
 		require.NotNil(t, f, "Follower %d failed", i)
 		for _, group := range groups {
-			want, _ := ListAll(t, s, group)
+			want, _ := storetest.ListAll(t, s, group)
 			assert.Equal(t, want, f.ListOf(group), "Follower %d, group %s", i, group)
 		}
 	}
@@ -654,30 +482,30 @@ func testFollowerScenarios(t *testing.T, newStore func(t *testing.T) membership.
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newStore(t)
-			f := NewFollower()
+			f := storetest.NewFollower()
 			var noted membership.Revision
 			groups := map[string]bool{}
 			for _, st := range tt.steps {
 				var err error
 				switch st.op {
 				case "add":
-					_, err = Add(ctx, s, st.group, st.users)
+					_, err = storetest.Add(ctx, s, st.group, st.users)
 				case "remove":
-					_, err = Remove(ctx, s, st.group, []membership.UID{st.users[0].UID})
+					_, err = storetest.Remove(ctx, s, st.group, []membership.UID{st.users[0].UID})
 				case "note":
 					_, noted, err = s.Changes(ctx, membership.ChangeOptions{Limit: 1})
 				case "list":
-					err = f.list(s, st.group)
+					err = f.Relist(s, st.group)
 				}
 				require.NoError(t, err)
 				groups[st.group] = st.group != ""
 			}
-			for _, c := range AllChanges(t, s, noted) {
+			for _, c := range storetest.AllChanges(t, s, noted) {
 				f.Apply(c)
 			}
 			for group, ok := range groups {
 				if ok {
-					want, _ := ListAll(t, s, group)
+					want, _ := storetest.ListAll(t, s, group)
 					assert.Equal(t, want, f.ListOf(group), group)
 				}
 			}
@@ -694,7 +522,7 @@ func testFollowerScenarios(t *testing.T, newStore func(t *testing.T) membership.
 // poll it, so that they cost what the writes cost.
 func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store) {
 	ctx := context.Background()
-	res, err := Add(ctx, s, "h", []membership.User{{UID: 7}})
+	res, err := storetest.Add(ctx, s, "h", []membership.User{{UID: 7}})
 	require.NoError(t, err)
 	// follow ends the readers' last wait once the writes are done.
 	follow, stop := context.WithCancel(ctx)
@@ -721,7 +549,7 @@ func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store
 		}()
 	}
 	for i := range 3000 {
-		_, err := Add(ctx, s, "g", []membership.User{{UID: 7, Nickname: fmt.Sprint("n", i), HasNickname: true}})
+		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 7, Nickname: fmt.Sprint("n", i), HasNickname: true}})
 		require.NoError(t, err)
 	}
 	stop()
@@ -729,37 +557,4 @@ func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store
 	for r, n := range checked {
 		assert.Positive(t, n, "reader %d saw no revision", r)
 	}
-}
-
-// NewFollower returns a follower that knows nothing yet.
-func NewFollower() *Follower {
-	return &Follower{members: map[string]map[membership.UID]bool{}, nicknames: map[membership.UID]string{},
-		expiries: map[string]map[membership.UID]time.Time{}, subgroups: map[string]map[string]time.Time{}}
-}
-
-// EmptiesAsNil returns a copy of changes with their empty slices (uids,
-// nicknames, expiries, a batch's changes) nil: a change with an empty list
-// and one with none are the same change, which a store may give back
-// either way.
-func EmptiesAsNil(changes []membership.Change) []membership.Change {
-	changes = slices.Clone(changes)
-	for i := range changes {
-		c := &changes[i]
-		if len(c.UIDs) == 0 {
-			c.UIDs = nil
-		}
-		if len(c.Nicknames) == 0 {
-			c.Nicknames = nil
-		}
-		if len(c.Expiries) == 0 {
-			c.Expiries = nil
-		}
-		if len(c.Groups) == 0 {
-			c.Groups = nil
-		}
-		if c.Changes = EmptiesAsNil(c.Changes); len(c.Changes) == 0 {
-			c.Changes = nil
-		}
-	}
-	return changes
 }

@@ -1,57 +1,23 @@
-package storetest
+package memberstest
 
 import (
 	"context"
 	"fmt"
-	"iter"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
-
-// Groups returns what s.Groups lists for opts, and the total it gives.
-func Groups(t *testing.T, s membership.Store, opts membership.GroupsOptions) ([]membership.GroupSize, int) {
-	t.Helper()
-	got := []membership.GroupSize{}
-	total := -1
-	_, err := s.Groups(context.Background(), opts, func(n int, groups iter.Seq[membership.GroupSize]) {
-		total = n
-		for g := range groups {
-			got = append(got, g)
-		}
-	})
-	require.NoError(t, err)
-	return got, total
-}
-
-// latest returns the store's latest revision.
-func latest(t *testing.T, s membership.Store) membership.Revision {
-	t.Helper()
-	_, last, err := s.Changes(context.Background(), membership.ChangeOptions{})
-	require.NoError(t, err)
-	return last
-}
 
 // testWrites checks the writes of the group as a whole (replace, delete a
 // group, remove a user everywhere), preconditions, and Groups.
 func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	ctx := context.Background()
-	nick := func(uid membership.UID, name string) membership.User {
-		return membership.User{UID: uid, Nickname: name, HasNickname: true}
-	}
-	plain := func(uids ...membership.UID) []membership.User {
-		us := make([]membership.User, len(uids))
-		for i, uid := range uids {
-			us[i] = membership.User{UID: uid}
-		}
-		return us
-	}
 	write := func(s membership.Store, w membership.Write) membership.Result {
 		t.Helper()
 		res, err := s.Write(ctx, w)
@@ -61,154 +27,154 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("replace makes the group exactly the users, in one revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "g", []membership.User{nick(1, "Ann"), {UID: 2}, nick(3, "Cy")})
+		_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}, storetest.Nicknamed(3, "Cy")})
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "other", []membership.User{{UID: 3}})
+		_, err = storetest.Add(ctx, s, "other", []membership.User{{UID: 3}})
 		require.NoError(t, err)
-		before := latest(t, s)
-		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, nick(4, "Dee"), {UID: 4}}})
+		before := storetest.Latest(t, s)
+		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, storetest.Nicknamed(4, "Dee"), {UID: 4}}})
 		assert.Equal(t, membership.Result{Count: 1, Removed: 2, Revision: before + 1}, res)
-		got, rev := ListAll(t, s, "g")
+		got, rev := storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 2}, {UID: 4, Nickname: "Dee"}}, got)
 		assert.Equal(t, before+1, rev)
 		// 1 is in no group: forgotten; 3 is still in other: kept.
-		_, err = Add(ctx, s, "h", plain(1, 3))
+		_, err = storetest.Add(ctx, s, "h", storetest.UsersOf(1, 3))
 		require.NoError(t, err)
-		got, _ = ListAll(t, s, "h")
+		got, _ = storetest.ListAll(t, s, "h")
 		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 3, Nickname: "Cy"}}, got)
-		ReverseAgrees(t, s, []string{"g", "h", "other"}, []membership.UID{1, 2, 3, 4})
+		storetest.ReverseAgrees(t, s, []string{"g", "h", "other"}, []membership.UID{1, 2, 3, 4})
 	})
 
 	t.Run("replace that changes nothing takes no revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "g", []membership.User{nick(1, "Ann"), {UID: 2}})
+		_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
 		require.NoError(t, err)
 		rev, err := s.Revision(ctx, "g")
 		require.NoError(t, err)
-		before := latest(t, s)
-		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, nick(1, "Ann")}})
+		before := storetest.Latest(t, s)
+		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, storetest.Nicknamed(1, "Ann")}})
 		assert.Equal(t, membership.Result{Revision: rev}, res)
-		assert.Equal(t, before, latest(t, s))
+		assert.Equal(t, before, storetest.Latest(t, s))
 	})
 
 	t.Run("a write that names a user twice changes nothing when the last nickname is the current one", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "g", []membership.User{{UID: 1}, nick(2, "B")})
+		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1}, storetest.Nicknamed(2, "B")})
 		require.NoError(t, err)
 		rev, err := s.Revision(ctx, "g")
 		require.NoError(t, err)
-		before := latest(t, s)
-		twice := []membership.User{{UID: 1}, nick(2, "X"), nick(2, "B")}
+		before := storetest.Latest(t, s)
+		twice := []membership.User{{UID: 1}, storetest.Nicknamed(2, "X"), storetest.Nicknamed(2, "B")}
 		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: twice})
 		assert.Equal(t, membership.Result{Revision: rev}, res)
 		res = write(s, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: twice})
 		assert.Equal(t, membership.Result{Revision: rev}, res)
-		assert.Equal(t, before, latest(t, s), "no revision taken")
+		assert.Equal(t, before, storetest.Latest(t, s), "no revision taken")
 	})
 
 	t.Run("replace that changes only a nickname takes a revision", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "g", []membership.User{nick(1, "Ann")})
+		_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann")})
 		require.NoError(t, err)
-		before := latest(t, s)
-		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{nick(1, "Anne")}})
+		before := storetest.Latest(t, s)
+		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{storetest.Nicknamed(1, "Anne")}})
 		assert.Equal(t, membership.Result{Revision: before + 1}, res)
-		got, _ := ListAll(t, s, "g")
+		got, _ := storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Anne"}}, got)
 	})
 
 	t.Run("replace with no users empties the group; of an unknown group creates it", func(t *testing.T) {
 		s := newStore(t)
-		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "new", Users: plain(5, 6)})
+		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "new", Users: storetest.UsersOf(5, 6)})
 		assert.Equal(t, 2, res.Count)
-		_, err := Add(ctx, s, "g", plain(1, 2, 3))
+		_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1, 2, 3))
 		require.NoError(t, err)
 		res = write(s, membership.Write{Op: membership.OpReplace, GroupID: "g"})
 		assert.Equal(t, 3, res.Removed)
-		got, _ := ListAll(t, s, "g")
+		got, _ := storetest.ListAll(t, s, "g")
 		assert.Empty(t, got)
-		groups, total := Groups(t, s, membership.GroupsOptions{})
+		groups, total := storetest.Groups(t, s, membership.GroupsOptions{})
 		assert.Equal(t, []membership.GroupSize{{ID: "new", Members: 2}}, groups)
 		assert.Equal(t, 1, total)
-		before := latest(t, s)
+		before := storetest.Latest(t, s)
 		res = write(s, membership.Write{Op: membership.OpReplace, GroupID: "g"})
 		assert.Equal(t, membership.Result{Revision: res.Revision}, res)
-		assert.Equal(t, before, latest(t, s), "emptying an empty group changes nothing")
+		assert.Equal(t, before, storetest.Latest(t, s), "emptying an empty group changes nothing")
 	})
 
 	t.Run("delete group removes every member in one revision", func(t *testing.T) {
 		s := newStore(t)
 		var big []membership.User
 		for uid := membership.UID(1); uid <= 300; uid++ {
-			big = append(big, nick(uid, fmt.Sprint("n", uid)))
+			big = append(big, storetest.Nicknamed(uid, fmt.Sprint("n", uid)))
 		}
-		_, err := Add(ctx, s, "big", big)
+		_, err := storetest.Add(ctx, s, "big", big)
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "other", plain(7, 1000))
+		_, err = storetest.Add(ctx, s, "other", storetest.UsersOf(7, 1000))
 		require.NoError(t, err)
-		before := latest(t, s)
+		before := storetest.Latest(t, s)
 		res := write(s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "big"})
 		assert.Equal(t, membership.Result{Count: 300, Revision: before + 1}, res)
-		got, rev := ListAll(t, s, "big")
+		got, rev := storetest.ListAll(t, s, "big")
 		assert.Empty(t, got)
 		assert.Equal(t, before+1, rev)
 		// 7 is still in other, with its nickname; 8 is forgotten.
-		_, err = Add(ctx, s, "again", plain(7, 8))
+		_, err = storetest.Add(ctx, s, "again", storetest.UsersOf(7, 8))
 		require.NoError(t, err)
-		got, _ = ListAll(t, s, "again")
+		got, _ = storetest.ListAll(t, s, "again")
 		assert.Equal(t, []membership.Member{{UID: 7, Nickname: "n7"}, {UID: 8}}, got)
-		ReverseAgrees(t, s, []string{"again", "big", "other"}, []membership.UID{1, 7, 8, 300, 1000})
+		storetest.ReverseAgrees(t, s, []string{"again", "big", "other"}, []membership.UID{1, 7, 8, 300, 1000})
 
-		before = latest(t, s)
+		before = storetest.Latest(t, s)
 		res = write(s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "big"})
 		assert.Equal(t, 0, res.Count)
-		assert.Equal(t, before, latest(t, s), "deleting an empty group changes nothing")
+		assert.Equal(t, before, storetest.Latest(t, s), "deleting an empty group changes nothing")
 	})
 
 	t.Run("remove user leaves every group in one revision and is forgotten", func(t *testing.T) {
 		s := newStore(t)
 		for _, g := range []string{"a", "b", "c"} {
-			_, err := Add(ctx, s, g, []membership.User{nick(9, "Nine"), {UID: 10}})
+			_, err := storetest.Add(ctx, s, g, []membership.User{storetest.Nicknamed(9, "Nine"), {UID: 10}})
 			require.NoError(t, err)
 		}
-		_, err := Add(ctx, s, "solo", plain(9))
+		_, err := storetest.Add(ctx, s, "solo", storetest.UsersOf(9))
 		require.NoError(t, err)
-		before := latest(t, s)
+		before := storetest.Latest(t, s)
 		res := write(s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{9}})
 		assert.Equal(t, membership.Result{Count: 4, Revision: before + 1}, res)
 		for _, g := range []string{"a", "b", "c"} {
-			got, rev := ListAll(t, s, g)
+			got, rev := storetest.ListAll(t, s, g)
 			assert.Equal(t, []membership.Member{{UID: 10}}, got, g)
 			assert.Equal(t, before+1, rev, g)
 		}
-		groups, _ := Groups(t, s, membership.GroupsOptions{})
+		groups, _ := storetest.Groups(t, s, membership.GroupsOptions{})
 		assert.Equal(t, []membership.GroupSize{{ID: "a", Members: 1}, {ID: "b", Members: 1}, {ID: "c", Members: 1}}, groups, "solo is gone")
-		_, err = Add(ctx, s, "a", plain(9))
+		_, err = storetest.Add(ctx, s, "a", storetest.UsersOf(9))
 		require.NoError(t, err)
-		got, _ := ListAll(t, s, "a")
+		got, _ := storetest.ListAll(t, s, "a")
 		assert.Equal(t, []membership.Member{{UID: 9}, {UID: 10}}, got, "the nickname is forgotten")
-		ReverseAgrees(t, s, []string{"a", "b", "c", "solo"}, []membership.UID{9, 10})
+		storetest.ReverseAgrees(t, s, []string{"a", "b", "c", "solo"}, []membership.UID{9, 10})
 
-		before = latest(t, s)
+		before = storetest.Latest(t, s)
 		res = write(s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{404}})
 		assert.Equal(t, 0, res.Count)
-		assert.Equal(t, before, latest(t, s), "removing a user in no group changes nothing")
+		assert.Equal(t, before, storetest.Latest(t, s), "removing a user in no group changes nothing")
 	})
 
 	t.Run("a precondition that does not hold changes nothing and names the revision", func(t *testing.T) {
 		for _, op := range []membership.Op{membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup} {
 			t.Run(string(op), func(t *testing.T) {
 				s := newStore(t)
-				_, err := Add(ctx, s, "g", plain(1, 2))
+				_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1, 2))
 				require.NoError(t, err)
 				stale, err := s.Revision(ctx, "g")
 				require.NoError(t, err)
-				_, err = Add(ctx, s, "g", plain(3))
+				_, err = storetest.Add(ctx, s, "g", storetest.UsersOf(3))
 				require.NoError(t, err)
 				current, err := s.Revision(ctx, "g")
 				require.NoError(t, err)
-				w := membership.Write{Op: op, GroupID: "g", Users: plain(1, 5), UIDs: []membership.UID{1}}
-				before := latest(t, s)
+				w := membership.Write{Op: op, GroupID: "g", Users: storetest.UsersOf(1, 5), UIDs: []membership.UID{1}}
+				before := storetest.Latest(t, s)
 				for _, cond := range []membership.Precondition{
 					{Revisions: []membership.Revision{stale}},
 					{Revisions: []membership.Revision{stale, current + 100}},
@@ -221,9 +187,9 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 					assert.Equal(t, membership.CodePreconditionFailed, e.Code)
 					assert.Equal(t, current, e.Revision)
 				}
-				got, _ := ListAll(t, s, "g")
+				got, _ := storetest.ListAll(t, s, "g")
 				assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}, {UID: 3}}, got)
-				assert.Equal(t, before, latest(t, s))
+				assert.Equal(t, before, storetest.Latest(t, s))
 
 				w.If = membership.Precondition{Revisions: []membership.Revision{stale, current}, Exists: true}
 				res, err := s.Write(ctx, w)
@@ -235,57 +201,41 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("exists and empty preconditions", func(t *testing.T) {
 		s := newStore(t)
-		_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: plain(1), If: membership.Precondition{Exists: true}})
+		_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(1), If: membership.Precondition{Exists: true}})
 		assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "an empty group does not exist")
-		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: plain(1), If: membership.Precondition{Empty: true}})
+		res := write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(1), If: membership.Precondition{Empty: true}})
 		assert.Equal(t, 1, res.Count, "If-None-Match: * creates the group")
-		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: plain(2), If: membership.Precondition{Empty: true}})
+		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(2), If: membership.Precondition{Empty: true}})
 		assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "but only once")
 		res = write(s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g", If: membership.Precondition{Exists: true}})
 		assert.Equal(t, 1, res.Count)
-		got, _ := ListAll(t, s, "g")
+		got, _ := storetest.ListAll(t, s, "g")
 		assert.Empty(t, got)
 	})
 
 	t.Run("of writers racing with the same precondition exactly one wins", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "g", plain(1))
+		_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1))
 		require.NoError(t, err)
 		rev, err := s.Revision(ctx, "g")
 		require.NoError(t, err)
-		const writers = 16
-		errs := make([]error, writers)
-		var wg sync.WaitGroup
-		for i := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				w := membership.Write{Op: membership.OpReplace, GroupID: "g", Users: plain(membership.UID(100 + i)),
-					If: membership.Precondition{Revisions: []membership.Revision{rev}}}
-				if i%2 == 1 {
-					w = membership.Write{Op: membership.OpAdd, GroupID: "g", Users: plain(membership.UID(100 + i)), If: w.If}
-				}
-				_, errs[i] = s.Write(ctx, w)
-			}()
-		}
-		wg.Wait()
-		won := 0
-		for _, err := range errs {
-			if err == nil {
-				won++
-			} else {
-				assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
+		writes := make([]membership.Write, 16)
+		for i := range writes {
+			writes[i] = membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(membership.UID(100 + i)),
+				If: membership.Precondition{Revisions: []membership.Revision{rev}}}
+			if i%2 == 1 {
+				writes[i].Op = membership.OpAdd
 			}
 		}
-		assert.Equal(t, 1, won)
-		got, _ := ListAll(t, s, "g")
+		storetest.OneWon(t, storetest.WriteAtOnce(s, writes))
+		got, _ := storetest.ListAll(t, s, "g")
 		assert.LessOrEqual(t, len(got), 2)
-		assert.Equal(t, rev+1, latest(t, s))
+		assert.Equal(t, rev+1, storetest.Latest(t, s))
 	})
 
 	t.Run("groups are listed in byte order, paged, by prefix, with sizes and totals", func(t *testing.T) {
 		s := newStore(t)
-		groups, total := Groups(t, s, membership.GroupsOptions{})
+		groups, total := storetest.Groups(t, s, membership.GroupsOptions{})
 		assert.Empty(t, groups)
 		assert.Equal(t, 0, total)
 		sizes := map[string]int{"a": 1, "ab": 2, "abc": 3, "b": 1, "b\u00e9": 2, "c": 1}
@@ -294,11 +244,11 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 			for uid := range n {
 				us = append(us, membership.User{UID: membership.UID(uid + 1)})
 			}
-			_, err := Add(ctx, s, id, us)
+			_, err := storetest.Add(ctx, s, id, us)
 			require.NoError(t, err)
 		}
 		want := []membership.GroupSize{{ID: "a", Members: 1}, {ID: "ab", Members: 2}, {ID: "abc", Members: 3}, {ID: "b", Members: 1}, {ID: "b\u00e9", Members: 2}, {ID: "c", Members: 1}}
-		groups, total = Groups(t, s, membership.GroupsOptions{})
+		groups, total = storetest.Groups(t, s, membership.GroupsOptions{})
 		assert.Equal(t, want, groups)
 		assert.Equal(t, 6, total)
 		tests := []struct {
@@ -319,15 +269,15 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 			{membership.GroupsOptions{Prefix: "a", After: "b"}, []membership.GroupSize{}, 3},
 		}
 		for _, tt := range tests {
-			got, total := Groups(t, s, tt.opts)
+			got, total := storetest.Groups(t, s, tt.opts)
 			assert.Equal(t, tt.want, got, "%+v", tt.opts)
 			assert.Equal(t, tt.wantTotal, total, "%+v", tt.opts)
 		}
-		_, err := Remove(ctx, s, "abc", []membership.UID{1, 2, 3})
+		_, err := storetest.Remove(ctx, s, "abc", []membership.UID{1, 2, 3})
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "ab", plain(9))
+		_, err = storetest.Add(ctx, s, "ab", storetest.UsersOf(9))
 		require.NoError(t, err)
-		groups, total = Groups(t, s, membership.GroupsOptions{Prefix: "a"})
+		groups, total = storetest.Groups(t, s, membership.GroupsOptions{Prefix: "a"})
 		assert.Equal(t, []membership.GroupSize{{ID: "a", Members: 1}, {ID: "ab", Members: 3}}, groups)
 		assert.Equal(t, 2, total)
 	})
@@ -338,14 +288,14 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for i := range 300 {
 			id := fmt.Sprintf("g%03d", (i*7)%300)
 			ids = append(ids, id)
-			_, err := Add(ctx, s, id, plain(membership.UID(i+1)))
+			_, err := storetest.Add(ctx, s, id, storetest.UsersOf(membership.UID(i+1)))
 			require.NoError(t, err)
 		}
 		slices.Sort(ids)
 		var got []string
 		after := ""
 		for {
-			page, total := Groups(t, s, membership.GroupsOptions{After: after, Limit: 7})
+			page, total := storetest.Groups(t, s, membership.GroupsOptions{After: after, Limit: 7})
 			assert.Equal(t, 300, total)
 			if len(page) == 0 {
 				break
@@ -360,15 +310,15 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("the feed reports each whole-group write as one change", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "g", []membership.User{nick(1, "Ann"), {UID: 2}})
+		_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "h", []membership.User{nick(5, "Eve")})
+		_, err = storetest.Add(ctx, s, "h", []membership.User{storetest.Nicknamed(5, "Eve")})
 		require.NoError(t, err)
-		start, since := latest(t, s), time.Now()
-		write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, {UID: 5}, nick(3, "Cy")}})
+		start, since := storetest.Latest(t, s), time.Now()
+		write(s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, {UID: 5}, storetest.Nicknamed(3, "Cy")}})
 		write(s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{2}})
 		write(s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g"})
-		got := Untimed(t, AllChanges(t, s, start), since)
+		got := storetest.Untimed(t, storetest.AllChanges(t, s, start), since)
 		want := []membership.Change{
 			{Revision: start + 1, Op: membership.OpReplace, GroupID: "g", UIDs: []membership.UID{2, 3, 5},
 				Nicknames: []membership.Member{{UID: 3, Nickname: "Cy"}, {UID: 5, Nickname: "Eve"}}},
@@ -380,11 +330,11 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 
 	t.Run("a follower of the feed reproduces every list after whole-group writes", func(t *testing.T) {
 		s := newStore(t)
-		f := NewFollower()
+		f := storetest.NewFollower()
 		steps := []membership.Write{
-			{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{nick(1, "Ann"), nick(2, "Bo"), {UID: 3}}},
-			{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{{UID: 1}, nick(4, "Di")}},
-			{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 3}, nick(4, "Dee"), {UID: 5}}},
+			{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{storetest.Nicknamed(1, "Ann"), storetest.Nicknamed(2, "Bo"), {UID: 3}}},
+			{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{{UID: 1}, storetest.Nicknamed(4, "Di")}},
+			{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 3}, storetest.Nicknamed(4, "Dee"), {UID: 5}}},
 			{Op: membership.OpRemoveUser, UIDs: []membership.UID{4}},
 			{Op: membership.OpAdd, GroupID: "c", Users: []membership.User{{UID: 2}, {UID: 4}}},
 			{Op: membership.OpDeleteGroup, GroupID: "b"},
@@ -394,12 +344,12 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		after := membership.Revision(0)
 		for i, w := range steps {
 			write(s, w)
-			for _, c := range AllChanges(t, s, after) {
+			for _, c := range storetest.AllChanges(t, s, after) {
 				f.Apply(c)
 				after = c.Revision
 			}
 			for _, g := range []string{"a", "b", "c"} {
-				want, _ := ListAll(t, s, g)
+				want, _ := storetest.ListAll(t, s, g)
 				assert.Equal(t, want, f.ListOf(g), "after step %d, group %s", i, g)
 			}
 		}

@@ -1,4 +1,7 @@
-package storetest
+// Package nestingtest is the part of the store contract about groups in
+// groups: nesting writes, cycles and depth refused, and every transitive
+// read checked against a brute-force closure of the same state.
+package nestingtest
 
 import (
 	"context"
@@ -15,128 +18,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/store"
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
-// NestingOf returns s's membership.Nesting, failing the test when it has
-// none.
-func NestingOf(t *testing.T, s membership.Store) membership.Nesting {
-	t.Helper()
-	n, ok := s.(membership.Nesting)
-	require.True(t, ok, "%T keeps groups in groups", s)
-	return n
-}
-
-// Subgroups returns what n.Subgroups lists for group, the total it gives
-// and its revision.
-func Subgroups(t *testing.T, n membership.Nesting, group string, opts membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-	t.Helper()
-	return nestedList(t, func(list membership.NestedListFunc) (membership.Revision, error) {
-		return n.Subgroups(context.Background(), group, opts, list)
-	})
-}
-
-// Parents returns what n.Parents lists for group, the total it gives and
-// its revision.
-func Parents(t *testing.T, n membership.Nesting, group string, opts membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-	t.Helper()
-	return nestedList(t, func(list membership.NestedListFunc) (membership.Revision, error) {
-		return n.Parents(context.Background(), group, opts, list)
-	})
-}
-
-func nestedList(t *testing.T, read func(membership.NestedListFunc) (membership.Revision, error)) ([]membership.Nested, int, membership.Revision) {
-	t.Helper()
-	got := []membership.Nested{}
-	total := -1
-	rev, err := read(func(n int, groups iter.Seq[membership.Nested]) {
-		total = n
-		for g := range groups {
-			got = append(got, g)
-		}
-	})
-	require.NoError(t, err)
-	return got, total, rev
-}
-
-// TransitiveMembers returns what n.ListTransitiveMembers lists for group,
-// the total it gives and its revision.
-func TransitiveMembers(t *testing.T, n membership.Nesting, group string, opts membership.ListOptions) ([]membership.Member, int, membership.Revision) {
-	t.Helper()
-	got, total, rev, err := transitiveMembers(n, group, opts)
-	require.NoError(t, err)
-	return got, total, rev
-}
-
-func transitiveMembers(n membership.Nesting, group string, opts membership.ListOptions) ([]membership.Member, int, membership.Revision, error) {
-	got := []membership.Member{}
-	total := -1
-	rev, err := n.ListTransitiveMembers(context.Background(), group, opts, func(n int, members iter.Seq[membership.Member]) {
-		total = n
-		for m := range members {
-			got = append(got, m)
-		}
-	})
-	return got, total, rev, err
-}
-
-// TransitiveGroups returns what n.TransitiveUserGroups lists for uid, the
-// total it gives and its revision.
-func TransitiveGroups(t *testing.T, n membership.Nesting, uid membership.UID, opts membership.GroupListOptions) ([]string, int, membership.Revision) {
-	t.Helper()
-	got, total, rev, err := transitiveGroups(n, uid, opts)
-	require.NoError(t, err)
-	return got, total, rev
-}
-
-func transitiveGroups(n membership.Nesting, uid membership.UID, opts membership.GroupListOptions) ([]string, int, membership.Revision, error) {
-	got := []string{}
-	total := -1
-	rev, err := n.TransitiveUserGroups(context.Background(), uid, opts, func(n int, ids iter.Seq[string]) {
-		total = n
-		for id := range ids {
-			got = append(got, id)
-		}
-	})
-	return got, total, rev, err
-}
-
-// Nest returns the write that nests children in parent, as the Service
-// sends it (MaxDepth membership.DefaultMaxDepth).
-func Nest(parent string, children ...string) membership.Write {
-	return nestingWrite(membership.OpAddGroups, parent, children...)
-}
-
-func nestingWrite(op membership.Op, parent string, children ...string) membership.Write {
-	w := membership.Write{Op: op, GroupID: parent, MaxDepth: membership.DefaultMaxDepth, Subgroups: []membership.Subgroup{}}
-	for _, c := range children {
-		w.Subgroups = append(w.Subgroups, membership.Subgroup{GroupID: c})
-	}
-	return w
-}
-
-// NestedUntil returns a subgroup element whose nesting ends at at (zero:
-// made permanent).
-func NestedUntil(child string, at time.Time) membership.Subgroup {
-	return membership.Subgroup{GroupID: child, Expiry: membership.Expiry{Set: true, At: at}}
-}
-
-func nested(ids ...string) []membership.Nested {
-	out := []membership.Nested{}
-	for _, id := range ids {
-		out = append(out, membership.Nested{GroupID: id})
-	}
-	return out
-}
-
-// Nesting checks groups in groups (membership.Nesting) on a store that
+// Contract checks groups in groups (membership.Nesting) on a store that
 // keeps them: nesting writes and their results, revisions and feed
 // changes; cycles and depth refused when written, whole; batches; group
 // deletion; preconditions; Groups; Idempotency-Keys; nestings that end by
 // themselves; and every transitive read, each against a brute-force
 // closure of the same state (Follower), also beside concurrent writers.
 // newStore(t) returns an empty store for t to use and close.
-func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
+func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 	ctx := context.Background()
 	// Expiries are ahead of the wall clock, as the service requires, and
 	// come due on the clock the tests give.
@@ -157,24 +50,23 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 	}
 	refused := func(t *testing.T, s membership.Store, w membership.Write, want *membership.Error) {
 		t.Helper()
-		before := latest(t, s)
+		before := storetest.Latest(t, s)
 		_, err := s.Write(ctx, w)
 		require.Error(t, err)
 		assert.Equal(t, want.Code, membership.ErrorCode(err))
 		assert.Equal(t, want.Message, membership.ErrorMessage(err))
-		assert.Equal(t, before, latest(t, s), "a refused write takes no revision")
+		assert.Equal(t, before, storetest.Latest(t, s), "a refused write takes no revision")
 	}
 
 	t.Run("add, remove and replace subgroups, with counts, revisions and changes", func(t *testing.T) {
 		s := newStore(t)
-		n := NestingOf(t, s)
 		add(t, s, "b", 1)
 		bRev, _ := s.Revision(ctx, "b")
-		before := latest(t, s)
-		res := write(t, s, Nest("a", "c", "b", "c"))
+		before := storetest.Latest(t, s)
+		res := write(t, s, storetest.Nest("a", "c", "b", "c"))
 		assert.Equal(t, membership.Result{Count: 2, Revision: before + 1}, res)
-		got, total, rev := Subgroups(t, n, "a", membership.NestingListOptions{})
-		assert.Equal(t, nested("b", "c"), got)
+		got, total, rev := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
+		assert.Equal(t, storetest.Nested("b", "c"), got)
 		assert.Equal(t, 2, total)
 		assert.GreaterOrEqual(t, rev, res.Revision)
 		aRev, err := s.Revision(ctx, "a")
@@ -183,67 +75,66 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		rev, err = s.Revision(ctx, "b")
 		require.NoError(t, err)
 		assert.Equal(t, bRev, rev, "b's does not move with its parents")
-		parents, total, _ := Parents(t, n, "b", membership.NestingListOptions{})
-		assert.Equal(t, nested("a"), parents)
+		parents, total, _ := storetest.Parents(t, s, "b", membership.NestingListOptions{})
+		assert.Equal(t, storetest.Nested("a"), parents)
 		assert.Equal(t, 1, total)
 
-		again := write(t, s, Nest("a", "b"))
+		again := write(t, s, storetest.Nest("a", "b"))
 		assert.Equal(t, membership.Result{Count: 0, Revision: res.Revision}, again, "nothing new: no revision")
 
-		removed := write(t, s, nestingWrite(membership.OpRemoveGroups, "a", "c", "x", "c"))
+		removed := write(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "c", "x", "c"))
 		assert.Equal(t, membership.Result{Count: 1, Revision: res.Revision + 1}, removed)
-		none := write(t, s, nestingWrite(membership.OpRemoveGroups, "a", "x"))
+		none := write(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "x"))
 		assert.Equal(t, membership.Result{Count: 0, Revision: removed.Revision}, none)
 
-		replaced := write(t, s, nestingWrite(membership.OpReplaceGroups, "a", "d", "c"))
+		replaced := write(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a", "d", "c"))
 		assert.Equal(t, membership.Result{Count: 2, Removed: 1, Revision: removed.Revision + 1}, replaced)
-		same := write(t, s, nestingWrite(membership.OpReplaceGroups, "a", "c", "d"))
+		same := write(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a", "c", "d"))
 		assert.Equal(t, membership.Result{Count: 0, Revision: replaced.Revision}, same)
-		got, _, _ = Subgroups(t, n, "a", membership.NestingListOptions{})
-		assert.Equal(t, nested("c", "d"), got)
-		parents, total, _ = Parents(t, n, "b", membership.NestingListOptions{})
+		got, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
+		assert.Equal(t, storetest.Nested("c", "d"), got)
+		parents, total, _ = storetest.Parents(t, s, "b", membership.NestingListOptions{})
 		assert.Empty(t, parents)
 		assert.Zero(t, total)
 
-		changes := AllChanges(t, s, before)
+		changes := storetest.AllChanges(t, s, before)
 		require.Len(t, changes, 3)
 		for i, want := range []membership.Change{
-			{Revision: before + 1, Op: membership.OpAddGroups, GroupID: "a", Groups: nested("b", "c")},
-			{Revision: before + 2, Op: membership.OpRemoveGroups, GroupID: "a", Groups: nested("c")},
-			{Revision: before + 3, Op: membership.OpReplaceGroups, GroupID: "a", Groups: nested("c", "d")},
+			{Revision: before + 1, Op: membership.OpAddGroups, GroupID: "a", Groups: storetest.Nested("b", "c")},
+			{Revision: before + 2, Op: membership.OpRemoveGroups, GroupID: "a", Groups: storetest.Nested("c")},
+			{Revision: before + 3, Op: membership.OpReplaceGroups, GroupID: "a", Groups: storetest.Nested("c", "d")},
 		} {
 			c := changes[i]
 			assert.False(t, c.Time.IsZero())
 			c.Time = time.Time{}
-			assert.Equal(t, EmptiesAsNil([]membership.Change{want}), EmptiesAsNil([]membership.Change{c}))
+			assert.Equal(t, storetest.EmptiesAsNil([]membership.Change{want}), storetest.EmptiesAsNil([]membership.Change{c}))
 		}
 
-		emptied := write(t, s, nestingWrite(membership.OpReplaceGroups, "a"))
+		emptied := write(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a"))
 		assert.Equal(t, membership.Result{Removed: 2, Revision: replaced.Revision + 1}, emptied)
-		groups, _ := Groups(t, s, membership.GroupsOptions{})
+		groups, _ := storetest.Groups(t, s, membership.GroupsOptions{})
 		assert.Equal(t, []membership.GroupSize{{ID: "b", Members: 1}}, groups, "a group with neither members nor subgroups does not exist")
 	})
 
 	t.Run("an add sets, changes and keeps a nesting's expiry", func(t *testing.T) {
 		s := newStore(t)
-		n := NestingOf(t, s)
-		w := Nest("a")
-		w.Subgroups = []membership.Subgroup{NestedUntil("b", t0), {GroupID: "c"}}
-		before := latest(t, s)
+		w := storetest.Nest("a")
+		w.Subgroups = []membership.Subgroup{storetest.NestedUntil("b", t0), {GroupID: "c"}}
+		before := storetest.Latest(t, s)
 		write(t, s, w)
-		got, _, _ := Subgroups(t, n, "a", membership.NestingListOptions{})
+		got, _, _ := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 		assert.Equal(t, []membership.Nested{{GroupID: "b", Expires: t0}, {GroupID: "c"}}, got)
-		w.Subgroups = []membership.Subgroup{{GroupID: "b"}, NestedUntil("c", t0.Add(time.Minute))}
+		w.Subgroups = []membership.Subgroup{{GroupID: "b"}, storetest.NestedUntil("c", t0.Add(time.Minute))}
 		res := write(t, s, w)
 		assert.Equal(t, 0, res.Count)
 		assert.Equal(t, before+2, res.Revision, "an expiry changed is a change")
-		w.Subgroups = []membership.Subgroup{NestedUntil("b", time.Time{})}
+		w.Subgroups = []membership.Subgroup{storetest.NestedUntil("b", time.Time{})}
 		write(t, s, w)
-		got, _, _ = Subgroups(t, n, "a", membership.NestingListOptions{})
+		got, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 		assert.Equal(t, []membership.Nested{{GroupID: "b"}, {GroupID: "c", Expires: t0.Add(time.Minute)}}, got)
-		parents, _, _ := Parents(t, n, "c", membership.NestingListOptions{})
+		parents, _, _ := storetest.Parents(t, s, "c", membership.NestingListOptions{})
 		assert.Equal(t, []membership.Nested{{GroupID: "a", Expires: t0.Add(time.Minute)}}, parents)
-		changes := AllChanges(t, s, before)
+		changes := storetest.AllChanges(t, s, before)
 		require.Len(t, changes, 3)
 		assert.Equal(t, []membership.Nested{{GroupID: "b", Expires: t0}, {GroupID: "c"}}, changes[0].Groups)
 		assert.Equal(t, []membership.Nested{{GroupID: "c", Expires: t0.Add(time.Minute)}}, changes[1].Groups, "only what changed")
@@ -252,7 +143,7 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		w.Subgroups = []membership.Subgroup{{GroupID: "b", Expiry: membership.Expiry{Set: true, TTL: time.Hour}}}
 		start := time.Now()
 		write(t, s, w)
-		got, _, _ = Subgroups(t, n, "a", membership.NestingListOptions{Limit: 1})
+		got, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{Limit: 1})
 		require.Len(t, got, 1)
 		assert.False(t, got[0].Expires.Before(start.Add(time.Hour).Truncate(time.Millisecond)), "a ttl counts from the commit")
 		assert.False(t, got[0].Expires.After(time.Now().Add(time.Hour)))
@@ -260,65 +151,64 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("a cycle is refused when written, naming a shortest path, and nothing is applied", func(t *testing.T) {
 		s := newStore(t)
-		write(t, s, Nest("all-staff", "engineering"))
-		write(t, s, Nest("engineering", "backend"))
-		write(t, s, Nest("backend", "db"))
-		refused(t, s, Nest("a", "a"), membership.CycleError("a", "a", []string{"a"}))
-		refused(t, s, Nest("backend", "engineering"), membership.CycleError("backend", "engineering", []string{"engineering", "backend"}))
-		refused(t, s, Nest("backend", "all-staff"), membership.CycleError("backend", "all-staff", []string{"all-staff", "engineering", "backend"}))
-		refused(t, s, Nest("db", "all-staff"), membership.CycleError("db", "all-staff", []string{"all-staff", "engineering", "backend", "db"}))
-		write(t, s, Nest("all-staff", "db"))
-		refused(t, s, Nest("db", "all-staff"), membership.CycleError("db", "all-staff", []string{"all-staff", "db"}))
+		write(t, s, storetest.Nest("all-staff", "engineering"))
+		write(t, s, storetest.Nest("engineering", "backend"))
+		write(t, s, storetest.Nest("backend", "db"))
+		refused(t, s, storetest.Nest("a", "a"), membership.CycleError("a", "a", []string{"a"}))
+		refused(t, s, storetest.Nest("backend", "engineering"), membership.CycleError("backend", "engineering", []string{"engineering", "backend"}))
+		refused(t, s, storetest.Nest("backend", "all-staff"), membership.CycleError("backend", "all-staff", []string{"all-staff", "engineering", "backend"}))
+		refused(t, s, storetest.Nest("db", "all-staff"), membership.CycleError("db", "all-staff", []string{"all-staff", "engineering", "backend", "db"}))
+		write(t, s, storetest.Nest("all-staff", "db"))
+		refused(t, s, storetest.Nest("db", "all-staff"), membership.CycleError("db", "all-staff", []string{"all-staff", "db"}))
 
-		w := nestingWrite(membership.OpReplaceGroups, "db", "x", "engineering", "all-staff")
+		w := storetest.NestingWrite(membership.OpReplaceGroups, "db", "x", "engineering", "all-staff")
 		refused(t, s, w, membership.CycleError("db", "engineering", []string{"engineering", "backend", "db"}))
-		w = Nest("db", "y", "z", "backend")
+		w = storetest.Nest("db", "y", "z", "backend")
 		refused(t, s, w, membership.CycleError("db", "backend", []string{"backend", "db"}))
-		got, _, _ := Subgroups(t, NestingOf(t, s), "db", membership.NestingListOptions{})
+		got, _, _ := storetest.Subgroups(t, s, "db", membership.NestingListOptions{})
 		assert.Empty(t, got, "nothing of a refused write is applied")
 
-		res := write(t, s, nestingWrite(membership.OpRemoveGroups, "a", "a"))
+		res := write(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "a"))
 		assert.Zero(t, res.Count, "removing a group from itself is no cycle")
 	})
 
 	t.Run("a chain deeper than MaxDepth is refused, whole; 0 is no bound", func(t *testing.T) {
 		s := newStore(t)
 		deep := func(w membership.Write, most int) membership.Write { w.MaxDepth = most; return w }
-		write(t, s, deep(Nest("a", "b"), 2))
-		write(t, s, deep(Nest("b", "c"), 2))
-		refused(t, s, deep(Nest("c", "d"), 2), membership.TooDeepError("c", "d", 3, 2))
-		refused(t, s, deep(Nest("z", "a"), 2), membership.TooDeepError("z", "a", 3, 2))
-		write(t, s, deep(Nest("x", "y"), 2))
-		refused(t, s, deep(Nest("b", "w", "x"), 2), membership.TooDeepError("b", "x", 3, 2))
-		got, _, _ := Subgroups(t, NestingOf(t, s), "b", membership.NestingListOptions{})
-		assert.Equal(t, nested("c"), got, "w was not added")
-		write(t, s, deep(Nest("a", "x"), 2))
-		write(t, s, deep(Nest("c", "d"), 0))
-		write(t, s, deep(Nest("d", "e"), 0))
-		refused(t, s, deep(Nest("e", "f"), 4), membership.TooDeepError("e", "f", 5, 4))
-		refused(t, s, deep(Nest("e", "a"), 0), membership.CycleError("e", "a", []string{"a", "b", "c", "d", "e"}))
+		write(t, s, deep(storetest.Nest("a", "b"), 2))
+		write(t, s, deep(storetest.Nest("b", "c"), 2))
+		refused(t, s, deep(storetest.Nest("c", "d"), 2), membership.TooDeepError("c", "d", 3, 2))
+		refused(t, s, deep(storetest.Nest("z", "a"), 2), membership.TooDeepError("z", "a", 3, 2))
+		write(t, s, deep(storetest.Nest("x", "y"), 2))
+		refused(t, s, deep(storetest.Nest("b", "w", "x"), 2), membership.TooDeepError("b", "x", 3, 2))
+		got, _, _ := storetest.Subgroups(t, s, "b", membership.NestingListOptions{})
+		assert.Equal(t, storetest.Nested("c"), got, "w was not added")
+		write(t, s, deep(storetest.Nest("a", "x"), 2))
+		write(t, s, deep(storetest.Nest("c", "d"), 0))
+		write(t, s, deep(storetest.Nest("d", "e"), 0))
+		refused(t, s, deep(storetest.Nest("e", "f"), 4), membership.TooDeepError("e", "f", 5, 4))
+		refused(t, s, deep(storetest.Nest("e", "a"), 0), membership.CycleError("e", "a", []string{"a", "b", "c", "d", "e"}))
 	})
 
 	t.Run("a batch nests all or nothing, a cycle of two of its changes included", func(t *testing.T) {
 		s := newStore(t)
-		n := NestingOf(t, s)
 		add(t, s, "b", 1)
-		before := latest(t, s)
+		before := storetest.Latest(t, s)
 		b := membership.Batch{MaxDepth: membership.DefaultMaxDepth, Writes: []membership.Write{
 			{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{{UID: 2}}},
-			Nest("a", "b"),
-			Nest("b", "c"),
-			Nest("c", "a"),
+			storetest.Nest("a", "b"),
+			storetest.Nest("b", "c"),
+			storetest.Nest("c", "a"),
 		}}
 		_, err := s.Batch(ctx, b)
 		require.Error(t, err)
 		assert.Equal(t, `changes element 3 (group "c"): `+membership.CycleError("c", "a", []string{"a", "b", "c"}).Message, membership.ErrorMessage(err),
 			"the write refused is named as a batch names any")
 		assert.Equal(t, membership.CodeCycle, membership.ErrorCode(err))
-		assert.Equal(t, before, latest(t, s))
-		got, _ := ListAll(t, s, "a")
+		assert.Equal(t, before, storetest.Latest(t, s))
+		got, _ := storetest.ListAll(t, s, "a")
 		assert.Empty(t, got)
-		subs, _, _ := Subgroups(t, n, "a", membership.NestingListOptions{})
+		subs, _, _ := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 		assert.Empty(t, subs)
 
 		b.MaxDepth = 1
@@ -326,10 +216,10 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		_, err = s.Batch(ctx, b)
 		assert.Equal(t, `changes element 2 (group "b"): `+membership.TooDeepError("b", "c", 2, 1).Message, membership.ErrorMessage(err))
 		assert.Equal(t, membership.CodeTooDeep, membership.ErrorCode(err))
-		assert.Equal(t, before, latest(t, s))
+		assert.Equal(t, before, storetest.Latest(t, s))
 
 		b.MaxDepth = 2
-		b.Writes = append(b.Writes, nestingWrite(membership.OpRemoveGroups, "b", "c"), nestingWrite(membership.OpReplaceGroups, "d", "a"))
+		b.Writes = append(b.Writes, storetest.NestingWrite(membership.OpRemoveGroups, "b", "c"), storetest.NestingWrite(membership.OpReplaceGroups, "d", "a"))
 		res, err := s.Batch(ctx, b)
 		require.NoError(t, err)
 		assert.Equal(t, before+1, res.Revision)
@@ -337,14 +227,14 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 			{Count: 1, Revision: before + 1}, {Count: 1, Revision: before + 1}, {Count: 1, Revision: before + 1},
 			{Count: 1, Revision: before + 1}, {Count: 1, Revision: before + 1},
 		}, res.Results)
-		changes := AllChanges(t, s, before)
+		changes := storetest.AllChanges(t, s, before)
 		require.Len(t, changes, 1)
 		require.Len(t, changes[0].Changes, 5)
-		assert.Equal(t, nested("b"), changes[0].Changes[1].Groups)
-		assert.Equal(t, nested("c"), changes[0].Changes[3].Groups)
+		assert.Equal(t, storetest.Nested("b"), changes[0].Changes[1].Groups)
+		assert.Equal(t, storetest.Nested("c"), changes[0].Changes[3].Groups)
 		assert.Equal(t, membership.OpReplaceGroups, changes[0].Changes[4].Op)
-		below, total, _ := Subgroups(t, n, "d", membership.NestingListOptions{Transitive: true})
-		assert.Equal(t, nested("a", "b"), below)
+		below, total, _ := storetest.Subgroups(t, s, "d", membership.NestingListOptions{Transitive: true})
+		assert.Equal(t, storetest.Nested("a", "b"), below)
 		assert.Equal(t, 2, total)
 		for _, g := range []string{"a", "d"} {
 			rev, err := s.Revision(ctx, g)
@@ -355,32 +245,31 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("deleting a group takes it from its parents and its subgroups from it", func(t *testing.T) {
 		s := newStore(t)
-		n := NestingOf(t, s)
-		write(t, s, Nest("top", "mid", "other"))
-		write(t, s, Nest("mid", "leaf"))
+		write(t, s, storetest.Nest("top", "mid", "other"))
+		write(t, s, storetest.Nest("mid", "leaf"))
 		add(t, s, "mid", 1)
 		add(t, s, "leaf", 2)
-		before := latest(t, s)
+		before := storetest.Latest(t, s)
 		res := write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "mid"})
 		assert.Equal(t, membership.Result{Count: 1, Revision: before + 1}, res)
-		subs, _, _ := Subgroups(t, n, "top", membership.NestingListOptions{})
-		assert.Equal(t, nested("other"), subs)
-		parents, _, _ := Parents(t, n, "leaf", membership.NestingListOptions{})
+		subs, _, _ := storetest.Subgroups(t, s, "top", membership.NestingListOptions{})
+		assert.Equal(t, storetest.Nested("other"), subs)
+		parents, _, _ := storetest.Parents(t, s, "leaf", membership.NestingListOptions{})
 		assert.Empty(t, parents)
 		rev, err := s.Revision(ctx, "top")
 		require.NoError(t, err)
 		assert.Equal(t, res.Revision, rev, "top's subgroups changed")
-		groups, _ := Groups(t, s, membership.GroupsOptions{})
+		groups, _ := storetest.Groups(t, s, membership.GroupsOptions{})
 		assert.Equal(t, []membership.GroupSize{{ID: "leaf", Members: 1}, {ID: "top", Subgroups: 1}}, groups)
 
 		res = write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "other"})
 		assert.Equal(t, membership.Result{Count: 0, Revision: before + 2}, res, "a group that is only nested is deleted from its parents")
-		groups, _ = Groups(t, s, membership.GroupsOptions{})
+		groups, _ = storetest.Groups(t, s, membership.GroupsOptions{})
 		assert.Equal(t, []membership.GroupSize{{ID: "leaf", Members: 1}}, groups)
-		res = write(t, s, Nest("top", "leaf"))
+		res = write(t, s, storetest.Nest("top", "leaf"))
 		res = write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "top"})
 		assert.Equal(t, before+4, res.Revision, "a group with only subgroups is deleted")
-		parents, _, _ = Parents(t, n, "leaf", membership.NestingListOptions{})
+		parents, _, _ = storetest.Parents(t, s, "leaf", membership.NestingListOptions{})
 		assert.Empty(t, parents)
 	})
 
@@ -388,7 +277,7 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		s := newStore(t)
 		exists := membership.Precondition{Exists: true}
 		empty := membership.Precondition{Empty: true}
-		w := Nest("a", "b")
+		w := storetest.Nest("a", "b")
 		w.If = empty
 		write(t, s, w)
 		_, err := s.Write(ctx, w)
@@ -399,7 +288,7 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		write(t, s, a) // a still exists: it has a subgroup
 		rev, err := s.Revision(ctx, "a")
 		require.NoError(t, err)
-		w = Nest("a", "c")
+		w = storetest.Nest("a", "c")
 		w.If = membership.Precondition{Revisions: []membership.Revision{rev - 1}}
 		_, err = s.Write(ctx, w)
 		assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
@@ -407,15 +296,15 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		res := write(t, s, w)
 		bRev, err := s.Revision(ctx, "b")
 		require.NoError(t, err)
-		write(t, s, Nest("top", "a"))
-		write(t, s, Nest("b", "d"))
+		write(t, s, storetest.Nest("top", "a"))
+		write(t, s, storetest.Nest("b", "d"))
 		rev, err = s.Revision(ctx, "a")
 		require.NoError(t, err)
 		assert.Equal(t, res.Revision, rev, "a's parent and its subgroup's subgroups are not a's")
 		rev, err = s.Revision(ctx, "b")
 		require.NoError(t, err)
 		assert.Greater(t, rev, bRev)
-		w = nestingWrite(membership.OpRemoveGroups, "x", "y")
+		w = storetest.NestingWrite(membership.OpRemoveGroups, "x", "y")
 		w.If = exists
 		_, err = s.Write(ctx, w)
 		assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "x has neither members nor subgroups")
@@ -423,43 +312,42 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("Groups lists groups with subgroups, and how many", func(t *testing.T) {
 		s := newStore(t)
-		write(t, s, Nest("a", "b", "c"))
+		write(t, s, storetest.Nest("a", "b", "c"))
 		add(t, s, "b", 1, 2)
-		write(t, s, Nest("b", "c"))
-		groups, total := Groups(t, s, membership.GroupsOptions{})
+		write(t, s, storetest.Nest("b", "c"))
+		groups, total := storetest.Groups(t, s, membership.GroupsOptions{})
 		assert.Equal(t, []membership.GroupSize{{ID: "a", Subgroups: 2}, {ID: "b", Members: 2, Subgroups: 1}}, groups)
 		assert.Equal(t, 2, total)
-		groups, total = Groups(t, s, membership.GroupsOptions{After: "a", Limit: 1})
+		groups, total = storetest.Groups(t, s, membership.GroupsOptions{After: "a", Limit: 1})
 		assert.Equal(t, []membership.GroupSize{{ID: "b", Members: 2, Subgroups: 1}}, groups)
 		assert.Equal(t, 2, total)
 	})
 
 	t.Run("a keyed nesting write is applied once for its key", func(t *testing.T) {
 		s := newStore(t)
-		for i, w := range []membership.Write{Nest("a", "b"), nestingWrite(membership.OpReplaceGroups, "a", "c"), nestingWrite(membership.OpRemoveGroups, "a", "c")} {
+		for i, w := range []membership.Write{storetest.Nest("a", "b"), storetest.NestingWrite(membership.OpReplaceGroups, "a", "c"), storetest.NestingWrite(membership.OpRemoveGroups, "a", "c")} {
 			key := fmt.Sprint("k", i)
-			first, err := s.Write(ctx, Keyed(w, key))
+			first, err := s.Write(ctx, storetest.Keyed(w, key))
 			require.NoError(t, err)
-			write(t, s, Nest("a", "d")) // in between
-			before := latest(t, s)
-			again, err := s.Write(ctx, Keyed(w, key))
+			write(t, s, storetest.Nest("a", "d")) // in between
+			before := storetest.Latest(t, s)
+			again, err := s.Write(ctx, storetest.Keyed(w, key))
 			require.NoError(t, err)
 			assert.True(t, again.Replayed, w.Op)
 			again.Replayed = false
 			assert.Equal(t, first, again, w.Op)
-			assert.Equal(t, before, latest(t, s), "a replay takes no revision")
-			_, err = s.Write(ctx, Keyed(Nest("a", "other"), key))
+			assert.Equal(t, before, storetest.Latest(t, s), "a replay takes no revision")
+			_, err = s.Write(ctx, storetest.Keyed(storetest.Nest("a", "other"), key))
 			assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err))
 		}
-		got, _, _ := Subgroups(t, NestingOf(t, s), "a", membership.NestingListOptions{})
-		assert.Equal(t, nested("d"), got)
+		got, _, _ := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
+		assert.Equal(t, storetest.Nested("d"), got)
 	})
 
 	t.Run("a nesting ends by itself, through the store's expiries", func(t *testing.T) {
 		s := newStore(t)
-		n := NestingOf(t, s)
-		w := Nest("a")
-		w.Subgroups = []membership.Subgroup{NestedUntil("b", t0), NestedUntil("c", t0.Add(time.Minute)), {GroupID: "d"}}
+		w := storetest.Nest("a")
+		w.Subgroups = []membership.Subgroup{storetest.NestedUntil("b", t0), storetest.NestedUntil("c", t0.Add(time.Minute)), {GroupID: "d"}}
 		write(t, s, w)
 		add(t, s, "b", 1)
 		next, ok := s.NextExpiry()
@@ -467,33 +355,34 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		assert.Equal(t, t0, next)
 		assert.Empty(t, s.DueExpiries(t0.Add(-time.Millisecond), 100), "nothing is due before its time")
 		aRev, _ := s.Revision(ctx, "a")
-		tRev, err := n.TransitiveRevision(ctx, "a")
+		tRev, err := s.TransitiveRevision(ctx, "a")
 		require.NoError(t, err)
-		before := latest(t, s)
-		assert.Equal(t, 1, Expire(t, s, t0))
-		subs, _, _ := Subgroups(t, n, "a", membership.NestingListOptions{})
+		before := storetest.Latest(t, s)
+		assert.Equal(t, 1, storetest.Expire(t, s, t0))
+		subs, _, _ := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 		assert.Equal(t, []membership.Nested{{GroupID: "c", Expires: t0.Add(time.Minute)}, {GroupID: "d"}}, subs)
-		changes := AllChanges(t, s, before)
+		changes := storetest.AllChanges(t, s, before)
 		require.Len(t, changes, 1)
 		c := changes[0]
 		assert.Equal(t, membership.OpExpireGroups, c.Op)
 		assert.Equal(t, "a", c.GroupID)
-		assert.Equal(t, nested("b"), c.Groups)
+		assert.Equal(t, storetest.Nested("b"), c.Groups)
 		assert.Zero(t, c.Actor)
+		assert.Empty(t, c.Principal)
 		rev, _ := s.Revision(ctx, "a")
 		assert.Greater(t, rev, aRev)
-		moved, err := n.TransitiveRevision(ctx, "a")
+		moved, err := s.TransitiveRevision(ctx, "a")
 		require.NoError(t, err)
 		assert.Greater(t, moved, tRev)
-		members, _, _ := TransitiveMembers(t, n, "a", membership.ListOptions{})
+		members, _, _ := storetest.TransitiveMembers(t, s, "a", membership.ListOptions{})
 		assert.Empty(t, members)
-		assert.Zero(t, Expire(t, s, t0), "an expiry applied is not due again")
+		assert.Zero(t, storetest.Expire(t, s, t0), "an expiry applied is not due again")
 
 		// Found due, then extended: not applied.
 		due := s.DueExpiries(t0.Add(time.Minute), 100)
 		require.Len(t, due, 1)
 		assert.Equal(t, membership.OpExpireGroups, due[0].Write.Op)
-		w.Subgroups = []membership.Subgroup{NestedUntil("c", t0.Add(time.Hour))}
+		w.Subgroups = []membership.Subgroup{storetest.NestedUntil("c", t0.Add(time.Hour))}
 		write(t, s, w)
 		res, err := s.Write(ctx, due[0].Write)
 		require.NoError(t, err)
@@ -503,30 +392,29 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		require.Len(t, due, 1)
 		assert.Empty(t, s.DueExpiries(t0.Add(time.Hour), 100), "taken")
 		s.RequeueExpiries(due)
-		assert.Equal(t, 1, Expire(t, s, t0.Add(time.Hour)))
-		subs, _, _ = Subgroups(t, n, "a", membership.NestingListOptions{})
-		assert.Equal(t, nested("d"), subs)
+		assert.Equal(t, 1, storetest.Expire(t, s, t0.Add(time.Hour)))
+		subs, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
+		assert.Equal(t, storetest.Nested("d"), subs)
 		// A nesting removed otherwise has no expiry left.
-		w.Subgroups = []membership.Subgroup{NestedUntil("e", t0)}
+		w.Subgroups = []membership.Subgroup{storetest.NestedUntil("e", t0)}
 		write(t, s, w)
-		write(t, s, nestingWrite(membership.OpRemoveGroups, "a", "e"))
-		write(t, s, Nest("a", "e"))
-		assert.Zero(t, Expire(t, s, t0.Add(2*time.Hour)))
-		subs, _, _ = Subgroups(t, n, "a", membership.NestingListOptions{})
-		assert.Equal(t, nested("d", "e"), subs)
+		write(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "e"))
+		write(t, s, storetest.Nest("a", "e"))
+		assert.Zero(t, storetest.Expire(t, s, t0.Add(2*time.Hour)))
+		subs, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
+		assert.Equal(t, storetest.Nested("d", "e"), subs)
 	})
 
 	t.Run("direct and transitive subgroups and parents, paged", func(t *testing.T) {
 		s := newStore(t)
-		n := NestingOf(t, s)
 		// a > b > d > e, a > c > d (a diamond), x > e.
-		write(t, s, Nest("a", "c", "b"))
-		w := Nest("b")
-		w.Subgroups = []membership.Subgroup{NestedUntil("d", t0)}
+		write(t, s, storetest.Nest("a", "c", "b"))
+		w := storetest.Nest("b")
+		w.Subgroups = []membership.Subgroup{storetest.NestedUntil("d", t0)}
 		write(t, s, w)
-		write(t, s, Nest("c", "d"))
-		write(t, s, Nest("d", "e"))
-		write(t, s, Nest("x", "e"))
+		write(t, s, storetest.Nest("c", "d"))
+		write(t, s, storetest.Nest("d", "e"))
+		write(t, s, storetest.Nest("x", "e"))
 		for _, tt := range []struct {
 			name      string
 			read      func(string, membership.NestingListOptions) ([]membership.Nested, int, membership.Revision)
@@ -536,29 +424,29 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 			wantTotal int
 		}{
 			{"subgroups", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return Subgroups(t, n, g, o)
+				return storetest.Subgroups(t, s, g, o)
 			}, "b", membership.NestingListOptions{}, []membership.Nested{{GroupID: "d", Expires: t0}}, 1},
 			{"all below", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return Subgroups(t, n, g, o)
-			}, "a", membership.NestingListOptions{Transitive: true}, nested("b", "c", "d", "e"), 4},
+				return storetest.Subgroups(t, s, g, o)
+			}, "a", membership.NestingListOptions{Transitive: true}, storetest.Nested("b", "c", "d", "e"), 4},
 			{"a page below", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return Subgroups(t, n, g, o)
-			}, "a", membership.NestingListOptions{Transitive: true, After: "b", Limit: 2}, nested("c", "d"), 4},
+				return storetest.Subgroups(t, s, g, o)
+			}, "a", membership.NestingListOptions{Transitive: true, After: "b", Limit: 2}, storetest.Nested("c", "d"), 4},
 			{"a page of direct", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return Subgroups(t, n, g, o)
-			}, "a", membership.NestingListOptions{After: "b"}, nested("c"), 2},
+				return storetest.Subgroups(t, s, g, o)
+			}, "a", membership.NestingListOptions{After: "b"}, storetest.Nested("c"), 2},
 			{"parents", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return Parents(t, n, g, o)
+				return storetest.Parents(t, s, g, o)
 			}, "d", membership.NestingListOptions{}, []membership.Nested{{GroupID: "b", Expires: t0}, {GroupID: "c"}}, 2},
 			{"all above", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return Parents(t, n, g, o)
-			}, "e", membership.NestingListOptions{Transitive: true}, nested("a", "b", "c", "d", "x"), 5},
+				return storetest.Parents(t, s, g, o)
+			}, "e", membership.NestingListOptions{Transitive: true}, storetest.Nested("a", "b", "c", "d", "x"), 5},
 			{"a page above", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return Parents(t, n, g, o)
-			}, "e", membership.NestingListOptions{Transitive: true, After: "a", Limit: 3}, nested("b", "c", "d"), 5},
+				return storetest.Parents(t, s, g, o)
+			}, "e", membership.NestingListOptions{Transitive: true, After: "a", Limit: 3}, storetest.Nested("b", "c", "d"), 5},
 			{"unknown", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-				return Parents(t, n, g, o)
-			}, "nobody", membership.NestingListOptions{Transitive: true}, nested(), 0},
+				return storetest.Parents(t, s, g, o)
+			}, "nobody", membership.NestingListOptions{Transitive: true}, storetest.Nested(), 0},
 		} {
 			got, total, rev := tt.read(tt.group, tt.opts)
 			assert.Equal(t, tt.want, got, tt.name)
@@ -569,21 +457,20 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("transitive members: each once, paged, with an exact total and the end of their last path", func(t *testing.T) {
 		s := newStore(t)
-		n := NestingOf(t, s)
 		// top > a (until t0+2m) > c; top > b > c; c holds 1 until t0+1m, 2, 3 until t0+5m;
 		// a holds 4; b holds 5 until t0; top holds 6.
-		w := Nest("top", "b")
-		w.Subgroups = append(w.Subgroups, NestedUntil("a", t0.Add(2*time.Minute)))
+		w := storetest.Nest("top", "b")
+		w.Subgroups = append(w.Subgroups, storetest.NestedUntil("a", t0.Add(2*time.Minute)))
 		write(t, s, w)
-		w = Nest("b", "c")
-		w.Subgroups = []membership.Subgroup{NestedUntil("c", t0.Add(4*time.Minute))}
+		w = storetest.Nest("b", "c")
+		w.Subgroups = []membership.Subgroup{storetest.NestedUntil("c", t0.Add(4*time.Minute))}
 		write(t, s, w)
-		write(t, s, Nest("a", "c"))
+		write(t, s, storetest.Nest("a", "c"))
 		write(t, s, membership.Write{Op: membership.OpAdd, GroupID: "c", Users: []membership.User{
-			ExpiresAt(1, t0.Add(time.Minute)), {UID: 2, Nickname: "Two", HasNickname: true}, ExpiresAt(3, t0.Add(5*time.Minute)),
+			storetest.ExpiresAt(1, t0.Add(time.Minute)), {UID: 2, Nickname: "Two", HasNickname: true}, storetest.ExpiresAt(3, t0.Add(5*time.Minute)),
 		}})
 		add(t, s, "a", 4)
-		write(t, s, membership.Write{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{ExpiresAt(5, t0)}})
+		write(t, s, membership.Write{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{storetest.ExpiresAt(5, t0)}})
 		add(t, s, "top", 6, 2)
 		want := []membership.Member{
 			{UID: 1, Expires: t0.Add(time.Minute)},
@@ -593,48 +480,48 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 			{UID: 5, Expires: t0},
 			{UID: 6},
 		}
-		got, total, rev := TransitiveMembers(t, n, "top", membership.ListOptions{})
+		got, total, rev := storetest.TransitiveMembers(t, s, "top", membership.ListOptions{})
 		assert.Equal(t, want, got)
 		assert.Equal(t, 6, total)
-		trev, err := n.TransitiveRevision(ctx, "top")
+		trev, err := s.TransitiveRevision(ctx, "top")
 		require.NoError(t, err)
 		assert.LessOrEqual(t, trev, rev, "the list is of a state no older than the closure's revision")
-		got, total, _ = TransitiveMembers(t, n, "top", membership.ListOptions{After: 2, Limit: 2})
+		got, total, _ = storetest.TransitiveMembers(t, s, "top", membership.ListOptions{After: 2, Limit: 2})
 		assert.Equal(t, want[2:4], got)
 		assert.Equal(t, 6, total)
-		got, total, _ = TransitiveMembers(t, n, "c", membership.ListOptions{})
+		got, total, _ = storetest.TransitiveMembers(t, s, "c", membership.ListOptions{})
 		assert.Equal(t, []membership.Member{{UID: 1, Expires: t0.Add(time.Minute)}, {UID: 2, Nickname: "Two"}, {UID: 3, Expires: t0.Add(5 * time.Minute)}}, got)
 		assert.Equal(t, 3, total)
-		got, total, _ = TransitiveMembers(t, n, "nobody", membership.ListOptions{})
+		got, total, _ = storetest.TransitiveMembers(t, s, "nobody", membership.ListOptions{})
 		assert.Empty(t, got)
 		assert.Zero(t, total)
 
-		m, via, ok, _, err := n.TransitiveMember(ctx, "top", 3)
+		m, via, ok, _, err := s.TransitiveMember(ctx, "top", 3)
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, want[2], m)
 		assert.Equal(t, []string{"top", "a", "c"}, via, "two shortest paths: the first in byte order")
-		m, via, ok, _, err = n.TransitiveMember(ctx, "top", 2)
+		m, via, ok, _, err = s.TransitiveMember(ctx, "top", 2)
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, want[1], m)
 		assert.Equal(t, []string{"top"}, via, "a direct member")
-		_, via, ok, _, err = n.TransitiveMember(ctx, "c", 4)
+		_, via, ok, _, err = s.TransitiveMember(ctx, "c", 4)
 		require.NoError(t, err)
 		assert.False(t, ok)
 		assert.Nil(t, via)
 
-		groups, total, _ := TransitiveGroups(t, n, 3, membership.GroupListOptions{})
+		groups, total, _ := storetest.TransitiveGroups(t, s, 3, membership.GroupListOptions{})
 		assert.Equal(t, []string{"a", "b", "c", "top"}, groups)
 		assert.Equal(t, 4, total)
-		groups, total, _ = TransitiveGroups(t, n, 3, membership.GroupListOptions{After: "a", Limit: 2})
+		groups, total, _ = storetest.TransitiveGroups(t, s, 3, membership.GroupListOptions{After: "a", Limit: 2})
 		assert.Equal(t, []string{"b", "c"}, groups)
 		assert.Equal(t, 4, total)
-		groups, total, _ = TransitiveGroups(t, n, 99, membership.GroupListOptions{})
+		groups, total, _ = storetest.TransitiveGroups(t, s, 99, membership.GroupListOptions{})
 		assert.Empty(t, groups)
 		assert.Zero(t, total)
 
-		found, _, err := n.CheckTransitive(ctx, []membership.Check{
+		found, _, err := s.CheckTransitive(ctx, []membership.Check{
 			{GroupID: "top", UID: 3}, {GroupID: "a", UID: 5}, {GroupID: "b", UID: 5}, {GroupID: "top", UID: 6}, {GroupID: "c", UID: 6}, {GroupID: "nobody", UID: 1},
 		})
 		require.NoError(t, err)
@@ -643,15 +530,14 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("a transitive revision moves with the closure, not with the rest", func(t *testing.T) {
 		s := newStore(t)
-		n := NestingOf(t, s)
-		write(t, s, Nest("top", "mid"))
-		write(t, s, Nest("mid", "leaf"))
-		write(t, s, Nest("outside", "top"))
+		write(t, s, storetest.Nest("top", "mid"))
+		write(t, s, storetest.Nest("mid", "leaf"))
+		write(t, s, storetest.Nest("outside", "top"))
 		add(t, s, "leaf", 1)
 		add(t, s, "elsewhere", 2)
 		trev := func() membership.Revision {
 			t.Helper()
-			rev, err := n.TransitiveRevision(ctx, "top")
+			rev, err := s.TransitiveRevision(ctx, "top")
 			require.NoError(t, err)
 			return rev
 		}
@@ -661,14 +547,14 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 			moves bool
 		}{
 			{"a member of a group below", membership.Write{Op: membership.OpAdd, GroupID: "leaf", Users: []membership.User{{UID: 3}}}, true},
-			{"a nesting below", Nest("leaf", "deeper"), true},
+			{"a nesting below", storetest.Nest("leaf", "deeper"), true},
 			{"a member of the new group below", membership.Write{Op: membership.OpAdd, GroupID: "deeper", Users: []membership.User{{UID: 4}}}, true},
 			{"a nickname", membership.Write{Op: membership.OpAdd, GroupID: "elsewhere", Users: []membership.User{{UID: 2, Nickname: "n", HasNickname: true}}}, true},
 			{"a member outside", membership.Write{Op: membership.OpAdd, GroupID: "elsewhere", Users: []membership.User{{UID: 5}}}, false},
-			{"a parent's nesting", Nest("outside", "elsewhere"), false},
+			{"a parent's nesting", storetest.Nest("outside", "elsewhere"), false},
 			{"a member of a parent", membership.Write{Op: membership.OpAdd, GroupID: "outside", Users: []membership.User{{UID: 6}}}, false},
 			{"a member removed below", membership.Write{Op: membership.OpRemove, GroupID: "deeper", UIDs: []membership.UID{4}}, true},
-			{"a nesting removed below", nestingWrite(membership.OpRemoveGroups, "leaf", "deeper"), true},
+			{"a nesting removed below", storetest.NestingWrite(membership.OpRemoveGroups, "leaf", "deeper"), true},
 		} {
 			before := trev()
 			write(t, s, step.w)
@@ -691,7 +577,7 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		var wg sync.WaitGroup
 		for i := range pairs {
 			a, b := fmt.Sprint("a", i), fmt.Sprint("b", i)
-			for _, w := range []membership.Write{Nest(a, b), Nest(b, a)} {
+			for _, w := range []membership.Write{storetest.Nest(a, b), storetest.Nest(b, a)} {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -717,7 +603,6 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("a follower of the feed rebuilds the nesting and every transitive answer", func(t *testing.T) {
 		s := newStore(t)
-		n := NestingOf(t, s)
 		rng := rand.New(rand.NewPCG(46, 1))
 		groups := []string{"a", "b", "c", "d", "e", "f"}
 		clock := t0
@@ -730,7 +615,7 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 			}
 			if i%10 == 9 {
 				clock = clock.Add(3 * time.Second)
-				Expire(t, s, clock)
+				storetest.Expire(t, s, clock)
 			}
 			if i%50 == 49 {
 				var writes []membership.Write
@@ -746,11 +631,11 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 				}
 			}
 		}
-		f := NewFollower()
-		for _, c := range AllChanges(t, s, 0) {
+		f := storetest.NewFollower()
+		for _, c := range storetest.AllChanges(t, s, 0) {
 			f.Apply(c)
 		}
-		obs := readAll(n, groups, []membership.UID{1, 2, 3, 4, 5, 6, 7, 8})
+		obs := readAll(s, groups, []membership.UID{1, 2, 3, 4, 5, 6, 7, 8})
 		for _, o := range obs {
 			require.NoError(t, o.err)
 			o.compare(t, f)
@@ -759,7 +644,6 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 
 	t.Run("random nestings beside concurrent writers agree with a brute-force closure at their revision", func(t *testing.T) {
 		s := newStore(t)
-		n := NestingOf(t, s)
 		groups := []string{"a", "b", "c", "d", "e", "f", "g"}
 		uids := []membership.UID{1, 2, 3, 4, 5, 6}
 		const writers, perWriter = 3, 80
@@ -796,14 +680,14 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 				reading = false
 			default:
 			}
-			obs = append(obs, readAll(n, groups, uids)...)
+			obs = append(obs, readAll(s, groups, uids)...)
 		}
 		close(errs)
 		for err := range errs {
 			require.NoError(t, err)
 		}
 		require.NotEmpty(t, obs)
-		changes := AllChanges(t, s, 0)
+		changes := storetest.AllChanges(t, s, 0)
 		nestings := 0
 		for _, c := range changes {
 			if membership.IsNestingOp(c.Op) {
@@ -812,7 +696,7 @@ func Nesting(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		}
 		t.Logf("%d reads beside %d changes, %d of them of the nesting", len(obs), len(changes), nestings)
 		sort.SliceStable(obs, func(i, j int) bool { return obs[i].rev < obs[j].rev })
-		f := NewFollower()
+		f := storetest.NewFollower()
 		next := 0
 		for _, o := range obs {
 			require.NoError(t, o.err)
@@ -899,7 +783,7 @@ func readAll(n membership.Nesting, groups []string, uids []membership.UID) []obs
 		if err != nil {
 			return append(obs, observation{what: "revision", group: g, err: err})
 		}
-		members, total, rev, err := transitiveMembers(n, g, membership.ListOptions{})
+		members, total, rev, err := storetest.ReadTransitiveMembers(n, g, membership.ListOptions{})
 		obs = append(obs, observation{what: "members", group: g, rev: rev, members: members, total: total, err: err})
 		after, err := n.TransitiveRevision(ctx, g)
 		if err != nil {
@@ -910,7 +794,7 @@ func readAll(n membership.Nesting, groups []string, uids []membership.UID) []obs
 			// the state at the transitive revision, its ETag.
 			obs = append(obs, observation{what: "members", group: g, rev: before, members: members, total: total})
 		}
-		page, total, rev, err := transitiveMembers(n, g, membership.ListOptions{After: 2, Limit: 2})
+		page, total, rev, err := storetest.ReadTransitiveMembers(n, g, membership.ListOptions{After: 2, Limit: 2})
 		obs = append(obs, observation{what: "page", group: g, rev: rev, members: page, total: total, err: err})
 		for _, transitive := range []bool{false, true} {
 			var o observation
@@ -932,7 +816,7 @@ func readAll(n membership.Nesting, groups []string, uids []membership.UID) []obs
 		}
 	}
 	for _, uid := range uids {
-		groups, total, rev, err := transitiveGroups(n, uid, membership.GroupListOptions{})
+		groups, total, rev, err := storetest.ReadTransitiveGroups(n, uid, membership.GroupListOptions{})
 		obs = append(obs, observation{what: "groups", uid: uid, rev: rev, groups: groups, total: total, err: err})
 	}
 	found, rev, err := n.CheckTransitive(ctx, checks)
@@ -941,7 +825,7 @@ func readAll(n membership.Nesting, groups []string, uids []membership.UID) []obs
 }
 
 // compare checks o against what f, at o's revision, answers.
-func (o observation) compare(t *testing.T, f *Follower) {
+func (o observation) compare(t *testing.T, f *storetest.Follower) {
 	t.Helper()
 	msg := fmt.Sprintf("%s of %s %d at revision %d", o.what, o.group, o.uid, o.rev)
 	switch o.what {

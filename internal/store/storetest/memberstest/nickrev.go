@@ -1,4 +1,4 @@
-package storetest
+package memberstest
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
@@ -24,7 +25,7 @@ import (
 func testNicknameRevisions(t *testing.T, s membership.Store) {
 	ctx := context.Background()
 	const uid, writers, readers, perWriter = 42, 2, 4, 200
-	_, err := Add(ctx, s, "b", []membership.User{{UID: uid, Nickname: "start", HasNickname: true}, {UID: 7}})
+	_, err := storetest.Add(ctx, s, "b", []membership.User{{UID: uid, Nickname: "start", HasNickname: true}, {UID: 7}})
 	require.NoError(t, err)
 
 	type seen struct {

@@ -1,4 +1,4 @@
-package memory
+package expiring
 
 import (
 	"context"
@@ -26,29 +26,29 @@ import (
 // time it is recorded, as Write), and returns their results. It is how the
 // expirer applies a round. Any other write (another op, or an expire with
 // an Idempotency key) is refused, and nothing applied.
-func (m *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membership.Result, error) {
+func (q *Queue) WriteExpiries(_ context.Context, ws []membership.Write) ([]membership.Result, error) {
 	if err := onlyExpires(ws); err != nil {
 		return nil, err
 	}
-	return m.expireRuns(ws, func(w membership.Write) feed.Stamp { return feed.Stamp{Actor: w.Actor, At: w.Time, Now: true} })
+	return q.expireRuns(ws, func(w membership.Write) feed.Stamp { return feed.StampOf(w, true) })
 }
 
 // ApplyExpiries is WriteExpiries for a store that replays its own log (see
 // Apply): each change takes its write's Time as it is.
-func (m *Store) ApplyExpiries(ws []membership.Write) ([]membership.Result, error) {
+func (q *Queue) ApplyExpiries(ws []membership.Write) ([]membership.Result, error) {
 	if err := onlyExpires(ws); err != nil {
 		return nil, err
 	}
-	return m.expireRuns(ws, func(w membership.Write) feed.Stamp { return feed.Stamp{Actor: w.Actor, At: w.Time} })
+	return q.expireRuns(ws, func(w membership.Write) feed.Stamp { return feed.StampOf(w, false) })
 }
 
 // expireRuns applies ws in order: each run of expires of memberships
 // together (expireAll), each expiry of nestings (OpExpireGroups) alone.
-func (m *Store) expireRuns(ws []membership.Write, stampOf func(membership.Write) feed.Stamp) ([]membership.Result, error) {
+func (q *Queue) expireRuns(ws []membership.Write, stampOf func(membership.Write) feed.Stamp) ([]membership.Result, error) {
 	results := make([]membership.Result, 0, len(ws))
 	for i := 0; i < len(ws); {
 		if ws[i].Op == membership.OpExpireGroups {
-			res, err := m.nestWrite(ws[i], stampOf(ws[i]))
+			res, err := q.s.WriteNesting(ws[i], stampOf(ws[i]))
 			if err != nil {
 				return results, err
 			}
@@ -60,7 +60,7 @@ func (m *Store) expireRuns(ws []membership.Write, stampOf func(membership.Write)
 		for j < len(ws) && ws[j].Op == membership.OpExpire {
 			j++
 		}
-		results = append(results, m.expireAll(ws[i:j], stampOf)...)
+		results = append(results, q.expireAll(ws[i:j], stampOf)...)
 		i = j
 	}
 	return results, nil
@@ -81,19 +81,18 @@ func onlyExpires(ws []membership.Write) error {
 // stamped by stampOf. It holds the shards of their groups throughout, and
 // every reverse shard they touch from the first pair removed until the
 // last revision is recorded, as removeHeld does for one.
-func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) feed.Stamp) []membership.Result {
+func (q *Queue) expireAll(ws []membership.Write, stampOf func(membership.Write) feed.Stamp) []membership.Result {
 	results := make([]membership.Result, len(ws))
 	if len(ws) == 0 {
 		return results
 	}
-	var sbuf [1]uint64
-	held := m.lockShards(len(ws), func(i int) string { return ws[i].GroupID }, false, sbuf[:])
-	defer m.unlockShards(held)
+	groups, unlock := q.s.LockGroups(len(ws), func(i int) string { return ws[i].GroupID })
+	defer unlock()
 
-	groups, removed := m.expireMembers(ws)
+	removed := q.expireMembers(ws, groups)
 	if !slices.ContainsFunc(removed, func(uids []membership.UID) bool { return len(uids) > 0 }) {
 		for i, g := range groups {
-			results[i].Revision = m.revisionOf(g)
+			results[i].Revision = q.s.RevisionOf(g)
 		}
 		return results
 	}
@@ -101,27 +100,24 @@ func (m *Store) expireAll(ws []membership.Write, stampOf func(membership.Write) 
 	// order; a user whose last pair left is in no group, as the last write
 	// that removed one of the user's pairs says.
 	var rbuf [4]uint64
-	inNoGroup, locked := m.reverse.RemoveRound(removed, func(i int) uint32 { return groups[i].Number }, rbuf[:])
-	dropped := m.recordExpiries(ws, groups, removed, inNoGroup, stampOf, results)
-	m.reverse.Unlock(locked)
+	inNoGroup, locked := q.reverse.RemoveRound(removed, func(i int) uint32 { return groups[i].Number }, rbuf[:])
+	dropped := q.recordExpiries(ws, groups, removed, inNoGroup, stampOf, results)
+	q.reverse.Unlock(locked)
 	for _, g := range dropped {
-		m.dropGroup(m.shardOf(g.ID), g, g.Revision)
+		q.s.Drop(g, g.Revision)
 	}
 	return results
 }
 
-// expireMembers takes each write's members that are due out of its group,
-// each group's writes in the order given (a group emptied by one write has
-// none for the next of it), the groups side by side on every core. It
-// returns each write's group (nil: none) and the uids it removed, sorted.
-// The caller holds the groups' shards.
-func (m *Store) expireMembers(ws []membership.Write) (groups []*group.Group, removed [][]membership.UID) {
-	groups = make([]*group.Group, len(ws))
+// expireMembers takes each write's members that are due out of its group
+// (groups, nil: none), each group's writes in the order given (a group
+// emptied by one write has none for the next of it), the groups side by
+// side on every core. It returns the uids each write removed, sorted. The
+// caller holds the groups' shards.
+func (q *Queue) expireMembers(ws []membership.Write, groups []*group.Group) (removed [][]membership.UID) {
 	var byGroup [][]int // the writes of each group, in order
 	index := make(map[*group.Group]int)
-	for i, w := range ws {
-		g := m.shardOf(w.GroupID).groups[w.GroupID]
-		groups[i] = g
+	for i, g := range groups {
 		if g == nil {
 			continue
 		}
@@ -148,12 +144,12 @@ func (m *Store) expireMembers(ws []membership.Write) (groups []*group.Group, rem
 				}
 			}
 			if len(out) > 0 {
-				m.due.EndExpired(&g.Expiries, out)
+				q.due.EndExpired(&g.Expiries, out)
 				removed[i] = out
 			}
 		}
 	})
-	return groups, removed
+	return removed
 }
 
 // recordExpiries records each write's change, in the order given, into
@@ -162,7 +158,7 @@ func (m *Store) expireMembers(ws []membership.Write) (groups []*group.Group, rem
 // leaves it empty. A write that ends none is answered the revision it
 // would have been then. The caller holds the groups' shards and the
 // reverse shards of the uids removed.
-func (m *Store) recordExpiries(ws []membership.Write, groups []*group.Group, removed, inNoGroup [][]membership.UID,
+func (q *Queue) recordExpiries(ws []membership.Write, groups []*group.Group, removed, inNoGroup [][]membership.UID,
 	stampOf func(membership.Write) feed.Stamp, results []membership.Result) (dropped []*group.Group) {
 	lastOf := make(map[*group.Group]int)
 	for i, g := range groups {
@@ -172,13 +168,13 @@ func (m *Store) recordExpiries(ws []membership.Write, groups []*group.Group, rem
 	}
 	revisionNow := func(g *group.Group) membership.Revision {
 		if g == nil || slices.Contains(dropped, g) {
-			r := m.revisionOf(nil)
+			r := q.s.RevisionOf(nil)
 			if len(dropped) > 0 {
 				r = max(r, dropped[len(dropped)-1].Revision)
 			}
 			return r
 		}
-		return m.revisionOf(g)
+		return q.s.RevisionOf(g)
 	}
 	for i, w := range ws {
 		g := groups[i]
@@ -186,9 +182,9 @@ func (m *Store) recordExpiries(ws []membership.Write, groups []*group.Group, rem
 			results[i].Revision = revisionNow(g)
 			continue
 		}
-		cleared := m.nicknames.Clear(inNoGroup[i])
-		m.counts.members.Add(-int64(len(removed[i])))
-		rev := m.feed.Record(membership.Change{Op: membership.OpExpire, GroupID: g.ID, UIDs: tight(removed[i]), Nicknames: cleared}, stampOf(w), nil)
+		cleared := q.nicknames.Clear(inNoGroup[i])
+		q.members.Add(-int64(len(removed[i])))
+		rev := q.s.Record(membership.Change{Op: membership.OpExpire, GroupID: g.ID, UIDs: group.Tight(removed[i]), Nicknames: cleared}, stampOf(w))
 		results[i] = membership.Result{Count: len(removed[i]), Revision: rev}
 		g.Revision = rev
 		if lastOf[g] == i && g.Vacant() {

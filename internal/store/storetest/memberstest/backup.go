@@ -1,4 +1,4 @@
-package storetest
+package memberstest
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/store/snap"
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
 
@@ -36,7 +37,7 @@ func BackupsHoldKeysWithTheirChanges(t *testing.T, s membership.Store, backup fu
 				}
 				uid := membership.UID(w<<32 | i + 1)
 				add := membership.Write{Op: membership.OpAdd, GroupID: fmt.Sprint("g", w), Users: []membership.User{{UID: uid}}}
-				if _, err := s.Write(context.Background(), Keyed(add, fmt.Sprint(uid))); err != nil {
+				if _, err := s.Write(context.Background(), storetest.Keyed(add, fmt.Sprint(uid))); err != nil {
 					errs[w] = err
 					return
 				}

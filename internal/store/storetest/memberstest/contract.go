@@ -1,4 +1,9 @@
-package storetest
+// Package memberstest is the part of the store contract about
+// memberships: adds and removes and their counts, nicknames, lists and
+// their paging, revisions of a group, the reverse index, whole-group
+// writes and their preconditions, member checks, the actor, principal
+// and time of a change, and Idempotency-Keys, each its principal's.
+package memberstest
 
 import (
 	"context"
@@ -11,146 +16,123 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
 )
-
-// ListAll returns what s.ListMembers lists for groupID, checking that the
-// count it gives matches the members it yields.
-func ListAll(t *testing.T, s membership.Store, groupID string) ([]membership.Member, membership.Revision) {
-	t.Helper()
-	var got []membership.Member
-	count := -1
-	rev, err := s.ListMembers(context.Background(), groupID, membership.ListOptions{}, func(n int, members iter.Seq[membership.Member]) {
-		count = n
-		got = make([]membership.Member, 0, n)
-		for m := range members {
-			got = append(got, m)
-		}
-	})
-	require.NoError(t, err)
-	require.Equal(t, len(got), count, "the count given to list must match the members yielded")
-	return got, rev
-}
 
 // Contract checks the behaviour every membership.Store must have.
 // newStore(t) returns an empty store, for the (sub)test t to use and close.
 // Every store runs it: memory.Store, durable.Store, and the PostgreSQL store.
 func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	ctx := context.Background()
-	users := func(uids ...membership.UID) []membership.User {
-		us := make([]membership.User, len(uids))
-		for i, uid := range uids {
-			us[i] = membership.User{UID: uid}
-		}
-		return us
-	}
 
 	t.Run("whole-group writes", func(t *testing.T) { testWrites(t, newStore) })
 	t.Run("check members", func(t *testing.T) { testCheckMembers(t, newStore) })
 	t.Run("every change carries its actor and time", func(t *testing.T) { testStamps(t, newStore) })
 	t.Run("idempotency keys", func(t *testing.T) { testIdempotencyKeys(t, newStore) })
+	t.Run("principals", func(t *testing.T) { testPrincipals(t, newStore) })
 
 	t.Run("unknown group lists empty, not nil", func(t *testing.T) {
-		got, _ := ListAll(t, newStore(t), "nobody")
+		got, _ := storetest.ListAll(t, newStore(t), "nobody")
 		assert.NotNil(t, got)
 		assert.Empty(t, got)
 	})
 
 	t.Run("add counts only new members, repeats count once", func(t *testing.T) {
 		s := newStore(t)
-		n, err := Count(Add(ctx, s, "g", users(3, 1, 3)))
+		n, err := storetest.Count(storetest.Add(ctx, s, "g", storetest.UsersOf(3, 1, 3)))
 		require.NoError(t, err)
 		assert.Equal(t, 2, n)
-		n, err = Count(Add(ctx, s, "g", users(1, 2)))
+		n, err = storetest.Count(storetest.Add(ctx, s, "g", storetest.UsersOf(1, 2)))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 	})
 
 	t.Run("list is sorted by uid", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "g", users(30, 9223372036854775807, 1, 20))
+		_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(30, 9223372036854775807, 1, 20))
 		require.NoError(t, err)
-		got, _ := ListAll(t, s, "g")
+		got, _ := storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 20}, {UID: 30}, {UID: 9223372036854775807}}, got)
 	})
 
 	t.Run("nicknames: last write wins, kept when not given, cleared by empty", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "g", []membership.User{
+		_, err := storetest.Add(ctx, s, "g", []membership.User{
 			{UID: 1, Nickname: "a", HasNickname: true},
 			{UID: 1, Nickname: "b", HasNickname: true},
 			{UID: 2, Nickname: "x", HasNickname: true},
 			{UID: 3, Nickname: "y", HasNickname: true},
 		})
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "g", []membership.User{{UID: 2}, {UID: 3, Nickname: "", HasNickname: true}})
+		_, err = storetest.Add(ctx, s, "g", []membership.User{{UID: 2}, {UID: 3, Nickname: "", HasNickname: true}})
 		require.NoError(t, err)
-		got, _ := ListAll(t, s, "g")
+		got, _ := storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "b"}, {UID: 2, Nickname: "x"}, {UID: 3, Nickname: ""}}, got)
 	})
 
 	t.Run("a nickname belongs to the user in every group", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+		_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "b", users(1))
+		_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1))
 		require.NoError(t, err)
-		got, _ := ListAll(t, s, "b")
+		got, _ := storetest.ListAll(t, s, "b")
 		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}}, got)
 	})
 
 	t.Run("remove counts only members, and only in its group", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "a", users(1, 2, 3))
+		_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1, 2, 3))
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "b", users(1, 2))
+		_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1, 2))
 		require.NoError(t, err)
-		n, err := Count(Remove(ctx, s, "a", []membership.UID{1, 1, 4}))
+		n, err := storetest.Count(storetest.Remove(ctx, s, "a", []membership.UID{1, 1, 4}))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
-		got, _ := ListAll(t, s, "a")
+		got, _ := storetest.ListAll(t, s, "a")
 		assert.Equal(t, []membership.Member{{UID: 2}, {UID: 3}}, got)
-		got, _ = ListAll(t, s, "b")
+		got, _ = storetest.ListAll(t, s, "b")
 		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got)
 	})
 
 	t.Run("remove from an unknown group removes nothing", func(t *testing.T) {
-		n, err := Count(Remove(ctx, newStore(t), "nobody", []membership.UID{1}))
+		n, err := storetest.Count(storetest.Remove(ctx, newStore(t), "nobody", []membership.UID{1}))
 		require.NoError(t, err)
 		assert.Equal(t, 0, n)
 	})
 
 	t.Run("an emptied group lists empty and can be refilled", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "g", []membership.User{{UID: 1, Nickname: "a", HasNickname: true}})
+		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1, Nickname: "a", HasNickname: true}})
 		require.NoError(t, err)
-		n, err := Count(Remove(ctx, s, "g", []membership.UID{1}))
+		n, err := storetest.Count(storetest.Remove(ctx, s, "g", []membership.UID{1}))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
-		got, _ := ListAll(t, s, "g")
+		got, _ := storetest.ListAll(t, s, "g")
 		assert.Empty(t, got)
-		n, err = Count(Add(ctx, s, "g", users(1)))
+		n, err = storetest.Count(storetest.Add(ctx, s, "g", storetest.UsersOf(1)))
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
-		got, _ = ListAll(t, s, "g")
+		got, _ = storetest.ListAll(t, s, "g")
 		assert.Equal(t, []membership.Member{{UID: 1, Nickname: ""}}, got, "a user in no group is forgotten, nickname included")
 	})
 
 	t.Run("a nickname outlives a removal while the user is in another group", func(t *testing.T) {
 		s := newStore(t)
-		_, err := Add(ctx, s, "a", []membership.User{{UID: 1, Nickname: "Eve", HasNickname: true}, {UID: 2, Nickname: "Bo", HasNickname: true}})
+		_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1, Nickname: "Eve", HasNickname: true}, {UID: 2, Nickname: "Bo", HasNickname: true}})
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "b", users(1))
+		_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1))
 		require.NoError(t, err)
-		_, err = Remove(ctx, s, "a", []membership.UID{1, 2})
+		_, err = storetest.Remove(ctx, s, "a", []membership.UID{1, 2})
 		require.NoError(t, err)
-		got, _ := ListAll(t, s, "b")
+		got, _ := storetest.ListAll(t, s, "b")
 		assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Eve"}}, got, "1 is still in b")
-		_, err = Remove(ctx, s, "b", []membership.UID{1})
+		_, err = storetest.Remove(ctx, s, "b", []membership.UID{1})
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "c", users(1, 2))
+		_, err = storetest.Add(ctx, s, "c", storetest.UsersOf(1, 2))
 		require.NoError(t, err)
-		got, _ = ListAll(t, s, "c")
+		got, _ = storetest.ListAll(t, s, "c")
 		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got, "both were in no group: forgotten")
 	})
 
@@ -160,10 +142,10 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for i := range 300 {
 			us = append(us, membership.User{UID: membership.UID(1000 - i%200)})
 		}
-		n, err := Count(Add(ctx, s, "g", us))
+		n, err := storetest.Count(storetest.Add(ctx, s, "g", us))
 		require.NoError(t, err)
 		assert.Equal(t, 200, n)
-		got, _ := ListAll(t, s, "g")
+		got, _ := storetest.ListAll(t, s, "g")
 		require.Len(t, got, 200)
 		assert.Equal(t, membership.UID(801), got[0].UID)
 		assert.Equal(t, membership.UID(1000), got[199].UID)
@@ -174,43 +156,43 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		revision := func(group string) membership.Revision {
 			r, err := s.Revision(ctx, group)
 			require.NoError(t, err)
-			_, listed := ListAll(t, s, group)
+			_, listed := storetest.ListAll(t, s, group)
 			require.Equal(t, r, listed, "Revision and ListMembers must agree")
 			return r
 		}
 		r0 := revision("g")
-		_, err := Add(ctx, s, "g", users(1, 2))
+		_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1, 2))
 		require.NoError(t, err)
 		r1 := revision("g")
 		assert.NotEqual(t, r0, r1, "an add changes the revision")
 
-		_, err = Add(ctx, s, "g", users(1))
+		_, err = storetest.Add(ctx, s, "g", storetest.UsersOf(1))
 		require.NoError(t, err)
-		_, err = Remove(ctx, s, "g", []membership.UID{9})
+		_, err = storetest.Remove(ctx, s, "g", []membership.UID{9})
 		require.NoError(t, err)
-		_, err = Add(ctx, s, "other", users(5))
+		_, err = storetest.Add(ctx, s, "other", storetest.UsersOf(5))
 		require.NoError(t, err)
 		assert.Equal(t, r1, revision("g"), "changes that alter nothing in g keep its revision")
 
-		_, err = Add(ctx, s, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+		_, err = storetest.Add(ctx, s, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 		require.NoError(t, err)
 		r2 := revision("g")
 		assert.NotEqual(t, r1, r2, "a member's nickname set through another group changes g's list")
-		_, err = Add(ctx, s, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+		_, err = storetest.Add(ctx, s, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 		require.NoError(t, err)
 		assert.Equal(t, r2, revision("g"), "the same nickname again changes nothing")
 
-		_, err = Remove(ctx, s, "g", []membership.UID{2})
+		_, err = storetest.Remove(ctx, s, "g", []membership.UID{2})
 		require.NoError(t, err)
 		r3 := revision("g")
 		assert.NotEqual(t, r2, r3, "a remove changes the revision")
 
-		_, err = Remove(ctx, s, "g", []membership.UID{1})
+		_, err = storetest.Remove(ctx, s, "g", []membership.UID{1})
 		require.NoError(t, err)
 		r4 := revision("g")
 		assert.NotEqual(t, r3, r4, "emptying the group changes the revision")
 
-		_, err = Add(ctx, s, "g", users(1))
+		_, err = storetest.Add(ctx, s, "g", storetest.UsersOf(1))
 		require.NoError(t, err)
 		assert.NotEqual(t, r4, revision("g"), "refilling the group changes the revision")
 	})
@@ -221,7 +203,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		for uid := membership.UID(2); uid <= 2000; uid += 2 {
 			us = append(us, membership.User{UID: uid})
 		}
-		_, err := Add(ctx, s, "g", us)
+		_, err := storetest.Add(ctx, s, "g", us)
 		require.NoError(t, err)
 		page := func(after membership.UID, limit int) (total int, uids []membership.UID) {
 			_, err := s.ListMembers(ctx, "g", membership.ListOptions{After: after, Limit: limit}, func(n int, members iter.Seq[membership.Member]) {
@@ -257,7 +239,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		require.Len(t, all, 1000)
 		assert.True(t, slices.IsSorted(all))
 
-		_, err = Add(ctx, s, "g", []membership.User{{UID: 4, Nickname: "Dee", HasNickname: true}})
+		_, err = storetest.Add(ctx, s, "g", []membership.User{{UID: 4, Nickname: "Dee", HasNickname: true}})
 		require.NoError(t, err)
 		m, ok, err := s.Member(ctx, "g", 4)
 		require.NoError(t, err)
@@ -287,14 +269,14 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 				for i := range perWorker {
 					group := fmt.Sprintf("g%d", i%4)
 					uid := membership.UID(i%50 + 1)
-					n, err := Count(Add(ctx, s, group, users(uid, uid+1)))
+					n, err := storetest.Count(storetest.Add(ctx, s, group, storetest.UsersOf(uid, uid+1)))
 					if err != nil {
 						errs <- err
 						return
 					}
 					added[w] += n
 					if i%3 == 0 {
-						n, err := Count(Remove(ctx, s, group, []membership.UID{uid}))
+						n, err := storetest.Count(storetest.Remove(ctx, s, group, []membership.UID{uid}))
 						if err != nil {
 							errs <- err
 							return
@@ -315,7 +297,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		}
 		total := 0
 		for g := range 4 {
-			got, _ := ListAll(t, s, fmt.Sprintf("g%d", g))
+			got, _ := storetest.ListAll(t, s, fmt.Sprintf("g%d", g))
 			total += len(got)
 		}
 		sum := func(xs []int) int {
@@ -328,17 +310,4 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		assert.Equal(t, sum(added)-sum(removed), total, "every add and remove counted exactly once")
 		assert.Positive(t, sum(removed), "the test must exercise removal")
 	})
-}
-
-// Count returns a change's count, for tests that check only that.
-func Count(res membership.Result, err error) (int, error) { return res.Count, err }
-
-// Users returns n users, of uids from, from+1, …, without a nickname or an
-// expiry.
-func Users(from, n int) []membership.User {
-	users := make([]membership.User, n)
-	for i := range users {
-		users[i] = membership.User{UID: membership.UID(from + i)}
-	}
-	return users
 }

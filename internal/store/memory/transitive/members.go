@@ -1,8 +1,7 @@
-package memory
+package transitive
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 
@@ -12,55 +11,15 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-var _ membership.Nesting = (*Store)(nil)
-
-// Subgroups implements membership.Nesting. It answers at the revision of
-// the latest change of the nesting: the graph is the same from then on.
-func (m *Store) Subgroups(_ context.Context, groupID string, opts membership.NestingListOptions, list membership.NestedListFunc) (membership.Revision, error) {
-	m.nestMu.RLock()
-	defer m.nestMu.RUnlock()
-	n := m.nest.Node(groupID)
-	switch {
-	case n == nil:
-		pageNested(nil, nil, opts, list)
-	case opts.Transitive:
-		pageNested(sortedIDs(m.nest.Below(groupID)), func(int) int64 { return 0 }, opts, list)
-	default:
-		ids, ats := nestedIDs(n.Children)
-		pageNested(ids, func(i int) int64 { return ats[i] }, opts, list)
-	}
-	return m.nestRev, nil
-}
-
-// Parents implements membership.Nesting, at the revision Subgroups
-// answers at.
-func (m *Store) Parents(_ context.Context, groupID string, opts membership.NestingListOptions, list membership.NestedListFunc) (membership.Revision, error) {
-	m.nestMu.RLock()
-	defer m.nestMu.RUnlock()
-	n := m.nest.Node(groupID)
-	switch {
-	case n == nil:
-		pageNested(nil, nil, opts, list)
-	case opts.Transitive:
-		ids := make([]string, 0, n.AncestorCount())
-		n.Ancestors(func(a *nesting.Node) { ids = append(ids, a.ID) })
-		slices.Sort(ids)
-		pageNested(ids, func(int) int64 { return 0 }, opts, list)
-	default:
-		ids, ats := nestedIDs(n.Parents)
-		pageNested(ids, func(i int) int64 { return ats[i] }, opts, list)
-	}
-	return m.nestRev, nil
-}
-
 // TransitiveRevision implements membership.Nesting: the latest revision
 // of the group and of every group below it, as Revision gives each.
-func (m *Store) TransitiveRevision(_ context.Context, groupID string) (membership.Revision, error) {
-	m.nestMu.RLock()
-	defer m.nestMu.RUnlock()
-	c := m.closureOf(groupID)
-	defer m.unlockShards(m.rlock(c))
-	_, rev, _ := m.closureGroups(c, nil)
+func (r *Reader) TransitiveRevision(_ context.Context, groupID string) (membership.Revision, error) {
+	graph, nrev := r.s.RLockNesting()
+	defer r.s.RUnlockNesting()
+	c := r.closureOf(graph, nrev, groupID)
+	r.rlock(c)
+	defer r.runlock(c)
+	_, rev, _ := r.closureGroups(c, nil)
 	return rev, nil
 }
 
@@ -73,44 +32,46 @@ func (m *Store) TransitiveRevision(_ context.Context, groupID string) (membershi
 // groups and the page's, however many users it holds, and a total that
 // walks every member of the closure once, kept (totalCache) as the merge
 // is.
-func (m *Store) ListTransitiveMembers(_ context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
-	m.nestMu.RLock()
-	defer m.nestMu.RUnlock()
-	c := m.closureOf(groupID)
-	defer m.unlockShards(m.rlock(c))
-	m.nicknames.RLock()
-	defer m.nicknames.RUnlock()
+func (r *Reader) ListTransitiveMembers(_ context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
+	graph, nrev := r.s.RLockNesting()
+	defer r.s.RUnlockNesting()
+	c := r.closureOf(graph, nrev, groupID)
+	r.rlock(c)
+	defer r.runlock(c)
+	nicks := r.s.Nicknames()
+	nicks.RLock()
+	defer nicks.RUnlock()
 	if c.root != nil {
-		if e := m.cachedMerge(groupID, c); e != nil {
-			list(len(e.uids), m.pageMerged(e, opts.After, opts.Limit))
-			return m.revision(e), nil
+		if e := r.cachedMerge(groupID, c); e != nil {
+			list(len(e.uids), r.pageMerged(e, opts.After, opts.Limit))
+			return r.revision(e), nil
 		}
 	}
 	mg := mergePool.Get().(*merge)
 	defer mg.release()
-	groups, rev, key := m.closureGroups(c, mg.groups)
+	groups, rev, key := r.closureGroups(c, mg.groups)
 	mg.groups = groups
 	if c.root == nil {
 		g := groups[0]
 		if g == nil {
 			list(0, func(func(membership.Member) bool) {})
 		} else {
-			list(g.Members.Len(), m.memberRecords(g, opts.After, opts.Limit))
+			list(g.Members.Len(), g.Records(opts.After, opts.Limit, nicks))
 		}
 		return rev, nil
 	}
-	if e := m.buildMerge(groupID, c, groups, mg); e != nil {
-		list(len(e.uids), m.pageMerged(e, opts.After, opts.Limit))
+	if e := r.buildMerge(groupID, c, groups, mg); e != nil {
+		list(len(e.uids), r.pageMerged(e, opts.After, opts.Limit))
 		return rev, nil
 	}
 	ends := c.ends
-	total, ok := m.totals.get(groupID, key)
+	total, ok := r.totals.get(groupID, key)
 	if !ok {
 		total = 0
 		for range mg.start(ends, 0).each {
 			total++
 		}
-		m.totals.put(groupID, key, total)
+		r.totals.put(groupID, key, total)
 	}
 	list(total, func(yield func(membership.Member) bool) {
 		n := 0
@@ -119,7 +80,7 @@ func (m *Store) ListTransitiveMembers(_ context.Context, groupID string, opts me
 				return
 			}
 			n++
-			if !yield(membership.Member{UID: uid, Nickname: m.nicknames.Of(uid), Expires: timeOfMillis(endOrZero(end))}) {
+			if !yield(membership.Member{UID: uid, Nickname: nicks.Of(uid), Expires: nesting.TimeOf(endOrZero(end))}) {
 				return
 			}
 		}
@@ -236,16 +197,18 @@ func (mg *merge) each(yield func(membership.UID, int64) bool) {
 }
 
 // TransitiveMember implements membership.Nesting.
-func (m *Store) TransitiveMember(_ context.Context, groupID string, uid membership.UID) (membership.Member, []string, bool, membership.Revision, error) {
-	m.nestMu.RLock()
-	defer m.nestMu.RUnlock()
-	c := m.closureOf(groupID)
-	defer m.unlockShards(m.rlock(c))
+func (r *Reader) TransitiveMember(_ context.Context, groupID string, uid membership.UID) (membership.Member, []string, bool, membership.Revision, error) {
+	graph, nrev := r.s.RLockNesting()
+	defer r.s.RUnlockNesting()
+	c := r.closureOf(graph, nrev, groupID)
+	r.rlock(c)
+	defer r.runlock(c)
 	// The nicknames are held from before the revision is read, as a list
 	// holds them, so that the nickname given is of that revision.
-	m.nicknames.RLock()
-	defer m.nicknames.RUnlock()
-	groups, rev, _ := m.closureGroups(c, nil)
+	nicks := r.s.Nicknames()
+	nicks.RLock()
+	defer nicks.RUnlock()
+	groups, rev, _ := r.closureGroups(c, nil)
 	ends := c.ends
 	holds := map[string]bool{}
 	var end int64
@@ -263,70 +226,8 @@ func (m *Store) TransitiveMember(_ context.Context, groupID string, uid membersh
 	if len(holds) == 0 {
 		return membership.Member{}, nil, false, rev, nil
 	}
-	via := m.nest.Path(groupID, func(id string) bool { return holds[id] })
-	return membership.Member{UID: uid, Nickname: m.nicknames.Of(uid), Expires: timeOfMillis(endOrZero(end))}, via, true, rev, nil
-}
-
-// CheckTransitive implements membership.Nesting. Each check reads the
-// user's groups in the reverse index, and for each asks whether the group
-// checked is it or above it: about what a direct check costs for a user
-// in few groups, however large the nesting. It answers at the latest
-// revision, read while every user checked and the nesting are held still:
-// no change of theirs is in flight then.
-func (m *Store) CheckTransitive(_ context.Context, checks []membership.Check) ([]bool, membership.Revision, error) {
-	found := make([]bool, len(checks))
-	// The locks are let go without defer, which would move buf to the
-	// heap: nothing between can fail.
-	m.nestMu.RLock()
-	var buf [4]uint64
-	locked := m.reverse.RLockAll(len(checks), func(i int) membership.UID { return checks[i].UID }, buf[:])
-	m.groupNumbers.mu.RLock()
-	for i, c := range checks {
-		target := m.nest.Node(c.GroupID)
-		m.reverse.GroupsOf(c.UID, func(n uint32) {
-			if found[i] {
-				return
-			}
-			id := m.groupNumbers.names[n]
-			found[i] = id == c.GroupID || target != nil && m.nest.Node(id).IsAbove(target)
-		})
-	}
-	m.groupNumbers.mu.RUnlock()
-	rev := m.LatestRevision()
-	m.reverse.RUnlockAll(locked)
-	m.nestMu.RUnlock()
-	return found, rev, nil
-}
-
-// TransitiveUserGroups implements membership.Nesting: the user's groups in
-// the reverse index and every group above each, at the latest revision,
-// read as CheckTransitive reads.
-func (m *Store) TransitiveUserGroups(_ context.Context, uid membership.UID, opts membership.GroupListOptions, list membership.GroupListFunc) (membership.Revision, error) {
-	m.nestMu.RLock()
-	defer m.nestMu.RUnlock()
-	m.reverse.RLock(uid)
-	defer m.reverse.RUnlock(uid)
-	m.groupNumbers.mu.RLock()
-	in := map[string]struct{}{}
-	m.reverse.GroupsOf(uid, func(n uint32) {
-		id := m.groupNumbers.names[n]
-		in[id] = struct{}{}
-		m.nest.Node(id).Ancestors(func(a *nesting.Node) { in[a.ID] = struct{}{} })
-	})
-	m.groupNumbers.mu.RUnlock()
-	rev := m.LatestRevision()
-	ids := make([]string, 0, len(in))
-	for id := range in {
-		if id > opts.After {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	if opts.Limit > 0 && len(ids) > opts.Limit {
-		ids = ids[:opts.Limit]
-	}
-	list(len(in), slices.Values(ids))
-	return rev, nil
+	via := graph.Path(groupID, func(id string) bool { return holds[id] })
+	return membership.Member{UID: uid, Nickname: nicks.Of(uid), Expires: nesting.TimeOf(endOrZero(end))}, via, true, rev, nil
 }
 
 // totalCache keeps the totals of transitive members, each with the key of

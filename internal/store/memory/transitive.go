@@ -1,0 +1,63 @@
+package memory
+
+import (
+	"example.com/groupmembership/internal/store/memory/group"
+	"example.com/groupmembership/internal/store/memory/nesting"
+	"example.com/groupmembership/internal/store/memory/nicknames"
+	"example.com/groupmembership/internal/store/memory/shards"
+	"example.com/groupmembership/internal/store/memory/transitive"
+	"example.com/groupmembership/membership"
+)
+
+// transitiveStore is what package transitive reads a Store through (its
+// Store): the seam between the store and its transitive reads. Each method
+// takes the locks it names in the order doc.go gives.
+type transitiveStore struct{ m *Store }
+
+var _ transitive.Store = transitiveStore{}
+
+func (t transitiveStore) RLockNesting() (*nesting.Graph, membership.Revision) {
+	t.m.nestMu.RLock()
+	return t.m.nest, t.m.nestRev
+}
+
+func (t transitiveStore) RUnlockNesting() { t.m.nestMu.RUnlock() }
+
+func (t transitiveStore) Shards() int { return len(t.m.shards) }
+
+func (t transitiveStore) ShardOf(groupID string) int { return t.m.shardIndex(groupID) }
+
+func (t transitiveStore) RLockShards(set shards.Set) {
+	for i := range set.All {
+		t.m.shards[i].mu.RLock()
+	}
+}
+
+func (t transitiveStore) RUnlockShards(set shards.Set) {
+	for i := range set.All {
+		t.m.shards[i].mu.RUnlock()
+	}
+}
+
+func (t transitiveStore) Group(i int, groupID string) *group.Group {
+	return t.m.shards[i].groups[groupID]
+}
+
+func (t transitiveStore) RemovedRevision() membership.Revision {
+	return membership.Revision(t.m.removedRevision.Load())
+}
+
+func (t transitiveStore) GroupsOfUsers(n int, uidOf func(i int) membership.UID, fn func(i int, groupID string)) membership.Revision {
+	m := t.m
+	var buf [4]uint64
+	locked := m.reverse.RLockAll(n, uidOf, buf[:])
+	defer m.reverse.RUnlockAll(locked)
+	m.groupNumbers.mu.RLock()
+	defer m.groupNumbers.mu.RUnlock()
+	for i := range n {
+		m.reverse.GroupsOf(uidOf(i), func(number uint32) { fn(i, m.groupNumbers.names[number]) })
+	}
+	return m.LatestRevision()
+}
+
+func (t transitiveStore) Nicknames() *nicknames.Directory { return &t.m.nicknames }
