@@ -71,7 +71,7 @@ func createGroup(r *http.Request, svc *membership.Service, c *groupChange) (stri
 		if membership.ValidateGroupID(id) != nil {
 			break // too long for a suffix
 		}
-		_, err := svc.Batch(r.Context(), membership.Batch{Writes: c.writes(id, membership.Precondition{Empty: true})})
+		_, err := svc.Batch(r.Context(), membership.Batch{Writes: c.writes(id, membership.Precondition{Empty: true}), Principal: principal(r)})
 		if isPreconditionFailed(err) {
 			continue // a group has the id: try the next
 		}
@@ -180,7 +180,7 @@ func writeGroupUpdate(r *http.Request, svc *membership.Service, id string, chang
 				ws[i].Conditions = key.Conditions
 			}
 		}
-		res, err := svc.Batch(ctx, membership.Batch{Writes: ws, Idem: key.Idem})
+		res, err := svc.Batch(ctx, membership.Batch{Writes: ws, Idem: key.Idem, Principal: key.Principal})
 		if isPreconditionFailed(err) && !given {
 			continue
 		}

@@ -49,7 +49,7 @@ func createUser(r *http.Request, svc *membership.Service, a membership.Account) 
 			return membership.UserRecord{}, err
 		}
 		_, err = svc.Write(ctx, membership.Write{Op: membership.OpSetUser, UIDs: []membership.UID{uid}, Account: &a,
-			If: membership.Precondition{Empty: true}})
+			If: membership.Precondition{Empty: true}, Principal: principal(r)})
 		if isPreconditionFailed(err) {
 			continue // another write took the uid
 		}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"example.com/groupmembership/httpapi/decode"
+	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/membership"
 
 	"example.com/groupmembership/httpapi/scim/wire"
@@ -28,10 +29,15 @@ func conditions(r *http.Request, svc *membership.Service) (membership.Preconditi
 	return cond, !cond.IsZero(), err
 }
 
-// keyed gives w r's Idempotency-Key, if it has one, with the conditions
-// r sent as the fingerprint's: a retry of a PUT, PATCH or DELETE is the
-// same request whatever revision its write was made against.
+// principal returns the principal r authenticated as, which every change
+// of r's names.
+func principal(r *http.Request) string { return middleware.PrincipalName(r.Context()) }
+
+// keyed gives w r's principal and its Idempotency-Key, if it has one, with
+// the conditions r sent as the fingerprint's: a retry of a PUT, PATCH or
+// DELETE is the same request whatever revision its write was made against.
 func keyed(r *http.Request, w membership.Write) (membership.Write, error) {
+	w.Principal = principal(r)
 	key, err := decode.IdempotencyKey(r)
 	if err != nil || key == "" {
 		return w, err
