@@ -498,12 +498,12 @@ func TestOpenAPIDocumentsSCIM(t *testing.T) {
 			continue
 		}
 		scimRoutes++
-		assert.True(t, r.private, "%s %s needs the token whenever the service has one", r.method, r.path)
+		assert.True(t, r.private, "%s %s needs an admin whenever the service has principals", r.method, r.path)
 		op := paths[r.path].(map[string]any)[strings.ToLower(r.method)].(map[string]any)
 		responses := op["responses"].(map[string]any)
 		for status, response := range responses {
 			body := resolve(t, doc, response)
-			if content, ok := body["content"].(map[string]any); ok && status != "401" {
+			if content, ok := body["content"].(map[string]any); ok && status != "401" && status != "403" {
 				assert.Contains(t, content, "application/scim+json", "%s %s %s", r.method, r.path, status)
 			}
 		}
@@ -520,4 +520,27 @@ func TestOpenAPIDocumentsSCIM(t *testing.T) {
 		}
 	}
 	assert.Equal(t, len(scim.Routes(scim.Deps{})), scimRoutes)
+}
+
+// TestOpenAPIDocumentsForbidden holds every route that may need a
+// credential to the bearer scheme and to both refusals: 401 without a
+// principal's credential, 403 past its rights. Only the probes need none.
+func TestOpenAPIDocumentsForbidden(t *testing.T) {
+	doc := loadOpenAPI(t)
+	for path, item := range doc["paths"].(map[string]any) {
+		for method, op := range item.(map[string]any) {
+			o, ok := op.(map[string]any)
+			if !ok || o["responses"] == nil {
+				continue
+			}
+			responses := o["responses"].(map[string]any)
+			if path == "/healthz" || path == "/readyz" {
+				assert.NotContains(t, responses, "403", "%s %s", method, path)
+				continue
+			}
+			assert.Contains(t, responses, "401", "%s %s", method, path)
+			assert.Equal(t, map[string]any{"$ref": "#/components/responses/Forbidden"}, responses["403"], "%s %s", method, path)
+			assert.Contains(t, fmt.Sprint(o["security"]), "bearer", "%s %s", method, path)
+		}
+	}
 }

@@ -20,7 +20,7 @@ import (
 // their unknown paths and methods answer SCIM's errors.
 func TestSCIMRoutesOfTheService(t *testing.T) {
 	svc := membership.NewService(memory.New(), membership.ServiceOptions{})
-	h := httpapi.NewHandler(svc, httpapi.Options{Token: "secret"})
+	h := httpapi.NewHandler(svc, httpapi.Options{Access: httpapi.TokenOnly("secret")})
 	do := func(method, path, body string, auth bool) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
 		if body != "" {

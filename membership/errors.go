@@ -43,6 +43,7 @@ const (
 	CodeUnknownUser            Code = "unknown_user"              // the user has no account
 	CodeUnknownGroup           Code = "unknown_group"             // the group does not exist: no members, subgroups or attributes
 	CodeUnavailable            Code = "unavailable"               // the store cannot take changes now (its disk failed); nothing was changed
+	CodeForbidden              Code = "forbidden"                 // the request's principal lacks a right it needs on a group (see Scope)
 	CodeInternal               Code = "internal"                  // a fault of the service, not of the request
 )
 

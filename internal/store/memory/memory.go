@@ -433,8 +433,12 @@ func (m *Store) UserGroups(_ context.Context, uid membership.UID, opts membershi
 	// so none of these numbers can be freed and given to another group.
 	m.groupNumbers.mu.RLock()
 	m.reverse.GroupsOf(uid, func(n uint32) {
+		id := m.groupNumbers.names[n]
+		if opts.Within != nil && !opts.Within.Contains(id) {
+			return
+		}
 		total++
-		if id := m.groupNumbers.names[n]; id > opts.After { // "" is before every id
+		if id > opts.After { // "" is before every id
 			page.Add(id)
 		}
 	})

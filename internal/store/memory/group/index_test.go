@@ -58,25 +58,6 @@ func TestGroupIndexAgreesWithASortedList(t *testing.T) {
 	}
 }
 
-func TestPrefixEnd(t *testing.T) {
-	tests := []struct {
-		prefix, want string
-		ok           bool
-	}{
-		{"a", "b", true},
-		{"ab", "ac", true},
-		{"a\xff", "b", true},
-		{"\xff\xff", "", false},
-		{"", "", false},
-		{"é", "\xc3\xaa", true},
-	}
-	for _, tt := range tests {
-		got, ok := prefixEnd(tt.prefix)
-		assert.Equal(t, tt.ok, ok, tt.prefix)
-		assert.Equal(t, tt.want, got, tt.prefix)
-	}
-}
-
 // TestGroupIndexBuildIsTheTreapOfInserts builds an index from sorted ids in
 // one pass and checks it is the very treap that inserting them one at a
 // time makes (a treap is fixed by its keys and priorities), counts
