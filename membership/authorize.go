@@ -178,22 +178,6 @@ func readNestedInScope(ctx context.Context, sc *scope.Scope, groupID string, opt
 	return rev, err
 }
 
-// transitiveUserGroupsInScope answers the groups uid is in, directly or
-// through nesting, for scope, which must be able to read each
-// (readablePage): listed only in part, they would tell that uid is below
-// a group through groups the scope cannot see.
-func transitiveUserGroupsInScope(ctx context.Context, n Nesting, sc *scope.Scope, uid UID, opts GroupListOptions, list GroupListFunc) error {
-	var all []string
-	_, err := n.TransitiveUserGroups(ctx, uid, GroupListOptions{Transitive: true}, func(_ int, ids iter.Seq[string]) {
-		all = slices.Collect(ids)
-	})
-	if err != nil {
-		return err
-	}
-	return readablePage(sc, all, func(id string) string { return id }, opts.After, opts.Limit, list,
-		fmt.Sprintf("which user %d is in, directly or through nesting: the user's groups through nesting need read on each", uid))
-}
-
 // readablePage calls list with the page of all (sorted by id) after
 // after, at most limit (0: all), when scope may read every group of all,
 // read whole at one revision; else it returns the CodeForbidden error of

@@ -2,6 +2,7 @@ package membership_test
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"slices"
 	"testing"
@@ -235,11 +236,18 @@ func TestServiceListsOnlyTheGroupsOfItsScope(t *testing.T) {
 	assert.Equal(t, []string{"team-a/x", "team-a/y", "team-b"}, got)
 	assert.Equal(t, 3, n)
 
+	// A user's groups through nesting need read on every group: a refusal
+	// that depended on the user's groups would tell of those outside.
+	const needsAll = `principal "%s" lacks read on every group (*): a user's groups through nesting may be any group's`
 	_, _, err = userGroups(ctx, membership.GroupListOptions{Transitive: true})
-	forbidden(t, err, `principal "dashboard" lacks read on group "secret", which user 1 is in, directly or through nesting: `+
-		`the user's groups through nesting need read on each`)
+	forbidden(t, err, fmt.Sprintf(needsAll, "dashboard"))
 	narrow := scopeOf(t, "narrow", scope.Read, "team-a/x", "team-a/all", "team-b", "team-a/y", "secret")
-	got, n, err = userGroups(narrow, membership.GroupListOptions{Transitive: true, After: "team-a/all", Limit: 2})
+	_, _, err = userGroups(narrow, membership.GroupListOptions{Transitive: true, After: "team-a/all", Limit: 2})
+	forbidden(t, err, fmt.Sprintf(needsAll, "narrow"))
+	err = svc.UserGroups(narrow, 99, membership.GroupListOptions{Transitive: true}, func(int, iter.Seq[string]) {})
+	forbidden(t, err, fmt.Sprintf(needsAll, "narrow"))
+	everyone := scopeOf(t, "everyone", scope.Read, "*")
+	got, n, err = userGroups(everyone, membership.GroupListOptions{Transitive: true, After: "team-a/all", Limit: 2})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"team-a/x", "team-a/y"}, got)
 	assert.Equal(t, 5, n)

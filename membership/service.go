@@ -162,7 +162,12 @@ func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions
 	sc := scope.Of(ctx)
 	if opts.Transitive {
 		if !sc.AllowsAll(scope.Read) {
-			return transitiveUserGroupsInScope(ctx, s.store, sc, uid, opts, list)
+			// Whether a refusal named a group or not, it would tell that
+			// uid is in a group outside the scope: refused whatever the
+			// user's groups are.
+			e := Forbidden(sc, scope.Read, "")
+			e.Message += ": a user's groups through nesting may be any group's"
+			return e
 		}
 		_, err := s.store.TransitiveUserGroups(ctx, uid, opts, list)
 		return err

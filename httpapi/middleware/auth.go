@@ -72,6 +72,9 @@ var bearerChallenge = []string{`Bearer realm="membership"`}
 // that rules know.
 func identify(rules *access.Rules, r *http.Request) *access.Principal {
 	if v := r.Header["Authorization"]; len(v) > 0 {
+		if len(v) > 1 {
+			return nil // which one a proxy before the service read is unknown
+		}
 		scheme, token, _ := strings.Cut(v[0], " ")
 		token = strings.TrimLeft(token, " ")
 		if token == "" || !strings.EqualFold(scheme, "Bearer") {
