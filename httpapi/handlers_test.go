@@ -24,6 +24,7 @@ import (
 	"example.com/groupmembership/internal/metrics/metricstest"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/directory"
 )
 
 const (
@@ -565,21 +566,21 @@ func (s faultyStore) TransitiveRevision(context.Context, string) (membership.Rev
 	return 0, s.fail()
 }
 
-func (s faultyStore) User(context.Context, membership.UID) (membership.UserRecord, bool, error) {
-	return membership.UserRecord{}, false, s.fail()
+func (s faultyStore) User(context.Context, membership.UID) (directory.UserRecord, bool, error) {
+	return directory.UserRecord{}, false, s.fail()
 }
 
-func (s faultyStore) Users(context.Context, membership.UserQuery, membership.UsersFunc) error {
+func (s faultyStore) Users(context.Context, directory.UserQuery, directory.UsersFunc) error {
 	return s.fail()
 }
 
 func (s faultyStore) FreeUID(context.Context) (membership.UID, error) { return 0, s.fail() }
 
-func (s faultyStore) Group(context.Context, string, membership.ListFunc) (membership.GroupRecord, bool, error) {
-	return membership.GroupRecord{}, false, s.fail()
+func (s faultyStore) Group(context.Context, string, membership.ListFunc) (directory.GroupRecord, bool, error) {
+	return directory.GroupRecord{}, false, s.fail()
 }
 
-func (s faultyStore) GroupRecords(context.Context, membership.GroupQuery, membership.GroupRecordsFunc) error {
+func (s faultyStore) GroupRecords(context.Context, directory.GroupQuery, directory.GroupRecordsFunc) error {
 	return s.fail()
 }
 

@@ -26,7 +26,7 @@ const DefaultMaxBatchWrites = 1000
 // Batch is writes to many groups applied all or nothing, as one change with
 // one revision: no reader ever sees part of it. Each write is an OpAdd,
 // OpRemove, OpReplace, OpDeleteGroup, OpAddGroups, OpRemoveGroups,
-// OpReplaceGroups or OpSetGroup (InABatch), applied in order, each after the
+// OpReplaceGroups or OpSetGroup, applied in order, each after the
 // ones before it. Every write's precondition is checked against the state
 // before the batch; if one does not hold, nothing is applied and the error
 // is PreconditionFailed naming the write. A user a batch leaves in no group
@@ -54,15 +54,6 @@ type BatchResult struct {
 	// Replayed says the batch repeats one applied before with its
 	// Idempotency-Key: this is that batch's result, and nothing was applied.
 	Replayed bool
-}
-
-// InABatch reports whether a batch may hold a write of op.
-func InABatch(op Op) bool {
-	switch op {
-	case OpAdd, OpRemove, OpReplace, OpDeleteGroup, OpAddGroups, OpRemoveGroups, OpReplaceGroups, OpSetGroup:
-		return true
-	}
-	return false
 }
 
 // MaxBatchWrites returns the most writes one Batch may hold.
@@ -132,7 +123,7 @@ func (s *Service) validateBatch(b Batch) error {
 	}
 	for i, w := range b.Writes {
 		err := s.validateWrite(w)
-		if err == nil && !InABatch(w.Op) {
+		if err == nil && (w.Op == OpRemoveUser || w.Op == OpSetUser || w.Op == OpDeleteUser) {
 			err = Errorf(CodeInvalidChanges, "a batch takes the ops add, remove, replace, delete_group, add_groups, remove_groups, replace_groups and set_group, not %s", w.Op)
 		}
 		if err != nil {

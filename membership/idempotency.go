@@ -154,19 +154,8 @@ func (f *fingerprinter) write(w Write) {
 	if IsNestingOp(w.Op) { // only then, so that no other write's fingerprint changed with nesting
 		f.subgroups(w.Subgroups)
 	}
-	if a := w.Account; a != nil {
-		for _, s := range []string{a.UserName, a.ExternalID, a.DisplayName, a.GivenName, a.FamilyName, a.Email} {
-			f.string(s)
-		}
-		if a.Active {
-			f.uvarint(1)
-		} else {
-			f.uvarint(0)
-		}
-	}
-	if g := w.Group; g != nil {
-		f.string(g.DisplayName)
-		f.string(g.ExternalID)
+	for _, s := range append(w.Account.Fields(), w.Group.Fields()...) { // none but a directory op's
+		f.string(s)
 	}
 	if w.Conditions != "" {
 		f.uvarint(1)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 func TestValidateGroupID(t *testing.T) {
@@ -89,9 +90,8 @@ func TestErrorCodeAndMessage(t *testing.T) {
 
 // recordingStore is a membership.Store that records the calls it gets.
 type recordingStore struct {
-	membership.Nesting   // nil: the tests here call none of its reads
-	membership.Directory // nil: nor of these
-	calls                []string
+	membership.Nesting // nil: the tests here call none of its reads
+	calls              []string
 }
 
 // Write records an add or a remove with no precondition, no actor and no
@@ -275,7 +275,7 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 			return write(s, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(1), Principal: "sync job"})
 		}, membership.CodeInternal},
 		{"batch: a bad principal", func(s *membership.Service) error {
-			_, err := s.Batch(ctx, membership.Batch{Principal: strings.Repeat("p", membership.MaxPrincipalBytes+1),
+			_, err := s.Batch(ctx, membership.Batch{Principal: strings.Repeat("p", scope.MaxPrincipalBytes+1),
 				Writes: []membership.Write{{Op: membership.OpAdd, GroupID: "a", Users: users(1)}}})
 			return err
 		}, membership.CodeInternal},

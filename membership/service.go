@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"example.com/groupmembership/membership/account"
 	"example.com/groupmembership/membership/scope"
 )
 
@@ -236,23 +237,10 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 			return Result{}, err
 		}
 		w.Idem.Fingerprint = FingerprintWrite(w)
-	} else if w.If.neverHolds() {
-		if w.Op == OpSetUser || w.Op == OpDeleteUser {
-			return Result{}, s.failNeverUser(ctx, w.UIDs[0])
-		}
+	} else if w.If.neverHolds() && w.Op != OpSetUser && w.Op != OpDeleteUser { // a user's: the store answers
 		return Result{}, s.failNever(ctx, w.GroupID)
 	}
 	return s.store.Write(ctx, w)
-}
-
-// failNeverUser is failNever of a write to uid's account, with the
-// user's revision (0 when it has no account).
-func (s *Service) failNeverUser(ctx context.Context, uid UID) error {
-	rec, _, err := s.store.User(ctx, uid)
-	if err != nil {
-		return err
-	}
-	return PreconditionFailed(rec.Revision)
 }
 
 // failNever returns the CodePreconditionFailed error of a write to groupID
@@ -337,4 +325,27 @@ func (s *Service) Groups(ctx context.Context, opts GroupsOptions, list GroupsFun
 	}
 	opts.Within = scope.Of(ctx).Readable()
 	return s.store.Groups(ctx, opts, list)
+}
+
+// validateDirectoryWrite checks a write of a directory op: its one uid and
+// Account (none for OpDeleteUser), or its group and Group.
+func validateDirectoryWrite(w Write) error {
+	var err error
+	switch {
+	case len(w.Users)+len(w.Subgroups) > 0 || (w.Op == OpSetUser) != (w.Account != nil) || (w.Op == OpSetGroup) != (w.Group != nil):
+		return Errorf(CodeInternal, "a %s write with users, groups, or the wrong attributes", w.Op)
+	case w.Op == OpSetGroup && len(w.UIDs) == 0:
+		if err := ValidateGroupID(w.GroupID); err != nil {
+			return err
+		}
+		err = account.CheckGroup(*w.Group)
+	case w.Op == OpSetGroup || w.GroupID != "" || len(w.UIDs) != 1 || !ValidUID(w.UIDs[0]):
+		return Errorf(CodeInvalidUID, "a %s write names one user, %s, and no group; a set_group no user", w.Op, UIDRange)
+	case w.Account != nil:
+		err = account.Check(*w.Account)
+	}
+	if err != nil {
+		return Errorf(CodeInvalidAttributes, "%s", err)
+	}
+	return nil
 }

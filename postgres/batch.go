@@ -12,6 +12,7 @@ import (
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // opBatch is the op of a batch's row (migration 0004).
@@ -46,7 +47,14 @@ const opBatch int16 = 6
 const withPrecondition byte = 0x80
 
 // batchTakes reports whether a batch takes writes of op.
-func batchTakes(op membership.Op) bool { return membership.InABatch(op) }
+func batchTakes(op membership.Op) bool {
+	switch op {
+	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
+		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpSetGroup:
+		return true
+	}
+	return false
+}
 
 // opNumber returns op's number in ops, 0 for none.
 func opNumber(op membership.Op) byte {
@@ -141,7 +149,7 @@ func readWrite(r *bytes.Reader) (membership.Write, error) {
 			err = errors.New("an expiry on a remove_groups, which never has one")
 		}
 	case membership.OpSetGroup:
-		var a membership.GroupAttributes
+		var a account.GroupAttributes
 		a, err = writecodec.ReadGroupAttributes(r)
 		w.Group = &a
 	}

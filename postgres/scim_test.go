@@ -9,10 +9,10 @@ import (
 
 // The SCIM routes on PostgreSQL: every write goes through the log.
 func TestSCIMOnPostgres(t *testing.T) {
-	scimtest.Run(t, func(t *testing.T) membership.Store { return openTest(t, membership.DefaultChangesKeep) })
+	scimtest.Run(t, func(t *testing.T) scimtest.Store { return openTest(t, membership.DefaultChangesKeep) })
 }
 
 // The SCIM routes with writes on one instance and reads on another.
 func TestSCIMOnTwoInstances(t *testing.T) {
-	scimtest.Run(t, func(t *testing.T) membership.Store { return openPair(t) })
+	scimtest.Run(t, func(t *testing.T) scimtest.Store { return openPair(t) })
 }

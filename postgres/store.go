@@ -74,6 +74,7 @@ import (
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/directory"
 )
 
 // Options configure Open.
@@ -134,7 +135,7 @@ type Store struct {
 	memory.ReadOnly
 	memory.ExpiryQueue
 	membership.Nesting
-	membership.Directory
+	directory.Reader
 	pool   *pgxpool.Pool
 	mem    *memory.Store
 	opts   Options
@@ -295,7 +296,7 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	s.mem = memory.NewWith(memory.Options{ChangesKeep: s.opts.ChangesKeep, ChangesKeepBytes: s.opts.ChangesKeepBytes, Epoch: s.epoch,
 		IdempotencyBytes: keyBytes, IdempotencyRetention: keyRetention, ReplaysCountedByCaller: true})
-	s.ReadOnly, s.ExpiryQueue, s.Nesting, s.Directory = s.mem, s.mem, s.mem, s.mem
+	s.ReadOnly, s.ExpiryQueue, s.Nesting, s.Reader = s.mem, s.mem, s.mem, s.mem
 	if _, err := s.sequence(ctx); err != nil {
 		return fmt.Errorf("placing the changes in the log: %w", err)
 	}

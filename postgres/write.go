@@ -10,6 +10,9 @@ import (
 
 	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
+	"example.com/groupmembership/membership/directory"
+	"example.com/groupmembership/membership/scope"
 )
 
 // The ops of membership_changes (migrations 0001, 0002, 0004, 0006, 0007 and
@@ -241,8 +244,8 @@ func (c change) unreadable() string {
 	nesting := membership.IsNestingOp(ops[c.op])
 	addsGroups := ops[c.op] == membership.OpAddGroups || ops[c.op] == membership.OpReplaceGroups
 	switch {
-	case c.principal != nil && membership.ValidatePrincipal(*c.principal) != nil:
-		return fmt.Sprintf("a principal that is not one (%v)", membership.ValidatePrincipal(*c.principal))
+	case c.principal != nil && scope.ValidatePrincipal(*c.principal) != nil:
+		return fmt.Sprintf("a principal that is not one (%v)", scope.ValidatePrincipal(*c.principal))
 	case expire && c.asOf == nil:
 		return "an expire without its time (as_of)"
 	case !expire && c.asOf != nil:
@@ -303,27 +306,27 @@ func (c change) unreadableAttributes() string {
 }
 
 // decodeAttributes returns c's account or group attributes, nil for none.
-func (c change) decodeAttributes() (*membership.Account, *membership.GroupAttributes, error) {
+func (c change) decodeAttributes() (*account.Account, *account.GroupAttributes, error) {
 	if c.attributes == nil {
 		return nil, nil, nil
 	}
 	r := bytes.NewReader(c.attributes)
-	var account *membership.Account
-	var group *membership.GroupAttributes
+	var user *account.Account
+	var group *account.GroupAttributes
 	var err error
 	if ops[c.op] == membership.OpSetUser {
-		var a membership.Account
+		var a account.Account
 		a, err = writecodec.ReadAccount(r)
-		account = &a
+		user = &a
 	} else {
-		var g membership.GroupAttributes
+		var g account.GroupAttributes
 		g, err = writecodec.ReadGroupAttributes(r)
 		group = &g
 	}
 	if err == nil && r.Len() != 0 {
 		err = errors.New("trailing bytes")
 	}
-	return account, group, err
+	return user, group, err
 }
 
 // write returns c as the membership.Write it was made of, with the time
@@ -472,7 +475,7 @@ func (s *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 // now, so that the answer is not older than a change already
 // acknowledged. Otherwise answered is false, and the log settles it.
 func (s *Store) answerHere(ctx context.Context, w membership.Write) (res membership.Result, answered bool, err error) {
-	if membership.IsDirectoryOp(w.Op) {
+	if directory.IsOp(w.Op) {
 		return membership.Result{}, false, nil // its precondition is of a user, or counts attributes: the log decides
 	}
 	cond := w.If

@@ -7,6 +7,7 @@ import (
 
 	"example.com/groupmembership/internal/jsonstr"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // MembersJSONLen returns the length of the JSON array of members, and how
@@ -333,7 +334,7 @@ func changeBodyLen(c membership.Change) int {
 
 // appendAccountJSON appends a as a change of set_user sends it, every
 // attribute named.
-func appendAccountJSON(b []byte, a membership.Account) []byte {
+func appendAccountJSON(b []byte, a account.Account) []byte {
 	for _, f := range [...]struct{ name, value string }{
 		{`{"userName":`, a.UserName}, {`,"externalId":`, a.ExternalID}, {`,"displayName":`, a.DisplayName},
 		{`,"givenName":`, a.GivenName}, {`,"familyName":`, a.FamilyName}, {`,"email":`, a.Email},
@@ -347,7 +348,7 @@ func appendAccountJSON(b []byte, a membership.Account) []byte {
 }
 
 // appendGroupAttributesJSON appends a as a change of set_group sends it.
-func appendGroupAttributesJSON(b []byte, a membership.GroupAttributes) []byte {
+func appendGroupAttributesJSON(b []byte, a account.GroupAttributes) []byte {
 	b = append(b, `{"displayName":`...)
 	b = AppendJSONString(b, a.DisplayName)
 	b = append(b, `,"externalId":`...)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // stdlibJSON encodes v as encoding/json does with HTML escaping off, which
@@ -186,13 +187,13 @@ func TestMeasuredLengthsAreTheEncodedOnes(t *testing.T) {
 		{Revision: 17, Op: membership.OpBatch, Changes: []membership.Change{
 			{Op: membership.OpReplaceGroups, GroupID: "to", Groups: []membership.Nested{{GroupID: "x", Expires: time.UnixMilli(1796083200123).UTC()}}},
 		}},
-		{Revision: 18, Op: membership.OpSetUser, UIDs: []membership.UID{42}, Account: &membership.Account{UserName: "ann\"@example.com",
+		{Revision: 18, Op: membership.OpSetUser, UIDs: []membership.UID{42}, Account: &account.Account{UserName: "ann\"@example.com",
 			ExternalID: "00u\u2028", DisplayName: "Ann", GivenName: "Ann", FamilyName: "é", Email: "ann@example.com", Active: true}},
-		{Revision: 19, Op: membership.OpSetUser, UIDs: []membership.UID{9223372036854775807}, Account: &membership.Account{UserName: "x"}},
+		{Revision: 19, Op: membership.OpSetUser, UIDs: []membership.UID{9223372036854775807}, Account: &account.Account{UserName: "x"}},
 		{Revision: 20, Op: membership.OpDeleteUser, UIDs: []membership.UID{42}},
-		{Revision: 21, Op: membership.OpSetGroup, GroupID: "admins", GroupAttributes: &membership.GroupAttributes{DisplayName: "Admins \"A\"", ExternalID: "x"}},
+		{Revision: 21, Op: membership.OpSetGroup, GroupID: "admins", GroupAttributes: &account.GroupAttributes{DisplayName: "Admins \"A\"", ExternalID: "x"}},
 		{Revision: 22, Op: membership.OpBatch, Changes: []membership.Change{
-			{Op: membership.OpSetGroup, GroupID: "g", GroupAttributes: &membership.GroupAttributes{DisplayName: "G"}},
+			{Op: membership.OpSetGroup, GroupID: "g", GroupAttributes: &account.GroupAttributes{DisplayName: "G"}},
 			{Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{1}},
 		}},
 	}
@@ -254,11 +255,11 @@ func TestDirectoryChangesAsTheFeedSendsThem(t *testing.T) {
 		c    membership.Change
 		want string
 	}{
-		{membership.Change{Revision: 1, Op: membership.OpSetUser, UIDs: []membership.UID{42}, Account: &membership.Account{UserName: "ann", DisplayName: "Ann", Active: true}},
+		{membership.Change{Revision: 1, Op: membership.OpSetUser, UIDs: []membership.UID{42}, Account: &account.Account{UserName: "ann", DisplayName: "Ann", Active: true}},
 			`{"rev":1,"op":"set_user","uids":[42],"account":{"userName":"ann","externalId":"","displayName":"Ann","givenName":"","familyName":"","email":"","active":true}}`},
 		{membership.Change{Revision: 2, Op: membership.OpDeleteUser, Actor: 7, UIDs: []membership.UID{42}},
 			`{"rev":2,"op":"delete_user","actor":7,"uids":[42]}`},
-		{membership.Change{Revision: 3, Op: membership.OpSetGroup, GroupID: "g", GroupAttributes: &membership.GroupAttributes{DisplayName: "Gee", ExternalID: "x"}},
+		{membership.Change{Revision: 3, Op: membership.OpSetGroup, GroupID: "g", GroupAttributes: &account.GroupAttributes{DisplayName: "Gee", ExternalID: "x"}},
 			`{"rev":3,"op":"set_group","group":"g","attributes":{"displayName":"Gee","externalId":"x"}}`},
 	}
 	for _, tt := range tests {

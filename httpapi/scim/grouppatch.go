@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 
 	"example.com/groupmembership/httpapi/scim/wire"
 )
@@ -14,7 +15,7 @@ import (
 // operations in order: its attributes as they end, and its members as a
 // whole new set (replace) or as users to add and remove.
 type groupChange struct {
-	attrs        membership.GroupAttributes
+	attrs        account.GroupAttributes
 	attrsTouched bool
 	// replace, when not nil, is the whole new set of members; adds and
 	// removes apply to it.
@@ -26,7 +27,7 @@ type groupChange struct {
 
 // newGroupChange returns the change of nothing to a group of attributes
 // attrs.
-func newGroupChange(attrs membership.GroupAttributes) *groupChange {
+func newGroupChange(attrs account.GroupAttributes) *groupChange {
 	return &groupChange{attrs: attrs, delta: map[membership.UID]bool{}}
 }
 

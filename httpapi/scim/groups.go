@@ -12,6 +12,7 @@ import (
 	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/directory"
 
 	"example.com/groupmembership/httpapi/scim/wire"
 )
@@ -32,7 +33,7 @@ func escapeID(id string) string {
 
 // groupObject returns g as a SCIM Group, with members when they were read
 // (not nil): each a uid, and its nickname as display when it has one.
-func groupObject(r *http.Request, svc *membership.Service, g membership.GroupRecord, members []membership.Member) wire.Object {
+func groupObject(r *http.Request, svc services, g directory.GroupRecord, members []membership.Member) wire.Object {
 	o := wire.Obj("schemas", []string{wire.GroupSchema}, "id", g.ID)
 	if g.Attributes.ExternalID != "" {
 		o = o.With("externalId", g.Attributes.ExternalID)
@@ -63,14 +64,14 @@ func groupID(r *http.Request) (string, error) {
 
 // readGroup returns the group's record and, withMembers, its direct
 // members, of one revision; more than most members are tooMany.
-func readGroup(ctx context.Context, svc *membership.Service, id string, withMembers bool, most int) (membership.GroupRecord, []membership.Member, error) {
+func readGroup(ctx context.Context, svc services, id string, withMembers bool, most int) (directory.GroupRecord, []membership.Member, error) {
 	if !withMembers {
-		g, err := svc.Group(ctx, id, nil)
+		g, err := svc.dir.Group(ctx, id, nil)
 		return g, nil, err
 	}
 	members := []membership.Member{}
 	over := 0
-	g, err := svc.Group(ctx, id, func(total int, page iter.Seq[membership.Member]) {
+	g, err := svc.dir.Group(ctx, id, func(total int, page iter.Seq[membership.Member]) {
 		if total > most {
 			over = total
 			return
@@ -116,7 +117,7 @@ func handleGetGroup(d Deps) http.Handler {
 
 // writeGroup reads the group id and answers it, with its ETag.
 func writeGroup(w http.ResponseWriter, r *http.Request, d Deps, status int, id string, sel wire.Selection) {
-	g, members, err := readGroup(r.Context(), d.Service, id, sel.Wants("members"), MaxListedMembers)
+	g, members, err := readGroup(r.Context(), d.services(), id, sel.Wants("members"), MaxListedMembers)
 	var release func()
 	if err == nil {
 		release, err = repliesLease(d, members)
@@ -126,7 +127,7 @@ func writeGroup(w http.ResponseWriter, r *http.Request, d Deps, status int, id s
 		return
 	}
 	defer release()
-	o := groupObject(r, d.Service, g, members)
+	o := groupObject(r, d.services(), g, members)
 	w.Header()["Etag"] = encode.ETag(d.Service.Epoch(), g.Revision)
 	if status == http.StatusCreated {
 		w.Header().Set("Location", baseURL(r)+"/Groups/"+escapeID(g.ID))
@@ -142,7 +143,7 @@ func handleListGroups(d Deps) http.Handler {
 			wire.WriteError(w, r, err)
 			return
 		}
-		total, groups, err := listGroups(r.Context(), d.Service, q)
+		total, groups, err := listGroups(r.Context(), d.services(), q)
 		if err != nil {
 			wire.WriteError(w, r, err)
 			return
@@ -159,7 +160,7 @@ func handleListGroups(d Deps) http.Handler {
 
 // groupResources returns the page of groups as resources, each with its
 // members when sel wants them: MaxListedMembers at most in all.
-func groupResources(r *http.Request, d Deps, groups []membership.GroupRecord, sel wire.Selection) ([]wire.Object, func(), error) {
+func groupResources(r *http.Request, d Deps, groups []directory.GroupRecord, sel wire.Selection) ([]wire.Object, func(), error) {
 	withMembers := sel.Wants("members")
 	var all []membership.Member
 	resources := make([]wire.Object, len(groups))
@@ -167,7 +168,7 @@ func groupResources(r *http.Request, d Deps, groups []membership.GroupRecord, se
 		var members []membership.Member
 		if withMembers {
 			var err error
-			if g, members, err = readGroup(r.Context(), d.Service, g.ID, true, MaxListedMembers-len(all)); err != nil {
+			if g, members, err = readGroup(r.Context(), d.services(), g.ID, true, MaxListedMembers-len(all)); err != nil {
 				if membership.ErrorCode(err) == membership.CodeUnknownGroup {
 					continue // deleted since it was listed
 				}
@@ -175,7 +176,7 @@ func groupResources(r *http.Request, d Deps, groups []membership.GroupRecord, se
 			}
 			all = append(all, members...)
 		}
-		resources[i] = sel.Apply(groupObject(r, d.Service, g, members))
+		resources[i] = sel.Apply(groupObject(r, d.services(), g, members))
 	}
 	release, err := repliesLease(d, all)
 	return slices.DeleteFunc(resources, func(o wire.Object) bool { return o == nil }), release, err
@@ -184,10 +185,10 @@ func groupResources(r *http.Request, d Deps, groups []membership.GroupRecord, se
 // listGroups returns how many groups q's filter selects and the page q
 // asks for, as listUsers does for users: id reads one group; displayName
 // and externalId, the store's index; members, the user's groups.
-func listGroups(ctx context.Context, svc *membership.Service, q wire.List) (int, []membership.GroupRecord, error) {
+func listGroups(ctx context.Context, svc services, q wire.List) (int, []directory.GroupRecord, error) {
 	offset := q.StartIndex - 1
 	if len(q.Filter) == 0 || len(q.Filter) == 1 && q.Filter[0].Attr != "id" && q.Filter[0].Attr != "members" {
-		query := membership.GroupQuery{Offset: offset, Limit: max(q.Count, 1)}
+		query := directory.GroupQuery{Offset: offset, Limit: max(q.Count, 1)}
 		query.DisplayName, _ = q.Filter.Value("displayname")
 		query.ExternalID, _ = q.Filter.Value("externalid")
 		total, groups, err := readGroups(ctx, svc, query)
@@ -197,7 +198,7 @@ func listGroups(ctx context.Context, svc *membership.Service, q wire.List) (int,
 	if err != nil {
 		return 0, nil, err
 	}
-	var found []membership.GroupRecord
+	var found []directory.GroupRecord
 	for _, g := range candidates {
 		ok, err := groupMatches(ctx, svc, g, q.Filter)
 		if err != nil {
@@ -213,21 +214,21 @@ func listGroups(ctx context.Context, svc *membership.Service, q wire.List) (int,
 // groupCandidates returns the groups of f's most selective comparison:
 // the group of its id, those of its displayName or externalId, or the
 // groups of its member; at most MaxResults, or tooMany.
-func groupCandidates(ctx context.Context, svc *membership.Service, f wire.Filter) ([]membership.GroupRecord, error) {
+func groupCandidates(ctx context.Context, svc services, f wire.Filter) ([]directory.GroupRecord, error) {
 	if id, ok := f.Value("id"); ok {
-		g, err := svc.Group(ctx, id, nil)
+		g, err := svc.dir.Group(ctx, id, nil)
 		if code := membership.ErrorCode(err); code == membership.CodeUnknownGroup || code == membership.CodeInvalidGroupID {
 			return nil, nil
 		}
-		return []membership.GroupRecord{g}, err
+		return []directory.GroupRecord{g}, err
 	}
-	query := membership.GroupQuery{Limit: wire.MaxResults + 1}
+	query := directory.GroupQuery{Limit: wire.MaxResults + 1}
 	query.DisplayName, _ = f.Value("displayname")
 	if query.DisplayName == "" {
 		query.ExternalID, _ = f.Value("externalid")
 	}
 	var total int
-	var groups []membership.GroupRecord
+	var groups []directory.GroupRecord
 	var err error
 	if query.DisplayName != "" || query.ExternalID != "" {
 		total, groups, err = readGroups(ctx, svc, query)
@@ -242,7 +243,7 @@ func groupCandidates(ctx context.Context, svc *membership.Service, f wire.Filter
 
 // groupsOfMember returns the groups whose direct member f's members
 // comparison names.
-func groupsOfMember(ctx context.Context, svc *membership.Service, f wire.Filter) (int, []membership.GroupRecord, error) {
+func groupsOfMember(ctx context.Context, svc services, f wire.Filter) (int, []directory.GroupRecord, error) {
 	value, _ := f.Value("members")
 	uid, ok := membership.ParseUID(value)
 	if !ok {
@@ -253,9 +254,9 @@ func groupsOfMember(ctx context.Context, svc *membership.Service, f wire.Filter)
 	err := svc.UserGroups(ctx, uid, membership.GroupListOptions{Limit: wire.MaxResults + 1}, func(n int, page iter.Seq[string]) {
 		total, ids = n, slices.Collect(page)
 	})
-	var groups []membership.GroupRecord
+	var groups []directory.GroupRecord
 	for _, id := range ids {
-		g, err := svc.Group(ctx, id, nil)
+		g, err := svc.dir.Group(ctx, id, nil)
 		if err == nil {
 			groups = append(groups, g)
 		} else if membership.ErrorCode(err) != membership.CodeUnknownGroup {
@@ -266,10 +267,10 @@ func groupsOfMember(ctx context.Context, svc *membership.Service, f wire.Filter)
 }
 
 // readGroups reads the groups query selects.
-func readGroups(ctx context.Context, svc *membership.Service, query membership.GroupQuery) (int, []membership.GroupRecord, error) {
+func readGroups(ctx context.Context, svc services, query directory.GroupQuery) (int, []directory.GroupRecord, error) {
 	var total int
-	var groups []membership.GroupRecord
-	err := svc.GroupRecords(ctx, query, func(n int, page iter.Seq[membership.GroupRecord]) {
+	var groups []directory.GroupRecord
+	err := svc.dir.GroupRecords(ctx, query, func(n int, page iter.Seq[directory.GroupRecord]) {
 		total, groups = n, slices.Collect(page)
 	})
 	return total, groups, err
@@ -277,7 +278,7 @@ func readGroups(ctx context.Context, svc *membership.Service, query membership.G
 
 // groupMatches reports whether every comparison of f holds for g: a
 // members comparison asks the store whether the uid is a direct member.
-func groupMatches(ctx context.Context, svc *membership.Service, g membership.GroupRecord, f wire.Filter) (bool, error) {
+func groupMatches(ctx context.Context, svc services, g directory.GroupRecord, f wire.Filter) (bool, error) {
 	for _, c := range f {
 		switch c.Attr {
 		case "id":

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
+	"example.com/groupmembership/membership/directory"
 
 	"example.com/groupmembership/httpapi/scim/wire"
 )
@@ -15,7 +17,7 @@ import (
 // new one): displayName is required; members, when given, are the whole
 // new set, and when left out the members stay as they are.
 func groupOf(doc map[string]json.RawMessage, groupID string) (*groupChange, error) {
-	c := newGroupChange(membership.GroupAttributes{})
+	c := newGroupChange(account.GroupAttributes{})
 	c.attrsTouched = true
 	for name, raw := range doc {
 		path := wire.AttributePath(name, wire.GroupResource)
@@ -29,7 +31,7 @@ func groupOf(doc map[string]json.RawMessage, groupID string) (*groupChange, erro
 	if c.attrs.DisplayName == "" {
 		return nil, wire.BadRequest(wire.InvalidValue, "displayName is required")
 	}
-	return c, membership.ValidateGroupAttributes(c.attrs)
+	return c, account.CheckGroup(c.attrs)
 }
 
 // handleCreateGroup answers POST /Groups: a new group whose id is its
@@ -51,7 +53,7 @@ func handleCreateGroup(d Deps) http.Handler {
 		}
 		var id string
 		if err == nil {
-			id, err = createGroup(r, d.Service, c)
+			id, err = createGroup(r, d.services(), c)
 		}
 		if err != nil {
 			wire.WriteError(w, r, err)
@@ -62,7 +64,7 @@ func handleCreateGroup(d Deps) http.Handler {
 }
 
 // createGroup writes c as a new group, and returns its id.
-func createGroup(r *http.Request, svc *membership.Service, c *groupChange) (string, error) {
+func createGroup(r *http.Request, svc services, c *groupChange) (string, error) {
 	for i := range updateTries {
 		id := c.attrs.DisplayName
 		if i > 0 {
@@ -83,7 +85,7 @@ func createGroup(r *http.Request, svc *membership.Service, c *groupChange) (stri
 // handleReplaceGroup answers PUT /Groups/{id}: the group's attributes as
 // the body gives them, and its members too when it names them.
 func handleReplaceGroup(d Deps) http.Handler {
-	return updateGroup(d, func(r *http.Request, id string) (func(membership.GroupAttributes) (*groupChange, error), error) {
+	return updateGroup(d, func(r *http.Request, id string) (func(account.GroupAttributes) (*groupChange, error), error) {
 		doc, err := readDocument(r, d)
 		if err != nil {
 			return nil, err
@@ -92,7 +94,7 @@ func handleReplaceGroup(d Deps) http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		return func(membership.GroupAttributes) (*groupChange, error) { return c, nil }, nil
+		return func(account.GroupAttributes) (*groupChange, error) { return c, nil }, nil
 	}, true)
 }
 
@@ -100,12 +102,12 @@ func handleReplaceGroup(d Deps) http.Handler {
 // none, in one change. It answers 204, or the group when the query asks
 // for attributes.
 func handlePatchGroup(d Deps) http.Handler {
-	return updateGroup(d, func(r *http.Request, id string) (func(membership.GroupAttributes) (*groupChange, error), error) {
+	return updateGroup(d, func(r *http.Request, id string) (func(account.GroupAttributes) (*groupChange, error), error) {
 		ops, err := readPatch(r, d)
 		if err != nil {
 			return nil, err
 		}
-		return func(cur membership.GroupAttributes) (*groupChange, error) {
+		return func(cur account.GroupAttributes) (*groupChange, error) {
 			c := newGroupChange(cur)
 			return c, c.applyOps(id, ops)
 		}, nil
@@ -116,20 +118,20 @@ func handlePatchGroup(d Deps) http.Handler {
 // user's: its writes (groupChange.writes) in one batch, which requires
 // the group as read when the change names its attributes (else that it
 // exists), or r's If-Match when it has one.
-func updateGroup(d Deps, read func(*http.Request, string) (func(membership.GroupAttributes) (*groupChange, error), error), answer bool) http.Handler {
+func updateGroup(d Deps, read func(*http.Request, string) (func(account.GroupAttributes) (*groupChange, error), error), answer bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sel, err := wire.ParseResource(r, wire.GroupResource)
 		var id string
 		if err == nil {
 			id, err = groupID(r)
 		}
-		var change func(membership.GroupAttributes) (*groupChange, error)
+		var change func(account.GroupAttributes) (*groupChange, error)
 		if err == nil {
 			change, err = read(r, id)
 		}
 		var replayed bool
 		if err == nil {
-			replayed, err = writeGroupUpdate(r, d.Service, id, change)
+			replayed, err = writeGroupUpdate(r, d.services(), id, change)
 		}
 		if err != nil {
 			wire.WriteError(w, r, err)
@@ -146,7 +148,7 @@ func updateGroup(d Deps, read func(*http.Request, string) (func(membership.Group
 
 // writeGroupUpdate reads the group, makes its change and writes it, again
 // from a new read when another change overtook it and r has no If-Match.
-func writeGroupUpdate(r *http.Request, svc *membership.Service, id string, change func(membership.GroupAttributes) (*groupChange, error)) (bool, error) {
+func writeGroupUpdate(r *http.Request, svc services, id string, change func(account.GroupAttributes) (*groupChange, error)) (bool, error) {
 	ctx := r.Context()
 	cond, given, err := conditions(r, svc)
 	if err != nil {
@@ -157,7 +159,7 @@ func writeGroupUpdate(r *http.Request, svc *membership.Service, id string, chang
 		return false, err
 	}
 	for range updateTries {
-		g, err := svc.Group(ctx, id, nil)
+		g, err := svc.dir.Group(ctx, id, nil)
 		if err != nil {
 			return false, err
 		}
@@ -197,7 +199,7 @@ func handleDeleteGroup(d Deps) http.Handler {
 		var cond membership.Precondition
 		var given bool
 		if err == nil {
-			cond, given, err = conditions(r, d.Service)
+			cond, given, err = conditions(r, d.services())
 		}
 		var write membership.Write
 		if err == nil {
@@ -209,7 +211,7 @@ func handleDeleteGroup(d Deps) http.Handler {
 			res, err = d.Service.Write(r.Context(), write)
 		}
 		if isPreconditionFailed(err) && !given {
-			err = membership.UnknownGroup(id)
+			err = directory.UnknownGroup(id)
 		}
 		if err != nil {
 			wire.WriteError(w, r, err)

@@ -2,15 +2,15 @@
 // /scim/v2: the routes that identity providers (Okta, Microsoft Entra ID)
 // call to create, read, replace, patch and delete users and groups. A
 // SCIM user is one of the service's users with an account
-// (membership.Account), its id the uid in decimal; a SCIM group is one of
+// (account.Account), its id the uid in decimal; a SCIM group is one of
 // the service's groups, its id the group id, its members the group's
 // direct members. Every write goes through membership.Service, so it is a
 // change of the feed, logged and applied as any other.
 //
 // The package reads SCIM's requests and writes its replies through
 // package wire (its JSON, errors, queries and filters), and makes of each
-// request the writes and reads of membership.Service; the domain
-// validates. Its files: routes and what they need (scim.go), what writes
+// request the writes and reads of membership.Service and
+// directory.Service; the domain validates. Its files: routes and what they need (scim.go), what writes
 // share (write.go), users (users.go, userwrite.go, userpatch.go), groups
 // (groups.go, groupwrite.go, grouppatch.go), and discovery
 // (discovery.go).
@@ -21,6 +21,7 @@ import (
 
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/directory"
 
 	"example.com/groupmembership/httpapi/scim/wire"
 )
@@ -29,16 +30,28 @@ import (
 // identity provider is given ends with it.
 const Prefix = "/scim/v2"
 
-// Deps are what the SCIM handlers need. Service is nil while the service
-// loads: the handlers are built then, but not called.
+// Deps are what the SCIM handlers need: Service makes every write and
+// reads the memberships, Directory reads the accounts and the groups'
+// attributes. Both are nil while the service loads: the handlers are
+// built then, but not called.
 type Deps struct {
-	Service *membership.Service
+	Service   *membership.Service
+	Directory *directory.Service
 	// MaxBodyBytes bounds a request's body; Bodies is the memory request
 	// bodies share, Replies the memory replies share.
 	MaxBodyBytes int64
 	Bodies       *budget.Bytes
 	Replies      *budget.Bytes
 }
+
+// services are Deps' services, as the handlers' functions take them.
+type services struct {
+	*membership.Service
+	dir *directory.Service
+}
+
+// services returns d's services.
+func (d Deps) services() services { return services{d.Service, d.Directory} }
 
 // Route is one method on one path of the SCIM API.
 type Route struct {

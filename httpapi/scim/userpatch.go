@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 
 	"example.com/groupmembership/httpapi/scim/wire"
 )
@@ -90,7 +90,7 @@ func readPatchOp(raw json.RawMessage) (patchOp, error) {
 // "name": {"givenName": …}); one with a path, that attribute. A remove
 // unassigns its attribute. Attributes the service does not keep are
 // ignored, as in a POST.
-func patchAccount(a membership.Account, ops []patchOp) (membership.Account, error) {
+func patchAccount(a account.Account, ops []patchOp) (account.Account, error) {
 	for i, op := range ops {
 		var err error
 		path := wire.AttributePath(op.path, wire.UserResource)
@@ -111,7 +111,7 @@ func patchAccount(a membership.Account, ops []patchOp) (membership.Account, erro
 }
 
 // setUserAttributes sets each attribute of value, an object.
-func setUserAttributes(a *membership.Account, value json.RawMessage) error {
+func setUserAttributes(a *account.Account, value json.RawMessage) error {
 	o, err := wire.ObjectOf(value, "the value")
 	if err != nil {
 		return wire.BadRequest(wire.InvalidValue, "the value of an operation without a path is not an object")
@@ -136,7 +136,7 @@ func emailPath(path string) string {
 
 // removeUserAttribute unassigns the attribute path of a. userName is
 // required, and active is a boolean to replace: neither is removed.
-func removeUserAttribute(a *membership.Account, path string) error {
+func removeUserAttribute(a *account.Account, path string) error {
 	switch path = emailPath(path); {
 	case path == "username":
 		return wire.BadRequest(wire.Mutability, "userName is required: it cannot be removed")

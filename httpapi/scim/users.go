@@ -10,6 +10,8 @@ import (
 
 	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
+	"example.com/groupmembership/membership/directory"
 
 	"example.com/groupmembership/httpapi/scim/wire"
 )
@@ -30,7 +32,7 @@ func baseURL(r *http.Request) string {
 
 // version returns the entity tag of revision rev: a resource's
 // meta.version and its ETag.
-func version(svc *membership.Service, rev membership.Revision) string {
+func version(svc services, rev membership.Revision) string {
 	return encode.ETag(svc.Epoch(), rev)[0]
 }
 
@@ -48,7 +50,7 @@ func meta(kind, location, version string, created, modified time.Time) wire.Obje
 
 // userObject returns u as a SCIM User: its email is the primary work
 // address; an attribute that is "" is left out.
-func userObject(r *http.Request, svc *membership.Service, u membership.UserRecord) wire.Object {
+func userObject(r *http.Request, svc services, u directory.UserRecord) wire.Object {
 	id := strconv.FormatInt(int64(u.UID), 10)
 	a := u.Account
 	o := wire.Obj("schemas", []string{wire.UserSchema}, "id", id)
@@ -81,8 +83,8 @@ func userObject(r *http.Request, svc *membership.Service, u membership.UserRecor
 // numbers, the enterprise extension, …) are ignored; id, meta and groups
 // are read-only, and ignored too. active, when missing, is true: a user
 // is created active, and a PUT that leaves it out keeps it so.
-func accountOf(doc map[string]json.RawMessage) (membership.Account, error) {
-	a := membership.Account{Active: true}
+func accountOf(doc map[string]json.RawMessage) (account.Account, error) {
+	a := account.Account{Active: true}
 	for name, raw := range doc {
 		if err := setUserAttribute(&a, wire.AttributePath(name, wire.UserResource), raw); err != nil {
 			return a, err
@@ -97,7 +99,7 @@ func accountOf(doc map[string]json.RawMessage) (membership.Account, error) {
 // setUserAttribute sets the attribute path (folded) of a to raw, as an
 // add or a replace does; an attribute the service does not keep is
 // ignored.
-func setUserAttribute(a *membership.Account, path string, raw json.RawMessage) error {
+func setUserAttribute(a *account.Account, path string, raw json.RawMessage) error {
 	var err error
 	switch path {
 	case "username":
@@ -124,7 +126,7 @@ func setUserAttribute(a *membership.Account, path string, raw json.RawMessage) e
 
 // setName sets a's given and family names from the complex attribute
 // name; its other sub-attributes are ignored.
-func setName(a *membership.Account, raw json.RawMessage) error {
+func setName(a *account.Account, raw json.RawMessage) error {
 	if wire.IsNull(raw) {
 		a.GivenName, a.FamilyName = "", ""
 		return nil
@@ -198,17 +200,17 @@ func handleGetUser(d Deps) http.Handler {
 			wire.WriteError(w, r, err)
 			return
 		}
-		u, err := d.Service.User(r.Context(), uid)
+		u, err := d.Directory.User(r.Context(), uid)
 		if err != nil {
 			wire.WriteError(w, r, err)
 			return
 		}
-		writeUser(w, r, d.Service, http.StatusOK, u, sel)
+		writeUser(w, r, d.services(), http.StatusOK, u, sel)
 	})
 }
 
 // writeUser answers u, with its ETag.
-func writeUser(w http.ResponseWriter, r *http.Request, svc *membership.Service, status int, u membership.UserRecord, sel wire.Selection) {
+func writeUser(w http.ResponseWriter, r *http.Request, svc services, status int, u directory.UserRecord, sel wire.Selection) {
 	o := userObject(r, svc, u)
 	w.Header()["Etag"] = encode.ETag(svc.Epoch(), u.Revision)
 	if status == http.StatusCreated {
@@ -227,14 +229,14 @@ func handleListUsers(d Deps) http.Handler {
 			wire.WriteError(w, r, err)
 			return
 		}
-		total, users, err := listUsers(r.Context(), d.Service, q)
+		total, users, err := listUsers(r.Context(), d.services(), q)
 		if err != nil {
 			wire.WriteError(w, r, err)
 			return
 		}
 		resources := make([]wire.Object, len(users))
 		for i, u := range users {
-			resources[i] = q.Sel.Apply(userObject(r, d.Service, u))
+			resources[i] = q.Sel.Apply(userObject(r, d.services(), u))
 		}
 		writeList(w, q, total, resources)
 	})
@@ -256,12 +258,12 @@ func writeList(w http.ResponseWriter, q wire.List, total int, resources []wire.O
 // the store's index; a filter of several comparisons reads the accounts
 // of its first indexed one (at most MaxResults of them, or tooMany) and
 // keeps those the others select.
-func listUsers(ctx context.Context, svc *membership.Service, q wire.List) (int, []membership.UserRecord, error) {
+func listUsers(ctx context.Context, svc services, q wire.List) (int, []directory.UserRecord, error) {
 	offset := q.StartIndex - 1
 	if id, ok := q.Filter.Value("id"); ok {
-		var found []membership.UserRecord
+		var found []directory.UserRecord
 		if uid, ok := membership.ParseUID(id); ok {
-			if u, err := svc.User(ctx, uid); err == nil {
+			if u, err := svc.dir.User(ctx, uid); err == nil {
 				found = append(found, u)
 			} else if membership.ErrorCode(err) != membership.CodeUnknownUser {
 				return 0, nil, err
@@ -269,7 +271,7 @@ func listUsers(ctx context.Context, svc *membership.Service, q wire.List) (int, 
 		}
 		return pageOf(keepUsers(found, q.Filter), offset, q.Count)
 	}
-	query := membership.UserQuery{Offset: offset, Limit: max(q.Count, 1)}
+	query := directory.UserQuery{Offset: offset, Limit: max(q.Count, 1)}
 	query.UserName, _ = q.Filter.Value("username")
 	if query.UserName == "" {
 		query.ExternalID, _ = q.Filter.Value("externalid")
@@ -288,10 +290,10 @@ func listUsers(ctx context.Context, svc *membership.Service, q wire.List) (int, 
 }
 
 // readUsers reads the accounts query selects.
-func readUsers(ctx context.Context, svc *membership.Service, query membership.UserQuery) (int, []membership.UserRecord, error) {
+func readUsers(ctx context.Context, svc services, query directory.UserQuery) (int, []directory.UserRecord, error) {
 	var total int
-	var users []membership.UserRecord
-	err := svc.Users(ctx, query, func(n int, page iter.Seq[membership.UserRecord]) {
+	var users []directory.UserRecord
+	err := svc.dir.Users(ctx, query, func(n int, page iter.Seq[directory.UserRecord]) {
 		total = n
 		for u := range page {
 			users = append(users, u)
@@ -301,8 +303,8 @@ func readUsers(ctx context.Context, svc *membership.Service, query membership.Us
 }
 
 // keepUsers returns the users f selects.
-func keepUsers(users []membership.UserRecord, f wire.Filter) []membership.UserRecord {
-	var out []membership.UserRecord
+func keepUsers(users []directory.UserRecord, f wire.Filter) []directory.UserRecord {
+	var out []directory.UserRecord
 	for _, u := range users {
 		if userMatches(u, f) {
 			out = append(out, u)
@@ -313,14 +315,14 @@ func keepUsers(users []membership.UserRecord, f wire.Filter) []membership.UserRe
 
 // userMatches reports whether every comparison of f holds for u: userName
 // compared case-insensitively, as RFC 7643 says of it, the others exactly.
-func userMatches(u membership.UserRecord, f wire.Filter) bool {
+func userMatches(u directory.UserRecord, f wire.Filter) bool {
 	for _, c := range f {
 		var ok bool
 		switch c.Attr {
 		case "id":
 			ok = strconv.FormatInt(int64(u.UID), 10) == c.Value
 		case "username":
-			ok = membership.FoldUserName(u.Account.UserName) == membership.FoldUserName(c.Value)
+			ok = account.FoldUserName(u.Account.UserName) == account.FoldUserName(c.Value)
 		case "externalid":
 			ok = u.Account.ExternalID == c.Value
 		}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
+	"example.com/groupmembership/membership/directory"
 
 	"example.com/groupmembership/httpapi/scim/wire"
 )
@@ -22,7 +24,7 @@ func handleCreateUser(d Deps) http.Handler {
 		if err == nil {
 			doc, err = readDocument(r, d)
 		}
-		var a membership.Account
+		var a account.Account
 		if err == nil {
 			a, err = accountOf(doc)
 		}
@@ -30,23 +32,23 @@ func handleCreateUser(d Deps) http.Handler {
 			wire.WriteError(w, r, err)
 			return
 		}
-		u, err := createUser(r, d.Service, a)
+		u, err := createUser(r, d.services(), a)
 		if err != nil {
 			wire.WriteError(w, r, err)
 			return
 		}
-		writeUser(w, r, d.Service, http.StatusCreated, u, sel)
+		writeUser(w, r, d.services(), http.StatusCreated, u, sel)
 	})
 }
 
 // createUser writes a with a free uid, taking another when another
 // write took its own first.
-func createUser(r *http.Request, svc *membership.Service, a membership.Account) (membership.UserRecord, error) {
+func createUser(r *http.Request, svc services, a account.Account) (directory.UserRecord, error) {
 	ctx := r.Context()
 	for range updateTries {
-		uid, err := svc.FreeUID(ctx)
+		uid, err := svc.dir.FreeUID(ctx)
 		if err != nil {
-			return membership.UserRecord{}, err
+			return directory.UserRecord{}, err
 		}
 		_, err = svc.Write(ctx, membership.Write{Op: membership.OpSetUser, UIDs: []membership.UID{uid}, Account: &a,
 			If: membership.Precondition{Empty: true}, Principal: principal(r)})
@@ -54,18 +56,18 @@ func createUser(r *http.Request, svc *membership.Service, a membership.Account) 
 			continue // another write took the uid
 		}
 		if err != nil {
-			return membership.UserRecord{}, err
+			return directory.UserRecord{}, err
 		}
-		return svc.User(ctx, uid)
+		return svc.dir.User(ctx, uid)
 	}
-	return membership.UserRecord{}, membership.Errorf(membership.CodeUnavailable, "other users were created with every free uid tried: try again")
+	return directory.UserRecord{}, membership.Errorf(membership.CodeUnavailable, "other users were created with every free uid tried: try again")
 }
 
 // handleReplaceUser answers PUT /Users/{id}: the account as the body
 // gives it, every attribute it leaves out cleared but active, which keeps
 // its value.
 func handleReplaceUser(d Deps) http.Handler {
-	return updateUser(d, func(r *http.Request) (func(membership.Account) (membership.Account, error), error) {
+	return updateUser(d, func(r *http.Request) (func(account.Account) (account.Account, error), error) {
 		doc, err := readDocument(r, d)
 		if err != nil {
 			return nil, err
@@ -75,7 +77,7 @@ func handleReplaceUser(d Deps) http.Handler {
 			return nil, err
 		}
 		_, hasActive := doc["active"]
-		return func(cur membership.Account) (membership.Account, error) {
+		return func(cur account.Account) (account.Account, error) {
 			if !hasActive {
 				a.Active = cur.Active
 			}
@@ -87,12 +89,12 @@ func handleReplaceUser(d Deps) http.Handler {
 // handlePatchUser answers PATCH /Users/{id}: its operations applied to the
 // account, all or none, in one change.
 func handlePatchUser(d Deps) http.Handler {
-	return updateUser(d, func(r *http.Request) (func(membership.Account) (membership.Account, error), error) {
+	return updateUser(d, func(r *http.Request) (func(account.Account) (account.Account, error), error) {
 		ops, err := readPatch(r, d)
 		if err != nil {
 			return nil, err
 		}
-		return func(cur membership.Account) (membership.Account, error) { return patchAccount(cur, ops) }, nil
+		return func(cur account.Account) (account.Account, error) { return patchAccount(cur, ops) }, nil
 	})
 }
 
@@ -101,66 +103,66 @@ func handlePatchUser(d Deps) http.Handler {
 // returns, in one set_user; the write requires the account as read, or
 // r's If-Match when it has one. A write that another overtook is made
 // again from a new read, when r has no If-Match.
-func updateUser(d Deps, read func(*http.Request) (func(membership.Account) (membership.Account, error), error)) http.Handler {
+func updateUser(d Deps, read func(*http.Request) (func(account.Account) (account.Account, error), error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sel, err := wire.ParseResource(r, wire.UserResource)
 		var uid membership.UID
 		if err == nil {
 			uid, err = userID(r)
 		}
-		var change func(membership.Account) (membership.Account, error)
+		var change func(account.Account) (account.Account, error)
 		if err == nil {
 			change, err = read(r)
 		}
-		var u membership.UserRecord
+		var u directory.UserRecord
 		var replayed bool
 		if err == nil {
-			u, replayed, err = writeUpdate(r, d.Service, uid, change)
+			u, replayed, err = writeUpdate(r, d.services(), uid, change)
 		}
 		if err != nil {
 			wire.WriteError(w, r, err)
 			return
 		}
 		markReplayed(w, replayed)
-		writeUser(w, r, d.Service, http.StatusOK, u, sel)
+		writeUser(w, r, d.services(), http.StatusOK, u, sel)
 	})
 }
 
 // writeUpdate reads uid's account, applies change and writes the result,
 // as updateUser says, and returns the account as written.
-func writeUpdate(r *http.Request, svc *membership.Service, uid membership.UID, change func(membership.Account) (membership.Account, error)) (membership.UserRecord, bool, error) {
+func writeUpdate(r *http.Request, svc services, uid membership.UID, change func(account.Account) (account.Account, error)) (directory.UserRecord, bool, error) {
 	ctx := r.Context()
 	cond, given, err := conditions(r, svc)
 	if err != nil {
-		return membership.UserRecord{}, false, err
+		return directory.UserRecord{}, false, err
 	}
 	for range updateTries {
-		cur, err := svc.User(ctx, uid)
+		cur, err := svc.dir.User(ctx, uid)
 		if err != nil {
-			return membership.UserRecord{}, false, err
+			return directory.UserRecord{}, false, err
 		}
 		a, err := change(cur.Account)
 		if err != nil {
-			return membership.UserRecord{}, false, err
+			return directory.UserRecord{}, false, err
 		}
 		if !given {
 			cond = membership.Precondition{Revisions: []membership.Revision{cur.Revision}}
 		}
 		write, err := keyed(r, membership.Write{Op: membership.OpSetUser, UIDs: []membership.UID{uid}, Account: &a, If: cond})
 		if err != nil {
-			return membership.UserRecord{}, false, err
+			return directory.UserRecord{}, false, err
 		}
 		res, err := svc.Write(ctx, write)
 		if isPreconditionFailed(err) && !given {
 			continue
 		}
 		if err != nil {
-			return membership.UserRecord{}, false, err
+			return directory.UserRecord{}, false, err
 		}
-		u, err := svc.User(ctx, uid)
+		u, err := svc.dir.User(ctx, uid)
 		return u, res.Replayed, err
 	}
-	return membership.UserRecord{}, false, membership.Errorf(membership.CodeUnavailable, "the user kept changing while it was written: try again")
+	return directory.UserRecord{}, false, membership.Errorf(membership.CodeUnavailable, "the user kept changing while it was written: try again")
 }
 
 // handleDeleteUser answers DELETE /Users/{id}: the account is deleted, and
@@ -171,7 +173,7 @@ func handleDeleteUser(d Deps) http.Handler {
 		var cond membership.Precondition
 		var given bool
 		if err == nil {
-			cond, given, err = conditions(r, d.Service)
+			cond, given, err = conditions(r, d.services())
 		}
 		var write membership.Write
 		if err == nil {
@@ -183,7 +185,7 @@ func handleDeleteUser(d Deps) http.Handler {
 			res, err = d.Service.Write(r.Context(), write)
 		}
 		if isPreconditionFailed(err) && !given {
-			err = membership.UnknownUser(uid)
+			err = directory.UnknownUser(uid)
 		}
 		if err != nil {
 			wire.WriteError(w, r, err)

@@ -24,7 +24,7 @@ var idempotentReplayed = []string{"true"}
 // set (see decode.WriteCondition), and whether r has any: a write without
 // them is made against the state it read, and read again when another
 // change comes first.
-func conditions(r *http.Request, svc *membership.Service) (membership.Precondition, bool, error) {
+func conditions(r *http.Request, svc services) (membership.Precondition, bool, error) {
 	cond, err := decode.WriteCondition(r, svc.Epoch())
 	return cond, !cond.IsZero(), err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 func testGroups(t *testing.T, newStore NewStore) {
@@ -68,37 +69,37 @@ func testGroupPatches(t *testing.T, newStore NewStore) {
 		name  string
 		ops   []string
 		want  []membership.UID
-		attrs membership.GroupAttributes
+		attrs account.GroupAttributes
 	}{
 		{"add, Okta's", []string{`{"op":"add","path":"members","value":[{"value":"4","display":"d"},{"value":"5"}]}`},
-			[]membership.UID{1, 2, 3, 4, 5}, membership.GroupAttributes{DisplayName: "g", ExternalID: "x"}},
+			[]membership.UID{1, 2, 3, 4, 5}, account.GroupAttributes{DisplayName: "g", ExternalID: "x"}},
 		{"remove with a value removes only those, Entra ID's", []string{`{"op":"Remove","path":"members","value":[{"$ref":null,"value":"2"}]}`},
-			[]membership.UID{1, 3, 4, 5}, membership.GroupAttributes{DisplayName: "g", ExternalID: "x"}},
+			[]membership.UID{1, 3, 4, 5}, account.GroupAttributes{DisplayName: "g", ExternalID: "x"}},
 		{"remove of members[value eq], Okta's", []string{`{"op":"remove","path":"members[value eq \"4\"]"}`},
-			[]membership.UID{1, 3, 5}, membership.GroupAttributes{DisplayName: "g", ExternalID: "x"}},
+			[]membership.UID{1, 3, 5}, account.GroupAttributes{DisplayName: "g", ExternalID: "x"}},
 		{"replace of displayName", []string{`{"op":"Replace","path":"displayName","value":"Gee"}`},
-			[]membership.UID{1, 3, 5}, membership.GroupAttributes{DisplayName: "Gee", ExternalID: "x"}},
+			[]membership.UID{1, 3, 5}, account.GroupAttributes{DisplayName: "Gee", ExternalID: "x"}},
 		{"several attributes without a path, Okta's with the id", []string{`{"op":"replace","value":{"id":"g","displayName":"G2","externalId":"y"}}`},
-			[]membership.UID{1, 3, 5}, membership.GroupAttributes{DisplayName: "G2", ExternalID: "y"}},
+			[]membership.UID{1, 3, 5}, account.GroupAttributes{DisplayName: "G2", ExternalID: "y"}},
 		{"members without a path", []string{`{"op":"add","value":{"members":[{"value":"6"}]}}`},
-			[]membership.UID{1, 3, 5, 6}, membership.GroupAttributes{DisplayName: "G2", ExternalID: "y"}},
+			[]membership.UID{1, 3, 5, 6}, account.GroupAttributes{DisplayName: "G2", ExternalID: "y"}},
 		{"in order: an add then its remove, a remove then its add", []string{`{"op":"add","path":"members","value":[{"value":"7"}]}`,
 			`{"op":"remove","path":"members[value eq \"7\"]"}`, `{"op":"remove","path":"members","value":[{"value":"1"}]}`,
 			`{"op":"add","path":"members","value":[{"value":"1"}]}`},
-			[]membership.UID{1, 3, 5, 6}, membership.GroupAttributes{DisplayName: "G2", ExternalID: "y"}},
+			[]membership.UID{1, 3, 5, 6}, account.GroupAttributes{DisplayName: "G2", ExternalID: "y"}},
 		{"replace of members", []string{`{"op":"replace","path":"members","value":[{"value":"8"},{"value":"9"}]}`, `{"op":"add","path":"members","value":[{"value":"10"}]}`},
-			[]membership.UID{8, 9, 10}, membership.GroupAttributes{DisplayName: "G2", ExternalID: "y"}},
+			[]membership.UID{8, 9, 10}, account.GroupAttributes{DisplayName: "G2", ExternalID: "y"}},
 		{"remove of externalId", []string{`{"op":"remove","path":"externalId"}`},
-			[]membership.UID{8, 9, 10}, membership.GroupAttributes{DisplayName: "G2"}},
+			[]membership.UID{8, 9, 10}, account.GroupAttributes{DisplayName: "G2"}},
 		{"remove of members without a value empties the group, which stays", []string{`{"op":"remove","path":"members"}`},
-			[]membership.UID{}, membership.GroupAttributes{DisplayName: "G2"}},
+			[]membership.UID{}, account.GroupAttributes{DisplayName: "G2"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rev := s.latest()
 			rep := s.must(http.StatusNoContent, "PATCH", path, patchOps(tt.ops...))
 			assert.Empty(t, rep.body)
 			assert.Equal(t, tt.want, uids(s.members("g")))
-			g, err := s.svc.Group(t.Context(), "g", nil)
+			g, err := s.dir.Group(t.Context(), "g", nil)
 			require.NoError(t, err)
 			assert.Equal(t, tt.attrs, g.Attributes)
 			assert.LessOrEqual(t, len(s.feedSince(rev)), 1, "a PATCH is one change")

@@ -115,7 +115,7 @@ func testErrors(t *testing.T, newStore NewStore) {
 		})
 	}
 	s.must(http.StatusCreated, "POST", "/scim/v2/Users", `{"userName":"json"}`, "Content-Type", "application/json; charset=utf-8")
-	users, err := s.svc.FreeUID(t.Context())
+	users, err := s.dir.FreeUID(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, membership.UID(2), users, "only the last POST created a user")
 

@@ -24,10 +24,17 @@ import (
 	"example.com/groupmembership/httpapi/scim"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/directory"
 )
 
+// Store is a store with a directory: every store of this service.
+type Store interface {
+	membership.Store
+	directory.Reader
+}
+
 // NewStore makes a store for one test; it closes it when the test ends.
-type NewStore func(t *testing.T) membership.Store
+type NewStore func(t *testing.T) Store
 
 // Run runs the SCIM tests on stores newStore makes.
 func Run(t *testing.T, newStore NewStore) {
@@ -49,18 +56,20 @@ func Run(t *testing.T, newStore NewStore) {
 type server struct {
 	t   *testing.T
 	svc *membership.Service
+	dir *directory.Service
 	mux *http.ServeMux
 }
 
 // newServer returns the SCIM routes over a store newStore makes.
 func newServer(t *testing.T, newStore NewStore) *server {
 	t.Helper()
-	svc := membership.NewService(newStore(t), membership.ServiceOptions{})
+	store := newStore(t)
+	svc, dir := membership.NewService(store, membership.ServiceOptions{}), directory.NewService(store)
 	mux := http.NewServeMux()
-	for _, r := range scim.Routes(scim.Deps{Service: svc, MaxBodyBytes: 1 << 20, Bodies: budget.New(64 << 20), Replies: budget.New(64 << 20)}) {
+	for _, r := range scim.Routes(scim.Deps{Service: svc, Directory: dir, MaxBodyBytes: 1 << 20, Bodies: budget.New(64 << 20), Replies: budget.New(64 << 20)}) {
 		mux.Handle(r.Method+" "+r.Path, r.Handler)
 	}
-	return &server{t: t, svc: svc, mux: mux}
+	return &server{t: t, svc: svc, dir: dir, mux: mux}
 }
 
 // reply is what a request got: its status, headers and body, the body

@@ -97,7 +97,7 @@ func (s *server) checkState(t *testing.T, i int, st step, expand func(string) st
 	for id, want := range st.State.Users {
 		uid, ok := membership.ParseUID(expand(id))
 		require.True(t, ok, "step %d: user %s", i, id)
-		u, err := s.svc.User(ctx, uid)
+		u, err := s.dir.User(ctx, uid)
 		if want == nil {
 			assert.Equal(t, membership.CodeUnknownUser, membership.ErrorCode(err), "step %d: user %s is gone", i, id)
 			assert.Empty(t, s.groupsOf(uid), "step %d: in no group", i)
@@ -109,7 +109,7 @@ func (s *server) checkState(t *testing.T, i int, st step, expand func(string) st
 		assert.Equal(t, want.Active, u.Account.Active, "step %d", i)
 	}
 	for id, want := range st.State.Groups {
-		g, err := s.svc.Group(ctx, expand(id), nil)
+		g, err := s.dir.Group(ctx, expand(id), nil)
 		if want == nil {
 			assert.Equal(t, membership.CodeUnknownGroup, membership.ErrorCode(err), "step %d: group %s is gone", i, id)
 			continue

@@ -61,6 +61,7 @@ var statusOf = map[membership.Code]struct {
 	membership.CodeUserNameTaken:          {http.StatusConflict, Uniqueness},
 	membership.CodeIdempotencyKeyInFlight: {http.StatusConflict, ""},
 	membership.CodeIdempotencyKeyReused:   {http.StatusUnprocessableEntity, ""},
+	membership.CodeForbidden:              {http.StatusForbidden, ""},
 	membership.CodeUnknownUser:            {http.StatusNotFound, ""},
 	membership.CodeUnknownGroup:           {http.StatusNotFound, ""},
 	membership.CodePreconditionFailed:     {http.StatusPreconditionFailed, ""},

@@ -12,6 +12,8 @@ import (
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
+	"example.com/groupmembership/membership/directory"
 )
 
 // dirOutcome is what one write or batch of directoryScript answered: its
@@ -23,13 +25,13 @@ type dirOutcome struct {
 }
 
 // setUser returns the write of uid's account a, with cond.
-func setUser(uid membership.UID, a membership.Account, cond membership.Precondition) membership.Write {
+func setUser(uid membership.UID, a account.Account, cond membership.Precondition) membership.Write {
 	return membership.Write{Op: membership.OpSetUser, UIDs: []membership.UID{uid}, Account: &a, If: cond}
 }
 
 // setGroup returns the write of groupID's attributes.
 func setGroup(groupID, name, external string) membership.Write {
-	return membership.Write{Op: membership.OpSetGroup, GroupID: groupID, Group: &membership.GroupAttributes{DisplayName: name, ExternalID: external}}
+	return membership.Write{Op: membership.OpSetGroup, GroupID: groupID, Group: &account.GroupAttributes{DisplayName: name, ExternalID: external}}
 }
 
 // directoryScript makes writes of every directory op on s, alone and in a
@@ -48,20 +50,20 @@ func directoryScript(t *testing.T, s membership.Store) []dirOutcome {
 		res, err := s.Batch(ctx, membership.Batch{Writes: ws, Actor: 40})
 		out = append(out, dirOutcome{Batch: res, Code: codeOf(err)})
 	}
-	alice := membership.Account{UserName: "alice@example.com", ExternalID: "00u1", DisplayName: "Alice", GivenName: "Alice", Email: "alice@example.com", Active: true}
-	bob := membership.Account{UserName: "bob", DisplayName: "Bob", Active: true}
+	alice := account.Account{UserName: "alice@example.com", ExternalID: "00u1", DisplayName: "Alice", GivenName: "Alice", Email: "alice@example.com", Active: true}
+	bob := account.Account{UserName: "bob", DisplayName: "Bob", Active: true}
 	write(setUser(1, alice, membership.Precondition{Empty: true}))
 	write(setUser(2, bob, membership.Precondition{Empty: true}))
-	write(setUser(3, membership.Account{UserName: "ALICE@example.com", Active: true}, membership.Precondition{})) // taken
-	write(setUser(2, bob, membership.Precondition{Revisions: []membership.Revision{1}}))                          // not its revision
+	write(setUser(3, account.Account{UserName: "ALICE@example.com", Active: true}, membership.Precondition{})) // taken
+	write(setUser(2, bob, membership.Precondition{Revisions: []membership.Revision{1}}))                       // not its revision
 	write(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}, {UID: 2}, {UID: 7, Nickname: "Gus", HasNickname: true}}})
 	write(membership.Write{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{{UID: 2, Nickname: "Bobby", HasNickname: true}}})
 	inactive := bob
 	inactive.Active = false
 	write(setUser(2, inactive, membership.Precondition{Exists: true}))                              // leaves g and h
 	write(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 2}}}) // refused
-	write(storetest.Keyed(setUser(4, membership.Account{UserName: "carol", Active: true}, membership.Precondition{}), "carol"))
-	write(storetest.Keyed(setUser(4, membership.Account{UserName: "carol", Active: true}, membership.Precondition{}), "carol")) // a repeat
+	write(storetest.Keyed(setUser(4, account.Account{UserName: "carol", Active: true}, membership.Precondition{}), "carol"))
+	write(storetest.Keyed(setUser(4, account.Account{UserName: "carol", Active: true}, membership.Precondition{}), "carol")) // a repeat
 	write(setGroup("admins", "Admins", "x1"))
 	batch(setGroup("g", "Gee", ""), membership.Write{Op: membership.OpAdd, GroupID: "admins", Users: []membership.User{{UID: 1}, {UID: 4}}},
 		membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{7}})
@@ -83,23 +85,23 @@ func codeOf(err error) membership.Code {
 
 // dirView is what the directory's reads answer, for comparing stores.
 type dirView struct {
-	Users  []membership.UserRecord
-	Groups []membership.GroupRecord
+	Users  []directory.UserRecord
+	Groups []directory.GroupRecord
 	Free   membership.UID
 }
 
 func dirViewOf(t *testing.T, s membership.Store) dirView {
 	t.Helper()
 	ctx := context.Background()
-	d, ok := s.(membership.Directory)
+	d, ok := s.(directory.Reader)
 	require.True(t, ok, "the store keeps a directory")
 	var v dirView
-	require.NoError(t, d.Users(ctx, membership.UserQuery{Limit: membership.MaxPageSize}, func(_ int, users iter.Seq[membership.UserRecord]) {
+	require.NoError(t, d.Users(ctx, directory.UserQuery{Limit: membership.MaxPageSize}, func(_ int, users iter.Seq[directory.UserRecord]) {
 		for u := range users {
 			v.Users = append(v.Users, u)
 		}
 	}))
-	require.NoError(t, d.GroupRecords(ctx, membership.GroupQuery{Limit: membership.MaxPageSize}, func(_ int, groups iter.Seq[membership.GroupRecord]) {
+	require.NoError(t, d.GroupRecords(ctx, directory.GroupQuery{Limit: membership.MaxPageSize}, func(_ int, groups iter.Seq[directory.GroupRecord]) {
 		for g := range groups {
 			v.Groups = append(v.Groups, g)
 		}
@@ -142,7 +144,7 @@ func TestDurableDirectoryReplaysAfterACrash(t *testing.T) {
 	defer d.Close()
 	assert.Equal(t, wantView, dirViewOf(t, d), "the log replayed")
 	assert.Equal(t, wantState, sortedExport(d))
-	res, err := d.Write(context.Background(), storetest.Keyed(setUser(4, membership.Account{UserName: "carol", Active: true}, membership.Precondition{}), "carol"))
+	res, err := d.Write(context.Background(), storetest.Keyed(setUser(4, account.Account{UserName: "carol", Active: true}, membership.Precondition{}), "carol"))
 	require.NoError(t, err)
 	assert.True(t, res.Replayed, "the key is remembered")
 }
@@ -189,12 +191,12 @@ func TestDurableRefusesADirectoryWriteWithoutARecord(t *testing.T) {
 	ctx := context.Background()
 	d := openTestDurable(t, t.TempDir(), Options{ChangesKeep: keepAll})
 	defer d.Close()
-	_, err := d.Write(ctx, setUser(1, membership.Account{UserName: "a", Active: false}, membership.Precondition{}))
+	_, err := d.Write(ctx, setUser(1, account.Account{UserName: "a", Active: false}, membership.Precondition{}))
 	require.NoError(t, err)
 	size := d.log.Size()
 	for _, w := range []membership.Write{
-		setUser(2, membership.Account{UserName: "A", Active: true}, membership.Precondition{}),
-		setUser(1, membership.Account{UserName: "a", Active: true}, membership.Precondition{Empty: true}),
+		setUser(2, account.Account{UserName: "A", Active: true}, membership.Precondition{}),
+		setUser(1, account.Account{UserName: "a", Active: true}, membership.Precondition{Empty: true}),
 		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}},
 		{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 1}}},
 	} {

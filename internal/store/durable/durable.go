@@ -19,6 +19,7 @@ import (
 	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/directory"
 )
 
 // DefaultSnapshotBytes is the default log size past which a snapshot is
@@ -167,7 +168,7 @@ type Store struct {
 	memory.ReadOnly
 	memory.ExpiryQueue
 	membership.Nesting
-	membership.Directory
+	directory.Reader
 	mem    *memory.Store
 	dir    string
 	opts   Options
@@ -295,7 +296,7 @@ func openDurable(dir string, opts Options, lock *fileutil.DirLock) (*Store, erro
 	if err := d.recover(); err != nil {
 		return nil, err
 	}
-	d.ReadOnly, d.ExpiryQueue, d.Nesting, d.Directory = d.mem, d.mem, d.mem, d.mem // recover may have started a new one
+	d.ReadOnly, d.ExpiryQueue, d.Nesting, d.Reader = d.mem, d.mem, d.mem, d.mem // recover may have started a new one
 	go d.commitLoop()
 	go d.markLoop()
 	return d, nil

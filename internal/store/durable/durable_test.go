@@ -92,7 +92,7 @@ func TestDurableNestingContractAcrossSnapshots(t *testing.T) {
 func TestDurableDirectoryContractAcrossSnapshots(t *testing.T) {
 	var snapshots atomic.Uint64
 	t.Cleanup(func() { assert.NotZero(t, snapshots.Load(), "snapshots were written") })
-	directorytest.Contract(t, func(t *testing.T) membership.Store {
+	directorytest.Contract(t, func(t *testing.T) directorytest.Store {
 		dir := t.TempDir()
 		d := openTestDurable(t, dir, Options{ChangesKeep: keepAll, SnapshotBytes: 1})
 		t.Cleanup(func() {

@@ -15,6 +15,7 @@ import (
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // copyFixture returns a copy of testdata/name: a data directory an older
@@ -105,7 +106,7 @@ func assertAppendsToOlderLogs(t *testing.T, d *Store, dir string, oldLogs int) {
 	require.NoError(t, err)
 	_, err = d.Write(ctx, storetest.Nest("every", "g1", "g2"))
 	require.NoError(t, err)
-	_, err = d.Write(ctx, setUser(5000, membership.Account{UserName: "n1", DisplayName: "N1", Active: true}, membership.Precondition{Empty: true}))
+	_, err = d.Write(ctx, setUser(5000, account.Account{UserName: "n1", DisplayName: "N1", Active: true}, membership.Precondition{Empty: true}))
 	require.NoError(t, err)
 	_, err = d.Write(ctx, setGroup("ops", "Operations", "x"))
 	require.NoError(t, err)

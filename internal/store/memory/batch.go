@@ -147,17 +147,10 @@ func (m *Store) applyBatchWrites(a *batch.Applier, writes []membership.Write, gr
 	for i, w := range writes {
 		g := groups[w.GroupID]
 		var sub membership.Change
-		switch {
-		case membership.IsNestingOp(w.Op):
+		if membership.IsNestingOp(w.Op) {
 			results[i], sub = nested[i].res, nested[i].change
-		case w.Op == membership.OpSetGroup:
-			sub = applySetGroup(g, w, a.Nicknames())
-		default:
+		} else {
 			results[i], sub = a.Apply(g, w)
-			if w.Op == membership.OpDeleteGroup && g != nil && g.Attrs != nil {
-				dropAttrs(g, a.Nicknames()) // after its members, whose nicknames Apply forgot
-				sub = membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}
-			}
 		}
 		if nested != nil && nested[i].change.Op != "" {
 			nestChanged = true
@@ -235,7 +228,10 @@ func (m *Store) batchNesting(b membership.Batch, commit time.Time) ([]nestedWrit
 func (m *Store) checkBatch(ws []membership.Write, groups map[string]*group.Group) error {
 	removals := 0 // the members the batch's replaces and deletions hold
 	for i, w := range ws {
-		if !membership.InABatch(w.Op) || w.Op == membership.OpSetGroup && w.Group == nil {
+		switch {
+		case w.Op == membership.OpAdd, w.Op == membership.OpRemove, w.Op == membership.OpReplace, w.Op == membership.OpDeleteGroup,
+			membership.IsNestingOp(w.Op) && w.Op != membership.OpExpireGroups, w.Op == membership.OpSetGroup && w.Group != nil:
+		default:
 			return fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
 		}
 		g, seen := groups[w.GroupID]
@@ -247,7 +243,7 @@ func (m *Store) checkBatch(ws []membership.Write, groups map[string]*group.Group
 			return BatchElementError(i, w.GroupID, err)
 		}
 		if w.Op == membership.OpAdd || w.Op == membership.OpReplace {
-			if err := m.refuseInactive(w.Users); err != nil {
+			if err := m.Directory.RefuseInactive(w.Users); err != nil {
 				return BatchElementError(i, w.GroupID, err)
 			}
 		}

@@ -28,10 +28,8 @@ func (m *Store) Check(w membership.Write) (rev membership.Revision, changes bool
 		return m.checkUser(w.UIDs[0])
 	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpExpireGroups:
 		return m.checkNesting(w)
-	case membership.OpSetGroup:
-		return m.checkGroup(w)
-	case membership.OpSetUser, membership.OpDeleteUser:
-		return m.checkAccount(w)
+	case membership.OpSetUser, membership.OpDeleteUser, membership.OpSetGroup:
+		return m.Directory.Check(w)
 	}
 	return 0, false, fmt.Errorf("unknown op %q", w.Op)
 }
@@ -53,17 +51,12 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 		return 0, false, err
 	}
 	if w.Op == membership.OpAdd || w.Op == membership.OpReplace {
-		if err := m.refuseInactive(w.Users); err != nil {
+		if err := m.Directory.RefuseInactive(w.Users); err != nil {
 			return 0, false, err
 		}
 	}
 	rev := m.revisionOf(g)
 	switch w.Op {
-	case membership.OpSetGroup:
-		if w.Group == nil {
-			return 0, false, fmt.Errorf("set_group without attributes")
-		}
-		return rev, g == nil || g.Attrs == nil || g.Attrs.GroupAttributes != *w.Group, nil
 	case membership.OpAdd:
 		return rev, len(w.Users) > 0 && !m.holdsAll(g, w.Users), nil
 	case membership.OpExpire:
@@ -145,36 +138,4 @@ func (m *Store) checkUser(uid membership.UID) (membership.Revision, bool, error)
 	m.reverse.RLock(uid)
 	defer m.reverse.RUnlock(uid)
 	return m.LatestRevision(), m.reverse.HasUser(uid), nil
-}
-
-// checkAccount is Check of OpSetUser and OpDeleteUser. It holds the user's
-// reverse shard and the nicknames for reading, so that the precondition
-// and the answer are of one state.
-func (m *Store) checkAccount(w membership.Write) (membership.Revision, bool, error) {
-	if len(w.UIDs) != 1 || (w.Op == membership.OpSetUser) != (w.Account != nil) {
-		return 0, false, fmt.Errorf("%s names %d uids, account %v", w.Op, len(w.UIDs), w.Account != nil)
-	}
-	uid := w.UIDs[0]
-	m.reverse.RLock(uid)
-	defer m.reverse.RUnlock(uid)
-	m.nicknames.RLock()
-	defer m.nicknames.RUnlock()
-	accounts := m.nicknames.Accounts()
-	e := accounts.Get(uid)
-	inGroup := m.reverse.HasUser(uid)
-	if err := checkUser(w.If, e != nil, inGroup, revisionOfEntry(e)); err != nil {
-		return 0, false, err
-	}
-	if w.Op == membership.OpDeleteUser {
-		if e == nil && !inGroup {
-			return m.LatestRevision(), false, nil // as Write answers
-		}
-		return revisionOfEntry(e), true, nil // the user's: a precondition keeps the revisions from it on
-	}
-	a := *w.Account
-	if owner, ok := accounts.OwnerOf(a.UserName); ok && owner != uid {
-		return 0, false, userNameTaken(a.UserName)
-	}
-	same := e != nil && sameAccount(e.Account, a) && m.nicknames.Of(uid) == a.DisplayName && (a.Active || !inGroup)
-	return revisionOfEntry(e), !same, nil
 }

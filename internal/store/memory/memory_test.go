@@ -92,5 +92,5 @@ func TestNestingContract(t *testing.T) {
 }
 
 func TestDirectoryContract(t *testing.T) {
-	directorytest.Contract(t, func(t *testing.T) membership.Store { return New() })
+	directorytest.Contract(t, func(t *testing.T) directorytest.Store { return New() })
 }

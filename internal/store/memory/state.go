@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"example.com/groupmembership/internal/store/memory/directory"
 	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/nesting"
@@ -39,7 +38,7 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 	}
 	st.Keys = m.keys.Export()
 	st.Nicknames = m.nicknames.Export()
-	st.Accounts = m.exportAccounts()
+	st.Accounts = m.ExportAccounts()
 	// The shards are copied on every core at once: at a hundred million
 	// memberships, the copy is seconds that writes wait.
 	groups := make([][]snap.Group, len(m.shards))
@@ -150,7 +149,7 @@ func (l *Loader) Finish(st *snap.State) {
 	for _, g := range l.indexed {
 		g.Subgroups = m.nest.Node(g.ID).SubgroupCount()
 	}
-	l.loadDirectory(st)
+	m.Directory.Load(st, func(id string) *group.Group { return m.shardOf(id).groups[id] })
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.Load(st.LastRevision, st.Changes)
 	m.keys.Import(st.Keys)
@@ -170,47 +169,8 @@ func (m *Store) Backup() *snap.Backup {
 	defer m.keys.Unblock()
 	m.nestMu.RLock()
 	defer m.nestMu.RUnlock()
-	for i := range m.shards {
-		m.shards[i].mu.RLock()
-	}
+	unlock := m.lockAll(true)
 	st := m.exportState(true)
-	for i := range m.shards {
-		m.shards[i].mu.RUnlock()
-	}
+	unlock()
 	return snap.NewBackup(st)
-}
-
-// exportAccounts copies the accounts, by uid ascending, their display
-// names left to the nicknames.
-func (m *Store) exportAccounts() []snap.Account {
-	m.nicknames.RLock()
-	defer m.nicknames.RUnlock()
-	accounts := m.nicknames.Accounts()
-	uids := accounts.UIDs()
-	if len(uids) == 0 {
-		return nil
-	}
-	out := make([]snap.Account, len(uids))
-	for i, uid := range uids {
-		e := accounts.Get(uid)
-		out[i] = snap.Account{UID: uid, Account: e.Account, Created: nesting.TimeOf(e.Created), Modified: nesting.TimeOf(e.Modified), Revision: e.Revision}
-	}
-	return out
-}
-
-// loadDirectory loads st's accounts and groups' attributes, after the
-// groups: a group with attributes is among them.
-func (l *Loader) loadDirectory(st *snap.State) {
-	m := l.m
-	for _, a := range st.Accounts {
-		m.nicknames.LoadAccount(a.UID, directory.Entry{Account: a.Account, Created: nesting.MillisOf(a.Created), Modified: nesting.MillisOf(a.Modified), Revision: a.Revision})
-	}
-	for _, a := range st.GroupAttributes {
-		g := m.shardOf(a.ID).groups[a.ID]
-		if g == nil {
-			continue // Check refuses it: a backup restored is checked first
-		}
-		g.Attrs = &group.Attrs{GroupAttributes: a.Attributes, Created: nesting.MillisOf(a.Created), Modified: nesting.MillisOf(a.Modified)}
-		m.nicknames.LoadGroup(a.ID, a.Attributes)
-	}
 }

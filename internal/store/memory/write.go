@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/directory"
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/packed"
@@ -67,15 +68,11 @@ func (m *Store) write(w membership.Write, st feed.Stamp) (membership.Result, err
 		if len(w.UIDs) != 1 {
 			return membership.Result{}, fmt.Errorf("remove_user names %d uids, not one", len(w.UIDs))
 		}
-		return m.removeUser(w.UIDs[0], st), nil
+		return m.Directory.RemoveUser(w.UIDs[0], st), nil
 	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpExpireGroups:
 		return m.nestWrite(w, st)
-	case membership.OpSetUser:
-		return m.setUser(w, st)
-	case membership.OpDeleteUser:
-		return m.deleteUser(w, st)
-	case membership.OpSetGroup:
-		return m.setGroup(w, st)
+	case membership.OpSetUser, membership.OpDeleteUser, membership.OpSetGroup:
+		return m.Directory.Write(w, st)
 	}
 	return membership.Result{}, fmt.Errorf("unknown op %q", w.Op)
 }
@@ -92,7 +89,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	if err := m.check(g, cond); err != nil {
 		return membership.Result{}, err
 	}
-	if err := m.refuseInactive(users); err != nil {
+	if err := m.Directory.RefuseInactive(users); err != nil {
 		return membership.Result{}, err
 	}
 	uids := group.SortedUIDs(users)
@@ -168,7 +165,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 	nicks := m.nicknames.Write()
 	defer nicks.Release()
 	if g != nil {
-		dropAttrs(g, &nicks) // after Empty, which forgets nicknames under the lock nicks takes
+		directory.DropAttributes(g, &nicks)
 	}
 	rev := nicks.Record(&m.feed, membership.Change{Op: membership.OpDeleteGroup, GroupID: groupID}, st)
 	if g != nil {
@@ -180,27 +177,6 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 		m.touchParents(parents, rev)
 	}
 	return membership.Result{Count: removed, Revision: rev}, nil
-}
-
-// removeUser removes uid from every group it is in, and forgets it (but
-// its account, if it has one). It holds every shard while it does: the
-// user's groups are found in the reverse index, which is locked after the
-// shards.
-func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result {
-	m.lockAllShards()
-	defer m.unlockAllShards()
-	var buf [1]uint64
-	locked := m.reverse.Lock(one(uid), buf[:])
-	groups := m.leave(uid, m.groupsOf(uid))
-	if len(groups) == 0 {
-		m.reverse.Unlock(locked)
-		return membership.Result{Revision: m.LatestRevision()}
-	}
-	m.nicknames.Forget(uid)
-	rev := m.feed.Record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
-	m.reverse.Unlock(locked)
-	m.afterLeaving(groups, rev)
-	return membership.Result{Count: len(groups), Revision: rev}
 }
 
 // Groups implements membership.Store. It holds every shard for reading
@@ -216,14 +192,7 @@ func (m *Store) Groups(_ context.Context, opts membership.GroupsOptions, list me
 // groupsPage returns the latest revision, the total of the groups opts's
 // prefix selects, and the page opts asks for.
 func (m *Store) groupsPage(opts membership.GroupsOptions) (membership.Revision, int, []membership.GroupSize) {
-	for i := range m.shards {
-		m.shards[i].mu.RLock()
-	}
-	defer func() {
-		for i := range m.shards {
-			m.shards[i].mu.RUnlock()
-		}
-	}()
+	defer m.lockAll(true)()
 	m.indexMu.RLock()
 	defer m.indexMu.RUnlock()
 	rev := m.LatestRevision()

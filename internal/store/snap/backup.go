@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // Backup is a consistent copy of a store's whole state at one revision: the
@@ -222,7 +223,7 @@ func checkDirectory(st *State, ids map[string]bool, inGroup map[membership.UID]b
 	}
 	names := make(map[string]membership.UID, len(st.Accounts))
 	for _, a := range st.Accounts {
-		fold := membership.FoldUserName(a.Account.UserName)
+		fold := account.FoldUserName(a.Account.UserName)
 		if other, ok := names[fold]; ok {
 			return fmt.Errorf("users %d and %d have the userName %q", other, a.UID, a.Account.UserName)
 		}

@@ -9,11 +9,16 @@ import (
 
 	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // directory encodes st's accounts and groups' attributes, which must be in
-// order (checkDirectoryOrder).
-func (c *encoder) directory(st *State) {
+// order (checkDirectoryOrder), in a snapshot of version: none before
+// withDirectory.
+func (c *encoder) directory(st *State, version uint32) {
+	if version < withDirectory {
+		return
+	}
 	c.uvarint(uint64(len(st.Accounts)))
 	for _, a := range st.Accounts {
 		c.uvarint(uint64(a.UID))
@@ -33,6 +38,16 @@ func (c *encoder) directory(st *State) {
 	}
 }
 
+// checkDirectoryToEncode returns an error unless st's accounts and groups'
+// attributes can be encoded in a snapshot of version: none before
+// withDirectory, and in order (checkDirectoryOrder).
+func checkDirectoryToEncode(st *State, version uint32) error {
+	if version < withDirectory && (len(st.Accounts) > 0 || len(st.GroupAttributes) > 0) {
+		return fmt.Errorf("version %d holds no account and no group attributes", version)
+	}
+	return checkDirectoryOrder(st)
+}
+
 // checkDirectoryOrder returns an error unless st's accounts are by uid
 // ascending, once each, valid, with no display name, and its groups'
 // attributes by id in byte order, once each, valid, each time one a
@@ -49,7 +64,7 @@ func checkDirectoryOrder(st *State) error {
 		case !holdable(a.Created) || !holdable(a.Modified):
 			return fmt.Errorf("the account of user %d has a time a snapshot cannot hold", a.UID)
 		}
-		if err := membership.ValidateAccount(a.Account); err != nil {
+		if err := account.Check(a.Account); err != nil {
 			return fmt.Errorf("the account of user %d: %v", a.UID, err)
 		}
 	}
@@ -63,7 +78,7 @@ func checkDirectoryOrder(st *State) error {
 		if err := membership.ValidateGroupID(g.ID); err != nil {
 			return fmt.Errorf("the attributes of a group: %v", err)
 		}
-		if err := membership.ValidateGroupAttributes(g.Attributes); err != nil {
+		if err := account.CheckGroup(g.Attributes); err != nil {
 			return fmt.Errorf("the attributes of group %q: %v", g.ID, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // directoryState returns a state with accounts, one inactive and one in no
@@ -16,7 +17,7 @@ import (
 // and changes of the directory's ops.
 func directoryState() *State {
 	at := time.Date(2026, 11, 24, 23, 59, 1, 123e6, time.UTC)
-	alice := membership.Account{UserName: "alice@example.com", ExternalID: "00u1", GivenName: "Alice", FamilyName: "Liddell", Email: "alice@example.com", Active: true}
+	alice := account.Account{UserName: "alice@example.com", ExternalID: "00u1", GivenName: "Alice", FamilyName: "Liddell", Email: "alice@example.com", Active: true}
 	return &State{
 		LastRevision: 6,
 		Nicknames:    map[membership.UID]string{1: "Alice", 2: "Bob"},
@@ -25,19 +26,19 @@ func directoryState() *State {
 			{ID: "g", Revision: 4, UIDs: []membership.UID{1}},
 		},
 		Changes: []membership.Change{
-			{Revision: 3, Op: membership.OpSetUser, Time: at, Actor: 7, UIDs: []membership.UID{1}, Account: &membership.Account{UserName: "alice@example.com", DisplayName: "Alice", Active: true}},
+			{Revision: 3, Op: membership.OpSetUser, Time: at, Actor: 7, UIDs: []membership.UID{1}, Account: &account.Account{UserName: "alice@example.com", DisplayName: "Alice", Active: true}},
 			{Revision: 4, Op: membership.OpDeleteUser, Time: at, UIDs: []membership.UID{9}},
 			{Revision: 5, Op: membership.OpBatch, Time: at, Changes: []membership.Change{
-				{Op: membership.OpSetGroup, GroupID: "admins", GroupAttributes: &membership.GroupAttributes{DisplayName: "Admins", ExternalID: "x"}},
+				{Op: membership.OpSetGroup, GroupID: "admins", GroupAttributes: &account.GroupAttributes{DisplayName: "Admins", ExternalID: "x"}},
 				{Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{1}},
 			}},
-			{Revision: 6, Op: membership.OpSetGroup, Time: at, GroupID: "admins", GroupAttributes: &membership.GroupAttributes{DisplayName: "Admins"}},
+			{Revision: 6, Op: membership.OpSetGroup, Time: at, GroupID: "admins", GroupAttributes: &account.GroupAttributes{DisplayName: "Admins"}},
 		},
 		Accounts: []Account{
 			{UID: 1, Account: alice, Created: at, Modified: at.Add(time.Second), Revision: 3},
-			{UID: 2, Account: membership.Account{UserName: "bob"}, Created: at, Modified: at, Revision: 2},
+			{UID: 2, Account: account.Account{UserName: "bob"}, Created: at, Modified: at, Revision: 2},
 		},
-		GroupAttributes: []GroupAttributes{{ID: "admins", Attributes: membership.GroupAttributes{DisplayName: "Admins"}, Created: at, Modified: at}},
+		GroupAttributes: []GroupAttributes{{ID: "admins", Attributes: account.GroupAttributes{DisplayName: "Admins"}, Created: at, Modified: at}},
 	}
 }
 
@@ -75,11 +76,11 @@ func TestDirectoryLayout(t *testing.T) {
 		Nicknames:    map[membership.UID]string{},
 		Groups:       []Group{{ID: "a", Revision: 2}},
 		Changes: []membership.Change{
-			{Revision: 1, Op: membership.OpSetUser, UIDs: []membership.UID{5}, Account: &membership.Account{UserName: "u", DisplayName: "D", Active: true}},
-			{Revision: 2, Op: membership.OpSetGroup, GroupID: "a", GroupAttributes: &membership.GroupAttributes{DisplayName: "A"}},
+			{Revision: 1, Op: membership.OpSetUser, UIDs: []membership.UID{5}, Account: &account.Account{UserName: "u", DisplayName: "D", Active: true}},
+			{Revision: 2, Op: membership.OpSetGroup, GroupID: "a", GroupAttributes: &account.GroupAttributes{DisplayName: "A"}},
 		},
-		Accounts:        []Account{{UID: 5, Account: membership.Account{UserName: "u", Active: true}, Created: time.UnixMilli(1000).UTC(), Revision: 1}},
-		GroupAttributes: []GroupAttributes{{ID: "a", Attributes: membership.GroupAttributes{DisplayName: "A", ExternalID: "x"}, Modified: time.UnixMilli(-1).UTC()}},
+		Accounts:        []Account{{UID: 5, Account: account.Account{UserName: "u", Active: true}, Created: time.UnixMilli(1000).UTC(), Revision: 1}},
+		GroupAttributes: []GroupAttributes{{ID: "a", Attributes: account.GroupAttributes{DisplayName: "A", ExternalID: "x"}, Modified: time.UnixMilli(-1).UTC()}},
 	}
 	var buf bytes.Buffer
 	require.NoError(t, Encode(&buf, st))
@@ -137,7 +138,7 @@ func TestCheckRefusesADirectoryThatBreaksTheRules(t *testing.T) {
 			st.Accounts[0].Account.Active = false
 		}, "inactive but in a group"},
 		{"attributes of no group", func(st *State) {
-			st.GroupAttributes = append(st.GroupAttributes, GroupAttributes{ID: "zz", Attributes: membership.GroupAttributes{DisplayName: "Z"}})
+			st.GroupAttributes = append(st.GroupAttributes, GroupAttributes{ID: "zz", Attributes: account.GroupAttributes{DisplayName: "Z"}})
 		}, "not among the groups"},
 		{"an account past the latest revision", func(st *State) {
 			st.Accounts[0].Revision = 7

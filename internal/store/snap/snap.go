@@ -22,6 +22,8 @@ import (
 	"example.com/groupmembership/internal/fileutil"
 	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
+	"example.com/groupmembership/membership/scope"
 )
 
 // castagnoli is the CRC-32C table of the snapshots' checksums.
@@ -140,7 +142,7 @@ type State struct {
 // Account is one account as a State keeps it: its DisplayName is "".
 type Account struct {
 	UID               membership.UID
-	Account           membership.Account
+	Account           account.Account
 	Created, Modified time.Time
 	Revision          membership.Revision
 }
@@ -148,7 +150,7 @@ type Account struct {
 // GroupAttributes are one group's attributes as a State keeps them.
 type GroupAttributes struct {
 	ID                string
-	Attributes        membership.GroupAttributes
+	Attributes        account.GroupAttributes
 	Created, Modified time.Time
 }
 
@@ -218,7 +220,14 @@ const (
 // inABatch reports whether a batch's change may be of op: add, remove,
 // replace, delete_group, add_groups, remove_groups, replace_groups or
 // set_group.
-func inABatch(op membership.Op) bool { return membership.InABatch(op) }
+func inABatch(op membership.Op) bool {
+	switch op {
+	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
+		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpSetGroup:
+		return true
+	}
+	return false
+}
 
 // opsOf returns how many op bytes version knows, 0 included.
 func opsOf(version uint32) int {
@@ -274,10 +283,7 @@ func encode(out io.Writer, st *State, version uint32) error {
 	if version < withNestings && len(st.Nestings) > 0 {
 		return fmt.Errorf("version %d holds no group in a group", version)
 	}
-	if version < withDirectory && (len(st.Accounts) > 0 || len(st.GroupAttributes) > 0) {
-		return fmt.Errorf("version %d holds no account and no group attributes", version)
-	}
-	if err := checkDirectoryOrder(st); err != nil {
+	if err := checkDirectoryToEncode(st, version); err != nil {
 		return err
 	}
 	if err := checkNestingOrder(st.Nestings); err != nil {
@@ -337,9 +343,7 @@ func encode(out io.Writer, st *State, version uint32) error {
 	if version >= withNestings {
 		c.nestings(st.Nestings)
 	}
-	if version >= withDirectory {
-		c.directory(st)
-	}
+	c.directory(st, version)
 	c.flush()
 	if c.err != nil {
 		return c.err
@@ -936,7 +940,7 @@ func checkPrincipal(name string, principals bool) error {
 	case !principals:
 		return errors.New("a principal, which a snapshot of this version cannot hold")
 	}
-	return membership.ValidatePrincipal(name)
+	return scope.ValidatePrincipal(name)
 }
 
 // appendStamp appends c's time, actor and principal.
@@ -1002,7 +1006,7 @@ func (cr *changeReader) stamp(c *membership.Change) error {
 		if c.Principal, err = cr.interned(); err != nil {
 			return err
 		}
-		if err := membership.ValidatePrincipal(c.Principal); err != nil {
+		if err := scope.ValidatePrincipal(c.Principal); err != nil {
 			return err
 		}
 	}

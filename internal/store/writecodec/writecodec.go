@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // The flags of a precondition.
@@ -305,7 +306,7 @@ func ReadPrecondition(r *bytes.Reader) (membership.Precondition, error) {
 const accountActive byte = 1
 
 // AppendAccount appends a.
-func AppendAccount(b []byte, a membership.Account) []byte {
+func AppendAccount(b []byte, a account.Account) []byte {
 	var flags byte
 	if a.Active {
 		flags |= accountActive
@@ -318,12 +319,12 @@ func AppendAccount(b []byte, a membership.Account) []byte {
 }
 
 // AccountBytes bounds what AppendAccount appends of a valid account.
-const AccountBytes = 1 + 6*(binary.MaxVarintLen16+max(membership.MaxAttributeBytes, membership.MaxNicknameBytes))
+const AccountBytes = 1 + 6*(binary.MaxVarintLen16+max(account.MaxAttributeBytes, membership.MaxNicknameBytes))
 
 // ReadAccount reads what AppendAccount wrote. An account that is not valid
 // is refused.
-func ReadAccount(r *bytes.Reader) (membership.Account, error) {
-	var a membership.Account
+func ReadAccount(r *bytes.Reader) (account.Account, error) {
+	var a account.Account
 	flags, err := r.ReadByte()
 	if err != nil {
 		return a, err
@@ -337,22 +338,22 @@ func ReadAccount(r *bytes.Reader) (membership.Account, error) {
 			return a, err
 		}
 	}
-	return a, membership.ValidateAccount(a)
+	return a, account.Check(a)
 }
 
 // AppendGroupAttributes appends a.
-func AppendGroupAttributes(b []byte, a membership.GroupAttributes) []byte {
+func AppendGroupAttributes(b []byte, a account.GroupAttributes) []byte {
 	return AppendString(AppendString(b, a.DisplayName), a.ExternalID)
 }
 
 // GroupAttributesBytes bounds what AppendGroupAttributes appends of valid
 // attributes.
-const GroupAttributesBytes = 2 * (binary.MaxVarintLen16 + membership.MaxAttributeBytes)
+const GroupAttributesBytes = 2 * (binary.MaxVarintLen16 + account.MaxAttributeBytes)
 
 // ReadGroupAttributes reads what AppendGroupAttributes wrote. Attributes
 // that are not valid are refused.
-func ReadGroupAttributes(r *bytes.Reader) (membership.GroupAttributes, error) {
-	var a membership.GroupAttributes
+func ReadGroupAttributes(r *bytes.Reader) (account.GroupAttributes, error) {
+	var a account.GroupAttributes
 	var err error
 	if a.DisplayName, err = ReadString(r); err != nil {
 		return a, err
@@ -360,5 +361,5 @@ func ReadGroupAttributes(r *bytes.Reader) (membership.GroupAttributes, error) {
 	if a.ExternalID, err = ReadString(r); err != nil {
 		return a, err
 	}
-	return a, membership.ValidateGroupAttributes(a)
+	return a, account.CheckGroup(a)
 }

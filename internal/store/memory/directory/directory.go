@@ -1,284 +1,103 @@
-// Package directory is the in-memory store's directory: the accounts of
-// provisioned users (membership.Account), in uid order, with the index of
-// their user names (folded, unique) and external ids, and the index of
-// the groups that have attributes by display name and external id. The
-// groups' attributes themselves are kept in the groups (package group).
+// Package directory is the in-memory store's directory (package
+// membership/directory): the accounts of users and the attributes of
+// groups, their writes applied with every lock they need, and their
+// reads; and the removal of a user from every group, which deleting or
+// deactivating an account shares with remove_user. It reads and changes
+// the store through Store, which takes the store's locks in its one order
+// (package memory's doc), and the parts it is given.
 //
-// It has no lock: the nickname directory's guards it (package nicknames),
-// since an account's display name is its user's nickname.
+// The accounts are kept in the nickname directory's tables (package
+// nicknames, package accounts), under its lock, since an account's display
+// name is its user's nickname; a group's attributes in the group
+// (group.Attrs), under its shard's, and their index in the nickname
+// directory's tables too.
 package directory
 
 import (
-	"cmp"
-	"slices"
+	"sync/atomic"
 
+	"example.com/groupmembership/internal/store/memory/expiry"
+	"example.com/groupmembership/internal/store/memory/feed"
+	"example.com/groupmembership/internal/store/memory/group"
+	"example.com/groupmembership/internal/store/memory/nicknames"
+	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/membership"
+	domain "example.com/groupmembership/membership/directory"
 )
 
-// Entry is one account as the table keeps it: its DisplayName is kept as
-// the user's nickname, not here.
-type Entry struct {
-	Account membership.Account
-	// Created and Modified are Unix milliseconds; Revision that of the
-	// last change of the account or of its user's nickname.
-	Created, Modified int64
-	Revision          membership.Revision
+// Store is what the directory needs of the in-memory store, beside the
+// parts Directory is given. Each method takes the locks it names in the
+// store's order.
+type Store interface {
+	// LockAll locks every shard, in index order, and returns the func that
+	// unlocks them.
+	LockAll() func()
+	// GroupsOf returns the groups uid is in. The caller holds every shard
+	// and uid's reverse shard, and no later lock.
+	GroupsOf(uid membership.UID) []*group.Group
+	// LockGroup locks groupID's shard and returns its group (nil: none), a
+	// func that creates it in the shard, empty, and the func that unlocks.
+	LockGroup(groupID string) (g *group.Group, create func() *group.Group, unlock func())
+	// RGroup holds groupID's shard for reading and returns its group (nil:
+	// none), and the func that lets go.
+	RGroup(groupID string) (*group.Group, func())
+	// RLockAll holds every shard and the index of the groups for reading,
+	// and returns the index and the func that lets go.
+	RLockAll() (*group.Index, func())
+	// RevisionOf returns the revision of g (nil: a group that does not
+	// exist), as the store's Revision gives it; Check, the error of a
+	// write whose precondition does not hold for g. The caller holds g's
+	// shard.
+	RevisionOf(g *group.Group) membership.Revision
+	Check(g *group.Group, cond membership.Precondition) error
+	// Drop deletes g, which the change rev left vacant: the caller holds
+	// g's shard, and nothing after it.
+	Drop(g *group.Group, rev membership.Revision)
+	// Latest returns the latest revision given out.
+	Latest() membership.Revision
 }
 
-// Table is the directory.
-type Table struct {
-	byUID map[membership.UID]*Entry
-	// order holds the uids of byUID, ascending: pages of accounts are
-	// slices of it.
-	order []membership.UID
-	// byName maps each folded user name to its account's uid.
-	byName map[string]membership.UID
-	// byExternal maps an external id to the uids of its accounts,
-	// ascending.
-	byExternal map[string][]membership.UID
-	// inactive counts the accounts not active.
-	inactive int
-	// groupsByName and groupsByExternal map a display name and an
-	// external id to the ids of the groups with those attributes, in byte
-	// order.
-	groupsByName     map[string][]string
-	groupsByExternal map[string][]string
+// Directory is the directory of one in-memory store. It implements
+// membership/directory's Reader.
+type Directory struct {
+	s         Store
+	reverse   *reverse.Index
+	due       *expiry.Due
+	nicknames *nicknames.Directory
+	feed      *feed.Feed
+	// members counts the store's memberships.
+	members *atomic.Int64
 }
 
-// New returns an empty table.
-func New() Table {
-	return Table{
-		byUID:            map[membership.UID]*Entry{},
-		byName:           map[string]membership.UID{},
-		byExternal:       map[string][]membership.UID{},
-		groupsByName:     map[string][]string{},
-		groupsByExternal: map[string][]string{},
-	}
+var _ domain.Reader = (*Directory)(nil)
+
+// New returns the directory of s, whose reverse index, due set, nickname
+// directory, feed and count of memberships these are.
+func New(s Store, reverse *reverse.Index, due *expiry.Due, nicknames *nicknames.Directory, feed *feed.Feed, members *atomic.Int64) *Directory {
+	return &Directory{s: s, reverse: reverse, due: due, nicknames: nicknames, feed: feed, members: members}
 }
 
-// Len returns how many accounts there are.
-func (t *Table) Len() int { return len(t.order) }
-
-// Inactive returns how many accounts are inactive.
-func (t *Table) Inactive() int { return t.inactive }
-
-// Get returns uid's account, nil when it has none. The entry is the
-// table's: the caller copies it.
-func (t *Table) Get(uid membership.UID) *Entry { return t.byUID[uid] }
-
-// Has reports whether uid has an account.
-func (t *Table) Has(uid membership.UID) bool { return t.byUID[uid] != nil }
-
-// IsInactive reports whether uid has an account that is not active.
-func (t *Table) IsInactive(uid membership.UID) bool {
-	e := t.byUID[uid]
-	return e != nil && !e.Account.Active
-}
-
-// OwnerOf returns the uid whose account has the user name name, compared
-// case-insensitively.
-func (t *Table) OwnerOf(name string) (membership.UID, bool) {
-	uid, ok := t.byName[membership.FoldUserName(name)]
-	return uid, ok
-}
-
-// WithExternalID returns the uids of the accounts with the external id,
-// ascending. The slice is the table's: the caller copies what it keeps
-// past the lock.
-func (t *Table) WithExternalID(id string) []membership.UID { return t.byExternal[id] }
-
-// Page returns the uids of accounts from the offset-th, at most limit (0:
-// all), ascending. The slice is the table's, as WithExternalID's is.
-func (t *Table) Page(offset, limit int) []membership.UID {
-	return page(t.order, offset, limit)
-}
-
-// page returns s[offset:offset+limit], within s (limit 0: to the end).
-func page[T any](s []T, offset, limit int) []T {
-	if offset >= len(s) {
+// RefuseInactive returns the CodeInactiveUser error of the first of users
+// whose account is inactive: an add or a replace names none. The caller
+// holds the shard of the group they are added to: an account is set
+// inactive holding every shard.
+func (d *Directory) RefuseInactive(users []membership.User) error {
+	if d.nicknames.InactiveAccounts() == 0 || len(users) == 0 {
 		return nil
 	}
-	s = s[offset:]
-	if limit > 0 && limit < len(s) {
-		s = s[:limit]
-	}
-	return s
-}
-
-// Page returns s[offset:offset+limit], within s: the page of a query's
-// results (limit 0: to the end).
-func Page[T any](s []T, offset, limit int) []T { return page(s, offset, limit) }
-
-// MaxUID returns the largest uid with an account, 0 for none.
-func (t *Table) MaxUID() membership.UID {
-	if len(t.order) == 0 {
-		return 0
-	}
-	return t.order[len(t.order)-1]
-}
-
-// Set sets uid's account to a (its DisplayName is not kept); Stamp gives
-// it its revision and times. The caller has checked that no other account
-// has its user name.
-func (t *Table) Set(uid membership.UID, a membership.Account) {
-	a.DisplayName = ""
-	e := t.byUID[uid]
-	if e == nil {
-		e = &Entry{}
-		t.byUID[uid] = e
-		i, _ := slices.BinarySearch(t.order, uid)
-		t.order = slices.Insert(t.order, i, uid)
-	} else {
-		t.unindex(uid, e)
-	}
-	e.Account = a
-	t.index(uid, e)
-}
-
-// Load adds uid's account as a snapshot keeps it, to a table not yet
-// shared; Finish must follow the last.
-func (t *Table) Load(uid membership.UID, e Entry) {
-	e.Account.DisplayName = ""
-	entry := e
-	t.byUID[uid] = &entry
-	t.order = append(t.order, uid)
-	t.index(uid, &entry)
-}
-
-// FinishLoad sorts what Load added.
-func (t *Table) FinishLoad() {
-	slices.Sort(t.order)
-	for _, uids := range t.byExternal {
-		slices.Sort(uids)
-	}
-	for _, ids := range t.groupsByName {
-		slices.Sort(ids)
-	}
-	for _, ids := range t.groupsByExternal {
-		slices.Sort(ids)
-	}
-}
-
-// Stamp records that uid's account, or its nickname, changed at revision
-// rev, at millis (0: a change without a time, which keeps the one it had).
-func (t *Table) Stamp(uid membership.UID, rev membership.Revision, millis int64) {
-	e := t.byUID[uid]
-	if e == nil {
-		return
-	}
-	e.Revision = rev
-	if millis != 0 {
-		e.Modified = millis
-		if e.Created == 0 {
-			e.Created = millis
+	d.nicknames.RLock()
+	defer d.nicknames.RUnlock()
+	accounts := d.nicknames.Accounts()
+	for _, u := range users {
+		if accounts.IsInactive(u.UID) {
+			return membership.Errorf(membership.CodeInactiveUser,
+				"user %d's account is inactive (active false), and an inactive user is in no group: nothing was changed; activate it first", u.UID)
 		}
 	}
+	return nil
 }
 
-// Delete removes uid's account, and reports whether it had one.
-func (t *Table) Delete(uid membership.UID) bool {
-	e := t.byUID[uid]
-	if e == nil {
-		return false
-	}
-	t.unindex(uid, e)
-	delete(t.byUID, uid)
-	if i, ok := slices.BinarySearch(t.order, uid); ok {
-		t.order = slices.Delete(t.order, i, i+1)
-	}
-	return true
-}
-
-func (t *Table) index(uid membership.UID, e *Entry) {
-	t.byName[membership.FoldUserName(e.Account.UserName)] = uid
-	if x := e.Account.ExternalID; x != "" {
-		t.byExternal[x] = insertSorted(t.byExternal[x], uid)
-	}
-	if !e.Account.Active {
-		t.inactive++
-	}
-}
-
-func (t *Table) unindex(uid membership.UID, e *Entry) {
-	delete(t.byName, membership.FoldUserName(e.Account.UserName))
-	if x := e.Account.ExternalID; x != "" {
-		t.byExternal[x] = removeSorted(t.byExternal[x], uid)
-		if len(t.byExternal[x]) == 0 {
-			delete(t.byExternal, x)
-		}
-	}
-	if !e.Account.Active {
-		t.inactive--
-	}
-}
-
-// IndexGroup moves group id in the index of groups from the attributes old
-// to new (nil: none).
-func (t *Table) IndexGroup(id string, old, new *membership.GroupAttributes) {
-	if old != nil {
-		t.groupsByName[old.DisplayName] = removeSorted(t.groupsByName[old.DisplayName], id)
-		if len(t.groupsByName[old.DisplayName]) == 0 {
-			delete(t.groupsByName, old.DisplayName)
-		}
-		if x := old.ExternalID; x != "" {
-			t.groupsByExternal[x] = removeSorted(t.groupsByExternal[x], id)
-			if len(t.groupsByExternal[x]) == 0 {
-				delete(t.groupsByExternal, x)
-			}
-		}
-	}
-	if new != nil {
-		t.groupsByName[new.DisplayName] = insertSorted(t.groupsByName[new.DisplayName], id)
-		if x := new.ExternalID; x != "" {
-			t.groupsByExternal[x] = insertSorted(t.groupsByExternal[x], id)
-		}
-	}
-}
-
-// LoadGroup indexes group id with attributes a, in a table not yet
-// shared; FinishLoad must follow the last.
-func (t *Table) LoadGroup(id string, a membership.GroupAttributes) {
-	t.groupsByName[a.DisplayName] = append(t.groupsByName[a.DisplayName], id)
-	if a.ExternalID != "" {
-		t.groupsByExternal[a.ExternalID] = append(t.groupsByExternal[a.ExternalID], id)
-	}
-}
-
-// GroupsNamed returns the ids of the groups with attributes whose display
-// name is name, in byte order. The slice is the table's, as
-// WithExternalID's is.
-func (t *Table) GroupsNamed(name string) []string { return t.groupsByName[name] }
-
-// GroupsWithExternalID returns the ids of the groups whose external id is
-// id, in byte order. The slice is the table's, as WithExternalID's is.
-func (t *Table) GroupsWithExternalID(id string) []string { return t.groupsByExternal[id] }
-
-// Export copies the accounts, for a snapshot.
-func (t *Table) Export() map[membership.UID]Entry {
-	out := make(map[membership.UID]Entry, len(t.byUID))
-	for uid, e := range t.byUID {
-		out[uid] = *e
-	}
-	return out
-}
-
-// UIDs returns the uids with accounts, ascending, as a copy.
-func (t *Table) UIDs() []membership.UID { return slices.Clone(t.order) }
-
-// insertSorted inserts v in s, sorted, unless it is there, and returns s.
-func insertSorted[T cmp.Ordered](s []T, v T) []T {
-	i, ok := slices.BinarySearch(s, v)
-	if ok {
-		return s
-	}
-	return slices.Insert(s, i, v)
-}
-
-// removeSorted removes v from s, sorted, and returns s.
-func removeSorted[T cmp.Ordered](s []T, v T) []T {
-	i, ok := slices.BinarySearch(s, v)
-	if !ok {
-		return s
-	}
-	return slices.Delete(s, i, i+1)
+// one yields uid.
+func one(uid membership.UID) func(yield func(membership.UID) bool) {
+	return func(yield func(membership.UID) bool) { yield(uid) }
 }

@@ -14,6 +14,7 @@ import (
 	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // Group is a group with members, subgroups or attributes.
@@ -41,7 +42,7 @@ type Group struct {
 // time). They are replaced whole, never changed in place, so that a reader
 // may keep them past the group's lock.
 type Attrs struct {
-	membership.GroupAttributes
+	account.GroupAttributes
 	Created, Modified int64
 }
 

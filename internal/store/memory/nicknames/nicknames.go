@@ -18,9 +18,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"example.com/groupmembership/internal/store/memory/directory"
+	"example.com/groupmembership/internal/store/memory/accounts"
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // Directory is the nicknames of a store, and its accounts.
@@ -29,7 +30,7 @@ type Directory struct {
 	mu    sync.RWMutex
 	byUID map[membership.UID]string
 	// accounts are the accounts and the index of groups' attributes.
-	accounts directory.Table
+	accounts accounts.Table
 	// inactive is accounts.Inactive(), set under mu and read without it:
 	// an add skips the lock while no account is inactive.
 	inactive atomic.Int64
@@ -42,7 +43,7 @@ type Directory struct {
 
 // New returns an empty directory.
 func New() Directory {
-	return Directory{byUID: make(map[membership.UID]string), accounts: directory.New()}
+	return Directory{byUID: make(map[membership.UID]string), accounts: accounts.New()}
 }
 
 // Count returns how many users have a nickname.
@@ -316,7 +317,7 @@ func (w *Write) Release() {
 
 // Accounts returns the accounts, which the caller reads holding the
 // directory (RLock, or a Write that holds it: Write.Accounts).
-func (d *Directory) Accounts() *directory.Table { return &d.accounts }
+func (d *Directory) Accounts() *accounts.Table { return &d.accounts }
 
 // InactiveAccounts returns how many accounts are inactive, without the
 // lock: while none is, an add need not look for one.
@@ -324,11 +325,11 @@ func (d *Directory) InactiveAccounts() int64 { return d.inactive.Load() }
 
 // LoadAccount adds uid's account as a snapshot keeps it, to a directory
 // not yet shared; Load must follow the last.
-func (d *Directory) LoadAccount(uid membership.UID, e directory.Entry) { d.accounts.Load(uid, e) }
+func (d *Directory) LoadAccount(uid membership.UID, e accounts.Entry) { d.accounts.Load(uid, e) }
 
 // LoadGroup indexes group id with attributes a, in a directory not yet
 // shared; Load must follow the last.
-func (d *Directory) LoadGroup(id string, a membership.GroupAttributes) { d.accounts.LoadGroup(id, a) }
+func (d *Directory) LoadGroup(id string, a account.GroupAttributes) { d.accounts.LoadGroup(id, a) }
 
 // hold takes the directory for the write, if it does not hold it yet.
 func (w *Write) hold() {
@@ -339,7 +340,7 @@ func (w *Write) hold() {
 }
 
 // Accounts holds the directory and returns its accounts.
-func (w *Write) Accounts() *directory.Table {
+func (w *Write) Accounts() *accounts.Table {
 	w.hold()
 	return &w.d.accounts
 }
@@ -348,7 +349,7 @@ func (w *Write) Accounts() *directory.Table {
 // DisplayName; the account takes the revision and the time of the change
 // as Record records it. The caller has checked that no other account has
 // its user name.
-func (w *Write) SetAccount(uid membership.UID, a membership.Account) {
+func (w *Write) SetAccount(uid membership.UID, a account.Account) {
 	w.hold()
 	w.d.accounts.Set(uid, a)
 	w.d.inactive.Store(int64(w.d.accounts.Inactive()))
@@ -372,7 +373,7 @@ func (w *Write) DeleteAccount(uid membership.UID, inNoGroup bool) bool {
 
 // IndexGroup moves group id in the index of groups' attributes from old
 // to new (nil: none).
-func (w *Write) IndexGroup(id string, old, new *membership.GroupAttributes) {
+func (w *Write) IndexGroup(id string, old, new *account.GroupAttributes) {
 	w.hold()
 	w.d.accounts.IndexGroup(id, old, new)
 }

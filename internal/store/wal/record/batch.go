@@ -153,4 +153,11 @@ func decodeBatch(payload []byte) (*Batch, error) {
 }
 
 // BatchTakes reports whether a batch takes writes of op.
-func BatchTakes(op membership.Op) bool { return membership.InABatch(op) }
+func BatchTakes(op membership.Op) bool {
+	switch op {
+	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
+		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpSetGroup:
+		return true
+	}
+	return false
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 // batches returns batches of every op a batch takes, with and without
@@ -180,7 +181,7 @@ func FuzzDecodeRecord(f *testing.F) {
 }
 
 // longestPrincipal is a principal's name of the most bytes.
-var longestPrincipal = strings.Repeat("p", membership.MaxPrincipalBytes)
+var longestPrincipal = strings.Repeat("p", scope.MaxPrincipalBytes)
 
 // Largest bounds the largest batch the limits allow: as many writes
 // as the HTTP layer takes, each with the longest group id and

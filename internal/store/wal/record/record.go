@@ -45,7 +45,7 @@
 //	stamp                 the time the change was committed, in
 //	                      milliseconds since 1970-01-01 UTC (a signed,
 //	                      zigzag varint), then the actor's uid (0: none)
-//	principal             the principal's name (membership.ValidatePrincipal);
+//	principal             the principal's name (scope.ValidatePrincipal);
 //	                      only after a stamp
 //	key                   the Idempotency-Key (1 to 255 printable ASCII
 //	                      bytes), then its fingerprint, 16 bytes; only
@@ -84,6 +84,8 @@ import (
 
 	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
+	"example.com/groupmembership/membership/scope"
 )
 
 const (
@@ -294,7 +296,7 @@ func readPrincipal(r *bytes.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return name, membership.ValidatePrincipal(name)
+	return name, scope.ValidatePrincipal(name)
 }
 
 // appendKey appends an Idempotency-Key: the key, then its fingerprint.
@@ -419,14 +421,14 @@ func readWhat(r *bytes.Reader, kind byte, w *Write) error {
 	case opSetUser:
 		w.UIDs, err = writecodec.ReadUIDs(r)
 		if err == nil {
-			var a membership.Account
+			var a account.Account
 			a, err = writecodec.ReadAccount(r)
 			w.Account = &a
 		}
 	case opDeleteUser:
 		w.UIDs, err = writecodec.ReadUIDs(r)
 	case opSetGroup:
-		var a membership.GroupAttributes
+		var a account.GroupAttributes
 		a, err = writecodec.ReadGroupAttributes(r)
 		w.Group = &a
 	}
@@ -490,7 +492,7 @@ func readStamp(r *bytes.Reader, t *time.Time, actor *membership.UID) error {
 // bytes in a body, "1,", and two in a record) but for the group id, which
 // comes in the path, the precondition, which comes in headers: its flags
 // and at most MaxPreconditionRevisions revisions, the stamp, a time, a
-// uid and a principal (at most membership.MaxPrincipalBytes, which the
+// uid and a principal (at most scope.MaxPrincipalBytes, which the
 // service gives), the Idempotency-Key, which comes in a header too: at
 // most membership.MaxIdempotencyKeyBytes and its fingerprint, and each user's
 // expiry, whose time a body may name in fewer bytes than the record's (at
@@ -516,7 +518,7 @@ func readStamp(r *bytes.Reader, t *time.Time, actor *membership.UID) error {
 // set_group its attributes (writecodec.GroupAttributesBytes), which a
 // batch counts for each of its writes, since any may be one.
 func Largest(maxBodyBytes int64, maxUsers, maxBatchWrites int) int64 {
-	const stamp = 2*binary.MaxVarintLen64 + 1 + membership.MaxPrincipalBytes // its principal's length takes one byte
+	const stamp = 2*binary.MaxVarintLen64 + 1 + scope.MaxPrincipalBytes // its principal's length takes one byte
 	const key = membership.MaxIdempotencyKeyBytes + keyBytes
 	const depth = binary.MaxVarintLen64
 	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes + stamp + depth

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
+	"example.com/groupmembership/membership/scope"
 )
 
 // writes returns one write of every op, each without a precondition and
@@ -43,12 +45,12 @@ func writes() map[string]*Write {
 		"replace_groups by none":     {Op: membership.OpReplaceGroups, GroupID: "g", MaxDepth: 16},
 		"expire_groups":              {Op: membership.OpExpireGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h"}, {GroupID: "i"}}, AsOf: time.UnixMilli(1764028800123).UTC()},
 		"expire_groups, before 1970": {Op: membership.OpExpireGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h"}}, AsOf: time.UnixMilli(-1).UTC()},
-		"set_user": {Op: membership.OpSetUser, UIDs: []membership.UID{9223372036854775807}, Account: &membership.Account{UserName: "alice@example.com",
+		"set_user": {Op: membership.OpSetUser, UIDs: []membership.UID{9223372036854775807}, Account: &account.Account{UserName: "alice@example.com",
 			ExternalID: "00u1", DisplayName: "Alice", GivenName: "Alice", FamilyName: "Liddell", Email: "alice@example.com", Active: true}},
-		"set_user, inactive":        {Op: membership.OpSetUser, UIDs: []membership.UID{1}, Account: &membership.Account{UserName: "ü"}},
+		"set_user, inactive":        {Op: membership.OpSetUser, UIDs: []membership.UID{1}, Account: &account.Account{UserName: "ü"}},
 		"delete_user":               {Op: membership.OpDeleteUser, UIDs: []membership.UID{5}},
-		"set_group":                 {Op: membership.OpSetGroup, GroupID: "g", Group: &membership.GroupAttributes{DisplayName: "Admins", ExternalID: "x"}},
-		"set_group, no external id": {Op: membership.OpSetGroup, GroupID: "ü", Group: &membership.GroupAttributes{DisplayName: "ü"}},
+		"set_group":                 {Op: membership.OpSetGroup, GroupID: "g", Group: &account.GroupAttributes{DisplayName: "Admins", ExternalID: "x"}},
+		"set_group, no external id": {Op: membership.OpSetGroup, GroupID: "ü", Group: &account.GroupAttributes{DisplayName: "ü"}},
 	}
 	conds := map[string]membership.Precondition{
 		"if-match":          {Revisions: []membership.Revision{7}},
@@ -67,7 +69,7 @@ func writes() map[string]*Write {
 		"stamped, an actor only": func(c *Write) { c.Actor = 3 },
 		"stamped, a principal":   func(c *Write) { c.Time, c.Actor, c.Principal = time.UnixMilli(1<<41).UTC(), 7, "sync-job" },
 		"stamped, a principal only": func(c *Write) {
-			c.Principal = string(bytes.Repeat([]byte{'p'}, membership.MaxPrincipalBytes))
+			c.Principal = string(bytes.Repeat([]byte{'p'}, scope.MaxPrincipalBytes))
 		},
 	}
 	all := map[string]*Write{}
@@ -216,12 +218,12 @@ func TestWriteDirectoryLayout(t *testing.T) {
 		w       *Write
 		payload []byte
 	}{
-		{&Write{Op: membership.OpSetUser, UIDs: []membership.UID{5}, Account: &membership.Account{UserName: "u", DisplayName: "D", Active: true},
+		{&Write{Op: membership.OpSetUser, UIDs: []membership.UID{5}, Account: &account.Account{UserName: "u", DisplayName: "D", Active: true},
 			If: membership.Precondition{Empty: true}, Time: time.UnixMilli(1).UTC()},
 			[]byte{0xcc, 0, 1, 5, 1, 1, 'u', 0, 1, 'D', 0, 0, 0, 2, 0, 2, 0}},
 		{&Write{Op: membership.OpDeleteUser, UIDs: []membership.UID{5}, Time: time.UnixMilli(1).UTC(), Actor: 3},
 			[]byte{0x4d, 0, 1, 5, 2, 3}},
-		{&Write{Op: membership.OpSetGroup, GroupID: "g", Group: &membership.GroupAttributes{DisplayName: "A", ExternalID: "x"}, Time: time.UnixMilli(1).UTC()},
+		{&Write{Op: membership.OpSetGroup, GroupID: "g", Group: &account.GroupAttributes{DisplayName: "A", ExternalID: "x"}, Time: time.UnixMilli(1).UTC()},
 			[]byte{0x4e, 1, 'g', 1, 'A', 1, 'x', 2, 0}},
 	} {
 		t.Run(string(tt.w.Op), func(t *testing.T) {
@@ -417,7 +419,7 @@ func TestLargestBoundsEveryOp(t *testing.T) {
 		{Op: membership.OpSetGroup, GroupID: id, If: cond, Group: longGroupAttributes()},
 	} {
 		e.Time, e.Actor = time.UnixMilli(-1<<62).UTC(), 9223372036854775807 // the longest stamp
-		e.Principal = string(bytes.Repeat([]byte{'p'}, membership.MaxPrincipalBytes))
+		e.Principal = string(bytes.Repeat([]byte{'p'}, scope.MaxPrincipalBytes))
 		e.Idem = testIdem(string(bytes.Repeat([]byte{'~'}, membership.MaxIdempotencyKeyBytes)))
 		assert.LessOrEqual(t, int64(len(appendWrite(nil, e))), bound, "op %s", e.Op)
 		switch e.Op {
@@ -450,14 +452,14 @@ func longGroups(n int, expiring bool) []membership.Subgroup {
 }
 
 // longAccount returns an account of the longest attributes.
-func longAccount() *membership.Account {
-	long := string(bytes.Repeat([]byte{'a'}, membership.MaxAttributeBytes))
-	return &membership.Account{UserName: long, ExternalID: long, DisplayName: string(bytes.Repeat([]byte{'a'}, membership.MaxNicknameBytes)),
+func longAccount() *account.Account {
+	long := string(bytes.Repeat([]byte{'a'}, account.MaxAttributeBytes))
+	return &account.Account{UserName: long, ExternalID: long, DisplayName: string(bytes.Repeat([]byte{'a'}, membership.MaxNicknameBytes)),
 		GivenName: long, FamilyName: long, Email: long, Active: true}
 }
 
 // longGroupAttributes returns a group's attributes of the longest.
-func longGroupAttributes() *membership.GroupAttributes {
-	long := string(bytes.Repeat([]byte{'a'}, membership.MaxAttributeBytes))
-	return &membership.GroupAttributes{DisplayName: long, ExternalID: long}
+func longGroupAttributes() *account.GroupAttributes {
+	long := string(bytes.Repeat([]byte{'a'}, account.MaxAttributeBytes))
+	return &account.GroupAttributes{DisplayName: long, ExternalID: long}
 }
