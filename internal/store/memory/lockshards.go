@@ -28,3 +28,14 @@ func (m *Store) unlockShards(held heldShards) { held.set.Unlock(m.shardMu, held.
 
 // shardMu returns the lock of shard i.
 func (m *Store) shardMu(i int) *shards.Mutex { return &m.shards[i].mu }
+
+// lockAll locks every shard, in index order, for reading when read, and
+// returns the func that unlocks them.
+func (m *Store) lockAll(read bool) func() {
+	held := heldShards{set: shards.NewSet(len(m.shards), nil), read: read}
+	for i := range m.shards {
+		held.set.Add(i)
+	}
+	held.set.Lock(m.shardMu, read)
+	return func() { m.unlockShards(held) }
+}

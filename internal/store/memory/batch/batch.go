@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/directory"
 	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/nicknames"
@@ -67,8 +68,9 @@ func (a *Applier) ForgetDeferred() {
 	}
 }
 
-// Apply applies w, a membership write, to g (nil: a group with no members,
-// which only a remove or a deletion can meet), and returns its result and
+// Apply applies w, a membership write or an OpSetGroup, to g (nil: a
+// group with no members, which only a remove or a deletion can meet; a
+// deletion takes the group's attributes too), and returns its result and
 // its change, whose Op is "" when it changed nothing.
 func (a *Applier) Apply(g *group.Group, w membership.Write) (membership.Result, membership.Change) {
 	if g == nil {
@@ -119,12 +121,17 @@ func (a *Applier) Apply(g *group.Group, w membership.Write) (membership.Result, 
 		}
 		return membership.Result{Count: len(added), Removed: removed},
 			membership.Change{Op: membership.OpReplace, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}
+	case membership.OpSetGroup:
+		return membership.Result{}, directory.SetAttributes(g, *w.Group, &a.nicknames)
 	default: // OpDeleteGroup
-		if g.Members.Len() == 0 {
+		removed := 0
+		if g.Members.Len() > 0 {
+			removed = g.Empty(a.reverse, a.due, a.leftInNoGroup)
+			a.members.Add(-int64(removed))
+		}
+		if !directory.DropAttributes(g, &a.nicknames) && removed == 0 {
 			return membership.Result{}, membership.Change{}
 		}
-		removed := g.Empty(a.reverse, a.due, a.leftInNoGroup)
-		a.members.Add(-int64(removed))
 		return membership.Result{Count: removed}, membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}
 	}
 }

@@ -14,9 +14,10 @@ import (
 	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
-// Group is a group with members or subgroups.
+// Group is a group with members, subgroups or attributes.
 type Group struct {
 	// ID is the group's id, in memory of its own: the id a request names
 	// may share the memory of the whole request line, and the group, its
@@ -30,12 +31,34 @@ type Group struct {
 	// Subgroups is how many groups are nested in it directly: a group
 	// with subgroups is kept with no members.
 	Subgroups int
-	node      node // in the Index
+	// Attrs are its attributes, nil for none: a group with attributes is
+	// kept with no members or subgroups.
+	Attrs *Attrs
+	node  node // in the Index
 }
 
-// Vacant reports whether g has neither members nor subgroups: it is
-// dropped then.
-func (g *Group) Vacant() bool { return g.Members.Len() == 0 && g.Subgroups == 0 }
+// Attrs are a group's attributes (membership.OpSetGroup), with when they
+// were set first and last, in Unix milliseconds (0: a change without a
+// time). They are replaced whole, never changed in place, so that a reader
+// may keep them past the group's lock.
+type Attrs struct {
+	account.GroupAttributes
+	Created, Modified int64
+}
+
+// Vacant reports whether g has neither members, subgroups nor attributes:
+// it is dropped then.
+func (g *Group) Vacant() bool { return g.Members.Len() == 0 && g.Subgroups == 0 && g.Attrs == nil }
+
+// Size is what a precondition counts of g (membership.Precondition.Holds):
+// its members and subgroups, and its attributes as one.
+func (g *Group) Size() int {
+	n := g.Members.Len() + g.Subgroups
+	if g.Attrs != nil {
+		n++
+	}
+	return n
+}
 
 // BulkFill is how many users an add to an empty group must bring for the
 // group to be built in one pass instead of one insert at a time.

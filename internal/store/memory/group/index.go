@@ -241,3 +241,37 @@ func (ix *Index) count(r groupids.Range) int {
 	}
 	return n - ix.below(r.Start)
 }
+
+// Len returns how many groups the index holds.
+func (ix *Index) Len() int { return countOf(ix.root) }
+
+// From yields the groups from the offset-th in byte order of their ids (0
+// the first), until yield returns false: finding the first is a walk from
+// the root, O(log n), however far it is.
+func (ix *Index) From(offset int, yield func(*Group) bool) {
+	var stack []*Group
+	for t := ix.root; t != nil; {
+		left := countOf(t.node.left)
+		switch {
+		case offset < left:
+			stack = append(stack, t)
+			t = t.node.left
+		case offset == left:
+			stack = append(stack, t)
+			t = nil
+		default:
+			offset -= left + 1
+			t = t.node.right
+		}
+	}
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !yield(t) {
+			return
+		}
+		for c := t.node.right; c != nil; c = c.node.left {
+			stack = append(stack, c)
+		}
+	}
+}
