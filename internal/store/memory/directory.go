@@ -44,4 +44,6 @@ func (d directoryStore) Check(g *group.Group, cond membership.Precondition) erro
 	return d.m.check(g, cond)
 }
 
+func (d directoryStore) Revise(g *group.Group, rev membership.Revision) { d.m.revise(g, rev) }
+
 func (d directoryStore) Latest() membership.Revision { return d.m.LatestRevision() }

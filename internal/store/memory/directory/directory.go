@@ -53,6 +53,11 @@ type Store interface {
 	// Drop deletes g, which the change rev left vacant: the caller holds
 	// g's shard, and nothing after it.
 	Drop(g *group.Group, rev membership.Revision)
+	// Revise gives g the revision rev of its change (and, to a group the
+	// change made, the revision of its making, which a read of it in no
+	// nesting answers at). The caller holds g's shard, and nothing after
+	// it.
+	Revise(g *group.Group, rev membership.Revision)
 	// Latest returns the latest revision given out.
 	Latest() membership.Revision
 }

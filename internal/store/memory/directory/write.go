@@ -65,9 +65,12 @@ func (d *Directory) setUser(uid membership.UID, a account.Account, cond membersh
 	if leaving {
 		left = d.leave(uid, groups)
 	}
+	if d.nicknames.Of(uid) != a.DisplayName {
+		d.reverse.Touch(uid) // its records show its nickname
+	}
 	nicks.SetAccount(uid, a)
 	rev := nicks.Record(d.feed, membership.Change{Op: membership.OpSetUser, UIDs: []membership.UID{uid}, Account: &a}, st)
-	d.reverse.Unlock(locked)
+	d.reverse.UnlockAt(locked, rev)
 	d.afterLeaving(left, rev)
 	return membership.Result{Count: len(left), Revision: rev}, nil
 }
@@ -93,7 +96,7 @@ func (d *Directory) deleteUser(uid membership.UID, cond membership.Precondition,
 	left := d.leave(uid, groups)
 	nicks.DeleteAccount(uid, true)
 	rev := nicks.Record(d.feed, membership.Change{Op: membership.OpDeleteUser, UIDs: []membership.UID{uid}}, st)
-	d.reverse.Unlock(locked)
+	d.reverse.UnlockAt(locked, rev)
 	d.afterLeaving(left, rev)
 	return membership.Result{Count: len(left), Revision: rev}, nil
 }
@@ -113,7 +116,7 @@ func (d *Directory) RemoveUser(uid membership.UID, st feed.Stamp) membership.Res
 	}
 	d.nicknames.Forget(uid)
 	rev := d.feed.Record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
-	d.reverse.Unlock(locked)
+	d.reverse.UnlockAt(locked, rev)
 	d.afterLeaving(groups, rev)
 	return membership.Result{Count: len(groups), Revision: rev}
 }
@@ -139,7 +142,7 @@ func (d *Directory) afterLeaving(groups []*group.Group, rev membership.Revision)
 		if g.Vacant() {
 			d.s.Drop(g, rev)
 		} else {
-			g.Revision = rev
+			d.s.Revise(g, rev)
 		}
 	}
 }
@@ -160,7 +163,7 @@ func (d *Directory) setGroup(w membership.Write, st feed.Stamp) (membership.Resu
 	nicks := d.nicknames.Write()
 	defer nicks.Release()
 	rev := nicks.Record(d.feed, SetAttributes(g, *w.Group, &nicks), st)
-	g.Revision = rev
+	d.s.Revise(g, rev)
 	return membership.Result{Revision: rev}, nil
 }
 

@@ -578,6 +578,14 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		testRevisions(t, newStore)
 	})
 
+	t.Run("a directory write moves the reads of its user, and no other", func(t *testing.T) {
+		testDirectoryRevisions(t, newStore(t))
+	})
+
+	t.Run("a group made again by its attributes answers at its making", func(t *testing.T) {
+		testAGroupMadeByItsAttributes(t, newStore(t))
+	})
+
 	t.Run("of two writes racing a into b and b into a, exactly one wins", func(t *testing.T) {
 		s := newStore(t)
 		const pairs = 20

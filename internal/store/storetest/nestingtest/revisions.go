@@ -2,6 +2,7 @@ package nestingtest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // revisionReads are the reads whose revisions testRevisions follows, by
@@ -118,4 +120,118 @@ func testRevisions(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 			}
 		}
 	}
+}
+
+// testDirectoryRevisions checks that the directory's writes of a user (an
+// account's display name, its deactivation, its deletion) move the
+// revisions of the transitive reads that show the user, as a membership
+// write does, and no other.
+func testDirectoryRevisions(t *testing.T, s store.Expiring) {
+	ctx := context.Background()
+	write := func(name string, w membership.Write) {
+		_, err := s.Write(ctx, w)
+		require.NoError(t, err, name)
+	}
+	add := func(group string, uids ...membership.UID) membership.Write {
+		w := membership.Write{Op: membership.OpAdd, GroupID: group}
+		for _, uid := range uids {
+			w.Users = append(w.Users, membership.User{UID: uid})
+		}
+		return w
+	}
+	setUser := func(uid membership.UID, name string, active bool) membership.Write {
+		a := account.Account{UserName: fmt.Sprintf("user%d", uid), DisplayName: name, Active: active}
+		return membership.Write{Op: membership.OpSetUser, UIDs: []membership.UID{uid}, Account: &a}
+	}
+	deleteUser := func(uid membership.UID) membership.Write {
+		return membership.Write{Op: membership.OpDeleteUser, UIDs: []membership.UID{uid}}
+	}
+	// top > leaf; leaf holds 2, 3 and 6, other holds 2 and 5; elsewhere,
+	// outside any nesting, holds 4.
+	for _, w := range []membership.Write{
+		storetest.Nest("top", "leaf"), add("leaf", 2, 3, 6), add("other", 2, 5), add("elsewhere", 4),
+		setUser(2, "Two", true), setUser(3, "Three", true), setUser(4, "Four", true),
+	} {
+		write(string(w.Op), w)
+	}
+	reads := map[string]func() membership.Revision{
+		"members of top": func() membership.Revision {
+			_, _, rev := storetest.TransitiveMembers(t, s, "top", membership.ListOptions{})
+			return rev
+		},
+		"2's record in top": func() membership.Revision {
+			_, _, _, rev, err := s.TransitiveMember(ctx, "top", 2)
+			require.NoError(t, err)
+			return rev
+		},
+		"3's record in top": func() membership.Revision {
+			_, _, _, rev, err := s.TransitiveMember(ctx, "top", 3)
+			require.NoError(t, err)
+			return rev
+		},
+		"2's groups": func() membership.Revision {
+			_, _, rev := storetest.TransitiveGroups(t, s, 2, membership.GroupListOptions{})
+			return rev
+		},
+		"3's groups": func() membership.Revision {
+			_, _, rev := storetest.TransitiveGroups(t, s, 3, membership.GroupListOptions{})
+			return rev
+		},
+		"6's groups": func() membership.Revision {
+			_, _, rev := storetest.TransitiveGroups(t, s, 6, membership.GroupListOptions{})
+			return rev
+		},
+	}
+	for _, step := range []struct {
+		name  string
+		w     membership.Write
+		moves []string
+	}{
+		{"the account of a user outside, renamed", setUser(4, "Vier", true), []string{"members of top"}}, // every nickname moves a list
+		{"the user's account, unchanged", setUser(2, "Two", true), nil},
+		{"the user renamed", setUser(2, "Deux", true), []string{"members of top", "2's record in top"}},
+		{"the user deactivated", setUser(2, "Deux", false), []string{"members of top", "2's record in top", "2's groups"}},
+		{"the user deactivated again", setUser(2, "Deux", false), nil},
+		{"the other user deleted", deleteUser(3), []string{"members of top", "3's record in top", "3's groups"}},
+		{"a user without an account removed from every group", membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{6}}, []string{"members of top", "6's groups"}},
+	} {
+		before := map[string]membership.Revision{}
+		for name, read := range reads {
+			before[name] = read()
+		}
+		write(step.name, step.w)
+		for name, read := range reads {
+			if slices.Contains(step.moves, name) {
+				assert.NotEqual(t, before[name], read(), "%s moves %s", step.name, name)
+			} else {
+				assert.Equal(t, before[name], read(), "%s leaves %s", step.name, name)
+			}
+		}
+	}
+}
+
+// testAGroupMadeByItsAttributes checks that a group made again by its
+// attributes alone (set_group), after it was deleted, answers a
+// transitive read at its making, not at a revision an answer of the group
+// before gave.
+func testAGroupMadeByItsAttributes(t *testing.T, s store.Expiring) {
+	ctx := context.Background()
+	for _, w := range []membership.Write{
+		storetest.Nest("top", "leaf"),
+		{Op: membership.OpAdd, GroupID: "leaf", Users: []membership.User{{UID: 2}}},
+	} {
+		_, err := s.Write(ctx, w)
+		require.NoError(t, err)
+	}
+	_, _, ok, before, err := s.TransitiveMember(ctx, "top", 2)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "top"})
+	require.NoError(t, err)
+	_, err = s.Write(ctx, membership.Write{Op: membership.OpSetGroup, GroupID: "top", Group: &account.GroupAttributes{DisplayName: "Top"}})
+	require.NoError(t, err)
+	_, _, ok, after, err := s.TransitiveMember(ctx, "top", 2)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.NotEqual(t, before, after, "2's record in top, a member before, none now")
 }
