@@ -55,7 +55,6 @@ func (r *Reader) closureOf(graph *nesting.Graph, rev membership.Revision, groupI
 		for _, n := range c.nodes {
 			c.down = max(c.down, n.ChildrenRevision())
 		}
-		r.closures.put(c.root.ID, c)
 	}
 	c.shards = make([]int, len(c.ids))
 	c.lock = shards.NewSet(r.s.Shards(), nil)
@@ -64,6 +63,13 @@ func (r *Reader) closureOf(graph *nesting.Graph, rev membership.Revision, groupI
 		c.shards[i] = r.s.ShardOf(id)
 		c.lock.Add(c.shards[i])
 		c.byShard[c.shards[i]] = append(c.byShard[c.shards[i]], int32(i))
+	}
+	if c.root != nil {
+		// Kept whole: the reads that find it share it, unlocked.
+		r.closures.put(c.root.ID, c)
+		if r.closureKept != nil {
+			r.closureKept()
+		}
 	}
 	return c
 }

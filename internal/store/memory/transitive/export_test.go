@@ -45,3 +45,7 @@ func SetPieceMembers(r *Reader, n int) { r.pieceMembers = n }
 // SetBetweenPieces has r call fn between two pieces of its reads, with no
 // lock held.
 func SetBetweenPieces(r *Reader, fn func()) { r.betweenPieces = fn }
+
+// SetClosureKept has r call fn each time it keeps a closure it made, with
+// the nesting held.
+func SetClosureKept(r *Reader, fn func()) { r.closureKept = fn }

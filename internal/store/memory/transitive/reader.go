@@ -90,6 +90,9 @@ type Reader struct {
 	// with no lock held, for tests.
 	pieceMembers  int
 	betweenPieces func()
+	// closureKept, when set, is called when a closure is kept
+	// (closureCache), with the nesting held, for tests.
+	closureKept func()
 }
 
 var _ membership.Nesting = (*Reader)(nil)
