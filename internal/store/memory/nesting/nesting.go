@@ -1,8 +1,9 @@
 // Package nesting holds the groups in groups of the in-memory store: each
 // nesting both ways (a group's subgroups and its parents, with when each
-// nesting ends), each group's set of ancestors, kept as nestings change, so
-// that whether a group is above another costs one lookup, and the nestings
-// that end by themselves, by time.
+// nesting ends), each group's set of ancestors, kept as nestings change
+// and shared along a parent a group has them from (ancestors.go), so that
+// whether a group is above another costs a lookup a level, and the
+// nestings that end by themselves, by time.
 //
 // A Graph has no lock: the store's nesting lock guards it (see package
 // memory), but for NoteDropped, which a writer of members calls without
@@ -33,8 +34,11 @@ type Node struct {
 	// Children and Parents are in byte order of ids.
 	Children []Edge
 	Parents  []Edge
-	// ancestors are every node above this one.
-	ancestors map[*Node]struct{}
+	// up and extra are the nodes above this one (ancestors.go): up, one
+	// of its parents (nil: it has none), and every node above up; extra,
+	// the others, none of them above up.
+	up    *Node
+	extra map[*Node]struct{}
 	// children, parents and above are the revisions of the latest change
 	// of Children, of Parents (their ends included) and of the set of
 	// ancestors (Stamp gives them).
@@ -110,33 +114,6 @@ func (g *Graph) All(yield func(parent, child string, at int64) bool) {
 	}
 }
 
-// IsAbove reports whether above is a group above n (n nil: no nesting).
-func (n *Node) IsAbove(above *Node) bool {
-	if n == nil || above == nil {
-		return false
-	}
-	_, ok := n.ancestors[above]
-	return ok
-}
-
-// Ancestors calls fn with every node above n, in no order.
-func (n *Node) Ancestors(fn func(*Node)) {
-	if n == nil {
-		return
-	}
-	for a := range n.ancestors {
-		fn(a)
-	}
-}
-
-// AncestorCount returns how many nodes are above n.
-func (n *Node) AncestorCount() int {
-	if n == nil {
-		return 0
-	}
-	return len(n.ancestors)
-}
-
 // Child returns the nesting of child in n, false when there is none.
 func (n *Node) Child(child string) (Edge, bool) {
 	if n == nil {
@@ -163,7 +140,7 @@ func (g *Graph) node(id string) *Node {
 	if n = g.limbo[id]; n != nil {
 		delete(g.limbo, id)
 	} else {
-		n = &Node{ID: strings.Clone(id), ancestors: map[*Node]struct{}{}}
+		n = &Node{ID: strings.Clone(id)}
 	}
 	g.nodes[n.ID] = n
 	return n
@@ -352,12 +329,9 @@ func (g *Graph) Set(parent, child string, at int64) (old int64, existed bool) {
 	g.touch(p, changedChildren)
 	g.touch(c, changedParents)
 	// c and every node below it are now below p and all above p.
-	for _, d := range append(g.Below(child), c) {
-		d.ancestors[p] = struct{}{}
-		for a := range p.ancestors {
-			d.ancestors[a] = struct{}{}
-		}
-		g.steps += int64(1 + len(p.ancestors))
+	below := g.Below(child)
+	g.addAbove(p, c, below)
+	for _, d := range append(below, c) {
 		g.touch(d, changedAbove)
 	}
 	g.record(func() { g.Remove(parent, child) })
@@ -383,87 +357,11 @@ func (g *Graph) Remove(parent, child string) (at int64, existed bool) {
 	g.countExpiring(at, 0)
 	g.touch(p, changedChildren)
 	g.touch(c, changedParents)
-	g.recomputeBelow(c)
+	g.removeAbove(c)
 	g.drop(p)
 	g.drop(c)
 	g.record(func() { g.Set(parent, child, at) })
 	return at, true
-}
-
-// recomputeBelow rebuilds the ancestors of c, one of whose nestings has
-// ended, and takes out of the ancestors of every node below it those c
-// lost and they cannot reach otherwise, each after its parents. Only what
-// c lost can leave a set below it, so that a nesting's end costs the
-// groups below it times what c lost, not times all their ancestors: a
-// group in many groups, which holds many, loses one parent at the cost of
-// its subgroups alone.
-func (g *Graph) recomputeBelow(c *Node) {
-	fresh := make(map[*Node]struct{}, len(c.ancestors))
-	for _, e := range c.Parents {
-		fresh[e.Node] = struct{}{}
-		for a := range e.Node.ancestors {
-			fresh[a] = struct{}{}
-		}
-		g.steps += int64(1 + len(e.Node.ancestors))
-	}
-	g.steps += int64(len(c.ancestors))
-	var lost []*Node
-	for a := range c.ancestors {
-		if _, ok := fresh[a]; !ok {
-			lost = append(lost, a)
-		}
-	}
-	c.ancestors = fresh
-	if len(lost) == 0 {
-		return // nothing below c can have lost an ancestor either
-	}
-	g.touch(c, changedAbove)
-	affected := g.Below(c.ID)
-	in := make(map[*Node]int, len(affected)+1) // parents among the affected not yet done
-	for _, d := range affected {
-		in[d] = 0
-	}
-	for _, d := range append(affected, c) {
-		for _, e := range d.Children {
-			in[e.Node]++
-		}
-	}
-	var ready []*Node
-	for _, e := range c.Children {
-		if in[e.Node]--; in[e.Node] == 0 {
-			ready = append(ready, e.Node)
-		}
-	}
-	for len(ready) > 0 {
-		d := ready[len(ready)-1]
-		ready = ready[:len(ready)-1]
-		for _, x := range lost {
-			if _, ok := d.ancestors[x]; ok && !reaches(d, x) {
-				delete(d.ancestors, x)
-				g.touch(d, changedAbove)
-			}
-		}
-		g.steps += int64(len(lost) * (1 + len(d.Parents)))
-		for _, e := range d.Children {
-			if in[e.Node]--; in[e.Node] == 0 {
-				ready = append(ready, e.Node)
-			}
-		}
-	}
-}
-
-// reaches reports whether x is a parent of d or above one, as their
-// ancestors are now.
-func reaches(d, x *Node) bool {
-	for _, e := range d.Parents {
-		if e.Node == x {
-			return true
-		}
-		if _, ok := e.Node.ancestors[x]; ok {
-			return true
-		}
-	}
-	return false
 }
 
 func (g *Graph) countExpiring(old, at int64) {

@@ -293,3 +293,25 @@ func TestNoteDroppedKeepsTheLatestDeletionOfANestedGroup(t *testing.T) {
 	assert.Zero(t, none.Dropped())
 	assert.Zero(t, none.AncestorsRevision())
 }
+
+// A hub's ancestors are kept once, not once for each group below it: in a
+// hub in n groups that holds n groups, each holding one, the nodes hold
+// about n ancestors in all (the hub's), where a set of each node's would
+// hold 2n times n.
+func TestAHubsAncestorsAreKeptOnce(t *testing.T) {
+	const n = 300
+	g := hub(n, n)
+	held := 0
+	for _, node := range g.nodes {
+		held += len(node.extra)
+	}
+	assert.LessOrEqual(t, held, n, "ancestors held")
+	assert.Len(t, ancestors(g, "leaf0123"), n+2)
+	assert.True(t, g.Node("leaf0123").IsAbove(g.Node("parent0000")))
+	assert.True(t, g.Node("leaf0123").IsAbove(g.Node("parent0299")))
+
+	// Ending a nesting of the hub takes its parent out of every set below.
+	g.Remove("parent0299", "hub")
+	assert.Len(t, ancestors(g, "leaf0123"), n+1)
+	assert.False(t, g.Node("leaf0123").IsAbove(g.Node("parent0299")))
+}
