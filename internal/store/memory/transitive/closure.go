@@ -167,32 +167,6 @@ func (r *Reader) closureGroups(c *closure) []*group.Group {
 	return groups
 }
 
-// key returns the key of c's members, groups being c's groups (nil:
-// absent), each present one's revision revOf(i): a revision that moves
-// whenever any of their members, their ends or the nestings between them
-// change, and with nothing else (a nickname does not move it).
-//
-// It is the latest of: the changes of the nestings below the root (down),
-// the present groups' revisions and the latest deletion of each absent
-// one (a group absent now that had members when the answer was read
-// last moves it so). With no group present, the answer is empty, as it
-// was at revision 0: the key is 0.
-func (c *closure) key(groups []*group.Group, revOf func(i int) membership.Revision) membership.Revision {
-	key, present := c.down, false
-	for i, g := range groups {
-		switch {
-		case g != nil:
-			key, present = max(key, revOf(i)), true
-		case c.root != nil:
-			key = max(key, c.nodes[i].Dropped())
-		}
-	}
-	if !present {
-		return 0
-	}
-	return key
-}
-
 // withNicknames returns the revision of a list of members whose key is
 // key: a nickname shows in it, and the store does not tell which groups
 // hold the user whose nickname changed, so every change of a nickname

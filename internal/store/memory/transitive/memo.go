@@ -6,8 +6,14 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// A closure's key (closure.key) is the latest of its groups' revisions:
-// reading it walks the closure. The key's part from each shard is kept
+// A closure's key is a revision that moves whenever any of its groups'
+// members, their ends or the nestings between them change, and with
+// nothing else (a nickname does not move it): the latest of the changes
+// of the nestings below the root (closure.down), the present groups'
+// revisions and the latest deletion of each absent one (a group absent
+// now that had members when the answer was read last moves it so). With
+// no group present, the answer is empty, as it was at revision 0: the key
+// is 0. Reading it walks the closure. The key's part from each shard is kept
 // instead (memo), with the count of changes of the shard it was read at
 // (Store.ShardWrites): a read of the key walks again the groups of the
 // shards written since, no others. A closure is of one state of the
@@ -31,7 +37,7 @@ type shardKey struct {
 	known   bool
 }
 
-// membersKey returns c's key (closure.key) as the shards are now, from
+// membersKey returns c's key as the shards are now, from
 // the memo and the groups of the shards written since it was kept. The
 // caller holds the nesting, and every shard of c when held; otherwise
 // membersKey holds each shard it reads, one at a time: each part is of
