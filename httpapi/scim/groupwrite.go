@@ -31,7 +31,11 @@ func groupOf(doc map[string]json.RawMessage, groupID string) (*groupChange, erro
 	if c.attrs.DisplayName == "" {
 		return nil, wire.BadRequest(wire.InvalidValue, "displayName is required")
 	}
-	return c, account.CheckGroup(c.attrs)
+	// Checked here, before a POST makes the group's id of its displayName.
+	if err := account.CheckGroup(c.attrs); err != nil {
+		return nil, wire.BadRequest(wire.InvalidValue, "%s", err)
+	}
+	return c, nil
 }
 
 // handleCreateGroup answers POST /Groups: a new group whose id is its
