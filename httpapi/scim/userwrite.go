@@ -94,7 +94,8 @@ func handlePatchUser(d Deps) http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		return func(cur account.Account) (account.Account, error) { return patchAccount(cur, ops) }, nil
+		id := r.PathValue("id")
+		return func(cur account.Account) (account.Account, error) { return patchAccount(cur, id, ops) }, nil
 	})
 }
 
