@@ -83,7 +83,7 @@ func createGroup(r *http.Request, svc services, c *groupChange) (string, error) 
 		}
 		return id, err
 	}
-	return "", wire.Errorf(http.StatusConflict, wire.Uniqueness, "groups have the ids %q to %q-%d that a group of this displayName takes", c.attrs.DisplayName, c.attrs.DisplayName, updateTries)
+	return "", wire.Errorf(http.StatusConflict, wire.Uniqueness, "groups have the ids %q to %q that a group of this displayName takes", c.attrs.DisplayName, c.attrs.DisplayName+"-"+strconv.Itoa(updateTries))
 }
 
 // handleReplaceGroup answers PUT /Groups/{id}: the group's attributes as
@@ -187,8 +187,11 @@ func writeGroupUpdate(r *http.Request, svc services, id string, change func(acco
 			}
 		}
 		res, err := svc.Batch(ctx, membership.Batch{Writes: ws, Idem: key.Idem, Principal: key.Principal})
-		if isPreconditionFailed(err) && !given {
+		switch {
+		case isPreconditionFailed(err) && !given:
 			continue
+		case isPreconditionFailed(err):
+			return false, preconditionFailed(wire.GroupResource)
 		}
 		return res.Replayed, err
 	}
@@ -214,8 +217,11 @@ func handleDeleteGroup(d Deps) http.Handler {
 		if err == nil {
 			res, err = d.Service.Write(r.Context(), write)
 		}
-		if isPreconditionFailed(err) && !given {
+		switch {
+		case isPreconditionFailed(err) && !given:
 			err = directory.UnknownGroup(id)
+		case isPreconditionFailed(err):
+			err = preconditionFailed(wire.GroupResource)
 		}
 		if err != nil {
 			wire.WriteError(w, r, err)

@@ -284,7 +284,7 @@ func listUsers(ctx context.Context, svc services, q wire.List) (int, []directory
 		return total, users[:min(len(users), q.Count)], err
 	}
 	if total > wire.MaxResults {
-		return 0, nil, wire.BadRequest(wire.TooMany, "the wire.Filter's first wire.Comparison selects %d users, more than %d: narrow it", total, wire.MaxResults)
+		return 0, nil, wire.BadRequest(wire.TooMany, "the filter's first comparison selects %d users, more than %d: narrow it", total, wire.MaxResults)
 	}
 	return pageOf(keepUsers(users, q.Filter), offset, q.Count)
 }

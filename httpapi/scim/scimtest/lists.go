@@ -83,6 +83,8 @@ func testUserLists(t *testing.T, newStore NewStore) {
 		`userName eq "a" and`, `(userName eq "a")`, `userName eq "unterminated`, `userName`, longString(1025)} {
 		scimError(t, s.do("GET", filtered("/scim/v2/Users", f), ""), http.StatusBadRequest, "invalidFilter")
 	}
+	refused := s.do("GET", filtered("/scim/v2/Users", `displayName eq "x"`), "").json
+	assert.Contains(t, refused["detail"], "compares id, userName, externalId", "the attributes as SCIM names them")
 	for _, q := range []string{"?count=x", "?startIndex=1.5", "?sortBy=userName", "?attributes=a&excludedAttributes=b", "?count=1&count=2"} {
 		scimError(t, s.do("GET", "/scim/v2/Users"+q, ""), http.StatusBadRequest, "invalidValue")
 	}

@@ -57,9 +57,14 @@ func testVersions(t *testing.T, newStore NewStore) {
 	v1 := str(s.must(http.StatusOK, "GET", "/scim/v2/Users/"+id, "").json, "meta", "version")
 	v2 := str(s.must(http.StatusOK, "PATCH", "/scim/v2/Users/"+id, patchOps(`{"op":"replace","path":"displayName","value":"Fay"}`), "If-Match", v1).json, "meta", "version")
 	assert.NotEqual(t, v1, v2)
-	scimError(t, s.do("PATCH", "/scim/v2/Users/"+id, patchOps(`{"op":"replace","path":"displayName","value":"X"}`), "If-Match", v1), http.StatusPreconditionFailed, "")
-	scimError(t, s.do("PUT", "/scim/v2/Users/"+id, `{"userName":"fay"}`, "If-Match", v1), http.StatusPreconditionFailed, "")
-	scimError(t, s.do("DELETE", "/scim/v2/Users/"+id, "", "If-Match", v1), http.StatusPreconditionFailed, "")
+	for _, rep := range []reply{
+		s.do("PATCH", "/scim/v2/Users/"+id, patchOps(`{"op":"replace","path":"displayName","value":"X"}`), "If-Match", v1),
+		s.do("PUT", "/scim/v2/Users/"+id, `{"userName":"fay"}`, "If-Match", v1),
+		s.do("DELETE", "/scim/v2/Users/"+id, "", "If-Match", v1),
+	} {
+		scimError(t, rep, http.StatusPreconditionFailed, "")
+		assert.Contains(t, rep.json["detail"], "the User is not", "a User's 412 names the User")
+	}
 	assert.Equal(t, "Fay", str(s.must(http.StatusOK, "GET", "/scim/v2/Users/"+id, "").json, "displayName"))
 	scimError(t, s.do("PATCH", "/scim/v2/Users/"+id, patchOps(`{"op":"replace","path":"displayName","value":"X"}`), "If-Match", `"bad`), http.StatusBadRequest, "invalidSyntax")
 	s.must(http.StatusNoContent, "DELETE", "/scim/v2/Users/"+id, "", "If-Match", v2)
@@ -68,9 +73,14 @@ func testVersions(t *testing.T, newStore NewStore) {
 	g1 := created.header.Get("Etag")
 	g2 := s.must(http.StatusOK, "PATCH", "/scim/v2/Groups/v?attributes=displayName", patchOps(`{"op":"add","path":"members","value":[{"value":"3"}]}`), "If-Match", g1).header.Get("Etag")
 	assert.NotEqual(t, g1, g2, "a member added moves the version")
-	scimError(t, s.do("PATCH", "/scim/v2/Groups/v", patchOps(`{"op":"add","path":"members","value":[{"value":"4"}]}`), "If-Match", g1), http.StatusPreconditionFailed, "")
-	scimError(t, s.do("PUT", "/scim/v2/Groups/v", `{"displayName":"w"}`, "If-Match", g1), http.StatusPreconditionFailed, "")
-	scimError(t, s.do("DELETE", "/scim/v2/Groups/v", "", "If-Match", g1), http.StatusPreconditionFailed, "")
+	for _, rep := range []reply{
+		s.do("PATCH", "/scim/v2/Groups/v", patchOps(`{"op":"add","path":"members","value":[{"value":"4"}]}`), "If-Match", g1),
+		s.do("PUT", "/scim/v2/Groups/v", `{"displayName":"w"}`, "If-Match", g1),
+		s.do("DELETE", "/scim/v2/Groups/v", "", "If-Match", g1),
+	} {
+		scimError(t, rep, http.StatusPreconditionFailed, "")
+		assert.Contains(t, rep.json["detail"], "the Group is not", "a Group's 412 names the Group, not the batch it was written in")
+	}
 	assert.Equal(t, []membership.UID{3}, uids(s.members("v")))
 	s.must(http.StatusNoContent, "DELETE", "/scim/v2/Groups/v", "", "If-Match", g2)
 
