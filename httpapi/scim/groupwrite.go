@@ -16,8 +16,8 @@ import (
 // PUT's body, into the change of a group whose id is groupID ("" for a
 // new one): displayName is required; members, when given, are the whole
 // new set, and when left out the members stay as they are.
-func groupOf(doc map[string]json.RawMessage, groupID string) (*groupChange, error) {
-	c := newGroupChange(account.GroupAttributes{})
+func groupOf(doc map[string]json.RawMessage, groupID string, maxUsers int) (*groupChange, error) {
+	c := newGroupChange(account.GroupAttributes{}, maxUsers)
 	c.attrsTouched = true
 	for name, raw := range doc {
 		path := wire.AttributePath(name, wire.GroupResource)
@@ -53,7 +53,7 @@ func handleCreateGroup(d Deps) http.Handler {
 		}
 		var c *groupChange
 		if err == nil {
-			c, err = groupOf(doc, "")
+			c, err = groupOf(doc, "", d.Service.MaxUsers())
 		}
 		var id string
 		if err == nil {
@@ -94,7 +94,7 @@ func handleReplaceGroup(d Deps) http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		c, err := groupOf(doc, id)
+		c, err := groupOf(doc, id, d.Service.MaxUsers())
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +112,7 @@ func handlePatchGroup(d Deps) http.Handler {
 			return nil, err
 		}
 		return func(cur account.GroupAttributes) (*groupChange, error) {
-			c := newGroupChange(cur)
+			c := newGroupChange(cur, d.Service.MaxUsers())
 			return c, c.applyOps(id, ops)
 		}, nil
 	}, false)

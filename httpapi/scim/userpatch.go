@@ -37,23 +37,23 @@ func readPatch(r *http.Request, d Deps) ([]patchOp, error) {
 			return nil, wire.BadRequest(wire.InvalidValue, "schemas does not name %s", wire.PatchSchema)
 		}
 	}
-	raws, err := wire.ArrayOf(doc["operations"], "Operations")
-	switch {
-	case err != nil:
-		return nil, err
-	case len(raws) == 0:
-		return nil, wire.BadRequest(wire.InvalidValue, "the PATCH has no Operations")
-	case len(raws) > MaxPatchOperations:
-		return nil, wire.BadRequest(wire.InvalidValue, "the PATCH has %d operations, more than %d", len(raws), MaxPatchOperations)
-	}
-	ops := make([]patchOp, len(raws))
-	for i, raw := range raws {
-		if ops[i], err = readPatchOp(raw); err != nil {
-			e := wire.ErrorOf(err)
-			return nil, wire.BadRequest(e.ScimType, "operation %d: %s", i, e.Detail)
+	var ops []patchOp
+	err = wire.EachOf(doc["operations"], "Operations", func(raw json.RawMessage) error {
+		if len(ops) == MaxPatchOperations { // read no further
+			return wire.BadRequest(wire.InvalidValue, "the PATCH has more than %d operations", MaxPatchOperations)
 		}
+		op, err := readPatchOp(raw)
+		if err != nil {
+			e := wire.ErrorOf(err)
+			return wire.BadRequest(e.ScimType, "operation %d: %s", len(ops), e.Detail)
+		}
+		ops = append(ops, op)
+		return nil
+	})
+	if err == nil && len(ops) == 0 {
+		err = wire.BadRequest(wire.InvalidValue, "the PATCH has no Operations")
 	}
-	return ops, nil
+	return ops, err
 }
 
 // readPatchOp reads one operation.

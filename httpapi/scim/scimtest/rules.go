@@ -1,6 +1,7 @@
 package scimtest
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -128,6 +129,33 @@ func testErrors(t *testing.T, newStore NewStore) {
 	users, err := s.dir.FreeUID(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, membership.UID(2), users, "only the last POST created a user")
+
+	// Members past the most one request may name (-max-users) are refused
+	// at the first past it, 413, before the rest is read: here the
+	// element after it, not a uid, is never reached.
+	s.must(http.StatusCreated, "POST", "/scim/v2/Groups", `{"displayName":"cap"}`)
+	tooMany := `[` + strings.Repeat(`{"value":"7"},`, membership.DefaultMaxUsers) + `{"value":"7"},{"value":"not a uid"}]`
+	rev := s.latest()
+	for _, tt := range []struct{ method, path, body string }{
+		{"POST", "/scim/v2/Groups", `{"displayName":"capped","members":` + tooMany + `}`},
+		{"PUT", "/scim/v2/Groups/cap", `{"displayName":"cap","members":` + tooMany + `}`},
+		{"PATCH", "/scim/v2/Groups/cap", patchOps(`{"op":"add","path":"members","value":` + tooMany + `}`)},
+		{"PATCH", "/scim/v2/Groups/cap", patchOps(`{"op":"remove","path":"members","value":` + tooMany + `}`)},
+	} {
+		scimError(t, s.do(tt.method, tt.path, tt.body), http.StatusRequestEntityTooLarge, "")
+	}
+	var ops []string
+	for uid := 1; uid <= membership.DefaultMaxUsers/1000+1; uid++ {
+		var members []string
+		for i := range 1000 {
+			members = append(members, fmt.Sprintf(`{"value":"%d"}`, uid*1000+i))
+		}
+		ops = append(ops, `{"op":"add","path":"members","value":[`+strings.Join(members, ",")+`]}`)
+	}
+	scimError(t, s.do("PATCH", "/scim/v2/Groups/cap", patchOps(append(ops, `{"op":"add","path":"members","value":[{"value":"x"}]}`)...)),
+		http.StatusRequestEntityTooLarge, "")
+	assert.Empty(t, s.feedSince(rev), "nothing changed")
+	s.must(http.StatusNoContent, "DELETE", "/scim/v2/Groups/cap", "")
 
 	// A group with more members than a reply lists is read without them.
 	for start := 1; start <= 10001; start += 5000 {

@@ -198,6 +198,30 @@ func ArrayOf(raw json.RawMessage, name string) ([]json.RawMessage, error) {
 	return a, nil
 }
 
+// EachOf calls each with the elements of raw, a JSON array (null is an
+// empty one), in order, and stops at the first error each returns: an
+// array of many elements is read no further than a bound each keeps.
+func EachOf(raw json.RawMessage, name string, each func(json.RawMessage) error) error {
+	if IsNull(raw) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return BadRequest(InvalidValue, "%s is not an array", name)
+	}
+	for dec.More() {
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return BadRequest(InvalidSyntax, "%s is not valid JSON: %v", name, err)
+		}
+		if err := each(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Obj returns the object of the members given as pairs: a name, then its
 // value.
 func Obj(pairs ...any) Object {
