@@ -3,6 +3,7 @@ package scim
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 
 	"example.com/groupmembership/membership"
@@ -67,9 +68,9 @@ func (c *groupChange) applyOps(groupID string, ops []patchOp) error {
 // setAll applies an add or a replace without a path: each attribute of
 // its value, an object.
 func (c *groupChange) setAll(groupID, op string, value json.RawMessage) error {
-	o, err := wire.ObjectOf(value, "the value")
+	o, err := wire.ObjectValue(value, "the value of an operation without a path")
 	if err != nil {
-		return wire.BadRequest(wire.InvalidValue, "the value of an operation without a path is not an object")
+		return err
 	}
 	for name, raw := range o {
 		if err := c.set(groupID, op, wire.AttributePath(name, wire.GroupResource), raw); err != nil {
@@ -174,7 +175,7 @@ func memberUIDs(raw json.RawMessage, limit int) ([]membership.UID, error) {
 		uids = append(uids, uid)
 		return err
 	}
-	if _, err := wire.ObjectOf(raw, "a member"); err == nil {
+	if wire.IsObject(raw) {
 		return uids, read(raw)
 	}
 	return uids, wire.EachOf(raw, "members", read)
@@ -182,9 +183,9 @@ func memberUIDs(raw json.RawMessage, limit int) ([]membership.UID, error) {
 
 // memberUID reads the uid of m, the element i of a members value.
 func memberUID(i int, m json.RawMessage) (membership.UID, error) {
-	o, err := wire.ObjectOf(m, "a member")
+	o, err := wire.ObjectValue(m, "members element "+strconv.Itoa(i))
 	if err != nil {
-		return 0, wire.BadRequest(wire.InvalidValue, "members element %d is not an object", i)
+		return 0, err
 	}
 	v, err := wire.StringOf(o["value"], "value")
 	if err != nil {

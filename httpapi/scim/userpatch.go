@@ -118,9 +118,9 @@ func patchAccount(a account.Account, id string, ops []patchOp) (account.Account,
 // setUserAttributes sets each attribute of value, an object, of the
 // account of the user id.
 func setUserAttributes(a *account.Account, id string, value json.RawMessage) error {
-	o, err := wire.ObjectOf(value, "the value")
+	o, err := wire.ObjectValue(value, "the value of an operation without a path")
 	if err != nil {
-		return wire.BadRequest(wire.InvalidValue, "the value of an operation without a path is not an object")
+		return err
 	}
 	for name, raw := range o {
 		path := emailPath(wire.AttributePath(name, wire.UserResource))

@@ -131,9 +131,9 @@ func setName(a *account.Account, raw json.RawMessage) error {
 		a.GivenName, a.FamilyName = "", ""
 		return nil
 	}
-	name, err := wire.ObjectOf(raw, "name")
+	name, err := wire.ObjectValue(raw, "name")
 	if err != nil {
-		return wire.BadRequest(wire.InvalidValue, "name is not an object")
+		return err
 	}
 	a.GivenName, a.FamilyName = "", ""
 	for sub, v := range name {
@@ -153,7 +153,7 @@ func primaryEmail(raw json.RawMessage) (string, error) {
 	}
 	best, rank := "", -1
 	for _, e := range emails {
-		o, err := wire.ObjectOf(e, "an element of emails")
+		o, err := wire.ObjectValue(e, "an element of emails")
 		if err != nil {
 			return "", err
 		}

@@ -35,6 +35,9 @@ func testGroups(t *testing.T, newStore NewStore) {
 	assert.Equal(t, []any{}, second.json["members"])
 	scimError(t, s.do("POST", "/scim/v2/Groups", `{"externalId":"no name"}`), http.StatusBadRequest, "invalidValue")
 	scimError(t, s.do("POST", "/scim/v2/Groups", `{"displayName":"x","members":[{"value":"abc"}]}`), http.StatusBadRequest, "invalidValue")
+	scimError(t, s.do("POST", "/scim/v2/Groups", `{"displayName":"x","members":[{"value":"1","VALUE":"2"}]}`), http.StatusBadRequest, "invalidSyntax")
+	scimError(t, s.do("POST", "/scim/v2/Groups", `{"displayName":"x","members":{"value":"1","Value":"2"}}`), http.StatusBadRequest, "invalidSyntax")
+	scimError(t, s.do("POST", "/scim/v2/Groups", `{"displayName":"x","members":["1"]}`), http.StatusBadRequest, "invalidValue")
 	scimError(t, s.do("POST", "/scim/v2/Groups", `{"displayName":"x","members":[{"value":"1"}]}`, "Idempotency-Key", "k"), http.StatusBadRequest, "invalidValue")
 	rev := s.latest()
 	for _, name := range []string{longString(257), `a\u000ab`} {
