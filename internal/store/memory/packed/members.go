@@ -16,23 +16,54 @@ const maxChunkBytes = 384
 // bulk, leaving room for later inserts before a chunk must split.
 const fillChunkBytes = maxChunkBytes * 3 / 4
 
-// Members is a group's sorted set of uids: pairs of group 0 in packed
-// chunks. A member costs the bytes of its distance from the one
-// before, listing needs no sort, and finding a uid is a binary search over
-// the chunks and a scan of one.
+// Members is a group's sorted set of uids: inline while they are a few
+// (inline.go), else pairs of group 0 in packed chunks. A member in a chunk
+// costs the bytes of its distance from the one before, listing needs no
+// sort, and finding a uid is a binary search over the chunks and a scan of
+// one.
 type Members struct {
-	// Each chunk holds at most maxChunkBytes of deltas.
+	// big holds the members in chunks; nil while they are inline.
+	big *chunked
+	// small holds the members while big is nil.
+	small inline
+}
+
+// chunked is a Members in chunks, each of at most maxChunkBytes of deltas.
+type chunked struct {
 	set
 	size int
 }
 
 // Add adds uid and reports whether it was new.
 func (m *Members) Add(uid membership.UID) bool {
-	added, _ := m.set.add(Pair{User: uid}, maxChunkBytes)
+	if m.big == nil {
+		return m.addInline(uid)
+	}
+	added, _ := m.big.add(Pair{User: uid}, maxChunkBytes)
 	if added {
-		m.size++
+		m.big.size++
 	}
 	return added
+}
+
+// addInline adds uid to the inline members, moving them all to chunks
+// when they no longer fit.
+func (m *Members) addInline(uid membership.UID) bool {
+	at, found := m.small.search(uid)
+	if found {
+		return false
+	}
+	var buf [maxInline + 1]membership.UID
+	uids := m.small.uids(buf[:0])
+	uids = append(uids, 0)
+	copy(uids[at+1:], uids[at:])
+	uids[at] = uid
+	if small, ok := packInline(uids); ok {
+		m.small = small
+		return true
+	}
+	m.fillChunks(uids, nil)
+	return true
 }
 
 // Fill fills an empty set from uids, which must be sorted and distinct, in
@@ -42,6 +73,15 @@ func (m *Members) Fill(uids []membership.UID) { m.FillFrom(uids, nil) }
 // FillFrom is Fill with scratch as room for the uids as pairs: it returns
 // scratch, grown when it was short, for the next call.
 func (m *Members) FillFrom(uids []membership.UID, scratch []Pair) []Pair {
+	if small, ok := packInline(uids); ok {
+		*m = Members{small: small}
+		return scratch
+	}
+	return m.fillChunks(uids, scratch)
+}
+
+// fillChunks fills m with uids in chunks, as FillFrom does.
+func (m *Members) fillChunks(uids []membership.UID, scratch []Pair) []Pair {
 	if cap(scratch) < len(uids) {
 		scratch = make([]Pair, len(uids))
 	}
@@ -49,24 +89,51 @@ func (m *Members) FillFrom(uids []membership.UID, scratch []Pair) []Pair {
 	for i, uid := range uids {
 		ps[i] = Pair{User: uid}
 	}
-	m.set.fill(ps, fillChunkBytes)
-	m.size = len(uids)
+	big := &chunked{size: len(uids)}
+	big.fill(ps, fillChunkBytes)
+	*m = Members{big: big}
 	return scratch
 }
 
-// Remove removes uid and reports whether it was a member.
+// Remove removes uid and reports whether it was a member. Members left
+// few enough go back inline.
 func (m *Members) Remove(uid membership.UID) bool {
-	removed, _ := m.set.remove(Pair{User: uid}, maxChunkBytes)
-	if removed {
-		m.size--
+	if m.big == nil {
+		at, found := m.small.search(uid)
+		if !found {
+			return false
+		}
+		var buf [maxInline]membership.UID
+		uids := m.small.uids(buf[:0])
+		m.small, _ = packInline(append(uids[:at], uids[at+1:]...))
+		return true
 	}
-	return removed
+	removed, _ := m.big.remove(Pair{User: uid}, maxChunkBytes)
+	if !removed {
+		return false
+	}
+	m.big.size--
+	if m.big.size <= maxInline {
+		var buf [maxInline]membership.UID
+		if small, ok := packInline(m.AppendTo(buf[:0])); ok {
+			*m = Members{small: small}
+		}
+	}
+	return true
 }
 
 // All yields the uids in ascending order.
 func (m *Members) All(yield func(membership.UID) bool) {
-	for i := range m.chunks {
-		c := &m.chunks[i]
+	if m.big == nil {
+		for i := range m.small.len() {
+			if !yield(m.small.at(i)) {
+				return
+			}
+		}
+		return
+	}
+	for i := range m.big.chunks {
+		c := &m.big.chunks[i]
 		uid := c.first.User
 		if !yield(uid) {
 			return
@@ -90,13 +157,23 @@ func (m *Members) All(yield func(membership.UID) bool) {
 // until it returns false. Finding where to start is a binary search and
 // the scan of one chunk, however deep the page.
 func (m *Members) EachAbove(after membership.UID, yield func(membership.UID) bool) {
-	if len(m.chunks) == 0 {
+	if m.big == nil {
+		at, found := m.small.search(after)
+		if found {
+			at++
+		}
+		for i := at; i < m.small.len(); i++ {
+			if !yield(m.small.at(i)) {
+				return
+			}
+		}
 		return
 	}
 	// One loop over the chunks, not an iterator of pairs: a list of a
 	// million members spends its time here.
-	for i := m.chunkFor(Pair{User: after}); i < len(m.chunks); i++ {
-		c := &m.chunks[i]
+	chunks := m.big.chunks
+	for i := m.big.chunkFor(Pair{User: after}); i < len(chunks); i++ {
+		c := &chunks[i]
 		uid := c.first.User
 		// Members have group 0: a delta is the distance alone.
 		rest, w := c.rest[:cap(c.rest)], int(c.w)
@@ -117,7 +194,7 @@ func (m *Members) EachAbove(after membership.UID, yield func(membership.UID) boo
 // merge of many sets needs. It is valid while its set is not changed.
 type Cursor struct {
 	m   *Members
-	i   int // the chunk
+	i   int // the chunk, or the index of the uid in an inline set
 	off int // where the next delta of the chunk is
 	uid membership.UID
 	ok  bool
@@ -126,19 +203,27 @@ type Cursor struct {
 // From returns a cursor at the first member above after. Finding it is a
 // binary search and the scan of one chunk, as EachAbove's.
 func (m *Members) From(after membership.UID) Cursor {
-	if len(m.chunks) == 0 || after == math.MaxInt64 {
+	if after == math.MaxInt64 {
 		return Cursor{m: m}
 	}
-	i := m.chunkFor(Pair{User: after})
-	ch := &m.chunks[i]
+	if m.big == nil {
+		i, _ := m.small.search(after + 1)
+		if i == m.small.len() {
+			return Cursor{m: m}
+		}
+		return Cursor{m: m, i: i, uid: m.small.at(i), ok: true}
+	}
+	chunks := m.big.chunks
+	i := m.big.chunkFor(Pair{User: after})
+	ch := &chunks[i]
 	if ch.first.User > after {
 		return Cursor{m: m, i: i, uid: ch.first.User, ok: true}
 	}
 	if off, _, at := ch.scan(Pair{User: after + 1}); off < len(ch.rest) {
 		return Cursor{m: m, i: i, off: off + int(ch.w), uid: at.User, ok: true}
 	}
-	if i+1 < len(m.chunks) {
-		return Cursor{m: m, i: i + 1, uid: m.chunks[i+1].first.User, ok: true}
+	if i+1 < len(chunks) {
+		return Cursor{m: m, i: i + 1, uid: chunks[i+1].first.User, ok: true}
 	}
 	return Cursor{m: m}
 }
@@ -151,7 +236,15 @@ func (c *Cursor) UID() membership.UID { return c.uid }
 
 // Next moves the cursor to the next member.
 func (c *Cursor) Next() {
-	ch := &c.m.chunks[c.i]
+	if c.m.big == nil {
+		c.i++
+		if c.ok = c.i < c.m.small.len(); c.ok {
+			c.uid = c.m.small.at(c.i)
+		}
+		return
+	}
+	chunks := c.m.big.chunks
+	ch := &chunks[c.i]
 	if c.off < len(ch.rest) {
 		w := int(ch.w)
 		mask := ^uint64(0) >> (64 - 8*uint(w))
@@ -160,20 +253,28 @@ func (c *Cursor) Next() {
 		return
 	}
 	c.i++
-	if c.i >= len(c.m.chunks) {
+	if c.i >= len(chunks) {
 		c.ok = false
 		return
 	}
-	c.uid, c.off = c.m.chunks[c.i].first.User, 0
+	c.uid, c.off = chunks[c.i].first.User, 0
 }
 
 // Len returns how many members there are.
-func (m *Members) Len() int { return m.size }
+func (m *Members) Len() int {
+	if m.big == nil {
+		return m.small.len()
+	}
+	return m.big.size
+}
 
 // AppendTo appends the uids, in ascending order, to buf.
 func (m *Members) AppendTo(buf []membership.UID) []membership.UID {
-	for i := range m.chunks {
-		c := &m.chunks[i]
+	if m.big == nil {
+		return m.small.uids(buf)
+	}
+	for i := range m.big.chunks {
+		c := &m.big.chunks[i]
 		uid := c.first.User
 		buf = append(buf, uid)
 		rest, w := c.rest[:cap(c.rest)], int(c.w)
@@ -188,7 +289,11 @@ func (m *Members) AppendTo(buf []membership.UID) []membership.UID {
 
 // Contains reports whether uid is a member.
 func (m *Members) Contains(uid membership.UID) bool {
-	return m.set.contains(Pair{User: uid})
+	if m.big == nil {
+		_, found := m.small.search(uid)
+		return found
+	}
+	return m.big.contains(Pair{User: uid})
 }
 
 // Diff returns the uids of sorted, distinct uids that old (nil: none) does

@@ -11,29 +11,37 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// checkMembers checks m's invariants and that it holds exactly want.
+// checkMembers checks m's invariants and that it holds exactly want: its
+// members inline exactly when they fit, its chunks otherwise.
 func checkMembers(t *testing.T, m *Members, want map[membership.UID]bool) {
 	t.Helper()
 	var got []membership.UID
-	checkPacked(t, &m.set, maxChunkBytes)
-	for i, c := range m.chunks {
-		uids := []membership.UID{}
-		for _, p := range c.pairs(nil) {
-			require.Zero(t, p.Group, "chunk %d holds a member with a group", i)
-			uids = append(uids, p.User)
+	if m.big == nil {
+		got = m.small.uids(nil)
+	} else {
+		checkPacked(t, &m.big.set, maxChunkBytes)
+		for i, c := range m.big.chunks {
+			uids := []membership.UID{}
+			for _, p := range c.pairs(nil) {
+				require.Zero(t, p.Group, "chunk %d holds a member with a group", i)
+				uids = append(uids, p.User)
+			}
+			if i > 0 {
+				require.Less(t, got[len(got)-1], c.first.User, "chunks %d and %d overlap", i-1, i)
+			}
+			got = append(got, uids...)
 		}
-		if i > 0 {
-			require.Less(t, got[len(got)-1], c.first.User, "chunks %d and %d overlap", i-1, i)
-		}
-		got = append(got, uids...)
+		require.Equal(t, len(want), m.big.size)
 	}
 	require.True(t, slices.IsSorted(got), "the uids are not sorted")
 	require.Len(t, slices.Compact(slices.Clone(got)), len(got), "a uid is there twice")
-	require.Equal(t, len(want), m.size)
+	require.Equal(t, len(want), m.Len())
 	require.Len(t, got, len(want))
 	for _, uid := range got {
 		require.True(t, want[uid], "uid %d is not a member", uid)
 	}
+	_, fits := packInline(got)
+	require.Equal(t, fits, m.big == nil, "inline exactly when the %d members fit", len(got))
 	var yielded []membership.UID
 	for uid := range m.All {
 		yielded = append(yielded, uid)
@@ -94,5 +102,5 @@ func TestMembersEmpty(t *testing.T) {
 	}
 	assert.True(t, m.Add(1))
 	assert.True(t, m.Remove(1))
-	assert.Empty(t, m.chunks)
+	assert.Equal(t, Members{}, m)
 }
