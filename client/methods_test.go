@@ -328,6 +328,10 @@ func TestTokenAndLimits(t *testing.T) {
 	ctx := t.Context()
 	_, err := srv.Client.Add(ctx, "g", client.Users(1, 2))
 	require.NoError(t, err, "the server's client sends the token")
+	feed, err := srv.Client.Changes(ctx, client.ChangesOptions{})
+	require.NoError(t, err)
+	require.Len(t, feed.Changes, 1)
+	assert.Equal(t, "token", feed.Changes[0].Principal, "the change names the token's principal, not the token")
 
 	anonymous, err := client.New(srv.URL)
 	require.NoError(t, err)

@@ -179,6 +179,11 @@ type Change struct {
 	Time time.Time `json:"-"`
 	// Actor is the acting user the request named (WithActor); 0 for none.
 	Actor int64 `json:"actor,omitempty"`
+	// Principal is who made the change, as the service authenticated the
+	// request (the name of its credential, "token" for the service's
+	// single token; never the credential); "" for none: a request with no
+	// credential, or the service's own change.
+	Principal string `json:"principal,omitempty"`
 	// Group is the group changed; empty for remove_user and batch.
 	Group string `json:"group,omitempty"`
 	// UIDs are the users whose membership changed (for replace, the

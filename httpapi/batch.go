@@ -33,7 +33,7 @@ func handleBatch(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 		if err == nil && req.ActingUID != 0 {
 			middleware.SetActingUID(w, req.ActingUID)
 		}
-		req.Batch.Idem.Key = key
+		req.Batch.Idem.Key, req.Batch.Principal = key, middleware.PrincipalName(r.Context())
 		if err != nil {
 			writeBatchError(w, r, svc, err)
 			return

@@ -62,6 +62,7 @@ func handleChangeList(svc *membership.Service, op membership.Op, param string, m
 			return
 		}
 		change.If, change.Actor, change.Idem.Key = cond, req.ActingUID, key
+		change.Principal = middleware.PrincipalName(r.Context())
 		if key != "" {
 			change.Conditions = decode.ConditionsText(r)
 		}
@@ -127,7 +128,8 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 			middleware.WriteError(w, r, err)
 			return
 		}
-		write := membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond, Actor: actor, Idem: membership.Idempotency{Key: key}}
+		write := membership.Write{Op: membership.OpDeleteGroup, GroupID: groupID, If: cond, Actor: actor,
+			Principal: middleware.PrincipalName(r.Context()), Idem: membership.Idempotency{Key: key}}
 		if key != "" {
 			write.Conditions = decode.ConditionsText(r)
 		}
@@ -168,7 +170,7 @@ func handleRemoveUser(svc *membership.Service) http.Handler {
 			return
 		}
 		res, err := svc.Write(r.Context(), membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}, Actor: actor,
-			Idem: membership.Idempotency{Key: key}})
+			Principal: middleware.PrincipalName(r.Context()), Idem: membership.Idempotency{Key: key}})
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return

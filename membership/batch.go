@@ -32,10 +32,11 @@ const DefaultMaxBatchWrites = 1000
 // moved from one group to another in one batch keeps its nickname.
 type Batch struct {
 	Writes []Write
-	// Actor and Time are the batch's, as a Write's are: its writes' own
-	// are not used.
-	Actor UID
-	Time  time.Time
+	// Actor, Principal and Time are the batch's, as a Write's are: its
+	// writes' own are not used.
+	Actor     UID
+	Principal string
+	Time      time.Time
 	// Idem is the batch's, as a Write's is.
 	Idem Idempotency
 	// MaxDepth is as a Write's: the Service sets it.
@@ -99,6 +100,9 @@ func BatchElementError(i int, groupID string, err error) error {
 // validateBatch returns the error Batch would return for b before it
 // reaches the store, nil when b is valid.
 func (s *Service) validateBatch(b Batch) error {
+	if err := validatePrincipal(b.Principal); err != nil {
+		return err
+	}
 	if len(b.Writes) > s.maxBatchWrites {
 		return Errorf(CodeTooManyChanges, "the batch has more than %d changes", s.maxBatchWrites)
 	}

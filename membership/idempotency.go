@@ -17,6 +17,10 @@ import (
 // nothing to change, is remembered: one refused (a precondition that did
 // not hold, say) changed nothing, and its key stays free.
 //
+// A key is its principal's (Write.Principal, Batch.Principal): a store
+// remembers it for that principal only, and the same key from another
+// principal names another request, applied as a new one.
+//
 // A store remembers a key for a retention time after the write's commit,
 // and keeps at most a byte budget of keys, the oldest dropped first; past
 // either it is forgotten, and a repeat is applied as a new write. The

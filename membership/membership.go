@@ -96,8 +96,12 @@ type Change struct {
 	Time time.Time
 	// Actor is the user on whose behalf the change was made (the request's
 	// uid), 0 when the request named none or the service made it itself.
-	Actor   UID
-	GroupID string
+	Actor UID
+	// Principal is who made the change, as the service authenticated it
+	// (Write.Principal), "" when the request presented no credential or
+	// the service made it itself.
+	Principal string
+	GroupID   string
 	// UIDs are the users whose membership of the group the change altered,
 	// in ascending order. An add that only changed nicknames has none.
 	UIDs []UID
@@ -204,9 +208,10 @@ type Store interface {
 	// Result counts the users it added and those it Removed; OpDeleteGroup's
 	// the members it removed, whatever the group's size, in memory bounded
 	// by the store's budgets, not by the group; OpRemoveUser's the groups
-	// the user left, nickname forgotten. The change carries w's Actor and
-	// the time it was committed (see Write.Time). A keyed w comes
-	// validated, with its fingerprint (Idempotency.Fingerprint).
+	// the user left, nickname forgotten. The change carries w's Actor,
+	// its Principal and the time it was committed (see Write.Time). A
+	// keyed w comes validated, with its fingerprint
+	// (Idempotency.Fingerprint), and its key is w.Principal's own.
 	Write(ctx context.Context, w Write) (Result, error)
 
 	// Batch applies b's writes, all or nothing, as one change with one

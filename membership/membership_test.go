@@ -270,6 +270,14 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 			return err
 		}, membership.CodeInvalidChanges},
 		{"write: unknown op", func(s *membership.Service) error { return write(s, membership.Write{Op: "move", GroupID: "g"}) }, membership.CodeInternal},
+		{"write: a bad principal", func(s *membership.Service) error {
+			return write(s, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(1), Principal: "sync job"})
+		}, membership.CodeInternal},
+		{"batch: a bad principal", func(s *membership.Service) error {
+			_, err := s.Batch(ctx, membership.Batch{Principal: strings.Repeat("p", membership.MaxPrincipalBytes+1),
+				Writes: []membership.Write{{Op: membership.OpAdd, GroupID: "a", Users: users(1)}}})
+			return err
+		}, membership.CodeInternal},
 		{"groups: limit too large", func(s *membership.Service) error {
 			_, err := s.Groups(ctx, membership.GroupsOptions{Limit: membership.MaxPageSize + 2}, nil)
 			return err

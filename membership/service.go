@@ -173,8 +173,9 @@ func CheckLimit(limit, most int) error {
 
 // Write applies w, validated whole first: its op, its group id (but for
 // OpRemoveUser), at most MaxUsers users, uids or subgroups, each valid,
-// exactly one uid for OpRemoveUser, and no group nested in itself. See
-// Store.Write and Nesting.
+// exactly one uid for OpRemoveUser, no group nested in itself, and a
+// principal's name that ValidatePrincipal takes, if any. See Store.Write
+// and Nesting.
 //
 // A write with an Idempotency key is fingerprinted here (see Idempotency).
 //
@@ -182,10 +183,13 @@ func CheckLimit(limit, most int) error {
 // CodeInvalidUID (OpRemoveUser), CodeInvalidIdempotencyKey,
 // CodePreconditionFailed, CodeIdempotencyKeyReused,
 // CodeIdempotencyKeyInFlight, CodeMissingGroups, CodeInvalidGroups,
-// CodeTooManyGroups, CodeCycle, CodeTooDeep, and whatever the Store
-// returns.
+// CodeTooManyGroups, CodeCycle, CodeTooDeep, CodeInternal (a bad
+// principal's name: the service's fault), and whatever the Store returns.
 func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	if err := s.validateWrite(w); err != nil {
+		return Result{}, err
+	}
+	if err := validatePrincipal(w.Principal); err != nil {
 		return Result{}, err
 	}
 	if IsNestingOp(w.Op) {

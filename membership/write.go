@@ -47,13 +47,19 @@ type Write struct {
 	// uid), 0 for none: the service's own changes name none. It plays no
 	// part in the result; the change carries it.
 	Actor UID
+	// Principal is who makes the write, as the service authenticated it
+	// (see ValidatePrincipal), "" for none. It plays no part in the
+	// result; the change carries it, and a keyed write's key is its own
+	// (see Idempotency).
+	Principal string
 	// Time is when the write was committed, as its change will carry it
 	// (to the millisecond, in UTC). Zero means now: the store stamps it.
 	// The stores that keep a log (durable, PostgreSQL) stamp it themselves
 	// as they commit the write, whatever the caller gave, keep it in the
 	// log, and apply the log to memory with it, so that a replay, or
 	// another instance, gives the change the time it had. A batch of
-	// writes in one revision will carry one Actor and one Time.
+	// writes in one revision will carry one Actor, one Principal and one
+	// Time.
 	Time time.Time
 	// Idem, when its Key is set, makes the write one a retry cannot apply
 	// twice; see Idempotency. A batch's writes carry none of their own.

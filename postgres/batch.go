@@ -152,11 +152,14 @@ func readWrite(r *bytes.Reader) (membership.Write, error) {
 }
 
 // batchOf returns the batch c, a batch's row, holds: ws, with the row's
-// actor, Idempotency key and the time it was placed in the log.
+// actor, principal, Idempotency key and the time it was placed in the log.
 func (c change) batchOf(ws []membership.Write) membership.Batch {
 	b := membership.Batch{Writes: ws, Time: c.sequencedAt, Idem: c.idem, MaxDepth: c.depth()}
 	if c.actor != nil {
 		b.Actor = membership.UID(*c.actor)
+	}
+	if c.principal != nil {
+		b.Principal = *c.principal
 	}
 	return b
 }
@@ -166,8 +169,9 @@ func (c change) batchOf(ws []membership.Write) membership.Batch {
 // the order of pos through the memory store's Batch, so that every
 // instance decides alike whether its preconditions hold, against the state
 // before it. It returns once this instance has applied it, as Write does.
-// The change carries b's Actor and the time the row was placed in the log
-// (b's Time and its writes' actors and times are not used).
+// The change carries b's Actor and Principal and the time the row was
+// placed in the log (b's Time and its writes' actors, principals and
+// times are not used).
 //
 // A write of an op a batch does not take is refused. A precondition that
 // fails here for good (it names only revisions its group has passed)
@@ -176,7 +180,7 @@ func (c change) batchOf(ws []membership.Write) membership.Batch {
 // this instance has applied the log as placed now.
 //
 // A batch with an Idempotency key (b.Idem) is applied once for its key,
-// as a keyed Write is: answered here only when this instance has applied
+// b.Principal's own, as a keyed Write is: answered here only when this instance has applied
 // a change with its key already, otherwise settled by the log, its
 // preconditions included.
 //
@@ -194,7 +198,7 @@ func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 	}
 	c := batchChange(b)
 	if c.idem.Key != "" {
-		if res, replayed, err := s.mem.ReplayBatch(c.idem, time.Now()); replayed || err != nil {
+		if res, replayed, err := s.mem.ReplayBatch(b.Principal, c.idem, time.Now()); replayed || err != nil {
 			return res, err
 		}
 	} else {
@@ -214,7 +218,8 @@ func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 	return o.batch, o.err
 }
 
-// batchChange returns b as a row of the log: its writes, its actor, its
+// batchChange returns b as a row of the log: its writes, its actor and
+// principal, its
 // Idempotency key with the Service's fingerprint (membership.FingerprintBatch,
 // TTLs and all), its bound on depth. Each
 // user's and subgroup's TTL is turned into the time it sets, counted from
@@ -227,7 +232,7 @@ func batchChange(b membership.Batch) change {
 		ws[i].Users = membership.ResolveTTLs(ws[i].Users, now)
 		ws[i].Subgroups = membership.ResolveSubgroupTTLs(ws[i].Subgroups, now)
 	}
-	c := change{op: opBatch, uids: []int64{}, batch: appendBatch(nil, ws), idem: b.Idem}
+	c := change{op: opBatch, uids: []int64{}, batch: appendBatch(nil, ws), idem: b.Idem, principal: principalOf(b.Principal)}
 	if b.MaxDepth > 0 {
 		c.maxDepth = depthOf(b.MaxDepth)
 	}

@@ -390,10 +390,10 @@ func (s *Store) submit(ctx context.Context, c change) outcome {
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO membership_changes
 		(ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch, idem_key, idem_fingerprint,
-		expiries, as_of, subgroups, subgroup_expiries, max_depth)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+		expiries, as_of, subgroups, subgroup_expiries, max_depth, principal)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
 		ticket, c.op, c.groupID, c.uids, c.nicknames, c.ifRevisions, c.ifExists, c.ifEmpty, c.actor, c.batch, key, fingerprint,
-		c.expiries, c.asOf, c.subgroups, c.subgroupExpiries, c.maxDepth)
+		c.expiries, c.asOf, c.subgroups, c.subgroupExpiries, c.maxDepth, c.principal)
 	if err != nil {
 		if ctx.Err() != nil {
 			return outcome{err: membership.Errorf(membership.CodeUnavailable,
@@ -524,7 +524,7 @@ func (s *Store) catchUp(ctx context.Context, q querier) error {
 // returns how many. The caller holds applyMu.
 func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 	rows, err := q.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch,
-		idem_key, idem_fingerprint, expiries, as_of, subgroups, subgroup_expiries, max_depth,
+		idem_key, idem_fingerprint, expiries, as_of, subgroups, subgroup_expiries, max_depth, principal,
 		coalesce(sequenced_at, appended_at), extract(epoch FROM clock_timestamp() - appended_at)::float8
 		FROM membership_changes WHERE pos > $1 ORDER BY pos LIMIT $2`, s.applied.Load(), fetchRows)
 	if err != nil {
@@ -538,7 +538,7 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 		var fingerprint []byte
 		if err := rows.Scan(&c.pos, &c.ticket, &c.op, &c.groupID, &c.uids, &c.nicknames,
 			&c.ifRevisions, &c.ifExists, &c.ifEmpty, &c.actor, &c.batch, &key, &fingerprint, &c.expiries, &c.asOf,
-			&c.subgroups, &c.subgroupExpiries, &c.maxDepth, &c.sequencedAt, &c.age); err != nil {
+			&c.subgroups, &c.subgroupExpiries, &c.maxDepth, &c.principal, &c.sequencedAt, &c.age); err != nil {
 			return n, err
 		}
 		why := ""
@@ -591,8 +591,8 @@ type logEntry struct {
 // So it decides whether c's Idempotency key repeats a keyed change it
 // remembers, as of c's time: a repeat changes nothing, and its writer
 // gets the first change's result, Replayed; the key of another request,
-// CodeIdempotencyKeyReused. The change takes the time and actor of its
-// row, so every instance gives it the same ones.
+// CodeIdempotencyKeyReused. The change takes the time, actor and
+// principal of its row, so every instance gives it the same ones.
 func (s *Store) apply(ctx context.Context, c logEntry) {
 	start := time.Now()
 	var o outcome

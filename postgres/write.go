@@ -61,6 +61,9 @@ type change struct {
 	ifExists    bool
 	ifEmpty     bool
 	actor       *int64 // nil: none (NULL)
+	// principal is who made the change, as the service authenticated it
+	// (migration 0008); nil (NULL) for none.
+	principal *string
 	// batch holds a batch's writes (op 6), encoded by appendBatch; nil
 	// for the other ops.
 	batch []byte
@@ -85,7 +88,7 @@ type change struct {
 // change is committed, and placed (its time), moments later. A nesting
 // write that may deepen a chain carries its bound on depth.
 func changeOf(w membership.Write) (change, error) {
-	c := change{groupID: w.GroupID, idem: w.Idem}
+	c := change{groupID: w.GroupID, idem: w.Idem, principal: principalOf(w.Principal)}
 	if w.Actor != 0 {
 		actor := int64(w.Actor)
 		c.actor = &actor
@@ -214,6 +217,8 @@ func (c change) unreadable() string {
 	nesting := membership.IsNestingOp(ops[c.op])
 	addsGroups := ops[c.op] == membership.OpAddGroups || ops[c.op] == membership.OpReplaceGroups
 	switch {
+	case c.principal != nil && membership.ValidatePrincipal(*c.principal) != nil:
+		return fmt.Sprintf("a principal that is not one (%v)", membership.ValidatePrincipal(*c.principal))
 	case expire && c.asOf == nil:
 		return "an expire without its time (as_of)"
 	case !expire && c.asOf != nil:
@@ -259,6 +264,9 @@ func (c change) write() membership.Write {
 	if c.actor != nil {
 		w.Actor = membership.UID(*c.actor)
 	}
+	if c.principal != nil {
+		w.Principal = *c.principal
+	}
 	if c.asOf != nil {
 		w.AsOf = *c.asOf
 	}
@@ -296,6 +304,15 @@ func (c change) write() membership.Write {
 	return w
 }
 
+// principalOf returns a principal's name as a row holds it: nil (NULL)
+// for none.
+func principalOf(name string) *string {
+	if name == "" {
+		return nil
+	}
+	return &name
+}
+
 // expiryOf returns an expiry as a row holds it, in milliseconds since
 // 1970, as the Expiry it was: 0 is made permanent.
 func expiryOf(ms int64) membership.Expiry {
@@ -323,7 +340,7 @@ func (c change) depth() int {
 // going to the log (answerHere).
 //
 // A write with an Idempotency key (w.Idem) is applied once for its key,
-// whichever instance takes it: its row carries the key, and every
+// w.Principal's own, whichever instance takes it: its row carries the key, and every
 // instance, applying the log in order, has memory decide whether the row
 // repeats a keyed change it remembers, as of the row's time. A repeat
 // changes nothing, and its writer gets the first change's result,
@@ -351,7 +368,7 @@ func (s *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 		return membership.Result{}, err
 	}
 	if c.idem.Key != "" {
-		if res, replayed, err := s.mem.ReplayWrite(c.idem, time.Now()); replayed || err != nil {
+		if res, replayed, err := s.mem.ReplayWrite(w.Principal, c.idem, time.Now()); replayed || err != nil {
 			return res, err
 		}
 		res, err := s.commit(ctx, c)

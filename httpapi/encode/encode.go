@@ -200,6 +200,7 @@ const (
 	opPrefix        = `,"op":`
 	timePrefix      = `,"time":`
 	actorPrefix     = `,"actor":`
+	principalPrefix = `,"principal":`
 	groupPrefix     = `,"group":`
 	uidsPrefix      = `,"uids":[`
 	nicknamesPrefix = `,"nicknames":[`
@@ -268,6 +269,9 @@ func changeJSONLen(c membership.Change) int {
 	if c.Actor > 0 {
 		n += len(actorPrefix) + decimalLen(int64(c.Actor))
 	}
+	if c.Principal != "" {
+		n += len(principalPrefix) + jsonStringLen(c.Principal)
+	}
 	return n + changeBodyLen(c)
 }
 
@@ -328,10 +332,11 @@ func AppendChanges(b []byte, changes []membership.Change) []byte {
 }
 
 // AppendChange appends c as the feed sends it:
-// {"rev":…,"op":…,"time":…,"actor":…,"group":…,"uids":[…],"nicknames":[…],
-// "expiries":[…]}, what says when and by whom before what changed, with
-// "time" but for a change logged before changes had times, "actor" only
-// when c has one, "nicknames" and "expiries" only when c has some, no
+// {"rev":…,"op":…,"time":…,"actor":…,"principal":…,"group":…,"uids":[…],
+// "nicknames":[…],"expiries":[…]}, what says when and by whom before what
+// changed, with "time" but for a change logged before changes had times,
+// "actor" and "principal" only when c has them, "nicknames" and
+// "expiries" only when c has some, no
 // "group" for remove_user and no "uids" for delete_group. An expiry is
 // {"uid":…,"expires":…}, "expires" null for a membership made permanent.
 // A nesting change (add_groups, remove_groups, replace_groups,
@@ -351,6 +356,10 @@ func AppendChange(b []byte, c membership.Change) []byte {
 		b = append(b, actorPrefix...)
 		b = strconv.AppendInt(b, int64(c.Actor), 10)
 	}
+	if c.Principal != "" {
+		b = append(b, principalPrefix...)
+		b = AppendJSONString(b, c.Principal)
+	}
 	b = appendChangeBody(b, c)
 	return append(b, '}')
 }
@@ -358,7 +367,7 @@ func AppendChange(b []byte, c membership.Change) []byte {
 // appendChangeBody appends what c changed: its group, uids, nicknames and
 // expiries,
 // or, for a batch, "changes": its writes' changes, each {"op":…} with what
-// it changed, and no revision, time or actor of its own.
+// it changed, and no revision, time, actor or principal of its own.
 func appendChangeBody(b []byte, c membership.Change) []byte {
 	if c.Op == membership.OpBatch {
 		b = append(b, changesPrefix...)

@@ -187,13 +187,15 @@ func TestMeasuredLengthsAreTheEncodedOnes(t *testing.T) {
 			{Op: membership.OpReplaceGroups, GroupID: "to", Groups: []membership.Nested{{GroupID: "x", Expires: time.UnixMilli(1796083200123).UTC()}}},
 		}},
 	}
-	for _, c := range slices.Clone(changes) { // each again with a time, an actor, and both
+	for _, c := range slices.Clone(changes) { // each again with a time, an actor, a principal, and all of them
 		at := time.Date(2026, 11, 24, 23, 59, 1, 123e6, time.UTC)
 		c.Time = at
 		changes = append(changes, c)
 		c.Time, c.Actor = time.Time{}, 9223372036854775807
 		changes = append(changes, c)
-		c.Time, c.Actor = at, 1
+		c.Actor, c.Principal = 0, "sync-job"
+		changes = append(changes, c)
+		c.Time, c.Actor, c.Principal = at, 1, "o"
 		changes = append(changes, c)
 	}
 	for _, c := range changes {
@@ -245,6 +247,7 @@ type wireChange struct {
 	Op        membership.Op       `json:"op"`
 	Time      string              `json:"time,omitempty"`
 	Actor     membership.UID      `json:"actor,omitempty"`
+	Principal string              `json:"principal,omitempty"`
 	Group     *string             `json:"group,omitempty"`
 	UIDs      *[]membership.UID   `json:"uids,omitempty"`
 	Nicknames []wireMember        `json:"nicknames,omitempty"`
@@ -259,7 +262,7 @@ type wireExpiry struct {
 }
 
 func wireChangeOf(c membership.Change) wireChange {
-	w := wireChange{Rev: c.Revision, Op: c.Op, Actor: c.Actor}
+	w := wireChange{Rev: c.Revision, Op: c.Op, Actor: c.Actor, Principal: c.Principal}
 	if !c.Time.IsZero() {
 		w.Time = c.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00") // RFC 3339, three digits always
 	}
@@ -289,14 +292,16 @@ func wireChangeOf(c membership.Change) wireChange {
 
 // FuzzEncodeChange checks the feed's encoder against encoding/json, and
 // its measure against what it writes, on any time, actor, group and
-// nickname; the time against RFC 3339 as time.Parse reads it.
+// nickname, and any principal (the service's are plainer); the time
+// against RFC 3339 as time.Parse reads it.
 func FuzzEncodeChange(f *testing.F) {
-	f.Add(uint64(1), int64(1795996741123), int64(7), "g", "Ann", uint8(0))
-	f.Add(uint64(math.MaxUint64), int64(0), int64(math.MaxInt64), "a\u2028", "\xff", uint8(3))
-	f.Add(uint64(2), int64(-62135596800000), int64(0), "", "", uint8(4))
-	f.Fuzz(func(t *testing.T, rev uint64, ms, actor int64, group, nickname string, op uint8) {
+	f.Add(uint64(1), int64(1795996741123), int64(7), "sync-job", "g", "Ann", uint8(0))
+	f.Add(uint64(math.MaxUint64), int64(0), int64(math.MaxInt64), "", "a\u2028", "\xff", uint8(3))
+	f.Add(uint64(2), int64(-62135596800000), int64(0), "a\"<b", "", "", uint8(4))
+	f.Fuzz(func(t *testing.T, rev uint64, ms, actor int64, principal, group, nickname string, op uint8) {
 		ops := []membership.Op{membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup, membership.OpRemoveUser, membership.OpExpire}
-		c := membership.Change{Revision: membership.Revision(rev), Op: ops[int(op)%len(ops)], GroupID: group, Actor: membership.UID(max(actor, 0))}
+		c := membership.Change{Revision: membership.Revision(rev), Op: ops[int(op)%len(ops)], GroupID: group, Actor: membership.UID(max(actor, 0)),
+			Principal: principal}
 		// The years a store's clock gives: 1 to 9999.
 		const first, last = -62135596800000, 253402300799999
 		c.Time = time.UnixMilli(first + (ms%(last-first+1)+(last-first+1))%(last-first+1)).UTC()

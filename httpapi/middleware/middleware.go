@@ -23,8 +23,11 @@ import (
 // request's context, which would copy the request on every call.
 type observedWriter struct {
 	http.ResponseWriter
-	status      int            // 0 until the header is written
-	actingUID   membership.UID // 0: the request named none
+	status    int            // 0 until the header is written
+	actingUID membership.UID // 0: the request named none
+	// principal is the name the request was authenticated as
+	// (Authenticated), "" for none.
+	principal   string
 	internalErr error
 	// requestID holds the request's id, the X-Request-Id header's value:
 	// held here, the header's slice costs no allocation of its own.
@@ -130,7 +133,8 @@ var connectionClose = []string{"close"}
 // Observe wraps next with request ids, the access log and panic recovery.
 // Each request gets an id: the client's X-Request-ID when it is well formed,
 // a new one otherwise, sent back in X-Request-ID. Each request gets one log
-// line (method, path, status, duration, request id, acting uid), at level error
+// line (method, path, status, duration, request id, principal, acting uid),
+// never its credential, at level error
 // with the detail when it failed on the service's side; a panic becomes a JSON
 // 500 when nothing was written yet. Without accessLog, only the failed
 // requests are logged. Each request is counted in m, unless m is nil.
@@ -205,13 +209,14 @@ type RequestLog struct {
 }
 
 // request logs one request: method, path, status, duration, request id,
-// the acting uid when given, and the error when it failed on the service's
-// side (then at level ERROR).
+// the principal it was authenticated as and the acting uid when it has
+// them, and the error when it failed on the service's side (then at level
+// ERROR).
 func (l RequestLog) request(r *http.Request, start time.Time, elapsed time.Duration, ow *observedWriter) {
 	if l.Lines != nil {
 		e := accesslog.Entry{
 			Time: start.Add(elapsed), Method: r.Method, Path: r.URL.EscapedPath(), Status: ow.statusSent(),
-			Duration: elapsed, RequestID: ow.requestID[0], UID: int64(ow.actingUID),
+			Duration: elapsed, RequestID: ow.requestID[0], Principal: ow.principal, UID: int64(ow.actingUID),
 		}
 		if ow.internalErr != nil {
 			e.Err = ow.internalErr.Error()
@@ -231,7 +236,7 @@ func logRequest(logger *slog.Logger, r *http.Request, elapsed time.Duration, ow 
 	if !logger.Enabled(r.Context(), level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 7)
+	attrs := make([]slog.Attr, 0, 8)
 	attrs = append(attrs,
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.EscapedPath()),
@@ -239,6 +244,9 @@ func logRequest(logger *slog.Logger, r *http.Request, elapsed time.Duration, ow 
 		slog.Duration("duration", elapsed),
 		slog.String("request_id", ow.requestID[0]),
 	)
+	if ow.principal != "" {
+		attrs = append(attrs, slog.String("principal", ow.principal))
+	}
 	if ow.actingUID != 0 {
 		attrs = append(attrs, slog.Int64("uid", int64(ow.actingUID)))
 	}

@@ -1,6 +1,9 @@
 package middleware
 
-import "context"
+import (
+	"context"
+	"net/http"
+)
 
 // principalKey is the context key under which the authenticated
 // principal's name travels from the credential check to the handlers.
@@ -18,4 +21,17 @@ func WithPrincipal(ctx context.Context, name string) context.Context {
 func PrincipalName(ctx context.Context) string {
 	name, _ := ctx.Value(principalKey{}).(string)
 	return name
+}
+
+// Authenticated returns r carrying name, the principal whose credential r
+// presented (WithPrincipal), and records name for r's line of the access
+// log, which Observe writes from outside the request's context: a
+// credential check calls it for each request it lets through, so that
+// the handlers stamp the request's changes with the principal, and its
+// line names it. The name is never the credential.
+func Authenticated(w http.ResponseWriter, r *http.Request, name string) *http.Request {
+	if o, ok := w.(*observedWriter); ok {
+		o.principal = name
+	}
+	return r.WithContext(WithPrincipal(r.Context(), name))
 }

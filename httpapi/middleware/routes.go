@@ -60,9 +60,15 @@ func WithCacheControl(value string, h http.Handler) http.Handler {
 	})
 }
 
-// RequireToken lets through only requests with Authorization: Bearer token.
-// The scheme is matched case-insensitively (RFC 9110 11.1), the token in
-// constant time, so that the time taken tells nothing about it.
+// TokenPrincipal is the name of the principal of the service's single
+// token (-token-file, MEMBERSHIP_TOKEN): the changes it makes, and its
+// requests' lines of the access log, name it so.
+const TokenPrincipal = "token"
+
+// RequireToken lets through only requests with Authorization: Bearer token,
+// as the principal TokenPrincipal (Authenticated). The scheme is matched
+// case-insensitively (RFC 9110 11.1), the token in constant time, so that
+// the time taken tells nothing about it.
 func RequireToken(token string, next http.Handler) http.Handler {
 	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -74,7 +80,7 @@ func RequireToken(token string, next http.Handler) http.Handler {
 				"this request needs the header Authorization: Bearer <token>, with the service's token"))
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, Authenticated(w, r, TokenPrincipal))
 	})
 }
 

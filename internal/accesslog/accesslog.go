@@ -26,6 +26,7 @@ type Entry struct {
 	Status    int
 	Duration  time.Duration
 	RequestID string
+	Principal string // the name the request was authenticated as; "" for none
 	UID       int64  // the acting uid; 0 for none
 	Err       string // what failed on the service's side; "" for nothing, and then the level is INFO, not ERROR
 }
@@ -105,6 +106,10 @@ func (l *Logger) appendText(b []byte, e *Entry) []byte {
 	b = appendDuration(b, e.Duration)
 	b = append(b, " request_id="...)
 	b = appendTextString(b, e.RequestID)
+	if e.Principal != "" {
+		b = append(b, " principal="...)
+		b = appendTextString(b, e.Principal)
+	}
 	if e.UID != 0 {
 		b = append(b, " uid="...)
 		b = strconv.AppendInt(b, e.UID, 10)
@@ -134,6 +139,11 @@ func appendJSON(b []byte, e *Entry) []byte {
 	b = append(b, `,"request_id":"`...)
 	b = appendJSONString(b, e.RequestID)
 	b = append(b, '"')
+	if e.Principal != "" {
+		b = append(b, `,"principal":"`...)
+		b = appendJSONString(b, e.Principal)
+		b = append(b, '"')
+	}
 	if e.UID != 0 {
 		b = append(b, `,"uid":`...)
 		b = strconv.AppendInt(b, e.UID, 10)

@@ -26,6 +26,9 @@ func viaSlog(e *Entry, json bool) string {
 	r := slog.NewRecord(e.Time, level, "request", 0)
 	r.AddAttrs(slog.String("method", e.Method), slog.String("path", e.Path), slog.Int("status", e.Status),
 		slog.Duration("duration", e.Duration), slog.String("request_id", e.RequestID))
+	if e.Principal != "" {
+		r.AddAttrs(slog.String("principal", e.Principal))
+	}
 	if e.UID != 0 {
 		r.AddAttrs(slog.Int64("uid", e.UID))
 	}
@@ -51,6 +54,8 @@ func TestLinesAreSlogs(t *testing.T) {
 	for _, e := range []Entry{
 		{Time: at, Method: "GET", Path: "/group-user/g", Status: 200, Duration: 1234567, RequestID: "b84c343627bd-3"},
 		{Time: at, Method: "POST", Path: "/group-user/a=b", Status: 400, Duration: time.Microsecond, RequestID: "x", UID: 42},
+		{Time: at, Method: "PUT", Path: "/group-user/g", Status: 200, Duration: time.Millisecond, RequestID: "y", Principal: "sync-job@team-a:1.x", UID: 7},
+		{Time: at, Method: "GET", Path: "/groups", Status: 200, Duration: time.Millisecond, RequestID: "z", Principal: "token"},
 		{Time: at.Truncate(time.Second), Method: "GET", Path: "", Status: 503, Duration: 0, RequestID: ""},
 		{Time: at.In(time.FixedZone("x", -5*3600)), Method: "DELETE", Path: `/a"b\c`, Status: 500, Duration: 90 * time.Minute,
 			RequestID: "r", Err: "panic: boom\n\tgoroutine 1 [running]:\n\x00\x7f\u2028\u2029é\xff"},
@@ -84,6 +89,9 @@ func TestLinesAreSlogsAtRandom(t *testing.T) {
 		}
 		if rng.IntN(3) == 0 {
 			e.UID = rng.Int64()
+		}
+		if rng.IntN(3) == 0 {
+			e.Principal = str()
 		}
 		if rng.IntN(4) == 0 {
 			e.Err = str()
@@ -156,7 +164,7 @@ func TestDurationsAreDurationStrings(t *testing.T) {
 func TestLogWritesOneLineInOneWriteWithoutAllocating(t *testing.T) {
 	var w countingWriter
 	l := New(&w, false)
-	e := &Entry{Time: time.Now(), Method: "GET", Path: "/group-user/g", Status: 200, Duration: 1234567, RequestID: "b84c343627bd-3", UID: 7}
+	e := &Entry{Time: time.Now(), Method: "GET", Path: "/group-user/g", Status: 200, Duration: 1234567, RequestID: "b84c343627bd-3", Principal: "sync-job", UID: 7}
 	l.Log(e)
 	assert.Equal(t, 1, w.writes)
 	assert.Equal(t, viaSlog(e, false), w.last)

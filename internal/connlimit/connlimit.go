@@ -525,7 +525,11 @@ func (c *conn) Read(b []byte) (int, error) {
 	if c.readingHeaders.Load() {
 		if !c.headers.Grow(headerCost * int64(n)) {
 			c.state.Store(stateRefused)
-			c.l.warn("the budget of the request headers being read is spent: refusing connections with 503",
+			refusal := "refusing connections with 503"
+			if c.l.tls != nil {
+				refusal = "closing connections with no reply"
+			}
+			c.l.warn("the budget of the request headers being read is spent: "+refusal,
 				"header_memory", c.l.headers.Limit(), "refused_total", c.l.headers.Refused())
 			if c.l.tls != nil {
 				// A reply in clear would break the stream, and the one

@@ -14,11 +14,12 @@ import (
 // membership.Batch), once its record is on disk: one record for the whole
 // batch, committed as Write's are (sharing fsyncs with them), applied by
 // memory's Batch in log order, on commit and on every replay alike. Its
-// change carries b's Actor and the time the committer gave it (b's Time
-// and its writes' actors and times are not used).
+// change carries b's Actor and Principal and the time the committer gave
+// it (b's Time and its writes' actors, principals and times are not
+// used).
 //
 // A batch with an Idempotency key (b.Idem) is applied once for its key,
-// as Write's are: a repeat of one memory remembers is answered its first
+// b.Principal's own, as Write's are: a repeat of one memory remembers is answered its first
 // result, Replayed, without a record, before any check (a retry of a batch
 // whose precondition held must not fail on the change it made); the key of
 // another request is refused, CodeIdempotencyKeyReused. A keyed batch is
@@ -61,7 +62,7 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 	var release func()
 	if b.Idem.Key != "" {
 		var err error
-		if release, err = d.keySlots.take(b.Idem.Key, d.opts.CommitTimeout); err != nil {
+		if release, err = d.keySlots.take(b.Principal, b.Idem.Key, d.opts.CommitTimeout); err != nil {
 			return membership.BatchResult{}, err
 		}
 		defer func() {
@@ -69,14 +70,14 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 				release()
 			}
 		}()
-		if res, replayed, err := d.mem.ReplayBatch(b.Idem, time.Now()); replayed || err != nil {
+		if res, replayed, err := d.mem.ReplayBatch(b.Principal, b.Idem, time.Now()); replayed || err != nil {
 			return res, err
 		}
 	} else if len(b.Writes) == 0 {
 		return membership.BatchResult{Results: []membership.Result{}, Revision: d.mem.LatestRevision()}, nil
 	}
 	// The committer gives the time.
-	c := &record.Batch{Writes: make([]membership.Write, len(b.Writes)), Actor: b.Actor, Idem: b.Idem, MaxDepth: b.MaxDepth}
+	c := &record.Batch{Writes: make([]membership.Write, len(b.Writes)), Actor: b.Actor, Principal: b.Principal, Idem: b.Idem, MaxDepth: b.MaxDepth}
 	for i, w := range b.Writes {
 		if !record.BatchTakes(w.Op) {
 			return membership.BatchResult{}, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)

@@ -416,8 +416,9 @@ func removeTemps(dir string) error {
 // memory without a record; the precondition is checked again when the
 // write is applied, in log order.
 //
-// A write with an Idempotency key (w.Idem) is applied once for its key:
-// first, before any check, memory is asked whether it remembers the key
+// A write with an Idempotency key (w.Idem) is applied once for its key,
+// w.Principal's own: first, before any check, memory is asked whether it
+// remembers the key
 // (memory.Store.ReplayWrite); a repeat is answered the first write's Result,
 // Replayed, without a record, and the key of another request is refused,
 // CodeIdempotencyKeyReused. Otherwise the write is logged with its key,
@@ -452,7 +453,7 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 	var release func()
 	if w.Idem.Key != "" {
 		var err error
-		if release, err = d.keySlots.take(w.Idem.Key, d.opts.CommitTimeout); err != nil {
+		if release, err = d.keySlots.take(w.Principal, w.Idem.Key, d.opts.CommitTimeout); err != nil {
 			return membership.Result{}, err
 		}
 		defer func() {
@@ -460,7 +461,7 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 				release()
 			}
 		}()
-		if res, replayed, err := d.mem.ReplayWrite(w.Idem, time.Now()); replayed || err != nil {
+		if res, replayed, err := d.mem.ReplayWrite(w.Principal, w.Idem, time.Now()); replayed || err != nil {
 			return res, err
 		}
 	}

@@ -25,7 +25,7 @@ func (m *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 	if b.Idem.Key == "" {
 		return m.batch(b)
 	}
-	results, rev, replayed, err := m.keyed(ctx, b.Idem, true, nowOr(b.Time), func() ([]membership.Result, membership.Revision, error) {
+	results, rev, replayed, err := m.keyed(ctx, b.Principal, b.Idem, true, nowOr(b.Time), func() ([]membership.Result, membership.Revision, error) {
 		res, err := m.batch(b)
 		return res.Results, res.Revision, err
 	})
@@ -68,7 +68,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	// A TTL counts from the very time the batch's change carries, as a
 	// write's does (feed.Stamp.WithTimeFor), not from a second reading of the
 	// clock: they could fall in two milliseconds.
-	st := feed.Stamp{Actor: b.Actor, At: b.Time, Now: true}
+	st := feed.Stamp{Actor: b.Actor, Principal: b.Principal, At: b.Time, Now: true}
 	for _, w := range b.Writes {
 		st = st.WithTimeFor(w.Users).WithTimeForSubgroups(w.Subgroups)
 	}

@@ -8,12 +8,12 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// keyed runs apply, a write or batch keyed by idem and committed at now, at
-// most once for its key (keys.Table.Do), and counts a repeat it answers
-// unless the caller counts it.
-func (m *Store) keyed(ctx context.Context, idem membership.Idempotency, batch bool, now time.Time,
+// keyed runs apply, a write or batch of principal keyed by idem and
+// committed at now, at most once for principal's key (keys.Table.Do), and
+// counts a repeat it answers unless the caller counts it.
+func (m *Store) keyed(ctx context.Context, principal string, idem membership.Idempotency, batch bool, now time.Time,
 	apply func() ([]membership.Result, membership.Revision, error)) ([]membership.Result, membership.Revision, bool, error) {
-	results, rev, replayed, err := m.keys.Do(ctx, idem, batch, now, apply)
+	results, rev, replayed, err := m.keys.Do(ctx, principal, idem, batch, now, apply)
 	if replayed && !m.replaysCountedByCaller {
 		m.keys.NoteReplay()
 	}
@@ -22,7 +22,7 @@ func (m *Store) keyed(ctx context.Context, idem membership.Idempotency, batch bo
 
 // keyedWrite runs write as Write or Apply does, once for w's key.
 func (m *Store) keyedWrite(ctx context.Context, w membership.Write, now time.Time, st feed.Stamp) (membership.Result, error) {
-	results, _, replayed, err := m.keyed(ctx, w.Idem, false, now, func() ([]membership.Result, membership.Revision, error) {
+	results, _, replayed, err := m.keyed(ctx, w.Principal, w.Idem, false, now, func() ([]membership.Result, membership.Revision, error) {
 		res, err := m.write(w, st)
 		return []membership.Result{res}, res.Revision, err
 	})
@@ -50,9 +50,9 @@ func (m *Store) ApplyLogged(w membership.Write) (membership.Result, error) {
 		return m.Apply(w)
 	}
 	var res membership.Result
-	err := m.keys.DoLogged(w.Idem, false, w.Time, func() ([]membership.Result, membership.Revision, error) {
+	err := m.keys.DoLogged(w.Principal, w.Idem, false, w.Time, func() ([]membership.Result, membership.Revision, error) {
 		var err error
-		res, err = m.write(w, feed.Stamp{Actor: w.Actor, At: w.Time})
+		res, err = m.write(w, feed.StampOf(w, false))
 		return []membership.Result{res}, res.Revision, err
 	})
 	return res, err
@@ -64,7 +64,7 @@ func (m *Store) BatchLogged(b membership.Batch) (membership.BatchResult, error) 
 		return m.batch(b)
 	}
 	var res membership.BatchResult
-	err := m.keys.DoLogged(b.Idem, true, b.Time, func() ([]membership.Result, membership.Revision, error) {
+	err := m.keys.DoLogged(b.Principal, b.Idem, true, b.Time, func() ([]membership.Result, membership.Revision, error) {
 		var err error
 		res, err = m.batch(b)
 		return res.Results, res.Revision, err
@@ -72,15 +72,15 @@ func (m *Store) BatchLogged(b membership.Batch) (membership.BatchResult, error) 
 	return res, err
 }
 
-// ReplayWrite is Replay of a write as its repeat is answered: its first
-// Result, Replayed, and true, counted as a replay; false when m does not
-// remember its key now. The stores that keep a log call it, with the
-// clock now, before they log a keyed write.
-func (m *Store) ReplayWrite(idem membership.Idempotency, now time.Time) (membership.Result, bool, error) {
-	return m.keys.ReplayWrite(idem, now)
+// ReplayWrite is Replay of a write of principal as its repeat is
+// answered: its first Result, Replayed, and true, counted as a replay;
+// false when m does not remember principal's key now. The stores that
+// keep a log call it, with the clock now, before they log a keyed write.
+func (m *Store) ReplayWrite(principal string, idem membership.Idempotency, now time.Time) (membership.Result, bool, error) {
+	return m.keys.ReplayWrite(principal, idem, now)
 }
 
 // ReplayBatch is ReplayWrite of a batch.
-func (m *Store) ReplayBatch(idem membership.Idempotency, now time.Time) (membership.BatchResult, bool, error) {
-	return m.keys.ReplayBatch(idem, now)
+func (m *Store) ReplayBatch(principal string, idem membership.Idempotency, now time.Time) (membership.BatchResult, bool, error) {
+	return m.keys.ReplayBatch(principal, idem, now)
 }

@@ -57,7 +57,7 @@ func TestTheOldestKeysAreDroppedPastTheBudget(t *testing.T) {
 	assert.Equal(t, 3*cost, st.Bytes)
 	assert.Equal(t, uint64(2), st.Dropped)
 	for i, replayed := range []bool{false, false, true, true, true} {
-		_, _, ok, err := m.keys.Replay(keyedAdd(fmt.Sprintf("k%d", i), keyT0, membership.UID(i+1)).Idem, false, keyT0)
+		_, _, ok, err := m.keys.Replay("", keyedAdd(fmt.Sprintf("k%d", i), keyT0, membership.UID(i+1)).Idem, false, keyT0)
 		require.NoError(t, err)
 		assert.Equal(t, replayed, ok, "k%d", i)
 	}
@@ -170,10 +170,10 @@ func TestReplayForgetsNothing(t *testing.T) {
 	first, err := m.Apply(w)
 	require.NoError(t, err)
 
-	_, _, ok, err := m.keys.Replay(w.Idem, false, at.Add(2*time.Hour))
+	_, _, ok, err := m.keys.Replay(w.Principal, w.Idem, false, at.Add(2*time.Hour))
 	require.NoError(t, err)
 	assert.False(t, ok, "past its retention, the key is not remembered")
-	_, _, ok, err = m.keys.Replay(w.Idem, false, at.Add(time.Minute))
+	_, _, ok, err = m.keys.Replay(w.Principal, w.Idem, false, at.Add(time.Minute))
 	require.NoError(t, err)
 	assert.True(t, ok, "but it was not forgotten")
 

@@ -13,12 +13,13 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// Write implements membership.Store. Its change carries w's Actor, and
-// w's Time or, when it has none, the time the change is recorded.
+// Write implements membership.Store. Its change carries w's Actor and
+// Principal, and w's Time or, when it has none, the time the change is
+// recorded.
 //
 // A write with an Idempotency key is applied once for its key (keys.go).
 func (m *Store) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
-	st := feed.Stamp{Actor: w.Actor, At: w.Time, Now: true}
+	st := feed.StampOf(w, true)
 	if w.Idem.Key != "" {
 		return m.keyedWrite(ctx, w, nowOr(w.Time), st)
 	}
@@ -26,7 +27,7 @@ func (m *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 }
 
 // Apply applies w as a store that keeps its own log of writes replays
-// one: its change carries w's Actor and w's Time as they are, a zero
+// one: its change carries w's Actor, Principal and Time as they are, a zero
 // Time included (a write logged before changes had times keeps none), so
 // that replaying the log gives every change the time it had. A store
 // that takes new writes stamps their time before it logs them.
@@ -35,7 +36,7 @@ func (m *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 // Time: a repeat of a write applied before gets its Result, Replayed, and
 // changes nothing (keys.go).
 func (m *Store) Apply(w membership.Write) (membership.Result, error) {
-	st := feed.Stamp{Actor: w.Actor, At: w.Time}
+	st := feed.StampOf(w, false)
 	if w.Idem.Key != "" {
 		return m.keyedWrite(context.Background(), w, w.Time, st)
 	}

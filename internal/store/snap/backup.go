@@ -94,12 +94,13 @@ func (st *State) Check() error {
 			return fmt.Errorf("user %d has a nickname but is in no group", uid)
 		}
 	}
-	keys := make(map[string]bool, len(st.Keys))
+	type scoped struct{ principal, key string } // a key is its principal's
+	keys := make(map[scoped]bool, len(st.Keys))
 	for _, k := range st.Keys {
-		if keys[k.Key] {
-			return fmt.Errorf("the Idempotency-Key %q is there twice", k.Key)
+		if keys[scoped{k.Principal, k.Key}] {
+			return fmt.Errorf("the Idempotency-Key %q of principal %q is there twice", k.Key, k.Principal)
 		}
-		keys[k.Key] = true
+		keys[scoped{k.Principal, k.Key}] = true
 		past := k.Revision > st.LastRevision
 		for _, res := range k.Results {
 			past = past || res.Revision > st.LastRevision

@@ -51,7 +51,7 @@ func TestExpiriesRoundTrip(t *testing.T) {
 	st := expiriesState()
 	var buf bytes.Buffer
 	require.NoError(t, Encode(&buf, st))
-	assert.Equal(t, "GMSN\x08\x00\x00\x00", buf.String()[:8], "a snapshot of this build is of version 8")
+	assert.Equal(t, "GMSN\x09\x00\x00\x00", buf.String()[:8], "a snapshot of this build is of version 9")
 	got, err := Decode(buf.Bytes(), "s.snap")
 	require.NoError(t, err)
 	assert.Equal(t, st, got)

@@ -27,7 +27,7 @@ import (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // A snapshot file holds the whole state: a header (magic word and format
-// version), a body, and a CRC-32C of the body. The body of version 8 is
+// version), a body, and a CRC-32C of the body. The body of version 9 is
 //
 //   - the revisions: the latest, that of the last nickname change, and that
 //     of the last group deleted;
@@ -54,11 +54,12 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //     nicknames, the count of its changes (at least 1), then each as op (1
 //     to 4, 8 to 10), group id, uids, nicknames and expiries, or groups,
 //     with no revision and no stamp (they share the batch's); then the change's
-//     stamp: a byte of flags (1 a time follows, 2 an actor follows), the
-//     time in milliseconds since 1970-01-01 UTC (a signed, zigzag varint)
-//     and the actor's uid;
+//     stamp: a byte of flags (1 a time follows, 2 an actor follows, 4 a
+//     principal follows), the time in milliseconds since 1970-01-01 UTC (a
+//     signed, zigzag varint), the actor's uid and the principal's name;
 //   - the Idempotency-Keys remembered, oldest first: count, then each key
-//     (1 to 255 printable ASCII bytes), its fingerprint (16 bytes), the
+//     (1 to 255 printable ASCII bytes), the principal it is remembered for
+//     ("" for none), its fingerprint (16 bytes), the
 //     time of its write's commit (milliseconds since 1970-01-01 UTC, a
 //     signed, zigzag varint), a byte that says whose it is (0 a write's, 1
 //     a batch's), the revision its write or batch returned, and its
@@ -69,8 +70,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //     id, in byte order, and the time the nesting ends (as a member's
 //     expiry, 0 for none).
 //
-// Version 7, still read, is version 8 without the groups in groups (every
-// group has members) and without ops 8 to 11. Version 6 is version 7
+// Version 8, still read, is version 9 without the principals (no stamp
+// has flag 4, and a key has no principal, not even ""). Version 7 is
+// version 8 without the groups in groups (every group has members) and
+// without ops 8 to 11. Version 6 is version 7
 // without the expiries (no member has one) and without op 7; version 5 is
 // version 6 without the keys (it remembers none); version 4 is version 5
 // without batches; version 3 is version 4 without the stamps (its changes
@@ -80,12 +83,13 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // older version at most so refuses a snapshot that may hold ops it does
 // not know by its version, not halfway through its changes. All integers
 // are unsigned varints but the time, strings a length and bytes.
-var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 8}
+var snapshotKind = fileheader.Kind{Magic: "GMSN", Name: "snapshot", Version: 9}
 
 // The flags of a change's stamp.
 const (
-	stampTime  byte = 1
-	stampActor byte = 2
+	stampTime      byte = 1
+	stampActor     byte = 2
+	stampPrincipal byte = 4 // version 9 on
 )
 
 // State is a copy of a store's whole contents, as a snapshot holds it.
@@ -120,7 +124,10 @@ type Nesting struct {
 // Key is an Idempotency-Key a store remembers, with what its write
 // returned.
 type Key struct {
-	Key         string
+	Key string
+	// Principal is the principal the key is remembered for, "" for
+	// none: each principal's keys are its own.
+	Principal   string
 	Fingerprint membership.Fingerprint
 	// Time is the write's commit time.
 	Time time.Time
@@ -192,10 +199,11 @@ func opsOf(version uint32) int {
 }
 
 // withExpiries is the first version with expiries, withNestings the first
-// with groups in groups.
+// with groups in groups, withPrincipals the first with principals.
 const (
-	withExpiries = 7
-	withNestings = 8
+	withExpiries   = 7
+	withNestings   = 8
+	withPrincipals = 9
 )
 
 // WriteFile writes st to the file at path, atomically and durably (see
@@ -213,8 +221,8 @@ func Encode(out io.Writer, st *State) error {
 
 // encode is Encode as version (4 on) lays st out, for the tests of the
 // older versions: a state that version cannot hold (a key before version
-// 6, an expiry or an expire before version 7, a nesting before version 8)
-// is refused.
+// 6, an expiry or an expire before version 7, a nesting before version 8,
+// a principal before version 9) is refused.
 func encode(out io.Writer, st *State, version uint32) error {
 	if version < 4 || version > snapshotKind.Version {
 		return fmt.Errorf("cannot encode version %d", version)
@@ -236,6 +244,7 @@ func encode(out io.Writer, st *State, version uint32) error {
 	crc := crc32.New(castagnoli)
 	w := bufio.NewWriterSize(io.MultiWriter(out, crc), 1<<20)
 	c := &encoder{w: w, expiries: version >= withExpiries}
+	principals := version >= withPrincipals
 	c.uvarint(uint64(st.LastRevision))
 	c.uvarint(uint64(st.NicknamesRevision))
 	c.uvarint(uint64(st.RemovedRevision))
@@ -259,6 +268,9 @@ func encode(out io.Writer, st *State, version uint32) error {
 		if err := checkChangeToEncode(ch, opsOf(version), c.expiries, false); err != nil {
 			return fmt.Errorf("change %d: %w", ch.Revision, err)
 		}
+		if err := checkPrincipal(ch.Principal, principals); err != nil {
+			return fmt.Errorf("change %d: %w", ch.Revision, err)
+		}
 		c.b = appendChange(c.b, ch, c.expiries)
 		c.flushIfFull()
 	}
@@ -269,7 +281,10 @@ func encode(out io.Writer, st *State, version uint32) error {
 		if err := checkKey(k); err != nil {
 			return err
 		}
-		c.b = appendKey(c.b, k)
+		if err := checkPrincipal(k.Principal, principals); err != nil {
+			return fmt.Errorf("the key %q: %w", k.Key, err)
+		}
+		c.b = appendKey(c.b, k, principals)
 		c.flushIfFull()
 	}
 	if version >= withNestings {
@@ -489,7 +504,7 @@ func decodeState(r *reader, version uint32, each func(Group) error) (*State, err
 		}
 	}
 	if version >= 6 {
-		if st.Keys, err = readKeys(r); err != nil {
+		if st.Keys, err = readKeys(r, version >= withPrincipals); err != nil {
 			return nil, err
 		}
 	}
@@ -849,7 +864,19 @@ func readExpiries(r *reader, permanent bool) ([]membership.MemberExpiry, error) 
 	return expiries, nil
 }
 
-// appendStamp appends c's time and actor.
+// checkPrincipal returns an error unless name is "" or, in a version
+// that has principals, a principal's name.
+func checkPrincipal(name string, principals bool) error {
+	switch {
+	case name == "":
+		return nil
+	case !principals:
+		return errors.New("a principal, which a snapshot of this version cannot hold")
+	}
+	return membership.ValidatePrincipal(name)
+}
+
+// appendStamp appends c's time, actor and principal.
 func appendStamp(b []byte, c membership.Change) []byte {
 	var flags byte
 	if !c.Time.IsZero() {
@@ -858,6 +885,9 @@ func appendStamp(b []byte, c membership.Change) []byte {
 	if c.Actor != 0 {
 		flags |= stampActor
 	}
+	if c.Principal != "" {
+		flags |= stampPrincipal
+	}
 	b = append(b, flags)
 	if flags&stampTime != 0 {
 		b = binary.AppendVarint(b, c.Time.UnixMilli())
@@ -865,16 +895,25 @@ func appendStamp(b []byte, c membership.Change) []byte {
 	if flags&stampActor != 0 {
 		b = binary.AppendUvarint(b, uint64(c.Actor))
 	}
+	if flags&stampPrincipal != 0 {
+		b = binary.AppendUvarint(b, uint64(len(c.Principal)))
+		b = append(b, c.Principal...)
+	}
 	return b
 }
 
-// readStamp reads c's time and actor.
-func readStamp(r *reader, c *membership.Change) error {
+// stamp reads c's time, actor and principal.
+func (cr *changeReader) stamp(c *membership.Change) error {
+	r := cr.r
 	flags, err := r.ReadByte()
 	if err != nil {
 		return err
 	}
-	if flags&^(stampTime|stampActor) != 0 {
+	known := stampTime | stampActor
+	if cr.principals {
+		known |= stampPrincipal
+	}
+	if flags&^known != 0 {
 		return fmt.Errorf("unknown stamp flags %#x", flags)
 	}
 	if flags&stampTime != 0 {
@@ -896,6 +935,14 @@ func readStamp(r *reader, c *membership.Change) error {
 		}
 		c.Actor = membership.UID(actor)
 	}
+	if flags&stampPrincipal != 0 {
+		if c.Principal, err = cr.interned(); err != nil {
+			return err
+		}
+		if err := membership.ValidatePrincipal(c.Principal); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -911,7 +958,8 @@ func readChanges(r *reader, last membership.Revision, version uint32) ([]members
 	}
 	changes := make([]membership.Change, 0, n)
 	next := last - membership.Revision(n) + 1
-	cr := changeReader{r: r, ids: map[string]string{}, ops: opsOf(version), stamped: version >= 4, expiries: version >= withExpiries}
+	cr := changeReader{r: r, ids: map[string]string{}, ops: opsOf(version), stamped: version >= 4, expiries: version >= withExpiries,
+		principals: version >= withPrincipals}
 	for range n {
 		c, err := cr.read(next)
 		if err != nil {
@@ -924,18 +972,20 @@ func readChanges(r *reader, last membership.Revision, version uint32) ([]members
 }
 
 // changeReader reads the changes of a snapshot. A restart may load a
-// hundred thousand changes: their group ids are interned (most changes name
-// a group others do), and their uids cut from shared blocks, rather than
-// allocated one by one.
+// hundred thousand changes: their group ids and principals are interned
+// (most changes name a group others do, and a principal of a few), and
+// their uids cut from shared blocks, rather than allocated one by one.
 type changeReader struct {
 	r       *reader
 	ops     int  // the op bytes the snapshot's version knows, 0 included
 	stamped bool // its changes have stamps (version 4 on), not a batch's own
 	// expiries says its adds and replaces have expiries (version 7 on).
 	expiries bool
-	ids      map[string]string
-	idBuf    []byte
-	block    []membership.UID
+	// principals says its stamps may have principals (version 9 on).
+	principals bool
+	ids        map[string]string
+	idBuf      []byte
+	block      []membership.UID
 }
 
 // read reads one change, which must have revision rev.
@@ -954,7 +1004,7 @@ func (cr *changeReader) read(rev membership.Revision) (membership.Change, error)
 	}
 	c.Revision = rev
 	if cr.stamped {
-		if err := readStamp(r, &c); err != nil {
+		if err := cr.stamp(&c); err != nil {
 			return c, fmt.Errorf("change %d: %w", rev, err)
 		}
 	}
@@ -1091,7 +1141,10 @@ func (cr *changeReader) groups() ([]membership.Nested, error) {
 }
 
 // groupID reads a group id, interned.
-func (cr *changeReader) groupID() (string, error) {
+func (cr *changeReader) groupID() (string, error) { return cr.interned() }
+
+// interned reads a string, interned.
+func (cr *changeReader) interned() (string, error) {
 	idLen, err := binary.ReadUvarint(cr.r)
 	if err != nil {
 		return "", err
@@ -1154,7 +1207,8 @@ const (
 )
 
 // checkKey returns an error unless k is a key a store remembers: a valid
-// key, and a write's with one result.
+// key, and a write's with one result. Whether its version may hold its
+// principal is checkPrincipal's to say.
 func checkKey(k Key) error {
 	if err := membership.ValidateIdempotencyKey(k.Key); err != nil {
 		return fmt.Errorf("a remembered key: %v", err)
@@ -1165,10 +1219,15 @@ func checkKey(k Key) error {
 	return nil
 }
 
-// appendKey appends a remembered Idempotency-Key.
-func appendKey(b []byte, k Key) []byte {
+// appendKey appends a remembered Idempotency-Key, with its principal when
+// the version has principals.
+func appendKey(b []byte, k Key, principals bool) []byte {
 	b = binary.AppendUvarint(b, uint64(len(k.Key)))
 	b = append(b, k.Key...)
+	if principals {
+		b = binary.AppendUvarint(b, uint64(len(k.Principal)))
+		b = append(b, k.Principal...)
+	}
 	b = append(b, k.Fingerprint[:]...)
 	b = binary.AppendVarint(b, k.Time.UnixMilli())
 	kind := keyOfWrite
@@ -1187,7 +1246,8 @@ func appendKey(b []byte, k Key) []byte {
 }
 
 // readKeys reads the remembered Idempotency-Keys: nil when there is none.
-func readKeys(r *reader) ([]Key, error) {
+// With principals, each has its principal.
+func readKeys(r *reader, principals bool) ([]Key, error) {
 	n, err := binary.ReadUvarint(r)
 	switch {
 	case err != nil:
@@ -1199,7 +1259,7 @@ func readKeys(r *reader) ([]Key, error) {
 	}
 	keys := make([]Key, 0, n)
 	for range n {
-		k, err := readKey(r)
+		k, err := readKey(r, principals)
 		if err != nil {
 			return nil, err
 		}
@@ -1208,12 +1268,21 @@ func readKeys(r *reader) ([]Key, error) {
 	return keys, nil
 }
 
-// readKey reads one remembered Idempotency-Key.
-func readKey(r *reader) (Key, error) {
+// readKey reads one remembered Idempotency-Key, with its principal when
+// the version has principals.
+func readKey(r *reader, principals bool) (Key, error) {
 	var k Key
 	var err error
 	if k.Key, err = readString(r); err != nil {
 		return k, err
+	}
+	if principals {
+		if k.Principal, err = readString(r); err != nil {
+			return k, err
+		}
+		if err := checkPrincipal(k.Principal, true); err != nil {
+			return k, fmt.Errorf("the key %q: %w", k.Key, err)
+		}
 	}
 	if _, err := io.ReadFull(r, k.Fingerprint[:]); err != nil {
 		return k, err

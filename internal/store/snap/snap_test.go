@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,11 +29,12 @@ func TestChangesOfEveryOpRoundTrip(t *testing.T) {
 		Changes: []membership.Change{
 			{Revision: 1, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{1, 2}, Nicknames: []membership.Member{{UID: 1, Nickname: "Al"}}},
 			{Revision: 2, Op: membership.OpRemove, Time: at, GroupID: "g", UIDs: []membership.UID{2}},
-			{Revision: 3, Op: membership.OpReplace, Time: at, Actor: 7, GroupID: "g", UIDs: []membership.UID{1, 4}, Nicknames: []membership.Member{{UID: 1, Nickname: "Ann"}}},
+			{Revision: 3, Op: membership.OpReplace, Time: at, Actor: 7, Principal: "sync-job", GroupID: "g", UIDs: []membership.UID{1, 4},
+				Nicknames: []membership.Member{{UID: 1, Nickname: "Ann"}}},
 			{Revision: 4, Op: membership.OpReplace, Actor: 9223372036854775807, GroupID: "h"},
-			{Revision: 5, Op: membership.OpDeleteGroup, Time: time.UnixMilli(0).UTC(), Actor: 1, GroupID: "team/b"},
+			{Revision: 5, Op: membership.OpDeleteGroup, Time: time.UnixMilli(0).UTC(), Actor: 1, Principal: "sync-job", GroupID: "team/b"},
 			{Revision: 6, Op: membership.OpRemoveUser, Time: at.Add(time.Millisecond), UIDs: []membership.UID{9223372036854775807}},
-			{Revision: 7, Op: membership.OpBatch, Time: at, Actor: 3, Changes: []membership.Change{
+			{Revision: 7, Op: membership.OpBatch, Time: at, Actor: 3, Principal: strings.Repeat("p", membership.MaxPrincipalBytes), Changes: []membership.Change{
 				{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{4}},
 				{Op: membership.OpAdd, GroupID: "h", UIDs: []membership.UID{4, 5}, Nicknames: []membership.Member{{UID: 5, Nickname: "Eve"}}},
 				{Op: membership.OpReplace, GroupID: "i", UIDs: []membership.UID{1}},
@@ -44,7 +47,8 @@ func TestChangesOfEveryOpRoundTrip(t *testing.T) {
 	got, err := Decode(buf.Bytes(), "s.snap")
 	require.NoError(t, err)
 	assert.Equal(t, st, got)
-	assert.Equal(t, "GMSN\x08\x00\x00\x00", buf.String()[:8], "a snapshot of this build is of version 8")
+	assert.Equal(t, "GMSN\x09\x00\x00\x00", buf.String()[:8], "a snapshot of this build is of version 9")
+	assert.Same(t, unsafe.StringData(got.Changes[2].Principal), unsafe.StringData(got.Changes[4].Principal), "principals are interned")
 }
 
 // A change no build writes is refused: a damaged or foreign snapshot.
@@ -275,8 +279,8 @@ func TestKeysRoundTrip(t *testing.T) {
 	assert.Equal(t, buf.Bytes(), backup.Bytes(), "a backup holds them too")
 }
 
-// A key is its string, its fingerprint, its time, a byte that says whose
-// it is, its revision and its results, after the changes.
+// A key is its string, its principal, its fingerprint, its time, a byte
+// that says whose it is, its revision and its results, after the changes.
 func TestKeysLayout(t *testing.T) {
 	st := &State{LastRevision: 1, Keys: []Key{{Key: "k", Fingerprint: membership.Fingerprint{15: 7}, Time: time.UnixMilli(1000).UTC(),
 		Results: []membership.Result{{Count: 2, Removed: 3, Revision: 1}}, Revision: 1}}}
@@ -284,9 +288,21 @@ func TestKeysLayout(t *testing.T) {
 	require.NoError(t, Encode(&buf, st))
 	body := buf.Bytes()[8 : buf.Len()-4]
 	want := []byte{1, 0, 0, 0, 0, 0, // revisions, nicknames, groups, changes
-		1, 1, 'k', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0xd0, 0x0f, 0, 1, 1, 2, 3, 1,
+		1, 1, 'k', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0xd0, 0x0f, 0, 1, 1, 2, 3, 1,
 		0} // groups in groups
-	assert.Equal(t, want, body)
+	assert.Equal(t, want, body, "a key of no principal")
+
+	st.Keys[0].Principal = "ops"
+	buf.Reset()
+	require.NoError(t, Encode(&buf, st))
+	body = buf.Bytes()[8 : buf.Len()-4]
+	want = []byte{1, 0, 0, 0, 0, 0,
+		1, 1, 'k', 3, 'o', 'p', 's', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0xd0, 0x0f, 0, 1, 1, 2, 3, 1,
+		0}
+	assert.Equal(t, want, body, "a key of principal ops")
+	got, err := Decode(buf.Bytes(), "s.snap")
+	require.NoError(t, err)
+	assert.Equal(t, st.Keys, got.Keys)
 }
 
 // A snapshot of version 5, as the build before Idempotency-Keys wrote it,

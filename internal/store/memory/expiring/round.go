@@ -30,7 +30,7 @@ func (q *Queue) WriteExpiries(_ context.Context, ws []membership.Write) ([]membe
 	if err := onlyExpires(ws); err != nil {
 		return nil, err
 	}
-	return q.expireRuns(ws, func(w membership.Write) feed.Stamp { return feed.Stamp{Actor: w.Actor, At: w.Time, Now: true} })
+	return q.expireRuns(ws, func(w membership.Write) feed.Stamp { return feed.StampOf(w, true) })
 }
 
 // ApplyExpiries is WriteExpiries for a store that replays its own log (see
@@ -39,7 +39,7 @@ func (q *Queue) ApplyExpiries(ws []membership.Write) ([]membership.Result, error
 	if err := onlyExpires(ws); err != nil {
 		return nil, err
 	}
-	return q.expireRuns(ws, func(w membership.Write) feed.Stamp { return feed.Stamp{Actor: w.Actor, At: w.Time} })
+	return q.expireRuns(ws, func(w membership.Write) feed.Stamp { return feed.StampOf(w, false) })
 }
 
 // expireRuns applies ws in order: each run of expires of memberships

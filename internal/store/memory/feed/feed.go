@@ -65,10 +65,11 @@ func New(keep int, maxBytes int64) Feed {
 const ChangeOverhead = int64(unsafe.Sizeof(membership.Change{})) + 16
 
 // ChangeCost returns the bytes c holds: its slot (which holds its time and
-// actor too), its group id, its uids and nicknames, counted by capacity,
-// and a batch's changes, each as a change.
+// actor too), its principal and group id, its uids and nicknames, counted
+// by capacity, and a batch's changes, each as a change. A principal's name
+// is counted in each change, though changes may share its bytes.
 func ChangeCost(c membership.Change) int64 {
-	n := ChangeOverhead + int64(len(c.GroupID)) +
+	n := ChangeOverhead + int64(len(c.Principal)+len(c.GroupID)) +
 		int64(cap(c.UIDs))*int64(unsafe.Sizeof(membership.UID(0))) +
 		int64(cap(c.Nicknames))*int64(unsafe.Sizeof(membership.Member{}))
 	for _, m := range c.Nicknames {
@@ -82,12 +83,19 @@ func ChangeCost(c membership.Change) int64 {
 
 // Stamp is who made a change and when, as its change carries them.
 type Stamp struct {
-	Actor membership.UID
+	Actor     membership.UID
+	Principal string
 	// At is the change's time; when it is zero and Now is set, the change
 	// takes the time it is recorded, so that times follow revisions on one
 	// clock.
 	At  time.Time
 	Now bool
+}
+
+// StampOf returns the stamp of w's change: its actor, principal and time,
+// and, with now, the time the change is recorded when w has none.
+func StampOf(w membership.Write, now bool) Stamp {
+	return Stamp{Actor: w.Actor, Principal: w.Principal, At: w.Time, Now: now}
 }
 
 // WithTimeFor returns st with the time now, as changes carry it, when it
@@ -119,12 +127,12 @@ func timeOf(t time.Time) time.Time {
 	return t.UTC().Truncate(time.Millisecond)
 }
 
-// Record gives c the next revision, and st's actor and time, and keeps it,
+// Record gives c the next revision, and st's actor, principal and time, and keeps it,
 // and returns the revision. published, when not nil, runs with the
 // revision before any reader of the feed can see it: what must be true of
 // the store once a reader has seen a revision is made true there.
 func (f *Feed) Record(c membership.Change, st Stamp, published func(membership.Revision)) membership.Revision {
-	c.Actor, c.Time = st.Actor, timeOf(st.At)
+	c.Actor, c.Principal, c.Time = st.Actor, st.Principal, timeOf(st.At)
 	fromClock := c.Time.IsZero() && st.Now
 	if fromClock {
 		c.Time = timeOf(time.Now())

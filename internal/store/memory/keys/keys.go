@@ -1,8 +1,8 @@
 // Package keys is the table of the Idempotency-Keys an in-memory store
 // remembers, with what their writes returned (see membership.Idempotency):
-// at most a retention after their commit, at most a budget of bytes of
-// them (the newest kept even when it alone is over), the oldest dropped
-// first.
+// each its principal's, at most a retention after their commit, at most a
+// budget of bytes of them (the newest kept even when it alone is over),
+// the oldest dropped first.
 //
 // The table's decisions depend only on the keyed writes and their commit
 // times, applied in order, and on its bounds: a store that replays a log
@@ -31,10 +31,12 @@ import (
 // that keep a log never wait here (their repeats queue behind the first).
 const inFlightWait = 5 * time.Second
 
-// EntryOverhead is what a remembered key costs beside its bytes and its
-// results: the entry, its place in the map and in the queue (a key of 36
-// bytes with one result holds 252 bytes in all, and is counted 260).
-const EntryOverhead = 192
+// EntryOverhead is what a remembered key costs beside its bytes, its
+// principal's name and its results: the entry, its place in the map and
+// in the queue (a key of 36 bytes with one result holds 268 bytes in all,
+// and is counted 276; a principal's name is shared with its requests, but
+// counted in each of its keys).
+const EntryOverhead = 208
 
 // ResultBytes is what one remembered Result costs.
 const ResultBytes = 32
@@ -48,7 +50,7 @@ type Table struct {
 
 	// mu guards the fields below but the atomics.
 	mu        sync.Mutex
-	byKey     map[string]*entry
+	byKey     map[scope]*entry
 	queue     []*entry // remembered, oldest first; from head on
 	head      int
 	bytes     int64
@@ -60,6 +62,13 @@ type Table struct {
 	held    atomic.Int64 // remembered now
 	heldB   atomic.Int64 // their bytes
 }
+
+// scope names a key in the table: a principal's key. Another principal's
+// same key is another entry.
+type scope struct{ principal, key string }
+
+// scope returns e's place in the table.
+func (e *entry) scope() scope { return scope{e.Principal, e.Key.Key} }
 
 // entry is one key: in flight (done open) or remembered.
 type entry struct {
@@ -80,25 +89,25 @@ func New(maxBytes int64, retention time.Duration) Table {
 	if retention <= 0 {
 		retention = membership.DefaultIdempotencyRetention
 	}
-	return Table{byKey: map[string]*entry{}, maxBytes: maxBytes, retention: retention}
+	return Table{byKey: map[scope]*entry{}, maxBytes: maxBytes, retention: retention}
 }
 
-// lookup returns the entry of idem's key as of now, nil when there is none
-// (or it is past its retention), or CodeIdempotencyKeyReused when the key
-// is remembered with another fingerprint or for the other kind of request.
-// The caller holds mu.
-func (t *Table) lookup(idem membership.Idempotency, batch bool, now time.Time) (*entry, error) {
-	if e := t.byKey[idem.Key]; e != nil && t.expired(e, now) {
+// lookup returns the entry of principal's key idem as of now, nil when
+// there is none (or it is past its retention), or
+// CodeIdempotencyKeyReused when the key is remembered with another
+// fingerprint or for the other kind of request. The caller holds mu.
+func (t *Table) lookup(principal string, idem membership.Idempotency, batch bool, now time.Time) (*entry, error) {
+	if e := t.byKey[scope{principal, idem.Key}]; e != nil && t.expired(e, now) {
 		t.forget(e)
 	}
-	return t.peek(idem, batch, now)
+	return t.peek(principal, idem, batch, now)
 }
 
 // peek is lookup reading only: a key past its retention is as none, but
 // stays in the table until a write decided as of its own time forgets it.
 // The caller holds mu.
-func (t *Table) peek(idem membership.Idempotency, batch bool, now time.Time) (*entry, error) {
-	e := t.byKey[idem.Key]
+func (t *Table) peek(principal string, idem membership.Idempotency, batch bool, now time.Time) (*entry, error) {
+	e := t.byKey[scope{principal, idem.Key}]
 	if e == nil || t.expired(e, now) {
 		return nil, nil
 	}
@@ -116,7 +125,7 @@ func (t *Table) expired(e *entry, now time.Time) bool {
 
 // forget drops e from the table. The caller holds mu.
 func (t *Table) forget(e *entry) {
-	delete(t.byKey, e.Key.Key)
+	delete(t.byKey, e.scope())
 	e.forgotten = true
 	t.bytes -= e.cost
 	t.dropped.Add(1)
@@ -128,8 +137,8 @@ func (t *Table) forget(e *entry) {
 // budget or the retention. The caller holds mu.
 func (t *Table) remember(e *entry) {
 	e.remembered = true
-	e.cost = EntryOverhead + int64(len(e.Key.Key)) + ResultBytes*int64(len(e.Results))
-	t.byKey[e.Key.Key] = e
+	e.cost = EntryOverhead + int64(len(e.Key.Key)+len(e.Principal)) + ResultBytes*int64(len(e.Results))
+	t.byKey[e.scope()] = e
 	t.queue = append(t.queue, e)
 	t.bytes += e.cost
 	t.held.Add(1)
@@ -151,32 +160,32 @@ func (t *Table) remember(e *entry) {
 	t.heldB.Store(t.bytes)
 }
 
-// Do runs apply, a write or batch keyed by idem and committed at now, at
-// most once for its key: a repeat of a remembered one gets its results
+// Do runs apply, a write or batch of principal keyed by idem and committed
+// at now, at most once for principal's key: a repeat of a remembered one gets its results
 // (replayed), one whose key is in flight waits for it (at most
 // inFlightWait, or until ctx is done), and one whose apply succeeds
 // (changes or not) is remembered. An apply that fails leaves the key free.
 // Do counts no replay: the caller does (NoteReplay), or its caller.
-func (t *Table) Do(ctx context.Context, idem membership.Idempotency, batch bool, now time.Time,
+func (t *Table) Do(ctx context.Context, principal string, idem membership.Idempotency, batch bool, now time.Time,
 	apply func() ([]membership.Result, membership.Revision, error)) (results []membership.Result, rev membership.Revision, replayed bool, err error) {
 	var deadline <-chan time.Time
 	for {
 		t.mu.Lock()
-		e, err := t.lookup(idem, batch, now)
+		e, err := t.lookup(principal, idem, batch, now)
 		switch {
 		case err != nil:
 			t.mu.Unlock()
 			return nil, 0, false, err
 		case e == nil:
-			e = &entry{Key: snap.Key{Key: idem.Key, Fingerprint: idem.Fingerprint, Batch: batch}, done: make(chan struct{})}
-			t.byKey[idem.Key] = e
+			e = &entry{Key: snap.Key{Key: idem.Key, Principal: principal, Fingerprint: idem.Fingerprint, Batch: batch}, done: make(chan struct{})}
+			t.byKey[e.scope()] = e
 			t.mu.Unlock()
 			t.applying.RLock() // a backup copies no change without its key
 			defer t.applying.RUnlock()
 			results, rev, err := apply()
 			t.mu.Lock()
 			if err != nil {
-				delete(t.byKey, idem.Key)
+				delete(t.byKey, e.scope())
 			} else {
 				e.Time, e.Results, e.Revision = now, results, rev
 				t.remember(e)
@@ -206,13 +215,13 @@ func (t *Table) Do(ctx context.Context, idem membership.Idempotency, batch bool,
 	}
 }
 
-// DoLogged runs apply, a write or batch keyed by idem that a store logged
-// after it decided it repeats no remembered one (the durable store), and
-// remembers its key as of at, in place of any entry of the key, when it
-// succeeds: apply runs whatever the table says, so that a replay of the log
+// DoLogged runs apply, a write or batch of principal keyed by idem that a
+// store logged after it decided it repeats no remembered one (the durable
+// store), and remembers principal's key as of at, in place of any entry
+// of the key, when it succeeds: apply runs whatever the table says, so that a replay of the log
 // applies every record as it was applied live, whatever the bounds of the
 // table were then and are now.
-func (t *Table) DoLogged(idem membership.Idempotency, batch bool, at time.Time,
+func (t *Table) DoLogged(principal string, idem membership.Idempotency, batch bool, at time.Time,
 	apply func() ([]membership.Result, membership.Revision, error)) error {
 	t.applying.RLock() // a backup copies no change without its key
 	defer t.applying.RUnlock()
@@ -222,10 +231,11 @@ func (t *Table) DoLogged(idem membership.Idempotency, batch bool, at time.Time,
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if old := t.byKey[idem.Key]; old != nil && old.remembered {
+	if old := t.byKey[scope{principal, idem.Key}]; old != nil && old.remembered {
 		t.forget(old)
 	}
-	t.remember(&entry{Key: snap.Key{Key: idem.Key, Fingerprint: idem.Fingerprint, Batch: batch, Time: at, Results: results, Revision: rev}, done: closedChan})
+	t.remember(&entry{Key: snap.Key{Key: idem.Key, Principal: principal, Fingerprint: idem.Fingerprint, Batch: batch, Time: at,
+		Results: results, Revision: rev}, done: closedChan})
 	return nil
 }
 
@@ -241,16 +251,17 @@ func (t *Table) Unblock() { t.applying.Unlock() }
 // NoteReplay counts a repeat answered with a first reply, for metrics.
 func (t *Table) NoteReplay() { t.replays.Add(1) }
 
-// Replay returns, reading only, what the write or batch keyed by idem
-// returned when it was applied, if the table remembers its key as of now:
+// Replay returns, reading only, what the write or batch of principal keyed
+// by idem returned when it was applied, if the table remembers principal's
+// key as of now:
 // the results, the revision, and true. It returns false when the table
 // does not remember the key (or it is in flight), and
 // CodeIdempotencyKeyReused when it remembers it for another request. It
 // forgets nothing, not even a key past its retention as of now.
-func (t *Table) Replay(idem membership.Idempotency, batch bool, now time.Time) ([]membership.Result, membership.Revision, bool, error) {
+func (t *Table) Replay(principal string, idem membership.Idempotency, batch bool, now time.Time) ([]membership.Result, membership.Revision, bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e, err := t.peek(idem, batch, now)
+	e, err := t.peek(principal, idem, batch, now)
 	if err != nil || e == nil || !e.remembered {
 		return nil, 0, false, err
 	}
@@ -260,8 +271,8 @@ func (t *Table) Replay(idem membership.Idempotency, batch bool, now time.Time) (
 // ReplayWrite is Replay of a write as its repeat is answered: its first
 // Result, Replayed, and true, counted as a replay; false when the table
 // does not remember its key now.
-func (t *Table) ReplayWrite(idem membership.Idempotency, now time.Time) (membership.Result, bool, error) {
-	results, _, ok, err := t.Replay(idem, false, now)
+func (t *Table) ReplayWrite(principal string, idem membership.Idempotency, now time.Time) (membership.Result, bool, error) {
+	results, _, ok, err := t.Replay(principal, idem, false, now)
 	if !ok || err != nil {
 		return membership.Result{}, false, err
 	}
@@ -272,8 +283,8 @@ func (t *Table) ReplayWrite(idem membership.Idempotency, now time.Time) (members
 }
 
 // ReplayBatch is ReplayWrite of a batch.
-func (t *Table) ReplayBatch(idem membership.Idempotency, now time.Time) (membership.BatchResult, bool, error) {
-	results, rev, ok, err := t.Replay(idem, true, now)
+func (t *Table) ReplayBatch(principal string, idem membership.Idempotency, now time.Time) (membership.BatchResult, bool, error) {
+	results, rev, ok, err := t.Replay(principal, idem, true, now)
 	if !ok || err != nil {
 		return membership.BatchResult{}, false, err
 	}
@@ -301,7 +312,7 @@ func (t *Table) Import(keys []snap.Key) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, key := range keys {
-		if old := t.byKey[key.Key]; old != nil {
+		if old := t.byKey[scope{key.Principal, key.Key}]; old != nil {
 			t.forget(old)
 		}
 		t.remember(&entry{Key: key, done: closedChan})

@@ -66,6 +66,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 			assert.Equal(t, membership.OpExpire, c.Op)
 			assert.Equal(t, []membership.UID{1}, c.UIDs)
 			assert.Zero(t, c.Actor, "the service's own change")
+			assert.Empty(t, c.Principal, "the service's own change")
 			assert.False(t, c.Time.IsZero())
 		}
 		assert.ElementsMatch(t, []string{"g", "h"}, []string{changes[0].GroupID, changes[1].GroupID})

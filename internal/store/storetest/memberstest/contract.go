@@ -1,8 +1,8 @@
 // Package memberstest is the part of the store contract about
 // memberships: adds and removes and their counts, nicknames, lists and
 // their paging, revisions of a group, the reverse index, whole-group
-// writes and their preconditions, member checks, the actor and time of a
-// change, and Idempotency-Keys.
+// writes and their preconditions, member checks, the actor, principal
+// and time of a change, and Idempotency-Keys, each its principal's.
 package memberstest
 
 import (
@@ -30,6 +30,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	t.Run("check members", func(t *testing.T) { testCheckMembers(t, newStore) })
 	t.Run("every change carries its actor and time", func(t *testing.T) { testStamps(t, newStore) })
 	t.Run("idempotency keys", func(t *testing.T) { testIdempotencyKeys(t, newStore) })
+	t.Run("principals", func(t *testing.T) { testPrincipals(t, newStore) })
 
 	t.Run("unknown group lists empty, not nil", func(t *testing.T) {
 		got, _ := storetest.ListAll(t, newStore(t), "nobody")

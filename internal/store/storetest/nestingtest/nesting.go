@@ -368,6 +368,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		assert.Equal(t, "a", c.GroupID)
 		assert.Equal(t, storetest.Nested("b"), c.Groups)
 		assert.Zero(t, c.Actor)
+		assert.Empty(t, c.Principal)
 		rev, _ := s.Revision(ctx, "a")
 		assert.Greater(t, rev, aRev)
 		moved, err := s.TransitiveRevision(ctx, "a")

@@ -12,8 +12,8 @@ import (
 )
 
 // opBatch is the op byte of a batch's record. It is set with no flag but
-// withKey and withDepth: each write carries its own precondition, and the
-// batch its stamp, always.
+// withKey, withDepth and withPrincipal: each write carries its own
+// precondition, and the batch its stamp, always.
 const opBatch byte = 6
 
 // withDepth is set in the op byte of a batch with a bound on the depth of
@@ -23,8 +23,8 @@ const withDepth byte = 0x40
 // Batch is a batch as the log holds it: one record for the whole batch,
 // its writes as the request gave them, each with its precondition (less
 // the revisions its group had already passed), and the batch's one actor,
-// one time, its commit's, and Idempotency-Key, if it has one (its writes
-// have none of their own). Replayed, it is applied as it was applied when
+// one principal, one time, its commit's, and Idempotency-Key, if it has
+// one (its writes have none of their own). Replayed, it is applied as it was applied when
 // it was written: every precondition is checked again, against the state
 // before the batch, so a batch that another change overtook between its
 // check and its turn fails on replay too, taking no revision; one that
@@ -45,7 +45,7 @@ func (c *Batch) Cost() int64 {
 }
 
 // Append appends c as a record's payload. c's writes must be of the ops
-// BatchTakes, and have no actor, time or key of their own.
+// BatchTakes, and have no actor, principal, time or key of their own.
 func (c *Batch) Append(b []byte) []byte { return appendBatch(b, c) }
 
 // SetTime implements Record.
@@ -58,8 +58,9 @@ func (c *Batch) SetTime(t time.Time) {
 }
 
 // appendBatch appends c to b as a record's payload: opBatch (with withKey
-// when c has a key), the stamp, the key, the write count, then each write
-// as appendWrite lays it out.
+// when c has a key, withPrincipal when it has a principal, withDepth when
+// it has a bound on depth), the stamp, the principal, the key, the bound,
+// the write count, then each write as appendWrite lays it out.
 func appendBatch(b []byte, c *Batch) []byte {
 	op := opBatch
 	if c.Idem.Key != "" {
@@ -68,8 +69,14 @@ func appendBatch(b []byte, c *Batch) []byte {
 	if c.MaxDepth != 0 {
 		op |= withDepth
 	}
+	if c.Principal != "" {
+		op |= withPrincipal
+	}
 	b = append(b, op)
 	b = appendStamp(b, c.Time, c.Actor)
+	if op&withPrincipal != 0 {
+		b = writecodec.AppendString(b, c.Principal)
+	}
 	if op&withKey != 0 {
 		b = appendKey(b, c.Idem)
 	}
@@ -88,13 +95,19 @@ func appendBatch(b []byte, c *Batch) []byte {
 // write of an op a batch does not take, a batch within a batch, a write
 // with a key of its own.
 func decodeBatch(payload []byte) (*Batch, error) {
-	if len(payload) == 0 || payload[0]&^(withKey|withDepth) != opBatch {
+	if len(payload) == 0 || payload[0]&^(withKey|withDepth|withPrincipal) != opBatch {
 		return nil, errors.New("not a batch")
 	}
 	r := bytes.NewReader(payload[1:])
 	c := &Batch{}
 	if err := readStamp(r, &c.Time, &c.Actor); err != nil {
 		return nil, err
+	}
+	if payload[0]&withPrincipal != 0 {
+		var err error
+		if c.Principal, err = readPrincipal(r); err != nil {
+			return nil, err
+		}
 	}
 	if payload[0]&withKey != 0 {
 		var err error
@@ -126,7 +139,7 @@ func decodeBatch(payload []byte) (*Batch, error) {
 			return nil, fmt.Errorf("batch write %d: %w", i, err)
 		case !BatchTakes(w.Op):
 			return nil, fmt.Errorf("batch write %d: a batch takes no %s", i, w.Op)
-		case !w.Time.IsZero() || w.Actor != 0:
+		case !w.Time.IsZero() || w.Actor != 0 || w.Principal != "":
 			return nil, fmt.Errorf("batch write %d has a stamp of its own", i)
 		case w.Idem.Key != "":
 			return nil, fmt.Errorf("batch write %d has a key of its own", i)

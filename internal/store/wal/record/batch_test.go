@@ -1,6 +1,7 @@
 package record
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -20,14 +21,16 @@ func batches() map[string]*Batch {
 			continue
 		}
 		w := membership.Write(*e)
-		w.Time, w.Actor, w.Idem = time.Time{}, 0, membership.Idempotency{}
-		out[name] = &Batch{Writes: []membership.Write{w}, Time: e.Time, Actor: e.Actor, Idem: e.Idem}
+		w.Time, w.Actor, w.Principal, w.Idem = time.Time{}, 0, "", membership.Idempotency{}
+		out[name] = &Batch{Writes: []membership.Write{w}, Time: e.Time, Actor: e.Actor, Principal: e.Principal, Idem: e.Idem}
 		all = append(all, w)
 	}
 	out["all of them"] = &Batch{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), Actor: 42}
 	out["all of them, keyed"] = &Batch{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), Actor: 42, Idem: testIdem("batch-1")}
 	out["all of them, with a bound on depth"] = &Batch{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), Actor: 42, MaxDepth: 32}
 	out["all of them, keyed, with a bound on depth"] = &Batch{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), Idem: testIdem("batch-2"), MaxDepth: membership.MaxMaxDepth}
+	out["all of them, keyed, with a principal and a bound on depth"] = &Batch{Writes: all, Time: time.UnixMilli(1764028800123).UTC(),
+		Principal: "sync-job", Idem: testIdem("batch-3"), MaxDepth: 7}
 	out["keyed, of no write"] = &Batch{Writes: []membership.Write{}, Time: time.UnixMilli(1764028800123).UTC(), Idem: testIdem("empty")}
 	return out
 }
@@ -63,6 +66,25 @@ func TestBatchRecordRoundTrip(t *testing.T) {
 			assert.LessOrEqual(t, int64(len(payload)), c.Cost(), "the cost counts the record")
 		})
 	}
+}
+
+// A batch's principal follows its stamp, before its key, flagged 0x10 in
+// its op byte.
+func TestBatchRecordPrincipal(t *testing.T) {
+	remove := membership.Write{Op: membership.OpRemove, GroupID: "h", UIDs: []membership.UID{1}}
+	c := &Batch{Writes: []membership.Write{remove}, Time: time.UnixMilli(0).UTC(), Principal: "ops"}
+	want := []byte{0x16, 0, 0, 3, 'o', 'p', 's', 1, 2, 1, 'h', 1, 1}
+	assert.Equal(t, want, appendBatch(nil, c))
+	got, err := Decode(want)
+	require.NoError(t, err)
+	assert.Equal(t, c, got)
+
+	c.Idem = membership.Idempotency{Key: "k", Fingerprint: membership.Fingerprint{15: 7}}
+	want = append(append([]byte{0x36, 0, 0, 3, 'o', 'p', 's', 1, 'k'}, fingerprint7...), 1, 2, 1, 'h', 1, 1)
+	assert.Equal(t, want, appendBatch(nil, c))
+	got, err = Decode(want)
+	require.NoError(t, err)
+	assert.Equal(t, c, got)
 }
 
 // A batch's bound on depth follows its key, flagged 0x40 in its op byte;
@@ -122,6 +144,10 @@ func TestBatchRecordRefusesWhatNoBuildWrote(t *testing.T) {
 		{"a key cut short", []byte{0x26, 0, 0, 1, 'k', 1, 2}},
 		{"an empty key", append(append([]byte{0x26, 0, 0, 0}, fingerprint7...), 1, 4, 1, 'g')},
 		{"a fingerprint of zeros", append(append([]byte{0x26, 0, 0, 1, 'k'}, make([]byte, 16)...), 1, 4, 1, 'g')},
+		{"an empty principal", []byte{0x16, 0, 0, 0, 1, 4, 1, 'g'}},
+		{"a principal with a quote", []byte{0x16, 0, 0, 3, 'o', '"', 's', 1, 4, 1, 'g'}},
+		{"a principal cut short", []byte{0x16, 0, 0, 3, 'o'}},
+		{"a write with a principal of its own", []byte{6, 0, 0, 1, 0x54, 1, 'g', 0, 0, 1, 'p'}},
 		{"a keyed batch with a precondition flag", append(append([]byte{0xa6, 0, 0, 1, 'k'}, fingerprint7...), 1, 4, 1, 'g')},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,6 +179,9 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 }
 
+// longestPrincipal is a principal's name of the most bytes.
+var longestPrincipal = strings.Repeat("p", membership.MaxPrincipalBytes)
+
 // Largest bounds the largest batch the limits allow: as many writes
 // as the HTTP layer takes, each with the longest group id and
 // precondition, and the users of all of them as many as one request may
@@ -171,7 +200,7 @@ func TestLargestBoundsABatch(t *testing.T) {
 	id := string(make([]byte, membership.MaxGroupIDBytes))
 	bound := Largest(1<<30, maxUsers, maxWrites)
 	for _, op := range []membership.Op{membership.OpAdd, membership.OpReplace, membership.OpRemove, membership.OpDeleteGroup} {
-		c := &Batch{Time: time.UnixMilli(-1 << 62).UTC(), Actor: 9223372036854775807,
+		c := &Batch{Time: time.UnixMilli(-1 << 62).UTC(), Actor: 9223372036854775807, Principal: longestPrincipal,
 			Idem: testIdem(string(make([]byte, membership.MaxIdempotencyKeyBytes)))}
 		for i := range maxWrites {
 			w := membership.Write{Op: op, GroupID: id, If: cond}
@@ -190,7 +219,7 @@ func TestLargestBoundsABatch(t *testing.T) {
 	}
 	groups := longGroups(maxUsers, true)
 	for _, op := range []membership.Op{membership.OpAddGroups, membership.OpReplaceGroups, membership.OpRemoveGroups} {
-		c := &Batch{Time: time.UnixMilli(-1 << 62).UTC(), Actor: 9223372036854775807, MaxDepth: membership.MaxMaxDepth,
+		c := &Batch{Time: time.UnixMilli(-1 << 62).UTC(), Actor: 9223372036854775807, Principal: longestPrincipal, MaxDepth: membership.MaxMaxDepth,
 			Idem: testIdem(string(make([]byte, membership.MaxIdempotencyKeyBytes)))}
 		for i := range maxWrites {
 			c.Writes = append(c.Writes, membership.Write{Op: op, GroupID: id, If: cond, MaxDepth: membership.MaxMaxDepth,

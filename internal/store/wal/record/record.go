@@ -1,13 +1,15 @@
 // Package record is what one record of the data directory's log holds:
 // a write or a batch as the request gave it, with the stamp (the time of
-// its commit and its actor) and the Idempotency-Key its store gave it. It
+// its commit, its actor and its principal) and the Idempotency-Key its
+// store gave it. It
 // lays them out in bytes and reads them back; package wal frames the bytes
 // in the log's files, and the durable store applies what is read.
 //
 // A record holds one write: an op byte, the group id, what the op names,
 // when the op byte has withPrecondition set, the precondition, when it has
-// withStamp set, the stamp, and when it has withKey set, the
-// Idempotency-Key; or a batch (op 6, batch.go). All integers are unsigned
+// withStamp set, the stamp, when it has withPrincipal set, the principal,
+// and when it has withKey set, the Idempotency-Key; or a batch (op 6,
+// batch.go). All integers are unsigned
 // varints but the times; a string is its length and its bytes. The users,
 // uids, subgroups and precondition are laid out by package writecodec.
 //
@@ -39,22 +41,28 @@
 //	stamp                 the time the change was committed, in
 //	                      milliseconds since 1970-01-01 UTC (a signed,
 //	                      zigzag varint), then the actor's uid (0: none)
+//	principal             the principal's name (membership.ValidatePrincipal);
+//	                      only after a stamp
 //	key                   the Idempotency-Key (1 to 255 printable ASCII
 //	                      bytes), then its fingerprint, 16 bytes; only
 //	                      after a stamp, whose time is the one the key is
 //	                      remembered from
 //	op 6 batch            no group id: the stamp, then, when the op byte
-//	                      has withKey set, the batch's key as a write's,
+//	                      has withPrincipal set, the batch's principal,
+//	                      when it has withKey set, the batch's key as a
+//	                      write's,
 //	                      then, when it has withDepth set, the batch's
 //	                      bound on depth (Batch.MaxDepth), then the write
 //	                      count (at least 1, or 0 with a key), then each
 //	                      write as the record of its op (1 to 4, 8 to 10)
 //	                      holds it, op byte and precondition included, but
-//	                      with no stamp (the batch's is its writes') and no
-//	                      key
+//	                      with no stamp (the batch's is its writes'), no
+//	                      principal and no key
 //
 // Every record written has a stamp; one without, which logs of older
-// versions hold, has no time and no actor. A record is read alike whatever
+// versions hold, has no time, no actor and no principal; one with a
+// stamp but no principal (logs of version 8 and before hold only those)
+// has no principal. A record is read alike whatever
 // the version of its log (docs/design.md says which version brought what).
 package record
 
@@ -95,6 +103,9 @@ const (
 	// withKey is set in the op byte of a write, or a batch, with an
 	// Idempotency-Key.
 	withKey byte = 0x20
+	// withPrincipal is set in the op byte of a write, or a batch, with a
+	// principal (version 9 on).
+	withPrincipal byte = 0x10
 )
 
 // keyBytes is the most bytes a key takes in a record beside its own: its
@@ -148,7 +159,7 @@ type Record interface {
 
 // Decode decodes a record's payload: a write or a batch.
 func Decode(payload []byte) (Record, error) {
-	if len(payload) > 0 && payload[0]&^(withKey|withDepth) == opBatch { // no other flag: see appendBatch
+	if len(payload) > 0 && payload[0]&^(withKey|withDepth|withPrincipal) == opBatch { // no other flag: see appendBatch
 		return decodeBatch(payload)
 	}
 	return decodeWrite(payload)
@@ -207,8 +218,11 @@ func appendWrite(b []byte, w *Write) []byte {
 	if !w.If.IsZero() {
 		op |= withPrecondition
 	}
-	if !w.Time.IsZero() || w.Actor != 0 || w.Idem.Key != "" {
+	if !w.Time.IsZero() || w.Actor != 0 || w.Idem.Key != "" || w.Principal != "" {
 		op |= withStamp
+	}
+	if w.Principal != "" {
+		op |= withPrincipal
 	}
 	if w.Idem.Key != "" {
 		op |= withKey
@@ -237,10 +251,23 @@ func appendWrite(b []byte, w *Write) []byte {
 	if op&withStamp != 0 {
 		b = appendStamp(b, w.Time, w.Actor)
 	}
+	if op&withPrincipal != 0 {
+		b = writecodec.AppendString(b, w.Principal)
+	}
 	if op&withKey != 0 {
 		b = appendKey(b, w.Idem)
 	}
 	return b
+}
+
+// readPrincipal reads a principal's name. It refuses what no build
+// writes: a name the Service refuses.
+func readPrincipal(r *bytes.Reader) (string, error) {
+	name, err := writecodec.ReadString(r)
+	if err != nil {
+		return "", err
+	}
+	return name, membership.ValidatePrincipal(name)
 }
 
 // appendKey appends an Idempotency-Key: the key, then its fingerprint.
@@ -295,7 +322,7 @@ func readWrite(r *bytes.Reader) (*Write, error) {
 	if err != nil {
 		return nil, err
 	}
-	kind := op &^ (withPrecondition | withStamp | withKey)
+	kind := op &^ (withPrecondition | withStamp | withKey | withPrincipal)
 	if kind == 0 || int(kind) >= len(writeOps) || writeOps[kind] == "" {
 		return nil, fmt.Errorf("unknown op %d", op)
 	}
@@ -313,6 +340,14 @@ func readWrite(r *bytes.Reader) (*Write, error) {
 	}
 	if op&withStamp != 0 {
 		if err := readStamp(r, &w.Time, &w.Actor); err != nil {
+			return nil, err
+		}
+	}
+	if op&withPrincipal != 0 {
+		if op&withStamp == 0 {
+			return nil, errors.New("a principal without a stamp")
+		}
+		if w.Principal, err = readPrincipal(r); err != nil {
 			return nil, err
 		}
 	}
@@ -412,9 +447,10 @@ func readStamp(r *bytes.Reader, t *time.Time, actor *membership.UID) error {
 // never larger than the body that asked for it (a user costs at least two
 // bytes in a body, "1,", and two in a record) but for the group id, which
 // comes in the path, the precondition, which comes in headers: its flags
-// and at most MaxPreconditionRevisions revisions, the stamp, a time and a
-// uid, the Idempotency-Key, which comes in a header too: at most
-// membership.MaxIdempotencyKeyBytes and its fingerprint, and each user's
+// and at most MaxPreconditionRevisions revisions, the stamp, a time, a
+// uid and a principal (at most membership.MaxPrincipalBytes, which the
+// service gives), the Idempotency-Key, which comes in a header too: at
+// most membership.MaxIdempotencyKeyBytes and its fingerprint, and each user's
 // expiry, whose time a body may name in fewer bytes than the record's (at
 // most binary.MaxVarintLen64); nor than maxUsers users with the longest
 // nicknames and expiries. A replace names its users as an add does; a
@@ -434,7 +470,7 @@ func readStamp(r *bytes.Reader, t *time.Time, actor *membership.UID) error {
 // expire_groups, the service's own too, names at most MaxExpireGroups
 // subgroups and its time.
 func Largest(maxBodyBytes int64, maxUsers, maxBatchWrites int) int64 {
-	const stamp = 2 * binary.MaxVarintLen64
+	const stamp = 2*binary.MaxVarintLen64 + 1 + membership.MaxPrincipalBytes // its principal's length takes one byte
 	const key = membership.MaxIdempotencyKeyBytes + keyBytes
 	const depth = binary.MaxVarintLen64
 	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes + stamp + depth

@@ -59,6 +59,10 @@ func writes() map[string]*Write {
 		"stamped, largest uid":   func(c *Write) { c.Time, c.Actor = time.UnixMilli(1<<50).UTC(), 9223372036854775807 },
 		"stamped, before 1970":   func(c *Write) { c.Time = time.UnixMilli(-1).UTC() },
 		"stamped, an actor only": func(c *Write) { c.Actor = 3 },
+		"stamped, a principal":   func(c *Write) { c.Time, c.Actor, c.Principal = time.UnixMilli(1<<41).UTC(), 7, "sync-job" },
+		"stamped, a principal only": func(c *Write) {
+			c.Principal = string(bytes.Repeat([]byte{'p'}, membership.MaxPrincipalBytes))
+		},
 	}
 	all := map[string]*Write{}
 	for name, e := range plain {
@@ -83,6 +87,8 @@ func writes() map[string]*Write {
 		all[name+" keyed"] = &keyed
 		keyed.If, keyed.Actor = conds["all of them"], 9
 		all[name+" keyed, with a precondition and an actor"] = &keyed
+		keyed.Principal = "ops@team-a"
+		all[name+" keyed, with a precondition, an actor and a principal"] = &keyed
 	}
 	return all
 }
@@ -108,6 +114,25 @@ func TestWriteKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, e, got)
 	assert.LessOrEqual(t, int64(len(payload)), e.Cost(), "the cost counts the key")
+}
+
+// A principal is written after the stamp, before the key, flagged 0x10
+// in the op byte.
+func TestWritePrincipal(t *testing.T) {
+	e := &Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{9}, Time: time.UnixMilli(1000).UTC(), Actor: 300, Principal: "ops"}
+	payload := []byte{0x52, 1, 'g', 1, 9, 0xd0, 0x0f, 0xac, 0x02, 3, 'o', 'p', 's'}
+	assert.Equal(t, payload, appendWrite(nil, e))
+	got, err := decodeWrite(payload)
+	require.NoError(t, err)
+	assert.Equal(t, e, got)
+
+	e.Idem = membership.Idempotency{Key: "k", Fingerprint: membership.Fingerprint{15: 7}}
+	payload = append([]byte{0x72, 1, 'g', 1, 9, 0xd0, 0x0f, 0xac, 0x02, 3, 'o', 'p', 's', 1, 'k'}, fingerprint7...)
+	assert.Equal(t, payload, appendWrite(nil, e))
+	got, err = decodeWrite(payload)
+	require.NoError(t, err)
+	assert.Equal(t, e, got)
+	assert.LessOrEqual(t, int64(len(payload)), e.Cost(), "the cost counts the record")
 }
 
 // A stamp is written after the rest, flagged in the op byte.
@@ -255,6 +280,11 @@ func TestWriteRefusesWhatNoBuildWrote(t *testing.T) {
 		{"a key too long", append(append([]byte{0x64, 1, 'g', 2, 0, 0x80, 0x02}, bytes.Repeat([]byte{'k'}, 256)...), fingerprint7...)},
 		{"a fingerprint cut short", []byte{0x62, 1, 'g', 1, 9, 2, 0, 1, 'k', 1, 2, 3}},
 		{"a fingerprint of zeros", append([]byte{0x62, 1, 'g', 1, 9, 2, 0, 1, 'k'}, make([]byte, 16)...)},
+		{"a principal without a stamp", []byte{0x12, 1, 'g', 1, 9, 3, 'o', 'p', 's'}},
+		{"an empty principal", []byte{0x52, 1, 'g', 1, 9, 2, 0, 0}},
+		{"a principal with a space", []byte{0x52, 1, 'g', 1, 9, 2, 0, 3, 'o', ' ', 's'}},
+		{"a principal too long", append([]byte{0x52, 1, 'g', 1, 9, 2, 0, 65}, bytes.Repeat([]byte{'p'}, 65)...)},
+		{"a principal cut short", []byte{0x52, 1, 'g', 1, 9, 2, 0, 3, 'o'}},
 		{"a batch as a write", []byte{6, 1, 'g', 0}},
 		{"an expire with no time", []byte{7, 1, 'g', 1, 9}},
 		{"an expire of no uid", []byte{7, 1, 'g', 0, 0}},
@@ -340,6 +370,7 @@ func TestLargestBoundsEveryOp(t *testing.T) {
 		{Op: membership.OpExpireGroups, GroupID: id, Subgroups: longGroups(MaxExpireGroups, false), If: cond, AsOf: time.UnixMilli(-1 << 62).UTC()},
 	} {
 		e.Time, e.Actor = time.UnixMilli(-1<<62).UTC(), 9223372036854775807 // the longest stamp
+		e.Principal = string(bytes.Repeat([]byte{'p'}, membership.MaxPrincipalBytes))
 		e.Idem = testIdem(string(bytes.Repeat([]byte{'~'}, membership.MaxIdempotencyKeyBytes)))
 		assert.LessOrEqual(t, int64(len(appendWrite(nil, e))), bound, "op %s", e.Op)
 		switch e.Op {
