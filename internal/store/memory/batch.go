@@ -160,7 +160,7 @@ func (m *Store) applyBatchWrites(a *batch.Applier, writes []membership.Write, gr
 			for _, p := range nested[i].touched {
 				pg := groups[p]
 				if pg == nil {
-					pg = m.shardOf(p).groups[p]
+					pg = m.shardOf(p).groups.Get(p)
 				}
 				if pg != nil {
 					pg.Subgroups = m.nest.Node(p).SubgroupCount()
@@ -235,7 +235,7 @@ func (m *Store) checkBatch(ws []membership.Write, groups map[string]*group.Group
 		}
 		g, seen := groups[w.GroupID]
 		if !seen {
-			g = m.shardOf(w.GroupID).groups[w.GroupID]
+			g = m.shardOf(w.GroupID).groups.Get(w.GroupID)
 			groups[w.GroupID] = g
 		}
 		if err := m.check(g, w.If); err != nil {

@@ -47,8 +47,8 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 			s.mu.RLock()
 			defer s.mu.RUnlock()
 		}
-		for id, g := range s.groups {
-			groups[i] = append(groups[i], snap.Group{ID: id, Revision: g.Revision, UIDs: g.Members.AppendTo(make([]membership.UID, 0, g.Members.Len())), Expiries: g.Expiries.Export()})
+		for g := range s.groups.All {
+			groups[i] = append(groups[i], snap.Group{ID: g.ID, Revision: g.Revision, UIDs: g.Members.AppendTo(make([]membership.UID, 0, g.Members.Len())), Expiries: g.Expiries.Export()})
 		}
 	})
 	st.Groups = slices.Concat(groups...)
@@ -96,10 +96,10 @@ func (l *Loader) Group(g snap.Group) error {
 		return nil
 	}
 	m := l.m
-	grp := &group.Group{ID: g.ID, Number: m.groupNumbers.number(g.ID), Revision: g.Revision}
+	grp := m.shardOf(g.ID).groups.Add(g.ID)
+	grp.Revision = g.Revision
 	l.scratch = grp.Members.FillFrom(g.UIDs, l.scratch)
 	l.due = m.due.Load(&grp.Expiries, grp.Number, g.Expiries, grp.Members.Contains, l.due)
-	m.shardOf(g.ID).groups[g.ID] = grp
 	l.indexed = append(l.indexed, grp)
 	m.counts.groups.Add(1)
 	m.counts.members.Add(int64(len(g.UIDs)))

@@ -82,7 +82,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.groups[groupID]
+	g := s.groups.Get(groupID)
 	if err := m.check(g, cond); err != nil {
 		return membership.Result{}, err
 	}
@@ -136,7 +136,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 	}, false, sbuf[:])
 	defer m.unlockShards(held)
 	s := m.shardOf(groupID)
-	g := s.groups[groupID]
+	g := s.groups.Get(groupID)
 	if err := m.check(g, cond); err != nil {
 		return membership.Result{}, err
 	}
@@ -182,12 +182,7 @@ func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result 
 	var buf [1]uint64
 	locked := m.reverse.Lock(func(yield func(membership.UID) bool) { yield(uid) }, buf[:])
 	var groups []*group.Group
-	m.groupNumbers.mu.RLock() // no writer can take it: every shard is held
-	m.reverse.GroupsOf(uid, func(n uint32) {
-		id := m.groupNumbers.names[n]
-		groups = append(groups, m.shardOf(id).groups[id])
-	})
-	m.groupNumbers.mu.RUnlock()
+	m.reverse.GroupsOf(uid, func(n uint32) { groups = append(groups, m.groups.At(n)) })
 	if len(groups) == 0 {
 		m.reverse.Unlock(locked)
 		return membership.Result{Revision: m.LatestRevision()}

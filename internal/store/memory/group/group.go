@@ -1,10 +1,11 @@
 // Package group holds a group of the in-memory store (Group: its members,
 // their expiries, its revision and its number in the reverse index, and
-// how its members change, in the reverse index and the due set too), and
-// the index of the groups that have members, in order of their ids
-// (Index), for pages of groups.
+// how its members change, in the reverse index and the due set too), the
+// table of a shard's groups (Table: their slots, which number them, found
+// by id), and the index of the groups that have members, in order of their
+// ids (Index), for pages of groups.
 //
-// Neither has a lock: the store's locks guard them (see package memory).
+// None has a lock: the store's locks guard them (see package memory).
 package group
 
 import (
@@ -16,21 +17,21 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// Group is a group with members or subgroups.
+// Group is a group with members or subgroups, in a slot of its shard's
+// Table.
 type Group struct {
-	// ID is the group's id, in memory of its own: the id a request names
-	// may share the memory of the whole request line, and the group, its
-	// map key and its changes outlive the request.
+	// ID is the group's id, in memory of its own (Table.Add), never
+	// empty: "" marks a free slot.
 	ID       string
 	Members  packed.Members
 	Revision membership.Revision // of the last change of its members
-	Number   uint32              // in the reverse index
 	// Expiries holds the expiry of each member that has one.
 	Expiries expiry.Members
 	// Subgroups is how many groups are nested in it directly: a group
 	// with subgroups is kept with no members.
 	Subgroups int
-	node      node // in the Index
+	Number    uint32 // in the reverse index and the due set (Table)
+	node      node   // in the Index
 }
 
 // Vacant reports whether g has neither members nor subgroups: it is

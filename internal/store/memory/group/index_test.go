@@ -15,24 +15,23 @@ import (
 // checks every query of the index against a sorted list of the same ids.
 func TestGroupIndexAgreesWithASortedList(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	ix := NewIndex(maphash.MakeSeed())
+	seed := maphash.MakeSeed()
+	tables := NewTables(1, seed, 0)
+	ix := NewIndex(seed, tables.At)
 	var model []string
-	groups := map[string]*Group{}
 	for step := range 5000 {
 		id := fmt.Sprintf("%x", rng.IntN(600))
-		if _, ok := groups[id]; ok {
-			ix.Remove(id)
-			delete(groups, id)
+		if g := tables[0].Get(id); g != nil {
+			ix.Remove(g)
+			tables[0].Remove(g)
 			i, _ := slices.BinarySearch(model, id)
 			model = slices.Delete(model, i, i+1)
 		} else {
-			g := &Group{ID: id}
-			ix.Insert(g)
-			groups[id] = g
+			ix.Insert(tables[0].Add(id))
 			i, _ := slices.BinarySearch(model, id)
 			model = slices.Insert(model, i, id)
 		}
-		require.Equal(t, len(model), countOf(ix.root), "step %d", step)
+		require.Equal(t, len(model), int(ix.countOf(ix.root)), "step %d", step)
 		if step%50 != 0 {
 			continue
 		}
@@ -84,12 +83,15 @@ func TestPrefixEnd(t *testing.T) {
 func TestGroupIndexBuildIsTheTreapOfInserts(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 3, 1000} {
 		seed := maphash.MakeSeed()
-		built, inserted := Index{seed: seed}, Index{seed: seed}
+		// Two stores' tables, whose groups get the same numbers.
+		builtTables := NewTables(1, seed, 0)
+		insertedTables := NewTables(1, seed, 0)
+		built, inserted := NewIndex(seed, builtTables.At), NewIndex(seed, insertedTables.At)
 		var sorted []*Group
 		for i := range n {
 			id := fmt.Sprintf("g%05d", i)
-			sorted = append(sorted, &Group{ID: id})
-			inserted.Insert(&Group{ID: id})
+			sorted = append(sorted, builtTables[0].Add(id))
+			inserted.Insert(insertedTables[0].Add(id))
 		}
 		built.Build(sorted)
 		var same func(a, b *Group) bool
@@ -97,16 +99,18 @@ func TestGroupIndexBuildIsTheTreapOfInserts(t *testing.T) {
 			if a == nil || b == nil {
 				return a == nil && b == nil
 			}
-			return a.ID == b.ID && a.node.count == b.node.count && a.node.priority == b.node.priority &&
-				same(a.node.left, b.node.left) && same(a.node.right, b.node.right)
+			return a.ID == b.ID && a.node.count == b.node.count && built.priority(a) == inserted.priority(b) &&
+				same(built.group(a.node.left), inserted.group(b.node.left)) && same(built.group(a.node.right), inserted.group(b.node.right))
 		}
-		require.True(t, same(built.root, inserted.root), "%d groups", n)
-		built.Insert(&Group{ID: "g00000a"})
-		assert.Equal(t, n+1, countOf(built.root))
-		built.Remove("g00000a")
-		assert.Equal(t, n, countOf(built.root))
+		require.True(t, same(built.group(built.root), inserted.group(inserted.root)), "%d groups", n)
+		extra := builtTables[0].Add("g00000a")
+		built.Insert(extra)
+		assert.Equal(t, n+1, int(built.countOf(built.root)))
+		built.Remove(extra)
+		assert.Equal(t, n, int(built.countOf(built.root)))
 		var ids []string
 		built.ascend("", true, func(g *Group) bool { ids = append(ids, g.ID); return true })
 		assert.True(t, slices.IsSorted(ids))
+		assert.Len(t, ids, n)
 	}
 }
