@@ -163,7 +163,7 @@ func (m *Store) applyBatchWrites(a *batch.Applier, writes []membership.Write, gr
 					pg = m.shardOf(p).groups.Get(p)
 				}
 				if pg != nil {
-					pg.Subgroups = m.nest.Node(p).SubgroupCount()
+					pg.SetSubgroups(m.nest.Node(p).SubgroupCount())
 					changed[pg] = true
 				}
 			}

@@ -187,7 +187,7 @@ func (m *Store) setTables(ts group.Tables) {
 	for i := range m.shards {
 		m.shards[i].groups = &m.groups[i]
 	}
-	m.index = group.NewIndex(m.seed, m.groups.At)
+	m.index = group.NewIndex(m.groups.At)
 }
 
 func (m *Store) shardOf(groupID string) *shard {
@@ -315,7 +315,7 @@ func (m *Store) check(g *group.Group, cond membership.Precondition) error {
 	}
 	size := 0
 	if g != nil {
-		size = g.Members.Len() + g.Subgroups
+		size = g.Members.Len() + int(g.Subgroups)
 	}
 	if rev := m.revisionOf(g); !cond.Holds(size, rev) {
 		return membership.PreconditionFailed(rev)

@@ -48,7 +48,7 @@ func (m *Store) nestWrite(w membership.Write, st feed.Stamp) (membership.Result,
 	if g == nil {
 		g = m.newGroup(s, w.GroupID)
 	}
-	g.Subgroups = m.nest.Node(w.GroupID).SubgroupCount()
+	g.SetSubgroups(m.nest.Node(w.GroupID).SubgroupCount())
 	rev := m.feed.Record(c, st, nil)
 	m.nestChanged(rev, next)
 	if g.Vacant() {
@@ -92,7 +92,7 @@ func (m *Store) touchParents(parents []string, rev membership.Revision) {
 		if g == nil {
 			continue // every group with subgroups has one
 		}
-		g.Subgroups = m.nest.Node(p).SubgroupCount()
+		g.SetSubgroups(m.nest.Node(p).SubgroupCount())
 		if g.Vacant() {
 			m.dropGroup(s, g, rev)
 		} else {

@@ -132,7 +132,7 @@ func (l *Loader) Finish(st *snap.State) {
 		}
 	}
 	for _, g := range l.indexed {
-		g.Subgroups = m.nest.Node(g.ID).SubgroupCount()
+		g.SetSubgroups(m.nest.Node(g.ID).SubgroupCount())
 	}
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.Load(st.LastRevision, st.Changes)

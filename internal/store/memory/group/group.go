@@ -18,7 +18,7 @@ import (
 )
 
 // Group is a group with members or subgroups, in a slot of its shard's
-// Table.
+// Table: 64 bytes, its few members packed in it (package packed).
 type Group struct {
 	// ID is the group's id, in memory of its own (Table.Add), never
 	// empty: "" marks a free slot.
@@ -29,10 +29,13 @@ type Group struct {
 	Expiries expiry.Members
 	// Subgroups is how many groups are nested in it directly: a group
 	// with subgroups is kept with no members.
-	Subgroups int
+	Subgroups int32
 	Number    uint32 // in the reverse index and the due set (Table)
-	node      node   // in the Index
 }
+
+// SetSubgroups sets how many groups are nested in g directly: fewer than
+// 2^31, as a store holds fewer groups.
+func (g *Group) SetSubgroups(n int) { g.Subgroups = int32(n) }
 
 // Vacant reports whether g has neither members nor subgroups: it is
 // dropped then.

@@ -1,206 +1,354 @@
 package group
 
 import (
-	"hash/maphash"
-
 	"example.com/groupmembership/membership"
 )
 
-// The Index orders the groups that have members by id, for Store.Groups:
-// a treap (a binary search tree kept balanced by random
-// priorities, in heap order), threaded through the groups themselves, each
-// node counting the groups of its subtree. Finding a page, or how many ids
-// fall in a range, is a walk from the root: O(log n) expected, with no
-// scan or sort of the groups. A node links to its children by their
-// numbers (Tables.At finds them), and its priority is a hash of its
-// number: a link and a count take twelve bytes a group.
+// The Index orders the groups that have members or subgroups by id, for
+// Store.Groups: a B+tree whose leaves hold the groups' numbers, in order
+// of their ids, and whose inner nodes hold the first id below each child
+// and how many groups are below it. Finding a page, or how many ids fall
+// in a range, is a walk from the root: O(log n), with no scan or sort of
+// the groups. A group costs its number in a leaf, about five bytes (a
+// leaf that overflows gives to a neighbour with room before it splits, so
+// that leaves are mostly full; full after a Build), and nothing in its
+// struct.
 
-// Index is the root of the treap, with what it needs.
+const (
+	// leafMax is the most numbers a leaf holds: a leaf, with room for one
+	// more while it splits, is 256 bytes.
+	leafMax = 62
+	// innerMax is the most children of an inner node.
+	innerMax = 64
+)
+
+// A leaf holds groups' numbers, in order of their ids.
+type leaf struct {
+	n       int32
+	numbers [leafMax + 1]uint32
+}
+
+// An inner node holds its children, for each the id of its first group
+// and how many groups are below it.
+type inner struct {
+	n      int
+	firsts [innerMax + 1]string
+	counts [innerMax + 1]int
+	// leaves are the children of a node just above the leaves, inners
+	// those of the nodes above.
+	leaves [innerMax + 1]*leaf
+	inners [innerMax + 1]*inner
+}
+
+// Index is the root of the tree, with what it needs.
 type Index struct {
-	seed uint64
-	root link
 	// at returns the group of a number.
-	at func(uint32) *Group
+	at   func(uint32) *Group
+	root *inner // nil while empty
+	// height is the levels of inner nodes: 1 when the root's children
+	// are leaves.
+	height int
+	total  int
 }
 
-// NewIndex returns an empty Index of the groups at returns by number,
-// whose priorities are hashes of their numbers with seed.
-func NewIndex(seed maphash.Seed, at func(uint32) *Group) Index {
-	return Index{seed: maphash.Comparable(seed, 0), at: at}
+// NewIndex returns an empty Index of the groups at returns by number.
+func NewIndex(at func(uint32) *Group) Index { return Index{at: at} }
+
+// id returns the id of the group numbered n.
+func (ix *Index) id(n uint32) string { return ix.at(n).ID }
+
+// child returns the index of the child of x whose groups hold id, or
+// would: the last whose first id is <= id, or the first.
+func child(x *inner, id string) int {
+	lo, hi := 1, x.n
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if x.firsts[mid] <= id {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo - 1
 }
 
-// link is a group's number plus one; 0 is no group.
-type link uint32
-
-// node are a group's links in the Index.
-type node struct {
-	left, right link
-	count       uint32 // groups in this subtree, this one included
+// search returns the index of the first group of l whose id is >= id, or
+// > id when !inclusive.
+func (ix *Index) search(l *leaf, id string, inclusive bool) int {
+	lo, hi := 0, int(l.n)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if got := ix.id(l.numbers[mid]); got < id || !inclusive && got == id {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
-// group returns the group of l, nil for none.
-func (ix *Index) group(l link) *Group {
-	if l == 0 {
+func (x *inner) sum() int {
+	n := 0
+	for _, c := range x.counts[:x.n] {
+		n += c
+	}
+	return n
+}
+
+// insertAt inserts v at i of a, which holds n.
+func insertAt[T any](a []T, n, i int, v T) {
+	copy(a[i+1:n+1], a[i:n])
+	a[i] = v
+}
+
+// deleteAt deletes what is at i of a, which holds n.
+func deleteAt[T any](a []T, n, i int) {
+	copy(a[i:n-1], a[i+1:n])
+	var zero T
+	a[n-1] = zero
+}
+
+// addChild inserts, at i of x, the child c (a *leaf or an *inner) whose
+// first id is first and which holds count groups.
+func (x *inner) addChild(i int, first string, count int, l *leaf, c *inner) {
+	insertAt(x.firsts[:], x.n, i, first)
+	insertAt(x.counts[:], x.n, i, count)
+	insertAt(x.leaves[:], x.n, i, l)
+	insertAt(x.inners[:], x.n, i, c)
+	x.n++
+}
+
+// dropChild removes the child at i of x.
+func (x *inner) dropChild(i int) {
+	deleteAt(x.firsts[:], x.n, i)
+	deleteAt(x.counts[:], x.n, i)
+	deleteAt(x.leaves[:], x.n, i)
+	deleteAt(x.inners[:], x.n, i)
+	x.n--
+}
+
+// Insert adds g, which the index must not hold.
+func (ix *Index) Insert(g *Group) {
+	ix.total++
+	if ix.root == nil {
+		l := &leaf{n: 1}
+		l.numbers[0] = g.Number
+		ix.root, ix.height = &inner{}, 1
+		ix.root.addChild(0, g.ID, 1, l, nil)
+		return
+	}
+	if sibling := ix.insert(ix.root, ix.height, g); sibling != nil {
+		old := ix.root
+		ix.root = &inner{}
+		ix.root.addChild(0, old.firsts[0], old.sum(), nil, old)
+		ix.root.addChild(1, sibling.firsts[0], sibling.sum(), nil, sibling)
+		ix.height++
+	}
+}
+
+// insert adds g below x, at height h, and returns the new sibling of x
+// when x split.
+func (ix *Index) insert(x *inner, h int, g *Group) *inner {
+	i := child(x, g.ID)
+	x.counts[i]++
+	if h == 1 {
+		l := x.leaves[i]
+		at := ix.search(l, g.ID, false)
+		insertAt(l.numbers[:], int(l.n), at, g.Number)
+		l.n++
+		if at == 0 {
+			x.firsts[i] = g.ID
+		}
+		if l.n > leafMax {
+			ix.overflow(x, i)
+		}
+	} else {
+		c := x.inners[i]
+		if sibling := ix.insert(c, h-1, g); sibling != nil {
+			x.counts[i] = c.sum()
+			x.addChild(i+1, sibling.firsts[0], sibling.sum(), nil, sibling)
+		}
+		x.firsts[i] = c.firsts[0]
+	}
+	if x.n <= innerMax {
 		return nil
 	}
-	return ix.at(uint32(l - 1))
+	r := &inner{}
+	for j := x.n / 2; j < x.n; j++ {
+		r.addChild(r.n, x.firsts[j], x.counts[j], x.leaves[j], x.inners[j])
+	}
+	for x.n > innerMax+1-r.n {
+		x.dropChild(x.n - 1)
+	}
+	return r
 }
 
-func linkOf(g *Group) link {
-	if g == nil {
-		return 0
+// overflow makes room in the leaf at i of x, which holds one more than
+// leafMax: it gives its last number to the next leaf, or its first to the
+// previous one, when that has room, and else splits in halves. Ids added
+// in order (g1, g2, ... g10, g11: runs of them land in one place) then fill
+// leaves as random ones do, two thirds full or more, where halves alone
+// would leave them half full.
+func (ix *Index) overflow(x *inner, i int) {
+	l := x.leaves[i]
+	switch {
+	case i+1 < x.n && x.leaves[i+1].n < leafMax:
+		r := x.leaves[i+1]
+		l.n--
+		insertAt(r.numbers[:], int(r.n), 0, l.numbers[l.n])
+		r.n++
+		l.numbers[l.n] = 0
+		x.counts[i]--
+		x.counts[i+1]++
+		x.firsts[i+1] = ix.id(r.numbers[0])
+	case i > 0 && x.leaves[i-1].n < leafMax:
+		prev := x.leaves[i-1]
+		prev.numbers[prev.n] = l.numbers[0]
+		prev.n++
+		deleteAt(l.numbers[:], int(l.n), 0)
+		l.n--
+		x.counts[i]--
+		x.counts[i-1]++
+		x.firsts[i] = ix.id(l.numbers[0])
+	default:
+		r := &leaf{n: l.n / 2}
+		l.n -= r.n
+		copy(r.numbers[:], l.numbers[l.n:l.n+r.n])
+		clear(l.numbers[l.n:])
+		x.counts[i] = int(l.n)
+		x.addChild(i+1, ix.id(r.numbers[0]), int(r.n), r, nil)
 	}
-	return link(g.Number + 1)
-}
-
-// priority returns g's priority: a hash (splitmix64's finalizer) of its
-// number and the seed, which no client can foresee.
-func (ix *Index) priority(g *Group) uint64 {
-	z := uint64(g.Number) ^ ix.seed
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
-
-func (ix *Index) Insert(g *Group) {
-	g.node = node{count: 1}
-	ix.root = linkOf(ix.insert(ix.group(ix.root), g, ix.priority(g)))
-}
-
-// Build fills the index, which must be empty, with groups, which must be
-// sorted by id and distinct: in one pass (a stack of the rightmost path),
-// not a search from the root for each, as a restart of a million groups
-// needs. It is the treap the inserts would have built.
-func (ix *Index) Build(groups []*Group) {
-	type entry struct {
-		g        *Group
-		priority uint64
-	}
-	var path []entry // the rightmost path, from the root down
-	for _, g := range groups {
-		g.node = node{count: 1}
-		p := ix.priority(g)
-		var below *Group
-		for len(path) > 0 && path[len(path)-1].priority < p {
-			below, path = path[len(path)-1].g, path[:len(path)-1]
-		}
-		g.node.left = linkOf(below)
-		if len(path) > 0 {
-			path[len(path)-1].g.node.right = linkOf(g)
-		}
-		path = append(path, entry{g, p})
-	}
-	if len(path) > 0 {
-		ix.root = linkOf(path[0].g)
-		ix.recountAll(path[0].g)
-	}
-}
-
-// recountAll sets the count of every node of t, and returns t's.
-func (ix *Index) recountAll(t *Group) uint32 {
-	if t == nil {
-		return 0
-	}
-	t.node.count = 1 + ix.recountAll(ix.group(t.node.left)) + ix.recountAll(ix.group(t.node.right))
-	return t.node.count
 }
 
 // Remove removes g, which the index holds.
-func (ix *Index) Remove(g *Group) { ix.root = linkOf(ix.remove(ix.group(ix.root), g.ID)) }
-
-func (ix *Index) countOf(l link) uint32 {
-	if l == 0 {
-		return 0
+func (ix *Index) Remove(g *Group) {
+	ix.total--
+	ix.remove(ix.root, ix.height, g.ID)
+	for ix.height > 1 && ix.root.n == 1 {
+		ix.root = ix.root.inners[0]
+		ix.height--
 	}
-	return ix.group(l).node.count
-}
-
-func (ix *Index) recount(t *Group) {
-	t.node.count = 1 + ix.countOf(t.node.left) + ix.countOf(t.node.right)
-}
-
-func (ix *Index) insert(t, g *Group, priority uint64) *Group {
-	if t == nil {
-		return g
-	}
-	if priority > ix.priority(t) {
-		left, right := ix.split(t, g.ID)
-		g.node.left, g.node.right = linkOf(left), linkOf(right)
-		ix.recount(g)
-		return g
-	}
-	if g.ID < t.ID {
-		t.node.left = linkOf(ix.insert(ix.group(t.node.left), g, priority))
-	} else {
-		t.node.right = linkOf(ix.insert(ix.group(t.node.right), g, priority))
-	}
-	ix.recount(t)
-	return t
-}
-
-// split splits t into the groups with ids below id and the rest.
-func (ix *Index) split(t *Group, id string) (below, rest *Group) {
-	if t == nil {
-		return nil, nil
-	}
-	if t.ID < id {
-		right, rest := ix.split(ix.group(t.node.right), id)
-		t.node.right = linkOf(right)
-		ix.recount(t)
-		return t, rest
-	}
-	below, left := ix.split(ix.group(t.node.left), id)
-	t.node.left = linkOf(left)
-	ix.recount(t)
-	return below, t
-}
-
-// merge joins a and b, every id of a being below every id of b.
-func (ix *Index) merge(a, b *Group) *Group {
-	switch {
-	case a == nil:
-		return b
-	case b == nil:
-		return a
-	case ix.priority(a) > ix.priority(b):
-		a.node.right = linkOf(ix.merge(ix.group(a.node.right), b))
-		ix.recount(a)
-		return a
-	default:
-		b.node.left = linkOf(ix.merge(a, ix.group(b.node.left)))
-		ix.recount(b)
-		return b
+	if ix.root.n == 0 {
+		ix.root, ix.height = nil, 0
 	}
 }
 
-func (ix *Index) remove(t *Group, id string) *Group {
-	if t == nil {
-		return nil
+// remove removes the group id below x, at height h. A child left empty
+// goes; one left under a quarter full is merged into a neighbour that has
+// room for it.
+func (ix *Index) remove(x *inner, h int, id string) {
+	i := child(x, id)
+	x.counts[i]--
+	if h == 1 {
+		l := x.leaves[i]
+		at := ix.search(l, id, true)
+		deleteAt(l.numbers[:], int(l.n), at)
+		l.n--
+		switch {
+		case l.n == 0:
+			x.dropChild(i)
+		case at == 0:
+			x.firsts[i] = ix.id(l.numbers[0])
+		}
+		if i < x.n && x.leaves[i] == l && l.n < leafMax/4 {
+			mergeLeaves(x, i)
+		}
+		return
 	}
-	switch {
-	case id < t.ID:
-		t.node.left = linkOf(ix.remove(ix.group(t.node.left), id))
-	case id > t.ID:
-		t.node.right = linkOf(ix.remove(ix.group(t.node.right), id))
-	default:
-		merged := ix.merge(ix.group(t.node.left), ix.group(t.node.right))
-		t.node = node{}
-		return merged
+	c := x.inners[i]
+	ix.remove(c, h-1, id)
+	if c.n == 0 {
+		x.dropChild(i)
+		return
 	}
-	ix.recount(t)
-	return t
+	x.firsts[i] = c.firsts[0]
+	if c.n < innerMax/4 {
+		mergeInners(x, i)
+	}
+}
+
+// mergeLeaves merges the leaf at i of x with its next or previous one,
+// when the two fit one leaf.
+func mergeLeaves(x *inner, i int) {
+	if i+1 == x.n {
+		i-- // with the previous one
+	}
+	if i < 0 || x.leaves[i].n+x.leaves[i+1].n > leafMax {
+		return
+	}
+	a, b := x.leaves[i], x.leaves[i+1]
+	copy(a.numbers[a.n:], b.numbers[:b.n])
+	a.n += b.n
+	x.counts[i] += x.counts[i+1]
+	x.dropChild(i + 1)
+}
+
+// mergeInners merges the inner node at i of x with its next or previous
+// one, when the two fit one node.
+func mergeInners(x *inner, i int) {
+	if i+1 == x.n {
+		i--
+	}
+	if i < 0 || x.inners[i].n+x.inners[i+1].n > innerMax {
+		return
+	}
+	a, b := x.inners[i], x.inners[i+1]
+	for j := range b.n {
+		a.addChild(a.n, b.firsts[j], b.counts[j], b.leaves[j], b.inners[j])
+	}
+	x.counts[i] += x.counts[i+1]
+	x.dropChild(i + 1)
+}
+
+// Build fills the index, which must be empty, with groups, which must be
+// sorted by id and distinct: full leaves, in one pass, as a restart of a
+// million groups needs.
+func (ix *Index) Build(groups []*Group) {
+	if len(groups) == 0 {
+		return
+	}
+	level := &inner{} // the nodes above the leaves, gathered as one
+	var nodes []*inner
+	for start := 0; start < len(groups); start += leafMax {
+		l := &leaf{}
+		for _, g := range groups[start:min(start+leafMax, len(groups))] {
+			l.numbers[l.n] = g.Number
+			l.n++
+		}
+		if level.n == innerMax {
+			nodes, level = append(nodes, level), &inner{}
+		}
+		level.addChild(level.n, groups[start].ID, int(l.n), l, nil)
+	}
+	nodes = append(nodes, level)
+	ix.height, ix.total = 1, len(groups)
+	for len(nodes) > 1 {
+		var up []*inner
+		level = &inner{}
+		for _, c := range nodes {
+			if level.n == innerMax {
+				up, level = append(up, level), &inner{}
+			}
+			level.addChild(level.n, c.firsts[0], c.sum(), nil, c)
+		}
+		nodes = append(up, level)
+		ix.height++
+	}
+	ix.root = nodes[0]
 }
 
 // below returns how many groups have ids below id.
 func (ix *Index) below(id string) int {
 	n := 0
-	for t := ix.group(ix.root); t != nil; {
-		if t.ID < id {
-			n += int(ix.countOf(t.node.left)) + 1
-			t = ix.group(t.node.right)
-		} else {
-			t = ix.group(t.node.left)
+	for x, h := ix.root, ix.height; x != nil; h-- {
+		i := child(x, id)
+		for _, c := range x.counts[:i] {
+			n += c
 		}
+		if h == 1 {
+			return n + ix.search(x.leaves[i], id, true)
+		}
+		x = x.inners[i]
 	}
 	return n
 }
@@ -209,24 +357,44 @@ func (ix *Index) below(id string) int {
 // to it, when inclusive), in byte order of their ids, until yield returns
 // false.
 func (ix *Index) ascend(after string, inclusive bool, yield func(*Group) bool) {
-	var stack []*Group
-	for t := ix.group(ix.root); t != nil; {
-		if t.ID > after || inclusive && t.ID == after {
-			stack = append(stack, t)
-			t = ix.group(t.node.left)
-		} else {
-			t = ix.group(t.node.right)
-		}
+	if ix.root == nil {
+		return
 	}
-	for len(stack) > 0 {
-		t := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if !yield(t) {
+	type frame struct {
+		x *inner
+		i int
+	}
+	path := make([]frame, 0, ix.height)
+	for x, h := ix.root, ix.height; ; h-- {
+		i := child(x, after)
+		path = append(path, frame{x, i})
+		if h == 1 {
+			break
+		}
+		x = x.inners[i]
+	}
+	bottom := &path[len(path)-1]
+	l := bottom.x.leaves[bottom.i]
+	for at := ix.search(l, after, inclusive); ; at = 0 {
+		for ; at < int(l.n); at++ {
+			if !yield(ix.at(l.numbers[at])) {
+				return
+			}
+		}
+		// The next leaf: up to the lowest node with a child after the
+		// path's, then down its first children.
+		k := len(path) - 1
+		for k >= 0 && path[k].i+1 >= path[k].x.n {
+			k--
+		}
+		if k < 0 {
 			return
 		}
-		for c := ix.group(t.node.right); c != nil; c = ix.group(c.node.left) {
-			stack = append(stack, c)
+		path[k].i++
+		for j := k; j < len(path)-1; j++ {
+			path[j+1] = frame{path[j].x.inners[path[j].i], 0}
 		}
+		l = bottom.x.leaves[bottom.i]
 	}
 }
 
@@ -235,7 +403,7 @@ func (ix *Index) ascend(after string, inclusive bool, yield func(*Group) bool) {
 // at most opts.Limit (0: all).
 func (ix *Index) Page(opts membership.GroupsOptions) (int, []membership.GroupSize) {
 	end, bounded := prefixEnd(opts.Prefix)
-	total := int(ix.countOf(ix.root))
+	total := ix.total
 	if bounded {
 		total = ix.below(end)
 	}
@@ -252,7 +420,7 @@ func (ix *Index) Page(opts membership.GroupsOptions) (int, []membership.GroupSiz
 		if bounded && g.ID >= end || opts.Limit > 0 && len(page) == opts.Limit {
 			return false
 		}
-		page = append(page, membership.GroupSize{ID: g.ID, Members: g.Members.Len(), Subgroups: g.Subgroups})
+		page = append(page, membership.GroupSize{ID: g.ID, Members: g.Members.Len(), Subgroups: int(g.Subgroups)})
 		return true
 	})
 	return total, page

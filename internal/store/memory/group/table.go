@@ -41,12 +41,13 @@ type Table struct {
 	groups int
 }
 
-// pageBytes is the size of a page: slots of one allocation, with no room
-// lost to the allocator's size classes but what is left over a slot.
+// pageBytes is the size of a page's allocation: slots, and the 8-byte
+// header the allocator puts before an object of pointers over 512 bytes,
+// with no room lost to its size classes but what is left over a slot.
 const pageBytes = 4096
 
 // pageSlots is the slots a page holds.
-const pageSlots = uint32(pageBytes / unsafe.Sizeof(Group{}))
+const pageSlots = uint32((pageBytes - 8) / unsafe.Sizeof(Group{}))
 
 type page [pageSlots]Group
 

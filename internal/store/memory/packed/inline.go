@@ -6,37 +6,42 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// A group of a few members keeps them inline, in its Members, with no
-// allocation: a group of three costs its struct and nothing more, where a
-// chunk costs a chunk array and its deltas (72 bytes a group of three).
-// The inline form is three words: the count in the low byte of the first,
-// the bits each uid takes (those of the largest) in its next byte, then
-// the uids, ascending, each in that many bits from bit 16 on. Ten uids
-// below 131,072 fit, five below 2^32, two of any size.
+// A group of a few members keeps them bit-packed, with no chunk: in its
+// Members when they fit two words (no allocation: a group of three costs
+// its struct), else in four words of its heap set while they fit those
+// (one allocation of 64 bytes: a group of ten). A packed set of words
+// holds the count in the low byte of the first word, the bits each uid
+// takes (those of the largest) in its next byte, then the uids,
+// ascending, each in that many bits from bit 16 on. Two words hold seven
+// uids below 65,536, three of any size below 2^37; four words hold ten
+// below 2^24, five of any size below 2^48.
 
-// inlineBits is the bits of an inline form the uids may take.
-const inlineBits = 3*64 - 16
+// smallWords and mediumWords are the words of the two packed forms.
+const (
+	smallWords  = 2
+	mediumWords = 4
+)
 
-// maxInline is the most members kept inline, whatever their size: a
+// maxPacked is the most uids a packed form holds, whatever their size: a
 // lookup scans them, as it scans a chunk.
-const maxInline = 16
+const maxPacked = 32
 
-// inline is a set of uids kept inline.
-type inline [3]uint64
+// packed is a set of uids bit-packed in words.
+type packed []uint64
 
-func (in *inline) len() int { return int(in[0] & 0xff) }
+func (p packed) len() int { return int(p[0] & 0xff) }
 
 // width returns the bits each uid takes.
-func (in *inline) width() uint { return uint(in[0]>>8) & 0xff }
+func (p packed) width() uint { return uint(p[0]>>8) & 0xff }
 
 // at returns the uid at index i.
-func (in *inline) at(i int) membership.UID {
-	b := in.width()
+func (p packed) at(i int) membership.UID {
+	b := p.width()
 	off := 16 + uint(i)*b
 	w, s := off/64, off%64
-	v := in[w] >> s
+	v := p[w] >> s
 	if s+b > 64 {
-		v |= in[w+1] << (64 - s)
+		v |= p[w+1] << (64 - s)
 	}
 	if b < 64 {
 		v &= 1<<b - 1
@@ -45,43 +50,47 @@ func (in *inline) at(i int) membership.UID {
 }
 
 // uids appends the uids to buf.
-func (in *inline) uids(buf []membership.UID) []membership.UID {
-	for i := range in.len() {
-		buf = append(buf, in.at(i))
+func (p packed) uids(buf []membership.UID) []membership.UID {
+	for i := range p.len() {
+		buf = append(buf, p.at(i))
 	}
 	return buf
 }
 
 // search returns the index of the first uid >= uid, and whether it is uid.
-func (in *inline) search(uid membership.UID) (int, bool) {
-	n := in.len()
+func (p packed) search(uid membership.UID) (int, bool) {
+	n := p.len()
 	for i := range n {
-		if v := in.at(i); v >= uid {
+		if v := p.at(i); v >= uid {
 			return i, v == uid
 		}
 	}
 	return n, false
 }
 
-// packInline returns uids, sorted and distinct, packed inline, and false
-// when they do not fit.
-func packInline(uids []membership.UID) (inline, bool) {
-	var in inline
+// fits reports whether uids, sorted and distinct, fit words words.
+func fits(uids []membership.UID, words int) bool {
 	if len(uids) == 0 {
-		return in, true
+		return true
+	}
+	b := max(1, bits.Len64(uint64(uids[len(uids)-1])))
+	return len(uids) <= maxPacked && len(uids)*b <= 64*words-16
+}
+
+// pack packs uids, sorted and distinct, which must fit, into p.
+func (p packed) pack(uids []membership.UID) {
+	clear(p)
+	if len(uids) == 0 {
+		return
 	}
 	b := uint(max(1, bits.Len64(uint64(uids[len(uids)-1]))))
-	if len(uids) > maxInline || uint(len(uids))*b > inlineBits {
-		return in, false
-	}
-	in[0] = uint64(len(uids)) | uint64(b)<<8
+	p[0] = uint64(len(uids)) | uint64(b)<<8
 	for i, uid := range uids {
 		off := 16 + uint(i)*b
 		w, s := off/64, off%64
-		in[w] |= uint64(uid) << s
+		p[w] |= uint64(uid) << s
 		if s+b > 64 {
-			in[w+1] |= uint64(uid) >> (64 - s)
+			p[w+1] |= uint64(uid) >> (64 - s)
 		}
 	}
-	return in, true
 }

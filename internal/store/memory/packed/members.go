@@ -16,53 +16,58 @@ const maxChunkBytes = 384
 // bulk, leaving room for later inserts before a chunk must split.
 const fillChunkBytes = maxChunkBytes * 3 / 4
 
-// Members is a group's sorted set of uids: inline while they are a few
+// Members is a group's sorted set of uids: bit-packed while they are a few
 // (inline.go), else pairs of group 0 in packed chunks. A member in a chunk
 // costs the bytes of its distance from the one before, listing needs no
 // sort, and finding a uid is a binary search over the chunks and a scan of
-// one.
+// one. A Members is in the smallest form its uids fit.
 type Members struct {
-	// big holds the members in chunks; nil while they are inline.
-	big *chunked
-	// small holds the members while big is nil.
-	small inline
+	// big holds the members that do not fit small; nil while they do.
+	big *heapSet
+	// small holds the members, packed, while big is nil.
+	small [smallWords]uint64
 }
 
-// chunked is a Members in chunks, each of at most maxChunkBytes of deltas.
-type chunked struct {
-	set
-	size int
+// heapSet is a Members that does not fit its struct: packed in words
+// while its uids fit them, else in chunks, each of at most maxChunkBytes
+// of deltas.
+type heapSet struct {
+	set       // empty while the uids are packed in words
+	size  int // the uids in chunks
+	words [mediumWords]uint64
+}
+
+// packedForm returns m's uids packed, nil when they are in chunks.
+func (m *Members) packedForm() packed {
+	switch {
+	case m.big == nil:
+		return m.small[:]
+	case m.big.chunks == nil:
+		return m.big.words[:]
+	}
+	return nil
 }
 
 // Add adds uid and reports whether it was new.
 func (m *Members) Add(uid membership.UID) bool {
-	if m.big == nil {
-		return m.addInline(uid)
+	p := m.packedForm()
+	if p == nil {
+		added, _ := m.big.add(Pair{User: uid}, maxChunkBytes)
+		if added {
+			m.big.size++
+		}
+		return added
 	}
-	added, _ := m.big.add(Pair{User: uid}, maxChunkBytes)
-	if added {
-		m.big.size++
-	}
-	return added
-}
-
-// addInline adds uid to the inline members, moving them all to chunks
-// when they no longer fit.
-func (m *Members) addInline(uid membership.UID) bool {
-	at, found := m.small.search(uid)
+	at, found := p.search(uid)
 	if found {
 		return false
 	}
-	var buf [maxInline + 1]membership.UID
-	uids := m.small.uids(buf[:0])
+	var buf [maxPacked + 1]membership.UID
+	uids := p.uids(buf[:0])
 	uids = append(uids, 0)
 	copy(uids[at+1:], uids[at:])
 	uids[at] = uid
-	if small, ok := packInline(uids); ok {
-		m.small = small
-		return true
-	}
-	m.fillChunks(uids, nil)
+	m.place(uids, nil)
 	return true
 }
 
@@ -73,15 +78,27 @@ func (m *Members) Fill(uids []membership.UID) { m.FillFrom(uids, nil) }
 // FillFrom is Fill with scratch as room for the uids as pairs: it returns
 // scratch, grown when it was short, for the next call.
 func (m *Members) FillFrom(uids []membership.UID, scratch []Pair) []Pair {
-	if small, ok := packInline(uids); ok {
-		*m = Members{small: small}
-		return scratch
-	}
-	return m.fillChunks(uids, scratch)
+	return m.place(uids, scratch)
 }
 
-// fillChunks fills m with uids in chunks, as FillFrom does.
-func (m *Members) fillChunks(uids []membership.UID, scratch []Pair) []Pair {
+// place makes uids, sorted and distinct, m's uids, in the smallest form
+// they fit, keeping m's heap set if it has one and needs one still; it
+// returns scratch as FillFrom does.
+func (m *Members) place(uids []membership.UID, scratch []Pair) []Pair {
+	if fits(uids, smallWords) {
+		*m = Members{}
+		packed(m.small[:]).pack(uids)
+		return scratch
+	}
+	if m.big == nil {
+		m.big = &heapSet{}
+	}
+	m.small = [smallWords]uint64{}
+	if fits(uids, mediumWords) {
+		m.big.set, m.big.size = set{}, 0
+		packed(m.big.words[:]).pack(uids)
+		return scratch
+	}
 	if cap(scratch) < len(uids) {
 		scratch = make([]Pair, len(uids))
 	}
@@ -89,23 +106,23 @@ func (m *Members) fillChunks(uids []membership.UID, scratch []Pair) []Pair {
 	for i, uid := range uids {
 		ps[i] = Pair{User: uid}
 	}
-	big := &chunked{size: len(uids)}
-	big.fill(ps, fillChunkBytes)
-	*m = Members{big: big}
+	m.big.words = [mediumWords]uint64{}
+	m.big.fill(ps, fillChunkBytes)
+	m.big.size = len(uids)
 	return scratch
 }
 
 // Remove removes uid and reports whether it was a member. Members left
-// few enough go back inline.
+// few enough are packed again.
 func (m *Members) Remove(uid membership.UID) bool {
-	if m.big == nil {
-		at, found := m.small.search(uid)
+	if p := m.packedForm(); p != nil {
+		at, found := p.search(uid)
 		if !found {
 			return false
 		}
-		var buf [maxInline]membership.UID
-		uids := m.small.uids(buf[:0])
-		m.small, _ = packInline(append(uids[:at], uids[at+1:]...))
+		var buf [maxPacked]membership.UID
+		uids := p.uids(buf[:0])
+		m.place(append(uids[:at], uids[at+1:]...), nil)
 		return true
 	}
 	removed, _ := m.big.remove(Pair{User: uid}, maxChunkBytes)
@@ -113,10 +130,10 @@ func (m *Members) Remove(uid membership.UID) bool {
 		return false
 	}
 	m.big.size--
-	if m.big.size <= maxInline {
-		var buf [maxInline]membership.UID
-		if small, ok := packInline(m.AppendTo(buf[:0])); ok {
-			*m = Members{small: small}
+	if m.big.size <= maxPacked {
+		var buf [maxPacked]membership.UID
+		if uids := m.AppendTo(buf[:0]); fits(uids, mediumWords) {
+			m.place(uids, nil)
 		}
 	}
 	return true
@@ -124,9 +141,9 @@ func (m *Members) Remove(uid membership.UID) bool {
 
 // All yields the uids in ascending order.
 func (m *Members) All(yield func(membership.UID) bool) {
-	if m.big == nil {
-		for i := range m.small.len() {
-			if !yield(m.small.at(i)) {
+	if p := m.packedForm(); p != nil {
+		for i := range p.len() {
+			if !yield(p.at(i)) {
 				return
 			}
 		}
@@ -157,13 +174,13 @@ func (m *Members) All(yield func(membership.UID) bool) {
 // until it returns false. Finding where to start is a binary search and
 // the scan of one chunk, however deep the page.
 func (m *Members) EachAbove(after membership.UID, yield func(membership.UID) bool) {
-	if m.big == nil {
-		at, found := m.small.search(after)
+	if p := m.packedForm(); p != nil {
+		at, found := p.search(after)
 		if found {
 			at++
 		}
-		for i := at; i < m.small.len(); i++ {
-			if !yield(m.small.at(i)) {
+		for i := at; i < p.len(); i++ {
+			if !yield(p.at(i)) {
 				return
 			}
 		}
@@ -194,7 +211,7 @@ func (m *Members) EachAbove(after membership.UID, yield func(membership.UID) boo
 // merge of many sets needs. It is valid while its set is not changed.
 type Cursor struct {
 	m   *Members
-	i   int // the chunk, or the index of the uid in an inline set
+	i   int // the chunk, or the index of the uid in a packed set
 	off int // where the next delta of the chunk is
 	uid membership.UID
 	ok  bool
@@ -206,12 +223,12 @@ func (m *Members) From(after membership.UID) Cursor {
 	if after == math.MaxInt64 {
 		return Cursor{m: m}
 	}
-	if m.big == nil {
-		i, _ := m.small.search(after + 1)
-		if i == m.small.len() {
+	if p := m.packedForm(); p != nil {
+		i, _ := p.search(after + 1)
+		if i == p.len() {
 			return Cursor{m: m}
 		}
-		return Cursor{m: m, i: i, uid: m.small.at(i), ok: true}
+		return Cursor{m: m, i: i, uid: p.at(i), ok: true}
 	}
 	chunks := m.big.chunks
 	i := m.big.chunkFor(Pair{User: after})
@@ -236,10 +253,10 @@ func (c *Cursor) UID() membership.UID { return c.uid }
 
 // Next moves the cursor to the next member.
 func (c *Cursor) Next() {
-	if c.m.big == nil {
+	if p := c.m.packedForm(); p != nil {
 		c.i++
-		if c.ok = c.i < c.m.small.len(); c.ok {
-			c.uid = c.m.small.at(c.i)
+		if c.ok = c.i < p.len(); c.ok {
+			c.uid = p.at(c.i)
 		}
 		return
 	}
@@ -262,16 +279,16 @@ func (c *Cursor) Next() {
 
 // Len returns how many members there are.
 func (m *Members) Len() int {
-	if m.big == nil {
-		return m.small.len()
+	if p := m.packedForm(); p != nil {
+		return p.len()
 	}
 	return m.big.size
 }
 
 // AppendTo appends the uids, in ascending order, to buf.
 func (m *Members) AppendTo(buf []membership.UID) []membership.UID {
-	if m.big == nil {
-		return m.small.uids(buf)
+	if p := m.packedForm(); p != nil {
+		return p.uids(buf)
 	}
 	for i := range m.big.chunks {
 		c := &m.big.chunks[i]
@@ -289,8 +306,8 @@ func (m *Members) AppendTo(buf []membership.UID) []membership.UID {
 
 // Contains reports whether uid is a member.
 func (m *Members) Contains(uid membership.UID) bool {
-	if m.big == nil {
-		_, found := m.small.search(uid)
+	if p := m.packedForm(); p != nil {
+		_, found := p.search(uid)
 		return found
 	}
 	return m.big.contains(Pair{User: uid})

@@ -11,13 +11,14 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// checkMembers checks m's invariants and that it holds exactly want: its
-// members inline exactly when they fit, its chunks otherwise.
+// checkMembers checks m's invariants and that it holds exactly want, in
+// the smallest form that holds them: packed in its struct, packed in its
+// heap set, or in chunks.
 func checkMembers(t *testing.T, m *Members, want map[membership.UID]bool) {
 	t.Helper()
 	var got []membership.UID
-	if m.big == nil {
-		got = m.small.uids(nil)
+	if p := m.packedForm(); p != nil {
+		got = p.uids(nil)
 	} else {
 		checkPacked(t, &m.big.set, maxChunkBytes)
 		for i, c := range m.big.chunks {
@@ -40,8 +41,17 @@ func checkMembers(t *testing.T, m *Members, want map[membership.UID]bool) {
 	for _, uid := range got {
 		require.True(t, want[uid], "uid %d is not a member", uid)
 	}
-	_, fits := packInline(got)
-	require.Equal(t, fits, m.big == nil, "inline exactly when the %d members fit", len(got))
+	switch {
+	case fits(got, smallWords):
+		require.Nil(t, m.big, "%d members that fit the struct", len(got))
+	case fits(got, mediumWords):
+		require.NotNil(t, m.big, "%d members that fit the heap set's words", len(got))
+		require.Nil(t, m.big.chunks, "%d members that fit the heap set's words", len(got))
+		require.Equal(t, [smallWords]uint64{}, m.small)
+	default:
+		require.NotNil(t, m.big, "%d members in chunks", len(got))
+		require.NotEmpty(t, m.big.chunks, "%d members in chunks", len(got))
+	}
 	var yielded []membership.UID
 	for uid := range m.All {
 		yielded = append(yielded, uid)
