@@ -49,23 +49,46 @@ func (p packed) at(i int) membership.UID {
 	return membership.UID(v)
 }
 
+// each calls yield with the uids from index from on, in order, until it
+// returns false, and reports whether it did not.
+func (p packed) each(from int, yield func(i int, uid membership.UID) bool) bool {
+	b := p.width()
+	mask := ^uint64(0) >> (64 - b) // b is 1 to 64, or 0 for no uids
+	off := 16 + uint(from)*b
+	for i := from; i < p.len(); i++ {
+		w, s := off/64, off%64
+		v := p[w] >> s
+		if s+b > 64 {
+			v |= p[w+1] << (64 - s)
+		}
+		if !yield(i, membership.UID(v&mask)) {
+			return false
+		}
+		off += b
+	}
+	return true
+}
+
 // uids appends the uids to buf.
 func (p packed) uids(buf []membership.UID) []membership.UID {
-	for i := range p.len() {
-		buf = append(buf, p.at(i))
-	}
+	p.each(0, func(_ int, uid membership.UID) bool {
+		buf = append(buf, uid)
+		return true
+	})
 	return buf
 }
 
 // search returns the index of the first uid >= uid, and whether it is uid.
-func (p packed) search(uid membership.UID) (int, bool) {
-	n := p.len()
-	for i := range n {
-		if v := p.at(i); v >= uid {
-			return i, v == uid
+func (p packed) search(uid membership.UID) (at int, found bool) {
+	at = p.len()
+	p.each(0, func(i int, v membership.UID) bool {
+		if v < uid {
+			return true
 		}
-	}
-	return n, false
+		at, found = i, v == uid
+		return false
+	})
+	return at, found
 }
 
 // fits reports whether uids, sorted and distinct, fit words words.

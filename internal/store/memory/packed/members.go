@@ -142,11 +142,7 @@ func (m *Members) Remove(uid membership.UID) bool {
 // All yields the uids in ascending order.
 func (m *Members) All(yield func(membership.UID) bool) {
 	if p := m.packedForm(); p != nil {
-		for i := range p.len() {
-			if !yield(p.at(i)) {
-				return
-			}
-		}
+		p.each(0, func(_ int, uid membership.UID) bool { return yield(uid) })
 		return
 	}
 	for i := range m.big.chunks {
@@ -175,15 +171,7 @@ func (m *Members) All(yield func(membership.UID) bool) {
 // the scan of one chunk, however deep the page.
 func (m *Members) EachAbove(after membership.UID, yield func(membership.UID) bool) {
 	if p := m.packedForm(); p != nil {
-		at, found := p.search(after)
-		if found {
-			at++
-		}
-		for i := at; i < p.len(); i++ {
-			if !yield(p.at(i)) {
-				return
-			}
-		}
+		p.each(0, func(_ int, uid membership.UID) bool { return uid <= after || yield(uid) })
 		return
 	}
 	// One loop over the chunks, not an iterator of pairs: a list of a
