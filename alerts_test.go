@@ -47,7 +47,8 @@ var notAlerted = map[string]string{
 // TestAlertRulesNameTheServicesMetrics holds docs/alerts.yml to the metrics
 // the program serves, with a data directory and an admin listener: every
 // metric a rule names, every label it matches on and every value it asks
-// for (but a status's, which appears once counted), TLS's included. So a renamed metric
+// for (but a status's, which appears once counted), TLS's and the ACL
+// file's included. So a renamed metric
 // fails here rather than leave a rule that never fires. The other way, every
 // failure the program counts is watched by a rule, or named in notAlerted.
 // up is Prometheus's own; the shared log's lag, membership-postgres's, is
@@ -55,7 +56,9 @@ var notAlerted = map[string]string{
 func TestAlertRulesNameTheServicesMetrics(t *testing.T) {
 	rules := alertRules(t)
 	p := newServicePKI(t)
-	base, _, _ := startProgram(t, append(p.args(), "-data-dir", t.TempDir(), "-admin-addr", "127.0.0.1:0")...)
+	acl := filepath.Join(p.dir, "acl")
+	writeACL(t, acl, "dashboard dash-token read *")
+	base, _, _ := startProgram(t, append(p.args(), "-data-dir", t.TempDir(), "-admin-addr", "127.0.0.1:0", "-acl-file", acl)...)
 	status, _ := get(t, p.client(), httpsOf(base)+"/healthz") // a request counted, with its status
 	require.Equal(t, http.StatusOK, status)
 	status, body := get(t, p.client(), httpsOf(base)+"/metrics")

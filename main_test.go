@@ -305,8 +305,8 @@ func TestHelpIsForAPerson(t *testing.T) {
 			flags = append(flags, name)
 		}
 	}
-	require.GreaterOrEqual(t, len(flags), 4, "%s", help)
-	assert.Equal(t, []string{"addr", "data-dir", "token-file", "admin-addr"}, flags[:4], "the flags a first user needs come first")
+	require.GreaterOrEqual(t, len(flags), 5, "%s", help)
+	assert.Equal(t, []string{"addr", "data-dir", "token-file", "acl-file", "admin-addr"}, flags[:5], "the flags a first user needs come first")
 	seen := map[string]bool{}
 	for _, f := range flags {
 		assert.False(t, seen[f], "-%s is listed twice", f)

@@ -151,11 +151,17 @@ func programEpoch(t *testing.T, base string) string {
 // readmeExamples returns the examples of the console blocks of text, the
 // content of file.
 func readmeExamples(file, text string) []readmeExample {
+	return fencedExamples(file, text, "```console")
+}
+
+// fencedExamples returns the examples of the blocks of text, the content
+// of file, that open with the line fence.
+func fencedExamples(file, text, fence string) []readmeExample {
 	var examples []readmeExample
 	inConsole := false
 	for i, line := range strings.Split(text, "\n") {
 		switch {
-		case line == "```console":
+		case line == fence:
 			inConsole = true
 		case strings.HasPrefix(line, "```"):
 			inConsole = false

@@ -29,6 +29,7 @@ const (
 	CodeCycle                  = "cycle"
 	CodeTooDeep                = "too_deep"
 	CodeUnauthorized           = "unauthorized"
+	CodeForbidden              = "forbidden"
 	CodeNotFound               = "not_found"
 	CodeNotMember              = "not_member"
 	CodePreconditionFailed     = "precondition_failed"
@@ -201,6 +202,12 @@ func IsKeyReused(err error) bool { return ErrorCode(err) == CodeIdempotencyKeyRe
 // IsUnauthorized reports whether err is a 401: the service has a token,
 // and the request did not carry it (WithToken).
 func IsUnauthorized(err error) bool { return StatusCode(err) == http.StatusUnauthorized }
+
+// IsForbidden reports whether err is a 403 forbidden: the principal of
+// the client's token lacks a right the request needs on a group (the
+// message names the principal, the right and the group); nothing was
+// changed.
+func IsForbidden(err error) bool { return ErrorCode(err) == CodeForbidden }
 
 // IsChangesGone reports whether err is a 410 changes_gone: the feed no
 // longer holds the changes after the revision asked for, or never gave

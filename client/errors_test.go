@@ -60,6 +60,7 @@ func TestErrorRepliesOfEachStatusClass(t *testing.T) {
 	}{
 		{"400", 400, `{"error":{"code":"invalid_users","message":"users element 3: uid 0 is not valid"}}`, nil, client.IsInvalid, client.CodeInvalidUsers},
 		{"401", 401, `{"error":{"code":"unauthorized","message":"no"}}`, nil, client.IsUnauthorized, client.CodeUnauthorized},
+		{"403", 403, `{"error":{"code":"forbidden","message":"principal \"a\" lacks write on group \"g\""}}`, nil, client.IsForbidden, client.CodeForbidden},
 		{"404", 404, `{"error":{"code":"not_found","message":"no route"}}`, nil, client.IsNotFound, client.CodeNotFound},
 		{"405", 405, `{"error":{"code":"method_not_allowed","message":"no"}}`, nil, func(err error) bool { return client.StatusCode(err) == 405 }, client.CodeMethodNotAllowed},
 		{"409", 409, `{"error":{"code":"idempotency_key_in_flight","message":"wait"}}`, nil, client.IsInFlight, client.CodeIdempotencyKeyInFlight},

@@ -212,7 +212,7 @@ func TestCheckWithAuth(t *testing.T) {
 	const checks = `{"checks":[{"group":"g","uid":1}]}`
 	for _, authReads := range []bool{false, true} {
 		t.Run(fmt.Sprintf("auth-reads=%v", authReads), func(t *testing.T) {
-			h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{}), httpapi.Options{Token: token, AuthReads: authReads})
+			h := httpapi.NewHandler(membership.NewService(memory.New(), membership.ServiceOptions{}), httpapi.Options{Access: httpapi.TokenOnly(token), AuthReads: authReads})
 			w := postCheck(h, checks, nil)
 			if authReads {
 				assert.Equal(t, http.StatusUnauthorized, w.Code)

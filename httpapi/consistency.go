@@ -8,6 +8,7 @@ import (
 
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 // minRevisionHeader is the consistency token a read may send back: the
@@ -55,6 +56,10 @@ func withMinRevision(svc *membership.Service, wait time.Duration, h http.Handler
 func awaitRevision(ctx context.Context, svc *membership.Service, want membership.Revision, wait time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	// Waiting for a revision reads no change, only the latest revision,
+	// which every reply's X-Revision shows: a principal who may not read
+	// the feed may wait.
+	ctx = scope.With(ctx, nil)
 	after := want - 1 // a revision reached returns at once
 	for {
 		_, latest, err := svc.Changes(ctx, membership.ChangeOptions{After: after, Limit: 1, Wait: true})

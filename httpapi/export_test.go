@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"example.com/groupmembership/internal/access"
 	"example.com/groupmembership/membership"
 )
 
@@ -13,4 +14,14 @@ func NewHandler(svc *membership.Service, opts Options) http.Handler {
 	h := NewLoadingHandler(opts)
 	h.Load(svc, StoreExtras{})
 	return h
+}
+
+// TokenOnly returns Options.Access of a service whose one principal is
+// its token, as -token-file gives it.
+func TokenOnly(token string) func() *access.Rules {
+	rules, err := access.NewRules(access.TokenPrincipal(token, "-token-file"))
+	if err != nil {
+		panic(err)
+	}
+	return func() *access.Rules { return rules }
 }

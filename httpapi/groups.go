@@ -9,6 +9,7 @@ import (
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 // defaultGroupsLimit is the page of GET /groups without limit. Unlike a
@@ -46,11 +47,13 @@ func parseGroupsQuery(r *http.Request) (groupsQuery, error) {
 // members, in byte order of their ids, as a JSON array of
 // {"group":…,"members":…} objects: a page of limit groups (1 to 10000,
 // defaultGroupsLimit without it) after the group id after, of those whose
-// ids start with prefix. X-Total-Count is how many groups the prefix
-// selects, and Link leads to the next page when more follow, as for
-// member lists. The state listed is the store's at the revision in
-// X-Revision, whose ETag (any change of the store moves it) answers an
-// If-None-Match with 304. The reply's memory is taken from replies.
+// ids start with prefix, among those the request's scope may read.
+// X-Total-Count is how many groups the prefix selects, and Link leads to
+// the next page when more follow, as for member lists. The state listed
+// is the store's at the revision in X-Revision, whose ETag (any change of
+// the store moves it, and a scope's groups are in it: encode.ScopedETag)
+// answers an If-None-Match with 304. The reply's memory is taken from
+// replies.
 func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseGroupsQuery(r)
@@ -71,12 +74,12 @@ func handleGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
 			middleware.WriteError(w, r, err)
 			return
 		}
-		epoch := svc.Epoch()
+		epoch, tag := svc.Epoch(), scope.Of(r.Context()).ReadTag()
 		writeRevision(w, revision)
-		if encode.AnswerNotModified(w, r, epoch, revision) {
+		if encode.AnswerNotModifiedScoped(w, r, epoch, revision, tag) {
 			return
 		}
-		p.write(w, encode.ETag(epoch, revision), func(last string) string {
+		p.write(w, encode.ScopedETag(epoch, revision, tag), func(last string) string {
 			next := nextLink("/groups", q.limit, last)
 			if q.prefix != "" {
 				next += "&prefix=" + url.QueryEscape(q.prefix)

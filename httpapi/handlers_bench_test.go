@@ -99,7 +99,11 @@ func BenchmarkAdd3RoundTrip(b *testing.B) {
 
 // postThreeUsers runs POSTs of 3 random users to one of 1000 groups on h,
 // from 1024 requests built before the clock starts.
-func postThreeUsers(b *testing.B, h http.Handler) {
+func postThreeUsers(b *testing.B, h http.Handler) { postThreeUsersAs(b, h, "") }
+
+// postThreeUsersAs is postThreeUsers with auth as each request's
+// Authorization header ("" for none).
+func postThreeUsersAs(b *testing.B, h http.Handler, auth string) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var reqs [1024]struct {
 		r    *http.Request
@@ -107,6 +111,9 @@ func postThreeUsers(b *testing.B, h http.Handler) {
 	}
 	for i := range reqs {
 		reqs[i].r, reqs[i].body = addThreeRequest(rng)
+		if auth != "" {
+			reqs[i].r.Header.Set("Authorization", auth)
+		}
 	}
 	w := &discardWriter{header: http.Header{}}
 	i := 0
@@ -187,14 +194,21 @@ func storeOfTen(b *testing.B) *memory.Store {
 
 // benchHotPaths runs the two hot paths on h: a GET of "g", cached, and a
 // POST of 3 random users to one of 1000 groups.
-func benchHotPaths(b *testing.B, name string, h http.Handler) {
+func benchHotPaths(b *testing.B, name string, h http.Handler) { benchHotPathsAs(b, name, h, "") }
+
+// benchHotPathsAs is benchHotPaths with auth as each request's
+// Authorization header ("" for none).
+func benchHotPathsAs(b *testing.B, name string, h http.Handler, auth string) {
 	b.Run(name+"/GET10", func(b *testing.B) {
 		r := httptest.NewRequest("GET", "/group-user/g", nil)
+		if auth != "" {
+			r.Header.Set("Authorization", auth)
+		}
 		w := &discardWriter{header: http.Header{}}
 		for b.Loop() {
 			clear(w.header)
 			h.ServeHTTP(w, r)
 		}
 	})
-	b.Run(name+"/POST3", func(b *testing.B) { postThreeUsers(b, h) })
+	b.Run(name+"/POST3", func(b *testing.B) { postThreeUsersAs(b, h, auth) })
 }

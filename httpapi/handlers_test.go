@@ -846,7 +846,7 @@ func TestAuth(t *testing.T) {
 	const token = "s3cret-t0ken"
 	newAuthHandler := func(authReads bool) (http.Handler, *countingStore) {
 		st := &countingStore{Store: memory.New()}
-		return httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: 100}), httpapi.Options{Token: token, AuthReads: authReads}), st
+		return httpapi.NewHandler(membership.NewService(st, membership.ServiceOptions{MaxUsers: 100}), httpapi.Options{Access: httpapi.TokenOnly(token), AuthReads: authReads}), st
 	}
 	send := func(h http.Handler, method, path, auth string) *httptest.ResponseRecorder {
 		body := ""
@@ -939,7 +939,7 @@ func TestLoadingStateRoutesAsUsual(t *testing.T) {
 	h := httpapi.NewLoadingHandler(httpapi.Options{
 		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
 		AccessLog: true,
-		Token:     "secret",
+		Access:    httpapi.TokenOnly("secret"),
 	})
 	const starting = `{"error":{"code":"starting","message":"the service is starting: its data is loading; try again in a moment (/readyz says when it is ready)"}}`
 	tests := []struct {

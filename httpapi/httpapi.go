@@ -11,6 +11,7 @@ import (
 
 	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/httpapi/middleware"
+	"example.com/groupmembership/internal/access"
 	"example.com/groupmembership/internal/accesslog"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/metrics"
@@ -71,11 +72,13 @@ type Options struct {
 	// MinRevisionWait is the longest a read waits for the revision it asks
 	// for in X-Min-Revision; DefaultMinRevisionWait when <= 0.
 	MinRevisionWait time.Duration
-	// Token, when set, is the bearer token that writes (POST, PUT, DELETE)
-	// need.
-	Token string
-	// AuthReads makes every read need the token as well (every GET, but
-	// /healthz and /readyz, and POST /check).
+	// Access, when set, returns the principals in force, which every
+	// write (POST, PUT, DELETE) needs one of, within its scope, and
+	// /backup an admin; a request reads it once. Nil: no credential, and
+	// everything is open.
+	Access func() *access.Rules
+	// AuthReads makes every read need a principal as well (every GET, but
+	// /healthz and /readyz, and POST /check), within its scope.
 	AuthReads bool
 	// Ready reports whether the service takes traffic, for /readyz: false
 	// once it is shutting down. Nil: always.
@@ -115,7 +118,7 @@ const DefaultListCacheBytes = 64 << 20
 
 // Handler is the whole HTTP API. It starts loading: until Load gives it the
 // service, it routes every request as it will then (a JSON 404 for an
-// unknown path, 405 with Allow for a method, 401 without the token), answers
+// unknown path, 405 with Allow for a method, 401 without a credential), answers
 // /healthz, /openapi.json and /metrics, and answers the routes that need the
 // data, and /readyz, with 503 starting and Retry-After. Every reply, loading
 // or not, gets its X-Request-ID, its access-log line and its count.
@@ -201,7 +204,7 @@ func (h *Handler) Load(svc *membership.Service, extras StoreExtras) {
 // service.
 func (h *Handler) newMux(d shared) *http.ServeMux {
 	mux := http.NewServeMux()
-	addRoutes(mux, routes(d), d.loading(), d.opts.Token, d.opts.AuthReads, d.metrics)
+	addRoutes(mux, routes(d), d.loading(), d.opts.Access, d.opts.AuthReads, d.metrics)
 	return mux
 }
 

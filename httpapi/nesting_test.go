@@ -313,7 +313,7 @@ func TestNestingConditionalWritesAndIdempotency(t *testing.T) {
 
 func TestNestingNeedsTheToken(t *testing.T) {
 	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: testMaxUsers})
-	h := httpapi.NewHandler(svc, httpapi.Options{Logger: slog.New(slog.DiscardHandler), MaxBodyBytes: testMaxBody, Token: "s3cret"})
+	h := httpapi.NewHandler(svc, httpapi.Options{Logger: slog.New(slog.DiscardHandler), MaxBodyBytes: testMaxBody, Access: httpapi.TokenOnly("s3cret")})
 	for _, method := range []string{"POST", "PUT", "DELETE"} {
 		assert.Equal(t, 401, sendTo(h, method, "/group-group/eng", `groups=["a"]`, map[string]string{"Content-Type": formType}).Code, method)
 	}

@@ -480,3 +480,26 @@ func TestOpenAPIDocumentsNesting(t *testing.T) {
 	}
 	assert.Contains(t, schemas["CheckRequest"].(map[string]any)["properties"], "transitive")
 }
+
+// TestOpenAPIDocumentsForbidden holds every route that may need a
+// credential to the bearer scheme and to both refusals: 401 without a
+// principal's credential, 403 past its rights. Only the probes need none.
+func TestOpenAPIDocumentsForbidden(t *testing.T) {
+	doc := loadOpenAPI(t)
+	for path, item := range doc["paths"].(map[string]any) {
+		for method, op := range item.(map[string]any) {
+			o, ok := op.(map[string]any)
+			if !ok || o["responses"] == nil {
+				continue
+			}
+			responses := o["responses"].(map[string]any)
+			if path == "/healthz" || path == "/readyz" {
+				assert.NotContains(t, responses, "403", "%s %s", method, path)
+				continue
+			}
+			assert.Contains(t, responses, "401", "%s %s", method, path)
+			assert.Equal(t, map[string]any{"$ref": "#/components/responses/Forbidden"}, responses["403"], "%s %s", method, path)
+			assert.Contains(t, fmt.Sprint(o["security"]), "bearer", "%s %s", method, path)
+		}
+	}
+}

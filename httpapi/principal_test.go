@@ -43,7 +43,7 @@ func TestChangesAndTheAccessLogNameThePrincipal(t *testing.T) {
 	const token = "s3cret-t0ken-4d1f"
 	logs := &syncBuffer{}
 	svc := membership.NewService(memory.New(), membership.ServiceOptions{})
-	h := httpapi.NewHandler(svc, httpapi.Options{Token: token, AuthReads: true, AccessLog: true,
+	h := httpapi.NewHandler(svc, httpapi.Options{Access: httpapi.TokenOnly(token), AuthReads: true, AccessLog: true,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	auth := map[string]string{"Authorization": "Bearer " + token}
 	writes := []struct{ method, path, body string }{

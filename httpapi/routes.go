@@ -8,6 +8,7 @@ import (
 
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/middleware"
+	"example.com/groupmembership/internal/access"
 	"example.com/groupmembership/membership"
 )
 
@@ -16,7 +17,7 @@ type route struct {
 	method  string
 	path    string
 	handler http.Handler
-	// open routes never need the token: probes must work without it.
+	// open routes never need a credential: probes must work without one.
 	open bool
 	// query says that the handler reads its query itself, through
 	// decode.ParseQuery; the other routes take no parameters, and addRoutes has
@@ -25,11 +26,12 @@ type route struct {
 	// data routes need the service: while loading, they answer 503
 	// starting.
 	data bool
-	// private routes need the token whenever the service has one, GET
-	// included.
+	// private routes need an admin whenever the service has principals,
+	// GET included.
 	private bool
 	// read routes are reads though their method is not GET (POST /check
-	// takes its checks in a body): they need the token only when GETs do.
+	// takes its checks in a body): they need a credential only when GETs
+	// do.
 	read bool
 	// cache is the Cache-Control of the route's replies, if any: a shared
 	// cache in front must not serve a list without asking (no-cache: it
@@ -70,14 +72,15 @@ func routes(d shared) []route {
 	}
 }
 
-// addRoutes registers rs on mux. With a token, every write (POST, PUT,
-// DELETE) and private routes need it, and so does every read (GET, and
-// the read routes) that is not open when authReads is set. Each path also
+// addRoutes registers rs on mux. With principals, every write
+// (POST, PUT, DELETE) needs one, within its scope, and private routes an
+// admin; so does every read (GET, and the read routes) that is not open
+// when authReads is set, and otherwise a read is anyone's. Each path also
 // gets a method-less pattern that answers the methods it does not serve with
 // a JSON 405 and its Allow header, and "/" answers every unknown path with a
 // JSON 404: the mux's own answers are plain text. Every pattern is
 // registered with m too, unless m is nil.
-func addRoutes(mux *http.ServeMux, rs []route, loading bool, token string, authReads bool, m *middleware.RequestMetrics) {
+func addRoutes(mux *http.ServeMux, rs []route, loading bool, principals func() *access.Rules, authReads bool, m *middleware.RequestMetrics) {
 	handle := func(pattern string, h http.Handler) {
 		mux.Handle(pattern, h)
 		if m != nil {
@@ -97,9 +100,8 @@ func addRoutes(mux *http.ServeMux, rs []route, loading bool, token string, authR
 		if r.cache != "" {
 			h = middleware.WithCacheControl(r.cache, h)
 		}
-		isRead := r.method == http.MethodGet || r.read
-		if token != "" && !r.open && (!isRead || authReads || r.private) {
-			h = middleware.RequireToken(token, h)
+		if principals != nil && !r.open {
+			h = middleware.Authenticate(principals, r.need(authReads), h)
 		}
 		handle(r.method+" "+r.path, h)
 		if allowed[r.path] == nil {
@@ -114,6 +116,18 @@ func addRoutes(mux *http.ServeMux, rs []route, loading bool, token string, authR
 		handle(p, handleMethodNotAllowed(strings.Join(allowed[p], ", ")))
 	}
 	handle("/", handleNotFound())
+}
+
+// need returns what r needs of a request's credential, with authReads
+// as -auth-reads says.
+func (r route) need(authReads bool) middleware.Need {
+	switch {
+	case r.private:
+		return middleware.NeedAdmin
+	case r.method != http.MethodGet && !r.read, authReads:
+		return middleware.NeedPrincipal
+	}
+	return middleware.NeedNothing
 }
 
 // escapeGroupID escapes a group id for a path segment, so that a URL built

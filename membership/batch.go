@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"example.com/groupmembership/membership/scope"
 )
 
 // OpBatch is a batch's change: the changes of its writes, in order, under
@@ -68,6 +70,12 @@ func (s *Service) MaxBatchWrites() int { return s.maxBatchWrites }
 func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 	if err := s.validateBatch(b); err != nil {
 		return BatchResult{}, err
+	}
+	sc := scope.Of(ctx)
+	for i, w := range b.Writes {
+		if err := authorizeWrite(sc, w); err != nil {
+			return BatchResult{}, BatchElementError(i, w.GroupID, err)
+		}
 	}
 	b.MaxDepth = s.maxDepth
 	if b.Idem.Key != "" {

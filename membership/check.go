@@ -1,6 +1,10 @@
 package membership
 
-import "context"
+import (
+	"context"
+
+	"example.com/groupmembership/membership/scope"
+)
 
 // DefaultMaxChecks is the default limit on the checks of one CheckMembers.
 const DefaultMaxChecks = 1000
@@ -23,6 +27,9 @@ func (s *Service) MaxChecks() int { return s.maxChecks }
 // group id or uid that is not valid, and whatever the Store returns.
 func (s *Service) CheckMembers(ctx context.Context, checks []Check) (found []bool, rev Revision, err error) {
 	if err := s.validateChecks(checks); err != nil {
+		return nil, 0, err
+	}
+	if err := authorizeChecks(scope.Of(ctx), checks); err != nil {
 		return nil, 0, err
 	}
 	return s.store.CheckMembers(ctx, checks)

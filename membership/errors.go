@@ -38,6 +38,7 @@ const (
 	CodeCycle                  Code = "cycle"                     // the nesting would make a group contain itself
 	CodeTooDeep                Code = "too_deep"                  // the nesting would make a chain deeper than the service's bound
 	CodeUnavailable            Code = "unavailable"               // the store cannot take changes now (its disk failed); nothing was changed
+	CodeForbidden              Code = "forbidden"                 // the request's principal lacks a right it needs on a group (see Scope)
 	CodeInternal               Code = "internal"                  // a fault of the service, not of the request
 )
 

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"example.com/groupmembership/membership/groupids"
 )
 
 // UID identifies a user. Valid uids run from 1 to math.MaxInt64 (UIDRange).
@@ -175,6 +177,9 @@ type GroupListOptions struct {
 	// Transitive asks the Service for the groups through nesting too
 	// (Nesting.TransitiveUserGroups); a Store's UserGroups ignores it.
 	Transitive bool
+	// Within, when not nil, selects only the groups it holds, and the total
+	// counts only those, as GroupsOptions.Within does.
+	Within *groupids.Set
 }
 
 // GroupListFunc receives a user's groups from Store.UserGroups: how many the

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"example.com/groupmembership/membership/scope"
 )
 
 // Groups in groups. A group holds users and may hold other groups, its
@@ -191,6 +193,9 @@ func (s *Service) Subgroups(ctx context.Context, groupID string, opts NestingLis
 	if err := validateNestingRead(groupID, opts); err != nil {
 		return 0, err
 	}
+	if sc := scope.Of(ctx); !sc.AllowsAll(scope.Read) {
+		return readNestedInScope(ctx, sc, groupID, opts, list, s.store.Subgroups, "below")
+	}
 	return s.store.Subgroups(ctx, groupID, opts, list)
 }
 
@@ -201,6 +206,9 @@ func (s *Service) Subgroups(ctx context.Context, groupID string, opts NestingLis
 func (s *Service) Parents(ctx context.Context, groupID string, opts NestingListOptions, list NestedListFunc) (Revision, error) {
 	if err := validateNestingRead(groupID, opts); err != nil {
 		return 0, err
+	}
+	if sc := scope.Of(ctx); !sc.AllowsAll(scope.Read) {
+		return readNestedInScope(ctx, sc, groupID, opts, list, s.store.Parents, "above")
 	}
 	return s.store.Parents(ctx, groupID, opts, list)
 }
@@ -232,7 +240,14 @@ func (s *Service) TransitiveMember(ctx context.Context, groupID string, uid UID)
 	if err := ValidateGroupID(groupID); err != nil {
 		return Member{}, nil, 0, err
 	}
-	m, via, ok, rev, err := s.store.TransitiveMember(ctx, groupID, uid)
+	var m Member
+	var via []string
+	var ok bool
+	var rev Revision
+	err := s.readBelow(ctx, scope.Of(ctx), []string{groupID}, nil, func() (err error) {
+		m, via, ok, rev, err = s.store.TransitiveMember(ctx, groupID, uid)
+		return err
+	})
 	if err != nil {
 		return Member{}, nil, 0, err
 	}
@@ -252,7 +267,12 @@ func (s *Service) TransitiveRevision(ctx context.Context, groupID string) (Revis
 	if err := ValidateGroupID(groupID); err != nil {
 		return 0, err
 	}
-	return s.store.TransitiveRevision(ctx, groupID)
+	var rev Revision
+	err := s.readBelow(ctx, scope.Of(ctx), []string{groupID}, nil, func() (err error) {
+		rev, err = s.store.TransitiveRevision(ctx, groupID)
+		return err
+	})
+	return rev, err
 }
 
 // CheckTransitive answers every check transitively, at one revision; see
@@ -263,7 +283,17 @@ func (s *Service) CheckTransitive(ctx context.Context, checks []Check) ([]bool, 
 	if err := s.validateChecks(checks); err != nil {
 		return nil, 0, err
 	}
-	return s.store.CheckTransitive(ctx, checks)
+	groupIDs := make([]string, len(checks))
+	for i, c := range checks {
+		groupIDs[i] = c.GroupID
+	}
+	var found []bool
+	var rev Revision
+	err := s.readBelow(ctx, scope.Of(ctx), groupIDs, func(i int, e *Error) *Error { return checkError(i, groupIDs[i], e) }, func() (err error) {
+		found, rev, err = s.store.CheckTransitive(ctx, checks)
+		return err
+	})
+	return found, rev, err
 }
 
 // ResolveSubgroupTTLs returns groups with every TTL turned into the time it

@@ -3,6 +3,8 @@ package membership
 import (
 	"context"
 	"time"
+
+	"example.com/groupmembership/membership/scope"
 )
 
 // DefaultMaxUsers is the default limit on users in one request.
@@ -93,8 +95,17 @@ func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOpti
 	if opts.After < 0 {
 		return 0, Errorf(CodeInvalidQuery, "after %d is not a uid (%s)", opts.After, UIDRange)
 	}
+	sc := scope.Of(ctx)
 	if opts.Transitive {
-		return s.store.ListTransitiveMembers(ctx, groupID, opts, list)
+		var rev Revision
+		err := s.readBelow(ctx, sc, []string{groupID}, nil, func() (err error) {
+			rev, err = s.store.ListTransitiveMembers(ctx, groupID, opts, list)
+			return err
+		})
+		return rev, err
+	}
+	if err := authorizeRead(sc, groupID); err != nil {
+		return 0, err
 	}
 	return s.store.ListMembers(ctx, groupID, opts, list)
 }
@@ -104,6 +115,9 @@ func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOpti
 // Errors: CodeInvalidGroupID, CodeNotMember, and whatever the Store returns.
 func (s *Service) Member(ctx context.Context, groupID string, uid UID) (Member, error) {
 	if err := ValidateGroupID(groupID); err != nil {
+		return Member{}, err
+	}
+	if err := authorizeRead(scope.Of(ctx), groupID); err != nil {
 		return Member{}, err
 	}
 	m, ok, err := s.store.Member(ctx, groupID, uid)
@@ -126,6 +140,9 @@ func (s *Service) Revision(ctx context.Context, groupID string) (Revision, error
 	if err := ValidateGroupID(groupID); err != nil {
 		return 0, err
 	}
+	if err := authorizeRead(scope.Of(ctx), groupID); err != nil {
+		return 0, err
+	}
 	return s.store.Revision(ctx, groupID)
 }
 
@@ -142,10 +159,20 @@ func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions
 			return Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
 		}
 	}
+	sc := scope.Of(ctx)
 	if opts.Transitive {
+		if !sc.AllowsAll(scope.Read) {
+			// Whether a refusal named a group or not, it would tell that
+			// uid is in a group outside the scope: refused whatever the
+			// user's groups are.
+			e := Forbidden(sc, scope.Read, "")
+			e.Message += ": a user's groups through nesting may be any group's"
+			return e
+		}
 		_, err := s.store.TransitiveUserGroups(ctx, uid, opts, list)
 		return err
 	}
+	opts.Within = sc.Readable()
 	return s.store.UserGroups(ctx, uid, opts, list)
 }
 
@@ -156,6 +183,11 @@ func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions
 func (s *Service) Changes(ctx context.Context, opts ChangeOptions) ([]Change, Revision, error) {
 	if err := CheckLimit(opts.Limit, MaxPageSize); err != nil {
 		return nil, 0, err
+	}
+	if sc := scope.Of(ctx); !sc.AllowsAll(scope.Read) {
+		e := Forbidden(sc, scope.Read, "")
+		e.Message += ": the change feed holds the changes of every group"
+		return nil, 0, e
 	}
 	return s.store.Changes(ctx, opts)
 }
@@ -190,6 +222,9 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 		return Result{}, err
 	}
 	if err := validatePrincipal(w.Principal); err != nil {
+		return Result{}, err
+	}
+	if err := authorizeWrite(scope.Of(ctx), w); err != nil {
 		return Result{}, err
 	}
 	if IsNestingOp(w.Op) {
@@ -284,5 +319,6 @@ func (s *Service) Groups(ctx context.Context, opts GroupsOptions, list GroupsFun
 			return 0, Errorf(CodeInvalidQuery, "prefix is not the start of a group id: %v", err)
 		}
 	}
+	opts.Within = scope.Of(ctx).Readable()
 	return s.store.Groups(ctx, opts, list)
 }

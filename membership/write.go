@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"example.com/groupmembership/membership/groupids"
 )
 
 // The ops of the change feed beyond add and remove: each is one change
@@ -140,6 +142,10 @@ type GroupsOptions struct {
 	Prefix string
 	After  string
 	Limit  int
+	// Within, when not nil, selects only the groups it holds, and the total
+	// counts only those: the Service sets it to what the request's Scope
+	// may read.
+	Within *groupids.Set
 }
 
 // GroupSize is one group as Store.Groups lists it.

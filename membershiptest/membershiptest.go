@@ -14,7 +14,8 @@
 // It is the service itself, not a mock: the handler, routes, errors,
 // limits, middleware and auth of the membership binary, built by the same
 // code, over its memory store, served by net/http/httptest. Options set a
-// token (WithToken), the binary's limits (WithFlags), HTTPS (WithTLS), and
+// token (WithToken) and principals with their rights and groups
+// (WithPrincipal), the binary's limits (WithFlags), HTTPS (WithTLS), and
 // a fake clock for memberships that end by themselves (WithClock, then
 // Server.Advance).
 package membershiptest
@@ -28,12 +29,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"example.com/groupmembership/client"
+	"example.com/groupmembership/internal/access"
 	"example.com/groupmembership/internal/server"
 )
 
@@ -46,11 +50,12 @@ type Server struct {
 	// the options of WithClientOptions.
 	Client *client.Client
 
-	t        testing.TB
-	httpSrv  *httptest.Server
-	embedded *server.Embedded
-	clock    *clock // nil without WithClock
-	close    func()
+	t          testing.TB
+	clientOpts []client.Option
+	httpSrv    *httptest.Server
+	embedded   *server.Embedded
+	clock      *clock // nil without WithClock
+	close      func()
 }
 
 // Option configures NewServer.
@@ -58,6 +63,7 @@ type Option func(*config)
 
 type config struct {
 	token      string
+	acl        []string // lines of an ACL file
 	flags      []string
 	clockStart time.Time
 	hasClock   bool
@@ -73,6 +79,31 @@ type config struct {
 // ("-auth-reads")). Server.Client sends it.
 func WithToken(token string) Option {
 	return func(c *config) { c.token = token }
+}
+
+// WithPrincipal gives the service a principal, as a line of the binary's
+// ACL file (-acl-file) does: name, whose credential is token, with rights
+// ("read", "write", "admin", or several joined by commas: write reads too,
+// admin does everything) on groups (each an id, a prefix ending in *, or
+// * for every group; an admin's are *). Writes then need the token of a
+// principal, and reach only its groups (403 forbidden past them, which
+// client.IsForbidden tells); with WithFlags("-auth-reads"), reads too.
+// Server.Client sends the token of WithToken, if any; ClientWithToken
+// makes a client of a principal. The configuration is checked as the
+// binary checks its ACL file.
+func WithPrincipal(name, token, rights string, groups ...string) Option {
+	return func(c *config) {
+		fields := []string{name, access.HashToken(token), rights}
+		for _, g := range groups {
+			prefix, isPrefix := strings.CutSuffix(g, "*")
+			f := strings.ReplaceAll(url.PathEscape(prefix), "*", "%2A")
+			if isPrefix {
+				f += "*"
+			}
+			fields = append(fields, f)
+		}
+		c.acl = append(c.acl, strings.Join(fields, " "))
+	}
 }
 
 // WithFlags sets the binary's flags of limits and budgets, with their
@@ -194,6 +225,9 @@ func start(t testing.TB, opts []Option) (*Server, error) {
 	}
 	s := &Server{t: t}
 	eo := server.EmbeddedOptions{Args: cfg.flags, Token: cfg.token, Log: cfg.log}
+	if len(cfg.acl) > 0 {
+		eo.ACL = []byte(strings.Join(cfg.acl, "\n") + "\n")
+	}
 	if cfg.hasClock {
 		s.clock = &clock{now: cfg.clockStart}
 		eo.Now = s.clock.Now
@@ -246,7 +280,18 @@ func start(t testing.TB, opts []Option) (*Server, error) {
 		return nil, fmt.Errorf("making the client: %w", err)
 	}
 	s.Client = c
+	s.clientOpts = cfg.clientOpts
 	return s, nil
+}
+
+// ClientWithToken returns a client of the service that sends token (a
+// principal's of WithPrincipal), with the options of WithClientOptions.
+func (s *Server) ClientWithToken(token string) *client.Client {
+	c, err := client.New(s.URL, append([]client.Option{client.WithToken(token)}, s.clientOpts...)...)
+	if err != nil {
+		s.fail("making a client with a token: %v", err)
+	}
+	return c
 }
 
 // fail reports a failure of the server: to the test, or, without one, by

@@ -115,3 +115,32 @@ func TestWithTLSAsksForClientCertificates(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "sync-job", <-seen)
 }
+
+func TestPrincipalsReachOnlyTheirGroups(t *testing.T) {
+	srv := membershiptest.NewServer(t,
+		membershiptest.WithPrincipal("sync-job", "sync-token", "read,write", "team-a/*", "team b"),
+		membershiptest.WithPrincipal("ops", "ops-token", "admin", "*"),
+		membershiptest.WithFlags("-auth-reads"),
+	)
+	syncJob, ops := srv.ClientWithToken("sync-token"), srv.ClientWithToken("ops-token")
+	_, err := syncJob.Add(t.Context(), "team-a/x", client.Users(1))
+	require.NoError(t, err)
+	_, err = syncJob.Add(t.Context(), "team b", client.Users(1))
+	require.NoError(t, err, "an id with a space")
+	_, err = syncJob.Add(t.Context(), "secret", client.Users(1))
+	assert.True(t, client.IsForbidden(err), "got %v", err)
+	_, err = ops.Add(t.Context(), "secret", client.Users(1))
+	require.NoError(t, err)
+
+	page, err := syncJob.GroupsPage(t.Context(), client.PageOptions{})
+	require.NoError(t, err)
+	var ids []string
+	for _, g := range page.Items {
+		ids = append(ids, g.Group)
+	}
+	assert.Equal(t, []string{"team b", "team-a/x"}, ids, "the groups of its scope only")
+	assert.Equal(t, 2, page.Total)
+
+	_, err = srv.Client.GroupsPage(t.Context(), client.PageOptions{})
+	assert.True(t, client.IsUnauthorized(err), "with -auth-reads, reads need a token: got %v", err)
+}

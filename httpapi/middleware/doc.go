@@ -2,9 +2,10 @@
 // ResponseWriter each handler gets (Observe), which records the status, the
 // acting uid and an internal error for the access log (RequestLog) and
 // the request metrics (RequestMetrics); request ids; the refusal of a path
-// not in canonical form (CanonicalPaths) and of a request without the
-// bearer token (RequireToken); and the one place that maps an error's code
+// not in canonical form (CanonicalPaths); the principal a request's
+// credential names, and the refusal of one without what its route needs
+// (Authenticate); and the one place that maps an error's code
 // to its status and writes its JSON body (WriteError, StatusOf), with the
 // JSON writers the handlers reply through (WriteJSON). It imports encode,
-// and no other part of httpapi.
+// and no other part of httpapi; the principals are internal/access's.
 package middleware

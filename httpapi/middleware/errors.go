@@ -42,6 +42,7 @@ var StatusOf = map[membership.Code]int{
 	membership.CodeBodyTooLarge:           http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMediaType:              http.StatusUnsupportedMediaType,
 	codeUnauthorized:                      http.StatusUnauthorized,
+	membership.CodeForbidden:              http.StatusForbidden,
 	CodeNotFound:                          http.StatusNotFound,
 	membership.CodeNotMember:              http.StatusNotFound,
 	CodeMethodNotAllowed:                  http.StatusMethodNotAllowed,

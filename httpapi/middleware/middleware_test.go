@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"example.com/groupmembership/membership/groupids"
+	"example.com/groupmembership/membership/scope"
 )
 
 func TestObservedWriterHelpersIgnoreOtherWriters(t *testing.T) {
@@ -48,4 +52,12 @@ func TestObservedWriterScratch(t *testing.T) {
 	assert.Equal(t, []string{"18446744073709551615", "more"}, h["A"])
 	assert.Equal(t, []string{"18446744073709551614"}, h["B"])
 	assert.Equal(t, idText, id, "the id is left as it was")
+}
+
+func TestPrincipalNameOfAScopeOrANameAlone(t *testing.T) {
+	ctx := context.Background()
+	assert.Empty(t, PrincipalName(ctx))
+	assert.Equal(t, "dashboard", PrincipalName(WithPrincipal(ctx, "dashboard")))
+	s := scope.New("sync-job", scope.Write, groupids.All())
+	assert.Equal(t, "sync-job", PrincipalName(scope.With(ctx, s)))
 }

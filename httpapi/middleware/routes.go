@@ -1,9 +1,7 @@
 package middleware
 
 import (
-	"crypto/subtle"
 	"net/http"
-	"strings"
 
 	"example.com/groupmembership/membership"
 )
@@ -57,30 +55,6 @@ func WithCacheControl(value string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Cache-Control"] = v
 		h.ServeHTTP(w, r)
-	})
-}
-
-// TokenPrincipal is the name of the principal of the service's single
-// token (-token-file, MEMBERSHIP_TOKEN): the changes it makes, and its
-// requests' lines of the access log, name it so.
-const TokenPrincipal = "token"
-
-// RequireToken lets through only requests with Authorization: Bearer token,
-// as the principal TokenPrincipal (Authenticated). The scheme is matched
-// case-insensitively (RFC 9110 11.1), the token in constant time, so that
-// the time taken tells nothing about it.
-func RequireToken(token string, next http.Handler) http.Handler {
-	want := []byte(token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, got, _ := strings.Cut(HeaderValue(r, "Authorization"), " ")
-		got = strings.TrimLeft(got, " ")
-		if subtle.ConstantTimeCompare([]byte(got), want) != 1 || !strings.EqualFold(scheme, "Bearer") {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="membership"`)
-			WriteError(w, r, membership.Errorf(codeUnauthorized,
-				"this request needs the header Authorization: Bearer <token>, with the service's token"))
-			return
-		}
-		next.ServeHTTP(w, Authenticated(w, r, TokenPrincipal))
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"example.com/groupmembership/internal/access"
 	"example.com/groupmembership/internal/expiry"
 	"example.com/groupmembership/internal/logsink"
 	"example.com/groupmembership/membership"
@@ -19,11 +20,16 @@ type EmbeddedOptions struct {
 	// budgets they set (-max-body, -max-users, -changes-keep, ...), with
 	// the same defaults and checks. Flags of what an embedded service has
 	// not got (-addr and -admin-addr, -pprof, -data-dir, -token-file,
-	// -restore, -probe, -version, -tls-cert, -tls-key, -tls-client-ca) are
-	// refused.
+	// -acl-file, -restore, -probe, -hash-token, -version, -tls-cert,
+	// -tls-key, -tls-client-ca) are refused.
 	Args []string
-	// Token, when set, is the bearer token, as -token-file gives it.
+	// Token, when set, is the bearer token, as -token-file gives it: the
+	// principal named token, an admin.
 	Token string
+	// ACL, when set, is the content of an ACL file, as -acl-file gives it:
+	// its principals, beside the token's. The embedded service does not
+	// reload it.
+	ACL []byte
 	// Now, when set, is the service's clock: expiries are validated and
 	// due on it, and changes are stamped with it; the expiries due are
 	// then applied only by ExpireDue, never by a timer. Nil: the wall
@@ -59,20 +65,23 @@ func NewEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		name  string
 		given bool
 	}{
-		{"-admin-addr", cfg.adminAddr != ""}, {"-data-dir", cfg.dataDir != ""}, {"-token-file", cfg.tokenFile != ""},
+		{"-admin-addr", cfg.adminAddr != ""}, {"-data-dir", cfg.dataDir != ""}, {"-token-file", cfg.tokenFile != ""}, {"-acl-file", cfg.aclFile != ""},
+		{"-hash-token", cfg.hashToken},
 		{"-restore", cfg.restore != ""}, {"-probe", cfg.probe != ""}, {"-version", cfg.version}, {"-pprof", cfg.pprof},
 		{"-tls-cert", cfg.tlsCert != ""}, {"-tls-key", cfg.tlsKey != ""}, {"-tls-client-ca", cfg.tlsClientCA != ""},
 	} {
 		if f.given {
-			return nil, fmt.Errorf("%s: an embedded service has none (it keeps its data in memory, takes its token in EmbeddedOptions, "+
+			return nil, fmt.Errorf("%s: an embedded service has none (it keeps its data in memory, takes its token and ACL in EmbeddedOptions, "+
 				"and its caller serves it, over TLS or not)", f.name)
 		}
 	}
-	if err := checkToken(opts.Token); err != nil {
-		return nil, fmt.Errorf("the token %w", err)
-	}
-	if opts.Token == "" && cfg.authReads {
-		return nil, errors.New("-auth-reads needs a token")
+	var live *access.Live
+	if src := (access.Source{ACL: opts.ACL, Token: opts.Token, TokenSet: opts.Token != "", TokenName: "EmbeddedOptions.Token"}); src.Configured() {
+		if live, err = access.Open(src); err != nil {
+			return nil, err
+		}
+	} else if cfg.authReads {
+		return nil, errors.New("-auth-reads needs a token or principals")
 	}
 	out := opts.Log
 	if out == nil {
@@ -80,7 +89,7 @@ func NewEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	}
 	logOut := logsink.New(out, logsink.Options{MaxBytes: cfg.logBuffer})
 	logger := newLogger(cfg.logFormat, logOut)
-	s := newService(cfg, connPlan{}, opts.Token, nil, logger, logOut)
+	s := newService(cfg, connPlan{}, live, nil, logger, logOut)
 	if opts.Now != nil {
 		s.now = opts.Now
 	}

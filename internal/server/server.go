@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/httpapi"
+	"example.com/groupmembership/internal/access"
 	"example.com/groupmembership/internal/accesslog"
 	"example.com/groupmembership/internal/buildinfo"
 	"example.com/groupmembership/internal/connlimit"
@@ -83,6 +84,8 @@ type Config struct {
 	snapshotSize      int64
 	repair            bool
 	tokenFile         string
+	aclFile           string
+	hashToken         bool
 	tlsCert           string
 	tlsKey            string
 	tlsClientCA       string
@@ -122,6 +125,9 @@ func run(ctx context.Context, backend *Backend, args []string, lookupenv func(st
 		_, err := io.WriteString(stdout, buildinfo.Read().Text(programName(backend)))
 		return err
 	}
+	if cfg.hashToken {
+		return hashToken(os.Stdin, stdout)
+	}
 	getenv := func(name string) string { v, _ := lookupenv(name); return v }
 	if cfg.adminAddr == "" {
 		cfg.adminAddr = getenv("MEMBERSHIP_ADMIN_ADDR")
@@ -153,12 +159,9 @@ func serve(ctx context.Context, cfg Config, backend *Backend, lookupenv func(str
 	if err := checkTLSFiles(cfg); err != nil {
 		return err
 	}
-	token, err := readToken(cfg.tokenFile, lookupenv)
+	live, err := openAccess(cfg, lookupenv)
 	if err != nil {
 		return err
-	}
-	if token == "" && cfg.authReads {
-		return errors.New("-auth-reads needs a token: give -token-file or MEMBERSHIP_TOKEN")
 	}
 	if backend != nil && backend.Check != nil {
 		if err := backend.Check(getenv); err != nil {
@@ -184,10 +187,15 @@ func serve(ctx context.Context, cfg Config, backend *Backend, lookupenv func(str
 		return err
 	}
 	plan.log(logger)
-	if token == "" {
-		logger.Warn("no token: anyone who can reach the service can change memberships (see -token-file)")
+	if live == nil {
+		logger.Warn("no token: anyone who can reach the service can change memberships (see -token-file and -acl-file)")
+	} else {
+		logger.Info("principals in force", "principals", live.Rules().Len(), "auth_reads", cfg.authReads)
+		ticker := time.NewTicker(accessPollEvery)
+		defer ticker.Stop()
+		defer watchAccess(ctx, live, ticker.C, logger)()
 	}
-	svc := newService(cfg, plan, token, certs, logger, logOut)
+	svc := newService(cfg, plan, live, certs, logger, logOut)
 	var lock *fileutil.DirLock
 	svc.bound = func() (err error) {
 		lock, err = lockDataDir(cfg, backend)
@@ -263,9 +271,20 @@ type service struct {
 	open  func(ctx context.Context) (Store, error)
 }
 
-func newService(cfg Config, plan connPlan, token string, certs *tlscert.Loader, logger *slog.Logger, logOut *logsink.Writer) *service {
+func newService(cfg Config, plan connPlan, live *access.Live, certs *tlscert.Loader, logger *slog.Logger, logOut *logsink.Writer) *service {
 	s := &service{cfg: cfg, plan: plan, logger: logger, now: time.Now, stopping: make(chan struct{}), served: make(chan error, 2),
 		tls: certs, serverLog: &serverLog{logger: logger}}
+	collectors := []func(*metrics.Writer){buildInfoMetric(buildinfo.Read()), func(w *metrics.Writer) {
+		w.Gauge("membership_conn_send_buffer_bytes", "The kernel send buffer of each connection, in bytes (-conn-send-buffer).", float64(cfg.connSendBuffer))
+		w.Gauge("membership_max_header_bytes", "The largest request line and headers accepted, in bytes (-max-header).", float64(cfg.maxHeaderBytes))
+		connMetrics(w, s.listeners, s.listenerNames)
+		s.tlsMetrics(w)
+	}}
+	var principals func() *access.Rules
+	if live != nil {
+		principals = live.Rules
+		collectors = append(collectors, live.WriteMetrics)
+	}
 	s.api = httpapi.NewLoadingHandler(httpapi.Options{
 		Logger:            logger,
 		AccessLines:       accesslog.New(logOut, cfg.logFormat == "json"),
@@ -276,17 +295,12 @@ func newService(cfg Config, plan connPlan, token string, certs *tlscert.Loader, 
 		ChangesReplyBytes: cfg.changesReplyBytes,
 		MaxWaiters:        cfg.maxWaiters,
 		ListCacheBytes:    cfg.listCache,
-		Token:             token,
+		Access:            principals,
 		AuthReads:         cfg.authReads,
 		Ready:             s.ready.Load,
 		Stopping:          s.stopping,
 		NoMetrics:         !cfg.metrics,
-		Collectors: []func(*metrics.Writer){buildInfoMetric(buildinfo.Read()), func(w *metrics.Writer) {
-			w.Gauge("membership_conn_send_buffer_bytes", "The kernel send buffer of each connection, in bytes (-conn-send-buffer).", float64(cfg.connSendBuffer))
-			w.Gauge("membership_max_header_bytes", "The largest request line and headers accepted, in bytes (-max-header).", float64(cfg.maxHeaderBytes))
-			connMetrics(w, s.listeners, s.listenerNames)
-			s.tlsMetrics(w)
-		}},
+		Collectors:        collectors,
 		Budgets: []func() []metrics.Budget{func() []metrics.Budget {
 			return append([]metrics.Budget{{Name: "log_buffer", Used: int64(logOut.Buffered()), Limit: int64(logOut.MaxBytes()), Refused: logOut.Dropped()}},
 				headerBudgets(s.listeners, s.listenerNames)...)
@@ -657,6 +671,7 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.addr, "addr", ":8080", "`address` to listen on, host:port")
 	fs.StringVar(&cfg.dataDir, "data-dir", "", "keep the data durably in this `directory`; empty: in memory, lost at exit")
 	fs.StringVar(&cfg.tokenFile, "token-file", "", "`file` of the token that writes and /backup need; empty: $MEMBERSHIP_TOKEN")
+	fs.StringVar(&cfg.aclFile, "acl-file", "", "`file` of the principals, their rights and groups; empty: $MEMBERSHIP_ACL_FILE")
 	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "`address` for probes and /metrics only; empty: $MEMBERSHIP_ADMIN_ADDR or none")
 
 	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "serve HTTPS with this certificate `file` (PEM); empty: $MEMBERSHIP_TLS_CERT")
@@ -689,7 +704,7 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&cfg.idemBytes, "idempotency-bytes", membership.DefaultIdempotencyBytes, "memory for the keys remembered, in `bytes`")
 	fs.DurationVar(&cfg.idemRetention, "idempotency-retention", membership.DefaultIdempotencyRetention, "how long a key is remembered")
 
-	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make reads need the token too")
+	fs.BoolVar(&cfg.authReads, "auth-reads", false, "make reads need the token, or a principal, too")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.BoolVar(&cfg.accessLog, "access-log", true, "log every request; false: only the failed")
 	fs.IntVar(&cfg.logBuffer, "log-buffer", logsink.DefaultMaxBytes, "memory for log lines waiting for stdout, in `bytes`")
@@ -702,6 +717,7 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.probe, "probe", "", "GET `URL` (a path alone: this machine); exit 0 on a 200 within 1s")
 	fs.StringVar(&cfg.restore, "restore", "", "write -data-dir from a backup `file` of GET /backup")
 	fs.BoolVar(&cfg.version, "version", false, "print the version, the commit and the Go version")
+	fs.BoolVar(&cfg.hashToken, "hash-token", false, "read a token on stdin, print its secret for -acl-file")
 	fs.Usage = func() {
 		writeUsage(fs.Output(), fs, "membership", "Serves the group membership service over HTTP.", nil, nil)
 	}
@@ -830,51 +846,6 @@ func checkAddrFlag(name, addr string) error {
 			return fmt.Errorf("-%s %s is not host:port: did you mean :%s (every interface) or 127.0.0.1:%s (this machine only)?", name, addr, addr, addr)
 		}
 		return fmt.Errorf("-%s %q is not host:port, such as :8080 or 127.0.0.1:8080: %v", name, addr, err)
-	}
-	return nil
-}
-
-// readToken returns the bearer token: the content of tokenFile, without the
-// spaces and newlines around it, or else MEMBERSHIP_TOKEN's. "" means none:
-// no file and no MEMBERSHIP_TOKEN. A file or a variable that is there but
-// blank is refused: a token meant but lost (an unset variable substituted,
-// an empty secret mounted) must not turn auth off.
-func readToken(tokenFile string, lookupenv func(string) (string, bool)) (string, error) {
-	if tokenFile == "" {
-		token, set := lookupenv("MEMBERSHIP_TOKEN")
-		if !set {
-			return "", nil
-		}
-		token = strings.TrimSpace(token)
-		if token == "" {
-			return "", errors.New("MEMBERSHIP_TOKEN is set but blank: give it the token, or unset it to run without one")
-		}
-		if err := checkToken(token); err != nil {
-			return "", fmt.Errorf("the token in MEMBERSHIP_TOKEN %w", err)
-		}
-		return token, nil
-	}
-	b, err := os.ReadFile(tokenFile)
-	if err != nil {
-		return "", fmt.Errorf("reading the token: %w", err)
-	}
-	token := strings.TrimSpace(string(b))
-	if token == "" {
-		return "", fmt.Errorf("the token file %s is empty: write the token into it, or run without -token-file", tokenFile)
-	}
-	if err := checkToken(token); err != nil {
-		return "", fmt.Errorf("the token in %s %w", tokenFile, err)
-	}
-	return token, nil
-}
-
-// checkToken returns an error unless a client can send token in an
-// Authorization header: no control character, no space.
-func checkToken(token string) error {
-	for i := 0; i < len(token); i++ {
-		if c := token[i]; c <= ' ' || c == 0x7f {
-			return fmt.Errorf("has a character no HTTP header can carry after \"Bearer \" (%q at byte %d): a token is one line of printable characters", c, i)
-		}
 	}
 	return nil
 }

@@ -51,14 +51,22 @@ func TestTokenFromEnvironmentOrFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := readToken(tt.tokenFile, tt.lookupenv)
+			live, err := openAccess(Config{tokenFile: tt.tokenFile}, tt.lookupenv)
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
+			if tt.want == "" {
+				assert.Nil(t, live, "no token: no principal")
+				return
+			}
+			require.NotNil(t, live)
+			p := live.Rules().ByToken(tt.want)
+			require.NotNil(t, p, "the token is %q", tt.want)
+			assert.Equal(t, "token", p.Name)
+			assert.Equal(t, 1, live.Rules().Len())
 		})
 	}
 }

@@ -9,14 +9,14 @@ import (
 )
 
 // flagSections are the sections of -h, in order, with their flags: first,
-// untitled, the four a first user needs; then the rest by what they are
+// untitled, the five a first user needs; then the rest by what they are
 // about. A command's own flags (a backend's) go into the first, after
 // -addr, where -data-dir is for membership.
 var flagSections = []struct {
 	title string
 	flags []string
 }{
-	{"", []string{"addr", "data-dir", "token-file", "admin-addr"}},
+	{"", []string{"addr", "data-dir", "token-file", "acl-file", "admin-addr"}},
 	{"Limits and budgets", []string{"max-body", "max-users", "max-checks", "max-batch", "max-depth", "max-header", "max-conns",
 		"header-memory", "body-memory", "reply-memory", "list-cache", "conn-send-buffer"}},
 	{"Durability (with -data-dir)", []string{"snapshot-bytes", "commit-timeout", "commit-queue-bytes", "repair"}},
@@ -25,7 +25,7 @@ var flagSections = []struct {
 	{"TLS (the files are loaded again on SIGHUP, and when they change)", []string{"tls-cert", "tls-key", "tls-client-ca"}},
 	{"Auth, logs and monitoring", []string{"auth-reads", "log-format", "access-log", "log-buffer", "metrics", "pprof"}},
 	{"Stopping (SIGTERM, SIGINT)", []string{"shutdown-delay", "shutdown-timeout"}},
-	{"Modes that do one thing and exit", []string{"probe", "restore", "version"}},
+	{"Modes that do one thing and exit", []string{"probe", "restore", "hash-token", "version"}},
 }
 
 // flagsDoc is where every flag is explained in full.

@@ -442,8 +442,12 @@ func (m *Store) UserGroups(_ context.Context, uid membership.UID, opts membershi
 	// so none of these numbers can be freed and given to another group.
 	m.groupNumbers.mu.RLock()
 	m.reverse.GroupsOf(uid, func(n uint32) {
+		id := m.groups.At(n).ID
+		if opts.Within != nil && !opts.Within.Contains(id) {
+			return
+		}
 		total++
-		if id := m.groups.At(n).ID; id > opts.After {
+		if id > opts.After {
 			page.Add(id)
 		}
 	})

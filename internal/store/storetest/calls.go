@@ -2,12 +2,14 @@ package storetest
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/groupids"
 )
 
 // Add adds users to the group in s: a Write of OpAdd, with no
@@ -51,4 +53,19 @@ func OneWon(t *testing.T, errs []error) {
 		}
 	}
 	assert.Equal(t, 1, won)
+}
+
+// WithinSet returns the set of patterns, for tests of Within and scopes: "*"
+// is every group, an id that ends in "*" a prefix, any other an id.
+func WithinSet(patterns ...string) *groupids.Set {
+	var exact, prefixes []string
+	for _, p := range patterns {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok {
+			prefixes = append(prefixes, prefix)
+		} else {
+			exact = append(exact, p)
+		}
+	}
+	set := groupids.New(exact, prefixes)
+	return &set
 }

@@ -227,7 +227,7 @@ func TestLogsTheDatabaseItOpened(t *testing.T) {
 }
 
 // -h puts the database where membership's puts its data directory: among
-// the four flags a first user needs, first; every line fits in 100
+// the five flags a first user needs, first; every line fits in 100
 // characters.
 func TestHelpStartsWithTheDatabase(t *testing.T) {
 	var usage strings.Builder
@@ -241,8 +241,8 @@ func TestHelpStartsWithTheDatabase(t *testing.T) {
 			flags = append(flags, name)
 		}
 	}
-	require.GreaterOrEqual(t, len(flags), 4, "%s", usage.String())
-	assert.Equal(t, []string{"addr", "database-url", "token-file", "admin-addr"}, flags[:4])
+	require.GreaterOrEqual(t, len(flags), 5, "%s", usage.String())
+	assert.Equal(t, []string{"addr", "database-url", "token-file", "acl-file", "admin-addr"}, flags[:5])
 }
 
 // The command takes the service's flags but those of a data directory, and

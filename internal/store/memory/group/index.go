@@ -2,6 +2,7 @@ package group
 
 import (
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/groupids"
 )
 
 // The Index orders the groups that have members or subgroups by id, for
@@ -398,43 +399,56 @@ func (ix *Index) ascend(after string, inclusive bool, yield func(*Group) bool) {
 	}
 }
 
-// Page returns how many groups have ids that start with opts.Prefix, and
-// the page of them opts asks for, with their sizes: those after opts.After,
-// at most opts.Limit (0: all).
+// Page returns how many groups have ids that start with opts.Prefix (and
+// are in opts.Within, when set), and the page of them opts asks for, with
+// their sizes: those after opts.After, at most opts.Limit (0: all). Each
+// range of Within costs a walk from the root for the count, and one more
+// for the page when it has ids in it.
 func (ix *Index) Page(opts membership.GroupsOptions) (int, []membership.GroupSize) {
-	end, bounded := prefixEnd(opts.Prefix)
-	total := ix.total
-	if bounded {
-		total = ix.below(end)
+	selected := []groupids.Range{groupids.PrefixRange(opts.Prefix)}
+	if opts.Within != nil {
+		selected = selected[:0]
+		for _, r := range opts.Within.Ranges() {
+			if in, ok := r.Intersect(groupids.PrefixRange(opts.Prefix)); ok {
+				selected = append(selected, in)
+			}
+		}
 	}
-	total -= ix.below(opts.Prefix)
-	from, inclusive := opts.After, false
-	if opts.Prefix > from {
-		from, inclusive = opts.Prefix, true
+	total := 0
+	for _, r := range selected {
+		total += ix.count(r)
 	}
 	var page []membership.GroupSize
 	if opts.Limit > 0 {
 		page = make([]membership.GroupSize, 0, min(opts.Limit, total))
 	}
-	ix.ascend(from, inclusive, func(g *Group) bool {
-		if bounded && g.ID >= end || opts.Limit > 0 && len(page) == opts.Limit {
-			return false
+	for _, r := range selected {
+		if opts.Limit > 0 && len(page) == opts.Limit {
+			break
 		}
-		page = append(page, membership.GroupSize{ID: g.ID, Members: g.Members.Len(), Subgroups: int(g.Subgroups)})
-		return true
-	})
+		if r.End != "" && r.End <= opts.After {
+			continue
+		}
+		from, inclusive := opts.After, false
+		if r.Start > from {
+			from, inclusive = r.Start, true
+		}
+		ix.ascend(from, inclusive, func(g *Group) bool {
+			if r.End != "" && g.ID >= r.End || opts.Limit > 0 && len(page) == opts.Limit {
+				return false
+			}
+			page = append(page, membership.GroupSize{ID: g.ID, Members: g.Members.Len(), Subgroups: int(g.Subgroups)})
+			return true
+		})
+	}
 	return total, page
 }
 
-// prefixEnd returns the smallest string above every string that starts
-// with prefix, and false when there is none (prefix is all 0xff bytes).
-func prefixEnd(prefix string) (string, bool) {
-	b := []byte(prefix)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xff {
-			b[i]++
-			return string(b[:i+1]), true
-		}
+// count returns how many groups have ids in r.
+func (ix *Index) count(r groupids.Range) int {
+	n := ix.total
+	if r.End != "" {
+		n = ix.below(r.End)
 	}
-	return "", false
+	return n - ix.below(r.Start)
 }

@@ -158,21 +158,3 @@ func TestGroupIndexBuildThenChange(t *testing.T) {
 	}
 }
 
-func TestPrefixEnd(t *testing.T) {
-	tests := []struct {
-		prefix, want string
-		ok           bool
-	}{
-		{"a", "b", true},
-		{"ab", "ac", true},
-		{"a\xff", "b", true},
-		{"\xff\xff", "", false},
-		{"", "", false},
-		{"é", "\xc3\xaa", true},
-	}
-	for _, tt := range tests {
-		got, ok := prefixEnd(tt.prefix)
-		assert.Equal(t, tt.ok, ok, tt.prefix)
-		assert.Equal(t, tt.want, got, tt.prefix)
-	}
-}

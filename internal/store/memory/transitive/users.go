@@ -41,6 +41,13 @@ func (r *Reader) TransitiveUserGroups(_ context.Context, uid membership.UID, opt
 		in[id] = struct{}{}
 		graph.Node(id).Ancestors(func(a *nesting.Node) { in[a.ID] = struct{}{} })
 	})
+	if opts.Within != nil {
+		for id := range in {
+			if !opts.Within.Contains(id) {
+				delete(in, id)
+			}
+		}
+	}
 	ids := make([]string, 0, len(in))
 	for id := range in {
 		if id > opts.After {

@@ -2,7 +2,8 @@
 // memberships: adds and removes and their counts, nicknames, lists and
 // their paging, revisions of a group, the reverse index, whole-group
 // writes and their preconditions, member checks, the actor, principal
-// and time of a change, and Idempotency-Keys, each its principal's.
+// and time of a change, Idempotency-Keys, each its principal's, and the
+// lists of groups within a set (Within).
 package memberstest
 
 import (
@@ -31,6 +32,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	t.Run("every change carries its actor and time", func(t *testing.T) { testStamps(t, newStore) })
 	t.Run("idempotency keys", func(t *testing.T) { testIdempotencyKeys(t, newStore) })
 	t.Run("principals", func(t *testing.T) { testPrincipals(t, newStore) })
+	t.Run("groups and a user's groups within a set", func(t *testing.T) { testWithin(t, newStore) })
 
 	t.Run("unknown group lists empty, not nil", func(t *testing.T) {
 		got, _ := storetest.ListAll(t, newStore(t), "nobody")

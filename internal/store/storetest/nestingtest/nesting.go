@@ -520,6 +520,9 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		groups, total, _ = storetest.TransitiveGroups(t, s, 99, membership.GroupListOptions{})
 		assert.Empty(t, groups)
 		assert.Zero(t, total)
+		groups, total, _ = storetest.TransitiveGroups(t, s, 3, membership.GroupListOptions{Within: storetest.WithinSet("b", "top")})
+		assert.Equal(t, []string{"b", "top"}, groups, "Within selects among the groups through nesting too")
+		assert.Equal(t, 2, total)
 
 		found, _, err := s.CheckTransitive(ctx, []membership.Check{
 			{GroupID: "top", UID: 3}, {GroupID: "a", UID: 5}, {GroupID: "b", UID: 5}, {GroupID: "top", UID: 6}, {GroupID: "c", UID: 6}, {GroupID: "nobody", UID: 1},
