@@ -157,4 +157,3 @@ func TestGroupIndexBuildThenChange(t *testing.T) {
 		checkIndex(t, &ix, model, n)
 	}
 }
-
