@@ -34,8 +34,9 @@ type Table struct {
 	// free are the slots of dropped groups, given out again first.
 	free []uint32
 	// index holds, for each id hashed to it (or, probing, after it), the
-	// slot of its group plus one; 0 is an empty entry. Its length is a
-	// power of two, or 0.
+	// slot of its group plus one; 0 is an empty entry. It grows by half
+	// when three quarters full, so that it is half to three quarters full:
+	// 5 to 8 bytes a group.
 	index []uint32
 	// groups is how many slots hold a group.
 	groups int
@@ -67,9 +68,18 @@ func NewTables(n int, seed maphash.Seed, firstSlot uint32) Tables {
 // Len returns how many groups t holds.
 func (t *Table) Len() int { return t.groups }
 
-// home returns the index entry id hashes to.
+// home returns the index entry id hashes to: the top half of its hash,
+// scaled to the index's length.
 func (t *Table) home(id string) int {
-	return int(maphash.String(t.seed, id)>>32) & (len(t.index) - 1)
+	return int((maphash.String(t.seed, id) >> 32) * uint64(len(t.index)) >> 32)
+}
+
+// next returns the entry after i, the first after the last.
+func (t *Table) next(i int) int {
+	if i++; i == len(t.index) {
+		return 0
+	}
+	return i
 }
 
 // slot returns the group in slot s of pages.
@@ -83,8 +93,7 @@ func (t *Table) Get(groupID string) *Group {
 		return nil
 	}
 	pages := *t.pages.Load()
-	mask := len(t.index) - 1
-	for i := t.home(groupID); ; i = (i + 1) & mask {
+	for i := t.home(groupID); ; i = t.next(i) {
 		e := t.index[i]
 		if e == 0 {
 			return nil
@@ -133,19 +142,18 @@ func (t *Table) slotFor(s uint32) *Group {
 
 // insert enters slot s, holding groupID, in the index.
 func (t *Table) insert(s uint32, groupID string) {
-	mask := len(t.index) - 1
 	i := t.home(groupID)
 	for t.index[i] != 0 {
-		i = (i + 1) & mask
+		i = t.next(i)
 	}
 	t.index[i] = s + 1
 }
 
-// grow doubles the index (to 8 entries when it has none), entering every
-// group again.
+// grow makes the index half as long again (8 entries when it has none),
+// entering every group again.
 func (t *Table) grow() {
 	old := t.index
-	t.index = make([]uint32, max(8, 2*len(old)))
+	t.index = make([]uint32, max(8, len(old)+len(old)/2))
 	pages := *t.pages.Load()
 	for _, e := range old {
 		if e != 0 {
@@ -159,14 +167,13 @@ func (t *Table) grow() {
 func (t *Table) Remove(g *Group) {
 	pages := *t.pages.Load()
 	s := g.Number / t.shards
-	mask := len(t.index) - 1
 	i := t.home(g.ID)
 	for t.index[i] != s+1 {
-		i = (i + 1) & mask
+		i = t.next(i)
 	}
 	// Backward shift: each entry after i, up to an empty one, that may
 	// sit at i (its home is not between i and it) moves there.
-	for j := (i + 1) & mask; t.index[j] != 0; j = (j + 1) & mask {
+	for j := t.next(i); t.index[j] != 0; j = t.next(j) {
 		h := t.home(slot(pages, t.index[j]-1).ID)
 		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
 			t.index[i] = t.index[j]
