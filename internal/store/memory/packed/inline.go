@@ -6,15 +6,15 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// A group of a few members keeps them bit-packed, with no chunk: in its
-// Members when they fit two words (no allocation: a group of three costs
-// its struct), else in four words of its heap set while they fit those
-// (one allocation of 64 bytes: a group of ten). A packed set of words
-// holds the count in the low byte of the first word, the bits each uid
-// takes (those of the largest) in its next byte, then the uids,
-// ascending, each in that many bits from bit 16 on. Two words hold seven
-// uids below 65,536, three of any size below 2^37; four words hold ten
-// below 2^24, five of any size below 2^48.
+// A group of a few members keeps them bit-packed, with no chunk: in the
+// two words of its Members when they fit those (no allocation: a group of
+// three costs its struct), else in those and two words of its heap set
+// while they fit the four (an allocation of 24 bytes: a group of ten). A
+// packed set of words holds the count in the low byte of the first word,
+// the bits each uid takes (those of the largest) in its next byte, then
+// the uids, ascending, each in that many bits from bit 16 on. Two words
+// hold seven uids below 65,536, three of any size below 2^37; four words
+// hold ten below 2^24, five below 2^48, three of any size.
 
 // smallWords and mediumWords are the words of the two packed forms.
 const (

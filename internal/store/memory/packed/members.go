@@ -28,33 +28,43 @@ type Members struct {
 	small [smallWords]uint64
 }
 
-// heapSet is a Members that does not fit its struct: packed in words
-// while its uids fit them, else in chunks, each of at most maxChunkBytes
-// of deltas.
+// heapSet is a Members that does not fit its struct: packed in the
+// struct's words and its own while its uids fit them (24 bytes in all: a
+// group of ten), else in chunks.
 type heapSet struct {
-	set       // empty while the uids are packed in words
-	size  int // the uids in chunks
-	words [mediumWords]uint64
+	words   [mediumWords - smallWords]uint64
+	chunked *chunked // nil while the uids are packed in words
 }
 
-// packedForm returns m's uids packed, nil when they are in chunks.
-func (m *Members) packedForm() packed {
+// chunked is a Members in chunks, each of at most maxChunkBytes of deltas.
+type chunked struct {
+	set
+	size int
+}
+
+// packedForm returns m's uids packed, nil when they are in chunks: those
+// packed in m and its heap set copied into buf.
+func (m *Members) packedForm(buf *[mediumWords]uint64) packed {
 	switch {
 	case m.big == nil:
 		return m.small[:]
-	case m.big.chunks == nil:
-		return m.big.words[:]
+	case m.big.chunked == nil:
+		copy(buf[:], m.small[:])
+		copy(buf[smallWords:], m.big.words[:])
+		return buf[:]
 	}
 	return nil
 }
 
 // Add adds uid and reports whether it was new.
 func (m *Members) Add(uid membership.UID) bool {
-	p := m.packedForm()
+	var words [mediumWords]uint64
+	p := m.packedForm(&words)
 	if p == nil {
-		added, _ := m.big.add(Pair{User: uid}, maxChunkBytes)
+		c := m.big.chunked
+		added, _ := c.add(Pair{User: uid}, maxChunkBytes)
 		if added {
-			m.big.size++
+			c.size++
 		}
 		return added
 	}
@@ -95,8 +105,11 @@ func (m *Members) place(uids []membership.UID, scratch []Pair) []Pair {
 	}
 	m.small = [smallWords]uint64{}
 	if fits(uids, mediumWords) {
-		m.big.set, m.big.size = set{}, 0
-		packed(m.big.words[:]).pack(uids)
+		var words [mediumWords]uint64
+		packed(words[:]).pack(uids)
+		copy(m.small[:], words[:])
+		copy(m.big.words[:], words[smallWords:])
+		m.big.chunked = nil
 		return scratch
 	}
 	if cap(scratch) < len(uids) {
@@ -106,16 +119,18 @@ func (m *Members) place(uids []membership.UID, scratch []Pair) []Pair {
 	for i, uid := range uids {
 		ps[i] = Pair{User: uid}
 	}
-	m.big.words = [mediumWords]uint64{}
-	m.big.fill(ps, fillChunkBytes)
-	m.big.size = len(uids)
+	m.big.words = [mediumWords - smallWords]uint64{}
+	c := &chunked{size: len(uids)}
+	c.fill(ps, fillChunkBytes)
+	m.big.chunked = c
 	return scratch
 }
 
 // Remove removes uid and reports whether it was a member. Members left
 // few enough are packed again.
 func (m *Members) Remove(uid membership.UID) bool {
-	if p := m.packedForm(); p != nil {
+	var words [mediumWords]uint64
+	if p := m.packedForm(&words); p != nil {
 		at, found := p.search(uid)
 		if !found {
 			return false
@@ -125,12 +140,13 @@ func (m *Members) Remove(uid membership.UID) bool {
 		m.place(append(uids[:at], uids[at+1:]...), nil)
 		return true
 	}
-	removed, _ := m.big.remove(Pair{User: uid}, maxChunkBytes)
+	c := m.big.chunked
+	removed, _ := c.remove(Pair{User: uid}, maxChunkBytes)
 	if !removed {
 		return false
 	}
-	m.big.size--
-	if m.big.size <= maxPacked {
+	c.size--
+	if c.size <= maxPacked {
 		var buf [maxPacked]membership.UID
 		if uids := m.AppendTo(buf[:0]); fits(uids, mediumWords) {
 			m.place(uids, nil)
@@ -141,12 +157,13 @@ func (m *Members) Remove(uid membership.UID) bool {
 
 // All yields the uids in ascending order.
 func (m *Members) All(yield func(membership.UID) bool) {
-	if p := m.packedForm(); p != nil {
+	var words [mediumWords]uint64
+	if p := m.packedForm(&words); p != nil {
 		p.each(0, func(_ int, uid membership.UID) bool { return yield(uid) })
 		return
 	}
-	for i := range m.big.chunks {
-		c := &m.big.chunks[i]
+	for i := range m.big.chunked.chunks {
+		c := &m.big.chunked.chunks[i]
 		uid := c.first.User
 		if !yield(uid) {
 			return
@@ -170,14 +187,15 @@ func (m *Members) All(yield func(membership.UID) bool) {
 // until it returns false. Finding where to start is a binary search and
 // the scan of one chunk, however deep the page.
 func (m *Members) EachAbove(after membership.UID, yield func(membership.UID) bool) {
-	if p := m.packedForm(); p != nil {
+	var words [mediumWords]uint64
+	if p := m.packedForm(&words); p != nil {
 		p.each(0, func(_ int, uid membership.UID) bool { return uid <= after || yield(uid) })
 		return
 	}
 	// One loop over the chunks, not an iterator of pairs: a list of a
 	// million members spends its time here.
-	chunks := m.big.chunks
-	for i := m.big.chunkFor(Pair{User: after}); i < len(chunks); i++ {
+	chunks := m.big.chunked.chunks
+	for i := m.big.chunked.chunkFor(Pair{User: after}); i < len(chunks); i++ {
 		c := &chunks[i]
 		uid := c.first.User
 		// Members have group 0: a delta is the distance alone.
@@ -211,15 +229,16 @@ func (m *Members) From(after membership.UID) Cursor {
 	if after == math.MaxInt64 {
 		return Cursor{m: m}
 	}
-	if p := m.packedForm(); p != nil {
+	var words [mediumWords]uint64
+	if p := m.packedForm(&words); p != nil {
 		i, _ := p.search(after + 1)
 		if i == p.len() {
 			return Cursor{m: m}
 		}
 		return Cursor{m: m, i: i, uid: p.at(i), ok: true}
 	}
-	chunks := m.big.chunks
-	i := m.big.chunkFor(Pair{User: after})
+	chunks := m.big.chunked.chunks
+	i := m.big.chunked.chunkFor(Pair{User: after})
 	ch := &chunks[i]
 	if ch.first.User > after {
 		return Cursor{m: m, i: i, uid: ch.first.User, ok: true}
@@ -241,14 +260,15 @@ func (c *Cursor) UID() membership.UID { return c.uid }
 
 // Next moves the cursor to the next member.
 func (c *Cursor) Next() {
-	if p := c.m.packedForm(); p != nil {
+	var words [mediumWords]uint64
+	if p := c.m.packedForm(&words); p != nil {
 		c.i++
 		if c.ok = c.i < p.len(); c.ok {
 			c.uid = p.at(c.i)
 		}
 		return
 	}
-	chunks := c.m.big.chunks
+	chunks := c.m.big.chunked.chunks
 	ch := &chunks[c.i]
 	if c.off < len(ch.rest) {
 		w := int(ch.w)
@@ -267,19 +287,21 @@ func (c *Cursor) Next() {
 
 // Len returns how many members there are.
 func (m *Members) Len() int {
-	if p := m.packedForm(); p != nil {
+	var words [mediumWords]uint64
+	if p := m.packedForm(&words); p != nil {
 		return p.len()
 	}
-	return m.big.size
+	return m.big.chunked.size
 }
 
 // AppendTo appends the uids, in ascending order, to buf.
 func (m *Members) AppendTo(buf []membership.UID) []membership.UID {
-	if p := m.packedForm(); p != nil {
+	var words [mediumWords]uint64
+	if p := m.packedForm(&words); p != nil {
 		return p.uids(buf)
 	}
-	for i := range m.big.chunks {
-		c := &m.big.chunks[i]
+	for i := range m.big.chunked.chunks {
+		c := &m.big.chunked.chunks[i]
 		uid := c.first.User
 		buf = append(buf, uid)
 		rest, w := c.rest[:cap(c.rest)], int(c.w)
@@ -294,11 +316,12 @@ func (m *Members) AppendTo(buf []membership.UID) []membership.UID {
 
 // Contains reports whether uid is a member.
 func (m *Members) Contains(uid membership.UID) bool {
-	if p := m.packedForm(); p != nil {
+	var words [mediumWords]uint64
+	if p := m.packedForm(&words); p != nil {
 		_, found := p.search(uid)
 		return found
 	}
-	return m.big.contains(Pair{User: uid})
+	return m.big.chunked.contains(Pair{User: uid})
 }
 
 // Diff returns the uids of sorted, distinct uids that old (nil: none) does

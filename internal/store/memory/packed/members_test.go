@@ -17,11 +17,12 @@ import (
 func checkMembers(t *testing.T, m *Members, want map[membership.UID]bool) {
 	t.Helper()
 	var got []membership.UID
-	if p := m.packedForm(); p != nil {
+	var words [mediumWords]uint64
+	if p := m.packedForm(&words); p != nil {
 		got = p.uids(nil)
 	} else {
-		checkPacked(t, &m.big.set, maxChunkBytes)
-		for i, c := range m.big.chunks {
+		checkPacked(t, &m.big.chunked.set, maxChunkBytes)
+		for i, c := range m.big.chunked.chunks {
 			uids := []membership.UID{}
 			for _, p := range c.pairs(nil) {
 				require.Zero(t, p.Group, "chunk %d holds a member with a group", i)
@@ -32,7 +33,7 @@ func checkMembers(t *testing.T, m *Members, want map[membership.UID]bool) {
 			}
 			got = append(got, uids...)
 		}
-		require.Equal(t, len(want), m.big.size)
+		require.Equal(t, len(want), m.big.chunked.size)
 	}
 	require.True(t, slices.IsSorted(got), "the uids are not sorted")
 	require.Len(t, slices.Compact(slices.Clone(got)), len(got), "a uid is there twice")
@@ -46,11 +47,11 @@ func checkMembers(t *testing.T, m *Members, want map[membership.UID]bool) {
 		require.Nil(t, m.big, "%d members that fit the struct", len(got))
 	case fits(got, mediumWords):
 		require.NotNil(t, m.big, "%d members that fit the heap set's words", len(got))
-		require.Nil(t, m.big.chunks, "%d members that fit the heap set's words", len(got))
-		require.Equal(t, [smallWords]uint64{}, m.small)
+		require.Nil(t, m.big.chunked, "%d members that fit the heap set's words", len(got))
 	default:
 		require.NotNil(t, m.big, "%d members in chunks", len(got))
-		require.NotEmpty(t, m.big.chunks, "%d members in chunks", len(got))
+		require.NotEmpty(t, m.big.chunked.chunks, "%d members in chunks", len(got))
+		require.Equal(t, [smallWords]uint64{}, m.small, "no packed words beside chunks")
 	}
 	var yielded []membership.UID
 	for uid := range m.All {
