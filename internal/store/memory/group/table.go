@@ -26,9 +26,9 @@ import (
 type Table struct {
 	shard, shards uint32
 	seed          maphash.Seed
-	// pages holds the slots, pageSlots a page; the slice is replaced,
+	// pages holds the slots (pageSlotsOf a page); the slice is replaced,
 	// never changed in place, when a page is added.
-	pages atomic.Pointer[[]*page]
+	pages atomic.Pointer[[][]Group]
 	// slots is how many slots have been handed out, free ones included.
 	slots uint32
 	// free are the slots of dropped groups, given out again first.
@@ -42,15 +42,45 @@ type Table struct {
 	groups int
 }
 
-// pageBytes is the size of a page's allocation: slots, and the 8-byte
+// A page of slots is one allocation of 4 KiB: its slots and the 8-byte
 // header the allocator puts before an object of pointers over 512 bytes,
-// with no room lost to its size classes but what is left over a slot.
-const pageBytes = 4096
+// with no room lost to its size classes but what is left over a slot. A
+// table's first pages are smaller (256 bytes, then 512, 1 KiB and 2 KiB),
+// so that a shard of a few groups takes little: a store of a thousand
+// groups takes 64 shards of 16.
+const groupBytes = uint32(unsafe.Sizeof(Group{}))
 
-// pageSlots is the slots a page holds.
-const pageSlots = uint32((pageBytes - 8) / unsafe.Sizeof(Group{}))
+// firstPages are the slots of a table's first pages; pageSlots those of
+// every page after them.
+var firstPages = [...]uint32{max(1, 256/groupBytes), max(1, 512/groupBytes), max(1, (1024-8)/groupBytes), max(1, (2048-8)/groupBytes)}
 
-type page [pageSlots]Group
+const pageSlots = (4096 - 8) / groupBytes
+
+// firstSlots is the slots of the first pages.
+var firstSlots = firstPages[0] + firstPages[1] + firstPages[2] + firstPages[3]
+
+// locate returns the page of slot s, and its place in the page.
+func locate(s uint32) (page int, at uint32) {
+	if s >= firstSlots {
+		s -= firstSlots
+		return len(firstPages) + int(s/pageSlots), s % pageSlots
+	}
+	for page, n := range firstPages {
+		if s < n {
+			return page, s
+		}
+		s -= n
+	}
+	panic("unreachable")
+}
+
+// pageSlotsOf returns the slots of page p.
+func pageSlotsOf(p int) uint32 {
+	if p < len(firstPages) {
+		return firstPages[p]
+	}
+	return pageSlots
+}
 
 // NewTables returns the empty tables of n shards, hashing ids with seed.
 // Their first slot is firstSlot: a store gives 0, and a test the numbers
@@ -60,7 +90,7 @@ func NewTables(n int, seed maphash.Seed, firstSlot uint32) Tables {
 	for i := range ts {
 		t := &ts[i]
 		t.shard, t.shards, t.seed, t.slots = uint32(i), uint32(n), seed, firstSlot
-		t.pages.Store(new([]*page))
+		t.pages.Store(new([][]Group))
 	}
 	return ts
 }
@@ -83,8 +113,9 @@ func (t *Table) next(i int) int {
 }
 
 // slot returns the group in slot s of pages.
-func slot(pages []*page, s uint32) *Group {
-	return &pages[s/pageSlots][s%pageSlots]
+func slot(pages [][]Group, s uint32) *Group {
+	p, at := locate(s)
+	return &pages[p][at]
 }
 
 // Get returns the group groupID, nil when t has none.
@@ -129,15 +160,15 @@ func (t *Table) Add(groupID string) *Group {
 // slotFor returns slot s, adding its page when it has none.
 func (t *Table) slotFor(s uint32) *Group {
 	pages := *t.pages.Load()
-	p := int(s / pageSlots)
+	p, at := locate(s)
 	if p >= len(pages) || pages[p] == nil {
-		grown := make([]*page, max(len(pages), p+1), max(2*len(pages), p+1))
+		grown := make([][]Group, max(len(pages), p+1), max(2*len(pages), p+1))
 		copy(grown, pages)
-		grown[p] = new(page)
+		grown[p] = make([]Group, pageSlotsOf(p))
 		t.pages.Store(&grown)
 		pages = grown
 	}
-	return slot(pages, s)
+	return &pages[p][at]
 }
 
 // insert enters slot s, holding groupID, in the index.
@@ -211,8 +242,9 @@ func (ts Tables) At(n uint32) *Group {
 	t := &ts[n%uint32(len(ts))]
 	s := n / t.shards
 	pages := *t.pages.Load()
-	if p := int(s / pageSlots); p >= len(pages) || pages[p] == nil {
+	p, at := locate(s)
+	if p >= len(pages) || pages[p] == nil {
 		return nil
 	}
-	return slot(pages, s)
+	return &pages[p][at]
 }
