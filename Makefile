@@ -178,7 +178,7 @@ deadcode: deadcode-tools
 # that membershiptest serves (it needs the server's internals), and the
 # packages only tests import (and internal/tlstest, which the benchmarks
 # import too).
-DEADCODE_ALLOWED = ^(client/|membershiptest/|internal/server/embedded\.go:|internal/store/storetest/|internal/metrics/metricstest/|internal/logtest/|internal/tlstest/|postgres/internal/pgtest/)
+DEADCODE_ALLOWED = ^(client/|membershiptest/|internal/server/embedded\.go:|internal/store/storetest/|httpapi/scim/scimtest/|internal/metrics/metricstest/|internal/logtest/|internal/tlstest/|postgres/internal/pgtest/)
 
 # deadcode-tools: make deadcode runs deadcode from $(BIN), installed there
 # with go install at DEADCODE_VERSION when it is missing or another version.

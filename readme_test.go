@@ -32,7 +32,7 @@ func (ex readmeExample) where() string { return fmt.Sprintf("%s:%d", ex.file, ex
 
 // readmeFiles are the documents whose console examples run, in this order,
 // against one program: each goes on from the state the ones before it left.
-var readmeFiles = []string{"README.md", "docs/reference.md", "docs/operating.md", "docs/postgres.md", "docs/design.md", "docs/clients.md"}
+var readmeFiles = []string{"README.md", "docs/reference.md", "docs/operating.md", "docs/postgres.md", "docs/design.md", "docs/clients.md", "docs/scim.md"}
 
 // TestREADMEExamples runs every example of the console blocks of
 // readmeFiles, in order, in one shell with the real curl, against one fresh

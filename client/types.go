@@ -166,6 +166,12 @@ const (
 	OpRemoveGroups  Op = "remove_groups"
 	OpReplaceGroups Op = "replace_groups"
 	OpExpireGroups  Op = "expire_groups"
+	// The ops of the directory (the SCIM routes): set_user and
+	// delete_user name their user in UIDs and no Group; set_group names
+	// its Group. OpSetGroup is an op of BatchChange too.
+	OpSetUser    Op = "set_user"
+	OpDeleteUser Op = "delete_user"
+	OpSetGroup   Op = "set_group"
 )
 
 // Change is one change of the feed (Changes, Follow). See the reference's
@@ -184,10 +190,12 @@ type Change struct {
 	// single token; never the credential); "" for none: a request with no
 	// credential, or the service's own change.
 	Principal string `json:"principal,omitempty"`
-	// Group is the group changed; empty for remove_user and batch.
+	// Group is the group changed; empty for remove_user, set_user,
+	// delete_user and batch.
 	Group string `json:"group,omitempty"`
 	// UIDs are the users whose membership changed (for replace, the
-	// group's whole new membership; for remove_user, the one user).
+	// group's whole new membership; for remove_user, set_user and
+	// delete_user, the one user).
 	UIDs []int64 `json:"uids,omitempty"`
 	// Nicknames are the nicknames set (on an add or replace), or cleared
 	// ("" for a user the change left in no group).
@@ -200,8 +208,32 @@ type Change struct {
 	// now (Expires nil: it does not end; for replace_groups, the whole new
 	// set), for remove_groups and expire_groups those it ended.
 	Groups []NestedGroup `json:"groups,omitempty"`
+	// Account is, for set_user, the user's account as set: an inactive
+	// one (Active false) left every group.
+	Account *Account `json:"account,omitempty"`
+	// Attributes are, for set_group, the group's attributes as set.
+	Attributes *GroupAttributes `json:"attributes,omitempty"`
 	// Changes are the changes of a batch, in order, under its Revision.
 	Changes []Change `json:"changes,omitempty"`
+}
+
+// Account is a user's account as a set_user change sends it; DisplayName
+// is the user's nickname.
+type Account struct {
+	UserName    string `json:"userName"`
+	ExternalID  string `json:"externalId"`
+	DisplayName string `json:"displayName"`
+	GivenName   string `json:"givenName"`
+	FamilyName  string `json:"familyName"`
+	Email       string `json:"email"`
+	Active      bool   `json:"active"`
+}
+
+// GroupAttributes are a group's attributes as a set_group change sends
+// them.
+type GroupAttributes struct {
+	DisplayName string `json:"displayName"`
+	ExternalID  string `json:"externalId"`
 }
 
 // changeJSON is Change with its time as the feed sends it.

@@ -62,7 +62,8 @@ func rulesOf(t *testing.T, acl string) *access.Rules {
 // secret.
 func accessHandler(t *testing.T, authReads bool) (http.Handler, *membership.Service) {
 	t.Helper()
-	svc := membership.NewService(memory.New(), membership.ServiceOptions{})
+	store := memory.New()
+	svc := membership.NewService(store, membership.ServiceOptions{})
 	ctx := context.Background()
 	for _, g := range []string{"team-a/x", "team-a/sub", "team-b", "secret", "secret/sub"} {
 		_, err := svc.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: g, Users: []membership.User{{UID: 1}}})
@@ -73,7 +74,7 @@ func accessHandler(t *testing.T, authReads bool) (http.Handler, *membership.Serv
 		require.NoError(t, err)
 	}
 	rules := rulesOf(t, testACL)
-	return httpapi.NewHandler(svc, httpapi.Options{Access: func() *access.Rules { return rules }, AuthReads: authReads}), svc
+	return httpapi.NewDirectoryHandler(svc, store, httpapi.Options{Access: func() *access.Rules { return rules }, AuthReads: authReads}), svc
 }
 
 // sendAsPrincipal sends one request to h with the token of principal ("" for

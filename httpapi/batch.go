@@ -20,7 +20,7 @@ import (
 // and X-Revision.
 func handleBatch(svc *membership.Service, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, err := idempotencyKey(r)
+		key, err := decode.IdempotencyKey(r)
 		if err == nil {
 			err = decode.RefuseConditions(r, `a batch's conditions are its changes' own: give each its "if_match"`)
 		}

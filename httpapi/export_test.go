@@ -5,6 +5,7 @@ import (
 
 	"example.com/groupmembership/internal/access"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/directory"
 )
 
 // NewHandler returns the handler of the whole HTTP API over svc, loaded,
@@ -13,6 +14,14 @@ import (
 func NewHandler(svc *membership.Service, opts Options) http.Handler {
 	h := NewLoadingHandler(opts)
 	h.Load(svc, StoreExtras{})
+	return h
+}
+
+// NewDirectoryHandler is NewHandler with the directory of store, svc's
+// store, which the SCIM routes read.
+func NewDirectoryHandler(svc *membership.Service, store directory.Reader, opts Options) http.Handler {
+	h := NewLoadingHandler(opts)
+	h.Load(svc, StoreExtras{Directory: store})
 	return h
 }
 

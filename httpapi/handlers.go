@@ -44,7 +44,7 @@ func handleChangeList(svc *membership.Service, op membership.Op, param string, m
 		cond, err := decode.WriteCondition(r, svc.Epoch())
 		var key string
 		if err == nil {
-			key, err = idempotencyKey(r)
+			key, err = decode.IdempotencyKey(r)
 		}
 		if err != nil {
 			middleware.WriteError(w, r, err)
@@ -118,7 +118,7 @@ func handleDeleteGroup(svc *membership.Service) http.Handler {
 		}
 		var key string
 		if err == nil {
-			key, err = idempotencyKey(r)
+			key, err = decode.IdempotencyKey(r)
 		}
 		if err == nil {
 			err = decode.RefuseBody(r, "DELETE /groups/{groupID} removes every member and takes no body: "+
@@ -160,7 +160,7 @@ func handleRemoveUser(svc *membership.Service) http.Handler {
 		}
 		var key string
 		if err == nil {
-			key, err = idempotencyKey(r)
+			key, err = decode.IdempotencyKey(r)
 		}
 		if err == nil {
 			err = decode.RefuseBody(r, "DELETE /user-group/{uid} removes the user from every group and takes no body")

@@ -24,6 +24,7 @@ import (
 	"example.com/groupmembership/internal/metrics/metricstest"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/directory"
 )
 
 const (
@@ -563,6 +564,24 @@ func (s faultyStore) CheckTransitive(context.Context, []membership.Check) ([]boo
 }
 func (s faultyStore) TransitiveRevision(context.Context, string) (membership.Revision, error) {
 	return 0, s.fail()
+}
+
+func (s faultyStore) User(context.Context, membership.UID) (directory.UserRecord, bool, error) {
+	return directory.UserRecord{}, false, s.fail()
+}
+
+func (s faultyStore) Users(context.Context, directory.UserQuery, directory.UsersFunc) error {
+	return s.fail()
+}
+
+func (s faultyStore) FreeUID(context.Context) (membership.UID, error) { return 0, s.fail() }
+
+func (s faultyStore) Group(context.Context, string, membership.ListFunc) (directory.GroupRecord, bool, error) {
+	return directory.GroupRecord{}, false, s.fail()
+}
+
+func (s faultyStore) GroupRecords(context.Context, directory.GroupQuery, directory.GroupRecordsFunc) error {
+	return s.fail()
 }
 
 func TestInternalFaultsAreJSON500sAndLogged(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/directory"
 )
 
 // Defaults for Options.
@@ -111,6 +112,10 @@ type StoreExtras struct {
 	Budgets func() []metrics.Budget
 	// Backup copies the whole state at one revision, for /backup.
 	Backup func() Backup
+	// Directory reads the store's accounts and groups' attributes, for
+	// /scim/v2, whose routes of users and groups fail without it (500):
+	// every store of this service has one.
+	Directory directory.Reader
 }
 
 // DefaultListCacheBytes is the default bound of the cache of encoded lists.
@@ -194,6 +199,9 @@ func (h *Handler) Load(svc *membership.Service, extras StoreExtras) {
 	d := h.base
 	d.svc = svc
 	d.store = extras
+	if extras.Directory != nil {
+		d.dir = directory.NewService(extras.Directory)
+	}
 	if d.store.Writable == nil {
 		d.store.Writable = func() error { return nil }
 	}
@@ -217,6 +225,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // long polls, encoded lists and request metrics.
 type shared struct {
 	svc          *membership.Service // nil while loading
+	dir          *directory.Service  // nil while loading, and without StoreExtras.Directory
 	store        StoreExtras         // the loaded store's
 	opts         Options
 	bodies       *budget.Bytes // request bodies being read

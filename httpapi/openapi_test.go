@@ -17,6 +17,7 @@ import (
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/httpapi/middleware"
+	"example.com/groupmembership/httpapi/scim"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
@@ -207,6 +208,9 @@ func TestOpenAPIDocumentsIdempotencyKeys(t *testing.T) {
 	paths := doc["paths"].(map[string]any)
 	writes := 0
 	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: lists.NewEncodedLists(lists.NewCache(0), budget.New(1))}) {
+		if strings.HasPrefix(r.path, scim.Prefix+"/") {
+			continue // TestOpenAPIDocumentsSCIM
+		}
 		item := paths[r.path].(map[string]any)
 		op := item[strings.ToLower(r.method)].(map[string]any)
 		isWrite := r.method != http.MethodGet && !r.read
@@ -481,6 +485,43 @@ func TestOpenAPIDocumentsNesting(t *testing.T) {
 	assert.Contains(t, schemas["CheckRequest"].(map[string]any)["properties"], "transitive")
 }
 
+// TestOpenAPIDocumentsSCIM holds the document to the SCIM routes: their
+// replies are application/scim+json, their errors SCIM's, their PUT,
+// PATCH and DELETE take Idempotency-Key (409 and 422 as SCIM errors, the
+// reply Idempotent-Replayed), their POST does not.
+func TestOpenAPIDocumentsSCIM(t *testing.T) {
+	doc := loadOpenAPI(t)
+	paths := doc["paths"].(map[string]any)
+	scimRoutes := 0
+	for _, r := range routes(shared{svc: membership.NewService(memory.New(), membership.ServiceOptions{}), encodedLists: lists.NewEncodedLists(lists.NewCache(0), budget.New(1))}) {
+		if !strings.HasPrefix(r.path, scim.Prefix+"/") {
+			continue
+		}
+		scimRoutes++
+		assert.True(t, r.personal, "%s %s needs a principal whenever the service has some", r.method, r.path)
+		op := paths[r.path].(map[string]any)[strings.ToLower(r.method)].(map[string]any)
+		responses := op["responses"].(map[string]any)
+		for status, response := range responses {
+			body := resolve(t, doc, response)
+			if content, ok := body["content"].(map[string]any); ok && status != "401" {
+				assert.Contains(t, content, "application/scim+json", "%s %s %s", r.method, r.path, status)
+			}
+		}
+		schema := resolve(t, doc, responses["400"])["content"].(map[string]any)["application/scim+json"].(map[string]any)["schema"]
+		assert.Equal(t, "#/components/schemas/ScimError", schema.(map[string]any)["$ref"], "%s %s", r.method, r.path)
+		takesKey := r.method == http.MethodPut || r.method == "PATCH" || r.method == http.MethodDelete
+		if takesKey {
+			assert.Contains(t, paramNames(t, doc, paths[r.path].(map[string]any), op), "Idempotency-Key", "%s %s", r.method, r.path)
+			for _, status := range []string{"409", "422"} {
+				assert.Contains(t, responses, status, "%s %s", r.method, r.path)
+			}
+		} else {
+			assert.NotContains(t, paramNames(t, doc, paths[r.path].(map[string]any), op), "Idempotency-Key", "%s %s", r.method, r.path)
+		}
+	}
+	assert.Equal(t, len(scim.Routes(scim.Deps{})), scimRoutes)
+}
+
 // TestOpenAPIDocumentsForbidden holds every route that may need a
 // credential to the bearer scheme and to both refusals: 401 without a
 // principal's credential, 403 past its rights. Only the probes need none.
@@ -498,7 +539,11 @@ func TestOpenAPIDocumentsForbidden(t *testing.T) {
 				continue
 			}
 			assert.Contains(t, responses, "401", "%s %s", method, path)
-			assert.Equal(t, map[string]any{"$ref": "#/components/responses/Forbidden"}, responses["403"], "%s %s", method, path)
+			forbidden := "#/components/responses/Forbidden"
+			if strings.HasPrefix(path, scim.Prefix+"/") { // the SCIM routes answer SCIM's errors
+				forbidden = "#/components/responses/ScimForbidden"
+			}
+			assert.Equal(t, map[string]any{"$ref": forbidden}, responses["403"], "%s %s", method, path)
 			assert.Contains(t, fmt.Sprint(o["security"]), "bearer", "%s %s", method, path)
 		}
 	}

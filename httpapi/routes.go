@@ -8,6 +8,7 @@ import (
 
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/middleware"
+	"example.com/groupmembership/httpapi/scim"
 	"example.com/groupmembership/internal/access"
 	"example.com/groupmembership/membership"
 )
@@ -29,6 +30,9 @@ type route struct {
 	// private routes need an admin whenever the service has principals,
 	// GET included.
 	private bool
+	// personal routes need a principal whenever the service has some, GET
+	// included, within its scope: they show users' names and addresses.
+	personal bool
 	// read routes are reads though their method is not GET (POST /check
 	// takes its checks in a body): they need a credential only when GETs
 	// do.
@@ -46,7 +50,7 @@ func routes(d shared) []route {
 	svc, opts := d.svc, d.opts
 	// read serves a read from a state at least as new as X-Min-Revision.
 	read := func(h http.Handler) http.Handler { return withMinRevision(svc, opts.MinRevisionWait, h) }
-	return []route{
+	rs := []route{
 		{method: "GET", path: "/group-user/{groupID}", handler: read(handleListMembers(svc, d.encodedLists)), query: true, data: true, cache: "no-cache"},
 		{method: "POST", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, membership.OpAdd, opts.MaxBodyBytes, d.bodies), data: true},
 		{method: "PUT", path: "/group-user/{groupID}", handler: handleChangeMembers(svc, membership.OpReplace, opts.MaxBodyBytes, d.bodies), data: true},
@@ -70,16 +74,23 @@ func routes(d shared) []route {
 		{method: "GET", path: "/openapi.json", handler: handleOpenAPI()},
 		{method: "GET", path: "/metrics", handler: handleMetrics(d)},
 	}
+	// SCIM: identity providers send a credential on every request; the
+	// services hold it to its scope (an account is of no group: writing
+	// one needs write on every group, reading one read on every group).
+	for _, sr := range scim.Routes(scim.Deps{Service: svc, Directory: d.dir, MaxBodyBytes: opts.MaxBodyBytes, Bodies: d.bodies, Replies: d.replies}) {
+		rs = append(rs, route{method: sr.Method, path: sr.Path, handler: sr.Handler, query: true, data: true, personal: true, cache: "no-store"})
+	}
+	return rs
 }
 
 // addRoutes registers rs on mux. With principals, every write
 // (POST, PUT, DELETE) needs one, within its scope, and private routes an
 // admin; so does every read (GET, and the read routes) that is not open
-// when authReads is set, and otherwise a read is anyone's. Each path also
-// gets a method-less pattern that answers the methods it does not serve with
-// a JSON 405 and its Allow header, and "/" answers every unknown path with a
-// JSON 404: the mux's own answers are plain text. Every pattern is
-// registered with m too, unless m is nil.
+// when authReads is set, or personal, and otherwise a read is anyone's.
+// Each path also gets a method-less pattern that answers the methods it
+// does not serve with a JSON 405 and its Allow header, and "/" answers
+// every unknown path with a JSON 404: the mux's own answers are plain text.
+// Every pattern is registered with m too, unless m is nil.
 func addRoutes(mux *http.ServeMux, rs []route, loading bool, principals func() *access.Rules, authReads bool, m *middleware.RequestMetrics) {
 	handle := func(pattern string, h http.Handler) {
 		mux.Handle(pattern, h)
@@ -113,8 +124,13 @@ func addRoutes(mux *http.ServeMux, rs []route, loading bool, principals func() *
 		}
 	}
 	for _, p := range paths {
+		if strings.HasPrefix(p, scim.Prefix+"/") {
+			handle(p, scim.MethodNotAllowed(strings.Join(allowed[p], ", ")))
+			continue
+		}
 		handle(p, handleMethodNotAllowed(strings.Join(allowed[p], ", ")))
 	}
+	handle(scim.Prefix+"/", scim.NotFound())
 	handle("/", handleNotFound())
 }
 
@@ -124,7 +140,7 @@ func (r route) need(authReads bool) middleware.Need {
 	switch {
 	case r.private:
 		return middleware.NeedAdmin
-	case r.method != http.MethodGet && !r.read, authReads:
+	case r.personal, r.method != http.MethodGet && !r.read, authReads:
 		return middleware.NeedPrincipal
 	}
 	return middleware.NeedNothing

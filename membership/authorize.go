@@ -29,14 +29,19 @@ func Forbidden(s *scope.Scope, right scope.Right, groupID string) *Error {
 
 // authorizeWrite returns the CodeForbidden error of w when scope may not
 // make it: a write needs write on its group (on every group for
-// OpRemoveUser), and a nesting write read on each subgroup it names.
+// OpRemoveUser and a user's account), and a nesting write read on each
+// subgroup it names.
 func authorizeWrite(sc *scope.Scope, w Write) error {
 	if sc.AllowsAll(scope.Write) {
 		return nil
 	}
-	if w.Op == OpRemoveUser {
+	if w.Op == OpRemoveUser || w.Op == OpSetUser || w.Op == OpDeleteUser {
 		e := Forbidden(sc, scope.Write, "")
-		e.Message += ": removing a user from every group writes to every group"
+		why := "removing a user from every group writes to every group"
+		if w.Op != OpRemoveUser {
+			why = "an account is of no group, and a write of one may take its user out of every group"
+		}
+		e.Message += ": " + why
 		return e
 	}
 	if !sc.Allows(scope.Write, w.GroupID) {

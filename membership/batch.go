@@ -25,8 +25,8 @@ const DefaultMaxBatchWrites = 1000
 
 // Batch is writes to many groups applied all or nothing, as one change with
 // one revision: no reader ever sees part of it. Each write is an OpAdd,
-// OpRemove, OpReplace, OpDeleteGroup, OpAddGroups, OpRemoveGroups or
-// OpReplaceGroups, applied in order, each after the
+// OpRemove, OpReplace, OpDeleteGroup, OpAddGroups, OpRemoveGroups,
+// OpReplaceGroups or OpSetGroup, applied in order, each after the
 // ones before it. Every write's precondition is checked against the state
 // before the batch; if one does not hold, nothing is applied and the error
 // is PreconditionFailed naming the write. A user a batch leaves in no group
@@ -123,8 +123,8 @@ func (s *Service) validateBatch(b Batch) error {
 	}
 	for i, w := range b.Writes {
 		err := s.validateWrite(w)
-		if err == nil && w.Op == OpRemoveUser {
-			err = Errorf(CodeInvalidChanges, "a batch takes the ops add, remove, replace, delete_group, add_groups, remove_groups and replace_groups, not %s", w.Op)
+		if err == nil && (w.Op == OpRemoveUser || w.Op == OpSetUser || w.Op == OpDeleteUser) {
+			err = Errorf(CodeInvalidChanges, "a batch takes the ops add, remove, replace, delete_group, add_groups, remove_groups, replace_groups and set_group, not %s", w.Op)
 		}
 		if err != nil {
 			e := &Error{Code: ErrorCode(err), Message: ErrorMessage(err)}

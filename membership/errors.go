@@ -37,6 +37,11 @@ const (
 	CodeTooManyGroups          Code = "too_many_groups"           // the groups array has more elements than allowed
 	CodeCycle                  Code = "cycle"                     // the nesting would make a group contain itself
 	CodeTooDeep                Code = "too_deep"                  // the nesting would make a chain deeper than the service's bound
+	CodeInvalidAttributes      Code = "invalid_attributes"        // an account's or a group's attributes are not valid
+	CodeUserNameTaken          Code = "user_name_taken"           // another account has the user name (compared case-insensitively)
+	CodeInactiveUser           Code = "inactive_user"             // the user's account is inactive: it cannot be added to a group
+	CodeUnknownUser            Code = "unknown_user"              // the user has no account
+	CodeUnknownGroup           Code = "unknown_group"             // the group does not exist: no members, subgroups or attributes
 	CodeUnavailable            Code = "unavailable"               // the store cannot take changes now (its disk failed); nothing was changed
 	CodeForbidden              Code = "forbidden"                 // the request's principal lacks a right it needs on a group (see Scope)
 	CodeInternal               Code = "internal"                  // a fault of the service, not of the request

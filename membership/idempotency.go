@@ -154,6 +154,9 @@ func (f *fingerprinter) write(w Write) {
 	if IsNestingOp(w.Op) { // only then, so that no other write's fingerprint changed with nesting
 		f.subgroups(w.Subgroups)
 	}
+	for _, s := range append(w.Account.Fields(), w.Group.Fields()...) { // none but a directory op's
+		f.string(s)
+	}
 	if w.Conditions != "" {
 		f.uvarint(1)
 		f.string(w.Conditions)

@@ -2,7 +2,7 @@
 // belong to which group. It holds the types and their validation, the Service
 // that applies requests, and the Store interface the Service keeps its state
 // in. It knows nothing of HTTP or of any wire format (httpapi decodes those),
-// and imports no other package of this module.
+// and imports only its own parts (groupids, scope, account) of this module.
 package membership
 
 import (
@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"example.com/groupmembership/membership/account"
 	"example.com/groupmembership/membership/groupids"
 )
 
@@ -68,7 +69,7 @@ type Revision uint64
 // group's current revision (for OpRemoveUser, the store's latest).
 type Result struct {
 	// Count is the users added (OpAdd, OpReplace), removed (OpRemove,
-	// OpDeleteGroup), or the groups left (OpRemoveUser).
+	// OpDeleteGroup), or the groups left (OpRemoveUser, OpDeleteUser, OpSetUser).
 	Count int
 	// Removed is the users an OpReplace removed.
 	Removed  int
@@ -127,6 +128,10 @@ type Change struct {
 	// the whole new set with their expiries; on a remove or an expiry,
 	// those it removed.
 	Groups []Nested
+	// Account and GroupAttributes are what an OpSetUser (DisplayName the
+	// user's nickname) or an OpSetGroup set.
+	Account         *account.Account
+	GroupAttributes *account.GroupAttributes
 	// Changes are, for an OpBatch, the changes of its writes, in order:
 	// each as the write would report it alone, but for a remove, which
 	// lists no nickname it cleared (a follower forgets, after a batch, every

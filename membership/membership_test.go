@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 func TestValidateGroupID(t *testing.T) {
@@ -274,7 +275,7 @@ func TestServiceRejectsBadRequestsBeforeTheStore(t *testing.T) {
 			return write(s, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(1), Principal: "sync job"})
 		}, membership.CodeInternal},
 		{"batch: a bad principal", func(s *membership.Service) error {
-			_, err := s.Batch(ctx, membership.Batch{Principal: strings.Repeat("p", membership.MaxPrincipalBytes+1),
+			_, err := s.Batch(ctx, membership.Batch{Principal: strings.Repeat("p", scope.MaxPrincipalBytes+1),
 				Writes: []membership.Write{{Op: membership.OpAdd, GroupID: "a", Users: users(1)}}})
 			return err
 		}, membership.CodeInternal},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"example.com/groupmembership/membership/account"
 	"example.com/groupmembership/membership/scope"
 )
 
@@ -215,8 +216,9 @@ func CheckLimit(limit, most int) error {
 // CodeInvalidUID (OpRemoveUser), CodeInvalidIdempotencyKey,
 // CodePreconditionFailed, CodeIdempotencyKeyReused,
 // CodeIdempotencyKeyInFlight, CodeMissingGroups, CodeInvalidGroups,
-// CodeTooManyGroups, CodeCycle, CodeTooDeep, CodeInternal (a bad
-// principal's name: the service's fault), and whatever the Store returns.
+// CodeTooManyGroups, CodeCycle, CodeTooDeep, CodeInvalidAttributes,
+// CodeUserNameTaken, CodeInactiveUser, CodeInternal (a bad principal's
+// name: the service's fault), and whatever the Store returns.
 func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	if err := s.validateWrite(w); err != nil {
 		return Result{}, err
@@ -235,7 +237,7 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 			return Result{}, err
 		}
 		w.Idem.Fingerprint = FingerprintWrite(w)
-	} else if w.If.neverHolds() {
+	} else if w.If.neverHolds() && w.Op != OpSetUser && w.Op != OpDeleteUser { // a user's: the store answers
 		return Result{}, s.failNever(ctx, w.GroupID)
 	}
 	return s.store.Write(ctx, w)
@@ -293,6 +295,8 @@ func (s *Service) validateWrite(w Write) error {
 		}
 	case OpAddGroups, OpRemoveGroups, OpReplaceGroups:
 		return s.validateSubgroups(w)
+	case OpSetUser, OpDeleteUser, OpSetGroup:
+		return validateDirectoryWrite(w)
 	case OpExpire, OpExpireGroups:
 		return Errorf(CodeInvalidQuery, "expiries are the service's own changes")
 	default:
@@ -321,4 +325,27 @@ func (s *Service) Groups(ctx context.Context, opts GroupsOptions, list GroupsFun
 	}
 	opts.Within = scope.Of(ctx).Readable()
 	return s.store.Groups(ctx, opts, list)
+}
+
+// validateDirectoryWrite checks a write of a directory op: its one uid and
+// Account (none for OpDeleteUser), or its group and Group.
+func validateDirectoryWrite(w Write) error {
+	var err error
+	switch {
+	case len(w.Users)+len(w.Subgroups) > 0 || (w.Op == OpSetUser) != (w.Account != nil) || (w.Op == OpSetGroup) != (w.Group != nil):
+		return Errorf(CodeInternal, "a %s write with users, groups, or the wrong attributes", w.Op)
+	case w.Op == OpSetGroup && len(w.UIDs) == 0:
+		if err := ValidateGroupID(w.GroupID); err != nil {
+			return err
+		}
+		err = account.CheckGroup(*w.Group)
+	case w.Op == OpSetGroup || w.GroupID != "" || len(w.UIDs) != 1 || !ValidUID(w.UIDs[0]):
+		return Errorf(CodeInvalidUID, "a %s write names one user, %s, and no group; a set_group no user", w.Op, UIDRange)
+	case w.Account != nil:
+		err = account.Check(*w.Account)
+	}
+	if err != nil {
+		return Errorf(CodeInvalidAttributes, "%s", err)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"example.com/groupmembership/membership/account"
 	"example.com/groupmembership/membership/groupids"
 )
 
@@ -22,6 +23,10 @@ const (
 	// OpRemoveUser removes the one user of its change's UIDs from every
 	// group; its GroupID is "".
 	OpRemoveUser Op = "remove_user"
+	// The directory's ops: package membership/directory says what each does.
+	OpSetUser    Op = "set_user"
+	OpDeleteUser Op = "delete_user"
+	OpSetGroup   Op = "set_group"
 )
 
 // A user that a change leaves in no group is forgotten, nickname included.
@@ -40,6 +45,9 @@ type Write struct {
 	// Subgroups are the groups of a nesting write (OpAddGroups,
 	// OpRemoveGroups, OpReplaceGroups, OpExpireGroups).
 	Subgroups []Subgroup
+	// Account and Group are what an OpSetUser and an OpSetGroup set.
+	Account *account.Account
+	Group   *account.GroupAttributes
 	// MaxDepth bounds the chains of nestings a nesting write may make
 	// (CodeTooDeep); the Service sets it. 0: no bound, as when a log is
 	// replayed.
@@ -80,14 +88,15 @@ type Write struct {
 }
 
 // Precondition is what a conditional write requires of its group when it is
-// applied. The zero value requires nothing; each part set must hold.
+// applied (its user, for a user's: package membership/directory). The zero
+// value requires nothing; each part set must hold.
 type Precondition struct {
 	// Revisions, when not empty, must hold the group's current revision
 	// (Store.Revision): If-Match with entity tags.
 	Revisions []Revision
-	// Exists requires the group to have members or subgroups: If-Match: *.
+	// Exists requires a member, a subgroup or attributes: If-Match: *.
 	Exists bool
-	// Empty requires the group to have neither: If-None-Match: *.
+	// Empty requires the group to have none: If-None-Match: *.
 	Empty bool
 }
 
@@ -114,7 +123,7 @@ func (p Precondition) neverHolds() bool {
 func (p Precondition) IsZero() bool { return len(p.Revisions) == 0 && !p.Exists && !p.Empty }
 
 // Holds reports whether p holds for a group of size members and
-// subgroups at revision.
+// subgroups (its attributes counting as one) at revision.
 func (p Precondition) Holds(size int, revision Revision) bool {
 	switch {
 	case p.Exists && size == 0, p.Empty && size > 0:

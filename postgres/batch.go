@@ -12,6 +12,7 @@ import (
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // opBatch is the op of a batch's row (migration 0004).
@@ -21,8 +22,8 @@ const opBatch int16 = 6
 // them out: the write count, then each write as
 //
 //	op          a byte: 1 add, 2 remove, 3 replace, 4 delete_group,
-//	            8 add_groups, 9 remove_groups, 10 replace_groups, with
-//	            0x80 set when a precondition follows
+//	            8 add_groups, 9 remove_groups, 10 replace_groups, 14
+//	            set_group, with 0x80 set when a precondition follows
 //	group id    its length and its bytes
 //	add, replace  the users (writecodec.AppendUsers: each uid, a byte of
 //	            flags, 1 a nickname follows, 2 an expiry follows, then
@@ -34,6 +35,7 @@ const opBatch int16 = 6
 //	            whether an expiry follows (1) or not (0), and the expiry:
 //	            milliseconds since 1970, 0 for a nesting made permanent);
 //	            a remove_groups has none
+//	set_group   the attributes (writecodec.AppendGroupAttributes)
 //	precondition  a byte of flags (1 Exists, 2 Empty), the revision count,
 //	            then each revision
 //
@@ -48,7 +50,7 @@ const withPrecondition byte = 0x80
 func batchTakes(op membership.Op) bool {
 	switch op {
 	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
-		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
+		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpSetGroup:
 		return true
 	}
 	return false
@@ -86,6 +88,8 @@ func appendBatch(b []byte, ws []membership.Write) []byte {
 				ids[i].GroupID = g.GroupID
 			}
 			b = writecodec.AppendSubgroups(b, ids)
+		case membership.OpSetGroup:
+			b = writecodec.AppendGroupAttributes(b, *w.Group)
 		}
 		if op&withPrecondition != 0 {
 			b = writecodec.AppendPrecondition(b, w.If)
@@ -144,6 +148,10 @@ func readWrite(r *bytes.Reader) (membership.Write, error) {
 		if err == nil && slices.ContainsFunc(w.Subgroups, func(g membership.Subgroup) bool { return g.Expiry.Set }) {
 			err = errors.New("an expiry on a remove_groups, which never has one")
 		}
+	case membership.OpSetGroup:
+		var a account.GroupAttributes
+		a, err = writecodec.ReadGroupAttributes(r)
+		w.Group = &a
 	}
 	if err == nil && op&withPrecondition != 0 {
 		w.If, err = writecodec.ReadPrecondition(r)

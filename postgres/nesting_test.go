@@ -187,7 +187,7 @@ func TestTheLogRefusesNestingRowsItCannotApply(t *testing.T) {
 		{"INSERT INTO membership_changes (ticket, op, group_id, uids, subgroups, max_depth) VALUES (1, 8, 'g', '{}', '{a}', -1)", "membership_changes_max_depth_check"},
 		{"INSERT INTO membership_changes (ticket, op, group_id, uids, subgroups) VALUES (1, 11, 'g', '{}', '{a}')", "membership_changes_as_of_check"},
 		{"INSERT INTO membership_changes (ticket, op, group_id, uids, subgroups, as_of) VALUES (1, 9, 'g', '{}', '{a}', now())", "membership_changes_as_of_check"},
-		{"INSERT INTO membership_changes (ticket, op, group_id, uids) VALUES (1, 12, 'g', '{}')", "membership_changes_op_check"},
+		{"INSERT INTO membership_changes (ticket, op, group_id, uids) VALUES (1, 15, 'g', '{}')", "membership_changes_op_check"},
 	} {
 		_, err := s.pool.Exec(ctx, bad.sql)
 		assert.ErrorContains(t, err, bad.constraint, bad.sql)

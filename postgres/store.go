@@ -74,6 +74,7 @@ import (
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/directory"
 )
 
 // Options configure Open.
@@ -134,6 +135,7 @@ type Store struct {
 	memory.ReadOnly
 	memory.ExpiryQueue
 	membership.Nesting
+	directory.Reader
 	pool   *pgxpool.Pool
 	mem    *memory.Store
 	opts   Options
@@ -294,7 +296,7 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	s.mem = memory.NewWith(memory.Options{ChangesKeep: s.opts.ChangesKeep, ChangesKeepBytes: s.opts.ChangesKeepBytes, Epoch: s.epoch,
 		IdempotencyBytes: keyBytes, IdempotencyRetention: keyRetention, ReplaysCountedByCaller: true})
-	s.ReadOnly, s.ExpiryQueue, s.Nesting = s.mem, s.mem, s.mem
+	s.ReadOnly, s.ExpiryQueue, s.Nesting, s.Reader = s.mem, s.mem, s.mem, s.mem
 	if _, err := s.sequence(ctx); err != nil {
 		return fmt.Errorf("placing the changes in the log: %w", err)
 	}
@@ -390,10 +392,10 @@ func (s *Store) submit(ctx context.Context, c change) outcome {
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO membership_changes
 		(ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch, idem_key, idem_fingerprint,
-		expiries, as_of, subgroups, subgroup_expiries, max_depth, principal)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+		expiries, as_of, subgroups, subgroup_expiries, max_depth, principal, attributes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
 		ticket, c.op, c.groupID, c.uids, c.nicknames, c.ifRevisions, c.ifExists, c.ifEmpty, c.actor, c.batch, key, fingerprint,
-		c.expiries, c.asOf, c.subgroups, c.subgroupExpiries, c.maxDepth, c.principal)
+		c.expiries, c.asOf, c.subgroups, c.subgroupExpiries, c.maxDepth, c.principal, c.attributes)
 	if err != nil {
 		if ctx.Err() != nil {
 			return outcome{err: membership.Errorf(membership.CodeUnavailable,
@@ -524,7 +526,7 @@ func (s *Store) catchUp(ctx context.Context, q querier) error {
 // returns how many. The caller holds applyMu.
 func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 	rows, err := q.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch,
-		idem_key, idem_fingerprint, expiries, as_of, subgroups, subgroup_expiries, max_depth, principal,
+		idem_key, idem_fingerprint, expiries, as_of, subgroups, subgroup_expiries, max_depth, principal, attributes,
 		coalesce(sequenced_at, appended_at), extract(epoch FROM clock_timestamp() - appended_at)::float8
 		FROM membership_changes WHERE pos > $1 ORDER BY pos LIMIT $2`, s.applied.Load(), fetchRows)
 	if err != nil {
@@ -538,7 +540,7 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 		var fingerprint []byte
 		if err := rows.Scan(&c.pos, &c.ticket, &c.op, &c.groupID, &c.uids, &c.nicknames,
 			&c.ifRevisions, &c.ifExists, &c.ifEmpty, &c.actor, &c.batch, &key, &fingerprint, &c.expiries, &c.asOf,
-			&c.subgroups, &c.subgroupExpiries, &c.maxDepth, &c.principal, &c.sequencedAt, &c.age); err != nil {
+			&c.subgroups, &c.subgroupExpiries, &c.maxDepth, &c.principal, &c.attributes, &c.sequencedAt, &c.age); err != nil {
 			return n, err
 		}
 		why := ""

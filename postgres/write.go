@@ -1,16 +1,22 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"time"
 
+	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
+	"example.com/groupmembership/membership/directory"
+	"example.com/groupmembership/membership/scope"
 )
 
-// The ops of membership_changes (migrations 0001, 0002, 0004, 0006 and 0007),
-// indexed by their number there.
+// The ops of membership_changes (migrations 0001, 0002, 0004, 0006, 0007 and
+// 0009), indexed by their number there.
 var ops = [...]membership.Op{
 	1:  membership.OpAdd,
 	2:  membership.OpRemove,
@@ -23,6 +29,9 @@ var ops = [...]membership.Op{
 	9:  membership.OpRemoveGroups,
 	10: membership.OpReplaceGroups,
 	11: membership.OpExpireGroups,
+	12: membership.OpSetUser, // migration 0009
+	13: membership.OpDeleteUser,
+	14: membership.OpSetGroup,
 }
 
 // The ops of the expire rows (migrations 0006 and 0007).
@@ -67,6 +76,10 @@ type change struct {
 	// batch holds a batch's writes (op 6), encoded by appendBatch; nil
 	// for the other ops.
 	batch []byte
+	// attributes hold a set_user's account or a set_group's attributes,
+	// as package writecodec lays them out (migration 0009); nil (NULL) for
+	// the other ops.
+	attributes []byte
 	// idem is the write's or batch's Idempotency, with its fingerprint;
 	// a zero Key for none (NULL).
 	idem membership.Idempotency
@@ -136,6 +149,20 @@ func changeOf(w membership.Write) (change, error) {
 		asOf := w.AsOf
 		c.asOf = &asOf
 		return c, nil // the service's own change: no precondition
+	case membership.OpSetUser, membership.OpDeleteUser:
+		if len(w.UIDs) != 1 || (w.Op == membership.OpSetUser) != (w.Account != nil) {
+			return change{}, fmt.Errorf("%s names %d uids, account %v", w.Op, len(w.UIDs), w.Account != nil)
+		}
+		c.groupID, c.uids = "", []int64{int64(w.UIDs[0])}
+		if w.Account != nil {
+			c.attributes = writecodec.AppendAccount(nil, *w.Account)
+		}
+	case membership.OpSetGroup:
+		if w.Group == nil {
+			return change{}, fmt.Errorf("set_group without attributes")
+		}
+		c.uids = []int64{}
+		c.attributes = writecodec.AppendGroupAttributes(nil, *w.Group)
 	default:
 		return change{}, fmt.Errorf("unknown op %q", w.Op)
 	}
@@ -217,8 +244,8 @@ func (c change) unreadable() string {
 	nesting := membership.IsNestingOp(ops[c.op])
 	addsGroups := ops[c.op] == membership.OpAddGroups || ops[c.op] == membership.OpReplaceGroups
 	switch {
-	case c.principal != nil && membership.ValidatePrincipal(*c.principal) != nil:
-		return fmt.Sprintf("a principal that is not one (%v)", membership.ValidatePrincipal(*c.principal))
+	case c.principal != nil && scope.ValidatePrincipal(*c.principal) != nil:
+		return fmt.Sprintf("a principal that is not one (%v)", scope.ValidatePrincipal(*c.principal))
 	case expire && c.asOf == nil:
 		return "an expire without its time (as_of)"
 	case !expire && c.asOf != nil:
@@ -233,6 +260,9 @@ func (c change) unreadable() string {
 		return fmt.Sprintf("%d subgroup expiries for %d subgroups", len(c.subgroupExpiries), len(c.subgroups))
 	case c.maxDepth != nil && (*c.maxDepth < 0 || !addsGroups && c.op != opBatch):
 		return fmt.Sprintf("a bound on depth of %d on op %s", *c.maxDepth, ops[c.op])
+	}
+	if why := c.unreadableAttributes(); why != "" {
+		return why
 	}
 	for _, ms := range c.subgroupExpiries {
 		if ms != nil && *ms < 0 {
@@ -253,6 +283,50 @@ func (c change) unreadable() string {
 		}
 	}
 	return ""
+}
+
+// unreadableAttributes says why c's attributes, or uids, do not go with
+// its op ("" when they do): a set_user names one uid and holds a valid
+// account, a delete_user one uid and nothing else, a set_group no uid and
+// valid attributes; no other op holds attributes.
+func (c change) unreadableAttributes() string {
+	op := ops[c.op]
+	switch {
+	case (op == membership.OpSetUser || op == membership.OpSetGroup) != (c.attributes != nil):
+		return "attributes on an op other than set_user and set_group, or one of them without"
+	case (op == membership.OpSetUser || op == membership.OpDeleteUser) && len(c.uids) != 1:
+		return fmt.Sprintf("a %s of %d uids", op, len(c.uids))
+	case op == membership.OpSetGroup && len(c.uids) != 0:
+		return "uids on a set_group"
+	}
+	if _, _, err := c.decodeAttributes(); err != nil {
+		return fmt.Sprintf("attributes that cannot be read (%v)", err)
+	}
+	return ""
+}
+
+// decodeAttributes returns c's account or group attributes, nil for none.
+func (c change) decodeAttributes() (*account.Account, *account.GroupAttributes, error) {
+	if c.attributes == nil {
+		return nil, nil, nil
+	}
+	r := bytes.NewReader(c.attributes)
+	var user *account.Account
+	var group *account.GroupAttributes
+	var err error
+	if ops[c.op] == membership.OpSetUser {
+		var a account.Account
+		a, err = writecodec.ReadAccount(r)
+		user = &a
+	} else {
+		var g account.GroupAttributes
+		g, err = writecodec.ReadGroupAttributes(r)
+		group = &g
+	}
+	if err == nil && r.Len() != 0 {
+		err = errors.New("trailing bytes")
+	}
+	return user, group, err
 }
 
 // write returns c as the membership.Write it was made of, with the time
@@ -291,11 +365,16 @@ func (c change) write() membership.Write {
 			}
 		}
 		w.MaxDepth = c.depth()
+	case membership.OpSetGroup:
+		_, w.Group, _ = c.decodeAttributes() // unreadable read them
 	default:
 		w.UIDs = make([]membership.UID, len(c.uids))
 		for i, uid := range c.uids {
 			w.UIDs[i] = membership.UID(uid)
 		}
+	}
+	if w.Op == membership.OpSetUser {
+		w.Account, _, _ = c.decodeAttributes() // unreadable read them
 	}
 	for _, rev := range c.ifRevisions {
 		w.If.Revisions = append(w.If.Revisions, membership.Revision(rev))
@@ -337,7 +416,9 @@ func (c change) depth() int {
 // log built before it, on every instance alike: of two writes racing with
 // one If-Match, the first in the log wins, the other fails everywhere.
 // A write whose outcome this instance already knows is answered without
-// going to the log (answerHere).
+// going to the log (answerHere). A directory write (set_user, delete_user,
+// set_group) always goes to the log, which checks its user name and
+// precondition as it is applied, every instance alike.
 //
 // A write with an Idempotency key (w.Idem) is applied once for its key,
 // w.Principal's own, whichever instance takes it: its row carries the key, and every
@@ -394,6 +475,9 @@ func (s *Store) Write(ctx context.Context, w membership.Write) (membership.Resul
 // now, so that the answer is not older than a change already
 // acknowledged. Otherwise answered is false, and the log settles it.
 func (s *Store) answerHere(ctx context.Context, w membership.Write) (res membership.Result, answered bool, err error) {
+	if directory.IsOp(w.Op) {
+		return membership.Result{}, false, nil // its precondition is of a user, or counts attributes: the log decides
+	}
 	cond := w.If
 	if w.Op == membership.OpRemoveUser {
 		cond = membership.Precondition{} // it has no group to hold one
@@ -427,15 +511,14 @@ func (s *Store) answerHere(ctx context.Context, w membership.Write) (res members
 
 // local is what this instance's memory says of a write's group.
 type local struct {
-	// size is the group's members and subgroups, as a precondition
-	// counts them; its subgroups are counted only when the write's
-	// precondition or op asks (Exists, Empty, delete_group).
+	// size is the group's members, subgroups and attributes (as one), as
+	// a precondition counts them.
 	size     int
 	revision membership.Revision // the group's; for remove_user, the store's
 	// unchanged says that applying the write to this state would change
 	// nothing: an add or remove of no user, a deletion of a group with no
-	// members, no subgroups and no parents, the removal of a user in no
-	// group.
+	// members, subgroups, attributes or parents, the removal of a user in
+	// no group.
 	unchanged bool
 	// unsure says that memory changed while it was read, every time it
 	// was tried: nothing can be answered from it.
@@ -468,30 +551,29 @@ func (s *Store) localState(ctx context.Context, w membership.Write) local {
 	return st
 }
 
-// localGroup reads w's group: its members, with its revision, in one
-// read; and, when w needs them, its subgroups and (for a deletion) its
-// parents, which are of the same state when no change was applied
-// meanwhile (else unsure).
+// localGroup reads w's group: its members, subgroups and attributes, with
+// its revision, in one read; and, for a deletion, its parents, which are
+// of the same state when no change was applied meanwhile (else unsure), as
+// is the revision of a group that does not exist.
 func (s *Store) localGroup(ctx context.Context, w membership.Write) local {
 	var st local
-	deletion := w.Op == membership.OpDeleteGroup
-	if !deletion && !w.If.Exists && !w.If.Empty {
-		st.revision, _ = s.mem.ListMembers(ctx, w.GroupID, membership.ListOptions{Limit: 1},
-			func(total int, _ iter.Seq[membership.Member]) { st.size = total })
-		return st
-	}
 	before := s.mem.LatestRevision()
-	st.revision, _ = s.mem.ListMembers(ctx, w.GroupID, membership.ListOptions{Limit: 1},
-		func(total int, _ iter.Seq[membership.Member]) { st.size = total })
-	count := func(total int, _ iter.Seq[membership.Nested]) { st.size += total }
-	_, _ = s.mem.Subgroups(ctx, w.GroupID, membership.NestingListOptions{Limit: 1}, count)
-	if deletion {
+	rec, ok, _ := s.mem.Group(ctx, w.GroupID, nil)
+	if ok {
+		st.size, st.revision = rec.Members+rec.Subgroups, rec.Revision
+		if rec.HasAttributes {
+			st.size++
+		}
+	} else {
+		st.revision, _ = s.mem.Revision(ctx, w.GroupID)
+	}
+	if w.Op == membership.OpDeleteGroup {
 		parents := 0
 		_, _ = s.mem.Parents(ctx, w.GroupID, membership.NestingListOptions{Limit: 1},
 			func(total int, _ iter.Seq[membership.Nested]) { parents = total })
 		st.unchanged = st.size == 0 && parents == 0
 	}
-	st.unsure = s.mem.LatestRevision() != before
+	st.unsure = (!ok || w.Op == membership.OpDeleteGroup) && s.mem.LatestRevision() != before
 	return st
 }
 

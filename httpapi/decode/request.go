@@ -84,6 +84,17 @@ func ReadChangeRequest(w http.ResponseWriter, r *http.Request, list string, maxB
 	return req, nil
 }
 
+// ReadBody reads the whole body of r, at most maxBodyBytes of it, its
+// memory taken from bodies as it arrives (see readBody); the caller
+// releases the lease once done with the body. It is for the routes whose
+// bodies are JSON documents of their own (SCIM's).
+//
+// Errors: CodeBodyTooLarge, CodeUnavailable, CodeInvalidBody, and
+// middleware.CodeUnsupportedMediaType (a Content-Encoding).
+func ReadBody(r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) ([]byte, budget.Lease, error) {
+	return readBody(r, maxBodyBytes, bodies)
+}
+
 // firstBodyBuffer is the room a body gets before its bytes arrive.
 const firstBodyBuffer = 512
 

@@ -7,6 +7,7 @@ import (
 
 	"example.com/groupmembership/internal/jsonstr"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // MembersJSONLen returns the length of the JSON array of members, and how
@@ -208,15 +209,20 @@ const (
 	changesPrefix   = `,"changes":[`
 	subOpPrefix     = `{"op":`
 	groupsPrefix    = `,"groups":[`
+	accountPrefix   = `,"account":`
+	attrsPrefix     = `,"attributes":`
 )
 
-// A change's JSON names its group, but for remove_user (which names the
-// user, in uids, in every group), and lists its uids, but for
-// delete_group (which names only the group) and the nesting ops (which
-// list groups instead): see AppendChange.
-func hasGroup(c membership.Change) bool { return c.Op != membership.OpRemoveUser }
+// A change's JSON names its group, but for remove_user, set_user and
+// delete_user (which name the user, in uids), and lists its uids, but for
+// delete_group and set_group (which name only the group) and the nesting
+// ops (which list groups instead): see AppendChange.
+func hasGroup(c membership.Change) bool {
+	return c.Op != membership.OpRemoveUser && c.Op != membership.OpSetUser && c.Op != membership.OpDeleteUser
+}
+
 func hasUIDs(c membership.Change) bool {
-	return c.Op != membership.OpDeleteGroup && !membership.IsNestingOp(c.Op)
+	return c.Op != membership.OpDeleteGroup && c.Op != membership.OpSetGroup && !membership.IsNestingOp(c.Op)
 }
 
 // changeGroupExpires reports whether the nesting change c sends its groups'
@@ -317,7 +323,37 @@ func changeBodyLen(c membership.Change) int {
 			}
 		}
 	}
+	if c.Account != nil {
+		n += len(accountPrefix) + len(appendAccountJSON(nil, *c.Account))
+	}
+	if c.GroupAttributes != nil {
+		n += len(attrsPrefix) + len(appendGroupAttributesJSON(nil, *c.GroupAttributes))
+	}
 	return n
+}
+
+// appendAccountJSON appends a as a change of set_user sends it, every
+// attribute named.
+func appendAccountJSON(b []byte, a account.Account) []byte {
+	for _, f := range [...]struct{ name, value string }{
+		{`{"userName":`, a.UserName}, {`,"externalId":`, a.ExternalID}, {`,"displayName":`, a.DisplayName},
+		{`,"givenName":`, a.GivenName}, {`,"familyName":`, a.FamilyName}, {`,"email":`, a.Email},
+	} {
+		b = append(b, f.name...)
+		b = AppendJSONString(b, f.value)
+	}
+	b = append(b, `,"active":`...)
+	b = strconv.AppendBool(b, a.Active)
+	return append(b, '}')
+}
+
+// appendGroupAttributesJSON appends a as a change of set_group sends it.
+func appendGroupAttributesJSON(b []byte, a account.GroupAttributes) []byte {
+	b = append(b, `{"displayName":`...)
+	b = AppendJSONString(b, a.DisplayName)
+	b = append(b, `,"externalId":`...)
+	b = AppendJSONString(b, a.ExternalID)
+	return append(b, '}')
 }
 
 func AppendChanges(b []byte, changes []membership.Change) []byte {
@@ -342,7 +378,11 @@ func AppendChanges(b []byte, changes []membership.Change) []byte {
 // A nesting change (add_groups, remove_groups, replace_groups,
 // expire_groups) has "groups" in place of "uids": [{"group":…},…], each
 // of an add or a replace with "expires" when its nesting ends (one without
-// does not end), those of a remove or an expiry without.
+// does not end), those of a remove or an expiry without. A set_user names
+// no group, its user in "uids", and its "account" as set (every attribute,
+// "displayName" the user's nickname); a delete_user names no group, its
+// user in "uids"; a set_group names its group and its "attributes" as set,
+// and no uids.
 func AppendChange(b []byte, c membership.Change) []byte {
 	b = append(b, revPrefix...)
 	b = strconv.AppendUint(b, uint64(c.Revision), 10)
@@ -433,6 +473,14 @@ func appendChangeBody(b []byte, c membership.Change) []byte {
 			b = append(b, '}')
 		}
 		b = append(b, ']')
+	}
+	if c.Account != nil {
+		b = append(b, accountPrefix...)
+		b = appendAccountJSON(b, *c.Account)
+	}
+	if c.GroupAttributes != nil {
+		b = append(b, attrsPrefix...)
+		b = appendGroupAttributesJSON(b, *c.GroupAttributes)
 	}
 	return b
 }

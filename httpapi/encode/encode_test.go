@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // stdlibJSON encodes v as encoding/json does with HTML escaping off, which
@@ -186,6 +187,15 @@ func TestMeasuredLengthsAreTheEncodedOnes(t *testing.T) {
 		{Revision: 17, Op: membership.OpBatch, Changes: []membership.Change{
 			{Op: membership.OpReplaceGroups, GroupID: "to", Groups: []membership.Nested{{GroupID: "x", Expires: time.UnixMilli(1796083200123).UTC()}}},
 		}},
+		{Revision: 18, Op: membership.OpSetUser, UIDs: []membership.UID{42}, Account: &account.Account{UserName: "ann\"@example.com",
+			ExternalID: "00u\u2028", DisplayName: "Ann", GivenName: "Ann", FamilyName: "é", Email: "ann@example.com", Active: true}},
+		{Revision: 19, Op: membership.OpSetUser, UIDs: []membership.UID{9223372036854775807}, Account: &account.Account{UserName: "x"}},
+		{Revision: 20, Op: membership.OpDeleteUser, UIDs: []membership.UID{42}},
+		{Revision: 21, Op: membership.OpSetGroup, GroupID: "admins", GroupAttributes: &account.GroupAttributes{DisplayName: "Admins \"A\"", ExternalID: "x"}},
+		{Revision: 22, Op: membership.OpBatch, Changes: []membership.Change{
+			{Op: membership.OpSetGroup, GroupID: "g", GroupAttributes: &account.GroupAttributes{DisplayName: "G"}},
+			{Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{1}},
+		}},
 	}
 	for _, c := range slices.Clone(changes) { // each again with a time, an actor, a principal, and all of them
 		at := time.Date(2026, 11, 24, 23, 59, 1, 123e6, time.UTC)
@@ -234,6 +244,23 @@ func TestNestingChangesAsTheFeedSendsThem(t *testing.T) {
 			`{"rev":3,"op":"remove_groups","group":"eng","groups":[{"group":"b"}]}`},
 		{membership.Change{Revision: 4, Op: membership.OpExpireGroups, GroupID: "eng", Time: at, Groups: []membership.Nested{{GroupID: "b", Expires: at}}},
 			`{"rev":4,"op":"expire_groups","time":"2026-12-01T00:00:00.000Z","group":"eng","groups":[{"group":"b"}]}`},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, string(AppendChange(nil, tt.c)))
+	}
+}
+
+func TestDirectoryChangesAsTheFeedSendsThem(t *testing.T) {
+	tests := []struct {
+		c    membership.Change
+		want string
+	}{
+		{membership.Change{Revision: 1, Op: membership.OpSetUser, UIDs: []membership.UID{42}, Account: &account.Account{UserName: "ann", DisplayName: "Ann", Active: true}},
+			`{"rev":1,"op":"set_user","uids":[42],"account":{"userName":"ann","externalId":"","displayName":"Ann","givenName":"","familyName":"","email":"","active":true}}`},
+		{membership.Change{Revision: 2, Op: membership.OpDeleteUser, Actor: 7, UIDs: []membership.UID{42}},
+			`{"rev":2,"op":"delete_user","actor":7,"uids":[42]}`},
+		{membership.Change{Revision: 3, Op: membership.OpSetGroup, GroupID: "g", GroupAttributes: &account.GroupAttributes{DisplayName: "Gee", ExternalID: "x"}},
+			`{"rev":3,"op":"set_group","group":"g","attributes":{"displayName":"Gee","externalId":"x"}}`},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, string(AppendChange(nil, tt.c)))

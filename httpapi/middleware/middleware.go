@@ -120,6 +120,11 @@ func SetActingUID(w http.ResponseWriter, uid membership.UID) {
 	}
 }
 
+// RecordInternalError records err for the access log, which logs it with
+// its detail at level error: for a handler that writes its own error
+// bodies (SCIM's).
+func RecordInternalError(w http.ResponseWriter, err error) { recordInternalError(w, err) }
+
 // recordInternalError records err for the access log, which logs it with its
 // detail at level error.
 func recordInternalError(w http.ResponseWriter, err error) {

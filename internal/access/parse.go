@@ -22,7 +22,7 @@ import (
 //
 // Blank lines and lines whose first character that is not a space is #
 // are skipped. The fields are separated by spaces or tabs: the name (as
-// membership.ValidatePrincipal says); the secret,
+// scope.ValidatePrincipal says); the secret,
 // SecretPrefix and the hex SHA-256 of the principal's token (HashToken),
 // or mtls for a principal of a client certificate whose subject common
 // name is the name; the rights, read, write or admin, or several joined by
@@ -96,9 +96,9 @@ func parseLine(fields []string) (*Principal, error) {
 }
 
 // checkName returns an error unless name can be a principal's name in
-// an ACL file: as membership.ValidatePrincipal says, and not the token's.
+// an ACL file: as scope.ValidatePrincipal says, and not the token's.
 func checkName(name string) error {
-	if err := membership.ValidatePrincipal(name); err != nil {
+	if err := scope.ValidatePrincipal(name); err != nil {
 		return err
 	}
 	if name == TokenPrincipalName {

@@ -38,6 +38,7 @@ import (
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/tlscert"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/directory"
 )
 
 // Server timeouts. A slow or stalled client holds a connection at most this
@@ -579,8 +580,9 @@ func (s *service) load(ctx context.Context) (Store, *expiry.Expirer, error) {
 			st.WriteMetrics(w)
 			expirer.WriteMetrics(w)
 		},
-		Budgets: st.Budgets,
-		Backup:  func() httpapi.Backup { return st.Backup() },
+		Budgets:   st.Budgets,
+		Backup:    func() httpapi.Backup { return st.Backup() },
+		Directory: st,
 	})
 	s.ready.Store(true)
 	s.logger.Info("ready")
@@ -894,6 +896,8 @@ type Store interface {
 	// Backup copies the whole state at one revision.
 	Backup() *snap.Backup
 	Close() error
+	// Reader reads the accounts and the groups' attributes.
+	directory.Reader
 }
 
 // lockDataDir locks -data-dir, if given, before the service says it

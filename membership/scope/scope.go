@@ -1,6 +1,7 @@
 // Package scope is what a principal may do: its right on its groups, as
 // a request's context carries it to the membership.Service, which refuses
-// (forbidden) what reaches past it. A context without a Scope reaches
+// (forbidden) what reaches past it; and what a principal's name may be
+// (ValidatePrincipal). A context without a Scope reaches
 // everything: the service's own work (the expirer), and a service without
 // credentials.
 package scope

@@ -92,7 +92,7 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 		}
 		if err == nil {
 			c.Writes[i] = logged(membership.Write{Op: w.Op, GroupID: w.GroupID, Users: w.Users, UIDs: w.UIDs, Subgroups: w.Subgroups,
-				MaxDepth: w.MaxDepth, If: w.If})
+				Group: w.Group, MaxDepth: w.MaxDepth, If: w.If})
 			c.Writes[i].If.Revisions, err = pendingRevisions(w.If.Revisions, rev)
 		}
 		if err != nil {

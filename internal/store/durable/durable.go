@@ -19,6 +19,7 @@ import (
 	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/directory"
 )
 
 // DefaultSnapshotBytes is the default log size past which a snapshot is
@@ -162,10 +163,12 @@ type Store struct {
 	// ReadOnly serves the reads from memory, which holds what was
 	// replayed and loaded from the snapshot at start: the feed continues
 	// across restarts. ExpiryQueue says which expiries are due, and
-	// Nesting serves the reads of groups in groups so.
+	// Nesting and Directory serve the reads of groups in groups and of
+	// the directory so.
 	memory.ReadOnly
 	memory.ExpiryQueue
 	membership.Nesting
+	directory.Reader
 	mem    *memory.Store
 	dir    string
 	opts   Options
@@ -293,7 +296,7 @@ func openDurable(dir string, opts Options, lock *fileutil.DirLock) (*Store, erro
 	if err := d.recover(); err != nil {
 		return nil, err
 	}
-	d.ReadOnly, d.ExpiryQueue, d.Nesting = d.mem, d.mem, d.mem // recover may have started a new one
+	d.ReadOnly, d.ExpiryQueue, d.Nesting, d.Reader = d.mem, d.mem, d.mem, d.mem // recover may have started a new one
 	go d.commitLoop()
 	go d.markLoop()
 	return d, nil

@@ -20,6 +20,7 @@ import (
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/directorytest"
 	"example.com/groupmembership/internal/store/storetest/memberstest"
 	"example.com/groupmembership/internal/store/storetest/nestingtest"
 	"example.com/groupmembership/internal/store/wal"
@@ -77,6 +78,27 @@ func TestDurableNestingContractAcrossSnapshots(t *testing.T) {
 			require.NoError(t, d.Close())
 			snapshots.Add(d.stats.snapshots.Load()) // Close waited for the last
 			assert.NotContains(t, logs.String(), "level=ERROR", "no snapshot failed")
+			again := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+			defer again.Close()
+			assert.Equal(t, want, sortedExport(again), "reopened")
+		})
+		return d
+	})
+}
+
+// The directory contract holds on a data directory, while snapshots are
+// written beside the writes, and each store, reopened from what it wrote,
+// has every account and group attribute it had.
+func TestDurableDirectoryContractAcrossSnapshots(t *testing.T) {
+	var snapshots atomic.Uint64
+	t.Cleanup(func() { assert.NotZero(t, snapshots.Load(), "snapshots were written") })
+	directorytest.Contract(t, func(t *testing.T) directorytest.Store {
+		dir := t.TempDir()
+		d := openTestDurable(t, dir, Options{ChangesKeep: keepAll, SnapshotBytes: 1})
+		t.Cleanup(func() {
+			want := sortedExport(d)
+			require.NoError(t, d.Close())
+			snapshots.Add(d.stats.snapshots.Load())
 			again := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
 			defer again.Close()
 			assert.Equal(t, want, sortedExport(again), "reopened")

@@ -15,6 +15,7 @@ import (
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/internal/store/wal"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // copyFixture returns a copy of testdata/name: a data directory an older
@@ -91,8 +92,9 @@ func assertStartedAsBackedUp(t *testing.T, d *Store, want *snap.State) *snap.Sta
 
 // assertAppendsToOlderLogs checks that d, opened on a fixture of oldLogs
 // logs, replays a key the old build remembered, takes writes and nestings
-// into a new log of this version, and, closed and opened again, replays
-// the old logs and the new one to the same state, principals included.
+// into a new log of this version, accounts and group attributes among them,
+// and, closed and opened again, replays the old logs and the new one to the
+// same state, principals included.
 func assertAppendsToOlderLogs(t *testing.T, d *Store, dir string, oldLogs int) {
 	t.Helper()
 	ctx := context.Background()
@@ -104,11 +106,17 @@ func assertAppendsToOlderLogs(t *testing.T, d *Store, dir string, oldLogs int) {
 	require.NoError(t, err)
 	_, err = d.Write(ctx, storetest.Nest("every", "g1", "g2"))
 	require.NoError(t, err)
+	_, err = d.Write(ctx, setUser(5000, account.Account{UserName: "n1", DisplayName: "N1", Active: true}, membership.Precondition{Empty: true}))
+	require.NoError(t, err)
+	_, err = d.Write(ctx, setGroup("ops", "Operations", "x"))
+	require.NoError(t, err)
 	nest := storetest.Nest("g2", "late")
 	nest.Principal = "sync-job"
 	_, err = d.Write(ctx, nest)
 	require.NoError(t, err)
 	wantAfter := sortedExport(d)
+	require.Len(t, wantAfter.Accounts, 1)
+	require.Len(t, wantAfter.GroupAttributes, 1)
 	assert.Equal(t, "sync-job", wantAfter.Changes[len(wantAfter.Changes)-1].Principal)
 	require.NoError(t, d.Close())
 
@@ -145,7 +153,7 @@ func sortGroups(st *snap.State) {
 }
 
 // A backup an older build took restores: the store holds what it holds,
-// and takes nestings beside it.
+// and takes nestings and group attributes beside it.
 func TestDurableRestoresABackupOfAnOlderVersion(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -173,6 +181,8 @@ func TestDurableRestoresABackupOfAnOlderVersion(t *testing.T) {
 			assert.Equal(t, want.Keys, got.Keys)
 			assert.Equal(t, want.Nestings, got.Nestings)
 			_, err = d.Write(context.Background(), storetest.Nest("every", "g1"))
+			require.NoError(t, err)
+			_, err = d.Write(context.Background(), setGroup("every", "Everyone", ""))
 			require.NoError(t, err)
 		})
 	}

@@ -87,7 +87,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	m.createBatchGroups(b.Writes, groups, nested)
 	var rbuf [4]uint64
 	locked := m.reverse.Lock(batch.Users(b.Writes, groups), rbuf[:])
-	a := batch.NewApplier(b.Writes, nowOr(st.At), &m.reverse, &m.due, &m.counts.members, m.nicknames.Write())
+	a := batch.NewApplier(b.Writes, nowOr(st.At), m.groups, &m.reverse, &m.due, &m.counts.members, m.nicknames.Write())
 	defer a.Nicknames().Release()
 	results, subs, changed, nestChanged := m.applyBatchWrites(a, b.Writes, groups, nested)
 	a.ForgetDeferred()
@@ -120,12 +120,12 @@ func atRevision(results []membership.Result, rev membership.Revision) membership
 	return membership.BatchResult{Results: results, Revision: rev}
 }
 
-// createBatchGroups creates the groups a batch's writes add users or
-// subgroups to (nested is what its nesting writes did, nil when it has
-// none), before any reverse shard is taken (the lock order).
+// createBatchGroups creates the groups a batch's writes add users,
+// subgroups or attributes to (nested is what its nesting writes did, nil
+// when it has none), before any reverse shard is taken (the lock order).
 func (m *Store) createBatchGroups(writes []membership.Write, groups map[string]*group.Group, nested []nestedWrite) {
 	for i, w := range writes {
-		adds := (w.Op == membership.OpAdd || w.Op == membership.OpReplace) && len(w.Users) > 0
+		adds := (w.Op == membership.OpAdd || w.Op == membership.OpReplace) && len(w.Users) > 0 || w.Op == membership.OpSetGroup
 		if nested != nil && nested[i].change.Op != "" && w.Op != membership.OpDeleteGroup {
 			adds = true
 		}
@@ -221,15 +221,16 @@ func (m *Store) batchNesting(b membership.Batch, commit time.Time) ([]nestedWrit
 
 // checkBatch puts in groups the groups ws write to (nil: a group with no
 // members), and returns the error of the first write that a batch does
-// not take or whose precondition does not hold, or CodeTooManyChanges
+// not take, whose precondition does not hold or that adds an inactive
+// user, or CodeTooManyChanges
 // when the batch's replaces and deletions hold more members than a batch
 // may remove. The caller holds the groups' shards.
 func (m *Store) checkBatch(ws []membership.Write, groups map[string]*group.Group) error {
 	removals := 0 // the members the batch's replaces and deletions hold
 	for i, w := range ws {
-		switch w.Op {
-		case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
-			membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
+		switch {
+		case w.Op == membership.OpAdd, w.Op == membership.OpRemove, w.Op == membership.OpReplace, w.Op == membership.OpDeleteGroup,
+			membership.IsNestingOp(w.Op) && w.Op != membership.OpExpireGroups, w.Op == membership.OpSetGroup && w.Group != nil:
 		default:
 			return fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
 		}
@@ -240,6 +241,11 @@ func (m *Store) checkBatch(ws []membership.Write, groups map[string]*group.Group
 		}
 		if err := m.check(g, w.If); err != nil {
 			return BatchElementError(i, w.GroupID, err)
+		}
+		if w.Op == membership.OpAdd || w.Op == membership.OpReplace {
+			if err := m.Directory.RefuseInactive(w.Users); err != nil {
+				return BatchElementError(i, w.GroupID, err)
+			}
 		}
 		if g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
 			removals += g.Members.Len()

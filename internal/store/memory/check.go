@@ -28,6 +28,8 @@ func (m *Store) Check(w membership.Write) (rev membership.Revision, changes bool
 		return m.checkUser(w.UIDs[0])
 	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpExpireGroups:
 		return m.checkNesting(w)
+	case membership.OpSetUser, membership.OpDeleteUser, membership.OpSetGroup:
+		return m.Directory.Check(w)
 	}
 	return 0, false, fmt.Errorf("unknown op %q", w.Op)
 }
@@ -47,6 +49,11 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 	g := s.groups.Get(w.GroupID)
 	if err := m.check(g, w.If); err != nil {
 		return 0, false, err
+	}
+	if w.Op == membership.OpAdd || w.Op == membership.OpReplace {
+		if err := m.Directory.RefuseInactive(w.Users); err != nil {
+			return 0, false, err
+		}
 	}
 	rev := m.revisionOf(g)
 	switch w.Op {

@@ -15,22 +15,29 @@
 //   - expiring: the expirer's side of the store (Store embeds its Queue):
 //     the memberships and nestings due, and a round of them applied, through
 //     the seam of expiring.go;
+//   - batch: the membership writes of a batch (and a group's attributes)
+//     applied to their groups, one after another, with every lock held;
+//   - directory: the accounts and the groups' attributes (Store embeds
+//     its Directory): their writes applied with every lock held, and
+//     their reads, through the seam of directory.go; and the removal of a
+//     user from every group;
 //   - nesting: the groups in groups, each nesting both ways with its end,
 //     each group's ancestors, the nestings that end by themselves, and how
 //     a nesting write changes them;
-//   - batch: the membership writes of a batch applied to their groups, one
-//     after another, with every lock held;
 //   - group: a group (its members, their expiries, its revision) and how its
 //     members change, the table of a shard's groups (their slots, which
-//     number them, and their ids), and the index of the groups by id, for
-//     pages of groups;
+//     number them, their ids, and the attributes of the few groups that
+//     have some), and the index of the groups by id, for pages of groups;
 //   - reverse: the reverse index, from users to the numbers of their groups;
 //   - packed: the chunks of fixed-width deltas a group's members and the
 //     reverse index's pairs are kept in;
 //   - expiry: a group's expiries by member, and the due set of every expiry
 //     by time;
 //   - sortedset: the varint-delta chunks the expiries are kept in;
-//   - nicknames: the nickname directory;
+//   - nicknames: the nickname directory, and the accounts of provisioned
+//     users (their attributes, account.Account) with the index of the
+//     groups' attributes, which it guards;
+//   - accounts: the accounts and that index, in tables without a lock;
 //   - feed: the revisions and the change feed;
 //   - keys: the Idempotency-Keys remembered;
 //   - shards: a set of shards, locked in index order, and work spread over
@@ -77,13 +84,23 @@
 //     held, to give a group a slot or free one, but never with a reverse
 //     shard held (a group's slot is taken before Index.Lock and freed
 //     after Index.Unlock); UserGroups and the transitive reads take it for
-//     reading with reverse shards held, and the expirer alone, to read the
-//     id of a number.
-//  6. the nicknames' lock (package nicknames, Store.nicknames). A change
-//     that sets or clears nicknames takes it after its reverse shards; one
-//     that sets them holds it until its revision is published
+//     reading with reverse shards held, the removal of a user from every
+//     group (which holds every shard, so that no writer can want it) with
+//     a reverse shard held, and the expirer alone, to read the id of a
+//     number.
+//  6. the nicknames' lock (package nicknames, Store.nicknames), which
+//     guards the accounts and the index of groups' attributes too. A
+//     change that sets or clears nicknames takes it after its reverse
+//     shards; one that sets them holds it until its revision is published
 //     (nicknames.Write), so that a list, which takes it for reading after
-//     its shard, never shows a nickname with an older revision.
+//     its shard, never shows a nickname with an older revision. A change
+//     of an account (package directory) holds the user's reverse shard first,
+//     so that no add of the user comes between its check and its change,
+//     and, when it makes the account inactive, every shard before that,
+//     as removing a user from every group does: an add or a replace,
+//     which holds its group's shard, reads whether its users are inactive
+//     (RefuseInactive) taking this lock for reading. A change of a group's
+//     attributes holds the group's shard, and takes it to index them.
 //  7. the change feed's lock (package feed). Taken by Feed.Record (which
 //     runs the change's published func under it, before any reader can see
 //     the revision), and alone by readers of the feed.

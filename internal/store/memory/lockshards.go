@@ -39,3 +39,18 @@ func (m *Store) unlockShards(held heldShards) {
 		}
 	}
 }
+
+// lockAll locks every shard, in index order, for reading when read, and
+// returns the func that unlocks them.
+func (m *Store) lockAll(read bool) func() {
+	held := heldShards{set: shards.NewSet(len(m.shards), nil), read: read}
+	for i := range m.shards {
+		held.set.Add(i)
+		if read {
+			m.shards[i].mu.RLock()
+		} else {
+			m.shards[i].mu.Lock()
+		}
+	}
+	return func() { m.unlockShards(held) }
+}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/directory"
 	"example.com/groupmembership/internal/store/memory/expiring"
 	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/memory/feed"
@@ -88,6 +89,10 @@ type Store struct {
 	// Reader answers the reads of groups in groups (membership.Nesting)
 	// through transitiveStore.
 	*transitive.Reader
+	// Directory is the accounts and the groups' attributes (their reads,
+	// membership/directory's Reader), and their writes, through
+	// directoryStore.
+	*directory.Directory
 
 	// counts are kept as the store changes, so that reading them for
 	// metrics costs the same whatever the store holds.
@@ -176,6 +181,7 @@ func NewWith(opts Options) *Store {
 	}
 	m.setTables(group.NewTables(len(m.shards), m.seed, 0))
 	m.Reader = transitive.New(transitiveStore{m})
+	m.Directory = directory.New(directoryStore{expiringStore{m}}, &m.groups, &m.reverse, &m.due, &m.nicknames, &m.feed, &m.counts.members)
 	m.Queue = expiring.New(expiringStore{m}, &m.due, &m.reverse, &m.nicknames, &m.counts.members)
 	return m
 }
@@ -214,8 +220,8 @@ func (m *Store) revisionOf(g *group.Group) membership.Revision {
 	return max(r, membership.Revision(m.removedRevision.Load()))
 }
 
-// add adds users to the group, when cond holds: in memory, it cannot fail
-// otherwise.
+// add adds users to the group, when cond holds and none of them is
+// inactive: in memory, it cannot fail otherwise.
 func (m *Store) add(groupID string, users []membership.User, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	s := m.shardOf(groupID)
 	s.mu.Lock()
@@ -226,6 +232,9 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 	}
 	if len(users) == 0 {
 		return membership.Result{Revision: m.revisionOf(g)}, nil
+	}
+	if err := m.Directory.RefuseInactive(users); err != nil {
+		return membership.Result{}, err
 	}
 	if g == nil {
 		g = m.newGroup(s, groupID)
@@ -315,7 +324,7 @@ func (m *Store) check(g *group.Group, cond membership.Precondition) error {
 	}
 	size := 0
 	if g != nil {
-		size = g.Members.Len() + int(g.Subgroups)
+		size = g.Size()
 	}
 	if rev := m.revisionOf(g); !cond.Holds(size, rev) {
 		return membership.PreconditionFailed(rev)

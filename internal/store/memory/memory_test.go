@@ -11,6 +11,7 @@ import (
 	"example.com/groupmembership/internal/store"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
+	"example.com/groupmembership/internal/store/storetest/directorytest"
 	"example.com/groupmembership/internal/store/storetest/expirytest"
 	"example.com/groupmembership/internal/store/storetest/memberstest"
 	"example.com/groupmembership/internal/store/storetest/nestingtest"
@@ -88,4 +89,8 @@ func TestMemoryExpiries(t *testing.T) {
 
 func TestNestingContract(t *testing.T) {
 	nestingtest.Contract(t, func(t *testing.T) store.Expiring { return New() })
+}
+
+func TestDirectoryContract(t *testing.T) {
+	directorytest.Contract(t, func(t *testing.T) directorytest.Store { return New() })
 }

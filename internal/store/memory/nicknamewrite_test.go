@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,7 +48,7 @@ func TestANicknameIsNotReadBeforeItsRevision(t *testing.T) {
 			held, release, recorded := make(chan struct{}), make(chan struct{}), make(chan struct{})
 			go func() {
 				defer close(recorded)
-				m.feed.Record(membership.Change{Op: membership.OpAdd, GroupID: "held"}, feed.Stamp{}, func(membership.Revision) {
+				m.feed.Record(membership.Change{Op: membership.OpAdd, GroupID: "held"}, feed.Stamp{}, func(membership.Revision, time.Time) {
 					close(held)
 					<-release
 				})

@@ -38,9 +38,11 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 	}
 	st.Keys = m.keys.Export()
 	st.Nicknames = m.nicknames.Export()
+	st.Accounts = m.ExportAccounts()
 	// The shards are copied on every core at once: at a hundred million
 	// memberships, the copy is seconds that writes wait.
 	groups := make([][]snap.Group, len(m.shards))
+	attrs := make([][]snap.GroupAttributes, len(m.shards))
 	shards.Parallel(shards.Workers(len(m.shards)), len(m.shards), func(_, i int) {
 		s := &m.shards[i]
 		if !shardsHeld {
@@ -48,10 +50,19 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 			defer s.mu.RUnlock()
 		}
 		for g := range s.groups.All {
-			groups[i] = append(groups[i], snap.Group{ID: g.ID, Revision: g.Revision, UIDs: g.Members.AppendTo(make([]membership.UID, 0, g.Members.Len())), Expiries: g.Expiries.Export()})
+			var uids []membership.UID // nil for none, as a snapshot reads it
+			if n := g.Members.Len(); n > 0 {
+				uids = g.Members.AppendTo(make([]membership.UID, 0, n))
+			}
+			groups[i] = append(groups[i], snap.Group{ID: g.ID, Revision: g.Revision, UIDs: uids, Expiries: g.Expiries.Export()})
+			if a := m.groups.Attrs(g); a != nil {
+				attrs[i] = append(attrs[i], snap.GroupAttributes{ID: g.ID, Attributes: a.GroupAttributes, Created: nesting.TimeOf(a.Created), Modified: nesting.TimeOf(a.Modified)})
+			}
 		}
 	})
 	st.Groups = slices.Concat(groups...)
+	st.GroupAttributes = slices.Concat(attrs...)
+	slices.SortFunc(st.GroupAttributes, func(a, b snap.GroupAttributes) int { return strings.Compare(a.ID, b.ID) })
 	if !forBackup {
 		m.nestMu.RLock()
 		defer m.nestMu.RUnlock()
@@ -78,7 +89,7 @@ type Loader struct {
 	scratch []packed.Pair // a group's members, for fill
 	pairs   *reverse.Gathered
 	// empty are the groups given with no members: those with subgroups
-	// (Finish knows which) are kept, for their revisions.
+	// or attributes (Finish knows which) are kept, for their revisions.
 	empty  []snap.Group
 	nested bool
 }
@@ -126,14 +137,19 @@ func (l *Loader) Finish(st *snap.State) {
 		m.nestRev = st.LastRevision
 	}
 	m.nestNext.Store(m.nest.Next())
+	attributed := make(map[string]bool, len(st.GroupAttributes))
+	for _, a := range st.GroupAttributes {
+		attributed[a.ID] = true
+	}
 	for _, g := range l.empty {
-		if m.nest.Node(g.ID).SubgroupCount() > 0 {
+		if m.nest.Node(g.ID).SubgroupCount() > 0 || attributed[g.ID] {
 			_ = l.Group(g)
 		}
 	}
 	for _, g := range l.indexed {
 		g.SetSubgroups(m.nest.Node(g.ID).SubgroupCount())
 	}
+	m.Directory.Load(st, func(id string) *group.Group { return m.shardOf(id).groups.Get(id) })
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.Load(st.LastRevision, st.Changes)
 	m.keys.Import(st.Keys)
@@ -153,12 +169,8 @@ func (m *Store) Backup() *snap.Backup {
 	defer m.keys.Unblock()
 	m.nestMu.RLock()
 	defer m.nestMu.RUnlock()
-	for i := range m.shards {
-		m.shards[i].mu.RLock()
-	}
+	unlock := m.lockAll(true)
 	st := m.exportState(true)
-	for i := range m.shards {
-		m.shards[i].mu.RUnlock()
-	}
+	unlock()
 	return snap.NewBackup(st)
 }

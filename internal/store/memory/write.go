@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/directory"
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/packed"
@@ -67,9 +68,11 @@ func (m *Store) write(w membership.Write, st feed.Stamp) (membership.Result, err
 		if len(w.UIDs) != 1 {
 			return membership.Result{}, fmt.Errorf("remove_user names %d uids, not one", len(w.UIDs))
 		}
-		return m.removeUser(w.UIDs[0], st), nil
+		return m.Directory.RemoveUser(w.UIDs[0], st), nil
 	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpExpireGroups:
 		return m.nestWrite(w, st)
+	case membership.OpSetUser, membership.OpDeleteUser, membership.OpSetGroup:
+		return m.Directory.Write(w, st)
 	}
 	return membership.Result{}, fmt.Errorf("unknown op %q", w.Op)
 }
@@ -84,6 +87,9 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	defer s.mu.Unlock()
 	g := s.groups.Get(groupID)
 	if err := m.check(g, cond); err != nil {
+		return membership.Result{}, err
+	}
+	if err := m.Directory.RefuseInactive(users); err != nil {
 		return membership.Result{}, err
 	}
 	uids := group.SortedUIDs(users)
@@ -122,7 +128,8 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 
 // deleteGroup removes every member of the group, when cond holds, walking
 // its members once: it holds no list of them. It removes the group's
-// subgroups from it, and it from its parents, whose shards it holds too.
+// subgroups from it, and it from its parents, whose shards it holds too,
+// and its attributes.
 func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st feed.Stamp) (membership.Result, error) {
 	m.nestMu.Lock()
 	defer m.nestMu.Unlock()
@@ -152,10 +159,15 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 	if g != nil {
 		locked = m.reverse.Lock(g.Members.All, buf[:])
 		removed = g.Empty(&m.reverse, &m.due, m.nicknames.Forget)
-		g.Subgroups = 0
+		g.SetSubgroups(0)
 		m.counts.members.Add(-int64(removed))
 	}
-	rev := m.feed.Record(membership.Change{Op: membership.OpDeleteGroup, GroupID: groupID}, st, nil)
+	nicks := m.nicknames.Write()
+	defer nicks.Release()
+	if g != nil {
+		directory.DropAttributes(m.groups, g, &nicks)
+	}
+	rev := nicks.Record(&m.feed, membership.Change{Op: membership.OpDeleteGroup, GroupID: groupID}, st)
 	if g != nil {
 		m.reverse.Unlock(locked)
 		m.dropGroup(s, g, rev)
@@ -165,45 +177,6 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 		m.touchParents(parents, rev)
 	}
 	return membership.Result{Count: removed, Revision: rev}, nil
-}
-
-// removeUser removes uid from every group it is in, and forgets it. It holds
-// every shard while it does: the user's groups are found in the reverse
-// index, which is locked after the shards.
-func (m *Store) removeUser(uid membership.UID, st feed.Stamp) membership.Result {
-	for i := range m.shards {
-		m.shards[i].mu.Lock()
-	}
-	defer func() {
-		for i := range m.shards {
-			m.shards[i].mu.Unlock()
-		}
-	}()
-	var buf [1]uint64
-	locked := m.reverse.Lock(func(yield func(membership.UID) bool) { yield(uid) }, buf[:])
-	var groups []*group.Group
-	m.reverse.GroupsOf(uid, func(n uint32) { groups = append(groups, m.groups.At(n)) })
-	if len(groups) == 0 {
-		m.reverse.Unlock(locked)
-		return membership.Result{Revision: m.LatestRevision()}
-	}
-	for _, g := range groups {
-		g.Members.Remove(uid)
-		m.due.End(&g.Expiries, g.Number, uid)
-		m.reverse.Remove(uid, g.Number)
-	}
-	m.nicknames.Forget(uid)
-	m.counts.members.Add(-int64(len(groups)))
-	rev := m.feed.Record(membership.Change{Op: membership.OpRemoveUser, UIDs: []membership.UID{uid}}, st, nil)
-	m.reverse.Unlock(locked)
-	for _, g := range groups {
-		if g.Vacant() {
-			m.dropGroup(m.shardOf(g.ID), g, rev)
-		} else {
-			g.Revision = rev
-		}
-	}
-	return membership.Result{Count: len(groups), Revision: rev}
 }
 
 // Groups implements membership.Store. It holds every shard for reading
@@ -219,14 +192,7 @@ func (m *Store) Groups(_ context.Context, opts membership.GroupsOptions, list me
 // groupsPage returns the latest revision, the total of the groups opts's
 // prefix selects, and the page opts asks for.
 func (m *Store) groupsPage(opts membership.GroupsOptions) (membership.Revision, int, []membership.GroupSize) {
-	for i := range m.shards {
-		m.shards[i].mu.RLock()
-	}
-	defer func() {
-		for i := range m.shards {
-			m.shards[i].mu.RUnlock()
-		}
-	}()
+	defer m.lockAll(true)()
 	m.indexMu.RLock()
 	defer m.indexMu.RUnlock()
 	rev := m.LatestRevision()

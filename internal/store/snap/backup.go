@@ -1,12 +1,14 @@
 package snap
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // Backup is a consistent copy of a store's whole state at one revision: the
@@ -45,16 +47,21 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // Check returns an error unless st keeps the service's rules: valid and
-// distinct group ids, each with members or subgroups, no revision past the
-// latest, expiries of members only, valid nicknames of users who are in a
-// group, distinct keys, and nestings of valid groups, each parent among
-// the groups, that make no cycle. The
+// distinct group ids, each with members, subgroups or attributes, no
+// revision past the latest, expiries of members only, valid nicknames of
+// users who are in a group or have an account, distinct keys, nestings of
+// valid groups, each parent among the groups, that make no cycle, accounts
+// with distinct user names (compared case-insensitively), none inactive
+// and in a group, and attributes of groups among the groups. The
 // checksum says that a file is whole; this says that it came from the
 // service.
 func (st *State) Check() error {
-	parents := make(map[string]bool)
+	parents := make(map[string]bool) // and groups with attributes: they too may have no member
 	for _, n := range st.Nestings {
 		parents[n.Parent] = true
+	}
+	for _, g := range st.GroupAttributes {
+		parents[g.ID] = true
 	}
 	inGroup := map[membership.UID]bool{}
 	ids := make(map[string]bool, len(st.Groups))
@@ -66,7 +73,7 @@ func (st *State) Check() error {
 		case ids[g.ID]:
 			return fmt.Errorf("group %q is there twice", g.ID)
 		case len(g.UIDs) == 0 && !parents[g.ID]:
-			return fmt.Errorf("group %q has no members and no subgroups", g.ID)
+			return fmt.Errorf("group %q has no members, no subgroups and no attributes", g.ID)
 		case g.Revision > st.LastRevision:
 			return fmt.Errorf("group %q has revision %d, past the latest, %d", g.ID, g.Revision, st.LastRevision)
 		}
@@ -83,6 +90,9 @@ func (st *State) Check() error {
 	if err := checkNestings(st.Nestings, ids); err != nil {
 		return err
 	}
+	if err := checkDirectory(st, ids, inGroup); err != nil {
+		return err
+	}
 	if st.NicknamesRevision > st.LastRevision || st.RemovedRevision > st.LastRevision {
 		return fmt.Errorf("a revision is past the latest, %d", st.LastRevision)
 	}
@@ -90,8 +100,8 @@ func (st *State) Check() error {
 		if err := membership.ValidateUser(membership.User{UID: uid, Nickname: nick, HasNickname: true}); err != nil || nick == "" {
 			return fmt.Errorf("the nickname of user %d is not valid", uid)
 		}
-		if !inGroup[uid] {
-			return fmt.Errorf("user %d has a nickname but is in no group", uid)
+		if !inGroup[uid] && !hasAccount(st, uid) {
+			return fmt.Errorf("user %d has a nickname but is in no group and has no account", uid)
 		}
 	}
 	type scoped struct{ principal, key string } // a key is its principal's
@@ -190,6 +200,44 @@ func findCycle(subgroups map[string][]string) []string {
 				state[child] = onPath
 				stack = append(stack, frame{id: child})
 			}
+		}
+	}
+	return nil
+}
+
+// hasAccount reports whether uid has an account in st, whose accounts are
+// in order.
+func hasAccount(st *State, uid membership.UID) bool {
+	_, found := slices.BinarySearchFunc(st.Accounts, uid, func(a Account, uid membership.UID) int {
+		return cmp.Compare(a.UID, uid)
+	})
+	return found
+}
+
+// checkDirectory returns an error unless st's accounts have distinct user
+// names, revisions no later than the latest, and none inactive in a group
+// (inGroup), and its groups' attributes are of groups among ids.
+func checkDirectory(st *State, ids map[string]bool, inGroup map[membership.UID]bool) error {
+	if err := checkDirectoryOrder(st); err != nil {
+		return err
+	}
+	names := make(map[string]membership.UID, len(st.Accounts))
+	for _, a := range st.Accounts {
+		fold := account.FoldUserName(a.Account.UserName)
+		if other, ok := names[fold]; ok {
+			return fmt.Errorf("users %d and %d have the userName %q", other, a.UID, a.Account.UserName)
+		}
+		names[fold] = a.UID
+		switch {
+		case a.Revision > st.LastRevision:
+			return fmt.Errorf("the account of user %d has revision %d, past the latest, %d", a.UID, a.Revision, st.LastRevision)
+		case !a.Account.Active && inGroup[a.UID]:
+			return fmt.Errorf("user %d is inactive but in a group", a.UID)
+		}
+	}
+	for _, g := range st.GroupAttributes {
+		if !ids[g.ID] {
+			return fmt.Errorf("group %q has attributes but is not among the groups", g.ID)
 		}
 	}
 	return nil

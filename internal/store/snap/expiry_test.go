@@ -88,8 +88,9 @@ func TestExpiriesLayout(t *testing.T) {
 		2,                                                   // changes
 		1, 1, 1, 'g', 2, 3, 2, 0, 2, 3, 0xd0, 0x0f, 2, 0, 0, // 1: add g 3 5, no nickname, expiries 3 at 1000 ms and 5 made permanent, no stamp
 		2, 7, 1, 'g', 1, 5, 0, 0, // 2: expire g 5, no nickname, no stamp
-		0, // keys
-		0} // groups in groups
+		0,    // keys
+		0,    // groups in groups
+		0, 0} // accounts, groups' attributes
 	assert.Equal(t, want, body)
 }
 

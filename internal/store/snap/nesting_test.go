@@ -99,7 +99,8 @@ func TestNestingsLayout(t *testing.T) {
 		1,                                                 // changes
 		1, 8, 1, 'a', 2, 1, 'b', 0xd0, 0x0f, 1, 'c', 0, 0, // 1: add_groups a: b until 1000 ms, c; no stamp
 		0,                                           // keys
-		1, 1, 'a', 2, 1, 'b', 0xd0, 0x0f, 1, 'c', 0} // groups in groups: a holds b until 1000 ms, and c
+		1, 1, 'a', 2, 1, 'b', 0xd0, 0x0f, 1, 'c', 0, // groups in groups: a holds b until 1000 ms, and c
+		0, 0} // accounts, groups' attributes
 	assert.Equal(t, want, body)
 	got, err := Decode(buf.Bytes(), "s.snap")
 	require.NoError(t, err)
@@ -119,7 +120,9 @@ func TestVersion7IsReadWithoutNestings(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, st, got)
 	assert.Nil(t, got.Nestings)
-	assert.Equal(t, append(v7[8:len(v7)-4:len(v7)-4], 0), buf.Bytes()[8:buf.Len()-4], "version 8 is version 7 and a count of no nesting")
+	var v8 bytes.Buffer
+	require.NoError(t, encode(&v8, st, 8))
+	assert.Equal(t, append(v7[8:len(v7)-4:len(v7)-4], 0), v8.Bytes()[8:v8.Len()-4], "version 8 is version 7 and a count of no nesting")
 
 	change := []byte{1, 0, 0, 0, 0, 1, 1, 8, 1, 'a', 0, 0, 0}
 	_, err = Decode(snapshotFile(7, change), "s.snap")
@@ -230,7 +233,7 @@ func TestCheckRefusesNestingsThatBreakTheRules(t *testing.T) {
 		}, "cycle: all-staff > engineering > backend > all-staff"},
 		{"a group in itself", func(st *State) { st.Nestings[1].Child = "engineering" }, "in itself"},
 		{"a parent not among the groups", func(st *State) { st.Nestings[2].Parent = "nowhere" }, "not among the groups"},
-		{"a group with neither", func(st *State) { st.Nestings = st.Nestings[1:] }, "no members and no subgroups"},
+		{"a group with neither", func(st *State) { st.Nestings = st.Nestings[1:] }, "no members, no subgroups and no attributes"},
 		{"a subgroup that is no group id", func(st *State) { st.Nestings[2].Child = "" }, "a nesting"},
 		{"twice", func(st *State) { st.Nestings = append(st.Nestings, st.Nestings[2]) }, "twice"},
 	} {

@@ -67,7 +67,7 @@ func TestVersion8IsReadWithoutPrincipals(t *testing.T) {
 	change := []byte{1, 0, 0, 0, 0, 1, 1, 1, 1, 'g', 1, 1, 0, 0, 4, 3, 'o', 'p', 's', 0, 0}
 	_, err = Decode(snapshotFile(8, change), "s.snap")
 	assert.ErrorContains(t, err, "unknown stamp flags 0x4")
-	got, err = Decode(snapshotFile(9, change), "s.snap")
+	got, err = Decode(snapshotFile(9, append(slices.Clone(change), 0, 0)), "s.snap") // no account, no group's attributes
 	require.NoError(t, err, "the same, in version 9")
 	assert.Equal(t, "ops", got.Changes[0].Principal)
 
@@ -93,7 +93,7 @@ func TestPrincipalsNoBuildWroteAreRefused(t *testing.T) {
 		{"an unknown flag", []byte{8}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			body := append(append(slices.Clone(head), tt.stamp...), 0, 0) // no key, no nesting
+			body := append(append(slices.Clone(head), tt.stamp...), 0, 0, 0, 0) // no key, nesting, account or group's attributes
 			_, err := Decode(snapshotFile(9, body), "s.snap")
 			assert.Error(t, err)
 		})
@@ -103,7 +103,7 @@ func TestPrincipalsNoBuildWroteAreRefused(t *testing.T) {
 	key := func(principal string) []byte {
 		b := append([]byte{1, 0, 0, 0, 0, 0, 1, 1, 'k', byte(len(principal))}, principal...)
 		b = append(b, make([]byte, 16)...)
-		return append(b, 2, 0, 1, 1, 0, 0, 1, 0) // time, kind, revision, one result; no nesting
+		return append(b, 2, 0, 1, 1, 0, 0, 1, 0, 0, 0) // time, kind, revision, one result; no nesting, account or group's attributes
 	}
 	_, err := Decode(snapshotFile(9, key("ops")), "s.snap")
 	require.NoError(t, err, "a well formed key")

@@ -20,7 +20,10 @@ import (
 
 	"example.com/groupmembership/internal/fileheader"
 	"example.com/groupmembership/internal/fileutil"
+	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
+	"example.com/groupmembership/membership/scope"
 )
 
 // castagnoli is the CRC-32C table of the snapshots' checksums.
@@ -68,12 +71,28 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 //   - the groups in groups: the count of groups that have subgroups, then
 //     each one's id, in byte order, its subgroup count, and each subgroup's
 //     id, in byte order, and the time the nesting ends (as a member's
-//     expiry, 0 for none).
+//     expiry, 0 for none);
+//   - the accounts: count, then each one's uid, in ascending order, its
+//     attributes as package writecodec lays an account out (the display
+//     name "": it is the user's nickname, among the nicknames), the times
+//     it was created and modified (milliseconds since 1970-01-01 UTC, as
+//     signed, zigzag varints, 0 for none) and its revision;
+//   - the groups' attributes: count, then each group's id, in byte order,
+//     its attributes as package writecodec lays them out, and the times
+//     they were set first and last, as an account's. A group with
+//     attributes but no members is among the groups, with no member, so
+//     that its revision is kept.
+//
+// A change of op 12 set_user is laid out as a remove_user (group id "",
+// one uid, no nickname) followed by its account; 13 delete_user as a
+// remove_user; 14 set_group as a delete_group followed by its attributes.
+// A batch may hold changes of op 14.
 //
 // Version 8, still read, is version 9 without the principals (no stamp
-// has flag 4, and a key has no principal, not even ""). Version 7 is
-// version 8 without the groups in groups (every group has members) and
-// without ops 8 to 11. Version 6 is version 7
+// has flag 4, and a key has no principal, not even ""), without the
+// accounts and the groups' attributes, and without ops 12 to 14. Version
+// 7 is version 8 without the groups in groups (every group has members)
+// and without ops 8 to 11. Version 6 is version 7
 // without the expiries (no member has one) and without op 7; version 5 is
 // version 6 without the keys (it remembers none); version 4 is version 5
 // without batches; version 3 is version 4 without the stamps (its changes
@@ -112,6 +131,27 @@ type State struct {
 	// order. A group that has subgroups but no members is among Groups
 	// with no UIDs, so that its revision is kept.
 	Nestings []Nesting
+	// Accounts are the accounts, by uid ascending; their display names
+	// are the users' nicknames, in Nicknames. GroupAttributes are the
+	// groups' attributes, by id in byte order; a group with attributes
+	// but no members or subgroups is among Groups with no UIDs.
+	Accounts        []Account
+	GroupAttributes []GroupAttributes
+}
+
+// Account is one account as a State keeps it: its DisplayName is "".
+type Account struct {
+	UID               membership.UID
+	Account           account.Account
+	Created, Modified time.Time
+	Revision          membership.Revision
+}
+
+// GroupAttributes are one group's attributes as a State keeps them.
+type GroupAttributes struct {
+	ID                string
+	Attributes        account.GroupAttributes
+	Created, Modified time.Time
 }
 
 // Nesting is one group nested in another, as a State keeps it.
@@ -149,7 +189,8 @@ type Group struct {
 
 // The op byte of a change the feed keeps, and its op. Versions 1 and 2 know
 // the first two only, versions 3 and 4 the first five, versions 5 and 6
-// the first six, version 7 the first seven, version 8 all of them.
+// the first six, version 7 the first seven, version 8 the first eleven,
+// version 9 all of them.
 var ops = [...]membership.Op{
 	1:  membership.OpAdd,
 	2:  membership.OpRemove,
@@ -162,6 +203,9 @@ var ops = [...]membership.Op{
 	9:  membership.OpRemoveGroups,
 	10: membership.OpReplaceGroups,
 	11: membership.OpExpireGroups,
+	12: membership.OpSetUser,
+	13: membership.OpDeleteUser,
+	14: membership.OpSetGroup,
 }
 
 // How many op bytes each version knows, 0 included.
@@ -170,14 +214,16 @@ const (
 	opsOfVersion4 = 6
 	opsOfVersion6 = 7
 	opsOfVersion7 = 8
+	opsOfVersion8 = 12
 )
 
 // inABatch reports whether a batch's change may be of op: add, remove,
-// replace, delete_group, add_groups, remove_groups or replace_groups.
+// replace, delete_group, add_groups, remove_groups, replace_groups or
+// set_group.
 func inABatch(op membership.Op) bool {
 	switch op {
 	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
-		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
+		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpSetGroup:
 		return true
 	}
 	return false
@@ -194,16 +240,20 @@ func opsOf(version uint32) int {
 		return opsOfVersion6
 	case version <= 7:
 		return opsOfVersion7
+	case version <= 8:
+		return opsOfVersion8
 	}
 	return len(ops)
 }
 
 // withExpiries is the first version with expiries, withNestings the first
-// with groups in groups, withPrincipals the first with principals.
+// with groups in groups, withPrincipals the first with principals, and
+// withDirectory the first with accounts and groups' attributes.
 const (
 	withExpiries   = 7
 	withNestings   = 8
 	withPrincipals = 9
+	withDirectory  = 9
 )
 
 // WriteFile writes st to the file at path, atomically and durably (see
@@ -232,6 +282,9 @@ func encode(out io.Writer, st *State, version uint32) error {
 	}
 	if version < withNestings && len(st.Nestings) > 0 {
 		return fmt.Errorf("version %d holds no group in a group", version)
+	}
+	if err := checkDirectoryToEncode(st, version); err != nil {
+		return err
 	}
 	if err := checkNestingOrder(st.Nestings); err != nil {
 		return err
@@ -290,6 +343,7 @@ func encode(out io.Writer, st *State, version uint32) error {
 	if version >= withNestings {
 		c.nestings(st.Nestings)
 	}
+	c.directory(st, version)
 	c.flush()
 	if c.err != nil {
 		return c.err
@@ -513,6 +567,11 @@ func decodeState(r *reader, version uint32, each func(Group) error) (*State, err
 			return nil, err
 		}
 	}
+	if version >= withDirectory {
+		if err := readDirectory(r, st); err != nil {
+			return nil, err
+		}
+	}
 	if r.Len() != 0 {
 		return nil, errors.New("trailing bytes after the groups")
 	}
@@ -707,6 +766,8 @@ func checkChangeToEncode(c membership.Change, known int, withExpiries, batched b
 		return fmt.Errorf("a change of op %s with groups", c.Op)
 	case membership.IsNestingOp(c.Op) && (len(c.UIDs) > 0 || len(c.Nicknames) > 0):
 		return fmt.Errorf("a change of op %s with users", c.Op)
+	case (c.Op == membership.OpSetUser) != (c.Account != nil), (c.Op == membership.OpSetGroup) != (c.GroupAttributes != nil):
+		return fmt.Errorf("a change of op %s with an account or attributes that do not go with it", c.Op)
 	case c.Op == membership.OpBatch && len(c.Changes) == 0:
 		return errors.New("a batch of no change")
 	case len(c.Expiries) > 0 && !(withExpiries && hasExpiries(c.Op)):
@@ -803,6 +864,12 @@ func appendChangeBody(b []byte, c membership.Change, expiries bool) []byte {
 	if expiries && hasExpiries(c.Op) {
 		b = appendExpiries(b, c.Expiries)
 	}
+	switch c.Op {
+	case membership.OpSetUser:
+		b = writecodec.AppendAccount(b, *c.Account)
+	case membership.OpSetGroup:
+		b = writecodec.AppendGroupAttributes(b, *c.GroupAttributes)
+	}
 	return b
 }
 
@@ -873,7 +940,7 @@ func checkPrincipal(name string, principals bool) error {
 	case !principals:
 		return errors.New("a principal, which a snapshot of this version cannot hold")
 	}
-	return membership.ValidatePrincipal(name)
+	return scope.ValidatePrincipal(name)
 }
 
 // appendStamp appends c's time, actor and principal.
@@ -939,7 +1006,7 @@ func (cr *changeReader) stamp(c *membership.Change) error {
 		if c.Principal, err = cr.interned(); err != nil {
 			return err
 		}
-		if err := membership.ValidatePrincipal(c.Principal); err != nil {
+		if err := scope.ValidatePrincipal(c.Principal); err != nil {
 			return err
 		}
 	}
@@ -1063,6 +1130,20 @@ func (cr *changeReader) body(known int) (membership.Change, error) {
 			return c, err
 		}
 	}
+	switch c.Op {
+	case membership.OpSetUser:
+		a, err := writecodec.ReadAccount(r.Reader)
+		if err != nil {
+			return c, err
+		}
+		c.Account = &a
+	case membership.OpSetGroup:
+		a, err := writecodec.ReadGroupAttributes(r.Reader)
+		if err != nil {
+			return c, err
+		}
+		c.GroupAttributes = &a
+	}
 	return c, checkChange(c)
 }
 
@@ -1097,14 +1178,20 @@ func (cr *changeReader) batch() (membership.Change, error) {
 // OpDeleteGroup names neither.
 func checkChange(c membership.Change) error {
 	switch {
-	case c.Op == membership.OpRemoveUser && (c.GroupID != "" || len(c.UIDs) != 1 || len(c.Nicknames) > 0):
-		return errors.New("a remove_user names one uid, no group and no nickname")
-	case c.Op == membership.OpDeleteGroup && (len(c.UIDs) > 0 || len(c.Nicknames) > 0):
-		return errors.New("a delete_group names no uid and no nickname")
-	case c.Op != membership.OpRemoveUser && c.GroupID == "":
+	case isUserOp(c.Op) && (c.GroupID != "" || len(c.UIDs) != 1 || len(c.Nicknames) > 0):
+		return fmt.Errorf("a %s names one uid, no group and no nickname", c.Op)
+	case (c.Op == membership.OpDeleteGroup || c.Op == membership.OpSetGroup) && (len(c.UIDs) > 0 || len(c.Nicknames) > 0):
+		return fmt.Errorf("a %s names no uid and no nickname", c.Op)
+	case !isUserOp(c.Op) && c.GroupID == "":
 		return fmt.Errorf("a change of op %s names no group", c.Op)
 	}
 	return nil
+}
+
+// isUserOp reports whether a change of op names a user and no group:
+// remove_user, set_user, delete_user.
+func isUserOp(op membership.Op) bool {
+	return op == membership.OpRemoveUser || op == membership.OpSetUser || op == membership.OpDeleteUser
 }
 
 // groups reads a nesting change's groups: nil for none.

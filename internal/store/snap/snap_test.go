@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 // A snapshot keeps the feed's changes of every op as they were, with
@@ -34,7 +35,7 @@ func TestChangesOfEveryOpRoundTrip(t *testing.T) {
 			{Revision: 4, Op: membership.OpReplace, Actor: 9223372036854775807, GroupID: "h"},
 			{Revision: 5, Op: membership.OpDeleteGroup, Time: time.UnixMilli(0).UTC(), Actor: 1, Principal: "sync-job", GroupID: "team/b"},
 			{Revision: 6, Op: membership.OpRemoveUser, Time: at.Add(time.Millisecond), UIDs: []membership.UID{9223372036854775807}},
-			{Revision: 7, Op: membership.OpBatch, Time: at, Actor: 3, Principal: strings.Repeat("p", membership.MaxPrincipalBytes), Changes: []membership.Change{
+			{Revision: 7, Op: membership.OpBatch, Time: at, Actor: 3, Principal: strings.Repeat("p", scope.MaxPrincipalBytes), Changes: []membership.Change{
 				{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{4}},
 				{Op: membership.OpAdd, GroupID: "h", UIDs: []membership.UID{4, 5}, Nicknames: []membership.Member{{UID: 5, Nickname: "Eve"}}},
 				{Op: membership.OpReplace, GroupID: "i", UIDs: []membership.UID{1}},
@@ -289,7 +290,8 @@ func TestKeysLayout(t *testing.T) {
 	body := buf.Bytes()[8 : buf.Len()-4]
 	want := []byte{1, 0, 0, 0, 0, 0, // revisions, nicknames, groups, changes
 		1, 1, 'k', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0xd0, 0x0f, 0, 1, 1, 2, 3, 1,
-		0} // groups in groups
+		0,    // groups in groups
+		0, 0} // accounts, groups' attributes
 	assert.Equal(t, want, body, "a key of no principal")
 
 	st.Keys[0].Principal = "ops"
@@ -298,7 +300,7 @@ func TestKeysLayout(t *testing.T) {
 	body = buf.Bytes()[8 : buf.Len()-4]
 	want = []byte{1, 0, 0, 0, 0, 0,
 		1, 1, 'k', 3, 'o', 'p', 's', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0xd0, 0x0f, 0, 1, 1, 2, 3, 1,
-		0}
+		0, 0, 0}
 	assert.Equal(t, want, body, "a key of principal ops")
 	got, err := Decode(buf.Bytes(), "s.snap")
 	require.NoError(t, err)

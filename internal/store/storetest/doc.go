@@ -7,5 +7,6 @@
 // run: memberstest (memberships, counts, nicknames, paging, the reverse
 // index, whole-group writes, checks, Idempotency-Keys), feedtest
 // (revisions and the change feed), batchtest (batches), expirytest
-// (memberships that end by themselves) and nestingtest (groups in groups).
+// (memberships that end by themselves), nestingtest (groups in groups) and
+// directorytest (accounts and group attributes).
 package storetest

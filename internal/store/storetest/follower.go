@@ -80,7 +80,7 @@ func (f *Follower) Apply(c membership.Change) {
 		return
 	}
 	f.apply(c)
-	if c.Op == membership.OpReplace || c.Op == membership.OpDeleteGroup || c.Op == membership.OpRemoveUser {
+	if c.Op == membership.OpReplace || c.Op == membership.OpDeleteGroup || c.Op == membership.OpRemoveUser || c.Op == membership.OpDeleteUser {
 		f.forgetUsersInNoGroup()
 	}
 }
@@ -107,13 +107,16 @@ func (f *Follower) apply(c membership.Change) {
 		delete(f.members, c.GroupID)
 		delete(f.expiries, c.GroupID)
 		f.deleteNestings(c.GroupID)
-	case membership.OpRemoveUser:
-		for _, members := range f.members {
-			delete(members, c.UIDs[0])
+	case membership.OpRemoveUser, membership.OpDeleteUser:
+		f.removeEverywhere(c.UIDs[0])
+	case membership.OpSetUser:
+		// An inactive account is in no group; its display name is the
+		// user's nickname.
+		if !c.Account.Active {
+			f.removeEverywhere(c.UIDs[0])
 		}
-		for _, expiries := range f.expiries {
-			delete(expiries, c.UIDs[0])
-		}
+		f.setNicknames([]membership.Member{{UID: c.UIDs[0], Nickname: c.Account.DisplayName}})
+	case membership.OpSetGroup: // attributes: no list changes
 	default:
 		if f.members[c.GroupID] == nil {
 			f.members[c.GroupID] = map[membership.UID]bool{}
@@ -131,6 +134,16 @@ func (f *Follower) apply(c membership.Change) {
 		f.setExpiry(c.GroupID, e.UID, e.At)
 	}
 	f.setNicknames(c.Nicknames)
+}
+
+// removeEverywhere takes uid out of every group.
+func (f *Follower) removeEverywhere(uid membership.UID) {
+	for _, members := range f.members {
+		delete(members, uid)
+	}
+	for _, expiries := range f.expiries {
+		delete(expiries, uid)
+	}
 }
 
 // forgetUsersInNoGroup forgets the nicknames of users in none of the

@@ -14,6 +14,11 @@
 //	              as a user's
 //	precondition  a byte of flags (1 Exists, 2 Empty), the revision count,
 //	              then each revision
+//	account       a byte of flags (1 active), then the user name, the
+//	              external id, the display name, the given name, the
+//	              family name and the email, each a string
+//	group         the display name, then the external id, each a string
+//	attributes
 //
 // The readers refuse what the appenders never write (a uid out of range,
 // a count larger than what is left, a precondition that requires
@@ -30,6 +35,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
 // The flags of a precondition.
@@ -294,4 +300,66 @@ func ReadPrecondition(r *bytes.Reader) (membership.Precondition, error) {
 		return cond, errors.New("a precondition that requires nothing")
 	}
 	return cond, nil
+}
+
+// The flags of an account.
+const accountActive byte = 1
+
+// AppendAccount appends a.
+func AppendAccount(b []byte, a account.Account) []byte {
+	var flags byte
+	if a.Active {
+		flags |= accountActive
+	}
+	b = append(b, flags)
+	for _, s := range []string{a.UserName, a.ExternalID, a.DisplayName, a.GivenName, a.FamilyName, a.Email} {
+		b = AppendString(b, s)
+	}
+	return b
+}
+
+// AccountBytes bounds what AppendAccount appends of a valid account.
+const AccountBytes = 1 + 6*(binary.MaxVarintLen16+max(account.MaxAttributeBytes, membership.MaxNicknameBytes))
+
+// ReadAccount reads what AppendAccount wrote. An account that is not valid
+// is refused.
+func ReadAccount(r *bytes.Reader) (account.Account, error) {
+	var a account.Account
+	flags, err := r.ReadByte()
+	if err != nil {
+		return a, err
+	}
+	if flags&^accountActive != 0 {
+		return a, fmt.Errorf("account flags %#x", flags)
+	}
+	a.Active = flags&accountActive != 0
+	for _, s := range []*string{&a.UserName, &a.ExternalID, &a.DisplayName, &a.GivenName, &a.FamilyName, &a.Email} {
+		if *s, err = ReadString(r); err != nil {
+			return a, err
+		}
+	}
+	return a, account.Check(a)
+}
+
+// AppendGroupAttributes appends a.
+func AppendGroupAttributes(b []byte, a account.GroupAttributes) []byte {
+	return AppendString(AppendString(b, a.DisplayName), a.ExternalID)
+}
+
+// GroupAttributesBytes bounds what AppendGroupAttributes appends of valid
+// attributes.
+const GroupAttributesBytes = 2 * (binary.MaxVarintLen16 + account.MaxAttributeBytes)
+
+// ReadGroupAttributes reads what AppendGroupAttributes wrote. Attributes
+// that are not valid are refused.
+func ReadGroupAttributes(r *bytes.Reader) (account.GroupAttributes, error) {
+	var a account.GroupAttributes
+	var err error
+	if a.DisplayName, err = ReadString(r); err != nil {
+		return a, err
+	}
+	if a.ExternalID, err = ReadString(r); err != nil {
+		return a, err
+	}
+	return a, account.CheckGroup(a)
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/directory"
 	"example.com/groupmembership/internal/store/memory/expiry"
 	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/memory/nicknames"
@@ -22,6 +23,7 @@ import (
 // another, with every lock they need held: the groups' shards, the reverse
 // shards of every user the batch can touch (Users), and the nicknames.
 type Applier struct {
+	tables  group.Tables // the store's, which keep the groups' attributes
 	reverse *reverse.Index
 	due     *expiry.Due
 	members *atomic.Int64
@@ -38,10 +40,10 @@ type Applier struct {
 }
 
 // NewApplier returns the Applier of the writes ws, committed at commit,
-// to the store whose reverse index, due set and count of memberships
-// (members) these are, with the nicknames held for writing.
-func NewApplier(ws []membership.Write, commit time.Time, reverse *reverse.Index, due *expiry.Due, members *atomic.Int64, nicknames nicknames.Write) *Applier {
-	return &Applier{reverse: reverse, due: due, members: members, named: namedUIDs(ws), commit: commit, nicknames: nicknames}
+// to the store whose tables of groups, reverse index, due set and count of
+// memberships (members) these are, with the nicknames held for writing.
+func NewApplier(ws []membership.Write, commit time.Time, tables group.Tables, reverse *reverse.Index, due *expiry.Due, members *atomic.Int64, nicknames nicknames.Write) *Applier {
+	return &Applier{tables: tables, reverse: reverse, due: due, members: members, named: namedUIDs(ws), commit: commit, nicknames: nicknames}
 }
 
 // Nicknames returns the nicknames held for writing.
@@ -67,8 +69,9 @@ func (a *Applier) ForgetDeferred() {
 	}
 }
 
-// Apply applies w, a membership write, to g (nil: a group with no members,
-// which only a remove or a deletion can meet), and returns its result and
+// Apply applies w, a membership write or an OpSetGroup, to g (nil: a
+// group with no members, which only a remove or a deletion can meet; a
+// deletion takes the group's attributes too), and returns its result and
 // its change, whose Op is "" when it changed nothing.
 func (a *Applier) Apply(g *group.Group, w membership.Write) (membership.Result, membership.Change) {
 	if g == nil {
@@ -117,12 +120,17 @@ func (a *Applier) Apply(g *group.Group, w membership.Write) (membership.Result, 
 		}
 		return membership.Result{Count: len(added), Removed: removed},
 			membership.Change{Op: membership.OpReplace, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}
+	case membership.OpSetGroup:
+		return membership.Result{}, directory.SetAttributes(a.tables, g, *w.Group, &a.nicknames)
 	default: // OpDeleteGroup
-		if g.Members.Len() == 0 {
+		removed := 0
+		if g.Members.Len() > 0 {
+			removed = g.Empty(a.reverse, a.due, a.leftInNoGroup)
+			a.members.Add(-int64(removed))
+		}
+		if !directory.DropAttributes(a.tables, g, &a.nicknames) && removed == 0 {
 			return membership.Result{}, membership.Change{}
 		}
-		removed := g.Empty(a.reverse, a.due, a.leftInNoGroup)
-		a.members.Add(-int64(removed))
 		return membership.Result{Count: removed}, membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}
 	}
 }

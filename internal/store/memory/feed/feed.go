@@ -66,14 +66,21 @@ const ChangeOverhead = int64(unsafe.Sizeof(membership.Change{})) + 16
 
 // ChangeCost returns the bytes c holds: its slot (which holds its time and
 // actor too), its principal and group id, its uids and nicknames, counted
-// by capacity, and a batch's changes, each as a change. A principal's name
-// is counted in each change, though changes may share its bytes.
+// by capacity, its account or group attributes, and a batch's changes,
+// each as a change. A principal's name is counted in each change, though
+// changes may share its bytes.
 func ChangeCost(c membership.Change) int64 {
 	n := ChangeOverhead + int64(len(c.Principal)+len(c.GroupID)) +
 		int64(cap(c.UIDs))*int64(unsafe.Sizeof(membership.UID(0))) +
 		int64(cap(c.Nicknames))*int64(unsafe.Sizeof(membership.Member{}))
 	for _, m := range c.Nicknames {
 		n += int64(len(m.Nickname))
+	}
+	if a := c.Account; a != nil {
+		n += int64(unsafe.Sizeof(*a)) + int64(len(a.UserName)+len(a.ExternalID)+len(a.DisplayName)+len(a.GivenName)+len(a.FamilyName)+len(a.Email))
+	}
+	if g := c.GroupAttributes; g != nil {
+		n += int64(unsafe.Sizeof(*g)) + int64(len(g.DisplayName)+len(g.ExternalID))
 	}
 	for _, sub := range c.Changes {
 		n += ChangeCost(sub)
@@ -129,9 +136,10 @@ func timeOf(t time.Time) time.Time {
 
 // Record gives c the next revision, and st's actor, principal and time, and keeps it,
 // and returns the revision. published, when not nil, runs with the
-// revision before any reader of the feed can see it: what must be true of
-// the store once a reader has seen a revision is made true there.
-func (f *Feed) Record(c membership.Change, st Stamp, published func(membership.Revision)) membership.Revision {
+// revision and the change's time (zero for none) before any reader of the
+// feed can see it: what must be true of the store once a reader has seen
+// a revision is made true there.
+func (f *Feed) Record(c membership.Change, st Stamp, published func(membership.Revision, time.Time)) membership.Revision {
 	c.Actor, c.Principal, c.Time = st.Actor, st.Principal, timeOf(st.At)
 	fromClock := c.Time.IsZero() && st.Now
 	if fromClock {
@@ -158,7 +166,7 @@ func (f *Feed) Record(c membership.Change, st Stamp, published func(membership.R
 	f.last++
 	c.Revision = f.last
 	if published != nil {
-		published(c.Revision)
+		published(c.Revision, c.Time)
 	}
 	if kept != nil {
 		kept.Revision, kept.Time = c.Revision, c.Time

@@ -15,10 +15,13 @@ import (
 	"example.com/groupmembership/internal/store/memory/packed"
 	"example.com/groupmembership/internal/store/memory/reverse"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
-// Group is a group with members or subgroups, in a slot of its shard's
-// Table: 64 bytes, its few members packed in it (package packed).
+// Group is a group with members, subgroups or attributes, in a slot of
+// its shard's Table: 64 bytes, its few members packed in it (package
+// packed). Its attributes, which few groups have, are kept in its Table
+// (Tables.Attrs), not in the slot.
 type Group struct {
 	// ID is the group's id, in memory of its own (Table.Add), never
 	// empty: "" marks a free slot.
@@ -27,19 +30,51 @@ type Group struct {
 	Revision membership.Revision // of the last change of its members
 	// Expiries holds the expiry of each member that has one.
 	Expiries expiry.Members
-	// Subgroups is how many groups are nested in it directly: a group
-	// with subgroups is kept with no members.
-	Subgroups int32
+	// subgroups is how many groups are nested in it directly (a group
+	// with subgroups is kept with no members), below attributed, the bit
+	// set while its Table keeps attributes of it.
+	subgroups uint32
 	Number    uint32 // in the reverse index and the due set (Table)
 }
 
+// attributed is the bit of Group.subgroups set while the group has
+// attributes: a store holds fewer than 2^31 groups, so no group has that
+// many subgroups.
+const attributed = 1 << 31
+
+// Subgroups returns how many groups are nested in g directly.
+func (g *Group) Subgroups() int { return int(g.subgroups &^ attributed) }
+
 // SetSubgroups sets how many groups are nested in g directly: fewer than
 // 2^31, as a store holds fewer groups.
-func (g *Group) SetSubgroups(n int) { g.Subgroups = int32(n) }
+func (g *Group) SetSubgroups(n int) { g.subgroups = g.subgroups&attributed | uint32(n) }
 
-// Vacant reports whether g has neither members nor subgroups: it is
-// dropped then.
-func (g *Group) Vacant() bool { return g.Members.Len() == 0 && g.Subgroups == 0 }
+// HasAttrs reports whether g has attributes (Tables.Attrs): a group with
+// attributes is kept with no members or subgroups.
+func (g *Group) HasAttrs() bool { return g.subgroups&attributed != 0 }
+
+// Attrs are a group's attributes (membership.OpSetGroup), with when they
+// were set first and last, in Unix milliseconds (0: a change without a
+// time). They are replaced whole, never changed in place, so that a reader
+// may keep them past the group's lock.
+type Attrs struct {
+	account.GroupAttributes
+	Created, Modified int64
+}
+
+// Vacant reports whether g has neither members, subgroups nor attributes:
+// it is dropped then.
+func (g *Group) Vacant() bool { return g.Members.Len() == 0 && g.subgroups == 0 }
+
+// Size is what a precondition counts of g (membership.Precondition.Holds):
+// its members and subgroups, and its attributes as one.
+func (g *Group) Size() int {
+	n := g.Members.Len() + g.Subgroups()
+	if g.HasAttrs() {
+		n++
+	}
+	return n
+}
 
 // BulkFill is how many users an add to an empty group must bring for the
 // group to be built in one pass instead of one insert at a time.

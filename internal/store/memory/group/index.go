@@ -361,10 +361,6 @@ func (ix *Index) ascend(after string, inclusive bool, yield func(*Group) bool) {
 	if ix.root == nil {
 		return
 	}
-	type frame struct {
-		x *inner
-		i int
-	}
 	path := make([]frame, 0, ix.height)
 	for x, h := ix.root, ix.height; ; h-- {
 		i := child(x, after)
@@ -375,8 +371,22 @@ func (ix *Index) ascend(after string, inclusive bool, yield func(*Group) bool) {
 		x = x.inners[i]
 	}
 	bottom := &path[len(path)-1]
+	ix.walk(path, ix.search(bottom.x.leaves[bottom.i], after, inclusive), yield)
+}
+
+// A frame is a node on the path from the root to a leaf, and the index of
+// the child the path goes down.
+type frame struct {
+	x *inner
+	i int
+}
+
+// walk yields the groups from the at-th of the leaf path ends in, in byte
+// order of their ids, until yield returns false.
+func (ix *Index) walk(path []frame, at int, yield func(*Group) bool) {
+	bottom := &path[len(path)-1]
 	l := bottom.x.leaves[bottom.i]
-	for at := ix.search(l, after, inclusive); ; at = 0 {
+	for ; ; at = 0 {
 		for ; at < int(l.n); at++ {
 			if !yield(ix.at(l.numbers[at])) {
 				return
@@ -437,7 +447,7 @@ func (ix *Index) Page(opts membership.GroupsOptions) (int, []membership.GroupSiz
 			if r.End != "" && g.ID >= r.End || opts.Limit > 0 && len(page) == opts.Limit {
 				return false
 			}
-			page = append(page, membership.GroupSize{ID: g.ID, Members: g.Members.Len(), Subgroups: int(g.Subgroups)})
+			page = append(page, membership.GroupSize{ID: g.ID, Members: g.Members.Len(), Subgroups: g.Subgroups()})
 			return true
 		})
 	}
@@ -451,4 +461,29 @@ func (ix *Index) count(r groupids.Range) int {
 		n = ix.below(r.End)
 	}
 	return n - ix.below(r.Start)
+}
+
+// Len returns how many groups the index holds.
+func (ix *Index) Len() int { return ix.total }
+
+// From yields the groups from the offset-th in byte order of their ids (0
+// the first), until yield returns false: finding the first is a walk from
+// the root by the counts of the children, O(log n), however far it is.
+func (ix *Index) From(offset int, yield func(*Group) bool) {
+	if ix.root == nil || offset >= ix.total {
+		return
+	}
+	path := make([]frame, 0, ix.height)
+	for x, h := ix.root, ix.height; ; h-- {
+		i := 0
+		for ; i < x.n-1 && offset >= x.counts[i]; i++ {
+			offset -= x.counts[i]
+		}
+		path = append(path, frame{x, i})
+		if h == 1 {
+			break
+		}
+		x = x.inners[i]
+	}
+	ix.walk(path, offset, yield)
 }

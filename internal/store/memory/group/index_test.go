@@ -157,3 +157,42 @@ func TestGroupIndexBuildThenChange(t *testing.T) {
 		checkIndex(t, &ix, model, n)
 	}
 }
+
+// TestGroupIndexFromAnOffset checks From, from offsets in every leaf of a
+// tree of three levels and past its end, and Len, against a sorted list.
+func TestGroupIndexFromAnOffset(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	tables := NewTables(1, maphash.MakeSeed(), 0)
+	ix := NewIndex(tables.At)
+	var model []string
+	for len(model) < 200000 {
+		id := fmt.Sprintf("%x", rng.IntN(1<<24))
+		if tables[0].Get(id) == nil {
+			ix.Insert(tables[0].Add(id))
+			model = append(model, id)
+		}
+	}
+	slices.Sort(model)
+	require.Equal(t, 3, ix.height, "a tree of three levels")
+	assert.Equal(t, len(model), ix.Len())
+	for offset := 0; offset <= len(model)+1; offset += 1 + rng.IntN(4000) {
+		var got []string
+		ix.From(offset, func(g *Group) bool {
+			got = append(got, g.ID)
+			return len(got) < 100
+		})
+		want := model[min(offset, len(model)):min(offset+100, len(model))]
+		if len(want) == 0 {
+			want = nil
+		}
+		require.Equal(t, want, got, "from %d", offset)
+	}
+	for _, offset := range []int{len(model) - 1, len(model), len(model) + 1} {
+		var got []string
+		ix.From(offset, func(g *Group) bool { got = append(got, g.ID); return true })
+		assert.Equal(t, append([]string(nil), model[min(offset, len(model)):]...), got, "from %d", offset)
+	}
+	var all []string
+	ix.From(0, func(g *Group) bool { all = append(all, g.ID); return true })
+	assert.Equal(t, model, all)
+}

@@ -40,6 +40,10 @@ type Table struct {
 	index []uint32
 	// groups is how many slots hold a group.
 	groups int
+	// attrs are the attributes of the groups that have some, by slot:
+	// few groups have them, so a map beside the slots costs less than a
+	// pointer in each.
+	attrs map[uint32]*Attrs
 }
 
 // A page of slots is one allocation of 4 KiB: its slots and the 8-byte
@@ -212,6 +216,9 @@ func (t *Table) Remove(g *Group) {
 		}
 	}
 	t.index[i] = 0
+	if g.HasAttrs() {
+		delete(t.attrs, s)
+	}
 	*g = Group{}
 	t.free = append(t.free, s)
 	t.groups--
@@ -233,6 +240,38 @@ func (t *Table) All(yield func(*Group) bool) {
 
 // Tables are the tables of every shard of a store.
 type Tables []Table
+
+// tableOf returns the table of g, and g's slot in it.
+func (ts Tables) tableOf(g *Group) (*Table, uint32) {
+	t := &ts[g.Number%uint32(len(ts))]
+	return t, g.Number / t.shards
+}
+
+// Attrs returns the attributes of g, a group of ts, nil for none. The
+// caller holds g's shard.
+func (ts Tables) Attrs(g *Group) *Attrs {
+	if !g.HasAttrs() {
+		return nil
+	}
+	t, s := ts.tableOf(g)
+	return t.attrs[s]
+}
+
+// SetAttrs gives g, a group of ts, the attributes a (nil: none). The
+// caller holds g's shard for writing.
+func (ts Tables) SetAttrs(g *Group, a *Attrs) {
+	t, s := ts.tableOf(g)
+	if a == nil {
+		delete(t.attrs, s)
+		g.subgroups &^= attributed
+		return
+	}
+	if t.attrs == nil {
+		t.attrs = make(map[uint32]*Attrs)
+	}
+	t.attrs[s] = a
+	g.subgroups |= attributed
+}
 
 // At returns the group numbered n, nil when no slot has that number. The
 // caller keeps its slot from being given out or freed meanwhile (see

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -67,4 +68,37 @@ func TestTablesAgreeWithAMap(t *testing.T) {
 	}
 	check(30000)
 	assert.Nil(t, ts.At(shards*1_000_000), "a number past every page")
+}
+
+// TestTablesKeepAttributesBesideTheSlots checks that a group's attributes
+// are kept beside its slot, which stays 64 bytes: they count in Size and
+// keep the group from being Vacant, outlive a change of its subgroups,
+// and go with the group, so that the next group given its slot has none.
+func TestTablesKeepAttributesBesideTheSlots(t *testing.T) {
+	assert.Equal(t, uintptr(64), unsafe.Sizeof(Group{}))
+	ts := NewTables(2, maphash.MakeSeed(), 0)
+	g := ts[1].Add("a")
+	require.True(t, g.Vacant())
+	a := &Attrs{Created: 1, Modified: 2}
+	a.DisplayName = "A"
+	ts.SetAttrs(g, a)
+	assert.Same(t, a, ts.Attrs(g))
+	assert.False(t, g.Vacant(), "a group with attributes is kept")
+	assert.Equal(t, 1, g.Size())
+	g.SetSubgroups(3)
+	assert.Equal(t, 3, g.Subgroups())
+	assert.Equal(t, 4, g.Size())
+	g.SetSubgroups(0)
+	assert.Same(t, a, ts.Attrs(g), "the attributes outlive the subgroups")
+	ts.SetAttrs(g, nil)
+	assert.Nil(t, ts.Attrs(g))
+	assert.True(t, g.Vacant())
+	ts.SetAttrs(g, a)
+	number := g.Number
+	ts[1].Remove(g)
+	assert.Empty(t, ts[1].attrs, "the attributes go with the group")
+	next := ts[1].Add("b")
+	require.Equal(t, number, next.Number, "the slot is given out again")
+	assert.Nil(t, ts.Attrs(next))
+	assert.True(t, next.Vacant())
 }

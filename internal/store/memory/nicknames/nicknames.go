@@ -2,7 +2,10 @@
 // nickname for each user, shared by every group, and the revision of its
 // last change, which is part of every group's revision. A user without an
 // entry has the nickname "", so "" is never kept; a user that a change
-// leaves in no group is forgotten, so that memory follows the memberships.
+// leaves in no group is forgotten, so that memory follows the memberships,
+// unless it has an account: the accounts (package directory) are kept
+// under the same lock, since an account's display name is its user's
+// nickname.
 //
 // Its lock's place in the store's lock order is in package memory's doc.
 package nicknames
@@ -13,16 +16,24 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"example.com/groupmembership/internal/store/memory/accounts"
 	"example.com/groupmembership/internal/store/memory/feed"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
 )
 
-// Directory is the nicknames of a store.
+// Directory is the nicknames of a store, and its accounts.
 type Directory struct {
-	// mu guards byUID.
+	// mu guards byUID and accounts.
 	mu    sync.RWMutex
 	byUID map[membership.UID]string
+	// accounts are the accounts and the index of groups' attributes.
+	accounts accounts.Table
+	// inactive is accounts.Inactive(), set under mu and read without it:
+	// an add skips the lock while no account is inactive.
+	inactive atomic.Int64
 	// count is len(byUID), set under mu and read without it: an add of
 	// users without nicknames skips the lock while no user has one.
 	count atomic.Int64
@@ -31,7 +42,9 @@ type Directory struct {
 }
 
 // New returns an empty directory.
-func New() Directory { return Directory{byUID: make(map[membership.UID]string)} }
+func New() Directory {
+	return Directory{byUID: make(map[membership.UID]string), accounts: accounts.New()}
+}
 
 // Count returns how many users have a nickname.
 func (d *Directory) Count() int64 { return d.count.Load() }
@@ -138,7 +151,8 @@ func last(users []membership.User) []membership.Member {
 	return last
 }
 
-// Forget forgets the nickname of uid, which a change left in no group. It
+// Forget forgets the nickname of uid, which a change left in no group,
+// unless it has an account. It
 // holds the directory only while it does, so that a change of a million
 // members does not hold up every list meanwhile: no list shows uid, which
 // is in no group, and the caller holds its reverse shard, so no add brings
@@ -152,16 +166,17 @@ func (d *Directory) Forget(uid membership.UID) {
 	d.mu.Unlock()
 }
 
-// forget forgets the nickname of uid. The caller holds mu.
+// forget forgets the nickname of uid, unless it has an account. The
+// caller holds mu.
 func (d *Directory) forget(uid membership.UID) {
-	if _, ok := d.byUID[uid]; ok {
+	if _, ok := d.byUID[uid]; ok && !d.accounts.Has(uid) {
 		delete(d.byUID, uid)
 		d.count.Store(int64(len(d.byUID)))
 	}
 }
 
 // Clear forgets the nicknames of uids, users a change left in no group,
-// and returns them as the change says so: "" for each nickname it
+// but for those with an account, and returns them as the change says so: "" for each nickname it
 // cleared, ascending by uid. No list showed the nickname any more, so no
 // revision moves for it.
 func (d *Directory) Clear(uids []membership.UID) []membership.Member {
@@ -171,7 +186,7 @@ func (d *Directory) Clear(uids []membership.UID) []membership.Member {
 	var cleared []membership.Member
 	d.mu.Lock()
 	for _, uid := range uids {
-		if _, ok := d.byUID[uid]; ok {
+		if _, ok := d.byUID[uid]; ok && !d.accounts.Has(uid) {
 			delete(d.byUID, uid)
 			cleared = append(cleared, membership.Member{UID: uid})
 		}
@@ -189,12 +204,15 @@ func (d *Directory) Export() map[membership.UID]string {
 	return maps.Clone(d.byUID)
 }
 
-// Load sets the directory, which must be empty and not yet shared, from a
-// snapshot: its nicknames of users inAGroup (one written before users in
-// no group were forgotten may hold theirs), and its revision.
+// Load sets the directory, which must be empty but for its accounts
+// (LoadAccount) and not yet shared, from a snapshot: its nicknames of users
+// inAGroup or with an account (one written before users in no group were
+// forgotten may hold others'), and its revision.
 func (d *Directory) Load(nicknames map[membership.UID]string, rev membership.Revision, inAGroup func(membership.UID) bool) {
+	d.accounts.FinishLoad()
+	d.inactive.Store(int64(d.accounts.Inactive()))
 	for uid, nick := range nicknames {
-		if nick != "" && inAGroup(uid) {
+		if nick != "" && (inAGroup(uid) || d.accounts.Has(uid)) {
 			d.byUID[uid] = nick
 		}
 	}
@@ -213,7 +231,18 @@ type Write struct {
 	d       *Directory
 	held    bool
 	changed bool
+	// touched are the users with an account whose account or nickname
+	// the write changed: their accounts take its revision.
+	touched []membership.UID
+	// also run with the change's revision and time before any reader can
+	// see it (Also).
+	also []func(membership.Revision, time.Time)
 }
+
+// Also has fn run with the revision and the time of the write's change
+// (zero for none) as Record records it, before any reader of the feed can
+// see it, as the nicknames' and the accounts' revisions are published.
+func (w *Write) Also(fn func(membership.Revision, time.Time)) { w.also = append(w.also, fn) }
 
 // Write returns a Write of d.
 func (d *Directory) Write() Write { return Write{d: d} }
@@ -227,6 +256,13 @@ func (w *Write) Set(users []membership.User, added []membership.UID) (changed, r
 	}
 	changed = w.d.set(users)
 	w.changed = w.changed || len(changed) > 0
+	if w.d.accounts.Len() > 0 {
+		for _, c := range changed {
+			if w.d.accounts.Has(c.UID) {
+				w.touched = append(w.touched, c.UID)
+			}
+		}
+	}
 	return changed, w.d.WithNicknamesOf(added, changed)
 }
 
@@ -241,14 +277,30 @@ func (w *Write) Forget(uid membership.UID) {
 }
 
 // Record records c in f, publishing its revision as the nicknames' when
-// the write changed any, then releases the directory.
+// the write changed any, and as the revision of each account it changed
+// (with the change's time), then releases the directory.
 func (w *Write) Record(f *feed.Feed, c membership.Change, st feed.Stamp) membership.Revision {
-	var published func(membership.Revision)
-	if w.changed {
-		// A nickname change moves every group's revision: before a reader
-		// of the feed or of X-Revision can see it, so that no list (nor
-		// 304) of another group is older than a revision seen.
-		published = func(rev membership.Revision) { w.d.revision.Store(uint64(rev)) }
+	var published func(membership.Revision, time.Time)
+	if w.changed || len(w.touched) > 0 || len(w.also) > 0 {
+		published = func(rev membership.Revision, at time.Time) {
+			for _, fn := range w.also {
+				fn(rev, at)
+			}
+			millis := int64(0)
+			if !at.IsZero() {
+				millis = at.UnixMilli()
+			}
+			// A nickname change moves every group's revision: before a
+			// reader of the feed or of X-Revision can see it, so that no
+			// list (nor 304) of another group is older than a revision
+			// seen.
+			if w.changed {
+				w.d.revision.Store(uint64(rev))
+			}
+			for _, uid := range w.touched {
+				w.d.accounts.Stamp(uid, rev, millis)
+			}
+		}
 	}
 	rev := f.Record(c, st, published)
 	w.Release()
@@ -261,4 +313,67 @@ func (w *Write) Release() {
 		w.held = false
 		w.d.mu.Unlock()
 	}
+}
+
+// Accounts returns the accounts, which the caller reads holding the
+// directory (RLock, or a Write that holds it: Write.Accounts).
+func (d *Directory) Accounts() *accounts.Table { return &d.accounts }
+
+// InactiveAccounts returns how many accounts are inactive, without the
+// lock: while none is, an add need not look for one.
+func (d *Directory) InactiveAccounts() int64 { return d.inactive.Load() }
+
+// LoadAccount adds uid's account as a snapshot keeps it, to a directory
+// not yet shared; Load must follow the last.
+func (d *Directory) LoadAccount(uid membership.UID, e accounts.Entry) { d.accounts.Load(uid, e) }
+
+// LoadGroup indexes group id with attributes a, in a directory not yet
+// shared; Load must follow the last.
+func (d *Directory) LoadGroup(id string, a account.GroupAttributes) { d.accounts.LoadGroup(id, a) }
+
+// hold takes the directory for the write, if it does not hold it yet.
+func (w *Write) hold() {
+	if !w.held {
+		w.d.mu.Lock()
+		w.held = true
+	}
+}
+
+// Accounts holds the directory and returns its accounts.
+func (w *Write) Accounts() *accounts.Table {
+	w.hold()
+	return &w.d.accounts
+}
+
+// SetAccount sets uid's account to a, and the user's nickname to a's
+// DisplayName; the account takes the revision and the time of the change
+// as Record records it. The caller has checked that no other account has
+// its user name.
+func (w *Write) SetAccount(uid membership.UID, a account.Account) {
+	w.hold()
+	w.d.accounts.Set(uid, a)
+	w.d.inactive.Store(int64(w.d.accounts.Inactive()))
+	w.touched = append(w.touched, uid)
+	if changed := w.d.set([]membership.User{{UID: uid, Nickname: a.DisplayName, HasNickname: true}}); len(changed) > 0 {
+		w.changed = true
+	}
+}
+
+// DeleteAccount removes uid's account, and its nickname when it is in no
+// group (inNoGroup), and reports whether it had an account.
+func (w *Write) DeleteAccount(uid membership.UID, inNoGroup bool) bool {
+	w.hold()
+	had := w.d.accounts.Delete(uid)
+	w.d.inactive.Store(int64(w.d.accounts.Inactive()))
+	if inNoGroup {
+		w.d.forget(uid)
+	}
+	return had
+}
+
+// IndexGroup moves group id in the index of groups' attributes from old
+// to new (nil: none).
+func (w *Write) IndexGroup(id string, old, new *account.GroupAttributes) {
+	w.hold()
+	w.d.accounts.IndexGroup(id, old, new)
 }

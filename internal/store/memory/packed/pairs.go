@@ -62,3 +62,12 @@ func (s *Pairs) EachFrom(user membership.UID, yield func(Pair) bool) {
 		}
 	}
 }
+
+// LastUser returns the user of the last pair, and false when there is
+// none.
+func (s *Pairs) LastUser() (membership.UID, bool) {
+	if len(s.chunks) == 0 {
+		return 0, false
+	}
+	return s.chunks[len(s.chunks)-1].last().User, true
+}

@@ -121,6 +121,24 @@ func (x *Index) EachPair(k int, user membership.UID, yield func(packed.Pair) boo
 	x.shards[k].pairs.EachFrom(user, yield)
 }
 
+// MaxUID returns the largest uid in a group, 0 when there is none. It
+// holds each shard for reading in turn: a uid added meanwhile to a shard
+// already read is not seen.
+func (x *Index) MaxUID() membership.UID {
+	var largest membership.UID
+	n := membership.UID(len(x.shards))
+	for k := range x.shards {
+		sh := &x.shards[k]
+		sh.mu.RLock()
+		user, ok := sh.pairs.LastUser()
+		sh.mu.RUnlock()
+		if ok {
+			largest = max(largest, user*n+membership.UID(k))
+		}
+	}
+	return largest
+}
+
 // RLock holds uid's shard for reading: while it does, none of uid's groups
 // can be emptied.
 func (x *Index) RLock(uid membership.UID) {

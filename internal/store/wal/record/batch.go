@@ -156,7 +156,7 @@ func decodeBatch(payload []byte) (*Batch, error) {
 func BatchTakes(op membership.Op) bool {
 	switch op {
 	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
-		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups:
+		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpSetGroup:
 		return true
 	}
 	return false

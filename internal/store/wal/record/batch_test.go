@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 // batches returns batches of every op a batch takes, with and without
@@ -180,7 +181,7 @@ func FuzzDecodeRecord(f *testing.F) {
 }
 
 // longestPrincipal is a principal's name of the most bytes.
-var longestPrincipal = strings.Repeat("p", membership.MaxPrincipalBytes)
+var longestPrincipal = strings.Repeat("p", scope.MaxPrincipalBytes)
 
 // Largest bounds the largest batch the limits allow: as many writes
 // as the HTTP layer takes, each with the longest group id and
@@ -217,6 +218,12 @@ func TestLargestBoundsABatch(t *testing.T) {
 		}
 		assert.LessOrEqual(t, int64(len(appendBatch(nil, c))), bound, "op %s", op)
 	}
+	setGroups := &Batch{Time: time.UnixMilli(-1 << 62).UTC(), Actor: 9223372036854775807,
+		Idem: testIdem(string(make([]byte, membership.MaxIdempotencyKeyBytes)))}
+	for range maxWrites {
+		setGroups.Writes = append(setGroups.Writes, membership.Write{Op: membership.OpSetGroup, GroupID: id, If: cond, Group: longGroupAttributes()})
+	}
+	assert.LessOrEqual(t, int64(len(appendBatch(nil, setGroups))), Largest(0, 0, maxWrites), "set_group, which names no user")
 	groups := longGroups(maxUsers, true)
 	for _, op := range []membership.Op{membership.OpAddGroups, membership.OpReplaceGroups, membership.OpRemoveGroups} {
 		c := &Batch{Time: time.UnixMilli(-1 << 62).UTC(), Actor: 9223372036854775807, Principal: longestPrincipal, MaxDepth: membership.MaxMaxDepth,

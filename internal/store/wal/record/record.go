@@ -36,12 +36,16 @@
 //	op 9 remove_groups    the subgroups as op 8 lays them out
 //	op 11 expire_groups   the subgroups as op 8 lays them out (at least
 //	                      1), then the time they were due as of, as op 7's
+//	op 12 set_user        uid count (1), then the uid, then the account;
+//	                      the group id is ""
+//	op 13 delete_user     uid count (1), then the uid; the group id is ""
+//	op 14 set_group       the group's attributes
 //	precondition          a byte of flags (1 Exists, 2 Empty), revision
 //	                      count, then each revision
 //	stamp                 the time the change was committed, in
 //	                      milliseconds since 1970-01-01 UTC (a signed,
 //	                      zigzag varint), then the actor's uid (0: none)
-//	principal             the principal's name (membership.ValidatePrincipal);
+//	principal             the principal's name (scope.ValidatePrincipal);
 //	                      only after a stamp
 //	key                   the Idempotency-Key (1 to 255 printable ASCII
 //	                      bytes), then its fingerprint, 16 bytes; only
@@ -54,7 +58,8 @@
 //	                      then, when it has withDepth set, the batch's
 //	                      bound on depth (Batch.MaxDepth), then the write
 //	                      count (at least 1, or 0 with a key), then each
-//	                      write as the record of its op (1 to 4, 8 to 10)
+//	                      write as the record of its op (1 to 4, 8 to 10,
+//	                      14)
 //	                      holds it, op byte and precondition included, but
 //	                      with no stamp (the batch's is its writes'), no
 //	                      principal and no key
@@ -79,6 +84,8 @@ import (
 
 	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
+	"example.com/groupmembership/membership/scope"
 )
 
 const (
@@ -93,6 +100,10 @@ const (
 	opRemoveGroups  byte = 9
 	opReplaceGroups byte = 10
 	opExpireGroups  byte = 11
+
+	opSetUser    byte = 12
+	opDeleteUser byte = 13
+	opSetGroup   byte = 14
 
 	// withPrecondition is set in the op byte of a write with a
 	// precondition.
@@ -125,6 +136,10 @@ var writeOps = [...]membership.Op{
 	opRemoveGroups:  membership.OpRemoveGroups,
 	opReplaceGroups: membership.OpReplaceGroups,
 	opExpireGroups:  membership.OpExpireGroups,
+
+	opSetUser:    membership.OpSetUser,
+	opDeleteUser: membership.OpDeleteUser,
+	opSetGroup:   membership.OpSetGroup,
 }
 
 // MaxPreconditionRevisions bounds the revisions of a precondition that a
@@ -184,7 +199,8 @@ func (w *Write) SetTime(t time.Time) {
 
 // Cost returns about how many bytes w holds in memory while it waits to be
 // written: its users or uids, their nicknames and expiries, its
-// subgroups, its revisions, its key and its record.
+// subgroups, its account or group attributes, its revisions, its key and
+// its record.
 func (w *Write) Cost() int64 {
 	const overhead = 256 // the write, its place in a queue and its result, the record's framing
 	n := int64(overhead + 2*len(w.GroupID) + (len(w.UIDs)+len(w.If.Revisions))*(8+varintMax))
@@ -196,6 +212,12 @@ func (w *Write) Cost() int64 {
 	}
 	for _, g := range w.Subgroups {
 		n += int64(unsafe.Sizeof(g)) + 2*varintMax + int64(2*len(g.GroupID))
+	}
+	if w.Account != nil {
+		n += int64(unsafe.Sizeof(*w.Account)) + writecodec.AccountBytes
+	}
+	if w.Group != nil {
+		n += int64(unsafe.Sizeof(*w.Group)) + writecodec.GroupAttributesBytes
 	}
 	return n + keyCost(w.Idem)
 }
@@ -244,6 +266,13 @@ func appendWrite(b []byte, w *Write) []byte {
 	case membership.OpExpireGroups:
 		b = writecodec.AppendSubgroups(b, w.Subgroups)
 		b = binary.AppendVarint(b, w.AsOf.UnixMilli())
+	case membership.OpSetUser:
+		b = writecodec.AppendUIDs(b, w.UIDs)
+		b = writecodec.AppendAccount(b, *w.Account)
+	case membership.OpDeleteUser:
+		b = writecodec.AppendUIDs(b, w.UIDs)
+	case membership.OpSetGroup:
+		b = writecodec.AppendGroupAttributes(b, *w.Group)
 	}
 	if op&withPrecondition != 0 {
 		b = writecodec.AppendPrecondition(b, w.If)
@@ -267,7 +296,7 @@ func readPrincipal(r *bytes.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return name, membership.ValidatePrincipal(name)
+	return name, scope.ValidatePrincipal(name)
 }
 
 // appendKey appends an Idempotency-Key: the key, then its fingerprint.
@@ -389,12 +418,27 @@ func readWhat(r *bytes.Reader, kind byte, w *Write) error {
 		if err == nil {
 			w.AsOf, err = readAsOf(r)
 		}
+	case opSetUser:
+		w.UIDs, err = writecodec.ReadUIDs(r)
+		if err == nil {
+			var a account.Account
+			a, err = writecodec.ReadAccount(r)
+			w.Account = &a
+		}
+	case opDeleteUser:
+		w.UIDs, err = writecodec.ReadUIDs(r)
+	case opSetGroup:
+		var a account.GroupAttributes
+		a, err = writecodec.ReadGroupAttributes(r)
+		w.Group = &a
 	}
 	switch {
 	case err != nil:
 		return err
-	case kind == opRemoveUser && (len(w.UIDs) != 1 || w.GroupID != ""):
-		return errors.New("a remove_user names one uid and no group")
+	case (kind == opRemoveUser || kind == opSetUser || kind == opDeleteUser) && (len(w.UIDs) != 1 || w.GroupID != ""):
+		return fmt.Errorf("a %s names one uid and no group", w.Op)
+	case kind == opSetGroup && w.GroupID == "":
+		return errors.New("a set_group names no group")
 	case kind == opExpire && (len(w.UIDs) == 0 || w.GroupID == ""):
 		return errors.New("an expire names a group and at least one uid")
 	case kind == opExpireGroups && (len(w.Subgroups) == 0 || w.GroupID == ""):
@@ -448,7 +492,7 @@ func readStamp(r *bytes.Reader, t *time.Time, actor *membership.UID) error {
 // bytes in a body, "1,", and two in a record) but for the group id, which
 // comes in the path, the precondition, which comes in headers: its flags
 // and at most MaxPreconditionRevisions revisions, the stamp, a time, a
-// uid and a principal (at most membership.MaxPrincipalBytes, which the
+// uid and a principal (at most scope.MaxPrincipalBytes, which the
 // service gives), the Idempotency-Key, which comes in a header too: at
 // most membership.MaxIdempotencyKeyBytes and its fingerprint, and each user's
 // expiry, whose time a body may name in fewer bytes than the record's (at
@@ -469,8 +513,12 @@ func readStamp(r *bytes.Reader, t *time.Time, actor *membership.UID) error {
 // room for its bound on depth, and a batch for its own. An
 // expire_groups, the service's own too, names at most MaxExpireGroups
 // subgroups and its time.
+//
+// A set_user holds one uid and an account (writecodec.AccountBytes); a
+// set_group its attributes (writecodec.GroupAttributesBytes), which a
+// batch counts for each of its writes, since any may be one.
 func Largest(maxBodyBytes int64, maxUsers, maxBatchWrites int) int64 {
-	const stamp = 2*binary.MaxVarintLen64 + 1 + membership.MaxPrincipalBytes // its principal's length takes one byte
+	const stamp = 2*binary.MaxVarintLen64 + 1 + scope.MaxPrincipalBytes // its principal's length takes one byte
 	const key = membership.MaxIdempotencyKeyBytes + keyBytes
 	const depth = binary.MaxVarintLen64
 	const perChange = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen16 + membership.MaxGroupIDBytes + stamp + depth
@@ -480,7 +528,8 @@ func Largest(maxBodyBytes int64, maxUsers, maxBatchWrites int) int64 {
 	const perGroup = binary.MaxVarintLen16 + membership.MaxGroupIDBytes + 1 + expiry
 	const expire = perChange + precondition + key + MaxExpireUIDs*binary.MaxVarintLen64 + binary.MaxVarintLen64
 	const expireGroups = perChange + precondition + key + MaxExpireGroups*perGroup + binary.MaxVarintLen64
+	const setUser = perChange + precondition + key + 2*binary.MaxVarintLen64 + writecodec.AccountBytes
 	users := min(maxBodyBytes+int64(maxUsers)*expiry, int64(maxUsers)*max(perUser, perGroup))
-	batch := int64(1+binary.MaxVarintLen64+key+depth) + int64(max(maxBatchWrites, 1))*(perChange+precondition)
-	return max(batch+users, int64(expire), int64(expireGroups)) // a single write's is perChange + precondition + key + users, no more
+	batch := int64(1+binary.MaxVarintLen64+key+depth) + int64(max(maxBatchWrites, 1))*(perChange+precondition+writecodec.GroupAttributesBytes)
+	return max(batch+users, int64(expire), int64(expireGroups), int64(setUser)) // a single write's is perChange + precondition + key + users, no more
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
+	"example.com/groupmembership/membership/scope"
 )
 
 // writes returns one write of every op, each without a precondition and
@@ -43,6 +45,12 @@ func writes() map[string]*Write {
 		"replace_groups by none":     {Op: membership.OpReplaceGroups, GroupID: "g", MaxDepth: 16},
 		"expire_groups":              {Op: membership.OpExpireGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h"}, {GroupID: "i"}}, AsOf: time.UnixMilli(1764028800123).UTC()},
 		"expire_groups, before 1970": {Op: membership.OpExpireGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h"}}, AsOf: time.UnixMilli(-1).UTC()},
+		"set_user": {Op: membership.OpSetUser, UIDs: []membership.UID{9223372036854775807}, Account: &account.Account{UserName: "alice@example.com",
+			ExternalID: "00u1", DisplayName: "Alice", GivenName: "Alice", FamilyName: "Liddell", Email: "alice@example.com", Active: true}},
+		"set_user, inactive":        {Op: membership.OpSetUser, UIDs: []membership.UID{1}, Account: &account.Account{UserName: "ü"}},
+		"delete_user":               {Op: membership.OpDeleteUser, UIDs: []membership.UID{5}},
+		"set_group":                 {Op: membership.OpSetGroup, GroupID: "g", Group: &account.GroupAttributes{DisplayName: "Admins", ExternalID: "x"}},
+		"set_group, no external id": {Op: membership.OpSetGroup, GroupID: "ü", Group: &account.GroupAttributes{DisplayName: "ü"}},
 	}
 	conds := map[string]membership.Precondition{
 		"if-match":          {Revisions: []membership.Revision{7}},
@@ -61,7 +69,7 @@ func writes() map[string]*Write {
 		"stamped, an actor only": func(c *Write) { c.Actor = 3 },
 		"stamped, a principal":   func(c *Write) { c.Time, c.Actor, c.Principal = time.UnixMilli(1<<41).UTC(), 7, "sync-job" },
 		"stamped, a principal only": func(c *Write) {
-			c.Principal = string(bytes.Repeat([]byte{'p'}, membership.MaxPrincipalBytes))
+			c.Principal = string(bytes.Repeat([]byte{'p'}, scope.MaxPrincipalBytes))
 		},
 	}
 	all := map[string]*Write{}
@@ -201,6 +209,32 @@ func TestWriteNestingLayout(t *testing.T) {
 	}
 }
 
+// A write of the directory's ops is its op byte (12 set_user, 13
+// delete_user, 14 set_group), the group id ("" for a user's), then a
+// user's uid (a count of one) and a set_user's account, or a set_group's
+// attributes, then the precondition and the stamp.
+func TestWriteDirectoryLayout(t *testing.T) {
+	for _, tt := range []struct {
+		w       *Write
+		payload []byte
+	}{
+		{&Write{Op: membership.OpSetUser, UIDs: []membership.UID{5}, Account: &account.Account{UserName: "u", DisplayName: "D", Active: true},
+			If: membership.Precondition{Empty: true}, Time: time.UnixMilli(1).UTC()},
+			[]byte{0xcc, 0, 1, 5, 1, 1, 'u', 0, 1, 'D', 0, 0, 0, 2, 0, 2, 0}},
+		{&Write{Op: membership.OpDeleteUser, UIDs: []membership.UID{5}, Time: time.UnixMilli(1).UTC(), Actor: 3},
+			[]byte{0x4d, 0, 1, 5, 2, 3}},
+		{&Write{Op: membership.OpSetGroup, GroupID: "g", Group: &account.GroupAttributes{DisplayName: "A", ExternalID: "x"}, Time: time.UnixMilli(1).UTC()},
+			[]byte{0x4e, 1, 'g', 1, 'A', 1, 'x', 2, 0}},
+	} {
+		t.Run(string(tt.w.Op), func(t *testing.T) {
+			assert.Equal(t, tt.payload, appendWrite(nil, tt.w))
+			got, err := Decode(tt.payload)
+			require.NoError(t, err)
+			assert.Equal(t, tt.w, got)
+		})
+	}
+}
+
 // SetTime turns the TTLs of a nesting write's subgroups into times as of
 // the commit, as it does a user's, in a write and in a batch's writes.
 func TestSetTimeResolvesSubgroupTTLs(t *testing.T) {
@@ -257,8 +291,8 @@ func TestWriteRefusesWhatNoBuildWrote(t *testing.T) {
 		payload []byte
 	}{
 		{"empty", nil},
-		{"unknown op", []byte{12, 1, 'g', 0}},
-		{"unknown op with a precondition", []byte{0x8c, 1, 'g', 0, 0, 0}},
+		{"unknown op", []byte{15, 1, 'g', 0}},
+		{"unknown op with a precondition", []byte{0x8f, 1, 'g', 0, 0, 0}},
 		{"an op past the flags", []byte{31, 1, 'g', 0}},
 		{"op 0", []byte{0, 1, 'g', 0}},
 		{"trailing bytes", []byte{2, 1, 'g', 1, 9, 0}},
@@ -302,6 +336,18 @@ func TestWriteRefusesWhatNoBuildWrote(t *testing.T) {
 		{"expire_groups with no time", []byte{11, 1, 'g', 1, 1, 'h', 0}},
 		{"expire_groups of no subgroup", []byte{11, 1, 'g', 0, 0}},
 		{"expire_groups of no group", []byte{11, 0, 1, 1, 'h', 0, 0}},
+		{"set_user of no uid", []byte{12, 0, 0, 1, 1, 'u', 0, 0, 0, 0, 0}},
+		{"set_user of two uids", []byte{12, 0, 2, 1, 2, 1, 1, 'u', 0, 0, 0, 0, 0}},
+		{"set_user in a group", []byte{12, 1, 'g', 1, 1, 1, 1, 'u', 0, 0, 0, 0, 0}},
+		{"set_user with no user name", []byte{12, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0}},
+		{"set_user with unknown flags", []byte{12, 0, 1, 1, 2, 1, 'u', 0, 0, 0, 0, 0}},
+		{"set_user cut short", []byte{12, 0, 1, 1, 1, 1, 'u', 0, 0}},
+		{"set_user with a control character", []byte{12, 0, 1, 1, 1, 1, '\n', 0, 0, 0, 0, 0}},
+		{"delete_user of two uids", []byte{13, 0, 2, 1, 2}},
+		{"delete_user in a group", []byte{13, 1, 'g', 1, 1}},
+		{"set_group of no group", []byte{14, 0, 1, 'A', 0}},
+		{"set_group with no display name", []byte{14, 1, 'g', 0, 0}},
+		{"set_group cut short", []byte{14, 1, 'g', 1, 'A'}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := decodeWrite(tt.payload)
@@ -368,13 +414,16 @@ func TestLargestBoundsEveryOp(t *testing.T) {
 		{Op: membership.OpReplaceGroups, GroupID: id, Subgroups: longGroups(maxUsers, true), If: cond, MaxDepth: membership.MaxMaxDepth},
 		{Op: membership.OpRemoveGroups, GroupID: id, Subgroups: longGroups(maxUsers, false), If: cond},
 		{Op: membership.OpExpireGroups, GroupID: id, Subgroups: longGroups(MaxExpireGroups, false), If: cond, AsOf: time.UnixMilli(-1 << 62).UTC()},
+		{Op: membership.OpSetUser, UIDs: uids[:1], If: cond, Account: longAccount()},
+		{Op: membership.OpDeleteUser, UIDs: uids[:1], If: cond},
+		{Op: membership.OpSetGroup, GroupID: id, If: cond, Group: longGroupAttributes()},
 	} {
 		e.Time, e.Actor = time.UnixMilli(-1<<62).UTC(), 9223372036854775807 // the longest stamp
-		e.Principal = string(bytes.Repeat([]byte{'p'}, membership.MaxPrincipalBytes))
+		e.Principal = string(bytes.Repeat([]byte{'p'}, scope.MaxPrincipalBytes))
 		e.Idem = testIdem(string(bytes.Repeat([]byte{'~'}, membership.MaxIdempotencyKeyBytes)))
 		assert.LessOrEqual(t, int64(len(appendWrite(nil, e))), bound, "op %s", e.Op)
 		switch e.Op {
-		case membership.OpDeleteGroup, membership.OpExpire, membership.OpExpireGroups:
+		case membership.OpDeleteGroup, membership.OpExpire, membership.OpExpireGroups, membership.OpSetUser, membership.OpDeleteUser, membership.OpSetGroup:
 			assert.LessOrEqual(t, int64(len(appendWrite(nil, e))), Largest(0, 0, 1), "op %s with no user to spare", e.Op)
 		}
 	}
@@ -400,4 +449,17 @@ func longGroups(n int, expiring bool) []membership.Subgroup {
 		}
 	}
 	return groups
+}
+
+// longAccount returns an account of the longest attributes.
+func longAccount() *account.Account {
+	long := string(bytes.Repeat([]byte{'a'}, account.MaxAttributeBytes))
+	return &account.Account{UserName: long, ExternalID: long, DisplayName: string(bytes.Repeat([]byte{'a'}, membership.MaxNicknameBytes)),
+		GivenName: long, FamilyName: long, Email: long, Active: true}
+}
+
+// longGroupAttributes returns a group's attributes of the longest.
+func longGroupAttributes() *account.GroupAttributes {
+	long := string(bytes.Repeat([]byte{'a'}, account.MaxAttributeBytes))
+	return &account.GroupAttributes{DisplayName: long, ExternalID: long}
 }

@@ -1,0 +1,165 @@
+package snap
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"example.com/groupmembership/internal/store/writecodec"
+	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/account"
+)
+
+// directory encodes st's accounts and groups' attributes, which must be in
+// order (checkDirectoryOrder), in a snapshot of version: none before
+// withDirectory.
+func (c *encoder) directory(st *State, version uint32) {
+	if version < withDirectory {
+		return
+	}
+	c.uvarint(uint64(len(st.Accounts)))
+	for _, a := range st.Accounts {
+		c.uvarint(uint64(a.UID))
+		c.b = writecodec.AppendAccount(c.b, a.Account)
+		c.b = binary.AppendVarint(c.b, expiryMillis(a.Created))
+		c.b = binary.AppendVarint(c.b, expiryMillis(a.Modified))
+		c.uvarint(uint64(a.Revision))
+		c.flushIfFull()
+	}
+	c.uvarint(uint64(len(st.GroupAttributes)))
+	for _, g := range st.GroupAttributes {
+		c.string(g.ID)
+		c.b = writecodec.AppendGroupAttributes(c.b, g.Attributes)
+		c.b = binary.AppendVarint(c.b, expiryMillis(g.Created))
+		c.b = binary.AppendVarint(c.b, expiryMillis(g.Modified))
+		c.flushIfFull()
+	}
+}
+
+// checkDirectoryToEncode returns an error unless st's accounts and groups'
+// attributes can be encoded in a snapshot of version: none before
+// withDirectory, and in order (checkDirectoryOrder).
+func checkDirectoryToEncode(st *State, version uint32) error {
+	if version < withDirectory && (len(st.Accounts) > 0 || len(st.GroupAttributes) > 0) {
+		return fmt.Errorf("version %d holds no account and no group attributes", version)
+	}
+	return checkDirectoryOrder(st)
+}
+
+// checkDirectoryOrder returns an error unless st's accounts are by uid
+// ascending, once each, valid, with no display name, and its groups'
+// attributes by id in byte order, once each, valid, each time one a
+// snapshot can hold.
+func checkDirectoryOrder(st *State) error {
+	for i, a := range st.Accounts {
+		switch {
+		case i > 0 && a.UID <= st.Accounts[i-1].UID:
+			return fmt.Errorf("the account of user %d is out of order", a.UID)
+		case !membership.ValidUID(a.UID):
+			return fmt.Errorf("an account of uid %d", a.UID)
+		case a.Account.DisplayName != "":
+			return fmt.Errorf("the account of user %d has a display name: it is the user's nickname", a.UID)
+		case !holdable(a.Created) || !holdable(a.Modified):
+			return fmt.Errorf("the account of user %d has a time a snapshot cannot hold", a.UID)
+		}
+		if err := account.Check(a.Account); err != nil {
+			return fmt.Errorf("the account of user %d: %v", a.UID, err)
+		}
+	}
+	for i, g := range st.GroupAttributes {
+		switch {
+		case i > 0 && g.ID <= st.GroupAttributes[i-1].ID:
+			return fmt.Errorf("the attributes of group %q are out of order", g.ID)
+		case !holdable(g.Created) || !holdable(g.Modified):
+			return fmt.Errorf("the attributes of group %q have a time a snapshot cannot hold", g.ID)
+		}
+		if err := membership.ValidateGroupID(g.ID); err != nil {
+			return fmt.Errorf("the attributes of a group: %v", err)
+		}
+		if err := account.CheckGroup(g.Attributes); err != nil {
+			return fmt.Errorf("the attributes of group %q: %v", g.ID, err)
+		}
+	}
+	return nil
+}
+
+// holdable reports whether a snapshot can hold t: none, or one that is not
+// 1970-01-01 to the millisecond.
+func holdable(t time.Time) bool { return t.IsZero() || t.UnixMilli() != 0 }
+
+// readDirectory reads the accounts and the groups' attributes into st.
+func readDirectory(r *reader, st *State) error {
+	n, err := binary.ReadUvarint(r)
+	switch {
+	case err != nil:
+		return err
+	case n > uint64(r.Len()):
+		return errors.New("more accounts than the file")
+	}
+	for range n {
+		var a Account
+		uid, err := binary.ReadUvarint(r)
+		if err != nil {
+			return err
+		}
+		if uid > math.MaxInt64 {
+			return fmt.Errorf("an account of uid %d", uid)
+		}
+		a.UID = membership.UID(uid)
+		if a.Account, err = writecodec.ReadAccount(r.Reader); err != nil {
+			return fmt.Errorf("the account of user %d: %w", uid, err)
+		}
+		if a.Created, a.Modified, err = readTimes(r); err != nil {
+			return err
+		}
+		rev, err := binary.ReadUvarint(r)
+		if err != nil {
+			return err
+		}
+		a.Revision = membership.Revision(rev)
+		st.Accounts = append(st.Accounts, a)
+	}
+	if n, err = binary.ReadUvarint(r); err != nil {
+		return err
+	}
+	if n > uint64(r.Len()) {
+		return errors.New("more groups' attributes than the file")
+	}
+	for range n {
+		var g GroupAttributes
+		if g.ID, err = readGroupID(r); err != nil {
+			return err
+		}
+		if g.Attributes, err = writecodec.ReadGroupAttributes(r.Reader); err != nil {
+			return fmt.Errorf("the attributes of group %q: %w", g.ID, err)
+		}
+		if g.Created, g.Modified, err = readTimes(r); err != nil {
+			return err
+		}
+		st.GroupAttributes = append(st.GroupAttributes, g)
+	}
+	return checkDirectoryOrder(st)
+}
+
+// readTimes reads two times, each in milliseconds since 1970 (signed), 0
+// for none.
+func readTimes(r *reader) (a, b time.Time, err error) {
+	var ms [2]int64
+	for i := range ms {
+		if ms[i], err = binary.ReadVarint(r); err != nil {
+			return a, b, err
+		}
+	}
+	return timeOfMillis(ms[0]), timeOfMillis(ms[1]), nil
+}
+
+// timeOfMillis returns the time ms milliseconds after 1970, in UTC, and the
+// zero time for 0.
+func timeOfMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
