@@ -186,3 +186,29 @@ func sortedExport(m *Store) *snap.State {
 	slices.SortFunc(st.Groups, func(a, b snap.Group) int { return strings.Compare(a.ID, b.ID) })
 	return st
 }
+
+// Expiries due at one time come in the order of their groups' ids, made
+// in any order, in any shards: not in that of the groups' numbers, which
+// are their slots' in their shards.
+func TestExpiriesDueAtOneTimeComeByGroupID(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := NewWith(Options{ChangesKeep: 1 << 20})
+	rng := rand.New(rand.NewPCG(5, 6))
+	var ids []string
+	for _, g := range rng.Perm(40) {
+		id := "g" + strconv.Itoa(100+g)
+		ids = append(ids, id)
+		w := membership.Write{Op: membership.OpAdd, GroupID: id, Time: at.Add(-time.Hour),
+			Users: []membership.User{{UID: membership.UID(g + 1), Expiry: membership.Expiry{Set: true, At: at}}}}
+		_, err := m.Write(ctx, w)
+		require.NoError(t, err)
+	}
+	slices.Sort(ids)
+	due := m.DueExpiries(at, 1000)
+	var got []string
+	for _, d := range due {
+		got = append(got, d.Write.GroupID)
+	}
+	assert.Equal(t, ids, got)
+}
