@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -205,4 +206,146 @@ func readablePage[T any](sc *scope.Scope, all []T, id func(T) string, after stri
 	}
 	list(len(all), slices.Values(page))
 	return nil
+}
+
+// A replace of a group's subgroups (OpReplaceGroups) removes every subgroup
+// it does not name. A principal may remove only the subgroups it may read,
+// as a DELETE of one requires, and a replace by a principal without read
+// on every group is so checked against the group's subgroups before it is
+// applied, and applied only at the revision checked: its precondition is
+// narrowed to that revision, and a replace whose group changed in between
+// is checked and tried again, at most replaceTries times. A batch's
+// preconditions are checked against the state before the batch, and the
+// subgroups its earlier writes nest are ones it names, so checking that
+// state suffices for a replace in a batch too.
+
+// replaceTries is how many times a replace by a scoped principal is
+// checked and tried before it is refused errReplaceMoved.
+const replaceTries = 3
+
+// errReplaceMoved fails a replace of subgroups by a scoped principal whose
+// group kept changing between its check and its write.
+var errReplaceMoved = Errorf(CodeUnavailable, "the group's subgroups kept changing while this replace was checked "+
+	"against its principal's read scope; nothing was changed: try again")
+
+// checkedReplace is a replace of subgroups checked against a scope: the
+// index of its write, its group, and the group's revision it was checked at.
+type checkedReplace struct {
+	write    int
+	groupID  string
+	revision Revision
+}
+
+// applyChecked runs apply with writes, their replaces of subgroups
+// checked against the request's scope and narrowed to the revisions
+// checked (narrowReplaces), and again while a precondition failure is the
+// narrowing's; element names a write's error (BatchElementError), nil for
+// a lone write.
+func (s *Service) applyChecked(ctx context.Context, writes []Write, element func(i int, groupID string, err error) error, apply func([]Write) error) error {
+	sc := scope.Of(ctx)
+	if sc.AllowsAll(scope.Read) || !slices.ContainsFunc(writes, func(w Write) bool { return w.Op == OpReplaceGroups }) {
+		return apply(writes)
+	}
+	if element == nil {
+		element = func(_ int, _ string, err error) error { return err }
+	}
+	for range replaceTries {
+		narrowed := slices.Clone(writes)
+		checked, err := s.narrowReplaces(ctx, sc, narrowed, element)
+		if err != nil {
+			return err
+		}
+		err = apply(narrowed)
+		if ErrorCode(err) != CodePreconditionFailed {
+			return err
+		}
+		if moved, merr := s.moved(ctx, checked); merr != nil || !moved {
+			return cmp.Or(merr, err)
+		}
+	}
+	return errReplaceMoved
+}
+
+// narrowReplaces checks each OpReplaceGroups of writes against sc, and
+// narrows its precondition to the revision checked (in place): it returns
+// the replaces it narrowed, the CodeForbidden error of one that removes a
+// subgroup sc may not read (naming it: a direct read of the group lists
+// it), or the CodePreconditionFailed error of one whose own precondition
+// does not hold at the revision checked, each named by element.
+func (s *Service) narrowReplaces(ctx context.Context, sc *scope.Scope, writes []Write, element func(i int, groupID string, err error) error) ([]checkedReplace, error) {
+	var checked []checkedReplace
+	for i := range writes {
+		w := &writes[i]
+		if w.Op != OpReplaceGroups {
+			continue
+		}
+		rev, err := s.checkRemovals(ctx, sc, *w)
+		if err != nil {
+			return nil, element(i, w.GroupID, err)
+		}
+		if len(w.If.Revisions) > 0 && !slices.Contains(w.If.Revisions, rev) {
+			return nil, element(i, w.GroupID, PreconditionFailed(rev))
+		}
+		w.If.Revisions = []Revision{rev}
+		checked = append(checked, checkedReplace{write: i, groupID: w.GroupID, revision: rev})
+	}
+	return checked, nil
+}
+
+// checkRemovals returns the revision of w's group at which every subgroup
+// w removes is one sc may read, or the CodeForbidden error naming the
+// first, in byte order, that it may not. It reads the group's revision
+// before and after its subgroups, and again until both agree.
+func (s *Service) checkRemovals(ctx context.Context, sc *scope.Scope, w Write) (Revision, error) {
+	named := make(map[string]bool, len(w.Subgroups))
+	for _, g := range w.Subgroups {
+		named[g.GroupID] = true
+	}
+	for range replaceTries {
+		before, err := s.store.Revision(ctx, w.GroupID)
+		if err != nil {
+			return 0, err
+		}
+		outside := ""
+		_, err = s.store.Subgroups(ctx, w.GroupID, NestingListOptions{}, func(_ int, groups iter.Seq[Nested]) {
+			for g := range groups {
+				if !named[g.GroupID] && !sc.Allows(scope.Read, g.GroupID) {
+					outside = g.GroupID
+					return
+				}
+			}
+		})
+		if err != nil {
+			return 0, err
+		}
+		if outside != "" {
+			e := Forbidden(sc, scope.Read, outside)
+			e.Message = fmt.Sprintf("%s, a subgroup of group %q that this replace would remove: removing a subgroup needs read on it", e.Message, w.GroupID)
+			return 0, e
+		}
+		after, err := s.store.Revision(ctx, w.GroupID)
+		if err != nil {
+			return 0, err
+		}
+		if after == before {
+			return before, nil
+		}
+	}
+	return 0, errReplaceMoved
+}
+
+// moved reports whether a group of checked is at a revision other than
+// the one it was checked at: a precondition failure of their write is then
+// the narrowing's, and the replace is checked again.
+func (s *Service) moved(ctx context.Context, checked []checkedReplace) (bool, error) {
+	for _, c := range checked {
+		rev, err := s.store.Revision(ctx, c.groupID)
+		if err != nil {
+			return false, err
+		}
+		if rev != c.revision {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -300,3 +300,121 @@ func TestForbiddenNamesThePrincipalTheRightAndTheGroup(t *testing.T) {
 	assert.Equal(t, `principal "sync-job" lacks admin`, membership.Forbidden(writer, scope.Admin, "x").Message)
 	assert.Equal(t, membership.CodeForbidden, membership.Forbidden(reader, scope.Read, "x").Code)
 }
+
+// writeMovingStore is a memory store that runs during before each write it
+// takes, as a write that lands between a check and the write checked.
+type writeMovingStore struct {
+	*memory.Store
+	during func()
+}
+
+func (s *writeMovingStore) Write(ctx context.Context, w membership.Write) (membership.Result, error) {
+	s.during()
+	return s.Store.Write(ctx, w)
+}
+
+func (s *writeMovingStore) Batch(ctx context.Context, b membership.Batch) (membership.BatchResult, error) {
+	s.during()
+	return s.Store.Batch(ctx, b)
+}
+
+func TestServiceReplacesOnlySubgroupsItMayRead(t *testing.T) {
+	svc, st := scopedService(t)
+	ctx := scopeOf(t, "sync-job", scope.Write, "team-a/*", "team-b")
+	subgroups := func(groupID string) []string {
+		var ids []string
+		_, err := st.Subgroups(context.Background(), groupID, membership.NestingListOptions{}, func(_ int, groups iter.Seq[membership.Nested]) {
+			for g := range groups {
+				ids = append(ids, g.GroupID)
+			}
+		})
+		require.NoError(t, err)
+		return ids
+	}
+	replace := func(groupID string, ids ...string) membership.Write {
+		w := membership.Write{Op: membership.OpReplaceGroups, GroupID: groupID, Subgroups: []membership.Subgroup{}}
+		for _, id := range ids {
+			w.Subgroups = append(w.Subgroups, membership.Subgroup{GroupID: id})
+		}
+		return w
+	}
+	const removesSecret = `principal "sync-job" lacks read on group "secret", a subgroup of group "team-a/y" ` +
+		`that this replace would remove: removing a subgroup needs read on it`
+
+	_, err := svc.Write(ctx, replace("team-a/y", "team-a/x"))
+	forbidden(t, err, removesSecret)
+	_, err = svc.Batch(ctx, membership.Batch{Writes: []membership.Write{replace("team-b", "team-a/x"), replace("team-a/y")}})
+	forbidden(t, err, `changes element 1 (group "team-a/y"): `+removesSecret)
+	assert.Equal(t, []string{"secret"}, subgroups("team-a/y"), "nothing changed")
+	assert.Empty(t, subgroups("team-b"), "nothing of the batch changed")
+
+	res, err := svc.Write(ctx, replace("team-a/all", "team-b"))
+	require.NoError(t, err, "every subgroup it removes is in its scope")
+	assert.Equal(t, 1, res.Removed)
+	assert.Equal(t, []string{"team-b"}, subgroups("team-a/all"))
+	_, err = svc.Write(scopeOf(t, "ops", scope.Admin, "*"), replace("team-a/y"))
+	require.NoError(t, err, "read on every group removes any subgroup")
+	assert.Empty(t, subgroups("team-a/y"))
+
+	// The client's own precondition is checked at the revision checked.
+	rev, err := st.Revision(context.Background(), "team-a/all")
+	require.NoError(t, err)
+	stale := replace("team-a/all")
+	stale.If.Revisions = []membership.Revision{rev - 1}
+	_, err = svc.Write(ctx, stale)
+	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "%v", err)
+	current := replace("team-a/all", "team-b", "team-a/x")
+	current.If.Revisions = []membership.Revision{rev - 1, rev}
+	_, err = svc.Write(ctx, current)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"team-a/x", "team-b"}, subgroups("team-a/all"))
+}
+
+func TestServiceChecksAReplaceAgainWhenItsGroupMoves(t *testing.T) {
+	_, st := scopedService(t)
+	moving := &writeMovingStore{Store: st}
+	svc := membership.NewService(moving, membership.ServiceOptions{})
+	ctx := scopeOf(t, "sync-job", scope.Write, "team-a/*")
+	nest := func(parent, child string) {
+		_, err := st.Write(context.Background(), membership.Write{Op: membership.OpAddGroups, GroupID: parent, Subgroups: []membership.Subgroup{{GroupID: child}}})
+		require.NoError(t, err)
+	}
+	replace := membership.Write{Op: membership.OpReplaceGroups, GroupID: "team-a/all", Subgroups: []membership.Subgroup{{GroupID: "team-a/y"}}}
+
+	// A group outside the scope is nested in between the check and the
+	// write: the write, narrowed to the revision checked, is refused by the
+	// store, checked again, and refused for the subgroup.
+	nested := false
+	moving.during = func() {
+		if !nested {
+			nested = true
+			nest("team-a/all", "secret")
+		}
+	}
+	_, err := svc.Write(ctx, replace)
+	forbidden(t, err, `principal "sync-job" lacks read on group "secret", a subgroup of group "team-a/all" `+
+		`that this replace would remove: removing a subgroup needs read on it`)
+	var ids []string
+	_, err = st.Subgroups(context.Background(), "team-a/all", membership.NestingListOptions{}, func(_ int, groups iter.Seq[membership.Nested]) {
+		for g := range groups {
+			ids = append(ids, g.GroupID)
+		}
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"secret", "team-a/x"}, ids, "nothing changed")
+
+	// A group that moves at every try: the replace is refused, unavailable.
+	_, err = st.Write(context.Background(), membership.Write{Op: membership.OpRemoveGroups, GroupID: "team-a/all", Subgroups: []membership.Subgroup{{GroupID: "secret"}}})
+	require.NoError(t, err)
+	n := 0
+	moving.during = func() {
+		n++
+		_, err := st.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "team-a/all", Users: []membership.User{{UID: membership.UID(100 + n)}}})
+		require.NoError(t, err)
+	}
+	_, err = svc.Batch(ctx, membership.Batch{Writes: []membership.Write{{Op: membership.OpRemoveGroups, GroupID: "team-a/all",
+		Subgroups: []membership.Subgroup{{GroupID: "team-a/x"}}}, replace}})
+	require.Error(t, err)
+	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "%v", err)
+	assert.Equal(t, 3, n, "tried three times")
+}

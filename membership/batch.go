@@ -90,7 +90,14 @@ func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 			}
 		}
 	}
-	return s.store.Batch(ctx, b)
+	var res BatchResult
+	err := s.applyChecked(ctx, b.Writes, BatchElementError, func(ws []Write) (err error) {
+		checked := b
+		checked.Writes = ws
+		res, err = s.store.Batch(ctx, checked)
+		return err
+	})
+	return res, err
 }
 
 // BatchElementError returns err, an error of write i of a batch, to

@@ -240,7 +240,15 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	} else if w.If.neverHolds() && w.Op != OpSetUser && w.Op != OpDeleteUser { // a user's: the store answers
 		return Result{}, s.failNever(ctx, w.GroupID)
 	}
-	return s.store.Write(ctx, w)
+	if w.Op != OpReplaceGroups {
+		return s.store.Write(ctx, w)
+	}
+	var res Result
+	err := s.applyChecked(ctx, []Write{w}, nil, func(ws []Write) (err error) {
+		res, err = s.store.Write(ctx, ws[0])
+		return err
+	})
+	return res, err
 }
 
 // failNever returns the CodePreconditionFailed error of a write to groupID

@@ -10,7 +10,7 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// Query is a request's Query string, parsed strictly, in one place for every
+// Query is a request's query string, parsed strictly, in one place for every
 // route: each pair well formed (url.ParseQuery's error is not dropped, as
 // r.URL.Query drops it), each name one the route takes, each at most once,
 // and none empty. A value absent is "".
@@ -25,7 +25,7 @@ func ParseQuery(r *http.Request, takes ...string) (Query, error) {
 	}
 	values, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return nil, membership.Errorf(membership.CodeInvalidQuery, "the Query string is malformed: %v", err)
+		return nil, membership.Errorf(membership.CodeInvalidQuery, "the query string is malformed: %v", err)
 	}
 	names := slices.Sorted(func(yield func(string) bool) {
 		for name := range values {
@@ -54,9 +54,9 @@ func ParseQuery(r *http.Request, takes ...string) (Query, error) {
 func takesWhat(name string, takes []string) string {
 	switch {
 	case name == "users":
-		return "it belongs in the body of a POST, PUT or DELETE of /group-user/{groupID}, not in the Query string: send users=[uid, ...] as the body"
+		return "it belongs in the body of a POST, PUT or DELETE of /group-user/{groupID}, not in the query string: send users=[uid, ...] as the body"
 	case name == "groups":
-		return "it belongs in the body of a POST, PUT or DELETE of /group-group/{groupID}, not in the Query string: send groups=[\"group id\", ...] as the body"
+		return "it belongs in the body of a POST, PUT or DELETE of /group-group/{groupID}, not in the query string: send groups=[\"group id\", ...] as the body"
 	case len(takes) == 0:
 		return "this route takes no parameters"
 	default:

@@ -3,6 +3,7 @@ package scim
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 
 	"example.com/groupmembership/membership"
@@ -23,12 +24,15 @@ type groupChange struct {
 	// delta says of each uid an operation named whether it ends added
 	// (true) or removed (false).
 	delta map[membership.UID]bool
+	// maxUsers bounds the members one change names (-max-users): a
+	// members value is read no further than its first member past it.
+	maxUsers int
 }
 
 // newGroupChange returns the change of nothing to a group of attributes
-// attrs.
-func newGroupChange(attrs account.GroupAttributes) *groupChange {
-	return &groupChange{attrs: attrs, delta: map[membership.UID]bool{}}
+// attrs, naming at most maxUsers members.
+func newGroupChange(attrs account.GroupAttributes, maxUsers int) *groupChange {
+	return &groupChange{attrs: attrs, delta: map[membership.UID]bool{}, maxUsers: maxUsers}
 }
 
 // applyOps folds ops, a PATCH's, into c, in order: add and replace of
@@ -50,9 +54,12 @@ func (c *groupChange) applyOps(groupID string, ops []patchOp) error {
 		default:
 			err = c.set(groupID, op.op, path, op.value)
 		}
+		if err == nil && len(c.delta) > c.maxUsers {
+			err = tooManyMembers(c.maxUsers)
+		}
 		if err != nil {
 			e := wire.ErrorOf(err)
-			return wire.BadRequest(e.ScimType, "operation %d: %s", i, e.Detail)
+			return wire.Errorf(e.Status, e.ScimType, "operation %d: %s", i, e.Detail)
 		}
 	}
 	return nil
@@ -61,9 +68,9 @@ func (c *groupChange) applyOps(groupID string, ops []patchOp) error {
 // setAll applies an add or a replace without a path: each attribute of
 // its value, an object.
 func (c *groupChange) setAll(groupID, op string, value json.RawMessage) error {
-	o, err := wire.ObjectOf(value, "the value")
+	o, err := wire.ObjectValue(value, "the value of an operation without a path")
 	if err != nil {
-		return wire.BadRequest(wire.InvalidValue, "the value of an operation without a path is not an object")
+		return err
 	}
 	for name, raw := range o {
 		if err := c.set(groupID, op, wire.AttributePath(name, wire.GroupResource), raw); err != nil {
@@ -90,7 +97,7 @@ func (c *groupChange) set(groupID, op, path string, raw json.RawMessage) error {
 		}
 	case path == "members":
 		var uids []membership.UID
-		if uids, err = memberUIDs(raw); err == nil {
+		if uids, err = memberUIDs(raw, c.maxUsers); err == nil {
 			c.setMembers(op == "replace", uids)
 		}
 	case strings.HasPrefix(path, "members["):
@@ -120,7 +127,7 @@ func (c *groupChange) remove(path string, value json.RawMessage) error {
 	case path == "members" && value == nil:
 		c.setMembers(true, nil) // every member: the RFC's remove of a whole attribute
 	case path == "members":
-		uids, err := memberUIDs(value)
+		uids, err := memberUIDs(value, c.maxUsers)
 		if err != nil {
 			return err
 		}
@@ -156,32 +163,46 @@ func memberFilter(path string) (membership.UID, error) {
 }
 
 // memberUIDs reads the uids of a members value: an array of objects
-// whose value is a uid in decimal (a single object is taken as one).
-func memberUIDs(raw json.RawMessage) ([]membership.UID, error) {
-	raws, err := wire.ArrayOf(raw, "members")
-	if err != nil {
-		if _, objErr := wire.ObjectOf(raw, "a member"); objErr != nil {
-			return nil, err
+// whose value is a uid in decimal (a single object is taken as one), of
+// at most limit elements: it stops at the first past it.
+func memberUIDs(raw json.RawMessage, limit int) ([]membership.UID, error) {
+	var uids []membership.UID
+	read := func(m json.RawMessage) error {
+		if len(uids) == limit {
+			return tooManyMembers(limit)
 		}
-		raws = []json.RawMessage{raw}
-	}
-	uids := make([]membership.UID, 0, len(raws))
-	for i, m := range raws {
-		o, err := wire.ObjectOf(m, "a member")
-		if err != nil {
-			return nil, wire.BadRequest(wire.InvalidValue, "members element %d is not an object", i)
-		}
-		v, err := wire.StringOf(o["value"], "value")
-		if err != nil {
-			return nil, wire.BadRequest(wire.InvalidValue, "members element %d: its value is not a string", i)
-		}
-		uid, ok := membership.ParseUID(v)
-		if !ok {
-			return nil, wire.BadRequest(wire.InvalidValue, "members element %d: the value %.40q is not a uid, %s", i, v, membership.UIDRange)
-		}
+		uid, err := memberUID(len(uids), m)
 		uids = append(uids, uid)
+		return err
 	}
-	return uids, nil
+	if wire.IsObject(raw) {
+		return uids, read(raw)
+	}
+	return uids, wire.EachOf(raw, "members", read)
+}
+
+// memberUID reads the uid of m, the element i of a members value.
+func memberUID(i int, m json.RawMessage) (membership.UID, error) {
+	o, err := wire.ObjectValue(m, "members element "+strconv.Itoa(i))
+	if err != nil {
+		return 0, err
+	}
+	v, err := wire.StringOf(o["value"], "value")
+	if err != nil {
+		return 0, wire.BadRequest(wire.InvalidValue, "members element %d: its value is not a string", i)
+	}
+	uid, ok := membership.ParseUID(v)
+	if !ok {
+		return 0, wire.BadRequest(wire.InvalidValue, "members element %d: the value %.40q is not a uid, %s", i, v, membership.UIDRange)
+	}
+	return uid, nil
+}
+
+// tooManyMembers is the error of a change that names more than limit
+// members: 413, as a request of more users than -max-users on the
+// service's other routes.
+func tooManyMembers(limit int) error {
+	return membership.Errorf(membership.CodeTooManyUsers, "members has more than %d elements", limit)
 }
 
 // writes returns the writes of c to groupID: set_group when its

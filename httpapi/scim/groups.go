@@ -236,7 +236,7 @@ func groupCandidates(ctx context.Context, svc services, f wire.Filter) ([]direct
 		total, groups, err = groupsOfMember(ctx, svc, f)
 	}
 	if err == nil && total > wire.MaxResults {
-		err = wire.BadRequest(wire.TooMany, "the wire.Filter's first wire.Comparison selects %d groups, more than %d: narrow it", total, wire.MaxResults)
+		err = wire.BadRequest(wire.TooMany, "the filter's first comparison selects %d groups, more than %d: narrow it", total, wire.MaxResults)
 	}
 	return groups, err
 }

@@ -16,8 +16,8 @@ import (
 // PUT's body, into the change of a group whose id is groupID ("" for a
 // new one): displayName is required; members, when given, are the whole
 // new set, and when left out the members stay as they are.
-func groupOf(doc map[string]json.RawMessage, groupID string) (*groupChange, error) {
-	c := newGroupChange(account.GroupAttributes{})
+func groupOf(doc map[string]json.RawMessage, groupID string, maxUsers int) (*groupChange, error) {
+	c := newGroupChange(account.GroupAttributes{}, maxUsers)
 	c.attrsTouched = true
 	for name, raw := range doc {
 		path := wire.AttributePath(name, wire.GroupResource)
@@ -31,7 +31,11 @@ func groupOf(doc map[string]json.RawMessage, groupID string) (*groupChange, erro
 	if c.attrs.DisplayName == "" {
 		return nil, wire.BadRequest(wire.InvalidValue, "displayName is required")
 	}
-	return c, account.CheckGroup(c.attrs)
+	// Checked here, before a POST makes the group's id of its displayName.
+	if err := account.CheckGroup(c.attrs); err != nil {
+		return nil, wire.BadRequest(wire.InvalidValue, "%s", err)
+	}
+	return c, nil
 }
 
 // handleCreateGroup answers POST /Groups: a new group whose id is its
@@ -49,7 +53,7 @@ func handleCreateGroup(d Deps) http.Handler {
 		}
 		var c *groupChange
 		if err == nil {
-			c, err = groupOf(doc, "")
+			c, err = groupOf(doc, "", d.Service.MaxUsers())
 		}
 		var id string
 		if err == nil {
@@ -79,7 +83,7 @@ func createGroup(r *http.Request, svc services, c *groupChange) (string, error) 
 		}
 		return id, err
 	}
-	return "", wire.Errorf(http.StatusConflict, wire.Uniqueness, "groups have the ids %q to %q-%d that a group of this displayName takes", c.attrs.DisplayName, c.attrs.DisplayName, updateTries)
+	return "", wire.Errorf(http.StatusConflict, wire.Uniqueness, "groups have the ids %q to %q that a group of this displayName takes", c.attrs.DisplayName, c.attrs.DisplayName+"-"+strconv.Itoa(updateTries))
 }
 
 // handleReplaceGroup answers PUT /Groups/{id}: the group's attributes as
@@ -90,7 +94,7 @@ func handleReplaceGroup(d Deps) http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		c, err := groupOf(doc, id)
+		c, err := groupOf(doc, id, d.Service.MaxUsers())
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +112,7 @@ func handlePatchGroup(d Deps) http.Handler {
 			return nil, err
 		}
 		return func(cur account.GroupAttributes) (*groupChange, error) {
-			c := newGroupChange(cur)
+			c := newGroupChange(cur, d.Service.MaxUsers())
 			return c, c.applyOps(id, ops)
 		}, nil
 	}, false)
@@ -183,8 +187,11 @@ func writeGroupUpdate(r *http.Request, svc services, id string, change func(acco
 			}
 		}
 		res, err := svc.Batch(ctx, membership.Batch{Writes: ws, Idem: key.Idem, Principal: key.Principal})
-		if isPreconditionFailed(err) && !given {
+		switch {
+		case isPreconditionFailed(err) && !given:
 			continue
+		case isPreconditionFailed(err):
+			return false, preconditionFailed(wire.GroupResource)
 		}
 		return res.Replayed, err
 	}
@@ -210,8 +217,11 @@ func handleDeleteGroup(d Deps) http.Handler {
 		if err == nil {
 			res, err = d.Service.Write(r.Context(), write)
 		}
-		if isPreconditionFailed(err) && !given {
+		switch {
+		case isPreconditionFailed(err) && !given:
 			err = directory.UnknownGroup(id)
+		case isPreconditionFailed(err):
+			err = preconditionFailed(wire.GroupResource)
 		}
 		if err != nil {
 			wire.WriteError(w, r, err)

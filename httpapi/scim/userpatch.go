@@ -37,23 +37,23 @@ func readPatch(r *http.Request, d Deps) ([]patchOp, error) {
 			return nil, wire.BadRequest(wire.InvalidValue, "schemas does not name %s", wire.PatchSchema)
 		}
 	}
-	raws, err := wire.ArrayOf(doc["operations"], "Operations")
-	switch {
-	case err != nil:
-		return nil, err
-	case len(raws) == 0:
-		return nil, wire.BadRequest(wire.InvalidValue, "the PATCH has no Operations")
-	case len(raws) > MaxPatchOperations:
-		return nil, wire.BadRequest(wire.InvalidValue, "the PATCH has %d operations, more than %d", len(raws), MaxPatchOperations)
-	}
-	ops := make([]patchOp, len(raws))
-	for i, raw := range raws {
-		if ops[i], err = readPatchOp(raw); err != nil {
-			e := wire.ErrorOf(err)
-			return nil, wire.BadRequest(e.ScimType, "operation %d: %s", i, e.Detail)
+	var ops []patchOp
+	err = wire.EachOf(doc["operations"], "Operations", func(raw json.RawMessage) error {
+		if len(ops) == MaxPatchOperations { // read no further
+			return wire.BadRequest(wire.InvalidValue, "the PATCH has more than %d operations", MaxPatchOperations)
 		}
+		op, err := readPatchOp(raw)
+		if err != nil {
+			e := wire.ErrorOf(err)
+			return wire.BadRequest(e.ScimType, "operation %d: %s", len(ops), e.Detail)
+		}
+		ops = append(ops, op)
+		return nil
+	})
+	if err == nil && len(ops) == 0 {
+		err = wire.BadRequest(wire.InvalidValue, "the PATCH has no Operations")
 	}
-	return ops, nil
+	return ops, err
 }
 
 // readPatchOp reads one operation.
@@ -85,20 +85,25 @@ func readPatchOp(raw json.RawMessage) (patchOp, error) {
 	return p, nil
 }
 
-// patchAccount returns a with ops applied in order. An add or a replace
-// without a path sets each attribute of its value ("name.givenName" as
-// "name": {"givenName": …}); one with a path, that attribute. A remove
-// unassigns its attribute. Attributes the service does not keep are
-// ignored, as in a POST.
-func patchAccount(a account.Account, ops []patchOp) (account.Account, error) {
+// patchAccount returns a, the account of the user id, with ops applied
+// in order. An add or a replace without a path sets each attribute of
+// its value ("name.givenName" as "name": {"givenName": …}); one with a
+// path, that attribute. A remove unassigns its attribute. id is
+// read-only: an operation may name it only with its value. Attributes
+// the service does not keep are ignored, as in a POST.
+func patchAccount(a account.Account, id string, ops []patchOp) (account.Account, error) {
 	for i, op := range ops {
 		var err error
 		path := wire.AttributePath(op.path, wire.UserResource)
 		switch {
+		case path == "id" && op.op == "remove":
+			err = wire.BadRequest(wire.Mutability, "id is read-only: it cannot be removed")
+		case path == "id":
+			err = sameID(id, op.value)
 		case op.op == "remove":
 			err = removeUserAttribute(&a, path)
 		case path == "":
-			err = setUserAttributes(&a, op.value)
+			err = setUserAttributes(&a, id, op.value)
 		default:
 			err = setUserAttribute(&a, emailPath(path), op.value)
 		}
@@ -110,16 +115,32 @@ func patchAccount(a account.Account, ops []patchOp) (account.Account, error) {
 	return a, nil
 }
 
-// setUserAttributes sets each attribute of value, an object.
-func setUserAttributes(a *account.Account, value json.RawMessage) error {
-	o, err := wire.ObjectOf(value, "the value")
+// setUserAttributes sets each attribute of value, an object, of the
+// account of the user id.
+func setUserAttributes(a *account.Account, id string, value json.RawMessage) error {
+	o, err := wire.ObjectValue(value, "the value of an operation without a path")
 	if err != nil {
-		return wire.BadRequest(wire.InvalidValue, "the value of an operation without a path is not an object")
+		return err
 	}
 	for name, raw := range o {
-		if err := setUserAttribute(a, emailPath(wire.AttributePath(name, wire.UserResource)), raw); err != nil {
+		path := emailPath(wire.AttributePath(name, wire.UserResource))
+		if path == "id" {
+			err = sameID(id, raw)
+		} else {
+			err = setUserAttribute(a, path, raw)
+		}
+		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// sameID refuses raw, an id an operation sets, unless it is id, the
+// user's: id is read-only (mutability, RFC 7644 3.5.2).
+func sameID(id string, raw json.RawMessage) error {
+	if got, err := wire.StringOf(raw, "id"); err != nil || got != id {
+		return wire.BadRequest(wire.Mutability, "id is read-only: the user's is %q", id)
 	}
 	return nil
 }

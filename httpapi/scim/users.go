@@ -131,9 +131,9 @@ func setName(a *account.Account, raw json.RawMessage) error {
 		a.GivenName, a.FamilyName = "", ""
 		return nil
 	}
-	name, err := wire.ObjectOf(raw, "name")
+	name, err := wire.ObjectValue(raw, "name")
 	if err != nil {
-		return wire.BadRequest(wire.InvalidValue, "name is not an object")
+		return err
 	}
 	a.GivenName, a.FamilyName = "", ""
 	for sub, v := range name {
@@ -153,7 +153,7 @@ func primaryEmail(raw json.RawMessage) (string, error) {
 	}
 	best, rank := "", -1
 	for _, e := range emails {
-		o, err := wire.ObjectOf(e, "an element of emails")
+		o, err := wire.ObjectValue(e, "an element of emails")
 		if err != nil {
 			return "", err
 		}
@@ -284,7 +284,7 @@ func listUsers(ctx context.Context, svc services, q wire.List) (int, []directory
 		return total, users[:min(len(users), q.Count)], err
 	}
 	if total > wire.MaxResults {
-		return 0, nil, wire.BadRequest(wire.TooMany, "the wire.Filter's first wire.Comparison selects %d users, more than %d: narrow it", total, wire.MaxResults)
+		return 0, nil, wire.BadRequest(wire.TooMany, "the filter's first comparison selects %d users, more than %d: narrow it", total, wire.MaxResults)
 	}
 	return pageOf(keepUsers(users, q.Filter), offset, q.Count)
 }

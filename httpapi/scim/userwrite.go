@@ -94,7 +94,8 @@ func handlePatchUser(d Deps) http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		return func(cur account.Account) (account.Account, error) { return patchAccount(cur, ops) }, nil
+		id := r.PathValue("id")
+		return func(cur account.Account) (account.Account, error) { return patchAccount(cur, id, ops) }, nil
 	})
 }
 
@@ -153,10 +154,12 @@ func writeUpdate(r *http.Request, svc services, uid membership.UID, change func(
 			return directory.UserRecord{}, false, err
 		}
 		res, err := svc.Write(ctx, write)
-		if isPreconditionFailed(err) && !given {
+		switch {
+		case isPreconditionFailed(err) && !given:
 			continue
-		}
-		if err != nil {
+		case isPreconditionFailed(err):
+			return directory.UserRecord{}, false, preconditionFailed(wire.UserResource)
+		case err != nil:
 			return directory.UserRecord{}, false, err
 		}
 		u, err := svc.dir.User(ctx, uid)
@@ -184,8 +187,11 @@ func handleDeleteUser(d Deps) http.Handler {
 		if err == nil {
 			res, err = d.Service.Write(r.Context(), write)
 		}
-		if isPreconditionFailed(err) && !given {
+		switch {
+		case isPreconditionFailed(err) && !given:
 			err = directory.UnknownUser(uid)
+		case isPreconditionFailed(err):
+			err = preconditionFailed(wire.UserResource)
 		}
 		if err != nil {
 			wire.WriteError(w, r, err)

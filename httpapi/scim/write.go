@@ -53,7 +53,7 @@ func keyed(r *http.Request, w membership.Write) (membership.Write, error) {
 func refuseKey(r *http.Request) error {
 	if _, ok := r.Header["Idempotency-Key"]; ok {
 		return wire.BadRequest(wire.InvalidValue, "a POST of a resource takes no Idempotency-Key: a User's retry is refused by its userName (409), "+
-			"a Group's is found with wire.Filter=displayName eq \"…\"")
+			"a Group's is found with filter=displayName eq \"…\"")
 	}
 	return nil
 }
@@ -62,6 +62,13 @@ func refuseKey(r *http.Request) error {
 // hold.
 func isPreconditionFailed(err error) bool {
 	return membership.ErrorCode(err) == membership.CodePreconditionFailed
+}
+
+// preconditionFailed returns the 412 of a write of a resource of kind
+// ("User", "Group") that its If-Match or If-None-Match refused.
+func preconditionFailed(kind string) error {
+	return wire.Errorf(http.StatusPreconditionFailed, "", "the %s is not in the state If-Match or If-None-Match requires: "+
+		"nothing was changed; read it again for its current version", kind)
 }
 
 // markReplayed sets Idempotent-Replayed on the reply of a replay.

@@ -83,11 +83,19 @@ func testUserLists(t *testing.T, newStore NewStore) {
 		`userName eq "a" and`, `(userName eq "a")`, `userName eq "unterminated`, `userName`, longString(1025)} {
 		scimError(t, s.do("GET", filtered("/scim/v2/Users", f), ""), http.StatusBadRequest, "invalidFilter")
 	}
+	refused := s.do("GET", filtered("/scim/v2/Users", `displayName eq "x"`), "").json
+	assert.Contains(t, refused["detail"], "compares id, userName, externalId", "the attributes as SCIM names them")
 	for _, q := range []string{"?count=x", "?startIndex=1.5", "?sortBy=userName", "?attributes=a&excludedAttributes=b", "?count=1&count=2"} {
 		scimError(t, s.do("GET", "/scim/v2/Users"+q, ""), http.StatusBadRequest, "invalidValue")
 	}
-	big := s.must(http.StatusOK, "GET", "/scim/v2/Users?count=100000", "").json
-	assert.Len(t, ids(big), 5, "a count past the most is the most")
+	for _, q := range []string{"?count=100000", "?count=99999999999999999999", "?startIndex=-99999999999999999999"} {
+		assert.Len(t, ids(s.must(http.StatusOK, "GET", "/scim/v2/Users"+q, "").json), 5, "%s: a count past the most is the most, a startIndex below 1 is 1", q)
+	}
+	for _, q := range []string{"?count=-99999999999999999999", "?startIndex=99999999999999999999"} {
+		list := s.must(http.StatusOK, "GET", "/scim/v2/Users"+q, "").json
+		assert.Equal(t, []string{}, ids(list), q)
+		assert.Equal(t, float64(5), list["totalResults"], q)
+	}
 }
 
 func testGroupLists(t *testing.T, newStore NewStore) {

@@ -1,6 +1,7 @@
 package scimtest
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -57,9 +58,14 @@ func testVersions(t *testing.T, newStore NewStore) {
 	v1 := str(s.must(http.StatusOK, "GET", "/scim/v2/Users/"+id, "").json, "meta", "version")
 	v2 := str(s.must(http.StatusOK, "PATCH", "/scim/v2/Users/"+id, patchOps(`{"op":"replace","path":"displayName","value":"Fay"}`), "If-Match", v1).json, "meta", "version")
 	assert.NotEqual(t, v1, v2)
-	scimError(t, s.do("PATCH", "/scim/v2/Users/"+id, patchOps(`{"op":"replace","path":"displayName","value":"X"}`), "If-Match", v1), http.StatusPreconditionFailed, "")
-	scimError(t, s.do("PUT", "/scim/v2/Users/"+id, `{"userName":"fay"}`, "If-Match", v1), http.StatusPreconditionFailed, "")
-	scimError(t, s.do("DELETE", "/scim/v2/Users/"+id, "", "If-Match", v1), http.StatusPreconditionFailed, "")
+	for _, rep := range []reply{
+		s.do("PATCH", "/scim/v2/Users/"+id, patchOps(`{"op":"replace","path":"displayName","value":"X"}`), "If-Match", v1),
+		s.do("PUT", "/scim/v2/Users/"+id, `{"userName":"fay"}`, "If-Match", v1),
+		s.do("DELETE", "/scim/v2/Users/"+id, "", "If-Match", v1),
+	} {
+		scimError(t, rep, http.StatusPreconditionFailed, "")
+		assert.Contains(t, rep.json["detail"], "the User is not", "a User's 412 names the User")
+	}
 	assert.Equal(t, "Fay", str(s.must(http.StatusOK, "GET", "/scim/v2/Users/"+id, "").json, "displayName"))
 	scimError(t, s.do("PATCH", "/scim/v2/Users/"+id, patchOps(`{"op":"replace","path":"displayName","value":"X"}`), "If-Match", `"bad`), http.StatusBadRequest, "invalidSyntax")
 	s.must(http.StatusNoContent, "DELETE", "/scim/v2/Users/"+id, "", "If-Match", v2)
@@ -68,9 +74,14 @@ func testVersions(t *testing.T, newStore NewStore) {
 	g1 := created.header.Get("Etag")
 	g2 := s.must(http.StatusOK, "PATCH", "/scim/v2/Groups/v?attributes=displayName", patchOps(`{"op":"add","path":"members","value":[{"value":"3"}]}`), "If-Match", g1).header.Get("Etag")
 	assert.NotEqual(t, g1, g2, "a member added moves the version")
-	scimError(t, s.do("PATCH", "/scim/v2/Groups/v", patchOps(`{"op":"add","path":"members","value":[{"value":"4"}]}`), "If-Match", g1), http.StatusPreconditionFailed, "")
-	scimError(t, s.do("PUT", "/scim/v2/Groups/v", `{"displayName":"w"}`, "If-Match", g1), http.StatusPreconditionFailed, "")
-	scimError(t, s.do("DELETE", "/scim/v2/Groups/v", "", "If-Match", g1), http.StatusPreconditionFailed, "")
+	for _, rep := range []reply{
+		s.do("PATCH", "/scim/v2/Groups/v", patchOps(`{"op":"add","path":"members","value":[{"value":"4"}]}`), "If-Match", g1),
+		s.do("PUT", "/scim/v2/Groups/v", `{"displayName":"w"}`, "If-Match", g1),
+		s.do("DELETE", "/scim/v2/Groups/v", "", "If-Match", g1),
+	} {
+		scimError(t, rep, http.StatusPreconditionFailed, "")
+		assert.Contains(t, rep.json["detail"], "the Group is not", "a Group's 412 names the Group, not the batch it was written in")
+	}
 	assert.Equal(t, []membership.UID{3}, uids(s.members("v")))
 	s.must(http.StatusNoContent, "DELETE", "/scim/v2/Groups/v", "", "If-Match", g2)
 
@@ -118,6 +129,33 @@ func testErrors(t *testing.T, newStore NewStore) {
 	users, err := s.dir.FreeUID(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, membership.UID(2), users, "only the last POST created a user")
+
+	// Members past the most one request may name (-max-users) are refused
+	// at the first past it, 413, before the rest is read: here the
+	// element after it, not a uid, is never reached.
+	s.must(http.StatusCreated, "POST", "/scim/v2/Groups", `{"displayName":"cap"}`)
+	tooMany := `[` + strings.Repeat(`{"value":"7"},`, membership.DefaultMaxUsers) + `{"value":"7"},{"value":"not a uid"}]`
+	rev := s.latest()
+	for _, tt := range []struct{ method, path, body string }{
+		{"POST", "/scim/v2/Groups", `{"displayName":"capped","members":` + tooMany + `}`},
+		{"PUT", "/scim/v2/Groups/cap", `{"displayName":"cap","members":` + tooMany + `}`},
+		{"PATCH", "/scim/v2/Groups/cap", patchOps(`{"op":"add","path":"members","value":` + tooMany + `}`)},
+		{"PATCH", "/scim/v2/Groups/cap", patchOps(`{"op":"remove","path":"members","value":` + tooMany + `}`)},
+	} {
+		scimError(t, s.do(tt.method, tt.path, tt.body), http.StatusRequestEntityTooLarge, "")
+	}
+	var ops []string
+	for uid := 1; uid <= membership.DefaultMaxUsers/1000+1; uid++ {
+		var members []string
+		for i := range 1000 {
+			members = append(members, fmt.Sprintf(`{"value":"%d"}`, uid*1000+i))
+		}
+		ops = append(ops, `{"op":"add","path":"members","value":[`+strings.Join(members, ",")+`]}`)
+	}
+	scimError(t, s.do("PATCH", "/scim/v2/Groups/cap", patchOps(append(ops, `{"op":"add","path":"members","value":[{"value":"x"}]}`)...)),
+		http.StatusRequestEntityTooLarge, "")
+	assert.Empty(t, s.feedSince(rev), "nothing changed")
+	s.must(http.StatusNoContent, "DELETE", "/scim/v2/Groups/cap", "")
 
 	// A group with more members than a reply lists is read without them.
 	for start := 1; start <= 10001; start += 5000 {

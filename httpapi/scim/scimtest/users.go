@@ -2,11 +2,13 @@ package scimtest
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/httpapi/scim"
 	"example.com/groupmembership/membership"
 )
 
@@ -156,6 +158,12 @@ func testUserPatches(t *testing.T, newStore NewStore) {
 		{"no operations", `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],"Operations":[]}`, "invalidValue"},
 		{"another message's schema", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"Operations":[{"op":"add","path":"displayName","value":"x"}]}`, "invalidValue"},
 		{"a good operation before a bad one", patchOps(`{"op":"replace","path":"displayName","value":"Changed"}`, `{"op":"replace","path":"userName","value":""}`), "invalidValue"},
+		{"more operations than the most", patchOps(slices.Repeat([]string{`{"op":"replace","path":"displayName","value":"Changed"}`}, scim.MaxPatchOperations+1)...), "invalidValue"},
+		{"a name twice inside name", patchOps(`{"op":"replace","path":"name","value":{"givenName":"a","GivenName":"b"}}`), "invalidSyntax"},
+		{"a name twice in a value without a path", patchOps(`{"op":"replace","value":{"displayName":"a","DisplayName":"b"}}`), "invalidSyntax"},
+		{"a value without a path not an object", patchOps(`{"op":"replace","value":"a"}`), "invalidValue"},
+		{"a replace of id", patchOps(`{"op":"replace","path":"id","value":"77"}`), "mutability"},
+		{"a replace of id without a path", patchOps(`{"op":"replace","value":{"id":"77","displayName":"Changed"}}`), "mutability"},
 		{"a user name too long", patchOps(`{"op":"replace","path":"userName","value":"` + longString(257) + `"}`), "invalidValue"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,10 +28,18 @@ var filterAttributes = map[string][]string{
 	"member": {"value"},
 }
 
+// filterNames are the attributes of filterAttributes as a message names
+// them.
+var filterNames = map[string]string{
+	"User":   "id, userName, externalId",
+	"Group":  "id, displayName, externalId, members",
+	"member": "value",
+}
+
 // ParseFilter parses s, a filter of resources of kind.
 func ParseFilter(s, kind string) (Filter, error) {
 	if len(s) > MaxQueryParamBytes {
-		return nil, BadRequest(InvalidFilter, "the Filter is longer than %d bytes", MaxQueryParamBytes)
+		return nil, BadRequest(InvalidFilter, "the filter is longer than %d bytes", MaxQueryParamBytes)
 	}
 	p := filterParser{s: s}
 	var f Filter
@@ -46,7 +54,7 @@ func ParseFilter(s, kind string) (Filter, error) {
 			return f, nil
 		}
 		if word := p.word(); !strings.EqualFold(word, "and") {
-			return nil, BadRequest(InvalidFilter, "the Filter has %q where and or its end was due: the service takes comparisons with eq joined by and", word)
+			return nil, BadRequest(InvalidFilter, "the filter has %q where and or its end was due: the service takes comparisons with eq joined by and", word)
 		}
 	}
 }
@@ -79,18 +87,17 @@ func (p *filterParser) word() string {
 func (p *filterParser) comparison(kind string) (Comparison, error) {
 	attr := p.word()
 	if attr == "" {
-		return Comparison{}, BadRequest(InvalidFilter, "the Filter ends where a Comparison was due")
+		return Comparison{}, BadRequest(InvalidFilter, "the filter ends where a comparison was due")
 	}
 	c := Comparison{Attr: AttributePath(attr, kind)}
 	if !slices.Contains(filterAttributes[kind], c.Attr) {
-		return Comparison{}, BadRequest(InvalidFilter, "the Filter compares %.60q: a Filter of %ss compares %s", attr, kind,
-			strings.Join(filterAttributes[kind], ", "))
+		return Comparison{}, BadRequest(InvalidFilter, "the filter compares %.60q: a filter of %ss compares %s", attr, kind, filterNames[kind])
 	}
 	if c.Attr == "members.value" {
 		c.Attr = "members"
 	}
 	if op := p.word(); !strings.EqualFold(op, "eq") {
-		return Comparison{}, BadRequest(InvalidFilter, "the Filter has the operator %.20q: the service takes eq only", op)
+		return Comparison{}, BadRequest(InvalidFilter, "the filter has the operator %.20q: the service takes eq only", op)
 	}
 	p.space()
 	value, err := p.string()
@@ -104,7 +111,7 @@ func (p *filterParser) comparison(kind string) (Comparison, error) {
 // string reads a JSON string.
 func (p *filterParser) string() (string, error) {
 	if p.i == len(p.s) || p.s[p.i] != '"' {
-		return "", BadRequest(InvalidFilter, "the Filter compares with something other than a string in double quotes")
+		return "", BadRequest(InvalidFilter, "the filter compares with something other than a string in double quotes")
 	}
 	end := p.i + 1
 	for end < len(p.s) && p.s[end] != '"' {
@@ -114,11 +121,11 @@ func (p *filterParser) string() (string, error) {
 		end++
 	}
 	if end >= len(p.s) {
-		return "", BadRequest(InvalidFilter, "the Filter has a string with no closing quote")
+		return "", BadRequest(InvalidFilter, "the filter has a string with no closing quote")
 	}
 	var v string
 	if err := json.Unmarshal([]byte(p.s[p.i:end+1]), &v); err != nil {
-		return "", BadRequest(InvalidFilter, "the Filter has a string that is not one: %v", err)
+		return "", BadRequest(InvalidFilter, "the filter has a string that is not one: %v", err)
 	}
 	p.i = end + 1
 	return v, nil

@@ -198,6 +198,46 @@ func ArrayOf(raw json.RawMessage, name string) ([]json.RawMessage, error) {
 	return a, nil
 }
 
+// IsObject reports whether raw, a JSON value, is an object.
+func IsObject(raw json.RawMessage) bool {
+	b := bytes.TrimLeft(raw, " \t\r\n")
+	return len(b) > 0 && b[0] == '{'
+}
+
+// ObjectValue parses raw, the value of what, as ObjectOf does; a value
+// that is no object is invalidValue, an object that names a member twice
+// invalidSyntax.
+func ObjectValue(raw json.RawMessage, what string) (map[string]json.RawMessage, error) {
+	if !IsObject(raw) {
+		return nil, BadRequest(InvalidValue, "%s is not an object", what)
+	}
+	return ObjectOf(raw, what)
+}
+
+// EachOf calls each with the elements of raw, a JSON array (null is an
+// empty one), in order, and stops at the first error each returns: an
+// array of many elements is read no further than a bound each keeps.
+func EachOf(raw json.RawMessage, name string, each func(json.RawMessage) error) error {
+	if IsNull(raw) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return BadRequest(InvalidValue, "%s is not an array", name)
+	}
+	for dec.More() {
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return BadRequest(InvalidSyntax, "%s is not valid JSON: %v", name, err)
+		}
+		if err := each(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Obj returns the object of the members given as pairs: a name, then its
 // value.
 func Obj(pairs ...any) Object {

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -68,13 +69,15 @@ func ParseResource(r *http.Request, kind string) (Selection, error) {
 	return selectionOf(q, kind)
 }
 
-// integer parses v, the parameter name, as a decimal integer.
+// integer parses v, the parameter name, as a decimal integer. One past
+// ±math.MaxInt32 is taken as that bound: a larger count or startIndex
+// asks no more than it does (RFC 7644 3.4.2.4).
 func integer(name, v string) (int, error) {
-	n, err := strconv.Atoi(v)
-	if err != nil || len(v) > 10 {
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return 0, BadRequest(InvalidValue, "%s %.20q is not an integer", name, v)
 	}
-	return n, nil
+	return int(n), nil // at the bound when out of range
 }
 
 // Selection is the attributes a reply returns (RFC 7644 3.9): those of
