@@ -46,13 +46,19 @@ func (r *Reader) closureOf(graph *nesting.Graph, rev membership.Revision, groupI
 		}
 		c.ends = reach(c.nodes)
 		c.nodes = nil // only reach needs them
-		r.closures.put(c.root.ID, c)
 	}
 	c.shards = make([]int, len(c.ids))
 	c.lock = shards.NewSet(r.s.Shards(), nil)
 	for i, id := range c.ids {
 		c.shards[i] = r.s.ShardOf(id)
 		c.lock.Add(c.shards[i])
+	}
+	if c.root != nil {
+		// Kept whole: the reads that find it share it, unlocked.
+		r.closures.put(c.root.ID, c)
+		if r.closureKept != nil {
+			r.closureKept()
+		}
 	}
 	return c
 }

@@ -38,3 +38,7 @@ func MergedEntry(r *Reader, groupID string) (uids []membership.UID, ends []int64
 	}
 	return e.uids, e.ends, true
 }
+
+// SetClosureKept has r call fn each time it keeps a closure it made, with
+// the nesting held.
+func SetClosureKept(r *Reader, fn func()) { r.closureKept = fn }

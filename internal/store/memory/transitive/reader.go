@@ -61,6 +61,9 @@ type Reader struct {
 	closures closureCache
 	// merged are the members of the closures read last, merged.
 	merged mergedCache
+	// closureKept, when set, is called when a closure is kept
+	// (closureCache), with the nesting held, for tests.
+	closureKept func()
 }
 
 var _ membership.Nesting = (*Reader)(nil)
