@@ -44,7 +44,7 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 	s := m.shardOf(w.GroupID)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	g := s.groups[w.GroupID]
+	g := s.groups.Get(w.GroupID)
 	if err := m.check(g, w.If); err != nil {
 		return 0, false, err
 	}
@@ -79,7 +79,7 @@ func (m *Store) checkNesting(w membership.Write) (membership.Revision, bool, err
 	s := m.shardOf(w.GroupID)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	g := s.groups[w.GroupID]
+	g := s.groups.Get(w.GroupID)
 	if err := m.check(g, w.If); err != nil {
 		return 0, false, err
 	}

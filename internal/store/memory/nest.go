@@ -33,7 +33,7 @@ func (m *Store) nestWrite(w membership.Write, st feed.Stamp) (membership.Result,
 	var sbuf [1]uint64
 	defer m.unlockShards(m.lockShards(len(ends), func(i int) string { return ends[i] }, false, sbuf[:]))
 	s := m.shardOf(w.GroupID)
-	g := s.groups[w.GroupID]
+	g := s.groups.Get(w.GroupID)
 	if err := m.check(g, w.If); err != nil {
 		return membership.Result{}, err
 	}
@@ -53,7 +53,7 @@ func (m *Store) nestWrite(w membership.Write, st feed.Stamp) (membership.Result,
 	if g == nil {
 		g = m.newGroup(s, w.GroupID)
 	}
-	g.Subgroups = m.nest.Node(w.GroupID).SubgroupCount()
+	g.SetSubgroups(m.nest.Node(w.GroupID).SubgroupCount())
 	rev := m.feed.Record(c, st, nil)
 	m.nestChanged(rev, next)
 	if g.Vacant() {
@@ -95,7 +95,7 @@ func (m *Store) nestingEnds(w membership.Write) []string {
 func (m *Store) nestChanged(rev membership.Revision, next int64) {
 	m.nestRev = rev
 	for _, id := range m.nest.Stamp(rev) {
-		if g := m.shardOf(id).groups[id]; g != nil {
+		if g := m.shardOf(id).groups.Get(id); g != nil {
 			m.groupNumbers.setUnnested(g.Number, rev)
 		}
 	}
@@ -122,11 +122,11 @@ func (m *Store) nestDue(next int64) {
 func (m *Store) touchParents(parents []string, rev membership.Revision) {
 	for _, p := range parents {
 		s := m.shardOf(p)
-		g := s.groups[p]
+		g := s.groups.Get(p)
 		if g == nil {
 			continue // every group with subgroups has one
 		}
-		g.Subgroups = m.nest.Node(p).SubgroupCount()
+		g.SetSubgroups(m.nest.Node(p).SubgroupCount())
 		if g.Vacant() {
 			m.dropGroup(s, g, rev)
 		} else {

@@ -6,37 +6,28 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// groupNumbers interns group ids as numbers: the reverse index and the
-// due set name a group by its number.
+// groupNumbers guards the ids of the groups' slots (group.Table): a
+// group's number is its slot's, and the reverse index and the due set name
+// a group by its number, so that the readers of a number's id (a user's
+// groups, the expirer) read it under mu, while a group is given a slot, or
+// its slot freed, under mu and its shard's lock.
 type groupNumbers struct {
-	// mu guards the fields below.
-	mu    sync.RWMutex
-	names []string // number to group id; "" for a free number
-	free  []uint32 // numbers of deleted groups, for reuse
-	// unnested are the revisions of the changes that made each group, or
-	// later left it in no nesting (its node gone) while it had members:
-	// the revision of its ancestors and subgroups from then on, when it is
-	// in none (0, or past its end: none since it was loaded).
+	// mu guards the ids of the slots and unnested.
+	mu sync.RWMutex
+	// unnested are, by group number, the revisions of the changes that
+	// made each group, or later left it in no nesting (its node gone)
+	// while it had members: the revision of its ancestors and subgroups
+	// from then on, when it is in none (0, or past its end: none since it
+	// was loaded). A slot given to a group (given) resets its number's.
 	unnested []membership.Revision
 }
 
-// number gives groupID a number. The caller creates the group.
-func (g *groupNumbers) number(groupID string) uint32 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var n uint32
-	if len(g.free) > 0 {
-		n = g.free[len(g.free)-1]
-		g.free = g.free[:len(g.free)-1]
-		g.names[n] = groupID
-		if int(n) < len(g.unnested) {
-			g.unnested[n] = 0
-		}
-	} else {
-		n = uint32(len(g.names))
-		g.names = append(g.names, groupID)
+// given notes that the group numbered n was just made, in a slot that may
+// have held another group. The caller holds mu.
+func (g *groupNumbers) given(n uint32) {
+	if int(n) < len(g.unnested) {
+		g.unnested[n] = 0
 	}
-	return n
 }
 
 // setUnnested notes that the change rev left the group numbered n in no
@@ -57,13 +48,4 @@ func (g *groupNumbers) unnestedOf(n uint32) membership.Revision {
 		return g.unnested[n]
 	}
 	return 0
-}
-
-// release frees n, the number of a group that has no members left: no
-// pair refers to it any more.
-func (g *groupNumbers) release(n uint32) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.names[n] = ""
-	g.free = append(g.free, n)
 }

@@ -38,7 +38,7 @@ func (t transitiveStore) RUnlockShard(i int) { t.m.shards[i].mu.RUnlock() }
 func (t transitiveStore) ShardWrites(i int) uint64 { return t.m.shards[i].mu.Writes() }
 
 func (t transitiveStore) Group(i int, groupID string) *group.Group {
-	return t.m.shards[i].groups[groupID]
+	return t.m.shards[i].groups.Get(groupID)
 }
 
 func (t transitiveStore) Unnested(g *group.Group) membership.Revision {
@@ -55,7 +55,7 @@ func (t transitiveStore) GroupsOfUsers(n int, uidOf func(i int) membership.UID, 
 	m.groupNumbers.mu.RLock()
 	defer m.groupNumbers.mu.RUnlock()
 	for i := range n {
-		m.reverse.GroupsOf(uidOf(i), func(number uint32) { fn(i, m.groupNumbers.names[number]) })
+		m.reverse.GroupsOf(uidOf(i), func(number uint32) { fn(i, m.groups.At(number).ID) })
 	}
 	return m.LatestRevision()
 }
@@ -66,7 +66,7 @@ func (t transitiveStore) UserGroups(uid membership.UID, fn func(groupID string, 
 	defer m.reverse.RUnlock(uid)
 	m.groupNumbers.mu.RLock()
 	defer m.groupNumbers.mu.RUnlock()
-	m.reverse.GroupsOf(uid, func(n uint32) { fn(m.groupNumbers.names[n], m.groupNumbers.unnestedOf(n)) })
+	m.reverse.GroupsOf(uid, func(n uint32) { fn(m.groups.At(n).ID, m.groupNumbers.unnestedOf(n)) })
 	return m.reverse.GroupsRevision(uid)
 }
 
@@ -76,7 +76,7 @@ func (t transitiveStore) HoldUser(uid membership.UID) ([]string, membership.Revi
 	m.groupNumbers.mu.RLock()
 	defer m.groupNumbers.mu.RUnlock()
 	var ids []string
-	m.reverse.GroupsOf(uid, func(n uint32) { ids = append(ids, m.groupNumbers.names[n]) })
+	m.reverse.GroupsOf(uid, func(n uint32) { ids = append(ids, m.groups.At(n).ID) })
 	return ids, m.reverse.UserRevision(uid)
 }
 

@@ -87,12 +87,15 @@ func (p *pieces) note(e *merged) {
 }
 
 // same reports whether the closure's groups are as the first piece found
-// them. The caller holds their shards.
+// them. A group dropped frees its slot, which another group, or the same
+// id made anew, may take since: the pointer alone does not tell them
+// apart, so it checks the id and the revision too, as a kept merge does
+// (mergedCache). The caller holds their shards.
 func (p *pieces) same() bool {
 	c := p.c
 	for i, id := range c.ids {
 		g := p.r.s.Group(c.shards[i], id)
-		if g != p.groups[i] || g != nil && g.Revision != p.revs[i] {
+		if g != p.groups[i] || g != nil && (g.ID != id || g.Revision != p.revs[i]) {
 			return false
 		}
 	}

@@ -3,7 +3,6 @@ package transitive_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -126,42 +125,4 @@ func TestAReadThatChangesKeepStartingOverHoldsItsLocks(t *testing.T) {
 	assert.Equal(t, 3, calls, "a write after each of the first pieces of three reads, then none")
 	assert.Equal(t, 62, total)
 	assert.Equal(t, m.LatestRevision(), rev)
-}
-
-// TestAClosureIsWholeWhenAnotherReadFindsIt has a second read find the
-// closure of top kept while the first read that made it is still within
-// closureOf: it must find it whole (its shards to lock), and answer as
-// the first does.
-func TestAClosureIsWholeWhenAnotherReadFindsIt(t *testing.T) {
-	s := memory.New()
-	piecesFixture(t, s)
-	type answer struct {
-		members []membership.Member
-		rev     membership.Revision
-		err     error
-	}
-	done := make(chan answer, 1)
-	var got answer
-	var once sync.Once
-	transitive.SetClosureKept(s.Reader, func() {
-		once.Do(func() {
-			go func() {
-				var a answer
-				defer func() {
-					if p := recover(); p != nil {
-						a.err = fmt.Errorf("the second read panicked: %v", p)
-					}
-					done <- a
-				}()
-				a.members, _, a.rev, a.err = storetest.ReadTransitiveMembers(s, "top", membership.ListOptions{})
-			}()
-			// The first read (on the test goroutine) goes on once the
-			// second is done: no lock either takes keeps the other waiting.
-			got = <-done
-		})
-	})
-	first, _, rev := storetest.TransitiveMembers(t, s, "top", membership.ListOptions{})
-	require.NoError(t, got.err)
-	assert.Equal(t, first, got.members)
-	assert.Equal(t, rev, got.rev)
 }
