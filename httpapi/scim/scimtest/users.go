@@ -37,6 +37,13 @@ func testDiscovery(t *testing.T, newStore NewStore) {
 		attrs[str(a, "name")] = true
 	}
 	assert.Equal(t, map[string]bool{"displayName": true, "members": true}, attrs)
+	// caseExact as RFC 7643's core schemas have it, but for a group's
+	// displayName, which the service compares exactly.
+	assert.Equal(t, map[string]any{
+		"userName": false, "name.givenName": false, "name.familyName": false, "displayName": false,
+		"emails.value": false, "emails.type": false,
+	}, caseExact(s.must(http.StatusOK, "GET", "/scim/v2/Schemas/urn:ietf:params:scim:schemas:core:2.0:User", "").json))
+	assert.Equal(t, map[string]any{"displayName": true, "members.value": false, "members.display": false}, caseExact(group))
 	scimError(t, s.do("GET", "/scim/v2/Schemas/urn:nope", ""), http.StatusNotFound, "")
 	scimError(t, s.do("GET", "/scim/v2/ServiceProviderConfig?x=1", ""), http.StatusBadRequest, "invalidValue")
 }
@@ -183,4 +190,24 @@ func longString(n int) string {
 		b[i] = 'x'
 	}
 	return string(b)
+}
+
+// caseExact returns the caseExact of each attribute of a schema that has
+// one (a string's), by its path.
+func caseExact(schema map[string]any) map[string]any {
+	out := map[string]any{}
+	var walk func(prefix string, attrs []any)
+	walk = func(prefix string, attrs []any) {
+		for _, a := range attrs {
+			attr := a.(map[string]any)
+			if c, ok := attr["caseExact"]; ok {
+				out[prefix+str(attr, "name")] = c
+			}
+			if subs, ok := attr["subAttributes"].([]any); ok {
+				walk(prefix+str(attr, "name")+".", subs)
+			}
+		}
+	}
+	walk("", schema["attributes"].([]any))
+	return out
 }
