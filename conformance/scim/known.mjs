@@ -11,6 +11,14 @@ export const known = [
     why: "the service's choice: an empty query parameter, filter= as any other, is 400 invalidValue",
   },
   {
+    match: /^\/Schemas Group displayName\.caseExact: true, scimmy's schema false$/,
+    why: "the service's choice: a group's displayName is compared exactly (docs/scim.md), and /Schemas says so",
+  },
+  {
+    match: /^\/Schemas Group members\.display\.mutability: "readOnly", scimmy's schema "immutable"$/,
+    why: "the service's choice: a member's display is its nickname, which the service sets and a write of members does not; RFC 7643 8.7.1 has no display, scimmy adds it as immutable",
+  },
+  {
     match: /^GET \/ServiceProviderConfig: ServiceProviderConfig authenticationSchemes\[0\]\.primary: not a sub-attribute/,
     why: "scimmy: its ServiceProviderConfig schema lacks primary, a sub-attribute of every multi-valued attribute (RFC 7643 2.4) that RFC 7643 8.5's example sends",
   },

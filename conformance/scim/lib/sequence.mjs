@@ -1,6 +1,7 @@
 // A realistic provisioning sequence, as Okta and Entra ID send it, with
 // every reply checked by validate.mjs.
 import * as v from "./validate.mjs";
+import * as discovery from "./discovery.mjs";
 
 const USER = "urn:ietf:params:scim:schemas:core:2.0:User";
 const GROUP = "urn:ietf:params:scim:schemas:core:2.0:Group";
@@ -51,6 +52,7 @@ export async function run(send) {
   await call("GET", "/ServiceProviderConfig", undefined, { status: 200, kind: "ServiceProviderConfig" });
   await call("GET", "/ResourceTypes", undefined, { status: 200, list: "ResourceType" });
   for (const t of ["User", "Group"]) await call("GET", `/ResourceTypes/${t}`, undefined, { status: 200, kind: "ResourceType" });
+  out.push(...await discovery.run(call));
 
   // Okta: look the user up, create it; a second create is a uniqueness error.
   await call("GET", `/Users?${q('userName eq "ann@okta.local"')}&startIndex=1&count=100`, undefined, { status: 200, list: "User" });
