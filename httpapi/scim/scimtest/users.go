@@ -132,6 +132,14 @@ func testUserPatches(t *testing.T, newStore NewStore) {
 			func(t *testing.T, u map[string]any) {
 				assert.Equal(t, map[string]any{"givenName": "Caz", "familyName": "D"}, u["name"])
 			}},
+		{"replace of a complex attribute leaves the sub-attributes it does not name", []string{`{"op":"replace","path":"name","value":{"familyName":"E"}}`},
+			func(t *testing.T, u map[string]any) {
+				assert.Equal(t, map[string]any{"givenName": "Caz", "familyName": "E"}, u["name"], "RFC 7644 3.5.2.3")
+			}},
+		{"and without a path", []string{`{"op":"Replace","value":{"name":{"familyName":"D"}}}`},
+			func(t *testing.T, u map[string]any) {
+				assert.Equal(t, map[string]any{"givenName": "Caz", "familyName": "D"}, u["name"])
+			}},
 		{"Okta's deactivation, a value without a path", []string{`{"op":"replace","value":{"active":false}}`},
 			func(t *testing.T, u map[string]any) { assert.Equal(t, false, u["active"]) }},
 		{"Entra ID's boolean as a string", []string{`{"op":"Replace","path":"active","value":"True"}`},
