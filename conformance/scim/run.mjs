@@ -1,7 +1,7 @@
 // Runs third-party SCIM packages against a fresh bin/membership: scimmy's
-// schemas on every reply of a provisioning sequence, scim-patch's PATCH
-// against the service's, and two filter parsers against the service's
-// filters. It exits 1 on any disagreement not listed in known.mjs.
+// schemas on every reply of a provisioning sequence and on /Schemas,
+// scim-patch's and scimmy's PATCH against the service's, and three filter
+// parsers against the service's filters. It exits 1 on any disagreement not listed in known.mjs.
 import { start, client } from "./lib/service.mjs";
 import * as sequence from "./lib/sequence.mjs";
 import * as patches from "./lib/patches.mjs";
@@ -26,7 +26,7 @@ const requests = () => send.count;
 try {
   const parts = [
     ["scimmy schemas, provisioning sequence", () => sequence.run(send)],
-    ["scim-patch, PATCH corpus", () => patches.run(send)],
+    ["scim-patch and scimmy's PatchOp, PATCH corpus", () => patches.run(send)],
     ["filter parsers, filter corpus", () => filters.run(send, root, goParser)],
   ];
   for (const [name, part] of parts) {

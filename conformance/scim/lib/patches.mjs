@@ -1,8 +1,9 @@
 // A corpus of PATCH requests, each applied to the resource read back
-// before it by scim-patch (RFC 7644 3.5.2's semantics) and by the
-// service, and the two results compared on the attributes the service
-// keeps.
+// before it by two implementations of RFC 7644 3.5.2 (scim-patch, and
+// scimmy's PatchOp) and by the service, and the results compared on the
+// attributes the service keeps.
 import { scimPatch } from "scim-patch";
+import SCIMMY from "scimmy";
 import { checker } from "./sequence.mjs";
 
 const USER = "urn:ietf:params:scim:schemas:core:2.0:User";
@@ -52,6 +53,7 @@ const userCases = () => [
   ["replace name.familyName", [{ op: "replace", path: "name.familyName", value: "Family" }]],
   ["replace without a path, name.givenName", [{ op: "replace", value: { "name.givenName": "Given" } }]],
   ["replace without a path, name with one sub-attribute", [{ op: "replace", value: { name: { givenName: "Given" } } }]],
+  ["replace name with one sub-attribute", [{ op: "replace", path: "name", value: { familyName: "Family" } }]],
   ['replace emails[type eq "work"].value (Entra)', [{ op: "replace", path: 'emails[type eq "work"].value', value: "new@example.com" }]],
   ["add externalId", [{ op: "add", path: "externalId", value: "ext-new" }]],
   ["remove externalId", [{ op: "remove", path: "externalId" }]],
@@ -63,31 +65,48 @@ const userCases = () => [
 // fill puts the resource's id and a case's number where a case says so.
 const fill = (ops, id, n) => JSON.parse(JSON.stringify(ops).replaceAll("{id}", id).replaceAll("{n}", String(n)));
 
-// one applies ops to the resource at path both ways; it returns the
-// disagreements.
+// references applies ops to before with each reference implementation:
+// scim-patch, and scimmy's PatchOp; it returns, for each, the resource
+// patched or the error that refused it.
+async function references(kind, before, ops) {
+  // A member's display is its nickname, which a PATCH of a group does not
+  // set: the references are given the members as the PATCH names them.
+  const given = structuredClone(before);
+  if (Array.isArray(given.members)) given.members = given.members.map((m) => ({ value: m.value }));
+  const out = {};
+  try {
+    out["scim-patch"] = { patched: scimPatch(structuredClone(given), ops) };
+  } catch (err) {
+    out["scim-patch"] = { refused: err.message };
+  }
+  try {
+    const message = new SCIMMY.Messages.PatchOp({ schemas: [PATCHOP], Operations: ops });
+    const resource = new SCIMMY.Schemas[kind](structuredClone(given), "out");
+    out["scimmy PatchOp"] = { patched: JSON.parse(JSON.stringify((await message.apply(resource)) ?? resource)) };
+  } catch (err) {
+    out["scimmy PatchOp"] = { refused: err.message };
+  }
+  return out;
+}
+
+// one applies ops to the resource at path with the references and the
+// service; it returns the disagreements.
 async function one(call, send, kind, path, name, ops) {
   const where = `${kind} PATCH "${name}"`;
   const before = (await call("GET", path, undefined, { status: 200, kind })).json;
-  let expected;
-  let refused;
-  try {
-    // A member's display is its nickname, which a PATCH of a group does not
-    // set: scim-patch is given the members as the PATCH names them.
-    const given = structuredClone(before);
-    if (Array.isArray(given.members)) given.members = given.members.map((m) => ({ value: m.value }));
-    expected = scimPatch(given, ops);
-  } catch (err) {
-    refused = err.message;
-  }
+  const refs = await references(kind, before, ops);
   const reply = await send("PATCH", path, { schemas: [PATCHOP], Operations: ops });
-  if (refused !== undefined) {
-    return reply.status >= 400 ? [] : [`${where}: scim-patch refuses it (${refused}), the service answers ${reply.status}`];
+  const after = reply.status < 400 ? (await call("GET", path, undefined, { status: 200, kind })).json : undefined;
+  const got = after && JSON.stringify(kept(kind, after));
+  const out = [];
+  for (const [ref, { patched, refused }] of Object.entries(refs)) {
+    if (refused !== undefined && reply.status < 400) out.push(`${where}: ${ref} refuses it (${refused}), the service answers ${reply.status}`);
+    if (refused === undefined && reply.status >= 400) out.push(`${where}: ${ref} applies it, the service answers ${reply.status} ${JSON.stringify(reply.json)}`);
+    if (refused === undefined && after) {
+      const want = JSON.stringify(kept(kind, patched));
+      if (want !== got) out.push(`${where}: ${ref} gives ${want}, the service ${got}`);
+    }
   }
-  if (reply.status >= 400) return [`${where}: scim-patch applies it, the service answers ${reply.status} ${JSON.stringify(reply.json)}`];
-  const after = (await call("GET", path, undefined, { status: 200, kind })).json;
-  const want = JSON.stringify(kept(kind, expected));
-  const got = JSON.stringify(kept(kind, after));
-  const out = want === got ? [] : [`${where}: scim-patch gives ${want}, the service ${got}`];
   if (reply.status === 200 && JSON.stringify(kept(kind, reply.json)) !== got) out.push(`${where}: the PATCH's reply ${JSON.stringify(kept(kind, reply.json))} is not what a GET reads after, ${got}`);
   return out;
 }
