@@ -153,7 +153,7 @@ node-tools:
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq nodejs npm; \
 	fi
 
-## scim-conformance: run third-party SCIM packages against a fresh bin/membership on 127.0.0.1: scimmy's schemas on every reply of an Okta and Entra sequence, scim-patch on a corpus of PATCHes, three filter parsers on a corpus of filters; fails on a disagreement conformance/scim/known.mjs does not list (about 15 seconds; npm ci of the versions conformance/scim pins, and a Go module from the proxy; installs Debian's nodejs and npm if needed)
+## scim-conformance: run third-party SCIM packages against a fresh bin/membership on 127.0.0.1: scimmy's schemas on every reply of an Okta and Entra sequence, scim-patch on a corpus of PATCHes, three filter parsers on a corpus of filters; fails on a disagreement conformance/scim/known.mjs does not list (under 10 seconds; npm ci of the versions conformance/scim pins, and a Go module from the proxy; installs Debian's nodejs and npm if needed)
 .PHONY: scim-conformance
 scim-conformance: build node-tools
 	cd conformance/scim/goparser && go build -o $(abspath $(BIN))/scim-filter-parser .
