@@ -213,7 +213,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzEncodeMembers -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 200x ./httpapi
 	go test -run '^$$' -fuzz FuzzParseChangeForm -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 200x ./httpapi
 
-## bench: Go benchmarks, the load and memory comparison with Redis and a bare handler, the nesting rows and memory, then the PostgreSQL store against the embedded service and pgbench (about 13 minutes)
+## bench: Go benchmarks, the load and memory comparison with Redis and a bare handler, the nesting rows and memory, small groups' memory, then the PostgreSQL store against the embedded service and pgbench (about 15 minutes)
 .PHONY: bench
 bench: bench-tools postgres-tools
 	go test -run '^$$' -bench . -benchmem ./...

@@ -49,6 +49,7 @@ type options struct {
 	nesting     bool
 	nestMemory  bool
 	nestSettle  time.Duration
+	smallGroups bool
 }
 
 func main() {
@@ -69,6 +70,7 @@ func main() {
 	flag.BoolVar(&opts.nesting, "nesting", true, "also load the nesting rows (transitive check, page and add, each beside its direct one) (each pair side by side)")
 	flag.BoolVar(&opts.nestMemory, "nest-memory", true, "measure the RSS of 1,000,000 users in 100,000 groups nested 5 deep, and the bytes a nesting edge costs")
 	flag.DurationVar(&opts.nestSettle, "nest-settle", 20*time.Second, "idle time before each RSS reading of the nesting memory")
+	flag.BoolVar(&opts.smallGroups, "small-groups", true, "measure the bytes a membership of 100,000 groups of 10 and 1,000,000 groups of 3, each in a service of its own and in Redis")
 	flag.Parse()
 	if *only != "" {
 		var err error
@@ -127,6 +129,12 @@ func run(opts options) error {
 		}
 		nestMem = &m
 	}
+	var small []smallMemory
+	if opts.smallGroups {
+		if small, err = h.measureSmallGroups(); err != nil {
+			return fmt.Errorf("small groups: %w", err)
+		}
+	}
 	if err := h.fillLists(); err != nil {
 		return err
 	}
@@ -159,7 +167,7 @@ func run(opts options) error {
 		}
 	}
 	fmt.Printf("  load average after the rows: %s\n", loadAverage())
-	h.report(results, mem, nestMem)
+	h.report(results, mem, nestMem, small)
 	return nil
 }
 
@@ -499,8 +507,9 @@ func (h *harness) scenarios() []scenario {
 
 // report prints the medians, the ratios and the targets of one run. A row
 // that did not run (-only) is left out, and so is every ratio and target
-// that needs it; mem is nil when memory was not compared.
-func (h *harness) report(results map[string][]loadtest.Result, mem *memory, nestMem *nestMemory) {
+// that needs it; mem is nil when memory was not compared, small empty when
+// small groups were not.
+func (h *harness) report(results map[string][]loadtest.Result, mem *memory, nestMem *nestMemory, small []smallMemory) {
 	med := func(name string) loadtest.Result { return loadtest.Median(results[name]) }
 	ran := func(names ...string) bool {
 		for _, name := range names {
@@ -586,6 +595,9 @@ func (h *harness) report(results map[string][]loadtest.Result, mem *memory, nest
 		fmt.Printf("  redis (used_memory, group sets)              %6.1f B: service / redis %.2f\n", mem.redis, mem.service/mem.redis)
 		fmt.Printf("  redis (used_memory, group and per-user sets) %6.1f B: service / redis %.2f\n", mem.redisBoth, mem.service/mem.redisBoth)
 	}
+	if len(small) > 0 {
+		printSmall(small, h.opts.before != "")
+	}
 
 	fmt.Printf("\ntargets:\n")
 	met := 0
@@ -646,7 +658,8 @@ func (h *harness) report(results map[string][]loadtest.Result, mem *memory, nest
 		stated = append(stated, t.what)
 		fmt.Printf("  %-48s %6.2f, want <= %.2f: %s\n", t.what, cost, t.want, verdict)
 	}
-	fmt.Printf("  %d of the %d targets measured are met\n", met, len(stated))
+	smallStated, smallMet := smallVerdicts(small)
+	fmt.Printf("  %d of the %d targets measured are met\n", met+smallMet, len(stated)+smallStated)
 }
 
 // memory is the growth per membership measured by measureMemory.

@@ -228,6 +228,7 @@ func TestDurableKeepsExpiries(t *testing.T) {
 			}
 			expires := loggedExpires(t, dir)
 			require.Len(t, expires, 2, "the expire records of e and x")
+			assert.Equal(t, "x", expires[1].GroupID, "logged in the order applied")
 			assert.Equal(t, []membership.UID{10, 11}, expires[1].UIDs, "the record names the uid it did not remove")
 			assert.Equal(t, t0.Add(-2*time.Hour), expires[1].AsOf)
 

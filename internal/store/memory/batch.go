@@ -87,7 +87,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	m.createBatchGroups(b.Writes, groups, nested)
 	var rbuf [4]uint64
 	locked := m.reverse.Lock(batch.Users(b.Writes, groups), rbuf[:])
-	a := batch.NewApplier(b.Writes, nowOr(st.At), &m.reverse, &m.due, &m.counts.members, m.nicknames.Write())
+	a := batch.NewApplier(b.Writes, nowOr(st.At), m.groups, &m.reverse, &m.due, &m.counts.members, m.nicknames.Write())
 	defer a.Nicknames().Release()
 	results, subs, changed, nestChanged := m.applyBatchWrites(a, b.Writes, groups, nested)
 	a.ForgetDeferred()
@@ -160,10 +160,10 @@ func (m *Store) applyBatchWrites(a *batch.Applier, writes []membership.Write, gr
 			for _, p := range nested[i].touched {
 				pg := groups[p]
 				if pg == nil {
-					pg = m.shardOf(p).groups[p]
+					pg = m.shardOf(p).groups.Get(p)
 				}
 				if pg != nil {
-					pg.Subgroups = m.nest.Node(p).SubgroupCount()
+					pg.SetSubgroups(m.nest.Node(p).SubgroupCount())
 					changed[pg] = true
 				}
 			}
@@ -236,7 +236,7 @@ func (m *Store) checkBatch(ws []membership.Write, groups map[string]*group.Group
 		}
 		g, seen := groups[w.GroupID]
 		if !seen {
-			g = m.shardOf(w.GroupID).groups[w.GroupID]
+			g = m.shardOf(w.GroupID).groups.Get(w.GroupID)
 			groups[w.GroupID] = g
 		}
 		if err := m.check(g, w.If); err != nil {

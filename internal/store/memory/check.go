@@ -46,7 +46,7 @@ func (m *Store) checkGroup(w membership.Write) (membership.Revision, bool, error
 	s := m.shardOf(w.GroupID)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	g := s.groups[w.GroupID]
+	g := s.groups.Get(w.GroupID)
 	if err := m.check(g, w.If); err != nil {
 		return 0, false, err
 	}
@@ -81,7 +81,7 @@ func (m *Store) checkNesting(w membership.Write) (membership.Revision, bool, err
 	s := m.shardOf(w.GroupID)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	g := s.groups[w.GroupID]
+	g := s.groups.Get(w.GroupID)
 	if err := m.check(g, w.If); err != nil {
 		return 0, false, err
 	}

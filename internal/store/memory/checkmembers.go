@@ -25,7 +25,7 @@ func (m *Store) CheckMembers(_ context.Context, checks []membership.Check) ([]bo
 	defer m.unlockShards(held)
 	rev := m.LatestRevision()
 	for i, c := range checks {
-		g := m.shards[m.shardIndex(c.GroupID)].groups[c.GroupID]
+		g := m.shards[m.shardIndex(c.GroupID)].groups.Get(c.GroupID)
 		found[i] = g != nil && g.Members.Contains(c.UID)
 	}
 	return found, rev, nil

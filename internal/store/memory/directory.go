@@ -19,19 +19,15 @@ func (d directoryStore) LockAll() func() { return d.m.lockAll(false) }
 func (d directoryStore) GroupsOf(uid membership.UID) []*group.Group {
 	m := d.m
 	var groups []*group.Group
-	m.groupNumbers.mu.RLock() // no writer can take it: every shard is held
-	m.reverse.GroupsOf(uid, func(n uint32) {
-		id := m.groupNumbers.names[n]
-		groups = append(groups, m.shardOf(id).groups[id])
-	})
-	m.groupNumbers.mu.RUnlock()
+	// Every shard is held: no slot is given out or freed meanwhile.
+	m.reverse.GroupsOf(uid, func(n uint32) { groups = append(groups, m.groups.At(n)) })
 	return groups
 }
 
 func (d directoryStore) LockGroup(groupID string) (*group.Group, func() *group.Group, func()) {
 	s := d.m.shardOf(groupID)
 	s.mu.Lock()
-	return s.groups[groupID], func() *group.Group { return d.m.newGroup(s, groupID) }, s.mu.Unlock
+	return s.groups.Get(groupID), func() *group.Group { return d.m.newGroup(s, groupID) }, s.mu.Unlock
 }
 
 func (d directoryStore) RLockAll() (*group.Index, func()) {

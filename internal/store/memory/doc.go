@@ -25,7 +25,9 @@
 //     each group's ancestors, the nestings that end by themselves, and how
 //     a nesting write changes them;
 //   - group: a group (its members, their expiries, its revision) and how its
-//     members change, and the index of the groups by id, for pages of groups;
+//     members change, the table of a shard's groups (their slots, which
+//     number them, their ids, and the attributes of the few groups that
+//     have some), and the index of the groups by id, for pages of groups;
 //   - reverse: the reverse index, from users to the numbers of their groups;
 //   - packed: the chunks of fixed-width deltas a group's members and the
 //     reverse index's pairs are kept in;
@@ -77,12 +79,15 @@
 //     from its first update of the reverse index until its revision is
 //     recorded, so that each user's groups change in the order of the
 //     revisions. UserGroups holds one for reading (Index.RLock).
-//  5. groupNumbers.mu: the interned group ids. A change takes it with its
-//     shard held, but never with a reverse shard held (a group's number is
-//     drawn before Index.Lock and freed after Index.Unlock); UserGroups,
-//     and the removal of a user from every group (which holds every shard,
-//     so that no writer can want it), take it for reading with a reverse
-//     shard held.
+//  5. groupNumbers.mu: the ids of the groups' slots (group.Table), which
+//     give the groups their numbers. A change takes it with its shard
+//     held, to give a group a slot or free one, but never with a reverse
+//     shard held (a group's slot is taken before Index.Lock and freed
+//     after Index.Unlock); UserGroups and the transitive reads take it for
+//     reading with reverse shards held, the removal of a user from every
+//     group (which holds every shard, so that no writer can want it) with
+//     a reverse shard held, and the expirer alone, to read the id of a
+//     number.
 //  6. the nicknames' lock (package nicknames, Store.nicknames), which
 //     guards the accounts and the index of groups' attributes too. A
 //     change that sets or clears nicknames takes it after its reverse

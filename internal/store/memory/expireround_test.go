@@ -27,7 +27,7 @@ func TestARoundAppliedTogetherIsTheWritesOneAfterAnother(t *testing.T) {
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			ctx := context.Background()
 			at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-			one, together := NewWith(Options{ChangesKeep: 1 << 20, Shards: 8}), NewWith(Options{ChangesKeep: 1 << 20, Shards: 8})
+			one, together := twins(Options{ChangesKeep: 1 << 20, Shards: 8})
 			rng := rand.New(rand.NewPCG(seed, 7))
 			var writes []membership.Write
 			for g := range 12 {
@@ -66,12 +66,21 @@ func TestARoundAppliedTogetherIsTheWritesOneAfterAnother(t *testing.T) {
 				ws = append(ws, w)
 			}
 			// Since they were found due: one expiry extended, one ended,
-			// in both stores alike.
-			stale := membership.Write{Op: membership.OpAdd, GroupID: ws[0].GroupID, Time: at, Users: []membership.User{
-				{UID: ws[0].UIDs[0], Expiry: membership.Expiry{Set: true, At: at.Add(time.Hour)}},
-				{UID: ws[len(ws)-1].UIDs[0], Expiry: membership.Expiry{Set: true}},
+			// in both stores alike, of groups 0 to 8 (the first and last
+			// writes to them, in the due set's order, which is the
+			// groups' numbers').
+			var kept []membership.Write
+			for _, w := range ws {
+				if n, _ := strconv.Atoi(w.GroupID[1:]); n < 9 {
+					kept = append(kept, w)
+				}
+			}
+			first, last := kept[0], kept[len(kept)-1]
+			stale := membership.Write{Op: membership.OpAdd, GroupID: first.GroupID, Time: at, Users: []membership.User{
+				{UID: first.UIDs[0], Expiry: membership.Expiry{Set: true, At: at.Add(time.Hour)}},
+				{UID: last.UIDs[0], Expiry: membership.Expiry{Set: true}},
 			}}
-			if ws[len(ws)-1].GroupID != ws[0].GroupID {
+			if last.GroupID != first.GroupID {
 				stale.Users = stale.Users[:1]
 			}
 			for _, s := range []*Store{one, together} {
@@ -176,4 +185,30 @@ func sortedExport(m *Store) *snap.State {
 	st := m.Export()
 	slices.SortFunc(st.Groups, func(a, b snap.Group) int { return strings.Compare(a.ID, b.ID) })
 	return st
+}
+
+// Expiries due at one time come in the order of their groups' ids, made
+// in any order, in any shards: not in that of the groups' numbers, which
+// are their slots' in their shards.
+func TestExpiriesDueAtOneTimeComeByGroupID(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := NewWith(Options{ChangesKeep: 1 << 20})
+	rng := rand.New(rand.NewPCG(5, 6))
+	var ids []string
+	for _, g := range rng.Perm(40) {
+		id := "g" + strconv.Itoa(100+g)
+		ids = append(ids, id)
+		w := membership.Write{Op: membership.OpAdd, GroupID: id, Time: at.Add(-time.Hour),
+			Users: []membership.User{{UID: membership.UID(g + 1), Expiry: membership.Expiry{Set: true, At: at}}}}
+		_, err := m.Write(ctx, w)
+		require.NoError(t, err)
+	}
+	slices.Sort(ids)
+	due := m.DueExpiries(at, 1000)
+	var got []string
+	for _, d := range due {
+		got = append(got, d.Write.GroupID)
+	}
+	assert.Equal(t, ids, got)
 }

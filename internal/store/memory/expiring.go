@@ -18,7 +18,7 @@ var _ expiring.Store = expiringStore{}
 func (e expiringStore) RGroup(groupID string) (*group.Group, func()) {
 	s := e.m.shardOf(groupID)
 	s.mu.RLock()
-	return s.groups[groupID], s.mu.RUnlock
+	return s.groups.Get(groupID), s.mu.RUnlock
 }
 
 func (e expiringStore) LockGroups(n int, idOf func(i int) string) ([]*group.Group, func()) {
@@ -26,7 +26,7 @@ func (e expiringStore) LockGroups(n int, idOf func(i int) string) ([]*group.Grou
 	groups := make([]*group.Group, n)
 	for i := range n {
 		id := idOf(i)
-		groups[i] = e.m.shardOf(id).groups[id]
+		groups[i] = e.m.shardOf(id).groups.Get(id)
 	}
 	return groups, func() { e.m.unlockShards(held) }
 }
@@ -35,8 +35,8 @@ func (e expiringStore) GroupName(n uint32) string {
 	m := e.m
 	m.groupNumbers.mu.RLock()
 	defer m.groupNumbers.mu.RUnlock()
-	if int(n) < len(m.groupNumbers.names) {
-		return m.groupNumbers.names[n]
+	if g := m.groups.At(n); g != nil {
+		return g.ID // "" for a free slot
 	}
 	return ""
 }

@@ -34,7 +34,7 @@ func (m *Store) expire(groupID string, uids []membership.UID, asOf time.Time, st
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.groups[groupID]
+	g := s.groups.Get(groupID)
 	if g == nil || g.Expiries.Len() == 0 || len(uids) == 0 {
 		return membership.Result{Revision: m.revisionOf(g)}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/snap"
 )
 
@@ -58,4 +59,13 @@ func (m *Store) Import(st *snap.State) {
 		_ = l.Group(g) // never fails
 	}
 	l.Finish(st)
+}
+
+// twins returns two empty stores of opts that number their groups alike:
+// the same seed spreads the same ids over the same shards.
+func twins(opts Options) (*Store, *Store) {
+	a, b := NewWith(opts), NewWith(opts)
+	b.seed = a.seed
+	b.setTables(group.NewTables(len(b.shards), b.seed, 0))
+	return a, b
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,10 +62,13 @@ type Store struct {
 	// of every group's revision, as the nicknames' is: see revisionOf.
 	removedRevision atomic.Uint64
 
-	// The reverse index, from users to groups, and the group numbers it
-	// refers to. A change updates it while it holds the group's shard
+	// The reverse index, from users to groups, by the groups' numbers
+	// (group.Table). A change updates it while it holds the group's shard
 	// lock, so forward and reverse change in one critical section.
-	reverse      reverse.Index
+	reverse reverse.Index
+	// groups are the shards' tables of groups, shards[i].groups being
+	// &groups[i]; groupNumbers guards their slots' ids.
+	groups       group.Tables
 	groupNumbers groupNumbers
 
 	// indexMu guards index, the groups with members or subgroups in order
@@ -107,12 +109,13 @@ type storeCounts struct {
 }
 
 type shard struct {
-	// mu guards groups and everything in them.
+	// mu guards groups and everything in them (but for what
+	// groupNumbers guards).
 	mu sync.RWMutex
-	// groups maps a group id to its state. A group with neither members
-	// nor subgroups is deleted, so that removing everyone frees the
-	// memory.
-	groups map[string]*group.Group
+	// groups holds the shard's groups by id. A group with neither
+	// members nor subgroups is deleted, so that removing everyone frees
+	// its slot for the next group.
+	groups *group.Table
 }
 
 var _ membership.Store = (*Store)(nil)
@@ -174,17 +177,23 @@ func NewWith(opts Options) *Store {
 		shards:                 make([]shard, max(n, 1)),
 		nicknames:              nicknames.New(),
 		reverse:                reverse.New(max(n, 1)),
-		groupNumbers:           groupNumbers{},
 		nest:                   nesting.New(),
 	}
-	m.index = group.NewIndex(m.seed)
+	m.setTables(group.NewTables(len(m.shards), m.seed, 0))
 	m.Reader = transitive.New(transitiveStore{m})
-	m.Directory = directory.New(directoryStore{expiringStore{m}}, &m.reverse, &m.due, &m.nicknames, &m.feed, &m.counts.members)
+	m.Directory = directory.New(directoryStore{expiringStore{m}}, &m.groups, &m.reverse, &m.due, &m.nicknames, &m.feed, &m.counts.members)
 	m.Queue = expiring.New(expiringStore{m}, &m.due, &m.reverse, &m.nicknames, &m.counts.members)
-	for i := range m.shards {
-		m.shards[i].groups = make(map[string]*group.Group)
-	}
 	return m
+}
+
+// setTables makes ts the tables of m's groups, which has none yet, and
+// indexes them.
+func (m *Store) setTables(ts group.Tables) {
+	m.groups = ts
+	for i := range m.shards {
+		m.shards[i].groups = &m.groups[i]
+	}
+	m.index = group.NewIndex(m.groups.At)
 }
 
 func (m *Store) shardOf(groupID string) *shard {
@@ -217,7 +226,7 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.groups[groupID]
+	g := s.groups.Get(groupID)
 	if err := m.check(g, cond); err != nil {
 		return membership.Result{}, err
 	}
@@ -269,9 +278,9 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 // newGroup creates the group groupID in s, which the caller holds. It has
 // no members yet: the caller adds some before it lets go of s.
 func (m *Store) newGroup(s *shard, groupID string) *group.Group {
-	id := strings.Clone(groupID)
-	g := &group.Group{ID: id, Number: m.groupNumbers.number(id)}
-	s.groups[id] = g
+	m.groupNumbers.mu.Lock()
+	g := s.groups.Add(groupID)
+	m.groupNumbers.mu.Unlock()
 	m.counts.groups.Add(1)
 	m.indexMu.Lock()
 	m.index.Insert(g)
@@ -283,14 +292,17 @@ func (m *Store) newGroup(s *shard, groupID string) *group.Group {
 // from s, which the caller holds with no later lock.
 func (m *Store) dropGroup(s *shard, g *group.Group, rev membership.Revision) {
 	m.counts.groups.Add(-1)
-	delete(s.groups, g.ID)
-	m.groupNumbers.release(g.Number)
+	// Out of the index first: a walk of it reads the ids of groups of
+	// every shard.
 	m.indexMu.Lock()
-	m.index.Remove(g.ID)
+	m.index.Remove(g)
 	m.indexMu.Unlock()
 	storeMax(&m.removedRevision, uint64(rev))
-	// A transitive read that kept g (package transitive) sees it changed.
-	g.Revision = max(g.Revision, rev)
+	// g is zeroed: a transitive read that kept it (package transitive)
+	// sees it changed.
+	m.groupNumbers.mu.Lock()
+	s.groups.Remove(g)
+	m.groupNumbers.mu.Unlock()
 }
 
 // storeMax stores v in a unless a holds more already: groups dropped in
@@ -326,7 +338,7 @@ func (m *Store) remove(groupID string, uids []membership.UID, cond membership.Pr
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.groups[groupID]
+	g := s.groups.Get(groupID)
 	if err := m.check(g, cond); err != nil {
 		return membership.Result{}, err
 	}
@@ -393,7 +405,7 @@ func (m *Store) ListMembers(_ context.Context, groupID string, opts membership.L
 	defer s.mu.RUnlock()
 	m.nicknames.RLock()
 	defer m.nicknames.RUnlock()
-	g := s.groups[groupID]
+	g := s.groups.Get(groupID)
 	if g == nil {
 		list(0, func(func(membership.Member) bool) {})
 		return m.revisionOf(nil), nil
@@ -407,7 +419,7 @@ func (m *Store) Member(_ context.Context, groupID string, uid membership.UID) (m
 	s := m.shardOf(groupID)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	g := s.groups[groupID]
+	g := s.groups.Get(groupID)
 	if g == nil || !g.Members.Contains(uid) {
 		return membership.Member{}, false, nil
 	}
@@ -424,7 +436,7 @@ func (m *Store) Revision(_ context.Context, groupID string) (membership.Revision
 	s := m.shardOf(groupID)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return m.revisionOf(s.groups[groupID]), nil
+	return m.revisionOf(s.groups.Get(groupID)), nil
 }
 
 // UserGroups implements membership.Store. A user's group ids are sorted
@@ -439,12 +451,12 @@ func (m *Store) UserGroups(_ context.Context, uid membership.UID, opts membershi
 	// so none of these numbers can be freed and given to another group.
 	m.groupNumbers.mu.RLock()
 	m.reverse.GroupsOf(uid, func(n uint32) {
-		id := m.groupNumbers.names[n]
+		id := m.groups.At(n).ID
 		if opts.Within != nil && !opts.Within.Contains(id) {
 			return
 		}
 		total++
-		if id > opts.After { // "" is before every id
+		if id > opts.After {
 			page.Add(id)
 		}
 	})

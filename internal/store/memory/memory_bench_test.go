@@ -214,3 +214,50 @@ func liveHeap() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
 }
+
+// BenchmarkMemoryBytesSmallGroups loads small groups, as make bench's
+// small-groups row does (100,000 groups of 10 and 1,000,000 groups of 3,
+// users drawn from 1 to 100,000), with the change feed off, and reports
+// the live heap each membership takes, both indexes together.
+func BenchmarkMemoryBytesSmallGroups(b *testing.B) {
+	for _, shape := range []struct{ groups, size int }{{100_000, 10}, {1_000_000, 3}} {
+		b.Run("size="+strconv.Itoa(shape.size), func(b *testing.B) {
+			var perMembership float64
+			for b.Loop() {
+				before := liveHeap()
+				m := NewWith(Options{ChangesKeep: 0})
+				loadSmallGroups(m, shape.groups, shape.size)
+				perMembership = float64(liveHeap()-before) / float64(shape.groups*shape.size)
+				runtime.KeepAlive(m)
+			}
+			b.ReportMetric(perMembership, "B/membership")
+		})
+	}
+}
+
+// loadSmallGroups writes groups "g0".."g<groups-1>" of size distinct users
+// each, drawn from 1 to 100,000, into m, one write a group.
+func loadSmallGroups(m *Store, groups, size int) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	users := make([]membership.User, 0, size)
+	for g := range groups {
+		users = users[:0]
+		for len(users) < size {
+			uid := membership.UID(rng.Int64N(100_000) + 1)
+			if !slicesContainsUID(users, uid) {
+				users = append(users, membership.User{UID: uid})
+			}
+		}
+		_, _ = m.add("g"+strconv.Itoa(g), users, membership.Precondition{}, feed.Stamp{Now: true})
+	}
+}
+
+// slicesContainsUID reports whether users holds uid.
+func slicesContainsUID(users []membership.User, uid membership.UID) bool {
+	for _, u := range users {
+		if u.UID == uid {
+			return true
+		}
+	}
+	return false
+}

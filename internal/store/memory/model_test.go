@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/internal/store/snap"
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
@@ -172,12 +173,10 @@ func roundTrip(t *testing.T, m *Store, shards int, prep func(*Store)) *Store {
 // counts, and round trips through a snapshot now and then, continuing on
 // the imported store.
 func TestTheStoreAgreesWithAModel(t *testing.T) {
-	// bigNumbers gives the store group numbers of 21 bits, and a few
-	// small ones freed for reuse, as a store that has seen a million
-	// groups come and go.
+	// bigNumbers gives the store group numbers of 21 bits, as a store
+	// that has seen a million groups come and go.
 	bigNumbers := func(m *Store) {
-		m.groupNumbers.names = make([]string, 1<<20+3)
-		m.groupNumbers.free = []uint32{5, 1 << 20, 2, 1<<19 + 1, 1<<20 + 2}
+		m.setTables(group.NewTables(len(m.shards), m.seed, 1<<20/uint32(len(m.shards))))
 	}
 	for _, big := range []bool{false, true} {
 		for _, shards := range []int{1, 3, 64} {

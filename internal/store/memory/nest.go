@@ -28,7 +28,7 @@ func (m *Store) nestWrite(w membership.Write, st feed.Stamp) (membership.Result,
 	s := m.shardOf(w.GroupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.groups[w.GroupID]
+	g := s.groups.Get(w.GroupID)
 	if err := m.check(g, w.If); err != nil {
 		return membership.Result{}, err
 	}
@@ -48,7 +48,7 @@ func (m *Store) nestWrite(w membership.Write, st feed.Stamp) (membership.Result,
 	if g == nil {
 		g = m.newGroup(s, w.GroupID)
 	}
-	g.Subgroups = m.nest.Node(w.GroupID).SubgroupCount()
+	g.SetSubgroups(m.nest.Node(w.GroupID).SubgroupCount())
 	rev := m.feed.Record(c, st, nil)
 	m.nestChanged(rev, next)
 	if g.Vacant() {
@@ -88,11 +88,11 @@ func (m *Store) nestDue(next int64) {
 func (m *Store) touchParents(parents []string, rev membership.Revision) {
 	for _, p := range parents {
 		s := m.shardOf(p)
-		g := s.groups[p]
+		g := s.groups.Get(p)
 		if g == nil {
 			continue // every group with subgroups has one
 		}
-		g.Subgroups = m.nest.Node(p).SubgroupCount()
+		g.SetSubgroups(m.nest.Node(p).SubgroupCount())
 		if g.Vacant() {
 			m.dropGroup(s, g, rev)
 		} else {

@@ -49,7 +49,7 @@ func reverseDump(m *Store) map[membership.UID][]string {
 	for k := range m.shards {
 		m.reverse.EachPair(k, 0, func(p packed.Pair) bool {
 			uid := membership.UID(uint64(p.User)*n + uint64(k))
-			out[uid] = append(out[uid], m.groupNumbers.names[p.Group])
+			out[uid] = append(out[uid], m.groups.At(p.Group).ID)
 			return true
 		})
 	}
@@ -63,9 +63,9 @@ func reverseDump(m *Store) map[membership.UID][]string {
 func forwardDump(m *Store) map[membership.UID][]string {
 	out := map[membership.UID][]string{}
 	for i := range m.shards {
-		for id, g := range m.shards[i].groups {
+		for g := range m.shards[i].groups.All {
 			for p := range g.Members.All {
-				out[p] = append(out[p], id)
+				out[p] = append(out[p], g.ID)
 			}
 		}
 	}

@@ -20,7 +20,7 @@ func TestWriteExpiriesKeepsActorAndTime(t *testing.T) {
 	expire := func(uid membership.UID) membership.Write {
 		return membership.Write{Op: membership.OpExpire, GroupID: "g", UIDs: []membership.UID{uid}, AsOf: at, Actor: 42, Time: at.Add(time.Minute)}
 	}
-	one, together := New(), New()
+	one, together := twins(Options{ChangesKeep: membership.DefaultChangesKeep})
 	for _, m := range []*Store{one, together} {
 		_, err := m.Apply(add)
 		require.NoError(t, err)

@@ -49,14 +49,14 @@ func (m *Store) exportState(forBackup bool) *snap.State {
 			s.mu.RLock()
 			defer s.mu.RUnlock()
 		}
-		for id, g := range s.groups {
+		for g := range s.groups.All {
 			var uids []membership.UID // nil for none, as a snapshot reads it
 			if n := g.Members.Len(); n > 0 {
 				uids = g.Members.AppendTo(make([]membership.UID, 0, n))
 			}
-			groups[i] = append(groups[i], snap.Group{ID: id, Revision: g.Revision, UIDs: uids, Expiries: g.Expiries.Export()})
-			if a := g.Attrs; a != nil {
-				attrs[i] = append(attrs[i], snap.GroupAttributes{ID: id, Attributes: a.GroupAttributes, Created: nesting.TimeOf(a.Created), Modified: nesting.TimeOf(a.Modified)})
+			groups[i] = append(groups[i], snap.Group{ID: g.ID, Revision: g.Revision, UIDs: uids, Expiries: g.Expiries.Export()})
+			if a := m.groups.Attrs(g); a != nil {
+				attrs[i] = append(attrs[i], snap.GroupAttributes{ID: g.ID, Attributes: a.GroupAttributes, Created: nesting.TimeOf(a.Created), Modified: nesting.TimeOf(a.Modified)})
 			}
 		}
 	})
@@ -107,10 +107,10 @@ func (l *Loader) Group(g snap.Group) error {
 		return nil
 	}
 	m := l.m
-	grp := &group.Group{ID: g.ID, Number: m.groupNumbers.number(g.ID), Revision: g.Revision}
+	grp := m.shardOf(g.ID).groups.Add(g.ID)
+	grp.Revision = g.Revision
 	l.scratch = grp.Members.FillFrom(g.UIDs, l.scratch)
 	l.due = m.due.Load(&grp.Expiries, grp.Number, g.Expiries, grp.Members.Contains, l.due)
-	m.shardOf(g.ID).groups[g.ID] = grp
 	l.indexed = append(l.indexed, grp)
 	m.counts.groups.Add(1)
 	m.counts.members.Add(int64(len(g.UIDs)))
@@ -147,9 +147,9 @@ func (l *Loader) Finish(st *snap.State) {
 		}
 	}
 	for _, g := range l.indexed {
-		g.Subgroups = m.nest.Node(g.ID).SubgroupCount()
+		g.SetSubgroups(m.nest.Node(g.ID).SubgroupCount())
 	}
-	m.Directory.Load(st, func(id string) *group.Group { return m.shardOf(id).groups[id] })
+	m.Directory.Load(st, func(id string) *group.Group { return m.shardOf(id).groups.Get(id) })
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.Load(st.LastRevision, st.Changes)
 	m.keys.Import(st.Keys)

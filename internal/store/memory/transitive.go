@@ -40,7 +40,7 @@ func (t transitiveStore) RUnlockShards(set shards.Set) {
 }
 
 func (t transitiveStore) Group(i int, groupID string) *group.Group {
-	return t.m.shards[i].groups[groupID]
+	return t.m.shards[i].groups.Get(groupID)
 }
 
 func (t transitiveStore) RemovedRevision() membership.Revision {
@@ -55,7 +55,7 @@ func (t transitiveStore) GroupsOfUsers(n int, uidOf func(i int) membership.UID, 
 	m.groupNumbers.mu.RLock()
 	defer m.groupNumbers.mu.RUnlock()
 	for i := range n {
-		m.reverse.GroupsOf(uidOf(i), func(number uint32) { fn(i, m.groupNumbers.names[number]) })
+		m.reverse.GroupsOf(uidOf(i), func(number uint32) { fn(i, m.groups.At(number).ID) })
 	}
 	return m.LatestRevision()
 }

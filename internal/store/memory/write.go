@@ -85,7 +85,7 @@ func (m *Store) replace(groupID string, users []membership.User, cond membership
 	s := m.shardOf(groupID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.groups[groupID]
+	g := s.groups.Get(groupID)
 	if err := m.check(g, cond); err != nil {
 		return membership.Result{}, err
 	}
@@ -143,7 +143,7 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 	}, false, sbuf[:])
 	defer m.unlockShards(held)
 	s := m.shardOf(groupID)
-	g := s.groups[groupID]
+	g := s.groups.Get(groupID)
 	if err := m.check(g, cond); err != nil {
 		return membership.Result{}, err
 	}
@@ -159,13 +159,13 @@ func (m *Store) deleteGroup(groupID string, cond membership.Precondition, st fee
 	if g != nil {
 		locked = m.reverse.Lock(g.Members.All, buf[:])
 		removed = g.Empty(&m.reverse, &m.due, m.nicknames.Forget)
-		g.Subgroups = 0
+		g.SetSubgroups(0)
 		m.counts.members.Add(-int64(removed))
 	}
 	nicks := m.nicknames.Write()
 	defer nicks.Release()
 	if g != nil {
-		directory.DropAttributes(g, &nicks)
+		directory.DropAttributes(m.groups, g, &nicks)
 	}
 	rev := nicks.Record(&m.feed, membership.Change{Op: membership.OpDeleteGroup, GroupID: groupID}, st)
 	if g != nil {

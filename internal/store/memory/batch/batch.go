@@ -23,6 +23,7 @@ import (
 // another, with every lock they need held: the groups' shards, the reverse
 // shards of every user the batch can touch (Users), and the nicknames.
 type Applier struct {
+	tables  group.Tables // the store's, which keep the groups' attributes
 	reverse *reverse.Index
 	due     *expiry.Due
 	members *atomic.Int64
@@ -39,10 +40,10 @@ type Applier struct {
 }
 
 // NewApplier returns the Applier of the writes ws, committed at commit,
-// to the store whose reverse index, due set and count of memberships
-// (members) these are, with the nicknames held for writing.
-func NewApplier(ws []membership.Write, commit time.Time, reverse *reverse.Index, due *expiry.Due, members *atomic.Int64, nicknames nicknames.Write) *Applier {
-	return &Applier{reverse: reverse, due: due, members: members, named: namedUIDs(ws), commit: commit, nicknames: nicknames}
+// to the store whose tables of groups, reverse index, due set and count of
+// memberships (members) these are, with the nicknames held for writing.
+func NewApplier(ws []membership.Write, commit time.Time, tables group.Tables, reverse *reverse.Index, due *expiry.Due, members *atomic.Int64, nicknames nicknames.Write) *Applier {
+	return &Applier{tables: tables, reverse: reverse, due: due, members: members, named: namedUIDs(ws), commit: commit, nicknames: nicknames}
 }
 
 // Nicknames returns the nicknames held for writing.
@@ -120,14 +121,14 @@ func (a *Applier) Apply(g *group.Group, w membership.Write) (membership.Result, 
 		return membership.Result{Count: len(added), Removed: removed},
 			membership.Change{Op: membership.OpReplace, GroupID: g.ID, UIDs: uids, Nicknames: reported, Expiries: expiries}
 	case membership.OpSetGroup:
-		return membership.Result{}, directory.SetAttributes(g, *w.Group, &a.nicknames)
+		return membership.Result{}, directory.SetAttributes(a.tables, g, *w.Group, &a.nicknames)
 	default: // OpDeleteGroup
 		removed := 0
 		if g.Members.Len() > 0 {
 			removed = g.Empty(a.reverse, a.due, a.leftInNoGroup)
 			a.members.Add(-int64(removed))
 		}
-		if !directory.DropAttributes(g, &a.nicknames) && removed == 0 {
+		if !directory.DropAttributes(a.tables, g, &a.nicknames) && removed == 0 {
 			return membership.Result{}, membership.Change{}
 		}
 		return membership.Result{Count: removed}, membership.Change{Op: membership.OpDeleteGroup, GroupID: g.ID}

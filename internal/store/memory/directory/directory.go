@@ -8,9 +8,9 @@
 //
 // The accounts are kept in the nickname directory's tables (package
 // nicknames, package accounts), under its lock, since an account's display
-// name is its user's nickname; a group's attributes in the group
-// (group.Attrs), under its shard's, and their index in the nickname
-// directory's tables too.
+// name is its user's nickname; a group's attributes in its shard's table
+// of groups (group.Tables.Attrs), under its shard's lock, and their index
+// in the nickname directory's tables too.
 package directory
 
 import (
@@ -60,7 +60,10 @@ type Store interface {
 // Directory is the directory of one in-memory store. It implements
 // membership/directory's Reader.
 type Directory struct {
-	s         Store
+	s Store
+	// tables are the store's tables of groups, which keep the groups'
+	// attributes.
+	tables    *group.Tables
 	reverse   *reverse.Index
 	due       *expiry.Due
 	nicknames *nicknames.Directory
@@ -71,10 +74,10 @@ type Directory struct {
 
 var _ domain.Reader = (*Directory)(nil)
 
-// New returns the directory of s, whose reverse index, due set, nickname
-// directory, feed and count of memberships these are.
-func New(s Store, reverse *reverse.Index, due *expiry.Due, nicknames *nicknames.Directory, feed *feed.Feed, members *atomic.Int64) *Directory {
-	return &Directory{s: s, reverse: reverse, due: due, nicknames: nicknames, feed: feed, members: members}
+// New returns the directory of s, whose tables of groups, reverse index,
+// due set, nickname directory, feed and count of memberships these are.
+func New(s Store, tables *group.Tables, reverse *reverse.Index, due *expiry.Due, nicknames *nicknames.Directory, feed *feed.Feed, members *atomic.Int64) *Directory {
+	return &Directory{s: s, tables: tables, reverse: reverse, due: due, nicknames: nicknames, feed: feed, members: members}
 }
 
 // RefuseInactive returns the CodeInactiveUser error of the first of users

@@ -93,8 +93,8 @@ func (d *Directory) Group(_ context.Context, groupID string, members membership.
 // shard.
 func (d *Directory) groupRecord(g *group.Group) domain.GroupRecord {
 	rec := domain.GroupRecord{ID: g.ID, Attributes: account.GroupAttributes{DisplayName: g.ID},
-		Revision: d.s.RevisionOf(g), Members: g.Members.Len(), Subgroups: g.Subgroups}
-	if a := g.Attrs; a != nil {
+		Revision: d.s.RevisionOf(g), Members: g.Members.Len(), Subgroups: g.Subgroups()}
+	if a := d.tables.Attrs(g); a != nil {
 		rec.Attributes, rec.HasAttributes = a.GroupAttributes, true
 		rec.Created, rec.Modified = nesting.TimeOf(a.Created), nesting.TimeOf(a.Modified)
 	}
@@ -199,7 +199,7 @@ func (d *Directory) Load(st *snap.State, groupOf func(id string) *group.Group) {
 		if g == nil {
 			continue // Check refuses it: a backup restored is checked first
 		}
-		g.Attrs = &group.Attrs{GroupAttributes: a.Attributes, Created: nesting.MillisOf(a.Created), Modified: nesting.MillisOf(a.Modified)}
+		d.tables.SetAttrs(g, &group.Attrs{GroupAttributes: a.Attributes, Created: nesting.MillisOf(a.Created), Modified: nesting.MillisOf(a.Modified)})
 		d.nicknames.LoadGroup(a.ID, a.Attributes)
 	}
 }

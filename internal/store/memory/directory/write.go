@@ -151,7 +151,7 @@ func (d *Directory) setGroup(w membership.Write, st feed.Stamp) (membership.Resu
 	if err := d.s.Check(g, w.If); err != nil {
 		return membership.Result{}, err
 	}
-	if g != nil && g.Attrs != nil && g.Attrs.GroupAttributes == *w.Group {
+	if a := d.attrs(g); a != nil && a.GroupAttributes == *w.Group {
 		return membership.Result{Revision: d.s.RevisionOf(g)}, nil
 	}
 	if g == nil {
@@ -159,17 +159,17 @@ func (d *Directory) setGroup(w membership.Write, st feed.Stamp) (membership.Resu
 	}
 	nicks := d.nicknames.Write()
 	defer nicks.Release()
-	rev := nicks.Record(d.feed, SetAttributes(g, *w.Group, &nicks), st)
+	rev := nicks.Record(d.feed, SetAttributes(*d.tables, g, *w.Group, &nicks), st)
 	g.Revision = rev
 	return membership.Result{Revision: rev}, nil
 }
 
-// SetAttributes gives g the attributes a, indexed in nicks, with the times
-// of the change nicks records, and returns the change, whose Op is "" when
-// g had them already. The caller holds g's shard: a batch's OpSetGroup
-// is applied so.
-func SetAttributes(g *group.Group, a account.GroupAttributes, nicks *nicknames.Write) membership.Change {
-	old := g.Attrs
+// SetAttributes gives g, a group of tables, the attributes a, indexed in
+// nicks, with the times of the change nicks records, and returns the
+// change, whose Op is "" when g had them already. The caller holds g's
+// shard: a batch's OpSetGroup is applied so.
+func SetAttributes(tables group.Tables, g *group.Group, a account.GroupAttributes, nicks *nicknames.Write) membership.Change {
+	old := tables.Attrs(g)
 	if old != nil && old.GroupAttributes == a {
 		return membership.Change{}
 	}
@@ -180,7 +180,7 @@ func SetAttributes(g *group.Group, a account.GroupAttributes, nicks *nicknames.W
 	} else {
 		nicks.IndexGroup(g.ID, nil, &a)
 	}
-	g.Attrs = attrs
+	tables.SetAttrs(g, attrs)
 	// The attributes take the change's time as it is recorded: g's shard
 	// is held until then, so no reader sees them before.
 	nicks.Also(func(_ membership.Revision, at time.Time) {
@@ -195,16 +195,27 @@ func SetAttributes(g *group.Group, a account.GroupAttributes, nicks *nicknames.W
 	return membership.Change{Op: membership.OpSetGroup, GroupID: g.ID, GroupAttributes: &a}
 }
 
-// DropAttributes takes g's attributes away, and out of the index in nicks,
-// and reports whether it had some: a group deleted loses them, after its
-// members, whose nicknames the deletion forgot under the lock nicks takes.
-func DropAttributes(g *group.Group, nicks *nicknames.Write) bool {
-	if g.Attrs == nil {
+// DropAttributes takes the attributes of g, a group of tables, away, and
+// out of the index in nicks, and reports whether it had some: a group
+// deleted loses them, after its members, whose nicknames the deletion
+// forgot under the lock nicks takes.
+func DropAttributes(tables group.Tables, g *group.Group, nicks *nicknames.Write) bool {
+	old := tables.Attrs(g)
+	if old == nil {
 		return false
 	}
-	nicks.IndexGroup(g.ID, &g.Attrs.GroupAttributes, nil)
-	g.Attrs = nil
+	nicks.IndexGroup(g.ID, &old.GroupAttributes, nil)
+	tables.SetAttrs(g, nil)
 	return true
+}
+
+// attrs returns the attributes of g, nil for none (g nil: a group that
+// does not exist). The caller holds g's shard.
+func (d *Directory) attrs(g *group.Group) *group.Attrs {
+	if g == nil {
+		return nil
+	}
+	return d.tables.Attrs(g)
 }
 
 // Check is the store's Check of a directory write: what Write would do
@@ -216,7 +227,8 @@ func (d *Directory) Check(w membership.Write) (membership.Revision, bool, error)
 		if err := d.s.Check(g, w.If); err != nil {
 			return 0, false, err
 		}
-		return d.s.RevisionOf(g), g == nil || g.Attrs == nil || g.Attrs.GroupAttributes != *w.Group, nil
+		a := d.attrs(g)
+		return d.s.RevisionOf(g), a == nil || a.GroupAttributes != *w.Group, nil
 	}
 	if len(w.UIDs) != 1 || w.Op == membership.OpSetGroup || (w.Op == membership.OpSetUser) != (w.Account != nil) {
 		return 0, false, fmt.Errorf("a %s write of %d uids, account %v", w.Op, len(w.UIDs), w.Account != nil)

@@ -86,14 +86,16 @@ const maxExpireUIDs = 10000
 // only to end a group's run of the same time), as OpExpire writes (one per
 // group, at most maxExpireUIDs uids each) with AsOf now, after the
 // nestings due, as OpExpireGroups writes (one per parent); none when
-// nothing is due. They leave the due set: a caller that cannot apply them gives
-// them back with RequeueExpiries.
+// nothing is due. The memberships' writes come in the order of their
+// earliest expiry, then of their groups' ids. They leave the due set: a
+// caller that cannot apply them gives them back with RequeueExpiries.
 func (q *Queue) DueExpiries(now time.Time, max int) []store.Due {
 	ws := q.dueNestings(now, max)
 	due := q.due.Pop(now, max, maxExpireUIDs)
 	if len(due) == 0 {
 		return ws
 	}
+	start := len(ws)
 	for i := 0; i < len(due); {
 		j := i
 		for j < len(due) && due[j].Group == due[i].Group {
@@ -102,6 +104,12 @@ func (q *Queue) DueExpiries(now time.Time, max int) []store.Due {
 		ws = append(ws, q.stillDue(due[i:j], now)...)
 		i = j
 	}
+	// Due at one time, the groups' expiries come in the order of their
+	// ids, not of their numbers (their slots, which depend on the shards'
+	// hash): the same order on every instance and every run.
+	slices.SortStableFunc(ws[start:], func(a, b store.Due) int {
+		return cmp.Or(a.Earliest.Compare(b.Earliest), strings.Compare(a.Write.GroupID, b.Write.GroupID))
+	})
 	return ws
 }
 

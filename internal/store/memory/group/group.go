@@ -1,10 +1,11 @@
 // Package group holds a group of the in-memory store (Group: its members,
 // their expiries, its revision and its number in the reverse index, and
-// how its members change, in the reverse index and the due set too), and
-// the index of the groups that have members, in order of their ids
-// (Index), for pages of groups.
+// how its members change, in the reverse index and the due set too), the
+// table of a shard's groups (Table: their slots, which number them, found
+// by id), and the index of the groups that have members, in order of their
+// ids (Index), for pages of groups.
 //
-// Neither has a lock: the store's locks guard them (see package memory).
+// None has a lock: the store's locks guard them (see package memory).
 package group
 
 import (
@@ -17,25 +18,40 @@ import (
 	"example.com/groupmembership/membership/account"
 )
 
-// Group is a group with members, subgroups or attributes.
+// Group is a group with members, subgroups or attributes, in a slot of
+// its shard's Table: 64 bytes, its few members packed in it (package
+// packed). Its attributes, which few groups have, are kept in its Table
+// (Tables.Attrs), not in the slot.
 type Group struct {
-	// ID is the group's id, in memory of its own: the id a request names
-	// may share the memory of the whole request line, and the group, its
-	// map key and its changes outlive the request.
+	// ID is the group's id, in memory of its own (Table.Add), never
+	// empty: "" marks a free slot.
 	ID       string
 	Members  packed.Members
 	Revision membership.Revision // of the last change of its members
-	Number   uint32              // in the reverse index
 	// Expiries holds the expiry of each member that has one.
 	Expiries expiry.Members
-	// Subgroups is how many groups are nested in it directly: a group
-	// with subgroups is kept with no members.
-	Subgroups int
-	// Attrs are its attributes, nil for none: a group with attributes is
-	// kept with no members or subgroups.
-	Attrs *Attrs
-	node  node // in the Index
+	// subgroups is how many groups are nested in it directly (a group
+	// with subgroups is kept with no members), below attributed, the bit
+	// set while its Table keeps attributes of it.
+	subgroups uint32
+	Number    uint32 // in the reverse index and the due set (Table)
 }
+
+// attributed is the bit of Group.subgroups set while the group has
+// attributes: a store holds fewer than 2^31 groups, so no group has that
+// many subgroups.
+const attributed = 1 << 31
+
+// Subgroups returns how many groups are nested in g directly.
+func (g *Group) Subgroups() int { return int(g.subgroups &^ attributed) }
+
+// SetSubgroups sets how many groups are nested in g directly: fewer than
+// 2^31, as a store holds fewer groups.
+func (g *Group) SetSubgroups(n int) { g.subgroups = g.subgroups&attributed | uint32(n) }
+
+// HasAttrs reports whether g has attributes (Tables.Attrs): a group with
+// attributes is kept with no members or subgroups.
+func (g *Group) HasAttrs() bool { return g.subgroups&attributed != 0 }
 
 // Attrs are a group's attributes (membership.OpSetGroup), with when they
 // were set first and last, in Unix milliseconds (0: a change without a
@@ -48,13 +64,13 @@ type Attrs struct {
 
 // Vacant reports whether g has neither members, subgroups nor attributes:
 // it is dropped then.
-func (g *Group) Vacant() bool { return g.Members.Len() == 0 && g.Subgroups == 0 && g.Attrs == nil }
+func (g *Group) Vacant() bool { return g.Members.Len() == 0 && g.subgroups == 0 }
 
 // Size is what a precondition counts of g (membership.Precondition.Holds):
 // its members and subgroups, and its attributes as one.
 func (g *Group) Size() int {
-	n := g.Members.Len() + g.Subgroups
-	if g.Attrs != nil {
+	n := g.Members.Len() + g.Subgroups()
+	if g.HasAttrs() {
 		n++
 	}
 	return n

@@ -47,10 +47,10 @@ func TestPagesStartAtChunkBoundaries(t *testing.T) {
 	}
 	slices.Sort(want)
 	check := func(m *Members) {
-		require.Greater(t, len(m.chunks), 10)
+		require.Greater(t, len(m.big.chunked.chunks), 10)
 		var afters []membership.UID
-		for i := range m.chunks {
-			c := &m.chunks[i]
+		for i := range m.big.chunked.chunks {
+			c := &m.big.chunked.chunks[i]
 			for _, u := range []membership.UID{c.first.User, c.last().User} {
 				afters = append(afters, u-1, u, u+1)
 			}

@@ -11,28 +11,47 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-// checkMembers checks m's invariants and that it holds exactly want.
+// checkMembers checks m's invariants and that it holds exactly want, in
+// the smallest form that holds them: packed in its struct, packed in its
+// heap set, or in chunks.
 func checkMembers(t *testing.T, m *Members, want map[membership.UID]bool) {
 	t.Helper()
 	var got []membership.UID
-	checkPacked(t, &m.set, maxChunkBytes)
-	for i, c := range m.chunks {
-		uids := []membership.UID{}
-		for _, p := range c.pairs(nil) {
-			require.Zero(t, p.Group, "chunk %d holds a member with a group", i)
-			uids = append(uids, p.User)
+	var words [mediumWords]uint64
+	if p := m.packedForm(&words); p != nil {
+		got = p.uids(nil)
+	} else {
+		checkPacked(t, &m.big.chunked.set, maxChunkBytes)
+		for i, c := range m.big.chunked.chunks {
+			uids := []membership.UID{}
+			for _, p := range c.pairs(nil) {
+				require.Zero(t, p.Group, "chunk %d holds a member with a group", i)
+				uids = append(uids, p.User)
+			}
+			if i > 0 {
+				require.Less(t, got[len(got)-1], c.first.User, "chunks %d and %d overlap", i-1, i)
+			}
+			got = append(got, uids...)
 		}
-		if i > 0 {
-			require.Less(t, got[len(got)-1], c.first.User, "chunks %d and %d overlap", i-1, i)
-		}
-		got = append(got, uids...)
+		require.Equal(t, len(want), m.big.chunked.size)
 	}
 	require.True(t, slices.IsSorted(got), "the uids are not sorted")
 	require.Len(t, slices.Compact(slices.Clone(got)), len(got), "a uid is there twice")
-	require.Equal(t, len(want), m.size)
+	require.Equal(t, len(want), m.Len())
 	require.Len(t, got, len(want))
 	for _, uid := range got {
 		require.True(t, want[uid], "uid %d is not a member", uid)
+	}
+	switch {
+	case fits(got, smallWords):
+		require.Nil(t, m.big, "%d members that fit the struct", len(got))
+	case fits(got, mediumWords):
+		require.NotNil(t, m.big, "%d members that fit the heap set's words", len(got))
+		require.Nil(t, m.big.chunked, "%d members that fit the heap set's words", len(got))
+	default:
+		require.NotNil(t, m.big, "%d members in chunks", len(got))
+		require.NotEmpty(t, m.big.chunked.chunks, "%d members in chunks", len(got))
+		require.Equal(t, [smallWords]uint64{}, m.small, "no packed words beside chunks")
 	}
 	var yielded []membership.UID
 	for uid := range m.All {
@@ -94,5 +113,5 @@ func TestMembersEmpty(t *testing.T) {
 	}
 	assert.True(t, m.Add(1))
 	assert.True(t, m.Remove(1))
-	assert.Empty(t, m.chunks)
+	assert.Equal(t, Members{}, m)
 }

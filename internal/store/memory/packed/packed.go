@@ -11,7 +11,9 @@
 // to mispredict, as a varint's would on every delta of a random set.
 // Sorted uids are close to each other, so a member of a random group of a
 // thousand uids below a billion takes three bytes, and a reverse pair of a
-// thousand groups three.
+// thousand groups three. A group of a few members keeps them bit-packed
+// instead, in its Members or in 64 bytes beside it, with no chunk
+// (inline.go).
 //
 // A chunk holds at most limit bytes of deltas and limit/2 deltas (its set's
 // limit): dense uids, a byte a delta, would otherwise make a chunk of

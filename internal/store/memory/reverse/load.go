@@ -1,6 +1,7 @@
 package reverse
 
 import (
+	"cmp"
 	"math/bits"
 	"slices"
 
@@ -108,14 +109,7 @@ func (x *Index) Fill(g *Gathered) {
 		ps := pairs[k].appendTo(r.ps[:0])
 		pairs[k] = blocks{} // let them go
 		r.scratch = sortByUser(ps, r.scratch)
-		// sortByUser keeps the order pairs came in within a user, which is
-		// ascending group numbers only when numbers were given out in the
-		// snapshot's order: not so in a store whose groups were all
-		// deleted, which gives freed numbers out again, last freed first.
-		// A pass finds out, and a comparison sort puts it right.
-		if !slices.IsSortedFunc(ps, packed.ComparePairs) {
-			slices.SortFunc(ps, packed.ComparePairs)
-		}
+		sortRuns(ps)
 		x.shards[k].pairs.Fill(ps)
 		users := 0
 		for i, p := range ps {
@@ -125,6 +119,29 @@ func (x *Index) Fill(g *Gathered) {
 		}
 		x.users.Add(int64(users))
 	})
+}
+
+// sortRuns sorts each user's pairs of ps, which are sorted by user, by
+// group. They came in the snapshot's order of groups, and the store that
+// loads it numbers a group by its slot in its shard (slot*shards +
+// shard), each shard's slots given out in that order: a user's groups are
+// in ascending numbers but where two were loaded close together, in
+// different shards. A pass finds those users, and sorts theirs alone.
+func sortRuns(ps []packed.Pair) {
+	for i := 1; i < len(ps); i++ {
+		if ps[i].User != ps[i-1].User || ps[i].Group > ps[i-1].Group {
+			continue
+		}
+		start, end := i-1, i+1
+		for start > 0 && ps[start-1].User == ps[i].User {
+			start--
+		}
+		for end < len(ps) && ps[end].User == ps[i].User {
+			end++
+		}
+		slices.SortFunc(ps[start:end], func(a, b packed.Pair) int { return cmp.Compare(a.Group, b.Group) })
+		i = end - 1
+	}
 }
 
 // blocks holds pairs, in the order appended, in blocks: a restart appends

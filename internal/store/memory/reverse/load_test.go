@@ -61,3 +61,39 @@ func TestSortByUser(t *testing.T) {
 		assert.Equal(t, want, ps, "users below %d", maxUser)
 	}
 }
+
+// sortRuns puts each user's pairs in group order, whatever order they came
+// in within the user: in order (the pass leaves them), a few swapped (as a
+// load numbers groups), reversed, and users of one pair and of hundreds.
+func TestSortRunsSortsEachUsersGroups(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, shape := range []struct {
+		users, most int
+		shuffle     func([]packed.Pair)
+	}{
+		{500, 3, func([]packed.Pair) {}},
+		{500, 40, func(run []packed.Pair) {
+			if len(run) > 1 && rng.IntN(4) == 0 {
+				i := rng.IntN(len(run) - 1)
+				run[i], run[i+1] = run[i+1], run[i]
+			}
+		}},
+		{50, 400, func(run []packed.Pair) { slices.Reverse(run) }},
+		{50, 400, func(run []packed.Pair) { rng.Shuffle(len(run), func(i, j int) { run[i], run[j] = run[j], run[i] }) }},
+	} {
+		var ps []packed.Pair
+		for u := range shape.users {
+			groups := rng.Perm(10 * shape.most)[:1+rng.IntN(shape.most)]
+			slices.Sort(groups)
+			start := len(ps)
+			for _, g := range groups {
+				ps = append(ps, packed.Pair{User: membership.UID(u), Group: uint32(g)})
+			}
+			shape.shuffle(ps[start:])
+		}
+		want := slices.Clone(ps)
+		slices.SortFunc(want, packed.ComparePairs)
+		sortRuns(ps)
+		assert.Equal(t, want, ps)
+	}
+}

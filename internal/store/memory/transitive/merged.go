@@ -18,7 +18,8 @@ import (
 // heap. An entry is of one closure (the nesting at one revision) and of its
 // groups as they were: it holds their *group.Group and the revision of
 // each, so that a read checks it with a pointer load a group, no map
-// lookup (a group dropped gets a new revision: the store's deletion of it gives it one; a group
+// lookup (a group dropped frees its slot, which then holds another group's
+// id or none, whatever the revisions: the read checks the id too; a group
 // absent then is looked up). A write takes no part of it: a user's add
 // costs what it did, and the next read of a closure it changed merges
 // again. Nicknames are not kept: a read gives them as they are.
@@ -90,7 +91,7 @@ func (r *Reader) current(e *merged, c *closure) bool {
 			if r.s.Group(e.c.shards[i], e.c.ids[i]) != nil {
 				return false
 			}
-		} else if g.Revision != e.revs[i] {
+		} else if g.ID != e.c.ids[i] || g.Revision != e.revs[i] {
 			return false
 		}
 	}
