@@ -40,6 +40,15 @@ const (
 // when need asks for one; a principal without admin gets 403 forbidden
 // for NeedAdmin.
 func Authenticate(rules func() *access.Rules, need Need, next http.Handler) http.Handler {
+	return AuthenticateWith(rules, need, WriteError, next)
+}
+
+// ErrorWriter answers a request with an error, as WriteError does.
+type ErrorWriter func(w http.ResponseWriter, r *http.Request, err error)
+
+// AuthenticateWith is Authenticate, its refusals answered by writeError:
+// the SCIM routes answer them with SCIM's error schema.
+func AuthenticateWith(rules func() *access.Rules, need Need, writeError ErrorWriter, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := identify(rules(), r)
 		switch {
@@ -51,7 +60,7 @@ func Authenticate(rules func() *access.Rules, need Need, next http.Handler) http
 			return
 		case p == nil:
 			w.Header()["Www-Authenticate"] = bearerChallenge
-			WriteError(w, r, membership.Errorf(codeUnauthorized,
+			writeError(w, r, membership.Errorf(CodeUnauthorized,
 				"this request needs the header Authorization: Bearer <token>, with the token of one of the service's principals"))
 			return
 		}
@@ -59,7 +68,7 @@ func Authenticate(rules func() *access.Rules, need Need, next http.Handler) http
 		if need == NeedAdmin && !p.Scope.AllowsAll(scope.Admin) {
 			e := membership.Forbidden(p.Scope, scope.Admin, "")
 			e.Message += ": " + r.URL.Path + " is the admins'"
-			WriteError(w, r, e)
+			writeError(w, r, e)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(scope.With(r.Context(), p.Scope)))
