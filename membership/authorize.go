@@ -209,9 +209,10 @@ func readablePage[T any](sc *scope.Scope, all []T, id func(T) string, after stri
 }
 
 // A replace of a group's subgroups (OpReplaceGroups) removes every subgroup
-// it does not name. A principal may remove only the subgroups it may read,
-// as a DELETE of one requires, and a replace by a principal without read
-// on every group is so checked against the group's subgroups before it is
+// it does not name, and a delete of the group (OpDeleteGroup) every one. A
+// principal may remove only the subgroups it may read, as a DELETE of one
+// requires, and a replace or a delete by a principal without read on every
+// group is so checked against the group's subgroups before it is
 // applied, and applied only at the revision checked: its precondition is
 // narrowed to that revision, and a replace whose group changed in between
 // is checked and tried again, at most replaceTries times. A batch's
@@ -225,7 +226,7 @@ const replaceTries = 3
 
 // errReplaceMoved fails a replace of subgroups by a scoped principal whose
 // group kept changing between its check and its write.
-var errReplaceMoved = Errorf(CodeUnavailable, "the group's subgroups kept changing while this replace was checked "+
+var errReplaceMoved = Errorf(CodeUnavailable, "the group's subgroups kept changing while this write was checked "+
 	"against its principal's read scope; nothing was changed: try again")
 
 // checkedReplace is a replace of subgroups checked against a scope: the
@@ -243,7 +244,7 @@ type checkedReplace struct {
 // a lone write.
 func (s *Service) applyChecked(ctx context.Context, writes []Write, element func(i int, groupID string, err error) error, apply func([]Write) error) error {
 	sc := scope.Of(ctx)
-	if sc.AllowsAll(scope.Read) || !slices.ContainsFunc(writes, func(w Write) bool { return w.Op == OpReplaceGroups }) {
+	if sc.AllowsAll(scope.Read) || !slices.ContainsFunc(writes, removesSubgroups) {
 		return apply(writes)
 	}
 	if element == nil {
@@ -266,7 +267,11 @@ func (s *Service) applyChecked(ctx context.Context, writes []Write, element func
 	return errReplaceMoved
 }
 
-// narrowReplaces checks each OpReplaceGroups of writes against sc, and
+// removesSubgroups reports whether w may remove subgroups it does not
+// name: a replace of them, or a delete of the group.
+func removesSubgroups(w Write) bool { return w.Op == OpReplaceGroups || w.Op == OpDeleteGroup }
+
+// narrowReplaces checks each write of writes that removesSubgroups against sc, and
 // narrows its precondition to the revision checked (in place): it returns
 // the replaces it narrowed, the CodeForbidden error of one that removes a
 // subgroup sc may not read (naming it: a direct read of the group lists
@@ -276,7 +281,7 @@ func (s *Service) narrowReplaces(ctx context.Context, sc *scope.Scope, writes []
 	var checked []checkedReplace
 	for i := range writes {
 		w := &writes[i]
-		if w.Op != OpReplaceGroups {
+		if !removesSubgroups(*w) {
 			continue
 		}
 		rev, err := s.checkRemovals(ctx, sc, *w)
@@ -320,7 +325,11 @@ func (s *Service) checkRemovals(ctx context.Context, sc *scope.Scope, w Write) (
 		}
 		if outside != "" {
 			e := Forbidden(sc, scope.Read, outside)
-			e.Message = fmt.Sprintf("%s, a subgroup of group %q that this replace would remove: removing a subgroup needs read on it", e.Message, w.GroupID)
+			how := "this replace"
+			if w.Op == OpDeleteGroup {
+				how = "deleting it"
+			}
+			e.Message = fmt.Sprintf("%s, a subgroup of group %q that %s would remove: removing a subgroup needs read on it", e.Message, w.GroupID, how)
 			return 0, e
 		}
 		after, err := s.store.Revision(ctx, w.GroupID)

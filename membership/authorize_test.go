@@ -418,3 +418,40 @@ func TestServiceChecksAReplaceAgainWhenItsGroupMoves(t *testing.T) {
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "%v", err)
 	assert.Equal(t, 3, n, "tried three times")
 }
+
+func TestServiceDeletesOnlyGroupsWhoseSubgroupsItMayRead(t *testing.T) {
+	svc, st := scopedService(t)
+	ctx := scopeOf(t, "sync-job", scope.Write, "team-a/*", "team-b")
+	subgroups := func(groupID string) []string {
+		var ids []string
+		_, err := st.Subgroups(context.Background(), groupID, membership.NestingListOptions{}, func(_ int, groups iter.Seq[membership.Nested]) {
+			for g := range groups {
+				ids = append(ids, g.GroupID)
+			}
+		})
+		require.NoError(t, err)
+		return ids
+	}
+	const removesSecret = `principal "sync-job" lacks read on group "secret", a subgroup of group "team-a/y" ` +
+		`that deleting it would remove: removing a subgroup needs read on it`
+	deleteY := membership.Write{Op: membership.OpDeleteGroup, GroupID: "team-a/y"}
+
+	// Deleting a group ends its subgroups' nesting in it, as a replace of
+	// them with none does: alone, or in a batch that fills the group again.
+	_, err := svc.Write(ctx, deleteY)
+	forbidden(t, err, removesSecret)
+	_, err = svc.Batch(ctx, membership.Batch{Writes: []membership.Write{deleteY,
+		{Op: membership.OpAdd, GroupID: "team-a/y", Users: []membership.User{{UID: 1}, {UID: 2}}}}})
+	forbidden(t, err, `changes element 0 (group "team-a/y"): `+removesSecret)
+	assert.Equal(t, []string{"secret"}, subgroups("team-a/y"), "nothing changed")
+	_, err = svc.Member(context.Background(), "team-a/y", 1)
+	require.NoError(t, err, "nothing changed")
+
+	res, err := svc.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "team-a/all"})
+	require.NoError(t, err, "every subgroup it removes is in its scope")
+	assert.Equal(t, 0, res.Removed)
+	assert.Empty(t, subgroups("team-a/all"))
+	_, err = svc.Write(scopeOf(t, "ops", scope.Admin, "*"), deleteY)
+	require.NoError(t, err, "read on every group deletes any group")
+	assert.Empty(t, subgroups("team-a/y"))
+}

@@ -240,7 +240,7 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	} else if w.If.neverHolds() && w.Op != OpSetUser && w.Op != OpDeleteUser { // a user's: the store answers
 		return Result{}, s.failNever(ctx, w.GroupID)
 	}
-	if w.Op != OpReplaceGroups {
+	if !removesSubgroups(w) {
 		return s.store.Write(ctx, w)
 	}
 	var res Result
