@@ -241,8 +241,9 @@ type checkedReplace struct {
 // checked against the request's scope and narrowed to the revisions
 // checked (narrowReplaces), and again while a precondition failure is the
 // narrowing's; element names a write's error (BatchElementError), nil for
-// a lone write.
-func (s *Service) applyChecked(ctx context.Context, writes []Write, element func(i int, groupID string, err error) error, apply func([]Write) error) error {
+// a lone write. keyed says the request has an Idempotency-Key: a check it
+// fails is then the store's to overrule with a replay (replayOr).
+func (s *Service) applyChecked(ctx context.Context, writes []Write, keyed bool, element func(i int, groupID string, err error) error, apply func([]Write) error) error {
 	sc := scope.Of(ctx)
 	if sc.AllowsAll(scope.Read) || !slices.ContainsFunc(writes, removesSubgroups) {
 		return apply(writes)
@@ -254,7 +255,7 @@ func (s *Service) applyChecked(ctx context.Context, writes []Write, element func
 		narrowed := slices.Clone(writes)
 		checked, err := s.narrowReplaces(ctx, sc, narrowed, element)
 		if err != nil {
-			return err
+			return replayOr(err, writes, keyed, apply)
 		}
 		err = apply(narrowed)
 		if ErrorCode(err) != CodePreconditionFailed {
@@ -265,6 +266,29 @@ func (s *Service) applyChecked(ctx context.Context, writes []Write, element func
 		}
 	}
 	return errReplaceMoved
+}
+
+// replayOr returns err, the refusal of writes by their check, unless
+// keyed writes repeat a request applied before: the store remembers it
+// and answers a repeat with its first reply before it looks at the state,
+// which the check of the state now must not refuse either. So keyed
+// writes go to the store with each precondition of a write the check
+// refused one that never holds: a repeat is answered with its reply,
+// anything else refused by the store, changing nothing, and err returned.
+func replayOr(err error, writes []Write, keyed bool, apply func([]Write) error) error {
+	if !keyed {
+		return err
+	}
+	never := slices.Clone(writes)
+	for i := range never {
+		if removesSubgroups(never[i]) {
+			never[i].If = NeverHolds(never[i].If)
+		}
+	}
+	if apply(never) == nil {
+		return nil
+	}
+	return err
 }
 
 // removesSubgroups reports whether w may remove subgroups it does not

@@ -91,7 +91,7 @@ func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 		}
 	}
 	var res BatchResult
-	err := s.applyChecked(ctx, b.Writes, BatchElementError, func(ws []Write) (err error) {
+	err := s.applyChecked(ctx, b.Writes, b.Idem.Key != "", BatchElementError, func(ws []Write) (err error) {
 		checked := b
 		checked.Writes = ws
 		res, err = s.store.Batch(ctx, checked)

@@ -244,7 +244,7 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 		return s.store.Write(ctx, w)
 	}
 	var res Result
-	err := s.applyChecked(ctx, []Write{w}, nil, func(ws []Write) (err error) {
+	err := s.applyChecked(ctx, []Write{w}, w.Idem.Key != "", nil, func(ws []Write) (err error) {
 		res, err = s.store.Write(ctx, ws[0])
 		return err
 	})
