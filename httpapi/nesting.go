@@ -11,6 +11,7 @@ import (
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 // Groups in groups. /group-group/{groupID} writes and lists a group's
@@ -106,7 +107,12 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 			return
 		}
 		epoch := svc.Epoch()
-		if encode.AnswerNotModified(w, r, epoch, revision) {
+		// A principal that may not read every group is answered 304 only
+		// once the list is read, and so checked: the revision checked no
+		// group of it, and a list cached before a reload narrowed the
+		// principal's scope must not be kept.
+		checkFirst := !scope.Of(r.Context()).AllowsAll(scope.Read)
+		if !checkFirst && encode.AnswerNotModified(w, r, epoch, revision) {
 			return
 		}
 		ask := opts
@@ -122,6 +128,9 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 		}
 		if err != nil {
 			middleware.WriteError(w, r, err)
+			return
+		}
+		if checkFirst && encode.AnswerNotModified(w, r, epoch, revision) {
 			return
 		}
 		p.write(w, encode.ETag(epoch, revision), func(last string) string {
