@@ -58,6 +58,31 @@ func authorizeWrite(sc *scope.Scope, w Write) error {
 	return nil
 }
 
+// hideCycle returns err, a write's error, with each run of groups of a
+// cycle's path (CodeCycle) that sc may not read named as one: the path
+// would show the groups, and nestings, of no concern to its principal,
+// which can read its ends (it names one, and writes the other).
+func hideCycle(sc *scope.Scope, err error) error {
+	var e *Error
+	if !errors.As(err, &e) || e.cycle == nil || sc.AllowsAll(scope.Read) {
+		return err
+	}
+	c := e.cycle
+	var path []string
+	outside := fmt.Sprintf("(groups outside principal %q's read scope)", sc.Principal())
+	for _, id := range c.path {
+		if sc.Allows(scope.Read, id) {
+			path = append(path, id)
+		} else if len(path) == 0 || path[len(path)-1] != outside {
+			path = append(path, outside)
+		}
+	}
+	hidden := *e
+	hidden.cycle = nil
+	hidden.Message = strings.Replace(e.Message, cycleMessage(c.parent, c.child, c.path), cycleMessage(c.parent, c.child, path), 1)
+	return &hidden
+}
+
 // authorizeRead returns the CodeForbidden error of a read of groupID when
 // scope may not read it.
 func authorizeRead(sc *scope.Scope, groupID string) error {

@@ -519,3 +519,29 @@ func TestServiceReplaysAKeyedReplaceOrDeleteTheStateNowWouldRefuse(t *testing.T)
 	forbidden(t, err, `principal "sync-job" lacks read on group "secret", a subgroup of group "team-b" `+
 		`that deleting it would remove: removing a subgroup needs read on it`)
 }
+
+func TestServiceNamesNoGroupOutsideItsScopeInACycle(t *testing.T) {
+	svc, _ := scopedService(t)
+	ctx := scopeOf(t, "sync-job", scope.Write, "team-a/*", "team-b")
+	admin := scopeOf(t, "ops", scope.Admin, "*")
+	// team-a/c1 > secret > secret/2 > team-a/c2: the principal may read the
+	// ends, not what is between them.
+	for _, nest := range [][2]string{{"team-a/c1", "secret"}, {"secret", "secret/2"}, {"secret/2", "team-a/c2"}} {
+		_, err := svc.Write(admin, membership.Write{Op: membership.OpAddGroups, GroupID: nest[0], Subgroups: []membership.Subgroup{{GroupID: nest[1]}}})
+		require.NoError(t, err)
+	}
+	closing := membership.Write{Op: membership.OpAddGroups, GroupID: "team-a/c2", Subgroups: []membership.Subgroup{{GroupID: "team-a/c1"}}}
+	const hidden = `adding team-a/c1 to team-a/c2 makes a cycle: team-a/c1 > (groups outside principal "sync-job"'s read scope) > team-a/c2 > team-a/c1`
+	_, err := svc.Write(ctx, closing)
+	require.Error(t, err)
+	assert.Equal(t, membership.CodeCycle, membership.ErrorCode(err))
+	assert.Equal(t, hidden, membership.ErrorMessage(err))
+	_, err = svc.Batch(ctx, membership.Batch{Writes: []membership.Write{{Op: membership.OpAdd, GroupID: "team-b", Users: []membership.User{{UID: 3}}}, closing}})
+	require.Error(t, err)
+	assert.Equal(t, membership.CodeCycle, membership.ErrorCode(err))
+	assert.Equal(t, `changes element 1 (group "team-a/c2"): `+hidden, membership.ErrorMessage(err))
+
+	_, err = svc.Write(admin, closing)
+	assert.Equal(t, membership.CycleError("team-a/c2", "team-a/c1", []string{"team-a/c1", "secret", "secret/2", "team-a/c2"}).Message,
+		membership.ErrorMessage(err), "read on every group sees the whole path")
+}

@@ -97,7 +97,7 @@ func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 		res, err = s.store.Batch(ctx, checked)
 		return err
 	})
-	return res, err
+	return res, hideCycle(sc, err)
 }
 
 // BatchElementError returns err, an error of write i of a batch, to

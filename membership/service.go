@@ -241,14 +241,15 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 		return Result{}, s.failNever(ctx, w.GroupID)
 	}
 	if !removesSubgroups(w) {
-		return s.store.Write(ctx, w)
+		res, err := s.store.Write(ctx, w)
+		return res, hideCycle(scope.Of(ctx), err)
 	}
 	var res Result
 	err := s.applyChecked(ctx, []Write{w}, w.Idem.Key != "", nil, func(ws []Write) (err error) {
 		res, err = s.store.Write(ctx, ws[0])
 		return err
 	})
-	return res, err
+	return res, hideCycle(scope.Of(ctx), err)
 }
 
 // failNever returns the CodePreconditionFailed error of a write to groupID
