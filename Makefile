@@ -153,6 +153,13 @@ node-tools:
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq nodejs npm; \
 	fi
 
+## scim-conformance: run third-party SCIM packages against a fresh bin/membership on 127.0.0.1: scimmy's schemas on every reply of an Okta and Entra sequence, scim-patch on a corpus of PATCHes, three filter parsers on a corpus of filters; fails on a disagreement conformance/scim/known.mjs does not list (under 10 seconds; npm ci of the versions conformance/scim pins, and a Go module from the proxy; installs Debian's nodejs and npm if needed)
+.PHONY: scim-conformance
+scim-conformance: build node-tools
+	cd conformance/scim/goparser && go build -o $(abspath $(BIN))/scim-filter-parser .
+	cd conformance/scim && npm ci --no-audit --no-fund --loglevel=error
+	cd conformance/scim && timeout 180 node run.mjs $(abspath $(BIN))/membership $(abspath $(BIN))/scim-filter-parser
+
 ## lint: check formatting, vet, that go.mod and go.sum are tidy and verified, that the service builds for every platform, and make deadcode
 .PHONY: lint
 lint: cross deadcode

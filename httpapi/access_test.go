@@ -462,3 +462,37 @@ func TestTwoAuthorizationHeadersAreNoCredential(t *testing.T) {
 		assert.NotContains(t, w.Body.String(), `"uid"`)
 	}
 }
+
+// TestARevalidationOfAListOfGroupsIsCheckedAsTheList: a list of groups
+// below or above a group that the principal may not read whole is 403,
+// with or without If-None-Match, never 304: a client that cached it
+// before its scope narrowed must not keep it.
+func TestARevalidationOfAListOfGroupsIsCheckedAsTheList(t *testing.T) {
+	h, svc := accessHandler(t, true)
+	_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAddGroups, GroupID: "team-a/x",
+		Subgroups: []membership.Subgroup{{GroupID: "secret"}}})
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		path   string
+		scoped int // the answer to reader and writer, of team-a/* and team-b
+	}{
+		{"/group-group/team-a%2Fx", http.StatusForbidden}, // secret is below
+		{"/group-parents/secret", http.StatusForbidden},
+		{"/group-group/secret", http.StatusForbidden},
+		{"/group-parents/team-a%2Fsub", http.StatusNotModified}, // team-a/x is above
+	} {
+		w := sendAsPrincipal(h, "ops", "GET", tt.path, "")
+		require.Equal(t, http.StatusOK, w.Code, "%s: %s", tt.path, w.Body.String())
+		etag := w.Header().Get("ETag")
+		require.NotEmpty(t, etag)
+		for principal, want := range map[string]int{"ops": http.StatusNotModified, "reads-all": http.StatusNotModified,
+			"reader": tt.scoped, "writer": tt.scoped} {
+			r := httptest.NewRequest("GET", tt.path, nil)
+			r.Header.Set("Authorization", "Bearer "+principal+"-token")
+			r.Header.Set("If-None-Match", etag)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			assert.Equal(t, want, w.Code, "%s as %s: %s", tt.path, principal, w.Body.String())
+		}
+	}
+}

@@ -599,9 +599,9 @@ func handleReadyz(d shared) http.Handler {
 var errStarting = membership.Errorf(middleware.CodeStarting, "the service is starting: its data is loading; try again in a moment (/readyz says when it is ready)")
 
 // handleStarting answers a data route while the data loads.
-func handleStarting() http.Handler {
+func handleStarting(writeError middleware.ErrorWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		middleware.WriteError(w, r, errStarting)
+		writeError(w, r, errStarting)
 	})
 }
 

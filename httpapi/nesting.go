@@ -10,6 +10,7 @@ import (
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/scope"
 )
 
 // Groups in groups. /group-group/{groupID} writes and lists a group's
@@ -93,13 +94,18 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 		// is never newer than what it tags; the others are the list's own.
 		groupRevision := !parents && !opts.Transitive
 		epoch := svc.Epoch()
+		// A principal that may not read every group is answered 304 only
+		// once the list is read, and so checked: the revision checked no
+		// group of it, and a list cached before a reload narrowed the
+		// principal's scope must not be kept.
+		checkFirst := !scope.Of(r.Context()).AllowsAll(scope.Read)
 		var revision membership.Revision
 		if groupRevision {
 			if revision, err = svc.Revision(r.Context(), groupID); err != nil {
 				middleware.WriteError(w, r, err)
 				return
 			}
-			if encode.AnswerNotModified(w, r, epoch, revision) {
+			if !checkFirst && encode.AnswerNotModified(w, r, epoch, revision) {
 				return
 			}
 		}
@@ -119,9 +125,10 @@ func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) 
 			return
 		}
 		if !groupRevision {
-			if revision = answered; encode.AnswerNotModified(w, r, epoch, revision) {
-				return
-			}
+			revision = answered
+		}
+		if (checkFirst || !groupRevision) && encode.AnswerNotModified(w, r, epoch, revision) {
+			return
 		}
 		p.write(w, encode.ETag(epoch, revision), func(last string) string {
 			return nextLink(path+escapeGroupID(groupID), opts.Limit, last) + transitiveParam(opts.Transitive)

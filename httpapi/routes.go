@@ -9,6 +9,7 @@ import (
 	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/httpapi/scim"
+	"example.com/groupmembership/httpapi/scim/wire"
 	"example.com/groupmembership/internal/access"
 	"example.com/groupmembership/membership"
 )
@@ -37,6 +38,10 @@ type route struct {
 	// takes its checks in a body): they need a credential only when GETs
 	// do.
 	read bool
+	// writeError answers the errors addRoutes makes for the route (503
+	// starting, 401, 403): nil for middleware.WriteError's JSON; the SCIM
+	// routes', SCIM's error schema.
+	writeError middleware.ErrorWriter
 	// cache is the Cache-Control of the route's replies, if any: a shared
 	// cache in front must not serve a list without asking (no-cache: it
 	// revalidates with the ETag), nor keep what has no validator (no-store).
@@ -78,7 +83,7 @@ func routes(d shared) []route {
 	// services hold it to its scope (an account is of no group: writing
 	// one needs write on every group, reading one read on every group).
 	for _, sr := range scim.Routes(scim.Deps{Service: svc, Directory: d.dir, MaxBodyBytes: opts.MaxBodyBytes, Bodies: d.bodies, Replies: d.replies}) {
-		rs = append(rs, route{method: sr.Method, path: sr.Path, handler: sr.Handler, query: true, data: true, personal: true, cache: "no-store"})
+		rs = append(rs, route{method: sr.Method, path: sr.Path, handler: sr.Handler, query: true, data: true, personal: true, cache: "no-store", writeError: wire.WriteError})
 	}
 	return rs
 }
@@ -102,8 +107,12 @@ func addRoutes(mux *http.ServeMux, rs []route, loading bool, principals func() *
 	var paths []string
 	for _, r := range rs {
 		h := r.handler
+		writeError := r.writeError
+		if writeError == nil {
+			writeError = middleware.WriteError
+		}
 		if loading && r.data {
-			h = handleStarting()
+			h = handleStarting(writeError)
 		}
 		if !r.query {
 			h = noQuery(h)
@@ -112,7 +121,7 @@ func addRoutes(mux *http.ServeMux, rs []route, loading bool, principals func() *
 			h = middleware.WithCacheControl(r.cache, h)
 		}
 		if principals != nil && !r.open {
-			h = middleware.Authenticate(principals, r.need(authReads), h)
+			h = middleware.AuthenticateWith(principals, r.need(authReads), writeError, h)
 		}
 		handle(r.method+" "+r.path, h)
 		if allowed[r.path] == nil {

@@ -108,8 +108,8 @@ func scimAllowed(principal, need string) bool {
 
 // TestSCIMAccess sends every SCIM request as every principal, and none,
 // with -auth-reads and without, each to a fresh service: they need a
-// principal, reads included, whatever -auth-reads says (401 in the
-// service's format), and the principal's rights hold (403 as a SCIM
+// principal, reads included, whatever -auth-reads says (401 as a SCIM
+// error), and the principal's rights hold (403 as a SCIM
 // error naming it): an account is of no group, so a user's read needs
 // read on every group, its write write on every group; a group's, the
 // right on the group.
@@ -127,7 +127,10 @@ func TestSCIMAccess(t *testing.T) {
 				switch {
 				case !known:
 					assert.Equal(t, http.StatusUnauthorized, w.Code, "%s: %s", name, w.Body.String())
-					assert.Equal(t, "unauthorized", errorCode(t, w), name)
+					assert.Equal(t, "application/scim+json", w.Header().Get("Content-Type"), name)
+					assert.Equal(t, `Bearer realm="membership"`, w.Header().Get("WWW-Authenticate"), name)
+					assert.JSONEq(t, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"401",`+
+						`"detail":"this request needs the header Authorization: Bearer <token>, with the token of one of the service's principals"}`, w.Body.String(), name)
 				case !scimAllowed(principal, rt.need):
 					require.Equal(t, http.StatusForbidden, w.Code, "%s: %s", name, w.Body.String())
 					assert.Equal(t, "application/scim+json", w.Header().Get("Content-Type"), name)
@@ -170,4 +173,23 @@ func TestSCIMForbiddenSaysWhy(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, w.Code, w.Body.String())
 		assert.JSONEq(t, fmt.Sprintf(`{"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"403","detail":%q}`, tt.detail), w.Body.String())
 	}
+}
+
+// While the service loads its data, a SCIM route answers 503 as a SCIM
+// error, as the other routes answer theirs.
+func TestSCIMIsStartingWhileTheDataLoads(t *testing.T) {
+	h := httpapi.NewLoadingHandler(httpapi.Options{})
+	for _, path := range []string{"/scim/v2/Users", "/scim/v2/Groups/g"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		assert.Equal(t, http.StatusServiceUnavailable, w.Code, path)
+		assert.Equal(t, "application/scim+json", w.Header().Get("Content-Type"), path)
+		assert.Equal(t, "1", w.Header().Get("Retry-After"), path)
+		assert.JSONEq(t, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"503",`+
+			`"detail":"the service is starting: its data is loading; try again in a moment (/readyz says when it is ready)"}`, w.Body.String(), path)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/group-user/g", nil))
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Contains(t, w.Body.String(), `"code":"starting"`, "the other routes keep the service's own")
 }

@@ -58,6 +58,31 @@ func authorizeWrite(sc *scope.Scope, w Write) error {
 	return nil
 }
 
+// hideCycle returns err, a write's error, with each run of groups of a
+// cycle's path (CodeCycle) that sc may not read named as one: the path
+// would show the groups, and nestings, of no concern to its principal,
+// which can read its ends (it names one, and writes the other).
+func hideCycle(sc *scope.Scope, err error) error {
+	var e *Error
+	if !errors.As(err, &e) || e.cycle == nil || sc.AllowsAll(scope.Read) {
+		return err
+	}
+	c := e.cycle
+	var path []string
+	outside := fmt.Sprintf("(groups outside principal %q's read scope)", sc.Principal())
+	for _, id := range c.path {
+		if sc.Allows(scope.Read, id) {
+			path = append(path, id)
+		} else if len(path) == 0 || path[len(path)-1] != outside {
+			path = append(path, outside)
+		}
+	}
+	hidden := *e
+	hidden.cycle = nil
+	hidden.Message = strings.Replace(e.Message, cycleMessage(c.parent, c.child, c.path), cycleMessage(c.parent, c.child, path), 1)
+	return &hidden
+}
+
 // authorizeRead returns the CodeForbidden error of a read of groupID when
 // scope may not read it.
 func authorizeRead(sc *scope.Scope, groupID string) error {
@@ -205,9 +230,10 @@ func readablePage[T any](sc *scope.Scope, all []T, id func(T) string, after stri
 }
 
 // A replace of a group's subgroups (OpReplaceGroups) removes every subgroup
-// it does not name. A principal may remove only the subgroups it may read,
-// as a DELETE of one requires, and a replace by a principal without read
-// on every group is so checked against the group's subgroups before it is
+// it does not name, and a delete of the group (OpDeleteGroup) every one. A
+// principal may remove only the subgroups it may read, as a DELETE of one
+// requires, and a replace or a delete by a principal without read on every
+// group is so checked against the group's subgroups before it is
 // applied, and applied only at the revision checked: its precondition is
 // narrowed to that revision, and a replace whose group changed in between
 // is checked and tried again, at most replaceTries times. A batch's
@@ -221,7 +247,7 @@ const replaceTries = 3
 
 // errReplaceMoved fails a replace of subgroups by a scoped principal whose
 // group kept changing between its check and its write.
-var errReplaceMoved = Errorf(CodeUnavailable, "the group's subgroups kept changing while this replace was checked "+
+var errReplaceMoved = Errorf(CodeUnavailable, "the group's subgroups kept changing while this write was checked "+
 	"against its principal's read scope; nothing was changed: try again")
 
 // checkedReplace is a replace of subgroups checked against a scope: the
@@ -236,10 +262,11 @@ type checkedReplace struct {
 // checked against the request's scope and narrowed to the revisions
 // checked (narrowReplaces), and again while a precondition failure is the
 // narrowing's; element names a write's error (BatchElementError), nil for
-// a lone write.
-func (s *Service) applyChecked(ctx context.Context, writes []Write, element func(i int, groupID string, err error) error, apply func([]Write) error) error {
+// a lone write. keyed says the request has an Idempotency-Key: a check it
+// fails is then the store's to overrule with a replay (replayOr).
+func (s *Service) applyChecked(ctx context.Context, writes []Write, keyed bool, element func(i int, groupID string, err error) error, apply func([]Write) error) error {
 	sc := scope.Of(ctx)
-	if sc.AllowsAll(scope.Read) || !slices.ContainsFunc(writes, func(w Write) bool { return w.Op == OpReplaceGroups }) {
+	if sc.AllowsAll(scope.Read) || !slices.ContainsFunc(writes, removesSubgroups) {
 		return apply(writes)
 	}
 	if element == nil {
@@ -249,7 +276,7 @@ func (s *Service) applyChecked(ctx context.Context, writes []Write, element func
 		narrowed := slices.Clone(writes)
 		checked, err := s.narrowReplaces(ctx, sc, narrowed, element)
 		if err != nil {
-			return err
+			return replayOr(err, writes, keyed, apply)
 		}
 		err = apply(narrowed)
 		if ErrorCode(err) != CodePreconditionFailed {
@@ -262,7 +289,34 @@ func (s *Service) applyChecked(ctx context.Context, writes []Write, element func
 	return errReplaceMoved
 }
 
-// narrowReplaces checks each OpReplaceGroups of writes against sc, and
+// replayOr returns err, the refusal of writes by their check, unless
+// keyed writes repeat a request applied before: the store remembers it
+// and answers a repeat with its first reply before it looks at the state,
+// which the check of the state now must not refuse either. So keyed
+// writes go to the store with each precondition of a write the check
+// refused one that never holds: a repeat is answered with its reply,
+// anything else refused by the store, changing nothing, and err returned.
+func replayOr(err error, writes []Write, keyed bool, apply func([]Write) error) error {
+	if !keyed {
+		return err
+	}
+	never := slices.Clone(writes)
+	for i := range never {
+		if removesSubgroups(never[i]) {
+			never[i].If = NeverHolds(never[i].If)
+		}
+	}
+	if apply(never) == nil {
+		return nil
+	}
+	return err
+}
+
+// removesSubgroups reports whether w may remove subgroups it does not
+// name: a replace of them, or a delete of the group.
+func removesSubgroups(w Write) bool { return w.Op == OpReplaceGroups || w.Op == OpDeleteGroup }
+
+// narrowReplaces checks each write of writes that removesSubgroups against sc, and
 // narrows its precondition to the revision checked (in place): it returns
 // the replaces it narrowed, the CodeForbidden error of one that removes a
 // subgroup sc may not read (naming it: a direct read of the group lists
@@ -272,7 +326,7 @@ func (s *Service) narrowReplaces(ctx context.Context, sc *scope.Scope, writes []
 	var checked []checkedReplace
 	for i := range writes {
 		w := &writes[i]
-		if w.Op != OpReplaceGroups {
+		if !removesSubgroups(*w) {
 			continue
 		}
 		rev, err := s.checkRemovals(ctx, sc, *w)
@@ -316,7 +370,11 @@ func (s *Service) checkRemovals(ctx context.Context, sc *scope.Scope, w Write) (
 		}
 		if outside != "" {
 			e := Forbidden(sc, scope.Read, outside)
-			e.Message = fmt.Sprintf("%s, a subgroup of group %q that this replace would remove: removing a subgroup needs read on it", e.Message, w.GroupID)
+			how := "this replace"
+			if w.Op == OpDeleteGroup {
+				how = "deleting it"
+			}
+			e.Message = fmt.Sprintf("%s, a subgroup of group %q that %s would remove: removing a subgroup needs read on it", e.Message, w.GroupID, how)
 			return 0, e
 		}
 		after, err := s.store.Revision(ctx, w.GroupID)

@@ -418,3 +418,130 @@ func TestServiceChecksAReplaceAgainWhenItsGroupMoves(t *testing.T) {
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err), "%v", err)
 	assert.Equal(t, 3, n, "tried three times")
 }
+
+func TestServiceDeletesOnlyGroupsWhoseSubgroupsItMayRead(t *testing.T) {
+	svc, st := scopedService(t)
+	ctx := scopeOf(t, "sync-job", scope.Write, "team-a/*", "team-b")
+	subgroups := func(groupID string) []string {
+		var ids []string
+		_, err := st.Subgroups(context.Background(), groupID, membership.NestingListOptions{}, func(_ int, groups iter.Seq[membership.Nested]) {
+			for g := range groups {
+				ids = append(ids, g.GroupID)
+			}
+		})
+		require.NoError(t, err)
+		return ids
+	}
+	const removesSecret = `principal "sync-job" lacks read on group "secret", a subgroup of group "team-a/y" ` +
+		`that deleting it would remove: removing a subgroup needs read on it`
+	deleteY := membership.Write{Op: membership.OpDeleteGroup, GroupID: "team-a/y"}
+
+	// Deleting a group ends its subgroups' nesting in it, as a replace of
+	// them with none does: alone, or in a batch that fills the group again.
+	_, err := svc.Write(ctx, deleteY)
+	forbidden(t, err, removesSecret)
+	_, err = svc.Batch(ctx, membership.Batch{Writes: []membership.Write{deleteY,
+		{Op: membership.OpAdd, GroupID: "team-a/y", Users: []membership.User{{UID: 1}, {UID: 2}}}}})
+	forbidden(t, err, `changes element 0 (group "team-a/y"): `+removesSecret)
+	assert.Equal(t, []string{"secret"}, subgroups("team-a/y"), "nothing changed")
+	_, err = svc.Member(context.Background(), "team-a/y", 1)
+	require.NoError(t, err, "nothing changed")
+
+	res, err := svc.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "team-a/all"})
+	require.NoError(t, err, "every subgroup it removes is in its scope")
+	assert.Equal(t, 0, res.Removed)
+	assert.Empty(t, subgroups("team-a/all"))
+	_, err = svc.Write(scopeOf(t, "ops", scope.Admin, "*"), deleteY)
+	require.NoError(t, err, "read on every group deletes any group")
+	assert.Empty(t, subgroups("team-a/y"))
+}
+
+func TestServiceReplaysAKeyedReplaceOrDeleteTheStateNowWouldRefuse(t *testing.T) {
+	svc, st := scopedService(t)
+	ctx := scopeOf(t, "sync-job", scope.Write, "team-a/*", "team-b")
+	admin := scopeOf(t, "ops", scope.Admin, "*")
+	nestSecret := func(groupID string) {
+		_, err := svc.Write(admin, membership.Write{Op: membership.OpAddGroups, GroupID: groupID, Subgroups: []membership.Subgroup{{GroupID: "secret"}}})
+		require.NoError(t, err)
+	}
+	rev, err := st.Revision(context.Background(), "team-a/all")
+	require.NoError(t, err)
+	replace := membership.Write{Op: membership.OpReplaceGroups, GroupID: "team-a/all", Subgroups: []membership.Subgroup{{GroupID: "team-b"}},
+		If: membership.Precondition{Revisions: []membership.Revision{rev}}, Principal: "sync-job", Idem: membership.Idempotency{Key: "r1"}}
+	first, err := svc.Write(ctx, replace)
+	require.NoError(t, err)
+	deleteB := membership.Write{Op: membership.OpDeleteGroup, GroupID: "team-b", Principal: "sync-job", Idem: membership.Idempotency{Key: "d1"}}
+	_, err = svc.Write(ctx, deleteB)
+	require.NoError(t, err)
+	_, err = svc.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "team-a/z", Users: []membership.User{{UID: 1}}})
+	require.NoError(t, err)
+	rev, err = st.Revision(context.Background(), "team-a/z")
+	require.NoError(t, err)
+	replaceZ := membership.Write{Op: membership.OpReplaceGroups, GroupID: "team-a/z", Subgroups: []membership.Subgroup{{GroupID: "team-a/y"}},
+		If: membership.Precondition{Revisions: []membership.Revision{rev}}, Principal: "sync-job", Idem: membership.Idempotency{Key: "z1"}}
+	_, err = svc.Write(ctx, replaceZ)
+	require.NoError(t, err)
+	batch := membership.Batch{Writes: []membership.Write{{Op: membership.OpDeleteGroup, GroupID: "team-a/x"}},
+		Principal: "sync-job", Idem: membership.Idempotency{Key: "b1"}}
+	_, err = svc.Batch(ctx, batch)
+	require.NoError(t, err)
+
+	// Each group now holds a subgroup the principal may not read, and the
+	// replace's If-Match no longer holds: a retry of a request applied
+	// before still gets its first reply, as Idempotency-Key promises.
+	for _, g := range []string{"team-a/all", "team-b", "team-a/x"} {
+		nestSecret(g)
+	}
+	again, err := svc.Write(ctx, replace)
+	require.NoError(t, err, "a retry of the replace")
+	assert.True(t, again.Replayed)
+	assert.Equal(t, first.Removed, again.Removed)
+	_, err = svc.Write(admin, membership.Write{Op: membership.OpAdd, GroupID: "team-a/z", Users: []membership.User{{UID: 2}}})
+	require.NoError(t, err)
+	res, err := svc.Write(ctx, replaceZ)
+	require.NoError(t, err, "a retry of a replace whose If-Match no longer holds")
+	assert.True(t, res.Replayed)
+	res, err = svc.Write(ctx, deleteB)
+	require.NoError(t, err, "a retry of the delete")
+	assert.True(t, res.Replayed)
+	bres, err := svc.Batch(ctx, batch)
+	require.NoError(t, err, "a retry of the batch")
+	assert.True(t, bres.Replayed)
+
+	// A new key is a new request, checked against the state now.
+	replace.Idem.Key, replaceZ.Idem.Key, deleteB.Idem.Key = "r2", "z2", "d2"
+	_, err = svc.Write(ctx, replace)
+	forbidden(t, err, `principal "sync-job" lacks read on group "secret", a subgroup of group "team-a/all" `+
+		`that this replace would remove: removing a subgroup needs read on it`)
+	_, err = svc.Write(ctx, replaceZ)
+	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "%v", err)
+	_, err = svc.Write(ctx, deleteB)
+	forbidden(t, err, `principal "sync-job" lacks read on group "secret", a subgroup of group "team-b" `+
+		`that deleting it would remove: removing a subgroup needs read on it`)
+}
+
+func TestServiceNamesNoGroupOutsideItsScopeInACycle(t *testing.T) {
+	svc, _ := scopedService(t)
+	ctx := scopeOf(t, "sync-job", scope.Write, "team-a/*", "team-b")
+	admin := scopeOf(t, "ops", scope.Admin, "*")
+	// team-a/c1 > secret > secret/2 > team-a/c2: the principal may read the
+	// ends, not what is between them.
+	for _, nest := range [][2]string{{"team-a/c1", "secret"}, {"secret", "secret/2"}, {"secret/2", "team-a/c2"}} {
+		_, err := svc.Write(admin, membership.Write{Op: membership.OpAddGroups, GroupID: nest[0], Subgroups: []membership.Subgroup{{GroupID: nest[1]}}})
+		require.NoError(t, err)
+	}
+	closing := membership.Write{Op: membership.OpAddGroups, GroupID: "team-a/c2", Subgroups: []membership.Subgroup{{GroupID: "team-a/c1"}}}
+	const hidden = `adding team-a/c1 to team-a/c2 makes a cycle: team-a/c1 > (groups outside principal "sync-job"'s read scope) > team-a/c2 > team-a/c1`
+	_, err := svc.Write(ctx, closing)
+	require.Error(t, err)
+	assert.Equal(t, membership.CodeCycle, membership.ErrorCode(err))
+	assert.Equal(t, hidden, membership.ErrorMessage(err))
+	_, err = svc.Batch(ctx, membership.Batch{Writes: []membership.Write{{Op: membership.OpAdd, GroupID: "team-b", Users: []membership.User{{UID: 3}}}, closing}})
+	require.Error(t, err)
+	assert.Equal(t, membership.CodeCycle, membership.ErrorCode(err))
+	assert.Equal(t, `changes element 1 (group "team-a/c2"): `+hidden, membership.ErrorMessage(err))
+
+	_, err = svc.Write(admin, closing)
+	assert.Equal(t, membership.CycleError("team-a/c2", "team-a/c1", []string{"team-a/c1", "secret", "secret/2", "team-a/c2"}).Message,
+		membership.ErrorMessage(err), "read on every group sees the whole path")
+}

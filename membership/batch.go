@@ -91,13 +91,13 @@ func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 		}
 	}
 	var res BatchResult
-	err := s.applyChecked(ctx, b.Writes, BatchElementError, func(ws []Write) (err error) {
+	err := s.applyChecked(ctx, b.Writes, b.Idem.Key != "", BatchElementError, func(ws []Write) (err error) {
 		checked := b
 		checked.Writes = ws
 		res, err = s.store.Batch(ctx, checked)
 		return err
 	})
-	return res, err
+	return res, hideCycle(sc, err)
 }
 
 // BatchElementError returns err, an error of write i of a batch, to

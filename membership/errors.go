@@ -58,6 +58,9 @@ type Error struct {
 	// Revision goes with CodePreconditionFailed: the group's current
 	// revision.
 	Revision Revision
+	// cycle goes with CodeCycle (CycleError): what the message names, for
+	// a principal's message to name only the groups it may read.
+	cycle *cycle
 }
 
 // Error returns the message.

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"slices"
 	"strings"
@@ -158,7 +159,20 @@ type Nesting interface {
 // to parent (path[0] is child, path[len-1] is parent; both are child and
 // parent alone when they are one group).
 func CycleError(parent, child string, path []string) *Error {
-	return Errorf(CodeCycle, "adding %s to %s makes a cycle: %s > %s", child, parent, strings.Join(path, " > "), child)
+	e := Errorf(CodeCycle, "%s", cycleMessage(parent, child, path))
+	e.cycle = &cycle{parent: parent, child: child, path: path}
+	return e
+}
+
+// cycle is a CycleError's nesting of child in parent, and path, the groups
+// from child down to parent.
+type cycle struct {
+	parent, child string
+	path          []string
+}
+
+func cycleMessage(parent, child string, path []string) string {
+	return fmt.Sprintf("adding %s to %s makes a cycle: %s > %s", child, parent, strings.Join(path, " > "), child)
 }
 
 // TooDeepError returns the CodeTooDeep error of a nesting of child in

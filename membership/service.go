@@ -240,15 +240,16 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	} else if w.If.neverHolds() && w.Op != OpSetUser && w.Op != OpDeleteUser { // a user's: the store answers
 		return Result{}, s.failNever(ctx, w.GroupID)
 	}
-	if w.Op != OpReplaceGroups {
-		return s.store.Write(ctx, w)
+	if !removesSubgroups(w) {
+		res, err := s.store.Write(ctx, w)
+		return res, hideCycle(scope.Of(ctx), err)
 	}
 	var res Result
-	err := s.applyChecked(ctx, []Write{w}, nil, func(ws []Write) (err error) {
+	err := s.applyChecked(ctx, []Write{w}, w.Idem.Key != "", nil, func(ws []Write) (err error) {
 		res, err = s.store.Write(ctx, ws[0])
 		return err
 	})
-	return res, err
+	return res, hideCycle(scope.Of(ctx), err)
 }
 
 // failNever returns the CodePreconditionFailed error of a write to groupID

@@ -26,20 +26,24 @@ const (
 	NeedAdmin
 )
 
-// Authenticate serves next the requests that meet need, with the
+// ErrorWriter answers a request with an error, as WriteError does.
+type ErrorWriter func(w http.ResponseWriter, r *http.Request, err error)
+
+// AuthenticateWith serves next the requests that meet need, with the
 // principal whose credential they carry in their context (its
 // scope.Scope, which PrincipalName reads; for NeedNothing, Authenticated
 // alone) and named in their line of the access log, as rules, read once
-// per request, say: a
-// request keeps the rules it started with to its end. A credential is the
+// per request, say: a request keeps the rules it started with to its end.
+// A credential is the
 // header Authorization: Bearer <token> (the scheme in any case, as RFC
 // 9110 11.1 says), whose token is looked up in constant time; or, without
 // that header, a client certificate the TLS listener verified whose
 // subject common name is a principal's of mtls. A request without a
 // credential the rules know gets 401 unauthorized with WWW-Authenticate,
 // when need asks for one; a principal without admin gets 403 forbidden
-// for NeedAdmin.
-func Authenticate(rules func() *access.Rules, need Need, next http.Handler) http.Handler {
+// for NeedAdmin. writeError answers the refusals: the SCIM routes answer
+// them with SCIM's error schema.
+func AuthenticateWith(rules func() *access.Rules, need Need, writeError ErrorWriter, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := identify(rules(), r)
 		switch {
@@ -51,7 +55,7 @@ func Authenticate(rules func() *access.Rules, need Need, next http.Handler) http
 			return
 		case p == nil:
 			w.Header()["Www-Authenticate"] = bearerChallenge
-			WriteError(w, r, membership.Errorf(codeUnauthorized,
+			writeError(w, r, membership.Errorf(CodeUnauthorized,
 				"this request needs the header Authorization: Bearer <token>, with the token of one of the service's principals"))
 			return
 		}
@@ -59,7 +63,7 @@ func Authenticate(rules func() *access.Rules, need Need, next http.Handler) http
 		if need == NeedAdmin && !p.Scope.AllowsAll(scope.Admin) {
 			e := membership.Forbidden(p.Scope, scope.Admin, "")
 			e.Message += ": " + r.URL.Path + " is the admins'"
-			WriteError(w, r, e)
+			writeError(w, r, e)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(scope.With(r.Context(), p.Scope)))

@@ -4,7 +4,7 @@
 // the request metrics (RequestMetrics); request ids; the refusal of a path
 // not in canonical form (CanonicalPaths); the principal a request's
 // credential names, and the refusal of one without what its route needs
-// (Authenticate); and the one place that maps an error's code
+// (AuthenticateWith); and the one place that maps an error's code
 // to its status and writes its JSON body (WriteError, StatusOf), with the
 // JSON writers the handlers reply through (WriteJSON). It imports encode,
 // and no other part of httpapi; the principals are internal/access's.

@@ -15,7 +15,7 @@ import (
 const (
 	CodeInvalidHeader        membership.Code = "invalid_header"         // a header the service reads (X-Min-Revision, If-Match, If-None-Match) has a value it cannot take
 	CodeUnsupportedMediaType membership.Code = "unsupported_media_type" // the body's Content-Type is not one the service reads
-	codeUnauthorized         membership.Code = "unauthorized"           // the route needs the bearer token, and the request has not got it
+	CodeUnauthorized         membership.Code = "unauthorized"           // the route needs the bearer token, and the request has not got it
 	CodeNotFound             membership.Code = "not_found"              // no such route
 	CodeMethodNotAllowed     membership.Code = "method_not_allowed"     // the route exists, the method does not
 	CodeStarting             membership.Code = "starting"               // the service is loading its data: try again in a moment
@@ -41,7 +41,7 @@ var StatusOf = map[membership.Code]int{
 	membership.CodeTooManyChanges:         http.StatusRequestEntityTooLarge,
 	membership.CodeBodyTooLarge:           http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMediaType:              http.StatusUnsupportedMediaType,
-	codeUnauthorized:                      http.StatusUnauthorized,
+	CodeUnauthorized:                      http.StatusUnauthorized,
 	membership.CodeForbidden:              http.StatusForbidden,
 	CodeNotFound:                          http.StatusNotFound,
 	membership.CodeNotMember:              http.StatusNotFound,

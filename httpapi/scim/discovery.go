@@ -164,7 +164,7 @@ func userSchemaObject(base string) wire.Object {
 			attribute("name", "complex", "The user's name", false, false, "readWrite", "none",
 				attribute("givenName", "string", "The given name", false, false, "readWrite", "none"),
 				attribute("familyName", "string", "The family name", false, false, "readWrite", "none")),
-			attribute("displayName", "string", "The user's nickname on every route", false, true, "readWrite", "none"),
+			attribute("displayName", "string", "The user's nickname on every route", false, false, "readWrite", "none"),
 			attribute("emails", "complex", "The primary work address: one", false, false, "readWrite", "none",
 				attribute("value", "string", "The address", false, false, "readWrite", "none"),
 				attribute("type", "string", "work", false, false, "readWrite", "none"),
@@ -184,10 +184,10 @@ func groupSchemaObject(base string) wire.Object {
 		"name", "Group",
 		"description", "A group of the service: its id is its group id",
 		"attributes", []wire.Object{
-			attribute("displayName", "string", "The group's name; its id when it was not given one", true, true, "readWrite", "none"),
+			attribute("displayName", "string", "The group's name, compared exactly; its id when it was not given one", true, true, "readWrite", "none"),
 			attribute("members", "complex", "The group's direct members, users", false, false, "readWrite", "none",
-				attribute("value", "string", "A member's uid", false, true, "immutable", "none"),
-				attribute("display", "string", "A member's nickname", false, true, "readOnly", "none")),
+				attribute("value", "string", "A member's uid", false, false, "immutable", "none"),
+				attribute("display", "string", "A member's nickname", false, false, "readOnly", "none")),
 		},
 		"meta", wire.Obj("resourceType", "Schema", "location", base+"/Schemas/"+wire.GroupSchema),
 	)

@@ -125,7 +125,10 @@ func setUserAttribute(a *account.Account, path string, raw json.RawMessage) erro
 }
 
 // setName sets a's given and family names from the complex attribute
-// name; its other sub-attributes are ignored.
+// name: those it names, leaving the other (RFC 7644 3.5.2.1 and 3.5.2.3:
+// an add or a replace of a complex attribute leaves the sub-attributes
+// it does not name unchanged; a POST or a PUT starts from none). Its
+// other sub-attributes are ignored.
 func setName(a *account.Account, raw json.RawMessage) error {
 	if wire.IsNull(raw) {
 		a.GivenName, a.FamilyName = "", ""
@@ -135,7 +138,6 @@ func setName(a *account.Account, raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	a.GivenName, a.FamilyName = "", ""
 	for sub, v := range name {
 		if err := setUserAttribute(a, "name."+sub, v); err != nil {
 			return err

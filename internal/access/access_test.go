@@ -267,3 +267,27 @@ func TestWatchReloadsOnASignalAndOnAChangedFile(t *testing.T) {
 	r = <-reports
 	assert.Equal(t, report{"signal", 2, nil}, r)
 }
+
+func TestAReloadRefusedForTheModeIsTriedAgainOnceTheModeIsFixed(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows has no mode bits for others")
+	}
+	path := filepath.Join(t.TempDir(), "acl")
+	writeFile(t, path, aclOf("a <token:t1> read x"))
+	l, err := Open(Source{ACLFile: path})
+	require.NoError(t, err)
+
+	writeFile(t, path, aclOf("a <token:t2> read x"))
+	require.NoError(t, os.Chmod(path, 0o666))
+	_, err = l.Reload()
+	require.Error(t, err, "others can write it")
+	assert.False(t, l.Changed())
+
+	// The fix the error names, chmod o-w, changes neither the content nor
+	// the modification time: the poll must see it all the same.
+	require.NoError(t, os.Chmod(path, 0o644))
+	assert.True(t, l.Changed(), "a change of the mode is a change")
+	_, err = l.Reload()
+	require.NoError(t, err)
+	assert.NotNil(t, l.Rules().ByToken("t2"))
+}

@@ -194,9 +194,10 @@ func (l *Live) Reload() (int, error) {
 }
 
 // Changed reports whether a file of the rules changed since it was last
-// read: its modification time, its size, the file the name leads to (a
-// file renamed over it, a symbolic link swapped, as a Kubernetes secret
-// is), or whether it is there at all.
+// read: its modification time, its size, its mode (a file refused because
+// others could write it is read again once they cannot), the file the name
+// leads to (a file renamed over it, a symbolic link swapped, as a
+// Kubernetes secret is), or whether it is there at all.
 func (l *Live) Changed() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -224,7 +225,8 @@ func (s stamp) same(o stamp) bool {
 	if s.info == nil || o.info == nil {
 		return s.info == nil && o.info == nil
 	}
-	return s.info.ModTime().Equal(o.info.ModTime()) && s.info.Size() == o.info.Size() && os.SameFile(s.info, o.info)
+	return s.info.ModTime().Equal(o.info.ModTime()) && s.info.Size() == o.info.Size() && s.info.Mode() == o.info.Mode() &&
+		os.SameFile(s.info, o.info)
 }
 
 // Watch reloads the rules on each signal of reload (SIGHUP), and on each

@@ -80,7 +80,9 @@ func testUserLists(t *testing.T, newStore NewStore) {
 	assert.NotContains(t, one, "active")
 	assert.Equal(t, "ann", one["userName"])
 	for _, f := range []string{`userName co "a"`, `userName eq ann`, `displayName eq "x"`, `userName eq "a" or userName eq "b"`,
-		`userName eq "a" and`, `(userName eq "a")`, `userName eq "unterminated`, `userName`, longString(1025)} {
+		`userName eq "a" and`, `(userName eq "a")`, `userName eq "unterminated`, `userName`, longString(1025),
+		// RFC 7644's grammar separates the words of a filter with one space.
+		`userName  eq "a"`, ` userName eq "a"`, `userName eq "a" `, `userName eq  "a"`, `userName eq "a"  and id eq "1"`, ` `} {
 		scimError(t, s.do("GET", filtered("/scim/v2/Users", f), ""), http.StatusBadRequest, "invalidFilter")
 	}
 	refused := s.do("GET", filtered("/scim/v2/Users", `displayName eq "x"`), "").json
@@ -141,4 +143,5 @@ func testGroupLists(t *testing.T, newStore NewStore) {
 		list["Resources"].([]any)[0])
 	scimError(t, s.do("GET", filtered("/scim/v2/Groups", `userName eq "a"`), ""), http.StatusBadRequest, "invalidFilter")
 	scimError(t, s.do("GET", filtered("/scim/v2/Groups", `displayName sw "a"`), ""), http.StatusBadRequest, "invalidFilter")
+	scimError(t, s.do("GET", filtered("/scim/v2/Groups", `displayName eq "a" and  id eq "a"`), ""), http.StatusBadRequest, "invalidFilter")
 }

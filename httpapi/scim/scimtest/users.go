@@ -37,6 +37,13 @@ func testDiscovery(t *testing.T, newStore NewStore) {
 		attrs[str(a, "name")] = true
 	}
 	assert.Equal(t, map[string]bool{"displayName": true, "members": true}, attrs)
+	// caseExact as RFC 7643's core schemas have it, but for a group's
+	// displayName, which the service compares exactly.
+	assert.Equal(t, map[string]any{
+		"userName": false, "name.givenName": false, "name.familyName": false, "displayName": false,
+		"emails.value": false, "emails.type": false,
+	}, caseExact(s.must(http.StatusOK, "GET", "/scim/v2/Schemas/urn:ietf:params:scim:schemas:core:2.0:User", "").json))
+	assert.Equal(t, map[string]any{"displayName": true, "members.value": false, "members.display": false}, caseExact(group))
 	scimError(t, s.do("GET", "/scim/v2/Schemas/urn:nope", ""), http.StatusNotFound, "")
 	scimError(t, s.do("GET", "/scim/v2/ServiceProviderConfig?x=1", ""), http.StatusBadRequest, "invalidValue")
 }
@@ -125,6 +132,14 @@ func testUserPatches(t *testing.T, newStore NewStore) {
 			func(t *testing.T, u map[string]any) {
 				assert.Equal(t, map[string]any{"givenName": "Caz", "familyName": "D"}, u["name"])
 			}},
+		{"replace of a complex attribute leaves the sub-attributes it does not name", []string{`{"op":"replace","path":"name","value":{"familyName":"E"}}`},
+			func(t *testing.T, u map[string]any) {
+				assert.Equal(t, map[string]any{"givenName": "Caz", "familyName": "E"}, u["name"], "RFC 7644 3.5.2.3")
+			}},
+		{"and without a path", []string{`{"op":"Replace","value":{"name":{"familyName":"D"}}}`},
+			func(t *testing.T, u map[string]any) {
+				assert.Equal(t, map[string]any{"givenName": "Caz", "familyName": "D"}, u["name"])
+			}},
 		{"Okta's deactivation, a value without a path", []string{`{"op":"replace","value":{"active":false}}`},
 			func(t *testing.T, u map[string]any) { assert.Equal(t, false, u["active"]) }},
 		{"Entra ID's boolean as a string", []string{`{"op":"Replace","path":"active","value":"True"}`},
@@ -183,4 +198,24 @@ func longString(n int) string {
 		b[i] = 'x'
 	}
 	return string(b)
+}
+
+// caseExact returns the caseExact of each attribute of a schema that has
+// one (a string's), by its path.
+func caseExact(schema map[string]any) map[string]any {
+	out := map[string]any{}
+	var walk func(prefix string, attrs []any)
+	walk = func(prefix string, attrs []any) {
+		for _, a := range attrs {
+			attr := a.(map[string]any)
+			if c, ok := attr["caseExact"]; ok {
+				out[prefix+str(attr, "name")] = c
+			}
+			if subs, ok := attr["subAttributes"].([]any); ok {
+				walk(prefix+str(attr, "name")+".", subs)
+			}
+		}
+	}
+	walk("", schema["attributes"].([]any))
+	return out
 }

@@ -70,6 +70,8 @@ var statusOf = map[membership.Code]struct {
 	membership.CodeBodyTooLarge:           {http.StatusRequestEntityTooLarge, ""},
 	middleware.CodeUnsupportedMediaType:   {http.StatusUnsupportedMediaType, ""},
 	membership.CodeUnavailable:            {http.StatusServiceUnavailable, ""},
+	middleware.CodeUnauthorized:           {http.StatusUnauthorized, ""},
+	middleware.CodeStarting:               {http.StatusServiceUnavailable, ""},
 }
 
 // ErrorOf returns err as a SCIM error: its own, or a domain error's code

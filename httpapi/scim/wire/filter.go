@@ -49,12 +49,17 @@ func ParseFilter(s, kind string) (Filter, error) {
 			return nil, err
 		}
 		f = append(f, c)
-		p.space()
 		if p.done() {
 			return f, nil
 		}
+		if err := p.space(); err != nil {
+			return nil, err
+		}
 		if word := p.word(); !strings.EqualFold(word, "and") {
 			return nil, BadRequest(InvalidFilter, "the filter has %q where and or its end was due: the service takes comparisons with eq joined by and", word)
+		}
+		if err := p.space(); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -67,15 +72,21 @@ type filterParser struct {
 
 func (p *filterParser) done() bool { return p.i == len(p.s) }
 
-func (p *filterParser) space() {
-	for p.i < len(p.s) && p.s[p.i] == ' ' {
-		p.i++
+// space reads the one space that separates two words of a filter (RFC
+// 7644 3.4.2.2's SP): none, two, or one at the end is invalidFilter.
+func (p *filterParser) space() error {
+	if p.done() || p.s[p.i] != ' ' {
+		return BadRequest(InvalidFilter, "the filter has no space after %.60q: its words are separated by one space", p.s[:p.i])
 	}
+	p.i++
+	if p.done() || p.s[p.i] == ' ' {
+		return BadRequest(InvalidFilter, "the filter has a space too many after %.60q: its words are separated by one space, with none at its start or end", p.s[:p.i-1])
+	}
+	return nil
 }
 
 // word reads up to the next space.
 func (p *filterParser) word() string {
-	p.space()
 	start := p.i
 	for p.i < len(p.s) && p.s[p.i] != ' ' {
 		p.i++
@@ -86,6 +97,9 @@ func (p *filterParser) word() string {
 // comparison reads attr eq "value".
 func (p *filterParser) comparison(kind string) (Comparison, error) {
 	attr := p.word()
+	if attr == "" && !p.done() {
+		return Comparison{}, BadRequest(InvalidFilter, "the filter has a space where a comparison was due: its words are separated by one space, with none at its start or end")
+	}
 	if attr == "" {
 		return Comparison{}, BadRequest(InvalidFilter, "the filter ends where a comparison was due")
 	}
@@ -96,10 +110,15 @@ func (p *filterParser) comparison(kind string) (Comparison, error) {
 	if c.Attr == "members.value" {
 		c.Attr = "members"
 	}
+	if err := p.space(); err != nil {
+		return Comparison{}, err
+	}
 	if op := p.word(); !strings.EqualFold(op, "eq") {
 		return Comparison{}, BadRequest(InvalidFilter, "the filter has the operator %.20q: the service takes eq only", op)
 	}
-	p.space()
+	if err := p.space(); err != nil {
+		return Comparison{}, err
+	}
 	value, err := p.string()
 	if err != nil {
 		return Comparison{}, err
