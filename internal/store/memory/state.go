@@ -151,10 +151,8 @@ func (l *Loader) Finish(st *snap.State) {
 	}
 	for _, g := range l.indexed {
 		g.SetSubgroups(m.nest.Node(g.ID).SubgroupCount())
-		if g.Subgroups() > 0 {
-			m.nest.Node(g.ID).LoadChildrenRevision(g.Revision)
-		}
 	}
+	l.loadNodeRevisions(st.RemovedRevision)
 	m.Directory.Load(st, func(id string) *group.Group { return m.shardOf(id).groups.Get(id) })
 	m.removedRevision.Store(uint64(st.RemovedRevision))
 	m.feed.Load(st.LastRevision, st.Changes)
@@ -166,6 +164,32 @@ func (l *Loader) Finish(st *snap.State) {
 	m.reverse.StampAll(st.LastRevision)
 	m.nicknames.Load(st.Nicknames, st.NicknamesRevision, m.reverse.HasUser)
 	*l = Loader{}
+}
+
+// loadNodeRevisions gives each node of the loaded nesting the revision of
+// the latest change of its subgroups, as far as the snapshot tells it: its
+// group's, which moves with them, even when none are left; for a group
+// nested with neither members nor subgroups left, which the snapshot does
+// not hold, the last group deletion's (removed), no older than the change
+// that left it so, which is also the latest deletion of its group.
+func (l *Loader) loadNodeRevisions(removed membership.Revision) {
+	m := l.m
+	for _, g := range l.indexed {
+		if n := m.nest.Node(g.ID); n != nil {
+			n.LoadChildrenRevision(g.Revision)
+		}
+	}
+	var gone []string
+	m.nest.All(func(_, child string, _ int64) bool {
+		if m.shardOf(child).groups.Get(child) == nil {
+			gone = append(gone, child)
+		}
+		return true
+	})
+	for _, id := range gone {
+		m.nest.Node(id).LoadChildrenRevision(removed)
+		m.nest.NoteDropped(id, removed)
+	}
 }
 
 // Backup copies the whole state at one revision. Writes wait while it
