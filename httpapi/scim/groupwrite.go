@@ -203,31 +203,10 @@ func writeGroupUpdate(r *http.Request, svc services, id string, change func(acco
 func handleDeleteGroup(d Deps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := groupID(r)
-		var cond membership.Precondition
-		var given bool
-		if err == nil {
-			cond, given, err = conditions(r, d.services())
-		}
-		var write membership.Write
-		if err == nil {
-			cond.Exists = true
-			write, err = keyed(r, membership.Write{Op: membership.OpDeleteGroup, GroupID: id, If: cond})
-		}
-		var res membership.Result
-		if err == nil {
-			res, err = d.Service.Write(r.Context(), write)
-		}
-		switch {
-		case isPreconditionFailed(err) && !given:
-			err = directory.UnknownGroup(id)
-		case isPreconditionFailed(err):
-			err = preconditionFailed(wire.GroupResource)
-		}
 		if err != nil {
 			wire.WriteError(w, r, err)
 			return
 		}
-		markReplayed(w, res.Replayed)
-		w.WriteHeader(http.StatusNoContent)
+		serveDelete(d, w, r, membership.Write{Op: membership.OpDeleteGroup, GroupID: id}, directory.UnknownGroup(id), wire.GroupResource)
 	})
 }

@@ -173,31 +173,10 @@ func writeUpdate(r *http.Request, svc services, uid membership.UID, change func(
 func handleDeleteUser(d Deps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid, err := userID(r)
-		var cond membership.Precondition
-		var given bool
-		if err == nil {
-			cond, given, err = conditions(r, d.services())
-		}
-		var write membership.Write
-		if err == nil {
-			cond.Exists = true
-			write, err = keyed(r, membership.Write{Op: membership.OpDeleteUser, UIDs: []membership.UID{uid}, If: cond})
-		}
-		var res membership.Result
-		if err == nil {
-			res, err = d.Service.Write(r.Context(), write)
-		}
-		switch {
-		case isPreconditionFailed(err) && !given:
-			err = directory.UnknownUser(uid)
-		case isPreconditionFailed(err):
-			err = preconditionFailed(wire.UserResource)
-		}
 		if err != nil {
 			wire.WriteError(w, r, err)
 			return
 		}
-		markReplayed(w, res.Replayed)
-		w.WriteHeader(http.StatusNoContent)
+		serveDelete(d, w, r, membership.Write{Op: membership.OpDeleteUser, UIDs: []membership.UID{uid}}, directory.UnknownUser(uid), wire.UserResource)
 	})
 }

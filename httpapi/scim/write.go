@@ -82,3 +82,32 @@ func markReplayed(w http.ResponseWriter, replayed bool) {
 func readDocument(r *http.Request, d Deps) (map[string]json.RawMessage, error) {
 	return wire.ReadDocument(r, d.MaxBodyBytes, d.Bodies)
 }
+
+// serveDelete answers a DELETE of a resource by applying write, the
+// deletion, with the request's If-Match and Idempotency-Key, only while the
+// resource exists: 204, or unknown (its 404) when it does not and the
+// client asked for no state of it, or the 412 of kind when it did.
+func serveDelete(d Deps, w http.ResponseWriter, r *http.Request, write membership.Write, unknown error, kind string) {
+	cond, given, err := conditions(r, d.services())
+	if err == nil {
+		cond.Exists = true
+		write.If = cond
+		write, err = keyed(r, write)
+	}
+	var res membership.Result
+	if err == nil {
+		res, err = d.Service.Write(r.Context(), write)
+	}
+	switch {
+	case isPreconditionFailed(err) && !given:
+		err = unknown
+	case isPreconditionFailed(err):
+		err = preconditionFailed(kind)
+	}
+	if err != nil {
+		wire.WriteError(w, r, err)
+		return
+	}
+	markReplayed(w, res.Replayed)
+	w.WriteHeader(http.StatusNoContent)
+}
