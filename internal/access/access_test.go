@@ -247,7 +247,9 @@ func TestWatchReloadsOnASignalAndOnAChangedFile(t *testing.T) {
 		n   int
 		err error
 	}
-	reports := make(chan report)
+	// Buffered: a reload that should not have run is read, in order, as
+	// the report it is, rather than holding the watcher.
+	reports := make(chan report, 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -256,16 +258,19 @@ func TestWatchReloadsOnASignalAndOnAChangedFile(t *testing.T) {
 	}()
 	defer func() { cancel(); <-done }()
 
-	ticks <- time.Time{} // nothing changed: no reload
+	// The file is written before the tick is sent: a send returns once the
+	// watcher has the tick, before it looks at the file, so a write after
+	// it would race with that look.
 	writeFile(t, acl, aclOf("one <token:t1> read *", "two <token:t2> read *"))
 	ticks <- time.Time{}
 	r := <-reports
 	assert.Equal(t, report{"changed", 2, nil}, r)
 	assert.NotNil(t, l.Rules().ByToken("t2"))
 
-	hup <- os.Interrupt // any signal the caller relays
+	ticks <- time.Time{} // nothing changed since: no reload
+	hup <- os.Interrupt  // any signal the caller relays; sent once the tick is done
 	r = <-reports
-	assert.Equal(t, report{"signal", 2, nil}, r)
+	assert.Equal(t, report{"signal", 2, nil}, r, "the tick with nothing changed reloaded nothing")
 }
 
 func TestAReloadRefusedForTheModeIsTriedAgainOnceTheModeIsFixed(t *testing.T) {
