@@ -578,6 +578,10 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		testRevisions(t, newStore)
 	})
 
+	t.Run("not a member answers at the revision of what it reads, as a member does", func(t *testing.T) {
+		testNonMemberRevision(t, newStore(t))
+	})
+
 	t.Run("a directory write moves the reads of its user, and no other", func(t *testing.T) {
 		testDirectoryRevisions(t, newStore(t))
 	})

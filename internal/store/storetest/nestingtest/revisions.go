@@ -235,3 +235,65 @@ func testAGroupMadeByItsAttributes(t *testing.T, s store.Expiring) {
 	assert.False(t, ok)
 	assert.NotEqual(t, before, after, "2's record in top, a member before, none now")
 }
+
+// testNonMemberRevision checks that TransitiveMember answers "not a
+// member" at the revision of what it reads, as it answers a member: the
+// latest change of the nestings below the group and of the user's groups,
+// which a change that could make the user a member moves, and a change of
+// anything else below the group does not.
+func testNonMemberRevision(t *testing.T, s store.Expiring) {
+	ctx := context.Background()
+	write := func(name string, w membership.Write) membership.Revision {
+		res, err := s.Write(ctx, w)
+		require.NoError(t, err, name)
+		return res.Revision
+	}
+	add := func(group string, us ...membership.User) membership.Write {
+		return membership.Write{Op: membership.OpAdd, GroupID: group, Users: us}
+	}
+	remove := func(group string, uid membership.UID) membership.Write {
+		return membership.Write{Op: membership.OpRemove, GroupID: group, UIDs: []membership.UID{uid}}
+	}
+	// top > mid > leaf; leaf holds 2, design (outside) holds 3.
+	for _, w := range []membership.Write{
+		storetest.Nest("top", "mid"), storetest.Nest("mid", "leaf"),
+		add("leaf", membership.User{UID: 2}), add("design", membership.User{UID: 3}),
+	} {
+		write(string(w.Op), w)
+	}
+	read := func() (bool, membership.Revision) {
+		_, _, ok, rev, err := s.TransitiveMember(ctx, "top", 3)
+		require.NoError(t, err)
+		return ok, rev
+	}
+	ok, at := read()
+	require.False(t, ok, "3 is in no group below top")
+	for _, step := range []struct {
+		name   string
+		w      membership.Write
+		member bool // after the write
+		moves  bool
+	}{
+		{"another user of a group below", add("leaf", membership.User{UID: 5}), false, false},
+		{"another user's nickname below", add("leaf", membership.User{UID: 2, Nickname: "Two", HasNickname: true}), false, false},
+		{"a member of a group outside", add("junk", membership.User{UID: 9}), false, false},
+		{"a nesting outside", storetest.Nest("other", "junk"), false, false},
+		{"a nesting above", storetest.Nest("outside", "top"), false, false},
+		{"the user's group nested below", storetest.Nest("mid", "design"), true, true},
+		{"that nesting removed", storetest.NestingWrite(membership.OpRemoveGroups, "mid", "design"), false, true},
+		{"another user of a group below, again", add("mid", membership.User{UID: 6}), false, false},
+		{"the user added below", add("leaf", membership.User{UID: 3}), true, true},
+		{"the user removed below", remove("leaf", 3), false, true},
+		{"a nesting below of no one of the user's", storetest.Nest("leaf", "empty"), false, true},
+	} {
+		rev := write(step.name, step.w)
+		ok, now := read()
+		require.Equal(t, step.member, ok, "after %s, 3 is a member of top", step.name)
+		if step.moves {
+			assert.Equal(t, rev, now, "%s: the answer is at its revision", step.name)
+			at = now
+		} else {
+			assert.Equal(t, at, now, "%s leaves 3's answer in top", step.name)
+		}
+	}
+}
