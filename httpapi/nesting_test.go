@@ -260,6 +260,71 @@ func TestNestingReadsETagsMoveWithWhatTheyRead(t *testing.T) {
 		"the direct list has no ETag, and answers whatever If-None-Match says")
 }
 
+// TestTransitiveNotMemberCarriesETag follows a transitive record from a
+// member (200) to none (404 not_member): the 404 carries the ETag of the
+// revision it answers at, which If-None-Match answers with 304 while the
+// user is still no member, a write below that cannot make the user a
+// member leaves, and one that makes the user a member moves.
+func TestTransitiveNotMemberCarriesETag(t *testing.T) {
+	h := staffHandler(t)
+	// all-staff > engineering > backend (1, 2) and frontend (2, 3 "Tao");
+	// design, in no nesting, holds 3.
+	mustDo(t, h, 200, "POST", "/group-user/design", "users=[3]", nil)
+	const record = "/group-user/all-staff/3?transitive=true"
+	member := mustDo(t, h, 200, "GET", record, "", nil).Header().Get("ETag")
+	require.NotEmpty(t, member)
+
+	removed := mustDo(t, h, 200, "DELETE", "/group-user/frontend", "users=[3]", nil)
+	resp := mustDo(t, h, 404, "GET", record, "", nil)
+	assert.Equal(t, "not_member", errorCode(t, resp))
+	etag := resp.Header().Get("ETag")
+	require.NotEmpty(t, etag, "a 404 not_member carries its ETag")
+	assert.NotEqual(t, member, etag)
+	assert.True(t, strings.HasSuffix(etag, "-"+removed.Header().Get("X-Revision")+`"`),
+		"%s is the ETag of the revision of the write that made 3 no member (%s)", etag, removed.Header().Get("X-Revision"))
+	for _, method := range []string{"GET", "HEAD"} {
+		w := sendTo(h, method, record, "", map[string]string{"If-None-Match": etag})
+		assert.Equal(t, 304, w.Code, method)
+		assert.Equal(t, etag, w.Header().Get("ETag"), method)
+		assert.Empty(t, w.Body.String(), method)
+	}
+	for _, tags := range []string{member, "*", `"nope", W/` + member} {
+		w := mustDo(t, h, 404, "GET", record, "", map[string]string{"If-None-Match": tags})
+		assert.Equal(t, etag, w.Header().Get("ETag"), "If-None-Match: %s names no answer of 3's: a member or any record", tags)
+	}
+	w := mustDo(t, h, 404, "GET", record, "", map[string]string{"X-Min-Revision": latestRevision(t, h)})
+	assert.Equal(t, etag, w.Header().Get("ETag"), "X-Min-Revision reached")
+
+	for _, step := range []struct {
+		name, method, path, body string
+		member, moves            bool
+	}{
+		{"another user of a group below", "POST", "/group-user/backend", "users=[4]", false, false},
+		{"another user's nickname below", "POST", "/group-user/backend", `users=[[1,"One"]]`, false, false},
+		{"a member outside", "POST", "/group-user/unrelated", "users=[9]", false, false},
+		{"a nesting outside", "POST", "/group-group/other", `groups=["unrelated"]`, false, false},
+		{"3's group nested below", "POST", "/group-group/frontend", `groups=["design"]`, true, true},
+		{"that nesting removed", "DELETE", "/group-group/frontend", `groups=["design"]`, false, true},
+		{"another user of a group below, again", "POST", "/group-user/engineering", "users=[5]", false, false},
+		{"3 added below", "POST", "/group-user/backend", "users=[3]", true, true},
+	} {
+		mustDo(t, h, 200, step.method, step.path, step.body, nil)
+		w := sendTo(h, "GET", record, "", map[string]string{"If-None-Match": etag})
+		switch {
+		case !step.moves:
+			assert.Equal(t, 304, w.Code, "%s leaves the ETag of 3's absence: %s", step.name, w.Body.String())
+			continue
+		case step.member:
+			assert.Equal(t, 200, w.Code, "%s makes 3 a member: %s", step.name, w.Body.String())
+		default:
+			assert.Equal(t, "not_member", errorCode(t, w), step.name)
+		}
+		assert.NotEmpty(t, w.Header().Get("ETag"), step.name)
+		assert.NotEqual(t, etag, w.Header().Get("ETag"), "%s moves the ETag", step.name)
+		etag = w.Header().Get("ETag")
+	}
+}
+
 func TestTransitiveReadsWithMinRevision(t *testing.T) {
 	h := staffHandler(t)
 	rev := latestRevision(t, h)

@@ -264,7 +264,9 @@ func validateNestingRead(groupID string, opts NestingListOptions) error {
 
 // TransitiveMember returns uid's record as a transitive member of the
 // group, and a shortest path down to a group that holds it directly; see
-// Nesting.TransitiveMember.
+// Nesting.TransitiveMember. The revision is the answer's, the answer
+// CodeNotMember included: that the user is no member holds at a revision
+// as a record does, and moves with the same changes (its ETag).
 //
 // Errors: CodeInvalidGroupID, CodeNotMember, and whatever the Store
 // returns.
@@ -284,9 +286,7 @@ func (s *Service) TransitiveMember(ctx context.Context, groupID string, uid UID)
 		return Member{}, nil, 0, err
 	}
 	if !ok {
-		e := Errorf(CodeNotMember, "user %d is not a member of the group, directly or through its subgroups", uid)
-		e.Revision = rev
-		return Member{}, nil, rev, e
+		return Member{}, nil, rev, Errorf(CodeNotMember, "user %d is not a member of the group, directly or through its subgroups", uid)
 	}
 	return m, via, rev, nil
 }
