@@ -73,3 +73,46 @@ func TestAReloadedTransitiveReadIsNoOlderThanItsLatestChange(t *testing.T) {
 		assert.GreaterOrEqual(t, rev, changed)
 	})
 }
+
+// A store reloaded from its snapshot answers a transitive record, or that
+// there is none, at a revision no older than the latest change that made
+// the user a member or no member: the ETag of the other answer, from
+// before the change, never matches it.
+func TestAReloadedTransitiveRecordIsNoOlderThanItsLatestChange(t *testing.T) {
+	ctx := context.Background()
+	m := New()
+	read := func(s *Store) (bool, membership.Revision) {
+		_, _, ok, rev, err := s.TransitiveMember(ctx, "top", 3)
+		require.NoError(t, err)
+		return ok, rev
+	}
+	for _, w := range []membership.Write{
+		storetest.Nest("top", "leaf"),
+		{Op: membership.OpAdd, GroupID: "leaf", Users: []membership.User{{UID: 2}}},
+		{Op: membership.OpAdd, GroupID: "design", Users: []membership.User{{UID: 3}}},
+	} {
+		_, err := m.Write(ctx, w)
+		require.NoError(t, err)
+	}
+	for _, step := range []struct {
+		name   string
+		w      membership.Write
+		member bool
+	}{
+		{"the user added below", membership.Write{Op: membership.OpAdd, GroupID: "leaf", Users: []membership.User{{UID: 3}}}, true},
+		{"the user removed below", membership.Write{Op: membership.OpRemove, GroupID: "leaf", UIDs: []membership.UID{3}}, false},
+		{"the user's group nested below", storetest.Nest("leaf", "design"), true},
+		{"that nesting removed", storetest.NestingWrite(membership.OpRemoveGroups, "leaf", "design"), false},
+	} {
+		_, before := read(m)
+		res, err := m.Write(ctx, step.w)
+		require.NoError(t, err, step.name)
+		_, err = m.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "other", Users: []membership.User{{UID: 9}}})
+		require.NoError(t, err)
+		m = reload(t, m, 4)
+		ok, rev := read(m)
+		require.Equal(t, step.member, ok, step.name)
+		assert.Greater(t, rev, before, step.name)
+		assert.GreaterOrEqual(t, rev, res.Revision, step.name)
+	}
+}
