@@ -204,18 +204,16 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 // down to one that holds the user directly, or 404 not_member. Both carry
 // the ETag of the revision they answer at (that of the latest change of
 // the nestings below the group, and of the user's groups, ends and
-// nickname), which answers If-None-Match with 304 while the answer holds:
-// a client waiting for a user to become a member asks as cheaply as one
-// following a member's record.
+// nickname); the record's answers If-None-Match with 304. The 404 is
+// answered whole whatever If-None-Match says, as RFC 9110 has it for an
+// answer other than 2xx: a client waiting for the user to become a member
+// compares its ETag.
 func transitiveMember(w http.ResponseWriter, r *http.Request, svc *membership.Service, uid membership.UID) {
 	groupID := r.PathValue("groupID")
 	m, via, revision, err := svc.TransitiveMember(r.Context(), groupID, uid)
 	epoch := svc.Epoch()
 	if err != nil {
 		if membership.ErrorCode(err) == membership.CodeNotMember {
-			if encode.AnswerNotModifiedAbsent(w, r, epoch, revision) {
-				return
-			}
 			w.Header()["Etag"] = encode.ETag(epoch, revision)
 		}
 		middleware.WriteError(w, r, err)

@@ -50,16 +50,16 @@ func EpochHex(epoch uint64) string { return string(appendEpoch(make([]byte, 0, 1
 // revision's, compared weakly (a W/ prefix is ignored), as RFC 9110 says for
 // GET.
 func NoneMatch(r *http.Request, epoch uint64, revision membership.Revision) bool {
-	return noneMatchTag(r, ETag(epoch, revision)[0], true)
+	return noneMatchTag(r, ETag(epoch, revision)[0])
 }
 
 // noneMatchTag reports whether the request's If-None-Match names want, as
-// NoneMatch says; "*" counts when star is set.
-func noneMatchTag(r *http.Request, want string, star bool) bool {
+// NoneMatch says.
+func noneMatchTag(r *http.Request, want string) bool {
 	for _, field := range r.Header["If-None-Match"] {
 		for tag := range strings.SplitSeq(field, ",") {
 			tag = strings.TrimSpace(tag)
-			if tag == "*" && star || strings.TrimPrefix(tag, "W/") == want {
+			if tag == "*" || strings.TrimPrefix(tag, "W/") == want {
 				return true
 			}
 		}
@@ -79,25 +79,8 @@ func AnswerNotModifiedScoped(w http.ResponseWriter, r *http.Request, epoch uint6
 	if len(r.Header["If-None-Match"]) == 0 {
 		return false
 	}
-	return answerNotModified(w, r, ScopedETag(epoch, revision, tag), true)
-}
-
-// AnswerNotModifiedAbsent is AnswerNotModified for an answer that what is
-// asked for is absent: a 404 that carries the ETag of the revision it
-// answers at, for a client to ask again whether it still is. Only that
-// ETag answers 304: "*" names any current representation, and an absent
-// one has none (RFC 9110, section 13.1.2).
-func AnswerNotModifiedAbsent(w http.ResponseWriter, r *http.Request, epoch uint64, revision membership.Revision) bool {
-	if len(r.Header["If-None-Match"]) == 0 {
-		return false
-	}
-	return answerNotModified(w, r, ETag(epoch, revision), false)
-}
-
-// answerNotModified answers 304 with etag and returns true when r's
-// If-None-Match names it (noneMatchTag).
-func answerNotModified(w http.ResponseWriter, r *http.Request, etag []string, star bool) bool {
-	if !noneMatchTag(r, etag[0], star) {
+	etag := ScopedETag(epoch, revision, tag)
+	if !noneMatchTag(r, etag[0]) {
 		return false
 	}
 	w.Header()["Etag"] = etag
