@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
 	"example.com/groupmembership/membership/account"
@@ -212,7 +211,7 @@ func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 	} else {
 		for i, w := range b.Writes {
 			if st := s.localState(ctx, w); !st.unsure && failsForGood(w.If, st) {
-				return membership.BatchResult{}, memory.BatchElementError(i, w.GroupID, membership.PreconditionFailed(st.revision))
+				return membership.BatchResult{}, membership.BatchElementError(i, w.GroupID, membership.PreconditionFailed(st.revision))
 			}
 		}
 		if len(b.Writes) == 0 && s.caughtUp(ctx) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/internal/store/wal/record"
 	"example.com/groupmembership/membership"
 )
@@ -96,14 +95,14 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 			c.Writes[i].If.Revisions, err = pendingRevisions(w.If.Revisions, rev)
 		}
 		if err != nil {
-			return membership.BatchResult{}, memory.BatchElementError(i, w.GroupID, err)
+			return membership.BatchResult{}, membership.BatchElementError(i, w.GroupID, err)
 		}
 	}
 	if i, ok := nestingToCheck(b.Writes); ok {
 		w := b.Writes[i]
 		w.If, w.MaxDepth = membership.Precondition{}, b.MaxDepth
 		if _, _, err := d.mem.Check(w); err != nil {
-			return membership.BatchResult{}, memory.BatchElementError(i, w.GroupID, err) // as memory's Batch refuses it
+			return membership.BatchResult{}, membership.BatchElementError(i, w.GroupID, err) // as memory's Batch refuses it
 		}
 	}
 	r := d.commitHolding(c, release)

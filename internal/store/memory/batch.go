@@ -2,8 +2,6 @@ package memory
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -52,7 +50,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	var sbuf [1]uint64
 	defer m.unlockShards(m.lockShards(len(ids), func(i int) string { return ids[i] }, false, sbuf[:]))
 	groups := make(map[string]*group.Group, len(b.Writes))
-	if err := m.checkBatch(b.Writes, groups); err != nil {
+	if err := batch.Check(batchStore{m}, b.Writes, groups); err != nil {
 		return membership.BatchResult{}, err
 	}
 	// A TTL counts from the very time the batch's change carries, as a
@@ -84,7 +82,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 	if len(subs) == 0 {
 		a.Nicknames().Release()
 		m.reverse.Unlock(locked)
-		return atRevision(results, m.LatestRevision()), nil
+		return batch.AtRevision(results, m.LatestRevision()), nil
 	}
 	rev := a.Nicknames().Record(&m.feed, membership.Change{Op: membership.OpBatch, Changes: subs}, st)
 	m.reverse.UnlockAt(locked, rev)
@@ -98,7 +96,7 @@ func (m *Store) batch(b membership.Batch) (membership.BatchResult, error) {
 			m.revise(g, rev)
 		}
 	}
-	return atRevision(results, rev), nil
+	return batch.AtRevision(results, rev), nil
 }
 
 // batchGroups returns the ids of the groups the writes of a batch change,
@@ -117,15 +115,6 @@ func (m *Store) batchGroups(ws []membership.Write, nests bool) []string {
 		}
 	}
 	return ids
-}
-
-// atRevision returns the result of a batch whose writes' results are
-// results, at rev.
-func atRevision(results []membership.Result, rev membership.Revision) membership.BatchResult {
-	for i := range results {
-		results[i].Revision = rev
-	}
-	return membership.BatchResult{Results: results, Revision: rev}
 }
 
 // createBatchGroups creates the groups a batch's writes add users,
@@ -196,7 +185,7 @@ type nestedWrite struct {
 
 // batchNesting applies the nesting writes of b, and the nestings its group
 // deletions end, in order, all or, when one is refused, none (its error
-// naming the write, as BatchElementError does), and returns what each
+// naming the write, as membership.BatchElementError does), and returns what each
 // write did. The caller holds nestMu and the shards of the
 // groups b changes.
 func (m *Store) batchNesting(b membership.Batch, commit time.Time) ([]nestedWrite, error) {
@@ -208,7 +197,7 @@ func (m *Store) batchNesting(b membership.Batch, commit time.Time) ([]nestedWrit
 			res, c, err := m.nest.Apply(w, b.MaxDepth, commit)
 			if err != nil {
 				m.nest.Rollback()
-				return nil, BatchElementError(i, w.GroupID, err)
+				return nil, membership.BatchElementError(i, w.GroupID, err)
 			}
 			out[i] = nestedWrite{res: res, change: c}
 			if c.Op != "" {
@@ -227,56 +216,18 @@ func (m *Store) batchNesting(b membership.Batch, commit time.Time) ([]nestedWrit
 	return out, nil
 }
 
-// checkBatch puts in groups the groups ws write to (nil: a group with no
-// members), and returns the error of the first write that a batch does
-// not take, whose precondition does not hold or that adds an inactive
-// user, or CodeTooManyChanges
-// when the batch's replaces and deletions hold more members than a batch
-// may remove. The caller holds the groups' shards.
-func (m *Store) checkBatch(ws []membership.Write, groups map[string]*group.Group) error {
-	removals := 0 // the members the batch's replaces and deletions hold
-	for i, w := range ws {
-		switch {
-		case w.Op == membership.OpAdd, w.Op == membership.OpRemove, w.Op == membership.OpReplace, w.Op == membership.OpDeleteGroup,
-			membership.IsNestingOp(w.Op) && w.Op != membership.OpExpireGroups, w.Op == membership.OpSetGroup && w.Group != nil:
-		default:
-			return fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
-		}
-		g, seen := groups[w.GroupID]
-		if !seen {
-			g = m.shardOf(w.GroupID).groups.Get(w.GroupID)
-			groups[w.GroupID] = g
-		}
-		if err := m.check(g, w.If); err != nil {
-			return BatchElementError(i, w.GroupID, err)
-		}
-		if w.Op == membership.OpAdd || w.Op == membership.OpReplace {
-			if err := m.Directory.RefuseInactive(w.Users); err != nil {
-				return BatchElementError(i, w.GroupID, err)
-			}
-		}
-		if g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
-			removals += g.Members.Len()
-		}
-	}
-	if removals > membership.MaxBatchRemovals {
-		return membership.Errorf(membership.CodeTooManyChanges,
-			"the batch's replace and delete_group changes hold up to %d members in all, more than %d that one batch may remove: "+
-				"delete large groups on their own (DELETE /groups/{groupID}); nothing was changed", removals, membership.MaxBatchRemovals)
-	}
-	return nil
+// batchStore is what batch.Check reads a batch's groups through: the
+// store, whose shards of the batch's groups the caller holds.
+type batchStore struct{ m *Store }
+
+func (b batchStore) Group(groupID string) *group.Group {
+	return b.m.shardOf(groupID).groups.Get(groupID)
 }
 
-// BatchElementError returns err, an error of write i of a batch, to
-// groupID, naming the write in its message: "changes element i" (the
-// index in the request's changes). A *membership.Error keeps its code and
-// fields.
-func BatchElementError(i int, groupID string, err error) error {
-	var e *membership.Error
-	if errors.As(err, &e) {
-		named := *e
-		named.Message = fmt.Sprintf("changes element %d (group %q): %s", i, groupID, e.Message)
-		return &named
-	}
-	return fmt.Errorf("changes element %d (group %q): %w", i, groupID, err)
+func (b batchStore) Check(g *group.Group, cond membership.Precondition) error {
+	return b.m.check(g, cond)
+}
+
+func (b batchStore) RefuseInactive(users []membership.User) error {
+	return b.m.Directory.RefuseInactive(users)
 }

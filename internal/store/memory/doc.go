@@ -15,8 +15,9 @@
 //   - expiring: the expirer's side of the store (Store embeds its Queue):
 //     the memberships and nestings due, and a round of them applied, through
 //     the seam of expiring.go;
-//   - batch: the membership writes of a batch (and a group's attributes)
-//     applied to their groups, one after another, with every lock held;
+//   - batch: a batch's writes checked against their groups, and its
+//     membership writes (and a group's attributes) applied to them, one
+//     after another, with every lock held;
 //   - directory: the accounts and the groups' attributes (Store embeds
 //     its Directory): their writes applied with every lock held, and
 //     their reads, through the seam of directory.go; and the removal of a
@@ -86,7 +87,7 @@
 //     users it changed their revision), so that each user's groups change
 //     in the order of the revisions. UserGroups holds one for reading
 //     (Index.RLock).
-//  5. groupNumbers.mu: the ids of the groups' slots (group.Table), which
+//  5. groupNumbers (group.Numbers): the ids of the groups' slots (group.Table), which
 //     give the groups their numbers, and the groups' unnested revisions.
 //     A change takes it with its shard held, to give a group a slot or
 //     free one, or to note a group's unnested revision, but never with a

@@ -33,8 +33,8 @@ func (e expiringStore) LockGroups(n int, idOf func(i int) string) ([]*group.Grou
 
 func (e expiringStore) GroupName(n uint32) string {
 	m := e.m
-	m.groupNumbers.mu.RLock()
-	defer m.groupNumbers.mu.RUnlock()
+	m.groupNumbers.RLock()
+	defer m.groupNumbers.RUnlock()
 	if g := m.groups.At(n); g != nil {
 		return g.ID // "" for a free slot
 	}

@@ -282,10 +282,10 @@ func (m *Store) add(groupID string, users []membership.User, cond membership.Pre
 // newGroup creates the group groupID in s, which the caller holds. It has
 // no members yet: the caller adds some before it lets go of s.
 func (m *Store) newGroup(s *shard, groupID string) *group.Group {
-	m.groupNumbers.mu.Lock()
+	m.groupNumbers.Lock()
 	g := s.groups.Add(groupID)
-	m.groupNumbers.given(g.Number)
-	m.groupNumbers.mu.Unlock()
+	m.groupNumbers.Given(g.Number)
+	m.groupNumbers.Unlock()
 	m.counts.groups.Add(1)
 	m.indexMu.Lock()
 	m.index.Insert(g)
@@ -295,7 +295,7 @@ func (m *Store) newGroup(s *shard, groupID string) *group.Group {
 
 // revise gives g the revision rev of its change. A group made by it (it
 // has no revision yet) is in no nesting since then: a read of it in no
-// nesting answers at rev at least (groupNumbers.unnested). The caller
+// nesting answers at rev at least (group.Numbers). The caller
 // holds g's shard, and no reverse shard.
 func (m *Store) revise(g *group.Group, rev membership.Revision) {
 	if g.Revision == 0 {
@@ -317,9 +317,9 @@ func (m *Store) dropGroup(s *shard, g *group.Group, rev membership.Revision) {
 	m.nest.NoteDropped(g.ID, rev)
 	// g is zeroed: a transitive read that kept it (package transitive)
 	// sees it changed.
-	m.groupNumbers.mu.Lock()
+	m.groupNumbers.Lock()
 	s.groups.Remove(g)
-	m.groupNumbers.mu.Unlock()
+	m.groupNumbers.Unlock()
 }
 
 // storeMax stores v in a unless a holds more already: groups dropped in
@@ -466,7 +466,7 @@ func (m *Store) UserGroups(_ context.Context, uid membership.UID, opts membershi
 	m.reverse.RLock(uid)
 	// While uid's reverse shard is locked, no group of uid can be emptied,
 	// so none of these numbers can be freed and given to another group.
-	m.groupNumbers.mu.RLock()
+	m.groupNumbers.RLock()
 	m.reverse.GroupsOf(uid, func(n uint32) {
 		id := m.groups.At(n).ID
 		if opts.Within != nil && !opts.Within.Contains(id) {
@@ -477,7 +477,7 @@ func (m *Store) UserGroups(_ context.Context, uid membership.UID, opts membershi
 			page.Add(id)
 		}
 	})
-	m.groupNumbers.mu.RUnlock()
+	m.groupNumbers.RUnlock()
 	m.reverse.RUnlock(uid)
 	list(total, slices.Values(page.Sorted()))
 	return nil

@@ -1,51 +1,14 @@
 package memory
 
 import (
-	"sync"
-
+	"example.com/groupmembership/internal/store/memory/group"
 	"example.com/groupmembership/membership"
 )
 
-// groupNumbers guards the ids of the groups' slots (group.Table): a
-// group's number is its slot's, and the reverse index and the due set name
-// a group by its number, so that the readers of a number's id (a user's
-// groups, the expirer) read it under mu, while a group is given a slot, or
-// its slot freed, under mu and its shard's lock.
-type groupNumbers struct {
-	// mu guards the ids of the slots and unnested.
-	mu sync.RWMutex
-	// unnested are, by group number, the revisions of the changes that
-	// made each group, or later left it in no nesting (its node gone)
-	// while it had members: the revision of its ancestors and subgroups
-	// from then on, when it is in none (0, or past its end: none since it
-	// was loaded). A slot given to a group (given) resets its number's.
-	unnested []membership.Revision
-}
-
-// given notes that the group numbered n was just made, in a slot that may
-// have held another group. The caller holds mu.
-func (g *groupNumbers) given(n uint32) {
-	if int(n) < len(g.unnested) {
-		g.unnested[n] = 0
-	}
-}
+// groupNumbers are the store's group.Numbers: the lock of the ids of the
+// groups' slots, and the groups' unnested revisions.
+type groupNumbers struct{ group.Numbers }
 
 // setUnnested notes that the change rev left the group numbered n in no
-// nesting. The caller holds the group's shard.
-func (g *groupNumbers) setUnnested(n uint32, rev membership.Revision) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if int(n) >= len(g.unnested) {
-		g.unnested = append(g.unnested, make([]membership.Revision, int(n)+1-len(g.unnested))...)
-	}
-	g.unnested[n] = rev
-}
-
-// unnestedOf returns the revision of the change that left the group
-// numbered n in no nesting (0: none). The caller holds mu.
-func (g *groupNumbers) unnestedOf(n uint32) membership.Revision {
-	if int(n) < len(g.unnested) {
-		return g.unnested[n]
-	}
-	return 0
-}
+// nesting (group.Numbers.SetUnnested). The caller holds the group's shard.
+func (g *groupNumbers) setUnnested(n uint32, rev membership.Revision) { g.SetUnnested(n, rev) }

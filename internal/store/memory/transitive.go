@@ -42,9 +42,9 @@ func (t transitiveStore) Group(i int, groupID string) *group.Group {
 }
 
 func (t transitiveStore) Unnested(g *group.Group) membership.Revision {
-	t.m.groupNumbers.mu.RLock()
-	defer t.m.groupNumbers.mu.RUnlock()
-	return t.m.groupNumbers.unnestedOf(g.Number)
+	t.m.groupNumbers.RLock()
+	defer t.m.groupNumbers.RUnlock()
+	return t.m.groupNumbers.UnnestedOf(g.Number)
 }
 
 func (t transitiveStore) GroupsOfUsers(n int, uidOf func(i int) membership.UID, fn func(i int, groupID string)) membership.Revision {
@@ -52,8 +52,8 @@ func (t transitiveStore) GroupsOfUsers(n int, uidOf func(i int) membership.UID, 
 	var buf [4]uint64
 	locked := m.reverse.RLockAll(n, uidOf, buf[:])
 	defer m.reverse.RUnlockAll(locked)
-	m.groupNumbers.mu.RLock()
-	defer m.groupNumbers.mu.RUnlock()
+	m.groupNumbers.RLock()
+	defer m.groupNumbers.RUnlock()
 	for i := range n {
 		m.reverse.GroupsOf(uidOf(i), func(number uint32) { fn(i, m.groups.At(number).ID) })
 	}
@@ -64,17 +64,17 @@ func (t transitiveStore) UserGroups(uid membership.UID, fn func(groupID string, 
 	m := t.m
 	m.reverse.RLock(uid)
 	defer m.reverse.RUnlock(uid)
-	m.groupNumbers.mu.RLock()
-	defer m.groupNumbers.mu.RUnlock()
-	m.reverse.GroupsOf(uid, func(n uint32) { fn(m.groups.At(n).ID, m.groupNumbers.unnestedOf(n)) })
+	m.groupNumbers.RLock()
+	defer m.groupNumbers.RUnlock()
+	m.reverse.GroupsOf(uid, func(n uint32) { fn(m.groups.At(n).ID, m.groupNumbers.UnnestedOf(n)) })
 	return m.reverse.GroupsRevision(uid)
 }
 
 func (t transitiveStore) HoldUser(uid membership.UID) ([]string, membership.Revision) {
 	m := t.m
 	m.reverse.RLock(uid)
-	m.groupNumbers.mu.RLock()
-	defer m.groupNumbers.mu.RUnlock()
+	m.groupNumbers.RLock()
+	defer m.groupNumbers.RUnlock()
 	var ids []string
 	m.reverse.GroupsOf(uid, func(n uint32) { ids = append(ids, m.groups.At(n).ID) })
 	return ids, m.reverse.UserRevision(uid)

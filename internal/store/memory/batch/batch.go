@@ -1,11 +1,14 @@
-// Package batch applies the membership writes of a batch (membership.Batch)
-// to their groups, one after another, with every lock they need held: what
+// Package batch checks the writes of a batch (membership.Batch) against
+// their groups (Check: the ops a batch takes, each precondition, inactive
+// users, the members it may remove) and applies its membership writes to
+// their groups, one after another, with every lock they need held: what
 // each changes in a group, the reverse index, the due set and the
 // nicknames. The store holds the locks, applies the batch's nesting, and
 // records the batch's change.
 package batch
 
 import (
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -175,4 +178,66 @@ func Users(ws []membership.Write, groups map[string]*group.Group) func(yield fun
 			}
 		}
 	}
+}
+
+// Store is what Check reads a batch's groups through: the store, whose
+// shards of the groups the caller holds.
+type Store interface {
+	// Group returns the group groupID (nil: one with no members).
+	Group(groupID string) *group.Group
+	// Check returns the error of a write whose precondition cond does
+	// not hold for g.
+	Check(g *group.Group, cond membership.Precondition) error
+	// RefuseInactive returns the error of an add of users when one of
+	// them is inactive.
+	RefuseInactive(users []membership.User) error
+}
+
+// Check puts in groups the groups ws write to (nil: a group with no
+// members), and returns the error of the first write that a batch does
+// not take, whose precondition does not hold or that adds an inactive
+// user, or CodeTooManyChanges
+// when the batch's replaces and deletions hold more members than a batch
+// may remove. The caller holds the groups' shards, which s reads.
+func Check(s Store, ws []membership.Write, groups map[string]*group.Group) error {
+	removals := 0 // the members the batch's replaces and deletions hold
+	for i, w := range ws {
+		switch {
+		case w.Op == membership.OpAdd, w.Op == membership.OpRemove, w.Op == membership.OpReplace, w.Op == membership.OpDeleteGroup,
+			membership.IsNestingOp(w.Op) && w.Op != membership.OpExpireGroups, w.Op == membership.OpSetGroup && w.Group != nil:
+		default:
+			return fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
+		}
+		g, seen := groups[w.GroupID]
+		if !seen {
+			g = s.Group(w.GroupID)
+			groups[w.GroupID] = g
+		}
+		if err := s.Check(g, w.If); err != nil {
+			return membership.BatchElementError(i, w.GroupID, err)
+		}
+		if w.Op == membership.OpAdd || w.Op == membership.OpReplace {
+			if err := s.RefuseInactive(w.Users); err != nil {
+				return membership.BatchElementError(i, w.GroupID, err)
+			}
+		}
+		if g != nil && (w.Op == membership.OpReplace || w.Op == membership.OpDeleteGroup) {
+			removals += g.Members.Len()
+		}
+	}
+	if removals > membership.MaxBatchRemovals {
+		return membership.Errorf(membership.CodeTooManyChanges,
+			"the batch's replace and delete_group changes hold up to %d members in all, more than %d that one batch may remove: "+
+				"delete large groups on their own (DELETE /groups/{groupID}); nothing was changed", removals, membership.MaxBatchRemovals)
+	}
+	return nil
+}
+
+// AtRevision returns the result of a batch whose writes' results are
+// results, at rev.
+func AtRevision(results []membership.Result, rev membership.Revision) membership.BatchResult {
+	for i := range results {
+		results[i].Revision = rev
+	}
+	return membership.BatchResult{Results: results, Revision: rev}
 }

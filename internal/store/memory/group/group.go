@@ -2,10 +2,12 @@
 // their expiries, its revision and its number in the reverse index, and
 // how its members change, in the reverse index and the due set too), the
 // table of a shard's groups (Table: their slots, which number them, found
-// by id), and the index of the groups that have members, in order of their
-// ids (Index), for pages of groups.
+// by id), the lock of the slots' ids with the groups' unnested revisions
+// (Numbers), and the index of the groups that have members, in order of
+// their ids (Index), for pages of groups.
 //
-// None has a lock: the store's locks guard them (see package memory).
+// None but Numbers has a lock: the store's locks guard them (see package
+// memory).
 package group
 
 import (

@@ -21,8 +21,7 @@ import (
 //
 // The shard's lock guards a Table, but for what Tables.At reads: the
 // pages, which it reads with an atomic load, and a slot's ID, which the
-// caller keeps from changing otherwise (see package memory: the group
-// numbers' lock).
+// caller keeps from changing otherwise (Numbers' lock).
 type Table struct {
 	shard, shards uint32
 	seed          maphash.Seed
