@@ -129,6 +129,9 @@ func (g *Graph) addAbove(p, c *Node) {
 	}
 	g.touch(c, changedAbove)
 	for _, d := range gaining[1:] {
+		if d.lazy {
+			continue
+		}
 		if d.up.seen != gains {
 			g.addExtras(d, gain) // its up has what it had
 		}
@@ -151,12 +154,25 @@ func (g *Graph) gainers(c *Node, gain []*Node, gains, kept uint64) (gaining, oth
 	c.seen = gains
 	gaining, others = append(g.walk[0][:0], c), g.walk[1][:0]
 	for i := 0; i < len(gaining); i++ {
+		if gaining[i].eagerBelow == 0 {
+			continue // every group below it is lazy
+		}
 		for _, e := range gaining[i].Children {
 			d := e.Node
 			if d.seen == gains || d.seen == kept {
 				continue
 			}
 			g.steps++
+			if d.lazy {
+				// It gains through its one parent what that gains,
+				// untouched; what is below it is walked only when it
+				// holds a node that is not lazy.
+				if d.eagerBelow > 0 {
+					d.seen = gains
+					gaining = append(gaining, d)
+				}
+				continue
+			}
 			// A node whose ancestors are all through its up lacks what
 			// its up lacks.
 			if d.up.seen == gains && len(d.extra) == 0 || lacksAny(d, gain) {
@@ -251,8 +267,11 @@ func (g *Graph) removeAbove(c *Node) {
 	// levels[h] are the nodes to look at whose highest is c's + h.
 	var levels [][]*Node
 	queue := func(n *Node) {
+		if n.eagerBelow == 0 {
+			return // every group below it is lazy
+		}
 		for _, e := range n.Children {
-			if d := e.Node; d.seen != queued {
+			if d := e.Node; d.seen != queued && (!d.lazy || d.eagerBelow > 0) {
 				d.seen = queued
 				h := int(d.highest - c.highest)
 				for len(levels) <= h {
@@ -267,7 +286,9 @@ func (g *Graph) removeAbove(c *Node) {
 		for _, d := range levels[h] {
 			if g.forget(d, lost, losing) {
 				d.seen = losing
-				g.touch(d, changedAbove)
+				if !d.lazy {
+					g.touch(d, changedAbove)
+				}
 				queue(d)
 			}
 		}
@@ -281,6 +302,9 @@ func (g *Graph) removeAbove(c *Node) {
 // and holds nothing of its own. One it still reaches, which its up no
 // longer has, goes to its extra.
 func (g *Graph) forget(d *Node, lost []*Node, losing uint64) bool {
+	if d.lazy {
+		return true // its one parent lost some; it is not touched
+	}
 	if len(d.Parents) == 1 && len(d.extra) == 0 {
 		g.steps++
 		return d.up.seen == losing

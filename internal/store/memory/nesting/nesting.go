@@ -54,6 +54,11 @@ type Node struct {
 	// pend is 1 + the index of the node's entry among the graph's pending
 	// changes, 0 when it has none (touch).
 	pend int32
+	// lazy is set when the node takes the revision of its ancestors from
+	// its one parent; eagerBelow counts the nodes that are not lazy below
+	// it through lazy ones (lazy.go).
+	lazy       bool
+	eagerBelow int32
 	// seen is what the latest walk of a change found of the node: a walk
 	// takes marks of its own from the graph's epoch. Only a writer walks.
 	seen uint64
@@ -319,7 +324,9 @@ func (g *Graph) Set(parent, child string, at int64) (old int64, existed bool) {
 		g.record(func() { g.Set(parent, child, old) })
 		return old, true
 	}
+	g.eager(c)
 	p.Children = slices.Insert(p.Children, i, Edge{Node: c, At: at})
+	g.addEager(p, 1)
 	j, _ := search(c.Parents, parent)
 	c.Parents = slices.Insert(c.Parents, j, Edge{Node: p, At: at})
 	g.edges++
@@ -360,7 +367,9 @@ func (g *Graph) unlink(p, c *Node) (at int64, existed bool) {
 		return 0, false
 	}
 	at = p.Children[i].At
+	g.eager(c)
 	p.Children = slices.Delete(p.Children, i, i+1)
+	g.addEager(p, -1)
 	j, _ := search(c.Parents, p.ID)
 	c.Parents = slices.Delete(c.Parents, j, j+1)
 	g.edges--

@@ -394,6 +394,17 @@ func TestRandomChangesKeepAncestorsRevisionsAndDepthsExact(t *testing.T) {
 			g.Commit()
 		}
 		g.Stamp(rev)
+		for _, n := range g.nodes {
+			want := int32(0)
+			for _, e := range n.Children {
+				want += e.Node.eagerCount()
+			}
+			require.Equal(t, want, n.eagerBelow, "revision %d: the groups below %s that are not lazy", rev, n.ID)
+			if n.lazy {
+				require.Len(t, n.Parents, 1, "revision %d: %s is lazy", rev, n.ID)
+				require.Same(t, n.Parents[0].Node, n.up, "revision %d: %s is lazy", rev, n.ID)
+			}
+		}
 		for _, id := range ids {
 			now := walk(id, up)
 			require.Equal(t, now, ancestors(g, id), "revision %d: the ancestors of %s", rev, id)
@@ -419,26 +430,37 @@ func TestRandomChangesKeepAncestorsRevisionsAndDepthsExact(t *testing.T) {
 	}
 }
 
-// A hub that holds n groups and is in n groups: nesting all its parents in
-// one group, and taking the hub out of every nesting, each cost steps that
-// grow with n, not with n times n (each nesting walked every group below
-// the hub once).
+// A hub that holds n groups and is in n groups: nesting the hub in its
+// parents, nesting all its parents in one group, and taking the hub out of
+// every nesting, each cost steps that grow with n, not with n times n
+// (each nesting walked every group below the hub, or every parent of it).
 func TestNestingAroundAHubIsLinear(t *testing.T) {
 	const n = 1000
 	g := New()
 	for i := range n {
 		g.Set("hub", fmt.Sprintf("child%04d", i), 0)
-		g.Set(fmt.Sprintf("parent%04d", i), "hub", 0)
 	}
+	g.Stamp(1)
 	start := g.Steps()
+	for i := range n {
+		require.NoError(t, g.Check(fmt.Sprintf("parent%04d", i), "hub", 32))
+		g.Set(fmt.Sprintf("parent%04d", i), "hub", 0)
+		g.Stamp(membership.Revision(2 + i))
+	}
+	assert.Less(t, g.Steps()-start, int64(20*n), "steps to nest the hub in %d parents", n)
+	assert.Equal(t, membership.Revision(1+n), g.Node("child0000").AncestorsRevision())
+
+	start = g.Steps()
 	for i := range n {
 		require.NoError(t, g.Check("top", fmt.Sprintf("parent%04d", i), 32))
 		g.Set("top", fmt.Sprintf("parent%04d", i), 0)
 	}
+	g.Stamp(membership.Revision(2 + n))
 	assert.Less(t, g.Steps()-start, int64(20*n), "steps to nest the hub's %d parents in one group", n)
 	assert.Equal(t, 3, g.Node("top").Deepest())
 	assert.Equal(t, 3, g.Node("child0000").Highest())
 	assert.Len(t, ancestors(g, "child0000"), n+2)
+	assert.Equal(t, membership.Revision(2+n), g.Node("child0000").AncestorsRevision())
 
 	start = g.Steps()
 	assert.Len(t, g.Unnest("hub"), n)

@@ -66,6 +66,9 @@ func (g *Graph) Stamp(rev membership.Revision) (gone []string) {
 		}
 		if p.what&changedAbove != 0 {
 			n.above = rev
+			if len(n.Parents) == 1 && g.nodes[n.ID] == n {
+				g.setLazy(n, true)
+			}
 		}
 		if g.nodes[n.ID] != n {
 			gone = append(gone, n.ID)
@@ -116,15 +119,6 @@ func (n *Node) ParentsRevision() membership.Revision {
 		return 0
 	}
 	return n.parents
-}
-
-// AncestorsRevision returns the revision of the latest change of the
-// groups above n.
-func (n *Node) AncestorsRevision() membership.Revision {
-	if n == nil {
-		return 0
-	}
-	return n.above
 }
 
 // Dropped returns the revision of the latest deletion of n's group, 0 when
