@@ -75,27 +75,44 @@ func (n *Node) deleteExtra(a *Node) {
 	}
 }
 
-// addAbove gives c, just nested in p, and below, every node below c, p
-// and every node above p. A node whose up is c or below it has them
-// through up: it only gives up those it held itself. Any other has them
-// added to its extra, but those it had. c takes p for its up when it had
-// no parent, or when p brings more ancestors than c had (they are then
-// shared, and what c had is its extra).
-func (g *Graph) addAbove(p, c *Node, below []*Node) {
-	if c.up == nil && len(below) == 0 {
-		c.up = p // a group nested for the first time, with no subgroups
-		return
-	}
+// marks returns k marks for a walk, none of which a node has yet.
+func (g *Graph) marks(k uint64) uint64 {
+	g.epoch += k
+	return g.epoch - k + 1
+}
+
+// addAbove gives c, just nested in p, and every node below c, p and every
+// node above p, and touches each node whose ancestors it changed. Only
+// what c did not have yet (gain) is new to any node, and only to a node
+// below one that gains: a walk from c down through the nodes that gain
+// finds them, on the ancestors as they were, and stops where a node had
+// all of gain. Then c takes gain; a node that gains takes it through its
+// up when its up gains too, else in its extra; and a node whose up gains
+// drops from its extra what it now has through up.
+func (g *Graph) addAbove(p, c *Node) {
 	above := ancestorList(p)
-	region := make(map[*Node]bool, len(below)+1)
-	region[c] = true
-	for _, d := range below {
-		region[d] = true
+	var gain []*Node
+	for _, a := range above {
+		if !c.IsAbove(a) {
+			gain = append(gain, a)
+		}
 	}
+	g.steps += int64(len(above))
+	if len(gain) == 0 {
+		return // c had them all, and so had every node below it
+	}
+	inGain, kept, gains := g.marks(3), g.epoch-1, g.epoch
+	for _, a := range gain {
+		a.seen = inGain
+	}
+	gaining, others := g.gainers(c, gain, gains, kept)
+	defer g.keepWalk(gaining, others)
 	switch had := c.AncestorCount(); {
 	case c.up == nil:
-		c.up = p
+		c.up = p // c had no parent: gain is all of above
 	case len(above) > had:
+		// p brings more than c had: they are shared, and what c had is
+		// its extra.
 		var old []*Node
 		c.Ancestors(func(a *Node) { old = append(old, a) })
 		c.up, c.extra = p, nil
@@ -106,27 +123,100 @@ func (g *Graph) addAbove(p, c *Node, below []*Node) {
 		}
 		g.steps += int64(len(above) + had)
 	default:
-		g.addExtras(c, above)
+		for _, a := range gain {
+			c.addExtra(a)
+		}
 	}
-	for _, d := range below {
-		g.steps++
-		if !region[d.up] {
-			g.addExtras(d, above)
+	g.touch(c, changedAbove)
+	for _, d := range gaining[1:] {
+		if d.lazy {
 			continue
 		}
-		// d has above through its up now: none in its extra.
-		if len(d.extra) <= len(above) {
-			for a := range d.extra {
-				if a == p || p.IsAbove(a) {
-					d.deleteExtra(a)
-				}
+		if d.up.seen != gains {
+			g.addExtras(d, gain) // its up has what it had
+		}
+		g.touch(d, changedAbove)
+	}
+	for _, list := range [][]*Node{gaining[1:], others} {
+		for _, d := range list {
+			if d.up.seen == gains && len(d.extra) > 0 {
+				d.dropExtras(inGain, gain)
+				g.steps += int64(min(len(d.extra), len(gain)))
 			}
-		} else {
-			for _, a := range above {
+		}
+	}
+}
+
+// gainers returns c and every node below it that lacks any of gain, each
+// after a parent of it, marked gains; and the other nodes among their
+// children, marked kept, which lack none.
+func (g *Graph) gainers(c *Node, gain []*Node, gains, kept uint64) (gaining, others []*Node) {
+	c.seen = gains
+	gaining, others = append(g.walk[0][:0], c), g.walk[1][:0]
+	for i := 0; i < len(gaining); i++ {
+		if gaining[i].eagerBelow == 0 {
+			continue // every group below it is lazy
+		}
+		for _, e := range gaining[i].Children {
+			d := e.Node
+			if d.seen == gains || d.seen == kept {
+				continue
+			}
+			g.steps++
+			if d.lazy {
+				// It gains through its one parent what that gains,
+				// untouched; what is below it is walked only when it
+				// holds a node that is not lazy.
+				if d.eagerBelow > 0 {
+					d.seen = gains
+					gaining = append(gaining, d)
+				}
+				continue
+			}
+			// A node whose ancestors are all through its up lacks what
+			// its up lacks.
+			if d.up.seen == gains && len(d.extra) == 0 || lacksAny(d, gain) {
+				d.seen = gains
+				gaining = append(gaining, d)
+			} else {
+				d.seen = kept
+				others = append(others, d)
+			}
+		}
+	}
+	return gaining, others
+}
+
+// keepWalk keeps the lists of a walk, emptied, for the next one.
+func (g *Graph) keepWalk(gaining, others []*Node) {
+	clear(gaining)
+	clear(others)
+	g.walk = [2][]*Node{gaining[:0], others[:0]}
+}
+
+// lacksAny reports whether any of gain is not above d.
+func lacksAny(d *Node, gain []*Node) bool {
+	for _, a := range gain {
+		if !d.IsAbove(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropExtras takes out of d's extra each of gain, whose nodes are marked
+// inGain.
+func (d *Node) dropExtras(inGain uint64, gain []*Node) {
+	if len(d.extra) <= len(gain) {
+		for a := range d.extra {
+			if a.seen == inGain {
 				d.deleteExtra(a)
 			}
 		}
-		g.steps += int64(min(len(d.extra), len(above)))
+		return
+	}
+	for _, a := range gain {
+		d.deleteExtra(a)
 	}
 }
 
@@ -143,11 +233,21 @@ func (g *Graph) addExtras(d *Node, above []*Node) {
 
 // removeAbove rebuilds the ancestors of c, one of whose nestings has
 // ended, and takes out of those of every node below it those c lost and
-// they cannot reach otherwise, each after its parents. Only what c lost
-// can leave a set below it, so that a nesting's end costs the groups below
-// it times what c lost, not times all their ancestors: a group in many
-// groups loses one parent at the cost of its subgroups alone.
+// they cannot reach otherwise, each after its parents, and touches each
+// node whose ancestors changed. Only what c lost can leave a set below it,
+// and only a set below a node that lost some: the walk goes down from c
+// through the nodes that lose, in the order of their heights (a parent is
+// higher than its child), so that a nesting's end costs the groups that
+// lose ancestors times what c lost.
 func (g *Graph) removeAbove(c *Node) {
+	had := c.AncestorCount()
+	if len(c.Children) == 0 {
+		g.rebuild(c)
+		if c.AncestorCount() != had { // it can only lose
+			g.touch(c, changedAbove)
+		}
+		return
+	}
 	var old []*Node
 	c.Ancestors(func(a *Node) { old = append(old, a) })
 	g.rebuild(c)
@@ -162,32 +262,34 @@ func (g *Graph) removeAbove(c *Node) {
 		return // nothing below c can have lost an ancestor either
 	}
 	g.touch(c, changedAbove)
-	affected := g.Below(c.ID)
-	in := make(map[*Node]int, len(affected)+1) // parents among the affected not yet done
-	for _, d := range affected {
-		in[d] = 0
-	}
-	for _, d := range append(affected, c) {
-		for _, e := range d.Children {
-			in[e.Node]++
+	queued, losing := g.marks(2), g.epoch
+	c.seen = losing
+	// levels[h] are the nodes to look at whose highest is c's + h.
+	var levels [][]*Node
+	queue := func(n *Node) {
+		if n.eagerBelow == 0 {
+			return // every group below it is lazy
+		}
+		for _, e := range n.Children {
+			if d := e.Node; d.seen != queued && (!d.lazy || d.eagerBelow > 0) {
+				d.seen = queued
+				h := int(d.highest - c.highest)
+				for len(levels) <= h {
+					levels = append(levels, nil)
+				}
+				levels[h] = append(levels[h], d)
+			}
 		}
 	}
-	var ready []*Node
-	for _, e := range c.Children {
-		if in[e.Node]--; in[e.Node] == 0 {
-			ready = append(ready, e.Node)
-		}
-	}
-	for len(ready) > 0 {
-		d := ready[len(ready)-1]
-		ready = ready[:len(ready)-1]
-		if g.forget(d, lost) {
-			g.touch(d, changedAbove)
-		}
-		g.steps += int64(len(lost) * (1 + len(d.Parents)))
-		for _, e := range d.Children {
-			if in[e.Node]--; in[e.Node] == 0 {
-				ready = append(ready, e.Node)
+	queue(c)
+	for h := 1; h < len(levels); h++ {
+		for _, d := range levels[h] {
+			if g.forget(d, lost, losing) {
+				d.seen = losing
+				if !d.lazy {
+					g.touch(d, changedAbove)
+				}
+				queue(d)
 			}
 		}
 	}
@@ -195,9 +297,19 @@ func (g *Graph) removeAbove(c *Node) {
 
 // forget takes lost, which d had above it, out of d's ancestors but those
 // it still reaches through a parent, and reports whether it lost any. Its
-// parents' ancestors are as they are now. One it still reaches, which its
-// up no longer has, goes to its extra.
-func (g *Graph) forget(d *Node, lost []*Node) bool {
+// parents' ancestors are as they are now; those that lost some are marked
+// losing. A node with one parent, its up, loses what that parent lost,
+// and holds nothing of its own. One it still reaches, which its up no
+// longer has, goes to its extra.
+func (g *Graph) forget(d *Node, lost []*Node, losing uint64) bool {
+	if d.lazy {
+		return true // its one parent lost some; it is not touched
+	}
+	if len(d.Parents) == 1 && len(d.extra) == 0 {
+		g.steps++
+		return d.up.seen == losing
+	}
+	g.steps += int64(len(lost) * (1 + len(d.Parents)))
 	changed := false
 	for _, x := range lost {
 		reaches := false

@@ -143,21 +143,30 @@ func (g *Graph) replace(parent string, subs []membership.Subgroup, maxDepth int)
 // Unnest removes id's subgroups from it and it from its parents, as a
 // deletion of id does, and returns its parents.
 //
-// The subgroups go first: a removal rebuilds the ancestors of every group
-// below the nesting it ends, so that a parent removed while id still held
-// its subgroups would rebuild all of theirs, once for each parent.
+// Its parents go first, all at once: id then has no ancestors, which its
+// subgroups and the groups below them lose in one walk, and each subgroup
+// then loses id alone.
 func (g *Graph) Unnest(id string) []string {
 	n := g.Node(id)
 	if n == nil {
 		return nil
 	}
 	parents := n.ParentIDs()
-	for _, e := range slices.Clone(n.Children) {
-		g.Remove(id, e.Node.ID)
+	// Last first, so that each leaves the end of the lists.
+	for i := len(n.Parents) - 1; i >= 0; i-- {
+		g.unlink(n.Parents[i].Node, n)
+	}
+	g.removeAbove(n)
+	for i := len(n.Children) - 1; i >= 0; i-- {
+		c := n.Children[i].Node
+		g.unlink(n, c)
+		g.removeAbove(c)
+		g.drop(c)
 	}
 	for _, p := range parents {
-		g.Remove(p, id)
+		g.drop(g.nodes[p])
 	}
+	g.drop(n)
 	return parents
 }
 

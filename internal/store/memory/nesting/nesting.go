@@ -46,6 +46,22 @@ type Node struct {
 	// dropped is the revision of the latest deletion of the group, since
 	// the node was made (NoteDropped).
 	dropped atomic.Uint64
+	// deepest and highest are the longest chains of nestings below and
+	// above the node, deepBy and highBy how many of its children and of
+	// its parents they come through (heights.go).
+	deepest, highest int32
+	deepBy, highBy   int32
+	// pend is 1 + the index of the node's entry among the graph's pending
+	// changes, 0 when it has none (touch).
+	pend int32
+	// lazy is set when the node takes the revision of its ancestors from
+	// its one parent; eagerBelow counts the nodes that are not lazy below
+	// it through lazy ones (lazy.go).
+	lazy       bool
+	eagerBelow int32
+	// seen is what the latest walk of a change found of the node: a walk
+	// takes marks of its own from the graph's epoch. Only a writer walks.
+	seen uint64
 }
 
 // Graph is the nesting of groups: a directed graph without cycles.
@@ -77,6 +93,12 @@ type Graph struct {
 	// steps counts the steps taken over ancestor sets, the work that
 	// grows with the shape of the nesting (Steps).
 	steps int64
+	// epoch is the latest mark a walk took (Node.seen); walk keeps the
+	// lists of the latest, emptied, for the next.
+	epoch uint64
+	walk  [2][]*Node
+	// undoing is set while Rollback undoes changes: they touch nothing.
+	undoing bool
 }
 
 // Steps returns how many steps over ancestor sets the graph's changes
@@ -172,12 +194,16 @@ func (g *Graph) Commit() {
 // Rollback undoes the changes since Begin.
 func (g *Graph) Rollback() {
 	undo := g.undo
-	g.open = false // the undoing records nothing
+	g.open, g.undoing = false, true // the undoing records and touches nothing
 	for i := len(undo) - 1; i >= 0; i-- {
 		undo[i]()
 	}
+	g.undoing = false
 	clear(undo)
 	g.undo = undo[:0]
+	for _, p := range g.pending[g.mark:] {
+		p.n.pend = 0
+	}
 	clear(g.pending[g.mark:])
 	g.pending = g.pending[:g.mark]
 	g.clearLimbo()
@@ -209,32 +235,10 @@ func (g *Graph) Check(parent, child string, maxDepth int) error {
 	if maxDepth <= 0 {
 		return nil
 	}
-	if depth := height(p, func(n *Node) []Edge { return n.Parents }) + 1 + height(c, func(n *Node) []Edge { return n.Children }); depth > maxDepth {
+	if depth := p.Highest() + 1 + c.Deepest(); depth > maxDepth {
 		return membership.TooDeepError(parent, child, depth, maxDepth)
 	}
 	return nil
-}
-
-// height returns the longest chain of nestings from n (nil: none) along
-// next: up its parents or down its children.
-func height(n *Node, next func(*Node) []Edge) int {
-	if n == nil {
-		return 0
-	}
-	memo := map[*Node]int{}
-	var walk func(n *Node) int
-	walk = func(n *Node) int {
-		if h, ok := memo[n]; ok {
-			return h
-		}
-		h := 0
-		for _, e := range next(n) {
-			h = max(h, 1+walk(e.Node))
-		}
-		memo[n] = h
-		return h
-	}
-	return walk(n)
 }
 
 // Path returns a shortest path of groups from id down to a group for
@@ -320,7 +324,9 @@ func (g *Graph) Set(parent, child string, at int64) (old int64, existed bool) {
 		g.record(func() { g.Set(parent, child, old) })
 		return old, true
 	}
+	g.eager(c)
 	p.Children = slices.Insert(p.Children, i, Edge{Node: c, At: at})
+	g.addEager(p, 1)
 	j, _ := search(c.Parents, parent)
 	c.Parents = slices.Insert(c.Parents, j, Edge{Node: p, At: at})
 	g.edges++
@@ -328,12 +334,9 @@ func (g *Graph) Set(parent, child string, at int64) (old int64, existed bool) {
 	g.schedule(p, c, at)
 	g.touch(p, changedChildren)
 	g.touch(c, changedParents)
+	g.heights(p, c, true)
 	// c and every node below it are now below p and all above p.
-	below := g.Below(child)
-	g.addAbove(p, c, below)
-	for _, d := range append(below, c) {
-		g.touch(d, changedAbove)
-	}
+	g.addAbove(p, c)
 	g.record(func() { g.Remove(parent, child) })
 	return 0, false
 }
@@ -345,21 +348,36 @@ func (g *Graph) Remove(parent, child string) (at int64, existed bool) {
 	if p == nil || c == nil {
 		return 0, false
 	}
-	i, ok := search(p.Children, child)
+	at, existed = g.unlink(p, c)
+	if !existed {
+		return 0, false
+	}
+	g.removeAbove(c)
+	g.drop(p)
+	g.drop(c)
+	return at, true
+}
+
+// unlink takes the nesting of c in p, if there is one, out of both nodes'
+// lists and heights, and returns the end it had and whether it existed;
+// the caller puts the ancestors right after it (Remove).
+func (g *Graph) unlink(p, c *Node) (at int64, existed bool) {
+	i, ok := search(p.Children, c.ID)
 	if !ok {
 		return 0, false
 	}
 	at = p.Children[i].At
+	g.eager(c)
 	p.Children = slices.Delete(p.Children, i, i+1)
-	j, _ := search(c.Parents, parent)
+	g.addEager(p, -1)
+	j, _ := search(c.Parents, p.ID)
 	c.Parents = slices.Delete(c.Parents, j, j+1)
 	g.edges--
 	g.countExpiring(at, 0)
 	g.touch(p, changedChildren)
 	g.touch(c, changedParents)
-	g.removeAbove(c)
-	g.drop(p)
-	g.drop(c)
+	g.heights(p, c, false)
+	parent, child := p.ID, c.ID
 	g.record(func() { g.Set(parent, child, at) })
 	return at, true
 }

@@ -1,6 +1,7 @@
 package nesting
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -314,4 +315,159 @@ func TestAHubsAncestorsAreKeptOnce(t *testing.T) {
 	g.Remove("parent0299", "hub")
 	assert.Len(t, ancestors(g, "leaf0123"), n+1)
 	assert.False(t, g.Node("leaf0123").IsAbove(g.Node("parent0299")))
+}
+
+// A random run of every kind of change, some rolled back, against a walk
+// of the graph after each: the ancestors, the revision of the ancestors of
+// each group (it moves exactly when they changed), and the depth Check
+// finds (the longest chain through the nesting it would make).
+func TestRandomChangesKeepAncestorsRevisionsAndDepthsExact(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	g := New()
+	ids := make([]string, 20)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("g%02d", i)
+	}
+	walk := func(id string, next func(*Node) []Edge) []string {
+		seen := map[string]bool{}
+		stack := []string{id}
+		for len(stack) > 0 {
+			n := g.Node(stack[len(stack)-1])
+			stack = stack[:len(stack)-1]
+			if n == nil {
+				continue
+			}
+			for _, e := range next(n) {
+				if !seen[e.Node.ID] {
+					seen[e.Node.ID] = true
+					stack = append(stack, e.Node.ID)
+				}
+			}
+		}
+		var out []string
+		for id := range seen {
+			out = append(out, id)
+		}
+		slices.Sort(out)
+		return out
+	}
+	up := func(n *Node) []Edge { return n.Parents }
+	down := func(n *Node) []Edge { return n.Children }
+	var longest func(id string, next func(*Node) []Edge) int
+	longest = func(id string, next func(*Node) []Edge) int {
+		h := 0
+		if n := g.Node(id); n != nil {
+			for _, e := range next(n) {
+				h = max(h, 1+longest(e.Node.ID, next))
+			}
+		}
+		return h
+	}
+	change := func() {
+		p, c := ids[rnd.IntN(len(ids))], ids[rnd.IntN(len(ids))]
+		_, nested := g.Node(p).Child(c)
+		switch r := rnd.IntN(10); {
+		case r == 0:
+			g.Unnest(p)
+		case nested && r < 5:
+			g.Remove(p, c)
+		case nested:
+			g.Set(p, c, int64(rnd.IntN(3)))
+		case g.Check(p, c, 0) == nil:
+			g.Set(p, c, 0)
+		}
+	}
+	before := map[string][]string{}
+	for rev := membership.Revision(1); rev <= 3000; rev++ {
+		// One change a revision (a write that both ends and makes nestings
+		// may stamp a group that lost ancestors and had them back), or a
+		// few rolled back.
+		rollback := rnd.IntN(4) == 0
+		g.Begin()
+		change()
+		for rollback && rnd.IntN(2) == 0 {
+			change()
+		}
+		if rollback {
+			g.Rollback()
+		} else {
+			g.Commit()
+		}
+		g.Stamp(rev)
+		for _, n := range g.nodes {
+			want := int32(0)
+			for _, e := range n.Children {
+				want += e.Node.eagerCount()
+			}
+			require.Equal(t, want, n.eagerBelow, "revision %d: the groups below %s that are not lazy", rev, n.ID)
+			if n.lazy {
+				require.Len(t, n.Parents, 1, "revision %d: %s is lazy", rev, n.ID)
+				require.Same(t, n.Parents[0].Node, n.up, "revision %d: %s is lazy", rev, n.ID)
+			}
+		}
+		for _, id := range ids {
+			now := walk(id, up)
+			require.Equal(t, now, ancestors(g, id), "revision %d: the ancestors of %s", rev, id)
+			if n := g.Node(id); n != nil {
+				assert.Equal(t, !slices.Equal(before[id], now), n.AncestorsRevision() == rev,
+					"revision %d: the ancestors of %s were %v, are %v, stamped %d", rev, id, before[id], now, n.AncestorsRevision())
+			}
+			before[id] = now
+		}
+		p, c := ids[rnd.IntN(len(ids))], ids[rnd.IntN(len(ids))]
+		if _, nested := g.Node(p).Child(c); nested || p == c || slices.Contains(walk(p, up), c) {
+			continue
+		}
+		depth := longest(p, up) + 1 + longest(c, down)
+		for _, limit := range []int{depth - 1, depth} {
+			if limit == 0 {
+				continue // no bound
+			}
+			var me *membership.Error
+			err := g.Check(p, c, limit)
+			assert.Equal(t, limit < depth, errors.As(err, &me) && me.Code == membership.CodeTooDeep, "revision %d: %s into %s, depth %d, limit %d: %v", rev, c, p, depth, limit, err)
+		}
+	}
+}
+
+// A hub that holds n groups and is in n groups: nesting the hub in its
+// parents, nesting all its parents in one group, and taking the hub out of
+// every nesting, each cost steps that grow with n, not with n times n
+// (each nesting walked every group below the hub, or every parent of it).
+func TestNestingAroundAHubIsLinear(t *testing.T) {
+	const n = 1000
+	g := New()
+	for i := range n {
+		g.Set("hub", fmt.Sprintf("child%04d", i), 0)
+	}
+	g.Stamp(1)
+	start := g.Steps()
+	for i := range n {
+		require.NoError(t, g.Check(fmt.Sprintf("parent%04d", i), "hub", 32))
+		g.Set(fmt.Sprintf("parent%04d", i), "hub", 0)
+		g.Stamp(membership.Revision(2 + i))
+	}
+	assert.Less(t, g.Steps()-start, int64(20*n), "steps to nest the hub in %d parents", n)
+	assert.Equal(t, membership.Revision(1+n), g.Node("child0000").AncestorsRevision())
+
+	start = g.Steps()
+	for i := range n {
+		require.NoError(t, g.Check("top", fmt.Sprintf("parent%04d", i), 32))
+		g.Set("top", fmt.Sprintf("parent%04d", i), 0)
+	}
+	g.Stamp(membership.Revision(2 + n))
+	assert.Less(t, g.Steps()-start, int64(20*n), "steps to nest the hub's %d parents in one group", n)
+	assert.Equal(t, 3, g.Node("top").Deepest())
+	assert.Equal(t, 3, g.Node("child0000").Highest())
+	assert.Len(t, ancestors(g, "child0000"), n+2)
+	assert.Equal(t, membership.Revision(2+n), g.Node("child0000").AncestorsRevision())
+
+	start = g.Steps()
+	assert.Len(t, g.Unnest("hub"), n)
+	assert.Less(t, g.Steps()-start, int64(20*n), "steps to take the hub out of its %d parents and %d subgroups", n, n)
+	assert.Nil(t, g.Node("child0000"))
+	assert.Nil(t, g.Node("hub"))
+	assert.Equal(t, 1, g.Node("top").Deepest())
+	assert.Equal(t, 1, g.Node("parent0000").Highest())
+	assert.Equal(t, 0, g.Node("parent0000").Deepest())
 }

@@ -27,9 +27,27 @@ type pendingChange struct {
 	what changed
 }
 
-// touch marks what a change changed of n.
+// touch marks what a change changed of n: in n's one entry among those
+// pending. What an open transaction adds to an entry made before it began
+// is undone with it; what its undoing changes is not marked.
 func (g *Graph) touch(n *Node, what changed) {
-	g.pending = append(g.pending, pendingChange{n, what})
+	if g.undoing {
+		return
+	}
+	if n.pend == 0 {
+		g.pending = append(g.pending, pendingChange{n, what})
+		n.pend = int32(len(g.pending))
+		return
+	}
+	i := int(n.pend - 1)
+	had := g.pending[i].what
+	if had|what == had {
+		return
+	}
+	g.pending[i].what = had | what
+	if i < g.mark {
+		g.record(func() { g.pending[i].what = had })
+	}
 }
 
 // Stamp gives the revision rev to what the changes since the last Stamp
@@ -39,6 +57,7 @@ func (g *Graph) touch(n *Node, what changed) {
 func (g *Graph) Stamp(rev membership.Revision) (gone []string) {
 	for _, p := range g.pending {
 		n := p.n
+		n.pend = 0
 		if p.what&changedChildren != 0 {
 			n.children = rev
 		}
@@ -47,15 +66,19 @@ func (g *Graph) Stamp(rev membership.Revision) (gone []string) {
 		}
 		if p.what&changedAbove != 0 {
 			n.above = rev
+			if len(n.Parents) == 1 && g.nodes[n.ID] == n {
+				g.setLazy(n, true)
+			}
 		}
-		if g.nodes[n.ID] != n && !slices.Contains(gone, n.ID) {
+		if g.nodes[n.ID] != n {
 			gone = append(gone, n.ID)
 		}
 	}
 	clear(g.pending)
 	g.pending = g.pending[:0]
 	g.clearLimbo()
-	return gone
+	slices.Sort(gone)
+	return slices.Compact(gone)
 }
 
 // NoteDropped notes that the group id was deleted by the change rev (its
@@ -96,15 +119,6 @@ func (n *Node) ParentsRevision() membership.Revision {
 		return 0
 	}
 	return n.parents
-}
-
-// AncestorsRevision returns the revision of the latest change of the
-// groups above n.
-func (n *Node) AncestorsRevision() membership.Revision {
-	if n == nil {
-		return 0
-	}
-	return n.above
 }
 
 // Dropped returns the revision of the latest deletion of n's group, 0 when
