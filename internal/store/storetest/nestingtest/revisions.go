@@ -154,7 +154,40 @@ func testDirectoryRevisions(t *testing.T, s store.Expiring) {
 	} {
 		write(string(w.Op), w)
 	}
-	reads := map[string]func() membership.Revision{
+	reads := directoryReads(t, s)
+	for _, step := range []struct {
+		name  string
+		w     membership.Write
+		moves []string
+	}{
+		{"the account of a user outside, renamed", setUser(4, "Vier", true), []string{"members of top"}}, // every nickname moves a list
+		{"the user's account, unchanged", setUser(2, "Two", true), nil},
+		{"the user renamed", setUser(2, "Deux", true), []string{"members of top", "2's record in top"}},
+		{"the user deactivated", setUser(2, "Deux", false), []string{"members of top", "2's record in top", "2's groups"}},
+		{"the user deactivated again", setUser(2, "Deux", false), nil},
+		{"the other user deleted", deleteUser(3), []string{"members of top", "3's record in top", "3's groups"}},
+		{"a user without an account removed from every group", membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{6}}, []string{"members of top", "6's groups"}},
+	} {
+		before := map[string]membership.Revision{}
+		for name, read := range reads {
+			before[name] = read()
+		}
+		write(step.name, step.w)
+		for name, read := range reads {
+			if slices.Contains(step.moves, name) {
+				assert.NotEqual(t, before[name], read(), "%s moves %s", step.name, name)
+			} else {
+				assert.Equal(t, before[name], read(), "%s leaves %s", step.name, name)
+			}
+		}
+	}
+}
+
+// directoryReads returns the transitive reads of testDirectoryRevisions
+// that show users 2, 3 and 6, each answering its revision.
+func directoryReads(t *testing.T, s store.Expiring) map[string]func() membership.Revision {
+	ctx := context.Background()
+	return map[string]func() membership.Revision{
 		"members of top": func() membership.Revision {
 			_, _, rev := storetest.TransitiveMembers(t, s, "top", membership.ListOptions{})
 			return rev
@@ -181,32 +214,6 @@ func testDirectoryRevisions(t *testing.T, s store.Expiring) {
 			_, _, rev := storetest.TransitiveGroups(t, s, 6, membership.GroupListOptions{})
 			return rev
 		},
-	}
-	for _, step := range []struct {
-		name  string
-		w     membership.Write
-		moves []string
-	}{
-		{"the account of a user outside, renamed", setUser(4, "Vier", true), []string{"members of top"}}, // every nickname moves a list
-		{"the user's account, unchanged", setUser(2, "Two", true), nil},
-		{"the user renamed", setUser(2, "Deux", true), []string{"members of top", "2's record in top"}},
-		{"the user deactivated", setUser(2, "Deux", false), []string{"members of top", "2's record in top", "2's groups"}},
-		{"the user deactivated again", setUser(2, "Deux", false), nil},
-		{"the other user deleted", deleteUser(3), []string{"members of top", "3's record in top", "3's groups"}},
-		{"a user without an account removed from every group", membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{6}}, []string{"members of top", "6's groups"}},
-	} {
-		before := map[string]membership.Revision{}
-		for name, read := range reads {
-			before[name] = read()
-		}
-		write(step.name, step.w)
-		for name, read := range reads {
-			if slices.Contains(step.moves, name) {
-				assert.NotEqual(t, before[name], read(), "%s moves %s", step.name, name)
-			} else {
-				assert.Equal(t, before[name], read(), "%s leaves %s", step.name, name)
-			}
-		}
 	}
 }
 
