@@ -17,190 +17,220 @@ import (
 // for its key.
 func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.Store) {
 	ctx := context.Background()
-	add := func(group string, uids ...membership.UID) membership.Write {
-		w := membership.Write{Op: membership.OpAdd, GroupID: group}
-		for _, uid := range uids {
-			w.Users = append(w.Users, membership.User{UID: uid})
-		}
-		return w
-	}
-	remove := func(group string, uids ...membership.UID) membership.Write {
-		return membership.Write{Op: membership.OpRemove, GroupID: group, UIDs: uids}
-	}
-	members := func(s membership.Store, group string) []membership.UID {
-		got, _ := storetest.ListAll(t, s, group)
-		uids := []membership.UID{}
-		for _, m := range got {
-			uids = append(uids, m.UID)
-		}
-		return uids
-	}
-
 	t.Run("a repeat of a keyed write gets its result and applies nothing", func(t *testing.T) {
-		s := newStore(t)
-		first, err := s.Write(ctx, storetest.Keyed(add("g", 1, 2), "k1"))
-		require.NoError(t, err)
-		assert.False(t, first.Replayed)
-		assert.Equal(t, 2, first.Count)
-		_, err = s.Write(ctx, remove("g", 1)) // another writer, in between
-		require.NoError(t, err)
-		before := storetest.Latest(t, s)
-		again, err := s.Write(ctx, storetest.Keyed(add("g", 1, 2), "k1"))
-		require.NoError(t, err)
-		assert.True(t, again.Replayed)
-		again.Replayed = false
-		assert.Equal(t, first, again, "the first result, its revision included")
-		assert.Equal(t, before, storetest.Latest(t, s), "a replay takes no revision")
-		assert.Equal(t, []membership.UID{2}, members(s, "g"), "user 1 was not added again")
+		testKeyedRepeat(t, ctx, newStore)
 	})
-
 	t.Run("every op is applied once for its key", func(t *testing.T) {
-		s := newStore(t)
-		_, err := s.Write(ctx, add("a", 1, 2, 3))
-		require.NoError(t, err)
-		_, err = s.Write(ctx, add("b", 3))
-		require.NoError(t, err)
-		writes := []membership.Write{
-			{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 1}, {UID: 9}}},
-			remove("a", 1),
-			{Op: membership.OpRemoveUser, UIDs: []membership.UID{3}},
-			{Op: membership.OpDeleteGroup, GroupID: "a"},
-		}
-		for i, w := range writes {
-			key := fmt.Sprintf("op-%d", i)
-			first, err := s.Write(ctx, storetest.Keyed(w, key))
-			require.NoError(t, err, w.Op)
-			_, err = s.Write(ctx, add("a", 1, 3)) // in between
-			require.NoError(t, err)
-			before := storetest.Latest(t, s)
-			again, err := s.Write(ctx, storetest.Keyed(w, key))
-			require.NoError(t, err, w.Op)
-			assert.True(t, again.Replayed, w.Op)
-			again.Replayed = false
-			assert.Equal(t, first, again, w.Op)
-			assert.Equal(t, before, storetest.Latest(t, s), "%s: a replay takes no revision", w.Op)
-		}
-		assert.Equal(t, []membership.UID{1, 3}, members(s, "a"), "only the adds in between changed a after its deletion")
+		testEveryOpKeyed(t, ctx, newStore)
 	})
-
 	t.Run("a keyed write that changes nothing is remembered too", func(t *testing.T) {
-		s := newStore(t)
-		_, err := s.Write(ctx, add("g", 1))
-		require.NoError(t, err)
-		first, err := s.Write(ctx, storetest.Keyed(add("g", 1), "k"))
-		require.NoError(t, err)
-		assert.Equal(t, 0, first.Count)
-		_, err = s.Write(ctx, remove("g", 1))
-		require.NoError(t, err)
-		again, err := s.Write(ctx, storetest.Keyed(add("g", 1), "k"))
-		require.NoError(t, err)
-		assert.True(t, again.Replayed)
-		assert.Equal(t, 0, again.Count)
-		assert.Equal(t, first.Revision, again.Revision)
-		assert.Empty(t, members(s, "g"), "the repeat added nothing")
+		testKeyedNoChange(t, ctx, newStore)
 	})
-
 	t.Run("the same key for another request is refused and changes nothing", func(t *testing.T) {
-		s := newStore(t)
-		_, err := s.Write(ctx, storetest.Keyed(add("g", 1), "k"))
-		require.NoError(t, err)
-		before := storetest.Latest(t, s)
-		others := []membership.Write{
-			add("g", 2),
-			add("h", 1),
-			remove("g", 1),
-			{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1, Nickname: "x", HasNickname: true}}},
-			{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}, Actor: 5},
-			{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}, If: membership.Precondition{Exists: true}},
-		}
-		for _, w := range others {
-			_, err := s.Write(ctx, storetest.Keyed(w, "k"))
-			assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "%+v", w)
-		}
-		_, err = s.Batch(ctx, storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{add("g", 1)}}, "k"))
-		assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "a batch with a write's key")
-		assert.Equal(t, before, storetest.Latest(t, s))
-		assert.Equal(t, []membership.UID{1}, members(s, "g"))
+		testKeyReused(t, ctx, newStore)
 	})
-
 	t.Run("a repeat of a conditional write that succeeded is a replay, not a failed precondition", func(t *testing.T) {
-		s := newStore(t)
-		res, err := s.Write(ctx, add("g", 1))
-		require.NoError(t, err)
-		w := add("g", 2)
-		w.If.Revisions = []membership.Revision{res.Revision}
-		first, err := s.Write(ctx, storetest.Keyed(w, "k"))
-		require.NoError(t, err)
-		again, err := s.Write(ctx, storetest.Keyed(w, "k"))
-		require.NoError(t, err, "the group's revision moved on: only the key can say this is a repeat")
-		assert.True(t, again.Replayed)
-		assert.Equal(t, first.Revision, again.Revision)
+		testKeyedConditionalReplay(t, ctx, newStore)
 	})
-
 	t.Run("a write refused leaves its key free", func(t *testing.T) {
-		s := newStore(t)
-		_, err := s.Write(ctx, add("g", 1))
-		require.NoError(t, err)
-		w := add("g", 2)
-		w.If.Empty = true
-		_, err = s.Write(ctx, storetest.Keyed(w, "k"))
-		require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
-		_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g"})
-		require.NoError(t, err)
-		res, err := s.Write(ctx, storetest.Keyed(w, "k"))
-		require.NoError(t, err, "the retry is a first attempt: the first changed nothing")
-		assert.False(t, res.Replayed)
-		assert.Equal(t, 1, res.Count)
-		assert.Equal(t, []membership.UID{2}, members(s, "g"))
+		testRefusedKeyFree(t, ctx, newStore)
 	})
-
 	t.Run("a repeat of a keyed batch gets its results and applies nothing", func(t *testing.T) {
-		s := newStore(t)
-		_, err := s.Write(ctx, add("a", 1))
-		require.NoError(t, err)
-		b := storetest.KeyedBatch(membership.Batch{Actor: 4, Writes: []membership.Write{remove("a", 1), add("b", 1)}}, "move")
-		first, err := s.Batch(ctx, b)
-		require.NoError(t, err)
-		assert.False(t, first.Replayed)
-		_, err = s.Write(ctx, add("a", 1))
-		require.NoError(t, err)
-		before := storetest.Latest(t, s)
-		again, err := s.Batch(ctx, b)
-		require.NoError(t, err)
-		assert.True(t, again.Replayed)
-		again.Replayed = false
-		assert.Equal(t, first, again)
-		assert.Equal(t, before, storetest.Latest(t, s))
-		assert.Equal(t, []membership.UID{1}, members(s, "a"), "the move was not made again")
-		_, err = s.Write(ctx, storetest.Keyed(add("b", 1), "move"))
-		assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "a write with a batch's key")
+		testKeyedBatchRepeat(t, ctx, newStore)
 	})
-
 	t.Run("writers racing with one key apply it once", func(t *testing.T) {
-		s := newStore(t)
-		before := storetest.Latest(t, s)
-		const writers = 16
-		results := make([]membership.Result, writers)
-		errs := make([]error, writers)
-		var wg sync.WaitGroup
-		for i := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				results[i], errs[i] = s.Write(ctx, storetest.Keyed(add("g", 1, 2, 3), "race"))
-			}()
-		}
-		wg.Wait()
-		applied := 0
-		for i := range writers {
-			require.NoError(t, errs[i])
-			if !results[i].Replayed {
-				applied++
-			}
-			assert.Equal(t, 3, results[i].Count, "every writer gets the first result")
-			assert.Equal(t, before+1, results[i].Revision)
-		}
-		assert.Equal(t, 1, applied, "one writer applied it, the others got its result")
-		assert.Equal(t, before+1, storetest.Latest(t, s))
+		testRacingOneKey(t, ctx, newStore)
 	})
+}
+
+func testKeyedRepeat(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
+	s := newStore(t)
+	first, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1, 2), "k1"))
+	require.NoError(t, err)
+	assert.False(t, first.Replayed)
+	assert.Equal(t, 2, first.Count)
+	_, err = s.Write(ctx, removeWrite("g", 1)) // another writer, in between
+	require.NoError(t, err)
+	before := storetest.Latest(t, s)
+	again, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1, 2), "k1"))
+	require.NoError(t, err)
+	assert.True(t, again.Replayed)
+	again.Replayed = false
+	assert.Equal(t, first, again, "the first result, its revision included")
+	assert.Equal(t, before, storetest.Latest(t, s), "a replay takes no revision")
+	assert.Equal(t, []membership.UID{2}, memberUIDs(t, s, "g"), "user 1 was not added again")
+}
+
+func testEveryOpKeyed(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
+	s := newStore(t)
+	_, err := s.Write(ctx, addWrite("a", 1, 2, 3))
+	require.NoError(t, err)
+	_, err = s.Write(ctx, addWrite("b", 3))
+	require.NoError(t, err)
+	writes := []membership.Write{
+		{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 1}, {UID: 9}}},
+		removeWrite("a", 1),
+		{Op: membership.OpRemoveUser, UIDs: []membership.UID{3}},
+		{Op: membership.OpDeleteGroup, GroupID: "a"},
+	}
+	for i, w := range writes {
+		key := fmt.Sprintf("op-%d", i)
+		first, err := s.Write(ctx, storetest.Keyed(w, key))
+		require.NoError(t, err, w.Op)
+		_, err = s.Write(ctx, addWrite("a", 1, 3)) // in between
+		require.NoError(t, err)
+		before := storetest.Latest(t, s)
+		again, err := s.Write(ctx, storetest.Keyed(w, key))
+		require.NoError(t, err, w.Op)
+		assert.True(t, again.Replayed, w.Op)
+		again.Replayed = false
+		assert.Equal(t, first, again, w.Op)
+		assert.Equal(t, before, storetest.Latest(t, s), "%s: a replay takes no revision", w.Op)
+	}
+	assert.Equal(t, []membership.UID{1, 3}, memberUIDs(t, s, "a"), "only the adds in between changed a after its deletion")
+}
+
+func testKeyedNoChange(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
+	s := newStore(t)
+	_, err := s.Write(ctx, addWrite("g", 1))
+	require.NoError(t, err)
+	first, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1), "k"))
+	require.NoError(t, err)
+	assert.Equal(t, 0, first.Count)
+	_, err = s.Write(ctx, removeWrite("g", 1))
+	require.NoError(t, err)
+	again, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1), "k"))
+	require.NoError(t, err)
+	assert.True(t, again.Replayed)
+	assert.Equal(t, 0, again.Count)
+	assert.Equal(t, first.Revision, again.Revision)
+	assert.Empty(t, memberUIDs(t, s, "g"), "the repeat added nothing")
+}
+
+func testKeyReused(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
+	s := newStore(t)
+	_, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1), "k"))
+	require.NoError(t, err)
+	before := storetest.Latest(t, s)
+	others := []membership.Write{
+		addWrite("g", 2),
+		addWrite("h", 1),
+		removeWrite("g", 1),
+		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1, Nickname: "x", HasNickname: true}}},
+		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}, Actor: 5},
+		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 1}}, If: membership.Precondition{Exists: true}},
+	}
+	for _, w := range others {
+		_, err := s.Write(ctx, storetest.Keyed(w, "k"))
+		assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "%+v", w)
+	}
+	_, err = s.Batch(ctx, storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{addWrite("g", 1)}}, "k"))
+	assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "a batch with a write's key")
+	assert.Equal(t, before, storetest.Latest(t, s))
+	assert.Equal(t, []membership.UID{1}, memberUIDs(t, s, "g"))
+}
+
+func testKeyedConditionalReplay(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
+	s := newStore(t)
+	res, err := s.Write(ctx, addWrite("g", 1))
+	require.NoError(t, err)
+	w := addWrite("g", 2)
+	w.If.Revisions = []membership.Revision{res.Revision}
+	first, err := s.Write(ctx, storetest.Keyed(w, "k"))
+	require.NoError(t, err)
+	again, err := s.Write(ctx, storetest.Keyed(w, "k"))
+	require.NoError(t, err, "the group's revision moved on: only the key can say this is a repeat")
+	assert.True(t, again.Replayed)
+	assert.Equal(t, first.Revision, again.Revision)
+}
+
+func testRefusedKeyFree(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
+	s := newStore(t)
+	_, err := s.Write(ctx, addWrite("g", 1))
+	require.NoError(t, err)
+	w := addWrite("g", 2)
+	w.If.Empty = true
+	_, err = s.Write(ctx, storetest.Keyed(w, "k"))
+	require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
+	_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g"})
+	require.NoError(t, err)
+	res, err := s.Write(ctx, storetest.Keyed(w, "k"))
+	require.NoError(t, err, "the retry is a first attempt: the first changed nothing")
+	assert.False(t, res.Replayed)
+	assert.Equal(t, 1, res.Count)
+	assert.Equal(t, []membership.UID{2}, memberUIDs(t, s, "g"))
+}
+
+func testKeyedBatchRepeat(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
+	s := newStore(t)
+	_, err := s.Write(ctx, addWrite("a", 1))
+	require.NoError(t, err)
+	b := storetest.KeyedBatch(membership.Batch{Actor: 4, Writes: []membership.Write{removeWrite("a", 1), addWrite("b", 1)}}, "move")
+	first, err := s.Batch(ctx, b)
+	require.NoError(t, err)
+	assert.False(t, first.Replayed)
+	_, err = s.Write(ctx, addWrite("a", 1))
+	require.NoError(t, err)
+	before := storetest.Latest(t, s)
+	again, err := s.Batch(ctx, b)
+	require.NoError(t, err)
+	assert.True(t, again.Replayed)
+	again.Replayed = false
+	assert.Equal(t, first, again)
+	assert.Equal(t, before, storetest.Latest(t, s))
+	assert.Equal(t, []membership.UID{1}, memberUIDs(t, s, "a"), "the move was not made again")
+	_, err = s.Write(ctx, storetest.Keyed(addWrite("b", 1), "move"))
+	assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "a write with a batch's key")
+}
+
+func testRacingOneKey(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
+	s := newStore(t)
+	before := storetest.Latest(t, s)
+	const writers = 16
+	results := make([]membership.Result, writers)
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = s.Write(ctx, storetest.Keyed(addWrite("g", 1, 2, 3), "race"))
+		}()
+	}
+	wg.Wait()
+	applied := 0
+	for i := range writers {
+		require.NoError(t, errs[i])
+		if !results[i].Replayed {
+			applied++
+		}
+		assert.Equal(t, 3, results[i].Count, "every writer gets the first result")
+		assert.Equal(t, before+1, results[i].Revision)
+	}
+	assert.Equal(t, 1, applied, "one writer applied it, the others got its result")
+	assert.Equal(t, before+1, storetest.Latest(t, s))
+}
+
+// addWrite returns the write that adds the users uids to group.
+func addWrite(group string, uids ...membership.UID) membership.Write {
+	w := membership.Write{Op: membership.OpAdd, GroupID: group}
+	for _, uid := range uids {
+		w.Users = append(w.Users, membership.User{UID: uid})
+	}
+	return w
+}
+
+// removeWrite returns the write that removes the users uids from group.
+func removeWrite(group string, uids ...membership.UID) membership.Write {
+	return membership.Write{Op: membership.OpRemove, GroupID: group, UIDs: uids}
+}
+
+// memberUIDs returns the uids of group's members, never nil.
+func memberUIDs(t *testing.T, s membership.Store, group string) []membership.UID {
+	got, _ := storetest.ListAll(t, s, group)
+	uids := []membership.UID{}
+	for _, m := range got {
+		uids = append(uids, m.UID)
+	}
+	return uids
 }
