@@ -26,263 +26,39 @@ func Contract(t *testing.T, newStore func(t *testing.T, keep int) membership.Sto
 	ctx := context.Background()
 
 	t.Run("one revision per change that alters the store, none for the rest", func(t *testing.T) {
-		s := newStore(t, membership.DefaultChangesKeep)
-		since := time.Now()
-		steps := []struct {
-			name    string
-			do      func() (membership.Result, error)
-			want    membership.Result
-			changed bool
-		}{
-			{"add two", func() (membership.Result, error) {
-				return storetest.Add(ctx, s, "g", []membership.User{{UID: 3}, storetest.Nicknamed(1, "Ann")})
-			}, membership.Result{Count: 2, Revision: 1}, true},
-			{"add them again", func() (membership.Result, error) {
-				return storetest.Add(ctx, s, "g", []membership.User{{UID: 1}, {UID: 3}})
-			}, membership.Result{Count: 0, Revision: 1}, false},
-			{"same nickname again", func() (membership.Result, error) {
-				return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann")})
-			},
-				membership.Result{Count: 0, Revision: 1}, false},
-			{"a nickname and a member in one call: one revision", func() (membership.Result, error) {
-				return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Anne"), {UID: 2}})
-			}, membership.Result{Count: 1, Revision: 2}, true},
-			{"no users, to an unknown group", func() (membership.Result, error) { return storetest.Add(ctx, s, "h", []membership.User{}) },
-				membership.Result{Count: 0, Revision: 2}, false},
-			{"remove a non-member", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{9}) },
-				membership.Result{Count: 0, Revision: 2}, false},
-			{"remove from an unknown group", func() (membership.Result, error) { return storetest.Remove(ctx, s, "nobody", []membership.UID{1}) },
-				membership.Result{Count: 0, Revision: 2}, false},
-			{"remove two", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{3, 2, 3}) },
-				membership.Result{Count: 2, Revision: 3}, true},
-			{"nickname change of a member", func() (membership.Result, error) {
-				return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "A"), storetest.Nicknamed(1, "")})
-			}, membership.Result{Count: 0, Revision: 4}, true},
-			{"the last nickname given wins, and here changes nothing", func() (membership.Result, error) {
-				return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "B"), storetest.Nicknamed(1, "")})
-			}, membership.Result{Count: 0, Revision: 4}, false},
-			{"empty the group", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{1}) },
-				membership.Result{Count: 1, Revision: 5}, true},
-		}
-		for _, st := range steps {
-			before, _, err := s.Changes(ctx, membership.ChangeOptions{})
-			require.NoError(t, err)
-			got, err := st.do()
-			require.NoError(t, err, st.name)
-			assert.Equal(t, st.want, got, st.name)
-			after, _, err := s.Changes(ctx, membership.ChangeOptions{})
-			require.NoError(t, err)
-			if st.changed {
-				assert.Len(t, after, len(before)+1, st.name)
-			} else {
-				assert.Equal(t, before, after, st.name)
-			}
-		}
-		assert.Equal(t, []membership.Change{
-			{Revision: 1, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{1, 3}, Nicknames: []membership.Member{{UID: 1, Nickname: "Ann"}}},
-			{Revision: 2, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{2}, Nicknames: []membership.Member{{UID: 1, Nickname: "Anne"}}},
-			{Revision: 3, Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2, 3}},
-			{Revision: 4, Op: membership.OpAdd, GroupID: "g", Nicknames: []membership.Member{{UID: 1, Nickname: ""}}},
-			{Revision: 5, Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}},
-		}, storetest.Untimed(t, storetest.AllChanges(t, s, 0), since))
-		rev, err := s.Revision(ctx, "g")
-		require.NoError(t, err)
-		assert.Equal(t, membership.Revision(5), rev, "an emptied group's revision is that of its emptying")
+		testOneRevisionPerChange(t, ctx, newStore)
 	})
 
 	t.Run("a group's revision is its last change's", func(t *testing.T) {
-		s := newStore(t, membership.DefaultChangesKeep)
-		_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1}})
-		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "b", []membership.User{{UID: 2}})
-		require.NoError(t, err)
-		for group, want := range map[string]membership.Revision{"a": 1, "b": 2} {
-			rev, err := s.Revision(ctx, group)
-			require.NoError(t, err)
-			assert.Equal(t, want, rev, group)
-			_, listed := storetest.ListAll(t, s, group)
-			assert.Equal(t, want, listed, group)
-		}
+		testGroupRevision(t, ctx, newStore)
 	})
 
 	t.Run("after and limit page through the feed", func(t *testing.T) {
-		s := newStore(t, membership.DefaultChangesKeep)
-		for uid := range membership.UID(5) {
-			_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
-			require.NoError(t, err)
-		}
-		changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1, Limit: 2})
-		require.NoError(t, err)
-		assert.Equal(t, membership.Revision(5), latest)
-		require.Len(t, changes, 2)
-		assert.Equal(t, []membership.Revision{2, 3}, []membership.Revision{changes[0].Revision, changes[1].Revision})
-		changes, _, err = s.Changes(ctx, membership.ChangeOptions{After: 5})
-		require.NoError(t, err)
-		assert.Empty(t, changes, "nothing after the latest")
+		testFeedPages(t, ctx, newStore)
 	})
 
 	t.Run("changes no longer kept are gone, with the oldest kept", func(t *testing.T) {
-		s := newStore(t, 3)
-		for uid := range membership.UID(5) {
-			_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
-			require.NoError(t, err)
-		}
-		for _, after := range []membership.Revision{0, 1} {
-			_, latest, err := s.Changes(ctx, membership.ChangeOptions{After: after})
-			assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err), "after %d", after)
-			var e *membership.Error
-			require.ErrorAs(t, err, &e)
-			assert.Equal(t, membership.Revision(3), e.OldestRevision)
-			assert.Equal(t, membership.Revision(5), latest)
-		}
-		changes, _, err := s.Changes(ctx, membership.ChangeOptions{After: 2})
-		require.NoError(t, err)
-		assert.Len(t, changes, 3, "after the one before the oldest kept: all kept")
+		testChangesGone(t, ctx, newStore)
 	})
 
 	t.Run("a revision beyond the latest is gone: another history", func(t *testing.T) {
-		s := newStore(t, membership.DefaultChangesKeep)
-		_, _, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
-		assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err))
-		assert.Contains(t, err.Error(), "beyond the latest")
+		testRevisionBeyondLatest(t, ctx, newStore)
 	})
 
 	t.Run("a feed that keeps nothing still counts", func(t *testing.T) {
-		s := newStore(t, 0)
-		res, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1}})
-		require.NoError(t, err)
-		assert.Equal(t, membership.Revision(1), res.Revision)
-		changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
-		require.NoError(t, err)
-		assert.Empty(t, changes)
-		assert.Equal(t, membership.Revision(1), latest)
-		_, _, err = s.Changes(ctx, membership.ChangeOptions{After: 0})
-		var e *membership.Error
-		require.ErrorAs(t, err, &e)
-		assert.Equal(t, membership.Revision(2), e.OldestRevision, "none kept: the oldest is the next to come")
+		testFeedKeepingNothing(t, ctx, newStore)
 	})
 
 	t.Run("a wait ends at the first change after it", func(t *testing.T) {
-		s := newStore(t, membership.DefaultChangesKeep)
-		got := make(chan []membership.Change)
-		go func() {
-			changes, _, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Wait: true})
-			assert.NoError(t, err)
-			got <- changes
-		}()
-		select {
-		case <-got:
-			t.Fatal("the wait ended before any change")
-		case <-time.After(50 * time.Millisecond):
-		}
-		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 7}})
-		require.NoError(t, err)
-		changes := <-got
-		require.Len(t, changes, 1)
-		assert.Equal(t, []membership.UID{7}, changes[0].UIDs)
+		testWaitEnds(t, ctx, newStore)
 	})
 
 	t.Run("a wait ends empty with its context", func(t *testing.T) {
-		s := newStore(t, membership.DefaultChangesKeep)
-		wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-		defer cancel()
-		changes, latest, err := s.Changes(wctx, membership.ChangeOptions{Wait: true})
-		require.NoError(t, err)
-		assert.Empty(t, changes)
-		assert.Equal(t, membership.Revision(0), latest)
+		testWaitEndsEmpty(t, ctx, newStore)
 	})
 
 	t.Run("concurrent writers: a Follower sees every change once, in order", func(t *testing.T) {
-		s := newStore(t, membership.DefaultChangesKeep)
-		const writers, perWriter = 8, 150
-		var wg sync.WaitGroup
-		results := make(chan membership.Result, writers*perWriter)
-		for w := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range perWriter {
-					group := fmt.Sprint("g", i%3)
-					uid := membership.UID(w*1000 + i%20 + 1)
-					var res membership.Result
-					var err error
-					if i%4 == 3 {
-						res, err = storetest.Remove(ctx, s, group, []membership.UID{uid})
-					} else {
-						res, err = storetest.Add(ctx, s, group, []membership.User{{UID: uid}})
-					}
-					if !assert.NoError(t, err) {
-						return
-					}
-					if res.Count > 0 {
-						results <- res
-					}
-				}
-			}()
-		}
-		done := make(chan struct{})
-		var writersDone atomic.Bool
-		var seen []membership.Change
-		go func() {
-			defer close(done)
-			var after membership.Revision
-			for {
-				// Read before the poll: an empty poll that began after the
-				// writers were done means there is nothing left.
-				finished := writersDone.Load()
-				wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-				changes, _, err := s.Changes(wctx, membership.ChangeOptions{After: after, Limit: 7, Wait: true})
-				cancel()
-				if !assert.NoError(t, err) {
-					return
-				}
-				if len(changes) == 0 {
-					if finished {
-						return
-					}
-					continue
-				}
-				seen = append(seen, changes...)
-				after = changes[len(changes)-1].Revision
-			}
-		}()
-		wg.Wait()
-		writersDone.Store(true)
-		close(results)
-		<-done
-		acknowledged := map[membership.Revision]bool{}
-		for res := range results {
-			assert.False(t, acknowledged[res.Revision], "revision %d given twice", res.Revision)
-			acknowledged[res.Revision] = true
-		}
-		require.Len(t, seen, len(acknowledged), "every change seen once")
-		for i, c := range seen {
-			assert.Equal(t, membership.Revision(i+1), c.Revision, "in revision order with no gaps")
-			assert.True(t, acknowledged[c.Revision])
-		}
-		// Replaying the feed gives the state.
-		state := map[string]map[membership.UID]bool{}
-		for _, c := range seen {
-			if state[c.GroupID] == nil {
-				state[c.GroupID] = map[membership.UID]bool{}
-			}
-			for _, uid := range c.UIDs {
-				state[c.GroupID][uid] = c.Op == membership.OpAdd
-			}
-		}
-		for group, members := range state {
-			got, _ := storetest.ListAll(t, s, group)
-			var want []membership.Member
-			for _, m := range got {
-				assert.True(t, members[m.UID], "group %s member %d", group, m.UID)
-			}
-			for uid, in := range members {
-				if in {
-					want = append(want, membership.Member{UID: uid})
-				}
-			}
-			assert.Len(t, got, len(want), group)
-		}
+		testFollowerConcurrentWriters(t, ctx, newStore)
 	})
 
 	t.Run("followers that start from listed states reproduce every list", func(t *testing.T) {
@@ -296,6 +72,271 @@ func Contract(t *testing.T, newStore func(t *testing.T, keep int) membership.Sto
 	t.Run("a Follower knows every nickname it lists", func(t *testing.T) {
 		testFollowerScenarios(t, func(t *testing.T) membership.Store { return newStore(t, membership.DefaultChangesKeep) })
 	})
+}
+
+func testOneRevisionPerChange(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
+	s := newStore(t, membership.DefaultChangesKeep)
+	since := time.Now()
+	steps := []struct {
+		name    string
+		do      func() (membership.Result, error)
+		want    membership.Result
+		changed bool
+	}{
+		{"add two", func() (membership.Result, error) {
+			return storetest.Add(ctx, s, "g", []membership.User{{UID: 3}, storetest.Nicknamed(1, "Ann")})
+		}, membership.Result{Count: 2, Revision: 1}, true},
+		{"add them again", func() (membership.Result, error) {
+			return storetest.Add(ctx, s, "g", []membership.User{{UID: 1}, {UID: 3}})
+		}, membership.Result{Count: 0, Revision: 1}, false},
+		{"same nickname again", func() (membership.Result, error) {
+			return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann")})
+		},
+			membership.Result{Count: 0, Revision: 1}, false},
+		{"a nickname and a member in one call: one revision", func() (membership.Result, error) {
+			return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Anne"), {UID: 2}})
+		}, membership.Result{Count: 1, Revision: 2}, true},
+		{"no users, to an unknown group", func() (membership.Result, error) { return storetest.Add(ctx, s, "h", []membership.User{}) },
+			membership.Result{Count: 0, Revision: 2}, false},
+		{"remove a non-member", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{9}) },
+			membership.Result{Count: 0, Revision: 2}, false},
+		{"remove from an unknown group", func() (membership.Result, error) { return storetest.Remove(ctx, s, "nobody", []membership.UID{1}) },
+			membership.Result{Count: 0, Revision: 2}, false},
+		{"remove two", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{3, 2, 3}) },
+			membership.Result{Count: 2, Revision: 3}, true},
+		{"nickname change of a member", func() (membership.Result, error) {
+			return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "A"), storetest.Nicknamed(1, "")})
+		}, membership.Result{Count: 0, Revision: 4}, true},
+		{"the last nickname given wins, and here changes nothing", func() (membership.Result, error) {
+			return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "B"), storetest.Nicknamed(1, "")})
+		}, membership.Result{Count: 0, Revision: 4}, false},
+		{"empty the group", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{1}) },
+			membership.Result{Count: 1, Revision: 5}, true},
+	}
+	for _, st := range steps {
+		before, _, err := s.Changes(ctx, membership.ChangeOptions{})
+		require.NoError(t, err)
+		got, err := st.do()
+		require.NoError(t, err, st.name)
+		assert.Equal(t, st.want, got, st.name)
+		after, _, err := s.Changes(ctx, membership.ChangeOptions{})
+		require.NoError(t, err)
+		if st.changed {
+			assert.Len(t, after, len(before)+1, st.name)
+		} else {
+			assert.Equal(t, before, after, st.name)
+		}
+	}
+	assert.Equal(t, []membership.Change{
+		{Revision: 1, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{1, 3}, Nicknames: []membership.Member{{UID: 1, Nickname: "Ann"}}},
+		{Revision: 2, Op: membership.OpAdd, GroupID: "g", UIDs: []membership.UID{2}, Nicknames: []membership.Member{{UID: 1, Nickname: "Anne"}}},
+		{Revision: 3, Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{2, 3}},
+		{Revision: 4, Op: membership.OpAdd, GroupID: "g", Nicknames: []membership.Member{{UID: 1, Nickname: ""}}},
+		{Revision: 5, Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}},
+	}, storetest.Untimed(t, storetest.AllChanges(t, s, 0), since))
+	rev, err := s.Revision(ctx, "g")
+	require.NoError(t, err)
+	assert.Equal(t, membership.Revision(5), rev, "an emptied group's revision is that of its emptying")
+}
+
+func testGroupRevision(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
+	s := newStore(t, membership.DefaultChangesKeep)
+	_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1}})
+	require.NoError(t, err)
+	_, err = storetest.Add(ctx, s, "b", []membership.User{{UID: 2}})
+	require.NoError(t, err)
+	for group, want := range map[string]membership.Revision{"a": 1, "b": 2} {
+		rev, err := s.Revision(ctx, group)
+		require.NoError(t, err)
+		assert.Equal(t, want, rev, group)
+		_, listed := storetest.ListAll(t, s, group)
+		assert.Equal(t, want, listed, group)
+	}
+}
+
+func testFeedPages(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
+	s := newStore(t, membership.DefaultChangesKeep)
+	for uid := range membership.UID(5) {
+		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
+		require.NoError(t, err)
+	}
+	changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1, Limit: 2})
+	require.NoError(t, err)
+	assert.Equal(t, membership.Revision(5), latest)
+	require.Len(t, changes, 2)
+	assert.Equal(t, []membership.Revision{2, 3}, []membership.Revision{changes[0].Revision, changes[1].Revision})
+	changes, _, err = s.Changes(ctx, membership.ChangeOptions{After: 5})
+	require.NoError(t, err)
+	assert.Empty(t, changes, "nothing after the latest")
+}
+
+func testChangesGone(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
+	s := newStore(t, 3)
+	for uid := range membership.UID(5) {
+		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
+		require.NoError(t, err)
+	}
+	for _, after := range []membership.Revision{0, 1} {
+		_, latest, err := s.Changes(ctx, membership.ChangeOptions{After: after})
+		assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err), "after %d", after)
+		var e *membership.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, membership.Revision(3), e.OldestRevision)
+		assert.Equal(t, membership.Revision(5), latest)
+	}
+	changes, _, err := s.Changes(ctx, membership.ChangeOptions{After: 2})
+	require.NoError(t, err)
+	assert.Len(t, changes, 3, "after the one before the oldest kept: all kept")
+}
+
+func testRevisionBeyondLatest(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
+	s := newStore(t, membership.DefaultChangesKeep)
+	_, _, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
+	assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err))
+	assert.Contains(t, err.Error(), "beyond the latest")
+}
+
+func testFeedKeepingNothing(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
+	s := newStore(t, 0)
+	res, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1}})
+	require.NoError(t, err)
+	assert.Equal(t, membership.Revision(1), res.Revision)
+	changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
+	require.NoError(t, err)
+	assert.Empty(t, changes)
+	assert.Equal(t, membership.Revision(1), latest)
+	_, _, err = s.Changes(ctx, membership.ChangeOptions{After: 0})
+	var e *membership.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, membership.Revision(2), e.OldestRevision, "none kept: the oldest is the next to come")
+}
+
+func testWaitEnds(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
+	s := newStore(t, membership.DefaultChangesKeep)
+	got := make(chan []membership.Change)
+	go func() {
+		changes, _, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Wait: true})
+		assert.NoError(t, err)
+		got <- changes
+	}()
+	select {
+	case <-got:
+		t.Fatal("the wait ended before any change")
+	case <-time.After(50 * time.Millisecond):
+	}
+	_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 7}})
+	require.NoError(t, err)
+	changes := <-got
+	require.Len(t, changes, 1)
+	assert.Equal(t, []membership.UID{7}, changes[0].UIDs)
+}
+
+func testWaitEndsEmpty(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
+	s := newStore(t, membership.DefaultChangesKeep)
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	changes, latest, err := s.Changes(wctx, membership.ChangeOptions{Wait: true})
+	require.NoError(t, err)
+	assert.Empty(t, changes)
+	assert.Equal(t, membership.Revision(0), latest)
+}
+
+func testFollowerConcurrentWriters(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
+	s := newStore(t, membership.DefaultChangesKeep)
+	const writers, perWriter = 8, 150
+	var wg sync.WaitGroup
+	results := make(chan membership.Result, writers*perWriter)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				group := fmt.Sprint("g", i%3)
+				uid := membership.UID(w*1000 + i%20 + 1)
+				var res membership.Result
+				var err error
+				if i%4 == 3 {
+					res, err = storetest.Remove(ctx, s, group, []membership.UID{uid})
+				} else {
+					res, err = storetest.Add(ctx, s, group, []membership.User{{UID: uid}})
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+				if res.Count > 0 {
+					results <- res
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	var writersDone atomic.Bool
+	var seen []membership.Change
+	go func() {
+		defer close(done)
+		var after membership.Revision
+		for {
+			// Read before the poll: an empty poll that began after the
+			// writers were done means there is nothing left.
+			finished := writersDone.Load()
+			wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			changes, _, err := s.Changes(wctx, membership.ChangeOptions{After: after, Limit: 7, Wait: true})
+			cancel()
+			if !assert.NoError(t, err) {
+				return
+			}
+			if len(changes) == 0 {
+				if finished {
+					return
+				}
+				continue
+			}
+			seen = append(seen, changes...)
+			after = changes[len(changes)-1].Revision
+		}
+	}()
+	wg.Wait()
+	writersDone.Store(true)
+	close(results)
+	<-done
+	acknowledged := map[membership.Revision]bool{}
+	for res := range results {
+		assert.False(t, acknowledged[res.Revision], "revision %d given twice", res.Revision)
+		acknowledged[res.Revision] = true
+	}
+	require.Len(t, seen, len(acknowledged), "every change seen once")
+	for i, c := range seen {
+		assert.Equal(t, membership.Revision(i+1), c.Revision, "in revision order with no gaps")
+		assert.True(t, acknowledged[c.Revision])
+	}
+	checkFeedGivesState(t, s, seen)
+}
+
+// checkFeedGivesState checks that replaying the changes seen, adds and
+// removes, gives every group's members in s.
+func checkFeedGivesState(t *testing.T, s membership.Store, seen []membership.Change) {
+	state := map[string]map[membership.UID]bool{}
+	for _, c := range seen {
+		if state[c.GroupID] == nil {
+			state[c.GroupID] = map[membership.UID]bool{}
+		}
+		for _, uid := range c.UIDs {
+			state[c.GroupID][uid] = c.Op == membership.OpAdd
+		}
+	}
+	for group, members := range state {
+		got, _ := storetest.ListAll(t, s, group)
+		var want []membership.Member
+		for _, m := range got {
+			assert.True(t, members[m.UID], "group %s member %d", group, m.UID)
+		}
+		for uid, in := range members {
+			if in {
+				want = append(want, membership.Member{UID: uid})
+			}
+		}
+		assert.Len(t, got, len(want), group)
+	}
 }
 
 // testFollowersReproduceEveryList runs a concurrent random mix of adds (with
@@ -321,41 +362,7 @@ func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 99))
 			for range perWriter {
-				group := groups[rng.IntN(len(groups))]
-				n := 1 + rng.IntN(3)
-				var err error
-				switch k := rng.IntN(40); {
-				case k == 0:
-					_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: group})
-				case k == 1:
-					_, err = s.Write(ctx, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{membership.UID(1 + rng.IntN(users))}})
-				case k < 5:
-					var us []membership.User
-					for range 2 * n {
-						u := membership.User{UID: membership.UID(1 + rng.IntN(users))}
-						if rng.IntN(8) == 0 {
-							u.Nickname, u.HasNickname = nicknames[rng.IntN(len(nicknames))], true
-						}
-						us = append(us, u)
-					}
-					_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: group, Users: us})
-				case k%2 == 0:
-					var us []membership.User
-					for range n {
-						u := membership.User{UID: membership.UID(1 + rng.IntN(users))}
-						if rng.IntN(8) == 0 { // rare: a nickname lasts, and users in no group keep one
-							u.Nickname, u.HasNickname = nicknames[rng.IntN(len(nicknames))], true
-						}
-						us = append(us, u)
-					}
-					_, err = storetest.Add(ctx, s, group, us)
-				default:
-					var uids []membership.UID
-					for range n {
-						uids = append(uids, membership.UID(1+rng.IntN(users)))
-					}
-					_, err = storetest.Remove(ctx, s, group, uids)
-				}
+				err := writeAtRandom(ctx, s, rng, groups, nicknames, users)
 				if !assert.NoError(t, err) {
 					return
 				}
@@ -370,67 +377,7 @@ func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 		go func() {
 			defer fwg.Done()
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
-			f := storetest.NewFollower()
-			// Wait for a random revision, or for the writers to end.
-			target := membership.Revision(rng.IntN(writers * perWriter))
-			var noted membership.Revision
-			for {
-				finished := writersDone.Load()
-				_, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Limit: 1})
-				if !assert.NoError(t, err) {
-					return
-				}
-				if latest >= target || finished {
-					noted = latest
-					break
-				}
-				wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-				_, _, err = s.Changes(wctx, membership.ChangeOptions{After: latest, Limit: 1, Wait: true})
-				cancel()
-				if !assert.NoError(t, err) {
-					return
-				}
-			}
-			for _, k := range rng.Perm(len(groups)) {
-				if !assert.NoError(t, f.Relist(s, groups[k])) {
-					return
-				}
-				// Let the writes go on between two lists: wait for the
-				// next change (the wait's deadline only bounds it).
-				_, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Limit: 1})
-				if !assert.NoError(t, err) {
-					return
-				}
-				if !writersDone.Load() {
-					wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-					_, _, err = s.Changes(wctx, membership.ChangeOptions{After: latest, Limit: 1, Wait: true})
-					cancel()
-					if !assert.NoError(t, err) {
-						return
-					}
-				}
-			}
-			after := noted
-			for {
-				finished := writersDone.Load()
-				wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-				changes, _, err := s.Changes(wctx, membership.ChangeOptions{After: after, Limit: 1 + rng.IntN(20), Wait: true})
-				cancel()
-				if !assert.NoError(t, err) {
-					return
-				}
-				if len(changes) == 0 {
-					if finished {
-						break
-					}
-					continue
-				}
-				for _, c := range changes {
-					f.Apply(c)
-				}
-				after = changes[len(changes)-1].Revision
-			}
-			results[i] = f
+			results[i] = followWhileWriting(t, ctx, s, rng, groups, writers*perWriter, &writersDone)
 		}()
 	}
 	wg.Wait()
@@ -443,6 +390,119 @@ func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 			assert.Equal(t, want, f.ListOf(group), "Follower %d, group %s", i, group)
 		}
 	}
+}
+
+// writeAtRandom makes one write of the mix of
+// testFollowersReproduceEveryList on groups and users 1 to users: mostly
+// adds (a nickname now and then) and removes of one to three users, and
+// now and then a replace, a group deletion or a user removed everywhere.
+func writeAtRandom(ctx context.Context, s membership.Store, rng *rand.Rand, groups, nicknames []string, users int) error {
+	group := groups[rng.IntN(len(groups))]
+	n := 1 + rng.IntN(3)
+	var err error
+	switch k := rng.IntN(40); {
+	case k == 0:
+		_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: group})
+	case k == 1:
+		_, err = s.Write(ctx, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{membership.UID(1 + rng.IntN(users))}})
+	case k < 5:
+		var us []membership.User
+		for range 2 * n {
+			u := membership.User{UID: membership.UID(1 + rng.IntN(users))}
+			if rng.IntN(8) == 0 {
+				u.Nickname, u.HasNickname = nicknames[rng.IntN(len(nicknames))], true
+			}
+			us = append(us, u)
+		}
+		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: group, Users: us})
+	case k%2 == 0:
+		var us []membership.User
+		for range n {
+			u := membership.User{UID: membership.UID(1 + rng.IntN(users))}
+			if rng.IntN(8) == 0 { // rare: a nickname lasts, and users in no group keep one
+				u.Nickname, u.HasNickname = nicknames[rng.IntN(len(nicknames))], true
+			}
+			us = append(us, u)
+		}
+		_, err = storetest.Add(ctx, s, group, us)
+	default:
+		var uids []membership.UID
+		for range n {
+			uids = append(uids, membership.UID(1+rng.IntN(users)))
+		}
+		_, err = storetest.Remove(ctx, s, group, uids)
+	}
+	return err
+}
+
+// followWhileWriting is a follower of testFollowersReproduceEveryList: it
+// waits for a random revision up to most (or for the writers to be done),
+// notes the latest, lists every group one at a time in a random order
+// while the writes go on, then applies the feed from the noted revision
+// until the writers are done and it has seen every change. It returns nil
+// if a read failed.
+func followWhileWriting(t *testing.T, ctx context.Context, s membership.Store, rng *rand.Rand, groups []string, most int, writersDone *atomic.Bool) *storetest.Follower {
+	f := storetest.NewFollower()
+	// Wait for a random revision, or for the writers to end.
+	target := membership.Revision(rng.IntN(most))
+	var noted membership.Revision
+	for {
+		finished := writersDone.Load()
+		_, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Limit: 1})
+		if !assert.NoError(t, err) {
+			return nil
+		}
+		if latest >= target || finished {
+			noted = latest
+			break
+		}
+		wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_, _, err = s.Changes(wctx, membership.ChangeOptions{After: latest, Limit: 1, Wait: true})
+		cancel()
+		if !assert.NoError(t, err) {
+			return nil
+		}
+	}
+	for _, k := range rng.Perm(len(groups)) {
+		if !assert.NoError(t, f.Relist(s, groups[k])) {
+			return nil
+		}
+		// Let the writes go on between two lists: wait for the
+		// next change (the wait's deadline only bounds it).
+		_, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Limit: 1})
+		if !assert.NoError(t, err) {
+			return nil
+		}
+		if !writersDone.Load() {
+			wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			_, _, err = s.Changes(wctx, membership.ChangeOptions{After: latest, Limit: 1, Wait: true})
+			cancel()
+			if !assert.NoError(t, err) {
+				return nil
+			}
+		}
+	}
+	after := noted
+	for {
+		finished := writersDone.Load()
+		wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		changes, _, err := s.Changes(wctx, membership.ChangeOptions{After: after, Limit: 1 + rng.IntN(20), Wait: true})
+		cancel()
+		if !assert.NoError(t, err) {
+			return nil
+		}
+		if len(changes) == 0 {
+			if finished {
+				break
+			}
+			continue
+		}
+		for _, c := range changes {
+			f.Apply(c)
+		}
+		after = changes[len(changes)-1].Revision
+	}
+	return f
 }
 
 // testFollowerScenarios plays, one step at a time, the cases where a
