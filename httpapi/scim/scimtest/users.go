@@ -160,6 +160,15 @@ func testUserPatches(t *testing.T, newStore NewStore) {
 			assert.Equal(t, rep.json, s.must(http.StatusOK, "GET", path, "").json, "as written")
 		})
 	}
+	testRefusedUserPatches(t, s, path)
+	s.createUser("dave", "")
+	scimError(t, s.do("PATCH", path, patchOps(`{"op":"replace","path":"userName","value":"DAVE"}`)), http.StatusConflict, "uniqueness")
+	scimError(t, s.do("PATCH", "/scim/v2/Users/999", patchOps(`{"op":"replace","path":"displayName","value":"x"}`)), http.StatusNotFound, "")
+}
+
+// testRefusedUserPatches checks that each bad PATCH of the user at path is
+// refused with its scimType and changes nothing.
+func testRefusedUserPatches(t *testing.T, s *server, path string) {
 	before := s.must(http.StatusOK, "GET", path, "").json
 	for _, tt := range []struct {
 		name, body, scimType string
@@ -186,9 +195,6 @@ func testUserPatches(t *testing.T, newStore NewStore) {
 			assert.Equal(t, before, s.must(http.StatusOK, "GET", path, "").json, "nothing changed")
 		})
 	}
-	s.createUser("dave", "")
-	scimError(t, s.do("PATCH", path, patchOps(`{"op":"replace","path":"userName","value":"DAVE"}`)), http.StatusConflict, "uniqueness")
-	scimError(t, s.do("PATCH", "/scim/v2/Users/999", patchOps(`{"op":"replace","path":"displayName","value":"x"}`)), http.StatusNotFound, "")
 }
 
 // longString returns a string of n bytes.

@@ -3,6 +3,7 @@
 package metricstest
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -29,9 +30,6 @@ type Family struct {
 // not a number, a sample before its family's TYPE or apart from the rest of
 // its family, a series given twice, or a histogram whose buckets are not
 // cumulative, lack le="+Inf", or disagree with _count, or that lacks _sum.
-//
-// It is long on purpose: a strict reader of the text format, rule after rule
-// in the order the format states them, for tests to fail on any departure.
 func Parse(text string) (map[string]*Family, error) {
 	if text == "" || !strings.HasSuffix(text, "\n") {
 		return nil, fmt.Errorf("an exposition must be lines ending in a newline")
@@ -46,37 +44,9 @@ func Parse(text string) (map[string]*Family, error) {
 		}
 		switch {
 		case strings.HasPrefix(line, "# HELP "), strings.HasPrefix(line, "# TYPE "):
-			rest := line[len("# HELP "):]
-			name, text, ok := strings.Cut(rest, " ")
-			if !ok || !validMetricName(name) {
-				return nil, fail("bad metric name")
-			}
-			f := families[name]
-			if f == nil {
-				f = &Family{Name: name}
-				families[name] = f
-			} else if f != current {
-				return nil, fail("family %s was described before, apart from here", name)
-			}
-			if strings.HasPrefix(line, "# HELP ") {
-				if f.Help != "" {
-					return nil, fail("a second HELP")
-				}
-				if _, err := unescape(text, false); err != nil {
-					return nil, fail("%v", err)
-				}
-				f.Help = text
-			} else {
-				if f.Type != "" {
-					return nil, fail("a second TYPE")
-				}
-				if len(f.Samples) > 0 {
-					return nil, fail("TYPE after the family's samples")
-				}
-				if !slices.Contains([]string{"counter", "gauge", "histogram", "summary", "untyped"}, text) {
-					return nil, fail("unknown type %q", text)
-				}
-				f.Type = text
+			f, err := describe(families, current, line)
+			if err != nil {
+				return nil, fail("%v", err)
 			}
 			current = f
 		case strings.HasPrefix(line, "#"):
@@ -97,24 +67,71 @@ func Parse(text string) (map[string]*Family, error) {
 			current.Samples = append(current.Samples, s)
 		}
 	}
+	if err := checkFamilies(families); err != nil {
+		return nil, err
+	}
+	return families, nil
+}
+
+// describe applies a HELP or TYPE line to its family, made if it is new,
+// and returns the family, the current one from then on.
+func describe(families map[string]*Family, current *Family, line string) (*Family, error) {
+	rest := line[len("# HELP "):]
+	name, text, ok := strings.Cut(rest, " ")
+	if !ok || !validMetricName(name) {
+		return nil, errors.New("bad metric name")
+	}
+	f := families[name]
+	if f == nil {
+		f = &Family{Name: name}
+		families[name] = f
+	} else if f != current {
+		return nil, fmt.Errorf("family %s was described before, apart from here", name)
+	}
+	if strings.HasPrefix(line, "# HELP ") {
+		if f.Help != "" {
+			return nil, errors.New("a second HELP")
+		}
+		if _, err := unescape(text, false); err != nil {
+			return nil, err
+		}
+		f.Help = text
+	} else {
+		if f.Type != "" {
+			return nil, errors.New("a second TYPE")
+		}
+		if len(f.Samples) > 0 {
+			return nil, errors.New("TYPE after the family's samples")
+		}
+		if !slices.Contains([]string{"counter", "gauge", "histogram", "summary", "untyped"}, text) {
+			return nil, fmt.Errorf("unknown type %q", text)
+		}
+		f.Type = text
+	}
+	return f, nil
+}
+
+// checkFamilies checks what only a whole exposition shows: every family
+// has a TYPE, every histogram checks out, no counter is negative or NaN.
+func checkFamilies(families map[string]*Family) error {
 	for _, f := range families {
 		if f.Type == "" {
-			return nil, fmt.Errorf("family %s has no TYPE", f.Name)
+			return fmt.Errorf("family %s has no TYPE", f.Name)
 		}
 		if f.Type == "histogram" {
 			if err := checkHistogram(f); err != nil {
-				return nil, fmt.Errorf("histogram %s: %w", f.Name, err)
+				return fmt.Errorf("histogram %s: %w", f.Name, err)
 			}
 		}
 		if f.Type == "counter" {
 			for _, s := range f.Samples {
 				if s.Value < 0 || math.IsNaN(s.Value) {
-					return nil, fmt.Errorf("counter %s is %v", s.Name, s.Value)
+					return fmt.Errorf("counter %s is %v", s.Name, s.Value)
 				}
 			}
 		}
 	}
-	return families, nil
+	return nil
 }
 
 // familyOf returns the family a sample named name belongs to, for a family
