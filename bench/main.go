@@ -151,24 +151,34 @@ func run(opts options) error {
 	if err := h.startTLSTwins(); err != nil {
 		return fmt.Errorf("the HTTPS rows: %w", err)
 	}
+	results, err := h.runRounds()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  load average after the rows: %s\n", loadAverage())
+	h.report(results, mem, nestMem, small)
+	return nil
+}
+
+// runRounds runs every row (of -only) once a round, and returns the
+// results of each.
+func (h *harness) runRounds() (map[string][]loadtest.Result, error) {
 	results := map[string][]loadtest.Result{}
-	for round := 1; round <= opts.rounds; round++ {
+	for round := 1; round <= h.opts.rounds; round++ {
 		h.round = round
 		for _, s := range h.scenarios() {
-			if opts.only != nil && !opts.only.MatchString(s.name) {
+			if h.opts.only != nil && !h.opts.only.MatchString(s.name) {
 				continue
 			}
 			r, err := s.run()
 			if err != nil {
-				return fmt.Errorf("%s: %w", s.name, err)
+				return nil, fmt.Errorf("%s: %w", s.name, err)
 			}
 			fmt.Printf("  round %d  %-22s %10.0f req/s  p99 %s\n", round, s.name, r.RPS, r.P99)
 			results[s.name] = append(results[s.name], r)
 		}
 	}
-	fmt.Printf("  load average after the rows: %s\n", loadAverage())
-	h.report(results, mem, nestMem, small)
-	return nil
+	return results, nil
 }
 
 // harness is what the comparison runs against: the service (and, with
@@ -510,77 +520,8 @@ func (h *harness) scenarios() []scenario {
 // that needs it; mem is nil when memory was not compared, small empty when
 // small groups were not.
 func (h *harness) report(results map[string][]loadtest.Result, mem *memory, nestMem *nestMemory, small []smallMemory) {
-	med := func(name string) loadtest.Result { return loadtest.Median(results[name]) }
-	ran := func(names ...string) bool {
-		for _, name := range names {
-			if len(results[name]) == 0 {
-				return false
-			}
-		}
-		return true
-	}
-	ratio := func(a, b string) float64 { return med(a).RPS / med(b).RPS }
-	// ratios joins, of the ratios a row is compared by, those whose rows ran.
-	type cmp struct {
-		format string // with one %.2f, the ratio of a to b; without a, a note
-		a, b   string
-	}
-	ratios := func(cs ...cmp) string {
-		var parts []string
-		for _, c := range cs {
-			if c.a == "" {
-				parts = append(parts, c.format) // a note, no ratio
-			} else if ran(c.a, c.b) {
-				parts = append(parts, fmt.Sprintf(c.format, ratio(c.a, c.b)))
-			}
-		}
-		return strings.Join(parts, ", ")
-	}
-	fmt.Printf("\n%-22s %12s %10s   %s\n", "operation", "req/s", "p99", "ratios (medians of this run)")
-	row := func(name string, cs ...cmp) {
-		if !ran(name) {
-			return
-		}
-		r := med(name)
-		fmt.Printf("%-22s %12.0f %10s   %s\n", name, r.RPS, r.P99.Round(time.Microsecond), ratios(cs...))
-	}
-	note := func(text string) cmp { return cmp{format: text} }
-	row("bare GET", note("the ceiling for GETs"))
-	row("bare POST", note("the ceiling for POSTs (same requests as the service's)"))
-	row("bare GET 1000", note(fmt.Sprintf("the ceiling for GET 1000: the same %d bytes, pre-encoded", len(h.replies.list1000.body))),
-		cmp{"%.2f x redis SMEMBERS 1000", "bare GET 1000", "redis SMEMBERS 1000"})
-	row("timeouts GET", cmp{"%.2f x bare GET: the bare handler with the service's timeouts", "timeouts GET", "bare GET"})
-	row("timeouts POST", cmp{"%.2f x bare POST: the same", "timeouts POST", "bare POST"})
-	row("timeouts GET 1000", cmp{"%.2f x bare GET 1000: the same", "timeouts GET 1000", "bare GET 1000"})
-	row("replay GET", cmp{"%.2f x bare GET: the service's reply (headers and body), replayed with its timeouts", "replay GET", "bare GET"})
-	row("replay POST", cmp{"%.2f x bare POST: the same, after reading the body", "replay POST", "bare POST"})
-	row("replay GET 1000", cmp{"%.2f x bare GET 1000: the same", "replay GET 1000", "bare GET 1000"})
-	row("no store POST", cmp{"%.2f x bare POST: the service, its store's adds keeping nothing (bench/nullstore)", "no store POST", "bare POST"})
-	for _, svc := range []string{"service", "before"} {
-		post, get10, get1000 := svc+" POST 3 users", svc+" GET 10", svc+" GET 1000"
-		row(post, cmp{"%.2f x bare POST", post, "bare POST"}, cmp{"%.2f x redis SADD", post, "redis SADD 3"})
-		if svc == "service" {
-			row("data-dir POST 3 users", cmp{"%.2f x service POST 3 users (memory only)", "data-dir POST 3 users", post},
-				cmp{"%.2f x bare POST", "data-dir POST 3 users", "bare POST"})
-		}
-		row(get10, cmp{"%.2f x bare GET", get10, "bare GET"}, cmp{"%.2f x redis SMEMBERS 10", get10, "redis SMEMBERS 10"})
-		row(get1000, cmp{"%.2f x bare GET 1000", get1000, "bare GET 1000"}, cmp{"%.2f x redis SMEMBERS 1000", get1000, "redis SMEMBERS 1000"})
-		if svc == "service" {
-			row("redis SADD 3")
-			row("redis SMEMBERS 10")
-			row("redis SMEMBERS 1000")
-			row("no access log POST 3", cmp{"%.2f x bare POST: the service with -access-log=false", "no access log POST 3", "bare POST"})
-			row("no access log GET 10", cmp{"%.2f x bare GET: the service with -access-log=false", "no access log GET 10", "bare GET"})
-		}
-	}
-	for _, t := range nestTargets {
-		row(t.direct)
-		row(t.nested, cmp{"cost %.2f x the direct row's (its req/s / this row's)", t.direct, t.nested})
-	}
-	for _, t := range tlsRows {
-		row(t.http, note("its HTTPS twin's HTTP: "+t.what))
-		row(t.https, cmp{"%.2f x " + t.http + ": the same service over HTTPS, " + t.what, t.https, t.http})
-	}
+	m := medians(results)
+	h.printRows(m)
 	if h.opts.before != "" {
 		fmt.Printf("  (before: %s)\n", h.opts.before)
 	}
@@ -598,7 +539,99 @@ func (h *harness) report(results map[string][]loadtest.Result, mem *memory, nest
 	if len(small) > 0 {
 		printSmall(small, h.opts.before != "")
 	}
+	printTargets(m, mem, small)
+}
 
+// medians holds the results of each row of one run, by name.
+type medians map[string][]loadtest.Result
+
+func (m medians) med(name string) loadtest.Result { return loadtest.Median(m[name]) }
+
+// ran reports whether every row named ran.
+func (m medians) ran(names ...string) bool {
+	for _, name := range names {
+		if len(m[name]) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (m medians) ratio(a, b string) float64 { return m.med(a).RPS / m.med(b).RPS }
+
+// ratioOf is a ratio a row is compared by.
+type ratioOf struct {
+	format string // with one %.2f, the ratio of a to b; without a, a note
+	a, b   string
+}
+
+// ratios joins, of the ratios a row is compared by, those whose rows ran.
+func (m medians) ratios(cs ...ratioOf) string {
+	var parts []string
+	for _, c := range cs {
+		if c.a == "" {
+			parts = append(parts, c.format) // a note, no ratio
+		} else if m.ran(c.a, c.b) {
+			parts = append(parts, fmt.Sprintf(c.format, m.ratio(c.a, c.b)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// row prints the medians of the row name, if it ran, and its ratios.
+func (m medians) row(name string, cs ...ratioOf) {
+	if !m.ran(name) {
+		return
+	}
+	r := m.med(name)
+	fmt.Printf("%-22s %12.0f %10s   %s\n", name, r.RPS, r.P99.Round(time.Microsecond), m.ratios(cs...))
+}
+
+// printRows prints the table of the rows that ran, with their ratios.
+func (h *harness) printRows(m medians) {
+	fmt.Printf("\n%-22s %12s %10s   %s\n", "operation", "req/s", "p99", "ratios (medians of this run)")
+	note := func(text string) ratioOf { return ratioOf{format: text} }
+	m.row("bare GET", note("the ceiling for GETs"))
+	m.row("bare POST", note("the ceiling for POSTs (same requests as the service's)"))
+	m.row("bare GET 1000", note(fmt.Sprintf("the ceiling for GET 1000: the same %d bytes, pre-encoded", len(h.replies.list1000.body))),
+		ratioOf{"%.2f x redis SMEMBERS 1000", "bare GET 1000", "redis SMEMBERS 1000"})
+	m.row("timeouts GET", ratioOf{"%.2f x bare GET: the bare handler with the service's timeouts", "timeouts GET", "bare GET"})
+	m.row("timeouts POST", ratioOf{"%.2f x bare POST: the same", "timeouts POST", "bare POST"})
+	m.row("timeouts GET 1000", ratioOf{"%.2f x bare GET 1000: the same", "timeouts GET 1000", "bare GET 1000"})
+	m.row("replay GET", ratioOf{"%.2f x bare GET: the service's reply (headers and body), replayed with its timeouts", "replay GET", "bare GET"})
+	m.row("replay POST", ratioOf{"%.2f x bare POST: the same, after reading the body", "replay POST", "bare POST"})
+	m.row("replay GET 1000", ratioOf{"%.2f x bare GET 1000: the same", "replay GET 1000", "bare GET 1000"})
+	m.row("no store POST", ratioOf{"%.2f x bare POST: the service, its store's adds keeping nothing (bench/nullstore)", "no store POST", "bare POST"})
+	for _, svc := range []string{"service", "before"} {
+		post, get10, get1000 := svc+" POST 3 users", svc+" GET 10", svc+" GET 1000"
+		m.row(post, ratioOf{"%.2f x bare POST", post, "bare POST"}, ratioOf{"%.2f x redis SADD", post, "redis SADD 3"})
+		if svc == "service" {
+			m.row("data-dir POST 3 users", ratioOf{"%.2f x service POST 3 users (memory only)", "data-dir POST 3 users", post},
+				ratioOf{"%.2f x bare POST", "data-dir POST 3 users", "bare POST"})
+		}
+		m.row(get10, ratioOf{"%.2f x bare GET", get10, "bare GET"}, ratioOf{"%.2f x redis SMEMBERS 10", get10, "redis SMEMBERS 10"})
+		m.row(get1000, ratioOf{"%.2f x bare GET 1000", get1000, "bare GET 1000"}, ratioOf{"%.2f x redis SMEMBERS 1000", get1000, "redis SMEMBERS 1000"})
+		if svc == "service" {
+			m.row("redis SADD 3")
+			m.row("redis SMEMBERS 10")
+			m.row("redis SMEMBERS 1000")
+			m.row("no access log POST 3", ratioOf{"%.2f x bare POST: the service with -access-log=false", "no access log POST 3", "bare POST"})
+			m.row("no access log GET 10", ratioOf{"%.2f x bare GET: the service with -access-log=false", "no access log GET 10", "bare GET"})
+		}
+	}
+	for _, t := range nestTargets {
+		m.row(t.direct)
+		m.row(t.nested, ratioOf{"cost %.2f x the direct row's (its req/s / this row's)", t.direct, t.nested})
+	}
+	for _, t := range tlsRows {
+		m.row(t.http, note("its HTTPS twin's HTTP: "+t.what))
+		m.row(t.https, ratioOf{"%.2f x " + t.http + ": the same service over HTTPS, " + t.what, t.https, t.http})
+	}
+}
+
+// printTargets prints each target whose rows ran, met or not, and how many
+// are met.
+func printTargets(m medians, mem *memory, small []smallMemory) {
 	fmt.Printf("\ntargets:\n")
 	met := 0
 	var stated []string
@@ -614,8 +647,8 @@ func (h *harness) report(results map[string][]loadtest.Result, mem *memory, nest
 	}
 	// The ceilings: what the service's timeouts alone allow, and what a
 	// handler allows that sends the service's reply and computes nothing.
-	ceilings := func(kind string, more ...cmp) string {
-		c := ratios(append([]cmp{
+	ceilings := func(kind string, more ...ratioOf) string {
+		c := m.ratios(append([]ratioOf{
 			{"the timeouts alone %.2f", "timeouts " + kind, "bare " + kind},
 			{"the service's reply replayed %.2f", "replay " + kind, "bare " + kind},
 		}, more...)...)
@@ -630,14 +663,14 @@ func (h *harness) report(results map[string][]loadtest.Result, mem *memory, nest
 		ceilings        string
 	}{
 		{"POST 3 users / bare POST", "service POST 3 users", "bare POST", 0.75,
-			ceilings("POST", cmp{"the service without its store %.2f", "no store POST", "bare POST"})},
+			ceilings("POST", ratioOf{"the service without its store %.2f", "no store POST", "bare POST"})},
 		{"GET 10 / bare GET", "service GET 10", "bare GET", 0.88, ceilings("GET")},
 		{"GET 1000 / bare GET 1000", "service GET 1000", "bare GET 1000", 0.95, ceilings("GET 1000")},
 		{"-data-dir POST 3 / memory-only POST 3", "data-dir POST 3 users", "service POST 3 users", 0.8, ""},
 	}
 	for _, t := range throughput {
-		if ran(t.row, t.bare) {
-			target(t.what, ratio(t.row, t.bare), t.want, t.ceilings)
+		if m.ran(t.row, t.bare) {
+			target(t.what, m.ratio(t.row, t.bare), t.want, t.ceilings)
 		}
 	}
 	if mem != nil {
@@ -645,10 +678,10 @@ func (h *harness) report(results map[string][]loadtest.Result, mem *memory, nest
 		target("the same, the change feed on", mem.redis/mem.serviceWithFeed, 3, "")
 	}
 	for _, t := range nestTargets {
-		if !ran(t.direct, t.nested) {
+		if !m.ran(t.direct, t.nested) {
 			continue
 		}
-		cost := ratio(t.direct, t.nested)
+		cost := m.ratio(t.direct, t.nested)
 		verdict := "met"
 		if cost > t.want {
 			verdict = "NOT met"

@@ -96,10 +96,25 @@ func run(opts options) error {
 		total, opts.groups, opts.members, opts.connections, 100*opts.writeShare, store, loadtest.NumCPU())
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: opts.connections + 8, MaxConnsPerHost: opts.connections + 8}, Timeout: 30 * time.Second}
+	members, expires, err := loadMemberships(client, base, opts)
+	if err != nil {
+		return err
+	}
+	r, err := measure(client, base, pid, opts, members, expires)
+	if err != nil {
+		return err
+	}
+	printLag(opts, r)
+	printLatencies(opts, r)
+	return nil
+}
 
-	// The memberships, loaded with the same expiry. It is set from a
-	// measure of the loading: a first group is timed, and the expiry falls
-	// opts.ahead after the whole loading would end, rounded up to a second.
+// loadMemberships loads the memberships, all with the same expiry, and
+// returns them and the expiry. The expiry is set from a measure of the
+// loading: a first group is timed, and the expiry falls opts.ahead after
+// the whole loading would end, rounded up to a second.
+func loadMemberships(client *http.Client, base string, opts options) ([][]int64, time.Time, error) {
+	total := opts.groups * opts.members
 	rng := rand.New(rand.NewPCG(28, 1))
 	members := make([][]int64, opts.groups)
 	for g := range members {
@@ -109,95 +124,116 @@ func run(opts options) error {
 	estimate := 3 * time.Second * time.Duration(max(total/1_000_000, 1)) // until the first group is timed
 	expires := time.Now().Add(estimate + opts.ahead + 5*time.Second).Truncate(time.Second).Add(time.Second)
 	if err := post(client, base, expGroup(0), usersWithExpiry(members[0], expires)); err != nil {
-		return err
+		return nil, time.Time{}, err
 	}
 	loading := time.Since(started)
 	expires = time.Now().Add(time.Duration(opts.groups)*loading/2 + opts.ahead).Truncate(time.Second).Add(time.Second)
 	// The first group again, with the expiry of all: the same second for
 	// every membership.
 	if err := post(client, base, expGroup(0), usersWithExpiry(members[0], expires)); err != nil {
-		return err
+		return nil, time.Time{}, err
 	}
 	if err := loadAll(client, base, members, expires); err != nil {
-		return err
+		return nil, time.Time{}, err
 	}
 	loaded := time.Now()
 	fmt.Printf("  loaded in %s; every membership expires at %s, %s after the loading\n",
 		loaded.Sub(started).Round(time.Millisecond), expires.UTC().Format(time.RFC3339Nano), expires.Sub(loaded).Round(time.Millisecond))
 	if expires.Sub(loaded) < opts.ahead/2 {
-		return fmt.Errorf("the loading took too long: the expiry is only %s after it; raise -ahead", expires.Sub(loaded).Round(time.Millisecond))
+		return nil, time.Time{}, fmt.Errorf("the loading took too long: the expiry is only %s after it; raise -ahead", expires.Sub(loaded).Round(time.Millisecond))
 	}
+	return members, expires, nil
+}
+
+// result is what a run measured across the expiry.
+type result struct {
+	expires, loadStart, loadEnd time.Time
+	before, after               metricsPage
+	rssBefore, rssAfter         int64
+	loads                       [][]sample
+	checks                      []checkProbe
+	lists                       []listProbe
+	left                        float64       // memberships still to end when the load ended
+	drained                     time.Duration // from the expiry until none was left
+}
+
+// measure runs the load and the probes from opts.before ahead of the
+// expiry to opts.after past it, then waits for every membership to end
+// and checks that each ended once.
+func measure(client *http.Client, base string, pid int, opts options, members [][]int64, expires time.Time) (*result, error) {
+	total := opts.groups * opts.members
 	before, err := scrape(client, base)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if got := before.gauge("membership_expiring_members"); got != float64(total) {
-		return fmt.Errorf("membership_expiring_members is %v, want %d", got, total)
+		return nil, fmt.Errorf("membership_expiring_members is %v, want %d", got, total)
 	}
-	rssBefore, _ := loadtest.RSS(pid)
+	r := &result{expires: expires, before: before}
+	r.rssBefore, _ = loadtest.RSS(pid)
 
-	// The load, the probes: from opts.before ahead of the expiry to
-	// opts.after past it.
-	loadStart := expires.Add(-opts.before)
-	loadEnd := expires.Add(opts.after)
-	time.Sleep(time.Until(loadStart))
-	ctx, cancel := context.WithDeadline(context.Background(), loadEnd)
+	r.loadStart = expires.Add(-opts.before)
+	r.loadEnd = expires.Add(opts.after)
+	time.Sleep(time.Until(r.loadStart))
+	ctx, cancel := context.WithDeadline(context.Background(), r.loadEnd)
 	defer cancel()
 	var wg sync.WaitGroup
-	loads := make([][]sample, opts.connections)
+	r.loads = make([][]sample, opts.connections)
 	for i := range opts.connections {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			loads[i] = loadWorker(ctx, client, base, opts, uint64(i), members)
+			r.loads[i] = loadWorker(ctx, client, base, opts, uint64(i), members)
 		}()
 	}
-	var checks []checkProbe
-	var lists []listProbe
 	wg.Add(2)
-	go func() { defer wg.Done(); checks = probeChecks(ctx, client, base, members) }()
-	go func() { defer wg.Done(); lists = probeLists(ctx, client, base, opts.groups) }()
+	go func() { defer wg.Done(); r.checks = probeChecks(ctx, client, base, members) }()
+	go func() { defer wg.Done(); r.lists = probeLists(ctx, client, base, opts.groups) }()
 	wg.Wait()
-	after, err := scrape(client, base)
-	if err != nil {
-		return err
+	if r.after, err = scrape(client, base); err != nil {
+		return nil, err
 	}
-	rssAfter, _ := loadtest.RSS(pid)
+	r.rssAfter, _ = loadtest.RSS(pid)
+	return r, r.waitAllEnded(client, base, total)
+}
 
-	// The end state: every membership ended, each once. When the load
-	// ended first, the expirer is left to finish, for at most a minute.
-	left := after.gauge("membership_expiring_members")
-	for left > 0 && time.Since(loadEnd) < time.Minute {
+// waitAllEnded checks the end state: every membership ended, each once.
+// When the load ended first, the expirer is left to finish, for at most a
+// minute.
+func (r *result) waitAllEnded(client *http.Client, base string, total int) error {
+	r.left = r.after.gauge("membership_expiring_members")
+	for r.left > 0 && time.Since(r.loadEnd) < time.Minute {
 		time.Sleep(50 * time.Millisecond)
 		page, err := scrape(client, base)
 		if err != nil {
 			return err
 		}
 		if page.gauge("membership_expiring_members") == 0 {
-			after = page
+			r.after = page
 			break
 		}
 	}
-	drained := time.Since(expires)
-	if got := after.gauge("membership_expiring_members"); got != 0 {
+	r.drained = time.Since(r.expires)
+	if got := r.after.gauge("membership_expiring_members"); got != 0 {
 		return fmt.Errorf("a minute after the load, membership_expiring_members is %v, want 0", got)
 	}
-	ended := after.gauge("membership_expiries_total") - before.gauge("membership_expiries_total")
+	ended := r.after.gauge("membership_expiries_total") - r.before.gauge("membership_expiries_total")
 	if ended != float64(total) {
 		return fmt.Errorf("membership_expiries_total grew by %v, want %d", ended, total)
 	}
 	if body, err := get(client, base+"/groups?prefix=exp-&limit=1"); err != nil || string(body) != "[]" {
 		return fmt.Errorf("groups with members left after the expiry: %s %v", body, err)
 	}
+	return nil
+}
 
-	// The lag, as the service measured it: one observation per change of
-	// expiries (a group's), from its expiry to the change.
-	lag := after.histogram("membership_expiry_lag_seconds").minus(before.histogram("membership_expiry_lag_seconds"))
-	// The lag, as the probes saw it: for each group's probed member, the
-	// first /check sent after which it was never seen again.
-	gone := make([]time.Duration, opts.groups)
-	lastSeen := make([]time.Time, opts.groups)
-	for _, p := range checks {
+// goneAfter returns the lag as the probes saw it, sorted: for each group's
+// probed member, the first /check sent after which it was never seen
+// again.
+func (r *result) goneAfter(groups int) []time.Duration {
+	gone := make([]time.Duration, groups)
+	lastSeen := make([]time.Time, groups)
+	for _, p := range r.checks {
 		for g, in := range p.found {
 			if in && p.sent.After(lastSeen[g]) {
 				lastSeen[g] = p.sent
@@ -206,23 +242,34 @@ func run(opts options) error {
 	}
 	for g := range gone {
 		first := time.Time{}
-		for _, p := range checks {
+		for _, p := range r.checks {
 			if p.sent.After(lastSeen[g]) && !p.found[g] {
 				first = p.sent.Add(p.took) // it was gone by the reply
 				break
 			}
 		}
 		if first.IsZero() { // gone after the load, when the probes had stopped
-			first = loadEnd.Add(drained - loadEnd.Sub(expires))
+			first = r.loadEnd.Add(r.drained - r.loadEnd.Sub(r.expires))
 		}
-		gone[g] = max(first.Sub(expires), 0)
+		gone[g] = max(first.Sub(r.expires), 0)
 	}
 	slices.Sort(gone)
+	return gone
+}
+
+// printLag prints the lag from the expiry until the memberships were
+// gone, and the probes that saw a membership more than 1 s after it.
+func printLag(opts options, r *result) {
+	// The lag, as the service measured it: one observation per change of
+	// expiries (a group's), from its expiry to the change.
+	lag := r.after.histogram("membership_expiry_lag_seconds").minus(r.before.histogram("membership_expiry_lag_seconds"))
+	gone := r.goneAfter(opts.groups)
+	expires := r.expires
 	// Visible more than 1 s after the expiry: probes sent then that still
 	// saw a membership.
 	lateChecks, lateLists := 0, 0
 	checksAfter, listsAfter := 0, 0
-	for _, p := range checks {
+	for _, p := range r.checks {
 		if p.sent.Sub(expires) > time.Second {
 			checksAfter++
 			if slices.Contains(p.found, true) {
@@ -231,7 +278,7 @@ func run(opts options) error {
 		}
 	}
 	var listsGone time.Time
-	for _, p := range lists {
+	for _, p := range r.lists {
 		if p.sent.Sub(expires) > time.Second {
 			listsAfter++
 			if p.total > 0 {
@@ -252,16 +299,23 @@ func run(opts options) error {
 		len(gone), gone[len(gone)/2].Round(time.Millisecond), gone[min(len(gone)-1, len(gone)*99/100)].Round(time.Millisecond), gone[len(gone)-1].Round(time.Millisecond))
 	fmt.Printf("| the probes: GET /group-user/{g}?limit=1 of each group in turn, the last seen with members | | | %s |\n", sinceOrNone(listsGone, expires))
 	fmt.Println()
-	if left > 0 {
+	if r.left > 0 {
 		fmt.Printf("When the load ended, %s after the expiry, %.0f memberships were still to end; the last ended within %s of the expiry.\n",
-			opts.after, left, drained.Round(100*time.Millisecond))
+			opts.after, r.left, r.drained.Round(100*time.Millisecond))
 	}
 	fmt.Printf("Probes sent more than 1 s after the expiry that still saw a membership: %d of %d POST /check, %d of %d GET.\n",
 		lateChecks, checksAfter, lateLists, listsAfter)
+}
+
+// printLatencies prints the p99 latency of the probes and of the load
+// before the expiry, during it and after it, the failed requests and the
+// memory.
+func printLatencies(opts options, r *result) {
+	expires := r.expires
 	fmt.Println()
 	fmt.Println("| p99 latency (requests / p99) | before the expiry (its last " + opts.before.String() + ") | during it (its first 2 s) | after (the rest) |")
 	fmt.Println("|---|---|---|---|")
-	windows := [3][2]time.Time{{loadStart, expires}, {expires, expires.Add(2 * time.Second)}, {expires.Add(2 * time.Second), loadEnd}}
+	windows := [3][2]time.Time{{r.loadStart, expires}, {expires, expires.Add(2 * time.Second)}, {expires.Add(2 * time.Second), r.loadEnd}}
 	row := func(name string, s []sample) {
 		fmt.Printf("| %s |", name)
 		for _, w := range windows {
@@ -271,16 +325,16 @@ func run(opts options) error {
 		fmt.Println()
 	}
 	var checkSamples, listSamples []sample
-	for _, p := range checks {
+	for _, p := range r.checks {
 		checkSamples = append(checkSamples, p.sample)
 	}
-	for _, p := range lists {
+	for _, p := range r.lists {
 		listSamples = append(listSamples, p.sample)
 	}
 	row(fmt.Sprintf("probe POST /check of %d", opts.groups), checkSamples)
 	row("probe GET /group-user/{g}?limit=1", listSamples)
 	var reads, writes []sample
-	for _, l := range loads {
+	for _, l := range r.loads {
 		for _, s := range l {
 			if s.write {
 				writes = append(writes, s)
@@ -298,8 +352,7 @@ func run(opts options) error {
 		}
 	}
 	fmt.Println()
-	fmt.Printf("Failed requests: %d. RSS %s before the load, %s after it.\n", errs, mib(rssBefore), mib(rssAfter))
-	return nil
+	fmt.Printf("Failed requests: %d. RSS %s before the load, %s after it.\n", errs, mib(r.rssBefore), mib(r.rssAfter))
 }
 
 func expGroup(g int) string { return fmt.Sprintf("exp-%04d", g) }
