@@ -108,6 +108,26 @@ func (h *harness) startNesting() error {
 	start := time.Now()
 	b := &batcher{url: "http://" + addr}
 	// Members before nestings, so that every nested group exists.
+	if err := addNestingMembers(b); err != nil {
+		return err
+	}
+	if err := addNestings(b); err != nil {
+		return err
+	}
+	if err := b.flush(); err != nil {
+		return err
+	}
+	svcURL := "http://" + addr
+	if err := h.checkNestingRows(svcURL); err != nil {
+		return err
+	}
+	fmt.Printf("  nesting: loaded the nesting rows' groups by %d POST /batch in %s\n", b.sent, time.Since(start).Round(time.Millisecond))
+	return h.writeNestingScripts(svcURL)
+}
+
+// addNestingMembers adds the members of the nesting rows' groups: of the
+// chk- groups, the pg- groups and flat.
+func addNestingMembers(b *batcher) error {
 	uid := int64(1000)
 	for level := 1; level <= nestCheckLevels; level++ {
 		for j := 0; j < nestCheckBelow/nestCheckLevels-1; j++ {
@@ -139,6 +159,12 @@ func (h *harness) startNesting() error {
 			return err
 		}
 	}
+	return nil
+}
+
+// addNestings nests the nesting rows' groups: the chk- chain, pg and the
+// ancestors of the n groups.
+func addNestings(b *batcher) error {
 	for level := 0; level < nestCheckLevels; level++ {
 		groups := []string{fmt.Sprintf("chk-%d", level+1)}
 		if level > 0 {
@@ -174,11 +200,12 @@ func (h *harness) startNesting() error {
 			return err
 		}
 	}
-	if err := b.flush(); err != nil {
-		return err
-	}
-	// What the rows read must be there, as the rows expect it.
-	svcURL := "http://" + addr
+	return nil
+}
+
+// checkNestingRows checks that what the rows read is there, as the rows
+// expect it.
+func (h *harness) checkNestingRows(svcURL string) error {
 	for _, path := range []string{"/group-user/chk-0/1?transitive=true", "/group-user/chk-8/1", h.nestPagePath(true), h.nestPagePath(false)} {
 		if _, err := loadtest.Get(svcURL + path); err != nil {
 			return fmt.Errorf("the nesting rows' service: %w", err)
@@ -192,7 +219,12 @@ func (h *harness) startNesting() error {
 	if err := json.Unmarshal(body, &parents); err != nil || len(parents) != nestAncestors {
 		return fmt.Errorf("n1 has %d ancestors, want %d (%v)", len(parents), nestAncestors, err)
 	}
-	fmt.Printf("  nesting: loaded the nesting rows' groups by %d POST /batch in %s\n", b.sent, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// writeNestingScripts writes the wrk scripts of the nesting rows' POSTs
+// and checks, each check once answered true.
+func (h *harness) writeNestingScripts(svcURL string) error {
 	h.nestLua = filepath.Join(h.tmp, "post-nested.lua")
 	if err := os.WriteFile(h.nestLua, bytes.Replace(loadtest.PostLua, []byte(`"/group-user/g"`), []byte(`"/group-user/n"`), 1), 0o644); err != nil {
 		return err
