@@ -111,21 +111,9 @@ func run(opts options) error {
 			return err
 		}
 	}
-	load := loadtest.Load{Threads: 2, Connections: 50, Duration: opts.duration}
-	var gets [2][]loadtest.Result
-	for round := 1; round <= opts.rounds; round++ {
-		for i, s := range []service{large, small} {
-			after := groupID(opts.groups / 2)
-			if s == small {
-				after = groupID(500)
-			}
-			r, err := load.RunWrk(s.base+"/groups?limit=100&after="+url.QueryEscape(after), "")
-			if err != nil {
-				return fmt.Errorf("GET /groups on the %s service: %w", s.name, err)
-			}
-			fmt.Printf("  round %d  GET /groups?limit=100  %-5s %9.0f req/s  p99 %s\n", round, s.name, r.RPS, r.P99)
-			gets[i] = append(gets[i], r)
-		}
+	gets, err := timeGets(large, small, opts)
+	if err != nil {
+		return err
 	}
 	var puts [2]latencies
 	for i, s := range []service{large, small} {
@@ -139,14 +127,8 @@ func run(opts options) error {
 	if err != nil {
 		return err
 	}
-	for first := 0; first < opts.big; first += 100_000 {
-		uids := make([]int64, 0, 100_000)
-		for uid := first; uid < min(first+100_000, opts.big); uid++ {
-			uids = append(uids, int64(3*uid+1))
-		}
-		if err := loadtest.PostUsers(mem.base, "big", uids); err != nil {
-			return err
-		}
+	if err := loadBig(mem.base, opts.big); err != nil {
+		return err
 	}
 	var deletes []deletion
 	for _, s := range []service{large, mem} {
@@ -157,6 +139,50 @@ func run(opts options) error {
 		deletes = append(deletes, d)
 	}
 
+	printTables(gets, puts, deletes)
+	return nil
+}
+
+// timeGets runs the GET /groups load on the large and the small service,
+// round after round, and returns the results of each.
+func timeGets(large, small service, opts options) ([2][]loadtest.Result, error) {
+	load := loadtest.Load{Threads: 2, Connections: 50, Duration: opts.duration}
+	var gets [2][]loadtest.Result
+	for round := 1; round <= opts.rounds; round++ {
+		for i, s := range []service{large, small} {
+			after := groupID(opts.groups / 2)
+			if s == small {
+				after = groupID(500)
+			}
+			r, err := load.RunWrk(s.base+"/groups?limit=100&after="+url.QueryEscape(after), "")
+			if err != nil {
+				return gets, fmt.Errorf("GET /groups on the %s service: %w", s.name, err)
+			}
+			fmt.Printf("  round %d  GET /groups?limit=100  %-5s %9.0f req/s  p99 %s\n", round, s.name, r.RPS, r.P99)
+			gets[i] = append(gets[i], r)
+		}
+	}
+	return gets, nil
+}
+
+// loadBig adds big members to the group "big" of the service at base,
+// 100,000 at a time.
+func loadBig(base string, big int) error {
+	for first := 0; first < big; first += 100_000 {
+		uids := make([]int64, 0, 100_000)
+		for uid := first; uid < min(first+100_000, big); uid++ {
+			uids = append(uids, int64(3*uid+1))
+		}
+		if err := loadtest.PostUsers(base, "big", uids); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printTables prints the tables of the GETs and PUTs, large against small,
+// and of the deletions.
+func printTables(gets [2][]loadtest.Result, puts [2]latencies, deletes []deletion) {
 	g0, g1 := loadtest.Median(gets[0]), loadtest.Median(gets[1])
 	fmt.Println()
 	fmt.Println("| Request (both with -data-dir) | 1,000,000 groups | 1,000 groups | Speed, large ÷ small |")
@@ -172,7 +198,6 @@ func run(opts options) error {
 		fmt.Printf("| %s | %d | %s | %s | %s | %s |\n", d.service, d.removed, d.took.Round(time.Millisecond),
 			mib(d.before), mib(d.peak), mib(d.peak-d.before))
 	}
-	return nil
 }
 
 func groupID(i int) string { return fmt.Sprintf("group-%07d", i) }
