@@ -102,15 +102,8 @@ func run(load loadtest.Load, rounds int) error {
 		defer stop()
 		services[s.name] = "http://" + addr
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	list10, list1000 := loadtest.RandomUIDs(rng, 10), loadtest.RandomUIDs(rng, 1000)
-	for _, name := range []string{"embedded", "embedded -data-dir", "postgres 1"} {
-		if err := loadtest.PostUsers(services[name], "list10", list10); err != nil {
-			return err
-		}
-		if err := loadtest.PostUsers(services[name], "list1000", list1000); err != nil {
-			return err
-		}
+	if err := loadLists(services); err != nil {
+		return err
 	}
 	script := filepath.Join(tmp, "post.lua")
 	if err := os.WriteFile(script, loadtest.PostLua, 0o600); err != nil {
@@ -124,6 +117,38 @@ func run(load loadtest.Load, rounds int) error {
 		return err
 	}
 
+	results, err := runRounds(load, rounds, services, script, benchURL, pgbenchScript)
+	if err != nil {
+		return err
+	}
+	lag, err := lagP99(services["postgres 2"])
+	if err != nil {
+		return err
+	}
+	report(results, lag)
+	return nil
+}
+
+// loadLists adds the lists the GET rows read, of 10 and 1,000 random users,
+// to the embedded services and to postgres 1, whose database postgres 2
+// shares.
+func loadLists(services map[string]string) error {
+	rng := rand.New(rand.NewPCG(1, 2))
+	list10, list1000 := loadtest.RandomUIDs(rng, 10), loadtest.RandomUIDs(rng, 1000)
+	for _, name := range []string{"embedded", "embedded -data-dir", "postgres 1"} {
+		if err := loadtest.PostUsers(services[name], "list10", list10); err != nil {
+			return err
+		}
+		if err := loadtest.PostUsers(services[name], "list1000", list1000); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runRounds runs every row, round after round, each round in another
+// order, and returns the results of each.
+func runRounds(load loadtest.Load, rounds int, services map[string]string, script, benchURL, pgbenchScript string) (map[string][]loadtest.Result, error) {
 	one, two := []string{services["postgres 1"]}, []string{services["postgres 1"], services["postgres 2"]}
 	scenarios := []struct {
 		op, path, script string
@@ -152,7 +177,7 @@ func run(load loadtest.Load, rounds int) error {
 					r, err = runTogether(load, t.urls, s.path, s.script)
 				}
 				if err != nil {
-					return fmt.Errorf("%s, %s: %w", s.op, t.name, err)
+					return nil, fmt.Errorf("%s, %s: %w", s.op, t.name, err)
 				}
 				key := s.op + ", " + t.name
 				fmt.Printf("  round %d  %-42s %10.0f req/s  p99 %s\n", round, key, r.RPS, r.P99)
@@ -160,12 +185,7 @@ func run(load loadtest.Load, rounds int) error {
 			}
 		}
 	}
-	lag, err := lagP99(services["postgres 2"])
-	if err != nil {
-		return err
-	}
-	report(results, lag)
-	return nil
+	return results, nil
 }
 
 // report prints the medians and the targets.
