@@ -59,9 +59,6 @@ func canLimitNoFile(n int) error {
 
 // idleConns is the idle-conns attack on a started service whose output
 // goes to the file log: the embedded service's, or membership-postgres's.
-//
-// It is long on purpose: one attack, read top to bottom as a script (start the
-// service, attack, measure, check each bound), as the other attacks are.
 func idleConns(ctx context.Context, h *harness, s *service, log string, r *row) error {
 	const (
 		conns = 20000
@@ -147,9 +144,6 @@ func idleConns(ctx context.Context, h *harness, s *service, log string, r *row) 
 // headers, under the default -max-header of 64 KiB, and stall before the
 // blank line that ends them: the headers being read, each below its own
 // limit, are memory that only a budget of all of them bounds.
-//
-// It is long on purpose: one attack, read top to bottom as a script (start the
-// service, attack, measure, check each bound), as the other attacks are.
 func attackHeaderStall(ctx context.Context, h *harness, r *row) error {
 	const (
 		conns       = 4000
@@ -216,9 +210,6 @@ func attackHeaderStall(ctx context.Context, h *harness, r *row) error {
 // latest revision, so that none is answered while they are held: each holds
 // a connection, a goroutine and a timer. The first 1000 (the default
 // -max-waiters) are held alone for a while, to measure what one costs.
-//
-// It is long on purpose: one attack, read top to bottom as a script (start the
-// service, attack, measure, check each bound), as the other attacks are.
 func attackParkedPolls(ctx context.Context, h *harness, r *row) error {
 	const (
 		first   = 1000
@@ -452,15 +443,26 @@ func notePhases(r *row, phases []phase) {
 func openAll(ctx context.Context, n, dialers, perSecond int, open func()) time.Duration {
 	start := time.Now()
 	p := newPacer(perSecond)
+	inPool(ctx, n, dialers, func() {
+		if p.wait(ctx) != nil {
+			return
+		}
+		open()
+	})
+	return time.Since(start)
+}
+
+// inPool calls job up to n times, on workers goroutines at once, and
+// returns when the calls are done. Once ctx ends, the calls left are
+// handed out no longer (but for one now and then, that finds a worker
+// ready as ctx ends).
+func inPool(ctx context.Context, n, workers int, job func()) {
 	var wg sync.WaitGroup
 	jobs := make(chan struct{})
-	for range dialers {
+	for range workers {
 		spawn(&wg, func() {
 			for range jobs {
-				if p.wait(ctx) != nil {
-					continue
-				}
-				open()
+				job()
 			}
 		})
 	}
@@ -472,7 +474,6 @@ func openAll(ctx context.Context, n, dialers, perSecond int, open func()) time.D
 	}
 	close(jobs)
 	wg.Wait()
-	return time.Since(start)
 }
 
 // pacer spaces out the opening of connections: the i-th is due i/perSecond

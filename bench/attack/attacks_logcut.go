@@ -24,9 +24,6 @@ import (
 //
 // It is not measured: it holds no clients, and its bound is what a start
 // does, not what it costs.
-//
-// It is long on purpose: one attack, read top to bottom as a script (start the
-// service, attack, measure, check each bound), as the other attacks are.
 func attackLogCut(ctx context.Context, h *harness, r *row) error {
 	const (
 		memberships = 200

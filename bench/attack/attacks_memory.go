@@ -17,9 +17,6 @@ import (
 // attackFeedChurn fills the change feed with large changes, then has three
 // clients ask for as much of it as one reply may carry and never read: the
 // feed's memory and the replies built from it are both the client's choice.
-//
-// It is long on purpose: one attack, read top to bottom as a script (start the
-// service, attack, measure, check each bound), as the other attacks are.
 func attackFeedChurn(ctx context.Context, h *harness, r *row) error {
 	const (
 		churnFor = 18 * time.Second
@@ -129,9 +126,6 @@ func bytesMetricOr(m map[string]float64, name string) string {
 // body and send it 10 bytes at a time: every byte the service reserves for
 // a body that has not arrived is memory a client got for free. Meanwhile an
 // honest client posts small bodies, to see what the service tells it.
-//
-// It is long on purpose: one attack, read top to bottom as a script (start the
-// service, attack, measure, check each bound), as the other attacks are.
 func attackSlowBodies(ctx context.Context, h *harness, r *row) error {
 	const (
 		conns      = 2000
@@ -157,75 +151,19 @@ func attackSlowBodies(ctx context.Context, h *harness, r *row) error {
 			"Content-Type: " + formType + "\r\nContent-Length: " + fmt.Sprint(bodyLength) + "\r\n\r\nusers=[1,")
 
 		// The honest client, throughout.
-		other := newRecorder()
-		var retryAfter atomic.Int64
 		var wg sync.WaitGroup
-		spawn(&wg, func() {
-			reqCtx := context.WithoutCancel(ctx)
-			openLoop(ctx, 100*time.Millisecond, 50, func() {
-				rep := do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/other", usersBody(1, 3), formType, 2*time.Second)
-				other.addReply(rep, 2*time.Second)
-				if rep.err == nil && rep.header.Get("Retry-After") != "" {
-					retryAfter.Add(1)
-				}
-			}, func() { other.add(2*time.Second, "skipped") })
-		})
+		other, retryAfter := postHonestly(ctx, &wg, s)
 
 		held := &rawConns{}
 		defer held.closeAll()
 		dialStart := time.Now()
-		jobs := make(chan struct{})
-		var dwg sync.WaitGroup
-		for range dialers {
-			spawn(&dwg, func() {
-				for range jobs {
-					held.add(rawRequest(ctx, s.addr, head))
-				}
-			})
-		}
-		for range conns {
-			select {
-			case jobs <- struct{}{}:
-			case <-ctx.Done():
-			}
-		}
-		close(jobs)
-		dwg.Wait()
+		inPool(ctx, conns, dialers, func() { held.add(rawRequest(ctx, s.addr, head)) })
 		open, failed := held.count()
 		dialTook := time.Since(dialStart)
 
 		// One goroutine feeds them all: each connection gets its next bytes
 		// every trickle, a slice of them on each tick.
-		held.mu.Lock()
-		cs := append([]net.Conn(nil), held.conns...)
-		held.mu.Unlock()
-		dead := make([]bool, len(cs))
-		sent, writeErrs := int64(0), 0
-		groups := int(trickle / tick)
-		next := int64(2)
-		t := time.NewTicker(tick)
-		trickleEnd := time.Now().Add(trickleFor)
-		for n := 0; ctx.Err() == nil && time.Now().Before(trickleEnd); n++ {
-			for i := n % groups; i < len(cs); i += groups {
-				if dead[i] {
-					continue
-				}
-				b := fmt.Appendf(nil, "%09d,", next)
-				next++
-				_ = cs[i].SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
-				if _, err := cs[i].Write(b); err != nil {
-					dead[i] = true
-					writeErrs++
-					continue
-				}
-				sent += int64(len(b))
-			}
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-		}
-		t.Stop()
+		sent, writeErrs := trickleInto(ctx, held, trickle, tick, trickleFor)
 		answered := held.answered()
 		held.closeAll()
 		honestBefore := other.tally()
@@ -237,35 +175,7 @@ func attackSlowBodies(ctx context.Context, h *harness, r *row) error {
 		fat := &rawConns{}
 		defer fat.closeAll()
 		payload := append(append([]byte(nil), head...), bytes.Repeat([]byte("1,"), fatSent/2)...)
-		var fwg sync.WaitGroup
-		var fatSentOK, fatCut atomic.Int64
-		fatJobs := make(chan struct{})
-		for range dialers {
-			spawn(&fwg, func() {
-				for range fatJobs {
-					c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", s.addr)
-					if err != nil {
-						fat.add(nil, err)
-						continue
-					}
-					_ = c.SetWriteDeadline(time.Now().Add(2 * time.Second))
-					if _, err := c.Write(payload); err != nil {
-						fatCut.Add(1) // the service refused the body and closed
-					} else {
-						fatSentOK.Add(1)
-					}
-					fat.add(c, nil)
-				}
-			})
-		}
-		for range fatConns {
-			select {
-			case fatJobs <- struct{}{}:
-			case <-ctx.Done():
-			}
-		}
-		close(fatJobs)
-		fwg.Wait()
+		fatSentOK, fatCut := sendFat(ctx, s.addr, fat, payload, fatConns, dialers)
 		_ = sleepCtx(ctx, time.Until(deadlineOr(ctx, time.Now()).Add(-time.Second)))
 		m, _ := s.metrics(context.WithoutCancel(ctx), 900*time.Millisecond)
 		<-ctx.Done()
@@ -277,12 +187,116 @@ func attackSlowBodies(ctx context.Context, h *harness, r *row) error {
 		r.notef("what the slow connections had been answered at the end: %s", fmtTally(answered))
 		r.notef("%d fat bodies (%d KiB of 1 MiB sent at once, then nothing): %d sent whole, %d cut by the service; answered: %s; "+
 			"membership_memory_bytes{budget=\"request_bodies\"} %s, refused %s",
-			fatConns, fatSent>>10, fatSentOK.Load(), fatCut.Load(), fmtTally(fatAnswered),
+			fatConns, fatSent>>10, fatSentOK, fatCut, fmtTally(fatAnswered),
 			metricOr(m, `membership_memory_bytes{budget="request_bodies"}`), metricOr(m, `membership_memory_refused_total{budget="request_bodies"}`))
 		r.notef("honest POST of 3 users every 100ms: %s (before the fat bodies: %s; %d with Retry-After); p50 %s p99 %s",
 			other.tally(), honestBefore, retryAfter.Load(), other.pctString(50), other.pctString(99))
 		return nil
 	})
+}
+
+// toggleMember starts, on wg, the writer of attackBigList: it adds uid
+// 2000001 to group big and removes it again, in turn, one write every
+// every, until ctx ends. It returns what the writes were answered.
+func toggleMember(ctx context.Context, wg *sync.WaitGroup, s *service, every time.Duration) *recorder {
+	writes := newRecorder()
+	spawn(wg, func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		add := true
+		for ctx.Err() == nil {
+			method := http.MethodDelete
+			if add {
+				method = http.MethodPost
+			}
+			add = !add
+			rep := do(context.WithoutCancel(ctx), loadClient, method, s.base+"/group-user/big", []byte("users=[2000001]"), formType, 2*time.Second)
+			writes.addReply(rep, 2*time.Second)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+		}
+	})
+	return writes
+}
+
+// postHonestly starts, on wg, the honest client of attackSlowBodies: a
+// POST of 3 users every 100ms until ctx ends. It returns what the client
+// was answered, and how many replies asked it to retry after a while.
+func postHonestly(ctx context.Context, wg *sync.WaitGroup, s *service) (*recorder, *atomic.Int64) {
+	other := newRecorder()
+	var retryAfter atomic.Int64
+	spawn(wg, func() {
+		reqCtx := context.WithoutCancel(ctx)
+		openLoop(ctx, 100*time.Millisecond, 50, func() {
+			rep := do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/other", usersBody(1, 3), formType, 2*time.Second)
+			other.addReply(rep, 2*time.Second)
+			if rep.err == nil && rep.header.Get("Retry-After") != "" {
+				retryAfter.Add(1)
+			}
+		}, func() { other.add(2*time.Second, "skipped") })
+	})
+	return other, &retryAfter
+}
+
+// sendFat opens n connections to addr, dialers at a time, into fat, and
+// sends payload on each at once. It returns how many were sent whole and
+// how many the service cut.
+func sendFat(ctx context.Context, addr string, fat *rawConns, payload []byte, n, dialers int) (sentWhole, cut int64) {
+	var fatSentOK, fatCut atomic.Int64
+	inPool(ctx, n, dialers, func() {
+		c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			fat.add(nil, err)
+			return
+		}
+		_ = c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		if _, err := c.Write(payload); err != nil {
+			fatCut.Add(1) // the service refused the body and closed
+		} else {
+			fatSentOK.Add(1)
+		}
+		fat.add(c, nil)
+	})
+	return fatSentOK.Load(), fatCut.Load()
+}
+
+// trickleInto feeds every connection held its next bytes of a body every
+// trickle, a slice of them on each tick, until trickleFor has passed or
+// ctx ends, and returns the bytes sent and the writes that failed.
+func trickleInto(ctx context.Context, held *rawConns, trickle, tick, trickleFor time.Duration) (int64, int) {
+	held.mu.Lock()
+	cs := append([]net.Conn(nil), held.conns...)
+	held.mu.Unlock()
+	dead := make([]bool, len(cs))
+	sent, writeErrs := int64(0), 0
+	groups := int(trickle / tick)
+	next := int64(2)
+	t := time.NewTicker(tick)
+	trickleEnd := time.Now().Add(trickleFor)
+	for n := 0; ctx.Err() == nil && time.Now().Before(trickleEnd); n++ {
+		for i := n % groups; i < len(cs); i += groups {
+			if dead[i] {
+				continue
+			}
+			b := fmt.Appendf(nil, "%09d,", next)
+			next++
+			_ = cs[i].SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+			if _, err := cs[i].Write(b); err != nil {
+				dead[i] = true
+				writeErrs++
+				continue
+			}
+			sent += int64(len(b))
+		}
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+	t.Stop()
+	return sent, writeErrs
 }
 
 // deadlineOr returns ctx's deadline, or t when it has none.
@@ -298,9 +312,6 @@ func deadlineOr(ctx context.Context, t time.Time) time.Time {
 // megabytes it cannot free. Paged reads (after=) are not cached, so every
 // client costs a fresh reply; in the second phase a writer changes the group
 // every 50 ms, so that plain reads cannot share the cached one either.
-//
-// It is long on purpose: one attack, read top to bottom as a script (start the
-// service, attack, measure, check each bound), as the other attacks are.
 func attackBigList(ctx context.Context, h *harness, r *row) error {
 	const (
 		members     = 1_000_000
@@ -359,26 +370,8 @@ func attackBigList(ctx context.Context, h *harness, r *row) error {
 		// readers arrive one after another.
 		wctx, stopWriter := context.WithCancel(ctx)
 		defer stopWriter()
-		writes := newRecorder()
 		var wwg sync.WaitGroup
-		spawn(&wwg, func() {
-			t := time.NewTicker(writerEvery)
-			defer t.Stop()
-			add := true
-			for wctx.Err() == nil {
-				method := http.MethodDelete
-				if add {
-					method = http.MethodPost
-				}
-				add = !add
-				rep := do(context.WithoutCancel(wctx), loadClient, method, s.base+"/group-user/big", []byte("users=[2000001]"), formType, 2*time.Second)
-				writes.addReply(rep, 2*time.Second)
-				select {
-				case <-wctx.Done():
-				case <-t.C:
-				}
-			}
-		})
+		writes := toggleMember(wctx, &wwg, s, writerEvery)
 		p2 := &rawConns{}
 		defer p2.closeAll()
 		req = getRequest(s.addr, "/group-user/big")

@@ -13,9 +13,6 @@ import (
 // attackMetricsScale checks that a scrape costs the same at two million
 // memberships as at ten, and that scrapers in a loop do not slow writes or
 // reads down: a scrape that walks the data would hold what writers need.
-//
-// It is long on purpose: one attack, read top to bottom as a script (start the
-// service, attack, measure, check each bound), as the other attacks are.
 func attackMetricsScale(ctx context.Context, h *harness, r *row) error {
 	const (
 		groups    = 200

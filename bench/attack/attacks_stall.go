@@ -19,9 +19,6 @@ import (
 // attackStalledStdout gives the service a stdout that nobody reads, as a
 // wedged log collector would. Requests must still be served, the probes
 // must still answer, and SIGTERM must still end the process.
-//
-// It is long on purpose: one attack, read top to bottom as a script (start the
-// service, attack, measure, check each bound), as the other attacks are.
 func attackStalledStdout(ctx context.Context, h *harness, r *row) error {
 	const (
 		requests  = 5000
@@ -110,9 +107,6 @@ func attackStalledStdout(ctx context.Context, h *harness, r *row) error {
 // network disk or a full-queue SSD would stall it. Writes cannot finish;
 // what matters is that they are refused in bounded time, that reads go on,
 // and that /readyz says why.
-//
-// It is long on purpose: one attack, read top to bottom as a script (start the
-// service, attack, measure, check each bound), as the other attacks are.
 func attackStalledDisk(ctx context.Context, h *harness, r *row) error {
 	const (
 		frozenFor   = 15 * time.Second
@@ -198,9 +192,6 @@ func attackStalledDisk(ctx context.Context, h *harness, r *row) error {
 // attackFullDisk fills the filesystem under -data-dir until ENOSPC, so that
 // every write is refused, and checks that /readyz tells a load balancer, and
 // that it recovers once there is room again.
-//
-// It is long on purpose: one attack, read top to bottom as a script (start the
-// service, attack, measure, check each bound), as the other attacks are.
 func attackFullDisk(ctx context.Context, h *harness, r *row) error {
 	const (
 		fullFor      = 5 * time.Second

@@ -37,9 +37,6 @@ func tlsOptions(h *harness) ([]string, error) {
 // ends holds a connection, a goroutine and the bytes read so far, until the
 // handshake's deadline (the header timeout, 5 s) or the connection budget
 // closes it. The probes ask over TLS, a new connection and handshake each.
-//
-// It is long on purpose: one attack, read top to bottom as a script (start the
-// service, attack, measure, check each bound), as the other attacks are.
 func attackHandshakeStall(ctx context.Context, h *harness, r *row) error {
 	const (
 		conns   = 4000
