@@ -32,28 +32,10 @@ func attackLogCut(ctx context.Context, h *harness, r *row) error {
 		settle = 1200 * time.Millisecond
 	)
 	dir := filepath.Join(h.tmp, "log-cut-data")
-	s, _, err := startLogged(ctx, h, h.bin, "log-cut-1", serviceOptions{dataDir: dir})
+	acked, err := writeThenKill(ctx, h, r, dir, memberships, settle)
 	if err != nil {
 		return err
 	}
-	defer s.kill()
-	acked := 0
-	for uid := 1; uid <= memberships; uid++ {
-		rep := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/cut", usersBody(int64(uid), 1), formType, 10*time.Second)
-		if rep.err != nil || rep.status != http.StatusOK {
-			r.notef("write of uid %d: %s%s", uid, rep.outcome(), saying(rep.body))
-			continue
-		}
-		acked++
-	}
-	if err := sleepCtx(ctx, settle); err != nil {
-		return err
-	}
-	r.notef("%d of %d one-membership POSTs acknowledged; after %s the data directory holds %s", acked, memberships, settle, listDir(dir))
-	if err := s.cmd.Process.Kill(); err != nil {
-		return err
-	}
-	<-s.exited
 
 	log, err := newestLog(dir)
 	if err != nil {
@@ -98,7 +80,41 @@ func attackLogCut(ctx context.Context, h *harness, r *row) error {
 	r.check("the start after the cut refuses, naming the file, an offset and -repair", fmt.Sprintf("%s: %.400s", verdict, said), named)
 	r.check("acknowledged memberships lost without a word = 0", fmt.Sprintf("%d of %d", lost, acked), lost == 0)
 
-	// With -repair it starts, with what the log holds.
+	return checkRepairStarts(ctx, h, r, dir, acked)
+}
+
+// writeThenKill starts the service on dir, has it acknowledge up to
+// memberships one-membership POSTs, waits settle for the log's last mark,
+// and kills it with SIGKILL. It returns how many were acknowledged.
+func writeThenKill(ctx context.Context, h *harness, r *row, dir string, memberships int, settle time.Duration) (int, error) {
+	s, _, err := startLogged(ctx, h, h.bin, "log-cut-1", serviceOptions{dataDir: dir})
+	if err != nil {
+		return 0, err
+	}
+	defer s.kill()
+	acked := 0
+	for uid := 1; uid <= memberships; uid++ {
+		rep := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/cut", usersBody(int64(uid), 1), formType, 10*time.Second)
+		if rep.err != nil || rep.status != http.StatusOK {
+			r.notef("write of uid %d: %s%s", uid, rep.outcome(), saying(rep.body))
+			continue
+		}
+		acked++
+	}
+	if err := sleepCtx(ctx, settle); err != nil {
+		return 0, err
+	}
+	r.notef("%d of %d one-membership POSTs acknowledged; after %s the data directory holds %s", acked, memberships, settle, listDir(dir))
+	if err := s.cmd.Process.Kill(); err != nil {
+		return 0, err
+	}
+	<-s.exited
+	return acked, nil
+}
+
+// checkRepairStarts checks that a start with -repair on dir starts, with
+// what the log holds.
+func checkRepairStarts(ctx context.Context, h *harness, r *row, dir string, acked int) error {
 	s3, out3, ready, err := startOrRefused(ctx, h, "log-cut-3", serviceOptions{dataDir: dir, args: []string{"-repair"}})
 	if err != nil {
 		return err
