@@ -50,28 +50,8 @@ func attackStalledStdout(ctx context.Context, h *harness, r *row) error {
 		loadCtx, cancel := context.WithTimeout(ctx, loadFor)
 		defer cancel()
 		reqCtx := context.WithoutCancel(ctx)
-		reqs := newRecorder()
-		var next atomic.Int64
-		var wg sync.WaitGroup
 		start := time.Now()
-		for range clients {
-			spawn(&wg, func() {
-				for loadCtx.Err() == nil {
-					i := next.Add(1)
-					if i > requests {
-						return
-					}
-					var rep reply
-					if i%10 == 0 {
-						rep = do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/stdout", usersBody(i, 3), formType, reqLimit)
-					} else {
-						rep = get(reqCtx, loadClient, s.base+"/group-user/probe", reqLimit)
-					}
-					reqs.addReply(rep, reqLimit)
-				}
-			})
-		}
-		wg.Wait()
+		reqs := getAndPost(loadCtx, reqCtx, s, requests, clients, reqLimit)
 		r.notef("%d of %d requests (GETs, every 10th a POST) from %d clients in %s: %s; p50 %s p99 %s",
 			reqs.n(), requests, clients, fmtDur(time.Since(start)), reqs.tally(), reqs.pctString(50), reqs.pctString(99))
 		r.notef("the stdout pipe holds %d bytes unread (a pipe holds 65536 by default: full means the service's log writes block)", pipeUnread(pr))
@@ -132,20 +112,7 @@ func attackStalledDisk(ctx context.Context, h *harness, r *row) error {
 		reqCtx := context.WithoutCancel(ctx)
 		var wg sync.WaitGroup
 
-		posts := newRecorder()
-		for i := range posters {
-			spawn(&wg, func() {
-				for frozenCtx.Err() == nil {
-					rep := do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/frozen", usersBody(int64(i)*3+1, 3), formType, postLimit)
-					posts.addReply(rep, postLimit)
-					if rep.err == nil && rep.status != http.StatusOK {
-						// A refused client backs off a little, as a real one
-						// would; a hot loop would only measure the harness.
-						_ = sleepCtx(frozenCtx, 50*time.Millisecond)
-					}
-				}
-			})
-		}
+		posts := postWhileFrozen(frozenCtx, reqCtx, &wg, s, posters, postLimit)
 		// One write that waits past the commit timeout, to see how the
 		// service ends a write it cannot commit.
 		var canary reply
@@ -212,20 +179,7 @@ func attackFullDisk(ctx context.Context, h *harness, r *row) error {
 		}
 		r.notef("data dir on %s (%s, 32 MiB ext4); filled with %s until ENOSPC", fs.mnt, fs.dev, fmtMiB(n))
 
-		// The log's last block has room for a few small records: write
-		// larger ones until the first refusal, so that the window below
-		// sees a disk with no room for any write.
-		slack := 0
-		for ; slack < 50; slack++ {
-			rep := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/full", usersBody(7_000_000+int64(slack)*1000, 1000), formType, 2*time.Second)
-			if rep.err != nil || rep.status != http.StatusOK {
-				r.notef("%d writes of 1000 users accepted before the first refusal (%s%s)", slack, rep.outcome(), saying(rep.body))
-				break
-			}
-		}
-		if slack == 50 {
-			r.notef("all %d writes of 1000 users were accepted: the service never refused one", slack)
-		}
+		writeUntilRefused(ctx, s, r)
 		posts := newRecorder()
 		readyz := make(map[string]int)
 		writable := make(map[string]int)
@@ -261,26 +215,98 @@ func attackFullDisk(ctx context.Context, h *harness, r *row) error {
 		r.check("/readyz not 200 while every write gets 503",
 			fmt.Sprintf("writes %s, /readyz %s", posts.tally(), fmtTally(readyz)), !allRefused || readyz["200"] < polls)
 
-		if err := os.Remove(filler); err != nil {
-			return err
-		}
-		freed := time.Now()
-		back := false
-		var last reply
-		for time.Since(freed) < recoverLimit && ctx.Err() == nil {
-			last = get(ctx, sideClient, s.base+"/readyz", time.Second)
-			if last.status == http.StatusOK {
-				back = true
-				break
-			}
-			_ = sleepCtx(ctx, 100*time.Millisecond)
-		}
-		r.check("/readyz 200 within 10s of freeing the disk",
-			fmt.Sprintf("%s after %s", last.outcome(), fmtDur(time.Since(freed))), back)
-		after := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/full", usersBody(8_999_999, 1), formType, 5*time.Second)
-		r.notef("after freeing the disk: a POST got %s", after.outcome())
-		return nil
+		return checkRecovers(ctx, s, r, filler, recoverLimit)
 	})
+}
+
+// getAndPost sends up to requests requests from clients clients until
+// loadCtx ends, GETs with every 10th a POST, each within reqLimit, and
+// returns what they were answered.
+func getAndPost(loadCtx, reqCtx context.Context, s *service, requests int64, clients int, reqLimit time.Duration) *recorder {
+	reqs := newRecorder()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range clients {
+		spawn(&wg, func() {
+			for loadCtx.Err() == nil {
+				i := next.Add(1)
+				if i > requests {
+					return
+				}
+				var rep reply
+				if i%10 == 0 {
+					rep = do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/stdout", usersBody(i, 3), formType, reqLimit)
+				} else {
+					rep = get(reqCtx, loadClient, s.base+"/group-user/probe", reqLimit)
+				}
+				reqs.addReply(rep, reqLimit)
+			}
+		})
+	}
+	wg.Wait()
+	return reqs
+}
+
+// postWhileFrozen starts, on wg, posters clients that POST until frozenCtx
+// ends, each within postLimit, and returns what they are answered.
+func postWhileFrozen(frozenCtx, reqCtx context.Context, wg *sync.WaitGroup, s *service, posters int, postLimit time.Duration) *recorder {
+	posts := newRecorder()
+	for i := range posters {
+		spawn(wg, func() {
+			for frozenCtx.Err() == nil {
+				rep := do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/frozen", usersBody(int64(i)*3+1, 3), formType, postLimit)
+				posts.addReply(rep, postLimit)
+				if rep.err == nil && rep.status != http.StatusOK {
+					// A refused client backs off a little, as a real one
+					// would; a hot loop would only measure the harness.
+					_ = sleepCtx(frozenCtx, 50*time.Millisecond)
+				}
+			}
+		})
+	}
+	return posts
+}
+
+// writeUntilRefused writes 1000 users at a time, at most 50 times, until
+// the first refusal. The log's last block has room for a few small
+// records: larger ones fill it, so that what follows sees a disk with no
+// room for any write.
+func writeUntilRefused(ctx context.Context, s *service, r *row) {
+	slack := 0
+	for ; slack < 50; slack++ {
+		rep := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/full", usersBody(7_000_000+int64(slack)*1000, 1000), formType, 2*time.Second)
+		if rep.err != nil || rep.status != http.StatusOK {
+			r.notef("%d writes of 1000 users accepted before the first refusal (%s%s)", slack, rep.outcome(), saying(rep.body))
+			break
+		}
+	}
+	if slack == 50 {
+		r.notef("all %d writes of 1000 users were accepted: the service never refused one", slack)
+	}
+}
+
+// checkRecovers removes filler and checks that /readyz says 200 within
+// recoverLimit, then tries a write.
+func checkRecovers(ctx context.Context, s *service, r *row, filler string, recoverLimit time.Duration) error {
+	if err := os.Remove(filler); err != nil {
+		return err
+	}
+	freed := time.Now()
+	back := false
+	var last reply
+	for time.Since(freed) < recoverLimit && ctx.Err() == nil {
+		last = get(ctx, sideClient, s.base+"/readyz", time.Second)
+		if last.status == http.StatusOK {
+			back = true
+			break
+		}
+		_ = sleepCtx(ctx, 100*time.Millisecond)
+	}
+	r.check("/readyz 200 within 10s of freeing the disk",
+		fmt.Sprintf("%s after %s", last.outcome(), fmtDur(time.Since(freed))), back)
+	after := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/full", usersBody(8_999_999, 1), formType, 5*time.Second)
+	r.notef("after freeing the disk: a POST got %s", after.outcome())
+	return nil
 }
 
 // pipeUnread is how many bytes wait in the pipe that f reads; -1 when
