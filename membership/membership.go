@@ -168,9 +168,17 @@ const MaxPageSize = 10000
 type ListOptions struct {
 	After UID // 0: from the first member
 	Limit int // 0: no limit
-	// Transitive asks the Service for the members through nesting too
-	// (Nesting.ListTransitiveMembers); a Store's ListMembers ignores it.
-	Transitive bool
+}
+
+// Validate returns the CodeInvalidQuery error of a page o cannot select.
+func (o ListOptions) Validate() error {
+	if err := CheckLimit(o.Limit, MaxPageSize+1); err != nil {
+		return err
+	}
+	if o.After < 0 {
+		return Errorf(CodeInvalidQuery, "after %d is not a uid (%s)", o.After, UIDRange)
+	}
+	return nil
 }
 
 // GroupListOptions select a page of a user's groups by group id: the groups
@@ -179,12 +187,22 @@ type ListOptions struct {
 type GroupListOptions struct {
 	After string
 	Limit int
-	// Transitive asks the Service for the groups through nesting too
-	// (Nesting.TransitiveUserGroups); a Store's UserGroups ignores it.
-	Transitive bool
 	// Within, when not nil, selects only the groups it holds, and the total
 	// counts only those, as GroupsOptions.Within does.
 	Within *groupids.Set
+}
+
+// Validate returns the CodeInvalidQuery error of a page o cannot select.
+func (o GroupListOptions) Validate() error {
+	if err := CheckLimit(o.Limit, MaxPageSize+1); err != nil {
+		return err
+	}
+	if o.After != "" {
+		if err := ValidateGroupID(o.After); err != nil {
+			return Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
+		}
+	}
+	return nil
 }
 
 // GroupListFunc receives a user's groups from Store.UserGroups: how many the
