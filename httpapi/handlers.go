@@ -195,7 +195,7 @@ func actorQuery(w http.ResponseWriter, r *http.Request) (membership.UID, error) 
 	if !ok {
 		return 0, nil
 	}
-	uid, ok := membership.ParseUID(v)
+	uid, ok := decode.ParseUID(v)
 	if !ok {
 		return 0, membership.Errorf(membership.CodeInvalidUID, "the uid parameter %.40q is not %s", v, membership.UIDRange)
 	}
@@ -443,7 +443,7 @@ func listOptions(r *http.Request) (opts membership.ListOptions, transitive bool,
 	if !ok {
 		return membership.ListOptions{Limit: limit}, transitive, nil
 	}
-	uid, ok := membership.ParseUID(after)
+	uid, ok := decode.ParseUID(after)
 	if !ok {
 		return membership.ListOptions{}, false, membership.Errorf(membership.CodeInvalidQuery,
 			"after %.40q is not a uid (%s)", after, membership.UIDRange)
@@ -455,7 +455,7 @@ func listOptions(r *http.Request) (opts membership.ListOptions, transitive bool,
 //
 // Errors: CodeInvalidUID.
 func pathUID(r *http.Request) (membership.UID, error) {
-	uid, ok := membership.ParseUID(r.PathValue("uid"))
+	uid, ok := decode.ParseUID(r.PathValue("uid"))
 	if !ok {
 		return 0, membership.Errorf(membership.CodeInvalidUID,
 			"%.40q is not a uid (%s)", r.PathValue("uid"), membership.UIDRange)

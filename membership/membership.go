@@ -8,7 +8,6 @@ package membership
 import (
 	"context"
 	"iter"
-	"math"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -332,24 +331,4 @@ func ValidateUser(u User) error {
 		return Errorf(CodeInvalidUsers, "the nickname is not valid UTF-8")
 	}
 	return nil
-}
-
-// ParseUID parses s as a uid: a decimal integer from 1 to math.MaxInt64 with no
-// sign, no leading zeros and nothing around it. ok is false for anything else.
-func ParseUID(s string) (uid UID, ok bool) {
-	if s == "" || s[0] == '0' || len(s) > len(maxUIDText) {
-		return 0, false
-	}
-	var n uint64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0') // at most 19 digits: cannot overflow uint64
-	}
-	if n > math.MaxInt64 {
-		return 0, false
-	}
-	return UID(n), true
 }
