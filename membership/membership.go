@@ -1,8 +1,9 @@
 // Package membership is the domain of the group membership service: which users
 // belong to which group. It holds the types and their validation, the Service
-// that applies requests, and the Store interface the Service keeps its state
-// in. It knows nothing of HTTP or of any wire format (httpapi decodes those),
-// and imports only its own parts (groupids, scope, account) of this module.
+// that applies requests (the reads of groups in groups are package
+// nestreads's), and the Store interface the Service keeps its state in. It
+// knows nothing of HTTP or of any wire format (httpapi decodes those), and
+// imports only its own parts (groupids, scope, account) of this module.
 package membership
 
 import (
