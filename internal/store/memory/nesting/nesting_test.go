@@ -494,3 +494,37 @@ func TestNestingAroundAHubIsLinear(t *testing.T) {
 	assert.Equal(t, 1, g.Node("parent0000").Highest())
 	assert.Equal(t, 0, g.Node("parent0000").Deepest())
 }
+
+// Groups with two parents below a group that gains or loses many
+// ancestors: each holds the ancestors it has from its other parent, not a
+// copy of those it gains (they come through its up), and losing them costs
+// steps that grow with the groups, not with the groups times the ancestors
+// lost.
+func TestGroupsWithTwoParentsGainAndLoseManyAncestorsCheaply(t *testing.T) {
+	const n = 500
+	g := New()
+	for i := range n {
+		g.Set("other", fmt.Sprintf("child%04d", i), 0) // its first parent, its up
+		g.Set("hub", fmt.Sprintf("child%04d", i), 0)
+		g.Set(fmt.Sprintf("parent%04d", i), "top", 0)
+	}
+	g.Stamp(1)
+	g.Set("top", "hub", 0) // every child gains top and its n parents
+	g.Stamp(2)
+	g.Set("more", "hub", 0)
+	g.Stamp(3)
+	held := 0
+	for _, node := range g.nodes {
+		held += len(node.extra)
+	}
+	assert.Less(t, held, 4*n, "ancestors held in extras")
+	assert.Len(t, ancestors(g, "child0000"), n+4)
+
+	start := g.Steps()
+	g.Remove("top", "hub")
+	g.Stamp(4)
+	assert.Less(t, g.Steps()-start, int64(40*n), "steps for %d groups with two parents to lose %d ancestors", n, n+1)
+	assert.Equal(t, []string{"hub", "more", "other"}, ancestors(g, "child0000"))
+	assert.Equal(t, membership.Revision(4), g.Node("child0000").AncestorsRevision())
+	assert.Zero(t, g.Node("more").AncestorsRevision(), "more has no ancestors")
+}
