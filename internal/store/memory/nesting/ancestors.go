@@ -128,14 +128,24 @@ func (g *Graph) addAbove(p, c *Node) {
 		}
 	}
 	g.touch(c, changedAbove)
+	var ups []*Node
 	for _, d := range gaining[1:] {
 		if d.lazy {
 			continue
 		}
-		if d.up.seen != gains {
+		switch {
+		case d.up.seen == gains: // it gains through its up
+		case len(d.extra)+len(gain) > 1+d.up.AncestorCount():
+			// Its extra would hold more than its up brings: it takes a
+			// parent that gains for its up.
+			ups = append(ups, d)
+		default:
 			g.addExtras(d, gain) // its up has what it had
 		}
 		g.touch(d, changedAbove)
+	}
+	for _, d := range ups {
+		g.upToGaining(d, gains)
 	}
 	for _, list := range [][]*Node{gaining[1:], others} {
 		for _, d := range list {
@@ -145,6 +155,32 @@ func (g *Graph) addAbove(p, c *Node) {
 			}
 		}
 	}
+}
+
+// upToGaining makes a parent of d that gains (marked gains) d's up, and
+// what d had that the parent does not hold its extra, as a nesting does
+// for its child when its parent brings more than it had: a group below
+// gains much at the cost of what it had, and holds it once, not a copy.
+// Run when every node that gains holds what it gains but d, and those
+// like it: what such a parent does not hold yet, of gain, is dropped from
+// d's extra after (dropExtras).
+func (g *Graph) upToGaining(d *Node, gains uint64) {
+	var x *Node
+	for _, e := range d.Parents {
+		if e.Node.seen == gains {
+			x = e.Node
+			break
+		}
+	}
+	var old []*Node
+	d.Ancestors(func(a *Node) { old = append(old, a) })
+	d.up, d.extra = x, nil
+	for _, a := range old {
+		if a != x && !x.IsAbove(a) {
+			d.addExtra(a)
+		}
+	}
+	g.steps += int64(len(old))
 }
 
 // gainers returns c and every node below it that lacks any of gain, each
@@ -262,7 +298,10 @@ func (g *Graph) removeAbove(c *Node) {
 		return // nothing below c can have lost an ancestor either
 	}
 	g.touch(c, changedAbove)
-	queued, losing := g.marks(2), g.epoch
+	inLost, queued, losing := g.marks(3), g.epoch-1, g.epoch
+	for _, a := range lost {
+		a.seen = inLost
+	}
 	c.seen = losing
 	// levels[h] are the nodes to look at whose highest is c's + h.
 	var levels [][]*Node
@@ -284,7 +323,7 @@ func (g *Graph) removeAbove(c *Node) {
 	queue(c)
 	for h := 1; h < len(levels); h++ {
 		for _, d := range levels[h] {
-			if g.forget(d, lost, losing) {
+			if g.forget(d, lost, inLost, losing) {
 				d.seen = losing
 				if !d.lazy {
 					g.touch(d, changedAbove)
@@ -298,16 +337,35 @@ func (g *Graph) removeAbove(c *Node) {
 // forget takes lost, which d had above it, out of d's ancestors but those
 // it still reaches through a parent, and reports whether it lost any. Its
 // parents' ancestors are as they are now; those that lost some are marked
-// losing. A node with one parent, its up, loses what that parent lost,
-// and holds nothing of its own. One it still reaches, which its up no
-// longer has, goes to its extra.
-func (g *Graph) forget(d *Node, lost []*Node, losing uint64) bool {
+// losing, and the nodes of lost inLost. A node with one parent, its up,
+// loses what that parent lost, and holds nothing of its own. One it still
+// reaches, which its up no longer has, goes to its extra.
+func (g *Graph) forget(d *Node, lost []*Node, inLost, losing uint64) bool {
 	if d.lazy {
 		return true // its one parent lost some; it is not touched
 	}
 	if len(d.Parents) == 1 && len(d.extra) == 0 {
 		g.steps++
 		return d.up.seen == losing
+	}
+	// Made again from its parents, d costs the ancestors of all of them
+	// at most, and as much to count those of lost it keeps; taking lost
+	// out one by one costs lost times its parents. It takes the cheaper.
+	all := 0
+	for _, e := range d.Parents {
+		all += 1 + e.Node.AncestorCount()
+	}
+	g.steps += int64(len(d.Parents))
+	if 2*all < len(lost)*len(d.Parents) {
+		g.rebuild(d)
+		kept := 0
+		d.Ancestors(func(a *Node) {
+			if a.seen == inLost {
+				kept++
+			}
+		})
+		g.steps += int64(all)
+		return kept < len(lost)
 	}
 	g.steps += int64(len(lost) * (1 + len(d.Parents)))
 	changed := false

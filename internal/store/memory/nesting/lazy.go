@@ -29,13 +29,24 @@ func (n *Node) AncestorsRevision() membership.Revision {
 }
 
 // eager makes n, whose parents are about to change, keep the revision of
-// its ancestors itself.
+// its ancestors itself. When a change not yet stamped altered the
+// ancestors of a group it has its own through, it altered n's: n is
+// touched for it, as that group is.
 func (g *Graph) eager(n *Node) {
 	if !n.lazy {
 		return
 	}
 	old := n.above
 	n.above = n.AncestorsRevision()
+	for x := n.up; ; x = x.up {
+		if g.pendingAbove(x) {
+			g.touch(n, changedAbove)
+			break
+		}
+		if !x.lazy {
+			break
+		}
+	}
 	g.setLazy(n, false)
 	g.record(func() {
 		g.setLazy(n, true)

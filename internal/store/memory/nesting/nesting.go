@@ -2,8 +2,14 @@
 // nesting both ways (a group's subgroups and its parents, with when each
 // nesting ends), each group's set of ancestors, kept as nestings change
 // and shared along a parent a group has them from (ancestors.go), so that
-// whether a group is above another costs a lookup a level, and the
-// nestings that end by themselves, by time.
+// whether a group is above another costs a lookup a level, each group's
+// heights, the longest chains below and above it (heights.go), so that the
+// depth a nesting would make costs two lookups, and the nestings that end
+// by themselves, by time.
+//
+// A change walks only the groups whose ancestors it changes, and not
+// those that take theirs from their one parent (lazy.go): its work grows
+// with the groups it changes that have more than one parent.
 //
 // A Graph has no lock: the store's nesting lock guards it (see package
 // memory), but for NoteDropped, which a writer of members calls without

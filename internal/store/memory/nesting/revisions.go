@@ -27,6 +27,12 @@ type pendingChange struct {
 	what changed
 }
 
+// pendingAbove reports whether a change not yet stamped altered n's
+// ancestors.
+func (g *Graph) pendingAbove(n *Node) bool {
+	return n.pend > 0 && g.pending[n.pend-1].what&changedAbove != 0
+}
+
 // touch marks what a change changed of n: in n's one entry among those
 // pending. What an open transaction adds to an entry made before it began
 // is undone with it; what its undoing changes is not marked.
