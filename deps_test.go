@@ -121,3 +121,42 @@ func TestTheHTTPAPIsPartsImportOneWay(t *testing.T) {
 	}
 	assert.ElementsMatch(t, parts, listed)
 }
+
+// TestTheDomainsPartsImportOneWay holds the domain (membership and its
+// sub-packages) to one order: each imports only parts listed after it, and
+// no package of the service outside the domain. The Services above
+// membership (nestreads, directory) import it; membership imports only the
+// parts below it.
+func TestTheDomainsPartsImportOneWay(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	const module, domain = "example.com/groupmembership/", "example.com/groupmembership/membership"
+	parts := []string{"nestreads", "directory", "", "account", "scope", "groupids"} // "": membership itself
+	out, err := exec.Command(gobin, "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./membership/...").CombinedOutput()
+	require.NoError(t, err, "go list ./membership/...: %s", out)
+	part := func(path string) (string, bool) {
+		if path == domain {
+			return "", true
+		}
+		return strings.CutPrefix(path, domain+"/")
+	}
+	var listed []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		name, _ := part(fields[0])
+		listed = append(listed, name)
+		i := slices.Index(parts, name)
+		require.GreaterOrEqual(t, i, 0, "%s is not in the parts' order: add it here", fields[0])
+		for _, imp := range fields[1:] {
+			other, ok := part(imp)
+			if !ok {
+				assert.False(t, strings.HasPrefix(imp, module), "%s imports %s, outside the domain", fields[0], imp)
+				continue
+			}
+			assert.Greater(t, slices.Index(parts, other), i, "%s imports %s, listed before it", fields[0], imp)
+		}
+	}
+	assert.ElementsMatch(t, parts, listed)
+}

@@ -8,6 +8,7 @@ import (
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/nestreads"
 )
 
 // handleCheck serves POST /check: many membership checks in one request,
@@ -17,7 +18,7 @@ import (
 // {"results":[true,false,...]}, answers each check in order, all at the one
 // revision X-Revision gives. It is a read: it changes nothing, takes
 // X-Min-Revision, and needs the token only when reads do.
-func handleCheck(svc *membership.Service, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
+func handleCheck(svc *membership.Service, nest *nestreads.Service, maxBodyBytes int64, bodies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, lease, err := decode.ReadChecks(r, svc.MaxChecks(), maxBodyBytes, bodies)
 		defer lease.Release()
@@ -28,7 +29,7 @@ func handleCheck(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 		var found []bool
 		var rev membership.Revision
 		if req.Transitive {
-			found, rev, err = svc.CheckTransitive(r.Context(), req.Checks)
+			found, rev, err = nest.CheckTransitive(r.Context(), req.Checks)
 		} else {
 			found, rev, err = svc.CheckMembers(r.Context(), req.Checks)
 		}

@@ -15,6 +15,7 @@ import (
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/nestreads"
 )
 
 // handleChangeMembers serves POST, PUT and DELETE of /group-user/{groupID}:
@@ -194,7 +195,7 @@ func actorQuery(w http.ResponseWriter, r *http.Request) (membership.UID, error) 
 	if !ok {
 		return 0, nil
 	}
-	uid, ok := membership.ParseUID(v)
+	uid, ok := decode.ParseUID(v)
 	if !ok {
 		return 0, membership.Errorf(membership.CodeInvalidUID, "the uid parameter %.40q is not %s", v, membership.UIDRange)
 	}
@@ -239,16 +240,16 @@ func decodeUsers(usersJSON string, maxUsers int) ([]membership.User, error) {
 // is sent from one encoding per revision that all its readers share. With
 // ?transitive=true, the users of the group's subgroups at any depth too
 // (listTransitiveMembers).
-func handleListMembers(svc *membership.Service, l *lists.EncodedLists) http.Handler {
+func handleListMembers(svc *membership.Service, nest *nestreads.Service, l *lists.EncodedLists) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groupID := r.PathValue("groupID")
-		opts, err := listOptions(r)
+		opts, transitive, err := listOptions(r)
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
 		}
-		if opts.Transitive {
-			listTransitiveMembers(w, r, svc, l.Replies, opts)
+		if transitive {
+			listTransitiveMembers(w, r, svc.Epoch(), nest, l.Replies, opts)
 			return
 		}
 		shared := opts.Limit == 0
@@ -301,15 +302,19 @@ func handleListMembers(svc *membership.Service, l *lists.EncodedLists) http.Hand
 	})
 }
 
+// userGroupsFunc is a read of a user's groups: membership.Service's
+// UserGroups, or nestreads.Service's TransitiveUserGroups.
+type userGroupsFunc func(context.Context, membership.UID, membership.GroupListOptions, membership.GroupListFunc) (membership.Revision, error)
+
 // takeSortingWork takes from replies the memory that sorting all of a
 // user's groups (after after) takes, which grows with them, and returns its
 // lease. A page of one tells how many there are, at no such cost.
 //
 // Errors: the store's, and CodeUnavailable when replies is spent.
-func takeSortingWork(ctx context.Context, svc *membership.Service, uid membership.UID, opts membership.GroupListOptions, replies *budget.Bytes) (budget.Lease, error) {
+func takeSortingWork(ctx context.Context, userGroups userGroupsFunc, uid membership.UID, opts membership.GroupListOptions, replies *budget.Bytes) (budget.Lease, error) {
 	var n int
 	opts.Limit = 1
-	if _, err := svc.UserGroups(ctx, uid, opts, func(total int, _ iter.Seq[string]) {
+	if _, err := userGroups(ctx, uid, opts, func(total int, _ iter.Seq[string]) {
 		n = total
 	}); err != nil {
 		return budget.Lease{}, err
@@ -421,36 +426,36 @@ func setLink(w http.ResponseWriter, target string) {
 // list's query.
 //
 // Errors: CodeInvalidQuery.
-func listOptions(r *http.Request) (membership.ListOptions, error) {
+func listOptions(r *http.Request) (opts membership.ListOptions, transitive bool, err error) {
 	q, err := decode.ParseQuery(r, "limit", "after", "transitive")
 	if err != nil {
-		return membership.ListOptions{}, err
+		return membership.ListOptions{}, false, err
 	}
 	limit, err := q.Limit()
 	if err != nil {
-		return membership.ListOptions{}, err
+		return membership.ListOptions{}, false, err
 	}
-	transitive, err := transitiveQuery(q)
+	transitive, err = transitiveQuery(q)
 	if err != nil {
-		return membership.ListOptions{}, err
+		return membership.ListOptions{}, false, err
 	}
 	after, ok := q["after"]
 	if !ok {
-		return membership.ListOptions{Limit: limit, Transitive: transitive}, nil
+		return membership.ListOptions{Limit: limit}, transitive, nil
 	}
-	uid, ok := membership.ParseUID(after)
+	uid, ok := decode.ParseUID(after)
 	if !ok {
-		return membership.ListOptions{}, membership.Errorf(membership.CodeInvalidQuery,
+		return membership.ListOptions{}, false, membership.Errorf(membership.CodeInvalidQuery,
 			"after %.40q is not a uid (%s)", after, membership.UIDRange)
 	}
-	return membership.ListOptions{After: uid, Limit: limit, Transitive: transitive}, nil
+	return membership.ListOptions{After: uid, Limit: limit}, transitive, nil
 }
 
 // pathUID returns the {uid} of the request's path.
 //
 // Errors: CodeInvalidUID.
 func pathUID(r *http.Request) (membership.UID, error) {
-	uid, ok := membership.ParseUID(r.PathValue("uid"))
+	uid, ok := decode.ParseUID(r.PathValue("uid"))
 	if !ok {
 		return 0, membership.Errorf(membership.CodeInvalidUID,
 			"%.40q is not a uid (%s)", r.PathValue("uid"), membership.UIDRange)
@@ -465,24 +470,28 @@ func pathUID(r *http.Request) (membership.UID, error) {
 // once, with the revision the list answers at as the ETag (that of the
 // latest change of the user's groups and of the groups above them), which
 // answers If-None-Match with 304.
-func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handler {
+func handleUserGroups(svc *membership.Service, nest *nestreads.Service, replies *budget.Bytes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		uid, limit, ask, err := userGroupsQuery(r)
+		uid, limit, ask, transitive, err := userGroupsQuery(r)
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
+		}
+		userGroups := userGroupsFunc(svc.UserGroups)
+		if transitive {
+			userGroups = nest.TransitiveUserGroups
 		}
 		var work budget.Lease // taken from replies for the sorting
 		defer work.Release()
 		if limit > 0 {
 			ask.Limit = limit + 1 // one more, to know whether a next page exists
-		} else if work, err = takeSortingWork(r.Context(), svc, uid, ask, replies); err != nil {
+		} else if work, err = takeSortingWork(r.Context(), userGroups, uid, ask, replies); err != nil {
 			middleware.WriteError(w, r, err)
 			return
 		}
 		var p pageReply[string]
 		defer p.lease.Release()
-		revision, err := svc.UserGroups(r.Context(), uid, ask, func(n int, ids iter.Seq[string]) {
+		revision, err := userGroups(r.Context(), uid, ask, func(n int, ids iter.Seq[string]) {
 			p.total = n
 			page := slices.Collect(pageOf(ids, limit, func(id string) string { return id }, &p.more, &p.last))
 			// The body takes over from the sorting's memory, so that a list
@@ -498,14 +507,14 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 			return
 		}
 		var etagField []string
-		if ask.Transitive {
+		if transitive {
 			if encode.AnswerNotModified(w, r, svc.Epoch(), revision) {
 				return
 			}
 			etagField = encode.ETag(svc.Epoch(), revision)
 		}
 		p.write(w, etagField, func(last string) string {
-			return nextLink("/user-group/"+strconv.FormatInt(int64(uid), 10), limit, last) + transitiveParam(ask.Transitive)
+			return nextLink("/user-group/"+strconv.FormatInt(int64(uid), 10), limit, last) + transitiveParam(transitive)
 		})
 	})
 }
@@ -514,21 +523,20 @@ func handleUserGroups(svc *membership.Service, replies *budget.Bytes) http.Handl
 // /user-group/{uid} request.
 //
 // Errors: CodeInvalidUID, CodeInvalidQuery.
-func userGroupsQuery(r *http.Request) (membership.UID, int, membership.GroupListOptions, error) {
-	uid, err := pathUID(r)
+func userGroupsQuery(r *http.Request) (uid membership.UID, limit int, opts membership.GroupListOptions, transitive bool, err error) {
+	uid, err = pathUID(r)
 	if err != nil {
-		return 0, 0, membership.GroupListOptions{}, err
+		return 0, 0, membership.GroupListOptions{}, false, err
 	}
 	q, err := decode.ParseQuery(r, "limit", "after", "transitive")
 	if err != nil {
-		return 0, 0, membership.GroupListOptions{}, err
+		return 0, 0, membership.GroupListOptions{}, false, err
 	}
-	limit, err := q.Limit()
-	var transitive bool
+	limit, err = q.Limit()
 	if err == nil {
 		transitive, err = transitiveQuery(q)
 	}
-	return uid, limit, membership.GroupListOptions{After: q["after"], Transitive: transitive}, err
+	return uid, limit, membership.GroupListOptions{After: q["after"]}, transitive, err
 }
 
 // transitiveParam returns what a next page's link adds for a transitive
@@ -543,7 +551,7 @@ func transitiveParam(transitive bool) string {
 // handleMember serves GET and HEAD of /group-user/{groupID}/{uid}: the
 // member's record, or 404 not_member. With ?transitive=true, the record of
 // a member through nesting too, with "via" (transitiveMember).
-func handleMember(svc *membership.Service) http.Handler {
+func handleMember(svc *membership.Service, nest *nestreads.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid, err := pathUID(r)
 		var q decode.Query
@@ -559,7 +567,7 @@ func handleMember(svc *membership.Service) http.Handler {
 			return
 		}
 		if transitive {
-			transitiveMember(w, r, svc, uid)
+			transitiveMember(w, r, svc.Epoch(), nest, uid)
 			return
 		}
 		m, err := svc.Member(r.Context(), r.PathValue("groupID"), uid)

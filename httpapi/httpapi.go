@@ -17,6 +17,7 @@ import (
 	"example.com/groupmembership/internal/metrics"
 	"example.com/groupmembership/membership"
 	"example.com/groupmembership/membership/directory"
+	"example.com/groupmembership/membership/nestreads"
 )
 
 // Defaults for Options.
@@ -198,6 +199,7 @@ func (h *Handler) Admin() http.Handler { return h.admin }
 func (h *Handler) Load(svc *membership.Service, extras StoreExtras) {
 	d := h.base
 	d.svc = svc
+	d.nest = nestreads.NewService(svc)
 	d.store = extras
 	if extras.Directory != nil {
 		d.dir = directory.NewService(extras.Directory)
@@ -225,6 +227,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // long polls, encoded lists and request metrics.
 type shared struct {
 	svc          *membership.Service // nil while loading
+	nest         *nestreads.Service  // nil while loading: svc's reads of groups in groups
 	dir          *directory.Service  // nil while loading, and without StoreExtras.Directory
 	store        StoreExtras         // the loaded store's
 	opts         Options

@@ -10,6 +10,7 @@ import (
 	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/nestreads"
 	"example.com/groupmembership/membership/scope"
 )
 
@@ -74,10 +75,10 @@ const transitiveLink = "&transitive=true"
 // (?limit=N&after=GROUPID), with X-Total-Count, Link to the next page, and
 // an ETag that answers If-None-Match with 304. With ?transitive=true, every
 // group below (or above) it, each once, without expiries.
-func handleNested(svc *membership.Service, parents bool, replies *budget.Bytes) http.Handler {
-	path, list := "/group-group/", svc.Subgroups
+func handleNested(svc *membership.Service, nest *nestreads.Service, parents bool, replies *budget.Bytes) http.Handler {
+	path, list := "/group-group/", nest.Subgroups
 	if parents {
-		path, list = "/group-parents/", svc.Parents
+		path, list = "/group-parents/", nest.Parents
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groupID := r.PathValue("groupID")
@@ -163,14 +164,13 @@ func nestingListOptions(r *http.Request) (membership.NestingListOptions, error) 
 // revision the list would answer at) is answered 304 before the list is
 // read. The whole list is not shared as the direct one is: it is encoded
 // for each reply, within the replies budget.
-func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membership.Service, replies *budget.Bytes, opts membership.ListOptions) {
+func listTransitiveMembers(w http.ResponseWriter, r *http.Request, epoch uint64, nest *nestreads.Service, replies *budget.Bytes, opts membership.ListOptions) {
 	groupID := r.PathValue("groupID")
-	revision, err := svc.TransitiveRevision(r.Context(), groupID)
+	revision, err := nest.TransitiveRevision(r.Context(), groupID)
 	if err != nil {
 		middleware.WriteError(w, r, err)
 		return
 	}
-	epoch := svc.Epoch()
 	if encode.AnswerNotModified(w, r, epoch, revision) {
 		return
 	}
@@ -180,7 +180,7 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 	}
 	var p pageReply[membership.UID]
 	defer p.lease.Release()
-	revision, err = svc.ListMembers(r.Context(), groupID, ask, encodePage(&p, replies, opts.Limit,
+	revision, err = nest.ListTransitiveMembers(r.Context(), groupID, ask, encodePage(&p, replies, opts.Limit,
 		func(m membership.Member) membership.UID { return m.UID },
 		func(page iter.Seq[membership.Member]) int { size, _ := encode.MembersJSONLen(page); return size },
 		func(b []byte, page iter.Seq[membership.Member]) []byte { return encode.AppendMembers(b, page, nil) }))
@@ -208,10 +208,9 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, svc *membersh
 // answered whole whatever If-None-Match says, as RFC 9110 has it for an
 // answer other than 2xx: a client waiting for the user to become a member
 // compares its ETag.
-func transitiveMember(w http.ResponseWriter, r *http.Request, svc *membership.Service, uid membership.UID) {
+func transitiveMember(w http.ResponseWriter, r *http.Request, epoch uint64, nest *nestreads.Service, uid membership.UID) {
 	groupID := r.PathValue("groupID")
-	m, via, revision, err := svc.TransitiveMember(r.Context(), groupID, uid)
-	epoch := svc.Epoch()
+	m, via, revision, err := nest.TransitiveMember(r.Context(), groupID, uid)
 	if err != nil {
 		if membership.ErrorCode(err) == membership.CodeNotMember {
 			w.Header()["Etag"] = encode.ETag(epoch, revision)

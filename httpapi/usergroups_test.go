@@ -14,6 +14,7 @@ import (
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/internal/store/memory"
 	"example.com/groupmembership/membership"
+	"example.com/groupmembership/membership/nestreads"
 )
 
 // The whole list of a user's groups takes its sorting memory from the
@@ -27,7 +28,7 @@ func TestUserGroupsTakeTheirSortingFromTheBudget(t *testing.T) {
 		require.NoError(t, err)
 	}
 	replies := budget.New(1000)
-	h := handleUserGroups(svc, replies)
+	h := handleUserGroups(svc, nestreads.NewService(svc), replies)
 	get := func(path string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("GET", path, nil)
 		r.SetPathValue("uid", "7")

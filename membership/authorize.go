@@ -100,133 +100,18 @@ func authorizeChecks(sc *scope.Scope, checks []Check) error {
 	}
 	for i, c := range checks {
 		if !sc.Allows(scope.Read, c.GroupID) {
-			return checkError(i, c.GroupID, Forbidden(sc, scope.Read, c.GroupID))
+			return CheckElementError(i, c.GroupID, Forbidden(sc, scope.Read, c.GroupID))
 		}
 	}
 	return nil
 }
 
-// checkError returns e, of check i of groupID, with a message naming the
-// check.
-func checkError(i int, groupID string, e *Error) *Error {
+// CheckElementError returns e, of check i of groupID, with a message
+// naming the check.
+func CheckElementError(i int, groupID string, e *Error) *Error {
 	named := *e
 	named.Message = fmt.Sprintf("checks element %d (group %q): %s", i, groupID, e.Message)
 	return &named
-}
-
-// errNestingMoved fails a transitive read of a scope that the nesting
-// changed under: the groups it reached may not be those checked.
-var errNestingMoved = Errorf(CodeUnavailable, "the groups in groups changed while this transitive read ran, "+
-	"so the groups it reached may not be those its principal was checked for; nothing is wrong: try again")
-
-// readBelow runs read, a transitive read of each of groupIDs for scope:
-// it refuses it unless scope may read each group and every group below it
-// (naming the first, in byte order, that it may not), and fails it
-// (errNestingMoved) when the nesting changed (Nesting.NestingRevision)
-// between the checks and the end of read. element
-// names the group's place in the request for an error, nil when it has
-// none (one group).
-func (s *Service) readBelow(ctx context.Context, sc *scope.Scope, groupIDs []string, element func(i int, e *Error) *Error, read func() error) error {
-	if sc.AllowsAll(scope.Read) {
-		return read()
-	}
-	if element == nil {
-		element = func(_ int, e *Error) *Error { return e }
-	}
-	n := s.store
-	before, err := n.NestingRevision(ctx)
-	if err != nil {
-		return err
-	}
-	checked := make(map[string]bool, len(groupIDs))
-	for i, id := range groupIDs {
-		if !sc.Allows(scope.Read, id) {
-			return element(i, Forbidden(sc, scope.Read, id))
-		}
-		if checked[id] {
-			continue
-		}
-		checked[id] = true
-		err := checkBelow(ctx, n, sc, id)
-		if e := (*Error)(nil); errors.As(err, &e) && e.Code == CodeForbidden {
-			return element(i, e)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := read(); err != nil {
-		return err
-	}
-	after, err := n.NestingRevision(ctx)
-	if err == nil && after != before {
-		err = errNestingMoved
-	}
-	return err
-}
-
-// checkBelow returns the CodeForbidden error naming the first group below
-// groupID, in byte order, that scope may not read.
-func checkBelow(ctx context.Context, n Nesting, sc *scope.Scope, groupID string) error {
-	outside := ""
-	_, err := n.Subgroups(ctx, groupID, NestingListOptions{Transitive: true}, func(_ int, groups iter.Seq[Nested]) {
-		for g := range groups {
-			if !sc.Allows(scope.Read, g.GroupID) {
-				outside = g.GroupID
-				return
-			}
-		}
-	})
-	if err != nil || outside == "" {
-		return err
-	}
-	e := Forbidden(sc, scope.Read, outside)
-	e.Message = fmt.Sprintf("%s, which group %q holds through nesting: a transitive read needs read on every group below", e.Message, groupID)
-	return e
-}
-
-// readNestedInScope answers a list of the groups below or above groupID
-// (read: Nesting.Subgroups or Parents) for scope, which must be able to
-// read groupID and every group the whole list names (readablePage).
-// relation says where the groups are ("below", "above") for the error.
-func readNestedInScope(ctx context.Context, sc *scope.Scope, groupID string, opts NestingListOptions, list NestedListFunc,
-	read func(context.Context, string, NestingListOptions, NestedListFunc) (Revision, error), relation string) (Revision, error) {
-	if err := authorizeRead(sc, groupID); err != nil {
-		return 0, err
-	}
-	var all []Nested
-	rev, err := read(ctx, groupID, NestingListOptions{Transitive: opts.Transitive}, func(_ int, groups iter.Seq[Nested]) {
-		all = slices.Collect(groups)
-	})
-	if err == nil {
-		err = readablePage(sc, all, func(g Nested) string { return g.GroupID }, opts.After, opts.Limit, list,
-			fmt.Sprintf("which is %s group %q: listing the groups %s a group needs read on each", relation, groupID, relation))
-	}
-	return rev, err
-}
-
-// readablePage calls list with the page of all (sorted by id) after
-// after, at most limit (0: all), when scope may read every group of all,
-// read whole at one revision; else it returns the CodeForbidden error of
-// the first it may not, followed by why.
-func readablePage[T any](sc *scope.Scope, all []T, id func(T) string, after string, limit int, list func(int, iter.Seq[T]), why string) error {
-	for _, item := range all {
-		if !sc.Allows(scope.Read, id(item)) {
-			e := Forbidden(sc, scope.Read, id(item))
-			e.Message += ", " + why
-			return e
-		}
-	}
-	from, found := slices.BinarySearchFunc(all, after, func(item T, after string) int { return strings.Compare(id(item), after) })
-	if found {
-		from++
-	}
-	page := all[from:]
-	if limit > 0 && len(page) > limit {
-		page = page[:limit]
-	}
-	list(len(all), slices.Values(page))
-	return nil
 }
 
 // A replace of a group's subgroups (OpReplaceGroups) removes every subgroup

@@ -2,7 +2,6 @@ package membership_test
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"slices"
 	"testing"
@@ -16,44 +15,20 @@ import (
 	"example.com/groupmembership/membership/scope"
 )
 
-// scopeOf returns the context of a request of principal with right on
-// patterns.
-func scopeOf(t *testing.T, principal string, right scope.Right, patterns ...string) context.Context {
-	t.Helper()
-	return scope.With(context.Background(), scope.New(principal, right, *storetest.WithinSet(patterns...)))
-}
-
-// scopedService returns a Service over a memory store that holds: users 1
-// and 2 in team-a/x, team-a/y, team-b and secret; team-a/y holds secret as
-// a subgroup, and team-a/all holds team-a/x.
+// scopedService returns a Service over a memory store that holds
+// storetest.WriteScopedGroups's groups.
 func scopedService(t *testing.T) (*membership.Service, *memory.Store) {
 	t.Helper()
 	st := memory.New()
 	svc := membership.NewService(st, membership.ServiceOptions{})
-	ctx := context.Background()
-	for _, g := range []string{"team-a/x", "team-a/y", "team-b", "secret"} {
-		_, err := svc.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: g, Users: []membership.User{{UID: 1}, {UID: 2}}})
-		require.NoError(t, err)
-	}
-	for parent, child := range map[string]string{"team-a/y": "secret", "team-a/all": "team-a/x"} {
-		_, err := svc.Write(ctx, membership.Write{Op: membership.OpAddGroups, GroupID: parent, Subgroups: []membership.Subgroup{{GroupID: child}}})
-		require.NoError(t, err)
-	}
+	storetest.WriteScopedGroups(t, svc)
 	return svc, st
-}
-
-// forbidden checks that err is the CodeForbidden error with message.
-func forbidden(t *testing.T, err error, message string) {
-	t.Helper()
-	require.Error(t, err)
-	assert.Equal(t, membership.CodeForbidden, membership.ErrorCode(err), "%v", err)
-	assert.Equal(t, message, membership.ErrorMessage(err))
 }
 
 func TestServiceHoldsWritesToTheirScope(t *testing.T) {
 	svc, _ := scopedService(t)
-	ctx := scopeOf(t, "sync-job", scope.Write, "team-a/*", "team-b")
-	reader := scopeOf(t, "dashboard", scope.Read, "*")
+	ctx := storetest.ScopeOf("sync-job", scope.Write, "team-a/*", "team-b")
+	reader := storetest.ScopeOf("dashboard", scope.Read, "*")
 	latest := func() membership.Revision {
 		_, rev, err := svc.Changes(context.Background(), membership.ChangeOptions{})
 		require.NoError(t, err)
@@ -81,134 +56,48 @@ func TestServiceHoldsWritesToTheirScope(t *testing.T) {
 			`groups element 1: principal "sync-job" lacks read on group "secret": nesting a group needs read on it`},
 	} {
 		_, err = svc.Write(tt.ctx, tt.w)
-		forbidden(t, err, tt.message)
+		storetest.Forbidden(t, err, tt.message)
 		assert.Equal(t, before, latest(), "%s: nothing changed", tt.name)
 	}
 	_, err = svc.Batch(ctx, membership.Batch{Writes: []membership.Write{add,
 		{Op: membership.OpRemove, GroupID: "team-b", UIDs: []membership.UID{1}}, {Op: membership.OpRemove, GroupID: "secret", UIDs: []membership.UID{1}}}})
-	forbidden(t, err, `changes element 2 (group "secret"): principal "sync-job" lacks write on group "secret"`)
+	storetest.Forbidden(t, err, `changes element 2 (group "secret"): principal "sync-job" lacks write on group "secret"`)
 	assert.Equal(t, before, latest(), "a batch with one change outside: nothing changed")
 
 	_, err = svc.Write(ctx, membership.Write{Op: membership.OpAddGroups, GroupID: "team-b", Subgroups: []membership.Subgroup{{GroupID: "team-a/x"}}})
 	require.NoError(t, err, "write reads its own groups: it nests them")
-	_, err = svc.Write(scopeOf(t, "janitor", scope.Write, "*"), membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{2}})
+	_, err = svc.Write(storetest.ScopeOf("janitor", scope.Write, "*"), membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{2}})
 	require.NoError(t, err, "write on * removes a user from every group")
 }
 
 func TestServiceHoldsReadsToTheirScope(t *testing.T) {
 	svc, _ := scopedService(t)
-	ctx := scopeOf(t, "dashboard", scope.Read, "team-a/*", "team-b")
+	ctx := storetest.ScopeOf("dashboard", scope.Read, "team-a/*", "team-b")
 	noList := func(int, iter.Seq[membership.Member]) {}
 
 	_, err := svc.ListMembers(ctx, "team-a/x", membership.ListOptions{}, noList)
 	require.NoError(t, err)
 	_, err = svc.ListMembers(ctx, "secret", membership.ListOptions{}, noList)
-	forbidden(t, err, `principal "dashboard" lacks read on group "secret"`)
+	storetest.Forbidden(t, err, `principal "dashboard" lacks read on group "secret"`)
 	_, err = svc.Member(ctx, "secret", 1)
-	forbidden(t, err, `principal "dashboard" lacks read on group "secret"`)
+	storetest.Forbidden(t, err, `principal "dashboard" lacks read on group "secret"`)
 	_, err = svc.Revision(ctx, "secret")
-	forbidden(t, err, `principal "dashboard" lacks read on group "secret"`)
+	storetest.Forbidden(t, err, `principal "dashboard" lacks read on group "secret"`)
 	_, _, err = svc.Changes(ctx, membership.ChangeOptions{})
-	forbidden(t, err, `principal "dashboard" lacks read on every group (*): the change feed holds the changes of every group`)
-	_, _, err = svc.Changes(scopeOf(t, "follower", scope.Read, "*"), membership.ChangeOptions{})
+	storetest.Forbidden(t, err, `principal "dashboard" lacks read on every group (*): the change feed holds the changes of every group`)
+	_, _, err = svc.Changes(storetest.ScopeOf("follower", scope.Read, "*"), membership.ChangeOptions{})
 	require.NoError(t, err, "read on * follows the feed")
 
 	found, _, err := svc.CheckMembers(ctx, []membership.Check{{GroupID: "team-b", UID: 1}})
 	require.NoError(t, err)
 	assert.Equal(t, []bool{true}, found)
 	_, _, err = svc.CheckMembers(ctx, []membership.Check{{GroupID: "team-b", UID: 1}, {GroupID: "secret", UID: 1}})
-	forbidden(t, err, `checks element 1 (group "secret"): principal "dashboard" lacks read on group "secret"`)
-}
-
-func TestServiceRefusesATransitiveReadThatReachesPastItsScope(t *testing.T) {
-	svc, _ := scopedService(t)
-	ctx := scopeOf(t, "dashboard", scope.Read, "team-a/*", "team-b")
-	var got []membership.UID
-	list := func(_ int, members iter.Seq[membership.Member]) {
-		for m := range members {
-			got = append(got, m.UID)
-		}
-	}
-	const outside = `principal "dashboard" lacks read on group "secret", which group "team-a/y" holds through nesting: ` +
-		`a transitive read needs read on every group below`
-
-	_, err := svc.ListMembers(ctx, "team-a/all", membership.ListOptions{Transitive: true}, list)
-	require.NoError(t, err, "team-a/all reaches team-a/x alone")
-	assert.Equal(t, []membership.UID{1, 2}, got)
-	_, err = svc.ListMembers(ctx, "team-a/y", membership.ListOptions{Transitive: true}, list)
-	forbidden(t, err, outside)
-	_, _, _, err = svc.TransitiveMember(ctx, "team-a/y", 1)
-	forbidden(t, err, outside)
-	_, err = svc.TransitiveRevision(ctx, "team-a/y")
-	forbidden(t, err, outside)
-	_, _, err = svc.CheckTransitive(ctx, []membership.Check{{GroupID: "team-a/all", UID: 1}, {GroupID: "team-a/all", UID: 2}, {GroupID: "team-a/y", UID: 1}})
-	forbidden(t, err, `checks element 2 (group "team-a/y"): `+outside)
-	found, _, err := svc.CheckTransitive(ctx, []membership.Check{{GroupID: "team-a/all", UID: 1}, {GroupID: "team-b", UID: 9}})
-	require.NoError(t, err)
-	assert.Equal(t, []bool{true, false}, found)
-
-	_, _, err = svc.CheckTransitive(ctx, []membership.Check{{GroupID: "secret", UID: 1}})
-	forbidden(t, err, `checks element 0 (group "secret"): principal "dashboard" lacks read on group "secret"`)
-	_, err = svc.ListMembers(scopeOf(t, "all", scope.Read, "*"), "team-a/y", membership.ListOptions{Transitive: true}, list)
-	require.NoError(t, err, "read on * reaches everything")
-}
-
-// movingNestingStore is a memory store whose transitive lists run during
-// a change of the nesting, as a write that lands while a read runs.
-type movingNestingStore struct {
-	*memory.Store
-	during func()
-}
-
-func (s movingNestingStore) ListTransitiveMembers(ctx context.Context, groupID string, opts membership.ListOptions, list membership.ListFunc) (membership.Revision, error) {
-	s.during()
-	return s.Store.ListTransitiveMembers(ctx, groupID, opts, list)
-}
-
-func TestServiceFailsATransitiveReadTheNestingMovedUnder(t *testing.T) {
-	st := memory.New()
-	moving := movingNestingStore{Store: st}
-	svc := membership.NewService(moving, membership.ServiceOptions{})
-	ctx := scopeOf(t, "dashboard", scope.Read, "team-a/*")
-	nest := func(parent, child string) {
-		_, err := st.Write(context.Background(), membership.Write{Op: membership.OpAddGroups, GroupID: parent, Subgroups: []membership.Subgroup{{GroupID: child}}})
-		require.NoError(t, err)
-	}
-	unnest := func(parent, child string) {
-		_, err := st.Write(context.Background(), membership.Write{Op: membership.OpRemoveGroups, GroupID: parent, Subgroups: []membership.Subgroup{{GroupID: child}}})
-		require.NoError(t, err)
-	}
-	_, err := st.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: "secret", Users: []membership.User{{UID: 7}}})
-	require.NoError(t, err)
-	nest("team-a/all", "team-a/x")
-	var listed []membership.UID
-	list := func(_ int, members iter.Seq[membership.Member]) {
-		listed = nil
-		for m := range members {
-			listed = append(listed, m.UID)
-		}
-	}
-
-	// A group outside the scope is nested in between the check and the
-	// read: the read sees its members, and fails.
-	moving.during = func() { nest("team-a/x", "secret") }
-	svc = membership.NewService(moving, membership.ServiceOptions{})
-	_, err = svc.ListMembers(ctx, "team-a/all", membership.ListOptions{Transitive: true}, list)
-	require.Error(t, err)
-	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
-	assert.Contains(t, membership.ErrorMessage(err), "the groups in groups changed while this transitive read ran")
-	assert.Equal(t, []membership.UID{7}, listed, "the read saw the members of secret: the error is what keeps them from the reply")
-
-	unnest("team-a/x", "secret")
-	moving.during = func() {}
-	svc = membership.NewService(moving, membership.ServiceOptions{})
-	_, err = svc.ListMembers(ctx, "team-a/all", membership.ListOptions{Transitive: true}, list)
-	require.NoError(t, err, "with the nesting still, the same read succeeds")
+	storetest.Forbidden(t, err, `checks element 1 (group "secret"): principal "dashboard" lacks read on group "secret"`)
 }
 
 func TestServiceListsOnlyTheGroupsOfItsScope(t *testing.T) {
 	svc, _ := scopedService(t)
-	ctx := scopeOf(t, "dashboard", scope.Read, "team-a/*", "team-b")
+	ctx := storetest.ScopeOf("dashboard", scope.Read, "team-a/*", "team-b")
 	var ids []string
 	total := -1
 	_, err := svc.Groups(ctx, membership.GroupsOptions{Limit: 2}, func(n int, groups iter.Seq[membership.GroupSize]) {
@@ -235,61 +124,6 @@ func TestServiceListsOnlyTheGroupsOfItsScope(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"team-a/x", "team-a/y", "team-b"}, got)
 	assert.Equal(t, 3, n)
-
-	// A user's groups through nesting need read on every group: a refusal
-	// that depended on the user's groups would tell of those outside.
-	const needsAll = `principal "%s" lacks read on every group (*): a user's groups through nesting may be any group's`
-	_, _, err = userGroups(ctx, membership.GroupListOptions{Transitive: true})
-	forbidden(t, err, fmt.Sprintf(needsAll, "dashboard"))
-	narrow := scopeOf(t, "narrow", scope.Read, "team-a/x", "team-a/all", "team-b", "team-a/y", "secret")
-	_, _, err = userGroups(narrow, membership.GroupListOptions{Transitive: true, After: "team-a/all", Limit: 2})
-	forbidden(t, err, fmt.Sprintf(needsAll, "narrow"))
-	_, err = svc.UserGroups(narrow, 99, membership.GroupListOptions{Transitive: true}, func(int, iter.Seq[string]) {})
-	forbidden(t, err, fmt.Sprintf(needsAll, "narrow"))
-	everyone := scopeOf(t, "everyone", scope.Read, "*")
-	got, n, err = userGroups(everyone, membership.GroupListOptions{Transitive: true, After: "team-a/all", Limit: 2})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"team-a/x", "team-a/y"}, got)
-	assert.Equal(t, 5, n)
-}
-
-func TestServiceListsOfNestedGroupsNeedReadOnEach(t *testing.T) {
-	svc, _ := scopedService(t)
-	ctx := scopeOf(t, "dashboard", scope.Read, "team-a/*", "team-b")
-	var ids []string
-	total := -1
-	list := func(n int, groups iter.Seq[membership.Nested]) {
-		total = n
-		ids = nil
-		for g := range groups {
-			ids = append(ids, g.GroupID)
-		}
-	}
-	_, err := svc.Subgroups(ctx, "team-a/all", membership.NestingListOptions{}, list)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"team-a/x"}, ids)
-	_, err = svc.Subgroups(ctx, "team-a/y", membership.NestingListOptions{}, list)
-	forbidden(t, err, `principal "dashboard" lacks read on group "secret", which is below group "team-a/y": listing the groups below a group needs read on each`)
-	_, err = svc.Parents(ctx, "secret", membership.NestingListOptions{}, list)
-	forbidden(t, err, `principal "dashboard" lacks read on group "secret"`)
-	_, err = svc.Parents(ctx, "team-a/x", membership.NestingListOptions{Transitive: true}, list)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"team-a/all"}, ids)
-
-	wide := scopeOf(t, "wide", scope.Read, "team-a/*", "secret")
-	_, err = svc.Subgroups(wide, "team-a/all", membership.NestingListOptions{}, func(int, iter.Seq[membership.Nested]) {})
-	require.NoError(t, err)
-	_, err = svc.Write(context.Background(), membership.Write{Op: membership.OpAddGroups, GroupID: "team-a/all",
-		Subgroups: []membership.Subgroup{{GroupID: "team-a/y"}, {GroupID: "secret"}}})
-	require.NoError(t, err)
-	_, err = svc.Subgroups(wide, "team-a/all", membership.NestingListOptions{After: "secret", Limit: 1}, list)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"team-a/x"}, ids, "a page after an id")
-	assert.Equal(t, 3, total)
-	_, err = svc.Subgroups(wide, "team-a/all", membership.NestingListOptions{Transitive: true, Limit: 2}, list)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"secret", "team-a/x"}, ids)
-	assert.Equal(t, 3, total)
 }
 
 func TestForbiddenNamesThePrincipalTheRightAndTheGroup(t *testing.T) {
@@ -320,7 +154,7 @@ func (s *writeMovingStore) Batch(ctx context.Context, b membership.Batch) (membe
 
 func TestServiceReplacesOnlySubgroupsItMayRead(t *testing.T) {
 	svc, st := scopedService(t)
-	ctx := scopeOf(t, "sync-job", scope.Write, "team-a/*", "team-b")
+	ctx := storetest.ScopeOf("sync-job", scope.Write, "team-a/*", "team-b")
 	subgroups := func(groupID string) []string {
 		var ids []string
 		_, err := st.Subgroups(context.Background(), groupID, membership.NestingListOptions{}, func(_ int, groups iter.Seq[membership.Nested]) {
@@ -342,9 +176,9 @@ func TestServiceReplacesOnlySubgroupsItMayRead(t *testing.T) {
 		`that this replace would remove: removing a subgroup needs read on it`
 
 	_, err := svc.Write(ctx, replace("team-a/y", "team-a/x"))
-	forbidden(t, err, removesSecret)
+	storetest.Forbidden(t, err, removesSecret)
 	_, err = svc.Batch(ctx, membership.Batch{Writes: []membership.Write{replace("team-b", "team-a/x"), replace("team-a/y")}})
-	forbidden(t, err, `changes element 1 (group "team-a/y"): `+removesSecret)
+	storetest.Forbidden(t, err, `changes element 1 (group "team-a/y"): `+removesSecret)
 	assert.Equal(t, []string{"secret"}, subgroups("team-a/y"), "nothing changed")
 	assert.Empty(t, subgroups("team-b"), "nothing of the batch changed")
 
@@ -352,7 +186,7 @@ func TestServiceReplacesOnlySubgroupsItMayRead(t *testing.T) {
 	require.NoError(t, err, "every subgroup it removes is in its scope")
 	assert.Equal(t, 1, res.Removed)
 	assert.Equal(t, []string{"team-b"}, subgroups("team-a/all"))
-	_, err = svc.Write(scopeOf(t, "ops", scope.Admin, "*"), replace("team-a/y"))
+	_, err = svc.Write(storetest.ScopeOf("ops", scope.Admin, "*"), replace("team-a/y"))
 	require.NoError(t, err, "read on every group removes any subgroup")
 	assert.Empty(t, subgroups("team-a/y"))
 
@@ -374,7 +208,7 @@ func TestServiceChecksAReplaceAgainWhenItsGroupMoves(t *testing.T) {
 	_, st := scopedService(t)
 	moving := &writeMovingStore{Store: st}
 	svc := membership.NewService(moving, membership.ServiceOptions{})
-	ctx := scopeOf(t, "sync-job", scope.Write, "team-a/*")
+	ctx := storetest.ScopeOf("sync-job", scope.Write, "team-a/*")
 	nest := func(parent, child string) {
 		_, err := st.Write(context.Background(), membership.Write{Op: membership.OpAddGroups, GroupID: parent, Subgroups: []membership.Subgroup{{GroupID: child}}})
 		require.NoError(t, err)
@@ -392,7 +226,7 @@ func TestServiceChecksAReplaceAgainWhenItsGroupMoves(t *testing.T) {
 		}
 	}
 	_, err := svc.Write(ctx, replace)
-	forbidden(t, err, `principal "sync-job" lacks read on group "secret", a subgroup of group "team-a/all" `+
+	storetest.Forbidden(t, err, `principal "sync-job" lacks read on group "secret", a subgroup of group "team-a/all" `+
 		`that this replace would remove: removing a subgroup needs read on it`)
 	var ids []string
 	_, err = st.Subgroups(context.Background(), "team-a/all", membership.NestingListOptions{}, func(_ int, groups iter.Seq[membership.Nested]) {
@@ -421,7 +255,7 @@ func TestServiceChecksAReplaceAgainWhenItsGroupMoves(t *testing.T) {
 
 func TestServiceDeletesOnlyGroupsWhoseSubgroupsItMayRead(t *testing.T) {
 	svc, st := scopedService(t)
-	ctx := scopeOf(t, "sync-job", scope.Write, "team-a/*", "team-b")
+	ctx := storetest.ScopeOf("sync-job", scope.Write, "team-a/*", "team-b")
 	subgroups := func(groupID string) []string {
 		var ids []string
 		_, err := st.Subgroups(context.Background(), groupID, membership.NestingListOptions{}, func(_ int, groups iter.Seq[membership.Nested]) {
@@ -439,10 +273,10 @@ func TestServiceDeletesOnlyGroupsWhoseSubgroupsItMayRead(t *testing.T) {
 	// Deleting a group ends its subgroups' nesting in it, as a replace of
 	// them with none does: alone, or in a batch that fills the group again.
 	_, err := svc.Write(ctx, deleteY)
-	forbidden(t, err, removesSecret)
+	storetest.Forbidden(t, err, removesSecret)
 	_, err = svc.Batch(ctx, membership.Batch{Writes: []membership.Write{deleteY,
 		{Op: membership.OpAdd, GroupID: "team-a/y", Users: []membership.User{{UID: 1}, {UID: 2}}}}})
-	forbidden(t, err, `changes element 0 (group "team-a/y"): `+removesSecret)
+	storetest.Forbidden(t, err, `changes element 0 (group "team-a/y"): `+removesSecret)
 	assert.Equal(t, []string{"secret"}, subgroups("team-a/y"), "nothing changed")
 	_, err = svc.Member(context.Background(), "team-a/y", 1)
 	require.NoError(t, err, "nothing changed")
@@ -451,15 +285,15 @@ func TestServiceDeletesOnlyGroupsWhoseSubgroupsItMayRead(t *testing.T) {
 	require.NoError(t, err, "every subgroup it removes is in its scope")
 	assert.Equal(t, 0, res.Removed)
 	assert.Empty(t, subgroups("team-a/all"))
-	_, err = svc.Write(scopeOf(t, "ops", scope.Admin, "*"), deleteY)
+	_, err = svc.Write(storetest.ScopeOf("ops", scope.Admin, "*"), deleteY)
 	require.NoError(t, err, "read on every group deletes any group")
 	assert.Empty(t, subgroups("team-a/y"))
 }
 
 func TestServiceReplaysAKeyedReplaceOrDeleteTheStateNowWouldRefuse(t *testing.T) {
 	svc, st := scopedService(t)
-	ctx := scopeOf(t, "sync-job", scope.Write, "team-a/*", "team-b")
-	admin := scopeOf(t, "ops", scope.Admin, "*")
+	ctx := storetest.ScopeOf("sync-job", scope.Write, "team-a/*", "team-b")
+	admin := storetest.ScopeOf("ops", scope.Admin, "*")
 	nestSecret := func(groupID string) {
 		_, err := svc.Write(admin, membership.Write{Op: membership.OpAddGroups, GroupID: groupID, Subgroups: []membership.Subgroup{{GroupID: "secret"}}})
 		require.NoError(t, err)
@@ -511,19 +345,19 @@ func TestServiceReplaysAKeyedReplaceOrDeleteTheStateNowWouldRefuse(t *testing.T)
 	// A new key is a new request, checked against the state now.
 	replace.Idem.Key, replaceZ.Idem.Key, deleteB.Idem.Key = "r2", "z2", "d2"
 	_, err = svc.Write(ctx, replace)
-	forbidden(t, err, `principal "sync-job" lacks read on group "secret", a subgroup of group "team-a/all" `+
+	storetest.Forbidden(t, err, `principal "sync-job" lacks read on group "secret", a subgroup of group "team-a/all" `+
 		`that this replace would remove: removing a subgroup needs read on it`)
 	_, err = svc.Write(ctx, replaceZ)
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "%v", err)
 	_, err = svc.Write(ctx, deleteB)
-	forbidden(t, err, `principal "sync-job" lacks read on group "secret", a subgroup of group "team-b" `+
+	storetest.Forbidden(t, err, `principal "sync-job" lacks read on group "secret", a subgroup of group "team-b" `+
 		`that deleting it would remove: removing a subgroup needs read on it`)
 }
 
 func TestServiceNamesNoGroupOutsideItsScopeInACycle(t *testing.T) {
 	svc, _ := scopedService(t)
-	ctx := scopeOf(t, "sync-job", scope.Write, "team-a/*", "team-b")
-	admin := scopeOf(t, "ops", scope.Admin, "*")
+	ctx := storetest.ScopeOf("sync-job", scope.Write, "team-a/*", "team-b")
+	admin := storetest.ScopeOf("ops", scope.Admin, "*")
 	// team-a/c1 > secret > secret/2 > team-a/c2: the principal may read the
 	// ends, not what is between them.
 	for _, nest := range [][2]string{{"team-a/c1", "secret"}, {"secret", "secret/2"}, {"secret/2", "team-a/c2"}} {

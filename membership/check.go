@@ -26,7 +26,7 @@ func (s *Service) MaxChecks() int { return s.maxChecks }
 // Errors: CodeTooManyChecks, CodeInvalidChecks naming the first check with a
 // group id or uid that is not valid, and whatever the Store returns.
 func (s *Service) CheckMembers(ctx context.Context, checks []Check) (found []bool, rev Revision, err error) {
-	if err := s.validateChecks(checks); err != nil {
+	if err := s.ValidateChecks(checks); err != nil {
 		return nil, 0, err
 	}
 	if err := authorizeChecks(scope.Of(ctx), checks); err != nil {
@@ -35,7 +35,10 @@ func (s *Service) CheckMembers(ctx context.Context, checks []Check) (found []boo
 	return s.store.CheckMembers(ctx, checks)
 }
 
-func (s *Service) validateChecks(checks []Check) error {
+// ValidateChecks returns the error CheckMembers returns for checks before
+// it reads them: CodeTooManyChecks, or CodeInvalidChecks naming the first
+// check with a group id or uid that is not valid.
+func (s *Service) ValidateChecks(checks []Check) error {
 	if len(checks) > s.maxChecks {
 		return Errorf(CodeTooManyChecks, "checks has more than %d elements", s.maxChecks)
 	}

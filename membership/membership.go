@@ -1,14 +1,14 @@
 // Package membership is the domain of the group membership service: which users
 // belong to which group. It holds the types and their validation, the Service
-// that applies requests, and the Store interface the Service keeps its state
-// in. It knows nothing of HTTP or of any wire format (httpapi decodes those),
-// and imports only its own parts (groupids, scope, account) of this module.
+// that applies requests (the reads of groups in groups are package
+// nestreads's), and the Store interface the Service keeps its state in. It
+// knows nothing of HTTP or of any wire format (httpapi decodes those), and
+// imports only its own parts (groupids, scope, account) of this module.
 package membership
 
 import (
 	"context"
 	"iter"
-	"math"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -168,9 +168,17 @@ const MaxPageSize = 10000
 type ListOptions struct {
 	After UID // 0: from the first member
 	Limit int // 0: no limit
-	// Transitive asks the Service for the members through nesting too
-	// (Nesting.ListTransitiveMembers); a Store's ListMembers ignores it.
-	Transitive bool
+}
+
+// Validate returns the CodeInvalidQuery error of a page o cannot select.
+func (o ListOptions) Validate() error {
+	if err := CheckLimit(o.Limit, MaxPageSize+1); err != nil {
+		return err
+	}
+	if o.After < 0 {
+		return Errorf(CodeInvalidQuery, "after %d is not a uid (%s)", o.After, UIDRange)
+	}
+	return nil
 }
 
 // GroupListOptions select a page of a user's groups by group id: the groups
@@ -179,12 +187,22 @@ type ListOptions struct {
 type GroupListOptions struct {
 	After string
 	Limit int
-	// Transitive asks the Service for the groups through nesting too
-	// (Nesting.TransitiveUserGroups); a Store's UserGroups ignores it.
-	Transitive bool
 	// Within, when not nil, selects only the groups it holds, and the total
 	// counts only those, as GroupsOptions.Within does.
 	Within *groupids.Set
+}
+
+// Validate returns the CodeInvalidQuery error of a page o cannot select.
+func (o GroupListOptions) Validate() error {
+	if err := CheckLimit(o.Limit, MaxPageSize+1); err != nil {
+		return err
+	}
+	if o.After != "" {
+		if err := ValidateGroupID(o.After); err != nil {
+			return Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
+		}
+	}
+	return nil
 }
 
 // GroupListFunc receives a user's groups from Store.UserGroups: how many the
@@ -314,24 +332,4 @@ func ValidateUser(u User) error {
 		return Errorf(CodeInvalidUsers, "the nickname is not valid UTF-8")
 	}
 	return nil
-}
-
-// ParseUID parses s as a uid: a decimal integer from 1 to math.MaxInt64 with no
-// sign, no leading zeros and nothing around it. ok is false for anything else.
-func ParseUID(s string) (uid UID, ok bool) {
-	if s == "" || s[0] == '0' || len(s) > len(maxUIDText) {
-		return 0, false
-	}
-	var n uint64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0') // at most 19 digits: cannot overflow uint64
-	}
-	if n > math.MaxInt64 {
-		return 0, false
-	}
-	return UID(n), true
 }

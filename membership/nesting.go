@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"example.com/groupmembership/membership/scope"
 )
 
 // Groups in groups. A group holds users and may hold other groups, its
@@ -185,6 +183,11 @@ func TooDeepError(parent, child string, depth, most int) *Error {
 // MaxDepth returns the bound on the depth of a chain of nestings.
 func (s *Service) MaxDepth() int { return s.maxDepth }
 
+// Nesting returns the store's reads of groups in groups as they are,
+// neither validated nor held to a scope: for nestreads.Service, which
+// does both.
+func (s *Service) Nesting() Nesting { return s.store }
+
 // validateSubgroups checks a nesting write's subgroups: at most MaxUsers,
 // each a valid group id other than groupID, each expiry valid as of now.
 func (s *Service) validateSubgroups(w Write) error {
@@ -214,118 +217,6 @@ func (s *Service) validateSubgroups(w Write) error {
 		}
 	}
 	return nil
-}
-
-// Subgroups calls list with groupID's subgroups as opts selects; see
-// Nesting.Subgroups.
-//
-// Errors: CodeInvalidGroupID, CodeInvalidQuery, and whatever the Store
-// returns.
-func (s *Service) Subgroups(ctx context.Context, groupID string, opts NestingListOptions, list NestedListFunc) (Revision, error) {
-	if err := validateNestingRead(groupID, opts); err != nil {
-		return 0, err
-	}
-	if sc := scope.Of(ctx); !sc.AllowsAll(scope.Read) {
-		return readNestedInScope(ctx, sc, groupID, opts, list, s.store.Subgroups, "below")
-	}
-	return s.store.Subgroups(ctx, groupID, opts, list)
-}
-
-// Parents calls list with the groups groupID is in as opts selects; see
-// Nesting.Parents.
-//
-// Errors: as Subgroups.
-func (s *Service) Parents(ctx context.Context, groupID string, opts NestingListOptions, list NestedListFunc) (Revision, error) {
-	if err := validateNestingRead(groupID, opts); err != nil {
-		return 0, err
-	}
-	if sc := scope.Of(ctx); !sc.AllowsAll(scope.Read) {
-		return readNestedInScope(ctx, sc, groupID, opts, list, s.store.Parents, "above")
-	}
-	return s.store.Parents(ctx, groupID, opts, list)
-}
-
-// validateNestingRead checks the group and the page a list of subgroups
-// or parents asks for.
-func validateNestingRead(groupID string, opts NestingListOptions) error {
-	if err := ValidateGroupID(groupID); err != nil {
-		return err
-	}
-	if err := CheckLimit(opts.Limit, MaxPageSize+1); err != nil {
-		return err
-	}
-	if opts.After != "" {
-		if err := ValidateGroupID(opts.After); err != nil {
-			return Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
-		}
-	}
-	return nil
-}
-
-// TransitiveMember returns uid's record as a transitive member of the
-// group, and a shortest path down to a group that holds it directly; see
-// Nesting.TransitiveMember. The revision is the answer's, the answer
-// CodeNotMember included: that the user is no member holds at a revision
-// as a record does, and moves with the same changes (its ETag).
-//
-// Errors: CodeInvalidGroupID, CodeNotMember, and whatever the Store
-// returns.
-func (s *Service) TransitiveMember(ctx context.Context, groupID string, uid UID) (Member, []string, Revision, error) {
-	if err := ValidateGroupID(groupID); err != nil {
-		return Member{}, nil, 0, err
-	}
-	var m Member
-	var via []string
-	var ok bool
-	var rev Revision
-	err := s.readBelow(ctx, scope.Of(ctx), []string{groupID}, nil, func() (err error) {
-		m, via, ok, rev, err = s.store.TransitiveMember(ctx, groupID, uid)
-		return err
-	})
-	if err != nil {
-		return Member{}, nil, 0, err
-	}
-	if !ok {
-		return Member{}, nil, rev, Errorf(CodeNotMember, "user %d is not a member of the group, directly or through its subgroups", uid)
-	}
-	return m, via, rev, nil
-}
-
-// TransitiveRevision returns the revision a transitive read of groupID
-// moves with; see Nesting.TransitiveRevision.
-//
-// Errors: CodeInvalidGroupID, and whatever the Store returns.
-func (s *Service) TransitiveRevision(ctx context.Context, groupID string) (Revision, error) {
-	if err := ValidateGroupID(groupID); err != nil {
-		return 0, err
-	}
-	var rev Revision
-	err := s.readBelow(ctx, scope.Of(ctx), []string{groupID}, nil, func() (err error) {
-		rev, err = s.store.TransitiveRevision(ctx, groupID)
-		return err
-	})
-	return rev, err
-}
-
-// CheckTransitive answers every check transitively, at one revision; see
-// Nesting.CheckTransitive. Its checks are validated as CheckMembers's.
-//
-// Errors: those of CheckMembers.
-func (s *Service) CheckTransitive(ctx context.Context, checks []Check) ([]bool, Revision, error) {
-	if err := s.validateChecks(checks); err != nil {
-		return nil, 0, err
-	}
-	groupIDs := make([]string, len(checks))
-	for i, c := range checks {
-		groupIDs[i] = c.GroupID
-	}
-	var found []bool
-	var rev Revision
-	err := s.readBelow(ctx, scope.Of(ctx), groupIDs, func(i int, e *Error) *Error { return checkError(i, groupIDs[i], e) }, func() (err error) {
-		found, rev, err = s.store.CheckTransitive(ctx, checks)
-		return err
-	})
-	return found, rev, err
 }
 
 // ResolveSubgroupTTLs returns groups with every TTL turned into the time it

@@ -90,22 +90,10 @@ func (s *Service) ListMembers(ctx context.Context, groupID string, opts ListOpti
 	if err := ValidateGroupID(groupID); err != nil {
 		return 0, err
 	}
-	if err := CheckLimit(opts.Limit, MaxPageSize+1); err != nil {
+	if err := opts.Validate(); err != nil {
 		return 0, err
 	}
-	if opts.After < 0 {
-		return 0, Errorf(CodeInvalidQuery, "after %d is not a uid (%s)", opts.After, UIDRange)
-	}
-	sc := scope.Of(ctx)
-	if opts.Transitive {
-		var rev Revision
-		err := s.readBelow(ctx, sc, []string{groupID}, nil, func() (err error) {
-			rev, err = s.store.ListTransitiveMembers(ctx, groupID, opts, list)
-			return err
-		})
-		return rev, err
-	}
-	if err := authorizeRead(sc, groupID); err != nil {
+	if err := authorizeRead(scope.Of(ctx), groupID); err != nil {
 		return 0, err
 	}
 	return s.store.ListMembers(ctx, groupID, opts, list)
@@ -148,32 +136,15 @@ func (s *Service) Revision(ctx context.Context, groupID string) (Revision, error
 }
 
 // UserGroups calls list with the groups uid is in, as opts selects; see
-// Store.UserGroups, and, with opts.Transitive, Nesting.TransitiveUserGroups,
-// whose revision it returns (a direct list has none: 0).
+// Store.UserGroups. Its revision is 0: a direct list has none (the groups
+// through nesting, with theirs, are nestreads.Service's).
 //
 // Errors: CodeInvalidQuery, and whatever the Store returns.
 func (s *Service) UserGroups(ctx context.Context, uid UID, opts GroupListOptions, list GroupListFunc) (Revision, error) {
-	if err := CheckLimit(opts.Limit, MaxPageSize+1); err != nil {
+	if err := opts.Validate(); err != nil {
 		return 0, err
 	}
-	if opts.After != "" {
-		if err := ValidateGroupID(opts.After); err != nil {
-			return 0, Errorf(CodeInvalidQuery, "after is not a group id: %v", err)
-		}
-	}
-	sc := scope.Of(ctx)
-	if opts.Transitive {
-		if !sc.AllowsAll(scope.Read) {
-			// Whether a refusal named a group or not, it would tell that
-			// uid is in a group outside the scope: refused whatever the
-			// user's groups are.
-			e := Forbidden(sc, scope.Read, "")
-			e.Message += ": a user's groups through nesting may be any group's"
-			return 0, e
-		}
-		return s.store.TransitiveUserGroups(ctx, uid, opts, list)
-	}
-	opts.Within = sc.Readable()
+	opts.Within = scope.Of(ctx).Readable()
 	return 0, s.store.UserGroups(ctx, uid, opts, list)
 }
 

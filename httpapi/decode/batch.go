@@ -83,7 +83,7 @@ func parseBatch(body string, maxWrites, maxUsers int, epoch uint64) (BatchReques
 	}
 	if uid != "" {
 		var ok bool
-		if req.ActingUID, ok = membership.ParseUID(uid); !ok {
+		if req.ActingUID, ok = ParseUID(uid); !ok {
 			return req, membership.Errorf(membership.CodeInvalidUID, "the uid %.40q is not %s", uid, membership.UIDRange)
 		}
 		req.Batch.Actor = req.ActingUID

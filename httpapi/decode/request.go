@@ -75,7 +75,7 @@ func ReadChangeRequest(w http.ResponseWriter, r *http.Request, list string, maxB
 	}
 	if uid != "" {
 		var ok bool
-		if req.ActingUID, ok = membership.ParseUID(uid); !ok {
+		if req.ActingUID, ok = ParseUID(uid); !ok {
 			return req, membership.Errorf(membership.CodeInvalidUID,
 				"the uid parameter %.40q is not %s", uid, membership.UIDRange)
 		}

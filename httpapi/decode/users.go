@@ -302,7 +302,7 @@ func (p *usersParser) uid(want string) (membership.UID, error) {
 			return 0, err
 		}
 		text = strconv.Quote(s)
-		if uid, ok := membership.ParseUID(s); ok {
+		if uid, ok := ParseUID(s); ok {
 			return uid, nil
 		}
 	case c == '-' || ('0' <= c && c <= '9'):
@@ -311,7 +311,7 @@ func (p *usersParser) uid(want string) (membership.UID, error) {
 			return 0, err
 		}
 		text = num
-		if uid, ok := membership.ParseUID(num); ok {
+		if uid, ok := ParseUID(num); ok {
 			return uid, nil
 		}
 	default:

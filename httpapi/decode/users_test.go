@@ -292,9 +292,9 @@ func referenceUID(dec *json.Decoder) (membership.UID, bool) {
 func referenceUIDToken(tok json.Token) (membership.UID, bool) {
 	switch v := tok.(type) {
 	case json.Number:
-		return membership.ParseUID(string(v))
+		return ParseUID(string(v))
 	case string:
-		return membership.ParseUID(v)
+		return ParseUID(v)
 	}
 	return 0, false
 }

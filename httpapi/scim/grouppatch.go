@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/membership"
 	"example.com/groupmembership/membership/account"
 
@@ -155,7 +156,7 @@ func memberFilter(path string) (membership.UID, error) {
 	if err != nil || len(f) != 1 || f[0].Attr != "value" {
 		return 0, wire.BadRequest(wire.InvalidPath, "the path %.60q is not members[value eq \"uid\"]", path)
 	}
-	uid, ok := membership.ParseUID(f[0].Value)
+	uid, ok := decode.ParseUID(f[0].Value)
 	if !ok {
 		return 0, wire.BadRequest(wire.InvalidValue, "members[value eq %q]: a member's value is a uid, %s", f[0].Value, membership.UIDRange)
 	}
@@ -191,7 +192,7 @@ func memberUID(i int, m json.RawMessage) (membership.UID, error) {
 	if err != nil {
 		return 0, wire.BadRequest(wire.InvalidValue, "members element %d: its value is not a string", i)
 	}
-	uid, ok := membership.ParseUID(v)
+	uid, ok := decode.ParseUID(v)
 	if !ok {
 		return 0, wire.BadRequest(wire.InvalidValue, "members element %d: the value %.40q is not a uid, %s", i, v, membership.UIDRange)
 	}

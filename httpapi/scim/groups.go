@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/httpapi/lists"
 	"example.com/groupmembership/membership"
@@ -245,7 +246,7 @@ func groupCandidates(ctx context.Context, svc services, f wire.Filter) ([]direct
 // comparison names.
 func groupsOfMember(ctx context.Context, svc services, f wire.Filter) (int, []directory.GroupRecord, error) {
 	value, _ := f.Value("members")
-	uid, ok := membership.ParseUID(value)
+	uid, ok := decode.ParseUID(value)
 	if !ok {
 		return 0, nil, nil // no group has that member
 	}
@@ -294,7 +295,7 @@ func groupMatches(ctx context.Context, svc services, g directory.GroupRecord, f 
 				return false, nil
 			}
 		case "members":
-			uid, ok := membership.ParseUID(c.Value)
+			uid, ok := decode.ParseUID(c.Value)
 			if !ok {
 				return false, nil
 			}

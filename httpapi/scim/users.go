@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/httpapi/encode"
 	"example.com/groupmembership/membership"
 	"example.com/groupmembership/membership/account"
@@ -182,7 +183,7 @@ func primaryEmail(raw json.RawMessage) (string, error) {
 // userID parses the id of a User path: a uid in decimal. Any other is no
 // user: 404.
 func userID(r *http.Request) (membership.UID, error) {
-	uid, ok := membership.ParseUID(r.PathValue("id"))
+	uid, ok := decode.ParseUID(r.PathValue("id"))
 	if !ok {
 		return 0, wire.Errorf(http.StatusNotFound, "", "no User has the id %.40q: a User's id is its uid", r.PathValue("id"))
 	}
@@ -264,7 +265,7 @@ func listUsers(ctx context.Context, svc services, q wire.List) (int, []directory
 	offset := q.StartIndex - 1
 	if id, ok := q.Filter.Value("id"); ok {
 		var found []directory.UserRecord
-		if uid, ok := membership.ParseUID(id); ok {
+		if uid, ok := decode.ParseUID(id); ok {
 			if u, err := svc.dir.User(ctx, uid); err == nil {
 				found = append(found, u)
 			} else if membership.ErrorCode(err) != membership.CodeUnknownUser {

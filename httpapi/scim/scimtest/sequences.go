@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/httpapi/decode"
 	"example.com/groupmembership/membership"
 )
 
@@ -95,7 +96,7 @@ func testSequences(t *testing.T, newStore NewStore) {
 func (s *server) checkState(t *testing.T, i int, st step, expand func(string) string) {
 	ctx := context.Background()
 	for id, want := range st.State.Users {
-		uid, ok := membership.ParseUID(expand(id))
+		uid, ok := decode.ParseUID(expand(id))
 		require.True(t, ok, "step %d: user %s", i, id)
 		u, err := s.dir.User(ctx, uid)
 		if want == nil {
@@ -119,7 +120,7 @@ func (s *server) checkState(t *testing.T, i int, st step, expand func(string) st
 		members := s.members(expand(id))
 		wantUIDs := []membership.UID{}
 		for _, m := range want.Members {
-			uid, _ := membership.ParseUID(expand(m))
+			uid, _ := decode.ParseUID(expand(m))
 			wantUIDs = append(wantUIDs, uid)
 		}
 		assert.ElementsMatch(t, wantUIDs, uids(members), "step %d: the members of %s", i, id)

@@ -90,6 +90,15 @@ func (g *Graph) marks(k uint64) uint64 {
 // up when its up gains too, else in its extra; and a node whose up gains
 // drops from its extra what it now has through up.
 func (g *Graph) addAbove(p, c *Node) {
+	if c.IsAbove(p) {
+		return // c had p, and all above p, and so had every node below c
+	}
+	if c.eagerBelow == 0 {
+		// Every node below c takes its ancestors from c.
+		g.takeAbove(p, c, nil)
+		g.touch(c, changedAbove)
+		return
+	}
 	above := ancestorList(p)
 	var gain []*Node
 	for _, a := range above {
@@ -98,44 +107,32 @@ func (g *Graph) addAbove(p, c *Node) {
 		}
 	}
 	g.steps += int64(len(above))
-	if len(gain) == 0 {
-		return // c had them all, and so had every node below it
-	}
 	inGain, kept, gains := g.marks(3), g.epoch-1, g.epoch
 	for _, a := range gain {
 		a.seen = inGain
 	}
 	gaining, others := g.gainers(c, gain, gains, kept)
 	defer g.keepWalk(gaining, others)
-	switch had := c.AncestorCount(); {
-	case c.up == nil:
-		c.up = p // c had no parent: gain is all of above
-	case len(above) > had:
-		// p brings more than c had: they are shared, and what c had is
-		// its extra.
-		var old []*Node
-		c.Ancestors(func(a *Node) { old = append(old, a) })
-		c.up, c.extra = p, nil
-		for _, a := range old {
-			if a != p && !p.IsAbove(a) {
-				c.addExtra(a)
-			}
-		}
-		g.steps += int64(len(above) + had)
-	default:
-		for _, a := range gain {
-			c.addExtra(a)
-		}
-	}
+	g.takeAbove(p, c, gain)
 	g.touch(c, changedAbove)
+	var ups []*Node
 	for _, d := range gaining[1:] {
 		if d.lazy {
 			continue
 		}
-		if d.up.seen != gains {
+		switch {
+		case d.up.seen == gains: // it gains through its up
+		case len(d.extra)+len(gain) > 1+d.up.AncestorCount():
+			// Its extra would hold more than its up brings: it takes a
+			// parent that gains for its up.
+			ups = append(ups, d)
+		default:
 			g.addExtras(d, gain) // its up has what it had
 		}
 		g.touch(d, changedAbove)
+	}
+	for _, d := range ups {
+		g.upToGaining(d, gains)
 	}
 	for _, list := range [][]*Node{gaining[1:], others} {
 		for _, d := range list {
@@ -145,6 +142,66 @@ func (g *Graph) addAbove(p, c *Node) {
 			}
 		}
 	}
+}
+
+// takeAbove gives c, just nested in p, p and every node above p, gain
+// those of them it lacked (nil: not known yet). c takes p for its up when
+// it had no parent, or when p brings more ancestors than c had: they are
+// shared, and what c had is its extra.
+func (g *Graph) takeAbove(p, c *Node, gain []*Node) {
+	switch had, brings := c.AncestorCount(), 1+p.AncestorCount(); {
+	case c.up == nil:
+		c.up = p // c had no parent: it gains all p brings
+	case brings > had:
+		var old []*Node
+		c.Ancestors(func(a *Node) { old = append(old, a) })
+		c.up, c.extra = p, nil
+		for _, a := range old {
+			if a != p && !p.IsAbove(a) {
+				c.addExtra(a)
+			}
+		}
+		g.steps += int64(had)
+	case gain != nil:
+		for _, a := range gain {
+			c.addExtra(a)
+		}
+	default:
+		add := func(a *Node) {
+			if !c.IsAbove(a) {
+				c.addExtra(a)
+			}
+		}
+		add(p)
+		p.Ancestors(add)
+		g.steps += int64(brings)
+	}
+}
+
+// upToGaining makes a parent of d that gains (marked gains) d's up, and
+// what d had that the parent does not hold its extra, as a nesting does
+// for its child when its parent brings more than it had: a group below
+// gains much at the cost of what it had, and holds it once, not a copy.
+// Run when every node that gains holds what it gains but d, and those
+// like it: what such a parent does not hold yet, of gain, is dropped from
+// d's extra after (dropExtras).
+func (g *Graph) upToGaining(d *Node, gains uint64) {
+	var x *Node
+	for _, e := range d.Parents {
+		if e.Node.seen == gains {
+			x = e.Node
+			break
+		}
+	}
+	var old []*Node
+	d.Ancestors(func(a *Node) { old = append(old, a) })
+	d.up, d.extra = x, nil
+	for _, a := range old {
+		if a != x && !x.IsAbove(a) {
+			d.addExtra(a)
+		}
+	}
+	g.steps += int64(len(old))
 }
 
 // gainers returns c and every node below it that lacks any of gain, each
@@ -231,38 +288,35 @@ func (g *Graph) addExtras(d *Node, above []*Node) {
 	g.steps += int64(len(above))
 }
 
-// removeAbove rebuilds the ancestors of c, one of whose nestings has
-// ended, and takes out of those of every node below it those c lost and
-// they cannot reach otherwise, each after its parents, and touches each
-// node whose ancestors changed. Only what c lost can leave a set below it,
-// and only a set below a node that lost some: the walk goes down from c
-// through the nodes that lose, in the order of their heights (a parent is
-// higher than its child), so that a nesting's end costs the groups that
-// lose ancestors times what c lost.
-func (g *Graph) removeAbove(c *Node) {
-	had := c.AncestorCount()
-	if len(c.Children) == 0 {
-		g.rebuild(c)
-		if c.AncestorCount() != had { // it can only lose
-			g.touch(c, changedAbove)
-		}
+// removeAbove puts right the ancestors of c, whose nesting in p has ended
+// (p nil: all its nestings in its parents), and takes out of those of
+// every node below it those c lost and they cannot reach otherwise, each
+// after its parents, and touches each node whose ancestors changed. Only
+// what c lost can leave a set below it, and only a set below a node that
+// lost some: the walk goes down from c through the nodes that lose, in the
+// order of their heights (a parent is higher than its child), so that a
+// nesting's end costs the groups that lose ancestors times what c lost.
+func (g *Graph) removeAbove(p, c *Node) {
+	switch {
+	case c.up == nil:
+		return // it had no ancestors
+	case len(c.Parents) == 0 && len(c.Children) == 0:
+		c.up, c.extra = nil, nil // it lost them all, and has no one to tell
+		g.touch(c, changedAbove)
 		return
 	}
-	var old []*Node
-	c.Ancestors(func(a *Node) { old = append(old, a) })
-	g.rebuild(c)
-	var lost []*Node
-	for _, a := range old {
-		if !c.IsAbove(a) {
-			lost = append(lost, a)
-		}
-	}
-	g.steps += int64(len(old))
+	lost := g.loseParent(p, c)
 	if len(lost) == 0 {
 		return // nothing below c can have lost an ancestor either
 	}
 	g.touch(c, changedAbove)
-	queued, losing := g.marks(2), g.epoch
+	if len(c.Children) == 0 {
+		return
+	}
+	inLost, queued, losing := g.marks(3), g.epoch-1, g.epoch
+	for _, a := range lost {
+		a.seen = inLost
+	}
 	c.seen = losing
 	// levels[h] are the nodes to look at whose highest is c's + h.
 	var levels [][]*Node
@@ -284,7 +338,7 @@ func (g *Graph) removeAbove(c *Node) {
 	queue(c)
 	for h := 1; h < len(levels); h++ {
 		for _, d := range levels[h] {
-			if g.forget(d, lost, losing) {
+			if g.forget(d, lost, inLost, losing) {
 				d.seen = losing
 				if !d.lazy {
 					g.touch(d, changedAbove)
@@ -298,16 +352,35 @@ func (g *Graph) removeAbove(c *Node) {
 // forget takes lost, which d had above it, out of d's ancestors but those
 // it still reaches through a parent, and reports whether it lost any. Its
 // parents' ancestors are as they are now; those that lost some are marked
-// losing. A node with one parent, its up, loses what that parent lost,
-// and holds nothing of its own. One it still reaches, which its up no
-// longer has, goes to its extra.
-func (g *Graph) forget(d *Node, lost []*Node, losing uint64) bool {
+// losing, and the nodes of lost inLost. A node with one parent, its up,
+// loses what that parent lost, and holds nothing of its own. One it still
+// reaches, which its up no longer has, goes to its extra.
+func (g *Graph) forget(d *Node, lost []*Node, inLost, losing uint64) bool {
 	if d.lazy {
 		return true // its one parent lost some; it is not touched
 	}
 	if len(d.Parents) == 1 && len(d.extra) == 0 {
 		g.steps++
 		return d.up.seen == losing
+	}
+	// Made again from its parents, d costs the ancestors of all of them
+	// at most, and as much to count those of lost it keeps; taking lost
+	// out one by one costs lost times its parents. It takes the cheaper.
+	all := 0
+	for _, e := range d.Parents {
+		all += 1 + e.Node.AncestorCount()
+	}
+	g.steps += int64(len(d.Parents))
+	if 2*all < len(lost)*len(d.Parents) {
+		g.rebuild(d)
+		kept := 0
+		d.Ancestors(func(a *Node) {
+			if a.seen == inLost {
+				kept++
+			}
+		})
+		g.steps += int64(all)
+		return kept < len(lost)
 	}
 	g.steps += int64(len(lost) * (1 + len(d.Parents)))
 	changed := false
@@ -330,6 +403,77 @@ func (g *Graph) forget(d *Node, lost []*Node, losing uint64) bool {
 		changed = changed || !reaches
 	}
 	return changed
+}
+
+// loseParent puts right c's ancestors after its nesting in p ended (p
+// nil: all its nestings in its parents), and returns those it lost: p or
+// above p, none of which it reaches through its other parents. The work
+// grows with p's ancestors and what of them c held through p alone, not
+// with c's other parents' ancestors.
+func (g *Graph) loseParent(p, c *Node) []*Node {
+	var lost []*Node
+	if len(c.Parents) == 0 {
+		c.Ancestors(func(a *Node) { lost = append(lost, a) })
+		c.up, c.extra = nil, nil
+		g.steps += int64(len(lost))
+		return lost
+	}
+	reached := func(x *Node) bool {
+		for _, e := range c.Parents {
+			if e.Node == x || e.Node.IsAbove(x) {
+				return true
+			}
+		}
+		return false
+	}
+	if c.up != p {
+		if c.up.IsAbove(p) {
+			return nil // its up has p, and all above p
+		}
+		// What it had of p's and its up has not is in its extra.
+		drop := func(x *Node) {
+			g.steps++
+			if _, held := c.extra[x]; held && !reached(x) {
+				c.deleteExtra(x)
+				lost = append(lost, x)
+			}
+		}
+		drop(p)
+		p.Ancestors(drop)
+		return lost
+	}
+	// p was its up: the parent with the most ancestors is now, and what it
+	// had through p the new up has not goes to its extra when another
+	// parent reaches it; the rest is lost. What its extra held, another
+	// parent brought.
+	var up *Node
+	most := -1
+	for _, e := range c.Parents {
+		if n := e.Node.AncestorCount(); n > most {
+			up, most = e.Node, n
+		}
+	}
+	extra := c.extra
+	c.up, c.extra = up, nil
+	for x := range extra {
+		if x != up && !up.IsAbove(x) {
+			c.addExtra(x)
+		}
+	}
+	keep := func(x *Node) {
+		g.steps++
+		switch {
+		case x == up || up.IsAbove(x):
+		case reached(x):
+			c.addExtra(x)
+		default:
+			lost = append(lost, x)
+		}
+	}
+	keep(p)
+	p.Ancestors(keep)
+	g.steps += int64(len(c.Parents) + len(extra))
+	return lost
 }
 
 // rebuild makes c's ancestors again from its parents: its up is the

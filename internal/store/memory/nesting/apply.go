@@ -156,11 +156,11 @@ func (g *Graph) Unnest(id string) []string {
 	for i := len(n.Parents) - 1; i >= 0; i-- {
 		g.unlink(n.Parents[i].Node, n)
 	}
-	g.removeAbove(n)
+	g.removeAbove(nil, n)
 	for i := len(n.Children) - 1; i >= 0; i-- {
 		c := n.Children[i].Node
 		g.unlink(n, c)
-		g.removeAbove(c)
+		g.removeAbove(n, c)
 		g.drop(c)
 	}
 	for _, p := range parents {

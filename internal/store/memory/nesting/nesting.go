@@ -358,7 +358,7 @@ func (g *Graph) Remove(parent, child string) (at int64, existed bool) {
 	if !existed {
 		return 0, false
 	}
-	g.removeAbove(c)
+	g.removeAbove(p, c)
 	g.drop(p)
 	g.drop(c)
 	return at, true

@@ -494,3 +494,80 @@ func TestNestingAroundAHubIsLinear(t *testing.T) {
 	assert.Equal(t, 1, g.Node("parent0000").Highest())
 	assert.Equal(t, 0, g.Node("parent0000").Deepest())
 }
+
+// Groups with two parents below a group that gains or loses many
+// ancestors: each holds the ancestors it has from its other parent, not a
+// copy of those it gains (they come through its up), and losing them costs
+// steps that grow with the groups, not with the groups times the ancestors
+// lost.
+func TestGroupsWithTwoParentsGainAndLoseManyAncestorsCheaply(t *testing.T) {
+	const n = 500
+	g := New()
+	for i := range n {
+		g.Set("other", fmt.Sprintf("child%04d", i), 0) // its first parent, its up
+		g.Set("hub", fmt.Sprintf("child%04d", i), 0)
+		g.Set(fmt.Sprintf("parent%04d", i), "top", 0)
+	}
+	g.Stamp(1)
+	g.Set("top", "hub", 0) // every child gains top and its n parents
+	g.Stamp(2)
+	g.Set("more", "hub", 0)
+	g.Stamp(3)
+	held := 0
+	for _, node := range g.nodes {
+		held += len(node.extra)
+	}
+	assert.Less(t, held, 4*n, "ancestors held in extras")
+	assert.Len(t, ancestors(g, "child0000"), n+4)
+
+	start := g.Steps()
+	g.Remove("top", "hub")
+	g.Stamp(4)
+	assert.Less(t, g.Steps()-start, int64(40*n), "steps for %d groups with two parents to lose %d ancestors", n, n+1)
+	assert.Equal(t, []string{"hub", "more", "other"}, ancestors(g, "child0000"))
+	assert.Equal(t, membership.Revision(4), g.Node("child0000").AncestorsRevision())
+	assert.Zero(t, g.Node("more").AncestorsRevision(), "more has no ancestors")
+}
+
+// A group in many groups: nesting new groups in it, and ending their
+// nestings, cost steps that do not grow with its ancestors; and a group
+// in many parents with many ancestors above them ends one of those
+// nestings at the cost of what it loses, not of the ancestors of all the
+// others.
+func TestNestingsBelowManyAncestorsCostStepsOfWhatChanges(t *testing.T) {
+	const n = 1000
+	g := New()
+	for i := range n {
+		g.Set(fmt.Sprintf("above%04d", i), "top", 0)
+	}
+	g.Stamp(1)
+	start := g.Steps()
+	for i := range n {
+		g.Set("top", fmt.Sprintf("new%04d", i), 0)
+	}
+	g.Stamp(2)
+	for i := range n {
+		g.Remove("top", fmt.Sprintf("new%04d", i))
+	}
+	g.Stamp(3)
+	assert.Less(t, g.Steps()-start, int64(20*n), "steps to nest %d groups in a group with %d ancestors, and end it", n, n)
+
+	for i := range n {
+		g.Set(fmt.Sprintf("parent%04d", i), "x", 0)
+		g.Set("top", fmt.Sprintf("parent%04d", i), 0)
+	}
+	g.Stamp(4)
+	start = g.Steps()
+	g.Remove("parent0000", "x")
+	g.Stamp(5)
+	assert.Less(t, g.Steps()-start, int64(20*n), "steps to end one of %d nestings, each below %d ancestors", n, n+1)
+	assert.Len(t, ancestors(g, "x"), 2*n)
+	assert.False(t, g.Node("x").IsAbove(g.Node("parent0000")))
+	assert.Equal(t, membership.Revision(5), g.Node("x").AncestorsRevision())
+	start = g.Steps()
+	g.Remove("parent0001", "x") // x's up, maybe: the same either way
+	g.Remove("parent0999", "x")
+	g.Stamp(6)
+	assert.Less(t, g.Steps()-start, int64(20*n), "steps to end two more")
+	assert.Len(t, ancestors(g, "x"), 2*n-2)
+}
