@@ -20,6 +20,32 @@ func ancestors(g *Graph, id string) []string {
 	return out
 }
 
+// reachable returns the ids of the nodes reached from id along next (up
+// its parents or down its children), in byte order; nil when none.
+func reachable(g *Graph, id string, next func(*Node) []Edge) []string {
+	seen := map[string]bool{}
+	stack := []string{id}
+	for len(stack) > 0 {
+		n := g.Node(stack[len(stack)-1])
+		stack = stack[:len(stack)-1]
+		if n == nil {
+			continue
+		}
+		for _, e := range next(n) {
+			if !seen[e.Node.ID] {
+				seen[e.Node.ID] = true
+				stack = append(stack, e.Node.ID)
+			}
+		}
+	}
+	var out []string
+	for id := range seen {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
 func edges(g *Graph) []string {
 	var out []string
 	g.All(func(p, c string, at int64) bool {
@@ -144,29 +170,7 @@ func TestAncestorsMatchAWalkAfterRandomChanges(t *testing.T) {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("g%02d", i)
 	}
-	walk := func(id string) []string {
-		seen := map[string]bool{}
-		stack := []string{id}
-		for len(stack) > 0 {
-			n := g.Node(stack[len(stack)-1])
-			stack = stack[:len(stack)-1]
-			if n == nil {
-				continue
-			}
-			for _, e := range n.Parents {
-				if !seen[e.Node.ID] {
-					seen[e.Node.ID] = true
-					stack = append(stack, e.Node.ID)
-				}
-			}
-		}
-		var out []string
-		for id := range seen {
-			out = append(out, id)
-		}
-		slices.Sort(out)
-		return out
-	}
+	walk := func(id string) []string { return reachable(g, id, func(n *Node) []Edge { return n.Parents }) }
 	for step := range 3000 {
 		p, c := ids[rnd.IntN(len(ids))], ids[rnd.IntN(len(ids))]
 		rollback := rnd.IntN(4) == 0
@@ -346,29 +350,7 @@ func TestRandomChangesKeepAncestorsRevisionsAndDepthsExact(t *testing.T) {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("g%02d", i)
 	}
-	walk := func(id string, next func(*Node) []Edge) []string {
-		seen := map[string]bool{}
-		stack := []string{id}
-		for len(stack) > 0 {
-			n := g.Node(stack[len(stack)-1])
-			stack = stack[:len(stack)-1]
-			if n == nil {
-				continue
-			}
-			for _, e := range next(n) {
-				if !seen[e.Node.ID] {
-					seen[e.Node.ID] = true
-					stack = append(stack, e.Node.ID)
-				}
-			}
-		}
-		var out []string
-		for id := range seen {
-			out = append(out, id)
-		}
-		slices.Sort(out)
-		return out
-	}
+	walk := func(id string, next func(*Node) []Edge) []string { return reachable(g, id, next) }
 	up := func(n *Node) []Edge { return n.Parents }
 	down := func(n *Node) []Edge { return n.Children }
 	var longest func(id string, next func(*Node) []Edge) int
