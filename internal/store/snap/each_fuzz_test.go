@@ -9,7 +9,7 @@ import (
 
 // ReadFile with each (decode with each) and without (decode without) agree on
 // every input: the same error, or the same groups and rest.
-func FuzzReviewEachAgreesWithDecode(f *testing.F) {
+func FuzzEachAgreesWithDecode(f *testing.F) {
 	var buf bytes.Buffer
 	if err := Encode(&buf, eachState()); err != nil {
 		f.Fatal(err)
