@@ -152,19 +152,20 @@ func (s *writeMovingStore) Batch(ctx context.Context, b membership.Batch) (membe
 	return s.Store.Batch(ctx, b)
 }
 
+// subgroupIDs returns the ids of groupID's subgroups in st.
+func subgroupIDs(t *testing.T, st membership.Nesting, groupID string) []string {
+	subs, _, _ := storetest.Subgroups(t, st, groupID, membership.NestingListOptions{})
+	var ids []string
+	for _, g := range subs {
+		ids = append(ids, g.GroupID)
+	}
+	return ids
+}
+
 func TestServiceReplacesOnlySubgroupsItMayRead(t *testing.T) {
 	svc, st := scopedService(t)
 	ctx := storetest.ScopeOf("sync-job", scope.Write, "team-a/*", "team-b")
-	subgroups := func(groupID string) []string {
-		var ids []string
-		_, err := st.Subgroups(context.Background(), groupID, membership.NestingListOptions{}, func(_ int, groups iter.Seq[membership.Nested]) {
-			for g := range groups {
-				ids = append(ids, g.GroupID)
-			}
-		})
-		require.NoError(t, err)
-		return ids
-	}
+	subgroups := func(groupID string) []string { return subgroupIDs(t, st, groupID) }
 	replace := func(groupID string, ids ...string) membership.Write {
 		w := membership.Write{Op: membership.OpReplaceGroups, GroupID: groupID, Subgroups: []membership.Subgroup{}}
 		for _, id := range ids {
@@ -256,16 +257,7 @@ func TestServiceChecksAReplaceAgainWhenItsGroupMoves(t *testing.T) {
 func TestServiceDeletesOnlyGroupsWhoseSubgroupsItMayRead(t *testing.T) {
 	svc, st := scopedService(t)
 	ctx := storetest.ScopeOf("sync-job", scope.Write, "team-a/*", "team-b")
-	subgroups := func(groupID string) []string {
-		var ids []string
-		_, err := st.Subgroups(context.Background(), groupID, membership.NestingListOptions{}, func(_ int, groups iter.Seq[membership.Nested]) {
-			for g := range groups {
-				ids = append(ids, g.GroupID)
-			}
-		})
-		require.NoError(t, err)
-		return ids
-	}
+	subgroups := func(groupID string) []string { return subgroupIDs(t, st, groupID) }
 	const removesSecret = `principal "sync-job" lacks read on group "secret", a subgroup of group "team-a/y" ` +
 		`that deleting it would remove: removing a subgroup needs read on it`
 	deleteY := membership.Write{Op: membership.OpDeleteGroup, GroupID: "team-a/y"}
