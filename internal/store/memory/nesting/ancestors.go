@@ -153,15 +153,7 @@ func (g *Graph) takeAbove(p, c *Node, gain []*Node) {
 	case c.up == nil:
 		c.up = p // c had no parent: it gains all p brings
 	case brings > had:
-		var old []*Node
-		c.Ancestors(func(a *Node) { old = append(old, a) })
-		c.up, c.extra = p, nil
-		for _, a := range old {
-			if a != p && !p.IsAbove(a) {
-				c.addExtra(a)
-			}
-		}
-		g.steps += int64(had)
+		g.moveUp(c, p)
 	case gain != nil:
 		for _, a := range gain {
 			c.addExtra(a)
@@ -193,12 +185,18 @@ func (g *Graph) upToGaining(d *Node, gains uint64) {
 			break
 		}
 	}
+	g.moveUp(d, x)
+}
+
+// moveUp makes x, a parent of n, n's up: what n had that is neither x
+// nor above x goes to its extra.
+func (g *Graph) moveUp(n, x *Node) {
 	var old []*Node
-	d.Ancestors(func(a *Node) { old = append(old, a) })
-	d.up, d.extra = x, nil
+	n.Ancestors(func(a *Node) { old = append(old, a) })
+	n.up, n.extra = x, nil
 	for _, a := range old {
 		if a != x && !x.IsAbove(a) {
-			d.addExtra(a)
+			n.addExtra(a)
 		}
 	}
 	g.steps += int64(len(old))
