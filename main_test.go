@@ -227,6 +227,7 @@ func TestRunFlags(t *testing.T) {
 	}{
 		{"help", []string{"-h"}, "", "-max-users"},
 		{"help names -max-depth", []string{"-h"}, "", "-max-depth int           deepest chain of groups in groups; a write past it is 409 (default 32)"},
+		{"help names -max-ancestors", []string{"-h"}, "", "-max-ancestors int       most groups a group may be below; a write past it is 409 (default 1000)"},
 		{"unknown flag", []string{"-nope"}, "flag provided but not defined: -nope (membership -h lists the flags)", ""},
 		{"a bad value", []string{"-max-body", "x"}, `invalid value "x" for flag -max-body`, ""},
 		{"a port alone", []string{"-addr", "18011"}, "-addr 18011 is not host:port: did you mean :18011 (every interface) or 127.0.0.1:18011 (this machine only)?", ""},
@@ -240,6 +241,8 @@ func TestRunFlags(t *testing.T) {
 		{"bad list-cache", []string{"-list-cache", "-1"}, "-list-cache must be 0 or more", ""},
 		{"max-depth 0", []string{"-max-depth", "0"}, "-max-depth must be from 1 to 1000, got 0", ""},
 		{"max-depth past its bound", []string{"-max-depth", "1001"}, "-max-depth must be from 1 to 1000, got 1001", ""},
+		{"max-ancestors 0", []string{"-max-ancestors", "0"}, "-max-ancestors must be from 1 to 1048576, got 0", ""},
+		{"max-ancestors past its bound", []string{"-max-ancestors", "1048577"}, "-max-ancestors must be from 1 to 1048576, got 1048577", ""},
 		{"bad shutdown-delay", []string{"-shutdown-delay", "-1s"}, "-shutdown-delay must not be negative", ""},
 		{"bad changes-keep", []string{"-changes-keep", "-1"}, "-changes-keep must be 0 or more", ""},
 		{"bad log format", []string{"-log-format", "xml"}, "-log-format must be text or json", ""},

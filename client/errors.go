@@ -28,6 +28,7 @@ const (
 	CodeTooManyGroups          = "too_many_groups"
 	CodeCycle                  = "cycle"
 	CodeTooDeep                = "too_deep"
+	CodeTooManyAncestors       = "too_many_ancestors"
 	CodeUnauthorized           = "unauthorized"
 	CodeForbidden              = "forbidden"
 	CodeNotFound               = "not_found"
@@ -235,6 +236,11 @@ func IsCycle(err error) bool { return ErrorCode(err) == CodeCycle }
 // a chain of nestings deeper than the service's -max-depth. Nothing was
 // changed.
 func IsTooDeep(err error) bool { return ErrorCode(err) == CodeTooDeep }
+
+// IsTooManyAncestors reports whether err is a 409 too_many_ancestors: the
+// nesting would put a group below more groups than the service's
+// -max-ancestors. Nothing was changed; the message names the group.
+func IsTooManyAncestors(err error) bool { return ErrorCode(err) == CodeTooManyAncestors }
 
 // ErrEpochChanged is what EpochChangedError matches with errors.Is.
 var ErrEpochChanged = errors.New("membership: the store's epoch changed")

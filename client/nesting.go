@@ -13,8 +13,9 @@ import (
 // Groups in groups: a group may hold other groups, its subgroups, and a
 // user of a subgroup at any depth is a transitive member of every group
 // above it. The service refuses, when it is written, a nesting that would
-// make a cycle (ErrorCode CodeCycle) or a chain deeper than its
-// -max-depth (CodeTooDeep).
+// make a cycle (ErrorCode CodeCycle), a chain deeper than its -max-depth
+// (CodeTooDeep) or a group below more groups than its -max-ancestors
+// (CodeTooManyAncestors).
 
 // subgroupsBody is the JSON body of the writes of /group-group.
 type subgroupsBody struct {

@@ -109,6 +109,19 @@ func TestSubgroupsWritesAndReads(t *testing.T) {
 	assert.ErrorIs(t, err, client.ErrEmptyGroup)
 }
 
+// membershiptest passes -max-ancestors on, and the client names its 409.
+func TestSubgroupsTooManyAncestors(t *testing.T) {
+	srv := membershiptest.NewServer(t, membershiptest.WithLimits(membershiptest.Limits{MaxAncestors: 1}))
+	c, ctx := srv.Client, t.Context()
+	_, err := c.AddSubgroups(ctx, "a", client.Subgroups("b"))
+	require.NoError(t, err)
+	_, err = c.AddSubgroups(ctx, "top", client.Subgroups("a"))
+	assert.True(t, client.IsTooManyAncestors(err), "%v", err)
+	var e *client.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "adding a to top puts b below 2 groups, more than 1 (-max-ancestors)", e.Message)
+}
+
 func TestSubgroupsDepthAndExpiry(t *testing.T) {
 	srv := membershiptest.NewServer(t, membershiptest.WithClock(t0), membershiptest.WithLimits(membershiptest.Limits{MaxDepth: 1}))
 	c, ctx := srv.Client, t.Context()

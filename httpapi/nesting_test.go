@@ -23,7 +23,15 @@ import (
 // chains of nestings are at most maxDepth deep.
 func newNestingHandler(t *testing.T, maxDepth int) http.Handler {
 	t.Helper()
-	svc := membership.NewService(memory.New(), membership.ServiceOptions{MaxUsers: testMaxUsers, MaxDepth: maxDepth})
+	return newNestingHandlerWith(t, membership.ServiceOptions{MaxDepth: maxDepth})
+}
+
+// newNestingHandlerWith returns a handler over an empty memory store and
+// a Service of opts, with the tests' bound on users.
+func newNestingHandlerWith(t *testing.T, opts membership.ServiceOptions) http.Handler {
+	t.Helper()
+	opts.MaxUsers = testMaxUsers
+	svc := membership.NewService(memory.New(), opts)
 	return httpapi.NewHandler(svc, httpapi.Options{Logger: slog.New(slog.DiscardHandler), MaxBodyBytes: testMaxBody, ListCacheBytes: 1 << 20})
 }
 
@@ -333,6 +341,31 @@ func TestTransitiveReadsWithMinRevision(t *testing.T) {
 		assert.Equal(t, 200, sendTo(h, "GET", path, "", map[string]string{"X-Min-Revision": rev}).Code, path)
 		assert.Equal(t, "invalid_header", errorCode(t, sendTo(h, "GET", path, "", map[string]string{"X-Min-Revision": "0"})), path)
 	}
+}
+
+// A nesting that would put a group below more groups than -max-ancestors
+// is 409 too_many_ancestors naming the group, alone and in a batch, and
+// changes nothing.
+func TestNestingRefusesTooManyAncestors(t *testing.T) {
+	h := newNestingHandlerWith(t, membership.ServiceOptions{MaxAncestors: 2})
+	mustDo(t, h, 200, "POST", "/group-group/engineering", `groups=["backend"]`, nil)
+	mustDo(t, h, 200, "POST", "/group-group/backend", `groups=["db"]`, nil)
+	rev := latestRevision(t, h)
+
+	resp := mustDo(t, h, 409, "POST", "/group-group/all-staff", `groups=["engineering"]`, nil)
+	code, message := errorOf(resp)
+	assert.Equal(t, "too_many_ancestors", code)
+	assert.Equal(t, "adding engineering to all-staff puts db below 3 groups, more than 2 (-max-ancestors)", message)
+
+	resp = mustDo(t, h, 409, "POST", "/batch", `{"changes":[{"op":"add_groups","group":"x","groups":["y"]},{"op":"replace_groups","group":"all-staff","groups":["engineering"]}]}`,
+		map[string]string{"Content-Type": jsonType})
+	code, message = errorOf(resp)
+	assert.Equal(t, "too_many_ancestors", code)
+	assert.Equal(t, `changes element 1 (group "all-staff"): adding engineering to all-staff puts db below 3 groups, more than 2 (-max-ancestors)`, message)
+	assert.Equal(t, rev, latestRevision(t, h), "nothing of a refused write was applied")
+
+	resp = mustDo(t, h, 200, "GET", "/group-parents/engineering", "", nil)
+	assert.JSONEq(t, `[]`, resp.Body.String())
 }
 
 func TestNestingRefusesCyclesAndDepth(t *testing.T) {

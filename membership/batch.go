@@ -41,8 +41,9 @@ type Batch struct {
 	Time      time.Time
 	// Idem is the batch's, as a Write's is.
 	Idem Idempotency
-	// MaxDepth is as a Write's: the Service sets it.
-	MaxDepth int
+	// MaxDepth and MaxAncestors are as a Write's: the Service sets them.
+	MaxDepth     int
+	MaxAncestors int
 }
 
 // BatchResult is what a batch reports: each write's Result, in order, all
@@ -77,7 +78,7 @@ func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 			return BatchResult{}, BatchElementError(i, w.GroupID, err)
 		}
 	}
-	b.MaxDepth = s.maxDepth
+	b.MaxDepth, b.MaxAncestors = s.maxDepth, s.maxAncestors
 	if b.Idem.Key != "" {
 		if err := ValidateIdempotencyKey(b.Idem.Key); err != nil {
 			return BatchResult{}, err

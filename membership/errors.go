@@ -37,6 +37,7 @@ const (
 	CodeTooManyGroups          Code = "too_many_groups"           // the groups array has more elements than allowed
 	CodeCycle                  Code = "cycle"                     // the nesting would make a group contain itself
 	CodeTooDeep                Code = "too_deep"                  // the nesting would make a chain deeper than the service's bound
+	CodeTooManyAncestors       Code = "too_many_ancestors"        // the nesting would put a group below more groups than the service's bound
 	CodeInvalidAttributes      Code = "invalid_attributes"        // an account's or a group's attributes are not valid
 	CodeUserNameTaken          Code = "user_name_taken"           // another account has the user name (compared case-insensitively)
 	CodeInactiveUser           Code = "inactive_user"             // the user's account is inactive: it cannot be added to a group

@@ -12,10 +12,11 @@ import (
 // Groups in groups. A group holds users and may hold other groups, its
 // subgroups: a user of a subgroup, at any depth, is a transitive member of
 // every group above it. The nesting is a directed graph without cycles whose
-// chains are at most a depth long (MaxDepth): a write that would make a group
-// contain itself (CodeCycle) or a chain deeper (CodeTooDeep) is refused
-// whole when it is written, so that no read ever fails for the shape of the
-// nesting. A nesting may end by itself, as a membership does (Expiry).
+// chains are at most a depth long (MaxDepth), each group below at most so
+// many groups (MaxAncestors): a write that would make a group contain
+// itself (CodeCycle), a chain deeper (CodeTooDeep) or a group below more
+// groups (CodeTooManyAncestors) is refused whole when it is written, so
+// that no read ever fails for the shape of the nesting. A nesting may end by itself, as a membership does (Expiry).
 //
 // A group's direct members are what they always were: ListMembers, Member,
 // CheckMembers and UserGroups answer of them alone. The transitive answers
@@ -57,6 +58,15 @@ const DefaultMaxDepth = 32
 
 // MaxMaxDepth is the largest bound on depth a service may be given.
 const MaxMaxDepth = 1000
+
+// DefaultMaxAncestors is the default bound on the groups a group may be
+// below, directly or through nesting: what a group's set of ancestors,
+// and a nesting write's work for each group below it, may grow to.
+const DefaultMaxAncestors = 1000
+
+// MaxMaxAncestors is the largest bound on ancestors a service may be
+// given.
+const MaxMaxAncestors = 1 << 20
 
 // Subgroup is one element of a nesting write: the group to nest (or to
 // stop nesting), with what the request says of the nesting's end.
@@ -180,8 +190,18 @@ func TooDeepError(parent, child string, depth, most int) *Error {
 	return Errorf(CodeTooDeep, "adding %s to %s makes a chain of nestings %d deep, deeper than %d (-max-depth)", child, parent, depth, most)
 }
 
+// TooManyAncestorsError returns the CodeTooManyAncestors error of a
+// nesting of child in parent refused because it would put group below
+// count groups, more than most.
+func TooManyAncestorsError(parent, child, group string, count, most int) *Error {
+	return Errorf(CodeTooManyAncestors, "adding %s to %s puts %s below %d groups, more than %d (-max-ancestors)", child, parent, group, count, most)
+}
+
 // MaxDepth returns the bound on the depth of a chain of nestings.
 func (s *Service) MaxDepth() int { return s.maxDepth }
+
+// MaxAncestors returns the bound on the groups a group may be below.
+func (s *Service) MaxAncestors() int { return s.maxAncestors }
 
 // Nesting returns the store's reads of groups in groups as they are,
 // neither validated nor held to a scope: for nestreads.Service, which

@@ -61,19 +61,22 @@ func TestServiceNestingWritesAreValidatedBeforeTheStore(t *testing.T) {
 	}
 }
 
-func TestServiceNestingWriteCarriesTheDepthBound(t *testing.T) {
+func TestServiceNestingWriteCarriesTheBounds(t *testing.T) {
 	store := &nestingStore{}
-	svc := membership.NewService(store, membership.ServiceOptions{MaxDepth: 7})
+	svc := membership.NewService(store, membership.ServiceOptions{MaxDepth: 7, MaxAncestors: 70})
 	_, err := svc.Write(context.Background(), membership.Write{Op: membership.OpAddGroups, GroupID: "p", Subgroups: []membership.Subgroup{{GroupID: "a"}}})
 	require.NoError(t, err)
 	require.Len(t, store.writes, 1)
 	assert.Equal(t, 7, store.writes[0].MaxDepth)
+	assert.Equal(t, 70, store.writes[0].MaxAncestors)
 
 	_, err = svc.Write(context.Background(), membership.Write{Op: membership.OpRemoveGroups, GroupID: "p", Subgroups: []membership.Subgroup{{GroupID: "p"}}})
 	require.NoError(t, err, "removing a group from itself is a no-op, not a cycle")
 
 	assert.Equal(t, membership.DefaultMaxDepth, membership.NewService(store, membership.ServiceOptions{}).MaxDepth())
 	assert.Equal(t, membership.MaxMaxDepth, membership.NewService(store, membership.ServiceOptions{MaxDepth: 1 << 20}).MaxDepth())
+	assert.Equal(t, membership.DefaultMaxAncestors, membership.NewService(store, membership.ServiceOptions{}).MaxAncestors())
+	assert.Equal(t, membership.MaxMaxAncestors, membership.NewService(store, membership.ServiceOptions{MaxAncestors: 1 << 30}).MaxAncestors())
 }
 
 func TestFingerprintOfANestingWriteCoversItsSubgroups(t *testing.T) {
@@ -96,6 +99,9 @@ func TestCycleAndDepthErrorsNameThePath(t *testing.T) {
 	err = membership.TooDeepError("a", "b", 17, 16)
 	assert.Equal(t, membership.CodeTooDeep, err.Code)
 	assert.True(t, strings.Contains(err.Message, "17 deep, deeper than 16"), err.Message)
+	err = membership.TooManyAncestorsError("p", "hub", "leaf", 1001, 1000)
+	assert.Equal(t, membership.CodeTooManyAncestors, err.Code)
+	assert.Equal(t, "adding hub to p puts leaf below 1001 groups, more than 1000 (-max-ancestors)", err.Message)
 }
 
 func TestResolveSubgroupTTLs(t *testing.T) {

@@ -20,8 +20,9 @@ type Service struct {
 	maxChecks int
 	// maxBatchWrites bounds the writes of one Batch.
 	maxBatchWrites int
-	// maxDepth bounds the chains of nestings (Write.MaxDepth).
-	maxDepth int
+	// maxDepth bounds the chains of nestings (Write.MaxDepth), and
+	// maxAncestors the groups above a group (Write.MaxAncestors).
+	maxDepth, maxAncestors int
 	// now is the clock expiries are validated against.
 	now func() time.Time
 }
@@ -41,6 +42,9 @@ type ServiceOptions struct {
 	// MaxDepth bounds the chains of nestings: DefaultMaxDepth, at most
 	// MaxMaxDepth.
 	MaxDepth int
+	// MaxAncestors bounds the groups a group may be below:
+	// DefaultMaxAncestors, at most MaxMaxAncestors.
+	MaxAncestors int
 }
 
 // NewService returns a Service over store with the limits of opts.
@@ -61,8 +65,12 @@ func NewService(store Store, opts ServiceOptions) *Service {
 		opts.MaxDepth = DefaultMaxDepth
 	}
 	opts.MaxDepth = min(opts.MaxDepth, MaxMaxDepth)
+	if opts.MaxAncestors <= 0 {
+		opts.MaxAncestors = DefaultMaxAncestors
+	}
+	opts.MaxAncestors = min(opts.MaxAncestors, MaxMaxAncestors)
 	return &Service{store: store, maxUsers: opts.MaxUsers, maxChecks: opts.MaxChecks, maxBatchWrites: opts.MaxBatchWrites,
-		maxDepth: opts.MaxDepth, now: opts.Now}
+		maxDepth: opts.MaxDepth, maxAncestors: opts.MaxAncestors, now: opts.Now}
 }
 
 // MaxUsers returns the most users one request may name.
@@ -187,7 +195,8 @@ func CheckLimit(limit, most int) error {
 // CodeInvalidUID (OpRemoveUser), CodeInvalidIdempotencyKey,
 // CodePreconditionFailed, CodeIdempotencyKeyReused,
 // CodeIdempotencyKeyInFlight, CodeMissingGroups, CodeInvalidGroups,
-// CodeTooManyGroups, CodeCycle, CodeTooDeep, CodeInvalidAttributes,
+// CodeTooManyGroups, CodeCycle, CodeTooDeep, CodeTooManyAncestors,
+// CodeInvalidAttributes,
 // CodeUserNameTaken, CodeInactiveUser, CodeInternal (a bad principal's
 // name: the service's fault), and whatever the Store returns.
 func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
@@ -201,7 +210,7 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 		return Result{}, err
 	}
 	if IsNestingOp(w.Op) {
-		w.MaxDepth = s.maxDepth
+		w.MaxDepth, w.MaxAncestors = s.maxDepth, s.maxAncestors
 	}
 	if w.Idem.Key != "" {
 		if err := ValidateIdempotencyKey(w.Idem.Key); err != nil {

@@ -49,10 +49,12 @@ type Write struct {
 	Account *account.Account
 	Group   *account.GroupAttributes
 	// MaxDepth bounds the chains of nestings a nesting write may make
-	// (CodeTooDeep); the Service sets it. 0: no bound, as when a log is
-	// replayed.
-	MaxDepth int
-	If       Precondition
+	// (CodeTooDeep), and MaxAncestors the groups it may put a group below
+	// (CodeTooManyAncestors); the Service sets them. 0: no bound, as when
+	// a log of a version that had none is replayed.
+	MaxDepth     int
+	MaxAncestors int
+	If           Precondition
 	// Actor is the user on whose behalf the write is made (a request's
 	// uid), 0 for none: the service's own changes name none. It plays no
 	// part in the result; the change carries it.

@@ -132,6 +132,7 @@ type Limits struct {
 	MaxChecks    int   // -max-checks: the most checks in one POST /check
 	MaxBatch     int   // -max-batch: the most changes in one POST /batch
 	MaxDepth     int   // -max-depth: the deepest chain of groups in groups
+	MaxAncestors int   // -max-ancestors: the most groups a group may be below
 	ChangesKeep  int   // -changes-keep: the changes the feed keeps
 }
 
@@ -147,6 +148,7 @@ func (l Limits) flags() []string {
 	add("max-checks", int64(l.MaxChecks))
 	add("max-batch", int64(l.MaxBatch))
 	add("max-depth", int64(l.MaxDepth))
+	add("max-ancestors", int64(l.MaxAncestors))
 	add("changes-keep", int64(l.ChangesKeep))
 	return args
 }

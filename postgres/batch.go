@@ -161,7 +161,7 @@ func readWrite(r *bytes.Reader) (membership.Write, error) {
 // batchOf returns the batch c, a batch's row, holds: ws, with the row's
 // actor, principal, Idempotency key and the time it was placed in the log.
 func (c change) batchOf(ws []membership.Write) membership.Batch {
-	b := membership.Batch{Writes: ws, Time: c.sequencedAt, Idem: c.idem, MaxDepth: c.depth()}
+	b := membership.Batch{Writes: ws, Time: c.sequencedAt, Idem: c.idem, MaxDepth: c.depth(), MaxAncestors: c.ancestors()}
 	if c.actor != nil {
 		b.Actor = membership.UID(*c.actor)
 	}
@@ -191,12 +191,12 @@ func (c change) batchOf(ws []membership.Write) membership.Batch {
 // a change with its key already, otherwise settled by the log, its
 // preconditions included.
 //
-// Its nesting writes are checked for cycles and depth (b.MaxDepth, kept
-// in the row) as the batch is applied, each after the writes before it,
+// Its nesting writes are checked for cycles, depth and ancestors
+// (b.MaxDepth and MaxAncestors, kept in the row) as the batch is applied, each after the writes before it,
 // as a nesting Write is.
 //
 // Errors: CodePreconditionFailed, CodeIdempotencyKeyReused, CodeCycle,
-// CodeTooDeep, CodeUnavailable.
+// CodeTooDeep, CodeTooManyAncestors, CodeUnavailable.
 func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.BatchResult, error) {
 	for i, w := range b.Writes {
 		if !batchTakes(w.Op) {
@@ -228,7 +228,7 @@ func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.Batch
 // batchChange returns b as a row of the log: its writes, its actor and
 // principal, its
 // Idempotency key with the Service's fingerprint (membership.FingerprintBatch,
-// TTLs and all), its bound on depth. Each
+// TTLs and all), its bounds on nestings. Each
 // user's and subgroup's TTL is turned into the time it sets, counted from
 // now, by this instance's clock, as changeOf does: the batch column holds
 // times only.
@@ -240,9 +240,7 @@ func batchChange(b membership.Batch) change {
 		ws[i].Subgroups = membership.ResolveSubgroupTTLs(ws[i].Subgroups, now)
 	}
 	c := change{op: opBatch, uids: []int64{}, batch: appendBatch(nil, ws), idem: b.Idem, principal: principalOf(b.Principal)}
-	if b.MaxDepth > 0 {
-		c.maxDepth = depthOf(b.MaxDepth)
-	}
+	c.setBounds(b.MaxDepth, b.MaxAncestors)
 	if b.Actor != 0 {
 		actor := int64(b.Actor)
 		c.actor = &actor

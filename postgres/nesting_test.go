@@ -104,6 +104,8 @@ func TestANestingRowThatCannotBeReadIsNamed(t *testing.T) {
 		{change{op: 10, uids: []int64{}, subgroups: []string{"a"}, subgroupExpiries: []*int64{&neg}}, "a subgroup expiry before 1970"},
 		{change{op: 9, uids: []int64{}, subgroups: []string{"a"}, maxDepth: &depth}, "a bound on depth of 3 on op remove_groups"},
 		{change{op: 8, uids: []int64{}, subgroups: []string{"a"}, maxDepth: &negDepth}, "a bound on depth of -1"},
+		{change{op: 9, uids: []int64{}, subgroups: []string{"a"}, maxAncestors: &depth}, "a bound on ancestors of 3 on op remove_groups"},
+		{change{op: 10, uids: []int64{}, subgroups: []string{"a"}, maxAncestors: &negDepth}, "a bound on ancestors of -1"},
 		{change{op: 11, uids: []int64{}, subgroups: []string{"a"}}, "an expire without its time"},
 		{change{op: 9, uids: []int64{}, subgroups: []string{"a"}, asOf: &now}, "a time (as_of) on an op other than expire"},
 	} {
@@ -185,6 +187,8 @@ func TestTheLogRefusesNestingRowsItCannotApply(t *testing.T) {
 		{"INSERT INTO membership_changes (ticket, op, group_id, uids, subgroups, subgroup_expiries) VALUES (1, 10, 'g', '{}', '{a}', '{-5}')", "membership_changes_subgroup_expiries_check"},
 		{"INSERT INTO membership_changes (ticket, op, group_id, uids, subgroups, max_depth) VALUES (1, 9, 'g', '{}', '{a}', 3)", "membership_changes_max_depth_check"},
 		{"INSERT INTO membership_changes (ticket, op, group_id, uids, subgroups, max_depth) VALUES (1, 8, 'g', '{}', '{a}', -1)", "membership_changes_max_depth_check"},
+		{"INSERT INTO membership_changes (ticket, op, group_id, uids, subgroups, max_ancestors) VALUES (1, 9, 'g', '{}', '{a}', 3)", "membership_changes_max_ancestors_check"},
+		{"INSERT INTO membership_changes (ticket, op, group_id, uids, subgroups, max_ancestors) VALUES (1, 10, 'g', '{}', '{a}', -1)", "membership_changes_max_ancestors_check"},
 		{"INSERT INTO membership_changes (ticket, op, group_id, uids, subgroups) VALUES (1, 11, 'g', '{}', '{a}')", "membership_changes_as_of_check"},
 		{"INSERT INTO membership_changes (ticket, op, group_id, uids, subgroups, as_of) VALUES (1, 9, 'g', '{}', '{a}', now())", "membership_changes_as_of_check"},
 		{"INSERT INTO membership_changes (ticket, op, group_id, uids) VALUES (1, 15, 'g', '{}')", "membership_changes_op_check"},
@@ -198,6 +202,7 @@ func TestTheLogRefusesNestingRowsItCannotApply(t *testing.T) {
 		"INSERT INTO membership_changes (ticket, op, group_id, uids, subgroups) VALUES (1, 10, 'g', '{}', '{}')",
 		"INSERT INTO membership_changes (ticket, op, group_id, uids, subgroups, as_of) VALUES (1, 11, 'g', '{}', '{a}', now())",
 		"INSERT INTO membership_changes (ticket, op, group_id, uids, batch, max_depth) VALUES (1, 6, '', '{}', '\\x00', 0)",
+		"INSERT INTO membership_changes (ticket, op, group_id, uids, subgroups, max_depth, max_ancestors) VALUES (1, 8, 'g', '{}', '{a}', 32, 1000)",
 	} {
 		_, err := s.pool.Exec(ctx, good)
 		assert.NoError(t, err, good)

@@ -392,10 +392,10 @@ func (s *Store) submit(ctx context.Context, c change) outcome {
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO membership_changes
 		(ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch, idem_key, idem_fingerprint,
-		expiries, as_of, subgroups, subgroup_expiries, max_depth, principal, attributes)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+		expiries, as_of, subgroups, subgroup_expiries, max_depth, max_ancestors, principal, attributes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
 		ticket, c.op, c.groupID, c.uids, c.nicknames, c.ifRevisions, c.ifExists, c.ifEmpty, c.actor, c.batch, key, fingerprint,
-		c.expiries, c.asOf, c.subgroups, c.subgroupExpiries, c.maxDepth, c.principal, c.attributes)
+		c.expiries, c.asOf, c.subgroups, c.subgroupExpiries, c.maxDepth, c.maxAncestors, c.principal, c.attributes)
 	if err != nil {
 		if ctx.Err() != nil {
 			return outcome{err: membership.Errorf(membership.CodeUnavailable,
@@ -526,7 +526,7 @@ func (s *Store) catchUp(ctx context.Context, q querier) error {
 // returns how many. The caller holds applyMu.
 func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 	rows, err := q.Query(ctx, `SELECT pos, ticket, op, group_id, uids, nicknames, if_revisions, if_exists, if_empty, actor, batch,
-		idem_key, idem_fingerprint, expiries, as_of, subgroups, subgroup_expiries, max_depth, principal, attributes,
+		idem_key, idem_fingerprint, expiries, as_of, subgroups, subgroup_expiries, max_depth, max_ancestors, principal, attributes,
 		coalesce(sequenced_at, appended_at), extract(epoch FROM clock_timestamp() - appended_at)::float8
 		FROM membership_changes WHERE pos > $1 ORDER BY pos LIMIT $2`, s.applied.Load(), fetchRows)
 	if err != nil {
@@ -540,7 +540,7 @@ func (s *Store) applyPage(ctx context.Context, q querier) (int, error) {
 		var fingerprint []byte
 		if err := rows.Scan(&c.pos, &c.ticket, &c.op, &c.groupID, &c.uids, &c.nicknames,
 			&c.ifRevisions, &c.ifExists, &c.ifEmpty, &c.actor, &c.batch, &key, &fingerprint, &c.expiries, &c.asOf,
-			&c.subgroups, &c.subgroupExpiries, &c.maxDepth, &c.principal, &c.attributes, &c.sequencedAt, &c.age); err != nil {
+			&c.subgroups, &c.subgroupExpiries, &c.maxDepth, &c.maxAncestors, &c.principal, &c.attributes, &c.sequencedAt, &c.age); err != nil {
 			return n, err
 		}
 		why := ""
@@ -605,7 +605,8 @@ func (s *Store) apply(ctx context.Context, c logEntry) {
 	}
 	if err := o.err; err != nil {
 		switch membership.ErrorCode(err) {
-		case membership.CodePreconditionFailed, membership.CodeIdempotencyKeyReused, membership.CodeCycle, membership.CodeTooDeep:
+		case membership.CodePreconditionFailed, membership.CodeIdempotencyKeyReused, membership.CodeCycle, membership.CodeTooDeep,
+			membership.CodeTooManyAncestors:
 		default:
 			// Memory refuses nothing else: the writers' Service checked it.
 			// A cycle or a chain too deep is found here, against the

@@ -63,13 +63,15 @@ type change struct {
 	// replace_groups, as expiries with uids.
 	subgroupExpiries []*int64
 	// maxDepth is the writer's bound on the depth of a chain of nestings,
-	// on a write that may deepen one (add_groups, replace_groups, a
-	// batch); nil (NULL) or 0 for none.
-	maxDepth    *int32
-	ifRevisions []int64 // revisions, bit for bit
-	ifExists    bool
-	ifEmpty     bool
-	actor       *int64 // nil: none (NULL)
+	// and maxAncestors on the groups a group may be below (migration
+	// 0010), on a write that may deepen one (add_groups, replace_groups,
+	// a batch); nil (NULL) or 0 for none.
+	maxDepth     *int32
+	maxAncestors *int32
+	ifRevisions  []int64 // revisions, bit for bit
+	ifExists     bool
+	ifEmpty      bool
+	actor        *int64 // nil: none (NULL)
 	// principal is who made the change, as the service authenticated it
 	// (migration 0008); nil (NULL) for none.
 	principal *string
@@ -99,7 +101,7 @@ type change struct {
 // Each user's and subgroup's TTL is turned into the time it sets, counted
 // from now, by this instance's clock: the log holds times only, and the
 // change is committed, and placed (its time), moments later. A nesting
-// write that may deepen a chain carries its bound on depth.
+// write that may deepen a chain carries its bounds on depth and ancestors.
 func changeOf(w membership.Write) (change, error) {
 	c := change{groupID: w.GroupID, idem: w.Idem, principal: principalOf(w.Principal)}
 	if w.Actor != 0 {
@@ -134,9 +136,7 @@ func changeOf(w membership.Write) (change, error) {
 		return c, nil // the service's own change: no precondition
 	case membership.OpAddGroups, membership.OpReplaceGroups:
 		c.setSubgroups(membership.ResolveSubgroupTTLs(w.Subgroups, time.Now()))
-		if w.MaxDepth > 0 {
-			c.maxDepth = depthOf(w.MaxDepth)
-		}
+		c.setBounds(w.MaxDepth, w.MaxAncestors)
 	case membership.OpRemoveGroups:
 		c.setSubgroups(w.Subgroups)
 		c.subgroupExpiries = nil // a remove ignores them
@@ -225,11 +225,18 @@ func (c *change) setSubgroups(groups []membership.Subgroup) {
 	}
 }
 
-// depthOf returns a bound on depth as the max_depth column holds it:
-// membership.MaxMaxDepth at most, which an int32 holds.
-func depthOf(most int) *int32 {
-	d := int32(min(most, membership.MaxMaxDepth))
-	return &d
+// setBounds sets c's bounds on depth and ancestors as the max_depth and
+// max_ancestors columns hold them: NULL for none, at most
+// membership.MaxMaxDepth and MaxMaxAncestors, which an int32 holds.
+func (c *change) setBounds(depth, ancestors int) {
+	if depth > 0 {
+		d := int32(min(depth, membership.MaxMaxDepth))
+		c.maxDepth = &d
+	}
+	if ancestors > 0 {
+		a := int32(min(ancestors, membership.MaxMaxAncestors))
+		c.maxAncestors = &a
+	}
 }
 
 // known reports whether this build knows c's op.
@@ -260,6 +267,8 @@ func (c change) unreadable() string {
 		return fmt.Sprintf("%d subgroup expiries for %d subgroups", len(c.subgroupExpiries), len(c.subgroups))
 	case c.maxDepth != nil && (*c.maxDepth < 0 || !addsGroups && c.op != opBatch):
 		return fmt.Sprintf("a bound on depth of %d on op %s", *c.maxDepth, ops[c.op])
+	case c.maxAncestors != nil && (*c.maxAncestors < 0 || !addsGroups && c.op != opBatch):
+		return fmt.Sprintf("a bound on ancestors of %d on op %s", *c.maxAncestors, ops[c.op])
 	}
 	if why := c.unreadableAttributes(); why != "" {
 		return why
@@ -364,7 +373,7 @@ func (c change) write() membership.Write {
 				w.Subgroups[i].Expiry = expiryOf(*c.subgroupExpiries[i])
 			}
 		}
-		w.MaxDepth = c.depth()
+		w.MaxDepth, w.MaxAncestors = c.depth(), c.ancestors()
 	case membership.OpSetGroup:
 		_, w.Group, _ = c.decodeAttributes() // unreadable read them
 	default:
@@ -408,6 +417,14 @@ func (c change) depth() int {
 		return 0
 	}
 	return int(*c.maxDepth)
+}
+
+// ancestors returns c's bound on ancestors: 0 for none.
+func (c change) ancestors() int {
+	if c.maxAncestors == nil {
+		return 0
+	}
+	return int(*c.maxAncestors)
 }
 
 // Write implements membership.Store. It returns once the change is

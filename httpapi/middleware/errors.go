@@ -58,6 +58,7 @@ var StatusOf = map[membership.Code]int{
 	membership.CodeUnknownGroup:           http.StatusNotFound,
 	membership.CodeCycle:                  http.StatusConflict,
 	membership.CodeTooDeep:                http.StatusConflict,
+	membership.CodeTooManyAncestors:       http.StatusConflict,
 	membership.CodeUnavailable:            http.StatusServiceUnavailable,
 	CodeStarting:                          http.StatusServiceUnavailable,
 	membership.CodeInternal:               http.StatusInternalServerError,

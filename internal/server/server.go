@@ -78,6 +78,7 @@ type Config struct {
 	maxChecks         int
 	maxBatch          int
 	maxDepth          int
+	maxAncestors      int
 	listCache         int64
 	logFormat         string
 	accessLog         bool
@@ -574,7 +575,7 @@ func (s *service) load(ctx context.Context) (Store, *expiry.Expirer, error) {
 		s.logger.Info("ended the memberships that expired while the service was down", "memberships", n)
 	}
 	s.api.Load(membership.NewService(st, membership.ServiceOptions{MaxUsers: s.cfg.maxUsers, MaxChecks: s.cfg.maxChecks, MaxBatchWrites: s.cfg.maxBatch,
-		MaxDepth: s.cfg.maxDepth, Now: s.now}), httpapi.StoreExtras{
+		MaxDepth: s.cfg.maxDepth, MaxAncestors: s.cfg.maxAncestors, Now: s.now}), httpapi.StoreExtras{
 		Writable: st.Writable,
 		Metrics: func(w *metrics.Writer) {
 			st.WriteMetrics(w)
@@ -685,6 +686,7 @@ func NewFlagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.maxChecks, "max-checks", membership.DefaultMaxChecks, "most checks in one POST /check")
 	fs.IntVar(&cfg.maxBatch, "max-batch", membership.DefaultMaxBatchWrites, "most changes in one POST /batch")
 	fs.IntVar(&cfg.maxDepth, "max-depth", membership.DefaultMaxDepth, "deepest chain of groups in groups; a write past it is 409")
+	fs.IntVar(&cfg.maxAncestors, "max-ancestors", membership.DefaultMaxAncestors, "most groups a group may be below; a write past it is 409")
 	fs.IntVar(&cfg.maxHeaderBytes, "max-header", defaultMaxHeaderBytes, "largest request line and headers, in `bytes`; past it, 431")
 	fs.IntVar(&cfg.maxConns, "max-conns", 0, "most client connections open at once; 0: from ulimit -n, at most 8192")
 	fs.Int64Var(&cfg.headerMemory, "header-memory", defaultHeaderMemory, "memory for headers being read, in `bytes`; past it, 503")
@@ -794,6 +796,8 @@ func checkFlags(fs *flag.FlagSet, cfg Config) error {
 		return fmt.Errorf("-max-header must be at least %d, got %d", minMaxHeaderBytes, cfg.maxHeaderBytes)
 	case cfg.maxDepth < 1 || cfg.maxDepth > membership.MaxMaxDepth:
 		return fmt.Errorf("-max-depth must be from 1 to %d, got %d", membership.MaxMaxDepth, cfg.maxDepth)
+	case cfg.maxAncestors < 1 || cfg.maxAncestors > membership.MaxMaxAncestors:
+		return fmt.Errorf("-max-ancestors must be from 1 to %d, got %d", membership.MaxMaxAncestors, cfg.maxAncestors)
 	case cfg.maxConns < 0:
 		return fmt.Errorf("-max-conns must be 0 (from the descriptor limit) or more, got %d", cfg.maxConns)
 	case cfg.maxConns > 0 && cfg.maxConns < minMaxConns:

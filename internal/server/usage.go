@@ -17,7 +17,7 @@ var flagSections = []struct {
 	flags []string
 }{
 	{"", []string{"addr", "data-dir", "token-file", "acl-file", "admin-addr"}},
-	{"Limits and budgets", []string{"max-body", "max-users", "max-checks", "max-batch", "max-depth", "max-header", "max-conns",
+	{"Limits and budgets", []string{"max-body", "max-users", "max-checks", "max-batch", "max-depth", "max-ancestors", "max-header", "max-conns",
 		"header-memory", "body-memory", "reply-memory", "list-cache", "conn-send-buffer"}},
 	{"Durability (with -data-dir)", []string{"snapshot-bytes", "commit-timeout", "commit-queue-bytes", "repair"}},
 	{"The change feed (/changes)", []string{"changes-keep", "changes-keep-bytes", "changes-reply-bytes", "max-waiters"}},

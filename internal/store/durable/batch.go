@@ -36,13 +36,13 @@ import (
 // checked but not when applied (another change came between) is logged,
 // refused CodePreconditionFailed, and refused again on replay.
 //
-// A batch's nesting writes are applied with b.MaxDepth, which its record
-// keeps, each after the writes before it: a nesting that one of them
+// A batch's nesting writes are applied with b.MaxDepth and MaxAncestors,
+// which its record keeps, each after the writes before it: a nesting that one of them
 // makes possible (a group taken out of another before it is nested the
 // other way round) is not refused by a check against the state before the
 // batch. So only the first nesting write of a batch that no write before
 // it can have changed the nesting of (by a remove_groups, replace_groups
-// or delete_group) is checked for a cycle or depth before the batch is
+// or delete_group) is checked for a cycle, depth or ancestors before the batch is
 // logged: it is then refused without a record. Any other cycle or chain
 // too deep is found as memory applies the batch, which is logged, refused
 // whole, and refused again on replay.
@@ -76,7 +76,8 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 		return membership.BatchResult{Results: []membership.Result{}, Revision: d.mem.LatestRevision()}, nil
 	}
 	// The committer gives the time.
-	c := &record.Batch{Writes: make([]membership.Write, len(b.Writes)), Actor: b.Actor, Principal: b.Principal, Idem: b.Idem, MaxDepth: b.MaxDepth}
+	c := &record.Batch{Writes: make([]membership.Write, len(b.Writes)), Actor: b.Actor, Principal: b.Principal, Idem: b.Idem,
+		MaxDepth: b.MaxDepth, MaxAncestors: b.MaxAncestors}
 	for i, w := range b.Writes {
 		if !record.BatchTakes(w.Op) {
 			return membership.BatchResult{}, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
@@ -91,7 +92,7 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 		}
 		if err == nil {
 			c.Writes[i] = logged(membership.Write{Op: w.Op, GroupID: w.GroupID, Users: w.Users, UIDs: w.UIDs, Subgroups: w.Subgroups,
-				Group: w.Group, MaxDepth: w.MaxDepth, If: w.If})
+				Group: w.Group, MaxDepth: w.MaxDepth, MaxAncestors: w.MaxAncestors, If: w.If})
 			c.Writes[i].If.Revisions, err = pendingRevisions(w.If.Revisions, rev)
 		}
 		if err != nil {
@@ -100,7 +101,7 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 	}
 	if i, ok := nestingToCheck(b.Writes); ok {
 		w := b.Writes[i]
-		w.If, w.MaxDepth = membership.Precondition{}, b.MaxDepth
+		w.If, w.MaxDepth, w.MaxAncestors = membership.Precondition{}, b.MaxDepth, b.MaxAncestors
 		if _, _, err := d.mem.Check(w); err != nil {
 			return membership.BatchResult{}, membership.BatchElementError(i, w.GroupID, err) // as memory's Batch refuses it
 		}

@@ -62,10 +62,11 @@
 //
 // A nesting write (add_groups, remove_groups, replace_groups) is logged as
 // any write is, its subgroups' expiries resolved to times as users' are.
-// Memory's Check refuses a cycle or a chain too deep before the write is
-// logged; the record keeps the bound on depth it was checked against
-// (membership.Write.MaxDepth, a batch's Batch.MaxDepth), and memory
-// applies the record with that bound, on commit and on replay: a write
+// Memory's Check refuses a cycle, a chain too deep or a group below too
+// many before the write is logged; the record keeps the bounds it was
+// checked against (membership.Write.MaxDepth and MaxAncestors, a batch's
+// Batch.MaxDepth and MaxAncestors), and memory applies the record with
+// them, on commit and on replay: a write
 // that another overtook between its check and its turn (a into b racing b
 // into a) is logged, refused, and refused again on every replay, and a
 // replay never depends on the bound the service runs with now. A batch's

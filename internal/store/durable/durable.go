@@ -437,14 +437,14 @@ func removeTemps(dir string) error {
 // a nesting.
 //
 // A nesting write is checked against memory as the others are: one that
-// would make a cycle or a chain deeper than w.MaxDepth is refused without
-// a record. Its record keeps w.MaxDepth, and memory applies it with that
-// bound when the record is committed and on every replay, so that a write
+// would make a cycle, a chain deeper than w.MaxDepth or a group below
+// more than w.MaxAncestors groups is refused without a record. Its record
+// keeps both bounds, and memory applies it with them when the record is committed and on every replay, so that a write
 // another overtook between its check and its turn (a into b, racing b
 // into a) fails, taking no revision, both times.
 //
 // Errors: CodePreconditionFailed, CodeCycle, CodeTooDeep,
-// CodeInvalidQuery (more than record.MaxPreconditionRevisions revisions
+// CodeTooManyAncestors, CodeInvalidQuery (more than record.MaxPreconditionRevisions revisions
 // the group has not passed, an expire of more than record.MaxExpireUIDs
 // uids, or an expire_groups of more than record.MaxExpireGroups
 // subgroups), CodeInvalidUsers or CodeInvalidGroups (an expiry not after
@@ -521,11 +521,12 @@ func loggable(w membership.Write) error {
 // logged returns w as its record keeps it, so that the committer applies
 // what a replay will: a remove_groups or an expire_groups without the
 // expiries of its subgroups, which they ignore (a record need not hold
-// them), and without a bound on depth, which only an add_groups or a
-// replace_groups keeps (nothing else can deepen a chain).
+// them), and without bounds on depth and ancestors, which only an
+// add_groups or a replace_groups keeps (nothing else can deepen a chain
+// or give a group ancestors).
 func logged(w membership.Write) membership.Write {
 	if w.Op != membership.OpAddGroups && w.Op != membership.OpReplaceGroups {
-		w.MaxDepth = 0
+		w.MaxDepth, w.MaxAncestors = 0, 0
 	}
 	if w.Op != membership.OpRemoveGroups && w.Op != membership.OpExpireGroups ||
 		!slices.ContainsFunc(w.Subgroups, func(g membership.Subgroup) bool { return g.Expiry != membership.Expiry{} }) {

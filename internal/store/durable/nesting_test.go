@@ -234,7 +234,7 @@ func TestDurableRefusesANestingWithoutARecord(t *testing.T) {
 
 // A nesting write logged after its check, but refused when applied (a
 // write that overtook it made its cycle or its depth), is refused again
-// on every replay, with the bound on depth its record keeps: a replay
+// on every replay, with the bounds on depth and ancestors its record keeps: a replay
 // gives the state and the revisions it had.
 func TestDurableReplaysANestingRefusedWhenApplied(t *testing.T) {
 	ctx := context.Background()
@@ -255,6 +255,14 @@ func TestDurableReplaysANestingRefusedWhenApplied(t *testing.T) {
 	deepBatch := &record.Batch{MaxDepth: 2, Writes: []membership.Write{storetest.Nest("c", "d")}}
 	r = d.commitHolding(deepBatch, nil)
 	assert.Equal(t, membership.CodeTooDeep, membership.ErrorCode(r.err))
+	// c is below a and b: a third above it is one too many for 2.
+	many := record.Write(storetest.Nest("top", "a"))
+	many.MaxAncestors = 2
+	r = d.commitHolding(&many, nil)
+	assert.Equal(t, membership.CodeTooManyAncestors, membership.ErrorCode(r.err))
+	manyBatch := &record.Batch{MaxAncestors: 2, Writes: []membership.Write{storetest.Nest("top", "a")}}
+	r = d.commitHolding(manyBatch, nil)
+	assert.Equal(t, membership.CodeTooManyAncestors, membership.ErrorCode(r.err))
 	loose := record.Write(storetest.Nest("c", "e"))
 	loose.MaxDepth = 0
 	r = d.commitHolding(&loose, nil)
@@ -266,7 +274,7 @@ func TestDurableReplaysANestingRefusedWhenApplied(t *testing.T) {
 
 	d = openTestDurable(t, dir, markedOpts())
 	defer d.Close()
-	assert.Equal(t, wantState, sortedExport(d), "replayed as applied: c holds e, not a, not d")
+	assert.Equal(t, wantState, sortedExport(d), "replayed as applied: c holds e, not a, not d; top holds nothing")
 	assert.Equal(t, wantView, nestViewOf(t, d))
 }
 

@@ -194,7 +194,7 @@ func (m *Store) batchNesting(b membership.Batch, commit time.Time) ([]nestedWrit
 	for i, w := range b.Writes {
 		switch {
 		case membership.IsNestingOp(w.Op):
-			res, c, err := m.nest.Apply(w, b.MaxDepth, commit)
+			res, c, err := m.nest.Apply(w, b.MaxDepth, b.MaxAncestors, commit)
 			if err != nil {
 				m.nest.Rollback()
 				return nil, membership.BatchElementError(i, w.GroupID, err)

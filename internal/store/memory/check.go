@@ -84,7 +84,7 @@ func (m *Store) checkNesting(w membership.Write) (membership.Revision, bool, err
 		return 0, false, err
 	}
 	m.nest.Begin()
-	_, c, err := m.nest.Apply(w, w.MaxDepth, nowOr(w.Time))
+	_, c, err := m.nest.Apply(w, w.MaxDepth, w.MaxAncestors, nowOr(w.Time))
 	m.nest.Rollback()
 	m.nestNext.Store(m.nest.Next())
 	if err != nil {

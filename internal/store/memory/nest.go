@@ -40,7 +40,7 @@ func (m *Store) nestWrite(w membership.Write, st feed.Stamp) (membership.Result,
 	st = st.WithTimeForSubgroups(w.Subgroups)
 	next := m.nest.Next()
 	m.nest.Begin()
-	res, c, err := m.nest.Apply(w, w.MaxDepth, nowOr(st.At))
+	res, c, err := m.nest.Apply(w, w.MaxDepth, w.MaxAncestors, nowOr(st.At))
 	if err != nil {
 		m.nest.Rollback()
 		return membership.Result{}, err

@@ -90,15 +90,17 @@ func ReadTransitiveGroups(n membership.Nesting, uid membership.UID, opts members
 }
 
 // Nest returns the write that nests children in parent, as the Service
-// sends it (MaxDepth membership.DefaultMaxDepth).
+// sends it (NestingWrite).
 func Nest(parent string, children ...string) membership.Write {
 	return NestingWrite(membership.OpAddGroups, parent, children...)
 }
 
 // NestingWrite returns the nesting write op of children to parent, as the
-// Service sends it (MaxDepth membership.DefaultMaxDepth).
+// Service sends it (MaxDepth membership.DefaultMaxDepth, MaxAncestors
+// membership.DefaultMaxAncestors).
 func NestingWrite(op membership.Op, parent string, children ...string) membership.Write {
-	w := membership.Write{Op: op, GroupID: parent, MaxDepth: membership.DefaultMaxDepth, Subgroups: []membership.Subgroup{}}
+	w := membership.Write{Op: op, GroupID: parent, MaxDepth: membership.DefaultMaxDepth, MaxAncestors: membership.DefaultMaxAncestors,
+		Subgroups: []membership.Subgroup{}}
 	for _, c := range children {
 		w.Subgroups = append(w.Subgroups, membership.Subgroup{GroupID: c})
 	}

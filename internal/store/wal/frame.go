@@ -23,8 +23,8 @@ package wal
 // last frame short (the file ends inside it) or, on some filesystems,
 // followed by zeros; every other frame that does not check out is damage.
 //
-// Every version from 1 to 9 is read. Versions 2 to 8 are headed and framed
-// as 9; each is a version of its own because of what its payloads may
+// Every version from 1 to 10 is read. Versions 2 to 9 are headed and
+// framed as 10; each is a version of its own because of what its payloads may
 // hold (docs/design.md). Version 1 has no header after its version, and
 // no header checksum in its frames: there a length that runs past the end
 // of the file counts as torn.
@@ -41,8 +41,8 @@ import (
 // The header.
 const (
 	Magic      = "GMWL"
-	Version    = 9
-	HeaderSize = fileheader.Size + 16 // of versions 2 to 9
+	Version    = 10
+	HeaderSize = fileheader.Size + 16 // of versions 2 to 10
 )
 
 // kind is the log's kind of file, for its header's first 8 bytes.

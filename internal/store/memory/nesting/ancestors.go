@@ -90,6 +90,7 @@ func (g *Graph) marks(k uint64) uint64 {
 // up when its up gains too, else in its extra; and a node whose up gains
 // drops from its extra what it now has through up.
 func (g *Graph) addAbove(p, c *Node) {
+	g.most = mostAbove{}
 	if c.IsAbove(p) {
 		return // c had p, and all above p, and so had every node below c
 	}
@@ -97,6 +98,7 @@ func (g *Graph) addAbove(p, c *Node) {
 		// Every node below c takes its ancestors from c.
 		g.takeAbove(p, c, nil)
 		g.touch(c, changedAbove)
+		g.most.belowAll(c, c.AncestorCount())
 		return
 	}
 	above := ancestorList(p)
@@ -142,6 +144,65 @@ func (g *Graph) addAbove(p, c *Node) {
 			}
 		}
 	}
+	g.most.ofGaining(gaining)
+	g.steps += int64(len(gaining))
+}
+
+// mostAbove is, of the nodes whose ancestors the latest addAbove changed,
+// the most ancestors one has now (count): what a bound on ancestors is
+// checked against. from is the first node found with as many, or a node
+// whose deepest chain below ends at one (deep).
+type mostAbove struct {
+	count int
+	from  *Node
+	deep  bool
+}
+
+// ofGaining finds the most ancestors among gaining, the nodes a walk of
+// addAbove found gaining, and the lazy ones below them, which gain what
+// their one parent does.
+func (m *mostAbove) ofGaining(gaining []*Node) {
+	for _, x := range gaining {
+		n := x.AncestorCount()
+		if x.eagerBelow == 0 {
+			m.belowAll(x, n)
+			continue
+		}
+		m.offer(n, x, false)
+		for _, e := range x.Children {
+			if d := e.Node; d.lazy && d.eagerBelow == 0 {
+				m.belowAll(d, n+1)
+			}
+		}
+	}
+}
+
+// belowAll offers x, which has n ancestors, and every node below it,
+// none of which has a parent but its own: the deepest of them has n and
+// one more for each nesting between it and x.
+func (m *mostAbove) belowAll(x *Node, n int) {
+	m.offer(n+int(x.deepest), x, x.deepest > 0)
+}
+
+func (m *mostAbove) offer(n int, x *Node, deep bool) {
+	if m.from == nil || n > m.count {
+		*m = mostAbove{count: n, from: x, deep: deep}
+	}
+}
+
+// node returns the node with the most ancestors: from, or the end of the
+// deepest chain below it whose groups are first in byte order.
+func (m *mostAbove) node() *Node {
+	x := m.from
+	for m.deep && x.deepest > 0 {
+		for _, e := range x.Children {
+			if e.Node.deepest == x.deepest-1 {
+				x = e.Node
+				break
+			}
+		}
+	}
+	return x
 }
 
 // takeAbove gives c, just nested in p, p and every node above p, gain

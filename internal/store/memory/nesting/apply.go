@@ -27,14 +27,14 @@ func TimeOf(at int64) time.Time {
 
 // Apply applies the nesting write w (OpAddGroups, OpRemoveGroups,
 // OpReplaceGroups, OpExpireGroups) to the graph, checking each nesting it
-// makes against maxDepth and cycles as it goes, for a write committed at
-// commit, and returns its result and its change (Op "" when it changed
+// makes against cycles, maxDepth and maxAncestors as it goes, for a write
+// committed at commit, and returns its result and its change (Op "" when it changed
 // nothing). On an error it has applied part of w: the caller has the graph
 // in a transaction (Begin) and rolls it back.
-func (g *Graph) Apply(w membership.Write, maxDepth int, commit time.Time) (membership.Result, membership.Change, error) {
+func (g *Graph) Apply(w membership.Write, maxDepth, maxAncestors int, commit time.Time) (membership.Result, membership.Change, error) {
 	subs := membership.ResolveSubgroupTTLs(w.Subgroups, commit)
 	if w.Op == membership.OpReplaceGroups {
-		return g.replace(w.GroupID, subs, maxDepth)
+		return g.replace(w.GroupID, subs, maxDepth, maxAncestors)
 	}
 	parent := w.GroupID
 	changed := map[string]int64{}
@@ -53,6 +53,9 @@ func (g *Graph) Apply(w membership.Write, maxDepth int, commit time.Time) (membe
 					return membership.Result{}, membership.Change{}, err
 				}
 				g.Set(parent, sg.GroupID, at)
+				if err := g.CheckAncestors(parent, sg.GroupID, maxAncestors); err != nil {
+					return membership.Result{}, membership.Change{}, err
+				}
 				res.Count++
 				changed[sg.GroupID] = at
 			case sg.Expiry.Set && at != e.At:
@@ -85,7 +88,7 @@ func (g *Graph) Apply(w membership.Write, maxDepth int, commit time.Time) (membe
 
 // replace makes parent's subgroups exactly subs, as Apply does for an
 // OpReplaceGroups write.
-func (g *Graph) replace(parent string, subs []membership.Subgroup, maxDepth int) (membership.Result, membership.Change, error) {
+func (g *Graph) replace(parent string, subs []membership.Subgroup, maxDepth, maxAncestors int) (membership.Result, membership.Change, error) {
 	var res membership.Result
 	want := make(map[string]int64, len(subs))
 	var order []string
@@ -122,6 +125,9 @@ func (g *Graph) replace(parent string, subs []membership.Subgroup, maxDepth int)
 				return membership.Result{}, membership.Change{}, err
 			}
 			g.Set(parent, id, want[id])
+			if err := g.CheckAncestors(parent, id, maxAncestors); err != nil {
+				return membership.Result{}, membership.Change{}, err
+			}
 			res.Count++
 			altered = true
 		case e.At != want[id]:

@@ -9,7 +9,11 @@
 //
 // A change walks only the groups whose ancestors it changes, and not
 // those that take theirs from their one parent (lazy.go): its work grows
-// with the groups it changes that have more than one parent.
+// with the groups it changes that have more than one parent, times the
+// ancestors each gains or loses. A new nesting finds the most ancestors
+// a group it changed now has (CheckAncestors), so that a write may be
+// refused for putting a group below too many: what a group holds of its
+// own, and what a change does to it, is then bounded.
 //
 // A Graph has no lock: the store's nesting lock guards it (see package
 // memory), but for NoteDropped, which a writer of members calls without
@@ -99,6 +103,9 @@ type Graph struct {
 	// steps counts the steps taken over ancestor sets, the work that
 	// grows with the shape of the nesting (Steps).
 	steps int64
+	// most is what the latest new nesting made of the ancestors of the
+	// nodes below it (CheckAncestors).
+	most mostAbove
 	// epoch is the latest mark a walk took (Node.seen); walk keeps the
 	// lists of the latest, emptied, for the next.
 	epoch uint64
@@ -245,6 +252,16 @@ func (g *Graph) Check(parent, child string, maxDepth int) error {
 		return membership.TooDeepError(parent, child, depth, maxDepth)
 	}
 	return nil
+}
+
+// CheckAncestors returns the error of the nesting of child in parent,
+// just made (Set), when it gave a group more than maxAncestors ancestors
+// (0: no bound): membership.TooManyAncestorsError, naming the group.
+func (g *Graph) CheckAncestors(parent, child string, maxAncestors int) error {
+	if maxAncestors <= 0 || g.most.from == nil || g.most.count <= maxAncestors {
+		return nil
+	}
+	return membership.TooManyAncestorsError(parent, child, g.most.node().ID, g.most.count, maxAncestors)
 }
 
 // Path returns a shortest path of groups from id down to a group for

@@ -374,7 +374,25 @@ func TestRandomChangesKeepAncestorsRevisionsAndDepthsExact(t *testing.T) {
 		case nested:
 			g.Set(p, c, int64(rnd.IntN(3)))
 		case g.Check(p, c, 0) == nil:
+			had := map[string]int{}
+			for _, id := range ids {
+				had[id] = len(walk(id, up))
+			}
 			g.Set(p, c, 0)
+			// The most ancestors a group whose ancestors grew has, and
+			// the group the graph names has as many.
+			most := -1
+			for _, id := range ids {
+				if n := len(walk(id, up)); n > had[id] {
+					most = max(most, n)
+				}
+			}
+			if most < 0 {
+				require.Nil(t, g.most.from, "%s into %s changed no ancestors", c, p)
+				return
+			}
+			require.Equal(t, most, g.most.count, "%s into %s: the most ancestors of a group it changed", c, p)
+			require.Len(t, walk(g.most.node().ID, up), most, "%s into %s: the group named", c, p)
 		}
 	}
 	before := map[string][]string{}

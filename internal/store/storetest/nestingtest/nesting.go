@@ -47,6 +47,9 @@ func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 	t.Run("a chain deeper than MaxDepth is refused, whole; 0 is no bound", func(t *testing.T) {
 		testTooDeepRefused(t, newStore)
 	})
+	t.Run("a group below more than MaxAncestors groups is refused, whole; 0 is no bound", func(t *testing.T) {
+		testTooManyAncestorsRefused(t, ctx, newStore)
+	})
 	t.Run("a batch nests all or nothing, a cycle of two of its changes included", func(t *testing.T) {
 		testBatchAllOrNothing(t, ctx, newStore)
 	})

@@ -16,8 +16,8 @@ import (
 // precondition, and the batch its stamp, always.
 const opBatch byte = 6
 
-// withDepth is set in the op byte of a batch with a bound on the depth of
-// nestings (Batch.MaxDepth), which follows its key.
+// withDepth is set in the op byte of a batch with bounds on nestings
+// (Batch.MaxDepth, MaxAncestors), which follow its key.
 const withDepth byte = 0x40
 
 // Batch is a batch as the log holds it: one record for the whole batch,
@@ -59,14 +59,14 @@ func (c *Batch) SetTime(t time.Time) {
 
 // appendBatch appends c to b as a record's payload: opBatch (with withKey
 // when c has a key, withPrincipal when it has a principal, withDepth when
-// it has a bound on depth), the stamp, the principal, the key, the bound,
+// it has bounds on nestings), the stamp, the principal, the key, the bounds,
 // the write count, then each write as appendWrite lays it out.
 func appendBatch(b []byte, c *Batch) []byte {
 	op := opBatch
 	if c.Idem.Key != "" {
 		op |= withKey
 	}
-	if c.MaxDepth != 0 {
+	if c.MaxDepth != 0 || c.MaxAncestors != 0 {
 		op |= withDepth
 	}
 	if c.Principal != "" {
@@ -81,7 +81,7 @@ func appendBatch(b []byte, c *Batch) []byte {
 		b = appendKey(b, c.Idem)
 	}
 	if op&withDepth != 0 {
-		b = binary.AppendUvarint(b, uint64(c.MaxDepth))
+		b = appendBounds(b, c.MaxDepth, c.MaxAncestors)
 	}
 	b = binary.AppendUvarint(b, uint64(len(c.Writes)))
 	for i := range c.Writes {
@@ -117,11 +117,11 @@ func decodeBatch(payload []byte) (*Batch, error) {
 	}
 	if payload[0]&withDepth != 0 {
 		var err error
-		if c.MaxDepth, err = readDepth(r); err != nil {
+		if c.MaxDepth, c.MaxAncestors, err = readBounds(r); err != nil {
 			return nil, err
 		}
-		if c.MaxDepth == 0 {
-			return nil, errors.New("a bound on depth of 0 flagged")
+		if c.MaxDepth == 0 && c.MaxAncestors == 0 {
+			return nil, errors.New("bounds of 0 flagged")
 		}
 	}
 	n, err := writecodec.ReadCount(r)

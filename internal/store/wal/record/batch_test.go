@@ -32,6 +32,8 @@ func batches() map[string]*Batch {
 	out["all of them, keyed, with a bound on depth"] = &Batch{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), Idem: testIdem("batch-2"), MaxDepth: membership.MaxMaxDepth}
 	out["all of them, keyed, with a principal and a bound on depth"] = &Batch{Writes: all, Time: time.UnixMilli(1764028800123).UTC(),
 		Principal: "sync-job", Idem: testIdem("batch-3"), MaxDepth: 7}
+	out["all of them, with bounds on depth and ancestors"] = &Batch{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), MaxDepth: 32, MaxAncestors: 1000}
+	out["all of them, with a bound on ancestors alone"] = &Batch{Writes: all, Time: time.UnixMilli(1764028800123).UTC(), MaxAncestors: membership.MaxMaxAncestors}
 	out["keyed, of no write"] = &Batch{Writes: []membership.Write{}, Time: time.UnixMilli(1764028800123).UTC(), Idem: testIdem("empty")}
 	return out
 }
@@ -131,6 +133,7 @@ func TestBatchRecordRefusesWhatNoBuildWrote(t *testing.T) {
 		{"a batch with a bound on depth of 0", []byte{0x46, 0, 0, 0, 1, 4, 1, 'g'}},
 		{"a batch with a bound on depth past the largest", []byte{0x46, 0, 0, 0xe9, 0x07, 1, 4, 1, 'g'}},
 		{"a batch with a bound on depth cut short", []byte{0x46, 0, 0, 0x80}},
+		{"a batch with a bound on ancestors past the largest", []byte{0x46, 0, 0, 0x80, 0x90, 0x80, 0x80, 0x08, 1, 4, 1, 'g'}},
 		{"an expire_groups in a batch", []byte{6, 0, 0, 1, 11, 1, 'g', 1, 1, 'h', 0, 0}},
 		{"a batch in a batch", []byte{6, 0, 0, 1, 6, 0, 0, 1, 4, 1, 'g'}},
 		{"a remove_user in a batch", []byte{6, 0, 0, 1, 5, 0, 1, 1}},
@@ -226,10 +229,10 @@ func TestLargestBoundsABatch(t *testing.T) {
 	assert.LessOrEqual(t, int64(len(appendBatch(nil, setGroups))), Largest(0, 0, maxWrites), "set_group, which names no user")
 	groups := longGroups(maxUsers, true)
 	for _, op := range []membership.Op{membership.OpAddGroups, membership.OpReplaceGroups, membership.OpRemoveGroups} {
-		c := &Batch{Time: time.UnixMilli(-1 << 62).UTC(), Actor: 9223372036854775807, Principal: longestPrincipal, MaxDepth: membership.MaxMaxDepth,
+		c := &Batch{Time: time.UnixMilli(-1 << 62).UTC(), Actor: 9223372036854775807, Principal: longestPrincipal, MaxDepth: membership.MaxMaxDepth, MaxAncestors: membership.MaxMaxAncestors,
 			Idem: testIdem(string(make([]byte, membership.MaxIdempotencyKeyBytes)))}
 		for i := range maxWrites {
-			c.Writes = append(c.Writes, membership.Write{Op: op, GroupID: id, If: cond, MaxDepth: membership.MaxMaxDepth,
+			c.Writes = append(c.Writes, membership.Write{Op: op, GroupID: id, If: cond, MaxDepth: membership.MaxMaxDepth, MaxAncestors: membership.MaxMaxAncestors,
 				Subgroups: groups[i*maxUsers/maxWrites : (i+1)*maxUsers/maxWrites]})
 		}
 		assert.LessOrEqual(t, int64(len(appendBatch(nil, c))), bound, "op %s", op)

@@ -30,9 +30,12 @@
 //	op 8 add_groups,      subgroup count, then each subgroup's group id,
 //	op 10 replace_groups  a byte of flags (1 an expiry follows) and the
 //	                      expiry as a user's (a time, never a TTL); then
-//	                      the bound on depth the write was checked
-//	                      against (Write.MaxDepth, 0 none), so that a
-//	                      replay refuses what the commit refused
+//	                      the bounds the write was checked against, so
+//	                      that a replay refuses what the commit refused:
+//	                      a uvarint, the bound on depth (Write.MaxDepth,
+//	                      0 none) plus 2048 times the bound on ancestors
+//	                      (Write.MaxAncestors, 0 none: logs written before
+//	                      it hold none)
 //	op 9 remove_groups    the subgroups as op 8 lays them out
 //	op 11 expire_groups   the subgroups as op 8 lays them out (at least
 //	                      1), then the time they were due as of, as op 7's
@@ -56,7 +59,8 @@
 //	                      when it has withKey set, the batch's key as a
 //	                      write's,
 //	                      then, when it has withDepth set, the batch's
-//	                      bound on depth (Batch.MaxDepth), then the write
+//	                      bounds (Batch.MaxDepth and MaxAncestors) as a
+//	                      nesting write lays them out, then the write
 //	                      count (at least 1, or 0 with a key), then each
 //	                      write as the record of its op (1 to 4, 8 to 10,
 //	                      14)
@@ -260,7 +264,7 @@ func appendWrite(b []byte, w *Write) []byte {
 		b = binary.AppendVarint(b, w.AsOf.UnixMilli())
 	case membership.OpAddGroups, membership.OpReplaceGroups:
 		b = writecodec.AppendSubgroups(b, w.Subgroups)
-		b = binary.AppendUvarint(b, uint64(w.MaxDepth))
+		b = appendBounds(b, w.MaxDepth, w.MaxAncestors)
 	case membership.OpRemoveGroups:
 		b = writecodec.AppendSubgroups(b, w.Subgroups)
 	case membership.OpExpireGroups:
@@ -409,7 +413,7 @@ func readWhat(r *bytes.Reader, kind byte, w *Write) error {
 	case opAddGroups, opReplaceGroups:
 		w.Subgroups, err = writecodec.ReadSubgroups(r)
 		if err == nil {
-			w.MaxDepth, err = readDepth(r)
+			w.MaxDepth, w.MaxAncestors, err = readBounds(r)
 		}
 	case opRemoveGroups:
 		w.Subgroups, err = writecodec.ReadSubgroups(r)
@@ -456,14 +460,32 @@ func readAsOf(r *bytes.Reader) (time.Time, error) {
 	return time.UnixMilli(ms).UTC(), err
 }
 
-// readDepth reads a bound on the depth of nestings: at most
-// membership.MaxMaxDepth, 0 for none.
-func readDepth(r *bytes.Reader) (int, error) {
+// boundsShift is where the bound on ancestors starts in the uvarint of a
+// nesting write's bounds: the bound on depth, at most MaxMaxDepth, is
+// below it.
+const boundsShift = 11
+
+// appendBounds appends a nesting write's bounds on depth and ancestors.
+func appendBounds(b []byte, depth, ancestors int) []byte {
+	return binary.AppendUvarint(b, uint64(depth)|uint64(ancestors)<<boundsShift)
+}
+
+// readBounds reads a nesting write's bounds on the depth of nestings, at
+// most membership.MaxMaxDepth, and on a group's ancestors, at most
+// membership.MaxMaxAncestors; 0 for none.
+func readBounds(r *bytes.Reader) (depth, ancestors int, err error) {
 	n, err := binary.ReadUvarint(r)
-	if err == nil && n > membership.MaxMaxDepth {
-		err = fmt.Errorf("a bound on depth of %d, past %d", n, membership.MaxMaxDepth)
+	if err != nil {
+		return 0, 0, err
 	}
-	return int(n), err
+	d, a := n&(1<<boundsShift-1), n>>boundsShift
+	switch {
+	case d > membership.MaxMaxDepth:
+		return 0, 0, fmt.Errorf("a bound on depth of %d, past %d", d, membership.MaxMaxDepth)
+	case a > membership.MaxMaxAncestors:
+		return 0, 0, fmt.Errorf("a bound on ancestors of %d, past %d", a, membership.MaxMaxAncestors)
+	}
+	return int(d), int(a), nil
 }
 
 // readStamp reads a stamp: a time and an actor.

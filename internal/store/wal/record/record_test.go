@@ -39,6 +39,8 @@ func writes() map[string]*Write {
 		"add_groups":                 {Op: membership.OpAddGroups, GroupID: "all-staff", Subgroups: subgroups, MaxDepth: 32},
 		"add_groups, no bound":       {Op: membership.OpAddGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h"}}},
 		"add_groups, largest bound":  {Op: membership.OpAddGroups, GroupID: "g", Subgroups: subgroups, MaxDepth: membership.MaxMaxDepth},
+		"add_groups, largest bounds": {Op: membership.OpAddGroups, GroupID: "g", Subgroups: subgroups, MaxDepth: membership.MaxMaxDepth, MaxAncestors: membership.MaxMaxAncestors},
+		"add_groups, ancestors only": {Op: membership.OpAddGroups, GroupID: "g", Subgroups: subgroups, MaxAncestors: 1000},
 		"remove_groups":              {Op: membership.OpRemoveGroups, GroupID: "g", Subgroups: []membership.Subgroup{{GroupID: "h"}, {GroupID: "ü"}}},
 		"remove_groups of none":      {Op: membership.OpRemoveGroups, GroupID: "g"},
 		"replace_groups":             {Op: membership.OpReplaceGroups, GroupID: "g", Subgroups: subgroups, MaxDepth: 1},
@@ -327,6 +329,7 @@ func TestWriteRefusesWhatNoBuildWrote(t *testing.T) {
 		{"an unknown user flag", []byte{1, 1, 'g', 1, 1, 4}},
 		{"add_groups without a bound on depth", []byte{8, 1, 'g', 1, 1, 'h', 0}},
 		{"add_groups with a bound past the largest", []byte{8, 1, 'g', 1, 1, 'h', 0, 0xe9, 0x07}},
+		{"add_groups with a bound on ancestors past the largest", []byte{8, 1, 'g', 1, 1, 'h', 0, 0x80, 0x90, 0x80, 0x80, 0x08}},
 		{"add_groups of no group", []byte{8, 0, 1, 1, 'h', 0, 0}},
 		{"add_groups of an empty subgroup", []byte{8, 1, 'g', 1, 0, 0, 0}},
 		{"add_groups with an unknown subgroup flag", []byte{8, 1, 'g', 1, 1, 'h', 2, 0}},
@@ -410,8 +413,8 @@ func TestLargestBoundsEveryOp(t *testing.T) {
 		{Op: membership.OpDeleteGroup, GroupID: id, If: cond},
 		{Op: membership.OpRemoveUser, UIDs: uids[:1], If: cond},
 		{Op: membership.OpExpire, GroupID: id, UIDs: expireUIDs, If: cond, AsOf: time.UnixMilli(-1 << 62).UTC()},
-		{Op: membership.OpAddGroups, GroupID: id, Subgroups: longGroups(maxUsers, true), If: cond, MaxDepth: membership.MaxMaxDepth},
-		{Op: membership.OpReplaceGroups, GroupID: id, Subgroups: longGroups(maxUsers, true), If: cond, MaxDepth: membership.MaxMaxDepth},
+		{Op: membership.OpAddGroups, GroupID: id, Subgroups: longGroups(maxUsers, true), If: cond, MaxDepth: membership.MaxMaxDepth, MaxAncestors: membership.MaxMaxAncestors},
+		{Op: membership.OpReplaceGroups, GroupID: id, Subgroups: longGroups(maxUsers, true), If: cond, MaxDepth: membership.MaxMaxDepth, MaxAncestors: membership.MaxMaxAncestors},
 		{Op: membership.OpRemoveGroups, GroupID: id, Subgroups: longGroups(maxUsers, false), If: cond},
 		{Op: membership.OpExpireGroups, GroupID: id, Subgroups: longGroups(MaxExpireGroups, false), If: cond, AsOf: time.UnixMilli(-1 << 62).UTC()},
 		{Op: membership.OpSetUser, UIDs: uids[:1], If: cond, Account: longAccount()},
@@ -433,7 +436,7 @@ func TestLargestBoundsEveryOp(t *testing.T) {
 	assert.LessOrEqual(t, small, Largest(int64(maxUsers)*(2+membership.MaxNicknameBytes), maxUsers, 1))
 	// A subgroup's id costs its bytes and three more in a body ("g",).
 	nesting := int64(len(appendWrite(nil, &Write{Op: membership.OpAddGroups, GroupID: id, Subgroups: longGroups(maxUsers, true), If: cond,
-		MaxDepth: membership.MaxMaxDepth, Time: time.UnixMilli(-1 << 62).UTC()})))
+		MaxDepth: membership.MaxMaxDepth, MaxAncestors: membership.MaxMaxAncestors, Time: time.UnixMilli(-1 << 62).UTC()})))
 	assert.LessOrEqual(t, nesting, Largest(int64(maxUsers)*(3+membership.MaxGroupIDBytes), maxUsers, 1))
 }
 
