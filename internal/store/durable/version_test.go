@@ -73,6 +73,20 @@ func TestDurableStartsOnADataDirOfVersion8(t *testing.T) {
 	assertAppendsToOlderLogs(t, d, dir, 2)
 }
 
+// A data directory of the build before the bound on ancestors starts,
+// and keeps everything: its nesting records, which hold a bound on depth
+// alone, replay with no bound on ancestors. Its changes go into a new log
+// of this version, which the next start reads with the old ones.
+func TestDurableStartsOnADataDirOfVersion9(t *testing.T) {
+	want := readFixtureBackup(t, "version9")
+	require.NotEmpty(t, want.Nestings, "the fixture nests groups")
+	dir := copyFixture(t, "version9")
+	d := openTestDurable(t, dir, Options{ChangesKeep: keepAll})
+	got := assertStartedAsBackedUp(t, d, want)
+	assert.Equal(t, want.Nestings, got.Nestings)
+	assertAppendsToOlderLogs(t, d, dir, 2)
+}
+
 // assertStartedAsBackedUp checks that d, opened on a fixture, holds what
 // the fixture's backup holds, and the whole feed, whose last change is the
 // one logged before the kill, and returns d's state.
@@ -161,6 +175,7 @@ func TestDurableRestoresABackupOfAnOlderVersion(t *testing.T) {
 	}{
 		{"version7", "GMSN\x07\x00\x00\x00"},
 		{"version8", "GMSN\x08\x00\x00\x00"},
+		{"version9", "GMSN\x09\x00\x00\x00"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			want := readFixtureBackup(t, tt.name)
