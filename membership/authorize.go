@@ -58,28 +58,28 @@ func authorizeWrite(sc *scope.Scope, w Write) error {
 	return nil
 }
 
-// hideCycle returns err, a write's error, with each run of groups of a
-// cycle's path (CodeCycle) that sc may not read named as one: the path
-// would show the groups, and nestings, of no concern to its principal,
-// which can read its ends (it names one, and writes the other).
-func hideCycle(sc *scope.Scope, err error) error {
+// hideGroups returns err, a write's error, with each run of the groups its
+// message names (a cycle's path, the group below too many) that sc may not
+// read named as one: they would show groups, and nestings, of no concern
+// to its principal, which can read the write's own (it names one, and
+// writes the other).
+func hideGroups(sc *scope.Scope, err error) error {
 	var e *Error
-	if !errors.As(err, &e) || e.cycle == nil || sc.AllowsAll(scope.Read) {
+	if !errors.As(err, &e) || e.named == nil || sc.AllowsAll(scope.Read) {
 		return err
 	}
-	c := e.cycle
-	var path []string
+	var shown []string
 	outside := fmt.Sprintf("(groups outside principal %q's read scope)", sc.Principal())
-	for _, id := range c.path {
+	for _, id := range e.named.groups {
 		if sc.Allows(scope.Read, id) {
-			path = append(path, id)
-		} else if len(path) == 0 || path[len(path)-1] != outside {
-			path = append(path, outside)
+			shown = append(shown, id)
+		} else if len(shown) == 0 || shown[len(shown)-1] != outside {
+			shown = append(shown, outside)
 		}
 	}
 	hidden := *e
-	hidden.cycle = nil
-	hidden.Message = strings.Replace(e.Message, cycleMessage(c.parent, c.child, c.path), cycleMessage(c.parent, c.child, path), 1)
+	hidden.named = nil
+	hidden.Message = strings.Replace(e.Message, e.named.message(e.named.groups), e.named.message(shown), 1)
 	return &hidden
 }
 
@@ -109,9 +109,7 @@ func authorizeChecks(sc *scope.Scope, checks []Check) error {
 // CheckElementError returns e, of check i of groupID, with a message
 // naming the check.
 func CheckElementError(i int, groupID string, e *Error) *Error {
-	named := *e
-	named.Message = fmt.Sprintf("checks element %d (group %q): %s", i, groupID, e.Message)
-	return &named
+	return elementError("checks", i, groupID, e)
 }
 
 // A replace of a group's subgroups (OpReplaceGroups) removes every subgroup

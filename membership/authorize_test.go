@@ -371,3 +371,26 @@ func TestServiceNamesNoGroupOutsideItsScopeInACycle(t *testing.T) {
 	assert.Equal(t, membership.CycleError("team-a/c2", "team-a/c1", []string{"team-a/c1", "secret", "secret/2", "team-a/c2"}).Message,
 		membership.ErrorMessage(err), "read on every group sees the whole path")
 }
+
+// The group a too_many_ancestors names may be below the nesting, where the
+// principal may not read: it is named as one outside its scope.
+func TestServiceNamesNoGroupOutsideItsScopeBelowTooMany(t *testing.T) {
+	store := memory.New()
+	t.Cleanup(func() { store.Close() })
+	svc := membership.NewService(store, membership.ServiceOptions{MaxAncestors: 1})
+	ctx := storetest.ScopeOf("sync-job", scope.Write, "team-a/*")
+	admin := storetest.ScopeOf("ops", scope.Admin, "*")
+	_, err := svc.Write(admin, membership.Write{Op: membership.OpAddGroups, GroupID: "team-a/c1", Subgroups: []membership.Subgroup{{GroupID: "secret"}}})
+	require.NoError(t, err)
+	nest := membership.Write{Op: membership.OpAddGroups, GroupID: "team-a/top", Subgroups: []membership.Subgroup{{GroupID: "team-a/c1"}}}
+	_, err = svc.Write(ctx, nest)
+	assert.Equal(t, membership.CodeTooManyAncestors, membership.ErrorCode(err))
+	assert.Equal(t, `adding team-a/c1 to team-a/top puts (groups outside principal "sync-job"'s read scope) below 2 groups, more than 1 (-max-ancestors)`,
+		membership.ErrorMessage(err))
+	_, err = svc.Batch(ctx, membership.Batch{Writes: []membership.Write{nest}})
+	assert.Equal(t, `changes element 0 (group "team-a/top"): adding team-a/c1 to team-a/top puts (groups outside principal "sync-job"'s read scope) below 2 groups, more than 1 (-max-ancestors)`,
+		membership.ErrorMessage(err))
+	_, err = svc.Write(admin, nest)
+	assert.Equal(t, membership.TooManyAncestorsError("team-a/top", "team-a/c1", "secret", 2, 1).Message, membership.ErrorMessage(err),
+		"read on every group sees the group")
+}

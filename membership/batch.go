@@ -98,7 +98,7 @@ func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 		res, err = s.store.Batch(ctx, checked)
 		return err
 	})
-	return res, hideCycle(sc, err)
+	return res, hideGroups(sc, err)
 }
 
 // BatchElementError returns err, an error of write i of a batch, to
@@ -106,11 +106,17 @@ func (s *Service) Batch(ctx context.Context, b Batch) (BatchResult, error) {
 func BatchElementError(i int, groupID string, err error) error {
 	var e *Error
 	if errors.As(err, &e) {
-		named := *e
-		named.Message = fmt.Sprintf("changes element %d (group %q): %s", i, groupID, e.Message)
-		return &named
+		return elementError("changes", i, groupID, e)
 	}
 	return fmt.Errorf("changes element %d (group %q): %w", i, groupID, err)
+}
+
+// elementError returns e, of element i of a request's list (changes,
+// checks), of groupID, with a message naming the element.
+func elementError(list string, i int, groupID string, e *Error) *Error {
+	named := *e
+	named.Message = fmt.Sprintf("%s element %d (group %q): %s", list, i, groupID, e.Message)
+	return &named
 }
 
 // validateBatch returns the error Batch would return for b before it

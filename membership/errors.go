@@ -59,9 +59,10 @@ type Error struct {
 	// Revision goes with CodePreconditionFailed: the group's current
 	// revision.
 	Revision Revision
-	// cycle goes with CodeCycle (CycleError): what the message names, for
-	// a principal's message to name only the groups it may read.
-	cycle *cycle
+	// named goes with CodeCycle and CodeTooManyAncestors: what the message
+	// names, for a principal's message to name only the groups it may read
+	// (hideGroups).
+	named *named
 }
 
 // Error returns the message.

@@ -53,20 +53,17 @@ func IsNestingOp(op Op) bool {
 	return false
 }
 
-// DefaultMaxDepth is the default bound on the depth of a chain of nestings.
-const DefaultMaxDepth = 32
-
-// MaxMaxDepth is the largest bound on depth a service may be given.
-const MaxMaxDepth = 1000
-
-// DefaultMaxAncestors is the default bound on the groups a group may be
-// below, directly or through nesting: what a group's set of ancestors,
-// and a nesting write's work for each group below it, may grow to.
-const DefaultMaxAncestors = 1000
-
-// MaxMaxAncestors is the largest bound on ancestors a service may be
+// The bounds of the nesting: on the depth of a chain of nestings, and on
+// the groups a group may be below, directly or through nesting (what a
+// group's set of ancestors, and a nesting write's work for each group
+// below it, may grow to); their defaults and the largest a service may be
 // given.
-const MaxMaxAncestors = 1 << 20
+const (
+	DefaultMaxDepth     = 32
+	MaxMaxDepth         = 1000
+	DefaultMaxAncestors = 1000
+	MaxMaxAncestors     = 1 << 20
+)
 
 // Subgroup is one element of a nesting write: the group to nest (or to
 // stop nesting), with what the request says of the nesting's end.
@@ -167,20 +164,28 @@ type Nesting interface {
 // to parent (path[0] is child, path[len-1] is parent; both are child and
 // parent alone when they are one group).
 func CycleError(parent, child string, path []string) *Error {
-	e := Errorf(CodeCycle, "%s", cycleMessage(parent, child, path))
-	e.cycle = &cycle{parent: parent, child: child, path: path}
-	return e
+	return named{code: CodeCycle, parent: parent, child: child, groups: path}.err()
 }
 
-// cycle is a CycleError's nesting of child in parent, and path, the groups
-// from child down to parent.
-type cycle struct {
+// named is what the error of a nesting of child in parent names: groups (a
+// cycle's path, or the group below too many), and for
+// CodeTooManyAncestors its count of ancestors and the bound.
+type named struct {
+	code          Code
 	parent, child string
-	path          []string
+	groups        []string
+	count, most   int
 }
 
-func cycleMessage(parent, child string, path []string) string {
-	return fmt.Sprintf("adding %s to %s makes a cycle: %s > %s", child, parent, strings.Join(path, " > "), child)
+// err returns the error of n.
+func (n named) err() *Error { return &Error{Code: n.code, Message: n.message(n.groups), named: &n} }
+
+// message returns n's message, naming groups.
+func (n named) message(groups []string) string {
+	if n.code == CodeCycle {
+		return fmt.Sprintf("adding %s to %s makes a cycle: %s > %s", n.child, n.parent, strings.Join(groups, " > "), n.child)
+	}
+	return fmt.Sprintf("adding %s to %s puts %s below %d groups, more than %d (-max-ancestors)", n.child, n.parent, groups[0], n.count, n.most)
 }
 
 // TooDeepError returns the CodeTooDeep error of a nesting of child in
@@ -194,14 +199,8 @@ func TooDeepError(parent, child string, depth, most int) *Error {
 // nesting of child in parent refused because it would put group below
 // count groups, more than most.
 func TooManyAncestorsError(parent, child, group string, count, most int) *Error {
-	return Errorf(CodeTooManyAncestors, "adding %s to %s puts %s below %d groups, more than %d (-max-ancestors)", child, parent, group, count, most)
+	return named{code: CodeTooManyAncestors, parent: parent, child: child, groups: []string{group}, count: count, most: most}.err()
 }
-
-// MaxDepth returns the bound on the depth of a chain of nestings.
-func (s *Service) MaxDepth() int { return s.maxDepth }
-
-// MaxAncestors returns the bound on the groups a group may be below.
-func (s *Service) MaxAncestors() int { return s.maxAncestors }
 
 // Nesting returns the store's reads of groups in groups as they are,
 // neither validated nor held to a scope: for nestreads.Service, which

@@ -73,10 +73,19 @@ func TestServiceNestingWriteCarriesTheBounds(t *testing.T) {
 	_, err = svc.Write(context.Background(), membership.Write{Op: membership.OpRemoveGroups, GroupID: "p", Subgroups: []membership.Subgroup{{GroupID: "p"}}})
 	require.NoError(t, err, "removing a group from itself is a no-op, not a cycle")
 
-	assert.Equal(t, membership.DefaultMaxDepth, membership.NewService(store, membership.ServiceOptions{}).MaxDepth())
-	assert.Equal(t, membership.MaxMaxDepth, membership.NewService(store, membership.ServiceOptions{MaxDepth: 1 << 20}).MaxDepth())
-	assert.Equal(t, membership.DefaultMaxAncestors, membership.NewService(store, membership.ServiceOptions{}).MaxAncestors())
-	assert.Equal(t, membership.MaxMaxAncestors, membership.NewService(store, membership.ServiceOptions{MaxAncestors: 1 << 30}).MaxAncestors())
+	// 0 takes the default; past the largest, the largest.
+	for _, opts := range []membership.ServiceOptions{{}, {MaxDepth: 1 << 20, MaxAncestors: 1 << 30}} {
+		store.writes = nil
+		_, err = membership.NewService(store, opts).Write(context.Background(),
+			membership.Write{Op: membership.OpAddGroups, GroupID: "p", Subgroups: []membership.Subgroup{{GroupID: "a"}}})
+		require.NoError(t, err)
+		require.Len(t, store.writes, 1)
+		if opts.MaxDepth == 0 {
+			assert.Equal(t, [2]int{membership.DefaultMaxDepth, membership.DefaultMaxAncestors}, [2]int{store.writes[0].MaxDepth, store.writes[0].MaxAncestors})
+		} else {
+			assert.Equal(t, [2]int{membership.MaxMaxDepth, membership.MaxMaxAncestors}, [2]int{store.writes[0].MaxDepth, store.writes[0].MaxAncestors})
+		}
+	}
 }
 
 func TestFingerprintOfANestingWriteCoversItsSubgroups(t *testing.T) {

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"example.com/groupmembership/membership/account"
@@ -49,28 +50,23 @@ type ServiceOptions struct {
 
 // NewService returns a Service over store with the limits of opts.
 func NewService(store Store, opts ServiceOptions) *Service {
-	if opts.MaxUsers <= 0 {
-		opts.MaxUsers = DefaultMaxUsers
-	}
-	if opts.MaxChecks <= 0 {
-		opts.MaxChecks = DefaultMaxChecks
-	}
-	if opts.MaxBatchWrites <= 0 {
-		opts.MaxBatchWrites = DefaultMaxBatchWrites
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.MaxDepth <= 0 {
-		opts.MaxDepth = DefaultMaxDepth
+	return &Service{store: store, now: opts.Now,
+		maxUsers:       limitOr(opts.MaxUsers, DefaultMaxUsers, math.MaxInt),
+		maxChecks:      limitOr(opts.MaxChecks, DefaultMaxChecks, math.MaxInt),
+		maxBatchWrites: limitOr(opts.MaxBatchWrites, DefaultMaxBatchWrites, math.MaxInt),
+		maxDepth:       limitOr(opts.MaxDepth, DefaultMaxDepth, MaxMaxDepth),
+		maxAncestors:   limitOr(opts.MaxAncestors, DefaultMaxAncestors, MaxMaxAncestors)}
+}
+
+// limitOr returns limit, at most most, or def when limit is not positive.
+func limitOr(limit, def, most int) int {
+	if limit <= 0 {
+		return def
 	}
-	opts.MaxDepth = min(opts.MaxDepth, MaxMaxDepth)
-	if opts.MaxAncestors <= 0 {
-		opts.MaxAncestors = DefaultMaxAncestors
-	}
-	opts.MaxAncestors = min(opts.MaxAncestors, MaxMaxAncestors)
-	return &Service{store: store, maxUsers: opts.MaxUsers, maxChecks: opts.MaxChecks, maxBatchWrites: opts.MaxBatchWrites,
-		maxDepth: opts.MaxDepth, maxAncestors: opts.MaxAncestors, now: opts.Now}
+	return min(limit, most)
 }
 
 // MaxUsers returns the most users one request may name.
@@ -222,14 +218,14 @@ func (s *Service) Write(ctx context.Context, w Write) (Result, error) {
 	}
 	if !removesSubgroups(w) {
 		res, err := s.store.Write(ctx, w)
-		return res, hideCycle(scope.Of(ctx), err)
+		return res, hideGroups(scope.Of(ctx), err)
 	}
 	var res Result
 	err := s.applyChecked(ctx, []Write{w}, w.Idem.Key != "", nil, func(ws []Write) (err error) {
 		res, err = s.store.Write(ctx, ws[0])
 		return err
 	})
-	return res, hideCycle(scope.Of(ctx), err)
+	return res, hideGroups(scope.Of(ctx), err)
 }
 
 // failNever returns the CodePreconditionFailed error of a write to groupID
