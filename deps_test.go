@@ -133,7 +133,7 @@ func TestTheDomainsPartsImportOneWay(t *testing.T) {
 		t.Skip("go is not on PATH")
 	}
 	const module, domain = "example.com/groupmembership/", "example.com/groupmembership/membership"
-	parts := []string{"nestreads", "directory", "", "account", "scope", "groupids"} // "": membership itself
+	parts := []string{"nestreads", "directory", "", "account", "scope", "groupids", "fingerprint"} // "": membership itself
 	out, err := exec.Command(gobin, "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./membership/...").CombinedOutput()
 	require.NoError(t, err, "go list ./membership/...: %s", out)
 	part := func(path string) (string, bool) {

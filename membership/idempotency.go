@@ -1,11 +1,9 @@
 package membership
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"hash"
-	"io"
 	"time"
+
+	"example.com/groupmembership/membership/fingerprint"
 )
 
 // Idempotency names a write, or a batch, for safe retries: the client's key
@@ -84,88 +82,66 @@ func IdempotencyKeyInFlight() *Error {
 func FingerprintWrite(w Write) Fingerprint {
 	f := newFingerprinter('w')
 	f.write(w)
-	f.uvarint(uint64(w.Actor))
-	return f.sum()
+	f.Uvarint(uint64(w.Actor))
+	return f.Sum()
 }
 
 // FingerprintBatch returns b's fingerprint: of its writes, in order, and its
 // actor.
 func FingerprintBatch(b Batch) Fingerprint {
 	f := newFingerprinter('b')
-	f.uvarint(uint64(len(b.Writes)))
+	f.Uvarint(uint64(len(b.Writes)))
 	for _, w := range b.Writes {
 		f.write(w)
 	}
-	f.uvarint(uint64(b.Actor))
-	return f.sum()
+	f.Uvarint(uint64(b.Actor))
+	return f.Sum()
 }
 
-// fingerprinter hashes a request's fields, each length-prefixed so that no
-// two requests encode alike, through a small buffer: a request of a million
-// users is fingerprinted in bounded memory.
-type fingerprinter struct {
-	h hash.Hash
-	b []byte
-}
+// fingerprinter adds a request's fields to a fingerprint.Hasher.
+type fingerprinter struct{ *fingerprint.Hasher }
 
-func newFingerprinter(kind byte) *fingerprinter {
-	return &fingerprinter{h: sha256.New(), b: append(make([]byte, 0, 4096+binary.MaxVarintLen64), kind)}
-}
+func newFingerprinter(kind byte) fingerprinter { return fingerprinter{fingerprint.New(kind)} }
 
-func (f *fingerprinter) uvarint(v uint64) {
-	f.b = binary.AppendUvarint(f.b, v)
-	if len(f.b) >= 4096 {
-		f.h.Write(f.b)
-		f.b = f.b[:0]
-	}
-}
-
-func (f *fingerprinter) string(s string) {
-	f.uvarint(uint64(len(s)))
-	f.h.Write(f.b)
-	f.b = f.b[:0]
-	io.WriteString(f.h, s)
-}
-
-func (f *fingerprinter) write(w Write) {
-	f.string(string(w.Op))
-	f.string(w.GroupID)
-	f.uvarint(uint64(len(w.Users)))
+func (f fingerprinter) write(w Write) {
+	f.String(string(w.Op))
+	f.String(w.GroupID)
+	f.Uvarint(uint64(len(w.Users)))
 	for _, u := range w.Users {
-		f.uvarint(uint64(u.UID))
+		f.Uvarint(uint64(u.UID))
 		if u.HasNickname {
-			f.uvarint(1)
-			f.string(u.Nickname)
+			f.Uvarint(1)
+			f.String(u.Nickname)
 		} else {
-			f.uvarint(0)
+			f.Uvarint(0)
 		}
 		if u.Expiry.Set {
-			f.uvarint(1)
-			f.uvarint(uint64(u.Expiry.At.UnixMilli()))
-			f.uvarint(uint64(u.Expiry.TTL))
+			f.Uvarint(1)
+			f.Uvarint(uint64(u.Expiry.At.UnixMilli()))
+			f.Uvarint(uint64(u.Expiry.TTL))
 		} else {
-			f.uvarint(0)
+			f.Uvarint(0)
 		}
 	}
-	f.uvarint(uint64(len(w.UIDs)))
+	f.Uvarint(uint64(len(w.UIDs)))
 	for _, uid := range w.UIDs {
-		f.uvarint(uint64(uid))
+		f.Uvarint(uint64(uid))
 	}
 	if IsNestingOp(w.Op) { // only then, so that no other write's fingerprint changed with nesting
 		f.subgroups(w.Subgroups)
 	}
 	for _, s := range append(w.Account.Fields(), w.Group.Fields()...) { // none but a directory op's
-		f.string(s)
+		f.String(s)
 	}
 	if w.Conditions != "" {
-		f.uvarint(1)
-		f.string(w.Conditions)
+		f.Uvarint(1)
+		f.String(w.Conditions)
 		return
 	}
-	f.uvarint(0)
-	f.uvarint(uint64(len(w.If.Revisions)))
+	f.Uvarint(0)
+	f.Uvarint(uint64(len(w.If.Revisions)))
 	for _, r := range w.If.Revisions {
-		f.uvarint(uint64(r))
+		f.Uvarint(uint64(r))
 	}
 	var flags uint64
 	if w.If.Exists {
@@ -174,26 +150,19 @@ func (f *fingerprinter) write(w Write) {
 	if w.If.Empty {
 		flags |= 2
 	}
-	f.uvarint(flags)
+	f.Uvarint(flags)
 }
 
-func (f *fingerprinter) subgroups(groups []Subgroup) {
-	f.uvarint(uint64(len(groups)))
+func (f fingerprinter) subgroups(groups []Subgroup) {
+	f.Uvarint(uint64(len(groups)))
 	for _, g := range groups {
-		f.string(g.GroupID)
+		f.String(g.GroupID)
 		if g.Expiry.Set {
-			f.uvarint(1)
-			f.uvarint(uint64(g.Expiry.At.UnixMilli()))
-			f.uvarint(uint64(g.Expiry.TTL))
+			f.Uvarint(1)
+			f.Uvarint(uint64(g.Expiry.At.UnixMilli()))
+			f.Uvarint(uint64(g.Expiry.TTL))
 		} else {
-			f.uvarint(0)
+			f.Uvarint(0)
 		}
 	}
-}
-
-func (f *fingerprinter) sum() Fingerprint {
-	f.h.Write(f.b)
-	var fp Fingerprint
-	copy(fp[:], f.h.Sum(nil))
-	return fp
 }
