@@ -28,9 +28,9 @@ func TimeOf(at int64) time.Time {
 // Apply applies the nesting write w (OpAddGroups, OpRemoveGroups,
 // OpReplaceGroups, OpExpireGroups) to the graph, checking each nesting it
 // makes against cycles, maxDepth and maxAncestors as it goes, for a write
-// committed at commit, and returns its result and its change (Op "" when it changed
-// nothing). On an error it has applied part of w: the caller has the graph
-// in a transaction (Begin) and rolls it back.
+// committed at commit, and returns its result and its change (Op "" when
+// it changed nothing). On an error it has applied part of w: the caller
+// has the graph in a transaction (Begin) and rolls it back.
 func (g *Graph) Apply(w membership.Write, maxDepth, maxAncestors int, commit time.Time) (membership.Result, membership.Change, error) {
 	subs := membership.ResolveSubgroupTTLs(w.Subgroups, commit)
 	if w.Op == membership.OpReplaceGroups {
