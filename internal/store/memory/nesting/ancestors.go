@@ -1,5 +1,7 @@
 package nesting
 
+import "maps"
+
 // The ancestors of a node are shared along one of its parents, up: they
 // are up, every node above up, and extra, those it has from its other
 // parents that are not above up. A group in one group, below a hub in
@@ -62,16 +64,28 @@ func ancestorList(p *Node) []*Node {
 // addExtra adds a to n's extra.
 func (n *Node) addExtra(a *Node) {
 	if n.extra == nil {
-		n.extra = map[*Node]struct{}{}
+		n.extra, n.extraPeak = map[*Node]struct{}{}, 0
 	}
 	n.extra[a] = struct{}{}
+	n.extraPeak = max(n.extraPeak, int32(len(n.extra)))
 }
 
-// deleteExtra takes a out of n's extra.
+// compactBelow is the size of an extra under which it is not made again
+// smaller (deleteExtra).
+const compactBelow = 64
+
+// deleteExtra takes a out of n's extra. A map keeps the room of the most
+// it held: an extra that held many and holds a quarter of them is made
+// again, so that the memory of a group's ancestors follows what it holds
+// (after a refused write rolled back, or ancestors lost). Making it again
+// costs what it holds, less than what it lost since it was made.
 func (n *Node) deleteExtra(a *Node) {
 	delete(n.extra, a)
-	if len(n.extra) == 0 {
+	switch {
+	case len(n.extra) == 0:
 		n.extra = nil
+	case n.extraPeak >= compactBelow && int32(len(n.extra)) < n.extraPeak/4:
+		n.extra, n.extraPeak = maps.Collect(maps.All(n.extra)), int32(len(n.extra))
 	}
 }
 
@@ -461,7 +475,29 @@ func (g *Graph) forget(d *Node, lost []*Node, inLost, losing uint64) bool {
 		}
 		changed = changed || !reaches
 	}
+	g.upToMost(d)
 	return changed
+}
+
+// upToMost makes the parent of d that brings the most ancestors its up
+// when its extra holds more than its up brings, as a nesting leaves it
+// (takeAbove): a group whose up lost ancestors would otherwise hold a copy
+// of those of its other parents, though one of them could share them.
+func (g *Graph) upToMost(d *Node) {
+	most := 1 + d.up.AncestorCount()
+	if len(d.extra) <= most {
+		return
+	}
+	up := d.up
+	for _, e := range d.Parents {
+		if n := 1 + e.Node.AncestorCount(); n > most {
+			up, most = e.Node, n
+		}
+	}
+	g.steps += int64(len(d.Parents))
+	if up != d.up {
+		g.moveUp(d, up)
+	}
 }
 
 // loseParent puts right c's ancestors after its nesting in p ended (p

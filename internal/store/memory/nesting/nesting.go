@@ -69,6 +69,9 @@ type Node struct {
 	// it through lazy ones (lazy.go).
 	lazy       bool
 	eagerBelow int32
+	// extraPeak is the most extra held since its map was made
+	// (deleteExtra).
+	extraPeak int32
 	// seen is what the latest walk of a change found of the node: a walk
 	// takes marks of its own from the graph's epoch. Only a writer walks.
 	seen uint64
