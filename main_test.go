@@ -227,7 +227,7 @@ func TestRunFlags(t *testing.T) {
 	}{
 		{"help", []string{"-h"}, "", "-max-users"},
 		{"help names -max-depth", []string{"-h"}, "", "-max-depth int           deepest chain of groups in groups; a write past it is 409 (default 32)"},
-		{"help names -max-ancestors", []string{"-h"}, "", "-max-ancestors int       most groups a group may be below; a write past it is 409 (default 1000)"},
+		{"help names -max-ancestors", []string{"-h"}, "", "-max-ancestors int       most groups a group may be below; a write past it is 409 (default 256)"},
 		{"unknown flag", []string{"-nope"}, "flag provided but not defined: -nope (membership -h lists the flags)", ""},
 		{"a bad value", []string{"-max-body", "x"}, `invalid value "x" for flag -max-body`, ""},
 		{"a port alone", []string{"-addr", "18011"}, "-addr 18011 is not host:port: did you mean :18011 (every interface) or 127.0.0.1:18011 (this machine only)?", ""},

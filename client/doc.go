@@ -50,8 +50,9 @@
 // users take Transitive (ListOptions, PageOptions) for the members of the
 // subgroups too, at any depth. TransitiveMember says through which groups
 // a user is a member; CheckTransitive checks as Check does, through
-// nesting. A nesting that would make a cycle or a chain deeper than the
-// service's -max-depth fails with IsCycle or IsTooDeep, and changes
+// nesting. A nesting that would make a cycle, a chain deeper than the
+// service's -max-depth or a group below more than its -max-ancestors
+// groups fails with IsCycle, IsTooDeep or IsTooManyAncestors, and changes
 // nothing.
 //
 //	_, err = c.AddSubgroups(ctx, "engineering", client.Subgroups("backend", "frontend"))

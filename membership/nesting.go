@@ -61,7 +61,7 @@ func IsNestingOp(op Op) bool {
 const (
 	DefaultMaxDepth     = 32
 	MaxMaxDepth         = 1000
-	DefaultMaxAncestors = 1000
+	DefaultMaxAncestors = 256
 	MaxMaxAncestors     = 1 << 20
 )
 

@@ -456,8 +456,9 @@ func (c change) ancestors() int {
 // instance's changes nothing, and its writer gets a Count of 0. So does
 // an expire of nestings (membership.OpExpireGroups).
 //
-// A nesting write's cycle and depth checks (CodeCycle, CodeTooDeep, with
-// the row's bound, w.MaxDepth) are made as it is applied, against the
+// A nesting write's checks of cycles, depth and ancestors (CodeCycle,
+// CodeTooDeep, CodeTooManyAncestors, with the row's bounds, w.MaxDepth and
+// MaxAncestors) are made as it is applied, against the
 // state the log built before it, every instance alike: of two writes
 // racing to make a cycle, the first in the log wins everywhere.
 func (s *Store) Write(ctx context.Context, w membership.Write) (membership.Result, error) {

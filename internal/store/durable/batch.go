@@ -53,7 +53,7 @@ import (
 // record (MaxEntryBytes) is refused, CodeBodyTooLarge, changing nothing.
 //
 // Errors: CodePreconditionFailed, CodeCycle, CodeTooDeep,
-// CodeInvalidQuery (a precondition naming more than
+// CodeTooManyAncestors, CodeInvalidQuery (a precondition naming more than
 // record.MaxPreconditionRevisions revisions its group has not passed),
 // CodeInvalidUsers or CodeInvalidGroups (an expiry not after 1970),
 // CodeIdempotencyKeyReused, CodeUnavailable, CodeBodyTooLarge.
