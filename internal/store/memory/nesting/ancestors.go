@@ -72,7 +72,7 @@ func (n *Node) addExtra(a *Node) {
 
 // compactBelow is the size of an extra under which it is not made again
 // smaller (deleteExtra).
-const compactBelow = 64
+const compactBelow = 8
 
 // deleteExtra takes a out of n's extra. A map keeps the room of the most
 // it held: an extra that held many and holds a quarter of them is made
