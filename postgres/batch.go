@@ -192,8 +192,8 @@ func (c change) batchOf(ws []membership.Write) membership.Batch {
 // preconditions included.
 //
 // Its nesting writes are checked for cycles, depth and ancestors
-// (b.MaxDepth and MaxAncestors, kept in the row) as the batch is applied, each after the writes before it,
-// as a nesting Write is.
+// (b.MaxDepth and MaxAncestors, kept in the row) as the batch is applied,
+// each after the writes before it, as a nesting Write is.
 //
 // Errors: CodePreconditionFailed, CodeIdempotencyKeyReused, CodeCycle,
 // CodeTooDeep, CodeTooManyAncestors, CodeUnavailable.
