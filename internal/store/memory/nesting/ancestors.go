@@ -484,20 +484,28 @@ func (g *Graph) forget(d *Node, lost []*Node, inLost, losing uint64) bool {
 // (takeAbove): a group whose up lost ancestors would otherwise hold a copy
 // of those of its other parents, though one of them could share them.
 func (g *Graph) upToMost(d *Node) {
-	most := 1 + d.up.AncestorCount()
-	if len(d.extra) <= most {
+	has := d.up.AncestorCount()
+	if len(d.extra) <= 1+has {
 		return
 	}
-	up := d.up
-	for _, e := range d.Parents {
-		if n := 1 + e.Node.AncestorCount(); n > most {
-			up, most = e.Node, n
-		}
-	}
+	up, most := d.parentWithMost()
 	g.steps += int64(len(d.Parents))
-	if up != d.up {
+	if most > has {
 		g.moveUp(d, up)
 	}
+}
+
+// parentWithMost returns the first of n's parents with the most ancestors,
+// and how many it has.
+func (n *Node) parentWithMost() (*Node, int) {
+	var up *Node
+	most := -1
+	for _, e := range n.Parents {
+		if k := e.Node.AncestorCount(); k > most {
+			up, most = e.Node, k
+		}
+	}
+	return up, most
 }
 
 // loseParent puts right c's ancestors after its nesting in p ended (p
@@ -541,13 +549,7 @@ func (g *Graph) loseParent(p, c *Node) []*Node {
 	// had through p the new up has not goes to its extra when another
 	// parent reaches it; the rest is lost. What its extra held, another
 	// parent brought.
-	var up *Node
-	most := -1
-	for _, e := range c.Parents {
-		if n := e.Node.AncestorCount(); n > most {
-			up, most = e.Node, n
-		}
-	}
+	up, _ := c.parentWithMost()
 	extra := c.extra
 	c.up, c.extra = up, nil
 	for x := range extra {
@@ -574,13 +576,8 @@ func (g *Graph) loseParent(p, c *Node) []*Node {
 // rebuild makes c's ancestors again from its parents: its up is the
 // parent with the most, the others' go to its extra.
 func (g *Graph) rebuild(c *Node) {
-	c.up, c.extra = nil, nil
-	most := -1
-	for _, e := range c.Parents {
-		if n := e.Node.AncestorCount(); n > most {
-			c.up, most = e.Node, n
-		}
-	}
+	c.up, _ = c.parentWithMost()
+	c.extra = nil
 	for _, e := range c.Parents {
 		if e.Node == c.up {
 			continue

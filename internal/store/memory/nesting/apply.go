@@ -49,11 +49,7 @@ func (g *Graph) Apply(w membership.Write, maxDepth, maxAncestors int, commit tim
 				if !sg.Expiry.Set {
 					at = 0
 				}
-				if err := g.Check(parent, sg.GroupID, maxDepth); err != nil {
-					return membership.Result{}, membership.Change{}, err
-				}
-				g.Set(parent, sg.GroupID, at)
-				if err := g.CheckAncestors(parent, sg.GroupID, maxAncestors); err != nil {
+				if err := g.nest(parent, sg.GroupID, at, maxDepth, maxAncestors); err != nil {
 					return membership.Result{}, membership.Change{}, err
 				}
 				res.Count++
@@ -84,6 +80,17 @@ func (g *Graph) Apply(w membership.Write, maxDepth, maxAncestors int, commit tim
 	}
 	slices.SortFunc(groups, func(a, b membership.Nested) int { return strings.Compare(a.GroupID, b.GroupID) })
 	return res, membership.Change{Op: w.Op, GroupID: parent, Groups: groups}, nil
+}
+
+// nest makes the new nesting of child in parent, ending at at, checked
+// against cycles and maxDepth before it is made and maxAncestors after:
+// on an error after, the caller rolls the graph back.
+func (g *Graph) nest(parent, child string, at int64, maxDepth, maxAncestors int) error {
+	if err := g.Check(parent, child, maxDepth); err != nil {
+		return err
+	}
+	g.Set(parent, child, at)
+	return g.CheckAncestors(parent, child, maxAncestors)
 }
 
 // replace makes parent's subgroups exactly subs, as Apply does for an
@@ -121,11 +128,7 @@ func (g *Graph) replace(parent string, subs []membership.Subgroup, maxDepth, max
 		e, exists := g.Node(parent).Child(id)
 		switch {
 		case !exists:
-			if err := g.Check(parent, id, maxDepth); err != nil {
-				return membership.Result{}, membership.Change{}, err
-			}
-			g.Set(parent, id, want[id])
-			if err := g.CheckAncestors(parent, id, maxAncestors); err != nil {
+			if err := g.nest(parent, id, want[id], maxDepth, maxAncestors); err != nil {
 				return membership.Result{}, membership.Change{}, err
 			}
 			res.Count++
