@@ -582,11 +582,6 @@ func (g *Graph) rebuild(c *Node) {
 		if e.Node == c.up {
 			continue
 		}
-		for _, a := range ancestorList(e.Node) {
-			if !c.IsAbove(a) {
-				c.addExtra(a)
-			}
-		}
-		g.steps += int64(1 + e.Node.AncestorCount())
+		g.addExtras(c, ancestorList(e.Node))
 	}
 }
