@@ -2,7 +2,6 @@ package snap
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -91,12 +90,9 @@ func holdable(t time.Time) bool { return t.IsZero() || t.UnixMilli() != 0 }
 
 // readDirectory reads the accounts and the groups' attributes into st.
 func readDirectory(r *reader, st *State) error {
-	n, err := binary.ReadUvarint(r)
-	switch {
-	case err != nil:
+	n, err := readCount(r, 1, "more accounts than the file")
+	if err != nil {
 		return err
-	case n > uint64(r.Len()):
-		return errors.New("more accounts than the file")
 	}
 	for range n {
 		var a Account
@@ -121,11 +117,8 @@ func readDirectory(r *reader, st *State) error {
 		a.Revision = membership.Revision(rev)
 		st.Accounts = append(st.Accounts, a)
 	}
-	if n, err = binary.ReadUvarint(r); err != nil {
+	if n, err = readCount(r, 1, "more groups' attributes than the file"); err != nil {
 		return err
-	}
-	if n > uint64(r.Len()) {
-		return errors.New("more groups' attributes than the file")
 	}
 	for range n {
 		var g GroupAttributes

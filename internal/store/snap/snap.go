@@ -580,14 +580,9 @@ func decodeState(r *reader, version uint32, each func(Group) error) (*State, err
 
 // readNestings reads the groups in groups: nil when there is none.
 func readNestings(r *reader) ([]Nesting, error) {
-	parents, err := binary.ReadUvarint(r)
-	switch {
-	case err != nil:
+	parents, err := readCount(r, 1, "more groups with subgroups than the file")
+	if err != nil || parents == 0 {
 		return nil, err
-	case parents == 0:
-		return nil, nil
-	case parents > uint64(r.Len()):
-		return nil, errors.New("more groups with subgroups than the file")
 	}
 	var nestings []Nesting
 	for range parents {
@@ -598,14 +593,12 @@ func readNestings(r *reader) ([]Nesting, error) {
 		if len(nestings) > 0 && parent <= nestings[len(nestings)-1].Parent {
 			return nil, fmt.Errorf("the subgroups of %q out of order", parent)
 		}
-		n, err := binary.ReadUvarint(r)
+		n, err := readCount(r, 1, "more subgroups than the file")
 		switch {
 		case err != nil:
 			return nil, err
 		case n == 0:
 			return nil, fmt.Errorf("group %q has subgroups, none of them", parent)
-		case n > uint64(r.Len()):
-			return nil, errors.New("more subgroups than the file")
 		}
 		for range n {
 			child, err := readGroupID(r)
@@ -677,12 +670,9 @@ func readGroup(r *reader, version uint32, uids []membership.UID) (Group, error) 
 		}
 		g.Revision = membership.Revision(rev)
 	}
-	count, err := binary.ReadUvarint(r)
+	count, err := readCount(r, 1, "member count larger than the file")
 	if err != nil {
 		return g, err
-	}
-	if count > uint64(r.Len()) {
-		return g, errors.New("member count larger than the file")
 	}
 	if uids == nil && count > 0 {
 		uids = make([]membership.UID, 0, count)
@@ -895,14 +885,9 @@ func appendExpiries(b []byte, expiries []membership.MemberExpiry) []byte {
 // is a membership made permanent, which only a change may hold
 // (permanent).
 func readExpiries(r *reader, permanent bool) ([]membership.MemberExpiry, error) {
-	n, err := binary.ReadUvarint(r)
-	switch {
-	case err != nil:
+	n, err := readCount(r, 2, "expiry count larger than the file")
+	if err != nil || n == 0 {
 		return nil, err
-	case n == 0:
-		return nil, nil
-	case n > uint64(r.Len())/2:
-		return nil, errors.New("expiry count larger than the file")
 	}
 	expiries := make([]membership.MemberExpiry, 0, n)
 	var prev membership.UID
@@ -1016,11 +1001,11 @@ func (cr *changeReader) stamp(c *membership.Change) error {
 // readChanges reads the feed's changes, which must be consecutive and end at
 // last, from a snapshot of version.
 func readChanges(r *reader, last membership.Revision, version uint32) ([]membership.Change, error) {
-	n, err := binary.ReadUvarint(r)
-	if err != nil {
+	n, err := readCount(r, 1, "more changes than revisions")
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if n > uint64(last) || n > uint64(r.Len()) {
+	case n > uint64(last):
 		return nil, errors.New("more changes than revisions")
 	}
 	changes := make([]membership.Change, 0, n)
@@ -1107,12 +1092,9 @@ func (cr *changeReader) body(known int) (membership.Change, error) {
 	if c.UIDs, err = cr.uids(); err != nil {
 		return c, err
 	}
-	count, err := binary.ReadUvarint(r)
+	count, err := readCount(r, 1, "nickname count larger than the file")
 	if err != nil {
 		return c, err
-	}
-	if count > uint64(r.Len()) {
-		return c, errors.New("nickname count larger than the file")
 	}
 	for range count {
 		uid, err := binary.ReadUvarint(r)
@@ -1150,14 +1132,12 @@ func (cr *changeReader) body(known int) (membership.Change, error) {
 // batch reads a batch's changes, after its op.
 func (cr *changeReader) batch() (membership.Change, error) {
 	c := membership.Change{Op: membership.OpBatch}
-	n, err := binary.ReadUvarint(cr.r)
+	n, err := readCount(cr.r, 1, "batch count larger than the file")
 	switch {
 	case err != nil:
 		return c, err
 	case n == 0:
 		return c, errors.New("a batch of no change")
-	case n > uint64(cr.r.Len()):
-		return c, errors.New("batch count larger than the file")
 	}
 	c.Changes = make([]membership.Change, 0, n)
 	for range n {
@@ -1196,14 +1176,9 @@ func isUserOp(op membership.Op) bool {
 
 // groups reads a nesting change's groups: nil for none.
 func (cr *changeReader) groups() ([]membership.Nested, error) {
-	n, err := binary.ReadUvarint(cr.r)
-	switch {
-	case err != nil:
+	n, err := readCount(cr.r, 2, "group count larger than the file")
+	if err != nil || n == 0 {
 		return nil, err
-	case n == 0:
-		return nil, nil
-	case n > uint64(cr.r.Len())/2:
-		return nil, errors.New("group count larger than the file")
 	}
 	groups := make([]membership.Nested, 0, n)
 	for range n {
@@ -1253,15 +1228,9 @@ func (cr *changeReader) interned() (string, error) {
 
 // uids reads a change's uids into the shared block.
 func (cr *changeReader) uids() ([]membership.UID, error) {
-	count, err := binary.ReadUvarint(cr.r)
-	if err != nil {
+	count, err := readCount(cr.r, 1, "uid count larger than the file")
+	if err != nil || count == 0 {
 		return nil, err
-	}
-	if count > uint64(cr.r.Len()) {
-		return nil, errors.New("uid count larger than the file")
-	}
-	if count == 0 {
-		return nil, nil
 	}
 	if uint64(cap(cr.block)-len(cr.block)) < count {
 		cr.block = make([]membership.UID, 0, max(count, 1<<16))
@@ -1285,6 +1254,16 @@ func readString(r *reader) (string, error) {
 	b := make([]byte, n)
 	_, err = io.ReadFull(r, b)
 	return string(b), err
+}
+
+// readCount reads a count of items that take at least size bytes each:
+// one larger than what is left of r is refused, with the error tooMany.
+func readCount(r *reader, size int, tooMany string) (uint64, error) {
+	n, err := binary.ReadUvarint(r)
+	if err == nil && n > uint64(r.Len()/size) {
+		return 0, errors.New(tooMany)
+	}
+	return n, err
 }
 
 // The byte that says whose a key is.
@@ -1335,14 +1314,9 @@ func appendKey(b []byte, k Key, principals bool) []byte {
 // readKeys reads the remembered Idempotency-Keys: nil when there is none.
 // With principals, each has its principal.
 func readKeys(r *reader, principals bool) ([]Key, error) {
-	n, err := binary.ReadUvarint(r)
-	switch {
-	case err != nil:
+	n, err := readCount(r, 1, "more keys than the file")
+	if err != nil || n == 0 {
 		return nil, err
-	case n == 0:
-		return nil, nil
-	case n > uint64(r.Len()):
-		return nil, errors.New("more keys than the file")
 	}
 	keys := make([]Key, 0, n)
 	for range n {
@@ -1392,12 +1366,9 @@ func readKey(r *reader, principals bool) (Key, error) {
 		return k, err
 	}
 	k.Revision = membership.Revision(rev)
-	n, err := binary.ReadUvarint(r)
-	switch {
-	case err != nil:
+	n, err := readCount(r, 1, "more results than the file")
+	if err != nil {
 		return k, err
-	case n > uint64(r.Len()):
-		return k, errors.New("more results than the file")
 	}
 	k.Results = make([]membership.Result, 0, n)
 	for range n {
