@@ -22,8 +22,8 @@ func (c *encoder) directory(st *State, version uint32) {
 	for _, a := range st.Accounts {
 		c.uvarint(uint64(a.UID))
 		c.b = writecodec.AppendAccount(c.b, a.Account)
-		c.b = binary.AppendVarint(c.b, expiryMillis(a.Created))
-		c.b = binary.AppendVarint(c.b, expiryMillis(a.Modified))
+		c.b = appendTime(c.b, a.Created)
+		c.b = appendTime(c.b, a.Modified)
 		c.uvarint(uint64(a.Revision))
 		c.flushIfFull()
 	}
@@ -31,8 +31,8 @@ func (c *encoder) directory(st *State, version uint32) {
 	for _, g := range st.GroupAttributes {
 		c.string(g.ID)
 		c.b = writecodec.AppendGroupAttributes(c.b, g.Attributes)
-		c.b = binary.AppendVarint(c.b, expiryMillis(g.Created))
-		c.b = binary.AppendVarint(c.b, expiryMillis(g.Modified))
+		c.b = appendTime(c.b, g.Created)
+		c.b = appendTime(c.b, g.Modified)
 		c.flushIfFull()
 	}
 }
@@ -136,23 +136,10 @@ func readDirectory(r *reader, st *State) error {
 	return checkDirectoryOrder(st)
 }
 
-// readTimes reads two times, each in milliseconds since 1970 (signed), 0
-// for none.
+// readTimes reads two times as appendTime wrote them.
 func readTimes(r *reader) (a, b time.Time, err error) {
-	var ms [2]int64
-	for i := range ms {
-		if ms[i], err = binary.ReadVarint(r); err != nil {
-			return a, b, err
-		}
+	if a, err = readTime(r); err == nil {
+		b, err = readTime(r)
 	}
-	return timeOfMillis(ms[0]), timeOfMillis(ms[1]), nil
-}
-
-// timeOfMillis returns the time ms milliseconds after 1970, in UTC, and the
-// zero time for 0.
-func timeOfMillis(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
+	return a, b, err
 }

@@ -406,19 +406,35 @@ func (c *encoder) nestings(nestings []Nesting) {
 		c.uvarint(uint64(j - i))
 		for _, n := range nestings[i:j] {
 			c.string(n.Child)
-			c.b = binary.AppendVarint(c.b, expiryMillis(n.Expires))
+			c.b = appendTime(c.b, n.Expires)
 			c.flushIfFull()
 		}
 		i = j
 	}
 }
 
-// expiryMillis returns t in milliseconds since 1970, 0 for the zero time.
-func expiryMillis(t time.Time) int64 {
+// appendTime appends t in milliseconds since 1970 (a signed varint), 0
+// for the zero time.
+func appendTime(b []byte, t time.Time) []byte {
 	if t.IsZero() {
-		return 0
+		return binary.AppendVarint(b, 0)
 	}
-	return t.UnixMilli()
+	return binary.AppendVarint(b, t.UnixMilli())
+}
+
+// readTime reads what appendTime wrote.
+func readTime(r *reader) (time.Time, error) {
+	ms, err := binary.ReadVarint(r)
+	return timeOfMillis(ms), err
+}
+
+// timeOfMillis returns the time ms milliseconds after 1970, in UTC, and the
+// zero time for 0.
+func timeOfMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
 }
 
 // checkNestingOrder returns an error unless nestings are by parent then
@@ -441,10 +457,7 @@ func checkNestingOrder(nestings []Nesting) error {
 
 func (c *encoder) uvarint(v uint64) { c.b = binary.AppendUvarint(c.b, v) }
 
-func (c *encoder) string(s string) {
-	c.uvarint(uint64(len(s)))
-	c.b = append(c.b, s...)
-}
+func (c *encoder) string(s string) { c.b = writecodec.AppendString(c.b, s) }
 
 // ascendingUIDs encodes uids as appendAscendingUIDs does, flushing as it
 // goes: a group may hold millions.
@@ -605,15 +618,11 @@ func readNestings(r *reader) ([]Nesting, error) {
 			if err != nil {
 				return nil, err
 			}
-			ms, err := binary.ReadVarint(r)
+			expires, err := readTime(r)
 			if err != nil {
 				return nil, err
 			}
-			nest := Nesting{Parent: parent, Child: child}
-			if ms != 0 {
-				nest.Expires = time.UnixMilli(ms).UTC()
-			}
-			nestings = append(nestings, nest)
+			nestings = append(nestings, Nesting{Parent: parent, Child: child, Expires: expires})
 		}
 	}
 	if err := checkNestingOrder(nestings); err != nil {
@@ -833,14 +842,11 @@ func appendChangeBody(b []byte, c membership.Change, expiries bool) []byte {
 		}
 		return b
 	}
-	b = binary.AppendUvarint(b, uint64(len(c.GroupID)))
-	b = append(b, c.GroupID...)
+	b = writecodec.AppendString(b, c.GroupID)
 	if membership.IsNestingOp(c.Op) {
 		b = binary.AppendUvarint(b, uint64(len(c.Groups)))
 		for _, g := range c.Groups {
-			b = binary.AppendUvarint(b, uint64(len(g.GroupID)))
-			b = append(b, g.GroupID...)
-			b = binary.AppendVarint(b, expiryMillis(g.Expires))
+			b = appendTime(writecodec.AppendString(b, g.GroupID), g.Expires)
 		}
 		return b
 	}
@@ -848,8 +854,7 @@ func appendChangeBody(b []byte, c membership.Change, expiries bool) []byte {
 	b = binary.AppendUvarint(b, uint64(len(c.Nicknames)))
 	for _, n := range c.Nicknames {
 		b = binary.AppendUvarint(b, uint64(n.UID))
-		b = binary.AppendUvarint(b, uint64(len(n.Nickname)))
-		b = append(b, n.Nickname...)
+		b = writecodec.AppendString(b, n.Nickname)
 	}
 	if expiries && hasExpiries(c.Op) {
 		b = appendExpiries(b, c.Expiries)
@@ -872,11 +877,7 @@ func appendExpiries(b []byte, expiries []membership.MemberExpiry) []byte {
 	for _, e := range expiries {
 		b = binary.AppendUvarint(b, uint64(e.UID-prev))
 		prev = e.UID
-		var ms int64
-		if !e.At.IsZero() {
-			ms = e.At.UnixMilli()
-		}
-		b = binary.AppendVarint(b, ms)
+		b = appendTime(b, e.At)
 	}
 	return b
 }
@@ -907,11 +908,7 @@ func readExpiries(r *reader, permanent bool) ([]membership.MemberExpiry, error) 
 		case ms == 0 && !permanent:
 			return nil, fmt.Errorf("the expiry of member %d has no time", prev)
 		}
-		e := membership.MemberExpiry{UID: prev}
-		if ms != 0 {
-			e.At = time.UnixMilli(ms).UTC()
-		}
-		expiries = append(expiries, e)
+		expiries = append(expiries, membership.MemberExpiry{UID: prev, At: timeOfMillis(ms)})
 	}
 	return expiries, nil
 }
@@ -948,8 +945,7 @@ func appendStamp(b []byte, c membership.Change) []byte {
 		b = binary.AppendUvarint(b, uint64(c.Actor))
 	}
 	if flags&stampPrincipal != 0 {
-		b = binary.AppendUvarint(b, uint64(len(c.Principal)))
-		b = append(b, c.Principal...)
+		b = writecodec.AppendString(b, c.Principal)
 	}
 	return b
 }
@@ -1036,7 +1032,6 @@ type changeReader struct {
 	// principals says its stamps may have principals (version 9 on).
 	principals bool
 	ids        map[string]string
-	idBuf      []byte
 	block      []membership.UID
 }
 
@@ -1080,7 +1075,7 @@ func (cr *changeReader) body(known int) (membership.Change, error) {
 	if c.Op == membership.OpBatch {
 		return cr.batch()
 	}
-	if c.GroupID, err = cr.groupID(); err != nil {
+	if c.GroupID, err = cr.interned(); err != nil {
 		return c, err
 	}
 	if membership.IsNestingOp(c.Op) {
@@ -1182,45 +1177,31 @@ func (cr *changeReader) groups() ([]membership.Nested, error) {
 	}
 	groups := make([]membership.Nested, 0, n)
 	for range n {
-		id, err := cr.groupID()
+		id, err := cr.interned()
 		if err != nil {
 			return nil, err
 		}
 		if err := membership.ValidateGroupID(id); err != nil {
 			return nil, err
 		}
-		ms, err := binary.ReadVarint(cr.r)
+		expires, err := readTime(cr.r)
 		if err != nil {
 			return nil, err
 		}
-		g := membership.Nested{GroupID: id}
-		if ms != 0 {
-			g.Expires = time.UnixMilli(ms).UTC()
-		}
-		groups = append(groups, g)
+		groups = append(groups, membership.Nested{GroupID: id, Expires: expires})
 	}
 	return groups, checkChangeGroups(groups)
 }
 
-// groupID reads a group id, interned.
-func (cr *changeReader) groupID() (string, error) { return cr.interned() }
-
 // interned reads a string, interned.
 func (cr *changeReader) interned() (string, error) {
-	idLen, err := binary.ReadUvarint(cr.r)
+	b, err := readBytes(cr.r)
 	if err != nil {
 		return "", err
 	}
-	if idLen > uint64(cr.r.Len()) {
-		return "", io.ErrUnexpectedEOF
-	}
-	cr.idBuf = slices.Grow(cr.idBuf[:0], int(idLen))[:idLen]
-	if _, err := io.ReadFull(cr.r, cr.idBuf); err != nil {
-		return "", err
-	}
-	id, ok := cr.ids[string(cr.idBuf)]
+	id, ok := cr.ids[string(b)]
 	if !ok {
-		id = string(cr.idBuf)
+		id = string(b)
 		cr.ids[id] = id
 	}
 	return id, nil
@@ -1244,16 +1225,22 @@ func (cr *changeReader) uids() ([]membership.UID, error) {
 
 // readString reads a string: its length, then its bytes.
 func readString(r *reader) (string, error) {
+	b, err := readBytes(r)
+	return string(b), err
+}
+
+// readBytes reads a string's bytes, which are the snapshot's own.
+func readBytes(r *reader) ([]byte, error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if n > uint64(r.Len()) {
-		return "", io.ErrUnexpectedEOF
+		return nil, io.ErrUnexpectedEOF
 	}
-	b := make([]byte, n)
-	_, err = io.ReadFull(r, b)
-	return string(b), err
+	b := r.unread()[:n]
+	r.skip(int(n))
+	return b, nil
 }
 
 // readCount reads a count of items that take at least size bytes each:
@@ -1288,11 +1275,9 @@ func checkKey(k Key) error {
 // appendKey appends a remembered Idempotency-Key, with its principal when
 // the version has principals.
 func appendKey(b []byte, k Key, principals bool) []byte {
-	b = binary.AppendUvarint(b, uint64(len(k.Key)))
-	b = append(b, k.Key...)
+	b = writecodec.AppendString(b, k.Key)
 	if principals {
-		b = binary.AppendUvarint(b, uint64(len(k.Principal)))
-		b = append(b, k.Principal...)
+		b = writecodec.AppendString(b, k.Principal)
 	}
 	b = append(b, k.Fingerprint[:]...)
 	b = binary.AppendVarint(b, k.Time.UnixMilli())
