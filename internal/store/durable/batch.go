@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"example.com/groupmembership/internal/store/wal/record"
+	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
 )
 
@@ -79,7 +80,7 @@ func (d *Store) Batch(_ context.Context, b membership.Batch) (membership.BatchRe
 	c := &record.Batch{Writes: make([]membership.Write, len(b.Writes)), Actor: b.Actor, Principal: b.Principal, Idem: b.Idem,
 		MaxDepth: b.MaxDepth, MaxAncestors: b.MaxAncestors}
 	for i, w := range b.Writes {
-		if !record.BatchTakes(w.Op) {
+		if !writecodec.BatchTakes(w.Op) {
 			return membership.BatchResult{}, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
 		}
 		check := w

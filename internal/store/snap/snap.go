@@ -187,28 +187,10 @@ type Group struct {
 	Expiries []membership.MemberExpiry
 }
 
-// The op byte of a change the feed keeps, and its op. Versions 1 and 2 know
-// the first two only, versions 3 and 4 the first five, versions 5 and 6
-// the first six, version 7 the first seven, version 8 the first eleven,
-// version 9 all of them.
-var ops = [...]membership.Op{
-	1:  membership.OpAdd,
-	2:  membership.OpRemove,
-	3:  membership.OpReplace,
-	4:  membership.OpDeleteGroup,
-	5:  membership.OpRemoveUser,
-	6:  membership.OpBatch,
-	7:  membership.OpExpire,
-	8:  membership.OpAddGroups,
-	9:  membership.OpRemoveGroups,
-	10: membership.OpReplaceGroups,
-	11: membership.OpExpireGroups,
-	12: membership.OpSetUser,
-	13: membership.OpDeleteUser,
-	14: membership.OpSetGroup,
-}
-
-// How many op bytes each version knows, 0 included.
+// How many op bytes (writecodec.Ops) each version knows, 0 included:
+// versions 1 and 2 the first two ops only, versions 3 and 4 the first
+// five, versions 5 and 6 the first six, version 7 the first seven,
+// version 8 the first eleven, version 9 all of them.
 const (
 	opsOfVersion2 = 3
 	opsOfVersion4 = 6
@@ -216,18 +198,6 @@ const (
 	opsOfVersion7 = 8
 	opsOfVersion8 = 12
 )
-
-// inABatch reports whether a batch's change may be of op: add, remove,
-// replace, delete_group, add_groups, remove_groups, replace_groups or
-// set_group.
-func inABatch(op membership.Op) bool {
-	switch op {
-	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
-		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpSetGroup:
-		return true
-	}
-	return false
-}
 
 // opsOf returns how many op bytes version knows, 0 included.
 func opsOf(version uint32) int {
@@ -243,7 +213,7 @@ func opsOf(version uint32) int {
 	case version <= 8:
 		return opsOfVersion8
 	}
-	return len(ops)
+	return len(writecodec.Ops)
 }
 
 // withExpiries is the first version with expiries, withNestings the first
@@ -751,15 +721,15 @@ func appendAscendingUIDs(b []byte, uids []membership.UID) []byte {
 }
 
 // checkChangeToEncode returns an error unless c's op is one of the first
-// known of ops (and one a batch takes, for a batch's change), and, for a
-// batch, it has changes; unless c has expiries only when it is an add or
-// a replace of a version that has them (withExpiries), ascending by uid;
-// and unless c has groups, in byte order, once each, only when it is a
-// nesting change, which has no uid and no nickname.
+// known of writecodec.Ops (and one a batch takes, for a batch's change),
+// and, for a batch, it has changes; unless c has expiries only when it is
+// an add or a replace of a version that has them (withExpiries), ascending
+// by uid; and unless c has groups, in byte order, once each, only when it
+// is a nesting change, which has no uid and no nickname.
 func checkChangeToEncode(c membership.Change, known int, withExpiries, batched bool) error {
-	op := slices.Index(ops[:known], c.Op)
+	op := slices.Index(writecodec.Ops[:known], c.Op)
 	switch {
-	case op < 1 || batched && !inABatch(c.Op):
+	case op < 1 || batched && !writecodec.BatchTakes(c.Op):
 		return fmt.Errorf("op %q, which a snapshot cannot hold here", c.Op)
 	case len(c.Groups) > 0 && !membership.IsNestingOp(c.Op):
 		return fmt.Errorf("a change of op %s with groups", c.Op)
@@ -834,7 +804,7 @@ func appendChange(b []byte, c membership.Change, expiries bool) []byte {
 // nicknames, and an add's or a replace's expiries when the version has
 // them.
 func appendChangeBody(b []byte, c membership.Change, expiries bool) []byte {
-	b = append(b, byte(slices.Index(ops[:], c.Op))) // Encode checked the op
+	b = append(b, byte(slices.Index(writecodec.Ops[:], c.Op))) // Encode checked the op
 	if c.Op == membership.OpBatch {
 		b = binary.AppendUvarint(b, uint64(len(c.Changes)))
 		for _, sub := range c.Changes {
@@ -1071,7 +1041,7 @@ func (cr *changeReader) body(known int) (membership.Change, error) {
 	if op == 0 || int(op) >= known {
 		return c, fmt.Errorf("unknown op %d", op)
 	}
-	c.Op = ops[op]
+	c.Op = writecodec.Ops[op]
 	if c.Op == membership.OpBatch {
 		return cr.batch()
 	}
@@ -1137,7 +1107,7 @@ func (cr *changeReader) batch() (membership.Change, error) {
 	c.Changes = make([]membership.Change, 0, n)
 	for range n {
 		sub, err := cr.body(cr.ops)
-		if err == nil && !inABatch(sub.Op) {
+		if err == nil && !writecodec.BatchTakes(sub.Op) {
 			err = fmt.Errorf("a change of op %s", sub.Op)
 		}
 		if err != nil {

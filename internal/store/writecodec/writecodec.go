@@ -38,6 +38,38 @@ import (
 	"example.com/groupmembership/membership/account"
 )
 
+// Ops maps the numbers that the logs and the snapshots give the ops to
+// the ops: the op byte of a data directory's record and of a snapshot's
+// change, the op of a row of the PostgreSQL log.
+var Ops = [...]membership.Op{
+	1:  membership.OpAdd,
+	2:  membership.OpRemove,
+	3:  membership.OpReplace,
+	4:  membership.OpDeleteGroup,
+	5:  membership.OpRemoveUser,
+	6:  membership.OpBatch,
+	7:  membership.OpExpire,
+	8:  membership.OpAddGroups,
+	9:  membership.OpRemoveGroups,
+	10: membership.OpReplaceGroups,
+	11: membership.OpExpireGroups,
+	12: membership.OpSetUser,
+	13: membership.OpDeleteUser,
+	14: membership.OpSetGroup,
+}
+
+// BatchTakes reports whether a batch takes writes of op: add, remove,
+// replace, delete_group, add_groups, remove_groups, replace_groups or
+// set_group.
+func BatchTakes(op membership.Op) bool {
+	switch op {
+	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
+		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpSetGroup:
+		return true
+	}
+	return false
+}
+
 // The flags of a precondition.
 const (
 	condExists byte = 1

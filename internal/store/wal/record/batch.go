@@ -45,7 +45,8 @@ func (c *Batch) Cost() int64 {
 }
 
 // Append appends c as a record's payload. c's writes must be of the ops
-// BatchTakes, and have no actor, principal, time or key of their own.
+// writecodec.BatchTakes, and have no actor, principal, time or key of
+// their own.
 func (c *Batch) Append(b []byte) []byte { return appendBatch(b, c) }
 
 // SetTime implements Record.
@@ -137,7 +138,7 @@ func decodeBatch(payload []byte) (*Batch, error) {
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("batch write %d: %w", i, err)
-		case !BatchTakes(w.Op):
+		case !writecodec.BatchTakes(w.Op):
 			return nil, fmt.Errorf("batch write %d: a batch takes no %s", i, w.Op)
 		case !w.Time.IsZero() || w.Actor != 0 || w.Principal != "":
 			return nil, fmt.Errorf("batch write %d has a stamp of its own", i)
@@ -150,14 +151,4 @@ func decodeBatch(payload []byte) (*Batch, error) {
 		return nil, errors.New("trailing bytes in record")
 	}
 	return c, nil
-}
-
-// BatchTakes reports whether a batch takes writes of op.
-func BatchTakes(op membership.Op) bool {
-	switch op {
-	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
-		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpSetGroup:
-		return true
-	}
-	return false
 }

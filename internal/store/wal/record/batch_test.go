@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"example.com/groupmembership/internal/store/writecodec"
 	"example.com/groupmembership/membership"
 	"example.com/groupmembership/membership/scope"
 )
@@ -18,7 +19,7 @@ func batches() map[string]*Batch {
 	out := map[string]*Batch{}
 	var all []membership.Write
 	for name, e := range writes() {
-		if !BatchTakes(e.Op) {
+		if !writecodec.BatchTakes(e.Op) {
 			continue
 		}
 		w := membership.Write(*e)

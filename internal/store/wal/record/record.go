@@ -92,23 +92,9 @@ import (
 	"example.com/groupmembership/membership/scope"
 )
 
+// The flags of the op byte, whose low bits are the op's number in
+// writecodec.Ops.
 const (
-	opAdd         byte = 1
-	opRemove      byte = 2
-	opReplace     byte = 3
-	opDeleteGroup byte = 4
-	opRemoveUser  byte = 5
-	opExpire      byte = 7
-
-	opAddGroups     byte = 8
-	opRemoveGroups  byte = 9
-	opReplaceGroups byte = 10
-	opExpireGroups  byte = 11
-
-	opSetUser    byte = 12
-	opDeleteUser byte = 13
-	opSetGroup   byte = 14
-
 	// withPrecondition is set in the op byte of a write with a
 	// precondition.
 	withPrecondition byte = 0x80
@@ -126,25 +112,6 @@ const (
 // keyBytes is the most bytes a key takes in a record beside its own: its
 // length and its fingerprint.
 const keyBytes = binary.MaxVarintLen16 + len(membership.Fingerprint{})
-
-// writeOps maps the op bytes of writes to their ops; opBatch is none.
-var writeOps = [...]membership.Op{
-	opAdd:         membership.OpAdd,
-	opRemove:      membership.OpRemove,
-	opReplace:     membership.OpReplace,
-	opDeleteGroup: membership.OpDeleteGroup,
-	opRemoveUser:  membership.OpRemoveUser,
-	opExpire:      membership.OpExpire,
-
-	opAddGroups:     membership.OpAddGroups,
-	opRemoveGroups:  membership.OpRemoveGroups,
-	opReplaceGroups: membership.OpReplaceGroups,
-	opExpireGroups:  membership.OpExpireGroups,
-
-	opSetUser:    membership.OpSetUser,
-	opDeleteUser: membership.OpDeleteUser,
-	opSetGroup:   membership.OpSetGroup,
-}
 
 // MaxPreconditionRevisions bounds the revisions of a precondition that a
 // write may give beyond those the group has already passed, which the log
@@ -190,7 +157,7 @@ func Decode(payload []byte) (Record, error) {
 // gives the same revision and time, or fails the same way.
 type Write membership.Write
 
-// Append appends w as a record's payload. w's op must be one of writeOps,
+// Append appends w as a record's payload. w's op must be one of writecodec.Ops but OpBatch,
 // and its users' expiries times (see SetTime).
 func (w *Write) Append(b []byte) []byte { return appendWrite(b, w) }
 
@@ -240,7 +207,7 @@ const varintMax = binary.MaxVarintLen64
 
 // appendWrite appends w to b as a record's payload.
 func appendWrite(b []byte, w *Write) []byte {
-	op := byte(slices.Index(writeOps[:], w.Op))
+	op := byte(slices.Index(writecodec.Ops[:], w.Op))
 	if !w.If.IsZero() {
 		op |= withPrecondition
 	}
@@ -356,14 +323,14 @@ func readWrite(r *bytes.Reader) (*Write, error) {
 		return nil, err
 	}
 	kind := op &^ (withPrecondition | withStamp | withKey | withPrincipal)
-	if kind == 0 || int(kind) >= len(writeOps) || writeOps[kind] == "" {
+	if kind == 0 || kind == opBatch || int(kind) >= len(writecodec.Ops) {
 		return nil, fmt.Errorf("unknown op %d", op)
 	}
-	w := &Write{Op: writeOps[kind]}
+	w := &Write{Op: writecodec.Ops[kind]}
 	if w.GroupID, err = writecodec.ReadString(r); err != nil {
 		return nil, err
 	}
-	if err := readWhat(r, kind, w); err != nil {
+	if err := readWhat(r, w); err != nil {
 		return nil, err
 	}
 	if op&withPrecondition != 0 {
@@ -395,43 +362,43 @@ func readWrite(r *bytes.Reader) (*Write, error) {
 	return w, nil
 }
 
-// readWhat reads into w what a write of op byte kind names: its users, or
-// its uids (and, for an expire, its time), and refuses what no write of
-// its op names.
-func readWhat(r *bytes.Reader, kind byte, w *Write) error {
+// readWhat reads into w what a write of its op names: its users, or its
+// uids (and, for an expire, its time), and refuses what no write of its op
+// names.
+func readWhat(r *bytes.Reader, w *Write) error {
 	var err error
-	switch kind {
-	case opAdd, opReplace:
+	switch w.Op {
+	case membership.OpAdd, membership.OpReplace:
 		w.Users, err = writecodec.ReadUsers(r)
-	case opRemove, opRemoveUser:
+	case membership.OpRemove, membership.OpRemoveUser:
 		w.UIDs, err = writecodec.ReadUIDs(r)
-	case opExpire:
+	case membership.OpExpire:
 		w.UIDs, err = writecodec.ReadUIDs(r)
 		if err == nil {
 			w.AsOf, err = readAsOf(r)
 		}
-	case opAddGroups, opReplaceGroups:
+	case membership.OpAddGroups, membership.OpReplaceGroups:
 		w.Subgroups, err = writecodec.ReadSubgroups(r)
 		if err == nil {
 			w.MaxDepth, w.MaxAncestors, err = readBounds(r)
 		}
-	case opRemoveGroups:
+	case membership.OpRemoveGroups:
 		w.Subgroups, err = writecodec.ReadSubgroups(r)
-	case opExpireGroups:
+	case membership.OpExpireGroups:
 		w.Subgroups, err = writecodec.ReadSubgroups(r)
 		if err == nil {
 			w.AsOf, err = readAsOf(r)
 		}
-	case opSetUser:
+	case membership.OpSetUser:
 		w.UIDs, err = writecodec.ReadUIDs(r)
 		if err == nil {
 			var a account.Account
 			a, err = writecodec.ReadAccount(r)
 			w.Account = &a
 		}
-	case opDeleteUser:
+	case membership.OpDeleteUser:
 		w.UIDs, err = writecodec.ReadUIDs(r)
-	case opSetGroup:
+	case membership.OpSetGroup:
 		var a account.GroupAttributes
 		a, err = writecodec.ReadGroupAttributes(r)
 		w.Group = &a
@@ -439,13 +406,13 @@ func readWhat(r *bytes.Reader, kind byte, w *Write) error {
 	switch {
 	case err != nil:
 		return err
-	case (kind == opRemoveUser || kind == opSetUser || kind == opDeleteUser) && (len(w.UIDs) != 1 || w.GroupID != ""):
+	case (w.Op == membership.OpRemoveUser || w.Op == membership.OpSetUser || w.Op == membership.OpDeleteUser) && (len(w.UIDs) != 1 || w.GroupID != ""):
 		return fmt.Errorf("a %s names one uid and no group", w.Op)
-	case kind == opSetGroup && w.GroupID == "":
+	case w.Op == membership.OpSetGroup && w.GroupID == "":
 		return errors.New("a set_group names no group")
-	case kind == opExpire && (len(w.UIDs) == 0 || w.GroupID == ""):
+	case w.Op == membership.OpExpire && (len(w.UIDs) == 0 || w.GroupID == ""):
 		return errors.New("an expire names a group and at least one uid")
-	case kind == opExpireGroups && (len(w.Subgroups) == 0 || w.GroupID == ""):
+	case w.Op == membership.OpExpireGroups && (len(w.Subgroups) == 0 || w.GroupID == ""):
 		return errors.New("an expire_groups names a group and at least one subgroup")
 	case membership.IsNestingOp(w.Op) && w.GroupID == "":
 		return fmt.Errorf("a %s names no group", w.Op)
