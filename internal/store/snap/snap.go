@@ -386,25 +386,13 @@ func (c *encoder) nestings(nestings []Nesting) {
 // appendTime appends t in milliseconds since 1970 (a signed varint), 0
 // for the zero time.
 func appendTime(b []byte, t time.Time) []byte {
-	if t.IsZero() {
-		return binary.AppendVarint(b, 0)
-	}
-	return binary.AppendVarint(b, t.UnixMilli())
+	return binary.AppendVarint(b, writecodec.Millis(t))
 }
 
 // readTime reads what appendTime wrote.
 func readTime(r *reader) (time.Time, error) {
 	ms, err := binary.ReadVarint(r)
-	return timeOfMillis(ms), err
-}
-
-// timeOfMillis returns the time ms milliseconds after 1970, in UTC, and the
-// zero time for 0.
-func timeOfMillis(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
+	return writecodec.TimeOfMillis(ms), err
 }
 
 // checkNestingOrder returns an error unless nestings are by parent then
@@ -418,7 +406,7 @@ func checkNestingOrder(nestings []Nesting) error {
 				return fmt.Errorf("the nesting of %q in %q is out of order", n.Child, n.Parent)
 			}
 		}
-		if !n.Expires.IsZero() && n.Expires.UnixMilli() == 0 {
+		if !holdable(n.Expires) {
 			return fmt.Errorf("the nesting of %q in %q ends at a time a snapshot cannot hold", n.Child, n.Parent)
 		}
 	}
@@ -765,7 +753,7 @@ func checkChangeGroups(groups []membership.Nested) error {
 		if i > 0 && g.GroupID <= groups[i-1].GroupID {
 			return errors.New("a change's groups not in byte order")
 		}
-		if !g.Expires.IsZero() && g.Expires.UnixMilli() == 0 {
+		if !holdable(g.Expires) {
 			return fmt.Errorf("a change's group %q ends at a time a snapshot cannot hold", g.GroupID)
 		}
 	}
@@ -878,7 +866,7 @@ func readExpiries(r *reader, permanent bool) ([]membership.MemberExpiry, error) 
 		case ms == 0 && !permanent:
 			return nil, fmt.Errorf("the expiry of member %d has no time", prev)
 		}
-		expiries = append(expiries, membership.MemberExpiry{UID: prev, At: timeOfMillis(ms)})
+		expiries = append(expiries, membership.MemberExpiry{UID: prev, At: writecodec.TimeOfMillis(ms)})
 	}
 	return expiries, nil
 }

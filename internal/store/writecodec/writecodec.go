@@ -139,14 +139,28 @@ func AppendUsers(b []byte, users []membership.User) []byte {
 	return b
 }
 
+// Millis returns t in milliseconds since 1970, 0 for the zero time: an
+// expiry as the logs and the snapshots keep it, 0 for none or permanent.
+func Millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// TimeOfMillis returns the time ms milliseconds after 1970, in UTC, and
+// the zero time for 0: the time Millis gave ms for.
+func TimeOfMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
 // appendExpiry appends a set expiry: its time in Unix milliseconds, 0 for
 // permanent.
 func appendExpiry(b []byte, e membership.Expiry) []byte {
-	var ms int64
-	if !e.At.IsZero() {
-		ms = e.At.UnixMilli()
-	}
-	return binary.AppendUvarint(b, uint64(ms))
+	return binary.AppendUvarint(b, uint64(Millis(e.At)))
 }
 
 // readExpiry reads what appendExpiry wrote.
@@ -158,11 +172,7 @@ func readExpiry(r *bytes.Reader) (membership.Expiry, error) {
 	case ms > math.MaxInt64:
 		return membership.Expiry{}, fmt.Errorf("expiry %d is not a time", ms)
 	}
-	e := membership.Expiry{Set: true}
-	if ms != 0 {
-		e.At = time.UnixMilli(int64(ms)).UTC()
-	}
-	return e, nil
+	return membership.Expiry{Set: true, At: TimeOfMillis(int64(ms))}, nil
 }
 
 // ReadUsers reads what AppendUsers wrote; none is nil.
