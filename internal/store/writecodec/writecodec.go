@@ -175,39 +175,51 @@ func readExpiry(r *bytes.Reader) (membership.Expiry, error) {
 	return membership.Expiry{Set: true, At: TimeOfMillis(int64(ms))}, nil
 }
 
-// ReadUsers reads what AppendUsers wrote; none is nil.
-func ReadUsers(r *bytes.Reader) ([]membership.User, error) {
+// readList reads a count (ReadCount), then as many items with read, each
+// of at least size bytes: nil for none.
+func readList[T any](r *bytes.Reader, size int, read func(*bytes.Reader) (T, error)) ([]T, error) {
 	n, err := ReadCount(r)
 	if err != nil || n == 0 {
 		return nil, err
 	}
-	users := make([]membership.User, 0, n)
+	items := make([]T, 0, min(n, uint64(r.Len()/size)))
 	for range n {
-		var u membership.User
-		if u.UID, err = readUID(r); err != nil {
+		item, err := read(r)
+		if err != nil {
 			return nil, err
 		}
-		flags, err := r.ReadByte()
-		switch {
-		case err != nil:
-			return nil, err
-		case flags&^(userNickname|userExpiry) != 0:
-			return nil, fmt.Errorf("user flags %#x", flags)
-		}
-		if flags&userNickname != 0 {
-			u.HasNickname = true
-			if u.Nickname, err = ReadString(r); err != nil {
-				return nil, err
-			}
-		}
-		if flags&userExpiry != 0 {
-			if u.Expiry, err = readExpiry(r); err != nil {
-				return nil, err
-			}
-		}
-		users = append(users, u)
+		items = append(items, item)
 	}
-	return users, nil
+	return items, nil
+}
+
+// ReadUsers reads what AppendUsers wrote; none is nil.
+func ReadUsers(r *bytes.Reader) ([]membership.User, error) { return readList(r, 1, readUser) }
+
+// readUser reads one user as AppendUsers wrote it.
+func readUser(r *bytes.Reader) (membership.User, error) {
+	var u membership.User
+	var err error
+	if u.UID, err = readUID(r); err != nil {
+		return u, err
+	}
+	flags, err := r.ReadByte()
+	switch {
+	case err != nil:
+		return u, err
+	case flags&^(userNickname|userExpiry) != 0:
+		return u, fmt.Errorf("user flags %#x", flags)
+	}
+	if flags&userNickname != 0 {
+		u.HasNickname = true
+		if u.Nickname, err = ReadString(r); err != nil {
+			return u, err
+		}
+	}
+	if flags&userExpiry != 0 {
+		u.Expiry, err = readExpiry(r)
+	}
+	return u, err
 }
 
 // The flags of a subgroup.
@@ -234,34 +246,30 @@ func AppendSubgroups(b []byte, groups []membership.Subgroup) []byte {
 // ReadSubgroups reads what AppendSubgroups wrote; none is nil. A group id
 // that is not valid is refused.
 func ReadSubgroups(r *bytes.Reader) ([]membership.Subgroup, error) {
-	n, err := ReadCount(r)
-	if err != nil || n == 0 {
-		return nil, err
+	return readList(r, 2, readSubgroup)
+}
+
+// readSubgroup reads one subgroup as AppendSubgroups wrote it.
+func readSubgroup(r *bytes.Reader) (membership.Subgroup, error) {
+	var g membership.Subgroup
+	var err error
+	if g.GroupID, err = ReadString(r); err != nil {
+		return g, err
 	}
-	groups := make([]membership.Subgroup, 0, min(n, uint64(r.Len())/2))
-	for range n {
-		var g membership.Subgroup
-		if g.GroupID, err = ReadString(r); err != nil {
-			return nil, err
-		}
-		if err := membership.ValidateGroupID(g.GroupID); err != nil {
-			return nil, err
-		}
-		flags, err := r.ReadByte()
-		switch {
-		case err != nil:
-			return nil, err
-		case flags&^subgroupExpiry != 0:
-			return nil, fmt.Errorf("subgroup flags %#x", flags)
-		}
-		if flags&subgroupExpiry != 0 {
-			if g.Expiry, err = readExpiry(r); err != nil {
-				return nil, err
-			}
-		}
-		groups = append(groups, g)
+	if err := membership.ValidateGroupID(g.GroupID); err != nil {
+		return g, err
 	}
-	return groups, nil
+	flags, err := r.ReadByte()
+	switch {
+	case err != nil:
+		return g, err
+	case flags&^subgroupExpiry != 0:
+		return g, fmt.Errorf("subgroup flags %#x", flags)
+	}
+	if flags&subgroupExpiry != 0 {
+		g.Expiry, err = readExpiry(r)
+	}
+	return g, err
 }
 
 // AppendUIDs appends uids.
@@ -274,21 +282,7 @@ func AppendUIDs(b []byte, uids []membership.UID) []byte {
 }
 
 // ReadUIDs reads what AppendUIDs wrote; none is nil.
-func ReadUIDs(r *bytes.Reader) ([]membership.UID, error) {
-	n, err := ReadCount(r)
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	uids := make([]membership.UID, 0, n)
-	for range n {
-		uid, err := readUID(r)
-		if err != nil {
-			return nil, err
-		}
-		uids = append(uids, uid)
-	}
-	return uids, nil
-}
+func ReadUIDs(r *bytes.Reader) ([]membership.UID, error) { return readList(r, 1, readUID) }
 
 // readUID reads a uid, which must be valid.
 func readUID(r *bytes.Reader) (membership.UID, error) {
@@ -297,6 +291,12 @@ func readUID(r *bytes.Reader) (membership.UID, error) {
 		err = fmt.Errorf("uid %d is not one", n)
 	}
 	return membership.UID(n), err
+}
+
+// readRevision reads a revision.
+func readRevision(r *bytes.Reader) (membership.Revision, error) {
+	n, err := binary.ReadUvarint(r)
+	return membership.Revision(n), err
 }
 
 // AppendPrecondition appends cond.
@@ -327,16 +327,8 @@ func ReadPrecondition(r *bytes.Reader) (membership.Precondition, error) {
 		return cond, fmt.Errorf("unknown precondition flags %#x", flags)
 	}
 	cond.Exists, cond.Empty = flags&condExists != 0, flags&condEmpty != 0
-	n, err := ReadCount(r)
-	if err != nil {
+	if cond.Revisions, err = readList(r, 1, readRevision); err != nil {
 		return cond, err
-	}
-	for range n {
-		rev, err := binary.ReadUvarint(r)
-		if err != nil {
-			return cond, err
-		}
-		cond.Revisions = append(cond.Revisions, membership.Revision(rev))
 	}
 	if cond.IsZero() {
 		return cond, errors.New("a precondition that requires nothing")
