@@ -92,7 +92,7 @@
 // own, which touches only files and atomics (snapping, stats) and is
 // waited for by snapshotWG. The marker goroutine (markLoop) writes MARK
 // (wal.Log.Mark) from what the committer records after each fsync of the
-// log (wal.Log.SetSynced); the log's locks for it are its own, held while
+// log (wal.Log.SetSynced); the log's lock for it is its own, held while
 // no other is taken, and the committer never waits for the marker: a slow
 // MARK delays no change. The committer holds applyMu
 // while it applies a commit's changes to memory, and Backup while it

@@ -203,16 +203,7 @@ func (mk *marker) close() error {
 // where the state is at revision. Its owner calls it after each Save, once
 // it has applied what it saved, from the goroutine that saves.
 func (l *Log) SetSynced(revision uint64) {
-	m := Mark{Seq: l.seq, Offset: l.size, Revision: revision}
-	l.syncedMu.Lock()
-	l.synced = m
-	l.syncedMu.Unlock()
-}
-
-func (l *Log) syncedMark() Mark {
-	l.syncedMu.Lock()
-	defer l.syncedMu.Unlock()
-	return l.synced
+	l.synced.Store(&Mark{Seq: l.seq, Offset: l.size, Revision: revision})
 }
 
 // Mark writes MARK when the log has grown since it was last written. Its
@@ -223,7 +214,7 @@ func (l *Log) syncedMark() Mark {
 // store that refused changes for want of it would trade a detector for an
 // outage, and the log itself is as durable without it.
 func (l *Log) Mark() {
-	l.marker.mark(l.syncedMark())
+	l.marker.mark(*l.synced.Load())
 }
 
 // StartMark is what MARK held at the start, as ReadStartMark found it.
@@ -293,7 +284,7 @@ func (l *Log) startMarker() error {
 	l.SetSynced(l.opts.Revision())
 	l.marker.mu.Lock()
 	defer l.marker.mu.Unlock()
-	if err := l.marker.writeLocked(l.syncedMark()); err != nil {
+	if err := l.marker.writeLocked(*l.synced.Load()); err != nil {
 		f.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}

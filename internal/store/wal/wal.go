@@ -24,7 +24,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -112,10 +111,9 @@ type Log struct {
 	size int64
 
 	marker *marker
-	// syncedMu guards synced, which SetSynced sets for Mark; never held
-	// while another lock is taken.
-	syncedMu sync.Mutex
-	synced   Mark
+	// synced is what SetSynced sets for Mark; never nil once Open has
+	// returned.
+	synced atomic.Pointer[Mark]
 
 	// The log's figures, for Stats.
 	bytes         atomic.Int64
