@@ -476,7 +476,6 @@ func (d *Store) Write(_ context.Context, w membership.Write) (membership.Result,
 		return membership.Result{Revision: rev}, nil
 	}
 	c := record.Write(logged(w))
-	c.Time = time.Time{} // the committer's to give: see encode
 	if c.Op == membership.OpRemoveUser {
 		c.GroupID, c.If = "", membership.Precondition{} // memory checks none
 	}
@@ -673,7 +672,6 @@ func (d *Store) WriteExpiries(_ context.Context, ws []membership.Write) ([]membe
 				continue
 			}
 			c := record.Write(logged(ws[i]))
-			c.Time = time.Time{} // the committer's to give: see encode
 			p, refused := d.enqueue(&c, nil)
 			if refused != nil {
 				firstErr = refused.err
