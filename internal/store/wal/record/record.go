@@ -221,27 +221,21 @@ func appendWrite(b []byte, w *Write) []byte {
 		op |= withKey
 	}
 	b = writecodec.AppendString(append(b, op), w.GroupID)
-	switch w.Op {
+	switch w.Op { // what the op names
 	case membership.OpAdd, membership.OpReplace:
 		b = writecodec.AppendUsers(b, w.Users)
-	case membership.OpRemove, membership.OpRemoveUser:
+	case membership.OpRemove, membership.OpRemoveUser, membership.OpExpire, membership.OpSetUser, membership.OpDeleteUser:
 		b = writecodec.AppendUIDs(b, w.UIDs)
-	case membership.OpExpire:
-		b = writecodec.AppendUIDs(b, w.UIDs)
+	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpExpireGroups:
+		b = writecodec.AppendSubgroups(b, w.Subgroups)
+	}
+	switch w.Op { // and what follows it
+	case membership.OpExpire, membership.OpExpireGroups:
 		b = binary.AppendVarint(b, w.AsOf.UnixMilli())
 	case membership.OpAddGroups, membership.OpReplaceGroups:
-		b = writecodec.AppendSubgroups(b, w.Subgroups)
 		b = appendBounds(b, w.MaxDepth, w.MaxAncestors)
-	case membership.OpRemoveGroups:
-		b = writecodec.AppendSubgroups(b, w.Subgroups)
-	case membership.OpExpireGroups:
-		b = writecodec.AppendSubgroups(b, w.Subgroups)
-		b = binary.AppendVarint(b, w.AsOf.UnixMilli())
 	case membership.OpSetUser:
-		b = writecodec.AppendUIDs(b, w.UIDs)
 		b = writecodec.AppendAccount(b, *w.Account)
-	case membership.OpDeleteUser:
-		b = writecodec.AppendUIDs(b, w.UIDs)
 	case membership.OpSetGroup:
 		b = writecodec.AppendGroupAttributes(b, *w.Group)
 	}
@@ -367,37 +361,26 @@ func readWrite(r *bytes.Reader) (*Write, error) {
 // names.
 func readWhat(r *bytes.Reader, w *Write) error {
 	var err error
-	switch w.Op {
+	switch w.Op { // what the op names, as appendWrite lays it out
 	case membership.OpAdd, membership.OpReplace:
 		w.Users, err = writecodec.ReadUsers(r)
-	case membership.OpRemove, membership.OpRemoveUser:
+	case membership.OpRemove, membership.OpRemoveUser, membership.OpExpire, membership.OpSetUser, membership.OpDeleteUser:
 		w.UIDs, err = writecodec.ReadUIDs(r)
-	case membership.OpExpire:
-		w.UIDs, err = writecodec.ReadUIDs(r)
-		if err == nil {
-			w.AsOf, err = readAsOf(r)
-		}
+	case membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpExpireGroups:
+		w.Subgroups, err = writecodec.ReadSubgroups(r)
+	}
+	if err != nil {
+		return err
+	}
+	switch w.Op { // and what follows it
+	case membership.OpExpire, membership.OpExpireGroups:
+		w.AsOf, err = readAsOf(r)
 	case membership.OpAddGroups, membership.OpReplaceGroups:
-		w.Subgroups, err = writecodec.ReadSubgroups(r)
-		if err == nil {
-			w.MaxDepth, w.MaxAncestors, err = readBounds(r)
-		}
-	case membership.OpRemoveGroups:
-		w.Subgroups, err = writecodec.ReadSubgroups(r)
-	case membership.OpExpireGroups:
-		w.Subgroups, err = writecodec.ReadSubgroups(r)
-		if err == nil {
-			w.AsOf, err = readAsOf(r)
-		}
+		w.MaxDepth, w.MaxAncestors, err = readBounds(r)
 	case membership.OpSetUser:
-		w.UIDs, err = writecodec.ReadUIDs(r)
-		if err == nil {
-			var a account.Account
-			a, err = writecodec.ReadAccount(r)
-			w.Account = &a
-		}
-	case membership.OpDeleteUser:
-		w.UIDs, err = writecodec.ReadUIDs(r)
+		var a account.Account
+		a, err = writecodec.ReadAccount(r)
+		w.Account = &a
 	case membership.OpSetGroup:
 		var a account.GroupAttributes
 		a, err = writecodec.ReadGroupAttributes(r)
