@@ -101,23 +101,21 @@ func decodeBatch(payload []byte) (*Batch, error) {
 	}
 	r := bytes.NewReader(payload[1:])
 	c := &Batch{}
-	if err := readStamp(r, &c.Time, &c.Actor); err != nil {
+	err := readStamp(r, &c.Time, &c.Actor)
+	if err != nil {
 		return nil, err
 	}
 	if payload[0]&withPrincipal != 0 {
-		var err error
 		if c.Principal, err = readPrincipal(r); err != nil {
 			return nil, err
 		}
 	}
 	if payload[0]&withKey != 0 {
-		var err error
 		if c.Idem, err = readKey(r); err != nil {
 			return nil, err
 		}
 	}
 	if payload[0]&withDepth != 0 {
-		var err error
 		if c.MaxDepth, c.MaxAncestors, err = readBounds(r); err != nil {
 			return nil, err
 		}
