@@ -144,7 +144,10 @@ func (d *Store) loadSnapshot(snapshots, logs []uint64) (uint64, error) {
 			}
 			return 0, fmt.Errorf("%s does not read back (%v): refusing to start; %s", path, err, way)
 		}
-		dir, moveErr := d.moveToRepair(path)
+		if err := d.renewEpoch(); err != nil {
+			return 0, err
+		}
+		dir, moveErr := fileutil.MoveToRepair(d.dir, path)
 		if moveErr != nil {
 			return 0, moveErr
 		}
@@ -177,16 +180,6 @@ func (d *Store) loadSnapshotFile(path string, groups *int) error {
 // and the snapshot without its groups, which it does not keep.
 func checkSnapshot(path string) (*snap.State, error) {
 	return snap.ReadFile(path, func(snap.Group) error { return nil })
-}
-
-// moveToRepair moves the files at paths into a new repair directory
-// (fileutil.MoveToRepair), and returns its path. It renews the epoch
-// first.
-func (d *Store) moveToRepair(paths ...string) (string, error) {
-	if err := d.renewEpoch(); err != nil {
-		return "", err
-	}
-	return fileutil.MoveToRepair(d.dir, paths...)
 }
 
 // renewEpoch draws a new epoch, and writes it to DATA, before a repair
