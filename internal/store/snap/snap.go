@@ -911,16 +911,13 @@ func appendStamp(b []byte, c membership.Change) []byte {
 // stamp reads c's time, actor and principal.
 func (cr *changeReader) stamp(c *membership.Change) error {
 	r := cr.r
-	flags, err := r.ReadByte()
-	if err != nil {
-		return err
-	}
 	known := stampTime | stampActor
 	if cr.principals {
 		known |= stampPrincipal
 	}
-	if flags&^known != 0 {
-		return fmt.Errorf("unknown stamp flags %#x", flags)
+	flags, err := writecodec.ReadFlags(r, known, "unknown stamp flags %#x")
+	if err != nil {
+		return err
 	}
 	if flags&stampTime != 0 {
 		ms, err := binary.ReadVarint(r)

@@ -105,6 +105,16 @@ func ReadCount(r *bytes.Reader) (uint64, error) {
 	return n, nil
 }
 
+// ReadFlags reads a byte of flags. One with a flag not in known is refused,
+// with the error that format says of the byte.
+func ReadFlags(r io.ByteReader, known byte, format string) (byte, error) {
+	flags, err := r.ReadByte()
+	if err == nil && flags&^known != 0 {
+		return 0, fmt.Errorf(format, flags)
+	}
+	return flags, err
+}
+
 // The flags of a user.
 const (
 	userNickname byte = 1
@@ -203,12 +213,9 @@ func readUser(r *bytes.Reader) (membership.User, error) {
 	if u.UID, err = readUID(r); err != nil {
 		return u, err
 	}
-	flags, err := r.ReadByte()
-	switch {
-	case err != nil:
+	flags, err := ReadFlags(r, userNickname|userExpiry, "user flags %#x")
+	if err != nil {
 		return u, err
-	case flags&^(userNickname|userExpiry) != 0:
-		return u, fmt.Errorf("user flags %#x", flags)
 	}
 	if flags&userNickname != 0 {
 		u.HasNickname = true
@@ -259,12 +266,9 @@ func readSubgroup(r *bytes.Reader) (membership.Subgroup, error) {
 	if err := membership.ValidateGroupID(g.GroupID); err != nil {
 		return g, err
 	}
-	flags, err := r.ReadByte()
-	switch {
-	case err != nil:
+	flags, err := ReadFlags(r, subgroupExpiry, "subgroup flags %#x")
+	if err != nil {
 		return g, err
-	case flags&^subgroupExpiry != 0:
-		return g, fmt.Errorf("subgroup flags %#x", flags)
 	}
 	if flags&subgroupExpiry != 0 {
 		g.Expiry, err = readExpiry(r)
@@ -319,12 +323,9 @@ func AppendPrecondition(b []byte, cond membership.Precondition) []byte {
 // that requires nothing is refused: the logs write none then.
 func ReadPrecondition(r *bytes.Reader) (membership.Precondition, error) {
 	var cond membership.Precondition
-	flags, err := r.ReadByte()
+	flags, err := ReadFlags(r, condExists|condEmpty, "unknown precondition flags %#x")
 	if err != nil {
 		return cond, err
-	}
-	if flags&^(condExists|condEmpty) != 0 {
-		return cond, fmt.Errorf("unknown precondition flags %#x", flags)
 	}
 	cond.Exists, cond.Empty = flags&condExists != 0, flags&condEmpty != 0
 	if cond.Revisions, err = readList(r, 1, readRevision); err != nil {
@@ -359,12 +360,9 @@ const AccountBytes = 1 + 6*(binary.MaxVarintLen16+max(account.MaxAttributeBytes,
 // is refused.
 func ReadAccount(r *bytes.Reader) (account.Account, error) {
 	var a account.Account
-	flags, err := r.ReadByte()
+	flags, err := ReadFlags(r, accountActive, "account flags %#x")
 	if err != nil {
 		return a, err
-	}
-	if flags&^accountActive != 0 {
-		return a, fmt.Errorf("account flags %#x", flags)
 	}
 	a.Active = flags&accountActive != 0
 	for _, s := range []*string{&a.UserName, &a.ExternalID, &a.DisplayName, &a.GivenName, &a.FamilyName, &a.Email} {
