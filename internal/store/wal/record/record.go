@@ -1,50 +1,41 @@
 // Package record is what one record of the data directory's log holds:
 // a write or a batch as the request gave it, with the stamp (the time of
 // its commit, its actor and its principal) and the Idempotency-Key its
-// store gave it. It
-// lays them out in bytes and reads them back; package wal frames the bytes
-// in the log's files, and the durable store applies what is read.
+// store gave it. It lays them out in bytes and reads them back; package
+// wal frames the bytes in the log's files, and the durable store applies
+// what is read.
 //
 // A record holds one write: an op byte, the group id, what the op names,
 // when the op byte has withPrecondition set, the precondition, when it has
 // withStamp set, the stamp, when it has withPrincipal set, the principal,
 // and when it has withKey set, the Idempotency-Key; or a batch (op 6,
-// batch.go). All integers are unsigned
-// varints but the times; a string is its length and its bytes. The users,
-// uids, subgroups and precondition are laid out by package writecodec.
+// batch.go). All integers are unsigned varints but the times; a string is
+// its length and its bytes. The users, uids, subgroups, account, group
+// attributes and precondition are laid out by package writecodec, each
+// expiry a time, never a TTL (the committer turns one into the time it
+// sets before it writes the record, see SetTime).
 //
-//	op 1 add, 3 replace   user count, then each uid, a byte of flags (1 a
-//	                      nickname follows, 2 an expiry follows), the
-//	                      nickname, and the expiry: the time the
-//	                      membership ends, in milliseconds since
-//	                      1970-01-01 UTC, 0 for one made permanent (never
-//	                      a TTL: the committer turns one into the time it
-//	                      sets before it writes the record, see SetTime)
-//	op 2 remove           uid count, then each uid
+//	op 1 add, 3 replace   the users
+//	op 2 remove           the uids
 //	op 4 delete_group     nothing
-//	op 5 remove_user      uid count (1), then the uid; the group id is ""
-//	op 7 expire           uid count (at least 1), then each uid, then the
-//	                      time its expiries were due as of (Write.AsOf),
-//	                      in milliseconds since 1970-01-01 UTC (a signed,
+//	op 5 remove_user      the uids (one); the group id is ""
+//	op 7 expire           the uids (at least one), then the time their
+//	                      expiries were due as of (Write.AsOf), in
+//	                      milliseconds since 1970-01-01 UTC (a signed,
 //	                      zigzag varint)
-//	op 8 add_groups,      subgroup count, then each subgroup's group id,
-//	op 10 replace_groups  a byte of flags (1 an expiry follows) and the
-//	                      expiry as a user's (a time, never a TTL); then
-//	                      the bounds the write was checked against, so
-//	                      that a replay refuses what the commit refused:
-//	                      a uvarint, the bound on depth (Write.MaxDepth,
-//	                      0 none) plus 2048 times the bound on ancestors
-//	                      (Write.MaxAncestors, 0 none: logs written before
-//	                      it hold none)
-//	op 9 remove_groups    the subgroups as op 8 lays them out
-//	op 11 expire_groups   the subgroups as op 8 lays them out (at least
-//	                      1), then the time they were due as of, as op 7's
-//	op 12 set_user        uid count (1), then the uid, then the account;
-//	                      the group id is ""
-//	op 13 delete_user     uid count (1), then the uid; the group id is ""
+//	op 8 add_groups,      the subgroups, then the bounds the write was
+//	op 10 replace_groups  checked against, so that a replay refuses what
+//	                      the commit refused: a uvarint, the bound on
+//	                      depth (Write.MaxDepth, 0 none) plus 2048 times
+//	                      the bound on ancestors (Write.MaxAncestors, 0
+//	                      none: logs written before it hold none)
+//	op 9 remove_groups    the subgroups
+//	op 11 expire_groups   the subgroups (at least one), then the time they
+//	                      were due as of, as op 7's
+//	op 12 set_user        the uids (one), then the account; the group id
+//	                      is ""
+//	op 13 delete_user     the uids (one); the group id is ""
 //	op 14 set_group       the group's attributes
-//	precondition          a byte of flags (1 Exists, 2 Empty), revision
-//	                      count, then each revision
 //	stamp                 the time the change was committed, in
 //	                      milliseconds since 1970-01-01 UTC (a signed,
 //	                      zigzag varint), then the actor's uid (0: none)
@@ -57,22 +48,20 @@
 //	op 6 batch            no group id: the stamp, then, when the op byte
 //	                      has withPrincipal set, the batch's principal,
 //	                      when it has withKey set, the batch's key as a
-//	                      write's,
-//	                      then, when it has withDepth set, the batch's
-//	                      bounds (Batch.MaxDepth and MaxAncestors) as a
-//	                      nesting write lays them out, then the write
+//	                      write's, then, when it has withDepth set, the
+//	                      batch's bounds (Batch.MaxDepth and MaxAncestors)
+//	                      as a nesting write lays them out, then the write
 //	                      count (at least 1, or 0 with a key), then each
 //	                      write as the record of its op (1 to 4, 8 to 10,
-//	                      14)
-//	                      holds it, op byte and precondition included, but
-//	                      with no stamp (the batch's is its writes'), no
-//	                      principal and no key
+//	                      14) holds it, op byte and precondition included,
+//	                      but with no stamp (the batch's is its writes'),
+//	                      no principal and no key
 //
 // Every record written has a stamp; one without, which logs of older
-// versions hold, has no time, no actor and no principal; one with a
-// stamp but no principal (logs of version 8 and before hold only those)
-// has no principal. A record is read alike whatever
-// the version of its log (docs/design.md says which version brought what).
+// versions hold, has no time, no actor and no principal; one with a stamp
+// but no principal (logs of version 8 and before hold only those) has no
+// principal. A record is read alike whatever the version of its log
+// (docs/design.md says which version brought what).
 package record
 
 import (
