@@ -529,7 +529,8 @@ func decodeState(r *reader, version uint32, each func(Group) error) (*State, err
 		}
 	}
 	if version >= 6 {
-		if st.Keys, err = readKeys(r, version >= withPrincipals); err != nil {
+		readKeyOf := func() (Key, error) { return readKey(r, version >= withPrincipals) }
+		if st.Keys, err = readList(r, 1, "more keys than the file", readKeyOf); err != nil {
 			return nil, err
 		}
 	}
@@ -844,31 +845,25 @@ func appendExpiries(b []byte, expiries []membership.MemberExpiry) []byte {
 // is a membership made permanent, which only a change may hold
 // (permanent).
 func readExpiries(r *reader, permanent bool) ([]membership.MemberExpiry, error) {
-	n, err := readCount(r, 2, "expiry count larger than the file")
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	expiries := make([]membership.MemberExpiry, 0, n)
 	var prev membership.UID
-	for range n {
+	return readList(r, 2, "expiry count larger than the file", func() (membership.MemberExpiry, error) {
 		d, err := binary.ReadUvarint(r)
 		if err != nil {
-			return nil, err
+			return membership.MemberExpiry{}, err
 		}
 		if d == 0 || d > math.MaxInt64-uint64(prev) {
-			return nil, errors.New("expiries not in ascending order of uid")
+			return membership.MemberExpiry{}, errors.New("expiries not in ascending order of uid")
 		}
 		prev += membership.UID(d)
 		ms, err := binary.ReadVarint(r)
 		switch {
 		case err != nil:
-			return nil, err
+			return membership.MemberExpiry{}, err
 		case ms == 0 && !permanent:
-			return nil, fmt.Errorf("the expiry of member %d has no time", prev)
+			return membership.MemberExpiry{}, fmt.Errorf("the expiry of member %d has no time", prev)
 		}
-		expiries = append(expiries, membership.MemberExpiry{UID: prev, At: writecodec.TimeOfMillis(ms)})
-	}
-	return expiries, nil
+		return membership.MemberExpiry{UID: prev, At: writecodec.TimeOfMillis(ms)}, nil
+	})
 }
 
 // checkPrincipal returns an error unless name is "" or, in a version
@@ -1082,25 +1077,21 @@ func (cr *changeReader) body(known int) (membership.Change, error) {
 // batch reads a batch's changes, after its op.
 func (cr *changeReader) batch() (membership.Change, error) {
 	c := membership.Change{Op: membership.OpBatch}
-	n, err := readCount(cr.r, 1, "batch count larger than the file")
-	switch {
-	case err != nil:
-		return c, err
-	case n == 0:
-		return c, errors.New("a batch of no change")
-	}
-	c.Changes = make([]membership.Change, 0, n)
-	for range n {
+	var err error
+	c.Changes, err = readList(cr.r, 1, "batch count larger than the file", func() (membership.Change, error) {
 		sub, err := cr.body(cr.ops)
 		if err == nil && !writecodec.BatchTakes(sub.Op) {
 			err = fmt.Errorf("a change of op %s", sub.Op)
 		}
 		if err != nil {
-			return c, fmt.Errorf("in a batch: %w", err)
+			return sub, fmt.Errorf("in a batch: %w", err)
 		}
-		c.Changes = append(c.Changes, sub)
+		return sub, nil
+	})
+	if err == nil && len(c.Changes) == 0 {
+		err = errors.New("a batch of no change")
 	}
-	return c, nil
+	return c, err
 }
 
 // checkChange returns an error unless c has what its op has: a group id
@@ -1126,24 +1117,19 @@ func isUserOp(op membership.Op) bool {
 
 // groups reads a nesting change's groups: nil for none.
 func (cr *changeReader) groups() ([]membership.Nested, error) {
-	n, err := readCount(cr.r, 2, "group count larger than the file")
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	groups := make([]membership.Nested, 0, n)
-	for range n {
+	groups, err := readList(cr.r, 2, "group count larger than the file", func() (membership.Nested, error) {
 		id, err := cr.interned()
-		if err != nil {
-			return nil, err
+		if err == nil {
+			err = membership.ValidateGroupID(id)
 		}
-		if err := membership.ValidateGroupID(id); err != nil {
-			return nil, err
+		if err != nil {
+			return membership.Nested{}, err
 		}
 		expires, err := readTime(cr.r)
-		if err != nil {
-			return nil, err
-		}
-		groups = append(groups, membership.Nested{GroupID: id, Expires: expires})
+		return membership.Nested{GroupID: id, Expires: expires}, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return groups, checkChangeGroups(groups)
 }
@@ -1208,6 +1194,24 @@ func readCount(r *reader, size int, tooMany string) (uint64, error) {
 	return n, err
 }
 
+// readList reads a count (readCount), then as many items with read: nil
+// for none.
+func readList[T any](r *reader, size int, tooMany string, read func() (T, error)) ([]T, error) {
+	n, err := readCount(r, size, tooMany)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	items := make([]T, 0, n)
+	for range n {
+		item, err := read()
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, item)
+	}
+	return items, nil
+}
+
 // The byte that says whose a key is.
 const (
 	keyOfWrite byte = 0
@@ -1249,24 +1253,6 @@ func appendKey(b []byte, k Key, principals bool) []byte {
 		b = binary.AppendUvarint(b, uint64(res.Revision))
 	}
 	return b
-}
-
-// readKeys reads the remembered Idempotency-Keys: nil when there is none.
-// With principals, each has its principal.
-func readKeys(r *reader, principals bool) ([]Key, error) {
-	n, err := readCount(r, 1, "more keys than the file")
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	keys := make([]Key, 0, n)
-	for range n {
-		k, err := readKey(r, principals)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, nil
 }
 
 // readKey reads one remembered Idempotency-Key, with its principal when
