@@ -90,48 +90,44 @@ func holdable(t time.Time) bool { return t.IsZero() || t.UnixMilli() != 0 }
 
 // readDirectory reads the accounts and the groups' attributes into st.
 func readDirectory(r *reader, st *State) error {
-	n, err := readCount(r, 1, "more accounts than the file")
-	if err != nil {
-		return err
-	}
-	for range n {
+	var err error
+	st.Accounts, err = readList(r, 1, "more accounts than the file", func() (Account, error) {
 		var a Account
 		uid, err := binary.ReadUvarint(r)
 		if err != nil {
-			return err
+			return a, err
 		}
 		if uid > math.MaxInt64 {
-			return fmt.Errorf("an account of uid %d", uid)
+			return a, fmt.Errorf("an account of uid %d", uid)
 		}
 		a.UID = membership.UID(uid)
 		if a.Account, err = writecodec.ReadAccount(r.Reader); err != nil {
-			return fmt.Errorf("the account of user %d: %w", uid, err)
+			return a, fmt.Errorf("the account of user %d: %w", uid, err)
 		}
 		if a.Created, a.Modified, err = readTimes(r); err != nil {
-			return err
+			return a, err
 		}
 		rev, err := binary.ReadUvarint(r)
-		if err != nil {
-			return err
-		}
 		a.Revision = membership.Revision(rev)
-		st.Accounts = append(st.Accounts, a)
-	}
-	if n, err = readCount(r, 1, "more groups' attributes than the file"); err != nil {
+		return a, err
+	})
+	if err != nil {
 		return err
 	}
-	for range n {
+	st.GroupAttributes, err = readList(r, 1, "more groups' attributes than the file", func() (GroupAttributes, error) {
 		var g GroupAttributes
+		var err error
 		if g.ID, err = readGroupID(r); err != nil {
-			return err
+			return g, err
 		}
 		if g.Attributes, err = writecodec.ReadGroupAttributes(r.Reader); err != nil {
-			return fmt.Errorf("the attributes of group %q: %w", g.ID, err)
+			return g, fmt.Errorf("the attributes of group %q: %w", g.ID, err)
 		}
-		if g.Created, g.Modified, err = readTimes(r); err != nil {
-			return err
-		}
-		st.GroupAttributes = append(st.GroupAttributes, g)
+		g.Created, g.Modified, err = readTimes(r)
+		return g, err
+	})
+	if err != nil {
+		return err
 	}
 	return checkDirectoryOrder(st)
 }

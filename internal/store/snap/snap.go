@@ -1037,20 +1037,16 @@ func (cr *changeReader) body(known int) (membership.Change, error) {
 	if c.UIDs, err = cr.uids(); err != nil {
 		return c, err
 	}
-	count, err := readCount(r, 1, "nickname count larger than the file")
-	if err != nil {
-		return c, err
-	}
-	for range count {
+	c.Nicknames, err = readList(r, 1, "nickname count larger than the file", func() (membership.Member, error) {
 		uid, err := binary.ReadUvarint(r)
 		if err != nil {
-			return c, err
+			return membership.Member{}, err
 		}
 		nick, err := readString(r)
-		if err != nil {
-			return c, err
-		}
-		c.Nicknames = append(c.Nicknames, membership.Member{UID: membership.UID(uid), Nickname: nick})
+		return membership.Member{UID: membership.UID(uid), Nickname: nick}, err
+	})
+	if err != nil {
+		return c, err
 	}
 	if cr.expiries && hasExpiries(c.Op) {
 		if c.Expiries, err = readExpiries(r, true); err != nil {
