@@ -30,6 +30,7 @@ package wal
 // of the file counts as torn.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -196,11 +197,4 @@ func Read(data []byte, each func(payload []byte) error) (Result, error) {
 	return res, nil
 }
 
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
+func allZero(b []byte) bool { return len(bytes.TrimLeft(b, "\x00")) == 0 }
