@@ -91,14 +91,11 @@ func appendBatch(b []byte, c *Batch) []byte {
 	return b
 }
 
-// decodeBatch decodes the payload of a batch's record. It refuses what
-// appendBatch never writes: a batch of no write (unless it has a key), a
-// write of an op a batch does not take, a batch within a batch, a write
-// with a key of its own.
+// decodeBatch decodes the payload of a batch's record, which Decode told
+// from a write's by its op byte. It refuses what appendBatch never writes:
+// a batch of no write (unless it has a key), a write of an op a batch does
+// not take, a batch within a batch, a write with a key of its own.
 func decodeBatch(payload []byte) (*Batch, error) {
-	if len(payload) == 0 || payload[0]&^(withKey|withDepth|withPrincipal) != opBatch {
-		return nil, errors.New("not a batch")
-	}
 	r := bytes.NewReader(payload[1:])
 	c := &Batch{}
 	err := readStamp(r, &c.Time, &c.Actor)
