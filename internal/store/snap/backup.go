@@ -111,11 +111,7 @@ func (st *State) Check() error {
 			return fmt.Errorf("the Idempotency-Key %q of principal %q is there twice", k.Key, k.Principal)
 		}
 		keys[scoped{k.Principal, k.Key}] = true
-		past := k.Revision > st.LastRevision
-		for _, res := range k.Results {
-			past = past || res.Revision > st.LastRevision
-		}
-		if past {
+		if k.Revision > st.LastRevision || slices.ContainsFunc(k.Results, func(res membership.Result) bool { return res.Revision > st.LastRevision }) {
 			return fmt.Errorf("the Idempotency-Key %q has a revision past the latest, %d", k.Key, st.LastRevision)
 		}
 	}
