@@ -315,22 +315,19 @@ func encode(out io.Writer, st *State, version uint32) error {
 	}
 	c.directory(st, version)
 	c.flush()
-	if c.err != nil {
-		return c.err
-	}
-	if err := w.Flush(); err != nil {
+	if err := w.Flush(); err != nil { // the first error of out, which w keeps
 		return err
 	}
 	return binary.Write(out, binary.LittleEndian, crc.Sum32())
 }
 
 // encoder encodes into a buffer that it hands to w whenever it holds more
-// than 64 KiB, so that encoding a large state never holds it all. The first
-// error of w stops every later write, and stays in err.
+// than 64 KiB, so that encoding a large state never holds it all. w keeps
+// the first error of what it writes to, takes nothing after it, and its
+// Flush returns it.
 type encoder struct {
-	w   io.Writer
-	b   []byte
-	err error
+	w *bufio.Writer
+	b []byte
 	// expiries says the version has them (7 on).
 	expiries bool
 }
@@ -436,9 +433,7 @@ func (c *encoder) flushIfFull() {
 }
 
 func (c *encoder) flush() {
-	if c.err == nil {
-		_, c.err = c.w.Write(c.b)
-	}
+	_, _ = c.w.Write(c.b) // an error is Flush's to return
 	c.b = c.b[:0]
 }
 
