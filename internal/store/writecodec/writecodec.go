@@ -133,9 +133,6 @@ func AppendUsers(b []byte, users []membership.User) []byte {
 			flags |= userNickname
 		}
 		if u.Expiry.Set {
-			if u.Expiry.TTL != 0 {
-				panic("writecodec: a TTL not turned into a time before the write was logged")
-			}
 			flags |= userExpiry
 		}
 		b = append(b, flags)
@@ -168,8 +165,11 @@ func TimeOfMillis(ms int64) time.Time {
 }
 
 // appendExpiry appends a set expiry: its time in Unix milliseconds, 0 for
-// permanent.
+// permanent. A TTL, which no log keeps, is a bug of its caller.
 func appendExpiry(b []byte, e membership.Expiry) []byte {
+	if e.TTL != 0 {
+		panic("writecodec: a TTL not turned into a time before the write was logged")
+	}
 	return binary.AppendUvarint(b, uint64(Millis(e.At)))
 }
 
@@ -241,9 +241,6 @@ func AppendSubgroups(b []byte, groups []membership.Subgroup) []byte {
 		if !g.Expiry.Set {
 			b = append(b, 0)
 			continue
-		}
-		if g.Expiry.TTL != 0 {
-			panic("writecodec: a TTL not turned into a time before the write was logged")
 		}
 		b = appendExpiry(append(b, subgroupExpiry), g.Expiry)
 	}
