@@ -54,7 +54,7 @@ var kind = fileheader.Kind{Magic: Magic, Name: "log", Version: Version}
 // length for damage, so that a bad length cannot make it allocate gigabytes.
 const MaxPayload = 64 << 20
 
-// Frame header sizes: of version 1, and of versions 2 to 8.
+// Frame header sizes: of version 1, and of versions 2 to 10.
 const (
 	frameHeaderV1 = 8
 	frameHeaderV2 = 12
