@@ -20,39 +20,18 @@ import (
 // Contract checks Batch: many writes to many groups, applied all or nothing
 // as one change with one revision.
 func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
-	ctx := context.Background()
-
-	t.Run("a batch is one change with one revision, its writes in order", func(t *testing.T) {
-		testOneChange(t, ctx, newStore)
-	})
-
-	t.Run("a user moved in a batch keeps its nickname", func(t *testing.T) {
-		testMoveKeepsNickname(t, ctx, newStore)
-	})
-
-	t.Run("a precondition that fails refuses the whole batch, naming the write", func(t *testing.T) {
-		testPreconditionRefusesBatch(t, ctx, newStore)
-	})
-
-	t.Run("a batch that would remove too many members is refused whole", func(t *testing.T) {
-		testTooManyRemovedRefused(t, ctx, newStore)
-	})
-
-	t.Run("a batch that changes nothing takes no revision", func(t *testing.T) {
-		testNoChangeNoRevision(t, ctx, newStore)
-	})
-
-	t.Run("readers never see a batch's move half done", func(t *testing.T) {
-		testMoveNeverHalfDone(t, ctx, newStore)
-	})
-
-	t.Run("a follower reproduces every list after batches", func(t *testing.T) {
-		testFollowerAfterBatches(t, ctx, newStore)
+	storetest.Run(t, newStore, []storetest.Case[membership.Store]{
+		{Name: "a batch is one change with one revision, its writes in order", Test: testOneChange},
+		{Name: "a user moved in a batch keeps its nickname", Test: testMoveKeepsNickname},
+		{Name: "a precondition that fails refuses the whole batch, naming the write", Test: testPreconditionRefusesBatch},
+		{Name: "a batch that would remove too many members is refused whole", Test: testTooManyRemovedRefused},
+		{Name: "a batch that changes nothing takes no revision", Test: testNoChangeNoRevision},
+		{Name: "readers never see a batch's move half done", Test: testMoveNeverHalfDone},
+		{Name: "a follower reproduces every list after batches", Test: testFollowerAfterBatches},
 	})
 }
 
-func testOneChange(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testOneChange(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "a", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
 	require.NoError(t, err)
 	_, err = storetest.Add(ctx, s, "gone", storetest.UsersOf(9))
@@ -94,8 +73,7 @@ func testOneChange(t *testing.T, ctx context.Context, newStore func(t *testing.T
 	storetest.ReverseAgrees(t, s, []string{"a", "b", "c", "d", "gone"}, []membership.UID{1, 2, 3, 4, 5, 9})
 }
 
-func testMoveKeepsNickname(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testMoveKeepsNickname(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "from", []membership.User{storetest.Nicknamed(7, "Sev")})
 	require.NoError(t, err)
 	_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
@@ -112,8 +90,7 @@ func testMoveKeepsNickname(t *testing.T, ctx context.Context, newStore func(t *t
 	assert.Equal(t, got, f.ListOf("to"), "a follower knows the nickname too")
 }
 
-func testPreconditionRefusesBatch(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testPreconditionRefusesBatch(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1))
 	require.NoError(t, err)
 	rev, err := s.Revision(ctx, "a")
@@ -141,8 +118,7 @@ func testPreconditionRefusesBatch(t *testing.T, ctx context.Context, newStore fu
 	assert.Equal(t, []membership.Member{{UID: 1}}, got)
 }
 
-func testTooManyRemovedRefused(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testTooManyRemovedRefused(t *testing.T, ctx context.Context, s membership.Store) {
 	big := make([]membership.UID, 0, 100_000)
 	for uid := membership.UID(1); uid <= 100_000; uid++ {
 		big = append(big, uid)
@@ -181,8 +157,7 @@ func testTooManyRemovedRefused(t *testing.T, ctx context.Context, newStore func(
 	assert.Less(t, before, mid)
 }
 
-func testNoChangeNoRevision(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testNoChangeNoRevision(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1))
 	require.NoError(t, err)
 	before := storetest.Latest(t, s)
@@ -198,8 +173,7 @@ func testNoChangeNoRevision(t *testing.T, ctx context.Context, newStore func(t *
 	}
 }
 
-func testMoveNeverHalfDone(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testMoveNeverHalfDone(t *testing.T, ctx context.Context, s membership.Store) {
 	var all []membership.UID
 	for uid := membership.UID(1); uid <= 1000; uid++ {
 		all = append(all, uid)
@@ -244,8 +218,7 @@ func testMoveNeverHalfDone(t *testing.T, ctx context.Context, newStore func(t *t
 	assert.Zero(t, torn.Load(), "a reader saw a user in both groups or in neither")
 }
 
-func testFollowerAfterBatches(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testFollowerAfterBatches(t *testing.T, ctx context.Context, s membership.Store) {
 	f := storetest.NewFollower()
 	batches := [][]membership.Write{
 		{{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}}}, {Op: membership.OpAdd, GroupID: "b", Users: storetest.UsersOf(2)}},

@@ -40,13 +40,15 @@ func SetGroup(groupID, name, external string) membership.Write {
 
 // Contract checks the directory's writes and reads.
 func Contract(t *testing.T, newStore func(t *testing.T) Store) {
-	t.Run("accounts", func(t *testing.T) { testAccounts(t, newStore(t)) })
-	t.Run("an account keeps its nickname in no group", func(t *testing.T) { testNicknames(t, newStore(t)) })
-	t.Run("an inactive user is in no group", func(t *testing.T) { testInactive(t, newStore(t)) })
-	t.Run("group attributes", func(t *testing.T) { testGroups(t, newStore(t)) })
-	t.Run("queries and pages", func(t *testing.T) { testQueries(t, newStore(t)) })
-	t.Run("a follower of the feed keeps every list", func(t *testing.T) { testFollower(t, newStore(t)) })
-	t.Run("racing creates: one wins", func(t *testing.T) { testRaces(t, newStore(t)) })
+	storetest.Run(t, newStore, []storetest.Case[Store]{
+		{Name: "accounts", Test: testAccounts},
+		{Name: "an account keeps its nickname in no group", Test: testNicknames},
+		{Name: "an inactive user is in no group", Test: testInactive},
+		{Name: "group attributes", Test: testGroups},
+		{Name: "queries and pages", Test: testQueries},
+		{Name: "a follower of the feed keeps every list", Test: testFollower},
+		{Name: "racing creates: one wins", Test: testRaces},
+	})
 }
 
 // write applies w to s and requires it to succeed.
@@ -83,8 +85,7 @@ func groupsOf(t *testing.T, s Store, uid membership.UID) []string {
 	return got
 }
 
-func testAccounts(t *testing.T, s Store) {
-	ctx := context.Background()
+func testAccounts(t *testing.T, ctx context.Context, s Store) {
 	_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(7))
 	require.NoError(t, err)
 	free, err := s.FreeUID(ctx)
@@ -138,8 +139,7 @@ func testAccounts(t *testing.T, s Store) {
 	assert.Zero(t, res.Count, "nothing left to delete")
 }
 
-func testNicknames(t *testing.T, s Store) {
-	ctx := context.Background()
+func testNicknames(t *testing.T, ctx context.Context, s Store) {
 	write(t, s, SetUser(1, account.Account{UserName: "a", DisplayName: "Al", Active: true}, membership.Precondition{}))
 	_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1}, storetest.Nicknamed(2, "Bo")})
 	require.NoError(t, err)
@@ -169,8 +169,7 @@ func testNicknames(t *testing.T, s Store) {
 	assert.Equal(t, "Ally", u.Account.DisplayName)
 }
 
-func testInactive(t *testing.T, s Store) {
-	ctx := context.Background()
+func testInactive(t *testing.T, ctx context.Context, s Store) {
 	a := account.Account{UserName: "c", DisplayName: "Cy", Active: true}
 	write(t, s, SetUser(3, a, membership.Precondition{}))
 	for _, g := range []string{"x", "y"} {
@@ -212,8 +211,7 @@ func testInactive(t *testing.T, s Store) {
 	assert.Equal(t, []membership.Member{{UID: 3, Nickname: "Cy"}, {UID: 4}}, got)
 }
 
-func testGroups(t *testing.T, s Store) {
-	ctx := context.Background()
+func testGroups(t *testing.T, ctx context.Context, s Store) {
 	res := write(t, s, SetGroup("admins", "Admins", "e1"))
 	g, ok, err := s.Group(ctx, "admins", nil)
 	require.NoError(t, err)
@@ -309,8 +307,7 @@ func users(t *testing.T, s Store, q directory.UserQuery) (int, []membership.UID)
 	return total, uids
 }
 
-func testQueries(t *testing.T, s Store) {
-	ctx := context.Background()
+func testQueries(t *testing.T, ctx context.Context, s Store) {
 	for i, name := range []string{"a", "B", "c", "d", "é"} {
 		ext := ""
 		if i%2 == 0 {
@@ -369,8 +366,7 @@ func testQueries(t *testing.T, s Store) {
 	assert.Equal(t, []string{"g3"}, got, "the index follows a rename")
 }
 
-func testFollower(t *testing.T, s Store) {
-	ctx := context.Background()
+func testFollower(t *testing.T, ctx context.Context, s Store) {
 	f := storetest.NewFollower()
 	groups := []string{"p", "q"}
 	for _, g := range groups {
@@ -398,8 +394,7 @@ func testFollower(t *testing.T, s Store) {
 	}
 }
 
-func testRaces(t *testing.T, s Store) {
-	ctx := context.Background()
+func testRaces(t *testing.T, ctx context.Context, s Store) {
 	const racers = 8
 	var wg sync.WaitGroup
 	errs := make([]error, racers)

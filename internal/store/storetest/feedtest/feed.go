@@ -23,59 +23,32 @@ import (
 // Contract checks revisions and the change feed; newStore(t, keep)
 // returns an empty store whose feed keeps keep changes, for t to use.
 func Contract(t *testing.T, newStore func(t *testing.T, keep int) membership.Store) {
-	ctx := context.Background()
-
-	t.Run("one revision per change that alters the store, none for the rest", func(t *testing.T) {
-		testOneRevisionPerChange(t, ctx, newStore)
+	keepsDefault := func(t *testing.T) membership.Store { return newStore(t, membership.DefaultChangesKeep) }
+	storetest.Run(t, keepsDefault, []storetest.Case[membership.Store]{
+		{Name: "one revision per change that alters the store, none for the rest", Test: testOneRevisionPerChange},
+		{Name: "a group's revision is its last change's", Test: testGroupRevision},
+		{Name: "after and limit page through the feed", Test: testFeedPages},
 	})
-
-	t.Run("a group's revision is its last change's", func(t *testing.T) {
-		testGroupRevision(t, ctx, newStore)
-	})
-
-	t.Run("after and limit page through the feed", func(t *testing.T) {
-		testFeedPages(t, ctx, newStore)
-	})
-
 	t.Run("changes no longer kept are gone, with the oldest kept", func(t *testing.T) {
-		testChangesGone(t, ctx, newStore)
+		testChangesGone(t, context.Background(), newStore(t, 3))
 	})
-
 	t.Run("a revision beyond the latest is gone: another history", func(t *testing.T) {
-		testRevisionBeyondLatest(t, ctx, newStore)
+		testRevisionBeyondLatest(t, context.Background(), keepsDefault(t))
 	})
-
 	t.Run("a feed that keeps nothing still counts", func(t *testing.T) {
-		testFeedKeepingNothing(t, ctx, newStore)
+		testFeedKeepingNothing(t, context.Background(), newStore(t, 0))
 	})
-
-	t.Run("a wait ends at the first change after it", func(t *testing.T) {
-		testWaitEnds(t, ctx, newStore)
+	storetest.Run(t, keepsDefault, []storetest.Case[membership.Store]{
+		{Name: "a wait ends at the first change after it", Test: testWaitEnds},
+		{Name: "a wait ends empty with its context", Test: testWaitEndsEmpty},
+		{Name: "concurrent writers: a Follower sees every change once, in order", Test: testFollowerConcurrentWriters},
+		{Name: "followers that start from listed states reproduce every list", Test: testFollowersReproduceEveryList},
+		{Name: "no group's revision is older than a nickname change the feed shows", Test: testNicknameRevisionsAreNeverBehindTheFeed},
 	})
-
-	t.Run("a wait ends empty with its context", func(t *testing.T) {
-		testWaitEndsEmpty(t, ctx, newStore)
-	})
-
-	t.Run("concurrent writers: a Follower sees every change once, in order", func(t *testing.T) {
-		testFollowerConcurrentWriters(t, ctx, newStore)
-	})
-
-	t.Run("followers that start from listed states reproduce every list", func(t *testing.T) {
-		testFollowersReproduceEveryList(t, newStore(t, membership.DefaultChangesKeep))
-	})
-
-	t.Run("no group's revision is older than a nickname change the feed shows", func(t *testing.T) {
-		testNicknameRevisionsAreNeverBehindTheFeed(t, newStore(t, membership.DefaultChangesKeep))
-	})
-
-	t.Run("a Follower knows every nickname it lists", func(t *testing.T) {
-		testFollowerScenarios(t, func(t *testing.T) membership.Store { return newStore(t, membership.DefaultChangesKeep) })
-	})
+	t.Run("a Follower knows every nickname it lists", func(t *testing.T) { testFollowerScenarios(t, keepsDefault) })
 }
 
-func testOneRevisionPerChange(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, membership.DefaultChangesKeep)
+func testOneRevisionPerChange(t *testing.T, ctx context.Context, s membership.Store) {
 	since := time.Now()
 	steps := []struct {
 		name    string
@@ -139,8 +112,7 @@ func testOneRevisionPerChange(t *testing.T, ctx context.Context, newStore func(t
 	assert.Equal(t, membership.Revision(5), rev, "an emptied group's revision is that of its emptying")
 }
 
-func testGroupRevision(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, membership.DefaultChangesKeep)
+func testGroupRevision(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1}})
 	require.NoError(t, err)
 	_, err = storetest.Add(ctx, s, "b", []membership.User{{UID: 2}})
@@ -154,8 +126,7 @@ func testGroupRevision(t *testing.T, ctx context.Context, newStore func(t *testi
 	}
 }
 
-func testFeedPages(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, membership.DefaultChangesKeep)
+func testFeedPages(t *testing.T, ctx context.Context, s membership.Store) {
 	for uid := range membership.UID(5) {
 		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
 		require.NoError(t, err)
@@ -170,8 +141,7 @@ func testFeedPages(t *testing.T, ctx context.Context, newStore func(t *testing.T
 	assert.Empty(t, changes, "nothing after the latest")
 }
 
-func testChangesGone(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, 3)
+func testChangesGone(t *testing.T, ctx context.Context, s membership.Store) {
 	for uid := range membership.UID(5) {
 		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
 		require.NoError(t, err)
@@ -189,15 +159,13 @@ func testChangesGone(t *testing.T, ctx context.Context, newStore func(t *testing
 	assert.Len(t, changes, 3, "after the one before the oldest kept: all kept")
 }
 
-func testRevisionBeyondLatest(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, membership.DefaultChangesKeep)
+func testRevisionBeyondLatest(t *testing.T, ctx context.Context, s membership.Store) {
 	_, _, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
 	assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err))
 	assert.Contains(t, err.Error(), "beyond the latest")
 }
 
-func testFeedKeepingNothing(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, 0)
+func testFeedKeepingNothing(t *testing.T, ctx context.Context, s membership.Store) {
 	res, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1}})
 	require.NoError(t, err)
 	assert.Equal(t, membership.Revision(1), res.Revision)
@@ -211,8 +179,7 @@ func testFeedKeepingNothing(t *testing.T, ctx context.Context, newStore func(t *
 	assert.Equal(t, membership.Revision(2), e.OldestRevision, "none kept: the oldest is the next to come")
 }
 
-func testWaitEnds(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, membership.DefaultChangesKeep)
+func testWaitEnds(t *testing.T, ctx context.Context, s membership.Store) {
 	got := make(chan []membership.Change)
 	go func() {
 		changes, _, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Wait: true})
@@ -231,8 +198,7 @@ func testWaitEnds(t *testing.T, ctx context.Context, newStore func(t *testing.T,
 	assert.Equal(t, []membership.UID{7}, changes[0].UIDs)
 }
 
-func testWaitEndsEmpty(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, membership.DefaultChangesKeep)
+func testWaitEndsEmpty(t *testing.T, ctx context.Context, s membership.Store) {
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	changes, latest, err := s.Changes(wctx, membership.ChangeOptions{Wait: true})
@@ -241,8 +207,7 @@ func testWaitEndsEmpty(t *testing.T, ctx context.Context, newStore func(t *testi
 	assert.Equal(t, membership.Revision(0), latest)
 }
 
-func testFollowerConcurrentWriters(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, membership.DefaultChangesKeep)
+func testFollowerConcurrentWriters(t *testing.T, ctx context.Context, s membership.Store) {
 	const writers, perWriter = 8, 150
 	var wg sync.WaitGroup
 	results := make(chan membership.Result, writers*perWriter)
@@ -349,8 +314,7 @@ func checkFeedGivesState(t *testing.T, s membership.Store, seen []membership.Cha
 // must be the store's, nicknames included: a user's nickname must not
 // outlive every membership and reappear on an add that the feed shows
 // without it.
-func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
-	ctx := context.Background()
+func testFollowersReproduceEveryList(t *testing.T, ctx context.Context, s membership.Store) {
 	groups := []string{"a", "b", "c"}
 	nicknames := []string{"", "Eve", "Bo", "Al"}
 	const users = 24
@@ -580,8 +544,7 @@ func testFollowerScenarios(t *testing.T, newStore func(t *testing.T) membership.
 // be behind what the feed showed before, not even in a list, or a 304,
 // served from the list cache. The readers wait on the feed rather than
 // poll it, so that they cost what the writes cost.
-func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store) {
-	ctx := context.Background()
+func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, ctx context.Context, s membership.Store) {
 	res, err := storetest.Add(ctx, s, "h", []membership.User{{UID: 7}})
 	require.NoError(t, err)
 	// follow ends the readers' last wait once the writes are done.

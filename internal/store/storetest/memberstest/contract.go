@@ -25,80 +25,44 @@ import (
 // newStore(t) returns an empty store, for the (sub)test t to use and close.
 // Every store runs it: memory.Store, durable.Store, and the PostgreSQL store.
 func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
-	ctx := context.Background()
-
 	t.Run("whole-group writes", func(t *testing.T) { testWrites(t, newStore) })
 	t.Run("check members", func(t *testing.T) { testCheckMembers(t, newStore) })
-	t.Run("every change carries its actor and time", func(t *testing.T) { testStamps(t, newStore) })
+	t.Run("every change carries its actor and time", func(t *testing.T) { testStamps(t, newStore(t)) })
 	t.Run("idempotency keys", func(t *testing.T) { testIdempotencyKeys(t, newStore) })
 	t.Run("principals", func(t *testing.T) { testPrincipals(t, newStore) })
-	t.Run("groups and a user's groups within a set", func(t *testing.T) { testWithin(t, newStore) })
-
-	t.Run("unknown group lists empty, not nil", func(t *testing.T) {
-		got, _ := storetest.ListAll(t, newStore(t), "nobody")
-		assert.NotNil(t, got)
-		assert.Empty(t, got)
-	})
-
-	t.Run("add counts only new members, repeats count once", func(t *testing.T) {
-		testAddCounts(t, ctx, newStore)
-	})
-
-	t.Run("list is sorted by uid", func(t *testing.T) {
-		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(30, 9223372036854775807, 1, 20))
-		require.NoError(t, err)
-		got, _ := storetest.ListAll(t, s, "g")
-		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 20}, {UID: 30}, {UID: 9223372036854775807}}, got)
-	})
-
-	t.Run("nicknames: last write wins, kept when not given, cleared by empty", func(t *testing.T) {
-		testNicknames(t, ctx, newStore)
-	})
-
-	t.Run("a nickname belongs to the user in every group", func(t *testing.T) {
-		testNicknameInEveryGroup(t, ctx, newStore)
-	})
-
-	t.Run("remove counts only members, and only in its group", func(t *testing.T) {
-		testRemoveCounts(t, ctx, newStore)
-	})
-
-	t.Run("remove from an unknown group removes nothing", func(t *testing.T) {
-		n, err := storetest.Count(storetest.Remove(ctx, newStore(t), "nobody", []membership.UID{1}))
-		require.NoError(t, err)
-		assert.Equal(t, 0, n)
-	})
-
-	t.Run("an emptied group lists empty and can be refilled", func(t *testing.T) {
-		testEmptiedGroup(t, ctx, newStore)
-	})
-
-	t.Run("a nickname outlives a removal while the user is in another group", func(t *testing.T) {
-		testNicknameOutlivesRemoval(t, ctx, newStore)
-	})
-
-	t.Run("a bulk add to an empty group counts distinct users", func(t *testing.T) {
-		testBulkAdd(t, ctx, newStore)
-	})
-
-	t.Run("revisions change with what the list shows, and only then", func(t *testing.T) {
-		testRevisions(t, ctx, newStore)
-	})
-
-	t.Run("keyset paging and member lookup", func(t *testing.T) {
-		testPagingAndLookup(t, ctx, newStore)
-	})
-
-	t.Run("a list never shows a nickname newer than its revision", func(t *testing.T) { testNicknameRevisions(t, newStore(t)) })
-
-	t.Run("counts stay exact under contention", func(t *testing.T) {
-		testCountsUnderContention(t, ctx, newStore)
+	storetest.Run(t, newStore, []storetest.Case[membership.Store]{
+		{Name: "groups and a user's groups within a set", Test: testWithin},
+		{Name: "unknown group lists empty, not nil", Test: func(t *testing.T, _ context.Context, s membership.Store) {
+			got, _ := storetest.ListAll(t, s, "nobody")
+			assert.NotNil(t, got)
+			assert.Empty(t, got)
+		}},
+		{Name: "add counts only new members, repeats count once", Test: testAddCounts},
+		{Name: "list is sorted by uid", Test: func(t *testing.T, ctx context.Context, s membership.Store) {
+			_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(30, 9223372036854775807, 1, 20))
+			require.NoError(t, err)
+			got, _ := storetest.ListAll(t, s, "g")
+			assert.Equal(t, []membership.Member{{UID: 1}, {UID: 20}, {UID: 30}, {UID: 9223372036854775807}}, got)
+		}},
+		{Name: "nicknames: last write wins, kept when not given, cleared by empty", Test: testNicknames},
+		{Name: "a nickname belongs to the user in every group", Test: testNicknameInEveryGroup},
+		{Name: "remove counts only members, and only in its group", Test: testRemoveCounts},
+		{Name: "remove from an unknown group removes nothing", Test: func(t *testing.T, ctx context.Context, s membership.Store) {
+			n, err := storetest.Count(storetest.Remove(ctx, s, "nobody", []membership.UID{1}))
+			require.NoError(t, err)
+			assert.Equal(t, 0, n)
+		}},
+		{Name: "an emptied group lists empty and can be refilled", Test: testEmptiedGroup},
+		{Name: "a nickname outlives a removal while the user is in another group", Test: testNicknameOutlivesRemoval},
+		{Name: "a bulk add to an empty group counts distinct users", Test: testBulkAdd},
+		{Name: "revisions change with what the list shows, and only then", Test: testRevisions},
+		{Name: "keyset paging and member lookup", Test: testPagingAndLookup},
+		{Name: "a list never shows a nickname newer than its revision", Test: testNicknameRevisions},
+		{Name: "counts stay exact under contention", Test: testCountsUnderContention},
 	})
 }
 
-func testAddCounts(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testAddCounts(t *testing.T, ctx context.Context, s membership.Store) {
 	n, err := storetest.Count(storetest.Add(ctx, s, "g", storetest.UsersOf(3, 1, 3)))
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
@@ -107,8 +71,7 @@ func testAddCounts(t *testing.T, ctx context.Context, newStore func(t *testing.T
 	assert.Equal(t, 1, n)
 }
 
-func testNicknames(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testNicknames(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "g", []membership.User{
 		{UID: 1, Nickname: "a", HasNickname: true},
 		{UID: 1, Nickname: "b", HasNickname: true},
@@ -122,8 +85,7 @@ func testNicknames(t *testing.T, ctx context.Context, newStore func(t *testing.T
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "b"}, {UID: 2, Nickname: "x"}, {UID: 3, Nickname: ""}}, got)
 }
 
-func testNicknameInEveryGroup(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testNicknameInEveryGroup(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 	require.NoError(t, err)
 	_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1))
@@ -132,8 +94,7 @@ func testNicknameInEveryGroup(t *testing.T, ctx context.Context, newStore func(t
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}}, got)
 }
 
-func testRemoveCounts(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testRemoveCounts(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1, 2, 3))
 	require.NoError(t, err)
 	_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1, 2))
@@ -147,8 +108,7 @@ func testRemoveCounts(t *testing.T, ctx context.Context, newStore func(t *testin
 	assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got)
 }
 
-func testEmptiedGroup(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testEmptiedGroup(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1, Nickname: "a", HasNickname: true}})
 	require.NoError(t, err)
 	n, err := storetest.Count(storetest.Remove(ctx, s, "g", []membership.UID{1}))
@@ -163,8 +123,7 @@ func testEmptiedGroup(t *testing.T, ctx context.Context, newStore func(t *testin
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: ""}}, got, "a user in no group is forgotten, nickname included")
 }
 
-func testNicknameOutlivesRemoval(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testNicknameOutlivesRemoval(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1, Nickname: "Eve", HasNickname: true}, {UID: 2, Nickname: "Bo", HasNickname: true}})
 	require.NoError(t, err)
 	_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1))
@@ -181,8 +140,7 @@ func testNicknameOutlivesRemoval(t *testing.T, ctx context.Context, newStore fun
 	assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got, "both were in no group: forgotten")
 }
 
-func testBulkAdd(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testBulkAdd(t *testing.T, ctx context.Context, s membership.Store) {
 	var us []membership.User
 	for i := range 300 {
 		us = append(us, membership.User{UID: membership.UID(1000 - i%200)})
@@ -196,8 +154,7 @@ func testBulkAdd(t *testing.T, ctx context.Context, newStore func(t *testing.T) 
 	assert.Equal(t, membership.UID(1000), got[199].UID)
 }
 
-func testRevisions(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testRevisions(t *testing.T, ctx context.Context, s membership.Store) {
 	revision := func(group string) membership.Revision {
 		r, err := s.Revision(ctx, group)
 		require.NoError(t, err)
@@ -242,8 +199,7 @@ func testRevisions(t *testing.T, ctx context.Context, newStore func(t *testing.T
 	assert.NotEqual(t, r4, revision("g"), "refilling the group changes the revision")
 }
 
-func testPagingAndLookup(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testPagingAndLookup(t *testing.T, ctx context.Context, s membership.Store) {
 	var us []membership.User
 	for uid := membership.UID(2); uid <= 2000; uid += 2 {
 		us = append(us, membership.User{UID: uid})
@@ -298,8 +254,7 @@ func testPagingAndLookup(t *testing.T, ctx context.Context, newStore func(t *tes
 	assert.False(t, ok)
 }
 
-func testCountsUnderContention(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testCountsUnderContention(t *testing.T, ctx context.Context, s membership.Store) {
 	const workers, perWorker = 16, 200
 	var wg sync.WaitGroup
 	added := make([]int, workers)

@@ -16,35 +16,19 @@ import (
 // testIdempotencyKeys checks that a keyed write or batch is applied once
 // for its key.
 func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.Store) {
-	ctx := context.Background()
-	t.Run("a repeat of a keyed write gets its result and applies nothing", func(t *testing.T) {
-		testKeyedRepeat(t, ctx, newStore)
-	})
-	t.Run("every op is applied once for its key", func(t *testing.T) {
-		testEveryOpKeyed(t, ctx, newStore)
-	})
-	t.Run("a keyed write that changes nothing is remembered too", func(t *testing.T) {
-		testKeyedNoChange(t, ctx, newStore)
-	})
-	t.Run("the same key for another request is refused and changes nothing", func(t *testing.T) {
-		testKeyReused(t, ctx, newStore)
-	})
-	t.Run("a repeat of a conditional write that succeeded is a replay, not a failed precondition", func(t *testing.T) {
-		testKeyedConditionalReplay(t, ctx, newStore)
-	})
-	t.Run("a write refused leaves its key free", func(t *testing.T) {
-		testRefusedKeyFree(t, ctx, newStore)
-	})
-	t.Run("a repeat of a keyed batch gets its results and applies nothing", func(t *testing.T) {
-		testKeyedBatchRepeat(t, ctx, newStore)
-	})
-	t.Run("writers racing with one key apply it once", func(t *testing.T) {
-		testRacingOneKey(t, ctx, newStore)
+	storetest.Run(t, newStore, []storetest.Case[membership.Store]{
+		{Name: "a repeat of a keyed write gets its result and applies nothing", Test: testKeyedRepeat},
+		{Name: "every op is applied once for its key", Test: testEveryOpKeyed},
+		{Name: "a keyed write that changes nothing is remembered too", Test: testKeyedNoChange},
+		{Name: "the same key for another request is refused and changes nothing", Test: testKeyReused},
+		{Name: "a repeat of a conditional write that succeeded is a replay, not a failed precondition", Test: testKeyedConditionalReplay},
+		{Name: "a write refused leaves its key free", Test: testRefusedKeyFree},
+		{Name: "a repeat of a keyed batch gets its results and applies nothing", Test: testKeyedBatchRepeat},
+		{Name: "writers racing with one key apply it once", Test: testRacingOneKey},
 	})
 }
 
-func testKeyedRepeat(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testKeyedRepeat(t *testing.T, ctx context.Context, s membership.Store) {
 	first, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1, 2), "k1"))
 	require.NoError(t, err)
 	assert.False(t, first.Replayed)
@@ -61,8 +45,7 @@ func testKeyedRepeat(t *testing.T, ctx context.Context, newStore func(t *testing
 	assert.Equal(t, []membership.UID{2}, memberUIDs(t, s, "g"), "user 1 was not added again")
 }
 
-func testEveryOpKeyed(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testEveryOpKeyed(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := s.Write(ctx, addWrite("a", 1, 2, 3))
 	require.NoError(t, err)
 	_, err = s.Write(ctx, addWrite("b", 3))
@@ -90,8 +73,7 @@ func testEveryOpKeyed(t *testing.T, ctx context.Context, newStore func(t *testin
 	assert.Equal(t, []membership.UID{1, 3}, memberUIDs(t, s, "a"), "only the adds in between changed a after its deletion")
 }
 
-func testKeyedNoChange(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testKeyedNoChange(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := s.Write(ctx, addWrite("g", 1))
 	require.NoError(t, err)
 	first, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1), "k"))
@@ -107,8 +89,7 @@ func testKeyedNoChange(t *testing.T, ctx context.Context, newStore func(t *testi
 	assert.Empty(t, memberUIDs(t, s, "g"), "the repeat added nothing")
 }
 
-func testKeyReused(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testKeyReused(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1), "k"))
 	require.NoError(t, err)
 	before := storetest.Latest(t, s)
@@ -130,8 +111,7 @@ func testKeyReused(t *testing.T, ctx context.Context, newStore func(t *testing.T
 	assert.Equal(t, []membership.UID{1}, memberUIDs(t, s, "g"))
 }
 
-func testKeyedConditionalReplay(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testKeyedConditionalReplay(t *testing.T, ctx context.Context, s membership.Store) {
 	res, err := s.Write(ctx, addWrite("g", 1))
 	require.NoError(t, err)
 	w := addWrite("g", 2)
@@ -144,8 +124,7 @@ func testKeyedConditionalReplay(t *testing.T, ctx context.Context, newStore func
 	assert.Equal(t, first.Revision, again.Revision)
 }
 
-func testRefusedKeyFree(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testRefusedKeyFree(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := s.Write(ctx, addWrite("g", 1))
 	require.NoError(t, err)
 	w := addWrite("g", 2)
@@ -161,8 +140,7 @@ func testRefusedKeyFree(t *testing.T, ctx context.Context, newStore func(t *test
 	assert.Equal(t, []membership.UID{2}, memberUIDs(t, s, "g"))
 }
 
-func testKeyedBatchRepeat(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testKeyedBatchRepeat(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := s.Write(ctx, addWrite("a", 1))
 	require.NoError(t, err)
 	b := storetest.KeyedBatch(membership.Batch{Actor: 4, Writes: []membership.Write{removeWrite("a", 1), addWrite("b", 1)}}, "move")
@@ -183,8 +161,7 @@ func testKeyedBatchRepeat(t *testing.T, ctx context.Context, newStore func(t *te
 	assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "a write with a batch's key")
 }
 
-func testRacingOneKey(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testRacingOneKey(t *testing.T, ctx context.Context, s membership.Store) {
 	before := storetest.Latest(t, s)
 	const writers = 16
 	results := make([]membership.Result, writers)

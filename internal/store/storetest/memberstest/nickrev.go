@@ -22,8 +22,7 @@ import (
 // of "b" must show the nickname that the latest change up to the revision
 // it reports set: never one a later revision sets. Every nickname is
 // written once, so the revision that set it is known from its write.
-func testNicknameRevisions(t *testing.T, s membership.Store) {
-	ctx := context.Background()
+func testNicknameRevisions(t *testing.T, ctx context.Context, s membership.Store) {
 	const uid, writers, readers, perWriter = 42, 2, 4, 200
 	_, err := storetest.Add(ctx, s, "b", []membership.User{{UID: uid, Nickname: "start", HasNickname: true}, {UID: 7}})
 	require.NoError(t, err)

@@ -15,9 +15,8 @@ import (
 
 // testStamps checks that every change carries the actor its write named
 // and the time it was committed.
-func testStamps(t *testing.T, newStore func(t *testing.T) membership.Store) {
+func testStamps(t *testing.T, s membership.Store) {
 	ctx := context.Background()
-	s := newStore(t)
 	since := time.Now()
 	writes := []membership.Write{
 		{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(1, 2, 3), Actor: 7},

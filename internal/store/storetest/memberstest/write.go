@@ -17,53 +17,29 @@ import (
 // testWrites checks the writes of the group as a whole (replace, delete a
 // group, remove a user everywhere), preconditions, and Groups.
 func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
-	ctx := context.Background()
-	t.Run("replace makes the group exactly the users, in one revision", func(t *testing.T) {
-		testReplace(t, ctx, newStore)
-	})
-	t.Run("replace that changes nothing takes no revision", func(t *testing.T) {
-		testReplaceUnchanged(t, ctx, newStore)
-	})
-	t.Run("a write that names a user twice changes nothing when the last nickname is the current one", func(t *testing.T) {
-		testUserNamedTwice(t, ctx, newStore)
-	})
-	t.Run("replace that changes only a nickname takes a revision", func(t *testing.T) {
-		testReplaceNickname(t, ctx, newStore)
-	})
-	t.Run("replace with no users empties the group; of an unknown group creates it", func(t *testing.T) {
-		testReplaceWithNoUsers(t, ctx, newStore)
-	})
-	t.Run("delete group removes every member in one revision", func(t *testing.T) {
-		testDeleteGroup(t, ctx, newStore)
-	})
-	t.Run("remove user leaves every group in one revision and is forgotten", func(t *testing.T) {
-		testRemoveUser(t, ctx, newStore)
+	storetest.Run(t, newStore, []storetest.Case[membership.Store]{
+		{Name: "replace makes the group exactly the users, in one revision", Test: testReplace},
+		{Name: "replace that changes nothing takes no revision", Test: testReplaceUnchanged},
+		{Name: "a write that names a user twice changes nothing when the last nickname is the current one", Test: testUserNamedTwice},
+		{Name: "replace that changes only a nickname takes a revision", Test: testReplaceNickname},
+		{Name: "replace with no users empties the group; of an unknown group creates it", Test: testReplaceWithNoUsers},
+		{Name: "delete group removes every member in one revision", Test: testDeleteGroup},
+		{Name: "remove user leaves every group in one revision and is forgotten", Test: testRemoveUser},
 	})
 	t.Run("a precondition that does not hold changes nothing and names the revision", func(t *testing.T) {
-		testPreconditionFails(t, ctx, newStore)
+		testPreconditionFails(t, newStore)
 	})
-	t.Run("exists and empty preconditions", func(t *testing.T) {
-		testExistsAndEmpty(t, ctx, newStore)
-	})
-	t.Run("of writers racing with the same precondition exactly one wins", func(t *testing.T) {
-		testRacingPreconditions(t, ctx, newStore)
-	})
-	t.Run("groups are listed in byte order, paged, by prefix, with sizes and totals", func(t *testing.T) {
-		testGroupsListed(t, ctx, newStore)
-	})
-	t.Run("paging through many groups lists each once, in order", func(t *testing.T) {
-		testPagingManyGroups(t, ctx, newStore)
-	})
-	t.Run("the feed reports each whole-group write as one change", func(t *testing.T) {
-		testWholeGroupChanges(t, ctx, newStore)
-	})
-	t.Run("a follower of the feed reproduces every list after whole-group writes", func(t *testing.T) {
-		testFollowerAfterWholeGroupWrites(t, newStore)
+	storetest.Run(t, newStore, []storetest.Case[membership.Store]{
+		{Name: "exists and empty preconditions", Test: testExistsAndEmpty},
+		{Name: "of writers racing with the same precondition exactly one wins", Test: testRacingPreconditions},
+		{Name: "groups are listed in byte order, paged, by prefix, with sizes and totals", Test: testGroupsListed},
+		{Name: "paging through many groups lists each once, in order", Test: testPagingManyGroups},
+		{Name: "the feed reports each whole-group write as one change", Test: testWholeGroupChanges},
+		{Name: "a follower of the feed reproduces every list after whole-group writes", Test: testFollowerAfterWholeGroupWrites},
 	})
 }
 
-func testReplace(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testReplace(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}, storetest.Nicknamed(3, "Cy")})
 	require.NoError(t, err)
 	_, err = storetest.Add(ctx, s, "other", []membership.User{{UID: 3}})
@@ -82,8 +58,7 @@ func testReplace(t *testing.T, ctx context.Context, newStore func(t *testing.T) 
 	storetest.ReverseAgrees(t, s, []string{"g", "h", "other"}, []membership.UID{1, 2, 3, 4})
 }
 
-func testReplaceUnchanged(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testReplaceUnchanged(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
 	require.NoError(t, err)
 	rev, err := s.Revision(ctx, "g")
@@ -94,8 +69,7 @@ func testReplaceUnchanged(t *testing.T, ctx context.Context, newStore func(t *te
 	assert.Equal(t, before, storetest.Latest(t, s))
 }
 
-func testUserNamedTwice(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testUserNamedTwice(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1}, storetest.Nicknamed(2, "B")})
 	require.NoError(t, err)
 	rev, err := s.Revision(ctx, "g")
@@ -109,8 +83,7 @@ func testUserNamedTwice(t *testing.T, ctx context.Context, newStore func(t *test
 	assert.Equal(t, before, storetest.Latest(t, s), "no revision taken")
 }
 
-func testReplaceNickname(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testReplaceNickname(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann")})
 	require.NoError(t, err)
 	before := storetest.Latest(t, s)
@@ -120,8 +93,7 @@ func testReplaceNickname(t *testing.T, ctx context.Context, newStore func(t *tes
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Anne"}}, got)
 }
 
-func testReplaceWithNoUsers(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testReplaceWithNoUsers(t *testing.T, ctx context.Context, s membership.Store) {
 	res := write(t, s, membership.Write{Op: membership.OpReplace, GroupID: "new", Users: storetest.UsersOf(5, 6)})
 	assert.Equal(t, 2, res.Count)
 	_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1, 2, 3))
@@ -139,8 +111,7 @@ func testReplaceWithNoUsers(t *testing.T, ctx context.Context, newStore func(t *
 	assert.Equal(t, before, storetest.Latest(t, s), "emptying an empty group changes nothing")
 }
 
-func testDeleteGroup(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testDeleteGroup(t *testing.T, ctx context.Context, s membership.Store) {
 	var big []membership.User
 	for uid := membership.UID(1); uid <= 300; uid++ {
 		big = append(big, storetest.Nicknamed(uid, fmt.Sprint("n", uid)))
@@ -168,8 +139,7 @@ func testDeleteGroup(t *testing.T, ctx context.Context, newStore func(t *testing
 	assert.Equal(t, before, storetest.Latest(t, s), "deleting an empty group changes nothing")
 }
 
-func testRemoveUser(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testRemoveUser(t *testing.T, ctx context.Context, s membership.Store) {
 	for _, g := range []string{"a", "b", "c"} {
 		_, err := storetest.Add(ctx, s, g, []membership.User{storetest.Nicknamed(9, "Nine"), {UID: 10}})
 		require.NoError(t, err)
@@ -198,7 +168,8 @@ func testRemoveUser(t *testing.T, ctx context.Context, newStore func(t *testing.
 	assert.Equal(t, before, storetest.Latest(t, s), "removing a user in no group changes nothing")
 }
 
-func testPreconditionFails(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
+func testPreconditionFails(t *testing.T, newStore func(t *testing.T) membership.Store) {
+	ctx := context.Background()
 	for _, op := range []membership.Op{membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup} {
 		t.Run(string(op), func(t *testing.T) {
 			s := newStore(t)
@@ -236,8 +207,7 @@ func testPreconditionFails(t *testing.T, ctx context.Context, newStore func(t *t
 	}
 }
 
-func testExistsAndEmpty(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testExistsAndEmpty(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(1), If: membership.Precondition{Exists: true}})
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "an empty group does not exist")
 	res := write(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(1), If: membership.Precondition{Empty: true}})
@@ -250,8 +220,7 @@ func testExistsAndEmpty(t *testing.T, ctx context.Context, newStore func(t *test
 	assert.Empty(t, got)
 }
 
-func testRacingPreconditions(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testRacingPreconditions(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1))
 	require.NoError(t, err)
 	rev, err := s.Revision(ctx, "g")
@@ -270,8 +239,7 @@ func testRacingPreconditions(t *testing.T, ctx context.Context, newStore func(t 
 	assert.Equal(t, rev+1, storetest.Latest(t, s))
 }
 
-func testGroupsListed(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testGroupsListed(t *testing.T, ctx context.Context, s membership.Store) {
 	groups, total := storetest.Groups(t, s, membership.GroupsOptions{})
 	assert.Empty(t, groups)
 	assert.Equal(t, 0, total)
@@ -319,8 +287,7 @@ func testGroupsListed(t *testing.T, ctx context.Context, newStore func(t *testin
 	assert.Equal(t, 2, total)
 }
 
-func testPagingManyGroups(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testPagingManyGroups(t *testing.T, ctx context.Context, s membership.Store) {
 	var ids []string
 	for i := range 300 {
 		id := fmt.Sprintf("g%03d", (i*7)%300)
@@ -345,8 +312,7 @@ func testPagingManyGroups(t *testing.T, ctx context.Context, newStore func(t *te
 	assert.Equal(t, ids, got)
 }
 
-func testWholeGroupChanges(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testWholeGroupChanges(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
 	require.NoError(t, err)
 	_, err = storetest.Add(ctx, s, "h", []membership.User{storetest.Nicknamed(5, "Eve")})
@@ -365,8 +331,7 @@ func testWholeGroupChanges(t *testing.T, ctx context.Context, newStore func(t *t
 	assert.Equal(t, want, got)
 }
 
-func testFollowerAfterWholeGroupWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testFollowerAfterWholeGroupWrites(t *testing.T, _ context.Context, s membership.Store) {
 	f := storetest.NewFollower()
 	steps := []membership.Write{
 		{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{storetest.Nicknamed(1, "Ann"), storetest.Nicknamed(2, "Bo"), {UID: 3}}},

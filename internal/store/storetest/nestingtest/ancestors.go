@@ -18,8 +18,7 @@ import (
 // the group, whether that group has one parent or two, in a write of one
 // nesting or of several, a replace and a batch, and nothing of it is
 // applied.
-func testTooManyAncestorsRefused(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testTooManyAncestorsRefused(t *testing.T, ctx context.Context, s store.Expiring) {
 	most := func(w membership.Write, n int) membership.Write { w.MaxAncestors = n; return w }
 	write(t, s, most(storetest.Nest("hub", "mid"), 3))
 	write(t, s, most(storetest.Nest("mid", "leaf"), 3))

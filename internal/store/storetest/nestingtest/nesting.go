@@ -31,77 +31,32 @@ import (
 // closure of the same state (Follower), also beside concurrent writers.
 // newStore(t) returns an empty store for t to use and close.
 func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
-	ctx := context.Background()
-	// Expiries are ahead of the wall clock, as the service requires, and
-	// come due on the clock the tests give.
-	t0 := time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour)
-	t.Run("add, remove and replace subgroups, with counts, revisions and changes", func(t *testing.T) {
-		testAddRemoveReplace(t, ctx, newStore)
-	})
-	t.Run("an add sets, changes and keeps a nesting's expiry", func(t *testing.T) {
-		testNestingExpiry(t, newStore, t0)
-	})
-	t.Run("a cycle is refused when written, naming a shortest path, and nothing is applied", func(t *testing.T) {
-		testCycleRefused(t, newStore)
-	})
-	t.Run("a chain deeper than MaxDepth is refused, whole; 0 is no bound", func(t *testing.T) {
-		testTooDeepRefused(t, newStore)
-	})
-	t.Run("a group below more than MaxAncestors groups is refused, whole; 0 is no bound", func(t *testing.T) {
-		testTooManyAncestorsRefused(t, ctx, newStore)
-	})
-	t.Run("a batch nests all or nothing, a cycle of two of its changes included", func(t *testing.T) {
-		testBatchAllOrNothing(t, ctx, newStore)
-	})
-	t.Run("deleting a group takes it from its parents and its subgroups from it", func(t *testing.T) {
-		testDeleteGroup(t, ctx, newStore)
-	})
-	t.Run("preconditions count subgroups; a revision moves with direct subgroups only", func(t *testing.T) {
-		testPreconditions(t, ctx, newStore)
-	})
-	t.Run("Groups lists groups with subgroups, and how many", func(t *testing.T) {
-		testGroupsCountSubgroups(t, newStore)
-	})
-	t.Run("a keyed nesting write is applied once for its key", func(t *testing.T) {
-		testKeyedNestingWrite(t, ctx, newStore)
-	})
-	t.Run("a nesting ends by itself, through the store's expiries", func(t *testing.T) {
-		testNestingEndsByItself(t, ctx, newStore, t0)
-	})
-	t.Run("direct and transitive subgroups and parents, paged", func(t *testing.T) {
-		testTransitiveGroupsPaged(t, newStore, t0)
-	})
-	t.Run("transitive members: each once, paged, with an exact total and the end of their last path", func(t *testing.T) {
-		testTransitiveMembers(t, ctx, newStore, t0)
-	})
-	t.Run("a transitive revision moves with the closure, not with the rest", func(t *testing.T) {
-		testTransitiveRevision(t, ctx, newStore)
-	})
-	t.Run("each read answers at the revision of what it reads, which nothing else moves", func(t *testing.T) {
-		testRevisions(t, newStore)
-	})
-	t.Run("not a member answers at the revision of what it reads, as a member does", func(t *testing.T) {
-		testNonMemberRevision(t, newStore(t))
-	})
-	t.Run("a directory write moves the reads of its user, and no other", func(t *testing.T) {
-		testDirectoryRevisions(t, newStore(t))
-	})
-	t.Run("a group made again by its attributes answers at its making", func(t *testing.T) {
-		testAGroupMadeByItsAttributes(t, newStore(t))
-	})
-	t.Run("of two writes racing a into b and b into a, exactly one wins", func(t *testing.T) {
-		testRacingNestings(t, ctx, newStore)
-	})
-	t.Run("a follower of the feed rebuilds the nesting and every transitive answer", func(t *testing.T) {
-		testFollowerRebuildsNesting(t, ctx, newStore, t0)
-	})
-	t.Run("random nestings beside concurrent writers agree with a brute-force closure at their revision", func(t *testing.T) {
-		testRandomNestingsBesideWriters(t, ctx, newStore, t0)
+	storetest.Run(t, newStore, []storetest.Case[store.Expiring]{
+		{Name: "add, remove and replace subgroups, with counts, revisions and changes", Test: testAddRemoveReplace},
+		{Name: "an add sets, changes and keeps a nesting's expiry", Test: testNestingExpiry},
+		{Name: "a cycle is refused when written, naming a shortest path, and nothing is applied", Test: testCycleRefused},
+		{Name: "a chain deeper than MaxDepth is refused, whole; 0 is no bound", Test: testTooDeepRefused},
+		{Name: "a group below more than MaxAncestors groups is refused, whole; 0 is no bound", Test: testTooManyAncestorsRefused},
+		{Name: "a batch nests all or nothing, a cycle of two of its changes included", Test: testBatchAllOrNothing},
+		{Name: "deleting a group takes it from its parents and its subgroups from it", Test: testDeleteGroup},
+		{Name: "preconditions count subgroups; a revision moves with direct subgroups only", Test: testPreconditions},
+		{Name: "Groups lists groups with subgroups, and how many", Test: testGroupsCountSubgroups},
+		{Name: "a keyed nesting write is applied once for its key", Test: testKeyedNestingWrite},
+		{Name: "a nesting ends by itself, through the store's expiries", Test: testNestingEndsByItself},
+		{Name: "direct and transitive subgroups and parents, paged", Test: testTransitiveGroupsPaged},
+		{Name: "transitive members: each once, paged, with an exact total and the end of their last path", Test: testTransitiveMembers},
+		{Name: "a transitive revision moves with the closure, not with the rest", Test: testTransitiveRevision},
+		{Name: "each read answers at the revision of what it reads, which nothing else moves", Test: testRevisions},
+		{Name: "not a member answers at the revision of what it reads, as a member does", Test: testNonMemberRevision},
+		{Name: "a directory write moves the reads of its user, and no other", Test: testDirectoryRevisions},
+		{Name: "a group made again by its attributes answers at its making", Test: testAGroupMadeByItsAttributes},
+		{Name: "of two writes racing a into b and b into a, exactly one wins", Test: testRacingNestings},
+		{Name: "a follower of the feed rebuilds the nesting and every transitive answer", Test: testFollowerRebuildsNesting},
+		{Name: "random nestings beside concurrent writers agree with a brute-force closure at their revision", Test: testRandomNestingsBesideWriters},
 	})
 }
 
-func testAddRemoveReplace(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testAddRemoveReplace(t *testing.T, ctx context.Context, s store.Expiring) {
 	add(t, s, "b", 1)
 	bRev, _ := s.Revision(ctx, "b")
 	before := storetest.Latest(t, s)
@@ -158,8 +113,8 @@ func testAddRemoveReplace(t *testing.T, ctx context.Context, newStore func(t *te
 	assert.Equal(t, []membership.GroupSize{{ID: "b", Members: 1}}, groups, "a group with neither members nor subgroups does not exist")
 }
 
-func testNestingExpiry(t *testing.T, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testNestingExpiry(t *testing.T, _ context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	w := storetest.Nest("a")
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("b", t0), {GroupID: "c"}}
 	before := storetest.Latest(t, s)
@@ -191,8 +146,7 @@ func testNestingExpiry(t *testing.T, newStore func(t *testing.T) store.Expiring,
 	assert.False(t, got[0].Expires.After(time.Now().Add(time.Hour)))
 }
 
-func testCycleRefused(t *testing.T, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testCycleRefused(t *testing.T, _ context.Context, s store.Expiring) {
 	write(t, s, storetest.Nest("all-staff", "engineering"))
 	write(t, s, storetest.Nest("engineering", "backend"))
 	write(t, s, storetest.Nest("backend", "db"))
@@ -214,8 +168,7 @@ func testCycleRefused(t *testing.T, newStore func(t *testing.T) store.Expiring) 
 	assert.Zero(t, res.Count, "removing a group from itself is no cycle")
 }
 
-func testTooDeepRefused(t *testing.T, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testTooDeepRefused(t *testing.T, _ context.Context, s store.Expiring) {
 	deep := func(w membership.Write, most int) membership.Write { w.MaxDepth = most; return w }
 	write(t, s, deep(storetest.Nest("a", "b"), 2))
 	write(t, s, deep(storetest.Nest("b", "c"), 2))
@@ -232,8 +185,7 @@ func testTooDeepRefused(t *testing.T, newStore func(t *testing.T) store.Expiring
 	refused(t, s, deep(storetest.Nest("e", "a"), 0), membership.CycleError("e", "a", []string{"a", "b", "c", "d", "e"}))
 }
 
-func testBatchAllOrNothing(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testBatchAllOrNothing(t *testing.T, ctx context.Context, s store.Expiring) {
 	add(t, s, "b", 1)
 	before := storetest.Latest(t, s)
 	b := membership.Batch{MaxDepth: membership.DefaultMaxDepth, Writes: []membership.Write{
@@ -285,8 +237,7 @@ func testBatchAllOrNothing(t *testing.T, ctx context.Context, newStore func(t *t
 	}
 }
 
-func testDeleteGroup(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testDeleteGroup(t *testing.T, ctx context.Context, s store.Expiring) {
 	write(t, s, storetest.Nest("top", "mid", "other"))
 	write(t, s, storetest.Nest("mid", "leaf"))
 	add(t, s, "mid", 1)
@@ -315,8 +266,7 @@ func testDeleteGroup(t *testing.T, ctx context.Context, newStore func(t *testing
 	assert.Empty(t, parents)
 }
 
-func testPreconditions(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testPreconditions(t *testing.T, ctx context.Context, s store.Expiring) {
 	exists := membership.Precondition{Exists: true}
 	empty := membership.Precondition{Empty: true}
 	w := storetest.Nest("a", "b")
@@ -352,8 +302,7 @@ func testPreconditions(t *testing.T, ctx context.Context, newStore func(t *testi
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "x has neither members nor subgroups")
 }
 
-func testGroupsCountSubgroups(t *testing.T, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testGroupsCountSubgroups(t *testing.T, _ context.Context, s store.Expiring) {
 	write(t, s, storetest.Nest("a", "b", "c"))
 	add(t, s, "b", 1, 2)
 	write(t, s, storetest.Nest("b", "c"))
@@ -365,8 +314,7 @@ func testGroupsCountSubgroups(t *testing.T, newStore func(t *testing.T) store.Ex
 	assert.Equal(t, 2, total)
 }
 
-func testKeyedNestingWrite(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testKeyedNestingWrite(t *testing.T, ctx context.Context, s store.Expiring) {
 	for i, w := range []membership.Write{storetest.Nest("a", "b"), storetest.NestingWrite(membership.OpReplaceGroups, "a", "c"), storetest.NestingWrite(membership.OpRemoveGroups, "a", "c")} {
 		key := fmt.Sprint("k", i)
 		first, err := s.Write(ctx, storetest.Keyed(w, key))
@@ -386,8 +334,8 @@ func testKeyedNestingWrite(t *testing.T, ctx context.Context, newStore func(t *t
 	assert.Equal(t, storetest.Nested("d"), got)
 }
 
-func testNestingEndsByItself(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testNestingEndsByItself(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	w := storetest.Nest("a")
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("b", t0), storetest.NestedUntil("c", t0.Add(time.Minute)), {GroupID: "d"}}
 	write(t, s, w)
@@ -447,8 +395,8 @@ func testNestingEndsByItself(t *testing.T, ctx context.Context, newStore func(t 
 	assert.Equal(t, storetest.Nested("d", "e"), subs)
 }
 
-func testTransitiveGroupsPaged(t *testing.T, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testTransitiveGroupsPaged(t *testing.T, _ context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	// a > b > d > e, a > c > d (a diamond), x > e.
 	write(t, s, storetest.Nest("a", "c", "b"))
 	w := storetest.Nest("b")
@@ -501,8 +449,8 @@ func testTransitiveGroupsPaged(t *testing.T, newStore func(t *testing.T) store.E
 	}
 }
 
-func testTransitiveMembers(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testTransitiveMembers(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	// top > a (until t0+2m) > c; top > b > c; c holds 1 until t0+1m, 2, 3 until t0+5m;
 	// a holds 4; b holds 5 until t0; top holds 6.
 	w := storetest.Nest("top", "b")
@@ -577,8 +525,7 @@ func testTransitiveMembers(t *testing.T, ctx context.Context, newStore func(t *t
 	assert.Equal(t, []bool{true, false, true, true, false, false}, found)
 }
 
-func testTransitiveRevision(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testTransitiveRevision(t *testing.T, ctx context.Context, s store.Expiring) {
 	write(t, s, storetest.Nest("top", "mid"))
 	write(t, s, storetest.Nest("mid", "leaf"))
 	write(t, s, storetest.Nest("outside", "top"))
@@ -615,8 +562,7 @@ func testTransitiveRevision(t *testing.T, ctx context.Context, newStore func(t *
 	}
 }
 
-func testRacingNestings(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testRacingNestings(t *testing.T, ctx context.Context, s store.Expiring) {
 	const pairs = 20
 	type outcome struct {
 		pair int
@@ -650,8 +596,8 @@ func testRacingNestings(t *testing.T, ctx context.Context, newStore func(t *test
 	}
 }
 
-func testFollowerRebuildsNesting(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testFollowerRebuildsNesting(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	rng := rand.New(rand.NewPCG(46, 1))
 	groups := []string{"a", "b", "c", "d", "e", "f"}
 	clock := t0
@@ -691,8 +637,8 @@ func testFollowerRebuildsNesting(t *testing.T, ctx context.Context, newStore fun
 	}
 }
 
-func testRandomNestingsBesideWriters(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testRandomNestingsBesideWriters(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	groups := []string{"a", "b", "c", "d", "e", "f", "g"}
 	uids := []membership.UID{1, 2, 3, 4, 5, 6}
 	const writers, perWriter = 3, 80

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,10 +59,8 @@ func revisionReads(t *testing.T, n membership.Nesting) map[string]func() members
 // testRevisions checks that every read of groups in groups answers at the
 // revision of what it reads, its ETag: a write of anything else leaves it
 // as it is, a write of what it reads moves it.
-func testRevisions(t *testing.T, newStore func(t *testing.T) store.Expiring) {
-	ctx := context.Background()
-	t0 := time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour)
-	s := newStore(t)
+func testRevisions(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	add := func(group string, users ...membership.User) membership.Write {
 		return membership.Write{Op: membership.OpAdd, GroupID: group, Users: users}
 	}
@@ -126,8 +123,7 @@ func testRevisions(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 // account's display name, its deactivation, its deletion) move the
 // revisions of the transitive reads that show the user, as a membership
 // write does, and no other.
-func testDirectoryRevisions(t *testing.T, s store.Expiring) {
-	ctx := context.Background()
+func testDirectoryRevisions(t *testing.T, ctx context.Context, s store.Expiring) {
 	write := func(name string, w membership.Write) {
 		_, err := s.Write(ctx, w)
 		require.NoError(t, err, name)
@@ -221,8 +217,7 @@ func directoryReads(t *testing.T, s store.Expiring) map[string]func() membership
 // attributes alone (set_group), after it was deleted, answers a
 // transitive read at its making, not at a revision an answer of the group
 // before gave.
-func testAGroupMadeByItsAttributes(t *testing.T, s store.Expiring) {
-	ctx := context.Background()
+func testAGroupMadeByItsAttributes(t *testing.T, ctx context.Context, s store.Expiring) {
 	for _, w := range []membership.Write{
 		storetest.Nest("top", "leaf"),
 		{Op: membership.OpAdd, GroupID: "leaf", Users: []membership.User{{UID: 2}}},
@@ -248,8 +243,7 @@ func testAGroupMadeByItsAttributes(t *testing.T, s store.Expiring) {
 // latest change of the nestings below the group and of the user's groups,
 // which a change that could make the user a member moves, and a change of
 // anything else below the group does not.
-func testNonMemberRevision(t *testing.T, s store.Expiring) {
-	ctx := context.Background()
+func testNonMemberRevision(t *testing.T, ctx context.Context, s store.Expiring) {
 	write := func(name string, w membership.Write) membership.Revision {
 		res, err := s.Write(ctx, w)
 		require.NoError(t, err, name)
