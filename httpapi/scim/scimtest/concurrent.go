@@ -32,9 +32,7 @@ func testConcurrentPatches(t *testing.T, newStore NewStore) {
 	var wg sync.WaitGroup
 	failures := make(chan string, (patchers+writers)*rounds)
 	for p := range patchers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for r := range rounds {
 				base := 1000*(p+1) + 10*r
 				body := patchOps(fmt.Sprintf(`{"op":"add","path":"members","value":[{"value":"%d"},{"value":"%d"},{"value":"%d"}]}`, base+1, base+2, base+3),
@@ -43,12 +41,10 @@ func testConcurrentPatches(t *testing.T, newStore NewStore) {
 					failures <- fmt.Sprintf("PATCH: %d %s", rep.status, rep.body)
 				}
 			}
-		}()
+		})
 	}
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for r := range rounds {
 				uid := membership.UID(100000*(w+1) + r)
 				op := membership.Write{Op: membership.OpAdd, GroupID: "race", Users: []membership.User{{UID: uid}, {UID: uid + 500}}}
@@ -59,7 +55,7 @@ func testConcurrentPatches(t *testing.T, newStore NewStore) {
 					failures <- fmt.Sprintf("%s: %v", op.Op, err)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(failures)

@@ -184,9 +184,7 @@ func testMoveNeverHalfDone(t *testing.T, ctx context.Context, s membership.Store
 	var wg sync.WaitGroup
 	var torn atomic.Int64
 	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			checks := make([]membership.Check, 0, 2*len(all))
 			for _, uid := range all {
 				checks = append(checks, membership.Check{GroupID: "left", UID: uid}, membership.Check{GroupID: "right", UID: uid})
@@ -202,7 +200,7 @@ func testMoveNeverHalfDone(t *testing.T, ctx context.Context, s membership.Store
 					}
 				}
 			}
-		}()
+		})
 	}
 	from, to := "left", "right"
 	for range 20 {

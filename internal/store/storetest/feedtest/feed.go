@@ -212,9 +212,7 @@ func testFollowerConcurrentWriters(t *testing.T, ctx context.Context, s membersh
 	var wg sync.WaitGroup
 	results := make(chan membership.Result, writers*perWriter)
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range perWriter {
 				group := fmt.Sprint("g", i%3)
 				uid := membership.UID(w*1000 + i%20 + 1)
@@ -232,7 +230,7 @@ func testFollowerConcurrentWriters(t *testing.T, ctx context.Context, s membersh
 					results <- res
 				}
 			}
-		}()
+		})
 	}
 	done := make(chan struct{})
 	var writersDone atomic.Bool
@@ -321,9 +319,7 @@ func testFollowersReproduceEveryList(t *testing.T, ctx context.Context, s member
 	const writers, perWriter, followers = 4, 300, 8
 	var wg sync.WaitGroup
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 99))
 			for range perWriter {
 				err := writeAtRandom(ctx, s, rng, groups, nicknames, users)
@@ -331,18 +327,16 @@ func testFollowersReproduceEveryList(t *testing.T, ctx context.Context, s member
 					return
 				}
 			}
-		}()
+		})
 	}
 	var writersDone atomic.Bool
 	results := make([]*storetest.Follower, followers)
 	var fwg sync.WaitGroup
 	for i := range followers {
-		fwg.Add(1)
-		go func() {
-			defer fwg.Done()
+		fwg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
 			results[i] = followWhileWriting(t, ctx, s, rng, groups, writers*perWriter, &writersDone)
-		}()
+		})
 	}
 	wg.Wait()
 	writersDone.Store(true)
@@ -553,9 +547,7 @@ func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, ctx context.Contex
 	checked := make([]int, 2)
 	var wg sync.WaitGroup
 	for r := range checked {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			seen := res.Revision
 			for {
 				_, latest, err := s.Changes(follow, membership.ChangeOptions{After: seen, Limit: 1, Wait: true})
@@ -569,7 +561,7 @@ func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, ctx context.Contex
 				checked[r]++
 				seen = latest
 			}
-		}()
+		})
 	}
 	for i := range 3000 {
 		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 7, Nickname: fmt.Sprint("n", i), HasNickname: true}})

@@ -261,9 +261,7 @@ func testCountsUnderContention(t *testing.T, ctx context.Context, s membership.S
 	removed := make([]int, workers)
 	errs := make(chan error, workers)
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range perWorker {
 				group := fmt.Sprintf("g%d", i%4)
 				uid := membership.UID(i%50 + 1)
@@ -286,7 +284,7 @@ func testCountsUnderContention(t *testing.T, ctx context.Context, s membership.S
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)

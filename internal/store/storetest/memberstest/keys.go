@@ -168,11 +168,9 @@ func testRacingOneKey(t *testing.T, ctx context.Context, s membership.Store) {
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
 	for i := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			results[i], errs[i] = s.Write(ctx, storetest.Keyed(addWrite("g", 1, 2, 3), "race"))
-		}()
+		})
 	}
 	wg.Wait()
 	applied := 0

@@ -34,19 +34,15 @@ func testNicknameRevisions(t *testing.T, ctx context.Context, s membership.Store
 	var wg, rg, readersStarted sync.WaitGroup
 	readersStarted.Add(readers)
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			readersStarted.Wait()
 			race.writeNicknames(w, perWriter)
-		}()
+		})
 	}
 	for range readers {
-		rg.Add(1)
-		go func() {
-			defer rg.Done()
+		rg.Go(func() {
 			race.listNicknames(done, readersStarted.Done)
-		}()
+		})
 	}
 	wg.Wait()
 	close(done)

@@ -573,12 +573,10 @@ func testRacingNestings(t *testing.T, ctx context.Context, s store.Expiring) {
 	for i := range pairs {
 		a, b := fmt.Sprint("a", i), fmt.Sprint("b", i)
 		for _, w := range []membership.Write{storetest.Nest(a, b), storetest.Nest(b, a)} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				_, err := s.Write(ctx, w)
 				outcomes <- outcome{i, err}
-			}()
+			})
 		}
 	}
 	wg.Wait()
@@ -645,9 +643,7 @@ func testRandomNestingsBesideWriters(t *testing.T, ctx context.Context, s store.
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*perWriter+writers)
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 46))
 			clock := t0
 			for i := range perWriter {
@@ -664,7 +660,7 @@ func testRandomNestingsBesideWriters(t *testing.T, ctx context.Context, s store.
 					}
 				}
 			}
-		}()
+		})
 	}
 	var obs []observation
 	done := make(chan struct{})
