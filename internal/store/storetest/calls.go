@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/membership"
 	"example.com/groupmembership/membership/groupids"
@@ -22,6 +23,21 @@ func Add(ctx context.Context, s membership.Store, groupID string, users []member
 // precondition and no actor.
 func Remove(ctx context.Context, s membership.Store, groupID string, uids []membership.UID) (membership.Result, error) {
 	return s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: groupID, UIDs: uids})
+}
+
+// MustWrite applies w to s and requires it to succeed.
+func MustWrite(t *testing.T, s membership.Store, w membership.Write) membership.Result {
+	t.Helper()
+	res, err := s.Write(context.Background(), w)
+	require.NoError(t, err, "%s %s", w.Op, w.GroupID)
+	return res
+}
+
+// MustAdd adds users to the group in s, as Add does, and requires it to
+// succeed.
+func MustAdd(t *testing.T, s membership.Store, groupID string, users []membership.User) membership.Result {
+	t.Helper()
+	return MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: groupID, Users: users})
 }
 
 // Count returns a change's count, for tests that check only that.

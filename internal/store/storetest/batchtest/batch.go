@@ -32,10 +32,8 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 }
 
 func testOneChange(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "a", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "gone", storetest.UsersOf(9))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "a", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
+	storetest.MustAdd(t, s, "gone", storetest.UsersOf(9))
 	before := storetest.Latest(t, s)
 	res, err := s.Batch(ctx, membership.Batch{Actor: 42, Writes: []membership.Write{
 		{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}},
@@ -74,9 +72,8 @@ func testOneChange(t *testing.T, ctx context.Context, s membership.Store) {
 }
 
 func testMoveKeepsNickname(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "from", []membership.User{storetest.Nicknamed(7, "Sev")})
-	require.NoError(t, err)
-	_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+	storetest.MustAdd(t, s, "from", []membership.User{storetest.Nicknamed(7, "Sev")})
+	_, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
 		{Op: membership.OpRemove, GroupID: "from", UIDs: []membership.UID{7}},
 		{Op: membership.OpAdd, GroupID: "to", Users: storetest.UsersOf(7)},
 	}})
@@ -91,16 +88,13 @@ func testMoveKeepsNickname(t *testing.T, ctx context.Context, s membership.Store
 }
 
 func testPreconditionRefusesBatch(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "a", storetest.UsersOf(1))
 	rev, err := s.Revision(ctx, "a")
 	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "b", storetest.UsersOf(1))
 	stale, err := s.Revision(ctx, "b")
 	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(2))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "b", storetest.UsersOf(2))
 	current, err := s.Revision(ctx, "b")
 	require.NoError(t, err)
 	before := storetest.Latest(t, s)
@@ -125,8 +119,7 @@ func testTooManyRemovedRefused(t *testing.T, ctx context.Context, s membership.S
 	}
 	for g := range 6 {
 		for first := 0; first < len(big); first += 10_000 {
-			_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), storetest.UsersOf(big[first:first+10_000]...))
-			require.NoError(t, err)
+			storetest.MustAdd(t, s, fmt.Sprint("big", g), storetest.UsersOf(big[first:first+10_000]...))
 		}
 	}
 	before := storetest.Latest(t, s)
@@ -139,17 +132,14 @@ func testTooManyRemovedRefused(t *testing.T, ctx context.Context, s membership.S
 	_, err := s.Batch(ctx, membership.Batch{Writes: ws[:10]}) // 1,000,000: the most
 	require.NoError(t, err)
 	for g := range 6 {
-		_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), storetest.UsersOf(big[:10_000]...))
-		require.NoError(t, err)
+		storetest.MustAdd(t, s, fmt.Sprint("big", g), storetest.UsersOf(big[:10_000]...))
 	}
 	for g := range 6 { // whole again: with "small", 1,000,001 members in all, one too many
 		for first := 10_000; first < len(big); first += 10_000 {
-			_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), storetest.UsersOf(big[first:first+10_000]...))
-			require.NoError(t, err)
+			storetest.MustAdd(t, s, fmt.Sprint("big", g), storetest.UsersOf(big[first:first+10_000]...))
 		}
 	}
-	_, err = storetest.Add(ctx, s, "small", storetest.UsersOf(1))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "small", storetest.UsersOf(1))
 	mid := storetest.Latest(t, s)
 	_, err = s.Batch(ctx, membership.Batch{Writes: append(ws[:10:10], membership.Write{Op: membership.OpDeleteGroup, GroupID: "small"})})
 	assert.Equal(t, membership.CodeTooManyChanges, membership.ErrorCode(err))
@@ -158,8 +148,7 @@ func testTooManyRemovedRefused(t *testing.T, ctx context.Context, s membership.S
 }
 
 func testNoChangeNoRevision(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "a", storetest.UsersOf(1))
 	before := storetest.Latest(t, s)
 	res, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
 		{Op: membership.OpAdd, GroupID: "a", Users: storetest.UsersOf(1)},
@@ -178,8 +167,7 @@ func testMoveNeverHalfDone(t *testing.T, ctx context.Context, s membership.Store
 	for uid := membership.UID(1); uid <= 1000; uid++ {
 		all = append(all, uid)
 	}
-	_, err := storetest.Add(ctx, s, "left", storetest.UsersOf(all...))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "left", storetest.UsersOf(all...))
 	var done atomic.Bool
 	var wg sync.WaitGroup
 	var torn atomic.Int64

@@ -140,14 +140,10 @@ func testEndedOtherwise(t *testing.T, ctx context.Context, s store.Expiring) {
 	add(t, s, "a", storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0), storetest.ExpiresAt(3, t0))
 	add(t, s, "b", storetest.ExpiresAt(4, t0), storetest.ExpiresAt(5, t0))
 	add(t, s, "c", storetest.ExpiresAt(6, t0))
-	_, err := s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}})
-	require.NoError(t, err)
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 3}, {UID: 7}}})
-	require.NoError(t, err)
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "b"})
-	require.NoError(t, err)
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{6}})
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 3}, {UID: 7}}})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "b"})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{6}})
 	assert.Equal(t, int64(1), s.ExpiryCount(), "user 3, kept by the replace")
 	add(t, s, "a", membership.User{UID: 1}, membership.User{UID: 2})
 	add(t, s, "b", membership.User{UID: 4})
@@ -254,7 +250,5 @@ func testFollowerAcrossExpiries(t *testing.T, ctx context.Context, s store.Expir
 // add adds users to group and requires it to succeed.
 func add(t *testing.T, s store.Expiring, group string, users ...membership.User) membership.Result {
 	t.Helper()
-	res, err := s.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: group, Users: users})
-	require.NoError(t, err)
-	return res
+	return storetest.MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: group, Users: users})
 }

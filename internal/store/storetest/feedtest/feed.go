@@ -113,10 +113,8 @@ func testOneRevisionPerChange(t *testing.T, ctx context.Context, s membership.St
 }
 
 func testGroupRevision(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1}})
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "b", []membership.User{{UID: 2}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "a", []membership.User{{UID: 1}})
+	storetest.MustAdd(t, s, "b", []membership.User{{UID: 2}})
 	for group, want := range map[string]membership.Revision{"a": 1, "b": 2} {
 		rev, err := s.Revision(ctx, group)
 		require.NoError(t, err)
@@ -128,8 +126,7 @@ func testGroupRevision(t *testing.T, ctx context.Context, s membership.Store) {
 
 func testFeedPages(t *testing.T, ctx context.Context, s membership.Store) {
 	for uid := range membership.UID(5) {
-		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
-		require.NoError(t, err)
+		storetest.MustAdd(t, s, "g", []membership.User{{UID: uid + 1}})
 	}
 	changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1, Limit: 2})
 	require.NoError(t, err)
@@ -143,8 +140,7 @@ func testFeedPages(t *testing.T, ctx context.Context, s membership.Store) {
 
 func testChangesGone(t *testing.T, ctx context.Context, s membership.Store) {
 	for uid := range membership.UID(5) {
-		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
-		require.NoError(t, err)
+		storetest.MustAdd(t, s, "g", []membership.User{{UID: uid + 1}})
 	}
 	for _, after := range []membership.Revision{0, 1} {
 		_, latest, err := s.Changes(ctx, membership.ChangeOptions{After: after})
@@ -191,8 +187,7 @@ func testWaitEnds(t *testing.T, ctx context.Context, s membership.Store) {
 		t.Fatal("the wait ended before any change")
 	case <-time.After(50 * time.Millisecond):
 	}
-	_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 7}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", []membership.User{{UID: 7}})
 	changes := <-got
 	require.Len(t, changes, 1)
 	assert.Equal(t, []membership.UID{7}, changes[0].UIDs)
@@ -564,8 +559,7 @@ func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, ctx context.Contex
 		})
 	}
 	for i := range 3000 {
-		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 7, Nickname: fmt.Sprint("n", i), HasNickname: true}})
-		require.NoError(t, err)
+		storetest.MustAdd(t, s, "g", []membership.User{{UID: 7, Nickname: fmt.Sprint("n", i), HasNickname: true}})
 	}
 	stop()
 	wg.Wait()

@@ -39,8 +39,7 @@ func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		}},
 		{Name: "add counts only new members, repeats count once", Test: testAddCounts},
 		{Name: "list is sorted by uid", Test: func(t *testing.T, ctx context.Context, s membership.Store) {
-			_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(30, 9223372036854775807, 1, 20))
-			require.NoError(t, err)
+			storetest.MustAdd(t, s, "g", storetest.UsersOf(30, 9223372036854775807, 1, 20))
 			got, _ := storetest.ListAll(t, s, "g")
 			assert.Equal(t, []membership.Member{{UID: 1}, {UID: 20}, {UID: 30}, {UID: 9223372036854775807}}, got)
 		}},
@@ -79,26 +78,21 @@ func testNicknames(t *testing.T, ctx context.Context, s membership.Store) {
 		{UID: 3, Nickname: "y", HasNickname: true},
 	})
 	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "g", []membership.User{{UID: 2}, {UID: 3, Nickname: "", HasNickname: true}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", []membership.User{{UID: 2}, {UID: 3, Nickname: "", HasNickname: true}})
 	got, _ := storetest.ListAll(t, s, "g")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "b"}, {UID: 2, Nickname: "x"}, {UID: 3, Nickname: ""}}, got)
 }
 
 func testNicknameInEveryGroup(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+	storetest.MustAdd(t, s, "b", storetest.UsersOf(1))
 	got, _ := storetest.ListAll(t, s, "b")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}}, got)
 }
 
 func testRemoveCounts(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1, 2, 3))
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1, 2))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "a", storetest.UsersOf(1, 2, 3))
+	storetest.MustAdd(t, s, "b", storetest.UsersOf(1, 2))
 	n, err := storetest.Count(storetest.Remove(ctx, s, "a", []membership.UID{1, 1, 4}))
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
@@ -109,8 +103,7 @@ func testRemoveCounts(t *testing.T, ctx context.Context, s membership.Store) {
 }
 
 func testEmptiedGroup(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1, Nickname: "a", HasNickname: true}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", []membership.User{{UID: 1, Nickname: "a", HasNickname: true}})
 	n, err := storetest.Count(storetest.Remove(ctx, s, "g", []membership.UID{1}))
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
@@ -124,18 +117,15 @@ func testEmptiedGroup(t *testing.T, ctx context.Context, s membership.Store) {
 }
 
 func testNicknameOutlivesRemoval(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1, Nickname: "Eve", HasNickname: true}, {UID: 2, Nickname: "Bo", HasNickname: true}})
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1))
-	require.NoError(t, err)
-	_, err = storetest.Remove(ctx, s, "a", []membership.UID{1, 2})
+	storetest.MustAdd(t, s, "a", []membership.User{{UID: 1, Nickname: "Eve", HasNickname: true}, {UID: 2, Nickname: "Bo", HasNickname: true}})
+	storetest.MustAdd(t, s, "b", storetest.UsersOf(1))
+	_, err := storetest.Remove(ctx, s, "a", []membership.UID{1, 2})
 	require.NoError(t, err)
 	got, _ := storetest.ListAll(t, s, "b")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Eve"}}, got, "1 is still in b")
 	_, err = storetest.Remove(ctx, s, "b", []membership.UID{1})
 	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "c", storetest.UsersOf(1, 2))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "c", storetest.UsersOf(1, 2))
 	got, _ = storetest.ListAll(t, s, "c")
 	assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got, "both were in no group: forgotten")
 }
@@ -163,25 +153,20 @@ func testRevisions(t *testing.T, ctx context.Context, s membership.Store) {
 		return r
 	}
 	r0 := revision("g")
-	_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1, 2))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", storetest.UsersOf(1, 2))
 	r1 := revision("g")
 	assert.NotEqual(t, r0, r1, "an add changes the revision")
 
-	_, err = storetest.Add(ctx, s, "g", storetest.UsersOf(1))
+	storetest.MustAdd(t, s, "g", storetest.UsersOf(1))
+	_, err := storetest.Remove(ctx, s, "g", []membership.UID{9})
 	require.NoError(t, err)
-	_, err = storetest.Remove(ctx, s, "g", []membership.UID{9})
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "other", storetest.UsersOf(5))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "other", storetest.UsersOf(5))
 	assert.Equal(t, r1, revision("g"), "changes that alter nothing in g keep its revision")
 
-	_, err = storetest.Add(ctx, s, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 	r2 := revision("g")
 	assert.NotEqual(t, r1, r2, "a member's nickname set through another group changes g's list")
-	_, err = storetest.Add(ctx, s, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 	assert.Equal(t, r2, revision("g"), "the same nickname again changes nothing")
 
 	_, err = storetest.Remove(ctx, s, "g", []membership.UID{2})
@@ -194,8 +179,7 @@ func testRevisions(t *testing.T, ctx context.Context, s membership.Store) {
 	r4 := revision("g")
 	assert.NotEqual(t, r3, r4, "emptying the group changes the revision")
 
-	_, err = storetest.Add(ctx, s, "g", storetest.UsersOf(1))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", storetest.UsersOf(1))
 	assert.NotEqual(t, r4, revision("g"), "refilling the group changes the revision")
 }
 
@@ -204,8 +188,7 @@ func testPagingAndLookup(t *testing.T, ctx context.Context, s membership.Store) 
 	for uid := membership.UID(2); uid <= 2000; uid += 2 {
 		us = append(us, membership.User{UID: uid})
 	}
-	_, err := storetest.Add(ctx, s, "g", us)
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", us)
 	page := func(after membership.UID, limit int) (total int, uids []membership.UID) {
 		_, err := s.ListMembers(ctx, "g", membership.ListOptions{After: after, Limit: limit}, func(n int, members iter.Seq[membership.Member]) {
 			total = n
@@ -240,8 +223,7 @@ func testPagingAndLookup(t *testing.T, ctx context.Context, s membership.Store) 
 	require.Len(t, all, 1000)
 	assert.True(t, slices.IsSorted(all))
 
-	_, err = storetest.Add(ctx, s, "g", []membership.User{{UID: 4, Nickname: "Dee", HasNickname: true}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", []membership.User{{UID: 4, Nickname: "Dee", HasNickname: true}})
 	m, ok, err := s.Member(ctx, "g", 4)
 	require.NoError(t, err)
 	assert.True(t, ok)

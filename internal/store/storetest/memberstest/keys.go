@@ -33,8 +33,7 @@ func testKeyedRepeat(t *testing.T, ctx context.Context, s membership.Store) {
 	require.NoError(t, err)
 	assert.False(t, first.Replayed)
 	assert.Equal(t, 2, first.Count)
-	_, err = s.Write(ctx, removeWrite("g", 1)) // another writer, in between
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, removeWrite("g", 1)) // another writer, in between
 	before := storetest.Latest(t, s)
 	again, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1, 2), "k1"))
 	require.NoError(t, err)
@@ -46,10 +45,8 @@ func testKeyedRepeat(t *testing.T, ctx context.Context, s membership.Store) {
 }
 
 func testEveryOpKeyed(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := s.Write(ctx, addWrite("a", 1, 2, 3))
-	require.NoError(t, err)
-	_, err = s.Write(ctx, addWrite("b", 3))
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, addWrite("a", 1, 2, 3))
+	storetest.MustWrite(t, s, addWrite("b", 3))
 	writes := []membership.Write{
 		{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 1}, {UID: 9}}},
 		removeWrite("a", 1),
@@ -60,8 +57,7 @@ func testEveryOpKeyed(t *testing.T, ctx context.Context, s membership.Store) {
 		key := fmt.Sprintf("op-%d", i)
 		first, err := s.Write(ctx, storetest.Keyed(w, key))
 		require.NoError(t, err, w.Op)
-		_, err = s.Write(ctx, addWrite("a", 1, 3)) // in between
-		require.NoError(t, err)
+		storetest.MustWrite(t, s, addWrite("a", 1, 3)) // in between
 		before := storetest.Latest(t, s)
 		again, err := s.Write(ctx, storetest.Keyed(w, key))
 		require.NoError(t, err, w.Op)
@@ -74,13 +70,11 @@ func testEveryOpKeyed(t *testing.T, ctx context.Context, s membership.Store) {
 }
 
 func testKeyedNoChange(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := s.Write(ctx, addWrite("g", 1))
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, addWrite("g", 1))
 	first, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1), "k"))
 	require.NoError(t, err)
 	assert.Equal(t, 0, first.Count)
-	_, err = s.Write(ctx, removeWrite("g", 1))
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, removeWrite("g", 1))
 	again, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1), "k"))
 	require.NoError(t, err)
 	assert.True(t, again.Replayed)
@@ -90,8 +84,7 @@ func testKeyedNoChange(t *testing.T, ctx context.Context, s membership.Store) {
 }
 
 func testKeyReused(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1), "k"))
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, storetest.Keyed(addWrite("g", 1), "k"))
 	before := storetest.Latest(t, s)
 	others := []membership.Write{
 		addWrite("g", 2),
@@ -105,7 +98,7 @@ func testKeyReused(t *testing.T, ctx context.Context, s membership.Store) {
 		_, err := s.Write(ctx, storetest.Keyed(w, "k"))
 		assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "%+v", w)
 	}
-	_, err = s.Batch(ctx, storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{addWrite("g", 1)}}, "k"))
+	_, err := s.Batch(ctx, storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{addWrite("g", 1)}}, "k"))
 	assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "a batch with a write's key")
 	assert.Equal(t, before, storetest.Latest(t, s))
 	assert.Equal(t, []membership.UID{1}, memberUIDs(t, s, "g"))
@@ -125,14 +118,12 @@ func testKeyedConditionalReplay(t *testing.T, ctx context.Context, s membership.
 }
 
 func testRefusedKeyFree(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := s.Write(ctx, addWrite("g", 1))
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, addWrite("g", 1))
 	w := addWrite("g", 2)
 	w.If.Empty = true
-	_, err = s.Write(ctx, storetest.Keyed(w, "k"))
+	_, err := s.Write(ctx, storetest.Keyed(w, "k"))
 	require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g"})
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g"})
 	res, err := s.Write(ctx, storetest.Keyed(w, "k"))
 	require.NoError(t, err, "the retry is a first attempt: the first changed nothing")
 	assert.False(t, res.Replayed)
@@ -141,14 +132,12 @@ func testRefusedKeyFree(t *testing.T, ctx context.Context, s membership.Store) {
 }
 
 func testKeyedBatchRepeat(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := s.Write(ctx, addWrite("a", 1))
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, addWrite("a", 1))
 	b := storetest.KeyedBatch(membership.Batch{Actor: 4, Writes: []membership.Write{removeWrite("a", 1), addWrite("b", 1)}}, "move")
 	first, err := s.Batch(ctx, b)
 	require.NoError(t, err)
 	assert.False(t, first.Replayed)
-	_, err = s.Write(ctx, addWrite("a", 1))
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, addWrite("a", 1))
 	before := storetest.Latest(t, s)
 	again, err := s.Batch(ctx, b)
 	require.NoError(t, err)
@@ -188,11 +177,7 @@ func testRacingOneKey(t *testing.T, ctx context.Context, s membership.Store) {
 
 // addWrite returns the write that adds the users uids to group.
 func addWrite(group string, uids ...membership.UID) membership.Write {
-	w := membership.Write{Op: membership.OpAdd, GroupID: group}
-	for _, uid := range uids {
-		w.Users = append(w.Users, membership.User{UID: uid})
-	}
-	return w
+	return membership.Write{Op: membership.OpAdd, GroupID: group, Users: storetest.UsersOf(uids...)}
 }
 
 // removeWrite returns the write that removes the users uids from group.
@@ -200,12 +185,8 @@ func removeWrite(group string, uids ...membership.UID) membership.Write {
 	return membership.Write{Op: membership.OpRemove, GroupID: group, UIDs: uids}
 }
 
-// memberUIDs returns the uids of group's members, never nil.
+// memberUIDs returns the uids of group's members.
 func memberUIDs(t *testing.T, s membership.Store, group string) []membership.UID {
 	got, _ := storetest.ListAll(t, s, group)
-	uids := []membership.UID{}
-	for _, m := range got {
-		uids = append(uids, m.UID)
-	}
-	return uids
+	return storetest.MemberUIDs(got)
 }

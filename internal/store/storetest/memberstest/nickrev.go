@@ -24,8 +24,7 @@ import (
 // written once, so the revision that set it is known from its write.
 func testNicknameRevisions(t *testing.T, ctx context.Context, s membership.Store) {
 	const uid, writers, readers, perWriter = 42, 2, 4, 200
-	_, err := storetest.Add(ctx, s, "b", []membership.User{{UID: uid, Nickname: "start", HasNickname: true}, {UID: 7}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "b", []membership.User{{UID: uid, Nickname: "start", HasNickname: true}, {UID: 7}})
 
 	race := &nicknameRace{s: s, uid: uid, setAt: map[string]membership.Revision{}, reads: map[seen]int{}}
 	done := make(chan struct{})

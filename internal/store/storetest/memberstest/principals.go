@@ -23,17 +23,12 @@ func testPrincipals(t *testing.T, newStore func(t *testing.T) membership.Store) 
 			CheckPrincipals(t, s, p, true)
 			// What changes nothing records nothing, principal or not.
 			before := storetest.Latest(t, s)
-			_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 3}}, Principal: "ops"})
-			require.NoError(t, err)
+			storetest.MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 3}}, Principal: "ops"})
 			assert.Equal(t, before, storetest.Latest(t, s))
 		}},
 		{Name: "an Idempotency-Key is its principal's", Test: func(t *testing.T, ctx context.Context, s membership.Store) {
 			add := func(principal string, uids ...membership.UID) membership.Write {
-				w := membership.Write{Op: membership.OpAdd, GroupID: "g", Principal: principal}
-				for _, uid := range uids {
-					w.Users = append(w.Users, membership.User{UID: uid})
-				}
-				return storetest.Keyed(w, "k")
+				return storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(uids...), Principal: principal}, "k")
 			}
 			first, err := s.Write(ctx, add("sync-job", 1))
 			require.NoError(t, err)
@@ -98,20 +93,13 @@ type keyedWrite struct {
 func WritePrincipals(t *testing.T, s membership.Store) *Principals {
 	t.Helper()
 	ctx := context.Background()
-	users := func(uids ...membership.UID) []membership.User {
-		us := make([]membership.User, len(uids))
-		for i, uid := range uids {
-			us[i] = membership.User{UID: uid}
-		}
-		return us
-	}
 	p := &Principals{After: storetest.Latest(t, s)}
 	writes := []membership.Write{
-		{Op: membership.OpAdd, GroupID: "g", Users: users(1, 2), Actor: 7, Principal: "sync-job"},
-		storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(3), Principal: "sync-job"}, "k"),
-		storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(3, 4), Principal: "dashboard"}, "k"),
+		{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(1, 2), Actor: 7, Principal: "sync-job"},
+		storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(3), Principal: "sync-job"}, "k"),
+		storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(3, 4), Principal: "dashboard"}, "k"),
 		storetest.Keyed(membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{4}}, "k"),
-		{Op: membership.OpReplace, GroupID: "h", Users: users(5), Principal: "dashboard"},
+		{Op: membership.OpReplace, GroupID: "h", Users: storetest.UsersOf(5), Principal: "dashboard"},
 		{Op: membership.OpRemoveUser, UIDs: []membership.UID{2}, Principal: "ops@team-a"},
 		{Op: membership.OpDeleteGroup, GroupID: "h", Actor: 8, Principal: "ops@team-a"},
 	}
@@ -125,7 +113,7 @@ func WritePrincipals(t *testing.T, s membership.Store) *Principals {
 		}
 	}
 	p.batch = storetest.KeyedBatch(membership.Batch{Actor: 9, Principal: "ops@team-a", Writes: []membership.Write{
-		{Op: membership.OpAdd, GroupID: "i", Users: users(6)}, {Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}}}}, "k")
+		{Op: membership.OpAdd, GroupID: "i", Users: storetest.UsersOf(6)}, {Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}}}}, "k")
 	var err error
 	p.batchRes, err = s.Batch(ctx, p.batch)
 	require.NoError(t, err)

@@ -31,9 +31,8 @@ func testStamps(t *testing.T, s membership.Store) {
 		require.NoError(t, err, w.Op)
 	}
 	// What changes nothing, and what fails, records nothing, actor or not.
-	_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "h", Users: storetest.UsersOf(5), Actor: 11})
-	require.NoError(t, err)
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "h", Actor: 12, If: membership.Precondition{Empty: true}})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: "h", Users: storetest.UsersOf(5), Actor: 11})
+	_, err := s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "h", Actor: 12, If: membership.Precondition{Empty: true}})
 	require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
 	_, err = storetest.Add(ctx, s, "h", storetest.UsersOf(6)) // names no actor
 	require.NoError(t, err)

@@ -40,65 +40,58 @@ func testWrites(t *testing.T, newStore func(t *testing.T) membership.Store) {
 }
 
 func testReplace(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}, storetest.Nicknamed(3, "Cy")})
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "other", []membership.User{{UID: 3}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}, storetest.Nicknamed(3, "Cy")})
+	storetest.MustAdd(t, s, "other", []membership.User{{UID: 3}})
 	before := storetest.Latest(t, s)
-	res := write(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, storetest.Nicknamed(4, "Dee"), {UID: 4}}})
+	res := storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, storetest.Nicknamed(4, "Dee"), {UID: 4}}})
 	assert.Equal(t, membership.Result{Count: 1, Removed: 2, Revision: before + 1}, res)
 	got, rev := storetest.ListAll(t, s, "g")
 	assert.Equal(t, []membership.Member{{UID: 2}, {UID: 4, Nickname: "Dee"}}, got)
 	assert.Equal(t, before+1, rev)
 	// 1 is in no group: forgotten; 3 is still in other: kept.
-	_, err = storetest.Add(ctx, s, "h", storetest.UsersOf(1, 3))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "h", storetest.UsersOf(1, 3))
 	got, _ = storetest.ListAll(t, s, "h")
 	assert.Equal(t, []membership.Member{{UID: 1}, {UID: 3, Nickname: "Cy"}}, got)
 	storetest.ReverseAgrees(t, s, []string{"g", "h", "other"}, []membership.UID{1, 2, 3, 4})
 }
 
 func testReplaceUnchanged(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
 	rev, err := s.Revision(ctx, "g")
 	require.NoError(t, err)
 	before := storetest.Latest(t, s)
-	res := write(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, storetest.Nicknamed(1, "Ann")}})
+	res := storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, storetest.Nicknamed(1, "Ann")}})
 	assert.Equal(t, membership.Result{Revision: rev}, res)
 	assert.Equal(t, before, storetest.Latest(t, s))
 }
 
 func testUserNamedTwice(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1}, storetest.Nicknamed(2, "B")})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", []membership.User{{UID: 1}, storetest.Nicknamed(2, "B")})
 	rev, err := s.Revision(ctx, "g")
 	require.NoError(t, err)
 	before := storetest.Latest(t, s)
 	twice := []membership.User{{UID: 1}, storetest.Nicknamed(2, "X"), storetest.Nicknamed(2, "B")}
-	res := write(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: twice})
+	res := storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: twice})
 	assert.Equal(t, membership.Result{Revision: rev}, res)
-	res = write(t, s, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: twice})
+	res = storetest.MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: twice})
 	assert.Equal(t, membership.Result{Revision: rev}, res)
 	assert.Equal(t, before, storetest.Latest(t, s), "no revision taken")
 }
 
 func testReplaceNickname(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann")})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", []membership.User{storetest.Nicknamed(1, "Ann")})
 	before := storetest.Latest(t, s)
-	res := write(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{storetest.Nicknamed(1, "Anne")}})
+	res := storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{storetest.Nicknamed(1, "Anne")}})
 	assert.Equal(t, membership.Result{Revision: before + 1}, res)
 	got, _ := storetest.ListAll(t, s, "g")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Anne"}}, got)
 }
 
 func testReplaceWithNoUsers(t *testing.T, ctx context.Context, s membership.Store) {
-	res := write(t, s, membership.Write{Op: membership.OpReplace, GroupID: "new", Users: storetest.UsersOf(5, 6)})
+	res := storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "new", Users: storetest.UsersOf(5, 6)})
 	assert.Equal(t, 2, res.Count)
-	_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1, 2, 3))
-	require.NoError(t, err)
-	res = write(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g"})
+	storetest.MustAdd(t, s, "g", storetest.UsersOf(1, 2, 3))
+	res = storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g"})
 	assert.Equal(t, 3, res.Removed)
 	got, _ := storetest.ListAll(t, s, "g")
 	assert.Empty(t, got)
@@ -106,7 +99,7 @@ func testReplaceWithNoUsers(t *testing.T, ctx context.Context, s membership.Stor
 	assert.Equal(t, []membership.GroupSize{{ID: "new", Members: 2}}, groups)
 	assert.Equal(t, 1, total)
 	before := storetest.Latest(t, s)
-	res = write(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g"})
+	res = storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g"})
 	assert.Equal(t, membership.Result{Revision: res.Revision}, res)
 	assert.Equal(t, before, storetest.Latest(t, s), "emptying an empty group changes nothing")
 }
@@ -116,38 +109,33 @@ func testDeleteGroup(t *testing.T, ctx context.Context, s membership.Store) {
 	for uid := membership.UID(1); uid <= 300; uid++ {
 		big = append(big, storetest.Nicknamed(uid, fmt.Sprint("n", uid)))
 	}
-	_, err := storetest.Add(ctx, s, "big", big)
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "other", storetest.UsersOf(7, 1000))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "big", big)
+	storetest.MustAdd(t, s, "other", storetest.UsersOf(7, 1000))
 	before := storetest.Latest(t, s)
-	res := write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "big"})
+	res := storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "big"})
 	assert.Equal(t, membership.Result{Count: 300, Revision: before + 1}, res)
 	got, rev := storetest.ListAll(t, s, "big")
 	assert.Empty(t, got)
 	assert.Equal(t, before+1, rev)
 	// 7 is still in other, with its nickname; 8 is forgotten.
-	_, err = storetest.Add(ctx, s, "again", storetest.UsersOf(7, 8))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "again", storetest.UsersOf(7, 8))
 	got, _ = storetest.ListAll(t, s, "again")
 	assert.Equal(t, []membership.Member{{UID: 7, Nickname: "n7"}, {UID: 8}}, got)
 	storetest.ReverseAgrees(t, s, []string{"again", "big", "other"}, []membership.UID{1, 7, 8, 300, 1000})
 
 	before = storetest.Latest(t, s)
-	res = write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "big"})
+	res = storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "big"})
 	assert.Equal(t, 0, res.Count)
 	assert.Equal(t, before, storetest.Latest(t, s), "deleting an empty group changes nothing")
 }
 
 func testRemoveUser(t *testing.T, ctx context.Context, s membership.Store) {
 	for _, g := range []string{"a", "b", "c"} {
-		_, err := storetest.Add(ctx, s, g, []membership.User{storetest.Nicknamed(9, "Nine"), {UID: 10}})
-		require.NoError(t, err)
+		storetest.MustAdd(t, s, g, []membership.User{storetest.Nicknamed(9, "Nine"), {UID: 10}})
 	}
-	_, err := storetest.Add(ctx, s, "solo", storetest.UsersOf(9))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "solo", storetest.UsersOf(9))
 	before := storetest.Latest(t, s)
-	res := write(t, s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{9}})
+	res := storetest.MustWrite(t, s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{9}})
 	assert.Equal(t, membership.Result{Count: 4, Revision: before + 1}, res)
 	for _, g := range []string{"a", "b", "c"} {
 		got, rev := storetest.ListAll(t, s, g)
@@ -156,14 +144,13 @@ func testRemoveUser(t *testing.T, ctx context.Context, s membership.Store) {
 	}
 	groups, _ := storetest.Groups(t, s, membership.GroupsOptions{})
 	assert.Equal(t, []membership.GroupSize{{ID: "a", Members: 1}, {ID: "b", Members: 1}, {ID: "c", Members: 1}}, groups, "solo is gone")
-	_, err = storetest.Add(ctx, s, "a", storetest.UsersOf(9))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "a", storetest.UsersOf(9))
 	got, _ := storetest.ListAll(t, s, "a")
 	assert.Equal(t, []membership.Member{{UID: 9}, {UID: 10}}, got, "the nickname is forgotten")
 	storetest.ReverseAgrees(t, s, []string{"a", "b", "c", "solo"}, []membership.UID{9, 10})
 
 	before = storetest.Latest(t, s)
-	res = write(t, s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{404}})
+	res = storetest.MustWrite(t, s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{404}})
 	assert.Equal(t, 0, res.Count)
 	assert.Equal(t, before, storetest.Latest(t, s), "removing a user in no group changes nothing")
 }
@@ -173,12 +160,10 @@ func testPreconditionFails(t *testing.T, newStore func(t *testing.T) membership.
 	for _, op := range []membership.Op{membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup} {
 		t.Run(string(op), func(t *testing.T) {
 			s := newStore(t)
-			_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1, 2))
-			require.NoError(t, err)
+			storetest.MustAdd(t, s, "g", storetest.UsersOf(1, 2))
 			stale, err := s.Revision(ctx, "g")
 			require.NoError(t, err)
-			_, err = storetest.Add(ctx, s, "g", storetest.UsersOf(3))
-			require.NoError(t, err)
+			storetest.MustAdd(t, s, "g", storetest.UsersOf(3))
 			current, err := s.Revision(ctx, "g")
 			require.NoError(t, err)
 			w := membership.Write{Op: op, GroupID: "g", Users: storetest.UsersOf(1, 5), UIDs: []membership.UID{1}}
@@ -210,19 +195,18 @@ func testPreconditionFails(t *testing.T, newStore func(t *testing.T) membership.
 func testExistsAndEmpty(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(1), If: membership.Precondition{Exists: true}})
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "an empty group does not exist")
-	res := write(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(1), If: membership.Precondition{Empty: true}})
+	res := storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(1), If: membership.Precondition{Empty: true}})
 	assert.Equal(t, 1, res.Count, "If-None-Match: * creates the group")
 	_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(2), If: membership.Precondition{Empty: true}})
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "but only once")
-	res = write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g", If: membership.Precondition{Exists: true}})
+	res = storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g", If: membership.Precondition{Exists: true}})
 	assert.Equal(t, 1, res.Count)
 	got, _ := storetest.ListAll(t, s, "g")
 	assert.Empty(t, got)
 }
 
 func testRacingPreconditions(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", storetest.UsersOf(1))
 	rev, err := s.Revision(ctx, "g")
 	require.NoError(t, err)
 	writes := make([]membership.Write, 16)
@@ -249,8 +233,7 @@ func testGroupsListed(t *testing.T, ctx context.Context, s membership.Store) {
 		for uid := range n {
 			us = append(us, membership.User{UID: membership.UID(uid + 1)})
 		}
-		_, err := storetest.Add(ctx, s, id, us)
-		require.NoError(t, err)
+		storetest.MustAdd(t, s, id, us)
 	}
 	want := []membership.GroupSize{{ID: "a", Members: 1}, {ID: "ab", Members: 2}, {ID: "abc", Members: 3}, {ID: "b", Members: 1}, {ID: "b\u00e9", Members: 2}, {ID: "c", Members: 1}}
 	groups, total = storetest.Groups(t, s, membership.GroupsOptions{})
@@ -280,8 +263,7 @@ func testGroupsListed(t *testing.T, ctx context.Context, s membership.Store) {
 	}
 	_, err := storetest.Remove(ctx, s, "abc", []membership.UID{1, 2, 3})
 	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "ab", storetest.UsersOf(9))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "ab", storetest.UsersOf(9))
 	groups, total = storetest.Groups(t, s, membership.GroupsOptions{Prefix: "a"})
 	assert.Equal(t, []membership.GroupSize{{ID: "a", Members: 1}, {ID: "ab", Members: 3}}, groups)
 	assert.Equal(t, 2, total)
@@ -292,8 +274,7 @@ func testPagingManyGroups(t *testing.T, ctx context.Context, s membership.Store)
 	for i := range 300 {
 		id := fmt.Sprintf("g%03d", (i*7)%300)
 		ids = append(ids, id)
-		_, err := storetest.Add(ctx, s, id, storetest.UsersOf(membership.UID(i+1)))
-		require.NoError(t, err)
+		storetest.MustAdd(t, s, id, storetest.UsersOf(membership.UID(i+1)))
 	}
 	slices.Sort(ids)
 	var got []string
@@ -313,14 +294,12 @@ func testPagingManyGroups(t *testing.T, ctx context.Context, s membership.Store)
 }
 
 func testWholeGroupChanges(t *testing.T, ctx context.Context, s membership.Store) {
-	_, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "h", []membership.User{storetest.Nicknamed(5, "Eve")})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
+	storetest.MustAdd(t, s, "h", []membership.User{storetest.Nicknamed(5, "Eve")})
 	start, since := storetest.Latest(t, s), time.Now()
-	write(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, {UID: 5}, storetest.Nicknamed(3, "Cy")}})
-	write(t, s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{2}})
-	write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g"})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, {UID: 5}, storetest.Nicknamed(3, "Cy")}})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{2}})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g"})
 	got := storetest.Untimed(t, storetest.AllChanges(t, s, start), since)
 	want := []membership.Change{
 		{Revision: start + 1, Op: membership.OpReplace, GroupID: "g", UIDs: []membership.UID{2, 3, 5},
@@ -345,7 +324,7 @@ func testFollowerAfterWholeGroupWrites(t *testing.T, _ context.Context, s member
 	}
 	after := membership.Revision(0)
 	for i, w := range steps {
-		write(t, s, w)
+		storetest.MustWrite(t, s, w)
 		for _, c := range storetest.AllChanges(t, s, after) {
 			f.Apply(c)
 			after = c.Revision
@@ -355,12 +334,4 @@ func testFollowerAfterWholeGroupWrites(t *testing.T, _ context.Context, s member
 			assert.Equal(t, want, f.ListOf(g), "after step %d, group %s", i, g)
 		}
 	}
-}
-
-// write applies w to s and requires it to succeed.
-func write(t *testing.T, s membership.Store, w membership.Write) membership.Result {
-	t.Helper()
-	res, err := s.Write(context.Background(), w)
-	require.NoError(t, err)
-	return res
 }

@@ -60,7 +60,7 @@ func testAddRemoveReplace(t *testing.T, ctx context.Context, s store.Expiring) {
 	add(t, s, "b", 1)
 	bRev, _ := s.Revision(ctx, "b")
 	before := storetest.Latest(t, s)
-	res := write(t, s, storetest.Nest("a", "c", "b", "c"))
+	res := storetest.MustWrite(t, s, storetest.Nest("a", "c", "b", "c"))
 	assert.Equal(t, membership.Result{Count: 2, Revision: before + 1}, res)
 	got, total, rev := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 	assert.Equal(t, storetest.Nested("b", "c"), got)
@@ -76,17 +76,17 @@ func testAddRemoveReplace(t *testing.T, ctx context.Context, s store.Expiring) {
 	assert.Equal(t, storetest.Nested("a"), parents)
 	assert.Equal(t, 1, total)
 
-	again := write(t, s, storetest.Nest("a", "b"))
+	again := storetest.MustWrite(t, s, storetest.Nest("a", "b"))
 	assert.Equal(t, membership.Result{Count: 0, Revision: res.Revision}, again, "nothing new: no revision")
 
-	removed := write(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "c", "x", "c"))
+	removed := storetest.MustWrite(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "c", "x", "c"))
 	assert.Equal(t, membership.Result{Count: 1, Revision: res.Revision + 1}, removed)
-	none := write(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "x"))
+	none := storetest.MustWrite(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "x"))
 	assert.Equal(t, membership.Result{Count: 0, Revision: removed.Revision}, none)
 
-	replaced := write(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a", "d", "c"))
+	replaced := storetest.MustWrite(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a", "d", "c"))
 	assert.Equal(t, membership.Result{Count: 2, Removed: 1, Revision: removed.Revision + 1}, replaced)
-	same := write(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a", "c", "d"))
+	same := storetest.MustWrite(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a", "c", "d"))
 	assert.Equal(t, membership.Result{Count: 0, Revision: replaced.Revision}, same)
 	got, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 	assert.Equal(t, storetest.Nested("c", "d"), got)
@@ -107,7 +107,7 @@ func testAddRemoveReplace(t *testing.T, ctx context.Context, s store.Expiring) {
 		assert.Equal(t, storetest.EmptiesAsNil([]membership.Change{want}), storetest.EmptiesAsNil([]membership.Change{c}))
 	}
 
-	emptied := write(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a"))
+	emptied := storetest.MustWrite(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a"))
 	assert.Equal(t, membership.Result{Removed: 2, Revision: replaced.Revision + 1}, emptied)
 	groups, _ := storetest.Groups(t, s, membership.GroupsOptions{})
 	assert.Equal(t, []membership.GroupSize{{ID: "b", Members: 1}}, groups, "a group with neither members nor subgroups does not exist")
@@ -118,15 +118,15 @@ func testNestingExpiry(t *testing.T, _ context.Context, s store.Expiring) {
 	w := storetest.Nest("a")
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("b", t0), {GroupID: "c"}}
 	before := storetest.Latest(t, s)
-	write(t, s, w)
+	storetest.MustWrite(t, s, w)
 	got, _, _ := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 	assert.Equal(t, []membership.Nested{{GroupID: "b", Expires: t0}, {GroupID: "c"}}, got)
 	w.Subgroups = []membership.Subgroup{{GroupID: "b"}, storetest.NestedUntil("c", t0.Add(time.Minute))}
-	res := write(t, s, w)
+	res := storetest.MustWrite(t, s, w)
 	assert.Equal(t, 0, res.Count)
 	assert.Equal(t, before+2, res.Revision, "an expiry changed is a change")
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("b", time.Time{})}
-	write(t, s, w)
+	storetest.MustWrite(t, s, w)
 	got, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 	assert.Equal(t, []membership.Nested{{GroupID: "b"}, {GroupID: "c", Expires: t0.Add(time.Minute)}}, got)
 	parents, _, _ := storetest.Parents(t, s, "c", membership.NestingListOptions{})
@@ -139,7 +139,7 @@ func testNestingExpiry(t *testing.T, _ context.Context, s store.Expiring) {
 
 	w.Subgroups = []membership.Subgroup{{GroupID: "b", Expiry: membership.Expiry{Set: true, TTL: time.Hour}}}
 	start := time.Now()
-	write(t, s, w)
+	storetest.MustWrite(t, s, w)
 	got, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{Limit: 1})
 	require.Len(t, got, 1)
 	assert.False(t, got[0].Expires.Before(start.Add(time.Hour).Truncate(time.Millisecond)), "a ttl counts from the commit")
@@ -147,14 +147,14 @@ func testNestingExpiry(t *testing.T, _ context.Context, s store.Expiring) {
 }
 
 func testCycleRefused(t *testing.T, _ context.Context, s store.Expiring) {
-	write(t, s, storetest.Nest("all-staff", "engineering"))
-	write(t, s, storetest.Nest("engineering", "backend"))
-	write(t, s, storetest.Nest("backend", "db"))
+	storetest.MustWrite(t, s, storetest.Nest("all-staff", "engineering"))
+	storetest.MustWrite(t, s, storetest.Nest("engineering", "backend"))
+	storetest.MustWrite(t, s, storetest.Nest("backend", "db"))
 	refused(t, s, storetest.Nest("a", "a"), membership.CycleError("a", "a", []string{"a"}))
 	refused(t, s, storetest.Nest("backend", "engineering"), membership.CycleError("backend", "engineering", []string{"engineering", "backend"}))
 	refused(t, s, storetest.Nest("backend", "all-staff"), membership.CycleError("backend", "all-staff", []string{"all-staff", "engineering", "backend"}))
 	refused(t, s, storetest.Nest("db", "all-staff"), membership.CycleError("db", "all-staff", []string{"all-staff", "engineering", "backend", "db"}))
-	write(t, s, storetest.Nest("all-staff", "db"))
+	storetest.MustWrite(t, s, storetest.Nest("all-staff", "db"))
 	refused(t, s, storetest.Nest("db", "all-staff"), membership.CycleError("db", "all-staff", []string{"all-staff", "db"}))
 
 	w := storetest.NestingWrite(membership.OpReplaceGroups, "db", "x", "engineering", "all-staff")
@@ -164,23 +164,23 @@ func testCycleRefused(t *testing.T, _ context.Context, s store.Expiring) {
 	got, _, _ := storetest.Subgroups(t, s, "db", membership.NestingListOptions{})
 	assert.Empty(t, got, "nothing of a refused write is applied")
 
-	res := write(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "a"))
+	res := storetest.MustWrite(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "a"))
 	assert.Zero(t, res.Count, "removing a group from itself is no cycle")
 }
 
 func testTooDeepRefused(t *testing.T, _ context.Context, s store.Expiring) {
 	deep := func(w membership.Write, most int) membership.Write { w.MaxDepth = most; return w }
-	write(t, s, deep(storetest.Nest("a", "b"), 2))
-	write(t, s, deep(storetest.Nest("b", "c"), 2))
+	storetest.MustWrite(t, s, deep(storetest.Nest("a", "b"), 2))
+	storetest.MustWrite(t, s, deep(storetest.Nest("b", "c"), 2))
 	refused(t, s, deep(storetest.Nest("c", "d"), 2), membership.TooDeepError("c", "d", 3, 2))
 	refused(t, s, deep(storetest.Nest("z", "a"), 2), membership.TooDeepError("z", "a", 3, 2))
-	write(t, s, deep(storetest.Nest("x", "y"), 2))
+	storetest.MustWrite(t, s, deep(storetest.Nest("x", "y"), 2))
 	refused(t, s, deep(storetest.Nest("b", "w", "x"), 2), membership.TooDeepError("b", "x", 3, 2))
 	got, _, _ := storetest.Subgroups(t, s, "b", membership.NestingListOptions{})
 	assert.Equal(t, storetest.Nested("c"), got, "w was not added")
-	write(t, s, deep(storetest.Nest("a", "x"), 2))
-	write(t, s, deep(storetest.Nest("c", "d"), 0))
-	write(t, s, deep(storetest.Nest("d", "e"), 0))
+	storetest.MustWrite(t, s, deep(storetest.Nest("a", "x"), 2))
+	storetest.MustWrite(t, s, deep(storetest.Nest("c", "d"), 0))
+	storetest.MustWrite(t, s, deep(storetest.Nest("d", "e"), 0))
 	refused(t, s, deep(storetest.Nest("e", "f"), 4), membership.TooDeepError("e", "f", 5, 4))
 	refused(t, s, deep(storetest.Nest("e", "a"), 0), membership.CycleError("e", "a", []string{"a", "b", "c", "d", "e"}))
 }
@@ -238,12 +238,12 @@ func testBatchAllOrNothing(t *testing.T, ctx context.Context, s store.Expiring) 
 }
 
 func testDeleteGroup(t *testing.T, ctx context.Context, s store.Expiring) {
-	write(t, s, storetest.Nest("top", "mid", "other"))
-	write(t, s, storetest.Nest("mid", "leaf"))
+	storetest.MustWrite(t, s, storetest.Nest("top", "mid", "other"))
+	storetest.MustWrite(t, s, storetest.Nest("mid", "leaf"))
 	add(t, s, "mid", 1)
 	add(t, s, "leaf", 2)
 	before := storetest.Latest(t, s)
-	res := write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "mid"})
+	res := storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "mid"})
 	assert.Equal(t, membership.Result{Count: 1, Revision: before + 1}, res)
 	subs, _, _ := storetest.Subgroups(t, s, "top", membership.NestingListOptions{})
 	assert.Equal(t, storetest.Nested("other"), subs)
@@ -255,12 +255,12 @@ func testDeleteGroup(t *testing.T, ctx context.Context, s store.Expiring) {
 	groups, _ := storetest.Groups(t, s, membership.GroupsOptions{})
 	assert.Equal(t, []membership.GroupSize{{ID: "leaf", Members: 1}, {ID: "top", Subgroups: 1}}, groups)
 
-	res = write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "other"})
+	res = storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "other"})
 	assert.Equal(t, membership.Result{Count: 0, Revision: before + 2}, res, "a group that is only nested is deleted from its parents")
 	groups, _ = storetest.Groups(t, s, membership.GroupsOptions{})
 	assert.Equal(t, []membership.GroupSize{{ID: "leaf", Members: 1}}, groups)
-	res = write(t, s, storetest.Nest("top", "leaf"))
-	res = write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "top"})
+	res = storetest.MustWrite(t, s, storetest.Nest("top", "leaf"))
+	res = storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "top"})
 	assert.Equal(t, before+4, res.Revision, "a group with only subgroups is deleted")
 	parents, _, _ = storetest.Parents(t, s, "leaf", membership.NestingListOptions{})
 	assert.Empty(t, parents)
@@ -271,13 +271,13 @@ func testPreconditions(t *testing.T, ctx context.Context, s store.Expiring) {
 	empty := membership.Precondition{Empty: true}
 	w := storetest.Nest("a", "b")
 	w.If = empty
-	write(t, s, w)
+	storetest.MustWrite(t, s, w)
 	_, err := s.Write(ctx, w)
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "a has a subgroup: not empty")
 	a := membership.Write{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{{UID: 1}}, If: exists}
-	write(t, s, a)
-	write(t, s, membership.Write{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}})
-	write(t, s, a) // a still exists: it has a subgroup
+	storetest.MustWrite(t, s, a)
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}})
+	storetest.MustWrite(t, s, a) // a still exists: it has a subgroup
 	rev, err := s.Revision(ctx, "a")
 	require.NoError(t, err)
 	w = storetest.Nest("a", "c")
@@ -285,11 +285,11 @@ func testPreconditions(t *testing.T, ctx context.Context, s store.Expiring) {
 	_, err = s.Write(ctx, w)
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
 	w.If = membership.Precondition{Revisions: []membership.Revision{rev}}
-	res := write(t, s, w)
+	res := storetest.MustWrite(t, s, w)
 	bRev, err := s.Revision(ctx, "b")
 	require.NoError(t, err)
-	write(t, s, storetest.Nest("top", "a"))
-	write(t, s, storetest.Nest("b", "d"))
+	storetest.MustWrite(t, s, storetest.Nest("top", "a"))
+	storetest.MustWrite(t, s, storetest.Nest("b", "d"))
 	rev, err = s.Revision(ctx, "a")
 	require.NoError(t, err)
 	assert.Equal(t, res.Revision, rev, "a's parent and its subgroup's subgroups are not a's")
@@ -303,9 +303,9 @@ func testPreconditions(t *testing.T, ctx context.Context, s store.Expiring) {
 }
 
 func testGroupsCountSubgroups(t *testing.T, _ context.Context, s store.Expiring) {
-	write(t, s, storetest.Nest("a", "b", "c"))
+	storetest.MustWrite(t, s, storetest.Nest("a", "b", "c"))
 	add(t, s, "b", 1, 2)
-	write(t, s, storetest.Nest("b", "c"))
+	storetest.MustWrite(t, s, storetest.Nest("b", "c"))
 	groups, total := storetest.Groups(t, s, membership.GroupsOptions{})
 	assert.Equal(t, []membership.GroupSize{{ID: "a", Subgroups: 2}, {ID: "b", Members: 2, Subgroups: 1}}, groups)
 	assert.Equal(t, 2, total)
@@ -319,7 +319,7 @@ func testKeyedNestingWrite(t *testing.T, ctx context.Context, s store.Expiring) 
 		key := fmt.Sprint("k", i)
 		first, err := s.Write(ctx, storetest.Keyed(w, key))
 		require.NoError(t, err)
-		write(t, s, storetest.Nest("a", "d")) // in between
+		storetest.MustWrite(t, s, storetest.Nest("a", "d")) // in between
 		before := storetest.Latest(t, s)
 		again, err := s.Write(ctx, storetest.Keyed(w, key))
 		require.NoError(t, err)
@@ -338,7 +338,7 @@ func testNestingEndsByItself(t *testing.T, ctx context.Context, s store.Expiring
 	t0 := storetest.InAnHour()
 	w := storetest.Nest("a")
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("b", t0), storetest.NestedUntil("c", t0.Add(time.Minute)), {GroupID: "d"}}
-	write(t, s, w)
+	storetest.MustWrite(t, s, w)
 	add(t, s, "b", 1)
 	next, ok := s.NextExpiry()
 	require.True(t, ok)
@@ -373,7 +373,7 @@ func testNestingEndsByItself(t *testing.T, ctx context.Context, s store.Expiring
 	require.Len(t, due, 1)
 	assert.Equal(t, membership.OpExpireGroups, due[0].Write.Op)
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("c", t0.Add(time.Hour))}
-	write(t, s, w)
+	storetest.MustWrite(t, s, w)
 	res, err := s.Write(ctx, due[0].Write)
 	require.NoError(t, err)
 	assert.Zero(t, res.Count)
@@ -387,9 +387,9 @@ func testNestingEndsByItself(t *testing.T, ctx context.Context, s store.Expiring
 	assert.Equal(t, storetest.Nested("d"), subs)
 	// A nesting removed otherwise has no expiry left.
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("e", t0)}
-	write(t, s, w)
-	write(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "e"))
-	write(t, s, storetest.Nest("a", "e"))
+	storetest.MustWrite(t, s, w)
+	storetest.MustWrite(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "e"))
+	storetest.MustWrite(t, s, storetest.Nest("a", "e"))
 	assert.Zero(t, storetest.Expire(t, s, t0.Add(2*time.Hour)))
 	subs, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 	assert.Equal(t, storetest.Nested("d", "e"), subs)
@@ -398,13 +398,13 @@ func testNestingEndsByItself(t *testing.T, ctx context.Context, s store.Expiring
 func testTransitiveGroupsPaged(t *testing.T, _ context.Context, s store.Expiring) {
 	t0 := storetest.InAnHour()
 	// a > b > d > e, a > c > d (a diamond), x > e.
-	write(t, s, storetest.Nest("a", "c", "b"))
+	storetest.MustWrite(t, s, storetest.Nest("a", "c", "b"))
 	w := storetest.Nest("b")
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("d", t0)}
-	write(t, s, w)
-	write(t, s, storetest.Nest("c", "d"))
-	write(t, s, storetest.Nest("d", "e"))
-	write(t, s, storetest.Nest("x", "e"))
+	storetest.MustWrite(t, s, w)
+	storetest.MustWrite(t, s, storetest.Nest("c", "d"))
+	storetest.MustWrite(t, s, storetest.Nest("d", "e"))
+	storetest.MustWrite(t, s, storetest.Nest("x", "e"))
 	for _, tt := range []struct {
 		name      string
 		read      func(string, membership.NestingListOptions) ([]membership.Nested, int, membership.Revision)
@@ -455,16 +455,16 @@ func testTransitiveMembers(t *testing.T, ctx context.Context, s store.Expiring) 
 	// a holds 4; b holds 5 until t0; top holds 6.
 	w := storetest.Nest("top", "b")
 	w.Subgroups = append(w.Subgroups, storetest.NestedUntil("a", t0.Add(2*time.Minute)))
-	write(t, s, w)
+	storetest.MustWrite(t, s, w)
 	w = storetest.Nest("b", "c")
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("c", t0.Add(4*time.Minute))}
-	write(t, s, w)
-	write(t, s, storetest.Nest("a", "c"))
-	write(t, s, membership.Write{Op: membership.OpAdd, GroupID: "c", Users: []membership.User{
+	storetest.MustWrite(t, s, w)
+	storetest.MustWrite(t, s, storetest.Nest("a", "c"))
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: "c", Users: []membership.User{
 		storetest.ExpiresAt(1, t0.Add(time.Minute)), {UID: 2, Nickname: "Two", HasNickname: true}, storetest.ExpiresAt(3, t0.Add(5*time.Minute)),
 	}})
 	add(t, s, "a", 4)
-	write(t, s, membership.Write{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{storetest.ExpiresAt(5, t0)}})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{storetest.ExpiresAt(5, t0)}})
 	add(t, s, "top", 6, 2)
 	want := []membership.Member{
 		{UID: 1, Expires: t0.Add(time.Minute)},
@@ -526,9 +526,9 @@ func testTransitiveMembers(t *testing.T, ctx context.Context, s store.Expiring) 
 }
 
 func testTransitiveRevision(t *testing.T, ctx context.Context, s store.Expiring) {
-	write(t, s, storetest.Nest("top", "mid"))
-	write(t, s, storetest.Nest("mid", "leaf"))
-	write(t, s, storetest.Nest("outside", "top"))
+	storetest.MustWrite(t, s, storetest.Nest("top", "mid"))
+	storetest.MustWrite(t, s, storetest.Nest("mid", "leaf"))
+	storetest.MustWrite(t, s, storetest.Nest("outside", "top"))
 	add(t, s, "leaf", 1)
 	add(t, s, "elsewhere", 2)
 	trev := func() membership.Revision {
@@ -553,7 +553,7 @@ func testTransitiveRevision(t *testing.T, ctx context.Context, s store.Expiring)
 		{"a nesting removed below", storetest.NestingWrite(membership.OpRemoveGroups, "leaf", "deeper"), true},
 	} {
 		before := trev()
-		write(t, s, step.w)
+		storetest.MustWrite(t, s, step.w)
 		if step.moves {
 			assert.Greater(t, trev(), before, step.name)
 		} else {
@@ -711,22 +711,10 @@ func testRandomNestingsBesideWriters(t *testing.T, ctx context.Context, s store.
 // (some expiring), removes, nestings (some expiring) and their removal,
 // replaces, now and then a group deleted. Nesting writes are bounded 3
 // deep, so that some are refused.
-// write applies w to s and requires it to succeed.
-func write(t *testing.T, s membership.Store, w membership.Write) membership.Result {
-	t.Helper()
-	res, err := s.Write(context.Background(), w)
-	require.NoError(t, err, "%s %s", w.Op, w.GroupID)
-	return res
-}
-
 // add adds the users uids to group.
 func add(t *testing.T, s membership.Store, group string, uids ...membership.UID) membership.Result {
 	t.Helper()
-	us := make([]membership.User, len(uids))
-	for i, uid := range uids {
-		us[i] = membership.User{UID: uid}
-	}
-	return write(t, s, membership.Write{Op: membership.OpAdd, GroupID: group, Users: us})
+	return storetest.MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: group, Users: storetest.UsersOf(uids...)})
 }
 
 // refused requires w to be refused with want, taking no revision.

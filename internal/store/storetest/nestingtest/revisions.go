@@ -222,16 +222,13 @@ func testAGroupMadeByItsAttributes(t *testing.T, ctx context.Context, s store.Ex
 		storetest.Nest("top", "leaf"),
 		{Op: membership.OpAdd, GroupID: "leaf", Users: []membership.User{{UID: 2}}},
 	} {
-		_, err := s.Write(ctx, w)
-		require.NoError(t, err)
+		storetest.MustWrite(t, s, w)
 	}
 	_, _, ok, before, err := s.TransitiveMember(ctx, "top", 2)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "top"})
-	require.NoError(t, err)
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpSetGroup, GroupID: "top", Group: &account.GroupAttributes{DisplayName: "Top"}})
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "top"})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpSetGroup, GroupID: "top", Group: &account.GroupAttributes{DisplayName: "Top"}})
 	_, _, ok, after, err := s.TransitiveMember(ctx, "top", 2)
 	require.NoError(t, err)
 	assert.False(t, ok)
