@@ -81,9 +81,7 @@ func testMoveKeepsNickname(t *testing.T, ctx context.Context, s membership.Store
 	got, _ := storetest.ListAll(t, s, "to")
 	assert.Equal(t, []membership.Member{{UID: 7, Nickname: "Sev"}}, got)
 	f := storetest.NewFollower()
-	for _, c := range storetest.AllChanges(t, s, 0) {
-		f.Apply(c)
-	}
+	f.ApplyAll(storetest.AllChanges(t, s, 0))
 	assert.Equal(t, got, f.ListOf("to"), "a follower knows the nickname too")
 }
 

@@ -360,9 +360,7 @@ func testFollower(t *testing.T, ctx context.Context, s Store) {
 	storetest.MustWrite(t, s, SetUser(3, account.Account{UserName: "three", Active: true}, membership.Precondition{}))
 	storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteUser, UIDs: []membership.UID{3}})
 	storetest.MustAdd(t, s, "q", storetest.UsersOf(4))
-	for _, c := range storetest.AllChanges(t, s, from) {
-		f.Apply(c)
-	}
+	f.ApplyAll(storetest.AllChanges(t, s, from))
 	for _, g := range groups {
 		got, _ := storetest.ListAll(t, s, g)
 		assert.Equal(t, got, f.ListOf(g), "group %s", g)

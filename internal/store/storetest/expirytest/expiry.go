@@ -238,9 +238,7 @@ func testFollowerAcrossExpiries(t *testing.T, ctx context.Context, s store.Expir
 			storetest.Expire(t, s, clock)
 		}
 	}
-	for _, c := range storetest.AllChanges(t, s, since) {
-		f.Apply(c)
-	}
+	f.ApplyAll(storetest.AllChanges(t, s, since))
 	for _, g := range groups {
 		got, _ := storetest.ListAll(t, s, g)
 		assert.Equal(t, got, f.ListOf(g), fmt.Sprint("group ", g))

@@ -450,9 +450,7 @@ func followWhileWriting(t *testing.T, ctx context.Context, s membership.Store, r
 			}
 			continue
 		}
-		for _, c := range changes {
-			f.Apply(c)
-		}
+		f.ApplyAll(changes)
 		after = changes[len(changes)-1].Revision
 	}
 	return f
@@ -513,9 +511,7 @@ func testFollowerScenarios(t *testing.T, newStore func(t *testing.T) membership.
 				require.NoError(t, err)
 				groups[st.group] = st.group != ""
 			}
-			for _, c := range storetest.AllChanges(t, s, noted) {
-				f.Apply(c)
-			}
+			f.ApplyAll(storetest.AllChanges(t, s, noted))
 			for group, ok := range groups {
 				if ok {
 					want, _ := storetest.ListAll(t, s, group)

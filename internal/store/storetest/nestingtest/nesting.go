@@ -625,9 +625,7 @@ func testFollowerRebuildsNesting(t *testing.T, ctx context.Context, s store.Expi
 		}
 	}
 	f := storetest.NewFollower()
-	for _, c := range storetest.AllChanges(t, s, 0) {
-		f.Apply(c)
-	}
+	f.ApplyAll(storetest.AllChanges(t, s, 0))
 	obs := readAll(s, groups, []membership.UID{1, 2, 3, 4, 5, 6, 7, 8})
 	for _, o := range obs {
 		require.NoError(t, o.err)
