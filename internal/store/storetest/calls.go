@@ -40,6 +40,23 @@ func MustAdd(t *testing.T, s membership.Store, groupID string, users []membershi
 	return MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: groupID, Users: users})
 }
 
+// MustBatch applies b to s and requires it to succeed.
+func MustBatch(t *testing.T, s membership.Store, b membership.Batch) membership.BatchResult {
+	t.Helper()
+	res, err := s.Batch(context.Background(), b)
+	require.NoError(t, err)
+	return res
+}
+
+// Revision returns the revision of the group in s, and requires the read
+// to succeed.
+func Revision(t *testing.T, s membership.Store, groupID string) membership.Revision {
+	t.Helper()
+	rev, err := s.Revision(context.Background(), groupID)
+	require.NoError(t, err)
+	return rev
+}
+
 // Count returns a change's count, for tests that check only that.
 func Count(res membership.Result, err error) (int, error) { return res.Count, err }
 

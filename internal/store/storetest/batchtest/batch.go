@@ -87,16 +87,13 @@ func testMoveKeepsNickname(t *testing.T, ctx context.Context, s membership.Store
 
 func testPreconditionRefusesBatch(t *testing.T, ctx context.Context, s membership.Store) {
 	storetest.MustAdd(t, s, "a", storetest.UsersOf(1))
-	rev, err := s.Revision(ctx, "a")
-	require.NoError(t, err)
+	rev := storetest.Revision(t, s, "a")
 	storetest.MustAdd(t, s, "b", storetest.UsersOf(1))
-	stale, err := s.Revision(ctx, "b")
-	require.NoError(t, err)
+	stale := storetest.Revision(t, s, "b")
 	storetest.MustAdd(t, s, "b", storetest.UsersOf(2))
-	current, err := s.Revision(ctx, "b")
-	require.NoError(t, err)
+	current := storetest.Revision(t, s, "b")
 	before := storetest.Latest(t, s)
-	_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+	_, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
 		{Op: membership.OpAdd, GroupID: "a", Users: storetest.UsersOf(5), If: membership.Precondition{Revisions: []membership.Revision{rev}}},
 		{Op: membership.OpDeleteGroup, GroupID: "b", If: membership.Precondition{Revisions: []membership.Revision{stale}}},
 	}})
@@ -213,8 +210,7 @@ func testFollowerAfterBatches(t *testing.T, ctx context.Context, s membership.St
 	}
 	after := membership.Revision(0)
 	for i, ws := range batches {
-		_, err := s.Batch(ctx, membership.Batch{Writes: ws})
-		require.NoError(t, err)
+		storetest.MustBatch(t, s, membership.Batch{Writes: ws})
 		for _, c := range storetest.AllChanges(t, s, after) {
 			f.Apply(c)
 			after = c.Revision

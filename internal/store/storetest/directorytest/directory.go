@@ -51,14 +51,6 @@ func Contract(t *testing.T, newStore func(t *testing.T) Store) {
 	})
 }
 
-// revision returns groupID's revision.
-func revision(t *testing.T, s Store, groupID string) membership.Revision {
-	t.Helper()
-	rev, err := s.Revision(context.Background(), groupID)
-	require.NoError(t, err)
-	return rev
-}
-
 // user returns uid's account, and false when it has none.
 func user(t *testing.T, s Store, uid membership.UID) (directory.UserRecord, bool) {
 	t.Helper()
@@ -136,8 +128,7 @@ func testNicknames(t *testing.T, ctx context.Context, s Store) {
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Al"}, {UID: 2, Nickname: "Bo"}}, got, "displayName is the nickname")
 
 	before, _ := user(t, s, 1)
-	res, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ally")})
-	require.NoError(t, err)
+	res := storetest.MustAdd(t, s, "g", []membership.User{storetest.Nicknamed(1, "Ally")})
 	u, _ := user(t, s, 1)
 	assert.Equal(t, "Ally", u.Account.DisplayName, "a nickname set elsewhere is the account's")
 	assert.Equal(t, res.Revision, u.Revision, "and moves its revision")
@@ -161,12 +152,12 @@ func testInactive(t *testing.T, ctx context.Context, s Store) {
 	for _, g := range []string{"x", "y"} {
 		storetest.MustAdd(t, s, g, storetest.UsersOf(3, 4))
 	}
-	revX := revision(t, s, "x")
+	revX := storetest.Revision(t, s, "x")
 	a.Active = false
 	res := storetest.MustWrite(t, s, SetUser(3, a, membership.Precondition{}))
 	assert.Equal(t, 2, res.Count, "it left both groups")
 	assert.Empty(t, groupsOf(t, s, 3))
-	assert.Greater(t, revision(t, s, "x"), revX, "the group's revision moves")
+	assert.Greater(t, storetest.Revision(t, s, "x"), revX, "the group's revision moves")
 	changes := storetest.AllChanges(t, s, res.Revision-1)
 	require.Len(t, changes, 1, "one change")
 	assert.Equal(t, membership.OpSetUser, changes[0].Op)
@@ -203,7 +194,7 @@ func testGroups(t *testing.T, ctx context.Context, s Store) {
 	assert.Equal(t, directory.GroupRecord{ID: "admins", Attributes: account.GroupAttributes{DisplayName: "Admins", ExternalID: "e1"},
 		HasAttributes: true, Created: g.Created, Modified: g.Modified, Revision: res.Revision}, g)
 	assert.False(t, g.Created.IsZero())
-	assert.Equal(t, res.Revision, revision(t, s, "admins"), "its revision is the group's")
+	assert.Equal(t, res.Revision, storetest.Revision(t, s, "admins"), "its revision is the group's")
 	sizes, _ := storetest.Groups(t, s, membership.GroupsOptions{})
 	assert.Equal(t, []membership.GroupSize{{ID: "admins"}}, sizes, "Groups lists it")
 	_, err = s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "admins", Users: storetest.UsersOf(1), If: membership.Precondition{Empty: true}})
@@ -216,7 +207,7 @@ func testGroups(t *testing.T, ctx context.Context, s Store) {
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "it exists")
 
 	same := storetest.MustWrite(t, s, SetGroup("admins", "Admins", "e1"))
-	assert.Equal(t, revision(t, s, "admins"), same.Revision, "attributes set as they are: no change")
+	assert.Equal(t, storetest.Revision(t, s, "admins"), same.Revision, "attributes set as they are: no change")
 	res = storetest.MustWrite(t, s, SetGroup("admins", "Administrators", ""))
 	got, _ := storetest.ListAll(t, s, "admins")
 	assert.Equal(t, []membership.Member{{UID: 1}}, got, "a rename keeps the members")

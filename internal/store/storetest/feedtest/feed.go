@@ -107,8 +107,7 @@ func testOneRevisionPerChange(t *testing.T, ctx context.Context, s membership.St
 		{Revision: 4, Op: membership.OpAdd, GroupID: "g", Nicknames: []membership.Member{{UID: 1, Nickname: ""}}},
 		{Revision: 5, Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}},
 	}, storetest.Untimed(t, storetest.AllChanges(t, s, 0), since))
-	rev, err := s.Revision(ctx, "g")
-	require.NoError(t, err)
+	rev := storetest.Revision(t, s, "g")
 	assert.Equal(t, membership.Revision(5), rev, "an emptied group's revision is that of its emptying")
 }
 
@@ -116,8 +115,7 @@ func testGroupRevision(t *testing.T, ctx context.Context, s membership.Store) {
 	storetest.MustAdd(t, s, "a", []membership.User{{UID: 1}})
 	storetest.MustAdd(t, s, "b", []membership.User{{UID: 2}})
 	for group, want := range map[string]membership.Revision{"a": 1, "b": 2} {
-		rev, err := s.Revision(ctx, group)
-		require.NoError(t, err)
+		rev := storetest.Revision(t, s, group)
 		assert.Equal(t, want, rev, group)
 		_, listed := storetest.ListAll(t, s, group)
 		assert.Equal(t, want, listed, group)
@@ -162,8 +160,7 @@ func testRevisionBeyondLatest(t *testing.T, ctx context.Context, s membership.St
 }
 
 func testFeedKeepingNothing(t *testing.T, ctx context.Context, s membership.Store) {
-	res, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1}})
-	require.NoError(t, err)
+	res := storetest.MustAdd(t, s, "g", []membership.User{{UID: 1}})
 	assert.Equal(t, membership.Revision(1), res.Revision)
 	changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
 	require.NoError(t, err)
@@ -530,8 +527,7 @@ func testFollowerScenarios(t *testing.T, newStore func(t *testing.T) membership.
 // served from the list cache. The readers wait on the feed rather than
 // poll it, so that they cost what the writes cost.
 func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, ctx context.Context, s membership.Store) {
-	res, err := storetest.Add(ctx, s, "h", []membership.User{{UID: 7}})
-	require.NoError(t, err)
+	res := storetest.MustAdd(t, s, "h", []membership.User{{UID: 7}})
 	// follow ends the readers' last wait once the writes are done.
 	follow, stop := context.WithCancel(ctx)
 	defer stop()

@@ -29,14 +29,12 @@ func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.St
 }
 
 func testKeyedRepeat(t *testing.T, ctx context.Context, s membership.Store) {
-	first, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1, 2), "k1"))
-	require.NoError(t, err)
+	first := storetest.MustWrite(t, s, storetest.Keyed(addWrite("g", 1, 2), "k1"))
 	assert.False(t, first.Replayed)
 	assert.Equal(t, 2, first.Count)
 	storetest.MustWrite(t, s, removeWrite("g", 1)) // another writer, in between
 	before := storetest.Latest(t, s)
-	again, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1, 2), "k1"))
-	require.NoError(t, err)
+	again := storetest.MustWrite(t, s, storetest.Keyed(addWrite("g", 1, 2), "k1"))
 	assert.True(t, again.Replayed)
 	again.Replayed = false
 	assert.Equal(t, first, again, "the first result, its revision included")
@@ -71,12 +69,10 @@ func testEveryOpKeyed(t *testing.T, ctx context.Context, s membership.Store) {
 
 func testKeyedNoChange(t *testing.T, ctx context.Context, s membership.Store) {
 	storetest.MustWrite(t, s, addWrite("g", 1))
-	first, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1), "k"))
-	require.NoError(t, err)
+	first := storetest.MustWrite(t, s, storetest.Keyed(addWrite("g", 1), "k"))
 	assert.Equal(t, 0, first.Count)
 	storetest.MustWrite(t, s, removeWrite("g", 1))
-	again, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1), "k"))
-	require.NoError(t, err)
+	again := storetest.MustWrite(t, s, storetest.Keyed(addWrite("g", 1), "k"))
 	assert.True(t, again.Replayed)
 	assert.Equal(t, 0, again.Count)
 	assert.Equal(t, first.Revision, again.Revision)
@@ -105,12 +101,10 @@ func testKeyReused(t *testing.T, ctx context.Context, s membership.Store) {
 }
 
 func testKeyedConditionalReplay(t *testing.T, ctx context.Context, s membership.Store) {
-	res, err := s.Write(ctx, addWrite("g", 1))
-	require.NoError(t, err)
+	res := storetest.MustWrite(t, s, addWrite("g", 1))
 	w := addWrite("g", 2)
 	w.If.Revisions = []membership.Revision{res.Revision}
-	first, err := s.Write(ctx, storetest.Keyed(w, "k"))
-	require.NoError(t, err)
+	first := storetest.MustWrite(t, s, storetest.Keyed(w, "k"))
 	again, err := s.Write(ctx, storetest.Keyed(w, "k"))
 	require.NoError(t, err, "the group's revision moved on: only the key can say this is a repeat")
 	assert.True(t, again.Replayed)
@@ -134,19 +128,17 @@ func testRefusedKeyFree(t *testing.T, ctx context.Context, s membership.Store) {
 func testKeyedBatchRepeat(t *testing.T, ctx context.Context, s membership.Store) {
 	storetest.MustWrite(t, s, addWrite("a", 1))
 	b := storetest.KeyedBatch(membership.Batch{Actor: 4, Writes: []membership.Write{removeWrite("a", 1), addWrite("b", 1)}}, "move")
-	first, err := s.Batch(ctx, b)
-	require.NoError(t, err)
+	first := storetest.MustBatch(t, s, b)
 	assert.False(t, first.Replayed)
 	storetest.MustWrite(t, s, addWrite("a", 1))
 	before := storetest.Latest(t, s)
-	again, err := s.Batch(ctx, b)
-	require.NoError(t, err)
+	again := storetest.MustBatch(t, s, b)
 	assert.True(t, again.Replayed)
 	again.Replayed = false
 	assert.Equal(t, first, again)
 	assert.Equal(t, before, storetest.Latest(t, s))
 	assert.Equal(t, []membership.UID{1}, memberUIDs(t, s, "a"), "the move was not made again")
-	_, err = s.Write(ctx, storetest.Keyed(addWrite("b", 1), "move"))
+	_, err := s.Write(ctx, storetest.Keyed(addWrite("b", 1), "move"))
 	assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "a write with a batch's key")
 }
 

@@ -30,8 +30,7 @@ func testPrincipals(t *testing.T, newStore func(t *testing.T) membership.Store) 
 			add := func(principal string, uids ...membership.UID) membership.Write {
 				return storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(uids...), Principal: principal}, "k")
 			}
-			first, err := s.Write(ctx, add("sync-job", 1))
-			require.NoError(t, err)
+			first := storetest.MustWrite(t, s, add("sync-job", 1))
 			same, err := s.Write(ctx, add("dashboard", 1))
 			require.NoError(t, err, "the same request and key from another principal")
 			assert.False(t, same.Replayed, "is its own request, not a replay of another principal's")
@@ -44,8 +43,7 @@ func testPrincipals(t *testing.T, newStore func(t *testing.T) membership.Store) 
 			require.NoError(t, err, "and from no principal")
 			assert.Equal(t, 1, none.Count)
 
-			again, err := s.Write(ctx, add("sync-job", 1))
-			require.NoError(t, err)
+			again := storetest.MustWrite(t, s, add("sync-job", 1))
 			assert.True(t, again.Replayed)
 			again.Replayed = false
 			assert.Equal(t, first, again, "sync-job's own first result")
@@ -53,16 +51,14 @@ func testPrincipals(t *testing.T, newStore func(t *testing.T) membership.Store) 
 			assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "within one principal, the key names its request")
 
 			b := storetest.KeyedBatch(membership.Batch{Principal: "dashboard", Writes: []membership.Write{{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}}}}, "b")
-			firstBatch, err := s.Batch(ctx, b)
-			require.NoError(t, err)
+			firstBatch := storetest.MustBatch(t, s, b)
 			b.Principal = "ops"
 			otherBatch, err := s.Batch(ctx, b)
 			require.NoError(t, err, "a batch's key is its principal's too")
 			assert.False(t, otherBatch.Replayed)
 			assert.Equal(t, 0, otherBatch.Results[0].Count, "applied: user 1 was gone already")
 			b.Principal = "dashboard"
-			againBatch, err := s.Batch(ctx, b)
-			require.NoError(t, err)
+			againBatch := storetest.MustBatch(t, s, b)
 			assert.True(t, againBatch.Replayed)
 			assert.Equal(t, firstBatch.Revision, againBatch.Revision)
 		}},
@@ -150,8 +146,7 @@ func CheckPrincipals(t *testing.T, s membership.Store, p *Principals, feed bool)
 		again.Replayed = false
 		assert.Equal(t, kw.res, again, "%q's own first result", kw.w.Principal)
 	}
-	again, err := s.Batch(ctx, p.batch)
-	require.NoError(t, err)
+	again := storetest.MustBatch(t, s, p.batch)
 	assert.True(t, again.Replayed, "a repeat of the batch's key")
 	assert.Equal(t, p.batchRes.Revision, again.Revision)
 	assert.Equal(t, latest, latestRevision(t, s), "the repeats changed nothing")

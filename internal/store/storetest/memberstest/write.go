@@ -57,8 +57,7 @@ func testReplace(t *testing.T, ctx context.Context, s membership.Store) {
 
 func testReplaceUnchanged(t *testing.T, ctx context.Context, s membership.Store) {
 	storetest.MustAdd(t, s, "g", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
-	rev, err := s.Revision(ctx, "g")
-	require.NoError(t, err)
+	rev := storetest.Revision(t, s, "g")
 	before := storetest.Latest(t, s)
 	res := storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{{UID: 2}, storetest.Nicknamed(1, "Ann")}})
 	assert.Equal(t, membership.Result{Revision: rev}, res)
@@ -67,8 +66,7 @@ func testReplaceUnchanged(t *testing.T, ctx context.Context, s membership.Store)
 
 func testUserNamedTwice(t *testing.T, ctx context.Context, s membership.Store) {
 	storetest.MustAdd(t, s, "g", []membership.User{{UID: 1}, storetest.Nicknamed(2, "B")})
-	rev, err := s.Revision(ctx, "g")
-	require.NoError(t, err)
+	rev := storetest.Revision(t, s, "g")
 	before := storetest.Latest(t, s)
 	twice := []membership.User{{UID: 1}, storetest.Nicknamed(2, "X"), storetest.Nicknamed(2, "B")}
 	res := storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: twice})
@@ -161,11 +159,9 @@ func testPreconditionFails(t *testing.T, newStore func(t *testing.T) membership.
 		t.Run(string(op), func(t *testing.T) {
 			s := newStore(t)
 			storetest.MustAdd(t, s, "g", storetest.UsersOf(1, 2))
-			stale, err := s.Revision(ctx, "g")
-			require.NoError(t, err)
+			stale := storetest.Revision(t, s, "g")
 			storetest.MustAdd(t, s, "g", storetest.UsersOf(3))
-			current, err := s.Revision(ctx, "g")
-			require.NoError(t, err)
+			current := storetest.Revision(t, s, "g")
 			w := membership.Write{Op: op, GroupID: "g", Users: storetest.UsersOf(1, 5), UIDs: []membership.UID{1}}
 			before := storetest.Latest(t, s)
 			for _, cond := range []membership.Precondition{
@@ -174,7 +170,7 @@ func testPreconditionFails(t *testing.T, newStore func(t *testing.T) membership.
 				{Empty: true},
 			} {
 				w.If = cond
-				_, err = s.Write(ctx, w)
+				_, err := s.Write(ctx, w)
 				var e *membership.Error
 				require.ErrorAs(t, err, &e, "%+v", cond)
 				assert.Equal(t, membership.CodePreconditionFailed, e.Code)
@@ -185,8 +181,7 @@ func testPreconditionFails(t *testing.T, newStore func(t *testing.T) membership.
 			assert.Equal(t, before, storetest.Latest(t, s))
 
 			w.If = membership.Precondition{Revisions: []membership.Revision{stale, current}, Exists: true}
-			res, err := s.Write(ctx, w)
-			require.NoError(t, err)
+			res := storetest.MustWrite(t, s, w)
 			assert.Equal(t, before+1, res.Revision)
 		})
 	}
@@ -207,8 +202,7 @@ func testExistsAndEmpty(t *testing.T, ctx context.Context, s membership.Store) {
 
 func testRacingPreconditions(t *testing.T, ctx context.Context, s membership.Store) {
 	storetest.MustAdd(t, s, "g", storetest.UsersOf(1))
-	rev, err := s.Revision(ctx, "g")
-	require.NoError(t, err)
+	rev := storetest.Revision(t, s, "g")
 	writes := make([]membership.Write, 16)
 	for i := range writes {
 		writes[i] = membership.Write{Op: membership.OpReplace, GroupID: "g", Users: storetest.UsersOf(membership.UID(100 + i)),

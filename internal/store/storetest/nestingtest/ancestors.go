@@ -53,8 +53,7 @@ func testTooManyAncestorsRefused(t *testing.T, ctx context.Context, s store.Expi
 
 	// A change before it in the batch makes room.
 	b.Writes = append([]membership.Write{storetest.NestingWrite(membership.OpRemoveGroups, "top", "p1")}, b.Writes...)
-	res, err := s.Batch(ctx, b)
-	require.NoError(t, err)
+	res := storetest.MustBatch(t, s, b)
 	assert.Equal(t, before+1, res.Revision)
 	got, _, _ = storetest.Parents(t, s, "leaf", membership.NestingListOptions{Transitive: true})
 	assert.Equal(t, storetest.Nested("hub", "mid", "p1", "p2", "q", "r"), got)

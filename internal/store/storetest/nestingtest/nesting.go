@@ -66,11 +66,9 @@ func testAddRemoveReplace(t *testing.T, ctx context.Context, s store.Expiring) {
 	assert.Equal(t, storetest.Nested("b", "c"), got)
 	assert.Equal(t, 2, total)
 	assert.GreaterOrEqual(t, rev, res.Revision)
-	aRev, err := s.Revision(ctx, "a")
-	require.NoError(t, err)
+	aRev := storetest.Revision(t, s, "a")
 	assert.Equal(t, res.Revision, aRev, "a's revision moves with its subgroups")
-	rev, err = s.Revision(ctx, "b")
-	require.NoError(t, err)
+	rev = storetest.Revision(t, s, "b")
 	assert.Equal(t, bRev, rev, "b's does not move with its parents")
 	parents, total, _ := storetest.Parents(t, s, "b", membership.NestingListOptions{})
 	assert.Equal(t, storetest.Nested("a"), parents)
@@ -214,8 +212,7 @@ func testBatchAllOrNothing(t *testing.T, ctx context.Context, s store.Expiring) 
 
 	b.MaxDepth = 2
 	b.Writes = append(b.Writes, storetest.NestingWrite(membership.OpRemoveGroups, "b", "c"), storetest.NestingWrite(membership.OpReplaceGroups, "d", "a"))
-	res, err := s.Batch(ctx, b)
-	require.NoError(t, err)
+	res := storetest.MustBatch(t, s, b)
 	assert.Equal(t, before+1, res.Revision)
 	assert.Equal(t, []membership.Result{
 		{Count: 1, Revision: before + 1}, {Count: 1, Revision: before + 1}, {Count: 1, Revision: before + 1},
@@ -231,8 +228,7 @@ func testBatchAllOrNothing(t *testing.T, ctx context.Context, s store.Expiring) 
 	assert.Equal(t, storetest.Nested("a", "b"), below)
 	assert.Equal(t, 2, total)
 	for _, g := range []string{"a", "d"} {
-		rev, err := s.Revision(ctx, g)
-		require.NoError(t, err)
+		rev := storetest.Revision(t, s, g)
 		assert.Equal(t, res.Revision, rev, g)
 	}
 }
@@ -249,8 +245,7 @@ func testDeleteGroup(t *testing.T, ctx context.Context, s store.Expiring) {
 	assert.Equal(t, storetest.Nested("other"), subs)
 	parents, _, _ := storetest.Parents(t, s, "leaf", membership.NestingListOptions{})
 	assert.Empty(t, parents)
-	rev, err := s.Revision(ctx, "top")
-	require.NoError(t, err)
+	rev := storetest.Revision(t, s, "top")
 	assert.Equal(t, res.Revision, rev, "top's subgroups changed")
 	groups, _ := storetest.Groups(t, s, membership.GroupsOptions{})
 	assert.Equal(t, []membership.GroupSize{{ID: "leaf", Members: 1}, {ID: "top", Subgroups: 1}}, groups)
@@ -278,23 +273,19 @@ func testPreconditions(t *testing.T, ctx context.Context, s store.Expiring) {
 	storetest.MustWrite(t, s, a)
 	storetest.MustWrite(t, s, membership.Write{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}})
 	storetest.MustWrite(t, s, a) // a still exists: it has a subgroup
-	rev, err := s.Revision(ctx, "a")
-	require.NoError(t, err)
+	rev := storetest.Revision(t, s, "a")
 	w = storetest.Nest("a", "c")
 	w.If = membership.Precondition{Revisions: []membership.Revision{rev - 1}}
 	_, err = s.Write(ctx, w)
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
 	w.If = membership.Precondition{Revisions: []membership.Revision{rev}}
 	res := storetest.MustWrite(t, s, w)
-	bRev, err := s.Revision(ctx, "b")
-	require.NoError(t, err)
+	bRev := storetest.Revision(t, s, "b")
 	storetest.MustWrite(t, s, storetest.Nest("top", "a"))
 	storetest.MustWrite(t, s, storetest.Nest("b", "d"))
-	rev, err = s.Revision(ctx, "a")
-	require.NoError(t, err)
+	rev = storetest.Revision(t, s, "a")
 	assert.Equal(t, res.Revision, rev, "a's parent and its subgroup's subgroups are not a's")
-	rev, err = s.Revision(ctx, "b")
-	require.NoError(t, err)
+	rev = storetest.Revision(t, s, "b")
 	assert.Greater(t, rev, bRev)
 	w = storetest.NestingWrite(membership.OpRemoveGroups, "x", "y")
 	w.If = exists
@@ -317,17 +308,15 @@ func testGroupsCountSubgroups(t *testing.T, _ context.Context, s store.Expiring)
 func testKeyedNestingWrite(t *testing.T, ctx context.Context, s store.Expiring) {
 	for i, w := range []membership.Write{storetest.Nest("a", "b"), storetest.NestingWrite(membership.OpReplaceGroups, "a", "c"), storetest.NestingWrite(membership.OpRemoveGroups, "a", "c")} {
 		key := fmt.Sprint("k", i)
-		first, err := s.Write(ctx, storetest.Keyed(w, key))
-		require.NoError(t, err)
+		first := storetest.MustWrite(t, s, storetest.Keyed(w, key))
 		storetest.MustWrite(t, s, storetest.Nest("a", "d")) // in between
 		before := storetest.Latest(t, s)
-		again, err := s.Write(ctx, storetest.Keyed(w, key))
-		require.NoError(t, err)
+		again := storetest.MustWrite(t, s, storetest.Keyed(w, key))
 		assert.True(t, again.Replayed, w.Op)
 		again.Replayed = false
 		assert.Equal(t, first, again, w.Op)
 		assert.Equal(t, before, storetest.Latest(t, s), "a replay takes no revision")
-		_, err = s.Write(ctx, storetest.Keyed(storetest.Nest("a", "other"), key))
+		_, err := s.Write(ctx, storetest.Keyed(storetest.Nest("a", "other"), key))
 		assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err))
 	}
 	got, _, _ := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
@@ -374,8 +363,7 @@ func testNestingEndsByItself(t *testing.T, ctx context.Context, s store.Expiring
 	assert.Equal(t, membership.OpExpireGroups, due[0].Write.Op)
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("c", t0.Add(time.Hour))}
 	storetest.MustWrite(t, s, w)
-	res, err := s.Write(ctx, due[0].Write)
-	require.NoError(t, err)
+	res := storetest.MustWrite(t, s, due[0].Write)
 	assert.Zero(t, res.Count)
 	// Given back, due again.
 	due = s.DueExpiries(t0.Add(time.Hour), 100)
