@@ -62,10 +62,7 @@ func user(t *testing.T, s Store, uid membership.UID) (directory.UserRecord, bool
 // groupsOf returns the groups uid is in.
 func groupsOf(t *testing.T, s Store, uid membership.UID) []string {
 	t.Helper()
-	var got []string
-	require.NoError(t, s.UserGroups(context.Background(), uid, membership.GroupListOptions{}, func(_ int, ids iter.Seq[string]) {
-		got = slices.Collect(ids)
-	}))
+	got, _ := storetest.UserGroups(t, s, uid, membership.GroupListOptions{})
 	return got
 }
 
