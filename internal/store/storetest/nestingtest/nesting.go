@@ -395,38 +395,22 @@ func testTransitiveGroupsPaged(t *testing.T, _ context.Context, s store.Expiring
 	storetest.MustWrite(t, s, storetest.Nest("x", "e"))
 	for _, tt := range []struct {
 		name      string
-		read      func(string, membership.NestingListOptions) ([]membership.Nested, int, membership.Revision)
+		read      func(*testing.T, membership.Nesting, string, membership.NestingListOptions) ([]membership.Nested, int, membership.Revision)
 		group     string
 		opts      membership.NestingListOptions
 		want      []membership.Nested
 		wantTotal int
 	}{
-		{"subgroups", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Subgroups(t, s, g, o)
-		}, "b", membership.NestingListOptions{}, []membership.Nested{{GroupID: "d", Expires: t0}}, 1},
-		{"all below", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Subgroups(t, s, g, o)
-		}, "a", membership.NestingListOptions{Transitive: true}, storetest.Nested("b", "c", "d", "e"), 4},
-		{"a page below", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Subgroups(t, s, g, o)
-		}, "a", membership.NestingListOptions{Transitive: true, After: "b", Limit: 2}, storetest.Nested("c", "d"), 4},
-		{"a page of direct", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Subgroups(t, s, g, o)
-		}, "a", membership.NestingListOptions{After: "b"}, storetest.Nested("c"), 2},
-		{"parents", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Parents(t, s, g, o)
-		}, "d", membership.NestingListOptions{}, []membership.Nested{{GroupID: "b", Expires: t0}, {GroupID: "c"}}, 2},
-		{"all above", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Parents(t, s, g, o)
-		}, "e", membership.NestingListOptions{Transitive: true}, storetest.Nested("a", "b", "c", "d", "x"), 5},
-		{"a page above", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Parents(t, s, g, o)
-		}, "e", membership.NestingListOptions{Transitive: true, After: "a", Limit: 3}, storetest.Nested("b", "c", "d"), 5},
-		{"unknown", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Parents(t, s, g, o)
-		}, "nobody", membership.NestingListOptions{Transitive: true}, storetest.Nested(), 0},
+		{"subgroups", storetest.Subgroups, "b", membership.NestingListOptions{}, []membership.Nested{{GroupID: "d", Expires: t0}}, 1},
+		{"all below", storetest.Subgroups, "a", membership.NestingListOptions{Transitive: true}, storetest.Nested("b", "c", "d", "e"), 4},
+		{"a page below", storetest.Subgroups, "a", membership.NestingListOptions{Transitive: true, After: "b", Limit: 2}, storetest.Nested("c", "d"), 4},
+		{"a page of direct", storetest.Subgroups, "a", membership.NestingListOptions{After: "b"}, storetest.Nested("c"), 2},
+		{"parents", storetest.Parents, "d", membership.NestingListOptions{}, []membership.Nested{{GroupID: "b", Expires: t0}, {GroupID: "c"}}, 2},
+		{"all above", storetest.Parents, "e", membership.NestingListOptions{Transitive: true}, storetest.Nested("a", "b", "c", "d", "x"), 5},
+		{"a page above", storetest.Parents, "e", membership.NestingListOptions{Transitive: true, After: "a", Limit: 3}, storetest.Nested("b", "c", "d"), 5},
+		{"unknown", storetest.Parents, "nobody", membership.NestingListOptions{Transitive: true}, storetest.Nested(), 0},
 	} {
-		got, total, rev := tt.read(tt.group, tt.opts)
+		got, total, rev := tt.read(t, s, tt.group, tt.opts)
 		assert.Equal(t, tt.want, got, tt.name)
 		assert.Equal(t, tt.wantTotal, total, tt.name)
 		if tt.wantTotal == 0 {
@@ -693,10 +677,6 @@ func testRandomNestingsBesideWriters(t *testing.T, ctx context.Context, s store.
 	}
 }
 
-// randomWrite returns a random write to a few groups and users: adds
-// (some expiring), removes, nestings (some expiring) and their removal,
-// replaces, now and then a group deleted. Nesting writes are bounded 3
-// deep, so that some are refused.
 // add adds the users uids to group.
 func add(t *testing.T, s membership.Store, group string, uids ...membership.UID) membership.Result {
 	t.Helper()
@@ -714,6 +694,10 @@ func refused(t *testing.T, s membership.Store, w membership.Write, want *members
 	assert.Equal(t, before, storetest.Latest(t, s), "a refused write takes no revision")
 }
 
+// randomWrite returns a random write to a few groups and users: adds
+// (some expiring), removes, nestings (some expiring) and their removal,
+// replaces, now and then a group deleted. Nesting writes are bounded 3
+// deep, so that some are refused.
 func randomWrite(rng *rand.Rand, groups []string, clock time.Time) membership.Write {
 	g := groups[rng.IntN(len(groups))]
 	other := groups[rng.IntN(len(groups))]
