@@ -35,7 +35,7 @@ func testOneChange(t *testing.T, ctx context.Context, s membership.Store) {
 	storetest.MustAdd(t, s, "a", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
 	storetest.MustAdd(t, s, "gone", storetest.UsersOf(9))
 	before := storetest.Latest(t, s)
-	res, err := s.Batch(ctx, membership.Batch{Actor: 42, Writes: []membership.Write{
+	res := storetest.MustBatch(t, s, membership.Batch{Actor: 42, Writes: []membership.Write{
 		{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}},
 		{Op: membership.OpAdd, GroupID: "b", Users: storetest.UsersOf(1, 3)},
 		{Op: membership.OpReplace, GroupID: "c", Users: storetest.UsersOf(4)},
@@ -43,7 +43,6 @@ func testOneChange(t *testing.T, ctx context.Context, s membership.Store) {
 		{Op: membership.OpAdd, GroupID: "d", Users: storetest.UsersOf(5)},
 		{Op: membership.OpDeleteGroup, GroupID: "d"},
 	}})
-	require.NoError(t, err)
 	assert.Equal(t, before+1, res.Revision)
 	assert.Equal(t, []membership.Result{
 		{Count: 1, Revision: before + 1}, {Count: 2, Revision: before + 1}, {Count: 1, Revision: before + 1},
@@ -73,11 +72,10 @@ func testOneChange(t *testing.T, ctx context.Context, s membership.Store) {
 
 func testMoveKeepsNickname(t *testing.T, ctx context.Context, s membership.Store) {
 	storetest.MustAdd(t, s, "from", []membership.User{storetest.Nicknamed(7, "Sev")})
-	_, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+	storetest.MustBatch(t, s, membership.Batch{Writes: []membership.Write{
 		{Op: membership.OpRemove, GroupID: "from", UIDs: []membership.UID{7}},
 		{Op: membership.OpAdd, GroupID: "to", Users: storetest.UsersOf(7)},
 	}})
-	require.NoError(t, err)
 	got, _ := storetest.ListAll(t, s, "to")
 	assert.Equal(t, []membership.Member{{UID: 7, Nickname: "Sev"}}, got)
 	f := storetest.NewFollower()
@@ -108,10 +106,7 @@ func testPreconditionRefusesBatch(t *testing.T, ctx context.Context, s membershi
 }
 
 func testTooManyRemovedRefused(t *testing.T, ctx context.Context, s membership.Store) {
-	big := make([]membership.UID, 0, 100_000)
-	for uid := membership.UID(1); uid <= 100_000; uid++ {
-		big = append(big, uid)
-	}
+	big := storetest.UIDsOf(storetest.UserRange(1, 100_000))
 	for g := range 6 {
 		for first := 0; first < len(big); first += 10_000 {
 			storetest.MustAdd(t, s, fmt.Sprint("big", g), storetest.UsersOf(big[first:first+10_000]...))
@@ -145,12 +140,11 @@ func testTooManyRemovedRefused(t *testing.T, ctx context.Context, s membership.S
 func testNoChangeNoRevision(t *testing.T, ctx context.Context, s membership.Store) {
 	storetest.MustAdd(t, s, "a", storetest.UsersOf(1))
 	before := storetest.Latest(t, s)
-	res, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+	res := storetest.MustBatch(t, s, membership.Batch{Writes: []membership.Write{
 		{Op: membership.OpAdd, GroupID: "a", Users: storetest.UsersOf(1)},
 		{Op: membership.OpRemove, GroupID: "b", UIDs: []membership.UID{1}},
 		{Op: membership.OpDeleteGroup, GroupID: "c"},
 	}})
-	require.NoError(t, err)
 	assert.Equal(t, before, storetest.Latest(t, s))
 	for _, r := range res.Results {
 		assert.Zero(t, r.Count)
@@ -158,10 +152,7 @@ func testNoChangeNoRevision(t *testing.T, ctx context.Context, s membership.Stor
 }
 
 func testMoveNeverHalfDone(t *testing.T, ctx context.Context, s membership.Store) {
-	var all []membership.UID
-	for uid := membership.UID(1); uid <= 1000; uid++ {
-		all = append(all, uid)
-	}
+	all := storetest.UIDsOf(storetest.UserRange(1, 1000))
 	storetest.MustAdd(t, s, "left", storetest.UsersOf(all...))
 	var done atomic.Bool
 	var wg sync.WaitGroup
@@ -187,11 +178,10 @@ func testMoveNeverHalfDone(t *testing.T, ctx context.Context, s membership.Store
 	}
 	from, to := "left", "right"
 	for range 20 {
-		_, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+		storetest.MustBatch(t, s, membership.Batch{Writes: []membership.Write{
 			{Op: membership.OpDeleteGroup, GroupID: from},
 			{Op: membership.OpAdd, GroupID: to, Users: storetest.UsersOf(all...)},
 		}})
-		require.NoError(t, err)
 		from, to = to, from
 	}
 	done.Store(true)

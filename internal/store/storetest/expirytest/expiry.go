@@ -156,18 +156,16 @@ func testReplaceAndBatchExpiries(t *testing.T, ctx context.Context, s store.Expi
 	t0 := storetest.InAnHour()
 	add(t, s, "g", storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0))
 	before := storetest.Latest(t, s)
-	_, err := s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{
 		{UID: 1}, storetest.ExpiresAt(2, time.Time{}), storetest.ExpiresAt(3, t0.Add(time.Minute)),
 	}})
-	require.NoError(t, err)
 	changes := storetest.AllChanges(t, s, before)
 	require.Len(t, changes, 1)
 	assert.Equal(t, []membership.MemberExpiry{{UID: 2}, {UID: 3, At: t0.Add(time.Minute)}}, changes[0].Expiries)
-	_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+	storetest.MustBatch(t, s, membership.Batch{Writes: []membership.Write{
 		{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{storetest.ExpiresAt(9, t0)}},
 		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(2, t0)}},
 	}})
-	require.NoError(t, err)
 	got, _ := storetest.ListAll(t, s, "g")
 	assert.Equal(t, []membership.Member{{UID: 1, Expires: t0}, {UID: 2, Expires: t0}, {UID: 3, Expires: t0.Add(time.Minute)}}, got)
 	assert.Equal(t, 3, storetest.Expire(t, s, t0), "users 1 and 2 in g, 9 in h")

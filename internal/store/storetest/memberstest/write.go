@@ -223,11 +223,7 @@ func testGroupsListed(t *testing.T, ctx context.Context, s membership.Store) {
 	assert.Equal(t, 0, total)
 	sizes := map[string]int{"a": 1, "ab": 2, "abc": 3, "b": 1, "b\u00e9": 2, "c": 1}
 	for id, n := range sizes {
-		var us []membership.User
-		for uid := range n {
-			us = append(us, membership.User{UID: membership.UID(uid + 1)})
-		}
-		storetest.MustAdd(t, s, id, us)
+		storetest.MustAdd(t, s, id, storetest.UserRange(1, n))
 	}
 	want := []membership.GroupSize{{ID: "a", Members: 1}, {ID: "ab", Members: 2}, {ID: "abc", Members: 3}, {ID: "b", Members: 1}, {ID: "b\u00e9", Members: 2}, {ID: "c", Members: 1}}
 	groups, total = storetest.Groups(t, s, membership.GroupsOptions{})

@@ -129,11 +129,7 @@ func testDirectoryRevisions(t *testing.T, ctx context.Context, s store.Expiring)
 		require.NoError(t, err, name)
 	}
 	add := func(group string, uids ...membership.UID) membership.Write {
-		w := membership.Write{Op: membership.OpAdd, GroupID: group}
-		for _, uid := range uids {
-			w.Users = append(w.Users, membership.User{UID: uid})
-		}
-		return w
+		return membership.Write{Op: membership.OpAdd, GroupID: group, Users: storetest.UsersOf(uids...)}
 	}
 	setUser := func(uid membership.UID, name string, active bool) membership.Write {
 		a := account.Account{UserName: fmt.Sprintf("user%d", uid), DisplayName: name, Active: active}
