@@ -74,8 +74,7 @@ func testRevisions(t *testing.T, ctx context.Context, s store.Expiring) {
 		add("mid", membership.User{UID: 1}), add("leaf", nickname(2, "Two")), add("top", membership.User{UID: 4}),
 		add("elsewhere", membership.User{UID: 3}), add("junk", membership.User{UID: 9}), add("junk2", membership.User{UID: 9}),
 	} {
-		_, err := s.Write(ctx, w)
-		require.NoError(t, err, "%s %s", w.Op, w.GroupID)
+		storetest.MustWrite(t, s, w)
 	}
 	expiring := storetest.Nest("outside")
 	expiring.Subgroups = []membership.Subgroup{storetest.NestedUntil("top", t0)}
@@ -103,18 +102,26 @@ func testRevisions(t *testing.T, ctx context.Context, s store.Expiring) {
 		{"the end of a nesting above", expiring, []string{"top's parents"}},
 		{"a nesting above removed", storetest.NestingWrite(membership.OpRemoveGroups, "over", "outside"), []string{"groups above leaf", "2's groups"}},
 	} {
-		before := map[string]membership.Revision{}
-		for name, read := range reads {
-			before[name] = read()
-		}
-		_, err := s.Write(ctx, step.w)
-		require.NoError(t, err, step.name)
-		for name, read := range reads {
-			if slices.Contains(step.moves, name) {
-				assert.NotEqual(t, before[name], read(), "%s moves %s", step.name, name)
-			} else {
-				assert.Equal(t, before[name], read(), "%s leaves %s", step.name, name)
-			}
+		checkMoves(t, s, reads, step.name, step.w, step.moves)
+	}
+}
+
+// checkMoves makes the write w, of the step name, and checks that it
+// moves the revisions of the reads named in moves, and leaves the others'
+// as they were.
+func checkMoves(t *testing.T, s membership.Store, reads map[string]func() membership.Revision, name string, w membership.Write, moves []string) {
+	t.Helper()
+	before := map[string]membership.Revision{}
+	for read, revision := range reads {
+		before[read] = revision()
+	}
+	_, err := s.Write(context.Background(), w)
+	require.NoError(t, err, name)
+	for read, revision := range reads {
+		if slices.Contains(moves, read) {
+			assert.NotEqual(t, before[read], revision(), "%s moves %s", name, read)
+		} else {
+			assert.Equal(t, before[read], revision(), "%s leaves %s", name, read)
 		}
 	}
 }
@@ -160,18 +167,7 @@ func testDirectoryRevisions(t *testing.T, ctx context.Context, s store.Expiring)
 		{"the other user deleted", deleteUser(3), []string{"members of top", "3's record in top", "3's groups"}},
 		{"a user without an account removed from every group", membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{6}}, []string{"members of top", "6's groups"}},
 	} {
-		before := map[string]membership.Revision{}
-		for name, read := range reads {
-			before[name] = read()
-		}
-		write(step.name, step.w)
-		for name, read := range reads {
-			if slices.Contains(step.moves, name) {
-				assert.NotEqual(t, before[name], read(), "%s moves %s", step.name, name)
-			} else {
-				assert.Equal(t, before[name], read(), "%s leaves %s", step.name, name)
-			}
-		}
+		checkMoves(t, s, reads, step.name, step.w, step.moves)
 	}
 }
 
