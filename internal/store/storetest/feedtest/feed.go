@@ -349,6 +349,17 @@ func testFollowersReproduceEveryList(t *testing.T, ctx context.Context, s member
 func writeAtRandom(ctx context.Context, s membership.Store, rng *rand.Rand, groups, nicknames []string, users int) error {
 	group := groups[rng.IntN(len(groups))]
 	n := 1 + rng.IntN(3)
+	randomUsers := func(m int) []membership.User {
+		var us []membership.User
+		for range m {
+			u := membership.User{UID: membership.UID(1 + rng.IntN(users))}
+			if rng.IntN(8) == 0 { // rare: a nickname lasts, and users in no group keep one
+				u.Nickname, u.HasNickname = nicknames[rng.IntN(len(nicknames))], true
+			}
+			us = append(us, u)
+		}
+		return us
+	}
 	var err error
 	switch k := rng.IntN(40); {
 	case k == 0:
@@ -356,25 +367,9 @@ func writeAtRandom(ctx context.Context, s membership.Store, rng *rand.Rand, grou
 	case k == 1:
 		_, err = s.Write(ctx, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{membership.UID(1 + rng.IntN(users))}})
 	case k < 5:
-		var us []membership.User
-		for range 2 * n {
-			u := membership.User{UID: membership.UID(1 + rng.IntN(users))}
-			if rng.IntN(8) == 0 {
-				u.Nickname, u.HasNickname = nicknames[rng.IntN(len(nicknames))], true
-			}
-			us = append(us, u)
-		}
-		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: group, Users: us})
+		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: group, Users: randomUsers(2 * n)})
 	case k%2 == 0:
-		var us []membership.User
-		for range n {
-			u := membership.User{UID: membership.UID(1 + rng.IntN(users))}
-			if rng.IntN(8) == 0 { // rare: a nickname lasts, and users in no group keep one
-				u.Nickname, u.HasNickname = nicknames[rng.IntN(len(nicknames))], true
-			}
-			us = append(us, u)
-		}
-		_, err = storetest.Add(ctx, s, group, us)
+		_, err = storetest.Add(ctx, s, group, randomUsers(n))
 	default:
 		var uids []membership.UID
 		for range n {
