@@ -77,15 +77,22 @@ func WriteAtOnce(s membership.Store, writes []membership.Write) []error {
 // one wins.
 func OneWon(t *testing.T, errs []error) {
 	t.Helper()
+	OneWinner(t, errs, membership.CodePreconditionFailed)
+}
+
+// OneWinner checks that exactly one of errs is nil, and that every other
+// is an error of code.
+func OneWinner(t *testing.T, errs []error, code membership.Code) {
+	t.Helper()
 	won := 0
-	for _, err := range errs {
+	for i, err := range errs {
 		if err == nil {
 			won++
 		} else {
-			assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
+			assert.Equal(t, code, membership.ErrorCode(err), "writer %d", i)
 		}
 	}
-	assert.Equal(t, 1, won)
+	assert.Equal(t, 1, won, "one writer won")
 }
 
 // WithinSet returns the set of patterns, for tests of Within and scopes: "*"

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -355,44 +354,16 @@ func testFollower(t *testing.T, ctx context.Context, s Store) {
 	}
 }
 
-func testRaces(t *testing.T, ctx context.Context, s Store) {
+func testRaces(t *testing.T, _ context.Context, s Store) {
 	const racers = 8
-	var wg sync.WaitGroup
-	errs := make([]error, racers)
+	sameName := make([]membership.Write, racers) // each its own uid, all the same user name
+	sameUID := make([]membership.Write, racers)  // all the same free uid, each its own user name
 	for i := range racers {
-		wg.Go(func() {
-			// Each takes its own uid, all the same user name.
-			_, errs[i] = s.Write(ctx, SetUser(membership.UID(100+i), account.Account{UserName: "same", Active: true}, membership.Precondition{Empty: true}))
-		})
+		sameName[i] = SetUser(membership.UID(100+i), account.Account{UserName: "same", Active: true}, membership.Precondition{Empty: true})
+		sameUID[i] = SetUser(200, account.Account{UserName: fmt.Sprintf("u%d", i), Active: true}, membership.Precondition{Empty: true})
 	}
-	wg.Wait()
-	won := 0
-	for i, err := range errs {
-		if err == nil {
-			won++
-			continue
-		}
-		assert.Equal(t, membership.CodeUserNameTaken, membership.ErrorCode(err), "racer %d", i)
-	}
-	assert.Equal(t, 1, won, "one account has the user name")
+	storetest.OneWinner(t, storetest.WriteAtOnce(s, sameName), membership.CodeUserNameTaken)
 	total, _ := users(t, s, directory.UserQuery{UserName: "SAME", Limit: 10})
-	assert.Equal(t, 1, total)
-
-	errs = make([]error, racers)
-	for i := range racers {
-		wg.Go(func() {
-			// All the same free uid, each its own user name.
-			_, errs[i] = s.Write(ctx, SetUser(200, account.Account{UserName: fmt.Sprintf("u%d", i), Active: true}, membership.Precondition{Empty: true}))
-		})
-	}
-	wg.Wait()
-	won = 0
-	for i, err := range errs {
-		if err == nil {
-			won++
-			continue
-		}
-		assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "racer %d", i)
-	}
-	assert.Equal(t, 1, won, "one write took the uid")
+	assert.Equal(t, 1, total, "one account has the user name")
+	storetest.OneWon(t, storetest.WriteAtOnce(s, sameUID))
 }
