@@ -19,9 +19,8 @@ import (
 // other routes to the same group, while a follower of the feed applies
 // every change as it comes (Changes with Wait): each PATCH is one change,
 // and the follower ends with the group the store lists.
-func testConcurrentPatches(t *testing.T, newStore NewStore) {
+func testConcurrentPatches(t *testing.T, s *server) {
 	const patchers, writers, rounds = 3, 3, 15
-	s := newServer(t, newStore)
 	s.must(http.StatusCreated, "POST", "/scim/v2/Groups", `{"displayName":"race"}`)
 	start := s.latest()
 	ctx, cancel := context.WithCancel(context.Background())

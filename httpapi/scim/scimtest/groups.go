@@ -13,8 +13,7 @@ import (
 	"example.com/groupmembership/membership/account"
 )
 
-func testGroups(t *testing.T, newStore NewStore) {
-	s := newServer(t, newStore)
+func testGroups(t *testing.T, s *server) {
 	alice := s.createUser("alice", "Alice")
 	created := s.must(http.StatusCreated, "POST", "/scim/v2/Groups", `{"schemas":["urn:ietf:params:scim:schemas:core:2.0:Group"],
 		"displayName":"Eng/Ops","externalId":"g-1","members":[{"value":"`+alice+`","display":"ignored"},{"value":"9"}]}`)
@@ -71,8 +70,7 @@ func testGroups(t *testing.T, newStore NewStore) {
 	assert.Equal(t, []any{}, s.must(http.StatusOK, "GET", "/scim/v2/Groups/Eng%2FOps-2", "").json["members"])
 }
 
-func testGroupPatches(t *testing.T, newStore NewStore) {
-	s := newServer(t, newStore)
+func testGroupPatches(t *testing.T, s *server) {
 	s.must(http.StatusCreated, "POST", "/scim/v2/Groups", `{"displayName":"g","externalId":"x","members":[{"value":"1"},{"value":"2"},{"value":"3"}]}`)
 	path := "/scim/v2/Groups/g"
 	for _, tt := range []struct {

@@ -30,8 +30,7 @@ func filtered(path, f string, more ...string) string {
 	return path + "?" + q.Encode()
 }
 
-func testUserLists(t *testing.T, newStore NewStore) {
-	s := newServer(t, newStore)
+func testUserLists(t *testing.T, s *server) {
 	for _, u := range []struct{ userName, externalID string }{{"ann", "e1"}, {"ben", "e2"}, {"cy", "e2"}, {"dee", ""}, {"Éve", ""}} {
 		body := `{"userName":"` + u.userName + `"`
 		if u.externalID != "" {
@@ -101,8 +100,7 @@ func testUserLists(t *testing.T, newStore NewStore) {
 	}
 }
 
-func testGroupLists(t *testing.T, newStore NewStore) {
-	s := newServer(t, newStore)
+func testGroupLists(t *testing.T, s *server) {
 	for _, g := range []string{`{"displayName":"b","externalId":"x"}`, `{"displayName":"a","members":[{"value":"7"}]}`, `{"displayName":"c","externalId":"x"}`} {
 		s.must(http.StatusCreated, "POST", "/scim/v2/Groups", g)
 	}

@@ -13,8 +13,7 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-func testDiscovery(t *testing.T, newStore NewStore) {
-	s := newServer(t, newStore)
+func testDiscovery(t *testing.T, s *server) {
 	spc := s.must(http.StatusOK, "GET", "/scim/v2/ServiceProviderConfig", "").json
 	assert.Equal(t, map[string]any{"supported": true}, spc["patch"])
 	assert.Equal(t, false, spc["bulk"].(map[string]any)["supported"])
@@ -49,8 +48,7 @@ func testDiscovery(t *testing.T, newStore NewStore) {
 	scimError(t, s.do("GET", "/scim/v2/ServiceProviderConfig?x=1", ""), http.StatusBadRequest, "invalidValue")
 }
 
-func testUsers(t *testing.T, newStore NewStore) {
-	s := newServer(t, newStore)
+func testUsers(t *testing.T, s *server) {
 	// A uid in use by a membership alone is not free: the new user gets
 	// the next.
 	_, err := s.svc.Write(t.Context(), membership.Write{Op: membership.OpAdd, GroupID: "old", Users: []membership.User{{UID: 41}}})
@@ -106,8 +104,7 @@ func testUsers(t *testing.T, newStore NewStore) {
 	scimError(t, s.do("DELETE", "/scim/v2/Users/0", ""), http.StatusNotFound, "")
 }
 
-func testUserPatches(t *testing.T, newStore NewStore) {
-	s := newServer(t, newStore)
+func testUserPatches(t *testing.T, s *server) {
 	id := s.createUser("carol", "Carol")
 	path := "/scim/v2/Users/" + id
 	for _, tt := range []struct {
