@@ -50,46 +50,36 @@ func Contract(t *testing.T, newStore func(t *testing.T, keep int) membership.Sto
 
 func testOneRevisionPerChange(t *testing.T, ctx context.Context, s membership.Store) {
 	since := time.Now()
+	add := func(group string, users ...membership.User) membership.Write {
+		return membership.Write{Op: membership.OpAdd, GroupID: group, Users: users}
+	}
+	remove := func(group string, uids ...membership.UID) membership.Write {
+		return membership.Write{Op: membership.OpRemove, GroupID: group, UIDs: uids}
+	}
 	steps := []struct {
 		name    string
-		do      func() (membership.Result, error)
+		w       membership.Write
 		want    membership.Result
 		changed bool
 	}{
-		{"add two", func() (membership.Result, error) {
-			return storetest.Add(ctx, s, "g", []membership.User{{UID: 3}, storetest.Nicknamed(1, "Ann")})
-		}, membership.Result{Count: 2, Revision: 1}, true},
-		{"add them again", func() (membership.Result, error) {
-			return storetest.Add(ctx, s, "g", []membership.User{{UID: 1}, {UID: 3}})
-		}, membership.Result{Count: 0, Revision: 1}, false},
-		{"same nickname again", func() (membership.Result, error) {
-			return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann")})
-		},
-			membership.Result{Count: 0, Revision: 1}, false},
-		{"a nickname and a member in one call: one revision", func() (membership.Result, error) {
-			return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Anne"), {UID: 2}})
-		}, membership.Result{Count: 1, Revision: 2}, true},
-		{"no users, to an unknown group", func() (membership.Result, error) { return storetest.Add(ctx, s, "h", []membership.User{}) },
-			membership.Result{Count: 0, Revision: 2}, false},
-		{"remove a non-member", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{9}) },
-			membership.Result{Count: 0, Revision: 2}, false},
-		{"remove from an unknown group", func() (membership.Result, error) { return storetest.Remove(ctx, s, "nobody", []membership.UID{1}) },
-			membership.Result{Count: 0, Revision: 2}, false},
-		{"remove two", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{3, 2, 3}) },
-			membership.Result{Count: 2, Revision: 3}, true},
-		{"nickname change of a member", func() (membership.Result, error) {
-			return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "A"), storetest.Nicknamed(1, "")})
-		}, membership.Result{Count: 0, Revision: 4}, true},
-		{"the last nickname given wins, and here changes nothing", func() (membership.Result, error) {
-			return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "B"), storetest.Nicknamed(1, "")})
-		}, membership.Result{Count: 0, Revision: 4}, false},
-		{"empty the group", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{1}) },
-			membership.Result{Count: 1, Revision: 5}, true},
+		{"add two", add("g", membership.User{UID: 3}, storetest.Nicknamed(1, "Ann")), membership.Result{Count: 2, Revision: 1}, true},
+		{"add them again", add("g", membership.User{UID: 1}, membership.User{UID: 3}), membership.Result{Count: 0, Revision: 1}, false},
+		{"same nickname again", add("g", storetest.Nicknamed(1, "Ann")), membership.Result{Count: 0, Revision: 1}, false},
+		{"a nickname and a member in one call: one revision", add("g", storetest.Nicknamed(1, "Anne"), membership.User{UID: 2}),
+			membership.Result{Count: 1, Revision: 2}, true},
+		{"no users, to an unknown group", add("h", []membership.User{}...), membership.Result{Count: 0, Revision: 2}, false},
+		{"remove a non-member", remove("g", 9), membership.Result{Count: 0, Revision: 2}, false},
+		{"remove from an unknown group", remove("nobody", 1), membership.Result{Count: 0, Revision: 2}, false},
+		{"remove two", remove("g", 3, 2, 3), membership.Result{Count: 2, Revision: 3}, true},
+		{"nickname change of a member", add("g", storetest.Nicknamed(1, "A"), storetest.Nicknamed(1, "")), membership.Result{Count: 0, Revision: 4}, true},
+		{"the last nickname given wins, and here changes nothing", add("g", storetest.Nicknamed(1, "B"), storetest.Nicknamed(1, "")),
+			membership.Result{Count: 0, Revision: 4}, false},
+		{"empty the group", remove("g", 1), membership.Result{Count: 1, Revision: 5}, true},
 	}
 	for _, st := range steps {
 		before, _, err := s.Changes(ctx, membership.ChangeOptions{})
 		require.NoError(t, err)
-		got, err := st.do()
+		got, err := s.Write(ctx, st.w)
 		require.NoError(t, err, st.name)
 		assert.Equal(t, st.want, got, st.name)
 		after, _, err := s.Changes(ctx, membership.ChangeOptions{})
