@@ -260,27 +260,16 @@ func testFollowerConcurrentWriters(t *testing.T, ctx context.Context, s membersh
 // checkFeedGivesState checks that replaying the changes seen, adds and
 // removes, gives every group's members in s.
 func checkFeedGivesState(t *testing.T, s membership.Store, seen []membership.Change) {
-	state := map[string]map[membership.UID]bool{}
+	state := storetest.Replayed{}
 	for _, c := range seen {
-		if state[c.GroupID] == nil {
-			state[c.GroupID] = map[membership.UID]bool{}
-		}
-		for _, uid := range c.UIDs {
-			state[c.GroupID][uid] = c.Op == membership.OpAdd
-		}
+		state.Apply(c)
 	}
 	for group, members := range state {
 		got, _ := storetest.ListAll(t, s, group)
-		var want []membership.Member
 		for _, m := range got {
 			assert.True(t, members[m.UID], "group %s member %d", group, m.UID)
 		}
-		for uid, in := range members {
-			if in {
-				want = append(want, membership.Member{UID: uid})
-			}
-		}
-		assert.Len(t, got, len(want), group)
+		assert.Len(t, got, len(members), group)
 	}
 }
 
