@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"mime"
 	"net/http"
 	"slices"
 	"unsafe"
 
-	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -29,13 +27,10 @@ type BatchRequest struct {
 // middleware.CodeInvalidHeader (an if_match that is not * or entity tags),
 // CodeUnavailable (bodies is spent).
 func ReadBatch(r *http.Request, svc *membership.Service, maxBodyBytes int64, bodies *budget.Bytes) (BatchRequest, budget.Lease, error) {
-	if ct := middleware.HeaderValue(r, "Content-Type"); ct != "" {
-		if mediaType, _, err := mime.ParseMediaType(ct); err != nil || mediaType != jsonMediaType {
-			return BatchRequest{}, budget.Lease{}, membership.Errorf(middleware.CodeUnsupportedMediaType,
-				"Content-Type %q is not supported: POST /batch takes %s", ct, jsonMediaType)
-		}
+	if err := requireJSON(r, "POST /batch"); err != nil {
+		return BatchRequest{}, budget.Lease{}, err
 	}
-	body, lease, err := readBody(r, maxBodyBytes, bodies)
+	body, lease, err := ReadBody(r, maxBodyBytes, bodies)
 	if err != nil {
 		return BatchRequest{}, lease, err
 	}
