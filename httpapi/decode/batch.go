@@ -160,14 +160,7 @@ func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Wri
 		if err != nil {
 			return w, err
 		}
-		if w.Op == membership.OpRemove {
-			w.UIDs = make([]membership.UID, len(users))
-			for i, u := range users {
-				w.UIDs[i] = u.UID
-			}
-		} else {
-			w.Users = users
-		}
+		w = UsersWrite(w.Op, w.GroupID, users)
 	case membership.OpDeleteGroup:
 		if fields["users"] != nil {
 			return w, membership.Errorf(membership.CodeInvalidChanges, "delete_group takes no users: it removes every member")
@@ -188,4 +181,20 @@ func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Wri
 		w.Conditions = ConditionsText(r)
 	}
 	return w, nil
+}
+
+// UsersWrite returns the write of op with users to the group. A remove
+// takes the users' uids: nicknames in a remove are validated (by
+// ParseUsers) and otherwise ignored.
+func UsersWrite(op membership.Op, groupID string, users []membership.User) membership.Write {
+	w := membership.Write{Op: op, GroupID: groupID}
+	if op != membership.OpRemove {
+		w.Users = users
+		return w
+	}
+	w.UIDs = make([]membership.UID, len(users))
+	for i, u := range users {
+		w.UIDs[i] = u.UID
+	}
+	return w
 }
