@@ -1,10 +1,6 @@
 package decode
 
-import (
-	"strings"
-
-	"example.com/groupmembership/membership"
-)
+import "example.com/groupmembership/membership"
 
 // wantGroupElement is what an element of groups must be, for messages.
 const wantGroupElement = `a group id (a string) or {"group": "group id"}`
@@ -34,26 +30,13 @@ func ParseSubgroups(s string, maxGroups int) ([]membership.Subgroup, error) {
 func (p *usersParser) subgroup() (membership.Subgroup, error) {
 	switch p.peek() {
 	case '"':
-		id, err := p.groupID()
+		id, err := p.ownString("group id")
 		return membership.Subgroup{GroupID: id}, err
 	case '{':
 		return p.subgroupObject()
 	default:
 		return membership.Subgroup{}, p.wrongValue(wantGroupElement)
 	}
-}
-
-// groupID parses a group id: a JSON string of valid UTF-8, copied out of
-// the request body, which the store may keep it beyond.
-func (p *usersParser) groupID() (string, error) {
-	if p.peek() != '"' {
-		return "", p.wrongValue("a string group id")
-	}
-	s, err := p.string()
-	if err != nil {
-		return "", err
-	}
-	return strings.Clone(s), nil
 }
 
 // subgroupObject parses {"group": "g", "expires": time or null, "ttl":
@@ -66,7 +49,7 @@ func (p *usersParser) subgroupObject() (g membership.Subgroup, err error) {
 	}, func(key string) (err error) {
 		switch key {
 		case "group":
-			g.GroupID, err = p.groupID()
+			g.GroupID, err = p.ownString("group id")
 			hasGroup = true
 		case "expires":
 			g.Expiry.At, err = p.expires()

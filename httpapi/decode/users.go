@@ -150,7 +150,7 @@ func (p *usersParser) list() (membership.User, error) {
 	p.skipSpace()
 	if p.consume(',') {
 		p.skipSpace()
-		if u.Nickname, err = p.nickname(); err != nil {
+		if u.Nickname, err = p.ownString("nickname"); err != nil {
 			return membership.User{}, err
 		}
 		u.HasNickname = true
@@ -178,7 +178,7 @@ func (p *usersParser) object() (u membership.User, err error) {
 			u.UID, err = p.uid(wantUID)
 			hasUID = true
 		case "nickname":
-			u.Nickname, err = p.nickname()
+			u.Nickname, err = p.ownString("nickname")
 			u.HasNickname = true
 		case "expires":
 			u.Expiry.At, err = p.expires()
@@ -331,17 +331,17 @@ func (p *usersParser) uid(want string) (membership.UID, error) {
 	return 0, p.elementError("uid %s is not %s", truncate(text), membership.UIDRange)
 }
 
-// nickname parses a nickname: a JSON string of valid UTF-8.
-func (p *usersParser) nickname() (string, error) {
+// ownString parses what (a nickname, a group id): a JSON string of valid
+// UTF-8. It outlives the request: it is copied out of the request body,
+// so that keeping it does not keep the whole body alive.
+func (p *usersParser) ownString(what string) (string, error) {
 	if p.peek() != '"' {
-		return "", p.wrongValue("a string nickname")
+		return "", p.wrongValue("a string " + what)
 	}
 	s, err := p.string()
 	if err != nil {
 		return "", err
 	}
-	// The nickname outlives the request: copy it out of the request body so
-	// that keeping it does not keep the whole body alive.
 	return strings.Clone(s), nil
 }
 
