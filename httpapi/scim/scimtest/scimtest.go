@@ -7,7 +7,6 @@
 package scimtest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -202,9 +201,5 @@ func (s *server) createUser(userName, displayName string) string {
 
 // patchOps returns a PatchOp message of the operations given as JSON.
 func patchOps(ops ...string) string {
-	var b bytes.Buffer
-	b.WriteString(`{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],"Operations":[`)
-	b.WriteString(strings.Join(ops, ","))
-	b.WriteString(`]}`)
-	return b.String()
+	return `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],"Operations":[` + strings.Join(ops, ",") + `]}`
 }
