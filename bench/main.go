@@ -404,7 +404,7 @@ func (h *harness) startRedis() error {
 func (h *harness) fillLists() error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, size := range []int{10, 1000} {
-		uids := loadtest.RandomUIDs(rng, size)
+		uids := loadtest.RandomUIDs(rng, size, 1e9)
 		for _, addr := range []string{h.svcAddr, h.quietAddr, h.dataDirAddr, h.beforeAddr} {
 			if addr == "" {
 				continue
@@ -717,7 +717,7 @@ func (h *harness) measureMemory() (memory, error) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	groups := make([][]int64, opts.groups)
 	for g := range groups {
-		groups[g] = loadtest.RandomUIDs(rng, opts.perGroup)
+		groups[g] = loadtest.RandomUIDs(rng, opts.perGroup, 1e9)
 	}
 	total := float64(opts.groups * opts.perGroup)
 	var mem memory

@@ -24,7 +24,7 @@ func runOverhead(opts options, luaPath, tmp string) error {
 	configs := overheadConfigs(opts.baseline, bin)
 	urls := map[string]string{}
 	rng := rand.New(rand.NewPCG(1, 2))
-	list10 := loadtest.RandomUIDs(rng, 10)
+	list10 := loadtest.RandomUIDs(rng, 10, 1e9)
 	for i, c := range configs {
 		addr, _, stop, err := loadtest.StartService(c.bin, tmp, fmt.Sprint("overhead", i), opts.serviceArgs+c.args)
 		if err != nil {

@@ -118,7 +118,7 @@ func loadMemberships(client *http.Client, base string, opts options) ([][]int64,
 	rng := rand.New(rand.NewPCG(28, 1))
 	members := make([][]int64, opts.groups)
 	for g := range members {
-		members[g] = loadtest.RandomUIDs(rng, opts.members)
+		members[g] = loadtest.RandomUIDs(rng, opts.members, 1e9)
 	}
 	started := time.Now()
 	estimate := 3 * time.Second * time.Duration(max(total/1_000_000, 1)) // until the first group is timed

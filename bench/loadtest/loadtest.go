@@ -46,12 +46,14 @@ type Result struct {
 	P99 time.Duration // the 99th percentile of latency
 }
 
-// RandomUIDs returns n distinct uids from 1 to 1e9.
-func RandomUIDs(rng *rand.Rand, n int) []int64 {
+// RandomUIDs returns n distinct uids drawn from 1 to upTo (all of them,
+// in a random order, when n is more).
+func RandomUIDs(rng *rand.Rand, n int, upTo int64) []int64 {
+	n = int(min(int64(n), upTo))
 	seen := make(map[int64]bool, n)
 	uids := make([]int64, 0, n)
 	for len(uids) < n {
-		uid := rng.Int64N(1e9) + 1
+		uid := rng.Int64N(upTo) + 1
 		if !seen[uid] {
 			seen[uid] = true
 			uids = append(uids, uid)

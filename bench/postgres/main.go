@@ -134,7 +134,7 @@ func run(load loadtest.Load, rounds int) error {
 // shares.
 func loadLists(services map[string]string) error {
 	rng := rand.New(rand.NewPCG(1, 2))
-	list10, list1000 := loadtest.RandomUIDs(rng, 10), loadtest.RandomUIDs(rng, 1000)
+	list10, list1000 := loadtest.RandomUIDs(rng, 10, 1e9), loadtest.RandomUIDs(rng, 1000, 1e9)
 	for _, name := range []string{"embedded", "embedded -data-dir", "postgres 1"} {
 		if err := loadtest.PostUsers(services[name], "list10", list10); err != nil {
 			return err

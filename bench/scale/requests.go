@@ -38,15 +38,7 @@ func (st state) memberships() int64 {
 // typical user's of the large service, and a largest group of 500
 // (g0000050). Uids are drawn from 1..users, as the large service's are.
 func smallState(users int) state {
-	rng := rand.New(rand.NewPCG(seedMembers, 1<<40))
-	seen := map[int64]bool{}
-	uids := make([]int64, 0, 550)
-	for len(uids) < 550 {
-		if uid := rng.Int64N(int64(users)) + 1; !seen[uid] {
-			seen[uid] = true
-			uids = append(uids, uid)
-		}
-	}
+	uids := loadtest.RandomUIDs(rand.New(rand.NewPCG(seedMembers, 1<<40)), 550, int64(users))
 	groups := make([][]int64, 51)
 	for j, uid := range uids[:50] {
 		for t := range 10 {
@@ -183,19 +175,6 @@ func userGroupsPaths(ctx context.Context, s *service, candidates []int64, want i
 		paths[i] = exact[i%len(exact)]
 	}
 	return paths, nil
-}
-
-// candidateUsers returns n distinct random uids from 1..users.
-func candidateUsers(rng *rand.Rand, users, n int) []int64 {
-	seen := map[int64]bool{}
-	var uids []int64
-	for len(uids) < min(n, users) {
-		if uid := rng.Int64N(int64(users)) + 1; !seen[uid] {
-			seen[uid] = true
-			uids = append(uids, uid)
-		}
-	}
-	return uids
 }
 
 // userGroupCount returns how many groups uid is in: X-Total-Count.

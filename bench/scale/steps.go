@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // The service's default bounds on one request, which the loading fills:
@@ -284,7 +286,7 @@ func (h *harness) kinds(ctx context.Context, big *service, large state, small *s
 		rng := rand.New(rand.NewPCG(seedPicks, 0))
 		// Users in 10 groups: among random users of the large service
 		// (about one in eight), and the small one's 50 built so.
-		candidates := candidateUsers(rng, h.opts.users, 20*picks)
+		candidates := loadtest.RandomUIDs(rng, 20*picks, int64(h.opts.users))
 		if i == 1 {
 			s = small
 			candidates = nil
