@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // Attacks on what a connection costs: a descriptor, and the memory of an
@@ -89,10 +91,10 @@ func idleConns(ctx context.Context, h *harness, s *service, log string, r *row) 
 		peak1, open1 := sm.phasePeak(), m[`membership_connections{listener="api"}`]
 		r.notef("first %d connections opened in %s (%s), each with GET /healthz: %s; after %s: membership_connections{api} %s, closed_idle_total %s; peak RSS +%s",
 			first, fmtDur(opened.Took), fmtRate(h.openRate), fmtTally(opened.Tally), firstHold, metricOr(m, `membership_connections{listener="api"}`),
-			metricOr(m, `membership_connections_closed_idle_total{listener="api"}`), fmtMiB(peak1-r.baseRSS))
+			metricOr(m, `membership_connections_closed_idle_total{listener="api"}`), loadtest.MiB(peak1-r.baseRSS))
 		if open1 > 0 {
 			r.notef("RSS per idle connection, before any was closed to make room: +%s / %.0f connections = %.1f KiB",
-				fmtMiB(peak1-r.baseRSS), open1, float64(peak1-r.baseRSS)/open1/1024)
+				loadtest.MiB(peak1-r.baseRSS), open1, float64(peak1-r.baseRSS)/open1/1024)
 		}
 
 		more, opened2, err := startHolders(ctx, holders, s.addr, "/healthz", conns-first, h.openRate)
@@ -128,7 +130,7 @@ func idleConns(ctx context.Context, h *harness, s *service, log string, r *row) 
 		if seen && peakConns > 0 {
 			growth := peakRSS - r.baseRSS
 			r.notef("RSS per idle connection, at the peak of the whole attack: +%s / %.0f connections held at the peak = %.1f KiB",
-				fmtMiB(growth), peakConns, float64(growth)/peakConns/1024)
+				loadtest.MiB(growth), peakConns, float64(growth)/peakConns/1024)
 		}
 		return nil
 	})
@@ -195,7 +197,7 @@ func attackHeaderStall(ctx context.Context, h *harness, r *row) error {
 		r.notef("%s after the first: %s (the header timeout is 5 s)", fmtDur(time.Since(start)), fmtTally(end))
 		if stalled := atPeak["nothing yet"]; stalled > 0 {
 			r.notef("RSS per stalled connection: +%s / %d stalled at the peak (not refused) = %.1f KiB",
-				fmtMiB(peakRSS-r.baseRSS), stalled, float64(peakRSS-r.baseRSS)/float64(stalled)/1024)
+				loadtest.MiB(peakRSS-r.baseRSS), stalled, float64(peakRSS-r.baseRSS)/float64(stalled)/1024)
 		}
 		held.closeAll()
 		return nil
@@ -248,10 +250,10 @@ func attackParkedPolls(ctx context.Context, h *harness, r *row) error {
 		peak1 := sm.phasePeak()
 		tally1 := polls.statuses()
 		r.notef("phase 1: %d polls GET %s opened in %s (%s); after %s: %s; membership_changes_waiters %.0f; peak RSS +%s",
-			first, target, fmtDur(took), fmtRate(h.openRate), hold1, fmtTally(tally1), waiters1, fmtMiB(peak1-r.baseRSS))
+			first, target, fmtDur(took), fmtRate(h.openRate), hold1, fmtTally(tally1), waiters1, loadtest.MiB(peak1-r.baseRSS))
 		if waiters1 > 0 {
 			r.notef("RSS per parked poll (its connection included): +%s / %.0f parked = %.1f KiB",
-				fmtMiB(peak1-r.baseRSS), waiters1, float64(peak1-r.baseRSS)/waiters1/1024)
+				loadtest.MiB(peak1-r.baseRSS), waiters1, float64(peak1-r.baseRSS)/waiters1/1024)
 		}
 
 		start = time.Now()
@@ -269,7 +271,7 @@ func attackParkedPolls(ctx context.Context, h *harness, r *row) error {
 			total-first, fmtDur(took), open, failed, lastErr(polls.lastError()), hold2, fmtTally(tally2))
 		r.notef("parked (membership_changes_waiters) %s, peak %s, limit %s; answered at once (waiters_refused_total) %s; peak RSS +%s",
 			metricOr(m, "membership_changes_waiters"), fmtPeak(peakOf(sm, "membership_changes_waiters"), true),
-			metricOr(m, "membership_changes_waiters_limit"), metricOr(m, "membership_changes_waiters_refused_total"), fmtMiB(max(peak1, peak2)-r.baseRSS))
+			metricOr(m, "membership_changes_waiters_limit"), metricOr(m, "membership_changes_waiters_refused_total"), loadtest.MiB(max(peak1, peak2)-r.baseRSS))
 		polls.closeAll()
 		return nil
 	})

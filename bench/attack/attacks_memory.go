@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // Attacks on memory: what a client can make the service hold.
@@ -62,7 +64,7 @@ func attackFeedChurn(ctx context.Context, h *harness, r *row) error {
 			return fmt.Errorf("reading /metrics after the churn: %w", err)
 		}
 		r.notef("after the churn: membership_changes_kept %s, membership_changes_kept_bytes %s, membership_revision %s; peak RSS +%s during the churn",
-			metricOr(m, "membership_changes_kept"), bytesMetricOr(m, "membership_changes_kept_bytes"), metricOr(m, "membership_revision"), fmtMiB(churnPeak-r.baseRSS))
+			metricOr(m, "membership_changes_kept"), bytesMetricOr(m, "membership_changes_kept_bytes"), metricOr(m, "membership_revision"), loadtest.MiB(churnPeak-r.baseRSS))
 
 		after, err := oldestAfter(ctx, s)
 		if err != nil {
@@ -81,7 +83,7 @@ func attackFeedChurn(ctx context.Context, h *harness, r *row) error {
 		answered := conns.answered()
 		conns.closeAll()
 		r.notef("never-read GET %s: %d held %s (%d failed to connect); by then the service had written: %s; peak RSS +%s while held",
-			target, open, fmtDur(holdFor), failed, fmtTally(answered), fmtMiB(sm.phasePeak()-r.baseRSS))
+			target, open, fmtDur(holdFor), failed, fmtTally(answered), loadtest.MiB(sm.phasePeak()-r.baseRSS))
 		return nil
 	})
 }
@@ -119,7 +121,7 @@ func bytesMetricOr(m map[string]float64, name string) string {
 	if !ok {
 		return "- (absent)"
 	}
-	return fmtMiB(int64(v))
+	return loadtest.MiB(int64(v))
 }
 
 // attackSlowBodies opens 2000 connections that each announce a 1 MiB form
@@ -336,7 +338,7 @@ func attackBigList(ctx context.Context, h *harness, r *row) error {
 	if err != nil {
 		return err
 	}
-	r.notef("seeded %d members in %s (membership_members %s); RSS after seeding %s", members, fmtDur(seedTook), metricOr(m, "membership_members"), fmtMiB(s.rss()))
+	r.notef("seeded %d members in %s (membership_members %s); RSS after seeding %s", members, fmtDur(seedTook), metricOr(m, "membership_members"), loadtest.MiB(s.rss()))
 	return measure(ctx, h, s, r, 0, func(ctx context.Context, sm *sampler) error {
 		// Phase 1: paged reads of nearly the whole group, never read.
 		p1 := &rawConns{}
@@ -364,7 +366,7 @@ func attackBigList(ctx context.Context, h *harness, r *row) error {
 		answered := p1.answered()
 		p1.closeAll()
 		r.notef("phase 1: %d never-read GET /group-user/big?after=1 held %s (%d failed to connect); written to them: %s; peak RSS +%s",
-			open, phase1Hold, failed, fmtTally(answered), fmtMiB(sm.phasePeak()-r.baseRSS))
+			open, phase1Hold, failed, fmtTally(answered), loadtest.MiB(sm.phasePeak()-r.baseRSS))
 
 		// Phase 2: a writer keeps invalidating the cached list while stalled
 		// readers arrive one after another.
@@ -388,7 +390,7 @@ func attackBigList(ctx context.Context, h *harness, r *row) error {
 		answered = p2.answered()
 		p2.closeAll()
 		r.notef("phase 2: %d never-read GET /group-user/big, one every %s (%d failed to connect), while uid 2000001 was added/removed every %s (%s, p99 %s); written to them: %s; peak RSS +%s",
-			open, phase2Every, failed, writerEvery, writes.tally(), writes.pctString(99), fmtTally(answered), fmtMiB(sm.phasePeak()-r.baseRSS))
+			open, phase2Every, failed, writerEvery, writes.tally(), writes.pctString(99), fmtTally(answered), loadtest.MiB(sm.phasePeak()-r.baseRSS))
 		return ctx.Err()
 	})
 }

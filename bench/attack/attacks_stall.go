@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // Attacks that stall what the service writes to: its log, its disk.
@@ -177,7 +179,7 @@ func attackFullDisk(ctx context.Context, h *harness, r *row) error {
 		if err != nil {
 			return err
 		}
-		r.notef("data dir on %s (%s, 32 MiB ext4); filled with %s until ENOSPC", fs.mnt, fs.dev, fmtMiB(n))
+		r.notef("data dir on %s (%s, 32 MiB ext4); filled with %s until ENOSPC", fs.mnt, fs.dev, loadtest.MiB(n))
 
 		writeUntilRefused(ctx, s, r)
 		posts := newRecorder()

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/bench/loadtest"
 	"example.com/groupmembership/internal/tlstest"
 )
 
@@ -96,7 +97,7 @@ func attackHandshakeStall(ctx context.Context, h *harness, r *row) error {
 			fmtDur(time.Since(start)), fmtTally(end), metricOr(m, "membership_tls_handshake_failures_total"))
 		if stalled := atPeak["nothing yet"]; stalled > 0 {
 			r.notef("RSS per stalled handshake: +%s / %d stalled at the peak = %.1f KiB",
-				fmtMiB(peakRSS-r.baseRSS), stalled, float64(peakRSS-r.baseRSS)/float64(stalled)/1024)
+				loadtest.MiB(peakRSS-r.baseRSS), stalled, float64(peakRSS-r.baseRSS)/float64(stalled)/1024)
 		}
 		held.closeAll()
 		return nil

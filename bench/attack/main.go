@@ -39,6 +39,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"example.com/groupmembership/bench/loadtest"
 	"example.com/groupmembership/internal/fdlimit"
 )
 
@@ -319,10 +320,10 @@ func reportTable(out *os.File, rows []*row, took time.Duration) {
 		}
 		base, growth := "-", "-"
 		if r.baseRSS > 0 {
-			base = fmtMiB(r.baseRSS)
+			base = loadtest.MiB(r.baseRSS)
 		}
 		if r.peakRSS > 0 {
-			growth = "+" + fmtMiB(r.peakRSS-r.baseRSS)
+			growth = "+" + loadtest.MiB(r.peakRSS-r.baseRSS)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s/%s\t%s\t%s\t%s\t\n", r.name, base, growth,
 			fmtCount(r.gBefore), fmtCount(r.gPeak), fmtCount(r.gAfter), p50, p99, metCount(r))

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // Bounds every attack is held to.
@@ -400,7 +402,7 @@ func measure(ctx context.Context, h *harness, s *service, r *row, tail time.Dura
 	}
 
 	growth := r.peakRSS - r.baseRSS
-	r.check("RSS growth <= 256 MiB", "+"+fmtMiB(growth), r.peakRSS > 0 && growth <= maxRSSGrowth)
+	r.check("RSS growth <= 256 MiB", "+"+loadtest.MiB(growth), r.peakRSS > 0 && growth <= maxRSSGrowth)
 	p99, ok := r.probe.pct(99)
 	r.check("probe p99 < 100ms", fmt.Sprintf("%s (%d probes: %s)", r.probe.pctString(99), r.probe.n(), r.probe.tally()), ok && p99 < maxProbeP99)
 	for i, rec := range r.endpointRecs {
@@ -418,10 +420,6 @@ func measure(ctx context.Context, h *harness, s *service, r *row, tail time.Dura
 		r.check("goroutines back to baseline+10", fmt.Sprintf("%d -> %d after waiting %s", r.gBefore, r.gAfter, fmtDur(waited)), false)
 	}
 	return loadErr
-}
-
-func fmtMiB(b int64) string {
-	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
 }
 
 func fmtDur(d time.Duration) string {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // service is one process of the service under attack, on 127.0.0.1.
@@ -155,20 +157,8 @@ func (s *service) stop(limit time.Duration) (took time.Duration, exitedInTime bo
 
 // rss is the service's resident set (VmRSS), in bytes; 0 when unreadable.
 func (s *service) rss() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb << 10
-		}
-	}
-	return 0
+	rss, _ := loadtest.RSS(s.pid)
+	return rss
 }
 
 func (s *service) stderrTail() string {

@@ -352,12 +352,10 @@ func printLatencies(opts options, r *result) {
 		}
 	}
 	fmt.Println()
-	fmt.Printf("Failed requests: %d. RSS %s before the load, %s after it.\n", errs, mib(r.rssBefore), mib(r.rssAfter))
+	fmt.Printf("Failed requests: %d. RSS %s before the load, %s after it.\n", errs, loadtest.MiB(r.rssBefore), loadtest.MiB(r.rssAfter))
 }
 
 func expGroup(g int) string { return fmt.Sprintf("exp-%04d", g) }
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func sinceOrNone(t, from time.Time) string {
 	if t.IsZero() {

@@ -196,13 +196,11 @@ func printTables(gets [2][]loadtest.Result, puts [2]latencies, deletes []deletio
 	fmt.Println("|---|---|---|---|---|---|")
 	for _, d := range deletes {
 		fmt.Printf("| %s | %d | %s | %s | %s | %s |\n", d.service, d.removed, d.took.Round(time.Millisecond),
-			mib(d.before), mib(d.peak), mib(d.peak-d.before))
+			loadtest.MiB(d.before), loadtest.MiB(d.peak), loadtest.MiB(d.peak-d.before))
 	}
 }
 
 func groupID(i int) string { return fmt.Sprintf("group-%07d", i) }
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // restoreLarge writes a backup of the large state (opts.groups groups of 1
 // to 3 members, a group "half" of 1,000 and one "big" of opts.big) and
@@ -346,21 +344,6 @@ func timeDelete(s service, members int) (deletion, error) {
 	if d.removed, err = strconv.Atoi(strings.TrimSpace(string(body))); err != nil || d.removed != members {
 		return d, fmt.Errorf("DELETE /groups/big on the %s service removed %q, want %d", s.name, body, members)
 	}
-	d.peak, err = peakRSS(s.pid)
+	d.peak, err = loadtest.PeakRSS(s.pid)
 	return d, err
-}
-
-// peakRSS returns VmHWM, the peak resident set size of process pid.
-func peakRSS(pid int) (int64, error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }

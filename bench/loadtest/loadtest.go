@@ -7,7 +7,6 @@ package loadtest
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -195,18 +194,33 @@ func Median(rs []Result) Result {
 
 // RSS returns the resident set size of process pid, in bytes.
 func RSS(pid int) (int64, error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	return ProcBytes(fmt.Sprintf("/proc/%d/status", pid), "VmRSS")
+}
+
+// PeakRSS returns the peak resident set size of process pid (VmHWM), in
+// bytes.
+func PeakRSS(pid int) (int64, error) {
+	return ProcBytes(fmt.Sprintf("/proc/%d/status", pid), "VmHWM")
+}
+
+// ProcBytes returns the field name of a /proc file of "name: N kB"
+// lines, such as /proc/PID/status or /proc/meminfo, in bytes.
+func ProcBytes(path, name string) (int64, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb * 1024, err
+			return kb << 10, err
 		}
 	}
-	return 0, errors.New("no VmRSS in /proc/pid/status")
+	return 0, fmt.Errorf("no %s in %s", name, path)
 }
+
+// MiB formats n bytes in mebibytes, to a tenth.
+func MiB(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // NumCPU returns the cores nproc reports, 0 when it cannot tell.
 func NumCPU() int {

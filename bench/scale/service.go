@@ -168,24 +168,11 @@ func (s *service) kill() {
 
 // rss returns the service's VmRSS, and its peak, VmHWM, in bytes.
 func (s *service) rss() (rss, peak int64, err error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid))
-	if err != nil {
+	if rss, err = loadtest.RSS(s.pid); err != nil {
 		return 0, 0, err
 	}
-	field := func(name string) int64 {
-		for line := range strings.SplitSeq(string(status), "\n") {
-			if rest, ok := strings.CutPrefix(line, name+":"); ok {
-				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-				return kb << 10
-			}
-		}
-		return 0
-	}
-	rss, peak = field("VmRSS"), field("VmHWM")
-	if rss == 0 {
-		return 0, 0, fmt.Errorf("no VmRSS in /proc/%d/status", s.pid)
-	}
-	return rss, peak, nil
+	peak, err = loadtest.PeakRSS(s.pid)
+	return rss, peak, err
 }
 
 // metric returns the value of an unlabelled metric of /metrics.

@@ -51,7 +51,7 @@ func (h *harness) loadLarge(ctx context.Context, st state, r *report) (*service,
 	}
 	total := st.memberships()
 	fmt.Printf("loading: POST /batch of at most %d users and %d changes (the service's defaults), from %d connections; RSS of the empty service %s\n",
-		maxUsers, maxChanges, h.opts.loadConns, mib(r.rssEmpty))
+		maxUsers, maxChanges, h.opts.loadConns, loadtest.MiB(r.rssEmpty))
 	p := &batcher{st: st, maxUsers: maxUsers, maxChanges: maxChanges}
 	if r.load, err = load(ctx, s, p, h.opts.loadConns, total); err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func (h *harness) loadLarge(ctx context.Context, st state, r *report) (*service,
 	if r.rssLoaded, r.peakLoaded, err = s.rss(); err != nil {
 		return nil, err
 	}
-	fmt.Printf("  RSS %s after the loading (peak %s); %s\n", mib(r.rssLoaded), mib(r.peakLoaded), r.snapshotsWritten())
+	fmt.Printf("  RSS %s after the loading (peak %s); %s\n", loadtest.MiB(r.rssLoaded), loadtest.MiB(r.peakLoaded), r.snapshotsWritten())
 	if r.rssSettled, err = settle(ctx, s, h.opts.settle); err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func settle(ctx context.Context, s *service, d time.Duration) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		fmt.Printf(" %s", mib(rss))
+		fmt.Printf(" %s", loadtest.MiB(rss))
 		if !time.Now().Before(end) {
 			return rss, nil
 		}
@@ -211,7 +211,7 @@ func (h *harness) restart(ctx context.Context, r *report) (*service, error) {
 	r.snapshotLoad = loaded.Sub(times[""])
 	r.replay = times["opened the data directory"].Sub(loaded)
 	fmt.Printf("  ready in %s (the snapshot read and loaded in %s, the log after it replayed in %s, by the service's log); RSS %s (peak %s)\n",
-		took.Round(time.Millisecond), r.snapshotLoad, r.replay, mib(r.rssRestarted), mib(r.peakRestarted))
+		took.Round(time.Millisecond), r.snapshotLoad, r.replay, loadtest.MiB(r.rssRestarted), loadtest.MiB(r.peakRestarted))
 	return s, nil
 }
 
