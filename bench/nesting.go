@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -207,11 +208,11 @@ func addNestings(b *batcher) error {
 // expect it.
 func (h *harness) checkNestingRows(svcURL string) error {
 	for _, path := range []string{"/group-user/chk-0/1?transitive=true", "/group-user/chk-8/1", h.nestPagePath(true), h.nestPagePath(false)} {
-		if _, err := loadtest.Get(svcURL + path); err != nil {
+		if _, err := loadtest.Get(context.Background(), http.DefaultClient, svcURL+path); err != nil {
 			return fmt.Errorf("the nesting rows' service: %w", err)
 		}
 	}
-	body, err := loadtest.Get(svcURL + "/group-parents/n1?transitive=true&limit=1000")
+	body, err := loadtest.Get(context.Background(), http.DefaultClient, svcURL+"/group-parents/n1?transitive=true&limit=1000")
 	if err != nil {
 		return err
 	}

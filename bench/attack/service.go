@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -178,23 +175,7 @@ func (s *service) metrics(ctx context.Context, timeout time.Duration) (map[strin
 	if rep.status != http.StatusOK {
 		return nil, fmt.Errorf("/metrics: %s", rep.outcome())
 	}
-	m := make(map[string]float64)
-	sc := bufio.NewScanner(bytes.NewReader(rep.body))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			m[line[:i]] = v
-		}
-	}
-	return m, nil
+	return loadtest.ParseMetrics(rep.body), nil
 }
 
 // gauge reads one unlabelled series; ok is false when the scrape failed or

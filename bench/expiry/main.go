@@ -166,7 +166,7 @@ func measure(client *http.Client, base string, pid int, opts options, members []
 	if err != nil {
 		return nil, err
 	}
-	if got := before.gauge("membership_expiring_members"); got != float64(total) {
+	if got := before["membership_expiring_members"]; got != float64(total) {
 		return nil, fmt.Errorf("membership_expiring_members is %v, want %d", got, total)
 	}
 	r := &result{expires: expires, before: before}
@@ -201,27 +201,27 @@ func measure(client *http.Client, base string, pid int, opts options, members []
 // When the load ended first, the expirer is left to finish, for at most a
 // minute.
 func (r *result) waitAllEnded(client *http.Client, base string, total int) error {
-	r.left = r.after.gauge("membership_expiring_members")
+	r.left = r.after["membership_expiring_members"]
 	for r.left > 0 && time.Since(r.loadEnd) < time.Minute {
 		time.Sleep(50 * time.Millisecond)
 		page, err := scrape(client, base)
 		if err != nil {
 			return err
 		}
-		if page.gauge("membership_expiring_members") == 0 {
+		if page["membership_expiring_members"] == 0 {
 			r.after = page
 			break
 		}
 	}
 	r.drained = time.Since(r.expires)
-	if got := r.after.gauge("membership_expiring_members"); got != 0 {
+	if got := r.after["membership_expiring_members"]; got != 0 {
 		return fmt.Errorf("a minute after the load, membership_expiring_members is %v, want 0", got)
 	}
-	ended := r.after.gauge("membership_expiries_total") - r.before.gauge("membership_expiries_total")
+	ended := r.after["membership_expiries_total"] - r.before["membership_expiries_total"]
 	if ended != float64(total) {
 		return fmt.Errorf("membership_expiries_total grew by %v, want %d", ended, total)
 	}
-	if body, err := get(client, base+"/groups?prefix=exp-&limit=1"); err != nil || string(body) != "[]" {
+	if body, err := loadtest.Get(context.Background(), client, base+"/groups?prefix=exp-&limit=1"); err != nil || string(body) != "[]" {
 		return fmt.Errorf("groups with members left after the expiry: %s %v", body, err)
 	}
 	return nil
@@ -421,19 +421,6 @@ func loadAll(client *http.Client, base string, members [][]int64, expires time.T
 	return first
 }
 
-func get(client *http.Client, url string) ([]byte, error) {
-	resp, err := client.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return body, err
-}
-
 // sample is one request: when it was sent, how long it took.
 type sample struct {
 	sent   time.Time
@@ -585,25 +572,9 @@ func p99Within(samples []sample, from, to time.Time) (int, time.Duration) {
 type metricsPage map[string]float64
 
 func scrape(client *http.Client, base string) (metricsPage, error) {
-	body, err := get(client, base+"/metrics")
-	if err != nil {
-		return nil, err
-	}
-	page := metricsPage{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err == nil {
-			page[line[:i]] = v
-		}
-	}
-	return page, nil
+	body, err := loadtest.Get(context.Background(), client, base+"/metrics")
+	return loadtest.ParseMetrics(body), err
 }
-
-func (p metricsPage) gauge(name string) float64 { return p[name] }
 
 // histogram is a histogram's cumulative buckets (by upper bound) and count.
 type histogram struct {

@@ -97,9 +97,14 @@ func StartService(bin, dir, name, extraArgs string) (addr string, pid int, stop 
 	return addr, cmd.Process.Pid, stop, nil
 }
 
-// Get returns the body of a GET of url, an error unless it answers 200.
-func Get(url string) ([]byte, error) {
-	resp, err := http.Get(url)
+// Get returns the body of a GET of url by client, an error unless it
+// answers 200.
+func Get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +137,25 @@ func PostUsers(base, group string, uids []int64) error {
 		return fmt.Errorf("adding %d users to %s: %s %s", len(uids), group, resp.Status, body)
 	}
 	return nil
+}
+
+// ParseMetrics reads a page of /metrics into its series (each name with
+// its labels, as written) and their values.
+func ParseMetrics(page []byte) map[string]float64 {
+	m := map[string]float64{}
+	for line := range strings.SplitSeq(string(page), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			m[line[:i]] = v
+		}
+	}
+	return m
 }
 
 // What RunWrk reads of wrk's output.

@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -341,7 +342,7 @@ var bucketLine = regexp.MustCompile(`(?m)^membership_follow_lag_seconds_bucket\{
 // lagP99 reads the lag histogram of the instance at base and returns the
 // bucket the 99th percentile falls in, as "<= bound".
 func lagP99(base string) (string, error) {
-	body, err := loadtest.Get(base + "/metrics")
+	body, err := loadtest.Get(context.Background(), http.DefaultClient, base+"/metrics")
 	if err != nil {
 		return "", err
 	}

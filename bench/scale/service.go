@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -177,20 +176,12 @@ func (s *service) rss() (rss, peak int64, err error) {
 
 // metric returns the value of an unlabelled metric of /metrics.
 func (s *service) metric(ctx context.Context, name string) (float64, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
+	body, err := loadtest.Get(ctx, http.DefaultClient, s.base+"/metrics")
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(rest, 64)
-		}
+	if v, ok := loadtest.ParseMetrics(body)[name]; ok {
+		return v, nil
 	}
 	return 0, fmt.Errorf("no %s in /metrics", name)
 }
