@@ -7,6 +7,7 @@ package loadtest
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -90,7 +91,7 @@ func StartService(bin, dir, name, extraArgs string) (addr string, pid int, stop 
 	if slices.Contains(strings.Fields(extraArgs), "-tls-cert") {
 		scheme = "https://"
 	}
-	if err := WaitHTTP(scheme + addr + "/readyz"); err != nil {
+	if err := WaitHTTP(context.Background(), scheme+addr+"/readyz", 10*time.Second, nil); err != nil {
 		stop()
 		return "", 0, nil, fmt.Errorf("the %s did not start: %w", name, err)
 	}
@@ -266,14 +267,17 @@ func FreeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// WaitHTTP waits, up to 10 s, until url answers 200.
-func WaitHTTP(url string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+// WaitHTTP polls url every 10 ms until it answers 200, for at most wait,
+// or until exited is closed (nil: never).
+func WaitHTTP(ctx context.Context, url string, wait time.Duration, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	client := &http.Client{Timeout: time.Second}
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
@@ -282,8 +286,10 @@ func WaitHTTP(url string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return err
-		case <-time.After(50 * time.Millisecond):
+			return fmt.Errorf("after %s: %w", wait, err)
+		case <-exited:
+			return errors.New("it exited")
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -107,39 +105,11 @@ func startService(ctx context.Context, kids *children, bin, dir, name string, ar
 		logFile.Close()
 		close(s.done)
 	}()
-	if err := s.waitReady(ctx, wait); err != nil {
+	if err := loadtest.WaitHTTP(ctx, s.base+"/readyz", wait, s.done); err != nil {
 		s.kill()
 		return nil, 0, fmt.Errorf("the %s service did not get ready: %w (its log: %s)", name, err, logFile.Name())
 	}
 	return s, time.Since(start), nil
-}
-
-// waitReady polls /readyz every 10 ms until it answers 200.
-func (s *service) waitReady(ctx context.Context, wait time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	client := &http.Client{Timeout: time.Second}
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/readyz", nil)
-		resp, err := client.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			if err == nil {
-				err = fmt.Errorf("/readyz answers %s", resp.Status)
-			}
-			return fmt.Errorf("after %s: %w", wait, err)
-		case <-s.done:
-			return errors.New("it exited")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }
 
 // stop sends SIGTERM (to the process itself, not to a wrapper) and waits
