@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -136,10 +135,7 @@ func idleConns(ctx context.Context, h *harness, s *service, log string, r *row) 
 	})
 	// The log goes out through a buffer of the service's: read it last.
 	r.notes = append([]string{fmt.Sprintf("the service's start: %s; its limit of open files: %s", budgetLine(log), limit)}, r.notes...)
-	notePhases(r, phases)
-	emfile := grepLog(log, "too many open files", "EMFILE")
-	r.check("no EMFILE in the service's log", fmt.Sprintf("%d lines%s", len(emfile), firstOf(emfile)), len(emfile) == 0)
-	return err
+	return endConnAttack(r, phases, log, err)
 }
 
 // attackHeaderStall opens 4000 connections that each send 63 KB of request
@@ -165,15 +161,8 @@ func attackHeaderStall(ctx context.Context, h *harness, r *row) error {
 		head := stalledHeaders(s.addr, headerBytes)
 		held := &rawConns{}
 		defer held.closeAll()
-		var writeFailed atomic.Int64
 		start := time.Now()
-		dialTook := openAll(ctx, conns, dialers, h.openRate, func() {
-			c, failed, err := writeAndHold(ctx, s.addr, head)
-			held.add(c, err)
-			if failed {
-				writeFailed.Add(1)
-			}
-		})
+		dialTook := openAll(ctx, conns, dialers, h.openRate, func() { held.writeAndHold(ctx, s.addr, head) })
 		phases = append(phases, phase{"while they were opened", start, time.Now()})
 		// The service reads what arrived; a moment later, what it holds.
 		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
@@ -181,9 +170,9 @@ func attackHeaderStall(ctx context.Context, h *harness, r *row) error {
 		}
 		atPeak := held.statuses()
 		m, _ := s.metrics(ctx, 5*time.Second)
-		open, failed := held.count()
+		open, failed, cut := held.count()
 		r.notef("%d connections each sent %d bytes of headers and stalled, opened in %s (%s; %d failed to connect%s; on %d the service stopped taking bytes before all were sent)",
-			open, headerBytes, fmtDur(dialTook), fmtRate(h.openRate), failed, lastErr(held.lastError()), writeFailed.Load())
+			open, headerBytes, fmtDur(dialTook), fmtRate(h.openRate), failed, lastErr(held.lastError()), cut)
 		r.notef("%s after the last: %s; membership_memory_bytes{request_headers} %s of %s, refused_total %s; membership_connections{api} %s",
 			fmtDur(time.Since(start)-dialTook), fmtTally(atPeak), bytesMetricOr(m, `membership_memory_bytes{budget="request_headers"}`),
 			bytesMetricOr(m, `membership_memory_limit_bytes{budget="request_headers"}`), metricOr(m, `membership_memory_refused_total{budget="request_headers"}`),
@@ -202,10 +191,7 @@ func attackHeaderStall(ctx context.Context, h *harness, r *row) error {
 		held.closeAll()
 		return nil
 	})
-	notePhases(r, phases)
-	emfile := grepLog(log, "too many open files", "EMFILE")
-	r.check("no EMFILE in the service's log", fmt.Sprintf("%d lines%s", len(emfile), firstOf(emfile)), len(emfile) == 0)
-	return err
+	return endConnAttack(r, phases, log, err)
 }
 
 // attackParkedPolls parks 8000 long polls of /changes (wait=60s) after the
@@ -265,7 +251,7 @@ func attackParkedPolls(ctx context.Context, h *harness, r *row) error {
 		phases = append(phases, phase{"while 7000 more were opened", start, opened}, phase{"with 1000 parked and 7000 answered", opened, time.Now()})
 		m, _ := s.metrics(ctx, 5*time.Second)
 		peak2 := sm.phasePeak()
-		open, failed := polls.count()
+		open, failed, _ := polls.count()
 		tally2 := polls.statuses()
 		r.notef("phase 2: %d more opened in %s (%d held in all, %d failed to connect%s); after %s: %s",
 			total-first, fmtDur(took), open, failed, lastErr(polls.lastError()), hold2, fmtTally(tally2))
@@ -275,10 +261,7 @@ func attackParkedPolls(ctx context.Context, h *harness, r *row) error {
 		polls.closeAll()
 		return nil
 	})
-	notePhases(r, phases)
-	emfile := grepLog(log, "too many open files", "EMFILE")
-	r.check("no EMFILE in the service's log", fmt.Sprintf("%d lines%s", len(emfile), firstOf(emfile)), len(emfile) == 0)
-	return err
+	return endConnAttack(r, phases, log, err)
 }
 
 // stalledHeaders is a GET whose headers come to size bytes, in lines of
@@ -296,20 +279,6 @@ func stalledHeaders(addr string, size int) []byte {
 		b = append(b, "\r\n"...)
 	}
 	return b
-}
-
-// writeAndHold opens a connection and writes b on it. Unlike rawRequest, it
-// keeps a connection whose write the service cut short: the service may
-// have answered before it closed. failed says whether the write was cut.
-func writeAndHold(ctx context.Context, addr string, b []byte) (c net.Conn, failed bool, err error) {
-	c, err = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, false, err
-	}
-	_ = c.SetWriteDeadline(time.Now().Add(2 * time.Second))
-	_, werr := c.Write(b)
-	_ = c.SetWriteDeadline(time.Time{})
-	return c, werr != nil, nil
 }
 
 // startLogged starts bin as startProbed does, with its stdout and stderr in
@@ -421,22 +390,26 @@ type phase struct {
 	from, to time.Time
 }
 
-// notePhases notes the p99 of each probe in each phase.
-func notePhases(r *row, phases []phase) {
-	if r.probe == nil {
-		return
-	}
-	recs := append([]*recorder{r.probe}, r.endpointRecs...)
-	names := append([]string{"probe"}, r.endpoints...)
-	for _, ph := range phases {
-		var parts []string
-		for i, rec := range recs {
-			if i < len(names) {
-				parts = append(parts, names[i]+" "+rec.pctIn(99, ph.from, ph.to))
+// endConnAttack ends an attack on connections whose measure returned err:
+// it notes the p99 of each probe in each phase, and checks that the
+// service's log, the file log, has no EMFILE. It returns err.
+func endConnAttack(r *row, phases []phase, log string, err error) error {
+	if r.probe != nil {
+		recs := append([]*recorder{r.probe}, r.endpointRecs...)
+		names := append([]string{"probe"}, r.endpoints...)
+		for _, ph := range phases {
+			var parts []string
+			for i, rec := range recs {
+				if i < len(names) {
+					parts = append(parts, names[i]+" "+rec.pctIn(99, ph.from, ph.to))
+				}
 			}
+			r.notef("p99 %s (%s): %s", ph.name, fmtDur(ph.to.Sub(ph.from)), strings.Join(parts, ", "))
 		}
-		r.notef("p99 %s (%s): %s", ph.name, fmtDur(ph.to.Sub(ph.from)), strings.Join(parts, ", "))
 	}
+	emfile := grepLog(log, "too many open files", "EMFILE")
+	r.check("no EMFILE in the service's log", fmt.Sprintf("%d lines%s", len(emfile), firstOf(emfile)), len(emfile) == 0)
+	return err
 }
 
 // openAll calls open n times, on dialers goroutines at once, at most

@@ -39,15 +39,12 @@ func attackStalledStdout(ctx context.Context, h *harness, r *row) error {
 	// full pipe blocks the writer; closed, it would fail fast with EPIPE.
 	closeRead := atExit("close the stalled stdout pipe", func() { pr.Close() })
 	defer closeRead()
-	s, err := startService(ctx, h.bin, serviceOptions{out: pw})
+	s, err := startProbed(ctx, h.bin, serviceOptions{out: pw})
 	pw.Close() // the service holds its own copy
 	if err != nil {
 		return err
 	}
 	defer s.kill()
-	if err := seedProbe(ctx, s); err != nil {
-		return err
-	}
 	err = measure(ctx, h, s, r, exitLimit, func(ctx context.Context, sm *sampler) error {
 		loadCtx, cancel := context.WithTimeout(ctx, loadFor)
 		defer cancel()

@@ -175,11 +175,6 @@ feed:
 	return err
 }
 
-// seedProbe gives the probe's group its 10 members.
-func seedProbe(ctx context.Context, s *service) error {
-	return seed(ctx, s, "probe", 1, 10)
-}
-
 // errorBody is the service's JSON error.
 type errorBody struct {
 	Error struct {
@@ -246,6 +241,7 @@ type rawConns struct {
 	mu      sync.Mutex
 	conns   []net.Conn
 	dialErr int
+	cut     int // writes of writeAndHold the service cut short
 	lastErr error
 }
 
@@ -260,10 +256,30 @@ func (r *rawConns) add(c net.Conn, err error) {
 	r.conns = append(r.conns, c)
 }
 
-func (r *rawConns) count() (open, failed int) {
+func (r *rawConns) count() (open, failed, cut int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.conns), r.dialErr
+	return len(r.conns), r.dialErr, r.cut
+}
+
+// writeAndHold opens a connection to addr, writes b on it and holds it.
+// Unlike rawRequest, it keeps a connection whose write the service cut
+// short, and counts it: the service may have answered before it closed.
+func (r *rawConns) writeAndHold(ctx context.Context, addr string, b []byte) {
+	c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		r.add(nil, err)
+		return
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+	_, werr := c.Write(b)
+	_ = c.SetWriteDeadline(time.Time{})
+	r.add(c, nil)
+	if werr != nil {
+		r.mu.Lock()
+		r.cut++
+		r.mu.Unlock()
+	}
 }
 
 // lastError is the last error of a dial, "" when none failed.

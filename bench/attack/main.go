@@ -158,14 +158,10 @@ func run(only, bin, pgBin string, head bool, openRate int, budget time.Duration)
 		}
 		h.logf("built from %s", from)
 	}
-	if fi, err := os.Stat(bin); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		fmt.Fprintf(os.Stderr, "attack: %s is not an executable file\n", bin)
-		return 2
-	}
 	h.bin = bin
-	if pgBin != "" {
-		if fi, err := os.Stat(pgBin); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-			fmt.Fprintf(os.Stderr, "attack: %s is not an executable file\n", pgBin)
+	for _, b := range []string{bin, pgBin} {
+		if fi, err := os.Stat(b); b != "" && (err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0) {
+			fmt.Fprintf(os.Stderr, "attack: %s is not an executable file\n", b)
 			return 2
 		}
 	}

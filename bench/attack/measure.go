@@ -154,16 +154,10 @@ func openLoop(ctx context.Context, interval time.Duration, inflight int, call fu
 	}
 }
 
-// startProbe issues GET /group-user/probe every probeEvery until the returned
-// function is called; that function waits for the probes in flight and
-// returns their latencies.
-func startProbe(ctx context.Context, s *service) func() *recorder {
-	return startProbeOf(ctx, s, "/group-user/probe", probeEvery)
-}
-
-// startProbeOf issues GET path every interval, a new connection each, as
-// startProbe does.
-func startProbeOf(ctx context.Context, s *service, path string, every time.Duration) func() *recorder {
+// startProbe issues GET path every interval, a new connection each, until
+// the returned function is called; that function waits for the probes in
+// flight and returns their latencies.
+func startProbe(ctx context.Context, s *service, path string, every time.Duration) func() *recorder {
 	rec := newRecorder()
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -355,10 +349,10 @@ func measure(ctx context.Context, h *harness, s *service, r *row, tail time.Dura
 		r.gBefore = int(g)
 	}
 	sm := startSampler(ctx, s, r.gBefore >= 0)
-	stopProbe := startProbe(ctx, s)
+	stopProbe := startProbe(ctx, s, "/group-user/probe", probeEvery)
 	var stopEndpoints []func() *recorder
 	for _, path := range r.endpoints {
-		stopEndpoints = append(stopEndpoints, startProbeOf(ctx, s, path, endpointEvery))
+		stopEndpoints = append(stopEndpoints, startProbe(ctx, s, path, endpointEvery))
 	}
 	loadErr := load(ctx, sm)
 	r.probe = stopProbe()

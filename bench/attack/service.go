@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -59,9 +58,9 @@ func startService(ctx context.Context, bin string, opts serviceOptions) (*servic
 // launchService starts a fresh process on a free port and returns at once;
 // the caller waits for it to be ready, or to exit.
 func launchService(bin string, opts serviceOptions) (*service, error) {
-	addr, err := freeAddr()
+	addr, err := loadtest.FreeAddr()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("finding a free port: %w", err)
 	}
 	args := []string{"-addr", addr}
 	if opts.dataDir != "" {
@@ -189,15 +188,6 @@ func (s *service) gauge(ctx context.Context, name string, timeout time.Duration)
 	return v, ok
 }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {
 	mu  sync.Mutex
@@ -232,14 +222,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// startProbed starts a service as startService does and seeds the probe's
-// group; the caller kills it.
+// startProbed starts a service as startService does and gives the probe's
+// group its 10 members; the caller kills it.
 func startProbed(ctx context.Context, bin string, opts serviceOptions) (*service, error) {
 	s, err := startService(ctx, bin, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := seedProbe(ctx, s); err != nil {
+	if err := seed(ctx, s, "probe", 1, 10); err != nil {
 		s.kill()
 		return nil, err
 	}
