@@ -22,6 +22,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -429,6 +430,25 @@ type sample struct {
 	failed bool
 }
 
+// send sends req by client and reads the whole reply. It returns the
+// sample it makes (failed unless the reply is a 200), the reply's header
+// and body, and whether ctx ended first: a request cut short by the end
+// of the load is not a sample.
+func send(ctx context.Context, client *http.Client, req *http.Request) (s sample, header http.Header, body []byte, cut bool) {
+	s.sent = time.Now()
+	resp, err := client.Do(req)
+	if err == nil {
+		header = resp.Header
+		body, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = errors.New(resp.Status)
+		}
+	}
+	s.took, s.failed = time.Since(s.sent), err != nil
+	return s, header, body, ctx.Err() != nil
+}
+
 // loadWorker sends requests back to back on one connection until ctx is
 // done: reads of the expiring groups (a page of 100) and of groups of its
 // own, and writes of 3 random users to groups of its own (no expiry).
@@ -449,19 +469,11 @@ func loadWorker(ctx context.Context, client *http.Client, base string, opts opti
 		default:
 			req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+"/group-user/load-"+strconv.Itoa(rng.IntN(1000)), nil)
 		}
-		s := sample{sent: time.Now(), write: write}
-		resp, err := client.Do(req)
-		if err == nil {
-			_, err = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if err == nil && resp.StatusCode != http.StatusOK {
-				err = fmt.Errorf("%s", resp.Status)
-			}
+		s, _, _, cut := send(ctx, client, req)
+		if cut {
+			break
 		}
-		if ctx.Err() != nil {
-			break // cut short by the end of the load: not a sample
-		}
-		s.took, s.failed = time.Since(s.sent), err != nil
+		s.write = write
 		out = append(out, s)
 	}
 	return out
@@ -490,19 +502,12 @@ func probeChecks(ctx context.Context, client *http.Client, base string, members 
 	for ctx.Err() == nil {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/check", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		p := checkProbe{sample: sample{sent: time.Now()}}
-		resp, err := client.Do(req)
-		var reply []byte
-		if err == nil {
-			reply, err = io.ReadAll(resp.Body)
-			resp.Body.Close()
-		}
-		if ctx.Err() != nil {
+		s, _, reply, cut := send(ctx, client, req)
+		if cut {
 			break
 		}
-		p.took = time.Since(p.sent)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			p.failed = true
+		p := checkProbe{sample: s}
+		if p.failed {
 			out = append(out, p)
 			continue
 		}
@@ -531,21 +536,13 @@ func probeLists(ctx context.Context, client *http.Client, base string, groups in
 	var out []listProbe
 	for i := 0; ctx.Err() == nil; i++ {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/group-user/"+expGroup(i%groups)+"?limit=1", nil)
-		p := listProbe{sample: sample{sent: time.Now()}}
-		resp, err := client.Do(req)
-		if err == nil {
-			_, err = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-		if ctx.Err() != nil {
+		s, header, _, cut := send(ctx, client, req)
+		if cut {
 			break
 		}
-		p.took = time.Since(p.sent)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			p.failed = true
-			p.total = -1
-		} else {
-			p.total, _ = strconv.Atoi(resp.Header.Get("X-Total-Count"))
+		p := listProbe{sample: s, total: -1}
+		if !p.failed {
+			p.total, _ = strconv.Atoi(header.Get("X-Total-Count"))
 		}
 		out = append(out, p)
 	}
