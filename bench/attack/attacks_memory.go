@@ -32,7 +32,7 @@ func attackFeedChurn(ctx context.Context, h *harness, r *row) error {
 	}
 	defer s.kill()
 	return measure(ctx, h, s, r, 0, func(ctx context.Context, sm *sampler) error {
-		body := usersBody(1, uids)
+		body := loadtest.UsersBody(1, uids)
 		url := s.base + "/group-user/churn"
 		ops := newRecorder()
 		churnCtx, cancel := context.WithTimeout(ctx, churnFor)
@@ -233,7 +233,7 @@ func postHonestly(ctx context.Context, wg *sync.WaitGroup, s *service) (*recorde
 	spawn(wg, func() {
 		reqCtx := context.WithoutCancel(ctx)
 		openLoop(ctx, 100*time.Millisecond, 50, func() {
-			rep := do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/other", usersBody(1, 3), formType, 2*time.Second)
+			rep := do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/other", loadtest.UsersBody(1, 3), formType, 2*time.Second)
 			other.addReply(rep, 2*time.Second)
 			if rep.err == nil && rep.header.Get("Retry-After") != "" {
 				retryAfter.Add(1)

@@ -80,7 +80,7 @@ func attackMetricsScale(ctx context.Context, h *harness, r *row) error {
 		uid.Store(5_000_000)
 		spawn(&wg, func() {
 			openLoop(loadCtx, postEvery, 200, func() {
-				rep := do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/metrics-post", usersBody(uid.Add(3), 3), formType, postLimit)
+				rep := do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/metrics-post", loadtest.UsersBody(uid.Add(3), 3), formType, postLimit)
 				postRec.addReply(rep, postLimit)
 			}, func() { postRec.add(postLimit, "skipped") })
 		})

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 const formType = "application/x-www-form-urlencoded"
@@ -104,20 +106,6 @@ func get(ctx context.Context, c *http.Client, url string, timeout time.Duration)
 	return do(ctx, c, http.MethodGet, url, nil, "", timeout)
 }
 
-// usersBody is the form body users=[from,from+1,...,from+n-1]. The service
-// reads '[', ']' and ',' unescaped, as curl -d would send them.
-func usersBody(from, n int64) []byte {
-	b := make([]byte, 0, 8+n*9)
-	b = append(b, "users=["...)
-	for i := range n {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, from+i, 10)
-	}
-	return append(b, ']')
-}
-
 // post is one POST of the users [from, from+n) to group.
 type post struct {
 	group   string
@@ -144,7 +132,7 @@ func seedPosts(ctx context.Context, s *service, posts []post) error {
 	for range 2 {
 		spawn(&wg, func() {
 			for p := range jobs {
-				rep := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/"+p.group, usersBody(p.from, p.n), formType, 30*time.Second)
+				rep := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/"+p.group, loadtest.UsersBody(p.from, p.n), formType, 30*time.Second)
 				if rep.err != nil || rep.status != http.StatusOK {
 					errs <- fmt.Errorf("seeding %s at uid %d: %s %s", p.group, p.from, rep.outcome(), bytes.TrimSpace(rep.body))
 					return

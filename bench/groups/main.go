@@ -15,6 +15,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -260,7 +261,7 @@ type latencies struct{ median, p99 time.Duration }
 // 1,500) n times, one request after another, alternating between the two
 // sets, so that each PUT adds 500 and removes 500.
 func timePuts(s service, n int) (latencies, error) {
-	bodies := [2]string{usersBody(1), usersBody(501)}
+	bodies := [2][]byte{loadtest.UsersBody(1, 1000), loadtest.UsersBody(501, 1000)}
 	if err := put(s.base, bodies[0]); err != nil {
 		return latencies{}, err
 	}
@@ -276,21 +277,8 @@ func timePuts(s service, n int) (latencies, error) {
 	return latencies{median: took[len(took)/2], p99: took[len(took)*99/100]}, nil
 }
 
-func usersBody(first int) string {
-	var b strings.Builder
-	b.WriteString("users=[")
-	for uid := first; uid < first+1000; uid++ {
-		if uid > first {
-			b.WriteString(",")
-		}
-		b.WriteString(strconv.Itoa(uid))
-	}
-	b.WriteString("]")
-	return b.String()
-}
-
-func put(base, body string) error {
-	req, err := http.NewRequest(http.MethodPut, base+"/group-user/half", strings.NewReader(body))
+func put(base string, body []byte) error {
+	req, err := http.NewRequest(http.MethodPut, base+"/group-user/half", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

@@ -159,6 +159,20 @@ func ParseMetrics(page []byte) map[string]float64 {
 	return m
 }
 
+// UsersBody is the form body users=[from,from+1,...,from+n-1]. The service
+// reads '[', ']' and ',' unescaped, as curl -d would send them.
+func UsersBody(from, n int64) []byte {
+	b := make([]byte, 0, 8+n*9)
+	b = append(b, "users=["...)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, from+i, 10)
+	}
+	return append(b, ']')
+}
+
 // What RunWrk reads of wrk's output.
 var (
 	wrkRPS     = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
