@@ -16,15 +16,45 @@ import (
 
 // service is one process of the service under attack, on 127.0.0.1.
 type service struct {
-	addr string // host:port
-	base string // http://host:port, or https://
-	pid  int
+	*child
+	addr   string // host:port
+	base   string // http://host:port, or https://
+	pid    int
+	stderr *tailBuffer // nil when the caller gave its own output
+}
 
+// child is a process the harness started: a service or a holder.
+type child struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
 	waitErr error         // set before exited is closed
-	stderr  *tailBuffer   // nil when the caller gave its own output
 	kill    func()        // kills it now; also registered with atExit
+}
+
+// startChild starts cmd, what ("service", "holder") naming it in
+// messages. Its own process group keeps a terminal's Ctrl-C for the
+// harness, which stops things in a safe order (thaw first); Pdeathsig
+// kills it if the harness dies without running its cleanups.
+func startChild(cmd *exec.Cmd, what string) (*child, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	pid := cmd.Process.Pid
+	c.kill = atExit(fmt.Sprintf("kill %s pid %d", what, pid), func() {
+		_ = cmd.Process.Kill() // a no-op once it has been waited for
+		select {
+		case <-c.exited:
+		case <-time.After(5 * time.Second):
+			fmt.Fprintf(os.Stderr, "attack: %s pid %d did not die within 5s of SIGKILL\n", what, pid)
+		}
+	})
+	return c, nil
 }
 
 type serviceOptions struct {
@@ -72,11 +102,7 @@ func launchService(bin string, opts serviceOptions) (*service, error) {
 		// The shell execs the service: the pid stays the service's.
 		cmd = exec.Command("/bin/sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, opts.nofile), bin}, args...)...)
 	}
-	// Its own process group keeps a terminal's Ctrl-C for the harness, which
-	// stops things in a safe order (thaw first); Pdeathsig kills it if the
-	// harness dies without running its cleanups.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	s := &service{addr: addr, base: "http://" + addr, cmd: cmd, exited: make(chan struct{})}
+	s := &service{addr: addr, base: "http://" + addr}
 	if opts.tls {
 		s.base = "https://" + addr
 	}
@@ -86,24 +112,11 @@ func launchService(bin string, opts serviceOptions) (*service, error) {
 		s.stderr = &tailBuffer{max: 4 << 10}
 		cmd.Stderr = s.stderr
 	}
-	if err := cmd.Start(); err != nil {
+	c, err := startChild(cmd, "service")
+	if err != nil {
 		return nil, fmt.Errorf("starting the service: %w", err)
 	}
-	s.pid = cmd.Process.Pid
-	go func() {
-		s.waitErr = cmd.Wait()
-		close(s.exited)
-	}()
-	s.kill = atExit(fmt.Sprintf("kill service pid %d", s.pid), func() {
-		if s.alive() {
-			_ = cmd.Process.Kill()
-		}
-		select {
-		case <-s.exited:
-		case <-time.After(5 * time.Second):
-			fmt.Fprintf(os.Stderr, "attack: service pid %d did not die within 5s of SIGKILL\n", s.pid)
-		}
-	})
+	s.child, s.pid = c, cmd.Process.Pid
 	return s, nil
 }
 
