@@ -62,8 +62,8 @@ const picks = 1000
 // kind is one of the requests measured, with the paths of the requests
 // sent on either service.
 type kind struct {
-	name         string
-	large, small []string
+	name  string
+	paths [2][]string // on the large service, and on the small one
 }
 
 // get10Paths returns picks GETs of groups of 10 members.
@@ -213,11 +213,7 @@ func measure(ctx context.Context, dir string, kinds []kind, large, small *servic
 	for round := 1; round <= rounds; round++ {
 		for k, kd := range kinds {
 			for i, s := range []*service{large, small} {
-				paths := kd.large
-				if i == 1 {
-					paths = kd.small
-				}
-				script, err := writeScript(dir, fmt.Sprintf("%s-%d", s.name, k), paths)
+				script, err := writeScript(dir, fmt.Sprintf("%s-%d", s.name, k), kd.paths[i])
 				if err != nil {
 					return nil, err
 				}

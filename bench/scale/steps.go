@@ -309,11 +309,7 @@ func (h *harness) kinds(ctx context.Context, big *service, large state, small *s
 			return nil, err
 		}
 		for k := range kinds {
-			if i == 0 {
-				kinds[k].large = paths[k]
-			} else {
-				kinds[k].small = paths[k]
-			}
+			kinds[k].paths[i] = paths[k]
 		}
 	}
 	return kinds, nil
