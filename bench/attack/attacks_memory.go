@@ -203,23 +203,15 @@ func attackSlowBodies(ctx context.Context, h *harness, r *row) error {
 // every, until ctx ends. It returns what the writes were answered.
 func toggleMember(ctx context.Context, wg *sync.WaitGroup, s *service, every time.Duration) *recorder {
 	writes := newRecorder()
-	spawn(wg, func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		add := true
-		for ctx.Err() == nil {
-			method := http.MethodDelete
-			if add {
-				method = http.MethodPost
-			}
-			add = !add
-			rep := do(context.WithoutCancel(ctx), loadClient, method, s.base+"/group-user/big", []byte("users=[2000001]"), formType, 2*time.Second)
-			writes.addReply(rep, 2*time.Second)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
+	add := true
+	spawnEvery(ctx, wg, every, func() {
+		method := http.MethodDelete
+		if add {
+			method = http.MethodPost
 		}
+		add = !add
+		rep := do(context.WithoutCancel(ctx), loadClient, method, s.base+"/group-user/big", []byte("users=[2000001]"), formType, 2*time.Second)
+		writes.addReply(rep, 2*time.Second)
 	})
 	return writes
 }

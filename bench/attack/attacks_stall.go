@@ -120,19 +120,11 @@ func attackStalledDisk(ctx context.Context, h *harness, r *row) error {
 		})
 		readyz := make(map[string]int)
 		var sawReason string
-		spawn(&wg, func() {
-			t := time.NewTicker(500 * time.Millisecond)
-			defer t.Stop()
-			for frozenCtx.Err() == nil {
-				rep := get(reqCtx, sideClient, s.base+"/readyz", time.Second)
-				readyz[rep.outcome()]++
-				if rep.status == http.StatusServiceUnavailable && sawReason == "" {
-					sawReason = reason(rep.body)
-				}
-				select {
-				case <-frozenCtx.Done():
-				case <-t.C:
-				}
+		spawnEvery(frozenCtx, &wg, 500*time.Millisecond, func() {
+			rep := get(reqCtx, sideClient, s.base+"/readyz", time.Second)
+			readyz[rep.outcome()]++
+			if rep.status == http.StatusServiceUnavailable && sawReason == "" {
+				sawReason = reason(rep.body)
 			}
 		})
 		// The POSTs in flight end on their own timeout, still frozen, so that

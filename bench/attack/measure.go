@@ -207,50 +207,32 @@ type sampler struct {
 func startSampler(ctx context.Context, s *service, withGoroutines bool) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
 	sm := &sampler{peakG: -1, lastG: -1, peaks: make(map[string]float64), cancel: cancel}
-	spawn(&sm.wg, func() {
-		t := time.NewTicker(rssEvery)
-		defer t.Stop()
-		for {
-			rss := s.rss()
-			sm.mu.Lock()
-			sm.peakRSS = max(sm.peakRSS, rss)
-			sm.phaseRSS = max(sm.phaseRSS, rss)
-			sm.mu.Unlock()
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
+	spawnEvery(ctx, &sm.wg, rssEvery, func() {
+		rss := s.rss()
+		sm.mu.Lock()
+		sm.peakRSS = max(sm.peakRSS, rss)
+		sm.phaseRSS = max(sm.phaseRSS, rss)
+		sm.mu.Unlock()
 	})
 	if !withGoroutines {
 		return sm
 	}
-	spawn(&sm.wg, func() {
-		t := time.NewTicker(goroutinesEvery)
-		defer t.Stop()
-		for {
-			m, err := s.metrics(ctx, goroutineTimeout)
-			g, ok := m["go_goroutines"]
-			sm.mu.Lock()
-			sm.gSamples++
-			for k, v := range m {
-				if old, seen := sm.peaks[k]; !seen || v > old {
-					sm.peaks[k] = v
-				}
+	spawnEvery(ctx, &sm.wg, goroutinesEvery, func() {
+		m, err := s.metrics(ctx, goroutineTimeout)
+		g, ok := m["go_goroutines"]
+		sm.mu.Lock()
+		defer sm.mu.Unlock()
+		sm.gSamples++
+		for k, v := range m {
+			if old, seen := sm.peaks[k]; !seen || v > old {
+				sm.peaks[k] = v
 			}
-			if ok && err == nil {
-				sm.lastG = int(g)
-				sm.peakG = max(sm.peakG, int(g))
-			} else {
-				sm.gFailures++
-			}
-			sm.mu.Unlock()
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		}
+		if ok && err == nil {
+			sm.lastG = int(g)
+			sm.peakG = max(sm.peakG, int(g))
+		} else {
+			sm.gFailures++
 		}
 	})
 	return sm
