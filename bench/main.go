@@ -421,22 +421,19 @@ func (h *harness) fillLists() error {
 	// requests the targets measure (a POST as post.lua sends it).
 	svcURL := "http://" + h.svcAddr
 	for _, c := range []struct {
-		reply *capturedReply
-		req   func() (*http.Request, error)
+		reply              *capturedReply
+		method, path, form string
 	}{
-		{&h.replies.list10, func() (*http.Request, error) { return http.NewRequest("GET", svcURL+"/group-user/list10", nil) }},
-		{&h.replies.list1000, func() (*http.Request, error) { return http.NewRequest("GET", svcURL+"/group-user/list1000", nil) }},
-		{&h.replies.post3, func() (*http.Request, error) {
-			req, err := http.NewRequest("POST", svcURL+"/group-user/g1", strings.NewReader("users=[1,2,3]"))
-			if err == nil {
-				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			}
-			return req, err
-		}},
+		{&h.replies.list10, "GET", "/group-user/list10", ""},
+		{&h.replies.list1000, "GET", "/group-user/list1000", ""},
+		{&h.replies.post3, "POST", "/group-user/g1", "users=[1,2,3]"},
 	} {
-		req, err := c.req()
+		req, err := http.NewRequest(c.method, svcURL+c.path, strings.NewReader(c.form))
 		if err != nil {
 			return err
+		}
+		if c.form != "" {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		}
 		if *c.reply, err = capture(req); err != nil {
 			return err
