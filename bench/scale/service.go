@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,9 +30,6 @@ func (c *children) start(cmd *exec.Cmd) error {
 	defer c.mu.Unlock()
 	if err := cmd.Start(); err != nil {
 		return err
-	}
-	if c.cmds == nil {
-		c.cmds = map[*exec.Cmd]bool{}
 	}
 	c.cmds[cmd] = true
 	return nil
@@ -59,21 +57,15 @@ type service struct {
 	base string // http://127.0.0.1:port
 	pid  int
 	cmd  *exec.Cmd
-	log  *os.File
 	done chan struct{} // closed when the process has exited
-	kids *children
 }
 
 // serviceEnv is the harness's environment without what would change how
 // the service's collector runs: it runs with its own defaults (GOGC=50).
 func serviceEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GOGC=") && !strings.HasPrefix(kv, "GOMEMLIMIT=") {
-			env = append(env, kv)
-		}
-	}
-	return env
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=")
+	})
 }
 
 // startService starts bin with args on a free loopback port, its output
@@ -92,7 +84,7 @@ func startService(ctx context.Context, kids *children, bin, dir, name string, ar
 	argv := append(append(append([]string{}, wrapper...), bin, "-addr", addr), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr, cmd.Env = logFile, logFile, serviceEnv()
-	s := &service{name: name, base: "http://" + addr, cmd: cmd, log: logFile, done: make(chan struct{}), kids: kids}
+	s := &service{name: name, base: "http://" + addr, cmd: cmd, done: make(chan struct{})}
 	start := time.Now()
 	if err := kids.start(cmd); err != nil {
 		logFile.Close()
@@ -112,9 +104,9 @@ func startService(ctx context.Context, kids *children, bin, dir, name string, ar
 	return s, time.Since(start), nil
 }
 
-// stop sends SIGTERM (to the process itself, not to a wrapper) and waits
-// for the process to exit, at most wait; then kills it. It returns how
-// long the stop took.
+// stop sends SIGTERM to the process (the wrapper, when there is one) and
+// waits for it to exit, at most wait; then kills it. It returns how long
+// the stop took.
 func (s *service) stop(wait time.Duration) (time.Duration, error) {
 	start := time.Now()
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
