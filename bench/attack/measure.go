@@ -191,7 +191,6 @@ type sampler struct {
 	peakRSS   int64
 	phaseRSS  int64 // peak since the last phasePeak call
 	peakG     int   // -1: never read
-	lastG     int
 	gSamples  int
 	gFailures int
 	// peaks is the highest value each series of /metrics took, from the
@@ -206,7 +205,7 @@ type sampler struct {
 // would only be scraped for nothing.
 func startSampler(ctx context.Context, s *service, withGoroutines bool) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
-	sm := &sampler{peakG: -1, lastG: -1, peaks: make(map[string]float64), cancel: cancel}
+	sm := &sampler{peakG: -1, peaks: make(map[string]float64), cancel: cancel}
 	spawnEvery(ctx, &sm.wg, rssEvery, func() {
 		rss := s.rss()
 		sm.mu.Lock()
@@ -229,7 +228,6 @@ func startSampler(ctx context.Context, s *service, withGoroutines bool) *sampler
 			}
 		}
 		if ok && err == nil {
-			sm.lastG = int(g)
 			sm.peakG = max(sm.peakG, int(g))
 		} else {
 			sm.gFailures++
