@@ -14,7 +14,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"flag"
 	"fmt"
@@ -232,21 +231,12 @@ func restoreLarge(bin, tmp, dataDir string, opts options) error {
 	}
 	group("big", big)
 	st.LastRevision = rev
+	var backup bytes.Buffer
+	if _, err := snap.NewBackup(st).WriteTo(&backup); err != nil {
+		return err
+	}
 	path := filepath.Join(tmp, "large.backup")
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	if _, err := snap.NewBackup(st).WriteTo(w); err != nil {
-		f.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := os.WriteFile(path, backup.Bytes(), 0o666); err != nil {
 		return err
 	}
 	if out, err := exec.Command(bin, "-restore", path, "-data-dir", dataDir).CombinedOutput(); err != nil {
