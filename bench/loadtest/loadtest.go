@@ -1,7 +1,7 @@
-// Package loadtest holds what the benchmarks share: starting a service
-// binary, loading it with wrk, and reading the figures (throughput, p99,
-// medians, a process's memory). bin/bench and the PostgreSQL store's bench
-// (bench/postgres) both use it.
+// Package loadtest holds what the harnesses of the bench module share:
+// starting a service binary and waiting for it, loading it with wrk or
+// requests, and reading the figures (throughput, p99, medians, /metrics,
+// a process's memory).
 package loadtest
 
 import (
