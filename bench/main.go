@@ -12,6 +12,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	_ "embed"
 	"errors"
 	"flag"
@@ -451,13 +452,13 @@ type scenario struct {
 func (h *harness) scenarios() []scenario {
 	wrk := func(url string, script string) func() (loadtest.Result, error) {
 		return func() (loadtest.Result, error) {
-			return loadtest.Load{Threads: h.opts.threads, Connections: h.opts.connections, Duration: h.opts.duration}.RunWrk(url, script)
+			return loadtest.Load{Threads: h.opts.threads, Connections: h.opts.connections, Duration: h.opts.duration}.RunWrk(context.Background(), url, script)
 		}
 	}
 	wrkClosing := func(url string) func() (loadtest.Result, error) {
 		return func() (loadtest.Result, error) {
 			return loadtest.Load{Threads: h.opts.threads, Connections: h.opts.connections, Duration: h.opts.duration,
-				Headers: []string{"Connection: close"}}.RunWrk(url, "")
+				Headers: []string{"Connection: close"}}.RunWrk(context.Background(), url, "")
 		}
 	}
 	redisBench := func(args ...string) func() (loadtest.Result, error) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -48,7 +49,7 @@ func runOverhead(opts options, luaPath, tmp string) error {
 			// runs first (or right after a given other one).
 			for k := range configs {
 				c := configs[(k+round)%len(configs)]
-				r, err := loadtest.Load{Threads: opts.threads, Connections: opts.connections, Duration: opts.duration}.RunWrk(urls[c.name]+s.path, s.script)
+				r, err := loadtest.Load{Threads: opts.threads, Connections: opts.connections, Duration: opts.duration}.RunWrk(context.Background(), urls[c.name]+s.path, s.script)
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", c.name, s.op, err)
 				}

@@ -15,6 +15,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -154,7 +155,7 @@ func timeGets(large, small service, opts options) ([2][]loadtest.Result, error) 
 			if s == small {
 				after = groupID(500)
 			}
-			r, err := load.RunWrk(s.base+"/groups?limit=100&after="+url.QueryEscape(after), "")
+			r, err := load.RunWrk(context.Background(), s.base+"/groups?limit=100&after="+url.QueryEscape(after), "")
 			if err != nil {
 				return gets, fmt.Errorf("GET /groups on the %s service: %w", s.name, err)
 			}

@@ -182,14 +182,10 @@ var (
 	latencyDur = map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}
 )
 
-// RunWrk runs wrk against target (with the Lua script, if any) and returns
-// its throughput and p99. A reply that is not 2xx or 3xx fails the run.
-func (l Load) RunWrk(target, script string) (Result, error) {
-	return l.RunWrkContext(context.Background(), target, script)
-}
-
-// RunWrkContext is RunWrk, with wrk killed when ctx is done.
-func (l Load) RunWrkContext(ctx context.Context, target, script string) (Result, error) {
+// RunWrk runs wrk against target (with the Lua script, if any), killed
+// when ctx is done, and returns its throughput and p99. A reply that is
+// not 2xx or 3xx fails the run.
+func (l Load) RunWrk(ctx context.Context, target, script string) (Result, error) {
 	args := []string{"-t", strconv.Itoa(l.Threads), "-c", strconv.Itoa(l.Connections),
 		"-d", l.Duration.String(), "--latency"}
 	if script != "" {

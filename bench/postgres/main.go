@@ -289,7 +289,7 @@ func runTogether(load loadtest.Load, urls []string, path, script string) (loadte
 	errs := make([]error, len(urls))
 	var wg sync.WaitGroup
 	for i, u := range urls {
-		wg.Go(func() { results[i], errs[i] = share.RunWrk(u+path, script) })
+		wg.Go(func() { results[i], errs[i] = share.RunWrk(context.Background(), u+path, script) })
 	}
 	wg.Wait()
 	var sum loadtest.Result

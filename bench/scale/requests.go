@@ -217,7 +217,7 @@ func measure(ctx context.Context, dir string, kinds []kind, large, small *servic
 				if err != nil {
 					return nil, err
 				}
-				r, err := w.RunWrkContext(ctx, s.base+"/", script)
+				r, err := w.RunWrk(ctx, s.base+"/", script)
 				if err != nil {
 					return nil, fmt.Errorf("%s on the %s service: %w", kd.name, s.name, err)
 				}
