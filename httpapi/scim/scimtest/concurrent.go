@@ -19,9 +19,8 @@ import (
 // other routes to the same group, while a follower of the feed applies
 // every change as it comes (Changes with Wait): each PATCH is one change,
 // and the follower ends with the group the store lists.
-func testConcurrentPatches(t *testing.T, newStore NewStore) {
+func testConcurrentPatches(t *testing.T, s *server) {
 	const patchers, writers, rounds = 3, 3, 15
-	s := newServer(t, newStore)
 	s.must(http.StatusCreated, "POST", "/scim/v2/Groups", `{"displayName":"race"}`)
 	start := s.latest()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -32,9 +31,7 @@ func testConcurrentPatches(t *testing.T, newStore NewStore) {
 	var wg sync.WaitGroup
 	failures := make(chan string, (patchers+writers)*rounds)
 	for p := range patchers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for r := range rounds {
 				base := 1000*(p+1) + 10*r
 				body := patchOps(fmt.Sprintf(`{"op":"add","path":"members","value":[{"value":"%d"},{"value":"%d"},{"value":"%d"}]}`, base+1, base+2, base+3),
@@ -43,12 +40,10 @@ func testConcurrentPatches(t *testing.T, newStore NewStore) {
 					failures <- fmt.Sprintf("PATCH: %d %s", rep.status, rep.body)
 				}
 			}
-		}()
+		})
 	}
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for r := range rounds {
 				uid := membership.UID(100000*(w+1) + r)
 				op := membership.Write{Op: membership.OpAdd, GroupID: "race", Users: []membership.User{{UID: uid}, {UID: uid + 500}}}
@@ -59,7 +54,7 @@ func testConcurrentPatches(t *testing.T, newStore NewStore) {
 					failures <- fmt.Sprintf("%s: %v", op.Op, err)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(failures)

@@ -14,8 +14,7 @@ import (
 
 // active false removes the user from every group, in one change, and
 // keeps it out of every group, on every route, until it is active again.
-func testDeactivation(t *testing.T, newStore NewStore) {
-	s := newServer(t, newStore)
+func testDeactivation(t *testing.T, s *server) {
 	id := s.createUser("erin", "Erin")
 	for _, g := range []string{"a", "b"} {
 		s.must(http.StatusCreated, "POST", "/scim/v2/Groups", `{"displayName":"`+g+`","members":[{"value":"`+id+`"},{"value":"50"}]}`)
@@ -52,8 +51,7 @@ func testDeactivation(t *testing.T, newStore NewStore) {
 
 // meta.version is the ETag: If-Match on PUT, PATCH and DELETE takes it,
 // and refuses an older one with 412, changing nothing.
-func testVersions(t *testing.T, newStore NewStore) {
-	s := newServer(t, newStore)
+func testVersions(t *testing.T, s *server) {
 	id := s.createUser("fay", "")
 	v1 := str(s.must(http.StatusOK, "GET", "/scim/v2/Users/"+id, "").json, "meta", "version")
 	v2 := str(s.must(http.StatusOK, "PATCH", "/scim/v2/Users/"+id, patchOps(`{"op":"replace","path":"displayName","value":"Fay"}`), "If-Match", v1).json, "meta", "version")
@@ -101,8 +99,7 @@ func testVersions(t *testing.T, newStore NewStore) {
 
 // Errors are SCIM's, with the status of what went wrong, and the body's
 // bounds hold.
-func testErrors(t *testing.T, newStore NewStore) {
-	s := newServer(t, newStore)
+func testErrors(t *testing.T, s *server) {
 	for _, tt := range []struct {
 		name, body, contentType string
 		status                  int

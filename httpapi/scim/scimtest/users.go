@@ -3,6 +3,7 @@ package scimtest
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,8 +13,7 @@ import (
 	"example.com/groupmembership/membership"
 )
 
-func testDiscovery(t *testing.T, newStore NewStore) {
-	s := newServer(t, newStore)
+func testDiscovery(t *testing.T, s *server) {
 	spc := s.must(http.StatusOK, "GET", "/scim/v2/ServiceProviderConfig", "").json
 	assert.Equal(t, map[string]any{"supported": true}, spc["patch"])
 	assert.Equal(t, false, spc["bulk"].(map[string]any)["supported"])
@@ -48,8 +48,7 @@ func testDiscovery(t *testing.T, newStore NewStore) {
 	scimError(t, s.do("GET", "/scim/v2/ServiceProviderConfig?x=1", ""), http.StatusBadRequest, "invalidValue")
 }
 
-func testUsers(t *testing.T, newStore NewStore) {
-	s := newServer(t, newStore)
+func testUsers(t *testing.T, s *server) {
 	// A uid in use by a membership alone is not free: the new user gets
 	// the next.
 	_, err := s.svc.Write(t.Context(), membership.Write{Op: membership.OpAdd, GroupID: "old", Users: []membership.User{{UID: 41}}})
@@ -105,8 +104,7 @@ func testUsers(t *testing.T, newStore NewStore) {
 	scimError(t, s.do("DELETE", "/scim/v2/Users/0", ""), http.StatusNotFound, "")
 }
 
-func testUserPatches(t *testing.T, newStore NewStore) {
-	s := newServer(t, newStore)
+func testUserPatches(t *testing.T, s *server) {
 	id := s.createUser("carol", "Carol")
 	path := "/scim/v2/Users/" + id
 	for _, tt := range []struct {
@@ -188,22 +186,13 @@ func testRefusedUserPatches(t *testing.T, s *server, path string) {
 		{"a value without a path not an object", patchOps(`{"op":"replace","value":"a"}`), "invalidValue"},
 		{"a replace of id", patchOps(`{"op":"replace","path":"id","value":"77"}`), "mutability"},
 		{"a replace of id without a path", patchOps(`{"op":"replace","value":{"id":"77","displayName":"Changed"}}`), "mutability"},
-		{"a user name too long", patchOps(`{"op":"replace","path":"userName","value":"` + longString(257) + `"}`), "invalidValue"},
+		{"a user name too long", patchOps(`{"op":"replace","path":"userName","value":"` + strings.Repeat("x", 257) + `"}`), "invalidValue"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			scimError(t, s.do("PATCH", path, tt.body), http.StatusBadRequest, tt.scimType)
 			assert.Equal(t, before, s.must(http.StatusOK, "GET", path, "").json, "nothing changed")
 		})
 	}
-}
-
-// longString returns a string of n bytes.
-func longString(n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = 'x'
-	}
-	return string(b)
 }
 
 // caseExact returns the caseExact of each attribute of a schema that has

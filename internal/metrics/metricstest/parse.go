@@ -5,6 +5,7 @@ package metricstest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -148,14 +149,9 @@ func familyOf(name, typ string) string {
 }
 
 func seriesKey(s Sample) string {
-	names := make([]string, 0, len(s.Labels))
-	for k := range s.Labels {
-		names = append(names, k)
-	}
-	slices.Sort(names)
 	var b strings.Builder
 	b.WriteString(s.Name)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
 		fmt.Fprintf(&b, "\x00%s=%s", k, s.Labels[k])
 	}
 	return b.String()

@@ -84,6 +84,11 @@ type Store struct {
 	nestMu  sync.RWMutex
 	nest    *nesting.Graph
 	nestRev membership.Revision
+	// nested is set once the nesting has held a nesting since the store
+	// was made or loaded (nestChanged, Loader.Finish), under nestMu and
+	// the shards of the groups at its ends. Until then no group has been
+	// in one since, and revise records no group's making (group.Numbers).
+	nested atomic.Bool
 	// nestNext is when the earliest nesting ends (Unix milliseconds, 0:
 	// none), written under nestMu, read without it by the expirer.
 	nestNext atomic.Int64
@@ -295,10 +300,13 @@ func (m *Store) newGroup(s *shard, groupID string) *group.Group {
 
 // revise gives g the revision rev of its change. A group made by it (it
 // has no revision yet) is in no nesting since then: a read of it in no
-// nesting answers at rev at least (group.Numbers). The caller
-// holds g's shard, and no reverse shard.
+// nesting answers at rev at least (group.Numbers), once the store has had
+// a nesting (nested); before, the group was in none since the store was
+// made or loaded, as a loaded group (0). Its shard orders this after any
+// nesting a group of its id was in. The caller holds g's shard, and no
+// reverse shard.
 func (m *Store) revise(g *group.Group, rev membership.Revision) {
-	if g.Revision == 0 {
+	if g.Revision == 0 && m.nested.Load() {
 		m.groupNumbers.setUnnested(g.Number, rev)
 	}
 	g.Revision = rev

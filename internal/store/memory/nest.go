@@ -93,6 +93,7 @@ func (m *Store) nestingEnds(w membership.Write) []string {
 // sooner now. The caller holds nestMu, and the shards of the groups at
 // the ends of the nestings it changed (nestingEnds).
 func (m *Store) nestChanged(rev membership.Revision, next int64) {
+	m.nested.Store(true)
 	m.nestRev = rev
 	for _, id := range m.nest.Stamp(rev) {
 		if g := m.shardOf(id).groups.Get(id); g != nil {

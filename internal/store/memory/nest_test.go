@@ -283,3 +283,32 @@ func TestATransitiveMemberReadHoldsOnlyTheUsersGroups(t *testing.T) {
 	assert.True(t, finished, "the read did not wait for a shard of a group the user is not in")
 	assert.Equal(t, []string{"top", "mid", "leaf"}, <-done)
 }
+
+// TestGroupsMadeBeforeAnyNestingKeepNoRevisionOfTheirMaking checks that
+// the store records the revision that made a group (group.Numbers, a
+// revision a group) only once it has had a nesting: until then no group
+// has been in one, and a store of small groups keeps nothing more for it.
+func TestGroupsMadeBeforeAnyNestingKeepNoRevisionOfTheirMaking(t *testing.T) {
+	ctx := context.Background()
+	m := New()
+	unnested := func(id string) membership.Revision {
+		g := m.shardOf(id).groups.Get(id)
+		require.NotNil(t, g, id)
+		m.groupNumbers.RLock()
+		defer m.groupNumbers.RUnlock()
+		return m.groupNumbers.UnnestedOf(g.Number)
+	}
+	for i := range 100 {
+		_, err := m.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: fmt.Sprint("g", i), Users: []membership.User{{UID: 1}}})
+		require.NoError(t, err)
+	}
+	for i := range 100 {
+		assert.Zero(t, unnested(fmt.Sprint("g", i)), "made before any nesting")
+	}
+	_, err := m.Write(ctx, storetest.Nest("a", "b"))
+	require.NoError(t, err)
+	res, err := m.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "later", Users: []membership.User{{UID: 1}}})
+	require.NoError(t, err)
+	assert.Equal(t, res.Revision, unnested("later"), "made after a nesting: the revision of its making")
+	assert.Zero(t, unnested("g0"), "made before, untouched since")
+}

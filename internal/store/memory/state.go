@@ -135,6 +135,7 @@ func (l *Loader) Finish(st *snap.State) {
 	}
 	if len(st.Nestings) > 0 {
 		m.nestRev = st.LastRevision
+		m.nested.Store(true)
 	}
 	// Whatever changed of each group's nestings, it was by then; but a
 	// group's revision moves with its subgroups, so theirs is as of its.

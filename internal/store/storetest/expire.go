@@ -51,3 +51,8 @@ func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now
 
 // Set sets the time.
 func (c *Clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+
+// InAnHour returns the time an hour from now, in UTC to the millisecond:
+// a time for expiries, which the service requires to be ahead of the wall
+// clock, to come due at on the clock a test gives.
+func InAnHour() time.Time { return time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour) }

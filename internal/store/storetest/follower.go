@@ -85,6 +85,13 @@ func (f *Follower) Apply(c membership.Change) {
 	}
 }
 
+// ApplyAll applies changes, in order, as Apply does.
+func (f *Follower) ApplyAll(changes []membership.Change) {
+	for _, c := range changes {
+		f.Apply(c)
+	}
+}
+
 // apply applies one change, not a batch, to the follower's groups and
 // nicknames.
 func (f *Follower) apply(c membership.Change) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"time"
 
@@ -17,12 +18,10 @@ import (
 // subgroups.
 func (f *Follower) applyNesting(c membership.Change) {
 	switch c.Op {
-	case membership.OpAddGroups:
-		for _, g := range c.Groups {
-			f.setSubgroup(c.GroupID, g.GroupID, g.Expires)
+	case membership.OpAddGroups, membership.OpReplaceGroups:
+		if c.Op == membership.OpReplaceGroups {
+			delete(f.subgroups, c.GroupID)
 		}
-	case membership.OpReplaceGroups:
-		delete(f.subgroups, c.GroupID)
 		for _, g := range c.Groups {
 			f.setSubgroup(c.GroupID, g.GroupID, g.Expires)
 		}
@@ -100,12 +99,7 @@ func (f *Follower) below(group string) []string {
 	}
 	walk(group)
 	delete(seen, group) // only if the nesting has a cycle, which no store allows
-	out := make([]string, 0, len(seen))
-	for g := range seen {
-		out = append(out, g)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // forever stands for a path that never ends.
@@ -199,12 +193,7 @@ func (f *Follower) groupsKnown() []string {
 			seen[c] = true
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for g := range seen {
-		out = append(out, g)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // TransitiveGroupsOf returns every group uid is in, directly or through

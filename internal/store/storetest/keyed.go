@@ -12,11 +12,7 @@ func Keyed(w membership.Write, key string) membership.Write {
 // KeyedAdd returns an add of uids to group with the Idempotency key,
 // fingerprinted as the Service does.
 func KeyedAdd(group, key string, uids ...membership.UID) membership.Write {
-	w := membership.Write{Op: membership.OpAdd, GroupID: group}
-	for _, uid := range uids {
-		w.Users = append(w.Users, membership.User{UID: uid})
-	}
-	return Keyed(w, key)
+	return Keyed(membership.Write{Op: membership.OpAdd, GroupID: group, Users: UsersOf(uids...)}, key)
 }
 
 // KeyedBatch returns b with the Idempotency key, fingerprinted as the

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"iter"
 	"testing"
 	"time"
 
@@ -31,14 +30,8 @@ func Parents(t *testing.T, n membership.Nesting, group string, opts membership.N
 
 func nestedList(t *testing.T, read func(membership.NestedListFunc) (membership.Revision, error)) ([]membership.Nested, int, membership.Revision) {
 	t.Helper()
-	got := []membership.Nested{}
-	total := -1
-	rev, err := read(func(n int, groups iter.Seq[membership.Nested]) {
-		total = n
-		for g := range groups {
-			got = append(got, g)
-		}
-	})
+	got, total := []membership.Nested{}, -1
+	rev, err := read(collect(&got, &total))
 	require.NoError(t, err)
 	return got, total, rev
 }
@@ -55,14 +48,8 @@ func TransitiveMembers(t *testing.T, n membership.Nesting, group string, opts me
 // ReadTransitiveMembers is TransitiveMembers returning its error rather
 // than failing the test, for a reader off the test goroutine.
 func ReadTransitiveMembers(n membership.Nesting, group string, opts membership.ListOptions) ([]membership.Member, int, membership.Revision, error) {
-	got := []membership.Member{}
-	total := -1
-	rev, err := n.ListTransitiveMembers(context.Background(), group, opts, func(n int, members iter.Seq[membership.Member]) {
-		total = n
-		for m := range members {
-			got = append(got, m)
-		}
-	})
+	got, total := []membership.Member{}, -1
+	rev, err := n.ListTransitiveMembers(context.Background(), group, opts, collect(&got, &total))
 	return got, total, rev, err
 }
 
@@ -78,14 +65,8 @@ func TransitiveGroups(t *testing.T, n membership.Nesting, uid membership.UID, op
 // ReadTransitiveGroups is TransitiveGroups returning its error rather
 // than failing the test, for a reader off the test goroutine.
 func ReadTransitiveGroups(n membership.Nesting, uid membership.UID, opts membership.GroupListOptions) ([]string, int, membership.Revision, error) {
-	got := []string{}
-	total := -1
-	rev, err := n.TransitiveUserGroups(context.Background(), uid, opts, func(n int, ids iter.Seq[string]) {
-		total = n
-		for id := range ids {
-			got = append(got, id)
-		}
-	})
+	got, total := []string{}, -1
+	rev, err := n.TransitiveUserGroups(context.Background(), uid, opts, collect(&got, &total))
 	return got, total, rev, err
 }
 

@@ -32,16 +32,19 @@ func ListAll(t *testing.T, s membership.Store, groupID string) ([]membership.Mem
 // Groups returns what s.Groups lists for opts, and the total it gives.
 func Groups(t *testing.T, s membership.Store, opts membership.GroupsOptions) ([]membership.GroupSize, int) {
 	t.Helper()
-	got := []membership.GroupSize{}
-	total := -1
-	_, err := s.Groups(context.Background(), opts, func(n int, groups iter.Seq[membership.GroupSize]) {
-		total = n
-		for g := range groups {
-			got = append(got, g)
-		}
-	})
+	got, total := []membership.GroupSize{}, -1
+	_, err := s.Groups(context.Background(), opts, collect(&got, &total))
 	require.NoError(t, err)
 	return got, total
+}
+
+// collect returns a function for a store's list to call, which keeps the
+// total the list gives in *total and appends what it yields to *got.
+func collect[T any](got *[]T, total *int) func(int, iter.Seq[T]) {
+	return func(n int, items iter.Seq[T]) {
+		*total = n
+		*got = slices.AppendSeq(*got, items)
+	}
 }
 
 // Latest returns the store's latest revision.

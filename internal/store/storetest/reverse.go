@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"iter"
 	"testing"
 
 	"example.com/groupmembership/membership"
@@ -15,12 +14,7 @@ func UserGroups(t *testing.T, s membership.Store, uid membership.UID, opts membe
 	t.Helper()
 	var got []string
 	total := -1
-	require.NoError(t, s.UserGroups(context.Background(), uid, opts, func(n int, ids iter.Seq[string]) {
-		total = n
-		for id := range ids {
-			got = append(got, id)
-		}
-	}))
+	require.NoError(t, s.UserGroups(context.Background(), uid, opts, collect(&got, &total)))
 	return got, total
 }
 

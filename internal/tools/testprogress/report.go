@@ -88,10 +88,7 @@ func (r *reporter) printf(now time.Time, format string, args ...any) {
 // raw prints lines as they came, each ending in a newline.
 func (r *reporter) raw(now time.Time, lines []string) {
 	for _, l := range lines {
-		io.WriteString(r.w, l)
-		if !strings.HasSuffix(l, "\n") {
-			io.WriteString(r.w, "\n")
-		}
+		writeLine(r.w, l)
 	}
 	if len(lines) > 0 {
 		r.lastLine = now
@@ -174,15 +171,12 @@ func (r *reporter) testEnded(p *pkg, t *test, action string, elapsed time.Durati
 		c = &r.counts
 	}
 	ended := endedTest{pkg: p.path, name: t.name, elapsed: elapsed}
+	c.add(action)
 	switch action {
-	case "pass":
-		c.passed++
 	case "skip":
-		c.skipped++
 		ended.reason = skipReason(t.output)
 		r.skipped = append(r.skipped, ended)
 	case "fail":
-		c.failed++
 		r.failed = true
 		r.failures = append(r.failures, t.name+" in "+p.path)
 		r.printf(now, "FAIL %s in %s (%s)", t.name, p.path, duration(elapsed))
@@ -433,12 +427,7 @@ func skipReason(output []string) string {
 }
 
 func sortedTests(tests map[string]*test) []*test {
-	s := make([]*test, 0, len(tests))
-	for _, t := range tests {
-		s = append(s, t)
-	}
-	slices.SortFunc(s, func(a, b *test) int { return strings.Compare(a.name, b.name) })
-	return s
+	return slices.SortedFunc(maps.Values(tests), func(a, b *test) int { return strings.Compare(a.name, b.name) })
 }
 
 // count is n and noun, in the plural unless n is 1.

@@ -26,10 +26,7 @@ func newTextReporter(w io.Writer, began time.Time, quiet time.Duration) *textRep
 }
 
 func (r *textReporter) line(line string, now time.Time) {
-	io.WriteString(r.w, line)
-	if !strings.HasSuffix(line, "\n") {
-		io.WriteString(r.w, "\n")
-	}
+	writeLine(r.w, line)
 	r.last = strings.TrimSpace(line)
 	r.lastLine, r.lastInput = now, now
 }
@@ -48,6 +45,14 @@ func (r *textReporter) tick(now time.Time) {
 
 // finish returns 0: the exit status of the step is the pipeline's.
 func (r *textReporter) finish(time.Time) int { return 0 }
+
+// writeLine writes line, and a newline after it if it has none.
+func writeLine(w io.Writer, line string) {
+	io.WriteString(w, line)
+	if !strings.HasSuffix(line, "\n") {
+		io.WriteString(w, "\n")
+	}
+}
 
 // shorten returns s, cut to n runes with an ellipsis if it is longer.
 func shorten(s string, n int) string {

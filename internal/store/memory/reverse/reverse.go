@@ -16,12 +16,14 @@
 // is in, and that of the latest change of them, of its memberships' ends
 // or of its nickname (Touch). The users of a shard share Slots of them, by
 // quotient: users whose uids are equal modulo Slots share them, which then
-// move with the changes of either.
+// move with the changes of either. A slot keeps each as 32 bits above its
+// shard's base revision.
 package reverse
 
 import (
 	"cmp"
 	"iter"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -44,16 +46,22 @@ type shard struct {
 	// mu guards the fields below.
 	mu    sync.RWMutex
 	pairs packed.Pairs
-	// groups and revs are the users' revisions (of their groups, and of
-	// their groups, ends and nicknames), a slot each; touched are the
-	// slots the change that holds mu has changed, for UnlockAt, with
+	// revs are the users' revisions, a slot each, above base; touched are
+	// the slots the change that holds mu has changed, for UnlockAt, with
 	// groupsTouched set for a change of a user's groups.
-	groups, revs []membership.Revision
-	touched      []uint32
+	base    membership.Revision
+	revs    []slotRevisions
+	touched []uint32
 }
 
-// Slots is how many slots of revisions of users all the shards keep: 1
-// MiB.
+// slotRevisions are the revisions of the users of a slot, each as its
+// difference from its shard's base: that of the latest change of their
+// groups, and that of the latest change of their groups, ends or
+// nicknames.
+type slotRevisions struct{ groups, any uint32 }
+
+// Slots is how many slots of revisions of users all the shards keep: 512
+// KiB.
 const Slots = 1 << 16
 
 // groupsTouched marks a slot touched by a change of a user's groups.
@@ -63,8 +71,7 @@ const groupsTouched = 1 << 31
 func New(n int) Index {
 	sh := make([]shard, n)
 	for k := range sh {
-		sh[k].groups = make([]membership.Revision, max(1, Slots/n))
-		sh[k].revs = make([]membership.Revision, max(1, Slots/n))
+		sh[k].revs = make([]slotRevisions, max(1, Slots/n))
 	}
 	return Index{shards: sh}
 }
@@ -100,7 +107,8 @@ func (x *Index) TouchChanged(changed []membership.Member, expiries []membership.
 // the latest. The caller holds uid's shard (RLock).
 func (x *Index) UserRevision(uid membership.UID) membership.Revision {
 	k, user := x.key(uid)
-	return x.shards[k].revs[x.slot(k, user)]
+	sh := &x.shards[k]
+	return sh.base + membership.Revision(sh.revs[x.slot(k, user)].any)
 }
 
 // GroupsRevision returns the revision of uid's groups: a revision at least
@@ -108,16 +116,43 @@ func (x *Index) UserRevision(uid membership.UID) membership.Revision {
 // shard (RLock).
 func (x *Index) GroupsRevision(uid membership.UID) membership.Revision {
 	k, user := x.key(uid)
-	return x.shards[k].groups[x.slot(k, user)]
+	sh := &x.shards[k]
+	return sh.base + membership.Revision(sh.revs[x.slot(k, user)].groups)
 }
 
 // StampAll gives every user the revision rev, as a loaded index does: the
 // revision its state is of. The caller has not shared x yet.
 func (x *Index) StampAll(rev membership.Revision) {
 	for k := range x.shards {
-		for i := range x.shards[k].revs {
-			x.shards[k].revs[i], x.shards[k].groups[i] = rev, rev
+		x.shards[k].rebase(rev)
+	}
+}
+
+// rebase gives every slot of sh the revision rev, as its base. The caller
+// holds sh, or has not shared it.
+func (sh *shard) rebase(rev membership.Revision) {
+	sh.base = rev
+	clear(sh.revs)
+}
+
+// stamp gives the slots touched the revision rev, which is the latest: a
+// shard whose base is too far below it for 32 bits is rebased at rev,
+// which is then the revision of every slot, at least that of its latest
+// change. The caller holds sh.
+func (sh *shard) stamp(rev membership.Revision) {
+	var above uint32 // a revision below base: base is later, and at least it
+	if rev > sh.base {
+		if rev-sh.base > math.MaxUint32 {
+			sh.rebase(rev)
 		}
+		above = uint32(rev - sh.base)
+	}
+	for _, i := range sh.touched {
+		if i&groupsTouched != 0 {
+			i &^= groupsTouched
+			sh.revs[i].groups = above
+		}
+		sh.revs[i].any = above
 	}
 }
 
@@ -155,13 +190,7 @@ func (x *Index) UnlockAt(set shards.Set, rev membership.Revision) {
 	for k := range set.All {
 		sh := &x.shards[k]
 		if rev != 0 {
-			for _, i := range sh.touched {
-				if i&groupsTouched != 0 {
-					i &^= groupsTouched
-					sh.groups[i] = rev
-				}
-				sh.revs[i] = rev
-			}
+			sh.stamp(rev)
 		}
 		sh.touched = sh.touched[:0]
 		sh.mu.Unlock()

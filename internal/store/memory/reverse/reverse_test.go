@@ -1,6 +1,7 @@
 package reverse
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -68,4 +69,47 @@ func TestAUsersRevisionIsOfItsLatestChange(t *testing.T) {
 	x.StampAll(9)
 	assert.Equal(t, membership.Revision(9), rev(12345))
 	assert.Equal(t, membership.Revision(9), groupsRev(12345))
+}
+
+// TestRevisionsFarAboveTheBaseRebaseTheShard checks the revisions kept in
+// 32 bits above their shard's base: a change more than 2^32 revisions
+// above it gives every slot of the shard its revision (at least that of
+// each slot's latest change, at most the latest), and a slot's revision
+// never goes below what it was.
+func TestRevisionsFarAboveTheBaseRebaseTheShard(t *testing.T) {
+	x := New(1)
+	change := func(rev membership.Revision, uids ...membership.UID) {
+		set := x.Lock(slices.Values(uids), nil)
+		for _, uid := range uids {
+			x.Add(uid, 1)
+		}
+		x.UnlockAt(set, rev)
+	}
+	revs := func(uids ...membership.UID) (user, groups []membership.Revision) {
+		for _, uid := range uids {
+			x.RLock(uid)
+			user, groups = append(user, x.UserRevision(uid)), append(groups, x.GroupsRevision(uid))
+			x.RUnlock(uid)
+		}
+		return user, groups
+	}
+	x.StampAll(10)
+	change(11, 1)
+	far := membership.Revision(10 + math.MaxUint32)
+	change(far, 2)
+	user, groups := revs(1, 2, 3)
+	assert.Equal(t, []membership.Revision{11, far, 10}, user, "2^32 - 1 above the base fits")
+	assert.Equal(t, []membership.Revision{11, far, 10}, groups)
+
+	change(far+1, 2)
+	user, groups = revs(1, 2, 3)
+	assert.Equal(t, []membership.Revision{far + 1, far + 1, far + 1}, user, "2^32 above: the shard is rebased")
+	assert.Equal(t, []membership.Revision{far + 1, far + 1, far + 1}, groups)
+	change(far+2, 3)
+	user, _ = revs(1, 2, 3)
+	assert.Equal(t, []membership.Revision{far + 1, far + 1, far + 2}, user)
+
+	change(far, 1) // below the base: the base, later, stands
+	user, _ = revs(1)
+	assert.Equal(t, []membership.Revision{far + 1}, user)
 }

@@ -20,45 +20,22 @@ import (
 // Contract checks Batch: many writes to many groups, applied all or nothing
 // as one change with one revision.
 func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
-	ctx := context.Background()
-
-	t.Run("a batch is one change with one revision, its writes in order", func(t *testing.T) {
-		testOneChange(t, ctx, newStore)
-	})
-
-	t.Run("a user moved in a batch keeps its nickname", func(t *testing.T) {
-		testMoveKeepsNickname(t, ctx, newStore)
-	})
-
-	t.Run("a precondition that fails refuses the whole batch, naming the write", func(t *testing.T) {
-		testPreconditionRefusesBatch(t, ctx, newStore)
-	})
-
-	t.Run("a batch that would remove too many members is refused whole", func(t *testing.T) {
-		testTooManyRemovedRefused(t, ctx, newStore)
-	})
-
-	t.Run("a batch that changes nothing takes no revision", func(t *testing.T) {
-		testNoChangeNoRevision(t, ctx, newStore)
-	})
-
-	t.Run("readers never see a batch's move half done", func(t *testing.T) {
-		testMoveNeverHalfDone(t, ctx, newStore)
-	})
-
-	t.Run("a follower reproduces every list after batches", func(t *testing.T) {
-		testFollowerAfterBatches(t, ctx, newStore)
+	storetest.Run(t, newStore, []storetest.Case[membership.Store]{
+		{Name: "a batch is one change with one revision, its writes in order", Test: testOneChange},
+		{Name: "a user moved in a batch keeps its nickname", Test: testMoveKeepsNickname},
+		{Name: "a precondition that fails refuses the whole batch, naming the write", Test: testPreconditionRefusesBatch},
+		{Name: "a batch that would remove too many members is refused whole", Test: testTooManyRemovedRefused},
+		{Name: "a batch that changes nothing takes no revision", Test: testNoChangeNoRevision},
+		{Name: "readers never see a batch's move half done", Test: testMoveNeverHalfDone},
+		{Name: "a follower reproduces every list after batches", Test: testFollowerAfterBatches},
 	})
 }
 
-func testOneChange(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	_, err := storetest.Add(ctx, s, "a", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "gone", storetest.UsersOf(9))
-	require.NoError(t, err)
+func testOneChange(t *testing.T, ctx context.Context, s membership.Store) {
+	storetest.MustAdd(t, s, "a", []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}})
+	storetest.MustAdd(t, s, "gone", storetest.UsersOf(9))
 	before := storetest.Latest(t, s)
-	res, err := s.Batch(ctx, membership.Batch{Actor: 42, Writes: []membership.Write{
+	res := storetest.MustBatch(t, s, membership.Batch{Actor: 42, Writes: []membership.Write{
 		{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}},
 		{Op: membership.OpAdd, GroupID: "b", Users: storetest.UsersOf(1, 3)},
 		{Op: membership.OpReplace, GroupID: "c", Users: storetest.UsersOf(4)},
@@ -66,7 +43,6 @@ func testOneChange(t *testing.T, ctx context.Context, newStore func(t *testing.T
 		{Op: membership.OpAdd, GroupID: "d", Users: storetest.UsersOf(5)},
 		{Op: membership.OpDeleteGroup, GroupID: "d"},
 	}})
-	require.NoError(t, err)
 	assert.Equal(t, before+1, res.Revision)
 	assert.Equal(t, []membership.Result{
 		{Count: 1, Revision: before + 1}, {Count: 2, Revision: before + 1}, {Count: 1, Revision: before + 1},
@@ -94,40 +70,28 @@ func testOneChange(t *testing.T, ctx context.Context, newStore func(t *testing.T
 	storetest.ReverseAgrees(t, s, []string{"a", "b", "c", "d", "gone"}, []membership.UID{1, 2, 3, 4, 5, 9})
 }
 
-func testMoveKeepsNickname(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	_, err := storetest.Add(ctx, s, "from", []membership.User{storetest.Nicknamed(7, "Sev")})
-	require.NoError(t, err)
-	_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+func testMoveKeepsNickname(t *testing.T, ctx context.Context, s membership.Store) {
+	storetest.MustAdd(t, s, "from", []membership.User{storetest.Nicknamed(7, "Sev")})
+	storetest.MustBatch(t, s, membership.Batch{Writes: []membership.Write{
 		{Op: membership.OpRemove, GroupID: "from", UIDs: []membership.UID{7}},
 		{Op: membership.OpAdd, GroupID: "to", Users: storetest.UsersOf(7)},
 	}})
-	require.NoError(t, err)
 	got, _ := storetest.ListAll(t, s, "to")
 	assert.Equal(t, []membership.Member{{UID: 7, Nickname: "Sev"}}, got)
 	f := storetest.NewFollower()
-	for _, c := range storetest.AllChanges(t, s, 0) {
-		f.Apply(c)
-	}
+	f.ApplyAll(storetest.AllChanges(t, s, 0))
 	assert.Equal(t, got, f.ListOf("to"), "a follower knows the nickname too")
 }
 
-func testPreconditionRefusesBatch(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1))
-	require.NoError(t, err)
-	rev, err := s.Revision(ctx, "a")
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1))
-	require.NoError(t, err)
-	stale, err := s.Revision(ctx, "b")
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(2))
-	require.NoError(t, err)
-	current, err := s.Revision(ctx, "b")
-	require.NoError(t, err)
+func testPreconditionRefusesBatch(t *testing.T, ctx context.Context, s membership.Store) {
+	storetest.MustAdd(t, s, "a", storetest.UsersOf(1))
+	rev := storetest.Revision(t, s, "a")
+	storetest.MustAdd(t, s, "b", storetest.UsersOf(1))
+	stale := storetest.Revision(t, s, "b")
+	storetest.MustAdd(t, s, "b", storetest.UsersOf(2))
+	current := storetest.Revision(t, s, "b")
 	before := storetest.Latest(t, s)
-	_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+	_, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
 		{Op: membership.OpAdd, GroupID: "a", Users: storetest.UsersOf(5), If: membership.Precondition{Revisions: []membership.Revision{rev}}},
 		{Op: membership.OpDeleteGroup, GroupID: "b", If: membership.Precondition{Revisions: []membership.Revision{stale}}},
 	}})
@@ -141,16 +105,11 @@ func testPreconditionRefusesBatch(t *testing.T, ctx context.Context, newStore fu
 	assert.Equal(t, []membership.Member{{UID: 1}}, got)
 }
 
-func testTooManyRemovedRefused(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	big := make([]membership.UID, 0, 100_000)
-	for uid := membership.UID(1); uid <= 100_000; uid++ {
-		big = append(big, uid)
-	}
+func testTooManyRemovedRefused(t *testing.T, ctx context.Context, s membership.Store) {
+	big := storetest.UIDsOf(storetest.UserRange(1, 100_000))
 	for g := range 6 {
 		for first := 0; first < len(big); first += 10_000 {
-			_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), storetest.UsersOf(big[first:first+10_000]...))
-			require.NoError(t, err)
+			storetest.MustAdd(t, s, fmt.Sprint("big", g), storetest.UsersOf(big[first:first+10_000]...))
 		}
 	}
 	before := storetest.Latest(t, s)
@@ -163,17 +122,14 @@ func testTooManyRemovedRefused(t *testing.T, ctx context.Context, newStore func(
 	_, err := s.Batch(ctx, membership.Batch{Writes: ws[:10]}) // 1,000,000: the most
 	require.NoError(t, err)
 	for g := range 6 {
-		_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), storetest.UsersOf(big[:10_000]...))
-		require.NoError(t, err)
+		storetest.MustAdd(t, s, fmt.Sprint("big", g), storetest.UsersOf(big[:10_000]...))
 	}
 	for g := range 6 { // whole again: with "small", 1,000,001 members in all, one too many
 		for first := 10_000; first < len(big); first += 10_000 {
-			_, err := storetest.Add(ctx, s, fmt.Sprint("big", g), storetest.UsersOf(big[first:first+10_000]...))
-			require.NoError(t, err)
+			storetest.MustAdd(t, s, fmt.Sprint("big", g), storetest.UsersOf(big[first:first+10_000]...))
 		}
 	}
-	_, err = storetest.Add(ctx, s, "small", storetest.UsersOf(1))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "small", storetest.UsersOf(1))
 	mid := storetest.Latest(t, s)
 	_, err = s.Batch(ctx, membership.Batch{Writes: append(ws[:10:10], membership.Write{Op: membership.OpDeleteGroup, GroupID: "small"})})
 	assert.Equal(t, membership.CodeTooManyChanges, membership.ErrorCode(err))
@@ -181,38 +137,28 @@ func testTooManyRemovedRefused(t *testing.T, ctx context.Context, newStore func(
 	assert.Less(t, before, mid)
 }
 
-func testNoChangeNoRevision(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1))
-	require.NoError(t, err)
+func testNoChangeNoRevision(t *testing.T, ctx context.Context, s membership.Store) {
+	storetest.MustAdd(t, s, "a", storetest.UsersOf(1))
 	before := storetest.Latest(t, s)
-	res, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+	res := storetest.MustBatch(t, s, membership.Batch{Writes: []membership.Write{
 		{Op: membership.OpAdd, GroupID: "a", Users: storetest.UsersOf(1)},
 		{Op: membership.OpRemove, GroupID: "b", UIDs: []membership.UID{1}},
 		{Op: membership.OpDeleteGroup, GroupID: "c"},
 	}})
-	require.NoError(t, err)
 	assert.Equal(t, before, storetest.Latest(t, s))
 	for _, r := range res.Results {
 		assert.Zero(t, r.Count)
 	}
 }
 
-func testMoveNeverHalfDone(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	var all []membership.UID
-	for uid := membership.UID(1); uid <= 1000; uid++ {
-		all = append(all, uid)
-	}
-	_, err := storetest.Add(ctx, s, "left", storetest.UsersOf(all...))
-	require.NoError(t, err)
+func testMoveNeverHalfDone(t *testing.T, ctx context.Context, s membership.Store) {
+	all := storetest.UIDsOf(storetest.UserRange(1, 1000))
+	storetest.MustAdd(t, s, "left", storetest.UsersOf(all...))
 	var done atomic.Bool
 	var wg sync.WaitGroup
 	var torn atomic.Int64
 	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			checks := make([]membership.Check, 0, 2*len(all))
 			for _, uid := range all {
 				checks = append(checks, membership.Check{GroupID: "left", UID: uid}, membership.Check{GroupID: "right", UID: uid})
@@ -228,15 +174,14 @@ func testMoveNeverHalfDone(t *testing.T, ctx context.Context, newStore func(t *t
 					}
 				}
 			}
-		}()
+		})
 	}
 	from, to := "left", "right"
 	for range 20 {
-		_, err := s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+		storetest.MustBatch(t, s, membership.Batch{Writes: []membership.Write{
 			{Op: membership.OpDeleteGroup, GroupID: from},
 			{Op: membership.OpAdd, GroupID: to, Users: storetest.UsersOf(all...)},
 		}})
-		require.NoError(t, err)
 		from, to = to, from
 	}
 	done.Store(true)
@@ -244,8 +189,7 @@ func testMoveNeverHalfDone(t *testing.T, ctx context.Context, newStore func(t *t
 	assert.Zero(t, torn.Load(), "a reader saw a user in both groups or in neither")
 }
 
-func testFollowerAfterBatches(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testFollowerAfterBatches(t *testing.T, ctx context.Context, s membership.Store) {
 	f := storetest.NewFollower()
 	batches := [][]membership.Write{
 		{{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{storetest.Nicknamed(1, "Ann"), {UID: 2}}}, {Op: membership.OpAdd, GroupID: "b", Users: storetest.UsersOf(2)}},
@@ -256,8 +200,7 @@ func testFollowerAfterBatches(t *testing.T, ctx context.Context, newStore func(t
 	}
 	after := membership.Revision(0)
 	for i, ws := range batches {
-		_, err := s.Batch(ctx, membership.Batch{Writes: ws})
-		require.NoError(t, err)
+		storetest.MustBatch(t, s, membership.Batch{Writes: ws})
 		for _, c := range storetest.AllChanges(t, s, after) {
 			f.Apply(c)
 			after = c.Revision

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,29 +39,15 @@ func SetGroup(groupID, name, external string) membership.Write {
 
 // Contract checks the directory's writes and reads.
 func Contract(t *testing.T, newStore func(t *testing.T) Store) {
-	t.Run("accounts", func(t *testing.T) { testAccounts(t, newStore(t)) })
-	t.Run("an account keeps its nickname in no group", func(t *testing.T) { testNicknames(t, newStore(t)) })
-	t.Run("an inactive user is in no group", func(t *testing.T) { testInactive(t, newStore(t)) })
-	t.Run("group attributes", func(t *testing.T) { testGroups(t, newStore(t)) })
-	t.Run("queries and pages", func(t *testing.T) { testQueries(t, newStore(t)) })
-	t.Run("a follower of the feed keeps every list", func(t *testing.T) { testFollower(t, newStore(t)) })
-	t.Run("racing creates: one wins", func(t *testing.T) { testRaces(t, newStore(t)) })
-}
-
-// write applies w to s and requires it to succeed.
-func write(t *testing.T, s Store, w membership.Write) membership.Result {
-	t.Helper()
-	res, err := s.Write(context.Background(), w)
-	require.NoError(t, err, "%s", w.Op)
-	return res
-}
-
-// revision returns groupID's revision.
-func revision(t *testing.T, s Store, groupID string) membership.Revision {
-	t.Helper()
-	rev, err := s.Revision(context.Background(), groupID)
-	require.NoError(t, err)
-	return rev
+	storetest.Run(t, newStore, []storetest.Case[Store]{
+		{Name: "accounts", Test: testAccounts},
+		{Name: "an account keeps its nickname in no group", Test: testNicknames},
+		{Name: "an inactive user is in no group", Test: testInactive},
+		{Name: "group attributes", Test: testGroups},
+		{Name: "queries and pages", Test: testQueries},
+		{Name: "a follower of the feed keeps every list", Test: testFollower},
+		{Name: "racing creates: one wins", Test: testRaces},
+	})
 }
 
 // user returns uid's account, and false when it has none.
@@ -76,17 +61,12 @@ func user(t *testing.T, s Store, uid membership.UID) (directory.UserRecord, bool
 // groupsOf returns the groups uid is in.
 func groupsOf(t *testing.T, s Store, uid membership.UID) []string {
 	t.Helper()
-	var got []string
-	require.NoError(t, s.UserGroups(context.Background(), uid, membership.GroupListOptions{}, func(_ int, ids iter.Seq[string]) {
-		got = slices.Collect(ids)
-	}))
+	got, _ := storetest.UserGroups(t, s, uid, membership.GroupListOptions{})
 	return got
 }
 
-func testAccounts(t *testing.T, s Store) {
-	ctx := context.Background()
-	_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(7))
-	require.NoError(t, err)
+func testAccounts(t *testing.T, ctx context.Context, s Store) {
+	storetest.MustAdd(t, s, "g", storetest.UsersOf(7))
 	free, err := s.FreeUID(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, membership.UID(8), free, "one more than the largest uid in a group")
@@ -94,7 +74,7 @@ func testAccounts(t *testing.T, s Store) {
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "a uid in a group is not free")
 
 	a := account.Account{UserName: "Ann@Example.com", ExternalID: "x1", DisplayName: "Ann", GivenName: "Ann", FamilyName: "Lee", Email: "ann@example.com", Active: true}
-	res := write(t, s, SetUser(8, a, membership.Precondition{Empty: true}))
+	res := storetest.MustWrite(t, s, SetUser(8, a, membership.Precondition{Empty: true}))
 	u, ok := user(t, s, 8)
 	require.True(t, ok)
 	assert.Equal(t, a, u.Account)
@@ -105,7 +85,7 @@ func testAccounts(t *testing.T, s Store) {
 	require.NoError(t, err)
 	assert.Equal(t, membership.UID(9), free, "one more than the largest uid with an account")
 
-	same := write(t, s, SetUser(8, a, membership.Precondition{}))
+	same := storetest.MustWrite(t, s, SetUser(8, a, membership.Precondition{}))
 	assert.Equal(t, u.Revision, same.Revision, "an account set as it is: no change")
 	assert.Equal(t, res.Revision, storetest.Latest(t, s))
 
@@ -118,15 +98,14 @@ func testAccounts(t *testing.T, s Store) {
 
 	renamed := a
 	renamed.UserName, renamed.GivenName = "ann", ""
-	res = write(t, s, SetUser(8, renamed, membership.Precondition{Revisions: []membership.Revision{u.Revision}}))
+	res = storetest.MustWrite(t, s, SetUser(8, renamed, membership.Precondition{Revisions: []membership.Revision{u.Revision}}))
 	u, _ = user(t, s, 8)
 	assert.Equal(t, renamed, u.Account)
 	assert.Equal(t, res.Revision, u.Revision)
-	write(t, s, SetUser(9, account.Account{UserName: "Ann@Example.com", Active: true}, membership.Precondition{Empty: true}))
+	storetest.MustWrite(t, s, SetUser(9, account.Account{UserName: "Ann@Example.com", Active: true}, membership.Precondition{Empty: true}))
 
-	_, err = storetest.Add(ctx, s, "h", storetest.UsersOf(8))
-	require.NoError(t, err)
-	res = write(t, s, membership.Write{Op: membership.OpDeleteUser, UIDs: []membership.UID{8}})
+	storetest.MustAdd(t, s, "h", storetest.UsersOf(8))
+	res = storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteUser, UIDs: []membership.UID{8}})
 	assert.Equal(t, 1, res.Count, "it left h")
 	_, ok = user(t, s, 8)
 	assert.False(t, ok)
@@ -134,55 +113,47 @@ func testAccounts(t *testing.T, s Store) {
 	changes := storetest.AllChanges(t, s, res.Revision-1)
 	require.Len(t, changes, 1)
 	assert.Equal(t, membership.Change{Revision: res.Revision, Op: membership.OpDeleteUser, Time: changes[0].Time, UIDs: []membership.UID{8}}, changes[0])
-	res = write(t, s, membership.Write{Op: membership.OpDeleteUser, UIDs: []membership.UID{8}})
+	res = storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteUser, UIDs: []membership.UID{8}})
 	assert.Zero(t, res.Count, "nothing left to delete")
 }
 
-func testNicknames(t *testing.T, s Store) {
-	ctx := context.Background()
-	write(t, s, SetUser(1, account.Account{UserName: "a", DisplayName: "Al", Active: true}, membership.Precondition{}))
-	_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1}, storetest.Nicknamed(2, "Bo")})
-	require.NoError(t, err)
+func testNicknames(t *testing.T, ctx context.Context, s Store) {
+	storetest.MustWrite(t, s, SetUser(1, account.Account{UserName: "a", DisplayName: "Al", Active: true}, membership.Precondition{}))
+	storetest.MustAdd(t, s, "g", []membership.User{{UID: 1}, storetest.Nicknamed(2, "Bo")})
 	got, _ := storetest.ListAll(t, s, "g")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Al"}, {UID: 2, Nickname: "Bo"}}, got, "displayName is the nickname")
 
 	before, _ := user(t, s, 1)
-	res, err := storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ally")})
-	require.NoError(t, err)
+	res := storetest.MustAdd(t, s, "g", []membership.User{storetest.Nicknamed(1, "Ally")})
 	u, _ := user(t, s, 1)
 	assert.Equal(t, "Ally", u.Account.DisplayName, "a nickname set elsewhere is the account's")
 	assert.Equal(t, res.Revision, u.Revision, "and moves its revision")
 	assert.False(t, u.Modified.Before(before.Modified))
 
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1, 2}})
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1, 2}})
 	u, _ = user(t, s, 1)
 	assert.Equal(t, "Ally", u.Account.DisplayName, "kept in no group")
-	_, err = storetest.Add(ctx, s, "h", storetest.UsersOf(1, 2))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "h", storetest.UsersOf(1, 2))
 	got, _ = storetest.ListAll(t, s, "h")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ally"}, {UID: 2}}, got, "a user without an account is forgotten")
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{1}})
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{1}})
 	u, ok := user(t, s, 1)
 	assert.True(t, ok, "remove_user keeps the account")
 	assert.Equal(t, "Ally", u.Account.DisplayName)
 }
 
-func testInactive(t *testing.T, s Store) {
-	ctx := context.Background()
+func testInactive(t *testing.T, ctx context.Context, s Store) {
 	a := account.Account{UserName: "c", DisplayName: "Cy", Active: true}
-	write(t, s, SetUser(3, a, membership.Precondition{}))
+	storetest.MustWrite(t, s, SetUser(3, a, membership.Precondition{}))
 	for _, g := range []string{"x", "y"} {
-		_, err := storetest.Add(ctx, s, g, storetest.UsersOf(3, 4))
-		require.NoError(t, err)
+		storetest.MustAdd(t, s, g, storetest.UsersOf(3, 4))
 	}
-	revX := revision(t, s, "x")
+	revX := storetest.Revision(t, s, "x")
 	a.Active = false
-	res := write(t, s, SetUser(3, a, membership.Precondition{}))
+	res := storetest.MustWrite(t, s, SetUser(3, a, membership.Precondition{}))
 	assert.Equal(t, 2, res.Count, "it left both groups")
 	assert.Empty(t, groupsOf(t, s, 3))
-	assert.Greater(t, revision(t, s, "x"), revX, "the group's revision moves")
+	assert.Greater(t, storetest.Revision(t, s, "x"), revX, "the group's revision moves")
 	changes := storetest.AllChanges(t, s, res.Revision-1)
 	require.Len(t, changes, 1, "one change")
 	assert.Equal(t, membership.OpSetUser, changes[0].Op)
@@ -204,40 +175,36 @@ func testInactive(t *testing.T, s Store) {
 	assert.Empty(t, got)
 
 	a.Active = true
-	write(t, s, SetUser(3, a, membership.Precondition{}))
+	storetest.MustWrite(t, s, SetUser(3, a, membership.Precondition{}))
 	assert.Empty(t, groupsOf(t, s, 3), "activation brings no membership back")
-	_, err = storetest.Add(ctx, s, "x", storetest.UsersOf(3))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "x", storetest.UsersOf(3))
 	got, _ = storetest.ListAll(t, s, "x")
 	assert.Equal(t, []membership.Member{{UID: 3, Nickname: "Cy"}, {UID: 4}}, got)
 }
 
-func testGroups(t *testing.T, s Store) {
-	ctx := context.Background()
-	res := write(t, s, SetGroup("admins", "Admins", "e1"))
+func testGroups(t *testing.T, ctx context.Context, s Store) {
+	res := storetest.MustWrite(t, s, SetGroup("admins", "Admins", "e1"))
 	g, ok, err := s.Group(ctx, "admins", nil)
 	require.NoError(t, err)
 	require.True(t, ok, "a group with attributes exists with no member")
 	assert.Equal(t, directory.GroupRecord{ID: "admins", Attributes: account.GroupAttributes{DisplayName: "Admins", ExternalID: "e1"},
 		HasAttributes: true, Created: g.Created, Modified: g.Modified, Revision: res.Revision}, g)
 	assert.False(t, g.Created.IsZero())
-	assert.Equal(t, res.Revision, revision(t, s, "admins"), "its revision is the group's")
+	assert.Equal(t, res.Revision, storetest.Revision(t, s, "admins"), "its revision is the group's")
 	sizes, _ := storetest.Groups(t, s, membership.GroupsOptions{})
 	assert.Equal(t, []membership.GroupSize{{ID: "admins"}}, sizes, "Groups lists it")
 	_, err = s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "admins", Users: storetest.UsersOf(1), If: membership.Precondition{Empty: true}})
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "it is not empty")
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "admins", Users: storetest.UsersOf(1), If: membership.Precondition{Exists: true}})
-	require.NoError(t, err)
-	_, err = s.Write(ctx, SetGroup("new", "New", "")) // a create with If-None-Match: *
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: "admins", Users: storetest.UsersOf(1), If: membership.Precondition{Exists: true}})
+	storetest.MustWrite(t, s, SetGroup("new", "New", "")) // a create with If-None-Match: *
 	w := SetGroup("new", "Other", "")
 	w.If = membership.Precondition{Empty: true}
 	_, err = s.Write(ctx, w)
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "it exists")
 
-	same := write(t, s, SetGroup("admins", "Admins", "e1"))
-	assert.Equal(t, revision(t, s, "admins"), same.Revision, "attributes set as they are: no change")
-	res = write(t, s, SetGroup("admins", "Administrators", ""))
+	same := storetest.MustWrite(t, s, SetGroup("admins", "Admins", "e1"))
+	assert.Equal(t, storetest.Revision(t, s, "admins"), same.Revision, "attributes set as they are: no change")
+	res = storetest.MustWrite(t, s, SetGroup("admins", "Administrators", ""))
 	got, _ := storetest.ListAll(t, s, "admins")
 	assert.Equal(t, []membership.Member{{UID: 1}}, got, "a rename keeps the members")
 	g, _, err = s.Group(ctx, "admins", nil)
@@ -247,19 +214,17 @@ func testGroups(t *testing.T, s Store) {
 
 	// Removing every member leaves a group with attributes; deleting it
 	// takes them too.
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "admins", UIDs: []membership.UID{1}})
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpRemove, GroupID: "admins", UIDs: []membership.UID{1}})
 	_, ok, err = s.Group(ctx, "admins", nil)
 	require.NoError(t, err)
 	assert.True(t, ok)
-	write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "admins"})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "admins"})
 	_, ok, err = s.Group(ctx, "admins", nil)
 	require.NoError(t, err)
 	assert.False(t, ok, "deleted")
 
 	// A group without attributes has its id for display name.
-	_, err = storetest.Add(ctx, s, "plain", storetest.UsersOf(2))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "plain", storetest.UsersOf(2))
 	g, _, err = s.Group(ctx, "plain", func(total int, ms iter.Seq[membership.Member]) {
 		assert.Equal(t, 1, total)
 		assert.Equal(t, []membership.Member{{UID: 2}}, slices.Collect(ms))
@@ -309,14 +274,13 @@ func users(t *testing.T, s Store, q directory.UserQuery) (int, []membership.UID)
 	return total, uids
 }
 
-func testQueries(t *testing.T, s Store) {
-	ctx := context.Background()
+func testQueries(t *testing.T, ctx context.Context, s Store) {
 	for i, name := range []string{"a", "B", "c", "d", "é"} {
 		ext := ""
 		if i%2 == 0 {
 			ext = "even"
 		}
-		write(t, s, SetUser(membership.UID(10*(i+1)), account.Account{UserName: name, ExternalID: ext, Active: true}, membership.Precondition{}))
+		storetest.MustWrite(t, s, SetUser(membership.UID(10*(i+1)), account.Account{UserName: name, ExternalID: ext, Active: true}, membership.Precondition{}))
 	}
 	for _, tt := range []struct {
 		q     directory.UserQuery
@@ -338,13 +302,11 @@ func testQueries(t *testing.T, s Store) {
 		assert.Equal(t, tt.want, got, "%+v", tt.q)
 	}
 
-	write(t, s, SetGroup("g1", "Same", "x"))
-	write(t, s, SetGroup("g2", "Same", ""))
-	write(t, s, SetGroup("g3", "Other", "x"))
-	_, err := storetest.Add(ctx, s, "Same", storetest.UsersOf(1))
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "g0", storetest.UsersOf(1))
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, SetGroup("g1", "Same", "x"))
+	storetest.MustWrite(t, s, SetGroup("g2", "Same", ""))
+	storetest.MustWrite(t, s, SetGroup("g3", "Other", "x"))
+	storetest.MustAdd(t, s, "Same", storetest.UsersOf(1))
+	storetest.MustAdd(t, s, "g0", storetest.UsersOf(1))
 	for _, tt := range []struct {
 		q     directory.GroupQuery
 		total int
@@ -364,79 +326,44 @@ func testQueries(t *testing.T, s Store) {
 		assert.Equal(t, tt.total, total, "%+v", tt.q)
 		assert.Equal(t, tt.want, got, "%+v", tt.q)
 	}
-	write(t, s, SetGroup("g1", "Renamed", ""))
+	storetest.MustWrite(t, s, SetGroup("g1", "Renamed", ""))
 	_, got := records(t, s, directory.GroupQuery{ExternalID: "x", Limit: 10})
 	assert.Equal(t, []string{"g3"}, got, "the index follows a rename")
 }
 
-func testFollower(t *testing.T, s Store) {
-	ctx := context.Background()
+func testFollower(t *testing.T, ctx context.Context, s Store) {
 	f := storetest.NewFollower()
 	groups := []string{"p", "q"}
 	for _, g := range groups {
 		require.NoError(t, f.Relist(s, g))
 	}
 	from := storetest.Latest(t, s)
-	write(t, s, SetUser(1, account.Account{UserName: "one", DisplayName: "One", Active: true}, membership.Precondition{}))
-	_, err := storetest.Add(ctx, s, "p", storetest.UsersOf(1, 2))
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "q", []membership.User{{UID: 1}, storetest.Nicknamed(3, "Three")})
-	require.NoError(t, err)
-	write(t, s, SetUser(1, account.Account{UserName: "one", DisplayName: "Uno", Active: true}, membership.Precondition{}))
-	write(t, s, SetGroup("p", "Pee", ""))
-	write(t, s, SetUser(1, account.Account{UserName: "one", DisplayName: "Uno", Active: false}, membership.Precondition{}))
-	write(t, s, SetUser(3, account.Account{UserName: "three", Active: true}, membership.Precondition{}))
-	write(t, s, membership.Write{Op: membership.OpDeleteUser, UIDs: []membership.UID{3}})
-	_, err = storetest.Add(ctx, s, "q", storetest.UsersOf(4))
-	require.NoError(t, err)
-	for _, c := range storetest.AllChanges(t, s, from) {
-		f.Apply(c)
-	}
+	storetest.MustWrite(t, s, SetUser(1, account.Account{UserName: "one", DisplayName: "One", Active: true}, membership.Precondition{}))
+	storetest.MustAdd(t, s, "p", storetest.UsersOf(1, 2))
+	storetest.MustAdd(t, s, "q", []membership.User{{UID: 1}, storetest.Nicknamed(3, "Three")})
+	storetest.MustWrite(t, s, SetUser(1, account.Account{UserName: "one", DisplayName: "Uno", Active: true}, membership.Precondition{}))
+	storetest.MustWrite(t, s, SetGroup("p", "Pee", ""))
+	storetest.MustWrite(t, s, SetUser(1, account.Account{UserName: "one", DisplayName: "Uno", Active: false}, membership.Precondition{}))
+	storetest.MustWrite(t, s, SetUser(3, account.Account{UserName: "three", Active: true}, membership.Precondition{}))
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteUser, UIDs: []membership.UID{3}})
+	storetest.MustAdd(t, s, "q", storetest.UsersOf(4))
+	f.ApplyAll(storetest.AllChanges(t, s, from))
 	for _, g := range groups {
 		got, _ := storetest.ListAll(t, s, g)
 		assert.Equal(t, got, f.ListOf(g), "group %s", g)
 	}
 }
 
-func testRaces(t *testing.T, s Store) {
-	ctx := context.Background()
+func testRaces(t *testing.T, _ context.Context, s Store) {
 	const racers = 8
-	var wg sync.WaitGroup
-	errs := make([]error, racers)
+	sameName := make([]membership.Write, racers) // each its own uid, all the same user name
+	sameUID := make([]membership.Write, racers)  // all the same free uid, each its own user name
 	for i := range racers {
-		wg.Go(func() {
-			// Each takes its own uid, all the same user name.
-			_, errs[i] = s.Write(ctx, SetUser(membership.UID(100+i), account.Account{UserName: "same", Active: true}, membership.Precondition{Empty: true}))
-		})
+		sameName[i] = SetUser(membership.UID(100+i), account.Account{UserName: "same", Active: true}, membership.Precondition{Empty: true})
+		sameUID[i] = SetUser(200, account.Account{UserName: fmt.Sprintf("u%d", i), Active: true}, membership.Precondition{Empty: true})
 	}
-	wg.Wait()
-	won := 0
-	for i, err := range errs {
-		if err == nil {
-			won++
-			continue
-		}
-		assert.Equal(t, membership.CodeUserNameTaken, membership.ErrorCode(err), "racer %d", i)
-	}
-	assert.Equal(t, 1, won, "one account has the user name")
+	storetest.OneWinner(t, storetest.WriteAtOnce(s, sameName), membership.CodeUserNameTaken)
 	total, _ := users(t, s, directory.UserQuery{UserName: "SAME", Limit: 10})
-	assert.Equal(t, 1, total)
-
-	errs = make([]error, racers)
-	for i := range racers {
-		wg.Go(func() {
-			// All the same free uid, each its own user name.
-			_, errs[i] = s.Write(ctx, SetUser(200, account.Account{UserName: fmt.Sprintf("u%d", i), Active: true}, membership.Precondition{Empty: true}))
-		})
-	}
-	wg.Wait()
-	won = 0
-	for i, err := range errs {
-		if err == nil {
-			won++
-			continue
-		}
-		assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "racer %d", i)
-	}
-	assert.Equal(t, 1, won, "one write took the uid")
+	assert.Equal(t, 1, total, "one account has the user name")
+	storetest.OneWon(t, storetest.WriteAtOnce(s, sameUID))
 }

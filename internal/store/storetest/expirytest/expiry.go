@@ -21,50 +21,21 @@ import (
 // Contract checks memberships that end by themselves (membership.OpExpire),
 // with the clock given to DueExpiries: no test waits for an expiry.
 func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
-	ctx := context.Background()
-	// Expiries are ahead of the wall clock, as the service requires, and
-	// come due on the clock the tests give.
-	t0 := time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour)
-
-	t.Run("a membership ends at its expiry, in a change of its own", func(t *testing.T) {
-		testMembershipEnds(t, ctx, newStore, t0)
-	})
-
-	t.Run("an add sets, extends, shortens or ends an expiry; without one it keeps it", func(t *testing.T) {
-		testAddSetsExpiry(t, newStore, t0)
-	})
-
-	t.Run("an expiry extended after it was found due is not applied", func(t *testing.T) {
-		testExtendedAfterDue(t, ctx, newStore, t0)
-	})
-
-	t.Run("an expiry changed, found due with its old time, ends at its new one", func(t *testing.T) {
-		testChangedAfterDue(t, newStore, t0)
-	})
-
-	t.Run("expiries given back are due again", func(t *testing.T) {
-		testGivenBackDueAgain(t, newStore, t0)
-	})
-
-	t.Run("a membership ended otherwise has no expiry left", func(t *testing.T) {
-		testEndedOtherwise(t, ctx, newStore, t0)
-	})
-
-	t.Run("a replace and a batch set expiries as an add does", func(t *testing.T) {
-		testReplaceAndBatchExpiries(t, ctx, newStore, t0)
-	})
-
-	t.Run("a ttl counts from the write's commit", func(t *testing.T) {
-		testTTLFromCommit(t, newStore)
-	})
-
-	t.Run("a follower of the feed reproduces every list across expiries", func(t *testing.T) {
-		testFollowerAcrossExpiries(t, ctx, newStore, t0)
+	storetest.Run(t, newStore, []storetest.Case[store.Expiring]{
+		{Name: "a membership ends at its expiry, in a change of its own", Test: testMembershipEnds},
+		{Name: "an add sets, extends, shortens or ends an expiry; without one it keeps it", Test: testAddSetsExpiry},
+		{Name: "an expiry extended after it was found due is not applied", Test: testExtendedAfterDue},
+		{Name: "an expiry changed, found due with its old time, ends at its new one", Test: testChangedAfterDue},
+		{Name: "expiries given back are due again", Test: testGivenBackDueAgain},
+		{Name: "a membership ended otherwise has no expiry left", Test: testEndedOtherwise},
+		{Name: "a replace and a batch set expiries as an add does", Test: testReplaceAndBatchExpiries},
+		{Name: "a ttl counts from the write's commit", Test: testTTLFromCommit},
+		{Name: "a follower of the feed reproduces every list across expiries", Test: testFollowerAcrossExpiries},
 	})
 }
 
-func testMembershipEnds(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testMembershipEnds(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	add(t, s, "g", storetest.ExpiresAt(1, t0), membership.User{UID: 2}, storetest.ExpiresAt(3, t0.Add(time.Minute)))
 	add(t, s, "h", storetest.ExpiresAt(1, t0))
 	got, _ := storetest.ListAll(t, s, "g")
@@ -105,8 +76,8 @@ func testMembershipEnds(t *testing.T, ctx context.Context, newStore func(t *test
 	assert.Zero(t, storetest.Expire(t, s, t0), "an expiry applied is not due again")
 }
 
-func testAddSetsExpiry(t *testing.T, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testAddSetsExpiry(t *testing.T, _ context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	add(t, s, "g", storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0), storetest.ExpiresAt(3, t0), storetest.ExpiresAt(4, t0))
 	before := storetest.Latest(t, s)
 	add(t, s, "g", storetest.ExpiresAt(1, t0.Add(time.Hour)), storetest.ExpiresAt(2, t0.Add(-time.Minute)), storetest.ExpiresAt(3, time.Time{}), membership.User{UID: 4})
@@ -125,22 +96,21 @@ func testAddSetsExpiry(t *testing.T, newStore func(t *testing.T) store.Expiring,
 	assert.Equal(t, []membership.Member{{UID: 3}}, got)
 }
 
-func testExtendedAfterDue(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testExtendedAfterDue(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	add(t, s, "g", storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0))
 	due := s.DueExpiries(t0, 100)
 	require.Len(t, due, 1)
 	add(t, s, "g", storetest.ExpiresAt(1, t0.Add(time.Hour)))
-	res, err := s.Write(ctx, due[0].Write)
-	require.NoError(t, err)
+	res := storetest.MustWrite(t, s, due[0].Write)
 	assert.Equal(t, 1, res.Count, "user 2 only")
 	got, _ := storetest.ListAll(t, s, "g")
 	assert.Equal(t, []membership.Member{{UID: 1, Expires: t0.Add(time.Hour)}}, got)
 	assert.Equal(t, 1, storetest.Expire(t, s, t0.Add(time.Hour)))
 }
 
-func testChangedAfterDue(t *testing.T, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testChangedAfterDue(t *testing.T, _ context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	// Each user's expiry is set three times; all are past when the
 	// expirer looks (it was not running, or the log was replayed).
 	for _, k := range []int{0, 2, 1} {
@@ -154,8 +124,8 @@ func testChangedAfterDue(t *testing.T, newStore func(t *testing.T) store.Expirin
 	assert.Zero(t, s.ExpiryCount())
 }
 
-func testGivenBackDueAgain(t *testing.T, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testGivenBackDueAgain(t *testing.T, _ context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	add(t, s, "g", storetest.ExpiresAt(1, t0))
 	due := s.DueExpiries(t0, 100)
 	require.Len(t, due, 1)
@@ -164,19 +134,15 @@ func testGivenBackDueAgain(t *testing.T, newStore func(t *testing.T) store.Expir
 	assert.Equal(t, 1, storetest.Expire(t, s, t0))
 }
 
-func testEndedOtherwise(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testEndedOtherwise(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	add(t, s, "a", storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0), storetest.ExpiresAt(3, t0))
 	add(t, s, "b", storetest.ExpiresAt(4, t0), storetest.ExpiresAt(5, t0))
 	add(t, s, "c", storetest.ExpiresAt(6, t0))
-	_, err := s.Write(ctx, membership.Write{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}})
-	require.NoError(t, err)
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 3}, {UID: 7}}})
-	require.NoError(t, err)
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "b"})
-	require.NoError(t, err)
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{6}})
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 3}, {UID: 7}}})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "b"})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{6}})
 	assert.Equal(t, int64(1), s.ExpiryCount(), "user 3, kept by the replace")
 	add(t, s, "a", membership.User{UID: 1}, membership.User{UID: 2})
 	add(t, s, "b", membership.User{UID: 4})
@@ -186,30 +152,27 @@ func testEndedOtherwise(t *testing.T, ctx context.Context, newStore func(t *test
 	assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}, {UID: 7}}, got)
 }
 
-func testReplaceAndBatchExpiries(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testReplaceAndBatchExpiries(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	add(t, s, "g", storetest.ExpiresAt(1, t0), storetest.ExpiresAt(2, t0))
 	before := storetest.Latest(t, s)
-	_, err := s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "g", Users: []membership.User{
 		{UID: 1}, storetest.ExpiresAt(2, time.Time{}), storetest.ExpiresAt(3, t0.Add(time.Minute)),
 	}})
-	require.NoError(t, err)
 	changes := storetest.AllChanges(t, s, before)
 	require.Len(t, changes, 1)
 	assert.Equal(t, []membership.MemberExpiry{{UID: 2}, {UID: 3, At: t0.Add(time.Minute)}}, changes[0].Expiries)
-	_, err = s.Batch(ctx, membership.Batch{Writes: []membership.Write{
+	storetest.MustBatch(t, s, membership.Batch{Writes: []membership.Write{
 		{Op: membership.OpAdd, GroupID: "h", Users: []membership.User{storetest.ExpiresAt(9, t0)}},
 		{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{storetest.ExpiresAt(2, t0)}},
 	}})
-	require.NoError(t, err)
 	got, _ := storetest.ListAll(t, s, "g")
 	assert.Equal(t, []membership.Member{{UID: 1, Expires: t0}, {UID: 2, Expires: t0}, {UID: 3, Expires: t0.Add(time.Minute)}}, got)
 	assert.Equal(t, 3, storetest.Expire(t, s, t0), "users 1 and 2 in g, 9 in h")
 	assert.Equal(t, 1, storetest.Expire(t, s, t0.Add(time.Minute)))
 }
 
-func testTTLFromCommit(t *testing.T, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testTTLFromCommit(t *testing.T, _ context.Context, s store.Expiring) {
 	before := storetest.Latest(t, s)
 	const ttl = 4 * time.Hour
 	start := time.Now()
@@ -232,8 +195,8 @@ func testTTLFromCommit(t *testing.T, newStore func(t *testing.T) store.Expiring)
 	assert.Equal(t, []membership.Member{{UID: 1, Expires: at}}, got)
 }
 
-func testFollowerAcrossExpiries(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testFollowerAcrossExpiries(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	rng := rand.New(rand.NewPCG(7, 8))
 	f := storetest.NewFollower()
 	groups := []string{"a", "b", "c"}
@@ -272,9 +235,7 @@ func testFollowerAcrossExpiries(t *testing.T, ctx context.Context, newStore func
 			storetest.Expire(t, s, clock)
 		}
 	}
-	for _, c := range storetest.AllChanges(t, s, since) {
-		f.Apply(c)
-	}
+	f.ApplyAll(storetest.AllChanges(t, s, since))
 	for _, g := range groups {
 		got, _ := storetest.ListAll(t, s, g)
 		assert.Equal(t, got, f.ListOf(g), fmt.Sprint("group ", g))
@@ -284,7 +245,5 @@ func testFollowerAcrossExpiries(t *testing.T, ctx context.Context, newStore func
 // add adds users to group and requires it to succeed.
 func add(t *testing.T, s store.Expiring, group string, users ...membership.User) membership.Result {
 	t.Helper()
-	res, err := s.Write(context.Background(), membership.Write{Op: membership.OpAdd, GroupID: group, Users: users})
-	require.NoError(t, err)
-	return res
+	return storetest.MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: group, Users: users})
 }

@@ -23,100 +23,63 @@ import (
 // Contract checks revisions and the change feed; newStore(t, keep)
 // returns an empty store whose feed keeps keep changes, for t to use.
 func Contract(t *testing.T, newStore func(t *testing.T, keep int) membership.Store) {
-	ctx := context.Background()
-
-	t.Run("one revision per change that alters the store, none for the rest", func(t *testing.T) {
-		testOneRevisionPerChange(t, ctx, newStore)
+	keepsDefault := func(t *testing.T) membership.Store { return newStore(t, membership.DefaultChangesKeep) }
+	storetest.Run(t, keepsDefault, []storetest.Case[membership.Store]{
+		{Name: "one revision per change that alters the store, none for the rest", Test: testOneRevisionPerChange},
+		{Name: "a group's revision is its last change's", Test: testGroupRevision},
+		{Name: "after and limit page through the feed", Test: testFeedPages},
 	})
-
-	t.Run("a group's revision is its last change's", func(t *testing.T) {
-		testGroupRevision(t, ctx, newStore)
-	})
-
-	t.Run("after and limit page through the feed", func(t *testing.T) {
-		testFeedPages(t, ctx, newStore)
-	})
-
 	t.Run("changes no longer kept are gone, with the oldest kept", func(t *testing.T) {
-		testChangesGone(t, ctx, newStore)
+		testChangesGone(t, context.Background(), newStore(t, 3))
 	})
-
 	t.Run("a revision beyond the latest is gone: another history", func(t *testing.T) {
-		testRevisionBeyondLatest(t, ctx, newStore)
+		testRevisionBeyondLatest(t, context.Background(), keepsDefault(t))
 	})
-
 	t.Run("a feed that keeps nothing still counts", func(t *testing.T) {
-		testFeedKeepingNothing(t, ctx, newStore)
+		testFeedKeepingNothing(t, context.Background(), newStore(t, 0))
 	})
-
-	t.Run("a wait ends at the first change after it", func(t *testing.T) {
-		testWaitEnds(t, ctx, newStore)
+	storetest.Run(t, keepsDefault, []storetest.Case[membership.Store]{
+		{Name: "a wait ends at the first change after it", Test: testWaitEnds},
+		{Name: "a wait ends empty with its context", Test: testWaitEndsEmpty},
+		{Name: "concurrent writers: a Follower sees every change once, in order", Test: testFollowerConcurrentWriters},
+		{Name: "followers that start from listed states reproduce every list", Test: testFollowersReproduceEveryList},
+		{Name: "no group's revision is older than a nickname change the feed shows", Test: testNicknameRevisionsAreNeverBehindTheFeed},
 	})
-
-	t.Run("a wait ends empty with its context", func(t *testing.T) {
-		testWaitEndsEmpty(t, ctx, newStore)
-	})
-
-	t.Run("concurrent writers: a Follower sees every change once, in order", func(t *testing.T) {
-		testFollowerConcurrentWriters(t, ctx, newStore)
-	})
-
-	t.Run("followers that start from listed states reproduce every list", func(t *testing.T) {
-		testFollowersReproduceEveryList(t, newStore(t, membership.DefaultChangesKeep))
-	})
-
-	t.Run("no group's revision is older than a nickname change the feed shows", func(t *testing.T) {
-		testNicknameRevisionsAreNeverBehindTheFeed(t, newStore(t, membership.DefaultChangesKeep))
-	})
-
-	t.Run("a Follower knows every nickname it lists", func(t *testing.T) {
-		testFollowerScenarios(t, func(t *testing.T) membership.Store { return newStore(t, membership.DefaultChangesKeep) })
-	})
+	t.Run("a Follower knows every nickname it lists", func(t *testing.T) { testFollowerScenarios(t, keepsDefault) })
 }
 
-func testOneRevisionPerChange(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, membership.DefaultChangesKeep)
+func testOneRevisionPerChange(t *testing.T, ctx context.Context, s membership.Store) {
 	since := time.Now()
+	add := func(group string, users ...membership.User) membership.Write {
+		return membership.Write{Op: membership.OpAdd, GroupID: group, Users: users}
+	}
+	remove := func(group string, uids ...membership.UID) membership.Write {
+		return membership.Write{Op: membership.OpRemove, GroupID: group, UIDs: uids}
+	}
 	steps := []struct {
 		name    string
-		do      func() (membership.Result, error)
+		w       membership.Write
 		want    membership.Result
 		changed bool
 	}{
-		{"add two", func() (membership.Result, error) {
-			return storetest.Add(ctx, s, "g", []membership.User{{UID: 3}, storetest.Nicknamed(1, "Ann")})
-		}, membership.Result{Count: 2, Revision: 1}, true},
-		{"add them again", func() (membership.Result, error) {
-			return storetest.Add(ctx, s, "g", []membership.User{{UID: 1}, {UID: 3}})
-		}, membership.Result{Count: 0, Revision: 1}, false},
-		{"same nickname again", func() (membership.Result, error) {
-			return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Ann")})
-		},
-			membership.Result{Count: 0, Revision: 1}, false},
-		{"a nickname and a member in one call: one revision", func() (membership.Result, error) {
-			return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "Anne"), {UID: 2}})
-		}, membership.Result{Count: 1, Revision: 2}, true},
-		{"no users, to an unknown group", func() (membership.Result, error) { return storetest.Add(ctx, s, "h", []membership.User{}) },
-			membership.Result{Count: 0, Revision: 2}, false},
-		{"remove a non-member", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{9}) },
-			membership.Result{Count: 0, Revision: 2}, false},
-		{"remove from an unknown group", func() (membership.Result, error) { return storetest.Remove(ctx, s, "nobody", []membership.UID{1}) },
-			membership.Result{Count: 0, Revision: 2}, false},
-		{"remove two", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{3, 2, 3}) },
-			membership.Result{Count: 2, Revision: 3}, true},
-		{"nickname change of a member", func() (membership.Result, error) {
-			return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "A"), storetest.Nicknamed(1, "")})
-		}, membership.Result{Count: 0, Revision: 4}, true},
-		{"the last nickname given wins, and here changes nothing", func() (membership.Result, error) {
-			return storetest.Add(ctx, s, "g", []membership.User{storetest.Nicknamed(1, "B"), storetest.Nicknamed(1, "")})
-		}, membership.Result{Count: 0, Revision: 4}, false},
-		{"empty the group", func() (membership.Result, error) { return storetest.Remove(ctx, s, "g", []membership.UID{1}) },
-			membership.Result{Count: 1, Revision: 5}, true},
+		{"add two", add("g", membership.User{UID: 3}, storetest.Nicknamed(1, "Ann")), membership.Result{Count: 2, Revision: 1}, true},
+		{"add them again", add("g", membership.User{UID: 1}, membership.User{UID: 3}), membership.Result{Count: 0, Revision: 1}, false},
+		{"same nickname again", add("g", storetest.Nicknamed(1, "Ann")), membership.Result{Count: 0, Revision: 1}, false},
+		{"a nickname and a member in one call: one revision", add("g", storetest.Nicknamed(1, "Anne"), membership.User{UID: 2}),
+			membership.Result{Count: 1, Revision: 2}, true},
+		{"no users, to an unknown group", add("h", []membership.User{}...), membership.Result{Count: 0, Revision: 2}, false},
+		{"remove a non-member", remove("g", 9), membership.Result{Count: 0, Revision: 2}, false},
+		{"remove from an unknown group", remove("nobody", 1), membership.Result{Count: 0, Revision: 2}, false},
+		{"remove two", remove("g", 3, 2, 3), membership.Result{Count: 2, Revision: 3}, true},
+		{"nickname change of a member", add("g", storetest.Nicknamed(1, "A"), storetest.Nicknamed(1, "")), membership.Result{Count: 0, Revision: 4}, true},
+		{"the last nickname given wins, and here changes nothing", add("g", storetest.Nicknamed(1, "B"), storetest.Nicknamed(1, "")),
+			membership.Result{Count: 0, Revision: 4}, false},
+		{"empty the group", remove("g", 1), membership.Result{Count: 1, Revision: 5}, true},
 	}
 	for _, st := range steps {
 		before, _, err := s.Changes(ctx, membership.ChangeOptions{})
 		require.NoError(t, err)
-		got, err := st.do()
+		got, err := s.Write(ctx, st.w)
 		require.NoError(t, err, st.name)
 		assert.Equal(t, st.want, got, st.name)
 		after, _, err := s.Changes(ctx, membership.ChangeOptions{})
@@ -134,31 +97,24 @@ func testOneRevisionPerChange(t *testing.T, ctx context.Context, newStore func(t
 		{Revision: 4, Op: membership.OpAdd, GroupID: "g", Nicknames: []membership.Member{{UID: 1, Nickname: ""}}},
 		{Revision: 5, Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}},
 	}, storetest.Untimed(t, storetest.AllChanges(t, s, 0), since))
-	rev, err := s.Revision(ctx, "g")
-	require.NoError(t, err)
+	rev := storetest.Revision(t, s, "g")
 	assert.Equal(t, membership.Revision(5), rev, "an emptied group's revision is that of its emptying")
 }
 
-func testGroupRevision(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, membership.DefaultChangesKeep)
-	_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1}})
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "b", []membership.User{{UID: 2}})
-	require.NoError(t, err)
+func testGroupRevision(t *testing.T, ctx context.Context, s membership.Store) {
+	storetest.MustAdd(t, s, "a", []membership.User{{UID: 1}})
+	storetest.MustAdd(t, s, "b", []membership.User{{UID: 2}})
 	for group, want := range map[string]membership.Revision{"a": 1, "b": 2} {
-		rev, err := s.Revision(ctx, group)
-		require.NoError(t, err)
+		rev := storetest.Revision(t, s, group)
 		assert.Equal(t, want, rev, group)
 		_, listed := storetest.ListAll(t, s, group)
 		assert.Equal(t, want, listed, group)
 	}
 }
 
-func testFeedPages(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, membership.DefaultChangesKeep)
+func testFeedPages(t *testing.T, ctx context.Context, s membership.Store) {
 	for uid := range membership.UID(5) {
-		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
-		require.NoError(t, err)
+		storetest.MustAdd(t, s, "g", []membership.User{{UID: uid + 1}})
 	}
 	changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1, Limit: 2})
 	require.NoError(t, err)
@@ -170,11 +126,9 @@ func testFeedPages(t *testing.T, ctx context.Context, newStore func(t *testing.T
 	assert.Empty(t, changes, "nothing after the latest")
 }
 
-func testChangesGone(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, 3)
+func testChangesGone(t *testing.T, ctx context.Context, s membership.Store) {
 	for uid := range membership.UID(5) {
-		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: uid + 1}})
-		require.NoError(t, err)
+		storetest.MustAdd(t, s, "g", []membership.User{{UID: uid + 1}})
 	}
 	for _, after := range []membership.Revision{0, 1} {
 		_, latest, err := s.Changes(ctx, membership.ChangeOptions{After: after})
@@ -189,17 +143,14 @@ func testChangesGone(t *testing.T, ctx context.Context, newStore func(t *testing
 	assert.Len(t, changes, 3, "after the one before the oldest kept: all kept")
 }
 
-func testRevisionBeyondLatest(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, membership.DefaultChangesKeep)
+func testRevisionBeyondLatest(t *testing.T, ctx context.Context, s membership.Store) {
 	_, _, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
 	assert.Equal(t, membership.CodeChangesGone, membership.ErrorCode(err))
 	assert.Contains(t, err.Error(), "beyond the latest")
 }
 
-func testFeedKeepingNothing(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, 0)
-	res, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1}})
-	require.NoError(t, err)
+func testFeedKeepingNothing(t *testing.T, ctx context.Context, s membership.Store) {
+	res := storetest.MustAdd(t, s, "g", []membership.User{{UID: 1}})
 	assert.Equal(t, membership.Revision(1), res.Revision)
 	changes, latest, err := s.Changes(ctx, membership.ChangeOptions{After: 1})
 	require.NoError(t, err)
@@ -211,8 +162,7 @@ func testFeedKeepingNothing(t *testing.T, ctx context.Context, newStore func(t *
 	assert.Equal(t, membership.Revision(2), e.OldestRevision, "none kept: the oldest is the next to come")
 }
 
-func testWaitEnds(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, membership.DefaultChangesKeep)
+func testWaitEnds(t *testing.T, ctx context.Context, s membership.Store) {
 	got := make(chan []membership.Change)
 	go func() {
 		changes, _, err := s.Changes(ctx, membership.ChangeOptions{After: 0, Wait: true})
@@ -224,15 +174,13 @@ func testWaitEnds(t *testing.T, ctx context.Context, newStore func(t *testing.T,
 		t.Fatal("the wait ended before any change")
 	case <-time.After(50 * time.Millisecond):
 	}
-	_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 7}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", []membership.User{{UID: 7}})
 	changes := <-got
 	require.Len(t, changes, 1)
 	assert.Equal(t, []membership.UID{7}, changes[0].UIDs)
 }
 
-func testWaitEndsEmpty(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, membership.DefaultChangesKeep)
+func testWaitEndsEmpty(t *testing.T, ctx context.Context, s membership.Store) {
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	changes, latest, err := s.Changes(wctx, membership.ChangeOptions{Wait: true})
@@ -241,15 +189,12 @@ func testWaitEndsEmpty(t *testing.T, ctx context.Context, newStore func(t *testi
 	assert.Equal(t, membership.Revision(0), latest)
 }
 
-func testFollowerConcurrentWriters(t *testing.T, ctx context.Context, newStore func(t *testing.T, keep int) membership.Store) {
-	s := newStore(t, membership.DefaultChangesKeep)
+func testFollowerConcurrentWriters(t *testing.T, ctx context.Context, s membership.Store) {
 	const writers, perWriter = 8, 150
 	var wg sync.WaitGroup
 	results := make(chan membership.Result, writers*perWriter)
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range perWriter {
 				group := fmt.Sprint("g", i%3)
 				uid := membership.UID(w*1000 + i%20 + 1)
@@ -267,7 +212,7 @@ func testFollowerConcurrentWriters(t *testing.T, ctx context.Context, newStore f
 					results <- res
 				}
 			}
-		}()
+		})
 	}
 	done := make(chan struct{})
 	var writersDone atomic.Bool
@@ -315,27 +260,16 @@ func testFollowerConcurrentWriters(t *testing.T, ctx context.Context, newStore f
 // checkFeedGivesState checks that replaying the changes seen, adds and
 // removes, gives every group's members in s.
 func checkFeedGivesState(t *testing.T, s membership.Store, seen []membership.Change) {
-	state := map[string]map[membership.UID]bool{}
+	state := storetest.Replayed{}
 	for _, c := range seen {
-		if state[c.GroupID] == nil {
-			state[c.GroupID] = map[membership.UID]bool{}
-		}
-		for _, uid := range c.UIDs {
-			state[c.GroupID][uid] = c.Op == membership.OpAdd
-		}
+		state.Apply(c)
 	}
 	for group, members := range state {
 		got, _ := storetest.ListAll(t, s, group)
-		var want []membership.Member
 		for _, m := range got {
 			assert.True(t, members[m.UID], "group %s member %d", group, m.UID)
 		}
-		for uid, in := range members {
-			if in {
-				want = append(want, membership.Member{UID: uid})
-			}
-		}
-		assert.Len(t, got, len(want), group)
+		assert.Len(t, got, len(members), group)
 	}
 }
 
@@ -349,17 +283,14 @@ func checkFeedGivesState(t *testing.T, s membership.Store, seen []membership.Cha
 // must be the store's, nicknames included: a user's nickname must not
 // outlive every membership and reappear on an add that the feed shows
 // without it.
-func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
-	ctx := context.Background()
+func testFollowersReproduceEveryList(t *testing.T, ctx context.Context, s membership.Store) {
 	groups := []string{"a", "b", "c"}
 	nicknames := []string{"", "Eve", "Bo", "Al"}
 	const users = 24
 	const writers, perWriter, followers = 4, 300, 8
 	var wg sync.WaitGroup
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 99))
 			for range perWriter {
 				err := writeAtRandom(ctx, s, rng, groups, nicknames, users)
@@ -367,18 +298,16 @@ func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	var writersDone atomic.Bool
 	results := make([]*storetest.Follower, followers)
 	var fwg sync.WaitGroup
 	for i := range followers {
-		fwg.Add(1)
-		go func() {
-			defer fwg.Done()
+		fwg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
 			results[i] = followWhileWriting(t, ctx, s, rng, groups, writers*perWriter, &writersDone)
-		}()
+		})
 	}
 	wg.Wait()
 	writersDone.Store(true)
@@ -399,6 +328,17 @@ func testFollowersReproduceEveryList(t *testing.T, s membership.Store) {
 func writeAtRandom(ctx context.Context, s membership.Store, rng *rand.Rand, groups, nicknames []string, users int) error {
 	group := groups[rng.IntN(len(groups))]
 	n := 1 + rng.IntN(3)
+	randomUsers := func(m int) []membership.User {
+		var us []membership.User
+		for range m {
+			u := membership.User{UID: membership.UID(1 + rng.IntN(users))}
+			if rng.IntN(8) == 0 { // rare: a nickname lasts, and users in no group keep one
+				u.Nickname, u.HasNickname = nicknames[rng.IntN(len(nicknames))], true
+			}
+			us = append(us, u)
+		}
+		return us
+	}
 	var err error
 	switch k := rng.IntN(40); {
 	case k == 0:
@@ -406,25 +346,9 @@ func writeAtRandom(ctx context.Context, s membership.Store, rng *rand.Rand, grou
 	case k == 1:
 		_, err = s.Write(ctx, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{membership.UID(1 + rng.IntN(users))}})
 	case k < 5:
-		var us []membership.User
-		for range 2 * n {
-			u := membership.User{UID: membership.UID(1 + rng.IntN(users))}
-			if rng.IntN(8) == 0 {
-				u.Nickname, u.HasNickname = nicknames[rng.IntN(len(nicknames))], true
-			}
-			us = append(us, u)
-		}
-		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: group, Users: us})
+		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: group, Users: randomUsers(2 * n)})
 	case k%2 == 0:
-		var us []membership.User
-		for range n {
-			u := membership.User{UID: membership.UID(1 + rng.IntN(users))}
-			if rng.IntN(8) == 0 { // rare: a nickname lasts, and users in no group keep one
-				u.Nickname, u.HasNickname = nicknames[rng.IntN(len(nicknames))], true
-			}
-			us = append(us, u)
-		}
-		_, err = storetest.Add(ctx, s, group, us)
+		_, err = storetest.Add(ctx, s, group, randomUsers(n))
 	default:
 		var uids []membership.UID
 		for range n {
@@ -497,9 +421,7 @@ func followWhileWriting(t *testing.T, ctx context.Context, s membership.Store, r
 			}
 			continue
 		}
-		for _, c := range changes {
-			f.Apply(c)
-		}
+		f.ApplyAll(changes)
 		after = changes[len(changes)-1].Revision
 	}
 	return f
@@ -560,9 +482,7 @@ func testFollowerScenarios(t *testing.T, newStore func(t *testing.T) membership.
 				require.NoError(t, err)
 				groups[st.group] = st.group != ""
 			}
-			for _, c := range storetest.AllChanges(t, s, noted) {
-				f.Apply(c)
-			}
+			f.ApplyAll(storetest.AllChanges(t, s, noted))
 			for group, ok := range groups {
 				if ok {
 					want, _ := storetest.ListAll(t, s, group)
@@ -580,19 +500,15 @@ func testFollowerScenarios(t *testing.T, newStore func(t *testing.T) membership.
 // be behind what the feed showed before, not even in a list, or a 304,
 // served from the list cache. The readers wait on the feed rather than
 // poll it, so that they cost what the writes cost.
-func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store) {
-	ctx := context.Background()
-	res, err := storetest.Add(ctx, s, "h", []membership.User{{UID: 7}})
-	require.NoError(t, err)
+func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, ctx context.Context, s membership.Store) {
+	res := storetest.MustAdd(t, s, "h", []membership.User{{UID: 7}})
 	// follow ends the readers' last wait once the writes are done.
 	follow, stop := context.WithCancel(ctx)
 	defer stop()
 	checked := make([]int, 2)
 	var wg sync.WaitGroup
 	for r := range checked {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			seen := res.Revision
 			for {
 				_, latest, err := s.Changes(follow, membership.ChangeOptions{After: seen, Limit: 1, Wait: true})
@@ -606,11 +522,10 @@ func testNicknameRevisionsAreNeverBehindTheFeed(t *testing.T, s membership.Store
 				checked[r]++
 				seen = latest
 			}
-		}()
+		})
 	}
 	for i := range 3000 {
-		_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 7, Nickname: fmt.Sprint("n", i), HasNickname: true}})
-		require.NoError(t, err)
+		storetest.MustAdd(t, s, "g", []membership.User{{UID: 7, Nickname: fmt.Sprint("n", i), HasNickname: true}})
 	}
 	stop()
 	wg.Wait()

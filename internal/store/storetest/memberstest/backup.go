@@ -26,9 +26,7 @@ func BackupsHoldKeysWithTheirChanges(t *testing.T, s membership.Store, backup fu
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range perWriter {
 				select {
 				case <-stop:
@@ -42,7 +40,7 @@ func BackupsHoldKeysWithTheirChanges(t *testing.T, s membership.Store, backup fu
 					return
 				}
 			}
-		}()
+		})
 	}
 	defer func() {
 		close(stop)

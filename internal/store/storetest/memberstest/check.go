@@ -15,74 +15,58 @@ import (
 // testCheckMembers checks CheckMembers: every answer in order, all at one
 // revision, also while writers change the groups checked.
 func testCheckMembers(t *testing.T, newStore func(t *testing.T) membership.Store) {
-	ctx := context.Background()
-
-	t.Run("answers each check in order, at the latest revision", func(t *testing.T) {
-		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1}, {UID: 2}, {UID: math.MaxInt64}})
-		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "b", []membership.User{{UID: 2}})
-		require.NoError(t, err)
-		checks := []membership.Check{
-			{GroupID: "a", UID: 1}, {GroupID: "a", UID: 3}, {GroupID: "b", UID: 2}, {GroupID: "b", UID: 1},
-			{GroupID: "nobody", UID: 1}, {GroupID: "a", UID: 1}, {GroupID: "a", UID: math.MaxInt64},
-		}
-		found, rev, err := s.CheckMembers(ctx, checks)
-		require.NoError(t, err)
-		assert.Equal(t, []bool{true, false, true, false, false, true, true}, found)
-		assert.Equal(t, storetest.Latest(t, s), rev)
-
-		_, err = storetest.Remove(ctx, s, "a", []membership.UID{1})
-		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "other", []membership.User{{UID: 9}})
-		require.NoError(t, err)
-		found, rev, err = s.CheckMembers(ctx, checks)
-		require.NoError(t, err)
-		assert.Equal(t, []bool{false, false, true, false, false, false, true}, found)
-		assert.Equal(t, storetest.Latest(t, s), rev, "the latest revision, though the last change was to a group not checked")
-	})
-
-	t.Run("no checks: no answers, at the latest revision", func(t *testing.T) {
-		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1}})
-		require.NoError(t, err)
-		found, rev, err := s.CheckMembers(ctx, nil)
-		require.NoError(t, err)
-		assert.Empty(t, found)
-		assert.Equal(t, storetest.Latest(t, s), rev)
-	})
-
-	t.Run("whole-group writes: replace, delete, remove a user everywhere", func(t *testing.T) {
-		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1}, {UID: 2}})
-		require.NoError(t, err)
-		_, err = storetest.Add(ctx, s, "b", []membership.User{{UID: 1}})
-		require.NoError(t, err)
-		_, err = s.Write(ctx, membership.Write{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 2}, {UID: 3}}})
-		require.NoError(t, err)
-		_, err = s.Write(ctx, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{2}})
-		require.NoError(t, err)
-		_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "b"})
-		require.NoError(t, err)
-		found, _, err := s.CheckMembers(ctx, []membership.Check{
-			{GroupID: "a", UID: 1}, {GroupID: "a", UID: 2}, {GroupID: "a", UID: 3}, {GroupID: "b", UID: 1},
-		})
-		require.NoError(t, err)
-		assert.Equal(t, []bool{false, false, true, false}, found)
-	})
-
-	t.Run("answers are of one revision while writers move users", func(t *testing.T) {
-		s := newStore(t)
-		observations, errs := checkWhileMoving(s, 2, 8, 4)
-		for _, err := range errs {
+	storetest.Run(t, newStore, []storetest.Case[membership.Store]{
+		{Name: "answers each check in order, at the latest revision", Test: func(t *testing.T, ctx context.Context, s membership.Store) {
+			storetest.MustAdd(t, s, "a", []membership.User{{UID: 1}, {UID: 2}, {UID: math.MaxInt64}})
+			storetest.MustAdd(t, s, "b", []membership.User{{UID: 2}})
+			checks := []membership.Check{
+				{GroupID: "a", UID: 1}, {GroupID: "a", UID: 3}, {GroupID: "b", UID: 2}, {GroupID: "b", UID: 1},
+				{GroupID: "nobody", UID: 1}, {GroupID: "a", UID: 1}, {GroupID: "a", UID: math.MaxInt64},
+			}
+			found, rev, err := s.CheckMembers(ctx, checks)
 			require.NoError(t, err)
-		}
-		require.NotEmpty(t, observations)
-		changes, _, err := s.Changes(ctx, membership.ChangeOptions{})
-		require.NoError(t, err)
-		require.NotEmpty(t, changes)
-		require.Equal(t, membership.Revision(1), changes[0].Revision, "the test needs the whole feed")
-		storetest.CheckAgainstFeed(t, changes, observations)
+			assert.Equal(t, []bool{true, false, true, false, false, true, true}, found)
+			assert.Equal(t, storetest.Latest(t, s), rev)
+
+			_, err = storetest.Remove(ctx, s, "a", []membership.UID{1})
+			require.NoError(t, err)
+			storetest.MustAdd(t, s, "other", []membership.User{{UID: 9}})
+			found, rev, err = s.CheckMembers(ctx, checks)
+			require.NoError(t, err)
+			assert.Equal(t, []bool{false, false, true, false, false, false, true}, found)
+			assert.Equal(t, storetest.Latest(t, s), rev, "the latest revision, though the last change was to a group not checked")
+		}},
+		{Name: "no checks: no answers, at the latest revision", Test: func(t *testing.T, ctx context.Context, s membership.Store) {
+			storetest.MustAdd(t, s, "a", []membership.User{{UID: 1}})
+			found, rev, err := s.CheckMembers(ctx, nil)
+			require.NoError(t, err)
+			assert.Empty(t, found)
+			assert.Equal(t, storetest.Latest(t, s), rev)
+		}},
+		{Name: "whole-group writes: replace, delete, remove a user everywhere", Test: func(t *testing.T, ctx context.Context, s membership.Store) {
+			storetest.MustAdd(t, s, "a", []membership.User{{UID: 1}, {UID: 2}})
+			storetest.MustAdd(t, s, "b", []membership.User{{UID: 1}})
+			storetest.MustWrite(t, s, membership.Write{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 2}, {UID: 3}}})
+			storetest.MustWrite(t, s, membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{2}})
+			storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "b"})
+			found, _, err := s.CheckMembers(ctx, []membership.Check{
+				{GroupID: "a", UID: 1}, {GroupID: "a", UID: 2}, {GroupID: "a", UID: 3}, {GroupID: "b", UID: 1},
+			})
+			require.NoError(t, err)
+			assert.Equal(t, []bool{false, false, true, false}, found)
+		}},
+		{Name: "answers are of one revision while writers move users", Test: func(t *testing.T, ctx context.Context, s membership.Store) {
+			observations, errs := checkWhileMoving(s, 2, 8, 4)
+			for _, err := range errs {
+				require.NoError(t, err)
+			}
+			require.NotEmpty(t, observations)
+			changes, _, err := s.Changes(ctx, membership.ChangeOptions{})
+			require.NoError(t, err)
+			require.NotEmpty(t, changes)
+			require.Equal(t, membership.Revision(1), changes[0].Revision, "the test needs the whole feed")
+			storetest.CheckAgainstFeed(t, changes, observations)
+		}},
 	})
 }
 

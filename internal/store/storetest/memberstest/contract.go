@@ -25,80 +25,43 @@ import (
 // newStore(t) returns an empty store, for the (sub)test t to use and close.
 // Every store runs it: memory.Store, durable.Store, and the PostgreSQL store.
 func Contract(t *testing.T, newStore func(t *testing.T) membership.Store) {
-	ctx := context.Background()
-
 	t.Run("whole-group writes", func(t *testing.T) { testWrites(t, newStore) })
 	t.Run("check members", func(t *testing.T) { testCheckMembers(t, newStore) })
-	t.Run("every change carries its actor and time", func(t *testing.T) { testStamps(t, newStore) })
+	t.Run("every change carries its actor and time", func(t *testing.T) { testStamps(t, newStore(t)) })
 	t.Run("idempotency keys", func(t *testing.T) { testIdempotencyKeys(t, newStore) })
 	t.Run("principals", func(t *testing.T) { testPrincipals(t, newStore) })
-	t.Run("groups and a user's groups within a set", func(t *testing.T) { testWithin(t, newStore) })
-
-	t.Run("unknown group lists empty, not nil", func(t *testing.T) {
-		got, _ := storetest.ListAll(t, newStore(t), "nobody")
-		assert.NotNil(t, got)
-		assert.Empty(t, got)
-	})
-
-	t.Run("add counts only new members, repeats count once", func(t *testing.T) {
-		testAddCounts(t, ctx, newStore)
-	})
-
-	t.Run("list is sorted by uid", func(t *testing.T) {
-		s := newStore(t)
-		_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(30, 9223372036854775807, 1, 20))
-		require.NoError(t, err)
-		got, _ := storetest.ListAll(t, s, "g")
-		assert.Equal(t, []membership.Member{{UID: 1}, {UID: 20}, {UID: 30}, {UID: 9223372036854775807}}, got)
-	})
-
-	t.Run("nicknames: last write wins, kept when not given, cleared by empty", func(t *testing.T) {
-		testNicknames(t, ctx, newStore)
-	})
-
-	t.Run("a nickname belongs to the user in every group", func(t *testing.T) {
-		testNicknameInEveryGroup(t, ctx, newStore)
-	})
-
-	t.Run("remove counts only members, and only in its group", func(t *testing.T) {
-		testRemoveCounts(t, ctx, newStore)
-	})
-
-	t.Run("remove from an unknown group removes nothing", func(t *testing.T) {
-		n, err := storetest.Count(storetest.Remove(ctx, newStore(t), "nobody", []membership.UID{1}))
-		require.NoError(t, err)
-		assert.Equal(t, 0, n)
-	})
-
-	t.Run("an emptied group lists empty and can be refilled", func(t *testing.T) {
-		testEmptiedGroup(t, ctx, newStore)
-	})
-
-	t.Run("a nickname outlives a removal while the user is in another group", func(t *testing.T) {
-		testNicknameOutlivesRemoval(t, ctx, newStore)
-	})
-
-	t.Run("a bulk add to an empty group counts distinct users", func(t *testing.T) {
-		testBulkAdd(t, ctx, newStore)
-	})
-
-	t.Run("revisions change with what the list shows, and only then", func(t *testing.T) {
-		testRevisions(t, ctx, newStore)
-	})
-
-	t.Run("keyset paging and member lookup", func(t *testing.T) {
-		testPagingAndLookup(t, ctx, newStore)
-	})
-
-	t.Run("a list never shows a nickname newer than its revision", func(t *testing.T) { testNicknameRevisions(t, newStore(t)) })
-
-	t.Run("counts stay exact under contention", func(t *testing.T) {
-		testCountsUnderContention(t, ctx, newStore)
+	storetest.Run(t, newStore, []storetest.Case[membership.Store]{
+		{Name: "groups and a user's groups within a set", Test: testWithin},
+		{Name: "unknown group lists empty, not nil", Test: func(t *testing.T, _ context.Context, s membership.Store) {
+			got, _ := storetest.ListAll(t, s, "nobody")
+			assert.NotNil(t, got)
+			assert.Empty(t, got)
+		}},
+		{Name: "add counts only new members, repeats count once", Test: testAddCounts},
+		{Name: "list is sorted by uid", Test: func(t *testing.T, ctx context.Context, s membership.Store) {
+			storetest.MustAdd(t, s, "g", storetest.UsersOf(30, 9223372036854775807, 1, 20))
+			got, _ := storetest.ListAll(t, s, "g")
+			assert.Equal(t, []membership.Member{{UID: 1}, {UID: 20}, {UID: 30}, {UID: 9223372036854775807}}, got)
+		}},
+		{Name: "nicknames: last write wins, kept when not given, cleared by empty", Test: testNicknames},
+		{Name: "a nickname belongs to the user in every group", Test: testNicknameInEveryGroup},
+		{Name: "remove counts only members, and only in its group", Test: testRemoveCounts},
+		{Name: "remove from an unknown group removes nothing", Test: func(t *testing.T, ctx context.Context, s membership.Store) {
+			n, err := storetest.Count(storetest.Remove(ctx, s, "nobody", []membership.UID{1}))
+			require.NoError(t, err)
+			assert.Equal(t, 0, n)
+		}},
+		{Name: "an emptied group lists empty and can be refilled", Test: testEmptiedGroup},
+		{Name: "a nickname outlives a removal while the user is in another group", Test: testNicknameOutlivesRemoval},
+		{Name: "a bulk add to an empty group counts distinct users", Test: testBulkAdd},
+		{Name: "revisions change with what the list shows, and only then", Test: testRevisions},
+		{Name: "keyset paging and member lookup", Test: testPagingAndLookup},
+		{Name: "a list never shows a nickname newer than its revision", Test: testNicknameRevisions},
+		{Name: "counts stay exact under contention", Test: testCountsUnderContention},
 	})
 }
 
-func testAddCounts(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testAddCounts(t *testing.T, ctx context.Context, s membership.Store) {
 	n, err := storetest.Count(storetest.Add(ctx, s, "g", storetest.UsersOf(3, 1, 3)))
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
@@ -107,8 +70,7 @@ func testAddCounts(t *testing.T, ctx context.Context, newStore func(t *testing.T
 	assert.Equal(t, 1, n)
 }
 
-func testNicknames(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testNicknames(t *testing.T, ctx context.Context, s membership.Store) {
 	_, err := storetest.Add(ctx, s, "g", []membership.User{
 		{UID: 1, Nickname: "a", HasNickname: true},
 		{UID: 1, Nickname: "b", HasNickname: true},
@@ -116,28 +78,21 @@ func testNicknames(t *testing.T, ctx context.Context, newStore func(t *testing.T
 		{UID: 3, Nickname: "y", HasNickname: true},
 	})
 	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "g", []membership.User{{UID: 2}, {UID: 3, Nickname: "", HasNickname: true}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", []membership.User{{UID: 2}, {UID: 3, Nickname: "", HasNickname: true}})
 	got, _ := storetest.ListAll(t, s, "g")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "b"}, {UID: 2, Nickname: "x"}, {UID: 3, Nickname: ""}}, got)
 }
 
-func testNicknameInEveryGroup(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1))
-	require.NoError(t, err)
+func testNicknameInEveryGroup(t *testing.T, ctx context.Context, s membership.Store) {
+	storetest.MustAdd(t, s, "a", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
+	storetest.MustAdd(t, s, "b", storetest.UsersOf(1))
 	got, _ := storetest.ListAll(t, s, "b")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Ann"}}, got)
 }
 
-func testRemoveCounts(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	_, err := storetest.Add(ctx, s, "a", storetest.UsersOf(1, 2, 3))
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1, 2))
-	require.NoError(t, err)
+func testRemoveCounts(t *testing.T, ctx context.Context, s membership.Store) {
+	storetest.MustAdd(t, s, "a", storetest.UsersOf(1, 2, 3))
+	storetest.MustAdd(t, s, "b", storetest.UsersOf(1, 2))
 	n, err := storetest.Count(storetest.Remove(ctx, s, "a", []membership.UID{1, 1, 4}))
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
@@ -147,10 +102,8 @@ func testRemoveCounts(t *testing.T, ctx context.Context, newStore func(t *testin
 	assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got)
 }
 
-func testEmptiedGroup(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	_, err := storetest.Add(ctx, s, "g", []membership.User{{UID: 1, Nickname: "a", HasNickname: true}})
-	require.NoError(t, err)
+func testEmptiedGroup(t *testing.T, ctx context.Context, s membership.Store) {
+	storetest.MustAdd(t, s, "g", []membership.User{{UID: 1, Nickname: "a", HasNickname: true}})
 	n, err := storetest.Count(storetest.Remove(ctx, s, "g", []membership.UID{1}))
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
@@ -163,26 +116,21 @@ func testEmptiedGroup(t *testing.T, ctx context.Context, newStore func(t *testin
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: ""}}, got, "a user in no group is forgotten, nickname included")
 }
 
-func testNicknameOutlivesRemoval(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	_, err := storetest.Add(ctx, s, "a", []membership.User{{UID: 1, Nickname: "Eve", HasNickname: true}, {UID: 2, Nickname: "Bo", HasNickname: true}})
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "b", storetest.UsersOf(1))
-	require.NoError(t, err)
-	_, err = storetest.Remove(ctx, s, "a", []membership.UID{1, 2})
+func testNicknameOutlivesRemoval(t *testing.T, ctx context.Context, s membership.Store) {
+	storetest.MustAdd(t, s, "a", []membership.User{{UID: 1, Nickname: "Eve", HasNickname: true}, {UID: 2, Nickname: "Bo", HasNickname: true}})
+	storetest.MustAdd(t, s, "b", storetest.UsersOf(1))
+	_, err := storetest.Remove(ctx, s, "a", []membership.UID{1, 2})
 	require.NoError(t, err)
 	got, _ := storetest.ListAll(t, s, "b")
 	assert.Equal(t, []membership.Member{{UID: 1, Nickname: "Eve"}}, got, "1 is still in b")
 	_, err = storetest.Remove(ctx, s, "b", []membership.UID{1})
 	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "c", storetest.UsersOf(1, 2))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "c", storetest.UsersOf(1, 2))
 	got, _ = storetest.ListAll(t, s, "c")
 	assert.Equal(t, []membership.Member{{UID: 1}, {UID: 2}}, got, "both were in no group: forgotten")
 }
 
-func testBulkAdd(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testBulkAdd(t *testing.T, ctx context.Context, s membership.Store) {
 	var us []membership.User
 	for i := range 300 {
 		us = append(us, membership.User{UID: membership.UID(1000 - i%200)})
@@ -196,35 +144,28 @@ func testBulkAdd(t *testing.T, ctx context.Context, newStore func(t *testing.T) 
 	assert.Equal(t, membership.UID(1000), got[199].UID)
 }
 
-func testRevisions(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testRevisions(t *testing.T, ctx context.Context, s membership.Store) {
 	revision := func(group string) membership.Revision {
-		r, err := s.Revision(ctx, group)
-		require.NoError(t, err)
+		r := storetest.Revision(t, s, group)
 		_, listed := storetest.ListAll(t, s, group)
 		require.Equal(t, r, listed, "Revision and ListMembers must agree")
 		return r
 	}
 	r0 := revision("g")
-	_, err := storetest.Add(ctx, s, "g", storetest.UsersOf(1, 2))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", storetest.UsersOf(1, 2))
 	r1 := revision("g")
 	assert.NotEqual(t, r0, r1, "an add changes the revision")
 
-	_, err = storetest.Add(ctx, s, "g", storetest.UsersOf(1))
+	storetest.MustAdd(t, s, "g", storetest.UsersOf(1))
+	_, err := storetest.Remove(ctx, s, "g", []membership.UID{9})
 	require.NoError(t, err)
-	_, err = storetest.Remove(ctx, s, "g", []membership.UID{9})
-	require.NoError(t, err)
-	_, err = storetest.Add(ctx, s, "other", storetest.UsersOf(5))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "other", storetest.UsersOf(5))
 	assert.Equal(t, r1, revision("g"), "changes that alter nothing in g keep its revision")
 
-	_, err = storetest.Add(ctx, s, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 	r2 := revision("g")
 	assert.NotEqual(t, r1, r2, "a member's nickname set through another group changes g's list")
-	_, err = storetest.Add(ctx, s, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "other", []membership.User{{UID: 1, Nickname: "Ann", HasNickname: true}})
 	assert.Equal(t, r2, revision("g"), "the same nickname again changes nothing")
 
 	_, err = storetest.Remove(ctx, s, "g", []membership.UID{2})
@@ -237,19 +178,16 @@ func testRevisions(t *testing.T, ctx context.Context, newStore func(t *testing.T
 	r4 := revision("g")
 	assert.NotEqual(t, r3, r4, "emptying the group changes the revision")
 
-	_, err = storetest.Add(ctx, s, "g", storetest.UsersOf(1))
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", storetest.UsersOf(1))
 	assert.NotEqual(t, r4, revision("g"), "refilling the group changes the revision")
 }
 
-func testPagingAndLookup(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testPagingAndLookup(t *testing.T, ctx context.Context, s membership.Store) {
 	var us []membership.User
 	for uid := membership.UID(2); uid <= 2000; uid += 2 {
 		us = append(us, membership.User{UID: uid})
 	}
-	_, err := storetest.Add(ctx, s, "g", us)
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", us)
 	page := func(after membership.UID, limit int) (total int, uids []membership.UID) {
 		_, err := s.ListMembers(ctx, "g", membership.ListOptions{After: after, Limit: limit}, func(n int, members iter.Seq[membership.Member]) {
 			total = n
@@ -284,8 +222,7 @@ func testPagingAndLookup(t *testing.T, ctx context.Context, newStore func(t *tes
 	require.Len(t, all, 1000)
 	assert.True(t, slices.IsSorted(all))
 
-	_, err = storetest.Add(ctx, s, "g", []membership.User{{UID: 4, Nickname: "Dee", HasNickname: true}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "g", []membership.User{{UID: 4, Nickname: "Dee", HasNickname: true}})
 	m, ok, err := s.Member(ctx, "g", 4)
 	require.NoError(t, err)
 	assert.True(t, ok)
@@ -298,17 +235,14 @@ func testPagingAndLookup(t *testing.T, ctx context.Context, newStore func(t *tes
 	assert.False(t, ok)
 }
 
-func testCountsUnderContention(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testCountsUnderContention(t *testing.T, ctx context.Context, s membership.Store) {
 	const workers, perWorker = 16, 200
 	var wg sync.WaitGroup
 	added := make([]int, workers)
 	removed := make([]int, workers)
 	errs := make(chan error, workers)
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range perWorker {
 				group := fmt.Sprintf("g%d", i%4)
 				uid := membership.UID(i%50 + 1)
@@ -331,7 +265,7 @@ func testCountsUnderContention(t *testing.T, ctx context.Context, newStore func(
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)

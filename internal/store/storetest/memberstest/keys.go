@@ -16,44 +16,25 @@ import (
 // testIdempotencyKeys checks that a keyed write or batch is applied once
 // for its key.
 func testIdempotencyKeys(t *testing.T, newStore func(t *testing.T) membership.Store) {
-	ctx := context.Background()
-	t.Run("a repeat of a keyed write gets its result and applies nothing", func(t *testing.T) {
-		testKeyedRepeat(t, ctx, newStore)
-	})
-	t.Run("every op is applied once for its key", func(t *testing.T) {
-		testEveryOpKeyed(t, ctx, newStore)
-	})
-	t.Run("a keyed write that changes nothing is remembered too", func(t *testing.T) {
-		testKeyedNoChange(t, ctx, newStore)
-	})
-	t.Run("the same key for another request is refused and changes nothing", func(t *testing.T) {
-		testKeyReused(t, ctx, newStore)
-	})
-	t.Run("a repeat of a conditional write that succeeded is a replay, not a failed precondition", func(t *testing.T) {
-		testKeyedConditionalReplay(t, ctx, newStore)
-	})
-	t.Run("a write refused leaves its key free", func(t *testing.T) {
-		testRefusedKeyFree(t, ctx, newStore)
-	})
-	t.Run("a repeat of a keyed batch gets its results and applies nothing", func(t *testing.T) {
-		testKeyedBatchRepeat(t, ctx, newStore)
-	})
-	t.Run("writers racing with one key apply it once", func(t *testing.T) {
-		testRacingOneKey(t, ctx, newStore)
+	storetest.Run(t, newStore, []storetest.Case[membership.Store]{
+		{Name: "a repeat of a keyed write gets its result and applies nothing", Test: testKeyedRepeat},
+		{Name: "every op is applied once for its key", Test: testEveryOpKeyed},
+		{Name: "a keyed write that changes nothing is remembered too", Test: testKeyedNoChange},
+		{Name: "the same key for another request is refused and changes nothing", Test: testKeyReused},
+		{Name: "a repeat of a conditional write that succeeded is a replay, not a failed precondition", Test: testKeyedConditionalReplay},
+		{Name: "a write refused leaves its key free", Test: testRefusedKeyFree},
+		{Name: "a repeat of a keyed batch gets its results and applies nothing", Test: testKeyedBatchRepeat},
+		{Name: "writers racing with one key apply it once", Test: testRacingOneKey},
 	})
 }
 
-func testKeyedRepeat(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	first, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1, 2), "k1"))
-	require.NoError(t, err)
+func testKeyedRepeat(t *testing.T, ctx context.Context, s membership.Store) {
+	first := storetest.MustWrite(t, s, storetest.Keyed(addWrite("g", 1, 2), "k1"))
 	assert.False(t, first.Replayed)
 	assert.Equal(t, 2, first.Count)
-	_, err = s.Write(ctx, removeWrite("g", 1)) // another writer, in between
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, removeWrite("g", 1)) // another writer, in between
 	before := storetest.Latest(t, s)
-	again, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1, 2), "k1"))
-	require.NoError(t, err)
+	again := storetest.MustWrite(t, s, storetest.Keyed(addWrite("g", 1, 2), "k1"))
 	assert.True(t, again.Replayed)
 	again.Replayed = false
 	assert.Equal(t, first, again, "the first result, its revision included")
@@ -61,12 +42,9 @@ func testKeyedRepeat(t *testing.T, ctx context.Context, newStore func(t *testing
 	assert.Equal(t, []membership.UID{2}, memberUIDs(t, s, "g"), "user 1 was not added again")
 }
 
-func testEveryOpKeyed(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	_, err := s.Write(ctx, addWrite("a", 1, 2, 3))
-	require.NoError(t, err)
-	_, err = s.Write(ctx, addWrite("b", 3))
-	require.NoError(t, err)
+func testEveryOpKeyed(t *testing.T, ctx context.Context, s membership.Store) {
+	storetest.MustWrite(t, s, addWrite("a", 1, 2, 3))
+	storetest.MustWrite(t, s, addWrite("b", 3))
 	writes := []membership.Write{
 		{Op: membership.OpReplace, GroupID: "a", Users: []membership.User{{UID: 1}, {UID: 9}}},
 		removeWrite("a", 1),
@@ -77,8 +55,7 @@ func testEveryOpKeyed(t *testing.T, ctx context.Context, newStore func(t *testin
 		key := fmt.Sprintf("op-%d", i)
 		first, err := s.Write(ctx, storetest.Keyed(w, key))
 		require.NoError(t, err, w.Op)
-		_, err = s.Write(ctx, addWrite("a", 1, 3)) // in between
-		require.NoError(t, err)
+		storetest.MustWrite(t, s, addWrite("a", 1, 3)) // in between
 		before := storetest.Latest(t, s)
 		again, err := s.Write(ctx, storetest.Keyed(w, key))
 		require.NoError(t, err, w.Op)
@@ -90,27 +67,20 @@ func testEveryOpKeyed(t *testing.T, ctx context.Context, newStore func(t *testin
 	assert.Equal(t, []membership.UID{1, 3}, memberUIDs(t, s, "a"), "only the adds in between changed a after its deletion")
 }
 
-func testKeyedNoChange(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	_, err := s.Write(ctx, addWrite("g", 1))
-	require.NoError(t, err)
-	first, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1), "k"))
-	require.NoError(t, err)
+func testKeyedNoChange(t *testing.T, ctx context.Context, s membership.Store) {
+	storetest.MustWrite(t, s, addWrite("g", 1))
+	first := storetest.MustWrite(t, s, storetest.Keyed(addWrite("g", 1), "k"))
 	assert.Equal(t, 0, first.Count)
-	_, err = s.Write(ctx, removeWrite("g", 1))
-	require.NoError(t, err)
-	again, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1), "k"))
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, removeWrite("g", 1))
+	again := storetest.MustWrite(t, s, storetest.Keyed(addWrite("g", 1), "k"))
 	assert.True(t, again.Replayed)
 	assert.Equal(t, 0, again.Count)
 	assert.Equal(t, first.Revision, again.Revision)
 	assert.Empty(t, memberUIDs(t, s, "g"), "the repeat added nothing")
 }
 
-func testKeyReused(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	_, err := s.Write(ctx, storetest.Keyed(addWrite("g", 1), "k"))
-	require.NoError(t, err)
+func testKeyReused(t *testing.T, ctx context.Context, s membership.Store) {
+	storetest.MustWrite(t, s, storetest.Keyed(addWrite("g", 1), "k"))
 	before := storetest.Latest(t, s)
 	others := []membership.Write{
 		addWrite("g", 2),
@@ -124,36 +94,30 @@ func testKeyReused(t *testing.T, ctx context.Context, newStore func(t *testing.T
 		_, err := s.Write(ctx, storetest.Keyed(w, "k"))
 		assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "%+v", w)
 	}
-	_, err = s.Batch(ctx, storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{addWrite("g", 1)}}, "k"))
+	_, err := s.Batch(ctx, storetest.KeyedBatch(membership.Batch{Writes: []membership.Write{addWrite("g", 1)}}, "k"))
 	assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "a batch with a write's key")
 	assert.Equal(t, before, storetest.Latest(t, s))
 	assert.Equal(t, []membership.UID{1}, memberUIDs(t, s, "g"))
 }
 
-func testKeyedConditionalReplay(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	res, err := s.Write(ctx, addWrite("g", 1))
-	require.NoError(t, err)
+func testKeyedConditionalReplay(t *testing.T, ctx context.Context, s membership.Store) {
+	res := storetest.MustWrite(t, s, addWrite("g", 1))
 	w := addWrite("g", 2)
 	w.If.Revisions = []membership.Revision{res.Revision}
-	first, err := s.Write(ctx, storetest.Keyed(w, "k"))
-	require.NoError(t, err)
+	first := storetest.MustWrite(t, s, storetest.Keyed(w, "k"))
 	again, err := s.Write(ctx, storetest.Keyed(w, "k"))
 	require.NoError(t, err, "the group's revision moved on: only the key can say this is a repeat")
 	assert.True(t, again.Replayed)
 	assert.Equal(t, first.Revision, again.Revision)
 }
 
-func testRefusedKeyFree(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	_, err := s.Write(ctx, addWrite("g", 1))
-	require.NoError(t, err)
+func testRefusedKeyFree(t *testing.T, ctx context.Context, s membership.Store) {
+	storetest.MustWrite(t, s, addWrite("g", 1))
 	w := addWrite("g", 2)
 	w.If.Empty = true
-	_, err = s.Write(ctx, storetest.Keyed(w, "k"))
+	_, err := s.Write(ctx, storetest.Keyed(w, "k"))
 	require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g"})
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "g"})
 	res, err := s.Write(ctx, storetest.Keyed(w, "k"))
 	require.NoError(t, err, "the retry is a first attempt: the first changed nothing")
 	assert.False(t, res.Replayed)
@@ -161,41 +125,33 @@ func testRefusedKeyFree(t *testing.T, ctx context.Context, newStore func(t *test
 	assert.Equal(t, []membership.UID{2}, memberUIDs(t, s, "g"))
 }
 
-func testKeyedBatchRepeat(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
-	_, err := s.Write(ctx, addWrite("a", 1))
-	require.NoError(t, err)
+func testKeyedBatchRepeat(t *testing.T, ctx context.Context, s membership.Store) {
+	storetest.MustWrite(t, s, addWrite("a", 1))
 	b := storetest.KeyedBatch(membership.Batch{Actor: 4, Writes: []membership.Write{removeWrite("a", 1), addWrite("b", 1)}}, "move")
-	first, err := s.Batch(ctx, b)
-	require.NoError(t, err)
+	first := storetest.MustBatch(t, s, b)
 	assert.False(t, first.Replayed)
-	_, err = s.Write(ctx, addWrite("a", 1))
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, addWrite("a", 1))
 	before := storetest.Latest(t, s)
-	again, err := s.Batch(ctx, b)
-	require.NoError(t, err)
+	again := storetest.MustBatch(t, s, b)
 	assert.True(t, again.Replayed)
 	again.Replayed = false
 	assert.Equal(t, first, again)
 	assert.Equal(t, before, storetest.Latest(t, s))
 	assert.Equal(t, []membership.UID{1}, memberUIDs(t, s, "a"), "the move was not made again")
-	_, err = s.Write(ctx, storetest.Keyed(addWrite("b", 1), "move"))
+	_, err := s.Write(ctx, storetest.Keyed(addWrite("b", 1), "move"))
 	assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "a write with a batch's key")
 }
 
-func testRacingOneKey(t *testing.T, ctx context.Context, newStore func(t *testing.T) membership.Store) {
-	s := newStore(t)
+func testRacingOneKey(t *testing.T, ctx context.Context, s membership.Store) {
 	before := storetest.Latest(t, s)
 	const writers = 16
 	results := make([]membership.Result, writers)
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
 	for i := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			results[i], errs[i] = s.Write(ctx, storetest.Keyed(addWrite("g", 1, 2, 3), "race"))
-		}()
+		})
 	}
 	wg.Wait()
 	applied := 0
@@ -213,11 +169,7 @@ func testRacingOneKey(t *testing.T, ctx context.Context, newStore func(t *testin
 
 // addWrite returns the write that adds the users uids to group.
 func addWrite(group string, uids ...membership.UID) membership.Write {
-	w := membership.Write{Op: membership.OpAdd, GroupID: group}
-	for _, uid := range uids {
-		w.Users = append(w.Users, membership.User{UID: uid})
-	}
-	return w
+	return membership.Write{Op: membership.OpAdd, GroupID: group, Users: storetest.UsersOf(uids...)}
 }
 
 // removeWrite returns the write that removes the users uids from group.
@@ -225,12 +177,8 @@ func removeWrite(group string, uids ...membership.UID) membership.Write {
 	return membership.Write{Op: membership.OpRemove, GroupID: group, UIDs: uids}
 }
 
-// memberUIDs returns the uids of group's members, never nil.
+// memberUIDs returns the uids of group's members.
 func memberUIDs(t *testing.T, s membership.Store, group string) []membership.UID {
 	got, _ := storetest.ListAll(t, s, group)
-	uids := []membership.UID{}
-	for _, m := range got {
-		uids = append(uids, m.UID)
-	}
-	return uids
+	return storetest.MemberUIDs(got)
 }

@@ -22,11 +22,9 @@ import (
 // of "b" must show the nickname that the latest change up to the revision
 // it reports set: never one a later revision sets. Every nickname is
 // written once, so the revision that set it is known from its write.
-func testNicknameRevisions(t *testing.T, s membership.Store) {
-	ctx := context.Background()
+func testNicknameRevisions(t *testing.T, ctx context.Context, s membership.Store) {
 	const uid, writers, readers, perWriter = 42, 2, 4, 200
-	_, err := storetest.Add(ctx, s, "b", []membership.User{{UID: uid, Nickname: "start", HasNickname: true}, {UID: 7}})
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "b", []membership.User{{UID: uid, Nickname: "start", HasNickname: true}, {UID: 7}})
 
 	race := &nicknameRace{s: s, uid: uid, setAt: map[string]membership.Revision{}, reads: map[seen]int{}}
 	done := make(chan struct{})
@@ -35,19 +33,15 @@ func testNicknameRevisions(t *testing.T, s membership.Store) {
 	var wg, rg, readersStarted sync.WaitGroup
 	readersStarted.Add(readers)
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			readersStarted.Wait()
 			race.writeNicknames(w, perWriter)
-		}()
+		})
 	}
 	for range readers {
-		rg.Add(1)
-		go func() {
-			defer rg.Done()
+		rg.Go(func() {
 			race.listNicknames(done, readersStarted.Done)
-		}()
+		})
 	}
 	wg.Wait()
 	close(done)

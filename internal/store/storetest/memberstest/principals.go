@@ -17,62 +17,51 @@ import (
 // write or batch named, beside its actor, and that an Idempotency-Key is
 // its principal's own.
 func testPrincipals(t *testing.T, newStore func(t *testing.T) membership.Store) {
-	ctx := context.Background()
-	t.Run("every change carries its principal", func(t *testing.T) {
-		s := newStore(t)
-		p := WritePrincipals(t, s)
-		CheckPrincipals(t, s, p, true)
-		// What changes nothing records nothing, principal or not.
-		before := storetest.Latest(t, s)
-		_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 3}}, Principal: "ops"})
-		require.NoError(t, err)
-		assert.Equal(t, before, storetest.Latest(t, s))
-	})
-
-	t.Run("an Idempotency-Key is its principal's", func(t *testing.T) {
-		s := newStore(t)
-		add := func(principal string, uids ...membership.UID) membership.Write {
-			w := membership.Write{Op: membership.OpAdd, GroupID: "g", Principal: principal}
-			for _, uid := range uids {
-				w.Users = append(w.Users, membership.User{UID: uid})
+	storetest.Run(t, newStore, []storetest.Case[membership.Store]{
+		{Name: "every change carries its principal", Test: func(t *testing.T, ctx context.Context, s membership.Store) {
+			p := WritePrincipals(t, s)
+			CheckPrincipals(t, s, p, true)
+			// What changes nothing records nothing, principal or not.
+			before := storetest.Latest(t, s)
+			storetest.MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: "g", Users: []membership.User{{UID: 3}}, Principal: "ops"})
+			assert.Equal(t, before, storetest.Latest(t, s))
+		}},
+		{Name: "an Idempotency-Key is its principal's", Test: func(t *testing.T, ctx context.Context, s membership.Store) {
+			add := func(principal string, uids ...membership.UID) membership.Write {
+				return storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(uids...), Principal: principal}, "k")
 			}
-			return storetest.Keyed(w, "k")
-		}
-		first, err := s.Write(ctx, add("sync-job", 1))
-		require.NoError(t, err)
-		same, err := s.Write(ctx, add("dashboard", 1))
-		require.NoError(t, err, "the same request and key from another principal")
-		assert.False(t, same.Replayed, "is its own request, not a replay of another principal's")
-		assert.Equal(t, 0, same.Count, "applied: user 1 was a member already")
-		other, err := s.Write(ctx, add("ops", 2))
-		require.NoError(t, err, "another request with the key, from a third principal: not a 422")
-		assert.False(t, other.Replayed)
-		assert.Equal(t, 1, other.Count)
-		none, err := s.Write(ctx, add("", 3))
-		require.NoError(t, err, "and from no principal")
-		assert.Equal(t, 1, none.Count)
+			first := storetest.MustWrite(t, s, add("sync-job", 1))
+			same, err := s.Write(ctx, add("dashboard", 1))
+			require.NoError(t, err, "the same request and key from another principal")
+			assert.False(t, same.Replayed, "is its own request, not a replay of another principal's")
+			assert.Equal(t, 0, same.Count, "applied: user 1 was a member already")
+			other, err := s.Write(ctx, add("ops", 2))
+			require.NoError(t, err, "another request with the key, from a third principal: not a 422")
+			assert.False(t, other.Replayed)
+			assert.Equal(t, 1, other.Count)
+			none, err := s.Write(ctx, add("", 3))
+			require.NoError(t, err, "and from no principal")
+			assert.Equal(t, 1, none.Count)
 
-		again, err := s.Write(ctx, add("sync-job", 1))
-		require.NoError(t, err)
-		assert.True(t, again.Replayed)
-		again.Replayed = false
-		assert.Equal(t, first, again, "sync-job's own first result")
-		_, err = s.Write(ctx, add("ops", 9))
-		assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "within one principal, the key names its request")
+			again := storetest.MustWrite(t, s, add("sync-job", 1))
+			assert.True(t, again.Replayed)
+			again.Replayed = false
+			assert.Equal(t, first, again, "sync-job's own first result")
+			_, err = s.Write(ctx, add("ops", 9))
+			assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err), "within one principal, the key names its request")
 
-		b := storetest.KeyedBatch(membership.Batch{Principal: "dashboard", Writes: []membership.Write{{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}}}}, "b")
-		firstBatch, err := s.Batch(ctx, b)
-		require.NoError(t, err)
-		b.Principal = "ops"
-		otherBatch, err := s.Batch(ctx, b)
-		require.NoError(t, err, "a batch's key is its principal's too")
-		assert.False(t, otherBatch.Replayed)
-		assert.Equal(t, 0, otherBatch.Results[0].Count, "applied: user 1 was gone already")
-		b.Principal = "dashboard"
-		againBatch, err := s.Batch(ctx, b)
-		require.NoError(t, err)
-		assert.True(t, againBatch.Replayed)
-		assert.Equal(t, firstBatch.Revision, againBatch.Revision)
+			b := storetest.KeyedBatch(membership.Batch{Principal: "dashboard", Writes: []membership.Write{{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}}}}, "b")
+			firstBatch := storetest.MustBatch(t, s, b)
+			b.Principal = "ops"
+			otherBatch, err := s.Batch(ctx, b)
+			require.NoError(t, err, "a batch's key is its principal's too")
+			assert.False(t, otherBatch.Replayed)
+			assert.Equal(t, 0, otherBatch.Results[0].Count, "applied: user 1 was gone already")
+			b.Principal = "dashboard"
+			againBatch := storetest.MustBatch(t, s, b)
+			assert.True(t, againBatch.Replayed)
+			assert.Equal(t, firstBatch.Revision, againBatch.Revision)
+		}},
 	})
 }
 
@@ -100,20 +89,13 @@ type keyedWrite struct {
 func WritePrincipals(t *testing.T, s membership.Store) *Principals {
 	t.Helper()
 	ctx := context.Background()
-	users := func(uids ...membership.UID) []membership.User {
-		us := make([]membership.User, len(uids))
-		for i, uid := range uids {
-			us[i] = membership.User{UID: uid}
-		}
-		return us
-	}
 	p := &Principals{After: storetest.Latest(t, s)}
 	writes := []membership.Write{
-		{Op: membership.OpAdd, GroupID: "g", Users: users(1, 2), Actor: 7, Principal: "sync-job"},
-		storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(3), Principal: "sync-job"}, "k"),
-		storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: users(3, 4), Principal: "dashboard"}, "k"),
+		{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(1, 2), Actor: 7, Principal: "sync-job"},
+		storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(3), Principal: "sync-job"}, "k"),
+		storetest.Keyed(membership.Write{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(3, 4), Principal: "dashboard"}, "k"),
 		storetest.Keyed(membership.Write{Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{4}}, "k"),
-		{Op: membership.OpReplace, GroupID: "h", Users: users(5), Principal: "dashboard"},
+		{Op: membership.OpReplace, GroupID: "h", Users: storetest.UsersOf(5), Principal: "dashboard"},
 		{Op: membership.OpRemoveUser, UIDs: []membership.UID{2}, Principal: "ops@team-a"},
 		{Op: membership.OpDeleteGroup, GroupID: "h", Actor: 8, Principal: "ops@team-a"},
 	}
@@ -127,7 +109,7 @@ func WritePrincipals(t *testing.T, s membership.Store) *Principals {
 		}
 	}
 	p.batch = storetest.KeyedBatch(membership.Batch{Actor: 9, Principal: "ops@team-a", Writes: []membership.Write{
-		{Op: membership.OpAdd, GroupID: "i", Users: users(6)}, {Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}}}}, "k")
+		{Op: membership.OpAdd, GroupID: "i", Users: storetest.UsersOf(6)}, {Op: membership.OpRemove, GroupID: "g", UIDs: []membership.UID{1}}}}, "k")
 	var err error
 	p.batchRes, err = s.Batch(ctx, p.batch)
 	require.NoError(t, err)
@@ -164,8 +146,7 @@ func CheckPrincipals(t *testing.T, s membership.Store, p *Principals, feed bool)
 		again.Replayed = false
 		assert.Equal(t, kw.res, again, "%q's own first result", kw.w.Principal)
 	}
-	again, err := s.Batch(ctx, p.batch)
-	require.NoError(t, err)
+	again := storetest.MustBatch(t, s, p.batch)
 	assert.True(t, again.Replayed, "a repeat of the batch's key")
 	assert.Equal(t, p.batchRes.Revision, again.Revision)
 	assert.Equal(t, latest, latestRevision(t, s), "the repeats changed nothing")

@@ -15,9 +15,8 @@ import (
 
 // testStamps checks that every change carries the actor its write named
 // and the time it was committed.
-func testStamps(t *testing.T, newStore func(t *testing.T) membership.Store) {
+func testStamps(t *testing.T, s membership.Store) {
 	ctx := context.Background()
-	s := newStore(t)
 	since := time.Now()
 	writes := []membership.Write{
 		{Op: membership.OpAdd, GroupID: "g", Users: storetest.UsersOf(1, 2, 3), Actor: 7},
@@ -28,16 +27,13 @@ func testStamps(t *testing.T, newStore func(t *testing.T) membership.Store) {
 		{Op: membership.OpDeleteGroup, GroupID: "g", Actor: 10, If: membership.Precondition{Exists: true}},
 	}
 	for _, w := range writes {
-		_, err := s.Write(ctx, w)
-		require.NoError(t, err, w.Op)
+		storetest.MustWrite(t, s, w)
 	}
 	// What changes nothing, and what fails, records nothing, actor or not.
-	_, err := s.Write(ctx, membership.Write{Op: membership.OpAdd, GroupID: "h", Users: storetest.UsersOf(5), Actor: 11})
-	require.NoError(t, err)
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "h", Actor: 12, If: membership.Precondition{Empty: true}})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: "h", Users: storetest.UsersOf(5), Actor: 11})
+	_, err := s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "h", Actor: 12, If: membership.Precondition{Empty: true}})
 	require.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
-	_, err = storetest.Add(ctx, s, "h", storetest.UsersOf(6)) // names no actor
-	require.NoError(t, err)
+	storetest.MustAdd(t, s, "h", storetest.UsersOf(6)) // names no actor
 
 	got := storetest.Untimed(t, storetest.AllChanges(t, s, 0), since)
 	require.Len(t, got, len(writes)+1)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"example.com/groupmembership/internal/store/storetest"
 	"example.com/groupmembership/membership"
@@ -19,12 +18,9 @@ var withinGroups = []string{"a", "team-a", "team-a/x", "team-a/y", "team-b", "te
 
 // testWithin checks that Groups and UserGroups, given Within, select only
 // the groups it holds, total included, with every page, prefix and after.
-func testWithin(t *testing.T, newStore func(t *testing.T) membership.Store) {
-	ctx := context.Background()
-	s := newStore(t)
+func testWithin(t *testing.T, ctx context.Context, s membership.Store) {
 	for _, g := range withinGroups {
-		_, err := storetest.Add(ctx, s, g, []membership.User{{UID: 1}, {UID: 2}})
-		require.NoError(t, err)
+		storetest.MustAdd(t, s, g, []membership.User{{UID: 1}, {UID: 2}})
 	}
 	within := storetest.WithinSet("team-b", "team-a/*")
 	ids := func(groups []membership.GroupSize) []string {

@@ -18,12 +18,11 @@ import (
 // the group, whether that group has one parent or two, in a write of one
 // nesting or of several, a replace and a batch, and nothing of it is
 // applied.
-func testTooManyAncestorsRefused(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testTooManyAncestorsRefused(t *testing.T, ctx context.Context, s store.Expiring) {
 	most := func(w membership.Write, n int) membership.Write { w.MaxAncestors = n; return w }
-	write(t, s, most(storetest.Nest("hub", "mid"), 3))
-	write(t, s, most(storetest.Nest("mid", "leaf"), 3))
-	write(t, s, most(storetest.Nest("p1", "hub"), 3)) // leaf is below mid, hub, p1
+	storetest.MustWrite(t, s, most(storetest.Nest("hub", "mid"), 3))
+	storetest.MustWrite(t, s, most(storetest.Nest("mid", "leaf"), 3))
+	storetest.MustWrite(t, s, most(storetest.Nest("p1", "hub"), 3)) // leaf is below mid, hub, p1
 	refused(t, s, most(storetest.Nest("p2", "hub"), 3), membership.TooManyAncestorsError("p2", "hub", "leaf", 4, 3))
 	refused(t, s, most(storetest.Nest("p2", "other", "hub"), 3), membership.TooManyAncestorsError("p2", "hub", "leaf", 4, 3))
 	refused(t, s, most(storetest.NestingWrite(membership.OpReplaceGroups, "p2", "other", "hub"), 3),
@@ -33,10 +32,10 @@ func testTooManyAncestorsRefused(t *testing.T, ctx context.Context, newStore fun
 	got, _, _ = storetest.Subgroups(t, s, "p2", membership.NestingListOptions{})
 	assert.Empty(t, got, "nothing of a refused write is applied")
 
-	write(t, s, most(storetest.Nest("p2", "hub"), 4))
-	write(t, s, most(storetest.Nest("top", "p1"), 0)) // no bound: leaf is below 5
+	storetest.MustWrite(t, s, most(storetest.Nest("p2", "hub"), 4))
+	storetest.MustWrite(t, s, most(storetest.Nest("top", "p1"), 0)) // no bound: leaf is below 5
 	// leaf in a second parent: it keeps its 5, and q's own make 6.
-	write(t, s, most(storetest.Nest("q", "leaf"), 6))
+	storetest.MustWrite(t, s, most(storetest.Nest("q", "leaf"), 6))
 	refused(t, s, most(storetest.Nest("r", "q"), 6), membership.TooManyAncestorsError("r", "q", "leaf", 7, 6))
 
 	before := storetest.Latest(t, s)
@@ -54,8 +53,7 @@ func testTooManyAncestorsRefused(t *testing.T, ctx context.Context, newStore fun
 
 	// A change before it in the batch makes room.
 	b.Writes = append([]membership.Write{storetest.NestingWrite(membership.OpRemoveGroups, "top", "p1")}, b.Writes...)
-	res, err := s.Batch(ctx, b)
-	require.NoError(t, err)
+	res := storetest.MustBatch(t, s, b)
 	assert.Equal(t, before+1, res.Revision)
 	got, _, _ = storetest.Parents(t, s, "leaf", membership.NestingListOptions{Transitive: true})
 	assert.Equal(t, storetest.Nested("hub", "mid", "p1", "p2", "q", "r"), got)

@@ -31,107 +31,60 @@ import (
 // closure of the same state (Follower), also beside concurrent writers.
 // newStore(t) returns an empty store for t to use and close.
 func Contract(t *testing.T, newStore func(t *testing.T) store.Expiring) {
-	ctx := context.Background()
-	// Expiries are ahead of the wall clock, as the service requires, and
-	// come due on the clock the tests give.
-	t0 := time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour)
-	t.Run("add, remove and replace subgroups, with counts, revisions and changes", func(t *testing.T) {
-		testAddRemoveReplace(t, ctx, newStore)
-	})
-	t.Run("an add sets, changes and keeps a nesting's expiry", func(t *testing.T) {
-		testNestingExpiry(t, newStore, t0)
-	})
-	t.Run("a cycle is refused when written, naming a shortest path, and nothing is applied", func(t *testing.T) {
-		testCycleRefused(t, newStore)
-	})
-	t.Run("a chain deeper than MaxDepth is refused, whole; 0 is no bound", func(t *testing.T) {
-		testTooDeepRefused(t, newStore)
-	})
-	t.Run("a group below more than MaxAncestors groups is refused, whole; 0 is no bound", func(t *testing.T) {
-		testTooManyAncestorsRefused(t, ctx, newStore)
-	})
-	t.Run("a batch nests all or nothing, a cycle of two of its changes included", func(t *testing.T) {
-		testBatchAllOrNothing(t, ctx, newStore)
-	})
-	t.Run("deleting a group takes it from its parents and its subgroups from it", func(t *testing.T) {
-		testDeleteGroup(t, ctx, newStore)
-	})
-	t.Run("preconditions count subgroups; a revision moves with direct subgroups only", func(t *testing.T) {
-		testPreconditions(t, ctx, newStore)
-	})
-	t.Run("Groups lists groups with subgroups, and how many", func(t *testing.T) {
-		testGroupsCountSubgroups(t, newStore)
-	})
-	t.Run("a keyed nesting write is applied once for its key", func(t *testing.T) {
-		testKeyedNestingWrite(t, ctx, newStore)
-	})
-	t.Run("a nesting ends by itself, through the store's expiries", func(t *testing.T) {
-		testNestingEndsByItself(t, ctx, newStore, t0)
-	})
-	t.Run("direct and transitive subgroups and parents, paged", func(t *testing.T) {
-		testTransitiveGroupsPaged(t, newStore, t0)
-	})
-	t.Run("transitive members: each once, paged, with an exact total and the end of their last path", func(t *testing.T) {
-		testTransitiveMembers(t, ctx, newStore, t0)
-	})
-	t.Run("a transitive revision moves with the closure, not with the rest", func(t *testing.T) {
-		testTransitiveRevision(t, ctx, newStore)
-	})
-	t.Run("each read answers at the revision of what it reads, which nothing else moves", func(t *testing.T) {
-		testRevisions(t, newStore)
-	})
-	t.Run("not a member answers at the revision of what it reads, as a member does", func(t *testing.T) {
-		testNonMemberRevision(t, newStore(t))
-	})
-	t.Run("a directory write moves the reads of its user, and no other", func(t *testing.T) {
-		testDirectoryRevisions(t, newStore(t))
-	})
-	t.Run("a group made again by its attributes answers at its making", func(t *testing.T) {
-		testAGroupMadeByItsAttributes(t, newStore(t))
-	})
-	t.Run("of two writes racing a into b and b into a, exactly one wins", func(t *testing.T) {
-		testRacingNestings(t, ctx, newStore)
-	})
-	t.Run("a follower of the feed rebuilds the nesting and every transitive answer", func(t *testing.T) {
-		testFollowerRebuildsNesting(t, ctx, newStore, t0)
-	})
-	t.Run("random nestings beside concurrent writers agree with a brute-force closure at their revision", func(t *testing.T) {
-		testRandomNestingsBesideWriters(t, ctx, newStore, t0)
+	storetest.Run(t, newStore, []storetest.Case[store.Expiring]{
+		{Name: "add, remove and replace subgroups, with counts, revisions and changes", Test: testAddRemoveReplace},
+		{Name: "an add sets, changes and keeps a nesting's expiry", Test: testNestingExpiry},
+		{Name: "a cycle is refused when written, naming a shortest path, and nothing is applied", Test: testCycleRefused},
+		{Name: "a chain deeper than MaxDepth is refused, whole; 0 is no bound", Test: testTooDeepRefused},
+		{Name: "a group below more than MaxAncestors groups is refused, whole; 0 is no bound", Test: testTooManyAncestorsRefused},
+		{Name: "a batch nests all or nothing, a cycle of two of its changes included", Test: testBatchAllOrNothing},
+		{Name: "deleting a group takes it from its parents and its subgroups from it", Test: testDeleteGroup},
+		{Name: "preconditions count subgroups; a revision moves with direct subgroups only", Test: testPreconditions},
+		{Name: "Groups lists groups with subgroups, and how many", Test: testGroupsCountSubgroups},
+		{Name: "a keyed nesting write is applied once for its key", Test: testKeyedNestingWrite},
+		{Name: "a nesting ends by itself, through the store's expiries", Test: testNestingEndsByItself},
+		{Name: "direct and transitive subgroups and parents, paged", Test: testTransitiveGroupsPaged},
+		{Name: "transitive members: each once, paged, with an exact total and the end of their last path", Test: testTransitiveMembers},
+		{Name: "a transitive revision moves with the closure, not with the rest", Test: testTransitiveRevision},
+		{Name: "each read answers at the revision of what it reads, which nothing else moves", Test: testRevisions},
+		{Name: "not a member answers at the revision of what it reads, as a member does", Test: testNonMemberRevision},
+		{Name: "a directory write moves the reads of its user, and no other", Test: testDirectoryRevisions},
+		{Name: "a group made again by its attributes answers at its making", Test: testAGroupMadeByItsAttributes},
+		{Name: "of two writes racing a into b and b into a, exactly one wins", Test: testRacingNestings},
+		{Name: "a follower of the feed rebuilds the nesting and every transitive answer", Test: testFollowerRebuildsNesting},
+		{Name: "random nestings beside concurrent writers agree with a brute-force closure at their revision", Test: testRandomNestingsBesideWriters},
 	})
 }
 
-func testAddRemoveReplace(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testAddRemoveReplace(t *testing.T, ctx context.Context, s store.Expiring) {
 	add(t, s, "b", 1)
 	bRev, _ := s.Revision(ctx, "b")
 	before := storetest.Latest(t, s)
-	res := write(t, s, storetest.Nest("a", "c", "b", "c"))
+	res := storetest.MustWrite(t, s, storetest.Nest("a", "c", "b", "c"))
 	assert.Equal(t, membership.Result{Count: 2, Revision: before + 1}, res)
 	got, total, rev := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 	assert.Equal(t, storetest.Nested("b", "c"), got)
 	assert.Equal(t, 2, total)
 	assert.GreaterOrEqual(t, rev, res.Revision)
-	aRev, err := s.Revision(ctx, "a")
-	require.NoError(t, err)
+	aRev := storetest.Revision(t, s, "a")
 	assert.Equal(t, res.Revision, aRev, "a's revision moves with its subgroups")
-	rev, err = s.Revision(ctx, "b")
-	require.NoError(t, err)
+	rev = storetest.Revision(t, s, "b")
 	assert.Equal(t, bRev, rev, "b's does not move with its parents")
 	parents, total, _ := storetest.Parents(t, s, "b", membership.NestingListOptions{})
 	assert.Equal(t, storetest.Nested("a"), parents)
 	assert.Equal(t, 1, total)
 
-	again := write(t, s, storetest.Nest("a", "b"))
+	again := storetest.MustWrite(t, s, storetest.Nest("a", "b"))
 	assert.Equal(t, membership.Result{Count: 0, Revision: res.Revision}, again, "nothing new: no revision")
 
-	removed := write(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "c", "x", "c"))
+	removed := storetest.MustWrite(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "c", "x", "c"))
 	assert.Equal(t, membership.Result{Count: 1, Revision: res.Revision + 1}, removed)
-	none := write(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "x"))
+	none := storetest.MustWrite(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "x"))
 	assert.Equal(t, membership.Result{Count: 0, Revision: removed.Revision}, none)
 
-	replaced := write(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a", "d", "c"))
+	replaced := storetest.MustWrite(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a", "d", "c"))
 	assert.Equal(t, membership.Result{Count: 2, Removed: 1, Revision: removed.Revision + 1}, replaced)
-	same := write(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a", "c", "d"))
+	same := storetest.MustWrite(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a", "c", "d"))
 	assert.Equal(t, membership.Result{Count: 0, Revision: replaced.Revision}, same)
 	got, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 	assert.Equal(t, storetest.Nested("c", "d"), got)
@@ -152,26 +105,26 @@ func testAddRemoveReplace(t *testing.T, ctx context.Context, newStore func(t *te
 		assert.Equal(t, storetest.EmptiesAsNil([]membership.Change{want}), storetest.EmptiesAsNil([]membership.Change{c}))
 	}
 
-	emptied := write(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a"))
+	emptied := storetest.MustWrite(t, s, storetest.NestingWrite(membership.OpReplaceGroups, "a"))
 	assert.Equal(t, membership.Result{Removed: 2, Revision: replaced.Revision + 1}, emptied)
 	groups, _ := storetest.Groups(t, s, membership.GroupsOptions{})
 	assert.Equal(t, []membership.GroupSize{{ID: "b", Members: 1}}, groups, "a group with neither members nor subgroups does not exist")
 }
 
-func testNestingExpiry(t *testing.T, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testNestingExpiry(t *testing.T, _ context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	w := storetest.Nest("a")
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("b", t0), {GroupID: "c"}}
 	before := storetest.Latest(t, s)
-	write(t, s, w)
+	storetest.MustWrite(t, s, w)
 	got, _, _ := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 	assert.Equal(t, []membership.Nested{{GroupID: "b", Expires: t0}, {GroupID: "c"}}, got)
 	w.Subgroups = []membership.Subgroup{{GroupID: "b"}, storetest.NestedUntil("c", t0.Add(time.Minute))}
-	res := write(t, s, w)
+	res := storetest.MustWrite(t, s, w)
 	assert.Equal(t, 0, res.Count)
 	assert.Equal(t, before+2, res.Revision, "an expiry changed is a change")
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("b", time.Time{})}
-	write(t, s, w)
+	storetest.MustWrite(t, s, w)
 	got, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 	assert.Equal(t, []membership.Nested{{GroupID: "b"}, {GroupID: "c", Expires: t0.Add(time.Minute)}}, got)
 	parents, _, _ := storetest.Parents(t, s, "c", membership.NestingListOptions{})
@@ -184,23 +137,22 @@ func testNestingExpiry(t *testing.T, newStore func(t *testing.T) store.Expiring,
 
 	w.Subgroups = []membership.Subgroup{{GroupID: "b", Expiry: membership.Expiry{Set: true, TTL: time.Hour}}}
 	start := time.Now()
-	write(t, s, w)
+	storetest.MustWrite(t, s, w)
 	got, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{Limit: 1})
 	require.Len(t, got, 1)
 	assert.False(t, got[0].Expires.Before(start.Add(time.Hour).Truncate(time.Millisecond)), "a ttl counts from the commit")
 	assert.False(t, got[0].Expires.After(time.Now().Add(time.Hour)))
 }
 
-func testCycleRefused(t *testing.T, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
-	write(t, s, storetest.Nest("all-staff", "engineering"))
-	write(t, s, storetest.Nest("engineering", "backend"))
-	write(t, s, storetest.Nest("backend", "db"))
+func testCycleRefused(t *testing.T, _ context.Context, s store.Expiring) {
+	storetest.MustWrite(t, s, storetest.Nest("all-staff", "engineering"))
+	storetest.MustWrite(t, s, storetest.Nest("engineering", "backend"))
+	storetest.MustWrite(t, s, storetest.Nest("backend", "db"))
 	refused(t, s, storetest.Nest("a", "a"), membership.CycleError("a", "a", []string{"a"}))
 	refused(t, s, storetest.Nest("backend", "engineering"), membership.CycleError("backend", "engineering", []string{"engineering", "backend"}))
 	refused(t, s, storetest.Nest("backend", "all-staff"), membership.CycleError("backend", "all-staff", []string{"all-staff", "engineering", "backend"}))
 	refused(t, s, storetest.Nest("db", "all-staff"), membership.CycleError("db", "all-staff", []string{"all-staff", "engineering", "backend", "db"}))
-	write(t, s, storetest.Nest("all-staff", "db"))
+	storetest.MustWrite(t, s, storetest.Nest("all-staff", "db"))
 	refused(t, s, storetest.Nest("db", "all-staff"), membership.CycleError("db", "all-staff", []string{"all-staff", "db"}))
 
 	w := storetest.NestingWrite(membership.OpReplaceGroups, "db", "x", "engineering", "all-staff")
@@ -210,30 +162,28 @@ func testCycleRefused(t *testing.T, newStore func(t *testing.T) store.Expiring) 
 	got, _, _ := storetest.Subgroups(t, s, "db", membership.NestingListOptions{})
 	assert.Empty(t, got, "nothing of a refused write is applied")
 
-	res := write(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "a"))
+	res := storetest.MustWrite(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "a"))
 	assert.Zero(t, res.Count, "removing a group from itself is no cycle")
 }
 
-func testTooDeepRefused(t *testing.T, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testTooDeepRefused(t *testing.T, _ context.Context, s store.Expiring) {
 	deep := func(w membership.Write, most int) membership.Write { w.MaxDepth = most; return w }
-	write(t, s, deep(storetest.Nest("a", "b"), 2))
-	write(t, s, deep(storetest.Nest("b", "c"), 2))
+	storetest.MustWrite(t, s, deep(storetest.Nest("a", "b"), 2))
+	storetest.MustWrite(t, s, deep(storetest.Nest("b", "c"), 2))
 	refused(t, s, deep(storetest.Nest("c", "d"), 2), membership.TooDeepError("c", "d", 3, 2))
 	refused(t, s, deep(storetest.Nest("z", "a"), 2), membership.TooDeepError("z", "a", 3, 2))
-	write(t, s, deep(storetest.Nest("x", "y"), 2))
+	storetest.MustWrite(t, s, deep(storetest.Nest("x", "y"), 2))
 	refused(t, s, deep(storetest.Nest("b", "w", "x"), 2), membership.TooDeepError("b", "x", 3, 2))
 	got, _, _ := storetest.Subgroups(t, s, "b", membership.NestingListOptions{})
 	assert.Equal(t, storetest.Nested("c"), got, "w was not added")
-	write(t, s, deep(storetest.Nest("a", "x"), 2))
-	write(t, s, deep(storetest.Nest("c", "d"), 0))
-	write(t, s, deep(storetest.Nest("d", "e"), 0))
+	storetest.MustWrite(t, s, deep(storetest.Nest("a", "x"), 2))
+	storetest.MustWrite(t, s, deep(storetest.Nest("c", "d"), 0))
+	storetest.MustWrite(t, s, deep(storetest.Nest("d", "e"), 0))
 	refused(t, s, deep(storetest.Nest("e", "f"), 4), membership.TooDeepError("e", "f", 5, 4))
 	refused(t, s, deep(storetest.Nest("e", "a"), 0), membership.CycleError("e", "a", []string{"a", "b", "c", "d", "e"}))
 }
 
-func testBatchAllOrNothing(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testBatchAllOrNothing(t *testing.T, ctx context.Context, s store.Expiring) {
 	add(t, s, "b", 1)
 	before := storetest.Latest(t, s)
 	b := membership.Batch{MaxDepth: membership.DefaultMaxDepth, Writes: []membership.Write{
@@ -262,8 +212,7 @@ func testBatchAllOrNothing(t *testing.T, ctx context.Context, newStore func(t *t
 
 	b.MaxDepth = 2
 	b.Writes = append(b.Writes, storetest.NestingWrite(membership.OpRemoveGroups, "b", "c"), storetest.NestingWrite(membership.OpReplaceGroups, "d", "a"))
-	res, err := s.Batch(ctx, b)
-	require.NoError(t, err)
+	res := storetest.MustBatch(t, s, b)
 	assert.Equal(t, before+1, res.Revision)
 	assert.Equal(t, []membership.Result{
 		{Count: 1, Revision: before + 1}, {Count: 1, Revision: before + 1}, {Count: 1, Revision: before + 1},
@@ -279,72 +228,64 @@ func testBatchAllOrNothing(t *testing.T, ctx context.Context, newStore func(t *t
 	assert.Equal(t, storetest.Nested("a", "b"), below)
 	assert.Equal(t, 2, total)
 	for _, g := range []string{"a", "d"} {
-		rev, err := s.Revision(ctx, g)
-		require.NoError(t, err)
+		rev := storetest.Revision(t, s, g)
 		assert.Equal(t, res.Revision, rev, g)
 	}
 }
 
-func testDeleteGroup(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
-	write(t, s, storetest.Nest("top", "mid", "other"))
-	write(t, s, storetest.Nest("mid", "leaf"))
+func testDeleteGroup(t *testing.T, ctx context.Context, s store.Expiring) {
+	storetest.MustWrite(t, s, storetest.Nest("top", "mid", "other"))
+	storetest.MustWrite(t, s, storetest.Nest("mid", "leaf"))
 	add(t, s, "mid", 1)
 	add(t, s, "leaf", 2)
 	before := storetest.Latest(t, s)
-	res := write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "mid"})
+	res := storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "mid"})
 	assert.Equal(t, membership.Result{Count: 1, Revision: before + 1}, res)
 	subs, _, _ := storetest.Subgroups(t, s, "top", membership.NestingListOptions{})
 	assert.Equal(t, storetest.Nested("other"), subs)
 	parents, _, _ := storetest.Parents(t, s, "leaf", membership.NestingListOptions{})
 	assert.Empty(t, parents)
-	rev, err := s.Revision(ctx, "top")
-	require.NoError(t, err)
+	rev := storetest.Revision(t, s, "top")
 	assert.Equal(t, res.Revision, rev, "top's subgroups changed")
 	groups, _ := storetest.Groups(t, s, membership.GroupsOptions{})
 	assert.Equal(t, []membership.GroupSize{{ID: "leaf", Members: 1}, {ID: "top", Subgroups: 1}}, groups)
 
-	res = write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "other"})
+	res = storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "other"})
 	assert.Equal(t, membership.Result{Count: 0, Revision: before + 2}, res, "a group that is only nested is deleted from its parents")
 	groups, _ = storetest.Groups(t, s, membership.GroupsOptions{})
 	assert.Equal(t, []membership.GroupSize{{ID: "leaf", Members: 1}}, groups)
-	res = write(t, s, storetest.Nest("top", "leaf"))
-	res = write(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "top"})
+	res = storetest.MustWrite(t, s, storetest.Nest("top", "leaf"))
+	res = storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "top"})
 	assert.Equal(t, before+4, res.Revision, "a group with only subgroups is deleted")
 	parents, _, _ = storetest.Parents(t, s, "leaf", membership.NestingListOptions{})
 	assert.Empty(t, parents)
 }
 
-func testPreconditions(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testPreconditions(t *testing.T, ctx context.Context, s store.Expiring) {
 	exists := membership.Precondition{Exists: true}
 	empty := membership.Precondition{Empty: true}
 	w := storetest.Nest("a", "b")
 	w.If = empty
-	write(t, s, w)
+	storetest.MustWrite(t, s, w)
 	_, err := s.Write(ctx, w)
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "a has a subgroup: not empty")
 	a := membership.Write{Op: membership.OpAdd, GroupID: "a", Users: []membership.User{{UID: 1}}, If: exists}
-	write(t, s, a)
-	write(t, s, membership.Write{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}})
-	write(t, s, a) // a still exists: it has a subgroup
-	rev, err := s.Revision(ctx, "a")
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, a)
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpRemove, GroupID: "a", UIDs: []membership.UID{1}})
+	storetest.MustWrite(t, s, a) // a still exists: it has a subgroup
+	rev := storetest.Revision(t, s, "a")
 	w = storetest.Nest("a", "c")
 	w.If = membership.Precondition{Revisions: []membership.Revision{rev - 1}}
 	_, err = s.Write(ctx, w)
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err))
 	w.If = membership.Precondition{Revisions: []membership.Revision{rev}}
-	res := write(t, s, w)
-	bRev, err := s.Revision(ctx, "b")
-	require.NoError(t, err)
-	write(t, s, storetest.Nest("top", "a"))
-	write(t, s, storetest.Nest("b", "d"))
-	rev, err = s.Revision(ctx, "a")
-	require.NoError(t, err)
+	res := storetest.MustWrite(t, s, w)
+	bRev := storetest.Revision(t, s, "b")
+	storetest.MustWrite(t, s, storetest.Nest("top", "a"))
+	storetest.MustWrite(t, s, storetest.Nest("b", "d"))
+	rev = storetest.Revision(t, s, "a")
 	assert.Equal(t, res.Revision, rev, "a's parent and its subgroup's subgroups are not a's")
-	rev, err = s.Revision(ctx, "b")
-	require.NoError(t, err)
+	rev = storetest.Revision(t, s, "b")
 	assert.Greater(t, rev, bRev)
 	w = storetest.NestingWrite(membership.OpRemoveGroups, "x", "y")
 	w.If = exists
@@ -352,11 +293,10 @@ func testPreconditions(t *testing.T, ctx context.Context, newStore func(t *testi
 	assert.Equal(t, membership.CodePreconditionFailed, membership.ErrorCode(err), "x has neither members nor subgroups")
 }
 
-func testGroupsCountSubgroups(t *testing.T, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
-	write(t, s, storetest.Nest("a", "b", "c"))
+func testGroupsCountSubgroups(t *testing.T, _ context.Context, s store.Expiring) {
+	storetest.MustWrite(t, s, storetest.Nest("a", "b", "c"))
 	add(t, s, "b", 1, 2)
-	write(t, s, storetest.Nest("b", "c"))
+	storetest.MustWrite(t, s, storetest.Nest("b", "c"))
 	groups, total := storetest.Groups(t, s, membership.GroupsOptions{})
 	assert.Equal(t, []membership.GroupSize{{ID: "a", Subgroups: 2}, {ID: "b", Members: 2, Subgroups: 1}}, groups)
 	assert.Equal(t, 2, total)
@@ -365,32 +305,29 @@ func testGroupsCountSubgroups(t *testing.T, newStore func(t *testing.T) store.Ex
 	assert.Equal(t, 2, total)
 }
 
-func testKeyedNestingWrite(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testKeyedNestingWrite(t *testing.T, ctx context.Context, s store.Expiring) {
 	for i, w := range []membership.Write{storetest.Nest("a", "b"), storetest.NestingWrite(membership.OpReplaceGroups, "a", "c"), storetest.NestingWrite(membership.OpRemoveGroups, "a", "c")} {
 		key := fmt.Sprint("k", i)
-		first, err := s.Write(ctx, storetest.Keyed(w, key))
-		require.NoError(t, err)
-		write(t, s, storetest.Nest("a", "d")) // in between
+		first := storetest.MustWrite(t, s, storetest.Keyed(w, key))
+		storetest.MustWrite(t, s, storetest.Nest("a", "d")) // in between
 		before := storetest.Latest(t, s)
-		again, err := s.Write(ctx, storetest.Keyed(w, key))
-		require.NoError(t, err)
+		again := storetest.MustWrite(t, s, storetest.Keyed(w, key))
 		assert.True(t, again.Replayed, w.Op)
 		again.Replayed = false
 		assert.Equal(t, first, again, w.Op)
 		assert.Equal(t, before, storetest.Latest(t, s), "a replay takes no revision")
-		_, err = s.Write(ctx, storetest.Keyed(storetest.Nest("a", "other"), key))
+		_, err := s.Write(ctx, storetest.Keyed(storetest.Nest("a", "other"), key))
 		assert.Equal(t, membership.CodeIdempotencyKeyReused, membership.ErrorCode(err))
 	}
 	got, _, _ := storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 	assert.Equal(t, storetest.Nested("d"), got)
 }
 
-func testNestingEndsByItself(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testNestingEndsByItself(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	w := storetest.Nest("a")
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("b", t0), storetest.NestedUntil("c", t0.Add(time.Minute)), {GroupID: "d"}}
-	write(t, s, w)
+	storetest.MustWrite(t, s, w)
 	add(t, s, "b", 1)
 	next, ok := s.NextExpiry()
 	require.True(t, ok)
@@ -425,9 +362,8 @@ func testNestingEndsByItself(t *testing.T, ctx context.Context, newStore func(t 
 	require.Len(t, due, 1)
 	assert.Equal(t, membership.OpExpireGroups, due[0].Write.Op)
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("c", t0.Add(time.Hour))}
-	write(t, s, w)
-	res, err := s.Write(ctx, due[0].Write)
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, w)
+	res := storetest.MustWrite(t, s, due[0].Write)
 	assert.Zero(t, res.Count)
 	// Given back, due again.
 	due = s.DueExpiries(t0.Add(time.Hour), 100)
@@ -439,58 +375,42 @@ func testNestingEndsByItself(t *testing.T, ctx context.Context, newStore func(t 
 	assert.Equal(t, storetest.Nested("d"), subs)
 	// A nesting removed otherwise has no expiry left.
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("e", t0)}
-	write(t, s, w)
-	write(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "e"))
-	write(t, s, storetest.Nest("a", "e"))
+	storetest.MustWrite(t, s, w)
+	storetest.MustWrite(t, s, storetest.NestingWrite(membership.OpRemoveGroups, "a", "e"))
+	storetest.MustWrite(t, s, storetest.Nest("a", "e"))
 	assert.Zero(t, storetest.Expire(t, s, t0.Add(2*time.Hour)))
 	subs, _, _ = storetest.Subgroups(t, s, "a", membership.NestingListOptions{})
 	assert.Equal(t, storetest.Nested("d", "e"), subs)
 }
 
-func testTransitiveGroupsPaged(t *testing.T, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testTransitiveGroupsPaged(t *testing.T, _ context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	// a > b > d > e, a > c > d (a diamond), x > e.
-	write(t, s, storetest.Nest("a", "c", "b"))
+	storetest.MustWrite(t, s, storetest.Nest("a", "c", "b"))
 	w := storetest.Nest("b")
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("d", t0)}
-	write(t, s, w)
-	write(t, s, storetest.Nest("c", "d"))
-	write(t, s, storetest.Nest("d", "e"))
-	write(t, s, storetest.Nest("x", "e"))
+	storetest.MustWrite(t, s, w)
+	storetest.MustWrite(t, s, storetest.Nest("c", "d"))
+	storetest.MustWrite(t, s, storetest.Nest("d", "e"))
+	storetest.MustWrite(t, s, storetest.Nest("x", "e"))
 	for _, tt := range []struct {
 		name      string
-		read      func(string, membership.NestingListOptions) ([]membership.Nested, int, membership.Revision)
+		read      func(*testing.T, membership.Nesting, string, membership.NestingListOptions) ([]membership.Nested, int, membership.Revision)
 		group     string
 		opts      membership.NestingListOptions
 		want      []membership.Nested
 		wantTotal int
 	}{
-		{"subgroups", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Subgroups(t, s, g, o)
-		}, "b", membership.NestingListOptions{}, []membership.Nested{{GroupID: "d", Expires: t0}}, 1},
-		{"all below", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Subgroups(t, s, g, o)
-		}, "a", membership.NestingListOptions{Transitive: true}, storetest.Nested("b", "c", "d", "e"), 4},
-		{"a page below", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Subgroups(t, s, g, o)
-		}, "a", membership.NestingListOptions{Transitive: true, After: "b", Limit: 2}, storetest.Nested("c", "d"), 4},
-		{"a page of direct", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Subgroups(t, s, g, o)
-		}, "a", membership.NestingListOptions{After: "b"}, storetest.Nested("c"), 2},
-		{"parents", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Parents(t, s, g, o)
-		}, "d", membership.NestingListOptions{}, []membership.Nested{{GroupID: "b", Expires: t0}, {GroupID: "c"}}, 2},
-		{"all above", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Parents(t, s, g, o)
-		}, "e", membership.NestingListOptions{Transitive: true}, storetest.Nested("a", "b", "c", "d", "x"), 5},
-		{"a page above", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Parents(t, s, g, o)
-		}, "e", membership.NestingListOptions{Transitive: true, After: "a", Limit: 3}, storetest.Nested("b", "c", "d"), 5},
-		{"unknown", func(g string, o membership.NestingListOptions) ([]membership.Nested, int, membership.Revision) {
-			return storetest.Parents(t, s, g, o)
-		}, "nobody", membership.NestingListOptions{Transitive: true}, storetest.Nested(), 0},
+		{"subgroups", storetest.Subgroups, "b", membership.NestingListOptions{}, []membership.Nested{{GroupID: "d", Expires: t0}}, 1},
+		{"all below", storetest.Subgroups, "a", membership.NestingListOptions{Transitive: true}, storetest.Nested("b", "c", "d", "e"), 4},
+		{"a page below", storetest.Subgroups, "a", membership.NestingListOptions{Transitive: true, After: "b", Limit: 2}, storetest.Nested("c", "d"), 4},
+		{"a page of direct", storetest.Subgroups, "a", membership.NestingListOptions{After: "b"}, storetest.Nested("c"), 2},
+		{"parents", storetest.Parents, "d", membership.NestingListOptions{}, []membership.Nested{{GroupID: "b", Expires: t0}, {GroupID: "c"}}, 2},
+		{"all above", storetest.Parents, "e", membership.NestingListOptions{Transitive: true}, storetest.Nested("a", "b", "c", "d", "x"), 5},
+		{"a page above", storetest.Parents, "e", membership.NestingListOptions{Transitive: true, After: "a", Limit: 3}, storetest.Nested("b", "c", "d"), 5},
+		{"unknown", storetest.Parents, "nobody", membership.NestingListOptions{Transitive: true}, storetest.Nested(), 0},
 	} {
-		got, total, rev := tt.read(tt.group, tt.opts)
+		got, total, rev := tt.read(t, s, tt.group, tt.opts)
 		assert.Equal(t, tt.want, got, tt.name)
 		assert.Equal(t, tt.wantTotal, total, tt.name)
 		if tt.wantTotal == 0 {
@@ -501,22 +421,22 @@ func testTransitiveGroupsPaged(t *testing.T, newStore func(t *testing.T) store.E
 	}
 }
 
-func testTransitiveMembers(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testTransitiveMembers(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	// top > a (until t0+2m) > c; top > b > c; c holds 1 until t0+1m, 2, 3 until t0+5m;
 	// a holds 4; b holds 5 until t0; top holds 6.
 	w := storetest.Nest("top", "b")
 	w.Subgroups = append(w.Subgroups, storetest.NestedUntil("a", t0.Add(2*time.Minute)))
-	write(t, s, w)
+	storetest.MustWrite(t, s, w)
 	w = storetest.Nest("b", "c")
 	w.Subgroups = []membership.Subgroup{storetest.NestedUntil("c", t0.Add(4*time.Minute))}
-	write(t, s, w)
-	write(t, s, storetest.Nest("a", "c"))
-	write(t, s, membership.Write{Op: membership.OpAdd, GroupID: "c", Users: []membership.User{
+	storetest.MustWrite(t, s, w)
+	storetest.MustWrite(t, s, storetest.Nest("a", "c"))
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: "c", Users: []membership.User{
 		storetest.ExpiresAt(1, t0.Add(time.Minute)), {UID: 2, Nickname: "Two", HasNickname: true}, storetest.ExpiresAt(3, t0.Add(5*time.Minute)),
 	}})
 	add(t, s, "a", 4)
-	write(t, s, membership.Write{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{storetest.ExpiresAt(5, t0)}})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: "b", Users: []membership.User{storetest.ExpiresAt(5, t0)}})
 	add(t, s, "top", 6, 2)
 	want := []membership.Member{
 		{UID: 1, Expires: t0.Add(time.Minute)},
@@ -577,11 +497,10 @@ func testTransitiveMembers(t *testing.T, ctx context.Context, newStore func(t *t
 	assert.Equal(t, []bool{true, false, true, true, false, false}, found)
 }
 
-func testTransitiveRevision(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
-	write(t, s, storetest.Nest("top", "mid"))
-	write(t, s, storetest.Nest("mid", "leaf"))
-	write(t, s, storetest.Nest("outside", "top"))
+func testTransitiveRevision(t *testing.T, ctx context.Context, s store.Expiring) {
+	storetest.MustWrite(t, s, storetest.Nest("top", "mid"))
+	storetest.MustWrite(t, s, storetest.Nest("mid", "leaf"))
+	storetest.MustWrite(t, s, storetest.Nest("outside", "top"))
 	add(t, s, "leaf", 1)
 	add(t, s, "elsewhere", 2)
 	trev := func() membership.Revision {
@@ -606,7 +525,7 @@ func testTransitiveRevision(t *testing.T, ctx context.Context, newStore func(t *
 		{"a nesting removed below", storetest.NestingWrite(membership.OpRemoveGroups, "leaf", "deeper"), true},
 	} {
 		before := trev()
-		write(t, s, step.w)
+		storetest.MustWrite(t, s, step.w)
 		if step.moves {
 			assert.Greater(t, trev(), before, step.name)
 		} else {
@@ -615,8 +534,7 @@ func testTransitiveRevision(t *testing.T, ctx context.Context, newStore func(t *
 	}
 }
 
-func testRacingNestings(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring) {
-	s := newStore(t)
+func testRacingNestings(t *testing.T, ctx context.Context, s store.Expiring) {
 	const pairs = 20
 	type outcome struct {
 		pair int
@@ -627,12 +545,10 @@ func testRacingNestings(t *testing.T, ctx context.Context, newStore func(t *test
 	for i := range pairs {
 		a, b := fmt.Sprint("a", i), fmt.Sprint("b", i)
 		for _, w := range []membership.Write{storetest.Nest(a, b), storetest.Nest(b, a)} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				_, err := s.Write(ctx, w)
 				outcomes <- outcome{i, err}
-			}()
+			})
 		}
 	}
 	wg.Wait()
@@ -650,8 +566,8 @@ func testRacingNestings(t *testing.T, ctx context.Context, newStore func(t *test
 	}
 }
 
-func testFollowerRebuildsNesting(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testFollowerRebuildsNesting(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	rng := rand.New(rand.NewPCG(46, 1))
 	groups := []string{"a", "b", "c", "d", "e", "f"}
 	clock := t0
@@ -681,9 +597,7 @@ func testFollowerRebuildsNesting(t *testing.T, ctx context.Context, newStore fun
 		}
 	}
 	f := storetest.NewFollower()
-	for _, c := range storetest.AllChanges(t, s, 0) {
-		f.Apply(c)
-	}
+	f.ApplyAll(storetest.AllChanges(t, s, 0))
 	obs := readAll(s, groups, []membership.UID{1, 2, 3, 4, 5, 6, 7, 8})
 	for _, o := range obs {
 		require.NoError(t, o.err)
@@ -691,17 +605,15 @@ func testFollowerRebuildsNesting(t *testing.T, ctx context.Context, newStore fun
 	}
 }
 
-func testRandomNestingsBesideWriters(t *testing.T, ctx context.Context, newStore func(t *testing.T) store.Expiring, t0 time.Time) {
-	s := newStore(t)
+func testRandomNestingsBesideWriters(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	groups := []string{"a", "b", "c", "d", "e", "f", "g"}
 	uids := []membership.UID{1, 2, 3, 4, 5, 6}
 	const writers, perWriter = 3, 80
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*perWriter+writers)
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 46))
 			clock := t0
 			for i := range perWriter {
@@ -718,7 +630,7 @@ func testRandomNestingsBesideWriters(t *testing.T, ctx context.Context, newStore
 					}
 				}
 			}
-		}()
+		})
 	}
 	var obs []observation
 	done := make(chan struct{})
@@ -765,26 +677,10 @@ func testRandomNestingsBesideWriters(t *testing.T, ctx context.Context, newStore
 	}
 }
 
-// randomWrite returns a random write to a few groups and users: adds
-// (some expiring), removes, nestings (some expiring) and their removal,
-// replaces, now and then a group deleted. Nesting writes are bounded 3
-// deep, so that some are refused.
-// write applies w to s and requires it to succeed.
-func write(t *testing.T, s membership.Store, w membership.Write) membership.Result {
-	t.Helper()
-	res, err := s.Write(context.Background(), w)
-	require.NoError(t, err, "%s %s", w.Op, w.GroupID)
-	return res
-}
-
 // add adds the users uids to group.
 func add(t *testing.T, s membership.Store, group string, uids ...membership.UID) membership.Result {
 	t.Helper()
-	us := make([]membership.User, len(uids))
-	for i, uid := range uids {
-		us[i] = membership.User{UID: uid}
-	}
-	return write(t, s, membership.Write{Op: membership.OpAdd, GroupID: group, Users: us})
+	return storetest.MustWrite(t, s, membership.Write{Op: membership.OpAdd, GroupID: group, Users: storetest.UsersOf(uids...)})
 }
 
 // refused requires w to be refused with want, taking no revision.
@@ -798,6 +694,10 @@ func refused(t *testing.T, s membership.Store, w membership.Write, want *members
 	assert.Equal(t, before, storetest.Latest(t, s), "a refused write takes no revision")
 }
 
+// randomWrite returns a random write to a few groups and users: adds
+// (some expiring), removes, nestings (some expiring) and their removal,
+// replaces, now and then a group deleted. Nesting writes are bounded 3
+// deep, so that some are refused.
 func randomWrite(rng *rand.Rand, groups []string, clock time.Time) membership.Write {
 	g := groups[rng.IntN(len(groups))]
 	other := groups[rng.IntN(len(groups))]

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,10 +59,8 @@ func revisionReads(t *testing.T, n membership.Nesting) map[string]func() members
 // testRevisions checks that every read of groups in groups answers at the
 // revision of what it reads, its ETag: a write of anything else leaves it
 // as it is, a write of what it reads moves it.
-func testRevisions(t *testing.T, newStore func(t *testing.T) store.Expiring) {
-	ctx := context.Background()
-	t0 := time.Now().UTC().Truncate(time.Millisecond).Add(time.Hour)
-	s := newStore(t)
+func testRevisions(t *testing.T, ctx context.Context, s store.Expiring) {
+	t0 := storetest.InAnHour()
 	add := func(group string, users ...membership.User) membership.Write {
 		return membership.Write{Op: membership.OpAdd, GroupID: group, Users: users}
 	}
@@ -77,8 +74,7 @@ func testRevisions(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		add("mid", membership.User{UID: 1}), add("leaf", nickname(2, "Two")), add("top", membership.User{UID: 4}),
 		add("elsewhere", membership.User{UID: 3}), add("junk", membership.User{UID: 9}), add("junk2", membership.User{UID: 9}),
 	} {
-		_, err := s.Write(ctx, w)
-		require.NoError(t, err, "%s %s", w.Op, w.GroupID)
+		storetest.MustWrite(t, s, w)
 	}
 	expiring := storetest.Nest("outside")
 	expiring.Subgroups = []membership.Subgroup{storetest.NestedUntil("top", t0)}
@@ -106,18 +102,26 @@ func testRevisions(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 		{"the end of a nesting above", expiring, []string{"top's parents"}},
 		{"a nesting above removed", storetest.NestingWrite(membership.OpRemoveGroups, "over", "outside"), []string{"groups above leaf", "2's groups"}},
 	} {
-		before := map[string]membership.Revision{}
-		for name, read := range reads {
-			before[name] = read()
-		}
-		_, err := s.Write(ctx, step.w)
-		require.NoError(t, err, step.name)
-		for name, read := range reads {
-			if slices.Contains(step.moves, name) {
-				assert.NotEqual(t, before[name], read(), "%s moves %s", step.name, name)
-			} else {
-				assert.Equal(t, before[name], read(), "%s leaves %s", step.name, name)
-			}
+		checkMoves(t, s, reads, step.name, step.w, step.moves)
+	}
+}
+
+// checkMoves makes the write w, of the step name, and checks that it
+// moves the revisions of the reads named in moves, and leaves the others'
+// as they were.
+func checkMoves(t *testing.T, s membership.Store, reads map[string]func() membership.Revision, name string, w membership.Write, moves []string) {
+	t.Helper()
+	before := map[string]membership.Revision{}
+	for read, revision := range reads {
+		before[read] = revision()
+	}
+	_, err := s.Write(context.Background(), w)
+	require.NoError(t, err, name)
+	for read, revision := range reads {
+		if slices.Contains(moves, read) {
+			assert.NotEqual(t, before[read], revision(), "%s moves %s", name, read)
+		} else {
+			assert.Equal(t, before[read], revision(), "%s leaves %s", name, read)
 		}
 	}
 }
@@ -126,18 +130,13 @@ func testRevisions(t *testing.T, newStore func(t *testing.T) store.Expiring) {
 // account's display name, its deactivation, its deletion) move the
 // revisions of the transitive reads that show the user, as a membership
 // write does, and no other.
-func testDirectoryRevisions(t *testing.T, s store.Expiring) {
-	ctx := context.Background()
+func testDirectoryRevisions(t *testing.T, ctx context.Context, s store.Expiring) {
 	write := func(name string, w membership.Write) {
 		_, err := s.Write(ctx, w)
 		require.NoError(t, err, name)
 	}
 	add := func(group string, uids ...membership.UID) membership.Write {
-		w := membership.Write{Op: membership.OpAdd, GroupID: group}
-		for _, uid := range uids {
-			w.Users = append(w.Users, membership.User{UID: uid})
-		}
-		return w
+		return membership.Write{Op: membership.OpAdd, GroupID: group, Users: storetest.UsersOf(uids...)}
 	}
 	setUser := func(uid membership.UID, name string, active bool) membership.Write {
 		a := account.Account{UserName: fmt.Sprintf("user%d", uid), DisplayName: name, Active: active}
@@ -168,18 +167,7 @@ func testDirectoryRevisions(t *testing.T, s store.Expiring) {
 		{"the other user deleted", deleteUser(3), []string{"members of top", "3's record in top", "3's groups"}},
 		{"a user without an account removed from every group", membership.Write{Op: membership.OpRemoveUser, UIDs: []membership.UID{6}}, []string{"members of top", "6's groups"}},
 	} {
-		before := map[string]membership.Revision{}
-		for name, read := range reads {
-			before[name] = read()
-		}
-		write(step.name, step.w)
-		for name, read := range reads {
-			if slices.Contains(step.moves, name) {
-				assert.NotEqual(t, before[name], read(), "%s moves %s", step.name, name)
-			} else {
-				assert.Equal(t, before[name], read(), "%s leaves %s", step.name, name)
-			}
-		}
+		checkMoves(t, s, reads, step.name, step.w, step.moves)
 	}
 }
 
@@ -221,22 +209,18 @@ func directoryReads(t *testing.T, s store.Expiring) map[string]func() membership
 // attributes alone (set_group), after it was deleted, answers a
 // transitive read at its making, not at a revision an answer of the group
 // before gave.
-func testAGroupMadeByItsAttributes(t *testing.T, s store.Expiring) {
-	ctx := context.Background()
+func testAGroupMadeByItsAttributes(t *testing.T, ctx context.Context, s store.Expiring) {
 	for _, w := range []membership.Write{
 		storetest.Nest("top", "leaf"),
 		{Op: membership.OpAdd, GroupID: "leaf", Users: []membership.User{{UID: 2}}},
 	} {
-		_, err := s.Write(ctx, w)
-		require.NoError(t, err)
+		storetest.MustWrite(t, s, w)
 	}
 	_, _, ok, before, err := s.TransitiveMember(ctx, "top", 2)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpDeleteGroup, GroupID: "top"})
-	require.NoError(t, err)
-	_, err = s.Write(ctx, membership.Write{Op: membership.OpSetGroup, GroupID: "top", Group: &account.GroupAttributes{DisplayName: "Top"}})
-	require.NoError(t, err)
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpDeleteGroup, GroupID: "top"})
+	storetest.MustWrite(t, s, membership.Write{Op: membership.OpSetGroup, GroupID: "top", Group: &account.GroupAttributes{DisplayName: "Top"}})
 	_, _, ok, after, err := s.TransitiveMember(ctx, "top", 2)
 	require.NoError(t, err)
 	assert.False(t, ok)
@@ -248,8 +232,7 @@ func testAGroupMadeByItsAttributes(t *testing.T, s store.Expiring) {
 // latest change of the nestings below the group and of the user's groups,
 // which a change that could make the user a member moves, and a change of
 // anything else below the group does not.
-func testNonMemberRevision(t *testing.T, s store.Expiring) {
-	ctx := context.Background()
+func testNonMemberRevision(t *testing.T, ctx context.Context, s store.Expiring) {
 	write := func(name string, w membership.Write) membership.Revision {
 		res, err := s.Write(ctx, w)
 		require.NoError(t, err, name)
