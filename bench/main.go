@@ -12,6 +12,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	_ "embed"
 	"errors"
 	"flag"
@@ -404,7 +405,7 @@ func (h *harness) startRedis() error {
 func (h *harness) fillLists() error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, size := range []int{10, 1000} {
-		uids := loadtest.RandomUIDs(rng, size)
+		uids := loadtest.RandomUIDs(rng, size, 1e9)
 		for _, addr := range []string{h.svcAddr, h.quietAddr, h.dataDirAddr, h.beforeAddr} {
 			if addr == "" {
 				continue
@@ -421,22 +422,19 @@ func (h *harness) fillLists() error {
 	// requests the targets measure (a POST as post.lua sends it).
 	svcURL := "http://" + h.svcAddr
 	for _, c := range []struct {
-		reply *capturedReply
-		req   func() (*http.Request, error)
+		reply              *capturedReply
+		method, path, form string
 	}{
-		{&h.replies.list10, func() (*http.Request, error) { return http.NewRequest("GET", svcURL+"/group-user/list10", nil) }},
-		{&h.replies.list1000, func() (*http.Request, error) { return http.NewRequest("GET", svcURL+"/group-user/list1000", nil) }},
-		{&h.replies.post3, func() (*http.Request, error) {
-			req, err := http.NewRequest("POST", svcURL+"/group-user/g1", strings.NewReader("users=[1,2,3]"))
-			if err == nil {
-				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			}
-			return req, err
-		}},
+		{&h.replies.list10, "GET", "/group-user/list10", ""},
+		{&h.replies.list1000, "GET", "/group-user/list1000", ""},
+		{&h.replies.post3, "POST", "/group-user/g1", "users=[1,2,3]"},
 	} {
-		req, err := c.req()
+		req, err := http.NewRequest(c.method, svcURL+c.path, strings.NewReader(c.form))
 		if err != nil {
 			return err
+		}
+		if c.form != "" {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		}
 		if *c.reply, err = capture(req); err != nil {
 			return err
@@ -454,13 +452,13 @@ type scenario struct {
 func (h *harness) scenarios() []scenario {
 	wrk := func(url string, script string) func() (loadtest.Result, error) {
 		return func() (loadtest.Result, error) {
-			return loadtest.Load{Threads: h.opts.threads, Connections: h.opts.connections, Duration: h.opts.duration}.RunWrk(url, script)
+			return loadtest.Load{Threads: h.opts.threads, Connections: h.opts.connections, Duration: h.opts.duration}.RunWrk(context.Background(), url, script)
 		}
 	}
 	wrkClosing := func(url string) func() (loadtest.Result, error) {
 		return func() (loadtest.Result, error) {
 			return loadtest.Load{Threads: h.opts.threads, Connections: h.opts.connections, Duration: h.opts.duration,
-				Headers: []string{"Connection: close"}}.RunWrk(url, "")
+				Headers: []string{"Connection: close"}}.RunWrk(context.Background(), url, "")
 		}
 	}
 	redisBench := func(args ...string) func() (loadtest.Result, error) {
@@ -717,7 +715,7 @@ func (h *harness) measureMemory() (memory, error) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	groups := make([][]int64, opts.groups)
 	for g := range groups {
-		groups[g] = loadtest.RandomUIDs(rng, opts.perGroup)
+		groups[g] = loadtest.RandomUIDs(rng, opts.perGroup, 1e9)
 	}
 	total := float64(opts.groups * opts.perGroup)
 	var mem memory

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -24,7 +25,7 @@ func runOverhead(opts options, luaPath, tmp string) error {
 	configs := overheadConfigs(opts.baseline, bin)
 	urls := map[string]string{}
 	rng := rand.New(rand.NewPCG(1, 2))
-	list10 := loadtest.RandomUIDs(rng, 10)
+	list10 := loadtest.RandomUIDs(rng, 10, 1e9)
 	for i, c := range configs {
 		addr, _, stop, err := loadtest.StartService(c.bin, tmp, fmt.Sprint("overhead", i), opts.serviceArgs+c.args)
 		if err != nil {
@@ -48,7 +49,7 @@ func runOverhead(opts options, luaPath, tmp string) error {
 			// runs first (or right after a given other one).
 			for k := range configs {
 				c := configs[(k+round)%len(configs)]
-				r, err := loadtest.Load{Threads: opts.threads, Connections: opts.connections, Duration: opts.duration}.RunWrk(urls[c.name]+s.path, s.script)
+				r, err := loadtest.Load{Threads: opts.threads, Connections: opts.connections, Duration: opts.duration}.RunWrk(context.Background(), urls[c.name]+s.path, s.script)
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", c.name, s.op, err)
 				}

@@ -58,25 +58,9 @@ func smallGroups(groups, size int) [][]int64 {
 	rng := rand.New(rand.NewPCG(uint64(groups), uint64(size)))
 	out := make([][]int64, groups)
 	for g := range out {
-		uids := make([]int64, 0, size)
-		for len(uids) < size {
-			uid := rng.Int64N(smallUsers) + 1
-			if !containsUID(uids, uid) {
-				uids = append(uids, uid)
-			}
-		}
-		out[g] = uids
+		out[g] = loadtest.RandomUIDs(rng, size, smallUsers)
 	}
 	return out
-}
-
-func containsUID(uids []int64, uid int64) bool {
-	for _, u := range uids {
-		if u == uid {
-			return true
-		}
-	}
-	return false
 }
 
 // measureSmallGroups measures each shape in the service (and, with

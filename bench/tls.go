@@ -62,7 +62,7 @@ func (h *harness) startTLSTwins() error {
 		return err
 	}
 	h.stops = append(h.stops, stop)
-	uids := loadtest.RandomUIDs(rand.New(rand.NewPCG(3, 4)), 10)
+	uids := loadtest.RandomUIDs(rand.New(rand.NewPCG(3, 4)), 10, 1e9)
 	for _, base := range []string{"http://" + h.httpTwin, "https://" + h.httpsTwin} {
 		if err := loadtest.PostUsers(base, "list10", uids); err != nil {
 			return fmt.Errorf("%s: %w", base, err)

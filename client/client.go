@@ -167,10 +167,7 @@ var defaultUserAgent = readUserAgent()
 
 // readUserAgent returns the User-Agent of the running binary's client.
 func readUserAgent() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return userAgentOf(nil)
-	}
+	bi, _ := debug.ReadBuildInfo() // nil when the binary has none
 	return userAgentOf(bi)
 }
 
@@ -307,18 +304,10 @@ const (
 )
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
-	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = DefaultMaxAttempts
-	}
-	if p.MaxElapsed <= 0 {
-		p.MaxElapsed = DefaultMaxElapsed
-	}
-	if p.BaseDelay <= 0 {
-		p.BaseDelay = DefaultBaseDelay
-	}
-	if p.MaxDelay <= 0 {
-		p.MaxDelay = DefaultMaxDelay
-	}
+	positiveOr(&p.MaxAttempts, DefaultMaxAttempts)
+	positiveOr(&p.MaxElapsed, DefaultMaxElapsed)
+	positiveOr(&p.BaseDelay, DefaultBaseDelay)
+	positiveOr(&p.MaxDelay, DefaultMaxDelay)
 	if p.sleep == nil {
 		p.sleep = sleepCtx
 	}
@@ -329,6 +318,13 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 		p.rand = mrand.Int64N
 	}
 	return p
+}
+
+// positiveOr sets *v to def unless it is positive.
+func positiveOr[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // sleepCtx waits d, or until ctx ends, and then returns its error.

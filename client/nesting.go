@@ -28,18 +28,12 @@ type subgroupsBody struct {
 // Add: IfMatch (group's ETag, which covers its members and its
 // subgroups), IfGroupEmpty, the Idempotency-Key options and WithActor.
 func (c *Client) AddSubgroups(ctx context.Context, group string, groups []Subgroup, opts ...WriteOption) (WriteResult, error) {
-	if groups == nil {
-		groups = []Subgroup{}
-	}
 	return c.writeSubgroups(ctx, http.MethodPost, group, groups, opts)
 }
 
 // ReplaceSubgroups makes groups the whole set of group's subgroups, in
 // one change. Count is how many were added, Removed how many removed.
 func (c *Client) ReplaceSubgroups(ctx context.Context, group string, groups []Subgroup, opts ...WriteOption) (WriteResult, error) {
-	if groups == nil {
-		groups = []Subgroup{}
-	}
 	return c.writeSubgroups(ctx, http.MethodPut, group, groups, opts)
 }
 
@@ -53,15 +47,10 @@ func (c *Client) writeSubgroups(ctx context.Context, method, group string, group
 	if group == "" {
 		return WriteResult{}, ErrEmptyGroup
 	}
-	o := writeOpts(opts)
-	path := subgroupsPath(group)
-	body, err := json.Marshal(subgroupsBody{Groups: groups, UID: o.actor})
-	if err != nil {
-		return WriteResult{}, fmt.Errorf("membership: %s %s: encoding the groups: %w", method, path, err)
+	if groups == nil {
+		groups = []Subgroup{}
 	}
-	r := &request{method: method, path: path, body: body, contentType: "application/json"}
-	o.apply(r)
-	return c.writeCounts(ctx, r, method == http.MethodPut)
+	return c.writeList(ctx, method, subgroupsPath(group), "groups", opts, func(actor int64) any { return subgroupsBody{Groups: groups, UID: actor} })
 }
 
 // subgroupsPath returns the escaped path of group's subgroups.
@@ -78,7 +67,7 @@ func (c *Client) SubgroupsPage(ctx context.Context, group string, opts PageOptio
 // Subgroups iterates over group's subgroups (every group below it, with
 // opts.Transitive), following the pages. An error ends the iteration.
 func (c *Client) Subgroups(ctx context.Context, group string, opts PageOptions) iter.Seq2[NestedGroup, error] {
-	return c.nestedPages(ctx, subgroupsPath(group), group, opts)
+	return groupPages(opts, func(o PageOptions) (Page[NestedGroup], error) { return c.SubgroupsPage(ctx, group, o) })
 }
 
 // ParentsPage returns one page of the groups group is nested in directly,
@@ -93,7 +82,7 @@ func (c *Client) ParentsPage(ctx context.Context, group string, opts PageOptions
 // Parents iterates over the groups group is in (every group above it,
 // with opts.Transitive), following the pages. An error ends the iteration.
 func (c *Client) Parents(ctx context.Context, group string, opts PageOptions) iter.Seq2[NestedGroup, error] {
-	return c.nestedPages(ctx, "/group-parents/"+escapeGroup(group), group, opts)
+	return groupPages(opts, func(o PageOptions) (Page[NestedGroup], error) { return c.ParentsPage(ctx, group, o) })
 }
 
 func (c *Client) nestedPage(ctx context.Context, path, group string, opts PageOptions) (Page[NestedGroup], error) {
@@ -101,19 +90,6 @@ func (c *Client) nestedPage(ctx context.Context, path, group string, opts PageOp
 		return Page[NestedGroup]{}, ErrEmptyGroup
 	}
 	return getPage[NestedGroup](ctx, c, &request{method: http.MethodGet, path: path, query: opts.query(false), read: true, cache: true})
-}
-
-func (c *Client) nestedPages(ctx context.Context, path, group string, opts PageOptions) iter.Seq2[NestedGroup, error] {
-	if opts.Limit <= 0 {
-		opts.Limit = DefaultPageSize
-	}
-	return pages(func(after string) (Page[NestedGroup], error) {
-		o := opts
-		if after != "" {
-			o.After = after
-		}
-		return c.nestedPage(ctx, path, group, o)
-	})
 }
 
 // TransitiveMember returns uid's record as a member of group or of any

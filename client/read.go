@@ -212,16 +212,7 @@ func (c *Client) UserGroupsPage(ctx context.Context, uid int64, opts PageOptions
 // UserGroups iterates over the ids of the groups uid is in, in byte
 // order, following the pages. An error ends the iteration.
 func (c *Client) UserGroups(ctx context.Context, uid int64, opts PageOptions) iter.Seq2[string, error] {
-	if opts.Limit <= 0 {
-		opts.Limit = DefaultPageSize
-	}
-	return pages(func(after string) (Page[string], error) {
-		o := opts
-		if after != "" {
-			o.After = after
-		}
-		return c.UserGroupsPage(ctx, uid, o)
-	})
+	return groupPages(opts, func(o PageOptions) (Page[string], error) { return c.UserGroupsPage(ctx, uid, o) })
 }
 
 // GroupsPage returns one page of the groups that have members, in byte
@@ -235,16 +226,7 @@ func (c *Client) GroupsPage(ctx context.Context, opts PageOptions) (Page[GroupSi
 // opts.Prefix), in byte order of their ids, following the pages. An error
 // ends the iteration.
 func (c *Client) Groups(ctx context.Context, opts PageOptions) iter.Seq2[GroupSize, error] {
-	if opts.Limit <= 0 {
-		opts.Limit = DefaultPageSize
-	}
-	return pages(func(after string) (Page[GroupSize], error) {
-		o := opts
-		if after != "" {
-			o.After = after
-		}
-		return c.GroupsPage(ctx, o)
-	})
+	return groupPages(opts, func(o PageOptions) (Page[GroupSize], error) { return c.GroupsPage(ctx, o) })
 }
 
 // getPage gets one page of a list.
@@ -287,6 +269,22 @@ func pages[T any](get func(after string) (Page[T], error)) iter.Seq2[T, error] {
 			after = p.Next
 		}
 	}
+}
+
+// groupPages iterates over the items of a list of groups' pages, which
+// page returns, a page of opts.Limit (DefaultPageSize when 0) at a time
+// from opts.After, following Next.
+func groupPages[T any](opts PageOptions, page func(PageOptions) (Page[T], error)) iter.Seq2[T, error] {
+	if opts.Limit <= 0 {
+		opts.Limit = DefaultPageSize
+	}
+	return pages(func(after string) (Page[T], error) {
+		o := opts
+		if after != "" {
+			o.After = after
+		}
+		return page(o)
+	})
 }
 
 // nextAfter returns the after parameter of a Link to the next page; ""

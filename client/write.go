@@ -126,12 +126,18 @@ func (c *Client) writeUsers(ctx context.Context, method, group string, users []U
 	if group == "" {
 		return WriteResult{}, ErrEmptyGroup
 	}
+	return c.writeList(ctx, method, groupPath(group), "users", opts, func(actor int64) any { return usersBody{Users: users, UID: actor} })
+}
+
+// writeList sends the write of a list, of users or of groups (what), to
+// path: its JSON body is body's, with the acting uid.
+func (c *Client) writeList(ctx context.Context, method, path, what string, opts []WriteOption, body func(actor int64) any) (WriteResult, error) {
 	o := writeOpts(opts)
-	body, err := json.Marshal(usersBody{Users: users, UID: o.actor})
+	b, err := json.Marshal(body(o.actor))
 	if err != nil {
-		return WriteResult{}, fmt.Errorf("membership: %s %s: encoding the users: %w", method, groupPath(group), err)
+		return WriteResult{}, fmt.Errorf("membership: %s %s: encoding the %s: %w", method, path, what, err)
 	}
-	r := &request{method: method, path: groupPath(group), body: body, contentType: "application/json"}
+	r := &request{method: method, path: path, body: b, contentType: "application/json"}
 	o.apply(r)
 	return c.writeCounts(ctx, r, method == http.MethodPut)
 }

@@ -35,12 +35,12 @@ func handleBatch(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 		}
 		req.Batch.Idem.Key, req.Batch.Principal = key, middleware.PrincipalName(r.Context())
 		if err != nil {
-			writeBatchError(w, r, svc, err)
+			writeChangeError(w, r, svc, err)
 			return
 		}
 		res, err := svc.Batch(r.Context(), req.Batch)
 		if err != nil {
-			writeBatchError(w, r, svc, err)
+			writeChangeError(w, r, svc, err)
 			return
 		}
 		writeWritten(w, res.Revision, res.Replayed)
@@ -48,14 +48,9 @@ func handleBatch(svc *membership.Service, maxBodyBytes int64, bodies *budget.Byt
 	})
 }
 
-// writeBatchError answers err of a batch: as middleware.WriteError, with the current
-// ETag of the group whose precondition failed.
-func writeBatchError(w http.ResponseWriter, r *http.Request, svc *membership.Service, err error) {
-	writeChangeError(w, r, svc, err)
-}
-
-// writeChangeError answers err of a write: as middleware.WriteError, with the
-// group's current ETag when a precondition failed.
+// writeChangeError answers err of a write or a batch: as
+// middleware.WriteError, with the current ETag of the group whose
+// precondition failed.
 func writeChangeError(w http.ResponseWriter, r *http.Request, svc *membership.Service, err error) {
 	var e *membership.Error
 	if errors.As(err, &e) && e.Code == membership.CodePreconditionFailed {

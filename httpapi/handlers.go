@@ -27,7 +27,7 @@ func handleChangeMembers(svc *membership.Service, op membership.Op, maxBodyBytes
 		if err == nil {
 			err = holdDecoded(lease, users)
 		}
-		return changeOf(op, groupID, users), err
+		return decode.UsersWrite(op, groupID, users), err
 	})
 }
 
@@ -79,22 +79,6 @@ func handleChangeList(svc *membership.Service, op membership.Op, param string, m
 		}
 		middleware.WriteJSON(w, http.StatusOK, middleware.CountBody(w, res.Count))
 	})
-}
-
-// changeOf returns the write of op with users to the group. A remove
-// takes the users' uids: nicknames in a remove are validated (by
-// decode.ParseUsers) and otherwise ignored.
-func changeOf(op membership.Op, groupID string, users []membership.User) membership.Write {
-	w := membership.Write{Op: op, GroupID: groupID}
-	if op != membership.OpRemove {
-		w.Users = users
-		return w
-	}
-	w.UIDs = make([]membership.UID, len(users))
-	for i, u := range users {
-		w.UIDs[i] = u.UID
-	}
-	return w
 }
 
 // writeRevision sets the X-Revision of a write's reply.
@@ -273,33 +257,28 @@ func handleListMembers(svc *membership.Service, nest *nestreads.Service, l *list
 		// page exists.
 		ask := opts
 		ask.Limit = opts.Limit + 1
-		var body []byte
-		var lease budget.Lease
-		defer lease.Release()
-		var total int
-		var last membership.UID
-		more := false
-		var busy error
-		revision, err := svc.ListMembers(r.Context(), groupID, ask, func(n int, members iter.Seq[membership.Member]) {
-			total = n
-			page := pageOf(members, opts.Limit, func(m membership.Member) membership.UID { return m.UID }, &more, &last)
-			size, _ := encode.MembersJSONLen(page)
-			body, lease, busy = lists.EncodeBounded(l.Replies, size, func(b []byte) []byte { return encode.AppendMembers(b, page, nil) })
-		})
+		var p pageReply[membership.UID]
+		defer p.lease.Release()
+		revision, err := svc.ListMembers(r.Context(), groupID, ask, encodeMembersPage(&p, l.Replies, opts.Limit))
 		if err == nil {
-			err = busy
+			err = p.busy
 		}
 		if err != nil {
 			middleware.WriteError(w, r, err)
 			return
 		}
-		w.Header()["X-Total-Count"] = []string{strconv.Itoa(total)}
-		w.Header()["Etag"] = encode.ETag(svc.Epoch(), revision)
-		if more {
-			setNextLink(w, "/group-user/"+escapeGroupID(groupID), opts.Limit, strconv.FormatInt(int64(last), 10))
-		}
-		middleware.WriteJSON(w, http.StatusOK, body)
+		p.write(w, encode.ETag(svc.Epoch(), revision), func(last membership.UID) string {
+			return nextLink("/group-user/"+escapeGroupID(groupID), opts.Limit, strconv.FormatInt(int64(last), 10))
+		})
 	})
+}
+
+// encodeMembersPage is encodePage for a list of members, keyed by uid.
+func encodeMembersPage(p *pageReply[membership.UID], replies *budget.Bytes, limit int) membership.ListFunc {
+	return encodePage(p, replies, limit,
+		func(m membership.Member) membership.UID { return m.UID },
+		func(page iter.Seq[membership.Member]) int { size, _ := encode.MembersJSONLen(page); return size },
+		func(b []byte, page iter.Seq[membership.Member]) []byte { return encode.AppendMembers(b, page, nil) })
 }
 
 // userGroupsFunc is a read of a user's groups: membership.Service's
@@ -405,12 +384,6 @@ func (p *pageReply[K]) write(w http.ResponseWriter, etag []string, next func(las
 	middleware.WriteJSON(w, http.StatusOK, p.body)
 }
 
-// setNextLink sets the Link header to the next page of the list at path:
-// limit items after after (escaped here).
-func setNextLink(w http.ResponseWriter, path string, limit int, after string) {
-	setLink(w, nextLink(path, limit, after))
-}
-
 // nextLink returns the URL of the next page of the list at path: limit
 // items after after (escaped here).
 func nextLink(path string, limit int, after string) string {
@@ -427,15 +400,7 @@ func setLink(w http.ResponseWriter, target string) {
 //
 // Errors: CodeInvalidQuery.
 func listOptions(r *http.Request) (opts membership.ListOptions, transitive bool, err error) {
-	q, err := decode.ParseQuery(r, "limit", "after", "transitive")
-	if err != nil {
-		return membership.ListOptions{}, false, err
-	}
-	limit, err := q.Limit()
-	if err != nil {
-		return membership.ListOptions{}, false, err
-	}
-	transitive, err = transitiveQuery(q)
+	q, limit, transitive, err := pageQuery(r)
 	if err != nil {
 		return membership.ListOptions{}, false, err
 	}
@@ -449,6 +414,22 @@ func listOptions(r *http.Request) (opts membership.ListOptions, transitive bool,
 			"after %.40q is not a uid (%s)", after, membership.UIDRange)
 	}
 	return membership.ListOptions{After: uid, Limit: limit}, transitive, nil
+}
+
+// pageQuery reads the query of a list that takes limit, after and
+// transitive: the limit (0 when absent), and transitive; after is left in
+// q, for the list to read.
+//
+// Errors: CodeInvalidQuery.
+func pageQuery(r *http.Request) (q decode.Query, limit int, transitive bool, err error) {
+	q, err = decode.ParseQuery(r, "limit", "after", "transitive")
+	if err == nil {
+		limit, err = q.Limit()
+	}
+	if err == nil {
+		transitive, err = transitiveQuery(q)
+	}
+	return q, limit, transitive, err
 }
 
 // pathUID returns the {uid} of the request's path.
@@ -528,14 +509,7 @@ func userGroupsQuery(r *http.Request) (uid membership.UID, limit int, opts membe
 	if err != nil {
 		return 0, 0, membership.GroupListOptions{}, false, err
 	}
-	q, err := decode.ParseQuery(r, "limit", "after", "transitive")
-	if err != nil {
-		return 0, 0, membership.GroupListOptions{}, false, err
-	}
-	limit, err = q.Limit()
-	if err == nil {
-		transitive, err = transitiveQuery(q)
-	}
+	q, limit, transitive, err := pageQuery(r)
 	return uid, limit, membership.GroupListOptions{After: q["after"]}, transitive, err
 }
 

@@ -140,24 +140,12 @@ func NewLoadingHandler(opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if opts.BodyMemoryBytes <= 0 {
-		opts.BodyMemoryBytes = DefaultBodyMemoryBytes
-	}
-	if opts.ReplyMemoryBytes <= 0 {
-		opts.ReplyMemoryBytes = DefaultReplyMemoryBytes
-	}
-	if opts.ChangesReplyBytes <= 0 {
-		opts.ChangesReplyBytes = DefaultChangesReplyBytes
-	}
-	if opts.MaxWaiters <= 0 {
-		opts.MaxWaiters = DefaultMaxWaiters
-	}
-	if opts.MinRevisionWait <= 0 {
-		opts.MinRevisionWait = DefaultMinRevisionWait
-	}
+	positiveOr(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	positiveOr(&opts.BodyMemoryBytes, DefaultBodyMemoryBytes)
+	positiveOr(&opts.ReplyMemoryBytes, DefaultReplyMemoryBytes)
+	positiveOr(&opts.ChangesReplyBytes, DefaultChangesReplyBytes)
+	positiveOr(&opts.MaxWaiters, DefaultMaxWaiters)
+	positiveOr(&opts.MinRevisionWait, DefaultMinRevisionWait)
 	if opts.Ready == nil {
 		opts.Ready = func() bool { return true }
 	}
@@ -174,17 +162,27 @@ func NewLoadingHandler(opts Options) *Handler {
 	}
 	h := &Handler{base: d}
 	h.mux.Store(h.newMux(d))
-	h.serve = middleware.Observe(middleware.RequestLog{Logger: opts.Logger, Lines: opts.AccessLines}, opts.AccessLog, d.metrics, middleware.CanonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	observe := func(next http.HandlerFunc) http.Handler {
+		return middleware.Observe(middleware.RequestLog{Logger: opts.Logger, Lines: opts.AccessLines}, opts.AccessLog, d.metrics, middleware.CanonicalPaths(next))
+	}
+	h.serve = observe(func(w http.ResponseWriter, r *http.Request) {
 		h.mux.Load().ServeHTTP(w, r)
-	})))
-	h.admin = middleware.Observe(middleware.RequestLog{Logger: opts.Logger, Lines: opts.AccessLines}, opts.AccessLog, d.metrics, middleware.CanonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	})
+	h.admin = observe(func(w http.ResponseWriter, r *http.Request) {
 		if !adminPaths[r.URL.Path] {
 			middleware.WriteError(w, r, membership.Errorf(middleware.CodeNotFound, "the admin address serves /healthz, /readyz and /metrics only: the API is on the other address"))
 			return
 		}
 		h.mux.Load().ServeHTTP(w, r)
-	})))
+	})
 	return h
+}
+
+// positiveOr sets *v to def unless it is positive.
+func positiveOr[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // adminPaths are the paths the admin address serves.

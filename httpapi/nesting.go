@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"iter"
 	"net/http"
 	"strconv"
 
@@ -142,15 +141,7 @@ func handleNested(svc *membership.Service, nest *nestreads.Service, parents bool
 //
 // Errors: CodeInvalidQuery.
 func nestingListOptions(r *http.Request) (membership.NestingListOptions, error) {
-	q, err := decode.ParseQuery(r, "limit", "after", "transitive")
-	if err != nil {
-		return membership.NestingListOptions{}, err
-	}
-	limit, err := q.Limit()
-	if err != nil {
-		return membership.NestingListOptions{}, err
-	}
-	transitive, err := transitiveQuery(q)
+	q, limit, transitive, err := pageQuery(r)
 	if err != nil {
 		return membership.NestingListOptions{}, err
 	}
@@ -180,10 +171,7 @@ func listTransitiveMembers(w http.ResponseWriter, r *http.Request, epoch uint64,
 	}
 	var p pageReply[membership.UID]
 	defer p.lease.Release()
-	revision, err = nest.ListTransitiveMembers(r.Context(), groupID, ask, encodePage(&p, replies, opts.Limit,
-		func(m membership.Member) membership.UID { return m.UID },
-		func(page iter.Seq[membership.Member]) int { size, _ := encode.MembersJSONLen(page); return size },
-		func(b []byte, page iter.Seq[membership.Member]) []byte { return encode.AppendMembers(b, page, nil) }))
+	revision, err = nest.ListTransitiveMembers(r.Context(), groupID, ask, encodeMembersPage(&p, replies, opts.Limit))
 	if err == nil {
 		err = p.busy
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // Attacks on what a connection costs: a descriptor, and the memory of an
@@ -89,10 +90,10 @@ func idleConns(ctx context.Context, h *harness, s *service, log string, r *row) 
 		peak1, open1 := sm.phasePeak(), m[`membership_connections{listener="api"}`]
 		r.notef("first %d connections opened in %s (%s), each with GET /healthz: %s; after %s: membership_connections{api} %s, closed_idle_total %s; peak RSS +%s",
 			first, fmtDur(opened.Took), fmtRate(h.openRate), fmtTally(opened.Tally), firstHold, metricOr(m, `membership_connections{listener="api"}`),
-			metricOr(m, `membership_connections_closed_idle_total{listener="api"}`), fmtMiB(peak1-r.baseRSS))
+			metricOr(m, `membership_connections_closed_idle_total{listener="api"}`), loadtest.MiB(peak1-r.baseRSS))
 		if open1 > 0 {
 			r.notef("RSS per idle connection, before any was closed to make room: +%s / %.0f connections = %.1f KiB",
-				fmtMiB(peak1-r.baseRSS), open1, float64(peak1-r.baseRSS)/open1/1024)
+				loadtest.MiB(peak1-r.baseRSS), open1, float64(peak1-r.baseRSS)/open1/1024)
 		}
 
 		more, opened2, err := startHolders(ctx, holders, s.addr, "/healthz", conns-first, h.openRate)
@@ -128,16 +129,13 @@ func idleConns(ctx context.Context, h *harness, s *service, log string, r *row) 
 		if seen && peakConns > 0 {
 			growth := peakRSS - r.baseRSS
 			r.notef("RSS per idle connection, at the peak of the whole attack: +%s / %.0f connections held at the peak = %.1f KiB",
-				fmtMiB(growth), peakConns, float64(growth)/peakConns/1024)
+				loadtest.MiB(growth), peakConns, float64(growth)/peakConns/1024)
 		}
 		return nil
 	})
 	// The log goes out through a buffer of the service's: read it last.
 	r.notes = append([]string{fmt.Sprintf("the service's start: %s; its limit of open files: %s", budgetLine(log), limit)}, r.notes...)
-	notePhases(r, phases)
-	emfile := grepLog(log, "too many open files", "EMFILE")
-	r.check("no EMFILE in the service's log", fmt.Sprintf("%d lines%s", len(emfile), firstOf(emfile)), len(emfile) == 0)
-	return err
+	return endConnAttack(r, phases, log, err)
 }
 
 // attackHeaderStall opens 4000 connections that each send 63 KB of request
@@ -163,15 +161,8 @@ func attackHeaderStall(ctx context.Context, h *harness, r *row) error {
 		head := stalledHeaders(s.addr, headerBytes)
 		held := &rawConns{}
 		defer held.closeAll()
-		var writeFailed atomic.Int64
 		start := time.Now()
-		dialTook := openAll(ctx, conns, dialers, h.openRate, func() {
-			c, failed, err := writeAndHold(ctx, s.addr, head)
-			held.add(c, err)
-			if failed {
-				writeFailed.Add(1)
-			}
-		})
+		dialTook := openAll(ctx, conns, dialers, h.openRate, func() { held.writeAndHold(ctx, s.addr, head) })
 		phases = append(phases, phase{"while they were opened", start, time.Now()})
 		// The service reads what arrived; a moment later, what it holds.
 		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
@@ -179,9 +170,9 @@ func attackHeaderStall(ctx context.Context, h *harness, r *row) error {
 		}
 		atPeak := held.statuses()
 		m, _ := s.metrics(ctx, 5*time.Second)
-		open, failed := held.count()
+		open, failed, cut := held.count()
 		r.notef("%d connections each sent %d bytes of headers and stalled, opened in %s (%s; %d failed to connect%s; on %d the service stopped taking bytes before all were sent)",
-			open, headerBytes, fmtDur(dialTook), fmtRate(h.openRate), failed, lastErr(held.lastError()), writeFailed.Load())
+			open, headerBytes, fmtDur(dialTook), fmtRate(h.openRate), failed, lastErr(held.lastError()), cut)
 		r.notef("%s after the last: %s; membership_memory_bytes{request_headers} %s of %s, refused_total %s; membership_connections{api} %s",
 			fmtDur(time.Since(start)-dialTook), fmtTally(atPeak), bytesMetricOr(m, `membership_memory_bytes{budget="request_headers"}`),
 			bytesMetricOr(m, `membership_memory_limit_bytes{budget="request_headers"}`), metricOr(m, `membership_memory_refused_total{budget="request_headers"}`),
@@ -195,15 +186,12 @@ func attackHeaderStall(ctx context.Context, h *harness, r *row) error {
 		r.notef("%s after the first: %s (the header timeout is 5 s)", fmtDur(time.Since(start)), fmtTally(end))
 		if stalled := atPeak["nothing yet"]; stalled > 0 {
 			r.notef("RSS per stalled connection: +%s / %d stalled at the peak (not refused) = %.1f KiB",
-				fmtMiB(peakRSS-r.baseRSS), stalled, float64(peakRSS-r.baseRSS)/float64(stalled)/1024)
+				loadtest.MiB(peakRSS-r.baseRSS), stalled, float64(peakRSS-r.baseRSS)/float64(stalled)/1024)
 		}
 		held.closeAll()
 		return nil
 	})
-	notePhases(r, phases)
-	emfile := grepLog(log, "too many open files", "EMFILE")
-	r.check("no EMFILE in the service's log", fmt.Sprintf("%d lines%s", len(emfile), firstOf(emfile)), len(emfile) == 0)
-	return err
+	return endConnAttack(r, phases, log, err)
 }
 
 // attackParkedPolls parks 8000 long polls of /changes (wait=60s) after the
@@ -248,10 +236,10 @@ func attackParkedPolls(ctx context.Context, h *harness, r *row) error {
 		peak1 := sm.phasePeak()
 		tally1 := polls.statuses()
 		r.notef("phase 1: %d polls GET %s opened in %s (%s); after %s: %s; membership_changes_waiters %.0f; peak RSS +%s",
-			first, target, fmtDur(took), fmtRate(h.openRate), hold1, fmtTally(tally1), waiters1, fmtMiB(peak1-r.baseRSS))
+			first, target, fmtDur(took), fmtRate(h.openRate), hold1, fmtTally(tally1), waiters1, loadtest.MiB(peak1-r.baseRSS))
 		if waiters1 > 0 {
 			r.notef("RSS per parked poll (its connection included): +%s / %.0f parked = %.1f KiB",
-				fmtMiB(peak1-r.baseRSS), waiters1, float64(peak1-r.baseRSS)/waiters1/1024)
+				loadtest.MiB(peak1-r.baseRSS), waiters1, float64(peak1-r.baseRSS)/waiters1/1024)
 		}
 
 		start = time.Now()
@@ -263,20 +251,17 @@ func attackParkedPolls(ctx context.Context, h *harness, r *row) error {
 		phases = append(phases, phase{"while 7000 more were opened", start, opened}, phase{"with 1000 parked and 7000 answered", opened, time.Now()})
 		m, _ := s.metrics(ctx, 5*time.Second)
 		peak2 := sm.phasePeak()
-		open, failed := polls.count()
+		open, failed, _ := polls.count()
 		tally2 := polls.statuses()
 		r.notef("phase 2: %d more opened in %s (%d held in all, %d failed to connect%s); after %s: %s",
 			total-first, fmtDur(took), open, failed, lastErr(polls.lastError()), hold2, fmtTally(tally2))
 		r.notef("parked (membership_changes_waiters) %s, peak %s, limit %s; answered at once (waiters_refused_total) %s; peak RSS +%s",
 			metricOr(m, "membership_changes_waiters"), fmtPeak(peakOf(sm, "membership_changes_waiters"), true),
-			metricOr(m, "membership_changes_waiters_limit"), metricOr(m, "membership_changes_waiters_refused_total"), fmtMiB(max(peak1, peak2)-r.baseRSS))
+			metricOr(m, "membership_changes_waiters_limit"), metricOr(m, "membership_changes_waiters_refused_total"), loadtest.MiB(max(peak1, peak2)-r.baseRSS))
 		polls.closeAll()
 		return nil
 	})
-	notePhases(r, phases)
-	emfile := grepLog(log, "too many open files", "EMFILE")
-	r.check("no EMFILE in the service's log", fmt.Sprintf("%d lines%s", len(emfile), firstOf(emfile)), len(emfile) == 0)
-	return err
+	return endConnAttack(r, phases, log, err)
 }
 
 // stalledHeaders is a GET whose headers come to size bytes, in lines of
@@ -294,20 +279,6 @@ func stalledHeaders(addr string, size int) []byte {
 		b = append(b, "\r\n"...)
 	}
 	return b
-}
-
-// writeAndHold opens a connection and writes b on it. Unlike rawRequest, it
-// keeps a connection whose write the service cut short: the service may
-// have answered before it closed. failed says whether the write was cut.
-func writeAndHold(ctx context.Context, addr string, b []byte) (c net.Conn, failed bool, err error) {
-	c, err = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, false, err
-	}
-	_ = c.SetWriteDeadline(time.Now().Add(2 * time.Second))
-	_, werr := c.Write(b)
-	_ = c.SetWriteDeadline(time.Time{})
-	return c, werr != nil, nil
 }
 
 // startLogged starts bin as startProbed does, with its stdout and stderr in
@@ -419,22 +390,26 @@ type phase struct {
 	from, to time.Time
 }
 
-// notePhases notes the p99 of each probe in each phase.
-func notePhases(r *row, phases []phase) {
-	if r.probe == nil {
-		return
-	}
-	recs := append([]*recorder{r.probe}, r.endpointRecs...)
-	names := append([]string{"probe"}, r.endpoints...)
-	for _, ph := range phases {
-		var parts []string
-		for i, rec := range recs {
-			if i < len(names) {
-				parts = append(parts, names[i]+" "+rec.pctIn(99, ph.from, ph.to))
+// endConnAttack ends an attack on connections whose measure returned err:
+// it notes the p99 of each probe in each phase, and checks that the
+// service's log, the file log, has no EMFILE. It returns err.
+func endConnAttack(r *row, phases []phase, log string, err error) error {
+	if r.probe != nil {
+		recs := append([]*recorder{r.probe}, r.endpointRecs...)
+		names := append([]string{"probe"}, r.endpoints...)
+		for _, ph := range phases {
+			var parts []string
+			for i, rec := range recs {
+				if i < len(names) {
+					parts = append(parts, names[i]+" "+rec.pctIn(99, ph.from, ph.to))
+				}
 			}
+			r.notef("p99 %s (%s): %s", ph.name, fmtDur(ph.to.Sub(ph.from)), strings.Join(parts, ", "))
 		}
-		r.notef("p99 %s (%s): %s", ph.name, fmtDur(ph.to.Sub(ph.from)), strings.Join(parts, ", "))
 	}
+	emfile := grepLog(log, "too many open files", "EMFILE")
+	r.check("no EMFILE in the service's log", fmt.Sprintf("%d lines%s", len(emfile), firstOf(emfile)), len(emfile) == 0)
+	return err
 }
 
 // openAll calls open n times, on dialers goroutines at once, at most

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // attackLogCut writes memberships that the service acknowledges, kills it
@@ -94,7 +96,7 @@ func writeThenKill(ctx context.Context, h *harness, r *row, dir string, membersh
 	defer s.kill()
 	acked := 0
 	for uid := 1; uid <= memberships; uid++ {
-		rep := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/cut", usersBody(int64(uid), 1), formType, 10*time.Second)
+		rep := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/cut", loadtest.UsersBody(int64(uid), 1), formType, 10*time.Second)
 		if rep.err != nil || rep.status != http.StatusOK {
 			r.notef("write of uid %d: %s%s", uid, rep.outcome(), saying(rep.body))
 			continue

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // Attacks on memory: what a client can make the service hold.
@@ -30,7 +32,7 @@ func attackFeedChurn(ctx context.Context, h *harness, r *row) error {
 	}
 	defer s.kill()
 	return measure(ctx, h, s, r, 0, func(ctx context.Context, sm *sampler) error {
-		body := usersBody(1, uids)
+		body := loadtest.UsersBody(1, uids)
 		url := s.base + "/group-user/churn"
 		ops := newRecorder()
 		churnCtx, cancel := context.WithTimeout(ctx, churnFor)
@@ -62,7 +64,7 @@ func attackFeedChurn(ctx context.Context, h *harness, r *row) error {
 			return fmt.Errorf("reading /metrics after the churn: %w", err)
 		}
 		r.notef("after the churn: membership_changes_kept %s, membership_changes_kept_bytes %s, membership_revision %s; peak RSS +%s during the churn",
-			metricOr(m, "membership_changes_kept"), bytesMetricOr(m, "membership_changes_kept_bytes"), metricOr(m, "membership_revision"), fmtMiB(churnPeak-r.baseRSS))
+			metricOr(m, "membership_changes_kept"), bytesMetricOr(m, "membership_changes_kept_bytes"), metricOr(m, "membership_revision"), loadtest.MiB(churnPeak-r.baseRSS))
 
 		after, err := oldestAfter(ctx, s)
 		if err != nil {
@@ -77,11 +79,11 @@ func attackFeedChurn(ctx context.Context, h *harness, r *row) error {
 		if err := sleepCtx(ctx, holdFor); err != nil {
 			return err
 		}
-		open, failed := conns.count()
+		open, failed, _ := conns.count()
 		answered := conns.answered()
 		conns.closeAll()
 		r.notef("never-read GET %s: %d held %s (%d failed to connect); by then the service had written: %s; peak RSS +%s while held",
-			target, open, fmtDur(holdFor), failed, fmtTally(answered), fmtMiB(sm.phasePeak()-r.baseRSS))
+			target, open, fmtDur(holdFor), failed, fmtTally(answered), loadtest.MiB(sm.phasePeak()-r.baseRSS))
 		return nil
 	})
 }
@@ -119,7 +121,7 @@ func bytesMetricOr(m map[string]float64, name string) string {
 	if !ok {
 		return "- (absent)"
 	}
-	return fmtMiB(int64(v))
+	return loadtest.MiB(int64(v))
 }
 
 // attackSlowBodies opens 2000 connections that each announce a 1 MiB form
@@ -158,7 +160,7 @@ func attackSlowBodies(ctx context.Context, h *harness, r *row) error {
 		defer held.closeAll()
 		dialStart := time.Now()
 		inPool(ctx, conns, dialers, func() { held.add(rawRequest(ctx, s.addr, head)) })
-		open, failed := held.count()
+		open, failed, _ := held.count()
 		dialTook := time.Since(dialStart)
 
 		// One goroutine feeds them all: each connection gets its next bytes
@@ -175,7 +177,8 @@ func attackSlowBodies(ctx context.Context, h *harness, r *row) error {
 		fat := &rawConns{}
 		defer fat.closeAll()
 		payload := append(append([]byte(nil), head...), bytes.Repeat([]byte("1,"), fatSent/2)...)
-		fatSentOK, fatCut := sendFat(ctx, s.addr, fat, payload, fatConns, dialers)
+		inPool(ctx, fatConns, dialers, func() { fat.writeAndHold(ctx, s.addr, payload) })
+		fatOpen, _, fatCut := fat.count()
 		_ = sleepCtx(ctx, time.Until(deadlineOr(ctx, time.Now()).Add(-time.Second)))
 		m, _ := s.metrics(context.WithoutCancel(ctx), 900*time.Millisecond)
 		<-ctx.Done()
@@ -187,7 +190,7 @@ func attackSlowBodies(ctx context.Context, h *harness, r *row) error {
 		r.notef("what the slow connections had been answered at the end: %s", fmtTally(answered))
 		r.notef("%d fat bodies (%d KiB of 1 MiB sent at once, then nothing): %d sent whole, %d cut by the service; answered: %s; "+
 			"membership_memory_bytes{budget=\"request_bodies\"} %s, refused %s",
-			fatConns, fatSent>>10, fatSentOK, fatCut, fmtTally(fatAnswered),
+			fatConns, fatSent>>10, fatOpen-fatCut, fatCut, fmtTally(fatAnswered),
 			metricOr(m, `membership_memory_bytes{budget="request_bodies"}`), metricOr(m, `membership_memory_refused_total{budget="request_bodies"}`))
 		r.notef("honest POST of 3 users every 100ms: %s (before the fat bodies: %s; %d with Retry-After); p50 %s p99 %s",
 			other.tally(), honestBefore, retryAfter.Load(), other.pctString(50), other.pctString(99))
@@ -200,23 +203,15 @@ func attackSlowBodies(ctx context.Context, h *harness, r *row) error {
 // every, until ctx ends. It returns what the writes were answered.
 func toggleMember(ctx context.Context, wg *sync.WaitGroup, s *service, every time.Duration) *recorder {
 	writes := newRecorder()
-	spawn(wg, func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		add := true
-		for ctx.Err() == nil {
-			method := http.MethodDelete
-			if add {
-				method = http.MethodPost
-			}
-			add = !add
-			rep := do(context.WithoutCancel(ctx), loadClient, method, s.base+"/group-user/big", []byte("users=[2000001]"), formType, 2*time.Second)
-			writes.addReply(rep, 2*time.Second)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
+	add := true
+	spawnEvery(ctx, wg, every, func() {
+		method := http.MethodDelete
+		if add {
+			method = http.MethodPost
 		}
+		add = !add
+		rep := do(context.WithoutCancel(ctx), loadClient, method, s.base+"/group-user/big", []byte("users=[2000001]"), formType, 2*time.Second)
+		writes.addReply(rep, 2*time.Second)
 	})
 	return writes
 }
@@ -230,7 +225,7 @@ func postHonestly(ctx context.Context, wg *sync.WaitGroup, s *service) (*recorde
 	spawn(wg, func() {
 		reqCtx := context.WithoutCancel(ctx)
 		openLoop(ctx, 100*time.Millisecond, 50, func() {
-			rep := do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/other", usersBody(1, 3), formType, 2*time.Second)
+			rep := do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/other", loadtest.UsersBody(1, 3), formType, 2*time.Second)
 			other.addReply(rep, 2*time.Second)
 			if rep.err == nil && rep.header.Get("Retry-After") != "" {
 				retryAfter.Add(1)
@@ -238,28 +233,6 @@ func postHonestly(ctx context.Context, wg *sync.WaitGroup, s *service) (*recorde
 		}, func() { other.add(2*time.Second, "skipped") })
 	})
 	return other, &retryAfter
-}
-
-// sendFat opens n connections to addr, dialers at a time, into fat, and
-// sends payload on each at once. It returns how many were sent whole and
-// how many the service cut.
-func sendFat(ctx context.Context, addr string, fat *rawConns, payload []byte, n, dialers int) (sentWhole, cut int64) {
-	var fatSentOK, fatCut atomic.Int64
-	inPool(ctx, n, dialers, func() {
-		c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", addr)
-		if err != nil {
-			fat.add(nil, err)
-			return
-		}
-		_ = c.SetWriteDeadline(time.Now().Add(2 * time.Second))
-		if _, err := c.Write(payload); err != nil {
-			fatCut.Add(1) // the service refused the body and closed
-		} else {
-			fatSentOK.Add(1)
-		}
-		fat.add(c, nil)
-	})
-	return fatSentOK.Load(), fatCut.Load()
 }
 
 // trickleInto feeds every connection held its next bytes of a body every
@@ -336,35 +309,22 @@ func attackBigList(ctx context.Context, h *harness, r *row) error {
 	if err != nil {
 		return err
 	}
-	r.notef("seeded %d members in %s (membership_members %s); RSS after seeding %s", members, fmtDur(seedTook), metricOr(m, "membership_members"), fmtMiB(s.rss()))
+	r.notef("seeded %d members in %s (membership_members %s); RSS after seeding %s", members, fmtDur(seedTook), metricOr(m, "membership_members"), loadtest.MiB(s.rss()))
 	return measure(ctx, h, s, r, 0, func(ctx context.Context, sm *sampler) error {
 		// Phase 1: paged reads of nearly the whole group, never read.
 		p1 := &rawConns{}
 		defer p1.closeAll()
 		req := getRequest(s.addr, "/group-user/big?after=1")
-		var dwg sync.WaitGroup
-		jobs := make(chan struct{})
-		for range 20 {
-			spawn(&dwg, func() {
-				for range jobs {
-					p1.add(rawRequest(ctx, s.addr, req))
-				}
-			})
-		}
 		phaseEnd := time.Now().Add(phase1Hold)
-		for range phase1Conns {
-			jobs <- struct{}{}
-		}
-		close(jobs)
-		dwg.Wait()
+		inPool(ctx, phase1Conns, 20, func() { p1.add(rawRequest(ctx, s.addr, req)) })
 		if err := sleepCtx(ctx, time.Until(phaseEnd)); err != nil {
 			return err
 		}
-		open, failed := p1.count()
+		open, failed, _ := p1.count()
 		answered := p1.answered()
 		p1.closeAll()
 		r.notef("phase 1: %d never-read GET /group-user/big?after=1 held %s (%d failed to connect); written to them: %s; peak RSS +%s",
-			open, phase1Hold, failed, fmtTally(answered), fmtMiB(sm.phasePeak()-r.baseRSS))
+			open, phase1Hold, failed, fmtTally(answered), loadtest.MiB(sm.phasePeak()-r.baseRSS))
 
 		// Phase 2: a writer keeps invalidating the cached list while stalled
 		// readers arrive one after another.
@@ -384,11 +344,11 @@ func attackBigList(ctx context.Context, h *harness, r *row) error {
 		_ = sleepCtx(ctx, phase2Hold)
 		stopWriter()
 		wwg.Wait()
-		open, failed = p2.count()
+		open, failed, _ = p2.count()
 		answered = p2.answered()
 		p2.closeAll()
 		r.notef("phase 2: %d never-read GET /group-user/big, one every %s (%d failed to connect), while uid 2000001 was added/removed every %s (%s, p99 %s); written to them: %s; peak RSS +%s",
-			open, phase2Every, failed, writerEvery, writes.tally(), writes.pctString(99), fmtTally(answered), fmtMiB(sm.phasePeak()-r.baseRSS))
+			open, phase2Every, failed, writerEvery, writes.tally(), writes.pctString(99), fmtTally(answered), loadtest.MiB(sm.phasePeak()-r.baseRSS))
 		return ctx.Err()
 	})
 }

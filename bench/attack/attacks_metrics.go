@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // attackMetricsScale checks that a scrape costs the same at two million
@@ -53,7 +55,7 @@ func attackMetricsScale(ctx context.Context, h *harness, r *row) error {
 		return err
 	}
 	r.notef("seeded %d memberships (%d groups of %d) in %s (membership_members %s); RSS %s at 10, %s at %d",
-		groups*perGroup, groups, perGroup, fmtDur(seedTook), metricOr(m, "membership_members"), fmtMiB(rssSmall), fmtMiB(s.rss()), groups*perGroup)
+		groups*perGroup, groups, perGroup, fmtDur(seedTook), metricOr(m, "membership_members"), loadtest.MiB(rssSmall), loadtest.MiB(s.rss()), groups*perGroup)
 	ratio := float64(big) / float64(small)
 	r.check("scrape median at 2M < 3x at 10 + 1ms",
 		fmt.Sprintf("%s at 10 (%d B), %s at 2M (%d B): x%.2f", fmtDur(small), smallSize, fmtDur(big), bigSize, ratio),
@@ -78,7 +80,7 @@ func attackMetricsScale(ctx context.Context, h *harness, r *row) error {
 		uid.Store(5_000_000)
 		spawn(&wg, func() {
 			openLoop(loadCtx, postEvery, 200, func() {
-				rep := do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/metrics-post", usersBody(uid.Add(3), 3), formType, postLimit)
+				rep := do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/metrics-post", loadtest.UsersBody(uid.Add(3), 3), formType, postLimit)
 				postRec.addReply(rep, postLimit)
 			}, func() { postRec.add(postLimit, "skipped") })
 		})

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // Attacks that stall what the service writes to: its log, its disk.
@@ -37,15 +39,12 @@ func attackStalledStdout(ctx context.Context, h *harness, r *row) error {
 	// full pipe blocks the writer; closed, it would fail fast with EPIPE.
 	closeRead := atExit("close the stalled stdout pipe", func() { pr.Close() })
 	defer closeRead()
-	s, err := startService(ctx, h.bin, serviceOptions{out: pw})
+	s, err := startProbed(ctx, h.bin, serviceOptions{out: pw})
 	pw.Close() // the service holds its own copy
 	if err != nil {
 		return err
 	}
 	defer s.kill()
-	if err := seedProbe(ctx, s); err != nil {
-		return err
-	}
 	err = measure(ctx, h, s, r, exitLimit, func(ctx context.Context, sm *sampler) error {
 		loadCtx, cancel := context.WithTimeout(ctx, loadFor)
 		defer cancel()
@@ -117,23 +116,15 @@ func attackStalledDisk(ctx context.Context, h *harness, r *row) error {
 		// service ends a write it cannot commit.
 		var canary reply
 		spawn(&wg, func() {
-			canary = do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/frozen", usersBody(9_000_001, 1), formType, canaryLimit)
+			canary = do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/frozen", loadtest.UsersBody(9_000_001, 1), formType, canaryLimit)
 		})
 		readyz := make(map[string]int)
 		var sawReason string
-		spawn(&wg, func() {
-			t := time.NewTicker(500 * time.Millisecond)
-			defer t.Stop()
-			for frozenCtx.Err() == nil {
-				rep := get(reqCtx, sideClient, s.base+"/readyz", time.Second)
-				readyz[rep.outcome()]++
-				if rep.status == http.StatusServiceUnavailable && sawReason == "" {
-					sawReason = reason(rep.body)
-				}
-				select {
-				case <-frozenCtx.Done():
-				case <-t.C:
-				}
+		spawnEvery(frozenCtx, &wg, 500*time.Millisecond, func() {
+			rep := get(reqCtx, sideClient, s.base+"/readyz", time.Second)
+			readyz[rep.outcome()]++
+			if rep.status == http.StatusServiceUnavailable && sawReason == "" {
+				sawReason = reason(rep.body)
 			}
 		})
 		// The POSTs in flight end on their own timeout, still frozen, so that
@@ -150,7 +141,7 @@ func attackStalledDisk(ctx context.Context, h *harness, r *row) error {
 			fmt.Sprintf("%s; reason %q", fmtTally(readyz), sawReason), readyz["503"] > 0 && sawReason != "")
 
 		// Once thawed, writes must work again.
-		after := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/frozen", usersBody(9_000_002, 1), formType, 10*time.Second)
+		after := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/frozen", loadtest.UsersBody(9_000_002, 1), formType, 10*time.Second)
 		r.notef("after the thaw: a POST got %s in %s", after.outcome(), fmtDur(after.took))
 		return nil
 	})
@@ -177,7 +168,7 @@ func attackFullDisk(ctx context.Context, h *harness, r *row) error {
 		if err != nil {
 			return err
 		}
-		r.notef("data dir on %s (%s, 32 MiB ext4); filled with %s until ENOSPC", fs.mnt, fs.dev, fmtMiB(n))
+		r.notef("data dir on %s (%s, 32 MiB ext4); filled with %s until ENOSPC", fs.mnt, fs.dev, loadtest.MiB(n))
 
 		writeUntilRefused(ctx, s, r)
 		posts := newRecorder()
@@ -186,7 +177,7 @@ func attackFullDisk(ctx context.Context, h *harness, r *row) error {
 		var sawReason string
 		end := time.Now().Add(fullFor)
 		for i := int64(0); time.Now().Before(end); i++ {
-			rep := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/full", usersBody(8_000_000+i*1000, 1000), formType, 2*time.Second)
+			rep := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/full", loadtest.UsersBody(8_000_000+i*1000, 1000), formType, 2*time.Second)
 			posts.addReply(rep, 2*time.Second)
 			rz := get(ctx, sideClient, s.base+"/readyz", time.Second)
 			readyz[rz.outcome()]++
@@ -235,7 +226,7 @@ func getAndPost(loadCtx, reqCtx context.Context, s *service, requests int64, cli
 				}
 				var rep reply
 				if i%10 == 0 {
-					rep = do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/stdout", usersBody(i, 3), formType, reqLimit)
+					rep = do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/stdout", loadtest.UsersBody(i, 3), formType, reqLimit)
 				} else {
 					rep = get(reqCtx, loadClient, s.base+"/group-user/probe", reqLimit)
 				}
@@ -254,7 +245,7 @@ func postWhileFrozen(frozenCtx, reqCtx context.Context, wg *sync.WaitGroup, s *s
 	for i := range posters {
 		spawn(wg, func() {
 			for frozenCtx.Err() == nil {
-				rep := do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/frozen", usersBody(int64(i)*3+1, 3), formType, postLimit)
+				rep := do(reqCtx, loadClient, http.MethodPost, s.base+"/group-user/frozen", loadtest.UsersBody(int64(i)*3+1, 3), formType, postLimit)
 				posts.addReply(rep, postLimit)
 				if rep.err == nil && rep.status != http.StatusOK {
 					// A refused client backs off a little, as a real one
@@ -274,7 +265,7 @@ func postWhileFrozen(frozenCtx, reqCtx context.Context, wg *sync.WaitGroup, s *s
 func writeUntilRefused(ctx context.Context, s *service, r *row) {
 	slack := 0
 	for ; slack < 50; slack++ {
-		rep := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/full", usersBody(7_000_000+int64(slack)*1000, 1000), formType, 2*time.Second)
+		rep := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/full", loadtest.UsersBody(7_000_000+int64(slack)*1000, 1000), formType, 2*time.Second)
 		if rep.err != nil || rep.status != http.StatusOK {
 			r.notef("%d writes of 1000 users accepted before the first refusal (%s%s)", slack, rep.outcome(), saying(rep.body))
 			break
@@ -304,7 +295,7 @@ func checkRecovers(ctx context.Context, s *service, r *row, filler string, recov
 	}
 	r.check("/readyz 200 within 10s of freeing the disk",
 		fmt.Sprintf("%s after %s", last.outcome(), fmtDur(time.Since(freed))), back)
-	after := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/full", usersBody(8_999_999, 1), formType, 5*time.Second)
+	after := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/full", loadtest.UsersBody(8_999_999, 1), formType, 5*time.Second)
 	r.notef("after freeing the disk: a POST got %s", after.outcome())
 	return nil
 }

@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"net/http"
-	"sync/atomic"
 	"time"
 
+	"example.com/groupmembership/bench/loadtest"
 	"example.com/groupmembership/internal/tlstest"
 )
 
@@ -63,24 +62,17 @@ func attackHandshakeStall(ctx context.Context, h *harness, r *row) error {
 	err = measure(ctx, h, s, r, 0, func(ctx context.Context, sm *sampler) error {
 		held := &rawConns{}
 		defer held.closeAll()
-		var writeFailed atomic.Int64
 		start := time.Now()
-		dialTook := openAll(ctx, conns, dialers, h.openRate, func() {
-			c, failed, err := writeAndHold(ctx, s.addr, half)
-			held.add(c, err)
-			if failed {
-				writeFailed.Add(1)
-			}
-		})
+		dialTook := openAll(ctx, conns, dialers, h.openRate, func() { held.writeAndHold(ctx, s.addr, half) })
 		phases = append(phases, phase{"while they were opened", start, time.Now()})
 		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
 			return err
 		}
 		atPeak := held.statuses()
 		m, _ := s.metrics(ctx, 5*time.Second)
-		open, failed := held.count()
+		open, failed, cut := held.count()
 		r.notef("%d connections each sent %d bytes of a %d-byte ClientHello and stalled, opened in %s (%s; %d failed to connect%s; %d writes cut short)",
-			open, len(half), len(hello), fmtDur(dialTook), fmtRate(h.openRate), failed, lastErr(held.lastError()), writeFailed.Load())
+			open, len(half), len(hello), fmtDur(dialTook), fmtRate(h.openRate), failed, lastErr(held.lastError()), cut)
 		r.notef("%s after the last: %s; membership_connections{api} %s of %s, closed_idle_total %s, refused_total %s; membership_memory_bytes{request_headers} %s",
 			fmtDur(time.Since(start)-dialTook), fmtTally(atPeak), metricOr(m, `membership_connections{listener="api"}`),
 			metricOr(m, `membership_connections_limit{listener="api"}`), metricOr(m, `membership_connections_closed_idle_total{listener="api"}`),
@@ -96,13 +88,10 @@ func attackHandshakeStall(ctx context.Context, h *harness, r *row) error {
 			fmtDur(time.Since(start)), fmtTally(end), metricOr(m, "membership_tls_handshake_failures_total"))
 		if stalled := atPeak["nothing yet"]; stalled > 0 {
 			r.notef("RSS per stalled handshake: +%s / %d stalled at the peak = %.1f KiB",
-				fmtMiB(peakRSS-r.baseRSS), stalled, float64(peakRSS-r.baseRSS)/float64(stalled)/1024)
+				loadtest.MiB(peakRSS-r.baseRSS), stalled, float64(peakRSS-r.baseRSS)/float64(stalled)/1024)
 		}
 		held.closeAll()
 		return nil
 	})
-	notePhases(r, phases)
-	emfile := grepLog(log, "too many open files", "EMFILE")
-	r.check("no EMFILE in the service's log", fmt.Sprintf("%d lines%s", len(emfile), firstOf(emfile)), len(emfile) == 0)
-	return err
+	return endConnAttack(r, phases, log, err)
 }

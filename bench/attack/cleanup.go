@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // The harness freezes filesystems, mounts loop devices and starts services.
@@ -89,4 +91,20 @@ func spawn(wg *sync.WaitGroup, fn func()) {
 		defer guard()
 		fn()
 	}()
+}
+
+// spawnEvery calls fn, in a guarded goroutine counted by wg, at once and
+// then every d, until ctx ends.
+func spawnEvery(ctx context.Context, wg *sync.WaitGroup, d time.Duration, fn func()) {
+	spawn(wg, func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for ctx.Err() == nil {
+			fn()
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+		}
+	})
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 const formType = "application/x-www-form-urlencoded"
@@ -104,20 +106,6 @@ func get(ctx context.Context, c *http.Client, url string, timeout time.Duration)
 	return do(ctx, c, http.MethodGet, url, nil, "", timeout)
 }
 
-// usersBody is the form body users=[from,from+1,...,from+n-1]. The service
-// reads '[', ']' and ',' unescaped, as curl -d would send them.
-func usersBody(from, n int64) []byte {
-	b := make([]byte, 0, 8+n*9)
-	b = append(b, "users=["...)
-	for i := range n {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, from+i, 10)
-	}
-	return append(b, ']')
-}
-
 // post is one POST of the users [from, from+n) to group.
 type post struct {
 	group   string
@@ -144,7 +132,7 @@ func seedPosts(ctx context.Context, s *service, posts []post) error {
 	for range 2 {
 		spawn(&wg, func() {
 			for p := range jobs {
-				rep := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/"+p.group, usersBody(p.from, p.n), formType, 30*time.Second)
+				rep := do(ctx, loadClient, http.MethodPost, s.base+"/group-user/"+p.group, loadtest.UsersBody(p.from, p.n), formType, 30*time.Second)
 				if rep.err != nil || rep.status != http.StatusOK {
 					errs <- fmt.Errorf("seeding %s at uid %d: %s %s", p.group, p.from, rep.outcome(), bytes.TrimSpace(rep.body))
 					return
@@ -173,11 +161,6 @@ feed:
 		}
 	}
 	return err
-}
-
-// seedProbe gives the probe's group its 10 members.
-func seedProbe(ctx context.Context, s *service) error {
-	return seed(ctx, s, "probe", 1, 10)
 }
 
 // errorBody is the service's JSON error.
@@ -246,6 +229,7 @@ type rawConns struct {
 	mu      sync.Mutex
 	conns   []net.Conn
 	dialErr int
+	cut     int // writes of writeAndHold the service cut short
 	lastErr error
 }
 
@@ -260,10 +244,30 @@ func (r *rawConns) add(c net.Conn, err error) {
 	r.conns = append(r.conns, c)
 }
 
-func (r *rawConns) count() (open, failed int) {
+func (r *rawConns) count() (open, failed, cut int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.conns), r.dialErr
+	return len(r.conns), r.dialErr, r.cut
+}
+
+// writeAndHold opens a connection to addr, writes b on it and holds it.
+// Unlike rawRequest, it keeps a connection whose write the service cut
+// short, and counts it: the service may have answered before it closed.
+func (r *rawConns) writeAndHold(ctx context.Context, addr string, b []byte) {
+	c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		r.add(nil, err)
+		return
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+	_, werr := c.Write(b)
+	_ = c.SetWriteDeadline(time.Time{})
+	r.add(c, nil)
+	if werr != nil {
+		r.mu.Lock()
+		r.cut++
+		r.mu.Unlock()
+	}
 }
 
 // lastError is the last error of a dial, "" when none failed.

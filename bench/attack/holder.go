@@ -214,11 +214,9 @@ func (h *holding) closeAll() {
 
 // holder is the harness's side of a holder process.
 type holder struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Scanner
-	exited chan struct{} // closed once the process has exited
-	kill   func()        // kills it now; also registered with atExit
+	*child
+	in  io.WriteCloser
+	out *bufio.Scanner
 }
 
 // startHolders starts n holders that open count connections to addr
@@ -239,7 +237,6 @@ func startHolders(ctx context.Context, n int, addr, target string, count, perSec
 		cmd := exec.Command(self)
 		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %d", holderEnv, addr, target, share, perSecond/n))
 		cmd.Stderr = os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		in, err := cmd.StdinPipe()
 		if err != nil {
 			closeHolders(hs)
@@ -250,24 +247,12 @@ func startHolders(ctx context.Context, n int, addr, target string, count, perSec
 			closeHolders(hs)
 			return nil, holderReport{}, err
 		}
-		if err := cmd.Start(); err != nil {
+		c, err := startChild(cmd, "holder")
+		if err != nil {
 			closeHolders(hs)
 			return nil, holderReport{}, fmt.Errorf("starting a holder: %w", err)
 		}
-		h := &holder{cmd: cmd, in: in, out: bufio.NewScanner(out), exited: make(chan struct{})}
-		go func() {
-			_ = cmd.Wait()
-			close(h.exited)
-		}()
-		h.kill = atExit(fmt.Sprintf("kill holder pid %d", cmd.Process.Pid), func() {
-			_ = cmd.Process.Kill()
-			select {
-			case <-h.exited:
-			case <-time.After(5 * time.Second):
-				fmt.Fprintf(os.Stderr, "attack: holder pid %d did not die within 5s of SIGKILL\n", cmd.Process.Pid)
-			}
-		})
-		hs = append(hs, h)
+		hs = append(hs, &holder{child: c, in: in, out: bufio.NewScanner(out)})
 	}
 	sum, err := readHolders(ctx, hs, 2*time.Minute)
 	if err != nil {

@@ -39,6 +39,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"example.com/groupmembership/bench/loadtest"
 	"example.com/groupmembership/internal/fdlimit"
 )
 
@@ -157,14 +158,10 @@ func run(only, bin, pgBin string, head bool, openRate int, budget time.Duration)
 		}
 		h.logf("built from %s", from)
 	}
-	if fi, err := os.Stat(bin); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		fmt.Fprintf(os.Stderr, "attack: %s is not an executable file\n", bin)
-		return 2
-	}
 	h.bin = bin
-	if pgBin != "" {
-		if fi, err := os.Stat(pgBin); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-			fmt.Fprintf(os.Stderr, "attack: %s is not an executable file\n", pgBin)
+	for _, b := range []string{bin, pgBin} {
+		if fi, err := os.Stat(b); b != "" && (err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0) {
+			fmt.Fprintf(os.Stderr, "attack: %s is not an executable file\n", b)
 			return 2
 		}
 	}
@@ -319,10 +316,10 @@ func reportTable(out *os.File, rows []*row, took time.Duration) {
 		}
 		base, growth := "-", "-"
 		if r.baseRSS > 0 {
-			base = fmtMiB(r.baseRSS)
+			base = loadtest.MiB(r.baseRSS)
 		}
 		if r.peakRSS > 0 {
-			growth = "+" + fmtMiB(r.peakRSS-r.baseRSS)
+			growth = "+" + loadtest.MiB(r.peakRSS-r.baseRSS)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s/%s\t%s\t%s\t%s\t\n", r.name, base, growth,
 			fmtCount(r.gBefore), fmtCount(r.gPeak), fmtCount(r.gAfter), p50, p99, metCount(r))

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // Bounds every attack is held to.
@@ -152,16 +154,10 @@ func openLoop(ctx context.Context, interval time.Duration, inflight int, call fu
 	}
 }
 
-// startProbe issues GET /group-user/probe every probeEvery until the returned
-// function is called; that function waits for the probes in flight and
-// returns their latencies.
-func startProbe(ctx context.Context, s *service) func() *recorder {
-	return startProbeOf(ctx, s, "/group-user/probe", probeEvery)
-}
-
-// startProbeOf issues GET path every interval, a new connection each, as
-// startProbe does.
-func startProbeOf(ctx context.Context, s *service, path string, every time.Duration) func() *recorder {
+// startProbe issues GET path every interval, a new connection each, until
+// the returned function is called; that function waits for the probes in
+// flight and returns their latencies.
+func startProbe(ctx context.Context, s *service, path string, every time.Duration) func() *recorder {
 	rec := newRecorder()
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -195,7 +191,6 @@ type sampler struct {
 	peakRSS   int64
 	phaseRSS  int64 // peak since the last phasePeak call
 	peakG     int   // -1: never read
-	lastG     int
 	gSamples  int
 	gFailures int
 	// peaks is the highest value each series of /metrics took, from the
@@ -210,51 +205,32 @@ type sampler struct {
 // would only be scraped for nothing.
 func startSampler(ctx context.Context, s *service, withGoroutines bool) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
-	sm := &sampler{peakG: -1, lastG: -1, peaks: make(map[string]float64), cancel: cancel}
-	spawn(&sm.wg, func() {
-		t := time.NewTicker(rssEvery)
-		defer t.Stop()
-		for {
-			rss := s.rss()
-			sm.mu.Lock()
-			sm.peakRSS = max(sm.peakRSS, rss)
-			sm.phaseRSS = max(sm.phaseRSS, rss)
-			sm.mu.Unlock()
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
+	sm := &sampler{peakG: -1, peaks: make(map[string]float64), cancel: cancel}
+	spawnEvery(ctx, &sm.wg, rssEvery, func() {
+		rss := s.rss()
+		sm.mu.Lock()
+		sm.peakRSS = max(sm.peakRSS, rss)
+		sm.phaseRSS = max(sm.phaseRSS, rss)
+		sm.mu.Unlock()
 	})
 	if !withGoroutines {
 		return sm
 	}
-	spawn(&sm.wg, func() {
-		t := time.NewTicker(goroutinesEvery)
-		defer t.Stop()
-		for {
-			m, err := s.metrics(ctx, goroutineTimeout)
-			g, ok := m["go_goroutines"]
-			sm.mu.Lock()
-			sm.gSamples++
-			for k, v := range m {
-				if old, seen := sm.peaks[k]; !seen || v > old {
-					sm.peaks[k] = v
-				}
+	spawnEvery(ctx, &sm.wg, goroutinesEvery, func() {
+		m, err := s.metrics(ctx, goroutineTimeout)
+		g, ok := m["go_goroutines"]
+		sm.mu.Lock()
+		defer sm.mu.Unlock()
+		sm.gSamples++
+		for k, v := range m {
+			if old, seen := sm.peaks[k]; !seen || v > old {
+				sm.peaks[k] = v
 			}
-			if ok && err == nil {
-				sm.lastG = int(g)
-				sm.peakG = max(sm.peakG, int(g))
-			} else {
-				sm.gFailures++
-			}
-			sm.mu.Unlock()
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		}
+		if ok && err == nil {
+			sm.peakG = max(sm.peakG, int(g))
+		} else {
+			sm.gFailures++
 		}
 	})
 	return sm
@@ -353,10 +329,10 @@ func measure(ctx context.Context, h *harness, s *service, r *row, tail time.Dura
 		r.gBefore = int(g)
 	}
 	sm := startSampler(ctx, s, r.gBefore >= 0)
-	stopProbe := startProbe(ctx, s)
+	stopProbe := startProbe(ctx, s, "/group-user/probe", probeEvery)
 	var stopEndpoints []func() *recorder
 	for _, path := range r.endpoints {
-		stopEndpoints = append(stopEndpoints, startProbeOf(ctx, s, path, endpointEvery))
+		stopEndpoints = append(stopEndpoints, startProbe(ctx, s, path, endpointEvery))
 	}
 	loadErr := load(ctx, sm)
 	r.probe = stopProbe()
@@ -400,7 +376,7 @@ func measure(ctx context.Context, h *harness, s *service, r *row, tail time.Dura
 	}
 
 	growth := r.peakRSS - r.baseRSS
-	r.check("RSS growth <= 256 MiB", "+"+fmtMiB(growth), r.peakRSS > 0 && growth <= maxRSSGrowth)
+	r.check("RSS growth <= 256 MiB", "+"+loadtest.MiB(growth), r.peakRSS > 0 && growth <= maxRSSGrowth)
 	p99, ok := r.probe.pct(99)
 	r.check("probe p99 < 100ms", fmt.Sprintf("%s (%d probes: %s)", r.probe.pctString(99), r.probe.n(), r.probe.tally()), ok && p99 < maxProbeP99)
 	for i, rec := range r.endpointRecs {
@@ -418,10 +394,6 @@ func measure(ctx context.Context, h *harness, s *service, r *row, tail time.Dura
 		r.check("goroutines back to baseline+10", fmt.Sprintf("%d -> %d after waiting %s", r.gBefore, r.gAfter, fmtDur(waited)), false)
 	}
 	return loadErr
-}
-
-func fmtMiB(b int64) string {
-	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
 }
 
 func fmtDur(d time.Duration) string {

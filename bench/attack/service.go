@@ -1,32 +1,60 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // service is one process of the service under attack, on 127.0.0.1.
 type service struct {
-	addr string // host:port
-	base string // http://host:port, or https://
-	pid  int
+	*child
+	addr   string // host:port
+	base   string // http://host:port, or https://
+	pid    int
+	stderr *tailBuffer // nil when the caller gave its own output
+}
 
+// child is a process the harness started: a service or a holder.
+type child struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
 	waitErr error         // set before exited is closed
-	stderr  *tailBuffer   // nil when the caller gave its own output
 	kill    func()        // kills it now; also registered with atExit
+}
+
+// startChild starts cmd, what ("service", "holder") naming it in
+// messages. Its own process group keeps a terminal's Ctrl-C for the
+// harness, which stops things in a safe order (thaw first); Pdeathsig
+// kills it if the harness dies without running its cleanups.
+func startChild(cmd *exec.Cmd, what string) (*child, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	pid := cmd.Process.Pid
+	c.kill = atExit(fmt.Sprintf("kill %s pid %d", what, pid), func() {
+		_ = cmd.Process.Kill() // a no-op once it has been waited for
+		select {
+		case <-c.exited:
+		case <-time.After(5 * time.Second):
+			fmt.Fprintf(os.Stderr, "attack: %s pid %d did not die within 5s of SIGKILL\n", what, pid)
+		}
+	})
+	return c, nil
 }
 
 type serviceOptions struct {
@@ -60,9 +88,9 @@ func startService(ctx context.Context, bin string, opts serviceOptions) (*servic
 // launchService starts a fresh process on a free port and returns at once;
 // the caller waits for it to be ready, or to exit.
 func launchService(bin string, opts serviceOptions) (*service, error) {
-	addr, err := freeAddr()
+	addr, err := loadtest.FreeAddr()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("finding a free port: %w", err)
 	}
 	args := []string{"-addr", addr}
 	if opts.dataDir != "" {
@@ -74,11 +102,7 @@ func launchService(bin string, opts serviceOptions) (*service, error) {
 		// The shell execs the service: the pid stays the service's.
 		cmd = exec.Command("/bin/sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, opts.nofile), bin}, args...)...)
 	}
-	// Its own process group keeps a terminal's Ctrl-C for the harness, which
-	// stops things in a safe order (thaw first); Pdeathsig kills it if the
-	// harness dies without running its cleanups.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	s := &service{addr: addr, base: "http://" + addr, cmd: cmd, exited: make(chan struct{})}
+	s := &service{addr: addr, base: "http://" + addr}
 	if opts.tls {
 		s.base = "https://" + addr
 	}
@@ -88,24 +112,11 @@ func launchService(bin string, opts serviceOptions) (*service, error) {
 		s.stderr = &tailBuffer{max: 4 << 10}
 		cmd.Stderr = s.stderr
 	}
-	if err := cmd.Start(); err != nil {
+	c, err := startChild(cmd, "service")
+	if err != nil {
 		return nil, fmt.Errorf("starting the service: %w", err)
 	}
-	s.pid = cmd.Process.Pid
-	go func() {
-		s.waitErr = cmd.Wait()
-		close(s.exited)
-	}()
-	s.kill = atExit(fmt.Sprintf("kill service pid %d", s.pid), func() {
-		if s.alive() {
-			_ = cmd.Process.Kill()
-		}
-		select {
-		case <-s.exited:
-		case <-time.After(5 * time.Second):
-			fmt.Fprintf(os.Stderr, "attack: service pid %d did not die within 5s of SIGKILL\n", s.pid)
-		}
-	})
+	s.child, s.pid = c, cmd.Process.Pid
 	return s, nil
 }
 
@@ -155,20 +166,8 @@ func (s *service) stop(limit time.Duration) (took time.Duration, exitedInTime bo
 
 // rss is the service's resident set (VmRSS), in bytes; 0 when unreadable.
 func (s *service) rss() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb << 10
-		}
-	}
-	return 0
+	rss, _ := loadtest.RSS(s.pid)
+	return rss
 }
 
 func (s *service) stderrTail() string {
@@ -188,23 +187,7 @@ func (s *service) metrics(ctx context.Context, timeout time.Duration) (map[strin
 	if rep.status != http.StatusOK {
 		return nil, fmt.Errorf("/metrics: %s", rep.outcome())
 	}
-	m := make(map[string]float64)
-	sc := bufio.NewScanner(bytes.NewReader(rep.body))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			m[line[:i]] = v
-		}
-	}
-	return m, nil
+	return loadtest.ParseMetrics(rep.body), nil
 }
 
 // gauge reads one unlabelled series; ok is false when the scrape failed or
@@ -216,15 +199,6 @@ func (s *service) gauge(ctx context.Context, name string, timeout time.Duration)
 	}
 	v, ok := m[name]
 	return v, ok
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // tailBuffer keeps the last max bytes written to it.
@@ -261,14 +235,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// startProbed starts a service as startService does and seeds the probe's
-// group; the caller kills it.
+// startProbed starts a service as startService does and gives the probe's
+// group its 10 members; the caller kills it.
 func startProbed(ctx context.Context, bin string, opts serviceOptions) (*service, error) {
 	s, err := startService(ctx, bin, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := seedProbe(ctx, s); err != nil {
+	if err := seed(ctx, s, "probe", 1, 10); err != nil {
 		s.kill()
 		return nil, err
 	}

@@ -22,6 +22,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -118,7 +119,7 @@ func loadMemberships(client *http.Client, base string, opts options) ([][]int64,
 	rng := rand.New(rand.NewPCG(28, 1))
 	members := make([][]int64, opts.groups)
 	for g := range members {
-		members[g] = loadtest.RandomUIDs(rng, opts.members)
+		members[g] = loadtest.RandomUIDs(rng, opts.members, 1e9)
 	}
 	started := time.Now()
 	estimate := 3 * time.Second * time.Duration(max(total/1_000_000, 1)) // until the first group is timed
@@ -166,7 +167,7 @@ func measure(client *http.Client, base string, pid int, opts options, members []
 	if err != nil {
 		return nil, err
 	}
-	if got := before.gauge("membership_expiring_members"); got != float64(total) {
+	if got := before["membership_expiring_members"]; got != float64(total) {
 		return nil, fmt.Errorf("membership_expiring_members is %v, want %d", got, total)
 	}
 	r := &result{expires: expires, before: before}
@@ -201,27 +202,27 @@ func measure(client *http.Client, base string, pid int, opts options, members []
 // When the load ended first, the expirer is left to finish, for at most a
 // minute.
 func (r *result) waitAllEnded(client *http.Client, base string, total int) error {
-	r.left = r.after.gauge("membership_expiring_members")
+	r.left = r.after["membership_expiring_members"]
 	for r.left > 0 && time.Since(r.loadEnd) < time.Minute {
 		time.Sleep(50 * time.Millisecond)
 		page, err := scrape(client, base)
 		if err != nil {
 			return err
 		}
-		if page.gauge("membership_expiring_members") == 0 {
+		if page["membership_expiring_members"] == 0 {
 			r.after = page
 			break
 		}
 	}
 	r.drained = time.Since(r.expires)
-	if got := r.after.gauge("membership_expiring_members"); got != 0 {
+	if got := r.after["membership_expiring_members"]; got != 0 {
 		return fmt.Errorf("a minute after the load, membership_expiring_members is %v, want 0", got)
 	}
-	ended := r.after.gauge("membership_expiries_total") - r.before.gauge("membership_expiries_total")
+	ended := r.after["membership_expiries_total"] - r.before["membership_expiries_total"]
 	if ended != float64(total) {
 		return fmt.Errorf("membership_expiries_total grew by %v, want %d", ended, total)
 	}
-	if body, err := get(client, base+"/groups?prefix=exp-&limit=1"); err != nil || string(body) != "[]" {
+	if body, err := loadtest.Get(context.Background(), client, base+"/groups?prefix=exp-&limit=1"); err != nil || string(body) != "[]" {
 		return fmt.Errorf("groups with members left after the expiry: %s %v", body, err)
 	}
 	return nil
@@ -352,12 +353,10 @@ func printLatencies(opts options, r *result) {
 		}
 	}
 	fmt.Println()
-	fmt.Printf("Failed requests: %d. RSS %s before the load, %s after it.\n", errs, mib(r.rssBefore), mib(r.rssAfter))
+	fmt.Printf("Failed requests: %d. RSS %s before the load, %s after it.\n", errs, loadtest.MiB(r.rssBefore), loadtest.MiB(r.rssAfter))
 }
 
 func expGroup(g int) string { return fmt.Sprintf("exp-%04d", g) }
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func sinceOrNone(t, from time.Time) string {
 	if t.IsZero() {
@@ -423,25 +422,31 @@ func loadAll(client *http.Client, base string, members [][]int64, expires time.T
 	return first
 }
 
-func get(client *http.Client, url string) ([]byte, error) {
-	resp, err := client.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return body, err
-}
-
 // sample is one request: when it was sent, how long it took.
 type sample struct {
 	sent   time.Time
 	took   time.Duration
 	write  bool
 	failed bool
+}
+
+// send sends req by client and reads the whole reply. It returns the
+// sample it makes (failed unless the reply is a 200), the reply's header
+// and body, and whether ctx ended first: a request cut short by the end
+// of the load is not a sample.
+func send(ctx context.Context, client *http.Client, req *http.Request) (s sample, header http.Header, body []byte, cut bool) {
+	s.sent = time.Now()
+	resp, err := client.Do(req)
+	if err == nil {
+		header = resp.Header
+		body, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = errors.New(resp.Status)
+		}
+	}
+	s.took, s.failed = time.Since(s.sent), err != nil
+	return s, header, body, ctx.Err() != nil
 }
 
 // loadWorker sends requests back to back on one connection until ctx is
@@ -464,19 +469,11 @@ func loadWorker(ctx context.Context, client *http.Client, base string, opts opti
 		default:
 			req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+"/group-user/load-"+strconv.Itoa(rng.IntN(1000)), nil)
 		}
-		s := sample{sent: time.Now(), write: write}
-		resp, err := client.Do(req)
-		if err == nil {
-			_, err = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if err == nil && resp.StatusCode != http.StatusOK {
-				err = fmt.Errorf("%s", resp.Status)
-			}
+		s, _, _, cut := send(ctx, client, req)
+		if cut {
+			break
 		}
-		if ctx.Err() != nil {
-			break // cut short by the end of the load: not a sample
-		}
-		s.took, s.failed = time.Since(s.sent), err != nil
+		s.write = write
 		out = append(out, s)
 	}
 	return out
@@ -505,19 +502,12 @@ func probeChecks(ctx context.Context, client *http.Client, base string, members 
 	for ctx.Err() == nil {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/check", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		p := checkProbe{sample: sample{sent: time.Now()}}
-		resp, err := client.Do(req)
-		var reply []byte
-		if err == nil {
-			reply, err = io.ReadAll(resp.Body)
-			resp.Body.Close()
-		}
-		if ctx.Err() != nil {
+		s, _, reply, cut := send(ctx, client, req)
+		if cut {
 			break
 		}
-		p.took = time.Since(p.sent)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			p.failed = true
+		p := checkProbe{sample: s}
+		if p.failed {
 			out = append(out, p)
 			continue
 		}
@@ -546,21 +536,13 @@ func probeLists(ctx context.Context, client *http.Client, base string, groups in
 	var out []listProbe
 	for i := 0; ctx.Err() == nil; i++ {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/group-user/"+expGroup(i%groups)+"?limit=1", nil)
-		p := listProbe{sample: sample{sent: time.Now()}}
-		resp, err := client.Do(req)
-		if err == nil {
-			_, err = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-		if ctx.Err() != nil {
+		s, header, _, cut := send(ctx, client, req)
+		if cut {
 			break
 		}
-		p.took = time.Since(p.sent)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			p.failed = true
-			p.total = -1
-		} else {
-			p.total, _ = strconv.Atoi(resp.Header.Get("X-Total-Count"))
+		p := listProbe{sample: s, total: -1}
+		if !p.failed {
+			p.total, _ = strconv.Atoi(header.Get("X-Total-Count"))
 		}
 		out = append(out, p)
 	}
@@ -587,25 +569,9 @@ func p99Within(samples []sample, from, to time.Time) (int, time.Duration) {
 type metricsPage map[string]float64
 
 func scrape(client *http.Client, base string) (metricsPage, error) {
-	body, err := get(client, base+"/metrics")
-	if err != nil {
-		return nil, err
-	}
-	page := metricsPage{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err == nil {
-			page[line[:i]] = v
-		}
-	}
-	return page, nil
+	body, err := loadtest.Get(context.Background(), client, base+"/metrics")
+	return loadtest.ParseMetrics(body), err
 }
-
-func (p metricsPage) gauge(name string) float64 { return p[name] }
 
 // histogram is a histogram's cumulative buckets (by upper bound) and count.
 type histogram struct {

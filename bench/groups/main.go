@@ -14,7 +14,8 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -154,7 +155,7 @@ func timeGets(large, small service, opts options) ([2][]loadtest.Result, error) 
 			if s == small {
 				after = groupID(500)
 			}
-			r, err := load.RunWrk(s.base+"/groups?limit=100&after="+url.QueryEscape(after), "")
+			r, err := load.RunWrk(context.Background(), s.base+"/groups?limit=100&after="+url.QueryEscape(after), "")
 			if err != nil {
 				return gets, fmt.Errorf("GET /groups on the %s service: %w", s.name, err)
 			}
@@ -196,13 +197,11 @@ func printTables(gets [2][]loadtest.Result, puts [2]latencies, deletes []deletio
 	fmt.Println("|---|---|---|---|---|---|")
 	for _, d := range deletes {
 		fmt.Printf("| %s | %d | %s | %s | %s | %s |\n", d.service, d.removed, d.took.Round(time.Millisecond),
-			mib(d.before), mib(d.peak), mib(d.peak-d.before))
+			loadtest.MiB(d.before), loadtest.MiB(d.peak), loadtest.MiB(d.peak-d.before))
 	}
 }
 
 func groupID(i int) string { return fmt.Sprintf("group-%07d", i) }
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // restoreLarge writes a backup of the large state (opts.groups groups of 1
 // to 3 members, a group "half" of 1,000 and one "big" of opts.big) and
@@ -233,21 +232,12 @@ func restoreLarge(bin, tmp, dataDir string, opts options) error {
 	}
 	group("big", big)
 	st.LastRevision = rev
+	var backup bytes.Buffer
+	if _, err := snap.NewBackup(st).WriteTo(&backup); err != nil {
+		return err
+	}
 	path := filepath.Join(tmp, "large.backup")
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	if _, err := snap.NewBackup(st).WriteTo(w); err != nil {
-		f.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := os.WriteFile(path, backup.Bytes(), 0o666); err != nil {
 		return err
 	}
 	if out, err := exec.Command(bin, "-restore", path, "-data-dir", dataDir).CombinedOutput(); err != nil {
@@ -262,7 +252,7 @@ type latencies struct{ median, p99 time.Duration }
 // 1,500) n times, one request after another, alternating between the two
 // sets, so that each PUT adds 500 and removes 500.
 func timePuts(s service, n int) (latencies, error) {
-	bodies := [2]string{usersBody(1), usersBody(501)}
+	bodies := [2][]byte{loadtest.UsersBody(1, 1000), loadtest.UsersBody(501, 1000)}
 	if err := put(s.base, bodies[0]); err != nil {
 		return latencies{}, err
 	}
@@ -278,21 +268,8 @@ func timePuts(s service, n int) (latencies, error) {
 	return latencies{median: took[len(took)/2], p99: took[len(took)*99/100]}, nil
 }
 
-func usersBody(first int) string {
-	var b strings.Builder
-	b.WriteString("users=[")
-	for uid := first; uid < first+1000; uid++ {
-		if uid > first {
-			b.WriteString(",")
-		}
-		b.WriteString(strconv.Itoa(uid))
-	}
-	b.WriteString("]")
-	return b.String()
-}
-
-func put(base, body string) error {
-	req, err := http.NewRequest(http.MethodPut, base+"/group-user/half", strings.NewReader(body))
+func put(base string, body []byte) error {
+	req, err := http.NewRequest(http.MethodPut, base+"/group-user/half", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -346,21 +323,6 @@ func timeDelete(s service, members int) (deletion, error) {
 	if d.removed, err = strconv.Atoi(strings.TrimSpace(string(body))); err != nil || d.removed != members {
 		return d, fmt.Errorf("DELETE /groups/big on the %s service removed %q, want %d", s.name, body, members)
 	}
-	d.peak, err = peakRSS(s.pid)
+	d.peak, err = loadtest.PeakRSS(s.pid)
 	return d, err
-}
-
-// peakRSS returns VmHWM, the peak resident set size of process pid.
-func peakRSS(pid int) (int64, error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }

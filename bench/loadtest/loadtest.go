@@ -1,7 +1,7 @@
-// Package loadtest holds what the benchmarks share: starting a service
-// binary, loading it with wrk, and reading the figures (throughput, p99,
-// medians, a process's memory). bin/bench and the PostgreSQL store's bench
-// (bench/postgres) both use it.
+// Package loadtest holds what the harnesses of the bench module share:
+// starting a service binary and waiting for it, loading it with wrk or
+// requests, and reading the figures (throughput, p99, medians, /metrics,
+// a process's memory).
 package loadtest
 
 import (
@@ -46,12 +46,14 @@ type Result struct {
 	P99 time.Duration // the 99th percentile of latency
 }
 
-// RandomUIDs returns n distinct uids from 1 to 1e9.
-func RandomUIDs(rng *rand.Rand, n int) []int64 {
+// RandomUIDs returns n distinct uids drawn from 1 to upTo (all of them,
+// in a random order, when n is more).
+func RandomUIDs(rng *rand.Rand, n int, upTo int64) []int64 {
+	n = int(min(int64(n), upTo))
 	seen := make(map[int64]bool, n)
 	uids := make([]int64, 0, n)
 	for len(uids) < n {
-		uid := rng.Int64N(1e9) + 1
+		uid := rng.Int64N(upTo) + 1
 		if !seen[uid] {
 			seen[uid] = true
 			uids = append(uids, uid)
@@ -89,16 +91,21 @@ func StartService(bin, dir, name, extraArgs string) (addr string, pid int, stop 
 	if slices.Contains(strings.Fields(extraArgs), "-tls-cert") {
 		scheme = "https://"
 	}
-	if err := WaitHTTP(scheme + addr + "/readyz"); err != nil {
+	if err := WaitHTTP(context.Background(), scheme+addr+"/readyz", 10*time.Second, nil); err != nil {
 		stop()
 		return "", 0, nil, fmt.Errorf("the %s did not start: %w", name, err)
 	}
 	return addr, cmd.Process.Pid, stop, nil
 }
 
-// Get returns the body of a GET of url, an error unless it answers 200.
-func Get(url string) ([]byte, error) {
-	resp, err := http.Get(url)
+// Get returns the body of a GET of url by client, an error unless it
+// answers 200.
+func Get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +140,39 @@ func PostUsers(base, group string, uids []int64) error {
 	return nil
 }
 
+// ParseMetrics reads a page of /metrics into its series (each name with
+// its labels, as written) and their values.
+func ParseMetrics(page []byte) map[string]float64 {
+	m := map[string]float64{}
+	for line := range strings.SplitSeq(string(page), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			m[line[:i]] = v
+		}
+	}
+	return m
+}
+
+// UsersBody is the form body users=[from,from+1,...,from+n-1]. The service
+// reads '[', ']' and ',' unescaped, as curl -d would send them.
+func UsersBody(from, n int64) []byte {
+	b := make([]byte, 0, 8+n*9)
+	b = append(b, "users=["...)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, from+i, 10)
+	}
+	return append(b, ']')
+}
+
 // What RunWrk reads of wrk's output.
 var (
 	wrkRPS     = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
@@ -142,14 +182,10 @@ var (
 	latencyDur = map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}
 )
 
-// RunWrk runs wrk against target (with the Lua script, if any) and returns
-// its throughput and p99. A reply that is not 2xx or 3xx fails the run.
-func (l Load) RunWrk(target, script string) (Result, error) {
-	return l.RunWrkContext(context.Background(), target, script)
-}
-
-// RunWrkContext is RunWrk, with wrk killed when ctx is done.
-func (l Load) RunWrkContext(ctx context.Context, target, script string) (Result, error) {
+// RunWrk runs wrk against target (with the Lua script, if any), killed
+// when ctx is done, and returns its throughput and p99. A reply that is
+// not 2xx or 3xx fails the run.
+func (l Load) RunWrk(ctx context.Context, target, script string) (Result, error) {
 	args := []string{"-t", strconv.Itoa(l.Threads), "-c", strconv.Itoa(l.Connections),
 		"-d", l.Duration.String(), "--latency"}
 	if script != "" {
@@ -193,18 +229,33 @@ func Median(rs []Result) Result {
 
 // RSS returns the resident set size of process pid, in bytes.
 func RSS(pid int) (int64, error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	return ProcBytes(fmt.Sprintf("/proc/%d/status", pid), "VmRSS")
+}
+
+// PeakRSS returns the peak resident set size of process pid (VmHWM), in
+// bytes.
+func PeakRSS(pid int) (int64, error) {
+	return ProcBytes(fmt.Sprintf("/proc/%d/status", pid), "VmHWM")
+}
+
+// ProcBytes returns the field name of a /proc file of "name: N kB"
+// lines, such as /proc/PID/status or /proc/meminfo, in bytes.
+func ProcBytes(path, name string) (int64, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb * 1024, err
+			return kb << 10, err
 		}
 	}
-	return 0, errors.New("no VmRSS in /proc/pid/status")
+	return 0, fmt.Errorf("no %s in %s", name, path)
 }
+
+// MiB formats n bytes in mebibytes, to a tenth.
+func MiB(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // NumCPU returns the cores nproc reports, 0 when it cannot tell.
 func NumCPU() int {
@@ -226,14 +277,17 @@ func FreeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// WaitHTTP waits, up to 10 s, until url answers 200.
-func WaitHTTP(url string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+// WaitHTTP polls url every 10 ms until it answers 200, for at most wait,
+// or until exited is closed (nil: never).
+func WaitHTTP(ctx context.Context, url string, wait time.Duration, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	client := &http.Client{Timeout: time.Second}
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
@@ -242,8 +296,10 @@ func WaitHTTP(url string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return err
-		case <-time.After(50 * time.Millisecond):
+			return fmt.Errorf("after %s: %w", wait, err)
+		case <-exited:
+			return errors.New("it exited")
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -134,7 +135,7 @@ func run(load loadtest.Load, rounds int) error {
 // shares.
 func loadLists(services map[string]string) error {
 	rng := rand.New(rand.NewPCG(1, 2))
-	list10, list1000 := loadtest.RandomUIDs(rng, 10), loadtest.RandomUIDs(rng, 1000)
+	list10, list1000 := loadtest.RandomUIDs(rng, 10, 1e9), loadtest.RandomUIDs(rng, 1000, 1e9)
 	for _, name := range []string{"embedded", "embedded -data-dir", "postgres 1"} {
 		if err := loadtest.PostUsers(services[name], "list10", list10); err != nil {
 			return err
@@ -288,7 +289,7 @@ func runTogether(load loadtest.Load, urls []string, path, script string) (loadte
 	errs := make([]error, len(urls))
 	var wg sync.WaitGroup
 	for i, u := range urls {
-		wg.Go(func() { results[i], errs[i] = share.RunWrk(u+path, script) })
+		wg.Go(func() { results[i], errs[i] = share.RunWrk(context.Background(), u+path, script) })
 	}
 	wg.Wait()
 	var sum loadtest.Result
@@ -341,7 +342,7 @@ var bucketLine = regexp.MustCompile(`(?m)^membership_follow_lag_seconds_bucket\{
 // lagP99 reads the lag histogram of the instance at base and returns the
 // bucket the 99th percentile falls in, as "<= bound".
 func lagP99(base string) (string, error) {
-	body, err := loadtest.Get(base + "/metrics")
+	body, err := loadtest.Get(context.Background(), http.DefaultClient, base+"/metrics")
 	if err != nil {
 		return "", err
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // loaded is what the loading measured.
@@ -116,7 +118,7 @@ func progress(s *service, start time.Time, count *int64, total int64) (stop func
 				rss, _, _ := s.rss()
 				elapsed := time.Since(start)
 				fmt.Printf("  %6s  %11d of %d memberships (%4.1f%%), %5.2f M/s, RSS %s\n", elapsed.Round(time.Second),
-					n, total, 100*float64(n)/float64(total), float64(n)/elapsed.Seconds()/1e6, mib(rss))
+					n, total, 100*float64(n)/float64(total), float64(n)/elapsed.Seconds()/1e6, loadtest.MiB(rss))
 			}
 		}
 	}()

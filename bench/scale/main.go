@@ -95,7 +95,7 @@ func runMain(opts options) int {
 	defer cancel()
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	h := &harness{opts: opts, kids: &children{}}
+	h := &harness{opts: opts, kids: &children{cmds: map[*exec.Cmd]bool{}}}
 	defer h.cleanup()
 	go func() {
 		<-ctx.Done()

@@ -2,10 +2,9 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // What a run needs, per membership and besides, from the figures of runs
@@ -58,21 +57,9 @@ type have struct {
 
 func haveFor(dir string) (have, error) {
 	var h have
-	meminfo, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
+	var err error
+	if h.memory, err = loadtest.ProcBytes("/proc/meminfo", "MemAvailable"); err != nil {
 		return h, err
-	}
-	for line := range strings.SplitSeq(string(meminfo), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				return h, fmt.Errorf("reading MemAvailable: %w", err)
-			}
-			h.memory = kb << 10
-		}
-	}
-	if h.memory == 0 {
-		return h, fmt.Errorf("no MemAvailable in /proc/meminfo")
 	}
 	var fs syscall.Statfs_t
 	if err := syscall.Statfs(dir, &fs); err != nil {
@@ -102,5 +89,3 @@ func (n needs) check(h have, dir string) error {
 }
 
 func gib(n int64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -56,24 +56,24 @@ func (r *report) print() {
 	fmt.Printf("| load (POST /batch, %d requests) | %s, %.2f M memberships/s |\n", r.load.requests, r.load.took.Round(100*time.Millisecond), float64(r.memberships)/r.load.took.Seconds()/1e6)
 	fmt.Printf("| load: the slowest request; sent again after a 503, a 409; replayed | %s; %d, %d; %d |\n",
 		r.load.slowest.Round(time.Millisecond), r.load.unavailable, r.load.inFlight, r.load.replayed)
-	fmt.Printf("| RSS: empty; loaded (peak while loading); then idle for -settle | %s; %s (%s); %s |\n", mib(r.rssEmpty), mib(r.rssLoaded), mib(r.peakLoaded), mib(r.rssSettled))
+	fmt.Printf("| RSS: empty; loaded (peak while loading); then idle for -settle | %s; %s (%s); %s |\n", loadtest.MiB(r.rssEmpty), loadtest.MiB(r.rssLoaded), loadtest.MiB(r.peakLoaded), loadtest.MiB(r.rssSettled))
 	fmt.Printf("| RSS growth per membership: loaded (peak); idle | %.2f B (%.2f B); %.2f B |\n", perMembership(r.rssLoaded-r.rssEmpty, r.memberships),
 		perMembership(r.peakLoaded-r.rssEmpty, r.memberships), r.bytesPerMembership())
 	fmt.Printf("| of it, the loading's Idempotency-Keys (/metrics); the growth without them, idle | %s, %.2f B a membership; %.2f B |\n",
-		mib(int64(r.keysBytes)), r.keysBytes/float64(r.memberships), r.bytesPerMembership()-r.keysBytes/float64(r.memberships))
+		loadtest.MiB(int64(r.keysBytes)), r.keysBytes/float64(r.memberships), r.bytesPerMembership()-r.keysBytes/float64(r.memberships))
 	fmt.Printf("| snapshots written while loading | %s |\n", r.snapshotsWritten())
 	fmt.Printf("| stop (SIGTERM to exit) | %s |\n", r.stop.Round(time.Millisecond))
 	var total int64
 	for _, f := range sortedFiles(r.files) {
 		if strings.HasSuffix(f.name, ".snap") || strings.HasSuffix(f.name, ".wal") {
-			fmt.Printf("| %s | %s (%.2f B a membership) |\n", f.name, mib(f.onDisk), float64(f.onDisk)/float64(r.memberships))
+			fmt.Printf("| %s | %s (%.2f B a membership) |\n", f.name, loadtest.MiB(f.onDisk), float64(f.onDisk)/float64(r.memberships))
 		}
 		total += f.onDisk
 	}
-	fmt.Printf("| the data directory on disk | %s |\n", mib(total))
+	fmt.Printf("| the data directory on disk | %s |\n", loadtest.MiB(total))
 	fmt.Printf("| restart: process start to /readyz 200 (of which, by the service's log: the snapshot read and loaded; the log after it replayed) | %s (%s; %s) |\n",
 		r.restart.Round(time.Millisecond), r.snapshotLoad, r.replay)
-	fmt.Printf("| RSS after the restart (peak) | %s (%s) |\n", mib(r.rssRestarted), mib(r.peakRestarted))
+	fmt.Printf("| RSS after the restart (peak) | %s (%s) |\n", loadtest.MiB(r.rssRestarted), loadtest.MiB(r.peakRestarted))
 
 	fmt.Println()
 	fmt.Println("| Request, wrk -t2 -c50 (medians) | large | 1,000 memberships | large ÷ small | each round's |")

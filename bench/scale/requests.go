@@ -38,15 +38,7 @@ func (st state) memberships() int64 {
 // typical user's of the large service, and a largest group of 500
 // (g0000050). Uids are drawn from 1..users, as the large service's are.
 func smallState(users int) state {
-	rng := rand.New(rand.NewPCG(seedMembers, 1<<40))
-	seen := map[int64]bool{}
-	uids := make([]int64, 0, 550)
-	for len(uids) < 550 {
-		if uid := rng.Int64N(int64(users)) + 1; !seen[uid] {
-			seen[uid] = true
-			uids = append(uids, uid)
-		}
-	}
+	uids := loadtest.RandomUIDs(rand.New(rand.NewPCG(seedMembers, 1<<40)), 550, int64(users))
 	groups := make([][]int64, 51)
 	for j, uid := range uids[:50] {
 		for t := range 10 {
@@ -70,8 +62,8 @@ const picks = 1000
 // kind is one of the requests measured, with the paths of the requests
 // sent on either service.
 type kind struct {
-	name         string
-	large, small []string
+	name  string
+	paths [2][]string // on the large service, and on the small one
 }
 
 // get10Paths returns picks GETs of groups of 10 members.
@@ -185,19 +177,6 @@ func userGroupsPaths(ctx context.Context, s *service, candidates []int64, want i
 	return paths, nil
 }
 
-// candidateUsers returns n distinct random uids from 1..users.
-func candidateUsers(rng *rand.Rand, users, n int) []int64 {
-	seen := map[int64]bool{}
-	var uids []int64
-	for len(uids) < min(n, users) {
-		if uid := rng.Int64N(int64(users)) + 1; !seen[uid] {
-			seen[uid] = true
-			uids = append(uids, uid)
-		}
-	}
-	return uids
-}
-
 // userGroupCount returns how many groups uid is in: X-Total-Count.
 func userGroupCount(ctx context.Context, s *service, uid int64) (int, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/user-group/"+strconv.FormatInt(uid, 10)+"?limit=1", nil)
@@ -234,15 +213,11 @@ func measure(ctx context.Context, dir string, kinds []kind, large, small *servic
 	for round := 1; round <= rounds; round++ {
 		for k, kd := range kinds {
 			for i, s := range []*service{large, small} {
-				paths := kd.large
-				if i == 1 {
-					paths = kd.small
-				}
-				script, err := writeScript(dir, fmt.Sprintf("%s-%d", s.name, k), paths)
+				script, err := writeScript(dir, fmt.Sprintf("%s-%d", s.name, k), kd.paths[i])
 				if err != nil {
 					return nil, err
 				}
-				r, err := w.RunWrkContext(ctx, s.base+"/", script)
+				r, err := w.RunWrk(ctx, s.base+"/", script)
 				if err != nil {
 					return nil, fmt.Errorf("%s on the %s service: %w", kd.name, s.name, err)
 				}

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,9 +30,6 @@ func (c *children) start(cmd *exec.Cmd) error {
 	defer c.mu.Unlock()
 	if err := cmd.Start(); err != nil {
 		return err
-	}
-	if c.cmds == nil {
-		c.cmds = map[*exec.Cmd]bool{}
 	}
 	c.cmds[cmd] = true
 	return nil
@@ -62,21 +57,15 @@ type service struct {
 	base string // http://127.0.0.1:port
 	pid  int
 	cmd  *exec.Cmd
-	log  *os.File
 	done chan struct{} // closed when the process has exited
-	kids *children
 }
 
 // serviceEnv is the harness's environment without what would change how
 // the service's collector runs: it runs with its own defaults (GOGC=50).
 func serviceEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GOGC=") && !strings.HasPrefix(kv, "GOMEMLIMIT=") {
-			env = append(env, kv)
-		}
-	}
-	return env
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=")
+	})
 }
 
 // startService starts bin with args on a free loopback port, its output
@@ -95,7 +84,7 @@ func startService(ctx context.Context, kids *children, bin, dir, name string, ar
 	argv := append(append(append([]string{}, wrapper...), bin, "-addr", addr), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr, cmd.Env = logFile, logFile, serviceEnv()
-	s := &service{name: name, base: "http://" + addr, cmd: cmd, log: logFile, done: make(chan struct{}), kids: kids}
+	s := &service{name: name, base: "http://" + addr, cmd: cmd, done: make(chan struct{})}
 	start := time.Now()
 	if err := kids.start(cmd); err != nil {
 		logFile.Close()
@@ -108,44 +97,16 @@ func startService(ctx context.Context, kids *children, bin, dir, name string, ar
 		logFile.Close()
 		close(s.done)
 	}()
-	if err := s.waitReady(ctx, wait); err != nil {
+	if err := loadtest.WaitHTTP(ctx, s.base+"/readyz", wait, s.done); err != nil {
 		s.kill()
 		return nil, 0, fmt.Errorf("the %s service did not get ready: %w (its log: %s)", name, err, logFile.Name())
 	}
 	return s, time.Since(start), nil
 }
 
-// waitReady polls /readyz every 10 ms until it answers 200.
-func (s *service) waitReady(ctx context.Context, wait time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	client := &http.Client{Timeout: time.Second}
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/readyz", nil)
-		resp, err := client.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			if err == nil {
-				err = fmt.Errorf("/readyz answers %s", resp.Status)
-			}
-			return fmt.Errorf("after %s: %w", wait, err)
-		case <-s.done:
-			return errors.New("it exited")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
-// stop sends SIGTERM (to the process itself, not to a wrapper) and waits
-// for the process to exit, at most wait; then kills it. It returns how
-// long the stop took.
+// stop sends SIGTERM to the process (the wrapper, when there is one) and
+// waits for it to exit, at most wait; then kills it. It returns how long
+// the stop took.
 func (s *service) stop(wait time.Duration) (time.Duration, error) {
 	start := time.Now()
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -168,42 +129,21 @@ func (s *service) kill() {
 
 // rss returns the service's VmRSS, and its peak, VmHWM, in bytes.
 func (s *service) rss() (rss, peak int64, err error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid))
-	if err != nil {
+	if rss, err = loadtest.RSS(s.pid); err != nil {
 		return 0, 0, err
 	}
-	field := func(name string) int64 {
-		for line := range strings.SplitSeq(string(status), "\n") {
-			if rest, ok := strings.CutPrefix(line, name+":"); ok {
-				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-				return kb << 10
-			}
-		}
-		return 0
-	}
-	rss, peak = field("VmRSS"), field("VmHWM")
-	if rss == 0 {
-		return 0, 0, fmt.Errorf("no VmRSS in /proc/%d/status", s.pid)
-	}
-	return rss, peak, nil
+	peak, err = loadtest.PeakRSS(s.pid)
+	return rss, peak, err
 }
 
 // metric returns the value of an unlabelled metric of /metrics.
 func (s *service) metric(ctx context.Context, name string) (float64, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
+	body, err := loadtest.Get(ctx, http.DefaultClient, s.base+"/metrics")
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(rest, 64)
-		}
+	if v, ok := loadtest.ParseMetrics(body)[name]; ok {
+		return v, nil
 	}
 	return 0, fmt.Errorf("no %s in /metrics", name)
 }

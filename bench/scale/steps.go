@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"example.com/groupmembership/bench/loadtest"
 )
 
 // The service's default bounds on one request, which the loading fills:
@@ -49,7 +51,7 @@ func (h *harness) loadLarge(ctx context.Context, st state, r *report) (*service,
 	}
 	total := st.memberships()
 	fmt.Printf("loading: POST /batch of at most %d users and %d changes (the service's defaults), from %d connections; RSS of the empty service %s\n",
-		maxUsers, maxChanges, h.opts.loadConns, mib(r.rssEmpty))
+		maxUsers, maxChanges, h.opts.loadConns, loadtest.MiB(r.rssEmpty))
 	p := &batcher{st: st, maxUsers: maxUsers, maxChanges: maxChanges}
 	if r.load, err = load(ctx, s, p, h.opts.loadConns, total); err != nil {
 		return nil, err
@@ -72,7 +74,7 @@ func (h *harness) loadLarge(ctx context.Context, st state, r *report) (*service,
 	if r.rssLoaded, r.peakLoaded, err = s.rss(); err != nil {
 		return nil, err
 	}
-	fmt.Printf("  RSS %s after the loading (peak %s); %s\n", mib(r.rssLoaded), mib(r.peakLoaded), r.snapshotsWritten())
+	fmt.Printf("  RSS %s after the loading (peak %s); %s\n", loadtest.MiB(r.rssLoaded), loadtest.MiB(r.peakLoaded), r.snapshotsWritten())
 	if r.rssSettled, err = settle(ctx, s, h.opts.settle); err != nil {
 		return nil, err
 	}
@@ -108,7 +110,7 @@ func settle(ctx context.Context, s *service, d time.Duration) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		fmt.Printf(" %s", mib(rss))
+		fmt.Printf(" %s", loadtest.MiB(rss))
 		if !time.Now().Before(end) {
 			return rss, nil
 		}
@@ -209,7 +211,7 @@ func (h *harness) restart(ctx context.Context, r *report) (*service, error) {
 	r.snapshotLoad = loaded.Sub(times[""])
 	r.replay = times["opened the data directory"].Sub(loaded)
 	fmt.Printf("  ready in %s (the snapshot read and loaded in %s, the log after it replayed in %s, by the service's log); RSS %s (peak %s)\n",
-		took.Round(time.Millisecond), r.snapshotLoad, r.replay, mib(r.rssRestarted), mib(r.peakRestarted))
+		took.Round(time.Millisecond), r.snapshotLoad, r.replay, loadtest.MiB(r.rssRestarted), loadtest.MiB(r.peakRestarted))
 	return s, nil
 }
 
@@ -284,7 +286,7 @@ func (h *harness) kinds(ctx context.Context, big *service, large state, small *s
 		rng := rand.New(rand.NewPCG(seedPicks, 0))
 		// Users in 10 groups: among random users of the large service
 		// (about one in eight), and the small one's 50 built so.
-		candidates := candidateUsers(rng, h.opts.users, 20*picks)
+		candidates := loadtest.RandomUIDs(rng, 20*picks, int64(h.opts.users))
 		if i == 1 {
 			s = small
 			candidates = nil
@@ -307,11 +309,7 @@ func (h *harness) kinds(ctx context.Context, big *service, large state, small *s
 			return nil, err
 		}
 		for k := range kinds {
-			if i == 0 {
-				kinds[k].large = paths[k]
-			} else {
-				kinds[k].small = paths[k]
-			}
+			kinds[k].paths[i] = paths[k]
 		}
 	}
 	return kinds, nil

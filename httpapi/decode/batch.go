@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"mime"
 	"net/http"
 	"slices"
 	"unsafe"
 
-	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -29,13 +27,10 @@ type BatchRequest struct {
 // middleware.CodeInvalidHeader (an if_match that is not * or entity tags),
 // CodeUnavailable (bodies is spent).
 func ReadBatch(r *http.Request, svc *membership.Service, maxBodyBytes int64, bodies *budget.Bytes) (BatchRequest, budget.Lease, error) {
-	if ct := middleware.HeaderValue(r, "Content-Type"); ct != "" {
-		if mediaType, _, err := mime.ParseMediaType(ct); err != nil || mediaType != jsonMediaType {
-			return BatchRequest{}, budget.Lease{}, membership.Errorf(middleware.CodeUnsupportedMediaType,
-				"Content-Type %q is not supported: POST /batch takes %s", ct, jsonMediaType)
-		}
+	if err := requireJSON(r, "POST /batch"); err != nil {
+		return BatchRequest{}, budget.Lease{}, err
 	}
-	body, lease, err := readBody(r, maxBodyBytes, bodies)
+	body, lease, err := ReadBody(r, maxBodyBytes, bodies)
 	if err != nil {
 		return BatchRequest{}, lease, err
 	}
@@ -165,14 +160,7 @@ func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Wri
 		if err != nil {
 			return w, err
 		}
-		if w.Op == membership.OpRemove {
-			w.UIDs = make([]membership.UID, len(users))
-			for i, u := range users {
-				w.UIDs[i] = u.UID
-			}
-		} else {
-			w.Users = users
-		}
+		w = UsersWrite(w.Op, w.GroupID, users)
 	case membership.OpDeleteGroup:
 		if fields["users"] != nil {
 			return w, membership.Errorf(membership.CodeInvalidChanges, "delete_group takes no users: it removes every member")
@@ -193,4 +181,20 @@ func parseBatchChange(text string, maxUsers int, epoch uint64) (w membership.Wri
 		w.Conditions = ConditionsText(r)
 	}
 	return w, nil
+}
+
+// UsersWrite returns the write of op with users to the group. A remove
+// takes the users' uids: nicknames in a remove are validated (by
+// ParseUsers) and otherwise ignored.
+func UsersWrite(op membership.Op, groupID string, users []membership.User) membership.Write {
+	w := membership.Write{Op: op, GroupID: groupID}
+	if op != membership.OpRemove {
+		w.Users = users
+		return w
+	}
+	w.UIDs = make([]membership.UID, len(users))
+	for i, u := range users {
+		w.UIDs[i] = u.UID
+	}
+	return w
 }

@@ -76,7 +76,7 @@ func (p *checksParser) parse(maxChecks int) (CheckRequest, error) {
 			}
 			seenTransitive = true
 		} else {
-			if req.Checks, err = p.array(maxChecks); err != nil {
+			if req.Checks, err = parseArray(&p.usersParser, maxChecks, membership.CodeTooManyChecks, (*usersParser).check); err != nil {
 				return req, err
 			}
 			seen = true
@@ -110,94 +110,32 @@ func (p *checksParser) bodyError(format string, args ...any) error {
 	return membership.Errorf(membership.CodeInvalidBody, "the body is not valid JSON at byte %d: "+format, append([]any{p.pos}, args...)...)
 }
 
-// array parses the checks array at p.pos.
-func (p *checksParser) array(maxChecks int) ([]membership.Check, error) {
-	if p.peek() != '[' {
-		return nil, membership.Errorf(membership.CodeInvalidChecks, "checks is not a JSON array: it must start with [")
-	}
-	p.pos++
-	// Commas bound the element count, and so does preallocated, so this
-	// never allocates more than the request could fill.
-	checks := make([]membership.Check, 0, min(strings.Count(p.s[p.pos:], ",")+1, maxChecks, preallocated))
-	p.skipSpace()
-	if p.consume(']') {
-		return checks, nil
-	}
-	for {
-		if len(checks) == maxChecks {
-			return nil, membership.Errorf(membership.CodeTooManyChecks, "checks has more than %d elements", maxChecks)
-		}
-		p.elem = len(checks)
-		c, err := p.check()
-		if err != nil {
-			return nil, err
-		}
-		checks = append(checks, c)
-		p.skipSpace()
-		if p.consume(']') {
-			return checks, nil
-		}
-		if p.pos == len(p.s) {
-			return nil, p.syntaxError("unexpected end: the array is not closed")
-		}
-		if !p.consume(',') {
-			return nil, p.syntaxError("want , or ] after element %d", p.elem)
-		}
-		p.skipSpace()
-	}
-}
-
 // check parses one element of checks: {"group": "g", "uid": uid}, the keys
 // in any order.
-func (p *checksParser) check() (membership.Check, error) {
+func (p *usersParser) check() (c membership.Check, err error) {
 	if p.peek() != '{' {
-		return membership.Check{}, p.wrongValue(wantCheck)
+		return c, p.wrongValue(wantCheck)
 	}
-	p.pos++
-	var c membership.Check
 	var hasGroup, hasUID bool
-	p.skipSpace()
-	for !p.consume('}') {
-		if hasGroup || hasUID {
-			if !p.consume(',') {
-				return membership.Check{}, p.syntaxError("want , or } in element %d", p.elem)
-			}
-			p.skipSpace()
-		}
-		if p.peek() != '"' {
-			return membership.Check{}, p.syntaxError("want a quoted key in element %d", p.elem)
-		}
-		key, err := p.string()
-		if err != nil {
-			return membership.Check{}, err
-		}
-		p.skipSpace()
-		if !p.consume(':') {
-			return membership.Check{}, p.syntaxError("want : after key %q in element %d", key, p.elem)
-		}
-		p.skipSpace()
-		switch {
-		case key == "group" && hasGroup, key == "uid" && hasUID:
-			return membership.Check{}, p.elementError("the key %q appears twice", key)
-		case key == "group":
+	err = p.members(checkKeys, func(key string) error {
+		return p.elementError("unknown key %.40q: only \"group\" and \"uid\" are allowed", key)
+	}, func(key string) (err error) {
+		switch key {
+		case "group":
 			if p.peek() != '"' {
-				return membership.Check{}, p.wrongValue("a string group id")
+				return p.wrongValue("a string group id")
 			}
-			if c.GroupID, err = p.string(); err != nil {
-				return membership.Check{}, err
-			}
+			c.GroupID, err = p.string()
 			hasGroup = true
-		case key == "uid":
-			if c.UID, err = p.uid(wantUID); err != nil {
-				return membership.Check{}, err
-			}
+		case "uid":
+			c.UID, err = p.uid(wantUID)
 			hasUID = true
-		default:
-			return membership.Check{}, p.elementError("unknown key %.40q: only \"group\" and \"uid\" are allowed", key)
 		}
-		p.skipSpace()
-	}
+		return err
+	})
 	switch {
+	case err != nil:
+		return membership.Check{}, err
 	case !hasGroup:
 		return membership.Check{}, p.elementError(`the object has no "group", want %s`, wantCheck)
 	case !hasUID:
@@ -205,3 +143,6 @@ func (p *checksParser) check() (membership.Check, error) {
 	}
 	return c, nil
 }
+
+// checkKeys are the keys of an element of checks.
+var checkKeys = []string{"group", "uid"}

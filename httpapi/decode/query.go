@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -27,15 +28,8 @@ func ParseQuery(r *http.Request, takes ...string) (Query, error) {
 	if err != nil {
 		return nil, membership.Errorf(membership.CodeInvalidQuery, "the query string is malformed: %v", err)
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for name := range values {
-			if !yield(name) {
-				return
-			}
-		}
-	})
 	q := make(Query, len(values))
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		vs := values[name]
 		switch {
 		case !slices.Contains(takes, name):

@@ -1,11 +1,9 @@
 package decode
 
 import (
-	"mime"
 	"net/http"
 	"unsafe"
 
-	"example.com/groupmembership/httpapi/middleware"
 	"example.com/groupmembership/internal/budget"
 	"example.com/groupmembership/membership"
 )
@@ -17,13 +15,10 @@ import (
 // Errors: middleware.CodeUnsupportedMediaType, CodeBodyTooLarge, CodeInvalidBody,
 // CodeInvalidChecks, CodeTooManyChecks, CodeUnavailable (bodies is spent).
 func ReadChecks(r *http.Request, maxChecks int, maxBodyBytes int64, bodies *budget.Bytes) (CheckRequest, budget.Lease, error) {
-	if ct := middleware.HeaderValue(r, "Content-Type"); ct != "" {
-		if mediaType, _, err := mime.ParseMediaType(ct); err != nil || mediaType != jsonMediaType {
-			return CheckRequest{}, budget.Lease{}, membership.Errorf(middleware.CodeUnsupportedMediaType,
-				"Content-Type %q is not supported: POST /check takes %s", ct, jsonMediaType)
-		}
+	if err := requireJSON(r, "POST /check"); err != nil {
+		return CheckRequest{}, budget.Lease{}, err
 	}
-	body, lease, err := readBody(r, maxBodyBytes, bodies)
+	body, lease, err := ReadBody(r, maxBodyBytes, bodies)
 	if err != nil {
 		return CheckRequest{}, lease, err
 	}

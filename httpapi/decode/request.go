@@ -50,7 +50,7 @@ func ReadChangeRequest(w http.ResponseWriter, r *http.Request, list string, maxB
 				"Content-Type %q is not supported: send %s or %s", ct, formMediaType, jsonMediaType)
 		}
 	}
-	body, lease, err := readBody(r, maxBodyBytes, bodies)
+	body, lease, err := ReadBody(r, maxBodyBytes, bodies)
 	if err != nil {
 		return changeRequest{}, err
 	}
@@ -84,26 +84,33 @@ func ReadChangeRequest(w http.ResponseWriter, r *http.Request, list string, maxB
 	return req, nil
 }
 
-// ReadBody reads the whole body of r, at most maxBodyBytes of it, its
-// memory taken from bodies as it arrives (see readBody); the caller
-// releases the lease once done with the body. It is for the routes whose
-// bodies are JSON documents of their own (SCIM's).
-//
-// Errors: CodeBodyTooLarge, CodeUnavailable, CodeInvalidBody, and
-// middleware.CodeUnsupportedMediaType (a Content-Encoding).
-func ReadBody(r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) ([]byte, budget.Lease, error) {
-	return readBody(r, maxBodyBytes, bodies)
-}
-
 // firstBodyBuffer is the room a body gets before its bytes arrive.
 const firstBodyBuffer = 512
 
-// readBody reads the whole body, at most maxBodyBytes of it. Its memory
-// follows the bytes that arrive, never what Content-Length announces: the
-// buffer starts small and doubles as it fills, each size taken from bodies
-// first. When bodies has no room, the body is refused with CodeUnavailable;
-// otherwise the caller releases the lease of its memory once done with it.
-func readBody(r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) (body []byte, lease budget.Lease, err error) {
+// requireJSON refuses a Content-Type other than JSON on route, which takes
+// only JSON.
+//
+// Errors: middleware.CodeUnsupportedMediaType.
+func requireJSON(r *http.Request, route string) error {
+	if ct := middleware.HeaderValue(r, "Content-Type"); ct != "" {
+		if mediaType, _, err := mime.ParseMediaType(ct); err != nil || mediaType != jsonMediaType {
+			return membership.Errorf(middleware.CodeUnsupportedMediaType,
+				"Content-Type %q is not supported: %s takes %s", ct, route, jsonMediaType)
+		}
+	}
+	return nil
+}
+
+// ReadBody reads the whole body of r, at most maxBodyBytes of it. Its
+// memory follows the bytes that arrive, never what Content-Length
+// announces: the buffer starts small and doubles as it fills, each size
+// taken from bodies first. When bodies has no room, the body is refused
+// with CodeUnavailable; otherwise the caller releases the lease of its
+// memory once done with it.
+//
+// Errors: CodeBodyTooLarge, CodeUnavailable, CodeInvalidBody, and
+// middleware.CodeUnsupportedMediaType (a Content-Encoding).
+func ReadBody(r *http.Request, maxBodyBytes int64, bodies *budget.Bytes) (body []byte, lease budget.Lease, err error) {
 	if err := checkContentEncoding(r); err != nil {
 		return nil, lease, err
 	}

@@ -18,7 +18,7 @@ func TestReadBodyShorterThanItsContentLength(t *testing.T) {
 	r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[1]"))
 	r.ContentLength = 100 // the client promised more than it sent
 	bodies := budget.New(1 << 20)
-	_, _, err := readBody(r, 1000, bodies)
+	_, _, err := ReadBody(r, 1000, bodies)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "reading the body")
 	assert.Zero(t, bodies.Used(), "a failed read gives its memory back")
@@ -39,11 +39,11 @@ func TestReadBodyMemoryFollowsTheBytesReceived(t *testing.T) {
 	}
 	done := make(chan read, 1)
 	go func() {
-		body, lease, err := readBody(r, 1<<20, bodies)
+		body, lease, err := ReadBody(r, 1<<20, bodies)
 		done <- read{body, lease, err}
 	}()
 	_, err := pw.Write([]byte("users=[1,2"))
-	require.NoError(t, err) // the pipe returns once readBody has taken the bytes
+	require.NoError(t, err) // the pipe returns once ReadBody has taken the bytes
 	assert.Equal(t, int64(firstBodyBuffer), bodies.Used(), "ten bytes received: one small buffer held")
 
 	rest := bytes.Repeat([]byte(",3"), (1<<20-10)/2)
@@ -68,14 +68,14 @@ func TestReadBodyRefusedWhenTheBudgetIsSpent(t *testing.T) {
 	others, ok := bodies.Take(4096) // other bodies hold it all
 	require.True(t, ok)
 	r := httptest.NewRequest("POST", "/group-user/g", strings.NewReader("users=[1]"))
-	_, _, err := readBody(r, 1000, bodies)
+	_, _, err := ReadBody(r, 1000, bodies)
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 	others.Release()
 
 	others, ok = bodies.Take(4096 - firstBodyBuffer) // room for the first buffer only
 	require.True(t, ok)
 	r = httptest.NewRequest("POST", "/group-user/g", strings.NewReader(strings.Repeat("x", 2000)))
-	_, _, err = readBody(r, 1<<20, bodies)
+	_, _, err = ReadBody(r, 1<<20, bodies)
 	assert.Equal(t, membership.CodeUnavailable, membership.ErrorCode(err))
 	assert.Equal(t, int64(4096-firstBodyBuffer), bodies.Used(), "the refused body gave back what it held")
 }
@@ -84,13 +84,13 @@ func TestReadBodyTooLargeWithoutContentLength(t *testing.T) {
 	bodies := budget.New(1 << 20)
 	r := httptest.NewRequest("POST", "/group-user/g", io.MultiReader(strings.NewReader(strings.Repeat("x", 5000))))
 	r.ContentLength = -1 // chunked: the size is known only at the end
-	_, _, err := readBody(r, 4000, bodies)
+	_, _, err := ReadBody(r, 4000, bodies)
 	assert.Equal(t, membership.CodeBodyTooLarge, membership.ErrorCode(err))
 	assert.Zero(t, bodies.Used())
 
 	r = httptest.NewRequest("POST", "/group-user/g", io.MultiReader(strings.NewReader(strings.Repeat("x", 4000))))
 	r.ContentLength = -1
-	body, lease, err := readBody(r, 4000, bodies)
+	body, lease, err := ReadBody(r, 4000, bodies)
 	require.NoError(t, err)
 	assert.Len(t, body, 4000, "exactly the limit is accepted")
 	lease.Release()

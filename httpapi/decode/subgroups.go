@@ -1,10 +1,6 @@
 package decode
 
-import (
-	"strings"
-
-	"example.com/groupmembership/membership"
-)
+import "example.com/groupmembership/membership"
 
 // wantGroupElement is what an element of groups must be, for messages.
 const wantGroupElement = `a group id (a string) or {"group": "group id"}`
@@ -27,23 +23,14 @@ const wantGroupElement = `a group id (a string) or {"group": "group id"}`
 // or membership.CodeTooManyGroups.
 func ParseSubgroups(s string, maxGroups int) ([]membership.Subgroup, error) {
 	p := usersParser{s: s, array: "groups", code: membership.CodeInvalidGroups}
-	groups := make([]membership.Subgroup, 0, min(strings.Count(s, ",")+1, maxGroups, preallocated))
-	err := p.eachElement(maxGroups, membership.CodeTooManyGroups, func() error {
-		g, err := p.subgroup()
-		groups = append(groups, g)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return groups, nil
+	return parseWhole(&p, maxGroups, membership.CodeTooManyGroups, (*usersParser).subgroup)
 }
 
 // subgroup parses one element of groups at p.pos.
 func (p *usersParser) subgroup() (membership.Subgroup, error) {
 	switch p.peek() {
 	case '"':
-		id, err := p.groupID()
+		id, err := p.ownString("group id")
 		return membership.Subgroup{GroupID: id}, err
 	case '{':
 		return p.subgroupObject()
@@ -52,82 +39,36 @@ func (p *usersParser) subgroup() (membership.Subgroup, error) {
 	}
 }
 
-// groupID parses a group id: a JSON string of valid UTF-8, copied out of
-// the request body, which the store may keep it beyond.
-func (p *usersParser) groupID() (string, error) {
-	if p.peek() != '"' {
-		return "", p.wrongValue("a string group id")
-	}
-	s, err := p.string()
-	if err != nil {
-		return "", err
-	}
-	return strings.Clone(s), nil
-}
-
 // subgroupObject parses {"group": "g", "expires": time or null, "ttl":
 // duration}, the keys in any order, all but group optional, and expires
 // and ttl not both.
-func (p *usersParser) subgroupObject() (membership.Subgroup, error) {
-	p.pos++ // {
-	var g membership.Subgroup
+func (p *usersParser) subgroupObject() (g membership.Subgroup, err error) {
 	var hasGroup, hasExpires, hasTTL bool
-	p.skipSpace()
-	for !p.consume('}') {
-		if hasGroup || hasExpires || hasTTL {
-			if !p.consume(',') {
-				return g, p.syntaxError("want , or } in element %d", p.elem)
-			}
-			p.skipSpace()
-		}
-		if p.peek() != '"' {
-			return g, p.syntaxError("want a quoted key in element %d", p.elem)
-		}
-		key, err := p.string()
-		if err != nil {
-			return g, err
-		}
-		p.skipSpace()
-		if !p.consume(':') {
-			return g, p.syntaxError("want : after key %q in element %d", key, p.elem)
-		}
-		p.skipSpace()
+	err = p.members(subgroupKeys, func(key string) error {
+		return p.elementError(`unknown key %q: only "group", "expires" and "ttl" are allowed`, truncate(key))
+	}, func(key string) (err error) {
 		switch key {
 		case "group":
-			if hasGroup {
-				return g, p.elementError(`the key "group" appears twice`)
-			}
-			if g.GroupID, err = p.groupID(); err != nil {
-				return g, err
-			}
+			g.GroupID, err = p.ownString("group id")
 			hasGroup = true
 		case "expires":
-			if hasExpires {
-				return g, p.elementError(`the key "expires" appears twice`)
-			}
-			if g.Expiry.At, err = p.expires(); err != nil {
-				return g, err
-			}
+			g.Expiry.At, err = p.expires()
 			hasExpires = true
 		case "ttl":
-			if hasTTL {
-				return g, p.elementError(`the key "ttl" appears twice`)
-			}
-			if g.Expiry.TTL, err = p.ttl(); err != nil {
-				return g, err
-			}
+			g.Expiry.TTL, err = p.ttl()
 			hasTTL = true
-		default:
-			return g, p.elementError(`unknown key %q: only "group", "expires" and "ttl" are allowed`, truncate(key))
 		}
-		p.skipSpace()
-	}
+		return err
+	})
 	switch {
+	case err != nil:
+		return g, err
 	case !hasGroup:
 		return g, p.elementError(`the object has no "group", want %s`, wantGroupElement)
-	case hasExpires && hasTTL:
-		return g, p.elementError(`"expires" and "ttl" are both given: give one`)
 	}
-	g.Expiry.Set = hasExpires || hasTTL
-	return g, nil
+	g.Expiry.Set, err = p.expiryGiven(hasExpires, hasTTL)
+	return g, err
 }
+
+// subgroupKeys are the keys of a groups element's object.
+var subgroupKeys = []string{"group", "expires", "ttl"}

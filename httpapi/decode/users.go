@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,7 +40,7 @@ import (
 // membership.CodeTooManyUsers.
 func ParseUsers(s string, maxUsers int) ([]membership.User, error) {
 	p := usersParser{s: s, array: "users", code: membership.CodeInvalidUsers}
-	return p.parse(maxUsers)
+	return parseWhole(&p, maxUsers, membership.CodeTooManyUsers, (*usersParser).element)
 }
 
 type usersParser struct {
@@ -61,57 +62,57 @@ const (
 	wantTTL     = `a duration such as "4h" or "90m" (a string)`
 )
 
-func (p *usersParser) parse(maxUsers int) ([]membership.User, error) {
-	// Commas bound the element count, and so does preallocated, so this
-	// never allocates more than the request could fill.
-	users := make([]membership.User, 0, min(strings.Count(p.s, ",")+1, maxUsers, preallocated))
-	err := p.eachElement(maxUsers, membership.CodeTooManyUsers, func() error {
-		u, err := p.element()
-		users = append(users, u)
-		return err
-	})
+// parseWhole parses p.s, which must be one JSON array and nothing more,
+// as parseArray does.
+func parseWhole[T any](p *usersParser, most int, tooMany membership.Code, element func(*usersParser) (T, error)) ([]T, error) {
+	elements, err := parseArray(p, most, tooMany, element)
 	if err != nil {
 		return nil, err
 	}
-	return users, nil
-}
-
-// eachElement parses the JSON array that is the whole of p.s, of at most most
-// elements (more is a tooMany error), calling element to parse each, at
-// p.pos, with p.elem its index.
-func (p *usersParser) eachElement(most int, tooMany membership.Code, element func() error) error {
-	p.skipSpace()
-	if !p.consume('[') {
-		return membership.Errorf(p.code, "%s is not a JSON array: it must start with [", p.array)
-	}
-	p.skipSpace()
-	if !p.consume(']') {
-		for n := 0; ; n++ {
-			if n == most {
-				return membership.Errorf(tooMany, "%s has more than %d elements", p.array, most)
-			}
-			p.elem = n
-			if err := element(); err != nil {
-				return err
-			}
-			p.skipSpace()
-			if p.consume(']') {
-				break
-			}
-			if p.pos == len(p.s) {
-				return p.syntaxError("unexpected end: the array is not closed")
-			}
-			if !p.consume(',') {
-				return p.syntaxError("want , or ] after element %d", p.elem)
-			}
-			p.skipSpace()
-		}
-	}
 	p.skipSpace()
 	if p.pos != len(p.s) {
-		return p.syntaxError("unexpected data after the array")
+		return nil, p.syntaxError("unexpected data after the array")
 	}
-	return nil
+	return elements, nil
+}
+
+// parseArray parses the JSON array at p.pos, of at most most elements
+// (more is a tooMany error), calling element to parse each, at p.pos,
+// with p.elem its index.
+func parseArray[T any](p *usersParser, most int, tooMany membership.Code, element func(*usersParser) (T, error)) ([]T, error) {
+	// Commas bound the element count, and so does preallocated, so this
+	// never allocates more than the request could fill.
+	elements := make([]T, 0, min(strings.Count(p.s[p.pos:], ",")+1, most, preallocated))
+	p.skipSpace()
+	if !p.consume('[') {
+		return nil, membership.Errorf(p.code, "%s is not a JSON array: it must start with [", p.array)
+	}
+	p.skipSpace()
+	if p.consume(']') {
+		return elements, nil
+	}
+	for {
+		if len(elements) == most {
+			return nil, membership.Errorf(tooMany, "%s has more than %d elements", p.array, most)
+		}
+		p.elem = len(elements)
+		e, err := element(p)
+		if err != nil {
+			return nil, err
+		}
+		elements = append(elements, e)
+		p.skipSpace()
+		if p.consume(']') {
+			return elements, nil
+		}
+		if p.pos == len(p.s) {
+			return nil, p.syntaxError("unexpected end: the array is not closed")
+		}
+		if !p.consume(',') {
+			return nil, p.syntaxError("want , or ] after element %d", p.elem)
+		}
+		p.skipSpace()
+	}
 }
 
 // preallocated bounds the elements an array's slice has room for before
@@ -149,7 +150,7 @@ func (p *usersParser) list() (membership.User, error) {
 	p.skipSpace()
 	if p.consume(',') {
 		p.skipSpace()
-		if u.Nickname, err = p.nickname(); err != nil {
+		if u.Nickname, err = p.ownString("nickname"); err != nil {
 			return membership.User{}, err
 		}
 		u.HasNickname = true
@@ -167,79 +168,89 @@ func (p *usersParser) list() (membership.User, error) {
 // object parses {"uid": uid, "nickname": "nickname", "expires": time or
 // null, "ttl": duration} with the keys in any order, all but uid optional,
 // and expires and ttl not both.
-func (p *usersParser) object() (membership.User, error) {
-	p.pos++ // {
-	var u membership.User
+func (p *usersParser) object() (u membership.User, err error) {
 	var hasUID, hasExpires, hasTTL bool
+	err = p.members(userKeys, func(key string) error {
+		return p.elementError(`unknown key %q: only "uid", "nickname", "expires" and "ttl" are allowed`, truncate(key))
+	}, func(key string) (err error) {
+		switch key {
+		case "uid":
+			u.UID, err = p.uid(wantUID)
+			hasUID = true
+		case "nickname":
+			u.Nickname, err = p.ownString("nickname")
+			u.HasNickname = true
+		case "expires":
+			u.Expiry.At, err = p.expires()
+			hasExpires = true
+		case "ttl":
+			u.Expiry.TTL, err = p.ttl()
+			hasTTL = true
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		return membership.User{}, err
+	case !hasUID:
+		return membership.User{}, p.elementError(`the object has no "uid"`)
+	}
+	u.Expiry.Set, err = p.expiryGiven(hasExpires, hasTTL)
+	return u, err
+}
+
+// userKeys are the keys of a users element's object.
+var userKeys = []string{"uid", "nickname", "expires", "ttl"}
+
+// expiryGiven returns whether an object gives an expiry: "expires" or
+// "ttl", which it may not both give.
+func (p *usersParser) expiryGiven(hasExpires, hasTTL bool) (bool, error) {
+	if hasExpires && hasTTL {
+		return false, p.elementError(`"expires" and "ttl" are both given: give one`)
+	}
+	return hasExpires || hasTTL, nil
+}
+
+// members parses the JSON object at p.pos, whose keys must be among keys,
+// each at most once: value parses the value of each, at p.pos, and
+// unknown returns the error of any other key.
+func (p *usersParser) members(keys []string, unknown func(key string) error, value func(key string) error) error {
+	p.pos++ // {
 	p.skipSpace()
-	if !p.consume('}') {
-		for {
-			if p.peek() != '"' {
-				return membership.User{}, p.syntaxError("want a quoted key in element %d", p.elem)
-			}
-			key, err := p.string()
-			if err != nil {
-				return membership.User{}, err
-			}
-			p.skipSpace()
-			if !p.consume(':') {
-				return membership.User{}, p.syntaxError("want : after key %q in element %d", key, p.elem)
-			}
-			p.skipSpace()
-			switch key {
-			case "uid":
-				if hasUID {
-					return membership.User{}, p.elementError(`the key "uid" appears twice`)
-				}
-				if u.UID, err = p.uid(wantUID); err != nil {
-					return membership.User{}, err
-				}
-				hasUID = true
-			case "nickname":
-				if u.HasNickname {
-					return membership.User{}, p.elementError(`the key "nickname" appears twice`)
-				}
-				if u.Nickname, err = p.nickname(); err != nil {
-					return membership.User{}, err
-				}
-				u.HasNickname = true
-			case "expires":
-				if hasExpires {
-					return membership.User{}, p.elementError(`the key "expires" appears twice`)
-				}
-				hasExpires = true
-				if u.Expiry.At, err = p.expires(); err != nil {
-					return membership.User{}, err
-				}
-			case "ttl":
-				if hasTTL {
-					return membership.User{}, p.elementError(`the key "ttl" appears twice`)
-				}
-				hasTTL = true
-				if u.Expiry.TTL, err = p.ttl(); err != nil {
-					return membership.User{}, err
-				}
-			default:
-				return membership.User{}, p.elementError(`unknown key %q: only "uid", "nickname", "expires" and "ttl" are allowed`, truncate(key))
-			}
-			p.skipSpace()
-			if p.consume('}') {
-				break
-			}
+	var given uint // 1<<i for keys[i]
+	for n := 0; !p.consume('}'); n++ {
+		if n > 0 {
 			if !p.consume(',') {
-				return membership.User{}, p.syntaxError("want , or } in element %d", p.elem)
+				return p.syntaxError("want , or } in element %d", p.elem)
 			}
 			p.skipSpace()
 		}
+		if p.peek() != '"' {
+			return p.syntaxError("want a quoted key in element %d", p.elem)
+		}
+		key, err := p.string()
+		if err != nil {
+			return err
+		}
+		p.skipSpace()
+		if !p.consume(':') {
+			return p.syntaxError("want : after key %q in element %d", key, p.elem)
+		}
+		p.skipSpace()
+		i := slices.Index(keys, key)
+		switch {
+		case i < 0:
+			return unknown(key)
+		case given&(1<<i) != 0:
+			return p.elementError("the key %q appears twice", key)
+		}
+		if err := value(key); err != nil {
+			return err
+		}
+		given |= 1 << i
+		p.skipSpace()
 	}
-	if !hasUID {
-		return membership.User{}, p.elementError(`the object has no "uid"`)
-	}
-	if hasExpires && hasTTL {
-		return membership.User{}, p.elementError(`"expires" and "ttl" are both given: give one`)
-	}
-	u.Expiry.Set = hasExpires || hasTTL
-	return u, nil
+	return nil
 }
 
 // expires parses the value of "expires": an RFC 3339 time, returned in
@@ -320,17 +331,17 @@ func (p *usersParser) uid(want string) (membership.UID, error) {
 	return 0, p.elementError("uid %s is not %s", truncate(text), membership.UIDRange)
 }
 
-// nickname parses a nickname: a JSON string of valid UTF-8.
-func (p *usersParser) nickname() (string, error) {
+// ownString parses what (a nickname, a group id): a JSON string of valid
+// UTF-8. It outlives the request: it is copied out of the request body,
+// so that keeping it does not keep the whole body alive.
+func (p *usersParser) ownString(what string) (string, error) {
 	if p.peek() != '"' {
-		return "", p.wrongValue("a string nickname")
+		return "", p.wrongValue("a string " + what)
 	}
 	s, err := p.string()
 	if err != nil {
 		return "", err
 	}
-	// The nickname outlives the request: copy it out of the request body so
-	// that keeping it does not keep the whole body alive.
 	return strings.Clone(s), nil
 }
 
@@ -457,64 +468,39 @@ func (p *usersParser) escape() (rune, error) {
 	}
 	c := p.s[p.pos+1]
 	p.pos += 2
-	switch c {
-	case '"', '\\', '/':
-		return rune(c), nil
-	case 'b':
-		return '\b', nil
-	case 'f':
-		return '\f', nil
-	case 'n':
-		return '\n', nil
-	case 'r':
-		return '\r', nil
-	case 't':
-		return '\t', nil
-	case 'u':
-		r, ok := p.hex4()
-		if !ok {
-			return 0, p.syntaxError(`malformed \u escape`)
-		}
-		if !utf16.IsSurrogate(r) {
-			return r, nil
-		}
-		if r < 0xDC00 && strings.HasPrefix(p.s[p.pos:], `\u`) {
-			p.pos += 2
-			r2, ok := p.hex4()
-			if !ok {
-				return 0, p.syntaxError(`malformed \u escape`)
-			}
-			if joined := utf16.DecodeRune(r, r2); joined != utf8.RuneError {
-				return joined, nil
-			}
-		}
-		return 0, p.elementError("a string is not valid UTF-8: it has a lone surrogate escape")
-	default:
+	if i := strings.IndexByte(`"\/bfnrt`, c); i >= 0 {
+		return rune("\"\\/\b\f\n\r\t"[i]), nil
+	}
+	if c != 'u' {
 		p.pos -= 2
 		return 0, p.syntaxError(`unknown escape \%c`, c)
 	}
+	r, err := p.hex4()
+	if err != nil || !utf16.IsSurrogate(r) {
+		return r, err
+	}
+	if r < 0xDC00 && strings.HasPrefix(p.s[p.pos:], `\u`) {
+		p.pos += 2
+		r2, err := p.hex4()
+		if err != nil {
+			return 0, err
+		}
+		if joined := utf16.DecodeRune(r, r2); joined != utf8.RuneError {
+			return joined, nil
+		}
+	}
+	return 0, p.elementError("a string is not valid UTF-8: it has a lone surrogate escape")
 }
 
-func (p *usersParser) hex4() (rune, bool) {
-	if p.pos+4 > len(p.s) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range []byte(p.s[p.pos : p.pos+4]) {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
+// hex4 decodes the four hex digits of a \u escape at p.pos.
+func (p *usersParser) hex4() (rune, error) {
+	if p.pos+4 <= len(p.s) {
+		if r, err := strconv.ParseUint(p.s[p.pos:p.pos+4], 16, 16); err == nil {
+			p.pos += 4
+			return rune(r), nil
 		}
-		r = r<<4 | rune(c)
 	}
-	p.pos += 4
-	return r, true
+	return 0, p.syntaxError(`malformed \u escape`)
 }
 
 func (p *usersParser) peek() byte {

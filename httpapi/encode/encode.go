@@ -85,14 +85,7 @@ func nicknameJSONLen(m membership.Member) int {
 }
 
 // decimalLen returns the number of digits of n >= 0.
-func decimalLen(n int64) int {
-	digits := 1
-	for n >= 10 {
-		n /= 10
-		digits++
-	}
-	return digits
-}
+func decimalLen(n int64) int { return uintLen(uint64(n)) }
 
 // uintLen returns the number of digits of n.
 func uintLen(n uint64) int {
@@ -116,22 +109,10 @@ func AppendJSONString(b []byte, s string) []byte {
 func jsonStringLen(s string) int { return 2 + jsonstr.Len(s) }
 
 // StringsJSONLen returns the length of ss as a JSON array of strings.
-func StringsJSONLen(ss []string) int {
-	size := 2 + max(len(ss)-1, 0)
-	for _, s := range ss {
-		size += jsonStringLen(s)
-	}
-	return size
-}
+func StringsJSONLen(ss []string) int { return 2 + joinedLen(ss, jsonStringLen) }
 
 func AppendStrings(b []byte, ss []string) []byte {
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = AppendJSONString(b, s)
-	}
+	b = appendJoined(append(b, '['), ss, AppendJSONString)
 	return append(b, ']')
 }
 
@@ -283,45 +264,26 @@ func changeJSONLen(c membership.Change) int {
 
 // changeBodyLen returns len(appendChangeBody(nil, c)).
 func changeBodyLen(c membership.Change) int {
-	n := 0
 	if c.Op == membership.OpBatch {
-		n += len(changesPrefix) + max(len(c.Changes)-1, 0) + 1 // ]
-		for _, sub := range c.Changes {
-			n += len(subOpPrefix) + jsonStringLen(string(sub.Op)) + changeBodyLen(sub) + 1 // }
-		}
-		return n
+		return len(changesPrefix) + joinedLen(c.Changes, func(sub membership.Change) int {
+			return len(subOpPrefix) + jsonStringLen(string(sub.Op)) + changeBodyLen(sub) + 1 // }
+		}) + 1 // ]
 	}
+	n := 0
 	if hasGroup(c) {
 		n += len(groupPrefix) + jsonStringLen(c.GroupID)
 	}
 	if hasUIDs(c) {
-		n += len(uidsPrefix) + max(len(c.UIDs)-1, 0) + 1 // ]
-		for _, uid := range c.UIDs {
-			n += decimalLen(int64(uid))
-		}
+		n += len(uidsPrefix) + joinedLen(c.UIDs, func(uid membership.UID) int { return decimalLen(int64(uid)) }) + 1 // ]
 	}
 	if membership.IsNestingOp(c.Op) {
-		n += len(groupsPrefix) + max(len(c.Groups)-1, 0) + 1 // ]
-		for _, g := range c.Groups {
-			n += nestedElementLen(changeGroup(c, g))
-		}
+		n += len(groupsPrefix) + joinedLen(c.Groups, func(g membership.Nested) int { return nestedElementLen(changeGroup(c, g)) }) + 1
 	}
 	if len(c.Nicknames) > 0 {
-		n += len(nicknamesPrefix) + len(c.Nicknames) - 1 + 1
-		for _, m := range c.Nicknames {
-			n += nicknameJSONLen(m)
-		}
+		n += len(nicknamesPrefix) + joinedLen(c.Nicknames, nicknameJSONLen) + 1
 	}
 	if len(c.Expiries) > 0 {
-		n += len(expiriesPrefix) + len(c.Expiries) - 1 + 1
-		for _, e := range c.Expiries {
-			n += len(UIDPrefix) + decimalLen(int64(e.UID)) + len(expiresPrefix) + 1 // }
-			if e.At.IsZero() {
-				n += len("null")
-			} else {
-				n += changeTimeLen(e.At)
-			}
-		}
+		n += len(expiriesPrefix) + joinedLen(c.Expiries, expiryJSONLen) + 1
 	}
 	if c.Account != nil {
 		n += len(accountPrefix) + len(appendAccountJSON(nil, *c.Account))
@@ -357,13 +319,7 @@ func appendGroupAttributesJSON(b []byte, a account.GroupAttributes) []byte {
 }
 
 func AppendChanges(b []byte, changes []membership.Change) []byte {
-	b = append(b, '[')
-	for i, c := range changes {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = AppendChange(b, c)
-	}
+	b = appendJoined(append(b, '['), changes, AppendChange)
 	return append(b, ']')
 }
 
@@ -411,15 +367,12 @@ func AppendChange(b []byte, c membership.Change) []byte {
 func appendChangeBody(b []byte, c membership.Change) []byte {
 	if c.Op == membership.OpBatch {
 		b = append(b, changesPrefix...)
-		for j, sub := range c.Changes {
-			if j > 0 {
-				b = append(b, ',')
-			}
+		b = appendJoined(b, c.Changes, func(b []byte, sub membership.Change) []byte {
 			b = append(b, subOpPrefix...)
 			b = AppendJSONString(b, string(sub.Op))
 			b = appendChangeBody(b, sub)
-			b = append(b, '}')
-		}
+			return append(b, '}')
+		})
 		return append(b, ']')
 	}
 	if hasGroup(c) {
@@ -428,50 +381,22 @@ func appendChangeBody(b []byte, c membership.Change) []byte {
 	}
 	if hasUIDs(c) {
 		b = append(b, uidsPrefix...)
-		for j, uid := range c.UIDs {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, int64(uid), 10)
-		}
+		b = appendJoined(b, c.UIDs, func(b []byte, uid membership.UID) []byte { return strconv.AppendInt(b, int64(uid), 10) })
 		b = append(b, ']')
 	}
 	if membership.IsNestingOp(c.Op) {
 		b = append(b, groupsPrefix...)
-		for j, g := range c.Groups {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = appendNestedElement(b, changeGroup(c, g))
-		}
+		b = appendJoined(b, c.Groups, func(b []byte, g membership.Nested) []byte { return appendNestedElement(b, changeGroup(c, g)) })
 		b = append(b, ']')
 	}
 	if len(c.Nicknames) > 0 {
 		b = append(b, nicknamesPrefix...)
-		for j, m := range c.Nicknames {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = appendNicknameJSON(b, m)
-		}
+		b = appendJoined(b, c.Nicknames, appendNicknameJSON)
 		b = append(b, ']')
 	}
 	if len(c.Expiries) > 0 {
 		b = append(b, expiriesPrefix...)
-		for j, e := range c.Expiries {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, UIDPrefix...)
-			b = strconv.AppendInt(b, int64(e.UID), 10)
-			b = append(b, expiresPrefix...)
-			if e.At.IsZero() {
-				b = append(b, "null"...)
-			} else {
-				b = appendChangeTime(b, e.At)
-			}
-			b = append(b, '}')
-		}
+		b = appendJoined(b, c.Expiries, appendExpiryJSON)
 		b = append(b, ']')
 	}
 	if c.Account != nil {
@@ -481,6 +406,51 @@ func appendChangeBody(b []byte, c membership.Change) []byte {
 	if c.GroupAttributes != nil {
 		b = append(b, attrsPrefix...)
 		b = appendGroupAttributesJSON(b, *c.GroupAttributes)
+	}
+	return b
+}
+
+// appendExpiryJSON appends {"uid":…,"expires":…}, "expires" null for a
+// membership made permanent.
+func appendExpiryJSON(b []byte, e membership.MemberExpiry) []byte {
+	b = append(b, UIDPrefix...)
+	b = strconv.AppendInt(b, int64(e.UID), 10)
+	b = append(b, expiresPrefix...)
+	if e.At.IsZero() {
+		b = append(b, "null"...)
+	} else {
+		b = appendChangeTime(b, e.At)
+	}
+	return append(b, '}')
+}
+
+// expiryJSONLen returns len(appendExpiryJSON(nil, e)).
+func expiryJSONLen(e membership.MemberExpiry) int {
+	n := len(UIDPrefix) + decimalLen(int64(e.UID)) + len(expiresPrefix) + 1 // }
+	if e.At.IsZero() {
+		return n + len("null")
+	}
+	return n + changeTimeLen(e.At)
+}
+
+// joinedLen returns len(appendJoined(nil, items, …)), each item itemLen
+// long.
+func joinedLen[T any](items []T, itemLen func(T) int) int {
+	n := max(len(items)-1, 0) // commas
+	for _, item := range items {
+		n += itemLen(item)
+	}
+	return n
+}
+
+// appendJoined appends items, each by appendItem, with commas between
+// them.
+func appendJoined[T any](b []byte, items []T, appendItem func([]byte, T) []byte) []byte {
+	for i, item := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendItem(b, item)
 	}
 	return b
 }

@@ -90,7 +90,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusInternalServerError
 	}
 	if status == http.StatusInternalServerError {
-		recordInternalError(w, err)
+		RecordInternalError(w, err)
 	}
 	if status == http.StatusServiceUnavailable {
 		w.Header()["Retry-After"] = RetryAfter

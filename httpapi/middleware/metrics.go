@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -40,10 +41,8 @@ const (
 var methods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE", "other"}
 
 func methodIndex(m string) int {
-	for i, known := range methods[:len(methods)-1] {
-		if m == known {
-			return i
-		}
+	if i := slices.Index(methods[:len(methods)-1], m); i >= 0 {
+		return i
 	}
 	return len(methods) - 1
 }

@@ -121,13 +121,9 @@ func SetActingUID(w http.ResponseWriter, uid membership.UID) {
 }
 
 // RecordInternalError records err for the access log, which logs it with
-// its detail at level error: for a handler that writes its own error
-// bodies (SCIM's).
-func RecordInternalError(w http.ResponseWriter, err error) { recordInternalError(w, err) }
-
-// recordInternalError records err for the access log, which logs it with its
-// detail at level error.
-func recordInternalError(w http.ResponseWriter, err error) {
+// its detail at level error: WriteError's doing, and that of a handler
+// that writes its own error bodies (SCIM's).
+func RecordInternalError(w http.ResponseWriter, err error) {
 	if o, ok := w.(*observedWriter); ok {
 		o.internalErr = err
 	}
@@ -175,7 +171,7 @@ func Observe(log RequestLog, accessLog bool, m *RequestMetrics, next http.Handle
 				if ow.status == 0 {
 					WriteError(ow, r, err)
 				} else {
-					recordInternalError(ow, err)
+					RecordInternalError(ow, err)
 				}
 			}
 			elapsed := time.Since(start)

@@ -20,7 +20,7 @@ func TestObservedWriterHelpersIgnoreOtherWriters(t *testing.T) {
 	var w http.ResponseWriter = httptest.NewRecorder()
 	assert.NotPanics(t, func() {
 		SetActingUID(w, 7)
-		recordInternalError(w, assert.AnError)
+		RecordInternalError(w, assert.AnError)
 	})
 	assert.Equal(t, []string{"18446744073709551615"}, UintField(w, math.MaxUint64))
 	assert.Equal(t, "42", string(CountBody(w, 42)))

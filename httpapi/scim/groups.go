@@ -281,31 +281,25 @@ func readGroups(ctx context.Context, svc services, query directory.GroupQuery) (
 // members comparison asks the store whether the uid is a direct member.
 func groupMatches(ctx context.Context, svc services, g directory.GroupRecord, f wire.Filter) (bool, error) {
 	for _, c := range f {
+		ok := true
 		switch c.Attr {
 		case "id":
-			if g.ID != c.Value {
-				return false, nil
-			}
+			ok = g.ID == c.Value
 		case "displayname":
-			if g.Attributes.DisplayName != c.Value {
-				return false, nil
-			}
+			ok = g.Attributes.DisplayName == c.Value
 		case "externalid":
-			if g.Attributes.ExternalID != c.Value {
-				return false, nil
-			}
+			ok = g.Attributes.ExternalID == c.Value
 		case "members":
-			uid, ok := decode.ParseUID(c.Value)
-			if !ok {
-				return false, nil
+			var uid membership.UID
+			if uid, ok = decode.ParseUID(c.Value); ok {
+				_, err := svc.Member(ctx, g.ID, uid)
+				if ok = membership.ErrorCode(err) != membership.CodeNotMember; ok && err != nil {
+					return false, err
+				}
 			}
-			_, err := svc.Member(ctx, g.ID, uid)
-			if membership.ErrorCode(err) == membership.CodeNotMember {
-				return false, nil
-			}
-			if err != nil {
-				return false, err
-			}
+		}
+		if !ok {
+			return false, nil
 		}
 	}
 	return true, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"iter"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -194,16 +195,14 @@ func userID(r *http.Request) (membership.UID, error) {
 func handleGetUser(d Deps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sel, err := wire.ParseResource(r, wire.UserResource)
-		if err != nil {
-			wire.WriteError(w, r, err)
-			return
+		var uid membership.UID
+		if err == nil {
+			uid, err = userID(r)
 		}
-		uid, err := userID(r)
-		if err != nil {
-			wire.WriteError(w, r, err)
-			return
+		var u directory.UserRecord
+		if err == nil {
+			u, err = d.Directory.User(r.Context(), uid)
 		}
-		u, err := d.Directory.User(r.Context(), uid)
 		if err != nil {
 			wire.WriteError(w, r, err)
 			return
@@ -297,23 +296,14 @@ func readUsers(ctx context.Context, svc services, query directory.UserQuery) (in
 	var total int
 	var users []directory.UserRecord
 	err := svc.dir.Users(ctx, query, func(n int, page iter.Seq[directory.UserRecord]) {
-		total = n
-		for u := range page {
-			users = append(users, u)
-		}
+		total, users = n, slices.Collect(page)
 	})
 	return total, users, err
 }
 
-// keepUsers returns the users f selects.
+// keepUsers returns the users f selects, in the memory of users.
 func keepUsers(users []directory.UserRecord, f wire.Filter) []directory.UserRecord {
-	var out []directory.UserRecord
-	for _, u := range users {
-		if userMatches(u, f) {
-			out = append(out, u)
-		}
-	}
-	return out
+	return slices.DeleteFunc(users, func(u directory.UserRecord) bool { return !userMatches(u, f) })
 }
 
 // userMatches reports whether every comparison of f holds for u: userName

@@ -1,12 +1,14 @@
 package access
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,35 +87,28 @@ func (src Source) load() (*Rules, error) {
 // but lost (an unset variable substituted, an empty secret mounted) must
 // not turn auth off.
 func (src Source) token() (token, where string, err error) {
-	if src.TokenFile == "" {
-		name := src.TokenName
-		if name == "" {
-			name = "MEMBERSHIP_TOKEN"
+	var blank string // the error of a blank token
+	switch {
+	case src.TokenFile != "":
+		b, err := os.ReadFile(src.TokenFile)
+		if err != nil {
+			return "", "", fmt.Errorf("reading the token: %w", err)
 		}
-		if !src.TokenSet {
-			return "", "", nil
-		}
-		token = strings.TrimSpace(src.Token)
-		if token == "" {
-			return "", "", fmt.Errorf("%s is set but blank: give it the token, or unset it to run without one", name)
-		}
-		if err := CheckToken(token); err != nil {
-			return "", "", fmt.Errorf("the token in %s %w", name, err)
-		}
-		return token, name, nil
+		token, where = string(b), src.TokenFile
+		blank = "the token file " + where + " is empty: write the token into it, or run without -token-file"
+	case src.TokenSet:
+		token, where = src.Token, cmp.Or(src.TokenName, "MEMBERSHIP_TOKEN")
+		blank = where + " is set but blank: give it the token, or unset it to run without one"
+	default:
+		return "", "", nil
 	}
-	b, err := os.ReadFile(src.TokenFile)
-	if err != nil {
-		return "", "", fmt.Errorf("reading the token: %w", err)
-	}
-	token = strings.TrimSpace(string(b))
-	if token == "" {
-		return "", "", fmt.Errorf("the token file %s is empty: write the token into it, or run without -token-file", src.TokenFile)
+	if token = strings.TrimSpace(token); token == "" {
+		return "", "", errors.New(blank)
 	}
 	if err := CheckToken(token); err != nil {
-		return "", "", fmt.Errorf("the token in %s %w", src.TokenFile, err)
+		return "", "", fmt.Errorf("the token in %s %w", where, err)
 	}
-	return token, src.TokenFile, nil
+	return token, where, nil
 }
 
 // readACLFile returns the content of the ACL file name, refusing one that
@@ -201,13 +196,7 @@ func (l *Live) Reload() (int, error) {
 func (l *Live) Changed() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := stampsOf(l.src.files())
-	for i, s := range now {
-		if !s.same(l.stamps[i]) {
-			return true
-		}
-	}
-	return false
+	return !slices.EqualFunc(stampsOf(l.src.files()), l.stamps, stamp.same)
 }
 
 // stamp is what a file was: nil info when it could not be read.

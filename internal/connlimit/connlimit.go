@@ -293,16 +293,22 @@ func (l *Listener) evictIdle() {
 // longestIdle returns up to n of the idle connections, the longest idle
 // first.
 func (l *Listener) longestIdle(n int) []*conn {
+	return l.oldest(n, (*conn).evictable, func(c *conn) int64 { return c.idleSince.Load() })
+}
+
+// oldest returns up to n of the connections that keep holds for, the
+// earliest since first.
+func (l *Listener) oldest(n int, keep func(*conn) bool, since func(*conn) int64) []*conn {
 	l.mu.Lock()
-	idle := make([]*conn, 0, len(l.conns))
+	picked := make([]*conn, 0, len(l.conns))
 	for c := range l.conns {
-		if c.evictable() {
-			idle = append(idle, c)
+		if keep(c) {
+			picked = append(picked, c)
 		}
 	}
 	l.mu.Unlock()
-	slices.SortFunc(idle, func(a, b *conn) int { return cmp.Compare(a.idleSince.Load(), b.idleSince.Load()) })
-	return idle[:min(n, len(idle))]
+	slices.SortFunc(picked, func(a, b *conn) int { return cmp.Compare(since(a), since(b)) })
+	return picked[:min(n, len(picked))]
 }
 
 // evictOneNow closes the connection idle the longest, and returns once its
@@ -316,16 +322,7 @@ func (l *Listener) evictOneNow() {
 
 // longestOpen returns up to n of the connections, the longest open first.
 func (l *Listener) longestOpen(n int) []*conn {
-	l.mu.Lock()
-	open := make([]*conn, 0, len(l.conns))
-	for c := range l.conns {
-		if c.state.Load() != stateEvicted {
-			open = append(open, c)
-		}
-	}
-	l.mu.Unlock()
-	slices.SortFunc(open, func(a, b *conn) int { return cmp.Compare(a.opened, b.opened) })
-	return open[:min(n, len(open))]
+	return l.oldest(n, func(c *conn) bool { return c.state.Load() != stateEvicted }, func(c *conn) int64 { return c.opened })
 }
 
 // refuse answers nc 503 and closes it, lingering in the background while
@@ -536,10 +533,10 @@ func (c *conn) Read(b []byte) (int, error) {
 				// net/http writes through it for a failed read is a 400
 				// that blames the client: the socket is closed first.
 				_ = c.Conn.Close()
-				return 0, c.readError(errHeaderBudget)
+			} else {
+				_ = c.SetWriteDeadline(time.Now().Add(lingerTimeout))
+				_, _ = c.Conn.Write(c.l.headerRefusal) // the connection is idle: nothing else writes
 			}
-			_ = c.SetWriteDeadline(time.Now().Add(lingerTimeout))
-			_, _ = c.Conn.Write(c.l.headerRefusal) // the connection is idle: nothing else writes
 			return 0, c.readError(errHeaderBudget)
 		}
 	}

@@ -31,9 +31,6 @@ var flagSections = []struct {
 // flagsDoc is where every flag is explained in full.
 const flagsDoc = "docs/operating.md#flags"
 
-// usageWidth is the widest a line of -h should be.
-const usageWidth = 100
-
 // writeUsage writes -h: name's usage, about (a paragraph), then fs's flags
 // but the hidden ones, by flagSections, one line each; own are the
 // command's own flags.

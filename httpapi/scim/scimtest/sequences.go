@@ -63,20 +63,15 @@ func testSequences(t *testing.T, newStore NewStore) {
 			require.NoError(t, json.Unmarshal(data, &seq))
 			s := newServer(t, newStore)
 			saved := map[string]string{}
-			expand := func(text string) string {
+			expandWith := func(text string, escape func(string) string) string {
 				for k, v := range saved {
-					text = strings.ReplaceAll(text, "{"+k+"}", v)
+					text = strings.ReplaceAll(text, "{"+k+"}", escape(v))
 				}
 				return text
 			}
-			expandPath := func(path string) string {
-				for k, v := range saved {
-					path = strings.ReplaceAll(path, "{"+k+"}", url.PathEscape(v))
-				}
-				return path
-			}
+			expand := func(text string) string { return expandWith(text, func(v string) string { return v }) }
 			for i, st := range seq.Steps {
-				rep := s.do(st.Method, "/scim/v2"+expandPath(st.Path), expand(string(st.Body)))
+				rep := s.do(st.Method, "/scim/v2"+expandWith(st.Path, url.PathEscape), expand(string(st.Body)))
 				require.Equal(t, st.Status, rep.status, "step %d, %s %s: %s", i, st.Method, st.Path, rep.body)
 				for k, v := range st.Want {
 					var want any
