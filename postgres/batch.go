@@ -45,16 +45,6 @@ const opBatch int16 = 6
 // whole batch.
 const withPrecondition byte = 0x80
 
-// batchTakes reports whether a batch takes writes of op.
-func batchTakes(op membership.Op) bool {
-	switch op {
-	case membership.OpAdd, membership.OpRemove, membership.OpReplace, membership.OpDeleteGroup,
-		membership.OpAddGroups, membership.OpRemoveGroups, membership.OpReplaceGroups, membership.OpSetGroup:
-		return true
-	}
-	return false
-}
-
 // opNumber returns op's number in ops, 0 for none.
 func opNumber(op membership.Op) byte {
 	for n, known := range ops {
@@ -65,7 +55,7 @@ func opNumber(op membership.Op) byte {
 	return 0
 }
 
-// appendBatch appends ws, whose ops batchTakes, to b.
+// appendBatch appends ws, whose ops a batch takes (writecodec.BatchTakes), to b.
 func appendBatch(b []byte, ws []membership.Write) []byte {
 	b = binary.AppendUvarint(b, uint64(len(ws)))
 	for _, w := range ws {
@@ -128,7 +118,7 @@ func readWrite(r *bytes.Reader) (membership.Write, error) {
 		return w, err
 	}
 	kind := op &^ withPrecondition
-	if int(kind) >= len(ops) || !batchTakes(ops[kind]) {
+	if int(kind) >= len(ops) || !writecodec.BatchTakes(ops[kind]) {
 		return w, fmt.Errorf("op %d is not one a batch takes", op)
 	}
 	w.Op = ops[kind]
@@ -199,7 +189,7 @@ func (c change) batchOf(ws []membership.Write) membership.Batch {
 // CodeTooDeep, CodeTooManyAncestors, CodeUnavailable.
 func (s *Store) Batch(ctx context.Context, b membership.Batch) (membership.BatchResult, error) {
 	for i, w := range b.Writes {
-		if !batchTakes(w.Op) {
+		if !writecodec.BatchTakes(w.Op) {
 			return membership.BatchResult{}, fmt.Errorf("batch element %d: op %q is not one a batch takes", i, w.Op)
 		}
 	}

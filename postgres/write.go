@@ -16,23 +16,9 @@ import (
 )
 
 // The ops of membership_changes (migrations 0001, 0002, 0004, 0006, 0007 and
-// 0009), indexed by their number there.
-var ops = [...]membership.Op{
-	1:  membership.OpAdd,
-	2:  membership.OpRemove,
-	3:  membership.OpReplace,
-	4:  membership.OpDeleteGroup,
-	5:  membership.OpRemoveUser,
-	6:  membership.OpBatch,     // migration 0004, batch.go
-	7:  membership.OpExpire,    // migration 0006
-	8:  membership.OpAddGroups, // migration 0007
-	9:  membership.OpRemoveGroups,
-	10: membership.OpReplaceGroups,
-	11: membership.OpExpireGroups,
-	12: membership.OpSetUser, // migration 0009
-	13: membership.OpDeleteUser,
-	14: membership.OpSetGroup,
-}
+// 0009), indexed by their number there: the numbers of the data
+// directory's log.
+var ops = &writecodec.Ops
 
 // The ops of the expire rows (migrations 0006 and 0007).
 const (
@@ -108,11 +94,7 @@ func changeOf(w membership.Write) (change, error) {
 		actor := int64(w.Actor)
 		c.actor = &actor
 	}
-	for n, op := range ops {
-		if op == w.Op && op != "" {
-			c.op = int16(n)
-		}
-	}
+	c.op = int16(opNumber(w.Op))
 	switch w.Op {
 	case membership.OpAdd, membership.OpReplace:
 		c.setUsers(membership.ResolveTTLs(w.Users, time.Now()))
@@ -187,10 +169,7 @@ func (c *change) setUsers(users []membership.User) {
 			if c.expiries == nil {
 				c.expiries = make([]*int64, len(users))
 			}
-			var ms int64 // 0: made permanent
-			if !u.Expiry.At.IsZero() {
-				ms = u.Expiry.At.UnixMilli()
-			}
+			ms := writecodec.Millis(u.Expiry.At) // 0: made permanent
 			c.expiries[i] = &ms
 		}
 	}
@@ -216,10 +195,7 @@ func (c *change) setSubgroups(groups []membership.Subgroup) {
 			if c.subgroupExpiries == nil {
 				c.subgroupExpiries = make([]*int64, len(groups))
 			}
-			var ms int64 // 0: made permanent
-			if !g.Expiry.At.IsZero() {
-				ms = g.Expiry.At.UnixMilli()
-			}
+			ms := writecodec.Millis(g.Expiry.At) // 0: made permanent
 			c.subgroupExpiries[i] = &ms
 		}
 	}
@@ -404,11 +380,7 @@ func principalOf(name string) *string {
 // expiryOf returns an expiry as a row holds it, in milliseconds since
 // 1970, as the Expiry it was: 0 is made permanent.
 func expiryOf(ms int64) membership.Expiry {
-	e := membership.Expiry{Set: true}
-	if ms != 0 {
-		e.At = time.UnixMilli(ms).UTC()
-	}
-	return e
+	return membership.Expiry{Set: true, At: writecodec.TimeOfMillis(ms)}
 }
 
 // depth returns c's bound on depth: 0 for none.
