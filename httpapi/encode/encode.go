@@ -84,8 +84,13 @@ func nicknameJSONLen(m membership.Member) int {
 	return len(UIDPrefix) + decimalLen(int64(m.UID)) + len(nicknamePrefix) + jsonStringLen(m.Nickname) + 1
 }
 
-// decimalLen returns the number of digits of n >= 0.
-func decimalLen(n int64) int { return uintLen(uint64(n)) }
+// decimalLen returns the length of n in decimal, its sign included.
+func decimalLen(n int64) int {
+	if n < 0 {
+		return 1 + uintLen(-uint64(n))
+	}
+	return uintLen(uint64(n))
+}
 
 // uintLen returns the number of digits of n.
 func uintLen(n uint64) int {

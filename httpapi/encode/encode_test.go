@@ -113,7 +113,7 @@ func TestEncodeMembersMatchesEncodingJSON(t *testing.T) {
 }
 
 func TestDecimalLen(t *testing.T) {
-	for _, n := range []int64{0, 1, 9, 10, 99, 100, 999999999, 1000000000, math.MaxInt64} {
+	for _, n := range []int64{0, 1, 9, 10, 99, 100, 999999999, 1000000000, math.MaxInt64, -1, -10, math.MinInt64} {
 		assert.Equal(t, len(json.Number(stdlibJSON(t, n))), decimalLen(n), "decimalLen(%d)", n)
 	}
 }

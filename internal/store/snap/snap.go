@@ -1175,6 +1175,10 @@ func readBytes(r *reader) ([]byte, error) {
 	return b, nil
 }
 
+// preallocated is how many items readList makes room for before it reads
+// them.
+const preallocated = 4096
+
 // readCount reads a count of items that take at least size bytes each:
 // one larger than what is left of r is refused, with the error tooMany.
 func readCount(r *reader, size int, tooMany string) (uint64, error) {
@@ -1186,13 +1190,14 @@ func readCount(r *reader, size int, tooMany string) (uint64, error) {
 }
 
 // readList reads a count (readCount), then as many items with read: nil
-// for none.
+// for none. It makes room for at most preallocated items ahead of reading
+// them: a count is bounded by the bytes left, an item in memory is larger.
 func readList[T any](r *reader, size int, tooMany string, read func() (T, error)) ([]T, error) {
 	n, err := readCount(r, size, tooMany)
 	if err != nil || n == 0 {
 		return nil, err
 	}
-	items := make([]T, 0, n)
+	items := make([]T, 0, min(n, preallocated))
 	for range n {
 		item, err := read()
 		if err != nil {

@@ -3,7 +3,9 @@ package snap
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -396,4 +398,22 @@ func TestCheckRefusesKeysThatBreakTheRules(t *testing.T) {
 	st = keysState()
 	st.Keys[1].Results[1].Revision = st.LastRevision + 1
 	assert.ErrorContains(t, st.Check(), "past the latest")
+}
+
+// TestAListMakesRoomOnlyForWhatItReads checks that a count as large as
+// the bytes left, of items far larger in memory than their least bytes
+// (as an account is), reserves no room for all of them before the first
+// fails to read: a damaged snapshot is refused, not a reason to run out of
+// memory.
+func TestAListMakesRoomOnlyForWhatItReads(t *testing.T) {
+	const left = 1 << 20
+	data := binary.AppendUvarint(nil, left)
+	data = append(data, make([]byte, left)...)
+	type large struct{ _ [256]byte }
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := readList(newReader(data), 1, "too many", func() (large, error) { return large{}, errors.New("damaged") })
+	runtime.ReadMemStats(&after)
+	require.EqualError(t, err, "damaged")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4<<20), "bytes allocated for a list of %d items of 256 bytes that failed at its first", left)
 }
